@@ -1,0 +1,85 @@
+# clawmem — plain Makefile. Targets:
+#   make            build/clawmem and build/libclawmem.a
+#   make test       unit + end-to-end tests, fuzz corpus replay (prints "N passed, N failed")
+#   make asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md)
+#   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
+#   make format     clang-format every source file
+# WERROR=1 turns warnings into errors (CI sets it).
+
+BUILD    ?= build
+CC       ?= cc
+OPT      ?= -O2
+SAN      ?=
+PKGS     := sqlite3 jansson libcrypto
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla \
+            -Wwrite-strings -Wformat=2
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
+CFLAGS   ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -Iinclude -MMD -MP \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -ljansson -lcrypto) -lm -lpthread
+
+LIB_SRC  := $(sort $(wildcard src/*/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ  := $(BUILD)/obj/cli/main.o
+TEST_SRC := $(sort $(wildcard tests/*.c)) $(sort $(wildcard tests/fuzz/fuzz_*.c))
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps test asan bench fuzz format clean
+
+all: deps $(BUILD)/clawmem $(BUILD)/libclawmem.a
+
+deps:
+	@scripts/install-deps.sh
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libclawmem.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/clawmem: $(CLI_OBJ) $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
+$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
+$(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
+test: all $(BUILD)/test_runner
+	CLAWMEM_BIN=$(BUILD)/clawmem $(BUILD)/test_runner $(TESTS)
+
+asan:
+	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+bench: all $(BUILD)/bench_search
+	bench/run.sh
+
+fuzz: deps
+	@scripts/install-deps.sh --fuzz
+	@mkdir -p $(BUILD)/fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  clang -std=c11 -D_GNU_SOURCE -DFUZZ_MAIN -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
+	    $$(pkg-config --cflags $(PKGS)) tests/fuzz/fuzz_$$t.c $(LIB_SRC) \
+	    -o $(BUILD)/fuzz/$$t $(LIBS) || exit 1; \
+	  mkdir -p $(BUILD)/fuzz/corpus-$$t; \
+	  echo "fuzzing $$t for $(FUZZ_SECONDS)s"; \
+	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
+	    $(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
+
+format:
+	clang-format -i $$(find include src cli tests bench -name '*.[ch]')
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,380 @@
+/*
+ * main.c — the clawmem command line: status, index, search, get. Uses only
+ * the public header; turns the engine's JSON payloads into the text output of
+ * `openclaw memory …` unless --json is given. Exit 0 on success, 1 on a usage
+ * or runtime error, with one line on stderr.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clawmem.h"
+
+static const char usage_main[] =
+    "usage: clawmem [--agent ID] [--workspace DIR] [--config FILE] [--state-dir DIR] COMMAND [ARGS]\n"
+    "\n"
+    "Indexes an agent's Markdown memory (MEMORY.md, memory/*.md, extraPaths) and searches it.\n"
+    "\n"
+    "commands:\n"
+    "  status [--json] [--deep]       what is indexed, where, and any problems\n"
+    "  index [--force] [--verbose]    bring the index up to date (--force: rebuild it)\n"
+    "  search QUERY [--max-results N] [--min-score X] [--json]\n"
+    "                                 memory_search: ranked snippets with path and lines\n"
+    "  get PATH [--from N] [--lines N] [--json]\n"
+    "                                 memory_get: read a memory file or a line range\n"
+    "\n"
+    "options:\n"
+    "  --agent ID        agent id (default: main)\n"
+    "  --workspace DIR   workspace (default: agents.defaults.workspace, else <stateDir>/workspace)\n"
+    "  --config FILE     config file (default: $QUANTUMCLAW_CONFIG_PATH, else <stateDir>/quantumclaw.json)\n"
+    "  --state-dir DIR   state dir (default: $QUANTUMCLAW_STATE_DIR, else ~/.quantumclaw)\n"
+    "  --help, --version\n"
+    "\n"
+    "`clawmem COMMAND --help` describes one command.\n";
+
+static const char usage_status[] =
+    "usage: clawmem status [--json] [--deep]\n"
+    "Shows the workspace, config, index path, file and chunk counts, the search mode and files\n"
+    "that could not be indexed. --deep also checks the index's integrity and counts files\n"
+    "that changed since the last sync.\n";
+static const char usage_index[] =
+    "usage: clawmem index [--force] [--verbose] [--json]\n"
+    "Syncs the index with the memory files: unchanged files cost one stat, changed files are\n"
+    "re-chunked. --force rebuilds the whole index into a new file (also repairs a corrupt one).\n";
+static const char usage_search[] =
+    "usage: clawmem search QUERY [--max-results N] [--min-score X] [--json]\n"
+    "Runs memory_search: syncs changed files first, then prints each hit as\n"
+    "`score path:start-end` followed by its snippet, or `No matches.`\n";
+static const char usage_get[] =
+    "usage: clawmem get PATH [--from N] [--lines N] [--json]\n"
+    "Runs memory_get: prints a memory file (workspace-relative path), or N lines from line\n"
+    "--from. A file that does not exist yet prints nothing.\n";
+
+static int verbose;
+
+static void on_log(void *ctx, cm_log_level level, const char *msg)
+{
+    (void)ctx;
+    if (level < CM_LOG_WARN && !verbose) return;
+    fprintf(stderr, "clawmem: %s%s\n", level >= CM_LOG_WARN ? "warning: " : "", msg);
+}
+
+static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("clawmem: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max) return -1;
+    *out = v;
+    return 0;
+}
+
+/* ---- progress bar -------------------------------------------------------- */
+
+typedef struct progress {
+    struct timespec t0, last;
+    int shown;
+} progress;
+
+static double since(const struct timespec *a)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - a->tv_sec) + (double)(t.tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void on_progress(void *ctx, const cm_progress *p)
+{
+    progress *pr = ctx;
+    bool done = p->files_done == p->files_total;
+    if (!done && since(&pr->last) < 0.1) return;
+    clock_gettime(CLOCK_MONOTONIC, &pr->last);
+    double el = since(&pr->t0);
+    double mb = (double)p->bytes_done / 1e6;
+    double rate = el > 0 ? mb / el : 0;
+    double frac = p->bytes_total ? (double)p->bytes_done / (double)p->bytes_total
+                                 : (p->files_total ? (double)p->files_done / (double)p->files_total : 1);
+    double eta = frac > 0 ? el / frac - el : 0;
+    int width = 24, fill = (int)(frac * width + 0.5);
+    char bar[32];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    bar[width] = 0;
+    fprintf(stderr, "\r[%s] %zu/%zu files  %.1f MB/s  ETA %.0fs ", bar, p->files_done,
+            p->files_total, rate, eta < 0 ? 0 : eta);
+    pr->shown = 1;
+}
+
+/* ---- commands ------------------------------------------------------------ */
+
+static int print_json_or(const char *json, int as_json, int (*text)(json_t *))
+{
+    if (as_json) {
+        fputs(json, stdout);
+        fputc('\n', stdout);
+        return 0;
+    }
+    json_error_t je;
+    json_t *root = json_loads(json, 0, &je);
+    if (!root) return die("internal error: bad payload (%s)", je.text);
+    int r = text(root);
+    json_decref(root);
+    return r;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+static int status_text(json_t *s)
+{
+    printf("Agent: %s\n", jstr(s, "agentId"));
+    printf("Workspace: %s%s\n", jstr(s, "workspace"),
+           json_is_true(json_object_get(s, "workspaceExists")) ? "" : " (missing)");
+    printf("Config: %s%s\n", jstr(s, "configPath"),
+           json_is_true(json_object_get(s, "configFound")) ? "" : " (not found; defaults)");
+    printf("Index: %s\n", jstr(s, "indexPath"));
+    if (json_object_get(s, "indexError")) printf("Index error: %s\n", jstr(s, "indexError"));
+    printf("Files: %lld  Chunks: %lld\n", (long long)json_integer_value(json_object_get(s, "files")),
+           (long long)json_integer_value(json_object_get(s, "chunks")));
+    printf("Provider: %s (requested: %s)  Search: %s  Tokenizer: %s\n", jstr(s, "provider"),
+           jstr(s, "requestedProvider"), jstr(s, "search"), jstr(s, "ftsTokenizer"));
+    if (json_string_value(json_object_get(s, "providerNote")))
+        printf("Note: %s\n", jstr(s, "providerNote"));
+    if (json_object_get(s, "integrity"))
+        printf("Integrity: %s  Files needing sync: %lld\n", jstr(s, "integrity"),
+               (long long)json_integer_value(json_object_get(s, "dirtyFiles")));
+    json_t *probs = json_object_get(s, "problems");
+    if (json_array_size(probs)) {
+        printf("Problems:\n");
+        size_t i;
+        json_t *p;
+        json_array_foreach(probs, i, p) printf("  %s: %s\n", jstr(p, "path"), jstr(p, "problem"));
+    }
+    return 0;
+}
+
+static int search_text(json_t *s)
+{
+    if (json_is_true(json_object_get(s, "disabled"))) {
+        fprintf(stderr, "clawmem: search unavailable: %s\n", jstr(s, "error"));
+        return 1;
+    }
+    json_t *res = json_object_get(s, "results");
+    if (!json_array_size(res)) {
+        printf("No matches.\n");
+        return 0;
+    }
+    size_t i;
+    json_t *r;
+    json_array_foreach(res, i, r)
+    {
+        printf("%s%.3f %s:%lld-%lld\n", i ? "\n" : "", json_number_value(json_object_get(r, "score")),
+               jstr(r, "path"), (long long)json_integer_value(json_object_get(r, "startLine")),
+               (long long)json_integer_value(json_object_get(r, "endLine")));
+        printf("%s\n", jstr(r, "snippet"));
+    }
+    return 0;
+}
+
+static int get_text(json_t *s)
+{
+    const char *t = jstr(s, "text");
+    fputs(t, stdout);
+    if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout);
+    if (json_is_true(json_object_get(s, "truncated")))
+        fprintf(stderr, "clawmem: output cut at 1 MiB; continue with --from %lld\n",
+                (long long)json_integer_value(json_object_get(s, "nextFrom")));
+    return 0;
+}
+
+static int cmd_status(cm_engine *e, int argc, char **argv)
+{
+    int as_json = 0, deep = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) as_json = 1;
+        else if (!strcmp(argv[i], "--deep")) deep = 1;
+        else if (!strcmp(argv[i], "--help")) return fputs(usage_status, stdout), 0;
+        else return die("status: unknown option %s (see clawmem status --help)", argv[i]);
+    }
+    char err[1024], *json = NULL;
+    if (cm_engine_status(e, deep, &json, err, sizeof err)) return die("%s", err);
+    int r = print_json_or(json, as_json, status_text);
+    cm_free(json);
+    return r;
+}
+
+static int cmd_index(cm_engine *e, int argc, char **argv)
+{
+    int force = 0, as_json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--force")) force = 1;
+        else if (!strcmp(argv[i], "--verbose")) verbose = 1;
+        else if (!strcmp(argv[i], "--json")) as_json = 1;
+        else if (!strcmp(argv[i], "--help")) return fputs(usage_index, stdout), 0;
+        else return die("index: unknown option %s (see clawmem index --help)", argv[i]);
+    }
+    progress pr = {0};
+    clock_gettime(CLOCK_MONOTONIC, &pr.t0);
+    pr.last = pr.t0;
+    bool tty = isatty(2) && !as_json;
+    cm_sync_stats st;
+    char err[1024];
+    cm_rc rc = cm_engine_sync(e, force ? CM_SYNC_FORCE : 0, tty ? on_progress : NULL, &pr, &st,
+                              err, sizeof err);
+    if (pr.shown) fputc('\n', stderr);
+    if (rc) return die("%s", err);
+    double secs = since(&pr.t0);
+    if (as_json) {
+        printf("{\"files\":%zu,\"indexed\":%zu,\"unchanged\":%zu,\"removed\":%zu,\"skipped\":%zu,"
+               "\"chunks\":%zu,\"bytesRead\":%llu,\"rebuilt\":%s,\"seconds\":%.3f}\n",
+               st.files_seen, st.files_indexed, st.files_unchanged, st.files_removed,
+               st.files_skipped, st.chunks_written, (unsigned long long)st.bytes_read,
+               st.rebuilt ? "true" : "false", secs);
+    } else {
+        printf("Indexed %zu of %zu files (%zu chunks) in %.2fs%s; %zu unchanged, %zu removed, "
+               "%zu skipped.\n",
+               st.files_indexed, st.files_seen, st.chunks_written, secs,
+               st.rebuilt ? " (full rebuild)" : "", st.files_unchanged, st.files_removed,
+               st.files_skipped);
+    }
+    return 0;
+}
+
+static int cmd_search(cm_engine *e, int argc, char **argv)
+{
+    cm_search_opts o = {0, -1, 0};
+    const char *query = NULL;
+    int as_json = 0;
+    for (int i = 0; i < argc; i++) {
+        long v;
+        if (!strcmp(argv[i], "--json")) {
+            as_json = 1;
+        } else if (!strcmp(argv[i], "--help")) {
+            return fputs(usage_search, stdout), 0;
+        } else if (!strcmp(argv[i], "--max-results")) {
+            if (i + 1 >= argc || parse_long(argv[++i], 1, 1000, &v))
+                return die("search: --max-results needs a number from 1 to 1000");
+            o.max_results = (int)v;
+        } else if (!strcmp(argv[i], "--min-score")) {
+            char *end;
+            if (i + 1 >= argc) return die("search: --min-score needs a number from 0 to 1");
+            o.min_score = strtod(argv[++i], &end);
+            if (*end || end == argv[i] || !(o.min_score >= 0 && o.min_score <= 1))
+                return die("search: --min-score needs a number from 0 to 1");
+        } else if (argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2]) {
+            return die("search: unknown option %s (see clawmem search --help)", argv[i]);
+        } else if (!query) {
+            query = argv[i];
+        } else {
+            return die("search: one QUERY only (quote it: clawmem search \"%s ...\")", query);
+        }
+    }
+    if (!query) return die("search: missing QUERY (see clawmem search --help)");
+    char err[1024], *json = NULL;
+    /* Sync first, without waiting: if another process is writing, search the
+     * last committed state rather than block. */
+    cm_rc rc = cm_engine_sync(e, CM_SYNC_NOWAIT, NULL, NULL, NULL, err, sizeof err);
+    if (rc && rc != CM_EBUSY) fprintf(stderr, "clawmem: warning: sync failed: %s\n", err);
+    if (cm_memory_search(e, query, &o, &json, err, sizeof err)) return die("%s", err);
+    int r = print_json_or(json, as_json, search_text);
+    cm_free(json);
+    return r;
+}
+
+static int cmd_get(cm_engine *e, int argc, char **argv)
+{
+    const char *path = NULL;
+    long from = 0, lines = 0;
+    int as_json = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) {
+            as_json = 1;
+        } else if (!strcmp(argv[i], "--help")) {
+            return fputs(usage_get, stdout), 0;
+        } else if (!strcmp(argv[i], "--from") || !strcmp(argv[i], "--lines")) {
+            long *dst = argv[i][2] == 'f' ? &from : &lines;
+            if (i + 1 >= argc || parse_long(argv[i + 1], 1, 1L << 40, dst))
+                return die("get: %s needs a positive number", argv[i]);
+            i++;
+        } else if (argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2]) {
+            return die("get: unknown option %s (see clawmem get --help)", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return die("get: one PATH only");
+        }
+    }
+    if (!path) return die("get: missing PATH (see clawmem get --help)");
+    char err[1024], *json = NULL;
+    if (cm_memory_get(e, path, from, lines, &json, err, sizeof err)) return die("%s", err);
+    int r = print_json_or(json, as_json, get_text);
+    cm_free(json);
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    cm_options opt = {0};
+    opt.log = on_log;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        const char **dst = !strcmp(a, "--agent")       ? &opt.agent_id
+                           : !strcmp(a, "--workspace") ? &opt.workspace
+                           : !strcmp(a, "--config")    ? &opt.config_path
+                           : !strcmp(a, "--state-dir") ? &opt.state_dir
+                                                       : NULL;
+        if (dst) {
+            if (i + 1 >= argc) return die("%s needs a value", a);
+            *dst = argv[++i];
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_main, stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("clawmem %s\n", CM_VERSION);
+            return 0;
+        } else {
+            return die("unknown option %s (see clawmem --help)", a);
+        }
+    }
+    if (i >= argc) {
+        fputs(usage_main, stderr);
+        return 1;
+    }
+    const char *cmd = argv[i++];
+    int (*fn)(cm_engine *, int, char **) = !strcmp(cmd, "status")   ? cmd_status
+                                           : !strcmp(cmd, "index")  ? cmd_index
+                                           : !strcmp(cmd, "search") ? cmd_search
+                                           : !strcmp(cmd, "get")    ? cmd_get
+                                                                    : NULL;
+    if (!fn) return die("unknown command '%s' (see clawmem --help)", cmd);
+    for (int k = i; k < argc; k++) /* --help needs no engine (and no valid config) */
+        if (!strcmp(argv[k], "--help")) return fn(NULL, argc - i, argv + i);
+    char err[1024];
+    cm_engine *e = NULL;
+    if (cm_engine_open(&opt, &e, err, sizeof err)) return die("%s", err);
+    int r = fn(e, argc - i, argv + i);
+    cm_engine_free(e);
+    return r;
+}

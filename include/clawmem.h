@@ -1,0 +1,124 @@
+/*
+ * clawmem.h — the public API of libclawmem, QuantumClaw's agent memory in C.
+ *
+ * One engine per agent: it reads the QuantumClaw config, indexes the agent's
+ * Markdown memory (MEMORY.md, memory/YYYY-MM-DD.md, extraPaths) into SQLite and
+ * answers the two agent tools, memory_search and memory_get, with the JSON
+ * payloads QuantumClaw's builtin memory returns. Handles are opaque; every call
+ * returns a cm_rc and, on failure only, fills the caller's message buffer.
+ * An engine is not thread-safe: use one per thread, or serialise calls.
+ */
+#ifndef CLAWMEM_H
+#define CLAWMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CM_VERSION "0.1.0"
+
+typedef enum cm_rc {
+    CM_OK = 0,
+    CM_ENOMEM,   /* out of memory */
+    CM_EINVAL,   /* a bad argument or value */
+    CM_ECONFIG,  /* the config file is malformed or has a bad value */
+    CM_EIO,      /* a file could not be read or written */
+    CM_EDB,      /* SQLite failed */
+    CM_EBUSY,    /* the index is locked by another process */
+    CM_ECORRUPT, /* the index file is damaged: `clawmem index --force` rebuilds it */
+    CM_EPATH,    /* a memory_get path is outside the memory files */
+    CM_ETOOBIG,  /* an input exceeds a documented size cap */
+    CM_ENOTFOUND /* a file or directory does not exist */
+} cm_rc;
+
+/* A static, human-readable name for rc. Never NULL. */
+const char *cm_strerror(cm_rc rc);
+
+typedef enum cm_log_level { CM_LOG_DEBUG, CM_LOG_INFO, CM_LOG_WARN, CM_LOG_ERROR } cm_log_level;
+
+/* Receives the engine's diagnostics (config warnings, skipped files). Called on
+ * the thread that made the call; msg is valid only during the call. */
+typedef void (*cm_log_fn)(void *ctx, cm_log_level level, const char *msg);
+
+typedef struct cm_options {
+    const char *agent_id;    /* NULL: "main" */
+    const char *workspace;   /* NULL: agents.defaults.workspace or <stateDir>/workspace */
+    const char *config_path; /* NULL: $QUANTUMCLAW_CONFIG_PATH or <stateDir>/quantumclaw.json */
+    const char *state_dir;   /* NULL: $QUANTUMCLAW_STATE_DIR or ~/.quantumclaw */
+    cm_log_fn log;           /* NULL: diagnostics are dropped */
+    void *log_ctx;
+} cm_options;
+
+typedef struct cm_engine cm_engine;
+
+/* Loads the config and opens (creating when absent) the agent's index. The
+ * index is not synced: call cm_engine_sync. On failure *out is NULL and err
+ * holds one line naming the cause (for config errors: file:line:column and the
+ * key path). */
+cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t errlen);
+
+/* Closes the index and frees the engine. NULL is a no-op. */
+void cm_engine_free(cm_engine *e);
+
+typedef struct cm_progress {
+    size_t files_done, files_total;
+    uint64_t bytes_done, bytes_total;
+} cm_progress;
+
+typedef void (*cm_progress_fn)(void *ctx, const cm_progress *p);
+
+enum {
+    CM_SYNC_FORCE = 1 << 0,  /* rebuild the whole index into a new file */
+    CM_SYNC_NOWAIT = 1 << 1, /* if another process is writing, return CM_EBUSY at once */
+};
+
+typedef struct cm_sync_stats {
+    size_t files_seen, files_indexed, files_unchanged, files_removed, files_skipped;
+    size_t chunks_written;
+    uint64_t bytes_read;
+    int rebuilt; /* 1 when the index was rebuilt from scratch */
+} cm_sync_stats;
+
+/* Brings the index up to date with the memory files: unchanged files (same size
+ * and mtime) cost one stat; changed files are re-chunked, each in its own
+ * transaction; a config fingerprint change or CM_SYNC_FORCE rebuilds into a
+ * temporary file that replaces the index atomically. stats and progress may be
+ * NULL. Waits for another writer up to the busy timeout, then CM_EBUSY. */
+cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                     cm_sync_stats *stats, char *err, size_t errlen);
+
+typedef struct cm_search_opts {
+    int max_results;  /* <= 0: memorySearch.query.maxResults */
+    double min_score; /* < 0 or NaN: memorySearch.query.minScore */
+    int64_t now;      /* unix seconds for temporal decay; 0: the current time */
+} cm_search_opts;
+
+/* memory_search: *json receives the tool payload
+ *   {"results":[{"path","startLine","endLine","score","snippet","source","citation"?}],
+ *    "provider","model","citations"}
+ * (free with cm_free). A search never fails hard: a broken index yields
+ * {"results":[],"disabled":true,"error":...} and CM_OK. opts may be NULL. */
+cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
+                       char *err, size_t errlen);
+
+/* memory_get: *json receives {"path","text"} for lines [from, from+lines) of a
+ * memory file (from is 1-based; 0 means 1; lines 0 means to the end). A missing
+ * file gives empty text. A path outside the memory files, not ending in .md or
+ * escaping the workspace fails with CM_EPATH and a message naming the rule. */
+cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char **json, char *err,
+                    size_t errlen);
+
+/* status as JSON (workspace, index path, files, chunks, provider, problems).
+ * deep also checks the index's integrity and counts files that need a sync. */
+cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
+
+/* Frees a string returned by this library. */
+void cm_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

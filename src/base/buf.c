@@ -1,0 +1,112 @@
+/*
+ * buf.c — growable buffer with a size cap (see buf.h for the invariants).
+ */
+#include "buf.h"
+
+void buf_init(buf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->max = max;
+}
+
+void buf_release(buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void buf_reset(buf *b)
+{
+    b->len = 0;
+    if (b->data) b->data[0] = 0;
+}
+
+cm_rc buf_grow(buf *b, size_t extra)
+{
+    if (extra > SIZE_MAX / 2 - b->len) return CM_ETOOBIG;
+    size_t need = b->len + extra + 1;
+    if (b->max && b->len + extra > b->max) return CM_ETOOBIG;
+    if (need <= b->cap) return CM_OK;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need) cap *= 2;
+    char *p = realloc(b->data, cap);
+    if (!p) return CM_ENOMEM;
+    b->data = p;
+    b->cap = cap;
+    return CM_OK;
+}
+
+cm_rc buf_add(buf *b, const void *p, size_t n)
+{
+    cm_rc rc = buf_grow(b, n);
+    if (rc) return rc;
+    if (n) memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return CM_OK;
+}
+
+cm_rc buf_adds(buf *b, const char *s)
+{
+    return buf_add(b, s, strlen(s));
+}
+
+cm_rc buf_addc(buf *b, char c)
+{
+    return buf_add(b, &c, 1);
+}
+
+cm_rc buf_printf(buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) return CM_EINVAL;
+    cm_rc rc = buf_grow(b, (size_t)n);
+    if (rc) return rc;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return CM_OK;
+}
+
+cm_rc buf_add_json_str(buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    cm_rc rc = buf_addc(b, '"');
+    size_t run = 0; /* start of the pending run of bytes that need no escape */
+    for (size_t i = 0; i < n && !rc; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        rc = buf_add(b, s + run, i - run);
+        run = i + 1;
+        if (rc) break;
+        switch (c) {
+        case '"': rc = buf_add(b, "\\\"", 2); break;
+        case '\\': rc = buf_add(b, "\\\\", 2); break;
+        case '\n': rc = buf_add(b, "\\n", 2); break;
+        case '\r': rc = buf_add(b, "\\r", 2); break;
+        case '\t': rc = buf_add(b, "\\t", 2); break;
+        default: {
+            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            rc = buf_add(b, esc, 6);
+        }
+        }
+    }
+    if (!rc) rc = buf_add(b, s + run, n - run);
+    if (!rc) rc = buf_addc(b, '"');
+    return rc;
+}
+
+char *buf_detach(buf *b)
+{
+    char *p = b->data;
+    if (!p) p = calloc(1, 1);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return p;
+}

@@ -1,0 +1,46 @@
+/*
+ * common.h — what every file of clawmem includes first: the public rc enum,
+ * the CHECK/single-exit helpers, error-message formatting, and banned.h.
+ */
+#ifndef CM_COMMON_H
+#define CM_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clawmem.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define CM_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CM_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Single exit: `CHECK(f());` jumps to `out:` with rc set when f fails. */
+#define CHECK(expr)                                                                                \
+    do {                                                                                           \
+        rc = (expr);                                                                               \
+        if (rc != CM_OK) goto out;                                                                 \
+    } while (0)
+
+/* Sets rc, writes the message into (err, errlen) and jumps to out. */
+#define FAIL(code, ...)                                                                            \
+    do {                                                                                           \
+        rc = cm_seterr(err, errlen, (code), __VA_ARGS__);                                          \
+        goto out;                                                                                  \
+    } while (0)
+
+/* Formats a message into err (when err is not NULL) and returns code. */
+cm_rc cm_seterr(char *err, size_t errlen, cm_rc code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* xmalloc-style helpers that abort on out-of-memory are deliberately absent:
+ * allocation failure is CM_ENOMEM, returned up the stack. */
+char *cm_strdup(const char *s);
+char *cm_strndup(const char *s, size_t n);
+
+#include "banned.h"
+#endif

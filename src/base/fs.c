@@ -1,0 +1,99 @@
+/*
+ * fs.c — POSIX file helpers (see fs.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT) FAIL(CM_ENOTFOUND, "%s: no such file", path);
+        FAIL(CM_EIO, "%s: %s", path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) FAIL(CM_EIO, "%s: not a regular file", path);
+    if ((uint64_t)st.st_size > max)
+        FAIL(CM_ETOOBIG, "%s: %lld bytes, over the %zu-byte cap", path, (long long)st.st_size, max);
+    if (buf_grow(out, (size_t)st.st_size)) FAIL(CM_ENOMEM, "%s: out of memory", path);
+    for (;;) {
+        if (out->len + 4096 > out->cap && buf_grow(out, 4096))
+            FAIL(CM_ETOOBIG, "%s: over the %zu-byte cap", path, max);
+        ssize_t r = read(fd, out->data + out->len, out->cap - out->len - 1);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
+        if (r == 0) break;
+        out->len += (size_t)r;
+        if (out->len > max) FAIL(CM_ETOOBIG, "%s: grew over the %zu-byte cap", path, max);
+    }
+    out->data[out->len] = 0;
+out:
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+cm_rc fs_mkdirs(const char *path, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    char *p = cm_strdup(path);
+    if (!p) return CM_ENOMEM;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s != 0) continue;
+        char c = *s;
+        *s = 0;
+        if (mkdir(p, 0700) < 0 && errno != EEXIST) FAIL(CM_EIO, "mkdir %s: %s", p, strerror(errno));
+        *s = c;
+        if (!c) break;
+    }
+out:
+    free(p);
+    return rc;
+}
+
+cm_rc fs_join(buf *out, const char *a, const char *b)
+{
+    if (b[0] == '/' || !a[0]) return buf_adds(out, b);
+    cm_rc rc = buf_adds(out, a);
+    if (!rc && a[strlen(a) - 1] != '/') rc = buf_addc(out, '/');
+    if (!rc) rc = buf_adds(out, b);
+    return rc;
+}
+
+char *fs_dirname(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return cm_strdup(".");
+    if (slash == path) return cm_strdup("/");
+    return cm_strndup(path, (size_t)(slash - path));
+}
+
+void fs_sync_dir(const char *path)
+{
+    char *dir = fs_dirname(path);
+    if (!dir) return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
+char *fs_expand_home(const char *path)
+{
+    if (path[0] != '~' || (path[1] != '/' && path[1] != 0)) return cm_strdup(path);
+    const char *home = getenv("HOME");
+    if (!home || !*home) home = "/";
+    buf b = BUF_INIT;
+    if (buf_adds(&b, home) || buf_adds(&b, path + 1)) {
+        buf_release(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}

@@ -1,0 +1,29 @@
+/*
+ * fs.h — file-system helpers: bounded whole-file reads, directory creation,
+ * path joining and the durable-rename dance. Paths are NUL-terminated UTF-8.
+ */
+#ifndef CM_FS_H
+#define CM_FS_H
+
+#include "buf.h"
+
+/* Reads the whole file into out (appending) unless it exceeds max bytes
+ * (CM_ETOOBIG). CM_ENOTFOUND when it does not exist, CM_EIO otherwise. */
+cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t errlen);
+
+/* mkdir -p with mode 0700 for the created directories. */
+cm_rc fs_mkdirs(const char *path, char *err, size_t errlen);
+
+/* Appends a joined with b ("a/b"); b absolute → b alone. */
+cm_rc fs_join(buf *out, const char *a, const char *b);
+
+/* Returns the directory part of path in a new string ("." when none). */
+char *fs_dirname(const char *path);
+
+/* fsyncs the directory holding path, so a rename into it is durable. */
+void fs_sync_dir(const char *path);
+
+/* Expands a leading "~/" with $HOME. Returns a new string or NULL on ENOMEM. */
+char *fs_expand_home(const char *path);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * utf8.c — decoding by the Unicode 15 well-formedness table (no overlongs, no
+ * surrogates, nothing above U+10FFFF) and the character classes of utf8.h.
+ */
+#include "utf8.h"
+
+size_t utf8_decode(const char *str, size_t n, int32_t *cp)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    *cp = -1;
+    if (n == 0) return 0;
+    unsigned c = s[0];
+    if (c < 0x80) {
+        *cp = (int32_t)c;
+        return 1;
+    }
+    size_t len;
+    int32_t v;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        v = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        v = c & 0x0F;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        v = c & 0x07;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 1;
+    }
+    if (n < len) return 1;
+    for (size_t i = 1; i < len; i++) {
+        unsigned b = s[i];
+        if (b < lo || b > hi) return 1;
+        lo = 0x80;
+        hi = 0xBF;
+        v = (v << 6) | (int32_t)(b & 0x3F);
+    }
+    *cp = v;
+    return len;
+}
+
+size_t utf8_valid_prefix(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if ((unsigned char)s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        int32_t cp;
+        size_t l = utf8_decode(s + i, n - i, &cp);
+        if (cp < 0) return i;
+        i += l;
+    }
+    return n;
+}
+
+cm_rc utf8_put(buf *out, int32_t cp)
+{
+    char t[4];
+    size_t n;
+    if (cp < 0x80) {
+        t[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        t[0] = (char)(0xC0 | (cp >> 6));
+        t[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        t[0] = (char)(0xE0 | (cp >> 12));
+        t[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        t[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        t[0] = (char)(0xF0 | (cp >> 18));
+        t[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        t[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        t[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    return buf_add(out, t, n);
+}
+
+cm_rc utf8_repair(buf *out, const char *s, size_t n)
+{
+    cm_rc rc = CM_OK;
+    size_t i = 0;
+    while (i < n && !rc) {
+        size_t good = utf8_valid_prefix(s + i, n - i);
+        rc = buf_add(out, s + i, good);
+        i += good;
+        if (i < n && !rc) {
+            rc = utf8_put(out, 0xFFFD);
+            i++;
+        }
+    }
+    return rc;
+}
+
+bool utf8_is_cjk(int32_t cp)
+{
+    return (cp >= 0x1100 && cp <= 0x11FF)     /* Hangul Jamo */
+           || (cp >= 0x3040 && cp <= 0x30FF)  /* Hiragana, Katakana */
+           || (cp >= 0x3130 && cp <= 0x318F)  /* Hangul compatibility jamo */
+           || (cp >= 0x31F0 && cp <= 0x31FF)  /* Katakana phonetic extensions */
+           || (cp >= 0x3400 && cp <= 0x4DBF)  /* CJK extension A */
+           || (cp >= 0x4E00 && cp <= 0x9FFF)  /* CJK unified ideographs */
+           || (cp >= 0xA960 && cp <= 0xA97F)  /* Hangul jamo extended A */
+           || (cp >= 0xAC00 && cp <= 0xD7AF)  /* Hangul syllables */
+           || (cp >= 0xF900 && cp <= 0xFAFF)  /* CJK compatibility ideographs */
+           || (cp >= 0xFF66 && cp <= 0xFF9F)  /* halfwidth Katakana */
+           || (cp >= 0x20000 && cp <= 0x3134F); /* extensions B..G */
+}
+
+bool utf8_is_word(int32_t cp)
+{
+    if (cp < 0) return false;
+    if (cp < 0x80)
+        return (cp >= '0' && cp <= '9') || (cp >= 'A' && cp <= 'Z') || (cp >= 'a' && cp <= 'z') ||
+               cp == '_';
+    if (cp <= 0xBF || cp == 0xD7 || cp == 0xF7) return false; /* Latin-1 punctuation */
+    if (cp >= 0x2000 && cp <= 0x2BFF) return false;           /* punctuation, symbols, arrows */
+    if (cp >= 0x2E00 && cp <= 0x2E7F) return false;           /* supplemental punctuation */
+    if (cp >= 0x3000 && cp <= 0x303F) return false;           /* CJK symbols and punctuation */
+    if (cp >= 0xFE10 && cp <= 0xFE6F) return false;           /* vertical, small form variants */
+    if (cp >= 0xFF00 && cp <= 0xFF0F) return false;           /* fullwidth punctuation */
+    if (cp >= 0xFF1A && cp <= 0xFF20) return false;
+    if (cp >= 0xFF3B && cp <= 0xFF40) return false;
+    if (cp >= 0xFF5B && cp <= 0xFF65) return false;
+    if (cp == 0xFEFF || cp == 0xFFFD) return false;
+    if (cp >= 0x1F000 && cp <= 0x1FAFF) return false; /* emoji and pictographs */
+    return true;
+}
+
+cm_rc utf8_cjk_expand(buf *out, const char *s, size_t n)
+{
+    cm_rc rc = CM_OK;
+    size_t i = 0;
+    while (i < n && !rc) {
+        int32_t cp;
+        size_t l = utf8_decode(s + i, n - i, &cp);
+        if (!utf8_is_cjk(cp)) {
+            rc = buf_add(out, s + i, l);
+            i += l;
+            continue;
+        }
+        /* A run of CJK characters: emit "ab bc cd d". */
+        size_t prev = i, prevlen = l;
+        i += l;
+        rc = buf_addc(out, ' ');
+        for (;;) {
+            int32_t next;
+            size_t nl = i < n ? utf8_decode(s + i, n - i, &next) : 0;
+            if (!nl || !utf8_is_cjk(next)) break;
+            if (!rc) rc = buf_add(out, s + prev, prevlen + nl);
+            if (!rc) rc = buf_addc(out, ' ');
+            prev = i;
+            prevlen = nl;
+            i += nl;
+        }
+        if (!rc) rc = buf_add(out, s + prev, prevlen);
+        if (!rc) rc = buf_addc(out, ' ');
+    }
+    return rc;
+}

@@ -1,0 +1,44 @@
+/*
+ * utf8.h — the UTF-8 primitives clawmem needs without ICU: decoding, validity,
+ * repair, the CJK classes that drive chunk weighting and keyword search, and a
+ * coarse "is this a word character" test for query tokens.
+ */
+#ifndef CM_UTF8_H
+#define CM_UTF8_H
+
+#include "buf.h"
+
+/* Decodes one code point at s[0..n). Returns its byte length (>= 1) and sets
+ * *cp; an invalid or truncated sequence yields length 1 and *cp = -1. */
+size_t utf8_decode(const char *s, size_t n, int32_t *cp);
+
+/* Byte length of a valid prefix of s[0..n) (the first invalid byte's index). */
+size_t utf8_valid_prefix(const char *s, size_t n);
+
+/* Appends s with every invalid byte replaced by U+FFFD. */
+cm_rc utf8_repair(buf *out, const char *s, size_t n);
+
+/* Appends the UTF-8 encoding of cp. */
+cm_rc utf8_put(buf *out, int32_t cp);
+
+/* Han, Hiragana, Katakana, Hangul (syllables and jamo), CJK compatibility and
+ * extension blocks: characters written without spaces between words. */
+bool utf8_is_cjk(int32_t cp);
+
+/* Letters, digits, '_', and any non-ASCII code point outside the punctuation,
+ * symbol and space blocks: what a query token is made of. */
+bool utf8_is_word(int32_t cp);
+
+/* ASCII lower-casing only; other scripts are compared as written. */
+static inline int32_t utf8_lower(int32_t cp)
+{
+    return (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
+}
+
+/* Appends text for the keyword index: runs of CJK characters become their
+ * overlapping bigrams plus the run's last character ("東京都" → "東京 京都 都"),
+ * each separated by spaces, so a two-character word matches inside a sentence
+ * written without spaces; everything else is copied unchanged. */
+cm_rc utf8_cjk_expand(buf *out, const char *s, size_t n);
+
+#endif

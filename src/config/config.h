@@ -1,0 +1,78 @@
+/*
+ * config.h — QuantumClaw's config (JSON5) resolved into one typed struct for
+ * one agent: agents.defaults.memorySearch overlaid by that agent's
+ * agents.list[].memorySearch, memory.*, the workspace and the state dir, with
+ * every default and clamp of QuantumClaw's memory search. Pure: reads the
+ * config file and the environment, touches nothing else.
+ */
+#ifndef CM_CONFIG_H
+#define CM_CONFIG_H
+
+#include "../base/log.h"
+
+typedef enum cm_citations { CM_CITE_AUTO, CM_CITE_ON, CM_CITE_OFF } cm_citations;
+
+typedef struct cm_strlist {
+    char **v;
+    size_t n;
+} cm_strlist;
+
+typedef struct cm_config {
+    char *agent_id;
+    char *state_dir;   /* absolute */
+    char *config_path; /* the file read, or the default path when none existed */
+    bool config_found;
+    char *workspace; /* absolute */
+
+    /* agents.*.memorySearch */
+    bool enabled;
+    char *provider; /* "auto" unless set */
+    char *model, *fallback, *remote_base_url, *local_model_path;
+    cm_strlist extra_paths; /* as written (absolute or workspace-relative) */
+    cm_strlist sources;     /* "memory", "sessions" */
+    char *store_path;       /* absolute, {agentId} expanded */
+    char *fts_tokenizer;    /* "unicode61" or "trigram" */
+    bool vector_enabled;
+    char *vector_extension_path;
+    int chunk_tokens, chunk_overlap;
+    bool sync_watch, sync_on_search, sync_on_session_start;
+    int watch_debounce_ms;
+    double sync_interval_minutes;
+    int max_results;
+    double min_score;
+    bool hybrid_enabled;
+    double vector_weight, text_weight; /* normalised: they sum to 1 */
+    int candidate_multiplier;
+    bool mmr_enabled;
+    double mmr_lambda;
+    bool decay_enabled;
+    double half_life_days;
+    bool cache_enabled;
+    int cache_max_entries;
+
+    /* memory.* */
+    char *backend; /* "builtin" or "qmd" */
+    cm_citations citations;
+} cm_config;
+
+typedef struct cm_config_args {
+    const char *agent_id, *workspace, *config_path, *state_dir; /* NULL: resolved */
+} cm_config_args;
+
+/* Resolves the config for one agent. A missing config file means all defaults;
+ * a malformed one or a bad value fails with CM_ECONFIG and one line naming
+ * file:line:column and the key path. Unknown keys under memorySearch are
+ * logged as warnings. On success the caller owns cfg (config_release). */
+cm_rc config_load(const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
+                  size_t errlen);
+
+/* Same, from config text already in memory (name is used in messages). */
+cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config_args *args,
+                   const cm_logger *lg, cm_config *cfg, char *err, size_t errlen);
+
+void config_release(cm_config *cfg);
+
+/* Candidate pool per side: maxResults × candidateMultiplier, at most 200. */
+int config_candidates(const cm_config *cfg, int max_results);
+
+#endif

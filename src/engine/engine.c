@@ -1,0 +1,689 @@
+/*
+ * engine.c — the per-agent engine behind include/clawmem.h: config, the
+ * writer lock, sync (incremental or a full rebuild swapped in atomically),
+ * keyword search through the ranking pipeline, memory_get and status.
+ *
+ * Writers serialise on an flock()ed "<index>.lock" file; readers never take
+ * it and read the last committed state (WAL). A rebuild writes
+ * "<index>.rebuild-<pid>" and renames it over the index, so a crash at any
+ * point leaves the old index whole; the next writer removes the leftovers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/fs.h"
+#include "../base/log.h"
+#include "../base/sha256.h"
+#include "../base/utf8.h"
+#include "../config/config.h"
+#include "../index/chunk.h"
+#include "../index/discover.h"
+#include "../search/query.h"
+#include "../search/rank.h"
+#include "../store/store.h"
+#include "../tools/tools.h"
+
+#define DEFAULT_BUSY_MS 10000
+/* Version of the keyword text derived from chunks (CJK bigrams); part of the
+ * fingerprint so that a change of derivation rebuilds the index. */
+#define KEYWORD_TEXT_VERSION "cjk2"
+
+struct cm_engine {
+    cm_config cfg;
+    cm_logger lg;
+    store st;
+    bool st_open;
+    dev_t st_dev; /* identity of the index file the connection has open */
+    ino_t st_ino;
+    int busy_ms;
+    char provider[32], model[64];
+    char *provider_note; /* why the effective provider differs from the requested one */
+};
+
+static int busy_ms_from_env(void)
+{
+    const char *v = getenv("CLAWMEM_BUSY_TIMEOUT_MS");
+    if (!v || !*v) return DEFAULT_BUSY_MS;
+    char *end;
+    long ms = strtol(v, &end, 10);
+    return (*end || ms < 0 || ms > 3600000) ? DEFAULT_BUSY_MS : (int)ms;
+}
+
+cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    *out = NULL;
+    cm_engine *e = calloc(1, sizeof *e);
+    if (!e) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    cm_options none = {0};
+    if (!opt) opt = &none;
+    e->lg.fn = opt->log;
+    e->lg.ctx = opt->log_ctx;
+    e->busy_ms = busy_ms_from_env();
+    cm_config_args args = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
+    CHECK(config_load(&args, &e->lg, &e->cfg, err, errlen));
+    if (strcmp(e->cfg.backend, "qmd") == 0)
+        cm_logf(&e->lg, CM_LOG_WARN,
+                "memory.backend = \"qmd\": clawmem serves memory itself (the builtin index)");
+    /* Embedding providers come in a later layer: until then every search is the
+     * keyword-only search QuantumClaw runs when no provider is available. */
+    snprintf(e->provider, sizeof e->provider, "none");
+    e->model[0] = 0;
+    if (strcmp(e->cfg.provider, "none") != 0 && strcmp(e->cfg.provider, "auto") != 0) {
+        buf b = BUF_INIT;
+        if (buf_printf(&b, "provider \"%s\" is not available in this build; keyword search only",
+                       e->cfg.provider) == CM_OK)
+            e->provider_note = buf_detach(&b);
+        buf_release(&b);
+        cm_logf(&e->lg, CM_LOG_WARN, "memorySearch.%s", e->provider_note ? e->provider_note : "");
+    }
+out:
+    if (rc) {
+        cm_engine_free(e);
+        return rc;
+    }
+    *out = e;
+    return CM_OK;
+}
+
+static void close_store(cm_engine *e)
+{
+    if (e->st_open) store_close(&e->st);
+    e->st_open = false;
+}
+
+void cm_engine_free(cm_engine *e)
+{
+    if (!e) return;
+    close_store(e);
+    config_release(&e->cfg);
+    free(e->provider_note);
+    free(e);
+}
+
+/* Opens the index for reading and writing; reopens it when another process
+ * swapped a rebuilt file in. CM_ENOTFOUND when there is no index yet. */
+static cm_rc ensure_store(cm_engine *e, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(e->cfg.store_path, &st) < 0) {
+        close_store(e);
+        return cm_seterr(err, errlen, CM_ENOTFOUND, "index %s does not exist yet (run `clawmem index`)",
+                         e->cfg.store_path);
+    }
+    if (e->st_open && st.st_dev == e->st_dev && st.st_ino == e->st_ino) return CM_OK;
+    close_store(e);
+    cm_rc rc = store_open(&e->st, e->cfg.store_path, e->cfg.fts_tokenizer, 0, e->busy_ms, err, errlen);
+    if (rc) return rc;
+    e->st_open = true;
+    e->st_dev = st.st_dev;
+    e->st_ino = st.st_ino;
+    return CM_OK;
+}
+
+/* ---- writer lock ------------------------------------------------------- */
+
+static cm_rc lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf p = BUF_INIT;
+    char *dir = fs_dirname(e->cfg.store_path);
+    int fd = -1;
+    if (!dir) CHECK(CM_ENOMEM);
+    CHECK(fs_mkdirs(dir, err, errlen));
+    CHECK(buf_printf(&p, "%s.lock", e->cfg.store_path));
+    fd = open(p.data, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) FAIL(CM_EIO, "%s: %s", p.data, strerror(errno));
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) break;
+        if (errno != EWOULDBLOCK && errno != EINTR) FAIL(CM_EIO, "lock %s: %s", p.data, strerror(errno));
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long waited = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        if (!wait || waited >= e->busy_ms) {
+            char pid[32] = "";
+            ssize_t r = pread(fd, pid, sizeof pid - 1, 0);
+            pid[r > 0 ? r : 0] = 0;
+            pid[strcspn(pid, "\n")] = 0;
+            FAIL(CM_EBUSY, "index %s is being updated by another process%s%s%s; try again later",
+                 e->cfg.store_path, *pid ? " (pid " : "", pid, *pid ? ")" : "");
+        }
+        usleep(20000);
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) {
+        /* the pid is only a courtesy for the busy message */
+    }
+    *fd_out = fd;
+    fd = -1;
+out:
+    if (fd >= 0) close(fd);
+    free(dir);
+    buf_release(&p);
+    return rc;
+}
+
+static void lock_release(int fd)
+{
+    if (fd < 0) return;
+    if (ftruncate(fd, 0) < 0) {
+        /* stale pid text is harmless */
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+}
+
+/* ---- sync -------------------------------------------------------------- */
+
+/* The fingerprint: a change in any field means the whole index is rebuilt. */
+static cm_rc meta_json(const cm_engine *e, buf *out)
+{
+    const cm_config *c = &e->cfg;
+    buf scope = BUF_INIT;
+    cm_rc rc = CM_OK;
+    for (size_t i = 0; i < c->extra_paths.n && !rc; i++) rc = buf_printf(&scope, "%s\n", c->extra_paths.v[i]);
+    char scope_hash[SHA256_HEX_LEN + 1];
+    sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
+    buf_release(&scope);
+    if (!rc) rc = buf_printf(out, "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"\",\"sources\":[", e->provider, e->model);
+    for (size_t i = 0; i < c->sources.n && !rc; i++) rc = buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
+    if (!rc)
+        rc = buf_printf(out,
+                        "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
+                        "\"vectorDims\":0,\"ftsTokenizer\":\"%s%s\"}",
+                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->fts_tokenizer,
+                        strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
+    return rc;
+}
+
+typedef struct sync_run {
+    cm_engine *e;
+    cm_progress_fn progress;
+    void *pctx;
+    cm_progress prog;
+    cm_sync_stats *stats;
+    problem_list problems; /* transient: unreadable or oversized files */
+    buf text, clean;
+    chunk_list chunks;
+} sync_run;
+
+/* Reads, checks and chunks one file; *problem is set (static text in
+ * run->clean's companion buffer) for binary or invalid UTF-8 content.
+ * CM_EIO for an unreadable file (recorded as a transient problem). */
+static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1], buf *problem,
+                       char *err, size_t errlen)
+{
+    buf_reset(&r->text);
+    buf_reset(&r->clean);
+    buf_reset(problem);
+    chunk_list_release(&r->chunks);
+    char msg[512];
+    cm_rc rc = fs_read_file(f->abs, (size_t)DISCOVER_MAX_FILE_BYTES, &r->text, msg, sizeof msg);
+    if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory reading %s", f->rel);
+    if (rc) {
+        const char *why = strchr(msg, ':') ? strchr(msg, ':') + 2 : msg;
+        if (problem_add(&r->problems, f->rel, "cannot read: %s", why)) return CM_ENOMEM;
+        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: cannot read: %s", f->rel, why);
+        return CM_EIO;
+    }
+    const char *s = r->text.data ? r->text.data : "";
+    size_t n = r->text.len;
+    r->stats->bytes_read += n;
+    sha256_hex(s, n, hash);
+    const char *nul = memchr(s, 0, n);
+    if (nul) {
+        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: binary file (NUL byte at offset %zu), not indexed", f->rel,
+                (size_t)(nul - s));
+        return buf_printf(problem, "binary file (NUL byte at offset %zu); not indexed", (size_t)(nul - s));
+    }
+    size_t good = utf8_valid_prefix(s, n);
+    if (good != n) {
+        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: invalid UTF-8 at byte %zu; indexed with U+FFFD", f->rel, good);
+        if ((rc = buf_printf(problem, "invalid UTF-8 at byte %zu; indexed with replacement characters", good)))
+            return rc;
+        if ((rc = utf8_repair(&r->clean, s, n))) return rc;
+        s = r->clean.data;
+        n = r->clean.len;
+    }
+    return chunk_text(s, n, r->e->cfg.chunk_tokens, r->e->cfg.chunk_overlap, &r->chunks);
+}
+
+static void report(sync_run *r, const mem_file *f)
+{
+    r->prog.files_done++;
+    r->prog.bytes_done += (uint64_t)f->size;
+    if (r->progress) r->progress(r->pctx, &r->prog);
+}
+
+/* Writes the transient problems of this sync into the meta table. */
+static cm_rc save_problems(store *st, const problem_list *pl, char *err, size_t errlen)
+{
+    buf b = BUF_INIT;
+    cm_rc rc = buf_addc(&b, '[');
+    for (size_t i = 0; i < pl->n && !rc; i++) {
+        if (i) rc = buf_addc(&b, ',');
+        if (!rc) rc = buf_adds(&b, "{\"path\":");
+        if (!rc) rc = buf_add_json_str(&b, pl->v[i].path, strlen(pl->v[i].path));
+        if (!rc) rc = buf_adds(&b, ",\"problem\":");
+        if (!rc) rc = buf_add_json_str(&b, pl->v[i].what, strlen(pl->v[i].what));
+        if (!rc) rc = buf_addc(&b, '}');
+    }
+    if (!rc) rc = buf_addc(&b, ']');
+    if (!rc) rc = store_meta_set(st, STORE_PROBLEMS_KEY, b.data, err, errlen);
+    buf_release(&b);
+    return rc;
+}
+
+/* Builds a fresh index in a temporary file and swaps it in. */
+static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char *err, size_t errlen)
+{
+    cm_engine *e = r->e;
+    cm_rc rc = CM_OK;
+    store tmp;
+    bool tmp_open = false;
+    buf problem = BUF_INIT;
+    char *path = store_rebuild_path(e->cfg.store_path);
+    if (!path) CHECK(CM_ENOMEM);
+    store_remove_leftovers(e->cfg.store_path);
+    CHECK(store_open(&tmp, path, e->cfg.fts_tokenizer, STORE_CREATE | STORE_BULK, e->busy_ms, err, errlen));
+    tmp_open = true;
+    CHECK(store_begin(&tmp, err, errlen));
+    for (size_t i = 0; i < files->n; i++) {
+        const mem_file *f = &files->v[i];
+        char hash[SHA256_HEX_LEN + 1];
+        rc = load_file(r, f, hash, &problem, err, errlen);
+        if (rc == CM_EIO) {
+            rc = CM_OK;
+            r->stats->files_skipped++;
+            report(r, f);
+            continue;
+        }
+        CHECK(rc);
+        CHECK(store_file_replace(&tmp, f->rel, f->source, hash, f->mtime_ns, f->size,
+                                 problem.len ? problem.data : NULL, &r->chunks, err, errlen));
+        r->stats->files_indexed++;
+        r->stats->chunks_written += r->chunks.n;
+        report(r, f);
+    }
+    CHECK(store_meta_set(&tmp, STORE_META_KEY, meta, err, errlen));
+    CHECK(save_problems(&tmp, &r->problems, err, errlen));
+    CHECK(store_commit(&tmp, err, errlen));
+    store_close(&tmp);
+    tmp_open = false;
+    close_store(e);
+    CHECK(store_swap(path, e->cfg.store_path, err, errlen));
+    r->stats->rebuilt = 1;
+out:
+    if (tmp_open) {
+        store_rollback(&tmp);
+        store_close(&tmp);
+    }
+    if (rc && path) unlink(path);
+    free(path);
+    buf_release(&problem);
+    return rc;
+}
+
+/* Brings an existing index up to date file by file. */
+static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t errlen)
+{
+    cm_engine *e = r->e;
+    store *st = &e->st;
+    cm_rc rc = CM_OK;
+    stored_files old = {0};
+    buf problem = BUF_INIT;
+    CHECK(store_files_load(st, &old, err, errlen));
+    for (size_t i = 0; i < files->n; i++) {
+        const mem_file *f = &files->v[i];
+        const stored_file *sf = stored_files_find(&old, f->rel);
+        if (sf && sf->size == f->size && sf->mtime_ns == f->mtime_ns) {
+            r->stats->files_unchanged++;
+            report(r, f);
+            continue;
+        }
+        char hash[SHA256_HEX_LEN + 1];
+        rc = load_file(r, f, hash, &problem, err, errlen);
+        if (rc == CM_EIO) { /* keep what the index has; retried next sync */
+            rc = CM_OK;
+            r->stats->files_skipped++;
+            report(r, f);
+            continue;
+        }
+        CHECK(rc);
+        CHECK(store_begin(st, err, errlen));
+        if (sf && strcmp(sf->hash, hash) == 0) {
+            rc = store_file_touch(st, f->rel, f->mtime_ns, f->size, err, errlen);
+            r->stats->files_unchanged++;
+        } else {
+            rc = store_file_replace(st, f->rel, f->source, hash, f->mtime_ns, f->size,
+                                    problem.len ? problem.data : NULL, &r->chunks, err, errlen);
+            r->stats->files_indexed++;
+            r->stats->chunks_written += r->chunks.n;
+        }
+        if (!rc) rc = store_commit(st, err, errlen);
+        if (rc) store_rollback(st);
+        CHECK(rc);
+        report(r, f);
+    }
+    /* Files gone from disk (both lists are sorted by path). Unreadable files
+     * are still listed by discovery, so they are not removed. */
+    size_t j = 0;
+    bool in_tx = false;
+    for (size_t i = 0; i < old.n; i++) {
+        while (j < files->n && strcmp(files->v[j].rel, old.v[i].path) < 0) j++;
+        if (j < files->n && strcmp(files->v[j].rel, old.v[i].path) == 0) continue;
+        if (!in_tx) CHECK(store_begin(st, err, errlen));
+        in_tx = true;
+        CHECK(store_file_delete(st, old.v[i].path, err, errlen));
+        r->stats->files_removed++;
+    }
+    char *prev = NULL;
+    CHECK(store_meta_get(st, STORE_PROBLEMS_KEY, &prev, err, errlen));
+    buf now = BUF_INIT;
+    if (r->problems.n || (prev && strcmp(prev, "[]") != 0) || in_tx) {
+        if (!in_tx) rc = store_begin(st, err, errlen);
+        in_tx = true;
+        if (!rc) rc = save_problems(st, &r->problems, err, errlen);
+    }
+    free(prev);
+    buf_release(&now);
+    CHECK(rc);
+    if (in_tx) {
+        in_tx = false;
+        CHECK(store_commit(st, err, errlen));
+    }
+out:
+    if (rc) store_rollback(st);
+    stored_files_release(&old);
+    buf_release(&problem);
+    return rc;
+}
+
+cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                     cm_sync_stats *stats, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    int lock = -1;
+    file_list files = {0};
+    buf meta = BUF_INIT;
+    char *stored = NULL;
+    cm_sync_stats local;
+    if (!stats) stats = &local;
+    memset(stats, 0, sizeof *stats);
+    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}};
+    struct stat st;
+    if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
+        FAIL(CM_ENOTFOUND, "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
+             e->cfg.workspace);
+    CHECK(lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
+    store_remove_leftovers(e->cfg.store_path);
+    CHECK(discover_files(&e->cfg, &files, &r.problems));
+    for (size_t i = 0; i < r.problems.n; i++)
+        cm_logf(&e->lg, CM_LOG_WARN, "%s: %s", r.problems.v[i].path, r.problems.v[i].what);
+    stats->files_seen = files.n;
+    r.prog.files_total = files.n;
+    r.prog.bytes_total = files.total_bytes;
+    CHECK(meta_json(e, &meta));
+
+    bool full = (flags & CM_SYNC_FORCE) != 0;
+    if (!full) {
+        rc = ensure_store(e, err, errlen);
+        if (rc == CM_ENOTFOUND) {
+            full = true;
+            rc = CM_OK;
+        }
+        CHECK(rc);
+    }
+    if (!full) {
+        CHECK(store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen));
+        if (!stored || strcmp(stored, meta.data) != 0) {
+            if (stored) cm_logf(&e->lg, CM_LOG_INFO, "index settings changed; rebuilding the index");
+            full = true;
+        }
+    }
+    if (full) CHECK(rebuild(&r, &files, meta.data, err, errlen));
+    else CHECK(incremental(&r, &files, err, errlen));
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
+    lock_release(lock);
+    file_list_release(&files);
+    problem_list_release(&r.problems);
+    buf_release(&r.text);
+    buf_release(&r.clean);
+    chunk_list_release(&r.chunks);
+    buf_release(&meta);
+    free(stored);
+    return rc;
+}
+
+/* ---- tools ------------------------------------------------------------- */
+
+static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, char *err,
+                          size_t errlen)
+{
+    buf match = BUF_INIT;
+    size_t ntok = 0;
+    cm_rc rc = query_build(query, strlen(query), e->st.trigram, QUERY_AND, &match, &ntok);
+    if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
+    if (!rc && hits->n == 0 && ntok > 1) {
+        /* Nothing has every word: rank what has some of them (BM25 still
+         * favours chunks matching more, and rarer, words). */
+        buf_reset(&match);
+        rc = query_build(query, strlen(query), e->st.trigram, QUERY_OR, &match, &ntok);
+        if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
+    }
+    buf_release(&match);
+    return rc;
+}
+
+cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
+                       char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf out = BUF_INIT;
+    fts_hits hits = {0};
+    search_hit *v = NULL;
+    size_t n = 0;
+    char msg[512] = "";
+    *json = NULL;
+    if (!query) query = "";
+    const cm_config *c = &e->cfg;
+    int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
+    double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
+    if (!c->enabled) {
+        CHECK(tools_search_error("memory search is disabled (memorySearch.enabled is false)", e->provider,
+                                 e->model, c->citations, &out));
+        goto done;
+    }
+    rc = ensure_store(e, msg, sizeof msg);
+    if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
+        rc = CM_OK;
+        CHECK(tools_search_payload(NULL, 0, e->provider, e->model, c->citations, &out));
+        goto done;
+    }
+    if (!rc) rc = keyword_hits(e, query, config_candidates(c, max_results), &hits, msg, sizeof msg);
+    if (rc == CM_ENOMEM) CHECK(rc);
+    if (rc) {
+        rc = CM_OK;
+        CHECK(tools_search_error(msg, e->provider, e->model, c->citations, &out));
+        goto done;
+    }
+    if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
+    for (size_t i = 0; i < hits.n; i++) {
+        fts_hit *h = &hits.v[i];
+        v[i] = (search_hit){h->id, h->path, h->source, h->text, h->start_line, h->end_line,
+                            h->mtime_ns, 0, 0, 0, true, false};
+        h->path = h->source = h->text = NULL; /* moved */
+        v[i].text_score = rank_bm25_score(h->rank);
+        v[i].score = v[i].text_score; /* keyword-only: the text score is the score */
+    }
+    n = hits.n;
+    rank_opts ro = {c->text_weight, min_score, max_results, c->decay_enabled, c->half_life_days,
+                    opts ? opts->now : 0, c->mmr_enabled, c->mmr_lambda};
+    n = rank_finish(v, n, &ro);
+    CHECK(tools_search_payload(v, n, e->provider, e->model, c->citations, &out));
+done:
+    *json = buf_detach(&out);
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    for (size_t i = 0; v && i < n; i++) search_hit_release(&v[i]);
+    free(v);
+    fts_hits_release(&hits);
+    buf_release(&out);
+    return rc;
+}
+
+cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char **json, char *err,
+                    size_t errlen)
+{
+    buf out = BUF_INIT;
+    *json = NULL;
+    if (!path) path = "";
+    cm_rc rc = tools_get(&e->cfg, path, strlen(path), from, lines, &out, err, errlen);
+    if (rc) {
+        buf_release(&out);
+        return rc;
+    }
+    *json = buf_detach(&out);
+    return CM_OK;
+}
+
+/* ---- status ------------------------------------------------------------ */
+
+static cm_rc add_kv_str(buf *b, const char *k, const char *v)
+{
+    cm_rc rc = buf_printf(b, ",\"%s\":", k);
+    if (!rc) rc = v ? buf_add_json_str(b, v, strlen(v)) : buf_adds(b, "null");
+    return rc;
+}
+
+/* Counts files that a sync would read (new, changed) or drop. */
+static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
+{
+    file_list files = {0};
+    problem_list pl = {0};
+    stored_files old = {0};
+    cm_rc rc = discover_files(&e->cfg, &files, &pl);
+    if (!rc) rc = store_files_load(&e->st, &old, err, errlen);
+    *dirty = 0;
+    for (size_t i = 0; !rc && i < files.n; i++) {
+        const stored_file *sf = stored_files_find(&old, files.v[i].rel);
+        if (!sf || sf->size != files.v[i].size || sf->mtime_ns != files.v[i].mtime_ns) (*dirty)++;
+    }
+    size_t j = 0;
+    for (size_t i = 0; !rc && i < old.n; i++) {
+        while (j < files.n && strcmp(files.v[j].rel, old.v[i].path) < 0) j++;
+        if (!(j < files.n && strcmp(files.v[j].rel, old.v[i].path) == 0)) (*dirty)++;
+    }
+    file_list_release(&files);
+    problem_list_release(&pl);
+    stored_files_release(&old);
+    return rc;
+}
+
+cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf b = BUF_INIT;
+    char msg[512] = "";
+    char *transient = NULL;
+    const cm_config *c = &e->cfg;
+    *json = NULL;
+    struct stat st;
+    bool ws = stat(c->workspace, &st) == 0 && S_ISDIR(st.st_mode);
+    CHECK(buf_adds(&b, "{\"agentId\":"));
+    CHECK(buf_add_json_str(&b, c->agent_id, strlen(c->agent_id)));
+    CHECK(add_kv_str(&b, "workspace", c->workspace));
+    CHECK(buf_printf(&b, ",\"workspaceExists\":%s", ws ? "true" : "false"));
+    CHECK(add_kv_str(&b, "stateDir", c->state_dir));
+    CHECK(add_kv_str(&b, "configPath", c->config_path));
+    CHECK(buf_printf(&b, ",\"configFound\":%s,\"enabled\":%s", c->config_found ? "true" : "false",
+                     c->enabled ? "true" : "false"));
+    CHECK(add_kv_str(&b, "backend", "builtin"));
+    CHECK(add_kv_str(&b, "requestedProvider", c->provider));
+    CHECK(add_kv_str(&b, "provider", e->provider));
+    CHECK(add_kv_str(&b, "model", e->model));
+    CHECK(add_kv_str(&b, "providerNote", e->provider_note));
+    CHECK(buf_adds(&b, ",\"search\":\"keyword\""));
+    CHECK(add_kv_str(&b, "ftsTokenizer", c->fts_tokenizer));
+    CHECK(buf_adds(&b, ",\"sources\":["));
+    for (size_t i = 0; i < c->sources.n; i++) {
+        if (i) CHECK(buf_addc(&b, ','));
+        CHECK(buf_add_json_str(&b, c->sources.v[i], strlen(c->sources.v[i])));
+    }
+    CHECK(buf_adds(&b, "],\"extraPaths\":["));
+    for (size_t i = 0; i < c->extra_paths.n; i++) {
+        if (i) CHECK(buf_addc(&b, ','));
+        CHECK(buf_add_json_str(&b, c->extra_paths.v[i], strlen(c->extra_paths.v[i])));
+    }
+    CHECK(buf_addc(&b, ']'));
+    CHECK(add_kv_str(&b, "citations", tools_citations_name(c->citations)));
+    CHECK(add_kv_str(&b, "indexPath", c->store_path));
+    rc = ensure_store(e, msg, sizeof msg);
+    if (rc == CM_ENOMEM) CHECK(rc);
+    if (rc) {
+        CHECK(buf_printf(&b, ",\"indexExists\":%s", rc == CM_ENOTFOUND ? "false" : "true"));
+        CHECK(add_kv_str(&b, "indexError", msg));
+        rc = CM_OK;
+        CHECK(buf_adds(&b, ",\"files\":0,\"chunks\":0,\"problems\":[]}"));
+        goto done;
+    }
+    int64_t nfiles = 0, nchunks = 0;
+    rc = store_counts(&e->st, &nfiles, &nchunks, msg, sizeof msg);
+    if (!rc) rc = store_meta_get(&e->st, STORE_PROBLEMS_KEY, &transient, msg, sizeof msg);
+    if (rc) {
+        CHECK(buf_adds(&b, ",\"indexExists\":true"));
+        CHECK(add_kv_str(&b, "indexError", msg));
+        rc = CM_OK;
+        CHECK(buf_adds(&b, ",\"files\":0,\"chunks\":0,\"problems\":[]}"));
+        goto done;
+    }
+    CHECK(buf_printf(&b, ",\"indexExists\":true,\"files\":%lld,\"chunks\":%lld",
+                     (long long)nfiles, (long long)nchunks));
+    struct stat ist;
+    if (stat(c->store_path, &ist) == 0) CHECK(buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size));
+    /* problems: imperfectly indexed files, then what the last sync could not read */
+    buf fp = BUF_INIT;
+    rc = store_file_problems(&e->st, &fp, msg, sizeof msg);
+    if (!rc) {
+        rc = buf_adds(&b, ",\"problems\":");
+        const char *t = transient && transient[0] == '[' ? transient : "[]";
+        bool a = fp.len > 2, tr = strlen(t) > 2;
+        if (!rc) rc = buf_add(&b, fp.data, a ? fp.len - 1 : 1);
+        if (!rc && a && tr) rc = buf_addc(&b, ',');
+        if (!rc && tr) rc = buf_add(&b, t + 1, strlen(t) - 2);
+        if (!rc) rc = buf_addc(&b, ']');
+    }
+    buf_release(&fp);
+    CHECK(rc);
+    if (deep) {
+        bool ok = false;
+        size_t dirty = 0;
+        rc = store_check(&e->st, &ok, msg, sizeof msg);
+        if (!rc) rc = count_dirty(e, &dirty, msg, sizeof msg);
+        if (rc == CM_ENOMEM) CHECK(rc);
+        if (rc) {
+            CHECK(add_kv_str(&b, "integrity", msg));
+            rc = CM_OK;
+        } else {
+            CHECK(add_kv_str(&b, "integrity", ok ? "ok" : "corrupt"));
+            CHECK(buf_printf(&b, ",\"dirtyFiles\":%zu", dirty));
+        }
+    }
+    CHECK(buf_addc(&b, '}'));
+done:
+    *json = buf_detach(&b);
+out:
+    if (rc) cm_seterr(err, errlen, rc, "status: %s", cm_strerror(rc));
+    free(transient);
+    buf_release(&b);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/*
+ * rank.h — the ranking pipeline of QuantumClaw's memory_search after the
+ * candidates are scored: temporal decay → sort → MMR → minScore filter (with
+ * the keyword second chance) → cut to maxResults. Pure functions over an
+ * array of hits; no I/O.
+ */
+#ifndef CM_RANK_H
+#define CM_RANK_H
+
+#include "../base/common.h"
+
+typedef struct search_hit {
+    int64_t id;
+    char *path, *source, *text; /* owned */
+    int start_line, end_line;
+    int64_t mtime_ns; /* of the file, for decay of undated files outside memory/ */
+    double score;     /* the final score */
+    double text_score, vector_score;
+    bool has_text, has_vector;
+} search_hit;
+
+typedef struct rank_opts {
+    double text_weight;
+    double min_score;
+    int max_results;
+    bool decay;
+    double half_life_days;
+    int64_t now; /* unix seconds */
+    bool mmr;
+    double mmr_lambda;
+} rank_opts;
+
+/* FTS5 bm25 rank → a 0..1 score: 1/(1+rank) for rank >= 0, r/(1+r) with
+ * r = -rank for the negative ranks FTS5 produces (more relevant → higher). */
+double rank_bm25_score(double rank);
+
+/* The decay multiplier e^(-ln2/halfLife · ageDays) for a hit: dated daily notes
+ * (memory/YYYY-MM-DD.md) age from their date, MEMORY.md and other files under
+ * memory/ are evergreen (1.0), anything else ages from its mtime. */
+double rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now, double half_life_days);
+
+/* Reorders hits by Maximal Marginal Relevance: repeatedly picks the hit with
+ * the best lambda·relevance − (1−lambda)·max Jaccard similarity to those picked,
+ * relevance being the score min-max normalised. Scores are not changed. */
+cm_rc rank_mmr(search_hit *v, size_t n, double lambda);
+
+/* Token-set Jaccard similarity of two texts (lower-cased word tokens plus CJK
+ * unigrams and bigrams). Exposed for tests. */
+double rank_jaccard(const char *a, const char *b);
+
+/* Runs decay, sort, MMR, filter and cut in place; returns how many hits of v
+ * remain at the front (the rest are released). */
+size_t rank_finish(search_hit *v, size_t n, const rank_opts *o);
+
+void search_hit_release(search_hit *h);
+
+#endif

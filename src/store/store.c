@@ -1,0 +1,582 @@
+/*
+ * store.c — SQLite schema, statements and the atomic rebuild swap.
+ *
+ * Schema (version 1):
+ *   meta(key PRIMARY KEY, value)           one JSON row, key memory_index_meta_v1
+ *   files(path PRIMARY KEY, source, hash, mtime, size, problem)   problem: why the
+ *                                          file is indexed imperfectly (binary, bad UTF-8), or NULL
+ *   chunks(id INTEGER PRIMARY KEY, path, source, start_line, end_line, hash, model, text, updated_at)
+ *   chunks_fts  fts5(text), contentless, rowid = chunks.id; holds the keyword text
+ *   vectors(chunk_id PRIMARY KEY, dims, embedding BLOB)          little-endian float32
+ *   embedding_cache(provider, model, provider_key, hash, dims, embedding BLOB, updated_at)
+ * The FTS table is contentless, so deleting a chunk re-supplies its keyword
+ * text (derived from chunks.text) to FTS5's 'delete' command.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../base/fs.h"
+#include "../base/utf8.h"
+#include "store.h"
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, source TEXT NOT NULL DEFAULT "
+    "'memory', hash TEXT NOT NULL, mtime INTEGER NOT NULL, size INTEGER NOT NULL, problem TEXT);"
+    "CREATE TABLE IF NOT EXISTS chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, source TEXT "
+    "NOT NULL DEFAULT 'memory', start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, hash "
+    "TEXT NOT NULL, model TEXT NOT NULL DEFAULT '', text TEXT NOT NULL, updated_at INTEGER NOT "
+    "NULL);"
+    "CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);"
+    "CREATE TABLE IF NOT EXISTS vectors(chunk_id INTEGER PRIMARY KEY, dims INTEGER NOT NULL, "
+    "embedding BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS embedding_cache(provider TEXT NOT NULL, model TEXT NOT NULL, "
+    "provider_key TEXT NOT NULL, hash TEXT NOT NULL, dims INTEGER NOT NULL, embedding BLOB NOT "
+    "NULL, updated_at INTEGER NOT NULL, PRIMARY KEY(provider, model, provider_key, hash));";
+
+static cm_rc map_rc(int code)
+{
+    switch (code & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_ROW:
+    case SQLITE_DONE: return CM_OK;
+    case SQLITE_NOMEM: return CM_ENOMEM;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return CM_EBUSY;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return CM_ECORRUPT;
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR:
+    case SQLITE_READONLY:
+    case SQLITE_FULL:
+    case SQLITE_PERM: return CM_EIO;
+    default: return CM_EDB;
+    }
+}
+
+/* The one place SQLite failures become messages. */
+static cm_rc db_fail(store *s, int code, const char *what, char *err, size_t errlen)
+{
+    cm_rc rc = map_rc(code);
+    const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(code);
+    if (rc == CM_ECORRUPT)
+        return cm_seterr(err, errlen, rc,
+                         "index %s is corrupt (%s); run `clawmem index --force` to rebuild it",
+                         s->path, msg);
+    if (rc == CM_EBUSY)
+        return cm_seterr(err, errlen, rc, "index %s is locked by another process (%s)", s->path,
+                         what);
+    return cm_seterr(err, errlen, rc, "index %s: %s: %s", s->path, what, msg);
+}
+
+static cm_rc exec(store *s, const char *sql, char *err, size_t errlen)
+{
+    int r = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    return r == SQLITE_OK ? CM_OK : db_fail(s, r, sql, err, errlen);
+}
+
+static cm_rc prepare(store *s, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
+{
+    int r = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+    return r == SQLITE_OK ? CM_OK : db_fail(s, r, "prepare", err, errlen);
+}
+
+cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
+                 char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    char *dir = NULL;
+    memset(s, 0, sizeof *s);
+    buf_init(&s->scratch, 0);
+    if (!(s->path = cm_strdup(path))) CHECK(CM_ENOMEM);
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        if (!(flags & STORE_CREATE)) FAIL(CM_ENOTFOUND, "index %s does not exist yet", path);
+        if (!(dir = fs_dirname(path))) CHECK(CM_ENOMEM);
+        CHECK(fs_mkdirs(dir, err, errlen));
+    }
+    int oflags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+                 ((flags & STORE_CREATE) ? SQLITE_OPEN_CREATE : 0);
+    int r = sqlite3_open_v2(path, &s->db, oflags, NULL);
+    if (r != SQLITE_OK) CHECK(db_fail(s, r, "open", err, errlen));
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, busy_ms);
+    if (flags & STORE_BULK) {
+        CHECK(exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;",
+                   err, errlen));
+    } else {
+        /* Reading the header here turns "not a database" into CM_ECORRUPT early. */
+        CHECK(exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err, errlen));
+    }
+    sqlite3_stmt *q = NULL;
+    r = sqlite3_prepare_v2(s->db, "SELECT sql FROM sqlite_master WHERE name='chunks_fts'", -1, &q,
+                           NULL);
+    if (r != SQLITE_OK) CHECK(db_fail(s, r, "read schema", err, errlen));
+    r = sqlite3_step(q);
+    bool have_fts = r == SQLITE_ROW;
+    if (have_fts) {
+        const char *sql = (const char *)sqlite3_column_text(q, 0);
+        s->trigram = sql && strstr(sql, "trigram") != NULL;
+    }
+    sqlite3_finalize(q);
+    if (r != SQLITE_ROW && r != SQLITE_DONE) CHECK(db_fail(s, r, "read schema", err, errlen));
+    if (!have_fts) {
+        if (!(flags & STORE_CREATE))
+            FAIL(CM_ECORRUPT, "index %s has no keyword table; run `clawmem index --force`", path);
+        s->trigram = tokenizer && strcmp(tokenizer, "trigram") == 0;
+        CHECK(exec(s, schema_sql, err, errlen));
+        buf b = BUF_INIT;
+        rc = buf_printf(&b,
+                        "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', "
+                        "tokenize='%s');",
+                        s->trigram ? "trigram" : "unicode61 remove_diacritics 2");
+        if (!rc) rc = exec(s, b.data, err, errlen);
+        buf_release(&b);
+        CHECK(rc);
+    }
+    CHECK(prepare(s, &s->ins_chunk,
+                  "INSERT INTO chunks(path, source, start_line, end_line, hash, model, text, "
+                  "updated_at) VALUES(?1, ?2, ?3, ?4, ?5, '', ?6, ?7)",
+                  err, errlen));
+    CHECK(prepare(s, &s->ins_fts, "INSERT INTO chunks_fts(rowid, text) VALUES(?1, ?2)", err, errlen));
+    CHECK(prepare(s, &s->del_fts,
+                  "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES('delete', ?1, ?2)", err,
+                  errlen));
+    CHECK(prepare(s, &s->sel_chunks_of, "SELECT id, text FROM chunks WHERE path = ?1", err, errlen));
+    CHECK(prepare(s, &s->del_chunks_of, "DELETE FROM chunks WHERE path = ?1", err, errlen));
+    CHECK(prepare(s, &s->upsert_file,
+                  "INSERT INTO files(path, source, hash, mtime, size, problem) "
+                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET "
+                  "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
+                  "size = excluded.size, problem = excluded.problem",
+                  err, errlen));
+    CHECK(prepare(s, &s->del_file, "DELETE FROM files WHERE path = ?1", err, errlen));
+    CHECK(prepare(s, &s->search,
+                  "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, "
+                  "(SELECT mtime FROM files WHERE files.path = c.path) "
+                  "FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 "
+                  "ORDER BY rank LIMIT ?2) AS f JOIN chunks AS c ON c.id = f.rowid "
+                  "ORDER BY f.rank",
+                  err, errlen));
+out:
+    free(dir);
+    if (rc) store_close(s);
+    return rc;
+}
+
+void store_close(store *s)
+{
+    sqlite3_stmt *all[] = {s->ins_chunk,     s->ins_fts,     s->del_fts,  s->sel_chunks_of,
+                           s->del_chunks_of, s->upsert_file, s->del_file, s->search};
+    for (size_t i = 0; i < ARRAY_LEN(all); i++) sqlite3_finalize(all[i]);
+    if (s->db) sqlite3_close_v2(s->db);
+    free(s->path);
+    buf_release(&s->scratch);
+    memset(s, 0, sizeof *s);
+}
+
+cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen)
+{
+    *json = NULL;
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &q, NULL);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+        r = sqlite3_step(q);
+    }
+    cm_rc rc = CM_OK;
+    if (r == SQLITE_ROW) {
+        const char *v = (const char *)sqlite3_column_text(q, 0);
+        if (v && !(*json = cm_strdup(v))) rc = CM_ENOMEM;
+    } else if (r != SQLITE_DONE) {
+        rc = db_fail(s, r, "read meta", err, errlen);
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1,
+                               &q, NULL);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, json, -1, SQLITE_STATIC);
+        r = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return r == SQLITE_DONE ? CM_OK : db_fail(s, r, "write meta", err, errlen);
+}
+
+cm_rc store_begin(store *s, char *err, size_t errlen)
+{
+    return exec(s, "BEGIN IMMEDIATE", err, errlen);
+}
+
+cm_rc store_commit(store *s, char *err, size_t errlen)
+{
+    return exec(s, "COMMIT", err, errlen);
+}
+
+void store_rollback(store *s)
+{
+    if (s->db && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const stored_file *)a)->path, ((const stored_file *)b)->path);
+}
+
+cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    size_t cap = 0;
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, "SELECT path, hash, mtime, size FROM files", -1, &q, NULL);
+    while (r == SQLITE_OK || r == SQLITE_ROW) {
+        r = sqlite3_step(q);
+        if (r != SQLITE_ROW) break;
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 256;
+            stored_file *nv = realloc(out->v, cap * sizeof *nv);
+            if (!nv) FAIL(CM_ENOMEM, "out of memory");
+            out->v = nv;
+        }
+        stored_file *f = &out->v[out->n];
+        f->path = cm_strdup((const char *)sqlite3_column_text(q, 0));
+        f->hash = cm_strdup((const char *)sqlite3_column_text(q, 1));
+        f->mtime_ns = sqlite3_column_int64(q, 2);
+        f->size = sqlite3_column_int64(q, 3);
+        out->n++;
+        if (!f->path || !f->hash) FAIL(CM_ENOMEM, "out of memory");
+    }
+    if (r != SQLITE_DONE) CHECK(db_fail(s, r, "read files", err, errlen));
+    qsort(out->v, out->n, sizeof *out->v, by_path);
+out:
+    sqlite3_finalize(q);
+    if (rc) stored_files_release(out);
+    return rc;
+}
+
+void stored_files_release(stored_files *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        free(f->v[i].path);
+        free(f->v[i].hash);
+    }
+    free(f->v);
+    memset(f, 0, sizeof *f);
+}
+
+const stored_file *stored_files_find(const stored_files *f, const char *path)
+{
+    stored_file key = {(char *)path, NULL, 0, 0};
+    return f->n ? bsearch(&key, f->v, f->n, sizeof *f->v, by_path) : NULL;
+}
+
+cm_rc store_keyword_text(const store *s, buf *out, const char *text, size_t n)
+{
+    buf_reset(out);
+    if (s->trigram) return buf_add(out, text, n);
+    return utf8_cjk_expand(out, text, n);
+}
+
+/* Runs a bound statement that returns no rows, then resets it. */
+static cm_rc step_done(store *s, sqlite3_stmt *st, const char *what, char *err, size_t errlen)
+{
+    int r = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return r == SQLITE_DONE ? CM_OK : db_fail(s, r, what, err, errlen);
+}
+
+/* Deletes a file's chunks from chunks and from the contentless FTS table. */
+static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    sqlite3_stmt *q = s->sel_chunks_of;
+    sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
+    int r;
+    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(q, 0);
+        const char *text = (const char *)sqlite3_column_text(q, 1);
+        int len = sqlite3_column_bytes(q, 1);
+        CHECK(store_keyword_text(s, &s->scratch, text ? text : "", (size_t)len));
+        sqlite3_bind_int64(s->del_fts, 1, id);
+        sqlite3_bind_text(s->del_fts, 2, s->scratch.data ? s->scratch.data : "", (int)s->scratch.len,
+                          SQLITE_STATIC);
+        CHECK(step_done(s, s->del_fts, "delete keyword entry", err, errlen));
+    }
+    if (r != SQLITE_DONE) CHECK(db_fail(s, r, "read chunks", err, errlen));
+    sqlite3_reset(q);
+    sqlite3_bind_text(s->del_chunks_of, 1, path, -1, SQLITE_STATIC);
+    rc = step_done(s, s->del_chunks_of, "delete chunks", err, errlen);
+out:
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    return rc;
+}
+
+cm_rc store_file_replace(store *s, const char *path, const char *source, const char *hash,
+                         int64_t mtime_ns, int64_t size, const char *problem,
+                         const chunk_list *chunks, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    CHECK(delete_chunks(s, path, err, errlen));
+    int64_t now = (int64_t)time(NULL);
+    for (size_t i = 0; i < chunks->n; i++) {
+        const chunk *c = &chunks->v[i];
+        sqlite3_stmt *q = s->ins_chunk;
+        sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
+        sqlite3_bind_int(q, 3, c->start_line);
+        sqlite3_bind_int(q, 4, c->end_line);
+        sqlite3_bind_text(q, 5, c->hash, SHA256_HEX_LEN, SQLITE_STATIC);
+        sqlite3_bind_text(q, 6, c->text, (int)c->len, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 7, now);
+        CHECK(step_done(s, q, "insert chunk", err, errlen));
+        int64_t id = sqlite3_last_insert_rowid(s->db);
+        CHECK(store_keyword_text(s, &s->scratch, c->text, c->len));
+        sqlite3_bind_int64(s->ins_fts, 1, id);
+        sqlite3_bind_text(s->ins_fts, 2, s->scratch.data ? s->scratch.data : "",
+                          (int)s->scratch.len, SQLITE_STATIC);
+        CHECK(step_done(s, s->ins_fts, "insert keyword entry", err, errlen));
+    }
+    sqlite3_stmt *q = s->upsert_file;
+    sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 3, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 4, mtime_ns);
+    sqlite3_bind_int64(q, 5, size);
+    if (problem) sqlite3_bind_text(q, 6, problem, -1, SQLITE_STATIC);
+    CHECK(step_done(s, q, "write file row", err, errlen));
+out:
+    return rc;
+}
+
+cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
+                       size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, "UPDATE files SET mtime = ?2, size = ?3 WHERE path = ?1", -1,
+                               &q, NULL);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q, 2, mtime_ns);
+        sqlite3_bind_int64(q, 3, size);
+        r = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return r == SQLITE_DONE ? CM_OK : db_fail(s, r, "update file row", err, errlen);
+}
+
+cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen)
+{
+    cm_rc rc = delete_chunks(s, path, err, errlen);
+    if (rc) return rc;
+    sqlite3_bind_text(s->del_file, 1, path, -1, SQLITE_STATIC);
+    return step_done(s, s->del_file, "delete file row", err, errlen);
+}
+
+cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
+                       size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    sqlite3_stmt *q = s->search;
+    sqlite3_bind_text(q, 1, match, -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 2, limit);
+    int r;
+    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+        if (out->n == out->cap) {
+            size_t cap = out->cap ? out->cap * 2 : 32;
+            fts_hit *nv = realloc(out->v, cap * sizeof *nv);
+            if (!nv) FAIL(CM_ENOMEM, "out of memory");
+            out->v = nv;
+            out->cap = cap;
+        }
+        fts_hit *h = &out->v[out->n];
+        h->id = sqlite3_column_int64(q, 0);
+        h->path = cm_strdup((const char *)sqlite3_column_text(q, 1));
+        h->source = cm_strdup((const char *)sqlite3_column_text(q, 2));
+        h->start_line = sqlite3_column_int(q, 3);
+        h->end_line = sqlite3_column_int(q, 4);
+        h->text = cm_strdup((const char *)sqlite3_column_text(q, 5));
+        h->rank = sqlite3_column_double(q, 6);
+        h->mtime_ns = sqlite3_column_int64(q, 7);
+        out->n++;
+        if (!h->path || !h->source || !h->text) FAIL(CM_ENOMEM, "out of memory");
+    }
+    if (r != SQLITE_DONE) {
+        if ((r & 0xff) == SQLITE_ERROR)
+            FAIL(CM_EINVAL, "keyword query rejected: %s", sqlite3_errmsg(s->db));
+        CHECK(db_fail(s, r, "keyword search", err, errlen));
+    }
+out:
+    sqlite3_reset(q);
+    sqlite3_clear_bindings(q);
+    return rc;
+}
+
+void fts_hits_release(fts_hits *h)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        free(h->v[i].path);
+        free(h->v[i].source);
+        free(h->v[i].text);
+    }
+    free(h->v);
+    memset(h, 0, sizeof *h);
+}
+
+cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    cm_rc rc = buf_addc(out, '[');
+    int r = sqlite3_prepare_v2(
+        s->db, "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path", -1, &q,
+        NULL);
+    for (int k = 0; r == SQLITE_OK || r == SQLITE_ROW; k++) {
+        r = sqlite3_step(q);
+        if (r != SQLITE_ROW || rc) break;
+        const char *p = (const char *)sqlite3_column_text(q, 0);
+        const char *w = (const char *)sqlite3_column_text(q, 1);
+        if (k) rc = buf_addc(out, ',');
+        if (!rc) rc = buf_adds(out, "{\"path\":");
+        if (!rc) rc = buf_add_json_str(out, p, strlen(p));
+        if (!rc) rc = buf_adds(out, ",\"problem\":");
+        if (!rc) rc = buf_add_json_str(out, w, strlen(w));
+        if (!rc) rc = buf_addc(out, '}');
+    }
+    sqlite3_finalize(q);
+    if (!rc) rc = buf_addc(out, ']');
+    if (rc) return rc;
+    return r == SQLITE_DONE ? CM_OK : db_fail(s, r, "read problems", err, errlen);
+}
+
+static cm_rc count(store *s, const char *sql, int64_t *n, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+    if (r == SQLITE_OK) r = sqlite3_step(q);
+    if (r == SQLITE_ROW) *n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return r == SQLITE_ROW ? CM_OK : db_fail(s, r, "count", err, errlen);
+}
+
+cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen)
+{
+    cm_rc rc = count(s, "SELECT count(*) FROM files", files, err, errlen);
+    return rc ? rc : count(s, "SELECT count(*) FROM chunks", chunks, err, errlen);
+}
+
+cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    *ok = false;
+    int r = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check", -1, &q, NULL);
+    if (r == SQLITE_OK) r = sqlite3_step(q);
+    if (r == SQLITE_ROW) *ok = strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0;
+    sqlite3_finalize(q);
+    if (r != SQLITE_ROW) return db_fail(s, r, "integrity check", err, errlen);
+    if (!*ok) return CM_OK;
+    /* FTS5 consistency: for a contentless table only the index's own structure
+     * can be checked. */
+    r = sqlite3_exec(s->db, "INSERT INTO chunks_fts(chunks_fts) VALUES('integrity-check')", NULL,
+                     NULL, NULL);
+    if ((r & 0xff) == SQLITE_CORRUPT) *ok = false;
+    else if (r != SQLITE_OK) return db_fail(s, r, "keyword index check", err, errlen);
+    return CM_OK;
+}
+
+char *store_rebuild_path(const char *path)
+{
+    buf b = BUF_INIT;
+    if (buf_printf(&b, "%s.rebuild-%ld", path, (long)getpid())) {
+        buf_release(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}
+
+static void unlink_with_sidecars(const char *path)
+{
+    static const char *const sfx[] = {"", "-journal", "-wal", "-shm"};
+    char p[4096];
+    for (size_t i = 0; i < ARRAY_LEN(sfx); i++) {
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+}
+
+cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
+{
+    /* Make the new file durable before it becomes the index. */
+    int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) < 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return cm_seterr(err, errlen, CM_EIO, "%s: %s", tmp, strerror(e));
+    }
+    close(fd);
+    /* The old index's WAL must not survive: it would be replayed onto the new
+     * file. Checkpoint it away; if the old file is unreadable, drop its WAL. */
+    char wal[4096], shm[4096];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    struct stat st;
+    if (stat(wal, &st) == 0) {
+        sqlite3 *db = NULL;
+        int r = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+        if (r == SQLITE_OK) {
+            sqlite3_busy_timeout(db, 5000);
+            r = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        }
+        sqlite3_close_v2(db);
+        if (r != SQLITE_OK && (r & 0xff) != SQLITE_BUSY) {
+            unlink(wal);
+            unlink(shm);
+        } else if (r != SQLITE_OK) {
+            return cm_seterr(err, errlen, CM_EBUSY,
+                             "index %s is in use by a reader that does not let go; try again",
+                             path);
+        }
+    }
+    if (rename(tmp, path) < 0)
+        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", tmp, strerror(errno));
+    char jr[4096];
+    snprintf(jr, sizeof jr, "%s-journal", tmp);
+    unlink(jr);
+    fs_sync_dir(path);
+    return CM_OK;
+}
+
+void store_remove_leftovers(const char *path)
+{
+    char *dir = fs_dirname(path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    DIR *d = dir ? opendir(dir) : NULL;
+    size_t bl = strlen(base);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".rebuild-", 9) != 0) continue;
+        char *end;
+        long pid = strtol(n + bl + 9, &end, 10);
+        if (end == n + bl + 9) continue;
+        if (pid != (long)getpid() && kill((pid_t)pid, 0) == 0) continue; /* still building */
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%.*s", dir, (int)(end - n), n);
+        unlink_with_sidecars(full);
+    }
+    if (d) closedir(d);
+    free(dir);
+}

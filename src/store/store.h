@@ -1,0 +1,113 @@
+/*
+ * store.h — the index database: SQLite in WAL mode holding the meta
+ * fingerprint, files, chunks, a contentless FTS5 table over the chunks'
+ * keyword text, and (for later layers) vectors and the embedding cache.
+ * All SQLite error codes are mapped to cm_rc here and nowhere else. A store is
+ * one connection: use it from one thread at a time.
+ */
+#ifndef CM_STORE_H
+#define CM_STORE_H
+
+#include <sqlite3.h>
+
+#include "../base/buf.h"
+#include "../index/chunk.h"
+
+#define STORE_META_KEY "memory_index_meta_v1"    /* the fingerprint */
+#define STORE_PROBLEMS_KEY "clawmem_sync_problems" /* problems seen by the last sync */
+
+enum {
+    STORE_CREATE = 1 << 0, /* create the file and the schema when absent */
+    STORE_BULK = 1 << 1,   /* a private file being built: no journal, no fsync */
+};
+
+typedef struct store {
+    sqlite3 *db;
+    char *path;
+    bool trigram; /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
+    sqlite3_stmt *ins_chunk, *ins_fts, *del_fts, *sel_chunks_of, *del_chunks_of, *upsert_file,
+        *del_file, *search;
+    buf scratch; /* keyword text of one chunk */
+} store;
+
+typedef struct stored_file {
+    char *path, *hash;
+    int64_t mtime_ns, size;
+} stored_file;
+
+typedef struct stored_files {
+    stored_file *v; /* sorted by path */
+    size_t n;
+} stored_files;
+
+typedef struct fts_hit {
+    int64_t id;
+    char *path, *source, *text;
+    int start_line, end_line;
+    double rank; /* FTS5 bm25: negative, lower is better */
+    int64_t mtime_ns; /* of the file */
+} fts_hit;
+
+typedef struct fts_hits {
+    fts_hit *v;
+    size_t n, cap;
+} fts_hits;
+
+/* Opens the database at path. Without STORE_CREATE a missing file is
+ * CM_ENOTFOUND. tokenizer ("unicode61"|"trigram") is used when creating the
+ * schema; an existing schema keeps its own. A file that is not a valid index
+ * is CM_ECORRUPT. busy_ms bounds waits on another process's transaction. */
+cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
+                 char *err, size_t errlen);
+void store_close(store *s);
+
+/* *json receives the meta row under key, or NULL when there is none. */
+cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen);
+cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen);
+
+cm_rc store_begin(store *s, char *err, size_t errlen);
+cm_rc store_commit(store *s, char *err, size_t errlen);
+void store_rollback(store *s);
+
+cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen);
+void stored_files_release(stored_files *f);
+const stored_file *stored_files_find(const stored_files *f, const char *path);
+
+/* Replaces a file's row and all its chunks (call inside a transaction). */
+cm_rc store_file_replace(store *s, const char *path, const char *source, const char *hash,
+                         int64_t mtime_ns, int64_t size, const char *problem,
+                         const chunk_list *chunks, char *err, size_t errlen);
+/* Updates only size and mtime (content hash unchanged). */
+cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
+                       size_t errlen);
+/* Removes a file's row and chunks (call inside a transaction). */
+cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen);
+
+/* Runs an FTS5 MATCH expression; appends up to limit hits, best first. A
+ * syntax error in match is CM_EINVAL. */
+cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
+                       size_t errlen);
+void fts_hits_release(fts_hits *h);
+
+/* Appends to out a JSON array of {"path","problem"} for files indexed
+ * imperfectly (binary, invalid UTF-8). */
+cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen);
+
+cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen);
+
+/* PRAGMA integrity_check plus the FTS5 integrity-check; *ok tells. */
+cm_rc store_check(store *s, bool *ok, char *err, size_t errlen);
+
+/* Keyword text for the FTS index: the chunk text, with CJK runs expanded to
+ * bigrams unless the tokenizer is trigram. */
+cm_rc store_keyword_text(const store *s, buf *out, const char *text, size_t n);
+
+/* Rebuild plumbing. The temporary file for a rebuild of path is
+ * "<path>.rebuild-<pid>"; store_swap makes it the index atomically (after the
+ * old index's WAL has been checkpointed away); store_remove_leftovers deletes
+ * rebuild files of dead processes. */
+char *store_rebuild_path(const char *path);
+cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen);
+void store_remove_leftovers(const char *path);
+
+#endif

@@ -1,0 +1,272 @@
+/*
+ * tools.c — payload building and memory_get's path allow-list. The path check
+ * is lexical first (no I/O for a clearly bad path), then physical: the deepest
+ * existing ancestor of the file must resolve (realpath) to exactly the lexical
+ * path under the resolved root, which rules out a symbolic link on the way.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "../base/fs.h"
+#include "../base/utf8.h"
+#include "tools.h"
+
+const char *tools_citations_name(cm_citations c)
+{
+    return c == CM_CITE_ON ? "on" : c == CM_CITE_OFF ? "off" : "auto";
+}
+
+cm_rc tools_citation(buf *out, const char *path, int start_line, int end_line)
+{
+    if (start_line == end_line) return buf_printf(out, "%s#L%d", path, start_line);
+    return buf_printf(out, "%s#L%d-L%d", path, start_line, end_line);
+}
+
+/* Byte length of the first max code points of s. */
+static size_t prefix_chars(const char *s, size_t n, size_t max)
+{
+    size_t i = 0, k = 0;
+    while (i < n && k < max) {
+        int32_t cp;
+        i += utf8_decode(s + i, n - i, &cp);
+        k++;
+    }
+    return i;
+}
+
+static cm_rc add_head(buf *out, const char *provider, const char *model, cm_citations citations)
+{
+    cm_rc rc = buf_adds(out, "\"provider\":");
+    if (!rc) rc = buf_add_json_str(out, provider, strlen(provider));
+    if (!rc) rc = buf_adds(out, ",\"model\":");
+    if (!rc) rc = buf_add_json_str(out, model, strlen(model));
+    if (!rc) rc = buf_printf(out, ",\"citations\":\"%s\"}", tools_citations_name(citations));
+    return rc;
+}
+
+cm_rc tools_search_payload(const search_hit *v, size_t n, const char *provider, const char *model,
+                           cm_citations citations, buf *out)
+{
+    cm_rc rc = buf_adds(out, "{\"results\":[");
+    bool cite = citations != CM_CITE_OFF;
+    buf c = BUF_INIT, snip = BUF_INIT;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const search_hit *h = &v[i];
+        buf_reset(&c);
+        buf_reset(&snip);
+        rc = tools_citation(&c, h->path, h->start_line, h->end_line);
+        size_t tl = strlen(h->text);
+        if (!rc) rc = buf_add(&snip, h->text, prefix_chars(h->text, tl, TOOLS_SNIPPET_CHARS));
+        if (!rc && cite) rc = buf_printf(&snip, "\n\nSource: %s", c.data);
+        if (!rc && i) rc = buf_addc(out, ',');
+        if (!rc) rc = buf_adds(out, "{\"path\":");
+        if (!rc) rc = buf_add_json_str(out, h->path, strlen(h->path));
+        if (!rc)
+            rc = buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.6g,\"snippet\":",
+                            h->start_line, h->end_line, h->score);
+        if (!rc) rc = buf_add_json_str(out, snip.data, snip.len);
+        if (!rc) rc = buf_adds(out, ",\"source\":");
+        if (!rc) rc = buf_add_json_str(out, h->source, strlen(h->source));
+        if (!rc && cite) {
+            rc = buf_adds(out, ",\"citation\":");
+            if (!rc) rc = buf_add_json_str(out, c.data, c.len);
+        }
+        if (!rc) rc = buf_addc(out, '}');
+    }
+    if (!rc) rc = buf_adds(out, "],");
+    if (!rc) rc = add_head(out, provider, model, citations);
+    buf_release(&c);
+    buf_release(&snip);
+    return rc;
+}
+
+cm_rc tools_search_error(const char *msg, const char *provider, const char *model,
+                         cm_citations citations, buf *out)
+{
+    cm_rc rc = buf_adds(out, "{\"results\":[],\"disabled\":true,\"error\":");
+    if (!rc) rc = buf_add_json_str(out, msg, strlen(msg));
+    if (!rc) rc = buf_addc(out, ',');
+    if (!rc) rc = add_head(out, provider, model, citations);
+    return rc;
+}
+
+/* Lexically normalises "a/./b/../c" (relative, no leading '/'); returns false
+ * when ".." would climb above the start. */
+static bool normalise_rel(char *p)
+{
+    char *out = p;
+    for (char *s = p; *s;) {
+        char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 0 || (n == 1 && s[0] == '.')) {
+        } else if (n == 2 && s[0] == '.' && s[1] == '.') {
+            if (out == p) return false;
+            out--;
+            while (out > p && out[-1] != '/') out--;
+        } else {
+            memmove(out, s, n);
+            out += n;
+            *out++ = '/';
+        }
+        s += n + (e ? 1 : 0);
+    }
+    if (out > p) out--;
+    *out = 0;
+    return true;
+}
+
+/* True when abs is root itself or lies under it. */
+static bool under(const char *abs, const char *root)
+{
+    size_t n = strlen(root);
+    if (n == 1 && root[0] == '/') return true;
+    return strncmp(abs, root, n) == 0 && (abs[n] == 0 || abs[n] == '/');
+}
+
+/* The file must not be reached through a symbolic link: the deepest existing
+ * ancestor (or the file) must resolve to itself, and the file, if it exists,
+ * must be a regular file. */
+static cm_rc check_physical(const char *abs, char *err, size_t errlen, const char *shown)
+{
+    cm_rc rc = CM_OK;
+    char *p = cm_strdup(abs);
+    char real[PATH_MAX];
+    if (!p) return CM_ENOMEM;
+    struct stat st;
+    if (lstat(p, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) FAIL(CM_EPATH, "%s: symbolic links are not followed", shown);
+        if (!S_ISREG(st.st_mode)) FAIL(CM_EPATH, "%s: not a regular file", shown);
+    }
+    for (;;) {
+        if (realpath(p, real)) {
+            if (strcmp(real, p) != 0)
+                FAIL(CM_EPATH, "%s: reached through a symbolic link, which is not followed", shown);
+            break;
+        }
+        if (errno != ENOENT && errno != ENOTDIR) FAIL(CM_EIO, "%s: %s", shown, strerror(errno));
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p) break;
+        *slash = 0;
+    }
+out:
+    free(p);
+    return rc;
+}
+
+cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf *abs, char *err,
+                         size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    char *rel = NULL, *real_ws = NULL;
+    buf cand = BUF_INIT, root = BUF_INIT;
+    if (len == 0) FAIL(CM_EPATH, "path is empty");
+    if (memchr(path, 0, len)) FAIL(CM_EPATH, "path contains a NUL byte");
+    if (path[0] == '/' || path[0] == '~')
+        FAIL(CM_EPATH, "%.*s: absolute paths are not allowed; use a workspace-relative path",
+             (int)CM_MIN(len, 200), path);
+    if (utf8_valid_prefix(path, len) != len) FAIL(CM_EPATH, "path is not valid UTF-8");
+    if (len < 3 || memcmp(path + len - 3, ".md", 3) != 0)
+        FAIL(CM_EPATH, "%.*s: only Markdown (.md) memory files can be read", (int)CM_MIN(len, 200),
+             path);
+    if (!(rel = cm_strndup(path, len))) CHECK(CM_ENOMEM);
+    bool climbs = !normalise_rel(rel);
+    if (!climbs && (strcmp(rel, "MEMORY.md") == 0 || strcmp(rel, "memory.md") == 0 ||
+                    strncmp(rel, "memory/", 7) == 0)) {
+        CHECK(fs_join(abs, cfg->workspace, rel));
+        CHECK(check_physical(abs->data, err, errlen, rel));
+        goto out;
+    }
+    /* Otherwise it must lie inside one of the extraPaths. */
+    CHECK(fs_join(&cand, cfg->workspace, path));
+    {
+        /* Lexical normalisation of the absolute candidate. */
+        char *c = cand.data + 1;
+        if (!normalise_rel(c)) FAIL(CM_EPATH, "%s: escapes the file system root", path);
+        cand.len = strlen(cand.data);
+    }
+    for (size_t i = 0; i < cfg->extra_paths.n; i++) {
+        char *x = fs_expand_home(cfg->extra_paths.v[i]);
+        if (!x) CHECK(CM_ENOMEM);
+        buf_reset(&root);
+        rc = fs_join(&root, cfg->workspace, x);
+        free(x);
+        CHECK(rc);
+        if (!normalise_rel(root.data + 1)) continue;
+        if (under(cand.data, root.data)) {
+            CHECK(buf_add(abs, cand.data, cand.len));
+            CHECK(check_physical(abs->data, err, errlen, rel));
+            goto out;
+        }
+    }
+    if (climbs) FAIL(CM_EPATH, "%s: '..' leaves the workspace", rel ? path : "");
+    FAIL(CM_EPATH, "%s: not a memory file (allowed: MEMORY.md, memory/**/*.md, extraPaths)", rel);
+out:
+    free(rel);
+    free(real_ws);
+    buf_release(&cand);
+    buf_release(&root);
+    return rc;
+}
+
+cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long lines, buf *out,
+                char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf abs = BUF_INIT, text = BUF_INIT, clean = BUF_INIT;
+    CHECK(tools_resolve_path(cfg, path, len, &abs, err, errlen));
+    rc = fs_read_file(abs.data, 1u << 30, &text, err, errlen);
+    if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing recorded yet: empty text */
+    CHECK(rc);
+    if (from <= 0) from = 1;
+    /* Select lines [from, from+lines). */
+    const char *s = text.data ? text.data : "";
+    size_t n = text.len, i = 0;
+    long line = 1;
+    while (line < from && i < n) {
+        const char *nl = memchr(s + i, '\n', n - i);
+        if (!nl) {
+            i = n;
+            break;
+        }
+        i = (size_t)(nl - s) + 1;
+        line++;
+    }
+    if (line < from) i = n;
+    size_t start = i, end = i;
+    long taken = 0, next_from = 0;
+    while (end < n && (lines <= 0 || taken < lines)) {
+        const char *nl = memchr(s + end, '\n', n - end);
+        size_t stop = nl ? (size_t)(nl - s) + 1 : n;
+        if (stop - start > TOOLS_GET_MAX_BYTES) {
+            if (taken == 0) stop = start + utf8_valid_prefix(s + start, TOOLS_GET_MAX_BYTES);
+            else {
+                next_from = from + taken;
+                break;
+            }
+        }
+        end = stop;
+        taken++;
+        if (end - start >= TOOLS_GET_MAX_BYTES && end < n) {
+            next_from = from + taken;
+            break;
+        }
+    }
+    size_t tlen = end - start;
+    if (tlen && s[start + tlen - 1] == '\n') tlen--; /* lines joined by '\n', no final newline */
+    CHECK(utf8_repair(&clean, s + start, tlen));
+    char *rel = cm_strndup(path, len);
+    if (!rel) CHECK(CM_ENOMEM);
+    rc = buf_adds(out, "{\"path\":");
+    if (!rc) rc = buf_add_json_str(out, rel, strlen(rel));
+    free(rel);
+    if (!rc) rc = buf_adds(out, ",\"text\":");
+    if (!rc) rc = buf_add_json_str(out, clean.data ? clean.data : "", clean.len);
+    if (!rc && next_from) rc = buf_printf(out, ",\"truncated\":true,\"nextFrom\":%ld", next_from);
+    if (!rc) rc = buf_addc(out, '}');
+out:
+    buf_release(&abs);
+    buf_release(&text);
+    buf_release(&clean);
+    return rc;
+}

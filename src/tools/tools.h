@@ -1,0 +1,45 @@
+/*
+ * tools.h — the agent-facing payloads of memory_search and memory_get, exactly
+ * as QuantumClaw's builtin memory shapes them, and memory_get's path rules.
+ */
+#ifndef CM_TOOLS_H
+#define CM_TOOLS_H
+
+#include "../base/buf.h"
+#include "../config/config.h"
+#include "../search/rank.h"
+
+/* Snippets are cut to this many characters (code points), then the citation
+ * footer is appended. */
+#define TOOLS_SNIPPET_CHARS 700
+/* memory_get returns at most this many bytes of text, cut at a line end. */
+#define TOOLS_GET_MAX_BYTES (1u << 20)
+
+/* {"results":[...],"provider","model","citations"} for hits v[0..n). */
+cm_rc tools_search_payload(const search_hit *v, size_t n, const char *provider, const char *model,
+                           cm_citations citations, buf *out);
+
+/* {"results":[],"disabled":true,"error":msg,...}: a search that could not run. */
+cm_rc tools_search_error(const char *msg, const char *provider, const char *model,
+                         cm_citations citations, buf *out);
+
+/* Checks a memory_get path (path[0..len) may hold any bytes) and appends the
+ * absolute file path to abs. Allowed: MEMORY.md, memory.md, memory/ (any depth) and
+ * .md files inside extraPaths; rejected with CM_EPATH and the rule broken:
+ * empty, NUL bytes, absolute, '..' leaving the allowed roots, not .md, a
+ * symbolic link anywhere on the way. */
+cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf *abs, char *err,
+                         size_t errlen);
+
+/* memory_get: appends {"path","text"} (plus "truncated":true,"nextFrom":N
+ * when the text was cut at TOOLS_GET_MAX_BYTES). from is 1-based (<=0 → 1),
+ * lines <= 0 means to the end. A missing file gives empty text. */
+cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long lines, buf *out,
+                char *err, size_t errlen);
+
+/* The citation "path#L12" or "path#L12-L30". */
+cm_rc tools_citation(buf *out, const char *path, int start_line, int end_line);
+
+const char *tools_citations_name(cm_citations c);
+
+#endif
