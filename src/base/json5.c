@@ -3,6 +3,7 @@
  * identifiers simplified to ASCII letters, digits, '_', '$' and any non-ASCII
  * UTF-8). Values become jansson objects; member positions go to doc->pos.
  */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 
@@ -299,14 +300,13 @@ static cm_rc parse_number(parser *p, json_t **out)
         sign = peek(p, 0) == '-' ? -1 : 1;
         advance(p, 1);
     }
+    /* jansson holds finite numbers only: Infinity becomes ±DBL_MAX (out of
+     * range for every setting), NaN is refused. */
     if (match_word(p, "Infinity")) {
-        *out = json_real(sign * INFINITY);
+        *out = json_real(sign * DBL_MAX);
         return *out ? CM_OK : CM_ENOMEM;
     }
-    if (match_word(p, "NaN")) {
-        *out = json_real(NAN);
-        return *out ? CM_OK : CM_ENOMEM;
-    }
+    if (match_word(p, "NaN")) return perr(p, "NaN is not a usable value");
     if (peek(p, 0) == '0' && (peek(p, 1) == 'x' || peek(p, 1) == 'X')) {
         advance(p, 2);
         uint64_t v = 0;
@@ -357,6 +357,7 @@ static cm_rc parse_number(parser *p, json_t **out)
     if (!num) return CM_ENOMEM;
     double d = strtod(num, NULL);
     free(num);
+    if (!isfinite(d)) d = DBL_MAX;
     *out = json_real(sign * d);
     return *out ? CM_OK : CM_ENOMEM;
 }

@@ -83,16 +83,17 @@ static cm_rc flush(chunker *c)
     return CM_OK;
 }
 
-/* Keeps whole trailing pieces worth at least overlap_chars. */
+/* Keeps whole trailing pieces worth at least overlap_chars, but never the
+ * whole flushed chunk: the next chunk must not contain its predecessor. */
 static void carry_overlap(chunker *c)
 {
-    if (c->overlap_chars == 0 || c->n == 0) {
+    if (c->overlap_chars == 0 || c->n <= 1) {
         c->n = 0;
         c->weight = 0;
         return;
     }
     size_t acc = 0, keep = 0;
-    for (size_t i = c->n; i-- > 0;) {
+    for (size_t i = c->n; i-- > 1;) {
         acc += c->cur[i].weight + 1;
         keep++;
         if (acc >= c->overlap_chars) break;

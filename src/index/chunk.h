@@ -2,10 +2,12 @@
  * chunk.h — QuantumClaw's line-based Markdown chunker. A chunk gathers whole
  * lines until its size would pass tokens×4 characters (a CJK character counts
  * 4, i.e. one token); the next chunk starts with whole trailing lines of the
- * previous one worth at least overlap×4 characters. A line longer than the
- * budget is cut into segments at code-point boundaries. Lines are split on
- * '\n' with a trailing '\r' dropped; line numbers are 1-based; chunks that are
- * only whitespace are dropped.
+ * previous one worth at least overlap×4 characters — but never all of them,
+ * so no chunk contains its predecessor (QuantumClaw's only divergence: it
+ * would repeat a whole chunk, e.g. every segment of a very long line). A line
+ * longer than the budget is cut into segments at code-point boundaries. Lines
+ * are split on '\n' with a trailing '\r' dropped (a final '\n' opens no new
+ * line); line numbers are 1-based; chunks that are only whitespace are dropped.
  */
 #ifndef CM_CHUNK_H
 #define CM_CHUNK_H

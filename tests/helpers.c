@@ -1,0 +1,160 @@
+/*
+ * helpers.c — temporary workspaces, file writing and running the clawmem
+ * binary with captured output, for the tests.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../src/base/fs.h"
+#include "test.h"
+
+extern char **environ;
+
+static char *dirs[256];
+static size_t ndirs;
+
+char *tmp_dir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/clawmem-test-XXXXXX", base && *base ? base : "/tmp");
+    char *d = mkdtemp(tmpl);
+    if (!d) {
+        perror("mkdtemp");
+        abort();
+    }
+    char *copy = cm_strdup(d);
+    if (ndirs < ARRAY_LEN(dirs)) dirs[ndirs++] = copy;
+    return copy;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    chmod(p, 0700);
+    return remove(p);
+}
+
+void tmp_cleanup(void);
+void tmp_cleanup(void)
+{
+    for (size_t i = 0; i < ndirs; i++) {
+        /* Restore permissions first so unreadable test files can be removed. */
+        nftw(dirs[i], rm_one, 32, FTW_DEPTH | FTW_PHYS);
+        free(dirs[i]);
+    }
+    ndirs = 0;
+}
+
+const char *path_in(const char *dir, const char *rel)
+{
+    static char bufs[8][4096];
+    static int k;
+    char *b = bufs[k++ & 7];
+    snprintf(b, 4096, "%s/%s", dir, rel);
+    return b;
+}
+
+void write_bytes(const char *dir, const char *rel, const void *data, size_t n)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", dir, rel);
+    char *d = fs_dirname(p);
+    fs_mkdirs(d, NULL, 0);
+    free(d);
+    FILE *f = fopen(p, "wb");
+    if (!f) {
+        perror(p);
+        abort();
+    }
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+void write_file(const char *dir, const char *rel, const char *text)
+{
+    write_bytes(dir, rel, text, strlen(text));
+}
+
+void set_mtime(const char *path, long t)
+{
+    struct timeval tv[2] = {{t, 0}, {t, 0}};
+    utimes(path, tv);
+}
+
+static void drain(int fd, buf *b)
+{
+    char tmp[65536];
+    ssize_t r = read(fd, tmp, sizeof tmp);
+    if (r > 0) buf_add(b, tmp, (size_t)r);
+}
+
+run_result run_clawmem(const char *const *env, const char *const *args)
+{
+    run_result res = {-1, NULL, NULL};
+    const char *bin = getenv("CLAWMEM_BIN");
+    if (!bin) bin = "build/clawmem";
+    char *argv[64];
+    size_t argc = 0;
+    argv[argc++] = (char *)bin;
+    for (size_t i = 0; args[i] && argc < 63; i++) argv[argc++] = (char *)args[i];
+    argv[argc] = NULL;
+    char *envp[256];
+    size_t ne = 0;
+    for (char **e = environ; *e && ne < 200; e++) envp[ne++] = *e;
+    for (size_t i = 0; env && env[i] && ne < 255; i++) envp[ne++] = (char *)env[i];
+    envp[ne] = NULL;
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) abort();
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid;
+    if (posix_spawn(&pid, bin, &fa, NULL, argv, envp) != 0) {
+        perror("posix_spawn");
+        abort();
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close(out[1]);
+    close(err[1]);
+    buf bo = BUF_INIT, be = BUF_INIT;
+    struct pollfd p[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    int open_fds = 2;
+    while (open_fds > 0) {
+        if (poll(p, 2, -1) < 0 && errno != EINTR) break;
+        for (int i = 0; i < 2; i++) {
+            if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP))) continue;
+            size_t before = i ? be.len : bo.len;
+            drain(p[i].fd, i ? &be : &bo);
+            if ((i ? be.len : bo.len) == before) {
+                close(p[i].fd);
+                p[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    res.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    res.out = buf_detach(&bo);
+    res.err = buf_detach(&be);
+    return res;
+}
+
+void run_result_release(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}

@@ -1,0 +1,94 @@
+/*
+ * test.h — the test harness: TEST(name) registers a test at load time, the
+ * runner (main.c) runs them in file order, optionally filtered by a name
+ * prefix, and prints "N passed, N failed". CHECK_* macros record a failure
+ * with file:line and return from the test.
+ */
+#ifndef CM_TEST_H
+#define CM_TEST_H
+
+#include "../src/base/common.h"
+#include "../src/base/buf.h"
+
+typedef void (*test_fn)(void);
+void test_register(const char *name, test_fn fn);
+void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+bool test_failed(void);
+
+#define TEST(name)                                                                                 \
+    static void test_##name(void);                                                                 \
+    __attribute__((constructor)) static void register_##name(void)                               \
+    {                                                                                              \
+        test_register(#name, test_##name);                                                         \
+    }                                                                                              \
+    static void test_##name(void)
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            test_fail(__FILE__, __LINE__, "expected: %s", #cond);                                  \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define EXPECT_INT(a, b)                                                                           \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        if (a_ != b_) {                                                                            \
+            test_fail(__FILE__, __LINE__, "%s == %s: got %lld, want %lld", #a, #b, a_, b_);        \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define EXPECT_STR(a, b)                                                                           \
+    do {                                                                                           \
+        const char *a_ = (a), *b_ = (b);                                                           \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                                   \
+            test_fail(__FILE__, __LINE__, "%s == %s:\n  got:  %s\n  want: %s", #a, #b,             \
+                      a_ ? a_ : "(null)", b_ ? b_ : "(null)");                                     \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define EXPECT_CONTAINS(hay, needle)                                                               \
+    do {                                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                                    \
+        if (!h_ || !strstr(h_, n_)) {                                                              \
+            test_fail(__FILE__, __LINE__, "%s should contain \"%s\":\n  %s", #hay, n_,             \
+                      h_ ? h_ : "(null)");                                                         \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+#define EXPECT_NEAR(a, b, eps)                                                                     \
+    do {                                                                                           \
+        double a_ = (a), b_ = (b);                                                                 \
+        if (!(a_ - b_ <= (eps) && b_ - a_ <= (eps))) {                                             \
+            test_fail(__FILE__, __LINE__, "%s ~= %s: got %.6f, want %.6f", #a, #b, a_, b_);        \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* ---- helpers (helpers.c) ---- */
+
+/* A fresh empty directory under $TMPDIR; removed by the runner at exit. */
+char *tmp_dir(void);
+/* Writes a file (creating parent directories). */
+void write_file(const char *dir, const char *rel, const char *text);
+void write_bytes(const char *dir, const char *rel, const void *data, size_t n);
+/* Appends "dir/rel" to a static rotating buffer; valid for a few calls. */
+const char *path_in(const char *dir, const char *rel);
+/* Sets a file's mtime to unix seconds t. */
+void set_mtime(const char *path, long t);
+
+typedef struct run_result {
+    int status; /* exit code, or 128+signal */
+    char *out, *err;
+} run_result;
+
+/* Runs build/clawmem (or $CLAWMEM_BIN) with args (NULL-terminated) and env
+ * additions ("K=V", NULL-terminated, may be NULL), capturing stdout/stderr. */
+run_result run_clawmem(const char *const *env, const char *const *args);
+void run_result_release(run_result *r);
+
+#endif

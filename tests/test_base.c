@@ -1,0 +1,132 @@
+/*
+ * test_base.c — buf, UTF-8, SHA-256 and the JSON5 reader.
+ */
+#include <jansson.h>
+
+#include "../src/base/json5.h"
+#include "../src/base/sha256.h"
+#include "../src/base/utf8.h"
+#include "test.h"
+
+TEST(buf_cap_refuses_and_keeps_content)
+{
+    buf b;
+    buf_init(&b, 8);
+    EXPECT_INT(buf_adds(&b, "12345"), CM_OK);
+    EXPECT_INT(buf_adds(&b, "6789"), CM_ETOOBIG);
+    EXPECT_STR(b.data, "12345");
+    EXPECT_INT(buf_adds(&b, "678"), CM_OK);
+    EXPECT_STR(b.data, "12345678");
+    buf_release(&b);
+}
+
+TEST(buf_json_string_escapes)
+{
+    buf b = BUF_INIT;
+    const char s[] = "a\"b\\c\n\t\x01 é";
+    EXPECT_INT(buf_add_json_str(&b, s, sizeof s - 1), CM_OK);
+    EXPECT_STR(b.data, "\"a\\\"b\\\\c\\n\\t\\u0001 é\"");
+    json_t *j = json_loads(b.data, JSON_DECODE_ANY, NULL);
+    EXPECT(j && strcmp(json_string_value(j), s) == 0);
+    json_decref(j);
+    buf_release(&b);
+}
+
+TEST(utf8_decode_rejects_overlong_and_surrogates)
+{
+    int32_t cp;
+    EXPECT_INT(utf8_decode("\xC0\xAF", 2, &cp), 1);
+    EXPECT_INT(cp, -1);
+    EXPECT_INT(utf8_decode("\xED\xA0\x80", 3, &cp), 1); /* U+D800 */
+    EXPECT_INT(cp, -1);
+    EXPECT_INT(utf8_decode("\xF4\x90\x80\x80", 4, &cp), 1); /* > U+10FFFF */
+    EXPECT_INT(utf8_decode("\xE6\x9D\xB1", 3, &cp), 3);
+    EXPECT_INT(cp, 0x6771);
+    EXPECT_INT(utf8_decode("\xF0\x9F\x98\x80", 4, &cp), 4);
+    EXPECT_INT(cp, 0x1F600);
+    EXPECT_INT(utf8_valid_prefix("ab\xE6\x9D", 4), 2);
+}
+
+TEST(utf8_repair_replaces_each_bad_byte)
+{
+    buf b = BUF_INIT;
+    EXPECT_INT(utf8_repair(&b, "a\xFF" "b\xE6\x9D", 5), CM_OK);
+    EXPECT_STR(b.data, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+    buf_release(&b);
+}
+
+TEST(utf8_cjk_expand_bigrams)
+{
+    buf b = BUF_INIT;
+    EXPECT_INT(utf8_cjk_expand(&b, "go 東京都 now", strlen("go 東京都 now")), CM_OK);
+    EXPECT_STR(b.data, "go  東京 京都 都  now");
+    buf_reset(&b);
+    EXPECT_INT(utf8_cjk_expand(&b, "서울에서", strlen("서울에서")), CM_OK);
+    EXPECT_STR(b.data, " 서울 울에 에서 서 ");
+    buf_reset(&b);
+    EXPECT_INT(utf8_cjk_expand(&b, "x字y", strlen("x字y")), CM_OK);
+    EXPECT_STR(b.data, "x 字 y");
+    buf_release(&b);
+}
+
+TEST(sha256_known_vector)
+{
+    char hex[65];
+    sha256_hex("abc", 3, hex);
+    EXPECT_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+static char *parse_err(const char *text)
+{
+    static char err[512];
+    json5_doc d;
+    err[0] = 0;
+    if (json5_parse(text, strlen(text), "cfg.json", &d, err, sizeof err) == CM_OK) {
+        json5_doc_release(&d);
+        return NULL;
+    }
+    return err;
+}
+
+TEST(json5_accepts_the_json5_extensions)
+{
+    const char *text = "// comment\n{\n  unquoted: 'single \\'quoted\\'',\n  /* block */ "
+                       "\"dq\": [1, 2, 3,],\n  hex: 0x1F, pos: +1.5, lead: .5, trail: 5.,\n"
+                       "  inf: -Infinity, nested: {a: null, b: true,},\n  esc: '\\u00e9\\x41',\n}\n";
+    json5_doc d;
+    char err[256];
+    EXPECT_INT(json5_parse(text, strlen(text), "t", &d, err, sizeof err), CM_OK);
+    EXPECT_STR(json_string_value(json_object_get(d.root, "unquoted")), "single 'quoted'");
+    EXPECT_INT(json_array_size(json_object_get(d.root, "dq")), 3);
+    EXPECT_INT(json_integer_value(json_object_get(d.root, "hex")), 31);
+    EXPECT_NEAR(json_number_value(json_object_get(d.root, "pos")), 1.5, 1e-12);
+    EXPECT_NEAR(json_number_value(json_object_get(d.root, "lead")), 0.5, 1e-12);
+    EXPECT_NEAR(json_number_value(json_object_get(d.root, "trail")), 5, 1e-12);
+    EXPECT(json_number_value(json_object_get(d.root, "inf")) < -1e308);
+    EXPECT_STR(json_string_value(json_object_get(d.root, "esc")), "éA");
+    int line, col;
+    EXPECT(json5_where(&d, d.root, "hex", 0, &line, &col));
+    EXPECT_INT(line, 5);
+    EXPECT_INT(col, 3);
+    json5_doc_release(&d);
+}
+
+TEST(json5_errors_name_line_and_column)
+{
+    EXPECT_STR(parse_err("{\n  a: 1\n  b: 2\n}"), "cfg.json:3:3: expected ',' or '}'");
+    EXPECT_STR(parse_err("{a: 'x"), "cfg.json:1:7: unterminated string");
+    EXPECT_STR(parse_err("{a: 1} x"), "cfg.json:1:8: unexpected content after the value");
+    EXPECT_STR(parse_err("{a: @}"), "cfg.json:1:5: unexpected character, expected a value");
+    EXPECT_STR(parse_err("/* open"), "cfg.json:1:8: unterminated /* comment");
+    EXPECT_STR(parse_err(""), "cfg.json:1:1: unexpected end of file, expected a value");
+    EXPECT(parse_err("{a: 'bad \\u12'}") != NULL);
+    EXPECT(parse_err("{a: '\\0'}") != NULL); /* NUL in a string is refused */
+}
+
+TEST(json5_nesting_is_bounded)
+{
+    char deep[2000];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = 0;
+    EXPECT_CONTAINS(parse_err(deep), "nesting too deep");
+}

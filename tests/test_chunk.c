@@ -1,0 +1,159 @@
+/*
+ * test_chunk.c — the chunker against golden files (tests/data/chunk/NAME.md →
+ * NAME.golden; CLAWMEM_UPDATE_GOLDEN=1 rewrites them), and its invariants on
+ * pathological input: a 10 MB single line, CJK weighting, CRLF, blank files.
+ */
+#include "../src/base/fs.h"
+#include "../src/base/utf8.h"
+#include "../src/index/chunk.h"
+#include "test.h"
+
+static void render(const chunk_list *l, buf *out)
+{
+    for (size_t i = 0; i < l->n; i++)
+        buf_printf(out, "== chunk %zu: lines %d-%d, %zu bytes, weight %zu\n%s\n", i + 1,
+                   l->v[i].start_line, l->v[i].end_line, l->v[i].len,
+                   chunk_weight(l->v[i].text, l->v[i].len), l->v[i].text);
+}
+
+/* Chunks tests/data/chunk/<name>.md with (tokens, overlap) and compares. */
+static bool golden(const char *name, int tokens, int overlap)
+{
+    char in[256], gold[256], err[256];
+    snprintf(in, sizeof in, "tests/data/chunk/%s.md", name);
+    snprintf(gold, sizeof gold, "tests/data/chunk/%s.golden", name);
+    buf text = BUF_INIT, want = BUF_INIT, got = BUF_INIT;
+    chunk_list l = {0};
+    bool ok = false;
+    if (fs_read_file(in, 1 << 24, &text, err, sizeof err)) {
+        test_fail(__FILE__, __LINE__, "%s", err);
+        goto out;
+    }
+    if (chunk_text(text.data ? text.data : "", text.len, tokens, overlap, &l)) goto out;
+    render(&l, &got);
+    if (getenv("CLAWMEM_UPDATE_GOLDEN")) {
+        FILE *f = fopen(gold, "wb");
+        if (f) {
+            fwrite(got.data ? got.data : "", 1, got.len, f);
+            fclose(f);
+        }
+    }
+    if (fs_read_file(gold, 1 << 24, &want, err, sizeof err)) {
+        test_fail(__FILE__, __LINE__, "%s (run with CLAWMEM_UPDATE_GOLDEN=1 to create)", err);
+        goto out;
+    }
+    ok = got.len == want.len && memcmp(got.data, want.data, got.len) == 0;
+    if (!ok)
+        test_fail(__FILE__, __LINE__, "%s differs from %s:\n%s", name, gold, got.data ? got.data : "");
+out:
+    chunk_list_release(&l);
+    buf_release(&text);
+    buf_release(&want);
+    buf_release(&got);
+    return ok;
+}
+
+TEST(chunk_golden_english)
+{
+    EXPECT(golden("english", 60, 12));
+}
+
+TEST(chunk_golden_cjk)
+{
+    EXPECT(golden("cjk", 40, 8));
+}
+
+TEST(chunk_golden_crlf)
+{
+    EXPECT(golden("crlf", 40, 8));
+}
+
+TEST(chunk_golden_blank_lines_only)
+{
+    EXPECT(golden("blank", 400, 80));
+}
+
+TEST(chunk_golden_long_line)
+{
+    EXPECT(golden("longline", 20, 4));
+}
+
+TEST(chunk_budget_and_overlap_rules)
+{
+    /* 10 lines of 99 chars: 100 weighted each with the newline; budget 400,
+     * overlap 120 → each next chunk repeats the last 2 lines. */
+    buf t = BUF_INIT;
+    for (int i = 0; i < 10; i++) {
+        for (int k = 0; k < 99; k++) buf_addc(&t, (char)('a' + i));
+        buf_addc(&t, '\n');
+    }
+    chunk_list l = {0};
+    EXPECT_INT(chunk_text(t.data, t.len, 100, 30, &l), CM_OK);
+    EXPECT_INT(l.n, 4);
+    EXPECT_INT(l.v[0].start_line, 1);
+    EXPECT_INT(l.v[0].end_line, 4);
+    EXPECT_INT(l.v[1].start_line, 3);
+    EXPECT_INT(l.v[1].end_line, 6);
+    EXPECT_INT(l.v[3].end_line, 10); /* the final newline opens no line 11 */
+    char hex[65];
+    sha256_hex(l.v[0].text, l.v[0].len, hex);
+    EXPECT_STR(l.v[0].hash, hex);
+    chunk_list_release(&l);
+    buf_release(&t);
+}
+
+TEST(chunk_ten_megabyte_single_line)
+{
+    /* 10 MB of a 3-byte character mixed with ASCII: segments must never split a
+     * UTF-8 sequence and never pass the weighted budget. */
+    size_t n = 10u << 20;
+    char *s = malloc(n);
+    size_t i = 0;
+    while (i + 4 <= n) {
+        memcpy(s + i, "\xE2\x82\xAC", 3); /* € (not CJK: weight 1) */
+        s[i + 3] = 'x';
+        i += 4;
+    }
+    n = i;
+    chunk_list l = {0};
+    EXPECT_INT(chunk_text(s, n, 400, 80, &l), CM_OK);
+    EXPECT_INT(l.n, (n / 4 * 2 + 1599) / 1600);
+    for (size_t k = 0; k < l.n; k++) {
+        EXPECT(utf8_valid_prefix(l.v[k].text, l.v[k].len) == l.v[k].len);
+        EXPECT_INT(l.v[k].start_line, 1);
+        EXPECT_INT(l.v[k].end_line, 1);
+        /* segments of a long line are not repeated as overlap */
+        EXPECT(chunk_weight(l.v[k].text, l.v[k].len) <= 1600);
+    }
+    free(s);
+    chunk_list_release(&l);
+}
+
+TEST(chunk_cjk_counts_as_tokens)
+{
+    /* 1000 CJK characters on one line weigh 4000: with a 400-token budget they
+     * are cut into segments of 400 characters (1600 weighted). */
+    buf t = BUF_INIT;
+    for (int i = 0; i < 1000; i++) buf_adds(&t, "漢");
+    chunk_list l = {0};
+    EXPECT_INT(chunk_text(t.data, t.len, 400, 0, &l), CM_OK);
+    EXPECT_INT(l.n, 3);
+    EXPECT_INT(chunk_weight(l.v[0].text, l.v[0].len), 1600);
+    EXPECT_INT(chunk_weight(l.v[2].text, l.v[2].len), 800);
+    chunk_list_release(&l);
+    buf_release(&t);
+}
+
+TEST(chunk_empty_and_whitespace_inputs)
+{
+    chunk_list l = {0};
+    EXPECT_INT(chunk_text("", 0, 400, 80, &l), CM_OK);
+    EXPECT_INT(l.n, 0);
+    EXPECT_INT(chunk_text("\n\n  \n\t\n", 6, 400, 80, &l), CM_OK);
+    EXPECT_INT(l.n, 0);
+    EXPECT_INT(chunk_text("\n\nlast", 6, 400, 80, &l), CM_OK);
+    EXPECT_INT(l.n, 1);
+    EXPECT_INT(l.v[0].start_line, 1);
+    EXPECT_INT(l.v[0].end_line, 3);
+    chunk_list_release(&l);
+}
