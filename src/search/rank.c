@@ -90,6 +90,13 @@ static cm_rc tokset_build(const char *s, tokset *out)
             uint64_t h = 0xcbf29ce484222325ull;
             while (i < n) {
                 l = utf8_decode(s + i, n - i, &cp);
+                /* "192.168.10.2" and "2.2.1" stay one token: a '.' between digits */
+                if (cp == '.' && i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9' && i + 1 < n &&
+                    s[i + 1] >= '0' && s[i + 1] <= '9') {
+                    h = fnv(".", 1, h);
+                    i++;
+                    continue;
+                }
                 if (!utf8_is_word(cp) || utf8_is_cjk(cp)) break;
                 if (cp < 0x80) {
                     char c = (char)utf8_lower(cp);
@@ -147,20 +154,13 @@ cm_rc rank_mmr(search_hit *v, size_t n, double lambda)
     size_t *order = malloc(n * sizeof *order);
     double *maxsim = calloc(n, sizeof *maxsim);
     if (!sets || !picked || !used || !order || !maxsim) CHECK(CM_ENOMEM);
-    double lo = v[0].score, hi = v[0].score;
-    for (size_t i = 0; i < n; i++) {
-        CHECK(tokset_build(v[i].text ? v[i].text : "", &sets[i]));
-        lo = CM_MIN(lo, v[i].score);
-        hi = CM_MAX(hi, v[i].score);
-    }
-    double range = hi - lo;
+    for (size_t i = 0; i < n; i++) CHECK(tokset_build(v[i].text ? v[i].text : "", &sets[i]));
     for (size_t k = 0; k < n; k++) {
         size_t best = n;
         double best_val = -INFINITY;
         for (size_t i = 0; i < n; i++) {
             if (used[i]) continue;
-            double rel = range == 0 ? 1.0 : (v[i].score - lo) / range;
-            double val = lambda * rel - (1 - lambda) * maxsim[i];
+            double val = lambda * v[i].score - (1 - lambda) * maxsim[i];
             if (val > best_val || (val == best_val && best < n && v[i].score > v[best].score)) {
                 best_val = val;
                 best = i;

@@ -40,12 +40,16 @@ double rank_bm25_score(double rank);
 double rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now, double half_life_days);
 
 /* Reorders hits by Maximal Marginal Relevance: repeatedly picks the hit with
- * the best lambda·relevance − (1−lambda)·max Jaccard similarity to those picked,
- * relevance being the score min-max normalised. Scores are not changed. */
+ * the best lambda·score − (1−lambda)·max Jaccard similarity to those picked.
+ * Scores are already 0..1 and comparable, so they are used as they are
+ * (QuantumClaw min-max normalises them, which gives the lowest candidate a
+ * relevance of 0 whatever its score and breaks the seeds' own example).
+ * Scores are not changed. */
 cm_rc rank_mmr(search_hit *v, size_t n, double lambda);
 
-/* Token-set Jaccard similarity of two texts (lower-cased word tokens plus CJK
- * unigrams and bigrams). Exposed for tests. */
+/* Token-set Jaccard similarity of two texts: lower-cased word tokens (a '.'
+ * between digits joins, so an IP address or version is one token) plus CJK
+ * unigrams and bigrams. Exposed for tests. */
 double rank_jaccard(const char *a, const char *b);
 
 /* Runs decay, sort, MMR, filter and cut in place; returns how many hits of v

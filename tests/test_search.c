@@ -1,0 +1,196 @@
+/*
+ * test_search.c — the FTS query builder and the ranking pipeline, with the
+ * seeds' worked examples (MMR "home network setup", decay "Rod's work
+ * schedule") as tests.
+ */
+#include <math.h>
+
+#include "../src/search/query.h"
+#include "../src/search/rank.h"
+#include "test.h"
+
+static const char *q(const char *s, bool trigram, query_join j)
+{
+    static buf b;
+    buf_reset(&b);
+    query_build(s, strlen(s), trigram, j, &b, NULL);
+    return b.data ? b.data : "";
+}
+
+TEST(query_tokens_are_quoted_and_joined)
+{
+    EXPECT_STR(q("what's Rod's work schedule?", false, QUERY_AND),
+               "\"what\" AND \"s\" AND \"Rod\" AND \"work\" AND \"schedule\"");
+    EXPECT_STR(q("memorySearch.query.hybrid", false, QUERY_OR),
+               "\"memorySearch\" OR \"query\" OR \"hybrid\"");
+    EXPECT_STR(q("\"); DROP TABLE chunks; --", false, QUERY_AND),
+               "\"DROP\" AND \"TABLE\" AND \"chunks\"");
+    EXPECT_STR(q("NEAR(a b) OR c*", false, QUERY_AND),
+               "\"NEAR\" AND \"a\" AND \"b\" AND \"OR\" AND \"c\"");
+    EXPECT_STR(q("  ?!  ", false, QUERY_AND), "");
+    EXPECT_STR(q("café naïve", false, QUERY_AND), "\"café\" AND \"naïve\"");
+}
+
+TEST(query_cjk_runs_become_bigram_phrases)
+{
+    EXPECT_STR(q("서울 회의", false, QUERY_AND), "\"서울\" AND \"회의\"");
+    EXPECT_STR(q("向量数据库", false, QUERY_AND), "\"向量 量数 数据 据库\"");
+    EXPECT_STR(q("検索インデックス sqlite", false, QUERY_AND),
+               "\"検索 索イ イン ンデ デッ ック クス\" AND \"sqlite\"");
+    EXPECT_STR(q("书", false, QUERY_AND), "\"书\"*");
+}
+
+TEST(query_trigram_drops_short_tokens)
+{
+    EXPECT_STR(q("a VLAN 10 router", true, QUERY_AND), "\"VLAN\" AND \"router\"");
+    EXPECT_STR(q("東京都", true, QUERY_AND), "\"東京都\"");
+}
+
+TEST(query_long_input_is_bounded)
+{
+    buf b = BUF_INIT, big = BUF_INIT;
+    for (int i = 0; i < 5000; i++) buf_printf(&big, "w%d ", i);
+    size_t nt = 0;
+    EXPECT_INT(query_build(big.data, big.len, false, QUERY_AND, &b, &nt), CM_OK);
+    EXPECT_INT(nt, QUERY_MAX_TOKENS);
+    buf_release(&b);
+    buf_release(&big);
+}
+
+TEST(rank_bm25_to_score)
+{
+    EXPECT_NEAR(rank_bm25_score(0), 1.0, 1e-12);
+    EXPECT_NEAR(rank_bm25_score(1), 0.5, 1e-12);
+    EXPECT_NEAR(rank_bm25_score(-1), 0.5, 1e-12);
+    EXPECT_NEAR(rank_bm25_score(-3), 0.75, 1e-12);
+    EXPECT(rank_bm25_score(-10) > rank_bm25_score(-2)); /* more relevant, higher */
+    EXPECT_NEAR(rank_bm25_score(NAN), 0, 1e-12);
+}
+
+static search_hit hit(int64_t id, const char *path, const char *text, double score)
+{
+    search_hit h = {0};
+    h.id = id;
+    h.path = cm_strdup(path);
+    h.source = cm_strdup("memory");
+    h.text = cm_strdup(text);
+    h.start_line = 1;
+    h.end_line = 1;
+    h.score = score;
+    h.has_text = true;
+    return h;
+}
+
+/* 2026-02-10 00:00 UTC */
+#define FEB10 1770681600
+
+TEST(rank_decay_matches_the_seed_example)
+{
+    /* "what's Rod's work schedule?" with halfLife 30, today Feb 10. */
+    search_hit v[3] = {
+        hit(1, "memory/2025-09-15.md", "Rod works Mon-Fri, standup at 10am, pairing at 2pm", 0.91),
+        hit(2, "memory/2026-02-10.md", "Rod has standup at 14:15, 1:1 with Zeb at 14:45", 0.82),
+        hit(3, "memory/2026-02-03.md", "Rod started new team, standup moved to 14:15", 0.80),
+    };
+    rank_opts o = {0.3, 0, 10, true, 30, FEB10, false, 0.7};
+    size_t n = rank_finish(v, 3, &o);
+    EXPECT_INT(n, 3);
+    EXPECT_STR(v[0].path, "memory/2026-02-10.md");
+    EXPECT_NEAR(v[0].score, 0.82, 1e-9);
+    EXPECT_STR(v[1].path, "memory/2026-02-03.md");
+    EXPECT_NEAR(v[1].score, 0.80 * pow(0.5, 7.0 / 30), 1e-9); /* 0.68 */
+    EXPECT_NEAR(v[1].score, 0.68, 0.005);
+    EXPECT_STR(v[2].path, "memory/2025-09-15.md");
+    EXPECT_NEAR(v[2].score, 0.91 * pow(0.5, 148.0 / 30), 1e-9); /* 0.03 */
+    EXPECT_NEAR(v[2].score, 0.03, 0.005);
+    for (size_t i = 0; i < n; i++) search_hit_release(&v[i]);
+}
+
+TEST(rank_decay_multipliers)
+{
+    EXPECT_NEAR(rank_decay_multiplier("memory/2026-01-11.md", 0, FEB10, 30), 0.5, 1e-9);
+    EXPECT_NEAR(rank_decay_multiplier("memory/2025-11-12.md", 0, FEB10, 30), 0.125, 1e-9);
+    EXPECT_NEAR(rank_decay_multiplier("MEMORY.md", 0, FEB10, 30), 1.0, 1e-12);
+    EXPECT_NEAR(rank_decay_multiplier("memory/network.md", 0, FEB10, 30), 1.0, 1e-12);
+    EXPECT_NEAR(rank_decay_multiplier("memory/projects/2025-01-01-notes.md", 0, FEB10, 30), 1.0,
+                1e-12);
+    /* outside memory/: from mtime, 30 days old */
+    EXPECT_NEAR(rank_decay_multiplier("../team/plan.md", (int64_t)(FEB10 - 30 * 86400) * 1000000000,
+                                      FEB10, 30),
+                0.5, 1e-9);
+}
+
+TEST(rank_mmr_matches_the_seed_example)
+{
+    /* "home network setup": the Feb 8 near-duplicate drops out of the top 3. */
+    search_hit v[4] = {
+        hit(1, "memory/2026-02-10.md", "Configured Omada router, set VLAN 10 for IoT devices", 0.92),
+        hit(2, "memory/2026-02-08.md", "Configured Omada router, moved IoT to VLAN 10", 0.89),
+        hit(3, "memory/network.md", "Router: Omada ER605, AdGuard: 192.168.10.2, VLAN 10: IoT", 0.85),
+        hit(4, "memory/2026-02-05.md", "Set up AdGuard DNS on 192.168.10.2", 0.78),
+    };
+    rank_opts plain = {0.3, 0, 3, false, 30, FEB10, false, 0.7};
+    search_hit w[4];
+    for (int i = 0; i < 4; i++) w[i] = hit(v[i].id, v[i].path, v[i].text, v[i].score);
+    size_t n = rank_finish(w, 4, &plain);
+    EXPECT_INT(n, 3);
+    EXPECT_STR(w[1].path, "memory/2026-02-08.md"); /* without MMR the duplicate is 2nd */
+    for (size_t i = 0; i < n; i++) search_hit_release(&w[i]);
+
+    rank_opts o = {0.3, 0, 3, false, 30, FEB10, true, 0.7};
+    n = rank_finish(v, 4, &o);
+    EXPECT_INT(n, 3);
+    /* The seed's top 3: Feb 10, network.md and the AdGuard note (MMR picks the
+     * AdGuard note second: it shares least with Feb 10); the duplicate is gone. */
+    EXPECT_STR(v[0].path, "memory/2026-02-10.md");
+    EXPECT_STR(v[1].path, "memory/2026-02-05.md");
+    EXPECT_STR(v[2].path, "memory/network.md");
+    EXPECT_NEAR(v[1].score, 0.78, 1e-12); /* MMR reorders, it does not rescore */
+    EXPECT_NEAR(v[2].score, 0.85, 1e-12);
+    for (size_t i = 0; i < n; i++) search_hit_release(&v[i]);
+}
+
+TEST(rank_mmr_lambda_one_is_pure_relevance)
+{
+    search_hit v[3] = {hit(1, "a.md", "same words here", 0.9), hit(2, "b.md", "same words here", 0.8),
+                       hit(3, "c.md", "different", 0.1)};
+    EXPECT_INT(rank_mmr(v, 3, 1.0), CM_OK);
+    EXPECT_INT(v[0].id, 1);
+    EXPECT_INT(v[1].id, 2);
+    EXPECT_INT(rank_mmr(v, 3, 0.0), CM_OK);
+    EXPECT_INT(v[0].id, 1);
+    EXPECT_INT(v[1].id, 3); /* pure diversity: the duplicate goes last */
+    for (int i = 0; i < 3; i++) search_hit_release(&v[i]);
+}
+
+TEST(rank_jaccard_tokens)
+{
+    EXPECT_NEAR(rank_jaccard("The Router", "router the"), 1.0, 1e-12);
+    EXPECT_NEAR(rank_jaccard("a b", "b c"), 1.0 / 3, 1e-12);
+    EXPECT_NEAR(rank_jaccard("東京", "京都"), 1.0 / 5, 1e-12); /* {東,京,東京} vs {京,都,京都} */
+    EXPECT_NEAR(rank_jaccard("", "x"), 0.0, 1e-12);
+    EXPECT_NEAR(rank_jaccard("dns on 192.168.10.2", "192.168.10.3 dns"), 1.0 / 4, 1e-12);
+}
+
+TEST(rank_min_score_and_second_chance)
+{
+    search_hit v[3] = {hit(1, "a.md", "a", 0.5), hit(2, "b.md", "b", 0.34), hit(3, "c.md", "c", 0.2)};
+    rank_opts o = {0.3, 0.35, 6, false, 30, FEB10, false, 0.7};
+    size_t n = rank_finish(v, 3, &o);
+    EXPECT_INT(n, 1);
+    EXPECT_INT(v[0].id, 1);
+    search_hit_release(&v[0]);
+    /* nothing reaches 0.35: keyword hits get a second chance at min(0.35, 0.3) */
+    search_hit w[3] = {hit(1, "a.md", "a", 0.32), hit(2, "b.md", "b", 0.31), hit(3, "c.md", "c", 0.2)};
+    w[1].has_text = false;
+    n = rank_finish(w, 3, &o);
+    EXPECT_INT(n, 1);
+    EXPECT_INT(w[0].id, 1);
+    search_hit_release(&w[0]);
+    /* maxResults cuts */
+    search_hit x[3] = {hit(1, "a.md", "a", 0.9), hit(2, "b.md", "b", 0.8), hit(3, "c.md", "c", 0.7)};
+    o.max_results = 2;
+    n = rank_finish(x, 3, &o);
+    EXPECT_INT(n, 2);
+    for (size_t i = 0; i < n; i++) search_hit_release(&x[i]);
+}
