@@ -25,7 +25,8 @@ mapfile -t queries < <(tr -d '\r' <"$queries_file" | grep -v '^[[:space:]]*$' | 
 [[ ${#queries[@]} -gt 0 ]] || die "no queries in $queries_file"
 
 peer_root=${CLAWMEM_PEER_DIR:-$(dirname "$here")/build/peers}
-mkdir -p "$peer_root" && peer_root=$(cd "$peer_root" && pwd) || die "cannot create $peer_root"
+mkdir -p "$peer_root" || die "cannot create $peer_root"
+peer_root=$(cd "$peer_root" && pwd)
 prefix=$peer_root/qmd-$QMD_VERSION-bun-$BUN_VERSION
 
 # --- install (once per pinned version pair) -----------------------------------
@@ -34,8 +35,9 @@ prefix=$peer_root/qmd-$QMD_VERSION-bun-$BUN_VERSION
 # `qmd search` never loads node-llama-cpp. Bun's own postinstall only links the binary out of
 # @oven/bun-<platform>, so it is run by hand.
 install_peer() {
-  command -v npm >/dev/null && command -v node >/dev/null ||
+  if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
     die "installing QMD needs node and npm on PATH"
+  fi
   local tmp
   tmp=$(mktemp -d "$peer_root/.qmd-install.XXXXXX")
   say "installing @tobilu/qmd@$QMD_VERSION and bun@$BUN_VERSION into $prefix (~1 GB, ~30 s)"

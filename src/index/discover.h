@@ -8,7 +8,7 @@
 #ifndef CM_DISCOVER_H
 #define CM_DISCOVER_H
 
-#include "../base/common.h"
+#include "../base/buf.h"
 #include "../config/config.h"
 
 /* Memory files larger than this are skipped with a warning (64 MiB). */

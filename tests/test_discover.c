@@ -1,0 +1,137 @@
+/*
+ * test_discover.c — which files are memory: roots, extraPaths, symlinks,
+ * duplicates, oversized files, relative paths.
+ */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../src/index/discover.h"
+#include "test.h"
+
+static cm_config cfg_for(const char *ws)
+{
+    cm_config c = {0};
+    c.workspace = cm_strdup(ws);
+    return c;
+}
+
+static void add_extra(cm_config *c, const char *p)
+{
+    c->extra_paths.v = realloc(c->extra_paths.v, (c->extra_paths.n + 1) * sizeof(char *));
+    c->extra_paths.v[c->extra_paths.n++] = cm_strdup(p);
+}
+
+static void release(cm_config *c)
+{
+    for (size_t i = 0; i < c->extra_paths.n; i++) free(c->extra_paths.v[i]);
+    free(c->extra_paths.v);
+    free(c->workspace);
+}
+
+static const char *names(const file_list *l)
+{
+    static buf b;
+    buf_reset(&b);
+    for (size_t i = 0; i < l->n; i++) buf_printf(&b, "%s%s", i ? " " : "", l->v[i].rel);
+    return b.data ? b.data : "";
+}
+
+TEST(discover_roots_and_filters)
+{
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "# long-term\n");
+    write_file(d, "ws/memory.md", "# lowercase, shadowed by MEMORY.md\n");
+    write_file(d, "ws/memory/2026-02-10.md", "today\n");
+    write_file(d, "ws/memory/deep/er/notes.md", "nested\n");
+    write_file(d, "ws/memory/image.png", "not markdown");
+    write_file(d, "ws/memory/notes.MD.txt", "not markdown");
+    write_file(d, "ws/other/ignored.md", "not a memory root\n");
+    cm_config c = cfg_for(path_in(d, "ws"));
+    file_list l;
+    problem_list p = {0};
+    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_STR(names(&l), "MEMORY.md memory/2026-02-10.md memory/deep/er/notes.md");
+    EXPECT_INT(l.v[0].size, 12);
+    EXPECT(l.v[0].mtime_ns > 0);
+    file_list_release(&l);
+    /* memory.md is the fallback when MEMORY.md is absent */
+    unlink(path_in(d, "ws/MEMORY.md"));
+    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_STR(names(&l), "memory.md memory/2026-02-10.md memory/deep/er/notes.md");
+    file_list_release(&l);
+    problem_list_release(&p);
+    release(&c);
+}
+
+TEST(discover_ignores_symlinks_and_duplicates)
+{
+    char *d = tmp_dir();
+    write_file(d, "ws/memory/a.md", "a\n");
+    write_file(d, "outside/secret.md", "secret\n");
+    write_file(d, "team/plan.md", "plan\n");
+    EXPECT(symlink(path_in(d, "outside/secret.md"), path_in(d, "ws/memory/link.md")) == 0);
+    EXPECT(symlink(path_in(d, "outside"), path_in(d, "ws/memory/linkdir")) == 0);
+    cm_config c = cfg_for(path_in(d, "ws"));
+    add_extra(&c, "../team");
+    add_extra(&c, path_in(d, "team/plan.md")); /* the same file again, absolute */
+    add_extra(&c, "memory");                   /* a root again */
+    add_extra(&c, "../missing");               /* absent: no error */
+    add_extra(&c, "memory/linkdir");           /* a symlinked directory: ignored */
+    file_list l;
+    problem_list p = {0};
+    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_STR(names(&l), "../team/plan.md memory/a.md");
+    EXPECT_INT(p.n, 0);
+    file_list_release(&l);
+    problem_list_release(&p);
+    release(&c);
+}
+
+TEST(discover_reports_oversized_and_unreadable)
+{
+    char *d = tmp_dir();
+    write_file(d, "ws/memory/ok.md", "fine\n");
+    int fd = open(path_in(d, "ws/memory/huge.md"), O_CREAT | O_WRONLY, 0600);
+    EXPECT(fd >= 0 && ftruncate(fd, DISCOVER_MAX_FILE_BYTES + 1) == 0); /* sparse: costs no disk */
+    close(fd);
+    write_file(d, "ws/memory/locked/x.md", "x\n");
+    chmod(path_in(d, "ws/memory/locked"), 0);
+    cm_config c = cfg_for(path_in(d, "ws"));
+    file_list l;
+    problem_list p = {0};
+    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_STR(names(&l), geteuid() == 0 ? "memory/locked/x.md memory/ok.md" : "memory/ok.md");
+    EXPECT(p.n >= 1);
+    EXPECT_STR(p.v[0].path, "memory/huge.md");
+    EXPECT_CONTAINS(p.v[0].what, "over the");
+    if (geteuid() != 0) EXPECT_CONTAINS(p.v[1].what, "cannot");
+    chmod(path_in(d, "ws/memory/locked"), 0700);
+    file_list_release(&l);
+    problem_list_release(&p);
+    release(&c);
+}
+
+TEST(discover_relpath_and_daily_dates)
+{
+    buf b = BUF_INIT;
+    EXPECT_INT(discover_relpath(&b, "/a/ws", "/a/ws/memory/x.md"), CM_OK);
+    EXPECT_STR(b.data, "memory/x.md");
+    buf_reset(&b);
+    discover_relpath(&b, "/a/ws", "/a/team/p.md");
+    EXPECT_STR(b.data, "../team/p.md");
+    buf_reset(&b);
+    discover_relpath(&b, "/a/ws", "/srv/notes/o.md");
+    EXPECT_STR(b.data, "../../srv/notes/o.md");
+    buf_reset(&b);
+    discover_relpath(&b, "/a/ws", "/a/wsx/o.md");
+    EXPECT_STR(b.data, "../wsx/o.md");
+    buf_release(&b);
+    int y, m, d;
+    EXPECT(discover_daily_date("memory/2026-02-10.md", &y, &m, &d));
+    EXPECT(y == 2026 && m == 2 && d == 10);
+    EXPECT(discover_daily_date("memory/archive/2025-12-31.md", &y, &m, &d));
+    EXPECT(!discover_daily_date("memory/2026-13-10.md", &y, &m, &d));
+    EXPECT(!discover_daily_date("memory/2026-02-10-notes.md", &y, &m, &d));
+    EXPECT(!discover_daily_date("notes/2026-02-10.md", &y, &m, &d));
+}
