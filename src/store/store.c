@@ -6,7 +6,8 @@
  *   files(path PRIMARY KEY, source, hash, mtime, size, problem)   problem: why the
  *                                          file is indexed imperfectly (binary, bad UTF-8), or NULL
  *   chunks(id INTEGER PRIMARY KEY, path, source, start_line, end_line, hash, model, text, updated_at)
- *   chunks_fts  fts5(text), contentless, rowid = chunks.id; holds the keyword text
+ *   chunks_fts  fts5(text), contentless, rowid = chunks.id; holds the keyword text,
+ *               ranked by cm_bm25() (fts_rank.h)
  *   vectors(chunk_id PRIMARY KEY, dims, embedding BLOB)          little-endian float32
  *   embedding_cache(provider, model, provider_key, hash, dims, embedding BLOB, updated_at)
  * The FTS table is contentless, so deleting a chunk re-supplies its keyword
@@ -22,6 +23,7 @@
 
 #include "../base/fs.h"
 #include "../base/utf8.h"
+#include "fts_rank.h"
 #include "store.h"
 
 static const char schema_sql[] =
@@ -106,6 +108,8 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
     if (r != SQLITE_OK) CHECK(db_fail(s, r, "open", err, errlen));
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, busy_ms);
+    r = fts_rank_register(s->db);
+    if (r != SQLITE_OK) CHECK(db_fail(s, r, "register cm_bm25", err, errlen));
     if (flags & STORE_BULK) {
         CHECK(exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;",
                    err, errlen));
@@ -159,8 +163,9 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
     CHECK(prepare(s, &s->search,
                   "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, "
                   "(SELECT mtime FROM files WHERE files.path = c.path) "
-                  "FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 "
-                  "ORDER BY rank LIMIT ?2) AS f JOIN chunks AS c ON c.id = f.rowid "
+                  "FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
+                  "rank MATCH 'cm_bm25()' ORDER BY rank LIMIT ?2) AS f "
+                  "JOIN chunks AS c ON c.id = f.rowid "
                   "ORDER BY f.rank",
                   err, errlen));
 out:

@@ -1,0 +1,115 @@
+/*
+ * fts_rank.c — cm_bm25(), see fts_rank.h. Per query, the IDF of each phrase
+ * and the average row length are computed once (xQueryPhrase over the
+ * phrase's rows) and kept as auxiliary data; per row, term frequencies come
+ * from the instance list.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fts_rank.h"
+
+#define K1 1.2
+#define B 0.75
+
+typedef struct rank_data {
+    int nphrase;
+    double avgdl;
+    double *idf;  /* per phrase */
+    double *freq; /* per phrase, scratch for one row */
+} rank_data;
+
+static int count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
+{
+    (void)api;
+    (void)fts;
+    (*(sqlite3_int64 *)ud)++;
+    return SQLITE_OK;
+}
+
+static void rank_data_free(void *p)
+{
+    rank_data *d = p;
+    if (!d) return;
+    free(d->idf);
+    free(d->freq);
+    free(d);
+}
+
+static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, rank_data **out)
+{
+    rank_data *d = api->xGetAuxdata(fts, 0);
+    if (d) {
+        *out = d;
+        return SQLITE_OK;
+    }
+    d = calloc(1, sizeof *d);
+    if (!d) return SQLITE_NOMEM;
+    d->nphrase = api->xPhraseCount(fts);
+    d->idf = calloc((size_t)(d->nphrase ? d->nphrase : 1), sizeof *d->idf);
+    d->freq = calloc((size_t)(d->nphrase ? d->nphrase : 1), sizeof *d->freq);
+    sqlite3_int64 nrow = 0, ntok = 0;
+    int rc = (!d->idf || !d->freq) ? SQLITE_NOMEM : api->xRowCount(fts, &nrow);
+    if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &ntok);
+    d->avgdl = nrow > 0 ? (double)ntok / (double)nrow : 1.0;
+    if (d->avgdl <= 0) d->avgdl = 1.0;
+    for (int i = 0; rc == SQLITE_OK && i < d->nphrase; i++) {
+        sqlite3_int64 n = 0;
+        rc = api->xQueryPhrase(fts, i, &n, count_row);
+        double N = (double)nrow;
+        d->idf[i] = log(1.0 + (N - (double)n + 0.5) / ((double)n + 0.5));
+    }
+    if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, d, rank_data_free);
+    if (rc != SQLITE_OK) {
+        rank_data_free(d);
+        return rc;
+    }
+    *out = d;
+    return SQLITE_OK;
+}
+
+static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc,
+                    sqlite3_value **argv)
+{
+    (void)argc;
+    (void)argv;
+    rank_data *d = NULL;
+    int rc = rank_data_get(api, fts, &d);
+    int ninst = 0, dl = 0;
+    if (rc == SQLITE_OK) rc = api->xInstCount(fts, &ninst);
+    if (rc == SQLITE_OK) rc = api->xColumnSize(fts, -1, &dl);
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error_code(ctx, rc);
+        return;
+    }
+    memset(d->freq, 0, (size_t)d->nphrase * sizeof *d->freq);
+    for (int i = 0; i < ninst; i++) {
+        int phrase, col, off;
+        if (api->xInst(fts, i, &phrase, &col, &off) == SQLITE_OK && phrase >= 0 &&
+            phrase < d->nphrase)
+            d->freq[phrase] += 1.0;
+    }
+    double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl), score = 0;
+    for (int i = 0; i < d->nphrase; i++) {
+        double tf = d->freq[i];
+        if (tf > 0) score += d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
+    }
+    sqlite3_result_double(ctx, -score);
+}
+
+int fts_rank_register(sqlite3 *db)
+{
+    fts5_api *api = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_pointer(q, 1, (void *)&api, "fts5_api_ptr", NULL);
+        rc = sqlite3_step(q);
+        rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_OK) return rc;
+    if (!api || api->iVersion < 2) return SQLITE_ERROR;
+    return api->xCreateFunction(api, "cm_bm25", NULL, cm_bm25, NULL);
+}

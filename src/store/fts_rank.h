@@ -1,0 +1,19 @@
+/*
+ * fts_rank.h — clawmem's BM25 as an FTS5 auxiliary function, cm_bm25().
+ *
+ * FTS5's built-in bm25() clamps the IDF of any term found in at least half the
+ * rows to 1e-6, so in a small workspace (a handful of notes) a perfectly good
+ * match scores ~0 and falls under minScore. cm_bm25() uses the IDF of Lucene
+ * and Anserini, ln(1 + (N − n + 0.5)/(n + 0.5)), which is positive for every
+ * term and nearly equal to FTS5's for rare terms; k1 = 1.2, b = 0.75. Like
+ * bm25() it returns the negated score, so ORDER BY rank puts the best first.
+ */
+#ifndef CM_FTS_RANK_H
+#define CM_FTS_RANK_H
+
+#include <sqlite3.h>
+
+/* Registers cm_bm25() on db. Returns an SQLite result code. */
+int fts_rank_register(sqlite3 *db);
+
+#endif

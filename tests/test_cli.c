@@ -1,0 +1,274 @@
+/*
+ * test_cli.c — end to end through build/clawmem (or $CLAWMEM_BIN): the four
+ * commands, text and JSON output, exit codes, and bad input (malformed config,
+ * missing workspace, an index locked by another process, a corrupt index).
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+typedef struct cli {
+    char *dir;
+    char ws[1024], state[1024], cfg[1024];
+} cli;
+
+static void cli_init(cli *c)
+{
+    c->dir = tmp_dir();
+    snprintf(c->ws, sizeof c->ws, "%s/ws", c->dir);
+    snprintf(c->state, sizeof c->state, "%s/state", c->dir);
+    snprintf(c->cfg, sizeof c->cfg, "%s/qc.json", c->dir);
+    write_file(c->ws, "MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n- Router: Omada ER605.\n");
+    write_file(c->ws, "memory/2026-02-10.md", "# 2026-02-10\n\nConfigured VLAN 10 for IoT devices.\n");
+    write_file(c->dir, "qc.json", "{ // defaults\n}\n");
+}
+
+/* Runs clawmem with the test's workspace/state/config, then args. */
+static run_result cm(const cli *c, const char *const *env, const char *a1, const char *a2,
+                     const char *a3, const char *a4)
+{
+    const char *args[16] = {"--workspace", c->ws, "--state-dir", c->state, "--config", c->cfg};
+    size_t n = 6;
+    const char *extra[] = {a1, a2, a3, a4};
+    for (size_t i = 0; i < 4 && extra[i]; i++) args[n++] = extra[i];
+    args[n] = NULL;
+    return run_clawmem(env, args);
+}
+
+TEST(cli_index_search_get_status)
+{
+    cli c;
+    cli_init(&c);
+    run_result r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "Indexed 2 of 2 files");
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "search", "Biscuit", NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, " MEMORY.md:1-4\n# Facts");
+    EXPECT_CONTAINS(r.out, "Source: MEMORY.md#L1-L4");
+    EXPECT(r.out[0] == '0' || r.out[0] == '1');
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "search", "VLAN IoT", "--json", NULL);
+    EXPECT_INT(r.status, 0);
+    json_t *p = json_loads(r.out, 0, NULL);
+    EXPECT(p != NULL);
+    json_t *hit = json_array_get(json_object_get(p, "results"), 0);
+    EXPECT_STR(json_string_value(json_object_get(hit, "path")), "memory/2026-02-10.md");
+    EXPECT_INT(json_integer_value(json_object_get(hit, "startLine")), 1);
+    EXPECT_INT(json_integer_value(json_object_get(hit, "endLine")), 3);
+    EXPECT_STR(json_string_value(json_object_get(hit, "citation")), "memory/2026-02-10.md#L1-L3");
+    EXPECT_STR(json_string_value(json_object_get(p, "provider")), "none");
+    json_decref(p);
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "search", "zebra", NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_STR(r.out, "No matches.\n");
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "get", "MEMORY.md", "--from", "3");
+    EXPECT_INT(r.status, 0);
+    EXPECT_STR(r.out, "- The dog is called Biscuit.\n- Router: Omada ER605.\n");
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "get", "memory/2099-01-01.md", "--json", NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_STR(r.out, "{\"path\":\"memory/2099-01-01.md\",\"text\":\"\"}\n");
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "get", "../etc/passwd.md", NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "'..' leaves the workspace");
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "status", "--json", "--deep", NULL);
+    EXPECT_INT(r.status, 0);
+    p = json_loads(r.out, 0, NULL);
+    EXPECT_INT(json_integer_value(json_object_get(p, "files")), 2);
+    EXPECT_STR(json_string_value(json_object_get(p, "integrity")), "ok");
+    EXPECT_STR(json_string_value(json_object_get(p, "search")), "keyword");
+    json_decref(p);
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "status", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "Files: 2  Chunks: 2");
+    run_result_release(&r);
+}
+
+TEST(cli_search_syncs_changed_files_first)
+{
+    cli c;
+    cli_init(&c);
+    run_result r = cm(&c, NULL, "search", "Biscuit", NULL, NULL); /* no index yet */
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "MEMORY.md");
+    run_result_release(&r);
+    write_file(c.ws, "memory/2026-02-11.md", "Biscuit went to the vet.\n");
+    r = cm(&c, NULL, "search", "vet", NULL, NULL);
+    EXPECT_CONTAINS(r.out, "memory/2026-02-11.md:1-1");
+    run_result_release(&r);
+}
+
+TEST(cli_help_and_usage_errors)
+{
+    const char *cmds[] = {"status", "index", "search", "get"};
+    for (size_t i = 0; i < 4; i++) {
+        const char *a[] = {cmds[i], "--help", NULL};
+        run_result r = run_clawmem(NULL, a);
+        EXPECT_INT(r.status, 0);
+        EXPECT_CONTAINS(r.out, "usage: clawmem ");
+        run_result_release(&r);
+    }
+    const char *h[] = {"--help", NULL};
+    run_result r = run_clawmem(NULL, h);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "commands:");
+    run_result_release(&r);
+    const char *bad[] = {"frobnicate", NULL};
+    r = run_clawmem(NULL, bad);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "unknown command 'frobnicate'");
+    run_result_release(&r);
+    cli c;
+    cli_init(&c);
+    r = cm(&c, NULL, "search", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "missing QUERY");
+    run_result_release(&r);
+    r = cm(&c, NULL, "search", "x", "--max-results", "0");
+    EXPECT_INT(r.status, 1);
+    run_result_release(&r);
+}
+
+TEST(cli_malformed_config_is_one_clear_line)
+{
+    cli c;
+    cli_init(&c);
+    write_file(c.dir, "qc.json", "{\n  agents: {\n    defaults: { memorySearch: { query: { minScore: 2 } } }\n  }\n}\n");
+    run_result r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "clawmem: %s:3:42: agents.defaults.memorySearch.query.minScore: expected a number "
+             "between 0 and 1, got 2\n",
+             c.cfg);
+    EXPECT_STR(r.err, want);
+    run_result_release(&r);
+    write_file(c.dir, "qc.json", "{ agents: [ }");
+    r = cm(&c, NULL, "search", "x", NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "qc.json:1:13: ");
+    run_result_release(&r);
+    write_file(c.dir, "qc.json", "{agents: {defaults: {memorySearch: {chunkin: {}}}}}");
+    r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.err, "warning: ");
+    EXPECT_CONTAINS(r.err, "unknown key agents.defaults.memorySearch.chunkin");
+    run_result_release(&r);
+}
+
+TEST(cli_missing_workspace)
+{
+    cli c;
+    cli_init(&c);
+    snprintf(c.ws, sizeof c.ws, "%s/nowhere", c.dir);
+    run_result r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "nowhere does not exist");
+    run_result_release(&r);
+}
+
+TEST(cli_locked_index)
+{
+    cli c;
+    cli_init(&c);
+    run_result r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    run_result_release(&r);
+    /* another process holds the writer lock */
+    int pipefd[2];
+    EXPECT(pipe(pipefd) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(path_in(c.state, "memory/main.sqlite.lock"), O_RDWR | O_CREAT, 0600);
+        flock(fd, LOCK_EX);
+        if (write(pipefd[1], "x", 1) < 0) _exit(1);
+        pause();
+        _exit(0);
+    }
+    char ch;
+    EXPECT(read(pipefd[0], &ch, 1) == 1);
+    const char *env[] = {"CLAWMEM_BUSY_TIMEOUT_MS=300", NULL};
+    r = cm(&c, env, "index", NULL, NULL, NULL);
+    bool ok = r.status == 1 && strstr(r.err, "being updated by another process");
+    run_result_release(&r);
+    /* searching does not wait for the writer: it reads the last committed state */
+    write_file(c.ws, "memory/2026-02-12.md", "unsynced words\n");
+    r = cm(&c, env, "search", "Biscuit", NULL, NULL);
+    bool search_ok = r.status == 0 && strstr(r.out, "MEMORY.md");
+    run_result_release(&r);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    EXPECT(ok);
+    EXPECT(search_ok);
+}
+
+TEST(cli_corrupt_index_then_force)
+{
+    cli c;
+    cli_init(&c);
+    run_result r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    run_result_release(&r);
+    unlink(path_in(c.state, "memory/main.sqlite-wal"));
+    unlink(path_in(c.state, "memory/main.sqlite-shm"));
+    write_file(c.state, "memory/main.sqlite", "this is not a database, just some text of enough length");
+    r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "corrupt");
+    EXPECT_CONTAINS(r.err, "clawmem index --force");
+    run_result_release(&r);
+    r = cm(&c, NULL, "search", "Biscuit", NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "clawmem index --force");
+    run_result_release(&r);
+    r = cm(&c, NULL, "index", "--force", NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "(full rebuild)");
+    run_result_release(&r);
+    r = cm(&c, NULL, "search", "Biscuit", NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "MEMORY.md");
+    run_result_release(&r);
+}
+
+TEST(cli_example_workspace)
+{
+    /* The bundled example: CJK notes are found by their own words. */
+    char *d = tmp_dir();
+    const char *base[] = {"--workspace", "examples/workspace", "--state-dir", d, NULL};
+    const char *queries[][2] = {{"사용자 사전", "memory/2026-10-05.md"},
+                                {"形態素解析", "memory/2026-11-05.md"},
+                                {"五花肉", "memory/2026-08-11.md"},
+                                {"sqlite3_sqlitevec_init", "memory/2026-09-03.md"}};
+    for (size_t i = 0; i < ARRAY_LEN(queries); i++) {
+        const char *a[] = {base[0], base[1], base[2], base[3], "search", queries[i][0], "--json", NULL};
+        run_result r = run_clawmem(NULL, a);
+        EXPECT_INT(r.status, 0);
+        json_t *p = json_loads(r.out, 0, NULL);
+        json_t *hit = json_array_get(json_object_get(p, "results"), 0);
+        EXPECT_STR(json_string_value(json_object_get(hit, "path")), queries[i][1]);
+        json_decref(p);
+        run_result_release(&r);
+    }
+}

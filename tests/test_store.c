@@ -1,0 +1,70 @@
+/*
+ * test_store.c — the store directly: cm_bm25 scores, contentless FTS deletes,
+ * leftovers of dead rebuilds.
+ */
+#include <math.h>
+#include <unistd.h>
+
+#include "../src/store/store.h"
+#include "test.h"
+
+static chunk_list one_chunk(const char *text)
+{
+    chunk_list l = {0};
+    chunk_text(text, strlen(text), 400, 80, &l);
+    return l;
+}
+
+TEST(store_cm_bm25_uses_lucene_idf)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err), CM_OK);
+    chunk_list a = one_chunk("the dog biscuit"), b = one_chunk("the router omada er605 box");
+    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(store_file_replace(&s, "a.md", "memory", "h1", 1, 1, NULL, &a, err, sizeof err), CM_OK);
+    EXPECT_INT(store_file_replace(&s, "b.md", "memory", "h2", 1, 1, NULL, &b, err, sizeof err), CM_OK);
+    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    fts_hits h = {0};
+    EXPECT_INT(store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    /* N=2, n=1: idf = ln(2); tf=1, dl=3, avgdl=4 */
+    double norm = 1.2 * (1 - 0.75 + 0.75 * 3.0 / 4.0);
+    EXPECT_NEAR(h.v[0].rank, -log(2.0) * 2.2 / (1 + norm), 1e-9);
+    fts_hits_release(&h);
+    /* a term in every row still scores above zero */
+    EXPECT_INT(store_fts_search(&s, "\"the\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 2);
+    EXPECT(h.v[0].rank < 0);
+    fts_hits_release(&h);
+    /* deleting a file removes its keyword entries (contentless 'delete') */
+    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(store_file_delete(&s, "a.md", err, sizeof err), CM_OK);
+    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 0);
+    bool ok = false;
+    EXPECT_INT(store_check(&s, &ok, err, sizeof err), CM_OK);
+    EXPECT(ok);
+    EXPECT_INT(store_fts_search(&s, "\"unbalanced", 10, &h, err, sizeof err), CM_EINVAL);
+    store_close(&s);
+    chunk_list_release(&a);
+    chunk_list_release(&b);
+}
+
+TEST(store_removes_leftovers_of_dead_rebuilds)
+{
+    char *d = tmp_dir();
+    write_file(d, "i.sqlite", "");
+    write_file(d, "i.sqlite.rebuild-999999999", "dead");
+    write_file(d, "i.sqlite.rebuild-999999999-journal", "dead");
+    char mine[64];
+    snprintf(mine, sizeof mine, "i.sqlite.rebuild-%d", (int)getppid()); /* alive */
+    write_file(d, mine, "alive");
+    store_remove_leftovers(path_in(d, "i.sqlite"));
+    EXPECT(access(path_in(d, "i.sqlite.rebuild-999999999"), F_OK) != 0);
+    EXPECT(access(path_in(d, "i.sqlite.rebuild-999999999-journal"), F_OK) != 0);
+    EXPECT(access(path_in(d, mine), F_OK) == 0);
+    EXPECT(access(path_in(d, "i.sqlite"), F_OK) == 0);
+}
