@@ -73,6 +73,7 @@ fuzz: deps
 	  mkdir -p $(BUILD)/fuzz/corpus-$$t; \
 	  echo "fuzzing $$t for $(FUZZ_SECONDS)s"; \
 	  $(BUILD)/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 \
+	    -artifact_prefix=$(BUILD)/fuzz/$$t- \
 	    $(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t || exit 1; \
 	done
 

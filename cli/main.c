@@ -25,7 +25,7 @@ static const char usage_main[] =
     "commands:\n"
     "  status [--json] [--deep]       what is indexed, where, and any problems\n"
     "  index [--force] [--verbose]    bring the index up to date (--force: rebuild it)\n"
-    "  search QUERY [--max-results N] [--min-score X] [--json]\n"
+    "  search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
     "                                 memory_search: ranked snippets with path and lines\n"
     "  get PATH [--from N] [--lines N] [--json]\n"
     "                                 memory_get: read a memory file or a line range\n"
@@ -49,9 +49,12 @@ static const char usage_index[] =
     "Syncs the index with the memory files: unchanged files cost one stat, changed files are\n"
     "re-chunked. --force rebuilds the whole index into a new file (also repairs a corrupt one).\n";
 static const char usage_search[] =
-    "usage: clawmem search QUERY [--max-results N] [--min-score X] [--json]\n"
-    "Runs memory_search: syncs changed files first, then prints each hit as\n"
-    "`score path:start-end` followed by its snippet, or `No matches.`\n";
+    "usage: clawmem search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
+    "Runs memory_search: syncs changed files first (one stat per memory file; if another\n"
+    "process is writing the index it does not wait), then prints each hit as\n"
+    "`score path:start-end` followed by its snippet, or `No matches.`\n"
+    "--no-sync searches the index as it is, for callers that keep it fresh themselves\n"
+    "(`clawmem index` after writing, a watcher): no file is looked at.\n";
 static const char usage_get[] =
     "usage: clawmem get PATH [--from N] [--lines N] [--json]\n"
     "Runs memory_get: prints a memory file (workspace-relative path), or N lines from line\n"
@@ -265,11 +268,13 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
 {
     cm_search_opts o = {0, -1, 0};
     const char *query = NULL;
-    int as_json = 0;
+    int as_json = 0, sync = 1;
     for (int i = 0; i < argc; i++) {
         long v;
         if (!strcmp(argv[i], "--json")) {
             as_json = 1;
+        } else if (!strcmp(argv[i], "--no-sync")) {
+            sync = 0;
         } else if (!strcmp(argv[i], "--help")) {
             return fputs(usage_search, stdout), 0;
         } else if (!strcmp(argv[i], "--max-results")) {
@@ -294,7 +299,7 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
     char err[1024], *json = NULL;
     /* Sync first, without waiting: if another process is writing, search the
      * last committed state rather than block. */
-    cm_rc rc = cm_engine_sync(e, CM_SYNC_NOWAIT, NULL, NULL, NULL, err, sizeof err);
+    cm_rc rc = sync ? cm_engine_sync(e, CM_SYNC_NOWAIT, NULL, NULL, NULL, err, sizeof err) : CM_OK;
     if (rc && rc != CM_EBUSY) fprintf(stderr, "clawmem: warning: sync failed: %s\n", err);
     if (cm_memory_search(e, query, &o, &json, err, sizeof err)) return die("%s", err);
     int r = print_json_or(json, as_json, search_text);

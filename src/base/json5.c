@@ -91,6 +91,7 @@ static cm_rc parse_string(parser *p, buf *out)
             return CM_OK;
         }
         if (c == '\n' || c == '\r') return perr(p, "newline in string (escape it as \\n)");
+        if (c == 0) return perr(p, "NUL character in string");
         if (c != '\\') {
             if (buf_addc(out, (char)c)) return CM_ENOMEM;
             advance(p, 1);

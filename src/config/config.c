@@ -349,6 +349,9 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
         CHECK(fs_join(&b, cfg->state_dir, "workspace"));
         cfg->workspace = buf_detach(&b);
     }
+    if (!cfg->workspace[0]) FAIL(CM_ECONFIG, "the workspace path is empty");
+    if (cfg->store_path && !cfg->store_path[0])
+        FAIL(CM_ECONFIG, "memorySearch.store.path is empty");
     if (!(ws = fs_expand_home(cfg->workspace))) CHECK(CM_ENOMEM);
     if (ws[0] != '/') {
         char cwd[4096];

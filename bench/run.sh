@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# bench/run.sh — `make bench`: indexes a corpus with clawmem and with the peer
+# QMD on the same files in the same run, and prints one JSON object with both
+# sets of figures and the ratios. Default corpus: the 38,404 tldr pages from
+# ../shared/data/corpora/tldr.tar.gz, unpacked into a workspace's memory/.
+#   CLAWMEM_BENCH_CORPUS=DIR   use DIR (a folder of .md files) instead
+#   CLAWMEM_BENCH_PEER=0       skip QMD
+set -euo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$root/build/bench
+tarball=${CLAWMEM_BENCH_TARBALL:-$root/../shared/data/corpora/tldr.tar.gz}
+say() { printf 'bench: %s\n' "$*" >&2; }
+
+rm -rf "$work/ws" "$work/state" "$work/cli-state"
+mkdir -p "$work/ws/memory"
+if [[ -n ${CLAWMEM_BENCH_CORPUS:-} ]]; then
+  cp -r "$CLAWMEM_BENCH_CORPUS"/. "$work/ws/memory/"
+  corpus=$CLAWMEM_BENCH_CORPUS
+else
+  [[ -r $tarball ]] || { say "corpus not found: $tarball (set CLAWMEM_BENCH_TARBALL or CLAWMEM_BENCH_CORPUS)"; exit 1; }
+  say "unpacking $tarball"
+  tar -xzf "$tarball" -C "$work/ws/memory"
+  corpus=tldr
+fi
+
+# Queries: each sampled page's command name plus the first word of its
+# description, and the name alone, in every language of the corpus (≥ 200).
+queries=$work/queries.txt
+find "$work/ws/memory" -name '*.md' | sort | awk 'NR % 150 == 0' | while read -r f; do
+  name=$(sed -n 's/^# //p' "$f" | head -n1)
+  word=$(sed -n 's/^> //p' "$f" | head -n1 | awk '{print $1}' | tr -d '.,:;()`"')
+  [[ -n $name ]] || continue
+  printf '%s\n' "$name"
+  [[ -n $word ]] && printf '%s %s\n' "$name" "$word"
+done > "$queries"
+say "$(wc -l < "$queries") queries"
+# 1% of the files change for the resync figure
+find "$work/ws/memory" -name '*.md' | sort | awk 'NR % 100 == 0' > "$work/changed.txt"
+
+say "clawmem: in-process index, resync and search"
+ours=$(build/bench_search "$work/ws" "$work/state" "$queries" "$work/changed.txt")
+
+# Whole-process `clawmem search` (includes start-up, config, the stat-only sync).
+build/clawmem --workspace "$work/ws" --state-dir "$work/cli-state" index >/dev/null
+# Median wall time of `clawmem search` over the first 20 queries, with extra flags $@.
+cli_p50() {
+  local q t0 t1 walls=()
+  while read -r q; do
+    t0=$EPOCHREALTIME
+    build/clawmem --workspace "$work/ws" --state-dir "$work/cli-state" search "$q" "$@" >/dev/null
+    t1=$EPOCHREALTIME
+    walls+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b-a}')")
+  done < <(head -n 20 "$queries")
+  printf '%s\n' "${walls[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'
+}
+cli_sync_p50=$(cli_p50)      # checks every file first (one stat each), then searches
+cli_nosync_p50=$(cli_p50 --no-sync) # like `qmd search`, which never looks at the files
+# Peak RSS of a whole-process full index
+rss_kb=$( { /usr/bin/time -f '%M' build/clawmem --workspace "$work/ws" --state-dir "$work/cli-state" index --force >/dev/null; } 2>&1 | tail -n1)
+
+peer='null'
+if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
+  say "peer: QMD (this takes a few minutes)"
+  rm -rf "$work/peer-ws"; mkdir -p "$work/peer-ws/memory"
+  cp -r "$work/ws/memory"/. "$work/peer-ws/memory/"
+  peer=$(bench/peer_qmd.sh "$work/peer-ws" "$queries") || { say "peer run failed"; peer='null'; }
+fi
+
+node -e '
+const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]);
+const sync = Number(process.argv[3]), nosync = Number(process.argv[7]);
+const out = {machine: process.argv[6], corpus: process.argv[5], clawmem: ours,
+  clawmem_cli_search_wall_p50_s: sync, clawmem_cli_search_nosync_wall_p50_s: nosync,
+  clawmem_cli_index_peak_rss_mb: +(Number(process.argv[4]) / 1024).toFixed(1), qmd: peer};
+if (peer) out.ratios = {
+  full_index_speedup: +(peer.index_s / ours.index_s).toFixed(1),
+  cli_search_speedup_nosync: +(peer.search_wall_p50_s / nosync).toFixed(1),
+  cli_search_speedup_with_sync: +(peer.search_wall_p50_s / sync).toFixed(1),
+  noop_resync_speedup: +(peer.noop_update_s / ours.noop_resync_s).toFixed(1),
+  index_size_ratio: +(peer.index_bytes / ours.index_bytes).toFixed(2)};
+console.log(JSON.stringify(out, null, 2));
+' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50"

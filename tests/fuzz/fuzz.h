@@ -1,0 +1,27 @@
+/*
+ * fuzz.h — the fuzz targets. Each is a plain function over bytes; built with
+ * -DFUZZ_MAIN (make fuzz) a target file also defines libFuzzer's entry point,
+ * and without it the test runner replays the seed corpora through them.
+ */
+#ifndef CM_FUZZ_H
+#define CM_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int fuzz_config(const uint8_t *data, size_t size);
+int fuzz_chunk(const uint8_t *data, size_t size);
+int fuzz_query(const uint8_t *data, size_t size);
+
+#ifdef FUZZ_MAIN
+#define FUZZ_ENTRY(fn)                                                                             \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);                                  \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)                                   \
+    {                                                                                              \
+        return fn(data, size);                                                                     \
+    }
+#else
+#define FUZZ_ENTRY(fn)
+#endif
+
+#endif
