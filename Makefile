@@ -1,5 +1,6 @@
 # clawmem — plain Makefile. Targets:
 #   make            build/clawmem and build/libclawmem.a
+#   make demo       index the bundled example workspace and search it
 #   make test       unit + end-to-end tests, fuzz corpus replay (prints "N passed, N failed")
 #   make asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md)
@@ -30,7 +31,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps test asan bench fuzz format clean
+.PHONY: all deps demo test asan bench fuzz format clean
 
 all: deps $(BUILD)/clawmem $(BUILD)/libclawmem.a
 
@@ -53,6 +54,15 @@ $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libclawmem.a
 
 $(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
+DEMO := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-state
+demo: all
+	$(DEMO) index
+	$(DEMO) status
+	$(DEMO) search "router VLAN AdGuard"
+	$(DEMO) search "서울 사무실 회의"
+	$(DEMO) search "検索 インデックス" --max-results 2
+	$(DEMO) get MEMORY.md --from 1 --lines 12
 
 test: all $(BUILD)/test_runner
 	CLAWMEM_BIN=$(BUILD)/clawmem $(BUILD)/test_runner $(TESTS)

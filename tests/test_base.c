@@ -3,6 +3,7 @@
  */
 #include <jansson.h>
 
+#include "../src/base/fs.h"
 #include "../src/base/json5.h"
 #include "../src/base/sha256.h"
 #include "../src/base/utf8.h"
@@ -129,4 +130,24 @@ TEST(json5_nesting_is_bounded)
     memset(deep, '[', sizeof deep - 1);
     deep[sizeof deep - 1] = 0;
     EXPECT_CONTAINS(parse_err(deep), "nesting too deep");
+}
+
+TEST(fs_normalise_paths)
+{
+    struct {
+        const char *in, *out;
+        bool ok;
+    } cases[] = {
+        {"memory/./a.md", "memory/a.md", true},   {"memory/x/../a.md", "memory/a.md", true},
+        {"../a.md", "a.md", false},               {"a//b/", "a/b", true},
+        {"/w/ws/../team/p.md", "/w/team/p.md", true}, {"/..", "/", false},
+        {"memory/2026-02-10.md", "memory/2026-02-10.md", true}, {"", "", true},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char *p = cm_strdup(cases[i].in);
+        bool ok = fs_normalise(p);
+        EXPECT_STR(p, cases[i].out);
+        EXPECT_INT(ok, cases[i].ok);
+        free(p);
+    }
 }

@@ -97,3 +97,31 @@ char *fs_expand_home(const char *path)
     }
     return buf_detach(&b);
 }
+
+bool fs_normalise(char *p)
+{
+    bool abs = p[0] == '/', ok = true;
+    size_t base = abs ? 1 : 0, w = base, r = base, len = strlen(p);
+    while (r < len) {
+        size_t e = r;
+        while (e < len && p[e] != '/') e++;
+        size_t n = e - r;
+        if (n == 0 || (n == 1 && p[r] == '.')) {
+            /* nothing */
+        } else if (n == 2 && p[r] == '.' && p[r + 1] == '.') {
+            if (w == base) {
+                ok = false;
+            } else {
+                while (w > base && p[w - 1] != '/') w--;
+                if (w > base) w--;
+            }
+        } else {
+            if (w > base) p[w++] = '/';
+            memmove(p + w, p + r, n);
+            w += n;
+        }
+        r = e + 1;
+    }
+    p[w] = 0;
+    return ok;
+}

@@ -23,6 +23,12 @@ char *fs_dirname(const char *path);
 /* fsyncs the directory holding path, so a rename into it is durable. */
 void fs_sync_dir(const char *path);
 
+/* Lexically normalises path in place: drops "." parts, empty parts and
+ * trailing slashes, resolves "x/.." (no file-system access). Returns false
+ * when a ".." climbs above the start ("/.." stays "/" for an absolute path,
+ * and still returns false). */
+bool fs_normalise(char *path);
+
 /* Expands a leading "~/" with $HOME. Returns a new string or NULL on ENOMEM. */
 char *fs_expand_home(const char *path);
 

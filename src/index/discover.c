@@ -275,31 +275,6 @@ static int by_rel(const void *a, const void *b)
     return strcmp(((const mem_file *)a)->rel, ((const mem_file *)b)->rel);
 }
 
-/* Normalises an absolute path lexically: removes "." and "x/.." parts. */
-static void normalise(char *p)
-{
-    char *out = p;
-    for (char *s = p; *s;) {
-        while (*s == '/') s++;
-        char *e = s;
-        while (*e && *e != '/') e++;
-        size_t n = (size_t)(e - s);
-        if (n == 0) break;
-        if (n == 1 && s[0] == '.') {
-        } else if (n == 2 && s[0] == '.' && s[1] == '.') {
-            while (out > p && *--out != '/') {
-            }
-        } else {
-            *out++ = '/';
-            memmove(out, s, n);
-            out += n;
-        }
-        s = e;
-    }
-    if (out == p) *out++ = '/';
-    *out = 0;
-}
-
 cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problems)
 {
     cm_rc rc = CM_OK;
@@ -323,7 +298,7 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
         rc = fs_join(&p, cfg->workspace, x);
         free(x);
         CHECK(rc);
-        normalise(p.data);
+        fs_normalise(p.data);
         CHECK(add_root(&w, p.data, true));
     }
     qsort(out->v, out->n, sizeof *out->v, by_rel);

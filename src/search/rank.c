@@ -202,6 +202,7 @@ void search_hit_release(search_hit *h)
 
 size_t rank_finish(search_hit *v, size_t n, const rank_opts *o)
 {
+    if (n == 0) return 0;
     if (o->decay) {
         int64_t now = o->now ? o->now : (int64_t)time(NULL);
         for (size_t i = 0; i < n; i++)

@@ -91,31 +91,6 @@ cm_rc tools_search_error(const char *msg, const char *provider, const char *mode
     return rc;
 }
 
-/* Lexically normalises "a/./b/../c" (relative, no leading '/'); returns false
- * when ".." would climb above the start. */
-static bool normalise_rel(char *p)
-{
-    char *out = p;
-    for (char *s = p; *s;) {
-        char *e = strchr(s, '/');
-        size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n == 0 || (n == 1 && s[0] == '.')) {
-        } else if (n == 2 && s[0] == '.' && s[1] == '.') {
-            if (out == p) return false;
-            out--;
-            while (out > p && out[-1] != '/') out--;
-        } else {
-            memmove(out, s, n);
-            out += n;
-            *out++ = '/';
-        }
-        s += n + (e ? 1 : 0);
-    }
-    if (out > p) out--;
-    *out = 0;
-    return true;
-}
-
 /* True when abs is root itself or lies under it. */
 static bool under(const char *abs, const char *root)
 {
@@ -158,7 +133,7 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
                          size_t errlen)
 {
     cm_rc rc = CM_OK;
-    char *rel = NULL, *real_ws = NULL;
+    char *rel = NULL;
     buf cand = BUF_INIT, root = BUF_INIT;
     if (len == 0) FAIL(CM_EPATH, "path is empty");
     if (memchr(path, 0, len)) FAIL(CM_EPATH, "path contains a NUL byte");
@@ -170,7 +145,7 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
         FAIL(CM_EPATH, "%.*s: only Markdown (.md) memory files can be read", (int)CM_MIN(len, 200),
              path);
     if (!(rel = cm_strndup(path, len))) CHECK(CM_ENOMEM);
-    bool climbs = !normalise_rel(rel);
+    bool climbs = !fs_normalise(rel);
     if (!climbs && (strcmp(rel, "MEMORY.md") == 0 || strcmp(rel, "memory.md") == 0 ||
                     strncmp(rel, "memory/", 7) == 0)) {
         CHECK(fs_join(abs, cfg->workspace, rel));
@@ -179,12 +154,8 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
     }
     /* Otherwise it must lie inside one of the extraPaths. */
     CHECK(fs_join(&cand, cfg->workspace, path));
-    {
-        /* Lexical normalisation of the absolute candidate. */
-        char *c = cand.data + 1;
-        if (!normalise_rel(c)) FAIL(CM_EPATH, "%s: escapes the file system root", path);
-        cand.len = strlen(cand.data);
-    }
+    if (!fs_normalise(cand.data)) FAIL(CM_EPATH, "%s: escapes the file system root", rel);
+    cand.len = strlen(cand.data);
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
         char *x = fs_expand_home(cfg->extra_paths.v[i]);
         if (!x) CHECK(CM_ENOMEM);
@@ -192,18 +163,17 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
         rc = fs_join(&root, cfg->workspace, x);
         free(x);
         CHECK(rc);
-        if (!normalise_rel(root.data + 1)) continue;
+        if (!fs_normalise(root.data)) continue;
         if (under(cand.data, root.data)) {
             CHECK(buf_add(abs, cand.data, cand.len));
             CHECK(check_physical(abs->data, err, errlen, rel));
             goto out;
         }
     }
-    if (climbs) FAIL(CM_EPATH, "%s: '..' leaves the workspace", rel ? path : "");
+    if (climbs) FAIL(CM_EPATH, "%s: '..' leaves the workspace", rel);
     FAIL(CM_EPATH, "%s: not a memory file (allowed: MEMORY.md, memory/**/*.md, extraPaths)", rel);
 out:
     free(rel);
-    free(real_ws);
     buf_release(&cand);
     buf_release(&root);
     return rc;
