@@ -321,10 +321,11 @@ TEST(engine_survives_sigkill_during_rebuild_and_sync)
     for (int k = 1; k <= 40; k += 3) {
         /* a forced rebuild killed after k files: the old index stays whole */
         EXPECT_INT(killed_sync(&e, CM_SYNC_FORCE, k), SIGKILL);
+        EXPECT(any_leftovers(&e)); /* the half-built file of the dead process */
         EXPECT(integrity_ok(&e));
         EXPECT_INT(nresults(search_e(&e, "oldstate")), 10);
+        EXPECT(!any_leftovers(&e)); /* removed by the next engine open */
     }
-    EXPECT(any_leftovers(&e));
     /* an incremental sync killed part-way: each file is all old or all new */
     for (int i = 0; i < 40; i++) {
         char rel[64], text[256];
@@ -367,4 +368,53 @@ TEST(engine_missing_workspace_is_an_error)
     EXPECT_CONTAINS(js, "\"results\":[]");
     cm_free(js);
     cm_engine_free(eng);
+}
+
+/* Runs fn in a child that cannot read files it does not own: as root the
+ * child drops to uid/gid 65534 (the tree is handed to that user first). */
+static int as_unprivileged(const char *tree, int (*fn)(void *), void *arg)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (geteuid() == 0) {
+            char cmd[2048];
+            snprintf(cmd, sizeof cmd, "chown -R 65534:65534 '%s'", tree);
+            if (system(cmd) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(90);
+        }
+        _exit(fn(arg));
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+}
+
+static int unreadable_case(void *arg)
+{
+    env *e = arg;
+    /* index once while everything is readable, then lose read access */
+    if (sync_e(e, 0, NULL) != CM_OK) return 1;
+    if (chmod(path_in(e->ws, "memory/locked.md"), 0) != 0) return 2;
+    set_mtime(path_in(e->ws, "memory/locked.md"), 1950000000);
+    cm_sync_stats st;
+    if (sync_e(e, 0, &st) != CM_OK) return 3;
+    if (st.files_skipped != 1) return 4;
+    cm_engine *eng = open_engine(e);
+    char err[512], *js = NULL;
+    if (!eng || cm_engine_status(eng, 0, &js, err, sizeof err) != CM_OK) return 5;
+    int rc = strstr(js, "memory/locked.md") && strstr(js, "cannot read") ? 0 : 6;
+    cm_free(js);
+    cm_engine_free(eng);
+    if (rc) return rc;
+    /* what the index had for the file is kept, and searchable */
+    json_t *p = search_e(e, "lockedword");
+    return nresults(p) == 1 ? 0 : 7;
+}
+
+TEST(engine_unreadable_file_is_reported_and_kept)
+{
+    env e;
+    env_init(&e);
+    write_file(e.ws, "memory/open.md", "readable\n");
+    write_file(e.ws, "memory/locked.md", "lockedword lives here\n");
+    EXPECT_INT(as_unprivileged(e.dir, unreadable_case, &e), 0);
 }

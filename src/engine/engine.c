@@ -67,6 +67,7 @@ cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t e
     e->busy_ms = busy_ms_from_env();
     cm_config_args args = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(config_load(&args, &e->lg, &e->cfg, err, errlen));
+    store_remove_leftovers(e->cfg.store_path); /* of rebuilds whose process died */
     if (strcmp(e->cfg.backend, "qmd") == 0)
         cm_logf(&e->lg, CM_LOG_WARN,
                 "memory.backend = \"qmd\": clawmem serves memory itself (the builtin index)");
@@ -451,6 +452,7 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     }
     if (full) CHECK(rebuild(&r, &files, meta.data, err, errlen));
     else CHECK(incremental(&r, &files, err, errlen));
+    if (e->st_open && (stats->files_indexed || stats->files_removed)) store_checkpoint(&e->st);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     lock_release(lock);

@@ -82,10 +82,38 @@ static cm_rc exec(store *s, const char *sql, char *err, size_t errlen)
     return r == SQLITE_OK ? CM_OK : db_fail(s, r, sql, err, errlen);
 }
 
-static cm_rc prepare(store *s, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
+/* The statements a store reuses, prepared on first use: a process that only
+ * searches parses only the search. */
+enum { INS_CHUNK, INS_FTS, DEL_FTS, SEL_CHUNKS_OF, DEL_CHUNKS_OF, UPSERT_FILE, DEL_FILE, SEARCH };
+
+static const char *const stmt_sql[] = {
+    [INS_CHUNK] = "INSERT INTO chunks(path, source, start_line, end_line, hash, model, text, "
+                  "updated_at) VALUES(?1, ?2, ?3, ?4, ?5, '', ?6, ?7)",
+    [INS_FTS] = "INSERT INTO chunks_fts(rowid, text) VALUES(?1, ?2)",
+    [DEL_FTS] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES('delete', ?1, ?2)",
+    [SEL_CHUNKS_OF] = "SELECT id, text FROM chunks WHERE path = ?1",
+    [DEL_CHUNKS_OF] = "DELETE FROM chunks WHERE path = ?1",
+    [UPSERT_FILE] = "INSERT INTO files(path, source, hash, mtime, size, problem) "
+                    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET "
+                    "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
+                    "size = excluded.size, problem = excluded.problem",
+    [DEL_FILE] = "DELETE FROM files WHERE path = ?1",
+    [SEARCH] = "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, "
+               "(SELECT mtime FROM files WHERE files.path = c.path) "
+               "FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
+               "rank MATCH 'cm_bm25()' ORDER BY rank LIMIT ?2) AS f "
+               "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
+};
+
+static cm_rc stmt(store *s, int id, sqlite3_stmt **out, char *err, size_t errlen)
 {
-    int r = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
-    return r == SQLITE_OK ? CM_OK : db_fail(s, r, "prepare", err, errlen);
+    if (!s->stmts[id]) {
+        int r = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                                   &s->stmts[id], NULL);
+        if (r != SQLITE_OK) return db_fail(s, r, "prepare", err, errlen);
+    }
+    *out = s->stmts[id];
+    return CM_OK;
 }
 
 cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
@@ -114,8 +142,17 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
         CHECK(exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;",
                    err, errlen));
     } else {
-        /* Reading the header here turns "not a database" into CM_ECORRUPT early. */
-        CHECK(exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err, errlen));
+        /* Reading the header here turns "not a database" into CM_ECORRUPT early.
+         * The WAL file is kept when the last connection closes, so a short-lived
+         * process (one CLI search) does not recreate and delete it each time;
+         * pages are read through a memory map rather than a read() each. */
+        int persist = 1;
+        sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+        /* nor checkpoint on close: writers checkpoint after a sync (store_checkpoint) */
+        sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+        CHECK(exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                      "PRAGMA mmap_size=268435456;",
+                   err, errlen));
     }
     sqlite3_stmt *q = NULL;
     r = sqlite3_prepare_v2(s->db, "SELECT sql FROM sqlite_master WHERE name='chunks_fts'", -1, &q,
@@ -143,31 +180,6 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
         buf_release(&b);
         CHECK(rc);
     }
-    CHECK(prepare(s, &s->ins_chunk,
-                  "INSERT INTO chunks(path, source, start_line, end_line, hash, model, text, "
-                  "updated_at) VALUES(?1, ?2, ?3, ?4, ?5, '', ?6, ?7)",
-                  err, errlen));
-    CHECK(prepare(s, &s->ins_fts, "INSERT INTO chunks_fts(rowid, text) VALUES(?1, ?2)", err, errlen));
-    CHECK(prepare(s, &s->del_fts,
-                  "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES('delete', ?1, ?2)", err,
-                  errlen));
-    CHECK(prepare(s, &s->sel_chunks_of, "SELECT id, text FROM chunks WHERE path = ?1", err, errlen));
-    CHECK(prepare(s, &s->del_chunks_of, "DELETE FROM chunks WHERE path = ?1", err, errlen));
-    CHECK(prepare(s, &s->upsert_file,
-                  "INSERT INTO files(path, source, hash, mtime, size, problem) "
-                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET "
-                  "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
-                  "size = excluded.size, problem = excluded.problem",
-                  err, errlen));
-    CHECK(prepare(s, &s->del_file, "DELETE FROM files WHERE path = ?1", err, errlen));
-    CHECK(prepare(s, &s->search,
-                  "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, "
-                  "(SELECT mtime FROM files WHERE files.path = c.path) "
-                  "FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
-                  "rank MATCH 'cm_bm25()' ORDER BY rank LIMIT ?2) AS f "
-                  "JOIN chunks AS c ON c.id = f.rowid "
-                  "ORDER BY f.rank",
-                  err, errlen));
 out:
     free(dir);
     if (rc) store_close(s);
@@ -176,9 +188,7 @@ out:
 
 void store_close(store *s)
 {
-    sqlite3_stmt *all[] = {s->ins_chunk,     s->ins_fts,     s->del_fts,  s->sel_chunks_of,
-                           s->del_chunks_of, s->upsert_file, s->del_file, s->search};
-    for (size_t i = 0; i < ARRAY_LEN(all); i++) sqlite3_finalize(all[i]);
+    for (size_t i = 0; i < ARRAY_LEN(s->stmts); i++) sqlite3_finalize(s->stmts[i]);
     if (s->db) sqlite3_close_v2(s->db);
     free(s->path);
     buf_release(&s->scratch);
@@ -217,6 +227,11 @@ cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, siz
     }
     sqlite3_finalize(q);
     return r == SQLITE_DONE ? CM_OK : db_fail(s, r, "write meta", err, errlen);
+}
+
+void store_checkpoint(store *s)
+{
+    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 
 cm_rc store_begin(store *s, char *err, size_t errlen)
@@ -306,8 +321,11 @@ static cm_rc step_done(store *s, sqlite3_stmt *st, const char *what, char *err, 
 /* Deletes a file's chunks from chunks and from the contentless FTS table. */
 static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
 {
-    cm_rc rc = CM_OK;
-    sqlite3_stmt *q = s->sel_chunks_of;
+    sqlite3_stmt *q = NULL, *del_fts = NULL, *del_chunks = NULL;
+    cm_rc rc = stmt(s, SEL_CHUNKS_OF, &q, err, errlen);
+    if (!rc) rc = stmt(s, DEL_FTS, &del_fts, err, errlen);
+    if (!rc) rc = stmt(s, DEL_CHUNKS_OF, &del_chunks, err, errlen);
+    if (rc) return rc;
     sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
     int r;
     while ((r = sqlite3_step(q)) == SQLITE_ROW) {
@@ -315,15 +333,15 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
         const char *text = (const char *)sqlite3_column_text(q, 1);
         int len = sqlite3_column_bytes(q, 1);
         CHECK(store_keyword_text(s, &s->scratch, text ? text : "", (size_t)len));
-        sqlite3_bind_int64(s->del_fts, 1, id);
-        sqlite3_bind_text(s->del_fts, 2, s->scratch.data ? s->scratch.data : "", (int)s->scratch.len,
+        sqlite3_bind_int64(del_fts, 1, id);
+        sqlite3_bind_text(del_fts, 2, s->scratch.data ? s->scratch.data : "", (int)s->scratch.len,
                           SQLITE_STATIC);
-        CHECK(step_done(s, s->del_fts, "delete keyword entry", err, errlen));
+        CHECK(step_done(s, del_fts, "delete keyword entry", err, errlen));
     }
     if (r != SQLITE_DONE) CHECK(db_fail(s, r, "read chunks", err, errlen));
     sqlite3_reset(q);
-    sqlite3_bind_text(s->del_chunks_of, 1, path, -1, SQLITE_STATIC);
-    rc = step_done(s, s->del_chunks_of, "delete chunks", err, errlen);
+    sqlite3_bind_text(del_chunks, 1, path, -1, SQLITE_STATIC);
+    rc = step_done(s, del_chunks, "delete chunks", err, errlen);
 out:
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
@@ -335,27 +353,30 @@ cm_rc store_file_replace(store *s, const char *path, const char *source, const c
                          const chunk_list *chunks, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
+    sqlite3_stmt *ins_chunk = NULL, *ins_fts = NULL, *q = NULL;
+    CHECK(stmt(s, INS_CHUNK, &ins_chunk, err, errlen));
+    CHECK(stmt(s, INS_FTS, &ins_fts, err, errlen));
+    CHECK(stmt(s, UPSERT_FILE, &q, err, errlen));
     CHECK(delete_chunks(s, path, err, errlen));
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < chunks->n; i++) {
         const chunk *c = &chunks->v[i];
-        sqlite3_stmt *q = s->ins_chunk;
-        sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
-        sqlite3_bind_int(q, 3, c->start_line);
-        sqlite3_bind_int(q, 4, c->end_line);
-        sqlite3_bind_text(q, 5, c->hash, SHA256_HEX_LEN, SQLITE_STATIC);
-        sqlite3_bind_text(q, 6, c->text, (int)c->len, SQLITE_STATIC);
-        sqlite3_bind_int64(q, 7, now);
-        CHECK(step_done(s, q, "insert chunk", err, errlen));
+        sqlite3_stmt *ic = ins_chunk;
+        sqlite3_bind_text(ic, 1, path, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ic, 2, source, -1, SQLITE_STATIC);
+        sqlite3_bind_int(ic, 3, c->start_line);
+        sqlite3_bind_int(ic, 4, c->end_line);
+        sqlite3_bind_text(ic, 5, c->hash, SHA256_HEX_LEN, SQLITE_STATIC);
+        sqlite3_bind_text(ic, 6, c->text, (int)c->len, SQLITE_STATIC);
+        sqlite3_bind_int64(ic, 7, now);
+        CHECK(step_done(s, ic, "insert chunk", err, errlen));
         int64_t id = sqlite3_last_insert_rowid(s->db);
         CHECK(store_keyword_text(s, &s->scratch, c->text, c->len));
-        sqlite3_bind_int64(s->ins_fts, 1, id);
-        sqlite3_bind_text(s->ins_fts, 2, s->scratch.data ? s->scratch.data : "",
+        sqlite3_bind_int64(ins_fts, 1, id);
+        sqlite3_bind_text(ins_fts, 2, s->scratch.data ? s->scratch.data : "",
                           (int)s->scratch.len, SQLITE_STATIC);
-        CHECK(step_done(s, s->ins_fts, "insert keyword entry", err, errlen));
+        CHECK(step_done(s, ins_fts, "insert keyword entry", err, errlen));
     }
-    sqlite3_stmt *q = s->upsert_file;
     sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 3, hash, -1, SQLITE_STATIC);
@@ -385,17 +406,20 @@ cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t siz
 
 cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen)
 {
-    cm_rc rc = delete_chunks(s, path, err, errlen);
+    sqlite3_stmt *q = NULL;
+    cm_rc rc = stmt(s, DEL_FILE, &q, err, errlen);
+    if (!rc) rc = delete_chunks(s, path, err, errlen);
     if (rc) return rc;
-    sqlite3_bind_text(s->del_file, 1, path, -1, SQLITE_STATIC);
-    return step_done(s, s->del_file, "delete file row", err, errlen);
+    sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
+    return step_done(s, q, "delete file row", err, errlen);
 }
 
 cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
                        size_t errlen)
 {
-    cm_rc rc = CM_OK;
-    sqlite3_stmt *q = s->search;
+    sqlite3_stmt *q = NULL;
+    cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
+    if (rc) return rc;
     sqlite3_bind_text(q, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 2, limit);
     int r;

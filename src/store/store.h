@@ -25,8 +25,7 @@ typedef struct store {
     sqlite3 *db;
     char *path;
     bool trigram; /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
-    sqlite3_stmt *ins_chunk, *ins_fts, *del_fts, *sel_chunks_of, *del_chunks_of, *upsert_file,
-        *del_file, *search;
+    sqlite3_stmt *stmts[8]; /* prepared on first use, see store.c */
     buf scratch; /* keyword text of one chunk */
 } store;
 
@@ -66,6 +65,9 @@ cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t e
 cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen);
 
 cm_rc store_begin(store *s, char *err, size_t errlen);
+/* Copies committed WAL content into the database file without blocking
+ * readers (connections do not checkpoint on close). */
+void store_checkpoint(store *s);
 cm_rc store_commit(store *s, char *err, size_t errlen);
 void store_rollback(store *s);
 
