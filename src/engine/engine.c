@@ -158,10 +158,12 @@ static cm_rc lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_
         }
         usleep(20000);
     }
+    /* The holder's pid is only a courtesy for the busy message above. */
     char pid[32];
     int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) == 0 && pwrite(fd, pid, (size_t)n, 0) < 0) {
-        /* the pid is only a courtesy for the busy message */
+    if (ftruncate(fd, 0) == 0) {
+        ssize_t w = pwrite(fd, pid, (size_t)n, 0);
+        (void)w;
     }
     *fd_out = fd;
     fd = -1;
@@ -175,9 +177,8 @@ out:
 static void lock_release(int fd)
 {
     if (fd < 0) return;
-    if (ftruncate(fd, 0) < 0) {
-        /* stale pid text is harmless */
-    }
+    int r = ftruncate(fd, 0); /* a stale pid would only mislead a busy message */
+    (void)r;
     flock(fd, LOCK_UN);
     close(fd);
 }
@@ -216,9 +217,10 @@ typedef struct sync_run {
     chunk_list chunks;
 } sync_run;
 
-/* Reads, checks and chunks one file; *problem is set (static text in
- * run->clean's companion buffer) for binary or invalid UTF-8 content.
- * CM_EIO for an unreadable file (recorded as a transient problem). */
+/* Reads, hashes, checks and chunks one file into r->chunks. problem receives
+ * why the file is indexed imperfectly (binary: no chunks; invalid UTF-8:
+ * chunked with U+FFFD), or stays empty. An unreadable file is CM_EIO and is
+ * recorded as a transient problem of this sync. */
 static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1], buf *problem,
                        char *err, size_t errlen)
 {
@@ -386,16 +388,16 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         CHECK(store_file_delete(st, old.v[i].path, err, errlen));
         r->stats->files_removed++;
     }
+    /* Record this sync's transient problems (rewritten only when there are
+     * some now or were some before, so a no-op sync writes nothing). */
     char *prev = NULL;
     CHECK(store_meta_get(st, STORE_PROBLEMS_KEY, &prev, err, errlen));
-    buf now = BUF_INIT;
     if (r->problems.n || (prev && strcmp(prev, "[]") != 0) || in_tx) {
         if (!in_tx) rc = store_begin(st, err, errlen);
         in_tx = true;
         if (!rc) rc = save_problems(st, &r->problems, err, errlen);
     }
     free(prev);
-    buf_release(&now);
     CHECK(rc);
     if (in_tx) {
         in_tx = false;
