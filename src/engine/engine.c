@@ -335,6 +335,31 @@ out:
     return rc;
 }
 
+/* Pairs files on disk with their rows in the index in one merge pass (both
+ * are sorted by path, and SQLite's BINARY order is strcmp's): match[i] is the
+ * row of files->v[i] or NULL; kept[j] tells whether row j still has a file. */
+static cm_rc pair_files(const file_list *files, const stored_files *old,
+                        const stored_file ***match, bool **kept)
+{
+    *match = calloc(files->n ? files->n : 1, sizeof **match);
+    *kept = calloc(old->n ? old->n : 1, sizeof **kept);
+    if (!*match || !*kept) {
+        free(*match);
+        free(*kept);
+        return CM_ENOMEM;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < files->n; i++) {
+        int c = -1;
+        while (j < old->n && (c = strcmp(old->v[j].path, files->v[i].rel)) < 0) j++;
+        if (j < old->n && c == 0) {
+            (*match)[i] = &old->v[j];
+            (*kept)[j] = true;
+        }
+    }
+    return CM_OK;
+}
+
 /* Brings an existing index up to date file by file. */
 static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t errlen)
 {
@@ -342,11 +367,14 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
     store *st = &e->st;
     cm_rc rc = CM_OK;
     stored_files old = {0};
+    const stored_file **match = NULL;
+    bool *kept = NULL;
     buf problem = BUF_INIT;
     CHECK(store_files_load(st, &old, err, errlen));
+    CHECK(pair_files(files, &old, &match, &kept));
     for (size_t i = 0; i < files->n; i++) {
         const mem_file *f = &files->v[i];
-        const stored_file *sf = stored_files_find(&old, f->rel);
+        const stored_file *sf = match[i];
         if (sf && sf->size == f->size && sf->mtime_ns == f->mtime_ns) {
             r->stats->files_unchanged++;
             report(r, f);
@@ -376,13 +404,11 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         CHECK(rc);
         report(r, f);
     }
-    /* Files gone from disk (both lists are sorted by path). Unreadable files
-     * are still listed by discovery, so they are not removed. */
-    size_t j = 0;
+    /* Files gone from disk. Unreadable files are still listed by discovery,
+     * so they are not removed. */
     bool in_tx = false;
     for (size_t i = 0; i < old.n; i++) {
-        while (j < files->n && strcmp(files->v[j].rel, old.v[i].path) < 0) j++;
-        if (j < files->n && strcmp(files->v[j].rel, old.v[i].path) == 0) continue;
+        if (kept[i]) continue;
         if (!in_tx) CHECK(store_begin(st, err, errlen));
         in_tx = true;
         CHECK(store_file_delete(st, old.v[i].path, err, errlen));
@@ -406,6 +432,8 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
 out:
     if (rc) store_rollback(st);
     stored_files_release(&old);
+    free(match);
+    free(kept);
     buf_release(&problem);
     return rc;
 }
@@ -575,18 +603,19 @@ static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
     file_list files = {0};
     problem_list pl = {0};
     stored_files old = {0};
+    const stored_file **match = NULL;
+    bool *kept = NULL;
     cm_rc rc = discover_files(&e->cfg, &files, &pl);
     if (!rc) rc = store_files_load(&e->st, &old, err, errlen);
+    if (!rc) rc = pair_files(&files, &old, &match, &kept);
     *dirty = 0;
     for (size_t i = 0; !rc && i < files.n; i++) {
-        const stored_file *sf = stored_files_find(&old, files.v[i].rel);
+        const stored_file *sf = match[i];
         if (!sf || sf->size != files.v[i].size || sf->mtime_ns != files.v[i].mtime_ns) (*dirty)++;
     }
-    size_t j = 0;
-    for (size_t i = 0; !rc && i < old.n; i++) {
-        while (j < files.n && strcmp(files.v[j].rel, old.v[i].path) < 0) j++;
-        if (!(j < files.n && strcmp(files.v[j].rel, old.v[i].path) == 0)) (*dirty)++;
-    }
+    for (size_t i = 0; !rc && i < old.n; i++) *dirty += !kept[i];
+    free(match);
+    free(kept);
     file_list_release(&files);
     problem_list_release(&pl);
     stored_files_release(&old);

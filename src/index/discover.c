@@ -1,11 +1,16 @@
 /*
- * discover.c — walks the memory roots with openat/fdopendir and fstatat
- * (AT_SYMLINK_NOFOLLOW), so symbolic links are seen and skipped rather than
- * followed, and a deep tree costs no path re-resolution.
+ * discover.c — walks the memory roots with a small pool of threads sharing a
+ * queue of directories: each thread reads a directory (fdopendir), stats its
+ * .md files with fstatat(AT_SYMLINK_NOFOLLOW) — so a symbolic link is seen and
+ * skipped, never followed — and queues its subdirectories. On a large tree the
+ * stat calls, which dominate a no-op sync, run on every core. Files reached
+ * twice (same device and inode) are dropped after the walk, keeping the
+ * smallest path.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,19 +19,34 @@
 #include "discover.h"
 
 #define MAX_DEPTH 64
+#define MAX_THREADS 4
 
-typedef struct seen {
-    dev_t *dev;
-    ino_t *ino;
-    size_t n, cap; /* open-addressed hash of (dev, ino) */
-} seen;
+typedef struct dir_job {
+    char *abs;
+    int depth;
+} dir_job;
 
-typedef struct walker {
+/* What one thread found; merged after the walk. */
+typedef struct found {
+    file_list files;
+    problem_list problems;
+    cm_rc rc;
+} found;
+
+typedef struct walk {
     const cm_config *cfg;
-    file_list *out;
-    problem_list *problems;
-    seen seen;
-} walker;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    dir_job *q; /* stack of directories to read */
+    size_t nq, capq;
+    int busy; /* threads reading a directory */
+    bool failed;
+    /* (dev, ino) of directories already queued: a directory reached twice is
+     * read once. Guarded by mu. */
+    dev_t *ddev;
+    ino_t *dino;
+    size_t nd, capd;
+} walk;
 
 cm_rc problem_add(problem_list *l, const char *path, const char *fmt, ...)
 {
@@ -74,48 +94,6 @@ void file_list_release(file_list *l)
     memset(l, 0, sizeof *l);
 }
 
-static uint64_t mix(dev_t d, ino_t i)
-{
-    uint64_t h = (uint64_t)i * 0x9E3779B97F4A7C15ull ^ (uint64_t)d;
-    return h ^ (h >> 29);
-}
-
-/* Returns 1 if (dev, ino) was already seen, 0 if newly added, -1 on ENOMEM. */
-static int seen_add(seen *s, dev_t d, ino_t i)
-{
-    if ((s->n + 1) * 2 > s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 1024;
-        dev_t *nd = calloc(cap, sizeof *nd);
-        ino_t *ni = calloc(cap, sizeof *ni);
-        if (!nd || !ni) {
-            free(nd);
-            free(ni);
-            return -1;
-        }
-        for (size_t k = 0; k < s->cap; k++) {
-            if (!s->ino[k]) continue;
-            size_t j = mix(s->dev[k], s->ino[k]) & (cap - 1);
-            while (ni[j]) j = (j + 1) & (cap - 1);
-            nd[j] = s->dev[k];
-            ni[j] = s->ino[k];
-        }
-        free(s->dev);
-        free(s->ino);
-        s->dev = nd;
-        s->ino = ni;
-        s->cap = cap;
-    }
-    size_t j = mix(d, i) & (s->cap - 1);
-    while (s->ino[j]) {
-        if (s->ino[j] == i && s->dev[j] == d) return 1;
-        j = (j + 1) & (s->cap - 1);
-    }
-    s->dev[j] = d;
-    s->ino[j] = i ? i : 1;
-    s->n++;
-    return 0;
-}
-
 cm_rc discover_relpath(buf *out, const char *base, const char *abs)
 {
     size_t bl = strlen(base);
@@ -138,24 +116,21 @@ static bool is_md(const char *name)
     return n > 3 && strcmp(name + n - 3, ".md") == 0;
 }
 
-static cm_rc add_file(walker *w, const char *abs, const struct stat *st)
+static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, const struct stat *st)
 {
-    int r = seen_add(&w->seen, st->st_dev, st->st_ino);
-    if (r < 0) return CM_ENOMEM;
-    if (r > 0) return CM_OK;
     buf rel = BUF_INIT;
-    cm_rc rc = discover_relpath(&rel, w->cfg->workspace, abs);
+    cm_rc rc = discover_relpath(&rel, cfg->workspace, abs);
     if (rc) {
         buf_release(&rel);
         return rc;
     }
     if (st->st_size > DISCOVER_MAX_FILE_BYTES) {
-        rc = problem_add(w->problems, rel.data, "skipped: %lld bytes, over the %lld-byte cap",
+        rc = problem_add(&f->problems, rel.data, "skipped: %lld bytes, over the %lld-byte cap",
                          (long long)st->st_size, (long long)DISCOVER_MAX_FILE_BYTES);
         buf_release(&rel);
         return rc;
     }
-    file_list *l = w->out;
+    file_list *l = &f->files;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 256;
         mem_file *nv = realloc(l->v, cap * sizeof *nv);
@@ -166,14 +141,16 @@ static cm_rc add_file(walker *w, const char *abs, const struct stat *st)
         l->v = nv;
         l->cap = cap;
     }
-    mem_file *f = &l->v[l->n];
-    f->rel = buf_detach(&rel);
-    f->abs = cm_strdup(abs);
-    f->source = "memory";
-    f->size = st->st_size;
-    f->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-    if (!f->abs) {
-        free(f->rel);
+    mem_file *m = &l->v[l->n];
+    m->rel = buf_detach(&rel);
+    m->abs = cm_strdup(abs);
+    m->source = "memory";
+    m->size = st->st_size;
+    m->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    m->dev = st->st_dev;
+    m->ino = st->st_ino;
+    if (!m->abs) {
+        free(m->rel);
         return CM_ENOMEM;
     }
     l->n++;
@@ -181,93 +158,129 @@ static cm_rc add_file(walker *w, const char *abs, const struct stat *st)
     return CM_OK;
 }
 
-static const char *rel_for_problem(walker *w, const char *abs, buf *tmp)
+static cm_rc add_problem(const cm_config *cfg, found *f, const char *abs, const char *what, int e)
 {
-    buf_reset(tmp);
-    if (discover_relpath(tmp, w->cfg->workspace, abs) || !tmp->data) return abs;
-    return tmp->data;
+    buf rel = BUF_INIT;
+    cm_rc rc = discover_relpath(&rel, cfg->workspace, abs);
+    if (!rc) rc = problem_add(&f->problems, rel.data, "%s: %s", what, strerror(e));
+    buf_release(&rel);
+    return rc;
 }
 
-/* Walks directory dfd (whose path is `path`), recursively. Takes dfd. */
-static cm_rc walk_dir(walker *w, int dfd, buf *path, int depth)
+/* Queues a directory unless it was queued before. Call with mu held. */
+static cm_rc queue_dir(walk *w, const char *abs, int depth, dev_t dev, ino_t ino)
+{
+    for (size_t i = 0; i < w->nd; i++)
+        if (w->dino[i] == ino && w->ddev[i] == dev) return CM_OK;
+    if (w->nd == w->capd) {
+        size_t cap = w->capd ? w->capd * 2 : 64;
+        dev_t *nd = realloc(w->ddev, cap * sizeof *nd);
+        if (!nd) return CM_ENOMEM;
+        w->ddev = nd;
+        ino_t *ni = realloc(w->dino, cap * sizeof *ni);
+        if (!ni) return CM_ENOMEM;
+        w->dino = ni;
+        w->capd = cap;
+    }
+    w->ddev[w->nd] = dev;
+    w->dino[w->nd++] = ino;
+    if (w->nq == w->capq) {
+        size_t cap = w->capq ? w->capq * 2 : 64;
+        dir_job *nv = realloc(w->q, cap * sizeof *nv);
+        if (!nv) return CM_ENOMEM;
+        w->q = nv;
+        w->capq = cap;
+    }
+    char *copy = cm_strdup(abs);
+    if (!copy) return CM_ENOMEM;
+    w->q[w->nq++] = (dir_job){copy, depth};
+    return CM_OK;
+}
+
+/* Reads one directory: stats its .md files, queues its subdirectories. */
+static cm_rc read_dir(walk *w, found *f, const dir_job *job)
 {
     cm_rc rc = CM_OK;
-    DIR *d = fdopendir(dfd);
-    buf tmp = BUF_INIT;
+    int fd = open(job->abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
-        close(dfd);
-        return problem_add(w->problems, rel_for_problem(w, path->data, &tmp),
-                           "cannot read directory: %s", strerror(errno));
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return add_problem(w->cfg, f, job->abs, "cannot read directory", e);
     }
-    size_t base_len = path->len;
+    buf path = BUF_INIT;
+    CHECK(buf_adds(&path, job->abs));
+    size_t base = path.len;
     struct dirent *de;
-    while ((de = readdir(d)) != NULL && !rc) {
+    while ((de = readdir(d)) != NULL) {
         const char *name = de->d_name;
         if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
-        unsigned char type = de->d_type;
-        if (type == DT_LNK) continue;
-        if (type == DT_REG && !is_md(name)) continue;
-        path->len = base_len;
-        if ((rc = buf_addc(path, '/')) || (rc = buf_adds(path, name))) break;
+        if (de->d_type == DT_LNK || (de->d_type == DT_REG && !is_md(name))) continue;
+        path.len = base;
+        CHECK(buf_addc(&path, '/'));
+        CHECK(buf_adds(&path, name));
         struct stat st;
         if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            rc = problem_add(w->problems, rel_for_problem(w, path->data, &tmp), "cannot stat: %s",
-                             strerror(errno));
-            continue;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            if (depth >= MAX_DEPTH) {
-                rc = problem_add(w->problems, rel_for_problem(w, path->data, &tmp),
-                                 "skipped: nested deeper than %d directories", MAX_DEPTH);
-                continue;
-            }
-            int r = seen_add(&w->seen, st.st_dev, st.st_ino);
-            if (r < 0) rc = CM_ENOMEM;
-            if (r) continue;
-            int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub < 0) {
-                rc = problem_add(w->problems, rel_for_problem(w, path->data, &tmp),
-                                 "cannot open directory: %s", strerror(errno));
-                continue;
-            }
-            rc = walk_dir(w, sub, path, depth + 1);
+            CHECK(add_problem(w->cfg, f, path.data, "cannot stat", errno));
         } else if (S_ISREG(st.st_mode) && is_md(name)) {
-            rc = add_file(w, path->data, &st);
+            CHECK(add_file(w->cfg, f, path.data, &st));
+        } else if (S_ISDIR(st.st_mode)) {
+            if (job->depth >= MAX_DEPTH) {
+                CHECK(add_problem(w->cfg, f, path.data, "skipped, nested too deep", ELOOP));
+                continue;
+            }
+            pthread_mutex_lock(&w->mu);
+            rc = queue_dir(w, path.data, job->depth + 1, st.st_dev, st.st_ino);
+            pthread_cond_signal(&w->cv);
+            pthread_mutex_unlock(&w->mu);
+            CHECK(rc);
         }
     }
-    path->len = base_len;
-    path->data[base_len] = 0;
+out:
     closedir(d);
-    buf_release(&tmp);
+    buf_release(&path);
     return rc;
+}
+
+typedef struct worker {
+    walk *w;
+    found f;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *k = arg;
+    walk *w = k->w;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (w->nq == 0 && w->busy > 0 && !w->failed) pthread_cond_wait(&w->cv, &w->mu);
+        if (w->nq == 0 || w->failed) break; /* nothing queued and nobody can queue more */
+        dir_job job = w->q[--w->nq];
+        w->busy++;
+        pthread_mutex_unlock(&w->mu);
+        cm_rc rc = read_dir(w, &k->f, &job);
+        free(job.abs);
+        pthread_mutex_lock(&w->mu);
+        w->busy--;
+        if (rc) {
+            k->f.rc = rc;
+            w->failed = true;
+        }
+        if (w->nq == 0 && w->busy == 0) pthread_cond_broadcast(&w->cv);
+    }
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
 }
 
 /* A root: a file or a directory given by absolute path; symlinks ignored. */
-static cm_rc add_root(walker *w, const char *abs, bool must_be_md)
+static cm_rc add_root(walk *w, found *f, const char *abs)
 {
     struct stat st;
     if (lstat(abs, &st) < 0) return CM_OK; /* absent roots are normal (no memory/ yet) */
-    if (S_ISLNK(st.st_mode)) return CM_OK;
-    if (S_ISREG(st.st_mode)) return (!must_be_md || is_md(abs)) ? add_file(w, abs, &st) : CM_OK;
-    if (!S_ISDIR(st.st_mode)) return CM_OK;
-    int r = seen_add(&w->seen, st.st_dev, st.st_ino);
-    if (r) return r < 0 ? CM_ENOMEM : CM_OK;
-    int fd = open(abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    buf path = BUF_INIT;
-    cm_rc rc = buf_adds(&path, abs);
-    if (fd < 0) {
-        buf tmp = BUF_INIT;
-        if (!rc)
-            rc = problem_add(w->problems, rel_for_problem(w, abs, &tmp), "cannot open directory: %s",
-                             strerror(errno));
-        buf_release(&tmp);
-    } else if (!rc) {
-        rc = walk_dir(w, fd, &path, 0);
-    } else {
-        close(fd);
-    }
-    buf_release(&path);
-    return rc;
+    if (S_ISREG(st.st_mode)) return is_md(abs) ? add_file(w->cfg, f, abs, &st) : CM_OK;
+    if (!S_ISDIR(st.st_mode)) return CM_OK; /* a symbolic link, a device... */
+    return queue_dir(w, abs, 0, st.st_dev, st.st_ino);
 }
 
 static int by_rel(const void *a, const void *b)
@@ -275,22 +288,59 @@ static int by_rel(const void *a, const void *b)
     return strcmp(((const mem_file *)a)->rel, ((const mem_file *)b)->rel);
 }
 
+static int by_inode_then_rel(const void *a, const void *b)
+{
+    const mem_file *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+    return strcmp(x->rel, y->rel);
+}
+
+/* Moves everything from src into dst. */
+static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
+{
+    if (src->files.n) {
+        mem_file *nv = realloc(dst->v, (dst->n + src->files.n) * sizeof *nv);
+        if (!nv) return CM_ENOMEM;
+        dst->v = nv;
+        memcpy(dst->v + dst->n, src->files.v, src->files.n * sizeof *nv);
+        dst->n += src->files.n;
+        dst->cap = dst->n;
+        dst->total_bytes += src->files.total_bytes;
+    }
+    free(src->files.v);
+    memset(&src->files, 0, sizeof src->files);
+    for (size_t i = 0; i < src->problems.n; i++) {
+        cm_rc rc = problem_add(pdst, src->problems.v[i].path, "%s", src->problems.v[i].what);
+        if (rc) return rc;
+    }
+    problem_list_release(&src->problems);
+    return CM_OK;
+}
+
 cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problems)
 {
     cm_rc rc = CM_OK;
-    walker w = {cfg, out, problems, {0}};
+    walk w = {.cfg = cfg};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    worker k[MAX_THREADS];
+    memset(k, 0, sizeof k);
+    found roots = {0};
     buf p = BUF_INIT;
     memset(out, 0, sizeof *out);
+
+    /* The roots: MEMORY.md (else memory.md), memory/, extraPaths. */
     struct stat st;
     CHECK(fs_join(&p, cfg->workspace, "MEMORY.md"));
     if (lstat(p.data, &st) < 0) {
         buf_reset(&p);
         CHECK(fs_join(&p, cfg->workspace, "memory.md"));
     }
-    CHECK(add_root(&w, p.data, true));
+    CHECK(add_root(&w, &roots, p.data));
     buf_reset(&p);
     CHECK(fs_join(&p, cfg->workspace, "memory"));
-    CHECK(add_root(&w, p.data, true));
+    CHECK(add_root(&w, &roots, p.data));
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
         char *x = fs_expand_home(cfg->extra_paths.v[i]);
         if (!x) CHECK(CM_ENOMEM);
@@ -299,12 +349,54 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
         free(x);
         CHECK(rc);
         fs_normalise(p.data);
-        CHECK(add_root(&w, p.data, true));
+        CHECK(add_root(&w, &roots, p.data));
     }
+
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int nthreads = (int)CM_MAX(1, CM_MIN(MAX_THREADS, cores));
+    pthread_t tid[MAX_THREADS];
+    int started = 0;
+    for (int i = 0; i < nthreads; i++) {
+        k[i].w = &w;
+        if (i > 0 && pthread_create(&tid[i], NULL, work, &k[i]) == 0) started++;
+    }
+    work(&k[0]); /* the calling thread works too */
+    for (int i = 1; i <= started; i++) pthread_join(tid[i], NULL);
+
+    CHECK(absorb(out, problems, &roots));
+    for (int i = 0; i < nthreads; i++) {
+        if (k[i].f.rc && !rc) rc = k[i].f.rc;
+        cm_rc r2 = absorb(out, problems, &k[i].f);
+        if (!rc) rc = r2;
+    }
+    CHECK(rc);
+    /* One entry per file: same (dev, ino) → keep the smallest path. */
+    qsort(out->v, out->n, sizeof *out->v, by_inode_then_rel);
+    size_t wr = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        if (wr && out->v[wr - 1].dev == out->v[i].dev && out->v[wr - 1].ino == out->v[i].ino) {
+            out->total_bytes -= (uint64_t)out->v[i].size;
+            free(out->v[i].rel);
+            free(out->v[i].abs);
+            continue;
+        }
+        out->v[wr++] = out->v[i];
+    }
+    out->n = wr;
     qsort(out->v, out->n, sizeof *out->v, by_rel);
 out:
-    free(w.seen.dev);
-    free(w.seen.ino);
+    for (size_t i = 0; i < w.nq; i++) free(w.q[i].abs);
+    free(w.q);
+    free(w.ddev);
+    free(w.dino);
+    for (int i = 0; i < MAX_THREADS; i++) {
+        file_list_release(&k[i].f.files);
+        problem_list_release(&k[i].f.problems);
+    }
+    file_list_release(&roots.files);
+    problem_list_release(&roots.problems);
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
     buf_release(&p);
     if (rc) file_list_release(out);
     return rc;

@@ -3,7 +3,8 @@
  * under memory/, and extraPaths (files, or directories scanned recursively).
  * Symbolic links are never followed; a file reached twice (same device and
  * inode) is listed once; unreadable directories and oversized files become
- * problems, never failures. Costs one lstat per file and no reads.
+ * problems, never failures. Costs one stat per file and no reads; the walk
+ * runs on up to 4 threads.
  */
 #ifndef CM_DISCOVER_H
 #define CM_DISCOVER_H
@@ -19,6 +20,7 @@ typedef struct mem_file {
     char *abs;  /* absolute path */
     const char *source; /* "memory" */
     int64_t size, mtime_ns;
+    uint64_t dev, ino; /* identity, to list a file reached twice once */
 } mem_file;
 
 typedef struct mem_problem {

@@ -249,18 +249,13 @@ void store_rollback(store *s)
     if (s->db && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-static int by_path(const void *a, const void *b)
-{
-    return strcmp(((const stored_file *)a)->path, ((const stored_file *)b)->path);
-}
-
 cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     size_t cap = 0;
     memset(out, 0, sizeof *out);
     sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, "SELECT path, hash, mtime, size FROM files", -1, &q, NULL);
+    int r = sqlite3_prepare_v2(s->db, "SELECT path, hash, mtime, size FROM files ORDER BY path", -1, &q, NULL);
     while (r == SQLITE_OK || r == SQLITE_ROW) {
         r = sqlite3_step(q);
         if (r != SQLITE_ROW) break;
@@ -279,7 +274,6 @@ cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
         if (!f->path || !f->hash) FAIL(CM_ENOMEM, "out of memory");
     }
     if (r != SQLITE_DONE) CHECK(db_fail(s, r, "read files", err, errlen));
-    qsort(out->v, out->n, sizeof *out->v, by_path);
 out:
     sqlite3_finalize(q);
     if (rc) stored_files_release(out);
@@ -294,12 +288,6 @@ void stored_files_release(stored_files *f)
     }
     free(f->v);
     memset(f, 0, sizeof *f);
-}
-
-const stored_file *stored_files_find(const stored_files *f, const char *path)
-{
-    stored_file key = {(char *)path, NULL, 0, 0};
-    return f->n ? bsearch(&key, f->v, f->n, sizeof *f->v, by_path) : NULL;
 }
 
 cm_rc store_keyword_text(const store *s, buf *out, const char *text, size_t n)

@@ -35,7 +35,7 @@ typedef struct stored_file {
 } stored_file;
 
 typedef struct stored_files {
-    stored_file *v; /* sorted by path */
+    stored_file *v; /* sorted by path (BINARY, i.e. strcmp order) */
     size_t n;
 } stored_files;
 
@@ -73,7 +73,6 @@ void store_rollback(store *s);
 
 cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen);
 void stored_files_release(stored_files *f);
-const stored_file *stored_files_find(const stored_files *f, const char *path);
 
 /* Replaces a file's row and all its chunks (call inside a transaction). */
 cm_rc store_file_replace(store *s, const char *path, const char *source, const char *hash,
