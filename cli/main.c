@@ -18,7 +18,8 @@
 #include "clawmem.h"
 
 static const char usage_main[] =
-    "usage: clawmem [--agent ID] [--workspace DIR] [--config FILE] [--state-dir DIR] COMMAND [ARGS]\n"
+    "usage: clawmem [--agent ID] [--workspace DIR] [--config FILE] [--state-dir DIR] COMMAND "
+    "[ARGS]\n"
     "\n"
     "Indexes an agent's Markdown memory (MEMORY.md, memory/*.md, extraPaths) and searches it.\n"
     "\n"
@@ -32,8 +33,10 @@ static const char usage_main[] =
     "\n"
     "options:\n"
     "  --agent ID        agent id (default: main)\n"
-    "  --workspace DIR   workspace (default: agents.defaults.workspace, else <stateDir>/workspace)\n"
-    "  --config FILE     config file (default: $QUANTUMCLAW_CONFIG_PATH, else <stateDir>/quantumclaw.json)\n"
+    "  --workspace DIR   workspace (default: agents.defaults.workspace, else "
+    "<stateDir>/workspace)\n"
+    "  --config FILE     config file (default: $QUANTUMCLAW_CONFIG_PATH, else "
+    "<stateDir>/quantumclaw.json)\n"
     "  --state-dir DIR   state dir (default: $QUANTUMCLAW_STATE_DIR, else ~/.quantumclaw)\n"
     "  --help, --version\n"
     "\n"
@@ -114,12 +117,14 @@ static void on_progress(void *ctx, const cm_progress *p)
     double el = since(&pr->t0);
     double mb = (double)p->bytes_done / 1e6;
     double rate = el > 0 ? mb / el : 0;
-    double frac = p->bytes_total ? (double)p->bytes_done / (double)p->bytes_total
-                                 : (p->files_total ? (double)p->files_done / (double)p->files_total : 1);
+    double frac = p->bytes_total
+                      ? (double)p->bytes_done / (double)p->bytes_total
+                      : (p->files_total ? (double)p->files_done / (double)p->files_total : 1);
     double eta = frac > 0 ? el / frac - el : 0;
     int width = 24, fill = (int)(frac * width + 0.5);
     char bar[32];
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '-';
     bar[width] = 0;
     fprintf(stderr, "\r[%s] %zu/%zu files  %.1f MB/s  ETA %.0fs ", bar, p->files_done,
             p->files_total, rate, eta < 0 ? 0 : eta);
@@ -158,7 +163,8 @@ static int status_text(json_t *s)
            json_is_true(json_object_get(s, "configFound")) ? "" : " (not found; defaults)");
     printf("Index: %s\n", jstr(s, "indexPath"));
     if (json_object_get(s, "indexError")) printf("Index error: %s\n", jstr(s, "indexError"));
-    printf("Files: %lld  Chunks: %lld\n", (long long)json_integer_value(json_object_get(s, "files")),
+    printf("Files: %lld  Chunks: %lld\n",
+           (long long)json_integer_value(json_object_get(s, "files")),
            (long long)json_integer_value(json_object_get(s, "chunks")));
     printf("Provider: %s (requested: %s)  Search: %s  Tokenizer: %s\n", jstr(s, "provider"),
            jstr(s, "requestedProvider"), jstr(s, "search"), jstr(s, "ftsTokenizer"));
@@ -192,8 +198,9 @@ static int search_text(json_t *s)
     json_t *r;
     json_array_foreach(res, i, r)
     {
-        printf("%s%.3f %s:%lld-%lld\n", i ? "\n" : "", json_number_value(json_object_get(r, "score")),
-               jstr(r, "path"), (long long)json_integer_value(json_object_get(r, "startLine")),
+        printf("%s%.3f %s:%lld-%lld\n", i ? "\n" : "",
+               json_number_value(json_object_get(r, "score")), jstr(r, "path"),
+               (long long)json_integer_value(json_object_get(r, "startLine")),
                (long long)json_integer_value(json_object_get(r, "endLine")));
         printf("%s\n", jstr(r, "snippet"));
     }
@@ -215,10 +222,14 @@ static int cmd_status(cm_engine *e, int argc, char **argv)
 {
     int as_json = 0, deep = 0;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) as_json = 1;
-        else if (!strcmp(argv[i], "--deep")) deep = 1;
-        else if (!strcmp(argv[i], "--help")) return fputs(usage_status, stdout), 0;
-        else return die("status: unknown option %s (see clawmem status --help)", argv[i]);
+        if (!strcmp(argv[i], "--json"))
+            as_json = 1;
+        else if (!strcmp(argv[i], "--deep"))
+            deep = 1;
+        else if (!strcmp(argv[i], "--help"))
+            return fputs(usage_status, stdout), 0;
+        else
+            return die("status: unknown option %s (see clawmem status --help)", argv[i]);
     }
     char err[1024], *json = NULL;
     if (cm_engine_status(e, deep, &json, err, sizeof err)) return die("%s", err);
@@ -231,11 +242,16 @@ static int cmd_index(cm_engine *e, int argc, char **argv)
 {
     int force = 0, as_json = 0;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--force")) force = 1;
-        else if (!strcmp(argv[i], "--verbose")) verbose = 1;
-        else if (!strcmp(argv[i], "--json")) as_json = 1;
-        else if (!strcmp(argv[i], "--help")) return fputs(usage_index, stdout), 0;
-        else return die("index: unknown option %s (see clawmem index --help)", argv[i]);
+        if (!strcmp(argv[i], "--force"))
+            force = 1;
+        else if (!strcmp(argv[i], "--verbose"))
+            verbose = 1;
+        else if (!strcmp(argv[i], "--json"))
+            as_json = 1;
+        else if (!strcmp(argv[i], "--help"))
+            return fputs(usage_index, stdout), 0;
+        else
+            return die("index: unknown option %s (see clawmem index --help)", argv[i]);
     }
     progress pr = {0};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
@@ -243,8 +259,8 @@ static int cmd_index(cm_engine *e, int argc, char **argv)
     bool tty = isatty(2) && !as_json;
     cm_sync_stats st;
     char err[1024];
-    cm_rc rc = cm_engine_sync(e, force ? CM_SYNC_FORCE : 0, tty ? on_progress : NULL, &pr, &st,
-                              err, sizeof err);
+    cm_rc rc = cm_engine_sync(e, force ? CM_SYNC_FORCE : 0, tty ? on_progress : NULL, &pr, &st, err,
+                              sizeof err);
     if (pr.shown) fputc('\n', stderr);
     if (rc) return die("%s", err);
     double secs = since(&pr.t0);

@@ -106,12 +106,15 @@ run_result run_clawmem(const char *const *env, const char *const *args)
     char *argv[64];
     size_t argc = 0;
     argv[argc++] = (char *)bin;
-    for (size_t i = 0; args[i] && argc < 63; i++) argv[argc++] = (char *)args[i];
+    for (size_t i = 0; args[i] && argc < 63; i++)
+        argv[argc++] = (char *)args[i];
     argv[argc] = NULL;
     char *envp[256];
     size_t ne = 0;
-    for (char **e = environ; *e && ne < 200; e++) envp[ne++] = *e;
-    for (size_t i = 0; env && env[i] && ne < 255; i++) envp[ne++] = (char *)env[i];
+    for (char **e = environ; *e && ne < 200; e++)
+        envp[ne++] = *e;
+    for (size_t i = 0; env && env[i] && ne < 255; i++)
+        envp[ne++] = (char *)env[i];
     envp[ne] = NULL;
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) abort();

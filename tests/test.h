@@ -12,12 +12,13 @@
 
 typedef void (*test_fn)(void);
 void test_register(const char *name, test_fn fn);
-void test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void test_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 bool test_failed(void);
 
 #define TEST(name)                                                                                 \
     static void test_##name(void);                                                                 \
-    __attribute__((constructor)) static void register_##name(void)                               \
+    __attribute__((constructor)) static void register_##name(void)                                 \
     {                                                                                              \
         test_register(#name, test_##name);                                                         \
     }                                                                                              \

@@ -51,8 +51,13 @@ TEST(utf8_decode_rejects_overlong_and_surrogates)
 TEST(utf8_repair_replaces_each_bad_byte)
 {
     buf b = BUF_INIT;
-    EXPECT_INT(utf8_repair(&b, "a\xFF" "b\xE6\x9D", 5), CM_OK);
-    EXPECT_STR(b.data, "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+    EXPECT_INT(utf8_repair(&b,
+                           "a\xFF"
+                           "b\xE6\x9D",
+                           5),
+               CM_OK);
+    EXPECT_STR(b.data, "a\xEF\xBF\xBD"
+                       "b\xEF\xBF\xBD\xEF\xBF\xBD");
     buf_release(&b);
 }
 
@@ -91,9 +96,10 @@ static char *parse_err(const char *text)
 
 TEST(json5_accepts_the_json5_extensions)
 {
-    const char *text = "// comment\n{\n  unquoted: 'single \\'quoted\\'',\n  /* block */ "
-                       "\"dq\": [1, 2, 3,],\n  hex: 0x1F, pos: +1.5, lead: .5, trail: 5.,\n"
-                       "  inf: -Infinity, nested: {a: null, b: true,},\n  esc: '\\u00e9\\x41',\n}\n";
+    const char *text =
+        "// comment\n{\n  unquoted: 'single \\'quoted\\'',\n  /* block */ "
+        "\"dq\": [1, 2, 3,],\n  hex: 0x1F, pos: +1.5, lead: .5, trail: 5.,\n"
+        "  inf: -Infinity, nested: {a: null, b: true,},\n  esc: '\\u00e9\\x41',\n}\n";
     json5_doc d;
     char err[256];
     EXPECT_INT(json5_parse(text, strlen(text), "t", &d, err, sizeof err), CM_OK);
@@ -138,10 +144,14 @@ TEST(fs_normalise_paths)
         const char *in, *out;
         bool ok;
     } cases[] = {
-        {"memory/./a.md", "memory/a.md", true},   {"memory/x/../a.md", "memory/a.md", true},
-        {"../a.md", "a.md", false},               {"a//b/", "a/b", true},
-        {"/w/ws/../team/p.md", "/w/team/p.md", true}, {"/..", "/", false},
-        {"memory/2026-02-10.md", "memory/2026-02-10.md", true}, {"", "", true},
+        {"memory/./a.md", "memory/a.md", true},
+        {"memory/x/../a.md", "memory/a.md", true},
+        {"../a.md", "a.md", false},
+        {"a//b/", "a/b", true},
+        {"/w/ws/../team/p.md", "/w/team/p.md", true},
+        {"/..", "/", false},
+        {"memory/2026-02-10.md", "memory/2026-02-10.md", true},
+        {"", "", true},
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         char *p = cm_strdup(cases[i].in);

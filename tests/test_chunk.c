@@ -44,7 +44,8 @@ static bool golden(const char *name, int tokens, int overlap)
     }
     ok = got.len == want.len && (got.len == 0 || memcmp(got.data, want.data, got.len) == 0);
     if (!ok)
-        test_fail(__FILE__, __LINE__, "%s differs from %s:\n%s", name, gold, got.data ? got.data : "");
+        test_fail(__FILE__, __LINE__, "%s differs from %s:\n%s", name, gold,
+                  got.data ? got.data : "");
 out:
     chunk_list_release(&l);
     buf_release(&text);
@@ -84,7 +85,8 @@ TEST(chunk_budget_and_overlap_rules)
      * overlap 120 → each next chunk repeats the last 2 lines. */
     buf t = BUF_INIT;
     for (int i = 0; i < 10; i++) {
-        for (int k = 0; k < 99; k++) buf_addc(&t, (char)('a' + i));
+        for (int k = 0; k < 99; k++)
+            buf_addc(&t, (char)('a' + i));
         buf_addc(&t, '\n');
     }
     chunk_list l = {0};
@@ -134,7 +136,8 @@ TEST(chunk_cjk_counts_as_tokens)
     /* 1000 CJK characters on one line weigh 4000: with a 400-token budget they
      * are cut into segments of 400 characters (1600 weighted). */
     buf t = BUF_INIT;
-    for (int i = 0; i < 1000; i++) buf_adds(&t, "漢");
+    for (int i = 0; i < 1000; i++)
+        buf_adds(&t, "漢");
     chunk_list l = {0};
     EXPECT_INT(chunk_text(t.data, t.len, 400, 0, &l), CM_OK);
     EXPECT_INT(l.n, 3);

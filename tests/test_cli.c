@@ -23,8 +23,10 @@ static void cli_init(cli *c)
     snprintf(c->ws, sizeof c->ws, "%s/ws", c->dir);
     snprintf(c->state, sizeof c->state, "%s/state", c->dir);
     snprintf(c->cfg, sizeof c->cfg, "%s/qc.json", c->dir);
-    write_file(c->ws, "MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n- Router: Omada ER605.\n");
-    write_file(c->ws, "memory/2026-02-10.md", "# 2026-02-10\n\nConfigured VLAN 10 for IoT devices.\n");
+    write_file(c->ws, "MEMORY.md",
+               "# Facts\n\n- The dog is called Biscuit.\n- Router: Omada ER605.\n");
+    write_file(c->ws, "memory/2026-02-10.md",
+               "# 2026-02-10\n\nConfigured VLAN 10 for IoT devices.\n");
     write_file(c->dir, "qc.json", "{ // defaults\n}\n");
 }
 
@@ -35,7 +37,8 @@ static run_result cm(const cli *c, const char *const *env, const char *a1, const
     const char *args[16] = {"--workspace", c->ws, "--state-dir", c->state, "--config", c->cfg};
     size_t n = 6;
     const char *extra[] = {a1, a2, a3, a4};
-    for (size_t i = 0; i < 4 && extra[i]; i++) args[n++] = extra[i];
+    for (size_t i = 0; i < 4 && extra[i]; i++)
+        args[n++] = extra[i];
     args[n] = NULL;
     return run_clawmem(env, args);
 }
@@ -153,7 +156,9 @@ TEST(cli_malformed_config_is_one_clear_line)
 {
     cli c;
     cli_init(&c);
-    write_file(c.dir, "qc.json", "{\n  agents: {\n    defaults: { memorySearch: { query: { minScore: 2 } } }\n  }\n}\n");
+    write_file(
+        c.dir, "qc.json",
+        "{\n  agents: {\n    defaults: { memorySearch: { query: { minScore: 2 } } }\n  }\n}\n");
     run_result r = cm(&c, NULL, "index", NULL, NULL, NULL);
     EXPECT_INT(r.status, 1);
     char want[2048];
@@ -232,7 +237,8 @@ TEST(cli_corrupt_index_then_force)
     run_result_release(&r);
     unlink(path_in(c.state, "memory/main.sqlite-wal"));
     unlink(path_in(c.state, "memory/main.sqlite-shm"));
-    write_file(c.state, "memory/main.sqlite", "this is not a database, just some text of enough length");
+    write_file(c.state, "memory/main.sqlite",
+               "this is not a database, just some text of enough length");
     r = cm(&c, NULL, "index", NULL, NULL, NULL);
     EXPECT_INT(r.status, 1);
     EXPECT_CONTAINS(r.err, "corrupt");
@@ -262,7 +268,8 @@ TEST(cli_example_workspace)
                                 {"五花肉", "memory/2026-08-11.md"},
                                 {"sqlite3_sqlitevec_init", "memory/2026-09-03.md"}};
     for (size_t i = 0; i < ARRAY_LEN(queries); i++) {
-        const char *a[] = {base[0], base[1], base[2], base[3], "search", queries[i][0], "--json", NULL};
+        const char *a[] = {base[0],  base[1],       base[2],  base[3],
+                           "search", queries[i][0], "--json", NULL};
         run_result r = run_clawmem(NULL, a);
         EXPECT_INT(r.status, 0);
         json_t *p = json_loads(r.out, 0, NULL);

@@ -56,27 +56,28 @@ TEST(config_defaults_without_file)
 
 TEST(config_agent_overrides_defaults)
 {
-    const char *text = "{\n"
-                       "  agents: {\n"
-                       "    defaults: {\n"
-                       "      workspace: '/w/default',\n"
-                       "      memorySearch: {\n"
-                       "        extraPaths: ['../team'],\n"
-                       "        store: { path: '~/idx/{agentId}.db', fts: { tokenizer: 'trigram' } },\n"
-                       "        query: { maxResults: 9, hybrid: { vectorWeight: 0.6, textWeight: 0.2,\n"
-                       "                 mmr: { enabled: true, lambda: 0.5 } } },\n"
-                       "      },\n"
-                       "    },\n"
-                       "    list: [\n"
-                       "      { id: 'other', memorySearch: { query: { maxResults: 2 } } },\n"
-                       "      { id: 'ops', workspace: '/w/ops', memorySearch: {\n"
-                       "          extraPaths: ['/srv/notes.md'], query: { minScore: 0.1,\n"
-                       "          hybrid: { temporalDecay: { enabled: true, halfLifeDays: 90 } } },\n"
-                       "          chunking: { tokens: 100, overlap: 500 } } },\n"
-                       "    ],\n"
-                       "  },\n"
-                       "  memory: { citations: 'off', backend: 'builtin' },\n"
-                       "}\n";
+    const char *text =
+        "{\n"
+        "  agents: {\n"
+        "    defaults: {\n"
+        "      workspace: '/w/default',\n"
+        "      memorySearch: {\n"
+        "        extraPaths: ['../team'],\n"
+        "        store: { path: '~/idx/{agentId}.db', fts: { tokenizer: 'trigram' } },\n"
+        "        query: { maxResults: 9, hybrid: { vectorWeight: 0.6, textWeight: 0.2,\n"
+        "                 mmr: { enabled: true, lambda: 0.5 } } },\n"
+        "      },\n"
+        "    },\n"
+        "    list: [\n"
+        "      { id: 'other', memorySearch: { query: { maxResults: 2 } } },\n"
+        "      { id: 'ops', workspace: '/w/ops', memorySearch: {\n"
+        "          extraPaths: ['/srv/notes.md'], query: { minScore: 0.1,\n"
+        "          hybrid: { temporalDecay: { enabled: true, halfLifeDays: 90 } } },\n"
+        "          chunking: { tokens: 100, overlap: 500 } } },\n"
+        "    ],\n"
+        "  },\n"
+        "  memory: { citations: 'off', backend: 'builtin' },\n"
+        "}\n";
     cm_config c;
     char err[512];
     setenv("HOME", "/home/u", 1);
@@ -142,8 +143,9 @@ TEST(config_unknown_key_warns)
 {
     cm_config c;
     char err[512];
-    const char *text = "{agents: {defaults: {memorySearch: {\n  querry: {}, query: {maxResult: 3},\n"
-                       "  remote: {headers: {'X-Any': 'v'}}}}}, somethingElse: 1}";
+    const char *text =
+        "{agents: {defaults: {memorySearch: {\n  querry: {}, query: {maxResult: 3},\n"
+        "  remote: {headers: {'X-Any': 'v'}}}}}, somethingElse: 1}";
     EXPECT_INT(parse(text, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(warnings, "qc.json:2:3: unknown key agents.defaults.memorySearch.querry");
     EXPECT_CONTAINS(warnings, "unknown key agents.defaults.memorySearch.query.maxResult");

@@ -24,7 +24,8 @@ static void add_extra(cm_config *c, const char *p)
 
 static void release(cm_config *c)
 {
-    for (size_t i = 0; i < c->extra_paths.n; i++) free(c->extra_paths.v[i]);
+    for (size_t i = 0; i < c->extra_paths.n; i++)
+        free(c->extra_paths.v[i]);
     free(c->extra_paths.v);
     free(c->workspace);
 }
@@ -33,7 +34,8 @@ static const char *names(const file_list *l)
 {
     static buf b;
     buf_reset(&b);
-    for (size_t i = 0; i < l->n; i++) buf_printf(&b, "%s%s", i ? " " : "", l->v[i].rel);
+    for (size_t i = 0; i < l->n; i++)
+        buf_printf(&b, "%s%s", i ? " " : "", l->v[i].rel);
     return b.data ? b.data : "";
 }
 

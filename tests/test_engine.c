@@ -75,7 +75,8 @@ static size_t nresults(json_t *p)
 
 static const char *result_path(json_t *p, size_t i)
 {
-    return json_string_value(json_object_get(json_array_get(json_object_get(p, "results"), i), "path"));
+    return json_string_value(
+        json_object_get(json_array_get(json_object_get(p, "results"), i), "path"));
 }
 
 static bool any_leftovers(const env *e)
@@ -171,16 +172,19 @@ TEST(engine_fingerprint_change_rebuilds)
     write_file(e.ws, "MEMORY.md", "# A\nsome words\n");
     cm_sync_stats st;
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
-    write_file(e.dir, "config.json", "{agents: {defaults: {memorySearch: {chunking: {tokens: 50}}}}}");
+    write_file(e.dir, "config.json",
+               "{agents: {defaults: {memorySearch: {chunking: {tokens: 50}}}}}");
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
     EXPECT(st.rebuilt);
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
     EXPECT(!st.rebuilt);
-    write_file(e.dir, "config.json", "{agents: {defaults: {memorySearch: {store: {fts: {tokenizer: 'trigram'}}}}}}");
+    write_file(e.dir, "config.json",
+               "{agents: {defaults: {memorySearch: {store: {fts: {tokenizer: 'trigram'}}}}}}");
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
     EXPECT(st.rebuilt);
     EXPECT_INT(nresults(search_e(&e, "words")), 1);
-    write_file(e.dir, "config.json", "{agents: {defaults: {memorySearch: {extraPaths: ['../x']}}}}");
+    write_file(e.dir, "config.json",
+               "{agents: {defaults: {memorySearch: {extraPaths: ['../x']}}}}");
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
     EXPECT(st.rebuilt);
     EXPECT(!any_leftovers(&e));
@@ -191,16 +195,19 @@ TEST(engine_cjk_queries_find_their_notes)
 {
     env e;
     env_init(&e);
-    write_file(e.ws, "memory/2026-10-05.md", "# 2026-10-05\n서울 사무실에서 검색 인덱스 회의를 했다.\n");
-    write_file(e.ws, "memory/2026-10-09.md", "# 2026-10-09\n東京に到着した。羽田空港から電車で移動。\n");
+    write_file(e.ws, "memory/2026-10-05.md",
+               "# 2026-10-05\n서울 사무실에서 검색 인덱스 회의를 했다.\n");
+    write_file(e.ws, "memory/2026-10-09.md",
+               "# 2026-10-09\n東京に到着した。羽田空港から電車で移動。\n");
     write_file(e.ws, "memory/2026-11-12.md", "# 2026-11-12\n我们讨论了向量数据库的选择。\n");
-    write_file(e.ws, "memory/2026-11-13.md", "# 2026-11-13\nNothing in CJK here, just database notes.\n");
+    write_file(e.ws, "memory/2026-11-13.md",
+               "# 2026-11-13\nNothing in CJK here, just database notes.\n");
     EXPECT_INT(sync_e(&e, 0, NULL), CM_OK);
     const char *cases[][2] = {
-        {"서울", "memory/2026-10-05.md"},   {"회의", "memory/2026-10-05.md"},
+        {"서울", "memory/2026-10-05.md"},        {"회의", "memory/2026-10-05.md"},
         {"검색 인덱스", "memory/2026-10-05.md"}, {"羽田", "memory/2026-10-09.md"},
-        {"東京", "memory/2026-10-09.md"},   {"数据库", "memory/2026-11-12.md"},
-        {"向量数据库", "memory/2026-11-12.md"}, {"电车", NULL}, /* simplified ≠ 電車 */
+        {"東京", "memory/2026-10-09.md"},        {"数据库", "memory/2026-11-12.md"},
+        {"向量数据库", "memory/2026-11-12.md"},  {"电车", NULL}, /* simplified ≠ 電車 */
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         json_t *p = search_e(&e, cases[i][0]);
@@ -212,7 +219,8 @@ TEST(engine_cjk_queries_find_their_notes)
         EXPECT_STR(result_path(p, 0), cases[i][1]);
     }
     /* the trigram tokenizer finds runs of 3+ characters */
-    write_file(e.dir, "config.json", "{agents: {defaults: {memorySearch: {store: {fts: {tokenizer: 'trigram'}}}}}}");
+    write_file(e.dir, "config.json",
+               "{agents: {defaults: {memorySearch: {store: {fts: {tokenizer: 'trigram'}}}}}}");
     EXPECT_INT(sync_e(&e, 0, NULL), CM_OK);
     json_t *p = search_e(&e, "数据库");
     EXPECT_INT(nresults(p), 1);
@@ -247,9 +255,12 @@ TEST(engine_problems_in_status)
     cm_engine_free(eng);
     json_t *probs = json_object_get(s, "problems");
     EXPECT_INT(json_array_size(probs), 2);
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(probs, 0), "path")), "memory/binary.md");
-    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(probs, 0), "problem")), "binary");
-    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(probs, 1), "problem")), "invalid UTF-8");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(probs, 0), "path")),
+               "memory/binary.md");
+    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(probs, 0), "problem")),
+                    "binary");
+    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(probs, 1), "problem")),
+                    "invalid UTF-8");
     EXPECT_STR(json_string_value(json_object_get(s, "integrity")), "ok");
     EXPECT_INT(json_integer_value(json_object_get(s, "dirtyFiles")), 0);
     EXPECT_INT(json_integer_value(json_object_get(s, "files")), 3);

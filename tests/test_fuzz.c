@@ -51,14 +51,17 @@ TEST(fuzz_pathological_inputs)
 {
     /* 100k headings, a 1 MB line of CJK, 20k nested brackets */
     buf b = BUF_INIT;
-    for (int i = 0; i < 100000; i++) buf_adds(&b, "#\n");
+    for (int i = 0; i < 100000; i++)
+        buf_adds(&b, "#\n");
     fuzz_chunk((const uint8_t *)b.data, b.len);
     buf_reset(&b);
-    while (b.len < (1u << 20)) buf_adds(&b, "東京서울");
+    while (b.len < (1u << 20))
+        buf_adds(&b, "東京서울");
     fuzz_chunk((const uint8_t *)b.data, b.len);
     fuzz_query((const uint8_t *)b.data, b.len);
     buf_reset(&b);
-    for (int i = 0; i < 20000; i++) buf_adds(&b, "{a:[");
+    for (int i = 0; i < 20000; i++)
+        buf_adds(&b, "{a:[");
     fuzz_config((const uint8_t *)b.data, b.len);
     buf_release(&b);
 }

@@ -49,7 +49,8 @@ TEST(query_trigram_drops_short_tokens)
 TEST(query_long_input_is_bounded)
 {
     buf b = BUF_INIT, big = BUF_INIT;
-    for (int i = 0; i < 5000; i++) buf_printf(&big, "w%d ", i);
+    for (int i = 0; i < 5000; i++)
+        buf_printf(&big, "w%d ", i);
     size_t nt = 0;
     EXPECT_INT(query_build(big.data, big.len, false, QUERY_AND, &b, &nt), CM_OK);
     EXPECT_INT(nt, QUERY_MAX_TOKENS);
@@ -103,7 +104,8 @@ TEST(rank_decay_matches_the_seed_example)
     EXPECT_STR(v[2].path, "memory/2025-09-15.md");
     EXPECT_NEAR(v[2].score, 0.91 * pow(0.5, 148.0 / 30), 1e-9); /* 0.03 */
     EXPECT_NEAR(v[2].score, 0.03, 0.005);
-    for (size_t i = 0; i < n; i++) search_hit_release(&v[i]);
+    for (size_t i = 0; i < n; i++)
+        search_hit_release(&v[i]);
 }
 
 TEST(rank_decay_multipliers)
@@ -124,18 +126,22 @@ TEST(rank_mmr_matches_the_seed_example)
 {
     /* "home network setup": the Feb 8 near-duplicate drops out of the top 3. */
     search_hit v[4] = {
-        hit(1, "memory/2026-02-10.md", "Configured Omada router, set VLAN 10 for IoT devices", 0.92),
+        hit(1, "memory/2026-02-10.md", "Configured Omada router, set VLAN 10 for IoT devices",
+            0.92),
         hit(2, "memory/2026-02-08.md", "Configured Omada router, moved IoT to VLAN 10", 0.89),
-        hit(3, "memory/network.md", "Router: Omada ER605, AdGuard: 192.168.10.2, VLAN 10: IoT", 0.85),
+        hit(3, "memory/network.md", "Router: Omada ER605, AdGuard: 192.168.10.2, VLAN 10: IoT",
+            0.85),
         hit(4, "memory/2026-02-05.md", "Set up AdGuard DNS on 192.168.10.2", 0.78),
     };
     rank_opts plain = {0.3, 0, 3, false, 30, FEB10, false, 0.7};
     search_hit w[4];
-    for (int i = 0; i < 4; i++) w[i] = hit(v[i].id, v[i].path, v[i].text, v[i].score);
+    for (int i = 0; i < 4; i++)
+        w[i] = hit(v[i].id, v[i].path, v[i].text, v[i].score);
     size_t n = rank_finish(w, 4, &plain);
     EXPECT_INT(n, 3);
     EXPECT_STR(w[1].path, "memory/2026-02-08.md"); /* without MMR the duplicate is 2nd */
-    for (size_t i = 0; i < n; i++) search_hit_release(&w[i]);
+    for (size_t i = 0; i < n; i++)
+        search_hit_release(&w[i]);
 
     rank_opts o = {0.3, 0, 3, false, 30, FEB10, true, 0.7};
     n = rank_finish(v, 4, &o);
@@ -147,20 +153,22 @@ TEST(rank_mmr_matches_the_seed_example)
     EXPECT_STR(v[2].path, "memory/network.md");
     EXPECT_NEAR(v[1].score, 0.78, 1e-12); /* MMR reorders, it does not rescore */
     EXPECT_NEAR(v[2].score, 0.85, 1e-12);
-    for (size_t i = 0; i < n; i++) search_hit_release(&v[i]);
+    for (size_t i = 0; i < n; i++)
+        search_hit_release(&v[i]);
 }
 
 TEST(rank_mmr_lambda_one_is_pure_relevance)
 {
-    search_hit v[3] = {hit(1, "a.md", "same words here", 0.9), hit(2, "b.md", "same words here", 0.8),
-                       hit(3, "c.md", "different", 0.1)};
+    search_hit v[3] = {hit(1, "a.md", "same words here", 0.9),
+                       hit(2, "b.md", "same words here", 0.8), hit(3, "c.md", "different", 0.1)};
     EXPECT_INT(rank_mmr(v, 3, 1.0), CM_OK);
     EXPECT_INT(v[0].id, 1);
     EXPECT_INT(v[1].id, 2);
     EXPECT_INT(rank_mmr(v, 3, 0.0), CM_OK);
     EXPECT_INT(v[0].id, 1);
     EXPECT_INT(v[1].id, 3); /* pure diversity: the duplicate goes last */
-    for (int i = 0; i < 3; i++) search_hit_release(&v[i]);
+    for (int i = 0; i < 3; i++)
+        search_hit_release(&v[i]);
 }
 
 TEST(rank_jaccard_tokens)
@@ -174,23 +182,27 @@ TEST(rank_jaccard_tokens)
 
 TEST(rank_min_score_and_second_chance)
 {
-    search_hit v[3] = {hit(1, "a.md", "a", 0.5), hit(2, "b.md", "b", 0.34), hit(3, "c.md", "c", 0.2)};
+    search_hit v[3] = {hit(1, "a.md", "a", 0.5), hit(2, "b.md", "b", 0.34),
+                       hit(3, "c.md", "c", 0.2)};
     rank_opts o = {0.3, 0.35, 6, false, 30, FEB10, false, 0.7};
     size_t n = rank_finish(v, 3, &o);
     EXPECT_INT(n, 1);
     EXPECT_INT(v[0].id, 1);
     search_hit_release(&v[0]);
     /* nothing reaches 0.35: keyword hits get a second chance at min(0.35, 0.3) */
-    search_hit w[3] = {hit(1, "a.md", "a", 0.32), hit(2, "b.md", "b", 0.31), hit(3, "c.md", "c", 0.2)};
+    search_hit w[3] = {hit(1, "a.md", "a", 0.32), hit(2, "b.md", "b", 0.31),
+                       hit(3, "c.md", "c", 0.2)};
     w[1].has_text = false;
     n = rank_finish(w, 3, &o);
     EXPECT_INT(n, 1);
     EXPECT_INT(w[0].id, 1);
     search_hit_release(&w[0]);
     /* maxResults cuts */
-    search_hit x[3] = {hit(1, "a.md", "a", 0.9), hit(2, "b.md", "b", 0.8), hit(3, "c.md", "c", 0.7)};
+    search_hit x[3] = {hit(1, "a.md", "a", 0.9), hit(2, "b.md", "b", 0.8),
+                       hit(3, "c.md", "c", 0.7)};
     o.max_results = 2;
     n = rank_finish(x, 3, &o);
     EXPECT_INT(n, 2);
-    for (size_t i = 0; i < n; i++) search_hit_release(&x[i]);
+    for (size_t i = 0; i < n; i++)
+        search_hit_release(&x[i]);
 }

@@ -20,11 +20,15 @@ TEST(store_cm_bm25_uses_lucene_idf)
     char *d = tmp_dir();
     store s;
     char err[256];
-    EXPECT_INT(store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err), CM_OK);
+    EXPECT_INT(
+        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
     chunk_list a = one_chunk("the dog biscuit"), b = one_chunk("the router omada er605 box");
     EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
-    EXPECT_INT(store_file_replace(&s, "a.md", "memory", "h1", 1, 1, NULL, &a, err, sizeof err), CM_OK);
-    EXPECT_INT(store_file_replace(&s, "b.md", "memory", "h2", 1, 1, NULL, &b, err, sizeof err), CM_OK);
+    EXPECT_INT(store_file_replace(&s, "a.md", "memory", "h1", 1, 1, NULL, &a, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(store_file_replace(&s, "b.md", "memory", "h2", 1, 1, NULL, &b, err, sizeof err),
+               CM_OK);
     EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
     fts_hits h = {0};
     EXPECT_INT(store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);

@@ -49,11 +49,13 @@ TEST(tools_search_payload_exact)
 TEST(tools_snippet_is_700_characters)
 {
     buf t = BUF_INIT, b = BUF_INIT;
-    for (int i = 0; i < 800; i++) buf_adds(&t, "漢");
+    for (int i = 0; i < 800; i++)
+        buf_adds(&t, "漢");
     search_hit v = mk("memory/a.md", 1, 1, 1, t.data);
     EXPECT_INT(tools_search_payload(&v, 1, "none", "", CM_CITE_OFF, &b), CM_OK);
     json_t *j = json_loads(b.data, 0, NULL);
-    const char *snip = json_string_value(json_object_get(json_array_get(json_object_get(j, "results"), 0), "snippet"));
+    const char *snip = json_string_value(
+        json_object_get(json_array_get(json_object_get(j, "results"), 0), "snippet"));
     EXPECT(snip != NULL);
     EXPECT_INT(strlen(snip), 700 * 3); /* 700 code points, none cut in half */
     json_decref(j);
@@ -128,14 +130,16 @@ TEST(tools_get_rejects_paths_outside_memory)
         EXPECT_INT(rc, CM_EPATH);
         EXPECT_CONTAINS(msg, bad[i].msg);
     }
-    EXPECT_STR(get(&c, "memory/./a.md", 13, 0, 0, &rc), "{\"path\":\"memory/./a.md\",\"text\":\"a\"}");
+    EXPECT_STR(get(&c, "memory/./a.md", 13, 0, 0, &rc),
+               "{\"path\":\"memory/./a.md\",\"text\":\"a\"}");
 }
 
 TEST(tools_get_caps_huge_files)
 {
     char *d = tmp_dir();
     buf t = BUF_INIT;
-    for (int i = 0; i < 30000; i++) buf_printf(&t, "line %05d %s\n", i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    for (int i = 0; i < 30000; i++)
+        buf_printf(&t, "line %05d %s\n", i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
     write_file(d, "ws/MEMORY.md", t.data);
     cm_config c = {0};
     c.workspace = (char *)path_in(d, "ws");

@@ -30,7 +30,8 @@ cm_rc buf_grow(buf *b, size_t extra)
     if (b->max && b->len + extra > b->max) return CM_ETOOBIG;
     if (need <= b->cap) return CM_OK;
     size_t cap = b->cap ? b->cap : 64;
-    while (cap < need) cap *= 2;
+    while (cap < need)
+        cap *= 2;
     char *p = realloc(b->data, cap);
     if (!p) return CM_ENOMEM;
     b->data = p;
@@ -86,11 +87,21 @@ cm_rc buf_add_json_str(buf *b, const char *s, size_t n)
         run = i + 1;
         if (rc) break;
         switch (c) {
-        case '"': rc = buf_add(b, "\\\"", 2); break;
-        case '\\': rc = buf_add(b, "\\\\", 2); break;
-        case '\n': rc = buf_add(b, "\\n", 2); break;
-        case '\r': rc = buf_add(b, "\\r", 2); break;
-        case '\t': rc = buf_add(b, "\\t", 2); break;
+        case '"':
+            rc = buf_add(b, "\\\"", 2);
+            break;
+        case '\\':
+            rc = buf_add(b, "\\\\", 2);
+            break;
+        case '\n':
+            rc = buf_add(b, "\\n", 2);
+            break;
+        case '\r':
+            rc = buf_add(b, "\\r", 2);
+            break;
+        case '\t':
+            rc = buf_add(b, "\\t", 2);
+            break;
         default: {
             char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             rc = buf_add(b, esc, 6);

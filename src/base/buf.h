@@ -14,7 +14,10 @@ typedef struct buf {
     size_t len, cap, max;
 } buf;
 
-#define BUF_INIT {NULL, 0, 0, 0}
+#define BUF_INIT                                                                                   \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 void buf_init(buf *b, size_t max);
 void buf_release(buf *b);

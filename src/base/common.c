@@ -6,17 +6,28 @@
 const char *cm_strerror(cm_rc rc)
 {
     switch (rc) {
-    case CM_OK: return "ok";
-    case CM_ENOMEM: return "out of memory";
-    case CM_EINVAL: return "invalid argument";
-    case CM_ECONFIG: return "bad config";
-    case CM_EIO: return "I/O error";
-    case CM_EDB: return "index database error";
-    case CM_EBUSY: return "index locked by another process";
-    case CM_ECORRUPT: return "index file is corrupt";
-    case CM_EPATH: return "path not allowed";
-    case CM_ETOOBIG: return "input too large";
-    case CM_ENOTFOUND: return "not found";
+    case CM_OK:
+        return "ok";
+    case CM_ENOMEM:
+        return "out of memory";
+    case CM_EINVAL:
+        return "invalid argument";
+    case CM_ECONFIG:
+        return "bad config";
+    case CM_EIO:
+        return "I/O error";
+    case CM_EDB:
+        return "index database error";
+    case CM_EBUSY:
+        return "index locked by another process";
+    case CM_ECORRUPT:
+        return "index file is corrupt";
+    case CM_EPATH:
+        return "path not allowed";
+    case CM_ETOOBIG:
+        return "input too large";
+    case CM_ENOTFOUND:
+        return "not found";
     }
     return "unknown error";
 }

@@ -104,7 +104,8 @@ bool fs_normalise(char *p)
     size_t base = abs ? 1 : 0, w = base, r = base, len = strlen(p);
     while (r < len) {
         size_t e = r;
-        while (e < len && p[e] != '/') e++;
+        while (e < len && p[e] != '/')
+            e++;
         size_t n = e - r;
         if (n == 0 || (n == 1 && p[r] == '.')) {
             /* nothing */
@@ -112,7 +113,8 @@ bool fs_normalise(char *p)
             if (w == base) {
                 ok = false;
             } else {
-                while (w > base && p[w - 1] != '/') w--;
+                while (w > base && p[w - 1] != '/')
+                    w--;
                 if (w > base) w--;
             }
         } else {

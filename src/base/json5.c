@@ -59,10 +59,12 @@ static cm_rc skip_space(parser *p)
         } else if (c == 0xE2 && peek(p, 1) == 0x80 && (peek(p, 2) == 0xA8 || peek(p, 2) == 0xA9)) {
             advance(p, 3); /* line / paragraph separator */
         } else if (c == '/' && peek(p, 1) == '/') {
-            while (p->i < p->n && p->s[p->i] != '\n') advance(p, 1);
+            while (p->i < p->n && p->s[p->i] != '\n')
+                advance(p, 1);
         } else if (c == '/' && peek(p, 1) == '*') {
             advance(p, 2);
-            while (p->i < p->n && !(p->s[p->i] == '*' && peek(p, 1) == '/')) advance(p, 1);
+            while (p->i < p->n && !(p->s[p->i] == '*' && peek(p, 1) == '/'))
+                advance(p, 1);
             if (p->i >= p->n) return perr(p, "unterminated /* comment");
             advance(p, 2);
         } else {
@@ -101,17 +103,31 @@ static cm_rc parse_string(parser *p, buf *out)
         int e = peek(p, 0);
         int32_t cp = -1;
         switch (e) {
-        case 'b': cp = '\b'; break;
-        case 'f': cp = '\f'; break;
-        case 'n': cp = '\n'; break;
-        case 'r': cp = '\r'; break;
-        case 't': cp = '\t'; break;
-        case 'v': cp = '\v'; break;
+        case 'b':
+            cp = '\b';
+            break;
+        case 'f':
+            cp = '\f';
+            break;
+        case 'n':
+            cp = '\n';
+            break;
+        case 'r':
+            cp = '\r';
+            break;
+        case 't':
+            cp = '\t';
+            break;
+        case 'v':
+            cp = '\v';
+            break;
         case '0':
             if (hexval(peek(p, 1)) >= 0 && peek(p, 1) <= '9') return perr(p, "octal escape");
             cp = 0;
             break;
-        case '\n': advance(p, 1); continue; /* line continuation */
+        case '\n':
+            advance(p, 1);
+            continue; /* line continuation */
         case '\r':
             advance(p, 1);
             if (peek(p, 0) == '\n') advance(p, 1);
@@ -147,7 +163,8 @@ static cm_rc parse_string(parser *p, buf *out)
             cp = v;
             break;
         }
-        case -1: return perr(p, "unterminated string");
+        case -1:
+            return perr(p, "unterminated string");
         default:
             if (e >= '1' && e <= '9') return perr(p, "bad escape");
             /* any other character escapes itself, including ' " \ / */
@@ -217,7 +234,8 @@ static cm_rc parse_object(parser *p, json_t **out, int depth)
                 advance(p, 1);
             }
         } else {
-            CHECK(perr(p, c < 0 ? "unexpected end of file, expected '}'" : "expected a key or '}'"));
+            CHECK(
+                perr(p, c < 0 ? "unexpected end of file, expected '}'" : "expected a key or '}'"));
         }
         if (utf8_valid_prefix(key.data ? key.data : "", key.len) != key.len)
             CHECK(perr(p, "key is not valid UTF-8"));
@@ -244,8 +262,10 @@ static cm_rc parse_object(parser *p, json_t **out, int depth)
     }
 out:
     buf_release(&key);
-    if (rc) json_decref(obj);
-    else *out = obj;
+    if (rc)
+        json_decref(obj);
+    else
+        *out = obj;
     return rc;
 }
 
@@ -280,8 +300,10 @@ static cm_rc parse_array(parser *p, json_t **out, int depth)
         CHECK(perr(p, c < 0 ? "unexpected end of file, expected ']'" : "expected ',' or ']'"));
     }
 out:
-    if (rc) json_decref(arr);
-    else *out = arr;
+    if (rc)
+        json_decref(arr);
+    else
+        *out = arr;
     return rc;
 }
 
@@ -326,11 +348,13 @@ static cm_rc parse_number(parser *p, json_t **out)
     }
     size_t start = p->i;
     bool is_real = false, digits = false;
-    while (peek(p, 0) >= '0' && peek(p, 0) <= '9') advance(p, 1), digits = true;
+    while (peek(p, 0) >= '0' && peek(p, 0) <= '9')
+        advance(p, 1), digits = true;
     if (peek(p, 0) == '.') {
         is_real = true;
         advance(p, 1);
-        while (peek(p, 0) >= '0' && peek(p, 0) <= '9') advance(p, 1), digits = true;
+        while (peek(p, 0) >= '0' && peek(p, 0) <= '9')
+            advance(p, 1), digits = true;
     }
     if (!digits) return perr(p, "unexpected character, expected a value");
     if (peek(p, 0) == 'e' || peek(p, 0) == 'E') {
@@ -338,7 +362,8 @@ static cm_rc parse_number(parser *p, json_t **out)
         advance(p, 1);
         if (peek(p, 0) == '+' || peek(p, 0) == '-') advance(p, 1);
         if (!(peek(p, 0) >= '0' && peek(p, 0) <= '9')) return perr(p, "bad exponent");
-        while (peek(p, 0) >= '0' && peek(p, 0) <= '9') advance(p, 1);
+        while (peek(p, 0) >= '0' && peek(p, 0) <= '9')
+            advance(p, 1);
     }
     if (is_ident_char(peek(p, 0), false)) return perr(p, "bad number");
     char tmp[64];
@@ -406,14 +431,15 @@ cm_rc json5_parse(const char *text, size_t n, const char *name, json5_doc *doc, 
 
 void json5_doc_release(json5_doc *doc)
 {
-    for (size_t i = 0; i < doc->npos; i++) free(doc->pos[i].key);
+    for (size_t i = 0; i < doc->npos; i++)
+        free(doc->pos[i].key);
     free(doc->pos);
     json_decref(doc->root);
     memset(doc, 0, sizeof *doc);
 }
 
-bool json5_where(const json5_doc *doc, const json_t *parent, const char *key, size_t index, int *line,
-                 int *col)
+bool json5_where(const json5_doc *doc, const json_t *parent, const char *key, size_t index,
+                 int *line, int *col)
 {
     /* Last match wins: a duplicated key keeps the value that was set last. */
     for (size_t i = doc->npos; i-- > 0;) {

@@ -31,7 +31,7 @@ void json5_doc_release(json5_doc *doc);
 
 /* Where the member `key` of object `parent` (or element `index` of array
  * `parent` when key is NULL) starts. False when unknown. */
-bool json5_where(const json5_doc *doc, const json_t *parent, const char *key, size_t index, int *line,
-                 int *col);
+bool json5_where(const json5_doc *doc, const json_t *parent, const char *key, size_t index,
+                 int *line, int *col);
 
 #endif

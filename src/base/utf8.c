@@ -105,16 +105,16 @@ cm_rc utf8_repair(buf *out, const char *s, size_t n)
 
 bool utf8_is_cjk(int32_t cp)
 {
-    return (cp >= 0x1100 && cp <= 0x11FF)     /* Hangul Jamo */
-           || (cp >= 0x3040 && cp <= 0x30FF)  /* Hiragana, Katakana */
-           || (cp >= 0x3130 && cp <= 0x318F)  /* Hangul compatibility jamo */
-           || (cp >= 0x31F0 && cp <= 0x31FF)  /* Katakana phonetic extensions */
-           || (cp >= 0x3400 && cp <= 0x4DBF)  /* CJK extension A */
-           || (cp >= 0x4E00 && cp <= 0x9FFF)  /* CJK unified ideographs */
-           || (cp >= 0xA960 && cp <= 0xA97F)  /* Hangul jamo extended A */
-           || (cp >= 0xAC00 && cp <= 0xD7AF)  /* Hangul syllables */
-           || (cp >= 0xF900 && cp <= 0xFAFF)  /* CJK compatibility ideographs */
-           || (cp >= 0xFF66 && cp <= 0xFF9F)  /* halfwidth Katakana */
+    return (cp >= 0x1100 && cp <= 0x11FF)       /* Hangul Jamo */
+           || (cp >= 0x3040 && cp <= 0x30FF)    /* Hiragana, Katakana */
+           || (cp >= 0x3130 && cp <= 0x318F)    /* Hangul compatibility jamo */
+           || (cp >= 0x31F0 && cp <= 0x31FF)    /* Katakana phonetic extensions */
+           || (cp >= 0x3400 && cp <= 0x4DBF)    /* CJK extension A */
+           || (cp >= 0x4E00 && cp <= 0x9FFF)    /* CJK unified ideographs */
+           || (cp >= 0xA960 && cp <= 0xA97F)    /* Hangul jamo extended A */
+           || (cp >= 0xAC00 && cp <= 0xD7AF)    /* Hangul syllables */
+           || (cp >= 0xF900 && cp <= 0xFAFF)    /* CJK compatibility ideographs */
+           || (cp >= 0xFF66 && cp <= 0xFF9F)    /* halfwidth Katakana */
            || (cp >= 0x20000 && cp <= 0x3134F); /* extensions B..G */
 }
 

@@ -20,13 +20,13 @@ typedef enum kind { K_BOOL, K_INT, K_NUM, K_STR, K_ENUM, K_STRLIST, K_MAP, K_ANY
 typedef struct field {
     const char *path; /* relative to memorySearch, dot-separated */
     kind kind;
-    double min, max; /* K_INT, K_NUM */
+    double min, max;     /* K_INT, K_NUM */
     const char *choices; /* K_ENUM: "a|b|c" */
     size_t off;          /* offset in cm_config, or NO_DEST for accepted-but-unused keys */
 } field;
 
 #define NO_DEST ((size_t)-1)
-#define AT(m) offsetof(cm_config, m)
+#define AT(m)   offsetof(cm_config, m)
 
 static const field fields[] = {
     {"enabled", K_BOOL, 0, 0, NULL, AT(enabled)},
@@ -101,14 +101,20 @@ static cm_rc bad(ctx *c, const json_t *parent, const char *key, const char *path
 static const char *type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
     case JSON_INTEGER:
-    case JSON_REAL: return "a number";
+    case JSON_REAL:
+        return "a number";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
     }
     return "a value";
 }
@@ -137,7 +143,8 @@ static cm_rc set_str(char **dst, const char *s)
 
 static void strlist_release(cm_strlist *l)
 {
-    for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
     free(l->v);
     l->v = NULL;
     l->n = 0;
@@ -199,7 +206,8 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
         json_t *e;
         json_array_foreach(v, i, e)
         {
-            if (!json_is_string(e) || (f->choices && !in_choices(f->choices, json_string_value(e)))) {
+            if (!json_is_string(e) ||
+                (f->choices && !in_choices(f->choices, json_string_value(e)))) {
                 int line = 0, col = 0;
                 json5_where(c->doc, v, NULL, i, &line, &col);
                 strlist_release(&fresh);
@@ -220,7 +228,8 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
         cm_strlist *l = dst;
         if (l == &c->cfg->extra_paths) { /* extraPaths accumulate across layers */
             cm_rc rc = CM_OK;
-            for (i = 0; i < fresh.n && !rc; i++) rc = strlist_add(l, fresh.v[i]);
+            for (i = 0; i < fresh.n && !rc; i++)
+                rc = strlist_add(l, fresh.v[i]);
             strlist_release(&fresh);
             return rc;
         }
@@ -243,15 +252,16 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
         }
         return CM_OK;
     }
-    case K_ANY: return CM_OK;
+    case K_ANY:
+        return CM_OK;
     }
 type:
     snprintf(what, sizeof what, "expected %s, got %s",
-             f->kind == K_BOOL                        ? "true or false"
-             : f->kind == K_INT || f->kind == K_NUM   ? "a number"
-             : f->kind == K_STRLIST                   ? "an array of strings"
-             : f->kind == K_MAP                       ? "an object"
-                                                      : "a string",
+             f->kind == K_BOOL                      ? "true or false"
+             : f->kind == K_INT || f->kind == K_NUM ? "a number"
+             : f->kind == K_STRLIST                 ? "an array of strings"
+             : f->kind == K_MAP                     ? "an object"
+                                                    : "a string",
              type_name(v));
     return bad(c, parent, key, path, what);
 }
@@ -270,7 +280,8 @@ static cm_rc walk(ctx *c, const json_t *obj, const char *prefix, const char *rel
         bool is_prefix = false;
         size_t rl = strlen(relpath);
         for (size_t i = 0; i < ARRAY_LEN(fields); i++) {
-            if (strcmp(fields[i].path, relpath) == 0) f = &fields[i];
+            if (strcmp(fields[i].path, relpath) == 0)
+                f = &fields[i];
             else if (strncmp(fields[i].path, relpath, rl) == 0 && fields[i].path[rl] == '.')
                 is_prefix = true;
         }
@@ -361,7 +372,8 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
         free(ws);
         ws = buf_detach(&b);
     }
-    while (strlen(ws) > 1 && ws[strlen(ws) - 1] == '/') ws[strlen(ws) - 1] = 0;
+    while (strlen(ws) > 1 && ws[strlen(ws) - 1] == '/')
+        ws[strlen(ws) - 1] = 0;
     free(cfg->workspace);
     cfg->workspace = ws;
     ws = NULL;
@@ -433,16 +445,19 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
     CHECK(resolve_state(args, cfg, err, errlen));
     if (text) CHECK(json5_parse(text, n, name, &doc, err, errlen));
     json_t *root = doc.root, *agents = NULL, *defaults = NULL, *memory = NULL, *ms = NULL;
-    if (root && !json_is_object(root)) FAIL(CM_ECONFIG, "%s:1:1: expected an object at the top", name);
+    if (root && !json_is_object(root))
+        FAIL(CM_ECONFIG, "%s:1:1: expected an object at the top", name);
     CHECK(get_obj(&c, root, "agents", "agents", &agents));
     CHECK(get_obj(&c, agents, "defaults", "agents.defaults", &defaults));
     CHECK(get_obj(&c, root, "memory", "memory", &memory));
-    if (defaults) CHECK(get_str(&c, defaults, "workspace", "agents.defaults.workspace", &cfg->workspace));
+    if (defaults)
+        CHECK(get_str(&c, defaults, "workspace", "agents.defaults.workspace", &cfg->workspace));
     CHECK(get_obj(&c, defaults, "memorySearch", "agents.defaults.memorySearch", &ms));
     if (ms) CHECK(walk(&c, ms, "agents.defaults.memorySearch", ""));
 
     json_t *list = agents ? json_object_get(agents, "list") : NULL;
-    if (list && !json_is_array(list)) CHECK(bad(&c, agents, "list", "agents.list", "expected an array"));
+    if (list && !json_is_array(list))
+        CHECK(bad(&c, agents, "list", "agents.list", "expected an array"));
     size_t i;
     json_t *entry;
     json_array_foreach(list, i, entry)

@@ -114,12 +114,13 @@ static cm_rc ensure_store(cm_engine *e, char *err, size_t errlen)
     struct stat st;
     if (stat(e->cfg.store_path, &st) < 0) {
         close_store(e);
-        return cm_seterr(err, errlen, CM_ENOTFOUND, "index %s does not exist yet (run `clawmem index`)",
-                         e->cfg.store_path);
+        return cm_seterr(err, errlen, CM_ENOTFOUND,
+                         "index %s does not exist yet (run `clawmem index`)", e->cfg.store_path);
     }
     if (e->st_open && st.st_dev == e->st_dev && st.st_ino == e->st_ino) return CM_OK;
     close_store(e);
-    cm_rc rc = store_open(&e->st, e->cfg.store_path, e->cfg.fts_tokenizer, 0, e->busy_ms, err, errlen);
+    cm_rc rc =
+        store_open(&e->st, e->cfg.store_path, e->cfg.fts_tokenizer, 0, e->busy_ms, err, errlen);
     if (rc) return rc;
     e->st_open = true;
     e->st_dev = st.st_dev;
@@ -144,7 +145,8 @@ static cm_rc lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) break;
-        if (errno != EWOULDBLOCK && errno != EINTR) FAIL(CM_EIO, "lock %s: %s", p.data, strerror(errno));
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            FAIL(CM_EIO, "lock %s: %s", p.data, strerror(errno));
         struct timespec t;
         clock_gettime(CLOCK_MONOTONIC, &t);
         long waited = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
@@ -191,12 +193,18 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     const cm_config *c = &e->cfg;
     buf scope = BUF_INIT;
     cm_rc rc = CM_OK;
-    for (size_t i = 0; i < c->extra_paths.n && !rc; i++) rc = buf_printf(&scope, "%s\n", c->extra_paths.v[i]);
+    for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
+        rc = buf_printf(&scope, "%s\n", c->extra_paths.v[i]);
     char scope_hash[SHA256_HEX_LEN + 1];
     sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
     buf_release(&scope);
-    if (!rc) rc = buf_printf(out, "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"\",\"sources\":[", e->provider, e->model);
-    for (size_t i = 0; i < c->sources.n && !rc; i++) rc = buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
+    if (!rc)
+        rc = buf_printf(out,
+                        "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"\","
+                        "\"sources\":[",
+                        e->provider, e->model);
+    for (size_t i = 0; i < c->sources.n && !rc; i++)
+        rc = buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
     if (!rc)
         rc = buf_printf(out,
                         "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
@@ -243,14 +251,17 @@ static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     sha256_hex(s, n, hash);
     const char *nul = memchr(s, 0, n);
     if (nul) {
-        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: binary file (NUL byte at offset %zu), not indexed", f->rel,
-                (size_t)(nul - s));
-        return buf_printf(problem, "binary file (NUL byte at offset %zu); not indexed", (size_t)(nul - s));
+        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: binary file (NUL byte at offset %zu), not indexed",
+                f->rel, (size_t)(nul - s));
+        return buf_printf(problem, "binary file (NUL byte at offset %zu); not indexed",
+                          (size_t)(nul - s));
     }
     size_t good = utf8_valid_prefix(s, n);
     if (good != n) {
-        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: invalid UTF-8 at byte %zu; indexed with U+FFFD", f->rel, good);
-        if ((rc = buf_printf(problem, "invalid UTF-8 at byte %zu; indexed with replacement characters", good)))
+        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: invalid UTF-8 at byte %zu; indexed with U+FFFD",
+                f->rel, good);
+        if ((rc = buf_printf(
+                 problem, "invalid UTF-8 at byte %zu; indexed with replacement characters", good)))
             return rc;
         if ((rc = utf8_repair(&r->clean, s, n))) return rc;
         s = r->clean.data;
@@ -286,7 +297,8 @@ static cm_rc save_problems(store *st, const problem_list *pl, char *err, size_t 
 }
 
 /* Builds a fresh index in a temporary file and swaps it in. */
-static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char *err, size_t errlen)
+static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
+                     size_t errlen)
 {
     cm_engine *e = r->e;
     cm_rc rc = CM_OK;
@@ -296,7 +308,8 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
     char *path = store_rebuild_path(e->cfg.store_path);
     if (!path) CHECK(CM_ENOMEM);
     store_remove_leftovers(e->cfg.store_path);
-    CHECK(store_open(&tmp, path, e->cfg.fts_tokenizer, STORE_CREATE | STORE_BULK, e->busy_ms, err, errlen));
+    CHECK(store_open(&tmp, path, e->cfg.fts_tokenizer, STORE_CREATE | STORE_BULK, e->busy_ms, err,
+                     errlen));
     tmp_open = true;
     CHECK(store_begin(&tmp, err, errlen));
     for (size_t i = 0; i < files->n; i++) {
@@ -338,8 +351,8 @@ out:
 /* Pairs files on disk with their rows in the index in one merge pass (both
  * are sorted by path, and SQLite's BINARY order is strcmp's): match[i] is the
  * row of files->v[i] or NULL; kept[j] tells whether row j still has a file. */
-static cm_rc pair_files(const file_list *files, const stored_files *old,
-                        const stored_file ***match, bool **kept)
+static cm_rc pair_files(const file_list *files, const stored_files *old, const stored_file ***match,
+                        bool **kept)
 {
     *match = calloc(files->n ? files->n : 1, sizeof **match);
     *kept = calloc(old->n ? old->n : 1, sizeof **kept);
@@ -351,7 +364,8 @@ static cm_rc pair_files(const file_list *files, const stored_files *old,
     size_t j = 0;
     for (size_t i = 0; i < files->n; i++) {
         int c = -1;
-        while (j < old->n && (c = strcmp(old->v[j].path, files->v[i].rel)) < 0) j++;
+        while (j < old->n && (c = strcmp(old->v[j].path, files->v[i].rel)) < 0)
+            j++;
         if (j < old->n && c == 0) {
             (*match)[i] = &old->v[j];
             (*kept)[j] = true;
@@ -452,7 +466,8 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}};
     struct stat st;
     if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
-        FAIL(CM_ENOTFOUND, "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
+        FAIL(CM_ENOTFOUND,
+             "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
              e->cfg.workspace);
     CHECK(lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     store_remove_leftovers(e->cfg.store_path);
@@ -476,12 +491,15 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     if (!full) {
         CHECK(store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen));
         if (!stored || strcmp(stored, meta.data) != 0) {
-            if (stored) cm_logf(&e->lg, CM_LOG_INFO, "index settings changed; rebuilding the index");
+            if (stored)
+                cm_logf(&e->lg, CM_LOG_INFO, "index settings changed; rebuilding the index");
             full = true;
         }
     }
-    if (full) CHECK(rebuild(&r, &files, meta.data, err, errlen));
-    else CHECK(incremental(&r, &files, err, errlen));
+    if (full)
+        CHECK(rebuild(&r, &files, meta.data, err, errlen));
+    else
+        CHECK(incremental(&r, &files, err, errlen));
     if (e->st_open && (stats->files_indexed || stats->files_removed)) store_checkpoint(&e->st);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
@@ -531,8 +549,8 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
     int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
     double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
     if (!c->enabled) {
-        CHECK(tools_search_error("memory search is disabled (memorySearch.enabled is false)", e->provider,
-                                 e->model, c->citations, &out));
+        CHECK(tools_search_error("memory search is disabled (memorySearch.enabled is false)",
+                                 e->provider, e->model, c->citations, &out));
         goto done;
     }
     rc = ensure_store(e, msg, sizeof msg);
@@ -551,22 +569,24 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
-        v[i] = (search_hit){h->id, h->path, h->source, h->text, h->start_line, h->end_line,
-                            h->mtime_ns, 0, 0, 0, true, false};
+        v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,
+                            h->mtime_ns, 0,       0,         0,       true,          false};
         h->path = h->source = h->text = NULL; /* moved */
         v[i].text_score = rank_bm25_score(h->rank);
         v[i].score = v[i].text_score; /* keyword-only: the text score is the score */
     }
     n = hits.n;
-    rank_opts ro = {c->text_weight, min_score, max_results, c->decay_enabled, c->half_life_days,
-                    opts ? opts->now : 0, c->mmr_enabled, c->mmr_lambda};
+    rank_opts ro = {c->text_weight,   min_score,         max_results,
+                    c->decay_enabled, c->half_life_days, opts ? opts->now : 0,
+                    c->mmr_enabled,   c->mmr_lambda};
     n = rank_finish(v, n, &ro);
     CHECK(tools_search_payload(v, n, e->provider, e->model, c->citations, &out));
 done:
     *json = buf_detach(&out);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    for (size_t i = 0; v && i < n; i++) search_hit_release(&v[i]);
+    for (size_t i = 0; v && i < n; i++)
+        search_hit_release(&v[i]);
     free(v);
     fts_hits_release(&hits);
     buf_release(&out);
@@ -613,7 +633,8 @@ static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
         const stored_file *sf = match[i];
         if (!sf || sf->size != files.v[i].size || sf->mtime_ns != files.v[i].mtime_ns) (*dirty)++;
     }
-    for (size_t i = 0; !rc && i < old.n; i++) *dirty += !kept[i];
+    for (size_t i = 0; !rc && i < old.n; i++)
+        *dirty += !kept[i];
     free(match);
     free(kept);
     file_list_release(&files);
@@ -679,10 +700,11 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
         CHECK(buf_adds(&b, ",\"files\":0,\"chunks\":0,\"problems\":[]}"));
         goto done;
     }
-    CHECK(buf_printf(&b, ",\"indexExists\":true,\"files\":%lld,\"chunks\":%lld",
-                     (long long)nfiles, (long long)nchunks));
+    CHECK(buf_printf(&b, ",\"indexExists\":true,\"files\":%lld,\"chunks\":%lld", (long long)nfiles,
+                     (long long)nchunks));
     struct stat ist;
-    if (stat(c->store_path, &ist) == 0) CHECK(buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size));
+    if (stat(c->store_path, &ist) == 0)
+        CHECK(buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size));
     /* problems: imperfectly indexed files, then what the last sync could not read */
     buf fp = BUF_INIT;
     rc = store_file_problems(&e->st, &fp, msg, sizeof msg);

@@ -168,7 +168,8 @@ cm_rc chunk_text(const char *text, size_t n, int tokens, int overlap, chunk_list
 
 void chunk_list_release(chunk_list *l)
 {
-    for (size_t i = 0; i < l->n; i++) free(l->v[i].text);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].text);
     free(l->v);
     l->v = NULL;
     l->n = l->cap = 0;

@@ -18,7 +18,7 @@
 #include "../base/fs.h"
 #include "discover.h"
 
-#define MAX_DEPTH 64
+#define MAX_DEPTH   64
 #define MAX_THREADS 4
 
 typedef struct dir_job {
@@ -253,7 +253,8 @@ static void *work(void *arg)
     walk *w = k->w;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (w->nq == 0 && w->busy > 0 && !w->failed) pthread_cond_wait(&w->cv, &w->mu);
+        while (w->nq == 0 && w->busy > 0 && !w->failed)
+            pthread_cond_wait(&w->cv, &w->mu);
         if (w->nq == 0 || w->failed) break; /* nothing queued and nobody can queue more */
         dir_job job = w->q[--w->nq];
         w->busy++;
@@ -361,7 +362,8 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
         if (i > 0 && pthread_create(&tid[i], NULL, work, &k[i]) == 0) started++;
     }
     work(&k[0]); /* the calling thread works too */
-    for (int i = 1; i <= started; i++) pthread_join(tid[i], NULL);
+    for (int i = 1; i <= started; i++)
+        pthread_join(tid[i], NULL);
 
     CHECK(absorb(out, problems, &roots));
     for (int i = 0; i < nthreads; i++) {
@@ -385,7 +387,8 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     out->n = wr;
     qsort(out->v, out->n, sizeof *out->v, by_rel);
 out:
-    for (size_t i = 0; i < w.nq; i++) free(w.q[i].abs);
+    for (size_t i = 0; i < w.nq; i++)
+        free(w.q[i].abs);
     free(w.q);
     free(w.ddev);
     free(w.dino);

@@ -16,8 +16,8 @@
 #define DISCOVER_MAX_FILE_BYTES ((int64_t)64 << 20)
 
 typedef struct mem_file {
-    char *rel;  /* workspace-relative with '/', e.g. "memory/2026-02-10.md" or "../notes/a.md" */
-    char *abs;  /* absolute path */
+    char *rel; /* workspace-relative with '/', e.g. "memory/2026-02-10.md" or "../notes/a.md" */
+    char *abs; /* absolute path */
     const char *source; /* "memory" */
     int64_t size, mtime_ns;
     uint64_t dev, ino; /* identity, to list a file reached twice once */

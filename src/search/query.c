@@ -29,11 +29,15 @@ static cm_rc put_token(buf *out, const char *q, const span *t, bool trigram)
         /* Drop the trailing single character: the bigrams already pin the run. */
         if (!rc) {
             size_t end = tmp.len;
-            while (end && tmp.data[end - 1] == ' ') end--;
-            while (end && tmp.data[end - 1] != ' ') end--;
-            while (end && tmp.data[end - 1] == ' ') end--;
+            while (end && tmp.data[end - 1] == ' ')
+                end--;
+            while (end && tmp.data[end - 1] != ' ')
+                end--;
+            while (end && tmp.data[end - 1] == ' ')
+                end--;
             size_t start = 0;
-            while (start < end && tmp.data[start] == ' ') start++;
+            while (start < end && tmp.data[start] == ' ')
+                start++;
             rc = buf_add(out, tmp.data + start, end - start);
         }
         buf_release(&tmp);

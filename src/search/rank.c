@@ -52,7 +52,8 @@ typedef struct tokset {
 
 static uint64_t fnv(const char *s, size_t n, uint64_t h)
 {
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
     return h;
 }
 
@@ -125,9 +126,12 @@ static double tokset_jaccard(const tokset *a, const tokset *b)
     if (a->n == 0 || b->n == 0) return 0.0;
     size_t i = 0, j = 0, inter = 0;
     while (i < a->n && j < b->n) {
-        if (a->v[i] == b->v[j]) inter++, i++, j++;
-        else if (a->v[i] < b->v[j]) i++;
-        else j++;
+        if (a->v[i] == b->v[j])
+            inter++, i++, j++;
+        else if (a->v[i] < b->v[j])
+            i++;
+        else
+            j++;
     }
     return (double)inter / (double)(a->n + b->n - inter);
 }
@@ -154,7 +158,8 @@ cm_rc rank_mmr(search_hit *v, size_t n, double lambda)
     size_t *order = malloc(n * sizeof *order);
     double *maxsim = calloc(n, sizeof *maxsim);
     if (!sets || !picked || !used || !order || !maxsim) CHECK(CM_ENOMEM);
-    for (size_t i = 0; i < n; i++) CHECK(tokset_build(v[i].text ? v[i].text : "", &sets[i]));
+    for (size_t i = 0; i < n; i++)
+        CHECK(tokset_build(v[i].text ? v[i].text : "", &sets[i]));
     for (size_t k = 0; k < n; k++) {
         size_t best = n;
         double best_val = -INFINITY;
@@ -172,10 +177,12 @@ cm_rc rank_mmr(search_hit *v, size_t n, double lambda)
         for (size_t i = 0; i < n; i++)
             if (!used[i]) maxsim[i] = CM_MAX(maxsim[i], tokset_jaccard(&sets[i], &sets[best]));
     }
-    for (size_t k = 0; k < n; k++) picked[k] = v[order[k]];
+    for (size_t k = 0; k < n; k++)
+        picked[k] = v[order[k]];
     memcpy(v, picked, n * sizeof *v);
 out:
-    for (size_t i = 0; sets && i < n; i++) free(sets[i].v);
+    for (size_t i = 0; sets && i < n; i++)
+        free(sets[i].v);
     free(sets);
     free(picked);
     free(used);

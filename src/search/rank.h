@@ -37,7 +37,8 @@ double rank_bm25_score(double rank);
 /* The decay multiplier e^(-ln2/halfLife · ageDays) for a hit: dated daily notes
  * (memory/YYYY-MM-DD.md) age from their date, MEMORY.md and other files under
  * memory/ are evergreen (1.0), anything else ages from its mtime. */
-double rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now, double half_life_days);
+double rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now,
+                             double half_life_days);
 
 /* Reorders hits by Maximal Marginal Relevance: repeatedly picks the hit with
  * the best lambda·score − (1−lambda)·max Jaccard similarity to those picked.

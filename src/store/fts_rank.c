@@ -11,7 +11,7 @@
 #include "fts_rank.h"
 
 #define K1 1.2
-#define B 0.75
+#define B  0.75
 
 typedef struct rank_data {
     int nphrase;

@@ -5,8 +5,8 @@
  *   meta(key PRIMARY KEY, value)           one JSON row, key memory_index_meta_v1
  *   files(path PRIMARY KEY, source, hash, mtime, size, problem)   problem: why the
  *                                          file is indexed imperfectly (binary, bad UTF-8), or NULL
- *   chunks(id INTEGER PRIMARY KEY, path, source, start_line, end_line, hash, model, text, updated_at)
- *   chunks_fts  fts5(text), contentless, rowid = chunks.id; holds the keyword text,
+ *   chunks(id INTEGER PRIMARY KEY, path, source, start_line, end_line, hash, model, text,
+ * updated_at) chunks_fts  fts5(text), contentless, rowid = chunks.id; holds the keyword text,
  *               ranked by cm_bm25() (fts_rank.h)
  *   vectors(chunk_id PRIMARY KEY, dims, embedding BLOB)          little-endian float32
  *   embedding_cache(provider, model, provider_key, hash, dims, embedding BLOB, updated_at)
@@ -46,18 +46,24 @@ static cm_rc map_rc(int code)
     switch (code & 0xff) {
     case SQLITE_OK:
     case SQLITE_ROW:
-    case SQLITE_DONE: return CM_OK;
-    case SQLITE_NOMEM: return CM_ENOMEM;
+    case SQLITE_DONE:
+        return CM_OK;
+    case SQLITE_NOMEM:
+        return CM_ENOMEM;
     case SQLITE_BUSY:
-    case SQLITE_LOCKED: return CM_EBUSY;
+    case SQLITE_LOCKED:
+        return CM_EBUSY;
     case SQLITE_CORRUPT:
-    case SQLITE_NOTADB: return CM_ECORRUPT;
+    case SQLITE_NOTADB:
+        return CM_ECORRUPT;
     case SQLITE_CANTOPEN:
     case SQLITE_IOERR:
     case SQLITE_READONLY:
     case SQLITE_FULL:
-    case SQLITE_PERM: return CM_EIO;
-    default: return CM_EDB;
+    case SQLITE_PERM:
+        return CM_EIO;
+    default:
+        return CM_EDB;
     }
 }
 
@@ -150,8 +156,9 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
         sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
         /* nor checkpoint on close: writers checkpoint after a sync (store_checkpoint) */
         sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-        CHECK(exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                      "PRAGMA mmap_size=268435456;",
+        CHECK(exec(s,
+                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                   "PRAGMA mmap_size=268435456;",
                    err, errlen));
     }
     sqlite3_stmt *q = NULL;
@@ -188,7 +195,8 @@ out:
 
 void store_close(store *s)
 {
-    for (size_t i = 0; i < ARRAY_LEN(s->stmts); i++) sqlite3_finalize(s->stmts[i]);
+    for (size_t i = 0; i < ARRAY_LEN(s->stmts); i++)
+        sqlite3_finalize(s->stmts[i]);
     if (s->db) sqlite3_close_v2(s->db);
     free(s->path);
     buf_release(&s->scratch);
@@ -255,7 +263,8 @@ cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
     size_t cap = 0;
     memset(out, 0, sizeof *out);
     sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, "SELECT path, hash, mtime, size FROM files ORDER BY path", -1, &q, NULL);
+    int r = sqlite3_prepare_v2(s->db, "SELECT path, hash, mtime, size FROM files ORDER BY path", -1,
+                               &q, NULL);
     while (r == SQLITE_OK || r == SQLITE_ROW) {
         r = sqlite3_step(q);
         if (r != SQLITE_ROW) break;
@@ -361,8 +370,8 @@ cm_rc store_file_replace(store *s, const char *path, const char *source, const c
         int64_t id = sqlite3_last_insert_rowid(s->db);
         CHECK(store_keyword_text(s, &s->scratch, c->text, c->len));
         sqlite3_bind_int64(ins_fts, 1, id);
-        sqlite3_bind_text(ins_fts, 2, s->scratch.data ? s->scratch.data : "",
-                          (int)s->scratch.len, SQLITE_STATIC);
+        sqlite3_bind_text(ins_fts, 2, s->scratch.data ? s->scratch.data : "", (int)s->scratch.len,
+                          SQLITE_STATIC);
         CHECK(step_done(s, ins_fts, "insert keyword entry", err, errlen));
     }
     sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
@@ -508,8 +517,10 @@ cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)
      * can be checked. */
     r = sqlite3_exec(s->db, "INSERT INTO chunks_fts(chunks_fts) VALUES('integrity-check')", NULL,
                      NULL, NULL);
-    if ((r & 0xff) == SQLITE_CORRUPT) *ok = false;
-    else if (r != SQLITE_OK) return db_fail(s, r, "keyword index check", err, errlen);
+    if ((r & 0xff) == SQLITE_CORRUPT)
+        *ok = false;
+    else if (r != SQLITE_OK)
+        return db_fail(s, r, "keyword index check", err, errlen);
     return CM_OK;
 }
 

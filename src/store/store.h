@@ -13,7 +13,7 @@
 #include "../base/buf.h"
 #include "../index/chunk.h"
 
-#define STORE_META_KEY "memory_index_meta_v1"    /* the fingerprint */
+#define STORE_META_KEY     "memory_index_meta_v1"  /* the fingerprint */
 #define STORE_PROBLEMS_KEY "clawmem_sync_problems" /* problems seen by the last sync */
 
 enum {
@@ -24,9 +24,9 @@ enum {
 typedef struct store {
     sqlite3 *db;
     char *path;
-    bool trigram; /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
+    bool trigram;           /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
     sqlite3_stmt *stmts[8]; /* prepared on first use, see store.c */
-    buf scratch; /* keyword text of one chunk */
+    buf scratch;            /* keyword text of one chunk */
 } store;
 
 typedef struct stored_file {
@@ -43,7 +43,7 @@ typedef struct fts_hit {
     int64_t id;
     char *path, *source, *text;
     int start_line, end_line;
-    double rank; /* FTS5 bm25: negative, lower is better */
+    double rank;      /* FTS5 bm25: negative, lower is better */
     int64_t mtime_ns; /* of the file */
 } fts_hit;
 

@@ -209,7 +209,8 @@ cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, l
         const char *nl = memchr(s + end, '\n', n - end);
         size_t stop = nl ? (size_t)(nl - s) + 1 : n;
         if (stop - start > TOOLS_GET_MAX_BYTES) {
-            if (taken == 0) stop = start + utf8_valid_prefix(s + start, TOOLS_GET_MAX_BYTES);
+            if (taken == 0)
+                stop = start + utf8_valid_prefix(s + start, TOOLS_GET_MAX_BYTES);
             else {
                 next_from = from + taken;
                 break;

@@ -14,7 +14,8 @@ int fuzz_chunk(const uint8_t *data, size_t size)
     if (utf8_repair(&b, (const char *)data, size) == CM_OK &&
         chunk_text(b.data ? b.data : "", b.len, tokens, tokens / 4, &l) == CM_OK) {
         int lines = 1;
-        for (size_t i = 0; i < b.len; i++) lines += b.data[i] == '\n';
+        for (size_t i = 0; i < b.len; i++)
+            lines += b.data[i] == '\n';
         for (size_t i = 0; i < l.n; i++) {
             const chunk *c = &l.v[i];
             if (c->start_line < 1 || c->end_line < c->start_line || c->end_line > lines ||
