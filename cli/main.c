@@ -108,11 +108,11 @@ static double since(const struct timespec *a)
     return (double)(t.tv_sec - a->tv_sec) + (double)(t.tv_nsec - a->tv_nsec) / 1e9;
 }
 
-static void on_progress(void *ctx, const cm_progress *p)
+static int on_progress(void *ctx, const cm_progress *p)
 {
     progress *pr = ctx;
     bool done = p->files_done == p->files_total;
-    if (!done && since(&pr->last) < 0.1) return;
+    if (!done && since(&pr->last) < 0.1) return 0;
     clock_gettime(CLOCK_MONOTONIC, &pr->last);
     double el = since(&pr->t0);
     double mb = (double)p->bytes_done / 1e6;
@@ -129,6 +129,7 @@ static void on_progress(void *ctx, const cm_progress *p)
     fprintf(stderr, "\r[%s] %zu/%zu files  %.1f MB/s  ETA %.0fs ", bar, p->files_done,
             p->files_total, rate, eta < 0 ? 0 : eta);
     pr->shown = 1;
+    return 0;
 }
 
 /* ---- commands ------------------------------------------------------------ */

@@ -31,7 +31,8 @@ typedef enum cm_rc {
     CM_ECORRUPT, /* the index file is damaged: `clawmem index --force` rebuilds it */
     CM_EPATH,    /* a memory_get path is outside the memory files */
     CM_ETOOBIG,  /* an input exceeds a documented size cap */
-    CM_ENOTFOUND /* a file or directory does not exist */
+    CM_ENOTFOUND, /* a file or directory does not exist */
+    CM_ECANCELED  /* the caller asked to stop (a progress callback returned nonzero) */
 } cm_rc;
 
 /* A static, human-readable name for rc. Never NULL. */
@@ -68,7 +69,10 @@ typedef struct cm_progress {
     uint64_t bytes_done, bytes_total;
 } cm_progress;
 
-typedef void (*cm_progress_fn)(void *ctx, const cm_progress *p);
+/* Called after each file of a sync. Return 0 to go on, nonzero to stop the
+ * sync early (it then returns CM_ECANCELED; what was committed stays, and a
+ * cancelled rebuild leaves the old index in place). */
+typedef int (*cm_progress_fn)(void *ctx, const cm_progress *p);
 
 enum {
     CM_SYNC_FORCE = 1 << 0,  /* rebuild the whole index into a new file */

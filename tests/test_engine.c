@@ -296,10 +296,11 @@ TEST(engine_corrupt_index_is_reported_and_force_recovers)
 }
 
 static int kill_after;
-static void suicide(void *ctx, const cm_progress *p)
+static int suicide(void *ctx, const cm_progress *p)
 {
     (void)ctx;
     if ((int)p->files_done >= kill_after) raise(SIGKILL);
+    return 0;
 }
 
 /* Forks a child that syncs with flags and SIGKILLs itself after k files. */

@@ -28,6 +28,8 @@ const char *cm_strerror(cm_rc rc)
         return "input too large";
     case CM_ENOTFOUND:
         return "not found";
+    case CM_ECANCELED:
+        return "cancelled";
     }
     return "unknown error";
 }

@@ -270,11 +270,14 @@ static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     return chunk_text(s, n, r->e->cfg.chunk_tokens, r->e->cfg.chunk_overlap, &r->chunks);
 }
 
-static void report(sync_run *r, const mem_file *f)
+/* Counts a file as done and asks the caller whether to go on. */
+static cm_rc report(sync_run *r, const mem_file *f, char *err, size_t errlen)
 {
     r->prog.files_done++;
     r->prog.bytes_done += (uint64_t)f->size;
-    if (r->progress) r->progress(r->pctx, &r->prog);
+    if (r->progress && r->progress(r->pctx, &r->prog))
+        return cm_seterr(err, errlen, CM_ECANCELED, "sync cancelled");
+    return CM_OK;
 }
 
 /* Writes the transient problems of this sync into the meta table. */
@@ -319,7 +322,7 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
         if (rc == CM_EIO) {
             rc = CM_OK;
             r->stats->files_skipped++;
-            report(r, f);
+            CHECK(report(r, f, err, errlen));
             continue;
         }
         CHECK(rc);
@@ -327,7 +330,7 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
                                  problem.len ? problem.data : NULL, &r->chunks, err, errlen));
         r->stats->files_indexed++;
         r->stats->chunks_written += r->chunks.n;
-        report(r, f);
+        CHECK(report(r, f, err, errlen));
     }
     CHECK(store_meta_set(&tmp, STORE_META_KEY, meta, err, errlen));
     CHECK(save_problems(&tmp, &r->problems, err, errlen));
@@ -391,7 +394,7 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         const stored_file *sf = match[i];
         if (sf && sf->size == f->size && sf->mtime_ns == f->mtime_ns) {
             r->stats->files_unchanged++;
-            report(r, f);
+            CHECK(report(r, f, err, errlen));
             continue;
         }
         char hash[SHA256_HEX_LEN + 1];
@@ -399,7 +402,7 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         if (rc == CM_EIO) { /* keep what the index has; retried next sync */
             rc = CM_OK;
             r->stats->files_skipped++;
-            report(r, f);
+            CHECK(report(r, f, err, errlen));
             continue;
         }
         CHECK(rc);
@@ -416,7 +419,7 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         if (!rc) rc = store_commit(st, err, errlen);
         if (rc) store_rollback(st);
         CHECK(rc);
-        report(r, f);
+        CHECK(report(r, f, err, errlen));
     }
     /* Files gone from disk. Unreadable files are still listed by discovery,
      * so they are not removed. */
