@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../server/mcp.h"
 #include "clawmem.h"
 
 static const char usage_main[] =
@@ -30,6 +32,10 @@ static const char usage_main[] =
     "                                 memory_search: ranked snippets with path and lines\n"
     "  get PATH [--from N] [--lines N] [--json]\n"
     "                                 memory_get: read a memory file or a line range\n"
+    "  watch [--debounce MS]          keep the index fresh as files change (until Ctrl-C)\n"
+    "  mcp [--allow-write] [--no-watch] [--debounce MS]\n"
+    "                                 MCP server on stdin/stdout: memory_search, memory_get\n"
+    "                                 (and memory_write with --allow-write)\n"
     "\n"
     "options:\n"
     "  --agent ID        agent id (default: main)\n"
@@ -62,6 +68,17 @@ static const char usage_get[] =
     "usage: clawmem get PATH [--from N] [--lines N] [--json]\n"
     "Runs memory_get: prints a memory file (workspace-relative path), or N lines from line\n"
     "--from. A file that does not exist yet prints nothing.\n";
+
+static const char usage_watch[] =
+    "usage: clawmem watch [--debounce MS] [--verbose]\n"
+    "Syncs now, then whenever memory files change (inotify, one descriptor for the whole\n"
+    "tree, debounced by sync.watchDebounceMs or --debounce), until SIGINT or SIGTERM.\n";
+static const char usage_mcp[] =
+    "usage: clawmem mcp [--allow-write] [--no-watch] [--debounce MS] [--verbose]\n"
+    "Serves the memory tools over MCP (JSON-RPC on stdin/stdout) to an agent. The index is\n"
+    "kept fresh in the background (the watcher, unless --no-watch or sync.watch is false)\n"
+    "and searches never wait for it. --allow-write adds memory_write (also config\n"
+    "clawmem.memoryWrite: true). Logs go to stderr.\n";
 
 static int verbose;
 
@@ -355,6 +372,70 @@ static int cmd_get(cm_engine *e, int argc, char **argv)
     return r;
 }
 
+static volatile int stop_flag;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+static void on_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err)
+{
+    (void)ctx;
+    if (rc) fprintf(stderr, "clawmem: sync failed: %s\n", err);
+    else if (st->files_indexed || st->files_removed || verbose)
+        fprintf(stderr, "clawmem: synced %zu files: %zu indexed, %zu removed%s\n", st->files_seen,
+                st->files_indexed, st->files_removed, st->rebuilt ? " (rebuilt)" : "");
+}
+
+/* Parses "--debounce MS" at argv[*i]; returns -1 on a bad value. */
+static int parse_debounce(int argc, char **argv, int *i, int *out)
+{
+    long v;
+    if (*i + 1 >= argc || parse_long(argv[*i + 1], 0, 3600000, &v)) return -1;
+    *out = (int)v;
+    (*i)++;
+    return 0;
+}
+
+static int cmd_watch(cm_engine *e, int argc, char **argv)
+{
+    cm_watch_opts o = {&stop_flag, -1, -1, on_sync, NULL};
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) return fputs(usage_watch, stdout), 0;
+        else if (!strcmp(argv[i], "--verbose")) verbose = 1;
+        else if (!strcmp(argv[i], "--debounce")) {
+            if (parse_debounce(argc, argv, &i, &o.debounce_ms))
+                return die("watch: --debounce needs milliseconds (0..3600000)");
+        } else return die("watch: unknown option %s (see clawmem watch --help)", argv[i]);
+    }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_stop;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    char err[1024];
+    if (cm_engine_watch(e, &o, err, sizeof err)) return die("%s", err);
+    return 0;
+}
+
+static int cmd_mcp(const cm_options *base, int argc, char **argv)
+{
+    cm_options opt = *base;
+    mcp_opts mo = {-1, -1};
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) return fputs(usage_mcp, stdout), 0;
+        else if (!strcmp(argv[i], "--verbose")) verbose = 1;
+        else if (!strcmp(argv[i], "--allow-write")) opt.allow_write = 1;
+        else if (!strcmp(argv[i], "--no-watch")) mo.watch = 0;
+        else if (!strcmp(argv[i], "--debounce")) {
+            if (parse_debounce(argc, argv, &i, &mo.debounce_ms))
+                return die("mcp: --debounce needs milliseconds (0..3600000)");
+        } else return die("mcp: unknown option %s (see clawmem mcp --help)", argv[i]);
+    }
+    return mcp_serve(&opt, &mo);
+}
+
 int main(int argc, char **argv)
 {
     cm_options opt = {0};
@@ -389,7 +470,9 @@ int main(int argc, char **argv)
                                            : !strcmp(cmd, "index")  ? cmd_index
                                            : !strcmp(cmd, "search") ? cmd_search
                                            : !strcmp(cmd, "get")    ? cmd_get
+                                           : !strcmp(cmd, "watch")  ? cmd_watch
                                                                     : NULL;
+    if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, argc - i, argv + i);
     if (!fn) return die("unknown command '%s' (see clawmem --help)", cmd);
     for (int k = i; k < argc; k++) /* --help needs no engine (and no valid config) */
         if (!strcmp(argv[k], "--help")) return fn(NULL, argc - i, argv + i);

@@ -51,6 +51,7 @@ typedef struct cm_options {
     const char *state_dir;   /* NULL: $QUANTUMCLAW_STATE_DIR or ~/.quantumclaw */
     cm_log_fn log;           /* NULL: diagnostics are dropped */
     void *log_ctx;
+    int allow_write;         /* enable memory_write (also: config clawmem.memoryWrite) */
 } cm_options;
 
 typedef struct cm_engine cm_engine;
@@ -114,6 +115,38 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
  * escaping the workspace fails with CM_EPATH and a message naming the rule. */
 cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char **json, char *err,
                     size_t errlen);
+
+/* memory_write: appends text as a new paragraph to a memory file — path
+ * NULL means today's memory/YYYY-MM-DD.md (local date of now, 0 = the current
+ * time); "MEMORY.md" the long-term file. The same path rules as memory_get.
+ * The file is rewritten through a temporary file, fsync'd and renamed into
+ * place under an exclusive lock, so readers see the old or the new file and
+ * concurrent writers never lose each other's notes. *json receives
+ * {"path","startLine","endLine","bytes"}. CM_EINVAL when writing is not
+ * enabled (cm_options.allow_write or config clawmem.memoryWrite), for empty
+ * or non-UTF-8 text, or text over 64 KiB. */
+cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t now, char **json,
+                      char *err, size_t errlen);
+
+/* Nonzero when memory_write is enabled for this engine. */
+int cm_engine_writable(const cm_engine *e);
+
+typedef struct cm_watch_opts {
+    volatile int *stop; /* set nonzero (any thread, or a signal handler) to return */
+    int wake_fd;        /* -1, or a descriptor whose readability means "look at stop now" */
+    int debounce_ms;    /* < 0: sync.watchDebounceMs (1500) */
+    /* After each sync: its result (err is "" on success). May be NULL. */
+    void (*on_sync)(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err);
+    void *ctx;
+} cm_watch_opts;
+
+/* Keeps the index fresh until *stop: syncs now, then after changes to the
+ * memory files (inotify on one descriptor, debounced), after lost events, on
+ * sync.intervalMinutes, and every 10 s when the kernel's watch limit was
+ * reached. Never rebuilds unless the fingerprint changed. A sync that fails
+ * (another writer, an unreadable file) is reported through on_sync and
+ * retried on the next change. Blocks; returns CM_OK when stopped. */
+cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t errlen);
 
 /* status as JSON (workspace, index path, files, chunks, provider, problems).
  * deep also checks the index's integrity and counts files that need a sync. */

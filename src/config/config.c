@@ -484,6 +484,27 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
             cfg->citations = s[1] == 'u' ? CM_CITE_AUTO : s[1] == 'n' ? CM_CITE_ON : CM_CITE_OFF;
         }
     }
+    json_t *ours = NULL;
+    CHECK(get_obj(&c, root, "clawmem", "clawmem", &ours));
+    if (ours) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(ours, k, v)
+        {
+            char path[256];
+            snprintf(path, sizeof path, "clawmem.%.200s", k);
+            if (strcmp(k, "memoryWrite") != 0) {
+                int line = 0, col = 0;
+                json5_where(&doc, ours, k, 0, &line, &col);
+                cm_logf(lg, CM_LOG_WARN, "%s:%d:%d: unknown key %s (ignored)", name, line, col,
+                        path);
+            } else if (!json_is_boolean(v)) {
+                CHECK(bad(&c, ours, k, path, "expected true or false"));
+            } else {
+                cfg->memory_write = json_is_true(v);
+            }
+        }
+    }
     CHECK(resolve_paths(cfg, args, err, errlen));
     finish(cfg);
     if (!cfg->provider || !cfg->fts_tokenizer || !cfg->backend || !cfg->sources.n) CHECK(CM_ENOMEM);

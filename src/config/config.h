@@ -53,6 +53,9 @@ typedef struct cm_config {
     /* memory.* */
     char *backend; /* "builtin" or "qmd" */
     cm_citations citations;
+
+    /* clawmem.* (clawmem's own section) */
+    bool memory_write; /* the memory_write tool is enabled */
 } cm_config;
 
 typedef struct cm_config_args {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 #include "../config/config.h"
 #include "../index/chunk.h"
 #include "../index/discover.h"
+#include "../index/watch.h"
 #include "../search/query.h"
 #include "../search/rank.h"
 #include "../store/store.h"
@@ -41,6 +43,7 @@ struct cm_engine {
     dev_t st_dev; /* identity of the index file the connection has open */
     ino_t st_ino;
     int busy_ms;
+    bool allow_write;
     char provider[32], model[64];
     char *provider_note; /* why the effective provider differs from the requested one */
 };
@@ -65,6 +68,7 @@ cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t e
     e->lg.fn = opt->log;
     e->lg.ctx = opt->log_ctx;
     e->busy_ms = busy_ms_from_env();
+    e->allow_write = opt->allow_write != 0;
     cm_config_args args = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(config_load(&args, &e->lg, &e->cfg, err, errlen));
     store_remove_leftovers(e->cfg.store_path); /* of rebuilds whose process died */
@@ -611,6 +615,100 @@ cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char 
     return CM_OK;
 }
 
+int cm_engine_writable(const cm_engine *e)
+{
+    return e->allow_write || e->cfg.memory_write;
+}
+
+cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t now, char **json,
+                      char *err, size_t errlen)
+{
+    *json = NULL;
+    if (!cm_engine_writable(e))
+        return cm_seterr(err, errlen, CM_EINVAL,
+                         "memory_write is disabled (enable it with clawmem.memoryWrite: true "
+                         "in the config, or --allow-write)");
+    buf out = BUF_INIT;
+    cm_rc rc = tools_write(&e->cfg, path, text, now, &out, err, errlen);
+    if (rc) {
+        buf_release(&out);
+        return rc;
+    }
+    *json = buf_detach(&out);
+    return CM_OK;
+}
+
+/* ---- watch ------------------------------------------------------------- */
+
+#define WATCH_DEGRADED_RESCAN_MS 10000
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int stop_requested(void *ctx, const cm_progress *p)
+{
+    (void)p;
+    const cm_watch_opts *o = ctx;
+    return o->stop && *o->stop;
+}
+
+cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    watcher *w = NULL;
+    cm_watch_opts o = *opts;
+    int debounce = o.debounce_ms >= 0 ? o.debounce_ms : e->cfg.watch_debounce_ms;
+    int64_t interval = (int64_t)(e->cfg.sync_interval_minutes * 60000.0);
+    CHECK(watcher_open(&e->cfg, &e->lg, &w, err, errlen));
+    int64_t due = now_ms(); /* sync on start */
+    int64_t first_change = -1, last_sync = 0;
+    while (!(o.stop && *o.stop)) {
+        int64_t t = now_ms();
+        if (due >= 0 && t >= due) {
+            cm_sync_stats st;
+            char msg[1024] = "";
+            cm_rc r = cm_engine_sync(e, CM_SYNC_NOWAIT, stop_requested, &o, &st, msg, sizeof msg);
+            if (r == CM_ECANCELED) break;
+            if (o.on_sync) o.on_sync(o.ctx, r, &st, r ? msg : "");
+            if (r) cm_logf(&e->lg, CM_LOG_WARN, "sync: %s", msg);
+            /* another writer: try again after a debounce period */
+            due = r == CM_EBUSY ? t + CM_MAX(debounce, 200) : -1;
+            first_change = -1;
+            last_sync = now_ms();
+            continue;
+        }
+        /* When to wake up next: a pending sync, the interval, the degraded rescan. */
+        int64_t next = due;
+        if (interval > 0 && (next < 0 || last_sync + interval < next)) next = last_sync + interval;
+        if (watcher_degraded(w) &&
+            (next < 0 || last_sync + WATCH_DEGRADED_RESCAN_MS < next))
+            next = last_sync + WATCH_DEGRADED_RESCAN_MS;
+        int timeout = next < 0 ? -1 : (int)CM_MAX(0, CM_MIN(next - t, 3600000));
+        struct pollfd p[2] = {{watcher_fd(w), POLLIN, 0}, {o.wake_fd, POLLIN, 0}};
+        int n = poll(p, o.wake_fd >= 0 ? 2 : 1, timeout);
+        if (n < 0 && errno != EINTR) FAIL(CM_EIO, "poll: %s", strerror(errno));
+        t = now_ms();
+        if (n > 0 && (p[0].revents & POLLIN)) {
+            unsigned what = watcher_read(w);
+            if (what & WATCH_OVERFLOW)
+                cm_logf(&e->lg, CM_LOG_INFO, "inotify queue overflowed; rescanning everything");
+            if (what & WATCH_CHANGED) {
+                /* Debounce: wait for quiet, but never longer than 10 periods. */
+                if (first_change < 0) first_change = t;
+                due = CM_MIN(t + debounce, first_change + 10 * (int64_t)CM_MAX(debounce, 1));
+            }
+        }
+        if (next >= 0 && t >= next && due < 0) due = t; /* interval or degraded rescan */
+    }
+out:
+    watcher_free(w);
+    return rc;
+}
+
 /* ---- status ------------------------------------------------------------ */
 
 static cm_rc add_kv_str(buf *b, const char *k, const char *v)
@@ -683,6 +781,10 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     }
     CHECK(buf_addc(&b, ']'));
     CHECK(add_kv_str(&b, "citations", tools_citations_name(c->citations)));
+    CHECK(buf_printf(&b, ",\"sync\":{\"watch\":%s,\"watchDebounceMs\":%d,\"intervalMinutes\":%g}",
+                     c->sync_watch ? "true" : "false", c->watch_debounce_ms,
+                     c->sync_interval_minutes));
+    CHECK(buf_printf(&b, ",\"memoryWrite\":%s", cm_engine_writable(e) ? "true" : "false"));
     CHECK(add_kv_str(&b, "indexPath", c->store_path));
     rc = ensure_store(e, msg, sizeof msg);
     if (rc == CM_ENOMEM) CHECK(rc);

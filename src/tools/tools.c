@@ -5,8 +5,12 @@
  * path under the resolved root, which rules out a symbolic link on the way.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../base/fs.h"
 #include "../base/utf8.h"
@@ -133,7 +137,7 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
                          size_t errlen)
 {
     cm_rc rc = CM_OK;
-    char *rel = NULL;
+    char *rel = NULL, *orig = NULL;
     buf cand = BUF_INIT, root = BUF_INIT;
     if (len == 0) FAIL(CM_EPATH, "path is empty");
     if (memchr(path, 0, len)) FAIL(CM_EPATH, "path contains a NUL byte");
@@ -144,17 +148,17 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
     if (len < 3 || memcmp(path + len - 3, ".md", 3) != 0)
         FAIL(CM_EPATH, "%.*s: only Markdown (.md) memory files can be read", (int)CM_MIN(len, 200),
              path);
-    if (!(rel = cm_strndup(path, len))) CHECK(CM_ENOMEM);
+    if (!(rel = cm_strndup(path, len)) || !(orig = cm_strndup(path, len))) CHECK(CM_ENOMEM);
     bool climbs = !fs_normalise(rel);
     if (!climbs && (strcmp(rel, "MEMORY.md") == 0 || strcmp(rel, "memory.md") == 0 ||
                     strncmp(rel, "memory/", 7) == 0)) {
         CHECK(fs_join(abs, cfg->workspace, rel));
-        CHECK(check_physical(abs->data, err, errlen, rel));
+        CHECK(check_physical(abs->data, err, errlen, orig));
         goto out;
     }
     /* Otherwise it must lie inside one of the extraPaths. */
-    CHECK(fs_join(&cand, cfg->workspace, path));
-    if (!fs_normalise(cand.data)) FAIL(CM_EPATH, "%s: escapes the file system root", rel);
+    CHECK(fs_join(&cand, cfg->workspace, orig));
+    if (!fs_normalise(cand.data)) FAIL(CM_EPATH, "%s: escapes the file system root", orig);
     cand.len = strlen(cand.data);
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
         char *x = fs_expand_home(cfg->extra_paths.v[i]);
@@ -166,14 +170,15 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
         if (!fs_normalise(root.data)) continue;
         if (under(cand.data, root.data)) {
             CHECK(buf_add(abs, cand.data, cand.len));
-            CHECK(check_physical(abs->data, err, errlen, rel));
+            CHECK(check_physical(abs->data, err, errlen, orig));
             goto out;
         }
     }
-    if (climbs) FAIL(CM_EPATH, "%s: '..' leaves the workspace", rel);
-    FAIL(CM_EPATH, "%s: not a memory file (allowed: MEMORY.md, memory/**/*.md, extraPaths)", rel);
+    if (climbs) FAIL(CM_EPATH, "%s: '..' leaves the workspace", orig);
+    FAIL(CM_EPATH, "%s: not a memory file (allowed: MEMORY.md, memory/**/*.md, extraPaths)", orig);
 out:
     free(rel);
+    free(orig);
     buf_release(&cand);
     buf_release(&root);
     return rc;
@@ -239,5 +244,109 @@ out:
     buf_release(&abs);
     buf_release(&text);
     buf_release(&clean);
+    return rc;
+}
+
+/* Opens path for writing, creating it, and takes its lock; loops when another
+ * writer replaced the file (rename) between our open and our lock. */
+static int open_locked(const char *path, char *err, size_t errlen)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            cm_seterr(err, errlen, CM_EIO, "%s: %s", path, strerror(errno));
+            return -1;
+        }
+        struct stat a, b;
+        if (flock(fd, LOCK_EX) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
+            a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+            return fd;
+        close(fd); /* replaced meanwhile: lock the new file */
+    }
+    cm_seterr(err, errlen, CM_EBUSY, "%s: could not lock it (too many concurrent writers)", path);
+    return -1;
+}
+
+static int count_lines(const char *s, size_t n)
+{
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) lines += s[i] == '\n';
+    return lines;
+}
+
+cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int64_t now, buf *out,
+                  char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf abs = BUF_INIT, old = BUF_INIT, tmp = BUF_INIT, rel = BUF_INIT;
+    char *dir = NULL;
+    int fd = -1, tfd = -1;
+    size_t tl = text ? strlen(text) : 0;
+    while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r' || text[tl - 1] == ' ')) tl--;
+    if (tl == 0) FAIL(CM_EINVAL, "memory_write: text is empty");
+    if (tl > TOOLS_WRITE_MAX_BYTES)
+        FAIL(CM_EINVAL, "memory_write: text is %zu bytes, over the %u-byte cap", tl,
+             TOOLS_WRITE_MAX_BYTES);
+    if (utf8_valid_prefix(text, tl) != tl) FAIL(CM_EINVAL, "memory_write: text is not valid UTF-8");
+    if (path && *path) {
+        CHECK(buf_adds(&rel, path));
+    } else {
+        time_t t = now ? (time_t)now : time(NULL);
+        struct tm tm;
+        localtime_r(&t, &tm);
+        CHECK(buf_printf(&rel, "memory/%04d-%02d-%02d.md", tm.tm_year + 1900, tm.tm_mon + 1,
+                         tm.tm_mday));
+    }
+    CHECK(tools_resolve_path(cfg, rel.data, rel.len, &abs, err, errlen));
+    if (!(dir = fs_dirname(abs.data))) CHECK(CM_ENOMEM);
+    CHECK(fs_mkdirs(dir, err, errlen));
+    /* Check again now that the directories exist: none may be a symbolic link. */
+    CHECK(tools_resolve_path(cfg, rel.data, rel.len, &tmp, err, errlen));
+    buf_reset(&tmp);
+    if ((fd = open_locked(abs.data, err, errlen)) < 0) {
+        rc = CM_EIO;
+        goto out;
+    }
+    CHECK(fs_read_file(abs.data, 1u << 30, &old, err, errlen));
+    /* The note becomes a paragraph of its own. */
+    const char *sep = old.len == 0 ? "" : old.data[old.len - 1] == '\n' ? "\n" : "\n\n";
+    int start = count_lines(old.data ? old.data : "", old.len) + (int)strlen(sep) + 1;
+    CHECK(buf_printf(&tmp, "%s/.%s.clawmem-%ld.tmp", dir, strrchr(abs.data, '/') + 1,
+                     (long)getpid()));
+    tfd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (tfd < 0) FAIL(CM_EIO, "%s: %s", tmp.data, strerror(errno));
+    buf all = BUF_INIT;
+    rc = buf_add(&all, old.data ? old.data : "", old.len);
+    if (!rc) rc = buf_adds(&all, sep);
+    if (!rc) rc = buf_add(&all, text, tl);
+    if (!rc) rc = buf_addc(&all, '\n');
+    for (size_t off = 0; !rc && off < all.len;) {
+        ssize_t w = write(tfd, all.data + off, all.len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) rc = cm_seterr(err, errlen, CM_EIO, "%s: %s", tmp.data, strerror(errno));
+        else off += (size_t)w;
+    }
+    buf_release(&all);
+    CHECK(rc);
+    if (fsync(tfd) < 0) FAIL(CM_EIO, "%s: %s", tmp.data, strerror(errno));
+    close(tfd);
+    tfd = -1;
+    if (rename(tmp.data, abs.data) < 0) FAIL(CM_EIO, "rename %s: %s", tmp.data, strerror(errno));
+    fs_sync_dir(abs.data);
+    int end = start + count_lines(text, tl);
+    CHECK(buf_adds(out, "{\"path\":"));
+    CHECK(buf_add_json_str(out, rel.data, rel.len));
+    CHECK(buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"bytes\":%zu}", start, end, tl + 1));
+out:
+    if (tfd >= 0) {
+        close(tfd);
+        unlink(tmp.data);
+    }
+    if (fd >= 0) close(fd); /* releases the lock */
+    free(dir);
+    buf_release(&abs);
+    buf_release(&old);
+    buf_release(&tmp);
+    buf_release(&rel);
     return rc;
 }

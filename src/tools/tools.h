@@ -37,6 +37,17 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
 cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long lines, buf *out,
                 char *err, size_t errlen);
 
+/* memory_write notes are at most this many bytes. */
+#define TOOLS_WRITE_MAX_BYTES (64u << 10)
+
+/* memory_write: appends text (a new paragraph) to the memory file path
+ * (path NULL: memory/YYYY-MM-DD.md for the local date of now) and appends
+ * {"path","startLine","endLine","bytes"} to out. Atomic (temporary file,
+ * fsync, rename, fsync of the directory) under an flock of the target that
+ * is re-checked after each rename, so concurrent writers serialise. */
+cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int64_t now, buf *out,
+                  char *err, size_t errlen);
+
 /* The citation "path#L12" or "path#L12-L30". */
 cm_rc tools_citation(buf *out, const char *path, int start_line, int end_line);
 
