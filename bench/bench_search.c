@@ -56,7 +56,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: bench_search WORKSPACE STATE_DIR QUERIES_FILE CHANGED_LIST\n");
         return 1;
     }
-    cm_options o = {NULL, argv[1], NULL, argv[2], NULL, NULL}; /* no config file: defaults */
+    cm_options o = {NULL, argv[1], NULL, argv[2], NULL, NULL, 0}; /* no config file: defaults */
     unsetenv("QUANTUMCLAW_CONFIG_PATH");
     char err[1024];
     cm_engine *e = NULL;

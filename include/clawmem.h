@@ -133,7 +133,8 @@ int cm_engine_writable(const cm_engine *e);
 
 typedef struct cm_watch_opts {
     volatile int *stop; /* set nonzero (any thread, or a signal handler) to return */
-    int wake_fd;        /* -1, or a descriptor whose readability means "look at stop now" */
+    int wake_fd;        /* a descriptor whose readability means "look at stop now", or -1:
+                           then stop is looked at every 250 ms (and on signals) */
     int debounce_ms;    /* < 0: sync.watchDebounceMs (1500) */
     /* After each sync: its result (err is "" on success). May be NULL. */
     void (*on_sync)(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err);

@@ -250,7 +250,7 @@ static int initialize(json_t *id, json_t *params)
 static int handle(server *s, const char *line, size_t n)
 {
     json_error_t je;
-    json_t *msg = json_loadb(line, n, 0, &je);
+    json_t *msg = json_loadb(line, n, JSON_ALLOW_NUL, &je);
     if (!msg) {
         char m[256];
         snprintf(m, sizeof m, "Parse error: %s", je.text);

@@ -5,7 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <dirent.h>
 #include <poll.h>
+#include <signal.h>
+#include <time.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -160,4 +163,118 @@ void run_result_release(run_result *r)
     free(r->out);
     free(r->err);
     r->out = r->err = NULL;
+}
+
+void proc_start(proc *p, const char *const *env, const char *const *args)
+{
+    const char *bin = getenv("CLAWMEM_BIN");
+    if (!bin) bin = "build/clawmem";
+    char *argv[64];
+    size_t argc = 0;
+    argv[argc++] = (char *)bin;
+    for (size_t i = 0; args[i] && argc < 63; i++) argv[argc++] = (char *)args[i];
+    argv[argc] = NULL;
+    char *envp[256];
+    size_t ne = 0;
+    for (char **e = environ; *e && ne < 200; e++) envp[ne++] = *e;
+    for (size_t i = 0; env && env[i] && ne < 255; i++) envp[ne++] = (char *)env[i];
+    envp[ne] = NULL;
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) abort();
+    char *d = tmp_dir();
+    snprintf(p->errpath, sizeof p->errpath, "%s/stderr", d);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, p->errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    pid_t pid;
+    if (posix_spawn(&pid, bin, &fa, NULL, argv, envp) != 0) abort();
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    close(out[1]);
+    p->pid = pid;
+    p->in = in[1];
+    p->out = out[0];
+    buf_init(&p->pending, 0);
+}
+
+void proc_send(proc *p, const char *s)
+{
+    size_t n = strlen(s), off = 0;
+    while (off < n) {
+        ssize_t w = write(p->in, s + off, n - off);
+        if (w <= 0) return;
+        off += (size_t)w;
+    }
+    if (write(p->in, "\n", 1) != 1) return;
+}
+
+char *proc_line(proc *p, int timeout_ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        char *nl = p->pending.len ? memchr(p->pending.data, '\n', p->pending.len) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - p->pending.data);
+            char *line = cm_strndup(p->pending.data, n);
+            memmove(p->pending.data, nl + 1, p->pending.len - n - 1);
+            p->pending.len -= n + 1;
+            p->pending.data[p->pending.len] = 0;
+            return line;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long left = timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0) return NULL;
+        struct pollfd pf = {p->out, POLLIN, 0};
+        if (poll(&pf, 1, (int)left) <= 0) continue;
+        char tmp[65536];
+        ssize_t r = read(p->out, tmp, sizeof tmp);
+        if (r <= 0) return NULL;
+        buf_add(&p->pending, tmp, (size_t)r);
+    }
+}
+
+int proc_stop(proc *p, int sig, int timeout_ms)
+{
+    if (sig) kill(p->pid, sig);
+    else close(p->in), p->in = -1;
+    int st = 0, waited = 0;
+    while (waitpid(p->pid, &st, WNOHANG) == 0) {
+        if (waited >= timeout_ms) {
+            kill(p->pid, SIGKILL);
+            waitpid(p->pid, &st, 0);
+            st = -1;
+            break;
+        }
+        usleep(10000);
+        waited += 10;
+    }
+    if (p->in >= 0) close(p->in);
+    close(p->out);
+    buf_release(&p->pending);
+    if (st == -1) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+char *proc_stderr(const proc *p)
+{
+    buf b = BUF_INIT;
+    char err[256];
+    fs_read_file(p->errpath, 1 << 24, &b, err, sizeof err);
+    return buf_detach(&b);
+}
+
+int count_fds(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, pid ? "/proc/%d/fd" : "/proc/self/fd", pid);
+    DIR *d = opendir(path);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (de->d_name[0] != '.') n++;
+    if (d) closedir(d);
+    return n - (pid ? 0 : 1); /* not counting opendir's own descriptor */
 }

@@ -92,4 +92,26 @@ typedef struct run_result {
 run_result run_clawmem(const char *const *env, const char *const *args);
 void run_result_release(run_result *r);
 
+/* A running clawmem with pipes to its stdin and stdout (stderr is kept in a
+ * file), for the MCP and watch tests. */
+typedef struct proc {
+    int pid, in, out;
+    buf pending; /* stdout bytes not yet returned as lines */
+    char errpath[4096];
+} proc;
+
+void proc_start(proc *p, const char *const *env, const char *const *args);
+/* Writes s plus a newline. */
+void proc_send(proc *p, const char *s);
+/* The next stdout line (malloc'd), or NULL after timeout_ms or at EOF. */
+char *proc_line(proc *p, int timeout_ms);
+/* Closes stdin (or sends sig when nonzero) and waits up to timeout_ms for the
+ * exit; returns the exit status (128+signal), or -1 if it had to be killed. */
+int proc_stop(proc *p, int sig, int timeout_ms);
+/* What the process wrote to stderr so far (malloc'd). */
+char *proc_stderr(const proc *p);
+
+/* Number of open descriptors of process pid (0: this process). */
+int count_fds(int pid);
+
 #endif

@@ -31,7 +31,7 @@ static void env_init(env *e)
 
 static cm_engine *open_engine(const env *e)
 {
-    cm_options o = {NULL, e->ws, e->cfg, e->state, NULL, NULL};
+    cm_options o = {NULL, e->ws, e->cfg, e->state, NULL, NULL, 0};
     cm_engine *eng = NULL;
     char err[512];
     if (cm_engine_open(&o, &eng, err, sizeof err) != CM_OK) {

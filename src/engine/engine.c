@@ -688,6 +688,8 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
             (next < 0 || last_sync + WATCH_DEGRADED_RESCAN_MS < next))
             next = last_sync + WATCH_DEGRADED_RESCAN_MS;
         int timeout = next < 0 ? -1 : (int)CM_MAX(0, CM_MIN(next - t, 3600000));
+        /* Without a wake descriptor, look at *stop at least every 250 ms. */
+        if (o.wake_fd < 0 && (timeout < 0 || timeout > 250)) timeout = 250;
         struct pollfd p[2] = {{watcher_fd(w), POLLIN, 0}, {o.wake_fd, POLLIN, 0}};
         int n = poll(p, o.wake_fd >= 0 ? 2 : 1, timeout);
         if (n < 0 && errno != EINTR) FAIL(CM_EIO, "poll: %s", strerror(errno));

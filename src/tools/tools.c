@@ -247,26 +247,6 @@ out:
     return rc;
 }
 
-/* Opens path for writing, creating it, and takes its lock; loops when another
- * writer replaced the file (rename) between our open and our lock. */
-static int open_locked(const char *path, char *err, size_t errlen)
-{
-    for (int tries = 0; tries < 100; tries++) {
-        int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            cm_seterr(err, errlen, CM_EIO, "%s: %s", path, strerror(errno));
-            return -1;
-        }
-        struct stat a, b;
-        if (flock(fd, LOCK_EX) == 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
-            a.st_ino == b.st_ino && a.st_dev == b.st_dev)
-            return fd;
-        close(fd); /* replaced meanwhile: lock the new file */
-    }
-    cm_seterr(err, errlen, CM_EBUSY, "%s: could not lock it (too many concurrent writers)", path);
-    return -1;
-}
-
 static int count_lines(const char *s, size_t n)
 {
     int lines = 0;
@@ -303,11 +283,13 @@ cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int6
     /* Check again now that the directories exist: none may be a symbolic link. */
     CHECK(tools_resolve_path(cfg, rel.data, rel.len, &tmp, err, errlen));
     buf_reset(&tmp);
-    if ((fd = open_locked(abs.data, err, errlen)) < 0) {
-        rc = CM_EIO;
-        goto out;
-    }
-    CHECK(fs_read_file(abs.data, 1u << 30, &old, err, errlen));
+    /* Writers serialise on the directory (its inode, unlike the file's, is
+     * not replaced by the rename). */
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || flock(fd, LOCK_EX) < 0) FAIL(CM_EIO, "lock %s: %s", dir, strerror(errno));
+    rc = fs_read_file(abs.data, 1u << 30, &old, err, errlen);
+    if (rc == CM_ENOTFOUND) rc = CM_OK; /* a new file */
+    CHECK(rc);
     /* The note becomes a paragraph of its own. */
     const char *sep = old.len == 0 ? "" : old.data[old.len - 1] == '\n' ? "\n" : "\n\n";
     int start = count_lines(old.data ? old.data : "", old.len) + (int)strlen(sep) + 1;
@@ -332,7 +314,7 @@ cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int6
     close(tfd);
     tfd = -1;
     if (rename(tmp.data, abs.data) < 0) FAIL(CM_EIO, "rename %s: %s", tmp.data, strerror(errno));
-    fs_sync_dir(abs.data);
+    fsync(fd); /* the directory: the rename is durable */
     int end = start + count_lines(text, tl);
     CHECK(buf_adds(out, "{\"path\":"));
     CHECK(buf_add_json_str(out, rel.data, rel.len));
@@ -342,7 +324,7 @@ out:
         close(tfd);
         unlink(tmp.data);
     }
-    if (fd >= 0) close(fd); /* releases the lock */
+    if (fd >= 0) close(fd); /* releases the directory lock */
     free(dir);
     buf_release(&abs);
     buf_release(&old);

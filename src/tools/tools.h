@@ -43,8 +43,8 @@ cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, l
 /* memory_write: appends text (a new paragraph) to the memory file path
  * (path NULL: memory/YYYY-MM-DD.md for the local date of now) and appends
  * {"path","startLine","endLine","bytes"} to out. Atomic (temporary file,
- * fsync, rename, fsync of the directory) under an flock of the target that
- * is re-checked after each rename, so concurrent writers serialise. */
+ * fsync, rename, fsync of the directory) under an flock of the file's
+ * directory, so concurrent writers, threads or processes, serialise. */
 cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int64_t now, buf *out,
                   char *err, size_t errlen);
 
