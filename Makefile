@@ -35,12 +35,15 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps demo test asan bench fuzz format clean
+.PHONY: all deps node-deps demo test asan bench fuzz format clean
 
 all: deps $(BUILD)/clawmem $(BUILD)/libclawmem.a
 
 deps:
 	@scripts/install-deps.sh
+
+node-deps:
+	@scripts/install-node-deps.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -68,7 +71,7 @@ demo: all
 	$(DEMO) search "検索 インデックス" --max-results 2
 	$(DEMO) get MEMORY.md --from 1 --lines 12
 
-test: all $(BUILD)/test_runner
+test: all node-deps $(BUILD)/test_runner
 	CLAWMEM_BIN=$(BUILD)/clawmem $(BUILD)/test_runner $(TESTS)
 
 asan:

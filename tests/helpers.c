@@ -103,14 +103,24 @@ static void drain(int fd, buf *b)
 
 run_result run_clawmem(const char *const *env, const char *const *args)
 {
-    run_result res = {-1, NULL, NULL};
     const char *bin = getenv("CLAWMEM_BIN");
-    if (!bin) bin = "build/clawmem";
+    const char *argv[64];
+    size_t argc = 0;
+    argv[argc++] = bin ? bin : "build/clawmem";
+    for (size_t i = 0; args[i] && argc < 63; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    return run_cmd(env, argv);
+}
+
+run_result run_cmd(const char *const *env, const char *const *cmd)
+{
+    run_result res = {-1, NULL, NULL};
+    const char *bin = cmd[0];
     char *argv[64];
     size_t argc = 0;
-    argv[argc++] = (char *)bin;
-    for (size_t i = 0; args[i] && argc < 63; i++)
-        argv[argc++] = (char *)args[i];
+    for (size_t i = 0; cmd[i] && argc < 63; i++)
+        argv[argc++] = (char *)cmd[i];
     argv[argc] = NULL;
     char *envp[256];
     size_t ne = 0;
@@ -127,7 +137,7 @@ run_result run_clawmem(const char *const *env, const char *const *args)
     posix_spawn_file_actions_adddup2(&fa, err[1], 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid;
-    if (posix_spawn(&pid, bin, &fa, NULL, argv, envp) != 0) {
+    if (posix_spawnp(&pid, bin, &fa, NULL, argv, envp) != 0) {
         perror("posix_spawn");
         abort();
     }
@@ -189,7 +199,7 @@ void proc_start(proc *p, const char *const *env, const char *const *args)
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     posix_spawn_file_actions_addopen(&fa, 2, p->errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     pid_t pid;
-    if (posix_spawn(&pid, bin, &fa, NULL, argv, envp) != 0) abort();
+    if (posix_spawnp(&pid, bin, &fa, NULL, argv, envp) != 0) abort();
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     close(out[1]);

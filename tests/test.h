@@ -90,6 +90,8 @@ typedef struct run_result {
 /* Runs build/clawmem (or $CLAWMEM_BIN) with args (NULL-terminated) and env
  * additions ("K=V", NULL-terminated, may be NULL), capturing stdout/stderr. */
 run_result run_clawmem(const char *const *env, const char *const *args);
+/* Runs any command (argv, NULL-terminated; looked up in $PATH) the same way. */
+run_result run_cmd(const char *const *env, const char *const *argv);
 void run_result_release(run_result *r);
 
 /* A running clawmem with pipes to its stdin and stdout (stderr is kept in a

@@ -234,3 +234,19 @@ TEST(mcp_memory_write)
     EXPECT_STR(b.data, "# Facts\n\n- The dog is called Biscuit.\n\nPrefers oat milk.\n");
     buf_release(&b);
 }
+
+TEST(mcp_official_sdk_client)
+{
+    /* The official TypeScript SDK client (tests/mcp, installed by
+     * scripts/install-node-deps.sh) connects, lists, calls and validates. */
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
+    const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
+    const char *argv[] = {"node", "tests/mcp/sdk_client.mjs", bin, path_in(d, "ws"),
+                          path_in(d, "state"), NULL};
+    run_result r = run_cmd(NULL, argv);
+    if (r.status != 0)
+        test_fail(__FILE__, __LINE__, "sdk client (exit %d):\n%s%s", r.status, r.out, r.err);
+    EXPECT_CONTAINS(r.out, "sdk checks passed");
+    run_result_release(&r);
+}

@@ -57,7 +57,7 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, rank_dat
     for (int i = 0; rc == SQLITE_OK && i < d->nphrase; i++) {
         sqlite3_int64 n = 0;
         rc = api->xQueryPhrase(fts, i, &n, count_row);
-        double N = (double)nrow;
+        double N = (double)(nrow > FTS_RANK_MIN_ROWS ? nrow : FTS_RANK_MIN_ROWS);
         d->idf[i] = log(1.0 + (N - (double)n + 0.5) / ((double)n + 0.5));
     }
     if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, d, rank_data_free);

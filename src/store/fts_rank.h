@@ -5,13 +5,18 @@
  * rows to 1e-6, so in a small workspace (a handful of notes) a perfectly good
  * match scores ~0 and falls under minScore. cm_bm25() uses the IDF of Lucene
  * and Anserini, ln(1 + (N − n + 0.5)/(n + 0.5)), which is positive for every
- * term and nearly equal to FTS5's for rare terms; k1 = 1.2, b = 0.75. Like
- * bm25() it returns the negated score, so ORDER BY rank puts the best first.
+ * term and nearly equal to FTS5's for rare terms; k1 = 1.2, b = 0.75. An
+ * index of fewer than FTS_RANK_MIN_ROWS chunks is scored as if it had that
+ * many, the missing ones without the term (a prior): otherwise every term of
+ * a one-note workspace is "common" and no match clears minScore. Like bm25()
+ * it returns the negated score, so ORDER BY rank puts the best first.
  */
 #ifndef CM_FTS_RANK_H
 #define CM_FTS_RANK_H
 
 #include <sqlite3.h>
+
+#define FTS_RANK_MIN_ROWS 100
 
 /* Registers cm_bm25() on db. Returns an SQLite result code. */
 int fts_rank_register(sqlite3 *db);
