@@ -77,7 +77,7 @@ test: all node-deps $(BUILD)/test_runner
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-bench: all $(BUILD)/bench_search
+bench: all node-deps $(BUILD)/bench_search
 	bench/run.sh
 
 fuzz: deps
