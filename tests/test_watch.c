@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
+#include "../src/index/watch.h"
 #include "test.h"
 
 typedef struct ws {
@@ -148,8 +149,8 @@ TEST(watch_many_processes_one_index)
     }
     const char *wargs[] = {"--workspace", w.ws, "--state-dir", w.state, "--config", w.cfg, "watch",
                            "--debounce", "10", NULL};
-    proc watcher;
-    proc_start(&watcher, NULL, wargs);
+    proc wproc;
+    proc_start(&wproc, NULL, wargs);
     int failures = 0;
     char failure[4096] = "";
     pid_t kids[6];
@@ -182,8 +183,8 @@ TEST(watch_many_processes_one_index)
         waitpid(kids[k], &st, 0);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) failures++;
     }
-    int wst = proc_stop(&watcher, SIGTERM, 10000);
-    char *werr = proc_stderr(&watcher);
+    int wst = proc_stop(&wproc, SIGTERM, 10000);
+    char *werr = proc_stderr(&wproc);
     if (strstr(werr, "locked")) snprintf(failure, sizeof failure, "%s", werr);
     free(werr);
     EXPECT_INT(failures, 0);
@@ -366,4 +367,49 @@ TEST(watch_sigkill_at_random_points)
     e = open_w(&w, 0);
     EXPECT_INT(count_hits(e, "beta"), 100); /* maxResults of count_hits */
     cm_engine_free(e);
+}
+
+static unsigned settle(watcher *w)
+{
+    unsigned what = 0;
+    for (int i = 0; i < 20; i++) { /* events arrive promptly; give them 200 ms */
+        usleep(10000);
+        what |= watcher_read(w);
+    }
+    return what;
+}
+
+TEST(watch_watcher_events)
+{
+    ws wk;
+    ws_init(&wk, NULL);
+    write_file(wk.ws, "memory/a/x.md", "x\n");
+    write_file(wk.ws, "memory/b/y.md", "y\n");
+    write_file(wk.dir, "team/plan.md", "plan\n");
+    cm_config c = {0};
+    c.workspace = wk.ws;
+    char *extra[] = {(char *)"../team/plan.md"};
+    c.extra_paths.v = extra;
+    c.extra_paths.n = 1;
+    watcher *w = NULL;
+    char err[256];
+    EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+    EXPECT_INT(watcher_count(w), 5); /* workspace, memory, a, b, team */
+    EXPECT(!watcher_degraded(w));
+    EXPECT_INT(settle(w), 0);
+    write_file(wk.ws, "memory/a/notes.txt", "not markdown\n");
+    write_file(wk.ws, "README.md", "not memory\n");
+    EXPECT_INT(settle(w), 0); /* neither is memory */
+    write_file(wk.ws, "memory/a/x.md", "x changed\n");
+    EXPECT(settle(w) & WATCH_CHANGED);
+    write_file(wk.ws, "memory/new/deeper/z.md", "z\n");
+    EXPECT(settle(w) & WATCH_CHANGED);
+    EXPECT(watcher_count(w) >= 6); /* the new directory is watched */
+    write_file(wk.ws, "memory/new/deeper/w.md", "w\n");
+    EXPECT(settle(w) & WATCH_CHANGED);
+    write_file(wk.ws, "MEMORY.md", "root note\n");
+    EXPECT(settle(w) & WATCH_CHANGED);
+    write_file(wk.dir, "team/plan.md", "plan changed\n");
+    EXPECT(settle(w) & WATCH_CHANGED);
+    watcher_free(w);
 }
