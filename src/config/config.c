@@ -6,6 +6,7 @@
  * one and each error names the path where the bad value was written.
  */
 #include <math.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "../base/buf.h"
@@ -14,6 +15,9 @@
 #include "config.h"
 
 #define CONFIG_MAX_BYTES (16u << 20)
+
+const char *const cm_provider_names[CM_PROV_N] = {"openai", "gemini", "voyage", "mistral",
+                                                  "ollama"};
 
 typedef enum kind { K_BOOL, K_INT, K_NUM, K_STR, K_ENUM, K_STRLIST, K_MAP, K_ANY } kind;
 
@@ -35,16 +39,16 @@ static const field fields[] = {
     {"model", K_STR, 0, 0, NULL, AT(model)},
     {"fallback", K_ENUM, 0, 0, "openai|gemini|voyage|mistral|ollama|local|static|none",
      AT(fallback)},
-    {"outputDimensionality", K_INT, 1, 65536, NULL, NO_DEST},
+    {"outputDimensionality", K_INT, 1, 65536, NULL, AT(output_dims)},
     {"extraPaths", K_STRLIST, 0, 0, NULL, AT(extra_paths)},
     {"sources", K_STRLIST, 0, 0, "memory|sessions", AT(sources)},
     {"experimental.sessionMemory", K_BOOL, 0, 0, NULL, NO_DEST},
     {"remote.baseUrl", K_STR, 0, 0, NULL, AT(remote_base_url)},
-    {"remote.apiKey", K_STR, 0, 0, NULL, NO_DEST},
-    {"remote.headers", K_MAP, 0, 0, NULL, NO_DEST},
+    {"remote.apiKey", K_STR, 0, 0, NULL, AT(remote_api_key)},
+    {"remote.headers", K_MAP, 0, 0, NULL, AT(remote_headers)},
     {"remote.batch.enabled", K_BOOL, 0, 0, NULL, NO_DEST},
     {"remote.batch.wait", K_BOOL, 0, 0, NULL, NO_DEST},
-    {"remote.batch.concurrency", K_INT, 1, 64, NULL, NO_DEST},
+    {"remote.batch.concurrency", K_INT, 1, 64, NULL, AT(batch_concurrency)},
     {"remote.batch.pollIntervalMs", K_INT, 0, 3600000, NULL, NO_DEST},
     {"remote.batch.timeoutMinutes", K_NUM, 0, 10080, NULL, NO_DEST},
     {"local.modelPath", K_STR, 0, 0, NULL, AT(local_model_path)},
@@ -162,6 +166,29 @@ static cm_rc strlist_add(cm_strlist *l, const char *s)
     return CM_OK;
 }
 
+/* Sets header name to value in a list of "Name: value" (names compare
+ * without case; a later value replaces an earlier one). */
+static cm_rc header_set(cm_strlist *l, const char *name, const char *value)
+{
+    size_t nl = strlen(name);
+    buf b = BUF_INIT;
+    if (buf_printf(&b, "%s: %s", name, value)) return CM_ENOMEM;
+    for (size_t i = 0; i < l->n; i++)
+        if (strncasecmp(l->v[i], name, nl) == 0 && l->v[i][nl] == ':') {
+            free(l->v[i]);
+            l->v[i] = buf_detach(&b);
+            return CM_OK;
+        }
+    char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+    if (!nv) {
+        buf_release(&b);
+        return CM_ENOMEM;
+    }
+    l->v = nv;
+    l->v[l->n++] = buf_detach(&b);
+    return CM_OK;
+}
+
 /* Applies one leaf value described by f. */
 static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key, const json_t *v,
                    const char *path)
@@ -249,6 +276,12 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
                 snprintf(sub, sizeof sub, "%s.%s", path, k);
                 return bad(c, v, k, sub, what);
             }
+            if (strchr(k, ':') || strchr(k, '\n') || strchr(json_string_value(e), '\n')) {
+                char sub[1024];
+                snprintf(sub, sizeof sub, "%s.%s", path, k);
+                return bad(c, v, k, sub, "a header name or value with ':' or a newline");
+            }
+            if (dst && header_set(dst, k, json_string_value(e))) return CM_ENOMEM;
         }
         return CM_OK;
     }
@@ -345,6 +378,7 @@ static void set_defaults(cm_config *cfg)
     cfg->half_life_days = 30;
     cfg->cache_enabled = true;
     cfg->cache_max_entries = 50000;
+    cfg->batch_concurrency = 2;
     cfg->citations = CM_CITE_AUTO;
 }
 
@@ -493,7 +527,12 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
         {
             char path[256];
             snprintf(path, sizeof path, "clawmem.%.200s", k);
-            if (strcmp(k, "memoryWrite") != 0) {
+            if (strcmp(k, "embedMaxInputs") == 0) {
+                double d = json_number_value(v);
+                if (!json_is_integer(v) || d < 1 || d > 4096)
+                    CHECK(bad(&c, ours, k, path, "expected an integer from 1 to 4096"));
+                cfg->embed_max_inputs = (int)d;
+            } else if (strcmp(k, "memoryWrite") != 0) {
                 int line = 0, col = 0;
                 json5_where(&doc, ours, k, 0, &line, &col);
                 cm_logf(lg, CM_LOG_WARN, "%s:%d:%d: unknown key %s (ignored)", name, line, col,
@@ -502,6 +541,36 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
                 CHECK(bad(&c, ours, k, path, "expected true or false"));
             } else {
                 cfg->memory_write = json_is_true(v);
+            }
+        }
+    }
+    /* models.providers.<name>: apiKey, baseUrl, headers (google is Gemini) */
+    json_t *models = NULL, *provs = NULL;
+    CHECK(get_obj(&c, root, "models", "models", &models));
+    CHECK(get_obj(&c, models, "providers", "models.providers", &provs));
+    for (int pi = 0; provs && pi < CM_PROV_N; pi++) {
+        const char *pn = pi == CM_PROV_GEMINI ? "google" : cm_provider_names[pi];
+        char path[128];
+        json_t *po = NULL;
+        snprintf(path, sizeof path, "models.providers.%s", pn);
+        CHECK(get_obj(&c, provs, pn, path, &po));
+        if (!po && pi == CM_PROV_GEMINI) CHECK(get_obj(&c, provs, "gemini", path, &po));
+        if (!po) continue;
+        snprintf(path, sizeof path, "models.providers.%s.apiKey", pn);
+        CHECK(get_str(&c, po, "apiKey", path, &cfg->providers[pi].api_key));
+        snprintf(path, sizeof path, "models.providers.%s.baseUrl", pn);
+        CHECK(get_str(&c, po, "baseUrl", path, &cfg->providers[pi].base_url));
+        json_t *h = json_object_get(po, "headers");
+        if (h) {
+            static const field hf = {"headers", K_MAP, 0, 0, NULL, NO_DEST};
+            snprintf(path, sizeof path, "models.providers.%s.headers", pn);
+            CHECK(apply(&c, &hf, po, "headers", h, path));
+            const char *hk;
+            json_t *hv;
+            json_object_foreach(h, hk, hv)
+            {
+                if (header_set(&cfg->providers[pi].headers, hk, json_string_value(hv)))
+                    CHECK(CM_ENOMEM);
             }
         }
     }
@@ -587,6 +656,13 @@ void config_release(cm_config *cfg)
     free(cfg->model);
     free(cfg->fallback);
     free(cfg->remote_base_url);
+    free(cfg->remote_api_key);
+    strlist_release(&cfg->remote_headers);
+    for (int i = 0; i < CM_PROV_N; i++) {
+        free(cfg->providers[i].api_key);
+        free(cfg->providers[i].base_url);
+        strlist_release(&cfg->providers[i].headers);
+    }
     free(cfg->local_model_path);
     strlist_release(&cfg->extra_paths);
     strlist_release(&cfg->sources);

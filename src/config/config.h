@@ -17,6 +17,16 @@ typedef struct cm_strlist {
     size_t n;
 } cm_strlist;
 
+/* models.providers.<name>: credentials and endpoint of a model provider. */
+typedef struct cm_provider_cfg {
+    char *api_key, *base_url;
+    cm_strlist headers; /* "Name: value" */
+} cm_provider_cfg;
+
+/* The providers of models.providers that embeddings can use, in this order. */
+enum { CM_PROV_OPENAI, CM_PROV_GEMINI, CM_PROV_VOYAGE, CM_PROV_MISTRAL, CM_PROV_OLLAMA, CM_PROV_N };
+extern const char *const cm_provider_names[CM_PROV_N]; /* "openai", "gemini", ... */
+
 typedef struct cm_config {
     char *agent_id;
     char *state_dir;   /* absolute */
@@ -27,7 +37,12 @@ typedef struct cm_config {
     /* agents.*.memorySearch */
     bool enabled;
     char *provider; /* "auto" unless set */
-    char *model, *fallback, *remote_base_url, *local_model_path;
+    char *model, *fallback, *remote_base_url, *remote_api_key, *local_model_path;
+    cm_strlist remote_headers; /* "Name: value"; a later layer wins per name */
+    int output_dims;           /* outputDimensionality, 0: the model's */
+    int batch_concurrency;     /* remote.batch.concurrency: requests in flight */
+    int embed_max_inputs;      /* clawmem.embedMaxInputs: inputs per request, 0: provider's */
+    cm_provider_cfg providers[CM_PROV_N];
     cm_strlist extra_paths; /* as written (absolute or workspace-relative) */
     cm_strlist sources;     /* "memory", "sessions" */
     char *store_path;       /* absolute, {agentId} expanded */
