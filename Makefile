@@ -21,7 +21,7 @@ endif
 CFLAGS   ?= $(OPT) -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -Iinclude -MMD -MP \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -ljansson -lcrypto) -lm -lpthread
+LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -ljansson -lcrypto) -lm -lpthread -ldl
 # The command links Debian's static archives of its libraries: a process that
 # answers one search starts in 4 ms instead of 6 (no dynamic relocation of
 # libcrypto and libsqlite3).

@@ -1,0 +1,338 @@
+/*
+ * embed.c — the providers of embed.h: one table of defaults, one request
+ * builder and one response reader per wire format (OpenAI-style data[], the
+ * Gemini content API, Ollama's single prompt).
+ */
+#include <jansson.h>
+#include <strings.h>
+#include <math.h>
+
+#include "../base/sha256.h"
+#include "embed.h"
+
+typedef struct kind_info {
+    const char *base, *model, *env_key;
+    int max_inputs;
+} kind_info;
+
+static const kind_info kinds[CM_PROV_N] = {
+    [CM_PROV_OPENAI] = {"https://api.openai.com/v1", "text-embedding-3-small", "OPENAI_API_KEY", 256},
+    [CM_PROV_GEMINI] = {"https://generativelanguage.googleapis.com/v1beta", "gemini-embedding-001",
+                        "GEMINI_API_KEY", 100},
+    [CM_PROV_VOYAGE] = {"https://api.voyageai.com/v1", "voyage-4-large", "VOYAGE_API_KEY", 128},
+    [CM_PROV_MISTRAL] = {"https://api.mistral.ai/v1", "mistral-embed", "MISTRAL_API_KEY", 64},
+    [CM_PROV_OLLAMA] = {"http://127.0.0.1:11434", "nomic-embed-text", NULL, 1},
+};
+
+const char *embed_name(const embed_provider *p)
+{
+    return cm_provider_names[p->kind];
+}
+
+static int kind_of(const char *name)
+{
+    for (int i = 0; i < CM_PROV_N; i++)
+        if (!strcmp(name, cm_provider_names[i])) return i;
+    return -1;
+}
+
+/* The key for provider k: remote.apiKey (when k is the primary), then
+ * models.providers.<k>.apiKey, then the environment. */
+static const char *key_for(const cm_config *cfg, int k, bool primary)
+{
+    if (primary && cfg->remote_api_key && *cfg->remote_api_key) return cfg->remote_api_key;
+    if (cfg->providers[k].api_key && *cfg->providers[k].api_key) return cfg->providers[k].api_key;
+    const char *env = kinds[k].env_key ? getenv(kinds[k].env_key) : NULL;
+    return env && *env ? env : NULL;
+}
+
+const char *embed_auto(const cm_config *cfg)
+{
+    static const int order[] = {CM_PROV_OPENAI, CM_PROV_GEMINI, CM_PROV_VOYAGE, CM_PROV_MISTRAL};
+    for (size_t i = 0; i < ARRAY_LEN(order); i++)
+        if (key_for(cfg, order[i], true)) return cm_provider_names[order[i]];
+    return NULL;
+}
+
+static cm_rc add_header(cm_strlist *l, const char *line)
+{
+    size_t nl = strcspn(line, ":");
+    for (size_t i = 0; i < l->n; i++)
+        if (strncasecmp(l->v[i], line, nl) == 0 && l->v[i][nl] == ':') {
+            char *c = cm_strdup(line);
+            if (!c) return CM_ENOMEM;
+            free(l->v[i]);
+            l->v[i] = c;
+            return CM_OK;
+        }
+    char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+    if (!nv) return CM_ENOMEM;
+    l->v = nv;
+    if (!(l->v[l->n] = cm_strdup(line))) return CM_ENOMEM;
+    l->n++;
+    return CM_OK;
+}
+
+void embed_close(embed_provider *p)
+{
+    free(p->model);
+    free(p->base_url);
+    free(p->api_key);
+    for (size_t i = 0; i < p->headers.n; i++) free(p->headers.v[i]);
+    free(p->headers.v);
+    http_client_free(p->http);
+    memset(p, 0, sizeof *p);
+}
+
+cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char *err,
+                 size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf b = BUF_INIT;
+    memset(p, 0, sizeof *p);
+    int k = kind_of(name);
+    if (k < 0) return cm_seterr(err, errlen, CM_EINVAL, "unknown embedding provider \"%s\"", name);
+    bool primary = !strcmp(cfg->provider, name) || !strcmp(cfg->provider, "auto");
+    p->kind = k;
+    const char *key = key_for(cfg, k, primary);
+    if (!key && k != CM_PROV_OLLAMA)
+        FAIL(CM_ENOTFOUND, "%s: no API key (set %s, models.providers.%s.apiKey or remote.apiKey)",
+             name, kinds[k].env_key, k == CM_PROV_GEMINI ? "google" : name);
+    const char *base = primary && cfg->remote_base_url && *cfg->remote_base_url ? cfg->remote_base_url
+                       : cfg->providers[k].base_url                             ? cfg->providers[k].base_url
+                                                                                : kinds[k].base;
+    p->base_url = cm_strdup(base);
+    p->model = cm_strdup(primary && cfg->model && *cfg->model ? cfg->model : kinds[k].model);
+    p->api_key = key ? cm_strdup(key) : NULL;
+    if (!p->base_url || !p->model || (key && !p->api_key)) CHECK(CM_ENOMEM);
+    while (strlen(p->base_url) > 1 && p->base_url[strlen(p->base_url) - 1] == '/')
+        p->base_url[strlen(p->base_url) - 1] = 0;
+    p->dims_wanted = cfg->output_dims;
+    p->max_inputs = cfg->embed_max_inputs > 0 ? cfg->embed_max_inputs : kinds[k].max_inputs;
+    if (k == CM_PROV_OLLAMA) p->max_inputs = 1; /* /api/embeddings takes one prompt */
+    p->concurrency = cfg->batch_concurrency > 0 ? cfg->batch_concurrency : 2;
+    /* Headers: auth, then the provider's own, then remote.headers (remote wins). */
+    if (key && k == CM_PROV_GEMINI) CHECK(buf_printf(&b, "x-goog-api-key: %s", key));
+    else if (key) CHECK(buf_printf(&b, "Authorization: Bearer %s", key));
+    if (b.len) CHECK(add_header(&p->headers, b.data));
+    for (size_t i = 0; i < cfg->providers[k].headers.n; i++)
+        CHECK(add_header(&p->headers, cfg->providers[k].headers.v[i]));
+    for (size_t i = 0; primary && i < cfg->remote_headers.n; i++)
+        CHECK(add_header(&p->headers, cfg->remote_headers.v[i]));
+    /* providerKey: what changes the vectors, never the secret itself */
+    buf_reset(&b);
+    CHECK(buf_printf(&b, "%s|%s|%s|%d", name, p->base_url, p->model, p->dims_wanted));
+    sha256_hex(b.data, b.len, p->key_hash);
+    CHECK(http_client_new(&p->http, err, errlen));
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    buf_release(&b);
+    if (rc) embed_close(p);
+    return rc;
+}
+
+/* ---- wire formats --------------------------------------------------------- */
+
+static json_t *gemini_part(const embed_provider *p, const char *text, bool query)
+{
+    char model[300];
+    snprintf(model, sizeof model, "models/%s", p->model);
+    json_t *r = json_pack("{s:s, s:{s:[{s:s}]}, s:s}", "model", model, "content", "parts", "text",
+                          text, "taskType", query ? "RETRIEVAL_QUERY" : "RETRIEVAL_DOCUMENT");
+    if (r && p->dims_wanted) json_object_set_new(r, "outputDimensionality", json_integer(p->dims_wanted));
+    return r;
+}
+
+/* Builds the URL and the JSON body for texts[0..n). */
+static cm_rc build(const embed_provider *p, const char *const *texts, size_t n, bool query,
+                   buf *url, char **body)
+{
+    json_t *j = NULL, *arr = NULL;
+    cm_rc rc = CM_OK;
+    switch (p->kind) {
+    case CM_PROV_GEMINI:
+        if (query && n == 1) {
+            rc = buf_printf(url, "%s/models/%s:embedContent", p->base_url, p->model);
+            j = gemini_part(p, texts[0], true);
+        } else {
+            rc = buf_printf(url, "%s/models/%s:batchEmbedContents", p->base_url, p->model);
+            arr = json_array();
+            for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, gemini_part(p, texts[i], query));
+            j = json_pack("{s:o}", "requests", arr);
+        }
+        break;
+    case CM_PROV_OLLAMA:
+        rc = buf_printf(url, "%s/api/embeddings", p->base_url);
+        j = json_pack("{s:s, s:s}", "model", p->model, "prompt", texts[0]);
+        break;
+    default: /* openai, voyage, mistral: {"model", "input": [...]} */
+        rc = buf_printf(url, "%s/embeddings", p->base_url);
+        arr = json_array();
+        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, json_string(texts[i]));
+        j = json_pack("{s:s, s:o}", "model", p->model, "input", arr);
+        if (j && p->kind == CM_PROV_OPENAI) {
+            json_object_set_new(j, "encoding_format", json_string("float"));
+            if (p->dims_wanted) json_object_set_new(j, "dimensions", json_integer(p->dims_wanted));
+        }
+        if (j && p->kind == CM_PROV_VOYAGE)
+            json_object_set_new(j, "input_type", json_string(query ? "query" : "document"));
+    }
+    if (!rc && !j) rc = CM_ENOMEM;
+    if (!rc && !(*body = json_dumps(j, JSON_COMPACT))) rc = CM_ENOMEM;
+    json_decref(j);
+    return rc;
+}
+
+/* Reads one vector (a JSON array of numbers) into out[0..dims). */
+static const char *read_vector(json_t *v, embed_provider *p, float *out)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0) return "a vector is not an array of numbers";
+    size_t d = json_array_size(v);
+    if (p->dims_wanted && (int)d != p->dims_wanted) return "vectors have the wrong dimensions";
+    if (p->dims && (int)d != p->dims) return "vectors have inconsistent dimensions";
+    if (d > 65536) return "vectors are too long";
+    p->dims = (int)d;
+    for (size_t i = 0; i < d; i++) {
+        json_t *x = json_array_get(v, i);
+        double f = json_number_value(x);
+        if (!json_is_number(x) || !isfinite(f) || fabs(f) > 1e30) return "a vector holds a non-number";
+        out[i] = (float)f;
+    }
+    return NULL;
+}
+
+/* Parses a response for n inputs into rows[i] (dims floats each). */
+static const char *parse(embed_provider *p, const char *body, size_t len, size_t n, float **rows)
+{
+    json_error_t je;
+    json_t *j = json_loadb(body, len, 0, &je);
+    const char *why = NULL;
+    json_t *list = NULL;
+    if (!j) return "the answer is not valid JSON";
+    switch (p->kind) {
+    case CM_PROV_GEMINI:
+        list = json_object_get(j, "embeddings");
+        if (!list && json_object_get(j, "embedding")) {
+            list = json_pack("[O]", json_object_get(j, "embedding"));
+            json_object_set_new(j, "embeddings", list);
+        }
+        break;
+    case CM_PROV_OLLAMA:
+        if (json_is_array(json_object_get(j, "embedding"))) {
+            list = json_pack("[{s:O}]", "values", json_object_get(j, "embedding"));
+            json_object_set_new(j, "embeddings", list);
+        }
+        break;
+    default:
+        list = json_object_get(j, "data");
+    }
+    if (!json_is_array(list)) {
+        why = "the answer has no embeddings";
+        goto out;
+    }
+    if (json_array_size(list) != n) {
+        why = "the answer has the wrong number of embeddings";
+        goto out;
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        size_t at = i;
+        json_t *vec = json_object_get(item, p->kind == CM_PROV_GEMINI || p->kind == CM_PROV_OLLAMA ? "values" : "embedding");
+        json_t *idx = json_object_get(item, "index");
+        if (idx) {
+            if (!json_is_integer(idx) || json_integer_value(idx) < 0 || (size_t)json_integer_value(idx) >= n) {
+                why = "the answer has a bad index";
+                goto out;
+            }
+            at = (size_t)json_integer_value(idx);
+        }
+        if (!rows[at]) {
+            size_t d = json_array_size(vec);
+            if (!(rows[at] = calloc(d ? d : 1, sizeof(float)))) {
+                why = "out of memory";
+                goto out;
+            }
+        }
+        if ((why = read_vector(vec, p, rows[at]))) goto out;
+    }
+    for (i = 0; i < n; i++)
+        if (!rows[i]) why = "the answer repeats an index and misses another";
+out:
+    json_decref(j);
+    return why;
+}
+
+static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool query, float **out,
+                 char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    *out = NULL;
+    /* Batches: consecutive texts, at most max_inputs and EMBED_BATCH_MAX_BYTES. */
+    size_t nb = 0, *first = malloc((n + 1) * sizeof *first);
+    float **rows = calloc(n ? n : 1, sizeof *rows);
+    http_req *reqs = NULL;
+    buf *urls = NULL;
+    char **bodies = NULL;
+    if (!first || !rows) CHECK(CM_ENOMEM);
+    for (size_t i = 0; i < n;) {
+        size_t bytes = 0, j = i;
+        while (j < n && (int)(j - i) < p->max_inputs &&
+               (j == i || bytes + strlen(texts[j]) <= EMBED_BATCH_MAX_BYTES))
+            bytes += strlen(texts[j++]);
+        first[nb++] = i;
+        i = j;
+    }
+    first[nb] = n;
+    reqs = calloc(nb ? nb : 1, sizeof *reqs);
+    urls = calloc(nb ? nb : 1, sizeof *urls);
+    bodies = calloc(nb ? nb : 1, sizeof *bodies);
+    if (!reqs || !urls || !bodies) CHECK(CM_ENOMEM);
+    for (size_t b = 0; b < nb; b++) {
+        CHECK(build(p, texts + first[b], first[b + 1] - first[b], query, &urls[b], &bodies[b]));
+        reqs[b].url = urls[b].data;
+        reqs[b].headers = &p->headers;
+        reqs[b].body = bodies[b];
+        reqs[b].body_len = strlen(bodies[b]);
+    }
+    http_opts o = http_defaults(query ? 60000 : 120000);
+    o.concurrency = p->concurrency;
+    char msg[512];
+    rc = http_post_all(p->http, reqs, nb, &o, msg, sizeof msg);
+    if (rc) FAIL(rc, "%s embeddings: %s", embed_name(p), msg);
+    for (size_t b = 0; b < nb; b++) {
+        const char *why = parse(p, reqs[b].resp.data ? reqs[b].resp.data : "", reqs[b].resp.len,
+                                first[b + 1] - first[b], rows + first[b]);
+        if (why) FAIL(CM_EIO, "%s embeddings: %s", embed_name(p), why);
+    }
+    float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
+    if (!m) CHECK(CM_ENOMEM);
+    for (size_t i = 0; i < n; i++) memcpy(m + i * (size_t)p->dims, rows[i], (size_t)p->dims * sizeof *m);
+    *out = m;
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    for (size_t i = 0; rows && i < n; i++) free(rows[i]);
+    free(rows);
+    for (size_t b = 0; reqs && b < nb; b++) {
+        buf_release(&reqs[b].resp);
+        buf_release(&urls[b]);
+        free(bodies[b]);
+    }
+    free(reqs);
+    free(urls);
+    free(bodies);
+    free(first);
+    return rc;
+}
+
+cm_rc embed_documents(embed_provider *p, const char *const *texts, size_t n, float **out,
+                      char *err, size_t errlen)
+{
+    return run(p, texts, n, false, out, err, errlen);
+}
+
+cm_rc embed_query(embed_provider *p, const char *text, float **out, char *err, size_t errlen)
+{
+    return run(p, &text, 1, true, out, err, errlen);
+}

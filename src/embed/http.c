@@ -1,0 +1,330 @@
+/*
+ * http.c — http_post_all() on one CURLM handle kept for the client's life, so
+ * that its connection cache serves every request to the same host. Retries
+ * are scheduled, not slept: a request waiting out its backoff does not hold
+ * up the others.
+ *
+ * libcurl is loaded with dlopen() on first use: linking it costs every
+ * process ~12 ms of start-up (its dependencies), which a keyword search or
+ * memory_get never needs.
+ */
+#include <curl/curl.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <strings.h>
+#include <time.h>
+
+#include "http.h"
+
+/* The part of libcurl we use, resolved at run time. */
+static struct {
+    CURLcode (*global_init)(long);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_cleanup)(CURLM *);
+    CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+    CURLMcode (*multi_perform)(CURLM *, int *);
+    CURLMsg *(*multi_info_read)(CURLM *, int *);
+    CURLMcode (*multi_poll)(CURLM *, struct curl_waitfd *, unsigned, int, int *);
+    CURL *(*easy_init)(void);
+    void (*easy_reset)(CURL *);
+    void (*easy_cleanup)(CURL *);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    const char *(*easy_strerror)(CURLcode);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+    time_t (*getdate)(const char *, const time_t *);
+} cu;
+static char curl_load_error[256];
+
+static void load_curl(void)
+{
+    void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(curl_load_error, sizeof curl_load_error,
+                 "libcurl.so.4 not found (%s); install it: apt-get install libcurl4", dlerror());
+        return;
+    }
+    struct {
+        void **slot;
+        const char *name;
+    } syms[] = {
+        {(void **)&cu.global_init, "curl_global_init"},
+        {(void **)&cu.multi_init, "curl_multi_init"},
+        {(void **)&cu.multi_cleanup, "curl_multi_cleanup"},
+        {(void **)&cu.multi_add_handle, "curl_multi_add_handle"},
+        {(void **)&cu.multi_remove_handle, "curl_multi_remove_handle"},
+        {(void **)&cu.multi_perform, "curl_multi_perform"},
+        {(void **)&cu.multi_info_read, "curl_multi_info_read"},
+        {(void **)&cu.multi_poll, "curl_multi_poll"},
+        {(void **)&cu.easy_init, "curl_easy_init"},
+        {(void **)&cu.easy_reset, "curl_easy_reset"},
+        {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
+        {(void **)&cu.easy_setopt, "curl_easy_setopt"},
+        {(void **)&cu.easy_getinfo, "curl_easy_getinfo"},
+        {(void **)&cu.easy_strerror, "curl_easy_strerror"},
+        {(void **)&cu.slist_append, "curl_slist_append"},
+        {(void **)&cu.slist_free_all, "curl_slist_free_all"},
+        {(void **)&cu.getdate, "curl_getdate"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(syms); i++) {
+        *syms[i].slot = dlsym(h, syms[i].name);
+        if (!*syms[i].slot) {
+            snprintf(curl_load_error, sizeof curl_load_error, "libcurl.so.4 lacks %s (too old)",
+                     syms[i].name);
+            return;
+        }
+    }
+    if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        snprintf(curl_load_error, sizeof curl_load_error, "libcurl failed to initialise");
+}
+
+struct http_client {
+    CURLM *multi;
+    uint64_t seed;
+};
+
+typedef struct job {
+    http_req *r;
+    CURL *easy;
+    struct curl_slist *hdrs;
+    int64_t not_before_ms; /* when the next attempt may start */
+    long retry_after_ms;   /* from the last response, -1 when absent */
+    bool done, too_big;
+    size_t max_body;
+} job;
+
+static int64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static long env_ms(const char *name, long dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *end;
+    long ms = strtol(v, &end, 10);
+    return (*end || ms < 0) ? dflt : ms;
+}
+
+http_opts http_defaults(long timeout_ms)
+{
+    http_opts o = {env_ms("CLAWMEM_HTTP_TIMEOUT_MS", timeout_ms), 4,
+                   env_ms("CLAWMEM_HTTP_BACKOFF_MS", 500), 60000, 2, 64u << 20};
+    return o;
+}
+
+cm_rc http_client_new(http_client **out, char *err, size_t errlen)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, load_curl);
+    if (curl_load_error[0]) return cm_seterr(err, errlen, CM_EIO, "%s", curl_load_error);
+    http_client *c = calloc(1, sizeof *c);
+    if (!c) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    c->multi = cu.multi_init();
+    if (!c->multi) {
+        free(c);
+        return CM_ENOMEM;
+    }
+    c->seed = (uint64_t)now_ms() ^ (uint64_t)(uintptr_t)c;
+    *out = c;
+    return CM_OK;
+}
+
+void http_client_free(http_client *c)
+{
+    if (!c) return;
+    cu.multi_cleanup(c->multi);
+    free(c);
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+    job *j = ud;
+    size_t len = size * n;
+    if (j->r->resp.len + len > j->max_body) {
+        j->too_big = true;
+        return 0; /* aborts the transfer */
+    }
+    return buf_add(&j->r->resp, p, len) == CM_OK ? len : 0;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+    job *j = ud;
+    size_t len = size * n;
+    if (len > 12 && strncasecmp(p, "retry-after:", 12) == 0) {
+        char v[128];
+        size_t vl = CM_MIN(len - 12, sizeof v - 1);
+        memcpy(v, p + 12, vl);
+        v[vl] = 0;
+        char *s = v + strspn(v, " \t"), *end;
+        s[strcspn(s, "\r\n")] = 0;
+        long secs = strtol(s, &end, 10);
+        if (end != s && *end == 0 && secs >= 0) {
+            j->retry_after_ms = secs * 1000;
+        } else { /* an HTTP date */
+            time_t when = cu.getdate(s, NULL);
+            if (when > 0) j->retry_after_ms = CM_MAX(0, (long)(when - time(NULL)) * 1000);
+        }
+    }
+    return len;
+}
+
+static bool retryable(CURLcode cc, long status)
+{
+    if (cc == CURLE_OK) return status == 429 || status >= 500;
+    return cc == CURLE_COULDNT_CONNECT || cc == CURLE_OPERATION_TIMEDOUT ||
+           cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR ||
+           cc == CURLE_PARTIAL_FILE || cc == CURLE_COULDNT_RESOLVE_HOST;
+}
+
+/* The URL for messages: no query string (it may carry a key). */
+static void url_for_message(const char *url, char *out, size_t n)
+{
+    size_t len = strcspn(url, "?");
+    snprintf(out, n, "%.*s", (int)CM_MIN(len, 150), url);
+}
+
+static cm_rc start(http_client *c, job *j, const http_opts *o)
+{
+    http_req *r = j->r;
+    buf_reset(&r->resp);
+    j->retry_after_ms = -1;
+    j->too_big = false;
+    if (!j->easy && !(j->easy = cu.easy_init())) return CM_ENOMEM;
+    CURL *e = j->easy;
+    cu.easy_reset(e);
+    if (!j->hdrs) {
+        j->hdrs = cu.slist_append(NULL, "Content-Type: application/json");
+        for (size_t i = 0; r->headers && i < r->headers->n; i++)
+            j->hdrs = cu.slist_append(j->hdrs, r->headers->v[i]);
+        j->hdrs = cu.slist_append(j->hdrs, "Expect:"); /* no 100-continue round trip */
+        if (!j->hdrs) return CM_ENOMEM;
+    }
+    cu.easy_setopt(e, CURLOPT_URL, r->url);
+    cu.easy_setopt(e, CURLOPT_HTTPHEADER, j->hdrs);
+    cu.easy_setopt(e, CURLOPT_POST, 1L);
+    cu.easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+    cu.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+    cu.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    cu.easy_setopt(e, CURLOPT_WRITEDATA, j);
+    cu.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    cu.easy_setopt(e, CURLOPT_HEADERDATA, j);
+    cu.easy_setopt(e, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+    cu.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, CM_MIN(o->timeout_ms, 10000L));
+    cu.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    cu.easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    cu.easy_setopt(e, CURLOPT_PRIVATE, j);
+    r->attempts++;
+    return cu.multi_add_handle(c->multi, e) == CURLM_OK ? CM_OK : CM_EIO;
+}
+
+/* Decides what a finished attempt means: done, failed for good, or retry. */
+static void finish(http_client *c, job *j, CURLcode cc, const http_opts *o)
+{
+    http_req *r = j->r;
+    long status = 0;
+    cu.easy_getinfo(j->easy, CURLINFO_RESPONSE_CODE, &status);
+    r->status = status;
+    char url[160];
+    url_for_message(r->url, url, sizeof url);
+    if (cc == CURLE_OK && status >= 200 && status < 300) {
+        j->done = true;
+        r->err[0] = 0;
+        return;
+    }
+    if (j->too_big) {
+        snprintf(r->err, sizeof r->err, "%s: response larger than %zu bytes", url, o->max_body);
+        j->done = true;
+        return;
+    }
+    if (cc == CURLE_OK)
+        snprintf(r->err, sizeof r->err, "%s: HTTP %ld%s%.60s", url, status,
+                 r->resp.len ? ": " : "", r->resp.len ? r->resp.data : "");
+    else
+        snprintf(r->err, sizeof r->err, "%s: %s", url, cu.easy_strerror(cc));
+    if (!retryable(cc, status) || r->attempts >= o->max_attempts) {
+        j->done = true;
+        return;
+    }
+    /* Exponential backoff with ±25% jitter; Retry-After wins when longer. */
+    long delay = o->backoff_ms << CM_MIN(r->attempts - 1, 16);
+    c->seed = c->seed * 6364136223846793005ull + 1442695040888963407ull;
+    delay += (long)((double)delay * ((double)(c->seed >> 33) / 4294967296.0 - 0.5) / 2.0);
+    if (j->retry_after_ms > delay) delay = j->retry_after_ms;
+    if (delay > o->max_backoff_ms) delay = o->max_backoff_ms;
+    j->not_before_ms = now_ms() + delay;
+}
+
+cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o, char *err,
+                    size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    job *jobs = calloc(n ? n : 1, sizeof *jobs);
+    if (!jobs) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].r = &reqs[i];
+        jobs[i].max_body = o->max_body;
+        reqs[i].status = 0;
+        reqs[i].attempts = 0;
+        reqs[i].err[0] = 0;
+        buf_init(&reqs[i].resp, 0);
+    }
+    size_t left = n;
+    int running = 0;
+    while (left > 0) {
+        /* Start what may start. */
+        int64_t t = now_ms(), next = -1;
+        for (size_t i = 0; i < n && running < o->concurrency; i++) {
+            job *j = &jobs[i];
+            bool active = j->easy && j->r->attempts > 0 && j->not_before_ms == 0;
+            if (j->done || active) continue;
+            if (j->not_before_ms > t) {
+                if (next < 0 || j->not_before_ms < next) next = j->not_before_ms;
+                continue;
+            }
+            j->not_before_ms = 0;
+            if ((rc = start(c, j, o))) goto out;
+            running++;
+        }
+        int still = 0;
+        cu.multi_perform(c->multi, &still);
+        CURLMsg *m;
+        int q;
+        while ((m = cu.multi_info_read(c->multi, &q))) {
+            if (m->msg != CURLMSG_DONE) continue;
+            job *j = NULL;
+            cu.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+            cu.multi_remove_handle(c->multi, m->easy_handle);
+            running--;
+            finish(c, j, m->data.result, o);
+            if (j->done) left--;
+        }
+        if (left == 0) break;
+        int wait = 1000;
+        if (next >= 0) wait = (int)CM_MAX(0, CM_MIN(next - now_ms(), 1000));
+        if (running > 0 || wait > 0) cu.multi_poll(c->multi, NULL, 0, running ? wait : CM_MAX(wait, 1), NULL);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (reqs[i].err[0]) {
+            rc = cm_seterr(err, errlen, jobs[i].too_big ? CM_ETOOBIG : CM_EIO, "%s (after %d attempt%s)",
+                           reqs[i].err, reqs[i].attempts, reqs[i].attempts == 1 ? "" : "s");
+            break;
+        }
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        if (jobs[i].easy) {
+            cu.multi_remove_handle(c->multi, jobs[i].easy);
+            cu.easy_cleanup(jobs[i].easy);
+        }
+        cu.slist_free_all(jobs[i].hdrs);
+    }
+    free(jobs);
+    return rc;
+}

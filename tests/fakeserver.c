@@ -1,0 +1,286 @@
+/*
+ * fakeserver.c — the loopback server of fakeserver.h: one thread accepts,
+ * one thread per connection (keep-alive) serves.
+ */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fakeserver.h"
+
+struct fake_server {
+    int fd, dims;
+    pthread_t tid;
+    pthread_mutex_t mu;
+    enum fake_fault faults[64];
+    int fstatus[64], fretry[64], nfaults;
+    fake_request reqs[256];
+    int nreqs;
+    volatile int stop;
+};
+
+void fake_vector(const char *text, int dims, float *out)
+{
+    memset(out, 0, (size_t)dims * sizeof *out);
+    const char *p = text;
+    while (*p) {
+        while (*p && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || (unsigned char)*p >= 0x80)) p++;
+        if (!*p) break;
+        uint64_t h = 1469598103934665603ull;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || (unsigned char)*p >= 0x80) {
+            char c = (*p >= 'A' && *p <= 'Z') ? (char)(*p + 32) : *p;
+            h = (h ^ (unsigned char)c) * 1099511628211ull;
+            p++;
+        }
+        out[h % (uint64_t)dims] += (h >> 32) & 1 ? 1.0f : -1.0f;
+    }
+    double ss = 0;
+    for (int i = 0; i < dims; i++) ss += out[i] * out[i];
+    if (ss > 0)
+        for (int i = 0; i < dims; i++) out[i] /= (float)sqrt(ss);
+}
+
+static json_t *vec_json(const char *text, int dims, enum fake_fault f)
+{
+    float v[4096];
+    fake_vector(text, dims, v);
+    json_t *a = json_array();
+    int n = f == FAKE_WRONG_DIMS ? dims - 1 : dims;
+    for (int i = 0; i < n; i++) json_array_append_new(a, json_real(f == FAKE_ZERO ? 0 : v[i]));
+    return a;
+}
+
+/* The answer body for a request. */
+static char *answer(fake_server *s, const char *path, const char *body, enum fake_fault f)
+{
+    json_t *in = json_loads(body, 0, NULL), *out = NULL;
+    if (strstr(path, "/api/embeddings")) {
+        out = json_pack("{s:o}", "embedding", vec_json(json_string_value(json_object_get(in, "prompt")), s->dims, f));
+    } else if (strstr(path, ":embedContent")) {
+        const char *t = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(in, "content"), "parts"), 0), "text"));
+        out = json_pack("{s:{s:o}}", "embedding", "values", vec_json(t ? t : "", s->dims, f));
+    } else if (strstr(path, ":batchEmbedContents")) {
+        json_t *reqs = json_object_get(in, "requests"), *list = json_array(), *r;
+        size_t i;
+        json_array_foreach(reqs, i, r)
+        {
+            if (f == FAKE_WRONG_COUNT && i == 0) continue;
+            const char *t = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(r, "content"), "parts"), 0), "text"));
+            json_array_append_new(list, json_pack("{s:o}", "values", vec_json(t ? t : "", s->dims, f)));
+        }
+        out = json_pack("{s:o}", "embeddings", list);
+    } else {
+        json_t *inputs = json_object_get(in, "input"), *data = json_array(), *t;
+        size_t i;
+        json_array_foreach(inputs, i, t)
+        {
+            if (f == FAKE_WRONG_COUNT && i == 0) continue;
+            json_array_append_new(data, json_pack("{s:s, s:i, s:o}", "object", "embedding", "index", (int)i,
+                                                  "embedding", vec_json(json_string_value(t), s->dims, f)));
+        }
+        out = json_pack("{s:s, s:o, s:s}", "object", "list", "data", data, "model", "fake");
+    }
+    char *txt = json_dumps(out, JSON_COMPACT);
+    json_decref(in);
+    json_decref(out);
+    if (f == FAKE_NAN && txt) {
+        char *c = strchr(txt, '[');
+        while (c && !(c[1] == '-' || (c[1] >= '0' && c[1] <= '9'))) c = strchr(c + 1, '[');
+        if (c) { /* replace the first number with NaN */
+            buf b = BUF_INIT;
+            size_t end = strcspn(c + 1, ",]");
+            buf_add(&b, txt, (size_t)(c + 1 - txt));
+            buf_adds(&b, "NaN");
+            buf_adds(&b, c + 1 + end);
+            free(txt);
+            txt = buf_detach(&b);
+        }
+    }
+    return txt;
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0) return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+typedef struct conn {
+    fake_server *s;
+    int fd;
+} conn;
+
+static void *serve(void *arg)
+{
+    conn *c = arg;
+    fake_server *s = c->s;
+    buf in = BUF_INIT;
+    for (;;) {
+        char *hdr_end;
+        while (!(hdr_end = in.len ? strstr(in.data, "\r\n\r\n") : NULL)) {
+            char tmp[65536];
+            ssize_t r = recv(c->fd, tmp, sizeof tmp, 0);
+            if (r <= 0) goto done;
+            buf_add(&in, tmp, (size_t)r);
+        }
+        size_t hlen = (size_t)(hdr_end - in.data) + 4;
+        size_t clen = 0;
+        const char *cl = strcasestr(in.data, "content-length:");
+        if (cl && cl < hdr_end) clen = strtoul(cl + 15, NULL, 10);
+        while (in.len < hlen + clen) {
+            char tmp[65536];
+            ssize_t r = recv(c->fd, tmp, sizeof tmp, 0);
+            if (r <= 0) goto done;
+            buf_add(&in, tmp, (size_t)r);
+        }
+        pthread_mutex_lock(&s->mu);
+        fake_request *q = s->nreqs < 256 ? &s->reqs[s->nreqs++] : NULL;
+        enum fake_fault f = FAKE_OK;
+        int status = 200, retry = -1;
+        if (s->nfaults) {
+            f = s->faults[0];
+            status = s->fstatus[0];
+            retry = s->fretry[0];
+            memmove(s->faults, s->faults + 1, (size_t)(s->nfaults - 1) * sizeof *s->faults);
+            memmove(s->fstatus, s->fstatus + 1, (size_t)(s->nfaults - 1) * sizeof *s->fstatus);
+            memmove(s->fretry, s->fretry + 1, (size_t)(s->nfaults - 1) * sizeof *s->fretry);
+            s->nfaults--;
+        }
+        char path[256] = "";
+        sscanf(in.data, "%*7s %255s", path);
+        if (q) {
+            sscanf(in.data, "%7s", q->method);
+            snprintf(q->path, sizeof q->path, "%s", path);
+            size_t n = CM_MIN(hlen, sizeof q->headers - 1);
+            for (size_t i = 0; i < n; i++) q->headers[i] = in.data[i];
+            q->headers[n] = 0;
+            q->body = cm_strndup(in.data + hlen, clen);
+        }
+        pthread_mutex_unlock(&s->mu);
+        char *body = cm_strndup(in.data + hlen, clen);
+        memmove(in.data, in.data + hlen + clen, in.len - hlen - clen);
+        in.len -= hlen + clen;
+        in.data[in.len] = 0;
+        char head[512];
+        if (f == FAKE_HANG) {
+            while (!s->stop) usleep(10000);
+            free(body);
+            goto done;
+        }
+        if (f == FAKE_STATUS) {
+            const char *msg = "{\"error\":{\"message\":\"scripted failure\"}}";
+            if (retry >= 0)
+                snprintf(head, sizeof head,
+                         "HTTP/1.1 %d Scripted\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %zu\r\nRetry-After: %d\r\n\r\n",
+                         status, strlen(msg), retry);
+            else
+                snprintf(head, sizeof head,
+                         "HTTP/1.1 %d Scripted\r\nContent-Type: application/json\r\n"
+                         "Content-Length: %zu\r\n\r\n",
+                         status, strlen(msg));
+            send_all(c->fd, head, strlen(head));
+            send_all(c->fd, msg, strlen(msg));
+            free(body);
+            continue;
+        }
+        char *out = f == FAKE_BAD_JSON ? cm_strdup("<html>gateway error</html>") : answer(s, path, body, f);
+        free(body);
+        size_t olen = strlen(out);
+        snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                 f == FAKE_TRUNCATED ? olen + 100 : olen);
+        send_all(c->fd, head, strlen(head));
+        send_all(c->fd, out, f == FAKE_TRUNCATED ? olen / 2 : olen);
+        free(out);
+        if (f == FAKE_TRUNCATED) goto done;
+    }
+done:
+    close(c->fd);
+    buf_release(&in);
+    free(c);
+    return NULL;
+}
+
+static void *accept_loop(void *arg)
+{
+    fake_server *s = arg;
+    while (!s->stop) {
+        int fd = accept(s->fd, NULL, NULL);
+        if (fd < 0) continue;
+        if (s->stop) {
+            close(fd);
+            break;
+        }
+        conn *c = malloc(sizeof *c);
+        c->s = s;
+        c->fd = fd;
+        pthread_t t;
+        pthread_create(&t, NULL, serve, c);
+        pthread_detach(t);
+    }
+    return NULL;
+}
+
+fake_server *fake_start(int dims, char base_url[64])
+{
+    fake_server *s = calloc(1, sizeof *s);
+    s->dims = dims;
+    pthread_mutex_init(&s->mu, NULL);
+    s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    if (bind(s->fd, (struct sockaddr *)&a, sizeof a) || listen(s->fd, 64) ||
+        getsockname(s->fd, (struct sockaddr *)&a, &al))
+        abort();
+    snprintf(base_url, 64, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    pthread_create(&s->tid, NULL, accept_loop, s);
+    return s;
+}
+
+void fake_stop(fake_server *s)
+{
+    s->stop = 1;
+    shutdown(s->fd, SHUT_RDWR);
+    close(s->fd);
+    pthread_join(s->tid, NULL);
+    usleep(20000); /* hanging connections notice stop */
+    for (int i = 0; i < s->nreqs; i++) free(s->reqs[i].body);
+    free(s);
+}
+
+void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->nfaults < 64) {
+        s->faults[s->nfaults] = f;
+        s->fstatus[s->nfaults] = status;
+        s->fretry[s->nfaults] = retry_after;
+        s->nfaults++;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+int fake_count(fake_server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = s->nreqs;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+const fake_request *fake_get(fake_server *s, int i)
+{
+    return i < s->nreqs ? &s->reqs[i] : NULL;
+}
