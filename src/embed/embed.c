@@ -123,7 +123,6 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     buf_reset(&b);
     CHECK(buf_printf(&b, "%s|%s|%s|%d", name, p->base_url, p->model, p->dims_wanted));
     sha256_hex(b.data, b.len, p->key_hash);
-    CHECK(http_client_new(&p->http, err, errlen));
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     buf_release(&b);
@@ -269,6 +268,7 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
 {
     cm_rc rc = CM_OK;
     *out = NULL;
+    if (!p->http && (rc = http_client_new(&p->http, err, errlen))) return rc;
     /* Batches: consecutive texts, at most max_inputs and EMBED_BATCH_MAX_BYTES. */
     size_t nb = 0, *first = malloc((n + 1) * sizeof *first);
     float **rows = calloc(n ? n : 1, sizeof *rows);

@@ -23,15 +23,16 @@ typedef struct embed_provider {
     int max_inputs;     /* inputs per request */
     int concurrency;
     char key_hash[65]; /* sha256 of endpoint, model, dims and header names: the providerKey */
-    http_client *http;
+    http_client *http;  /* created on first use */
 } embed_provider;
 
 /* The provider's name ("openai", ...). */
 const char *embed_name(const embed_provider *p);
 
-/* Sets up provider `name` ("openai", ..., never "auto") from cfg. CM_ENOTFOUND
- * when it has no API key (ollama needs none); CM_EIO when libcurl is
- * missing. */
+/* Sets up provider `name` ("openai", ..., never "auto") from cfg; no I/O (the
+ * HTTP client, and libcurl, are loaded on the first request, which fails with
+ * CM_EIO when libcurl is missing). CM_ENOTFOUND when it has no API key
+ * (ollama needs none). */
 cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char *err,
                  size_t errlen);
 void embed_close(embed_provider *p);

@@ -68,7 +68,7 @@ static cm_rc map_rc(int code)
 }
 
 /* The one place SQLite failures become messages. */
-static cm_rc db_fail(store *s, int code, const char *what, char *err, size_t errlen)
+cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen)
 {
     cm_rc rc = map_rc(code);
     const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(code);
@@ -85,12 +85,22 @@ static cm_rc db_fail(store *s, int code, const char *what, char *err, size_t err
 static cm_rc exec(store *s, const char *sql, char *err, size_t errlen)
 {
     int r = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-    return r == SQLITE_OK ? CM_OK : db_fail(s, r, sql, err, errlen);
+    return r == SQLITE_OK ? CM_OK : store_fail(s, r, sql, err, errlen);
 }
 
 /* The statements a store reuses, prepared on first use: a process that only
  * searches parses only the search. */
-enum { INS_CHUNK, INS_FTS, DEL_FTS, SEL_CHUNKS_OF, DEL_CHUNKS_OF, UPSERT_FILE, DEL_FILE, SEARCH };
+enum {
+    INS_CHUNK,
+    INS_FTS,
+    DEL_FTS,
+    SEL_CHUNKS_OF,
+    DEL_CHUNKS_OF,
+    DEL_VECTORS_OF,
+    UPSERT_FILE,
+    DEL_FILE,
+    SEARCH
+};
 
 static const char *const stmt_sql[] = {
     [INS_CHUNK] = "INSERT INTO chunks(path, source, start_line, end_line, hash, model, text, "
@@ -99,6 +109,7 @@ static const char *const stmt_sql[] = {
     [DEL_FTS] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES('delete', ?1, ?2)",
     [SEL_CHUNKS_OF] = "SELECT id, text FROM chunks WHERE path = ?1",
     [DEL_CHUNKS_OF] = "DELETE FROM chunks WHERE path = ?1",
+    [DEL_VECTORS_OF] = "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path = ?1)",
     [UPSERT_FILE] = "INSERT INTO files(path, source, hash, mtime, size, problem) "
                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET "
                     "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
@@ -116,7 +127,7 @@ static cm_rc stmt(store *s, int id, sqlite3_stmt **out, char *err, size_t errlen
     if (!s->stmts[id]) {
         int r = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
                                    &s->stmts[id], NULL);
-        if (r != SQLITE_OK) return db_fail(s, r, "prepare", err, errlen);
+        if (r != SQLITE_OK) return store_fail(s, r, "prepare", err, errlen);
     }
     *out = s->stmts[id];
     return CM_OK;
@@ -139,11 +150,11 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
     int oflags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
                  ((flags & STORE_CREATE) ? SQLITE_OPEN_CREATE : 0);
     int r = sqlite3_open_v2(path, &s->db, oflags, NULL);
-    if (r != SQLITE_OK) CHECK(db_fail(s, r, "open", err, errlen));
+    if (r != SQLITE_OK) CHECK(store_fail(s, r, "open", err, errlen));
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, busy_ms);
     r = fts_rank_register(s->db);
-    if (r != SQLITE_OK) CHECK(db_fail(s, r, "register cm_bm25", err, errlen));
+    if (r != SQLITE_OK) CHECK(store_fail(s, r, "register cm_bm25", err, errlen));
     if (flags & STORE_BULK) {
         CHECK(exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;",
                    err, errlen));
@@ -164,7 +175,7 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
     sqlite3_stmt *q = NULL;
     r = sqlite3_prepare_v2(s->db, "SELECT sql FROM sqlite_master WHERE name='chunks_fts'", -1, &q,
                            NULL);
-    if (r != SQLITE_OK) CHECK(db_fail(s, r, "read schema", err, errlen));
+    if (r != SQLITE_OK) CHECK(store_fail(s, r, "read schema", err, errlen));
     r = sqlite3_step(q);
     bool have_fts = r == SQLITE_ROW;
     if (have_fts) {
@@ -172,7 +183,7 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
         s->trigram = sql && strstr(sql, "trigram") != NULL;
     }
     sqlite3_finalize(q);
-    if (r != SQLITE_ROW && r != SQLITE_DONE) CHECK(db_fail(s, r, "read schema", err, errlen));
+    if (r != SQLITE_ROW && r != SQLITE_DONE) CHECK(store_fail(s, r, "read schema", err, errlen));
     if (!have_fts) {
         if (!(flags & STORE_CREATE))
             FAIL(CM_ECORRUPT, "index %s has no keyword table; run `clawmem index --force`", path);
@@ -217,7 +228,7 @@ cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t e
         const char *v = (const char *)sqlite3_column_text(q, 0);
         if (v && !(*json = cm_strdup(v))) rc = CM_ENOMEM;
     } else if (r != SQLITE_DONE) {
-        rc = db_fail(s, r, "read meta", err, errlen);
+        rc = store_fail(s, r, "read meta", err, errlen);
     }
     sqlite3_finalize(q);
     return rc;
@@ -234,7 +245,7 @@ cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, siz
         r = sqlite3_step(q);
     }
     sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : db_fail(s, r, "write meta", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "write meta", err, errlen);
 }
 
 void store_checkpoint(store *s)
@@ -282,7 +293,7 @@ cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
         out->n++;
         if (!f->path || !f->hash) FAIL(CM_ENOMEM, "out of memory");
     }
-    if (r != SQLITE_DONE) CHECK(db_fail(s, r, "read files", err, errlen));
+    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read files", err, errlen));
 out:
     sqlite3_finalize(q);
     if (rc) stored_files_release(out);
@@ -312,7 +323,7 @@ static cm_rc step_done(store *s, sqlite3_stmt *st, const char *what, char *err, 
     int r = sqlite3_step(st);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
-    return r == SQLITE_DONE ? CM_OK : db_fail(s, r, what, err, errlen);
+    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, what, err, errlen);
 }
 
 /* Deletes a file's chunks from chunks and from the contentless FTS table. */
@@ -335,8 +346,12 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
                           SQLITE_STATIC);
         CHECK(step_done(s, del_fts, "delete keyword entry", err, errlen));
     }
-    if (r != SQLITE_DONE) CHECK(db_fail(s, r, "read chunks", err, errlen));
+    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read chunks", err, errlen));
     sqlite3_reset(q);
+    sqlite3_stmt *del_vectors = NULL;
+    CHECK(stmt(s, DEL_VECTORS_OF, &del_vectors, err, errlen));
+    sqlite3_bind_text(del_vectors, 1, path, -1, SQLITE_STATIC);
+    CHECK(step_done(s, del_vectors, "delete vectors", err, errlen));
     sqlite3_bind_text(del_chunks, 1, path, -1, SQLITE_STATIC);
     rc = step_done(s, del_chunks, "delete chunks", err, errlen);
 out:
@@ -398,7 +413,7 @@ cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t siz
         r = sqlite3_step(q);
     }
     sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : db_fail(s, r, "update file row", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "update file row", err, errlen);
 }
 
 cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen)
@@ -443,7 +458,7 @@ cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, ch
     if (r != SQLITE_DONE) {
         if ((r & 0xff) == SQLITE_ERROR)
             FAIL(CM_EINVAL, "keyword query rejected: %s", sqlite3_errmsg(s->db));
-        CHECK(db_fail(s, r, "keyword search", err, errlen));
+        CHECK(store_fail(s, r, "keyword search", err, errlen));
     }
 out:
     sqlite3_reset(q);
@@ -484,7 +499,7 @@ cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
     sqlite3_finalize(q);
     if (!rc) rc = buf_addc(out, ']');
     if (rc) return rc;
-    return r == SQLITE_DONE ? CM_OK : db_fail(s, r, "read problems", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "read problems", err, errlen);
 }
 
 static cm_rc count(store *s, const char *sql, int64_t *n, char *err, size_t errlen)
@@ -494,7 +509,7 @@ static cm_rc count(store *s, const char *sql, int64_t *n, char *err, size_t errl
     if (r == SQLITE_OK) r = sqlite3_step(q);
     if (r == SQLITE_ROW) *n = sqlite3_column_int64(q, 0);
     sqlite3_finalize(q);
-    return r == SQLITE_ROW ? CM_OK : db_fail(s, r, "count", err, errlen);
+    return r == SQLITE_ROW ? CM_OK : store_fail(s, r, "count", err, errlen);
 }
 
 cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen)
@@ -511,7 +526,7 @@ cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)
     if (r == SQLITE_OK) r = sqlite3_step(q);
     if (r == SQLITE_ROW) *ok = strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0;
     sqlite3_finalize(q);
-    if (r != SQLITE_ROW) return db_fail(s, r, "integrity check", err, errlen);
+    if (r != SQLITE_ROW) return store_fail(s, r, "integrity check", err, errlen);
     if (!*ok) return CM_OK;
     /* FTS5 consistency: for a contentless table only the index's own structure
      * can be checked. */
@@ -520,7 +535,7 @@ cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)
     if ((r & 0xff) == SQLITE_CORRUPT)
         *ok = false;
     else if (r != SQLITE_OK)
-        return db_fail(s, r, "keyword index check", err, errlen);
+        return store_fail(s, r, "keyword index check", err, errlen);
     return CM_OK;
 }
 

@@ -12,6 +12,7 @@
 
 #include "../base/buf.h"
 #include "../index/chunk.h"
+#include "../vector/vector.h"
 
 #define STORE_META_KEY     "memory_index_meta_v1"  /* the fingerprint */
 #define STORE_PROBLEMS_KEY "clawmem_sync_problems" /* problems seen by the last sync */
@@ -25,7 +26,7 @@ typedef struct store {
     sqlite3 *db;
     char *path;
     bool trigram;           /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
-    sqlite3_stmt *stmts[8]; /* prepared on first use, see store.c */
+    sqlite3_stmt *stmts[10]; /* prepared on first use, see store.c */
     buf scratch;            /* keyword text of one chunk */
 } store;
 
@@ -59,6 +60,11 @@ typedef struct fts_hits {
 cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
                  char *err, size_t errlen);
 void store_close(store *s);
+
+/* Maps an SQLite result code to cm_rc with a message naming the index and
+ * what was being done (corrupt → "run clawmem index --force", busy → "locked
+ * by another process"). For the store's own files. */
+cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen);
 
 /* *json receives the meta row under key, or NULL when there is none. */
 cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen);
@@ -102,6 +108,42 @@ cm_rc store_check(store *s, bool *ok, char *err, size_t errlen);
 /* Keyword text for the FTS index: the chunk text, with CJK runs expanded to
  * bigrams unless the tokenizer is trigram. */
 cm_rc store_keyword_text(const store *s, buf *out, const char *text, size_t n);
+
+/* ---- vectors and the embedding cache (vectors.c) ---- */
+
+typedef struct pending_chunk {
+    int64_t id;
+    char hash[SHA256_HEX_LEN + 1];
+    char *text;
+} pending_chunk;
+
+/* Up to limit chunks that have no vector yet, by id. */
+cm_rc store_pending_vectors(store *s, size_t limit, pending_chunk **out, size_t *n, char *err,
+                            size_t errlen);
+void pending_release(pending_chunk *p, size_t n);
+
+/* The cached vector of a chunk hash for (provider, model, key), if any. */
+cm_rc store_cache_get(store *s, const char *provider, const char *model, const char *key,
+                      const char *hash, int dims, float *out, bool *found, char *err,
+                      size_t errlen);
+cm_rc store_cache_put(store *s, const char *provider, const char *model, const char *key,
+                      const char *hash, const float *v, int dims, char *err, size_t errlen);
+/* Drops the oldest entries beyond max_entries. */
+cm_rc store_cache_trim(store *s, int max_entries, char *err, size_t errlen);
+/* Copies the embedding cache of the index at old_path (a rebuild keeps it);
+ * an unreadable old index is skipped. */
+cm_rc store_cache_import(store *s, const char *old_path, char *err, size_t errlen);
+
+cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
+                       size_t errlen);
+/* Loads every vector of dims into x (source 0 = memory, 1 = sessions). */
+cm_rc store_vectors_load(store *s, int dims, vec_index *x, char *err, size_t errlen);
+/* One chunk by id (CM_ENOTFOUND when gone). */
+cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
+/* Changes whenever another connection commits (PRAGMA data_version). */
+int64_t store_data_version(store *s);
+/* Rows of a table of ours. */
+cm_rc store_count(store *s, const char *table, int64_t *n, char *err, size_t errlen);
 
 /* Rebuild plumbing. The temporary file for a rebuild of path is
  * "<path>.rebuild-<pid>"; store_swap makes it the index atomically (after the

@@ -1,0 +1,251 @@
+/*
+ * vectors.c — the store's vector side: per-chunk vectors and the embedding
+ * cache, both little-endian float32 BLOBs (never JSON text), the cache keyed
+ * by (provider, model, provider_key, chunk hash) so text that moves is never
+ * embedded twice, and loading every vector into a vec_index.
+ */
+#include "store.h"
+
+/* BLOBs are little-endian float32; convert on big-endian hosts. */
+static void to_le(float *v, size_t n)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    for (size_t i = 0; i < n; i++) {
+        uint32_t x;
+        memcpy(&x, &v[i], 4);
+        x = __builtin_bswap32(x);
+        memcpy(&v[i], &x, 4);
+    }
+#else
+    (void)v;
+    (void)n;
+#endif
+}
+
+cm_rc store_pending_vectors(store *s, size_t limit, pending_chunk **out, size_t *n, char *err,
+                            size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    cm_rc rc = CM_OK;
+    *out = calloc(limit ? limit : 1, sizeof **out);
+    *n = 0;
+    if (!*out) return CM_ENOMEM;
+    int r = sqlite3_prepare_v2(s->db,
+                               "SELECT c.id, c.hash, c.text FROM chunks c LEFT JOIN vectors v "
+                               "ON v.chunk_id = c.id WHERE v.chunk_id IS NULL ORDER BY c.id LIMIT ?1",
+                               -1, &q, NULL);
+    if (r == SQLITE_OK) sqlite3_bind_int64(q, 1, (sqlite3_int64)limit);
+    while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
+        pending_chunk *p = &(*out)[(*n)++];
+        p->id = sqlite3_column_int64(q, 0);
+        snprintf(p->hash, sizeof p->hash, "%s", (const char *)sqlite3_column_text(q, 1));
+        p->text = cm_strdup((const char *)sqlite3_column_text(q, 2));
+        if (!p->text) {
+            rc = CM_ENOMEM;
+            break;
+        }
+        r = SQLITE_OK;
+    }
+    if (!rc && r != SQLITE_DONE) rc = store_fail(s, r, "read chunks to embed", err, errlen);
+    sqlite3_finalize(q);
+    if (rc) pending_release(*out, *n);
+    if (rc) *out = NULL;
+    return rc;
+}
+
+void pending_release(pending_chunk *p, size_t n)
+{
+    for (size_t i = 0; p && i < n; i++) free(p[i].text);
+    free(p);
+}
+
+cm_rc store_cache_get(store *s, const char *provider, const char *model, const char *key,
+                      const char *hash, int dims, float *out, bool *found, char *err,
+                      size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    *found = false;
+    int r = sqlite3_prepare_v2(s->db,
+                               "SELECT embedding FROM embedding_cache WHERE provider = ?1 AND "
+                               "model = ?2 AND provider_key = ?3 AND hash = ?4 AND dims = ?5",
+                               -1, &q, NULL);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, provider, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, model, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 3, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 4, hash, -1, SQLITE_STATIC);
+        sqlite3_bind_int(q, 5, dims);
+        r = sqlite3_step(q);
+    }
+    if (r == SQLITE_ROW && sqlite3_column_bytes(q, 0) == dims * 4) {
+        memcpy(out, sqlite3_column_blob(q, 0), (size_t)dims * 4);
+        to_le(out, (size_t)dims);
+        *found = true;
+    }
+    sqlite3_finalize(q);
+    return (r == SQLITE_ROW || r == SQLITE_DONE) ? CM_OK : store_fail(s, r, "read the embedding cache", err, errlen);
+}
+
+static cm_rc put_blob(store *s, const char *sql, const float *v, int dims, const char *const *text,
+                      int ntext, int64_t id, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    float *le = malloc((size_t)dims * 4);
+    if (!le) return CM_ENOMEM;
+    memcpy(le, v, (size_t)dims * 4);
+    to_le(le, (size_t)dims);
+    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+    if (r == SQLITE_OK) {
+        int k = 1;
+        for (int i = 0; i < ntext; i++) sqlite3_bind_text(q, k++, text[i], -1, SQLITE_STATIC);
+        if (id >= 0) sqlite3_bind_int64(q, k++, id);
+        sqlite3_bind_int(q, k++, dims);
+        sqlite3_bind_blob(q, k++, le, dims * 4, SQLITE_STATIC);
+        r = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    free(le);
+    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "write a vector", err, errlen);
+}
+
+cm_rc store_cache_put(store *s, const char *provider, const char *model, const char *key,
+                      const char *hash, const float *v, int dims, char *err, size_t errlen)
+{
+    const char *t[] = {provider, model, key, hash};
+    return put_blob(s,
+                    "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
+                    "dims, embedding, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, "
+                    "CAST(strftime('%s','now') AS INTEGER))",
+                    v, dims, t, 4, -1, err, errlen);
+}
+
+cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
+                       size_t errlen)
+{
+    return put_blob(s, "INSERT OR REPLACE INTO vectors(chunk_id, dims, embedding) VALUES(?1, ?2, ?3)",
+                    v, dims, NULL, 0, chunk_id, err, errlen);
+}
+
+cm_rc store_cache_trim(store *s, int max_entries, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db,
+                               "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM "
+                               "embedding_cache ORDER BY updated_at, rowid LIMIT max(0, "
+                               "(SELECT count(*) FROM embedding_cache) - ?1))",
+                               -1, &q, NULL);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_int(q, 1, max_entries);
+        r = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "trim the embedding cache", err, errlen);
+}
+
+cm_rc store_cache_import(store *s, const char *old_path, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, "ATTACH DATABASE ?1 AS old", -1, &q, NULL);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, old_path, -1, SQLITE_STATIC);
+        r = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    if (r != SQLITE_DONE) {
+        sqlite3_exec(s->db, "DETACH DATABASE old", NULL, NULL, NULL);
+        return CM_OK; /* no usable old index: nothing to reuse */
+    }
+    /* An unreadable old cache only costs re-embedding: errors are not fatal. */
+    sqlite3_exec(s->db, "INSERT OR IGNORE INTO embedding_cache SELECT * FROM old.embedding_cache",
+                 NULL, NULL, NULL);
+    sqlite3_exec(s->db, "DETACH DATABASE old", NULL, NULL, NULL);
+    (void)err;
+    (void)errlen;
+    return CM_OK;
+}
+
+cm_rc store_vectors_load(store *s, int dims, vec_index *x, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    cm_rc rc = vec_index_init(x, (size_t)dims);
+    if (rc) return cm_seterr(err, errlen, rc, "bad vector dimensions %d", dims);
+    float *v = malloc((size_t)dims * 4);
+    if (!v) return CM_ENOMEM;
+    int r = sqlite3_prepare_v2(s->db,
+                               "SELECT v.chunk_id, v.embedding, c.source FROM vectors v JOIN "
+                               "chunks c ON c.id = v.chunk_id WHERE v.dims = ?1",
+                               -1, &q, NULL);
+    if (r == SQLITE_OK) sqlite3_bind_int(q, 1, dims);
+    while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
+        r = SQLITE_OK;
+        if (sqlite3_column_bytes(q, 1) != dims * 4) continue;
+        memcpy(v, sqlite3_column_blob(q, 1), (size_t)dims * 4);
+        to_le(v, (size_t)dims);
+        const char *src = (const char *)sqlite3_column_text(q, 2);
+        uint8_t sn = src && !strcmp(src, "sessions") ? 1 : 0;
+        cm_rc ar = vec_index_add(x, sqlite3_column_int64(q, 0), v, sn);
+        if (ar == CM_ENOMEM) {
+            rc = ar;
+            break;
+        }
+    }
+    if (!rc && r != SQLITE_DONE) rc = store_fail(s, r, "load vectors", err, errlen);
+    sqlite3_finalize(q);
+    free(v);
+    if (rc) vec_index_release(x);
+    return rc;
+}
+
+cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen)
+{
+    sqlite3_stmt *q = NULL;
+    memset(out, 0, sizeof *out);
+    int r = sqlite3_prepare_v2(s->db,
+                               "SELECT path, source, start_line, end_line, text, (SELECT mtime "
+                               "FROM files WHERE files.path = chunks.path) FROM chunks WHERE id = ?1",
+                               -1, &q, NULL);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, id);
+        r = sqlite3_step(q);
+    }
+    cm_rc rc = CM_OK;
+    if (r == SQLITE_ROW) {
+        out->id = id;
+        out->path = cm_strdup((const char *)sqlite3_column_text(q, 0));
+        out->source = cm_strdup((const char *)sqlite3_column_text(q, 1));
+        out->start_line = sqlite3_column_int(q, 2);
+        out->end_line = sqlite3_column_int(q, 3);
+        out->text = cm_strdup((const char *)sqlite3_column_text(q, 4));
+        out->mtime_ns = sqlite3_column_int64(q, 5);
+        if (!out->path || !out->source || !out->text) rc = CM_ENOMEM;
+    } else if (r == SQLITE_DONE) {
+        rc = CM_ENOTFOUND; /* deleted since the vectors were loaded */
+    } else {
+        rc = store_fail(s, r, "read a chunk", err, errlen);
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int64_t store_data_version(store *s)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA data_version", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+cm_rc store_count(store *s, const char *table, int64_t *n, char *err, size_t errlen)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+    if (r == SQLITE_OK) r = sqlite3_step(q);
+    if (r == SQLITE_ROW) *n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return r == SQLITE_ROW ? CM_OK : store_fail(s, r, "count", err, errlen);
+}
