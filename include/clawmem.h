@@ -83,6 +83,7 @@ enum {
 typedef struct cm_sync_stats {
     size_t files_seen, files_indexed, files_unchanged, files_removed, files_skipped;
     size_t chunks_written;
+    size_t chunks_embedded, cache_hits; /* vectors from the provider, from the cache */
     uint64_t bytes_read;
     int rebuilt; /* 1 when the index was rebuilt from scratch */
 } cm_sync_stats;

@@ -21,6 +21,7 @@
 #include "../base/log.h"
 #include "../base/sha256.h"
 #include "../base/utf8.h"
+#include "../embed/embed.h"
 #include "../config/config.h"
 #include "../index/chunk.h"
 #include "../index/discover.h"
@@ -44,9 +45,19 @@ struct cm_engine {
     ino_t st_ino;
     int busy_ms;
     bool allow_write;
-    char provider[32], model[64];
+    char provider[32], model[128];
     char *provider_note; /* why the effective provider differs from the requested one */
+    /* embeddings: the provider, the in-memory vector index and its freshness */
+    embed_provider prov;
+    bool have_prov;
+    char last_error[512]; /* the provider's last failure, for status */
+    vec_index vx;
+    bool vx_loaded;
+    int64_t vx_version;
 };
+
+/* Chunks embedded per request round during a sync. */
+#define EMBED_ROUND 256
 
 static int busy_ms_from_env(void)
 {
@@ -55,6 +66,56 @@ static int busy_ms_from_env(void)
     char *end;
     long ms = strtol(v, &end, 10);
     return (*end || ms < 0 || ms > 3600000) ? DEFAULT_BUSY_MS : (int)ms;
+}
+
+static void set_note(cm_engine *e, const char *msg)
+{
+    free(e->provider_note);
+    e->provider_note = cm_strdup(msg);
+    cm_logf(&e->lg, CM_LOG_WARN, "%s", msg);
+}
+
+/* The embedding provider: memorySearch.provider, or the seeds' auto-select
+ * order; memorySearch.fallback when the primary cannot be set up; none (the
+ * keyword-only search) otherwise. No network is touched here. */
+static void choose_provider(cm_engine *e)
+{
+    const cm_config *c = &e->cfg;
+    snprintf(e->provider, sizeof e->provider, "none");
+    e->model[0] = 0;
+    const char *want = c->provider;
+    if (!strcmp(want, "none")) return;
+    if (!strcmp(want, "auto")) {
+        want = embed_auto(c);
+        if (!want) return; /* no key anywhere: keyword search, as QuantumClaw */
+    }
+    char why[512] = "";
+    if (!strcmp(want, "local") || !strcmp(want, "static")) {
+        snprintf(why, sizeof why, "provider \"%s\" is not available in this build", want);
+    } else if (embed_open(c, want, &e->prov, why, sizeof why) == CM_OK) {
+        e->have_prov = true;
+    }
+    if (!e->have_prov && c->fallback && strcmp(c->fallback, "none") != 0 &&
+        strcmp(c->fallback, want) != 0 && strcmp(c->fallback, "local") != 0 &&
+        strcmp(c->fallback, "static") != 0) {
+        char why2[512];
+        char msg[1100];
+        if (embed_open(c, c->fallback, &e->prov, why2, sizeof why2) == CM_OK) {
+            e->have_prov = true;
+            snprintf(msg, sizeof msg, "%s; using the fallback %s", why, c->fallback);
+        } else {
+            snprintf(msg, sizeof msg, "%s; fallback: %s; keyword search only", why, why2);
+        }
+        set_note(e, msg);
+    } else if (!e->have_prov) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s; keyword search only", why);
+        set_note(e, msg);
+    }
+    if (e->have_prov) {
+        snprintf(e->provider, sizeof e->provider, "%s", embed_name(&e->prov));
+        snprintf(e->model, sizeof e->model, "%s", e->prov.model);
+    }
 }
 
 cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t errlen)
@@ -75,18 +136,7 @@ cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t e
     if (strcmp(e->cfg.backend, "qmd") == 0)
         cm_logf(&e->lg, CM_LOG_WARN,
                 "memory.backend = \"qmd\": clawmem serves memory itself (the builtin index)");
-    /* Embedding providers come in a later layer: until then every search is the
-     * keyword-only search QuantumClaw runs when no provider is available. */
-    snprintf(e->provider, sizeof e->provider, "none");
-    e->model[0] = 0;
-    if (strcmp(e->cfg.provider, "none") != 0 && strcmp(e->cfg.provider, "auto") != 0) {
-        buf b = BUF_INIT;
-        if (buf_printf(&b, "provider \"%s\" is not available in this build; keyword search only",
-                       e->cfg.provider) == CM_OK)
-            e->provider_note = buf_detach(&b);
-        buf_release(&b);
-        cm_logf(&e->lg, CM_LOG_WARN, "memorySearch.%s", e->provider_note ? e->provider_note : "");
-    }
+    choose_provider(e);
 out:
     if (rc) {
         cm_engine_free(e);
@@ -100,12 +150,15 @@ static void close_store(cm_engine *e)
 {
     if (e->st_open) store_close(&e->st);
     e->st_open = false;
+    if (e->vx_loaded) vec_index_release(&e->vx);
+    e->vx_loaded = false;
 }
 
 void cm_engine_free(cm_engine *e)
 {
     if (!e) return;
     close_store(e);
+    if (e->have_prov) embed_close(&e->prov);
     config_release(&e->cfg);
     free(e->provider_note);
     free(e);
@@ -204,16 +257,16 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     buf_release(&scope);
     if (!rc)
         rc = buf_printf(out,
-                        "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"\","
+                        "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
                         "\"sources\":[",
-                        e->provider, e->model);
+                        e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
     for (size_t i = 0; i < c->sources.n && !rc; i++)
         rc = buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
     if (!rc)
         rc = buf_printf(out,
                         "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
-                        "\"vectorDims\":0,\"ftsTokenizer\":\"%s%s\"}",
-                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->fts_tokenizer,
+                        "\"vectorDims\":%d,\"ftsTokenizer\":\"%s%s\"}",
+                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims, c->fts_tokenizer,
                         strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
     return rc;
 }
@@ -303,6 +356,111 @@ static cm_rc save_problems(store *st, const problem_list *pl, char *err, size_t 
     return rc;
 }
 
+#define VECTOR_DIMS_KEY "clawmem_vector_dims"
+
+/* Gives every chunk without a vector one: from the embedding cache when the
+ * same text was embedded before, else from the provider, EMBED_ROUND chunks
+ * per round, each round committed on its own. A provider failure stops the
+ * filling (the keyword index is complete either way; the next sync resumes)
+ * and is recorded for status. */
+static cm_rc fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen)
+{
+    if (!e->have_prov) return CM_OK;
+    embed_provider *p = &e->prov;
+    const cm_config *c = &e->cfg;
+    const char *name = embed_name(p);
+    cm_rc rc = CM_OK;
+    int64_t after = 0;
+    pending_chunk *pc = NULL;
+    size_t n = 0;
+    float **vecs = NULL, *fresh = NULL;
+    const char **texts = NULL;
+    size_t *miss = NULL;
+    for (;;) {
+        CHECK(store_pending_vectors(st, after, EMBED_ROUND, &pc, &n, err, errlen));
+        if (n == 0) break;
+        after = pc[n - 1].id;
+        vecs = calloc(n, sizeof *vecs);
+        texts = calloc(n, sizeof *texts);
+        miss = calloc(n, sizeof *miss);
+        if (!vecs || !texts || !miss) CHECK(CM_ENOMEM);
+        size_t nmiss = 0;
+        for (size_t i = 0; i < n; i++) {
+            int d = 0;
+            if (c->cache_enabled)
+                CHECK(store_cache_get(st, name, p->model, p->key_hash, pc[i].hash, &vecs[i], &d,
+                                      err, errlen));
+            if (vecs[i] && p->dims && d != p->dims) { /* another size: not this model's */
+                free(vecs[i]);
+                vecs[i] = NULL;
+            }
+            if (vecs[i]) {
+                if (!p->dims) p->dims = d;
+                stats->cache_hits++;
+            } else {
+                texts[nmiss] = pc[i].text;
+                miss[nmiss++] = i;
+            }
+        }
+        bool failed = false;
+        if (nmiss) {
+            char msg[512];
+            if (embed_documents(p, texts, nmiss, &fresh, msg, sizeof msg) != CM_OK) {
+                snprintf(e->last_error, sizeof e->last_error, "%s", msg);
+                cm_logf(&e->lg, CM_LOG_WARN, "%s (vectors will be completed by a later sync)", msg);
+                failed = true;
+                nmiss = 0;
+            }
+        }
+        CHECK(store_begin(st, err, errlen));
+        for (size_t i = 0; i < n; i++) {
+            if (!vecs[i]) continue;
+            rc = store_vector_put(st, pc[i].id, vecs[i], p->dims, err, errlen);
+            if (rc) break;
+        }
+        for (size_t j = 0; !rc && j < nmiss; j++) {
+            float *v = fresh + j * (size_t)p->dims;
+            bool zero = true;
+            for (int d = 0; d < p->dims && zero; d++) zero = v[d] == 0;
+            /* an all-zero vector cannot be searched: a row of 0 dimensions marks it done */
+            rc = store_vector_put(st, pc[miss[j]].id, v, zero ? 0 : p->dims, err, errlen);
+            if (!rc && !zero && c->cache_enabled)
+                rc = store_cache_put(st, name, p->model, p->key_hash, pc[miss[j]].hash, v, p->dims,
+                                     err, errlen);
+            stats->chunks_embedded++;
+        }
+        if (!rc) rc = store_commit(st, err, errlen);
+        if (rc) store_rollback(st);
+        CHECK(rc);
+        for (size_t i = 0; i < n; i++) free(vecs[i]);
+        free(vecs);
+        free(texts);
+        free(miss);
+        free(fresh);
+        vecs = NULL;
+        texts = NULL;
+        miss = NULL;
+        fresh = NULL;
+        pending_release(pc, n);
+        pc = NULL;
+        if (failed) break;
+    }
+    if (p->dims) {
+        char d[32];
+        snprintf(d, sizeof d, "%d", p->dims);
+        CHECK(store_meta_set(st, VECTOR_DIMS_KEY, d, err, errlen));
+    }
+    if (c->cache_enabled) CHECK(store_cache_trim(st, c->cache_max_entries, err, errlen));
+out:
+    for (size_t i = 0; vecs && i < n; i++) free(vecs[i]);
+    free(vecs);
+    free(texts);
+    free(miss);
+    free(fresh);
+    pending_release(pc, n);
+    return rc;
+}
+
 /* Builds a fresh index in a temporary file and swaps it in. */
 static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
                      size_t errlen)
@@ -339,6 +497,11 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
     CHECK(store_meta_set(&tmp, STORE_META_KEY, meta, err, errlen));
     CHECK(save_problems(&tmp, &r->problems, err, errlen));
     CHECK(store_commit(&tmp, err, errlen));
+    /* Vectors before the swap, reusing the old index's embedding cache. */
+    if (e->have_prov) {
+        if (e->cfg.cache_enabled) CHECK(store_cache_import(&tmp, e->cfg.store_path, err, errlen));
+        CHECK(fill_vectors(e, &tmp, r->stats, err, errlen));
+    }
     store_close(&tmp);
     tmp_open = false;
     close_store(e);
@@ -503,11 +666,18 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
             full = true;
         }
     }
-    if (full)
+    if (full) {
         CHECK(rebuild(&r, &files, meta.data, err, errlen));
-    else
+    } else {
         CHECK(incremental(&r, &files, err, errlen));
-    if (e->st_open && (stats->files_indexed || stats->files_removed)) store_checkpoint(&e->st);
+        CHECK(fill_vectors(e, &e->st, stats, err, errlen));
+    }
+    if (e->st_open && (stats->files_indexed || stats->files_removed || stats->chunks_embedded))
+        store_checkpoint(&e->st);
+    if (e->vx_loaded && (stats->files_indexed || stats->files_removed || stats->chunks_embedded)) {
+        vec_index_release(&e->vx); /* reloaded by the next search */
+        e->vx_loaded = false;
+    }
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     lock_release(lock);
@@ -539,6 +709,71 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
     }
     buf_release(&match);
     return rc;
+}
+
+/* Loads the vectors of the open index when they are not loaded or another
+ * connection committed since (PRAGMA data_version). */
+static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
+{
+    int64_t version = store_data_version(&e->st);
+    if (e->vx_loaded && version == e->vx_version) return CM_OK;
+    if (e->vx_loaded) vec_index_release(&e->vx);
+    e->vx_loaded = false;
+    char *dims = NULL;
+    cm_rc rc = store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, err, errlen);
+    int d = dims ? (int)strtol(dims, NULL, 10) : 0;
+    free(dims);
+    if (rc || d <= 0) return rc; /* nothing embedded yet */
+    if (!e->prov.dims) e->prov.dims = d;
+    if ((rc = store_vectors_load(&e->st, d, &e->vx, err, errlen))) return rc;
+    e->vx_loaded = true;
+    e->vx_version = version;
+    return CM_OK;
+}
+
+/* Appends the vector side's candidates to *v (n, cap): the k chunks nearest
+ * the query. Returns false when there is no vector side for this query
+ * (no provider, no vectors yet, the query embedding failed or was zero). */
+static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, size_t *n,
+                        size_t *cap)
+{
+    if (!e->have_prov) return false;
+    char msg[512];
+    float *q = NULL;
+    vec_hit *hits = NULL;
+    bool ok = false;
+    if (ensure_vectors(e, msg, sizeof msg) || !e->vx_loaded || !e->vx.n) goto out;
+    if (embed_query(&e->prov, query, &q, msg, sizeof msg) != CM_OK) {
+        snprintf(e->last_error, sizeof e->last_error, "%s", msg);
+        cm_logf(&e->lg, CM_LOG_WARN, "%s; searching keywords only", msg);
+        goto out;
+    }
+    if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims)) goto out; /* zero: keywords only */
+    if (!(hits = malloc((size_t)k * sizeof *hits))) goto out;
+    size_t nh = vec_search(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
+    for (size_t i = 0; i < nh; i++) {
+        fts_hit h;
+        if (store_chunk_get(&e->st, hits[i].id, &h, msg, sizeof msg) != CM_OK) continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            search_hit *nv = realloc(*v, nc * sizeof *nv);
+            if (!nv) {
+                free(h.path);
+                free(h.source);
+                free(h.text);
+                break;
+            }
+            *v = nv;
+            *cap = nc;
+        }
+        (*v)[(*n)++] = (search_hit){h.id, h.path, h.source, h.text, h.start_line, h.end_line,
+                                    h.mtime_ns, 0, 0, CM_MAX(0.0, (double)hits[i].score), false, true};
+    }
+    ok = true;
+out:
+    free(q);
+    free(hits);
+    return ok;
 }
 
 cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
@@ -573,6 +808,7 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
         CHECK(tools_search_error(msg, e->provider, e->model, c->citations, &out));
         goto done;
     }
+    size_t cap = hits.n;
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
@@ -583,6 +819,21 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
         v[i].score = v[i].text_score; /* keyword-only: the text score is the score */
     }
     n = hits.n;
+    /* Hybrid: the vector side's candidates, merged by chunk id with the
+     * normalised weights; without hybrid, the vector side alone. */
+    if (vector_hits(e, query, config_candidates(c, max_results), &v, &n, &cap)) {
+        if (!c->hybrid_enabled) {
+            size_t w = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (v[i].has_vector) v[w++] = v[i];
+                else search_hit_release(&v[i]);
+            }
+            n = w;
+            n = rank_merge(v, n, 1.0, 0.0);
+        } else {
+            n = rank_merge(v, n, c->vector_weight, c->text_weight);
+        }
+    }
     rank_opts ro = {c->text_weight,   min_score,         max_results,
                     c->decay_enabled, c->half_life_days, opts ? opts->now : 0,
                     c->mmr_enabled,   c->mmr_lambda};
@@ -769,7 +1020,9 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     CHECK(add_kv_str(&b, "provider", e->provider));
     CHECK(add_kv_str(&b, "model", e->model));
     CHECK(add_kv_str(&b, "providerNote", e->provider_note));
-    CHECK(buf_adds(&b, ",\"search\":\"keyword\""));
+    CHECK(add_kv_str(&b, "search",
+                     !e->have_prov ? "keyword" : c->hybrid_enabled ? "hybrid" : "vector"));
+    CHECK(add_kv_str(&b, "lastError", e->last_error[0] ? e->last_error : NULL));
     CHECK(add_kv_str(&b, "ftsTokenizer", c->fts_tokenizer));
     CHECK(buf_adds(&b, ",\"sources\":["));
     for (size_t i = 0; i < c->sources.n; i++) {
@@ -809,6 +1062,24 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     }
     CHECK(buf_printf(&b, ",\"indexExists\":true,\"files\":%lld,\"chunks\":%lld", (long long)nfiles,
                      (long long)nchunks));
+    {
+        int64_t nvec = 0, ncache = 0;
+        char *dims = NULL;
+        if (store_count(&e->st, "vectors WHERE dims > 0", &nvec, msg, sizeof msg) == CM_OK &&
+            store_count(&e->st, "embedding_cache", &ncache, msg, sizeof msg) == CM_OK &&
+            store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, msg, sizeof msg) == CM_OK) {
+            rc = buf_printf(&b,
+                            ",\"vector\":{\"enabled\":%s,\"dims\":%s,\"vectors\":%lld,"
+                            "\"path\":\"in-process %s scan\",\"sqliteVec\":\"not loaded: the "
+                            "in-process index serves\"},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
+                            "\"maxEntries\":%d}",
+                            e->have_prov ? "true" : "false", dims ? dims : "0", (long long)nvec,
+                            vec_kernels_best()->name, c->cache_enabled ? "true" : "false",
+                            (long long)ncache, c->cache_max_entries);
+        }
+        free(dims);
+        CHECK(rc);
+    }
     struct stat ist;
     if (stat(c->store_path, &ist) == 0)
         CHECK(buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size));

@@ -191,6 +191,41 @@ out:
     return rc;
 }
 
+static int by_id(const void *a, const void *b)
+{
+    const search_hit *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+size_t rank_merge(search_hit *v, size_t n, double vector_weight, double text_weight)
+{
+    if (n == 0) return 0;
+    qsort(v, n, sizeof *v, by_id);
+    size_t w = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w && v[w - 1].id == v[i].id) {
+            search_hit *d = &v[w - 1];
+            if (v[i].has_text) {
+                d->has_text = true;
+                d->text_score = v[i].text_score;
+            }
+            if (v[i].has_vector) {
+                d->has_vector = true;
+                d->vector_score = v[i].vector_score;
+            }
+            search_hit_release(&v[i]);
+            continue;
+        }
+        if (w != i) v[w] = v[i];
+        w++;
+    }
+    for (size_t i = 0; i < w; i++)
+        v[i].score = vector_weight * (v[i].has_vector ? v[i].vector_score : 0) +
+                     text_weight * (v[i].has_text ? v[i].text_score : 0);
+    memset(v + w, 0, (n - w) * sizeof *v);
+    return w;
+}
+
 static int by_score(const void *a, const void *b)
 {
     const search_hit *x = a, *y = b;

@@ -30,6 +30,12 @@ typedef struct rank_opts {
     double mmr_lambda;
 } rank_opts;
 
+/* Unions hits by chunk id (a chunk found by both sides becomes one hit with
+ * both scores) and sets score = vector_weight·vector_score +
+ * text_weight·text_score, a missing side counting 0. Returns the new count;
+ * merged-away hits are released. */
+size_t rank_merge(search_hit *v, size_t n, double vector_weight, double text_weight);
+
 /* FTS5 bm25 rank → a 0..1 score: 1/(1+rank) for rank >= 0, r/(1+r) with
  * r = -rank for the negative ranks FTS5 produces (more relevant → higher). */
 double rank_bm25_score(double rank);

@@ -580,13 +580,17 @@ cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
         int r = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
         if (r == SQLITE_OK) {
             sqlite3_busy_timeout(db, 5000);
-            r = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+            /* A fresh connection is not in WAL mode until it reads the header:
+             * without this, the checkpoint below would silently do nothing. */
+            r = sqlite3_exec(db, "PRAGMA journal_mode", NULL, NULL, NULL);
         }
+        if (r == SQLITE_OK)
+            r = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         sqlite3_close_v2(db);
         if (r != SQLITE_OK && (r & 0xff) != SQLITE_BUSY) {
-            unlink(wal);
+            unlink(wal); /* the old index is unreadable: its WAL is worthless */
             unlink(shm);
-        } else if (r != SQLITE_OK) {
+        } else if (r != SQLITE_OK || (stat(wal, &st) == 0 && st.st_size > 0)) {
             return cm_seterr(err, errlen, CM_EBUSY,
                              "index %s is in use by a reader that does not let go; try again",
                              path);

@@ -117,15 +117,16 @@ typedef struct pending_chunk {
     char *text;
 } pending_chunk;
 
-/* Up to limit chunks that have no vector yet, by id. */
-cm_rc store_pending_vectors(store *s, size_t limit, pending_chunk **out, size_t *n, char *err,
-                            size_t errlen);
+/* Up to limit chunks with an id above after_id that have no vector row yet,
+ * by id. (A chunk whose embedding was all zeros gets a row of dims 0.) */
+cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
+                            size_t *n, char *err, size_t errlen);
 void pending_release(pending_chunk *p, size_t n);
 
-/* The cached vector of a chunk hash for (provider, model, key), if any. */
+/* The cached vector of a chunk hash for (provider, model, key): *out
+ * (malloc'd, *dims floats) or NULL when there is none. */
 cm_rc store_cache_get(store *s, const char *provider, const char *model, const char *key,
-                      const char *hash, int dims, float *out, bool *found, char *err,
-                      size_t errlen);
+                      const char *hash, float **out, int *dims, char *err, size_t errlen);
 cm_rc store_cache_put(store *s, const char *provider, const char *model, const char *key,
                       const char *hash, const float *v, int dims, char *err, size_t errlen);
 /* Drops the oldest entries beyond max_entries. */
@@ -142,8 +143,9 @@ cm_rc store_vectors_load(store *s, int dims, vec_index *x, char *err, size_t err
 cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
 /* Changes whenever another connection commits (PRAGMA data_version). */
 int64_t store_data_version(store *s);
-/* Rows of a table of ours. */
-cm_rc store_count(store *s, const char *table, int64_t *n, char *err, size_t errlen);
+/* count(*) FROM `from`: one of our tables, optionally with a WHERE clause
+ * (a constant of ours, never user input). */
+cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen);
 
 /* Rebuild plumbing. The temporary file for a rebuild of path is
  * "<path>.rebuild-<pid>"; store_swap makes it the index atomically (after the

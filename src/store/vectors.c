@@ -4,6 +4,8 @@
  * by (provider, model, provider_key, chunk hash) so text that moves is never
  * embedded twice, and loading every vector into a vec_index.
  */
+#include <unistd.h>
+
 #include "store.h"
 
 /* BLOBs are little-endian float32; convert on big-endian hosts. */
@@ -22,8 +24,8 @@ static void to_le(float *v, size_t n)
 #endif
 }
 
-cm_rc store_pending_vectors(store *s, size_t limit, pending_chunk **out, size_t *n, char *err,
-                            size_t errlen)
+cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
+                            size_t *n, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
     cm_rc rc = CM_OK;
@@ -32,9 +34,13 @@ cm_rc store_pending_vectors(store *s, size_t limit, pending_chunk **out, size_t 
     if (!*out) return CM_ENOMEM;
     int r = sqlite3_prepare_v2(s->db,
                                "SELECT c.id, c.hash, c.text FROM chunks c LEFT JOIN vectors v "
-                               "ON v.chunk_id = c.id WHERE v.chunk_id IS NULL ORDER BY c.id LIMIT ?1",
+                               "ON v.chunk_id = c.id WHERE v.chunk_id IS NULL AND c.id > ?2 ORDER BY c.id "
+                               "LIMIT ?1",
                                -1, &q, NULL);
-    if (r == SQLITE_OK) sqlite3_bind_int64(q, 1, (sqlite3_int64)limit);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, (sqlite3_int64)limit);
+        sqlite3_bind_int64(q, 2, after_id);
+    }
     while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
         pending_chunk *p = &(*out)[(*n)++];
         p->id = sqlite3_column_int64(q, 0);
@@ -60,39 +66,45 @@ void pending_release(pending_chunk *p, size_t n)
 }
 
 cm_rc store_cache_get(store *s, const char *provider, const char *model, const char *key,
-                      const char *hash, int dims, float *out, bool *found, char *err,
-                      size_t errlen)
+                      const char *hash, float **out, int *dims, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
-    *found = false;
+    *out = NULL;
+    *dims = 0;
     int r = sqlite3_prepare_v2(s->db,
-                               "SELECT embedding FROM embedding_cache WHERE provider = ?1 AND "
-                               "model = ?2 AND provider_key = ?3 AND hash = ?4 AND dims = ?5",
+                               "SELECT dims, embedding FROM embedding_cache WHERE provider = ?1 "
+                               "AND model = ?2 AND provider_key = ?3 AND hash = ?4",
                                -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_text(q, 1, provider, -1, SQLITE_STATIC);
         sqlite3_bind_text(q, 2, model, -1, SQLITE_STATIC);
         sqlite3_bind_text(q, 3, key, -1, SQLITE_STATIC);
         sqlite3_bind_text(q, 4, hash, -1, SQLITE_STATIC);
-        sqlite3_bind_int(q, 5, dims);
         r = sqlite3_step(q);
     }
-    if (r == SQLITE_ROW && sqlite3_column_bytes(q, 0) == dims * 4) {
-        memcpy(out, sqlite3_column_blob(q, 0), (size_t)dims * 4);
-        to_le(out, (size_t)dims);
-        *found = true;
+    cm_rc rc = CM_OK;
+    int d = r == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
+    if (r == SQLITE_ROW && d > 0 && sqlite3_column_bytes(q, 1) == d * 4) {
+        if (!(*out = malloc((size_t)d * 4))) rc = CM_ENOMEM;
+        else {
+            memcpy(*out, sqlite3_column_blob(q, 1), (size_t)d * 4);
+            to_le(*out, (size_t)d);
+            *dims = d;
+        }
+    } else if (r != SQLITE_ROW && r != SQLITE_DONE) {
+        rc = store_fail(s, r, "read the embedding cache", err, errlen);
     }
     sqlite3_finalize(q);
-    return (r == SQLITE_ROW || r == SQLITE_DONE) ? CM_OK : store_fail(s, r, "read the embedding cache", err, errlen);
+    return rc;
 }
 
 static cm_rc put_blob(store *s, const char *sql, const float *v, int dims, const char *const *text,
                       int ntext, int64_t id, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
-    float *le = malloc((size_t)dims * 4);
+    float *le = malloc(dims ? (size_t)dims * 4 : 1);
     if (!le) return CM_ENOMEM;
-    memcpy(le, v, (size_t)dims * 4);
+    if (dims) memcpy(le, v, (size_t)dims * 4);
     to_le(le, (size_t)dims);
     int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
     if (r == SQLITE_OK) {
@@ -145,6 +157,7 @@ cm_rc store_cache_trim(store *s, int max_entries, char *err, size_t errlen)
 cm_rc store_cache_import(store *s, const char *old_path, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
+    if (access(old_path, R_OK) != 0) return CM_OK; /* ATTACH would create it */
     int r = sqlite3_prepare_v2(s->db, "ATTACH DATABASE ?1 AS old", -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_text(q, 1, old_path, -1, SQLITE_STATIC);
@@ -238,10 +251,10 @@ int64_t store_data_version(store *s)
     return v;
 }
 
-cm_rc store_count(store *s, const char *table, int64_t *n, char *err, size_t errlen)
+cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
 {
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", from);
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
     if (r == SQLITE_OK) r = sqlite3_step(q);

@@ -1,0 +1,201 @@
+/*
+ * test_hybrid.c — the engine with an embedding provider (the loopback fake
+ * server): vectors filled during sync, hybrid ranking, the embedding cache
+ * across moves and rebuilds, provider faults during sync and search, the
+ * fallback provider, and status.
+ */
+#include <jansson.h>
+#include <unistd.h>
+
+#include "fakeserver.h"
+#include "test.h"
+
+typedef struct hy {
+    char *dir;
+    char ws[1024], state[1024], cfg[1024];
+    char base[64];
+    fake_server *srv;
+} hy;
+
+static void hy_config(hy *h, const char *extra)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'k'}%s}}}}",
+             h->base, extra ? extra : "");
+    write_file(h->dir, "qc.json", text);
+}
+
+static void hy_init(hy *h)
+{
+    setenv("CLAWMEM_HTTP_BACKOFF_MS", "5", 1);
+    setenv("CLAWMEM_HTTP_TIMEOUT_MS", "2000", 1);
+    unsetenv("OPENAI_API_KEY");
+    h->dir = tmp_dir();
+    snprintf(h->ws, sizeof h->ws, "%s/ws", h->dir);
+    snprintf(h->state, sizeof h->state, "%s/state", h->dir);
+    snprintf(h->cfg, sizeof h->cfg, "%s/qc.json", h->dir);
+    h->srv = fake_start(64, h->base);
+    hy_config(h, NULL);
+    write_file(h->ws, "MEMORY.md", "# Facts\nThe dog Biscuit likes the beach.\n");
+    write_file(h->ws, "memory/2026-02-10.md", "Configured the Omada router with VLAN 10 for IoT.\n");
+    write_file(h->ws, "memory/2026-02-11.md", "Dentist appointment moved to Friday morning.\n");
+}
+
+static cm_engine *hy_open(hy *h)
+{
+    cm_options o = {NULL, h->ws, h->cfg, h->state, NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512];
+    if (cm_engine_open(&o, &e, err, sizeof err)) fprintf(stderr, "  open: %s\n", err);
+    return e;
+}
+
+static cm_rc hy_sync(hy *h, cm_sync_stats *st)
+{
+    cm_engine *e = hy_open(h);
+    char err[512];
+    cm_rc rc = cm_engine_sync(e, 0, NULL, NULL, st, err, sizeof err);
+    if (rc) fprintf(stderr, "  sync: %s\n", err);
+    cm_engine_free(e);
+    return rc;
+}
+
+static json_t *hy_json(hy *h, bool status, const char *q)
+{
+    cm_engine *e = hy_open(h);
+    char err[512], *js = NULL;
+    cm_search_opts o = {10, 0, 0};
+    if (status) cm_engine_status(e, 0, &js, err, sizeof err);
+    else cm_memory_search(e, q, &o, &js, err, sizeof err);
+    json_t *j = js ? json_loads(js, 0, NULL) : NULL;
+    cm_free(js);
+    cm_engine_free(e);
+    return j;
+}
+
+TEST(hybrid_sync_fills_vectors_and_search_merges)
+{
+    hy h;
+    hy_init(&h);
+    cm_sync_stats st;
+    EXPECT_INT(hy_sync(&h, &st), CM_OK);
+    EXPECT_INT(st.chunks_embedded, 3);
+    json_t *s = hy_json(&h, true, NULL);
+    EXPECT_STR(json_string_value(json_object_get(s, "search")), "hybrid");
+    EXPECT_STR(json_string_value(json_object_get(s, "provider")), "openai");
+    EXPECT_INT(json_integer_value(json_object_get(json_object_get(s, "vector"), "vectors")), 3);
+    EXPECT_INT(json_integer_value(json_object_get(json_object_get(s, "cache"), "entries")), 3);
+    json_decref(s);
+    /* "router beach" has no chunk with both words: the keyword side falls back
+     * to OR, the vector side finds both notes, and both sides score them */
+    json_t *p = hy_json(&h, false, "router beach");
+    EXPECT_STR(json_string_value(json_object_get(p, "provider")), "openai");
+    EXPECT_STR(json_string_value(json_object_get(p, "model")), "text-embedding-3-small");
+    EXPECT(json_array_size(json_object_get(p, "results")) >= 2);
+    double top = json_number_value(json_object_get(json_array_get(json_object_get(p, "results"), 0), "score"));
+    EXPECT(top > 0 && top <= 1.0);
+    json_decref(p);
+    fake_stop(h.srv);
+}
+
+TEST(hybrid_cache_survives_moves_and_rebuilds)
+{
+    hy h;
+    hy_init(&h);
+    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
+    int before = fake_count(h.srv);
+    /* moving text to another file re-uses its vector */
+    rename(path_in(h.ws, "memory/2026-02-11.md"), path_in(h.ws, "memory/2026-02-12.md"));
+    cm_sync_stats st;
+    EXPECT_INT(hy_sync(&h, &st), CM_OK);
+    EXPECT_INT(st.cache_hits, 1);
+    EXPECT_INT(st.chunks_embedded, 0);
+    EXPECT_INT(fake_count(h.srv), before);
+    /* a new model rebuilds and embeds everything again ... */
+    hy_config(&h, ",model:'text-embedding-3-large'");
+    EXPECT_INT(hy_sync(&h, &st), CM_OK);
+    EXPECT(st.rebuilt);
+    EXPECT_INT(st.chunks_embedded, 3);
+    /* ... and going back finds the first model's vectors in the cache */
+    hy_config(&h, NULL);
+    before = fake_count(h.srv);
+    EXPECT_INT(hy_sync(&h, &st), CM_OK);
+    EXPECT(st.rebuilt);
+    EXPECT_INT(st.cache_hits, 3);
+    EXPECT_INT(fake_count(h.srv), before);
+    fake_stop(h.srv);
+}
+
+TEST(hybrid_provider_faults_keep_the_index_whole)
+{
+    hy h;
+    hy_init(&h);
+    for (int i = 0; i < 4; i++) fake_push(h.srv, FAKE_STATUS, 500, -1);
+    cm_sync_stats st;
+    EXPECT_INT(hy_sync(&h, &st), CM_OK); /* the keyword index is complete */
+    EXPECT_INT(st.chunks_embedded, 0);
+    json_t *p = hy_json(&h, false, "Biscuit");
+    EXPECT_INT(json_array_size(json_object_get(p, "results")), 1);
+    json_decref(p);
+    /* the next sync completes the vectors */
+    EXPECT_INT(hy_sync(&h, &st), CM_OK);
+    EXPECT_INT(st.chunks_embedded, 3);
+    /* the query embedding fails: keyword results still come */
+    for (int i = 0; i < 4; i++) fake_push(h.srv, FAKE_BAD_JSON, 200, -1);
+    cm_engine *e = hy_open(&h);
+    char err[512], *js = NULL;
+    EXPECT_INT(cm_memory_search(e, "Biscuit", NULL, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "MEMORY.md");
+    cm_free(js);
+    EXPECT_INT(cm_engine_status(e, 0, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "not valid JSON"); /* lastError */
+    cm_free(js);
+    cm_engine_free(e);
+    /* an all-zero query vector: keyword-only for that search */
+    fake_push(h.srv, FAKE_ZERO, 200, -1);
+    p = hy_json(&h, false, "Biscuit");
+    EXPECT_INT(json_array_size(json_object_get(p, "results")), 1);
+    json_decref(p);
+    fake_stop(h.srv);
+}
+
+TEST(hybrid_fallback_and_no_key)
+{
+    hy h;
+    hy_init(&h);
+    /* voyage has no key: the fallback openai serves, and status says why */
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{agents:{defaults:{memorySearch:{provider:'voyage',fallback:'openai'}}},"
+             "models:{providers:{openai:{apiKey:'k',baseUrl:'%s'}}}}",
+             h.base);
+    write_file(h.dir, "qc.json", text);
+    unsetenv("VOYAGE_API_KEY");
+    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
+    json_t *s = hy_json(&h, true, NULL);
+    EXPECT_STR(json_string_value(json_object_get(s, "provider")), "openai");
+    EXPECT_STR(json_string_value(json_object_get(s, "requestedProvider")), "voyage");
+    EXPECT_CONTAINS(json_string_value(json_object_get(s, "providerNote")), "fallback openai");
+    json_decref(s);
+    /* auto with no key anywhere: keyword search, no note */
+    write_file(h.dir, "qc.json", "{}");
+    s = hy_json(&h, true, NULL);
+    EXPECT_STR(json_string_value(json_object_get(s, "search")), "keyword");
+    EXPECT(json_is_null(json_object_get(s, "providerNote")));
+    json_decref(s);
+    fake_stop(h.srv);
+}
+
+TEST(hybrid_vector_only_when_hybrid_is_off)
+{
+    hy h;
+    hy_init(&h);
+    hy_config(&h, ",query:{hybrid:{enabled:false}}");
+    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
+    json_t *p = hy_json(&h, false, "dentist friday");
+    json_t *r = json_array_get(json_object_get(p, "results"), 0);
+    EXPECT_STR(json_string_value(json_object_get(r, "path")), "memory/2026-02-11.md");
+    json_decref(p);
+    fake_stop(h.srv);
+}
