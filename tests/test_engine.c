@@ -172,12 +172,20 @@ TEST(engine_fingerprint_change_rebuilds)
     write_file(e.ws, "MEMORY.md", "# A\nsome words\n");
     cm_sync_stats st;
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
+    /* an incremental change leaves frames in the (persistent) WAL ... */
+    write_file(e.ws, "memory/b.md", "walnut frames\n");
+    EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
+    EXPECT(!st.rebuilt);
     write_file(e.dir, "config.json",
                "{agents: {defaults: {memorySearch: {chunking: {tokens: 50}}}}}");
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
     EXPECT(st.rebuilt);
+    /* ... which must not be replayed onto the rebuilt file: the new
+     * fingerprint holds, so the next sync does not rebuild again */
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
     EXPECT(!st.rebuilt);
+    EXPECT(integrity_ok(&e));
+    EXPECT_INT(nresults(search_e(&e, "walnut")), 1);
     write_file(e.dir, "config.json",
                "{agents: {defaults: {memorySearch: {store: {fts: {tokenizer: 'trigram'}}}}}}");
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
