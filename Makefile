@@ -62,6 +62,9 @@ $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libclawmem.a
 $(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_vector: $(BUILD)/obj/bench/bench_vector.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 DEMO := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-state
 demo: all
 	$(DEMO) index
@@ -77,7 +80,7 @@ test: all node-deps $(BUILD)/test_runner
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-bench: all node-deps $(BUILD)/bench_search
+bench: all node-deps $(BUILD)/bench_search $(BUILD)/bench_vector
 	bench/run.sh
 
 fuzz: deps

@@ -3,10 +3,13 @@
  * symmetric int8 quantisation, the exact and the quantised top-k scans.
  */
 #include <math.h>
+#include <pthread.h>
 
 #include "vector.h"
 
 #define ALIGN 64
+/* Scans over more bytes than this use a second thread. */
+#define VEC_PARALLEL_BYTES (16u << 20)
 
 static size_t round16(size_t n)
 {
@@ -158,20 +161,66 @@ static float *pad_query(const vec_index *x, const float *query)
     return q;
 }
 
+/* One thread's share of a scan: rows [from, to) into its own heap. For the
+ * int8 pass, ids in the heap are row numbers (for the rescore). */
+typedef struct scan {
+    const vec_index *x;
+    const vec_kernels *k;
+    const float *q;
+    const int8_t *qi;
+    uint32_t mask;
+    size_t from, to;
+    heap h;
+} scan;
+
+static void *scan_rows(void *arg)
+{
+    scan *s = arg;
+    const vec_index *x = s->x;
+    for (size_t i = s->from; i < s->to; i++) {
+        if (!(s->mask & (1u << x->src[i]))) continue;
+        float score = s->qi ? (float)s->k->dot_i8(s->qi, x->q + i * x->stride, x->stride) * x->qs[i]
+                            : s->k->dot(s->q, x->m + i * x->stride, x->stride);
+        if (s->h.n < s->h.k || score > s->h.v[0].score)
+            heap_push(&s->h, s->qi ? (int64_t)i : x->ids[i], score);
+    }
+    return NULL;
+}
+
+/* Scans every row into out (k best), on two threads when the matrix is
+ * large enough for the second core's memory bandwidth to pay. */
+static size_t scan_all(const vec_index *x, const vec_kernels *k, const float *q, const int8_t *qi,
+                       uint32_t mask, size_t want, vec_hit *out)
+{
+    size_t bytes = x->n * x->stride * (qi ? 1 : sizeof(float));
+    int parts = bytes >= VEC_PARALLEL_BYTES ? 2 : 1;
+    scan s[2];
+    vec_hit *second = parts == 2 ? malloc(want * sizeof *second) : NULL;
+    if (parts == 2 && !second) parts = 1;
+    for (int t = 0; t < parts; t++) {
+        s[t] = (scan){x, k, q, qi, mask, x->n * (size_t)t / (size_t)parts,
+                      x->n * (size_t)(t + 1) / (size_t)parts, {t ? second : out, 0, want}};
+    }
+    pthread_t tid;
+    bool threaded = parts == 2 && pthread_create(&tid, NULL, scan_rows, &s[1]) == 0;
+    scan_rows(&s[0]);
+    if (parts == 2 && !threaded) scan_rows(&s[1]);
+    if (threaded) pthread_join(tid, NULL);
+    for (int t = 1; t < parts; t++)
+        for (size_t i = 0; i < s[t].h.n; i++) heap_push(&s[0].h, s[t].h.v[i].id, s[t].h.v[i].score);
+    free(second);
+    return heap_finish(&s[0].h);
+}
+
 size_t vec_search(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                   uint32_t source_mask, vec_hit *out)
 {
     if (!k || !x->n) return 0;
     float *q = pad_query(x, query);
     if (!q) return 0;
-    heap h = {out, 0, k};
-    for (size_t i = 0; i < x->n; i++) {
-        if (!(source_mask & (1u << x->src[i]))) continue;
-        float s = kern->dot(q, x->m + i * x->stride, x->stride);
-        if (h.n < k || s > h.v[0].score) heap_push(&h, x->ids[i], s);
-    }
+    size_t n = scan_all(x, kern, q, NULL, source_mask, k, out);
     free(q);
-    return heap_finish(&h);
+    return n;
 }
 
 size_t vec_search_int8(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
@@ -182,22 +231,13 @@ size_t vec_search_int8(const vec_index *x, const vec_kernels *kern, const float 
     float *q = pad_query(x, query);
     int8_t *qi = aligned_alloc(ALIGN, x->stride);
     vec_hit *c = malloc(cand * sizeof *c);
-    size_t *rows = malloc(cand * sizeof *rows);
     size_t got = 0;
-    if (!q || !qi || !c || !rows) goto out;
+    if (!q || !qi || !c) goto out;
     (void)quantise(q, x->stride, qi); /* the query's scale is common to all rows: unneeded */
-    /* First pass on int8; the heap holds row numbers (as ids) for the rescore. */
-    heap h = {c, 0, cand};
-    for (size_t i = 0; i < x->n; i++) {
-        if (!(source_mask & (1u << x->src[i]))) continue;
-        float s = (float)kern->dot_i8(qi, x->q + i * x->stride, x->stride) * x->qs[i];
-        if (h.n < cand || s > h.v[0].score) heap_push(&h, (int64_t)i, s);
-    }
-    size_t nc = h.n;
-    for (size_t j = 0; j < nc; j++) rows[j] = (size_t)c[j].id;
+    size_t nc = scan_all(x, kern, q, qi, source_mask, cand, c); /* ids are row numbers */
     heap best = {out, 0, k};
     for (size_t j = 0; j < nc; j++) {
-        size_t i = rows[j];
+        size_t i = (size_t)c[j].id;
         heap_push(&best, x->ids[i], kern->dot(q, x->m + i * x->stride, x->stride));
     }
     got = heap_finish(&best);
@@ -205,6 +245,5 @@ out:
     free(q);
     free(qi);
     free(c);
-    free(rows);
     return got;
 }

@@ -50,7 +50,8 @@ cm_rc vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source);
 bool vec_normalise(float *v, size_t dims);
 
 /* Exact top-k by cosine among rows whose source bit is set in source_mask.
- * query must be normalised. Writes up to k hits, best first; returns how many. */
+ * query must be normalised. Writes up to k hits, best first; returns how many.
+ * A matrix over 16 MiB is scanned by two threads. */
 size_t vec_search(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                   uint32_t source_mask, vec_hit *out);
 

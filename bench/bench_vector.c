@@ -1,0 +1,185 @@
+/*
+ * bench_vector.c — `make bench`, vector part: top-10 over N random unit
+ * vectors (N = 10k, 100k; 768 and 1536 dimensions), clawmem's in-process
+ * float32 scan and int8 scan with float rescoring, against sqlite-vec's vec0
+ * (float[D] and int8[D] with `MATCH ... AND k = 10`) on the same vectors in
+ * the same run; GB/s scanned against a measured sequential-read bandwidth,
+ * int8 recall@10 against the exact result. Prints one JSON object.
+ * Usage: bench_vector [PATH_TO_vec0.so]   (without it, sqlite-vec is skipped)
+ */
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../src/vector/vector.h"
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+/* Sequential read bandwidth: sum a 1 GiB buffer with the best dot kernel. */
+static double read_bandwidth(const vec_kernels *k)
+{
+    size_t n = (1u << 30) / sizeof(float);
+    float *a = aligned_alloc(64, n * sizeof *a), *one = aligned_alloc(64, 4096 * sizeof *one);
+    for (size_t i = 0; i < n; i++) a[i] = 1.0f;
+    for (size_t i = 0; i < 4096; i++) one[i] = 1.0f;
+    double best = 0;
+    volatile float sink = 0;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now_ms();
+        for (size_t i = 0; i < n; i += 4096) sink += k->dot(a + i, one, 4096);
+        double gbs = (double)n * 4 / ((now_ms() - t0) / 1e3) / 1e9;
+        if (gbs > best) best = gbs;
+    }
+    (void)sink;
+    free(a);
+    free(one);
+    return best;
+}
+
+static int by_score(const void *a, const void *b)
+{
+    float x = ((const vec_hit *)a)->score, y = ((const vec_hit *)b)->score;
+    return x > y ? -1 : x < y;
+}
+
+typedef struct vecdb {
+    sqlite3 *db;
+    sqlite3_stmt *q;
+} vecdb;
+
+/* Loads vectors into vec0 (float or int8); 0 on success. */
+static int vec0_load(vecdb *v, const char *so, const float *m, size_t n, size_t d, bool int8)
+{
+    char *err = NULL, sql[256];
+    if (sqlite3_open(":memory:", &v->db)) return -1;
+    sqlite3_enable_load_extension(v->db, 1);
+    if (sqlite3_load_extension(v->db, so, NULL, &err) != SQLITE_OK) {
+        fprintf(stderr, "bench_vector: sqlite-vec: %s\n", err ? err : "load failed");
+        sqlite3_free(err);
+        return -1;
+    }
+    snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE v USING vec0(e %s[%zu])", int8 ? "int8" : "float", d);
+    if (sqlite3_exec(v->db, sql, NULL, NULL, NULL)) return -1;
+    sqlite3_stmt *ins = NULL;
+    sqlite3_prepare_v2(v->db,
+                       int8 ? "INSERT INTO v(rowid, e) VALUES(?1, vec_quantize_int8(?2, 'unit'))"
+                            : "INSERT INTO v(rowid, e) VALUES(?1, ?2)",
+                       -1, &ins, NULL);
+    sqlite3_exec(v->db, "BEGIN", NULL, NULL, NULL);
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_bind_int64(ins, 1, (sqlite3_int64)i);
+        sqlite3_bind_blob(ins, 2, m + i * d, (int)(d * 4), SQLITE_STATIC);
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            fprintf(stderr, "bench_vector: vec0 insert: %s\n", sqlite3_errmsg(v->db));
+            return -1;
+        }
+        sqlite3_reset(ins);
+    }
+    sqlite3_exec(v->db, "COMMIT", NULL, NULL, NULL);
+    sqlite3_finalize(ins);
+    sqlite3_prepare_v2(v->db,
+                       int8 ? "SELECT rowid FROM v WHERE e MATCH vec_quantize_int8(?1, 'unit') AND k = 10"
+                            : "SELECT rowid FROM v WHERE e MATCH ?1 AND k = 10",
+                       -1, &v->q, NULL);
+    return 0;
+}
+
+static double vec0_query_ms(vecdb *v, const float *q, size_t d)
+{
+    double t0 = now_ms();
+    sqlite3_bind_blob(v->q, 1, q, (int)(d * 4), SQLITE_STATIC);
+    int rows = 0;
+    while (sqlite3_step(v->q) == SQLITE_ROW) rows++;
+    sqlite3_reset(v->q);
+    return rows == 10 ? now_ms() - t0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    const char *so = argc > 1 ? argv[1] : NULL;
+    const vec_kernels *k = vec_kernels_best();
+    double bw = read_bandwidth(k);
+    printf("{\"kernel\":\"%s\",\"read_bandwidth_gbs\":%.1f,\"runs\":[", k->name, bw);
+    size_t ns[] = {10000, 100000}, ds[] = {768, 1536};
+    int first = 1;
+    for (size_t a = 0; a < 2; a++)
+        for (size_t b = 0; b < 2; b++) {
+            size_t n = ns[a], d = ds[b], nq = 20;
+            float *m = malloc(n * d * sizeof *m);
+            for (size_t i = 0; i < n * d; i++) m[i] = frand();
+            vec_index x;
+            vec_index_init(&x, d);
+            for (size_t i = 0; i < n; i++) {
+                vec_normalise(m + i * d, d);
+                vec_index_add(&x, (int64_t)i, m + i * d, 0);
+            }
+            float *q = malloc(nq * d * sizeof *q);
+            for (size_t i = 0; i < nq * d; i++) q[i] = frand();
+            for (size_t i = 0; i < nq; i++) vec_normalise(q + i * d, d);
+            double tf = 0, ti = 0;
+            size_t found = 0;
+            for (size_t i = 0; i < nq; i++) {
+                vec_hit ex[10], ap[10];
+                double t0 = now_ms();
+                vec_search(&x, k, q + i * d, 10, ~0u, ex);
+                double t1 = now_ms();
+                vec_search_int8(&x, k, q + i * d, 10, 10, ~0u, ap);
+                double t2 = now_ms();
+                tf += t1 - t0;
+                ti += t2 - t1;
+                for (int p = 0; p < 10; p++)
+                    for (int r = 0; r < 10; r++) found += ex[p].id == ap[r].id;
+            }
+            tf /= (double)nq;
+            ti /= (double)nq;
+            double vf = -1, vi = -1;
+            if (so) {
+                for (int int8 = 0; int8 < 2; int8++) {
+                    vecdb v = {0};
+                    double sum = 0;
+                    int ok = vec0_load(&v, so, m, n, d, int8) == 0;
+                    for (size_t i = 0; ok && i < 5; i++) {
+                        double t = vec0_query_ms(&v, q + i * d, d);
+                        if (t < 0) ok = 0;
+                        sum += t;
+                    }
+                    if (ok) *(int8 ? &vi : &vf) = sum / 5;
+                    sqlite3_finalize(v.q);
+                    sqlite3_close(v.db);
+                }
+            }
+            double gbs = (double)n * (double)x.stride * 4 / (tf / 1e3) / 1e9;
+            printf("%s{\"n\":%zu,\"dims\":%zu,\"float_ms\":%.3f,\"float_gbs\":%.1f,"
+                   "\"float_pct_of_bandwidth\":%.0f,\"int8_ms\":%.3f,\"int8_recall10\":%.3f,"
+                   "\"sqlite_vec_float_ms\":%.2f,\"sqlite_vec_int8_ms\":%.2f,"
+                   "\"speedup_float\":%.1f,\"speedup_int8\":%.1f}",
+                   first ? "" : ",", n, d, tf, gbs, 100 * gbs / bw, ti,
+                   (double)found / (double)(nq * 10), vf, vi, vf > 0 ? vf / tf : 0,
+                   vi > 0 ? vi / ti : 0);
+            first = 0;
+            fflush(stdout);
+            vec_index_release(&x);
+            free(m);
+            free(q);
+        }
+    printf("]}\n");
+    (void)by_score;
+    return 0;
+}
