@@ -65,6 +65,9 @@ $(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a
 $(BUILD)/bench_vector: $(BUILD)/obj/bench/bench_vector.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 DEMO := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-state
 demo: all
 	$(DEMO) index
@@ -80,7 +83,7 @@ test: all node-deps $(BUILD)/test_runner
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-bench: all node-deps $(BUILD)/bench_search $(BUILD)/bench_vector
+bench: all node-deps $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid
 	bench/run.sh
 
 fuzz: deps

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -197,8 +198,12 @@ static void *serve(void *arg)
         size_t olen = strlen(out);
         snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
                  f == FAKE_TRUNCATED ? olen + 100 : olen);
-        send_all(c->fd, head, strlen(head));
-        send_all(c->fd, out, f == FAKE_TRUNCATED ? olen / 2 : olen);
+        /* header and body in one write: no Nagle / delayed-ACK stall */
+        buf msg = BUF_INIT;
+        buf_adds(&msg, head);
+        buf_add(&msg, out, f == FAKE_TRUNCATED ? olen / 2 : olen);
+        send_all(c->fd, msg.data, msg.len);
+        buf_release(&msg);
         free(out);
         if (f == FAKE_TRUNCATED) goto done;
     }
@@ -219,6 +224,8 @@ static void *accept_loop(void *arg)
             close(fd);
             break;
         }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         conn *c = malloc(sizeof *c);
         c->s = s;
         c->fd = fd;
