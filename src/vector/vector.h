@@ -28,7 +28,7 @@ typedef struct vec_hit {
 /* Kernels: dot products over n elements (n a multiple of 16 for the SIMD
  * variants; the index pads rows). */
 typedef struct vec_kernels {
-    const char *name; /* "avx512", "avx2" or "scalar" */
+    const char *name; /* "avx512vnni", "avx512", "avx2" or "scalar" */
     float (*dot)(const float *a, const float *b, size_t n);
     int32_t (*dot_i8)(const int8_t *a, const int8_t *b, size_t n);
 } vec_kernels;
