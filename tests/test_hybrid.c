@@ -178,6 +178,9 @@ TEST(hybrid_fallback_and_no_key)
     EXPECT_STR(json_string_value(json_object_get(s, "requestedProvider")), "voyage");
     EXPECT_CONTAINS(json_string_value(json_object_get(s, "providerNote")), "fallback openai");
     json_decref(s);
+    json_t *p = hy_json(&h, false, "Biscuit"); /* the payload says so too */
+    EXPECT_CONTAINS(json_string_value(json_object_get(p, "fallback")), "VOYAGE_API_KEY");
+    json_decref(p);
     /* auto with no key anywhere: keyword search, no note */
     write_file(h.dir, "qc.json", "{}");
     s = hy_json(&h, true, NULL);

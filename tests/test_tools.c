@@ -25,7 +25,7 @@ TEST(tools_search_payload_exact)
     search_hit v[2] = {mk("memory/2026-02-10.md", 12, 30, 0.734, "Router \"Omada\"\nVLAN 10"),
                        mk("MEMORY.md", 3, 3, 0.5, "one line")};
     buf b = BUF_INIT;
-    EXPECT_INT(tools_search_payload(v, 2, "none", "", CM_CITE_AUTO, &b), CM_OK);
+    EXPECT_INT(tools_search_payload(v, 2, &(tools_head){"none", "", NULL, CM_CITE_AUTO}, &b), CM_OK);
     EXPECT_STR(b.data,
                "{\"results\":[{\"path\":\"memory/2026-02-10.md\",\"startLine\":12,\"endLine\":30,"
                "\"score\":0.734,\"snippet\":\"Router \\\"Omada\\\"\\nVLAN 10\\n\\nSource: "
@@ -35,12 +35,12 @@ TEST(tools_search_payload_exact)
                "\"source\":\"memory\",\"citation\":\"MEMORY.md#L3\"}],\"provider\":\"none\","
                "\"model\":\"\",\"citations\":\"auto\"}");
     buf_reset(&b);
-    EXPECT_INT(tools_search_payload(v, 1, "none", "", CM_CITE_OFF, &b), CM_OK);
+    EXPECT_INT(tools_search_payload(v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF}, &b), CM_OK);
     EXPECT(strstr(b.data, "Source:") == NULL);
     EXPECT(strstr(b.data, "\"citation\"") == NULL);
     EXPECT_CONTAINS(b.data, "\"citations\":\"off\"");
     buf_reset(&b);
-    EXPECT_INT(tools_search_error("index is corrupt", "none", "", CM_CITE_ON, &b), CM_OK);
+    EXPECT_INT(tools_search_error("index is corrupt", &(tools_head){"none", "", NULL, CM_CITE_ON}, &b), CM_OK);
     EXPECT_STR(b.data, "{\"results\":[],\"disabled\":true,\"error\":\"index is corrupt\","
                        "\"provider\":\"none\",\"model\":\"\",\"citations\":\"on\"}");
     buf_release(&b);
@@ -52,7 +52,7 @@ TEST(tools_snippet_is_700_characters)
     for (int i = 0; i < 800; i++)
         buf_adds(&t, "漢");
     search_hit v = mk("memory/a.md", 1, 1, 1, t.data);
-    EXPECT_INT(tools_search_payload(&v, 1, "none", "", CM_CITE_OFF, &b), CM_OK);
+    EXPECT_INT(tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF}, &b), CM_OK);
     json_t *j = json_loads(b.data, 0, NULL);
     const char *snip = json_string_value(
         json_object_get(json_array_get(json_object_get(j, "results"), 0), "snippet"));

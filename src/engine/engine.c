@@ -50,6 +50,7 @@ struct cm_engine {
     /* embeddings: the provider, the in-memory vector index and its freshness */
     embed_provider prov;
     bool have_prov;
+    bool fallback_used; /* provider_note says why the fallback serves */
     char last_error[512]; /* the provider's last failure, for status */
     vec_index vx;
     bool vx_loaded;
@@ -102,6 +103,7 @@ static void choose_provider(cm_engine *e)
         char msg[1100];
         if (embed_open(c, c->fallback, &e->prov, why2, sizeof why2) == CM_OK) {
             e->have_prov = true;
+            e->fallback_used = true;
             snprintf(msg, sizeof msg, "%s; using the fallback %s", why, c->fallback);
         } else {
             snprintf(msg, sizeof msg, "%s; fallback: %s; keyword search only", why, why2);
@@ -788,24 +790,26 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
     *json = NULL;
     if (!query) query = "";
     const cm_config *c = &e->cfg;
+    tools_head head = {e->provider, e->model, e->fallback_used ? e->provider_note : NULL,
+                       c->citations};
     int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
     double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
     if (!c->enabled) {
-        CHECK(tools_search_error("memory search is disabled (memorySearch.enabled is false)",
-                                 e->provider, e->model, c->citations, &out));
+        CHECK(tools_search_error("memory search is disabled (memorySearch.enabled is false)", &head,
+                                 &out));
         goto done;
     }
     rc = ensure_store(e, msg, sizeof msg);
     if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
         rc = CM_OK;
-        CHECK(tools_search_payload(NULL, 0, e->provider, e->model, c->citations, &out));
+        CHECK(tools_search_payload(NULL, 0, &head, &out));
         goto done;
     }
     if (!rc) rc = keyword_hits(e, query, config_candidates(c, max_results), &hits, msg, sizeof msg);
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {
         rc = CM_OK;
-        CHECK(tools_search_error(msg, e->provider, e->model, c->citations, &out));
+        CHECK(tools_search_error(msg, &head, &out));
         goto done;
     }
     size_t cap = hits.n;
@@ -838,7 +842,7 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
                     c->decay_enabled, c->half_life_days, opts ? opts->now : 0,
                     c->mmr_enabled,   c->mmr_lambda};
     n = rank_finish(v, n, &ro);
-    CHECK(tools_search_payload(v, n, e->provider, e->model, c->citations, &out));
+    CHECK(tools_search_payload(v, n, &head, &out));
 done:
     *json = buf_detach(&out);
 out:

@@ -39,21 +39,25 @@ static size_t prefix_chars(const char *s, size_t n, size_t max)
     return i;
 }
 
-static cm_rc add_head(buf *out, const char *provider, const char *model, cm_citations citations)
+static cm_rc add_head(buf *out, const tools_head *h)
 {
     cm_rc rc = buf_adds(out, "\"provider\":");
-    if (!rc) rc = buf_add_json_str(out, provider, strlen(provider));
+    if (!rc) rc = buf_add_json_str(out, h->provider, strlen(h->provider));
     if (!rc) rc = buf_adds(out, ",\"model\":");
-    if (!rc) rc = buf_add_json_str(out, model, strlen(model));
-    if (!rc) rc = buf_printf(out, ",\"citations\":\"%s\"}", tools_citations_name(citations));
+    if (!rc) rc = buf_add_json_str(out, h->model, strlen(h->model));
+    if (!rc && h->fallback) {
+        rc = buf_adds(out, ",\"fallback\":");
+        if (!rc) rc = buf_add_json_str(out, h->fallback, strlen(h->fallback));
+    }
+    if (!rc) rc = buf_printf(out, ",\"citations\":\"%s\"}", tools_citations_name(h->citations));
     return rc;
 }
 
-cm_rc tools_search_payload(const search_hit *v, size_t n, const char *provider, const char *model,
-                           cm_citations citations, buf *out)
+
+cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *head, buf *out)
 {
     cm_rc rc = buf_adds(out, "{\"results\":[");
-    bool cite = citations != CM_CITE_OFF;
+    bool cite = head->citations != CM_CITE_OFF;
     buf c = BUF_INIT, snip = BUF_INIT;
     for (size_t i = 0; i < n && !rc; i++) {
         const search_hit *h = &v[i];
@@ -79,19 +83,18 @@ cm_rc tools_search_payload(const search_hit *v, size_t n, const char *provider, 
         if (!rc) rc = buf_addc(out, '}');
     }
     if (!rc) rc = buf_adds(out, "],");
-    if (!rc) rc = add_head(out, provider, model, citations);
+    if (!rc) rc = add_head(out, head);
     buf_release(&c);
     buf_release(&snip);
     return rc;
 }
 
-cm_rc tools_search_error(const char *msg, const char *provider, const char *model,
-                         cm_citations citations, buf *out)
+cm_rc tools_search_error(const char *msg, const tools_head *head, buf *out)
 {
     cm_rc rc = buf_adds(out, "{\"results\":[],\"disabled\":true,\"error\":");
     if (!rc) rc = buf_add_json_str(out, msg, strlen(msg));
     if (!rc) rc = buf_addc(out, ',');
-    if (!rc) rc = add_head(out, provider, model, citations);
+    if (!rc) rc = add_head(out, head);
     return rc;
 }
 

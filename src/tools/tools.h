@@ -15,13 +15,18 @@
 /* memory_get returns at most this many bytes of text, cut at a line end. */
 #define TOOLS_GET_MAX_BYTES (1u << 20)
 
-/* {"results":[...],"provider","model","citations"} for hits v[0..n). */
-cm_rc tools_search_payload(const search_hit *v, size_t n, const char *provider, const char *model,
-                           cm_citations citations, buf *out);
+/* What every memory_search payload carries besides the results. */
+typedef struct tools_head {
+    const char *provider, *model;
+    const char *fallback; /* why a fallback provider serves, or NULL */
+    cm_citations citations;
+} tools_head;
+
+/* {"results":[...],"provider","model","fallback"?,"citations"} for hits v[0..n). */
+cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *h, buf *out);
 
 /* {"results":[],"disabled":true,"error":msg,...}: a search that could not run. */
-cm_rc tools_search_error(const char *msg, const char *provider, const char *model,
-                         cm_citations citations, buf *out);
+cm_rc tools_search_error(const char *msg, const tools_head *h, buf *out);
 
 /* Checks a memory_get path (path[0..len) may hold any bytes) and appends the
  * absolute file path to abs. Allowed: MEMORY.md, memory.md, memory/ (any depth) and
