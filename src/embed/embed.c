@@ -200,8 +200,7 @@ static const char *read_vector(json_t *v, embed_provider *p, float *out)
     return NULL;
 }
 
-/* Parses a response for n inputs into rows[i] (dims floats each). */
-static const char *parse(embed_provider *p, const char *body, size_t len, size_t n, float **rows)
+const char *embed_parse(embed_provider *p, const char *body, size_t len, size_t n, float **rows)
 {
     json_error_t je;
     json_t *j = json_loadb(body, len, 0, &je);
@@ -302,7 +301,7 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
     rc = http_post_all(p->http, reqs, nb, &o, msg, sizeof msg);
     if (rc) FAIL(rc, "%s embeddings: %s", embed_name(p), msg);
     for (size_t b = 0; b < nb; b++) {
-        const char *why = parse(p, reqs[b].resp.data ? reqs[b].resp.data : "", reqs[b].resp.len,
+        const char *why = embed_parse(p, reqs[b].resp.data ? reqs[b].resp.data : "", reqs[b].resp.len,
                                 first[b + 1] - first[b], rows + first[b]);
         if (why) FAIL(CM_EIO, "%s embeddings: %s", embed_name(p), why);
     }

@@ -53,4 +53,9 @@ cm_rc embed_documents(embed_provider *p, const char *const *texts, size_t n, flo
 /* Embeds one query (60 s timeout). */
 cm_rc embed_query(embed_provider *p, const char *text, float **out, char *err, size_t errlen);
 
+/* Reads a provider's answer for n inputs: rows[i] receives a malloc'd vector
+ * of p->dims floats (p->dims is learned from the first answer). Returns NULL,
+ * or what is wrong with the answer. Exposed for the fuzzer. */
+const char *embed_parse(embed_provider *p, const char *body, size_t len, size_t n, float **rows);
+
 #endif
