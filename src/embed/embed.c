@@ -26,7 +26,42 @@ static const kind_info kinds[CM_PROV_N] = {
 
 const char *embed_name(const embed_provider *p)
 {
-    return cm_provider_names[p->kind];
+    return p->kind == EMBED_STATIC ? "static" : cm_provider_names[p->kind];
+}
+
+char *embed_static_path(const cm_config *cfg)
+{
+    if (cfg->static_model_path) return cm_strdup(cfg->static_model_path);
+    buf b = BUF_INIT;
+    if (buf_printf(&b, "%s/models/clawmem-static-100d.bin", cfg->state_dir)) {
+        buf_release(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}
+
+/* The static model: mapped now (a file, no network); dims from the file. */
+static cm_rc open_static(const cm_config *cfg, embed_provider *p, char *err, size_t errlen)
+{
+    char *path = embed_static_path(cfg);
+    if (!path) return CM_ENOMEM;
+    cm_rc rc = static_model_open(&p->sm, path, err, errlen);
+    if (rc == CM_ENOTFOUND)
+        cm_seterr(err, errlen, rc, "static model %s is not installed (run scripts/install-static-model.sh)",
+                  path);
+    if (!rc) {
+        p->kind = EMBED_STATIC;
+        p->dims = (int)p->sm.dims;
+        p->max_inputs = 1 << 30;
+        buf b = BUF_INIT;
+        rc = buf_printf(&b, "static|%u|%u|%08x", p->sm.dims, p->sm.words, p->sm.checksum);
+        if (!rc) sha256_hex(b.data, b.len, p->key_hash);
+        buf_release(&b);
+        p->model = cm_strdup("glove-100d-sif");
+        if (!p->model && !rc) rc = CM_ENOMEM;
+    }
+    free(path);
+    return rc;
 }
 
 static int kind_of(const char *name)
@@ -75,6 +110,7 @@ static cm_rc add_header(cm_strlist *l, const char *line)
 
 void embed_close(embed_provider *p)
 {
+    static_model_close(&p->sm);
     free(p->model);
     free(p->base_url);
     free(p->api_key);
@@ -90,6 +126,11 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
     memset(p, 0, sizeof *p);
+    if (!strcmp(name, "static")) {
+        rc = open_static(cfg, p, err, errlen);
+        if (rc) embed_close(p);
+        return rc;
+    }
     int k = kind_of(name);
     if (k < 0) return cm_seterr(err, errlen, CM_EINVAL, "unknown embedding provider \"%s\"", name);
     bool primary = !strcmp(cfg->provider, name) || !strcmp(cfg->provider, "auto");
@@ -267,6 +308,13 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
 {
     cm_rc rc = CM_OK;
     *out = NULL;
+    if (p->kind == EMBED_STATIC) { /* local, microseconds a text */
+        float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
+        if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        for (size_t i = 0; i < n; i++) static_model_embed(&p->sm, texts[i], m + i * (size_t)p->dims);
+        *out = m;
+        return CM_OK;
+    }
     if (!p->http && (rc = http_client_new(&p->http, err, errlen))) return rc;
     /* Batches: consecutive texts, at most max_inputs and EMBED_BATCH_MAX_BYTES. */
     size_t nb = 0, *first = malloc((n + 1) * sizeof *first);

@@ -11,11 +11,16 @@
 
 #include "../config/config.h"
 #include "http.h"
+#include "static_model.h"
 
 #define EMBED_BATCH_MAX_BYTES 8000 /* text bytes per request */
 
+/* The static word-vector model: a provider kind beyond models.providers. */
+#define EMBED_STATIC CM_PROV_N
+
 typedef struct embed_provider {
-    int kind; /* CM_PROV_* */
+    int kind; /* CM_PROV_*, or EMBED_STATIC */
+    static_model sm; /* EMBED_STATIC: the mapped model */
     char *model, *base_url, *api_key;
     cm_strlist headers; /* auth, provider's, then remote.headers (remote wins) */
     int dims_wanted;    /* outputDimensionality (gemini-embedding-2-preview), 0: any */
@@ -29,7 +34,12 @@ typedef struct embed_provider {
 /* The provider's name ("openai", ...). */
 const char *embed_name(const embed_provider *p);
 
-/* Sets up provider `name` ("openai", ..., never "auto") from cfg; no I/O (the
+/* Where the static model lives: clawmem.staticModel, else
+ * <stateDir>/models/clawmem-static-100d.bin (scripts/install-static-model.sh
+ * puts it there). Returns a new string. */
+char *embed_static_path(const cm_config *cfg);
+
+/* Sets up provider `name` ("openai", ..., "static"; never "auto") from cfg; no I/O (the
  * HTTP client, and libcurl, are loaded on the first request, which fails with
  * CM_EIO when libcurl is missing). CM_ENOTFOUND when it has no API key
  * (ollama needs none). */

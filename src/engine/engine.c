@@ -91,14 +91,13 @@ static void choose_provider(cm_engine *e)
         if (!want) return; /* no key anywhere: keyword search, as QuantumClaw */
     }
     char why[512] = "";
-    if (!strcmp(want, "local") || !strcmp(want, "static")) {
-        snprintf(why, sizeof why, "provider \"%s\" is not available in this build", want);
+    if (!strcmp(want, "local")) {
+        snprintf(why, sizeof why, "provider \"local\" is not available in this build");
     } else if (embed_open(c, want, &e->prov, why, sizeof why) == CM_OK) {
         e->have_prov = true;
     }
     if (!e->have_prov && c->fallback && strcmp(c->fallback, "none") != 0 &&
-        strcmp(c->fallback, want) != 0 && strcmp(c->fallback, "local") != 0 &&
-        strcmp(c->fallback, "static") != 0) {
+        strcmp(c->fallback, want) != 0 && strcmp(c->fallback, "local") != 0) {
         char why2[512];
         char msg[1100];
         if (embed_open(c, c->fallback, &e->prov, why2, sizeof why2) == CM_OK) {
