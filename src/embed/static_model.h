@@ -6,7 +6,7 @@
  * microseconds and no network.
  *
  * File layout (little-endian): a 64-byte header {magic "CMSTATIC", u32
- * version 1, u32 dims, u32 words, u32 slots, u64 pool_bytes, u32 checksum of
+ * version 2, u32 dims, u32 words, u32 slots, u64 pool_bytes, u32 checksum of
  * everything after the header, padding}; slots × u32 hash table (word index
  * + 1, 0 = empty; FNV-1a of the word, linear probing); words × u32 string
  * offsets; words × (dims int8 + f32 scale + f32 weight) rows; the string
