@@ -166,27 +166,49 @@ static cm_rc strlist_add(cm_strlist *l, const char *s)
     return CM_OK;
 }
 
-/* Sets header name to value in a list of "Name: value" (names compare
- * without case; a later value replaces an earlier one). */
-static cm_rc header_set(cm_strlist *l, const char *name, const char *value)
+cm_rc config_header_set(cm_strlist *l, const char *line)
 {
-    size_t nl = strlen(name);
-    buf b = BUF_INIT;
-    if (buf_printf(&b, "%s: %s", name, value)) return CM_ENOMEM;
+    size_t nl = strcspn(line, ":");
+    char *copy = cm_strdup(line);
+    if (!copy) return CM_ENOMEM;
     for (size_t i = 0; i < l->n; i++)
-        if (strncasecmp(l->v[i], name, nl) == 0 && l->v[i][nl] == ':') {
+        if (strncasecmp(l->v[i], line, nl) == 0 && l->v[i][nl] == ':') {
             free(l->v[i]);
-            l->v[i] = buf_detach(&b);
+            l->v[i] = copy;
             return CM_OK;
         }
     char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
     if (!nv) {
-        buf_release(&b);
+        free(copy);
         return CM_ENOMEM;
     }
     l->v = nv;
-    l->v[l->n++] = buf_detach(&b);
+    l->v[l->n++] = copy;
     return CM_OK;
+}
+
+static cm_rc header_set(cm_strlist *l, const char *name, const char *value)
+{
+    buf b = BUF_INIT;
+    cm_rc rc = buf_printf(&b, "%s: %s", name, value);
+    if (!rc) rc = config_header_set(l, b.data);
+    buf_release(&b);
+    return rc;
+}
+
+cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out)
+{
+    char *x = fs_expand_home(cfg->extra_paths.v[i]);
+    if (!x) return CM_ENOMEM;
+    size_t start = out->len;
+    cm_rc rc = fs_join(out, cfg->workspace, x);
+    free(x);
+    if (!rc) {
+        bool ok = fs_normalise(out->data + start);
+        out->len = start + strlen(out->data + start);
+        if (!ok) rc = CM_EPATH;
+    }
+    return rc;
 }
 
 /* Applies one leaf value described by f. */

@@ -8,6 +8,7 @@
 #ifndef CM_CONFIG_H
 #define CM_CONFIG_H
 
+#include "../base/buf.h"
 #include "../base/log.h"
 
 typedef enum cm_citations { CM_CITE_AUTO, CM_CITE_ON, CM_CITE_OFF } cm_citations;
@@ -90,6 +91,15 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
                    const cm_logger *lg, cm_config *cfg, char *err, size_t errlen);
 
 void config_release(cm_config *cfg);
+
+/* Appends extraPaths[i] as an absolute, lexically normalised path (~ and
+ * workspace-relative resolved). CM_EPATH when its ".." climb above "/" (the
+ * entry is then ignored by every user of it). */
+cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out);
+
+/* Sets a "Name: value" header line in l: a line with the same name (any case)
+ * is replaced, else the line is appended. */
+cm_rc config_header_set(cm_strlist *l, const char *line);
 
 /* Candidate pool per side: maxResults × candidateMultiplier, at most 200. */
 int config_candidates(const cm_config *cfg, int max_results);

@@ -89,25 +89,6 @@ const char *embed_auto(const cm_config *cfg)
     return NULL;
 }
 
-static cm_rc add_header(cm_strlist *l, const char *line)
-{
-    size_t nl = strcspn(line, ":");
-    for (size_t i = 0; i < l->n; i++)
-        if (strncasecmp(l->v[i], line, nl) == 0 && l->v[i][nl] == ':') {
-            char *c = cm_strdup(line);
-            if (!c) return CM_ENOMEM;
-            free(l->v[i]);
-            l->v[i] = c;
-            return CM_OK;
-        }
-    char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
-    if (!nv) return CM_ENOMEM;
-    l->v = nv;
-    if (!(l->v[l->n] = cm_strdup(line))) return CM_ENOMEM;
-    l->n++;
-    return CM_OK;
-}
-
 void embed_close(embed_provider *p)
 {
     static_model_close(&p->sm);
@@ -155,11 +136,11 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     /* Headers: auth, then the provider's own, then remote.headers (remote wins). */
     if (key && k == CM_PROV_GEMINI) CHECK(buf_printf(&b, "x-goog-api-key: %s", key));
     else if (key) CHECK(buf_printf(&b, "Authorization: Bearer %s", key));
-    if (b.len) CHECK(add_header(&p->headers, b.data));
+    if (b.len) CHECK(config_header_set(&p->headers, b.data));
     for (size_t i = 0; i < cfg->providers[k].headers.n; i++)
-        CHECK(add_header(&p->headers, cfg->providers[k].headers.v[i]));
+        CHECK(config_header_set(&p->headers, cfg->providers[k].headers.v[i]));
     for (size_t i = 0; primary && i < cfg->remote_headers.n; i++)
-        CHECK(add_header(&p->headers, cfg->remote_headers.v[i]));
+        CHECK(config_header_set(&p->headers, cfg->remote_headers.v[i]));
     /* providerKey: what changes the vectors, never the secret itself */
     buf_reset(&b);
     CHECK(buf_printf(&b, "%s|%s|%s|%d", name, p->base_url, p->model, p->dims_wanted));

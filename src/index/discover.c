@@ -343,13 +343,13 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     CHECK(fs_join(&p, cfg->workspace, "memory"));
     CHECK(add_root(&w, &roots, p.data));
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
-        char *x = fs_expand_home(cfg->extra_paths.v[i]);
-        if (!x) CHECK(CM_ENOMEM);
         buf_reset(&p);
-        rc = fs_join(&p, cfg->workspace, x);
-        free(x);
+        rc = config_extra_path(cfg, i, &p);
+        if (rc == CM_EPATH) { /* climbs above "/": ignored */
+            rc = CM_OK;
+            continue;
+        }
         CHECK(rc);
-        fs_normalise(p.data);
         CHECK(add_root(&w, &roots, p.data));
     }
 

@@ -135,13 +135,13 @@ cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, cha
     CHECK(fs_join(&p, cfg->workspace, "memory"));
     CHECK(add_dir(w, p.data, true, false, 0));
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
-        char *x = fs_expand_home(cfg->extra_paths.v[i]);
-        if (!x) CHECK(CM_ENOMEM);
         buf_reset(&p);
-        rc = fs_join(&p, cfg->workspace, x);
-        free(x);
+        rc = config_extra_path(cfg, i, &p);
+        if (rc == CM_EPATH) {
+            rc = CM_OK;
+            continue;
+        }
         CHECK(rc);
-        fs_normalise(p.data);
         struct stat st;
         if (lstat(p.data, &st) == 0 && S_ISDIR(st.st_mode)) {
             CHECK(add_dir(w, p.data, true, false, 0));

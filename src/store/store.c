@@ -502,20 +502,10 @@ cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
     return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "read problems", err, errlen);
 }
 
-static cm_rc count(store *s, const char *sql, int64_t *n, char *err, size_t errlen)
-{
-    sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
-    if (r == SQLITE_OK) r = sqlite3_step(q);
-    if (r == SQLITE_ROW) *n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return r == SQLITE_ROW ? CM_OK : store_fail(s, r, "count", err, errlen);
-}
-
 cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen)
 {
-    cm_rc rc = count(s, "SELECT count(*) FROM files", files, err, errlen);
-    return rc ? rc : count(s, "SELECT count(*) FROM chunks", chunks, err, errlen);
+    cm_rc rc = store_count(s, "files", files, err, errlen);
+    return rc ? rc : store_count(s, "chunks", chunks, err, errlen);
 }
 
 cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)

@@ -164,13 +164,13 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
     if (!fs_normalise(cand.data)) FAIL(CM_EPATH, "%s: escapes the file system root", orig);
     cand.len = strlen(cand.data);
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
-        char *x = fs_expand_home(cfg->extra_paths.v[i]);
-        if (!x) CHECK(CM_ENOMEM);
         buf_reset(&root);
-        rc = fs_join(&root, cfg->workspace, x);
-        free(x);
+        rc = config_extra_path(cfg, i, &root);
+        if (rc == CM_EPATH) {
+            rc = CM_OK;
+            continue;
+        }
         CHECK(rc);
-        if (!fs_normalise(root.data)) continue;
         if (under(cand.data, root.data)) {
             CHECK(buf_add(abs, cand.data, cand.len));
             CHECK(check_physical(abs->data, err, errlen, orig));
