@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "../src/base/fs.h"
 #include "test.h"
 
@@ -287,4 +289,18 @@ int count_fds(int pid)
         if (de->d_name[0] != '.') n++;
     if (d) closedir(d);
     return n - (pid ? 0 : 1); /* not counting opendir's own descriptor */
+}
+
+bool db_integrity_ok(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    bool ok = false;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        ok = strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0;
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return ok;
 }

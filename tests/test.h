@@ -113,6 +113,10 @@ int proc_stop(proc *p, int sig, int timeout_ms);
 /* What the process wrote to stderr so far (malloc'd). */
 char *proc_stderr(const proc *p);
 
+/* PRAGMA integrity_check of the SQLite file at path says "ok" (opened
+ * read-write, so a WAL left by a killed writer is recovered first). */
+bool db_integrity_ok(const char *path);
+
 /* Number of open descriptors of process pid (0: this process). */
 int count_fds(int pid);
 

@@ -94,16 +94,7 @@ static bool any_leftovers(const env *e)
 
 static bool integrity_ok(const env *e)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL;
-    bool ok = false;
-    if (sqlite3_open_v2(e->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        ok = strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0;
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-    return ok;
+    return db_integrity_ok(e->db);
 }
 
 TEST(engine_incremental_sync)

@@ -250,16 +250,7 @@ TEST(watch_concurrent_memory_writes_lose_nothing)
 
 static bool index_ok(const ws *w)
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL;
-    bool ok = false;
-    if (sqlite3_open_v2(w->db, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        ok = strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0;
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-    return ok;
+    return db_integrity_ok(w->db);
 }
 
 static int leftovers(const ws *w)
