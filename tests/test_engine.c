@@ -429,3 +429,19 @@ TEST(engine_unreadable_file_is_reported_and_kept)
     write_file(e.ws, "memory/locked.md", "lockedword lives here\n");
     EXPECT_INT(as_unprivileged(e.dir, unreadable_case, &e), 0);
 }
+
+TEST(engine_porter_tokenizer_stems)
+{
+    env e;
+    env_init(&e);
+    write_file(e.ws, "memory/a.md", "She was running the migrations all night.\n");
+    EXPECT_INT(sync_e(&e, 0, NULL), CM_OK);
+    EXPECT_INT(nresults(search_e(&e, "runs migration")), 0); /* unicode61: no stemming */
+    write_file(e.dir, "config.json", "{agents: {defaults: {memorySearch: {store: {fts: {tokenizer: 'porter'}}}}}}");
+    cm_sync_stats st;
+    EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
+    EXPECT(st.rebuilt);
+    json_t *p = search_e(&e, "runs migration");
+    EXPECT_INT(nresults(p), 1);
+    EXPECT_STR(result_path(p, 0), "memory/a.md");
+}

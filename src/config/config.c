@@ -55,7 +55,7 @@ static const field fields[] = {
     {"local.modelCacheDir", K_STR, 0, 0, NULL, NO_DEST},
     {"store.driver", K_ENUM, 0, 0, "sqlite", NO_DEST},
     {"store.path", K_STR, 0, 0, NULL, AT(store_path)},
-    {"store.fts.tokenizer", K_ENUM, 0, 0, "unicode61|trigram", AT(fts_tokenizer)},
+    {"store.fts.tokenizer", K_ENUM, 0, 0, "unicode61|trigram|porter", AT(fts_tokenizer)},
     {"store.vector.enabled", K_BOOL, 0, 0, NULL, AT(vector_enabled)},
     {"store.vector.extensionPath", K_STR, 0, 0, NULL, AT(vector_extension_path)},
     {"chunking.tokens", K_INT, 1, 100000, NULL, AT(chunk_tokens)},

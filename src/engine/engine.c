@@ -701,9 +701,12 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
     size_t ntok = 0;
     cm_rc rc = query_build(query, strlen(query), e->st.trigram, QUERY_AND, &match, &ntok);
     if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
-    if (!rc && hits->n == 0 && ntok > 1) {
-        /* Nothing has every word: rank what has some of them (BM25 still
-         * favours chunks matching more, and rarer, words). */
+    if (!rc && hits->n < (size_t)limit && ntok > 1) {
+        /* Too few chunks have every word: rank those with some of them too.
+         * The OR query scores every chunk exactly as the AND query did (BM25
+         * sums over the words a chunk holds), so its list contains the AND
+         * hits at their ranks and only adds to them. */
+        fts_hits_release(hits);
         buf_reset(&match);
         rc = query_build(query, strlen(query), e->st.trigram, QUERY_OR, &match, &ntok);
         if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);

@@ -193,7 +193,9 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
         rc = buf_printf(&b,
                         "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', "
                         "tokenize='%s');",
-                        s->trigram ? "trigram" : "unicode61 remove_diacritics 2");
+                        s->trigram                                      ? "trigram"
+                        : tokenizer && strcmp(tokenizer, "porter") == 0 ? "porter unicode61 remove_diacritics 2"
+                                                                        : "unicode61 remove_diacritics 2");
         if (!rc) rc = exec(s, b.data, err, errlen);
         buf_release(&b);
         CHECK(rc);

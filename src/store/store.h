@@ -54,7 +54,8 @@ typedef struct fts_hits {
 } fts_hits;
 
 /* Opens the database at path. Without STORE_CREATE a missing file is
- * CM_ENOTFOUND. tokenizer ("unicode61"|"trigram") is used when creating the
+ * CM_ENOTFOUND. tokenizer ("unicode61"|"trigram"|"porter": unicode61 with
+ * English Porter stemming) is used when creating the
  * schema; an existing schema keeps its own. A file that is not a valid index
  * is CM_ECORRUPT. busy_ms bounds waits on another process's transaction. */
 cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
