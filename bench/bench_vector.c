@@ -53,12 +53,6 @@ static double read_bandwidth(const vec_kernels *k)
     return best;
 }
 
-static int by_score(const void *a, const void *b)
-{
-    float x = ((const vec_hit *)a)->score, y = ((const vec_hit *)b)->score;
-    return x > y ? -1 : x < y;
-}
-
 typedef struct vecdb {
     sqlite3 *db;
     sqlite3_stmt *q;
@@ -180,6 +174,5 @@ int main(int argc, char **argv)
             free(q);
         }
     printf("]}\n");
-    (void)by_score;
     return 0;
 }

@@ -188,6 +188,14 @@ static int status_text(json_t *s)
            jstr(s, "requestedProvider"), jstr(s, "search"), jstr(s, "ftsTokenizer"));
     if (json_string_value(json_object_get(s, "providerNote")))
         printf("Note: %s\n", jstr(s, "providerNote"));
+    json_t *vec = json_object_get(s, "vector"), *cache = json_object_get(s, "cache");
+    if (json_is_true(json_object_get(vec, "enabled")))
+        printf("Vectors: %lld (%lld dimensions, %s)  Cache: %lld of %lld entries\n",
+               (long long)json_integer_value(json_object_get(vec, "vectors")),
+               (long long)json_integer_value(json_object_get(vec, "dims")), jstr(vec, "path"), (long long)json_integer_value(json_object_get(cache, "entries")),
+               (long long)json_integer_value(json_object_get(cache, "maxEntries")));
+    if (json_string_value(json_object_get(s, "lastError")))
+        printf("Last provider error: %s\n", jstr(s, "lastError"));
     if (json_object_get(s, "integrity"))
         printf("Integrity: %s  Files needing sync: %lld\n", jstr(s, "integrity"),
                (long long)json_integer_value(json_object_get(s, "dirtyFiles")));
