@@ -40,21 +40,26 @@ char *embed_static_path(const cm_config *cfg)
     return buf_detach(&b);
 }
 
-/* The static model: mapped now (a file, no network); dims from the file. */
+/* The static model: its header now (it names the model), the whole file
+ * mapped and checked on the first embedding, so that opening an engine for
+ * a `status` or a memory_get costs nothing. */
 static cm_rc open_static(const cm_config *cfg, embed_provider *p, char *err, size_t errlen)
 {
     char *path = embed_static_path(cfg);
     if (!path) return CM_ENOMEM;
-    cm_rc rc = static_model_open(&p->sm, path, err, errlen);
+    uint32_t dims = 0, words = 0, sum = 0;
+    cm_rc rc = static_model_peek(path, &dims, &words, &sum, err, errlen);
     if (rc == CM_ENOTFOUND)
         cm_seterr(err, errlen, rc, "static model %s is not installed (run scripts/install-static-model.sh)",
                   path);
     if (!rc) {
         p->kind = EMBED_STATIC;
-        p->dims = (int)p->sm.dims;
+        p->dims = (int)dims;
         p->max_inputs = 1 << 30;
+        p->static_path = path;
+        path = NULL;
         buf b = BUF_INIT;
-        rc = buf_printf(&b, "static|%u|%u|%08x", p->sm.dims, p->sm.words, p->sm.checksum);
+        rc = buf_printf(&b, "static|%u|%u|%08x", dims, words, sum);
         if (!rc) sha256_hex(b.data, b.len, p->key_hash);
         buf_release(&b);
         p->model = cm_strdup("glove-100d-sif");
@@ -92,6 +97,7 @@ const char *embed_auto(const cm_config *cfg)
 void embed_close(embed_provider *p)
 {
     static_model_close(&p->sm);
+    free(p->static_path);
     free(p->model);
     free(p->base_url);
     free(p->api_key);
@@ -290,6 +296,9 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
     cm_rc rc = CM_OK;
     *out = NULL;
     if (p->kind == EMBED_STATIC) { /* local, microseconds a text */
+        if (!p->sm.map && (rc = static_model_open(&p->sm, p->static_path, err, errlen))) return rc;
+        if ((int)p->sm.dims != p->dims)
+            return cm_seterr(err, errlen, CM_ECORRUPT, "%s changed while in use", p->static_path);
         float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
         if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
         for (size_t i = 0; i < n; i++) static_model_embed(&p->sm, texts[i], m + i * (size_t)p->dims);

@@ -20,7 +20,8 @@
 
 typedef struct embed_provider {
     int kind; /* CM_PROV_*, or EMBED_STATIC */
-    static_model sm; /* EMBED_STATIC: the mapped model */
+    static_model sm;   /* EMBED_STATIC: the model, mapped on first use */
+    char *static_path; /* EMBED_STATIC: its file */
     char *model, *base_url, *api_key;
     cm_strlist headers; /* auth, provider's, then remote.headers (remote wins) */
     int dims_wanted;    /* outputDimensionality (gemini-embedding-2-preview), 0: any */

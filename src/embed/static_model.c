@@ -47,6 +47,26 @@ void static_model_close(static_model *m)
     memset(m, 0, sizeof *m);
 }
 
+cm_rc static_model_peek(const char *path, uint32_t *dims, uint32_t *words, uint32_t *checksum,
+                        char *err, size_t errlen)
+{
+    uint8_t h[HEADER];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cm_seterr(err, errlen, errno == ENOENT ? CM_ENOTFOUND : CM_EIO, "%s: %s", path,
+                         strerror(errno));
+    ssize_t r = pread(fd, h, HEADER, 0);
+    close(fd);
+    uint32_t version = 0;
+    if (r == HEADER) memcpy(&version, h + 8, 4);
+    if (r != HEADER || memcmp(h, "CMSTATIC", 8) != 0 || version != 2)
+        return cm_seterr(err, errlen, CM_ECORRUPT, "%s: not a clawmem static model", path);
+    memcpy(dims, h + 12, 4);
+    memcpy(words, h + 16, 4);
+    memcpy(checksum, h + 32, 4);
+    return CM_OK;
+}
+
 cm_rc static_model_open(static_model *m, const char *path, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);

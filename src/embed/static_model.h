@@ -33,6 +33,11 @@ typedef struct static_model {
 cm_rc static_model_open(static_model *m, const char *path, char *err, size_t errlen);
 void static_model_close(static_model *m);
 
+/* Reads only the header: dims, word count and checksum (which identify the
+ * model), without mapping or checking the rest. */
+cm_rc static_model_peek(const char *path, uint32_t *dims, uint32_t *words, uint32_t *checksum,
+                        char *err, size_t errlen);
+
 /* Writes a model: words[i] (frequency order, most frequent first) with
  * vectors[i·dims..]; the SIF weight a/(a + p(w)) takes p from the rank
  * (Zipf). Atomic (temporary file + rename). */
