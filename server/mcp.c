@@ -105,6 +105,24 @@ static void on_signal(int sig)
 
 /* ---- output -------------------------------------------------------------- */
 
+/* Cuts s at its first byte that does not start or continue a well-formed
+ * UTF-8 character, so that a message cut to a byte length by snprintf (or
+ * quoting the client's bytes) is still a JSON string. */
+static void clip_utf8(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+        int k = 1;
+        while (n && k < n && (p[k] & 0xC0) == 0x80) k++;
+        if (!n || k < n) {
+            *p = 0;
+            return;
+        }
+        p += n;
+    }
+}
+
 static int send_json(json_t *msg)
 {
     char *s = json_dumps(msg, JSON_COMPACT);
@@ -126,15 +144,20 @@ static int send_json(json_t *msg)
     return rc;
 }
 
-static int send_result(json_t *id, json_t *result)
-{
-    return send_json(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
-}
-
 static int send_error(json_t *id, int code, const char *msg)
 {
+    char m[512];
+    snprintf(m, sizeof m, "%s", msg);
+    clip_utf8(m);
     return send_json(json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-                               id ? id : json_null(), "error", "code", code, "message", msg));
+                               id ? id : json_null(), "error", "code", code, "message", m));
+}
+
+static int send_result(json_t *id, json_t *result)
+{
+    if (!result) /* could not be built (out of memory): still answer */
+        return send_error(id, INTERNAL_ERROR, "Internal error: the result could not be built");
+    return send_json(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
 }
 
 /* ---- tools --------------------------------------------------------------- */
@@ -160,7 +183,10 @@ static json_t *payload_result(char *payload)
 
 static json_t *error_result(const char *msg)
 {
-    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", msg, "isError", 1);
+    char m[1024];
+    snprintf(m, sizeof m, "%s", msg);
+    clip_utf8(m);
+    return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", m, "isError", 1);
 }
 
 /* Reads an optional integer argument in [min, max]; -1 when bad. */
@@ -405,6 +431,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
             break;
         }
         if (p[1].revents & POLLIN) break; /* SIGTERM or SIGINT */
+        if (p[0].revents & POLLNVAL) break; /* no standard input at all */
         if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         if (len == cap) {
             size_t ncap = cap * 2 > MCP_MAX_MESSAGE + 1 ? MCP_MAX_MESSAGE + 1 : cap * 2;
@@ -416,7 +443,10 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
         }
         ssize_t r = read(0, in + len, cap - len);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break; /* end of input */
+        if (r <= 0) { /* end of input: a last message may lack its newline */
+            if (len && !skipping) handle(&s, in, len);
+            break;
+        }
         len += (size_t)r;
         size_t start = 0;
         for (;;) {

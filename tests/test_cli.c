@@ -279,3 +279,18 @@ TEST(cli_example_workspace)
         run_result_release(&r);
     }
 }
+
+TEST(cli_workspace_through_a_symlink)
+{
+    /* a link in the workspace's own path is not "reading through a link" */
+    cli c;
+    cli_init(&c);
+    char link[1100];
+    snprintf(link, sizeof link, "%s/wslink", c.dir);
+    EXPECT(symlink(c.ws, link) == 0);
+    const char *a[] = {"--workspace", link, "--state-dir", c.state, "--config", c.cfg, "get", "MEMORY.md", NULL};
+    run_result r = run_clawmem(NULL, a);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "Biscuit");
+    run_result_release(&r);
+}

@@ -196,6 +196,18 @@ TEST(mcp_json_rpc_errors)
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}");
     EXPECT_INT(json_integer_value(json_object_get(r, "id")), 9);
     json_decref(r);
+    /* a method name whose quote would be cut inside a UTF-8 character */
+    buf m = BUF_INIT;
+    buf_adds(&m, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"a");
+    for (int i = 0; i < 60; i++) buf_adds(&m, "\xC3\xA9");
+    buf_adds(&m, "\"}");
+    r = rpc(&s, m.data);
+    buf_release(&m);
+    EXPECT_INT(error_code(r), -32601);
+    json_decref(r);
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}");
+    EXPECT_INT(json_integer_value(json_object_get(r, "id")), 11);
+    json_decref(r);
     EXPECT_INT(proc_stop(&s.p, 0, 5000), 0);
     char *err = proc_stderr(&s.p);
     EXPECT(strstr(err, "locked") == NULL);
@@ -249,4 +261,19 @@ TEST(mcp_official_sdk_client)
         test_fail(__FILE__, __LINE__, "sdk client (exit %d):\n%s%s", r.status, r.out, r.err);
     EXPECT_CONTAINS(r.out, "sdk checks passed");
     run_result_release(&r);
+}
+
+TEST(mcp_last_message_without_newline)
+{
+    session s;
+    start(&s, NULL);
+    const char *ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}";
+    EXPECT(write(s.p.in, ping, strlen(ping)) == (ssize_t)strlen(ping));
+    close(s.p.in); /* end of input right after the message */
+    s.p.in = -1;
+    char *line = proc_line(&s.p, 5000);
+    EXPECT(line != NULL);
+    EXPECT_CONTAINS(line, "\"id\":1");
+    free(line);
+    EXPECT_INT(proc_stop(&s.p, 0, 5000), 0);
 }

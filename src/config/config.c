@@ -208,6 +208,23 @@ cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out)
         out->len = start + strlen(out->data + start);
         if (!ok) rc = CM_EPATH;
     }
+    /* Its directory canonical when it exists (see the workspace in
+     * resolve_paths); the last component stays as written, so that a
+     * symbolic link there is still seen, and ignored. */
+    char *slash = rc ? NULL : strrchr(out->data + start, '/');
+    if (slash && slash != out->data + start) {
+        *slash = 0;
+        char *real = realpath(out->data + start, NULL);
+        *slash = '/';
+        if (real) {
+            char *last = cm_strdup(slash);
+            out->len = start;
+            rc = last ? buf_adds(out, real) : CM_ENOMEM;
+            if (!rc) rc = buf_adds(out, last);
+            free(last);
+            free(real);
+        }
+    }
     return rc;
 }
 
@@ -430,6 +447,13 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     }
     while (strlen(ws) > 1 && ws[strlen(ws) - 1] == '/')
         ws[strlen(ws) - 1] = 0;
+    /* The canonical path when it exists: memory_get refuses anything reached
+     * through a symbolic link, which a link in the workspace's own path is not. */
+    char *real = realpath(ws, NULL);
+    if (real) {
+        free(ws);
+        ws = real;
+    }
     free(cfg->workspace);
     cfg->workspace = ws;
     ws = NULL;

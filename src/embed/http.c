@@ -166,7 +166,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
         s[strcspn(s, "\r\n")] = 0;
         long secs = strtol(s, &end, 10);
         if (end != s && *end == 0 && secs >= 0) {
-            j->retry_after_ms = secs * 1000;
+            j->retry_after_ms = CM_MIN(secs, 86400L) * 1000; /* capped later anyway */
         } else { /* an HTTP date */
             time_t when = cu.getdate(s, NULL);
             if (when > 0) j->retry_after_ms = CM_MAX(0, (long)(when - time(NULL)) * 1000);
@@ -289,7 +289,10 @@ cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o
                 continue;
             }
             j->not_before_ms = 0;
-            if ((rc = start(c, j, o))) goto out;
+            if ((rc = start(c, j, o))) {
+                cm_seterr(err, errlen, rc, "could not start an HTTP request (%s)", cm_strerror(rc));
+                goto out;
+            }
             running++;
         }
         int still = 0;

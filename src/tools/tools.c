@@ -217,9 +217,11 @@ cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, l
         const char *nl = memchr(s + end, '\n', n - end);
         size_t stop = nl ? (size_t)(nl - s) + 1 : n;
         if (stop - start > TOOLS_GET_MAX_BYTES) {
-            if (taken == 0)
-                stop = start + utf8_valid_prefix(s + start, TOOLS_GET_MAX_BYTES);
-            else {
+            if (taken == 0) { /* one line over the cap: cut it at a character boundary */
+                stop = start + TOOLS_GET_MAX_BYTES;
+                while (stop > start && ((unsigned char)s[stop] & 0xC0) == 0x80)
+                    stop--;
+            } else {
                 next_from = from + taken;
                 break;
             }
