@@ -104,7 +104,7 @@ typedef struct cm_search_opts {
 
 /* memory_search: *json receives the tool payload
  *   {"results":[{"path","startLine","endLine","score","snippet","source","citation"?}],
- *    "provider","model","citations"}
+ *    "provider","model","fallback"?,"citations"}   ("fallback": why a fallback provider serves)
  * (free with cm_free). A search never fails hard: a broken index yields
  * {"results":[],"disabled":true,"error":...} and CM_OK. opts may be NULL. */
 cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,

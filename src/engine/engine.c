@@ -428,11 +428,11 @@ static cm_rc fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
             if (!rc && !zero && c->cache_enabled)
                 rc = store_cache_put(st, name, p->model, p->key_hash, pc[miss[j]].hash, v, p->dims,
                                      err, errlen);
-            stats->chunks_embedded++;
         }
         if (!rc) rc = store_commit(st, err, errlen);
         if (rc) store_rollback(st);
         CHECK(rc);
+        stats->chunks_embedded += nmiss; /* counted once committed */
         for (size_t i = 0; i < n; i++) free(vecs[i]);
         free(vecs);
         free(texts);
