@@ -32,10 +32,26 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(BUILD)/obj/cli/main.o $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard server/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c)) $(sort $(wildcard tests/fuzz/fuzz_*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+# llama.cpp, for the "local" embedding provider: the system's (pkg-config
+# llama) or the copy scripts/install-llama.sh puts in LLAMA_DIR. Only
+# src/embed/local.c sees its headers; the library is dlopen()ed at run time.
+LLAMA_DIR ?= build/llama
+ifneq ($(shell pkg-config --exists llama 2>/dev/null && echo y),)
+LLAMA_LIBDIR := $(shell pkg-config --variable=libdir llama)
+LLAMA_CFLAGS := -DCM_HAVE_LLAMA $(shell pkg-config --cflags llama) \
+                -DCM_LLAMA_LIB='"$(LLAMA_LIBDIR)/libllama.so"'
+LLAMA_STAMP  :=
+else ifneq ($(wildcard $(LLAMA_DIR)/.installed-*),)
+LLAMA_LIBDIR := $(abspath $(LLAMA_DIR))/lib
+LLAMA_CFLAGS := -DCM_HAVE_LLAMA -I$(LLAMA_DIR)/include -DCM_LLAMA_LIB='"$(LLAMA_LIBDIR)/libllama.v0.4.0.so"'
+LLAMA_STAMP  := $(wildcard $(LLAMA_DIR)/.installed-*)
+endif
+# The tests' BERT model, generated from llama.cpp's BERT vocabulary.
+TEST_MODEL := $(if $(LLAMA_CFLAGS),$(BUILD)/tiny-bert.gguf)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps node-deps demo test asan bench fuzz format clean
+.PHONY: all deps node-deps llama demo test test-run asan bench fuzz format clean
 
 all: deps $(BUILD)/clawmem $(BUILD)/libclawmem.a
 
@@ -45,9 +61,15 @@ deps:
 node-deps:
 	@scripts/install-node-deps.sh
 
+llama:
+	@scripts/install-llama.sh $(LLAMA_DIR)
+
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/src/embed/local.o: ALL_CFLAGS += $(LLAMA_CFLAGS)
+$(BUILD)/obj/src/embed/local.o: $(LLAMA_STAMP)
 
 $(BUILD)/libclawmem.a: $(LIB_OBJ)
 	@rm -f $@
@@ -80,8 +102,20 @@ demo: all
 	$(DEMO) search "検索 インデックス" --max-results 2
 	$(DEMO) get MEMORY.md --from 1 --lines 12
 
-test: all node-deps $(BUILD)/test_runner
-	CLAWMEM_BIN=$(BUILD)/clawmem $(BUILD)/test_runner $(TESTS)
+# Installs what the tests need, then builds again so that the build sees it.
+test: node-deps llama
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all $(BUILD)/test_runner $(TEST_MODEL)
+	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) $(BUILD)/test_runner $(TESTS)
+
+$(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 $(WARN) $(filter -I%,$(LLAMA_CFLAGS)) -o $@ $< \
+	  -L$(LLAMA_LIBDIR) -l:libggml-base.so -Wl,-rpath,$(LLAMA_LIBDIR) -lm
+
+$(BUILD)/tiny-bert.gguf: $(BUILD)/make-bert-gguf
+	$< $(LLAMA_DIR)/models/ggml-vocab-bert-bge.gguf $@ tiny
 
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
