@@ -21,6 +21,11 @@ struct fake_server {
     int fstatus[64], fretry[64], nfaults;
     fake_request reqs[256];
     int nreqs;
+    struct fake_file {
+        char *path, *data;
+        size_t n;
+    } files[32];
+    int nfiles;
     volatile int stop;
 };
 
@@ -114,6 +119,86 @@ static void send_all(int fd, const char *p, size_t n)
     }
 }
 
+/* Answers a GET for a registered file (fakeserver.h); false when the
+ * connection must close. */
+static bool serve_get(fake_server *s, int fd, const char *target, const char *hdrs,
+                      enum fake_fault f, int k)
+{
+    char path[256], head[512];
+    snprintf(path, sizeof path, "%.*s", (int)strcspn(target, "?"), target);
+    const char *want = strncmp(path, "/cdn/", 5) == 0 ? path + 4 : path;
+    const char *data = NULL;
+    size_t n = 0;
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    for (int i = s->nfiles - 1; i >= 0 && !found; i--) {
+        if (strcmp(s->files[i].path, want) == 0) {
+            data = s->files[i].data; /* kept until fake_stop */
+            n = s->files[i].n;
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!found) {
+        const char *msg = "Entry not found";
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s",
+                 strlen(msg), msg);
+        send_all(fd, head, strlen(head));
+        return true;
+    }
+    if (f == FAKE_REDIRECT) {
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 302 Found\r\nLocation: /cdn%s?sig=fake\r\nContent-Length: 0\r\n\r\n",
+                 path);
+        send_all(fd, head, strlen(head));
+        return true;
+    }
+    /* "Range: bytes=N-" (the only form the client sends) */
+    long long from = -1;
+    const char *r = strcasestr(hdrs, "\r\nrange:");
+    if (r && f != FAKE_IGNORE_RANGE && f != FAKE_WRONG_RANGE) {
+        r += 8;
+        r += strspn(r, " \t");
+        char *end;
+        if (strncmp(r, "bytes=", 6) == 0) {
+            from = strtoll(r + 6, &end, 10);
+            if (end == r + 6 || *end != '-' || from < 0) from = -1;
+        }
+    }
+    if (from >= 0 && (size_t)from >= n) {
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */%zu\r\n"
+                 "Content-Length: 0\r\n\r\n",
+                 n);
+        send_all(fd, head, strlen(head));
+        return true;
+    }
+    if (f == FAKE_WRONG_RANGE) from = 0;
+    size_t start = from >= 0 ? (size_t)from : 0, len = n - start;
+    size_t sent = len, announced = len;
+    if (f == FAKE_SHORT) sent = announced = len - CM_MIN((size_t)k, len);
+    if (f == FAKE_CUT) sent = CM_MIN((size_t)k, len);
+    if (f == FAKE_TRUNCATED) sent = len / 2;
+    if (from >= 0)
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 206 Partial Content\r\nContent-Type: application/octet-stream\r\n"
+                 "Content-Range: bytes %zu-%zu/%zu\r\nContent-Length: %zu\r\n\r\n",
+                 start, n - 1, n, announced);
+    else
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                 "Content-Length: %zu\r\n\r\n",
+                 announced);
+    send_all(fd, head, strlen(head));
+    send_all(fd, data + start, sent);
+    if (sent < announced) {
+        shutdown(fd, SHUT_WR); /* a FIN, the way a dropped download ends */
+        return false;
+    }
+    return true;
+}
+
 typedef struct conn {
     fake_server *s;
     int fd;
@@ -155,8 +240,9 @@ static void *serve(void *arg)
             memmove(s->fretry, s->fretry + 1, (size_t)(s->nfaults - 1) * sizeof *s->fretry);
             s->nfaults--;
         }
-        char path[256] = "";
-        sscanf(in.data, "%*7s %255s", path);
+        char path[256] = "", method[8] = "";
+        sscanf(in.data, "%7s %255s", method, path);
+        char *hdrs = cm_strndup(in.data, hlen);
         if (q) {
             sscanf(in.data, "%7s", q->method);
             snprintf(q->path, sizeof q->path, "%s", path);
@@ -174,8 +260,17 @@ static void *serve(void *arg)
         if (f == FAKE_HANG) {
             while (!s->stop) usleep(10000);
             free(body);
+            free(hdrs);
             goto done;
         }
+        if (f != FAKE_STATUS && strcmp(method, "GET") == 0) {
+            bool keep = serve_get(s, c->fd, path, hdrs, f, status);
+            free(body);
+            free(hdrs);
+            if (!keep) goto done;
+            continue;
+        }
+        free(hdrs);
         if (f == FAKE_STATUS) {
             const char *msg = "{\"error\":{\"message\":\"scripted failure\"}}";
             if (retry >= 0)
@@ -264,7 +359,24 @@ void fake_stop(fake_server *s)
     pthread_join(s->tid, NULL);
     usleep(20000); /* hanging connections notice stop */
     for (int i = 0; i < s->nreqs; i++) free(s->reqs[i].body);
+    for (int i = 0; i < s->nfiles; i++) {
+        free(s->files[i].path);
+        free(s->files[i].data);
+    }
     free(s);
+}
+
+void fake_file(fake_server *s, const char *path, const void *data, size_t n)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->nfiles < (int)ARRAY_LEN(s->files)) {
+        struct fake_file *ff = &s->files[s->nfiles++];
+        ff->path = cm_strdup(path);
+        ff->data = malloc(n ? n : 1);
+        memcpy(ff->data, data, n);
+        ff->n = n;
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after)

@@ -4,6 +4,12 @@
  * :batchEmbedContents, and Ollama's /api/embeddings with deterministic
  * vectors (a hashed bag of words: texts sharing words are close), records
  * every request, and plays scripted faults first.
+ *
+ * GET serves the files registered with fake_file (the model downloads):
+ * 200 with the whole file, or 206 with Content-Range for "Range: bytes=N-"
+ * (416 giving the size in Content-Range when N is past the end), 404 for a
+ * path not registered. "/cdn/<path>" serves the same file as "<path>" (the
+ * target of FAKE_REDIRECT); a query string is ignored.
  */
 #ifndef CM_FAKESERVER_H
 #define CM_FAKESERVER_H
@@ -20,6 +26,13 @@ enum fake_fault {
     FAKE_WRONG_COUNT, /* 200 with one vector too few */
     FAKE_NAN,         /* 200 with "NaN" inside a vector */
     FAKE_ZERO,        /* 200 with all-zero vectors */
+    /* GET (file) faults; `status` of fake_push carries K where named. */
+    FAKE_CUT,          /* the answer's headers, K body bytes, then the connection closes */
+    FAKE_IGNORE_RANGE, /* 200 with the whole file whatever Range asked */
+    FAKE_SHORT,        /* headers as usual (206: Content-Range to the file's end) but a
+                          body and Content-Length K bytes short */
+    FAKE_REDIRECT,     /* 302 to "/cdn<path>?sig=fake" */
+    FAKE_WRONG_RANGE,  /* 206 with the whole file (Content-Range from 0) whatever Range asked */
 };
 
 typedef struct fake_request {
@@ -34,6 +47,9 @@ typedef struct fake_server fake_server;
  * "http://127.0.0.1:PORT". */
 fake_server *fake_start(int dims, char base_url[64]);
 void fake_stop(fake_server *s);
+/* Serves data (copied) at path (e.g. "/o/r/resolve/main/m.gguf") to GETs;
+ * registering a path again replaces what later requests get. */
+void fake_file(fake_server *s, const char *path, const void *data, size_t n);
 /* Queues a fault for the next request (FIFO). */
 void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after);
 /* Requests received so far, and the i-th (valid until fake_stop). */

@@ -31,12 +31,14 @@ static struct {
     void (*easy_cleanup)(CURL *);
     CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
     CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    CURLcode (*easy_perform)(CURL *);
     const char *(*easy_strerror)(CURLcode);
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
     time_t (*getdate)(const char *, const time_t *);
 } cu;
 static char curl_load_error[256];
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
 static void load_curl(void)
 {
@@ -63,6 +65,7 @@ static void load_curl(void)
         {(void **)&cu.easy_cleanup, "curl_easy_cleanup"},
         {(void **)&cu.easy_setopt, "curl_easy_setopt"},
         {(void **)&cu.easy_getinfo, "curl_easy_getinfo"},
+        {(void **)&cu.easy_perform, "curl_easy_perform"},
         {(void **)&cu.easy_strerror, "curl_easy_strerror"},
         {(void **)&cu.slist_append, "curl_slist_append"},
         {(void **)&cu.slist_free_all, "curl_slist_free_all"},
@@ -120,8 +123,7 @@ http_opts http_defaults(long timeout_ms)
 
 cm_rc http_client_new(http_client **out, char *err, size_t errlen)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, load_curl);
+    pthread_once(&curl_once, load_curl);
     if (curl_load_error[0]) return cm_seterr(err, errlen, CM_EIO, "%s", curl_load_error);
     http_client *c = calloc(1, sizeof *c);
     if (!c) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
@@ -329,5 +331,143 @@ out:
         cu.slist_free_all(jobs[i].hdrs);
     }
     free(jobs);
+    return rc;
+}
+
+/* ---- http_fetch_run: one streaming GET on the easy interface ---- */
+
+typedef struct fetch_run {
+    http_fetch *f;
+    bool aborted;
+} fetch_run;
+
+/* A non-negative decimal at *s (advanced past it), or -1. */
+static int64_t parse_size(const char **s)
+{
+    const char *p = *s;
+    int64_t v = 0;
+    if (*p < '0' || *p > '9') return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (INT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (*p - '0');
+    }
+    *s = p;
+    return v;
+}
+
+static size_t fetch_header(char *p, size_t size, size_t n, void *ud)
+{
+    http_fetch *f = ((fetch_run *)ud)->f;
+    size_t len = size * n;
+    char line[256];
+    size_t l = CM_MIN(len, sizeof line - 1);
+    memcpy(line, p, l);
+    line[l] = 0;
+    line[strcspn(line, "\r\n")] = 0;
+    const char *v;
+    if (strncmp(line, "HTTP/", 5) == 0) { /* a new response (redirect, 100): forget the last */
+        const char *sp = strchr(line, ' ');
+        f->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        f->content_length = f->range_first = f->range_total = -1;
+    } else if (strncasecmp(line, "content-length:", 15) == 0) {
+        v = line + 15 + strspn(line + 15, " \t");
+        f->content_length = parse_size(&v);
+    } else if (strncasecmp(line, "content-range:", 14) == 0) {
+        v = line + 14 + strspn(line + 14, " \t");
+        if (strncasecmp(v, "bytes", 5) != 0) return len;
+        v += 5 + strspn(v + 5, " \t");
+        int64_t first = -1;
+        if (*v == '*') {
+            v++;
+        } else {
+            first = parse_size(&v);
+            if (first < 0 || *v++ != '-' || parse_size(&v) < 0) return len;
+        }
+        if (*v++ != '/') return len;
+        f->range_first = first;
+        f->range_total = *v == '*' ? -1 : parse_size(&v);
+    }
+    return len;
+}
+
+static size_t fetch_body(char *p, size_t size, size_t n, void *ud)
+{
+    fetch_run *r = ud;
+    size_t len = size * n;
+    if (r->f->on_data && !r->f->on_data(r->f, p, len)) {
+        r->aborted = true;
+        return 0; /* != len: libcurl stops */
+    }
+    return len;
+}
+
+static int fetch_xferinfo(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                          curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    fetch_run *r = ud;
+    if (r->f->on_tick && !r->f->on_tick(r->f)) {
+        r->aborted = true;
+        return 1;
+    }
+    return 0;
+}
+
+cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen)
+{
+    pthread_once(&curl_once, load_curl);
+    if (curl_load_error[0]) return cm_seterr(err, errlen, CM_EIO, "%s", curl_load_error);
+    f->status = 0;
+    f->content_length = f->range_first = f->range_total = -1;
+    f->retryable = false;
+    cm_rc rc = CM_OK;
+    struct curl_slist *hdrs = NULL, *t;
+    fetch_run run = {f, false};
+    char range[48], cerr[CURL_ERROR_SIZE] = "", url[160];
+    url_for_message(f->url, url, sizeof url);
+    CURL *e = cu.easy_init();
+    if (!e) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    for (size_t i = 0; f->headers && i < f->headers->n; i++) {
+        if (!(t = cu.slist_append(hdrs, f->headers->v[i]))) FAIL(CM_ENOMEM, "out of memory");
+        hdrs = t;
+    }
+    long stall_s = f->stall_ms > 0 ? CM_MAX(1L, f->stall_ms / 1000) : 60;
+    cu.easy_setopt(e, CURLOPT_URL, f->url);
+    cu.easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+    cu.easy_setopt(e, CURLOPT_USERAGENT, "clawmem/" CM_VERSION);
+    cu.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+    cu.easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    cu.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    cu.easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#endif
+    cu.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                   f->connect_timeout_ms > 0 ? f->connect_timeout_ms : 30000L);
+    cu.easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    cu.easy_setopt(e, CURLOPT_LOW_SPEED_TIME, stall_s);
+    cu.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    cu.easy_setopt(e, CURLOPT_ERRORBUFFER, cerr);
+    if (f->range_from > 0) {
+        snprintf(range, sizeof range, "%llu-", (unsigned long long)f->range_from);
+        cu.easy_setopt(e, CURLOPT_RANGE, range);
+    }
+    cu.easy_setopt(e, CURLOPT_HEADERFUNCTION, fetch_header);
+    cu.easy_setopt(e, CURLOPT_HEADERDATA, &run);
+    cu.easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_body);
+    cu.easy_setopt(e, CURLOPT_WRITEDATA, &run);
+    cu.easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    cu.easy_setopt(e, CURLOPT_XFERINFOFUNCTION, fetch_xferinfo);
+    cu.easy_setopt(e, CURLOPT_XFERINFODATA, &run);
+    CURLcode cc = cu.easy_perform(e);
+    if (run.aborted) FAIL(CM_ECANCELED, "%s: transfer stopped", url);
+    if (cc != CURLE_OK) {
+        f->retryable = retryable(cc, 0);
+        FAIL(CM_EIO, "%s: %s", url, cerr[0] ? cerr : cu.easy_strerror(cc));
+    }
+    if (!f->status) cu.easy_getinfo(e, CURLINFO_RESPONSE_CODE, &f->status);
+    f->retryable = retryable(CURLE_OK, f->status);
+out:
+    cu.easy_cleanup(e);
+    cu.slist_free_all(hdrs);
     return rc;
 }

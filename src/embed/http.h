@@ -51,4 +51,35 @@ void http_client_free(http_client *c);
 cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o, char *err,
                     size_t errlen);
 
+/* One streaming GET, for large files (model downloads): no total timeout, a
+ * connect timeout and a stall timeout instead; redirects followed (at most 10,
+ * http and https only; libcurl does not pass an Authorization header on to
+ * another host); no Accept-Encoding, so byte ranges are of the file itself. */
+typedef struct http_fetch http_fetch;
+struct http_fetch {
+    const char *url;
+    const cm_strlist *headers; /* "Name: value", may be NULL */
+    uint64_t range_from;       /* > 0: asks for "Range: bytes=N-" */
+    long connect_timeout_ms;   /* 0: 30 s */
+    long stall_ms;             /* fail when under 1 KiB/s for this long; 0: 60 s */
+    /* Body bytes of the final response (status and headers below already
+     * set), for any status. Returns false to abort the transfer. */
+    bool (*on_data)(http_fetch *f, const char *p, size_t n);
+    /* Called at least once a second while the transfer runs (also while it
+     * stalls), or NULL. Returns false to abort. */
+    bool (*on_tick)(http_fetch *f);
+    void *ctx;
+    /* results, of the final response */
+    long status;                      /* 0 when none came */
+    int64_t content_length;           /* -1 when absent */
+    int64_t range_first, range_total; /* Content-Range "bytes F-L/T"; -1 absent or '*' */
+    bool retryable;                   /* network failure, 429 or 5xx: worth another try */
+};
+
+/* Performs f. CM_OK when a response came, whatever its status; CM_ECANCELED
+ * when a callback aborted; CM_EIO on a network failure (or when libcurl
+ * cannot be loaded), with err naming the URL (without its query string) and
+ * the cause. Thread-safe; each call uses its own connection. */
+cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen);
+
 #endif
