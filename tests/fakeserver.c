@@ -1,6 +1,7 @@
 /*
  * fakeserver.c — the loopback server of fakeserver.h: one thread accepts,
- * one thread per connection (keep-alive) serves.
+ * one thread per connection (keep-alive) serves. fake_stop shuts every open
+ * connection down and waits for its thread before freeing the server.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -8,6 +9,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,7 +28,10 @@ struct fake_server {
         size_t n;
     } files[32];
     int nfiles;
-    volatile int stop;
+    int conns[256]; /* open connections' descriptors */
+    int nconns;
+    pthread_cond_t idle; /* nconns fell */
+    atomic_int stop;
 };
 
 void fake_vector(const char *text, int dims, float *out)
@@ -303,6 +308,11 @@ static void *serve(void *arg)
         if (f == FAKE_TRUNCATED) goto done;
     }
 done:
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->nconns; i++)
+        if (s->conns[i] == c->fd) s->conns[i] = s->conns[--s->nconns];
+    pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->mu);
     close(c->fd);
     buf_release(&in);
     free(c);
@@ -321,6 +331,14 @@ static void *accept_loop(void *arg)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        pthread_mutex_lock(&s->mu);
+        bool room = s->nconns < (int)ARRAY_LEN(s->conns);
+        if (room) s->conns[s->nconns++] = fd;
+        pthread_mutex_unlock(&s->mu);
+        if (!room) {
+            close(fd);
+            continue;
+        }
         conn *c = malloc(sizeof *c);
         c->s = s;
         c->fd = fd;
@@ -336,6 +354,7 @@ fake_server *fake_start(int dims, char base_url[64])
     fake_server *s = calloc(1, sizeof *s);
     s->dims = dims;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->idle, NULL);
     s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -357,7 +376,10 @@ void fake_stop(fake_server *s)
     shutdown(s->fd, SHUT_RDWR);
     close(s->fd);
     pthread_join(s->tid, NULL);
-    usleep(20000); /* hanging connections notice stop */
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->nconns; i++) shutdown(s->conns[i], SHUT_RDWR);
+    while (s->nconns > 0) pthread_cond_wait(&s->idle, &s->mu);
+    pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < s->nreqs; i++) free(s->reqs[i].body);
     for (int i = 0; i < s->nfiles; i++) {
         free(s->files[i].path);
