@@ -132,8 +132,7 @@ TEST(download_fetch_false_is_notfound)
     setup();
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     const char *cache = path_in(dir, "never");
-    EXPECT_INT(model_resolve(SPEC, cache, false, NULL, NULL, &path, err, sizeof err),
-               CM_ENOTFOUND);
+    EXPECT_INT(model_resolve(SPEC, cache, false, NULL, NULL, &path, err, sizeof err), CM_ENOTFOUND);
     EXPECT(path == NULL);
     EXPECT_CONTAINS(err, "not downloaded");
     EXPECT_CONTAINS(err, URL_PATH);
@@ -228,7 +227,8 @@ TEST(download_gives_up_after_repeated_cuts)
     setup();
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     fake_push(srv, FAKE_CUT, 4096, -1);
-    for (int i = 0; i < 5; i++) fake_push(srv, FAKE_CUT, 0, -1); /* no progress */
+    for (int i = 0; i < 5; i++)
+        fake_push(srv, FAKE_CUT, 0, -1); /* no progress */
     EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
     EXPECT_INT(fake_count(srv), 6);
     EXPECT_CONTAINS(err, URL_PATH);
@@ -321,7 +321,8 @@ static int first_progress(void *ctx, uint64_t done, uint64_t total)
     r->calls++;
     if (done > 0 && !atomic_load(&first_started)) {
         atomic_store(&first_started, 1);
-        for (int i = 0; i < 300 && !atomic_load(&second_waiting); i++) usleep(10000);
+        for (int i = 0; i < 300 && !atomic_load(&second_waiting); i++)
+            usleep(10000);
     }
     return 0;
 }
@@ -358,7 +359,8 @@ TEST(download_two_threads_one_transfer)
     atomic_store(&second_waiting, 0);
     pthread_t ta, tb;
     pthread_create(&ta, NULL, race_first, &a);
-    for (int i = 0; i < 500 && !atomic_load(&first_started); i++) usleep(10000);
+    for (int i = 0; i < 500 && !atomic_load(&first_started); i++)
+        usleep(10000);
     bool overlapped = atomic_load(&first_started);
     pthread_create(&tb, NULL, race_second, &b);
     pthread_join(ta, NULL);
@@ -424,9 +426,9 @@ TEST(download_plain_paths_and_bad_specs)
     EXPECT_CONTAINS(err, "/home/tester/.cache/m/" NAME);
     if (saved) setenv("HOME", saved, 1);
     free(saved);
-    const char *bad[] = {"hf:acme/repo",        "hf:acme/repo/",    "hf:/repo/f.gguf",
-                         "hf:acme//f.gguf",     "hf:ac me/r/f",     "hf:a/r/x/../f.gguf",
-                         "hf:a/r/./f.gguf",     "hf:a/r/d//f.gguf", "hf:a/r/f.gguf/",
+    const char *bad[] = {"hf:acme/repo",         "hf:acme/repo/",    "hf:/repo/f.gguf",
+                         "hf:acme//f.gguf",      "hf:ac me/r/f",     "hf:a/r/x/../f.gguf",
+                         "hf:a/r/./f.gguf",      "hf:a/r/d//f.gguf", "hf:a/r/f.gguf/",
                          "hf:a/r/bad\nname.gguf"};
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         err[0] = 0;

@@ -15,12 +15,12 @@
 #include "download.h"
 #include "http.h"
 
-#define DL_MAX_FAILS     5     /* failures in a row without a new byte */
-#define DL_MAX_ATTEMPTS  100   /* attempts in all, progress or not */
-#define DL_MAX_BACKOFF   30000 /* ms */
-#define DL_NAME_MAX      240   /* cache file name, ".part" still fits NAME_MAX */
-#define DL_TICK_MS       100   /* progress at most this often */
-#define DL_ERRBODY       160   /* bytes of an error response kept for the message */
+#define DL_MAX_FAILS    5     /* failures in a row without a new byte */
+#define DL_MAX_ATTEMPTS 100   /* attempts in all, progress or not */
+#define DL_MAX_BACKOFF  30000 /* ms */
+#define DL_NAME_MAX     240   /* cache file name, ".part" still fits NAME_MAX */
+#define DL_TICK_MS      100   /* progress at most this often */
+#define DL_ERRBODY      160   /* bytes of an error response kept for the message */
 
 /* Why a transfer was stopped from inside a callback. */
 enum { STOP_NONE, STOP_CANCEL, STOP_WRITE, STOP_BAD_RANGE, STOP_TOO_LONG };
@@ -73,8 +73,8 @@ static bool tick(dl *d, bool force)
 
 static bool name_char(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
 }
 
 /* Appends s[0..n) with every byte outside name_char (and '~' when tilde) as %XX. */
@@ -134,7 +134,8 @@ static cm_rc make_url(const hf_spec *h, buf *url)
     const char *ep = getenv("CLAWMEM_HF_ENDPOINT");
     if (!ep || !*ep) ep = "https://huggingface.co";
     size_t eplen = strlen(ep);
-    while (eplen > 0 && ep[eplen - 1] == '/') eplen--;
+    while (eplen > 0 && ep[eplen - 1] == '/')
+        eplen--;
     cm_rc rc = CM_OK;
     CHECK(buf_add(url, ep, eplen));
     CHECK(buf_addc(url, '/'));
@@ -214,8 +215,7 @@ static cm_rc lock_part(dl *d, bool *done, char *err, size_t errlen)
         if (stat(d->final, &st) == 0) {
             /* Finished meanwhile; an empty .part we just created is litter. */
             struct stat ps;
-            if (fstat(fd, &ps) == 0 && ps.st_size == 0 && same_file(fd, d->part))
-                unlink(d->part);
+            if (fstat(fd, &ps) == 0 && ps.st_size == 0 && same_file(fd, d->part)) unlink(d->part);
             close(fd);
             *done = true;
             return CM_OK;
@@ -251,7 +251,7 @@ static bool begin(dl *d, const http_fetch *f)
             d->stop = STOP_BAD_RANGE;
             return false;
         }
-        d->total = f->range_total >= 0     ? f->range_total
+        d->total = f->range_total >= 0      ? f->range_total
                    : f->content_length >= 0 ? (int64_t)d->have + f->content_length
                                             : -1;
         d->to_file = true;
@@ -363,8 +363,9 @@ static cm_rc download(dl *d, char *err, size_t errlen)
                  strerror(d->write_errno));
         case STOP_TOO_LONG:
             restart_part(d);
-            FAIL(CM_EIO, "%s: the server sent more than the %lld bytes it announced; download "
-                         "discarded",
+            FAIL(CM_EIO,
+                 "%s: the server sent more than the %lld bytes it announced; download "
+                 "discarded",
                  d->url, (long long)d->total);
         case STOP_BAD_RANGE:
             snprintf(why, sizeof why, "%s: asked for bytes from %llu, the server sent from %lld",
@@ -467,8 +468,7 @@ cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_prog
     if (stat(d.final, &st) == 0) {
         if (!S_ISREG(st.st_mode)) FAIL(CM_EIO, "model file %s is not a regular file", d.final);
     } else {
-        if (!fetch)
-            FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.url);
+        if (!fetch) FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.url);
         CHECK(fs_mkdirs(dir, err, errlen));
         bool done;
         CHECK(lock_part(&d, &done, err, errlen));
