@@ -116,6 +116,8 @@ static int parse_long(const char *s, long min, long max, long *out)
 typedef struct progress {
     struct timespec t0, last;
     int shown;
+    int downloads_only; /* a search's sync: only a model download is worth a bar */
+    uint64_t dl_start;  /* bytes already there when this download began (a resume) */
 } progress;
 
 static double since(const struct timespec *a)
@@ -125,9 +127,45 @@ static double since(const struct timespec *a)
     return (double)(t.tv_sec - a->tv_sec) + (double)(t.tv_nsec - a->tv_nsec) / 1e9;
 }
 
+static void draw_bar(char bar[32], double frac)
+{
+    int width = 24, fill = (int)(frac * width + 0.5);
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    bar[width] = 0;
+}
+
+/* A local model on its way from Hugging Face, before the sync proper. */
+static void download_progress(progress *pr, const cm_progress *p)
+{
+    bool done = p->download_total && p->download_done == p->download_total;
+    if (!pr->shown) pr->dl_start = p->download_done, pr->shown = 1;
+    if (!done && since(&pr->last) < 0.1) return;
+    clock_gettime(CLOCK_MONOTONIC, &pr->last);
+    double el = since(&pr->t0), mb = (double)(p->download_done - pr->dl_start) / 1e6;
+    double frac = p->download_total ? (double)p->download_done / (double)p->download_total : 0;
+    double rate = el > 0 ? mb / el : 0;
+    double eta = rate > 0 ? (double)(p->download_total - p->download_done) / 1e6 / rate : 0;
+    char bar[32];
+    draw_bar(bar, frac);
+    const char *name = strrchr(p->download, '/');
+    fprintf(stderr, "\rdownloading %s [%s] %.0f/%.0f MB  %.1f MB/s  ETA %.0fs ",
+            name ? name + 1 : p->download, bar, (double)p->download_done / 1e6,
+            (double)p->download_total / 1e6, rate, eta);
+    if (done) {
+        fputc('\n', stderr);
+        pr->shown = 0;
+        clock_gettime(CLOCK_MONOTONIC, &pr->t0); /* the files' rates start now */
+    }
+}
+
 static int on_progress(void *ctx, const cm_progress *p)
 {
     progress *pr = ctx;
+    if (p->download) {
+        download_progress(pr, p);
+        return 0;
+    }
+    if (pr->downloads_only) return 0;
     bool done = p->files_done == p->files_total;
     if (!done && since(&pr->last) < 0.1) return 0;
     clock_gettime(CLOCK_MONOTONIC, &pr->last);
@@ -138,11 +176,8 @@ static int on_progress(void *ctx, const cm_progress *p)
                       ? (double)p->bytes_done / (double)p->bytes_total
                       : (p->files_total ? (double)p->files_done / (double)p->files_total : 1);
     double eta = frac > 0 ? el / frac - el : 0;
-    int width = 24, fill = (int)(frac * width + 0.5);
     char bar[32];
-    for (int i = 0; i < width; i++)
-        bar[i] = i < fill ? '#' : '-';
-    bar[width] = 0;
+    draw_bar(bar, frac);
     fprintf(stderr, "\r[%s] %zu/%zu files  %.1f MB/s  ETA %.0fs ", bar, p->files_done,
             p->files_total, rate, eta < 0 ? 0 : eta);
     pr->shown = 1;
@@ -341,7 +376,12 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
     char err[1024], *json = NULL;
     /* Sync first, without waiting: if another process is writing, search the
      * last committed state rather than block. */
-    cm_rc rc = sync ? cm_engine_sync(e, CM_SYNC_NOWAIT, NULL, NULL, NULL, err, sizeof err) : CM_OK;
+    progress pr = {.downloads_only = 1};
+    clock_gettime(CLOCK_MONOTONIC, &pr.t0);
+    pr.last = pr.t0;
+    cm_rc rc = sync ? cm_engine_sync(e, CM_SYNC_NOWAIT, isatty(2) ? on_progress : NULL, &pr, NULL,
+                                     err, sizeof err)
+                    : CM_OK;
     if (rc && rc != CM_EBUSY) fprintf(stderr, "clawmem: warning: sync failed: %s\n", err);
     if (cm_memory_search(e, query, &o, &json, err, sizeof err)) return die("%s", err);
     int r = print_json_or(json, as_json, search_text);

@@ -68,11 +68,17 @@ void cm_engine_free(cm_engine *e);
 typedef struct cm_progress {
     size_t files_done, files_total;
     uint64_t bytes_done, bytes_total;
+    /* While a local model is being downloaded before the sync: its name, and
+     * bytes so far and in all (0: not known yet); NULL otherwise. */
+    const char *download;
+    uint64_t download_done, download_total;
 } cm_progress;
 
-/* Called after each file of a sync. Return 0 to go on, nonzero to stop the
- * sync early (it then returns CM_ECANCELED; what was committed stays, and a
- * cancelled rebuild leaves the old index in place). */
+/* Called after each file of a sync, and a few times a second while a sync
+ * downloads a local model. Return 0 to go on, nonzero to stop the sync early
+ * (it then returns CM_ECANCELED; what was committed stays, a cancelled
+ * rebuild leaves the old index in place, a cancelled download resumes next
+ * time). */
 typedef int (*cm_progress_fn)(void *ctx, const cm_progress *p);
 
 enum {

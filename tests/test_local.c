@@ -5,10 +5,12 @@
  * longer than the context, damaged model files. A build without llama.cpp
  * must say how to get it.
  */
+#include <jansson.h>
 #include <math.h>
 #include <unistd.h>
 
 #include "../src/embed/local.h"
+#include "fakeserver.h"
 #include "test.h"
 
 /* The model, or NULL after recording why there is none. */
@@ -169,4 +171,181 @@ TEST(local_model_refuses_bad_files)
     /* and the good one still loads after all that */
     EXPECT_INT(local_open(path, 0, &m, err, sizeof err), CM_OK);
     local_close(m);
+}
+
+/* ---- the provider inside the engine ---------------------------------- */
+
+static json_t *search_json(cm_engine *e, const char *q)
+{
+    char err[512], *js = NULL;
+    cm_search_opts so = {5, 0, 0};
+    if (cm_memory_search(e, q, &so, &js, err, sizeof err) != CM_OK) return NULL;
+    json_t *p = json_loads(js, 0, NULL);
+    cm_free(js);
+    return p;
+}
+
+static void two_notes(const char *d)
+{
+    write_file(d, "ws/memory/2026-03-01.md", "Reset the router and moved the IoT devices to VLAN 10.\n");
+    write_file(d, "ws/memory/2026-03-02.md", "Coffee with Mina in Seoul; talked about the garden.\n");
+}
+
+static int saw_download;
+static int on_progress(void *ctx, const cm_progress *p)
+{
+    (void)ctx;
+    if (p->download && p->download_total && p->download_done <= p->download_total) saw_download++;
+    return 0;
+}
+
+TEST(local_provider_in_the_engine)
+{
+    char why[512];
+    if (!local_supported(why, sizeof why)) return;
+    const char *path = model_path();
+    if (!path) return;
+    char *d = tmp_dir();
+    two_notes(d);
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg,
+             "{agents:{defaults:{memorySearch:{provider:'local',local:{modelPath:'%s'}}}},"
+             "clawmem:{localThreads:1}}",
+             path);
+    write_file(d, "qc.json", cfg);
+    cm_options o = {NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"), NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512], *js = NULL;
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    cm_sync_stats st;
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
+    EXPECT_INT(st.chunks_embedded, 2);
+    EXPECT_INT(cm_engine_status(e, 0, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "\"provider\":\"local\"");
+    EXPECT_CONTAINS(js, "\"search\":\"hybrid\"");
+    cm_free(js);
+    json_t *p = search_json(e, "router VLAN");
+    EXPECT(p != NULL);
+    EXPECT_STR(json_string_value(json_object_get(p, "provider")), "local");
+    EXPECT_STR(json_string_value(json_object_get(p, "model")), path);
+    EXPECT(json_object_get(p, "fallback") == NULL);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(json_object_get(p, "results"), 0), "path")),
+               "memory/2026-03-01.md");
+    json_decref(p);
+    cm_engine_free(e);
+
+    /* auto-selection: local.modelPath set and there, no key anywhere */
+    snprintf(cfg, sizeof cfg, "{agents:{defaults:{memorySearch:{local:{modelPath:'%s'}}}}}", path);
+    write_file(d, "qc.json", cfg);
+    char *saved = getenv("OPENAI_API_KEY") ? strdup(getenv("OPENAI_API_KEY")) : NULL;
+    unsetenv("OPENAI_API_KEY");
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_status(e, 0, &js, err, sizeof err), CM_OK);
+    if (saved) setenv("OPENAI_API_KEY", saved, 1);
+    free(saved);
+    EXPECT_CONTAINS(js, "\"provider\":\"local\"");
+    cm_free(js);
+    cm_engine_free(e);
+}
+
+TEST(local_model_downloaded_from_hf)
+{
+    char why[512];
+    if (!local_supported(why, sizeof why)) return;
+    const char *path = model_path();
+    if (!path) return;
+    FILE *f = fopen(path, "rb");
+    EXPECT(f != NULL);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    char *data = malloc((size_t)size);
+    EXPECT(data && fread(data, 1, (size_t)size, f) == (size_t)size);
+    fclose(f);
+    char base[64];
+    fake_server *s = fake_start(8, base);
+    fake_file(s, "/clawmem/tiny-bert/resolve/main/tiny.gguf", data, (size_t)size);
+    fake_push(s, FAKE_CUT, (int)(size / 3), 0); /* the first attempt breaks off a third in */
+    setenv("CLAWMEM_HF_ENDPOINT", base, 1);
+    setenv("CLAWMEM_HTTP_BACKOFF_MS", "10", 1);
+    char *d = tmp_dir();
+    two_notes(d);
+    write_file(d, "qc.json",
+               "{agents:{defaults:{memorySearch:{provider:'local',"
+               "local:{modelPath:'hf:clawmem/tiny-bert/tiny.gguf'}}}}}");
+    cm_options o = {NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"), NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512];
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    cm_sync_stats st;
+    saw_download = 0;
+    EXPECT_INT(cm_engine_sync(e, 0, on_progress, NULL, &st, err, sizeof err), CM_OK);
+    unsetenv("CLAWMEM_HF_ENDPOINT");
+    unsetenv("CLAWMEM_HTTP_BACKOFF_MS");
+    EXPECT_INT(st.chunks_embedded, 2);
+    EXPECT(saw_download > 0);
+    EXPECT_INT(fake_count(s), 2); /* the cut request, then one resuming it */
+    EXPECT_CONTAINS(fake_get(s, 1)->headers, "Range: bytes=");
+    json_t *p = search_json(e, "router");
+    EXPECT(p != NULL);
+    EXPECT_STR(json_string_value(json_object_get(p, "provider")), "local");
+    json_decref(p);
+    cm_engine_free(e);
+    /* the cached copy is used from now on: no more requests */
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    write_file(d, "ws/memory/2026-03-03.md", "A third note.\n");
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
+    EXPECT_INT(st.chunks_embedded, 1);
+    EXPECT_INT(fake_count(s), 2);
+    cm_engine_free(e);
+    fake_stop(s);
+    free(data);
+}
+
+TEST(local_failure_falls_back)
+{
+    char base[64];
+    fake_server *s = fake_start(16, base);
+    char *d = tmp_dir();
+    two_notes(d);
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg,
+             "{agents:{defaults:{memorySearch:{provider:'local',fallback:'openai',"
+             "local:{modelPath:'%s/missing.gguf'}}}},"
+             "models:{providers:{openai:{apiKey:'sk-test',baseUrl:'%s/v1'}}}}",
+             d, base);
+    write_file(d, "qc.json", cfg);
+    cm_options o = {NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"), NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512], *js = NULL;
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    cm_sync_stats st;
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
+    EXPECT_INT(st.chunks_embedded, 2);
+    json_t *p = search_json(e, "router");
+    EXPECT(p != NULL);
+    EXPECT_STR(json_string_value(json_object_get(p, "provider")), "openai");
+    const char *fb = json_string_value(json_object_get(p, "fallback"));
+    EXPECT_CONTAINS(fb, "missing.gguf");
+    EXPECT_CONTAINS(fb, "using the fallback openai");
+    json_decref(p);
+    cm_engine_free(e);
+    /* no fallback: keyword search, and status says why */
+    snprintf(cfg, sizeof cfg,
+             "{agents:{defaults:{memorySearch:{provider:'local',fallback:'none',"
+             "local:{modelPath:'%s/missing.gguf'}}}}}",
+             d);
+    write_file(d, "qc.json", cfg);
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_status(e, 0, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "\"search\":\"keyword\"");
+    EXPECT_CONTAINS(js, "missing.gguf");
+    cm_free(js);
+    p = search_json(e, "router");
+    EXPECT(p != NULL);
+    EXPECT_INT(json_array_size(json_object_get(p, "results")), 1);
+    json_decref(p);
+    cm_engine_free(e);
+    fake_stop(s);
 }

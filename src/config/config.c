@@ -52,7 +52,7 @@ static const field fields[] = {
     {"remote.batch.pollIntervalMs", K_INT, 0, 3600000, NULL, NO_DEST},
     {"remote.batch.timeoutMinutes", K_NUM, 0, 10080, NULL, NO_DEST},
     {"local.modelPath", K_STR, 0, 0, NULL, AT(local_model_path)},
-    {"local.modelCacheDir", K_STR, 0, 0, NULL, NO_DEST},
+    {"local.modelCacheDir", K_STR, 0, 0, NULL, AT(local_cache_dir)},
     {"store.driver", K_ENUM, 0, 0, "sqlite", NO_DEST},
     {"store.path", K_STR, 0, 0, NULL, AT(store_path)},
     {"store.fts.tokenizer", K_ENUM, 0, 0, "unicode61|trigram|porter", AT(fts_tokenizer)},
@@ -579,6 +579,11 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
                 if (!x) CHECK(CM_ENOMEM);
                 free(cfg->static_model_path);
                 cfg->static_model_path = x;
+            } else if (strcmp(k, "localThreads") == 0) {
+                double d = json_number_value(v);
+                if (!json_is_integer(v) || d < 1 || d > 256)
+                    CHECK(bad(&c, ours, k, path, "expected an integer from 1 to 256"));
+                cfg->local_threads = (int)d;
             } else if (strcmp(k, "embedMaxInputs") == 0) {
                 double d = json_number_value(v);
                 if (!json_is_integer(v) || d < 1 || d > 4096)
@@ -717,6 +722,7 @@ void config_release(cm_config *cfg)
         strlist_release(&cfg->providers[i].headers);
     }
     free(cfg->local_model_path);
+    free(cfg->local_cache_dir);
     strlist_release(&cfg->extra_paths);
     strlist_release(&cfg->sources);
     free(cfg->store_path);

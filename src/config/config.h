@@ -39,6 +39,8 @@ typedef struct cm_config {
     bool enabled;
     char *provider; /* "auto" unless set */
     char *model, *fallback, *remote_base_url, *remote_api_key, *local_model_path;
+    char *local_cache_dir;     /* local.modelCacheDir, NULL: <stateDir>/models */
+    int local_threads;         /* clawmem.localThreads, 0: one per CPU (at most 8) */
     cm_strlist remote_headers; /* "Name: value"; a later layer wins per name */
     int output_dims;           /* outputDimensionality, 0: the model's */
     int batch_concurrency;     /* remote.batch.concurrency: requests in flight */

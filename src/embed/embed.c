@@ -7,7 +7,12 @@
 #include <strings.h>
 #include <math.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/fs.h"
 #include "../base/sha256.h"
+#include "download.h"
 #include "embed.h"
 
 typedef struct kind_info {
@@ -26,7 +31,9 @@ static const kind_info kinds[CM_PROV_N] = {
 
 const char *embed_name(const embed_provider *p)
 {
-    return p->kind == EMBED_STATIC ? "static" : cm_provider_names[p->kind];
+    return p->kind == EMBED_STATIC  ? "static"
+           : p->kind == EMBED_LOCAL ? "local"
+                                    : cm_provider_names[p->kind];
 }
 
 char *embed_static_path(const cm_config *cfg)
@@ -69,6 +76,63 @@ static cm_rc open_static(const cm_config *cfg, embed_provider *p, char *err, siz
     return rc;
 }
 
+static char *local_cache_dir(const cm_config *cfg)
+{
+    if (cfg->local_cache_dir && *cfg->local_cache_dir) return fs_expand_home(cfg->local_cache_dir);
+    buf b = BUF_INIT;
+    if (buf_printf(&b, "%s/models", cfg->state_dir)) {
+        buf_release(&b);
+        return NULL;
+    }
+    return buf_detach(&b);
+}
+
+/* "local": the model named now (its spec, and for a file its size and
+ * mtime in the providerKey, so that replacing it re-embeds), loaded later. */
+static cm_rc open_local(const cm_config *cfg, embed_provider *p, char *err, size_t errlen)
+{
+    char why[300];
+    if (!local_built()) {
+        local_supported(why, sizeof why);
+        return cm_seterr(err, errlen, CM_EINVAL, "provider \"local\": %s", why);
+    }
+    const char *spec = cfg->local_model_path && *cfg->local_model_path ? cfg->local_model_path
+                                                                       : EMBED_LOCAL_DEFAULT;
+    p->kind = EMBED_LOCAL;
+    p->model = cm_strdup(spec);
+    p->local_cache = local_cache_dir(cfg);
+    p->local_threads = cfg->local_threads;
+    p->max_inputs = 1 << 30;
+    if (!p->model || !p->local_cache) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    buf b = BUF_INIT;
+    cm_rc rc = buf_printf(&b, "local|%s", spec);
+    if (!rc && strncmp(spec, "hf:", 3) != 0) {
+        char *path = NULL;
+        struct stat st;
+        rc = model_resolve(spec, p->local_cache, false, NULL, NULL, &path, why, sizeof why);
+        if (!rc && stat(path, &st) == 0)
+            rc = buf_printf(&b, "|%lld|%lld", (long long)st.st_size, (long long)st.st_mtime);
+        else if (rc != CM_ENOMEM)
+            rc = CM_OK; /* missing: embed_prepare says so */
+        free(path);
+    }
+    if (!rc) sha256_hex(b.data, b.len, p->key_hash);
+    buf_release(&b);
+    return rc ? cm_seterr(err, errlen, rc, "out of memory") : CM_OK;
+}
+
+cm_rc embed_prepare(embed_provider *p, int (*progress)(void *, uint64_t, uint64_t), void *ctx,
+                    char *err, size_t errlen)
+{
+    if (p->kind != EMBED_LOCAL || p->lm) return CM_OK;
+    char *path = NULL;
+    cm_rc rc = model_resolve(p->model, p->local_cache, true, progress, ctx, &path, err, errlen);
+    if (!rc) rc = local_open(path, p->local_threads, &p->lm, err, errlen);
+    if (!rc) p->dims = local_dims(p->lm);
+    free(path);
+    return rc;
+}
+
 static int kind_of(const char *name)
 {
     for (int i = 0; i < CM_PROV_N; i++)
@@ -88,6 +152,17 @@ static const char *key_for(const cm_config *cfg, int k, bool primary)
 
 const char *embed_auto(const cm_config *cfg)
 {
+    if (local_built() && cfg->local_model_path && *cfg->local_model_path) {
+        char *cache = local_cache_dir(cfg), *path = NULL;
+        char why[300];
+        cm_rc rc = cache ? model_resolve(cfg->local_model_path, cache, false, NULL, NULL, &path, why,
+                                         sizeof why)
+                         : CM_ENOMEM;
+        bool there = !rc && access(path, R_OK) == 0;
+        free(cache);
+        free(path);
+        if (there) return "local";
+    }
     static const int order[] = {CM_PROV_OPENAI, CM_PROV_GEMINI, CM_PROV_VOYAGE, CM_PROV_MISTRAL};
     for (size_t i = 0; i < ARRAY_LEN(order); i++)
         if (key_for(cfg, order[i], true)) return cm_provider_names[order[i]];
@@ -98,6 +173,8 @@ void embed_close(embed_provider *p)
 {
     static_model_close(&p->sm);
     free(p->static_path);
+    local_close(p->lm);
+    free(p->local_cache);
     free(p->model);
     free(p->base_url);
     free(p->api_key);
@@ -113,8 +190,8 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
     memset(p, 0, sizeof *p);
-    if (!strcmp(name, "static")) {
-        rc = open_static(cfg, p, err, errlen);
+    if (!strcmp(name, "static") || !strcmp(name, "local")) {
+        rc = name[0] == 's' ? open_static(cfg, p, err, errlen) : open_local(cfg, p, err, errlen);
         if (rc) embed_close(p);
         return rc;
     }
@@ -302,6 +379,17 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
         float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
         if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
         for (size_t i = 0; i < n; i++) static_model_embed(&p->sm, texts[i], m + i * (size_t)p->dims);
+        *out = m;
+        return CM_OK;
+    }
+    if (p->kind == EMBED_LOCAL) {
+        if ((rc = embed_prepare(p, NULL, NULL, err, errlen))) return rc;
+        float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
+        if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        if ((rc = local_embed(p->lm, texts, n, query, m, err, errlen))) {
+            free(m);
+            return rc;
+        }
         *out = m;
         return CM_OK;
     }

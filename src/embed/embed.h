@@ -11,17 +11,26 @@
 
 #include "../config/config.h"
 #include "http.h"
+#include "local.h"
 #include "static_model.h"
 
 #define EMBED_BATCH_MAX_BYTES 8000 /* text bytes per request */
 
-/* The static word-vector model: a provider kind beyond models.providers. */
+/* Provider kinds beyond models.providers: the static word-vector model, and
+ * a GGUF model run by llama.cpp ("local"). */
 #define EMBED_STATIC CM_PROV_N
+#define EMBED_LOCAL (CM_PROV_N + 1)
+
+/* local.modelPath when none is set: the seeds' default. */
+#define EMBED_LOCAL_DEFAULT "hf:ggml-org/embeddinggemma-300m-qat-q8_0-GGUF/embeddinggemma-300m-qat-Q8_0.gguf"
 
 typedef struct embed_provider {
-    int kind; /* CM_PROV_*, or EMBED_STATIC */
+    int kind; /* CM_PROV_*, EMBED_STATIC or EMBED_LOCAL */
     static_model sm;   /* EMBED_STATIC: the model, mapped on first use */
     char *static_path; /* EMBED_STATIC: its file */
+    local_model *lm;   /* EMBED_LOCAL: the model, loaded by embed_prepare */
+    char *local_cache; /* EMBED_LOCAL: where hf: models are kept (model is the spec) */
+    int local_threads;
     char *model, *base_url, *api_key;
     cm_strlist headers; /* auth, provider's, then remote.headers (remote wins) */
     int dims_wanted;    /* outputDimensionality (gemini-embedding-2-preview), 0: any */
@@ -40,17 +49,25 @@ const char *embed_name(const embed_provider *p);
  * puts it there). Returns a new string. */
 char *embed_static_path(const cm_config *cfg);
 
-/* Sets up provider `name` ("openai", ..., "static"; never "auto") from cfg; no I/O (the
- * HTTP client, and libcurl, are loaded on the first request, which fails with
- * CM_EIO when libcurl is missing). CM_ENOTFOUND when it has no API key
- * (ollama needs none). */
+/* Sets up provider `name` ("openai", ..., "static", "local"; never "auto")
+ * from cfg; no network and no model loading (the HTTP client, and libcurl, are
+ * loaded on the first request, which fails with CM_EIO when libcurl is
+ * missing; a local model by embed_prepare). CM_ENOTFOUND when it has no API
+ * key (ollama needs none); CM_EINVAL for "local" in a build without llama.cpp. */
 cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char *err,
                  size_t errlen);
 void embed_close(embed_provider *p);
 
-/* Auto-selection as the seeds order it: openai, gemini, voyage, mistral, the
- * first with a key (local and ollama are never auto-selected here). Returns
- * the name, or NULL when none has a key. */
+/* The slow part of setting up: for "local", downloads an hf: model that is
+ * not in the cache yet (progress as download.h) and loads the model; nothing
+ * for the others. Safe to call again once it succeeded. */
+cm_rc embed_prepare(embed_provider *p, int (*progress)(void *, uint64_t, uint64_t), void *ctx,
+                    char *err, size_t errlen);
+
+/* Auto-selection as the seeds order it: local when local.modelPath is set
+ * and its file is there (downloaded, for an hf: model) in a build with
+ * llama.cpp, then openai, gemini, voyage, mistral, the first with a key
+ * (ollama is never auto-selected). Returns the name, or NULL when none fits. */
 const char *embed_auto(const cm_config *cfg);
 
 /* Embeds n texts in batches (max_inputs and EMBED_BATCH_MAX_BYTES per

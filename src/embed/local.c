@@ -29,6 +29,11 @@
 
 #ifndef CM_HAVE_LLAMA
 
+bool local_built(void)
+{
+    return false;
+}
+
 bool local_supported(char *why, size_t len)
 {
     snprintf(why, len,
@@ -180,6 +185,11 @@ static void ll_load(void)
     if (slash) ll.ggml_backend_load_all_from_path(dir);
     if (ll.ggml_backend_dev_count() == 0)
         snprintf(ll_error, sizeof ll_error, "llama.cpp found no compute backend beside %s", lib);
+}
+
+bool local_built(void)
+{
+    return true;
 }
 
 bool local_supported(char *why, size_t len)

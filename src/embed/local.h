@@ -17,8 +17,11 @@
 
 typedef struct local_model local_model;
 
-/* Whether this build can run local models; when not, why (with the command
- * that fixes it). */
+/* Whether this build has llama.cpp support compiled in (no loading). */
+bool local_built(void);
+
+/* Whether this build can run local models (loads llama.cpp the first time);
+ * when not, why (with the command that fixes it). */
 bool local_supported(char *why, size_t len);
 
 /* Loads the model at path (a GGUF file) for embeddings, with threads

@@ -76,30 +76,14 @@ static void set_note(cm_engine *e, const char *msg)
     cm_logf(&e->lg, CM_LOG_WARN, "%s", msg);
 }
 
-/* The embedding provider: memorySearch.provider, or the seeds' auto-select
- * order; memorySearch.fallback when the primary cannot be set up; none (the
- * keyword-only search) otherwise. No network is touched here. */
-static void choose_provider(cm_engine *e)
+/* Puts memorySearch.fallback in place of a provider that cannot serve (why),
+ * or leaves keyword search only; the reason is recorded either way. */
+static void fall_back(cm_engine *e, const char *want, const char *why)
 {
     const cm_config *c = &e->cfg;
-    snprintf(e->provider, sizeof e->provider, "none");
-    e->model[0] = 0;
-    const char *want = c->provider;
-    if (!strcmp(want, "none")) return;
-    if (!strcmp(want, "auto")) {
-        want = embed_auto(c);
-        if (!want) return; /* no key anywhere: keyword search, as QuantumClaw */
-    }
-    char why[512] = "";
-    if (!strcmp(want, "local")) {
-        snprintf(why, sizeof why, "provider \"local\" is not available in this build");
-    } else if (embed_open(c, want, &e->prov, why, sizeof why) == CM_OK) {
-        e->have_prov = true;
-    }
-    if (!e->have_prov && c->fallback && strcmp(c->fallback, "none") != 0 &&
-        strcmp(c->fallback, want) != 0 && strcmp(c->fallback, "local") != 0) {
+    char msg[1100];
+    if (c->fallback && strcmp(c->fallback, "none") != 0 && strcmp(c->fallback, want) != 0) {
         char why2[512];
-        char msg[1100];
         if (embed_open(c, c->fallback, &e->prov, why2, sizeof why2) == CM_OK) {
             e->have_prov = true;
             e->fallback_used = true;
@@ -107,16 +91,67 @@ static void choose_provider(cm_engine *e)
         } else {
             snprintf(msg, sizeof msg, "%s; fallback: %s; keyword search only", why, why2);
         }
-        set_note(e, msg);
-    } else if (!e->have_prov) {
-        char msg[600];
+    } else {
         snprintf(msg, sizeof msg, "%s; keyword search only", why);
-        set_note(e, msg);
     }
-    if (e->have_prov) {
-        snprintf(e->provider, sizeof e->provider, "%s", embed_name(&e->prov));
-        snprintf(e->model, sizeof e->model, "%s", e->prov.model);
+    set_note(e, msg);
+}
+
+static void name_provider(cm_engine *e)
+{
+    snprintf(e->provider, sizeof e->provider, "%s", e->have_prov ? embed_name(&e->prov) : "none");
+    snprintf(e->model, sizeof e->model, "%s", e->have_prov ? e->prov.model : "");
+}
+
+/* The embedding provider: memorySearch.provider, or the seeds' auto-select
+ * order; memorySearch.fallback when the primary cannot be set up; none (the
+ * keyword-only search) otherwise. No network is touched here, and a local
+ * model is only named: provider_ready() loads it. */
+static void choose_provider(cm_engine *e)
+{
+    const cm_config *c = &e->cfg;
+    const char *want = c->provider;
+    if (!strcmp(want, "auto")) want = embed_auto(c); /* NULL: no key anywhere, as QuantumClaw */
+    char why[512] = "";
+    if (want && strcmp(want, "none") != 0) {
+        if (embed_open(c, want, &e->prov, why, sizeof why) == CM_OK)
+            e->have_prov = true;
+        else
+            fall_back(e, want, why);
     }
+    name_provider(e);
+}
+
+typedef struct download_ctx {
+    cm_progress_fn fn;
+    void *ctx;
+    const char *name;
+} download_ctx;
+
+static int on_download(void *ctx, uint64_t done, uint64_t total)
+{
+    const download_ctx *d = ctx;
+    cm_progress p = {.download = d->name, .download_done = done, .download_total = total};
+    return d->fn ? d->fn(d->ctx, &p) : 0;
+}
+
+/* Finishes setting up a local provider: downloads its model when it is not
+ * in the cache yet, and loads it. When that fails the fallback takes over
+ * for the engine's life, as in QuantumClaw; a cancelled download does not
+ * count as a failure (it resumes next time). */
+static void provider_ready(cm_engine *e, cm_progress_fn progress, void *progress_ctx)
+{
+    if (!e->have_prov || e->prov.kind != EMBED_LOCAL || e->prov.lm) return;
+    download_ctx d = {progress, progress_ctx, e->prov.model};
+    char why[600], msg[700];
+    cm_rc rc = embed_prepare(&e->prov, on_download, &d, why, sizeof why);
+    if (rc == CM_OK || rc == CM_ECANCELED) return;
+    snprintf(msg, sizeof msg, "local embeddings unavailable: %s", why);
+    snprintf(e->last_error, sizeof e->last_error, "%.500s", msg);
+    embed_close(&e->prov);
+    e->have_prov = false;
+    fall_back(e, "local", msg);
+    name_provider(e);
 }
 
 cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t errlen)
@@ -640,6 +675,7 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
         FAIL(CM_ENOTFOUND,
              "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
              e->cfg.workspace);
+    provider_ready(e, progress, progress_ctx); /* before the lock: a download takes a while */
     CHECK(lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     store_remove_leftovers(e->cfg.store_path);
     CHECK(discover_files(&e->cfg, &files, &r.problems));
@@ -741,6 +777,7 @@ static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
 static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, size_t *n,
                         size_t *cap)
 {
+    provider_ready(e, NULL, NULL);
     if (!e->have_prov) return false;
     char msg[512];
     float *q = NULL;
@@ -837,7 +874,9 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
             n = w;
             n = rank_merge(v, n, 1.0, 0.0);
         } else {
-            n = rank_merge(v, n, c->vector_weight, c->text_weight);
+            const char *xm = getenv("CM_X_MERGE");
+            if (xm && !strcmp(xm, "rrf")) n = rank_merge_rrf(v, n, 60, c->vector_weight, c->text_weight);
+            else n = rank_merge(v, n, c->vector_weight, c->text_weight);
         }
     }
     rank_opts ro = {c->text_weight,   min_score,         max_results,

@@ -1,0 +1,113 @@
+/*
+ * bench_local.c — `make bench`, local embedding part: tokens per second of
+ * the local provider on a GGUF model over a file of texts (one per line),
+ * one text per call and all texts in one batched call; and chunks per second
+ * of the static model over the same texts when its file is given. Model load
+ * time is left out, as llama-embedding's own figure leaves it out. Prints one
+ * JSON object.
+ * Usage: bench_local MODEL.gguf TEXTS.txt THREADS [STATIC_MODEL.bin]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../src/embed/local.h"
+#include "../src/embed/static_model.h"
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static char **read_lines(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    char **v = NULL, *line = NULL;
+    size_t cap = 0, len = 0;
+    ssize_t r;
+    while ((r = getline(&line, &len, f)) > 0) {
+        while (r && (line[r - 1] == '\n' || line[r - 1] == '\r')) line[--r] = 0;
+        if (!r) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 256;
+            char **nv = realloc(v, cap * sizeof *v);
+            if (!nv) exit(1);
+            v = nv;
+        }
+        v[(*n)++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: bench_local MODEL.gguf TEXTS.txt THREADS [STATIC_MODEL.bin]\n");
+        return 2;
+    }
+    size_t n = 0;
+    char **texts = read_lines(argv[2], &n);
+    if (!texts || !n) {
+        fprintf(stderr, "bench_local: no texts in %s\n", argv[2]);
+        return 1;
+    }
+    char err[512];
+    local_model *m;
+    double t0 = now_ms();
+    if (local_open(argv[1], (int)strtol(argv[3], NULL, 10), &m, err, sizeof err)) {
+        fprintf(stderr, "bench_local: %s\n", err);
+        return 1;
+    }
+    double load_ms = now_ms() - t0;
+    float *v = malloc(n * (size_t)local_dims(m) * sizeof *v);
+    if (!v) return 1;
+
+    /* batched: every text in one call (packed into calls by local.c); the
+     * first call also warms the context up, so run it once untimed */
+    if (local_embed(m, (const char *const *)texts, n < 64 ? n : 64, false, v, err, sizeof err)) goto fail;
+    uint64_t tok0 = local_tokens(m);
+    t0 = now_ms();
+    if (local_embed(m, (const char *const *)texts, n, false, v, err, sizeof err)) goto fail;
+    double batch_ms = now_ms() - t0;
+    uint64_t batch_tokens = local_tokens(m) - tok0;
+
+    tok0 = local_tokens(m);
+    t0 = now_ms();
+    for (size_t i = 0; i < n; i++)
+        if (local_embed(m, (const char *const *)&texts[i], 1, false, v, err, sizeof err)) goto fail;
+    double single_ms = now_ms() - t0;
+    uint64_t single_tokens = local_tokens(m) - tok0;
+
+    printf("{\"model\":\"%s\",\"texts\":%zu,\"tokens\":%llu,\"truncated\":%llu,\"load_ms\":%.1f,"
+           "\"batched_tokens_per_s\":%.1f,\"single_tokens_per_s\":%.1f",
+           local_desc(m), n, (unsigned long long)batch_tokens,
+           (unsigned long long)local_truncated(m) / 2, load_ms, batch_tokens / (batch_ms / 1e3),
+           single_tokens / (single_ms / 1e3));
+    if (argc > 4) {
+        static_model sm;
+        if (static_model_open(&sm, argv[4], err, sizeof err)) goto fail;
+        float *sv = malloc(sm.dims * sizeof *sv);
+        if (!sv) return 1;
+        int rounds = 0;
+        t0 = now_ms();
+        do {
+            for (size_t i = 0; i < n; i++) static_model_embed(&sm, texts[i], sv);
+            rounds++;
+        } while (now_ms() - t0 < 1000);
+        printf(",\"static_chunks_per_s\":%.0f", (double)n * rounds / ((now_ms() - t0) / 1e3));
+        free(sv);
+        static_model_close(&sm);
+    }
+    printf("}\n");
+    local_close(m);
+    return 0;
+fail:
+    fprintf(stderr, "bench_local: %s\n", err);
+    return 1;
+}
