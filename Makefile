@@ -51,7 +51,7 @@ TEST_MODEL := $(if $(LLAMA_CFLAGS),$(BUILD)/tiny-bert.gguf)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps node-deps llama demo test test-run asan bench fuzz format clean
+.PHONY: all deps node-deps llama demo test test-run asan bench bench-run fuzz format clean
 
 all: deps $(BUILD)/clawmem $(BUILD)/libclawmem.a
 
@@ -90,6 +90,9 @@ $(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a
 $(BUILD)/bench_vector: $(BUILD)/obj/bench/bench_vector.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_local: $(BUILD)/obj/bench/bench_local.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
@@ -120,7 +123,11 @@ $(BUILD)/tiny-bert.gguf: $(BUILD)/make-bert-gguf
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-bench: all node-deps $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid
+bench: node-deps llama
+	@$(MAKE) --no-print-directory bench-run
+
+bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid \
+           $(BUILD)/bench_local $(BUILD)/make-bert-gguf
 	bench/run.sh
 
 fuzz: deps

@@ -80,6 +80,9 @@ say "hybrid: memory_search at 100k chunks through the loopback fake embedding se
 rm -rf "$work/hybrid"; mkdir -p "$work/hybrid"
 hybrid=$(build/bench_hybrid "$work/hybrid") || hybrid='null'
 
+say "local embeddings: clawmem's local provider against llama-embedding"
+local_embed=$(bench/local.sh "$work/local") || local_embed='null'
+
 peer='null'
 if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
   say "peer: QMD (this takes a few minutes)"
@@ -90,11 +93,12 @@ fi
 
 node -e '
 const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]), mcp = JSON.parse(process.argv[8]),
-  vectors = JSON.parse(process.argv[9]), hybrid = JSON.parse(process.argv[10]);
+  vectors = JSON.parse(process.argv[9]), hybrid = JSON.parse(process.argv[10]),
+  local_embeddings = JSON.parse(process.argv[11]);
 const sync = Number(process.argv[3]), nosync = Number(process.argv[7]);
 const out = {machine: process.argv[6], corpus: process.argv[5], clawmem: ours,
   clawmem_cli_search_wall_p50_s: sync, clawmem_cli_search_nosync_wall_p50_s: nosync,
-  clawmem_cli_index_peak_rss_mb: +(Number(process.argv[4]) / 1024).toFixed(1), clawmem_mcp: mcp, vectors, hybrid, qmd: peer};
+  clawmem_cli_index_peak_rss_mb: +(Number(process.argv[4]) / 1024).toFixed(1), clawmem_mcp: mcp, vectors, hybrid, local_embeddings, qmd: peer};
 if (peer) out.ratios = {
   full_index_speedup: +(peer.index_s / ours.index_s).toFixed(1),
   cli_search_speedup_nosync: +(peer.search_wall_p50_s / nosync).toFixed(1),
@@ -102,4 +106,4 @@ if (peer) out.ratios = {
   noop_resync_speedup: +(peer.noop_update_s / ours.noop_resync_s).toFixed(1),
   index_size_ratio: +(peer.index_bytes / ours.index_bytes).toFixed(2)};
 console.log(JSON.stringify(out, null, 2));
-' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid"
+' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed"

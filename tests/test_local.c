@@ -60,7 +60,7 @@ TEST(local_model_embeds)
     if (!path) return;
     local_model *m;
     char err[512];
-    EXPECT_INT(local_open(path, 2, &m, err, sizeof err), CM_OK);
+    EXPECT_INT(local_open(path, 1, &m, err, sizeof err), CM_OK);
     int d = local_dims(m);
     EXPECT_INT(d, 32);
     EXPECT_CONTAINS(local_desc(m), "bert");
@@ -272,7 +272,7 @@ TEST(local_model_downloaded_from_hf)
     two_notes(d);
     write_file(d, "qc.json",
                "{agents:{defaults:{memorySearch:{provider:'local',"
-               "local:{modelPath:'hf:clawmem/tiny-bert/tiny.gguf'}}}}}");
+               "local:{modelPath:'hf:clawmem/tiny-bert/tiny.gguf'}}}},clawmem:{localThreads:1}}");
     cm_options o = {NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"), NULL, NULL, 0};
     cm_engine *e = NULL;
     char err[512];
