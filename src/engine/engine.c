@@ -874,9 +874,7 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
             n = w;
             n = rank_merge(v, n, 1.0, 0.0);
         } else {
-            const char *xm = getenv("CM_X_MERGE");
-            if (xm && !strcmp(xm, "rrf")) n = rank_merge_rrf(v, n, 60, c->vector_weight, c->text_weight);
-            else n = rank_merge(v, n, c->vector_weight, c->text_weight);
+            n = rank_merge(v, n, c->vector_weight, c->text_weight);
         }
     }
     rank_opts ro = {c->text_weight,   min_score,         max_results,
