@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench/local.sh — `make bench`, local embeddings: a bge-small-shaped BERT model (random weights,
 # the real BERT vocabulary, F16; tests/tools/make_bert_gguf.c) over the first 300 SciFact
-# abstracts, embedded by clawmem's local provider (build/bench_local) and by llama.cpp's own
+# abstracts (cut to 1,200 characters, under the model's 512 tokens: llama-embedding refuses longer
+# lines where clawmem would cut them), embedded by clawmem's local provider (build/bench_local) and by llama.cpp's own
 # llama-embedding built from the same source (bench/peer_llama.sh), one text per call and batched,
 # on THREADS threads; and the static model's chunks per second on the same texts when it is
-# installed. Prints one JSON object with our overhead against llama-embedding.
+# installed. Prints one JSON object with our overhead against llama-embedding (1 - ours/theirs).
 # Usage: bench/local.sh WORKDIR [THREADS]
 set -euo pipefail
 export LC_ALL=C
@@ -17,7 +18,7 @@ model=$work/bge-small-shape.gguf texts=$work/local-texts.txt
 [[ -f $model ]] || build/make-bert-gguf build/llama/models/ggml-vocab-bert-bge.gguf "$model" bge-small
 node -e '
 const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").slice(0, 300);
-console.log(lines.map((l) => { const d = JSON.parse(l); return (d.title + " " + d.text).replace(/\s+/g, " "); }).join("\n"));
+console.log(lines.map((l) => { const d = JSON.parse(l); return (d.title + " " + d.text).replace(/\s+/g, " ").slice(0, 1200); }).join("\n"));
 ' ../shared/data/scifact/corpus.jsonl >"$texts"
 static=${CLAWMEM_STATIC_MODEL:-${QUANTUMCLAW_STATE_DIR:-$HOME/.quantumclaw}/models/clawmem-static-100d.bin}
 [[ -f $static ]] || { say "no static model at $static (scripts/install-static-model.sh); skipping it"; static=; }
@@ -27,7 +28,8 @@ ours=$(build/bench_local "$model" "$texts" "$threads" $static) || ours=null
 peer=null
 if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
   say "llama-embedding on the same model and texts"
-  peer=$(bench/peer_llama.sh "$model" "$texts" "$threads") || peer=null
+  args=$(node -e 'const o = JSON.parse(process.argv[1]); console.log(o.tokens, o.single_texts, o.single_tokens)' "$ours")
+  [[ $ours != null ]] && peer=$(bench/peer_llama.sh "$model" "$texts" "$threads" $args) || peer=null
 fi
 node -e '
 const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]);

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # peer_llama.sh: llama.cpp's own llama-embedding on a model and a file of texts (one per line),
-# one text per call (-np 1) and batched (-np 64), for the local-embedding overhead figure.
-# Usage: bench/peer_llama.sh MODEL.gguf TEXTS.txt THREADS
+# batched and one text per call, for the local-embedding overhead figure.
+# Usage: bench/peer_llama.sh MODEL.gguf TEXTS.txt THREADS TOKENS SINGLE SINGLE_TOKENS
 # On first use it builds llama-embedding (CPU, native, static) from the llama.cpp bundle that
 # scripts/install-llama.sh keeps in build/llama, into $CLAWMEM_PEER_DIR (default build/peers).
-# Prints one JSON object: tokens per second from llama.cpp's own timing of its prompt evaluation.
+# Prints one JSON object: tokens per second, batched and one by one.
 set -euo pipefail
 export LC_ALL=C
 
@@ -13,8 +13,8 @@ root=$(dirname "$here")
 say() { printf 'peer_llama: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-[[ $# -eq 3 ]] || die "usage: $0 MODEL.gguf TEXTS.txt THREADS"
-model=$1 texts=$2 threads=$3
+[[ $# -eq 6 ]] || die "usage: $0 MODEL.gguf TEXTS.txt THREADS TOKENS SINGLE SINGLE_TOKENS"
+model=$1 texts=$2 threads=$3 tokens=$4 single_n=$5 single_tokens=$6
 bundle=$root/build/llama/llama.cpp.bundle
 [[ -r $bundle ]] || die "no $bundle: run scripts/install-llama.sh"
 commit=$(cat "$root/build/llama/commit")
@@ -35,15 +35,33 @@ if [[ ! -x $tool ]]; then
     die "build failed: $prefix/build.log"
 fi
 
-# tokens/s of one run: llama.cpp prints "prompt eval time = X ms / N tokens (..., Y tokens per second)"
-run() {
-  local np=$1 log
-  log=$("$tool" -m "$model" -f "$texts" -t "$threads" -tb "$threads" -c 1024 -b 1024 -ub 1024 \
-    -np "$np" --kv-unified --embd-output-format array 2>&1 >/dev/null) || { say "llama-embedding failed"; echo null; return; }
-  awk '/prompt eval time/ { for (i = 1; i <= NF; i++) if ($i == "tokens" && $(i+1) == "per") print $(i-1) }' <<<"$log" |
-    tail -n 1 | tr -d '(,'
+# llama-embedding prints no timing of its own evaluation, so its time is the process's wall
+# time minus that of a run on one word (start-up and model load, measured the same way).
+# Batched: every text in one process, packed by llama-embedding into calls of 1024 tokens (the
+# same limit as clawmem's). One by one: the first SINGLE texts, one process each. Token counts
+# come from clawmem's tokenisation of the same texts (the same vocabulary): TOKENS for all,
+# SINGLE_TOKENS for the first SINGLE.
+wall() { # FILE -> seconds
+  local t0 t1
+  t0=$EPOCHREALTIME
+  "$tool" -m "$model" -f "$1" -t "$threads" -tb "$threads" -c 1024 -b 1024 -ub 1024 \
+    --embd-output-format array >/dev/null 2>&1 || { say "llama-embedding failed on $1"; echo nan; return; }
+  t1=$EPOCHREALTIME
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }'
 }
-single=$(run 1)
-batched=$(run 64)
-printf '{"tool":"llama-embedding","commit":"%s","single_tokens_per_s":%s,"batched_tokens_per_s":%s}\n' \
-  "${commit:0:12}" "${single:-null}" "${batched:-null}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "a" >"$tmp/one.txt"
+base=0
+for _ in 1 2 3; do base=$(awk -v s="$base" -v t="$(wall "$tmp/one.txt")" 'BEGIN { print s + t / 3 }'); done
+all=$(wall "$texts")
+single=0
+head -n "$single_n" "$texts" >"$tmp/first.txt"
+for ((i = 1; i <= single_n; i++)); do
+  sed -n "${i}p" "$tmp/first.txt" >"$tmp/t.txt"
+  single=$(awk -v s="$single" -v t="$(wall "$tmp/t.txt")" -v b="$base" 'BEGIN { print s + t - b }')
+done
+awk -v tok="$tokens" -v stok="$single_tokens" -v all="$all" -v base="$base" -v single="$single" \
+  -v commit="${commit:0:12}" 'BEGIN {
+  printf "{\"tool\":\"llama-embedding\",\"commit\":\"%s\",\"startup_s\":%.3f,", commit, base
+  printf "\"batched_tokens_per_s\":%.1f,\"single_tokens_per_s\":%.1f}\n", tok / (all - base), stok / single }'

@@ -23,7 +23,7 @@
 
 #include "local.h"
 
-#define LOCAL_MAX_TEXT_TOKENS 8192
+#define LOCAL_MAX_TEXT_TOKENS 2048 /* a chunk is ~1,600 characters; attention grows with its square */
 #define LOCAL_CALL_TOKENS 1024
 #define LOCAL_MAX_SEQS 64
 
