@@ -2,16 +2,32 @@
 // of the 10 conversations becomes a workspace (memory/YYYY-MM-DD.md per session
 // date, sessions of one day sharing the file in order, one line per turn
 // "**Speaker** (D3:12): text", an empty MEMORY.md); every question of
-// categories 1-4 goes through `clawmem search --json`; evidence recall@k (the
-// share of a question's evidence turns inside the returned chunks' line
-// ranges) and MRR of the first hit, overall and by category.
-// Usage: node bench/eval_locomo.mjs CLAWMEM WORKDIR MODE [CONFIG_JSON]
-//   MODE names the run in the output; CONFIG_JSON is the quantumclaw.json text.
-import { readFileSync, writeFileSync, mkdirSync, rmSync } from "node:fs";
-import { execFileSync } from "node:child_process";
+// categories 1-4 goes to the system; evidence recall@k (the share of a
+// question's evidence turns inside the top-k answers' line ranges) and MRR of
+// the first answer holding any evidence turn, overall and by category, and the
+// recall@k curve for k = 1..10.
+// Usage: node bench/eval_locomo.mjs SYSTEM WORKDIR MODE [CONFIG_JSON]
+//   SYSTEM is a clawmem binary or "qmd"; MODE names the run in the output;
+//   CONFIG_JSON is clawmem's quantumclaw.json text.
+// QMD answers whole files with the line of its snippet. It is scored twice:
+// "qmd" gives each answer the lines around that line up to a clawmem chunk's
+// size (1,600 characters, chunking.tokens 400 × 4), the same amount of text a
+// clawmem answer holds; "qmd-file" gives it the whole file (a day of
+// conversation, about twice a chunk), an upper bound for QMD.
+import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync } from "node:fs";
+import { system } from "./eval_common.mjs";
 
 const [bin, work, mode, config = "{}"] = process.argv.slice(2);
-const data = JSON.parse(readFileSync(new URL("../../shared/data/locomo/locomo10.json", import.meta.url)));
+const src = new URL("../../shared/data/locomo/locomo10.json", import.meta.url);
+if (!bin || !work || !mode) {
+  console.error("usage: node bench/eval_locomo.mjs SYSTEM WORKDIR MODE [CONFIG_JSON]");
+  process.exit(2);
+}
+if (!existsSync(src)) {
+  console.error(`eval_locomo: ${src.pathname} is absent (see ../shared/data/README.md)`);
+  process.exit(1);
+}
+const data = JSON.parse(readFileSync(src));
 const months = { January: 1, February: 2, March: 3, April: 4, May: 5, June: 6, July: 7, August: 8,
   September: 9, October: 10, November: 11, December: 12 };
 const day = (s) => {
@@ -19,16 +35,30 @@ const day = (s) => {
   return `${m[3]}-${String(months[m[2]]).padStart(2, "0")}-${m[1].padStart(2, "0")}`;
 };
 const norm = (id) => id.replace(/^D(\d+):0*(\d+)$/, "D$1:$2");
-const K = [1, 3, 5, 10];
+const KMAX = 10, CHUNK_CHARS = 1600;
+const variants = bin === "qmd" ? ["qmd", "qmd-file"] : [mode];
 const tot = {}, cnt = {};
-const add = (cat, key, v) => { tot[cat] ??= {}; tot[cat][key] = (tot[cat][key] ?? 0) + v; };
+const add = (v, cat, key, x) => {
+  tot[v] ??= {};
+  tot[v][cat] ??= {};
+  tot[v][cat][key] = (tot[v][cat][key] ?? 0) + x;
+};
+// The line range a QMD answer stands for, in a file of the given lines.
+const qmdRange = (variant, lines, line) => {
+  if (variant === "qmd-file") return [1, lines.length];
+  let s = Math.min(Math.max(1, line), lines.length), e = s, chars = lines[s - 1].length + 1;
+  while (chars < CHUNK_CHARS && (s > 1 || e < lines.length)) {
+    if (e < lines.length) chars += lines[e++].length + 1;
+    if (chars < CHUNK_CHARS && s > 1) chars += lines[--s - 1].length + 1;
+  }
+  return [s, e];
+};
+mkdirSync(work, { recursive: true });
 for (const [ci, c] of data.entries()) {
-  const ws = `${work}/c${ci}`, state = `${work}/c${ci}-state-${mode}`;
+  const ws = `${work}/locomo-c${ci}`;
   rmSync(ws, { recursive: true, force: true });
-  rmSync(state, { recursive: true, force: true });
   mkdirSync(`${ws}/memory`, { recursive: true });
   writeFileSync(`${ws}/MEMORY.md`, "");
-  writeFileSync(`${work}/qc-${mode}.json`, config);
   const files = {}, where = {}; // file -> lines; dia_id -> [file, line]
   const conv = c.conversation;
   for (let s = 1; conv[`session_${s}`]; s++) {
@@ -41,28 +71,38 @@ for (const [ci, c] of data.entries()) {
     }
   }
   for (const [f, lines] of Object.entries(files)) writeFileSync(`${ws}/${f}`, lines.join("\n") + "\n");
-  const base = ["--workspace", ws, "--state-dir", state, "--config", `${work}/qc-${mode}.json`];
-  execFileSync(bin, [...base, "index"], { stdio: "ignore" });
+  const qs = [];
   for (const q of c.qa) {
     if (!(q.category >= 1 && q.category <= 4)) continue;
     const ev = q.evidence.flatMap((e) => e.split(/[;\s]+/)).filter(Boolean).map(norm).filter((e) => where[e]);
-    if (!ev.length) continue;
-    const out = JSON.parse(execFileSync(bin, [...base, "search", q.question, "--json", "--no-sync",
-      "--max-results", "10", "--min-score", "0"], { encoding: "utf8" }));
-    const res = out.results;
-    const inside = (r, e) => where[e][0] === r.path && where[e][1] >= r.startLine && where[e][1] <= r.endLine;
-    let first = 0;
-    for (let i = 0; i < res.length && !first; i++) if (ev.some((e) => inside(res[i], e))) first = i + 1;
-    for (const cat of ["all", `cat${q.category}`]) {
-      cnt[cat] = (cnt[cat] ?? 0) + 1;
-      for (const k of K) add(cat, `recall@${k}`, ev.filter((e) => res.slice(0, k).some((r) => inside(r, e))).length / ev.length);
-      add(cat, "mrr", first ? 1 / first : 0);
+    if (ev.length) qs.push({ q, ev });
+  }
+  const answers = system(bin, work, ws, `locomo-c${ci}-${mode}`, config)(qs.map((x) => x.q.question), KMAX);
+  for (const [i, { q, ev }] of qs.entries()) {
+    for (const v of variants) {
+      const res = answers[i].map((r) => {
+        if (bin !== "qmd") return r;
+        const [startLine, endLine] = qmdRange(v, files[r.path] ?? [""], r.line);
+        return { path: r.path, startLine, endLine };
+      });
+      const inside = (r, e) => where[e][0] === r.path && where[e][1] >= r.startLine && where[e][1] <= r.endLine;
+      let first = 0;
+      for (let j = 0; j < res.length && !first; j++) if (ev.some((e) => inside(res[j], e))) first = j + 1;
+      for (const cat of ["all", `cat${q.category}`]) {
+        cnt[cat] = (cnt[cat] ?? 0) + 1 / variants.length;
+        for (let k = 1; k <= KMAX; k++)
+          add(v, cat, `recall@${k}`, ev.filter((e) => res.slice(0, k).some((r) => inside(r, e))).length / ev.length);
+        add(v, cat, "mrr", first ? 1 / first : 0);
+      }
     }
   }
 }
-const table = {};
-for (const [cat, v] of Object.entries(tot)) {
-  table[cat] = { questions: cnt[cat] };
-  for (const [k, x] of Object.entries(v)) table[cat][k] = +(x / cnt[cat]).toFixed(4);
+for (const v of variants) {
+  const out = { dataset: "locomo10", mode: v, categories: "1-4" };
+  for (const cat of ["all", "cat1", "cat2", "cat3", "cat4"]) {
+    const n = Math.round(cnt[cat]);
+    out[cat] = { questions: n };
+    for (const [k, x] of Object.entries(tot[v][cat])) out[cat][k] = +(x / n).toFixed(4);
+  }
+  console.log(JSON.stringify(out));
 }
-console.log(JSON.stringify({ dataset: "locomo10", mode, categories: "1-4", ...table }));

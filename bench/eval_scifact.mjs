@@ -1,19 +1,27 @@
-// eval_scifact.mjs — BEIR SciFact through clawmem (../shared/data/scifact):
-// one Markdown file per abstract (the title as a heading), the 300 test
-// queries through `clawmem search --json`, each document ranked at its best
-// chunk; nDCG@10 and recall@100 with the binary relevance of qrels/test.tsv.
-// Usage: node bench/eval_scifact.mjs CLAWMEM WORKDIR MODE [CONFIG_JSON]
-import { readFileSync, writeFileSync, mkdirSync, rmSync } from "node:fs";
-import { execFileSync } from "node:child_process";
+// eval_scifact.mjs — BEIR SciFact (../shared/data/scifact): one Markdown file
+// per abstract (memory/<id>.md, the title as a heading), the 300 test queries
+// through the system, each document ranked at its best answer (clawmem
+// answers chunks, QMD whole files); nDCG@10 and recall@100 with the binary
+// relevance of qrels/test.tsv, and the recall@k curve.
+// Usage: node bench/eval_scifact.mjs SYSTEM WORKDIR MODE [CONFIG_JSON]
+//   SYSTEM is a clawmem binary or "qmd" (see bench/eval_common.mjs).
+import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync } from "node:fs";
+import { system } from "./eval_common.mjs";
 
 const [bin, work, mode, config = "{}"] = process.argv.slice(2);
 const dir = new URL("../../shared/data/scifact/", import.meta.url);
-const ws = `${work}/scifact`, state = `${work}/scifact-state-${mode}`;
+if (!bin || !work || !mode) {
+  console.error("usage: node bench/eval_scifact.mjs SYSTEM WORKDIR MODE [CONFIG_JSON]");
+  process.exit(2);
+}
+if (!existsSync(new URL("corpus.jsonl", dir))) {
+  console.error(`eval_scifact: ${dir.pathname} is absent (see ../shared/data/README.md)`);
+  process.exit(1);
+}
+const ws = `${work}/scifact`;
 rmSync(ws, { recursive: true, force: true });
-rmSync(state, { recursive: true, force: true });
 mkdirSync(`${ws}/memory`, { recursive: true });
 writeFileSync(`${ws}/MEMORY.md`, "");
-writeFileSync(`${work}/qc-scifact-${mode}.json`, config);
 for (const line of readFileSync(new URL("corpus.jsonl", dir), "utf8").split("\n")) {
   if (!line) continue;
   const d = JSON.parse(line);
@@ -27,24 +35,26 @@ for (const line of readFileSync(new URL("qrels/test.tsv", dir), "utf8").split("\
 const queries = {};
 for (const line of readFileSync(new URL("queries.jsonl", dir), "utf8").split("\n"))
   if (line) { const q = JSON.parse(line); if (qrels[q._id]) queries[q._id] = q.text; }
-const base = ["--workspace", ws, "--state-dir", state, "--config", `${work}/qc-scifact-${mode}.json`];
-execFileSync(bin, [...base, "index"], { stdio: "ignore" });
-let ndcg = 0, recall = 0, n = 0;
-for (const [id, text] of Object.entries(queries)) {
-  const out = JSON.parse(execFileSync(bin, [...base, "search", text, "--json", "--no-sync",
-    "--max-results", "200", "--min-score", "0"], { encoding: "utf8" }));
+const ids = Object.keys(queries);
+// clawmem answers chunks: 200 of them give at least 100 distinct documents here.
+const answers = system(bin, work, ws, `scifact-${mode}`, config)(ids.map((id) => queries[id]),
+  bin === "qmd" ? 100 : 200);
+const KS = [1, 2, 3, 5, 10, 20, 30, 50, 100];
+let ndcg = 0;
+const rec = Object.fromEntries(KS.map((k) => [k, 0]));
+for (const [i, id] of ids.entries()) {
   const docs = [];
-  for (const r of out.results) {
+  for (const r of answers[i]) {
     const doc = r.path.replace(/^memory\//, "").replace(/\.md$/, "");
     if (!docs.includes(doc)) docs.push(doc);
   }
   const rel = qrels[id];
   let dcg = 0, idcg = 0;
-  docs.slice(0, 10).forEach((d, i) => { if (rel.has(d)) dcg += 1 / Math.log2(i + 2); });
-  for (let i = 0; i < Math.min(10, rel.size); i++) idcg += 1 / Math.log2(i + 2);
+  docs.slice(0, 10).forEach((d, j) => { if (rel.has(d)) dcg += 1 / Math.log2(j + 2); });
+  for (let j = 0; j < Math.min(10, rel.size); j++) idcg += 1 / Math.log2(j + 2);
   ndcg += dcg / idcg;
-  recall += docs.slice(0, 100).filter((d) => rel.has(d)).length / rel.size;
-  n++;
+  for (const k of KS) rec[k] += docs.slice(0, k).filter((d) => rel.has(d)).length / rel.size;
 }
-console.log(JSON.stringify({ dataset: "scifact", mode, queries: n,
-  "ndcg@10": +(ndcg / n).toFixed(4), "recall@100": +(recall / n).toFixed(4) }));
+const n = ids.length, out = { dataset: "scifact", mode, queries: n, "ndcg@10": +(ndcg / n).toFixed(4) };
+for (const k of KS) out[`recall@${k}`] = +(rec[k] / n).toFixed(4);
+console.log(JSON.stringify(out));

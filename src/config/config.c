@@ -584,6 +584,13 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
                 if (!json_is_integer(v) || d < 1 || d > 256)
                     CHECK(bad(&c, ours, k, path, "expected an integer from 1 to 256"));
                 cfg->local_threads = (int)d;
+            } else if (strcmp(k, "hybridMerge") == 0) {
+                if (!json_is_string(v) || !in_choices("weighted|minmax|rrf", json_string_value(v)))
+                    CHECK(bad(&c, ours, k, path, "expected weighted, minmax or rrf"));
+                const char *s = json_string_value(v);
+                cfg->hybrid_merge = s[0] == 'w' ? CM_MERGE_WEIGHTED
+                                    : s[0] == 'm' ? CM_MERGE_MINMAX
+                                                  : CM_MERGE_RRF;
             } else if (strcmp(k, "embedMaxInputs") == 0) {
                 double d = json_number_value(v);
                 if (!json_is_integer(v) || d < 1 || d > 4096)

@@ -28,6 +28,11 @@ typedef struct cm_provider_cfg {
 enum { CM_PROV_OPENAI, CM_PROV_GEMINI, CM_PROV_VOYAGE, CM_PROV_MISTRAL, CM_PROV_OLLAMA, CM_PROV_N };
 extern const char *const cm_provider_names[CM_PROV_N]; /* "openai", "gemini", ... */
 
+/* clawmem.hybridMerge: QuantumClaw's weighted sum of the raw scores (the
+ * default), the weighted sum of scores min-max normalised over the query's
+ * candidates, or weighted reciprocal-rank fusion (docs/QUALITY.md). */
+typedef enum cm_merge { CM_MERGE_WEIGHTED, CM_MERGE_MINMAX, CM_MERGE_RRF } cm_merge;
+
 typedef struct cm_config {
     char *agent_id;
     char *state_dir;   /* absolute */
@@ -75,6 +80,7 @@ typedef struct cm_config {
     /* clawmem.* (clawmem's own section) */
     bool memory_write; /* the memory_write tool is enabled */
     char *static_model_path; /* clawmem.staticModel: the static model file */
+    cm_merge hybrid_merge;   /* clawmem.hybridMerge: how the two sides' scores combine */
 } cm_config;
 
 typedef struct cm_config_args {

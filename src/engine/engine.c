@@ -874,7 +874,11 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
             n = w;
             n = rank_merge(v, n, 1.0, 0.0);
         } else {
-            n = rank_merge(v, n, c->vector_weight, c->text_weight);
+            n = c->hybrid_merge == CM_MERGE_MINMAX
+                    ? rank_merge_minmax(v, n, c->vector_weight, c->text_weight)
+                : c->hybrid_merge == CM_MERGE_RRF
+                    ? rank_merge_rrf(v, n, RANK_RRF_K, c->vector_weight, c->text_weight)
+                    : rank_merge(v, n, c->vector_weight, c->text_weight);
         }
     }
     rank_opts ro = {c->text_weight,   min_score,         max_results,

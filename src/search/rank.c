@@ -226,6 +226,37 @@ size_t rank_merge(search_hit *v, size_t n, double vector_weight, double text_wei
     return w;
 }
 
+size_t rank_merge_rrf(search_hit *v, size_t n, int k, double vector_weight, double text_weight)
+{
+    if (n == 0) return 0;
+    /* Ranks from the order of arrival: each side's list is in rank order. */
+    int nt = 0, nv = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].has_text) v[i].text_score = 1.0 / (k + ++nt);
+        if (v[i].has_vector) v[i].vector_score = 1.0 / (k + ++nv);
+    }
+    size_t w = rank_merge(v, n, vector_weight, text_weight);
+    for (size_t i = 0; i < w; i++)
+        v[i].score *= (double)(k + 1);
+    return w;
+}
+
+size_t rank_merge_minmax(search_hit *v, size_t n, double vector_weight, double text_weight)
+{
+    size_t w = rank_merge(v, n, vector_weight, text_weight);
+    double tlo = INFINITY, thi = -INFINITY, vlo = INFINITY, vhi = -INFINITY;
+    for (size_t i = 0; i < w; i++) {
+        if (v[i].has_text) tlo = fmin(tlo, v[i].text_score), thi = fmax(thi, v[i].text_score);
+        if (v[i].has_vector) vlo = fmin(vlo, v[i].vector_score), vhi = fmax(vhi, v[i].vector_score);
+    }
+    for (size_t i = 0; i < w; i++) {
+        double t = !v[i].has_text ? 0 : thi > tlo ? (v[i].text_score - tlo) / (thi - tlo) : 1;
+        double x = !v[i].has_vector ? 0 : vhi > vlo ? (v[i].vector_score - vlo) / (vhi - vlo) : 1;
+        v[i].score = vector_weight * x + text_weight * t;
+    }
+    return w;
+}
+
 static int by_score(const void *a, const void *b)
 {
     const search_hit *x = a, *y = b;

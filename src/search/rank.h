@@ -36,6 +36,22 @@ typedef struct rank_opts {
  * merged-away hits are released. */
 size_t rank_merge(search_hit *v, size_t n, double vector_weight, double text_weight);
 
+/* The k of reciprocal-rank fusion (Cormack et al. 2009). */
+#define RANK_RRF_K 60
+
+/* Reciprocal-rank fusion: like rank_merge, but each side scores a hit by
+ * 1/(k + its rank on that side) (ranks from the order of v: each side's hits
+ * arrive in rank order), and the sum is scaled by k + 1 so that a hit first
+ * on both sides scores 1. text_score and vector_score hold the RRF terms. */
+size_t rank_merge_rrf(search_hit *v, size_t n, int k, double vector_weight, double text_weight);
+
+/* Like rank_merge, but each side's scores are first min-max normalised over
+ * the hits holding that side (the best becomes 1, the worst 0; a side whose
+ * scores are all equal gives 1), so that the weights act on comparable
+ * spreads: BM25 scores crowd near 1, cosine similarities do not. text_score
+ * and vector_score keep the raw scores. */
+size_t rank_merge_minmax(search_hit *v, size_t n, double vector_weight, double text_weight);
+
 /* FTS5 bm25 rank → a 0..1 score: 1/(1+rank) for rank >= 0, r/(1+r) with
  * r = -rank for the negative ranks FTS5 produces (more relevant → higher). */
 double rank_bm25_score(double rank);

@@ -1,0 +1,89 @@
+/*
+ * test_quality.c — the alternative hybrid merges of clawmem.hybridMerge
+ * (docs/QUALITY.md): min-max normalised weighting and reciprocal-rank fusion,
+ * and the config key that picks them.
+ */
+#include "../src/config/config.h"
+#include "../src/search/rank.h"
+#include "test.h"
+
+static search_hit side(int64_t id, bool text, double score)
+{
+    search_hit h = {0};
+    h.id = id;
+    h.path = cm_strdup("memory/a.md");
+    h.source = cm_strdup("memory");
+    h.text = cm_strdup("x");
+    h.has_text = text;
+    h.has_vector = !text;
+    if (text)
+        h.text_score = score;
+    else
+        h.vector_score = score;
+    return h;
+}
+
+static double score_of(const search_hit *v, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i].id == id) return v[i].score;
+    return -1;
+}
+
+TEST(merge_minmax_normalises_each_side)
+{
+    /* keyword side 1, 2, 3; vector side 3, 4 (chunk 3 on both) */
+    search_hit v[5] = {side(1, true, 0.95), side(2, true, 0.93), side(3, true, 0.90),
+                       side(3, false, 0.8), side(4, false, 0.4)};
+    size_t n = rank_merge_minmax(v, 5, 0.2, 0.8);
+    EXPECT_INT(n, 4);
+    EXPECT_NEAR(score_of(v, n, 1), 0.8, 1e-9);       /* best keyword: 0.8 × 1 */
+    EXPECT_NEAR(score_of(v, n, 2), 0.8 * 0.6, 1e-9); /* (0.93 − 0.90) / 0.05 */
+    EXPECT_NEAR(score_of(v, n, 3), 0.2, 1e-9);       /* worst keyword, best vector */
+    EXPECT_NEAR(score_of(v, n, 4), 0.0, 1e-9);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].id == 3) EXPECT_NEAR(v[i].text_score, 0.90, 1e-9); /* raw scores kept */
+        search_hit_release(&v[i]);
+    }
+    /* one hit on a side: it counts as that side's best */
+    search_hit w[1] = {side(7, false, 0.3)};
+    n = rank_merge_minmax(w, 1, 0.5, 0.5);
+    EXPECT_NEAR(w[0].score, 0.5, 1e-9);
+    search_hit_release(&w[0]);
+}
+
+TEST(merge_rrf_uses_ranks_only)
+{
+    /* keyword side 1, 2; vector side 2, 3: the scores themselves do not matter */
+    search_hit v[4] = {side(1, true, 0.1), side(2, true, 0.05), side(2, false, 0.99),
+                       side(3, false, 0.98)};
+    size_t n = rank_merge_rrf(v, 4, RANK_RRF_K, 0.5, 0.5);
+    EXPECT_INT(n, 3);
+    EXPECT_NEAR(score_of(v, n, 2), 0.5 * 61 / 62.0 + 0.5, 1e-9); /* 2nd keyword, 1st vector */
+    EXPECT_NEAR(score_of(v, n, 1), 0.5, 1e-9);
+    EXPECT_NEAR(score_of(v, n, 3), 0.5 * 61 / 62.0, 1e-9);
+    for (size_t i = 0; i < n; i++)
+        search_hit_release(&v[i]);
+}
+
+TEST(config_hybrid_merge_key)
+{
+    cm_config c;
+    char err[512];
+    cm_config_args a = {NULL, NULL, NULL, "/tmp/qc-state"};
+    EXPECT_INT(config_parse(NULL, 0, "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED); /* QuantumClaw's merge by default */
+    config_release(&c);
+    const char *ok[] = {"{clawmem:{hybridMerge:'minmax'}}", "{clawmem:{hybridMerge:'rrf'}}",
+                        "{clawmem:{hybridMerge:'weighted'}}"};
+    const cm_merge want[] = {CM_MERGE_MINMAX, CM_MERGE_RRF, CM_MERGE_WEIGHTED};
+    for (int i = 0; i < 3; i++) {
+        EXPECT_INT(config_parse(ok[i], strlen(ok[i]), "qc.json", &a, NULL, &c, err, sizeof err),
+                   CM_OK);
+        EXPECT_INT(c.hybrid_merge, want[i]);
+        config_release(&c);
+    }
+    const char *bad = "{clawmem:{hybridMerge:'max'}}";
+    EXPECT(config_parse(bad, strlen(bad), "qc.json", &a, NULL, &c, err, sizeof err) != CM_OK);
+    EXPECT_CONTAINS(err, "clawmem.hybridMerge");
+}
