@@ -35,33 +35,28 @@ if [[ ! -x $tool ]]; then
     die "build failed: $prefix/build.log"
 fi
 
-# llama-embedding prints no timing of its own evaluation, so its time is the process's wall
-# time minus that of a run on one word (start-up and model load, measured the same way).
-# Batched: every text in one process, packed by llama-embedding into calls of 1024 tokens (the
-# same limit as clawmem's). One by one: the first SINGLE texts, one process each. Token counts
-# come from clawmem's tokenisation of the same texts (the same vocabulary): TOKENS for all,
-# SINGLE_TOKENS for the first SINGLE.
-wall() { # FILE -> seconds
-  local t0 t1
-  t0=$EPOCHREALTIME
+# llama-embedding's own timing (--perf): "total time" since the model began to load, less "load
+# time" (the load and llama.cpp's warm-up run), is the time it spent embedding. Batched: every text
+# in one run, packed by llama-embedding into calls of 1024 tokens (the same limit as clawmem's).
+# One by one: the first SINGLE texts, one run each. Token counts come from clawmem's tokenisation
+# of the same texts (the same vocabulary): TOKENS for all, SINGLE_TOKENS for the first SINGLE.
+embed_ms() { # FILE -> milliseconds spent embedding
   "$tool" -m "$model" -f "$1" -t "$threads" -tb "$threads" -c 1024 -b 1024 -ub 1024 \
-    --embd-output-format array >/dev/null 2>&1 || { say "llama-embedding failed on $1"; echo nan; return; }
-  t1=$EPOCHREALTIME
-  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }'
+    --embd-output-format array --perf -lv 4 2>&1 |
+    awk '/llama_perf_context_print: +load time/ { l = $(NF-1) }
+         /llama_perf_context_print: +total time/ { for (i = 1; i <= NF; i++) if ($i == "=") t = $(i+1) }
+         END { if (t == "" || l == "") print "nan"; else printf "%.1f", t - l }'
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "a" >"$tmp/one.txt"
-base=0
-for _ in 1 2 3; do base=$(awk -v s="$base" -v t="$(wall "$tmp/one.txt")" 'BEGIN { print s + t / 3 }'); done
-all=$(wall "$texts")
+all=$(embed_ms "$texts")
 single=0
 head -n "$single_n" "$texts" >"$tmp/first.txt"
 for ((i = 1; i <= single_n; i++)); do
   sed -n "${i}p" "$tmp/first.txt" >"$tmp/t.txt"
-  single=$(awk -v s="$single" -v t="$(wall "$tmp/t.txt")" -v b="$base" 'BEGIN { print s + t - b }')
+  single=$(awk -v s="$single" -v t="$(embed_ms "$tmp/t.txt")" 'BEGIN { print s + t }')
 done
-awk -v tok="$tokens" -v stok="$single_tokens" -v all="$all" -v base="$base" -v single="$single" \
+awk -v tok="$tokens" -v stok="$single_tokens" -v all="$all" -v single="$single" \
   -v commit="${commit:0:12}" 'BEGIN {
-  printf "{\"tool\":\"llama-embedding\",\"commit\":\"%s\",\"startup_s\":%.3f,", commit, base
-  printf "\"batched_tokens_per_s\":%.1f,\"single_tokens_per_s\":%.1f}\n", tok / (all - base), stok / single }'
+  printf "{\"tool\":\"llama-embedding\",\"commit\":\"%s\",", commit
+  printf "\"batched_tokens_per_s\":%.1f,\"single_tokens_per_s\":%.1f}\n", tok / (all / 1e3), stok / (single / 1e3) }'
