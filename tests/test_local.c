@@ -277,6 +277,14 @@ TEST(local_model_downloaded_from_hf)
     cm_engine *e = NULL;
     char err[512];
     EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    /* a search does not download (a sync does): it searches keywords until
+     * the model is there, with no fallback for it */
+    json_t *kw = search_json(e, "router");
+    EXPECT(kw != NULL);
+    EXPECT_INT(fake_count(s), 0);
+    EXPECT_STR(json_string_value(json_object_get(kw, "provider")), "local");
+    EXPECT(json_object_get(kw, "fallback") == NULL);
+    json_decref(kw);
     cm_sync_stats st;
     saw_download = 0;
     EXPECT_INT(cm_engine_sync(e, 0, on_progress, NULL, &st, err, sizeof err), CM_OK);

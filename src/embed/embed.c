@@ -121,12 +121,12 @@ static cm_rc open_local(const cm_config *cfg, embed_provider *p, char *err, size
     return rc ? cm_seterr(err, errlen, rc, "out of memory") : CM_OK;
 }
 
-cm_rc embed_prepare(embed_provider *p, int (*progress)(void *, uint64_t, uint64_t), void *ctx,
-                    char *err, size_t errlen)
+cm_rc embed_prepare(embed_provider *p, bool fetch, int (*progress)(void *, uint64_t, uint64_t),
+                    void *ctx, char *err, size_t errlen)
 {
     if (p->kind != EMBED_LOCAL || p->lm) return CM_OK;
     char *path = NULL;
-    cm_rc rc = model_resolve(p->model, p->local_cache, true, progress, ctx, &path, err, errlen);
+    cm_rc rc = model_resolve(p->model, p->local_cache, fetch, progress, ctx, &path, err, errlen);
     if (!rc) rc = local_open(path, p->local_threads, &p->lm, err, errlen);
     if (!rc) p->dims = local_dims(p->lm);
     free(path);
@@ -383,7 +383,7 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
         return CM_OK;
     }
     if (p->kind == EMBED_LOCAL) {
-        if ((rc = embed_prepare(p, NULL, NULL, err, errlen))) return rc;
+        if ((rc = embed_prepare(p, true, NULL, NULL, err, errlen))) return rc;
         float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
         if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
         if ((rc = local_embed(p->lm, texts, n, query, m, err, errlen))) {

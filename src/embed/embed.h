@@ -59,10 +59,11 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
 void embed_close(embed_provider *p);
 
 /* The slow part of setting up: for "local", downloads an hf: model that is
- * not in the cache yet (progress as download.h) and loads the model; nothing
- * for the others. Safe to call again once it succeeded. */
-cm_rc embed_prepare(embed_provider *p, int (*progress)(void *, uint64_t, uint64_t), void *ctx,
-                    char *err, size_t errlen);
+ * not in the cache yet (when fetch; else CM_ENOTFOUND; progress as
+ * download.h) and loads the model; nothing for the others. Safe to call again
+ * once it succeeded. */
+cm_rc embed_prepare(embed_provider *p, bool fetch, int (*progress)(void *, uint64_t, uint64_t),
+                    void *ctx, char *err, size_t errlen);
 
 /* Auto-selection as the seeds order it: local when local.modelPath is set
  * and its file is there (downloaded, for an hf: model) in a build with

@@ -136,16 +136,18 @@ static int on_download(void *ctx, uint64_t done, uint64_t total)
 }
 
 /* Finishes setting up a local provider: downloads its model when it is not
- * in the cache yet, and loads it. When that fails the fallback takes over
- * for the engine's life, as in QuantumClaw; a cancelled download does not
- * count as a failure (it resumes next time). */
-static void provider_ready(cm_engine *e, cm_progress_fn progress, void *progress_ctx)
+ * in the cache yet (a sync; a search does not wait for a download, it
+ * searches keywords until the model is there), and loads it. When that fails
+ * the fallback takes over for the engine's life, as in QuantumClaw; a
+ * cancelled download does not count as a failure (it resumes next time). */
+static void provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress, void *progress_ctx)
 {
     if (!e->have_prov || e->prov.kind != EMBED_LOCAL || e->prov.lm) return;
     download_ctx d = {progress, progress_ctx, e->prov.model};
     char why[600], msg[700];
-    cm_rc rc = embed_prepare(&e->prov, on_download, &d, why, sizeof why);
+    cm_rc rc = embed_prepare(&e->prov, fetch, on_download, &d, why, sizeof why);
     if (rc == CM_OK || rc == CM_ECANCELED) return;
+    if (rc == CM_ENOTFOUND && !fetch && !strncmp(e->prov.model, "hf:", 3)) return; /* not yet */
     snprintf(msg, sizeof msg, "local embeddings unavailable: %s", why);
     snprintf(e->last_error, sizeof e->last_error, "%.500s", msg);
     embed_close(&e->prov);
@@ -675,7 +677,7 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
         FAIL(CM_ENOTFOUND,
              "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
              e->cfg.workspace);
-    provider_ready(e, progress, progress_ctx); /* before the lock: a download takes a while */
+    provider_ready(e, true, progress, progress_ctx); /* before the lock: a download takes a while */
     CHECK(lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     store_remove_leftovers(e->cfg.store_path);
     CHECK(discover_files(&e->cfg, &files, &r.problems));
@@ -777,8 +779,8 @@ static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
 static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, size_t *n,
                         size_t *cap)
 {
-    provider_ready(e, NULL, NULL);
-    if (!e->have_prov) return false;
+    provider_ready(e, false, NULL, NULL);
+    if (!e->have_prov || (e->prov.kind == EMBED_LOCAL && !e->prov.lm)) return false;
     char msg[512];
     float *q = NULL;
     vec_hit *hits = NULL;
