@@ -73,26 +73,31 @@ int main(int argc, char **argv)
     /* batched: every text in one call (packed into calls by local.c); the
      * first call also warms the context up, so run it once untimed */
     if (local_embed(m, (const char *const *)texts, n < 64 ? n : 64, false, v, err, sizeof err)) goto fail;
-    uint64_t tok0 = local_tokens(m);
+    uint64_t tok0 = local_tokens(m), ns0 = local_llama_ns(m);
     t0 = now_ms();
     if (local_embed(m, (const char *const *)texts, n, false, v, err, sizeof err)) goto fail;
     double batch_ms = now_ms() - t0;
     uint64_t batch_tokens = local_tokens(m) - tok0;
+    double batch_in_llama = (double)(local_llama_ns(m) - ns0) / 1e6 / batch_ms;
 
     /* one by one: the first SINGLE_TEXTS texts, one call each */
     size_t ns = n < SINGLE_TEXTS ? n : SINGLE_TEXTS;
     tok0 = local_tokens(m);
+    ns0 = local_llama_ns(m);
     t0 = now_ms();
     for (size_t i = 0; i < ns; i++)
         if (local_embed(m, (const char *const *)&texts[i], 1, false, v, err, sizeof err)) goto fail;
     double single_ms = now_ms() - t0;
     uint64_t single_tokens = local_tokens(m) - tok0;
+    double single_in_llama = (double)(local_llama_ns(m) - ns0) / 1e6 / single_ms;
 
     printf("{\"model\":\"%s\",\"texts\":%zu,\"tokens\":%llu,\"single_texts\":%zu,"
            "\"single_tokens\":%llu,\"load_ms\":%.1f,\"batched_tokens_per_s\":%.1f,"
-           "\"single_tokens_per_s\":%.1f",
+           "\"single_tokens_per_s\":%.1f,\"batched_share_in_llama\":%.4f,"
+           "\"single_share_in_llama\":%.4f",
            local_desc(m), n, (unsigned long long)batch_tokens, ns, (unsigned long long)single_tokens,
-           load_ms, batch_tokens / (batch_ms / 1e3), single_tokens / (single_ms / 1e3));
+           load_ms, batch_tokens / (batch_ms / 1e3), single_tokens / (single_ms / 1e3),
+           batch_in_llama, single_in_llama);
     if (argc > 4) {
         static_model sm;
         if (static_model_open(&sm, argv[4], err, sizeof err)) goto fail;

@@ -2,8 +2,10 @@
 # peer_llama.sh: llama.cpp's own llama-embedding on a model and a file of texts (one per line),
 # batched and one text per call, for the local-embedding overhead figure.
 # Usage: bench/peer_llama.sh MODEL.gguf TEXTS.txt THREADS TOKENS SINGLE SINGLE_TOKENS
-# On first use it builds llama-embedding (CPU, native, static) from the llama.cpp bundle that
-# scripts/install-llama.sh keeps in build/llama, into $CLAWMEM_PEER_DIR (default build/peers).
+# On first use it builds llama-embedding and the shared libllama it runs on (CPU, native) from the
+# llama.cpp bundle that scripts/install-llama.sh keeps in build/llama, into $CLAWMEM_PEER_DIR
+# (default build/peers); bench/local.sh also runs clawmem on that same libllama.
+# Usage: bench/peer_llama.sh --lib   prints the path of that libllama (building it first).
 # Prints one JSON object: tokens per second, batched and one by one.
 set -euo pipefail
 export LC_ALL=C
@@ -13,13 +15,12 @@ root=$(dirname "$here")
 say() { printf 'peer_llama: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-[[ $# -eq 6 ]] || die "usage: $0 MODEL.gguf TEXTS.txt THREADS TOKENS SINGLE SINGLE_TOKENS"
-model=$1 texts=$2 threads=$3 tokens=$4 single_n=$5 single_tokens=$6
+[[ $# -eq 6 || ${1:-} == --lib ]] || die "usage: $0 MODEL.gguf TEXTS.txt THREADS TOKENS SINGLE SINGLE_TOKENS"
 bundle=$root/build/llama/llama.cpp.bundle
 [[ -r $bundle ]] || die "no $bundle: run scripts/install-llama.sh"
 commit=$(cat "$root/build/llama/commit")
 peer_root=${CLAWMEM_PEER_DIR:-$root/build/peers}
-prefix=$peer_root/llama.cpp-${commit:0:12}
+prefix=$peer_root/llama.cpp-${commit:0:12}-shared
 tool=$prefix/build/bin/llama-embedding
 
 if [[ ! -x $tool ]]; then
@@ -29,19 +30,25 @@ if [[ ! -x $tool ]]; then
   mkdir -p "$peer_root"
   git clone -q "$bundle" "$prefix" 2>/dev/null || die "cannot clone $bundle"
   cmake -S "$prefix" -B "$prefix/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-    -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_SERVER=OFF >"$prefix/cmake.log" 2>&1 || die "cmake failed: $prefix/cmake.log"
   cmake --build "$prefix/build" --target llama-embedding -j "$(nproc)" >"$prefix/build.log" 2>&1 ||
     die "build failed: $prefix/build.log"
 fi
+if [[ $1 == --lib ]]; then
+  echo "$prefix/build/bin/libllama.so"
+  exit 0
+fi
+model=$1 texts=$2 threads=$3 tokens=$4 single_n=$5 single_tokens=$6
 
 # llama-embedding's own timing (--perf): "total time" since the model began to load, less "load
 # time" (the load and llama.cpp's warm-up run), is the time it spent embedding. Batched: every text
-# in one run, packed by llama-embedding into calls of 1024 tokens (the same limit as clawmem's).
+# in one run, packed by llama-embedding into calls of 512 tokens (clawmem's limit for this
+# 512-token model).
 # One by one: the first SINGLE texts, one run each. Token counts come from clawmem's tokenisation
 # of the same texts (the same vocabulary): TOKENS for all, SINGLE_TOKENS for the first SINGLE.
 embed_ms() { # FILE -> milliseconds spent embedding
-  "$tool" -m "$model" -f "$1" -t "$threads" -tb "$threads" -c 1024 -b 1024 -ub 1024 \
+  "$tool" -m "$model" -f "$1" -t "$threads" -tb "$threads" -c 512 -b 512 -ub 512 \
     --embd-output-format array --perf -lv 4 2>&1 |
     awk '/llama_perf_context_print: +load time/ { l = $(NF-1) }
          /llama_perf_context_print: +total time/ { for (i = 1; i <= NF; i++) if ($i == "=") t = $(i+1) }

@@ -40,8 +40,10 @@ const char *local_desc(const local_model *m);
 cm_rc local_embed(local_model *m, const char *const *texts, size_t n, bool query, float *out,
                   char *err, size_t errlen);
 
-/* Tokens fed to the model so far, and how many texts were cut to fit. */
+/* Tokens fed to the model so far, how many texts were cut to fit, and the
+ * time spent inside llama.cpp's encode/decode calls (ns). */
 uint64_t local_tokens(const local_model *m);
 uint64_t local_truncated(const local_model *m);
+uint64_t local_llama_ns(const local_model *m);
 
 #endif
