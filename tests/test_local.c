@@ -113,7 +113,7 @@ TEST(local_model_cuts_texts_longer_than_its_context)
     char err[512];
     EXPECT_INT(local_open(path, 1, &m, err, sizeof err), CM_OK);
     int d = local_dims(m);
-    /* the tiny model's context is 128 tokens; these are 600 and 20,000 words,
+    /* the tiny model's context is 300 tokens; these are 600 and 20,000 words,
      * in one call with short texts around them */
     char *a = long_text(600), *b = long_text(20000);
     const char *texts[] = {"short one", a, b, "another short one", a};

@@ -502,9 +502,8 @@ static cm_rc run_call(local_model *m, llama_token **toks, const int *len, int n,
  * once instead of on each new largest call. */
 static cm_rc warm_up(local_model *m, char *err, size_t errlen)
 {
-    int n = CM_MIN(m->seq_max, m->call_max / m->text_max > 0 ? m->call_max / m->text_max : 1);
-    n = CM_MAX(n, 1);
-    int each = m->call_max / n;
+    int n = CM_MAX(CM_MIN(m->seq_max, m->call_max / m->text_max), 1);
+    int each = CM_MIN(m->text_max, m->call_max / n); /* no text longer than the model's context */
     llama_token *t = malloc((size_t)each * sizeof *t);
     llama_token **toks = malloc((size_t)n * sizeof *toks);
     int *len = malloc((size_t)n * sizeof *len);

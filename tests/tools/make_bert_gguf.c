@@ -7,7 +7,7 @@
  * arguments always give the same file. Written with ggml's own gguf API.
  *
  * Usage: make_bert_gguf VOCAB.gguf OUT.gguf [tiny|bge-small]
- *   tiny       32 dims, 2 layers, 2 heads, context 128: fast, for the tests
+ *   tiny       32 dims, 2 layers, 2 heads, context 300: fast, for the tests
  *   bge-small  384 dims, 12 layers, 12 heads, context 512: bge-small-en's shape
  * Matrices are F16; norms, biases, token types and positions stay F32.
  */
@@ -25,7 +25,7 @@ typedef struct shape {
 } shape;
 
 static const shape shapes[] = {
-    {"tiny", 32, 2, 2, 64, 128},
+    {"tiny", 32, 2, 2, 64, 300}, /* a context that does not divide the 512-token calls */
     {"bge-small", 384, 12, 12, 1536, 512},
 };
 
