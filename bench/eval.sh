@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# eval.sh — `make eval`: retrieval quality of clawmem in each of its modes and of
+# the peer QMD on the same workspaces (LoCoMo and SciFact from ../shared/data),
+# in one run. Writes WORKDIR/results.jsonl (one JSON object per dataset and
+# mode), WORKDIR/tables.md and the recall@k plots docs/quality-locomo.svg and
+# docs/quality-scifact.svg (gnuplot). Modes: keyword-only (unicode61, porter),
+# hybrid with the static model and with the loopback fake embedding server
+# (hashed bag of words, provider openai), each with QuantumClaw's weighted
+# merge and with clawmem.hybridMerge minmax / rrf.
+# Usage: bench/eval.sh BUILD_DIR   (EVAL_QMD=0 skips QMD, ~12 of the ~25 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+bin=$build/clawmem
+work=$build/eval
+say() { printf 'eval: %s\n' "$*" >&2; }
+[[ -x $bin && -x $build/fake_embed_server ]] || { say "build $bin and $build/fake_embed_server first"; exit 1; }
+[[ -f ../shared/data/locomo/locomo10.json && -f ../shared/data/scifact/corpus.jsonl ]] ||
+  { say "../shared/data/locomo and ../shared/data/scifact are needed (see its README.md)"; exit 1; }
+mkdir -p "$work"
+model=$(cd "$work" && pwd)/models/clawmem-static-100d.bin
+BUILD=$build scripts/install-static-model.sh "$model"
+
+"$build/fake_embed_server" 256 >"$work/fake.url" &
+fake_pid=$!
+trap 'kill "$fake_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do [[ -s $work/fake.url ]] && break; sleep 0.1; done
+fake=$(cat "$work/fake.url")
+
+ms() { echo "{agents:{defaults:{memorySearch:{$1}}},clawmem:{staticModel:'$model'$2}}"; }
+static="provider:'static'"
+fakep="provider:'openai',remote:{baseUrl:'$fake',apiKey:'k'}"
+porter="store:{fts:{tokenizer:'porter'}}"
+w() { echo "query:{hybrid:{vectorWeight:$1,textWeight:$(awk -v x="$1" 'BEGIN { print 1 - x }')}}"; }
+modes=(
+  "keyword|$(ms "" "")"
+  "keyword-porter|$(ms "$porter" "")"
+  "static|$(ms "$static" "")"
+  "static-minmax-0.2|$(ms "$static,$(w 0.2)" ",hybridMerge:'minmax'")"
+  "static-minmax-0.1|$(ms "$static,$(w 0.1)" ",hybridMerge:'minmax'")"
+  "static-rrf-0.2|$(ms "$static,$(w 0.2)" ",hybridMerge:'rrf'")"
+  "static-porter-minmax-0.2|$(ms "$static,$porter,$(w 0.2)" ",hybridMerge:'minmax'")"
+  "fake|$(ms "$fakep" "")"
+  "fake-minmax-0.2|$(ms "$fakep,$(w 0.2)" ",hybridMerge:'minmax'")"
+)
+out=$work/results.jsonl
+: >"$out"
+for ds in locomo scifact; do
+  for m in "${modes[@]}"; do
+    say "$ds ${m%%|*}"
+    node "bench/eval_$ds.mjs" "$bin" "$work" "${m%%|*}" "${m#*|}" >>"$out"
+  done
+  if [[ ${EVAL_QMD:-1} != 0 ]]; then
+    say "$ds qmd"
+    node "bench/eval_$ds.mjs" qmd "$work" qmd >>"$out"
+  fi
+done
+scripts/install-deps.sh --eval
+node bench/eval_report.mjs "$out" "$work" docs >"$work/tables.md"
+say "tables in $work/tables.md, plots in docs/quality-*.svg"
+cat "$work/tables.md"
