@@ -32,7 +32,7 @@ for (const r of loc)
 const sci = rows.filter((r) => r.dataset === "scifact");
 out.push("", "SciFact, 300 test queries", "", "| system, mode | nDCG@10 | R@10 | R@100 |", "|---|---|---|---|");
 for (const r of sci)
-  out.push(`| ${label[r.mode] ?? r.mode} | ${f3(r["ndcg@10"])} | ${f3(r["recall@10"])} | ${f3(r["recall@100"])} |`);
+  out.push(`| ${r.mode === "qmd" ? "QMD `search`" : label[r.mode] ?? r.mode} | ${f3(r["ndcg@10"])} | ${f3(r["recall@10"])} | ${f3(r["recall@100"])} |`);
 console.log(out.join("\n"));
 
 // One data block per mode: "k recall" lines, blocks separated by two blank lines.
@@ -43,7 +43,7 @@ const plot = (name, set, ks, title, xlabel, logx) => {
     return `${k} ${v}`;
   }).join("\n")).join("\n\n\n") + "\n");
   const lines = set.map((r, i) =>
-    `'${data}' index ${i} with linespoints title "${(label[r.mode] ?? r.mode).replace(/[`"]/g, "")}"`);
+    `'${data}' index ${i} with linespoints title "${(r.dataset === "scifact" && r.mode === "qmd" ? "QMD search" : label[r.mode] ?? r.mode).replace(/[`"]/g, "")}"`);
   const script = [
     "set terminal svg size 900,560 dynamic font 'sans,12'",
     `set output '${outdir}/quality-${name}.svg'`,
