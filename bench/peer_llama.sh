@@ -41,18 +41,17 @@ if [[ $1 == --lib ]]; then
 fi
 model=$1 texts=$2 threads=$3 tokens=$4 single_n=$5 single_tokens=$6
 
-# llama-embedding's own timing (--perf): "total time" since the model began to load, less "load
-# time" (the load and llama.cpp's warm-up run), is the time it spent embedding. Batched: every text
-# in one run, packed by llama-embedding into calls of 512 tokens (clawmem's limit for this
-# 512-token model).
-# One by one: the first SINGLE texts, one run each. Token counts come from clawmem's tokenisation
-# of the same texts (the same vocabulary): TOKENS for all, SINGLE_TOKENS for the first SINGLE.
+# llama-embedding's own timing (--perf): its "total time" runs from the context's creation (after
+# the model load) to the end, so it holds the embedding plus llama.cpp's one-token warm-up and the
+# writing out of the vectors (a few ms). Batched: every text in one run, packed by llama-embedding
+# into calls of 512 tokens (clawmem's limit for this 512-token model). One by one: the first
+# SINGLE texts, one run each. Token counts come from clawmem's tokenisation of the same texts
+# (the same vocabulary): TOKENS for all, SINGLE_TOKENS for the first SINGLE.
 embed_ms() { # FILE -> milliseconds spent embedding
   "$tool" -m "$model" -f "$1" -t "$threads" -tb "$threads" -c 512 -b 512 -ub 512 \
     --embd-output-format array --perf -lv 4 2>&1 |
-    awk '/llama_perf_context_print: +load time/ { l = $(NF-1) }
-         /llama_perf_context_print: +total time/ { for (i = 1; i <= NF; i++) if ($i == "=") t = $(i+1) }
-         END { if (t == "" || l == "") print "nan"; else printf "%.1f", t - l }'
+    awk '/llama_perf_context_print: +total time/ { for (i = 1; i <= NF; i++) if ($i == "=") t = $(i+1) }
+         END { if (t == "") print "nan"; else printf "%.1f", t }'
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -66,4 +65,6 @@ done
 awk -v tok="$tokens" -v stok="$single_tokens" -v all="$all" -v single="$single" \
   -v commit="${commit:0:12}" 'BEGIN {
   printf "{\"tool\":\"llama-embedding\",\"commit\":\"%s\",", commit
-  printf "\"batched_tokens_per_s\":%.1f,\"single_tokens_per_s\":%.1f}\n", tok / (all / 1e3), stok / (single / 1e3) }'
+  b = all + 0 > 0 ? sprintf("%.1f", tok / (all / 1e3)) : "null"
+  o = single + 0 > 0 && single !~ /nan/ ? sprintf("%.1f", stok / (single / 1e3)) : "null"
+  printf "\"batched_tokens_per_s\":%s,\"single_tokens_per_s\":%s}\n", b, o }'
