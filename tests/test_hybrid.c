@@ -202,3 +202,32 @@ TEST(hybrid_vector_only_when_hybrid_is_off)
     json_decref(p);
     fake_stop(h.srv);
 }
+
+/* clawmem.hybridMerge through the engine: the chunk first on both sides
+ * scores exactly 1 under minmax and rrf, below 1 under QuantumClaw's merge. */
+TEST(hybrid_merge_options_in_the_engine)
+{
+    hy h;
+    hy_init(&h);
+    cm_sync_stats st;
+    EXPECT_INT(hy_sync(&h, &st), CM_OK);
+    static const char *merges[] = {"weighted", "minmax", "rrf"};
+    for (int i = 0; i < 3; i++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'k'}}}},"
+                 "clawmem:{hybridMerge:'%s'}}",
+                 h.base, merges[i]);
+        write_file(h.dir, "qc.json", text);
+        json_t *p = hy_json(&h, false, "Omada router VLAN");
+        json_t *first = json_array_get(json_object_get(p, "results"), 0);
+        EXPECT_STR(json_string_value(json_object_get(first, "path")), "memory/2026-02-10.md");
+        double top = json_number_value(json_object_get(first, "score"));
+        if (i == 0)
+            EXPECT(top > 0 && top < 0.999);
+        else
+            EXPECT_NEAR(top, 1.0, 1e-6);
+        json_decref(p);
+    }
+    fake_stop(h.srv);
+}
