@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../src/base/sha256.h"
 #include "fakeserver.h"
 
 struct fake_server {
@@ -26,6 +27,7 @@ struct fake_server {
     struct fake_file {
         char *path, *data;
         size_t n;
+        char etag[72]; /* sent as X-Linked-Etag on a redirect */
     } files[32];
     int nfiles;
     int conns[256]; /* open connections' descriptors */
@@ -135,11 +137,13 @@ static bool serve_get(fake_server *s, int fd, const char *target, const char *hd
     const char *data = NULL;
     size_t n = 0;
     bool found = false;
+    char etag[72] = "";
     pthread_mutex_lock(&s->mu);
     for (int i = s->nfiles - 1; i >= 0 && !found; i--) {
         if (strcmp(s->files[i].path, want) == 0) {
             data = s->files[i].data; /* kept until fake_stop */
             n = s->files[i].n;
+            memcpy(etag, s->files[i].etag, sizeof etag);
             found = true;
         }
     }
@@ -154,8 +158,9 @@ static bool serve_get(fake_server *s, int fd, const char *target, const char *hd
     }
     if (f == FAKE_REDIRECT) {
         snprintf(head, sizeof head,
-                 "HTTP/1.1 302 Found\r\nLocation: /cdn%s?sig=fake\r\nContent-Length: 0\r\n\r\n",
-                 path);
+                 "HTTP/1.1 302 Found\r\nLocation: /cdn%s?sig=fake\r\nX-Linked-Etag: \"%s\"\r\n"
+                 "Content-Length: 0\r\n\r\n",
+                 path, etag);
         send_all(fd, head, strlen(head));
         return true;
     }
@@ -397,7 +402,19 @@ void fake_file(fake_server *s, const char *path, const void *data, size_t n)
         ff->data = malloc(n ? n : 1);
         memcpy(ff->data, data, n);
         ff->n = n;
+        sha256_hex(data, n, ff->etag);
     }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void fake_file_etag(fake_server *s, const char *path, const char *etag)
+{
+    pthread_mutex_lock(&s->mu);
+    for (int i = s->nfiles - 1; i >= 0; i--)
+        if (strcmp(s->files[i].path, path) == 0) {
+            snprintf(s->files[i].etag, sizeof s->files[i].etag, "%s", etag);
+            break;
+        }
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -31,7 +31,7 @@ enum fake_fault {
     FAKE_IGNORE_RANGE, /* 200 with the whole file whatever Range asked */
     FAKE_SHORT,        /* headers as usual (206: Content-Range to the file's end) but a
                           body and Content-Length K bytes short */
-    FAKE_REDIRECT,     /* 302 to "/cdn<path>?sig=fake" */
+    FAKE_REDIRECT,     /* 302 to "/cdn<path>?sig=fake", with X-Linked-Etag */
     FAKE_WRONG_RANGE,  /* 206 with the whole file (Content-Range from 0) whatever Range asked */
 };
 
@@ -50,6 +50,9 @@ void fake_stop(fake_server *s);
 /* Serves data (copied) at path (e.g. "/o/r/resolve/main/m.gguf") to GETs;
  * registering a path again replaces what later requests get. */
 void fake_file(fake_server *s, const char *path, const void *data, size_t n);
+/* The X-Linked-Etag a redirect to path announces (default: the file's
+ * sha256, as Hugging Face sends for LFS files). */
+void fake_file_etag(fake_server *s, const char *path, const char *etag);
 /* Queues a fault for the next request (FIFO). */
 void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after);
 /* Requests received so far, and the i-th (valid until fake_stop). */

@@ -253,6 +253,21 @@ TEST(download_follows_redirect)
     teardown();
 }
 
+TEST(download_checks_the_announced_sha256)
+{
+    setup();
+    char *dir = tmp_dir(), err[512] = "", *path = NULL;
+    /* a file that does not hash to what the redirect announced is discarded */
+    fake_file_etag(srv, URL_PATH, "0000000000000000000000000000000000000000000000000000000000000000");
+    fake_push(srv, FAKE_REDIRECT, 0, -1);
+    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_CONTAINS(err, "sha256");
+    EXPECT_CONTAINS(err, "discarded");
+    EXPECT_INT(file_size(path_in(dir, NAME)), -1);
+    EXPECT(file_size(path_in(dir, NAME ".part")) <= 0);
+    teardown();
+}
+
 TEST(download_complete_part_416)
 {
     setup();

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ typedef struct dl {
     int fd;
     uint64_t have; /* bytes in the .part */
     int64_t total; /* the file's size as announced, -1 unknown */
+    char sha[SHA256_HEX_LEN + 1]; /* the file's sha256 as announced (X-Linked-Etag), "" unknown */
     dl_progress_fn progress;
     void *ctx;
     int64_t last_tick_ms;
@@ -324,6 +326,30 @@ static void http_error(const dl *d, long status, char *out, size_t n)
     snprintf(out, n, "%s: HTTP %ld%s%s%s", d->url, status, k ? ": " : "", body, hint);
 }
 
+static bool is_sha256(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return n == SHA256_HEX_LEN && s[n] == 0;
+}
+
+/* The whole file against the sha256 the server announced. A file that does
+ * not match is garbage, not a partial download: it is discarded. */
+static cm_rc check_sha(dl *d, char *err, size_t errlen)
+{
+    char got[SHA256_HEX_LEN + 1];
+    void *map = d->have ? mmap(NULL, d->have, PROT_READ, MAP_PRIVATE, d->fd, 0) : NULL;
+    if (map == MAP_FAILED)
+        return cm_seterr(err, errlen, CM_EIO, "download of %s: mapping %s: %s", d->url, d->part,
+                         strerror(errno));
+    sha256_hex(map ? map : "", d->have, got);
+    if (map) munmap(map, d->have);
+    if (strcmp(got, d->sha) == 0) return CM_OK;
+    restart_part(d);
+    return cm_seterr(err, errlen, CM_EIO,
+                     "%s: the file's sha256 is %s, the server announced %s; download discarded",
+                     d->url, got, d->sha);
+}
+
 static cm_rc download(dl *d, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
@@ -352,6 +378,7 @@ static cm_rc download(dl *d, char *err, size_t errlen)
         f.ctx = d;
         char why[400];
         cm_rc r = http_fetch_run(&f, why, sizeof why);
+        if (is_sha256(f.linked_etag)) memcpy(d->sha, f.linked_etag, sizeof d->sha);
         if (r == CM_OK && !d->begun && (f.status == 200 || f.status == 206))
             begin(d, &f); /* an empty body: on_data never ran */
         switch (d->stop) {
@@ -425,6 +452,7 @@ static cm_rc download(dl *d, char *err, size_t errlen)
     if (!tick(d, true))
         FAIL(CM_ECANCELED, "download of %s cancelled; %llu bytes kept in %s", d->url,
              (unsigned long long)d->have, d->part);
+    if (d->sha[0]) CHECK(check_sha(d, err, errlen));
     if (fsync(d->fd) < 0)
         FAIL(CM_EIO, "download of %s: fsync %s: %s", d->url, d->part, strerror(errno));
     if (rename(d->part, d->final) < 0)

@@ -20,7 +20,9 @@
  * connection, a stall, 429 or 5xx is retried with backoff and resume
  * ($CLAWMEM_HTTP_BACKOFF_MS first delay, doubling to 30 s; gives up after 5
  * failures in a row that brought no new byte). The final size must equal the
- * total of Content-Range / Content-Length; then the file is fsynced, renamed
+ * total of Content-Range / Content-Length, and its sha256 the X-Linked-Etag
+ * that Hugging Face's redirect announces for an LFS file (when one came; a
+ * file that does not match is discarded); then the file is fsynced, renamed
  * into place and the directory fsynced.
  */
 #ifndef CM_DOWNLOAD_H

@@ -372,6 +372,11 @@ static size_t fetch_header(char *p, size_t size, size_t n, void *ud)
     } else if (strncasecmp(line, "content-length:", 15) == 0) {
         v = line + 15 + strspn(line + 15, " \t");
         f->content_length = parse_size(&v);
+    } else if (strncasecmp(line, "x-linked-etag:", 14) == 0) {
+        v = line + 14 + strspn(line + 14, " \t");
+        if (strncmp(v, "W/", 2) == 0) v += 2;
+        v += *v == '"';
+        snprintf(f->linked_etag, sizeof f->linked_etag, "%.*s", (int)strcspn(v, "\" \t"), v);
     } else if (strncasecmp(line, "content-range:", 14) == 0) {
         v = line + 14 + strspn(line + 14, " \t");
         if (strncasecmp(v, "bytes", 5) != 0) return len;

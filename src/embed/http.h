@@ -74,6 +74,9 @@ struct http_fetch {
     int64_t content_length;           /* -1 when absent */
     int64_t range_first, range_total; /* Content-Range "bytes F-L/T"; -1 absent or '*' */
     bool retryable;                   /* network failure, 429 or 5xx: worth another try */
+    /* X-Linked-Etag of any response on the way (Hugging Face sends the
+     * sha256 of an LFS file on its redirect), unquoted; "" when none. */
+    char linked_etag[72];
 };
 
 /* Performs f. CM_OK when a response came, whatever its status; CM_ECANCELED
