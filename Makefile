@@ -52,7 +52,7 @@ TEST_MODEL := $(if $(LLAMA_CFLAGS),$(BUILD)/tiny-bert.gguf)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps node-deps llama demo test test-run asan bench bench-run fuzz format clean
+.PHONY: all deps node-deps llama demo test test-run asan bench bench-run eval fuzz format clean
 
 all: deps $(BUILD)/clawmem $(BUILD)/libclawmem.a
 
