@@ -107,9 +107,12 @@ int main(int argc, char **argv)
     /* the fake server's query round trip alone, through the same client code */
     cm_config cfg;
     cm_config_args a = {NULL, ws, cfgp, state};
-    config_load(&a, NULL, &cfg, err, sizeof err);
     embed_provider p;
-    embed_open(&cfg, "openai", &p, err, sizeof err);
+    if (config_load(&a, NULL, &cfg, err, sizeof err) ||
+        embed_open(&cfg, "openai", &p, err, sizeof err)) {
+        fprintf(stderr, "bench_hybrid: %s\n", err);
+        return 1;
+    }
     size_t hits = 0;
     for (int i = 0; i < NQ; i++) {
         char q[128], w1[32], w2[32];
