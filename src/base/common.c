@@ -1,6 +1,9 @@
 /*
- * common.c — error strings and the message formatter shared by every layer.
+ * common.c — error strings, the message formatter and the monotonic clock
+ * shared by every layer.
  */
+#include <time.h>
+
 #include "common.h"
 
 const char *cm_strerror(cm_rc rc)
@@ -62,4 +65,11 @@ char *cm_strdup(const char *s)
 void cm_free(void *p)
 {
     free(p);
+}
+
+int64_t cm_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }

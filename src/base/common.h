@@ -40,6 +40,9 @@ cm_rc cm_seterr(char *err, size_t errlen, cm_rc code, const char *fmt, ...)
 /* xmalloc-style helpers that abort on out-of-memory are deliberately absent:
  * allocation failure is CM_ENOMEM, returned up the stack. */
 char *cm_strdup(const char *s);
+
+/* Milliseconds on the monotonic clock (for timeouts and rates, not dates). */
+int64_t cm_now_ms(void);
 char *cm_strndup(const char *s, size_t n);
 
 #include "banned.h"

@@ -42,13 +42,6 @@ typedef struct dl {
     buf errbody;
 } dl;
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
@@ -61,7 +54,7 @@ static void sleep_ms(long ms)
 static bool tick(dl *d, bool force)
 {
     if (!d->progress) return true;
-    int64_t t = now_ms();
+    int64_t t = cm_now_ms();
     if (!force && d->last_tick_ms && t - d->last_tick_ms < DL_TICK_MS) return true;
     d->last_tick_ms = t;
     if (d->progress(d->ctx, d->have, d->total > 0 ? (uint64_t)d->total : 0)) {
@@ -441,11 +434,11 @@ static cm_rc download(dl *d, char *err, size_t errlen)
         }
         /* Back off, still answering to cancellation. */
         long delay = CM_MIN((long)DL_MAX_BACKOFF, backoff << CM_MIN(CM_MAX(fails, 1) - 1, 10));
-        for (int64_t until = now_ms() + delay; now_ms() < until;) {
+        for (int64_t until = cm_now_ms() + delay; cm_now_ms() < until;) {
             if (!tick(d, false))
                 FAIL(CM_ECANCELED, "download of %s cancelled; %llu bytes kept in %s", d->url,
                      (unsigned long long)d->have, d->part);
-            sleep_ms(CM_MIN((long)DL_TICK_MS, (long)(until - now_ms()) + 1));
+            sleep_ms(CM_MIN((long)DL_TICK_MS, (long)(until - cm_now_ms()) + 1));
         }
     }
     d->total = (int64_t)d->have;

@@ -98,13 +98,6 @@ typedef struct job {
     size_t max_body;
 } job;
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static long env_ms(const char *name, long dflt)
 {
     const char *v = getenv(name);
@@ -132,7 +125,7 @@ cm_rc http_client_new(http_client **out, char *err, size_t errlen)
         free(c);
         return CM_ENOMEM;
     }
-    c->seed = (uint64_t)now_ms() ^ (uint64_t)(uintptr_t)c;
+    c->seed = (uint64_t)cm_now_ms() ^ (uint64_t)(uintptr_t)c;
     *out = c;
     return CM_OK;
 }
@@ -260,7 +253,7 @@ static void finish(http_client *c, job *j, CURLcode cc, const http_opts *o)
     delay += (long)((double)delay * ((double)(c->seed >> 33) / 4294967296.0 - 0.5) / 2.0);
     if (j->retry_after_ms > delay) delay = j->retry_after_ms;
     if (delay > o->max_backoff_ms) delay = o->max_backoff_ms;
-    j->not_before_ms = now_ms() + delay;
+    j->not_before_ms = cm_now_ms() + delay;
 }
 
 cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o, char *err,
@@ -281,7 +274,7 @@ cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o
     int running = 0;
     while (left > 0) {
         /* Start what may start. */
-        int64_t t = now_ms(), next = -1;
+        int64_t t = cm_now_ms(), next = -1;
         for (size_t i = 0; i < n && running < o->concurrency; i++) {
             job *j = &jobs[i];
             bool active = j->easy && j->r->attempts > 0 && j->not_before_ms == 0;
@@ -312,7 +305,7 @@ cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o
         }
         if (left == 0) break;
         int wait = 1000;
-        if (next >= 0) wait = (int)CM_MAX(0, CM_MIN(next - now_ms(), 1000));
+        if (next >= 0) wait = (int)CM_MAX(0, CM_MIN(next - cm_now_ms(), 1000));
         if (running > 0 || wait > 0) cu.multi_poll(c->multi, NULL, 0, running ? wait : CM_MAX(wait, 1), NULL);
     }
     for (size_t i = 0; i < n; i++) {

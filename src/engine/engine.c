@@ -942,13 +942,6 @@ cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t 
 
 #define WATCH_DEGRADED_RESCAN_MS 10000
 
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static int stop_requested(void *ctx, const cm_progress *p)
 {
     (void)p;
@@ -964,10 +957,10 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
     int debounce = o.debounce_ms >= 0 ? o.debounce_ms : e->cfg.watch_debounce_ms;
     int64_t interval = (int64_t)(e->cfg.sync_interval_minutes * 60000.0);
     CHECK(watcher_open(&e->cfg, &e->lg, &w, err, errlen));
-    int64_t due = now_ms(); /* sync on start */
+    int64_t due = cm_now_ms(); /* sync on start */
     int64_t first_change = -1, last_sync = 0;
     while (!(o.stop && *o.stop)) {
-        int64_t t = now_ms();
+        int64_t t = cm_now_ms();
         if (due >= 0 && t >= due) {
             cm_sync_stats st;
             char msg[1024] = "";
@@ -978,7 +971,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
             /* another writer: try again after a debounce period */
             due = r == CM_EBUSY ? t + CM_MAX(debounce, 200) : -1;
             first_change = -1;
-            last_sync = now_ms();
+            last_sync = cm_now_ms();
             continue;
         }
         /* When to wake up next: a pending sync, the interval, the degraded rescan. */
@@ -993,7 +986,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         struct pollfd p[2] = {{watcher_fd(w), POLLIN, 0}, {o.wake_fd, POLLIN, 0}};
         int n = poll(p, o.wake_fd >= 0 ? 2 : 1, timeout);
         if (n < 0 && errno != EINTR) FAIL(CM_EIO, "poll: %s", strerror(errno));
-        t = now_ms();
+        t = cm_now_ms();
         if (n > 0 && (p[0].revents & POLLIN)) {
             unsigned what = watcher_read(w);
             if (what & WATCH_OVERFLOW)
