@@ -15,6 +15,11 @@ void test_register(const char *name, test_fn fn);
 void test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 bool test_failed(void);
+/* Marks the running test skipped for lack of requirement req (e.g. "llama",
+ * "node"); a requirement listed in $CLAWMEM_TEST_REQUIRE (comma-separated, set
+ * by CI) turns the skip into a failure. */
+void test_skip(const char *file, int line, const char *req, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #define TEST(name)                                                                                 \
     static void test_##name(void);                                                                 \
@@ -68,6 +73,13 @@ bool test_failed(void);
             test_fail(__FILE__, __LINE__, "%s ~= %s: got %.6f, want %.6f", #a, #b, a_, b_);        \
             return;                                                                                \
         }                                                                                          \
+    } while (0)
+
+/* Skips the rest of the test: SKIP("llama", "no llama.cpp in this build"). */
+#define SKIP(req, ...)                                                                             \
+    do {                                                                                           \
+        test_skip(__FILE__, __LINE__, req, __VA_ARGS__);                                           \
+        return;                                                                                    \
     } while (0)
 
 /* ---- helpers (helpers.c) ---- */
