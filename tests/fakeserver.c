@@ -22,6 +22,7 @@ struct fake_server {
     pthread_mutex_t mu;
     enum fake_fault faults[64];
     int fstatus[64], fretry[64], nfaults;
+    char *fraw[64]; /* FAKE_RAW answers */
     fake_request reqs[256];
     int nreqs;
     struct fake_file {
@@ -241,10 +242,13 @@ static void *serve(void *arg)
         fake_request *q = s->nreqs < 256 ? &s->reqs[s->nreqs++] : NULL;
         enum fake_fault f = FAKE_OK;
         int status = 200, retry = -1;
+        char *raw = NULL;
         if (s->nfaults) {
             f = s->faults[0];
             status = s->fstatus[0];
             retry = s->fretry[0];
+            raw = s->fraw[0];
+            memmove(s->fraw, s->fraw + 1, (size_t)(s->nfaults - 1) * sizeof *s->fraw);
             memmove(s->faults, s->faults + 1, (size_t)(s->nfaults - 1) * sizeof *s->faults);
             memmove(s->fstatus, s->fstatus + 1, (size_t)(s->nfaults - 1) * sizeof *s->fstatus);
             memmove(s->fretry, s->fretry + 1, (size_t)(s->nfaults - 1) * sizeof *s->fretry);
@@ -267,6 +271,14 @@ static void *serve(void *arg)
         in.len -= hlen + clen;
         in.data[in.len] = 0;
         char head[512];
+        if (f == FAKE_RAW) {
+            send_all(c->fd, raw, strlen(raw));
+            free(raw);
+            free(body);
+            free(hdrs);
+            if (status) goto done; /* status carries "close" */
+            continue;
+        }
         if (f == FAKE_HANG) {
             while (!s->stop) usleep(10000);
             free(body);
@@ -386,6 +398,7 @@ void fake_stop(fake_server *s)
     while (s->nconns > 0) pthread_cond_wait(&s->idle, &s->mu);
     pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < s->nreqs; i++) free(s->reqs[i].body);
+    for (int i = 0; i < s->nfaults; i++) free(s->fraw[i]);
     for (int i = 0; i < s->nfiles; i++) {
         free(s->files[i].path);
         free(s->files[i].data);
@@ -425,6 +438,20 @@ void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after)
         s->faults[s->nfaults] = f;
         s->fstatus[s->nfaults] = status;
         s->fretry[s->nfaults] = retry_after;
+        s->fraw[s->nfaults] = NULL;
+        s->nfaults++;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void fake_push_raw(fake_server *s, const char *raw, bool close)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->nfaults < 64) {
+        s->faults[s->nfaults] = FAKE_RAW;
+        s->fstatus[s->nfaults] = close;
+        s->fretry[s->nfaults] = -1;
+        s->fraw[s->nfaults] = cm_strdup(raw);
         s->nfaults++;
     }
     pthread_mutex_unlock(&s->mu);

@@ -33,6 +33,7 @@ enum fake_fault {
                           body and Content-Length K bytes short */
     FAKE_REDIRECT,     /* 302 to "/cdn<path>?sig=fake", with X-Linked-Etag */
     FAKE_WRONG_RANGE,  /* 206 with the whole file (Content-Range from 0) whatever Range asked */
+    FAKE_RAW,          /* the bytes given to fake_push_raw, as they are (any request) */
 };
 
 typedef struct fake_request {
@@ -55,6 +56,10 @@ void fake_file(fake_server *s, const char *path, const void *data, size_t n);
 void fake_file_etag(fake_server *s, const char *path, const char *etag);
 /* Queues a fault for the next request (FIFO). */
 void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after);
+/* Queues a raw answer for the next request: the bytes of raw (status line,
+ * headers, body — e.g. an SSE stream) are sent as they are; then the
+ * connection is closed when close is true, else kept for the next request. */
+void fake_push_raw(fake_server *s, const char *raw, bool close);
 /* Requests received so far, and the i-th (valid until fake_stop). */
 int fake_count(fake_server *s);
 const fake_request *fake_get(fake_server *s, int i);

@@ -148,6 +148,16 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
     return buf_add(&j->r->resp, p, len) == CM_OK ? len : 0;
 }
 
+/* A Retry-After value (seconds or an HTTP date) in ms, or -1. */
+static long parse_retry_after(const char *v)
+{
+    char *end;
+    long secs = strtol(v, &end, 10);
+    if (end != v && *end == 0 && secs >= 0) return CM_MIN(secs, 86400L) * 1000; /* capped later anyway */
+    time_t when = cu.getdate(v, NULL);
+    return when > 0 ? CM_MAX(0, (long)(when - time(NULL)) * 1000) : -1;
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
     job *j = ud;
@@ -157,15 +167,10 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
         size_t vl = CM_MIN(len - 12, sizeof v - 1);
         memcpy(v, p + 12, vl);
         v[vl] = 0;
-        char *s = v + strspn(v, " \t"), *end;
+        char *s = v + strspn(v, " \t");
         s[strcspn(s, "\r\n")] = 0;
-        long secs = strtol(s, &end, 10);
-        if (end != s && *end == 0 && secs >= 0) {
-            j->retry_after_ms = CM_MIN(secs, 86400L) * 1000; /* capped later anyway */
-        } else { /* an HTTP date */
-            time_t when = cu.getdate(s, NULL);
-            if (when > 0) j->retry_after_ms = CM_MAX(0, (long)(when - time(NULL)) * 1000);
-        }
+        long ms = parse_retry_after(s);
+        if (ms >= 0) j->retry_after_ms = ms;
     }
     return len;
 }
@@ -362,6 +367,13 @@ static size_t fetch_header(char *p, size_t size, size_t n, void *ud)
         const char *sp = strchr(line, ' ');
         f->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         f->content_length = f->range_first = f->range_total = -1;
+        f->retry_after_ms = -1;
+        f->content_type[0] = 0;
+    } else if (strncasecmp(line, "retry-after:", 12) == 0) {
+        f->retry_after_ms = parse_retry_after(line + 12 + strspn(line + 12, " \t"));
+    } else if (strncasecmp(line, "content-type:", 13) == 0) {
+        v = line + 13 + strspn(line + 13, " \t");
+        snprintf(f->content_type, sizeof f->content_type, "%.*s", (int)strcspn(v, "; \t"), v);
     } else if (strncasecmp(line, "content-length:", 15) == 0) {
         v = line + 15 + strspn(line + 15, " \t");
         f->content_length = parse_size(&v);
@@ -417,6 +429,8 @@ cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen)
     if (curl_load_error[0]) return cm_seterr(err, errlen, CM_EIO, "%s", curl_load_error);
     f->status = 0;
     f->content_length = f->range_first = f->range_total = -1;
+    f->retry_after_ms = -1;
+    f->content_type[0] = 0;
     f->retryable = false;
     cm_rc rc = CM_OK;
     struct curl_slist *hdrs = NULL, *t;
@@ -449,6 +463,13 @@ cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen)
         snprintf(range, sizeof range, "%llu-", (unsigned long long)f->range_from);
         cu.easy_setopt(e, CURLOPT_RANGE, range);
     }
+    if (f->body) {
+        cu.easy_setopt(e, CURLOPT_POST, 1L);
+        cu.easy_setopt(e, CURLOPT_POSTFIELDS, f->body);
+        cu.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)f->body_len);
+        cu.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L); /* a POST is never redirected */
+    }
+    if (f->timeout_ms > 0) cu.easy_setopt(e, CURLOPT_TIMEOUT_MS, f->timeout_ms);
     cu.easy_setopt(e, CURLOPT_HEADERFUNCTION, fetch_header);
     cu.easy_setopt(e, CURLOPT_HEADERDATA, &run);
     cu.easy_setopt(e, CURLOPT_WRITEFUNCTION, fetch_body);

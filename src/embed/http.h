@@ -51,15 +51,20 @@ void http_client_free(http_client *c);
 cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o, char *err,
                     size_t errlen);
 
-/* One streaming GET, for large files (model downloads): no total timeout, a
- * connect timeout and a stall timeout instead; redirects followed (at most 10,
- * http and https only; libcurl does not pass an Authorization header on to
- * another host); no Accept-Encoding, so byte ranges are of the file itself. */
+/* One streaming request: a GET for large files (model downloads) or, with a
+ * body, a POST whose answer is read as it comes (the chat clients' event
+ * streams). No total timeout unless timeout_ms; a connect timeout and a stall
+ * timeout; a GET follows redirects (at most 10, http and https only; libcurl
+ * does not pass an Authorization header on to another host), a POST does
+ * not; no Accept-Encoding, so byte ranges are of the file itself. */
 typedef struct http_fetch http_fetch;
 struct http_fetch {
     const char *url;
     const cm_strlist *headers; /* "Name: value", may be NULL */
     uint64_t range_from;       /* > 0: asks for "Range: bytes=N-" */
+    const char *body;          /* non-NULL: POST these body_len bytes */
+    size_t body_len;
+    long timeout_ms;           /* > 0: the whole transfer's limit */
     long connect_timeout_ms;   /* 0: 30 s */
     long stall_ms;             /* fail when under 1 KiB/s for this long; 0: 60 s */
     /* Body bytes of the final response (status and headers below already
@@ -74,6 +79,8 @@ struct http_fetch {
     int64_t content_length;           /* -1 when absent */
     int64_t range_first, range_total; /* Content-Range "bytes F-L/T"; -1 absent or '*' */
     bool retryable;                   /* network failure, 429 or 5xx: worth another try */
+    long retry_after_ms;              /* Retry-After of the final response; -1 when none */
+    char content_type[64];            /* its media type, parameters dropped; "" when none */
     /* X-Linked-Etag of any response on the way (Hugging Face sends the
      * sha256 of an LFS file on its redirect), unquoted; "" when none. */
     char linked_etag[72];

@@ -1,0 +1,319 @@
+/*
+ * chat.c — one chat request over HTTP (llm.h): builds the body with the wire
+ * format, POSTs it through the shared HTTP client as a streaming transfer,
+ * feeds a 2xx event stream to the SSE parser and the format's event handler
+ * (or reads a whole JSON answer), and turns anything else into an llm_error
+ * with the failure class that drives cooldowns and fallback.
+ */
+#include "../embed/http.h"
+#include "llm.h"
+#include "sse.h"
+
+#define ERROR_BODY_MAX (64u << 10) /* what is kept of an error answer */
+#define ANSWER_MAX (32u << 20)     /* a whole answer or one stream event */
+
+static const llm_format *const formats[LLM_API_N] = {&llm_openai_format, &llm_anthropic_format};
+static const char *const api_names[LLM_API_N] = {"openai-completions", "anthropic-messages"};
+
+const char *llm_api_name(llm_api a)
+{
+    return a >= 0 && a < LLM_API_N ? api_names[a] : "";
+}
+
+int llm_api_parse(const char *s)
+{
+    for (int i = 0; s && i < LLM_API_N; i++)
+        if (!strcmp(s, api_names[i])) return i;
+    return -1;
+}
+
+void llm_response_release(llm_response *r)
+{
+    buf_release(&r->text);
+    for (size_t i = 0; i < r->ncalls; i++) {
+        free(r->calls[i].id);
+        free(r->calls[i].name);
+        free(r->calls[i].arguments);
+    }
+    free(r->calls);
+    memset(r, 0, sizeof *r);
+}
+
+llm_tool_call *llm_stream_call(llm_stream *st, size_t i)
+{
+    llm_response *o = st->out;
+    if (i >= o->ncalls) {
+        llm_tool_call *c = realloc(o->calls, (i + 1) * sizeof *c);
+        if (!c) return NULL;
+        o->calls = c;
+        buf *a = realloc(st->args, (i + 1) * sizeof *a);
+        if (!a) return NULL;
+        st->args = a;
+        for (size_t k = o->ncalls; k <= i; k++) {
+            memset(&o->calls[k], 0, sizeof o->calls[k]);
+            buf_init(&st->args[k], ANSWER_MAX);
+        }
+        o->ncalls = i + 1;
+    }
+    return &o->calls[i];
+}
+
+cm_rc llm_stream_text(llm_stream *st, const char *s, size_t n)
+{
+    cm_rc rc = buf_add(&st->out->text, s, n);
+    if (!rc && st->on_delta) st->on_delta(st->ctx, s, n);
+    return rc;
+}
+
+typedef struct chat_run {
+    const llm_format *fmt;
+    llm_stream st;
+    sse_parser sse;
+    bool streaming; /* the answer is an event stream */
+    bool bad;       /* an event could not be read */
+    bool decided;   /* streaming decided from the first body bytes */
+    buf body;       /* a whole answer, or an error answer (capped) */
+} chat_run;
+
+static bool on_event(void *ctx, const char *event, const char *data, size_t len)
+{
+    chat_run *r = ctx;
+    if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
+        r->st.done = true;
+        return true;
+    }
+    json_t *j = json_loadb(data, len, 0, NULL);
+    bool ok = r->fmt->event(&r->st, event, j);
+    json_decref(j);
+    if (!ok) r->bad = true;
+    return ok && !r->st.error[0];
+}
+
+static bool on_data(http_fetch *f, const char *p, size_t n)
+{
+    chat_run *r = f->ctx;
+    if (!r->decided) {
+        r->decided = true;
+        r->streaming = f->status >= 200 && f->status < 300 &&
+                       strcmp(f->content_type, "text/event-stream") == 0;
+    }
+    if (r->streaming) {
+        cm_rc rc = sse_feed(&r->sse, p, n);
+        if (rc == CM_ETOOBIG) r->bad = true;
+        return rc == CM_OK;
+    }
+    bool ok = f->status >= 200 && f->status < 300;
+    size_t room = (ok ? ANSWER_MAX : ERROR_BODY_MAX) - r->body.len;
+    if (buf_add(&r->body, p, CM_MIN(n, room))) return false;
+    return ok ? n <= room : true; /* an error body is only cut, never fails the read */
+}
+
+/* Streamed tool-call arguments become the calls' JSON text; every call gets
+ * an id and a name (maybe empty); the stop reason defaults to "stop". */
+static cm_rc finish_calls(chat_run *r, llm_response *out)
+{
+    for (size_t i = 0; r->st.args && i < out->ncalls; i++) {
+        llm_tool_call *c = &out->calls[i];
+        if (!c->arguments && !(c->arguments = r->st.args[i].len ? buf_detach(&r->st.args[i])
+                                                                  : cm_strdup("{}")))
+            return CM_ENOMEM;
+        if (!c->id && !(c->id = cm_strdup(""))) return CM_ENOMEM;
+        if (!c->name && !(c->name = cm_strdup(""))) return CM_ENOMEM;
+    }
+    if (!out->stop_reason[0]) snprintf(out->stop_reason, sizeof out->stop_reason, "stop");
+    return CM_OK;
+}
+
+static void run_init(chat_run *r, llm_api api, llm_response *out, llm_delta_fn fn, void *ctx)
+{
+    memset(r, 0, sizeof *r);
+    memset(out, 0, sizeof *out);
+    r->fmt = formats[api];
+    r->st.out = out;
+    r->st.on_delta = fn;
+    r->st.ctx = ctx;
+    sse_init(&r->sse, ANSWER_MAX, on_event, r);
+    buf_init(&r->body, ANSWER_MAX);
+}
+
+static void run_release(chat_run *r)
+{
+    for (size_t i = 0; r->st.args && i < r->st.out->ncalls; i++)
+        buf_release(&r->st.args[i]);
+    free(r->st.args);
+    free(r->st.block_call);
+    sse_release(&r->sse);
+    buf_release(&r->body);
+}
+
+cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out,
+                char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    chat_run r;
+    json_t *doc = NULL;
+    if (api < 0 || api >= LLM_API_N) return cm_seterr(err, errlen, CM_EINVAL, "unknown model api");
+    run_init(&r, api, out, NULL, NULL);
+    if (stream) {
+        rc = sse_feed(&r.sse, data, n);
+        sse_finish(&r.sse);
+        if (r.st.error[0]) FAIL(CM_EIO, "error in the stream");
+        if (rc || r.bad) FAIL(CM_EIO, "unreadable stream event");
+        if (!r.st.done) FAIL(CM_EIO, "the stream ended before the answer did");
+    } else {
+        doc = json_loadb(data, n, 0, NULL);
+        if (!doc || !r.fmt->whole(out, doc)) FAIL(CM_EIO, "not a %s response", llm_api_name(api));
+    }
+    if (finish_calls(&r, out)) FAIL(CM_ENOMEM, "out of memory");
+out:
+    json_decref(doc);
+    run_release(&r);
+    return rc;
+}
+
+/* Server text fit for a message: control characters dropped, the request's
+ * key removed, at most max bytes (cut on a character boundary). */
+static void clean_text(const char *s, size_t n, const char *key, char *out, size_t max)
+{
+    size_t w = 0, klen = key ? strlen(key) : 0;
+    for (size_t i = 0; i < n && w + 1 < max;) {
+        if (klen >= 8 && i + klen <= n && memcmp(s + i, key, klen) == 0) {
+            const char *mark = "[redacted]";
+            for (const char *m = mark; *m && w + 1 < max; m++)
+                out[w++] = *m;
+            i += klen;
+            continue;
+        }
+        unsigned char c = (unsigned char)s[i++];
+        out[w++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+    }
+    while (w > 0 && ((unsigned char)out[w - 1] & 0xC0) == 0x80)
+        w--; /* a cut multi-byte character */
+    if (w > 0 && (unsigned char)out[w - 1] >= 0xC0) w--;
+    out[w] = 0;
+}
+
+/* The message of an error answer: error.message of the JSON, else the text. */
+static void error_text(const buf *b, const char *key, char *out, size_t max)
+{
+    json_t *j = b->len ? json_loadb(b->data, b->len, 0, NULL) : NULL;
+    json_t *e = json_object_get(j, "error");
+    const char *m = json_string_value(json_object_get(e, "message"));
+    if (!m) m = json_string_value(e);
+    if (!m) m = json_string_value(json_object_get(j, "message"));
+    if (m)
+        clean_text(m, strlen(m), key, out, max);
+    else
+        clean_text(b->data ? b->data : "", b->len, key, out, max);
+    json_decref(j);
+}
+
+/* The URL for messages: scheme, host and path, no userinfo or query. */
+static void url_for_message(const char *url, char *out, size_t n)
+{
+    const char *host = strstr(url, "://");
+    host = host ? host + 3 : url;
+    const char *at = strchr(host, '@'), *slash = strchr(host, '/');
+    size_t scheme = (size_t)(host - url);
+    if (at && (!slash || at < slash)) host = at + 1;
+    snprintf(out, n, "%.*s%.*s", (int)scheme, url, (int)CM_MIN(strcspn(host, "?#"), 150), host);
+}
+
+cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_delta, void *ctx,
+               llm_response *out, llm_error *e, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf url = BUF_INIT;
+    cm_strlist headers = {0};
+    char *body = NULL, where[200] = "";
+    json_t *doc = NULL;
+    chat_run r;
+    *e = (llm_error){0, AUTH_R_NONE, -1, false};
+    if (ep->api < 0 || ep->api >= LLM_API_N) {
+        memset(out, 0, sizeof *out);
+        return cm_seterr(err, errlen, CM_EINVAL, "unknown model api");
+    }
+    run_init(&r, ep->api, out, on_delta, ctx);
+    if (r.fmt->endpoint(ep, &url, &headers)) FAIL(CM_ENOMEM, "out of memory");
+    for (size_t i = 0; ep->headers && i < ep->headers->n; i++)
+        if (config_header_set(&headers, ep->headers->v[i])) FAIL(CM_ENOMEM, "out of memory");
+    if (config_header_set(&headers, "Content-Type: application/json") ||
+        config_header_set(&headers, rq->stream ? "Accept: text/event-stream" : "Accept: application/json"))
+        FAIL(CM_ENOMEM, "out of memory");
+    url_for_message(url.data, where, sizeof where);
+    json_t *j = r.fmt->body(rq);
+    body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!body) FAIL(CM_ENOMEM, "out of memory");
+    http_fetch f = {.url = url.data,
+                    .headers = &headers,
+                    .body = body,
+                    .body_len = strlen(body),
+                    .timeout_ms = ep->timeout_ms > 0 ? ep->timeout_ms : 600000,
+                    .stall_ms = ep->stall_ms > 0 ? ep->stall_ms : 90000,
+                    .on_data = on_data,
+                    .ctx = &r};
+    char why[400];
+    rc = http_fetch_run(&f, why, sizeof why);
+    e->status = f.status;
+    e->retry_after_ms = f.retry_after_ms;
+    if (rc == CM_ECANCELED && r.st.error[0]) rc = CM_OK; /* handled below */
+    if (rc == CM_ECANCELED && r.bad) {
+        e->retryable = true;
+        FAIL(CM_EIO, "%s: unreadable stream event", where);
+    }
+    if (rc) {
+        e->retryable = f.retryable || rc == CM_EIO;
+        e->reason = AUTH_R_TIMEOUT; /* network failures and timeouts */
+        /* why is "<url>: <cause>"; the URL is shown as `where` (no userinfo). */
+        size_t ul = CM_MIN(strcspn(url.data, "?"), 150);
+        const char *cause = strncmp(why, url.data, ul) == 0 && why[ul] == ':' ? why + ul + 2 : why;
+        char clean[400];
+        clean_text(cause, strlen(cause), ep->api_key, clean, sizeof clean);
+        FAIL(rc == CM_ECANCELED ? CM_ECANCELED : CM_EIO, "%s: %s", where, clean);
+    }
+    if (f.status < 200 || f.status >= 300) {
+        char msg[300];
+        error_text(&r.body, ep->api_key, msg, sizeof msg);
+        e->reason = auth_classify((int)f.status, msg);
+        e->retryable = f.status == 429 || f.status >= 500;
+        FAIL(CM_EIO, "%s: HTTP %ld%s%s", where, f.status, msg[0] ? ": " : "", msg);
+    }
+    if (r.streaming) {
+        sse_finish(&r.sse);
+        if (r.st.error[0]) {
+            char msg[300];
+            clean_text(r.st.error, strlen(r.st.error), ep->api_key, msg, sizeof msg);
+            e->reason = auth_classify(0, msg);
+            if (e->reason == AUTH_R_NONE) e->reason = AUTH_R_UNKNOWN;
+            e->retryable = true;
+            FAIL(CM_EIO, "%s: error in the stream: %s", where, msg);
+        }
+        if (r.bad) {
+            e->retryable = true;
+            FAIL(CM_EIO, "%s: unreadable stream event", where);
+        }
+        if (!r.st.done) {
+            e->retryable = true;
+            e->reason = AUTH_R_TIMEOUT;
+            FAIL(CM_EIO, "%s: the stream ended before the answer did", where);
+        }
+    } else {
+        json_error_t je;
+        doc = json_loadb(r.body.data ? r.body.data : "", r.body.len, 0, &je);
+        if (!doc || !r.fmt->whole(out, doc)) {
+            e->retryable = true;
+            FAIL(CM_EIO, "%s: the answer is not a %s response", where, llm_api_name(ep->api));
+        }
+    }
+    if (finish_calls(&r, out)) FAIL(CM_ENOMEM, "out of memory");
+out:
+    run_release(&r);
+    json_decref(doc);
+    free(body);
+    buf_release(&url);
+    for (size_t i = 0; i < headers.n; i++)
+        free(headers.v[i]);
+    free(headers.v);
+    return rc;
+}

@@ -1,0 +1,144 @@
+/*
+ * llm.h — chat clients: one request/response model for the agent layer,
+ * whatever the wire format — OpenAI-compatible Chat Completions
+ * (`openai-completions`) and Anthropic Messages (`anthropic-messages`), as
+ * QuantumClaw 2026.3.22 names them in `models.providers.<id>.api`. Both
+ * stream (server-sent events) or not, carry tool definitions and tool calls,
+ * and report token usage with pi-coding-agent's field meanings.
+ *
+ * A failed call says why in an llm_error: the HTTP status, the failure class
+ * (auth.h) that decides cooldowns and fallback, Retry-After, and whether
+ * another try may succeed. Error text from a server is cleaned (control
+ * characters dropped, the request's own key removed, length capped) before
+ * it reaches a message.
+ */
+#ifndef CM_LLM_H
+#define CM_LLM_H
+
+#include <jansson.h>
+
+#include "../auth/auth.h"
+#include "../base/buf.h"
+#include "../config/config.h"
+
+typedef enum llm_api { LLM_API_OPENAI, LLM_API_ANTHROPIC, LLM_API_N } llm_api;
+
+/* "openai-completions", "anthropic-messages". */
+const char *llm_api_name(llm_api a);
+/* The api named s, or -1 (also for the wire formats clawmem lacks). */
+int llm_api_parse(const char *s);
+
+typedef struct llm_tool_call {
+    char *id, *name;
+    char *arguments; /* a JSON object as text ("{}" when the model gave none) */
+} llm_tool_call;
+
+typedef enum llm_role { LLM_USER, LLM_ASSISTANT, LLM_TOOL } llm_role;
+
+/* One message of the conversation (borrowed strings). An assistant message
+ * may carry tool calls; a tool message answers the call tool_call_id. */
+typedef struct llm_message {
+    llm_role role;
+    const char *text;
+    const llm_tool_call *calls;
+    size_t ncalls;
+    const char *tool_call_id, *tool_name;
+    bool is_error; /* a tool result that reports a failure */
+} llm_message;
+
+typedef struct llm_tool_def {
+    const char *name, *description;
+    const char *parameters; /* JSON Schema of the arguments, as text */
+} llm_tool_def;
+
+typedef struct llm_request {
+    const char *model; /* the provider's own id, without "provider/" */
+    const char *system;
+    const llm_message *messages;
+    size_t n;
+    const llm_tool_def *tools;
+    size_t ntools;
+    int max_tokens; /* 0: 4096 for Anthropic (required there), unset for OpenAI */
+    bool stream;
+} llm_request;
+
+/* Token counts as pi-coding-agent records them: input excludes cached input. */
+typedef struct llm_usage {
+    int64_t input, output, cache_read, cache_write, total;
+} llm_usage;
+
+typedef struct llm_response {
+    buf text;
+    llm_tool_call *calls;
+    size_t ncalls;
+    char stop_reason[16]; /* "stop", "length", "toolUse", "error" */
+    llm_usage usage;
+    char response_id[128];
+} llm_response;
+
+void llm_response_release(llm_response *r);
+
+typedef struct llm_endpoint {
+    llm_api api;
+    const char *base_url; /* e.g. https://api.openai.com/v1, https://api.anthropic.com */
+    const char *api_key;  /* the secret sent; may be NULL (a local server) */
+    const cm_strlist *headers; /* extra "Name: value" (models.providers.<id>.headers) */
+    long timeout_ms; /* the whole request; 0: 10 minutes */
+    long stall_ms;   /* no byte for this long fails the request; 0: 90 s */
+} llm_endpoint;
+
+typedef struct llm_error {
+    long status;          /* HTTP status; 0 when none came */
+    auth_reason reason;   /* failure class; AUTH_R_NONE for a plain failure */
+    long retry_after_ms;  /* -1 when the server gave none */
+    bool retryable;       /* network failure, cut stream, 429, 5xx */
+} llm_error;
+
+/* Streamed text as it arrives (not called for tool-call arguments). */
+typedef void (*llm_delta_fn)(void *ctx, const char *text, size_t n);
+
+/* Sends one request and fills out (released by the caller, also on
+ * failure). A stream cut before its end, an unreadable answer or an error
+ * event in the stream fail with e->retryable set. Thread-safe. */
+cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_delta, void *ctx,
+               llm_response *out, llm_error *e, char *err, size_t errlen);
+
+/* Reads an answer already received (an event stream, or a whole JSON
+ * answer) as llm_chat would; for tests and fuzzing. */
+cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out,
+                char *err, size_t errlen);
+
+/* ---- the wire formats (openai.c, anthropic.c), used by chat.c ---- */
+
+/* The state of one answer being assembled from stream events. */
+typedef struct llm_stream {
+    llm_response *out;
+    llm_delta_fn on_delta;
+    void *ctx;
+    buf *args;       /* per tool call, the arguments being streamed */
+    int *block_call; /* Anthropic: content block index → call index (-1) */
+    size_t nblocks;
+    bool done;       /* the format's end marker was seen */
+    char error[300]; /* an error event's text */
+} llm_stream;
+
+typedef struct llm_format {
+    /* Appends the request URL to url and the auth headers to headers. */
+    cm_rc (*endpoint)(const llm_endpoint *ep, buf *url, cm_strlist *headers);
+    /* The request body. */
+    json_t *(*body)(const llm_request *rq);
+    /* One stream event; false when it cannot be read. */
+    bool (*event)(llm_stream *st, const char *name, json_t *data);
+    /* A whole (non-streamed) answer; false when it cannot be read. */
+    bool (*whole)(llm_response *out, json_t *doc);
+} llm_format;
+
+extern const llm_format llm_openai_format, llm_anthropic_format;
+
+/* Shared by the formats: the call at index i (grown as needed), with its
+ * argument buffer; NULL on ENOMEM. */
+llm_tool_call *llm_stream_call(llm_stream *st, size_t i);
+/* Appends text to the answer and passes it to the delta callback. */
+cm_rc llm_stream_text(llm_stream *st, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,189 @@
+/*
+ * openai.c — the OpenAI-compatible Chat Completions wire format
+ * (`openai-completions`): POST <baseUrl>/chat/completions with a Bearer key;
+ * messages with roles system/user/assistant/tool, function tools, and in a
+ * stream `choices[0].delta` pieces (content, tool_calls by index), a
+ * finish_reason, a final usage chunk (stream_options.include_usage) and
+ * `data: [DONE]`.
+ */
+#include "llm.h"
+
+static cm_rc openai_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *headers)
+{
+    const char *base = ep->base_url && *ep->base_url ? ep->base_url : "https://api.openai.com/v1";
+    size_t n = strlen(base);
+    while (n > 1 && base[n - 1] == '/')
+        n--;
+    cm_rc rc = buf_printf(url, "%.*s/chat/completions", (int)n, base);
+    if (!rc && ep->api_key && *ep->api_key) {
+        buf h = BUF_INIT;
+        rc = buf_printf(&h, "Authorization: Bearer %s", ep->api_key);
+        if (!rc) rc = config_header_set(headers, h.data);
+        buf_release(&h);
+    }
+    return rc;
+}
+
+/* Parses a tool's JSON text, or an empty schema/object when it is not JSON. */
+static json_t *json_or_empty(const char *text)
+{
+    json_t *j = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        j = json_object();
+    }
+    return j;
+}
+
+static json_t *openai_body(const llm_request *rq)
+{
+    json_t *msgs = json_array(), *body = NULL;
+    if (!msgs) return NULL;
+    if (rq->system && *rq->system)
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", rq->system));
+    for (size_t i = 0; i < rq->n; i++) {
+        const llm_message *m = &rq->messages[i];
+        json_t *o = NULL;
+        if (m->role == LLM_USER) {
+            o = json_pack("{s:s,s:s}", "role", "user", "content", m->text ? m->text : "");
+        } else if (m->role == LLM_TOOL) {
+            o = json_pack("{s:s,s:s,s:s}", "role", "tool", "tool_call_id",
+                          m->tool_call_id ? m->tool_call_id : "", "content", m->text ? m->text : "");
+        } else {
+            o = json_pack("{s:s}", "role", "assistant");
+            json_object_set_new(o, "content", m->text && *m->text ? json_string(m->text) : json_null());
+            if (m->ncalls) {
+                json_t *calls = json_array();
+                for (size_t k = 0; k < m->ncalls; k++)
+                    json_array_append_new(
+                        calls, json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", m->calls[k].id, "type",
+                                         "function", "function", "name", m->calls[k].name,
+                                         "arguments",
+                                         m->calls[k].arguments ? m->calls[k].arguments : "{}"));
+                json_object_set_new(o, "tool_calls", calls);
+            }
+        }
+        if (!o || json_array_append_new(msgs, o)) goto fail;
+    }
+    body = json_pack("{s:s,s:o,s:b}", "model", rq->model, "messages", msgs, "stream", rq->stream);
+    msgs = NULL;
+    if (!body) goto fail;
+    if (rq->stream)
+        json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
+    if (rq->max_tokens > 0) json_object_set_new(body, "max_tokens", json_integer(rq->max_tokens));
+    if (rq->ntools) {
+        json_t *tools = json_array();
+        for (size_t i = 0; i < rq->ntools; i++)
+            json_array_append_new(
+                tools, json_pack("{s:s,s:{s:s,s:s,s:o}}", "type", "function", "function", "name",
+                                 rq->tools[i].name, "description",
+                                 rq->tools[i].description ? rq->tools[i].description : "",
+                                 "parameters", json_or_empty(rq->tools[i].parameters)));
+        json_object_set_new(body, "tools", tools);
+    }
+    return body;
+fail:
+    json_decref(msgs);
+    json_decref(body);
+    return NULL;
+}
+
+static const char *stop_name(const char *finish)
+{
+    if (!finish) return "";
+    if (!strcmp(finish, "stop")) return "stop";
+    if (!strcmp(finish, "length")) return "length";
+    if (!strcmp(finish, "tool_calls") || !strcmp(finish, "function_call")) return "toolUse";
+    return "error"; /* content_filter and the unknown */
+}
+
+static void usage_from(llm_usage *u, const json_t *j)
+{
+    if (!json_is_object(j)) return;
+    int64_t prompt = json_integer_value(json_object_get(j, "prompt_tokens"));
+    int64_t cached =
+        json_integer_value(json_object_get(json_object_get(j, "prompt_tokens_details"), "cached_tokens"));
+    u->cache_read = cached;
+    u->input = prompt > cached ? prompt - cached : 0;
+    u->output = json_integer_value(json_object_get(j, "completion_tokens"));
+    json_t *t = json_object_get(j, "total_tokens");
+    u->total = json_is_integer(t) ? json_integer_value(t) : prompt + u->output;
+}
+
+static bool openai_event(llm_stream *st, const char *name, json_t *d)
+{
+    (void)name;
+    if (!d) return false;
+    json_t *err = json_object_get(d, "error");
+    if (err) {
+        const char *m = json_string_value(json_object_get(err, "message"));
+        snprintf(st->error, sizeof st->error, "%s", m ? m : "error event in the stream");
+        return true;
+    }
+    const char *id = json_string_value(json_object_get(d, "id"));
+    if (id && !st->out->response_id[0])
+        snprintf(st->out->response_id, sizeof st->out->response_id, "%s", id);
+    usage_from(&st->out->usage, json_object_get(d, "usage"));
+    json_t *choice = json_array_get(json_object_get(d, "choices"), 0);
+    if (!choice) return true; /* the usage chunk */
+    json_t *delta = json_object_get(choice, "delta");
+    const char *text = json_string_value(json_object_get(delta, "content"));
+    if (text && *text && llm_stream_text(st, text, strlen(text))) return false;
+    size_t k;
+    json_t *tc;
+    json_array_foreach(json_object_get(delta, "tool_calls"), k, tc)
+    {
+        json_t *ix = json_object_get(tc, "index");
+        size_t i = json_is_integer(ix) && json_integer_value(ix) >= 0 ? (size_t)json_integer_value(ix) : k;
+        if (i > 1024) return false;
+        llm_tool_call *c = llm_stream_call(st, i);
+        if (!c) return false;
+        const char *cid = json_string_value(json_object_get(tc, "id"));
+        json_t *fn = json_object_get(tc, "function");
+        const char *fname = json_string_value(json_object_get(fn, "name"));
+        const char *args = json_string_value(json_object_get(fn, "arguments"));
+        if (cid && *cid && !c->id && !(c->id = cm_strdup(cid))) return false;
+        if (fname && *fname && !c->name && !(c->name = cm_strdup(fname))) return false;
+        if (args && buf_adds(&st->args[i], args)) return false;
+    }
+    const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
+    if (finish) {
+        snprintf(st->out->stop_reason, sizeof st->out->stop_reason, "%s", stop_name(finish));
+        st->done = true;
+    }
+    return true;
+}
+
+static bool openai_whole(llm_response *out, json_t *doc)
+{
+    json_t *choice = json_array_get(json_object_get(doc, "choices"), 0);
+    json_t *msg = json_object_get(choice, "message");
+    if (!json_is_object(msg)) return false;
+    const char *id = json_string_value(json_object_get(doc, "id"));
+    snprintf(out->response_id, sizeof out->response_id, "%s", id ? id : "");
+    const char *text = json_string_value(json_object_get(msg, "content"));
+    if (text && buf_adds(&out->text, text)) return false;
+    json_t *calls = json_object_get(msg, "tool_calls");
+    size_t n = json_array_size(calls);
+    if (n) {
+        out->calls = calloc(n, sizeof *out->calls);
+        if (!out->calls) return false;
+        for (size_t i = 0; i < n; i++) {
+            json_t *c = json_array_get(calls, i), *fn = json_object_get(c, "function");
+            const char *cid = json_string_value(json_object_get(c, "id"));
+            const char *name = json_string_value(json_object_get(fn, "name"));
+            const char *args = json_string_value(json_object_get(fn, "arguments"));
+            llm_tool_call *t = &out->calls[out->ncalls++];
+            t->id = cm_strdup(cid ? cid : "");
+            t->name = cm_strdup(name ? name : "");
+            t->arguments = cm_strdup(args && *args ? args : "{}");
+            if (!t->id || !t->name || !t->arguments) return false;
+        }
+    }
+    snprintf(out->stop_reason, sizeof out->stop_reason, "%s",
+             stop_name(json_string_value(json_object_get(choice, "finish_reason"))));
+    usage_from(&out->usage, json_object_get(doc, "usage"));
+    return true;
+}
+
+const llm_format llm_openai_format = {openai_endpoint, openai_body, openai_event, openai_whole};

@@ -1,0 +1,405 @@
+/*
+ * test_llm.c — the chat clients (src/llm): the SSE parser on streams cut
+ * into pieces of every size, both wire formats against the loopback server's
+ * scripted answers (the exact request sent, streamed text and tool-call
+ * deltas assembled, usage, stop reasons), and failures: cut streams, error
+ * events, 429 with Retry-After, billing, garbage, a server echoing the key.
+ */
+#include <jansson.h>
+
+#include "../src/llm/llm.h"
+#include "../src/llm/sse.h"
+#include "fakeserver.h"
+#include "test.h"
+
+typedef struct seen {
+    buf log; /* "name=data|" per event */
+    int n;
+} seen;
+
+static bool record(void *ctx, const char *event, const char *data, size_t len)
+{
+    seen *s = ctx;
+    buf_printf(&s->log, "%s=%.*s|", event, (int)len, data);
+    s->n++;
+    return true;
+}
+
+static const char sse_text[] = "\xEF\xBB\xBF: keep-alive comment\r\n"
+                               "event: first\r\n"
+                               "data: one\r\n"
+                               "data:two\r\n"
+                               "\r\n"
+                               "id: 7\n"
+                               "retry: 100\n"
+                               "data: {\"a\": 1}\n"
+                               "\n"
+                               "event: nodata\n"
+                               "\n"
+                               "data\r"
+                               "\r"
+                               "data: a: b\n"
+                               "unknown: x\n"
+                               "\n"
+                               "data: never finished\n";
+
+TEST(sse_events_in_pieces_of_any_size)
+{
+    const char *want = "first=one\ntwo|message={\"a\": 1}|message=|message=a: b|";
+    size_t n = sizeof sse_text - 1;
+    for (size_t piece = 1; piece <= n; piece++) {
+        seen s = {BUF_INIT, 0};
+        sse_parser p;
+        sse_init(&p, 1024, record, &s);
+        for (size_t i = 0; i < n; i += piece)
+            EXPECT_INT(sse_feed(&p, sse_text + i, CM_MIN(piece, n - i)), CM_OK);
+        EXPECT(!sse_finish(&p)); /* the last event had no blank line */
+        if (strcmp(s.log.data ? s.log.data : "", want) != 0)
+            test_fail(__FILE__, __LINE__, "pieces of %zu: got %s", piece, s.log.data);
+        EXPECT_INT(s.n, 4);
+        sse_release(&p);
+        buf_release(&s.log);
+    }
+}
+
+static bool stop_at_first(void *ctx, const char *event, const char *data, size_t len)
+{
+    (void)event, (void)data, (void)len;
+    ++*(int *)ctx;
+    return false;
+}
+
+TEST(sse_caps_and_stops)
+{
+    int calls = 0;
+    sse_parser p;
+    sse_init(&p, 64, stop_at_first, &calls);
+    char big[200];
+    memset(big, 'x', sizeof big);
+    EXPECT_INT(sse_feed(&p, "data: ", 6), CM_OK);
+    EXPECT_INT(sse_feed(&p, big, sizeof big), CM_ETOOBIG); /* a line over the cap */
+    sse_release(&p);
+    sse_init(&p, 64, stop_at_first, &calls);
+    EXPECT_INT(sse_feed(&p, "data: a\n\ndata: b\n\n", 18), CM_ECANCELED);
+    EXPECT_INT(calls, 1);
+    sse_release(&p);
+}
+
+/* ---- the wire formats against the loopback server ---- */
+
+static char *sse_answer(const char *const *events)
+{
+    buf b = BUF_INIT;
+    buf_adds(&b, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+    for (size_t i = 0; events[i]; i++)
+        buf_adds(&b, events[i]);
+    return buf_detach(&b);
+}
+
+static char *json_answer(int status, const char *extra_headers, const char *body)
+{
+    buf b = BUF_INIT;
+    buf_printf(&b,
+               "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
+               "Connection: close\r\n\r\n%s",
+               status, strlen(body), extra_headers ? extra_headers : "", body);
+    return buf_detach(&b);
+}
+
+typedef struct deltas {
+    buf text;
+    int n;
+} deltas;
+
+static void on_delta(void *ctx, const char *s, size_t n)
+{
+    deltas *d = ctx;
+    buf_add(&d->text, s, n);
+    d->n++;
+}
+
+/* A conversation with a tool round trip, as the agent layer sends it. */
+static char call_id[] = "call_1", call_name[] = "memory_search", call_args[] = "{\"query\":\"dog\"}";
+static const llm_tool_call earlier_call = {call_id, call_name, call_args};
+static const llm_message convo[] = {
+    {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false},
+    {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false},
+    {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false},
+    {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false},
+};
+static const llm_tool_def tools[] = {
+    {"memory_search", "Search memory", "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}}}"},
+};
+
+static llm_request request(const char *model, bool stream)
+{
+    llm_request rq = {model, "You are helpful.", convo, ARRAY_LEN(convo), tools, 1, 0, stream};
+    return rq;
+}
+
+TEST(llm_openai_stream_assembles_text_and_tool_calls)
+{
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    const char *events[] = {
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Let me \"}}]}\n\n",
+        ": keep-alive\n\n",
+        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"check.\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_9\",\"type\":\"function\",\"function\":{\"name\":\"memory_search\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"que\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_10\",\"function\":{\"name\":\"memory_get\",\"arguments\":\"{}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"ry\\\":\\\"cat\\\"}\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":30,\"total_tokens\":150,\"prompt_tokens_details\":{\"cached_tokens\":100}}}\n\n",
+        "data: [DONE]\n\n",
+        NULL};
+    char *raw = sse_answer(events);
+    fake_push_raw(fs, raw, true);
+    free(raw);
+    cm_strlist extra = {0};
+    config_header_set(&extra, "X-Team: memory");
+    llm_endpoint ep = {LLM_API_OPENAI, base, "sk-test-key-0001", &extra, 5000, 5000};
+    llm_request rq = request("gpt-test", true);
+    llm_response out;
+    llm_error e;
+    char err[512];
+    deltas d = {BUF_INIT, 0};
+    EXPECT_INT(llm_chat(&ep, &rq, on_delta, &d, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_STR(out.text.data, "Let me check.");
+    EXPECT_STR(d.text.data, "Let me check.");
+    EXPECT_INT(d.n, 2);
+    EXPECT_INT(out.ncalls, 2);
+    EXPECT_STR(out.calls[0].id, "call_9");
+    EXPECT_STR(out.calls[0].name, "memory_search");
+    EXPECT_STR(out.calls[0].arguments, "{\"query\":\"cat\"}");
+    EXPECT_STR(out.calls[1].name, "memory_get");
+    EXPECT_STR(out.calls[1].arguments, "{}");
+    EXPECT_STR(out.stop_reason, "toolUse");
+    EXPECT_STR(out.response_id, "chatcmpl-1");
+    EXPECT_INT(out.usage.input, 20);
+    EXPECT_INT(out.usage.cache_read, 100);
+    EXPECT_INT(out.usage.output, 30);
+    EXPECT_INT(out.usage.total, 150);
+    /* The request as sent. */
+    const fake_request *q = fake_get(fs, 0);
+    EXPECT_STR(q->method, "POST");
+    EXPECT_STR(q->path, "/chat/completions");
+    EXPECT_CONTAINS(q->headers, "Authorization: Bearer sk-test-key-0001");
+    EXPECT_CONTAINS(q->headers, "X-Team: memory");
+    json_t *b = json_loads(q->body, 0, NULL);
+    EXPECT(b != NULL);
+    EXPECT_STR(json_string_value(json_object_get(b, "model")), "gpt-test");
+    EXPECT(json_is_true(json_object_get(b, "stream")));
+    EXPECT(json_is_true(json_object_get(json_object_get(b, "stream_options"), "include_usage")));
+    json_t *msgs = json_object_get(b, "messages");
+    EXPECT_INT(json_array_size(msgs), 5);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(msgs, 0), "role")), "system");
+    json_t *asst = json_array_get(msgs, 2);
+    EXPECT(json_is_null(json_object_get(asst, "content")));
+    json_t *call = json_array_get(json_object_get(asst, "tool_calls"), 0);
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(call, "function"), "arguments")),
+               "{\"query\":\"dog\"}");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(msgs, 3), "tool_call_id")), "call_1");
+    json_t *fn = json_object_get(json_array_get(json_object_get(b, "tools"), 0), "function");
+    EXPECT_STR(json_string_value(json_object_get(fn, "name")), "memory_search");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(fn, "parameters"), "type")), "object");
+    json_decref(b);
+    llm_response_release(&out);
+    buf_release(&d.text);
+    for (size_t i = 0; i < extra.n; i++) free(extra.v[i]);
+    free(extra.v);
+    fake_stop(fs);
+}
+
+TEST(llm_anthropic_stream_assembles_text_and_tool_calls)
+{
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    const char *events[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":50,\"cache_read_input_tokens\":10,\"cache_creation_input_tokens\":5,\"output_tokens\":1}}}\n\n",
+        "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Searching\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"memory_search\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"query\\\": \"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"cat\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":40}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        NULL};
+    char *raw = sse_answer(events);
+    fake_push_raw(fs, raw, true);
+    free(raw);
+    llm_endpoint ep = {LLM_API_ANTHROPIC, base, "sk-ant-api-test-0002", NULL, 5000, 5000};
+    llm_request rq = request("claude-test", true);
+    llm_response out;
+    llm_error e;
+    char err[512];
+    EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_STR(out.text.data, "Searching");
+    EXPECT_INT(out.ncalls, 1);
+    EXPECT_STR(out.calls[0].id, "toolu_1");
+    EXPECT_STR(out.calls[0].arguments, "{\"query\": \"cat\"}");
+    EXPECT_STR(out.stop_reason, "toolUse");
+    EXPECT_STR(out.response_id, "msg_1");
+    EXPECT_INT(out.usage.input, 50);
+    EXPECT_INT(out.usage.cache_read, 10);
+    EXPECT_INT(out.usage.cache_write, 5);
+    EXPECT_INT(out.usage.output, 40);
+    EXPECT_INT(out.usage.total, 105);
+    const fake_request *q = fake_get(fs, 0);
+    EXPECT_STR(q->path, "/v1/messages");
+    EXPECT_CONTAINS(q->headers, "x-api-key: sk-ant-api-test-0002");
+    EXPECT_CONTAINS(q->headers, "anthropic-version: 2023-06-01");
+    json_t *b = json_loads(q->body, 0, NULL);
+    EXPECT_STR(json_string_value(json_object_get(b, "system")), "You are helpful.");
+    EXPECT_INT(json_integer_value(json_object_get(b, "max_tokens")), 4096);
+    json_t *msgs = json_object_get(b, "messages");
+    /* user, assistant (tool_use), user (tool_result + the next question) */
+    EXPECT_INT(json_array_size(msgs), 3);
+    json_t *tu = json_array_get(json_object_get(json_array_get(msgs, 1), "content"), 0);
+    EXPECT_STR(json_string_value(json_object_get(tu, "type")), "tool_use");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(tu, "input"), "query")), "dog");
+    json_t *last = json_object_get(json_array_get(msgs, 2), "content");
+    EXPECT_INT(json_array_size(last), 2);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(last, 0), "type")), "tool_result");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(last, 0), "tool_use_id")), "call_1");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(last, 1), "text")), "And the cat?");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(json_object_get(b, "tools"), 0), "name")),
+               "memory_search");
+    json_decref(b);
+    llm_response_release(&out);
+    fake_stop(fs);
+}
+
+TEST(llm_whole_answers_both_formats)
+{
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    char *raw = json_answer(200, NULL,
+                            "{\"id\":\"c2\",\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
+                            "\"tool_calls\":[{\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"memory_get\","
+                            "\"arguments\":\"{\\\"path\\\":\\\"MEMORY.md\\\"}\"}}]},\"finish_reason\":\"length\"}],"
+                            "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,\"total_tokens\":11}}");
+    fake_push_raw(fs, raw, true);
+    free(raw);
+    raw = json_answer(200, NULL,
+                      "{\"id\":\"m2\",\"content\":[{\"type\":\"text\",\"text\":\"Yo\"},{\"type\":\"tool_use\","
+                      "\"id\":\"tu\",\"name\":\"memory_search\",\"input\":{\"query\":\"x\"}}],"
+                      "\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}");
+    fake_push_raw(fs, raw, true);
+    free(raw);
+    llm_response out;
+    llm_error e;
+    char err[512];
+    llm_endpoint ep = {LLM_API_OPENAI, base, NULL, NULL, 5000, 5000};
+    llm_request rq = request("m", false);
+    EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_STR(out.text.data, "Hi");
+    EXPECT_STR(out.calls[0].arguments, "{\"path\":\"MEMORY.md\"}");
+    EXPECT_STR(out.stop_reason, "length");
+    EXPECT_INT(out.usage.total, 11);
+    EXPECT(strcasestr(fake_get(fs, 0)->headers, "authorization") == NULL); /* no key, no header */
+    llm_response_release(&out);
+    ep.api = LLM_API_ANTHROPIC;
+    EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_STR(out.text.data, "Yo");
+    EXPECT_STR(out.calls[0].arguments, "{\"query\":\"x\"}");
+    EXPECT_STR(out.stop_reason, "stop");
+    EXPECT_INT(out.usage.total, 7);
+    llm_response_release(&out);
+    fake_stop(fs);
+}
+
+/* One call against one scripted answer; returns the rc, fills e and err. */
+static cm_rc one(llm_api api, const char *raw, llm_error *e, char *err, size_t errlen)
+{
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    fake_push_raw(fs, raw, true);
+    llm_endpoint ep = {api, base, "sk-secret-key-0003", NULL, 5000, 5000};
+    llm_request rq = request("m", true);
+    llm_response out;
+    cm_rc rc = llm_chat(&ep, &rq, NULL, NULL, &out, e, err, errlen);
+    llm_response_release(&out);
+    fake_stop(fs);
+    return rc;
+}
+
+TEST(llm_failures_are_classified)
+{
+    llm_error e;
+    char err[512];
+    /* A stream cut before its end: retryable, a timeout-like failure. */
+    const char *cut[] = {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n", NULL};
+    char *raw = sse_answer(cut);
+    EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT(e.retryable);
+    EXPECT_INT(e.reason, AUTH_R_TIMEOUT);
+    EXPECT_CONTAINS(err, "ended before the answer");
+    const char *cut2[] = {"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n", NULL};
+    raw = sse_answer(cut2);
+    EXPECT_INT(one(LLM_API_ANTHROPIC, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT(e.retryable);
+    /* An error event inside the stream. */
+    const char *ov[] = {"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", NULL};
+    raw = sse_answer(ov);
+    EXPECT_INT(one(LLM_API_ANTHROPIC, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT_INT(e.reason, AUTH_R_OVERLOADED);
+    EXPECT_CONTAINS(err, "Overloaded");
+    /* 429 with Retry-After. */
+    raw = json_answer(429, "Retry-After: 7\r\n", "{\"error\":{\"message\":\"Rate limit reached\"}}");
+    EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT_INT(e.status, 429);
+    EXPECT_INT(e.reason, AUTH_R_RATE_LIMIT);
+    EXPECT_INT(e.retry_after_ms, 7000);
+    EXPECT(e.retryable);
+    EXPECT_CONTAINS(err, "HTTP 429: Rate limit reached");
+    /* Billing. */
+    raw = json_answer(402, NULL, "{\"error\":{\"message\":\"insufficient credits\"}}");
+    EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT_INT(e.reason, AUTH_R_BILLING);
+    EXPECT(!e.retryable);
+    /* A server that echoes the key: the message never carries it. */
+    raw = json_answer(401, NULL,
+                      "{\"error\":{\"message\":\"Incorrect API key provided: sk-secret-key-0003\\n\\u001b[31m\"}}");
+    EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT_INT(e.reason, AUTH_R_AUTH);
+    EXPECT(strstr(err, "sk-secret-key-0003") == NULL);
+    EXPECT(strchr(err, '\x1b') == NULL && strchr(err, '\n') == NULL);
+    EXPECT_CONTAINS(err, "[redacted]");
+    /* Garbage with 200. */
+    raw = json_answer(200, NULL, "<html>proxy</html>");
+    EXPECT_INT(one(LLM_API_ANTHROPIC, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT(e.retryable);
+    EXPECT_CONTAINS(err, "not a anthropic-messages response");
+    /* An unreadable event. */
+    const char *bad[] = {"data: {not json\n\n", NULL};
+    raw = sse_answer(bad);
+    EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT_CONTAINS(err, "unreadable stream event");
+}
+
+TEST(llm_unreachable_server_is_a_timeout_class)
+{
+    llm_endpoint ep = {LLM_API_OPENAI, "http://user:pw@127.0.0.1:9/v1", "sk-x-0004", NULL, 2000, 2000};
+    llm_request rq = request("m", true);
+    llm_response out;
+    llm_error e;
+    char err[512];
+    EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_EIO);
+    llm_response_release(&out);
+    EXPECT(e.retryable);
+    EXPECT_INT(e.reason, AUTH_R_TIMEOUT);
+    EXPECT(strstr(err, "pw@") == NULL);
+    EXPECT_CONTAINS(err, "http://127.0.0.1:9/v1/chat/completions");
+}
