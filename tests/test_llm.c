@@ -119,7 +119,8 @@ static void on_delta(void *ctx, const char *s, size_t n)
 }
 
 /* A conversation with a tool round trip, as the agent layer sends it. */
-static char call_id[] = "call_1", call_name[] = "memory_search", call_args[] = "{\"query\":\"dog\"}";
+static char call_id[] = "call_1", call_name[] = "memory_search",
+            call_args[] = "{\"query\":\"dog\"}";
 static const llm_tool_call earlier_call = {call_id, call_name, call_args};
 static const llm_message convo[] = {
     {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false},
@@ -128,7 +129,8 @@ static const llm_message convo[] = {
     {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false},
 };
 static const llm_tool_def tools[] = {
-    {"memory_search", "Search memory", "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}}}"},
+    {"memory_search", "Search memory",
+     "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}}}"},
 };
 
 static llm_request request(const char *model, bool stream)
@@ -142,15 +144,30 @@ TEST(llm_openai_stream_assembles_text_and_tool_calls)
     char base[64];
     fake_server *fs = fake_start(8, base);
     const char *events[] = {
-        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Let me \"}}]}\n\n",
+        "data: "
+        "{\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+        "\"content\":\"Let me \"}}]}\n\n",
         ": keep-alive\n\n",
-        "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"check.\"}}]}\n\n",
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_9\",\"type\":\"function\",\"function\":{\"name\":\"memory_search\",\"arguments\":\"\"}}]}}]}\n\n",
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"que\"}}]}}]}\n\n",
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_10\",\"function\":{\"name\":\"memory_get\",\"arguments\":\"{}\"}}]}}]}\n\n",
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"ry\\\":\\\"cat\\\"}\"}}]}}]}\n\n",
+        "data: "
+        "{\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"check.\"}}]}"
+        "\n\n",
+        "data: "
+        "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_9\","
+        "\"type\":\"function\",\"function\":{\"name\":\"memory_search\",\"arguments\":\"\"}}]}}]}"
+        "\n\n",
+        "data: "
+        "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{"
+        "\"arguments\":\"{\\\"que\"}}]}}]}\n\n",
+        "data: "
+        "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_10\","
+        "\"function\":{\"name\":\"memory_get\",\"arguments\":\"{}\"}}]}}]}\n\n",
+        "data: "
+        "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{"
+        "\"arguments\":\"ry\\\":\\\"cat\\\"}\"}}]}}]}\n\n",
         "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
-        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":30,\"total_tokens\":150,\"prompt_tokens_details\":{\"cached_tokens\":100}}}\n\n",
+        "data: "
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":120,\"completion_tokens\":30,\"total_"
+        "tokens\":150,\"prompt_tokens_details\":{\"cached_tokens\":100}}}\n\n",
         "data: [DONE]\n\n",
         NULL};
     char *raw = sse_answer(events);
@@ -199,14 +216,17 @@ TEST(llm_openai_stream_assembles_text_and_tool_calls)
     json_t *call = json_array_get(json_object_get(asst, "tool_calls"), 0);
     EXPECT_STR(json_string_value(json_object_get(json_object_get(call, "function"), "arguments")),
                "{\"query\":\"dog\"}");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(msgs, 3), "tool_call_id")), "call_1");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(msgs, 3), "tool_call_id")),
+               "call_1");
     json_t *fn = json_object_get(json_array_get(json_object_get(b, "tools"), 0), "function");
     EXPECT_STR(json_string_value(json_object_get(fn, "name")), "memory_search");
-    EXPECT_STR(json_string_value(json_object_get(json_object_get(fn, "parameters"), "type")), "object");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(fn, "parameters"), "type")),
+               "object");
     json_decref(b);
     llm_response_release(&out);
     buf_release(&d.text);
-    for (size_t i = 0; i < extra.n; i++) free(extra.v[i]);
+    for (size_t i = 0; i < extra.n; i++)
+        free(extra.v[i]);
     free(extra.v);
     fake_stop(fs);
 }
@@ -216,16 +236,31 @@ TEST(llm_anthropic_stream_assembles_text_and_tool_calls)
     char base[64];
     fake_server *fs = fake_start(8, base);
     const char *events[] = {
-        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":50,\"cache_read_input_tokens\":10,\"cache_creation_input_tokens\":5,\"output_tokens\":1}}}\n\n",
+        "event: message_start\ndata: "
+        "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"usage\":{\"input_tokens\":50,"
+        "\"cache_read_input_tokens\":10,\"cache_creation_input_tokens\":5,\"output_tokens\":1}}}"
+        "\n\n",
         "event: ping\ndata: {\"type\":\"ping\"}\n\n",
-        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
-        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Searching\"}}\n\n",
+        "event: content_block_start\ndata: "
+        "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\","
+        "\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: "
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+        "\"Searching\"}}\n\n",
         "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
-        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"memory_search\",\"input\":{}}}\n\n",
-        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"query\\\": \"}}\n\n",
-        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"cat\\\"}\"}}\n\n",
+        "event: content_block_start\ndata: "
+        "{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\","
+        "\"id\":\"toolu_1\",\"name\":\"memory_search\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: "
+        "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+        "\"partial_json\":\"{\\\"query\\\": \"}}\n\n",
+        "event: content_block_delta\ndata: "
+        "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+        "\"partial_json\":\"\\\"cat\\\"}\"}}\n\n",
         "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
-        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":40}}\n\n",
+        "event: message_delta\ndata: "
+        "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_"
+        "tokens\":40}}\n\n",
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
         NULL};
     char *raw = sse_answer(events);
@@ -264,10 +299,12 @@ TEST(llm_anthropic_stream_assembles_text_and_tool_calls)
     json_t *last = json_object_get(json_array_get(msgs, 2), "content");
     EXPECT_INT(json_array_size(last), 2);
     EXPECT_STR(json_string_value(json_object_get(json_array_get(last, 0), "type")), "tool_result");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(last, 0), "tool_use_id")), "call_1");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(last, 0), "tool_use_id")),
+               "call_1");
     EXPECT_STR(json_string_value(json_object_get(json_array_get(last, 1), "text")), "And the cat?");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(json_object_get(b, "tools"), 0), "name")),
-               "memory_search");
+    EXPECT_STR(
+        json_string_value(json_object_get(json_array_get(json_object_get(b, "tools"), 0), "name")),
+        "memory_search");
     json_decref(b);
     llm_response_release(&out);
     fake_stop(fs);
@@ -277,17 +314,20 @@ TEST(llm_whole_answers_both_formats)
 {
     char base[64];
     fake_server *fs = fake_start(8, base);
-    char *raw = json_answer(200, NULL,
-                            "{\"id\":\"c2\",\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
-                            "\"tool_calls\":[{\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"memory_get\","
-                            "\"arguments\":\"{\\\"path\\\":\\\"MEMORY.md\\\"}\"}}]},\"finish_reason\":\"length\"}],"
-                            "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,\"total_tokens\":11}}");
+    char *raw = json_answer(
+        200, NULL,
+        "{\"id\":\"c2\",\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
+        "\"tool_calls\":[{\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"memory_"
+        "get\","
+        "\"arguments\":\"{\\\"path\\\":\\\"MEMORY.md\\\"}\"}}]},\"finish_reason\":\"length\"}],"
+        "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,\"total_tokens\":11}}");
     fake_push_raw(fs, raw, true);
     free(raw);
-    raw = json_answer(200, NULL,
-                      "{\"id\":\"m2\",\"content\":[{\"type\":\"text\",\"text\":\"Yo\"},{\"type\":\"tool_use\","
-                      "\"id\":\"tu\",\"name\":\"memory_search\",\"input\":{\"query\":\"x\"}}],"
-                      "\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}");
+    raw = json_answer(
+        200, NULL,
+        "{\"id\":\"m2\",\"content\":[{\"type\":\"text\",\"text\":\"Yo\"},{\"type\":\"tool_use\","
+        "\"id\":\"tu\",\"name\":\"memory_search\",\"input\":{\"query\":\"x\"}}],"
+        "\"stop_reason\":\"end_turn\",\"usage\":{\"input_tokens\":3,\"output_tokens\":4}}");
     fake_push_raw(fs, raw, true);
     free(raw);
     llm_response out;
@@ -332,27 +372,34 @@ TEST(llm_failures_are_classified)
     llm_error e;
     char err[512];
     /* A stream cut before its end: retryable, a timeout-like failure. */
-    const char *cut[] = {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n", NULL};
+    const char *cut[] = {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
+                         NULL};
     char *raw = sse_answer(cut);
     EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT(e.retryable);
     EXPECT_INT(e.reason, AUTH_R_TIMEOUT);
     EXPECT_CONTAINS(err, "ended before the answer");
-    const char *cut2[] = {"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n", NULL};
+    const char *cut2[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
+        NULL};
     raw = sse_answer(cut2);
     EXPECT_INT(one(LLM_API_ANTHROPIC, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT(e.retryable);
     /* An error event inside the stream. */
-    const char *ov[] = {"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", NULL};
+    const char *ov[] = {"event: error\ndata: "
+                        "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":"
+                        "\"Overloaded\"}}\n\n",
+                        NULL};
     raw = sse_answer(ov);
     EXPECT_INT(one(LLM_API_ANTHROPIC, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT_INT(e.reason, AUTH_R_OVERLOADED);
     EXPECT_CONTAINS(err, "Overloaded");
     /* 429 with Retry-After. */
-    raw = json_answer(429, "Retry-After: 7\r\n", "{\"error\":{\"message\":\"Rate limit reached\"}}");
+    raw =
+        json_answer(429, "Retry-After: 7\r\n", "{\"error\":{\"message\":\"Rate limit reached\"}}");
     EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT_INT(e.status, 429);
@@ -368,7 +415,8 @@ TEST(llm_failures_are_classified)
     EXPECT(!e.retryable);
     /* A server that echoes the key: the message never carries it. */
     raw = json_answer(401, NULL,
-                      "{\"error\":{\"message\":\"Incorrect API key provided: sk-secret-key-0003\\n\\u001b[31m\"}}");
+                      "{\"error\":{\"message\":\"Incorrect API key provided: "
+                      "sk-secret-key-0003\\n\\u001b[31m\"}}");
     EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT_INT(e.reason, AUTH_R_AUTH);
@@ -391,7 +439,8 @@ TEST(llm_failures_are_classified)
 
 TEST(llm_unreachable_server_is_a_timeout_class)
 {
-    llm_endpoint ep = {LLM_API_OPENAI, "http://user:pw@127.0.0.1:9/v1", "sk-x-0004", NULL, 2000, 2000};
+    llm_endpoint ep = {
+        LLM_API_OPENAI, "http://user:pw@127.0.0.1:9/v1", "sk-x-0004", NULL, 2000, 2000};
     llm_request rq = request("m", true);
     llm_response out;
     llm_error e;

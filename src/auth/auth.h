@@ -51,6 +51,10 @@ auth_reason auth_reason_parse(const char *s);
  * text's patterns. AUTH_R_NONE when nothing matches. */
 auth_reason auth_classify(int http_status, const char *message);
 
+/* Whether an error text says the prompt exceeds the model's context (the
+ * caller compacts and retries; no profile is at fault). */
+bool auth_context_overflow(const char *message);
+
 /* auth.cooldowns of the config. Zero or negative hours mean the default
  * (billing 5 h doubling up to 24 h; counters reset after 24 h without a
  * failure). by_provider: borrowed {provider: hours} or NULL. */
@@ -142,6 +146,11 @@ cm_rc auth_mark_used(auth_store *s, const char *path, const char *profile_id, in
                      char *err, size_t errlen);
 cm_rc auth_mark_failure(auth_store *s, const char *path, const char *profile_id, auth_reason r,
                         const auth_cooldowns *c, int64_t now_ms, char *err, size_t errlen);
+/* The same, with a cooldown that lasts at least until not_before_ms (a
+ * server's Retry-After); 0 for none. */
+cm_rc auth_mark_failure_until(auth_store *s, const char *path, const char *profile_id,
+                              auth_reason r, const auth_cooldowns *c, int64_t not_before_ms,
+                              int64_t now_ms, char *err, size_t errlen);
 cm_rc auth_mark_good(auth_store *s, const char *path, const char *provider, const char *profile_id,
                      int64_t now_ms, char *err, size_t errlen);
 cm_rc auth_clear_cooldown(auth_store *s, const char *path, const char *profile_id, int64_t now_ms,

@@ -223,6 +223,38 @@ static auth_reason classify_text(const char *t)
     return AUTH_R_NONE;
 }
 
+bool auth_context_overflow(const char *message)
+{
+    char t[2048];
+    size_t n = 0;
+    for (const char *p = message ? message : ""; *p && n + 1 < sizeof t; p++)
+        t[n++] = (char)tolower((unsigned char)*p);
+    t[n] = 0;
+    if (has_any(t, rate_limit_pats) || has_word(t, "tpm")) return false;
+    static const char *const pats[] = {
+        "request_too_large",
+        "request exceeds the maximum size",
+        "context length exceeded",
+        "maximum context length",
+        "prompt is too long",
+        "prompt too long",
+        "exceeds model context window",
+        "model token limit",
+        "context overflow:",
+        "exceed context limit",
+        "exceeds the model's maximum context",
+        "context_window_exceeded",
+        "\xe4\xb8\x8a\xe4\xb8\x8b\xe6\x96\x87\xe8\xbf\x87\xe9\x95\xbf", /* 上下文过长 */
+        NULL};
+    if (has_any(t, pats)) return true;
+    bool ctx = strstr(t, "context") != NULL;
+    return (strstr(t, "request size exceeds") &&
+            (strstr(t, "context window") || strstr(t, "context length"))) ||
+           (strstr(t, "max_tokens") && strstr(t, "exceed") && ctx) ||
+           (strstr(t, "input length") && strstr(t, "exceed") && ctx) ||
+           (has_word(t, "413") && strstr(t, "too large"));
+}
+
 auth_reason auth_classify(int status, const char *message)
 {
     /* Lower-case a bounded copy: error bodies can be large. */

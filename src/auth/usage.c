@@ -435,6 +435,7 @@ typedef struct mark_ctx {
     enum { MARK_USED, MARK_FAILURE, MARK_GOOD, MARK_CLEAR } what;
     auth_reason reason;
     const auth_cooldowns *cooldowns;
+    int64_t not_before;
 } mark_ctx;
 
 static json_t *usage_stats(json_t *doc)
@@ -485,7 +486,11 @@ static cm_rc mark_fn(json_t *doc, void *vctx, int64_t now, bool *changed, char *
         if (cooldown_bypassed(provider)) return CM_OK;
         json_t *next = auth_stats_after_failure(json_is_object(st) ? st : NULL, provider, m->reason,
                                                 m->cooldowns, now);
-        if (!next || json_object_set_new(u, m->profile_id, next)) return CM_ENOMEM;
+        if (!next) return CM_ENOMEM;
+        if (m->not_before > get_ms(next, "cooldownUntil") &&
+            m->not_before > get_ms(next, "disabledUntil"))
+            json_object_set_new(next, "cooldownUntil", json_integer(m->not_before));
+        if (json_object_set_new(u, m->profile_id, next)) return CM_ENOMEM;
         break;
     }
     case MARK_GOOD: {
@@ -506,27 +511,34 @@ static cm_rc mark_fn(json_t *doc, void *vctx, int64_t now, bool *changed, char *
 cm_rc auth_mark_used(auth_store *s, const char *path, const char *profile_id, int64_t now,
                      char *err, size_t errlen)
 {
-    mark_ctx m = {profile_id, NULL, MARK_USED, AUTH_R_NONE, NULL};
+    mark_ctx m = {profile_id, NULL, MARK_USED, AUTH_R_NONE, NULL, 0};
     return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }
 
 cm_rc auth_mark_failure(auth_store *s, const char *path, const char *profile_id, auth_reason r,
                         const auth_cooldowns *c, int64_t now, char *err, size_t errlen)
 {
-    mark_ctx m = {profile_id, NULL, MARK_FAILURE, r, c};
+    return auth_mark_failure_until(s, path, profile_id, r, c, 0, now, err, errlen);
+}
+
+cm_rc auth_mark_failure_until(auth_store *s, const char *path, const char *profile_id,
+                              auth_reason r, const auth_cooldowns *c, int64_t not_before,
+                              int64_t now, char *err, size_t errlen)
+{
+    mark_ctx m = {profile_id, NULL, MARK_FAILURE, r, c, not_before};
     return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }
 
 cm_rc auth_mark_good(auth_store *s, const char *path, const char *provider, const char *profile_id,
                      int64_t now, char *err, size_t errlen)
 {
-    mark_ctx m = {profile_id, provider, MARK_GOOD, AUTH_R_NONE, NULL};
+    mark_ctx m = {profile_id, provider, MARK_GOOD, AUTH_R_NONE, NULL, 0};
     return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }
 
 cm_rc auth_clear_cooldown(auth_store *s, const char *path, const char *profile_id, int64_t now,
                           char *err, size_t errlen)
 {
-    mark_ctx m = {profile_id, NULL, MARK_CLEAR, AUTH_R_NONE, NULL};
+    mark_ctx m = {profile_id, NULL, MARK_CLEAR, AUTH_R_NONE, NULL, 0};
     return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }

@@ -60,7 +60,8 @@ static json_t *anthropic_body(const llm_request *rq)
             json_array_append_new(content, tr);
         } else {
             if (m->text && *m->text)
-                json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text", "text", m->text));
+                json_array_append_new(content,
+                                      json_pack("{s:s,s:s}", "type", "text", "text", m->text));
             for (size_t k = 0; m->role == LLM_ASSISTANT && k < m->ncalls; k++)
                 json_array_append_new(content,
                                       json_pack("{s:s,s:s,s:s,s:o}", "type", "tool_use", "id",
@@ -90,11 +91,10 @@ static json_t *anthropic_body(const llm_request *rq)
     if (rq->ntools) {
         json_t *tools = json_array();
         for (size_t i = 0; i < rq->ntools; i++)
-            json_array_append_new(tools, json_pack("{s:s,s:s,s:o}", "name", rq->tools[i].name,
-                                                   "description",
-                                                   rq->tools[i].description ? rq->tools[i].description : "",
-                                                   "input_schema",
-                                                   object_or_empty(rq->tools[i].parameters)));
+            json_array_append_new(
+                tools, json_pack("{s:s,s:s,s:o}", "name", rq->tools[i].name, "description",
+                                 rq->tools[i].description ? rq->tools[i].description : "",
+                                 "input_schema", object_or_empty(rq->tools[i].parameters)));
         json_object_set_new(body, "tools", tools);
     }
     return body;
@@ -118,8 +118,10 @@ static void usage_from(llm_usage *u, const json_t *j)
 {
     if (!json_is_object(j)) return;
     json_t *v;
-    if ((v = json_object_get(j, "input_tokens")) && json_is_integer(v)) u->input = json_integer_value(v);
-    if ((v = json_object_get(j, "output_tokens")) && json_is_integer(v)) u->output = json_integer_value(v);
+    if ((v = json_object_get(j, "input_tokens")) && json_is_integer(v))
+        u->input = json_integer_value(v);
+    if ((v = json_object_get(j, "output_tokens")) && json_is_integer(v))
+        u->output = json_integer_value(v);
     if ((v = json_object_get(j, "cache_read_input_tokens")) && json_is_integer(v))
         u->cache_read = json_integer_value(v);
     if ((v = json_object_get(j, "cache_creation_input_tokens")) && json_is_integer(v))
@@ -151,7 +153,8 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
         return true;
     }
     json_t *ix = json_object_get(d, "index");
-    size_t b = json_is_integer(ix) && json_integer_value(ix) >= 0 ? (size_t)json_integer_value(ix) : 0;
+    size_t b =
+        json_is_integer(ix) && json_integer_value(ix) >= 0 ? (size_t)json_integer_value(ix) : 0;
     if (!strcmp(type, "content_block_start")) {
         if (b > 1024) return false;
         if (b >= st->nblocks) {
@@ -195,7 +198,8 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
         return true; /* thinking and signatures: not kept */
     }
     if (!strcmp(type, "message_delta")) {
-        const char *r = json_string_value(json_object_get(json_object_get(d, "delta"), "stop_reason"));
+        const char *r =
+            json_string_value(json_object_get(json_object_get(d, "delta"), "stop_reason"));
         if (r) snprintf(st->out->stop_reason, sizeof st->out->stop_reason, "%s", stop_name(r));
         usage_from(&st->out->usage, json_object_get(d, "usage"));
         return true;

@@ -10,7 +10,7 @@
 #include "sse.h"
 
 #define ERROR_BODY_MAX (64u << 10) /* what is kept of an error answer */
-#define ANSWER_MAX (32u << 20)     /* a whole answer or one stream event */
+#define ANSWER_MAX     (32u << 20) /* a whole answer or one stream event */
 
 static const llm_format *const formats[LLM_API_N] = {&llm_openai_format, &llm_anthropic_format};
 static const char *const api_names[LLM_API_N] = {"openai-completions", "anthropic-messages"};
@@ -114,8 +114,8 @@ static cm_rc finish_calls(chat_run *r, llm_response *out)
 {
     for (size_t i = 0; r->st.args && i < out->ncalls; i++) {
         llm_tool_call *c = &out->calls[i];
-        if (!c->arguments && !(c->arguments = r->st.args[i].len ? buf_detach(&r->st.args[i])
-                                                                  : cm_strdup("{}")))
+        if (!c->arguments &&
+            !(c->arguments = r->st.args[i].len ? buf_detach(&r->st.args[i]) : cm_strdup("{}")))
             return CM_ENOMEM;
         if (!c->id && !(c->id = cm_strdup(""))) return CM_ENOMEM;
         if (!c->name && !(c->name = cm_strdup(""))) return CM_ENOMEM;
@@ -146,8 +146,8 @@ static void run_release(chat_run *r)
     buf_release(&r->body);
 }
 
-cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out,
-                char *err, size_t errlen)
+cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out, char *err,
+                size_t errlen)
 {
     cm_rc rc = CM_OK;
     chat_run r;
@@ -228,7 +228,7 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     char *body = NULL, where[200] = "";
     json_t *doc = NULL;
     chat_run r;
-    *e = (llm_error){0, AUTH_R_NONE, -1, false};
+    *e = (llm_error){0, AUTH_R_NONE, -1, false, false};
     if (ep->api < 0 || ep->api >= LLM_API_N) {
         memset(out, 0, sizeof *out);
         return cm_seterr(err, errlen, CM_EINVAL, "unknown model api");
@@ -238,7 +238,8 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     for (size_t i = 0; ep->headers && i < ep->headers->n; i++)
         if (config_header_set(&headers, ep->headers->v[i])) FAIL(CM_ENOMEM, "out of memory");
     if (config_header_set(&headers, "Content-Type: application/json") ||
-        config_header_set(&headers, rq->stream ? "Accept: text/event-stream" : "Accept: application/json"))
+        config_header_set(&headers,
+                          rq->stream ? "Accept: text/event-stream" : "Accept: application/json"))
         FAIL(CM_ENOMEM, "out of memory");
     url_for_message(url.data, where, sizeof where);
     json_t *j = r.fmt->body(rq);
@@ -275,7 +276,8 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     if (f.status < 200 || f.status >= 300) {
         char msg[300];
         error_text(&r.body, ep->api_key, msg, sizeof msg);
-        e->reason = auth_classify((int)f.status, msg);
+        e->context_overflow = auth_context_overflow(msg);
+        e->reason = e->context_overflow ? AUTH_R_NONE : auth_classify((int)f.status, msg);
         e->retryable = f.status == 429 || f.status >= 500;
         FAIL(CM_EIO, "%s: HTTP %ld%s%s", where, f.status, msg[0] ? ": " : "", msg);
     }

@@ -80,18 +80,19 @@ void llm_response_release(llm_response *r);
 
 typedef struct llm_endpoint {
     llm_api api;
-    const char *base_url; /* e.g. https://api.openai.com/v1, https://api.anthropic.com */
-    const char *api_key;  /* the secret sent; may be NULL (a local server) */
+    const char *base_url;      /* e.g. https://api.openai.com/v1, https://api.anthropic.com */
+    const char *api_key;       /* the secret sent; may be NULL (a local server) */
     const cm_strlist *headers; /* extra "Name: value" (models.providers.<id>.headers) */
-    long timeout_ms; /* the whole request; 0: 10 minutes */
-    long stall_ms;   /* no byte for this long fails the request; 0: 90 s */
+    long timeout_ms;           /* the whole request; 0: 10 minutes */
+    long stall_ms;             /* no byte for this long fails the request; 0: 90 s */
 } llm_endpoint;
 
 typedef struct llm_error {
-    long status;          /* HTTP status; 0 when none came */
-    auth_reason reason;   /* failure class; AUTH_R_NONE for a plain failure */
-    long retry_after_ms;  /* -1 when the server gave none */
-    bool retryable;       /* network failure, cut stream, 429, 5xx */
+    long status;           /* HTTP status; 0 when none came */
+    auth_reason reason;    /* failure class; AUTH_R_NONE for a plain failure */
+    long retry_after_ms;   /* -1 when the server gave none */
+    bool retryable;        /* network failure, cut stream, 429, 5xx */
+    bool context_overflow; /* the prompt exceeds the model's context: compact, then retry */
 } llm_error;
 
 /* Streamed text as it arrives (not called for tool-call arguments). */
@@ -105,8 +106,8 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
 
 /* Reads an answer already received (an event stream, or a whole JSON
  * answer) as llm_chat would; for tests and fuzzing. */
-cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out,
-                char *err, size_t errlen);
+cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out, char *err,
+                size_t errlen);
 
 /* ---- the wire formats (openai.c, anthropic.c), used by chat.c ---- */
 

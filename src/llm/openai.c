@@ -40,7 +40,8 @@ static json_t *openai_body(const llm_request *rq)
     json_t *msgs = json_array(), *body = NULL;
     if (!msgs) return NULL;
     if (rq->system && *rq->system)
-        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", rq->system));
+        json_array_append_new(msgs,
+                              json_pack("{s:s,s:s}", "role", "system", "content", rq->system));
     for (size_t i = 0; i < rq->n; i++) {
         const llm_message *m = &rq->messages[i];
         json_t *o = NULL;
@@ -48,18 +49,20 @@ static json_t *openai_body(const llm_request *rq)
             o = json_pack("{s:s,s:s}", "role", "user", "content", m->text ? m->text : "");
         } else if (m->role == LLM_TOOL) {
             o = json_pack("{s:s,s:s,s:s}", "role", "tool", "tool_call_id",
-                          m->tool_call_id ? m->tool_call_id : "", "content", m->text ? m->text : "");
+                          m->tool_call_id ? m->tool_call_id : "", "content",
+                          m->text ? m->text : "");
         } else {
             o = json_pack("{s:s}", "role", "assistant");
-            json_object_set_new(o, "content", m->text && *m->text ? json_string(m->text) : json_null());
+            json_object_set_new(o, "content",
+                                m->text && *m->text ? json_string(m->text) : json_null());
             if (m->ncalls) {
                 json_t *calls = json_array();
                 for (size_t k = 0; k < m->ncalls; k++)
                     json_array_append_new(
-                        calls, json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", m->calls[k].id, "type",
-                                         "function", "function", "name", m->calls[k].name,
-                                         "arguments",
-                                         m->calls[k].arguments ? m->calls[k].arguments : "{}"));
+                        calls,
+                        json_pack("{s:s,s:s,s:{s:s,s:s}}", "id", m->calls[k].id, "type", "function",
+                                  "function", "name", m->calls[k].name, "arguments",
+                                  m->calls[k].arguments ? m->calls[k].arguments : "{}"));
                 json_object_set_new(o, "tool_calls", calls);
             }
         }
@@ -101,8 +104,8 @@ static void usage_from(llm_usage *u, const json_t *j)
 {
     if (!json_is_object(j)) return;
     int64_t prompt = json_integer_value(json_object_get(j, "prompt_tokens"));
-    int64_t cached =
-        json_integer_value(json_object_get(json_object_get(j, "prompt_tokens_details"), "cached_tokens"));
+    int64_t cached = json_integer_value(
+        json_object_get(json_object_get(j, "prompt_tokens_details"), "cached_tokens"));
     u->cache_read = cached;
     u->input = prompt > cached ? prompt - cached : 0;
     u->output = json_integer_value(json_object_get(j, "completion_tokens"));
@@ -134,7 +137,8 @@ static bool openai_event(llm_stream *st, const char *name, json_t *d)
     json_array_foreach(json_object_get(delta, "tool_calls"), k, tc)
     {
         json_t *ix = json_object_get(tc, "index");
-        size_t i = json_is_integer(ix) && json_integer_value(ix) >= 0 ? (size_t)json_integer_value(ix) : k;
+        size_t i =
+            json_is_integer(ix) && json_integer_value(ix) >= 0 ? (size_t)json_integer_value(ix) : k;
         if (i > 1024) return false;
         llm_tool_call *c = llm_stream_call(st, i);
         if (!c) return false;

@@ -19,13 +19,13 @@ typedef bool (*sse_event_fn)(void *ctx, const char *event, const char *data, siz
 typedef struct sse_parser {
     sse_event_fn on_event;
     void *ctx;
-    size_t max;       /* cap on a line and on an event's data */
-    buf line;         /* the line being read */
-    buf data;         /* the event's data so far */
-    char event[64];   /* the event's name ("" = message) */
-    bool has_data;    /* a data field was seen */
-    bool after_cr;    /* the last byte was '\r' (a following '\n' belongs to it) */
-    bool started;     /* past a leading byte-order mark */
+    size_t max;     /* cap on a line and on an event's data */
+    buf line;       /* the line being read */
+    buf data;       /* the event's data so far */
+    char event[64]; /* the event's name ("" = message) */
+    bool has_data;  /* a data field was seen */
+    bool after_cr;  /* the last byte was '\r' (a following '\n' belongs to it) */
+    bool started;   /* past a leading byte-order mark */
 } sse_parser;
 
 void sse_init(sse_parser *p, size_t max, sse_event_fn fn, void *ctx);

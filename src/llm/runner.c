@@ -1,0 +1,396 @@
+/*
+ * runner.c — the model runner of runner.h: the model chain from the config,
+ * each provider's endpoint (models.providers.<id>), its credentials (auth
+ * profiles in order, else a key from the config or the environment), and
+ * the failover loop that records every outcome in the auth store.
+ */
+#include <ctype.h>
+#include <time.h>
+
+#include "runner.h"
+
+#define MAX_CHAIN 16
+
+struct llm_runner {
+    const json_t *cfg;
+    char *state_dir, *agent_id, *auth_path;
+    llm_clock_fn clock;
+    void *clock_ctx;
+    auth_cooldowns cooldowns;
+};
+
+static int64_t real_clock(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static json_t *path_get(const json_t *root, const char *a, const char *b, const char *c)
+{
+    json_t *v = json_object_get(root, a);
+    if (b) v = json_object_get(v, b);
+    if (c) v = json_object_get(v, c);
+    return v;
+}
+
+static double num_or(const json_t *v, double dflt)
+{
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+cm_rc llm_runner_open(const llm_runner_opts *o, llm_runner **out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf p = BUF_INIT;
+    llm_runner *r = calloc(1, sizeof *r);
+    *out = NULL;
+    if (!r) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    r->cfg = o->config;
+    r->clock = o->clock ? o->clock : real_clock;
+    r->clock_ctx = o->clock_ctx;
+    r->state_dir = cm_strdup(o->state_dir);
+    r->agent_id = cm_strdup(o->agent_id && *o->agent_id ? o->agent_id : "main");
+    if (!r->state_dir || !r->agent_id || auth_store_path(&p, r->state_dir, r->agent_id))
+        FAIL(CM_ENOMEM, "out of memory");
+    r->auth_path = buf_detach(&p);
+    const json_t *cd = path_get(o->config, "auth", "cooldowns", NULL);
+    r->cooldowns.billing_backoff_hours = num_or(json_object_get(cd, "billingBackoffHours"), 0);
+    r->cooldowns.billing_max_hours = num_or(json_object_get(cd, "billingMaxHours"), 0);
+    r->cooldowns.failure_window_hours = num_or(json_object_get(cd, "failureWindowHours"), 0);
+    r->cooldowns.billing_backoff_hours_by_provider =
+        json_object_get(cd, "billingBackoffHoursByProvider");
+    *out = r;
+    r = NULL;
+out:
+    buf_release(&p);
+    llm_runner_close(r);
+    return rc;
+}
+
+void llm_runner_close(llm_runner *r)
+{
+    if (!r) return;
+    free(r->state_dir);
+    free(r->agent_id);
+    free(r->auth_path);
+    free(r);
+}
+
+/* ---- the chain ---- */
+
+/* The agent's own entry of agents.list, or NULL. */
+static const json_t *agent_entry(const llm_runner *r)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(path_get(r->cfg, "agents", "list", NULL), i, a)
+    {
+        const char *id = json_string_value(json_object_get(a, "id"));
+        if (id && !strcasecmp(id, r->agent_id)) return a;
+    }
+    return NULL;
+}
+
+/* A model setting (a string, or {primary, fallbacks}) of the agent, else of
+ * agents.defaults. */
+static const json_t *model_setting(const llm_runner *r, const char *key)
+{
+    const json_t *own = json_object_get(agent_entry(r), key);
+    return own ? own : path_get(r->cfg, "agents", "defaults", key);
+}
+
+static bool add_model(char chain[][192], int *n, const char *ref)
+{
+    if (!ref || !*ref || *n >= MAX_CHAIN) return true;
+    char m[192];
+    /* A bare model id belongs to QuantumClaw's default provider. */
+    snprintf(m, sizeof m, "%s%s", strchr(ref, '/') ? "" : "anthropic/", ref);
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(chain[i], m)) return true;
+    snprintf(chain[(*n)++], 192, "%s", m);
+    return true;
+}
+
+static int build_chain(const llm_runner *r, const llm_turn *t, char chain[][192])
+{
+    int n = 0;
+    const json_t *ms = model_setting(r, t->image ? "imageModel" : "model");
+    const char *primary = json_is_string(ms) ? json_string_value(ms)
+                                             : json_string_value(json_object_get(ms, "primary"));
+    if (!primary && t->image) { /* no image model: the text model's chain */
+        ms = model_setting(r, "model");
+        primary = json_is_string(ms) ? json_string_value(ms)
+                                     : json_string_value(json_object_get(ms, "primary"));
+    }
+    add_model(chain, &n,
+              t->model && *t->model ? t->model
+              : primary             ? primary
+                                    : "anthropic/claude-opus-4-6");
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(ms, "fallbacks"), i, f)
+    {
+        add_model(chain, &n, json_string_value(f));
+    }
+    if (t->model && *t->model && primary) add_model(chain, &n, primary);
+    return n;
+}
+
+cm_rc llm_runner_chain(llm_runner *r, const llm_turn *t, buf *out)
+{
+    char chain[MAX_CHAIN][192];
+    int n = build_chain(r, t, chain);
+    cm_rc rc = CM_OK;
+    for (int i = 0; i < n && !rc; i++)
+        rc = buf_printf(out, "%s%s", i ? "," : "", chain[i]);
+    return rc;
+}
+
+/* ---- endpoints and keys ---- */
+
+/* A configured secret: a string ("${NAME}" reads the environment) or a
+ * SecretRef {source:"env", id}. NULL when unset or not resolvable here. */
+static const char *secret_value(const json_t *v)
+{
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t n = strlen(s);
+        if (n > 3 && s[0] == '$' && s[1] == '{' && s[n - 1] == '}') {
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)CM_MIN(n - 3, sizeof name - 1), s + 2);
+            s = getenv(name);
+        }
+        return s && *s ? s : NULL;
+    }
+    const char *src = json_string_value(json_object_get(v, "source"));
+    const char *id = json_string_value(json_object_get(v, "id"));
+    if (src && id && !strcmp(src, "env")) {
+        const char *s = getenv(id);
+        return s && *s ? s : NULL;
+    }
+    return NULL;
+}
+
+typedef struct endpoint {
+    llm_endpoint ep;
+    cm_strlist headers;
+    char base[512];
+    const char *config_key; /* models.providers.<id>.apiKey or <PROVIDER>_API_KEY */
+} endpoint;
+
+static void endpoint_release(endpoint *e)
+{
+    for (size_t i = 0; i < e->headers.n; i++)
+        free(e->headers.v[i]);
+    free(e->headers.v);
+    memset(e, 0, sizeof *e);
+}
+
+static cm_rc resolve_endpoint(const llm_runner *r, const char *provider, endpoint *e, char *err,
+                              size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    memset(e, 0, sizeof *e);
+    const json_t *pc = NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(path_get(r->cfg, "models", "providers", NULL), key, v)
+    {
+        char a[128], b[128];
+        auth_provider_norm(key, a, sizeof a);
+        auth_provider_norm(provider, b, sizeof b);
+        if (!strcmp(a, b)) pc = v;
+    }
+    const char *api = json_string_value(json_object_get(pc, "api"));
+    int a = api                              ? llm_api_parse(api)
+            : !strcmp(provider, "anthropic") ? LLM_API_ANTHROPIC
+                                             : LLM_API_OPENAI;
+    if (a < 0)
+        FAIL(CM_EINVAL, "%s: api \"%s\" is not supported (openai-completions, anthropic-messages)",
+             provider, api);
+    e->ep.api = (llm_api)a;
+    const char *base = json_string_value(json_object_get(pc, "baseUrl"));
+    if (!base && strcmp(provider, "openai") && strcmp(provider, "anthropic"))
+        FAIL(CM_EINVAL, "%s: models.providers.%s.baseUrl is not set", provider, provider);
+    snprintf(e->base, sizeof e->base, "%s", base ? base : "");
+    e->ep.base_url = e->base;
+    const char *hk;
+    json_t *hv;
+    json_object_foreach(json_object_get(pc, "headers"), hk, hv)
+    {
+        const char *val = secret_value(hv);
+        if (!val) continue;
+        buf h = BUF_INIT;
+        rc = buf_printf(&h, "%s: %s", hk, val);
+        if (!rc) rc = config_header_set(&e->headers, h.data);
+        buf_release(&h);
+        if (rc) FAIL(CM_ENOMEM, "out of memory");
+    }
+    e->ep.headers = &e->headers;
+    e->config_key = secret_value(json_object_get(pc, "apiKey"));
+    if (!e->config_key) {
+        char env[160];
+        size_t n = 0;
+        for (const char *p = provider; *p && n < 120; p++)
+            env[n++] = isalnum((unsigned char)*p) ? (char)toupper((unsigned char)*p) : '_';
+        snprintf(env + n, sizeof env - n, "_API_KEY");
+        const char *s = getenv(env);
+        e->config_key = s && *s ? s : NULL;
+    }
+out:
+    if (rc) endpoint_release(e);
+    return rc;
+}
+
+/* Failures after which the next model is tried (seed: auth failures, rate
+ * limits and timeouts that exhausted profile rotation). */
+static bool advances(auth_reason x)
+{
+    return x == AUTH_R_AUTH || x == AUTH_R_AUTH_PERMANENT || x == AUTH_R_BILLING ||
+           x == AUTH_R_RATE_LIMIT || x == AUTH_R_OVERLOADED || x == AUTH_R_TIMEOUT ||
+           x == AUTH_R_MODEL_NOT_FOUND || x == AUTH_R_SESSION_EXPIRED;
+}
+
+/* ---- the run ---- */
+
+typedef struct tried {
+    buf log; /* "model: reason" per model, for the final message */
+} tried;
+
+cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta, void *ctx,
+              llm_response *out, llm_outcome *oc, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    char chain[MAX_CHAIN][192];
+    int n = build_chain(r, t, chain);
+    auth_store store = {0};
+    tried log = {BUF_INIT};
+    char msg[600] = "";
+    memset(out, 0, sizeof *out);
+    memset(oc, 0, sizeof *oc);
+    CHECK(auth_store_load(&store, r->state_dir, r->agent_id, err, errlen));
+    for (int mi = 0; mi < n; mi++) {
+        char provider[128];
+        const char *slash = strchr(chain[mi], '/');
+        snprintf(provider, sizeof provider, "%.*s", (int)(slash - chain[mi]), chain[mi]);
+        rq->model = slash + 1;
+        memcpy(oc->model, chain[mi], sizeof oc->model); /* both 192 bytes, NUL-terminated */
+        endpoint e;
+        if (resolve_endpoint(r, provider, &e, msg, sizeof msg)) {
+            buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg);
+            continue;
+        }
+        int64_t now = r->clock(r->clock_ctx);
+        /* Candidates: the provider's profiles in order (the session's pin
+         * first; a user pin alone), else the configured key. */
+        char **order = NULL;
+        const char *pin = t->pin && t->pin->profile[0] ? t->pin->profile : NULL;
+        json_t *pinned = pin ? auth_profile(&store, pin) : NULL;
+        const char *pin_provider = json_string_value(json_object_get(pinned, "provider"));
+        char a[128], b[128];
+        auth_provider_norm(pin_provider, a, sizeof a);
+        auth_provider_norm(provider, b, sizeof b);
+        bool pin_here = pinned && !strcmp(a, b);
+        if (auth_profile_order(&store, json_object_get(r->cfg, "auth"), provider,
+                               pin_here ? pin : NULL, now, &order)) {
+            endpoint_release(&e);
+            FAIL(CM_ENOMEM, "out of memory");
+        }
+        bool user_locked = pin_here && t->pin->user;
+        if (user_locked) { /* the user's profile alone, cooling or not */
+            auth_strv_free(order);
+            order = calloc(2, sizeof *order);
+            if (!order || !(order[0] = cm_strdup(pin))) {
+                auth_strv_free(order);
+                endpoint_release(&e);
+                FAIL(CM_ENOMEM, "out of memory");
+            }
+        }
+        bool have_profiles = order && order[0];
+        auth_reason last = AUTH_R_NONE;
+        bool done = false, stop = false;
+        size_t ncand = have_profiles ? 0 : 1;
+        while (have_profiles && order[ncand])
+            ncand++;
+        for (size_t ci = 0; ci < ncand && !done && !stop; ci++) {
+            const char *profile = have_profiles ? order[ci] : "";
+            const char *secret =
+                have_profiles ? auth_profile_secret(&store, profile) : e.config_key;
+            now = r->clock(r->clock_ctx);
+            if (have_profiles && auth_profile_unusable(&store, profile, now) && !user_locked) {
+                /* Cooling down or disabled: not tried; what keeps it out
+                 * counts as this model's failure. */
+                const char *one[] = {profile, NULL};
+                auth_reason why = auth_unavailable_reason(&store, one, now);
+                if (last == AUTH_R_NONE) last = why == AUTH_R_NONE ? AUTH_R_RATE_LIMIT : why;
+                snprintf(msg, sizeof msg, "profile %s unavailable (%s)", profile,
+                         auth_reason_name(why == AUTH_R_NONE ? AUTH_R_UNKNOWN : why));
+                continue;
+            }
+            if (!have_profiles && !secret && e.base[0] == 0) {
+                snprintf(msg, sizeof msg,
+                         "no credentials for %s (auth profiles, models.providers.%s.apiKey or the "
+                         "environment)",
+                         provider, provider);
+                last = AUTH_R_AUTH;
+                continue;
+            }
+            e.ep.api_key = secret;
+            snprintf(oc->profile, sizeof oc->profile, "%s", profile);
+            llm_error le;
+            llm_response_release(out);
+            oc->attempts++;
+            rc = llm_chat(&e.ep, rq, on_delta, ctx, out, &le, msg, sizeof msg);
+            now = r->clock(r->clock_ctx);
+            if (rc == CM_OK) {
+                if (have_profiles) {
+                    char ign[256];
+                    auth_mark_used(&store, r->auth_path, profile, now, ign, sizeof ign);
+                    auth_mark_good(&store, r->auth_path, provider, profile, now, ign, sizeof ign);
+                    if (t->pin && !t->pin->user)
+                        snprintf(t->pin->profile, sizeof t->pin->profile, "%s", profile);
+                }
+                done = true;
+                break;
+            }
+            if (rc == CM_ENOMEM) break;
+            if (le.context_overflow) {
+                rc = CM_ETOOBIG;
+                stop = true;
+                break;
+            }
+            last = le.reason;
+            if (last == AUTH_R_NONE) { /* a plain failure: neither rotated nor advanced */
+                stop = true;
+                break;
+            }
+            if (have_profiles) {
+                char ign[256];
+                int64_t nb = le.retry_after_ms > 0 ? now + le.retry_after_ms : 0;
+                auth_mark_failure_until(&store, r->auth_path, profile, last, &r->cooldowns, nb, now,
+                                        ign, sizeof ign);
+                if (t->pin && !t->pin->user && !strcmp(t->pin->profile, profile))
+                    t->pin->profile[0] = 0; /* an auto pin rotates away */
+            }
+            if (user_locked) break; /* a user pin never switches profiles */
+        }
+        auth_strv_free(order);
+        endpoint_release(&e);
+        if (done) {
+            rc = CM_OK;
+            goto out;
+        }
+        if (rc == CM_ENOMEM) FAIL(CM_ENOMEM, "out of memory");
+        buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg);
+        if (rc == CM_ETOOBIG)
+            FAIL(CM_ETOOBIG, "%s: the prompt exceeds the model's context (%s)", chain[mi], msg);
+        if (stop || !advances(last)) FAIL(CM_EIO, "%s", log.log.data);
+    }
+    FAIL(CM_EIO, "every model failed: %s", log.log.data ? log.log.data : "no model configured");
+out:
+    auth_store_release(&store);
+    buf_release(&log.log);
+    return rc;
+}
