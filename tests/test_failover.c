@@ -339,3 +339,69 @@ TEST(failover_keys_from_config_and_messages_without_secrets)
     EXPECT_INT(fake_count(g.fs), 1);
     rig_stop(&g);
 }
+
+TEST(failover_oauth_refresh_before_the_request)
+{
+    rig g;
+    if (!rig_start(&g,
+                   "{\"version\":1,\"profiles\":{"
+                   "\"anthropic:me@x.org\":{\"type\":\"oauth\",\"provider\":\"anthropic\","
+                   "\"access\":\"old-access-token\",\"refresh\":\"rt-1\",\"expires\":1799999999999,"
+                   "\"email\":\"me@x.org\"},"
+                   "\"anthropic:key\":{\"type\":\"api_key\",\"provider\":\"anthropic\",\"key\":"
+                   "\"sk-ant-kkkk\"}}}",
+                   "\"anthropic/claude-o\""))
+        return;
+    buf url = BUF_INIT;
+    buf_printf(&url, "%s/oauth/token", g.base);
+    json_object_set_new(g.cfg, "clawmem",
+                        json_pack("{s:{s:{s:s}}}", "oauth", "anthropic", "tokenUrl", url.data));
+    buf_release(&url);
+    const char *tok =
+        "{\"access_token\":\"new-access-token\",\"refresh_token\":\"rt-2\",\"expires_in\":3600}";
+    char raw[512];
+    snprintf(raw, sizeof raw,
+             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n%s",
+             strlen(tok), tok);
+    fake_push_raw(g.fs, raw, true);
+    push_anthropic_ok(&g, "fresh");
+    llm_outcome oc;
+    char err[1024];
+    EXPECT_INT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0), CM_OK);
+    EXPECT_STR(oc.profile, "anthropic:me@x.org");
+    const fake_request *q = fake_get(g.fs, 0);
+    EXPECT_STR(q->path, "/oauth/token");
+    json_t *b = json_loads(q->body, 0, NULL);
+    EXPECT_STR(json_string_value(json_object_get(b, "grant_type")), "refresh_token");
+    EXPECT_STR(json_string_value(json_object_get(b, "refresh_token")), "rt-1");
+    EXPECT_STR(json_string_value(json_object_get(b, "client_id")),
+               "9d1c250a-e61b-44d9-88ed-5944d1962f5e");
+    json_decref(b);
+    EXPECT_CONTAINS(fake_get(g.fs, 1)->headers, "Authorization: Bearer new-access-token");
+    json_t *doc = json_load_file(g.auth_path, 0, NULL);
+    json_t *p = json_object_get(json_object_get(doc, "profiles"), "anthropic:me@x.org");
+    EXPECT_STR(json_string_value(json_object_get(p, "access")), "new-access-token");
+    EXPECT_STR(json_string_value(json_object_get(p, "refresh")), "rt-2");
+    EXPECT_STR(json_string_value(json_object_get(p, "email")), "me@x.org");
+    EXPECT_INT(json_integer_value(json_object_get(p, "expires")), T0 + 3600000 - 300000);
+    json_decref(doc);
+
+    /* Expired again and the refresh is refused: the profile cools down
+     * (auth), the API-key profile answers; no token in any message. */
+    fake_now = T0 + 3600000;
+    const char *no = "{\"error\":\"invalid_grant\",\"error_description\":\"rt-2 is revoked\"}";
+    snprintf(raw, sizeof raw,
+             "HTTP/1.1 400 Bad\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n%s",
+             strlen(no), no);
+    fake_push_raw(g.fs, raw, true);
+    push_anthropic_ok(&g, "by key");
+    EXPECT_INT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0), CM_OK);
+    EXPECT_STR(oc.profile, "anthropic:key");
+    EXPECT_CONTAINS(fake_get(g.fs, 3)->headers, "x-api-key: sk-ant-kkkk");
+    json_t *s = stats(&g, "anthropic:me@x.org");
+    EXPECT_INT(json_integer_value(json_object_get(json_object_get(s, "failureCounts"), "auth")), 1);
+    json_decref(s);
+    rig_stop(&g);
+}

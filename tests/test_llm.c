@@ -175,7 +175,7 @@ TEST(llm_openai_stream_assembles_text_and_tool_calls)
     free(raw);
     cm_strlist extra = {0};
     config_header_set(&extra, "X-Team: memory");
-    llm_endpoint ep = {LLM_API_OPENAI, base, "sk-test-key-0001", &extra, 5000, 5000};
+    llm_endpoint ep = {LLM_API_OPENAI, base, "sk-test-key-0001", false, &extra, 5000, 5000};
     llm_request rq = request("gpt-test", true);
     llm_response out;
     llm_error e;
@@ -266,7 +266,7 @@ TEST(llm_anthropic_stream_assembles_text_and_tool_calls)
     char *raw = sse_answer(events);
     fake_push_raw(fs, raw, true);
     free(raw);
-    llm_endpoint ep = {LLM_API_ANTHROPIC, base, "sk-ant-api-test-0002", NULL, 5000, 5000};
+    llm_endpoint ep = {LLM_API_ANTHROPIC, base, "sk-ant-api-test-0002", false, NULL, 5000, 5000};
     llm_request rq = request("claude-test", true);
     llm_response out;
     llm_error e;
@@ -333,7 +333,7 @@ TEST(llm_whole_answers_both_formats)
     llm_response out;
     llm_error e;
     char err[512];
-    llm_endpoint ep = {LLM_API_OPENAI, base, NULL, NULL, 5000, 5000};
+    llm_endpoint ep = {LLM_API_OPENAI, base, NULL, false, NULL, 5000, 5000};
     llm_request rq = request("m", false);
     EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
     EXPECT_STR(out.text.data, "Hi");
@@ -358,7 +358,7 @@ static cm_rc one(llm_api api, const char *raw, llm_error *e, char *err, size_t e
     char base[64];
     fake_server *fs = fake_start(8, base);
     fake_push_raw(fs, raw, true);
-    llm_endpoint ep = {api, base, "sk-secret-key-0003", NULL, 5000, 5000};
+    llm_endpoint ep = {api, base, "sk-secret-key-0003", false, NULL, 5000, 5000};
     llm_request rq = request("m", true);
     llm_response out;
     cm_rc rc = llm_chat(&ep, &rq, NULL, NULL, &out, e, err, errlen);
@@ -440,7 +440,7 @@ TEST(llm_failures_are_classified)
 TEST(llm_unreachable_server_is_a_timeout_class)
 {
     llm_endpoint ep = {
-        LLM_API_OPENAI, "http://user:pw@127.0.0.1:9/v1", "sk-x-0004", NULL, 2000, 2000};
+        LLM_API_OPENAI, "http://user:pw@127.0.0.1:9/v1", "sk-x-0004", false, NULL, 2000, 2000};
     llm_request rq = request("m", true);
     llm_response out;
     llm_error e;

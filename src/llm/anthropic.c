@@ -20,7 +20,7 @@ static cm_rc anthropic_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *he
     cm_rc rc = buf_printf(url, "%.*s/v1/messages", (int)n, base);
     buf h = BUF_INIT;
     if (!rc && ep->api_key && *ep->api_key) {
-        if (strncmp(ep->api_key, "sk-ant-oat", 10) == 0) {
+        if (ep->bearer || strncmp(ep->api_key, "sk-ant-oat", 10) == 0) {
             rc = buf_printf(&h, "Authorization: Bearer %s", ep->api_key);
             if (!rc) rc = config_header_set(headers, h.data);
             if (!rc) rc = config_header_set(headers, "anthropic-beta: oauth-2025-04-20");

@@ -82,6 +82,7 @@ typedef struct llm_endpoint {
     llm_api api;
     const char *base_url;      /* e.g. https://api.openai.com/v1, https://api.anthropic.com */
     const char *api_key;       /* the secret sent; may be NULL (a local server) */
+    bool bearer;               /* api_key is an OAuth access or bearer token */
     const cm_strlist *headers; /* extra "Name: value" (models.providers.<id>.headers) */
     long timeout_ms;           /* the whole request; 0: 10 minutes */
     long stall_ms;             /* no byte for this long fails the request; 0: 90 s */

@@ -337,7 +337,27 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
                 last = AUTH_R_AUTH;
                 continue;
             }
+            if (have_profiles && llm_oauth_expired(&store, profile, now)) {
+                char why[400];
+                if (llm_oauth_refresh(&store, r->auth_path, profile,
+                                      path_get(r->cfg, "clawmem", "oauth", NULL), now, why,
+                                      sizeof why)) {
+                    snprintf(msg, sizeof msg, "%s", why);
+                    last = AUTH_R_AUTH;
+                    char ign[256];
+                    auth_mark_failure(&store, r->auth_path, profile, last, &r->cooldowns, now, ign,
+                                      sizeof ign);
+                    if (user_locked) break;
+                    continue;
+                }
+                secret = auth_profile_secret(&store, profile);
+            }
             e.ep.api_key = secret;
+            const char *ptype =
+                have_profiles
+                    ? json_string_value(json_object_get(auth_profile(&store, profile), "type"))
+                    : NULL;
+            e.ep.bearer = ptype && (!strcmp(ptype, "oauth") || !strcmp(ptype, "token"));
             snprintf(oc->profile, sizeof oc->profile, "%s", profile);
             llm_error le;
             llm_response_release(out);

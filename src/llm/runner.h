@@ -62,4 +62,16 @@ cm_rc llm_runner_chain(llm_runner *r, const llm_turn *t, buf *out);
 cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta, void *ctx,
               llm_response *out, llm_outcome *oc, char *err, size_t errlen);
 
+/* Whether the profile is OAuth and its access token expired by now. */
+bool llm_oauth_expired(const auth_store *s, const char *profile_id, int64_t now_ms);
+
+/* Renews an OAuth profile's access token with its refresh token at the
+ * provider's token endpoint (overrides: the config's clawmem.oauth object,
+ * {<provider>: {tokenUrl, clientId}}, may be NULL) and stores access,
+ * refresh and expires under the store's lock; s is refreshed. Nothing is
+ * sent when another process renewed it meanwhile. Messages never carry a
+ * token. */
+cm_rc llm_oauth_refresh(auth_store *s, const char *path, const char *profile_id,
+                        const json_t *overrides, int64_t now_ms, char *err, size_t errlen);
+
 #endif
