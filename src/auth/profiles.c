@@ -3,23 +3,17 @@
  * imported into it the first time, and the locked read-modify-write every
  * change goes through.
  *
- * Writers take two locks: flock() on the file's directory, which queues
- * clawmem's own processes without polling, then QuantumClaw's sidecar
- * `<file>.lock` (created O_EXCL, holding {"pid","createdAt"}; stale when its
- * process is gone or it is older than 30 s), which QuantumClaw's gateway
- * honours too. The new content goes to a temporary file in the same
- * directory, is fsynced and renamed over the old one.
+ * Writers go through base/lockfile: clawmem's processes queue on an flock,
+ * QuantumClaw's honour the `<file>.lock` sidecar, and the new content
+ * replaces the file atomically.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../base/fs.h"
+#include "../base/lockfile.h"
 #include "auth.h"
 
 #define AUTH_FILE        "auth-profiles.json"
@@ -109,208 +103,27 @@ out:
     return rc;
 }
 
-/* ---- locking ---- */
-
-typedef struct auth_lock {
-    int dirfd;
-    char sidecar[4096];
-    bool have_sidecar;
-} auth_lock;
-
-/* The wall clock as ISO 8601 (the sidecar's createdAt must be real time:
- * QuantumClaw removes a sidecar whose createdAt is over 30 s old). */
-static void iso_now(char *out, size_t n)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm tm;
-    gmtime_r(&now.tv_sec, &tm);
-    size_t w = strftime(out, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + w, n - w, ".%03dZ", (int)(now.tv_nsec / 1000000));
-}
-
-/* Whether the sidecar at path was left by a process that is gone, or is
- * older than SIDECAR_STALE_MS (QuantumClaw's rule). */
-static bool sidecar_stale(const char *path)
-{
-    buf b = BUF_INIT;
-    char err[64];
-    bool stale = false;
-    if (fs_read_file(path, 4096, &b, err, sizeof err) == CM_OK && b.data) {
-        json_t *j = json_loads(b.data, 0, NULL);
-        json_t *pid = json_object_get(j, "pid");
-        if (json_is_integer(pid) && json_integer_value(pid) > 0 &&
-            kill((pid_t)json_integer_value(pid), 0) < 0 && errno == ESRCH)
-            stale = true;
-        json_decref(j);
-    }
-    buf_release(&b);
-    struct stat st;
-    if (!stale && lstat(path, &st) == 0) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        int64_t age = ((int64_t)now.tv_sec - st.st_mtim.tv_sec) * 1000 +
-                      (now.tv_nsec - st.st_mtim.tv_nsec) / 1000000;
-        stale = age > SIDECAR_STALE_MS;
-    }
-    return stale;
-}
-
-static void lock_release(auth_lock *l)
-{
-    if (l->have_sidecar) unlink(l->sidecar);
-    l->have_sidecar = false;
-    if (l->dirfd >= 0) close(l->dirfd); /* drops the flock */
-    l->dirfd = -1;
-}
-
-static cm_rc lock_take(auth_lock *l, const char *path, char *err, size_t errlen)
-{
-    cm_rc rc = CM_OK;
-    char *dir = fs_dirname(path);
-    l->dirfd = -1;
-    l->have_sidecar = false;
-    if (!dir) return CM_ENOMEM;
-    CHECK(fs_mkdirs(dir, err, errlen));
-    l->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (l->dirfd < 0) FAIL(CM_EIO, "%s: %s", dir, strerror(errno));
-    while (flock(l->dirfd, LOCK_EX) < 0)
-        if (errno != EINTR) FAIL(CM_EIO, "lock %s: %s", dir, strerror(errno));
-    if ((size_t)snprintf(l->sidecar, sizeof l->sidecar, "%s.lock", path) >= sizeof l->sidecar)
-        FAIL(CM_ETOOBIG, "auth store path too long");
-    /* The sidecar appears with its content (written to a private name, then
-     * linked into place), so a writer killed at any point leaves a sidecar
-     * whose pid shows it stale, never an empty one that blocks for 30 s. */
-    char mine[4200], when[40], body[128];
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    /* ".<file>.<pid>.lock.tmp": the pattern remove_stale_temps() cleans. */
-    snprintf(mine, sizeof mine, "%s/.%s.%d.lock.tmp", dir, base, (int)getpid());
-    iso_now(when, sizeof when);
-    int blen = snprintf(body, sizeof body, "{\n  \"pid\": %d,\n  \"createdAt\": \"%s\"\n}",
-                        (int)getpid(), when);
-    unlink(mine);
-    int fd = open(mine, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) FAIL(CM_EIO, "%s: %s", mine, strerror(errno));
-    ssize_t w = write(fd, body, (size_t)blen);
-    close(fd);
-    if (w != blen) {
-        unlink(mine);
-        FAIL(CM_EIO, "%s: short write", mine);
-    }
-    unsigned delay = 100;
-    for (int attempt = 0; attempt < SIDECAR_TRIES; attempt++) {
-        if (link(mine, l->sidecar) == 0) {
-            unlink(mine);
-            l->have_sidecar = true;
-            goto out;
-        }
-        if (errno != EEXIST) {
-            int e = errno;
-            unlink(mine);
-            FAIL(CM_EIO, "%s: %s", l->sidecar, strerror(e));
-        }
-        if (sidecar_stale(l->sidecar)) {
-            unlink(l->sidecar);
-            continue;
-        }
-        /* Held by a QuantumClaw process: back off as it does (100 ms doubling,
-         * at most 10 s, jittered). */
-        struct timespec ts = {0, 0};
-        unsigned ms = delay + (unsigned)(rand() % (int)delay);
-        ts.tv_sec = ms / 1000;
-        ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-        nanosleep(&ts, NULL);
-        delay = delay * 2 > 10000 ? 10000 : delay * 2;
-    }
-    unlink(mine);
-    FAIL(CM_EBUSY, "%s is locked by another process (%s)", path, l->sidecar);
-out:
-    free(dir);
-    if (rc) lock_release(l);
-    return rc;
-}
-
-/* Removes temporary files of base that writers killed mid-write left in the
- * directory (".<base>.<pid>.<hex>.tmp" of a process that is gone). */
-static void remove_stale_temps(int dirfd, const char *base)
-{
-    int fd = dup(dirfd);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0) close(fd);
-        return;
-    }
-    size_t bl = strlen(base);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        if (n[0] != '.' || strncmp(n + 1, base, bl) != 0 || n[1 + bl] != '.') continue;
-        char *end;
-        long pid = strtol(n + 2 + bl, &end, 10);
-        size_t nl = strlen(n);
-        if (pid <= 0 || *end != '.' || nl < 4 || strcmp(n + nl - 4, ".tmp") != 0) continue;
-        if (pid != (long)getpid() && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-            unlinkat(dirfd, n, 0);
-    }
-    closedir(d);
-}
-
-/* Writes doc to path atomically: a temporary file beside it, fsync, rename,
- * fsync of the directory. Mode 0600: the file holds secrets. */
-static cm_rc write_doc(int dirfd, const char *path, const json_t *doc, char *err, size_t errlen)
-{
-    cm_rc rc = CM_OK;
-    char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    char tmp[300];
-    int fd = -1;
-    bool made = false;
-    if (!text) FAIL(CM_ENOMEM, "out of memory");
-    remove_stale_temps(dirfd, base);
-    for (int i = 0; i < 100 && fd < 0; i++) {
-        snprintf(tmp, sizeof tmp, ".%.200s.%d.%08x.tmp", base, (int)getpid(),
-                 (unsigned)rand() ^ (unsigned)(uintptr_t)&tmp);
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
-    }
-    if (fd < 0) FAIL(CM_EIO, "%s: no temporary name", path);
-    made = true;
-    size_t len = strlen(text);
-    for (size_t off = 0; off < len + 1;) {
-        const char *p = off < len ? text + off : "\n";
-        size_t n = off < len ? len - off : 1;
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
-        off += (size_t)w;
-    }
-    if (fsync(fd) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
-    close(fd);
-    fd = -1;
-    if (renameat(dirfd, tmp, dirfd, base) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
-    made = false;
-    fsync(dirfd);
-out:
-    if (fd >= 0) close(fd);
-    if (made) unlinkat(dirfd, tmp, 0);
-    free(text);
-    return rc;
-}
-
 cm_rc auth_store_update(auth_store *s, const char *path, int64_t now_ms, auth_update_fn fn,
                         void *ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    auth_lock l;
+    lockfile l;
     auth_store fresh = {0};
     bool changed = false;
-    CHECK(lock_take(&l, path, err, errlen));
+    CHECK(lockfile_take(&l, path, LOCKFILE_REPLACE, NULL, err, errlen));
     rc = auth_store_read(&fresh, path, err, errlen);
     if (!rc) rc = fn(fresh.doc, ctx, now_ms, &changed, err, errlen);
-    if (!rc && changed) rc = write_doc(l.dirfd, path, fresh.doc, err, errlen);
-    lock_release(&l);
+    if (!rc && changed) {
+        /* As QuantumClaw writes it: two-space indent, a final newline. */
+        char *text = json_dumps(fresh.doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        buf b = BUF_INIT;
+        rc = text && !buf_adds(&b, text) && !buf_addc(&b, '\n') ? CM_OK : CM_ENOMEM;
+        if (!rc) rc = lockfile_replace(&l, b.data, b.len, err, errlen);
+        if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+        buf_release(&b);
+        free(text);
+    }
+    lockfile_release(&l);
     if (rc) goto out;
     if (s) {
         auth_store_release(s);
