@@ -307,9 +307,14 @@ static int int_arg(json_t *args, const char *k, long min, long max, bool clamp, 
     json_t *v = json_object_get(args, k);
     if (!v || json_is_null(v)) return 0;
     double d = json_number_value(v);
-    if (!json_is_number(v) || d != (double)(long long)d || d < (double)min) return -1;
-    if (d > (double)max && !clamp) return -1;
-    *out = d > (double)max ? max : (long)d;
+    if (!json_is_number(v) || d < (double)min) return -1;
+    if (d > (double)max) { /* max < 2^53: every double above it is integral */
+        if (!clamp) return -1;
+        *out = max;
+        return 0;
+    }
+    if (d != (double)(long)d) return -1;
+    *out = (long)d;
     return 0;
 }
 
@@ -331,7 +336,7 @@ static json_t *search_tool(server *s, json_t *args)
     char err[1024], *payload = NULL;
     /* the schema says minLength 1: an empty query is a bad argument, not "no results" */
     if (!q || !*q)
-        return arg_error(t, "query", "a non-empty string: the words to look for in the notes",
+        return arg_error(t, "query", "a non-empty string, the words to look for in the notes",
                          json_object_get(args, "query"));
     if (int_arg(args, "maxResults", 1, 1000, false, &max))
         return arg_error(t, "maxResults", "an integer from 1 to 1000, or left out",
@@ -375,7 +380,7 @@ static json_t *write_tool(server *s, json_t *args)
     json_t *p = json_object_get(args, "path");
     char err[1024], *payload = NULL;
     if (!text || !*text)
-        return arg_error(t, "text", "a non-empty string: the note, in Markdown",
+        return arg_error(t, "text", "a non-empty string, the note in Markdown",
                          json_object_get(args, "text"));
     if (p && !json_is_null(p) && !str_arg(args, "path"))
         return arg_error(t, "path",
