@@ -41,11 +41,17 @@
 static const char *const modern_versions[] = {"2026-07-28"};
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
-enum { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, METHOD_NOT_FOUND = -32601,
-       INVALID_PARAMS = -32602, INTERNAL_ERROR = -32603, UNSUPPORTED_VERSION = -32022 };
+enum {
+    PARSE_ERROR = -32700,
+    INVALID_REQUEST = -32600,
+    METHOD_NOT_FOUND = -32601,
+    INVALID_PARAMS = -32602,
+    INTERNAL_ERROR = -32603,
+    UNSUPPORTED_VERSION = -32022
+};
 
 /* The 2026-07-28 per-request envelope and result metadata keys. */
-#define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_VERSION     "io.modelcontextprotocol/protocolVersion"
 #define META_CLIENT_CAPS "io.modelcontextprotocol/clientCapabilities"
 #define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
 #define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
@@ -144,7 +150,8 @@ static void clip_utf8(char *s)
     while (*p) {
         int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
         int k = 1;
-        while (n && k < n && (p[k] & 0xC0) == 0x80) k++;
+        while (n && k < n && (p[k] & 0xC0) == 0x80)
+            k++;
         if (!n || k < n) {
             *p = 0;
             return;
@@ -209,8 +216,8 @@ static int send_error_data(json_t *id, int code, const char *msg, json_t *data)
     json_t *e = json_pack("{s:i, s:s}", "code", code, "message", m);
     if (e && data) json_object_set(e, "data", data);
     json_decref(data);
-    return send_json(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(),
-                               "error", e));
+    return send_json(
+        json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", e));
 }
 
 static int send_error(json_t *id, int code, const char *msg)
@@ -363,7 +370,8 @@ static json_t *get_tool(server *s, json_t *args)
                          "a workspace-relative path such as MEMORY.md or memory/2026-02-10.md",
                          json_object_get(args, "path"));
     if (int_arg(args, "from", 1, 1L << 40, true, &from))
-        return arg_error(t, "from", "an integer of at least 1 (the first line to read), or left out",
+        return arg_error(t, "from",
+                         "an integer of at least 1 (the first line to read), or left out",
                          json_object_get(args, "from"));
     if (int_arg(args, "lines", 1, 1L << 40, true, &lines))
         return arg_error(t, "lines", "an integer of at least 1 (how many lines), or left out",
@@ -399,9 +407,11 @@ static int call_tool(server *s, const req *r, json_t *params)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
-    if (!name) return send_error(r->id, INVALID_PARAMS, "Invalid params: tools/call needs a tool name");
+    if (!name)
+        return send_error(r->id, INVALID_PARAMS, "Invalid params: tools/call needs a tool name");
     if (args && !json_is_object(args) && !json_is_null(args))
-        return send_error(r->id, INVALID_PARAMS, "Invalid params: tools/call arguments must be an object");
+        return send_error(r->id, INVALID_PARAMS,
+                          "Invalid params: tools/call arguments must be an object");
     if (!strcmp(name, "memory_search")) return send_result(r, search_tool(s, args));
     if (!strcmp(name, "memory_get")) return send_result(r, get_tool(s, args));
     if (!strcmp(name, "memory_write") && s->can_write) return send_result(r, write_tool(s, args));
@@ -470,8 +480,9 @@ static int handle_modern(server *s, json_t *id, const char *method, json_t *para
         char m[256];
         snprintf(m, sizeof m, "Unsupported protocol version: %.60s", v);
         clip_utf8(m);
-        return send_error_data(id, UNSUPPORTED_VERSION, m,
-                               json_pack("{s:o, s:O}", "supported", all_versions(), "requested", pv));
+        return send_error_data(
+            id, UNSUPPORTED_VERSION, m,
+            json_pack("{s:o, s:O}", "supported", all_versions(), "requested", pv));
     }
     if (!json_is_object(json_object_get(meta, META_CLIENT_CAPS)))
         return send_error(id, INVALID_PARAMS,
@@ -507,8 +518,7 @@ static int handle(server *s, const char *line, size_t n)
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (json_is_array(msg)) {
         rc = send_error(NULL, INVALID_REQUEST, "Invalid Request: batches are not supported");
-    } else if (!json_is_object(msg) ||
-               !json_is_string(json_object_get(msg, "jsonrpc")) ||
+    } else if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "jsonrpc")) ||
                strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0 ||
                (id && !json_is_string(id) && !json_is_integer(id))) {
         rc = send_error(json_is_string(id) || json_is_integer(id) ? id : NULL, INVALID_REQUEST,
@@ -616,20 +626,20 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
     }
     /* memory_write is listed only when it is enabled. */
     s.can_write = cm_engine_writable(s.reader) != 0;
-    s.tools = json_pack("[o, o]",
-                        tool("memory_search", "Search memory", search_desc, search_in, search_out,
-                             true),
-                        tool("memory_get", "Read memory", get_desc, get_in, get_out, true));
+    s.tools = json_pack(
+        "[o, o]", tool("memory_search", "Search memory", search_desc, search_in, search_out, true),
+        tool("memory_get", "Read memory", get_desc, get_in, get_out, true));
     if (s.can_write)
-        json_array_append_new(s.tools, tool("memory_write", "Write memory", write_desc, write_in,
-                                            write_out, false));
+        json_array_append_new(
+            s.tools, tool("memory_write", "Write memory", write_desc, write_in, write_out, false));
 
     if (y.mo.watch < 0) { /* sync.watch decides */
         char *js = NULL;
         y.mo.watch = 1;
         if (cm_engine_status(s.reader, 0, &js, err, sizeof err) == CM_OK) {
             json_t *st = json_loads(js, 0, NULL);
-            if (json_is_false(json_object_get(json_object_get(st, "sync"), "watch"))) y.mo.watch = 0;
+            if (json_is_false(json_object_get(json_object_get(st, "sync"), "watch")))
+                y.mo.watch = 0;
             json_decref(st);
         }
         cm_free(js);
@@ -667,7 +677,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
             if (errno == EINTR) continue;
             break;
         }
-        if (p[1].revents & POLLIN) break; /* SIGTERM or SIGINT */
+        if (p[1].revents & POLLIN) break;   /* SIGTERM or SIGINT */
         if (p[0].revents & POLLNVAL) break; /* no standard input at all */
         if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         if (len == cap) {
@@ -700,7 +710,8 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
         memmove(in, in + start, len - start);
         len -= start;
         if (len >= MCP_MAX_MESSAGE) { /* too long and still no newline */
-            if (!skipping && send_error(NULL, INVALID_REQUEST, "Invalid Request: message too large") < 0)
+            if (!skipping &&
+                send_error(NULL, INVALID_REQUEST, "Invalid Request: message too large") < 0)
                 goto out;
             skipping = true;
             len = 0;

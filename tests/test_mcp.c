@@ -30,8 +30,10 @@ static void start(session *s, const char *extra)
     write_file(s->ws, "MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
     write_file(s->ws, "memory/2026-02-10.md", "# 2026-02-10\n\nConfigured VLAN 10 for IoT.\n");
     write_file(s->dir, "qc.json", "{}");
-    const char *args[] = {"--workspace", s->ws, "--state-dir", s->state, "--config",
-                          path_in(s->dir, "qc.json"), "mcp", "--debounce", "50", extra, NULL};
+    const char *args[] = {"--workspace", s->ws,        "--state-dir",
+                          s->state,      "--config",   path_in(s->dir, "qc.json"),
+                          "mcp",         "--debounce", "50",
+                          extra,         NULL};
     proc_start(&s->p, NULL, args);
 }
 
@@ -62,8 +64,8 @@ static json_t *search(session *s, const char *q)
 
 static size_t hits(json_t *r)
 {
-    return json_array_size(
-        json_object_get(json_object_get(json_object_get(r, "result"), "structuredContent"), "results"));
+    return json_array_size(json_object_get(
+        json_object_get(json_object_get(r, "result"), "structuredContent"), "results"));
 }
 
 /* Searches until q has hits (the watcher syncs in the background). */
@@ -103,7 +105,8 @@ TEST(mcp_initialize_and_list)
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
     json_t *tools = json_object_get(json_object_get(r, "result"), "tools");
     EXPECT_INT(json_array_size(tools), 2); /* no memory_write unless enabled */
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 0), "name")), "memory_search");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+               "memory_search");
     EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 1), "name")), "memory_get");
     EXPECT(json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"), "properties"));
     EXPECT(json_object_get(json_array_get(tools, 0), "outputSchema"));
@@ -120,18 +123,21 @@ TEST(mcp_tools_answer_with_payloads)
     EXPECT(eventually_found(&s, "Biscuit", true, 5000));
     json_t *r = search(&s, "Biscuit");
     json_t *res = json_object_get(r, "result");
-    json_t *hit = json_array_get(json_object_get(json_object_get(res, "structuredContent"), "results"), 0);
+    json_t *hit =
+        json_array_get(json_object_get(json_object_get(res, "structuredContent"), "results"), 0);
     EXPECT_STR(json_string_value(json_object_get(hit, "path")), "MEMORY.md");
     EXPECT(json_is_false(json_object_get(res, "isError")));
     /* the text content is the same payload */
-    const char *text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
     json_t *parsed = json_loads(text, 0, NULL);
     EXPECT(json_equal(parsed, json_object_get(res, "structuredContent")));
     json_decref(parsed);
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
                 "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3}}}");
-    EXPECT_STR(json_string_value(json_object_get(json_object_get(json_object_get(r, "result"), "structuredContent"), "text")),
+    EXPECT_STR(json_string_value(json_object_get(
+                   json_object_get(json_object_get(r, "result"), "structuredContent"), "text")),
                "Configured VLAN 10 for IoT.");
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
@@ -190,7 +196,8 @@ TEST(mcp_json_rpc_errors)
     buf big = BUF_INIT;
     buf_adds(&big, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
                    "\"memory_search\",\"arguments\":{\"query\":\"");
-    while (big.len < (5u << 20)) buf_adds(&big, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    while (big.len < (5u << 20))
+        buf_adds(&big, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     buf_adds(&big, "\"}}}");
     r = rpc(&s, big.data);
     buf_release(&big);
@@ -204,7 +211,8 @@ TEST(mcp_json_rpc_errors)
     /* a method name whose quote would be cut inside a UTF-8 character */
     buf m = BUF_INIT;
     buf_adds(&m, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"a");
-    for (int i = 0; i < 60; i++) buf_adds(&m, "\xC3\xA9");
+    for (int i = 0; i < 60; i++)
+        buf_adds(&m, "\xC3\xA9");
     buf_adds(&m, "\"}");
     r = rpc(&s, m.data);
     buf_release(&m);
@@ -259,8 +267,9 @@ TEST(mcp_official_sdk_client)
     char *d = tmp_dir();
     write_file(d, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
     const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
-    const char *argv[] = {"timeout", "120", "node", "tests/mcp/sdk_client.mjs", bin,
-                          path_in(d, "ws"), path_in(d, "state"), NULL};
+    const char *argv[] = {
+        "timeout",           "120", "node", "tests/mcp/sdk_client.mjs", bin, path_in(d, "ws"),
+        path_in(d, "state"), NULL};
     run_result r = run_cmd(NULL, argv);
     if (r.status != 0)
         test_fail(__FILE__, __LINE__, "sdk client (exit %d):\n%s%s", r.status, r.out, r.err);
@@ -287,7 +296,8 @@ TEST(mcp_last_message_without_newline)
 static json_t *call(session *s, const char *tool_name, const char *args)
 {
     buf b = BUF_INIT;
-    buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":\"");
+    buf_adds(&b,
+             "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":\"");
     buf_adds(&b, tool_name);
     buf_adds(&b, "\",\"arguments\":");
     buf_adds(&b, args);
@@ -342,7 +352,8 @@ TEST(mcp_bad_arguments_are_tool_errors)
         {"memory_search", "{\"query\":\"x\",\"minScore\":\"high\"}",
          "memory_search: minScore must be a number from 0 to 1, or left out (got \"high\")."},
         {"memory_search",
-         "{\"query\":\"x\",\"maxResults\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+         "{\"query\":\"x\",\"maxResults\":"
+         "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
          "memory_search: maxResults must be an integer from 1 to 1000, or left out (got "
          "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...)."},
@@ -364,7 +375,8 @@ TEST(mcp_bad_arguments_are_tool_errors)
         {"memory_get", "{\"path\":\"MEMORY.md\",\"lines\":1.5}",
          "memory_get: lines must be an integer of at least 1 (how many lines), or left out (got "
          "1.5)."},
-        {"memory_write", "{}", "memory_write: text is required: a non-empty string, the note in Markdown."},
+        {"memory_write", "{}",
+         "memory_write: text is required: a non-empty string, the note in Markdown."},
         {"memory_write", "{\"text\":\"\"}",
          "memory_write: text must be a non-empty string, the note in Markdown (got \"\")."},
         {"memory_write", "{\"text\":\"x\",\"path\":7}",
@@ -389,9 +401,10 @@ TEST(mcp_bad_arguments_are_tool_errors)
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
     json_t *tools = json_object_get(json_object_get(r, "result"), "tools");
     EXPECT_INT(json_integer_value(json_object_get(
-                   json_object_get(json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"),
-                                                   "properties"),
-                                   "query"),
+                   json_object_get(
+                       json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"),
+                                       "properties"),
+                       "query"),
                    "minLength")),
                1);
     json_t *want = json_pack("{s:b, s:b, s:b, s:b}", "readOnlyHint", 0, "idempotentHint", 0,
@@ -407,7 +420,9 @@ TEST(mcp_bad_arguments_are_tool_errors)
     EXPECT(json_equal(r, want));
     json_decref(want);
     json_decref(r);
-    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"arguments\":{}}}");
+    r = rpc(
+        &s,
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"arguments\":{}}}");
     EXPECT_INT(error_code(r), -32602);
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
@@ -418,7 +433,7 @@ TEST(mcp_bad_arguments_are_tool_errors)
 }
 
 #define ENVELOPE(v)                                                                                \
-    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"" v "\","                         \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"" v "\","                            \
     "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"t\",\"version\":\"1\"},"                   \
     "\"io.modelcontextprotocol/clientCapabilities\":{}}"
 
@@ -440,10 +455,11 @@ TEST(mcp_stateless_2026_07_28_beside_initialize)
     EXPECT_STR(json_string_value(json_object_get(res, "resultType")), "complete");
     EXPECT_INT(json_integer_value(json_object_get(res, "ttlMs")), 3600000);
     EXPECT_STR(json_string_value(json_object_get(res, "cacheScope")), "public");
-    EXPECT_STR(json_string_value(json_object_get(
-                   json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"),
-                   "name")),
-               "clawmem");
+    EXPECT_STR(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"),
+            "name")),
+        "clawmem");
     EXPECT_CONTAINS(json_string_value(json_object_get(res, "instructions")), "memory_search");
     EXPECT_INT(json_object_size(res), 7);
     EXPECT_INT(json_object_size(r), 3);
@@ -459,12 +475,14 @@ TEST(mcp_stateless_2026_07_28_beside_initialize)
     EXPECT(json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
     json_decref(r);
     /* tools/call: resultType and serverInfo, no cache hints */
-    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
-                "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3},"
-                ENVELOPE("2026-07-28") "}}");
+    r = rpc(&s,
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+            "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3}," ENVELOPE(
+                "2026-07-28") "}}");
     res = json_object_get(r, "result");
-    EXPECT_STR(json_string_value(json_object_get(json_object_get(res, "structuredContent"), "text")),
-               "Configured VLAN 10 for IoT.");
+    EXPECT_STR(
+        json_string_value(json_object_get(json_object_get(res, "structuredContent"), "text")),
+        "Configured VLAN 10 for IoT.");
     EXPECT_STR(json_string_value(json_object_get(res, "resultType")), "complete");
     EXPECT(json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
     EXPECT(!json_object_get(res, "ttlMs"));
@@ -550,8 +568,9 @@ TEST(mcp_official_sdk_client_2026_07_28)
     char *d = tmp_dir();
     write_file(d, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
     const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
-    const char *argv[] = {"timeout", "120", "node", "tests/mcp/sdk_modern.mjs", bin,
-                          path_in(d, "ws"), path_in(d, "state"), NULL};
+    const char *argv[] = {
+        "timeout",           "120", "node", "tests/mcp/sdk_modern.mjs", bin, path_in(d, "ws"),
+        path_in(d, "state"), NULL};
     run_result r = run_cmd(NULL, argv);
     if (r.status != 0)
         test_fail(__FILE__, __LINE__, "sdk modern client (exit %d):\n%s%s", r.status, r.out, r.err);
@@ -564,11 +583,22 @@ TEST(mcp_official_sdk_client_2026_07_28)
 static run_result inspector(const char *dir, const char *era, const char *const *method)
 {
     const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
-    const char *argv[40] = {"timeout", "120", "tests/mcp/node_modules/.bin/mcp-inspector", "--cli",
-                            "--protocol-era", era, bin, "--workspace", path_in(dir, "ws"),
-                            "--state-dir", path_in(dir, "state"), "mcp", "--no-watch"};
+    const char *argv[40] = {"timeout",
+                            "120",
+                            "tests/mcp/node_modules/.bin/mcp-inspector",
+                            "--cli",
+                            "--protocol-era",
+                            era,
+                            bin,
+                            "--workspace",
+                            path_in(dir, "ws"),
+                            "--state-dir",
+                            path_in(dir, "state"),
+                            "mcp",
+                            "--no-watch"};
     size_t n = 13;
-    for (size_t i = 0; method[i] && n < 38; i++) argv[n++] = method[i];
+    for (size_t i = 0; method[i] && n < 38; i++)
+        argv[n++] = method[i];
     argv[n++] = "--format";
     argv[n++] = "json";
     argv[n] = NULL;
@@ -582,18 +612,19 @@ TEST(mcp_inspector_cli_both_eras)
 {
     char *d = tmp_dir();
     write_file(d, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
-    const char *idx[] = {"--workspace", path_in(d, "ws"), "--state-dir", path_in(d, "state"), "index",
-                         NULL};
+    const char *idx[] = {"--workspace",       path_in(d, "ws"), "--state-dir",
+                         path_in(d, "state"), "index",          NULL};
     run_result r = run_clawmem(NULL, idx);
     EXPECT_INT(r.status, 0);
     run_result_release(&r);
     static const char *const eras[] = {"legacy", "modern"};
     static const char *const list[] = {"--method", "tools/list", NULL};
-    static const char *const search_call[] = {"--method", "tools/call", "--tool-name",
-                                              "memory_search", "--tool-arg", "query=Biscuit", NULL};
-    static const char *const bad_call[] = {"--method", "tools/call", "--tool-name", "memory_get",
-                                           "--tool-arg", "path=MEMORY.md", "--tool-arg", "from=0",
-                                           NULL};
+    static const char *const search_call[] = {
+        "--method",   "tools/call",    "--tool-name", "memory_search",
+        "--tool-arg", "query=Biscuit", NULL};
+    static const char *const bad_call[] = {"--method",   "tools/call", "--tool-name",
+                                           "memory_get", "--tool-arg", "path=MEMORY.md",
+                                           "--tool-arg", "from=0",     NULL};
     for (int e = 0; e < 2; e++) {
         r = inspector(d, eras[e], list);
         if (r.status != 0)
@@ -602,7 +633,8 @@ TEST(mcp_inspector_cli_both_eras)
         json_t *j = json_loads(r.out, 0, NULL);
         json_t *tools = json_object_get(json_object_get(j, "result"), "tools");
         EXPECT_INT(json_array_size(tools), 2);
-        EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 1), "name")), "memory_get");
+        EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 1), "name")),
+                   "memory_get");
         json_decref(j);
         run_result_release(&r);
 
@@ -612,10 +644,12 @@ TEST(mcp_inspector_cli_both_eras)
                       r.status, r.out, r.err);
         j = json_loads(r.out, 0, NULL);
         json_t *res = json_object_get(j, "result");
-        EXPECT_STR(json_string_value(json_object_get(
-                       json_array_get(json_object_get(json_object_get(res, "structuredContent"), "results"), 0),
-                       "path")),
-                   "MEMORY.md");
+        EXPECT_STR(
+            json_string_value(json_object_get(
+                json_array_get(
+                    json_object_get(json_object_get(res, "structuredContent"), "results"), 0),
+                "path")),
+            "MEMORY.md");
         /* the modern era's results carry the server's identity in _meta */
         EXPECT(!json_object_get(res, "_meta") == (e == 0));
         json_decref(j);
@@ -626,7 +660,8 @@ TEST(mcp_inspector_cli_both_eras)
         j = json_loads(r.out, 0, NULL);
         res = json_object_get(j, "result");
         EXPECT(json_is_true(json_object_get(res, "isError")));
-        EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text")),
+        EXPECT_CONTAINS(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "text")),
                         "from must be an integer of at least 1");
         json_decref(j);
         run_result_release(&r);
