@@ -441,10 +441,24 @@ TEST(mcp_stateless_2026_07_28_beside_initialize)
 {
     session s;
     start(&s, NULL);
-    /* server/discover, with no initialize before it */
-    json_t *r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"server/discover\","
-                        "\"params\":{" ENVELOPE("2026-07-28") "}}");
+    /* the first request of the process: a tools/call, no handshake, no discover;
+     * resultType and serverInfo, no cache hints */
+    json_t *r = rpc(
+        &s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+            "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3}," ENVELOPE(
+                "2026-07-28") "}}");
     json_t *res = json_object_get(r, "result");
+    EXPECT_STR(
+        json_string_value(json_object_get(json_object_get(res, "structuredContent"), "text")),
+        "Configured VLAN 10 for IoT.");
+    EXPECT_STR(json_string_value(json_object_get(res, "resultType")), "complete");
+    EXPECT(json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
+    EXPECT(!json_object_get(res, "ttlMs"));
+    json_decref(r);
+    /* server/discover, with no initialize before it */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"server/discover\","
+                "\"params\":{" ENVELOPE("2026-07-28") "}}");
+    res = json_object_get(r, "result");
     json_t *want = json_pack("[s, s, s, s, s]", "2026-07-28", "2025-11-25", "2025-06-18",
                              "2025-03-26", "2024-11-05");
     EXPECT(json_equal(json_object_get(res, "supportedVersions"), want));
@@ -473,19 +487,6 @@ TEST(mcp_stateless_2026_07_28_beside_initialize)
     EXPECT_INT(json_integer_value(json_object_get(res, "ttlMs")), 3600000);
     EXPECT_STR(json_string_value(json_object_get(res, "cacheScope")), "public");
     EXPECT(json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
-    json_decref(r);
-    /* tools/call: resultType and serverInfo, no cache hints */
-    r = rpc(&s,
-            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
-            "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3}," ENVELOPE(
-                "2026-07-28") "}}");
-    res = json_object_get(r, "result");
-    EXPECT_STR(
-        json_string_value(json_object_get(json_object_get(res, "structuredContent"), "text")),
-        "Configured VLAN 10 for IoT.");
-    EXPECT_STR(json_string_value(json_object_get(res, "resultType")), "complete");
-    EXPECT(json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
-    EXPECT(!json_object_get(res, "ttlMs"));
     json_decref(r);
     /* a bad argument: the same tool error, in the era's result shape */
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
