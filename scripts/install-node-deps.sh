@@ -1,7 +1,9 @@
 #!/bin/sh
-# Installs the test suite's Node.js packages (the official MCP SDK client, pinned
-# in tests/mcp/package-lock.json) when they are missing; Node.js and npm come
-# from Debian when absent. Run by `make test`; a no-op once installed.
+# Installs the test suite's Node.js packages (the official MCP SDK clients 1.x
+# and 2.x and the MCP Inspector, whose CLI mode the tests run; pinned in
+# tests/mcp/package-lock.json) when they are missing; Node.js and npm come from
+# Debian when absent. Run by `make test`; a no-op once installed, and the tests
+# then run offline.
 set -eu
 cd "$(dirname "$0")/../tests/mcp"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
@@ -13,6 +15,8 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     $sudo apt-get install -y -qq nodejs npm >/dev/null
 fi
 [ -f node_modules/@modelcontextprotocol/sdk/package.json ] &&
+    [ -f node_modules/@modelcontextprotocol/client/package.json ] &&
+    [ -x node_modules/.bin/mcp-inspector ] &&
     [ node_modules/.package-lock.json -nt package-lock.json ] && exit 0
 echo "install-node-deps: npm ci in tests/mcp" >&2
 npm ci --no-audit --no-fund --loglevel=error >&2

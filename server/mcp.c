@@ -6,11 +6,22 @@
  * sync), and alone writes to stdout. A second thread owns a "writer" engine
  * and runs cm_engine_watch (or one sync, with sync.watch off). Shutdown on end
  * of input or SIGTERM/SIGINT: the watcher is told through a pipe, a sync in
- * progress stops at the next file, and the process exits 0.
+ * progress stops at the next file, and the process exits 0 — also while a
+ * client that stopped reading keeps stdout full (writes wait in poll() beside
+ * the signal pipe).
+ *
+ * Protocol eras: an `initialize` handshake (2025-11-25 back to 2024-11-05) or,
+ * statelessly, requests that carry the 2026-07-28 per-request `_meta`
+ * envelope (`server/discover`, `tools/list`, `tools/call`; results with
+ * `resultType`, the server's identity in `_meta` and cache hints on the
+ * cacheable ones). Both can be mixed on one process. Bad tool arguments are
+ * tool results with isError (the model can correct them); unknown tools and
+ * malformed requests are JSON-RPC errors.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -18,15 +29,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mcp.h"
 
-/* Newest first; a client asking for one of these gets it back. */
+/* Newest first. The modern (stateless) revisions are named in each request's
+ * _meta; the legacy ones are negotiated by initialize (a client asking for one
+ * of these gets it back). */
+static const char *const modern_versions[] = {"2026-07-28"};
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
-enum { PARSE_ERROR = -32700, INVALID_REQUEST = -32600, METHOD_NOT_FOUND = -32601,
-       INVALID_PARAMS = -32602, INTERNAL_ERROR = -32603 };
+enum {
+    PARSE_ERROR = -32700,
+    INVALID_REQUEST = -32600,
+    METHOD_NOT_FOUND = -32601,
+    INVALID_PARAMS = -32602,
+    INTERNAL_ERROR = -32603,
+    UNSUPPORTED_VERSION = -32022
+};
+
+/* The 2026-07-28 per-request envelope and result metadata keys. */
+#define META_VERSION     "io.modelcontextprotocol/protocolVersion"
+#define META_CLIENT_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define META_CLIENT_INFO "io.modelcontextprotocol/clientInfo"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+
+/* Cache hint for tools/list and server/discover (2026-07-28): both are fixed
+ * for the life of the process and carry nothing specific to a user. */
+#define LIST_TTL_MS 3600000
+
+static const char instructions[] =
+    "Agent memory over Markdown files. Use memory_search before answering about prior work, "
+    "decisions, people, preferences or dates, then memory_get for the exact lines.";
 
 static const char search_desc[] =
     "Recall from the agent's long-term memory. Call it before answering anything that depends "
@@ -114,7 +150,8 @@ static void clip_utf8(char *s)
     while (*p) {
         int n = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
         int k = 1;
-        while (n && k < n && (p[k] & 0xC0) == 0x80) k++;
+        while (n && k < n && (p[k] & 0xC0) == 0x80)
+            k++;
         if (!n || k < n) {
             *p = 0;
             return;
@@ -123,41 +160,98 @@ static void clip_utf8(char *s)
     }
 }
 
+/* Writes n bytes to stdout without ever blocking where SIGTERM/SIGINT could
+ * not interrupt it: each write waits in poll() beside the signal pipe, a pipe
+ * gets at most PIPE_BUF bytes per write once it has room (which never blocks),
+ * a socket is written with MSG_DONTWAIT, and the descriptor's flags are left
+ * alone (they are shared with whoever else holds it). -1 when stdout is gone
+ * or a signal asked us to stop. */
+static int put_out(const char *s, size_t n)
+{
+    static int kind = -1; /* 0 other, 1 pipe, 2 socket */
+    if (kind < 0) {
+        struct stat st;
+        kind = fstat(1, &st) ? 0 : S_ISFIFO(st.st_mode) ? 1 : S_ISSOCK(st.st_mode) ? 2 : 0;
+    }
+    size_t off = 0;
+    while (off < n) {
+        struct pollfd p[2] = {{1, POLLOUT, 0}, {sig_pipe[0], POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (p[1].revents & POLLIN) return -1; /* SIGTERM or SIGINT */
+        if (!(p[0].revents & POLLOUT)) {
+            if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) return -1;
+            continue;
+        }
+        size_t left = n - off;
+        ssize_t w;
+        if (kind == 2)
+            w = send(1, s + off, left, MSG_DONTWAIT | MSG_NOSIGNAL);
+        else
+            w = write(1, s + off, kind == 1 && left > PIPE_BUF ? PIPE_BUF : left);
+        if (w < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+        if (w < 0) return -1;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
 static int send_json(json_t *msg)
 {
     char *s = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
     if (!s) return -1;
-    size_t n = strlen(s), off = 0;
-    int rc = 0;
-    while (off < n) {
-        ssize_t w = write(1, s + off, n - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) {
-            rc = -1;
-            break;
-        }
-        off += (size_t)w;
-    }
-    if (rc == 0 && write(1, "\n", 1) != 1) rc = -1;
+    int rc = put_out(s, strlen(s)) || put_out("\n", 1) ? -1 : 0;
     free(s);
     return rc;
 }
 
-static int send_error(json_t *id, int code, const char *msg)
+static int send_error_data(json_t *id, int code, const char *msg, json_t *data)
 {
     char m[512];
     snprintf(m, sizeof m, "%s", msg);
     clip_utf8(m);
-    return send_json(json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-                               id ? id : json_null(), "error", "code", code, "message", m));
+    json_t *e = json_pack("{s:i, s:s}", "code", code, "message", m);
+    if (e && data) json_object_set(e, "data", data);
+    json_decref(data);
+    return send_json(
+        json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", e));
 }
 
-static int send_result(json_t *id, json_t *result)
+static int send_error(json_t *id, int code, const char *msg)
+{
+    return send_error_data(id, code, msg, NULL);
+}
+
+/* A request being answered: its id and, for a 2026-07-28 request, what its
+ * result must carry. */
+typedef struct req {
+    json_t *id;
+    bool modern;    /* stateless 2026-07-28: resultType and serverInfo in every result */
+    bool cacheable; /* ... and cache hints (tools/list, server/discover) */
+} req;
+
+static json_t *server_info(void)
+{
+    return json_pack("{s:s, s:s, s:s}", "name", "clawmem", "title", "clawmem agent memory",
+                     "version", CM_VERSION);
+}
+
+static int send_result(const req *r, json_t *result)
 {
     if (!result) /* could not be built (out of memory): still answer */
-        return send_error(id, INTERNAL_ERROR, "Internal error: the result could not be built");
-    return send_json(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result));
+        return send_error(r->id, INTERNAL_ERROR, "Internal error: the result could not be built");
+    if (r->modern) {
+        json_object_set_new(result, "resultType", json_string("complete"));
+        json_object_set_new(result, "_meta", json_pack("{s:o}", META_SERVER_INFO, server_info()));
+        if (r->cacheable) {
+            json_object_set_new(result, "ttlMs", json_integer(LIST_TTL_MS));
+            json_object_set_new(result, "cacheScope", json_string("public"));
+        }
+    }
+    return send_json(json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", r->id, "result", result));
 }
 
 /* ---- tools --------------------------------------------------------------- */
@@ -165,10 +259,14 @@ static int send_result(json_t *id, json_t *result)
 static json_t *tool(const char *name, const char *title, const char *desc, const char *in,
                     const char *out, bool read_only)
 {
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b}}", "name", name, "title", title,
-                     "description", desc, "inputSchema", json_loads(in, 0, NULL), "outputSchema",
-                     json_loads(out, 0, NULL), "annotations", "readOnlyHint", read_only,
-                     "idempotentHint", read_only);
+    json_t *t = json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:b, s:b, s:b}}", "name", name, "title",
+                          title, "description", desc, "inputSchema", json_loads(in, 0, NULL),
+                          "outputSchema", json_loads(out, 0, NULL), "annotations", "readOnlyHint",
+                          read_only, "idempotentHint", read_only, "openWorldHint", 0);
+    /* memory_write only appends: it never changes or removes what is there */
+    if (t && !read_only)
+        json_object_set_new(json_object_get(t, "annotations"), "destructiveHint", json_false());
+    return t;
 }
 
 /* A tool result whose structuredContent is the engine's payload. */
@@ -189,90 +287,223 @@ static json_t *error_result(const char *msg)
     return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", m, "isError", 1);
 }
 
-/* Reads an optional integer argument in [min, max]; -1 when bad. */
-static int int_arg(json_t *args, const char *k, long min, long max, long *out)
+/* A bad argument, as a tool error the model can act on:
+ * "memory_search: maxResults must be an integer from 1 to 1000, or left out
+ * (got 0)." or, when it is missing, "memory_get: path is required: ...". */
+static json_t *arg_error(const char *tool_name, const char *arg, const char *want, json_t *got)
+{
+    char g[80], msg[512];
+    if (!got) {
+        snprintf(msg, sizeof msg, "%s: %s is required: %s.", tool_name, arg, want);
+        return error_result(msg);
+    }
+    char *d = json_dumps(got, JSON_ENCODE_ANY | JSON_COMPACT);
+    size_t n = d ? strlen(d) : 0;
+    snprintf(g, sizeof g - 4, "%s", d ? d : "?");
+    clip_utf8(g);
+    if (strlen(g) < n) memcpy(g + strlen(g), "...", 4);
+    free(d);
+    snprintf(msg, sizeof msg, "%s: %s must be %s (got %s).", tool_name, arg, want, g);
+    return error_result(msg);
+}
+
+/* Reads an optional integer argument (an integral JSON number) of at least
+ * min: values over max are an error, or, with clamp, read as max. -1 when bad. */
+static int int_arg(json_t *args, const char *k, long min, long max, bool clamp, long *out)
 {
     json_t *v = json_object_get(args, k);
     if (!v || json_is_null(v)) return 0;
     double d = json_number_value(v);
-    if (!json_is_number(v) || d != (double)(long)d || d < (double)min || d > (double)max) return -1;
+    if (!json_is_number(v) || d < (double)min) return -1;
+    if (d > (double)max) { /* max < 2^53: every double above it is integral */
+        if (!clamp) return -1;
+        *out = max;
+        return 0;
+    }
+    if (d != (double)(long)d) return -1;
     *out = (long)d;
     return 0;
 }
 
-static int call_tool(server *s, json_t *id, json_t *params)
+/* A required string argument with no NUL byte in it. */
+static const char *str_arg(json_t *args, const char *k)
+{
+    json_t *v = json_object_get(args, k);
+    const char *s = json_string_value(v);
+    return s && json_string_length(v) == strlen(s) ? s : NULL;
+}
+
+static json_t *search_tool(server *s, json_t *args)
+{
+    static const char t[] = "memory_search";
+    const char *q = str_arg(args, "query");
+    long max = 0;
+    cm_search_opts o = {0, -1, 0};
+    json_t *ms = json_object_get(args, "minScore");
+    char err[1024], *payload = NULL;
+    /* the schema says minLength 1: an empty query is a bad argument, not "no results" */
+    if (!q || !*q)
+        return arg_error(t, "query", "a non-empty string, the words to look for in the notes",
+                         json_object_get(args, "query"));
+    if (int_arg(args, "maxResults", 1, 1000, false, &max))
+        return arg_error(t, "maxResults", "an integer from 1 to 1000, or left out",
+                         json_object_get(args, "maxResults"));
+    if (ms && !json_is_null(ms)) {
+        double d = json_number_value(ms);
+        if (!json_is_number(ms) || d < 0 || d > 1)
+            return arg_error(t, "minScore", "a number from 0 to 1, or left out", ms);
+        o.min_score = d;
+    }
+    o.max_results = (int)max;
+    if (cm_memory_search(s->reader, q, &o, &payload, err, sizeof err)) return error_result(err);
+    return payload_result(payload);
+}
+
+static json_t *get_tool(server *s, json_t *args)
+{
+    static const char t[] = "memory_get";
+    const char *path = str_arg(args, "path");
+    long from = 0, lines = 0;
+    char err[1024], *payload = NULL;
+    if (!path)
+        return arg_error(t, "path",
+                         "a workspace-relative path such as MEMORY.md or memory/2026-02-10.md",
+                         json_object_get(args, "path"));
+    if (int_arg(args, "from", 1, 1L << 40, true, &from))
+        return arg_error(t, "from",
+                         "an integer of at least 1 (the first line to read), or left out",
+                         json_object_get(args, "from"));
+    if (int_arg(args, "lines", 1, 1L << 40, true, &lines))
+        return arg_error(t, "lines", "an integer of at least 1 (how many lines), or left out",
+                         json_object_get(args, "lines"));
+    if (cm_memory_get(s->reader, path, from, lines, &payload, err, sizeof err))
+        return error_result(err);
+    return payload_result(payload);
+}
+
+static json_t *write_tool(server *s, json_t *args)
+{
+    static const char t[] = "memory_write";
+    const char *text = str_arg(args, "text");
+    json_t *p = json_object_get(args, "path");
+    char err[1024], *payload = NULL;
+    if (!text || !*text)
+        return arg_error(t, "text", "a non-empty string, the note in Markdown",
+                         json_object_get(args, "text"));
+    if (p && !json_is_null(p) && !str_arg(args, "path"))
+        return arg_error(t, "path",
+                         "a string such as MEMORY.md or memory/YYYY-MM-DD.md, or left out for "
+                         "today's note",
+                         p);
+    if (cm_memory_write(s->reader, json_string_value(p), text, 0, &payload, err, sizeof err))
+        return error_result(err);
+    return payload_result(payload);
+}
+
+/* tools/call: an unknown tool or a call that is not a CallToolRequest is a
+ * JSON-RPC error (-32602); anything wrong with the arguments is a tool result
+ * with isError, which the model sees and can correct (SEP-1303). */
+static int call_tool(server *s, const req *r, json_t *params)
 {
     const char *name = json_string_value(json_object_get(params, "name"));
     json_t *args = json_object_get(params, "arguments");
-    char err[1024], *payload = NULL;
-    if (!name) return send_error(id, INVALID_PARAMS, "tools/call needs a tool name");
-    if (args && !json_is_object(args))
-        return send_error(id, INVALID_PARAMS, "tools/call: arguments must be an object");
-    if (!strcmp(name, "memory_search")) {
-        const char *q = json_string_value(json_object_get(args, "query"));
-        long max = 0;
-        cm_search_opts o = {0, -1, 0};
-        json_t *ms = json_object_get(args, "minScore");
-        if (!q) return send_error(id, INVALID_PARAMS, "memory_search: query (a string) is required");
-        if (int_arg(args, "maxResults", 1, 1000, &max))
-            return send_error(id, INVALID_PARAMS, "memory_search: maxResults must be an integer 1..1000");
-        if (ms && !json_is_null(ms)) {
-            double d = json_number_value(ms);
-            if (!json_is_number(ms) || d < 0 || d > 1)
-                return send_error(id, INVALID_PARAMS, "memory_search: minScore must be 0..1");
-            o.min_score = d;
-        }
-        o.max_results = (int)max;
-        if (cm_memory_search(s->reader, q, &o, &payload, err, sizeof err))
-            return send_result(id, error_result(err));
-        return send_result(id, payload_result(payload));
-    }
-    if (!strcmp(name, "memory_get")) {
-        const char *path = json_string_value(json_object_get(args, "path"));
-        long from = 0, lines = 0;
-        if (!path) return send_error(id, INVALID_PARAMS, "memory_get: path (a string) is required");
-        if (int_arg(args, "from", 1, 1L << 40, &from) || int_arg(args, "lines", 1, 1L << 40, &lines))
-            return send_error(id, INVALID_PARAMS, "memory_get: from and lines must be positive integers");
-        if (json_string_length(json_object_get(args, "path")) != strlen(path))
-            return send_result(id, error_result("memory_get: path contains a NUL byte"));
-        if (cm_memory_get(s->reader, path, from, lines, &payload, err, sizeof err))
-            return send_result(id, error_result(err));
-        return send_result(id, payload_result(payload));
-    }
-    if (!strcmp(name, "memory_write") && s->can_write) {
-        const char *text = json_string_value(json_object_get(args, "text"));
-        json_t *p = json_object_get(args, "path");
-        if (!text) return send_error(id, INVALID_PARAMS, "memory_write: text (a string) is required");
-        if (p && !json_is_null(p) && !json_is_string(p))
-            return send_error(id, INVALID_PARAMS, "memory_write: path must be a string");
-        if (json_string_length(json_object_get(args, "text")) != strlen(text) ||
-            (p && json_is_string(p) && json_string_length(p) != strlen(json_string_value(p))))
-            return send_result(id, error_result("memory_write: NUL bytes are not allowed"));
-        if (cm_memory_write(s->reader, json_string_value(p), text, 0, &payload, err, sizeof err))
-            return send_result(id, error_result(err));
-        return send_result(id, payload_result(payload));
-    }
+    if (!name)
+        return send_error(r->id, INVALID_PARAMS, "Invalid params: tools/call needs a tool name");
+    if (args && !json_is_object(args) && !json_is_null(args))
+        return send_error(r->id, INVALID_PARAMS,
+                          "Invalid params: tools/call arguments must be an object");
+    if (!strcmp(name, "memory_search")) return send_result(r, search_tool(s, args));
+    if (!strcmp(name, "memory_get")) return send_result(r, get_tool(s, args));
+    if (!strcmp(name, "memory_write") && s->can_write) return send_result(r, write_tool(s, args));
     char msg[256];
-    snprintf(msg, sizeof msg, "unknown tool: %.100s", name);
-    return send_error(id, INVALID_PARAMS, msg);
+    snprintf(msg, sizeof msg, "Unknown tool: %.100s", name);
+    return send_error(r->id, INVALID_PARAMS, msg);
 }
 
-static int initialize(json_t *id, json_t *params)
+static json_t *capabilities(void)
+{
+    return json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+}
+
+static int initialize(const req *r, json_t *params)
 {
     const char *want = json_string_value(json_object_get(params, "protocolVersion"));
     const char *v = versions[0];
     for (size_t i = 0; want && i < sizeof versions / sizeof *versions; i++)
         if (!strcmp(want, versions[i])) v = versions[i];
-    return send_result(
-        id, json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", v,
-                      "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "clawmem",
-                      "title", "clawmem agent memory", "version", CM_VERSION, "instructions",
-                      "Agent memory over Markdown files. Use memory_search before answering "
-                      "about prior work, decisions, people, preferences or dates, then "
-                      "memory_get for the exact lines."));
+    return send_result(r, json_pack("{s:s, s:o, s:o, s:s}", "protocolVersion", v, "capabilities",
+                                    capabilities(), "serverInfo", server_info(), "instructions",
+                                    instructions));
 }
 
-/* Handles one message (a line). Returns -1 when stdout is gone. */
+static bool legacy_version(const char *v)
+{
+    for (size_t i = 0; v && i < sizeof versions / sizeof *versions; i++)
+        if (!strcmp(v, versions[i])) return true;
+    return false;
+}
+
+/* Every version this server speaks, newest first (discover and -32022). */
+static json_t *all_versions(void)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < sizeof modern_versions / sizeof *modern_versions; i++)
+        json_array_append_new(a, json_string(modern_versions[i]));
+    for (size_t i = 0; i < sizeof versions / sizeof *versions; i++)
+        json_array_append_new(a, json_string(versions[i]));
+    return a;
+}
+
+static int discover(const req *r)
+{
+    req c = *r;
+    c.modern = c.cacheable = true;
+    return send_result(&c, json_pack("{s:o, s:o, s:s}", "supportedVersions", all_versions(),
+                                     "capabilities", capabilities(), "instructions", instructions));
+}
+
+/* A request carrying the 2026-07-28 envelope (meta names a protocol version
+ * that is not a legacy one): served on its own, with no initialize before it;
+ * a version we do not know is UnsupportedProtocolVersion with our list. */
+static int handle_modern(server *s, json_t *id, const char *method, json_t *params, json_t *meta)
+{
+    req r = {id, true, false};
+    json_t *pv = json_object_get(meta, META_VERSION);
+    const char *v = json_string_value(pv);
+    bool known = false;
+    if (!v)
+        return send_error(id, INVALID_PARAMS,
+                          "Invalid params: _meta." META_VERSION " must be a string");
+    for (size_t i = 0; i < sizeof modern_versions / sizeof *modern_versions; i++)
+        known = known || !strcmp(v, modern_versions[i]);
+    if (!known) {
+        char m[256];
+        snprintf(m, sizeof m, "Unsupported protocol version: %.60s", v);
+        clip_utf8(m);
+        return send_error_data(
+            id, UNSUPPORTED_VERSION, m,
+            json_pack("{s:o, s:O}", "supported", all_versions(), "requested", pv));
+    }
+    if (!json_is_object(json_object_get(meta, META_CLIENT_CAPS)))
+        return send_error(id, INVALID_PARAMS,
+                          "Invalid params: _meta." META_CLIENT_CAPS " must be an object");
+    json_t *ci = json_object_get(meta, META_CLIENT_INFO);
+    if (ci && !json_is_object(ci))
+        return send_error(id, INVALID_PARAMS,
+                          "Invalid params: _meta." META_CLIENT_INFO " must be an object");
+    if (!strcmp(method, "server/discover")) return discover(&r);
+    if (!strcmp(method, "tools/list")) {
+        r.cacheable = true;
+        return send_result(&r, json_pack("{s:O}", "tools", s->tools));
+    }
+    if (!strcmp(method, "tools/call")) return call_tool(s, &r, params);
+    char m[256];
+    snprintf(m, sizeof m, "Method not found: %.100s (protocol version %s)", method, v);
+    return send_error(id, METHOD_NOT_FOUND, m);
+}
+
+/* Handles one message (a line). Returns -1 when stdout is gone (or a signal
+ * interrupted the answer). */
 static int handle(server *s, const char *line, size_t n)
 {
     json_error_t je;
@@ -287,8 +518,7 @@ static int handle(server *s, const char *line, size_t n)
     const char *method = json_string_value(json_object_get(msg, "method"));
     if (json_is_array(msg)) {
         rc = send_error(NULL, INVALID_REQUEST, "Invalid Request: batches are not supported");
-    } else if (!json_is_object(msg) ||
-               !json_is_string(json_object_get(msg, "jsonrpc")) ||
+    } else if (!json_is_object(msg) || !json_is_string(json_object_get(msg, "jsonrpc")) ||
                strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0 ||
                (id && !json_is_string(id) && !json_is_integer(id))) {
         rc = send_error(json_is_string(id) || json_is_integer(id) ? id : NULL, INVALID_REQUEST,
@@ -301,16 +531,24 @@ static int handle(server *s, const char *line, size_t n)
         /* notifications (initialized, cancelled, ...) need no answer */
     } else {
         json_t *params = json_object_get(msg, "params");
+        json_t *meta = json_object_get(params, "_meta");
+        req r = {id, false, false};
         if (params && !json_is_object(params)) {
             rc = send_error(id, INVALID_PARAMS, "Invalid params: params must be an object");
+        } else if (json_is_object(meta) && json_object_get(meta, META_VERSION) &&
+                   !legacy_version(json_string_value(json_object_get(meta, META_VERSION)))) {
+            /* a legacy version named in _meta is served as that version */
+            rc = handle_modern(s, id, method, params, meta);
         } else if (!strcmp(method, "initialize")) {
-            rc = initialize(id, params);
+            rc = initialize(&r, params);
         } else if (!strcmp(method, "ping")) {
-            rc = send_result(id, json_object());
+            rc = send_result(&r, json_object());
         } else if (!strcmp(method, "tools/list")) {
-            rc = send_result(id, json_pack("{s:O}", "tools", s->tools));
+            rc = send_result(&r, json_pack("{s:O}", "tools", s->tools));
         } else if (!strcmp(method, "tools/call")) {
-            rc = call_tool(s, id, params);
+            rc = call_tool(s, &r, params);
+        } else if (!strcmp(method, "server/discover")) {
+            rc = discover(&r); /* without the envelope: still tell what we speak */
         } else {
             char m[256];
             snprintf(m, sizeof m, "Method not found: %.100s", method);
@@ -388,20 +626,20 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
     }
     /* memory_write is listed only when it is enabled. */
     s.can_write = cm_engine_writable(s.reader) != 0;
-    s.tools = json_pack("[o, o]",
-                        tool("memory_search", "Search memory", search_desc, search_in, search_out,
-                             true),
-                        tool("memory_get", "Read memory", get_desc, get_in, get_out, true));
+    s.tools = json_pack(
+        "[o, o]", tool("memory_search", "Search memory", search_desc, search_in, search_out, true),
+        tool("memory_get", "Read memory", get_desc, get_in, get_out, true));
     if (s.can_write)
-        json_array_append_new(s.tools, tool("memory_write", "Write memory", write_desc, write_in,
-                                            write_out, false));
+        json_array_append_new(
+            s.tools, tool("memory_write", "Write memory", write_desc, write_in, write_out, false));
 
     if (y.mo.watch < 0) { /* sync.watch decides */
         char *js = NULL;
         y.mo.watch = 1;
         if (cm_engine_status(s.reader, 0, &js, err, sizeof err) == CM_OK) {
             json_t *st = json_loads(js, 0, NULL);
-            if (json_is_false(json_object_get(json_object_get(st, "sync"), "watch"))) y.mo.watch = 0;
+            if (json_is_false(json_object_get(json_object_get(st, "sync"), "watch")))
+                y.mo.watch = 0;
             json_decref(st);
         }
         cm_free(js);
@@ -410,12 +648,21 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
         status = 1;
         goto out;
     }
+    /* No SA_RESTART: a signal interrupts whatever the main thread waits in;
+     * the sync thread blocks both, so they are delivered to the main thread. */
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     thread = pthread_create(&tid, NULL, sync_main, &y) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     size_t cap = 64 * 1024, len = 0;
     bool skipping = false; /* discarding the rest of an oversized message */
@@ -430,7 +677,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
             if (errno == EINTR) continue;
             break;
         }
-        if (p[1].revents & POLLIN) break; /* SIGTERM or SIGINT */
+        if (p[1].revents & POLLIN) break;   /* SIGTERM or SIGINT */
         if (p[0].revents & POLLNVAL) break; /* no standard input at all */
         if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         if (len == cap) {
@@ -463,7 +710,8 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
         memmove(in, in + start, len - start);
         len -= start;
         if (len >= MCP_MAX_MESSAGE) { /* too long and still no newline */
-            if (!skipping && send_error(NULL, INVALID_REQUEST, "Invalid Request: message too large") < 0)
+            if (!skipping &&
+                send_error(NULL, INVALID_REQUEST, "Invalid Request: message too large") < 0)
                 goto out;
             skipping = true;
             len = 0;

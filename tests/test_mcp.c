@@ -1,11 +1,16 @@
 /*
  * test_mcp.c — `clawmem mcp` driven over its pipes with raw JSON-RPC:
- * initialize and version negotiation, tools/list, the three tools, JSON-RPC
- * errors (parse, unknown method, invalid params, oversized message, batch),
- * freshness through the watcher, and shutdown on end of input and SIGTERM.
+ * initialize and version negotiation, tools/list, the three tools, bad tool
+ * arguments as tool errors, JSON-RPC errors (parse, unknown method, unknown
+ * tool, oversized message, batch), the stateless 2026-07-28 era beside the
+ * initialize eras, freshness through the watcher, shutdown on end of input
+ * and SIGTERM (also with stdout full), and the official clients: the SDK 1.x
+ * and 2.x clients and the MCP Inspector's CLI.
  */
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "../src/base/fs.h"
@@ -25,8 +30,10 @@ static void start(session *s, const char *extra)
     write_file(s->ws, "MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
     write_file(s->ws, "memory/2026-02-10.md", "# 2026-02-10\n\nConfigured VLAN 10 for IoT.\n");
     write_file(s->dir, "qc.json", "{}");
-    const char *args[] = {"--workspace", s->ws, "--state-dir", s->state, "--config",
-                          path_in(s->dir, "qc.json"), "mcp", "--debounce", "50", extra, NULL};
+    const char *args[] = {"--workspace", s->ws,        "--state-dir",
+                          s->state,      "--config",   path_in(s->dir, "qc.json"),
+                          "mcp",         "--debounce", "50",
+                          extra,         NULL};
     proc_start(&s->p, NULL, args);
 }
 
@@ -57,8 +64,8 @@ static json_t *search(session *s, const char *q)
 
 static size_t hits(json_t *r)
 {
-    return json_array_size(
-        json_object_get(json_object_get(json_object_get(r, "result"), "structuredContent"), "results"));
+    return json_array_size(json_object_get(
+        json_object_get(json_object_get(r, "result"), "structuredContent"), "results"));
 }
 
 /* Searches until q has hits (the watcher syncs in the background). */
@@ -98,7 +105,8 @@ TEST(mcp_initialize_and_list)
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
     json_t *tools = json_object_get(json_object_get(r, "result"), "tools");
     EXPECT_INT(json_array_size(tools), 2); /* no memory_write unless enabled */
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 0), "name")), "memory_search");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+               "memory_search");
     EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 1), "name")), "memory_get");
     EXPECT(json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"), "properties"));
     EXPECT(json_object_get(json_array_get(tools, 0), "outputSchema"));
@@ -115,18 +123,21 @@ TEST(mcp_tools_answer_with_payloads)
     EXPECT(eventually_found(&s, "Biscuit", true, 5000));
     json_t *r = search(&s, "Biscuit");
     json_t *res = json_object_get(r, "result");
-    json_t *hit = json_array_get(json_object_get(json_object_get(res, "structuredContent"), "results"), 0);
+    json_t *hit =
+        json_array_get(json_object_get(json_object_get(res, "structuredContent"), "results"), 0);
     EXPECT_STR(json_string_value(json_object_get(hit, "path")), "MEMORY.md");
     EXPECT(json_is_false(json_object_get(res, "isError")));
     /* the text content is the same payload */
-    const char *text = json_string_value(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(res, "content"), 0), "text"));
     json_t *parsed = json_loads(text, 0, NULL);
     EXPECT(json_equal(parsed, json_object_get(res, "structuredContent")));
     json_decref(parsed);
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
                 "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3}}}");
-    EXPECT_STR(json_string_value(json_object_get(json_object_get(json_object_get(r, "result"), "structuredContent"), "text")),
+    EXPECT_STR(json_string_value(json_object_get(
+                   json_object_get(json_object_get(r, "result"), "structuredContent"), "text")),
                "Configured VLAN 10 for IoT.");
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
@@ -161,12 +172,12 @@ TEST(mcp_json_rpc_errors)
     EXPECT_INT(error_code(r), -32601);
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
-                "\"memory_search\",\"arguments\":{}}}");
-    EXPECT_INT(error_code(r), -32602);
+                "\"memory_forget\",\"arguments\":{}}}");
+    EXPECT_INT(error_code(r), -32602); /* an unknown tool */
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
-                "\"memory_search\",\"arguments\":{\"query\":\"x\",\"maxResults\":0}}}");
-    EXPECT_INT(error_code(r), -32602);
+                "\"memory_search\",\"arguments\":[\"x\"]}}");
+    EXPECT_INT(error_code(r), -32602); /* not a CallToolRequest */
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
                 "\"memory_write\",\"arguments\":{\"text\":\"x\"}}}");
@@ -185,7 +196,8 @@ TEST(mcp_json_rpc_errors)
     buf big = BUF_INIT;
     buf_adds(&big, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
                    "\"memory_search\",\"arguments\":{\"query\":\"");
-    while (big.len < (5u << 20)) buf_adds(&big, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    while (big.len < (5u << 20))
+        buf_adds(&big, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
     buf_adds(&big, "\"}}}");
     r = rpc(&s, big.data);
     buf_release(&big);
@@ -199,7 +211,8 @@ TEST(mcp_json_rpc_errors)
     /* a method name whose quote would be cut inside a UTF-8 character */
     buf m = BUF_INIT;
     buf_adds(&m, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"a");
-    for (int i = 0; i < 60; i++) buf_adds(&m, "\xC3\xA9");
+    for (int i = 0; i < 60; i++)
+        buf_adds(&m, "\xC3\xA9");
     buf_adds(&m, "\"}");
     r = rpc(&s, m.data);
     buf_release(&m);
@@ -254,8 +267,9 @@ TEST(mcp_official_sdk_client)
     char *d = tmp_dir();
     write_file(d, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
     const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
-    const char *argv[] = {"node", "tests/mcp/sdk_client.mjs", bin, path_in(d, "ws"),
-                          path_in(d, "state"), NULL};
+    const char *argv[] = {
+        "timeout",           "120", "node", "tests/mcp/sdk_client.mjs", bin, path_in(d, "ws"),
+        path_in(d, "state"), NULL};
     run_result r = run_cmd(NULL, argv);
     if (r.status != 0)
         test_fail(__FILE__, __LINE__, "sdk client (exit %d):\n%s%s", r.status, r.out, r.err);
@@ -276,4 +290,381 @@ TEST(mcp_last_message_without_newline)
     EXPECT_CONTAINS(line, "\"id\":1");
     free(line);
     EXPECT_INT(proc_stop(&s.p, 0, 5000), 0);
+}
+
+/* The response to a tools/call of tool with these arguments (JSON text). */
+static json_t *call(session *s, const char *tool_name, const char *args)
+{
+    buf b = BUF_INIT;
+    buf_adds(&b,
+             "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":\"");
+    buf_adds(&b, tool_name);
+    buf_adds(&b, "\",\"arguments\":");
+    buf_adds(&b, args);
+    buf_adds(&b, "}}");
+    json_t *r = rpc(s, b.data);
+    buf_release(&b);
+    return r;
+}
+
+/* r is exactly the tool error {"content":[{"type":"text","text":msg}],"isError":true}. */
+static void expect_tool_error(json_t *r, const char *msg, int line)
+{
+    json_t *want = json_pack("{s:s, s:i, s:{s:[{s:s, s:s}], s:b}}", "jsonrpc", "2.0", "id", 20,
+                             "result", "content", "type", "text", "text", msg, "isError", 1);
+    if (!json_equal(r, want)) {
+        char *got = r ? json_dumps(r, JSON_COMPACT) : NULL;
+        test_fail(__FILE__, line, "want the tool error \"%s\", got %s", msg, got ? got : "nothing");
+        free(got);
+    }
+    json_decref(want);
+    json_decref(r);
+}
+
+TEST(mcp_bad_arguments_are_tool_errors)
+{
+    /* SEP-1303: what the model can fix comes back as a tool result with
+     * isError and a message naming the argument, the rule and the value. */
+    static const struct {
+        const char *tool, *args, *msg;
+    } cases[] = {
+        {"memory_search", "{}",
+         "memory_search: query is required: a non-empty string, the words to look for in the "
+         "notes."},
+        {"memory_search", "{\"query\":\"\"}",
+         "memory_search: query must be a non-empty string, the words to look for in the notes "
+         "(got \"\")."},
+        {"memory_search", "{\"query\":42}",
+         "memory_search: query must be a non-empty string, the words to look for in the notes "
+         "(got 42)."},
+        {"memory_search", "{\"query\":\"x\",\"maxResults\":0}",
+         "memory_search: maxResults must be an integer from 1 to 1000, or left out (got 0)."},
+        {"memory_search", "{\"query\":\"x\",\"maxResults\":1001}",
+         "memory_search: maxResults must be an integer from 1 to 1000, or left out (got 1001)."},
+        {"memory_search", "{\"query\":\"x\",\"maxResults\":2.5}",
+         "memory_search: maxResults must be an integer from 1 to 1000, or left out (got 2.5)."},
+        {"memory_search", "{\"query\":\"x\",\"maxResults\":\"5\"}",
+         "memory_search: maxResults must be an integer from 1 to 1000, or left out (got \"5\")."},
+        {"memory_search", "{\"query\":\"x\",\"minScore\":-0.5}",
+         "memory_search: minScore must be a number from 0 to 1, or left out (got -0.5)."},
+        {"memory_search", "{\"query\":\"x\",\"minScore\":1.5}",
+         "memory_search: minScore must be a number from 0 to 1, or left out (got 1.5)."},
+        {"memory_search", "{\"query\":\"x\",\"minScore\":\"high\"}",
+         "memory_search: minScore must be a number from 0 to 1, or left out (got \"high\")."},
+        {"memory_search",
+         "{\"query\":\"x\",\"maxResults\":"
+         "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}",
+         "memory_search: maxResults must be an integer from 1 to 1000, or left out (got "
+         "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...)."},
+        {"memory_get", "{}",
+         "memory_get: path is required: a workspace-relative path such as MEMORY.md or "
+         "memory/2026-02-10.md."},
+        {"memory_get", "{\"path\":5}",
+         "memory_get: path must be a workspace-relative path such as MEMORY.md or "
+         "memory/2026-02-10.md (got 5)."},
+        {"memory_get", "{\"path\":\"MEMORY.md\",\"from\":0}",
+         "memory_get: from must be an integer of at least 1 (the first line to read), or left "
+         "out (got 0)."},
+        {"memory_get", "{\"path\":\"MEMORY.md\",\"from\":\"3\"}",
+         "memory_get: from must be an integer of at least 1 (the first line to read), or left "
+         "out (got \"3\")."},
+        {"memory_get", "{\"path\":\"MEMORY.md\",\"lines\":-1}",
+         "memory_get: lines must be an integer of at least 1 (how many lines), or left out (got "
+         "-1)."},
+        {"memory_get", "{\"path\":\"MEMORY.md\",\"lines\":1.5}",
+         "memory_get: lines must be an integer of at least 1 (how many lines), or left out (got "
+         "1.5)."},
+        {"memory_write", "{}",
+         "memory_write: text is required: a non-empty string, the note in Markdown."},
+        {"memory_write", "{\"text\":\"\"}",
+         "memory_write: text must be a non-empty string, the note in Markdown (got \"\")."},
+        {"memory_write", "{\"text\":\"x\",\"path\":7}",
+         "memory_write: path must be a string such as MEMORY.md or memory/YYYY-MM-DD.md, or left "
+         "out for today's note (got 7)."},
+    };
+    session s;
+    start(&s, "--allow-write");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        expect_tool_error(call(&s, cases[i].tool, cases[i].args), cases[i].msg, __LINE__);
+    /* in range, or beyond a file's end: not errors */
+    json_t *r = call(&s, "memory_get", "{\"path\":\"MEMORY.md\",\"from\":1e20,\"lines\":1e20}");
+    EXPECT(json_is_false(json_object_get(json_object_get(r, "result"), "isError")));
+    EXPECT_STR(json_string_value(json_object_get(
+                   json_object_get(json_object_get(r, "result"), "structuredContent"), "text")),
+               "");
+    json_decref(r);
+    r = call(&s, "memory_search", "{\"query\":\"Biscuit\",\"maxResults\":1000,\"minScore\":0}");
+    EXPECT(json_is_false(json_object_get(json_object_get(r, "result"), "isError")));
+    json_decref(r);
+    /* what the schema declares: query minLength 1; memory_write appends, never destroys */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    json_t *tools = json_object_get(json_object_get(r, "result"), "tools");
+    EXPECT_INT(json_integer_value(json_object_get(
+                   json_object_get(
+                       json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"),
+                                       "properties"),
+                       "query"),
+                   "minLength")),
+               1);
+    json_t *want = json_pack("{s:b, s:b, s:b, s:b}", "readOnlyHint", 0, "idempotentHint", 0,
+                             "openWorldHint", 0, "destructiveHint", 0);
+    EXPECT(json_equal(json_object_get(json_array_get(tools, 2), "annotations"), want));
+    json_decref(want);
+    json_decref(r);
+    /* malformed calls and unknown tools stay JSON-RPC errors */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"memory_forget\",\"arguments\":{}}}");
+    want = json_pack("{s:s, s:i, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", 2, "error", "code", -32602,
+                     "message", "Unknown tool: memory_forget");
+    EXPECT(json_equal(r, want));
+    json_decref(want);
+    json_decref(r);
+    r = rpc(
+        &s,
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"arguments\":{}}}");
+    EXPECT_INT(error_code(r), -32602);
+    json_decref(r);
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"memory_get\",\"arguments\":\"MEMORY.md\"}}");
+    EXPECT_INT(error_code(r), -32602);
+    json_decref(r);
+    EXPECT_INT(proc_stop(&s.p, 0, 5000), 0);
+}
+
+#define ENVELOPE(v)                                                                                \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"" v "\","                            \
+    "\"io.modelcontextprotocol/clientInfo\":{\"name\":\"t\",\"version\":\"1\"},"                   \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+
+TEST(mcp_stateless_2026_07_28_beside_initialize)
+{
+    session s;
+    start(&s, NULL);
+    /* the first request of the process: a tools/call, no handshake, no discover;
+     * resultType and serverInfo, no cache hints */
+    json_t *r = rpc(
+        &s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+            "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3}," ENVELOPE(
+                "2026-07-28") "}}");
+    json_t *res = json_object_get(r, "result");
+    EXPECT_STR(
+        json_string_value(json_object_get(json_object_get(res, "structuredContent"), "text")),
+        "Configured VLAN 10 for IoT.");
+    EXPECT_STR(json_string_value(json_object_get(res, "resultType")), "complete");
+    EXPECT(json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
+    EXPECT(!json_object_get(res, "ttlMs"));
+    json_decref(r);
+    /* server/discover, with no initialize before it */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":\"d\",\"method\":\"server/discover\","
+                "\"params\":{" ENVELOPE("2026-07-28") "}}");
+    res = json_object_get(r, "result");
+    json_t *want = json_pack("[s, s, s, s, s]", "2026-07-28", "2025-11-25", "2025-06-18",
+                             "2025-03-26", "2024-11-05");
+    EXPECT(json_equal(json_object_get(res, "supportedVersions"), want));
+    json_decref(want);
+    want = json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+    EXPECT(json_equal(json_object_get(res, "capabilities"), want));
+    json_decref(want);
+    EXPECT_STR(json_string_value(json_object_get(res, "resultType")), "complete");
+    EXPECT_INT(json_integer_value(json_object_get(res, "ttlMs")), 3600000);
+    EXPECT_STR(json_string_value(json_object_get(res, "cacheScope")), "public");
+    EXPECT_STR(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"),
+            "name")),
+        "clawmem");
+    EXPECT_CONTAINS(json_string_value(json_object_get(res, "instructions")), "memory_search");
+    EXPECT_INT(json_object_size(res), 7);
+    EXPECT_INT(json_object_size(r), 3);
+    json_decref(r);
+    /* tools/list: cacheable */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" ENVELOPE(
+                    "2026-07-28") "}}");
+    res = json_object_get(r, "result");
+    EXPECT_INT(json_array_size(json_object_get(res, "tools")), 2);
+    EXPECT_STR(json_string_value(json_object_get(res, "resultType")), "complete");
+    EXPECT_INT(json_integer_value(json_object_get(res, "ttlMs")), 3600000);
+    EXPECT_STR(json_string_value(json_object_get(res, "cacheScope")), "public");
+    EXPECT(json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
+    json_decref(r);
+    /* a bad argument: the same tool error, in the era's result shape */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"memory_search\",\"arguments\":{\"query\":\"\"}," ENVELOPE("2026-07-28") "}}");
+    want = json_pack("{s:s, s:i, s:{s:[{s:s, s:s}], s:b, s:s, s:{s:{s:s, s:s, s:s}}}}", "jsonrpc",
+                     "2.0", "id", 3, "result", "content", "type", "text", "text",
+                     "memory_search: query must be a non-empty string, the words to look for in "
+                     "the notes (got \"\").",
+                     "isError", 1, "resultType", "complete", "_meta",
+                     "io.modelcontextprotocol/serverInfo", "name", "clawmem", "title",
+                     "clawmem agent memory", "version", CM_VERSION);
+    EXPECT(json_equal(r, want));
+    json_decref(want);
+    json_decref(r);
+    /* an unknown version: UnsupportedProtocolVersion with what we speak */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\",\"params\":{" ENVELOPE(
+                    "2099-01-01") "}}");
+    EXPECT_INT(error_code(r), -32022);
+    want = json_pack("{s:[s, s, s, s, s], s:s}", "supported", "2026-07-28", "2025-11-25",
+                     "2025-06-18", "2025-03-26", "2024-11-05", "requested", "2099-01-01");
+    EXPECT(json_equal(json_object_get(json_object_get(r, "error"), "data"), want));
+    json_decref(want);
+    json_decref(r);
+    /* a malformed envelope, and a method the era removed */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
+                "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}}}");
+    EXPECT_INT(error_code(r), -32602);
+    json_decref(r);
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{" ENVELOPE(
+                    "2026-07-28") "}}");
+    EXPECT_INT(error_code(r), -32601);
+    json_decref(r);
+    /* the initialize era, in the same process, unchanged */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"initialize\",\"params\":{"
+                "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+    res = json_object_get(r, "result");
+    EXPECT_STR(json_string_value(json_object_get(res, "protocolVersion")), "2025-11-25");
+    EXPECT(!json_object_get(res, "resultType"));
+    json_decref(r);
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\"}");
+    EXPECT_INT(json_object_size(json_object_get(r, "result")), 1); /* tools only */
+    json_decref(r);
+    r = call(&s, "memory_search", "{}");
+    EXPECT_INT(json_object_size(json_object_get(r, "result")), 2); /* content, isError */
+    json_decref(r);
+    /* a legacy version named per request is served as that version */
+    r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\",\"params\":{" ENVELOPE(
+                    "2025-06-18") "}}");
+    EXPECT_INT(json_object_size(json_object_get(r, "result")), 1);
+    json_decref(r);
+    EXPECT_INT(proc_stop(&s.p, 0, 5000), 0);
+}
+
+TEST(mcp_sigterm_with_stdout_full)
+{
+    /* A client that stops reading: the answers to many requests fill the
+     * stdout pipe and the server waits to write; SIGTERM still ends it. */
+    session s;
+    start(&s, "--no-watch");
+    buf b = BUF_INIT;
+    for (int i = 0; i < 300; i++) /* ~1.3 MB of answers; ~20 KB of requests */
+        buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n");
+    EXPECT(write(s.p.in, b.data, b.len) == (ssize_t)b.len);
+    buf_release(&b);
+    int cap = fcntl(s.p.out, F_GETPIPE_SZ), queued = 0;
+    EXPECT(cap > 0);
+    for (int t = 0; t < 10000 && queued < cap / 2; t += 10) { /* watchdog: 10 s */
+        if (ioctl(s.p.out, FIONREAD, &queued)) break;
+        if (queued < cap / 2) usleep(10000);
+    }
+    EXPECT(queued >= cap / 2); /* it is writing, and has far more to write than fits */
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 5000), 0); /* -1: had to be killed */
+}
+
+TEST(mcp_official_sdk_client_2026_07_28)
+{
+    /* The SDK 2.x client pinned to 2026-07-28 (server/discover probe, then
+     * stateless requests), in auto mode, and in legacy mode. */
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
+    const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
+    const char *argv[] = {
+        "timeout",           "120", "node", "tests/mcp/sdk_modern.mjs", bin, path_in(d, "ws"),
+        path_in(d, "state"), NULL};
+    run_result r = run_cmd(NULL, argv);
+    if (r.status != 0)
+        test_fail(__FILE__, __LINE__, "sdk modern client (exit %d):\n%s%s", r.status, r.out, r.err);
+    EXPECT_CONTAINS(r.out, "sdk modern checks passed");
+    run_result_release(&r);
+}
+
+/* One run of the MCP Inspector's CLI (tests/mcp) against `clawmem mcp` in
+ * era ("legacy" or "modern"); method args follow. Returns the run. */
+static run_result inspector(const char *dir, const char *era, const char *const *method)
+{
+    const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
+    const char *argv[40] = {"timeout",
+                            "120",
+                            "tests/mcp/node_modules/.bin/mcp-inspector",
+                            "--cli",
+                            "--protocol-era",
+                            era,
+                            bin,
+                            "--workspace",
+                            path_in(dir, "ws"),
+                            "--state-dir",
+                            path_in(dir, "state"),
+                            "mcp",
+                            "--no-watch"};
+    size_t n = 13;
+    for (size_t i = 0; method[i] && n < 38; i++)
+        argv[n++] = method[i];
+    argv[n++] = "--format";
+    argv[n++] = "json";
+    argv[n] = NULL;
+    char home[4200];
+    snprintf(home, sizeof home, "HOME=%s", dir); /* the Inspector keeps nothing in ours */
+    const char *env[] = {home, NULL};
+    return run_cmd(env, argv);
+}
+
+TEST(mcp_inspector_cli_both_eras)
+{
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
+    const char *idx[] = {"--workspace",       path_in(d, "ws"), "--state-dir",
+                         path_in(d, "state"), "index",          NULL};
+    run_result r = run_clawmem(NULL, idx);
+    EXPECT_INT(r.status, 0);
+    run_result_release(&r);
+    static const char *const eras[] = {"legacy", "modern"};
+    static const char *const list[] = {"--method", "tools/list", NULL};
+    static const char *const search_call[] = {
+        "--method",   "tools/call",    "--tool-name", "memory_search",
+        "--tool-arg", "query=Biscuit", NULL};
+    static const char *const bad_call[] = {"--method",   "tools/call", "--tool-name",
+                                           "memory_get", "--tool-arg", "path=MEMORY.md",
+                                           "--tool-arg", "from=0",     NULL};
+    for (int e = 0; e < 2; e++) {
+        r = inspector(d, eras[e], list);
+        if (r.status != 0)
+            test_fail(__FILE__, __LINE__, "inspector %s tools/list (exit %d):\n%s%s", eras[e],
+                      r.status, r.out, r.err);
+        json_t *j = json_loads(r.out, 0, NULL);
+        json_t *tools = json_object_get(json_object_get(j, "result"), "tools");
+        EXPECT_INT(json_array_size(tools), 2);
+        EXPECT_STR(json_string_value(json_object_get(json_array_get(tools, 1), "name")),
+                   "memory_get");
+        json_decref(j);
+        run_result_release(&r);
+
+        r = inspector(d, eras[e], search_call);
+        if (r.status != 0)
+            test_fail(__FILE__, __LINE__, "inspector %s tools/call (exit %d):\n%s%s", eras[e],
+                      r.status, r.out, r.err);
+        j = json_loads(r.out, 0, NULL);
+        json_t *res = json_object_get(j, "result");
+        EXPECT_STR(
+            json_string_value(json_object_get(
+                json_array_get(
+                    json_object_get(json_object_get(res, "structuredContent"), "results"), 0),
+                "path")),
+            "MEMORY.md");
+        /* the modern era's results carry the server's identity in _meta */
+        EXPECT(!json_object_get(res, "_meta") == (e == 0));
+        json_decref(j);
+        run_result_release(&r);
+
+        r = inspector(d, eras[e], bad_call);
+        EXPECT_INT(r.status, 5); /* the Inspector's exit code for isError */
+        j = json_loads(r.out, 0, NULL);
+        res = json_object_get(j, "result");
+        EXPECT(json_is_true(json_object_get(res, "isError")));
+        EXPECT_CONTAINS(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "text")),
+                        "from must be an integer of at least 1");
+        json_decref(j);
+        run_result_release(&r);
+    }
 }

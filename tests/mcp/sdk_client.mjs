@@ -63,13 +63,17 @@ for (let i = 0; i < 100 && !fresh; i++) {
 }
 check(fresh, "the written note becomes searchable");
 
+const noQuery = await client.callTool({ name: "memory_search", arguments: {} });
+check(noQuery.isError === true && /query is required/.test(noQuery.content[0].text),
+  "a missing query is a tool error the model can read");
+
 let code = 0;
 try {
-  await client.callTool({ name: "memory_search", arguments: {} });
+  await client.callTool({ name: "memory_forget", arguments: {} });
 } catch (e) {
   code = e.code;
 }
-check(code === -32602, "missing query is an invalid-params error");
+check(code === -32602, "an unknown tool is an invalid-params error");
 
 await client.ping();
 check(true, "ping");
