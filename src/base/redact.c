@@ -243,6 +243,7 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
             while (v < n && s[v] == ' ') v++;
             size_t e = v;
             while (e < n && tokenc((unsigned char)s[e])) e++;
+            while (e > v && s[e - 1] == '.') e--;
             if (e > v) {
                 rc = buf_add(out, s + i, w);
                 if (!rc) rc = buf_addc(out, ' ');
@@ -258,6 +259,7 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
                 if (n - i < pl || memcmp(s + i, key_prefixes[j], pl)) continue;
                 size_t e = i + pl;
                 while (e < n && tokenc((unsigned char)s[e])) e++;
+                while (e > i + pl && s[e - 1] == '.') e--; /* the sentence's full stop */
                 if (e - i - pl >= 16) {
                     rc = buf_adds(out, REDACTED);
                     i = e;
