@@ -93,8 +93,11 @@ static void put_safe(FILE *f, const char *s, int keep_lines)
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         unsigned c = *p;
-        size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
-                                                          : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        size_t len = c < 0x80                 ? 1
+                     : c >= 0xC2 && c <= 0xDF ? 2
+                     : c >= 0xE0 && c <= 0xEF ? 3
+                     : c >= 0xF0 && c <= 0xF4 ? 4
+                                              : 0;
         for (size_t i = 1; i < len; i++)
             if ((p[i] & 0xC0) != 0x80) len = 0;
         if (len == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F))) len = 0;

@@ -276,9 +276,9 @@ static void *serve(void *arg)
         if (f == FAKE_ECHO) { /* a hostile or careless server: our request back */
             buf e = BUF_INIT;
             buf_adds(&e, "{\"error\":\"unauthorized\",\"request\":\"");
-            static const char *const dull[] = {"host:", "accept:", "accept-encoding:",
-                                               "content-type:", "content-length:",
-                                               "user-agent:", "expect:"};
+            static const char *const dull[] = {
+                "host:",           "accept:",     "accept-encoding:", "content-type:",
+                "content-length:", "user-agent:", "expect:"};
             for (const char *ln = hdrs; *ln;) {
                 size_t l = strcspn(ln, "\n");
                 bool skip = false;

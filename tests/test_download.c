@@ -474,6 +474,7 @@ TEST(download_echoing_server_is_redacted)
     EXPECT(!strstr(err, "hf_echoedTOKEN0123456789"));
     EXPECT(!strstr(err, "endpointpw77"));
     EXPECT(!strstr(err, "hfuser"));
-    for (const char *c = err; *c; c++) EXPECT((unsigned char)*c >= 0x20);
+    for (const char *c = err; *c; c++)
+        EXPECT((unsigned char)*c >= 0x20);
     teardown();
 }

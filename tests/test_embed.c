@@ -272,8 +272,12 @@ TEST(embed_echoing_endpoint_is_redacted)
     embed_provider p;
     char err[512], json[512];
     float *v = NULL;
-    static const char *const secrets[] = {"sk-live-SECRETKEY0123456789", "customsecret99",
-                                          "urlpass42", "AIzaGEMINIKEY", "Bearer sk", NULL};
+    static const char *const secrets[] = {"sk-live-SECRETKEY0123456789",
+                                          "customsecret99",
+                                          "urlpass42",
+                                          "AIzaGEMINIKEY",
+                                          "Bearer sk",
+                                          NULL};
     /* OpenAI-style: Authorization: Bearer, remote.headers, userinfo in baseUrl. */
     snprintf(json, sizeof json,
              "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'http://"

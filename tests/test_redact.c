@@ -51,7 +51,8 @@ TEST(redact_patterns_without_secrets)
     EXPECT_STR(red(NULL, NULL, "got bearer eyJhbGciOi.x.y here", 0), "got bearer [redacted] here");
     EXPECT_STR(red(NULL, NULL, "x-goog-api-key=AIzaSyD-123456789012345678901234567890", 0),
                "x-goog-api-key=[redacted]");
-    EXPECT_STR(red(NULL, NULL, "GET /v1?key=abcd1234&alt=json", 0), "GET /v1?key=[redacted]&alt=json");
+    EXPECT_STR(red(NULL, NULL, "GET /v1?key=abcd1234&alt=json", 0),
+               "GET /v1?key=[redacted]&alt=json");
     EXPECT_STR(red(NULL, NULL, "{\"api_key\": \"abcdef\"}", 0), "{\"api_key\": \"[redacted]\"}");
     EXPECT_STR(red(NULL, NULL, "Incorrect API key provided: sk-proj-AAAAAAAAAAAAAAAAAAAAAAAA.", 0),
                "Incorrect API key provided: [redacted].");

@@ -34,7 +34,8 @@ TEST(tools_search_payload_exact)
                "{\"results\":[{\"id\":"
                "\"132ea461c406f724a3d53c99965e65202913f29abf48d80aa3b082440cbf0de9\","
                "\"path\":\"memory/2026-02-10.md\",\"startLine\":12,\"endLine\":30,"
-               "\"score\":0.734,\"textScore\":0.8,\"snippet\":\"Router \\\"Omada\\\"\\nVLAN 10\\n\\nSource: "
+               "\"score\":0.734,\"textScore\":0.8,\"snippet\":\"Router \\\"Omada\\\"\\nVLAN "
+               "10\\n\\nSource: "
                "memory/2026-02-10.md#L12-L30\",\"source\":\"memory\",\"citation\":"
                "\"memory/2026-02-10.md#L12-L30\"},{\"id\":"
                "\"617b4aaa772f8622b672488de1f6745e6ba0c9f166a745269766d07ddaa2bde3\","
@@ -50,9 +51,9 @@ TEST(tools_search_payload_exact)
     EXPECT_CONTAINS(b.data, "\"citations\":\"off\"");
     buf_reset(&b);
     /* With a provider: mode hybrid, the model in the id. */
-    EXPECT_INT(tools_search_payload(v + 1, 1,
-                                    &(tools_head){"openai", "m1", NULL, CM_CITE_OFF, NULL}, &b),
-               CM_OK);
+    EXPECT_INT(
+        tools_search_payload(v + 1, 1, &(tools_head){"openai", "m1", NULL, CM_CITE_OFF, NULL}, &b),
+        CM_OK);
     EXPECT_CONTAINS(b.data, "\"mode\":\"hybrid\"");
     EXPECT(strstr(b.data, "617b4aaa772f") == NULL);
     EXPECT(strstr(b.data, "textScore") == NULL); /* a vector-only hit */
@@ -98,9 +99,9 @@ TEST(tools_citations_auto_by_session)
     const bool cited[] = {false, false, true, true};
     for (size_t i = 0; i < 4; i++) {
         buf b = BUF_INIT;
-        EXPECT_INT(tools_search_payload(&v, 1,
-                                        &(tools_head){"none", "", NULL, CM_CITE_AUTO, keys[i]}, &b),
-                   CM_OK);
+        EXPECT_INT(
+            tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_AUTO, keys[i]}, &b),
+            CM_OK);
         EXPECT_CONTAINS(b.data, "\"citations\":\"auto\"");
         EXPECT_INT(strstr(b.data, "\"citation\":\"memory/a.md#L1-L2\"") != NULL, cited[i]);
         EXPECT_INT(strstr(b.data, "Source: memory/a.md#L1-L2") != NULL, cited[i]);
@@ -145,7 +146,8 @@ TEST(tools_snippet_is_700_characters)
     for (int i = 0; i < 800; i++)
         buf_adds(&t, "漢");
     search_hit v = mk("memory/a.md", 1, 1, 1, t.data);
-    EXPECT_INT(tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b), CM_OK);
+    EXPECT_INT(tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
+               CM_OK);
     json_t *j = json_loads(b.data, 0, NULL);
     const char *snip = json_string_value(
         json_object_get(json_array_get(json_object_get(j, "results"), 0), "snippet"));

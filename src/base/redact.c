@@ -27,8 +27,10 @@ void redact_release(redact *r)
 
 static cm_rc add_n(redact *r, const char *s, size_t n)
 {
-    while (n && (*s == ' ' || *s == '\t')) s++, n--;
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) n--;
+    while (n && (*s == ' ' || *s == '\t'))
+        s++, n--;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
     if (n < 4) return CM_OK;
     for (size_t i = 0; i < r->n; i++)
         if (strlen(r->secrets[i]) == n && !memcmp(r->secrets[i], s, n)) return CM_OK;
@@ -61,16 +63,18 @@ cm_rc redact_add_header(redact *r, const char *line)
     const char *colon = strchr(line, ':');
     if (!colon) return CM_OK;
     size_t nl = (size_t)(colon - line);
-    static const char *const plain[] = {"content-type", "accept", "user-agent", "expect",
-                                        "content-length", "accept-encoding"};
+    static const char *const plain[] = {"content-type", "accept",         "user-agent",
+                                        "expect",       "content-length", "accept-encoding"};
     for (size_t i = 0; i < ARRAY_LEN(plain); i++)
         if (nl == strlen(plain[i]) && !strncasecmp(line, plain[i], nl)) return CM_OK;
     const char *v = colon + 1;
-    while (*v == ' ' || *v == '\t') v++;
+    while (*v == ' ' || *v == '\t')
+        v++;
     cm_rc rc = add_n(r, v, strlen(v));
     const char *sp = strchr(v, ' ');
-    if (!rc && sp && (prefix_ci(v, strlen(v), "bearer ") || prefix_ci(v, strlen(v), "basic ") ||
-                      prefix_ci(v, strlen(v), "token ")))
+    if (!rc && sp &&
+        (prefix_ci(v, strlen(v), "bearer ") || prefix_ci(v, strlen(v), "basic ") ||
+         prefix_ci(v, strlen(v), "token ")))
         rc = add_n(r, sp + 1, strlen(sp + 1));
     return rc;
 }
@@ -87,7 +91,7 @@ static bool authority(const char *url, size_t *a, size_t *b)
 
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0'
+    return c >= '0' && c <= '9'   ? c - '0'
            : c >= 'a' && c <= 'f' ? c - 'a' + 10
            : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                   : -1;
@@ -145,8 +149,8 @@ cm_rc redact_add_url(redact *r, const char *url)
 
 static bool wordc(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 static bool tokenc(unsigned char c)
@@ -156,18 +160,26 @@ static bool tokenc(unsigned char c)
 
 /* Header names whose value is a credential; separator ':' or '='. */
 static const char *const cred_headers[] = {
-    "proxy-authorization", "authorization", "x-goog-api-key", "x-api-key",     "api-key",
-    "x-auth-token",        "x-access-token", "set-cookie",     "cookie",        "ocp-apim-subscription-key",
+    "proxy-authorization",
+    "authorization",
+    "x-goog-api-key",
+    "x-api-key",
+    "api-key",
+    "x-auth-token",
+    "x-access-token",
+    "set-cookie",
+    "cookie",
+    "ocp-apim-subscription-key",
 };
 /* Parameter names whose value is a credential; separator '=' (or ':' when
  * the name is quoted, as in JSON). */
 static const char *const cred_params[] = {
-    "access_token", "refresh_token", "id_token", "client_secret", "api_key", "apikey",
-    "password",     "passwd",        "secret",   "signature",     "token",   "key",
-    "sig",          "auth",
+    "access_token", "refresh_token", "id_token",  "client_secret", "api_key", "apikey", "password",
+    "passwd",       "secret",        "signature", "token",         "key",     "sig",    "auth",
 };
 /* Key shapes: a prefix then at least 16 token characters. */
-static const char *const key_prefixes[] = {"sk-", "sk_", "hf_", "gsk_", "xai-", "pa-", "AIza", "eyJ"};
+static const char *const key_prefixes[] = {"sk-",  "sk_", "hf_",  "gsk_",
+                                           "xai-", "pa-", "AIza", "eyJ"};
 
 /* At s[i] (a word start), the length of a credential name from list and
  * the position after it, or 0. */
@@ -188,10 +200,12 @@ static size_t name_at(const char *s, size_t n, size_t i, const char *const *list
 static size_t value_start(const char *s, size_t n, size_t p, bool colon_ok, char *quote)
 {
     if (p < n && (s[p] == '"' || s[p] == '\'')) p++, colon_ok = true;
-    while (p < n && s[p] == ' ') p++;
+    while (p < n && s[p] == ' ')
+        p++;
     if (p >= n || !(s[p] == '=' || (colon_ok && s[p] == ':'))) return 0;
     p++;
-    while (p < n && s[p] == ' ') p++;
+    while (p < n && s[p] == ' ')
+        p++;
     *quote = 0;
     if (p < n && (s[p] == '"' || s[p] == '\'')) *quote = s[p++];
     return p;
@@ -215,7 +229,8 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
             size_t v = value_start(s, n, i + l, true, &q);
             if (v) {
                 size_t e = v;
-                while (e < n && (q ? s[e] != q : !strchr("\r\n\",;&}<", s[e]))) e++;
+                while (e < n && (q ? s[e] != q : !strchr("\r\n\",;&}<", s[e])))
+                    e++;
                 rc = buf_add(out, s + i, v - i);
                 if (!rc) rc = buf_adds(out, REDACTED);
                 i = e;
@@ -228,7 +243,8 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
             size_t v = value_start(s, n, i + l, quoted, &q);
             if (v && v < n && (q || !strchr(" \t\r\n&", s[v]))) {
                 size_t e = v;
-                while (e < n && (q ? s[e] != q : !strchr(" \t\r\n&\"'<>,;)}", s[e]))) e++;
+                while (e < n && (q ? s[e] != q : !strchr(" \t\r\n&\"'<>,;)}", s[e])))
+                    e++;
                 rc = buf_add(out, s + i, v - i);
                 if (!rc) rc = buf_adds(out, REDACTED);
                 i = e;
@@ -236,14 +252,17 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
             }
         }
         /* Bearer <token>, Basic <token>. */
-        if ((which & REDACT_BEARER) && (prefix_ci(s + i, n - i, "bearer ") ||
-                                        prefix_ci(s + i, n - i, "basic "))) {
+        if ((which & REDACT_BEARER) &&
+            (prefix_ci(s + i, n - i, "bearer ") || prefix_ci(s + i, n - i, "basic "))) {
             size_t w = (s[i] == 'b' || s[i] == 'B') && (s[i + 1] == 'e' || s[i + 1] == 'E') ? 6 : 5;
             size_t v = i + w;
-            while (v < n && s[v] == ' ') v++;
+            while (v < n && s[v] == ' ')
+                v++;
             size_t e = v;
-            while (e < n && tokenc((unsigned char)s[e])) e++;
-            while (e > v && s[e - 1] == '.') e--;
+            while (e < n && tokenc((unsigned char)s[e]))
+                e++;
+            while (e > v && s[e - 1] == '.')
+                e--;
             if (e > v) {
                 rc = buf_add(out, s + i, w);
                 if (!rc) rc = buf_addc(out, ' ');
@@ -258,8 +277,10 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
                 size_t pl = strlen(key_prefixes[j]);
                 if (n - i < pl || memcmp(s + i, key_prefixes[j], pl)) continue;
                 size_t e = i + pl;
-                while (e < n && tokenc((unsigned char)s[e])) e++;
-                while (e > i + pl && s[e - 1] == '.') e--; /* the sentence's full stop */
+                while (e < n && tokenc((unsigned char)s[e]))
+                    e++;
+                while (e > i + pl && s[e - 1] == '.')
+                    e--; /* the sentence's full stop */
                 if (e - i - pl >= 16) {
                     rc = buf_adds(out, REDACTED);
                     i = e;
@@ -341,7 +362,8 @@ cm_rc redact_text(const redact *r, const char *s, size_t n, size_t max_chars, bu
     if (n > REDACT_WINDOW) {
         /* Cut at a space: a secret cut in two would escape both passes. */
         n = REDACT_WINDOW;
-        while (n && s[n - 1] != ' ' && s[n - 1] != '\n') n--;
+        while (n && s[n - 1] != ' ' && s[n - 1] != '\n')
+            n--;
     }
     CHECK(secrets(r, s ? s : "", n, &a));
     CHECK(patterns(r ? r->patterns : REDACT_ALL, a.data ? a.data : "", a.len, &b));

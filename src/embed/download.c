@@ -29,7 +29,7 @@ enum { STOP_NONE, STOP_CANCEL, STOP_WRITE, STOP_BAD_RANGE, STOP_TOO_LONG };
 
 typedef struct dl {
     const char *url, *part, *final;
-    const char *shown; /* url for messages: no userinfo, no query */
+    const char *shown;         /* url for messages: no userinfo, no query */
     const cm_strlist *headers; /* of the request, for redaction */
     int fd;
     uint64_t have; /* bytes in the .part */
@@ -487,7 +487,8 @@ cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_prog
     if (stat(d.final, &st) == 0) {
         if (!S_ISREG(st.st_mode)) FAIL(CM_EIO, "model file %s is not a regular file", d.final);
     } else {
-        if (!fetch) FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.shown);
+        if (!fetch)
+            FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.shown);
         CHECK(fs_mkdirs(dir, err, errlen));
         bool done;
         CHECK(lock_part(&d, &done, err, errlen));

@@ -66,14 +66,17 @@ tools_chat tools_chat_type(const char *key)
     if (!key) return TOOLS_CHAT_DIRECT;
     /* JavaScript's trim(): ASCII whitespace here (the tokens are ASCII). */
     size_t n = strlen(key);
-    while (n && strchr(" \t\n\v\f\r", key[0])) key++, n--;
-    while (n && strchr(" \t\n\v\f\r", key[n - 1])) n--;
+    while (n && strchr(" \t\n\v\f\r", key[0]))
+        key++, n--;
+    while (n && strchr(" \t\n\v\f\r", key[n - 1]))
+        n--;
     /* Parts between ':' (empty ones dropped): "agent", the agent id, rest. */
     size_t part = 0;
     bool channel = false, group = false;
     for (size_t i = 0; i < n;) {
         size_t l = 0;
-        while (i + l < n && key[i + l] != ':') l++;
+        while (i + l < n && key[i + l] != ':')
+            l++;
         if (l) {
             if (part == 0 && (l != 5 || strncasecmp(key + i, "agent", 5) != 0))
                 return TOOLS_CHAT_DIRECT;
@@ -95,17 +98,17 @@ bool tools_cite(cm_citations c, const char *session_key)
 }
 
 /* 2026.3.22's chunk id (see tools.h) into hex[65]. */
-static cm_rc chunk_id(const search_hit *h, const char *model, buf *tmp, char hex[SHA256_HEX_LEN + 1])
+static cm_rc chunk_id(const search_hit *h, const char *model, buf *tmp,
+                      char hex[SHA256_HEX_LEN + 1])
 {
     char th[SHA256_HEX_LEN + 1];
     sha256_hex(h->text, strlen(h->text), th);
     buf_reset(tmp);
-    cm_rc rc = buf_printf(tmp, "%s:%s:%d:%d:%s:%s", h->source, h->path, h->start_line,
-                          h->end_line, th, model && *model ? model : "fts-only");
+    cm_rc rc = buf_printf(tmp, "%s:%s:%d:%d:%s:%s", h->source, h->path, h->start_line, h->end_line,
+                          th, model && *model ? model : "fts-only");
     if (!rc) sha256_hex(tmp->data, tmp->len, hex);
     return rc;
 }
-
 
 cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *head, buf *out)
 {
