@@ -82,22 +82,65 @@ static const char usage_mcp[] =
 
 static int verbose;
 
+/* Writes s to f with control characters escaped — "\\n", "\\r", "\\t", other
+ * C0 and DEL as "\\xNN", C1 as "\\u0085", bytes of invalid UTF-8 as "\\xNN" —
+ * so a file name (or anything else from the index or a server) can neither
+ * forge an output line nor drive the terminal. keep_lines leaves '\\n' and
+ * '\\t' as they are (for snippet text). */
+static void put_safe(FILE *f, const char *s, int keep_lines)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        size_t len = c < 0x80                 ? 1
+                     : c >= 0xC2 && c <= 0xDF ? 2
+                     : c >= 0xE0 && c <= 0xEF ? 3
+                     : c >= 0xF0 && c <= 0xF4 ? 4
+                                              : 0;
+        for (size_t i = 1; i < len; i++)
+            if ((p[i] & 0xC0) != 0x80) len = 0;
+        if (len == 3 && ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F))) len = 0;
+        if (len == 4 && ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F))) len = 0;
+        if (len == 1 && c >= 0x20 && c != 0x7f) {
+            fputc((int)c, f);
+        } else if (len == 1 && keep_lines && (c == '\n' || c == '\t')) {
+            fputc((int)c, f);
+        } else if (len == 1 && (c == '\n' || c == '\r' || c == '\t')) {
+            fputc('\\', f);
+            fputc(c == '\n' ? 'n' : c == '\r' ? 'r' : 't', f);
+        } else if (len == 2 && c == 0xC2 && p[1] <= 0x9F) { /* C1 */
+            fprintf(f, "\\u00%c%c", hex[p[1] >> 4], hex[p[1] & 15]);
+        } else if (len > 1) {
+            fwrite(p, 1, len, f);
+        } else {
+            fprintf(f, "\\x%c%c", hex[c >> 4], hex[c & 15]);
+            len = 1;
+        }
+        p += len;
+    }
+}
+
 static void on_log(void *ctx, cm_log_level level, const char *msg)
 {
     (void)ctx;
     if (level < CM_LOG_WARN && !verbose) return;
-    fprintf(stderr, "clawmem: %s%s\n", level >= CM_LOG_WARN ? "warning: " : "", msg);
+    fprintf(stderr, "clawmem: %s", level >= CM_LOG_WARN ? "warning: " : "");
+    put_safe(stderr, msg, 0);
+    fputc('\n', stderr);
 }
 
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int die(const char *fmt, ...)
 {
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("clawmem: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fputs("clawmem: ", stderr);
+    put_safe(stderr, msg, 0);
+    fputc('\n', stderr);
     return 1;
 }
 
@@ -207,39 +250,62 @@ static const char *jstr(json_t *o, const char *k)
     return s ? s : "";
 }
 
+/* Prints fmt with each "%s" replaced by the next string, escaped by
+ * put_safe (strings from the index may hold any bytes). */
+static void out_line(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    for (const char *p = fmt; *p; p++) {
+        if (p[0] == '%' && p[1] == 's') {
+            put_safe(stdout, va_arg(ap, const char *), 0);
+            p++;
+        } else {
+            fputc(*p, stdout);
+        }
+    }
+    va_end(ap);
+}
+
 static int status_text(json_t *s)
 {
-    printf("Agent: %s\n", jstr(s, "agentId"));
-    printf("Workspace: %s%s\n", jstr(s, "workspace"),
-           json_is_true(json_object_get(s, "workspaceExists")) ? "" : " (missing)");
-    printf("Config: %s%s\n", jstr(s, "configPath"),
-           json_is_true(json_object_get(s, "configFound")) ? "" : " (not found; defaults)");
-    printf("Index: %s\n", jstr(s, "indexPath"));
-    if (json_object_get(s, "indexError")) printf("Index error: %s\n", jstr(s, "indexError"));
+    out_line("Agent: %s\n", jstr(s, "agentId"));
+    out_line("Workspace: %s%s\n", jstr(s, "workspace"),
+             json_is_true(json_object_get(s, "workspaceExists")) ? "" : " (missing)");
+    out_line("Config: %s%s\n", jstr(s, "configPath"),
+             json_is_true(json_object_get(s, "configFound")) ? "" : " (not found; defaults)");
+    out_line("Index: %s\n", jstr(s, "indexPath"));
+    if (json_object_get(s, "indexError")) out_line("Index error: %s\n", jstr(s, "indexError"));
     printf("Files: %lld  Chunks: %lld\n",
            (long long)json_integer_value(json_object_get(s, "files")),
            (long long)json_integer_value(json_object_get(s, "chunks")));
-    printf("Provider: %s (requested: %s)  Search: %s  Tokenizer: %s\n", jstr(s, "provider"),
-           jstr(s, "requestedProvider"), jstr(s, "search"), jstr(s, "ftsTokenizer"));
+    out_line("Provider: %s (requested: %s)  Search: %s  Tokenizer: %s\n", jstr(s, "provider"),
+             jstr(s, "requestedProvider"), jstr(s, "search"), jstr(s, "ftsTokenizer"));
     if (json_string_value(json_object_get(s, "providerNote")))
-        printf("Note: %s\n", jstr(s, "providerNote"));
+        out_line("Note: %s\n", jstr(s, "providerNote"));
     json_t *vec = json_object_get(s, "vector"), *cache = json_object_get(s, "cache");
-    if (json_is_true(json_object_get(vec, "enabled")))
-        printf("Vectors: %lld (%lld dimensions, %s)  Cache: %lld of %lld entries\n",
+    if (json_is_true(json_object_get(vec, "enabled"))) {
+        printf("Vectors: %lld (%lld dimensions, ",
                (long long)json_integer_value(json_object_get(vec, "vectors")),
-               (long long)json_integer_value(json_object_get(vec, "dims")), jstr(vec, "path"), (long long)json_integer_value(json_object_get(cache, "entries")),
+               (long long)json_integer_value(json_object_get(vec, "dims")));
+        out_line("%s", jstr(vec, "path"));
+        printf(")  Cache: %lld of %lld entries\n",
+               (long long)json_integer_value(json_object_get(cache, "entries")),
                (long long)json_integer_value(json_object_get(cache, "maxEntries")));
+    }
     if (json_string_value(json_object_get(s, "lastError")))
-        printf("Last provider error: %s\n", jstr(s, "lastError"));
-    if (json_object_get(s, "integrity"))
-        printf("Integrity: %s  Files needing sync: %lld\n", jstr(s, "integrity"),
+        out_line("Last provider error: %s\n", jstr(s, "lastError"));
+    if (json_object_get(s, "integrity")) {
+        out_line("Integrity: %s", jstr(s, "integrity"));
+        printf("  Files needing sync: %lld\n",
                (long long)json_integer_value(json_object_get(s, "dirtyFiles")));
+    }
     json_t *probs = json_object_get(s, "problems");
     if (json_array_size(probs)) {
         printf("Problems:\n");
         size_t i;
         json_t *p;
-        json_array_foreach(probs, i, p) printf("  %s: %s\n", jstr(p, "path"), jstr(p, "problem"));
+        json_array_foreach(probs, i, p) out_line("  %s: %s\n", jstr(p, "path"), jstr(p, "problem"));
     }
     return 0;
 }
@@ -247,7 +313,9 @@ static int status_text(json_t *s)
 static int search_text(json_t *s)
 {
     if (json_is_true(json_object_get(s, "disabled"))) {
-        fprintf(stderr, "clawmem: search unavailable: %s\n", jstr(s, "error"));
+        fputs("clawmem: search unavailable: ", stderr);
+        put_safe(stderr, jstr(s, "error"), 0);
+        fputc('\n', stderr);
         return 1;
     }
     json_t *res = json_object_get(s, "results");
@@ -259,11 +327,24 @@ static int search_text(json_t *s)
     json_t *r;
     json_array_foreach(res, i, r)
     {
-        printf("%s%.3f %s:%lld-%lld\n", i ? "\n" : "",
-               json_number_value(json_object_get(r, "score")), jstr(r, "path"),
-               (long long)json_integer_value(json_object_get(r, "startLine")),
+        printf("%s%.3f ", i ? "\n" : "", json_number_value(json_object_get(r, "score")));
+        out_line("%s", jstr(r, "path"));
+        printf(":%lld-%lld\n", (long long)json_integer_value(json_object_get(r, "startLine")),
                (long long)json_integer_value(json_object_get(r, "endLine")));
-        printf("%s\n", jstr(r, "snippet"));
+        /* The snippet keeps its lines; its "Source: <citation>" footer is a
+         * file name, escaped like the one above. */
+        const char *snip = jstr(r, "snippet"), *cite = jstr(r, "citation");
+        size_t sl = strlen(snip), cl = strlen(cite), fl = strlen("\n\nSource: ") + cl;
+        if (cl && sl >= fl && !strncmp(snip + sl - fl, "\n\nSource: ", fl - cl) &&
+            !strcmp(snip + sl - cl, cite)) {
+            char *body = strndup(snip, sl - fl);
+            put_safe(stdout, body ? body : "", 1);
+            free(body);
+            out_line("\n\nSource: %s", cite);
+        } else {
+            put_safe(stdout, snip, 1);
+        }
+        fputc('\n', stdout);
     }
     return 0;
 }

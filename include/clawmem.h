@@ -109,12 +109,27 @@ typedef struct cm_search_opts {
 } cm_search_opts;
 
 /* memory_search: *json receives the tool payload
- *   {"results":[{"path","startLine","endLine","score","snippet","source","citation"?}],
- *    "provider","model","fallback"?,"citations"}   ("fallback": why a fallback provider serves)
- * (free with cm_free). A search never fails hard: a broken index yields
- * {"results":[],"disabled":true,"error":...} and CM_OK. opts may be NULL. */
+ *   {"results":[{"id","path","startLine","endLine","score","textScore"?,"snippet","source",
+ *                "citation"?}],
+ *    "provider","model","fallback"?,"citations","mode"}
+ * ("fallback": why a fallback provider serves; "mode": "hybrid" with an
+ * embedding provider, "fts-only" without; "id": the chunk's id as QuantumClaw
+ * computes it, 64 hex digits; "textScore": the keyword side's score, on hits
+ * the keyword side found) (free with cm_free). File names that are not valid
+ * UTF-8 are shown with U+FFFD. A search never fails hard: a broken index
+ * yields {"results":[],"disabled":true,"error":...} and CM_OK. opts may be
+ * NULL. */
 cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
                        char *err, size_t errlen);
+
+/* cm_memory_search for a caller whose session key is known (e.g.
+ * "agent:main:telegram:group:42"; NULL: not known, as cm_memory_search).
+ * With memory.citations "auto", results carry citations only in direct
+ * chats: a key "agent:<id>:<rest>" whose rest has a "channel" or "group"
+ * part gets none (QuantumClaw 2026.3.22's rule; the "citations" field still
+ * says "auto"); any other key, or none, counts as direct. */
+cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_opts *opts,
+                               const char *session_key, char **json, char *err, size_t errlen);
 
 /* memory_get: *json receives {"path","text"} for lines [from, from+lines) of a
  * memory file (from is 1-based; 0 means 1; lines 0 means to the end). A missing

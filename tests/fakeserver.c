@@ -285,6 +285,32 @@ static void *serve(void *arg)
             free(hdrs);
             goto done;
         }
+        if (f == FAKE_ECHO) { /* a hostile or careless server: our request back */
+            buf e = BUF_INIT;
+            buf_adds(&e, "{\"error\":\"unauthorized\",\"request\":\"");
+            static const char *const dull[] = {
+                "host:",           "accept:",     "accept-encoding:", "content-type:",
+                "content-length:", "user-agent:", "expect:"};
+            for (const char *ln = hdrs; *ln;) {
+                size_t l = strcspn(ln, "\n");
+                bool skip = false;
+                for (size_t k = 0; k < ARRAY_LEN(dull); k++)
+                    skip |= strncasecmp(ln, dull[k], strlen(dull[k])) == 0;
+                if (!skip) buf_add(&e, ln, l + (ln[l] == '\n'));
+                ln += l + (ln[l] == '\n');
+            }
+            buf_adds(&e, "\"}");
+            snprintf(head, sizeof head,
+                     "HTTP/1.1 %d Echo\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     status, e.len);
+            send_all(c->fd, head, strlen(head));
+            send_all(c->fd, e.data, e.len);
+            buf_release(&e);
+            free(body);
+            free(hdrs);
+            continue;
+        }
         if (f != FAKE_STATUS && strcmp(method, "GET") == 0) {
             bool keep = serve_get(s, c->fd, path, hdrs, f, status);
             free(body);

@@ -26,6 +26,9 @@ enum fake_fault {
     FAKE_WRONG_COUNT, /* 200 with one vector too few */
     FAKE_NAN,         /* 200 with "NaN" inside a vector */
     FAKE_ZERO,        /* 200 with all-zero vectors */
+    FAKE_ECHO,        /* answer with status and a JSON body echoing the request line and
+                         headers as received, raw CR LF (Host, Accept*, Content-*,
+                         User-Agent, Expect left out: Authorization comes first) */
     /* GET (file) faults; `status` of fake_push carries K where named. */
     FAKE_CUT,          /* the answer's headers, K body bytes, then the connection closes */
     FAKE_IGNORE_RANGE, /* 200 with the whole file whatever Range asked */

@@ -294,3 +294,73 @@ TEST(cli_workspace_through_a_symlink)
     EXPECT_CONTAINS(r.out, "Biscuit");
     run_result_release(&r);
 }
+
+/* Only '\n' of the control characters, and valid UTF-8 throughout. */
+static bool text_is_clean(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7f) return false;
+        if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) return false; /* C1 */
+    }
+    json_t *j = json_string(s); /* jansson refuses invalid UTF-8 */
+    json_decref(j);
+    return j != NULL;
+}
+
+/* Valid UTF-8 JSON with no raw control byte (the final newline aside). */
+static bool json_is_clean(const char *s)
+{
+    size_t n = strlen(s);
+    for (size_t i = 0; i + 1 < n; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f) return false;
+    json_t *j = json_loads(s, 0, NULL);
+    json_decref(j);
+    return j != NULL && text_is_clean(s);
+}
+
+TEST(cli_hostile_file_names)
+{
+    cli c;
+    cli_init(&c);
+    write_file(c.ws, "memory/bad\xff.md", "zebrafish in a file whose name is not UTF-8\n");
+    write_file(c.ws, "memory/evil\n0.999 MEMORY.md:1-1\x1b[31m.md", "zebrafish forged line\n");
+    write_file(c.ws, "memory/c1\xc2\x9b\x07.md", "zebrafish bell\n");
+    run_result r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "search", "zebrafish", "--json", NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT(json_is_clean(r.out));
+    EXPECT_CONTAINS(r.out, "memory/bad\xEF\xBF\xBD.md"); /* U+FFFD */
+    EXPECT_CONTAINS(r.out, "memory/evil\\n0.999 MEMORY.md:1-1\\u001b[31m.md");
+    EXPECT_CONTAINS(r.out, "memory/c1\\u009b\\u0007.md");
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "search", "zebrafish", NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT(text_is_clean(r.out));
+    EXPECT(text_is_clean(r.err));
+    EXPECT_CONTAINS(r.out, " memory/evil\\n0.999 MEMORY.md:1-1\\x1b[31m.md:1-1\n");
+    EXPECT_CONTAINS(r.out, "Source: memory/evil\\n0.999 MEMORY.md:1-1\\x1b[31m.md#L1\n");
+    EXPECT_CONTAINS(r.out, "memory/c1\\u009b\\x07.md");
+    EXPECT(!strstr(r.out, "\n0.999 MEMORY.md")); /* no forged hit line */
+    run_result_release(&r);
+
+    r = cm(&c, NULL, "status", "--json", NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT(json_is_clean(r.out));
+    run_result_release(&r);
+    r = cm(&c, NULL, "status", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT(text_is_clean(r.out));
+    EXPECT(text_is_clean(r.err));
+    run_result_release(&r);
+
+    /* An error naming a hostile path stays on one line. */
+    r = cm(&c, NULL, "get", "/etc/x\n\x1b[2J.md", NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT(text_is_clean(r.err));
+    EXPECT_INT(strchr(r.err, '\n') - r.err, (long)strlen(r.err) - 1);
+    run_result_release(&r);
+}

@@ -455,3 +455,26 @@ TEST(download_plain_paths_and_bad_specs)
     EXPECT_INT(model_resolve("", "/tmp", true, NULL, NULL, &path, err, sizeof err), CM_EINVAL);
     EXPECT_INT(model_resolve(SPEC, NULL, true, NULL, NULL, &path, err, sizeof err), CM_EINVAL);
 }
+
+TEST(download_echoing_server_is_redacted)
+{
+    setup();
+    char ep[128];
+    snprintf(ep, sizeof ep, "http://hfuser:endpointpw77@%s", base + 7);
+    setenv("CLAWMEM_HF_ENDPOINT", ep, 1);
+    setenv("HF_TOKEN", "hf_echoedTOKEN0123456789", 1);
+    char *dir = tmp_dir(), err[512] = "", *path = NULL;
+    fake_push(srv, FAKE_ECHO, 403, -1);
+    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    unsetenv("HF_TOKEN");
+    EXPECT_CONTAINS(fake_get(srv, 0)->headers, "hf_echoedTOKEN0123456789");
+    EXPECT_CONTAINS(err, "HTTP 403");
+    EXPECT_CONTAINS(err, "unauthorized");
+    EXPECT_CONTAINS(err, URL_PATH);
+    EXPECT(!strstr(err, "hf_echoedTOKEN0123456789"));
+    EXPECT(!strstr(err, "endpointpw77"));
+    EXPECT(!strstr(err, "hfuser"));
+    for (const char *c = err; *c; c++)
+        EXPECT((unsigned char)*c >= 0x20);
+    teardown();
+}

@@ -255,3 +255,55 @@ TEST(embed_faults)
     embed_close(&p);
     fake_stop(srv);
 }
+
+/* No secret may be in err, and no line break or escape either. */
+static bool leaks(const char *err, const char *const *secrets)
+{
+    for (size_t i = 0; secrets[i]; i++)
+        if (strstr(err, secrets[i])) return true;
+    for (const char *c = err; *c; c++)
+        if ((unsigned char)*c < 0x20) return true;
+    return false;
+}
+
+TEST(embed_echoing_endpoint_is_redacted)
+{
+    setup();
+    embed_provider p;
+    char err[512], json[512];
+    float *v = NULL;
+    static const char *const secrets[] = {"sk-live-SECRETKEY0123456789",
+                                          "customsecret99",
+                                          "urlpass42",
+                                          "AIzaGEMINIKEY",
+                                          "Bearer sk",
+                                          NULL};
+    /* OpenAI-style: Authorization: Bearer, remote.headers, userinfo in baseUrl. */
+    snprintf(json, sizeof json,
+             "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'http://"
+             "bob:urlpass42@%s/v1',apiKey:'sk-live-SECRETKEY0123456789',"
+             "headers:{'X-Custom-Auth':'customsecret99'}}}}}}",
+             base + 7);
+    EXPECT_INT(provider(json, &p, err, sizeof err), CM_OK);
+    fake_push(srv, FAKE_ECHO, 401, -1);
+    EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_EIO);
+    /* the server did see the secrets, and echoed them */
+    EXPECT_CONTAINS(fake_get(srv, fake_count(srv) - 1)->headers, "sk-live-SECRETKEY0123456789");
+    EXPECT_CONTAINS(err, "HTTP 401");
+    EXPECT_CONTAINS(err, "unauthorized");
+    EXPECT_CONTAINS(err, "[redacted]");
+    EXPECT(!strstr(err, "bob@"));
+    EXPECT(!leaks(err, secrets));
+    embed_close(&p);
+    /* Gemini: x-goog-api-key. */
+    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'gemini',remote:{baseUrl:'%s',"
+                        "apiKey:'AIzaGEMINIKEY'}}}}}",
+                        &p, err, sizeof err),
+               CM_OK);
+    fake_push(srv, FAKE_ECHO, 403, -1);
+    EXPECT_INT(embed_query(&p, "x", &v, err, sizeof err), CM_EIO);
+    EXPECT_CONTAINS(err, "HTTP 403");
+    EXPECT(!leaks(err, secrets));
+    embed_close(&p);
+    fake_stop(srv);
+}

@@ -231,3 +231,48 @@ TEST(hybrid_merge_options_in_the_engine)
     }
     fake_stop(h.srv);
 }
+
+/* memory_search's 2026.3.22 fields with a provider: mode "hybrid", an id on
+ * every result, textScore only where the keyword side found the chunk; and
+ * the session key deciding "auto" citations through the public API. */
+TEST(hybrid_payload_mode_id_textscore_and_session_citations)
+{
+    hy h;
+    hy_init(&h);
+    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
+    cm_engine *e = hy_open(&h);
+    char err[512], *js = NULL;
+    cm_search_opts o = {10, 0, 0};
+    EXPECT_INT(cm_memory_search(e, "router", &o, &js, err, sizeof err), CM_OK);
+    json_t *p = json_loads(js, 0, NULL);
+    cm_free(js);
+    EXPECT_STR(json_string_value(json_object_get(p, "mode")), "hybrid");
+    json_t *res = json_object_get(p, "results");
+    EXPECT(json_array_size(res) >= 2); /* the router note, and vector neighbours */
+    size_t with_text = 0, i;
+    json_t *r;
+    json_array_foreach(res, i, r)
+    {
+        EXPECT_INT(strlen(json_string_value(json_object_get(r, "id"))), 64);
+        bool router = strstr(json_string_value(json_object_get(r, "snippet")), "router") != NULL;
+        EXPECT_INT(json_is_number(json_object_get(r, "textScore")), router);
+        with_text += router;
+    }
+    EXPECT_INT(with_text, 1);
+    json_decref(p);
+    const char *keys[] = {"agent:main:telegram:group:-1001", "agent:main:discord:channel:42",
+                          "agent:main:telegram:direct:7", NULL};
+    for (int k = 0; k < 4; k++) {
+        EXPECT_INT(cm_memory_search_session(e, "router", &o, keys[k], &js, err, sizeof err), CM_OK);
+        p = json_loads(js, 0, NULL);
+        cm_free(js);
+        json_t *first = json_array_get(json_object_get(p, "results"), 0);
+        EXPECT_STR(json_string_value(json_object_get(p, "citations")), "auto");
+        EXPECT_INT(json_object_get(first, "citation") != NULL, k >= 2);
+        EXPECT_INT(strstr(json_string_value(json_object_get(first, "snippet")), "Source: ") != NULL,
+                   k >= 2);
+        json_decref(p);
+    }
+    cm_engine_free(e);
+    fake_stop(h.srv);
+}

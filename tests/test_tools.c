@@ -24,25 +24,119 @@ TEST(tools_search_payload_exact)
 {
     search_hit v[2] = {mk("memory/2026-02-10.md", 12, 30, 0.734, "Router \"Omada\"\nVLAN 10"),
                        mk("MEMORY.md", 3, 3, 0.5, "one line")};
+    v[0].has_text = true; /* found by the keyword side: textScore */
+    v[0].text_score = 0.8;
     buf b = BUF_INIT;
-    EXPECT_INT(tools_search_payload(v, 2, &(tools_head){"none", "", NULL, CM_CITE_AUTO}, &b), CM_OK);
+    EXPECT_INT(tools_search_payload(v, 2, &(tools_head){"none", "", NULL, CM_CITE_AUTO, NULL}, &b),
+               CM_OK);
+    /* ids: sha256 hex of "memory:<path>:<start>:<end>:<sha256 of text>:fts-only" */
     EXPECT_STR(b.data,
-               "{\"results\":[{\"path\":\"memory/2026-02-10.md\",\"startLine\":12,\"endLine\":30,"
-               "\"score\":0.734,\"snippet\":\"Router \\\"Omada\\\"\\nVLAN 10\\n\\nSource: "
+               "{\"results\":[{\"id\":"
+               "\"132ea461c406f724a3d53c99965e65202913f29abf48d80aa3b082440cbf0de9\","
+               "\"path\":\"memory/2026-02-10.md\",\"startLine\":12,\"endLine\":30,"
+               "\"score\":0.734,\"textScore\":0.8,\"snippet\":\"Router \\\"Omada\\\"\\nVLAN "
+               "10\\n\\nSource: "
                "memory/2026-02-10.md#L12-L30\",\"source\":\"memory\",\"citation\":"
-               "\"memory/2026-02-10.md#L12-L30\"},{\"path\":\"MEMORY.md\",\"startLine\":3,"
+               "\"memory/2026-02-10.md#L12-L30\"},{\"id\":"
+               "\"617b4aaa772f8622b672488de1f6745e6ba0c9f166a745269766d07ddaa2bde3\","
+               "\"path\":\"MEMORY.md\",\"startLine\":3,"
                "\"endLine\":3,\"score\":0.5,\"snippet\":\"one line\\n\\nSource: MEMORY.md#L3\","
                "\"source\":\"memory\",\"citation\":\"MEMORY.md#L3\"}],\"provider\":\"none\","
-               "\"model\":\"\",\"citations\":\"auto\"}");
+               "\"model\":\"\",\"citations\":\"auto\",\"mode\":\"fts-only\"}");
     buf_reset(&b);
-    EXPECT_INT(tools_search_payload(v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF}, &b), CM_OK);
+    EXPECT_INT(tools_search_payload(v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
+               CM_OK);
     EXPECT(strstr(b.data, "Source:") == NULL);
     EXPECT(strstr(b.data, "\"citation\"") == NULL);
     EXPECT_CONTAINS(b.data, "\"citations\":\"off\"");
     buf_reset(&b);
-    EXPECT_INT(tools_search_error("index is corrupt", &(tools_head){"none", "", NULL, CM_CITE_ON}, &b), CM_OK);
+    /* With a provider: mode hybrid, the model in the id. */
+    EXPECT_INT(
+        tools_search_payload(v + 1, 1, &(tools_head){"openai", "m1", NULL, CM_CITE_OFF, NULL}, &b),
+        CM_OK);
+    EXPECT_CONTAINS(b.data, "\"mode\":\"hybrid\"");
+    EXPECT(strstr(b.data, "617b4aaa772f") == NULL);
+    EXPECT(strstr(b.data, "textScore") == NULL); /* a vector-only hit */
+    buf_reset(&b);
+    EXPECT_INT(tools_search_error("index is corrupt",
+                                  &(tools_head){"none", "", NULL, CM_CITE_ON, NULL}, &b),
+               CM_OK);
     EXPECT_STR(b.data, "{\"results\":[],\"disabled\":true,\"error\":\"index is corrupt\","
-                       "\"provider\":\"none\",\"model\":\"\",\"citations\":\"on\"}");
+                       "\"provider\":\"none\",\"model\":\"\",\"citations\":\"on\","
+                       "\"mode\":\"fts-only\"}");
+    buf_release(&b);
+}
+
+TEST(tools_chat_type_from_session_key)
+{
+    EXPECT_INT(tools_chat_type(NULL), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(tools_chat_type(""), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(tools_chat_type("agent:main:main"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(tools_chat_type("agent:main:telegram:direct:42"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(tools_chat_type("agent:main:telegram:group:-100123"), TOOLS_CHAT_GROUP);
+    EXPECT_INT(tools_chat_type("agent:main:discord:channel:991"), TOOLS_CHAT_CHANNEL);
+    EXPECT_INT(tools_chat_type("  Agent:Ops:Slack:CHANNEL:c1:thread:9  "), TOOLS_CHAT_CHANNEL);
+    /* channel wins over group, as in 2026.3.22 */
+    EXPECT_INT(tools_chat_type("agent:main:x:group:channel"), TOOLS_CHAT_CHANNEL);
+    /* empty parts are dropped */
+    EXPECT_INT(tools_chat_type("agent::main::group:1"), TOOLS_CHAT_GROUP);
+    /* the agent id is not the rest; not an agent key; too short; a token must be whole */
+    EXPECT_INT(tools_chat_type("agent:group:main"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(tools_chat_type("telegram:group:1"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(tools_chat_type("agent:main"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(tools_chat_type("agent:main:groups:1"), TOOLS_CHAT_DIRECT);
+    EXPECT(tools_cite(CM_CITE_ON, "agent:main:telegram:group:1"));
+    EXPECT(!tools_cite(CM_CITE_OFF, NULL));
+    EXPECT(tools_cite(CM_CITE_AUTO, NULL));
+    EXPECT(!tools_cite(CM_CITE_AUTO, "agent:main:telegram:group:1"));
+}
+
+TEST(tools_citations_auto_by_session)
+{
+    search_hit v = mk("memory/a.md", 1, 2, 0.9, "text");
+    const char *keys[] = {"agent:main:telegram:group:7", "agent:main:discord:channel:8",
+                          "agent:main:telegram:direct:9", NULL};
+    const bool cited[] = {false, false, true, true};
+    for (size_t i = 0; i < 4; i++) {
+        buf b = BUF_INIT;
+        EXPECT_INT(
+            tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_AUTO, keys[i]}, &b),
+            CM_OK);
+        EXPECT_CONTAINS(b.data, "\"citations\":\"auto\"");
+        EXPECT_INT(strstr(b.data, "\"citation\":\"memory/a.md#L1-L2\"") != NULL, cited[i]);
+        EXPECT_INT(strstr(b.data, "Source: memory/a.md#L1-L2") != NULL, cited[i]);
+        buf_release(&b);
+    }
+}
+
+/* Every byte of s is valid UTF-8 and none is a control character. */
+static bool clean_bytes(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) return false;
+        if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) return false; /* C1 */
+    }
+    json_error_t je;
+    json_t *j = json_loads(s, 0, &je); /* jansson refuses invalid UTF-8 */
+    json_decref(j);
+    return j != NULL;
+}
+
+TEST(tools_payload_names_not_utf8_or_controls)
+{
+    search_hit v = mk("memory/bad\xff\n\x1b[31m\xc2\x9b.md", 1, 1, 0.9, "t\x7fx\xc2\x85y\xfe");
+    v.has_text = true;
+    buf b = BUF_INIT;
+    EXPECT_INT(tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_ON, NULL}, &b),
+               CM_OK);
+    EXPECT(clean_bytes(b.data));
+    json_t *j = json_loads(b.data, 0, NULL);
+    json_t *r = json_array_get(json_object_get(j, "results"), 0);
+    EXPECT_STR(json_string_value(json_object_get(r, "path")),
+               "memory/bad\xEF\xBF\xBD\n\x1b[31m\xc2\x9b.md"); /* U+FFFD, controls kept as \u */
+    EXPECT_CONTAINS(b.data, "bad\xEF\xBF\xBD\\n\\u001b[31m\\u009b.md");
+    EXPECT_CONTAINS(b.data, "t\\u007fx\\u0085y\xEF\xBF\xBD");
+    json_decref(j);
     buf_release(&b);
 }
 
@@ -52,7 +146,8 @@ TEST(tools_snippet_is_700_characters)
     for (int i = 0; i < 800; i++)
         buf_adds(&t, "漢");
     search_hit v = mk("memory/a.md", 1, 1, 1, t.data);
-    EXPECT_INT(tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF}, &b), CM_OK);
+    EXPECT_INT(tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
+               CM_OK);
     json_t *j = json_loads(b.data, 0, NULL);
     const char *snip = json_string_value(
         json_object_get(json_array_get(json_object_get(j, "results"), 0), "snippet"));

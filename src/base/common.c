@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "common.h"
+#include "utf8.h"
 
 const char *cm_strerror(cm_rc rc)
 {
@@ -37,6 +38,25 @@ const char *cm_strerror(cm_rc rc)
     return "unknown error";
 }
 
+void cm_msg_clean(char *msg, size_t size)
+{
+    size_t n = strlen(msg);
+    if (!utf8_needs_escape(msg, n)) return;
+    char *copy = cm_strndup(msg, n);
+    if (!copy) { /* no memory: blank what cannot be shown */
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)msg[i] < 0x20 || (unsigned char)msg[i] >= 0x7f) msg[i] = '?';
+        return;
+    }
+    buf b;
+    buf_init(&b, size - 1);
+    utf8_escape_line(&b, copy, n); /* CM_ETOOBIG: cut at a boundary */
+    memcpy(msg, b.data ? b.data : "", b.len);
+    msg[b.len] = 0;
+    buf_release(&b);
+    free(copy);
+}
+
 cm_rc cm_seterr(char *err, size_t errlen, cm_rc code, const char *fmt, ...)
 {
     if (err && errlen) {
@@ -44,6 +64,7 @@ cm_rc cm_seterr(char *err, size_t errlen, cm_rc code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
+        cm_msg_clean(err, errlen);
     }
     return code;
 }

@@ -37,6 +37,12 @@
 cm_rc cm_seterr(char *err, size_t errlen, cm_rc code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Makes msg (a NUL-terminated message in a buffer of size bytes) safe to
+ * print on one line: control characters and invalid UTF-8 escaped as
+ * utf8_escape_line does, cut at size. cm_seterr and cm_logf apply it to every
+ * message, so a file name or a server's answer never forges a line. */
+void cm_msg_clean(char *msg, size_t size);
+
 /* xmalloc-style helpers that abort on out-of-memory are deliberately absent:
  * allocation failure is CM_ENOMEM, returned up the stack. */
 char *cm_strdup(const char *s);

@@ -11,5 +11,6 @@ void cm_logf(const cm_logger *lg, cm_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    cm_msg_clean(msg, sizeof msg);
     lg->fn(lg->ctx, level, msg);
 }

@@ -103,6 +103,47 @@ cm_rc utf8_repair(buf *out, const char *s, size_t n)
     return rc;
 }
 
+bool utf8_needs_escape(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) return true;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int32_t cp;
+        i += utf8_decode(s + i, n - i, &cp);
+        if (cp < 0 || cp <= 0x9f) return true;
+    }
+    return false;
+}
+
+cm_rc utf8_escape_line(buf *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    cm_rc rc = CM_OK;
+    for (size_t i = 0; i < n && !rc;) {
+        unsigned char c = (unsigned char)s[i];
+        int32_t cp;
+        size_t l = utf8_decode(s + i, n - i, &cp);
+        if (cp >= 0x20 && cp != 0x7f && (cp < 0x80 || cp > 0x9f)) {
+            rc = buf_add(out, s + i, l);
+        } else if (cp == '\n' || cp == '\r' || cp == '\t') {
+            char e[2] = {'\\', cp == '\n' ? 'n' : cp == '\r' ? 'r' : 't'};
+            rc = buf_add(out, e, 2);
+        } else if (cp >= 0x80) { /* C1 */
+            char e[6] = {'\\', 'u', '0', '0', hex[cp >> 4], hex[cp & 15]};
+            rc = buf_add(out, e, 6);
+        } else { /* other C0, DEL, or a byte of invalid UTF-8 */
+            char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+            rc = buf_add(out, e, 4);
+        }
+        i += l;
+    }
+    return rc;
+}
+
 bool utf8_is_cjk(int32_t cp)
 {
     return (cp >= 0x1100 && cp <= 0x11FF)       /* Hangul Jamo */

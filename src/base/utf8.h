@@ -18,6 +18,17 @@ size_t utf8_valid_prefix(const char *s, size_t n);
 /* Appends s with every invalid byte replaced by U+FFFD. */
 cm_rc utf8_repair(buf *out, const char *s, size_t n);
 
+/* Appends s for a one-line message or a terminal: control characters
+ * (C0, DEL, C1) are escaped ("\\n", "\\r", "\\t", others "\\xNN", C1
+ * "\\u0085"), and so is every byte of invalid UTF-8 ("\\xff"), so a file name
+ * or a server's answer cannot start a line or a terminal escape of its own.
+ * Stops at a character boundary with CM_ETOOBIG when out->max is reached
+ * (what fitted stays appended). */
+cm_rc utf8_escape_line(buf *out, const char *s, size_t n);
+
+/* True when s[0..n) holds something utf8_escape_line would change. */
+bool utf8_needs_escape(const char *s, size_t n);
+
 /* Appends the UTF-8 encoding of cp. */
 cm_rc utf8_put(buf *out, int32_t cp);
 

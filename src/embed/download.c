@@ -21,13 +21,16 @@
 #define DL_MAX_BACKOFF  30000 /* ms */
 #define DL_NAME_MAX     240   /* cache file name, ".part" still fits NAME_MAX */
 #define DL_TICK_MS      100   /* progress at most this often */
-#define DL_ERRBODY      160   /* bytes of an error response kept for the message */
+#define DL_ERRBODY      4096  /* bytes of an error response kept for the message */
+#define DL_ERRSHOWN     160   /* characters of it shown, after redaction */
 
 /* Why a transfer was stopped from inside a callback. */
 enum { STOP_NONE, STOP_CANCEL, STOP_WRITE, STOP_BAD_RANGE, STOP_TOO_LONG };
 
 typedef struct dl {
     const char *url, *part, *final;
+    const char *shown;         /* url for messages: no userinfo, no query */
+    const cm_strlist *headers; /* of the request, for redaction */
     int fd;
     uint64_t have; /* bytes in the .part */
     int64_t total; /* the file's size as announced, -1 unknown */
@@ -203,7 +206,7 @@ static cm_rc lock_part(dl *d, bool *done, char *err, size_t errlen)
             if (!tick(d, false)) {
                 close(fd);
                 return cm_seterr(err, errlen, CM_ECANCELED,
-                                 "waiting for another download of %s: cancelled", d->url);
+                                 "waiting for another download of %s: cancelled", d->shown);
             }
             sleep_ms(DL_TICK_MS);
         }
@@ -294,29 +297,21 @@ static bool on_tick(http_fetch *f)
     return tick(f->ctx, false);
 }
 
-/* "URL: HTTP 404: <start of the body>" plus a hint, into out. */
+/* "URL: HTTP 404: <start of the body>" plus a hint, into out. The body is
+ * shown after redaction: it may echo our Authorization header. */
 static void http_error(const dl *d, long status, char *out, size_t n)
 {
-    char body[DL_ERRBODY + 1];
-    size_t k = 0;
-    bool space = false;
-    for (size_t i = 0; i < d->errbody.len && k < DL_ERRBODY; i++) {
-        unsigned char c = (unsigned char)d->errbody.data[i];
-        if (c <= ' ' || c >= 0x7f) {
-            space = k > 0;
-            continue;
-        }
-        if (space) body[k++] = ' ';
-        space = false;
-        if (k < DL_ERRBODY) body[k++] = (char)c;
-    }
-    body[k] = 0;
+    buf body = BUF_INIT;
+    if (d->errbody.len)
+        http_error_text(d->url, d->headers, d->errbody.data, d->errbody.len, DL_ERRSHOWN, &body);
     const char *hint = status == 401 || status == 403
                            ? " (a gated or private repository: accept its terms on Hugging Face "
                              "and set HF_TOKEN)"
                        : status == 404 ? " (check the owner, repo and file of local.modelPath)"
                                        : "";
-    snprintf(out, n, "%s: HTTP %ld%s%s%s", d->url, status, k ? ": " : "", body, hint);
+    snprintf(out, n, "%s: HTTP %ld%s%s%s", d->shown, status, body.len ? ": " : "",
+             body.len ? body.data : "", hint);
+    buf_release(&body);
 }
 
 static bool is_sha256(const char *s)
@@ -332,7 +327,7 @@ static cm_rc check_sha(dl *d, char *err, size_t errlen)
     char got[SHA256_HEX_LEN + 1];
     void *map = d->have ? mmap(NULL, d->have, PROT_READ, MAP_PRIVATE, d->fd, 0) : NULL;
     if (map == MAP_FAILED)
-        return cm_seterr(err, errlen, CM_EIO, "download of %s: mapping %s: %s", d->url, d->part,
+        return cm_seterr(err, errlen, CM_EIO, "download of %s: mapping %s: %s", d->shown, d->part,
                          strerror(errno));
     sha256_hex(map ? map : "", d->have, got);
     if (map) munmap(map, d->have);
@@ -340,7 +335,7 @@ static cm_rc check_sha(dl *d, char *err, size_t errlen)
     restart_part(d);
     return cm_seterr(err, errlen, CM_EIO,
                      "%s: the file's sha256 is %s, the server announced %s; download discarded",
-                     d->url, got, d->sha);
+                     d->shown, got, d->sha);
 }
 
 static cm_rc download(dl *d, char *err, size_t errlen)
@@ -365,6 +360,7 @@ static cm_rc download(dl *d, char *err, size_t errlen)
         http_fetch f = {0};
         f.url = d->url;
         f.headers = &hdrs;
+        d->headers = &hdrs;
         f.range_from = d->have;
         f.on_data = on_data;
         f.on_tick = on_tick;
@@ -376,22 +372,22 @@ static cm_rc download(dl *d, char *err, size_t errlen)
             begin(d, &f); /* an empty body: on_data never ran */
         switch (d->stop) {
         case STOP_CANCEL:
-            FAIL(CM_ECANCELED, "download of %s cancelled; %llu bytes kept in %s", d->url,
+            FAIL(CM_ECANCELED, "download of %s cancelled; %llu bytes kept in %s", d->shown,
                  (unsigned long long)d->have, d->part);
         case STOP_WRITE:
-            FAIL(CM_EIO, "download of %s: writing %s: %s", d->url, d->part,
+            FAIL(CM_EIO, "download of %s: writing %s: %s", d->shown, d->part,
                  strerror(d->write_errno));
         case STOP_TOO_LONG:
             restart_part(d);
             FAIL(CM_EIO,
                  "%s: the server sent more than the %lld bytes it announced; download "
                  "discarded",
-                 d->url, (long long)d->total);
+                 d->shown, (long long)d->total);
         case STOP_BAD_RANGE:
             snprintf(why, sizeof why, "%s: asked for bytes from %llu, the server sent from %lld",
-                     d->url, (unsigned long long)d->have, (long long)d->bad_first);
+                     d->shown, (unsigned long long)d->have, (long long)d->bad_first);
             if (!restart_part(d))
-                FAIL(CM_EIO, "download of %s: truncating %s: %s", d->url, d->part,
+                FAIL(CM_EIO, "download of %s: truncating %s: %s", d->shown, d->part,
                      strerror(d->write_errno));
             f.retryable = true;
             r = CM_EIO;
@@ -404,7 +400,7 @@ static cm_rc download(dl *d, char *err, size_t errlen)
                 FAIL(CM_EIO,
                      "%s: size mismatch, have %llu of the %lld bytes announced; %s is kept for a "
                      "later resume",
-                     d->url, (unsigned long long)d->have, (long long)d->total, d->part);
+                     d->shown, (unsigned long long)d->have, (long long)d->total, d->part);
             break;
         }
         if (r == CM_OK && f.status == 416 && d->have > 0) {
@@ -413,10 +409,10 @@ static cm_rc download(dl *d, char *err, size_t errlen)
                 d->total = f.range_total;
                 break;
             }
-            snprintf(why, sizeof why, "%s: HTTP 416 for bytes from %llu (size %lld)", d->url,
+            snprintf(why, sizeof why, "%s: HTTP 416 for bytes from %llu (size %lld)", d->shown,
                      (unsigned long long)d->have, (long long)f.range_total);
             if (!restart_part(d))
-                FAIL(CM_EIO, "download of %s: truncating %s: %s", d->url, d->part,
+                FAIL(CM_EIO, "download of %s: truncating %s: %s", d->shown, d->part,
                      strerror(d->write_errno));
             f.retryable = true;
             r = CM_EIO;
@@ -436,20 +432,20 @@ static cm_rc download(dl *d, char *err, size_t errlen)
         long delay = CM_MIN((long)DL_MAX_BACKOFF, backoff << CM_MIN(CM_MAX(fails, 1) - 1, 10));
         for (int64_t until = cm_now_ms() + delay; cm_now_ms() < until;) {
             if (!tick(d, false))
-                FAIL(CM_ECANCELED, "download of %s cancelled; %llu bytes kept in %s", d->url,
+                FAIL(CM_ECANCELED, "download of %s cancelled; %llu bytes kept in %s", d->shown,
                      (unsigned long long)d->have, d->part);
             sleep_ms(CM_MIN((long)DL_TICK_MS, (long)(until - cm_now_ms()) + 1));
         }
     }
     d->total = (int64_t)d->have;
     if (!tick(d, true))
-        FAIL(CM_ECANCELED, "download of %s cancelled; %llu bytes kept in %s", d->url,
+        FAIL(CM_ECANCELED, "download of %s cancelled; %llu bytes kept in %s", d->shown,
              (unsigned long long)d->have, d->part);
     if (d->sha[0]) CHECK(check_sha(d, err, errlen));
     if (fsync(d->fd) < 0)
-        FAIL(CM_EIO, "download of %s: fsync %s: %s", d->url, d->part, strerror(errno));
+        FAIL(CM_EIO, "download of %s: fsync %s: %s", d->shown, d->part, strerror(errno));
     if (rename(d->part, d->final) < 0)
-        FAIL(CM_EIO, "download of %s: rename %s: %s", d->url, d->part, strerror(errno));
+        FAIL(CM_EIO, "download of %s: rename %s: %s", d->shown, d->part, strerror(errno));
     fs_sync_dir(d->final);
 out:
     free(auth);
@@ -460,7 +456,7 @@ cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_prog
                     void *ctx, char **path_out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    buf url = BUF_INIT, name = BUF_INIT, final = BUF_INIT, part = BUF_INIT;
+    buf url = BUF_INIT, name = BUF_INIT, final = BUF_INIT, part = BUF_INIT, shown = BUF_INIT;
     char *dir = NULL;
     hf_spec h = {0};
     dl d = {0};
@@ -481,6 +477,8 @@ cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_prog
         buf_add(&part, final.data, final.len) || buf_adds(&part, ".part"))
         FAIL(CM_ENOMEM, "out of memory");
     d.url = url.data;
+    if (redact_url(url.data, 200, &shown)) FAIL(CM_ENOMEM, "out of memory");
+    d.shown = shown.data;
     d.final = final.data;
     d.part = part.data;
     d.progress = progress;
@@ -489,7 +487,8 @@ cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_prog
     if (stat(d.final, &st) == 0) {
         if (!S_ISREG(st.st_mode)) FAIL(CM_EIO, "model file %s is not a regular file", d.final);
     } else {
-        if (!fetch) FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.url);
+        if (!fetch)
+            FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.shown);
         CHECK(fs_mkdirs(dir, err, errlen));
         bool done;
         CHECK(lock_part(&d, &done, err, errlen));
@@ -506,6 +505,7 @@ out:
     if (d.fd >= 0) close(d.fd); /* releases the lock */
     buf_release(&d.errbody);
     buf_release(&url);
+    buf_release(&shown);
     buf_release(&name);
     buf_release(&final);
     buf_release(&part);

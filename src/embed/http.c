@@ -183,11 +183,32 @@ static bool retryable(CURLcode cc, long status)
            cc == CURLE_PARTIAL_FILE || cc == CURLE_COULDNT_RESOLVE_HOST;
 }
 
-/* The URL for messages: no query string (it may carry a key). */
+/* The URL for messages: no userinfo, no query string (either may carry a
+ * key). */
 static void url_for_message(const char *url, char *out, size_t n)
 {
-    size_t len = strcspn(url, "?");
-    snprintf(out, n, "%.*s", (int)CM_MIN(len, 150), url);
+    redact_url_to(url, out, CM_MIN(n, (size_t)150));
+}
+
+cm_rc http_redact_init(redact *r, const char *url, const cm_strlist *headers)
+{
+    redact_init(r);
+    cm_rc rc = redact_add_url(r, url);
+    for (size_t i = 0; !rc && headers && i < headers->n; i++)
+        rc = redact_add_header(r, headers->v[i]);
+    if (rc) redact_release(r);
+    return rc;
+}
+
+cm_rc http_error_text(const char *url, const cm_strlist *headers, const char *body, size_t n,
+                      size_t max_chars, buf *out)
+{
+    redact r;
+    cm_rc rc = http_redact_init(&r, url, headers);
+    if (rc) return rc;
+    rc = redact_text(&r, body, n, max_chars, out);
+    redact_release(&r);
+    return rc;
 }
 
 static cm_rc start(http_client *c, job *j, const http_opts *o)
@@ -243,10 +264,16 @@ static void finish(http_client *c, job *j, CURLcode cc, const http_opts *o)
         j->done = true;
         return;
     }
-    if (cc == CURLE_OK)
-        snprintf(r->err, sizeof r->err, "%s: HTTP %ld%s%.60s", url, status,
-                 r->resp.len ? ": " : "", r->resp.len ? r->resp.data : "");
-    else
+    if (cc == CURLE_OK) {
+        /* The body may echo our request: shown only after redaction. */
+        int k = snprintf(r->err, sizeof r->err, "%s: HTTP %ld", url, status);
+        buf shown;
+        buf_init(&shown, sizeof r->err - (size_t)k - 3);
+        if (r->resp.len)
+            http_error_text(r->url, r->headers, r->resp.data, r->resp.len, 100, &shown);
+        if (shown.len) snprintf(r->err + k, sizeof r->err - (size_t)k, ": %s", shown.data);
+        buf_release(&shown);
+    } else
         snprintf(r->err, sizeof r->err, "%s: %s", url, cu.easy_strerror(cc));
     if (!retryable(cc, status) || r->attempts >= o->max_attempts) {
         j->done = true;
@@ -481,7 +508,13 @@ cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen)
     if (run.aborted) FAIL(CM_ECANCELED, "%s: transfer stopped", url);
     if (cc != CURLE_OK) {
         f->retryable = retryable(cc, 0);
-        FAIL(CM_EIO, "%s: %s", url, cerr[0] ? cerr : cu.easy_strerror(cc));
+        buf shown = BUF_INIT;
+        const char *why = cerr[0] ? cerr : cu.easy_strerror(cc);
+        if (http_error_text(f->url, f->headers, why, strlen(why), 200, &shown))
+            FAIL(CM_EIO, "%s: %s", url, cu.easy_strerror(cc));
+        rc = cm_seterr(err, errlen, CM_EIO, "%s: %s", url, shown.data ? shown.data : "");
+        buf_release(&shown);
+        goto out;
     }
     if (!f->status) cu.easy_getinfo(e, CURLINFO_RESPONSE_CODE, &f->status);
     f->retryable = retryable(CURLE_OK, f->status);

@@ -9,6 +9,7 @@
 #define CM_HTTP_H
 
 #include "../base/buf.h"
+#include "../base/redact.h"
 #include "../config/config.h"
 
 typedef struct http_opts {
@@ -37,6 +38,17 @@ typedef struct http_req {
     int attempts;
     char err[320]; /* why it failed, when it did */
 } http_req;
+
+/* A redactor holding what a request carries that is secret: the values of
+ * its headers (Authorization, x-goog-api-key, remote.headers, …) and the
+ * userinfo and query values of its URL; patterns all on. Release with
+ * redact_release. For every message built from remote bytes. */
+cm_rc http_redact_init(redact *r, const char *url, const cm_strlist *headers);
+
+/* Appends body[0..n) as one line for a message, with http_redact_init's
+ * secrets and the credential patterns redacted (redact_text). */
+cm_rc http_error_text(const char *url, const cm_strlist *headers, const char *body, size_t n,
+                      size_t max_chars, buf *out);
 
 typedef struct http_client http_client;
 

@@ -822,6 +822,12 @@ out:
 cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
                        char *err, size_t errlen)
 {
+    return cm_memory_search_session(e, query, opts, NULL, json, err, errlen);
+}
+
+cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_opts *opts,
+                               const char *session_key, char **json, char *err, size_t errlen)
+{
     cm_rc rc = CM_OK;
     buf out = BUF_INIT;
     fts_hits hits = {0};
@@ -832,7 +838,7 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
     if (!query) query = "";
     const cm_config *c = &e->cfg;
     tools_head head = {e->provider, e->model, e->fallback_used ? e->provider_note : NULL,
-                       c->citations};
+                       c->citations, session_key};
     int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
     double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
     if (!c->enabled) {

@@ -7,12 +7,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../base/fs.h"
+#include "../base/sha256.h"
 #include "../base/utf8.h"
 #include "tools.h"
 
@@ -49,16 +51,71 @@ static cm_rc add_head(buf *out, const tools_head *h)
         rc = buf_adds(out, ",\"fallback\":");
         if (!rc) rc = buf_add_json_str(out, h->fallback, strlen(h->fallback));
     }
-    if (!rc) rc = buf_printf(out, ",\"citations\":\"%s\"}", tools_citations_name(h->citations));
+    if (!rc) rc = buf_printf(out, ",\"citations\":\"%s\"", tools_citations_name(h->citations));
+    if (!rc) rc = buf_printf(out, ",\"mode\":\"%s\"}", tools_search_mode(h->provider));
     return rc;
 }
 
+const char *tools_search_mode(const char *provider)
+{
+    return !provider || !*provider || !strcmp(provider, "none") ? "fts-only" : "hybrid";
+}
+
+tools_chat tools_chat_type(const char *key)
+{
+    if (!key) return TOOLS_CHAT_DIRECT;
+    /* JavaScript's trim(): ASCII whitespace here (the tokens are ASCII). */
+    size_t n = strlen(key);
+    while (n && strchr(" \t\n\v\f\r", key[0]))
+        key++, n--;
+    while (n && strchr(" \t\n\v\f\r", key[n - 1]))
+        n--;
+    /* Parts between ':' (empty ones dropped): "agent", the agent id, rest. */
+    size_t part = 0;
+    bool channel = false, group = false;
+    for (size_t i = 0; i < n;) {
+        size_t l = 0;
+        while (i + l < n && key[i + l] != ':')
+            l++;
+        if (l) {
+            if (part == 0 && (l != 5 || strncasecmp(key + i, "agent", 5) != 0))
+                return TOOLS_CHAT_DIRECT;
+            if (part >= 2 && l == 7 && !strncasecmp(key + i, "channel", 7)) channel = true;
+            if (part >= 2 && l == 5 && !strncasecmp(key + i, "group", 5)) group = true;
+            part++;
+        }
+        i += l + 1;
+    }
+    if (part < 3) return TOOLS_CHAT_DIRECT;
+    return channel ? TOOLS_CHAT_CHANNEL : group ? TOOLS_CHAT_GROUP : TOOLS_CHAT_DIRECT;
+}
+
+bool tools_cite(cm_citations c, const char *session_key)
+{
+    if (c == CM_CITE_ON) return true;
+    if (c == CM_CITE_OFF) return false;
+    return tools_chat_type(session_key) == TOOLS_CHAT_DIRECT;
+}
+
+/* 2026.3.22's chunk id (see tools.h) into hex[65]. */
+static cm_rc chunk_id(const search_hit *h, const char *model, buf *tmp,
+                      char hex[SHA256_HEX_LEN + 1])
+{
+    char th[SHA256_HEX_LEN + 1];
+    sha256_hex(h->text, strlen(h->text), th);
+    buf_reset(tmp);
+    cm_rc rc = buf_printf(tmp, "%s:%s:%d:%d:%s:%s", h->source, h->path, h->start_line, h->end_line,
+                          th, model && *model ? model : "fts-only");
+    if (!rc) sha256_hex(tmp->data, tmp->len, hex);
+    return rc;
+}
 
 cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *head, buf *out)
 {
     cm_rc rc = buf_adds(out, "{\"results\":[");
-    bool cite = head->citations != CM_CITE_OFF;
-    buf c = BUF_INIT, snip = BUF_INIT;
+    bool cite = tools_cite(head->citations, head->session_key);
+    buf c = BUF_INIT, snip = BUF_INIT, tmp = BUF_INIT;
+    char id[SHA256_HEX_LEN + 1];
     for (size_t i = 0; i < n && !rc; i++) {
         const search_hit *h = &v[i];
         buf_reset(&c);
@@ -67,12 +124,15 @@ cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *head
         size_t tl = strlen(h->text);
         if (!rc) rc = buf_add(&snip, h->text, prefix_chars(h->text, tl, TOOLS_SNIPPET_CHARS));
         if (!rc && cite) rc = buf_printf(&snip, "\n\nSource: %s", c.data);
+        if (!rc) rc = chunk_id(h, head->model, &tmp, id);
         if (!rc && i) rc = buf_addc(out, ',');
-        if (!rc) rc = buf_adds(out, "{\"path\":");
+        if (!rc) rc = buf_printf(out, "{\"id\":\"%s\",\"path\":", id);
         if (!rc) rc = buf_add_json_str(out, h->path, strlen(h->path));
         if (!rc)
-            rc = buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.6g,\"snippet\":",
-                            h->start_line, h->end_line, h->score);
+            rc = buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.6g", h->start_line,
+                            h->end_line, h->score);
+        if (!rc && h->has_text) rc = buf_printf(out, ",\"textScore\":%.6g", h->text_score);
+        if (!rc) rc = buf_adds(out, ",\"snippet\":");
         if (!rc) rc = buf_add_json_str(out, snip.data, snip.len);
         if (!rc) rc = buf_adds(out, ",\"source\":");
         if (!rc) rc = buf_add_json_str(out, h->source, strlen(h->source));
@@ -86,6 +146,7 @@ cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *head
     if (!rc) rc = add_head(out, head);
     buf_release(&c);
     buf_release(&snip);
+    buf_release(&tmp);
     return rc;
 }
 

@@ -20,9 +20,32 @@ typedef struct tools_head {
     const char *provider, *model;
     const char *fallback; /* why a fallback provider serves, or NULL */
     cm_citations citations;
+    const char *session_key; /* the caller's session, or NULL: decides "auto" citations */
 } tools_head;
 
-/* {"results":[...],"provider","model","fallback"?,"citations"} for hits v[0..n). */
+/* The chat type QuantumClaw 2026.3.22's memory_search derives from a session
+ * key for its citation rule: "agent:<id>:<rest>" (trimmed, lower-cased, empty
+ * ':' parts dropped, at least three parts) whose rest has a "channel" part →
+ * channel, else a "group" part → group; anything else (no key, another
+ * shape) → direct. */
+typedef enum tools_chat { TOOLS_CHAT_DIRECT, TOOLS_CHAT_GROUP, TOOLS_CHAT_CHANNEL } tools_chat;
+tools_chat tools_chat_type(const char *session_key);
+
+/* Whether results carry citations: "on" always, "off" never, "auto" only
+ * in direct chats (and when the session is not known). */
+bool tools_cite(cm_citations c, const char *session_key);
+
+/* The payload's top-level "mode", as 2026.3.22 reports it: "fts-only" when
+ * no embedding provider serves, else "hybrid" (also when hybrid merging is
+ * off or a query falls back to keywords). */
+const char *tools_search_mode(const char *provider);
+
+/* {"results":[...],"provider","model","fallback"?,"citations","mode"} for
+ * hits v[0..n). Each result: {"id","path","startLine","endLine","score",
+ * "textScore"?,"snippet","source","citation"?}; "id" is 2026.3.22's chunk id,
+ * sha256 hex of "<source>:<path>:<startLine>:<endLine>:<sha256 of the chunk
+ * text>:<model or fts-only>"; "textScore" (the keyword side's 0..1 score,
+ * before weighting and decay) is on every hit the keyword side found. */
 cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *h, buf *out);
 
 /* {"results":[],"disabled":true,"error":msg,...}: a search that could not run. */

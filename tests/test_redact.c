@@ -1,0 +1,111 @@
+/*
+ * test_redact.c — secrets out of messages (base/redact), one-line message
+ * cleaning (cm_seterr) and JSON strings that are always valid UTF-8.
+ */
+#include <jansson.h>
+
+#include "../src/base/redact.h"
+#include "../src/base/utf8.h"
+#include "test.h"
+
+static char out[2048];
+
+/* redact_text with the given secrets and header lines; returns out. */
+static const char *red(const char *const *headers, const char *url, const char *body, size_t max)
+{
+    redact r;
+    redact_init(&r);
+    for (size_t i = 0; headers && headers[i]; i++)
+        redact_add_header(&r, headers[i]);
+    redact_add_url(&r, url);
+    buf b = BUF_INIT;
+    redact_text(&r, body, strlen(body), max, &b);
+    snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+    buf_release(&b);
+    redact_release(&r);
+    return out;
+}
+
+TEST(redact_request_secrets)
+{
+    const char *h[] = {"Authorization: Bearer sk-abc123SECRETVALUE", "X-Team-Token: teamtok42",
+                       "Content-Type: application/json", NULL};
+    /* The exact values anywhere, whatever surrounds them. */
+    EXPECT_STR(red(h, NULL, "bad token sk-abc123SECRETVALUE!, team=teamtok42;", 0),
+               "bad token [redacted]!, team=[redacted];");
+    /* A header echoed back: name kept, value gone. */
+    EXPECT_STR(red(h, NULL, "{\"headers\":{\"Authorization\":\"Bearer sk-abc123SECRETVALUE\"}}", 0),
+               "{\"headers\":{\"Authorization\":\"[redacted]\"}}");
+    /* Plain headers are not secrets. */
+    EXPECT_STR(red(h, NULL, "want application/json", 0), "want application/json");
+    /* URL userinfo and query values. */
+    EXPECT_STR(red(NULL, "https://bob:hunter2pw@api.example/v1?key=AIzaQUERYKEY&x=1",
+                   "user bob pass hunter2pw key AIzaQUERYKEY", 0),
+               "user bob pass [redacted] key [redacted]");
+}
+
+TEST(redact_patterns_without_secrets)
+{
+    EXPECT_STR(red(NULL, NULL, "Authorization: Bearer abc.def-ghi\nnext", 0),
+               "Authorization: [redacted] next");
+    EXPECT_STR(red(NULL, NULL, "got bearer eyJhbGciOi.x.y here", 0), "got bearer [redacted] here");
+    EXPECT_STR(red(NULL, NULL, "x-goog-api-key=AIzaSyD-123456789012345678901234567890", 0),
+               "x-goog-api-key=[redacted]");
+    EXPECT_STR(red(NULL, NULL, "GET /v1?key=abcd1234&alt=json", 0),
+               "GET /v1?key=[redacted]&alt=json");
+    EXPECT_STR(red(NULL, NULL, "{\"api_key\": \"abcdef\"}", 0), "{\"api_key\": \"[redacted]\"}");
+    EXPECT_STR(red(NULL, NULL, "Incorrect API key provided: sk-proj-AAAAAAAAAAAAAAAAAAAAAAAA.", 0),
+               "Incorrect API key provided: [redacted].");
+    EXPECT_STR(red(NULL, NULL, "token hf_ABCDEFGHIJKLMNOPQRSTUV", 0), "token [redacted]");
+    /* Ordinary words stay. */
+    EXPECT_STR(red(NULL, NULL, "monkey=banana, skipped sk-short, keyboard", 0),
+               "monkey=banana, skipped sk-short, keyboard");
+}
+
+TEST(redact_one_line_and_cap)
+{
+    EXPECT_STR(red(NULL, NULL, "  a\r\n\x1b[2Jb\t\xc2\x85 c\xff  ", 0), "a [2Jb c\xEF\xBF\xBD");
+    EXPECT_STR(red(NULL, NULL, "abcdefghij", 4), "abcd\xE2\x80\xA6");
+    EXPECT_STR(red(NULL, NULL, "漢字漢字", 2), "漢字\xE2\x80\xA6");
+}
+
+TEST(redact_url_for_messages)
+{
+    char u[200];
+    redact_url_to("https://user:pw@host.example:8443/a/b?key=K#frag", u, sizeof u);
+    EXPECT_STR(u, "https://host.example:8443/a/b");
+    redact_url_to("http://h/p\n\x1b", u, sizeof u);
+    EXPECT_STR(u, "http://h/p\\n\\x1b");
+    redact_url_to("https://token@h/p", u, sizeof u);
+    EXPECT_STR(u, "https://h/p");
+    redact_url_to("https://h/path@x?q=1", u, sizeof u); /* '@' after the authority is a path */
+    EXPECT_STR(u, "https://h/path@x");
+    redact_url_to("https://h/0123456789", u, 12);
+    EXPECT(strlen(u) < 12);
+}
+
+TEST(redact_message_escaping)
+{
+    char err[64];
+    cm_seterr(err, sizeof err, CM_EIO, "%s: not readable", "memory/a\nfake line\x1b[0m\xff.md");
+    EXPECT_STR(err, "memory/a\\nfake line\\x1b[0m\\xff.md: not readable");
+    /* Cut at an escape boundary, never inside one. */
+    char small[12];
+    cm_seterr(small, sizeof small, CM_EIO, "ab\x01\x02\x03\x04");
+    EXPECT_STR(small, "ab\\x01\\x02");
+    /* Clean messages are left alone (tabs included are escaped). */
+    cm_seterr(err, sizeof err, CM_EIO, "plain %d", 5);
+    EXPECT_STR(err, "plain 5");
+}
+
+TEST(redact_json_strings_always_valid)
+{
+    const char raw[] = "a\xff\xc3(b\x7f\xc2\x9b\xe6\xbc\xa2\x01\"\\";
+    buf b = BUF_INIT;
+    EXPECT_INT(buf_add_json_str(&b, raw, sizeof raw - 1), CM_OK);
+    EXPECT_STR(b.data, "\"a\xEF\xBF\xBD\xEF\xBF\xBD(b\\u007f\\u009b\xe6\xbc\xa2\\u0001\\\"\\\\\"");
+    json_t *j = json_loads(b.data, JSON_DECODE_ANY, NULL);
+    EXPECT(j != NULL);
+    json_decref(j);
+    buf_release(&b);
+}
