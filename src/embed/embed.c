@@ -21,8 +21,7 @@ typedef struct kind_info {
 } kind_info;
 
 static const kind_info kinds[CM_PROV_N] = {
-    [CM_PROV_OPENAI] = {"https://api.openai.com/v1", "text-embedding-3-small", "OPENAI_API_KEY",
-                        256},
+    [CM_PROV_OPENAI] = {"https://api.openai.com/v1", "text-embedding-3-small", "OPENAI_API_KEY", 256},
     [CM_PROV_GEMINI] = {"https://generativelanguage.googleapis.com/v1beta", "gemini-embedding-001",
                         "GEMINI_API_KEY", 100},
     [CM_PROV_VOYAGE] = {"https://api.voyageai.com/v1", "voyage-4-large", "VOYAGE_API_KEY", 128},
@@ -67,8 +66,8 @@ static cm_rc open_static(const cm_config *cfg, embed_provider *p, char *err, siz
     uint32_t dims = 0, words = 0, sum = 0;
     cm_rc rc = static_model_peek(path, &dims, &words, &sum, err, errlen);
     if (rc == CM_ENOTFOUND)
-        cm_seterr(err, errlen, rc,
-                  "static model %s is not installed (run scripts/install-static-model.sh)", path);
+        cm_seterr(err, errlen, rc, "static model %s is not installed (run scripts/install-static-model.sh)",
+                  path);
     if (!rc) {
         p->kind = EMBED_STATIC;
         p->dims = (int)dims;
@@ -165,8 +164,8 @@ const char *embed_auto(const cm_config *cfg)
     if (local_built() && cfg->local_model_path && *cfg->local_model_path) {
         char *cache = local_cache_dir(cfg), *path = NULL;
         char why[300];
-        cm_rc rc = cache ? model_resolve(cfg->local_model_path, cache, false, NULL, NULL, &path,
-                                         why, sizeof why)
+        cm_rc rc = cache ? model_resolve(cfg->local_model_path, cache, false, NULL, NULL, &path, why,
+                                         sizeof why)
                          : CM_ENOMEM;
         bool there = !rc && access(path, R_OK) == 0;
         free(cache);
@@ -188,8 +187,7 @@ void embed_close(embed_provider *p)
     free(p->model);
     free(p->base_url);
     free(p->api_key);
-    for (size_t i = 0; i < p->headers.n; i++)
-        free(p->headers.v[i]);
+    for (size_t i = 0; i < p->headers.n; i++) free(p->headers.v[i]);
     free(p->headers.v);
     http_client_free(p->http);
     memset(p, 0, sizeof *p);
@@ -214,10 +212,9 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     if (!key && k != CM_PROV_OLLAMA)
         FAIL(CM_ENOTFOUND, "%s: no API key (set %s, models.providers.%s.apiKey or remote.apiKey)",
              name, kinds[k].env_key, k == CM_PROV_GEMINI ? "google" : name);
-    const char *base = primary && cfg->remote_base_url && *cfg->remote_base_url
-                           ? cfg->remote_base_url
-                       : cfg->providers[k].base_url ? cfg->providers[k].base_url
-                                                    : kinds[k].base;
+    const char *base = primary && cfg->remote_base_url && *cfg->remote_base_url ? cfg->remote_base_url
+                       : cfg->providers[k].base_url                             ? cfg->providers[k].base_url
+                                                                                : kinds[k].base;
     p->base_url = cm_strdup(base);
     p->model = cm_strdup(primary && cfg->model && *cfg->model ? cfg->model : kinds[k].model);
     p->api_key = key ? cm_strdup(key) : NULL;
@@ -229,10 +226,8 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     if (k == CM_PROV_OLLAMA) p->max_inputs = 1; /* /api/embeddings takes one prompt */
     p->concurrency = cfg->batch_concurrency > 0 ? cfg->batch_concurrency : 2;
     /* Headers: auth, then the provider's own, then remote.headers (remote wins). */
-    if (key && k == CM_PROV_GEMINI)
-        CHECK(buf_printf(&b, "x-goog-api-key: %s", key));
-    else if (key)
-        CHECK(buf_printf(&b, "Authorization: Bearer %s", key));
+    if (key && k == CM_PROV_GEMINI) CHECK(buf_printf(&b, "x-goog-api-key: %s", key));
+    else if (key) CHECK(buf_printf(&b, "Authorization: Bearer %s", key));
     if (b.len) CHECK(config_header_set(&p->headers, b.data));
     for (size_t i = 0; i < cfg->providers[k].headers.n; i++)
         CHECK(config_header_set(&p->headers, cfg->providers[k].headers.v[i]));
@@ -257,8 +252,7 @@ static json_t *gemini_part(const embed_provider *p, const char *text, bool query
     snprintf(model, sizeof model, "models/%s", p->model);
     json_t *r = json_pack("{s:s, s:{s:[{s:s}]}, s:s}", "model", model, "content", "parts", "text",
                           text, "taskType", query ? "RETRIEVAL_QUERY" : "RETRIEVAL_DOCUMENT");
-    if (r && p->dims_wanted)
-        json_object_set_new(r, "outputDimensionality", json_integer(p->dims_wanted));
+    if (r && p->dims_wanted) json_object_set_new(r, "outputDimensionality", json_integer(p->dims_wanted));
     return r;
 }
 
@@ -276,8 +270,7 @@ static cm_rc build(const embed_provider *p, const char *const *texts, size_t n, 
         } else {
             rc = buf_printf(url, "%s/models/%s:batchEmbedContents", p->base_url, p->model);
             arr = json_array();
-            for (size_t i = 0; arr && i < n; i++)
-                json_array_append_new(arr, gemini_part(p, texts[i], query));
+            for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, gemini_part(p, texts[i], query));
             j = json_pack("{s:o}", "requests", arr);
         }
         break;
@@ -288,8 +281,7 @@ static cm_rc build(const embed_provider *p, const char *const *texts, size_t n, 
     default: /* openai, voyage, mistral: {"model", "input": [...]} */
         rc = buf_printf(url, "%s/embeddings", p->base_url);
         arr = json_array();
-        for (size_t i = 0; arr && i < n; i++)
-            json_array_append_new(arr, json_string(texts[i]));
+        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, json_string(texts[i]));
         j = json_pack("{s:s, s:o}", "model", p->model, "input", arr);
         if (j && p->kind == CM_PROV_OPENAI) {
             json_object_set_new(j, "encoding_format", json_string("float"));
@@ -316,8 +308,7 @@ static const char *read_vector(json_t *v, embed_provider *p, float *out)
     for (size_t i = 0; i < d; i++) {
         json_t *x = json_array_get(v, i);
         double f = json_number_value(x);
-        if (!json_is_number(x) || !isfinite(f) || fabs(f) > 1e30)
-            return "a vector holds a non-number";
+        if (!json_is_number(x) || !isfinite(f) || fabs(f) > 1e30) return "a vector holds a non-number";
         out[i] = (float)f;
     }
     return NULL;
@@ -360,12 +351,10 @@ const char *embed_parse(embed_provider *p, const char *body, size_t len, size_t 
     json_array_foreach(list, i, item)
     {
         size_t at = i;
-        json_t *vec = json_object_get(
-            item, p->kind == CM_PROV_GEMINI || p->kind == CM_PROV_OLLAMA ? "values" : "embedding");
+        json_t *vec = json_object_get(item, p->kind == CM_PROV_GEMINI || p->kind == CM_PROV_OLLAMA ? "values" : "embedding");
         json_t *idx = json_object_get(item, "index");
         if (idx) {
-            if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
-                (size_t)json_integer_value(idx) >= n) {
+            if (!json_is_integer(idx) || json_integer_value(idx) < 0 || (size_t)json_integer_value(idx) >= n) {
                 why = "the answer has a bad index";
                 goto out;
             }
@@ -398,8 +387,7 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
             return cm_seterr(err, errlen, CM_ECORRUPT, "%s changed while in use", p->static_path);
         float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
         if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++)
-            static_model_embed(&p->sm, texts[i], m + i * (size_t)p->dims);
+        for (size_t i = 0; i < n; i++) static_model_embed(&p->sm, texts[i], m + i * (size_t)p->dims);
         *out = m;
         return CM_OK;
     }
@@ -448,19 +436,17 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
     rc = http_post_all(p->http, reqs, nb, &o, msg, sizeof msg);
     if (rc) FAIL(rc, "%s embeddings: %s", embed_name(p), msg);
     for (size_t b = 0; b < nb; b++) {
-        const char *why = embed_parse(p, reqs[b].resp.data ? reqs[b].resp.data : "",
-                                      reqs[b].resp.len, first[b + 1] - first[b], rows + first[b]);
+        const char *why = embed_parse(p, reqs[b].resp.data ? reqs[b].resp.data : "", reqs[b].resp.len,
+                                first[b + 1] - first[b], rows + first[b]);
         if (why) FAIL(CM_EIO, "%s embeddings: %s", embed_name(p), why);
     }
     float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
     if (!m) CHECK(CM_ENOMEM);
-    for (size_t i = 0; i < n; i++)
-        memcpy(m + i * (size_t)p->dims, rows[i], (size_t)p->dims * sizeof *m);
+    for (size_t i = 0; i < n; i++) memcpy(m + i * (size_t)p->dims, rows[i], (size_t)p->dims * sizeof *m);
     *out = m;
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    for (size_t i = 0; rows && i < n; i++)
-        free(rows[i]);
+    for (size_t i = 0; rows && i < n; i++) free(rows[i]);
     free(rows);
     for (size_t b = 0; reqs && b < nb; b++) {
         buf_release(&reqs[b].resp);
@@ -474,8 +460,8 @@ out:
     return rc;
 }
 
-cm_rc embed_documents(embed_provider *p, const char *const *texts, size_t n, float **out, char *err,
-                      size_t errlen)
+cm_rc embed_documents(embed_provider *p, const char *const *texts, size_t n, float **out,
+                      char *err, size_t errlen)
 {
     return run(p, texts, n, false, out, err, errlen);
 }

@@ -19,14 +19,13 @@
 /* Provider kinds beyond models.providers: the static word-vector model, and
  * a GGUF model run by llama.cpp ("local"). */
 #define EMBED_STATIC CM_PROV_N
-#define EMBED_LOCAL  (CM_PROV_N + 1)
+#define EMBED_LOCAL (CM_PROV_N + 1)
 
 /* local.modelPath when none is set: the seeds' default. */
-#define EMBED_LOCAL_DEFAULT                                                                        \
-    "hf:ggml-org/embeddinggemma-300m-qat-q8_0-GGUF/embeddinggemma-300m-qat-Q8_0.gguf"
+#define EMBED_LOCAL_DEFAULT "hf:ggml-org/embeddinggemma-300m-qat-q8_0-GGUF/embeddinggemma-300m-qat-Q8_0.gguf"
 
 typedef struct embed_provider {
-    int kind;          /* CM_PROV_*, EMBED_STATIC or EMBED_LOCAL */
+    int kind; /* CM_PROV_*, EMBED_STATIC or EMBED_LOCAL */
     static_model sm;   /* EMBED_STATIC: the model, mapped on first use */
     char *static_path; /* EMBED_STATIC: its file */
     local_model *lm;   /* EMBED_LOCAL: the model, loaded by embed_prepare */
@@ -39,7 +38,7 @@ typedef struct embed_provider {
     int max_inputs;     /* inputs per request */
     int concurrency;
     char key_hash[65]; /* sha256 of endpoint, model, dims and header names: the providerKey */
-    http_client *http; /* created on first use */
+    http_client *http;  /* created on first use */
 } embed_provider;
 
 /* The provider's name ("openai", ...). */
@@ -80,8 +79,8 @@ const char *embed_auto(const cm_config *cfg);
  * (free()). An all-zero vector is passed on as zeros for the caller to skip.
  * Fails on transport errors (after retries), malformed answers, a wrong
  * number of vectors, inconsistent dimensions, or non-numbers. */
-cm_rc embed_documents(embed_provider *p, const char *const *texts, size_t n, float **out, char *err,
-                      size_t errlen);
+cm_rc embed_documents(embed_provider *p, const char *const *texts, size_t n, float **out,
+                      char *err, size_t errlen);
 
 /* Embeds one query (60 s timeout). */
 cm_rc embed_query(embed_provider *p, const char *text, float **out, char *err, size_t errlen);

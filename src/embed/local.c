@@ -28,10 +28,9 @@
 #include "../base/fs.h"
 #include "local.h"
 
-#define LOCAL_MAX_TEXT_TOKENS                                                                      \
-    2048 /* a chunk is ~1,600 characters; attention grows with its square */
+#define LOCAL_MAX_TEXT_TOKENS 2048 /* a chunk is ~1,600 characters; attention grows with its square */
 #define LOCAL_CALL_TOKENS 512
-#define LOCAL_MAX_SEQS    64
+#define LOCAL_MAX_SEQS 64
 
 #ifndef CM_HAVE_LLAMA
 
@@ -155,8 +154,7 @@ static void on_log(enum ggml_log_level level, const char *text, void *ctx)
     pthread_mutex_lock(&log_mu);
     snprintf(last_log, sizeof last_log, "%s", text);
     size_t n = strlen(last_log);
-    while (n && (last_log[n - 1] == '\n' || last_log[n - 1] == ' '))
-        last_log[--n] = 0;
+    while (n && (last_log[n - 1] == '\n' || last_log[n - 1] == ' ')) last_log[--n] = 0;
     pthread_mutex_unlock(&log_mu);
 }
 
@@ -186,10 +184,9 @@ static void ll_load(void)
 #endif
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(
-            ll_error, sizeof ll_error,
-            "cannot load llama.cpp (%s); run scripts/install-llama.sh, or set CLAWMEM_LLAMA_LIB",
-            dlerror());
+        snprintf(ll_error, sizeof ll_error,
+                 "cannot load llama.cpp (%s); run scripts/install-llama.sh, or set CLAWMEM_LLAMA_LIB",
+                 dlerror());
         return;
     }
 #define LL_RESOLVE(name)                                                                           \
@@ -245,9 +242,9 @@ struct local_model {
     struct llama_context *ctx;
     const struct llama_vocab *vocab;
     struct llama_batch batch;
-    int dims, n_embd;       /* output size; hidden size (for our own pooling) */
-    int text_max, call_max; /* T and B above */
-    int seq_max;            /* S */
+    int dims, n_embd;         /* output size; hidden size (for our own pooling) */
+    int text_max, call_max;   /* T and B above */
+    int seq_max;              /* S */
     bool has_memory, pool_here, add_end, warm;
     const char *query_prefix, *doc_prefix;
     char desc[128];
@@ -276,8 +273,7 @@ static cm_rc acquire(const char *path, shared_model **out, char *err, size_t err
         if (!model) {
             char why[256];
             take_log(why, sizeof why);
-            rc = cm_seterr(err, errlen, CM_ECORRUPT, "local model %s cannot be loaded: %s", path,
-                           why);
+            rc = cm_seterr(err, errlen, CM_ECORRUPT, "local model %s cannot be loaded: %s", path, why);
         } else if (!m || !m->path) {
             if (m) free(m);
             ll.llama_model_free(model);
@@ -304,8 +300,7 @@ static void release(shared_model *m)
     pthread_mutex_lock(&models_mu);
     if (--m->refs == 0) {
         shared_model **pp = &models;
-        while (*pp != m)
-            pp = &(*pp)->next;
+        while (*pp != m) pp = &(*pp)->next;
         *pp = m->next;
         ll.llama_model_free(m->model);
         free(m->path);
@@ -426,8 +421,7 @@ static int tokenize(local_model *m, const char *text, bool query, llama_token **
     size_t cap = (size_t)m->text_max * 64;
     if (tlen > cap) {
         tlen = cap;
-        while (tlen && ((unsigned char)text[tlen] & 0xC0) == 0x80)
-            tlen--;
+        while (tlen && ((unsigned char)text[tlen] & 0xC0) == 0x80) tlen--;
     }
     char *s = malloc(plen + tlen + 1);
     if (!s) return -1;
@@ -458,15 +452,13 @@ static int tokenize(local_model *m, const char *text, bool query, llama_token **
 static void normalise(float *v, int d)
 {
     double s = 0;
-    for (int i = 0; i < d; i++)
-        s += (double)v[i] * v[i];
+    for (int i = 0; i < d; i++) s += (double)v[i] * v[i];
     if (s <= 0 || !isfinite(s)) {
         memset(v, 0, (size_t)d * sizeof *v);
         return;
     }
     float k = (float)(1.0 / sqrt(s));
-    for (int i = 0; i < d; i++)
-        v[i] *= k;
+    for (int i = 0; i < d; i++) v[i] *= k;
 }
 
 /* Runs one call over texts [0, n) whose tokens are toks[i] (len[i] > 0),
@@ -494,8 +486,8 @@ static cm_rc run_call(local_model *m, llama_token **toks, const int *len, int n,
     if (r != 0) {
         char why[256];
         take_log(why, sizeof why);
-        return cm_seterr(err, errlen, CM_EIO, "local model: llama.cpp failed on %d texts (%d): %s",
-                         n, (int)r, why);
+        return cm_seterr(err, errlen, CM_EIO, "local model: llama.cpp failed on %d texts (%d): %s", n,
+                         (int)r, why);
     }
     int tok = 0;
     for (int s = 0; s < n; s++) {
@@ -505,8 +497,7 @@ static cm_rc run_call(local_model *m, llama_token **toks, const int *len, int n,
             for (int i = 0; i < len[s]; i++) {
                 const float *e = ll.llama_get_embeddings_ith(m->ctx, tok + i);
                 if (!e) return cm_seterr(err, errlen, CM_EIO, "local model: no token embeddings");
-                for (int d = 0; d < m->dims; d++)
-                    v[d] += e[d];
+                for (int d = 0; d < m->dims; d++) v[d] += e[d];
             }
         } else {
             const float *e = ll.llama_get_embeddings_seq(m->ctx, s);
@@ -535,8 +526,7 @@ static cm_rc warm_up(local_model *m, char *err, size_t errlen)
     if (t && toks && len && vecs && out) {
         llama_token one[4];
         int k = ll.llama_tokenize(m->vocab, "a", 1, one, 4, false, false);
-        for (int i = 0; i < each; i++)
-            t[i] = k > 0 ? one[0] : 0;
+        for (int i = 0; i < each; i++) t[i] = k > 0 ? one[0] : 0;
         for (int s = 0; s < n; s++) {
             toks[s] = t;
             len[s] = each;
@@ -592,8 +582,7 @@ cm_rc local_embed(local_model *m, const char *const *texts, size_t n, bool query
     }
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    for (size_t i = 0; toks && i < n; i++)
-        free(toks[i]);
+    for (size_t i = 0; toks && i < n; i++) free(toks[i]);
     free(toks);
     free(len);
     free(call_toks);
