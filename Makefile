@@ -199,8 +199,9 @@ test: | $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory llama
 	@$(MAKE) --no-print-directory test-run
 
-test-run: build $(BUILD)/test_runner $(TEST_MODEL)
-	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) $(BUILD)/test_runner $(TESTS)
+test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME)
+	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) CLAWMEM_SAN="$(SAN)" \
+	  $(BUILD)/test_runner $(TESTS)
 
 $(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c | $(LLAMA_READY)
 	@mkdir -p $(dir $@)
