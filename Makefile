@@ -183,14 +183,25 @@ $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fake
 $(BUILD)/fake_embed_server: $(BUILD)/obj/bench/fake_embed_server.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+# Keyword search (no provider), then hybrid search with the static model
+# (no network): its state dir holds clawmem.json, clawmem's own config.
 DEMO := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-state
+DEMO_HYBRID := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-static \
+               --config $(BUILD)/demo-static/clawmem.json
 demo: all
+	@echo "== keyword search (no embedding provider)"
 	$(DEMO) index
 	$(DEMO) status
 	$(DEMO) search "router VLAN AdGuard"
 	$(DEMO) search "서울 사무실 회의"
 	$(DEMO) search "検索 インデックス" --max-results 2
 	$(DEMO) get MEMORY.md --from 1 --lines 12
+	@echo "== hybrid search: BM25 and the static word-vector model, no network"
+	@mkdir -p $(BUILD)/demo-static
+	@echo '{agents: {defaults: {memorySearch: {provider: "static"}}}}' >$(BUILD)/demo-static/clawmem.json
+	$(DEMO_HYBRID) index
+	$(DEMO_HYBRID) status
+	$(DEMO_HYBRID) search "dinner with my sister" --max-results 3
 
 # Installs what the tests need, one step after the other (apt-get takes one
 # at a time), then builds again so that the build sees it.
