@@ -79,8 +79,8 @@ static const char usage_watch[] =
     "usage: clawmem watch [--debounce MS] [--quiet] [--verbose]\n"
     "Syncs now, then whenever memory files change (inotify, one descriptor for the whole\n"
     "tree, debounced by sync.watchDebounceMs or --debounce), until SIGINT or SIGTERM.\n"
-    "Prints one line per sync on stdout (time, files, indexed, removed; --quiet: none);\n"
-    "a failed sync is one line on stderr.\n";
+    "Prints one line per sync on stdout (time, files, indexed, unchanged, removed; --quiet:\n"
+    "none); a failed sync is one line on stderr.\n";
 static const char usage_mcp[] =
     "usage: clawmem mcp [--allow-write] [--no-watch] [--debounce MS] [--verbose]\n"
     "Serves the memory tools over MCP (JSON-RPC on stdin/stdout) to an agent. The index is\n"
