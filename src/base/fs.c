@@ -137,7 +137,9 @@ static bool module_dir(char *dir, size_t n)
 {
     Dl_info di;
     ssize_t len = -1;
-    if (dladdr((void *)module_dir, &di) && di.dli_fname && strstr(di.dli_fname, ".so") &&
+    const char *base =
+        dladdr((void *)module_dir, &di) && di.dli_fname ? strrchr(di.dli_fname, '/') : NULL;
+    if (base && strncmp(base + 1, "lib", 3) == 0 && strstr(base, ".so") &&
         realpath(di.dli_fname, dir))
         len = (ssize_t)strlen(dir);
     else if ((len = readlink("/proc/self/exe", dir, n - 1)) >= 0)
