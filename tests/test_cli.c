@@ -288,7 +288,8 @@ TEST(cli_workspace_through_a_symlink)
     char link[1100];
     snprintf(link, sizeof link, "%s/wslink", c.dir);
     EXPECT(symlink(c.ws, link) == 0);
-    const char *a[] = {"--workspace", link, "--state-dir", c.state, "--config", c.cfg, "get", "MEMORY.md", NULL};
+    const char *a[] = {"--workspace", link,  "--state-dir", c.state, "--config",
+                       c.cfg,         "get", "MEMORY.md",   NULL};
     run_result r = run_clawmem(NULL, a);
     EXPECT_INT(r.status, 0);
     EXPECT_CONTAINS(r.out, "Biscuit");
@@ -363,4 +364,114 @@ TEST(cli_hostile_file_names)
     EXPECT(text_is_clean(r.err));
     EXPECT_INT(strchr(r.err, '\n') - r.err, (long)strlen(r.err) - 1);
     run_result_release(&r);
+}
+/* Global options after the command, as before it. */
+TEST(cli_global_options_after_the_command)
+{
+    cli c;
+    cli_init(&c);
+    const char *a[] = {"search", "Biscuit",  "--workspace", c.ws,     "--state-dir",
+                       c.state,  "--config", c.cfg,         "--json", NULL};
+    run_result r = run_clawmem(NULL, a);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "\"path\":\"MEMORY.md\"");
+    run_result_release(&r);
+    /* mixed: some before, some after; status shows they took effect */
+    const char *b[] = {"--workspace", c.ws,  "status", "--state-dir", c.state,
+                       "--config",    c.cfg, "--json", NULL};
+    r = run_clawmem(NULL, b);
+    EXPECT_INT(r.status, 0);
+    json_t *p = json_loads(r.out, 0, NULL);
+    EXPECT(p != NULL);
+    EXPECT_STR(json_string_value(json_object_get(p, "stateDir")), c.state);
+    EXPECT_STR(json_string_value(json_object_get(p, "configPath")), c.cfg);
+    EXPECT_INT(json_integer_value(json_object_get(p, "files")), 2);
+    json_decref(p);
+    run_result_release(&r);
+    const char *d[] = {"get",         "MEMORY.md", "--lines",  "1",   "--workspace", c.ws,
+                       "--state-dir", c.state,     "--config", c.cfg, NULL};
+    r = run_clawmem(NULL, d);
+    EXPECT_INT(r.status, 0);
+    EXPECT_STR(r.out, "# Facts\n");
+    run_result_release(&r);
+    const char *e[] = {"status", "--workspace", NULL};
+    r = run_clawmem(NULL, e);
+    EXPECT_INT(r.status, 1);
+    EXPECT_STR(r.err, "clawmem: --workspace needs a value\n");
+    run_result_release(&r);
+}
+
+/* `clawmem help [COMMAND]`, and a bare `clawmem`: one line on stderr. */
+TEST(cli_help_command_and_bare_clawmem)
+{
+    const char *h[] = {"help", NULL};
+    run_result r = run_clawmem(NULL, h);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "commands:");
+    EXPECT_CONTAINS(r.out, "help [COMMAND]");
+    run_result_release(&r);
+    const char *cmds[] = {"status", "index", "search", "get", "watch", "mcp"};
+    for (size_t i = 0; i < 6; i++) {
+        const char *a[] = {"help", cmds[i], NULL};
+        r = run_clawmem(NULL, a);
+        EXPECT_INT(r.status, 0);
+        char want[64];
+        snprintf(want, sizeof want, "usage: clawmem %s", cmds[i]);
+        EXPECT(strncmp(r.out, want, strlen(want)) == 0);
+        EXPECT_STR(r.err, "");
+        run_result_release(&r);
+    }
+    const char *bad[] = {"help", "frobnicate", NULL};
+    r = run_clawmem(NULL, bad);
+    EXPECT_INT(r.status, 1);
+    EXPECT_STR(r.err, "clawmem: help: unknown command 'frobnicate' (see clawmem help)\n");
+    run_result_release(&r);
+    const char *none[] = {NULL};
+    r = run_clawmem(NULL, none);
+    EXPECT_INT(r.status, 1);
+    EXPECT_STR(r.out, "");
+    EXPECT_CONTAINS(r.err, "clawmem: missing COMMAND");
+    EXPECT_CONTAINS(r.err, "clawmem help");
+    EXPECT(strchr(r.err, '\n') == r.err + strlen(r.err) - 1); /* one line */
+    run_result_release(&r);
+}
+
+/* `watch` prints one line per sync on stdout; --quiet none. */
+TEST(cli_watch_prints_one_line_per_sync)
+{
+    cli c;
+    cli_init(&c);
+    const char *args[] = {"--workspace", c.ws,    "--state-dir", c.state, "--config",
+                          c.cfg,         "watch", "--debounce",  "20",    NULL};
+    proc p;
+    proc_start(&p, NULL, args);
+    char *l = proc_line(&p, 20000);
+    EXPECT(l != NULL);
+    EXPECT_CONTAINS(l, " synced 2 files: 2 indexed, 0 unchanged, 0 removed");
+    EXPECT(l[2] == ':' && l[5] == ':'); /* HH:MM:SS first */
+    free(l);
+    write_file(c.ws, "memory/2026-02-11.md", "Biscuit went to the vet.\n");
+    l = proc_line(&p, 20000);
+    EXPECT(l != NULL);
+    EXPECT_CONTAINS(l, " synced 3 files: 1 indexed, 2 unchanged, 0 removed");
+    free(l);
+    EXPECT_INT(proc_stop(&p, SIGTERM, 10000), 0);
+    /* --quiet: nothing on stdout, the index still kept fresh */
+    const char *qargs[] = {"--workspace", c.ws,      "--state-dir", c.state, "--config", c.cfg,
+                           "watch",       "--quiet", "--debounce",  "20",    NULL};
+    proc_start(&p, NULL, qargs);
+    write_file(c.ws, "memory/2026-02-12.md", "The quokka smiled.\n");
+    run_result r = {0};
+    for (int i = 0; i < 200; i++) { /* bounded: up to ~20 s under load */
+        r = cm(&c, NULL, "search", "quokka", "--no-sync", NULL);
+        if (strstr(r.out, "2026-02-12.md")) break;
+        run_result_release(&r);
+        usleep(100000);
+    }
+    EXPECT_CONTAINS(r.out, "memory/2026-02-12.md");
+    run_result_release(&r);
+    l = proc_line(&p, 300);
+    EXPECT(l == NULL);
+    free(l);
+    EXPECT_INT(proc_stop(&p, SIGTERM, 10000), 0);
 }

@@ -478,3 +478,64 @@ TEST(download_echoing_server_is_redacted)
         EXPECT((unsigned char)*c >= 0x20);
     teardown();
 }
+
+/* A download that failed without a byte is remembered: until its backoff
+ * (60 s, doubling) has passed, calls fail at once without a request, with
+ * fetch true or false; a success clears the record. Time is injected. */
+TEST(download_failure_remembered_with_backoff)
+{
+    setup();
+    char *dir = tmp_dir(), err[512] = "", *path = NULL;
+    const int64_t t0 = 1800000000000;
+    const char *failed = path_in(dir, "hf-acme%2Ftiny-GGUF%2Flater.gguf.failed");
+#define LATER "hf:acme/tiny-GGUF/later.gguf"
+    EXPECT_INT(model_resolve_at(LATER, dir, true, t0, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_INT(fake_count(srv), 1);
+    EXPECT(file_size(failed) > 0);
+    buf rec = BUF_INIT;
+    EXPECT_INT(fs_read_file(failed, 1 << 16, &rec, NULL, 0), CM_OK);
+    EXPECT_CONTAINS(rec.data, "\"time\":1800000000000");
+    EXPECT_CONTAINS(rec.data, "\"failures\":1");
+    EXPECT_CONTAINS(rec.data, "HTTP 404");
+    buf_release(&rec);
+    /* within the minute: no request, the reason and the wait in the error */
+    err[0] = 0;
+    EXPECT_INT(model_resolve_at(LATER, dir, true, t0 + 1500, NULL, NULL, &path, err, sizeof err),
+               CM_EIO);
+    EXPECT_CONTAINS(err, "failed 1 time in a row");
+    EXPECT_CONTAINS(err, "HTTP 404");
+    EXPECT_CONTAINS(err, "next attempt in 59s");
+    EXPECT_CONTAINS(err, ".failed to try now");
+    EXPECT_INT(model_resolve_at(LATER, dir, false, t0 + 1500, NULL, NULL, &path, err, sizeof err),
+               CM_EIO);
+    EXPECT_INT(fake_count(srv), 1);
+    /* due after 60 s: tried again, fails again; now 120 s to wait */
+    EXPECT_INT(model_resolve_at(LATER, dir, true, t0 + 60000, NULL, NULL, &path, err, sizeof err),
+               CM_EIO);
+    EXPECT_INT(fake_count(srv), 2);
+    EXPECT_INT(model_resolve_at(LATER, dir, true, t0 + 60000 + 119000, NULL, NULL, &path, err,
+                                sizeof err),
+               CM_EIO);
+    EXPECT_CONTAINS(err, "failed 2 times in a row");
+    EXPECT_INT(fake_count(srv), 2);
+    /* the file appears; once due, it is fetched and the record goes */
+    fake_file(srv, "/acme/tiny-GGUF/resolve/main/later.gguf", blob, 1000);
+    EXPECT_INT(model_resolve_at(LATER, dir, true, t0 + 60000 + 120000, NULL, NULL, &path, err,
+                                sizeof err),
+               CM_OK);
+    EXPECT_INT(fake_count(srv), 3);
+    EXPECT(file_is(path, blob, 1000));
+    EXPECT_INT(file_size(failed), -1);
+    free(path);
+    /* a cut download that brought bytes is not remembered: the next call resumes */
+    fake_push(srv, FAKE_CUT, 100000, -1);
+    for (int i = 0; i < 5; i++)
+        fake_push(srv, FAKE_CUT, 0, -1);
+    path = NULL;
+    EXPECT_INT(model_resolve_at(SPEC, dir, true, t0, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_INT(file_size(path_in(dir, NAME ".failed")), -1);
+    EXPECT_INT(model_resolve_at(SPEC, dir, true, t0 + 1, NULL, NULL, &path, err, sizeof err), CM_OK);
+    free(path);
+#undef LATER
+    teardown();
+}

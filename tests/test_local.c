@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "../src/embed/local.h"
 #include "fakeserver.h"
@@ -352,5 +353,71 @@ TEST(local_failure_falls_back)
     EXPECT_INT(json_array_size(json_object_get(p, "results")), 1);
     json_decref(p);
     cm_engine_free(e);
+    fake_stop(s);
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Offline: the first search's sync fails to download the model (the
+ * connection refused) and answers keywords, saying why in the payload's
+ * fallback; the failure is remembered in the model cache, so the next
+ * search makes no request and does not wait, and status says why. */
+TEST(local_offline_download_failure_is_remembered)
+{
+    char why[256];
+    if (!local_supported(why, sizeof why)) return;
+    char base[64], dead[64];
+    fake_server *s = fake_start(8, dead);
+    fake_stop(s); /* nothing listens there now: connections are refused */
+    s = fake_start(8, base);
+    char *d = tmp_dir();
+    two_notes(d);
+    write_file(d, "qc.json",
+               "{agents:{defaults:{memorySearch:{provider:'local',"
+               "local:{modelPath:'hf:clawmem/tiny-bert/gone.gguf'}}}}}");
+    const char *ws = path_in(d, "ws"), *cfg = path_in(d, "qc.json"), *st = path_in(d, "state");
+    char ep1[100], ep2[100];
+    snprintf(ep1, sizeof ep1, "CLAWMEM_HF_ENDPOINT=%s", dead);
+    snprintf(ep2, sizeof ep2, "CLAWMEM_HF_ENDPOINT=%s", base);
+    const char *env1[] = {ep1, "CLAWMEM_HTTP_BACKOFF_MS=1", NULL};
+    const char *env2[] = {ep2, NULL};
+    const char *search[] = {"--workspace", ws, "--config", cfg, "--state-dir", st,
+                            "search", "router", "--json", NULL};
+    run_result r = run_clawmem(env1, search);
+    EXPECT_INT(r.status, 0);
+    json_t *p = json_loads(r.out, 0, NULL);
+    EXPECT(p != NULL);
+    EXPECT_INT(json_array_size(json_object_get(p, "results")), 1);
+    EXPECT_STR(json_string_value(json_object_get(p, "provider")), "none");
+    const char *fb = json_string_value(json_object_get(p, "fallback"));
+    EXPECT_CONTAINS(fb, "local embeddings unavailable");
+    EXPECT_CONTAINS(fb, "gone.gguf");
+    EXPECT_CONTAINS(fb, "keyword search only");
+    json_decref(p);
+    run_result_release(&r);
+    EXPECT(access(path_in(st, "models/hf-clawmem%2Ftiny-bert%2Fgone.gguf.failed"), F_OK) == 0);
+    /* again, with a server that would answer: no request, no wait (without
+     * the record this would retry for ~7.5 s at the default backoff) */
+    double t = now_s();
+    r = run_clawmem(env2, search);
+    double took = now_s() - t;
+    EXPECT_INT(r.status, 0);
+    EXPECT_INT(fake_count(s), 0);
+    EXPECT(took < 3.0);
+    EXPECT_CONTAINS(r.out, "next attempt in");
+    EXPECT_CONTAINS(r.out, "\"results\":[{");
+    run_result_release(&r);
+    const char *status[] = {"--workspace", ws, "--config", cfg, "--state-dir", st, "status", NULL};
+    r = run_clawmem(env2, status);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "Search: keyword");
+    EXPECT_CONTAINS(r.out, "local embeddings unavailable: download of");
+    EXPECT_INT(fake_count(s), 0);
+    run_result_release(&r);
     fake_stop(s);
 }

@@ -1,8 +1,11 @@
 /*
  * fs.c — POSIX file helpers (see fs.h).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,4 +129,35 @@ bool fs_normalise(char *p)
     }
     p[w] = 0;
     return ok;
+}
+
+/* The directory of the module holding this code: a shared library's when
+ * dladdr names one, else the program's. */
+static bool module_dir(char *dir, size_t n)
+{
+    Dl_info di;
+    ssize_t len = -1;
+    const char *base =
+        dladdr((void *)module_dir, &di) && di.dli_fname ? strrchr(di.dli_fname, '/') : NULL;
+    if (base && strncmp(base + 1, "lib", 3) == 0 && strstr(base, ".so") &&
+        realpath(di.dli_fname, dir))
+        len = (ssize_t)strlen(dir);
+    else if ((len = readlink("/proc/self/exe", dir, n - 1)) >= 0)
+        dir[len] = 0;
+    char *slash = len > 0 ? strrchr(dir, '/') : NULL;
+    if (!slash) return false;
+    *slash = 0;
+    return true;
+}
+
+char *fs_find_beside(const char *const *rels)
+{
+    char dir[PATH_MAX];
+    if (!module_dir(dir, sizeof dir)) return NULL;
+    for (size_t i = 0; rels[i]; i++) {
+        buf b = BUF_INIT;
+        if (fs_join(&b, dir, rels[i]) == CM_OK && access(b.data, F_OK) == 0) return buf_detach(&b);
+        buf_release(&b);
+    }
+    return NULL;
 }

@@ -32,4 +32,11 @@ bool fs_normalise(char *path);
 /* Expands a leading "~/" with $HOME. Returns a new string or NULL on ENOMEM. */
 char *fs_expand_home(const char *path);
 
+/* Finds a file installed beside clawmem, for an installation that can move:
+ * for each rel in rels (NULL-terminated, relative paths), tries "<dir>/<rel>"
+ * where dir is the directory of the shared library holding clawmem's code
+ * (libclawmem.so), else of the running program (/proc/self/exe). Returns the
+ * first that exists in a new string, or NULL. */
+char *fs_find_beside(const char *const *rels);
+
 #endif

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -16,13 +17,15 @@
 #include "download.h"
 #include "http.h"
 
-#define DL_MAX_FAILS    5     /* failures in a row without a new byte */
-#define DL_MAX_ATTEMPTS 100   /* attempts in all, progress or not */
-#define DL_MAX_BACKOFF  30000 /* ms */
-#define DL_NAME_MAX     240   /* cache file name, ".part" still fits NAME_MAX */
-#define DL_TICK_MS      100   /* progress at most this often */
-#define DL_ERRBODY      4096  /* bytes of an error response kept for the message */
-#define DL_ERRSHOWN     160   /* characters of it shown, after redaction */
+#define DL_MAX_FAILS     5       /* failures in a row without a new byte */
+#define DL_MAX_ATTEMPTS  100     /* attempts in all, progress or not */
+#define DL_MAX_BACKOFF   30000   /* ms */
+#define DL_NAME_MAX      240     /* cache file name, ".part" still fits NAME_MAX */
+#define DL_TICK_MS       100     /* progress at most this often */
+#define DL_ERRBODY       4096    /* bytes of an error response kept for the message */
+#define DL_ERRSHOWN      160     /* characters of it shown, after redaction */
+#define DL_FAIL_WAIT     60000   /* ms before the first retry of a failed download */
+#define DL_FAIL_WAIT_MAX 3600000 /* ms, the longest wait (doubling from DL_FAIL_WAIT) */
 
 /* Why a transfer was stopped from inside a callback. */
 enum { STOP_NONE, STOP_CANCEL, STOP_WRITE, STOP_BAD_RANGE, STOP_TOO_LONG };
@@ -32,8 +35,8 @@ typedef struct dl {
     const char *shown;         /* url for messages: no userinfo, no query */
     const cm_strlist *headers; /* of the request, for redaction */
     int fd;
-    uint64_t have; /* bytes in the .part */
-    int64_t total; /* the file's size as announced, -1 unknown */
+    uint64_t have;                /* bytes in the .part */
+    int64_t total;                /* the file's size as announced, -1 unknown */
     char sha[SHA256_HEX_LEN + 1]; /* the file's sha256 as announced (X-Linked-Etag), "" unknown */
     dl_progress_fn progress;
     void *ctx;
@@ -174,6 +177,74 @@ static cm_rc make_name(const hf_spec *h, buf *name)
     }
 out:
     return rc;
+}
+
+/* ---- the record of a failed download ("<final>.failed") ---- */
+
+typedef struct dl_failure {
+    int64_t time_ms; /* unix ms of the last failure */
+    long count;      /* failures in a row */
+    char reason[400];
+} dl_failure;
+
+static int64_t wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int64_t failure_wait_ms(long count)
+{
+    long shift = CM_MIN(CM_MAX(count, 1) - 1, 16);
+    return CM_MIN((int64_t)DL_FAIL_WAIT_MAX, (int64_t)DL_FAIL_WAIT << shift);
+}
+
+/* Reads the record; false when there is none (or it is not one of ours). */
+static bool failure_read(const char *path, dl_failure *f)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    json_t *t = json_object_get(j, "time"), *c = json_object_get(j, "failures");
+    const char *r = json_string_value(json_object_get(j, "reason"));
+    bool ok = json_is_integer(t) && json_is_integer(c) && json_integer_value(c) > 0;
+    if (ok) {
+        f->time_ms = (int64_t)json_integer_value(t);
+        f->count = (long)CM_MIN(json_integer_value(c), 1000000);
+        snprintf(f->reason, sizeof f->reason, "%s", r ? r : "");
+    }
+    json_decref(j);
+    return ok;
+}
+
+/* Written whole (temp + rename): another process may be reading it. Best
+ * effort: without the record the next call simply tries again. */
+static void failure_write(const char *path, const dl_failure *f)
+{
+    json_t *j = json_pack("{s:I,s:i,s:s}", "time", (json_int_t)f->time_ms, "failures",
+                          (int)f->count, "reason", f->reason);
+    buf tmp = BUF_INIT;
+    if (j && buf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid()) == CM_OK &&
+        json_dump_file(j, tmp.data, JSON_COMPACT) == 0 && rename(tmp.data, path) < 0)
+        unlink(tmp.data);
+    json_decref(j);
+    buf_release(&tmp);
+}
+
+/* CM_EIO with the reason when the record says to wait (now_ms within the
+ * backoff after the last failure), else CM_OK. */
+static cm_rc failure_check(const char *path, const char *url, int64_t now_ms, char *err,
+                           size_t errlen)
+{
+    dl_failure f;
+    if (!failure_read(path, &f)) return CM_OK;
+    int64_t since = now_ms - f.time_ms, wait = failure_wait_ms(f.count);
+    if (since < 0 || since >= wait) return CM_OK; /* due again (or the clock went back) */
+    return cm_seterr(err, errlen, CM_EIO,
+                     "download of %s failed %ld time%s in a row, the last %llds ago (%s); next "
+                     "attempt in %llds (delete %s to try now)",
+                     url, f.count, f.count == 1 ? "" : "s", (long long)(since / 1000), f.reason,
+                     (long long)((wait - since + 999) / 1000), path);
 }
 
 /* ---- the .part and its lock ---- */
@@ -455,8 +526,16 @@ out:
 cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_progress_fn progress,
                     void *ctx, char **path_out, char *err, size_t errlen)
 {
+    return model_resolve_at(spec, cache_dir, fetch, 0, progress, ctx, path_out, err, errlen);
+}
+
+cm_rc model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int64_t now_ms,
+                       dl_progress_fn progress, void *ctx, char **path_out, char *err,
+                       size_t errlen)
+{
     cm_rc rc = CM_OK;
-    buf url = BUF_INIT, name = BUF_INIT, final = BUF_INIT, part = BUF_INIT, shown = BUF_INIT;
+    buf url = BUF_INIT, name = BUF_INIT, final = BUF_INIT, part = BUF_INIT, shown = BUF_INIT,
+        failed = BUF_INIT;
     char *dir = NULL;
     hf_spec h = {0};
     dl d = {0};
@@ -474,7 +553,8 @@ cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_prog
         FAIL(CM_EINVAL, "no model cache directory for local.modelPath \"%.200s\"", spec);
     if (!(dir = fs_expand_home(cache_dir))) FAIL(CM_ENOMEM, "out of memory");
     if (make_url(&h, &url) || make_name(&h, &name) || fs_join(&final, dir, name.data) ||
-        buf_add(&part, final.data, final.len) || buf_adds(&part, ".part"))
+        buf_add(&part, final.data, final.len) || buf_adds(&part, ".part") ||
+        buf_add(&failed, final.data, final.len) || buf_adds(&failed, ".failed"))
         FAIL(CM_ENOMEM, "out of memory");
     d.url = url.data;
     if (redact_url(url.data, 200, &shown)) FAIL(CM_ENOMEM, "out of memory");
@@ -487,16 +567,30 @@ cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_prog
     if (stat(d.final, &st) == 0) {
         if (!S_ISREG(st.st_mode)) FAIL(CM_EIO, "model file %s is not a regular file", d.final);
     } else {
-        if (!fetch)
-            FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.shown);
+        /* A download that failed lately is not tried again before its time:
+         * offline, every call would otherwise wait out the retries. */
+        if (!now_ms) now_ms = wall_ms();
+        CHECK(failure_check(failed.data, d.shown, now_ms, err, errlen));
+        if (!fetch) FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.shown);
         CHECK(fs_mkdirs(dir, err, errlen));
         bool done;
         CHECK(lock_part(&d, &done, err, errlen));
         if (!done) {
+            uint64_t start = d.have;
             rc = download(&d, err, errlen);
             /* An empty .part helps no later resume: remove it while it is ours. */
             if (rc && d.have == 0 && same_file(d.fd, d.part)) unlink(d.part);
+            /* Remembered only when it brought no byte: a cut download that
+             * progressed resumes at the next call. */
+            if (rc == CM_EIO && d.have <= start) {
+                dl_failure f = {0};
+                f.count = failure_read(failed.data, &f) ? f.count + 1 : 1;
+                f.time_ms = now_ms;
+                snprintf(f.reason, sizeof f.reason, "%s", err);
+                failure_write(failed.data, &f);
+            }
             if (rc) goto out;
+            unlink(failed.data);
         }
     }
     *path_out = buf_detach(&final);
@@ -509,6 +603,7 @@ out:
     buf_release(&name);
     buf_release(&final);
     buf_release(&part);
+    buf_release(&failed);
     free(dir);
     return rc;
 }

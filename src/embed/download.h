@@ -48,8 +48,21 @@ typedef int (*dl_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  * final file exists after a failure. progress is called at most ~10 times a
  * second, from the calling thread; while another download of the same file
  * runs, done is the size of its .part. '~/' in cache_dir is expanded.
- * Thread-safe; blocks for the whole download. */
+ * Thread-safe; blocks for the whole download.
+ *
+ * A download that fails without bringing a byte (no network, refused, an HTTP
+ * error) is remembered in "<cache file>.failed" (JSON: "time" in unix ms,
+ * "failures" in a row, "reason"); until 60 s × 2^(failures-1) (at most 1 h)
+ * have passed, calls fail at once with CM_EIO and a message giving the reason
+ * and when the next attempt is due, whatever fetch says, and make no request.
+ * A successful download removes the record. */
 cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_progress_fn progress,
                     void *ctx, char **path_out, char *err, size_t errlen);
+
+/* model_resolve with the current time given (unix ms; 0: the clock's), for
+ * the failure backoff. */
+cm_rc model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int64_t now_ms,
+                       dl_progress_fn progress, void *ctx, char **path_out, char *err,
+                       size_t errlen);
 
 #endif

@@ -44,6 +44,15 @@ char *embed_static_path(const cm_config *cfg)
         buf_release(&b);
         return NULL;
     }
+    /* Not in the state dir: the copy `make` installs beside the program
+     * (<prefix>/share/clawmem/, or build/share/clawmem/ in the build tree). */
+    static const char *const rels[] = {"../share/clawmem/clawmem-static-100d.bin",
+                                       "share/clawmem/clawmem-static-100d.bin", NULL};
+    char *beside = access(b.data, F_OK) != 0 ? fs_find_beside(rels) : NULL;
+    if (beside) {
+        buf_release(&b);
+        return beside;
+    }
     return buf_detach(&b);
 }
 

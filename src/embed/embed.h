@@ -45,8 +45,11 @@ typedef struct embed_provider {
 const char *embed_name(const embed_provider *p);
 
 /* Where the static model lives: clawmem.staticModel, else
- * <stateDir>/models/clawmem-static-100d.bin (scripts/install-static-model.sh
- * puts it there). Returns a new string. */
+ * <stateDir>/models/clawmem-static-100d.bin when it is there
+ * (scripts/install-static-model.sh with no argument puts it there), else the
+ * copy `make` installs beside the program (<prefix>/share/clawmem/, the build
+ * tree's build/share/clawmem/; fs_find_beside), else the state dir's path.
+ * Returns a new string. */
 char *embed_static_path(const cm_config *cfg);
 
 /* Sets up provider `name` ("openai", ..., "static", "local"; never "auto")

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/fs.h"
 #include "local.h"
 
 #define LOCAL_MAX_TEXT_TOKENS 2048 /* a chunk is ~1,600 characters; attention grows with its square */
@@ -168,7 +169,19 @@ static void take_log(char *out, size_t len)
 static void ll_load(void)
 {
     const char *lib = getenv("CLAWMEM_LLAMA_LIB");
-    if (!lib || !*lib) lib = CM_LLAMA_LIB;
+#ifdef CM_LLAMA_LIB
+    if (!lib || !*lib) lib = CM_LLAMA_LIB; /* the system's llama.cpp */
+#else
+    /* The copy of scripts/install-llama.sh, found from where clawmem runs:
+     * installed (<prefix>/bin or <prefix>/lib) or in the build tree (build/,
+     * build/asan/); no path of the build machine is kept in the binary. */
+    static char *beside;
+    static const char *const rels[] = {"../lib/clawmem/llama/" CM_LLAMA_NAME,
+                                       "clawmem/llama/" CM_LLAMA_NAME, "llama/lib/" CM_LLAMA_NAME,
+                                       "../llama/lib/" CM_LLAMA_NAME, NULL};
+    if ((!lib || !*lib) && !beside) beside = fs_find_beside(rels);
+    if (!lib || !*lib) lib = beside ? beside : CM_LLAMA_NAME;
+#endif
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         snprintf(ll_error, sizeof ll_error,

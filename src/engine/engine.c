@@ -21,6 +21,7 @@
 #include "../base/log.h"
 #include "../base/sha256.h"
 #include "../base/utf8.h"
+#include "../embed/download.h"
 #include "../embed/embed.h"
 #include "../config/config.h"
 #include "../index/chunk.h"
@@ -135,6 +136,18 @@ static int on_download(void *ctx, uint64_t done, uint64_t total)
     return d->fn ? d->fn(d->ctx, &p) : 0;
 }
 
+/* The local provider cannot serve (why): the fallback takes over. */
+static void local_unavailable(cm_engine *e, const char *why)
+{
+    char msg[700];
+    snprintf(msg, sizeof msg, "local embeddings unavailable: %s", why);
+    snprintf(e->last_error, sizeof e->last_error, "%.500s", msg);
+    embed_close(&e->prov);
+    e->have_prov = false;
+    fall_back(e, "local", msg);
+    name_provider(e);
+}
+
 /* Finishes setting up a local provider: downloads its model when it is not
  * in the cache yet (a sync; a search does not wait for a download, it
  * searches keywords until the model is there), and loads it. When that fails
@@ -144,16 +157,24 @@ static void provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress, vo
 {
     if (!e->have_prov || e->prov.kind != EMBED_LOCAL || e->prov.lm) return;
     download_ctx d = {progress, progress_ctx, e->prov.model};
-    char why[600], msg[700];
+    char why[600];
     cm_rc rc = embed_prepare(&e->prov, fetch, on_download, &d, why, sizeof why);
     if (rc == CM_OK || rc == CM_ECANCELED) return;
     if (rc == CM_ENOTFOUND && !fetch && !strncmp(e->prov.model, "hf:", 3)) return; /* not yet */
-    snprintf(msg, sizeof msg, "local embeddings unavailable: %s", why);
-    snprintf(e->last_error, sizeof e->last_error, "%.500s", msg);
-    embed_close(&e->prov);
-    e->have_prov = false;
-    fall_back(e, "local", msg);
-    name_provider(e);
+    local_unavailable(e, why);
+}
+
+/* For status, without loading a model: a local model whose download failed
+ * lately (download.h) is not waited for; the fallback serves, as after a
+ * failed sync. */
+static void provider_check(cm_engine *e)
+{
+    if (!e->have_prov || e->prov.kind != EMBED_LOCAL || e->prov.lm) return;
+    char why[600], *path = NULL;
+    if (model_resolve(e->prov.model, e->prov.local_cache, false, NULL, NULL, &path, why,
+                      sizeof why) == CM_EIO)
+        local_unavailable(e, why);
+    free(path);
 }
 
 cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t errlen)
@@ -837,8 +858,8 @@ cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_
     *json = NULL;
     if (!query) query = "";
     const cm_config *c = &e->cfg;
-    tools_head head = {e->provider, e->model, e->fallback_used ? e->provider_note : NULL,
-                       c->citations, session_key};
+    provider_ready(e, false, NULL, NULL); /* the fallback, when the local model cannot serve */
+    tools_head head = {e->provider, e->model, e->provider_note, c->citations, session_key};
     int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
     double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
     if (!c->enabled) {
@@ -1064,6 +1085,7 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     CHECK(buf_printf(&b, ",\"configFound\":%s,\"enabled\":%s", c->config_found ? "true" : "false",
                      c->enabled ? "true" : "false"));
     CHECK(add_kv_str(&b, "backend", "builtin"));
+    provider_check(e);
     CHECK(add_kv_str(&b, "requestedProvider", c->provider));
     CHECK(add_kv_str(&b, "provider", e->provider));
     CHECK(add_kv_str(&b, "model", e->model));

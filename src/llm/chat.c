@@ -5,6 +5,7 @@
  * (or reads a whole JSON answer), and turns anything else into an llm_error
  * with the failure class that drives cooldowns and fallback.
  */
+#include "../base/redact.h"
 #include "../embed/http.h"
 #include "llm.h"
 #include "sse.h"
@@ -171,30 +172,20 @@ out:
     return rc;
 }
 
-/* Server text fit for a message: control characters dropped, the request's
- * key removed, at most max bytes (cut on a character boundary). */
-static void clean_text(const char *s, size_t n, const char *key, char *out, size_t max)
+/* Server text fit for a message: one line, the request's secrets and
+ * credential-looking patterns redacted (base/redact), at most max-1 bytes. */
+static void clean_text(const redact *rd, const char *s, size_t n, char *out, size_t max)
 {
-    size_t w = 0, klen = key ? strlen(key) : 0;
-    for (size_t i = 0; i < n && w + 1 < max;) {
-        if (klen >= 8 && i + klen <= n && memcmp(s + i, key, klen) == 0) {
-            const char *mark = "[redacted]";
-            for (const char *m = mark; *m && w + 1 < max; m++)
-                out[w++] = *m;
-            i += klen;
-            continue;
-        }
-        unsigned char c = (unsigned char)s[i++];
-        out[w++] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
-    }
-    while (w > 0 && ((unsigned char)out[w - 1] & 0xC0) == 0x80)
-        w--; /* a cut multi-byte character */
-    if (w > 0 && (unsigned char)out[w - 1] >= 0xC0) w--;
-    out[w] = 0;
+    buf b = BUF_INIT;
+    if (redact_text(rd, s, n, 240, &b) == CM_OK && b.data)
+        snprintf(out, max, "%s", b.data);
+    else
+        snprintf(out, max, "(unreadable)");
+    buf_release(&b);
 }
 
 /* The message of an error answer: error.message of the JSON, else the text. */
-static void error_text(const buf *b, const char *key, char *out, size_t max)
+static void error_text(const buf *b, const redact *rd, char *out, size_t max)
 {
     json_t *j = b->len ? json_loadb(b->data, b->len, 0, NULL) : NULL;
     json_t *e = json_object_get(j, "error");
@@ -202,21 +193,10 @@ static void error_text(const buf *b, const char *key, char *out, size_t max)
     if (!m) m = json_string_value(e);
     if (!m) m = json_string_value(json_object_get(j, "message"));
     if (m)
-        clean_text(m, strlen(m), key, out, max);
+        clean_text(rd, m, strlen(m), out, max);
     else
-        clean_text(b->data ? b->data : "", b->len, key, out, max);
+        clean_text(rd, b->data ? b->data : "", b->len, out, max);
     json_decref(j);
-}
-
-/* The URL for messages: scheme, host and path, no userinfo or query. */
-static void url_for_message(const char *url, char *out, size_t n)
-{
-    const char *host = strstr(url, "://");
-    host = host ? host + 3 : url;
-    const char *at = strchr(host, '@'), *slash = strchr(host, '/');
-    size_t scheme = (size_t)(host - url);
-    if (at && (!slash || at < slash)) host = at + 1;
-    snprintf(out, n, "%.*s%.*s", (int)scheme, url, (int)CM_MIN(strcspn(host, "?#"), 150), host);
 }
 
 cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_delta, void *ctx,
@@ -228,6 +208,8 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     char *body = NULL, where[200] = "";
     json_t *doc = NULL;
     chat_run r;
+    redact rd;
+    redact_init(&rd);
     *e = (llm_error){0, AUTH_R_NONE, -1, false, false};
     if (ep->api < 0 || ep->api >= LLM_API_N) {
         memset(out, 0, sizeof *out);
@@ -241,7 +223,8 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
         config_header_set(&headers,
                           rq->stream ? "Accept: text/event-stream" : "Accept: application/json"))
         FAIL(CM_ENOMEM, "out of memory");
-    url_for_message(url.data, where, sizeof where);
+    if (http_redact_init(&rd, url.data, &headers)) FAIL(CM_ENOMEM, "out of memory");
+    redact_url_to(url.data, where, sizeof where);
     json_t *j = r.fmt->body(rq);
     body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
@@ -270,12 +253,12 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
         size_t ul = CM_MIN(strcspn(url.data, "?"), 150);
         const char *cause = strncmp(why, url.data, ul) == 0 && why[ul] == ':' ? why + ul + 2 : why;
         char clean[400];
-        clean_text(cause, strlen(cause), ep->api_key, clean, sizeof clean);
+        clean_text(&rd, cause, strlen(cause), clean, sizeof clean);
         FAIL(rc == CM_ECANCELED ? CM_ECANCELED : CM_EIO, "%s: %s", where, clean);
     }
     if (f.status < 200 || f.status >= 300) {
         char msg[300];
-        error_text(&r.body, ep->api_key, msg, sizeof msg);
+        error_text(&r.body, &rd, msg, sizeof msg);
         e->context_overflow = auth_context_overflow(msg);
         e->reason = e->context_overflow ? AUTH_R_NONE : auth_classify((int)f.status, msg);
         e->retryable = f.status == 429 || f.status >= 500;
@@ -285,7 +268,7 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
         sse_finish(&r.sse);
         if (r.st.error[0]) {
             char msg[300];
-            clean_text(r.st.error, strlen(r.st.error), ep->api_key, msg, sizeof msg);
+            clean_text(&rd, r.st.error, strlen(r.st.error), msg, sizeof msg);
             e->reason = auth_classify(0, msg);
             if (e->reason == AUTH_R_NONE) e->reason = AUTH_R_UNKNOWN;
             e->retryable = true;
@@ -311,6 +294,7 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     if (finish_calls(&r, out)) FAIL(CM_ENOMEM, "out of memory");
 out:
     run_release(&r);
+    redact_release(&rd);
     json_decref(doc);
     free(body);
     buf_release(&url);
