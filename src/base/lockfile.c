@@ -184,11 +184,11 @@ cm_rc lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const loc
     if (l->dirfd < 0) FAIL(CM_EIO, "%s: %s", dir, strerror(errno));
     if (mode == LOCKFILE_APPEND) {
         l->fd = openat(l->dirfd, base_of(path),
-                       O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+                       O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
         struct stat st;
         if (l->fd < 0 || fstat(l->fd, &st) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
         if (!S_ISREG(st.st_mode)) FAIL(CM_EIO, "%s: not a regular file", path);
-        fcntl(l->fd, F_SETFL, O_WRONLY | O_APPEND);
+        fcntl(l->fd, F_SETFL, O_APPEND); /* O_NONBLOCK off */
         l->flockfd = l->fd;
     } else {
         l->flockfd = l->dirfd;

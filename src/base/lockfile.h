@@ -29,7 +29,7 @@ typedef enum lockfile_mode {
 } lockfile_mode;
 
 typedef struct lockfile {
-    int fd;    /* LOCKFILE_APPEND: the file, open O_APPEND; else -1 */
+    int fd;    /* LOCKFILE_APPEND: the file, open O_RDWR | O_APPEND; else -1 */
     int dirfd; /* the file's directory */
     int flockfd;
     char path[4096], sidecar[4200];

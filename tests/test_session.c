@@ -1,0 +1,291 @@
+/*
+ * test_session.c — the session layer (src/session): QuantumClaw's key
+ * grammar, transcripts in pi-coding-agent's format (header, records chained
+ * by parentId, torn lines skipped and repaired), and appends from several
+ * processes and under kill -9.
+ */
+#include <jansson.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/base/fs.h"
+#include "../src/session/keys.h"
+#include "../src/session/transcript.h"
+#include "test.h"
+
+#define T0 1800000000000LL
+
+static char *key_of(const char *agent, const char *channel, const char *account, const char *kind,
+                    const char *peer, const char *thread, session_dm_scope scope, bool global,
+                    const json_t *links)
+{
+    session_route r;
+    memset(&r, 0, sizeof r);
+    r.agent_id = agent;
+    r.channel = channel;
+    r.account_id = account;
+    r.peer_kind = kind;
+    r.peer_id = peer;
+    r.thread_id = thread;
+    r.dm_scope = scope;
+    r.global = global;
+    r.identity_links = links;
+    buf b = BUF_INIT;
+    if (session_key_for(&b, &r)) return NULL;
+    if (!b.data) buf_adds(&b, "");
+    return buf_detach(&b);
+}
+
+#define KEY(want, a, ch, acct, kind, peer, thread, ...)                                            \
+    KEYX(want, a, ch, acct, kind, peer, thread, __VA_ARGS__ + 0, false, NULL)
+#define KEYX(want, ...)                                                                            \
+    do {                                                                                           \
+        char *k_ = key_of(__VA_ARGS__);                                                            \
+        bool ok_ = k_ && !strcmp(k_, want);                                                        \
+        if (!ok_) test_fail(__FILE__, __LINE__, "key: got %s, want %s", k_, want);                 \
+        free(k_);                                                                                  \
+        if (!ok_) return;                                                                          \
+    } while (0)
+
+TEST(session_keys_follow_the_grammar)
+{
+    /* Direct chats collapse to the main key unless dmScope says otherwise. */
+    KEY("agent:main:main", "main", "telegram", "acct", "direct", "12345", NULL, SESSION_DM_MAIN);
+    KEY("agent:main:direct:12345", "main", "telegram", "acct", "direct", "12345", NULL,
+        SESSION_DM_PER_PEER);
+    KEY("agent:main:telegram:direct:12345", "Main", "Telegram", "acct", "direct", "12345", NULL,
+        SESSION_DM_PER_CHANNEL_PEER);
+    KEY("agent:ops:telegram:bot-1:direct:alice", "Ops", "telegram", "Bot 1", "direct", "Alice",
+        NULL, SESSION_DM_PER_ACCOUNT_CHANNEL_PEER);
+    KEY("agent:main:telegram:default:direct:x", "main", "telegram", NULL, "direct", "x", NULL,
+        SESSION_DM_PER_ACCOUNT_CHANNEL_PEER);
+    /* A direct chat without a peer id is the main session. */
+    KEY("agent:main:main", "main", "telegram", NULL, "direct", "", NULL, SESSION_DM_PER_PEER);
+    /* Groups and channels get their own; unknown parts say so. */
+    KEY("agent:main:telegram:group:-100123", "main", "telegram", NULL, "group", "-100123", NULL);
+    KEY("agent:main:unknown:channel:unknown", "main", NULL, NULL, "channel", NULL, NULL);
+    /* Threads and topics append a suffix. */
+    KEY("agent:main:telegram:group:-100123:thread:77", "main", "telegram", NULL, "group", "-100123",
+        "77");
+    /* Agent ids are normalised as QuantumClaw does. */
+    KEY("agent:my-bot:main", "My Bot!", NULL, NULL, "direct", "x", NULL);
+    KEY("agent:main:main", "", NULL, NULL, "direct", "x", NULL);
+    KEY("agent:_x:main", "_x", NULL, NULL, "direct", "x", NULL);
+    /* session.scope global */
+    KEYX("global", "main", "telegram", NULL, "group", "1", NULL, SESSION_DM_MAIN, true, NULL);
+    /* identityLinks collapse a person's ids on several channels. */
+    json_t *links = json_pack("{s:[s,s]}", "alice", "telegram:111", "222");
+    KEYX("agent:main:direct:alice", "main", "telegram", NULL, "direct", "111", NULL,
+         SESSION_DM_PER_PEER, false, links);
+    KEYX("agent:main:http:direct:alice", "main", "http", NULL, "direct", "222", NULL,
+         SESSION_DM_PER_CHANNEL_PEER, false, links);
+    KEYX("agent:main:direct:333", "main", "telegram", NULL, "direct", "333", NULL,
+         SESSION_DM_PER_PEER, false, links);
+    json_decref(links);
+
+    buf b = BUF_INIT;
+    EXPECT_INT(session_store_key(&b, "main", "MAIN"), CM_OK);
+    EXPECT_STR(b.data, "agent:main:main");
+    buf_reset(&b);
+    EXPECT_INT(session_store_key(&b, "ops", "Telegram:Group:42"), CM_OK);
+    EXPECT_STR(b.data, "agent:ops:telegram:group:42");
+    buf_reset(&b);
+    EXPECT_INT(session_store_key(&b, "ops", "Agent:Main:Direct:Bob"), CM_OK);
+    EXPECT_STR(b.data, "agent:main:direct:bob");
+    buf_reset(&b);
+    EXPECT_INT(session_key_agent(&b, "agent:Ops:main"), CM_OK);
+    EXPECT_STR(b.data, "ops");
+    buf_release(&b);
+    EXPECT_INT(session_chat_of("agent:main:telegram:group:1"), SESSION_CHAT_GROUP);
+    EXPECT_INT(session_chat_of("agent:main:discord:channel:1:thread:2"), SESSION_CHAT_CHANNEL);
+    EXPECT_INT(session_chat_of("agent:main:direct:bob"), SESSION_CHAT_DIRECT);
+    EXPECT_INT(session_chat_of("agent:main:main"), SESSION_CHAT_UNKNOWN);
+    EXPECT_INT(session_dm_scope_parse("per-channel-peer"), SESSION_DM_PER_CHANNEL_PEER);
+    EXPECT_INT(session_dm_scope_parse("nope"), -1);
+}
+
+typedef struct collected {
+    json_t *records; /* array of [line, record] */
+} collected;
+
+static bool collect(void *ctx, int line, json_t *rec)
+{
+    collected *c = ctx;
+    json_array_append_new(c->records, json_pack("[i,O]", line, rec));
+    return true;
+}
+
+static json_t *read_all(const char *path)
+{
+    collected c = {json_array()};
+    char err[256];
+    if (transcript_read(path, 1 << 26, collect, &c, err, sizeof err) != CM_OK) {
+        json_decref(c.records);
+        return NULL;
+    }
+    return c.records;
+}
+
+TEST(session_transcript_format_and_chain)
+{
+    char *d = tmp_dir();
+    buf p = BUF_INIT;
+    EXPECT(transcript_id_valid("3f2a9c1e-0000-4000-8000-000000000001"));
+    EXPECT(!transcript_id_valid("../etc"));
+    EXPECT(!transcript_id_valid(".hidden"));
+    EXPECT_INT(transcript_path(&p, d, "abc", "a b/c"), CM_OK);
+    EXPECT(strstr(p.data, "/abc-topic-a%20b%2Fc.jsonl") != NULL);
+    buf_reset(&p);
+    EXPECT_INT(transcript_path(&p, d, "sess-1", NULL), CM_OK);
+    char err[256], id1[40], id2[40], id3[40];
+    json_t *u = transcript_user_message("What is the dog called?", T0);
+    json_t *m = json_pack("{s:o}", "message", u);
+    EXPECT_INT(
+        transcript_append(p.data, "sess-1", "/home/x", "message", m, T0, id1, err, sizeof err),
+        CM_OK);
+    json_decref(m);
+    m = json_pack("{s:o}", "message",
+                  transcript_assistant_message("Biscuit.", "openai-completions", "openai", "gpt-x",
+                                               "stop", T0 + 5));
+    EXPECT_INT(
+        transcript_append(p.data, "sess-1", "/home/x", "message", m, T0 + 5, id2, err, sizeof err),
+        CM_OK);
+    json_decref(m);
+    m = json_pack("{s:s,s:s,s:i}", "summary", "They talked about the dog.", "firstKeptEntryId", id2,
+                  "tokensBefore", 1234);
+    EXPECT_INT(transcript_append(p.data, "sess-1", "/home/x", "compaction", m, T0 + 9, id3, err,
+                                 sizeof err),
+               CM_OK);
+    json_decref(m);
+    EXPECT_INT((int)strlen(id1), 8);
+
+    /* Byte for byte the shape pi-coding-agent writes. */
+    buf text = BUF_INIT;
+    EXPECT_INT(fs_read_file(p.data, 1 << 20, &text, err, sizeof err), CM_OK);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "{\"type\":\"session\",\"version\":3,\"id\":\"sess-1\",\"timestamp\":\"2027-01-15T08:"
+             "00:00.000Z\",\"cwd\":\"/home/x\"}\n"
+             "{\"type\":\"message\",\"id\":\"%s\",\"parentId\":null,\"timestamp\":\"2027-01-15T08:"
+             "00:00.000Z\","
+             "\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"What is "
+             "the dog called?\"}],\"timestamp\":1800000000000}}\n",
+             id1);
+    EXPECT(strncmp(text.data, want, strlen(want)) == 0);
+    if (strncmp(text.data, want, strlen(want)) != 0)
+        test_fail(__FILE__, __LINE__, "got:\n%s", text.data);
+    EXPECT_CONTAINS(text.data, "\"parentId\":\"");
+    buf_release(&text);
+    struct stat st;
+    EXPECT(stat(p.data, &st) == 0 && (st.st_mode & 0777) == 0600);
+
+    json_t *all = read_all(p.data);
+    EXPECT_INT(json_array_size(all), 4);
+    json_t *r2 = json_array_get(json_array_get(all, 2), 1),
+           *r3 = json_array_get(json_array_get(all, 3), 1);
+    EXPECT_STR(json_string_value(json_object_get(r2, "parentId")), id1);
+    EXPECT_STR(json_string_value(json_object_get(r3, "parentId")), id2);
+    EXPECT_STR(json_string_value(json_object_get(r3, "firstKeptEntryId")), id2);
+    EXPECT_INT(json_integer_value(json_array_get(json_array_get(all, 3), 0)), 4);
+    json_decref(all);
+
+    /* A torn last line is skipped by readers and cut by the next append. */
+    FILE *f = fopen(p.data, "a");
+    fputs("{\"type\":\"message\",\"id\":\"torn", f);
+    fclose(f);
+    all = read_all(p.data);
+    EXPECT_INT(json_array_size(all), 4);
+    json_decref(all);
+    m = json_pack("{s:o}", "message", transcript_user_message("next", T0 + 20));
+    char id4[40];
+    EXPECT_INT(
+        transcript_append(p.data, "sess-1", "/home/x", "message", m, T0 + 20, id4, err, sizeof err),
+        CM_OK);
+    json_decref(m);
+    all = read_all(p.data);
+    EXPECT_INT(json_array_size(all), 5);
+    EXPECT_STR(
+        json_string_value(json_object_get(json_array_get(json_array_get(all, 4), 1), "parentId")),
+        id3);
+    json_decref(all);
+    buf_release(&p);
+}
+
+static int appender(const char *path, int n, int who)
+{
+    char err[256], text[64];
+    for (int i = 0; i < n; i++) {
+        snprintf(text, sizeof text, "p%d-%d", who, i);
+        json_t *m = json_pack("{s:o}", "message", transcript_user_message(text, T0 + i));
+        cm_rc rc = transcript_append(path, "s", "/", "message", m, T0 + i, NULL, err, sizeof err);
+        json_decref(m);
+        if (rc) {
+            fprintf(stderr, "appender: %s\n", err);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+TEST(session_transcript_concurrent_appends_and_kill9)
+{
+    char *d = tmp_dir();
+    char *path = cm_strdup(path_in(d, "sessions/s.jsonl"));
+    enum { PROCS = 4, EACH = 100 };
+    pid_t kids[PROCS];
+    for (int k = 0; k < PROCS; k++)
+        if ((kids[k] = fork()) == 0) _exit(appender(path, EACH, k));
+    for (int k = 0; k < PROCS; k++) {
+        int status;
+        waitpid(kids[k], &status, 0);
+        EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    json_t *all = read_all(path);
+    EXPECT_INT(json_array_size(all), 1 + PROCS * EACH); /* one header, every message */
+    /* One chain: each record's parent is the record before it. */
+    for (size_t i = 2; i < json_array_size(all); i++) {
+        json_t *prev = json_array_get(json_array_get(all, i - 1), 1);
+        json_t *cur = json_array_get(json_array_get(all, i), 1);
+        EXPECT_STR(json_string_value(json_object_get(cur, "parentId")),
+                   json_string_value(json_object_get(prev, "id")));
+    }
+    json_decref(all);
+    /* kill -9 at random points: whatever is on disk reads, and the next
+     * append repairs and goes on. */
+    for (int round = 0; round < 10; round++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(appender(path, 100000, 9));
+        struct timespec ts = {0, (long)(1 + round % 5) * 1000000L};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        EXPECT_INT(appender(path, 1, 10 + round), 0);
+        all = read_all(path);
+        size_t n = json_array_size(all);
+        json_t *last = json_array_get(json_array_get(all, n - 1), 1);
+        char want[32];
+        snprintf(want, sizeof want, "p%d-0", 10 + round);
+        json_t *content = json_object_get(json_object_get(last, "message"), "content");
+        EXPECT_STR(json_string_value(json_object_get(json_array_get(content, 0), "text")), want);
+        json_decref(all);
+    }
+    /* Every line of the file is whole JSON now. */
+    buf text = BUF_INIT;
+    char err[256];
+    EXPECT_INT(fs_read_file(path, 1 << 26, &text, err, sizeof err), CM_OK);
+    int lines = 0, good = 0;
+    for (char *s = text.data, *e; s && *s; s = e + 1) {
+        e = strchr(s, '\n');
+        EXPECT(e != NULL);
+        json_t *j = json_loadb(s, (size_t)(e - s), 0, NULL);
+        lines++;
+        good += j != NULL;
+        json_decref(j);
+    }
+    EXPECT_INT(good, lines);
+    buf_release(&text);
+    free(path);
+}
