@@ -213,25 +213,26 @@ TEST(config_overlay_merges_key_by_key)
                      "  memory: { citations: 'on' },\n"
                      "  channels: { telegram: { enabled: true } }, gateway: { port: 1 },\n"
                      "}\n";
-    const char *ov = "{\n"
-                     "  agents: { defaults: { memorySearch: {\n"
-                     "    provider: 'static', extraPaths: ['b'], sources: ['memory'],\n"
-                     "    store: { fts: { tokenizer: 'trigram' } },\n"
-                     "    query: { minScore: 0.5, hybrid: { mmr: { enabled: true } } } } },\n"
-                     "    list: [ { id: 'main', memorySearch: { chunking: { tokens: 100 } } } ] },\n"
-                     "  memory: { citations: 'off' },\n"
-                     "  clawmem: { hybridMerge: 'rrf', memoryWrite: true },\n"
-                     "}\n";
+    const char *ov =
+        "{\n"
+        "  agents: { defaults: { memorySearch: {\n"
+        "    provider: 'static', extraPaths: ['b'], sources: ['memory'],\n"
+        "    store: { fts: { tokenizer: 'trigram' } },\n"
+        "    query: { minScore: 0.5, hybrid: { mmr: { enabled: true } } } } },\n"
+        "    list: [ { id: 'main', memorySearch: { chunking: { tokens: 100 } } } ] },\n"
+        "  memory: { citations: 'off' },\n"
+        "  clawmem: { hybridMerge: 'rrf', memoryWrite: true },\n"
+        "}\n";
     cm_config c;
     char err[512];
     EXPECT_INT(parse2(qc, ov, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_STR(warnings, ""); /* clawmem's keys are at home in the overlay */
     EXPECT_STR(c.workspace, "/w/qc");
     EXPECT_STR(c.provider, "static");
-    EXPECT_NEAR(c.min_score, 0.5, 1e-12); /* scalar: the overlay's */
-    EXPECT_INT(c.max_results, 3);         /* the agent's own beats either file's defaults */
-    EXPECT_INT(c.chunk_tokens, 100);      /* the overlay's agents.list entry, matched by id */
-    EXPECT(c.mmr_enabled);                /* nested objects merge: enabled from the overlay, */
+    EXPECT_NEAR(c.min_score, 0.5, 1e-12);  /* scalar: the overlay's */
+    EXPECT_INT(c.max_results, 3);          /* the agent's own beats either file's defaults */
+    EXPECT_INT(c.chunk_tokens, 100);       /* the overlay's agents.list entry, matched by id */
+    EXPECT(c.mmr_enabled);                 /* nested objects merge: enabled from the overlay, */
     EXPECT_NEAR(c.mmr_lambda, 0.5, 1e-12); /* lambda kept from quantumclaw.json */
     EXPECT_INT(c.sources.n, 1);            /* an array is replaced */
     EXPECT_STR(c.sources.v[0], "memory");
@@ -268,7 +269,8 @@ TEST(config_overlay_errors_name_the_overlay)
     EXPECT_INT(parse2(qc, "[1]", NULL, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "clawmem.json:1:1: expected an object");
     /* a typo in the overlay warns with the overlay's position */
-    EXPECT_INT(parse2(qc, "{\n  clawmem: { hybridMerj: 'rrf' } }", NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(parse2(qc, "{\n  clawmem: { hybridMerj: 'rrf' } }", NULL, &c, err, sizeof err),
+               CM_OK);
     EXPECT_CONTAINS(warnings, "clawmem.json:2:14: unknown key clawmem.hybridMerj");
     config_release(&c);
 }
@@ -314,7 +316,8 @@ TEST(config_load_reads_overlay_file)
     char *d = tmp_dir();
     write_file(d, "state/quantumclaw.json", "{agents: {defaults: {workspace: 'ws'}}}");
     write_file(d, "state/clawmem.json",
-               "{agents: {defaults: {memorySearch: {provider: 'static'}}},\n clawmem: {embedMaxInputs: 0}}");
+               "{agents: {defaults: {memorySearch: {provider: 'static'}}},\n clawmem: "
+               "{embedMaxInputs: 0}}");
     write_file(d, "mine.json", "{clawmem: {localThreads: 3}}");
     cm_config c;
     char err[512];
@@ -325,7 +328,8 @@ TEST(config_load_reads_overlay_file)
     unsetenv("CLAWMEM_CONFIG_PATH");
     EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "state/clawmem.json:2:12: clawmem.embedMaxInputs");
-    write_file(d, "state/clawmem.json", "{agents: {defaults: {memorySearch: {provider: 'static'}}}}");
+    write_file(d, "state/clawmem.json",
+               "{agents: {defaults: {memorySearch: {provider: 'static'}}}}");
     EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_OK);
     EXPECT(c.overlay_found);
     EXPECT_STR(c.provider, "static");
@@ -349,10 +353,11 @@ TEST(config_secret_references)
     char *d = tmp_dir();
     setenv("CM_TEST_EMBED_KEY", "sk-env-123", 1);
     unsetenv("CM_TEST_NO_SUCH_KEY");
-    const char *qc = "{agents: {defaults: {memorySearch: {remote: {\n"
-                     "  apiKey: {source: 'env', provider: 'default', id: 'CM_TEST_EMBED_KEY'}}}}},\n"
-                     " models: {providers: {openai: {baseUrl: 'https://x', models: [],\n"
-                     "  apiKey: '${CM_TEST_EMBED_KEY}'}}}}";
+    const char *qc =
+        "{agents: {defaults: {memorySearch: {remote: {\n"
+        "  apiKey: {source: 'env', provider: 'default', id: 'CM_TEST_EMBED_KEY'}}}}},\n"
+        " models: {providers: {openai: {baseUrl: 'https://x', models: [],\n"
+        "  apiKey: '${CM_TEST_EMBED_KEY}'}}}}";
     EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_STR(c.remote_api_key, "sk-env-123");
     EXPECT_STR(c.providers[CM_PROV_OPENAI].api_key, "sk-env-123");
@@ -385,7 +390,8 @@ TEST(config_secret_references)
     EXPECT_STR(c.providers[CM_PROV_VOYAGE].api_key, "sk-single-789");
     config_release(&c);
     /* the secrets section may live in the overlay, the reference in quantumclaw.json */
-    snprintf(text, sizeof text, "{secrets: {providers: {vault: {source: 'file', path: '%s'}}}}", sj);
+    snprintf(text, sizeof text, "{secrets: {providers: {vault: {source: 'file', path: '%s'}}}}",
+             sj);
     qc = "{agents: {defaults: {memorySearch: {remote: {\n"
          "  apiKey: {source: 'file', provider: 'vault', id: '/providers/openai/apiKey'}}}}}}";
     EXPECT_INT(parse2(qc, text, NULL, &c, err, sizeof err), CM_OK);
@@ -422,7 +428,8 @@ TEST(config_unsupported_secret_reference_is_clear)
     qc = "{agents: {defaults: {memorySearch: {remote: {apiKey: 42}}}}}";
     EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "remote.apiKey: expected a string or a secret reference");
-    qc = "{agents: {defaults: {memorySearch: {remote: {apiKey: {source: 'file', provider: 'x', id: '/a'}}}}}}";
+    qc = "{agents: {defaults: {memorySearch: {remote: {apiKey: {source: 'file', provider: 'x', id: "
+         "'/a'}}}}}}";
     EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "secret provider \"x\" is not configured (secrets.providers.x)");
     /* a chat provider's key clawmem may not need: a warning, not an error */
@@ -463,7 +470,8 @@ TEST(config_ranges_follow_quantumclaw)
     static const char *const rejected[] = {
         "{agents: {defaults: {memorySearch: {query: {maxResults: 0}}}}}",
         "{agents: {defaults: {memorySearch: {query: {hybrid: {candidateMultiplier: 0}}}}}}",
-        "{agents: {defaults: {memorySearch: {query: {hybrid: {temporalDecay: {halfLifeDays: 0.5}}}}}}}",
+        "{agents: {defaults: {memorySearch: {query: {hybrid: {temporalDecay: {halfLifeDays: "
+        "0.5}}}}}}}",
         "{agents: {defaults: {memorySearch: {sync: {intervalMinutes: 1.5}}}}}",
         "{agents: {defaults: {memorySearch: {query: {minScore: 1.01}}}}}",
         "{agents: {defaults: {memorySearch: {remote: {batch: {timeoutMinutes: 0}}}}}}",
@@ -480,21 +488,22 @@ TEST(config_unknown_keys_warn_at_every_level)
 {
     cm_config c;
     char err[512];
-    const char *qc = "{\n"
-                     "  agent: {},\n"
-                     "  agents: {\n"
-                     "    defaults: { workspce: '/w', compaction: {}, heartbeat: {} },\n"
-                     "    list: [ { id: 'x', memorySerch: {}, identity: {} } ],\n"
-                     "    defualts: {},\n"
-                     "  },\n"
-                     "  memory: { citation: 'off', qmd: { limit: {}, update: { intervall: '5m' },\n"
-                     "            paths: [ { path: '/p', patern: '*' } ] } },\n"
-                     "  models: { providers: { openai: { baseUrl: 'u', models: [], apiKye: 'k' } },\n"
-                     "            mod: 'merge' },\n"
-                     "  secrets: { defaults: { envv: 'x' } },\n"
-                     "  channels: {}, gateway: {}, session: {}, auth: {}, tools: {}, plugins: {},\n"
-                     "  $schema: 'x', messages: {}, hooks: {}, skills: {}, cron: {}, ui: {},\n"
-                     "}\n";
+    const char *qc =
+        "{\n"
+        "  agent: {},\n"
+        "  agents: {\n"
+        "    defaults: { workspce: '/w', compaction: {}, heartbeat: {} },\n"
+        "    list: [ { id: 'x', memorySerch: {}, identity: {} } ],\n"
+        "    defualts: {},\n"
+        "  },\n"
+        "  memory: { citation: 'off', qmd: { limit: {}, update: { intervall: '5m' },\n"
+        "            paths: [ { path: '/p', patern: '*' } ] } },\n"
+        "  models: { providers: { openai: { baseUrl: 'u', models: [], apiKye: 'k' } },\n"
+        "            mod: 'merge' },\n"
+        "  secrets: { defaults: { envv: 'x' } },\n"
+        "  channels: {}, gateway: {}, session: {}, auth: {}, tools: {}, plugins: {},\n"
+        "  $schema: 'x', messages: {}, hooks: {}, skills: {}, cron: {}, ui: {},\n"
+        "}\n";
     EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(warnings, "qc.json:2:3: unknown key agent (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:4:17: unknown key agents.defaults.workspce (ignored)");
@@ -504,13 +513,15 @@ TEST(config_unknown_keys_warn_at_every_level)
     EXPECT_CONTAINS(warnings, "qc.json:8:37: unknown key memory.qmd.limit (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:8:58: unknown key memory.qmd.update.intervall (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:9:36: unknown key memory.qmd.paths[0].patern (ignored)");
-    EXPECT_CONTAINS(warnings, "qc.json:10:62: unknown key models.providers.openai.apiKye (ignored)");
+    EXPECT_CONTAINS(warnings,
+                    "qc.json:10:62: unknown key models.providers.openai.apiKye (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:11:13: unknown key models.mod (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:12:26: unknown key secrets.defaults.envv (ignored)");
     /* QuantumClaw's own sections clawmem does not use are not typos */
-    static const char *const quiet[] = {"channels", "gateway", "session", "auth", "plugins",
-                                        "compaction", "heartbeat", "identity", "$schema",
-                                        "messages", "hooks", "skills", "cron", "ui", "tools"};
+    static const char *const quiet[] = {"channels", "gateway",    "session",   "auth",
+                                        "plugins",  "compaction", "heartbeat", "identity",
+                                        "$schema",  "messages",   "hooks",     "skills",
+                                        "cron",     "ui",         "tools"};
     for (size_t i = 0; i < ARRAY_LEN(quiet); i++) {
         char k[64];
         snprintf(k, sizeof k, "%s (ignored)", quiet[i]);
@@ -518,7 +529,8 @@ TEST(config_unknown_keys_warn_at_every_level)
     }
     config_release(&c);
     /* a top-level memorySearch is named, not silently dropped */
-    EXPECT_INT(parse2("{memorySearch: {provider: 'openai'}}", NULL, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(parse2("{memorySearch: {provider: 'openai'}}", NULL, NULL, &c, err, sizeof err),
+               CM_OK);
     EXPECT_CONTAINS(warnings, "qc.json:1:2: memorySearch at the top level is not read: use "
                               "agents.defaults.memorySearch");
     EXPECT_STR(c.provider, "auto");
@@ -529,12 +541,13 @@ TEST(config_later_layout_is_an_alias)
 {
     cm_config c;
     char err[512];
-    const char *qc = "{\n"
-                     "  memory: { search: { query: { maxResults: 7 }, extraPaths: ['x'] } },\n"
-                     "  agents: { entries: {\n"
-                     "    ops: { workspace: '/w/ops', memory: { search: { query: { minScore: 0.2 } } } },\n"
-                     "    other: { workspace: '/w/other' } } },\n"
-                     "}\n";
+    const char *qc =
+        "{\n"
+        "  memory: { search: { query: { maxResults: 7 }, extraPaths: ['x'] } },\n"
+        "  agents: { entries: {\n"
+        "    ops: { workspace: '/w/ops', memory: { search: { query: { minScore: 0.2 } } } },\n"
+        "    other: { workspace: '/w/other' } } },\n"
+        "}\n";
     EXPECT_INT(parse2(qc, NULL, "ops", &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.max_results, 7);
     EXPECT_INT(c.extra_paths.n, 1);
@@ -547,12 +560,14 @@ TEST(config_later_layout_is_an_alias)
     EXPECT(strstr(warnings, "unknown key") == NULL);
     config_release(&c);
     /* a bad value there names the alias path */
-    EXPECT_INT(parse2("{memory: {search: {query: {minScore: 7}}}}", NULL, NULL, &c, err, sizeof err),
-               CM_ECONFIG);
+    EXPECT_INT(
+        parse2("{memory: {search: {query: {minScore: 7}}}}", NULL, NULL, &c, err, sizeof err),
+        CM_ECONFIG);
     EXPECT_CONTAINS(err, "qc.json:1:28: memory.search.query.minScore: expected a number");
     /* in clawmem.json the later layout is read without a warning */
-    EXPECT_INT(parse2("{}", "{memory: {search: {query: {maxResults: 8}}}}", NULL, &c, err, sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        parse2("{}", "{memory: {search: {query: {maxResults: 8}}}}", NULL, &c, err, sizeof err),
+        CM_OK);
     EXPECT_INT(c.max_results, 8);
     EXPECT_STR(warnings, "");
     config_release(&c);
@@ -561,8 +576,8 @@ TEST(config_later_layout_is_an_alias)
 /* ---- end to end: the overlay through the CLI, a missing or changed workspace */
 
 static const char *const static_words[] = {"the", "dog", "puppy", "router", "modem"};
-static const float static_vecs[] = {0.1f, 0.1f, 0.1f, 0.1f, 1, 0.2f, 0, 0,   0.9f, 0.3f,
-                                    0,    0,    0,    0,    1, 0.2f, 0, 0,   0.9f, 0.3f};
+static const float static_vecs[] = {0.1f, 0.1f, 0.1f, 0.1f, 1, 0.2f, 0, 0, 0.9f, 0.3f,
+                                    0,    0,    0,    0,    1, 0.2f, 0, 0, 0.9f, 0.3f};
 
 TEST(config_overlay_static_provider_end_to_end)
 {
@@ -576,14 +591,18 @@ TEST(config_overlay_static_provider_end_to_end)
     EXPECT_INT(rc, CM_OK);
     /* quantumclaw.json: only what QuantumClaw 2026.3.22 itself accepts */
     char text[4096];
-    snprintf(text, sizeof text,
-             "{\n  agents: { defaults: { workspace: '%s', compaction: { reserveTokensFloor: 20000 },\n"
-             "    memorySearch: { provider: 'openai', fallback: 'none' } } },\n"
-             "  gateway: { port: 18789 }, channels: {},\n}\n", ws);
+    snprintf(
+        text, sizeof text,
+        "{\n  agents: { defaults: { workspace: '%s', compaction: { reserveTokensFloor: 20000 },\n"
+        "    memorySearch: { provider: 'openai', fallback: 'none' } } },\n"
+        "  gateway: { port: 18789 }, channels: {},\n}\n",
+        ws);
     write_file(d, "state/quantumclaw.json", text);
     snprintf(over, sizeof over,
-             "// clawmem's own settings\n{\n  agents: { defaults: { memorySearch: { provider: 'static' } } },\n"
-             "  clawmem: { staticModel: '%s', hybridMerge: 'minmax' },\n}\n", model);
+             "// clawmem's own settings\n{\n  agents: { defaults: { memorySearch: { provider: "
+             "'static' } } },\n"
+             "  clawmem: { staticModel: '%s', hybridMerge: 'minmax' },\n}\n",
+             model);
     write_file(d, "state/clawmem.json", over);
     write_file(d, "ws/memory/a.md", "Took the dog to the park.\n");
     write_file(d, "ws/memory/b.md", "Reset the router again.\n");
@@ -593,7 +612,8 @@ TEST(config_overlay_static_provider_end_to_end)
     EXPECT_INT(r.status, 0);
     EXPECT_STR(r.err, ""); /* no warning about either file */
     run_result_release(&r);
-    const char *sargs[] = {"--state-dir", state, "search", "puppy", "--json", "--min-score", "0", NULL};
+    const char *sargs[] = {"--state-dir", state,         "search", "puppy",
+                           "--json",      "--min-score", "0",      NULL};
     r = run_clawmem(env, sargs);
     EXPECT_INT(r.status, 0);
     json_t *p = json_loads(r.out, 0, NULL);

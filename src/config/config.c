@@ -346,8 +346,8 @@ static const json_t *secrets_get(const secrets *s, const char *section, const ch
     return NULL;
 }
 
-static cm_rc secret_file(const json_t *pc, const char *alias, const char *id, char **out,
-                         char *why, size_t whylen)
+static cm_rc secret_file(const json_t *pc, const char *alias, const char *id, char **out, char *why,
+                         size_t whylen)
 {
     cm_rc rc = CM_OK;
     buf text = BUF_INIT;
@@ -434,8 +434,7 @@ out:
  * provider?, id} — into *out (caller frees). CM_ECONFIG with why (never the
  * secret itself) when it cannot; references to exec providers are not
  * supported. */
-static cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char *why,
-                            size_t whylen)
+static cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char *why, size_t whylen)
 {
     char *err = why; /* for FAIL */
     size_t errlen = whylen;
@@ -459,7 +458,8 @@ static cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char 
         json_t *x;
         json_object_foreach((json_t *)v, k, x)
         {
-            if (!json_is_string(x) || (strcmp(k, "source") && strcmp(k, "provider") && strcmp(k, "id")))
+            if (!json_is_string(x) ||
+                (strcmp(k, "source") && strcmp(k, "provider") && strcmp(k, "id")))
                 FAIL(CM_ECONFIG, "expected a string or a secret reference {source, provider, id}");
         }
         source = json_string_value(json_object_get(v, "source"));
@@ -482,8 +482,7 @@ static cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char 
     if (!pc && !(strcmp(source, "env") == 0 && strcmp(alias, dalias) == 0))
         FAIL(CM_ECONFIG, "secret provider \"%.64s\" is not configured (secrets.providers.%.64s)",
              alias, alias);
-    if (pc && (!json_is_object(pc) ||
-               !json_is_string(json_object_get(pc, "source")) ||
+    if (pc && (!json_is_object(pc) || !json_is_string(json_object_get(pc, "source")) ||
                strcmp(json_string_value(json_object_get(pc, "source")), source) != 0))
         FAIL(CM_ECONFIG, "secret provider \"%.64s\" is not a %s provider", alias, source);
     if (strcmp(source, "file") == 0) return secret_file(pc, alias, id, out, why, whylen);
@@ -492,10 +491,12 @@ static cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char 
         bool ok = false;
         size_t i;
         json_t *e;
-        json_array_foreach(allow, i, e) ok = ok || (json_is_string(e) && !strcmp(json_string_value(e), id));
+        json_array_foreach(allow, i, e) ok =
+            ok || (json_is_string(e) && !strcmp(json_string_value(e), id));
         if (!ok)
-            FAIL(CM_ECONFIG, "environment variable \"%.128s\" is not in secrets.providers.%.64s.allowlist",
-                 id, alias);
+            FAIL(CM_ECONFIG,
+                 "environment variable \"%.128s\" is not in secrets.providers.%.64s.allowlist", id,
+                 alias);
     }
     const char *val = getenv(id);
     if (!val || !*val) FAIL(CM_ECONFIG, "environment variable \"%.128s\" is missing or empty", id);
@@ -628,11 +629,11 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
     }
 type:
     snprintf(what, sizeof what, "expected %s, got %s",
-             f->kind == K_BOOL                      ? "true or false"
+             f->kind == K_BOOL                                           ? "true or false"
              : f->kind == K_INT || f->kind == K_NUM || f->kind == K_INTD ? "a number"
-             : f->kind == K_STRLIST                 ? "an array of strings"
-             : f->kind == K_MAP                     ? "an object"
-                                                    : "a string",
+             : f->kind == K_STRLIST                                      ? "an array of strings"
+             : f->kind == K_MAP                                          ? "an object"
+                                                                         : "a string",
              type_name(v));
     return bad(c, parent, key, path, what);
 }
@@ -1109,8 +1110,8 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
 }
 
 cm_rc config_parse_files(const config_text *main, const config_text *overlay,
-                         const cm_config_args *args, const cm_logger *lg, cm_config *cfg,
-                         char *err, size_t errlen)
+                         const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
+                         size_t errlen)
 {
     cm_rc rc = CM_OK;
     json5_doc doc[2] = {{0}, {0}};
@@ -1222,8 +1223,7 @@ cm_rc config_load(const cm_config_args *args, const cm_logger *lg, cm_config *cf
     const char *env = getenv("QUANTUMCLAW_CONFIG_PATH"), *oenv = getenv("CLAWMEM_CONFIG_PATH");
     CHECK(read_config_file(where.config_path, args->config_path || (env && *env), &text, &found,
                            err, errlen));
-    CHECK(read_config_file(where.overlay_path, oenv && *oenv, &otext,
-                           &ofound, err, errlen));
+    CHECK(read_config_file(where.overlay_path, oenv && *oenv, &otext, &ofound, err, errlen));
     config_text qc = {found ? text.data : NULL, text.len, where.config_path};
     config_text ov = {ofound ? otext.data : NULL, otext.len, where.overlay_path};
     CHECK(config_parse_files(&qc, &ov, args, lg, cfg, err, errlen));

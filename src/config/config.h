@@ -80,7 +80,7 @@ typedef struct cm_config {
     cm_citations citations;
 
     /* clawmem.* (clawmem's own section, in clawmem.json) */
-    bool memory_write; /* the memory_write tool is enabled */
+    bool memory_write;       /* the memory_write tool is enabled */
     char *static_model_path; /* clawmem.staticModel: the static model file */
     cm_merge hybrid_merge;   /* clawmem.hybridMerge: how the two sides' scores combine */
 } cm_config;
@@ -119,8 +119,8 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
 
 /* Same, from both files' text (overlay may be NULL). */
 cm_rc config_parse_files(const config_text *main, const config_text *overlay,
-                         const cm_config_args *args, const cm_logger *lg, cm_config *cfg,
-                         char *err, size_t errlen);
+                         const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
+                         size_t errlen);
 
 void config_release(cm_config *cfg);
 
