@@ -732,3 +732,33 @@ TEST(config_workspace_change_rebuilds)
     cm_engine_free(e1);
     cm_engine_free(e2);
 }
+
+TEST(config_env_substitution)
+{
+    cm_config c;
+    char err[512];
+    setenv("CM_TEST_BASE", "https://api.example.com", 1);
+    setenv("CM_TEST_WS", "/w/env", 1);
+    unsetenv("CM_TEST_UNSET");
+    const char *qc = "{agents: {defaults: {workspace: '${CM_TEST_WS}/main',\n"
+                     "  memorySearch: {remote: {baseUrl: '${CM_TEST_BASE}/v1',\n"
+                     "    headers: {'X-Lit': '$${CM_TEST_BASE}', 'X-Odd': '${lower} $5'}},\n"
+                     "    extraPaths: ['${CM_TEST_WS}/notes']}}}}";
+    EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_STR(c.workspace, "/w/env/main");
+    EXPECT_STR(c.remote_base_url, "https://api.example.com/v1");
+    EXPECT_STR(c.extra_paths.v[0], "/w/env/notes");
+    EXPECT_INT(c.remote_headers.n, 2);
+    EXPECT_STR(c.remote_headers.v[0], "X-Lit: ${CM_TEST_BASE}");
+    EXPECT_STR(c.remote_headers.v[1], "X-Odd: ${lower} $5");
+    config_release(&c);
+    qc = "{agents: {defaults: {memorySearch: {\n  remote: {baseUrl: '${CM_TEST_UNSET}/v1'}}}}}";
+    EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_ECONFIG);
+    EXPECT_STR(err, "qc.json:2:12: agents.defaults.memorySearch.remote.baseUrl: environment "
+                    "variable \"CM_TEST_UNSET\" is missing or empty");
+    /* a section clawmem does not read may name variables it does not have */
+    EXPECT_INT(
+        parse2("{gateway: {auth: {token: '${CM_TEST_UNSET}'}}}", NULL, NULL, &c, err, sizeof err),
+        CM_OK);
+    config_release(&c);
+}

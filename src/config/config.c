@@ -153,6 +153,8 @@ static const struct {
     {"limits", "maxResults|maxSnippetChars|maxInjectedChars|timeoutMs"},
 };
 
+static cm_rc env_subst(const char *in, char **out, char *why, size_t whylen);
+
 /* The secrets section of both files, to resolve secret references. */
 typedef struct secrets {
     const json_t *sec[2]; /* quantumclaw.json's, clawmem.json's (a later one wins) */
@@ -177,6 +179,15 @@ static cm_rc bad(ctx *c, const json_t *parent, const char *key, const char *path
         return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s: %s", c->file, line, col,
                          path, what);
     return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s: %s: %s", c->file, path, what);
+}
+
+/* The string v (member key of parent, path) with "${VAR}" substituted. */
+static cm_rc subst(ctx *c, const json_t *parent, const char *key, const char *path, const json_t *v,
+                   char **out)
+{
+    char why[512];
+    cm_rc rc = env_subst(json_string_value(v), out, why, sizeof why);
+    return rc == CM_ECONFIG ? bad(c, parent, key, path, why) : rc;
 }
 
 /* A warning "file:line:col: what" about the member key of parent (or its
@@ -248,6 +259,47 @@ static cm_rc set_str(char **dst, const char *s)
     free(*dst);
     *dst = v;
     return CM_OK;
+}
+
+/* QuantumClaw's "${VAR}" substitution in a string value ("$${VAR}" is a
+ * literal "${VAR}"; VAR is [A-Z_][A-Z0-9_]*): *out is the result (caller
+ * frees). CM_ECONFIG with why naming the variable when it is unset or empty. */
+static cm_rc env_subst(const char *in, char **out, char *why, size_t whylen)
+{
+    buf b = BUF_INIT;
+    cm_rc rc = CM_OK;
+    *out = NULL;
+    for (const char *p = in; *p && !rc;) {
+        bool esc = p[0] == '$' && p[1] == '$' && p[2] == '{';
+        const char *name = p + (esc ? 3 : 2), *end = NULL;
+        if (esc || (p[0] == '$' && p[1] == '{')) {
+            end = strchr(name, '}');
+            bool ok = end && end > name && !(*name >= '0' && *name <= '9');
+            for (const char *q = name; ok && q < end; q++)
+                ok = (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_';
+            if (!ok) end = NULL;
+        }
+        if (!end) {
+            rc = buf_addc(&b, *p++);
+            continue;
+        }
+        if (esc) {
+            rc = buf_add(&b, p + 1, (size_t)(end + 1 - (p + 1)));
+        } else {
+            char var[256];
+            snprintf(var, sizeof var, "%.*s", (int)CM_MIN(end - name, 255), name);
+            const char *val = getenv(var);
+            if (!val || !*val)
+                rc = cm_seterr(why, whylen, CM_ECONFIG,
+                               "environment variable \"%s\" is missing or empty", var);
+            else
+                rc = buf_adds(&b, val);
+        }
+        p = end + 1;
+    }
+    if (!rc && !(*out = b.data ? buf_detach(&b) : cm_strdup(""))) rc = CM_ENOMEM;
+    buf_release(&b);
+    return rc;
 }
 
 static void strlist_release(cm_strlist *l)
@@ -449,7 +501,7 @@ static cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char 
                     t[2] <= 'Z' && n - 3 <= 128;
         for (size_t i = 2; tmpl && i < n - 1; i++)
             tmpl = (t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= '0' && t[i] <= '9') || t[i] == '_';
-        if (!tmpl) return (*out = cm_strdup(t)) ? CM_OK : CM_ENOMEM;
+        if (!tmpl) return env_subst(t, out, why, whylen); /* "Bearer ${KEY}" too */
         snprintf(idbuf, sizeof idbuf, "%.*s", (int)(n - 3), t + 2);
         source = "env";
         id = idbuf;
@@ -553,7 +605,7 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
         return CM_OK;
     }
     case K_STR:
-    case K_ENUM:
+    case K_ENUM: {
         if (!json_is_string(v)) goto type;
         if (f->kind == K_ENUM && !in_choices(f->choices, json_string_value(v))) {
             snprintf(what, sizeof what, "expected one of %s, got \"%.80s\"", f->choices,
@@ -564,7 +616,15 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
             snprintf(what, sizeof what, "%s \"%.40s\"", path, json_string_value(v));
             warn_ours(c, parent, key, what);
         }
-        return dst ? set_str((char **)dst, json_string_value(v)) : CM_OK;
+        if (!dst) return CM_OK;
+        if (f->kind == K_ENUM) return set_str((char **)dst, json_string_value(v));
+        char *x = NULL;
+        cm_rc rc = subst(c, parent, key, path, v, &x);
+        if (rc) return rc;
+        free(*(char **)dst);
+        *(char **)dst = x;
+        return CM_OK;
+    }
     case K_STRLIST: {
         if (!json_is_array(v)) goto type;
         cm_strlist fresh = {NULL, 0};
@@ -582,9 +642,13 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
                 return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s", c->file, line, col,
                                  what);
             }
-            if (strlist_add(&fresh, json_string_value(e))) {
+            char *x = NULL;
+            cm_rc rc = subst(c, parent, key, path, e, &x);
+            if (!rc) rc = strlist_add(&fresh, x);
+            free(x);
+            if (rc) {
                 strlist_release(&fresh);
-                return CM_ENOMEM;
+                return rc;
             }
         }
         if (!dst) {
@@ -620,7 +684,12 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
                 snprintf(sub, sizeof sub, "%s.%s", path, k);
                 return bad(c, v, k, sub, "a header name or value with ':' or a newline");
             }
-            if (dst && header_set(dst, k, json_string_value(e))) return CM_ENOMEM;
+            char sub[1024], *x = NULL;
+            snprintf(sub, sizeof sub, "%s.%s", path, k);
+            cm_rc rc = subst(c, v, k, sub, e, &x);
+            if (!rc && dst) rc = header_set(dst, k, x);
+            free(x);
+            if (rc) return rc;
         }
         return CM_OK;
     }
@@ -683,7 +752,12 @@ static cm_rc get_str(ctx *c, const json_t *obj, const char *key, const char *pat
     json_t *v = json_object_get(obj, key);
     if (!v) return CM_OK;
     if (!json_is_string(v)) return bad(c, obj, key, path, "expected a string");
-    return set_str(dst, json_string_value(v));
+    char *x = NULL;
+    cm_rc rc = subst(c, obj, key, path, v, &x);
+    if (rc) return rc;
+    free(*dst);
+    *dst = x;
+    return CM_OK;
 }
 
 static cm_rc get_obj(ctx *c, const json_t *obj, const char *key, const char *path, json_t **out)
@@ -990,7 +1064,10 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
         snprintf(path, sizeof path, "clawmem.%.200s", k);
         if (strcmp(k, "staticModel") == 0) {
             if (!json_is_string(v)) CHECK(bad(c, ours, k, path, "expected a string"));
-            char *x = fs_expand_home(json_string_value(v));
+            char *raw = NULL;
+            CHECK(subst(c, ours, k, path, v, &raw));
+            char *x = fs_expand_home(raw);
+            free(raw);
             if (!x) CHECK(CM_ENOMEM);
             free(cfg->static_model_path);
             cfg->static_model_path = x;
