@@ -493,7 +493,7 @@ TEST(config_unknown_keys_warn_at_every_level)
         "  agent: {},\n"
         "  agents: {\n"
         "    defaults: { workspce: '/w', compaction: {}, heartbeat: {} },\n"
-        "    list: [ { id: 'x', memorySerch: {}, identity: {} } ],\n"
+        "    list: [ { id: 'x', memorySerch: {}, identity: {}, memorySearch: { qurey: {} } } ],\n"
         "    defualts: {},\n"
         "  },\n"
         "  memory: { citation: 'off', qmd: { limit: {}, update: { intervall: '5m' },\n"
@@ -509,6 +509,8 @@ TEST(config_unknown_keys_warn_at_every_level)
     EXPECT_CONTAINS(warnings, "qc.json:4:17: unknown key agents.defaults.workspce (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:5:24: unknown key agents.list[0].memorySerch (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:6:5: unknown key agents.defualts (ignored)");
+    /* another agent's typos too */
+    EXPECT_CONTAINS(warnings, "qc.json:5:71: unknown key agents.list[0].memorySearch.qurey");
     EXPECT_CONTAINS(warnings, "qc.json:8:13: unknown key memory.citation (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:8:37: unknown key memory.qmd.limit (ignored)");
     EXPECT_CONTAINS(warnings, "qc.json:8:58: unknown key memory.qmd.update.intervall (ignored)");

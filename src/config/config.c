@@ -1010,6 +1010,24 @@ out:
     return rc;
 }
 
+/* Another agent's memorySearch: only its typos are reported (its values are
+ * read into a scratch config and dropped, errors included). */
+static void check_other(ctx *c, const json_t *entry, const char *path)
+{
+    json_t *ms = json_is_object(entry) ? json_object_get(entry, "memorySearch") : NULL;
+    if (!json_is_object(ms)) return;
+    cm_config scratch;
+    char err[256];
+    memset(&scratch, 0, sizeof scratch);
+    ctx o = *c;
+    o.cfg = &scratch;
+    o.err = err;
+    o.errlen = sizeof err;
+    o.overlay = true; /* clawmem's own keys are warned about in the agent's own load */
+    walk(&o, ms, path, "");
+    config_release(&scratch);
+}
+
 /* Stage 2: this agent's own settings: its agents.list[] entry, then the
  * later layout's agents.entries.<id> (workspace, memorySearch, memory.search). */
 static cm_rc read_agent(ctx *c, const json_t *root)
@@ -1027,7 +1045,11 @@ static cm_rc read_agent(ctx *c, const json_t *root)
     {
         snprintf(path, sizeof path, "agents.list[%zu]", i);
         json_t *id = json_is_object(entry) ? json_object_get(entry, "id") : NULL;
-        if (!json_is_string(id) || strcmp(json_string_value(id), cfg->agent_id) != 0) continue;
+        if (!json_is_string(id) || strcmp(json_string_value(id), cfg->agent_id) != 0) {
+            snprintf(path, sizeof path, "agents.list[%zu].memorySearch", i);
+            check_other(c, entry, path);
+            continue;
+        }
         CHECK(get_str(c, entry, "workspace", path, &cfg->workspace));
         snprintf(path, sizeof path, "agents.list[%zu].memorySearch", i);
         CHECK(read_ms(c, entry, "memorySearch", path));
