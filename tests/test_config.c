@@ -614,6 +614,13 @@ TEST(config_overlay_static_provider_end_to_end)
     EXPECT_INT(r.status, 0);
     EXPECT_STR(r.err, ""); /* no warning about either file */
     run_result_release(&r);
+    const char *stargs[] = {"--state-dir", state, "status", "--json", NULL};
+    r = run_clawmem(env, stargs);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "\"clawmemConfigFound\":true");
+    EXPECT_CONTAINS(r.out, "state/clawmem.json\"");
+    EXPECT_CONTAINS(r.out, "\"requestedProvider\":\"static\"");
+    run_result_release(&r);
     const char *sargs[] = {"--state-dir", state,         "search", "puppy",
                            "--json",      "--min-score", "0",      NULL};
     r = run_clawmem(env, sargs);

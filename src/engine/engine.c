@@ -1102,6 +1102,8 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     CHECK(add_kv_str(&b, "configPath", c->config_path));
     CHECK(buf_printf(&b, ",\"configFound\":%s,\"enabled\":%s", c->config_found ? "true" : "false",
                      c->enabled ? "true" : "false"));
+    CHECK(add_kv_str(&b, "clawmemConfigPath", c->overlay_path));
+    CHECK(buf_printf(&b, ",\"clawmemConfigFound\":%s", c->overlay_found ? "true" : "false"));
     CHECK(add_kv_str(&b, "backend", "builtin"));
     CHECK(add_kv_str(&b, "requestedProvider", c->provider));
     CHECK(add_kv_str(&b, "provider", e->provider));
