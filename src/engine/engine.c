@@ -235,9 +235,9 @@ static cm_rc workspace_exists(const cm_engine *e, char *err, size_t errlen)
                      e->cfg.workspace);
 }
 
-/* CM_ENOTFOUND when the open index records another
- * workspace in its meta row (an index from before that field is trusted;
- * the next sync rebuilds it anyway, its fingerprint having changed). */
+/* CM_ENOTFOUND when the open index records another workspace in its meta
+ * row (an index from before that field is trusted: the next sync rebuilds it
+ * anyway, its fingerprint having changed). */
 static cm_rc index_workspace_matches(cm_engine *e, char *err, size_t errlen)
 {
     char *stored = NULL;
