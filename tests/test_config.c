@@ -548,7 +548,7 @@ TEST(config_later_layout_is_an_alias)
         "  memory: { search: { query: { maxResults: 7 }, extraPaths: ['x'] } },\n"
         "  agents: { entries: {\n"
         "    ops: { workspace: '/w/ops', memory: { search: { query: { minScore: 0.2 } } } },\n"
-        "    other: { workspace: '/w/other' } } },\n"
+        "    other: { workspace: '/w/other', memry: {} } } },\n"
         "}\n";
     EXPECT_INT(parse2(qc, NULL, "ops", &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.max_results, 7);
@@ -559,7 +559,8 @@ TEST(config_later_layout_is_an_alias)
                               "agents.defaults.memorySearch, but QuantumClaw 2026.3.22 rejects");
     EXPECT_CONTAINS(warnings, "qc.json:3:13: agents.entries is the later OpenClaw layout: read as "
                               "agents.list");
-    EXPECT(strstr(warnings, "unknown key") == NULL);
+    EXPECT_CONTAINS(warnings, "qc.json:5:37: unknown key agents.entries.other.memry (ignored)");
+    EXPECT(strstr(warnings, "unknown key agents.entries.ops") == NULL);
     config_release(&c);
     /* a bad value there names the alias path */
     EXPECT_INT(
@@ -631,6 +632,20 @@ TEST(config_overlay_static_provider_end_to_end)
                    json_object_get(json_array_get(json_object_get(p, "results"), 0), "path")),
                "memory/a.md");
     json_decref(p);
+    run_result_release(&r);
+    /* a bad overlay: one line naming the overlay's own file:line:column */
+    write_file(d, "state/clawmem.json", "{\n  clawmem: { localThreads: 'many' },\n}\n");
+    r = run_clawmem(env, stargs);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "state/clawmem.json:2:14: clawmem.localThreads: expected an integer");
+    EXPECT(strchr(r.err, '\n') == strrchr(r.err, '\n')); /* one line */
+    run_result_release(&r);
+    /* a typo there warns with its position, and the command still runs */
+    write_file(d, "state/clawmem.json",
+               "{\n  clawmem: { hybridMerge: 'rrf' },\n  agnets: {},\n}\n");
+    r = run_clawmem(env, stargs);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.err, "state/clawmem.json:3:3: unknown key agnets (ignored)");
     run_result_release(&r);
 }
 
