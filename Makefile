@@ -186,8 +186,7 @@ $(BUILD)/fake_embed_server: $(BUILD)/obj/bench/fake_embed_server.o $(BUILD)/obj/
 # Keyword search (no provider), then hybrid search with the static model
 # (no network): its state dir holds clawmem.json, clawmem's own config.
 DEMO := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-state
-DEMO_HYBRID := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-static \
-               --config $(BUILD)/demo-static/clawmem.json
+DEMO_HYBRID := $(BUILD)/clawmem --workspace examples/workspace --state-dir $(BUILD)/demo-static
 demo: all
 	@echo "== keyword search (no embedding provider)"
 	$(DEMO) index

@@ -1,11 +1,15 @@
 /*
- * config.c — reads quantumclaw.json (JSON5) and resolves one agent's memory
- * settings. Values are checked against one schema table (key path, kind,
- * range, destination); agents.defaults.memorySearch is applied first, then the
- * agent's own agents.list[].memorySearch, so a later leaf overrides an earlier
- * one and each error names the path where the bad value was written.
+ * config.c — reads quantumclaw.json and the clawmem.json overlay (JSON5) and
+ * resolves one agent's memory settings. Values are checked against one schema
+ * table (key path, kind, QuantumClaw 2026.3.22's range, destination) and
+ * applied in layers — both files' defaults, then both files' entries of the
+ * agent, the overlay second each time — so a later leaf overrides an earlier
+ * one and each error names the file and path where the bad value was
+ * written. Keys are checked against 2026.3.22's schema: a typo warns.
  */
+#include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -13,75 +17,141 @@
 #include "../base/fs.h"
 #include "../base/json5.h"
 #include "config.h"
+#include "secret.h"
 
 #define CONFIG_MAX_BYTES (16u << 20)
 
 const char *const cm_provider_names[CM_PROV_N] = {"openai", "gemini", "voyage", "mistral",
                                                   "ollama"};
 
-typedef enum kind { K_BOOL, K_INT, K_NUM, K_STR, K_ENUM, K_STRLIST, K_MAP, K_ANY } kind;
+typedef enum kind {
+    K_BOOL,
+    K_INT,  /* an integer stored as int (clamped to INT_MAX, see finish) */
+    K_INTD, /* an integer stored as double */
+    K_NUM,
+    K_STR,
+    K_ENUM,
+    K_STRLIST,
+    K_MAP,
+    K_SECRET, /* a string or a secret reference {source, provider, id} */
+    K_ANY
+} kind;
+
+/* Flags of a field. */
+enum {
+    F_OURS = 1, /* clawmem's own key: QuantumClaw 2026.3.22 rejects it in quantumclaw.json */
+};
 
 typedef struct field {
     const char *path; /* relative to memorySearch, dot-separated */
     kind kind;
-    double min, max;     /* K_INT, K_NUM */
+    double min, max;     /* K_INT, K_INTD, K_NUM: QuantumClaw 2026.3.22's accepted range */
     const char *choices; /* K_ENUM: "a|b|c" */
     size_t off;          /* offset in cm_config, or NO_DEST for accepted-but-unused keys */
+    int flags;
+    const char *qc_choices; /* K_ENUM: the values 2026.3.22 accepts, NULL: all */
 } field;
 
 #define NO_DEST ((size_t)-1)
 #define AT(m)   offsetof(cm_config, m)
+/* zod's int() and positive()/nonnegative() as in 2026.3.22's schema */
+#define SAFE_INT 9007199254740991.0
+#define POS      1, SAFE_INT
+#define NONNEG   0, SAFE_INT
 
 static const field fields[] = {
-    {"enabled", K_BOOL, 0, 0, NULL, AT(enabled)},
+    {"enabled", K_BOOL, 0, 0, NULL, AT(enabled), 0, NULL},
     {"provider", K_ENUM, 0, 0, "auto|openai|gemini|voyage|mistral|ollama|local|static|none",
-     AT(provider)},
-    {"model", K_STR, 0, 0, NULL, AT(model)},
+     AT(provider), 0, "openai|gemini|voyage|mistral|ollama|local"},
+    {"model", K_STR, 0, 0, NULL, AT(model), 0, NULL},
     {"fallback", K_ENUM, 0, 0, "openai|gemini|voyage|mistral|ollama|local|static|none",
-     AT(fallback)},
-    {"outputDimensionality", K_INT, 1, 65536, NULL, AT(output_dims)},
-    {"extraPaths", K_STRLIST, 0, 0, NULL, AT(extra_paths)},
-    {"sources", K_STRLIST, 0, 0, "memory|sessions", AT(sources)},
-    {"experimental.sessionMemory", K_BOOL, 0, 0, NULL, NO_DEST},
-    {"remote.baseUrl", K_STR, 0, 0, NULL, AT(remote_base_url)},
-    {"remote.apiKey", K_STR, 0, 0, NULL, AT(remote_api_key)},
-    {"remote.headers", K_MAP, 0, 0, NULL, AT(remote_headers)},
-    {"remote.batch.enabled", K_BOOL, 0, 0, NULL, NO_DEST},
-    {"remote.batch.wait", K_BOOL, 0, 0, NULL, NO_DEST},
-    {"remote.batch.concurrency", K_INT, 1, 64, NULL, AT(batch_concurrency)},
-    {"remote.batch.pollIntervalMs", K_INT, 0, 3600000, NULL, NO_DEST},
-    {"remote.batch.timeoutMinutes", K_NUM, 0, 10080, NULL, NO_DEST},
-    {"local.modelPath", K_STR, 0, 0, NULL, AT(local_model_path)},
-    {"local.modelCacheDir", K_STR, 0, 0, NULL, AT(local_cache_dir)},
-    {"store.driver", K_ENUM, 0, 0, "sqlite", NO_DEST},
-    {"store.path", K_STR, 0, 0, NULL, AT(store_path)},
-    {"store.fts.tokenizer", K_ENUM, 0, 0, "unicode61|trigram|porter", AT(fts_tokenizer)},
-    {"store.vector.enabled", K_BOOL, 0, 0, NULL, AT(vector_enabled)},
-    {"store.vector.extensionPath", K_STR, 0, 0, NULL, AT(vector_extension_path)},
-    {"chunking.tokens", K_INT, 1, 100000, NULL, AT(chunk_tokens)},
-    {"chunking.overlap", K_INT, 0, 100000, NULL, AT(chunk_overlap)},
-    {"sync.onSessionStart", K_BOOL, 0, 0, NULL, AT(sync_on_session_start)},
-    {"sync.onSearch", K_BOOL, 0, 0, NULL, AT(sync_on_search)},
-    {"sync.watch", K_BOOL, 0, 0, NULL, AT(sync_watch)},
-    {"sync.watchDebounceMs", K_INT, 0, 3600000, NULL, AT(watch_debounce_ms)},
-    {"sync.intervalMinutes", K_NUM, 0, 10080, NULL, AT(sync_interval_minutes)},
-    {"sync.sessions.deltaBytes", K_INT, 0, 1e12, NULL, NO_DEST},
-    {"sync.sessions.deltaMessages", K_INT, 0, 1e9, NULL, NO_DEST},
-    {"query.maxResults", K_INT, 1, 1000, NULL, AT(max_results)},
-    {"query.minScore", K_NUM, 0, 1, NULL, AT(min_score)},
-    {"query.hybrid.enabled", K_BOOL, 0, 0, NULL, AT(hybrid_enabled)},
-    {"query.hybrid.vectorWeight", K_NUM, 0, 1, NULL, AT(vector_weight)},
-    {"query.hybrid.textWeight", K_NUM, 0, 1, NULL, AT(text_weight)},
-    {"query.hybrid.candidateMultiplier", K_INT, 1, 20, NULL, AT(candidate_multiplier)},
-    {"query.hybrid.mmr.enabled", K_BOOL, 0, 0, NULL, AT(mmr_enabled)},
-    {"query.hybrid.mmr.lambda", K_NUM, 0, 1, NULL, AT(mmr_lambda)},
-    {"query.hybrid.temporalDecay.enabled", K_BOOL, 0, 0, NULL, AT(decay_enabled)},
-    {"query.hybrid.temporalDecay.halfLifeDays", K_NUM, 0.001, 1e6, NULL, AT(half_life_days)},
-    {"cache.enabled", K_BOOL, 0, 0, NULL, AT(cache_enabled)},
-    {"cache.maxEntries", K_INT, 1, 1e9, NULL, AT(cache_max_entries)},
-    {"multimodal.enabled", K_BOOL, 0, 0, NULL, NO_DEST},
-    {"multimodal.modalities", K_STRLIST, 0, 0, "image|audio|all", NO_DEST},
-    {"multimodal.maxFileBytes", K_INT, 1, 1e12, NULL, NO_DEST},
+     AT(fallback), 0, "openai|gemini|voyage|mistral|ollama|local|none"},
+    {"outputDimensionality", K_INT, POS, NULL, AT(output_dims), 0, NULL},
+    {"extraPaths", K_STRLIST, 0, 0, NULL, AT(extra_paths), 0, NULL},
+    {"sources", K_STRLIST, 0, 0, "memory|sessions", AT(sources), 0, NULL},
+    {"experimental.sessionMemory", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
+    {"remote.baseUrl", K_STR, 0, 0, NULL, AT(remote_base_url), 0, NULL},
+    {"remote.apiKey", K_SECRET, 0, 0, NULL, AT(remote_api_key), 0, NULL},
+    {"remote.headers", K_MAP, 0, 0, NULL, AT(remote_headers), 0, NULL},
+    {"remote.batch.enabled", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
+    {"remote.batch.wait", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
+    {"remote.batch.concurrency", K_INT, POS, NULL, AT(batch_concurrency), 0, NULL},
+    {"remote.batch.pollIntervalMs", K_INT, NONNEG, NULL, NO_DEST, 0, NULL},
+    {"remote.batch.timeoutMinutes", K_INT, POS, NULL, NO_DEST, 0, NULL},
+    {"local.modelPath", K_STR, 0, 0, NULL, AT(local_model_path), 0, NULL},
+    {"local.modelCacheDir", K_STR, 0, 0, NULL, AT(local_cache_dir), 0, NULL},
+    {"store.driver", K_ENUM, 0, 0, "sqlite", NO_DEST, 0, NULL},
+    {"store.path", K_STR, 0, 0, NULL, AT(store_path), 0, NULL},
+    {"store.fts.tokenizer", K_ENUM, 0, 0, "unicode61|trigram|porter", AT(fts_tokenizer), F_OURS,
+     NULL},
+    {"store.vector.enabled", K_BOOL, 0, 0, NULL, AT(vector_enabled), 0, NULL},
+    {"store.vector.extensionPath", K_STR, 0, 0, NULL, AT(vector_extension_path), 0, NULL},
+    {"chunking.tokens", K_INT, POS, NULL, AT(chunk_tokens), 0, NULL},
+    {"chunking.overlap", K_INT, NONNEG, NULL, AT(chunk_overlap), 0, NULL},
+    {"sync.onSessionStart", K_BOOL, 0, 0, NULL, AT(sync_on_session_start), 0, NULL},
+    {"sync.onSearch", K_BOOL, 0, 0, NULL, AT(sync_on_search), 0, NULL},
+    {"sync.watch", K_BOOL, 0, 0, NULL, AT(sync_watch), 0, NULL},
+    {"sync.watchDebounceMs", K_INT, NONNEG, NULL, AT(watch_debounce_ms), 0, NULL},
+    {"sync.intervalMinutes", K_INTD, NONNEG, NULL, AT(sync_interval_minutes), 0, NULL},
+    {"sync.sessions.deltaBytes", K_INT, NONNEG, NULL, NO_DEST, 0, NULL},
+    {"sync.sessions.deltaMessages", K_INT, NONNEG, NULL, NO_DEST, 0, NULL},
+    {"sync.sessions.postCompactionForce", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
+    {"query.maxResults", K_INT, POS, NULL, AT(max_results), 0, NULL},
+    {"query.minScore", K_NUM, 0, 1, NULL, AT(min_score), 0, NULL},
+    {"query.hybrid.enabled", K_BOOL, 0, 0, NULL, AT(hybrid_enabled), 0, NULL},
+    {"query.hybrid.vectorWeight", K_NUM, 0, 1, NULL, AT(vector_weight), 0, NULL},
+    {"query.hybrid.textWeight", K_NUM, 0, 1, NULL, AT(text_weight), 0, NULL},
+    {"query.hybrid.candidateMultiplier", K_INT, POS, NULL, AT(candidate_multiplier), 0, NULL},
+    {"query.hybrid.mmr.enabled", K_BOOL, 0, 0, NULL, AT(mmr_enabled), 0, NULL},
+    {"query.hybrid.mmr.lambda", K_NUM, 0, 1, NULL, AT(mmr_lambda), 0, NULL},
+    {"query.hybrid.temporalDecay.enabled", K_BOOL, 0, 0, NULL, AT(decay_enabled), 0, NULL},
+    {"query.hybrid.temporalDecay.halfLifeDays", K_INTD, POS, NULL, AT(half_life_days), 0, NULL},
+    {"cache.enabled", K_BOOL, 0, 0, NULL, AT(cache_enabled), 0, NULL},
+    {"cache.maxEntries", K_INT, POS, NULL, AT(cache_max_entries), 0, NULL},
+    {"multimodal.enabled", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
+    {"multimodal.modalities", K_STRLIST, 0, 0, "image|audio|all", NO_DEST, 0, NULL},
+    {"multimodal.maxFileBytes", K_INT, POS, NULL, NO_DEST, 0, NULL},
+};
+
+/* The keys QuantumClaw 2026.3.22's schema accepts in the sections clawmem
+ * reads (zod-schema*.js of openclaw@2026.3.22): a key outside these lists is
+ * a typo, warned about with its position; a listed key clawmem does not use
+ * is silently accepted. */
+static const char TOP_KEYS[] =
+    "$schema|meta|env|wizard|diagnostics|logging|cli|update|browser|ui|secrets|auth|acp|models|"
+    "nodeHost|agents|tools|bindings|broadcast|audio|media|messages|commands|approvals|session|"
+    "cron|hooks|web|channels|discovery|canvasHost|talk|gateway|memory|mcp|skills|plugins";
+static const char AGENTS_KEYS[] = "defaults|list";
+static const char DEFAULTS_KEYS[] =
+    "model|imageModel|imageGenerationModel|pdfModel|pdfMaxBytesMb|pdfMaxPages|models|workspace|"
+    "repoRoot|skipBootstrap|bootstrapMaxChars|bootstrapTotalMaxChars|"
+    "bootstrapPromptTruncationWarning|userTimezone|timeFormat|envelopeTimezone|"
+    "envelopeTimestamp|envelopeElapsed|contextTokens|cliBackends|memorySearch|contextPruning|"
+    "compaction|embeddedPi|thinkingDefault|verboseDefault|elevatedDefault|blockStreamingDefault|"
+    "blockStreamingBreak|blockStreamingChunk|blockStreamingCoalesce|humanDelay|timeoutSeconds|"
+    "mediaMaxMb|imageMaxDimensionPx|typingIntervalSeconds|typingMode|heartbeat|maxConcurrent|"
+    "subagents|sandbox";
+static const char ENTRY_KEYS[] =
+    "id|default|name|workspace|agentDir|model|thinkingDefault|reasoningDefault|fastModeDefault|"
+    "skills|memorySearch|humanDelay|heartbeat|identity|groupChat|subagents|sandbox|params|tools|"
+    "runtime";
+static const char MEMORY_KEYS[] = "backend|citations|qmd";
+static const char QMD_KEYS[] =
+    "command|mcporter|searchMode|includeDefaultMemory|paths|sessions|update|limits|scope";
+static const char MODELS_KEYS[] = "mode|providers|bedrockDiscovery";
+static const char PROVIDER_KEYS[] =
+    "baseUrl|apiKey|auth|api|injectNumCtxForOpenAICompat|headers|authHeader|models";
+static const char SECRETS_KEYS[] = "providers|defaults|resolution";
+
+/* Sub-sections of memory.qmd and their keys. */
+static const struct {
+    const char *name, *keys;
+} qmd_sections[] = {
+    {"mcporter", "enabled|serverName|startDaemon"},
+    {"sessions", "enabled|exportDir|retentionDays"},
+    {"update", "interval|debounceMs|onBoot|waitForBootSync|embedInterval|commandTimeoutMs|"
+               "updateTimeoutMs|embedTimeoutMs"},
+    {"limits", "maxResults|maxSnippetChars|maxInjectedChars|timeoutMs"},
 };
 
 typedef struct ctx {
@@ -91,6 +161,9 @@ typedef struct ctx {
     cm_config *cfg;
     char *err;
     size_t errlen;
+    bool overlay;             /* reading clawmem.json: clawmem's own keys are at home */
+    const char *overlay_path; /* named in the warnings about clawmem's keys in quantumclaw.json */
+    const secrets *secrets;
 } ctx;
 
 static cm_rc bad(ctx *c, const json_t *parent, const char *key, const char *path, const char *what)
@@ -100,6 +173,43 @@ static cm_rc bad(ctx *c, const json_t *parent, const char *key, const char *path
         return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s: %s", c->file, line, col,
                          path, what);
     return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s: %s: %s", c->file, path, what);
+}
+
+/* The string v (member key of parent, path) with "${VAR}" substituted. */
+static cm_rc subst(ctx *c, const json_t *parent, const char *key, const char *path, const json_t *v,
+                   char **out)
+{
+    char why[512];
+    cm_rc rc = secret_subst_env(json_string_value(v), out, why, sizeof why);
+    return rc == CM_ECONFIG ? bad(c, parent, key, path, why) : rc;
+}
+
+/* A warning "file:line:col: what" about the member key of parent (or its
+ * element index when key is NULL). */
+static void warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt, ...)
+{
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    int line = 0, col = 0;
+    if (json5_where(c->doc, parent, key, index, &line, &col))
+        cm_logf(c->lg, CM_LOG_WARN, "%s:%d:%d: %s", c->file, line, col, what);
+    else
+        cm_logf(c->lg, CM_LOG_WARN, "%s: %s", c->file, what);
+}
+
+/* In quantumclaw.json, a key or value only clawmem understands. */
+static void warn_ours(ctx *c, const json_t *parent, const char *key, const char *path)
+{
+    if (c->overlay) return;
+    warn(c, parent, key, 0,
+         "%s is clawmem's own setting and makes QuantumClaw 2026.3.22 reject this file: move it "
+         "to %s (read from here for now)",
+         path, c->overlay_path ? c->overlay_path : "<stateDir>/clawmem.json");
 }
 
 static const char *type_name(const json_t *v)
@@ -234,17 +344,23 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
 {
     char what[1024];
     void *dst = f->off == NO_DEST ? NULL : (char *)c->cfg + f->off;
+    if (f->flags & F_OURS) warn_ours(c, parent, key, path);
     switch (f->kind) {
     case K_BOOL:
         if (!json_is_boolean(v)) goto type;
         if (dst) *(bool *)dst = json_is_true(v);
         return CM_OK;
     case K_INT:
+    case K_INTD:
     case K_NUM: {
         if (!json_is_number(v)) goto type;
         double d = json_number_value(v);
-        if (f->kind == K_INT && (!isfinite(d) || d != floor(d))) {
+        if (f->kind != K_NUM && (!isfinite(d) || d != floor(d))) {
             snprintf(what, sizeof what, "expected an integer, got %g", d);
+            return bad(c, parent, key, path, what);
+        }
+        if (!(d >= f->min && d <= f->max) && f->max == SAFE_INT) {
+            snprintf(what, sizeof what, "expected an integer of at least %g, got %g", f->min, d);
             return bad(c, parent, key, path, what);
         }
         if (!(d >= f->min && d <= f->max)) {
@@ -252,19 +368,44 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
                      f->max, d);
             return bad(c, parent, key, path, what);
         }
-        if (dst && f->kind == K_INT) *(int *)dst = (int)d;
-        if (dst && f->kind == K_NUM) *(double *)dst = d;
+        if (dst && f->kind == K_INT) *(int *)dst = (int)CM_MIN(d, (double)INT_MAX);
+        if (dst && f->kind != K_INT) *(double *)dst = d;
+        return CM_OK;
+    }
+    case K_SECRET: {
+        char *val = NULL;
+        cm_rc rc = secret_resolve(c->secrets, v, &val, what, sizeof what);
+        if (rc == CM_ECONFIG) return bad(c, parent, key, path, what);
+        if (rc) return rc;
+        if (dst) {
+            free(*(char **)dst);
+            *(char **)dst = val;
+        } else {
+            free(val);
+        }
         return CM_OK;
     }
     case K_STR:
-    case K_ENUM:
+    case K_ENUM: {
         if (!json_is_string(v)) goto type;
         if (f->kind == K_ENUM && !in_choices(f->choices, json_string_value(v))) {
             snprintf(what, sizeof what, "expected one of %s, got \"%.80s\"", f->choices,
                      json_string_value(v));
             return bad(c, parent, key, path, what);
         }
-        return dst ? set_str((char **)dst, json_string_value(v)) : CM_OK;
+        if (f->qc_choices && !in_choices(f->qc_choices, json_string_value(v))) {
+            snprintf(what, sizeof what, "%s \"%.40s\"", path, json_string_value(v));
+            warn_ours(c, parent, key, what);
+        }
+        if (!dst) return CM_OK;
+        if (f->kind == K_ENUM) return set_str((char **)dst, json_string_value(v));
+        char *x = NULL;
+        cm_rc rc = subst(c, parent, key, path, v, &x);
+        if (rc) return rc;
+        free(*(char **)dst);
+        *(char **)dst = x;
+        return CM_OK;
+    }
     case K_STRLIST: {
         if (!json_is_array(v)) goto type;
         cm_strlist fresh = {NULL, 0};
@@ -282,9 +423,13 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
                 return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s", c->file, line, col,
                                  what);
             }
-            if (strlist_add(&fresh, json_string_value(e))) {
+            char *x = NULL;
+            cm_rc rc = subst(c, parent, key, path, e, &x);
+            if (!rc) rc = strlist_add(&fresh, x);
+            free(x);
+            if (rc) {
                 strlist_release(&fresh);
-                return CM_ENOMEM;
+                return rc;
             }
         }
         if (!dst) {
@@ -320,7 +465,12 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
                 snprintf(sub, sizeof sub, "%s.%s", path, k);
                 return bad(c, v, k, sub, "a header name or value with ':' or a newline");
             }
-            if (dst && header_set(dst, k, json_string_value(e))) return CM_ENOMEM;
+            char sub[1024], *x = NULL;
+            snprintf(sub, sizeof sub, "%s.%s", path, k);
+            cm_rc rc = subst(c, v, k, sub, e, &x);
+            if (!rc && dst) rc = header_set(dst, k, x);
+            free(x);
+            if (rc) return rc;
         }
         return CM_OK;
     }
@@ -329,11 +479,11 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
     }
 type:
     snprintf(what, sizeof what, "expected %s, got %s",
-             f->kind == K_BOOL                      ? "true or false"
-             : f->kind == K_INT || f->kind == K_NUM ? "a number"
-             : f->kind == K_STRLIST                 ? "an array of strings"
-             : f->kind == K_MAP                     ? "an object"
-                                                    : "a string",
+             f->kind == K_BOOL                                           ? "true or false"
+             : f->kind == K_INT || f->kind == K_NUM || f->kind == K_INTD ? "a number"
+             : f->kind == K_STRLIST                                      ? "an array of strings"
+             : f->kind == K_MAP                                          ? "an object"
+                                                                         : "a string",
              type_name(v));
     return bad(c, parent, key, path, what);
 }
@@ -383,7 +533,12 @@ static cm_rc get_str(ctx *c, const json_t *obj, const char *key, const char *pat
     json_t *v = json_object_get(obj, key);
     if (!v) return CM_OK;
     if (!json_is_string(v)) return bad(c, obj, key, path, "expected a string");
-    return set_str(dst, json_string_value(v));
+    char *x = NULL;
+    cm_rc rc = subst(c, obj, key, path, v, &x);
+    if (rc) return rc;
+    free(*dst);
+    *dst = x;
+    return CM_OK;
 }
 
 static cm_rc get_obj(ctx *c, const json_t *obj, const char *key, const char *path, json_t **out)
@@ -493,6 +648,14 @@ out:
 /* Clamps and derived values, as QuantumClaw resolves them. */
 static void finish(cm_config *cfg)
 {
+    /* 2026.3.22 accepts any positive integer and clamps these at run time */
+    cfg->candidate_multiplier = CM_MAX(1, CM_MIN(20, cfg->candidate_multiplier));
+    cfg->half_life_days = CM_MAX(1, floor(cfg->half_life_days));
+    /* clawmem's own bounds: nothing observable changes above them */
+    cfg->max_results = CM_MIN(cfg->max_results, 1000); /* at most 400 candidates exist */
+    cfg->chunk_tokens = CM_MIN(cfg->chunk_tokens, 100000);
+    cfg->batch_concurrency = CM_MIN(cfg->batch_concurrency, 64);
+    cfg->output_dims = CM_MIN(cfg->output_dims, 65536);
     if (!cfg->provider) cfg->provider = cm_strdup("auto");
     if (!cfg->fts_tokenizer) cfg->fts_tokenizer = cm_strdup("unicode61");
     if (!cfg->backend) cfg->backend = cm_strdup("builtin");
@@ -514,136 +677,360 @@ int config_candidates(const cm_config *cfg, int max_results)
     return (int)CM_MAX(1, CM_MIN(200, n));
 }
 
-cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config_args *args,
-                   const cm_logger *lg, cm_config *cfg, char *err, size_t errlen)
+/* Warns about each member of obj that is neither in known nor in handled. */
+static void check_keys(ctx *c, const json_t *obj, const char *path, const char *known,
+                       const char *handled)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(obj)) return;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        if (in_choices(known, k) || (handled && in_choices(handled, k))) continue;
+        warn(c, obj, k, 0, "unknown key %s%s%.200s (ignored)", path, *path ? "." : "", k);
+    }
+}
+
+/* The later OpenClaw layout, read as an alias; QuantumClaw 2026.3.22 rejects it. */
+static void warn_later(ctx *c, const json_t *parent, const char *key, const char *path,
+                       const char *as)
+{
+    if (c->overlay) return;
+    warn(c, parent, key, 0,
+         "%s is the later OpenClaw layout: read as %s, but QuantumClaw 2026.3.22 rejects this "
+         "file with it (write %s)",
+         path, as, as);
+}
+
+/* Typos: every section clawmem reads, checked against 2026.3.22's keys. */
+static void check_all(ctx *c, const json_t *root)
+{
+    char path[300];
+    if (!json_is_object(root)) return;
+    check_keys(c, root, "", TOP_KEYS, "clawmem|memorySearch");
+    if (json_object_get(root, "memorySearch"))
+        warn(c, root, "memorySearch", 0,
+             "memorySearch at the top level is not read: use agents.defaults.memorySearch");
+    if (!c->overlay && json_object_get(root, "clawmem"))
+        warn(c, root, "clawmem", 0,
+             "the clawmem section makes QuantumClaw 2026.3.22 reject this file: move it to %s "
+             "(read from here for now)",
+             c->overlay_path ? c->overlay_path : "<stateDir>/clawmem.json");
+    const json_t *agents = json_object_get(root, "agents");
+    check_keys(c, agents, "agents", AGENTS_KEYS, "entries");
+    check_keys(c, json_object_get(agents, "defaults"), "agents.defaults", DEFAULTS_KEYS, NULL);
+    const json_t *list = json_object_get(agents, "list"), *e;
+    size_t i;
+    json_array_foreach(list, i, e)
+    {
+        snprintf(path, sizeof path, "agents.list[%zu]", i);
+        check_keys(c, e, path, ENTRY_KEYS, NULL);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_is_object(json_object_get(agents, "entries"))
+                            ? json_object_get(agents, "entries")
+                            : NULL,
+                        k, v)
+    {
+        snprintf(path, sizeof path, "agents.entries.%.200s", k);
+        check_keys(c, v, path, ENTRY_KEYS, "memory");
+    }
+    const json_t *memory = json_object_get(root, "memory");
+    check_keys(c, memory, "memory", MEMORY_KEYS, "search");
+    const json_t *qmd = json_object_get(memory, "qmd");
+    check_keys(c, qmd, "memory.qmd", QMD_KEYS, NULL);
+    for (size_t q = 0; q < ARRAY_LEN(qmd_sections); q++) {
+        snprintf(path, sizeof path, "memory.qmd.%s", qmd_sections[q].name);
+        check_keys(c, json_object_get(qmd, qmd_sections[q].name), path, qmd_sections[q].keys, NULL);
+    }
+    json_array_foreach(json_object_get(qmd, "paths"), i, e)
+    {
+        snprintf(path, sizeof path, "memory.qmd.paths[%zu]", i);
+        check_keys(c, e, path, "path|name|pattern", NULL);
+    }
+    const json_t *models = json_object_get(root, "models");
+    check_keys(c, models, "models", MODELS_KEYS, NULL);
+    const json_t *provs = json_object_get(models, "providers");
+    json_object_foreach(json_is_object(provs) ? (json_t *)provs : NULL, k, v)
+    {
+        snprintf(path, sizeof path, "models.providers.%.200s", k);
+        check_keys(c, v, path, PROVIDER_KEYS, NULL);
+    }
+    const json_t *sec = json_object_get(root, "secrets");
+    check_keys(c, sec, "secrets", SECRETS_KEYS, NULL);
+    check_keys(c, json_object_get(sec, "defaults"), "secrets.defaults", "env|file|exec", NULL);
+}
+
+/* Reads a memorySearch object at key of parent (path names it), if present. */
+static cm_rc read_ms(ctx *c, const json_t *parent, const char *key, const char *path)
+{
+    json_t *ms = NULL;
+    cm_rc rc = get_obj(c, parent, key, path, &ms);
+    if (!rc && ms) rc = walk(c, ms, path, "");
+    return rc;
+}
+
+/* Stage 1: agents.defaults.{workspace, memorySearch}, then the later
+ * layout's memory.search (which wins, as OpenClaw's migration keeps it). */
+static cm_rc read_defaults(ctx *c, const json_t *root)
 {
     cm_rc rc = CM_OK;
-    json5_doc doc = {0};
-    ctx c = {&doc, name, lg, cfg, err, errlen};
-    memset(cfg, 0, sizeof *cfg);
-    set_defaults(cfg);
-    CHECK(resolve_state(args, cfg, err, errlen));
-    if (text) CHECK(json5_parse(text, n, name, &doc, err, errlen));
-    json_t *root = doc.root, *agents = NULL, *defaults = NULL, *memory = NULL, *ms = NULL;
-    if (root && !json_is_object(root))
-        FAIL(CM_ECONFIG, "%s:1:1: expected an object at the top", name);
-    CHECK(get_obj(&c, root, "agents", "agents", &agents));
-    CHECK(get_obj(&c, agents, "defaults", "agents.defaults", &defaults));
-    CHECK(get_obj(&c, root, "memory", "memory", &memory));
+    json_t *agents = NULL, *defaults = NULL, *memory = NULL;
+    CHECK(get_obj(c, root, "agents", "agents", &agents));
+    CHECK(get_obj(c, agents, "defaults", "agents.defaults", &defaults));
     if (defaults)
-        CHECK(get_str(&c, defaults, "workspace", "agents.defaults.workspace", &cfg->workspace));
-    CHECK(get_obj(&c, defaults, "memorySearch", "agents.defaults.memorySearch", &ms));
-    if (ms) CHECK(walk(&c, ms, "agents.defaults.memorySearch", ""));
+        CHECK(get_str(c, defaults, "workspace", "agents.defaults.workspace", &c->cfg->workspace));
+    CHECK(read_ms(c, defaults, "memorySearch", "agents.defaults.memorySearch"));
+    CHECK(get_obj(c, root, "memory", "memory", &memory));
+    if (memory && json_object_get(memory, "search")) {
+        warn_later(c, memory, "search", "memory.search", "agents.defaults.memorySearch");
+        CHECK(read_ms(c, memory, "search", "memory.search"));
+    }
+out:
+    return rc;
+}
 
-    json_t *list = agents ? json_object_get(agents, "list") : NULL;
+/* Another agent's memorySearch: only its typos are reported (its values are
+ * read into a scratch config and dropped, errors included). */
+static void check_other(ctx *c, const json_t *entry, const char *path)
+{
+    json_t *ms = json_is_object(entry) ? json_object_get(entry, "memorySearch") : NULL;
+    if (!json_is_object(ms)) return;
+    cm_config scratch;
+    char err[256];
+    memset(&scratch, 0, sizeof scratch);
+    ctx o = *c;
+    o.cfg = &scratch;
+    o.err = err;
+    o.errlen = sizeof err;
+    o.overlay = true; /* clawmem's own keys are warned about in the agent's own load */
+    walk(&o, ms, path, "");
+    config_release(&scratch);
+}
+
+/* Stage 2: this agent's own settings: its agents.list[] entry, then the
+ * later layout's agents.entries.<id> (workspace, memorySearch, memory.search). */
+static cm_rc read_agent(ctx *c, const json_t *root)
+{
+    cm_rc rc = CM_OK;
+    cm_config *cfg = c->cfg;
+    char path[300];
+    json_t *agents = json_is_object(root) ? json_object_get(root, "agents") : NULL;
+    json_t *list = json_is_object(agents) ? json_object_get(agents, "list") : NULL;
     if (list && !json_is_array(list))
-        CHECK(bad(&c, agents, "list", "agents.list", "expected an array"));
+        CHECK(bad(c, agents, "list", "agents.list", "expected an array"));
     size_t i;
     json_t *entry;
     json_array_foreach(list, i, entry)
     {
-        char path[128];
         snprintf(path, sizeof path, "agents.list[%zu]", i);
         json_t *id = json_is_object(entry) ? json_object_get(entry, "id") : NULL;
-        if (!json_is_string(id) || strcmp(json_string_value(id), cfg->agent_id) != 0) continue;
-        CHECK(get_str(&c, entry, "workspace", path, &cfg->workspace));
+        if (!json_is_string(id) || strcmp(json_string_value(id), cfg->agent_id) != 0) {
+            snprintf(path, sizeof path, "agents.list[%zu].memorySearch", i);
+            check_other(c, entry, path);
+            continue;
+        }
+        CHECK(get_str(c, entry, "workspace", path, &cfg->workspace));
         snprintf(path, sizeof path, "agents.list[%zu].memorySearch", i);
-        CHECK(get_obj(&c, entry, "memorySearch", path, &ms));
-        if (ms) CHECK(walk(&c, ms, path, ""));
+        CHECK(read_ms(c, entry, "memorySearch", path));
     }
+    json_t *entries = NULL, *mine = NULL, *mem = NULL;
+    if (json_is_object(agents)) CHECK(get_obj(c, agents, "entries", "agents.entries", &entries));
+    if (!entries) goto out;
+    warn_later(c, agents, "entries", "agents.entries", "agents.list");
+    snprintf(path, sizeof path, "agents.entries.%s", cfg->agent_id);
+    CHECK(get_obj(c, entries, cfg->agent_id, path, &mine));
+    if (!mine) goto out;
+    snprintf(path, sizeof path, "agents.entries.%s.workspace", cfg->agent_id);
+    CHECK(get_str(c, mine, "workspace", path, &cfg->workspace));
+    snprintf(path, sizeof path, "agents.entries.%s.memorySearch", cfg->agent_id);
+    CHECK(read_ms(c, mine, "memorySearch", path));
+    snprintf(path, sizeof path, "agents.entries.%s.memory", cfg->agent_id);
+    CHECK(get_obj(c, mine, "memory", path, &mem));
+    snprintf(path, sizeof path, "agents.entries.%s.memory.search", cfg->agent_id);
+    CHECK(read_ms(c, mem, "search", path));
+out:
+    return rc;
+}
+
+/* clawmem's own section (clawmem.json; quantumclaw.json for compatibility). */
+static cm_rc read_clawmem(ctx *c, const json_t *ours)
+{
+    cm_rc rc = CM_OK;
+    cm_config *cfg = c->cfg;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)ours, k, v)
+    {
+        char path[256];
+        snprintf(path, sizeof path, "clawmem.%.200s", k);
+        if (strcmp(k, "staticModel") == 0) {
+            if (!json_is_string(v)) CHECK(bad(c, ours, k, path, "expected a string"));
+            char *raw = NULL;
+            CHECK(subst(c, ours, k, path, v, &raw));
+            char *x = fs_expand_home(raw);
+            free(raw);
+            if (!x) CHECK(CM_ENOMEM);
+            free(cfg->static_model_path);
+            cfg->static_model_path = x;
+        } else if (strcmp(k, "localThreads") == 0) {
+            double d = json_number_value(v);
+            if (!json_is_integer(v) || d < 1 || d > 256)
+                CHECK(bad(c, ours, k, path, "expected an integer from 1 to 256"));
+            cfg->local_threads = (int)d;
+        } else if (strcmp(k, "hybridMerge") == 0) {
+            if (!json_is_string(v) || !in_choices("weighted|minmax|rrf", json_string_value(v)))
+                CHECK(bad(c, ours, k, path, "expected weighted, minmax or rrf"));
+            const char *s = json_string_value(v);
+            cfg->hybrid_merge = s[0] == 'w'   ? CM_MERGE_WEIGHTED
+                                : s[0] == 'm' ? CM_MERGE_MINMAX
+                                              : CM_MERGE_RRF;
+        } else if (strcmp(k, "embedMaxInputs") == 0) {
+            double d = json_number_value(v);
+            if (!json_is_integer(v) || d < 1 || d > 4096)
+                CHECK(bad(c, ours, k, path, "expected an integer from 1 to 4096"));
+            cfg->embed_max_inputs = (int)d;
+        } else if (strcmp(k, "memoryWrite") != 0) {
+            warn(c, ours, k, 0, "unknown key %s (ignored)", path);
+        } else if (!json_is_boolean(v)) {
+            CHECK(bad(c, ours, k, path, "expected true or false"));
+        } else {
+            cfg->memory_write = json_is_true(v);
+        }
+    }
+out:
+    return rc;
+}
+
+/* A secret input of models.providers: one that cannot be resolved is warned
+ * about and left unset (the provider may not serve embeddings at all). */
+static cm_rc provider_secret(ctx *c, const json_t *parent, const char *key, const char *path,
+                             char **dst)
+{
+    char why[512], *val = NULL;
+    cm_rc rc = secret_resolve(c->secrets, json_object_get(parent, key), &val, why, sizeof why);
+    if (rc == CM_ECONFIG) {
+        warn(c, parent, key, 0, "%s: %s (ignored)", path, why);
+        return CM_OK;
+    }
+    if (rc) return rc;
+    free(*dst);
+    *dst = val;
+    return CM_OK;
+}
+
+/* Stage 3: memory.{backend, citations}, clawmem.*, models.providers.*. */
+static cm_rc read_rest(ctx *c, const json_t *root)
+{
+    cm_rc rc = CM_OK;
+    cm_config *cfg = c->cfg;
+    json_t *memory = NULL, *ours = NULL, *models = NULL, *provs = NULL;
+    char path[128];
+    CHECK(get_obj(c, root, "memory", "memory", &memory));
     if (memory) {
         json_t *v = json_object_get(memory, "backend");
         if (v && (!json_is_string(v) || !in_choices("builtin|qmd", json_string_value(v))))
-            CHECK(bad(&c, memory, "backend", "memory.backend", "expected \"builtin\" or \"qmd\""));
+            CHECK(bad(c, memory, "backend", "memory.backend", "expected \"builtin\" or \"qmd\""));
         if (v) CHECK(set_str(&cfg->backend, json_string_value(v)));
         v = json_object_get(memory, "citations");
         if (v && (!json_is_string(v) || !in_choices("auto|on|off", json_string_value(v))))
-            CHECK(bad(&c, memory, "citations", "memory.citations", "expected auto, on or off"));
+            CHECK(bad(c, memory, "citations", "memory.citations", "expected auto, on or off"));
         if (v) {
             const char *s = json_string_value(v);
             cfg->citations = s[1] == 'u' ? CM_CITE_AUTO : s[1] == 'n' ? CM_CITE_ON : CM_CITE_OFF;
         }
     }
-    json_t *ours = NULL;
-    CHECK(get_obj(&c, root, "clawmem", "clawmem", &ours));
-    if (ours) {
-        const char *k;
-        json_t *v;
-        json_object_foreach(ours, k, v)
-        {
-            char path[256];
-            snprintf(path, sizeof path, "clawmem.%.200s", k);
-            if (strcmp(k, "staticModel") == 0) {
-                if (!json_is_string(v)) CHECK(bad(&c, ours, k, path, "expected a string"));
-                char *x = fs_expand_home(json_string_value(v));
-                if (!x) CHECK(CM_ENOMEM);
-                free(cfg->static_model_path);
-                cfg->static_model_path = x;
-            } else if (strcmp(k, "localThreads") == 0) {
-                double d = json_number_value(v);
-                if (!json_is_integer(v) || d < 1 || d > 256)
-                    CHECK(bad(&c, ours, k, path, "expected an integer from 1 to 256"));
-                cfg->local_threads = (int)d;
-            } else if (strcmp(k, "hybridMerge") == 0) {
-                if (!json_is_string(v) || !in_choices("weighted|minmax|rrf", json_string_value(v)))
-                    CHECK(bad(&c, ours, k, path, "expected weighted, minmax or rrf"));
-                const char *s = json_string_value(v);
-                cfg->hybrid_merge = s[0] == 'w' ? CM_MERGE_WEIGHTED
-                                    : s[0] == 'm' ? CM_MERGE_MINMAX
-                                                  : CM_MERGE_RRF;
-            } else if (strcmp(k, "embedMaxInputs") == 0) {
-                double d = json_number_value(v);
-                if (!json_is_integer(v) || d < 1 || d > 4096)
-                    CHECK(bad(&c, ours, k, path, "expected an integer from 1 to 4096"));
-                cfg->embed_max_inputs = (int)d;
-            } else if (strcmp(k, "memoryWrite") != 0) {
-                int line = 0, col = 0;
-                json5_where(&doc, ours, k, 0, &line, &col);
-                cm_logf(lg, CM_LOG_WARN, "%s:%d:%d: unknown key %s (ignored)", name, line, col,
-                        path);
-            } else if (!json_is_boolean(v)) {
-                CHECK(bad(&c, ours, k, path, "expected true or false"));
-            } else {
-                cfg->memory_write = json_is_true(v);
-            }
-        }
-    }
+    CHECK(get_obj(c, root, "clawmem", "clawmem", &ours));
+    if (ours) CHECK(read_clawmem(c, ours));
     /* models.providers.<name>: apiKey, baseUrl, headers (google is Gemini) */
-    json_t *models = NULL, *provs = NULL;
-    CHECK(get_obj(&c, root, "models", "models", &models));
-    CHECK(get_obj(&c, models, "providers", "models.providers", &provs));
+    CHECK(get_obj(c, root, "models", "models", &models));
+    CHECK(get_obj(c, models, "providers", "models.providers", &provs));
     for (int pi = 0; provs && pi < CM_PROV_N; pi++) {
         const char *pn = pi == CM_PROV_GEMINI ? "google" : cm_provider_names[pi];
-        char path[128];
         json_t *po = NULL;
         snprintf(path, sizeof path, "models.providers.%s", pn);
-        CHECK(get_obj(&c, provs, pn, path, &po));
-        if (!po && pi == CM_PROV_GEMINI) CHECK(get_obj(&c, provs, "gemini", path, &po));
+        CHECK(get_obj(c, provs, pn, path, &po));
+        if (!po && pi == CM_PROV_GEMINI) CHECK(get_obj(c, provs, "gemini", path, &po));
         if (!po) continue;
         snprintf(path, sizeof path, "models.providers.%s.apiKey", pn);
-        CHECK(get_str(&c, po, "apiKey", path, &cfg->providers[pi].api_key));
+        if (json_object_get(po, "apiKey"))
+            CHECK(provider_secret(c, po, "apiKey", path, &cfg->providers[pi].api_key));
         snprintf(path, sizeof path, "models.providers.%s.baseUrl", pn);
-        CHECK(get_str(&c, po, "baseUrl", path, &cfg->providers[pi].base_url));
+        CHECK(get_str(c, po, "baseUrl", path, &cfg->providers[pi].base_url));
         json_t *h = json_object_get(po, "headers");
-        if (h) {
-            static const field hf = {"headers", K_MAP, 0, 0, NULL, NO_DEST};
-            snprintf(path, sizeof path, "models.providers.%s.headers", pn);
-            CHECK(apply(&c, &hf, po, "headers", h, path));
-            const char *hk;
-            json_t *hv;
-            json_object_foreach(h, hk, hv)
-            {
-                if (header_set(&cfg->providers[pi].headers, hk, json_string_value(hv)))
-                    CHECK(CM_ENOMEM);
+        snprintf(path, sizeof path, "models.providers.%s.headers", pn);
+        if (h && !json_is_object(h)) CHECK(bad(c, po, "headers", path, "expected an object"));
+        const char *hk;
+        json_t *hv;
+        json_object_foreach(h, hk, hv)
+        {
+            char sub[400], *val = NULL;
+            snprintf(sub, sizeof sub, "%s.%.200s", path, hk);
+            CHECK(provider_secret(c, h, hk, sub, &val));
+            if (!val) continue;
+            if (strchr(hk, ':') || strchr(hk, '\n') || strchr(val, '\n')) {
+                free(val);
+                CHECK(bad(c, h, hk, sub, "a header name or value with ':' or a newline"));
             }
+            rc = header_set(&cfg->providers[pi].headers, hk, val);
+            free(val);
+            CHECK(rc);
         }
     }
+out:
+    return rc;
+}
+
+cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config_args *args,
+                   const cm_logger *lg, cm_config *cfg, char *err, size_t errlen)
+{
+    config_text main = {text, n, name};
+    return config_parse_files(&main, NULL, args, lg, cfg, err, errlen);
+}
+
+cm_rc config_parse_files(const config_text *main, const config_text *overlay,
+                         const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
+                         size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json5_doc doc[2] = {{0}, {0}};
+    const config_text *in[2] = {main, overlay};
+    secrets sec = {{NULL, NULL}};
+    ctx c[2];
+    memset(cfg, 0, sizeof *cfg);
+    set_defaults(cfg);
+    CHECK(resolve_state(args, cfg, err, errlen));
+    for (int i = 0; i < 2; i++) {
+        const char *name = in[i] && in[i]->name ? in[i]->name : "clawmem.json";
+        c[i] = (ctx){&doc[i], name, lg, cfg, err, errlen, i == 1, NULL, &sec};
+        c[i].overlay_path = overlay && overlay->name ? overlay->name : cfg->overlay_path;
+        if (in[i] && in[i]->text)
+            CHECK(json5_parse(in[i]->text, in[i]->n, name, &doc[i], err, errlen));
+        if (doc[i].root && !json_is_object(doc[i].root))
+            FAIL(CM_ECONFIG, "%s:1:1: expected an object at the top", name);
+        json_t *s = NULL;
+        CHECK(get_obj(&c[i], doc[i].root, "secrets", "secrets", &s));
+        sec.sec[i] = s;
+    }
+    for (int i = 0; i < 2; i++)
+        check_all(&c[i], doc[i].root);
+    /* Key by key, clawmem.json over quantumclaw.json: within each stage the
+     * overlay's leaves come second, and an agent's own settings still beat
+     * either file's defaults. */
+    for (int i = 0; i < 2; i++)
+        CHECK(read_defaults(&c[i], doc[i].root));
+    for (int i = 0; i < 2; i++)
+        CHECK(read_agent(&c[i], doc[i].root));
+    for (int i = 0; i < 2; i++)
+        CHECK(read_rest(&c[i], doc[i].root));
     CHECK(resolve_paths(cfg, args, err, errlen));
     finish(cfg);
     if (!cfg->provider || !cfg->fts_tokenizer || !cfg->backend || !cfg->sources.n) CHECK(CM_ENOMEM);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory reading the config");
-    json5_doc_release(&doc);
+    json5_doc_release(&doc[0]);
+    json5_doc_release(&doc[1]);
     if (rc) config_release(cfg);
     return rc;
 }
@@ -674,6 +1061,14 @@ static cm_rc resolve_state(const cm_config_args *args, cm_config *cfg, char *err
         cfg->config_path = buf_detach(&b);
     }
     if (!cfg->config_path) CHECK(CM_ENOMEM);
+    const char *op = getenv("CLAWMEM_CONFIG_PATH");
+    if (op && *op) {
+        cfg->overlay_path = fs_expand_home(op);
+    } else {
+        CHECK(fs_join(&b, cfg->state_dir, "clawmem.json"));
+        cfg->overlay_path = buf_detach(&b);
+    }
+    if (!cfg->overlay_path) CHECK(CM_ENOMEM);
     const char *id = args->agent_id && *args->agent_id ? args->agent_id : "main";
     for (const char *p = id; *p; p++)
         if (!(*p == '-' || *p == '_' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
@@ -685,27 +1080,38 @@ out:
     return rc;
 }
 
+/* Reads one config file into text. found is false when the file is absent and
+ * may be (not named explicitly); a file named explicitly must exist. */
+static cm_rc read_config_file(const char *path, bool named, buf *text, bool *found, char *err,
+                              size_t errlen)
+{
+    cm_rc rc = fs_read_file(path, CONFIG_MAX_BYTES, text, err, errlen);
+    *found = rc == CM_OK;
+    if (rc == CM_ENOTFOUND && !named) rc = CM_OK;
+    return rc ? CM_ECONFIG : CM_OK;
+}
+
 cm_rc config_load(const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
                   size_t errlen)
 {
     cm_rc rc = CM_OK;
-    buf text = BUF_INIT;
+    buf text = BUF_INIT, otext = BUF_INIT;
     cm_config where = {0};
+    bool found = false, ofound = false;
     memset(cfg, 0, sizeof *cfg);
-    CHECK(resolve_state(args, &where, err, errlen)); /* only to learn the file's path */
-    rc = fs_read_file(where.config_path, CONFIG_MAX_BYTES, &text, err, errlen);
-    bool found = rc == CM_OK;
-    if (rc == CM_ENOTFOUND && !args->config_path && !getenv("QUANTUMCLAW_CONFIG_PATH"))
-        rc = CM_OK; /* no config file at the default place: all defaults */
-    if (rc) {
-        rc = CM_ECONFIG;
-        goto out;
-    }
-    CHECK(config_parse(found ? text.data : NULL, text.len, where.config_path, args, lg, cfg, err,
-                       errlen));
+    CHECK(resolve_state(args, &where, err, errlen)); /* only to learn the files' paths */
+    const char *env = getenv("QUANTUMCLAW_CONFIG_PATH"), *oenv = getenv("CLAWMEM_CONFIG_PATH");
+    CHECK(read_config_file(where.config_path, args->config_path || (env && *env), &text, &found,
+                           err, errlen));
+    CHECK(read_config_file(where.overlay_path, oenv && *oenv, &otext, &ofound, err, errlen));
+    config_text qc = {found ? text.data : NULL, text.len, where.config_path};
+    config_text ov = {ofound ? otext.data : NULL, otext.len, where.overlay_path};
+    CHECK(config_parse_files(&qc, &ov, args, lg, cfg, err, errlen));
     cfg->config_found = found;
+    cfg->overlay_found = ofound;
 out:
     buf_release(&text);
+    buf_release(&otext);
     config_release(&where);
     return rc;
 }
@@ -715,6 +1121,7 @@ void config_release(cm_config *cfg)
     free(cfg->agent_id);
     free(cfg->state_dir);
     free(cfg->config_path);
+    free(cfg->overlay_path);
     free(cfg->workspace);
     free(cfg->provider);
     free(cfg->model);

@@ -38,6 +38,8 @@ typedef struct cm_config {
     char *state_dir;   /* absolute */
     char *config_path; /* the file read, or the default path when none existed */
     bool config_found;
+    char *overlay_path; /* clawmem.json: clawmem's own settings over config_path's */
+    bool overlay_found;
     char *workspace; /* absolute */
 
     /* agents.*.memorySearch */
@@ -77,26 +79,48 @@ typedef struct cm_config {
     char *backend; /* "builtin" or "qmd" */
     cm_citations citations;
 
-    /* clawmem.* (clawmem's own section) */
-    bool memory_write; /* the memory_write tool is enabled */
+    /* clawmem.* (clawmem's own section, in clawmem.json) */
+    bool memory_write;       /* the memory_write tool is enabled */
     char *static_model_path; /* clawmem.staticModel: the static model file */
     cm_merge hybrid_merge;   /* clawmem.hybridMerge: how the two sides' scores combine */
 } cm_config;
 
 typedef struct cm_config_args {
     const char *agent_id, *workspace, *config_path, *state_dir; /* NULL: resolved */
-} cm_config_args;
+} cm_config_args; /* clawmem.json: $CLAWMEM_CONFIG_PATH, else <stateDir>/clawmem.json */
 
-/* Resolves the config for one agent. A missing config file means all defaults;
- * a malformed one or a bad value fails with CM_ECONFIG and one line naming
- * file:line:column and the key path. Unknown keys under memorySearch are
- * logged as warnings. On success the caller owns cfg (config_release). */
+/* One config file's text (NULL: absent) and the name used in its messages. */
+typedef struct config_text {
+    const char *text;
+    size_t n;
+    const char *name;
+} config_text;
+
+/* Resolves the config for one agent from QuantumClaw's quantumclaw.json
+ * overlaid by clawmem's own clawmem.json (same structure; objects merge key by
+ * key, a scalar or array in the overlay replaces the other file's, except
+ * extraPaths, which accumulate over both files and over defaults and agent;
+ * agents.list entries match by id). A missing file at its default path means
+ * no settings from it; a file named explicitly (argument or environment) must
+ * exist. A malformed file or a bad value fails with CM_ECONFIG and one line
+ * naming file:line:column and the key path. Warnings (file:line:column): a key
+ * QuantumClaw 2026.3.22 does not know in any section clawmem reads, clawmem's
+ * own keys written in quantumclaw.json (which break QuantumClaw there), the
+ * later OpenClaw layout (memory.search, agents.entries: read as aliases).
+ * Secret inputs (remote.apiKey, models.providers.*.apiKey and headers) may be
+ * env or file secret references, resolved here. On success the caller owns
+ * cfg (config_release). */
 cm_rc config_load(const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
                   size_t errlen);
 
 /* Same, from config text already in memory (name is used in messages). */
 cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config_args *args,
                    const cm_logger *lg, cm_config *cfg, char *err, size_t errlen);
+
+/* Same, from both files' text (overlay may be NULL). */
+cm_rc config_parse_files(const config_text *main, const config_text *overlay,
+                         const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
+                         size_t errlen);
 
 void config_release(cm_config *cfg);
 

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 #include <poll.h>
 #include <sys/file.h>
@@ -244,6 +245,35 @@ static cm_rc ensure_store(cm_engine *e, char *err, size_t errlen)
     return CM_OK;
 }
 
+/* CM_ENOTFOUND when the configured workspace is not a directory: search, get
+ * and status then fail rather than answer from an index of another workspace. */
+static cm_rc workspace_exists(const cm_engine *e, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(e->cfg.workspace, &st) == 0 && S_ISDIR(st.st_mode)) return CM_OK;
+    return cm_seterr(err, errlen, CM_ENOTFOUND,
+                     "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
+                     e->cfg.workspace);
+}
+
+/* CM_ENOTFOUND when the open index records another workspace in its meta
+ * row (an index from before that field is trusted: the next sync rebuilds it
+ * anyway, its fingerprint having changed). */
+static cm_rc index_workspace_matches(cm_engine *e, char *err, size_t errlen)
+{
+    char *stored = NULL;
+    cm_rc rc = store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen);
+    json_t *meta = rc || !stored ? NULL : json_loads(stored, 0, NULL);
+    const char *ws = json_string_value(json_object_get(meta, "workspace"));
+    if (!rc && ws && strcmp(ws, e->cfg.workspace) != 0)
+        rc = cm_seterr(err, errlen, CM_ENOTFOUND,
+                       "the index %s holds workspace %s, not %s (run `clawmem index`)",
+                       e->cfg.store_path, ws, e->cfg.workspace);
+    json_decref(meta);
+    free(stored);
+    return rc;
+}
+
 /* ---- writer lock ------------------------------------------------------- */
 
 static cm_rc lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_t errlen)
@@ -324,9 +354,13 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     if (!rc)
         rc = buf_printf(out,
                         "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
-                        "\"vectorDims\":%d,\"ftsTokenizer\":\"%s%s\"}",
+                        "\"vectorDims\":%d,\"ftsTokenizer\":\"%s%s\",\"workspace\":",
                         scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims, c->fts_tokenizer,
                         strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
+    /* the workspace the index holds: another one rebuilds it (and search
+     * refuses it until then, see index_workspace_matches) */
+    if (!rc) rc = buf_add_json_str(out, c->workspace, strlen(c->workspace));
+    if (!rc) rc = buf_addc(out, '}');
     return rc;
 }
 
@@ -867,10 +901,19 @@ cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_
                                  &out));
         goto done;
     }
+    if (workspace_exists(e, msg, sizeof msg)) {
+        CHECK(tools_search_error(msg, &head, &out));
+        goto done;
+    }
     rc = ensure_store(e, msg, sizeof msg);
     if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
         rc = CM_OK;
         CHECK(tools_search_payload(NULL, 0, &head, &out));
+        goto done;
+    }
+    if (!rc && index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
+        rc = CM_OK;
+        CHECK(tools_search_error(msg, &head, &out));
         goto done;
     }
     if (!rc) rc = keyword_hits(e, query, config_candidates(c, max_results), &hits, msg, sizeof msg);
@@ -933,7 +976,8 @@ cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char 
     buf out = BUF_INIT;
     *json = NULL;
     if (!path) path = "";
-    cm_rc rc = tools_get(&e->cfg, path, strlen(path), from, lines, &out, err, errlen);
+    cm_rc rc = workspace_exists(e, err, errlen);
+    if (!rc) rc = tools_get(&e->cfg, path, strlen(path), from, lines, &out, err, errlen);
     if (rc) {
         buf_release(&out);
         return rc;
@@ -1074,8 +1118,9 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     char *transient = NULL;
     const cm_config *c = &e->cfg;
     *json = NULL;
-    struct stat st;
-    bool ws = stat(c->workspace, &st) == 0 && S_ISDIR(st.st_mode);
+    rc = workspace_exists(e, err, errlen);
+    if (rc) return rc;
+    bool ws = true;
     CHECK(buf_adds(&b, "{\"agentId\":"));
     CHECK(buf_add_json_str(&b, c->agent_id, strlen(c->agent_id)));
     CHECK(add_kv_str(&b, "workspace", c->workspace));
@@ -1084,6 +1129,8 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     CHECK(add_kv_str(&b, "configPath", c->config_path));
     CHECK(buf_printf(&b, ",\"configFound\":%s,\"enabled\":%s", c->config_found ? "true" : "false",
                      c->enabled ? "true" : "false"));
+    CHECK(add_kv_str(&b, "clawmemConfigPath", c->overlay_path));
+    CHECK(buf_printf(&b, ",\"clawmemConfigFound\":%s", c->overlay_found ? "true" : "false"));
     CHECK(add_kv_str(&b, "backend", "builtin"));
     provider_check(e);
     CHECK(add_kv_str(&b, "requestedProvider", c->provider));
@@ -1112,6 +1159,7 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     CHECK(buf_printf(&b, ",\"memoryWrite\":%s", cm_engine_writable(e) ? "true" : "false"));
     CHECK(add_kv_str(&b, "indexPath", c->store_path));
     rc = ensure_store(e, msg, sizeof msg);
+    if (!rc && index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) rc = CM_ENOTFOUND;
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {
         CHECK(buf_printf(&b, ",\"indexExists\":%s", rc == CM_ENOTFOUND ? "false" : "true"));
