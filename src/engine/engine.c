@@ -318,12 +318,15 @@ typedef struct sync_run {
     problem_list problems; /* transient: unreadable or oversized files */
     buf text, clean;
     chunk_list chunks;
+    file_reader rd;
+    int64_t size, mtime_ns; /* of the file load_file read, from its descriptor */
 } sync_run;
 
-/* Reads, hashes, checks and chunks one file into r->chunks. problem receives
- * why the file is indexed imperfectly (binary: no chunks; invalid UTF-8:
- * chunked with U+FFFD), or stays empty. An unreadable file is CM_EIO and is
- * recorded as a transient problem of this sync. */
+/* Reads, hashes, checks and chunks one file into r->chunks; r->size and
+ * r->mtime_ns receive the fstat of the descriptor that was read (never a stat
+ * by name). problem receives why the file is indexed imperfectly (binary: no
+ * chunks; invalid UTF-8: chunked with U+FFFD), or stays empty. An unreadable
+ * file is CM_EIO and is recorded as a transient problem of this sync. */
 static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1], buf *problem,
                        char *err, size_t errlen)
 {
@@ -331,15 +334,18 @@ static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     buf_reset(&r->clean);
     buf_reset(problem);
     chunk_list_release(&r->chunks);
-    char msg[512];
-    cm_rc rc = fs_read_file(f->abs, (size_t)DISCOVER_MAX_FILE_BYTES, &r->text, msg, sizeof msg);
+    char why[512];
+    struct stat st;
+    cm_rc rc = file_reader_read(&r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &r->text, &st, why,
+                                sizeof why);
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory reading %s", f->rel);
     if (rc) {
-        const char *why = strchr(msg, ':') ? strchr(msg, ':') + 2 : msg;
         if (problem_add(&r->problems, f->rel, "cannot read: %s", why)) return CM_ENOMEM;
         cm_logf(&r->e->lg, CM_LOG_WARN, "%s: cannot read: %s", f->rel, why);
         return CM_EIO;
     }
+    r->size = st.st_size;
+    r->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     const char *s = r->text.data ? r->text.data : "";
     size_t n = r->text.len;
     r->stats->bytes_read += n;
@@ -526,7 +532,7 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
             continue;
         }
         CHECK(rc);
-        CHECK(store_file_replace(&tmp, f->rel, f->source, hash, f->mtime_ns, f->size,
+        CHECK(store_file_replace(&tmp, f->rel, f->source, hash, r->mtime_ns, r->size,
                                  problem.len ? problem.data : NULL, &r->chunks, err, errlen));
         r->stats->files_indexed++;
         r->stats->chunks_written += r->chunks.n;
@@ -613,10 +619,10 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         CHECK(rc);
         CHECK(store_begin(st, err, errlen));
         if (sf && strcmp(sf->hash, hash) == 0) {
-            rc = store_file_touch(st, f->rel, f->mtime_ns, f->size, err, errlen);
+            rc = store_file_touch(st, f->rel, r->mtime_ns, r->size, err, errlen);
             r->stats->files_unchanged++;
         } else {
-            rc = store_file_replace(st, f->rel, f->source, hash, f->mtime_ns, f->size,
+            rc = store_file_replace(st, f->rel, f->source, hash, r->mtime_ns, r->size,
                                     problem.len ? problem.data : NULL, &r->chunks, err, errlen);
             r->stats->files_indexed++;
             r->stats->chunks_written += r->chunks.n;
@@ -671,7 +677,8 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     cm_sync_stats local;
     if (!stats) stats = &local;
     memset(stats, 0, sizeof *stats);
-    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}};
+    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}, {0}, 0, 0};
+    file_reader_init(&r.rd, &files);
     struct stat st;
     if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
         FAIL(CM_ENOTFOUND,
@@ -720,6 +727,7 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     lock_release(lock);
+    file_reader_release(&r.rd);
     file_list_release(&files);
     problem_list_release(&r.problems);
     buf_release(&r.text);
