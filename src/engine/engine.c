@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 #include <poll.h>
 #include <sys/file.h>
@@ -546,6 +547,9 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
         if (e->cfg.cache_enabled) CHECK(store_cache_import(&tmp, e->cfg.store_path, err, errlen));
         CHECK(fill_vectors(e, &tmp, r->stats, err, errlen));
     }
+    /* In WAL mode before the swap: a reader that opens the new index right
+     * away must not find it in rollback mode (changing it needs exclusivity). */
+    CHECK(store_wal(&tmp, err, errlen));
     store_close(&tmp);
     tmp_open = false;
     close_store(e);
@@ -1021,6 +1025,44 @@ static cm_rc add_kv_str(buf *b, const char *k, const char *v)
     return rc;
 }
 
+/* The last sync's problems (a JSON array kept in the meta table) as JSON
+ * again: only {"path","problem"} strings pass, so a crafted value cannot
+ * break the status payload; anything else is CM_ECORRUPT. */
+static cm_rc problems_json(store *st, const char *stored, buf *out, char *err, size_t errlen)
+{
+    cm_rc rc = buf_addc(out, '[');
+    json_t *j = stored ? json_loads(stored, JSON_REJECT_DUPLICATES, NULL) : json_array();
+    if (!j || !json_is_array(j)) {
+        json_decref(j);
+        return rc ? rc : store_corrupt(st, "the meta table", err, errlen);
+    }
+    for (size_t i = 0; !rc && i < json_array_size(j); i++) {
+        json_t *o = json_array_get(j, i);
+        const char *p = json_string_value(json_object_get(o, "path"));
+        const char *w = json_string_value(json_object_get(o, "problem"));
+        if (!p || !w) {
+            rc = store_corrupt(st, "the meta table", err, errlen);
+            break;
+        }
+        if (i) rc = buf_addc(out, ',');
+        if (!rc) rc = buf_adds(out, "{\"path\":");
+        if (!rc) rc = buf_add_json_str(out, p, strlen(p));
+        if (!rc) rc = buf_adds(out, ",\"problem\":");
+        if (!rc) rc = buf_add_json_str(out, w, strlen(w));
+        if (!rc) rc = buf_addc(out, '}');
+    }
+    json_decref(j);
+    if (!rc) rc = buf_addc(out, ']');
+    return rc;
+}
+
+/* A stored vector size: digits only, as the status payload shows it bare. */
+static bool dims_valid(const char *d)
+{
+    size_t n = strspn(d, "0123456789");
+    return n > 0 && n < 8 && d[n] == 0;
+}
+
 /* Counts files that a sync would read (new, changed) or drop. */
 static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
 {
@@ -1100,52 +1142,56 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
         CHECK(buf_adds(&b, ",\"files\":0,\"chunks\":0,\"problems\":[]}"));
         goto done;
     }
-    int64_t nfiles = 0, nchunks = 0;
+    int64_t nfiles = 0, nchunks = 0, nvec = 0, ncache = 0;
+    char *dims = NULL;
+    buf fp = BUF_INIT, tp = BUF_INIT;
+    /* Everything read from the index is checked before any of it is shown:
+     * a damaged or crafted index is an indexError with the --force hint. */
     rc = store_counts(&e->st, &nfiles, &nchunks, msg, sizeof msg);
     if (!rc) rc = store_meta_get(&e->st, STORE_PROBLEMS_KEY, &transient, msg, sizeof msg);
-    if (rc) {
+    if (!rc) rc = problems_json(&e->st, transient, &tp, msg, sizeof msg);
+    if (!rc) rc = store_file_problems(&e->st, &fp, msg, sizeof msg);
+    if (!rc) rc = store_count(&e->st, "vectors WHERE dims > 0", &nvec, msg, sizeof msg);
+    if (!rc) rc = store_count(&e->st, "embedding_cache", &ncache, msg, sizeof msg);
+    if (!rc) rc = store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, msg, sizeof msg);
+    if (!rc && dims && !dims_valid(dims)) rc = store_corrupt(&e->st, "the meta table", msg, sizeof msg);
+    if (rc && rc != CM_ENOMEM) {
+        buf_release(&fp);
+        buf_release(&tp);
+        free(dims);
         CHECK(buf_adds(&b, ",\"indexExists\":true"));
         CHECK(add_kv_str(&b, "indexError", msg));
         rc = CM_OK;
         CHECK(buf_adds(&b, ",\"files\":0,\"chunks\":0,\"problems\":[]}"));
         goto done;
     }
-    CHECK(buf_printf(&b, ",\"indexExists\":true,\"files\":%lld,\"chunks\":%lld", (long long)nfiles,
-                     (long long)nchunks));
-    {
-        int64_t nvec = 0, ncache = 0;
-        char *dims = NULL;
-        if (store_count(&e->st, "vectors WHERE dims > 0", &nvec, msg, sizeof msg) == CM_OK &&
-            store_count(&e->st, "embedding_cache", &ncache, msg, sizeof msg) == CM_OK &&
-            store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, msg, sizeof msg) == CM_OK) {
-            rc = buf_printf(&b,
-                            ",\"vector\":{\"enabled\":%s,\"dims\":%s,\"vectors\":%lld,"
-                            "\"path\":\"in-process %s scan\",\"sqliteVec\":\"not loaded: the "
-                            "in-process index serves\"},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
-                            "\"maxEntries\":%d}",
-                            e->have_prov ? "true" : "false", dims ? dims : "0", (long long)nvec,
-                            vec_kernels_best()->name, c->cache_enabled ? "true" : "false",
-                            (long long)ncache, c->cache_max_entries);
-        }
-        free(dims);
-        CHECK(rc);
-    }
+    if (!rc)
+        rc = buf_printf(&b, ",\"indexExists\":true,\"files\":%lld,\"chunks\":%lld",
+                        (long long)nfiles, (long long)nchunks);
+    if (!rc)
+        rc = buf_printf(&b,
+                        ",\"vector\":{\"enabled\":%s,\"dims\":%s,\"vectors\":%lld,"
+                        "\"path\":\"in-process %s scan\",\"sqliteVec\":\"not loaded: the "
+                        "in-process index serves\"},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
+                        "\"maxEntries\":%d}",
+                        e->have_prov ? "true" : "false", dims ? dims : "0", (long long)nvec,
+                        vec_kernels_best()->name, c->cache_enabled ? "true" : "false",
+                        (long long)ncache, c->cache_max_entries);
+    free(dims);
     struct stat ist;
-    if (stat(c->store_path, &ist) == 0)
-        CHECK(buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size));
+    if (!rc && stat(c->store_path, &ist) == 0)
+        rc = buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size);
     /* problems: imperfectly indexed files, then what the last sync could not read */
-    buf fp = BUF_INIT;
-    rc = store_file_problems(&e->st, &fp, msg, sizeof msg);
+    if (!rc) rc = buf_adds(&b, ",\"problems\":");
     if (!rc) {
-        rc = buf_adds(&b, ",\"problems\":");
-        const char *t = transient && transient[0] == '[' ? transient : "[]";
-        bool a = fp.len > 2, tr = strlen(t) > 2;
-        if (!rc) rc = buf_add(&b, fp.data, a ? fp.len - 1 : 1);
+        bool a = fp.len > 2, tr = tp.len > 2;
+        rc = buf_add(&b, fp.data, a ? fp.len - 1 : 1);
         if (!rc && a && tr) rc = buf_addc(&b, ',');
-        if (!rc && tr) rc = buf_add(&b, t + 1, strlen(t) - 2);
+        if (!rc && tr) rc = buf_add(&b, tp.data + 1, tp.len - 2);
         if (!rc) rc = buf_addc(&b, ']');
     }
     buf_release(&fp);
+    buf_release(&tp);
     CHECK(rc);
     if (deep) {
         bool ok = false;
