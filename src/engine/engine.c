@@ -210,8 +210,9 @@ static cm_rc ensure_store(cm_engine *e, char *err, size_t errlen)
     struct stat st;
     if (stat(e->cfg.store_path, &st) < 0) {
         close_store(e);
-        return cm_seterr(err, errlen, CM_ENOTFOUND,
-                         "index %s does not exist yet (run `clawmem index`)", e->cfg.store_path);
+        char clip[FS_CLIP_MAX + 1];
+        return cm_seterr(err, errlen, CM_ENOTFOUND, "index %s does not exist yet (run `clawmem index`)",
+                         fs_clip(e->cfg.store_path, clip));
     }
     if (e->st_open && st.st_dev == e->st_dev && st.st_ino == e->st_ino) return CM_OK;
     close_store(e);
@@ -684,10 +685,11 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}, {0}, 0, 0};
     file_reader_init(&r.rd, &files);
     struct stat st;
+    char clip[FS_CLIP_MAX + 1];
     if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
         FAIL(CM_ENOTFOUND,
              "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
-             e->cfg.workspace);
+             fs_clip(e->cfg.workspace, clip));
     provider_ready(e, true, progress, progress_ctx); /* before the lock: a download takes a while */
     CHECK(lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     store_remove_leftovers(e->cfg.store_path);

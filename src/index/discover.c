@@ -206,6 +206,16 @@ static cm_rc add_problem(const cm_config *cfg, found *f, const char *abs, const 
 
 #define SYMLINK_PROBLEM "symbolic link, not followed"
 
+/* openat(O_NOFOLLOW | O_DIRECTORY) on a symbolic link fails with ENOTDIR:
+ * tell it apart from a file, as ELOOP. */
+static int link_errno(int dirfd, const char *name, int e)
+{
+    struct stat st;
+    if (e == ENOTDIR && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return ELOOP;
+    return e;
+}
+
 static uint64_t mix(uint64_t x)
 {
     x ^= x >> 33;
@@ -334,7 +344,7 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
 {
     cm_rc rc = CM_OK;
     int fd = openat(job->parent->fd, job->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    int e = errno;
+    int e = fd < 0 ? link_errno(job->parent->fd, job->name, errno) : 0;
     pthread_mutex_lock(&w->mu);
     dref_put(job->parent);
     job->parent = NULL;
@@ -473,6 +483,7 @@ static cm_rc add_extra(walk *w, found *f, const char *p)
                     memcpy(comp, c, cl);
                     comp[cl] = 0;
                     nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                    if (nfd < 0) errno = link_errno(fd, comp, errno);
                 }
                 int e2 = errno;
                 close(fd);
@@ -692,7 +703,7 @@ int discover_open_dir(int fd, const char *path, size_t dl)
             memcpy(comp, c, cl);
             comp[cl] = 0;
             nfd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            err = errno;
+            err = nfd < 0 ? link_errno(cur, comp, errno) : 0;
         }
         if (cur != fd) close(cur);
         if (nfd < 0) {

@@ -111,8 +111,21 @@ static cm_rc add_dir_fd(watcher *w, int fd, const char *path, const char *rel, u
         return CM_OK; /* gone meanwhile, or no permission */
     }
     wdir *d = find(w, wd);
-    if (d) { /* already watched (the same directory reached twice) */
+    if (d) { /* already watched: reached twice, or moved (then it goes by the new name) */
         d->tree |= tree;
+        if (root != d->root || strcmp(rel, d->rel) != 0) {
+            char *np = cm_strdup(path), *nr = cm_strdup(rel);
+            if (!np || !nr) {
+                free(np);
+                free(nr);
+                return CM_ENOMEM;
+            }
+            free(d->path);
+            free(d->rel);
+            d->path = np;
+            d->rel = nr;
+            d->root = root;
+        }
         return CM_OK;
     }
     if (w->n == w->cap) {

@@ -698,12 +698,13 @@ static void unlink_with_sidecars(const char *path)
 
 cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
 {
+    char clip[FS_CLIP_MAX + 1];
     /* Make the new file durable before it becomes the index. */
     int fd = open(tmp, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fsync(fd) < 0) {
         int e = errno;
         if (fd >= 0) close(fd);
-        return cm_seterr(err, errlen, CM_EIO, "%s: %s", tmp, strerror(e));
+        return cm_seterr(err, errlen, CM_EIO, "%s: %s", fs_clip(tmp, clip), strerror(e));
     }
     close(fd);
     /* The old index's WAL must not survive: it would be replayed onto the new
@@ -730,11 +731,11 @@ cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
         } else if (r != SQLITE_OK || (stat(wal, &st) == 0 && st.st_size > 0)) {
             return cm_seterr(err, errlen, CM_EBUSY,
                              "index %s is in use by a reader that does not let go; try again",
-                             path);
+                             fs_clip(path, clip));
         }
     }
     if (rename(tmp, path) < 0)
-        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", tmp, strerror(errno));
+        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", fs_clip(tmp, clip), strerror(errno));
     char jr[4096];
     snprintf(jr, sizeof jr, "%s-journal", tmp);
     unlink(jr);
