@@ -284,16 +284,16 @@ TEST(harden_fifo_swapped_in_never_blocks_sync)
 static bool craft(const char *db, const char *sql)
 {
     sqlite3 *h = NULL;
-    bool ok = sqlite3_open(db, &h) == SQLITE_OK &&
-              sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK;
+    bool ok =
+        sqlite3_open(db, &h) == SQLITE_OK && sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK;
     if (!ok) fprintf(stderr, "  craft: %s\n", sqlite3_errmsg(h));
     sqlite3_close(h);
     return ok;
 }
 
 #define LOOSE_CHUNKS                                                                               \
-    "CREATE TABLE c2 AS SELECT * FROM chunks; DROP TABLE chunks; CREATE TABLE chunks(id "        \
-    "INTEGER PRIMARY KEY, path, source, start_line, end_line, hash, model, text, updated_at); "   \
+    "CREATE TABLE c2 AS SELECT * FROM chunks; DROP TABLE chunks; CREATE TABLE chunks(id "          \
+    "INTEGER PRIMARY KEY, path, source, start_line, end_line, hash, model, text, updated_at); "    \
     "INSERT INTO chunks SELECT * FROM c2; DROP TABLE c2;"
 
 TEST(harden_crafted_rows_are_corrupt_errors)
@@ -329,7 +329,8 @@ TEST(harden_crafted_rows_are_corrupt_errors)
         json_t *s = h_status(&e);
         EXPECT(s != NULL);
         const char *ie = json_string_value(json_object_get(s, "indexError"));
-        if (!cases[i].status) ie = "corrupt clawmem index --force"; /* not read: no crash is enough */
+        if (!cases[i].status)
+            ie = "corrupt clawmem index --force"; /* not read: no crash is enough */
         if (!ie || !strstr(ie, "corrupt") || !strstr(ie, "clawmem index --force")) {
             test_fail(__FILE__, __LINE__, "case %zu: indexError %s", i, ie ? ie : "(none)");
             json_decref(s);
@@ -349,14 +350,14 @@ TEST(harden_crafted_rows_are_corrupt_errors)
         }
         json_decref(p);
         /* the command line: a clear line, no crash */
-        const char *st_args[] = {"--workspace", e.ws, "--state-dir", e.state, "--config",
-                                 e.cfg,         "status", NULL};
+        const char *st_args[] = {"--workspace", e.ws,  "--state-dir", e.state,
+                                 "--config",    e.cfg, "status",      NULL};
         run_result r = run_clawmem(env, st_args);
         EXPECT(r.status < 128);
         if (cases[i].status) EXPECT_CONTAINS(r.out, "clawmem index --force");
         run_result_release(&r);
-        const char *se_args[] = {"--workspace", e.ws, "--state-dir", e.state, "--config",
-                                 e.cfg,         "search", "alpha", NULL};
+        const char *se_args[] = {"--workspace", e.ws,     "--state-dir", e.state, "--config",
+                                 e.cfg,         "search", "alpha",       NULL};
         r = run_clawmem(env, se_args);
         EXPECT(r.status < 128);
         if (cases[i].search) {
@@ -364,8 +365,8 @@ TEST(harden_crafted_rows_are_corrupt_errors)
             EXPECT_CONTAINS(r.err, "clawmem index --force");
         }
         run_result_release(&r);
-        const char *mcp_args[] = {"--workspace", e.ws, "--state-dir", e.state, "--config",
-                                  e.cfg,         "status", "--json", NULL};
+        const char *mcp_args[] = {"--workspace", e.ws,     "--state-dir", e.state, "--config",
+                                  e.cfg,         "status", "--json",      NULL};
         r = run_clawmem(env, mcp_args);
         EXPECT(r.status < 128);
         json_t *j = json_loads(r.out, 0, NULL);
@@ -420,7 +421,10 @@ static int readonly_case(void *arg)
     json_decref(p);
     if (rc) return rc;
     json_t *s = h_status(e);
-    rc = !s ? 5 : json_object_get(s, "indexError") ? 6 : json_integer_value(json_object_get(s, "files")) != 2 ? 7 : 0;
+    rc = !s                                                     ? 5
+         : json_object_get(s, "indexError")                     ? 6
+         : json_integer_value(json_object_get(s, "files")) != 2 ? 7
+                                                                : 0;
     json_decref(s);
     return rc;
 }
@@ -541,7 +545,8 @@ TEST(harden_long_path_errors_keep_the_reason)
     buf_adds(&sd, e.dir);
     for (int i = 0; i < 14; i++) {
         buf_adds(&sd, "/");
-        for (int k = 0; k < 160; k++) buf_addc(&sd, (char)('a' + i));
+        for (int k = 0; k < 160; k++)
+            buf_addc(&sd, (char)('a' + i));
         EXPECT(mkdir(sd.data, 0700) == 0);
     }
     buf_adds(&sd, "/blocker");
@@ -558,8 +563,8 @@ TEST(harden_long_path_errors_keep_the_reason)
     EXPECT_CONTAINS(err, "Not a directory");
     cm_engine_free(eng);
     /* through the command line too */
-    const char *args[] = {"--workspace", e.ws, "--state-dir", sd.data, "--config", e.cfg,
-                          "index",       NULL};
+    const char *args[] = {"--workspace", e.ws,  "--state-dir", sd.data,
+                          "--config",    e.cfg, "index",       NULL};
     run_result r = run_clawmem(NULL, args);
     EXPECT_INT(r.status, 1);
     EXPECT_CONTAINS(r.err, "Not a directory");
@@ -598,7 +603,8 @@ TEST(harden_problems_name_links_and_depth)
     EXPECT(symlink(path_in(e.ws, "notes/real.md"), path_in(e.ws, "memory/link.md")) == 0);
     buf deep = BUF_INIT;
     buf_adds(&deep, "memory");
-    for (int i = 0; i < 70; i++) buf_adds(&deep, "/d");
+    for (int i = 0; i < 70; i++)
+        buf_adds(&deep, "/d");
     buf_adds(&deep, "/x.md");
     write_file(e.ws, deep.data, "too deep\n");
     buf_release(&deep);
@@ -606,7 +612,8 @@ TEST(harden_problems_name_links_and_depth)
     EXPECT_INT(h_sync(&e, 0, err, sizeof err), CM_OK);
     json_t *s = h_status(&e);
     char *dump = json_dumps(s, 0);
-    EXPECT_CONTAINS(dump, "{\"path\": \"memory/link.md\", \"problem\": \"symbolic link, not followed\"}");
+    EXPECT_CONTAINS(dump,
+                    "{\"path\": \"memory/link.md\", \"problem\": \"symbolic link, not followed\"}");
     EXPECT_CONTAINS(dump, "nested more than 64 directories deep");
     EXPECT(!strstr(dump, "symbolic links\"")); /* not "Too many levels of symbolic links" */
     free(dump);

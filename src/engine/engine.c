@@ -51,7 +51,7 @@ struct cm_engine {
     /* embeddings: the provider, the in-memory vector index and its freshness */
     embed_provider prov;
     bool have_prov;
-    bool fallback_used; /* provider_note says why the fallback serves */
+    bool fallback_used;   /* provider_note says why the fallback serves */
     char last_error[512]; /* the provider's last failure, for status */
     vec_index vx;
     bool vx_loaded;
@@ -211,7 +211,8 @@ static cm_rc ensure_store(cm_engine *e, char *err, size_t errlen)
     if (stat(e->cfg.store_path, &st) < 0) {
         close_store(e);
         char clip[FS_CLIP_MAX + 1];
-        return cm_seterr(err, errlen, CM_ENOTFOUND, "index %s does not exist yet (run `clawmem index`)",
+        return cm_seterr(err, errlen, CM_ENOTFOUND,
+                         "index %s does not exist yet (run `clawmem index`)",
                          fs_clip(e->cfg.store_path, clip));
     }
     if (e->st_open && st.st_dev == e->st_dev && st.st_ino == e->st_ino) return CM_OK;
@@ -296,17 +297,19 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
     buf_release(&scope);
     if (!rc)
-        rc = buf_printf(out,
-                        "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
-                        "\"sources\":[",
-                        e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
+        rc =
+            buf_printf(out,
+                       "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
+                       "\"sources\":[",
+                       e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
     for (size_t i = 0; i < c->sources.n && !rc; i++)
         rc = buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
     if (!rc)
         rc = buf_printf(out,
                         "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
                         "\"vectorDims\":%d,\"ftsTokenizer\":\"%s%s\"}",
-                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims, c->fts_tokenizer,
+                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims,
+                        c->fts_tokenizer,
                         strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
     return rc;
 }
@@ -467,7 +470,8 @@ static cm_rc fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
         for (size_t j = 0; !rc && j < nmiss; j++) {
             float *v = fresh + j * (size_t)p->dims;
             bool zero = true;
-            for (int d = 0; d < p->dims && zero; d++) zero = v[d] == 0;
+            for (int d = 0; d < p->dims && zero; d++)
+                zero = v[d] == 0;
             /* an all-zero vector cannot be searched: a row of 0 dimensions marks it done */
             rc = store_vector_put(st, pc[miss[j]].id, v, zero ? 0 : p->dims, err, errlen);
             if (!rc && !zero && c->cache_enabled)
@@ -478,7 +482,8 @@ static cm_rc fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
         if (rc) store_rollback(st);
         CHECK(rc);
         stats->chunks_embedded += nmiss; /* counted once committed */
-        for (size_t i = 0; i < n; i++) free(vecs[i]);
+        for (size_t i = 0; i < n; i++)
+            free(vecs[i]);
         free(vecs);
         free(texts);
         free(miss);
@@ -498,7 +503,8 @@ static cm_rc fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
     }
     if (c->cache_enabled) CHECK(store_cache_trim(st, c->cache_max_entries, err, errlen));
 out:
-    for (size_t i = 0; vecs && i < n; i++) free(vecs[i]);
+    for (size_t i = 0; vecs && i < n; i++)
+        free(vecs[i]);
     free(vecs);
     free(texts);
     free(miss);
@@ -805,7 +811,8 @@ static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, 
         cm_logf(&e->lg, CM_LOG_WARN, "%s; searching keywords only", msg);
         goto out;
     }
-    if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims)) goto out; /* zero: keywords only */
+    if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims))
+        goto out; /* zero: keywords only */
     if (!(hits = malloc((size_t)k * sizeof *hits))) goto out;
     size_t nh = vec_search(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
     for (size_t i = 0; i < nh; i++) {
@@ -823,8 +830,10 @@ static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, 
             *v = nv;
             *cap = nc;
         }
-        (*v)[(*n)++] = (search_hit){h.id, h.path, h.source, h.text, h.start_line, h.end_line,
-                                    h.mtime_ns, 0, 0, CM_MAX(0.0, (double)hits[i].score), false, true};
+        (*v)[(*n)++] = (search_hit){
+            h.id,       h.path,     h.source, h.text, h.start_line,
+            h.end_line, h.mtime_ns, 0,        0,      CM_MAX(0.0, (double)hits[i].score),
+            false,      true};
     }
     ok = true;
 out:
@@ -884,8 +893,10 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
         if (!c->hybrid_enabled) {
             size_t w = 0;
             for (size_t i = 0; i < n; i++) {
-                if (v[i].has_vector) v[w++] = v[i];
-                else search_hit_release(&v[i]);
+                if (v[i].has_vector)
+                    v[w++] = v[i];
+                else
+                    search_hit_release(&v[i]);
             }
             n = w;
             n = rank_merge(v, n, 1.0, 0.0);
@@ -991,8 +1002,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         /* When to wake up next: a pending sync, the interval, the degraded rescan. */
         int64_t next = due;
         if (interval > 0 && (next < 0 || last_sync + interval < next)) next = last_sync + interval;
-        if (watcher_degraded(w) &&
-            (next < 0 || last_sync + WATCH_DEGRADED_RESCAN_MS < next))
+        if (watcher_degraded(w) && (next < 0 || last_sync + WATCH_DEGRADED_RESCAN_MS < next))
             next = last_sync + WATCH_DEGRADED_RESCAN_MS;
         int timeout = next < 0 ? -1 : (int)CM_MAX(0, CM_MIN(next - t, 3600000));
         /* Without a wake descriptor, look at *stop at least every 250 ms. */
@@ -1115,7 +1125,9 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     CHECK(add_kv_str(&b, "model", e->model));
     CHECK(add_kv_str(&b, "providerNote", e->provider_note));
     CHECK(add_kv_str(&b, "search",
-                     !e->have_prov ? "keyword" : c->hybrid_enabled ? "hybrid" : "vector"));
+                     !e->have_prov       ? "keyword"
+                     : c->hybrid_enabled ? "hybrid"
+                                         : "vector"));
     CHECK(add_kv_str(&b, "lastError", e->last_error[0] ? e->last_error : NULL));
     CHECK(add_kv_str(&b, "ftsTokenizer", c->fts_tokenizer));
     CHECK(buf_adds(&b, ",\"sources\":["));
@@ -1156,7 +1168,8 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     if (!rc) rc = store_count(&e->st, "vectors WHERE dims > 0", &nvec, msg, sizeof msg);
     if (!rc) rc = store_count(&e->st, "embedding_cache", &ncache, msg, sizeof msg);
     if (!rc) rc = store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, msg, sizeof msg);
-    if (!rc && dims && !dims_valid(dims)) rc = store_corrupt(&e->st, "the meta table", msg, sizeof msg);
+    if (!rc && dims && !dims_valid(dims))
+        rc = store_corrupt(&e->st, "the meta table", msg, sizeof msg);
     if (rc && rc != CM_ENOMEM) {
         buf_release(&fp);
         buf_release(&tp);

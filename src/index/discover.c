@@ -328,8 +328,7 @@ static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const c
         return md || is_root ? add_problem(w->cfg, f, abs, SYMLINK_PROBLEM, 0) : CM_OK;
     if (S_ISDIR(st.st_mode)) {
         if (depth > MAX_DEPTH)
-            return add_problem(w->cfg, f, abs,
-                               "skipped: nested more than 64 directories deep", 0);
+            return add_problem(w->cfg, f, abs, "skipped: nested more than 64 directories deep", 0);
         pthread_mutex_lock(&w->mu);
         cm_rc rc = queue_dir(w, parent, abs, name, root, sub, depth, &st);
         pthread_cond_signal(&w->cv);
@@ -494,7 +493,8 @@ static cm_rc add_extra(walk *w, found *f, const char *p)
             if (fd < 0) {
                 int e = errno;
                 if (e != ENOENT)
-                    rc = add_problem(w->cfg, f, p, e == ELOOP ? SYMLINK_PROBLEM : "cannot read", e == ELOOP ? 0 : e);
+                    rc = add_problem(w->cfg, f, p, e == ELOOP ? SYMLINK_PROBLEM : "cannot read",
+                                     e == ELOOP ? 0 : e);
                 goto out;
             }
             if (!(parent = malloc(sizeof *parent))) {
@@ -579,8 +579,8 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     uint32_t wsub = sub_of(cfg->workspace);
     /* The roots: MEMORY.md (else memory.md), memory/, extraPaths. */
     struct stat st;
-    const char *top = fstatat(ws, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "MEMORY.md"
-                                                                              : "memory.md";
+    const char *top =
+        fstatat(ws, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "MEMORY.md" : "memory.md";
     CHECK(fs_join(&p, cfg->workspace, top));
     CHECK(add_entry(&w, &roots, &w.roots[0], p.data, top, 0, wsub, 0, true));
     buf_reset(&p);

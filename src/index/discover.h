@@ -22,8 +22,8 @@
 #define DISCOVER_MAX_FILE_BYTES ((int64_t)64 << 20)
 
 typedef struct mem_file {
-    char *rel; /* workspace-relative with '/', e.g. "memory/2026-02-10.md" or "../notes/a.md" */
-    char *abs; /* absolute path (for messages; never opened by name) */
+    char *rel;     /* workspace-relative with '/', e.g. "memory/2026-02-10.md" or "../notes/a.md" */
+    char *abs;     /* absolute path (for messages; never opened by name) */
     uint32_t root; /* index into file_list.roots */
     uint32_t sub;  /* abs + sub: the path below that root's directory */
     const char *source; /* "memory" */

@@ -24,8 +24,8 @@
 #include "watch.h"
 
 #define DIR_MASK                                                                                   \
-    (IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |  \
-     IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+    (IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM |              \
+     IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 
 #define NO_ROOT UINT32_MAX
 
@@ -284,7 +284,8 @@ void watcher_free(watcher *w)
         free(w->v[i].rel);
     }
     free(w->v);
-    for (size_t i = 0; i < w->nroots; i++) close(w->roots[i]);
+    for (size_t i = 0; i < w->nroots; i++)
+        close(w->roots[i]);
     free(w->roots);
     free(w);
 }
@@ -301,8 +302,8 @@ static void add_child(watcher *w, const wdir *d, const char *name, buf *sub, buf
     buf_reset(subrel);
     uint32_t root = d->root;
     /* d may move when the table grows: the names are copied first */
-    if (fs_join(sub, d->path, name) || (*d->rel ? fs_join(subrel, d->rel, name)
-                                                : buf_adds(subrel, name)))
+    if (fs_join(sub, d->path, name) ||
+        (*d->rel ? fs_join(subrel, d->rel, name) : buf_adds(subrel, name)))
         return;
     add_dir_at(w, root, sub->data, subrel->data, true, false);
 }

@@ -91,8 +91,7 @@ cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen)
                          "to rebuild it: %s",
                          msg, what, path);
     if (rc == CM_EBUSY)
-        return cm_seterr(err, errlen, rc, "index %s is locked by another process (%s)", path,
-                         what);
+        return cm_seterr(err, errlen, rc, "index %s is locked by another process (%s)", path, what);
     return cm_seterr(err, errlen, rc, "index %s: %s: %s", path, what, msg);
 }
 
@@ -145,7 +144,8 @@ static const char *const stmt_sql[] = {
     [DEL_FTS] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES('delete', ?1, ?2)",
     [SEL_CHUNKS_OF] = "SELECT id, text FROM chunks WHERE path = ?1",
     [DEL_CHUNKS_OF] = "DELETE FROM chunks WHERE path = ?1",
-    [DEL_VECTORS_OF] = "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path = ?1)",
+    [DEL_VECTORS_OF] =
+        "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path = ?1)",
     [UPSERT_FILE] = "INSERT INTO files(path, source, hash, mtime, size, problem) "
                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET "
                     "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
@@ -310,7 +310,8 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
     if (s->readonly) {
         /* Searches only: nothing is written, not even the journal mode. */
         r = open_readonly(s, path);
-        if (r != SQLITE_ROW && r != SQLITE_DONE) CHECK(store_fail(s, r, "read schema", err, errlen));
+        if (r != SQLITE_ROW && r != SQLITE_DONE)
+            CHECK(store_fail(s, r, "read schema", err, errlen));
         sqlite3_extended_result_codes(s->db, 1);
         sqlite3_busy_timeout(s->db, busy_ms);
         r = fts_rank_register(s->db);
@@ -330,9 +331,10 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
         rc = buf_printf(&b,
                         "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', "
                         "tokenize='%s');",
-                        s->trigram                                      ? "trigram"
-                        : tokenizer && strcmp(tokenizer, "porter") == 0 ? "porter unicode61 remove_diacritics 2"
-                                                                        : "unicode61 remove_diacritics 2");
+                        s->trigram ? "trigram"
+                        : tokenizer && strcmp(tokenizer, "porter") == 0
+                            ? "porter unicode61 remove_diacritics 2"
+                            : "unicode61 remove_diacritics 2");
         if (!rc) rc = exec(s, b.data, "create the keyword table", err, errlen);
         buf_release(&b);
         CHECK(rc);
@@ -370,8 +372,10 @@ cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t e
     cm_rc rc = CM_OK;
     if (r == SQLITE_ROW) {
         const char *v = store_col_text(q, 0);
-        if (!v) rc = store_corrupt(s, "the meta table", err, errlen);
-        else if (!(*json = cm_strdup(v))) rc = CM_ENOMEM;
+        if (!v)
+            rc = store_corrupt(s, "the meta table", err, errlen);
+        else if (!(*json = cm_strdup(v)))
+            rc = CM_ENOMEM;
     } else if (r != SQLITE_DONE) {
         rc = store_fail(s, r, "read meta", err, errlen);
     }

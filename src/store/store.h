@@ -25,10 +25,10 @@ enum {
 typedef struct store {
     sqlite3 *db;
     char *path;
-    bool trigram;           /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
-    bool readonly;          /* opened read-only (no write access to the index or its dir) */
+    bool trigram;            /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
+    bool readonly;           /* opened read-only (no write access to the index or its dir) */
     sqlite3_stmt *stmts[10]; /* prepared on first use, see store.c */
-    buf scratch;            /* keyword text of one chunk */
+    buf scratch;             /* keyword text of one chunk */
 } store;
 
 typedef struct stored_file {

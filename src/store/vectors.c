@@ -32,11 +32,12 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
     *out = calloc(limit ? limit : 1, sizeof **out);
     *n = 0;
     if (!*out) return CM_ENOMEM;
-    int r = sqlite3_prepare_v2(s->db,
-                               "SELECT c.id, c.hash, c.text FROM chunks c LEFT JOIN vectors v "
-                               "ON v.chunk_id = c.id WHERE v.chunk_id IS NULL AND c.id > ?2 ORDER BY c.id "
-                               "LIMIT ?1",
-                               -1, &q, NULL);
+    int r = sqlite3_prepare_v2(
+        s->db,
+        "SELECT c.id, c.hash, c.text FROM chunks c LEFT JOIN vectors v "
+        "ON v.chunk_id = c.id WHERE v.chunk_id IS NULL AND c.id > ?2 ORDER BY c.id "
+        "LIMIT ?1",
+        -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_int64(q, 1, (sqlite3_int64)limit);
         sqlite3_bind_int64(q, 2, after_id);
@@ -66,7 +67,8 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
 
 void pending_release(pending_chunk *p, size_t n)
 {
-    for (size_t i = 0; p && i < n; i++) free(p[i].text);
+    for (size_t i = 0; p && i < n; i++)
+        free(p[i].text);
     free(p);
 }
 
@@ -90,7 +92,8 @@ cm_rc store_cache_get(store *s, const char *provider, const char *model, const c
     cm_rc rc = CM_OK;
     int d = r == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
     if (r == SQLITE_ROW && d > 0 && sqlite3_column_bytes(q, 1) == d * 4) {
-        if (!(*out = malloc((size_t)d * 4))) rc = CM_ENOMEM;
+        if (!(*out = malloc((size_t)d * 4)))
+            rc = CM_ENOMEM;
         else {
             memcpy(*out, sqlite3_column_blob(q, 1), (size_t)d * 4);
             to_le(*out, (size_t)d);
@@ -114,7 +117,8 @@ static cm_rc put_blob(store *s, const char *sql, const float *v, int dims, const
     int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
     if (r == SQLITE_OK) {
         int k = 1;
-        for (int i = 0; i < ntext; i++) sqlite3_bind_text(q, k++, text[i], -1, SQLITE_STATIC);
+        for (int i = 0; i < ntext; i++)
+            sqlite3_bind_text(q, k++, text[i], -1, SQLITE_STATIC);
         if (id >= 0) sqlite3_bind_int64(q, k++, id);
         sqlite3_bind_int(q, k++, dims);
         sqlite3_bind_blob(q, k++, le, dims * 4, SQLITE_STATIC);
@@ -139,7 +143,8 @@ cm_rc store_cache_put(store *s, const char *provider, const char *model, const c
 cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
                        size_t errlen)
 {
-    return put_blob(s, "INSERT OR REPLACE INTO vectors(chunk_id, dims, embedding) VALUES(?1, ?2, ?3)",
+    return put_blob(s,
+                    "INSERT OR REPLACE INTO vectors(chunk_id, dims, embedding) VALUES(?1, ?2, ?3)",
                     v, dims, NULL, 0, chunk_id, err, errlen);
 }
 
