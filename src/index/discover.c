@@ -318,8 +318,8 @@ static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const c
 {
     struct stat st;
     if (fstatat(parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        if (is_root && errno == ENOENT) return CM_OK; /* absent roots are normal (no memory/ yet) */
-        if (errno == ENOENT) return CM_OK;            /* gone meanwhile */
+        /* an absent root is normal (no memory/ yet); an entry may be gone meanwhile */
+        if (errno == ENOENT) return CM_OK;
         return add_problem(w->cfg, f, abs, "cannot stat", errno);
     }
     bool md = is_md(name);
