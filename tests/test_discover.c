@@ -84,7 +84,14 @@ TEST(discover_ignores_symlinks_and_duplicates)
     problem_list p = {0};
     EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
     EXPECT_STR(names(&l), "../team/plan.md memory/a.md");
-    EXPECT_INT(p.n, 0);
+    /* the symlinked note and the symlinked extraPath are listed as problems */
+    EXPECT_INT(p.n, 2);
+    buf b = BUF_INIT;
+    for (size_t i = 0; i < p.n; i++)
+        buf_printf(&b, "%s: %s\n", p.v[i].path, p.v[i].what);
+    EXPECT_CONTAINS(b.data, "memory/link.md: symbolic link, not followed\n");
+    EXPECT_CONTAINS(b.data, "memory/linkdir: symbolic link, not followed\n");
+    buf_release(&b);
     file_list_release(&l);
     problem_list_release(&p);
     release(&c);

@@ -16,7 +16,7 @@ cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t err
     cm_rc rc = CM_OK;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) {
-        if (errno == ENOENT) FAIL(CM_ENOTFOUND, "%s: no such file", path);
+        if (errno == ENOENT || errno == ENOTDIR) FAIL(CM_ENOTFOUND, "%s: no such file", path);
         FAIL(CM_EIO, "%s: %s", path, strerror(errno));
     }
     struct stat st;
@@ -50,7 +50,10 @@ cm_rc fs_mkdirs(const char *path, char *err, size_t errlen)
         if (*s != '/' && *s != 0) continue;
         char c = *s;
         *s = 0;
-        if (mkdir(p, 0700) < 0 && errno != EEXIST) FAIL(CM_EIO, "mkdir %s: %s", p, strerror(errno));
+        if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+            char clip[FS_CLIP_MAX + 1];
+            FAIL(CM_EIO, "mkdir %s: %s", fs_clip(p, clip), strerror(errno));
+        }
         *s = c;
         if (!c) break;
     }
@@ -74,6 +77,22 @@ char *fs_dirname(const char *path)
     if (!slash) return cm_strdup(".");
     if (slash == path) return cm_strdup("/");
     return cm_strndup(path, (size_t)(slash - path));
+}
+
+const char *fs_clip(const char *path, char out[FS_CLIP_MAX + 1])
+{
+    size_t n = strlen(path);
+    if (n <= FS_CLIP_MAX) return path;
+    size_t head = FS_CLIP_MAX / 3, tail = FS_CLIP_MAX - head - 3;
+    while (head > 0 && ((unsigned char)path[head] & 0xC0) == 0x80)
+        head--; /* path[head] starts a character: cut before it */
+    const char *t = path + n - tail;
+    while (*t && ((unsigned char)*t & 0xC0) == 0x80)
+        t++;
+    memcpy(out, path, head);
+    memcpy(out + head, "...", 3);
+    memcpy(out + head + 3, t, strlen(t) + 1);
+    return out;
 }
 
 void fs_sync_dir(const char *path)

@@ -8,7 +8,8 @@
 #include "buf.h"
 
 /* Reads the whole file into out (appending) unless it exceeds max bytes
- * (CM_ETOOBIG). CM_ENOTFOUND when it does not exist, CM_EIO otherwise. */
+ * (CM_ETOOBIG). CM_ENOTFOUND when it does not exist (also when a component of
+ * its directory is not a directory), CM_EIO otherwise. */
 cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t errlen);
 
 /* mkdir -p with mode 0700 for the created directories. */
@@ -19,6 +20,12 @@ cm_rc fs_join(buf *out, const char *a, const char *b);
 
 /* Returns the directory part of path in a new string ("." when none). */
 char *fs_dirname(const char *path);
+
+/* For messages: path itself when it is at most FS_CLIP_MAX bytes, else its
+ * start and its end around "...", cut at UTF-8 boundaries, in out. A long
+ * path never pushes the reason out of a bounded message buffer. */
+#define FS_CLIP_MAX 240
+const char *fs_clip(const char *path, char out[FS_CLIP_MAX + 1]);
 
 /* fsyncs the directory holding path, so a rename into it is durable. */
 void fs_sync_dir(const char *path);

@@ -52,7 +52,7 @@ struct cm_engine {
     /* embeddings: the provider, the in-memory vector index and its freshness */
     embed_provider prov;
     bool have_prov;
-    bool fallback_used; /* provider_note says why the fallback serves */
+    bool fallback_used;   /* provider_note says why the fallback serves */
     char last_error[512]; /* the provider's last failure, for status */
     vec_index vx;
     bool vx_loaded;
@@ -231,8 +231,10 @@ static cm_rc ensure_store(cm_engine *e, char *err, size_t errlen)
     struct stat st;
     if (stat(e->cfg.store_path, &st) < 0) {
         close_store(e);
+        char clip[FS_CLIP_MAX + 1];
         return cm_seterr(err, errlen, CM_ENOTFOUND,
-                         "index %s does not exist yet (run `clawmem index`)", e->cfg.store_path);
+                         "index %s does not exist yet (run `clawmem index`)",
+                         fs_clip(e->cfg.store_path, clip));
     }
     if (e->st_open && st.st_dev == e->st_dev && st.st_ino == e->st_ino) return CM_OK;
     close_store(e);
@@ -345,10 +347,11 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
     buf_release(&scope);
     if (!rc)
-        rc = buf_printf(out,
-                        "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
-                        "\"sources\":[",
-                        e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
+        rc =
+            buf_printf(out,
+                       "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
+                       "\"sources\":[",
+                       e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
     for (size_t i = 0; i < c->sources.n && !rc; i++)
         rc = buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
     if (!rc)
@@ -373,12 +376,15 @@ typedef struct sync_run {
     problem_list problems; /* transient: unreadable or oversized files */
     buf text, clean;
     chunk_list chunks;
+    file_reader rd;
+    int64_t size, mtime_ns; /* of the file load_file read, from its descriptor */
 } sync_run;
 
-/* Reads, hashes, checks and chunks one file into r->chunks. problem receives
- * why the file is indexed imperfectly (binary: no chunks; invalid UTF-8:
- * chunked with U+FFFD), or stays empty. An unreadable file is CM_EIO and is
- * recorded as a transient problem of this sync. */
+/* Reads, hashes, checks and chunks one file into r->chunks; r->size and
+ * r->mtime_ns receive the fstat of the descriptor that was read (never a stat
+ * by name). problem receives why the file is indexed imperfectly (binary: no
+ * chunks; invalid UTF-8: chunked with U+FFFD), or stays empty. An unreadable
+ * file is CM_EIO and is recorded as a transient problem of this sync. */
 static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1], buf *problem,
                        char *err, size_t errlen)
 {
@@ -386,15 +392,18 @@ static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     buf_reset(&r->clean);
     buf_reset(problem);
     chunk_list_release(&r->chunks);
-    char msg[512];
-    cm_rc rc = fs_read_file(f->abs, (size_t)DISCOVER_MAX_FILE_BYTES, &r->text, msg, sizeof msg);
+    char why[512];
+    struct stat st;
+    cm_rc rc = file_reader_read(&r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &r->text, &st, why,
+                                sizeof why);
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory reading %s", f->rel);
     if (rc) {
-        const char *why = strchr(msg, ':') ? strchr(msg, ':') + 2 : msg;
         if (problem_add(&r->problems, f->rel, "cannot read: %s", why)) return CM_ENOMEM;
         cm_logf(&r->e->lg, CM_LOG_WARN, "%s: cannot read: %s", f->rel, why);
         return CM_EIO;
     }
+    r->size = st.st_size;
+    r->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     const char *s = r->text.data ? r->text.data : "";
     size_t n = r->text.len;
     r->stats->bytes_read += n;
@@ -514,7 +523,8 @@ static cm_rc fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
         for (size_t j = 0; !rc && j < nmiss; j++) {
             float *v = fresh + j * (size_t)p->dims;
             bool zero = true;
-            for (int d = 0; d < p->dims && zero; d++) zero = v[d] == 0;
+            for (int d = 0; d < p->dims && zero; d++)
+                zero = v[d] == 0;
             /* an all-zero vector cannot be searched: a row of 0 dimensions marks it done */
             rc = store_vector_put(st, pc[miss[j]].id, v, zero ? 0 : p->dims, err, errlen);
             if (!rc && !zero && c->cache_enabled)
@@ -525,7 +535,8 @@ static cm_rc fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
         if (rc) store_rollback(st);
         CHECK(rc);
         stats->chunks_embedded += nmiss; /* counted once committed */
-        for (size_t i = 0; i < n; i++) free(vecs[i]);
+        for (size_t i = 0; i < n; i++)
+            free(vecs[i]);
         free(vecs);
         free(texts);
         free(miss);
@@ -545,7 +556,8 @@ static cm_rc fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
     }
     if (c->cache_enabled) CHECK(store_cache_trim(st, c->cache_max_entries, err, errlen));
 out:
-    for (size_t i = 0; vecs && i < n; i++) free(vecs[i]);
+    for (size_t i = 0; vecs && i < n; i++)
+        free(vecs[i]);
     free(vecs);
     free(texts);
     free(miss);
@@ -581,7 +593,7 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
             continue;
         }
         CHECK(rc);
-        CHECK(store_file_replace(&tmp, f->rel, f->source, hash, f->mtime_ns, f->size,
+        CHECK(store_file_replace(&tmp, f->rel, f->source, hash, r->mtime_ns, r->size,
                                  problem.len ? problem.data : NULL, &r->chunks, err, errlen));
         r->stats->files_indexed++;
         r->stats->chunks_written += r->chunks.n;
@@ -595,6 +607,9 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
         if (e->cfg.cache_enabled) CHECK(store_cache_import(&tmp, e->cfg.store_path, err, errlen));
         CHECK(fill_vectors(e, &tmp, r->stats, err, errlen));
     }
+    /* In WAL mode before the swap: a reader that opens the new index right
+     * away must not find it in rollback mode (changing it needs exclusivity). */
+    CHECK(store_wal(&tmp, err, errlen));
     store_close(&tmp);
     tmp_open = false;
     close_store(e);
@@ -668,10 +683,10 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         CHECK(rc);
         CHECK(store_begin(st, err, errlen));
         if (sf && strcmp(sf->hash, hash) == 0) {
-            rc = store_file_touch(st, f->rel, f->mtime_ns, f->size, err, errlen);
+            rc = store_file_touch(st, f->rel, r->mtime_ns, r->size, err, errlen);
             r->stats->files_unchanged++;
         } else {
-            rc = store_file_replace(st, f->rel, f->source, hash, f->mtime_ns, f->size,
+            rc = store_file_replace(st, f->rel, f->source, hash, r->mtime_ns, r->size,
                                     problem.len ? problem.data : NULL, &r->chunks, err, errlen);
             r->stats->files_indexed++;
             r->stats->chunks_written += r->chunks.n;
@@ -726,12 +741,14 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     cm_sync_stats local;
     if (!stats) stats = &local;
     memset(stats, 0, sizeof *stats);
-    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}};
+    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}, {0}, 0, 0};
+    file_reader_init(&r.rd, &files);
     struct stat st;
+    char clip[FS_CLIP_MAX + 1];
     if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
         FAIL(CM_ENOTFOUND,
              "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
-             e->cfg.workspace);
+             fs_clip(e->cfg.workspace, clip));
     provider_ready(e, true, progress, progress_ctx); /* before the lock: a download takes a while */
     CHECK(lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     store_remove_leftovers(e->cfg.store_path);
@@ -775,6 +792,7 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     lock_release(lock);
+    file_reader_release(&r.rd);
     file_list_release(&files);
     problem_list_release(&r.problems);
     buf_release(&r.text);
@@ -846,7 +864,8 @@ static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, 
         cm_logf(&e->lg, CM_LOG_WARN, "%s; searching keywords only", msg);
         goto out;
     }
-    if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims)) goto out; /* zero: keywords only */
+    if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims))
+        goto out; /* zero: keywords only */
     if (!(hits = malloc((size_t)k * sizeof *hits))) goto out;
     size_t nh = vec_search(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
     for (size_t i = 0; i < nh; i++) {
@@ -864,8 +883,10 @@ static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, 
             *v = nv;
             *cap = nc;
         }
-        (*v)[(*n)++] = (search_hit){h.id, h.path, h.source, h.text, h.start_line, h.end_line,
-                                    h.mtime_ns, 0, 0, CM_MAX(0.0, (double)hits[i].score), false, true};
+        (*v)[(*n)++] = (search_hit){
+            h.id,       h.path,     h.source, h.text, h.start_line,
+            h.end_line, h.mtime_ns, 0,        0,      CM_MAX(0.0, (double)hits[i].score),
+            false,      true};
     }
     ok = true;
 out:
@@ -940,8 +961,10 @@ cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_
         if (!c->hybrid_enabled) {
             size_t w = 0;
             for (size_t i = 0; i < n; i++) {
-                if (v[i].has_vector) v[w++] = v[i];
-                else search_hit_release(&v[i]);
+                if (v[i].has_vector)
+                    v[w++] = v[i];
+                else
+                    search_hit_release(&v[i]);
             }
             n = w;
             n = rank_merge(v, n, 1.0, 0.0);
@@ -1048,8 +1071,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         /* When to wake up next: a pending sync, the interval, the degraded rescan. */
         int64_t next = due;
         if (interval > 0 && (next < 0 || last_sync + interval < next)) next = last_sync + interval;
-        if (watcher_degraded(w) &&
-            (next < 0 || last_sync + WATCH_DEGRADED_RESCAN_MS < next))
+        if (watcher_degraded(w) && (next < 0 || last_sync + WATCH_DEGRADED_RESCAN_MS < next))
             next = last_sync + WATCH_DEGRADED_RESCAN_MS;
         int timeout = next < 0 ? -1 : (int)CM_MAX(0, CM_MIN(next - t, 3600000));
         /* Without a wake descriptor, look at *stop at least every 250 ms. */
@@ -1082,6 +1104,44 @@ static cm_rc add_kv_str(buf *b, const char *k, const char *v)
     cm_rc rc = buf_printf(b, ",\"%s\":", k);
     if (!rc) rc = v ? buf_add_json_str(b, v, strlen(v)) : buf_adds(b, "null");
     return rc;
+}
+
+/* The last sync's problems (a JSON array kept in the meta table) as JSON
+ * again: only {"path","problem"} strings pass, so a crafted value cannot
+ * break the status payload; anything else is CM_ECORRUPT. */
+static cm_rc problems_json(store *st, const char *stored, buf *out, char *err, size_t errlen)
+{
+    cm_rc rc = buf_addc(out, '[');
+    json_t *j = stored ? json_loads(stored, JSON_REJECT_DUPLICATES, NULL) : json_array();
+    if (!j || !json_is_array(j)) {
+        json_decref(j);
+        return rc ? rc : store_corrupt(st, "the meta table", err, errlen);
+    }
+    for (size_t i = 0; !rc && i < json_array_size(j); i++) {
+        json_t *o = json_array_get(j, i);
+        const char *p = json_string_value(json_object_get(o, "path"));
+        const char *w = json_string_value(json_object_get(o, "problem"));
+        if (!p || !w) {
+            rc = store_corrupt(st, "the meta table", err, errlen);
+            break;
+        }
+        if (i) rc = buf_addc(out, ',');
+        if (!rc) rc = buf_adds(out, "{\"path\":");
+        if (!rc) rc = buf_add_json_str(out, p, strlen(p));
+        if (!rc) rc = buf_adds(out, ",\"problem\":");
+        if (!rc) rc = buf_add_json_str(out, w, strlen(w));
+        if (!rc) rc = buf_addc(out, '}');
+    }
+    json_decref(j);
+    if (!rc) rc = buf_addc(out, ']');
+    return rc;
+}
+
+/* A stored vector size: digits only, as the status payload shows it bare. */
+static bool dims_valid(const char *d)
+{
+    size_t n = strspn(d, "0123456789");
+    return n > 0 && n < 8 && d[n] == 0;
 }
 
 /* Counts files that a sync would read (new, changed) or drop. */
@@ -1138,7 +1198,9 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     CHECK(add_kv_str(&b, "model", e->model));
     CHECK(add_kv_str(&b, "providerNote", e->provider_note));
     CHECK(add_kv_str(&b, "search",
-                     !e->have_prov ? "keyword" : c->hybrid_enabled ? "hybrid" : "vector"));
+                     !e->have_prov       ? "keyword"
+                     : c->hybrid_enabled ? "hybrid"
+                                         : "vector"));
     CHECK(add_kv_str(&b, "lastError", e->last_error[0] ? e->last_error : NULL));
     CHECK(add_kv_str(&b, "ftsTokenizer", c->fts_tokenizer));
     CHECK(buf_adds(&b, ",\"sources\":["));
@@ -1168,52 +1230,57 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
         CHECK(buf_adds(&b, ",\"files\":0,\"chunks\":0,\"problems\":[]}"));
         goto done;
     }
-    int64_t nfiles = 0, nchunks = 0;
+    int64_t nfiles = 0, nchunks = 0, nvec = 0, ncache = 0;
+    char *dims = NULL;
+    buf fp = BUF_INIT, tp = BUF_INIT;
+    /* Everything read from the index is checked before any of it is shown:
+     * a damaged or crafted index is an indexError with the --force hint. */
     rc = store_counts(&e->st, &nfiles, &nchunks, msg, sizeof msg);
     if (!rc) rc = store_meta_get(&e->st, STORE_PROBLEMS_KEY, &transient, msg, sizeof msg);
-    if (rc) {
+    if (!rc) rc = problems_json(&e->st, transient, &tp, msg, sizeof msg);
+    if (!rc) rc = store_file_problems(&e->st, &fp, msg, sizeof msg);
+    if (!rc) rc = store_count(&e->st, "vectors WHERE dims > 0", &nvec, msg, sizeof msg);
+    if (!rc) rc = store_count(&e->st, "embedding_cache", &ncache, msg, sizeof msg);
+    if (!rc) rc = store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, msg, sizeof msg);
+    if (!rc && dims && !dims_valid(dims))
+        rc = store_corrupt(&e->st, "the meta table", msg, sizeof msg);
+    if (rc && rc != CM_ENOMEM) {
+        buf_release(&fp);
+        buf_release(&tp);
+        free(dims);
         CHECK(buf_adds(&b, ",\"indexExists\":true"));
         CHECK(add_kv_str(&b, "indexError", msg));
         rc = CM_OK;
         CHECK(buf_adds(&b, ",\"files\":0,\"chunks\":0,\"problems\":[]}"));
         goto done;
     }
-    CHECK(buf_printf(&b, ",\"indexExists\":true,\"files\":%lld,\"chunks\":%lld", (long long)nfiles,
-                     (long long)nchunks));
-    {
-        int64_t nvec = 0, ncache = 0;
-        char *dims = NULL;
-        if (store_count(&e->st, "vectors WHERE dims > 0", &nvec, msg, sizeof msg) == CM_OK &&
-            store_count(&e->st, "embedding_cache", &ncache, msg, sizeof msg) == CM_OK &&
-            store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, msg, sizeof msg) == CM_OK) {
-            rc = buf_printf(&b,
-                            ",\"vector\":{\"enabled\":%s,\"dims\":%s,\"vectors\":%lld,"
-                            "\"path\":\"in-process %s scan\",\"sqliteVec\":\"not loaded: the "
-                            "in-process index serves\"},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
-                            "\"maxEntries\":%d}",
-                            e->have_prov ? "true" : "false", dims ? dims : "0", (long long)nvec,
-                            vec_kernels_best()->name, c->cache_enabled ? "true" : "false",
-                            (long long)ncache, c->cache_max_entries);
-        }
-        free(dims);
-        CHECK(rc);
-    }
+    if (!rc)
+        rc = buf_printf(&b, ",\"indexExists\":true,\"files\":%lld,\"chunks\":%lld",
+                        (long long)nfiles, (long long)nchunks);
+    if (!rc)
+        rc = buf_printf(&b,
+                        ",\"vector\":{\"enabled\":%s,\"dims\":%s,\"vectors\":%lld,"
+                        "\"path\":\"in-process %s scan\",\"sqliteVec\":\"not loaded: the "
+                        "in-process index serves\"},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
+                        "\"maxEntries\":%d}",
+                        e->have_prov ? "true" : "false", dims ? dims : "0", (long long)nvec,
+                        vec_kernels_best()->name, c->cache_enabled ? "true" : "false",
+                        (long long)ncache, c->cache_max_entries);
+    free(dims);
     struct stat ist;
-    if (stat(c->store_path, &ist) == 0)
-        CHECK(buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size));
+    if (!rc && stat(c->store_path, &ist) == 0)
+        rc = buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size);
     /* problems: imperfectly indexed files, then what the last sync could not read */
-    buf fp = BUF_INIT;
-    rc = store_file_problems(&e->st, &fp, msg, sizeof msg);
+    if (!rc) rc = buf_adds(&b, ",\"problems\":");
     if (!rc) {
-        rc = buf_adds(&b, ",\"problems\":");
-        const char *t = transient && transient[0] == '[' ? transient : "[]";
-        bool a = fp.len > 2, tr = strlen(t) > 2;
-        if (!rc) rc = buf_add(&b, fp.data, a ? fp.len - 1 : 1);
+        bool a = fp.len > 2, tr = tp.len > 2;
+        rc = buf_add(&b, fp.data, a ? fp.len - 1 : 1);
         if (!rc && a && tr) rc = buf_addc(&b, ',');
-        if (!rc && tr) rc = buf_add(&b, t + 1, strlen(t) - 2);
+        if (!rc && tr) rc = buf_add(&b, tp.data + 1, tp.len - 2);
         if (!rc) rc = buf_addc(&b, ']');
     }
     buf_release(&fp);
+    buf_release(&tp);
     CHECK(rc);
     if (deep) {
         bool ok = false;

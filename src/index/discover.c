@@ -1,11 +1,16 @@
 /*
  * discover.c — walks the memory roots with a small pool of threads sharing a
- * queue of directories: each thread reads a directory (fdopendir), stats its
- * .md files with fstatat(AT_SYMLINK_NOFOLLOW) — so a symbolic link is seen and
- * skipped, never followed — and queues its subdirectories. On a large tree the
- * stat calls, which dominate a no-op sync, run on every core. Files reached
- * twice (same device and inode) are dropped after the walk, keeping the
- * smallest path.
+ * stack of directories. Every directory is opened with openat(parent's
+ * descriptor, name, O_NOFOLLOW|O_DIRECTORY), starting from a descriptor of
+ * the workspace (or of the directory holding an extraPath outside it), so no
+ * path is ever resolved by name below a root: a directory swapped for a
+ * symbolic link is refused, never followed. A thread reads a directory
+ * (fdopendir), stats its .md files with fstatat(AT_SYMLINK_NOFOLLOW) and
+ * queues its subdirectories; the parent's descriptor stays open (shared,
+ * reference-counted) until each queued child has opened its own. Directories
+ * reached twice are dropped through a hash set of (device, inode), so a walk
+ * is linear in the number of directories; files reached twice are dropped
+ * after the walk, keeping the smallest path.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,11 +23,23 @@
 #include "../base/fs.h"
 #include "discover.h"
 
-#define MAX_DEPTH   64
+#define MAX_DEPTH   64 /* spelled out in the "nested more than 64" problem */
 #define MAX_THREADS 4
 
+/* A directory descriptor shared by the jobs of its subdirectories; refs is
+ * guarded by walk.mu. A root's descriptor belongs to the file list (keep). */
+typedef struct dref {
+    int fd;
+    DIR *dir; /* when a thread read it: owns fd */
+    int refs;
+    bool keep;
+} dref;
+
 typedef struct dir_job {
-    char *abs;
+    dref *parent;
+    char *abs;        /* absolute path of the directory (for names and messages) */
+    const char *name; /* its name in parent: a suffix of abs, or "." */
+    uint32_t root, sub;
     int depth;
 } dir_job;
 
@@ -33,6 +50,11 @@ typedef struct found {
     cm_rc rc;
 } found;
 
+typedef struct dir_id {
+    dev_t dev;
+    ino_t ino;
+} dir_id;
+
 typedef struct walk {
     const cm_config *cfg;
     pthread_mutex_t mu;
@@ -41,11 +63,16 @@ typedef struct walk {
     size_t nq, capq;
     int busy; /* threads reading a directory */
     bool failed;
-    /* (dev, ino) of directories already queued: a directory reached twice is
-     * read once. Guarded by mu. */
-    dev_t *ddev;
-    ino_t *dino;
-    size_t nd, capd;
+    /* Open-addressing set of the directories already queued (dev, ino): a
+     * directory reached twice is read once. Guarded by mu. */
+    dir_id *seen;
+    unsigned char *used;
+    size_t nseen, capseen;
+    size_t dirs, probes;
+    /* The roots: [0] the workspace, then directories of outside extraPaths. */
+    dref *roots;
+    char **root_abs;
+    size_t nroots;
 } walk;
 
 cm_rc problem_add(problem_list *l, const char *path, const char *fmt, ...)
@@ -91,6 +118,11 @@ void file_list_release(file_list *l)
         free(l->v[i].abs);
     }
     free(l->v);
+    for (size_t i = 0; i < l->nroots; i++) {
+        if (l->roots[i].fd >= 0) close(l->roots[i].fd);
+        free(l->roots[i].abs);
+    }
+    free(l->roots);
     memset(l, 0, sizeof *l);
 }
 
@@ -116,7 +148,8 @@ static bool is_md(const char *name)
     return n > 3 && strcmp(name + n - 3, ".md") == 0;
 }
 
-static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, const struct stat *st)
+static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, uint32_t root, uint32_t sub,
+                      const struct stat *st)
 {
     buf rel = BUF_INIT;
     cm_rc rc = discover_relpath(&rel, cfg->workspace, abs);
@@ -144,6 +177,8 @@ static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, const str
     mem_file *m = &l->v[l->n];
     m->rel = buf_detach(&rel);
     m->abs = cm_strdup(abs);
+    m->root = root;
+    m->sub = sub;
     m->source = "memory";
     m->size = st->st_size;
     m->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
@@ -158,32 +193,102 @@ static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, const str
     return CM_OK;
 }
 
+/* Records a problem; e = 0: what alone, else what plus strerror(e). */
 static cm_rc add_problem(const cm_config *cfg, found *f, const char *abs, const char *what, int e)
 {
     buf rel = BUF_INIT;
     cm_rc rc = discover_relpath(&rel, cfg->workspace, abs);
-    if (!rc) rc = problem_add(&f->problems, rel.data, "%s: %s", what, strerror(e));
+    if (!rc && e) rc = problem_add(&f->problems, rel.data, "%s: %s", what, strerror(e));
+    if (!rc && !e) rc = problem_add(&f->problems, rel.data, "%s", what);
     buf_release(&rel);
     return rc;
 }
 
-/* Queues a directory unless it was queued before. Call with mu held. */
-static cm_rc queue_dir(walk *w, const char *abs, int depth, dev_t dev, ino_t ino)
+#define SYMLINK_PROBLEM "symbolic link, not followed"
+
+/* openat(O_NOFOLLOW | O_DIRECTORY) on a symbolic link fails with ENOTDIR:
+ * tell it apart from a file, as ELOOP. */
+static int link_errno(int dirfd, const char *name, int e)
 {
-    for (size_t i = 0; i < w->nd; i++)
-        if (w->dino[i] == ino && w->ddev[i] == dev) return CM_OK;
-    if (w->nd == w->capd) {
-        size_t cap = w->capd ? w->capd * 2 : 64;
-        dev_t *nd = realloc(w->ddev, cap * sizeof *nd);
-        if (!nd) return CM_ENOMEM;
-        w->ddev = nd;
-        ino_t *ni = realloc(w->dino, cap * sizeof *ni);
-        if (!ni) return CM_ENOMEM;
-        w->dino = ni;
-        w->capd = cap;
+    struct stat st;
+    if (e == ENOTDIR && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return ELOOP;
+    return e;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Adds (dev, ino) to the set; *added tells whether it was new. Call with mu
+ * held. */
+static cm_rc seen_add(walk *w, dev_t dev, ino_t ino, bool *added)
+{
+    if (2 * (w->nseen + 1) > w->capseen) {
+        size_t cap = w->capseen ? w->capseen * 2 : 256;
+        dir_id *ns = calloc(cap, sizeof *ns);
+        unsigned char *nu = calloc(cap, 1);
+        if (!ns || !nu) {
+            free(ns);
+            free(nu);
+            return CM_ENOMEM;
+        }
+        for (size_t i = 0; i < w->capseen; i++) {
+            if (!w->used[i]) continue;
+            size_t j = mix((uint64_t)w->seen[i].ino ^ mix((uint64_t)w->seen[i].dev)) & (cap - 1);
+            while (nu[j])
+                j = (j + 1) & (cap - 1);
+            ns[j] = w->seen[i];
+            nu[j] = 1;
+        }
+        free(w->seen);
+        free(w->used);
+        w->seen = ns;
+        w->used = nu;
+        w->capseen = cap;
     }
-    w->ddev[w->nd] = dev;
-    w->dino[w->nd++] = ino;
+    size_t j = mix((uint64_t)ino ^ mix((uint64_t)dev)) & (w->capseen - 1);
+    for (;;) {
+        w->probes++;
+        if (!w->used[j]) break;
+        if (w->seen[j].ino == ino && w->seen[j].dev == dev) {
+            *added = false;
+            return CM_OK;
+        }
+        j = (j + 1) & (w->capseen - 1);
+    }
+    w->seen[j] = (dir_id){dev, ino};
+    w->used[j] = 1;
+    w->nseen++;
+    *added = true;
+    return CM_OK;
+}
+
+/* Drops a reference to a shared directory descriptor. Call with mu held. */
+static void dref_put(dref *d)
+{
+    if (!d || --d->refs > 0 || d->keep) return;
+    if (d->dir)
+        closedir(d->dir);
+    else if (d->fd >= 0)
+        close(d->fd);
+    free(d);
+}
+
+/* Queues the directory name (abs) in parent unless it was queued before.
+ * Call with mu held. */
+static cm_rc queue_dir(walk *w, dref *parent, const char *abs, const char *name, uint32_t root,
+                       uint32_t sub, int depth, const struct stat *st)
+{
+    bool added = false;
+    cm_rc rc = seen_add(w, st->st_dev, st->st_ino, &added);
+    if (rc || !added) return rc;
     if (w->nq == w->capq) {
         size_t cap = w->capq ? w->capq * 2 : 64;
         dir_job *nv = realloc(w->q, cap * sizeof *nv);
@@ -193,51 +298,91 @@ static cm_rc queue_dir(walk *w, const char *abs, int depth, dev_t dev, ino_t ino
     }
     char *copy = cm_strdup(abs);
     if (!copy) return CM_ENOMEM;
-    w->q[w->nq++] = (dir_job){copy, depth};
+    /* name is abs's last component (or "." for abs itself) */
+    const char *nm = strcmp(name, ".") == 0 ? "." : copy + strlen(abs) - strlen(name);
+    parent->refs++;
+    w->q[w->nq++] = (dir_job){parent, copy, nm, root, sub, depth};
     return CM_OK;
 }
 
-/* Reads one directory: stats its .md files, queues its subdirectories. */
-static cm_rc read_dir(walk *w, found *f, const dir_job *job)
+static bool is_dot(const char *name)
+{
+    return name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0));
+}
+
+/* One entry of a directory (or a root): a .md file is listed, a directory
+ * queued, a symbolic link named like a note (or given as a root) reported.
+ * abs is the entry's absolute path, name its last component (in parent). */
+static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const char *name,
+                       uint32_t root, uint32_t sub, int depth, bool is_root)
+{
+    struct stat st;
+    if (fstatat(parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        /* an absent root is normal (no memory/ yet); an entry may be gone meanwhile */
+        if (errno == ENOENT) return CM_OK;
+        return add_problem(w->cfg, f, abs, "cannot stat", errno);
+    }
+    bool md = is_md(name);
+    if (S_ISREG(st.st_mode)) return md ? add_file(w->cfg, f, abs, root, sub, &st) : CM_OK;
+    if (S_ISLNK(st.st_mode))
+        return md || is_root ? add_problem(w->cfg, f, abs, SYMLINK_PROBLEM, 0) : CM_OK;
+    if (S_ISDIR(st.st_mode)) {
+        if (depth > MAX_DEPTH)
+            return add_problem(w->cfg, f, abs, "skipped: nested more than 64 directories deep", 0);
+        pthread_mutex_lock(&w->mu);
+        cm_rc rc = queue_dir(w, parent, abs, name, root, sub, depth, &st);
+        pthread_cond_signal(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    return md ? add_problem(w->cfg, f, abs, "not a regular file, skipped", 0) : CM_OK;
+}
+
+/* Reads one directory: lists its .md files, queues its subdirectories. */
+static cm_rc read_dir(walk *w, found *f, dir_job *job)
 {
     cm_rc rc = CM_OK;
-    int fd = open(job->abs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(job->parent->fd, job->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int e = fd < 0 ? link_errno(job->parent->fd, job->name, errno) : 0;
+    pthread_mutex_lock(&w->mu);
+    dref_put(job->parent);
+    job->parent = NULL;
+    w->dirs++;
+    pthread_mutex_unlock(&w->mu);
+    if (fd < 0 && (e == ELOOP || e == ENOTDIR)) /* swapped for a link or a file since listed */
+        return e == ELOOP ? add_problem(w->cfg, f, job->abs, SYMLINK_PROBLEM, 0) : CM_OK;
+    if (fd < 0 && e == ENOENT) return CM_OK; /* gone meanwhile */
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
-        int e = errno;
+        if (fd >= 0) e = errno;
         if (fd >= 0) close(fd);
         return add_problem(w->cfg, f, job->abs, "cannot read directory", e);
     }
+    dref *self = malloc(sizeof *self);
+    if (!self) {
+        closedir(d);
+        return CM_ENOMEM;
+    }
+    *self = (dref){dirfd(d), d, 1, false};
     buf path = BUF_INIT;
     CHECK(buf_adds(&path, job->abs));
+    if (path.len && path.data[path.len - 1] != '/') CHECK(buf_addc(&path, '/'));
     size_t base = path.len;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *name = de->d_name;
-        if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
-        if (de->d_type == DT_LNK || (de->d_type == DT_REG && !is_md(name))) continue;
+        if (is_dot(name)) continue;
+        if (de->d_type == DT_REG && !is_md(name)) continue;
+        if (de->d_type == DT_LNK && !is_md(name)) continue;
         path.len = base;
-        CHECK(buf_addc(&path, '/'));
         CHECK(buf_adds(&path, name));
-        struct stat st;
-        if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            CHECK(add_problem(w->cfg, f, path.data, "cannot stat", errno));
-        } else if (S_ISREG(st.st_mode) && is_md(name)) {
-            CHECK(add_file(w->cfg, f, path.data, &st));
-        } else if (S_ISDIR(st.st_mode)) {
-            if (job->depth >= MAX_DEPTH) {
-                CHECK(add_problem(w->cfg, f, path.data, "skipped, nested too deep", ELOOP));
-                continue;
-            }
-            pthread_mutex_lock(&w->mu);
-            rc = queue_dir(w, path.data, job->depth + 1, st.st_dev, st.st_ino);
-            pthread_cond_signal(&w->cv);
-            pthread_mutex_unlock(&w->mu);
-            CHECK(rc);
-        }
+        CHECK(add_entry(w, f, self, path.data, path.data + base, job->root, job->sub,
+                        job->depth + 1, false));
     }
 out:
-    closedir(d);
+    pthread_mutex_lock(&w->mu);
+    dref_put(self);
+    pthread_mutex_unlock(&w->mu);
     buf_release(&path);
     return rc;
 }
@@ -274,14 +419,107 @@ static void *work(void *arg)
     return NULL;
 }
 
-/* A root: a file or a directory given by absolute path; symlinks ignored. */
-static cm_rc add_root(walk *w, found *f, const char *abs)
+/* Adds a root directory (fd is taken over). */
+static cm_rc add_root_dir(walk *w, int fd, const char *abs)
 {
-    struct stat st;
-    if (lstat(abs, &st) < 0) return CM_OK; /* absent roots are normal (no memory/ yet) */
-    if (S_ISREG(st.st_mode)) return is_md(abs) ? add_file(w->cfg, f, abs, &st) : CM_OK;
-    if (!S_ISDIR(st.st_mode)) return CM_OK; /* a symbolic link, a device... */
-    return queue_dir(w, abs, 0, st.st_dev, st.st_ino);
+    char *copy = cm_strdup(abs);
+    if (!copy) {
+        close(fd);
+        return CM_ENOMEM;
+    }
+    w->roots[w->nroots] = (dref){fd, NULL, 1, true};
+    w->root_abs[w->nroots++] = copy;
+    return CM_OK;
+}
+
+/* Offset of what follows the directory dir in a path below it. */
+static uint32_t sub_of(const char *dir)
+{
+    size_t n = strlen(dir);
+    return (uint32_t)(n && dir[n - 1] == '/' ? n : n + 1);
+}
+
+/* An extraPath (absolute, normalised): inside the workspace it is reached
+ * from the workspace's descriptor one component at a time; outside, from a
+ * descriptor of its (canonical) parent directory. */
+static cm_rc add_extra(walk *w, found *f, const char *p)
+{
+    cm_rc rc = CM_OK;
+    const char *ws = w->root_abs[0];
+    uint32_t wsub = sub_of(ws);
+    char *parent_abs = NULL;
+    dref *parent = NULL;
+    if (strcmp(p, ws) == 0) { /* the workspace itself */
+        struct stat st;
+        if (fstat(w->roots[0].fd, &st) < 0) return CM_OK;
+        pthread_mutex_lock(&w->mu);
+        rc = queue_dir(w, &w->roots[0], ws, ".", 0, wsub, 0, &st);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    const char *slash = strrchr(p, '/');
+    if (!slash || !slash[1]) return CM_OK;
+    if (!(parent_abs = cm_strndup(p, slash == p ? 1 : (size_t)(slash - p)))) return CM_ENOMEM;
+    if (strncmp(p, ws, wsub - 1) == 0 && (p[wsub - 1] == '/' || ws[wsub - 1] == '/') &&
+        strlen(p) > wsub) {
+        /* Inside: open the directories between the workspace and the entry. */
+        const char *rest = p + wsub;
+        size_t rl = slash > rest ? (size_t)(slash - rest) : 0;
+        if (rl == 0) {
+            parent = &w->roots[0];
+        } else {
+            int fd = dup(w->roots[0].fd);
+            const char *c = rest;
+            while (fd >= 0 && c < rest + rl) {
+                const char *e = memchr(c, '/', (size_t)(rest + rl - c));
+                if (!e) e = rest + rl;
+                char comp[NAME_MAX + 1];
+                size_t cl = (size_t)(e - c);
+                int nfd = -1;
+                if (cl == 0 || cl > NAME_MAX) {
+                    errno = ENAMETOOLONG;
+                } else {
+                    memcpy(comp, c, cl);
+                    comp[cl] = 0;
+                    nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                    if (nfd < 0) errno = link_errno(fd, comp, errno);
+                }
+                int e2 = errno;
+                close(fd);
+                errno = e2;
+                fd = nfd;
+                c = e + 1;
+            }
+            if (fd < 0) {
+                int e = errno;
+                if (e != ENOENT)
+                    rc = add_problem(w->cfg, f, p, e == ELOOP ? SYMLINK_PROBLEM : "cannot read",
+                                     e == ELOOP ? 0 : e);
+                goto out;
+            }
+            if (!(parent = malloc(sizeof *parent))) {
+                close(fd);
+                CHECK(CM_ENOMEM);
+            }
+            *parent = (dref){fd, NULL, 1, false};
+        }
+        CHECK(add_entry(w, f, parent, p, slash + 1, 0, wsub, 0, true));
+    } else {
+        int fd = open(parent_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) goto out; /* absent: nothing to list */
+        uint32_t k = (uint32_t)w->nroots;
+        CHECK(add_root_dir(w, fd, parent_abs));
+        parent = &w->roots[k];
+        CHECK(add_entry(w, f, parent, p, slash + 1, k, sub_of(parent_abs), 0, true));
+    }
+out:
+    if (parent && !parent->keep) {
+        pthread_mutex_lock(&w->mu);
+        dref_put(parent);
+        pthread_mutex_unlock(&w->mu);
+    }
+    free(parent_abs);
+    return rc;
 }
 
 static int by_rel(const void *a, const void *b)
@@ -330,18 +568,24 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     found roots = {0};
     buf p = BUF_INIT;
     memset(out, 0, sizeof *out);
+    w.roots = calloc(cfg->extra_paths.n + 1, sizeof *w.roots);
+    w.root_abs = calloc(cfg->extra_paths.n + 1, sizeof *w.root_abs);
+    if (!w.roots || !w.root_abs) CHECK(CM_ENOMEM);
 
+    /* The workspace, opened once; a missing workspace is simply empty. */
+    int ws = open(cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ws < 0) goto out;
+    CHECK(add_root_dir(&w, ws, cfg->workspace));
+    uint32_t wsub = sub_of(cfg->workspace);
     /* The roots: MEMORY.md (else memory.md), memory/, extraPaths. */
     struct stat st;
-    CHECK(fs_join(&p, cfg->workspace, "MEMORY.md"));
-    if (lstat(p.data, &st) < 0) {
-        buf_reset(&p);
-        CHECK(fs_join(&p, cfg->workspace, "memory.md"));
-    }
-    CHECK(add_root(&w, &roots, p.data));
+    const char *top =
+        fstatat(ws, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "MEMORY.md" : "memory.md";
+    CHECK(fs_join(&p, cfg->workspace, top));
+    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, top, 0, wsub, 0, true));
     buf_reset(&p);
     CHECK(fs_join(&p, cfg->workspace, "memory"));
-    CHECK(add_root(&w, &roots, p.data));
+    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, "memory", 0, wsub, 0, true));
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
         buf_reset(&p);
         rc = config_extra_path(cfg, i, &p);
@@ -350,7 +594,7 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
             continue;
         }
         CHECK(rc);
-        CHECK(add_root(&w, &roots, p.data));
+        CHECK(add_extra(&w, &roots, p.data));
     }
 
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -386,12 +630,30 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     }
     out->n = wr;
     qsort(out->v, out->n, sizeof *out->v, by_rel);
+    /* The roots' descriptors go with the list, for file_reader. */
+    if (!(out->roots = calloc(w.nroots ? w.nroots : 1, sizeof *out->roots))) CHECK(CM_ENOMEM);
+    for (size_t i = 0; i < w.nroots; i++) {
+        out->roots[i] = (mem_root){w.roots[i].fd, w.root_abs[i]};
+        w.roots[i].fd = -1;
+        w.root_abs[i] = NULL;
+    }
+    out->nroots = w.nroots;
+    out->dirs_read = w.dirs;
+    out->dir_probes = w.probes;
 out:
-    for (size_t i = 0; i < w.nq; i++)
+    for (size_t i = 0; i < w.nq; i++) {
+        dref_put(w.q[i].parent);
         free(w.q[i].abs);
+    }
     free(w.q);
-    free(w.ddev);
-    free(w.dino);
+    free(w.seen);
+    free(w.used);
+    for (size_t i = 0; i < w.nroots; i++) {
+        if (w.roots[i].fd >= 0) close(w.roots[i].fd);
+        free(w.root_abs[i]);
+    }
+    free(w.roots);
+    free(w.root_abs);
     for (int i = 0; i < MAX_THREADS; i++) {
         file_list_release(&k[i].f.files);
         problem_list_release(&k[i].f.problems);
@@ -402,6 +664,105 @@ out:
     pthread_cond_destroy(&w.cv);
     buf_release(&p);
     if (rc) file_list_release(out);
+    return rc;
+}
+
+void file_reader_init(file_reader *r, const file_list *l)
+{
+    r->l = l;
+    r->root = 0;
+    r->dirfd = -1;
+    buf_init(&r->dir, 0);
+}
+
+void file_reader_release(file_reader *r)
+{
+    if (r->dirfd >= 0) close(r->dirfd);
+    r->dirfd = -1;
+    buf_release(&r->dir);
+}
+
+static const char *open_reason(int e)
+{
+    return e == ELOOP ? SYMLINK_PROBLEM : e == ENOENT ? "no such file" : strerror(e);
+}
+
+int discover_open_dir(int fd, const char *path, size_t dl)
+{
+    const char *c = path, *end = path + dl;
+    int cur = fd;
+    while (c < end) {
+        const char *e = memchr(c, '/', (size_t)(end - c));
+        if (!e) e = end;
+        size_t cl = (size_t)(e - c);
+        char comp[NAME_MAX + 1];
+        int nfd = -1, err = 0;
+        if (cl == 0 || cl > NAME_MAX || (c[0] == '.' && (cl == 1 || (cl == 2 && c[1] == '.')))) {
+            err = EINVAL; /* never in a walked path: it would leave the root */
+        } else {
+            memcpy(comp, c, cl);
+            comp[cl] = 0;
+            nfd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            err = nfd < 0 ? link_errno(cur, comp, errno) : 0;
+        }
+        if (cur != fd) close(cur);
+        if (nfd < 0) {
+            errno = err;
+            return -1;
+        }
+        cur = nfd;
+        c = e + 1;
+    }
+    return cur == fd ? dup(fd) : cur;
+}
+
+cm_rc file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out, struct stat *st,
+                       char *why, size_t whylen)
+{
+    cm_rc rc = CM_OK;
+    char *err = why;
+    size_t errlen = whylen;
+    int fd = -1;
+    if (f->root >= r->l->nroots) FAIL(CM_EIO, "no root");
+    const char *p = f->abs + f->sub;
+    const char *slash = strrchr(p, '/');
+    size_t dl = slash ? (size_t)(slash - p) : 0;
+    const char *name = slash ? slash + 1 : p;
+    if (r->dirfd < 0 || r->root != f->root || r->dir.len != dl ||
+        (dl && memcmp(r->dir.data, p, dl) != 0)) {
+        if (r->dirfd >= 0) close(r->dirfd);
+        buf_reset(&r->dir);
+        r->dirfd = discover_open_dir(r->l->roots[f->root].fd, p, dl);
+        if (r->dirfd < 0) FAIL(CM_EIO, "%s", open_reason(errno));
+        r->root = f->root;
+        if (buf_add(&r->dir, p, dl)) {
+            close(r->dirfd);
+            r->dirfd = -1;
+            CHECK(CM_ENOMEM);
+        }
+    }
+    fd = openat(r->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) FAIL(CM_EIO, "%s", open_reason(errno));
+    if (fstat(fd, st) < 0) FAIL(CM_EIO, "%s", strerror(errno));
+    if (!S_ISREG(st->st_mode)) FAIL(CM_EIO, "not a regular file");
+    if ((uint64_t)st->st_size > max)
+        FAIL(CM_ETOOBIG, "%lld bytes, over the %zu-byte cap", (long long)st->st_size, max);
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) FAIL(CM_EIO, "%s", strerror(errno));
+    if (buf_grow(out, (size_t)st->st_size)) CHECK(CM_ENOMEM);
+    for (;;) {
+        if (out->len + 4096 > out->cap && buf_grow(out, 4096)) CHECK(CM_ENOMEM);
+        ssize_t n = read(fd, out->data + out->len, out->cap - out->len - 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) FAIL(CM_EIO, "%s", strerror(errno));
+        if (n == 0) break;
+        out->len += (size_t)n;
+        if (out->len > max) FAIL(CM_ETOOBIG, "grew over the %zu-byte cap", max);
+    }
+    out->data[out->len] = 0;
+out:
+    if (rc == CM_ENOMEM) cm_seterr(why, whylen, rc, "out of memory");
+    if (fd >= 0) close(fd);
     return rc;
 }
 

@@ -1,13 +1,19 @@
 /*
  * discover.h — which files are memory: MEMORY.md (else memory.md), every .md
  * under memory/, and extraPaths (files, or directories scanned recursively).
- * Symbolic links are never followed; a file reached twice (same device and
- * inode) is listed once; unreadable directories and oversized files become
- * problems, never failures. Costs one stat per file and no reads; the walk
- * runs on up to 4 threads.
+ * Symbolic links are never followed: the walk starts from a descriptor of
+ * the workspace (and of each extraPath outside it) and goes one component at
+ * a time with openat(O_NOFOLLOW), so a directory swapped for a symbolic link
+ * mid-walk is refused, never followed; reading a file (file_reader) walks the
+ * same way. A file reached twice (same device and inode) is listed once;
+ * unreadable directories, oversized files and symbolic links named like notes
+ * become problems, never failures. Costs one stat per file and no reads; the
+ * walk runs on up to 4 threads.
  */
 #ifndef CM_DISCOVER_H
 #define CM_DISCOVER_H
+
+#include <sys/stat.h>
 
 #include "../base/buf.h"
 #include "../config/config.h"
@@ -16,8 +22,10 @@
 #define DISCOVER_MAX_FILE_BYTES ((int64_t)64 << 20)
 
 typedef struct mem_file {
-    char *rel; /* workspace-relative with '/', e.g. "memory/2026-02-10.md" or "../notes/a.md" */
-    char *abs; /* absolute path */
+    char *rel;     /* workspace-relative with '/', e.g. "memory/2026-02-10.md" or "../notes/a.md" */
+    char *abs;     /* absolute path (for messages; never opened by name) */
+    uint32_t root; /* index into file_list.roots */
+    uint32_t sub;  /* abs + sub: the path below that root's directory */
     const char *source; /* "memory" */
     int64_t size, mtime_ns;
     uint64_t dev, ino; /* identity, to list a file reached twice once */
@@ -33,10 +41,21 @@ typedef struct problem_list {
     size_t n, cap;
 } problem_list;
 
+/* A directory the walk started from: the workspace, or the directory that
+ * holds an extraPath outside it. Its descriptor lives as long as the list. */
+typedef struct mem_root {
+    int fd;
+    char *abs;
+} mem_root;
+
 typedef struct file_list {
     mem_file *v; /* sorted by rel */
     size_t n, cap;
     uint64_t total_bytes;
+    mem_root *roots;
+    size_t nroots;
+    size_t dirs_read;  /* directories read by the walk */
+    size_t dir_probes; /* slots looked at to drop directories reached twice */
 } file_list;
 
 /* Lists the memory files of cfg's workspace. Fails only on out-of-memory; a
@@ -44,9 +63,37 @@ typedef struct file_list {
 cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problems);
 void file_list_release(file_list *l);
 
+/* Reads files of a list, each reached from its root's descriptor one
+ * component at a time (openat with O_NOFOLLOW; O_NONBLOCK until fstat proves
+ * a regular file, so a FIFO or device never blocks). Keeps the descriptor of
+ * the last directory, so files of one directory cost one open each. */
+typedef struct file_reader {
+    const file_list *l;
+    uint32_t root;
+    int dirfd; /* -1: none */
+    buf dir;   /* the path of dirfd below its root */
+} file_reader;
+
+void file_reader_init(file_reader *r, const file_list *l);
+/* Appends f's bytes to out; *st receives the fstat of the descriptor that was
+ * read (size and mtime to store come from there, not from the walk). Fails
+ * with CM_EIO (not there any more, a symbolic link, not a regular file, an
+ * I/O error), CM_ETOOBIG (over max) or CM_ENOMEM; why receives the reason
+ * without the path. */
+cm_rc file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out, struct stat *st,
+                       char *why, size_t whylen);
+void file_reader_release(file_reader *r);
+
 cm_rc problem_add(problem_list *l, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void problem_list_release(problem_list *l);
+
+/* Opens the directory at path (its first len bytes, '/'-separated, relative)
+ * below the directory fd one component at a time with openat(O_NOFOLLOW |
+ * O_DIRECTORY): a symbolic link anywhere fails with ELOOP, "." and ".."
+ * with EINVAL. len 0 gives a duplicate of fd. Returns a new descriptor
+ * (O_CLOEXEC), or -1 with errno. */
+int discover_open_dir(int fd, const char *path, size_t len);
 
 /* Appends to out the path of abs relative to the directory base (both
  * absolute, normalised): "memory/a.md", or "../x/a.md" outside base. */

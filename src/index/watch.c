@@ -1,7 +1,14 @@
 /*
- * watch.c — the inotify watcher of watch.h. Directory watches are kept in a
- * table wd → absolute path so that a directory created inside a watched one
- * can be watched in turn (and its existing contents count as a change).
+ * watch.c — the inotify watcher of watch.h. Directories are reached the way
+ * discovery reaches them: from a descriptor of the workspace (or of an
+ * extraPath directory outside it) one component at a time with
+ * openat(O_NOFOLLOW | O_DIRECTORY), and the watch is added on the opened
+ * descriptor (/proc/self/fd/N), so a directory swapped for a symbolic link is
+ * never followed; without /proc the watch goes by name with IN_DONT_FOLLOW |
+ * IN_ONLYDIR. No descriptor is kept per watched directory. Watches are kept
+ * in a table wd → (root, relative path) so that a directory created inside a
+ * watched one can be watched in turn (and its existing contents count as a
+ * change).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,14 +24,18 @@
 #include "watch.h"
 
 #define DIR_MASK                                                                                   \
-    (IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |  \
-     IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+    (IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM |              \
+     IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
+
+#define NO_ROOT UINT32_MAX
 
 typedef struct wdir {
     int wd;
-    char *path;
+    char *path; /* absolute, for messages */
+    char *rel;  /* below its root's descriptor ("" for the root itself) */
+    uint32_t root;
     bool tree; /* subdirectories are watched too (memory/, extraPaths dirs) */
-    bool root; /* the workspace root: only MEMORY.md, memory.md, memory matter */
+    bool top;  /* the workspace root: only MEMORY.md, memory.md, memory matter */
 } wdir;
 
 struct watcher {
@@ -34,6 +45,8 @@ struct watcher {
     wdir *v;
     size_t n, cap;
     bool degraded;
+    int *roots; /* [0] the workspace, then extraPath directories outside it */
+    size_t nroots;
 };
 
 int watcher_fd(const watcher *w)
@@ -63,15 +76,29 @@ static void forget(watcher *w, int wd)
     for (size_t i = 0; i < w->n; i++)
         if (w->v[i].wd == wd) {
             free(w->v[i].path);
+            free(w->v[i].rel);
             w->v[i] = w->v[--w->n];
             return;
         }
 }
 
-/* Adds a watch on directory path (and, for a tree, on its subdirectories). */
-static cm_rc add_dir(watcher *w, const char *path, bool tree, bool root, int depth)
+/* Watches the directory open as fd: through /proc/self/fd, which names the
+ * open directory itself; by name (last component not followed) without it. */
+static int watch_fd(watcher *w, int fd, const char *path)
 {
-    int wd = inotify_add_watch(w->fd, path, DIR_MASK);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    int wd = inotify_add_watch(w->fd, proc, DIR_MASK & ~(uint32_t)IN_DONT_FOLLOW);
+    if (wd < 0 && errno == ENOENT) wd = inotify_add_watch(w->fd, path, DIR_MASK);
+    return wd;
+}
+
+/* Adds a watch on the directory open as fd (path, rel: its names) and, for a
+ * tree, on its subdirectories, opened below fd without following links. */
+static cm_rc add_dir_fd(watcher *w, int fd, const char *path, const char *rel, uint32_t root,
+                        bool tree, bool top, int depth)
+{
+    int wd = watch_fd(w, fd, path);
     if (wd < 0) {
         if (errno == ENOSPC || errno == ENOMEM) {
             if (!w->degraded)
@@ -81,11 +108,24 @@ static cm_rc add_dir(watcher *w, const char *path, bool tree, bool root, int dep
                         path);
             w->degraded = true;
         }
-        return CM_OK; /* gone meanwhile, not a directory, or no permission */
+        return CM_OK; /* gone meanwhile, or no permission */
     }
     wdir *d = find(w, wd);
-    if (d) { /* already watched (the same directory reached twice) */
+    if (d) { /* already watched: reached twice, or moved (then it goes by the new name) */
         d->tree |= tree;
+        if (root != d->root || strcmp(rel, d->rel) != 0) {
+            char *np = cm_strdup(path), *nr = cm_strdup(rel);
+            if (!np || !nr) {
+                free(np);
+                free(nr);
+                return CM_ENOMEM;
+            }
+            free(d->path);
+            free(d->rel);
+            d->path = np;
+            d->rel = nr;
+            d->root = root;
+        }
         return CM_OK;
     }
     if (w->n == w->cap) {
@@ -95,29 +135,74 @@ static cm_rc add_dir(watcher *w, const char *path, bool tree, bool root, int dep
         w->v = nv;
         w->cap = cap;
     }
-    char *copy = cm_strdup(path);
-    if (!copy) return CM_ENOMEM;
-    w->v[w->n++] = (wdir){wd, copy, tree, root};
+    char *copy = cm_strdup(path), *rcopy = cm_strdup(rel);
+    if (!copy || !rcopy) {
+        free(copy);
+        free(rcopy);
+        return CM_ENOMEM;
+    }
+    w->v[w->n++] = (wdir){wd, copy, rcopy, root, tree, top};
     if (!tree || depth > 64) return CM_OK;
-    DIR *dir = opendir(path);
-    if (!dir) return CM_OK;
+    int lfd = dup(fd);
+    DIR *dir = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!dir) {
+        if (lfd >= 0) close(lfd);
+        return CM_OK;
+    }
     cm_rc rc = CM_OK;
-    buf sub = BUF_INIT;
+    buf sub = BUF_INIT, subrel = BUF_INIT;
     struct dirent *de;
     while (!rc && (de = readdir(dir)) != NULL) {
         if (de->d_name[0] == '.' &&
             (de->d_name[1] == 0 || (de->d_name[1] == '.' && de->d_name[2] == 0)))
             continue;
         if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) continue;
+        int cfd = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0) continue; /* a link, a file, gone: not watched */
         buf_reset(&sub);
+        buf_reset(&subrel);
         rc = fs_join(&sub, path, de->d_name);
-        struct stat st;
-        if (!rc && lstat(sub.data, &st) == 0 && S_ISDIR(st.st_mode))
-            rc = add_dir(w, sub.data, true, false, depth + 1);
+        if (!rc) rc = *rel ? fs_join(&subrel, rel, de->d_name) : buf_adds(&subrel, de->d_name);
+        if (!rc) rc = add_dir_fd(w, cfd, sub.data, subrel.data, root, true, false, depth + 1);
+        close(cfd);
     }
     closedir(dir);
     buf_release(&sub);
+    buf_release(&subrel);
     return rc;
+}
+
+/* Watches the directory rel below root (path: its absolute name). */
+static cm_rc add_dir_at(watcher *w, uint32_t root, const char *path, const char *rel, bool tree,
+                        bool top)
+{
+    if (root >= w->nroots) return CM_OK;
+    int fd = discover_open_dir(w->roots[root], rel, strlen(rel));
+    if (fd < 0) return CM_OK; /* not there, or not a directory we may enter */
+    cm_rc rc = add_dir_fd(w, fd, path, rel, root, tree, top, 0);
+    close(fd);
+    return rc;
+}
+
+/* Watches a directory outside the workspace by absolute name: the last
+ * component is not followed (O_NOFOLLOW); as a tree it becomes a root. */
+static cm_rc add_outside(watcher *w, const char *path, bool tree)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (tree ? O_NOFOLLOW : 0));
+    if (fd < 0) return CM_OK;
+    if (!tree) {
+        cm_rc rc = add_dir_fd(w, fd, path, "", NO_ROOT, false, false, 0);
+        close(fd);
+        return rc;
+    }
+    int *nv = realloc(w->roots, (w->nroots + 1) * sizeof *nv);
+    if (!nv) {
+        close(fd);
+        return CM_ENOMEM;
+    }
+    w->roots = nv;
+    w->roots[w->nroots++] = fd;
+    return add_dir_fd(w, fd, path, "", (uint32_t)(w->nroots - 1), true, false, 0);
 }
 
 cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, char *err,
@@ -131,9 +216,18 @@ cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, cha
     if (lg) w->lg = *lg;
     w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (w->fd < 0) FAIL(CM_EIO, "inotify: %s", strerror(errno));
-    CHECK(add_dir(w, cfg->workspace, false, true, 0));
+    /* The workspace, opened once: everything inside is reached from it. */
+    int ws = open(cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (ws < 0) goto out; /* not there: nothing to watch (status says so) */
+    if (!(w->roots = malloc(sizeof *w->roots))) {
+        close(ws);
+        CHECK(CM_ENOMEM);
+    }
+    w->roots[w->nroots++] = ws;
+    CHECK(add_dir_fd(w, ws, cfg->workspace, "", 0, false, true, 0));
     CHECK(fs_join(&p, cfg->workspace, "memory"));
-    CHECK(add_dir(w, p.data, true, false, 0));
+    CHECK(add_dir_at(w, 0, p.data, "memory", true, false));
+    size_t wl = strlen(cfg->workspace);
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
         buf_reset(&p);
         rc = config_extra_path(cfg, i, &p);
@@ -142,16 +236,33 @@ cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, cha
             continue;
         }
         CHECK(rc);
-        struct stat st;
-        if (lstat(p.data, &st) == 0 && S_ISDIR(st.st_mode)) {
-            CHECK(add_dir(w, p.data, true, false, 0));
-        } else { /* a file, or not there yet: watch where it lives */
-            char *dir = fs_dirname(p.data);
-            if (!dir) CHECK(CM_ENOMEM);
-            rc = add_dir(w, dir, false, false, 0);
-            free(dir);
-            CHECK(rc);
+        char *dir = fs_dirname(p.data);
+        if (!dir) CHECK(CM_ENOMEM);
+        bool inside = strncmp(p.data, cfg->workspace, wl) == 0 && p.data[wl] == '/';
+        if (inside) {
+            const char *rel = p.data + wl + 1;
+            int fd = discover_open_dir(ws, rel, strlen(rel));
+            if (fd >= 0) {
+                rc = add_dir_fd(w, fd, p.data, rel, 0, true, false, 0);
+                close(fd);
+            } else { /* a file, or not there yet: watch where it lives */
+                const char *slash = strrchr(rel, '/');
+                size_t dl = slash ? (size_t)(slash - rel) : 0;
+                char *drel = cm_strndup(rel, dl);
+                rc = drel ? add_dir_at(w, 0, dir, drel, false, false) : CM_ENOMEM;
+                free(drel);
+            }
+        } else if (strcmp(p.data, cfg->workspace) == 0) {
+            rc = add_dir_fd(w, ws, p.data, "", 0, true, false, 0);
+        } else {
+            struct stat st;
+            if (lstat(p.data, &st) == 0 && S_ISDIR(st.st_mode))
+                rc = add_outside(w, p.data, true);
+            else /* a file, or not there yet: watch where it lives */
+                rc = add_outside(w, dir, false);
         }
+        free(dir);
+        CHECK(rc);
     }
 out:
     buf_release(&p);
@@ -168,8 +279,14 @@ void watcher_free(watcher *w)
 {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
-    for (size_t i = 0; i < w->n; i++) free(w->v[i].path);
+    for (size_t i = 0; i < w->n; i++) {
+        free(w->v[i].path);
+        free(w->v[i].rel);
+    }
     free(w->v);
+    for (size_t i = 0; i < w->nroots; i++)
+        close(w->roots[i]);
+    free(w->roots);
     free(w);
 }
 
@@ -178,11 +295,24 @@ static bool is_md(const char *name, size_t n)
     return n > 3 && memcmp(name + n - 3, ".md", 3) == 0;
 }
 
+/* Watches the directory name that appeared in d (reached from d's root). */
+static void add_child(watcher *w, const wdir *d, const char *name, buf *sub, buf *subrel)
+{
+    buf_reset(sub);
+    buf_reset(subrel);
+    uint32_t root = d->root;
+    /* d may move when the table grows: the names are copied first */
+    if (fs_join(sub, d->path, name) ||
+        (*d->rel ? fs_join(subrel, d->rel, name) : buf_adds(subrel, name)))
+        return;
+    add_dir_at(w, root, sub->data, subrel->data, true, false);
+}
+
 unsigned watcher_read(watcher *w)
 {
     unsigned what = 0;
     char bufr[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
-    buf sub = BUF_INIT;
+    buf sub = BUF_INIT, subrel = BUF_INIT;
     for (;;) {
         ssize_t n = read(w->fd, bufr, sizeof bufr);
         if (n <= 0) break; /* EAGAIN: drained */
@@ -197,37 +327,32 @@ unsigned watcher_read(watcher *w)
             if (!d) continue;
             if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
                 /* the directory itself went away: its files did too */
-                if (!d->root) what |= WATCH_CHANGED;
+                if (!d->top) what |= WATCH_CHANGED;
                 if (ev->mask & IN_IGNORED) forget(w, ev->wd);
                 continue;
             }
             const char *name = ev->len ? ev->name : "";
             size_t nl = strlen(name);
             bool isdir = (ev->mask & IN_ISDIR) != 0;
-            if (d->root) {
+            if (d->top) {
                 bool ours = !strcmp(name, "MEMORY.md") || !strcmp(name, "memory.md") ||
                             !strcmp(name, "memory");
                 if (!ours) continue;
                 what |= WATCH_CHANGED;
-                if (isdir && !strcmp(name, "memory") && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
-                    buf_reset(&sub);
-                    if (fs_join(&sub, d->path, name) == CM_OK) add_dir(w, sub.data, true, false, 0);
-                }
+                if (isdir && !strcmp(name, "memory") && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+                    add_child(w, d, name, &sub, &subrel);
                 continue;
             }
             if (isdir) {
                 if (!d->tree) continue;
                 what |= WATCH_CHANGED;
-                if (ev->mask & (IN_CREATE | IN_MOVED_TO)) {
-                    buf_reset(&sub);
-                    /* d may move when add_dir grows the table: copy the path first */
-                    if (fs_join(&sub, d->path, name) == CM_OK) add_dir(w, sub.data, true, false, 0);
-                }
+                if (ev->mask & (IN_CREATE | IN_MOVED_TO)) add_child(w, d, name, &sub, &subrel);
                 continue;
             }
             if (is_md(name, nl)) what |= WATCH_CHANGED;
         }
     }
     buf_release(&sub);
+    buf_release(&subrel);
     return what;
 }

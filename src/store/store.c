@@ -55,6 +55,9 @@ static cm_rc map_rc(int code)
         return CM_EBUSY;
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
+    case SQLITE_ERROR: /* our statements are fixed: a missing table or column */
+    case SQLITE_MISMATCH:
+    case SQLITE_CONSTRAINT:
         return CM_ECORRUPT;
     case SQLITE_CANTOPEN:
     case SQLITE_IOERR:
@@ -67,25 +70,57 @@ static cm_rc map_rc(int code)
     }
 }
 
-/* The one place SQLite failures become messages. */
+/* The one place SQLite failures become messages: what we were doing and
+ * SQLite's reason, never SQL text (a schema mismatch gives messages such as
+ * 'near "x"' or 'no such column', so it is named, not quoted); a long index
+ * path is clipped in the middle so the reason always fits. */
 cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen)
 {
     cm_rc rc = map_rc(code);
-    const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(code);
+    int base = code & 0xff;
+    const char *msg = base == SQLITE_ERROR ? "its tables do not match clawmem's"
+                      : base == SQLITE_MISMATCH || base == SQLITE_CONSTRAINT
+                          ? "a value of the wrong type or a broken constraint"
+                      : s->db ? sqlite3_errmsg(s->db)
+                              : sqlite3_errstr(code);
+    char clip[FS_CLIP_MAX + 1];
+    const char *path = fs_clip(s->path ? s->path : "", clip);
     if (rc == CM_ECORRUPT)
         return cm_seterr(err, errlen, rc,
-                         "index %s is corrupt (%s); run `clawmem index --force` to rebuild it",
-                         s->path, msg);
+                         "index is corrupt (%s, while trying to %s); run `clawmem index --force` "
+                         "to rebuild it: %s",
+                         msg, what, path);
     if (rc == CM_EBUSY)
-        return cm_seterr(err, errlen, rc, "index %s is locked by another process (%s)", s->path,
-                         what);
-    return cm_seterr(err, errlen, rc, "index %s: %s: %s", s->path, what, msg);
+        return cm_seterr(err, errlen, rc, "index %s is locked by another process (%s)", path, what);
+    return cm_seterr(err, errlen, rc, "index %s: %s: %s", path, what, msg);
 }
 
-static cm_rc exec(store *s, const char *sql, char *err, size_t errlen)
+cm_rc store_corrupt(store *s, const char *what, char *err, size_t errlen)
+{
+    char clip[FS_CLIP_MAX + 1];
+    return cm_seterr(err, errlen, CM_ECORRUPT,
+                     "index is corrupt (a missing or invalid value in %s); run `clawmem index "
+                     "--force` to rebuild it: %s",
+                     what, fs_clip(s->path ? s->path : "", clip));
+}
+
+const char *store_col_text(sqlite3_stmt *q, int i)
+{
+    return sqlite3_column_type(q, i) == SQLITE_TEXT ? (const char *)sqlite3_column_text(q, i)
+                                                    : NULL;
+}
+
+bool store_col_int(sqlite3_stmt *q, int i, int64_t lo, int64_t hi, int64_t *v)
+{
+    if (sqlite3_column_type(q, i) != SQLITE_INTEGER) return false;
+    *v = sqlite3_column_int64(q, i);
+    return *v >= lo && *v <= hi;
+}
+
+static cm_rc exec(store *s, const char *sql, const char *what, char *err, size_t errlen)
 {
     int r = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-    return r == SQLITE_OK ? CM_OK : store_fail(s, r, sql, err, errlen);
+    return r == SQLITE_OK ? CM_OK : store_fail(s, r, what, err, errlen);
 }
 
 /* The statements a store reuses, prepared on first use: a process that only
@@ -109,7 +144,8 @@ static const char *const stmt_sql[] = {
     [DEL_FTS] = "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES('delete', ?1, ?2)",
     [SEL_CHUNKS_OF] = "SELECT id, text FROM chunks WHERE path = ?1",
     [DEL_CHUNKS_OF] = "DELETE FROM chunks WHERE path = ?1",
-    [DEL_VECTORS_OF] = "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path = ?1)",
+    [DEL_VECTORS_OF] =
+        "DELETE FROM vectors WHERE chunk_id IN (SELECT id FROM chunks WHERE path = ?1)",
     [UPSERT_FILE] = "INSERT INTO files(path, source, hash, mtime, size, problem) "
                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(path) DO UPDATE SET "
                     "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
@@ -122,6 +158,34 @@ static const char *const stmt_sql[] = {
                "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
 };
 
+cm_rc store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen)
+{
+    const char *path = store_col_text(q, i), *source = store_col_text(q, i + 1),
+               *text = store_col_text(q, i + 4);
+    int64_t start = 0, end = 0, mtime = 0;
+    memset(h, 0, sizeof *h);
+    if (!path || !source || !text || !store_col_int(q, i + 2, 1, INT32_MAX, &start) ||
+        !store_col_int(q, i + 3, start, INT32_MAX, &end) ||
+        !store_col_int(q, i + 6, INT64_MIN, INT64_MAX, &mtime) ||
+        sqlite3_column_type(q, i - 1) != SQLITE_INTEGER)
+        return store_corrupt(s, "the chunks table", err, errlen);
+    h->id = sqlite3_column_int64(q, i - 1);
+    h->start_line = (int)start;
+    h->end_line = (int)end;
+    h->mtime_ns = mtime;
+    h->path = cm_strdup(path);
+    h->source = cm_strdup(source);
+    h->text = cm_strdup(text);
+    if (!h->path || !h->source || !h->text) {
+        free(h->path);
+        free(h->source);
+        free(h->text);
+        memset(h, 0, sizeof *h);
+        return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    }
+    return CM_OK;
+}
+
 static cm_rc stmt(store *s, int id, sqlite3_stmt **out, char *err, size_t errlen)
 {
     if (!s->stmts[id]) {
@@ -133,6 +197,62 @@ static cm_rc stmt(store *s, int id, sqlite3_stmt **out, char *err, size_t errlen
     return CM_OK;
 }
 
+/* Whether an open failed for lack of write access (a read-only state dir
+ * or index file), which a read-only connection may get around. */
+static bool no_write_access(int code)
+{
+    int b = code & 0xff;
+    return b == SQLITE_READONLY || b == SQLITE_CANTOPEN || b == SQLITE_PERM || b == SQLITE_AUTH;
+}
+
+/* Reads whether the keyword table exists and its tokenizer: the first read,
+ * which also turns "not a database" into CM_ECORRUPT. Returns the SQLite
+ * code (SQLITE_ROW: it exists, SQLITE_DONE: it does not). */
+static int read_schema(store *s)
+{
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, "SELECT sql FROM sqlite_master WHERE name='chunks_fts'", -1,
+                               &q, NULL);
+    if (r == SQLITE_OK) r = sqlite3_step(q);
+    if (r == SQLITE_ROW) {
+        const char *sql = store_col_text(q, 0);
+        s->trigram = sql && strstr(sql, "trigram") != NULL;
+    }
+    sqlite3_finalize(q);
+    return r;
+}
+
+/* Opens path read-only: from a read-only state dir a WAL index is readable
+ * when its -wal and -shm files exist; without a -wal file (everything is in
+ * the main file) it is opened immutable, as nothing can be appended to it. */
+static int open_readonly(store *s, const char *path)
+{
+    sqlite3_close_v2(s->db);
+    s->db = NULL;
+    int r = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (r == SQLITE_OK) r = read_schema(s);
+    if (r == SQLITE_ROW || r == SQLITE_DONE || !no_write_access(r)) return r;
+    buf wal = BUF_INIT, uri = BUF_INIT;
+    struct stat st;
+    if (buf_printf(&wal, "%s-wal", path) == CM_OK && stat(wal.data, &st) < 0 && errno == ENOENT &&
+        buf_adds(&uri, "file:") == CM_OK) {
+        bool ok = true;
+        for (const char *c = path; *c && ok; c++)
+            ok = (*c == '%' || *c == '?' || *c == '#') ? buf_printf(&uri, "%%%02X", *c) == CM_OK
+                                                       : buf_addc(&uri, *c) == CM_OK;
+        if (ok && buf_adds(&uri, "?immutable=1") == CM_OK) {
+            sqlite3_close_v2(s->db);
+            s->db = NULL;
+            r = sqlite3_open_v2(uri.data, &s->db,
+                                SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
+            if (r == SQLITE_OK) r = read_schema(s);
+        }
+    }
+    buf_release(&wal);
+    buf_release(&uri);
+    return r;
+}
+
 cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
                  char *err, size_t errlen)
 {
@@ -141,15 +261,23 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
     memset(s, 0, sizeof *s);
     buf_init(&s->scratch, 0);
     if (!(s->path = cm_strdup(path))) CHECK(CM_ENOMEM);
+    char clip[FS_CLIP_MAX + 1];
     struct stat st;
     if (stat(path, &st) < 0) {
-        if (!(flags & STORE_CREATE)) FAIL(CM_ENOTFOUND, "index %s does not exist yet", path);
+        if (!(flags & STORE_CREATE))
+            FAIL(CM_ENOTFOUND, "index %s does not exist yet", fs_clip(path, clip));
         if (!(dir = fs_dirname(path))) CHECK(CM_ENOMEM);
         CHECK(fs_mkdirs(dir, err, errlen));
     }
+    bool existing = !(flags & (STORE_CREATE | STORE_BULK));
     int oflags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
                  ((flags & STORE_CREATE) ? SQLITE_OPEN_CREATE : 0);
     int r = sqlite3_open_v2(path, &s->db, oflags, NULL);
+    if (r != SQLITE_OK && existing && no_write_access(r)) {
+        s->readonly = true;
+        r = open_readonly(s, path);
+        if (r == SQLITE_ROW || r == SQLITE_DONE) r = SQLITE_OK;
+    }
     if (r != SQLITE_OK) CHECK(store_fail(s, r, "open", err, errlen));
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, busy_ms);
@@ -157,46 +285,57 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
     if (r != SQLITE_OK) CHECK(store_fail(s, r, "register cm_bm25", err, errlen));
     if (flags & STORE_BULK) {
         CHECK(exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;",
-                   err, errlen));
-    } else {
-        /* Reading the header here turns "not a database" into CM_ECORRUPT early.
-         * The WAL file is kept when the last connection closes, so a short-lived
+                   "set up a new index", err, errlen));
+    } else if (!s->readonly && existing && sqlite3_db_readonly(s->db, "main") == 1) {
+        s->readonly = true; /* the file is read-only: SQLite opened it so */
+    }
+    if (!(flags & STORE_BULK) && !s->readonly) {
+        /* The WAL file is kept when the last connection closes, so a short-lived
          * process (one CLI search) does not recreate and delete it each time;
          * pages are read through a memory map rather than a read() each. */
         int persist = 1;
         sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
         /* nor checkpoint on close: writers checkpoint after a sync (store_checkpoint) */
         sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-        CHECK(exec(s,
-                   "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                   "PRAGMA mmap_size=268435456;",
-                   err, errlen));
+        r = sqlite3_exec(s->db,
+                         "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                         "PRAGMA mmap_size=268435456;",
+                         NULL, NULL, NULL);
+        if (r != SQLITE_OK && existing && no_write_access(r)) {
+            s->readonly = true; /* a read-only state dir: no -shm can be made */
+        } else if (r != SQLITE_OK) {
+            CHECK(store_fail(s, r, "set the journal mode", err, errlen));
+        }
     }
-    sqlite3_stmt *q = NULL;
-    r = sqlite3_prepare_v2(s->db, "SELECT sql FROM sqlite_master WHERE name='chunks_fts'", -1, &q,
-                           NULL);
-    if (r != SQLITE_OK) CHECK(store_fail(s, r, "read schema", err, errlen));
-    r = sqlite3_step(q);
+    if (s->readonly) {
+        /* Searches only: nothing is written, not even the journal mode. */
+        r = open_readonly(s, path);
+        if (r != SQLITE_ROW && r != SQLITE_DONE)
+            CHECK(store_fail(s, r, "read schema", err, errlen));
+        sqlite3_extended_result_codes(s->db, 1);
+        sqlite3_busy_timeout(s->db, busy_ms);
+        r = fts_rank_register(s->db);
+        if (r != SQLITE_OK) CHECK(store_fail(s, r, "register cm_bm25", err, errlen));
+        sqlite3_exec(s->db, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
+    }
+    r = read_schema(s);
     bool have_fts = r == SQLITE_ROW;
-    if (have_fts) {
-        const char *sql = (const char *)sqlite3_column_text(q, 0);
-        s->trigram = sql && strstr(sql, "trigram") != NULL;
-    }
-    sqlite3_finalize(q);
     if (r != SQLITE_ROW && r != SQLITE_DONE) CHECK(store_fail(s, r, "read schema", err, errlen));
     if (!have_fts) {
         if (!(flags & STORE_CREATE))
-            FAIL(CM_ECORRUPT, "index %s has no keyword table; run `clawmem index --force`", path);
+            FAIL(CM_ECORRUPT, "index has no keyword table; run `clawmem index --force`: %s",
+                 fs_clip(path, clip));
         s->trigram = tokenizer && strcmp(tokenizer, "trigram") == 0;
-        CHECK(exec(s, schema_sql, err, errlen));
+        CHECK(exec(s, schema_sql, "create the tables", err, errlen));
         buf b = BUF_INIT;
         rc = buf_printf(&b,
                         "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', "
                         "tokenize='%s');",
-                        s->trigram                                      ? "trigram"
-                        : tokenizer && strcmp(tokenizer, "porter") == 0 ? "porter unicode61 remove_diacritics 2"
-                                                                        : "unicode61 remove_diacritics 2");
-        if (!rc) rc = exec(s, b.data, err, errlen);
+                        s->trigram ? "trigram"
+                        : tokenizer && strcmp(tokenizer, "porter") == 0
+                            ? "porter unicode61 remove_diacritics 2"
+                            : "unicode61 remove_diacritics 2");
+        if (!rc) rc = exec(s, b.data, "create the keyword table", err, errlen);
         buf_release(&b);
         CHECK(rc);
     }
@@ -204,6 +343,11 @@ out:
     free(dir);
     if (rc) store_close(s);
     return rc;
+}
+
+cm_rc store_wal(store *s, char *err, size_t errlen)
+{
+    return exec(s, "PRAGMA journal_mode=WAL", "switch the new index to WAL", err, errlen);
 }
 
 void store_close(store *s)
@@ -227,8 +371,11 @@ cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t e
     }
     cm_rc rc = CM_OK;
     if (r == SQLITE_ROW) {
-        const char *v = (const char *)sqlite3_column_text(q, 0);
-        if (v && !(*json = cm_strdup(v))) rc = CM_ENOMEM;
+        const char *v = store_col_text(q, 0);
+        if (!v)
+            rc = store_corrupt(s, "the meta table", err, errlen);
+        else if (!(*json = cm_strdup(v)))
+            rc = CM_ENOMEM;
     } else if (r != SQLITE_DONE) {
         rc = store_fail(s, r, "read meta", err, errlen);
     }
@@ -257,12 +404,12 @@ void store_checkpoint(store *s)
 
 cm_rc store_begin(store *s, char *err, size_t errlen)
 {
-    return exec(s, "BEGIN IMMEDIATE", err, errlen);
+    return exec(s, "BEGIN IMMEDIATE", "begin a transaction", err, errlen);
 }
 
 cm_rc store_commit(store *s, char *err, size_t errlen)
 {
-    return exec(s, "COMMIT", err, errlen);
+    return exec(s, "COMMIT", "commit", err, errlen);
 }
 
 void store_rollback(store *s)
@@ -287,11 +434,16 @@ cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
             if (!nv) FAIL(CM_ENOMEM, "out of memory");
             out->v = nv;
         }
+        const char *path = store_col_text(q, 0), *hash = store_col_text(q, 1);
+        int64_t mtime = 0, size = 0;
+        if (!path || !hash || !store_col_int(q, 2, INT64_MIN, INT64_MAX, &mtime) ||
+            !store_col_int(q, 3, 0, INT64_MAX, &size))
+            CHECK(store_corrupt(s, "the files table", err, errlen));
         stored_file *f = &out->v[out->n];
-        f->path = cm_strdup((const char *)sqlite3_column_text(q, 0));
-        f->hash = cm_strdup((const char *)sqlite3_column_text(q, 1));
-        f->mtime_ns = sqlite3_column_int64(q, 2);
-        f->size = sqlite3_column_int64(q, 3);
+        f->path = cm_strdup(path);
+        f->hash = cm_strdup(hash);
+        f->mtime_ns = mtime;
+        f->size = size;
         out->n++;
         if (!f->path || !f->hash) FAIL(CM_ENOMEM, "out of memory");
     }
@@ -445,19 +597,12 @@ cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, ch
             out->v = nv;
             out->cap = cap;
         }
-        fts_hit *h = &out->v[out->n];
-        h->id = sqlite3_column_int64(q, 0);
-        h->path = cm_strdup((const char *)sqlite3_column_text(q, 1));
-        h->source = cm_strdup((const char *)sqlite3_column_text(q, 2));
-        h->start_line = sqlite3_column_int(q, 3);
-        h->end_line = sqlite3_column_int(q, 4);
-        h->text = cm_strdup((const char *)sqlite3_column_text(q, 5));
-        h->rank = sqlite3_column_double(q, 6);
-        h->mtime_ns = sqlite3_column_int64(q, 7);
+        CHECK(store_hit_row(s, q, 1, out->v + out->n, err, errlen));
+        out->v[out->n].rank = sqlite3_column_double(q, 6);
         out->n++;
-        if (!h->path || !h->source || !h->text) FAIL(CM_ENOMEM, "out of memory");
     }
     if (r != SQLITE_DONE) {
+        /* the statement was prepared, so the tables are there: the query itself */
         if ((r & 0xff) == SQLITE_ERROR)
             FAIL(CM_EINVAL, "keyword query rejected: %s", sqlite3_errmsg(s->db));
         CHECK(store_fail(s, r, "keyword search", err, errlen));
@@ -489,8 +634,12 @@ cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
     for (int k = 0; r == SQLITE_OK || r == SQLITE_ROW; k++) {
         r = sqlite3_step(q);
         if (r != SQLITE_ROW || rc) break;
-        const char *p = (const char *)sqlite3_column_text(q, 0);
-        const char *w = (const char *)sqlite3_column_text(q, 1);
+        const char *p = store_col_text(q, 0);
+        const char *w = store_col_text(q, 1);
+        if (!p || !w) {
+            sqlite3_finalize(q);
+            return store_corrupt(s, "the files table", err, errlen);
+        }
         if (k) rc = buf_addc(out, ',');
         if (!rc) rc = buf_adds(out, "{\"path\":");
         if (!rc) rc = buf_add_json_str(out, p, strlen(p));
@@ -516,7 +665,7 @@ cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)
     *ok = false;
     int r = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check", -1, &q, NULL);
     if (r == SQLITE_OK) r = sqlite3_step(q);
-    if (r == SQLITE_ROW) *ok = strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0;
+    if (r == SQLITE_ROW) *ok = store_col_text(q, 0) && strcmp(store_col_text(q, 0), "ok") == 0;
     sqlite3_finalize(q);
     if (r != SQLITE_ROW) return store_fail(s, r, "integrity check", err, errlen);
     if (!*ok) return CM_OK;
@@ -553,12 +702,13 @@ static void unlink_with_sidecars(const char *path)
 
 cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
 {
+    char clip[FS_CLIP_MAX + 1];
     /* Make the new file durable before it becomes the index. */
     int fd = open(tmp, O_RDONLY | O_CLOEXEC);
     if (fd < 0 || fsync(fd) < 0) {
         int e = errno;
         if (fd >= 0) close(fd);
-        return cm_seterr(err, errlen, CM_EIO, "%s: %s", tmp, strerror(e));
+        return cm_seterr(err, errlen, CM_EIO, "%s: %s", fs_clip(tmp, clip), strerror(e));
     }
     close(fd);
     /* The old index's WAL must not survive: it would be replayed onto the new
@@ -585,11 +735,11 @@ cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
         } else if (r != SQLITE_OK || (stat(wal, &st) == 0 && st.st_size > 0)) {
             return cm_seterr(err, errlen, CM_EBUSY,
                              "index %s is in use by a reader that does not let go; try again",
-                             path);
+                             fs_clip(path, clip));
         }
     }
     if (rename(tmp, path) < 0)
-        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", tmp, strerror(errno));
+        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", fs_clip(tmp, clip), strerror(errno));
     char jr[4096];
     snprintf(jr, sizeof jr, "%s-journal", tmp);
     unlink(jr);

@@ -25,9 +25,10 @@ enum {
 typedef struct store {
     sqlite3 *db;
     char *path;
-    bool trigram;           /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
+    bool trigram;            /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
+    bool readonly;           /* opened read-only (no write access to the index or its dir) */
     sqlite3_stmt *stmts[10]; /* prepared on first use, see store.c */
-    buf scratch;            /* keyword text of one chunk */
+    buf scratch;             /* keyword text of one chunk */
 } store;
 
 typedef struct stored_file {
@@ -54,7 +55,9 @@ typedef struct fts_hits {
 } fts_hits;
 
 /* Opens the database at path. Without STORE_CREATE a missing file is
- * CM_ENOTFOUND. tokenizer ("unicode61"|"trigram"|"porter": unicode61 with
+ * CM_ENOTFOUND; an existing index without write access to it or to its
+ * directory is opened read-only (s->readonly; searches work, writes fail),
+ * and nothing is written to open it. tokenizer ("unicode61"|"trigram"|"porter": unicode61 with
  * English Porter stemming) is used when creating the
  * schema; an existing schema keeps its own. A file that is not a valid index
  * is CM_ECORRUPT. busy_ms bounds waits on another process's transaction. */
@@ -63,9 +66,20 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
 void store_close(store *s);
 
 /* Maps an SQLite result code to cm_rc with a message naming the index and
- * what was being done (corrupt → "run clawmem index --force", busy → "locked
- * by another process"). For the store's own files. */
+ * what was being done (corrupt, or a schema that is not ours → "run clawmem
+ * index --force", busy → "locked by another process"); never SQL text. For
+ * the store's own files. */
 cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen);
+/* CM_ECORRUPT for a NULL or invalid value read from the index (where: which
+ * table), with the --force hint. */
+cm_rc store_corrupt(store *s, const char *where, char *err, size_t errlen);
+/* Column i as TEXT, or NULL when it holds anything else (NULL, a number...). */
+const char *store_col_text(sqlite3_stmt *q, int i);
+/* Column i as an INTEGER within [lo, hi]; false when it is not one. */
+bool store_col_int(sqlite3_stmt *q, int i, int64_t lo, int64_t hi, int64_t *v);
+/* Switches a store opened with STORE_BULK to WAL before it becomes the
+ * index, so that no reader has to change the journal mode of a live file. */
+cm_rc store_wal(store *s, char *err, size_t errlen);
 
 /* *json receives the meta row under key, or NULL when there is none. */
 cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen);
@@ -96,6 +110,9 @@ cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen);
 cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
                        size_t errlen);
 void fts_hits_release(fts_hits *h);
+/* Reads a hit from columns i-1..i+6 of q (id, path, source, start_line,
+ * end_line, text, -, mtime), checking each; CM_ECORRUPT when one is invalid. */
+cm_rc store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen);
 
 /* Appends to out a JSON array of {"path","problem"} for files indexed
  * imperfectly (binary, invalid UTF-8). */

@@ -32,20 +32,26 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
     *out = calloc(limit ? limit : 1, sizeof **out);
     *n = 0;
     if (!*out) return CM_ENOMEM;
-    int r = sqlite3_prepare_v2(s->db,
-                               "SELECT c.id, c.hash, c.text FROM chunks c LEFT JOIN vectors v "
-                               "ON v.chunk_id = c.id WHERE v.chunk_id IS NULL AND c.id > ?2 ORDER BY c.id "
-                               "LIMIT ?1",
-                               -1, &q, NULL);
+    int r = sqlite3_prepare_v2(
+        s->db,
+        "SELECT c.id, c.hash, c.text FROM chunks c LEFT JOIN vectors v "
+        "ON v.chunk_id = c.id WHERE v.chunk_id IS NULL AND c.id > ?2 ORDER BY c.id "
+        "LIMIT ?1",
+        -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_int64(q, 1, (sqlite3_int64)limit);
         sqlite3_bind_int64(q, 2, after_id);
     }
     while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *hash = store_col_text(q, 1), *text = store_col_text(q, 2);
+        if (!hash || !text || strlen(hash) != SHA256_HEX_LEN) {
+            rc = store_corrupt(s, "the chunks table", err, errlen);
+            break;
+        }
         pending_chunk *p = &(*out)[(*n)++];
         p->id = sqlite3_column_int64(q, 0);
-        snprintf(p->hash, sizeof p->hash, "%s", (const char *)sqlite3_column_text(q, 1));
-        p->text = cm_strdup((const char *)sqlite3_column_text(q, 2));
+        snprintf(p->hash, sizeof p->hash, "%s", hash);
+        p->text = cm_strdup(text);
         if (!p->text) {
             rc = CM_ENOMEM;
             break;
@@ -61,7 +67,8 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
 
 void pending_release(pending_chunk *p, size_t n)
 {
-    for (size_t i = 0; p && i < n; i++) free(p[i].text);
+    for (size_t i = 0; p && i < n; i++)
+        free(p[i].text);
     free(p);
 }
 
@@ -85,7 +92,8 @@ cm_rc store_cache_get(store *s, const char *provider, const char *model, const c
     cm_rc rc = CM_OK;
     int d = r == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
     if (r == SQLITE_ROW && d > 0 && sqlite3_column_bytes(q, 1) == d * 4) {
-        if (!(*out = malloc((size_t)d * 4))) rc = CM_ENOMEM;
+        if (!(*out = malloc((size_t)d * 4)))
+            rc = CM_ENOMEM;
         else {
             memcpy(*out, sqlite3_column_blob(q, 1), (size_t)d * 4);
             to_le(*out, (size_t)d);
@@ -109,7 +117,8 @@ static cm_rc put_blob(store *s, const char *sql, const float *v, int dims, const
     int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
     if (r == SQLITE_OK) {
         int k = 1;
-        for (int i = 0; i < ntext; i++) sqlite3_bind_text(q, k++, text[i], -1, SQLITE_STATIC);
+        for (int i = 0; i < ntext; i++)
+            sqlite3_bind_text(q, k++, text[i], -1, SQLITE_STATIC);
         if (id >= 0) sqlite3_bind_int64(q, k++, id);
         sqlite3_bind_int(q, k++, dims);
         sqlite3_bind_blob(q, k++, le, dims * 4, SQLITE_STATIC);
@@ -134,7 +143,8 @@ cm_rc store_cache_put(store *s, const char *provider, const char *model, const c
 cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
                        size_t errlen)
 {
-    return put_blob(s, "INSERT OR REPLACE INTO vectors(chunk_id, dims, embedding) VALUES(?1, ?2, ?3)",
+    return put_blob(s,
+                    "INSERT OR REPLACE INTO vectors(chunk_id, dims, embedding) VALUES(?1, ?2, ?3)",
                     v, dims, NULL, 0, chunk_id, err, errlen);
 }
 
@@ -194,7 +204,7 @@ cm_rc store_vectors_load(store *s, int dims, vec_index *x, char *err, size_t err
         if (sqlite3_column_bytes(q, 1) != dims * 4) continue;
         memcpy(v, sqlite3_column_blob(q, 1), (size_t)dims * 4);
         to_le(v, (size_t)dims);
-        const char *src = (const char *)sqlite3_column_text(q, 2);
+        const char *src = store_col_text(q, 2);
         uint8_t sn = src && !strcmp(src, "sessions") ? 1 : 0;
         cm_rc ar = vec_index_add(x, sqlite3_column_int64(q, 0), v, sn);
         if (ar == CM_ENOMEM) {
@@ -214,8 +224,9 @@ cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errl
     sqlite3_stmt *q = NULL;
     memset(out, 0, sizeof *out);
     int r = sqlite3_prepare_v2(s->db,
-                               "SELECT path, source, start_line, end_line, text, (SELECT mtime "
-                               "FROM files WHERE files.path = chunks.path) FROM chunks WHERE id = ?1",
+                               "SELECT id, path, source, start_line, end_line, text, 0, (SELECT "
+                               "mtime FROM files WHERE files.path = chunks.path) FROM chunks "
+                               "WHERE id = ?1",
                                -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_int64(q, 1, id);
@@ -223,14 +234,7 @@ cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errl
     }
     cm_rc rc = CM_OK;
     if (r == SQLITE_ROW) {
-        out->id = id;
-        out->path = cm_strdup((const char *)sqlite3_column_text(q, 0));
-        out->source = cm_strdup((const char *)sqlite3_column_text(q, 1));
-        out->start_line = sqlite3_column_int(q, 2);
-        out->end_line = sqlite3_column_int(q, 3);
-        out->text = cm_strdup((const char *)sqlite3_column_text(q, 4));
-        out->mtime_ns = sqlite3_column_int64(q, 5);
-        if (!out->path || !out->source || !out->text) rc = CM_ENOMEM;
+        rc = store_hit_row(s, q, 1, out, err, errlen);
     } else if (r == SQLITE_DONE) {
         rc = CM_ENOTFOUND; /* deleted since the vectors were loaded */
     } else {
