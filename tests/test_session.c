@@ -289,3 +289,202 @@ TEST(session_transcript_concurrent_appends_and_kill9)
     buf_release(&text);
     free(path);
 }
+
+/* ---- sessions.json ---- */
+
+#include "../src/session/sessions.h"
+
+static bool open_store(session_store *s, const char *state)
+{
+    buf p = BUF_INIT;
+    char err[256];
+    session_store_path(&p, state, "main");
+    cm_rc rc = session_store_read(s, p.data, err, sizeof err);
+    buf_release(&p);
+    if (rc) test_fail(__FILE__, __LINE__, "store: %s", err);
+    return rc == CM_OK;
+}
+
+static json_t *store_file(const char *state)
+{
+    buf p = BUF_INIT;
+    session_store_path(&p, state, "main");
+    json_t *j = json_load_file(p.data, 0, NULL);
+    buf_release(&p);
+    return j;
+}
+
+TEST(session_store_entries_round_trip)
+{
+    char *state = tmp_dir();
+    /* A store as 2026.3.22 writes it, with fields clawmem does not know. */
+    write_file(state, "agents/main/sessions/sessions.json",
+               "{\n  \"agent:main:main\": {\n    \"sessionId\": "
+               "\"0d4f6f2e-1b1a-4c39-9f53-3a1b3f6f0a11\",\n"
+               "    \"updatedAt\": 1799999999000,\n    \"systemSent\": true,\n    "
+               "\"thinkingLevel\": \"high\",\n"
+               "    \"compactionCount\": 2,\n    \"memoryFlushCompactionCount\": 2,\n"
+               "    \"memoryFlushAt\": 1799999990000,\n    \"memoryFlushContextHash\": "
+               "\"0123456789abcdef\",\n"
+               "    \"totalTokens\": 150000,\n    \"authProfileOverride\": \"openai:a\",\n"
+               "    \"authProfileOverrideSource\": \"auto\",\n"
+               "    \"deliveryContext\": {\"channel\": \"telegram\", \"to\": \"123\"}\n  }\n}");
+    session_store s;
+    if (!open_store(&s, state)) return;
+    char err[256], id[160];
+    EXPECT(session_store_get(&s, "AGENT:Main:MAIN") != NULL);
+    /* touch: an existing entry keeps its id; updatedAt never goes back. */
+    json_t *patch = json_pack("{s:s,s:I}", "label", "home", "updatedAt", (json_int_t)1);
+    EXPECT_INT(session_touch(&s, "agent:main:main", patch, T0, id, err, sizeof err), CM_OK);
+    json_decref(patch);
+    EXPECT_STR(id, "0d4f6f2e-1b1a-4c39-9f53-3a1b3f6f0a11");
+    json_t *e = session_store_get(&s, "agent:main:main");
+    EXPECT_INT(json_integer_value(json_object_get(e, "updatedAt")), T0);
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(e, "deliveryContext"), "channel")),
+               "telegram");
+    EXPECT_STR(json_string_value(json_object_get(e, "label")), "home");
+
+    /* A new key gets a session. */
+    EXPECT_INT(session_touch(&s, "Agent:Main:Telegram:Group:42", NULL, T0, id, err, sizeof err),
+               CM_OK);
+    EXPECT_INT((int)strlen(id), 36);
+    e = session_store_get(&s, "agent:main:telegram:group:42");
+    EXPECT(e != NULL);
+    EXPECT_STR(json_string_value(json_object_get(e, "chatType")), "group");
+    EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 0);
+    buf tp = BUF_INIT;
+    EXPECT_INT(session_transcript_of(&s, e, &tp), CM_OK);
+    EXPECT_CONTAINS(tp.data, "/agents/main/sessions/");
+    EXPECT_CONTAINS(tp.data, id);
+    buf_release(&tp);
+
+    /* compaction: count + 1, fresh tokens, the automatic pin dropped. */
+    EXPECT_INT(session_compacted(&s, "agent:main:main", 42000, T0 + 1, err, sizeof err), CM_OK);
+    e = session_store_get(&s, "agent:main:main");
+    EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 3);
+    EXPECT_INT(json_integer_value(json_object_get(e, "totalTokens")), 42000);
+    EXPECT(json_is_true(json_object_get(e, "totalTokensFresh")));
+    EXPECT(json_object_get(e, "authProfileOverride") == NULL);
+    EXPECT_INT(session_compacted(&s, "agent:main:nobody", 1, T0, err, sizeof err), CM_ENOTFOUND);
+
+    /* reset: the transcript archived, a new id, counters cleared, settings kept. */
+    buf path = BUF_INIT;
+    e = session_store_get(&s, "agent:main:main"); /* every update refreshes the store */
+    EXPECT_INT(session_transcript_of(&s, e, &path), CM_OK);
+    json_t *m = json_pack("{s:o}", "message", transcript_user_message("hi", T0));
+    EXPECT_INT(transcript_append(path.data, "0d4f6f2e-1b1a-4c39-9f53-3a1b3f6f0a11", "/", "message",
+                                 m, T0, NULL, err, sizeof err),
+               CM_OK);
+    json_decref(m);
+    EXPECT_INT(session_reset(&s, "agent:main:main", T0 + 2, id, err, sizeof err), CM_OK);
+    EXPECT(strcmp(id, "0d4f6f2e-1b1a-4c39-9f53-3a1b3f6f0a11") != 0);
+    EXPECT(access(path.data, F_OK) != 0);
+    char stamp[32], arch[2048];
+    session_archive_stamp(T0 + 2, stamp);
+    EXPECT_STR(stamp, "2027-01-15T08-00-00.002Z");
+    snprintf(arch, sizeof arch, "%s.reset.%s", path.data, stamp);
+    EXPECT(access(arch, F_OK) == 0);
+    e = session_store_get(&s, "agent:main:main");
+    EXPECT_STR(json_string_value(json_object_get(e, "sessionId")), id);
+    EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 0);
+    EXPECT(json_object_get(e, "memoryFlushCompactionCount") == NULL);
+    EXPECT(json_object_get(e, "memoryFlushContextHash") == NULL);
+    EXPECT(json_object_get(e, "totalTokens") == NULL);
+    EXPECT(json_object_get(e, "systemSent") == NULL);
+    EXPECT_STR(json_string_value(json_object_get(e, "thinkingLevel")), "high");
+    buf_release(&path);
+
+    /* delete: gone, transcript archived as deleted. */
+    e = session_store_get(&s, "agent:main:telegram:group:42");
+    session_transcript_of(&s, e, &path);
+    write_file("/", path.data, "{}\n");
+    EXPECT_INT(session_delete(&s, "agent:main:telegram:group:42", T0 + 3, err, sizeof err), CM_OK);
+    EXPECT(session_store_get(&s, "agent:main:telegram:group:42") == NULL);
+    session_archive_stamp(T0 + 3, stamp);
+    snprintf(arch, sizeof arch, "%s.deleted.%s", path.data, stamp);
+    EXPECT(access(arch, F_OK) == 0);
+    EXPECT_INT(session_delete(&s, "agent:main:telegram:group:42", T0 + 3, err, sizeof err),
+               CM_ENOTFOUND);
+    buf_release(&path);
+    session_store_release(&s);
+
+    /* On disk: two-space indent as QuantumClaw writes it, nothing lost. */
+    json_t *disk = store_file(state);
+    EXPECT(disk != NULL);
+    EXPECT_STR(
+        json_string_value(json_object_get(json_object_get(disk, "agent:main:main"), "label")),
+        "home");
+    json_decref(disk);
+    buf text = BUF_INIT;
+    EXPECT_INT(fs_read_file(path_in(state, "agents/main/sessions/sessions.json"), 1 << 20, &text,
+                            err, sizeof err),
+               CM_OK);
+    EXPECT(strncmp(text.data, "{\n  \"agent:main:main\": {\n    \"sessionId\": ", 42) == 0);
+    buf_release(&text);
+
+    /* A damaged store is an error naming the place. */
+    write_file(state, "agents/main/sessions/sessions.json", "{\"a\": [1,");
+    session_store bad;
+    buf p = BUF_INIT;
+    session_store_path(&p, state, "main");
+    EXPECT_INT(session_store_read(&bad, p.data, err, sizeof err), CM_ECORRUPT);
+    EXPECT_CONTAINS(err, "sessions.json:1:");
+    buf_release(&p);
+}
+
+static int updater(const char *state, int who, int n)
+{
+    session_store s;
+    buf p = BUF_INIT;
+    char err[256], key[64];
+    session_store_path(&p, state, "main");
+    if (session_store_read(&s, p.data, err, sizeof err)) return 1;
+    snprintf(key, sizeof key, "agent:main:http:direct:p%d", who);
+    for (int i = 0; i < n; i++) {
+        json_t *patch = json_pack("{s:i}", "n", i);
+        cm_rc rc = session_touch(&s, key, patch, T0 + i, NULL, err, sizeof err);
+        json_decref(patch);
+        if (rc) {
+            fprintf(stderr, "updater: %s\n", err);
+            return 1;
+        }
+    }
+    session_store_release(&s);
+    buf_release(&p);
+    return 0;
+}
+
+TEST(session_store_eight_processes_lose_nothing)
+{
+    char *state = tmp_dir();
+    enum { PROCS = 8, EACH = 200 };
+    pid_t kids[PROCS];
+    for (int k = 0; k < PROCS; k++)
+        if ((kids[k] = fork()) == 0) _exit(updater(state, k, EACH));
+    for (int k = 0; k < PROCS; k++) {
+        int status;
+        waitpid(kids[k], &status, 0);
+        EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    json_t *disk = store_file(state);
+    EXPECT_INT(json_object_size(disk), PROCS);
+    for (int k = 0; k < PROCS; k++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:http:direct:p%d", k);
+        EXPECT_INT(json_integer_value(json_object_get(json_object_get(disk, key), "n")), EACH - 1);
+    }
+    json_decref(disk);
+    /* kill -9 mid-update: the old or the new store, always whole. */
+    for (int round = 0; round < 12; round++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(updater(state, 100 + round, 100000));
+        struct timespec ts = {0, (long)(2 + round % 7) * 1000000L};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        disk = store_file(state);
+        EXPECT(json_is_object(disk));
+        json_decref(disk);
+        EXPECT_INT(updater(state, 0, 1), 0); /* the dead writer's lock is no obstacle */
+    }
+}
