@@ -488,3 +488,167 @@ TEST(session_store_eight_processes_lose_nothing)
         EXPECT_INT(updater(state, 0, 1), 0); /* the dead writer's lock is no obstacle */
     }
 }
+
+/* ---- the memory flush decision ---- */
+
+#include "../src/session/flush.h"
+
+TEST(session_flush_settings_and_prompts)
+{
+    flush_settings s;
+    char err[256];
+    EXPECT_INT(flush_settings_load(&s, NULL, err, sizeof err), CM_OK);
+    EXPECT(s.enabled);
+    EXPECT_INT(s.soft_threshold, 4000);
+    EXPECT_INT(s.reserve_floor, 20000);
+    EXPECT_INT(s.force_bytes, 2097152);
+    EXPECT(strncmp(s.prompt, "Write any lasting notes to memory/YYYY-MM-DD.md", 47) == 0);
+    EXPECT_CONTAINS(s.prompt, "APPEND new content only");
+    EXPECT_CONTAINS(s.system_prompt, "Session nearing compaction.");
+    EXPECT_CONTAINS(s.system_prompt, "read-only during this flush");
+    EXPECT_CONTAINS(s.system_prompt, "NO_REPLY");
+    flush_settings_release(&s);
+    json_t *cfg =
+        json_loads("{\"agents\":{\"defaults\":{\"compaction\":{\"reserveTokensFloor\":1000,"
+                   "\"memoryFlush\":{\"enabled\":true,\"softThresholdTokens\":500,"
+                   "\"forceFlushTranscriptBytes\":\"1.5mb\",\"prompt\":\"Save notes.\"}}}}}",
+                   0, NULL);
+    EXPECT_INT(flush_settings_load(&s, cfg, err, sizeof err), CM_OK);
+    EXPECT_INT(s.reserve_floor, 1000);
+    EXPECT_INT(s.soft_threshold, 500);
+    EXPECT_INT(s.force_bytes, 1572864);
+    EXPECT(strncmp(s.prompt, "Save notes.\n\nStore durable memories only in memory/YYYY-MM-DD.md",
+                   64) == 0);
+    EXPECT_CONTAINS(s.prompt, "start with NO_REPLY");
+    buf p = BUF_INIT;
+    EXPECT_INT(flush_prompt_for(s.prompt, T0, NULL, &p), CM_OK);
+    EXPECT_CONTAINS(p.data, "memory/2027-01-15.md");
+    EXPECT(strstr(p.data, "YYYY") == NULL);
+    EXPECT_CONTAINS(p.data, "\nCurrent time: Friday, January 15, 2027 08:00 (UTC)");
+    buf_reset(&p);
+    EXPECT_INT(flush_target_path(T0 + 12 * 3600 * 1000LL, "Pacific/Kiritimati", &p), CM_OK);
+    EXPECT_STR(p.data, "memory/2027-01-16.md"); /* UTC+14: already the next day there */
+    buf_reset(&p);
+    EXPECT_INT(flush_target_path(T0 + 12 * 3600 * 1000LL, NULL, &p), CM_OK);
+    EXPECT_STR(p.data, "memory/2027-01-15.md");
+    buf_release(&p);
+    flush_settings_release(&s);
+    json_decref(cfg);
+    EXPECT(flush_is_silent("NO_REPLY"));
+    EXPECT(flush_is_silent("  no_reply\n"));
+    EXPECT(!flush_is_silent("NO_REPLY."));
+    EXPECT(!flush_is_silent("Saved. NO_REPLY"));
+    EXPECT(!flush_is_silent(""));
+}
+
+TEST(session_flush_context_hash_matches_quantumclaw)
+{
+    /* The value QuantumClaw 2026.3.22's computeContextHash gives for these
+     * messages (computed with its algorithm under Node). */
+    json_t *msgs =
+        json_loads("[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"first\"}]},"
+                   "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"Biscuit "
+                   "\\\"the dog\\\"\\nline\"}]},"
+                   "{\"role\":\"toolResult\",\"content\":[{\"type\":\"text\",\"text\":\"x\"}]},"
+                   "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"\xc3\xbc"
+                   "n\xc3\xaf"
+                   "code \xe6\x97\xa5\xe6\x9c\xac"
+                   "\"}]},"
+                   "{\"role\":\"user\",\"content\":\"and the cat?\"}]",
+                   0, NULL);
+    EXPECT(msgs != NULL);
+    char h[17];
+    flush_context_hash(msgs, h);
+    EXPECT_STR(h, "42fa58c13961121b");
+    json_decref(msgs);
+}
+
+static flush_decision decide(const flush_settings *s, json_t *entry, const char *transcript,
+                             const char *prompt, bool writable)
+{
+    flush_input in = {entry, transcript, prompt, 200000, writable, false};
+    flush_decision d;
+    flush_decide(s, &in, &d);
+    return d;
+}
+
+TEST(session_flush_decision_table)
+{
+    flush_settings s;
+    char err[256];
+    EXPECT_INT(flush_settings_load(&s, NULL, err, sizeof err), CM_OK);
+    json_t *e = json_pack("{s:i,s:b,s:i}", "totalTokens", 175999, "totalTokensFresh", 1,
+                          "compactionCount", 1);
+    flush_decision d = decide(&s, e, NULL, NULL, true);
+    EXPECT_INT(d.threshold, 176000);
+    EXPECT(!d.due); /* below */
+    json_object_set_new(e, "totalTokens", json_integer(176000));
+    d = decide(&s, e, NULL, NULL, true);
+    EXPECT(d.due); /* at */
+    EXPECT_INT(d.tokens, 176000);
+    json_object_set_new(e, "totalTokens", json_integer(175990));
+    d = decide(&s, e, NULL, "0123456789012345678901234567890123456789", true);
+    EXPECT(d.due); /* the new prompt's estimate (10 tokens) takes it over */
+    d = decide(&s, e, NULL, "0123456789012345678901234567890123456789", false);
+    EXPECT(!d.due);
+    EXPECT_CONTAINS(d.why, "not writable");
+    /* once per compaction cycle */
+    json_object_set_new(e, "totalTokens", json_integer(190000));
+    json_object_set_new(e, "memoryFlushCompactionCount", json_integer(1));
+    d = decide(&s, e, NULL, NULL, true);
+    EXPECT(!d.due);
+    EXPECT_CONTAINS(d.why, "already flushed");
+    json_object_set_new(e, "compactionCount", json_integer(2)); /* a new cycle */
+    EXPECT(decide(&s, e, NULL, NULL, true).due);
+    /* a stale persisted count: the transcript's last usage counts */
+    char *dir = tmp_dir();
+    const char *tp = path_in(dir, "s.jsonl");
+    char *tpath = cm_strdup(tp);
+    write_file(
+        dir, "s.jsonl",
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"x\",\"cwd\":\"/\"}\n"
+        "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"x\",\"message\":{"
+        "\"role\":\"user\",\"content\":\"hi\"}}\n"
+        "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",\"timestamp\":\"x\",\"message\":{"
+        "\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"yo\"}],"
+        "\"usage\":{\"input\":160000,\"output\":2000,\"cacheRead\":15000,\"cacheWrite\":0,"
+        "\"totalTokens\":177000}}}\n"
+        "{\"type\":\"message\",\"id\":\"c\",\"parentId\":\"b\",\"timestamp\":\"x\",\"message\":{"
+        "\"role\":\"assistant\",\"content\":[],\"usage\":{\"input\":0,\"output\":0}}}\n");
+    json_t *stale = json_pack("{s:i,s:b,s:i}", "totalTokens", 1000, "totalTokensFresh", 0,
+                              "compactionCount", 0);
+    d = decide(&s, stale, tpath, NULL, true);
+    EXPECT(d.due);
+    EXPECT_INT(d.tokens, 177000); /* 160000 + 15000 prompt, + 2000 output */
+    /* the same context as the last flush is not flushed again */
+    json_object_set_new(stale, "memoryFlushContextHash", json_string(d.context_hash));
+    d = decide(&s, stale, tpath, NULL, true);
+    EXPECT(!d.due);
+    EXPECT_CONTAINS(d.why, "not changed");
+    d = decide(&s, stale, tpath, "a new question", true);
+    EXPECT(d.due); /* a new prompt is new context */
+    /* a large transcript forces it below the threshold */
+    s.force_bytes = 100;
+    json_t *small =
+        json_pack("{s:i,s:b,s:i}", "totalTokens", 10, "totalTokensFresh", 1, "compactionCount", 0);
+    write_file(
+        dir, "t2.jsonl",
+        "{\"type\":\"session\",\"version\":3,\"id\":\"t2\",\"timestamp\":\"x\",\"cwd\":\"/\"}\n"
+        "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"timestamp\":\"x\",\"message\":{"
+        "\"role\":\"user\",\"content\":\"hello there\"}}\n");
+    char *t2 = cm_strdup(path_in(dir, "t2.jsonl"));
+    d = decide(&s, small, t2, NULL, true);
+    EXPECT(d.due);
+    EXPECT_CONTAINS(d.why, "forceFlushTranscriptBytes");
+    s.force_bytes = 100000;
+    EXPECT(!decide(&s, small, t2, NULL, true).due);
+    s.force_bytes = 100;
+    s.enabled = false;
+    EXPECT(!decide(&s, small, t2, NULL, true).due);
+    free(t2);
+    json_decref(small);
+    json_decref(stale);
+    json_decref(e);
+    free(tpath);
+    flush_settings_release(&s);
+}
