@@ -652,3 +652,66 @@ TEST(session_flush_decision_table)
     free(tpath);
     flush_settings_release(&s);
 }
+
+/* ---- what session memory search indexes ---- */
+
+#include "../src/session/extract.h"
+
+TEST(session_extract_matches_quantumclaw)
+{
+    /* tests/data/session-extract.jsonl: user and assistant messages with
+     * string and block content, thinking, tool calls, a tool result, a
+     * compaction record, blank, garbage and whitespace-only messages, and
+     * secrets. The expected text, line map and hash are what QuantumClaw
+     * 2026.3.22's extraction and redaction give for it (run under Node). */
+    buf in = BUF_INIT;
+    char err[256];
+    EXPECT_INT(fs_read_file("tests/data/session-extract.jsonl", 1 << 20, &in, err, sizeof err),
+               CM_OK);
+    session_doc d;
+    EXPECT_INT(session_extract(in.data, in.len, &d), CM_OK);
+    EXPECT_STR(d.text.data, "User: What is the dog called? My key is sk-abc\xe2\x80\xa6wxyz\n"
+                            "Assistant: Biscuit. Really sure.\n"
+                            "User: PASSWORD=*** ok");
+    EXPECT_INT(d.n, 3);
+    EXPECT_INT(d.line_map[0], 2);
+    EXPECT_INT(d.line_map[1], 5);
+    EXPECT_INT(d.line_map[2], 9);
+    EXPECT_INT(d.ts[0], 1800000000000LL);
+    EXPECT_INT(d.ts[1], 1800000001000LL);
+    EXPECT_STR(d.hash, "ac340f41185d8bdde797713629830fe26c6bd035cd6d1246c5a4ffb76a2ff7ad");
+    session_doc_release(&d);
+    buf_release(&in);
+}
+
+TEST(session_redaction_matches_quantumclaw)
+{
+    /* Each input with what QuantumClaw 2026.3.22's redactSensitiveText
+     * ("tools" mode, default patterns) returns for it. */
+    static const char *const cases[][2] = {
+        {"my OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx and token: abc, Authorization: Bearer "
+         "abcdefghijklmnopqrstuvwxyz0123 bot123456789:AAbbccddeeffgghhiijjkkll "
+         "ghp_abcdefghijklmnopqrstuvwxyz \"password\": \"hunter2\" --api-key \"k123\"",
+         "my OPENAI_API_KEY=sk-abc\xe2\x80\xa6uvwx and token: *** Authorization: Bearer "
+         "abcdef\xe2\x80\xa6"
+         "0123 bot123456\xe2\x80\xa6kkll ghp_ab\xe2\x80\xa6wxyz \"password\": "
+         "\"***\" --api-key \"***\""},
+        {"password = \xe6\x97\xa5\xe6\x9c\xacxoxb---token=:\xc3\xa9"
+         "bot=--token=",
+         "password = \xe6\x97\xa5\xe6\x9c\xacxoxb\xe2\x80\xa6ken="},
+        {"nothing to see here, just the word token and key.",
+         "nothing to see here, just the word token and key."},
+        {"before\n-----BEGIN RSA PRIVATE KEY-----\nMIIabc\ndef\n-----END RSA PRIVATE "
+         "KEY-----\nafter",
+         "before\n-----BEGIN RSA PRIVATE KEY-----\n\xe2\x80\xa6redacted\xe2\x80\xa6\n-----END RSA "
+         "PRIVATE KEY-----\nafter"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        buf out = BUF_INIT;
+        EXPECT_INT(session_redact(cases[i][0], strlen(cases[i][0]), &out), CM_OK);
+        if (strcmp(out.data, cases[i][1]) != 0)
+            test_fail(__FILE__, __LINE__, "case %zu:\n  got:  %s\n  want: %s", i, out.data,
+                      cases[i][1]);
+        buf_release(&out);
+    }
+}
