@@ -36,7 +36,7 @@ CLI_LIBS := -Wl,-Bstatic -lsqlite3 -ljansson -lcrypto -Wl,-Bdynamic -lm -lpthrea
 
 LIB_SRC  := $(sort $(wildcard src/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-CLI_OBJ  := $(BUILD)/obj/cli/main.o $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard server/*.c))
+CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cli/*.c)) $(wildcard server/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c)) $(sort $(wildcard tests/fuzz/fuzz_*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 PIC_OBJ  := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)

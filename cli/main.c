@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../server/mcp.h"
+#include "cli.h"
 #include "clawmem.h"
 
 static const char usage_main[] =
@@ -39,6 +40,8 @@ static const char usage_main[] =
     "  mcp [--allow-write] [--no-watch] [--debounce MS]\n"
     "                                 MCP server on stdin/stdout: memory_search, memory_get\n"
     "                                 (and memory_write with --allow-write)\n"
+    "  sessions list|show|append|reset|delete|flush [KEY] [--json]\n"
+    "                                 the agent's sessions (sessions.json, transcripts)\n"
     "  help [COMMAND]                 this text, or one command's\n"
     "\n"
     "options (before or after the command):\n"
@@ -95,7 +98,7 @@ static int verbose, quiet;
  * so a file name (or anything else from the index or a server) can neither
  * forge an output line nor drive the terminal. keep_lines leaves '\\n' and
  * '\\t' as they are (for snippet text). */
-static void put_safe(FILE *f, const char *s, int keep_lines)
+void put_safe(FILE *f, const char *s, int keep_lines)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
@@ -138,8 +141,7 @@ static void on_log(void *ctx, cm_log_level level, const char *msg)
     fputc('\n', stderr);
 }
 
-static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int die(const char *fmt, ...)
+int die(const char *fmt, ...)
 {
     char msg[2048];
     va_list ap;
@@ -645,6 +647,7 @@ static int cmd_help(int argc, char **argv)
                     : !strcmp(c, "get")    ? usage_get
                     : !strcmp(c, "watch")  ? usage_watch
                     : !strcmp(c, "mcp")    ? usage_mcp
+                    : !strcmp(c, "sessions") ? usage_sessions
                     : !strcmp(c, "help")   ? usage_main
                                            : NULL;
     if (!u) return die("help: unknown command '%s' (see clawmem help)", c);
@@ -674,16 +677,18 @@ int main(int argc, char **argv)
         }
     }
     if (i >= argc)
-        return die("missing COMMAND: status, index, search, get, watch, mcp or help (see clawmem "
-                   "help)");
+        return die("missing COMMAND: status, index, search, get, watch, mcp, sessions or help "
+                   "(see clawmem help)");
     const char *cmd = argv[i++];
     int nargs = argc - i;
     char **args = argv + i;
     if (!strcmp(cmd, "help")) return cmd_help(nargs, args);
     int (*fn)(cm_engine *, int, char **) = command(cmd);
-    if (!fn && strcmp(cmd, "mcp") != 0) return die("unknown command '%s' (see clawmem help)", cmd);
+    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "sessions"); /* no engine of their own */
+    if (!fn && !own) return die("unknown command '%s' (see clawmem help)", cmd);
     if (take_global_opts(&opt, &nargs, args)) return 1;
     if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, nargs, args);
+    if (!strcmp(cmd, "sessions")) return cmd_sessions(&opt, nargs, args);
     for (int k = 0; k < nargs; k++) /* --help needs no engine (and no valid config) */
         if (!strcmp(args[k], "--help")) return fn(NULL, nargs, args);
     char err[1024];

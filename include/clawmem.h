@@ -181,4 +181,8 @@ void cm_free(void *p);
 #ifdef __cplusplus
 }
 #endif
+
+/* The other areas, each with its own header. */
+#include "clawmem/session.h"
+
 #endif

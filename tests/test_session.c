@@ -715,3 +715,81 @@ TEST(session_redaction_matches_quantumclaw)
         buf_release(&out);
     }
 }
+
+/* ---- the command ---- */
+
+TEST(session_cli_drives_the_store)
+{
+    char *d = tmp_dir();
+    char *state = cm_strdup(path_in(d, "state")), *ws = cm_strdup(path_in(d, "ws"));
+    write_file(d, "ws/MEMORY.md", "# facts\n");
+    const char *base[] = {"--state-dir", state, "--workspace", ws, "sessions", NULL};
+#define SESS(...)                                                                                  \
+    ({                                                                                             \
+        const char *a_[] = {base[0], base[1], base[2], base[3], base[4], __VA_ARGS__, NULL};       \
+        run_clawmem(NULL, a_);                                                                     \
+    })
+    run_result r = SESS("append", "main", "--role", "user", "Remember: the wifi is Biscuit5G");
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "appended ");
+    run_result_release(&r);
+    r = SESS("append", "telegram:group:-100", "--role", "assistant", "Noted.", "--json");
+    EXPECT_INT(r.status, 0);
+    json_t *j = json_loads(r.out, 0, NULL);
+    EXPECT_STR(json_string_value(json_object_get(j, "key")), "agent:main:telegram:group:-100");
+    json_decref(j);
+    run_result_release(&r);
+    r = SESS("list", "--json");
+    EXPECT_INT(r.status, 0);
+    j = json_loads(r.out, 0, NULL);
+    EXPECT_INT(json_array_size(json_object_get(j, "sessions")), 2);
+    json_decref(j);
+    run_result_release(&r);
+    r = SESS("show", "agent:main:main", "--json");
+    EXPECT_INT(r.status, 0);
+    j = json_loads(r.out, 0, NULL);
+    json_t *recs = json_object_get(j, "records");
+    EXPECT_INT(json_array_size(recs), 2); /* the header and the message */
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(recs, 0), "type")), "session");
+    json_decref(j);
+    run_result_release(&r);
+    r = SESS("show", "main");
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "user: Remember: the wifi is Biscuit5G");
+    run_result_release(&r);
+    r = SESS("flush", "main", "--dry-run", "--context-window", "30000", "--prompt", "hi");
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "Memory flush due: no");
+    EXPECT_CONTAINS(r.out, "threshold 6000");
+    run_result_release(&r);
+    r = SESS("flush", "main");
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "--dry-run");
+    run_result_release(&r);
+    r = SESS("reset", "main");
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "starts again");
+    run_result_release(&r);
+    r = SESS("show", "main", "--json");
+    j = json_loads(r.out, 0, NULL);
+    EXPECT_INT(json_array_size(json_object_get(j, "records")), 0);
+    json_decref(j);
+    run_result_release(&r);
+    r = SESS("delete", "telegram:group:-100");
+    EXPECT_INT(r.status, 0);
+    run_result_release(&r);
+    r = SESS("delete", "telegram:group:-100");
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "no session agent:main:telegram:group:-100");
+    run_result_release(&r);
+    r = SESS("append", "main", "--role", "system", "x");
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "user or assistant");
+    run_result_release(&r);
+    r = SESS("bogus");
+    EXPECT_INT(r.status, 1);
+    run_result_release(&r);
+#undef SESS
+    free(state);
+    free(ws);
+}

@@ -989,6 +989,23 @@ cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config
     return config_parse_files(&main, NULL, args, lg, cfg, err, errlen);
 }
 
+/* dst ← src key by key: objects recursively, other values replaced. */
+static cm_rc merge_into(json_t *dst, const json_t *src)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)src, k, v)
+    {
+        json_t *d = json_object_get(dst, k);
+        if (json_is_object(d) && json_is_object(v)) {
+            if (merge_into(d, v)) return CM_ENOMEM;
+        } else if (json_object_set_new(dst, k, json_deep_copy(v))) {
+            return CM_ENOMEM;
+        }
+    }
+    return CM_OK;
+}
+
 cm_rc config_parse_files(const config_text *main, const config_text *overlay,
                          const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
                          size_t errlen)
@@ -1026,6 +1043,9 @@ cm_rc config_parse_files(const config_text *main, const config_text *overlay,
         CHECK(read_rest(&c[i], doc[i].root));
     CHECK(resolve_paths(cfg, args, err, errlen));
     finish(cfg);
+    if (!(cfg->root = json_object())) CHECK(CM_ENOMEM);
+    for (int i = 0; i < 2; i++)
+        if (json_is_object(doc[i].root) && merge_into(cfg->root, doc[i].root)) CHECK(CM_ENOMEM);
     if (!cfg->provider || !cfg->fts_tokenizer || !cfg->backend || !cfg->sources.n) CHECK(CM_ENOMEM);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory reading the config");
@@ -1143,5 +1163,6 @@ void config_release(cm_config *cfg)
     free(cfg->fts_tokenizer);
     free(cfg->vector_extension_path);
     free(cfg->backend);
+    json_decref(cfg->root);
     memset(cfg, 0, sizeof *cfg);
 }

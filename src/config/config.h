@@ -8,6 +8,8 @@
 #ifndef CM_CONFIG_H
 #define CM_CONFIG_H
 
+#include <jansson.h>
+
 #include "../base/buf.h"
 #include "../base/log.h"
 
@@ -78,6 +80,12 @@ typedef struct cm_config {
     /* memory.* */
     char *backend; /* "builtin" or "qmd" */
     cm_citations citations;
+
+    /* Both files merged key by key (objects recursively, the overlay's other
+     * values replace), as written: the sections the runtime layers read
+     * themselves (auth, models, agents.defaults.model and .compaction,
+     * session, channels, …). Never NULL after a successful load. */
+    json_t *root;
 
     /* clawmem.* (clawmem's own section, in clawmem.json) */
     bool memory_write;       /* the memory_write tool is enabled */

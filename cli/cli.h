@@ -1,0 +1,25 @@
+/*
+ * cli.h — what the command's files share: one-line errors on stderr and
+ * output with control characters escaped (main.c), and the commands that
+ * live in their own file.
+ */
+#ifndef CM_CLI_H
+#define CM_CLI_H
+
+#include <stdio.h>
+
+#include "clawmem.h"
+
+/* Prints "clawmem: <message>" on stderr (escaped); returns 1. */
+int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Writes s to f with control characters and invalid UTF-8 escaped;
+ * keep_lines leaves '\n' and '\t' as they are. */
+void put_safe(FILE *f, const char *s, int keep_lines);
+
+extern const char usage_sessions[];
+
+/* clawmem sessions … (cmd_sessions.c) */
+int cmd_sessions(const cm_options *opt, int argc, char **argv);
+
+#endif
