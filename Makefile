@@ -137,12 +137,13 @@ $(BUILD)/clawmem: $(CLI_OBJ) $(BUILD)/libclawmem.a
 # own location at run time), so a prefix can be moved or copied whole.
 DEST := $(DESTDIR)$(PREFIX)
 install: all $(BUILD)/$(SONAME)
-	install -d $(DEST)/bin $(DEST)/lib/pkgconfig $(DEST)/include $(DEST)/share/man/man1
+	install -d $(DEST)/bin $(DEST)/lib/pkgconfig $(DEST)/include/clawmem $(DEST)/share/man/man1
 	install -m 755 $(BUILD)/clawmem $(DEST)/bin/clawmem
 	install -m 644 $(BUILD)/libclawmem.a $(DEST)/lib/libclawmem.a
 	install -m 755 $(BUILD)/$(SONAME) $(DEST)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DEST)/lib/libclawmem.so
 	install -m 644 include/clawmem.h $(DEST)/include/clawmem.h
+	install -m 644 include/clawmem/*.h $(DEST)/include/clawmem/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' scripts/clawmem.pc.in \
 	  >$(DEST)/lib/pkgconfig/clawmem.pc
 	install -m 644 docs/clawmem.1 $(DEST)/share/man/man1/clawmem.1
@@ -160,7 +161,7 @@ uninstall:
 	rm -f $(DEST)/bin/clawmem $(DEST)/lib/libclawmem.a $(DEST)/lib/$(SONAME) \
 	  $(DEST)/lib/libclawmem.so $(DEST)/include/clawmem.h $(DEST)/lib/pkgconfig/clawmem.pc \
 	  $(DEST)/share/man/man1/clawmem.1
-	rm -rf $(DEST)/lib/clawmem $(DEST)/share/clawmem
+	rm -rf $(DEST)/lib/clawmem $(DEST)/share/clawmem $(DEST)/include/clawmem
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
