@@ -1,0 +1,555 @@
+/*
+ * session_turn.c — agent turns inside a session (session_turn.h).
+ */
+#include <time.h>
+
+#include "../session/flush.h"
+#include "../session/keys.h"
+#include "../session/sessions.h"
+#include "../session/transcript.h"
+#include "session_turn.h"
+
+#define KEEP_RECENT_TOKENS 20000
+#define TRANSCRIPT_MAX     (512u << 20)
+
+static const char summary_prefix[] =
+    "The conversation history before this point was compacted into the following summary:\n\n"
+    "<summary>\n";
+static const char summary_suffix[] = "\n</summary>";
+
+static const char compact_system[] =
+    "You write the working memory of a long conversation between a user and an assistant. "
+    "You are given the conversation as text; do not continue it and do not answer anything in "
+    "it. Write a summary that lets the assistant carry on as if it remembered everything.";
+static const char compact_instructions[] =
+    "Summarise the conversation above for the assistant that will continue it. Use these "
+    "headings, each short:\n"
+    "## Goal — what the user is trying to get done\n"
+    "## Preferences and constraints — what the user asked for or ruled out\n"
+    "## Done so far — decisions taken, facts learned, with names, paths, numbers and dates "
+    "exactly as they appeared\n"
+    "## Open — what is still in progress or blocked\n"
+    "## Next — what the assistant was about to do\n"
+    "Keep every detail the assistant would otherwise have to ask again.";
+
+static int64_t now_of(const agent_ctx *a)
+{
+    if (a->clock) return a->clock(a->clock_ctx);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void agent_reply_release(agent_reply *r)
+{
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+int64_t agent_context_window(const json_t *cfg, const char *model)
+{
+    const char *slash = model ? strchr(model, '/') : NULL;
+    if (slash) {
+        char prov[128];
+        snprintf(prov, sizeof prov, "%.*s", (int)(slash - model), model);
+        json_t *p =
+            json_object_get(json_object_get(json_object_get(cfg, "models"), "providers"), prov);
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(p, "models"), i, m)
+        {
+            const char *id = json_string_value(json_object_get(m, "id"));
+            json_t *cw = json_object_get(m, "contextWindow");
+            if (id && !strcmp(id, slash + 1) && json_is_number(cw) && json_number_value(cw) > 0)
+                return (int64_t)json_number_value(cw);
+        }
+    }
+    json_t *ct = json_object_get(json_object_get(json_object_get(cfg, "agents"), "defaults"),
+                                 "contextTokens");
+    return json_is_number(ct) && json_number_value(ct) > 0 ? (int64_t)json_number_value(ct)
+                                                           : 200000;
+}
+
+/* ---- history ---- */
+
+typedef struct records {
+    json_t *all; /* every record that parsed, in order */
+} records;
+
+static bool keep_record(void *ctx, int line, json_t *rec)
+{
+    (void)line;
+    json_array_append(((records *)ctx)->all, rec);
+    return true;
+}
+
+static cm_rc read_records(const char *path, json_t **out, char *err, size_t errlen)
+{
+    records r = {json_array()};
+    cm_rc rc =
+        r.all ? transcript_read(path, TRANSCRIPT_MAX, keep_record, &r, err, errlen) : CM_ENOMEM;
+    if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing written yet */
+    if (rc) {
+        json_decref(r.all);
+        r.all = NULL;
+    }
+    *out = r.all;
+    return rc;
+}
+
+/* Index of the last compaction record, or -1. */
+static long last_compaction(const json_t *recs)
+{
+    for (size_t i = json_array_size(recs); i-- > 0;) {
+        const char *t = json_string_value(json_object_get(json_array_get(recs, i), "type"));
+        if (t && !strcmp(t, "compaction")) return (long)i;
+    }
+    return -1;
+}
+
+/* The index where the context starts: the first kept record of the last
+ * compaction (or 0), and that compaction's index in *comp (-1: none). */
+static size_t context_start(const json_t *recs, long *comp)
+{
+    *comp = last_compaction(recs);
+    if (*comp < 0) return 0;
+    const char *kept =
+        json_string_value(json_object_get(json_array_get(recs, (size_t)*comp), "firstKeptEntryId"));
+    for (size_t i = 0; kept && i < (size_t)*comp; i++)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(recs, i), "id")) ?: "", kept))
+            return i;
+    return (size_t)*comp + 1;
+}
+
+static json_t *summary_message(const char *summary, json_t *ts)
+{
+    buf b = BUF_INIT;
+    buf_printf(&b, "%s%s%s", summary_prefix, summary ? summary : "", summary_suffix);
+    json_t *m = json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content", "type", "text", "text",
+                          b.data ? b.data : "");
+    if (m && ts) json_object_set(m, "timestamp", ts);
+    buf_release(&b);
+    return m;
+}
+
+/* The model's view of recs: after the last compaction, its summary then the
+ * kept messages; every message record otherwise. */
+static json_t *history_of(const json_t *recs)
+{
+    json_t *out = json_array();
+    long comp;
+    size_t start = context_start(recs, &comp);
+    if (comp >= 0) {
+        json_t *c = json_array_get(recs, (size_t)comp);
+        json_array_append_new(out, summary_message(json_string_value(json_object_get(c, "summary")),
+                                                   json_object_get(c, "timestamp")));
+    }
+    for (size_t i = start; i < json_array_size(recs); i++) {
+        json_t *r = json_array_get(recs, i);
+        const char *t = json_string_value(json_object_get(r, "type"));
+        if (t && !strcmp(t, "message") && json_object_get(r, "message"))
+            json_array_append(out, json_object_get(r, "message"));
+    }
+    return out;
+}
+
+cm_rc agent_session_history(const char *transcript, json_t **out, char *err, size_t errlen)
+{
+    json_t *recs;
+    cm_rc rc = read_records(transcript, &recs, err, errlen);
+    *out = rc ? NULL : history_of(recs);
+    json_decref(recs);
+    return rc ? rc : *out ? CM_OK : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+}
+
+/* ---- the session ---- */
+
+typedef struct session {
+    session_store st;
+    char key[1100], sid[160];
+    buf transcript;
+} session;
+
+static void session_release(session *s)
+{
+    session_store_release(&s->st);
+    buf_release(&s->transcript);
+}
+
+static cm_rc session_open(agent_ctx *a, const char *key, bool create, session *s, char *err,
+                          size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    memset(s, 0, sizeof *s);
+    buf k = BUF_INIT;
+    if (!key || !*key || strlen(key) > 1000)
+        return cm_seterr(err, errlen, CM_EINVAL, "a session key is needed");
+    if (session_store_key(&k, a->agent_id, key))
+        return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    snprintf(s->key, sizeof s->key, "%s", k.data);
+    buf_release(&k);
+    key = s->key;
+    CHECK(session_store_read(&s->st, a->store_path, err, errlen));
+    if (create || session_store_get(&s->st, key))
+        CHECK(session_touch(&s->st, key, NULL, now_of(a), s->sid, err, errlen));
+    else
+        FAIL(CM_ENOTFOUND, "no session %s", key);
+    json_t *e = session_store_get(&s->st, key);
+    if (session_transcript_of(&s->st, e, &s->transcript))
+        FAIL(CM_ECORRUPT, "session %s has no valid sessionId", key);
+out:
+    if (rc) session_release(s);
+    return rc;
+}
+
+static cm_rc append_messages(agent_ctx *a, session *s, const json_t *msgs, int64_t now, char *err,
+                             size_t errlen)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach((json_t *)msgs, i, m)
+    {
+        json_t *f = json_pack("{s:O}", "message", m);
+        cm_rc rc = f ? transcript_append(s->transcript.data, s->sid, a->workspace, "message", f,
+                                         now, NULL, err, errlen)
+                     : CM_ENOMEM;
+        json_decref(f);
+        if (rc) return rc;
+    }
+    return CM_OK;
+}
+
+/* The entry after a turn: token counts, model, the automatic pin. */
+static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin, int64_t now,
+                         char *err, size_t errlen)
+{
+    const llm_usage *u = &t->usage;
+    int64_t prompt = u->input + u->cache_read + u->cache_write;
+    const char *model = t->outcome.model, *slash = strchr(model, '/');
+    char prov[192];
+    snprintf(prov, sizeof prov, "%.*s", slash ? (int)(slash - model) : 0, model);
+    json_t *patch = json_pack(
+        "{s:I,s:b,s:I,s:I,s:I,s:I,s:s,s:s}", "totalTokens", (json_int_t)prompt, "totalTokensFresh",
+        prompt > 0, "inputTokens", (json_int_t)u->input, "outputTokens", (json_int_t)u->output,
+        "cacheRead", (json_int_t)u->cache_read, "cacheWrite", (json_int_t)u->cache_write, "model",
+        slash ? slash + 1 : model, "modelProvider", prov);
+    if (!patch) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    json_t *e = session_store_get(&s->st, s->key);
+    const char *src = json_string_value(json_object_get(e, "authProfileOverrideSource"));
+    if (pin && pin->profile[0] && !(src && !strcmp(src, "user"))) {
+        json_t *cc = json_object_get(e, "compactionCount");
+        json_object_set_new(patch, "authProfileOverride", json_string(pin->profile));
+        json_object_set_new(patch, "authProfileOverrideSource", json_string("auto"));
+        json_object_set_new(patch, "authProfileOverrideCompactionCount",
+                            json_integer(json_is_integer(cc) ? json_integer_value(cc) : 0));
+    }
+    cm_rc rc = session_touch(&s->st, s->key, patch, now, NULL, err, errlen);
+    json_decref(patch);
+    return rc;
+}
+
+/* The session's pin from its entry. */
+static void pin_of(const json_t *e, llm_pin *pin)
+{
+    memset(pin, 0, sizeof *pin);
+    const char *p = json_string_value(json_object_get(e, "authProfileOverride"));
+    const char *src = json_string_value(json_object_get(e, "authProfileOverrideSource"));
+    if (p) snprintf(pin->profile, sizeof pin->profile, "%s", p);
+    pin->user = src && !strcmp(src, "user");
+}
+
+/* ---- the memory flush ---- */
+
+static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool force,
+                          agent_reply *out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    flush_settings fs = {0};
+    json_t *recs = NULL, *hist = NULL;
+    agent_turn_out t = {0};
+    buf target = BUF_INIT, fprompt = BUF_INIT;
+    CHECK(flush_settings_load(&fs, a->config, err, errlen));
+    json_t *e = session_store_get(&s->st, s->key);
+    llm_turn probe = {NULL, false, NULL};
+    buf chain = BUF_INIT;
+    llm_runner_chain(a->runner, &probe, &chain);
+    char first[192] = "";
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(chain.data ? chain.data : "", ","),
+             chain.data ? chain.data : "");
+    buf_release(&chain);
+    bool can_write = a->writable && a->engine && cm_engine_writable(a->engine);
+    flush_input in = {
+        e, s->transcript.data, prompt, agent_context_window(a->config, first), can_write, false};
+    flush_decision d;
+    flush_decide(&fs, &in, &d);
+    if (!force && !d.due) goto out;
+    if (force && !can_write)
+        FAIL(CM_EINVAL, "the memory flush needs a writable workspace and memory writes enabled");
+    int64_t now = now_of(a);
+    const char *tz = json_string_value(json_object_get(
+        json_object_get(json_object_get(a->config, "agents"), "defaults"), "userTimezone"));
+    if (flush_target_path(now, tz, &target) || flush_prompt_for(fs.prompt, now, tz, &fprompt))
+        FAIL(CM_ENOMEM, "out of memory");
+    CHECK(read_records(s->transcript.data, &recs, err, errlen));
+    hist = history_of(recs);
+    llm_pin pin;
+    pin_of(e, &pin);
+    agent_tools tools = {a->engine, s->key, true, target.data};
+    agent_turn_in ti = {
+        a->runner, {NULL, false, &pin}, fs.system_prompt, hist, fprompt.data, now, 0, NULL, NULL};
+    CHECK(agent_turn(&tools, &ti, &t, err, errlen));
+    CHECK(append_messages(a, s, t.messages, now, err, errlen));
+    /* the bookkeeping: once per compaction cycle, and the context it saw */
+    char hash[17] = "";
+    json_t *tail = flush_transcript_tail(s->transcript.data, 10);
+    if (json_array_size(tail)) flush_context_hash(tail, hash);
+    json_decref(tail);
+    e = session_store_get(&s->st, s->key);
+    json_t *cc = json_object_get(e, "compactionCount");
+    json_t *patch =
+        json_pack("{s:I,s:I}", "memoryFlushAt", (json_int_t)now_of(a), "memoryFlushCompactionCount",
+                  (json_int_t)(json_is_integer(cc) ? json_integer_value(cc) : 0));
+    if (patch && hash[0]) json_object_set_new(patch, "memoryFlushContextHash", json_string(hash));
+    rc = patch ? session_touch(&s->st, s->key, patch, now_of(a), NULL, err, errlen) : CM_ENOMEM;
+    json_decref(patch);
+    if (rc) goto out;
+    out->flushed = true;
+    out->tool_calls += t.tool_calls;
+out:
+    agent_turn_out_release(&t);
+    json_decref(recs);
+    json_decref(hist);
+    flush_settings_release(&fs);
+    buf_release(&target);
+    buf_release(&fprompt);
+    return rc;
+}
+
+cm_rc agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,
+                          agent_reply *out, char *err, size_t errlen)
+{
+    session s;
+    memset(out, 0, sizeof *out);
+    cm_rc rc = session_open(a, key, false, &s, err, errlen);
+    if (!rc) rc = flush_locked(a, &s, prompt, force, out, err, errlen);
+    if (!out->text) out->text = cm_strdup("");
+    session_release(&s);
+    return rc;
+}
+
+/* ---- compaction ---- */
+
+static int64_t estimate_tokens(const json_t *msg)
+{
+    char *t = json_dumps(json_object_get(msg, "content"), JSON_COMPACT | JSON_ENCODE_ANY);
+    int64_t n = t ? (int64_t)(strlen(t) + 3) / 4 : 0;
+    free(t);
+    return n;
+}
+
+/* The conversation as text for the summariser (so it does not continue it). */
+static cm_rc serialize(const json_t *recs, size_t from, size_t to, buf *out)
+{
+    cm_rc rc = CM_OK;
+    for (size_t i = from; i < to && !rc; i++) {
+        json_t *r = json_array_get(recs, i);
+        const char *t = json_string_value(json_object_get(r, "type"));
+        json_t *m = json_object_get(r, "message");
+        if (!t || strcmp(t, "message") || !m) continue;
+        const char *role = json_string_value(json_object_get(m, "role"));
+        json_t *content = json_object_get(m, "content");
+        const char *label = !role                        ? "?"
+                            : !strcmp(role, "user")      ? "User"
+                            : !strcmp(role, "assistant") ? "Assistant"
+                                                         : "Tool result";
+        rc = buf_printf(out, "[%s]: ", label);
+        if (json_is_string(content)) {
+            if (!rc) rc = buf_adds(out, json_string_value(content));
+        } else {
+            size_t k;
+            json_t *b;
+            json_array_foreach(content, k, b)
+            {
+                const char *bt = json_string_value(json_object_get(b, "type"));
+                if (!rc && bt && !strcmp(bt, "text"))
+                    rc =
+                        buf_printf(out, "%s ", json_string_value(json_object_get(b, "text")) ?: "");
+                if (!rc && bt && !strcmp(bt, "toolCall")) {
+                    char *args =
+                        json_dumps(json_object_get(b, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
+                    rc = buf_printf(out, "(calls %s %s) ",
+                                    json_string_value(json_object_get(b, "name")) ?: "",
+                                    args ? args : "{}");
+                    free(args);
+                }
+            }
+        }
+        if (!rc) rc = buf_addc(out, '\n');
+    }
+    return rc;
+}
+
+static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json_t *recs = NULL;
+    buf text = BUF_INIT;
+    llm_response resp = {0};
+    CHECK(read_records(s->transcript.data, &recs, err, errlen));
+    long comp;
+    size_t start = context_start(recs, &comp), n = json_array_size(recs);
+    /* Walk back from the end until about KEEP_RECENT_TOKENS are kept, then
+     * back to a user message: the cut never separates a call and its result. */
+    int64_t kept = 0, before = 0;
+    size_t cut = n;
+    for (size_t i = n; i-- > start;) {
+        json_t *m = json_object_get(json_array_get(recs, i), "message");
+        if (!m) continue;
+        kept += estimate_tokens(m);
+        if (kept >= KEEP_RECENT_TOKENS) {
+            cut = i;
+            break;
+        }
+    }
+    if (cut == n) cut = start; /* everything fits: keep only from the last user message */
+    size_t at = n;
+    for (size_t i = cut == start ? n : cut + 1; i-- > start;) {
+        json_t *m = json_object_get(json_array_get(recs, i), "message");
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role && !strcmp(role, "user")) {
+            at = i;
+            break;
+        }
+    }
+    if (at == n || at <= start) FAIL(CM_EINVAL, "session %s has nothing to compact yet", s->key);
+    for (size_t i = start; i < n; i++) {
+        json_t *m = json_object_get(json_array_get(recs, i), "message");
+        if (m) before += estimate_tokens(m);
+    }
+    const char *prev =
+        comp >= 0
+            ? json_string_value(json_object_get(json_array_get(recs, (size_t)comp), "summary"))
+            : NULL;
+    CHECK(buf_adds(&text, "<conversation>\n") ? CM_ENOMEM : CM_OK);
+    if (serialize(recs, start, at, &text) || buf_adds(&text, "</conversation>\n\n"))
+        FAIL(CM_ENOMEM, "out of memory");
+    if (prev && buf_printf(&text,
+                           "<previous-summary>\n%s\n</previous-summary>\n\nFold the previous "
+                           "summary into the new one.\n\n",
+                           prev))
+        FAIL(CM_ENOMEM, "out of memory");
+    if (buf_adds(&text, compact_instructions)) FAIL(CM_ENOMEM, "out of memory");
+    llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false};
+    llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true};
+    json_t *e = session_store_get(&s->st, s->key);
+    llm_pin pin;
+    pin_of(e, &pin);
+    llm_turn lt = {NULL, false, &pin};
+    llm_outcome oc;
+    CHECK(llm_run(a->runner, &lt, &rq, NULL, NULL, &resp, &oc, err, errlen));
+    if (!resp.text.len) FAIL(CM_EIO, "the model returned an empty summary");
+    const char *first_kept = json_string_value(json_object_get(json_array_get(recs, at), "id"));
+    json_t *f = json_pack("{s:s,s:s,s:I}", "summary", resp.text.data, "firstKeptEntryId",
+                          first_kept ? first_kept : "", "tokensBefore", (json_int_t)before);
+    int64_t now = now_of(a);
+    rc = f ? transcript_append(s->transcript.data, s->sid, a->workspace, "compaction", f, now, NULL,
+                               err, errlen)
+           : CM_ENOMEM;
+    json_decref(f);
+    if (rc) goto out;
+    int64_t after =
+        (int64_t)(resp.text.len + strlen(summary_prefix) + strlen(summary_suffix) + 3) / 4;
+    for (size_t i = at; i < n; i++) {
+        json_t *m = json_object_get(json_array_get(recs, i), "message");
+        if (m) after += estimate_tokens(m);
+    }
+    CHECK(session_compacted(&s->st, s->key, after, now, err, errlen));
+    out->compacted = true;
+out:
+    llm_response_release(&resp);
+    json_decref(recs);
+    buf_release(&text);
+    return rc;
+}
+
+cm_rc agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
+                            size_t errlen)
+{
+    session s;
+    memset(out, 0, sizeof *out);
+    cm_rc rc = session_open(a, key, false, &s, err, errlen);
+    if (!rc) rc = compact_locked(a, &s, out, err, errlen);
+    if (!out->text) out->text = cm_strdup("");
+    session_release(&s);
+    return rc;
+}
+
+/* ---- the turn ---- */
+
+cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
+                         llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
+                         size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    session s;
+    json_t *recs = NULL, *hist = NULL;
+    agent_turn_out t = {0};
+    memset(out, 0, sizeof *out);
+    CHECK(session_open(a, key, true, &s, err, errlen));
+    /* the memory flush before the turn, when due; its failure does not stop the turn */
+    char ferr[512];
+    agent_reply fr = {0};
+    if (flush_locked(a, &s, prompt, false, &fr, ferr, sizeof ferr) == CM_OK && fr.flushed)
+        out->flushed = true;
+    for (int attempt = 0;; attempt++) {
+        json_decref(recs);
+        json_decref(hist);
+        agent_turn_out_release(&t);
+        CHECK(read_records(s.transcript.data, &recs, err, errlen));
+        hist = history_of(recs);
+        json_t *e = session_store_get(&s.st, s.key);
+        llm_pin pin;
+        pin_of(e, &pin);
+        agent_tools tools = {a->engine, s.key, a->engine && cm_engine_writable(a->engine), NULL};
+        agent_turn_in ti = {
+            a->runner, {model, false, &pin}, NULL, hist, prompt, now_of(a), 0, on_delta, ctx};
+        rc = agent_turn(&tools, &ti, &t, err, errlen);
+        if (rc == CM_ETOOBIG && attempt == 0) {
+            /* the prompt is over the context: compact, then once more */
+            agent_reply cr = {0};
+            if (compact_locked(a, &s, &cr, err, errlen) == CM_OK) {
+                out->compacted = true;
+                continue;
+            }
+            rc = CM_ETOOBIG;
+        }
+        if (rc) goto out;
+        int64_t now = now_of(a);
+        CHECK(append_messages(a, &s, t.messages, now, err, errlen));
+        CHECK(record_turn(&s, &t, &pin, now, err, errlen));
+        break;
+    }
+    out->silent = flush_is_silent(t.reply);
+    out->text = cm_strdup(out->silent ? "" : t.reply);
+    if (!out->text) FAIL(CM_ENOMEM, "out of memory");
+    snprintf(out->model, sizeof out->model, "%s", t.outcome.model);
+    out->usage = t.usage;
+    out->tool_calls = t.tool_calls;
+    /* compaction when the context has grown past the window less the reserve */
+    flush_settings fs;
+    if (flush_settings_load(&fs, a->config, ferr, sizeof ferr) == CM_OK) {
+        int64_t used = t.usage.input + t.usage.cache_read + t.usage.cache_write + t.usage.output;
+        if (used > agent_context_window(a->config, t.outcome.model) - fs.reserve_floor) {
+            agent_reply cr = {0};
+            if (compact_locked(a, &s, &cr, ferr, sizeof ferr) == CM_OK) out->compacted = true;
+        }
+        flush_settings_release(&fs);
+    }
+out:
+    if (!out->text) out->text = cm_strdup("");
+    agent_turn_out_release(&t);
+    json_decref(recs);
+    json_decref(hist);
+    session_release(&s);
+    return rc;
+}

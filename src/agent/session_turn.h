@@ -1,0 +1,67 @@
+/*
+ * session_turn.h — an agent turn inside a session, as QuantumClaw runs one:
+ * the session's history from its transcript (after the last compaction: the
+ * summary, then the kept messages), the memory flush first when it is due
+ * (seed 001: a silent turn whose writes may only append to today's
+ * memory/YYYY-MM-DD.md; a NO_REPLY answer is not delivered; the bookkeeping
+ * in sessions.json), the turn itself through the model runner with the
+ * memory tools, its messages appended to the transcript, the entry's token
+ * counts, model and automatic auth-profile pin updated; then compaction
+ * when the context has grown past contextWindow − reserveTokensFloor (and
+ * once more when the model says the prompt is too long).
+ *
+ * Compaction summarises the turns before a cut that keeps about 20,000
+ * tokens of recent messages, cut only before a user message so a tool call
+ * and its result are never separated, into a `compaction` record
+ * {summary, firstKeptEntryId, tokensBefore}; compactionCount goes up.
+ */
+#ifndef CM_SESSION_TURN_H
+#define CM_SESSION_TURN_H
+
+#include "turn.h"
+
+typedef struct agent_ctx {
+    const json_t *config;                          /* the whole config (borrowed) */
+    const char *state_dir, *agent_id, *store_path; /* store_path: sessions.json */
+    const char *workspace;
+    cm_engine *engine; /* the agent's memory; NULL: no memory tools */
+    llm_runner *runner;
+    bool writable;      /* the agent may write its workspace */
+    llm_clock_fn clock; /* NULL: the real clock */
+    void *clock_ctx;
+} agent_ctx;
+
+typedef struct agent_reply {
+    char *text;      /* what to deliver ("" when silent) */
+    bool silent;     /* the model answered NO_REPLY */
+    bool flushed;    /* a memory flush ran before the turn */
+    bool compacted;  /* a compaction ran */
+    char model[192]; /* the model that answered */
+    llm_usage usage; /* the last call's */
+    int tool_calls;
+} agent_reply;
+
+void agent_reply_release(agent_reply *r);
+
+/* A user message to the session key (made when new): flush if due, the
+ * turn, compaction if needed. model: an override or NULL. */
+cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
+                         llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
+                         size_t errlen);
+
+/* The memory flush now (force) or only when due before a turn with prompt. */
+cm_rc agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,
+                          agent_reply *out, char *err, size_t errlen);
+
+/* Compacts the session now. */
+cm_rc agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
+                            size_t errlen);
+
+/* The session's history for the model (a new array of messages). */
+cm_rc agent_session_history(const char *transcript, json_t **out, char *err, size_t errlen);
+
+/* The context window of a "provider/model" (models.providers.<p>.models[]
+ * contextWindow), else agents.defaults.contextTokens, else 200000. */
+int64_t agent_context_window(const json_t *config, const char *model);
+
+#endif

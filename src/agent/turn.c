@@ -1,0 +1,365 @@
+/*
+ * turn.c — one agent turn (turn.h): messages between the transcript's
+ * format and the chat clients' model, the tool loop, the memory tools.
+ */
+#include "turn.h"
+
+#define DEFAULT_MAX_STEPS 12
+#define TOOL_TEXT_MAX     (256u << 10) /* what a tool result may hand the model */
+
+/* The memory tools, as the MCP server describes them to clients. */
+static const llm_tool_def defs[] = {
+    {"memory_search",
+     "Recall from the agent's long-term memory. Call it before answering anything that depends on "
+     "earlier work, decisions, dates, people, preferences or to-dos. It searches MEMORY.md and the "
+     "daily notes in memory/ (plus configured extra paths) and returns the best-matching snippets "
+     "with their file path and line range; then use memory_get to read only the lines you need. "
+     "Empty results mean nothing relevant was written down.",
+     "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"minLength\":1,"
+     "\"description\":\"What to recall, in words likely to appear in the notes\"},"
+     "\"maxResults\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000},"
+     "\"minScore\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}},\"required\":[\"query\"]}"},
+    {"memory_get",
+     "Read a memory file, or some of its lines, typically after memory_search pointed at it: "
+     "MEMORY.md, memory.md, memory/YYYY-MM-DD.md or another .md file under memory/ or the "
+     "configured extra paths (workspace-relative). `from` is the first line (1-based), `lines` how "
+     "many. A file that does not exist yet, such as today's note before anything was written, "
+     "returns empty text.",
+     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":"
+     "\"Workspace-relative, e.g. MEMORY.md or memory/2026-02-10.md\"},\"from\":{\"type\":"
+     "\"integer\",\"minimum\":1},\"lines\":{\"type\":\"integer\",\"minimum\":1}},"
+     "\"required\":[\"path\"]}"},
+    {"memory_write",
+     "Write something down so that it outlives this session; memory is only what is on disk. "
+     "Decisions, preferences and durable facts go to MEMORY.md (path \"MEMORY.md\"); day-to-day "
+     "notes and running context go to today's daily note memory/YYYY-MM-DD.md (the default). When "
+     "the user says \"remember this\", write it. Appends a paragraph, never rewrites what is "
+     "there.",
+     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\",\"minLength\":1,"
+     "\"description\":\"The note, in Markdown\"},\"path\":{\"type\":\"string\",\"description\":"
+     "\"MEMORY.md for durable facts; default: today's memory/YYYY-MM-DD.md\"}},"
+     "\"required\":[\"text\"]}"},
+};
+
+const llm_tool_def *agent_tool_defs(bool with_write, size_t *n)
+{
+    *n = with_write ? 3 : 2;
+    return defs;
+}
+
+void agent_turn_out_release(agent_turn_out *o)
+{
+    json_decref(o->messages);
+    free(o->reply);
+    memset(o, 0, sizeof *o);
+}
+
+/* A message's text: a string, or its text blocks joined by newlines. */
+static cm_rc text_of(const json_t *content, buf *out)
+{
+    if (json_is_string(content)) return buf_adds(out, json_string_value(content));
+    size_t i;
+    json_t *b;
+    cm_rc rc = CM_OK;
+    json_array_foreach(content, i, b)
+    {
+        const char *t = json_string_value(json_object_get(b, "type"));
+        const char *tx = json_string_value(json_object_get(b, "text"));
+        if (!t || strcmp(t, "text") || !tx) continue;
+        if (out->len) rc = buf_addc(out, '\n');
+        if (!rc) rc = buf_adds(out, tx);
+        if (rc) break;
+    }
+    return rc;
+}
+
+/* The conversation as the chat clients take it; strings live in texts and
+ * calls, which the caller frees (free_convo). */
+typedef struct convo {
+    llm_message *m;
+    size_t n, cap;
+    buf *texts;
+    size_t ntexts;
+    llm_tool_call *calls;
+    size_t ncalls, calls_cap;
+} convo;
+
+static void free_convo(convo *c)
+{
+    for (size_t i = 0; i < c->ntexts; i++)
+        buf_release(&c->texts[i]);
+    free(c->texts);
+    for (size_t i = 0; i < c->ncalls; i++) {
+        free(c->calls[i].id);
+        free(c->calls[i].name);
+        free(c->calls[i].arguments);
+    }
+    free(c->calls);
+    free(c->m);
+    memset(c, 0, sizeof *c);
+}
+
+/* Room for one more message (and its text buffer). */
+static llm_message *add_msg(convo *c, buf **text)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        llm_message *m = realloc(c->m, cap * sizeof *m);
+        if (!m) return NULL;
+        c->m = m;
+        buf *t = realloc(c->texts, cap * sizeof *t);
+        if (!t) return NULL;
+        c->texts = t;
+        c->cap = cap;
+    }
+    llm_message *m = &c->m[c->n++];
+    memset(m, 0, sizeof *m);
+    c->texts[c->ntexts] = (buf)BUF_INIT;
+    *text = &c->texts[c->ntexts++];
+    return m;
+}
+
+/* Adds one transcript message; other roles are skipped. Tool calls are
+ * kept in c->calls, which may move: calls are linked up after all
+ * messages are in (link_calls). */
+static cm_rc add_transcript_message(convo *c, const json_t *msg)
+{
+    const char *role = json_string_value(json_object_get(msg, "role"));
+    if (!role) return CM_OK;
+    bool user = !strcmp(role, "user"), asst = !strcmp(role, "assistant"),
+         tool = !strcmp(role, "toolResult");
+    if (!user && !asst && !tool) return CM_OK;
+    buf *text;
+    llm_message *m = add_msg(c, &text);
+    if (!m) return CM_ENOMEM;
+    cm_rc rc = text_of(json_object_get(msg, "content"), text);
+    if (rc) return rc;
+    m->role = user ? LLM_USER : asst ? LLM_ASSISTANT : LLM_TOOL;
+    m->text = NULL; /* set in link_calls: texts may move */
+    if (tool) {
+        m->tool_call_id = json_string_value(json_object_get(msg, "toolCallId"));
+        m->tool_name = json_string_value(json_object_get(msg, "toolName"));
+        m->is_error = json_is_true(json_object_get(msg, "isError"));
+    }
+    if (asst) {
+        size_t i;
+        json_t *b;
+        size_t first = c->ncalls;
+        json_array_foreach(json_object_get(msg, "content"), i, b)
+        {
+            const char *t = json_string_value(json_object_get(b, "type"));
+            if (!t || strcmp(t, "toolCall")) continue;
+            if (c->ncalls == c->calls_cap) {
+                size_t cap = c->calls_cap ? c->calls_cap * 2 : 16;
+                llm_tool_call *nc = realloc(c->calls, cap * sizeof *nc);
+                if (!nc) return CM_ENOMEM;
+                c->calls = nc;
+                c->calls_cap = cap;
+            }
+            llm_tool_call *k = &c->calls[c->ncalls++];
+            const char *id = json_string_value(json_object_get(b, "id"));
+            const char *name = json_string_value(json_object_get(b, "name"));
+            json_t *args = json_object_get(b, "arguments");
+            k->id = cm_strdup(id ? id : "");
+            k->name = cm_strdup(name ? name : "");
+            k->arguments =
+                args ? json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY) : cm_strdup("{}");
+            if (!k->id || !k->name || !k->arguments) return CM_ENOMEM;
+        }
+        /* first call index and count, kept in the pointer fields until linked */
+        m->ncalls = c->ncalls - first;
+        m->calls = (const llm_tool_call *)(uintptr_t)first;
+    }
+    return CM_OK;
+}
+
+static void link_calls(convo *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        c->m[i].text = c->texts[i].data ? c->texts[i].data : "";
+        if (c->m[i].role == LLM_ASSISTANT)
+            c->m[i].calls = c->m[i].ncalls ? &c->calls[(uintptr_t)c->m[i].calls] : NULL;
+    }
+}
+
+/* ---- the tools ---- */
+
+static json_t *tool_text(const char *s, bool is_error)
+{
+    (void)is_error;
+    return json_pack("[{s:s,s:s}]", "type", "text", "text", s);
+}
+
+/* Runs one tool call; the result text (malloc'd) and whether it failed. */
+static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_error)
+{
+    char err[1024] = "", *payload = NULL;
+    buf out = BUF_INIT;
+    json_t *args = json_loads(call->arguments ? call->arguments : "{}", 0, NULL);
+    cm_rc rc = CM_OK;
+    *is_error = true;
+    if (!json_is_object(args)) {
+        buf_printf(&out, "%s: the arguments are not a JSON object", call->name);
+        goto out;
+    }
+    if (!t->engine) {
+        buf_printf(&out, "%s: no memory is available to this agent", call->name);
+        goto out;
+    }
+    if (!strcmp(call->name, "memory_search")) {
+        const char *q = json_string_value(json_object_get(args, "query"));
+        if (!q || !*q) {
+            buf_adds(&out, "memory_search: query (a non-empty string) is required");
+            goto out;
+        }
+        json_t *mr = json_object_get(args, "maxResults"), *ms = json_object_get(args, "minScore");
+        cm_search_opts so = {json_is_integer(mr) ? (int)json_integer_value(mr) : 0,
+                             json_is_number(ms) ? json_number_value(ms) : -1, 0};
+        rc = cm_memory_search_session(t->engine, q, &so, t->session_key, &payload, err, sizeof err);
+    } else if (!strcmp(call->name, "memory_get")) {
+        const char *p = json_string_value(json_object_get(args, "path"));
+        json_t *f = json_object_get(args, "from"), *l = json_object_get(args, "lines");
+        if (!p) {
+            buf_adds(&out, "memory_get: path (a string) is required");
+            goto out;
+        }
+        rc = cm_memory_get(t->engine, p, json_is_integer(f) ? (long)json_integer_value(f) : 0,
+                           json_is_integer(l) ? (long)json_integer_value(l) : 0, &payload, err,
+                           sizeof err);
+    } else if (!strcmp(call->name, "memory_write") && t->allow_write) {
+        const char *text = json_string_value(json_object_get(args, "text"));
+        const char *p = json_string_value(json_object_get(args, "path"));
+        if (!text || !*text) {
+            buf_adds(&out, "memory_write: text (a non-empty string) is required");
+            goto out;
+        }
+        if (t->write_only_to && p && strcmp(p, t->write_only_to) != 0) {
+            buf_printf(&out, "memory_write: during the memory flush, writes go only to %s",
+                       t->write_only_to);
+            goto out;
+        }
+        rc = cm_memory_write(t->engine, p ? p : t->write_only_to, text, 0, &payload, err,
+                             sizeof err);
+    } else {
+        buf_printf(&out, "unknown tool %s", call->name);
+        goto out;
+    }
+    if (rc) {
+        buf_adds(&out, err[0] ? err : cm_strerror(rc));
+        goto out;
+    }
+    *is_error = false;
+    buf_add(&out, payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX));
+out:
+    if (!out.data) buf_adds(&out, "");
+    cm_free(payload);
+    json_decref(args);
+    return buf_detach(&out);
+}
+
+/* The assistant message of a model answer, in the transcript's format. */
+static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, int64_t now)
+{
+    json_t *content = json_array();
+    if (r->text.len)
+        json_array_append_new(content,
+                              json_pack("{s:s,s:s}", "type", "text", "text", r->text.data));
+    for (size_t i = 0; i < r->ncalls; i++) {
+        json_t *args = json_loads(r->calls[i].arguments, 0, NULL);
+        json_array_append_new(content,
+                              json_pack("{s:s,s:s,s:s,s:o}", "type", "toolCall", "id",
+                                        r->calls[i].id, "name", r->calls[i].name, "arguments",
+                                        json_is_object(args) ? args : json_object()));
+        if (!json_is_object(args)) json_decref(args);
+    }
+    const char *slash = strchr(oc->model, '/');
+    char provider[192];
+    snprintf(provider, sizeof provider, "%.*s", slash ? (int)(slash - oc->model) : 0, oc->model);
+    json_t *usage = json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:{s:i,s:i,s:i,s:i,s:i}}", "input", (json_int_t)r->usage.input,
+        "output", (json_int_t)r->usage.output, "cacheRead", (json_int_t)r->usage.cache_read,
+        "cacheWrite", (json_int_t)r->usage.cache_write, "totalTokens", (json_int_t)r->usage.total,
+        "cost", "input", 0, "output", 0, "cacheRead", 0, "cacheWrite", 0, "total", 0);
+    json_t *m =
+        json_pack("{s:s,s:o,s:s,s:s,s:s,s:o,s:s,s:I}", "role", "assistant", "content", content,
+                  "api", "", "provider", provider, "model", slash ? slash + 1 : oc->model, "usage",
+                  usage, "stopReason", r->stop_reason, "timestamp", (json_int_t)now);
+    if (m && r->response_id[0]) json_object_set_new(m, "responseId", json_string(r->response_id));
+    return m;
+}
+
+cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_out *out, char *err,
+                 size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    convo c = {0};
+    llm_response resp = {0};
+    memset(out, 0, sizeof *out);
+    if (!(out->messages = json_array())) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    int64_t now = in->now_ms;
+    json_t *user =
+        json_pack("{s:s,s:[{s:s,s:s}],s:I}", "role", "user", "content", "type", "text", "text",
+                  in->user_text ? in->user_text : "", "timestamp", (json_int_t)now);
+    if (!user || json_array_append_new(out->messages, user)) FAIL(CM_ENOMEM, "out of memory");
+    size_t nt;
+    const llm_tool_def *td = agent_tool_defs(tools && tools->allow_write, &nt);
+    if (!tools || !tools->engine) nt = 0;
+    int max = in->max_steps > 0 ? in->max_steps : DEFAULT_MAX_STEPS;
+    llm_turn turn = in->turn;
+    for (int step = 0;; step++) {
+        if (step >= max)
+            FAIL(CM_EIO, "the turn stopped after %d model calls (the model kept calling tools)",
+                 max);
+        /* the whole conversation, rebuilt each step (the messages array grows) */
+        free_convo(&c);
+        size_t i;
+        json_t *m;
+        json_array_foreach((json_t *)in->history, i, m)
+        {
+            if (add_transcript_message(&c, m)) FAIL(CM_ENOMEM, "out of memory");
+        }
+        json_array_foreach(out->messages, i, m)
+        {
+            if (add_transcript_message(&c, m)) FAIL(CM_ENOMEM, "out of memory");
+        }
+        link_calls(&c);
+        llm_request rq = {NULL, in->system_prompt, c.m, c.n, td, nt, 0, true};
+        llm_response_release(&resp);
+        rc = llm_run(in->runner, &turn, &rq, in->on_delta, in->ctx, &resp, &out->outcome, err,
+                     errlen);
+        out->steps++;
+        if (rc) goto out;
+        out->usage = resp.usage;
+        out->total.input += resp.usage.input;
+        out->total.output += resp.usage.output;
+        out->total.cache_read += resp.usage.cache_read;
+        out->total.cache_write += resp.usage.cache_write;
+        out->total.total += resp.usage.total;
+        /* later steps stay on the model that answered */
+        turn.model = out->outcome.model;
+        now = in->now_ms + out->steps;
+        json_t *am = assistant_message(&resp, &out->outcome, now);
+        if (!am || json_array_append_new(out->messages, am)) FAIL(CM_ENOMEM, "out of memory");
+        free(out->reply);
+        out->reply = cm_strdup(resp.text.data ? resp.text.data : "");
+        if (!out->reply) FAIL(CM_ENOMEM, "out of memory");
+        if (!resp.ncalls) break;
+        for (size_t k = 0; k < resp.ncalls; k++) {
+            bool is_error;
+            char *result = run_tool(tools, &resp.calls[k], &is_error);
+            if (!result) FAIL(CM_ENOMEM, "out of memory");
+            out->tool_calls++;
+            json_t *tr = json_pack("{s:s,s:s,s:s,s:o,s:b,s:I}", "role", "toolResult", "toolCallId",
+                                   resp.calls[k].id, "toolName", resp.calls[k].name, "content",
+                                   tool_text(result, is_error), "isError", is_error, "timestamp",
+                                   (json_int_t)now);
+            free(result);
+            if (!tr || json_array_append_new(out->messages, tr)) FAIL(CM_ENOMEM, "out of memory");
+        }
+    }
+out:
+    llm_response_release(&resp);
+    free_convo(&c);
+    if (rc && !out->reply) out->reply = cm_strdup("");
+    return rc;
+}

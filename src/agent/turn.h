@@ -1,0 +1,59 @@
+/*
+ * turn.h — one agent turn: the conversation so far (pi-coding-agent message
+ * objects, as a transcript holds them), the user's new message, then model
+ * calls through the runner (llm/runner.h) until the model answers without
+ * calling a tool, running the memory tools it calls in between —
+ * memory_search, memory_get and, when writing is enabled, memory_write —
+ * against the agent's memory engine.
+ *
+ * The turn's new messages come back in the transcript's own format (user,
+ * assistant with text and toolCall blocks, toolResult), ready to append.
+ * Tool failures go back to the model as tool results with isError; the turn
+ * itself fails only when the model cannot be reached (the runner's error)
+ * or the step limit is hit.
+ */
+#ifndef CM_AGENT_TURN_H
+#define CM_AGENT_TURN_H
+
+#include <jansson.h>
+
+#include "../llm/runner.h"
+
+typedef struct agent_tools {
+    cm_engine *engine;       /* NULL: no memory tools */
+    const char *session_key; /* for memory_search's citation rule; may be NULL */
+    bool allow_write;        /* memory_write offered */
+    /* Only for a flush turn: memory_write may only append to this path
+     * (e.g. "memory/2026-11-30.md"); NULL: any memory file. */
+    const char *write_only_to;
+} agent_tools;
+
+typedef struct agent_turn_in {
+    llm_runner *runner;
+    llm_turn turn;             /* model override, image routing, the session's pin */
+    const char *system_prompt; /* may be NULL */
+    const json_t *history;     /* array of message objects ({role, content, …}); may be NULL */
+    const char *user_text;
+    int64_t now_ms;        /* timestamps of the new messages */
+    int max_steps;         /* model calls at most; 0: 12 */
+    llm_delta_fn on_delta; /* streamed text of every step; may be NULL */
+    void *ctx;
+} agent_turn_in;
+
+typedef struct agent_turn_out {
+    json_t *messages; /* the new messages, in order (a new array) */
+    char *reply;      /* the last assistant text (malloc'd; "" when none) */
+    llm_usage usage;  /* the last model call's usage */
+    llm_usage total;  /* summed over the turn's calls */
+    llm_outcome outcome;
+    int steps, tool_calls;
+} agent_turn_out;
+
+cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_out *out, char *err,
+                 size_t errlen);
+void agent_turn_out_release(agent_turn_out *o);
+
+/* The tools offered (llm_tool_def array, static strings), and how many. */
+const llm_tool_def *agent_tool_defs(bool with_write, size_t *n);
+
+#endif

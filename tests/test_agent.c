@@ -1,0 +1,350 @@
+/*
+ * test_agent.c — agent turns (src/agent) against the loopback server
+ * playing the model: the tool loop over the memory tools, a turn inside a
+ * session (transcript and sessions.json), the memory flush before a turn
+ * (a note written only to today's file, NO_REPLY not delivered, the
+ * bookkeeping), and compaction (summary record, count, the cut before a
+ * user message).
+ */
+#include <jansson.h>
+#include <unistd.h>
+
+#include "../src/agent/session_turn.h"
+#include "../src/base/fs.h"
+#include "../src/session/sessions.h"
+#include "fakeserver.h"
+#include "test.h"
+
+#define T0 1800000000000LL /* 2027-01-15 08:00 UTC */
+
+static int64_t clock_now = T0;
+static int64_t fake_clock(void *ctx)
+{
+    (void)ctx;
+    return clock_now;
+}
+
+typedef struct world {
+    fake_server *fs;
+    char base[64];
+    char *dir, *ws, *state;
+    json_t *cfg;
+    cm_engine *eng;
+    llm_runner *runner;
+    char store[2048];
+    agent_ctx a;
+} world;
+
+static bool world_start(world *w, const char *models_json)
+{
+    memset(w, 0, sizeof *w);
+    clock_now = T0;
+    w->fs = fake_start(8, w->base);
+    w->dir = tmp_dir();
+    w->ws = cm_strdup(path_in(w->dir, "ws"));
+    w->state = cm_strdup(path_in(w->dir, "state"));
+    write_file(w->dir, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg,
+             "{\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\"}},"
+             "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/"
+             "v1\",\"apiKey\":\"sk-test-agent-0001\","
+             "\"models\":%s}}}}",
+             w->base, models_json ? models_json : "[]");
+    w->cfg = json_loads(cfg, 0, NULL);
+    cm_options o = {NULL, w->ws, NULL, w->state, NULL, NULL, 1};
+    char err[512];
+    write_file(w->dir, "state/quantumclaw.json", "{}");
+    if (cm_engine_open(&o, &w->eng, err, sizeof err) ||
+        cm_engine_sync(w->eng, 0, NULL, NULL, NULL, err, sizeof err)) {
+        test_fail(__FILE__, __LINE__, "engine: %s", err);
+        return false;
+    }
+    llm_runner_opts ro = {w->cfg, w->state, "main", fake_clock, NULL};
+    if (llm_runner_open(&ro, &w->runner, err, sizeof err)) {
+        test_fail(__FILE__, __LINE__, "runner: %s", err);
+        return false;
+    }
+    snprintf(w->store, sizeof w->store, "%s/agents/main/sessions/sessions.json", w->state);
+    w->a = (agent_ctx){w->cfg, w->state,  "main", w->store,   w->ws,
+                       w->eng, w->runner, true,   fake_clock, NULL};
+    return true;
+}
+
+static void world_stop(world *w)
+{
+    llm_runner_close(w->runner);
+    cm_engine_free(w->eng);
+    json_decref(w->cfg);
+    fake_stop(w->fs);
+    free(w->ws);
+    free(w->state);
+}
+
+/* An OpenAI-style streamed answer: text, or one tool call, with usage. */
+static void say(world *w, const char *text, int prompt_tokens)
+{
+    json_t *t = json_string(text);
+    char *q = json_dumps(t, JSON_ENCODE_ANY);
+    json_decref(t);
+    buf b = BUF_INIT;
+    buf_printf(
+        &b,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        "data: "
+        "{\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":\"stop\"}]}\n\n"
+        "data: "
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":10,\"total_tokens\":"
+        "%d}}\n\n"
+        "data: [DONE]\n\n",
+        q, prompt_tokens, prompt_tokens + 10);
+    fake_push_raw(w->fs, b.data, true);
+    buf_release(&b);
+    free(q);
+}
+
+static void call(world *w, const char *id, const char *name, const char *args_json)
+{
+    json_t *a = json_string(args_json);
+    char *q = json_dumps(a, JSON_ENCODE_ANY);
+    json_decref(a);
+    buf b = BUF_INIT;
+    buf_printf(
+        &b,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"%s\","
+        "\"function\":{\"name\":\"%s\",\"arguments\":%s}}]},\"finish_reason\":\"tool_calls\"}]}\n\n"
+        "data: [DONE]\n\n",
+        id, name, q);
+    fake_push_raw(w->fs, b.data, true);
+    buf_release(&b);
+    free(q);
+}
+
+static json_t *request_body(world *w, int i)
+{
+    const fake_request *q = fake_get(w->fs, i);
+    return q ? json_loads(q->body, 0, NULL) : NULL;
+}
+
+TEST(agent_turn_runs_the_memory_tools)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    call(&w, "c1", "memory_search", "{\"query\":\"dog called\"}");
+    call(&w, "c2", "memory_get", "{\"path\":\"../etc/passwd\"}");
+    say(&w, "The dog is called Biscuit.", 100);
+    llm_pin pin = {"", false};
+    agent_tools tools = {w.eng, "agent:main:main", false, NULL};
+    agent_turn_in in = {
+        w.runner, {NULL, false, &pin}, "Be brief.", NULL, "What is the dog called?", T0, 0, NULL,
+        NULL};
+    agent_turn_out out;
+    char err[512];
+    EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_OK);
+    EXPECT_STR(out.reply, "The dog is called Biscuit.");
+    EXPECT_INT(out.steps, 3);
+    EXPECT_INT(out.tool_calls, 2);
+    EXPECT_INT(json_array_size(out.messages), 6); /* user, call, result, call, result, answer */
+    json_t *r1 = json_array_get(out.messages, 2);
+    EXPECT_STR(json_string_value(json_object_get(r1, "role")), "toolResult");
+    EXPECT(json_is_false(json_object_get(r1, "isError")));
+    EXPECT_CONTAINS(json_string_value(
+                        json_object_get(json_array_get(json_object_get(r1, "content"), 0), "text")),
+                    "Biscuit");
+    json_t *r2 = json_array_get(out.messages, 4);
+    EXPECT(json_is_true(json_object_get(r2, "isError"))); /* the escaping path is refused */
+    /* The second request carried the tool result back to the model. */
+    json_t *b = request_body(&w, 1);
+    json_t *msgs = json_object_get(b, "messages");
+    json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    EXPECT_STR(json_string_value(json_object_get(last, "role")), "tool");
+    EXPECT_STR(json_string_value(json_object_get(last, "tool_call_id")), "c1");
+    EXPECT_CONTAINS(json_string_value(json_object_get(last, "content")), "Biscuit");
+    EXPECT_INT(json_array_size(json_object_get(b, "tools")), 2); /* no memory_write offered */
+    json_decref(b);
+    agent_turn_out_release(&out);
+    /* A model that never stops calling tools is stopped. */
+    for (int i = 0; i < 3; i++)
+        call(&w, "cx", "memory_search", "{\"query\":\"x\"}");
+    in.max_steps = 3;
+    EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_EIO);
+    EXPECT_CONTAINS(err, "after 3 model calls");
+    agent_turn_out_release(&out);
+    world_stop(&w);
+}
+
+static json_t *entry_of(world *w, const char *key)
+{
+    session_store s;
+    char err[256];
+    if (session_store_read(&s, w->store, err, sizeof err)) return NULL;
+    json_t *e = json_incref(session_store_get(&s, key));
+    session_store_release(&s);
+    return e;
+}
+
+static char *transcript_of(world *w, const char *key)
+{
+    json_t *e = entry_of(w, key);
+    const char *f = json_string_value(json_object_get(e, "sessionFile"));
+    buf b = BUF_INIT;
+    char err[256];
+    if (f) fs_read_file(f, 1 << 24, &b, err, sizeof err);
+    json_decref(e);
+    if (!b.data) buf_adds(&b, "");
+    return buf_detach(&b);
+}
+
+TEST(agent_session_turn_records_the_turn)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    say(&w, "Hello! How can I help?", 1234);
+    agent_reply r;
+    char err[512];
+    EXPECT_INT(
+        agent_session_turn(&w.a, "agent:main:main", "hi", NULL, NULL, NULL, &r, err, sizeof err),
+        CM_OK);
+    EXPECT_STR(r.text, "Hello! How can I help?");
+    EXPECT(!r.silent && !r.flushed && !r.compacted);
+    EXPECT_STR(r.model, "openai/gpt-t");
+    agent_reply_release(&r);
+    json_t *e = entry_of(&w, "agent:main:main");
+    EXPECT_INT(json_integer_value(json_object_get(e, "totalTokens")), 1234);
+    EXPECT(json_is_true(json_object_get(e, "totalTokensFresh")));
+    EXPECT_STR(json_string_value(json_object_get(e, "model")), "gpt-t");
+    EXPECT_STR(json_string_value(json_object_get(e, "modelProvider")), "openai");
+    json_decref(e);
+    char *t = transcript_of(&w, "agent:main:main");
+    EXPECT_CONTAINS(t, "\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]");
+    EXPECT_CONTAINS(t, "Hello! How can I help?");
+    free(t);
+    /* The next turn sends the history. */
+    say(&w, "Still here.", 1300);
+    EXPECT_INT(agent_session_turn(&w.a, "agent:main:main", "still there?", NULL, NULL, NULL, &r,
+                                  err, sizeof err),
+               CM_OK);
+    agent_reply_release(&r);
+    json_t *b = request_body(&w, 1);
+    EXPECT_INT(json_array_size(json_object_get(b, "messages")), 3);
+    json_decref(b);
+    world_stop(&w);
+}
+
+TEST(agent_memory_flush_before_the_turn)
+{
+    /* A 30,000-token model: the flush threshold is 30000 − 20000 − 4000. */
+    world w;
+    if (!world_start(&w, "[{\"id\":\"gpt-t\",\"contextWindow\":30000}]")) return;
+    say(&w, "Noted.", 7000); /* the first turn leaves 7,000 tokens in the context */
+    agent_reply r;
+    char err[512];
+    EXPECT_INT(agent_session_turn(&w.a, "main", "I prefer green tea, by the way.", NULL, NULL, NULL,
+                                  &r, err, sizeof err),
+               CM_OK);
+    EXPECT(!r.flushed);
+    agent_reply_release(&r);
+    /* The next message: the flush runs first. The model tries another
+     * file (refused), writes today's, says NO_REPLY; then the turn. */
+    clock_now = T0 + 3600 * 1000;
+    call(&w, "f1", "memory_write", "{\"path\":\"MEMORY.md\",\"text\":\"- Prefers green tea.\"}");
+    call(&w, "f2", "memory_write", "{\"text\":\"- Prefers green tea.\"}");
+    say(&w, "NO_REPLY", 7100);
+    say(&w, "Green tea it is.", 7200);
+    EXPECT_INT(agent_session_turn(&w.a, "main", "What do I like to drink?", NULL, NULL, NULL, &r,
+                                  err, sizeof err),
+               CM_OK);
+    EXPECT(r.flushed);
+    EXPECT_STR(r.text, "Green tea it is.");
+    agent_reply_release(&r);
+    buf note = BUF_INIT;
+    EXPECT_INT(
+        fs_read_file(path_in(w.dir, "ws/memory/2027-01-15.md"), 1 << 20, &note, err, sizeof err),
+        CM_OK);
+    EXPECT_CONTAINS(note.data, "Prefers green tea.");
+    buf_release(&note);
+    buf mem = BUF_INIT;
+    fs_read_file(path_in(w.dir, "ws/MEMORY.md"), 1 << 20, &mem, err, sizeof err);
+    EXPECT(strstr(mem.data, "green tea") == NULL); /* MEMORY.md untouched during the flush */
+    buf_release(&mem);
+    /* The flush turn saw the flush prompts. */
+    json_t *b = request_body(&w, 1);
+    EXPECT_CONTAINS(json_string_value(json_object_get(
+                        json_array_get(json_object_get(b, "messages"), 0), "content")),
+                    "Session nearing compaction.");
+    json_decref(b);
+    /* Bookkeeping: once per compaction cycle. */
+    json_t *e = entry_of(&w, "agent:main:main");
+    EXPECT_INT(json_integer_value(json_object_get(e, "memoryFlushCompactionCount")), 0);
+    EXPECT_INT(json_integer_value(json_object_get(e, "memoryFlushAt")), clock_now);
+    EXPECT_INT((int)strlen(json_string_value(json_object_get(e, "memoryFlushContextHash")) ?: ""),
+               16);
+    json_decref(e);
+    /* The note is searchable now. */
+    char *js = NULL;
+    EXPECT_INT(cm_memory_search(w.eng, "green tea", NULL, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "memory/2027-01-15.md");
+    cm_free(js);
+    /* Not again in this cycle. */
+    say(&w, "Sure.", 7300);
+    int before = fake_count(w.fs);
+    EXPECT_INT(agent_session_turn(&w.a, "main", "thanks", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT(!r.flushed);
+    EXPECT_INT(fake_count(w.fs), before + 1);
+    agent_reply_release(&r);
+    world_stop(&w);
+}
+
+TEST(agent_compaction_summarises_before_a_user_message)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char err[512];
+    agent_reply r;
+    /* Six turns of about 6,000 tokens each. */
+    char *big = malloc(24001);
+    memset(big, 'a', 24000);
+    big[24000] = 0;
+    for (int i = 0; i < 6; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "turn %d ", i);
+        buf msg = BUF_INIT;
+        buf_printf(&msg, "%s%s", p, big);
+        say(&w, "ok", 100);
+        EXPECT_INT(
+            agent_session_turn(&w.a, "main", msg.data, NULL, NULL, NULL, &r, err, sizeof err),
+            CM_OK);
+        agent_reply_release(&r);
+        buf_release(&msg);
+    }
+    free(big);
+    say(&w, "## Goal\nThe user sent six long messages.", 500);
+    EXPECT_INT(agent_session_compact(&w.a, "main", &r, err, sizeof err), CM_OK);
+    EXPECT(r.compacted);
+    agent_reply_release(&r);
+    json_t *e = entry_of(&w, "agent:main:main");
+    EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 1);
+    EXPECT(json_integer_value(json_object_get(e, "totalTokens")) > 0);
+    const char *f = json_string_value(json_object_get(e, "sessionFile"));
+    json_t *hist = NULL;
+    EXPECT_INT(agent_session_history(f, &hist, err, sizeof err), CM_OK);
+    json_decref(e);
+    /* summary, then whole turns from a user message on (about 20k tokens: 3 turns) */
+    EXPECT_CONTAINS(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_array_get(hist, 0), "content"), 0), "text")),
+        "<summary>\n## Goal\nThe user sent six long messages.\n</summary>");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(hist, 1), "role")), "user");
+    EXPECT_INT(json_array_size(hist), 1 + 2 * 4);
+    json_decref(hist);
+    /* The summariser got the conversation as text, not as turns to continue. */
+    json_t *b = request_body(&w, 6);
+    json_t *msgs = json_object_get(b, "messages");
+    EXPECT_INT(json_array_size(msgs), 2); /* system + one user message */
+    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(msgs, 1), "content")),
+                    "<conversation>\n[User]: turn 0 ");
+    json_decref(b);
+    world_stop(&w);
+}
