@@ -16,14 +16,17 @@ const char usage_sessions[] =
     "       clawmem sessions append KEY --role user|assistant TEXT [--json]\n"
     "       clawmem sessions reset KEY [--json]\n"
     "       clawmem sessions delete KEY\n"
-    "       clawmem sessions flush KEY --dry-run [--prompt TEXT] [--context-window N]\n"
-    "                              [--read-only] [--json]\n"
+    "       clawmem sessions flush KEY [--dry-run [--prompt TEXT] [--context-window N]\n"
+    "                              [--read-only]] [--json]\n"
+    "       clawmem sessions compact KEY [--json]\n"
     "The agent's sessions as QuantumClaw keeps them: <stateDir>/agents/<agentId>/sessions/\n"
     "sessions.json and one <sessionId>.jsonl transcript each. KEY is a session key\n"
     "(agent:main:main, or main; agent:<id>: is added when missing). reset starts the\n"
     "session again (the transcript is kept as *.jsonl.reset.<time>); delete removes it\n"
-    "(*.jsonl.deleted.<time>). flush --dry-run says whether the memory flush is due before\n"
-    "the next turn, and why.\n";
+    "(*.jsonl.deleted.<time>). flush runs the memory flush now (a silent turn that may append\n"
+    "to today's memory/YYYY-MM-DD.md; memory_write must be enabled); with --dry-run it says\n"
+    "whether the flush is due before the next turn, and why. compact summarises the older\n"
+    "turns into a compaction record now.\n";
 
 static void iso(long long ms, char out[32])
 {
@@ -159,10 +162,23 @@ int cmd_sessions(const cm_options *opt, int argc, char **argv)
     if (needs_key && !key) return die("sessions %s: a session KEY is needed", sub);
     if (!strcmp(sub, "append") && (!role || !text))
         return die("sessions append: --role user|assistant and TEXT are needed");
-    if (!strcmp(sub, "flush") && !dry)
-        return die("sessions flush: only --dry-run is available: running the flush turn needs the "
-                   "agent runtime, which this build does not have yet");
     char err[1024], *out = NULL;
+    if ((!strcmp(sub, "flush") && !dry) || !strcmp(sub, "compact")) {
+        cm_options o = *opt;
+        o.allow_write = 1; /* the flush writes memory */
+        cm_agent *ag = NULL;
+        if (cm_agent_open(&o, &ag, err, sizeof err)) return die("%s", err);
+        cm_rc r2 = sub[0] == 'f' ? cm_agent_flush(ag, key, &out, err, sizeof err)
+                                 : cm_agent_compact(ag, key, &out, err, sizeof err);
+        cm_agent_free(ag);
+        if (r2) return die("sessions %s: %s", sub, err);
+        if (json)
+            puts(out);
+        else
+            printf("%s %s\n", key, sub[0] == 'f' ? "flushed" : "compacted");
+        cm_free(out);
+        return 0;
+    }
     cm_sessions *s = NULL;
     if (cm_sessions_open(opt, &s, err, sizeof err)) return die("%s", err);
     cm_rc rc;

@@ -40,8 +40,10 @@ static const char usage_main[] =
     "  mcp [--allow-write] [--no-watch] [--debounce MS]\n"
     "                                 MCP server on stdin/stdout: memory_search, memory_get\n"
     "                                 (and memory_write with --allow-write)\n"
-    "  sessions list|show|append|reset|delete|flush [KEY] [--json]\n"
+    "  sessions list|show|append|reset|delete|flush|compact [KEY] [--json]\n"
     "                                 the agent's sessions (sessions.json, transcripts)\n"
+    "  models status|run [--session KEY] [PROMPT] [--json]\n"
+    "                                 the model runner: auth profiles, fallback, one turn\n"
     "  help [COMMAND]                 this text, or one command's\n"
     "\n"
     "options (before or after the command):\n"
@@ -648,6 +650,7 @@ static int cmd_help(int argc, char **argv)
                     : !strcmp(c, "watch")  ? usage_watch
                     : !strcmp(c, "mcp")    ? usage_mcp
                     : !strcmp(c, "sessions") ? usage_sessions
+                    : !strcmp(c, "models")   ? usage_models
                     : !strcmp(c, "help")   ? usage_main
                                            : NULL;
     if (!u) return die("help: unknown command '%s' (see clawmem help)", c);
@@ -677,18 +680,19 @@ int main(int argc, char **argv)
         }
     }
     if (i >= argc)
-        return die("missing COMMAND: status, index, search, get, watch, mcp, sessions or help "
-                   "(see clawmem help)");
+        return die("missing COMMAND: status, index, search, get, watch, mcp, sessions, models "
+                   "or help (see clawmem help)");
     const char *cmd = argv[i++];
     int nargs = argc - i;
     char **args = argv + i;
     if (!strcmp(cmd, "help")) return cmd_help(nargs, args);
     int (*fn)(cm_engine *, int, char **) = command(cmd);
-    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "sessions"); /* no engine of their own */
+    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "sessions") || !strcmp(cmd, "models");
     if (!fn && !own) return die("unknown command '%s' (see clawmem help)", cmd);
     if (take_global_opts(&opt, &nargs, args)) return 1;
     if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, nargs, args);
     if (!strcmp(cmd, "sessions")) return cmd_sessions(&opt, nargs, args);
+    if (!strcmp(cmd, "models")) return cmd_models(&opt, nargs, args);
     for (int k = 0; k < nargs; k++) /* --help needs no engine (and no valid config) */
         if (!strcmp(args[k], "--help")) return fn(NULL, nargs, args);
     char err[1024];

@@ -183,6 +183,7 @@ void cm_free(void *p);
 #endif
 
 /* The other areas, each with its own header. */
+#include "clawmem/agent.h"
 #include "clawmem/session.h"
 
 #endif

@@ -7,6 +7,7 @@
  * user message).
  */
 #include <jansson.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../src/agent/session_turn.h"
@@ -346,5 +347,80 @@ TEST(agent_compaction_summarises_before_a_user_message)
     EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(msgs, 1), "content")),
                     "<conversation>\n[User]: turn 0 ");
     json_decref(b);
+    world_stop(&w);
+}
+
+/* ---- through the command ---- */
+
+TEST(agent_cli_models_and_flush)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg,
+             "{agents:{defaults:{model:{primary:'openai/gpt-t',fallbacks:['openai/gpt-u']}}},"
+             "models:{providers:{openai:{baseUrl:'%s/v1'}}}}",
+             w.base);
+    write_file(w.dir, "state/quantumclaw.json", cfg);
+    write_file(w.dir, "state/clawmem.json", "{clawmem:{memoryWrite:true}}");
+    write_file(w.dir, "state/agents/main/agent/auth-profiles.json",
+               "{\"version\":1,\"profiles\":{\"openai:work\":{\"type\":\"api_key\",\"provider\":"
+               "\"openai\","
+               "\"key\":\"sk-cli-secret-000111\"}},\"usageStats\":{\"openai:work\":{"
+               "\"cooldownUntil\":1}}}");
+    const char *st[] = {"--state-dir", w.state, "--workspace", w.ws, "models", "status", NULL};
+    run_result r = run_clawmem(NULL, st);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "openai/gpt-t → openai/gpt-u");
+    EXPECT_CONTAINS(r.out, "1. openai:work [api_key] ready");
+    EXPECT(strstr(r.out, "sk-cli-secret") == NULL);
+    run_result_release(&r);
+    /* one turn with the memory tools, streamed */
+    call(&w, "c1", "memory_search", "{\"query\":\"dog\"}");
+    say(&w, "Biscuit.", 50);
+    const char *run[] = {
+        "--state-dir", w.state, "--workspace", w.ws, "models", "run", "What is the dog called?",
+        NULL};
+    r = run_clawmem(NULL, run);
+    EXPECT_INT(r.status, 0);
+    EXPECT_STR(r.out, "Biscuit.\n");
+    EXPECT_CONTAINS(r.err, "[openai/gpt-t]");
+    EXPECT_CONTAINS(fake_get(w.fs, 0)->headers, "Bearer sk-cli-secret-000111");
+    run_result_release(&r);
+    /* a turn in a session, then its memory flush */
+    say(&w, "Hi.", 50);
+    const char *srun[] = {"--state-dir", w.state, "--workspace",    w.ws, "models", "run",
+                          "--session",   "main",  "I like hiking.", NULL};
+    r = run_clawmem(NULL, srun);
+    EXPECT_INT(r.status, 0);
+    run_result_release(&r);
+    call(&w, "f1", "memory_write", "{\"text\":\"- Likes hiking.\"}");
+    say(&w, "NO_REPLY", 60);
+    const char *fl[] = {"--state-dir", w.state, "--workspace", w.ws, "sessions",
+                        "flush",       "main",  "--json",      NULL};
+    r = run_clawmem(NULL, fl);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "\"flushed\":true");
+    run_result_release(&r);
+    /* today's note, by the real clock */
+    char day[32], rel[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(day, sizeof day, "%Y-%m-%d", &tm);
+    snprintf(rel, sizeof rel, "ws/memory/%s.md", day);
+    buf note = BUF_INIT;
+    char err[256];
+    EXPECT_INT(fs_read_file(path_in(w.dir, rel), 1 << 20, &note, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(note.data, "Likes hiking.");
+    buf_release(&note);
+    /* no model reachable: a clear error, no secret */
+    fake_push(w.fs, FAKE_STATUS, 401, -1);
+    fake_push(w.fs, FAKE_STATUS, 401, -1);
+    r = run_clawmem(NULL, run);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "every model failed");
+    EXPECT(strstr(r.err, "sk-cli-secret") == NULL);
+    run_result_release(&r);
     world_stop(&w);
 }

@@ -1,0 +1,219 @@
+/*
+ * api.c — the public agent API (include/clawmem/agent.h) over the agent
+ * layer: the config, the engine, the runner and the session store of one
+ * agent.
+ */
+#include <time.h>
+
+#include "../config/config.h"
+#include "../session/keys.h"
+#include "../session/sessions.h"
+#include "session_turn.h"
+
+struct cm_agent {
+    cm_config cfg;
+    cm_engine *engine;
+    llm_runner *runner;
+    char *store_path;
+    agent_ctx ctx;
+};
+
+static void log_to(void *ctx, cm_log_level level, const char *msg)
+{
+    const cm_options *o = ctx;
+    if (o->log) o->log(o->log_ctx, level, msg);
+}
+
+cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf p = BUF_INIT;
+    cm_agent *a = calloc(1, sizeof *a);
+    *out = NULL;
+    if (!a) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
+    cm_logger lg = {log_to, (void *)opt};
+    CHECK(config_load(&ca, &lg, &a->cfg, err, errlen));
+    CHECK(cm_engine_open(opt, &a->engine, err, errlen));
+    char serr[512];
+    cm_rc sr = cm_engine_sync(a->engine, CM_SYNC_NOWAIT, NULL, NULL, NULL, serr, sizeof serr);
+    if (sr && sr != CM_EBUSY && opt->log) opt->log(opt->log_ctx, CM_LOG_WARN, serr);
+    llm_runner_opts ro = {a->cfg.root, a->cfg.state_dir, a->cfg.agent_id, NULL, NULL};
+    CHECK(llm_runner_open(&ro, &a->runner, err, errlen));
+    CHECK(session_store_path(&p, a->cfg.state_dir, a->cfg.agent_id) ? CM_ENOMEM : CM_OK);
+    a->store_path = buf_detach(&p);
+    a->ctx = (agent_ctx){a->cfg.root,
+                         a->cfg.state_dir,
+                         a->cfg.agent_id,
+                         a->store_path,
+                         a->cfg.workspace,
+                         a->engine,
+                         a->runner,
+                         true,
+                         NULL,
+                         NULL};
+    *out = a;
+    a = NULL;
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    buf_release(&p);
+    cm_agent_free(a);
+    return rc;
+}
+
+void cm_agent_free(cm_agent *a)
+{
+    if (!a) return;
+    llm_runner_close(a->runner);
+    cm_engine_free(a->engine);
+    config_release(&a->cfg);
+    free(a->store_path);
+    free(a);
+}
+
+static cm_rc dump(json_t *j, char **out, char *err, size_t errlen)
+{
+    *out = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    return *out ? CM_OK : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+}
+
+static json_t *usage_json(const llm_usage *u)
+{
+    return json_pack("{s:I,s:I,s:I,s:I,s:I}", "input", (json_int_t)u->input, "output",
+                     (json_int_t)u->output, "cacheRead", (json_int_t)u->cache_read, "cacheWrite",
+                     (json_int_t)u->cache_write, "total", (json_int_t)u->total);
+}
+
+cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char *model,
+                    cm_text_fn on_text, void *ctx, char **json, char *err, size_t errlen)
+{
+    cm_rc rc;
+    *json = NULL;
+    if (!prompt) prompt = "";
+    if (key && *key) {
+        agent_reply r;
+        rc = agent_session_turn(&a->ctx, key, prompt, model, on_text, ctx, &r, err, errlen);
+        if (!rc)
+            rc = dump(json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", r.text, "silent",
+                                r.silent, "flushed", r.flushed, "compacted", r.compacted, "model",
+                                r.model, "toolCalls", r.tool_calls, "usage", usage_json(&r.usage)),
+                      json, err, errlen);
+        agent_reply_release(&r);
+        return rc;
+    }
+    /* no session: one turn, nothing recorded */
+    agent_tools tools = {a->engine, NULL, cm_engine_writable(a->engine) != 0, NULL};
+    agent_turn_in in = {a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx};
+    agent_turn_out t;
+    rc = agent_turn(&tools, &in, &t, err, errlen);
+    if (!rc)
+        rc = dump(json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", t.reply, "silent", 0,
+                            "flushed", 0, "compacted", 0, "model", t.outcome.model, "toolCalls",
+                            t.tool_calls, "usage", usage_json(&t.usage)),
+                  json, err, errlen);
+    agent_turn_out_release(&t);
+    return rc;
+}
+
+cm_rc cm_agent_flush(cm_agent *a, const char *key, char **json, char *err, size_t errlen)
+{
+    agent_reply r;
+    *json = NULL;
+    cm_rc rc = agent_session_flush(&a->ctx, key, NULL, true, &r, err, errlen);
+    if (!rc)
+        rc = dump(json_pack("{s:b,s:i}", "flushed", r.flushed, "toolCalls", r.tool_calls), json,
+                  err, errlen);
+    agent_reply_release(&r);
+    return rc;
+}
+
+cm_rc cm_agent_compact(cm_agent *a, const char *key, char **json, char *err, size_t errlen)
+{
+    agent_reply r;
+    *json = NULL;
+    cm_rc rc = agent_session_compact(&a->ctx, key, &r, err, errlen);
+    if (!rc) rc = dump(json_pack("{s:b}", "compacted", r.compacted), json, err, errlen);
+    agent_reply_release(&r);
+    return rc;
+}
+
+/* "a,b,c" → ["a","b","c"] */
+static json_t *split(const char *s)
+{
+    json_t *arr = json_array();
+    for (const char *p = s; p && *p;) {
+        size_t n = strcspn(p, ",");
+        json_array_append_new(arr, json_stringn(p, n));
+        p += n + (p[n] == ',');
+    }
+    return arr;
+}
+
+cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf chain = BUF_INIT, ichain = BUF_INIT, ap = BUF_INIT;
+    auth_store st = {0};
+    json_t *out = NULL;
+    *json = NULL;
+    llm_turn t = {NULL, false, NULL}, ti = {NULL, true, NULL};
+    if (llm_runner_chain(a->runner, &t, &chain) || llm_runner_chain(a->runner, &ti, &ichain) ||
+        auth_store_path(&ap, a->cfg.state_dir, a->cfg.agent_id))
+        FAIL(CM_ENOMEM, "out of memory");
+    CHECK(auth_store_load(&st, a->cfg.state_dir, a->cfg.agent_id, err, errlen));
+    int64_t now = (int64_t)time(NULL) * 1000;
+    json_t *providers = json_object();
+    out = json_pack("{s:s,s:o,s:o,s:o}", "authStore", ap.data, "chain", split(chain.data),
+                    "imageChain", split(ichain.data), "providers", providers);
+    if (!out) FAIL(CM_ENOMEM, "out of memory");
+    json_t *models = json_object_get(out, "chain");
+    size_t i;
+    json_t *m;
+    json_array_foreach(models, i, m)
+    {
+        const char *ref = json_string_value(m), *slash = strchr(ref, '/');
+        char prov[128];
+        snprintf(prov, sizeof prov, "%.*s", slash ? (int)(slash - ref) : 0, ref);
+        if (json_object_get(providers, prov)) continue;
+        json_t *pc = json_object_get(
+            json_object_get(json_object_get(a->cfg.root, "models"), "providers"), prov);
+        const char *api = json_string_value(json_object_get(pc, "api"));
+        json_t *pj = json_pack("{s:s,s:s,s:[]}", "api",
+                               api                          ? api
+                               : !strcmp(prov, "anthropic") ? "anthropic-messages"
+                                                            : "openai-completions",
+                               "baseUrl", json_string_value(json_object_get(pc, "baseUrl")) ?: "",
+                               "profiles");
+        json_object_set_new(providers, prov, pj);
+        char **order = NULL;
+        if (auth_profile_order(&st, json_object_get(a->cfg.root, "auth"), prov, NULL, now, &order))
+            FAIL(CM_ENOMEM, "out of memory");
+        for (size_t k = 0; order && order[k]; k++) {
+            json_t *p = auth_profile(&st, order[k]);
+            json_t *stats = json_object_get(json_object_get(st.doc, "usageStats"), order[k]);
+            json_t *row =
+                json_pack("{s:s,s:s,s:b,s:I}", "id", order[k], "type",
+                          json_string_value(json_object_get(p, "type")) ?: "", "usable",
+                          !auth_profile_unusable(&st, order[k], now), "errorCount",
+                          (json_int_t)json_integer_value(json_object_get(stats, "errorCount")));
+            int64_t until = auth_profile_unusable_until(&st, order[k]);
+            if (until > now) json_object_set_new(row, "unusableUntil", json_integer(until));
+            json_t *dr = json_object_get(stats, "disabledReason");
+            if (json_is_string(dr) && until > now) json_object_set(row, "disabledReason", dr);
+            json_t *lu = json_object_get(stats, "lastUsed");
+            if (json_is_number(lu)) json_object_set(row, "lastUsed", lu);
+            json_array_append_new(json_object_get(pj, "profiles"), row);
+        }
+        auth_strv_free(order);
+    }
+    rc = dump(out, json, err, errlen);
+    out = NULL;
+out:
+    json_decref(out);
+    auth_store_release(&st);
+    buf_release(&chain);
+    buf_release(&ichain);
+    buf_release(&ap);
+    return rc;
+}
