@@ -54,10 +54,11 @@ TEST(embed_openai_request_and_answer)
     setup();
     embed_provider p;
     char err[512];
-    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s/v1/',"
-                        "apiKey:'sk-test',headers:{'X-Org':'o1'}}}}}}",
-                        &p, err, sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        provider("{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s/v1/',"
+                 "apiKey:'sk-test',headers:{'X-Org':'o1'}}}}}}",
+                 &p, err, sizeof err),
+        CM_OK);
     float *v = NULL;
     EXPECT_INT(embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
     EXPECT_INT(p.dims, 64);
@@ -71,7 +72,8 @@ TEST(embed_openai_request_and_answer)
                         "\"alpha gamma\"],\"encoding_format\":\"float\"}");
     float want[64];
     fake_vector("gamma", 64, want);
-    for (int i = 0; i < 64; i++) EXPECT_NEAR(v[64 + i], want[i], 1e-6);
+    for (int i = 0; i < 64; i++)
+        EXPECT_NEAR(v[64 + i], want[i], 1e-6);
     free(v);
     EXPECT_INT(embed_query(&p, "what about alpha", &v, err, sizeof err), CM_OK);
     free(v);
@@ -86,10 +88,11 @@ TEST(embed_other_providers_requests)
     char err[512];
     float *v = NULL;
     /* gemini: batchEmbedContents for documents, embedContent for a query */
-    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'gemini',remote:{baseUrl:'%s'}}}},"
-                        "models:{providers:{google:{apiKey:'g-key'}}}}",
-                        &p, err, sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        provider("{agents:{defaults:{memorySearch:{provider:'gemini',remote:{baseUrl:'%s'}}}},"
+                 "models:{providers:{google:{apiKey:'g-key'}}}}",
+                 &p, err, sizeof err),
+        CM_OK);
     EXPECT_INT(embed_documents(&p, texts, 2, &v, err, sizeof err), CM_OK);
     free(v);
     EXPECT_INT(embed_query(&p, "q", &v, err, sizeof err), CM_OK);
@@ -97,25 +100,29 @@ TEST(embed_other_providers_requests)
     embed_close(&p);
     EXPECT_STR(fake_get(srv, 0)->path, "/models/gemini-embedding-001:batchEmbedContents");
     EXPECT_CONTAINS(fake_get(srv, 0)->headers, "x-goog-api-key: g-key\r\n");
-    EXPECT_STR(fake_get(srv, 0)->body,
-               "{\"requests\":[{\"model\":\"models/gemini-embedding-001\",\"content\":{\"parts\":[{"
-               "\"text\":\"alpha beta\"}]},\"taskType\":\"RETRIEVAL_DOCUMENT\"},{\"model\":\"models/"
-               "gemini-embedding-001\",\"content\":{\"parts\":[{\"text\":\"gamma\"}]},\"taskType\":"
-               "\"RETRIEVAL_DOCUMENT\"}]}");
+    EXPECT_STR(
+        fake_get(srv, 0)->body,
+        "{\"requests\":[{\"model\":\"models/gemini-embedding-001\",\"content\":{\"parts\":[{"
+        "\"text\":\"alpha beta\"}]},\"taskType\":\"RETRIEVAL_DOCUMENT\"},{\"model\":\"models/"
+        "gemini-embedding-001\",\"content\":{\"parts\":[{\"text\":\"gamma\"}]},\"taskType\":"
+        "\"RETRIEVAL_DOCUMENT\"}]}");
     EXPECT_STR(fake_get(srv, 1)->path, "/models/gemini-embedding-001:embedContent");
     EXPECT_CONTAINS(fake_get(srv, 1)->body, "\"taskType\":\"RETRIEVAL_QUERY\"");
     /* voyage: input_type */
     setenv("VOYAGE_API_KEY", "v-key", 1);
-    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'voyage',remote:{baseUrl:'%s'}}}}}",
-                        &p, err, sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        provider("{agents:{defaults:{memorySearch:{provider:'voyage',remote:{baseUrl:'%s'}}}}}", &p,
+                 err, sizeof err),
+        CM_OK);
     EXPECT_INT(embed_query(&p, "q", &v, err, sizeof err), CM_OK);
     free(v);
     embed_close(&p);
-    EXPECT_STR(fake_get(srv, 2)->body, "{\"model\":\"voyage-4-large\",\"input\":[\"q\"],\"input_type\":\"query\"}");
+    EXPECT_STR(fake_get(srv, 2)->body,
+               "{\"model\":\"voyage-4-large\",\"input\":[\"q\"],\"input_type\":\"query\"}");
     EXPECT_CONTAINS(fake_get(srv, 2)->headers, "Authorization: Bearer v-key\r\n");
     /* mistral */
-    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'mistral',remote:{baseUrl:'%s',apiKey:'m'}}}}}",
+    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'mistral',remote:{baseUrl:'%s',"
+                        "apiKey:'m'}}}}}",
                         &p, err, sizeof err),
                CM_OK);
     EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
@@ -123,9 +130,10 @@ TEST(embed_other_providers_requests)
     embed_close(&p);
     EXPECT_STR(fake_get(srv, 3)->body, "{\"model\":\"mistral-embed\",\"input\":[\"alpha beta\"]}");
     /* ollama: one prompt per request, no key */
-    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'ollama',remote:{baseUrl:'%s'}}}}}",
-                        &p, err, sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        provider("{agents:{defaults:{memorySearch:{provider:'ollama',remote:{baseUrl:'%s'}}}}}", &p,
+                 err, sizeof err),
+        CM_OK);
     EXPECT_INT(embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
     free(v);
     embed_close(&p);
@@ -165,7 +173,8 @@ TEST(embed_batches_by_count_and_bytes)
     setup();
     embed_provider p;
     char err[512];
-    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'k'}}}},"
+    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',"
+                        "apiKey:'k'}}}},"
                         "clawmem:{embedMaxInputs:2}}",
                         &p, err, sizeof err),
                CM_OK);
@@ -180,7 +189,8 @@ TEST(embed_batches_by_count_and_bytes)
         big[i][5000] = 0;
     }
     const char *bigs[] = {big[0], big[1], big[2]};
-    EXPECT_INT(embed_documents(&p, bigs, 3, &v, err, sizeof err), CM_OK); /* 8000 bytes per request */
+    EXPECT_INT(embed_documents(&p, bigs, 3, &v, err, sizeof err),
+               CM_OK); /* 8000 bytes per request */
     free(v);
     EXPECT_INT(fake_count(srv), 6);
     embed_close(&p);
@@ -200,7 +210,8 @@ TEST(embed_faults)
     embed_provider p;
     char err[512];
     float *v = NULL;
-    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'sk-secret'}}}}}",
+    EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',"
+                        "apiKey:'sk-secret'}}}}}",
                         &p, err, sizeof err),
                CM_OK);
     /* 429 with Retry-After: 1 is waited out, then it succeeds */
@@ -226,7 +237,8 @@ TEST(embed_faults)
     EXPECT_CONTAINS(err, "after 1 attempt");
     EXPECT(strstr(err, "sk-secret") == NULL);
     /* always 500: gives up after 4 attempts */
-    for (int i = 0; i < 4; i++) fake_push(srv, FAKE_STATUS, 500, -1);
+    for (int i = 0; i < 4; i++)
+        fake_push(srv, FAKE_STATUS, 500, -1);
     EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "after 4 attempts");
     /* malformed answers */
@@ -247,7 +259,8 @@ TEST(embed_faults)
     free(v);
     /* a hang times out (each attempt), then fails clearly */
     setenv("CLAWMEM_HTTP_TIMEOUT_MS", "200", 1);
-    for (int i = 0; i < 4; i++) fake_push(srv, FAKE_HANG, 200, -1);
+    for (int i = 0; i < 4; i++)
+        fake_push(srv, FAKE_HANG, 200, -1);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     EXPECT_INT(embed_query(&p, "x", &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "imeout");
@@ -305,5 +318,57 @@ TEST(embed_echoing_endpoint_is_redacted)
     EXPECT_CONTAINS(err, "HTTP 403");
     EXPECT(!leaks(err, secrets));
     embed_close(&p);
+    fake_stop(srv);
+}
+
+TEST(embed_keys_from_auth_profiles_rotate)
+{
+    /* No key in the config: the agent's auth profiles give it; a 401 cools
+     * the first profile down and the next one's key is used. auto picks
+     * openai from the profiles alone. */
+    setup();
+    char *state = tmp_dir();
+    write_file(
+        state, "agents/main/agent/auth-profiles.json",
+        "{\"version\":1,\"profiles\":{"
+        "\"openai:a\":{\"type\":\"api_key\",\"provider\":\"openai\",\"key\":\"sk-profile-aaaa\"},"
+        "\"openai:b\":{\"type\":\"api_key\",\"provider\":\"openai\",\"key\":\"sk-profile-bbbb\"}}"
+        "}");
+    buf cfgtext = BUF_INIT;
+    buf_printf(&cfgtext, "{agents:{defaults:{memorySearch:{remote:{baseUrl:'%s/v1'}}}}}", base);
+    cm_config c;
+    cm_config_args a = {NULL, "/ws", NULL, state};
+    char err[512];
+    EXPECT_INT(config_parse(cfgtext.data, cfgtext.len, "qc.json", &a, NULL, &c, err, sizeof err),
+               CM_OK);
+    buf_release(&cfgtext);
+    EXPECT_STR(embed_auto(&c), "openai");
+    embed_provider p;
+    EXPECT_INT(embed_open(&c, "openai", &p, err, sizeof err), CM_OK);
+    fake_push(srv, FAKE_STATUS, 401, -1);
+    float *v = NULL;
+    EXPECT_INT(embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
+    free(v);
+    EXPECT_INT(fake_count(srv), 2);
+    EXPECT_CONTAINS(fake_get(srv, 0)->headers, "Authorization: Bearer sk-profile-aaaa\r\n");
+    EXPECT_CONTAINS(fake_get(srv, 1)->headers, "Authorization: Bearer sk-profile-bbbb\r\n");
+    embed_close(&p);
+    json_t *doc = json_load_file(path_in(state, "agents/main/agent/auth-profiles.json"), 0, NULL);
+    json_t *sa = json_object_get(json_object_get(doc, "usageStats"), "openai:a");
+    EXPECT(json_integer_value(json_object_get(sa, "cooldownUntil")) > 0);
+    EXPECT_INT(json_integer_value(json_object_get(json_object_get(sa, "failureCounts"), "auth")),
+               1);
+    json_decref(doc);
+    /* The next provider opened skips the cooling profile. */
+    EXPECT_INT(embed_open(&c, "openai", &p, err, sizeof err), CM_OK);
+    EXPECT_INT(embed_query(&p, "gamma", &v, err, sizeof err), CM_OK);
+    free(v);
+    EXPECT_CONTAINS(fake_get(srv, 2)->headers, "Authorization: Bearer sk-profile-bbbb\r\n");
+    /* Both refused: the error names the failure, never a key. */
+    fake_push(srv, FAKE_STATUS, 401, -1);
+    EXPECT(embed_query(&p, "gamma", &v, err, sizeof err) != CM_OK);
+    EXPECT(strstr(err, "sk-profile") == NULL);
+    embed_close(&p);
+    config_release(&c);
     fake_stop(srv);
 }

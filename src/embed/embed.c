@@ -8,10 +8,12 @@
 #include <math.h>
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../base/fs.h"
 #include "../base/sha256.h"
+#include "../auth/auth.h"
 #include "download.h"
 #include "embed.h"
 
@@ -159,6 +161,39 @@ static const char *key_for(const cm_config *cfg, int k, bool primary)
     return env && *env ? env : NULL;
 }
 
+/* The auth-profile provider id of embedding provider k. */
+static const char *auth_provider(int k)
+{
+    return k == CM_PROV_GEMINI ? "google" : cm_provider_names[k];
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The provider's auth profiles in order (NULL when none) and, in *first,
+ * the first usable one (else 0). */
+static char **profiles_for(const cm_config *cfg, int k, auth_store *st, size_t *first)
+{
+    char err[256], **order = NULL;
+    *first = 0;
+    if (!cfg->state_dir || auth_store_load(st, cfg->state_dir, cfg->agent_id, err, sizeof err))
+        return NULL;
+    int64_t now = wall_ms();
+    if (auth_profile_order(st, json_object_get(cfg->root, "auth"), auth_provider(k), NULL, now, &order) ||
+        !order || !order[0]) {
+        auth_strv_free(order);
+        return NULL;
+    }
+    while (order[*first] && auth_profile_unusable(st, order[*first], now))
+        (*first)++;
+    if (!order[*first]) *first = 0; /* all cooling: try the soonest anyway */
+    return order;
+}
+
 const char *embed_auto(const cm_config *cfg)
 {
     if (local_built() && cfg->local_model_path && *cfg->local_model_path) {
@@ -173,8 +208,16 @@ const char *embed_auto(const cm_config *cfg)
         if (there) return "local";
     }
     static const int order[] = {CM_PROV_OPENAI, CM_PROV_GEMINI, CM_PROV_VOYAGE, CM_PROV_MISTRAL};
-    for (size_t i = 0; i < ARRAY_LEN(order); i++)
+    for (size_t i = 0; i < ARRAY_LEN(order); i++) {
         if (key_for(cfg, order[i], true)) return cm_provider_names[order[i]];
+        auth_store st = {0};
+        size_t first;
+        char **profiles = profiles_for(cfg, order[i], &st, &first);
+        bool have = profiles && auth_profile_secret(&st, profiles[first]);
+        auth_strv_free(profiles);
+        auth_store_release(&st);
+        if (have) return cm_provider_names[order[i]];
+    }
     return NULL;
 }
 
@@ -187,6 +230,8 @@ void embed_close(embed_provider *p)
     free(p->model);
     free(p->base_url);
     free(p->api_key);
+    free(p->auth_path);
+    auth_strv_free(p->profiles);
     for (size_t i = 0; i < p->headers.n; i++) free(p->headers.v[i]);
     free(p->headers.v);
     http_client_free(p->http);
@@ -208,7 +253,23 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     if (k < 0) return cm_seterr(err, errlen, CM_EINVAL, "unknown embedding provider \"%s\"", name);
     bool primary = !strcmp(cfg->provider, name) || !strcmp(cfg->provider, "auto");
     p->kind = k;
-    const char *key = key_for(cfg, k, primary);
+    /* The key: remote.apiKey, else the agent's auth profiles, else
+     * models.providers.<k>.apiKey or the environment. */
+    auth_store st = {0};
+    const char *key = primary && cfg->remote_api_key && *cfg->remote_api_key ? cfg->remote_api_key : NULL;
+    if (!key && k != CM_PROV_OLLAMA) {
+        p->profiles = profiles_for(cfg, k, &st, &p->cur);
+        if (p->profiles) key = auth_profile_secret(&st, p->profiles[p->cur]);
+        if (p->profiles && key) {
+            buf ap = BUF_INIT;
+            if (auth_store_path(&ap, cfg->state_dir, cfg->agent_id)) CHECK(CM_ENOMEM);
+            p->auth_path = buf_detach(&ap);
+        } else {
+            auth_strv_free(p->profiles);
+            p->profiles = NULL;
+        }
+    }
+    if (!key) key = key_for(cfg, k, primary);
     if (!key && k != CM_PROV_OLLAMA)
         FAIL(CM_ENOTFOUND, "%s: no API key (set %s, models.providers.%s.apiKey or remote.apiKey)",
              name, kinds[k].env_key, k == CM_PROV_GEMINI ? "google" : name);
@@ -218,6 +279,8 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     p->base_url = cm_strdup(base);
     p->model = cm_strdup(primary && cfg->model && *cfg->model ? cfg->model : kinds[k].model);
     p->api_key = key ? cm_strdup(key) : NULL;
+    key = p->api_key; /* it may have pointed into st */
+    auth_store_release(&st);
     if (!p->base_url || !p->model || (key && !p->api_key)) CHECK(CM_ENOMEM);
     while (strlen(p->base_url) > 1 && p->base_url[strlen(p->base_url) - 1] == '/')
         p->base_url[strlen(p->base_url) - 1] = 0;
@@ -238,6 +301,7 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     CHECK(buf_printf(&b, "%s|%s|%s|%d", name, p->base_url, p->model, p->dims_wanted));
     sha256_hex(b.data, b.len, p->key_hash);
 out:
+    auth_store_release(&st);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     buf_release(&b);
     if (rc) embed_close(p);
@@ -376,6 +440,40 @@ out:
     return why;
 }
 
+/* After a failed round: when the key is an auth profile's and a request
+ * failed with an auth, billing or rate-limit error, the profile cools down
+ * in auth-profiles.json and the next usable one's key goes into the
+ * headers. False when there is none to turn to. */
+static bool rotate(embed_provider *p, const http_req *reqs, size_t n)
+{
+    if (!p->profiles) return false;
+    const http_req *bad = NULL;
+    for (size_t b = 0; b < n && !bad; b++)
+        if (reqs[b].status < 200 || reqs[b].status >= 300) bad = &reqs[b];
+    if (!bad) return false;
+    auth_reason r = auth_classify((int)bad->status, bad->resp.data);
+    if (r != AUTH_R_AUTH && r != AUTH_R_AUTH_PERMANENT && r != AUTH_R_BILLING && r != AUTH_R_RATE_LIMIT)
+        return false;
+    auth_store st = {0};
+    char err[256];
+    int64_t now = wall_ms();
+    auth_mark_failure(&st, p->auth_path, p->profiles[p->cur], r, NULL, now, err, sizeof err);
+    bool switched = false;
+    for (size_t i = p->cur + 1; p->profiles[i] && !switched; i++) {
+        const char *key = st.doc ? auth_profile_secret(&st, p->profiles[i]) : NULL;
+        if (!key || auth_profile_unusable(&st, p->profiles[i], now)) continue;
+        buf h = BUF_INIT;
+        if (!buf_printf(&h, p->kind == CM_PROV_GEMINI ? "x-goog-api-key: %s" : "Authorization: Bearer %s", key) &&
+            !config_header_set(&p->headers, h.data)) {
+            p->cur = i;
+            switched = true;
+        }
+        buf_release(&h);
+    }
+    auth_store_release(&st);
+    return switched;
+}
+
 static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool query, float **out,
                  char *err, size_t errlen)
 {
@@ -433,7 +531,16 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
     http_opts o = http_defaults(query ? 60000 : 120000);
     o.concurrency = p->concurrency;
     char msg[512];
-    rc = http_post_all(p->http, reqs, nb, &o, msg, sizeof msg);
+    for (;;) {
+        rc = http_post_all(p->http, reqs, nb, &o, msg, sizeof msg);
+        if (!rc || !rotate(p, reqs, nb)) break;
+        for (size_t b = 0; b < nb; b++) { /* again, with the next profile's key */
+            buf_reset(&reqs[b].resp);
+            reqs[b].status = 0;
+            reqs[b].attempts = 0;
+            reqs[b].err[0] = 0;
+        }
+    }
     if (rc) FAIL(rc, "%s embeddings: %s", embed_name(p), msg);
     for (size_t b = 0; b < nb; b++) {
         const char *why = embed_parse(p, reqs[b].resp.data ? reqs[b].resp.data : "", reqs[b].resp.len,

@@ -38,6 +38,13 @@ typedef struct embed_provider {
     int max_inputs;     /* inputs per request */
     int concurrency;
     char key_hash[65]; /* sha256 of endpoint, model, dims and header names: the providerKey */
+    /* When the key comes from the agent's auth profiles (auth-profiles.json):
+     * the file, the provider's profiles in order, the one in use. A profile
+     * that fails with an auth, billing or rate-limit error cools down there
+     * and the next one is tried, as the model runner does. */
+    char *auth_path;
+    char **profiles;
+    size_t cur;
     http_client *http;  /* created on first use */
 } embed_provider;
 
