@@ -70,12 +70,15 @@ static const char get_in[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"path\":{\"type\":\"string\",\"description\":\"Workspace-relative, e.g. MEMORY.md or "
     "memory/2026-02-10.md\"},"
-    "\"from\":{\"type\":\"integer\",\"minimum\":1},\"lines\":{\"type\":\"integer\",\"minimum\":1}},"
+    "\"from\":{\"type\":\"integer\",\"minimum\":1},\"lines\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes into line `from` "
+    "to start at: the nextOffset of a reply cut inside a long line\"}},"
     "\"required\":[\"path\"]}";
 static const char get_out[] =
     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
     "\"text\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
-    "\"nextFrom\":{\"type\":\"integer\"}},\"required\":[\"path\",\"text\"]}";
+    "\"nextFrom\":{\"type\":\"integer\"},\"nextOffset\":{\"type\":\"integer\"}},"
+    "\"required\":[\"path\",\"text\"]}";
 static const char write_in[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"text\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The note, in Markdown\"},"
@@ -229,13 +232,15 @@ static int call_tool(server *s, json_t *id, json_t *params)
     }
     if (!strcmp(name, "memory_get")) {
         const char *path = json_string_value(json_object_get(args, "path"));
-        long from = 0, lines = 0;
+        long from = 0, lines = 0, offset = 0;
         if (!path) return send_error(id, INVALID_PARAMS, "memory_get: path (a string) is required");
         if (int_arg(args, "from", 1, 1L << 40, &from) || int_arg(args, "lines", 1, 1L << 40, &lines))
             return send_error(id, INVALID_PARAMS, "memory_get: from and lines must be positive integers");
+        if (int_arg(args, "offset", 0, 1L << 40, &offset))
+            return send_error(id, INVALID_PARAMS, "memory_get: offset must be an integer >= 0");
         if (json_string_length(json_object_get(args, "path")) != strlen(path))
             return send_result(id, error_result("memory_get: path contains a NUL byte"));
-        if (cm_memory_get(s->reader, path, from, lines, &payload, err, sizeof err))
+        if (cm_memory_get_at(s->reader, path, from, offset, lines, &payload, err, sizeof err))
             return send_result(id, error_result(err));
         return send_result(id, payload_result(payload));
     }

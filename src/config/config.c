@@ -693,7 +693,7 @@ cm_rc config_load(const cm_config_args *args, const cm_logger *lg, cm_config *cf
     cm_config where = {0};
     memset(cfg, 0, sizeof *cfg);
     CHECK(resolve_state(args, &where, err, errlen)); /* only to learn the file's path */
-    rc = fs_read_file(where.config_path, CONFIG_MAX_BYTES, &text, err, errlen);
+    rc = fs_read_file_follow(where.config_path, CONFIG_MAX_BYTES, &text, err, errlen);
     bool found = rc == CM_OK;
     if (rc == CM_ENOTFOUND && !args->config_path && !getenv("QUANTUMCLAW_CONFIG_PATH"))
         rc = CM_OK; /* no config file at the default place: all defaults */
