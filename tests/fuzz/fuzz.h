@@ -13,6 +13,7 @@ int fuzz_config(const uint8_t *data, size_t size);
 int fuzz_chunk(const uint8_t *data, size_t size);
 int fuzz_query(const uint8_t *data, size_t size);
 int fuzz_embed(const uint8_t *data, size_t size);
+int fuzz_path(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_MAIN
 #define FUZZ_ENTRY(fn)                                                                             \
