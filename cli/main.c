@@ -421,7 +421,8 @@ static int cmd_get(cm_engine *e, int argc, char **argv)
     }
     if (!path) return die("get: missing PATH (see clawmem get --help)");
     char err[1024], *json = NULL;
-    if (cm_memory_get_at(e, path, from, offset, lines, &json, err, sizeof err)) return die("%s", err);
+    if (cm_memory_get_at(e, path, from, offset, lines, &json, err, sizeof err))
+        return die("%s", err);
     int r = print_json_or(json, as_json, get_text);
     cm_free(json);
     return r;

@@ -126,7 +126,8 @@ TEST(mcp_tools_answer_with_payloads)
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
                 "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3}}}");
-    EXPECT_STR(json_string_value(json_object_get(json_object_get(json_object_get(r, "result"), "structuredContent"), "text")),
+    EXPECT_STR(json_string_value(json_object_get(
+                   json_object_get(json_object_get(r, "result"), "structuredContent"), "text")),
                "Configured VLAN 10 for IoT.\n"); /* to the end: the final newline too */
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"

@@ -132,11 +132,13 @@ TEST(paths_walk_never_follows_a_link)
     EXPECT_INT(path_open_root(w.ws, false, &root, err, sizeof err), CM_OK);
     for (int fallback = 0; fallback < 2; fallback++) {
         path_force_fallback(fallback);
-        EXPECT_INT(path_open_beneath(root, "memory/sub/note.md", O_RDONLY, &fd, NULL, err, sizeof err),
-                   CM_OK);
+        EXPECT_INT(
+            path_open_beneath(root, "memory/sub/note.md", O_RDONLY, &fd, NULL, err, sizeof err),
+            CM_OK);
         close(fd);
-        EXPECT_INT(path_open_beneath(root, "memory/lnk/note.md", O_RDONLY, &fd, NULL, err, sizeof err),
-                   CM_EPATH);
+        EXPECT_INT(
+            path_open_beneath(root, "memory/lnk/note.md", O_RDONLY, &fd, NULL, err, sizeof err),
+            CM_EPATH);
         EXPECT_CONTAINS(err, "symbolic link");
         EXPECT_INT(path_open_beneath(root, "memory/up/ws/memory/sub/note.md", O_RDONLY, &fd, NULL,
                                      err, sizeof err),
@@ -146,8 +148,9 @@ TEST(paths_walk_never_follows_a_link)
                    CM_EPATH);
         EXPECT_INT(path_open_beneath(root, "/etc/passwd", O_RDONLY, &fd, NULL, err, sizeof err),
                    CM_EPATH);
-        EXPECT_INT(path_open_beneath(root, "memory/none/x.md", O_RDONLY, &fd, NULL, err, sizeof err),
-                   CM_ENOTFOUND);
+        EXPECT_INT(
+            path_open_beneath(root, "memory/none/x.md", O_RDONLY, &fd, NULL, err, sizeof err),
+            CM_ENOTFOUND);
         EXPECT_INT(path_open_beneath(root, "memory/sub/note.md/x.md", O_RDONLY, &fd, NULL, err,
                                      sizeof err),
                    CM_EPATH);
@@ -161,9 +164,9 @@ TEST(paths_walk_never_follows_a_link)
                    CM_OK);
         EXPECT_STR(leaf, "b.md");
         close(dir);
-        EXPECT_INT(path_open_dir(root, "memory/lnk/made/b.md", PATH_MKDIRS, &dir, &leaf, err,
-                                 sizeof err),
-                   CM_EPATH);
+        EXPECT_INT(
+            path_open_dir(root, "memory/lnk/made/b.md", PATH_MKDIRS, &dir, &leaf, err, sizeof err),
+            CM_EPATH);
     }
     path_force_fallback(0);
     struct stat st;
@@ -273,12 +276,16 @@ static void *fifo_calls(void *arg)
     char err[512];
     for (int i = 0; i < f->n; i++) {
         cm_rc rc = get(f->w, "memory/n.md", 0, 0, 0, &b, err, sizeof err);
-        if (rc == CM_OK) f->ok++;
-        else f->errors++;
+        if (rc == CM_OK)
+            f->ok++;
+        else
+            f->errors++;
         buf_reset(&b);
         rc = tools_write(&f->w->cfg, "memory/n.md", "fifo race", 0, &b, NULL, err, sizeof err);
-        if (rc == CM_OK) f->ok++;
-        else f->errors++;
+        if (rc == CM_OK)
+            f->ok++;
+        else
+            f->errors++;
     }
     buf_release(&b);
     return NULL;
@@ -332,7 +339,8 @@ TEST(paths_write_temp_hard_link_and_stale_temps)
     write_file(w.ws, "memory/.clawmem-notes.tmp", "mine");
     buf b = BUF_INIT;
     char err[512];
-    EXPECT_INT(tools_write(&w.cfg, "memory/note.md", "second", 0, &b, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(tools_write(&w.cfg, "memory/note.md", "second", 0, &b, NULL, err, sizeof err),
+               CM_OK);
     buf_release(&b);
     char *s = slurp(secret), *note = slurp(path_in(w.ws, "memory/note.md"));
     EXPECT_STR(s, "SECRET\n");

@@ -161,8 +161,8 @@ out:
     return rc;
 }
 
-cm_rc path_open_beneath(int root, const char *rel, int oflags, int *fd, struct stat *st,
-                        char *err, size_t errlen)
+cm_rc path_open_beneath(int root, const char *rel, int oflags, int *fd, struct stat *st, char *err,
+                        size_t errlen)
 {
     int dir = -1;
     const char *leaf;

@@ -49,8 +49,8 @@ cm_rc path_open_file(int dir, const char *name, int oflags, mode_t mode, int *fd
                      char *err, size_t errlen);
 
 /* path_open_dir (without PATH_MKDIRS) then path_open_file on the leaf. */
-cm_rc path_open_beneath(int root, const char *rel, int oflags, int *fd, struct stat *st,
-                        char *err, size_t errlen);
+cm_rc path_open_beneath(int root, const char *rel, int oflags, int *fd, struct stat *st, char *err,
+                        size_t errlen);
 
 /* Opens the trusted root directory at path (symbolic links in it are
  * followed: it is configuration, not something an agent names); with

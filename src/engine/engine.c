@@ -970,8 +970,8 @@ static void index_written(cm_engine *e, const char *rel)
     if (!rc && st.st_size > DISCOVER_MAX_FILE_BYTES) rc = CM_ETOOBIG;
     if (!rc) rc = path_read_fd(fd, rel, (size_t)DISCOVER_MAX_FILE_BYTES, &r.text, msg, sizeof msg);
     char hash[SHA256_HEX_LEN + 1];
-    mem_file f = {name.data, NULL, "memory", st.st_size,
-                  (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, 0, 0};
+    mem_file f = {.rel = name.data, .source = "memory", .size = st.st_size};
+    f.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     if (!rc) rc = chunk_loaded(&r, &f, hash, &problem);
     if (!rc) rc = store_begin(&e->st, msg, sizeof msg);
     if (!rc) {

@@ -154,11 +154,13 @@ cm_rc tools_locate(const cm_config *cfg, const char *path, size_t len, bool crea
 {
     cm_rc rc = CM_OK;
     buf abs = BUF_INIT, root = BUF_INIT, rel = BUF_INIT;
-    char *shown = NULL;
+    char *shown = NULL, *ws = NULL;
     memset(loc, 0, sizeof *loc);
     loc->root = -1;
-    while (len && is_space(path[0])) path++, len--;
-    while (len && is_space(path[len - 1])) len--;
+    while (len && is_space(path[0]))
+        path++, len--;
+    while (len && is_space(path[len - 1]))
+        len--;
     if (len == 0) FAIL(CM_EPATH, "path is empty");
     if (memchr(path, 0, len)) FAIL(CM_EPATH, "path contains a NUL byte");
     if (utf8_valid_prefix(path, len) != len) FAIL(CM_EPATH, "path is not valid UTF-8");
@@ -167,12 +169,13 @@ cm_rc tools_locate(const cm_config *cfg, const char *path, size_t len, bool crea
         FAIL(CM_EPATH, "%s: only Markdown (.md) memory files can be read", shown);
     /* Lexically, as QuantumClaw 2026.3.22 does: resolved against the
      * workspace, then named relative to it. */
-    if (path[0] != '/') CHECK(fs_join(&abs, cfg->workspace, ""));
+    if (!(ws = cm_strdup(cfg->workspace))) CHECK(CM_ENOMEM);
+    fs_normalise(ws);
+    if (path[0] != '/') CHECK(fs_join(&abs, ws, ""));
     CHECK(buf_add(&abs, path, len));
     fs_normalise(abs.data); /* ".." above "/" stays at "/", as path.resolve does */
     abs.len = strlen(abs.data);
-    if (strcmp(abs.data, cfg->workspace) != 0)
-        CHECK(discover_relpath(&rel, cfg->workspace, abs.data));
+    if (strcmp(abs.data, ws) != 0) CHECK(discover_relpath(&rel, ws, abs.data));
     if (rel.len && strncmp(rel.data, "../", 3) != 0 && ws_memory_path(rel.data)) {
         loc->in_workspace = true;
         if (!(loc->inner = cm_strdup(rel.data))) CHECK(CM_ENOMEM);
@@ -217,7 +220,8 @@ cm_rc tools_locate(const cm_config *cfg, const char *path, size_t len, bool crea
              "%s: absolute path outside the memory files (allowed: MEMORY.md, memory/**/*.md, "
              "extraPaths)",
              shown);
-    if (!rel.len || !strncmp(rel.data, "../", 3)) FAIL(CM_EPATH, "%s: '..' leaves the workspace", shown);
+    if (!rel.len || !strncmp(rel.data, "../", 3))
+        FAIL(CM_EPATH, "%s: '..' leaves the workspace", shown);
     FAIL(CM_EPATH, "%s: not a memory file (allowed: MEMORY.md, memory/**/*.md, extraPaths)", shown);
 done:
     loc->rel = buf_detach(&rel);
@@ -225,6 +229,7 @@ done:
 out:
     if (rc) tools_loc_release(loc);
     free(shown);
+    free(ws);
     buf_release(&abs);
     buf_release(&root);
     buf_release(&rel);
@@ -299,7 +304,8 @@ cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, l
     if (eol > start && s[eol - 1] == '\n') eol--;
     size_t lstart = start;
     start += (size_t)CM_MIN((uint64_t)offset, (uint64_t)(eol - start));
-    while (start < eol && ((unsigned char)s[start] & 0xC0) == 0x80) start++;
+    while (start < eol && ((unsigned char)s[start] & 0xC0) == 0x80)
+        start++;
     /* The end: just before the '\n' that ends line from+lines-1, or the end. */
     size_t end = n;
     if (lines > 0) {
@@ -368,7 +374,7 @@ static int count_lines(const char *s, size_t n)
  * whatever the note's name); earlier versions used
  * ".<name>.clawmem-<pid>.tmp". */
 #define TMP_PREFIX ".clawmem-"
-#define TMP_HEX 16
+#define TMP_HEX    16
 
 static bool is_temp_name(const char *name)
 {
@@ -459,10 +465,10 @@ cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int6
      * it exists), never to a file that would not be found. */
     if (loc.in_workspace && (!strcmp(loc.inner, "MEMORY.md") || !strcmp(loc.inner, "memory.md"))) {
         struct stat st;
-        const char *pick = fstatat(loc.root, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "MEMORY.md"
-                           : fstatat(loc.root, "memory.md", &st, AT_SYMLINK_NOFOLLOW) == 0
-                               ? "memory.md"
-                               : loc.inner;
+        const char *pick =
+            fstatat(loc.root, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0   ? "MEMORY.md"
+            : fstatat(loc.root, "memory.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "memory.md"
+                                                                            : loc.inner;
         if (strcmp(pick, loc.inner) != 0) {
             char *a = cm_strdup(pick), *b = cm_strdup(pick);
             if (!a || !b) {
