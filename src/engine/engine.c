@@ -965,7 +965,7 @@ static void index_written(cm_engine *e, const char *rel)
     if (!rc) rc = meta_json(e, &meta);
     if (!rc) rc = store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg);
     if (!rc && (!stored || strcmp(stored, meta.data) != 0)) rc = CM_ENOTFOUND;
-    struct stat st;
+    struct stat st = {0};
     if (!rc) rc = tools_open(&e->cfg, rel, &fd, &st, &name, msg, sizeof msg);
     if (!rc && st.st_size > DISCOVER_MAX_FILE_BYTES) rc = CM_ETOOBIG;
     if (!rc) rc = path_read_fd(fd, rel, (size_t)DISCOVER_MAX_FILE_BYTES, &r.text, msg, sizeof msg);
