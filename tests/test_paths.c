@@ -611,3 +611,54 @@ TEST(paths_config_fifo_fails_and_symlink_is_followed)
     EXPECT_INT(l.cfg.citations, CM_CITE_OFF);
     config_release(&l.cfg);
 }
+
+static json_t *rpc_call(proc *p, const char *req)
+{
+    proc_send(p, req);
+    char *line = proc_line(p, 10000);
+    json_t *j = line ? json_loads(line, 0, NULL) : NULL;
+    free(line);
+    return j;
+}
+
+static size_t mcp_hits(proc *p, const char *q)
+{
+    char req[512];
+    snprintf(req, sizeof req,
+             "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"memory_search\",\"arguments\":{\"query\":\"%s\"}}}",
+             q);
+    json_t *r = rpc_call(p, req);
+    size_t n = json_array_size(json_object_get(
+        json_object_get(json_object_get(r, "result"), "structuredContent"), "results"));
+    json_decref(r);
+    return n;
+}
+
+TEST(paths_mcp_written_note_is_found_without_a_watcher)
+{
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
+    write_file(d, "qc.json", "{}");
+    char ws[1100], state[1100];
+    snprintf(ws, sizeof ws, "%s/ws", d);
+    snprintf(state, sizeof state, "%s/state", d);
+    const char *args[] = {"--workspace",         ws,    "--state-dir", state,           "--config",
+                          path_in(d, "qc.json"), "mcp", "--no-watch",  "--allow-write", NULL};
+    proc p;
+    proc_start(&p, NULL, args);
+    /* the one sync at start */
+    bool ready = false;
+    for (int t = 0; t < 10000 && !ready; t += 50) {
+        ready = mcp_hits(&p, "Biscuit") > 0;
+        if (!ready) usleep(50000);
+    }
+    EXPECT(ready);
+    json_t *r = rpc_call(&p, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{"
+                             "\"name\":\"memory_write\",\"arguments\":{\"text\":\"The zebracorn "
+                             "lives behind the blue door.\"}}}");
+    EXPECT(json_is_false(json_object_get(json_object_get(r, "result"), "isError")));
+    json_decref(r);
+    EXPECT_INT(mcp_hits(&p, "zebracorn"), 1); /* at once: no watcher, no waiting */
+    EXPECT_INT(proc_stop(&p, 0, 5000), 0);
+}
