@@ -30,7 +30,7 @@ static const char usage_main[] =
     "  index [--force] [--verbose]    bring the index up to date (--force: rebuild it)\n"
     "  search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
     "                                 memory_search: ranked snippets with path and lines\n"
-    "  get PATH [--from N] [--lines N] [--json]\n"
+    "  get PATH [--from N] [--lines N] [--offset B] [--json]\n"
     "                                 memory_get: read a memory file or a line range\n"
     "  watch [--debounce MS]          keep the index fresh as files change (until Ctrl-C)\n"
     "  mcp [--allow-write] [--no-watch] [--debounce MS]\n"
