@@ -140,8 +140,13 @@ cm_rc path_open_file(int dir, const char *name, int oflags, mode_t mode, int *fd
         int e = errno;
         struct stat ls;
         if (e == ENOENT) FAIL(CM_ENOTFOUND, "%.200s: no such file", name);
-        if (e == ELOOP || (e != EEXIST && fstatat(dir, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 &&
-                           S_ISLNK(ls.st_mode)))
+        if (e == EEXIST) { /* O_EXCL: errno stays EEXIST for the caller */
+            rc = cm_seterr(err, errlen, CM_EIO, "%.200s: already exists", name);
+            errno = EEXIST;
+            goto out;
+        }
+        if (e == ELOOP ||
+            (fstatat(dir, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode)))
             FAIL(CM_EPATH, "%.200s: symbolic links are not followed", name);
         if (e == ENXIO || e == ENODEV || e == EISDIR || e == ETXTBSY)
             FAIL(CM_EPATH, "%.200s: not a regular file", name);
