@@ -33,7 +33,7 @@ static const char usage_main[] =
     "  index [--force] [--verbose]    bring the index up to date (--force: rebuild it)\n"
     "  search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
     "                                 memory_search: ranked snippets with path and lines\n"
-    "  get PATH [--from N] [--lines N] [--json]\n"
+    "  get PATH [--from N] [--lines N] [--offset B] [--json]\n"
     "                                 memory_get: read a memory file or a line range\n"
     "  watch [--debounce MS] [--quiet]\n"
     "                                 keep the index fresh as files change (until Ctrl-C)\n"
@@ -76,9 +76,10 @@ static const char usage_search[] =
     "--no-sync searches the index as it is, for callers that keep it fresh themselves\n"
     "(`clawmem index` after writing, a watcher): no file is looked at.\n";
 static const char usage_get[] =
-    "usage: clawmem get PATH [--from N] [--lines N] [--json]\n"
+    "usage: clawmem get PATH [--from N] [--lines N] [--offset B] [--json]\n"
     "Runs memory_get: prints a memory file (workspace-relative path), or N lines from line\n"
-    "--from. A file that does not exist yet prints nothing.\n";
+    "--from (--offset: B bytes into it, to continue a line cut at 1 MiB). A file that does\n"
+    "not exist yet prints nothing.\n";
 
 static const char usage_watch[] =
     "usage: clawmem watch [--debounce MS] [--quiet] [--verbose]\n"
@@ -368,8 +369,10 @@ static int get_text(json_t *s)
     fputs(t, stdout);
     if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout);
     if (json_is_true(json_object_get(s, "truncated")))
-        fprintf(stderr, "clawmem: output cut at 1 MiB; continue with --from %lld\n",
-                (long long)json_integer_value(json_object_get(s, "nextFrom")));
+        fprintf(stderr, "clawmem: output cut at 1 MiB; continue with --from %lld%s%.0lld\n",
+                (long long)json_integer_value(json_object_get(s, "nextFrom")),
+                json_object_get(s, "nextOffset") ? " --offset " : "",
+                (long long)json_integer_value(json_object_get(s, "nextOffset")));
     return 0;
 }
 
@@ -486,7 +489,7 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
 static int cmd_get(cm_engine *e, int argc, char **argv)
 {
     const char *path = NULL;
-    long from = 0, lines = 0;
+    long from = 0, lines = 0, offset = 0;
     int as_json = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) {
@@ -498,6 +501,10 @@ static int cmd_get(cm_engine *e, int argc, char **argv)
             if (i + 1 >= argc || parse_long(argv[i + 1], 1, 1L << 40, dst))
                 return die("get: %s needs a positive number", argv[i]);
             i++;
+        } else if (!strcmp(argv[i], "--offset")) {
+            if (i + 1 >= argc || parse_long(argv[i + 1], 0, 1L << 40, &offset))
+                return die("get: --offset needs a number >= 0");
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2]) {
             return die("get: unknown option %s (see clawmem get --help)", argv[i]);
         } else if (!path) {
@@ -508,7 +515,8 @@ static int cmd_get(cm_engine *e, int argc, char **argv)
     }
     if (!path) return die("get: missing PATH (see clawmem get --help)");
     char err[1024], *json = NULL;
-    if (cm_memory_get(e, path, from, lines, &json, err, sizeof err)) return die("%s", err);
+    if (cm_memory_get_at(e, path, from, offset, lines, &json, err, sizeof err))
+        return die("%s", err);
     int r = print_json_or(json, as_json, get_text);
     cm_free(json);
     return r;

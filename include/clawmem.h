@@ -138,6 +138,12 @@ cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_
 cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char **json, char *err,
                     size_t errlen);
 
+/* memory_get continuing inside a line: as cm_memory_get, starting offset
+ * bytes into line from. A reply cut inside a line longer than the 1 MiB cap
+ * carries "nextFrom" and "nextOffset"; pass them back as from and offset. */
+cm_rc cm_memory_get_at(cm_engine *e, const char *path, long from, long offset, long lines,
+                       char **json, char *err, size_t errlen);
+
 /* memory_write: appends text as a new paragraph to a memory file — path
  * NULL means today's memory/YYYY-MM-DD.md (local date of now, 0 = the current
  * time); "MEMORY.md" the long-term file. The same path rules as memory_get.

@@ -106,12 +106,15 @@ static const char get_in[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"path\":{\"type\":\"string\",\"description\":\"Workspace-relative, e.g. MEMORY.md or "
     "memory/2026-02-10.md\"},"
-    "\"from\":{\"type\":\"integer\",\"minimum\":1},\"lines\":{\"type\":\"integer\",\"minimum\":1}},"
+    "\"from\":{\"type\":\"integer\",\"minimum\":1},\"lines\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"Bytes into line `from` "
+    "to start at: the nextOffset of a reply cut inside a long line\"}},"
     "\"required\":[\"path\"]}";
 static const char get_out[] =
     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
     "\"text\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},"
-    "\"nextFrom\":{\"type\":\"integer\"}},\"required\":[\"path\",\"text\"]}";
+    "\"nextFrom\":{\"type\":\"integer\"},\"nextOffset\":{\"type\":\"integer\"}},"
+    "\"required\":[\"path\",\"text\"]}";
 static const char write_in[] =
     "{\"type\":\"object\",\"properties\":{"
     "\"text\":{\"type\":\"string\",\"minLength\":1,\"description\":\"The note, in Markdown\"},"
@@ -363,7 +366,7 @@ static json_t *get_tool(server *s, json_t *args)
 {
     static const char t[] = "memory_get";
     const char *path = str_arg(args, "path");
-    long from = 0, lines = 0;
+    long from = 0, lines = 0, offset = 0;
     char err[1024], *payload = NULL;
     if (!path)
         return arg_error(t, "path",
@@ -376,7 +379,12 @@ static json_t *get_tool(server *s, json_t *args)
     if (int_arg(args, "lines", 1, 1L << 40, true, &lines))
         return arg_error(t, "lines", "an integer of at least 1 (how many lines), or left out",
                          json_object_get(args, "lines"));
-    if (cm_memory_get(s->reader, path, from, lines, &payload, err, sizeof err))
+    if (int_arg(args, "offset", 0, 1L << 40, true, &offset))
+        return arg_error(t, "offset",
+                         "an integer of at least 0 (bytes into line `from`: a reply's nextOffset), "
+                         "or left out",
+                         json_object_get(args, "offset"));
+    if (cm_memory_get_at(s->reader, path, from, offset, lines, &payload, err, sizeof err))
         return error_result(err);
     return payload_result(payload);
 }

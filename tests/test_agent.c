@@ -362,7 +362,9 @@ TEST(agent_cli_models_and_flush)
              "models:{providers:{openai:{baseUrl:'%s/v1'}}}}",
              w.base);
     write_file(w.dir, "state/quantumclaw.json", cfg);
-    write_file(w.dir, "state/clawmem.json", "{clawmem:{memoryWrite:true}}");
+    /* keyword memory: the openai profile would otherwise give embeddings too */
+    write_file(w.dir, "state/clawmem.json",
+               "{clawmem:{memoryWrite:true},agents:{defaults:{memorySearch:{provider:'none'}}}}");
     write_file(w.dir, "state/agents/main/agent/auth-profiles.json",
                "{\"version\":1,\"profiles\":{\"openai:work\":{\"type\":\"api_key\",\"provider\":"
                "\"openai\","
@@ -382,6 +384,7 @@ TEST(agent_cli_models_and_flush)
         "--state-dir", w.state, "--workspace", w.ws, "models", "run", "What is the dog called?",
         NULL};
     r = run_clawmem(NULL, run);
+    if (r.status != 0) test_fail(__FILE__, __LINE__, "models run: %s", r.err);
     EXPECT_INT(r.status, 0);
     EXPECT_STR(r.out, "Biscuit.\n");
     EXPECT_CONTAINS(r.err, "[openai/gpt-t]");

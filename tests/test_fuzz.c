@@ -57,6 +57,11 @@ TEST(fuzz_corpus_llm)
     EXPECT(replay("llm", fuzz_llm) >= 5);
 }
 
+TEST(fuzz_corpus_path)
+{
+    EXPECT(replay("path", fuzz_path) >= 5);
+}
+
 TEST(fuzz_pathological_inputs)
 {
     /* 100k headings, a 1 MB line of CJK, 20k nested brackets */

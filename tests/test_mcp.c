@@ -138,7 +138,7 @@ TEST(mcp_tools_answer_with_payloads)
                 "\"memory_get\",\"arguments\":{\"path\":\"memory/2026-02-10.md\",\"from\":3}}}");
     EXPECT_STR(json_string_value(json_object_get(
                    json_object_get(json_object_get(r, "result"), "structuredContent"), "text")),
-               "Configured VLAN 10 for IoT.");
+               "Configured VLAN 10 for IoT.\n"); /* to the end: the final newline too */
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
                 "\"memory_get\",\"arguments\":{\"path\":\"../../etc/passwd.md\"}}}");
@@ -450,7 +450,7 @@ TEST(mcp_stateless_2026_07_28_beside_initialize)
     json_t *res = json_object_get(r, "result");
     EXPECT_STR(
         json_string_value(json_object_get(json_object_get(res, "structuredContent"), "text")),
-        "Configured VLAN 10 for IoT.");
+        "Configured VLAN 10 for IoT.\n");
     EXPECT_STR(json_string_value(json_object_get(res, "resultType")), "complete");
     EXPECT(json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo"));
     EXPECT(!json_object_get(res, "ttlMs"));

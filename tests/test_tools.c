@@ -164,7 +164,7 @@ static const char *get(const cm_config *c, const char *path, size_t len, long fr
     static buf b;
     static char err[512];
     buf_reset(&b);
-    *rc = tools_get(c, path, len, from, lines, &b, err, sizeof err);
+    *rc = tools_get(c, path, len, from, 0, lines, &b, err, sizeof err);
     return *rc ? err : b.data;
 }
 
@@ -180,7 +180,7 @@ TEST(tools_get_reads_lines_and_missing_files)
     c.extra_paths.n = 1;
     cm_rc rc;
     EXPECT_STR(get(&c, "memory/2026-02-10.md", 20, 0, 0, &rc),
-               "{\"path\":\"memory/2026-02-10.md\",\"text\":\"l1\\nl2\\nl3\\nl4\"}");
+               "{\"path\":\"memory/2026-02-10.md\",\"text\":\"l1\\nl2\\nl3\\nl4\\n\"}");
     EXPECT_STR(get(&c, "memory/2026-02-10.md", 20, 2, 2, &rc),
                "{\"path\":\"memory/2026-02-10.md\",\"text\":\"l2\\nl3\"}");
     EXPECT_STR(get(&c, "memory/2026-02-10.md", 20, 9, 2, &rc),
@@ -189,7 +189,7 @@ TEST(tools_get_reads_lines_and_missing_files)
                "{\"path\":\"memory/2026-02-11.md\",\"text\":\"\"}");
     EXPECT_STR(get(&c, "MEMORY.md", 9, 0, 0, &rc), "{\"path\":\"MEMORY.md\",\"text\":\"\"}");
     EXPECT_STR(get(&c, "../team/plan.md", 15, 0, 0, &rc),
-               "{\"path\":\"../team/plan.md\",\"text\":\"plan\"}");
+               "{\"path\":\"../team/plan.md\",\"text\":\"plan\\n\"}");
 }
 
 TEST(tools_get_rejects_paths_outside_memory)
@@ -211,8 +211,8 @@ TEST(tools_get_rejects_paths_outside_memory)
     } bad[] = {
         {"../secret.md", 12, "'..' leaves the workspace"},
         {"memory/../../secret.md", 22, "'..' leaves the workspace"},
-        {"/etc/passwd.md", 14, "absolute paths are not allowed"},
-        {"~/x.md", 6, "absolute paths are not allowed"},
+        {"/etc/passwd.md", 14, "absolute path outside the memory files"},
+        {"~/x.md", 6, "not a memory file"},
         {"memory/a.md\0.txt", 16, "NUL byte"},
         {"memory/data.txt", 15, "only Markdown (.md)"},
         {"notes.md", 8, "not a memory file"},
@@ -226,7 +226,7 @@ TEST(tools_get_rejects_paths_outside_memory)
         EXPECT_CONTAINS(msg, bad[i].msg);
     }
     EXPECT_STR(get(&c, "memory/./a.md", 13, 0, 0, &rc),
-               "{\"path\":\"memory/./a.md\",\"text\":\"a\"}");
+               "{\"path\":\"memory/a.md\",\"text\":\"a\\n\"}");
 }
 
 TEST(tools_get_caps_huge_files)

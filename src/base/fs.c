@@ -11,10 +11,13 @@
 
 #include "fs.h"
 
-cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t errlen)
+/* O_NONBLOCK until fstat proves a regular file: a FIFO or a device never
+ * blocks the open or the read. */
+static cm_rc read_file(const char *path, int nofollow, size_t max, buf *out, char *err,
+                       size_t errlen)
 {
     cm_rc rc = CM_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | nofollow);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR) FAIL(CM_ENOTFOUND, "%s: no such file", path);
         FAIL(CM_EIO, "%s: %s", path, strerror(errno));
@@ -22,6 +25,9 @@ cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t err
     struct stat st;
     if (fstat(fd, &st) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode)) FAIL(CM_EIO, "%s: not a regular file", path);
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+        FAIL(CM_EIO, "%s: %s", path, strerror(errno));
     if ((uint64_t)st.st_size > max)
         FAIL(CM_ETOOBIG, "%s: %lld bytes, over the %zu-byte cap", path, (long long)st.st_size, max);
     if (buf_grow(out, (size_t)st.st_size)) FAIL(CM_ENOMEM, "%s: out of memory", path);
@@ -39,6 +45,16 @@ cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t err
 out:
     if (fd >= 0) close(fd);
     return rc;
+}
+
+cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t errlen)
+{
+    return read_file(path, O_NOFOLLOW, max, out, err, errlen);
+}
+
+cm_rc fs_read_file_follow(const char *path, size_t max, buf *out, char *err, size_t errlen)
+{
+    return read_file(path, 0, max, out, err, errlen);
 }
 
 cm_rc fs_mkdirs(const char *path, char *err, size_t errlen)

@@ -9,8 +9,14 @@
 
 /* Reads the whole file into out (appending) unless it exceeds max bytes
  * (CM_ETOOBIG). CM_ENOTFOUND when it does not exist (also when a component of
- * its directory is not a directory), CM_EIO otherwise. */
+ * its directory is not a directory), CM_EIO otherwise: a symbolic link as the
+ * last component, or anything but a regular file (a FIFO or a device is
+ * refused at once, never waited on). */
 cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t errlen);
+
+/* As fs_read_file, but a symbolic link at path is followed (the config file:
+ * dotfile managers make it a link). Still never blocks on a FIFO. */
+cm_rc fs_read_file_follow(const char *path, size_t max, buf *out, char *err, size_t errlen);
 
 /* mkdir -p with mode 0700 for the created directories. */
 cm_rc fs_mkdirs(const char *path, char *err, size_t errlen);

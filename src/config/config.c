@@ -1105,7 +1105,8 @@ out:
 static cm_rc read_config_file(const char *path, bool named, buf *text, bool *found, char *err,
                               size_t errlen)
 {
-    cm_rc rc = fs_read_file(path, CONFIG_MAX_BYTES, text, err, errlen);
+    /* a symlinked config (dotfile managers) is followed; a FIFO never blocks */
+    cm_rc rc = fs_read_file_follow(path, CONFIG_MAX_BYTES, text, err, errlen);
     *found = rc == CM_OK;
     if (rc == CM_ENOTFOUND && !named) rc = CM_OK;
     return rc ? CM_ECONFIG : CM_OK;

@@ -20,6 +20,7 @@
 
 #include "../base/fs.h"
 #include "../base/log.h"
+#include "../base/path.h"
 #include "../base/sha256.h"
 #include "../base/utf8.h"
 #include "../embed/download.h"
@@ -287,7 +288,8 @@ static cm_rc lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_
     if (!dir) CHECK(CM_ENOMEM);
     CHECK(fs_mkdirs(dir, err, errlen));
     CHECK(buf_printf(&p, "%s.lock", e->cfg.store_path));
-    fd = open(p.data, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    fd = open(p.data, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600); /* a link: not truncated */
+    if (fd < 0 && errno == ELOOP) FAIL(CM_EIO, "%s is a symbolic link; remove it", p.data);
     if (fd < 0) FAIL(CM_EIO, "%s: %s", p.data, strerror(errno));
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -380,6 +382,9 @@ typedef struct sync_run {
     int64_t size, mtime_ns; /* of the file load_file read, from its descriptor */
 } sync_run;
 
+static cm_rc chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                          buf *problem);
+
 /* Reads, hashes, checks and chunks one file into r->chunks; r->size and
  * r->mtime_ns receive the fstat of the descriptor that was read (never a stat
  * by name). problem receives why the file is indexed imperfectly (binary: no
@@ -404,6 +409,14 @@ static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     }
     r->size = st.st_size;
     r->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    return chunk_loaded(r, f, hash, problem);
+}
+
+/* The part of load_file after the read: r->text holds the file's bytes. */
+static cm_rc chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                          buf *problem)
+{
+    cm_rc rc;
     const char *s = r->text.data ? r->text.data : "";
     size_t n = r->text.len;
     r->stats->bytes_read += n;
@@ -996,11 +1009,17 @@ out:
 cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char **json, char *err,
                     size_t errlen)
 {
+    return cm_memory_get_at(e, path, from, 0, lines, json, err, errlen);
+}
+
+cm_rc cm_memory_get_at(cm_engine *e, const char *path, long from, long offset, long lines,
+                       char **json, char *err, size_t errlen)
+{
     buf out = BUF_INIT;
     *json = NULL;
     if (!path) path = "";
     cm_rc rc = workspace_exists(e, err, errlen);
-    if (!rc) rc = tools_get(&e->cfg, path, strlen(path), from, lines, &out, err, errlen);
+    if (!rc) rc = tools_get(&e->cfg, path, strlen(path), from, offset, lines, &out, err, errlen);
     if (rc) {
         buf_release(&out);
         return rc;
@@ -1014,6 +1033,65 @@ int cm_engine_writable(const cm_engine *e)
     return e->allow_write || e->cfg.memory_write;
 }
 
+/* How long memory_write waits for a running sync before it leaves the
+ * written note to the next one. */
+#define WRITE_INDEX_WAIT_MS 2000
+
+/* Indexes the memory file rel that memory_write just wrote, so that a search
+ * finds the note at once (its vectors follow with the next sync): under the
+ * writer lock, read through the same descriptor walk as memory_get, with the
+ * size and mtime of what was read. Best effort — the note is on disk either
+ * way — and skipped when there is no index yet, its settings changed (the
+ * next sync rebuilds it), or another writer holds the lock for long. */
+static void index_written(cm_engine *e, const char *rel)
+{
+    char msg[512] = "";
+    int lock = -1, fd = -1;
+    buf meta = BUF_INIT, name = BUF_INIT, problem = BUF_INIT;
+    char *stored = NULL;
+    cm_sync_stats stats = {0};
+    sync_run r = {.e = e, .stats = &stats, .text = BUF_INIT, .clean = BUF_INIT};
+    int busy = e->busy_ms;
+    e->busy_ms = CM_MIN(busy, WRITE_INDEX_WAIT_MS);
+    cm_rc rc = lock_acquire(e, true, &lock, msg, sizeof msg);
+    e->busy_ms = busy;
+    if (!rc) rc = ensure_store(e, msg, sizeof msg);
+    if (!rc) rc = meta_json(e, &meta);
+    if (!rc) rc = store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg);
+    if (!rc && (!stored || strcmp(stored, meta.data) != 0)) rc = CM_ENOTFOUND;
+    struct stat st = {0};
+    if (!rc) rc = tools_open(&e->cfg, rel, &fd, &st, &name, msg, sizeof msg);
+    if (!rc && st.st_size > DISCOVER_MAX_FILE_BYTES) rc = CM_ETOOBIG;
+    if (!rc) rc = path_read_fd(fd, rel, (size_t)DISCOVER_MAX_FILE_BYTES, &r.text, msg, sizeof msg);
+    char hash[SHA256_HEX_LEN + 1];
+    mem_file f = {.rel = name.data, .source = "memory", .size = st.st_size};
+    f.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (!rc) rc = chunk_loaded(&r, &f, hash, &problem);
+    if (!rc) rc = store_begin(&e->st, msg, sizeof msg);
+    if (!rc) {
+        rc = store_file_replace(&e->st, f.rel, f.source, hash, f.mtime_ns, f.size,
+                                problem.len ? problem.data : NULL, &r.chunks, msg, sizeof msg);
+        if (!rc) rc = store_commit(&e->st, msg, sizeof msg);
+        if (rc) store_rollback(&e->st);
+    }
+    if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
+        vec_index_release(&e->vx);
+        e->vx_loaded = false;
+    }
+    if (rc && rc != CM_ENOTFOUND)
+        cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);
+    if (fd >= 0) close(fd);
+    lock_release(lock);
+    free(stored);
+    buf_release(&meta);
+    buf_release(&name);
+    buf_release(&problem);
+    buf_release(&r.text);
+    buf_release(&r.clean);
+    chunk_list_release(&r.chunks);
+    problem_list_release(&r.problems);
+}
+
 cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t now, char **json,
                       char *err, size_t errlen)
 {
@@ -1022,12 +1100,15 @@ cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t 
         return cm_seterr(err, errlen, CM_EINVAL,
                          "memory_write is disabled (enable it with clawmem.memoryWrite: true "
                          "in the config, or --allow-write)");
-    buf out = BUF_INIT;
-    cm_rc rc = tools_write(&e->cfg, path, text, now, &out, err, errlen);
+    buf out = BUF_INIT, rel = BUF_INIT;
+    cm_rc rc = tools_write(&e->cfg, path, text, now, &out, &rel, err, errlen);
     if (rc) {
         buf_release(&out);
+        buf_release(&rel);
         return rc;
     }
+    index_written(e, rel.data);
+    buf_release(&rel);
     *json = buf_detach(&out);
     return CM_OK;
 }

@@ -1,21 +1,27 @@
 /*
- * tools.c — payload building and memory_get's path allow-list. The path check
- * is lexical first (no I/O for a clearly bad path), then physical: the deepest
- * existing ancestor of the file must resolve (realpath) to exactly the lexical
- * path under the resolved root, which rules out a symbolic link on the way.
+ * tools.c — payload building, memory_get and memory_write. A path is checked
+ * once, lexically (as QuantumClaw 2026.3.22 resolves it), which names a
+ * trusted root (the workspace or an extraPaths root) and the path beneath it;
+ * from then on only descriptors are used (base/path.h): the directory holding
+ * the file is opened component by component without following a symbolic
+ * link, and the file is read, locked, written and renamed relative to it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <strings.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../base/fs.h"
 #include "../base/sha256.h"
+#include "../base/path.h"
 #include "../base/utf8.h"
+#include "../index/discover.h"
 #include "tools.h"
 
 const char *tools_citations_name(cm_citations c)
@@ -159,71 +165,85 @@ cm_rc tools_search_error(const char *msg, const tools_head *head, buf *out)
     return rc;
 }
 
-/* True when abs is root itself or lies under it. */
-static bool under(const char *abs, const char *root)
+/* ---- where a memory path leads ------------------------------------------ */
+
+void tools_loc_release(tools_loc *loc)
 {
-    size_t n = strlen(root);
-    if (n == 1 && root[0] == '/') return true;
-    return strncmp(abs, root, n) == 0 && (abs[n] == 0 || abs[n] == '/');
+    if (loc->root >= 0) close(loc->root);
+    free(loc->inner);
+    free(loc->rel);
+    memset(loc, 0, sizeof *loc);
+    loc->root = -1;
 }
 
-/* The file must not be reached through a symbolic link: the deepest existing
- * ancestor (or the file) must resolve to itself, and the file, if it exists,
- * must be a regular file. */
-static cm_rc check_physical(const char *abs, char *err, size_t errlen, const char *shown)
+static bool is_space(char c)
 {
-    cm_rc rc = CM_OK;
-    char *p = cm_strdup(abs);
-    char real[PATH_MAX];
-    if (!p) return CM_ENOMEM;
-    struct stat st;
-    if (lstat(p, &st) == 0) {
-        if (S_ISLNK(st.st_mode)) FAIL(CM_EPATH, "%s: symbolic links are not followed", shown);
-        if (!S_ISREG(st.st_mode)) FAIL(CM_EPATH, "%s: not a regular file", shown);
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* Rewrites a path.c message "name: why" as "shown: why". */
+static void reword(char *err, size_t errlen, const char *shown)
+{
+    if (!err || !errlen) return;
+    const char *why = strstr(err, ": ");
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%.200s: %s", shown, why ? why + 2 : err);
+    snprintf(err, errlen, "%s", tmp);
+}
+
+/* Opens the root of loc (when it exists): the workspace, or an extraPaths
+ * root outside it. create: make it first (memory_write). */
+static cm_rc open_root(const char *dir, bool nofollow, bool create, tools_loc *loc, char *err,
+                       size_t errlen)
+{
+    if (create) {
+        cm_rc rc = fs_mkdirs(dir, err, errlen);
+        if (rc) return rc;
     }
-    for (;;) {
-        if (realpath(p, real)) {
-            if (strcmp(real, p) != 0)
-                FAIL(CM_EPATH, "%s: reached through a symbolic link, which is not followed", shown);
-            break;
-        }
-        if (errno != ENOENT && errno != ENOTDIR) FAIL(CM_EIO, "%s: %s", shown, strerror(errno));
-        char *slash = strrchr(p, '/');
-        if (!slash || slash == p) break;
-        *slash = 0;
-    }
-out:
-    free(p);
+    cm_rc rc = path_open_root(dir, nofollow, &loc->root, err, errlen);
+    if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing there yet: loc->root stays -1 */
     return rc;
 }
 
-cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf *abs, char *err,
-                         size_t errlen)
+static bool ws_memory_path(const char *rel)
+{
+    return !strcmp(rel, "MEMORY.md") || !strcmp(rel, "memory.md") || !strncmp(rel, "memory/", 7);
+}
+
+cm_rc tools_locate(const cm_config *cfg, const char *path, size_t len, bool create, tools_loc *loc,
+                   char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    char *rel = NULL, *orig = NULL;
-    buf cand = BUF_INIT, root = BUF_INIT;
+    buf abs = BUF_INIT, root = BUF_INIT, rel = BUF_INIT;
+    char *shown = NULL, *ws = NULL;
+    memset(loc, 0, sizeof *loc);
+    loc->root = -1;
+    while (len && is_space(path[0]))
+        path++, len--;
+    while (len && is_space(path[len - 1]))
+        len--;
     if (len == 0) FAIL(CM_EPATH, "path is empty");
     if (memchr(path, 0, len)) FAIL(CM_EPATH, "path contains a NUL byte");
-    if (path[0] == '/' || path[0] == '~')
-        FAIL(CM_EPATH, "%.*s: absolute paths are not allowed; use a workspace-relative path",
-             (int)CM_MIN(len, 200), path);
     if (utf8_valid_prefix(path, len) != len) FAIL(CM_EPATH, "path is not valid UTF-8");
+    if (!(shown = cm_strndup(path, CM_MIN(len, 200)))) CHECK(CM_ENOMEM);
     if (len < 3 || memcmp(path + len - 3, ".md", 3) != 0)
-        FAIL(CM_EPATH, "%.*s: only Markdown (.md) memory files can be read", (int)CM_MIN(len, 200),
-             path);
-    if (!(rel = cm_strndup(path, len)) || !(orig = cm_strndup(path, len))) CHECK(CM_ENOMEM);
-    bool climbs = !fs_normalise(rel);
-    if (!climbs && (strcmp(rel, "MEMORY.md") == 0 || strcmp(rel, "memory.md") == 0 ||
-                    strncmp(rel, "memory/", 7) == 0)) {
-        CHECK(fs_join(abs, cfg->workspace, rel));
-        CHECK(check_physical(abs->data, err, errlen, orig));
-        goto out;
+        FAIL(CM_EPATH, "%s: only Markdown (.md) memory files can be read", shown);
+    /* Lexically, as QuantumClaw 2026.3.22 does: resolved against the
+     * workspace, then named relative to it. */
+    if (!(ws = cm_strdup(cfg->workspace))) CHECK(CM_ENOMEM);
+    fs_normalise(ws);
+    if (path[0] != '/') CHECK(fs_join(&abs, ws, ""));
+    CHECK(buf_add(&abs, path, len));
+    fs_normalise(abs.data); /* ".." above "/" stays at "/", as path.resolve does */
+    abs.len = strlen(abs.data);
+    if (strcmp(abs.data, ws) != 0) CHECK(discover_relpath(&rel, ws, abs.data));
+    if (rel.len && strncmp(rel.data, "../", 3) != 0 && ws_memory_path(rel.data)) {
+        loc->in_workspace = true;
+        if (!(loc->inner = cm_strdup(rel.data))) CHECK(CM_ENOMEM);
+        CHECK(open_root(cfg->workspace, false, create, loc, err, errlen));
+        goto done;
     }
-    /* Otherwise it must lie inside one of the extraPaths. */
-    CHECK(fs_join(&cand, cfg->workspace, orig));
-    if (!fs_normalise(cand.data)) FAIL(CM_EPATH, "%s: escapes the file system root", orig);
-    cand.len = strlen(cand.data);
+    /* Otherwise it must be an extraPaths file or lie inside an extraPaths directory. */
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
         buf_reset(&root);
         rc = config_extra_path(cfg, i, &root);
@@ -232,86 +252,177 @@ cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf
             continue;
         }
         CHECK(rc);
-        if (under(cand.data, root.data)) {
-            CHECK(buf_add(abs, cand.data, cand.len));
-            CHECK(check_physical(abs->data, err, errlen, orig));
-            goto out;
+        bool same = strcmp(abs.data, root.data) == 0;
+        bool below = !same && strncmp(abs.data, root.data, root.len) == 0 &&
+                     (abs.data[root.len] == '/' || root.len == 1);
+        if (!same && !below) continue;
+        if (rel.len && strncmp(rel.data, "../", 3) != 0) {
+            /* inside the workspace: walked from it, no link on the way */
+            if (!(loc->inner = cm_strdup(rel.data))) CHECK(CM_ENOMEM);
+            CHECK(open_root(cfg->workspace, false, create, loc, err, errlen));
+        } else if (below) { /* a directory outside the workspace */
+            const char *in = abs.data + root.len + (root.len > 1);
+            if (!(loc->inner = cm_strdup(in))) CHECK(CM_ENOMEM);
+            CHECK(open_root(root.data, true, create, loc, err, errlen));
+        } else { /* the extraPaths entry is this very file */
+            char *dir = fs_dirname(root.data);
+            if (!dir || !(loc->inner = cm_strdup(strrchr(root.data, '/') + 1))) {
+                free(dir);
+                CHECK(CM_ENOMEM);
+            }
+            rc = open_root(dir, false, create, loc, err, errlen);
+            free(dir);
+            CHECK(rc);
         }
+        goto done;
     }
-    if (climbs) FAIL(CM_EPATH, "%s: '..' leaves the workspace", orig);
-    FAIL(CM_EPATH, "%s: not a memory file (allowed: MEMORY.md, memory/**/*.md, extraPaths)", orig);
+    if (path[0] == '/')
+        FAIL(CM_EPATH,
+             "%s: absolute path outside the memory files (allowed: MEMORY.md, memory/**/*.md, "
+             "extraPaths)",
+             shown);
+    if (!rel.len || !strncmp(rel.data, "../", 3))
+        FAIL(CM_EPATH, "%s: '..' leaves the workspace", shown);
+    FAIL(CM_EPATH, "%s: not a memory file (allowed: MEMORY.md, memory/**/*.md, extraPaths)", shown);
+done:
+    loc->rel = buf_detach(&rel);
+    if (!loc->rel && !(loc->rel = cm_strdup(""))) CHECK(CM_ENOMEM);
 out:
-    free(rel);
-    free(orig);
-    buf_release(&cand);
+    if (rc) tools_loc_release(loc);
+    free(shown);
+    free(ws);
+    buf_release(&abs);
     buf_release(&root);
+    buf_release(&rel);
     return rc;
 }
 
-cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long lines, buf *out,
-                char *err, size_t errlen)
+cm_rc tools_open(const cm_config *cfg, const char *path, int *fd, struct stat *st, buf *rel,
+                 char *err, size_t errlen)
+{
+    tools_loc loc;
+    *fd = -1;
+    cm_rc rc = tools_locate(cfg, path, strlen(path), false, &loc, err, errlen);
+    if (rc) return rc;
+    if (loc.root < 0) rc = cm_seterr(err, errlen, CM_ENOTFOUND, "%s: no such file", loc.rel);
+    if (!rc) {
+        rc = path_open_beneath(loc.root, loc.inner, O_RDONLY, fd, st, err, errlen);
+        if (rc) reword(err, errlen, loc.rel);
+    }
+    if (!rc && rel) rc = buf_adds(rel, loc.rel);
+    if (rc && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    tools_loc_release(&loc);
+    return rc;
+}
+
+/* ---- memory_get ---------------------------------------------------------- */
+
+/* The position just after the next '\n' at or after i, or n. */
+static size_t next_line(const char *s, size_t n, size_t i)
+{
+    const char *nl = i < n ? memchr(s + i, '\n', n - i) : NULL;
+    return nl ? (size_t)(nl - s) + 1 : n;
+}
+
+cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long offset,
+                long lines, buf *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    buf abs = BUF_INIT, text = BUF_INIT, clean = BUF_INIT;
-    CHECK(tools_resolve_path(cfg, path, len, &abs, err, errlen));
-    rc = fs_read_file(abs.data, 1u << 30, &text, err, errlen);
-    if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing recorded yet: empty text */
-    CHECK(rc);
-    if (from <= 0) from = 1;
-    /* Select lines [from, from+lines). */
-    const char *s = text.data ? text.data : "";
-    size_t n = text.len, i = 0;
-    long line = 1;
-    while (line < from && i < n) {
-        const char *nl = memchr(s + i, '\n', n - i);
-        if (!nl) {
-            i = n;
-            break;
+    tools_loc loc;
+    buf text = BUF_INIT, clean = BUF_INIT;
+    int fd = -1;
+    CHECK(tools_locate(cfg, path, len, false, &loc, err, errlen));
+    if (loc.root >= 0) {
+        rc = path_open_beneath(loc.root, loc.inner, O_RDONLY, &fd, NULL, err, errlen);
+        if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing recorded yet: empty text */
+        if (rc) reword(err, errlen, loc.rel);
+        CHECK(rc);
+        if (fd >= 0) {
+            rc = path_read_fd(fd, loc.rel, 1u << 30, &text, err, errlen);
+            CHECK(rc);
         }
-        i = (size_t)(nl - s) + 1;
+    }
+    if (from <= 0) from = 1;
+    if (offset < 0) offset = 0;
+    /* Line k starts after the (k-1)th '\n'; the text after a final newline
+     * is a last, empty line (as split("\n") makes it). */
+    const char *s = text.data ? text.data : "";
+    size_t n = text.len, start = 0;
+    long line = 1;
+    while (line < from && start < n) {
+        size_t nx = next_line(s, n, start);
+        if (nx == n && (n == 0 || s[n - 1] != '\n')) break; /* no more lines */
+        start = nx;
         line++;
     }
-    if (line < from) i = n;
-    size_t start = i, end = i;
-    long taken = 0, next_from = 0;
-    while (end < n && (lines <= 0 || taken < lines)) {
-        const char *nl = memchr(s + end, '\n', n - end);
-        size_t stop = nl ? (size_t)(nl - s) + 1 : n;
-        if (stop - start > TOOLS_GET_MAX_BYTES) {
-            if (taken == 0) { /* one line over the cap: cut it at a character boundary */
-                stop = start + TOOLS_GET_MAX_BYTES;
-                while (stop > start && ((unsigned char)s[stop] & 0xC0) == 0x80)
-                    stop--;
-            } else {
-                next_from = from + taken;
+    if (line < from) start = n; /* past the end: empty text */
+    /* The offset within line `from` (clamped to the line, moved off a
+     * character's continuation bytes). */
+    size_t eol = next_line(s, n, start);
+    if (eol > start && s[eol - 1] == '\n') eol--;
+    size_t lstart = start;
+    start += (size_t)CM_MIN((uint64_t)offset, (uint64_t)(eol - start));
+    while (start < eol && ((unsigned char)s[start] & 0xC0) == 0x80)
+        start++;
+    /* The end: just before the '\n' that ends line from+lines-1, or the end. */
+    size_t end = n;
+    if (lines > 0) {
+        size_t i = start;
+        for (long k = 0; k < lines; k++) {
+            const char *nl = i < n ? memchr(s + i, '\n', n - i) : NULL;
+            if (!nl) {
+                i = n;
                 break;
             }
+            i = (size_t)(nl - s) + (k + 1 < lines);
         }
-        end = stop;
-        taken++;
-        if (end - start >= TOOLS_GET_MAX_BYTES && end < n) {
-            next_from = from + taken;
-            break;
+        end = i;
+    }
+    long next_from = 0;
+    size_t next_offset = 0;
+    if (end - start > TOOLS_GET_MAX_BYTES) {
+        size_t cap = start + TOOLS_GET_MAX_BYTES;
+        const char *nl = NULL;
+        for (size_t i = cap; i > start; i--)
+            if (s[i - 1] == '\n') {
+                nl = s + i - 1;
+                break;
+            }
+        if (nl) { /* cut after a whole line */
+            size_t cut = (size_t)(nl - s) + 1;
+            long k = 0;
+            for (size_t i = start; i < cut; i = next_line(s, n, i))
+                k++;
+            next_from = from + k;
+            end = cut;
+        } else { /* one line longer than the cap: cut it at a character boundary */
+            end = cap;
+            while (end > start + 1 && ((unsigned char)s[end] & 0xC0) == 0x80)
+                end--;
+            next_from = from;
+            next_offset = end - lstart;
         }
     }
-    size_t tlen = end - start;
-    if (tlen && s[start + tlen - 1] == '\n') tlen--; /* lines joined by '\n', no final newline */
-    CHECK(utf8_repair(&clean, s + start, tlen));
-    char *rel = cm_strndup(path, len);
-    if (!rel) CHECK(CM_ENOMEM);
-    rc = buf_adds(out, "{\"path\":");
-    if (!rc) rc = buf_add_json_str(out, rel, strlen(rel));
-    free(rel);
-    if (!rc) rc = buf_adds(out, ",\"text\":");
-    if (!rc) rc = buf_add_json_str(out, clean.data ? clean.data : "", clean.len);
-    if (!rc && next_from) rc = buf_printf(out, ",\"truncated\":true,\"nextFrom\":%ld", next_from);
-    if (!rc) rc = buf_addc(out, '}');
+    CHECK(utf8_repair(&clean, s + start, end - start));
+    CHECK(buf_adds(out, "{\"path\":"));
+    CHECK(buf_add_json_str(out, loc.rel, strlen(loc.rel)));
+    CHECK(buf_adds(out, ",\"text\":"));
+    CHECK(buf_add_json_str(out, clean.data ? clean.data : "", clean.len));
+    if (next_from) CHECK(buf_printf(out, ",\"truncated\":true,\"nextFrom\":%ld", next_from));
+    if (next_offset) CHECK(buf_printf(out, ",\"nextOffset\":%zu", next_offset));
+    CHECK(buf_addc(out, '}'));
 out:
-    buf_release(&abs);
+    if (fd >= 0) close(fd);
+    tools_loc_release(&loc);
     buf_release(&text);
     buf_release(&clean);
     return rc;
 }
+
+/* ---- memory_write -------------------------------------------------------- */
 
 static int count_lines(const char *s, size_t n)
 {
@@ -320,13 +431,78 @@ static int count_lines(const char *s, size_t n)
     return lines;
 }
 
-cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int64_t now, buf *out,
-                  char *err, size_t errlen)
+/* Temporary files are ".clawmem-" + 16 random hex digits + ".tmp" (29 bytes,
+ * whatever the note's name); earlier versions used
+ * ".<name>.clawmem-<pid>.tmp". */
+#define TMP_PREFIX ".clawmem-"
+#define TMP_HEX    16
+
+static bool is_temp_name(const char *name)
+{
+    size_t n = strlen(name), p = strlen(TMP_PREFIX);
+    if (n == p + TMP_HEX + 4 && !strncmp(name, TMP_PREFIX, p) && !strcmp(name + n - 4, ".tmp")) {
+        for (size_t i = p; i < p + TMP_HEX; i++)
+            if (!strchr("0123456789abcdef", name[i])) return false;
+        return true;
+    }
+    /* the old pattern */
+    const char *c = strstr(name, ".clawmem-");
+    if (name[0] != '.' || !c || c == name || n < 5 || strcmp(name + n - 4, ".tmp")) return false;
+    for (const char *d = c + 9; d < name + n - 4; d++)
+        if (*d < '0' || *d > '9') return false;
+    return c + 9 < name + n - 4;
+}
+
+/* Removes temporary files of writers that were killed. Called with the
+ * directory's lock held: every writer holds it while its temporary file
+ * exists, so any left now is stale, whatever its age or pid. */
+static void remove_stale_temps(int dir)
+{
+    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] == '.' && is_temp_name(de->d_name)) unlinkat(dir, de->d_name, 0);
+    closedir(d);
+}
+
+/* Creates a temporary file in dir with O_EXCL and an unpredictable name. */
+static cm_rc create_temp(int dir, char name[64], int *fd, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    buf abs = BUF_INIT, old = BUF_INIT, tmp = BUF_INIT, rel = BUF_INIT;
-    char *dir = NULL;
-    int fd = -1, tfd = -1;
+    for (int tries = 0; tries < 16; tries++) {
+        unsigned char r[TMP_HEX / 2];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+            struct timespec t;
+            clock_gettime(CLOCK_REALTIME, &t);
+            uint64_t x = (uint64_t)t.tv_nsec * 6364136223846793005u ^ (uint64_t)getpid() << 32 ^
+                         (uint64_t)tries;
+            memcpy(r, &x, sizeof r);
+        }
+        int k = snprintf(name, 64, TMP_PREFIX);
+        for (size_t i = 0; i < sizeof r; i++)
+            k += snprintf(name + k, (size_t)(64 - k), "%02x", r[i]);
+        snprintf(name + k, (size_t)(64 - k), ".tmp");
+        rc = path_open_file(dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644, fd, NULL, err, errlen);
+        if (rc != CM_EIO || errno != EEXIST) return rc;
+    }
+    return cm_seterr(err, errlen, CM_EIO, "cannot create a temporary file");
+}
+
+cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int64_t now, buf *out,
+                  buf *rel_out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    tools_loc loc;
+    buf old = BUF_INIT, rel = BUF_INIT, all = BUF_INIT;
+    char tmp[64] = "";
+    int dir = -1, ofd = -1, tfd = -1;
+    memset(&loc, 0, sizeof loc);
+    loc.root = -1;
     size_t tl = text ? strlen(text) : 0;
     while (tl && (text[tl - 1] == '\n' || text[tl - 1] == '\r' || text[tl - 1] == ' ')) tl--;
     if (tl == 0) FAIL(CM_EINVAL, "memory_write: text is empty");
@@ -343,58 +519,78 @@ cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int6
         CHECK(buf_printf(&rel, "memory/%04d-%02d-%02d.md", tm.tm_year + 1900, tm.tm_mon + 1,
                          tm.tm_mday));
     }
-    CHECK(tools_resolve_path(cfg, rel.data, rel.len, &abs, err, errlen));
-    if (!(dir = fs_dirname(abs.data))) CHECK(CM_ENOMEM);
-    CHECK(fs_mkdirs(dir, err, errlen));
-    /* Check again now that the directories exist: none may be a symbolic link. */
-    CHECK(tools_resolve_path(cfg, rel.data, rel.len, &tmp, err, errlen));
-    buf_reset(&tmp);
+    CHECK(tools_locate(cfg, rel.data, rel.len, true, &loc, err, errlen));
+    if (loc.root < 0) FAIL(CM_EIO, "%s: cannot create its directory", loc.rel);
+    /* MEMORY.md and memory.md name the one long-term file: the note goes to
+     * the one that is indexed (MEMORY.md when it exists, else memory.md when
+     * it exists), never to a file that would not be found. */
+    if (loc.in_workspace && (!strcmp(loc.inner, "MEMORY.md") || !strcmp(loc.inner, "memory.md"))) {
+        struct stat st;
+        const char *pick =
+            fstatat(loc.root, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0   ? "MEMORY.md"
+            : fstatat(loc.root, "memory.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "memory.md"
+                                                                            : loc.inner;
+        if (strcmp(pick, loc.inner) != 0) {
+            char *a = cm_strdup(pick), *b = cm_strdup(pick);
+            if (!a || !b) {
+                free(a);
+                free(b);
+                CHECK(CM_ENOMEM);
+            }
+            free(loc.inner);
+            free(loc.rel);
+            loc.inner = a;
+            loc.rel = b;
+        }
+    }
+    const char *leaf;
+    rc = path_open_dir(loc.root, loc.inner, PATH_MKDIRS, &dir, &leaf, err, errlen);
+    if (rc) reword(err, errlen, loc.rel);
+    CHECK(rc);
     /* Writers serialise on the directory (its inode, unlike the file's, is
      * not replaced by the rename). */
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || flock(fd, LOCK_EX) < 0) FAIL(CM_EIO, "lock %s: %s", dir, strerror(errno));
-    rc = fs_read_file(abs.data, 1u << 30, &old, err, errlen);
+    if (flock(dir, LOCK_EX) < 0) FAIL(CM_EIO, "lock %s: %s", loc.rel, strerror(errno));
+    remove_stale_temps(dir);
+    struct stat ost;
+    rc = path_open_file(dir, leaf, O_RDONLY, 0, &ofd, &ost, err, errlen);
     if (rc == CM_ENOTFOUND) rc = CM_OK; /* a new file */
+    if (!rc && ofd >= 0) rc = path_read_fd(ofd, leaf, 1u << 30, &old, err, errlen);
+    if (rc) reword(err, errlen, loc.rel);
     CHECK(rc);
     /* The note becomes a paragraph of its own. */
     const char *sep = old.len == 0 ? "" : old.data[old.len - 1] == '\n' ? "\n" : "\n\n";
     int start = count_lines(old.data ? old.data : "", old.len) + (int)strlen(sep) + 1;
-    CHECK(buf_printf(&tmp, "%s/.%s.clawmem-%ld.tmp", dir, strrchr(abs.data, '/') + 1,
-                     (long)getpid()));
-    tfd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (tfd < 0) FAIL(CM_EIO, "%s: %s", tmp.data, strerror(errno));
-    buf all = BUF_INIT;
-    rc = buf_add(&all, old.data ? old.data : "", old.len);
-    if (!rc) rc = buf_adds(&all, sep);
-    if (!rc) rc = buf_add(&all, text, tl);
-    if (!rc) rc = buf_addc(&all, '\n');
-    for (size_t off = 0; !rc && off < all.len;) {
+    CHECK(create_temp(dir, tmp, &tfd, err, errlen));
+    if (ofd >= 0) fchmod(tfd, ost.st_mode & 07777); /* keep the note's permissions */
+    CHECK(buf_add(&all, old.data ? old.data : "", old.len));
+    CHECK(buf_adds(&all, sep));
+    CHECK(buf_add(&all, text, tl));
+    CHECK(buf_addc(&all, '\n'));
+    for (size_t off = 0; off < all.len;) {
         ssize_t w = write(tfd, all.data + off, all.len - off);
         if (w < 0 && errno == EINTR) continue;
-        if (w < 0) rc = cm_seterr(err, errlen, CM_EIO, "%s: %s", tmp.data, strerror(errno));
-        else off += (size_t)w;
+        if (w < 0) FAIL(CM_EIO, "%s: %s", loc.rel, strerror(errno));
+        off += (size_t)w;
     }
-    buf_release(&all);
-    CHECK(rc);
-    if (fsync(tfd) < 0) FAIL(CM_EIO, "%s: %s", tmp.data, strerror(errno));
+    if (fsync(tfd) < 0) FAIL(CM_EIO, "%s: %s", loc.rel, strerror(errno));
     close(tfd);
     tfd = -1;
-    if (rename(tmp.data, abs.data) < 0) FAIL(CM_EIO, "rename %s: %s", tmp.data, strerror(errno));
-    fsync(fd); /* the directory: the rename is durable */
+    if (renameat(dir, tmp, dir, leaf) < 0) FAIL(CM_EIO, "rename %s: %s", loc.rel, strerror(errno));
+    tmp[0] = 0;
+    fsync(dir); /* the rename is durable */
     int end = start + count_lines(text, tl);
     CHECK(buf_adds(out, "{\"path\":"));
-    CHECK(buf_add_json_str(out, rel.data, rel.len));
+    CHECK(buf_add_json_str(out, loc.rel, strlen(loc.rel)));
     CHECK(buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"bytes\":%zu}", start, end, tl + 1));
+    if (rel_out) CHECK(buf_adds(rel_out, loc.rel));
 out:
-    if (tfd >= 0) {
-        close(tfd);
-        unlink(tmp.data);
-    }
-    if (fd >= 0) close(fd); /* releases the directory lock */
-    free(dir);
-    buf_release(&abs);
+    if (tfd >= 0) close(tfd);
+    if (tmp[0] && dir >= 0) unlinkat(dir, tmp, 0);
+    if (ofd >= 0) close(ofd);
+    if (dir >= 0) close(dir); /* releases the directory lock */
+    tools_loc_release(&loc);
     buf_release(&old);
-    buf_release(&tmp);
     buf_release(&rel);
+    buf_release(&all);
     return rc;
 }

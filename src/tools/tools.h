@@ -5,6 +5,8 @@
 #ifndef CM_TOOLS_H
 #define CM_TOOLS_H
 
+#include <sys/stat.h>
+
 #include "../base/buf.h"
 #include "../config/config.h"
 #include "../search/rank.h"
@@ -51,30 +53,65 @@ cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *h, b
 /* {"results":[],"disabled":true,"error":msg,...}: a search that could not run. */
 cm_rc tools_search_error(const char *msg, const tools_head *h, buf *out);
 
-/* Checks a memory_get path (path[0..len) may hold any bytes) and appends the
- * absolute file path to abs. Allowed: MEMORY.md, memory.md, memory/ (any depth) and
- * .md files inside extraPaths; rejected with CM_EPATH and the rule broken:
- * empty, NUL bytes, absolute, '..' leaving the allowed roots, not .md, a
- * symbolic link anywhere on the way. */
-cm_rc tools_resolve_path(const cm_config *cfg, const char *path, size_t len, buf *abs, char *err,
-                         size_t errlen);
+/* Where a memory path leads: a trusted root and the path beneath it. */
+typedef struct tools_loc {
+    int root;          /* descriptor of the root, -1 when it does not exist (yet) */
+    char *inner;       /* beneath root: normalised, no "..", e.g. "memory/2026-02-10.md" */
+    char *rel;         /* workspace-relative, normalised: the name in payloads and the index */
+    bool in_workspace; /* root is the workspace and inner is MEMORY.md, memory.md or memory/… */
+} tools_loc;
 
-/* memory_get: appends {"path","text"} (plus "truncated":true,"nextFrom":N
- * when the text was cut at TOOLS_GET_MAX_BYTES). from is 1-based (<=0 → 1),
- * lines <= 0 means to the end. A missing file gives empty text. */
-cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long lines, buf *out,
-                char *err, size_t errlen);
+/* Checks a memory path (path[0..len) may hold any bytes) and opens the root
+ * it lies beneath. The check is lexical and follows QuantumClaw 2026.3.22:
+ * surrounding white space is dropped, the path is resolved against the
+ * workspace (an absolute path as it is, ".." resolved by name) and must then
+ * be MEMORY.md, memory.md or under memory/ in the workspace, or an extraPaths
+ * file, or inside an extraPaths directory, and end in ".md". Rejected with
+ * CM_EPATH and the rule broken: empty, NUL bytes, not UTF-8, not .md,
+ * outside the memory files. Nothing is followed here: symbolic links are
+ * refused later, by the descriptor walk beneath loc->root. create (memory_write):
+ * the root directory is created when missing. Release loc with
+ * tools_loc_release (also after a failure). */
+cm_rc tools_locate(const cm_config *cfg, const char *path, size_t len, bool create, tools_loc *loc,
+                   char *err, size_t errlen);
+void tools_loc_release(tools_loc *loc);
+
+/* Opens the memory file path (NUL-terminated) names for reading, as
+ * memory_get does (no symbolic link followed, never blocking, a regular file
+ * only); *st receives its fstat and rel (may be NULL) its workspace-relative
+ * name. CM_ENOTFOUND when it does not exist. The caller closes *fd. */
+cm_rc tools_open(const cm_config *cfg, const char *path, int *fd, struct stat *st, buf *rel,
+                 char *err, size_t errlen);
+
+/* memory_get: appends {"path","text"}: path is the normalised
+ * workspace-relative name, text the file's bytes (U+FFFD for invalid UTF-8)
+ * from line `from` (1-based, <= 0 → 1), `offset` bytes into it, through line
+ * from+lines-1 without its final '\n' — the text after a final newline counts
+ * as a last, empty line, so a range that reaches it ends with the newline; lines
+ * <= 0 means to the end of the file. Over TOOLS_GET_MAX_BYTES the text is cut
+ * after a whole line, with "truncated":true,"nextFrom":N (the next line); a
+ * single line longer than that is cut at a character boundary with
+ * "nextOffset":K too (continue with from=N, offset=K). A missing file gives
+ * empty text. */
+cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long offset,
+                long lines, buf *out, char *err, size_t errlen);
 
 /* memory_write notes are at most this many bytes. */
 #define TOOLS_WRITE_MAX_BYTES (64u << 10)
 
 /* memory_write: appends text (a new paragraph) to the memory file path
  * (path NULL: memory/YYYY-MM-DD.md for the local date of now) and appends
- * {"path","startLine","endLine","bytes"} to out. Atomic (temporary file,
- * fsync, rename, fsync of the directory) under an flock of the file's
- * directory, so concurrent writers, threads or processes, serialise. */
+ * {"path","startLine","endLine","bytes"} to out, and the file's
+ * workspace-relative name to rel_out (may be NULL). Same path rules as
+ * tools_get, missing directories created; "MEMORY.md" and "memory.md" both
+ * name the indexed long-term file (MEMORY.md if it exists, else memory.md if
+ * it exists). Atomic (a temporary file created with O_EXCL under an
+ * unpredictable name in the note's directory, fsync, rename, fsync of the
+ * directory) under an flock of that directory, so concurrent writers,
+ * threads or processes, serialise; temporary files left by killed writers
+ * are removed by the next writer of the directory. */
 cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int64_t now, buf *out,
-                  char *err, size_t errlen);
+                  buf *rel_out, char *err, size_t errlen);
 
 /* The citation "path#L12" or "path#L12-L30". */
 cm_rc tools_citation(buf *out, const char *path, int start_line, int end_line);
