@@ -181,6 +181,15 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
  * deep also checks the index's integrity and counts files that need a sync. */
 cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
 
+/* The memory tools as they are described to a model (the MCP server's
+ * tools/list, the agent's model calls): memory_search, memory_get and
+ * memory_write, in that order; static strings; JSON Schemas as text. */
+typedef struct cm_tool_def {
+    const char *name, *title, *description, *input_schema, *output_schema;
+    int read_only; /* 0: memory_write, offered only when writing is enabled */
+} cm_tool_def;
+const cm_tool_def *cm_tool_defs(size_t *n);
+
 /* Frees a string returned by this library. */
 void cm_free(void *p);
 

@@ -2,47 +2,28 @@
  * turn.c — one agent turn (turn.h): messages between the transcript's
  * format and the chat clients' model, the tool loop, the memory tools.
  */
+#include <pthread.h>
+
 #include "turn.h"
 
 #define DEFAULT_MAX_STEPS 12
 #define TOOL_TEXT_MAX     (256u << 10) /* what a tool result may hand the model */
 
-/* The memory tools, as the MCP server describes them to clients. */
-static const llm_tool_def defs[] = {
-    {"memory_search",
-     "Recall from the agent's long-term memory. Call it before answering anything that depends on "
-     "earlier work, decisions, dates, people, preferences or to-dos. It searches MEMORY.md and the "
-     "daily notes in memory/ (plus configured extra paths) and returns the best-matching snippets "
-     "with their file path and line range; then use memory_get to read only the lines you need. "
-     "Empty results mean nothing relevant was written down.",
-     "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\",\"minLength\":1,"
-     "\"description\":\"What to recall, in words likely to appear in the notes\"},"
-     "\"maxResults\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000},"
-     "\"minScore\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}},\"required\":[\"query\"]}"},
-    {"memory_get",
-     "Read a memory file, or some of its lines, typically after memory_search pointed at it: "
-     "MEMORY.md, memory.md, memory/YYYY-MM-DD.md or another .md file under memory/ or the "
-     "configured extra paths (workspace-relative). `from` is the first line (1-based), `lines` how "
-     "many. A file that does not exist yet, such as today's note before anything was written, "
-     "returns empty text.",
-     "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":"
-     "\"Workspace-relative, e.g. MEMORY.md or memory/2026-02-10.md\"},\"from\":{\"type\":"
-     "\"integer\",\"minimum\":1},\"lines\":{\"type\":\"integer\",\"minimum\":1}},"
-     "\"required\":[\"path\"]}"},
-    {"memory_write",
-     "Write something down so that it outlives this session; memory is only what is on disk. "
-     "Decisions, preferences and durable facts go to MEMORY.md (path \"MEMORY.md\"); day-to-day "
-     "notes and running context go to today's daily note memory/YYYY-MM-DD.md (the default). When "
-     "the user says \"remember this\", write it. Appends a paragraph, never rewrites what is "
-     "there.",
-     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\",\"minLength\":1,"
-     "\"description\":\"The note, in Markdown\"},\"path\":{\"type\":\"string\",\"description\":"
-     "\"MEMORY.md for durable facts; default: today's memory/YYYY-MM-DD.md\"}},"
-     "\"required\":[\"text\"]}"},
-};
+/* The memory tools as the MCP server describes them (tools/defs.c). */
+static llm_tool_def defs[3];
+static pthread_once_t defs_once = PTHREAD_ONCE_INIT;
+
+static void load_defs(void)
+{
+    size_t n;
+    const cm_tool_def *d = cm_tool_defs(&n);
+    for (size_t i = 0; i < n && i < 3; i++)
+        defs[i] = (llm_tool_def){d[i].name, d[i].description, d[i].input_schema};
+}
 
 const llm_tool_def *agent_tool_defs(bool with_write, size_t *n)
 {
+    pthread_once(&defs_once, load_defs);
     *n = with_write ? 3 : 2;
     return defs;
 }
@@ -218,14 +199,16 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         rc = cm_memory_search_session(t->engine, q, &so, t->session_key, &payload, err, sizeof err);
     } else if (!strcmp(call->name, "memory_get")) {
         const char *p = json_string_value(json_object_get(args, "path"));
-        json_t *f = json_object_get(args, "from"), *l = json_object_get(args, "lines");
+        json_t *f = json_object_get(args, "from"), *l = json_object_get(args, "lines"),
+               *o = json_object_get(args, "offset");
         if (!p) {
             buf_adds(&out, "memory_get: path (a string) is required");
             goto out;
         }
-        rc = cm_memory_get(t->engine, p, json_is_integer(f) ? (long)json_integer_value(f) : 0,
-                           json_is_integer(l) ? (long)json_integer_value(l) : 0, &payload, err,
-                           sizeof err);
+        rc = cm_memory_get_at(t->engine, p, json_is_integer(f) ? (long)json_integer_value(f) : 0,
+                              json_is_integer(o) ? (long)json_integer_value(o) : 0,
+                              json_is_integer(l) ? (long)json_integer_value(l) : 0, &payload, err,
+                              sizeof err);
     } else if (!strcmp(call->name, "memory_write") && t->allow_write) {
         const char *text = json_string_value(json_object_get(args, "text"));
         const char *p = json_string_value(json_object_get(args, "path"));
