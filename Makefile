@@ -6,6 +6,7 @@
 #   make demo       index the bundled example workspace and search it
 #   make test       unit + end-to-end tests, fuzz corpus replay (prints "N passed, N failed")
 #   make asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make tsan       the suite (or TESTS=prefixes) under ThreadSanitizer
 #   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md)
 #   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
@@ -63,7 +64,7 @@ TEST_MODEL := $(if $(LLAMA_CFLAGS),$(BUILD)/tiny-bert.gguf)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: all build deps node-deps llama static-model shared install uninstall demo test test-run \
+.PHONY: tsan all build deps node-deps llama static-model shared install uninstall demo test test-run \
         asan bench bench-run eval fuzz format clean
 
 all: build $(STATIC_DONE)
@@ -102,20 +103,30 @@ $(STATIC_DONE): | $(BUILD)/convert-static-model
 static-model: $(BUILD)/convert-static-model
 	@BUILD=$(BUILD) scripts/install-static-model.sh $(STATIC_MODEL)
 
-$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+# The compiler and flags the objects were built with, rewritten only when they
+# change (WERROR=1, OPT, SAN): every object depends on it, so a build with
+# other flags never keeps objects compiled without them.
+FLAGS_STAMP := $(BUILD)/.cflags
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(CC) $(ALL_CFLAGS)' | cmp -s - $@ || printf '%s\n' '$(CC) $(ALL_CFLAGS)' >$@
+FORCE:
+.PHONY: FORCE
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/src/embed/local.o: src/embed/local.c $(LLAMA_READY) | $(DEPS_STAMP)
+$(BUILD)/obj/src/embed/local.o: src/embed/local.c $(LLAMA_READY) $(FLAGS_STAMP) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $$(scripts/llama-flags.sh $(LLAMA_DIR)) -c $< -o $@
 
 # The shared library: the same sources compiled position-independent apart.
-$(BUILD)/pic/%.o: %.c | $(DEPS_STAMP)
+$(BUILD)/pic/%.o: %.c $(FLAGS_STAMP) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
 
-$(BUILD)/pic/src/embed/local.o: src/embed/local.c $(LLAMA_READY) | $(DEPS_STAMP)
+$(BUILD)/pic/src/embed/local.o: src/embed/local.c $(LLAMA_READY) $(FLAGS_STAMP) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -fPIC $$(scripts/llama-flags.sh $(LLAMA_DIR)) -c $< -o $@
 
@@ -224,6 +235,11 @@ $(BUILD)/tiny-bert.gguf: $(BUILD)/make-bert-gguf
 
 asan:
 	$(MAKE) BUILD=build/asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" test
+
+# The threaded parts (the MCP server's sync thread, the watcher, the HTTP
+# client, discovery's pool) under ThreadSanitizer; not part of CI.
+tsan:
+	$(MAKE) BUILD=build/tsan OPT=-O1 SAN="-fsanitize=thread -fno-omit-frame-pointer" test
 
 bench: | $(DEPS_STAMP)
 	@scripts/install-node-deps.sh
