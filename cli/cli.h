@@ -9,6 +9,8 @@
 #include <stdio.h>
 
 #include "clawmem.h"
+/* the functions too easy to misuse are compile errors here too */
+#include "../src/base/banned.h"
 
 /* Prints "clawmem: <message>" on stderr (escaped); returns 1. */
 int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -34,6 +34,8 @@
 #include <unistd.h>
 
 #include "mcp.h"
+/* the functions too easy to misuse are compile errors here too (macros only) */
+#include "../src/base/banned.h"
 
 /* Newest first. The modern (stateless) revisions are named in each request's
  * _meta; the legacy ones are negotiated by initialize (a client asking for one
