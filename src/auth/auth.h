@@ -155,6 +155,9 @@ cm_rc auth_mark_good(auth_store *s, const char *path, const char *provider, cons
                      int64_t now_ms, char *err, size_t errlen);
 cm_rc auth_clear_cooldown(auth_store *s, const char *path, const char *profile_id, int64_t now_ms,
                           char *err, size_t errlen);
+/* auth_mark_used and auth_mark_good in one locked write (after a success). */
+cm_rc auth_mark_success(auth_store *s, const char *path, const char *provider,
+                        const char *profile_id, int64_t now_ms, char *err, size_t errlen);
 
 /* The pure part of auth_mark_failure: the profile's next stats (a new
  * object) from its current ones (may be NULL). */

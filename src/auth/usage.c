@@ -284,8 +284,8 @@ cm_rc auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *prov
     if (!json_is_array(explicit_order) || json_array_size(explicit_order) == 0)
         explicit_order = by_provider(json_object_get(cfg_auth, "order"), provider);
     bool is_explicit = json_is_array(explicit_order) && json_array_size(explicit_order) > 0;
-    json_t *cfg_ids = json_array(), *stored_ids = json_array();
-    if (!cfg_ids || !stored_ids) OOM();
+    json_t *cfg_ids = json_array(), *stored_ids = json_array(), *seen = json_object();
+    if (!cfg_ids || !stored_ids || !seen) OOM();
     const char *id;
     json_t *val;
     json_object_foreach(json_object_get(cfg_auth, "profiles"), id, val)
@@ -318,10 +318,8 @@ cm_rc auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *prov
         for (size_t i = 0; i < n; i++) {
             const char *pid = json_string_value(json_array_get(base, i));
             if (!pid || !eligible(s, cfg_auth, provider, pid, now)) continue;
-            bool dup = false;
-            for (size_t k = 0; k < m && !dup; k++)
-                dup = strcmp(r[k].id, pid) == 0;
-            if (dup) continue;
+            if (json_object_get(seen, pid)) continue; /* listed twice */
+            if (json_object_set_new(seen, pid, json_true())) OOM();
             json_t *st = stats_of(s, pid);
             const char *type = str_field(auth_profile(s, pid), "type");
             r[m].id = pid;
@@ -352,6 +350,7 @@ cm_rc auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *prov
 out:
     json_decref(cfg_ids);
     json_decref(stored_ids);
+    json_decref(seen);
     free(r);
     auth_strv_free(v);
     return rc;
@@ -432,7 +431,7 @@ json_t *auth_stats_after_failure(const json_t *existing, const char *provider, a
 
 typedef struct mark_ctx {
     const char *profile_id, *provider;
-    enum { MARK_USED, MARK_FAILURE, MARK_GOOD, MARK_CLEAR } what;
+    enum { MARK_USED, MARK_FAILURE, MARK_GOOD, MARK_CLEAR, MARK_SUCCESS } what;
     auth_reason reason;
     const auth_cooldowns *cooldowns;
     int64_t not_before;
@@ -471,7 +470,15 @@ static cm_rc mark_fn(json_t *doc, void *vctx, int64_t now, bool *changed, char *
     json_t *u = usage_stats(doc);
     if (!u) return CM_ENOMEM;
     json_t *st = json_object_get(u, m->profile_id);
+    if (m->what == MARK_SUCCESS) { /* used, then good: one locked write */
+        mark_ctx used = *m, good = *m;
+        used.what = MARK_USED;
+        good.what = MARK_GOOD;
+        cm_rc rc = mark_fn(doc, &used, now, changed, err, errlen);
+        return rc ? rc : mark_fn(doc, &good, now, changed, err, errlen);
+    }
     switch (m->what) {
+    case MARK_SUCCESS:
     case MARK_USED:
     case MARK_CLEAR:
         if (!json_is_object(st)) {
@@ -533,6 +540,13 @@ cm_rc auth_mark_good(auth_store *s, const char *path, const char *provider, cons
                      int64_t now, char *err, size_t errlen)
 {
     mark_ctx m = {profile_id, provider, MARK_GOOD, AUTH_R_NONE, NULL, 0};
+    return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
+}
+
+cm_rc auth_mark_success(auth_store *s, const char *path, const char *provider,
+                        const char *profile_id, int64_t now, char *err, size_t errlen)
+{
+    mark_ctx m = {profile_id, provider, MARK_SUCCESS, AUTH_R_NONE, NULL, 0};
     return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }
 

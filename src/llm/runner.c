@@ -367,8 +367,8 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
             if (rc == CM_OK) {
                 if (have_profiles) {
                     char ign[256];
-                    auth_mark_used(&store, r->auth_path, profile, now, ign, sizeof ign);
-                    auth_mark_good(&store, r->auth_path, provider, profile, now, ign, sizeof ign);
+                    auth_mark_success(&store, r->auth_path, provider, profile, now, ign,
+                                      sizeof ign);
                     if (t->pin && !t->pin->user)
                         snprintf(t->pin->profile, sizeof t->pin->profile, "%s", profile);
                 }
