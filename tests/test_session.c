@@ -793,3 +793,99 @@ TEST(session_cli_drives_the_store)
     free(state);
     free(ws);
 }
+
+/* ---- session memory search ---- */
+
+static cm_engine *open_engine(const char *state, const char *ws, bool sessions)
+{
+    char cfg[256];
+    snprintf(cfg, sizeof cfg, "%s/quantumclaw.json", state);
+    write_file("/", cfg,
+               sessions ? "{agents:{defaults:{memorySearch:{sources:['memory','sessions'],"
+                          "experimental:{sessionMemory:true}}}}}"
+                        : "{}");
+    cm_options o = {NULL, ws, cfg, state, NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512];
+    if (cm_engine_open(&o, &e, err, sizeof err)) test_fail(__FILE__, __LINE__, "open: %s", err);
+    return e;
+}
+
+static char *search_json(cm_engine *e, const char *q)
+{
+    char *js = NULL, err[512];
+    cm_search_opts so = {10, 0, 0};
+    char serr[512];
+    cm_engine_sync(e, 0, NULL, NULL, NULL, serr, sizeof serr);
+    if (cm_memory_search(e, q, &so, &js, err, sizeof err)) return NULL;
+    return js;
+}
+
+static void append_msgs(const char *state, const char *ws, int n, const char *word)
+{
+    cm_options o = {NULL, ws, NULL, state, NULL, NULL, 0};
+    cm_sessions *s = NULL;
+    char err[512], *js = NULL;
+    if (cm_sessions_open(&o, &s, err, sizeof err)) return;
+    for (int i = 0; i < n; i++) {
+        char t[128];
+        snprintf(t, sizeof t, "message %d about %s", i, word);
+        cm_sessions_append(s, "main", i % 2 ? "assistant" : "user", t, &js, err, sizeof err);
+        cm_free(js);
+    }
+    cm_sessions_free(s);
+}
+
+TEST(session_memory_search_indexes_transcripts)
+{
+    char *d = tmp_dir();
+    char *state = cm_strdup(path_in(d, "state")), *ws = cm_strdup(path_in(d, "ws"));
+    write_file(d, "ws/MEMORY.md", "# Facts\n\n- nothing about fish\n");
+    write_file(d, "state/quantumclaw.json", "{}");
+    append_msgs(state, ws, 2, "bluefin");
+    /* sessions off: no session hits */
+    cm_engine *e = open_engine(state, ws, false);
+    char *js = search_json(e, "bluefin");
+    EXPECT(js && strstr(js, "sessions/") == NULL);
+    cm_free(js);
+    cm_engine_free(e);
+    /* on: the transcript's text, lines mapped to the JSONL lines */
+    e = open_engine(state, ws, true);
+    js = search_json(e, "bluefin");
+    EXPECT_CONTAINS(js, "\"source\":\"sessions\"");
+    EXPECT_CONTAINS(js, "\"path\":\"sessions/");
+    EXPECT_CONTAINS(js, "\"startLine\":2,\"endLine\":3");
+    EXPECT_CONTAINS(js, "User: message 0 about bluefin");
+    cm_free(js);
+    /* memory_get never reads a transcript: session hits are snippets only */
+    char err[512];
+    EXPECT_INT(cm_memory_get(e, "sessions/x.jsonl", 0, 0, &js, err, sizeof err), CM_EPATH);
+    /* 49 more lines: under deltaMessages (50), not indexed yet */
+    append_msgs(state, ws, 49, "mackerel");
+    js = search_json(e, "mackerel");
+    EXPECT(js && strstr(js, "mackerel") == NULL);
+    cm_free(js);
+    /* one more: 50 lines, indexed */
+    append_msgs(state, ws, 1, "mackerel");
+    js = search_json(e, "mackerel");
+    EXPECT_CONTAINS(js, "about mackerel");
+    cm_free(js);
+    /* a reset archives the transcript: its hits go; the new one is indexed */
+    cm_options o = {NULL, ws, NULL, state, NULL, NULL, 0};
+    cm_sessions *s = NULL;
+    char *out = NULL;
+    EXPECT_INT(cm_sessions_open(&o, &s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_sessions_reset(s, "main", &out, err, sizeof err), CM_OK);
+    cm_free(out);
+    cm_sessions_free(s);
+    append_msgs(state, ws, 1, "halibut");
+    js = search_json(e, "mackerel");
+    EXPECT(js && strstr(js, "mackerel") == NULL);
+    cm_free(js);
+    js = search_json(e, "halibut");
+    EXPECT_CONTAINS(js, "about halibut");
+    cm_free(js);
+    cm_engine_free(e);
+    free(state);
+    free(ws);
+}

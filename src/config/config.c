@@ -69,7 +69,7 @@ static const field fields[] = {
     {"outputDimensionality", K_INT, POS, NULL, AT(output_dims), 0, NULL},
     {"extraPaths", K_STRLIST, 0, 0, NULL, AT(extra_paths), 0, NULL},
     {"sources", K_STRLIST, 0, 0, "memory|sessions", AT(sources), 0, NULL},
-    {"experimental.sessionMemory", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
+    {"experimental.sessionMemory", K_BOOL, 0, 0, NULL, AT(session_memory), 0, NULL},
     {"remote.baseUrl", K_STR, 0, 0, NULL, AT(remote_base_url), 0, NULL},
     {"remote.apiKey", K_SECRET, 0, 0, NULL, AT(remote_api_key), 0, NULL},
     {"remote.headers", K_MAP, 0, 0, NULL, AT(remote_headers), 0, NULL},
@@ -93,8 +93,8 @@ static const field fields[] = {
     {"sync.watch", K_BOOL, 0, 0, NULL, AT(sync_watch), 0, NULL},
     {"sync.watchDebounceMs", K_INT, NONNEG, NULL, AT(watch_debounce_ms), 0, NULL},
     {"sync.intervalMinutes", K_INTD, NONNEG, NULL, AT(sync_interval_minutes), 0, NULL},
-    {"sync.sessions.deltaBytes", K_INT, NONNEG, NULL, NO_DEST, 0, NULL},
-    {"sync.sessions.deltaMessages", K_INT, NONNEG, NULL, NO_DEST, 0, NULL},
+    {"sync.sessions.deltaBytes", K_INT, NONNEG, NULL, AT(sessions_delta_bytes), 0, NULL},
+    {"sync.sessions.deltaMessages", K_INT, NONNEG, NULL, AT(sessions_delta_messages), 0, NULL},
     {"sync.sessions.postCompactionForce", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
     {"query.maxResults", K_INT, POS, NULL, AT(max_results), 0, NULL},
     {"query.minScore", K_NUM, 0, 1, NULL, AT(min_score), 0, NULL},
@@ -574,6 +574,8 @@ static void set_defaults(cm_config *cfg)
     cfg->cache_max_entries = 50000;
     cfg->batch_concurrency = 2;
     cfg->citations = CM_CITE_AUTO;
+    cfg->sessions_delta_bytes = 100000;
+    cfg->sessions_delta_messages = 50;
 }
 
 static cm_rc resolve_state(const cm_config_args *args, cm_config *cfg, char *err, size_t errlen);
@@ -639,6 +641,10 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     }
     free(cfg->store_path);
     cfg->store_path = buf_detach(&b);
+    /* the agent's session transcripts (session memory search) */
+    CHECK(buf_printf(&b, "%s/agents/%s/sessions", cfg->state_dir, cfg->agent_id));
+    free(cfg->sessions_dir);
+    cfg->sessions_dir = buf_detach(&b);
 out:
     free(ws);
     buf_release(&b);
@@ -1161,6 +1167,7 @@ void config_release(cm_config *cfg)
     strlist_release(&cfg->extra_paths);
     strlist_release(&cfg->sources);
     free(cfg->store_path);
+    free(cfg->sessions_dir);
     free(cfg->fts_tokenizer);
     free(cfg->vector_extension_path);
     free(cfg->backend);

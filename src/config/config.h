@@ -57,8 +57,11 @@ typedef struct cm_config {
     cm_provider_cfg providers[CM_PROV_N];
     cm_strlist extra_paths; /* as written (absolute or workspace-relative) */
     cm_strlist sources;     /* "memory", "sessions" */
-    char *store_path;       /* absolute, {agentId} expanded */
-    char *fts_tokenizer;    /* "unicode61" or "trigram" */
+    bool session_memory; /* experimental.sessionMemory: transcripts are indexed (with "sessions") */
+    char *sessions_dir;  /* <stateDir>/agents/<agentId>/sessions, absolute */
+    int sessions_delta_bytes, sessions_delta_messages; /* sync.sessions.*: 100000, 50 */
+    char *store_path;                                  /* absolute, {agentId} expanded */
+    char *fts_tokenizer;                               /* "unicode61" or "trigram" */
     bool vector_enabled;
     char *vector_extension_path;
     int chunk_tokens, chunk_overlap;

@@ -31,6 +31,7 @@
 #include "../index/watch.h"
 #include "../search/query.h"
 #include "../search/rank.h"
+#include "../session/extract.h"
 #include "../store/store.h"
 #include "../tools/tools.h"
 
@@ -360,7 +361,8 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
         rc = buf_printf(out,
                         "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
                         "\"vectorDims\":%d,\"ftsTokenizer\":\"%s%s\",\"workspace\":",
-                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims, c->fts_tokenizer,
+                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims,
+                        c->fts_tokenizer,
                         strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
     /* the workspace the index holds: another one rebuilds it (and search
      * refuses it until then, see index_workspace_matches) */
@@ -383,6 +385,8 @@ typedef struct sync_run {
 } sync_run;
 
 static cm_rc chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                          buf *problem);
+static cm_rc load_session(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
                           buf *problem);
 
 /* Reads, hashes, checks and chunks one file into r->chunks; r->size and
@@ -409,7 +413,32 @@ static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     }
     r->size = st.st_size;
     r->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (strcmp(f->source, "sessions") == 0) return load_session(r, f, hash, problem);
     return chunk_loaded(r, f, hash, problem);
+}
+
+/* A session transcript (r->text holds its JSONL): what QuantumClaw indexes
+ * of it — "User: …" / "Assistant: …" lines, secrets redacted — chunked, and
+ * each chunk's lines mapped back to the transcript's JSONL lines. */
+static cm_rc load_session(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                          buf *problem)
+{
+    session_doc d;
+    cm_rc rc = session_extract(r->text.data ? r->text.data : "", r->text.len, &d);
+    if (rc) return rc;
+    buf_reset(&r->text);
+    rc = buf_add(&r->text, d.text.data, d.text.len);
+    if (!rc) rc = chunk_loaded(r, f, hash, problem);
+    for (size_t i = 0; !rc && i < r->chunks.n; i++) {
+        chunk *c = &r->chunks.v[i];
+        if (c->start_line >= 1 && (size_t)c->start_line <= d.n)
+            c->start_line = d.line_map[c->start_line - 1];
+        if (c->end_line >= 1 && (size_t)c->end_line <= d.n)
+            c->end_line = d.line_map[c->end_line - 1];
+    }
+    if (!rc) snprintf(hash, SHA256_HEX_LEN + 1, "%s", d.hash); /* content and line map */
+    session_doc_release(&d);
+    return rc;
 }
 
 /* The part of load_file after the read: r->text holds the file's bytes. */
@@ -665,6 +694,31 @@ static cm_rc pair_files(const file_list *files, const stored_files *old, const s
     return CM_OK;
 }
 
+/* Whether a session transcript that grew since it was indexed grew by less
+ * than sync.sessions.deltaBytes and deltaMessages (newlines) both: it waits
+ * for more, as QuantumClaw's session sync does. A transcript that shrank was
+ * rewritten and is indexed again. */
+static bool session_below_delta(sync_run *r, const mem_file *f, const stored_file *sf)
+{
+    if (!sf || strcmp(f->source, "sessions") != 0 || f->size < sf->size) return false;
+    const cm_config *c = &r->e->cfg;
+    if (f->size - sf->size >= c->sessions_delta_bytes) return false;
+    buf b = BUF_INIT;
+    char why[256];
+    struct stat st;
+    bool below = false;
+    if (file_reader_read(&r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &b, &st, why, sizeof why) ==
+            CM_OK &&
+        (int64_t)b.len >= sf->size) {
+        long lines = 0;
+        for (size_t i = (size_t)sf->size; i < b.len; i++)
+            lines += b.data[i] == '\n';
+        below = lines < c->sessions_delta_messages;
+    }
+    buf_release(&b);
+    return below;
+}
+
 /* Brings an existing index up to date file by file. */
 static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t errlen)
 {
@@ -680,7 +734,8 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
     for (size_t i = 0; i < files->n; i++) {
         const mem_file *f = &files->v[i];
         const stored_file *sf = match[i];
-        if (sf && sf->size == f->size && sf->mtime_ns == f->mtime_ns) {
+        if ((sf && sf->size == f->size && sf->mtime_ns == f->mtime_ns) ||
+            session_below_delta(r, f, sf)) {
             r->stats->files_unchanged++;
             CHECK(report(r, f, err, errlen));
             continue;

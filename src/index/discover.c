@@ -148,6 +148,9 @@ static bool is_md(const char *name)
     return n > 3 && strcmp(name + n - 3, ".md") == 0;
 }
 
+static cm_rc push_file(found *f, buf *rel, const char *abs, uint32_t root, uint32_t sub,
+                       const char *source, const struct stat *st);
+
 static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, uint32_t root, uint32_t sub,
                       const struct stat *st)
 {
@@ -163,23 +166,30 @@ static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, uint32_t 
         buf_release(&rel);
         return rc;
     }
+    return push_file(f, &rel, abs, root, sub, "memory", st);
+}
+
+/* Appends a file (rel is taken over). */
+static cm_rc push_file(found *f, buf *rel, const char *abs, uint32_t root, uint32_t sub,
+                       const char *source, const struct stat *st)
+{
     file_list *l = &f->files;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 256;
         mem_file *nv = realloc(l->v, cap * sizeof *nv);
         if (!nv) {
-            buf_release(&rel);
+            buf_release(rel);
             return CM_ENOMEM;
         }
         l->v = nv;
         l->cap = cap;
     }
     mem_file *m = &l->v[l->n];
-    m->rel = buf_detach(&rel);
+    m->rel = buf_detach(rel);
     m->abs = cm_strdup(abs);
     m->root = root;
     m->sub = sub;
-    m->source = "memory";
+    m->source = source;
     m->size = st->st_size;
     m->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
     m->dev = st->st_dev;
@@ -557,6 +567,55 @@ static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
     return CM_OK;
 }
 
+/* Whether the config indexes session transcripts. */
+static bool sessions_on(const cm_config *cfg)
+{
+    if (!cfg->session_memory || !cfg->sessions_dir) return false;
+    for (size_t i = 0; i < cfg->sources.n; i++)
+        if (!strcmp(cfg->sources.v[i], "sessions")) return true;
+    return false;
+}
+
+/* Session transcripts, for session memory search: every regular *.jsonl of
+ * the agent's sessions directory (in the state dir) as "sessions/<name>"
+ * (archived *.jsonl.reset.* and *.jsonl.deleted.* are not), read later
+ * through that directory's descriptor like any other root. */
+static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
+{
+    if (!sessions_on(cfg)) return CM_OK;
+    int fd = open(cfg->sessions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return CM_OK; /* no session yet */
+    int lfd = dup(fd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        if (lfd >= 0) close(lfd);
+        close(fd);
+        return CM_OK;
+    }
+    uint32_t root = (uint32_t)w->nroots;
+    cm_rc rc = add_root_dir(w, fd, cfg->sessions_dir);
+    uint32_t sub = sub_of(cfg->sessions_dir);
+    struct dirent *e;
+    buf abs = BUF_INIT, rel = BUF_INIT;
+    while (!rc && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n <= 6 || strcmp(e->d_name + n - 6, ".jsonl") != 0 || e->d_name[0] == '.') continue;
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (st.st_size > DISCOVER_MAX_FILE_BYTES) continue;
+        buf_reset(&abs);
+        buf_reset(&rel);
+        rc = buf_printf(&abs, "%s/%s", cfg->sessions_dir, e->d_name);
+        if (!rc) rc = buf_printf(&rel, "sessions/%s", e->d_name);
+        if (!rc) rc = push_file(f, &rel, abs.data, root, sub, "sessions", &st);
+    }
+    closedir(d);
+    buf_release(&abs);
+    buf_release(&rel);
+    return rc;
+}
+
 cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problems)
 {
     cm_rc rc = CM_OK;
@@ -568,8 +627,8 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     found roots = {0};
     buf p = BUF_INIT;
     memset(out, 0, sizeof *out);
-    w.roots = calloc(cfg->extra_paths.n + 1, sizeof *w.roots);
-    w.root_abs = calloc(cfg->extra_paths.n + 1, sizeof *w.root_abs);
+    w.roots = calloc(cfg->extra_paths.n + 2, sizeof *w.roots); /* + the sessions directory */
+    w.root_abs = calloc(cfg->extra_paths.n + 2, sizeof *w.root_abs);
     if (!w.roots || !w.root_abs) CHECK(CM_ENOMEM);
 
     /* The workspace, opened once; a missing workspace is simply empty. */
@@ -609,6 +668,7 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     for (int i = 1; i <= started; i++)
         pthread_join(tid[i], NULL);
 
+    CHECK(add_sessions(cfg, &w, &roots));
     CHECK(absorb(out, problems, &roots));
     for (int i = 0; i < nthreads; i++) {
         if (k[i].f.rc && !rc) rc = k[i].f.rc;
