@@ -535,10 +535,7 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
         rc = http_post_all(p->http, reqs, nb, &o, msg, sizeof msg);
         if (!rc || !rotate(p, reqs, nb)) break;
         for (size_t b = 0; b < nb; b++) { /* again, with the next profile's key */
-            buf_reset(&reqs[b].resp);
-            reqs[b].status = 0;
-            reqs[b].attempts = 0;
-            reqs[b].err[0] = 0;
+            buf_release(&reqs[b].resp); /* http_post_all starts each response afresh */
         }
     }
     if (rc) FAIL(rc, "%s embeddings: %s", embed_name(p), msg);
