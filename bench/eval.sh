@@ -7,7 +7,9 @@
 # hybrid with the static model and with the loopback fake embedding server
 # (hashed bag of words, provider openai), each with QuantumClaw's weighted
 # merge and with clawmem.hybridMerge minmax / rrf.
-# Usage: bench/eval.sh BUILD_DIR   (EVAL_QMD=0 skips QMD, ~12 of the ~25 minutes)
+# Usage: bench/eval.sh BUILD_DIR   (EVAL_QMD=0 skips QMD, ~12 of the ~25 minutes;
+#   EVAL_MODES="keyword static" runs only those modes, EVAL_DATA=locomo only
+#   that dataset: subsets for iterating, the tables then hold only them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -15,8 +17,10 @@ bin=$build/clawmem
 work=$build/eval
 say() { printf 'eval: %s\n' "$*" >&2; }
 [[ -x $bin && -x $build/fake_embed_server ]] || { say "build $bin and $build/fake_embed_server first"; exit 1; }
-[[ -f ../shared/data/locomo/locomo10.json && -f ../shared/data/scifact/corpus.jsonl ]] ||
-  { say "../shared/data/locomo and ../shared/data/scifact are needed (see its README.md)"; exit 1; }
+data=${CLAWMEM_DATA:-../shared/data} # the shared data, outside the repository
+[[ -f $data/locomo/locomo10.json && -f $data/scifact/corpus.jsonl ]] ||
+  { say "$data/locomo and $data/scifact are needed (see its README.md; CLAWMEM_DATA names another place)"; exit 1; }
+export CLAWMEM_DATA=$data
 mkdir -p "$work"
 model=$(cd "$work" && pwd)/models/clawmem-static-100d.bin
 BUILD=$build scripts/install-static-model.sh "$model"
@@ -45,8 +49,9 @@ modes=(
 )
 out=$work/results.jsonl
 : >"$out"
-for ds in locomo scifact; do
+for ds in ${EVAL_DATA:-locomo scifact}; do
   for m in "${modes[@]}"; do
+    [[ -z ${EVAL_MODES:-} || " $EVAL_MODES " == *" ${m%%|*} "* ]] || continue
     say "$ds ${m%%|*}"
     node "bench/eval_$ds.mjs" "$bin" "$work" "${m%%|*}" "${m#*|}" >>"$out"
   done
