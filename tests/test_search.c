@@ -20,13 +20,13 @@ static const char *q(const char *s, bool trigram, query_join j)
 TEST(query_tokens_are_quoted_and_joined)
 {
     EXPECT_STR(q("what's Rod's work schedule?", false, QUERY_AND),
-               "\"what\" AND \"s\" AND \"Rod\" AND \"work\" AND \"schedule\"");
+               "\"Rod\" AND \"work\" AND \"schedule\"");
     EXPECT_STR(q("memorySearch.query.hybrid", false, QUERY_OR),
                "\"memorySearch\" OR \"query\" OR \"hybrid\"");
     EXPECT_STR(q("\"); DROP TABLE chunks; --", false, QUERY_AND),
                "\"DROP\" AND \"TABLE\" AND \"chunks\"");
-    EXPECT_STR(q("NEAR(a b) OR c*", false, QUERY_AND),
-               "\"NEAR\" AND \"a\" AND \"b\" AND \"OR\" AND \"c\"");
+    EXPECT_STR(q("NEAR(x z) OR c*", false, QUERY_AND), /* "OR" is a stop word too */
+               "\"NEAR\" AND \"x\" AND \"z\" AND \"c\"");
     EXPECT_STR(q("  ?!  ", false, QUERY_AND), "");
     EXPECT_STR(q("café naïve", false, QUERY_AND), "\"café\" AND \"naïve\"");
 }
@@ -35,9 +35,49 @@ TEST(query_cjk_runs_become_bigram_phrases)
 {
     EXPECT_STR(q("서울 회의", false, QUERY_AND), "\"서울\" AND \"회의\"");
     EXPECT_STR(q("向量数据库", false, QUERY_AND), "\"向量 量数 数据 据库\"");
+    /* Japanese runs are cut where the script changes */
     EXPECT_STR(q("検索インデックス sqlite", false, QUERY_AND),
-               "\"検索 索イ イン ンデ デッ ック クス\" AND \"sqlite\"");
+               "\"検索\" AND \"イン ンデ デッ ック クス\" AND \"sqlite\"");
     EXPECT_STR(q("书", false, QUERY_AND), "\"书\"*");
+}
+
+TEST(query_stop_words_never_make_a_hit)
+{
+    /* the issue's question: only its keywords are searched */
+    EXPECT_STR(q("what did we decide about the schema freeze?", false, QUERY_AND),
+               "\"decide\" AND \"schema\" AND \"freeze\"");
+    EXPECT_STR(q("What did we decide about the schema freeze?", false, QUERY_OR),
+               "\"decide\" OR \"schema\" OR \"freeze\"");
+    /* the other languages of QuantumClaw's lists */
+    EXPECT_STR(q("¿Qué decidimos sobre el esquema?", false, QUERY_AND),
+               "\"decidimos\" AND \"esquema\"");
+    EXPECT_STR(q("o que você disse sobre o servidor", false, QUERY_AND),
+               "\"disse\" AND \"servidor\"");
+    /* duplicates differing in case count once */
+    EXPECT_STR(q("Schema schema SCHEMA", false, QUERY_AND), "\"Schema\"");
+}
+
+TEST(query_of_stop_words_uses_them_all)
+{
+    size_t nt = 0;
+    buf b = BUF_INIT;
+    EXPECT_INT(query_build("what is the", 11, false, QUERY_AND, &b, &nt), CM_OK);
+    EXPECT_INT(nt, 3);
+    EXPECT_STR(b.data, "\"what\" AND \"is\" AND \"the\"");
+    buf_release(&b);
+    EXPECT_STR(q("The the THE", false, QUERY_OR), "\"The\"");
+}
+
+TEST(query_cjk_stop_words_and_particles)
+{
+    /* Chinese: cut around stop words and particles (QuantumClaw's example) */
+    EXPECT_STR(q("之前讨论的那个方案", false, QUERY_AND), "\"讨论\" AND \"方案\"");
+    /* Korean: a trailing particle is dropped, stop words are not keywords */
+    EXPECT_STR(q("서울에서 회의를 오늘", false, QUERY_AND), "\"서울\" AND \"회의\"");
+    /* Japanese: one-character hiragana is grammar */
+    EXPECT_STR(q("東京の検索", false, QUERY_AND), "\"東京\" AND \"検索\"");
+    /* a query of CJK stop words still answers */
+    EXPECT_STR(q("什么", false, QUERY_AND), "\"什么\"");
 }
 
 TEST(query_trigram_drops_short_tokens)

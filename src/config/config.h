@@ -32,6 +32,8 @@ extern const char *const cm_provider_names[CM_PROV_N]; /* "openai", "gemini", ..
  * default), the weighted sum of scores min-max normalised over the query's
  * candidates, or weighted reciprocal-rank fusion (docs/QUALITY.md). */
 typedef enum cm_merge { CM_MERGE_WEIGHTED, CM_MERGE_MINMAX, CM_MERGE_RRF } cm_merge;
+/* provider "static" without hybridMerge or weights: minmax at this vectorWeight */
+#define CM_STATIC_VECTOR_WEIGHT 0.1
 
 typedef struct cm_config {
     char *agent_id;
@@ -54,7 +56,7 @@ typedef struct cm_config {
     cm_strlist extra_paths; /* as written (absolute or workspace-relative) */
     cm_strlist sources;     /* "memory", "sessions" */
     char *store_path;       /* absolute, {agentId} expanded */
-    char *fts_tokenizer;    /* "unicode61" or "trigram" */
+    char *fts_tokenizer;    /* "porter" (default), "unicode61" or "trigram" */
     bool vector_enabled;
     char *vector_extension_path;
     int chunk_tokens, chunk_overlap;
@@ -81,6 +83,7 @@ typedef struct cm_config {
     bool memory_write; /* the memory_write tool is enabled */
     char *static_model_path; /* clawmem.staticModel: the static model file */
     cm_merge hybrid_merge;   /* clawmem.hybridMerge: how the two sides' scores combine */
+    bool hybrid_merge_set;   /* hybridMerge given (else provider "static" defaults to minmax) */
 } cm_config;
 
 typedef struct cm_config_args {
