@@ -177,6 +177,12 @@ static bool same_word(const char *q, const span *a, const span *b)
 
 cm_rc query_build(const char *q, size_t n, bool trigram, query_join join, buf *out, size_t *ntokens)
 {
+    return query_build_ex(q, n, trigram, join, NULL, NULL, out, ntokens);
+}
+
+cm_rc query_build_ex(const char *q, size_t n, bool trigram, query_join join, query_expand_fn expand,
+                     void *ctx, buf *out, size_t *ntokens)
+{
     cm_rc rc = CM_OK;
     tokens t = {0};
     if (n > QUERY_MAX_BYTES) n = utf8_valid_prefix(q, QUERY_MAX_BYTES);
@@ -202,13 +208,13 @@ cm_rc query_build(const char *q, size_t n, bool trigram, query_join join, buf *o
     }
     /* Keywords are the tokens that are not stop words; a query made only of
      * stop words uses them all. */
-    bool any = false;
+    bool drop_short = trigram && !expand, any = false;
     for (size_t k = 0; k < t.n; k++)
-        any |= !t.stop[k] && !(trigram && t.v[k].chars < 3);
+        any |= !t.stop[k] && !(drop_short && t.v[k].chars < 3);
     span keys[QUERY_MAX_TOKENS];
     size_t nk = 0;
     for (size_t k = 0; k < t.n; k++) {
-        if ((any && t.stop[k]) || (trigram && t.v[k].chars < 3)) continue;
+        if ((any && t.stop[k]) || (drop_short && t.v[k].chars < 3)) continue;
         /* Skip duplicates: "the The" adds nothing to an AND. */
         bool dup = false;
         for (size_t j = 0; j < nk && !dup; j++)
@@ -217,7 +223,14 @@ cm_rc query_build(const char *q, size_t n, bool trigram, query_join join, buf *o
     }
     for (size_t k = 0; k < nk && !rc; k++) {
         if (k) rc = buf_adds(out, join == QUERY_AND ? " AND " : " OR ");
-        if (!rc) rc = put_token(out, q, &keys[k], trigram);
+        size_t at = out->len;
+        char low[64];
+        size_t m = 0;
+        if (!rc && trigram && keys[k].chars < 3 &&
+            lower(q + keys[k].start, keys[k].len, low, sizeof low, &m))
+            rc = expand(ctx, low, m, out);
+        /* no expansion: the term as written (which matches nothing if short) */
+        if (!rc && out->len == at) rc = put_token(out, q, &keys[k], trigram);
     }
     if (ntokens) *ntokens = nk;
     return rc;
