@@ -400,3 +400,19 @@ TEST(search_trigram_short_terms_and_cjk)
         }
     }
 }
+
+TEST(search_snippet_has_no_byte_order_mark)
+{
+    qenv e;
+    qenv_init(&e, "{}");
+    write_file(e.ws, "memory/bom.md", "\xEF\xBB\xBF# Freeze\nThe schema freeze starts Monday.\n");
+    json_t *p = qsearch(&e, "freeze");
+    EXPECT_INT(qcount(p), 1);
+    json_t *r = json_array_get(json_object_get(p, "results"), 0);
+    const char *snip = json_string_value(json_object_get(r, "snippet"));
+    EXPECT(snip != NULL);
+    EXPECT(strncmp(snip, "# Freeze", 8) == 0);
+    EXPECT(strstr(snip, "\xEF\xBB\xBF") == NULL);
+    EXPECT_INT(json_integer_value(json_object_get(r, "startLine")), 1);
+    json_decref(p);
+}

@@ -293,9 +293,10 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     char scope_hash[SHA256_HEX_LEN + 1];
     sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
     buf_release(&scope);
+    /* version 2: chunks within their budget, no byte-order mark (chunk.h) */
     if (!rc)
         rc = buf_printf(out,
-                        "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
+                        "{\"version\":2,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
                         "\"sources\":[",
                         e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
     for (size_t i = 0; i < c->sources.n && !rc; i++)
