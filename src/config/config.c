@@ -500,8 +500,8 @@ static void finish(cm_config *cfg)
     if (cfg->chunk_overlap >= cfg->chunk_tokens) cfg->chunk_overlap = cfg->chunk_tokens - 1;
     /* The static model adds to keywords only min-max normalised and weighted
      * lightly (docs/QUALITY.md): its default unless the merge or a weight is set. */
-    if (cfg->vector_weight < 0 && cfg->text_weight < 0 && !cfg->hybrid_merge_set &&
-        cfg->provider && strcmp(cfg->provider, "static") == 0) {
+    if (cfg->vector_weight < 0 && cfg->text_weight < 0 && !cfg->hybrid_merge_set && cfg->provider &&
+        strcmp(cfg->provider, "static") == 0) {
         cfg->hybrid_merge = CM_MERGE_MINMAX;
         cfg->vector_weight = CM_STATIC_VECTOR_WEIGHT;
         cfg->text_weight = 1 - CM_STATIC_VECTOR_WEIGHT;
