@@ -3,11 +3,14 @@
 # the peer QMD on the same workspaces (LoCoMo and SciFact from ../shared/data),
 # in one run. Writes WORKDIR/results.jsonl (one JSON object per dataset and
 # mode), WORKDIR/tables.md and the recall@k plots docs/quality-locomo.svg and
-# docs/quality-scifact.svg (gnuplot). Modes: keyword-only (unicode61, porter),
-# hybrid with the static model and with the loopback fake embedding server
-# (hashed bag of words, provider openai), each with QuantumClaw's weighted
-# merge and with clawmem.hybridMerge minmax / rrf.
-# Usage: bench/eval.sh BUILD_DIR   (EVAL_QMD=0 skips QMD, ~12 of the ~25 minutes)
+# docs/quality-scifact.svg (gnuplot). Modes: keyword-only (the default
+# porter, unicode61, trigram), hybrid with the static model (its default
+# minmax 0.05, QuantumClaw's weighted merge, other weights) and with the
+# loopback fake embedding server (hashed bag of words, provider openai), each
+# with QuantumClaw's weighted merge and with clawmem.hybridMerge minmax / rrf.
+# Usage: bench/eval.sh BUILD_DIR   (EVAL_QMD=0 skips QMD, ~12 of the ~25 minutes;
+#   EVAL_MODES="keyword static" runs only those modes, EVAL_DATA=locomo only
+#   that dataset: subsets for iterating, the tables then hold only them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -15,8 +18,10 @@ bin=$build/clawmem
 work=$build/eval
 say() { printf 'eval: %s\n' "$*" >&2; }
 [[ -x $bin && -x $build/fake_embed_server ]] || { say "build $bin and $build/fake_embed_server first"; exit 1; }
-[[ -f ../shared/data/locomo/locomo10.json && -f ../shared/data/scifact/corpus.jsonl ]] ||
-  { say "../shared/data/locomo and ../shared/data/scifact are needed (see its README.md)"; exit 1; }
+data=${CLAWMEM_DATA:-../shared/data} # the shared data, outside the repository
+[[ -f $data/locomo/locomo10.json && -f $data/scifact/corpus.jsonl ]] ||
+  { say "$data/locomo and $data/scifact are needed (see its README.md; CLAWMEM_DATA names another place)"; exit 1; }
+export CLAWMEM_DATA=$data
 mkdir -p "$work"
 model=$(cd "$work" && pwd)/models/clawmem-static-100d.bin
 BUILD=$build scripts/install-static-model.sh "$model"
@@ -30,23 +35,25 @@ fake=$(cat "$work/fake.url")
 ms() { echo "{agents:{defaults:{memorySearch:{$1}}},clawmem:{staticModel:'$model'$2}}"; }
 static="provider:'static'"
 fakep="provider:'openai',remote:{baseUrl:'$fake',apiKey:'k'}"
-porter="store:{fts:{tokenizer:'porter'}}"
+tok() { echo "store:{fts:{tokenizer:'$1'}}"; }
 w() { echo "query:{hybrid:{vectorWeight:$1,textWeight:$(awk -v x="$1" 'BEGIN { print 1 - x }')}}"; }
 modes=(
   "keyword|$(ms "" "")"
-  "keyword-porter|$(ms "$porter" "")"
+  "keyword-unicode61|$(ms "$(tok unicode61)" "")"
+  "keyword-trigram|$(ms "$(tok trigram)" "")"
   "static|$(ms "$static" "")"
-  "static-minmax-0.2|$(ms "$static,$(w 0.2)" ",hybridMerge:'minmax'")"
+  "static-weighted|$(ms "$static" ",hybridMerge:'weighted'")"
   "static-minmax-0.1|$(ms "$static,$(w 0.1)" ",hybridMerge:'minmax'")"
+  "static-minmax-0.2|$(ms "$static,$(w 0.2)" ",hybridMerge:'minmax'")"
   "static-rrf-0.2|$(ms "$static,$(w 0.2)" ",hybridMerge:'rrf'")"
-  "static-porter-minmax-0.2|$(ms "$static,$porter,$(w 0.2)" ",hybridMerge:'minmax'")"
   "fake|$(ms "$fakep" "")"
   "fake-minmax-0.2|$(ms "$fakep,$(w 0.2)" ",hybridMerge:'minmax'")"
 )
 out=$work/results.jsonl
 : >"$out"
-for ds in locomo scifact; do
+for ds in ${EVAL_DATA:-locomo scifact}; do
   for m in "${modes[@]}"; do
+    [[ -z ${EVAL_MODES:-} || " $EVAL_MODES " == *" ${m%%|*} "* ]] || continue
     say "$ds ${m%%|*}"
     node "bench/eval_$ds.mjs" "$bin" "$work" "${m%%|*}" "${m#*|}" >>"$out"
   done

@@ -18,13 +18,14 @@ import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync } from "node
 import { system } from "./eval_common.mjs";
 
 const [bin, work, mode, config = "{}"] = process.argv.slice(2);
-const src = new URL("../../shared/data/locomo/locomo10.json", import.meta.url);
+const data_dir = process.env.CLAWMEM_DATA ?? new URL("../../shared/data", import.meta.url).pathname;
+const src = `${data_dir}/locomo/locomo10.json`;
 if (!bin || !work || !mode) {
   console.error("usage: node bench/eval_locomo.mjs SYSTEM WORKDIR MODE [CONFIG_JSON]");
   process.exit(2);
 }
 if (!existsSync(src)) {
-  console.error(`eval_locomo: ${src.pathname} is absent (see ../shared/data/README.md)`);
+  console.error(`eval_locomo: ${src} is absent (see ../shared/data/README.md)`);
   process.exit(1);
 }
 const data = JSON.parse(readFileSync(src));

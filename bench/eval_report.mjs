@@ -8,13 +8,14 @@ import { execFileSync } from "node:child_process";
 const [file, work, outdir] = process.argv.slice(2);
 const rows = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const label = {
-  keyword: "keyword-only, unicode61 (default)",
-  "keyword-porter": "keyword-only, porter",
-  static: "hybrid static, weighted 0.7/0.3 (default merge)",
-  "static-minmax-0.2": "hybrid static, minmax 0.2/0.8",
+  keyword: "keyword-only, porter (default)",
+  "keyword-unicode61": "keyword-only, unicode61",
+  "keyword-trigram": "keyword-only, trigram",
+  static: "hybrid static, minmax 0.05/0.95 (its default)",
+  "static-weighted": "hybrid static, weighted 0.7/0.3 (QuantumClaw's merge)",
   "static-minmax-0.1": "hybrid static, minmax 0.1/0.9",
+  "static-minmax-0.2": "hybrid static, minmax 0.2/0.8",
   "static-rrf-0.2": "hybrid static, rrf 0.2/0.8",
-  "static-porter-minmax-0.2": "hybrid static + porter, minmax 0.2/0.8",
   fake: "hybrid fake server, weighted 0.7/0.3",
   "fake-minmax-0.2": "hybrid fake server, minmax 0.2/0.8",
   qmd: "QMD `search` (chunk-sized window)",

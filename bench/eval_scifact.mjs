@@ -9,31 +9,31 @@ import { readFileSync, writeFileSync, mkdirSync, rmSync, existsSync } from "node
 import { system } from "./eval_common.mjs";
 
 const [bin, work, mode, config = "{}"] = process.argv.slice(2);
-const dir = new URL("../../shared/data/scifact/", import.meta.url);
+const dir = `${process.env.CLAWMEM_DATA ?? new URL("../../shared/data", import.meta.url).pathname}/scifact/`;
 if (!bin || !work || !mode) {
   console.error("usage: node bench/eval_scifact.mjs SYSTEM WORKDIR MODE [CONFIG_JSON]");
   process.exit(2);
 }
-if (!existsSync(new URL("corpus.jsonl", dir))) {
-  console.error(`eval_scifact: ${dir.pathname} is absent (see ../shared/data/README.md)`);
+if (!existsSync(`${dir}corpus.jsonl`)) {
+  console.error(`eval_scifact: ${dir} is absent (see ../shared/data/README.md)`);
   process.exit(1);
 }
 const ws = `${work}/scifact`;
 rmSync(ws, { recursive: true, force: true });
 mkdirSync(`${ws}/memory`, { recursive: true });
 writeFileSync(`${ws}/MEMORY.md`, "");
-for (const line of readFileSync(new URL("corpus.jsonl", dir), "utf8").split("\n")) {
+for (const line of readFileSync(`${dir}corpus.jsonl`, "utf8").split("\n")) {
   if (!line) continue;
   const d = JSON.parse(line);
   writeFileSync(`${ws}/memory/${d._id}.md`, `# ${d.title}\n\n${d.text}\n`);
 }
 const qrels = {};
-for (const line of readFileSync(new URL("qrels/test.tsv", dir), "utf8").split("\n").slice(1)) {
+for (const line of readFileSync(`${dir}qrels/test.tsv`, "utf8").split("\n").slice(1)) {
   const [q, doc, score] = line.split("\t");
   if (q && Number(score) > 0) (qrels[q] ??= new Set()).add(doc);
 }
 const queries = {};
-for (const line of readFileSync(new URL("queries.jsonl", dir), "utf8").split("\n"))
+for (const line of readFileSync(`${dir}queries.jsonl`, "utf8").split("\n"))
   if (line) { const q = JSON.parse(line); if (qrels[q._id]) queries[q._id] = q.text; }
 const ids = Object.keys(queries);
 // clawmem answers chunks: 200 of them give at least 100 distinct documents here.

@@ -1,7 +1,8 @@
 /*
  * test_chunk.c — the chunker against golden files (tests/data/chunk/NAME.md →
  * NAME.golden; CLAWMEM_UPDATE_GOLDEN=1 rewrites them), and its invariants on
- * pathological input: a 10 MB single line, CJK weighting, CRLF, blank files.
+ * pathological input: a 10 MB single line, random documents with over-long
+ * lines (the budget), CJK weighting, CRLF, blank files, a byte-order mark.
  */
 #include "../src/base/fs.h"
 #include "../src/base/utf8.h"
@@ -106,8 +107,9 @@ TEST(chunk_budget_and_overlap_rules)
 
 TEST(chunk_ten_megabyte_single_line)
 {
-    /* 10 MB of a 3-byte character mixed with ASCII: segments must never split a
-     * UTF-8 sequence and never pass the weighted budget. */
+    /* 10 MB of a 3-byte character mixed with ASCII: windows must never split a
+     * UTF-8 sequence and never pass the weighted budget; each repeats the
+     * previous window's last 320 characters, so they advance by 1,280. */
     size_t n = 10u << 20;
     char *s = malloc(n);
     size_t i = 0;
@@ -119,15 +121,132 @@ TEST(chunk_ten_megabyte_single_line)
     n = i;
     chunk_list l = {0};
     EXPECT_INT(chunk_text(s, n, 400, 80, &l), CM_OK);
-    EXPECT_INT(l.n, (n / 4 * 2 + 1599) / 1600);
+    EXPECT_INT(l.n, (n / 4 * 2 - 320 + 1279) / 1280);
     for (size_t k = 0; k < l.n; k++) {
         EXPECT(utf8_valid_prefix(l.v[k].text, l.v[k].len) == l.v[k].len);
         EXPECT_INT(l.v[k].start_line, 1);
         EXPECT_INT(l.v[k].end_line, 1);
-        /* segments of a long line are not repeated as overlap */
         EXPECT(chunk_weight(l.v[k].text, l.v[k].len) <= 1600);
+        if (k + 1 < l.n) EXPECT_INT(chunk_weight(l.v[k].text, l.v[k].len), 1600);
     }
     free(s);
+    chunk_list_release(&l);
+}
+
+/* xorshift, for reproducible "random" documents */
+static uint32_t rnd(uint32_t *st)
+{
+    uint32_t x = *st;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *st = x;
+}
+
+/* Appends a line of about `chars` random characters: words of ASCII letters,
+ * CJK (weight 4), two-byte Latin letters, spaces. */
+static void random_line(buf *b, uint32_t *st, size_t chars)
+{
+    static const char *const alpha[] = {"a", "b",  "c",  "d",  "e",  "k",  "m",  "q", "z", "é",
+                                        "ß", "漢", "字", "検", "索", "서", "울", " ", " "};
+    for (size_t i = 0; i < chars; i++)
+        buf_adds(b, alpha[rnd(st) % (sizeof alpha / sizeof *alpha)]);
+}
+
+/* Splits a chunk's text into its lines (in place); returns how many. */
+static size_t split_lines(char *t, char **lines, size_t max)
+{
+    size_t n = 0;
+    lines[n++] = t;
+    for (char *p = t; *p && n < max; p++)
+        if (*p == '\n') {
+            *p = 0;
+            lines[n++] = p + 1;
+        }
+    return n;
+}
+
+TEST(chunk_budget_invariants_on_random_documents)
+{
+    /* Documents of short, long and over-long lines (ASCII, CJK, Latin-1),
+     * chunked with assorted budgets: no chunk passes tokens×4; a chunk's lines
+     * are the document's lines, whole except a window of an over-long line at
+     * its start or end; the windows of one line follow each other without a
+     * gap, each sharing at most overlap×4 characters with the one before. */
+    uint32_t st = 2463534242u;
+    for (int doc = 0; doc < 60; doc++) {
+        buf t = BUF_INIT;
+        int nlines = 1 + (int)(rnd(&st) % 40);
+        char **lines = calloc((size_t)nlines + 1, sizeof *lines);
+        for (int i = 0; i < nlines; i++) {
+            size_t start = t.len;
+            uint32_t r = rnd(&st) % 10;
+            random_line(&t, &st, r < 6 ? rnd(&st) % 120 : r < 9 ? rnd(&st) % 900 : rnd(&st) % 6000);
+            lines[i] = cm_strndup(t.data ? t.data + start : "", t.len - start);
+            buf_addc(&t, '\n');
+        }
+        int tokens = 8 + (int)(rnd(&st) % 400), overlap = (int)(rnd(&st) % (unsigned)tokens);
+        size_t budget = (size_t)CM_MAX(32, tokens * 4), ov = (size_t)overlap * 4;
+        chunk_list l = {0};
+        EXPECT_INT(chunk_text(t.data, t.len, tokens, overlap, &l), CM_OK);
+        EXPECT(l.n > 0);
+        int window_line = 0;
+        const char *prev_window = NULL;
+        size_t prev_off = 0, prev_len = 0;
+        for (size_t k = 0; k < l.n; k++) {
+            chunk *c = &l.v[k];
+            EXPECT(chunk_weight(c->text, c->len) <= budget);
+            EXPECT(utf8_valid_prefix(c->text, c->len) == c->len);
+            char *copy = cm_strndup(c->text, c->len);
+            char *parts[512];
+            size_t np = split_lines(copy, parts, 512);
+            EXPECT_INT(np, c->end_line - c->start_line + 1);
+            for (size_t j = 0; j < np; j++) {
+                const char *line = lines[c->start_line - 1 + (int)j];
+                if (strcmp(parts[j], line) == 0) continue;
+                /* a window: the first part (continuing the line) or the last */
+                EXPECT(j == 0 || j == np - 1);
+                const char *at = strstr(line, parts[j]);
+                EXPECT(at != NULL);
+                size_t off = (size_t)(at - line), len = strlen(parts[j]);
+                if (window_line == c->start_line + (int)j && prev_window == line) {
+                    EXPECT(off > prev_off);             /* progress */
+                    EXPECT(off <= prev_off + prev_len); /* no gap */
+                    EXPECT(chunk_weight(line + off, prev_off + prev_len - off) <= ov);
+                } else {
+                    EXPECT_INT(off, 0); /* the first window starts the line */
+                }
+                window_line = c->start_line + (int)j;
+                prev_window = line;
+                prev_off = off;
+                prev_len = len;
+            }
+            free(copy);
+        }
+        chunk_list_release(&l);
+        for (int i = 0; i < nlines; i++)
+            free(lines[i]);
+        free(lines);
+        buf_release(&t);
+    }
+}
+
+TEST(chunk_byte_order_mark_is_not_text)
+{
+    const char *t = "\xEF\xBB\xBF# Notes\nthe schema freeze\n";
+    chunk_list l = {0};
+    EXPECT_INT(chunk_text(t, strlen(t), 400, 80, &l), CM_OK);
+    EXPECT_INT(l.n, 1);
+    EXPECT_INT(l.v[0].start_line, 1);
+    EXPECT_INT(l.v[0].end_line, 2);
+    EXPECT_STR(l.v[0].text, "# Notes\nthe schema freeze");
+    chunk_list_release(&l);
+    /* only at the start: U+FEFF inside the text is a character like others */
+    t = "a\n\xEF\xBB\xBF"
+        "b";
+    EXPECT_INT(chunk_text(t, strlen(t), 400, 80, &l), CM_OK);
+    EXPECT_STR(l.v[0].text, "a\n\xEF\xBB\xBF"
+                            "b");
     chunk_list_release(&l);
 }
 

@@ -40,7 +40,7 @@ TEST(config_defaults_without_file)
     EXPECT_STR(c.workspace, "/tmp/qc-state/workspace");
     EXPECT_STR(c.store_path, "/tmp/qc-state/memory/main.sqlite");
     EXPECT_STR(c.provider, "auto");
-    EXPECT_STR(c.fts_tokenizer, "unicode61");
+    EXPECT_STR(c.fts_tokenizer, "porter");
     EXPECT_INT(c.max_results, 6);
     EXPECT_NEAR(c.min_score, 0.35, 1e-12);
     EXPECT_NEAR(c.vector_weight, 0.7, 1e-12);

@@ -1,7 +1,7 @@
 /*
  * test_quality.c — the alternative hybrid merges of clawmem.hybridMerge
  * (docs/QUALITY.md): min-max normalised weighting and reciprocal-rank fusion,
- * and the config key that picks them.
+ * the config key that picks them, and the static provider's default merge.
  */
 #include "../src/config/config.h"
 #include "../src/search/rank.h"
@@ -86,4 +86,42 @@ TEST(config_hybrid_merge_key)
     const char *bad = "{clawmem:{hybridMerge:'max'}}";
     EXPECT(config_parse(bad, strlen(bad), "qc.json", &a, NULL, &c, err, sizeof err) != CM_OK);
     EXPECT_CONTAINS(err, "clawmem.hybridMerge");
+}
+
+TEST(config_static_provider_defaults_to_minmax)
+{
+    /* provider "static" alone: minmax at the weight make eval found best */
+    cm_config c;
+    char err[512];
+    cm_config_args a = {NULL, NULL, NULL, "/tmp/qc-state"};
+    const char *st = "{agents:{defaults:{memorySearch:{provider:'static'}}}}";
+    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(c.hybrid_merge, CM_MERGE_MINMAX);
+    EXPECT_NEAR(c.vector_weight, CM_STATIC_VECTOR_WEIGHT, 1e-12);
+    EXPECT_NEAR(c.text_weight, 1 - CM_STATIC_VECTOR_WEIGHT, 1e-12);
+    config_release(&c);
+    /* the user's merge wins, with QuantumClaw's weights */
+    st = "{agents:{defaults:{memorySearch:{provider:'static'}}},clawmem:{hybridMerge:'weighted'}}";
+    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
+    EXPECT_NEAR(c.vector_weight, 0.7, 1e-12);
+    config_release(&c);
+    /* so do the user's weights, even QuantumClaw's own: QuantumClaw's merge */
+    st = "{agents:{defaults:{memorySearch:{provider:'static',query:{hybrid:{vectorWeight:0.7}}}}}}";
+    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
+    EXPECT_NEAR(c.vector_weight, 0.7, 1e-12);
+    EXPECT_NEAR(c.text_weight, 0.3, 1e-12);
+    config_release(&c);
+    st = "{agents:{defaults:{memorySearch:{provider:'static',query:{hybrid:{textWeight:0.5}}}}}}";
+    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
+    EXPECT_NEAR(c.vector_weight, 0.7 / 1.2, 1e-12); /* the unset weight keeps its default */
+    config_release(&c);
+    /* other providers keep QuantumClaw's merge and weights */
+    st = "{agents:{defaults:{memorySearch:{provider:'openai'}}}}";
+    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
+    EXPECT_NEAR(c.vector_weight, 0.7, 1e-12);
+    config_release(&c);
 }

@@ -3,8 +3,10 @@
  * seeds' worked examples (MMR "home network setup", decay "Rod's work
  * schedule") as tests.
  */
+#include <jansson.h>
 #include <math.h>
 
+#include "../include/clawmem.h"
 #include "../src/search/query.h"
 #include "../src/search/rank.h"
 #include "test.h"
@@ -20,13 +22,13 @@ static const char *q(const char *s, bool trigram, query_join j)
 TEST(query_tokens_are_quoted_and_joined)
 {
     EXPECT_STR(q("what's Rod's work schedule?", false, QUERY_AND),
-               "\"what\" AND \"s\" AND \"Rod\" AND \"work\" AND \"schedule\"");
+               "\"Rod\" AND \"work\" AND \"schedule\"");
     EXPECT_STR(q("memorySearch.query.hybrid", false, QUERY_OR),
                "\"memorySearch\" OR \"query\" OR \"hybrid\"");
     EXPECT_STR(q("\"); DROP TABLE chunks; --", false, QUERY_AND),
                "\"DROP\" AND \"TABLE\" AND \"chunks\"");
-    EXPECT_STR(q("NEAR(a b) OR c*", false, QUERY_AND),
-               "\"NEAR\" AND \"a\" AND \"b\" AND \"OR\" AND \"c\"");
+    EXPECT_STR(q("NEAR(x z) OR c*", false, QUERY_AND), /* "OR" is a stop word too */
+               "\"NEAR\" AND \"x\" AND \"z\" AND \"c\"");
     EXPECT_STR(q("  ?!  ", false, QUERY_AND), "");
     EXPECT_STR(q("café naïve", false, QUERY_AND), "\"café\" AND \"naïve\"");
 }
@@ -35,15 +37,84 @@ TEST(query_cjk_runs_become_bigram_phrases)
 {
     EXPECT_STR(q("서울 회의", false, QUERY_AND), "\"서울\" AND \"회의\"");
     EXPECT_STR(q("向量数据库", false, QUERY_AND), "\"向量 量数 数据 据库\"");
+    /* Japanese runs are cut where the script changes */
     EXPECT_STR(q("検索インデックス sqlite", false, QUERY_AND),
-               "\"検索 索イ イン ンデ デッ ック クス\" AND \"sqlite\"");
+               "\"検索\" AND \"イン ンデ デッ ック クス\" AND \"sqlite\"");
     EXPECT_STR(q("书", false, QUERY_AND), "\"书\"*");
+}
+
+TEST(query_stop_words_never_make_a_hit)
+{
+    /* the issue's question: only its keywords are searched */
+    EXPECT_STR(q("what did we decide about the schema freeze?", false, QUERY_AND),
+               "\"decide\" AND \"schema\" AND \"freeze\"");
+    EXPECT_STR(q("What did we decide about the schema freeze?", false, QUERY_OR),
+               "\"decide\" OR \"schema\" OR \"freeze\"");
+    /* the other languages of QuantumClaw's lists */
+    EXPECT_STR(q("¿Qué decidimos sobre el esquema?", false, QUERY_AND),
+               "\"decidimos\" AND \"esquema\"");
+    EXPECT_STR(q("o que você disse sobre o servidor", false, QUERY_AND),
+               "\"disse\" AND \"servidor\"");
+    /* duplicates differing in case count once */
+    EXPECT_STR(q("Schema schema SCHEMA", false, QUERY_AND), "\"Schema\"");
+}
+
+TEST(query_of_stop_words_uses_them_all)
+{
+    size_t nt = 0;
+    buf b = BUF_INIT;
+    EXPECT_INT(query_build("what is the", 11, false, QUERY_AND, &b, &nt), CM_OK);
+    EXPECT_INT(nt, 3);
+    EXPECT_STR(b.data, "\"what\" AND \"is\" AND \"the\"");
+    buf_release(&b);
+    EXPECT_STR(q("The the THE", false, QUERY_OR), "\"The\"");
+}
+
+TEST(query_cjk_stop_words_and_particles)
+{
+    /* Chinese: cut around stop words and particles (QuantumClaw's example) */
+    EXPECT_STR(q("之前讨论的那个方案", false, QUERY_AND), "\"讨论\" AND \"方案\"");
+    /* Korean: a trailing particle is dropped, stop words are not keywords */
+    EXPECT_STR(q("서울에서 회의를 오늘", false, QUERY_AND), "\"서울\" AND \"회의\"");
+    /* Japanese: one-character hiragana is grammar */
+    EXPECT_STR(q("東京の検索", false, QUERY_AND), "\"東京\" AND \"検索\"");
+    /* a query of CJK stop words still answers */
+    EXPECT_STR(q("什么", false, QUERY_AND), "\"什么\"");
 }
 
 TEST(query_trigram_drops_short_tokens)
 {
     EXPECT_STR(q("a VLAN 10 router", true, QUERY_AND), "\"VLAN\" AND \"router\"");
     EXPECT_STR(q("東京都", true, QUERY_AND), "\"東京都\"");
+}
+
+/* A stand-in for the store's trigram vocabulary: "ai" → two trigrams. */
+static cm_rc fake_expand(void *ctx, const char *term, size_t len, buf *out)
+{
+    (*(int *)ctx)++;
+    if (len == 2 && memcmp(term, "ai", 2) == 0) return buf_adds(out, "(\"ai \" OR \"air\")");
+    return CM_OK;
+}
+
+TEST(query_trigram_short_terms_are_expanded)
+{
+    buf b = BUF_INIT;
+    int calls = 0;
+    size_t nt = 0;
+    /* short terms go to the expander lower-cased; long ones are used as written */
+    EXPECT_INT(query_build_ex("AI router", 9, true, QUERY_AND, fake_expand, &calls, &b, &nt),
+               CM_OK);
+    EXPECT_STR(b.data, "(\"ai \" OR \"air\") AND \"router\"");
+    EXPECT_INT(calls, 1);
+    EXPECT_INT(nt, 2);
+    /* no trigram starts with it: the term as written, which matches nothing */
+    buf_reset(&b);
+    EXPECT_INT(query_build_ex("서울 회의실", strlen("서울 회의실"), true, QUERY_OR, fake_expand,
+                              &calls, &b, &nt),
+               CM_OK);
+    EXPECT_STR(b.data, "\"서울\" OR \"회의실\"");
+    EXPECT_INT(calls, 2);
+    buf_release(&b);
 }
 
 TEST(query_long_input_is_bounded)
@@ -205,4 +276,143 @@ TEST(rank_min_score_and_second_chance)
     EXPECT_INT(n, 2);
     for (size_t i = 0; i < n; i++)
         search_hit_release(&x[i]);
+}
+
+/* ---- the query model through the engine ---------------------------------- */
+
+typedef struct qenv {
+    char *dir;
+    char ws[1024], state[1024], cfg[1024];
+} qenv;
+
+static void qenv_init(qenv *e, const char *config)
+{
+    e->dir = tmp_dir();
+    snprintf(e->ws, sizeof e->ws, "%s/ws", e->dir);
+    snprintf(e->state, sizeof e->state, "%s/state", e->dir);
+    snprintf(e->cfg, sizeof e->cfg, "%s/config.json", e->dir);
+    write_file(e->dir, "config.json", config);
+}
+
+/* Syncs, then searches (minScore 0, 10 results); the payload or NULL. */
+static json_t *qsearch(const qenv *e, const char *query)
+{
+    cm_options o = {NULL, e->ws, e->cfg, e->state, NULL, NULL, 0};
+    cm_engine *eng = NULL;
+    char err[512], *js = NULL;
+    json_t *p = NULL;
+    if (cm_engine_open(&o, &eng, err, sizeof err) != CM_OK) return NULL;
+    cm_search_opts so = {10, 0, 0};
+    if (cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err) == CM_OK &&
+        cm_memory_search(eng, query, &so, &js, err, sizeof err) == CM_OK)
+        p = json_loads(js, 0, NULL);
+    cm_free(js);
+    cm_engine_free(eng);
+    return p;
+}
+
+static const char *qpath(json_t *p, size_t i)
+{
+    json_t *r = json_array_get(json_object_get(p, "results"), i);
+    return r ? json_string_value(json_object_get(r, "path")) : NULL;
+}
+
+static size_t qcount(json_t *p)
+{
+    return json_array_size(json_object_get(p, "results"));
+}
+
+TEST(search_stop_word_hits_never_come_first)
+{
+    /* The issue's question: a note of stop words ("what", "the") used to rank
+     * first, above the notes about the schema freeze. */
+    const char *tok[] = {"porter", "unicode61", "trigram"};
+    for (int t = 0; t < 3; t++) {
+        char cfg[256];
+        snprintf(cfg, sizeof cfg,
+                 "{agents:{defaults:{memorySearch:{store:{fts:{tokenizer:'%s'}}}}}}", tok[t]);
+        qenv e;
+        qenv_init(&e, cfg);
+        write_file(e.ws, "memory/2026-01-02.md",
+                   "What the team said: the what and the why of it all, and what the plan is.\n");
+        write_file(e.ws, "memory/2026-01-03.md",
+                   "Decided: schema freeze starts Monday, no migrations.\n");
+        write_file(e.ws, "memory/2026-01-04.md", "The schema has three tables.\n");
+        json_t *p = qsearch(&e, "what did we decide about the schema freeze?");
+        EXPECT(p != NULL);
+        EXPECT(qcount(p) >= 1);
+        if (t < 2)
+            EXPECT_STR(qpath(p, 0), "memory/2026-01-03.md"); /* "decide" stems to "Decided" */
+        else
+            EXPECT(qpath(p, 0) && strcmp(qpath(p, 0), "memory/2026-01-02.md") != 0);
+        /* the stop-word note is not a hit at all */
+        for (size_t i = 0; i < qcount(p); i++)
+            EXPECT(strcmp(qpath(p, i), "memory/2026-01-02.md") != 0);
+        /* more keywords first: the freeze note above the note with "schema" only */
+        json_decref(p);
+        p = qsearch(&e, "schema freeze");
+        EXPECT_INT(qcount(p), 2);
+        EXPECT_STR(qpath(p, 0), "memory/2026-01-03.md");
+        EXPECT_STR(qpath(p, 1), "memory/2026-01-04.md");
+        json_decref(p);
+        /* a query made only of stop words still answers */
+        p = qsearch(&e, "what the");
+        EXPECT(qcount(p) >= 1);
+        EXPECT_STR(qpath(p, 0), "memory/2026-01-02.md");
+        json_decref(p);
+    }
+}
+
+TEST(search_trigram_short_terms_and_cjk)
+{
+    /* trigram drops nothing: AI, 서울, 検索 (under three characters) match as
+     * substrings; CJK works the same with the default tokenizer */
+    const char *tok[] = {"trigram", "porter"};
+    for (int t = 0; t < 2; t++) {
+        char cfg[256];
+        snprintf(cfg, sizeof cfg,
+                 "{agents:{defaults:{memorySearch:{store:{fts:{tokenizer:'%s'}}}}}}", tok[t]);
+        qenv e;
+        qenv_init(&e, cfg);
+        write_file(e.ws, "memory/ai.md", "We use AI to rank notes.\n");
+        write_file(e.ws, "memory/ko.md", "서울에서 회의를 했다.\n");
+        write_file(e.ws, "memory/ja.md", "東京のチームと検索インデックスを設計した。\n");
+        write_file(e.ws, "memory/zh.md", "我们讨论了向量数据库的方案。\n");
+        write_file(e.ws, "memory/other.md", "Nothing to see here, only oranges.\n");
+        static const char *const cases[][2] = {
+            {"AI", "memory/ai.md"},
+            {"서울", "memory/ko.md"},
+            {"서울에서 회의", "memory/ko.md"},
+            {"検索", "memory/ja.md"},
+            {"東京の検索", "memory/ja.md"},
+            {"之前讨论的那个方案", "memory/zh.md"},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            json_t *p = qsearch(&e, cases[i][0]);
+            EXPECT(p != NULL);
+            if (qcount(p) < 1 || strcmp(qpath(p, 0), cases[i][1]) != 0) {
+                test_fail(__FILE__, __LINE__, "%s, %s: first hit %s, want %s", tok[t], cases[i][0],
+                          qpath(p, 0) ? qpath(p, 0) : "(none)", cases[i][1]);
+                json_decref(p);
+                return;
+            }
+            json_decref(p);
+        }
+    }
+}
+
+TEST(search_snippet_has_no_byte_order_mark)
+{
+    qenv e;
+    qenv_init(&e, "{}");
+    write_file(e.ws, "memory/bom.md", "\xEF\xBB\xBF# Freeze\nThe schema freeze starts Monday.\n");
+    json_t *p = qsearch(&e, "freeze");
+    EXPECT_INT(qcount(p), 1);
+    json_t *r = json_array_get(json_object_get(p, "results"), 0);
+    const char *snip = json_string_value(json_object_get(r, "snippet"));
+    EXPECT(snip != NULL);
+    EXPECT(strncmp(snip, "# Freeze", 8) == 0);
+    EXPECT(strstr(snip, "\xEF\xBB\xBF") == NULL);
+    EXPECT_INT(json_integer_value(json_object_get(r, "startLine")), 1);
+    json_decref(p);
 }

@@ -565,8 +565,8 @@ static void set_defaults(cm_config *cfg)
     cfg->max_results = 6;
     cfg->min_score = 0.35;
     cfg->hybrid_enabled = true;
-    cfg->vector_weight = 0.7;
-    cfg->text_weight = 0.3;
+    cfg->vector_weight = -1; /* unset: finish() picks the default */
+    cfg->text_weight = -1;
     cfg->candidate_multiplier = 4;
     cfg->mmr_lambda = 0.7;
     cfg->half_life_days = 30;
@@ -663,10 +663,20 @@ static void finish(cm_config *cfg)
     cfg->batch_concurrency = CM_MIN(cfg->batch_concurrency, 64);
     cfg->output_dims = CM_MIN(cfg->output_dims, 65536);
     if (!cfg->provider) cfg->provider = cm_strdup("auto");
-    if (!cfg->fts_tokenizer) cfg->fts_tokenizer = cm_strdup("unicode61");
+    if (!cfg->fts_tokenizer) cfg->fts_tokenizer = cm_strdup("porter");
     if (!cfg->backend) cfg->backend = cm_strdup("builtin");
     if (cfg->sources.n == 0) strlist_add(&cfg->sources, "memory");
     if (cfg->chunk_overlap >= cfg->chunk_tokens) cfg->chunk_overlap = cfg->chunk_tokens - 1;
+    /* The static model adds to keywords only min-max normalised and weighted
+     * lightly (docs/QUALITY.md): its default unless the merge or a weight is set. */
+    if (cfg->vector_weight < 0 && cfg->text_weight < 0 && !cfg->hybrid_merge_set && cfg->provider &&
+        strcmp(cfg->provider, "static") == 0) {
+        cfg->hybrid_merge = CM_MERGE_MINMAX;
+        cfg->vector_weight = CM_STATIC_VECTOR_WEIGHT;
+        cfg->text_weight = 1 - CM_STATIC_VECTOR_WEIGHT;
+    }
+    if (cfg->vector_weight < 0) cfg->vector_weight = 0.7;
+    if (cfg->text_weight < 0) cfg->text_weight = 0.3;
     double sum = cfg->vector_weight + cfg->text_weight;
     if (sum > 0) {
         cfg->vector_weight /= sum;
@@ -889,6 +899,7 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
             if (!json_is_string(v) || !in_choices("weighted|minmax|rrf", json_string_value(v)))
                 CHECK(bad(c, ours, k, path, "expected weighted, minmax or rrf"));
             const char *s = json_string_value(v);
+            cfg->hybrid_merge_set = true;
             cfg->hybrid_merge = s[0] == 'w'   ? CM_MERGE_WEIGHTED
                                 : s[0] == 'm' ? CM_MERGE_MINMAX
                                               : CM_MERGE_RRF;

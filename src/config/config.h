@@ -34,6 +34,8 @@ extern const char *const cm_provider_names[CM_PROV_N]; /* "openai", "gemini", ..
  * default), the weighted sum of scores min-max normalised over the query's
  * candidates, or weighted reciprocal-rank fusion (docs/QUALITY.md). */
 typedef enum cm_merge { CM_MERGE_WEIGHTED, CM_MERGE_MINMAX, CM_MERGE_RRF } cm_merge;
+/* provider "static" without hybridMerge or weights: minmax at this vectorWeight */
+#define CM_STATIC_VECTOR_WEIGHT 0.05
 
 typedef struct cm_config {
     char *agent_id;
@@ -61,7 +63,7 @@ typedef struct cm_config {
     char *sessions_dir;  /* <stateDir>/agents/<agentId>/sessions, absolute */
     int sessions_delta_bytes, sessions_delta_messages; /* sync.sessions.*: 100000, 50 */
     char *store_path;                                  /* absolute, {agentId} expanded */
-    char *fts_tokenizer;                               /* "unicode61" or "trigram" */
+    char *fts_tokenizer; /* "porter" (default), "unicode61" or "trigram" */
     bool vector_enabled;
     char *vector_extension_path;
     int chunk_tokens, chunk_overlap;
@@ -94,6 +96,7 @@ typedef struct cm_config {
     bool memory_write;       /* the memory_write tool is enabled */
     char *static_model_path; /* clawmem.staticModel: the static model file */
     cm_merge hybrid_merge;   /* clawmem.hybridMerge: how the two sides' scores combine */
+    bool hybrid_merge_set;   /* hybridMerge given (else provider "static" defaults to minmax) */
 } cm_config;
 
 typedef struct cm_config_args {

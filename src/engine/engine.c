@@ -349,10 +349,11 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     char scope_hash[SHA256_HEX_LEN + 1];
     sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
     buf_release(&scope);
+    /* version 2: chunks within their budget, no byte-order mark (chunk.h) */
     if (!rc)
         rc =
             buf_printf(out,
-                       "{\"version\":1,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
+                       "{\"version\":2,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
                        "\"sources\":[",
                        e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
     for (size_t i = 0; i < c->sources.n && !rc; i++)
@@ -873,12 +874,28 @@ out:
 
 /* ---- tools ------------------------------------------------------------- */
 
+typedef struct expand_ctx {
+    store *st;
+    char *err;
+    size_t errlen;
+} expand_ctx;
+
+/* Short terms of a trigram query: the index's trigrams that start with them. */
+static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
+{
+    expand_ctx *x = ctx;
+    return store_trigram_terms(x->st, term, len, out, x->err, x->errlen);
+}
+
 static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, char *err,
                           size_t errlen)
 {
     buf match = BUF_INIT;
     size_t ntok = 0;
-    cm_rc rc = query_build(query, strlen(query), e->st.trigram, QUERY_AND, &match, &ntok);
+    query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
+    expand_ctx xc = {&e->st, err, errlen};
+    cm_rc rc =
+        query_build_ex(query, strlen(query), e->st.trigram, QUERY_AND, x, &xc, &match, &ntok);
     if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
     if (!rc && hits->n < (size_t)limit && ntok > 1) {
         /* Too few chunks have every word: rank those with some of them too.
@@ -887,7 +904,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
          * hits at their ranks and only adds to them. */
         fts_hits_release(hits);
         buf_reset(&match);
-        rc = query_build(query, strlen(query), e->st.trigram, QUERY_OR, &match, &ntok);
+        rc = query_build_ex(query, strlen(query), e->st.trigram, QUERY_OR, x, &xc, &match, &ntok);
         if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
     }
     buf_release(&match);

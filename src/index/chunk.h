@@ -3,11 +3,15 @@
  * lines until its size would pass tokens×4 characters (a CJK character counts
  * 4, i.e. one token); the next chunk starts with whole trailing lines of the
  * previous one worth at least overlap×4 characters — but never all of them,
- * so no chunk contains its predecessor (QuantumClaw's only divergence: it
- * would repeat a whole chunk, e.g. every segment of a very long line). A line
- * longer than the budget is cut into segments at code-point boundaries. Lines
- * are split on '\n' with a trailing '\r' dropped (a final '\n' opens no new
- * line); line numbers are 1-based; chunks that are only whitespace are dropped.
+ * so no chunk contains its predecessor, and never so many that the next line
+ * would not fit. No chunk weighs more than tokens×4 (QuantumClaw's chunks can:
+ * it carries whole segments of a long line as overlap). A line heavier than
+ * the budget is cut at code-point boundaries into windows of a chunk each,
+ * consecutive windows sharing overlap×4 characters (at most half a window):
+ * the only overlap that is not whole lines. Lines are split on '\n' with a
+ * trailing '\r' dropped (a final '\n' opens no new line), a leading UTF-8
+ * byte-order mark is skipped; line numbers are 1-based; chunks that are only
+ * whitespace are dropped.
  */
 #ifndef CM_CHUNK_H
 #define CM_CHUNK_H

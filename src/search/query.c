@@ -6,6 +6,7 @@
  */
 #include "../base/utf8.h"
 #include "query.h"
+#include "stopwords.h"
 
 typedef struct span {
     size_t start, len; /* bytes in the query */
@@ -48,14 +49,145 @@ static cm_rc put_token(buf *out, const char *q, const span *t, bool trigram)
     return rc;
 }
 
+/* Lower-cases s[0..len) (ASCII and Latin-1 letters) into low; false when it
+ * does not fit, i.e. when it is longer than any stop word. */
+static bool lower(const char *s, size_t len, char *low, size_t cap, size_t *out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < len;) {
+        int32_t cp;
+        size_t l = utf8_decode(s + i, len - i, &cp);
+        cp = utf8_lower(cp);
+        if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) cp += 32;
+        if (m + 4 >= cap) return false;
+        if (cp < 0x80) {
+            low[m++] = (char)cp;
+        } else if (cp < 0x800) {
+            low[m++] = (char)(0xC0 | (cp >> 6));
+            low[m++] = (char)(0x80 | (cp & 0x3F));
+        } else {
+            memcpy(low + m, s + i, l); /* unchanged */
+            m += l;
+        }
+        i += l;
+    }
+    *out = m;
+    return true;
+}
+
+static bool is_stop(const char *s, size_t len)
+{
+    char low[64];
+    size_t m;
+    return lower(s, len, low, sizeof low, &m) && stopword_is(low, m);
+}
+
+typedef struct tokens {
+    span v[QUERY_MAX_TOKENS];
+    bool stop[QUERY_MAX_TOKENS];
+    size_t n;
+} tokens;
+
+static void push(tokens *t, const char *q, size_t start, size_t len, bool cjk)
+{
+    if (!len || t->n == QUERY_MAX_TOKENS) return;
+    size_t chars = 0;
+    for (size_t i = 0; i < len; i++)
+        chars += ((unsigned char)q[start + i] & 0xC0) != 0x80;
+    t->v[t->n] = (span){start, len, chars, cjk};
+    t->stop[t->n] = is_stop(q + start, len);
+    t->n++;
+}
+
+/* 0 kanji/other, 1 hiragana, 2 katakana (with the long-vowel mark) */
+static int kana_class(int32_t cp)
+{
+    if (cp >= 0x3040 && cp <= 0x309F) return 1;
+    if ((cp >= 0x30A0 && cp <= 0x30FF) || (cp >= 0x31F0 && cp <= 0x31FF) ||
+        (cp >= 0xFF66 && cp <= 0xFF9F))
+        return 2;
+    return 0;
+}
+
+/* Splits a CJK run into the words a keyword query uses: Korean words lose a
+ * trailing particle (서울에서 → 서울); Japanese runs are cut where the script
+ * changes (kanji, hiragana, katakana), one-character hiragana being grammar;
+ * Chinese runs are cut around stop words and particles (之前讨论的那个方案 →
+ * 讨论, 方案). Stop words are kept, marked, for a query made only of them. */
+static void cjk_words(tokens *t, const char *q, size_t start, size_t len)
+{
+    bool hangul = false, kana = false;
+    for (size_t i = 0; i < len;) {
+        int32_t cp;
+        i += utf8_decode(q + start + i, len - i, &cp);
+        hangul |= cp >= 0xAC00 && cp <= 0xD7AF;
+        kana |= kana_class(cp) != 0;
+    }
+    const char *s = q + start;
+    if (hangul) {
+        size_t p = is_stop(s, len) ? 0 : stopword_ko_particle(s, len);
+        if (p && len - p >= 6) len -= p; /* keep stems of two syllables or more */
+        push(t, q, start, len, true);
+    } else if (kana) {
+        size_t seg = 0;
+        int cls = -1;
+        for (size_t i = 0; i <= len;) {
+            int32_t cp = 0;
+            size_t l = i < len ? utf8_decode(s + i, len - i, &cp) : 0;
+            int c = i < len ? kana_class(cp) : -2;
+            if (c != cls && i > seg) {
+                size_t before = t->n;
+                push(t, q, start + seg, i - seg, true);
+                if (t->n > before && cls == 1 && t->v[t->n - 1].chars == 1)
+                    t->stop[t->n - 1] = true;
+                seg = i;
+            }
+            if (i == seg) cls = c;
+            if (!l) break;
+            i += l;
+        }
+    } else {
+        size_t seg = 0;
+        for (size_t i = 0; i < len;) {
+            size_t m = stopword_cjk_at(s + i, len - i);
+            if (m) {
+                push(t, q, start + seg, i - seg, true);
+                push(t, q, start + i, m, true); /* a stop word, kept marked */
+                i += m;
+                seg = i;
+                continue;
+            }
+            int32_t cp;
+            i += utf8_decode(s + i, len - i, &cp);
+        }
+        push(t, q, start + seg, len - seg, true);
+    }
+}
+
+static bool same_word(const char *q, const span *a, const span *b)
+{
+    char la[64], lb[64];
+    size_t na, nb;
+    if (a->len != b->len) return false;
+    if (lower(q + a->start, a->len, la, sizeof la, &na) &&
+        lower(q + b->start, b->len, lb, sizeof lb, &nb))
+        return na == nb && memcmp(la, lb, na) == 0;
+    return memcmp(q + a->start, q + b->start, a->len) == 0;
+}
+
 cm_rc query_build(const char *q, size_t n, bool trigram, query_join join, buf *out, size_t *ntokens)
 {
+    return query_build_ex(q, n, trigram, join, NULL, NULL, out, ntokens);
+}
+
+cm_rc query_build_ex(const char *q, size_t n, bool trigram, query_join join, query_expand_fn expand,
+                     void *ctx, buf *out, size_t *ntokens)
+{
     cm_rc rc = CM_OK;
-    span toks[QUERY_MAX_TOKENS];
-    size_t nt = 0;
+    tokens t = {0};
     if (n > QUERY_MAX_BYTES) n = utf8_valid_prefix(q, QUERY_MAX_BYTES);
     size_t i = 0;
-    while (i < n && nt < QUERY_MAX_TOKENS) {
+    while (i < n && t.n < QUERY_MAX_TOKENS) {
         int32_t cp;
         size_t l = utf8_decode(q + i, n - i, &cp);
         if (!utf8_is_word(cp)) {
@@ -63,25 +195,43 @@ cm_rc query_build(const char *q, size_t n, bool trigram, query_join join, buf *o
             continue;
         }
         bool cjk = utf8_is_cjk(cp);
-        span t = {i, 0, 0, cjk};
+        size_t start = i;
         while (i < n) {
             l = utf8_decode(q + i, n - i, &cp);
             if (!utf8_is_word(cp) || utf8_is_cjk(cp) != cjk) break;
             i += l;
-            t.chars++;
         }
-        t.len = i - t.start;
-        if (trigram && t.chars < 3) continue;
-        /* Skip exact duplicates: "the the" adds nothing to an AND. */
+        if (cjk)
+            cjk_words(&t, q, start, i - start);
+        else
+            push(&t, q, start, i - start, false);
+    }
+    /* Keywords are the tokens that are not stop words; a query made only of
+     * stop words uses them all. */
+    bool drop_short = trigram && !expand, any = false;
+    for (size_t k = 0; k < t.n; k++)
+        any |= !t.stop[k] && !(drop_short && t.v[k].chars < 3);
+    span keys[QUERY_MAX_TOKENS];
+    size_t nk = 0;
+    for (size_t k = 0; k < t.n; k++) {
+        if ((any && t.stop[k]) || (drop_short && t.v[k].chars < 3)) continue;
+        /* Skip duplicates: "the The" adds nothing to an AND. */
         bool dup = false;
-        for (size_t k = 0; k < nt && !dup; k++)
-            dup = toks[k].len == t.len && memcmp(q + toks[k].start, q + t.start, t.len) == 0;
-        if (!dup) toks[nt++] = t;
+        for (size_t j = 0; j < nk && !dup; j++)
+            dup = same_word(q, &keys[j], &t.v[k]);
+        if (!dup) keys[nk++] = t.v[k];
     }
-    for (size_t k = 0; k < nt && !rc; k++) {
+    for (size_t k = 0; k < nk && !rc; k++) {
         if (k) rc = buf_adds(out, join == QUERY_AND ? " AND " : " OR ");
-        if (!rc) rc = put_token(out, q, &toks[k], trigram);
+        size_t at = out->len;
+        char low[64];
+        size_t m = 0;
+        if (!rc && trigram && keys[k].chars < 3 &&
+            lower(q + keys[k].start, keys[k].len, low, sizeof low, &m))
+            rc = expand(ctx, low, m, out);
+        /* no expansion: the term as written (which matches nothing if short) */
+        if (!rc && out->len == at) rc = put_token(out, q, &keys[k], trigram);
     }
-    if (ntokens) *ntokens = nt;
+    if (ntokens) *ntokens = nk;
     return rc;
 }

@@ -12,6 +12,11 @@
 
 #define K1 1.2
 #define B  0.75
+/* BM25 units a row loses for the share of the query's IDF mass it lacks: a
+ * row with every keyword keeps its BM25 score, one with half of them (by IDF)
+ * loses 3 (docs/QUALITY.md: 6 did best of 1.5..10 on both datasets; a strict
+ * order by coverage did worse on both). */
+#define COVERAGE_PENALTY 6.0
 
 typedef struct rank_data {
     int nphrase;
@@ -90,11 +95,18 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
             phrase < d->nphrase)
             d->freq[phrase] += 1.0;
     }
-    double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl), score = 0;
+    double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl), score = 0, have = 0, all = 0;
     for (int i = 0; i < d->nphrase; i++) {
         double tf = d->freq[i];
-        if (tf > 0) score += d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
+        all += d->idf[i];
+        if (tf > 0) {
+            score += d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
+            have += d->idf[i];
+        }
     }
+    /* Kept above 0, a thousandth of BM25 at least: rank 0 would map to 1. */
+    if (all > 0 && have < all)
+        score = fmax(score - COVERAGE_PENALTY * (1.0 - have / all), score * 1e-3);
     sqlite3_result_double(ctx, -score);
 }
 

@@ -8,8 +8,11 @@
  * term and nearly equal to FTS5's for rare terms; k1 = 1.2, b = 0.75. An
  * index of fewer than FTS_RANK_MIN_ROWS chunks is scored as if it had that
  * many, the missing ones without the term (a prior): otherwise every term of
- * a one-note workspace is "common" and no match clears minScore. Like bm25()
- * it returns the negated score, so ORDER BY rank puts the best first.
+ * a one-note workspace is "common" and no match clears minScore. A row that
+ * holds only some of the query's phrases (the OR fallback) loses BM25 units
+ * in proportion to the IDF mass it lacks, so that chunks with more of the
+ * keywords rank higher. Like bm25() it returns the negated score, so ORDER BY
+ * rank puts the best first.
  */
 #ifndef CM_FTS_RANK_H
 #define CM_FTS_RANK_H

@@ -580,6 +580,46 @@ cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen)
     return step_done(s, q, "delete file row", err, errlen);
 }
 
+cm_rc store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
+                          size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    sqlite3_stmt *q = NULL;
+    size_t start = out->len, nterms = 0;
+    char hi[16];
+    if (len + 1 > sizeof hi) return CM_OK;
+    memcpy(hi, term, len);
+    hi[len] = (char)0xFF; /* above every continuation of the prefix */
+    int r = sqlite3_exec(s->db,
+                         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.cm_trigrams USING "
+                         "fts5vocab(main, 'chunks_fts', 'row')",
+                         NULL, NULL, NULL);
+    if (r == SQLITE_OK)
+        r = sqlite3_prepare_v2(s->db,
+                               "SELECT term FROM temp.cm_trigrams WHERE term >= ?1 AND term < ?2 "
+                               "ORDER BY doc DESC LIMIT ?3",
+                               -1, &q, NULL);
+    if (r != SQLITE_OK) CHECK(store_fail(s, r, "read the trigram vocabulary", err, errlen));
+    sqlite3_bind_text(q, 1, term, (int)len, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, hi, (int)len + 1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 3, STORE_TRIGRAM_TERMS);
+    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(q, 0);
+        if (!t) continue;
+        CHECK(buf_adds(out, nterms++ ? " OR \"" : "(\""));
+        for (; *t && !rc; t++)
+            rc = *t == '"' ? buf_adds(out, "\"\"") : buf_addc(out, *t);
+        CHECK(rc);
+        CHECK(buf_addc(out, '"'));
+    }
+    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read the trigram vocabulary", err, errlen));
+    if (nterms) CHECK(buf_addc(out, ')'));
+out:
+    if (rc && out->data) out->data[out->len = start] = 0;
+    sqlite3_finalize(q);
+    return rc;
+}
+
 cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
                        size_t errlen)
 {

@@ -105,6 +105,14 @@ cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t siz
 /* Removes a file's row and chunks (call inside a transaction). */
 cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen);
 
+/* For a trigram index: appends to out the FTS5 expression ("t1" OR "t2" …)
+ * of the index's trigrams that start with term[0..len) (one or two
+ * characters, lower-cased), at most STORE_TRIGRAM_TERMS of them, the most
+ * frequent first; nothing when there are none. Such a term is then found
+ * wherever it is followed by another character in a chunk's text. */
+#define STORE_TRIGRAM_TERMS 256
+cm_rc store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
+                          size_t errlen);
 /* Runs an FTS5 MATCH expression; appends up to limit hits, best first. A
  * syntax error in match is CM_EINVAL. */
 cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,

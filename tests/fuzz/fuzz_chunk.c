@@ -1,6 +1,7 @@
 /*
  * fuzz_chunk.c — the chunker on arbitrary text (repaired to UTF-8 first, as
- * sync does): chunks must be valid UTF-8, in line order, within the file.
+ * sync does): chunks must be valid UTF-8, in line order, within the file,
+ * and within the budget (tokens×4 weighted characters, at least 32).
  */
 #include "../../src/base/utf8.h"
 #include "../../src/index/chunk.h"
@@ -20,6 +21,7 @@ int fuzz_chunk(const uint8_t *data, size_t size)
             const chunk *c = &l.v[i];
             if (c->start_line < 1 || c->end_line < c->start_line || c->end_line > lines ||
                 utf8_valid_prefix(c->text, c->len) != c->len ||
+                chunk_weight(c->text, c->len) > (size_t)(tokens * 4 < 32 ? 32 : tokens * 4) ||
                 (i && c->start_line < l.v[i - 1].start_line))
                 __builtin_trap();
         }

@@ -1,0 +1,22 @@
+/*
+ * stopwords.h — stop words of the query model (query.h): the function words
+ * of the languages QuantumClaw's keyword extraction covers. A keyword query
+ * drops them; they never make a hit on their own.
+ */
+#ifndef CM_STOPWORDS_H
+#define CM_STOPWORDS_H
+
+#include "../base/common.h"
+
+/* Whether s[0..len), already lower-cased, is a stop word of any language. */
+bool stopword_is(const char *s, size_t len);
+
+/* The byte length of the longest Chinese/Japanese stop word (or particle such
+ * as 的) that starts s[0..len) inside a CJK run, 0 if none. */
+size_t stopword_cjk_at(const char *s, size_t len);
+
+/* The byte length of a Korean particle ending the word s[0..len) (에서, 은,
+ * 를, …), shorter than the word; 0 if none. */
+size_t stopword_ko_particle(const char *s, size_t len);
+
+#endif
