@@ -889,3 +889,47 @@ TEST(session_memory_search_indexes_transcripts)
     free(state);
     free(ws);
 }
+
+#include "../src/index/watch.h"
+
+/* The watcher follows the sessions dir when transcripts are indexed: a
+ * transcript's append is a change, the store's other files are not, and a
+ * sessions dir that is a symlink is not followed. */
+TEST(session_memory_watcher_follows_transcripts)
+{
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "x\n");
+    write_file(d, "sessions/a.jsonl", "{}\n");
+    static const char *src[] = {"memory", "sessions"};
+    cm_config c = {0};
+    char *ws = cm_strdup(path_in(d, "ws")), *sd = cm_strdup(path_in(d, "sessions"));
+    char *link = cm_strdup(path_in(d, "link"));
+    c.workspace = ws;
+    c.sessions_dir = sd;
+    c.sources.v = (char **)src;
+    c.sources.n = 2;
+    char err[256];
+    for (int on = 0; on < 2; on++) {
+        c.session_memory = on;
+        watcher *w = NULL;
+        EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+        write_file(d, "sessions/a.jsonl", "{}\n{}\n");
+        EXPECT_INT((watcher_read(w) & WATCH_CHANGED) != 0, on);
+        write_file(d, "sessions/sessions.json", "{}");
+        write_file(d, "sessions/a.jsonl.lock", "{}");
+        EXPECT_INT(watcher_read(w) & WATCH_CHANGED, 0);
+        watcher_free(w);
+    }
+    /* a link in place of the sessions dir is not followed */
+    write_file(d, "other/b.jsonl", "{}\n");
+    c.sessions_dir = link;
+    EXPECT(symlink(path_in(d, "other"), c.sessions_dir) == 0);
+    watcher *w = NULL;
+    EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+    write_file(d, "other/b.jsonl", "{}\n{}\n");
+    EXPECT_INT(watcher_read(w) & WATCH_CHANGED, 0);
+    watcher_free(w);
+    free(ws);
+    free(sd);
+    free(link);
+}

@@ -567,8 +567,7 @@ static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
     return CM_OK;
 }
 
-/* Whether the config indexes session transcripts. */
-static bool sessions_on(const cm_config *cfg)
+bool discover_sessions_on(const cm_config *cfg)
 {
     if (!cfg->session_memory || !cfg->sessions_dir) return false;
     for (size_t i = 0; i < cfg->sources.n; i++)
@@ -582,7 +581,7 @@ static bool sessions_on(const cm_config *cfg)
  * through that directory's descriptor like any other root. */
 static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
 {
-    if (!sessions_on(cfg)) return CM_OK;
+    if (!discover_sessions_on(cfg)) return CM_OK;
     int fd = open(cfg->sessions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return CM_OK; /* no session yet */
     int lfd = dup(fd);

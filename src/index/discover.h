@@ -102,4 +102,8 @@ cm_rc discover_relpath(buf *out, const char *base, const char *abs);
 /* True when rel is a daily note path "memory/YYYY-MM-DD.md"; sets the date. */
 bool discover_daily_date(const char *rel, int *y, int *m, int *d);
 
+/* Whether the config indexes session transcripts (experimental.sessionMemory
+ * with "sessions" among the sources). */
+bool discover_sessions_on(const cm_config *cfg);
+
 #endif

@@ -34,8 +34,9 @@ typedef struct wdir {
     char *path; /* absolute, for messages */
     char *rel;  /* below its root's descriptor ("" for the root itself) */
     uint32_t root;
-    bool tree; /* subdirectories are watched too (memory/, extraPaths dirs) */
-    bool top;  /* the workspace root: only MEMORY.md, memory.md, memory matter */
+    bool tree;  /* subdirectories are watched too (memory/, extraPaths dirs) */
+    bool top;   /* the workspace root: only MEMORY.md, memory.md, memory matter */
+    bool jsonl; /* the sessions dir: its *.jsonl transcripts matter */
 } wdir;
 
 struct watcher {
@@ -141,7 +142,7 @@ static cm_rc add_dir_fd(watcher *w, int fd, const char *path, const char *rel, u
         free(rcopy);
         return CM_ENOMEM;
     }
-    w->v[w->n++] = (wdir){wd, copy, rcopy, root, tree, top};
+    w->v[w->n++] = (wdir){wd, copy, rcopy, root, tree, top, false};
     if (!tree || depth > 64) return CM_OK;
     int lfd = dup(fd);
     DIR *dir = lfd >= 0 ? fdopendir(lfd) : NULL;
@@ -264,6 +265,18 @@ cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, cha
         free(dir);
         CHECK(rc);
     }
+    /* Session transcripts (session memory search): the sessions dir itself,
+     * not followed when it is a symlink, as discovery does. */
+    if (discover_sessions_on(cfg)) {
+        int fd = open(cfg->sessions_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0) {
+            size_t before = w->n;
+            rc = add_dir_fd(w, fd, cfg->sessions_dir, "", NO_ROOT, false, false, 0);
+            close(fd);
+            CHECK(rc);
+            if (w->n > before) w->v[w->n - 1].jsonl = true;
+        }
+    }
 out:
     buf_release(&p);
     if (rc) {
@@ -349,7 +362,8 @@ unsigned watcher_read(watcher *w)
                 if (ev->mask & (IN_CREATE | IN_MOVED_TO)) add_child(w, d, name, &sub, &subrel);
                 continue;
             }
-            if (is_md(name, nl)) what |= WATCH_CHANGED;
+            if (is_md(name, nl) || (d->jsonl && nl > 6 && !memcmp(name + nl - 6, ".jsonl", 6)))
+                what |= WATCH_CHANGED;
         }
     }
     buf_release(&sub);
