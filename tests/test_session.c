@@ -4,6 +4,7 @@
  * by parentId, torn lines skipped and repaired), and appends from several
  * processes and under kill -9.
  */
+#include <dirent.h>
 #include <jansson.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -884,6 +885,30 @@ TEST(session_memory_search_indexes_transcripts)
     cm_free(js);
     js = search_json(e, "halibut");
     EXPECT_CONTAINS(js, "about halibut");
+    cm_free(js);
+    /* a transcript that shrank was rewritten: indexed again at once */
+    DIR *dir = opendir(path_in(state, "agents/main/sessions"));
+    EXPECT(dir != NULL);
+    struct dirent *de;
+    while (dir && (de = readdir(dir))) {
+        size_t nl = strlen(de->d_name);
+        if (nl < 6 || strcmp(de->d_name + nl - 6, ".jsonl") != 0) continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, "agents/main/sessions/%s", de->d_name);
+        buf text = BUF_INIT;
+        EXPECT_INT(fs_read_file(path_in(state, rel), 1 << 20, &text, err, sizeof err), CM_OK);
+        char *at = text.data ? strstr(text.data, "halibut") : NULL;
+        EXPECT(at != NULL);
+        if (at) { /* "halibut" -> "tuna": three bytes shorter */
+            memcpy(at, "tuna", 4);
+            memmove(at + 4, at + 7, strlen(at + 7) + 1);
+            write_file(state, rel, text.data);
+        }
+        buf_release(&text);
+    }
+    if (dir) closedir(dir);
+    js = search_json(e, "tuna");
+    EXPECT_CONTAINS(js, "about tuna");
     cm_free(js);
     cm_engine_free(e);
     free(state);
