@@ -35,6 +35,58 @@ static const char *const patterns[] = {
 };
 #define NPAT (sizeof patterns / sizeof patterns[0])
 
+/* What a text must contain for each pattern to match it (any of the
+ * '|'-separated words, ignoring ASCII case; "#:" is six digits and a colon):
+ * a text without it skips the pattern's scan, the indexer's main cost. */
+static const char *const needles[NPAT] = {
+    "key|token|secret|passw",
+    "apikey|token|secret|passw",
+    "--",
+    "authorization",
+    "bearer",
+    NULL,
+    "sk-",
+    "ghp_",
+    "github_pat_",
+    "xox",
+    "xapp-",
+    "gsk_",
+    "aiza",
+    "pplx-",
+    "npm_",
+    "#:",
+    "#:",
+};
+
+static bool digits_colon(const char *s)
+{
+    for (const char *c = strchr(s, ':'); c; c = strchr(c + 1, ':')) {
+        int k = 0;
+        for (const char *q = c; q > s && q[-1] >= '0' && q[-1] <= '9' && k < 6; q--)
+            k++;
+        if (k >= 6) return true;
+    }
+    return false;
+}
+
+/* s is the text in ASCII lower case. */
+static bool may_match(size_t i, const char *s)
+{
+    const char *w = needles[i];
+    if (!w) return true;
+    if (!strcmp(w, "#:")) return digits_colon(s);
+    while (*w) {
+        const char *bar = strchr(w, '|');
+        size_t n = bar ? (size_t)(bar - w) : strlen(w);
+        char word[32];
+        memcpy(word, w, n);
+        word[n] = 0;
+        if (strstr(s, word)) return true;
+        w += n + (bar != NULL);
+    }
+    return false;
+}
+
 static regex_t compiled[NPAT];
 static bool compiled_ok[NPAT];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -161,10 +213,14 @@ cm_rc session_redact(const char *text, size_t n, buf *out)
     buf a = BUF_INIT, b = BUF_INIT;
     cm_rc rc = buf_add(&a, text, n);
     if (!rc && !a.data) rc = buf_adds(&a, "");
+    buf low = BUF_INIT; /* the text as the needles see it */
+    if (!rc) rc = buf_add(&low, a.data, a.len);
+    for (size_t i = 0; !rc && i < low.len; i++)
+        if (low.data[i] >= 'A' && low.data[i] <= 'Z') low.data[i] |= 0x20;
     for (size_t i = 0; i < NPAT && !rc; i++) {
+        if (patterns[i] && (!compiled_ok[i] || !may_match(i, low.data ? low.data : ""))) continue;
         buf_reset(&b);
-        rc = patterns[i] ? (compiled_ok[i] ? apply(&compiled[i], a.data, &b) : buf_adds(&b, a.data))
-                         : redact_pem(a.data, &b);
+        rc = patterns[i] ? apply(&compiled[i], a.data, &b) : redact_pem(a.data, &b);
         if (!rc && !b.data) rc = buf_adds(&b, "");
         buf t = a;
         a = b;
@@ -173,6 +229,7 @@ cm_rc session_redact(const char *text, size_t n, buf *out)
     if (!rc) rc = buf_add(out, a.data, a.len);
     buf_release(&a);
     buf_release(&b);
+    buf_release(&low);
     return rc;
 }
 
