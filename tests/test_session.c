@@ -958,3 +958,55 @@ TEST(session_memory_watcher_follows_transcripts)
     free(sd);
     free(link);
 }
+
+/* A transcript hit decays by the time of its newest message, not by when the
+ * file was last written: two transcripts written just now, one of them a
+ * conversation from 60 days ago (two half-lives of 30 days). */
+TEST(session_memory_decay_uses_message_times)
+{
+    char *d = tmp_dir();
+    char *state = cm_strdup(path_in(d, "state")), *ws = cm_strdup(path_in(d, "ws"));
+    write_file(d, "ws/MEMORY.md", "# Facts\n");
+    int64_t now = 1800000000; /* unix s */
+    for (int k = 0; k < 2; k++) {
+        int64_t ms = (now - (k ? 60 : 0) * 86400) * 1000;
+        char line[512], rel[128];
+        snprintf(line, sizeof line,
+                 "{\"type\":\"session\",\"version\":3,\"id\":\"s%d\",\"timestamp\":\"x\",\"cwd\":"
+                 "\"/\"}\n"
+                 "{\"type\":\"message\",\"id\":\"m%d\",\"parentId\":null,\"timestamp\":\"x\","
+                 "\"message\":{\"role\":\"user\",\"content\":\"the walrus named "
+                 "%s\",\"timestamp\":%lld}}\n",
+                 k, k, k ? "Old" : "New", (long long)ms);
+        snprintf(rel, sizeof rel, "agents/main/sessions/s%d.jsonl", k);
+        write_file(state, rel, line);
+    }
+    write_file(d, "state/quantumclaw.json",
+               "{agents:{defaults:{memorySearch:{sources:['memory','sessions'],"
+               "experimental:{sessionMemory:true},query:{hybrid:{temporalDecay:{enabled:true,"
+               "halfLifeDays:30}}}}}}}");
+    cm_options o = {NULL, ws, path_in(state, "quantumclaw.json"), state, NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512], *js = NULL;
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    cm_search_opts so = {10, 0, now};
+    EXPECT_INT(cm_memory_search(e, "walrus", &so, &js, err, sizeof err), CM_OK);
+    json_t *root = json_loads(js ? js : "", 0, NULL), *res = json_object_get(root, "results");
+    EXPECT_INT(json_array_size(res), 2);
+    double s_new = 0, s_old = 0;
+    for (size_t i = 0; i < json_array_size(res); i++) {
+        json_t *h = json_array_get(res, i);
+        const char *snip = json_string_value(json_object_get(h, "snippet"));
+        double sc = json_number_value(json_object_get(h, "score"));
+        if (snip && strstr(snip, "New")) s_new = sc;
+        if (snip && strstr(snip, "Old")) s_old = sc;
+    }
+    EXPECT(s_new > 0 && s_old > 0);
+    EXPECT(s_old < s_new * 0.3 && s_old > s_new * 0.2); /* 0.25: two half-lives */
+    json_decref(root);
+    cm_free(js);
+    cm_engine_free(e);
+    free(state);
+    free(ws);
+}

@@ -432,6 +432,11 @@ static cm_rc load_session(sync_run *r, const mem_file *f, char hash[SHA256_HEX_L
     if (!rc) rc = chunk_loaded(r, f, hash, problem);
     for (size_t i = 0; !rc && i < r->chunks.n; i++) {
         chunk *c = &r->chunks.v[i];
+        /* its time, for temporal decay: the newest message in it (else the file's) */
+        int64_t newest = 0;
+        for (int l = c->start_line; l <= c->end_line && l >= 1 && (size_t)l <= d.n; l++)
+            newest = CM_MAX(newest, d.ts[l - 1]);
+        c->time_s = newest > 0 ? newest / 1000 : r->mtime_ns / 1000000000;
         if (c->start_line >= 1 && (size_t)c->start_line <= d.n)
             c->start_line = d.line_map[c->start_line - 1];
         if (c->end_line >= 1 && (size_t)c->end_line <= d.n)

@@ -92,6 +92,7 @@ static cm_rc flush(chunker *c)
     ch->start_line = c->cur[0].line;
     ch->end_line = c->cur[c->n - 1].line;
     ch->len = b.len;
+    ch->time_s = 0;
     ch->text = buf_detach(&b);
     sha256_hex(ch->text, ch->len, ch->hash);
     return CM_OK;

@@ -24,6 +24,7 @@ typedef struct chunk {
     char *text; /* NUL-terminated, owned */
     size_t len;
     char hash[SHA256_HEX_LEN + 1]; /* sha256 of text */
+    int64_t time_s; /* a transcript's chunk: its newest message's time (unix s); else 0 */
 } chunk;
 
 typedef struct chunk_list {

@@ -151,11 +151,11 @@ static const char *const stmt_sql[] = {
                     "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
                     "size = excluded.size, problem = excluded.problem",
     [DEL_FILE] = "DELETE FROM files WHERE path = ?1",
-    [SEARCH] = "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, "
-               "(SELECT mtime FROM files WHERE files.path = c.path) "
-               "FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
-               "rank MATCH 'cm_bm25()' ORDER BY rank LIMIT ?2) AS f "
-               "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
+    [SEARCH] =
+        "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, " STORE_HIT_TIME(
+            "c") " FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
+                 "rank MATCH 'cm_bm25()' ORDER BY rank LIMIT ?2) AS f "
+                 "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
 };
 
 cm_rc store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen)
@@ -534,7 +534,7 @@ cm_rc store_file_replace(store *s, const char *path, const char *source, const c
         sqlite3_bind_int(ic, 4, c->end_line);
         sqlite3_bind_text(ic, 5, c->hash, SHA256_HEX_LEN, SQLITE_STATIC);
         sqlite3_bind_text(ic, 6, c->text, (int)c->len, SQLITE_STATIC);
-        sqlite3_bind_int64(ic, 7, now);
+        sqlite3_bind_int64(ic, 7, c->time_s ? c->time_s : now);
         CHECK(step_done(s, ic, "insert chunk", err, errlen));
         int64_t id = sqlite3_last_insert_rowid(s->db);
         CHECK(store_keyword_text(s, &s->scratch, c->text, c->len));

@@ -31,6 +31,13 @@ typedef struct store {
     buf scratch;             /* keyword text of one chunk */
 } store;
 
+/* SQL for a hit's time (ns) from its chunks row c: a transcript's chunk
+ * carries its newest message's time in updated_at (seconds), any other
+ * chunk goes by its file's mtime. */
+#define STORE_HIT_TIME(c)                                                                          \
+    "(CASE WHEN " c ".source = 'sessions' THEN " c ".updated_at * 1000000000 ELSE (SELECT mtime "  \
+    "FROM files WHERE files.path = " c ".path) END)"
+
 typedef struct stored_file {
     char *path, *hash;
     int64_t mtime_ns, size;

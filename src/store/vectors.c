@@ -223,11 +223,11 @@ cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errl
 {
     sqlite3_stmt *q = NULL;
     memset(out, 0, sizeof *out);
-    int r = sqlite3_prepare_v2(s->db,
-                               "SELECT id, path, source, start_line, end_line, text, 0, (SELECT "
-                               "mtime FROM files WHERE files.path = chunks.path) FROM chunks "
-                               "WHERE id = ?1",
-                               -1, &q, NULL);
+    int r = sqlite3_prepare_v2(
+        s->db,
+        "SELECT id, path, source, start_line, end_line, text, 0, " STORE_HIT_TIME(
+            "chunks") " FROM chunks WHERE id = ?1",
+        -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_int64(q, 1, id);
         r = sqlite3_step(q);
