@@ -55,6 +55,9 @@ struct cm_engine {
     vec_index vx;
     bool vx_loaded;
     int64_t vx_version;
+    int64_t vx_seq; /* the vector log position vx reflects (-1: no log) */
+    bool vx_stale;  /* this engine's own sync changed vectors since */
+    unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
 };
 
 /* Chunks embedded per request round during a sync. */
@@ -540,6 +543,7 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
         if (e->cfg.cache_enabled) CHECK(store_cache_import(&tmp, e->cfg.store_path, err, errlen));
         CHECK(fill_vectors(e, &tmp, r->stats, err, errlen));
     }
+    CHECK(store_vector_log_ensure(&tmp, err, errlen)); /* empty: readers load the new file whole */
     store_close(&tmp);
     tmp_open = false;
     close_store(e);
@@ -708,15 +712,14 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     if (full) {
         CHECK(rebuild(&r, &files, meta.data, err, errlen));
     } else {
+        CHECK(store_vector_log_ensure(&e->st, err, errlen));
         CHECK(incremental(&r, &files, err, errlen));
         CHECK(fill_vectors(e, &e->st, stats, err, errlen));
     }
-    if (e->st_open && (stats->files_indexed || stats->files_removed || stats->chunks_embedded))
-        store_checkpoint(&e->st);
-    if (e->vx_loaded && (stats->files_indexed || stats->files_removed || stats->chunks_embedded)) {
-        vec_index_release(&e->vx); /* reloaded by the next search */
-        e->vx_loaded = false;
-    }
+    bool changed = stats->files_indexed || stats->files_removed || stats->chunks_embedded;
+    if (!full && changed) CHECK(store_vector_log_trim(&e->st, err, errlen));
+    if (e->st_open && changed) store_checkpoint(&e->st);
+    if (changed) e->vx_stale = true; /* the next search applies the vector log */
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     lock_release(lock);
@@ -753,23 +756,39 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
     return rc;
 }
 
-/* Loads the vectors of the open index when they are not loaded or another
- * connection committed since (PRAGMA data_version). */
+/* Loads the vectors of the open index when they are not loaded; when
+ * another connection committed since (PRAGMA data_version) or this engine's
+ * own sync changed vectors, applies the vector log's k changes to the loaded
+ * index instead of reloading it (a reload only when the log cannot say). */
 static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
 {
     int64_t version = store_data_version(&e->st);
-    if (e->vx_loaded && version == e->vx_version) return CM_OK;
-    if (e->vx_loaded) vec_index_release(&e->vx);
-    e->vx_loaded = false;
+    if (e->vx_loaded && version == e->vx_version && !e->vx_stale) return CM_OK;
     char *dims = NULL;
     cm_rc rc = store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, err, errlen);
     int d = dims ? (int)strtol(dims, NULL, 10) : 0;
     free(dims);
+    if (!rc && d > 0 && e->vx_loaded && (int)e->vx.dims == d) {
+        bool reload = false;
+        rc = store_vectors_update(&e->st, d, &e->vx, &e->vx_seq, &reload, err, errlen);
+        if (!rc && !reload) {
+            e->vx_version = version;
+            e->vx_stale = false;
+            e->vx_updates++;
+            return CM_OK;
+        }
+        if (rc == CM_ENOMEM) return rc; /* else a reload serves */
+        rc = CM_OK;
+    }
+    if (e->vx_loaded) vec_index_release(&e->vx);
+    e->vx_loaded = false;
     if (rc || d <= 0) return rc; /* nothing embedded yet */
     if (!e->prov.dims) e->prov.dims = d;
-    if ((rc = store_vectors_load(&e->st, d, &e->vx, err, errlen))) return rc;
+    if ((rc = store_vectors_load(&e->st, d, &e->vx, &e->vx_seq, err, errlen))) return rc;
+    e->vx_loads++;
     e->vx_loaded = true;
     e->vx_version = version;
+    e->vx_stale = false;
     return CM_OK;
 }
 
@@ -793,7 +812,7 @@ static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, 
     }
     if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims)) goto out; /* zero: keywords only */
     if (!(hits = malloc((size_t)k * sizeof *hits))) goto out;
-    size_t nh = vec_search(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
+    size_t nh = vec_search_auto(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
     for (size_t i = 0; i < nh; i++) {
         fts_hit h;
         if (store_chunk_get(&e->st, hits[i].id, &h, msg, sizeof msg) != CM_OK) continue;
@@ -1113,11 +1132,13 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
             rc = buf_printf(&b,
                             ",\"vector\":{\"enabled\":%s,\"dims\":%s,\"vectors\":%lld,"
                             "\"path\":\"in-process %s scan\",\"sqliteVec\":\"not loaded: the "
-                            "in-process index serves\"},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
+                            "in-process index serves\",\"inMemory\":{\"rows\":%zu,\"fullLoads\":%u,"
+                            "\"logUpdates\":%u}},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
                             "\"maxEntries\":%d}",
                             e->have_prov ? "true" : "false", dims ? dims : "0", (long long)nvec,
-                            vec_kernels_best()->name, c->cache_enabled ? "true" : "false",
-                            (long long)ncache, c->cache_max_entries);
+                            vec_kernels_best()->name, e->vx_loaded ? e->vx.n : 0, e->vx_loads,
+                            e->vx_updates, c->cache_enabled ? "true" : "false", (long long)ncache,
+                            c->cache_max_entries);
         }
         free(dims);
         CHECK(rc);

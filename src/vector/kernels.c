@@ -1,8 +1,10 @@
 /*
- * kernels.c — dot-product kernels: a scalar reference, and AVX2+FMA,
- * AVX-512 and AVX-512 VNNI (int8) variants compiled for their targets with function attributes (the
- * rest of the program needs no special flags). Chosen once from cpuid by
- * vec_kernels_best(). SIMD variants need n to be a multiple of 16.
+ * kernels.c — dot-product and Hamming kernels: a scalar reference, and
+ * AVX2+FMA (with the POPCNT instruction), AVX-512, AVX-512 VNNI (int8) and
+ * AVX-512 VPOPCNTDQ (sign-bit codes) variants compiled for their targets with
+ * function attributes (the rest of the program needs no special flags).
+ * Chosen once from cpuid by vec_kernels_best(). SIMD dot variants need n to
+ * be a multiple of 16; Hamming variants take any number of words.
  */
 #include <immintrin.h>
 
@@ -19,15 +21,69 @@ static float dot_scalar(const float *a, const float *b, size_t n)
         s2 += a[i + 2] * b[i + 2];
         s3 += a[i + 3] * b[i + 3];
     }
-    for (; i < n; i++) s0 += a[i] * b[i];
+    for (; i < n; i++)
+        s0 += a[i] * b[i];
     return (s0 + s1) + (s2 + s3);
 }
 
 static int32_t dot_i8_scalar(const int8_t *a, const int8_t *b, size_t n)
 {
     int32_t s = 0;
-    for (size_t i = 0; i < n; i++) s += (int32_t)a[i] * b[i];
+    for (size_t i = 0; i < n; i++)
+        s += (int32_t)a[i] * b[i];
     return s;
+}
+
+static void hamming_scalar(const uint64_t *q, const uint64_t *codes, size_t words, size_t n,
+                           uint16_t *out)
+{
+    for (size_t i = 0; i < n; i++, codes += words) {
+        unsigned d = 0;
+        for (size_t w = 0; w < words; w++) {
+            uint64_t x = q[w] ^ codes[w]; /* portable popcount (SWAR), the reference */
+            x = x - ((x >> 1) & 0x5555555555555555ull);
+            x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+            x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+            d += (unsigned)((x * 0x0101010101010101ull) >> 56);
+        }
+        out[i] = (uint16_t)d;
+    }
+}
+
+__attribute__((target("popcnt"))) static void
+hamming_popcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n, uint16_t *out)
+{
+    for (size_t i = 0; i < n; i++, codes += words) {
+        uint64_t d0 = 0, d1 = 0;
+        size_t w = 0;
+        for (; w + 2 <= words; w += 2) {
+            d0 += (uint64_t)_mm_popcnt_u64(q[w] ^ codes[w]);
+            d1 += (uint64_t)_mm_popcnt_u64(q[w + 1] ^ codes[w + 1]);
+        }
+        if (w < words) d0 += (uint64_t)_mm_popcnt_u64(q[w] ^ codes[w]);
+        out[i] = (uint16_t)(d0 + d1);
+    }
+}
+
+/* Eight words per instruction; the tail of a row by a masked load. */
+__attribute__((target("avx512f,avx512vpopcntdq"))) static void
+hamming_vpopcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n, uint16_t *out)
+{
+    size_t full = words / 8;
+    __mmask8 tail = (__mmask8)((1u << (words % 8)) - 1);
+    for (size_t i = 0; i < n; i++, codes += words) {
+        __m512i acc = _mm512_setzero_si512();
+        size_t w = 0;
+        for (size_t j = 0; j < full; j++, w += 8)
+            acc = _mm512_add_epi64(
+                acc, _mm512_popcnt_epi64(_mm512_xor_si512(_mm512_loadu_si512(q + w),
+                                                          _mm512_loadu_si512(codes + w))));
+        if (tail)
+            acc = _mm512_add_epi64(acc, _mm512_popcnt_epi64(_mm512_xor_si512(
+                                            _mm512_maskz_loadu_epi64(tail, q + w),
+                                            _mm512_maskz_loadu_epi64(tail, codes + w))));
+        out[i] = (uint16_t)_mm512_reduce_add_epi64(acc);
+    }
 }
 
 __attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b, size_t n)
@@ -45,7 +101,7 @@ __attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const 
 }
 
 __attribute__((target("avx2"))) static int32_t dot_i8_avx2(const int8_t *a, const int8_t *b,
-                                                            size_t n)
+                                                           size_t n)
 {
     __m256i s = _mm256_setzero_si256();
     for (size_t i = 0; i < n; i += 16) {
@@ -82,7 +138,8 @@ __attribute__((target("avx512f,avx512bw"))) static int32_t dot_i8_avx512(const i
         s = _mm512_add_epi32(s, _mm512_madd_epi16(x, y));
     }
     int32_t r = _mm512_reduce_add_epi32(s);
-    for (; i < n; i++) r += (int32_t)a[i] * b[i];
+    for (; i < n; i++)
+        r += (int32_t)a[i] * b[i];
     return r;
 }
 
@@ -102,19 +159,23 @@ dot_i8_vnni(const int8_t *a, const int8_t *b, size_t n)
         sb = _mm512_dpbusd_epi32(sb, ones, y);
     }
     int32_t r = _mm512_reduce_add_epi32(s) - 128 * _mm512_reduce_add_epi32(sb);
-    for (; i < n; i++) r += (int32_t)a[i] * b[i];
+    for (; i < n; i++)
+        r += (int32_t)a[i] * b[i];
     return r;
 }
 
-static const vec_kernels k_scalar = {"scalar", dot_scalar, dot_i8_scalar};
-static const vec_kernels k_avx2 = {"avx2", dot_avx2, dot_i8_avx2};
-static const vec_kernels k_avx512 = {"avx512", dot_avx512, dot_i8_avx512};
-static const vec_kernels k_vnni = {"avx512vnni", dot_avx512, dot_i8_vnni};
+static const vec_kernels k_scalar = {"scalar", dot_scalar, dot_i8_scalar, hamming_scalar};
+static const vec_kernels k_avx2 = {"avx2", dot_avx2, dot_i8_avx2, hamming_popcnt};
+static const vec_kernels k_avx512 = {"avx512", dot_avx512, dot_i8_avx512, hamming_popcnt};
+static const vec_kernels k_vnni = {"avx512vnni", dot_avx512, dot_i8_vnni, hamming_popcnt};
+static const vec_kernels k_vpopcnt = {"avx512vnni+vpopcntdq", dot_avx512, dot_i8_vnni,
+                                      hamming_vpopcnt};
 
 static bool has_avx2(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("popcnt");
 }
 
 static bool has_avx512(void)
@@ -128,11 +189,20 @@ static bool has_vnni(void)
     return has_avx512() && __builtin_cpu_supports("avx512vnni");
 }
 
+static bool has_vpopcnt(void)
+{
+    return has_vnni() && __builtin_cpu_supports("avx512vpopcntdq");
+}
+
 const vec_kernels *vec_kernels_best(void)
 {
     static const vec_kernels *best;
     if (!best)
-        best = has_vnni() ? &k_vnni : has_avx512() ? &k_avx512 : has_avx2() ? &k_avx2 : &k_scalar;
+        best = has_vpopcnt()  ? &k_vpopcnt
+               : has_vnni()   ? &k_vnni
+               : has_avx512() ? &k_avx512
+               : has_avx2()   ? &k_avx2
+                              : &k_scalar;
     return best;
 }
 
@@ -143,5 +213,6 @@ size_t vec_kernels_all(const vec_kernels **out, size_t max)
     if (n < max && has_avx2()) out[n++] = &k_avx2;
     if (n < max && has_avx512()) out[n++] = &k_avx512;
     if (n < max && has_vnni()) out[n++] = &k_vnni;
+    if (n < max && has_vpopcnt()) out[n++] = &k_vpopcnt;
     return n;
 }

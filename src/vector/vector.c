@@ -1,6 +1,7 @@
 /*
  * vector.c — the vector index of vector.h: row storage, normalisation,
- * symmetric int8 quantisation, the exact and the quantised top-k scans.
+ * symmetric int8 quantisation, sign-bit codes, replacing and removing rows
+ * by id, the exact, the int8 and the binary top-k scans.
  */
 #include <math.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@ cm_rc vec_index_init(vec_index *x, size_t dims)
     if (dims == 0 || dims > 65536) return CM_EINVAL;
     x->dims = dims;
     x->stride = round16(dims);
+    x->words = (dims + 63) / 64;
     return CM_OK;
 }
 
@@ -32,16 +34,21 @@ void vec_index_release(vec_index *x)
     free(x->qs);
     free(x->ids);
     free(x->src);
+    free(x->b);
+    free(x->map_id);
+    free(x->map_row);
     memset(x, 0, sizeof *x);
 }
 
 bool vec_normalise(float *v, size_t dims)
 {
     double ss = 0;
-    for (size_t i = 0; i < dims; i++) ss += (double)v[i] * v[i];
+    for (size_t i = 0; i < dims; i++)
+        ss += (double)v[i] * v[i];
     if (!(ss > 0) || !isfinite(ss)) return false;
     float inv = (float)(1.0 / sqrt(ss));
-    for (size_t i = 0; i < dims; i++) v[i] *= inv;
+    for (size_t i = 0; i < dims; i++)
+        v[i] *= inv;
     return true;
 }
 
@@ -56,7 +63,9 @@ static cm_rc grow(vec_index *x)
     if (ids) x->ids = ids;
     uint8_t *src = realloc(x->src, cap);
     if (src) x->src = src;
-    if (!m || !q || !qs || !ids || !src) {
+    uint64_t *b = realloc(x->b, cap * x->words * sizeof *b);
+    if (b) x->b = b;
+    if (!m || !q || !qs || !ids || !src || !b) {
         free(m);
         free(q);
         return CM_ENOMEM;
@@ -77,10 +86,105 @@ static cm_rc grow(vec_index *x)
 static float quantise(const float *v, size_t n, int8_t *q)
 {
     float mx = 0;
-    for (size_t i = 0; i < n; i++) mx = fmaxf(mx, fabsf(v[i]));
+    for (size_t i = 0; i < n; i++)
+        mx = fmaxf(mx, fabsf(v[i]));
     float s = mx > 0 ? mx / 127.0f : 1.0f;
-    for (size_t i = 0; i < n; i++) q[i] = (int8_t)lrintf(v[i] / s);
+    for (size_t i = 0; i < n; i++)
+        q[i] = (int8_t)lrintf(v[i] / s);
     return s;
+}
+
+/* Sign bits: bit d of the code is set when component d is positive; the
+ * padding stays 0 in every code, so it never counts. */
+static void sign_code(const float *v, size_t dims, size_t words, uint64_t *code)
+{
+    memset(code, 0, words * sizeof *code);
+    for (size_t d = 0; d < dims; d++)
+        if (v[d] > 0) code[d >> 6] |= 1ull << (d & 63);
+}
+
+/* Writes row i from v (normalised here); false for a zero vector. */
+static bool set_row(vec_index *x, size_t i, const float *v, int64_t id, uint8_t source)
+{
+    float *row = x->m + i * x->stride;
+    memcpy(row, v, x->dims * sizeof *row);
+    memset(row + x->dims, 0, (x->stride - x->dims) * sizeof *row);
+    if (!vec_normalise(row, x->dims)) return false;
+    x->qs[i] = quantise(row, x->stride, x->q + i * x->stride);
+    sign_code(row, x->dims, x->words, x->b + i * x->words);
+    x->ids[i] = id;
+    x->src[i] = source;
+    return true;
+}
+
+/* ---- id → row map: linear probing, backward-shift deletion ------------- */
+
+static size_t map_slot(const vec_index *x, int64_t id)
+{
+    uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 17) & (x->map_cap - 1);
+}
+
+static void map_set(vec_index *x, int64_t id, size_t row)
+{
+    size_t i = map_slot(x, id);
+    while (x->map_row[i] && x->map_id[i] != id)
+        i = (i + 1) & (x->map_cap - 1);
+    x->map_id[i] = id;
+    x->map_row[i] = (uint32_t)row + 1;
+}
+
+/* The row of id, or (size_t)-1; *slot receives its slot. */
+static size_t map_get(const vec_index *x, int64_t id, size_t *slot)
+{
+    size_t i = map_slot(x, id);
+    while (x->map_row[i]) {
+        if (x->map_id[i] == id) {
+            if (slot) *slot = i;
+            return x->map_row[i] - 1;
+        }
+        i = (i + 1) & (x->map_cap - 1);
+    }
+    return (size_t)-1;
+}
+
+static void map_delete(vec_index *x, size_t i)
+{
+    size_t mask = x->map_cap - 1;
+    x->map_row[i] = 0;
+    for (size_t j = (i + 1) & mask; x->map_row[j]; j = (j + 1) & mask) {
+        size_t home = map_slot(x, x->map_id[j]);
+        /* the entry at j may move to the hole at i when i lies on its probe path */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            x->map_id[i] = x->map_id[j];
+            x->map_row[i] = x->map_row[j];
+            x->map_row[j] = 0;
+            i = j;
+        }
+    }
+}
+
+/* (Re)builds the map for at least need rows, at most half full. */
+static cm_rc map_build(vec_index *x, size_t need)
+{
+    size_t cap = 1024;
+    while (cap < 2 * need)
+        cap *= 2;
+    int64_t *id = malloc(cap * sizeof *id);
+    uint32_t *row = calloc(cap, sizeof *row);
+    if (!id || !row || need > UINT32_MAX - 1) {
+        free(id);
+        free(row);
+        return CM_ENOMEM;
+    }
+    free(x->map_id);
+    free(x->map_row);
+    x->map_id = id;
+    x->map_row = row;
+    x->map_cap = cap;
+    for (size_t i = 0; i < x->n; i++)
+        map_set(x, x->ids[i], i);
+    return CM_OK;
 }
 
 cm_rc vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source)
@@ -89,14 +193,58 @@ cm_rc vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source)
         cm_rc rc = grow(x);
         if (rc) return rc;
     }
-    float *row = x->m + x->n * x->stride;
-    memcpy(row, v, x->dims * sizeof *row);
-    memset(row + x->dims, 0, (x->stride - x->dims) * sizeof *row);
-    if (!vec_normalise(row, x->dims)) return CM_EINVAL;
-    x->qs[x->n] = quantise(row, x->stride, x->q + x->n * x->stride);
-    x->ids[x->n] = id;
-    x->src[x->n] = source;
+    if (!set_row(x, x->n, v, id, source)) return CM_EINVAL;
+    if (x->map_row && 2 * (x->n + 1) > x->map_cap) {
+        x->n++; /* the map is rebuilt with the new row in it */
+        cm_rc rc = map_build(x, x->n);
+        if (rc) x->n--;
+        return rc;
+    }
+    if (x->map_row) map_set(x, id, x->n);
     x->n++;
+    return CM_OK;
+}
+
+cm_rc vec_index_put(vec_index *x, int64_t id, const float *v, uint8_t source)
+{
+    if (!x->map_row) {
+        cm_rc rc = map_build(x, x->n + 1);
+        if (rc) return rc;
+    }
+    size_t row = map_get(x, id, NULL);
+    if (row == (size_t)-1) return vec_index_add(x, id, v, source);
+    /* a zero vector leaves the old row as it was */
+    float *keep = malloc(x->stride * sizeof *keep);
+    if (!keep) return CM_ENOMEM;
+    memcpy(keep, x->m + row * x->stride, x->stride * sizeof *keep);
+    bool ok = set_row(x, row, v, id, source);
+    if (!ok) set_row(x, row, keep, id, x->src[row]);
+    free(keep);
+    return ok ? CM_OK : CM_EINVAL;
+}
+
+cm_rc vec_index_remove(vec_index *x, int64_t id, bool *removed)
+{
+    *removed = false;
+    if (!x->map_row) {
+        cm_rc rc = map_build(x, x->n);
+        if (rc) return rc;
+    }
+    size_t slot, row = map_get(x, id, &slot);
+    if (row == (size_t)-1) return CM_OK;
+    map_delete(x, slot);
+    size_t last = x->n - 1;
+    if (row != last) { /* the last row fills the hole */
+        memcpy(x->m + row * x->stride, x->m + last * x->stride, x->stride * sizeof *x->m);
+        memcpy(x->q + row * x->stride, x->q + last * x->stride, x->stride);
+        memcpy(x->b + row * x->words, x->b + last * x->words, x->words * sizeof *x->b);
+        x->qs[row] = x->qs[last];
+        x->ids[row] = x->ids[last];
+        x->src[row] = x->src[last];
+        map_set(x, x->ids[row], row);
+    }
+    x->n--;
+    *removed = true;
     return CM_OK;
 }
 
@@ -198,8 +346,14 @@ static size_t scan_all(const vec_index *x, const vec_kernels *k, const float *q,
     vec_hit *second = parts == 2 ? malloc(want * sizeof *second) : NULL;
     if (parts == 2 && !second) parts = 1;
     for (int t = 0; t < parts; t++) {
-        s[t] = (scan){x, k, q, qi, mask, x->n * (size_t)t / (size_t)parts,
-                      x->n * (size_t)(t + 1) / (size_t)parts, {t ? second : out, 0, want}};
+        s[t] = (scan){x,
+                      k,
+                      q,
+                      qi,
+                      mask,
+                      x->n * (size_t)t / (size_t)parts,
+                      x->n * (size_t)(t + 1) / (size_t)parts,
+                      {t ? second : out, 0, want}};
     }
     pthread_t tid;
     bool threaded = parts == 2 && pthread_create(&tid, NULL, scan_rows, &s[1]) == 0;
@@ -207,7 +361,8 @@ static size_t scan_all(const vec_index *x, const vec_kernels *k, const float *q,
     if (parts == 2 && !threaded) scan_rows(&s[1]);
     if (threaded) pthread_join(tid, NULL);
     for (int t = 1; t < parts; t++)
-        for (size_t i = 0; i < s[t].h.n; i++) heap_push(&s[0].h, s[t].h.v[i].id, s[t].h.v[i].score);
+        for (size_t i = 0; i < s[t].h.n; i++)
+            heap_push(&s[0].h, s[t].h.v[i].id, s[t].h.v[i].score);
     free(second);
     return heap_finish(&s[0].h);
 }
@@ -246,4 +401,135 @@ out:
     free(qi);
     free(c);
     return got;
+}
+
+/* ---- binary codes: popcount scan, int8 then float rescoring ------------ */
+
+typedef struct ham_part {
+    const vec_index *x;
+    const vec_kernels *k;
+    const uint64_t *qc;
+    uint32_t mask;
+    size_t from, to;
+    uint16_t *dist;
+} ham_part;
+
+static void *ham_rows(void *arg)
+{
+    ham_part *p = arg;
+    const vec_index *x = p->x;
+    p->k->hamming(p->qc, x->b + p->from * x->words, x->words, p->to - p->from, p->dist + p->from);
+    if (p->mask != ~0u)
+        for (size_t i = p->from; i < p->to; i++)
+            if (!(p->mask & (1u << x->src[i]))) p->dist[i] = UINT16_MAX;
+    return NULL;
+}
+
+/* Distances of every row's code to the query's, on two threads when the
+ * codes are large enough for it to pay. Filtered-out rows get UINT16_MAX. */
+static void ham_all(const vec_index *x, const vec_kernels *k, const uint64_t *qc, uint32_t mask,
+                    uint16_t *dist)
+{
+    int parts = x->n * x->words * 8 >= VEC_PARALLEL_BYTES ? 2 : 1;
+    ham_part p[2];
+    for (int t = 0; t < parts; t++)
+        p[t] = (ham_part){x,
+                          k,
+                          qc,
+                          mask,
+                          x->n * (size_t)t / (size_t)parts,
+                          x->n * (size_t)(t + 1) / (size_t)parts,
+                          dist};
+    pthread_t tid;
+    bool threaded = parts == 2 && pthread_create(&tid, NULL, ham_rows, &p[1]) == 0;
+    ham_rows(&p[0]);
+    if (parts == 2 && !threaded) ham_rows(&p[1]);
+    if (threaded) pthread_join(tid, NULL);
+}
+
+/* The adaptive pool: the rows as close as the k-th closest code plus a
+ * margin of a few standard deviations of a code distance (for bits that
+ * disagree with probability p, sd = sqrt(dims·p(1-p)) ≤ sqrt(dims)/2), at
+ * least VEC_POOL_MIN and k × 40, at most an eighth of the rows. Clustered
+ * data puts the neighbours well inside the margin and keeps the pool small;
+ * unstructured data (random vectors) widens it. */
+#define VEC_POOL_MIN 256
+static size_t adaptive_pool(const vec_index *x, const size_t *hist, size_t k)
+{
+    size_t seen = 0, dk = 0;
+    while (dk <= x->dims && (seen += hist[dk]) < k)
+        dk++;
+    size_t margin = (size_t)(1.5 * sqrt((double)x->dims)); /* about 3 sd */
+    size_t lim = CM_MIN(dk + margin, x->dims), pool = 0;
+    for (size_t d = 0; d <= lim; d++)
+        pool += hist[d];
+    pool = CM_MAX(pool, CM_MAX((size_t)VEC_POOL_MIN, k * 40));
+    return CM_MIN(pool, CM_MAX(x->n / 8, k));
+}
+
+size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                         size_t pool, uint32_t source_mask, vec_hit *out)
+{
+    if (!k || !x->n) return 0;
+    size_t got = 0, nc = 0;
+    float *q = pad_query(x, query);
+    int8_t *qi = aligned_alloc(ALIGN, x->stride);
+    uint64_t *qc = malloc(x->words * sizeof *qc);
+    uint16_t *dist = malloc(x->n * sizeof *dist);
+    size_t *hist = calloc(x->dims + 2, sizeof *hist);
+    vec_hit *c = NULL;
+    uint32_t *cand = NULL;
+    if (!q || !qi || !qc || !dist || !hist) goto out;
+    sign_code(q, x->dims, x->words, qc);
+    ham_all(x, kern, qc, source_mask, dist);
+    for (size_t i = 0; i < x->n; i++)
+        hist[dist[i] == UINT16_MAX ? x->dims + 1 : dist[i]]++;
+    if (!pool) pool = adaptive_pool(x, hist, k);
+    pool = CM_MIN(CM_MAX(pool, k), x->n);
+    /* the distance threshold that admits pool rows (ties at it partly) */
+    size_t t = 0, below = 0;
+    while (t <= x->dims && below + hist[t] < pool)
+        below += hist[t++];
+    size_t at = pool - below; /* rows at distance t still admitted */
+    if (!(cand = malloc(pool * sizeof *cand))) goto out;
+    for (size_t i = 0; i < x->n && nc < pool; i++) {
+        if (dist[i] < t)
+            cand[nc++] = (uint32_t)i;
+        else if (dist[i] == t && at) {
+            cand[nc++] = (uint32_t)i;
+            at--;
+        }
+    }
+    /* int8 rescoring keeps the best k × 8 (at least 64) for the exact pass */
+    size_t keep = CM_MIN(CM_MAX(k * 8, (size_t)64), nc);
+    if (!(c = malloc(keep * sizeof *c))) goto out;
+    (void)quantise(q, x->stride, qi);
+    heap h = {c, 0, keep};
+    for (size_t j = 0; j < nc; j++) {
+        size_t i = cand[j];
+        float s = (float)kern->dot_i8(qi, x->q + i * x->stride, x->stride) * x->qs[i];
+        if (h.n < h.k || s > h.v[0].score) heap_push(&h, (int64_t)i, s);
+    }
+    heap best = {out, 0, k};
+    for (size_t j = 0; j < h.n; j++) {
+        size_t i = (size_t)c[j].id;
+        heap_push(&best, x->ids[i], kern->dot(q, x->m + i * x->stride, x->stride));
+    }
+    got = heap_finish(&best);
+out:
+    free(q);
+    free(qi);
+    free(qc);
+    free(dist);
+    free(hist);
+    free(cand);
+    free(c);
+    return got;
+}
+
+size_t vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                       uint32_t source_mask, vec_hit *out)
+{
+    if (x->n < VEC_BINARY_MIN_ROWS) return vec_search(x, kern, query, k, source_mask, out);
+    return vec_search_binary(x, kern, query, k, 0, source_mask, out);
 }

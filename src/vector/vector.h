@@ -1,7 +1,10 @@
 /*
  * vector.h — the in-memory vector index: a contiguous, 64-byte-aligned matrix
  * of L2-normalised float32 rows (cosine similarity = dot product), an int8
- * copy for a quantised first pass, and exact top-k by a bounded heap.
+ * copy for a quantised first pass, sign-bit codes (one bit a dimension) for a
+ * popcount first pass, and exact top-k by a bounded heap. Rows can be
+ * replaced and removed by id (an id → row map built on first use), so a
+ * warm index follows an edit without reloading.
  * Kernels come in a scalar reference and AVX2 / AVX-512 variants chosen once
  * from the CPU. Depends only on base/. Not thread-safe while being built;
  * searches on a built index may run concurrently.
@@ -16,8 +19,15 @@ typedef struct vec_index {
     float *m;                    /* n × stride, normalised, zero-padded */
     int8_t *q;                   /* n × stride, symmetric int8 of m (row scale in qs) */
     float *qs;                   /* per-row dequantisation scale */
+    uint64_t *b;                 /* n × words sign bits of m (bit set: component > 0) */
+    size_t words;                /* 64-bit words a row's code takes: ceil(dims / 64) */
     int64_t *ids;
     uint8_t *src; /* per-row source number, for filtering before top-k */
+    /* id → row + 1 (0: empty), open addressing; NULL until the first
+     * vec_index_put / vec_index_remove builds it */
+    int64_t *map_id;
+    uint32_t *map_row;
+    size_t map_cap;
 } vec_index;
 
 typedef struct vec_hit {
@@ -31,6 +41,10 @@ typedef struct vec_kernels {
     const char *name; /* "avx512vnni", "avx512", "avx2" or "scalar" */
     float (*dot)(const float *a, const float *b, size_t n);
     int32_t (*dot_i8)(const int8_t *a, const int8_t *b, size_t n);
+    /* Hamming distances of the code q (words 64-bit words) to n codes laid
+     * out one after another: out[i] = popcount(q XOR codes[i]). */
+    void (*hamming)(const uint64_t *q, const uint64_t *codes, size_t words, size_t n,
+                    uint16_t *out);
 } vec_kernels;
 
 /* The best kernels this CPU runs (decided once). */
@@ -44,6 +58,14 @@ void vec_index_release(vec_index *x);
 /* Appends a row (normalised here; an all-zero or non-finite vector is
  * refused with CM_EINVAL). */
 cm_rc vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source);
+
+/* Adds the row or replaces the row of id (in place). Same refusals as
+ * vec_index_add. */
+cm_rc vec_index_put(vec_index *x, int64_t id, const float *v, uint8_t source);
+
+/* Removes the row of id (the last row moves into its place). Returns false
+ * when id has no row. CM_ENOMEM can only come from building the id map. */
+cm_rc vec_index_remove(vec_index *x, int64_t id, bool *removed);
 
 /* Normalises v in place (dims floats). Returns false for a zero or
  * non-finite vector. */
@@ -59,5 +81,20 @@ size_t vec_search(const vec_index *x, const vec_kernels *kern, const float *quer
  * which are rescored in float32. oversample ≥ 1. */
 size_t vec_search_int8(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                        size_t oversample, uint32_t source_mask, vec_hit *out);
+
+/* Binary search: a popcount scan over the sign-bit codes keeps a pool of
+ * candidates (pool, or 0 for the adaptive size), rescored with int8, then
+ * the best in float32. The recall it trades is measured by bench_vector. */
+size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                         size_t pool, uint32_t source_mask, vec_hit *out);
+
+/* Below this many rows vec_search_auto scans float32 exactly; from it on, it
+ * takes the binary path (a float32 scan of 20,000 × 768 is ~2 ms). */
+#define VEC_BINARY_MIN_ROWS 20000
+
+/* The search the engine uses: exact below VEC_BINARY_MIN_ROWS, binary codes
+ * with rescoring above. */
+size_t vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                       uint32_t source_mask, vec_hit *out);
 
 #endif
