@@ -425,12 +425,16 @@ static void *ham_rows(void *arg)
     return NULL;
 }
 
+/* The binary path's stages read less per row than a float scan: a second
+ * thread pays from this many bytes on. */
+#define VEC_PARALLEL_BINARY_BYTES (4u << 20)
+
 /* Distances of every row's code to the query's, on two threads when the
  * codes are large enough for it to pay. Filtered-out rows get UINT16_MAX. */
 static void ham_all(const vec_index *x, const vec_kernels *k, const uint64_t *qc, uint32_t mask,
                     uint16_t *dist)
 {
-    int parts = x->n * x->words * 8 >= VEC_PARALLEL_BYTES ? 2 : 1;
+    int parts = x->n * x->words * 8 >= VEC_PARALLEL_BINARY_BYTES ? 2 : 1;
     ham_part p[2];
     for (int t = 0; t < parts; t++)
         p[t] = (ham_part){x,
@@ -459,12 +463,34 @@ static size_t adaptive_pool(const vec_index *x, const size_t *hist, size_t k)
     size_t seen = 0, dk = 0;
     while (dk <= x->dims && (seen += hist[dk]) < k)
         dk++;
-    size_t margin = (size_t)(1.5 * sqrt((double)x->dims)); /* about 3 sd */
+    size_t margin = (size_t)(1.25 * sqrt((double)x->dims)); /* about 2.5 sd */
     size_t lim = CM_MIN(dk + margin, x->dims), pool = 0;
     for (size_t d = 0; d <= lim; d++)
         pool += hist[d];
     pool = CM_MAX(pool, CM_MAX((size_t)VEC_POOL_MIN, k * 40));
     return CM_MIN(pool, CM_MAX(x->n / 8, k));
+}
+
+/* One thread's share of the int8 rescoring: candidates [from, to). */
+typedef struct rescore {
+    const vec_index *x;
+    const vec_kernels *k;
+    const int8_t *qi;
+    const uint32_t *cand;
+    size_t from, to;
+    heap h; /* ids are row numbers */
+} rescore;
+
+static void *rescore_rows(void *arg)
+{
+    rescore *r = arg;
+    const vec_index *x = r->x;
+    for (size_t j = r->from; j < r->to; j++) {
+        size_t i = r->cand[j];
+        float s = (float)r->k->dot_i8(r->qi, x->q + i * x->stride, x->stride) * x->qs[i];
+        if (r->h.n < r->h.k || s > r->h.v[0].score) heap_push(&r->h, (int64_t)i, s);
+    }
+    return NULL;
 }
 
 size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
@@ -502,14 +528,26 @@ size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const floa
     }
     /* int8 rescoring keeps the best k × 8 (at least 64) for the exact pass */
     size_t keep = CM_MIN(CM_MAX(k * 8, (size_t)64), nc);
-    if (!(c = malloc(keep * sizeof *c))) goto out;
+    if (!(c = malloc(2 * keep * sizeof *c))) goto out;
     (void)quantise(q, x->stride, qi);
-    heap h = {c, 0, keep};
-    for (size_t j = 0; j < nc; j++) {
-        size_t i = cand[j];
-        float s = (float)kern->dot_i8(qi, x->q + i * x->stride, x->stride) * x->qs[i];
-        if (h.n < h.k || s > h.v[0].score) heap_push(&h, (int64_t)i, s);
-    }
+    int parts = nc * x->stride >= VEC_PARALLEL_BINARY_BYTES ? 2 : 1;
+    rescore r[2];
+    for (int p = 0; p < parts; p++)
+        r[p] = (rescore){x,
+                         kern,
+                         qi,
+                         cand,
+                         nc * (size_t)p / (size_t)parts,
+                         nc * (size_t)(p + 1) / (size_t)parts,
+                         {c + (size_t)p * keep, 0, keep}};
+    pthread_t tid;
+    bool threaded = parts == 2 && pthread_create(&tid, NULL, rescore_rows, &r[1]) == 0;
+    rescore_rows(&r[0]);
+    if (parts == 2 && !threaded) rescore_rows(&r[1]);
+    if (threaded) pthread_join(tid, NULL);
+    heap h = r[0].h;
+    for (size_t j = 0; parts == 2 && j < r[1].h.n; j++)
+        heap_push(&h, r[1].h.v[j].id, r[1].h.v[j].score);
     heap best = {out, 0, k};
     for (size_t j = 0; j < h.n; j++) {
         size_t i = (size_t)c[j].id;
