@@ -117,6 +117,15 @@ static bool set_row(vec_index *x, size_t i, const float *v, int64_t id, uint8_t 
     return true;
 }
 
+static size_t row_zeros(const vec_index *x, size_t i)
+{
+    const float *row = x->m + i * x->stride;
+    size_t z = 0;
+    for (size_t d = 0; d < x->dims; d++)
+        z += row[d] == 0;
+    return z;
+}
+
 /* ---- id → row map: linear probing, backward-shift deletion ------------- */
 
 static size_t map_slot(const vec_index *x, int64_t id)
@@ -194,6 +203,7 @@ cm_rc vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source)
         if (rc) return rc;
     }
     if (!set_row(x, x->n, v, id, source)) return CM_EINVAL;
+    x->zeros += row_zeros(x, x->n);
     if (x->map_row && 2 * (x->n + 1) > x->map_cap) {
         x->n++; /* the map is rebuilt with the new row in it */
         cm_rc rc = map_build(x, x->n);
@@ -217,8 +227,13 @@ cm_rc vec_index_put(vec_index *x, int64_t id, const float *v, uint8_t source)
     float *keep = malloc(x->stride * sizeof *keep);
     if (!keep) return CM_ENOMEM;
     memcpy(keep, x->m + row * x->stride, x->stride * sizeof *keep);
+    x->zeros -= row_zeros(x, row);
     bool ok = set_row(x, row, v, id, source);
-    if (!ok) set_row(x, row, keep, id, x->src[row]);
+    x->zeros += ok ? row_zeros(x, row) : 0;
+    if (!ok) {
+        set_row(x, row, keep, id, x->src[row]);
+        x->zeros += row_zeros(x, row);
+    }
     free(keep);
     return ok ? CM_OK : CM_EINVAL;
 }
@@ -233,6 +248,7 @@ cm_rc vec_index_remove(vec_index *x, int64_t id, bool *removed)
     size_t slot, row = map_get(x, id, &slot);
     if (row == (size_t)-1) return CM_OK;
     map_delete(x, slot);
+    x->zeros -= row_zeros(x, row);
     size_t last = x->n - 1;
     if (row != last) { /* the last row fills the hole */
         memcpy(x->m + row * x->stride, x->m + last * x->stride, x->stride * sizeof *x->m);
@@ -565,9 +581,15 @@ out:
     return got;
 }
 
+bool vec_index_sparse(const vec_index *x)
+{
+    return x->zeros * 10 > x->n * x->dims;
+}
+
 size_t vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                        uint32_t source_mask, vec_hit *out)
 {
     if (x->n < VEC_BINARY_MIN_ROWS) return vec_search(x, kern, query, k, source_mask, out);
+    if (vec_index_sparse(x)) return vec_search_int8(x, kern, query, k, 10, source_mask, out);
     return vec_search_binary(x, kern, query, k, 0, source_mask, out);
 }

@@ -21,6 +21,7 @@ typedef struct vec_index {
     float *qs;                   /* per-row dequantisation scale */
     uint64_t *b;                 /* n × words sign bits of m (bit set: component > 0) */
     size_t words;                /* 64-bit words a row's code takes: ceil(dims / 64) */
+    size_t zeros;                /* components exactly 0 over all rows (sparse data) */
     int64_t *ids;
     uint8_t *src; /* per-row source number, for filtering before top-k */
     /* id → row + 1 (0: empty), open addressing; NULL until the first
@@ -92,8 +93,13 @@ size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const floa
  * takes the binary path (a float32 scan of 20,000 × 768 is ~2 ms). */
 #define VEC_BINARY_MIN_ROWS 20000
 
-/* The search the engine uses: exact below VEC_BINARY_MIN_ROWS, binary codes
- * with rescoring above. */
+/* True when over 10% of the components are exactly 0 (sparse vectors, such
+ * as hashed bags of words): a zero has no sign, so sign-bit codes say little. */
+bool vec_index_sparse(const vec_index *x);
+
+/* The search the engine uses: exact below VEC_BINARY_MIN_ROWS; above, binary
+ * codes with rescoring, or for sparse vectors the int8 scan with float
+ * rescoring of the best k × 10. */
 size_t vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                        uint32_t source_mask, vec_hit *out);
 
