@@ -226,9 +226,9 @@ TEST(vector_put_remove_match_a_fresh_index)
             EXPECT_INT(vec_index_remove(&x, (int64_t)id, &removed), CM_OK);
             EXPECT_INT(removed, live[id]);
             live[id] = false;
-        } else { /* add or replace */
-            for (size_t d = 0; d < dims; d++)
-                rows[id * dims + d] = frand();
+        } else {                              /* add or replace */
+            for (size_t d = 0; d < dims; d++) /* a third of the rows half zeros */
+                rows[id * dims + d] = step % 3 == 0 && d % 2 ? 0.0f : frand();
             src[id] = (uint8_t)(step % 2);
             EXPECT_INT(vec_index_put(&x, (int64_t)id, rows + id * dims, src[id]), CM_OK);
             live[id] = true;
@@ -247,6 +247,9 @@ TEST(vector_put_remove_match_a_fresh_index)
             nlive++;
         }
     EXPECT_INT(x.n, nlive);
+    EXPECT_INT(x.zeros, y.zeros); /* the zero count kept through puts and removals */
+    EXPECT(x.zeros > 0);
+    EXPECT_INT(vec_index_sparse(&x), vec_index_sparse(&y));
     const vec_kernels *kern = vec_kernels_best();
     for (int t = 0; t < 20; t++) {
         float q[40];
