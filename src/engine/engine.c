@@ -7,6 +7,15 @@
  * it and read the last committed state (WAL). A rebuild writes
  * "<index>.rebuild-<pid>" and renames it over the index, so a crash at any
  * point leaves the old index whole; the next writer removes the leftovers.
+ *
+ * A search's sync (CM_SYNC_NOWAIT) that finds nothing changed is read-only
+ * (no lock, no transaction).
+ * A watcher (cm_engine_watch) holds an flock()ed "<index>.watch" for its
+ * life and keeps in it a one-line record: fresh (its last sync is done and
+ * no change is pending) or pending. A search's sync (CM_SYNC_UNLESS_WATCHED)
+ * skips the tree walk while that lock is held and the record says fresh;
+ * the kernel drops the lock when the watcher dies, so a dead watcher is
+ * never trusted. See "Freshness" in the README.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -285,6 +294,118 @@ static void lock_release(int fd)
 
 /* ---- sync -------------------------------------------------------------- */
 
+static cm_rc count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
+                            size_t errlen);
+
+/* ---- the watcher's liveness record -------------------------------------- */
+
+#define WATCH_RECORD_LEN 128
+
+/* "<index>.watch"; the caller frees. */
+static char *watch_path(const cm_engine *e)
+{
+    buf p = BUF_INIT;
+    if (buf_printf(&p, "%s.watch", e->cfg.store_path)) {
+        buf_release(&p);
+        return NULL;
+    }
+    return buf_detach(&p);
+}
+
+/* The record, fixed length so a reader never sees a mix of two: state,
+ * sequence, pid and the workspace's hash (one index, one workspace), then
+ * "end". */
+static void watch_publish(const cm_engine *e, int fd, const char *state, uint64_t seq)
+{
+    if (fd < 0) return;
+    char ws[SHA256_HEX_LEN + 1], rec[WATCH_RECORD_LEN + 1];
+    sha256_hex(e->cfg.workspace, strlen(e->cfg.workspace), ws);
+    int n = snprintf(rec, sizeof rec, "clawmem-watch 1 %-7s %llu %ld %.16s end", state,
+                     (unsigned long long)seq, (long)getpid(), ws);
+    if (n < 0) return;
+    memset(rec + n, ' ', (size_t)(WATCH_RECORD_LEN - 1 - n));
+    rec[WATCH_RECORD_LEN - 1] = '\n';
+    ssize_t w = pwrite(fd, rec, WATCH_RECORD_LEN, 0);
+    (void)w;
+}
+
+/* Opens and locks the record file; -1 when another watcher has it (that one
+ * publishes) or it cannot be created. */
+static int watch_claim(const cm_engine *e)
+{
+    char *p = watch_path(e);
+    int fd = p ? open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+    free(p);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void watch_unclaim(const cm_engine *e, int fd)
+{
+    if (fd < 0) return;
+    watch_publish(e, fd, "stopped", 0);
+    flock(fd, LOCK_UN);
+    close(fd);
+}
+
+/* True when a live watcher keeps this index fresh for this workspace: its
+ * lock is held (a shared lock cannot be had) and its record says fresh. */
+static bool watched_fresh(const cm_engine *e)
+{
+    char *p = watch_path(e);
+    int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+    free(p);
+    if (fd < 0) return false;
+    bool fresh = false;
+    if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        flock(fd, LOCK_UN); /* nobody holds it: no live watcher */
+    } else if (errno == EWOULDBLOCK) {
+        char rec[WATCH_RECORD_LEN + 1], ws[SHA256_HEX_LEN + 1], want[64];
+        ssize_t r = pread(fd, rec, WATCH_RECORD_LEN, 0);
+        sha256_hex(e->cfg.workspace, strlen(e->cfg.workspace), ws);
+        snprintf(want, sizeof want, " %.16s end", ws);
+        if (r == WATCH_RECORD_LEN) {
+            rec[r] = 0;
+            fresh = !strncmp(rec, "clawmem-watch 1 fresh ", 22) && strstr(rec, want) != NULL;
+        }
+    }
+    close(fd);
+    return fresh;
+}
+
+/* The read-only no-change check: the index exists with this fingerprint,
+ * every discovered file matches its row (size and mtime), none is gone, no
+ * problem is recorded or found, and no chunk waits for a vector. Then a
+ * sync would write nothing, and it is skipped without the writer lock. */
+static bool nothing_changed(cm_engine *e, const file_list *files, const problem_list *pl,
+                            const char *meta)
+{
+    char msg[512], *stored = NULL, *prev = NULL;
+    size_t dirty = 1;
+    bool same = false;
+    if (pl->n || ensure_store(e, msg, sizeof msg) != CM_OK) return false;
+    if (store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg) != CM_OK) goto out;
+    if (!stored || strcmp(stored, meta) != 0) goto out;
+    if (store_meta_get(&e->st, STORE_PROBLEMS_KEY, &prev, msg, sizeof msg) != CM_OK) goto out;
+    if (prev && strcmp(prev, "[]") != 0) goto out;
+    if (count_dirty_in(e, files, &dirty, msg, sizeof msg) != CM_OK || dirty) goto out;
+    if (e->have_prov) {
+        pending_chunk *pc = NULL;
+        size_t n = 0;
+        if (store_pending_vectors(&e->st, 0, 1, &pc, &n, msg, sizeof msg) != CM_OK) goto out;
+        pending_release(pc, n);
+        if (n) goto out;
+    }
+    same = true;
+out:
+    free(stored);
+    free(prev);
+    return same;
+}
+
 /* The fingerprint: a change in any field means the whole index is rebuilt. */
 static cm_rc meta_json(const cm_engine *e, buf *out)
 {
@@ -544,6 +665,9 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
         CHECK(fill_vectors(e, &tmp, r->stats, err, errlen));
     }
     CHECK(store_vector_log_ensure(&tmp, err, errlen)); /* empty: readers load the new file whole */
+    /* in WAL mode before the swap, so that its first reader writes nothing */
+    if (sqlite3_exec(tmp.db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK)
+        FAIL(CM_EIO, "rebuild: cannot set WAL mode: %s", sqlite3_errmsg(tmp.db));
     store_close(&tmp);
     tmp_open = false;
     close_store(e);
@@ -681,16 +805,25 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
         FAIL(CM_ENOTFOUND,
              "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
              e->cfg.workspace);
+    if ((flags & CM_SYNC_UNLESS_WATCHED) && !(flags & CM_SYNC_FORCE) && watched_fresh(e))
+        goto out;                                    /* a live watcher keeps the index fresh */
     provider_ready(e, true, progress, progress_ctx); /* before the lock: a download takes a while */
+    CHECK(discover_files(&e->cfg, &files, &r.problems));
+    CHECK(meta_json(e, &meta));
+    /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
+     * explicit index waits for the writer lock as before */
+    if ((flags & CM_SYNC_NOWAIT) && !(flags & CM_SYNC_FORCE) &&
+        nothing_changed(e, &files, &r.problems, meta.data)) {
+        stats->files_seen = stats->files_unchanged = files.n;
+        goto out;
+    }
     CHECK(lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     store_remove_leftovers(e->cfg.store_path);
-    CHECK(discover_files(&e->cfg, &files, &r.problems));
     for (size_t i = 0; i < r.problems.n; i++)
         cm_logf(&e->lg, CM_LOG_WARN, "%s: %s", r.problems.v[i].path, r.problems.v[i].what);
     stats->files_seen = files.n;
     r.prog.files_total = files.n;
     r.prog.bytes_total = files.total_bytes;
-    CHECK(meta_json(e, &meta));
 
     bool full = (flags & CM_SYNC_FORCE) != 0;
     if (!full) {
@@ -975,7 +1108,11 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
     cm_watch_opts o = *opts;
     int debounce = o.debounce_ms >= 0 ? o.debounce_ms : e->cfg.watch_debounce_ms;
     int64_t interval = (int64_t)(e->cfg.sync_interval_minutes * 60000.0);
+    int live = -1;
+    uint64_t seq = 0;
     CHECK(watcher_open(&e->cfg, &e->lg, &w, err, errlen));
+    live = watch_claim(e); /* published from here on; pending until the first sync */
+    watch_publish(e, live, "pending", seq);
     int64_t due = cm_now_ms(); /* sync on start */
     int64_t first_change = -1, last_sync = 0;
     while (!(o.stop && *o.stop)) {
@@ -991,6 +1128,12 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
             due = r == CM_EBUSY ? t + CM_MAX(debounce, 200) : -1;
             first_change = -1;
             last_sync = cm_now_ms();
+            /* fresh only when the sync succeeded, nothing arrived meanwhile
+             * (looked at below, before publishing) and events are reliable */
+            if (!r && !watcher_degraded(w) && !(watcher_read(w) & (WATCH_CHANGED | WATCH_OVERFLOW)))
+                watch_publish(e, live, "fresh", ++seq);
+            else if (!r)
+                due = cm_now_ms(); /* a change during the sync: again */
             continue;
         }
         /* When to wake up next: a pending sync, the interval, the degraded rescan. */
@@ -1008,6 +1151,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         t = cm_now_ms();
         if (n > 0 && (p[0].revents & POLLIN)) {
             unsigned what = watcher_read(w);
+            if (what & (WATCH_CHANGED | WATCH_OVERFLOW)) watch_publish(e, live, "pending", seq);
             if (what & WATCH_OVERFLOW)
                 cm_logf(&e->lg, CM_LOG_INFO, "inotify queue overflowed; rescanning everything");
             if (what & WATCH_CHANGED) {
@@ -1019,6 +1163,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         if (next >= 0 && t >= next && due < 0) due = t; /* interval or degraded rescan */
     }
 out:
+    watch_unclaim(e, live);
     watcher_free(w);
     return rc;
 }
@@ -1032,29 +1177,38 @@ static cm_rc add_kv_str(buf *b, const char *k, const char *v)
     return rc;
 }
 
-/* Counts files that a sync would read (new, changed) or drop. */
-static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
+/* Counts the files of a discovery that a sync would read (new, changed) or
+ * drop. */
+static cm_rc count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
+                            size_t errlen)
 {
-    file_list files = {0};
-    problem_list pl = {0};
     stored_files old = {0};
     const stored_file **match = NULL;
     bool *kept = NULL;
-    cm_rc rc = discover_files(&e->cfg, &files, &pl);
-    if (!rc) rc = store_files_load(&e->st, &old, err, errlen);
-    if (!rc) rc = pair_files(&files, &old, &match, &kept);
+    cm_rc rc = store_files_load(&e->st, &old, err, errlen);
+    if (!rc) rc = pair_files(files, &old, &match, &kept);
     *dirty = 0;
-    for (size_t i = 0; !rc && i < files.n; i++) {
+    for (size_t i = 0; !rc && i < files->n; i++) {
         const stored_file *sf = match[i];
-        if (!sf || sf->size != files.v[i].size || sf->mtime_ns != files.v[i].mtime_ns) (*dirty)++;
+        if (!sf || sf->size != files->v[i].size || sf->mtime_ns != files->v[i].mtime_ns) (*dirty)++;
     }
     for (size_t i = 0; !rc && i < old.n; i++)
         *dirty += !kept[i];
     free(match);
     free(kept);
+    stored_files_release(&old);
+    return rc;
+}
+
+/* Counts files that a sync would read (new, changed) or drop. */
+static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
+{
+    file_list files = {0};
+    problem_list pl = {0};
+    cm_rc rc = discover_files(&e->cfg, &files, &pl);
+    if (!rc) rc = count_dirty_in(e, &files, dirty, err, errlen);
     file_list_release(&files);
     problem_list_release(&pl);
-    stored_files_release(&old);
     return rc;
 }
 
