@@ -55,13 +55,16 @@ static double read_bandwidth(const vec_kernels *k)
 {
     size_t n = (1u << 30) / sizeof(float);
     float *a = aligned_alloc(64, n * sizeof *a), *one = aligned_alloc(64, 4096 * sizeof *one);
-    for (size_t i = 0; i < n; i++) a[i] = 1.0f;
-    for (size_t i = 0; i < 4096; i++) one[i] = 1.0f;
+    for (size_t i = 0; i < n; i++)
+        a[i] = 1.0f;
+    for (size_t i = 0; i < 4096; i++)
+        one[i] = 1.0f;
     double best = 0;
     volatile float sink = 0;
     for (int r = 0; r < 3; r++) {
         double t0 = now_ms();
-        for (size_t i = 0; i < n; i += 4096) sink += k->dot(a + i, one, 4096);
+        for (size_t i = 0; i < n; i += 4096)
+            sink += k->dot(a + i, one, 4096);
         double gbs = (double)n * 4 / ((now_ms() - t0) / 1e3) / 1e9;
         if (gbs > best) best = gbs;
     }
@@ -87,7 +90,8 @@ static int vec0_load(vecdb *v, const char *so, const float *m, size_t n, size_t 
         sqlite3_free(err);
         return -1;
     }
-    snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE v USING vec0(e %s[%zu])", int8 ? "int8" : "float", d);
+    snprintf(sql, sizeof sql, "CREATE VIRTUAL TABLE v USING vec0(e %s[%zu])",
+             int8 ? "int8" : "float", d);
     if (sqlite3_exec(v->db, sql, NULL, NULL, NULL)) return -1;
     sqlite3_stmt *ins = NULL;
     sqlite3_prepare_v2(v->db,
@@ -106,10 +110,11 @@ static int vec0_load(vecdb *v, const char *so, const float *m, size_t n, size_t 
     }
     sqlite3_exec(v->db, "COMMIT", NULL, NULL, NULL);
     sqlite3_finalize(ins);
-    sqlite3_prepare_v2(v->db,
-                       int8 ? "SELECT rowid FROM v WHERE e MATCH vec_quantize_int8(?1, 'unit') AND k = 10"
-                            : "SELECT rowid FROM v WHERE e MATCH ?1 AND k = 10",
-                       -1, &v->q, NULL);
+    sqlite3_prepare_v2(
+        v->db,
+        int8 ? "SELECT rowid FROM v WHERE e MATCH vec_quantize_int8(?1, 'unit') AND k = 10"
+             : "SELECT rowid FROM v WHERE e MATCH ?1 AND k = 10",
+        -1, &v->q, NULL);
     return 0;
 }
 
@@ -118,7 +123,8 @@ static double vec0_query_ms(vecdb *v, const float *q, size_t d)
     double t0 = now_ms();
     sqlite3_bind_blob(v->q, 1, q, (int)(d * 4), SQLITE_STATIC);
     int rows = 0;
-    while (sqlite3_step(v->q) == SQLITE_ROW) rows++;
+    while (sqlite3_step(v->q) == SQLITE_ROW)
+        rows++;
     sqlite3_reset(v->q);
     return rows == 10 ? now_ms() - t0 : -1;
 }
@@ -136,12 +142,14 @@ static void generate(const dataset *ds, float *m, float *q, size_t nq)
     float *cent = NULL;
     if (ds->clustered) {
         cent = malloc(nc * d * sizeof *cent);
-        for (size_t i = 0; i < nc * d; i++) cent[i] = gauss();
+        for (size_t i = 0; i < nc * d; i++)
+            cent[i] = gauss();
     }
     for (size_t i = 0; i < ds->n + nq; i++) {
         float *row = i < ds->n ? m + i * d : q + (i - ds->n) * d;
         const float *c = cent ? cent + ((i * 7919) % nc) * d : NULL;
-        for (size_t j = 0; j < d; j++) row[j] = c ? c[j] + 1.2f * gauss() : frand();
+        for (size_t j = 0; j < d; j++)
+            row[j] = c ? c[j] + 1.2f * gauss() : frand();
         vec_normalise(row, d);
     }
     free(cent);
@@ -151,7 +159,8 @@ static size_t overlap(const vec_hit *a, const vec_hit *b)
 {
     size_t f = 0;
     for (int p = 0; p < 10; p++)
-        for (int r = 0; r < 10; r++) f += a[p].id == b[r].id;
+        for (int r = 0; r < 10; r++)
+            f += a[p].id == b[r].id;
     return f;
 }
 
@@ -160,11 +169,11 @@ int main(int argc, char **argv)
     const char *so = argc > 1 ? argv[1] : NULL;
     const vec_kernels *k = vec_kernels_best();
     double bw = read_bandwidth(k);
-    printf("{\"kernel\":\"%s\",\"read_bandwidth_gbs\":%.1f,\"binary_min_rows\":%d,\"runs\":[",
-           k->name, bw, VEC_BINARY_MIN_ROWS);
-    dataset sets[] = {{10000, 768, false, true},   {10000, 1536, false, true},
-                      {100000, 768, false, true},  {100000, 1536, false, true},
-                      {100000, 768, true, true},   {1000000, 768, false, false},
+    printf("{\"kernel\":\"%s\",\"read_bandwidth_gbs\":%.1f,\"exact_max_bytes\":%u,\"runs\":[",
+           k->name, bw, VEC_EXACT_MAX_BYTES);
+    dataset sets[] = {{10000, 768, false, true},  {10000, 1536, false, true},
+                      {100000, 768, false, true}, {100000, 1536, false, true},
+                      {100000, 768, true, true},  {1000000, 768, false, false},
                       {1000000, 768, true, false}};
     const char *big = getenv("CLAWMEM_BENCH_1M");
     size_t nsets = big && *big == '1' ? 7 : 5;
@@ -176,7 +185,8 @@ int main(int argc, char **argv)
         generate(ds, m, q, nq);
         vec_index x;
         vec_index_init(&x, d);
-        for (size_t i = 0; i < n; i++) vec_index_add(&x, (int64_t)i, m + i * d, 0);
+        for (size_t i = 0; i < n; i++)
+            vec_index_add(&x, (int64_t)i, m + i * d, 0);
         if (!ds->peer) { /* the rows live in the index alone */
             free(m);
             m = NULL;
@@ -235,8 +245,7 @@ int main(int argc, char **argv)
                "\"speedup_auto\":%.1f,\"peak_rss_mb\":%.0f}",
                first ? "" : ",", n, d, ds->clustered ? "clustered" : "random", nq, tf, gbs,
                100 * gbs / bw, ti, (double)fi / (double)(nq * 10), tbm, tb[nq - 1 - nq / 100],
-               (double)fb / (double)(nq * 10),
-               n < VEC_BINARY_MIN_ROWS ? "float32" : vec_index_sparse(&x) ? "int8" : "binary", tam,
+               (double)fb / (double)(nq * 10), vec_search_path(&x), tam,
                (double)fa / (double)(nq * 10), vf, vi, vf > 0 ? vf / tf : 0, vi > 0 ? vi / ti : 0,
                vf > 0 ? vf / tbm : 0, vf > 0 ? vf / tam : 0, (double)ru.ru_maxrss / 1024);
         first = 0;

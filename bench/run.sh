@@ -5,6 +5,8 @@
 # ../shared/data/corpora/tldr.tar.gz, unpacked into a workspace's memory/.
 #   CLAWMEM_BENCH_CORPUS=DIR   use DIR (a folder of .md files) instead
 #   CLAWMEM_BENCH_PEER=0       skip QMD
+#   CLAWMEM_BENCH_SCIFACT=DIR  BEIR SciFact (default ../shared/data/scifact)
+#   CLAWMEM_BENCH_1M=1         also the 1M-vector runs (several minutes, ~4 GB)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -55,8 +57,49 @@ cli_p50() {
   done < <(head -n 20 "$queries")
   printf '%s\n' "${walls[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'
 }
-cli_sync_p50=$(cli_p50)      # checks every file first (one stat each), then searches
+cli_sync_p50=$(cli_p50)      # checks every file first (one stat each, read-only), then searches
 cli_nosync_p50=$(cli_p50 --no-sync) # like `qmd search`, which never looks at the files
+# The same default `clawmem search` while `clawmem watch` keeps the index fresh:
+# the search trusts the watcher's liveness record and looks at no file.
+build/clawmem --workspace "$work/ws" --state-dir "$work/cli-state" watch 2>/dev/null &
+watch_pid=$!
+rec=$work/cli-state/memory/main.sqlite.watch
+for _ in $(seq 600); do grep -q '^clawmem-watch 1 fresh' "$rec" 2>/dev/null && break; sleep 0.1; done
+cli_watched_p50=$(cli_p50)
+kill "$watch_pid"; wait "$watch_pid" 2>/dev/null || true
+# A corpus of larger files: the 5,183 SciFact abstracts (title + text) as
+# Markdown files, indexed by clawmem (whole process, best of 3) and by QMD.
+scidir=${CLAWMEM_BENCH_SCIFACT:-$root/../shared/data/scifact}
+scifact=$scidir/corpus.jsonl
+sci='null'
+if [[ -r $scifact ]]; then
+  rm -rf "$work/sci"; mkdir -p "$work/sci/ws/memory"
+  node -e '
+const fs = require("fs"), [src, dir] = process.argv.slice(1);
+for (const line of fs.readFileSync(src, "utf8").split("\n")) {
+  if (!line.trim()) continue;
+  const d = JSON.parse(line);
+  fs.writeFileSync(`${dir}/${d._id}.md`, `# ${d.title}\n\n${d.text}\n`);
+}' "$scifact" "$work/sci/ws/memory"
+  say "scifact: $(ls "$work/sci/ws/memory" | wc -l) files, $(du -sk "$work/sci/ws/memory" | cut -f1) KiB"
+  best=
+  for _ in 1 2 3; do
+    rm -rf "$work/sci/state"
+    t0=$EPOCHREALTIME
+    build/clawmem --workspace "$work/sci/ws" --state-dir "$work/sci/state" index >/dev/null
+    t1=$EPOCHREALTIME
+    best=$(awk -v a="$t0" -v b="$t1" -v m="$best" 'BEGIN{t=b-a; if (m == "" || t < m) m = t; printf "%.3f", m}')
+  done
+  node -e 'const fs=require("fs");for(const l of fs.readFileSync(process.argv[1],"utf8").split("\n").slice(0,20)){if(l.trim())console.log(JSON.parse(l).text.split(" ").slice(0,4).join(" "))}' \
+    "$scidir/queries.jsonl" > "$work/sci/queries.txt"
+  sci_peer='null'
+  if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
+    say "peer: QMD on the SciFact files"
+    sci_peer=$(bench/peer_qmd.sh "$work/sci/ws" "$work/sci/queries.txt") || sci_peer='null'
+  fi
+  sci="{\"files\":$(ls "$work/sci/ws/memory" | wc -l),\"clawmem_index_s\":$best,\"qmd\":$sci_peer}"
+fi
+
 # Peak RSS of a whole-process full index
 rss_kb=$( { /usr/bin/time -f '%M' build/clawmem --workspace "$work/ws" --state-dir "$work/cli-state" index --force >/dev/null; } 2>&1 | tail -n1)
 
@@ -95,15 +138,19 @@ node -e '
 const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]), mcp = JSON.parse(process.argv[8]),
   vectors = JSON.parse(process.argv[9]), hybrid = JSON.parse(process.argv[10]),
   local_embeddings = JSON.parse(process.argv[11]);
-const sync = Number(process.argv[3]), nosync = Number(process.argv[7]);
+const sync = Number(process.argv[3]), nosync = Number(process.argv[7]), watched = Number(process.argv[12]),
+  scifact = JSON.parse(process.argv[13]);
 const out = {machine: process.argv[6], corpus: process.argv[5], clawmem: ours,
   clawmem_cli_search_wall_p50_s: sync, clawmem_cli_search_nosync_wall_p50_s: nosync,
+  clawmem_cli_search_watched_wall_p50_s: watched, scifact,
   clawmem_cli_index_peak_rss_mb: +(Number(process.argv[4]) / 1024).toFixed(1), clawmem_mcp: mcp, vectors, hybrid, local_embeddings, qmd: peer};
 if (peer) out.ratios = {
   full_index_speedup: +(peer.index_s / ours.index_s).toFixed(1),
   cli_search_speedup_nosync: +(peer.search_wall_p50_s / nosync).toFixed(1),
   cli_search_speedup_with_sync: +(peer.search_wall_p50_s / sync).toFixed(1),
+  cli_search_speedup_watched: +(peer.search_wall_p50_s / watched).toFixed(1),
+  scifact_index_speedup: scifact && scifact.qmd ? +(scifact.qmd.index_s / scifact.clawmem_index_s).toFixed(1) : null,
   noop_resync_speedup: +(peer.noop_update_s / ours.noop_resync_s).toFixed(1),
   index_size_ratio: +(peer.index_bytes / ours.index_bytes).toFixed(2)};
 console.log(JSON.stringify(out, null, 2));
-' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed"
+' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci"

@@ -163,7 +163,7 @@ static void clustered_row(const float *centres, size_t c, size_t dims, float *v)
 
 TEST(vector_binary_recall_on_clustered_data)
 {
-    size_t dims = 768, n = VEC_BINARY_MIN_ROWS + 5000, nq = 20;
+    size_t dims = 768, n = VEC_EXACT_MAX_BYTES / (768 * 4) + 2000, nq = 20;
     vec_index x;
     EXPECT_INT(vec_index_init(&x, dims), CM_OK);
     float *centres = malloc(50 * dims * sizeof *centres), *v = malloc(dims * sizeof *v);
@@ -173,6 +173,7 @@ TEST(vector_binary_recall_on_clustered_data)
         clustered_row(centres, i % 50, dims, v);
         EXPECT_INT(vec_index_add(&x, (int64_t)i, v, (uint8_t)(i % 2)), CM_OK);
     }
+    EXPECT_STR(vec_search_path(&x), "binary");
     /* the code of a row is its sign bits */
     for (size_t d = 0; d < dims; d++)
         EXPECT_INT((int)((x.b[d >> 6] >> (d & 63)) & 1), x.m[d] > 0);

@@ -586,10 +586,18 @@ bool vec_index_sparse(const vec_index *x)
     return x->zeros * 10 > x->n * x->dims;
 }
 
+const char *vec_search_path(const vec_index *x)
+{
+    if (x->n * x->stride * sizeof(float) < VEC_EXACT_MAX_BYTES) return "float32";
+    if (x->dims < VEC_BINARY_MIN_DIMS || vec_index_sparse(x)) return "int8";
+    return "binary";
+}
+
 size_t vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                        uint32_t source_mask, vec_hit *out)
 {
-    if (x->n < VEC_BINARY_MIN_ROWS) return vec_search(x, kern, query, k, source_mask, out);
-    if (vec_index_sparse(x)) return vec_search_int8(x, kern, query, k, 10, source_mask, out);
+    const char *path = vec_search_path(x);
+    if (path[0] == 'f') return vec_search(x, kern, query, k, source_mask, out);
+    if (path[0] == 'i') return vec_search_int8(x, kern, query, k, 10, source_mask, out);
     return vec_search_binary(x, kern, query, k, 0, source_mask, out);
 }

@@ -89,17 +89,22 @@ size_t vec_search_int8(const vec_index *x, const vec_kernels *kern, const float 
 size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                          size_t pool, uint32_t source_mask, vec_hit *out);
 
-/* Below this many rows vec_search_auto scans float32 exactly; from it on, it
- * takes the binary path (a float32 scan of 20,000 × 768 is ~2 ms). */
-#define VEC_BINARY_MIN_ROWS 20000
+/* vec_search_auto scans float32 exactly while the matrix is under this many
+ * bytes (32 MiB: 10,900 × 768 or 75,000 × 100 rows, a scan of ~2 ms). */
+#define VEC_EXACT_MAX_BYTES (32u << 20)
+/* Sign bits carry too little under this many dimensions: the int8 path. */
+#define VEC_BINARY_MIN_DIMS 256
 
 /* True when over 10% of the components are exactly 0 (sparse vectors, such
  * as hashed bags of words): a zero has no sign, so sign-bit codes say little. */
 bool vec_index_sparse(const vec_index *x);
 
-/* The search the engine uses: exact below VEC_BINARY_MIN_ROWS; above, binary
- * codes with rescoring, or for sparse vectors the int8 scan with float
- * rescoring of the best k × 10. */
+/* The search the engine uses: exact float32 below VEC_EXACT_MAX_BYTES;
+ * above, binary codes with rescoring, or — under VEC_BINARY_MIN_DIMS
+ * dimensions or for sparse vectors — the int8 scan with float rescoring of
+ * the best k × 10. vec_search_path names the choice ("float32", "int8",
+ * "binary"). */
+const char *vec_search_path(const vec_index *x);
 size_t vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                        uint32_t source_mask, vec_hit *out);
 
