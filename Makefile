@@ -94,6 +94,9 @@ $(BUILD)/bench_vector: $(BUILD)/obj/bench/bench_vector.o $(BUILD)/libclawmem.a
 $(BUILD)/bench_local: $(BUILD)/obj/bench/bench_local.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_scale: $(BUILD)/obj/bench/bench_scale.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
@@ -130,7 +133,7 @@ asan:
 bench: node-deps llama
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid \
+bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid $(BUILD)/bench_scale \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf
 	bench/run.sh
 

@@ -123,6 +123,36 @@ say "hybrid: memory_search at 100k chunks through the loopback fake embedding se
 rm -rf "$work/hybrid"; mkdir -p "$work/hybrid"
 hybrid=$(build/bench_hybrid "$work/hybrid") || hybrid='null'
 
+# Scale curve: 10k and 100k chunks (and 1M with CLAWMEM_BENCH_1M=1: ~10 min),
+# keyword-only and hybrid with the static model, one process per size; the
+# table goes into the JSON and the plot into build/bench/scale.svg.
+say "scale: 10k, 100k$([[ ${CLAWMEM_BENCH_1M:-0} == 1 ]] && echo ', 1M') chunks"
+static_model=$work/models/clawmem-static-100d.bin
+BUILD=build scripts/install-static-model.sh "$static_model" >&2
+: > "$work/scale.jsonl"
+for n in 10000 100000 $([[ ${CLAWMEM_BENCH_1M:-0} == 1 ]] && echo 1000000); do
+  rm -rf "$work/scale"; mkdir -p "$work/scale"
+  build/bench_scale "$work/scale" "$n" "$static_model" >> "$work/scale.jsonl" || say "scale: $n failed"
+done
+rm -rf "$work/scale"
+scale=$(node -e 'const fs = require("fs"); console.log(JSON.stringify(fs.readFileSync(process.argv[1], "utf8").split("\n").filter(Boolean).map(l => JSON.parse(l))))' "$work/scale.jsonl")
+if command -v gnuplot >/dev/null || { command -v apt-get >/dev/null && apt-get install -y -q gnuplot-nox >/dev/null 2>&1; }; then
+  node -e 'for (const r of JSON.parse(process.argv[1])) console.log(r.chunks, r.keyword.index_s, r.hybrid_static.index_s, r.keyword.search_ms_p50, r.keyword.search_ms_p99, r.hybrid_static.search_ms_p50, r.hybrid_static.search_ms_p99, r.peak_rss_mb, r.hybrid_static.index_mb)' "$scale" > "$work/scale.dat"
+  gnuplot <<GP 2>/dev/null || say "gnuplot failed; no plot"
+set terminal svg size 900,380 font "sans,11"
+set output "$work/scale.svg"
+set multiplot layout 1,2
+set logscale xy
+set xlabel "chunks"
+set key top left
+set title "search latency (ms)"
+plot "$work/scale.dat" u 1:4 w lp t "keyword p50", "" u 1:5 w lp t "keyword p99", "" u 1:6 w lp t "hybrid p50", "" u 1:7 w lp t "hybrid p99"
+set title "index time (s), size (MB), peak RSS (MB)"
+plot "$work/scale.dat" u 1:2 w lp t "keyword index s", "" u 1:3 w lp t "hybrid index s", "" u 1:9 w lp t "hybrid index MB", "" u 1:8 w lp t "peak RSS MB"
+unset multiplot
+GP
+fi
+
 say "local embeddings: clawmem's local provider against llama-embedding"
 local_embed=$(bench/local.sh "$work/local") || local_embed='null'
 
@@ -139,10 +169,10 @@ const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]), mc
   vectors = JSON.parse(process.argv[9]), hybrid = JSON.parse(process.argv[10]),
   local_embeddings = JSON.parse(process.argv[11]);
 const sync = Number(process.argv[3]), nosync = Number(process.argv[7]), watched = Number(process.argv[12]),
-  scifact = JSON.parse(process.argv[13]);
+  scifact = JSON.parse(process.argv[13]), scale = JSON.parse(process.argv[14]);
 const out = {machine: process.argv[6], corpus: process.argv[5], clawmem: ours,
   clawmem_cli_search_wall_p50_s: sync, clawmem_cli_search_nosync_wall_p50_s: nosync,
-  clawmem_cli_search_watched_wall_p50_s: watched, scifact,
+  clawmem_cli_search_watched_wall_p50_s: watched, scifact, scale,
   clawmem_cli_index_peak_rss_mb: +(Number(process.argv[4]) / 1024).toFixed(1), clawmem_mcp: mcp, vectors, hybrid, local_embeddings, qmd: peer};
 if (peer) out.ratios = {
   full_index_speedup: +(peer.index_s / ours.index_s).toFixed(1),
@@ -153,4 +183,4 @@ if (peer) out.ratios = {
   noop_resync_speedup: +(peer.noop_update_s / ours.noop_resync_s).toFixed(1),
   index_size_ratio: +(peer.index_bytes / ours.index_bytes).toFixed(2)};
 console.log(JSON.stringify(out, null, 2));
-' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci"
+' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci" "$scale"
