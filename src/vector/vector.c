@@ -17,6 +17,12 @@ static size_t round16(size_t n)
     return (n + 15) & ~(size_t)15;
 }
 
+/* aligned_alloc wants a size that is a multiple of the alignment. */
+static void *alloc_aligned(size_t n)
+{
+    return aligned_alloc(ALIGN, (n + ALIGN - 1) & ~(size_t)(ALIGN - 1));
+}
+
 cm_rc vec_index_init(vec_index *x, size_t dims)
 {
     memset(x, 0, sizeof *x);
@@ -55,8 +61,8 @@ bool vec_normalise(float *v, size_t dims)
 static cm_rc grow(vec_index *x)
 {
     size_t cap = x->cap ? x->cap * 2 : 1024;
-    float *m = aligned_alloc(ALIGN, cap * x->stride * sizeof *m);
-    int8_t *q = aligned_alloc(ALIGN, cap * x->stride);
+    float *m = alloc_aligned(cap * x->stride * sizeof *m);
+    int8_t *q = alloc_aligned(cap * x->stride);
     float *qs = realloc(x->qs, cap * sizeof *qs);
     if (qs) x->qs = qs;
     int64_t *ids = realloc(x->ids, cap * sizeof *ids);
@@ -318,7 +324,7 @@ static size_t heap_finish(heap *h)
 /* The query, zero-padded to the stride. */
 static float *pad_query(const vec_index *x, const float *query)
 {
-    float *q = aligned_alloc(ALIGN, x->stride * sizeof *q);
+    float *q = alloc_aligned(x->stride * sizeof *q);
     if (!q) return NULL;
     memcpy(q, query, x->dims * sizeof *q);
     memset(q + x->dims, 0, (x->stride - x->dims) * sizeof *q);
@@ -400,7 +406,7 @@ size_t vec_search_int8(const vec_index *x, const vec_kernels *kern, const float 
     if (!k || !x->n) return 0;
     size_t cand = k * (oversample ? oversample : 1);
     float *q = pad_query(x, query);
-    int8_t *qi = aligned_alloc(ALIGN, x->stride);
+    int8_t *qi = alloc_aligned(x->stride);
     vec_hit *c = malloc(cand * sizeof *c);
     size_t got = 0;
     if (!q || !qi || !c) goto out;
@@ -515,7 +521,7 @@ size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const floa
     if (!k || !x->n) return 0;
     size_t got = 0, nc = 0;
     float *q = pad_query(x, query);
-    int8_t *qi = aligned_alloc(ALIGN, x->stride);
+    int8_t *qi = alloc_aligned(x->stride);
     uint64_t *qc = malloc(x->words * sizeof *qc);
     uint16_t *dist = malloc(x->n * sizeof *dist);
     size_t *hist = calloc(x->dims + 2, sizeof *hist);
