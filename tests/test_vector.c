@@ -43,26 +43,38 @@ TEST(vector_kernels_match_scalar)
             EXPECT_INT(k[j]->dot_i8(ia, ib, n), iref);
         }
     }
-    /* Hamming distances: every row length from 1 to 33 words (masked tails
-     * of the 8-word AVX-512 loads), 5 rows, against the scalar reference */
-    static uint64_t qc[33], codes[5 * 33];
+    /* Weighted Hamming distances: every row length from 1 to 33 words
+     * (masked tails of the 8-word AVX-512 loads), 5 rows, weight planes
+     * zero (the plain distance) and random, against the scalar reference */
+    static uint64_t qc[3 * 33], codes[5 * 33];
     uint16_t ref16[5], got16[5];
-    for (size_t words = 1; words <= 33; words++) {
-        for (size_t i = 0; i < words; i++)
-            qc[i] = ((uint64_t)rng << 7) ^ (uint64_t)(frand() * 1e9);
-        for (size_t i = 0; i < 5 * words; i++)
-            codes[i] = rng * (i + 1) ^ (uint64_t)(frand() * 1e9);
-        codes[0] = ~qc[0]; /* all 64 bits differ */
-        codes[words] = qc[0];
-        k[0]->hamming(qc, codes, words, 5, ref16);
-        EXPECT(ref16[0] >= 64);
-        for (size_t j = 1; j < nk; j++) {
-            memset(got16, 0xff, sizeof got16);
-            k[j]->hamming(qc, codes, words, 5, got16);
-            for (int r = 0; r < 5; r++)
-                EXPECT_INT(got16[r], ref16[r]);
+    for (int planes = 0; planes < 2; planes++)
+        for (size_t words = 1; words <= 33; words++) {
+            for (size_t i = 0; i < 3 * words; i++)
+                qc[i] = i < words || planes ? ((uint64_t)rng << 7) ^ (uint64_t)(frand() * 1e9) : 0;
+            for (size_t i = 0; i < 5 * words; i++)
+                codes[i] = rng * (i + 1) ^ (uint64_t)(frand() * 1e9);
+            codes[0] = ~qc[0]; /* all 64 bits of word 0 differ */
+            codes[words] = qc[0];
+            k[0]->hamming(qc, codes, words, 5, ref16);
+            EXPECT(ref16[0] >= 64);
+            if (!planes) { /* the plain distance, counted bit by bit */
+                for (int r = 0; r < 5; r++) {
+                    unsigned d = 0;
+                    for (size_t bit = 0; bit < 64 * words; bit++)
+                        d += (unsigned)(((qc[bit >> 6] ^ codes[r * words + (bit >> 6)]) >>
+                                         (bit & 63)) &
+                                        1);
+                    EXPECT_INT(ref16[r], d);
+                }
+            }
+            for (size_t j = 1; j < nk; j++) {
+                memset(got16, 0xff, sizeof got16);
+                k[j]->hamming(qc, codes, words, 5, got16);
+                for (int r = 0; r < 5; r++)
+                    EXPECT_INT(got16[r], ref16[r]);
+            }
         }
-    }
     EXPECT(strcmp(vec_kernels_best()->name, k[nk - 1]->name) == 0);
 }
 

@@ -34,17 +34,25 @@ static int32_t dot_i8_scalar(const int8_t *a, const int8_t *b, size_t n)
     return s;
 }
 
+static unsigned popcount_swar(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* q holds three rows of words: the query's code, then weight planes p0 and
+ * p1; a disagreeing bit d costs 1 + p0[d] + 2·p1[d]. */
 static void hamming_scalar(const uint64_t *q, const uint64_t *codes, size_t words, size_t n,
                            uint16_t *out)
 {
+    const uint64_t *p0 = q + words, *p1 = q + 2 * words;
     for (size_t i = 0; i < n; i++, codes += words) {
         unsigned d = 0;
         for (size_t w = 0; w < words; w++) {
             uint64_t x = q[w] ^ codes[w]; /* portable popcount (SWAR), the reference */
-            x = x - ((x >> 1) & 0x5555555555555555ull);
-            x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-            x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-            d += (unsigned)((x * 0x0101010101010101ull) >> 56);
+            d += popcount_swar(x) + popcount_swar(x & p0[w]) + 2 * popcount_swar(x & p1[w]);
         }
         out[i] = (uint16_t)d;
     }
@@ -53,15 +61,16 @@ static void hamming_scalar(const uint64_t *q, const uint64_t *codes, size_t word
 __attribute__((target("popcnt"))) static void
 hamming_popcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n, uint16_t *out)
 {
+    const uint64_t *p0 = q + words, *p1 = q + 2 * words;
     for (size_t i = 0; i < n; i++, codes += words) {
-        uint64_t d0 = 0, d1 = 0;
-        size_t w = 0;
-        for (; w + 2 <= words; w += 2) {
-            d0 += (uint64_t)_mm_popcnt_u64(q[w] ^ codes[w]);
-            d1 += (uint64_t)_mm_popcnt_u64(q[w + 1] ^ codes[w + 1]);
+        uint64_t d0 = 0, d1 = 0, d2 = 0;
+        for (size_t w = 0; w < words; w++) {
+            uint64_t x = q[w] ^ codes[w];
+            d0 += (uint64_t)_mm_popcnt_u64(x);
+            d1 += (uint64_t)_mm_popcnt_u64(x & p0[w]);
+            d2 += (uint64_t)_mm_popcnt_u64(x & p1[w]);
         }
-        if (w < words) d0 += (uint64_t)_mm_popcnt_u64(q[w] ^ codes[w]);
-        out[i] = (uint16_t)(d0 + d1);
+        out[i] = (uint16_t)(d0 + d1 + 2 * d2);
     }
 }
 
@@ -69,20 +78,25 @@ hamming_popcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n,
 __attribute__((target("avx512f,avx512vpopcntdq"))) static void
 hamming_vpopcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n, uint16_t *out)
 {
+    const uint64_t *p0 = q + words, *p1 = q + 2 * words;
     size_t full = words / 8;
     __mmask8 tail = (__mmask8)((1u << (words % 8)) - 1);
     for (size_t i = 0; i < n; i++, codes += words) {
-        __m512i acc = _mm512_setzero_si512();
+        __m512i a1 = _mm512_setzero_si512(), a2 = _mm512_setzero_si512();
         size_t w = 0;
-        for (size_t j = 0; j < full; j++, w += 8)
-            acc = _mm512_add_epi64(
-                acc, _mm512_popcnt_epi64(_mm512_xor_si512(_mm512_loadu_si512(q + w),
-                                                          _mm512_loadu_si512(codes + w))));
-        if (tail)
-            acc = _mm512_add_epi64(acc, _mm512_popcnt_epi64(_mm512_xor_si512(
-                                            _mm512_maskz_loadu_epi64(tail, q + w),
-                                            _mm512_maskz_loadu_epi64(tail, codes + w))));
-        out[i] = (uint16_t)_mm512_reduce_add_epi64(acc);
+        for (size_t j = 0; j <= full; j++, w += 8) {
+            __mmask8 m = j < full ? (__mmask8)0xFF : tail;
+            if (!m) break;
+            __m512i x = _mm512_xor_si512(_mm512_maskz_loadu_epi64(m, q + w),
+                                         _mm512_maskz_loadu_epi64(m, codes + w));
+            /* 1 + p0 in a1; p1 in a2, doubled at the end */
+            a1 = _mm512_add_epi64(a1, _mm512_popcnt_epi64(x));
+            a1 = _mm512_add_epi64(
+                a1, _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_maskz_loadu_epi64(m, p0 + w))));
+            a2 = _mm512_add_epi64(
+                a2, _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_maskz_loadu_epi64(m, p1 + w))));
+        }
+        out[i] = (uint16_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a1, _mm512_slli_epi64(a2, 1)));
     }
 }
 

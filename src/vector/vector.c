@@ -473,20 +473,54 @@ static void ham_all(const vec_index *x, const vec_kernels *k, const uint64_t *qc
     if (threaded) pthread_join(tid, NULL);
 }
 
+/* The query's code and weight planes (3 × words): a dimension where the
+ * query's component is in the top quarter by magnitude weighs 4, the next
+ * quarters 3, 2 and 1 (a sign that disagrees where the query is large says
+ * more). *sumw2 receives Σ weight². */
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool query_code(const vec_index *x, const float *q, uint64_t *qc, double *sumw2)
+{
+    size_t d = x->dims, w = x->words;
+    float *mag = malloc(d * sizeof *mag);
+    if (!mag) return false;
+    for (size_t j = 0; j < d; j++)
+        mag[j] = fabsf(q[j]);
+    qsort(mag, d, sizeof *mag, cmp_float);
+    float q1 = mag[d / 4], q2 = mag[d / 2], q3 = mag[3 * d / 4];
+    free(mag);
+    sign_code(q, d, w, qc);
+    memset(qc + w, 0, 2 * w * sizeof *qc);
+    *sumw2 = 0;
+    for (size_t j = 0; j < d; j++) {
+        float a = fabsf(q[j]);
+        unsigned wt = a >= q3 ? 4 : a >= q2 ? 3 : a >= q1 ? 2 : 1; /* = 1 + b0 + 2·b1 */
+        if ((wt - 1) & 1) qc[w + (j >> 6)] |= 1ull << (j & 63);
+        if ((wt - 1) & 2) qc[2 * w + (j >> 6)] |= 1ull << (j & 63);
+        *sumw2 += (double)(wt * wt);
+    }
+    return true;
+}
+
 /* The adaptive pool: the rows as close as the k-th closest code plus a
- * margin of a few standard deviations of a code distance (for bits that
- * disagree with probability p, sd = sqrt(dims·p(1-p)) ≤ sqrt(dims)/2), at
- * least VEC_POOL_MIN and k × 40, at most an eighth of the rows. Clustered
- * data puts the neighbours well inside the margin and keeps the pool small;
- * unstructured data (random vectors) widens it. */
+ * margin of about 2 standard deviations of a weighted code distance (for
+ * bits that disagree with probability p, sd = sqrt(Σw²·p(1-p)) ≤
+ * sqrt(Σw²)/2), at least VEC_POOL_MIN and k × 40, at most an eighth of the
+ * rows. Clustered data puts the neighbours well inside the margin and keeps
+ * the pool small; unstructured data (random vectors) widens it. */
 #define VEC_POOL_MIN 256
-static size_t adaptive_pool(const vec_index *x, const size_t *hist, size_t k)
+static size_t adaptive_pool(const vec_index *x, const size_t *hist, size_t maxd, double sumw2,
+                            size_t k)
 {
     size_t seen = 0, dk = 0;
-    while (dk <= x->dims && (seen += hist[dk]) < k)
+    while (dk <= maxd && (seen += hist[dk]) < k)
         dk++;
-    size_t margin = (size_t)(1.25 * sqrt((double)x->dims)); /* about 2.5 sd */
-    size_t lim = CM_MIN(dk + margin, x->dims), pool = 0;
+    size_t margin = (size_t)(1.0 * sqrt(sumw2)); /* about 2 sd */
+    size_t lim = CM_MIN(dk + margin, maxd), pool = 0;
     for (size_t d = 0; d <= lim; d++)
         pool += hist[d];
     pool = CM_MAX(pool, CM_MAX((size_t)VEC_POOL_MIN, k * 40));
@@ -522,21 +556,23 @@ size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const floa
     size_t got = 0, nc = 0;
     float *q = pad_query(x, query);
     int8_t *qi = alloc_aligned(x->stride);
-    uint64_t *qc = malloc(x->words * sizeof *qc);
+    uint64_t *qc = malloc(3 * x->words * sizeof *qc);
     uint16_t *dist = malloc(x->n * sizeof *dist);
-    size_t *hist = calloc(x->dims + 2, sizeof *hist);
+    size_t maxd = 4 * x->dims; /* every bit disagreeing at weight 4 */
+    size_t *hist = calloc(maxd + 2, sizeof *hist);
     vec_hit *c = NULL;
     uint32_t *cand = NULL;
-    if (!q || !qi || !qc || !dist || !hist) goto out;
-    sign_code(q, x->dims, x->words, qc);
+    double sumw2 = 0;
+    if (!q || !qi || !qc || !dist || !hist || maxd >= UINT16_MAX) goto out;
+    if (!query_code(x, q, qc, &sumw2)) goto out;
     ham_all(x, kern, qc, source_mask, dist);
     for (size_t i = 0; i < x->n; i++)
-        hist[dist[i] == UINT16_MAX ? x->dims + 1 : dist[i]]++;
-    if (!pool) pool = adaptive_pool(x, hist, k);
+        hist[dist[i] == UINT16_MAX ? maxd + 1 : dist[i]]++;
+    if (!pool) pool = adaptive_pool(x, hist, maxd, sumw2, k);
     pool = CM_MIN(CM_MAX(pool, k), x->n);
     /* the distance threshold that admits pool rows (ties at it partly) */
     size_t t = 0, below = 0;
-    while (t <= x->dims && below + hist[t] < pool)
+    while (t <= maxd && below + hist[t] < pool)
         below += hist[t++];
     size_t at = pool - below; /* rows at distance t still admitted */
     if (!(cand = malloc(pool * sizeof *cand))) goto out;
@@ -595,7 +631,8 @@ bool vec_index_sparse(const vec_index *x)
 const char *vec_search_path(const vec_index *x)
 {
     if (x->n * x->stride * sizeof(float) < VEC_EXACT_MAX_BYTES) return "float32";
-    if (x->dims < VEC_BINARY_MIN_DIMS || vec_index_sparse(x)) return "int8";
+    if (x->dims < VEC_BINARY_MIN_DIMS || x->dims > VEC_BINARY_MAX_DIMS || vec_index_sparse(x))
+        return "int8";
     return "binary";
 }
 

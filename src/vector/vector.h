@@ -42,8 +42,11 @@ typedef struct vec_kernels {
     const char *name; /* "avx512vnni", "avx512", "avx2" or "scalar" */
     float (*dot)(const float *a, const float *b, size_t n);
     int32_t (*dot_i8)(const int8_t *a, const int8_t *b, size_t n);
-    /* Hamming distances of the code q (words 64-bit words) to n codes laid
-     * out one after another: out[i] = popcount(q XOR codes[i]). */
+    /* Weighted Hamming distances of a query to n codes (words 64-bit words
+     * each) laid out one after another. q holds 3 × words: the query's code,
+     * then weight planes p0 and p1; with x = q XOR codes[i],
+     * out[i] = popcount(x) + popcount(x & p0) + 2·popcount(x & p1) (each
+     * disagreeing bit weighs 1 to 4; zero planes give the plain distance). */
     void (*hamming)(const uint64_t *q, const uint64_t *codes, size_t words, size_t n,
                     uint16_t *out);
 } vec_kernels;
@@ -83,9 +86,11 @@ size_t vec_search(const vec_index *x, const vec_kernels *kern, const float *quer
 size_t vec_search_int8(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                        size_t oversample, uint32_t source_mask, vec_hit *out);
 
-/* Binary search: a popcount scan over the sign-bit codes keeps a pool of
- * candidates (pool, or 0 for the adaptive size), rescored with int8, then
- * the best in float32. The recall it trades is measured by bench_vector. */
+/* Binary search: a popcount scan over the sign-bit codes — each
+ * disagreeing bit weighted 1 to 4 by the magnitude of the query's component
+ * there — keeps a pool of candidates (pool, or 0 for the adaptive size),
+ * rescored with int8, then the best in float32. Returns 0 above
+ * VEC_BINARY_MAX_DIMS. The recall it trades is measured by bench_vector. */
 size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
                          size_t pool, uint32_t source_mask, vec_hit *out);
 
@@ -94,6 +99,8 @@ size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const floa
 #define VEC_EXACT_MAX_BYTES (32u << 20)
 /* Sign bits carry too little under this many dimensions: the int8 path. */
 #define VEC_BINARY_MIN_DIMS 256
+/* Weighted code distances are 16-bit: at most 4 × dims. */
+#define VEC_BINARY_MAX_DIMS 16000
 
 /* True when over 10% of the components are exactly 0 (sparse vectors, such
  * as hashed bags of words): a zero has no sign, so sign-bit codes say little. */
