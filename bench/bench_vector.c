@@ -1,6 +1,6 @@
 /*
  * bench_vector.c — `make bench`, vector part: top-10 over N unit vectors,
- * random (N = 10k, 100k; 768 and 1536 dimensions) and clustered (100k × 768:
+ * random Gaussian (N = 10k, 100k; 768 and 1536 dimensions) and clustered (100k × 768:
  * 1,000 Gaussian centres, rows and queries a centre plus Gaussian noise of
  * 1.2× its scale), clawmem's in-process float32 scan, int8 scan with float
  * rescoring, binary (sign-bit) scan with int8 and float rescoring and the
@@ -135,24 +135,13 @@ typedef struct dataset {
     bool peer; /* sqlite-vec on it */
 } dataset;
 
-/* Fills n × d rows (and nq queries) of the dataset's kind. */
-static void generate(const dataset *ds, float *m, float *q, size_t nq)
+/* Row i of the dataset (rows first, then the queries), in order. */
+static void gen_row(const dataset *ds, const float *cent, size_t i, float *row)
 {
-    size_t d = ds->d, nc = 1000;
-    float *cent = NULL;
-    if (ds->clustered) {
-        cent = malloc(nc * d * sizeof *cent);
-        for (size_t i = 0; i < nc * d; i++)
-            cent[i] = gauss();
-    }
-    for (size_t i = 0; i < ds->n + nq; i++) {
-        float *row = i < ds->n ? m + i * d : q + (i - ds->n) * d;
-        const float *c = cent ? cent + ((i * 7919) % nc) * d : NULL;
-        for (size_t j = 0; j < d; j++)
-            row[j] = c ? c[j] + 1.2f * gauss() : frand();
-        vec_normalise(row, d);
-    }
-    free(cent);
+    const float *c = cent ? cent + ((i * 7919) % 1000) * ds->d : NULL;
+    for (size_t j = 0; j < ds->d; j++)
+        row[j] = c ? c[j] + 1.2f * gauss() : gauss();
+    vec_normalise(row, ds->d);
 }
 
 static size_t overlap(const vec_hit *a, const vec_hit *b)
@@ -181,16 +170,24 @@ int main(int argc, char **argv)
     for (size_t a = 0; a < nsets; a++) {
         const dataset *ds = &sets[a];
         size_t n = ds->n, d = ds->d, nq = n >= 1000000 ? 50 : 20;
-        float *m = malloc(n * d * sizeof *m), *q = malloc(nq * d * sizeof *q);
-        generate(ds, m, q, nq);
+        /* rows kept outside the index only for sqlite-vec */
+        float *m = malloc((ds->peer ? n : 1) * d * sizeof *m), *q = malloc(nq * d * sizeof *q);
+        float *cent = NULL;
+        if (ds->clustered) {
+            cent = malloc(1000 * d * sizeof *cent);
+            for (size_t i = 0; i < 1000 * d; i++)
+                cent[i] = gauss();
+        }
         vec_index x;
         vec_index_init(&x, d);
-        for (size_t i = 0; i < n; i++)
-            vec_index_add(&x, (int64_t)i, m + i * d, 0);
-        if (!ds->peer) { /* the rows live in the index alone */
-            free(m);
-            m = NULL;
+        for (size_t i = 0; i < n; i++) {
+            float *row = ds->peer ? m + i * d : m;
+            gen_row(ds, cent, i, row);
+            vec_index_add(&x, (int64_t)i, row, 0);
         }
+        for (size_t i = 0; i < nq; i++)
+            gen_row(ds, cent, n + i, q + i * d);
+        free(cent);
         double tf = 0, ti = 0, *tb = malloc(nq * sizeof *tb), *ta = malloc(nq * sizeof *ta);
         size_t fi = 0, fb = 0, fa = 0;
         for (size_t i = 0; i < nq; i++) {
@@ -242,12 +239,14 @@ int main(int argc, char **argv)
                "\"binary_recall10\":%.3f,\"auto_path\":\"%s\",\"auto_ms_p50\":%.3f,"
                "\"auto_recall10\":%.3f,\"sqlite_vec_float_ms\":%.2f,\"sqlite_vec_int8_ms\":%.2f,"
                "\"speedup_float\":%.1f,\"speedup_int8\":%.1f,\"speedup_binary\":%.1f,"
-               "\"speedup_auto\":%.1f,\"peak_rss_mb\":%.0f}",
+               "\"speedup_auto\":%.1f,\"index_mb\":%.0f,\"peak_rss_mb\":%.0f}",
                first ? "" : ",", n, d, ds->clustered ? "clustered" : "random", nq, tf, gbs,
                100 * gbs / bw, ti, (double)fi / (double)(nq * 10), tbm, tb[nq - 1 - nq / 100],
                (double)fb / (double)(nq * 10), vec_search_path(&x), tam,
                (double)fa / (double)(nq * 10), vf, vi, vf > 0 ? vf / tf : 0, vi > 0 ? vi / ti : 0,
-               vf > 0 ? vf / tbm : 0, vf > 0 ? vf / tam : 0, (double)ru.ru_maxrss / 1024);
+               vf > 0 ? vf / tbm : 0, vf > 0 ? vf / tam : 0,
+               (double)(n * x.stride * 5 + n * x.words * 8 + n * 13) / 1048576.0,
+               (double)ru.ru_maxrss / 1024);
         first = 0;
         fflush(stdout);
         vec_index_release(&x);
