@@ -543,6 +543,11 @@ static void *rescore_rows(void *arg)
     const vec_index *x = r->x;
     for (size_t j = r->from; j < r->to; j++) {
         size_t i = r->cand[j];
+        if (j + 8 < r->to) { /* candidates are scattered: fetch a row ahead */
+            const int8_t *ahead = x->q + (size_t)r->cand[j + 8] * x->stride;
+            for (size_t off = 0; off < x->stride; off += 64)
+                __builtin_prefetch(ahead + off);
+        }
         float s = (float)r->k->dot_i8(r->qi, x->q + i * x->stride, x->stride) * x->qs[i];
         if (r->h.n < r->h.k || s > r->h.v[0].score) heap_push(&r->h, (int64_t)i, s);
     }
