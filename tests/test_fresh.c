@@ -190,6 +190,19 @@ TEST(fresh_search_trusts_a_live_watcher_only)
         if (!seen) usleep(10000);
     }
     EXPECT(seen);
+    /* a search with other index settings (another fingerprint) does not
+     * trust this watcher */
+    write_file(f.dir, "other.json", "{agents:{defaults:{memorySearch:{chunking:{tokens:200}}}}}");
+    char other[1100];
+    snprintf(other, sizeof other, "%s/other.json", f.dir);
+    cm_options oo = {NULL, f.ws, other, f.state, NULL, NULL, 0};
+    cm_engine *r2 = NULL;
+    char err[512];
+    EXPECT_INT(cm_engine_open(&oo, &r2, err, sizeof err), CM_OK);
+    cm_rc rc2 = fr_sync(r2, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED, &st);
+    EXPECT(rc2 == CM_OK || rc2 == CM_EBUSY);
+    EXPECT_INT(st.files_seen, 21);
+    cm_engine_free(r2);
     t.stop = 1;
     pthread_join(t.tid, NULL);
     cm_engine_free(t.e);

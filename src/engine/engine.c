@@ -302,6 +302,21 @@ static cm_rc count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty,
 
 #define WATCH_RECORD_LEN 128
 
+static cm_rc meta_json(const cm_engine *e, buf *out);
+
+/* What the record vouches for: this workspace indexed with this
+ * fingerprint (16 hex digits of sha256(workspace, fingerprint)). */
+static void watch_identity(const cm_engine *e, char id[SHA256_HEX_LEN + 1])
+{
+    buf b = BUF_INIT;
+    if (buf_printf(&b, "%s\n", e->cfg.workspace) || meta_json(e, &b)) {
+        snprintf(id, SHA256_HEX_LEN + 1, "unknown");
+    } else {
+        sha256_hex(b.data, b.len, id);
+    }
+    buf_release(&b);
+}
+
 /* "<index>.watch"; the caller frees. */
 static char *watch_path(const cm_engine *e)
 {
@@ -314,13 +329,13 @@ static char *watch_path(const cm_engine *e)
 }
 
 /* The record, fixed length so a reader never sees a mix of two: state,
- * sequence, pid and the workspace's hash (one index, one workspace), then
+ * sequence, pid and the identity (workspace and index fingerprint), then
  * "end". */
 static void watch_publish(const cm_engine *e, int fd, const char *state, uint64_t seq)
 {
     if (fd < 0) return;
     char ws[SHA256_HEX_LEN + 1], rec[WATCH_RECORD_LEN + 1];
-    sha256_hex(e->cfg.workspace, strlen(e->cfg.workspace), ws);
+    watch_identity(e, ws);
     int n = snprintf(rec, sizeof rec, "clawmem-watch 1 %-7s %llu %ld %.16s end", state,
                      (unsigned long long)seq, (long)getpid(), ws);
     if (n < 0) return;
@@ -352,8 +367,9 @@ static void watch_unclaim(const cm_engine *e, int fd)
     close(fd);
 }
 
-/* True when a live watcher keeps this index fresh for this workspace: its
- * lock is held (a shared lock cannot be had) and its record says fresh. */
+/* True when a live watcher keeps this index fresh for this workspace and
+ * fingerprint: its lock is held (a shared lock cannot be had) and its record
+ * says fresh. */
 static bool watched_fresh(const cm_engine *e)
 {
     char *p = watch_path(e);
@@ -366,7 +382,7 @@ static bool watched_fresh(const cm_engine *e)
     } else if (errno == EWOULDBLOCK) {
         char rec[WATCH_RECORD_LEN + 1], ws[SHA256_HEX_LEN + 1], want[64];
         ssize_t r = pread(fd, rec, WATCH_RECORD_LEN, 0);
-        sha256_hex(e->cfg.workspace, strlen(e->cfg.workspace), ws);
+        watch_identity(e, ws);
         snprintf(want, sizeof want, " %.16s end", ws);
         if (r == WATCH_RECORD_LEN) {
             rec[r] = 0;
