@@ -75,6 +75,22 @@ TEST(vector_kernels_match_scalar)
                     EXPECT_INT(got16[r], ref16[r]);
             }
         }
+    /* selecting the distances at or under a threshold, against the scalar one */
+    static uint16_t dist[1000];
+    static uint32_t ref_i[1000], got_i[1000];
+    for (size_t n = 0; n <= 1000; n += n < 70 ? 1 : 233) {
+        for (size_t i = 0; i < n; i++)
+            dist[i] = (uint16_t)((frand() + 1) * 400);
+        if (n) dist[n - 1] = 0; /* the tail after the last full block */
+        size_t m = k[0]->select(dist, n, 100, ref_i);
+        for (size_t i = 0, c = 0; i < n; i++)
+            if (dist[i] <= 100) EXPECT_INT(ref_i[c++], i);
+        for (size_t j = 1; j < nk; j++) {
+            EXPECT_INT(k[j]->select(dist, n, 100, got_i), m);
+            for (size_t i = 0; i < m; i++)
+                EXPECT_INT(got_i[i], ref_i[i]);
+        }
+    }
     EXPECT(strcmp(vec_kernels_best()->name, k[nk - 1]->name) == 0);
 }
 

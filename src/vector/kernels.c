@@ -100,6 +100,33 @@ hamming_vpopcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n
     }
 }
 
+/* Indices of the distances ≤ t, in order. */
+static size_t select_scalar(const uint16_t *dist, size_t n, uint16_t t, uint32_t *out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (dist[i] <= t) out[m++] = (uint32_t)i;
+    return m;
+}
+
+/* 32 distances a compare; most blocks have none at or under t. */
+__attribute__((target("avx512f,avx512bw"))) static size_t
+select_avx512(const uint16_t *dist, size_t n, uint16_t t, uint32_t *out)
+{
+    size_t m = 0, i = 0;
+    const __m512i tv = _mm512_set1_epi16((short)t);
+    for (; i + 32 <= n; i += 32) {
+        uint32_t mask = _mm512_cmple_epu16_mask(_mm512_loadu_si512(dist + i), tv);
+        while (mask) {
+            out[m++] = (uint32_t)(i + (size_t)__builtin_ctz(mask));
+            mask &= mask - 1;
+        }
+    }
+    for (; i < n; i++)
+        if (dist[i] <= t) out[m++] = (uint32_t)i;
+    return m;
+}
+
 __attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b, size_t n)
 {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -178,12 +205,15 @@ dot_i8_vnni(const int8_t *a, const int8_t *b, size_t n)
     return r;
 }
 
-static const vec_kernels k_scalar = {"scalar", dot_scalar, dot_i8_scalar, hamming_scalar};
-static const vec_kernels k_avx2 = {"avx2", dot_avx2, dot_i8_avx2, hamming_popcnt};
-static const vec_kernels k_avx512 = {"avx512", dot_avx512, dot_i8_avx512, hamming_popcnt};
-static const vec_kernels k_vnni = {"avx512vnni", dot_avx512, dot_i8_vnni, hamming_popcnt};
+static const vec_kernels k_scalar = {"scalar", dot_scalar, dot_i8_scalar, hamming_scalar,
+                                     select_scalar};
+static const vec_kernels k_avx2 = {"avx2", dot_avx2, dot_i8_avx2, hamming_popcnt, select_scalar};
+static const vec_kernels k_avx512 = {"avx512", dot_avx512, dot_i8_avx512, hamming_popcnt,
+                                     select_avx512};
+static const vec_kernels k_vnni = {"avx512vnni", dot_avx512, dot_i8_vnni, hamming_popcnt,
+                                   select_avx512};
 static const vec_kernels k_vpopcnt = {"avx512vnni+vpopcntdq", dot_avx512, dot_i8_vnni,
-                                      hamming_vpopcnt};
+                                      hamming_vpopcnt, select_avx512};
 
 static bool has_avx2(void)
 {

@@ -434,16 +434,23 @@ typedef struct ham_part {
     uint32_t mask;
     size_t from, to;
     uint16_t *dist;
+    size_t *hist, maxd; /* this part's histogram of distances (maxd + 2 bins) */
 } ham_part;
 
 static void *ham_rows(void *arg)
 {
     ham_part *p = arg;
     const vec_index *x = p->x;
-    p->k->hamming(p->qc, x->b + p->from * x->words, x->words, p->to - p->from, p->dist + p->from);
-    if (p->mask != ~0u)
-        for (size_t i = p->from; i < p->to; i++)
-            if (!(p->mask & (1u << x->src[i]))) p->dist[i] = UINT16_MAX;
+    /* blocks of rows, so the distances are counted while still in cache */
+    for (size_t from = p->from; from < p->to; from += 4096) {
+        size_t to = CM_MIN(from + 4096, p->to);
+        p->k->hamming(p->qc, x->b + from * x->words, x->words, to - from, p->dist + from);
+        if (p->mask != ~0u)
+            for (size_t i = from; i < to; i++)
+                if (!(p->mask & (1u << x->src[i]))) p->dist[i] = UINT16_MAX;
+        for (size_t i = from; i < to; i++)
+            p->hist[p->dist[i] == UINT16_MAX ? p->maxd + 1 : p->dist[i]]++;
+    }
     return NULL;
 }
 
@@ -454,9 +461,11 @@ static void *ham_rows(void *arg)
 /* Distances of every row's code to the query's, on two threads when the
  * codes are large enough for it to pay. Filtered-out rows get UINT16_MAX. */
 static void ham_all(const vec_index *x, const vec_kernels *k, const uint64_t *qc, uint32_t mask,
-                    uint16_t *dist)
+                    uint16_t *dist, size_t *hist, size_t maxd)
 {
     int parts = x->n * x->words * 8 >= VEC_PARALLEL_BINARY_BYTES ? 2 : 1;
+    size_t *hist2 = parts == 2 ? calloc(maxd + 2, sizeof *hist2) : NULL;
+    if (!hist2) parts = 1;
     ham_part p[2];
     for (int t = 0; t < parts; t++)
         p[t] = (ham_part){x,
@@ -465,12 +474,17 @@ static void ham_all(const vec_index *x, const vec_kernels *k, const uint64_t *qc
                           mask,
                           x->n * (size_t)t / (size_t)parts,
                           x->n * (size_t)(t + 1) / (size_t)parts,
-                          dist};
+                          dist,
+                          t ? hist2 : hist,
+                          maxd};
     pthread_t tid;
     bool threaded = parts == 2 && pthread_create(&tid, NULL, ham_rows, &p[1]) == 0;
     ham_rows(&p[0]);
     if (parts == 2 && !threaded) ham_rows(&p[1]);
     if (threaded) pthread_join(tid, NULL);
+    for (size_t d = 0; hist2 && d < maxd + 2; d++)
+        hist[d] += hist2[d];
+    free(hist2);
 }
 
 /* The query's code and weight planes (3 × words): a dimension where the
@@ -570,9 +584,7 @@ size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const floa
     double sumw2 = 0;
     if (!q || !qi || !qc || !dist || !hist || maxd >= UINT16_MAX) goto out;
     if (!query_code(x, q, qc, &sumw2)) goto out;
-    ham_all(x, kern, qc, source_mask, dist);
-    for (size_t i = 0; i < x->n; i++)
-        hist[dist[i] == UINT16_MAX ? maxd + 1 : dist[i]]++;
+    ham_all(x, kern, qc, source_mask, dist, hist, maxd);
     if (!pool) pool = adaptive_pool(x, hist, maxd, sumw2, k);
     pool = CM_MIN(CM_MAX(pool, k), x->n);
     /* the distance threshold that admits pool rows (ties at it partly) */
@@ -580,12 +592,14 @@ size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const floa
     while (t <= maxd && below + hist[t] < pool)
         below += hist[t++];
     size_t at = pool - below; /* rows at distance t still admitted */
-    if (!(cand = malloc(pool * sizeof *cand))) goto out;
-    for (size_t i = 0; i < x->n && nc < pool; i++) {
-        if (dist[i] < t)
-            cand[nc++] = (uint32_t)i;
-        else if (dist[i] == t && at) {
-            cand[nc++] = (uint32_t)i;
+    if (!(cand = malloc((below + (t <= maxd ? hist[t] : 0) + 1) * sizeof *cand))) goto out;
+    size_t nle = kern->select(dist, x->n, (uint16_t)CM_MIN(t, (size_t)UINT16_MAX - 1), cand);
+    for (size_t j = 0; j < nle; j++) { /* all under t, the first `at` at t */
+        uint16_t d = dist[cand[j]];
+        if (d < t)
+            cand[nc++] = cand[j];
+        else if (d == t && at) {
+            cand[nc++] = cand[j];
             at--;
         }
     }

@@ -49,6 +49,9 @@ typedef struct vec_kernels {
      * disagreeing bit weighs 1 to 4; zero planes give the plain distance). */
     void (*hamming)(const uint64_t *q, const uint64_t *codes, size_t words, size_t n,
                     uint16_t *out);
+    /* Writes the indices i < n with dist[i] ≤ t to out, in order; returns
+     * how many. */
+    size_t (*select)(const uint16_t *dist, size_t n, uint16_t t, uint32_t *out);
 } vec_kernels;
 
 /* The best kernels this CPU runs (decided once). */
