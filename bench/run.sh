@@ -6,7 +6,10 @@
 #   CLAWMEM_BENCH_CORPUS=DIR   use DIR (a folder of .md files) instead
 #   CLAWMEM_BENCH_PEER=0       skip QMD
 #   CLAWMEM_BENCH_SCIFACT=DIR  BEIR SciFact (default ../shared/data/scifact)
-#   CLAWMEM_BENCH_1M=1         also the 1M-vector runs (several minutes, ~4 GB)
+#   CLAWMEM_BENCH_1M=1         also the 1M runs (vectors and the scale curve:
+#                              ~15 minutes more, ~6 GB of memory)
+#   CLAWMEM_BENCH_LOCAL=0      skip the local-embeddings part (its first run
+#                              builds llama.cpp's llama-embedding: ~20 min)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -153,8 +156,11 @@ unset multiplot
 GP
 fi
 
-say "local embeddings: clawmem's local provider against llama-embedding"
-local_embed=$(bench/local.sh "$work/local") || local_embed='null'
+local_embed='null'
+if [[ ${CLAWMEM_BENCH_LOCAL:-1} != 0 ]]; then
+  say "local embeddings: clawmem's local provider against llama-embedding"
+  local_embed=$(bench/local.sh "$work/local") || local_embed='null'
+fi
 
 peer='null'
 if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
