@@ -1436,11 +1436,12 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
             rc = buf_printf(&b,
                             ",\"vector\":{\"enabled\":%s,\"dims\":%s,\"vectors\":%lld,"
                             "\"path\":\"in-process %s scan\",\"sqliteVec\":\"not loaded: the "
-                            "in-process index serves\",\"inMemory\":{\"rows\":%zu,\"fullLoads\":%u,"
-                            "\"logUpdates\":%u}},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
+                            "in-process index serves\",\"inMemory\":{\"rows\":%zu,\"scan\":\"%s\","
+                            "\"fullLoads\":%u,\"logUpdates\":%u}},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
                             "\"maxEntries\":%d}",
                             e->have_prov ? "true" : "false", dims ? dims : "0", (long long)nvec,
-                            vec_kernels_best()->name, e->vx_loaded ? e->vx.n : 0, e->vx_loads,
+                            vec_kernels_best()->name, e->vx_loaded ? e->vx.n : 0,
+                            e->vx_loaded ? vec_search_path(&e->vx) : "not loaded", e->vx_loads,
                             e->vx_updates, c->cache_enabled ? "true" : "false", (long long)ncache,
                             c->cache_max_entries);
         }
