@@ -1278,12 +1278,12 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
             due = r == CM_EBUSY ? t + CM_MAX(debounce, 200) : -1;
             first_change = -1;
             last_sync = cm_now_ms();
-            /* fresh only when the sync succeeded, nothing arrived meanwhile
-             * (looked at below, before publishing) and events are reliable */
-            if (!r && !watcher_degraded(w) && !(watcher_read(w) & (WATCH_CHANGED | WATCH_OVERFLOW)))
+            /* fresh only when the sync succeeded, no event arrived meanwhile
+             * (those are read and debounced by the loop as usual) and events
+             * are reliable */
+            struct pollfd ev = {watcher_fd(w), POLLIN, 0};
+            if (!r && !watcher_degraded(w) && poll(&ev, 1, 0) == 0)
                 watch_publish(e, live, "fresh", ++seq);
-            else if (!r)
-                due = cm_now_ms(); /* a change during the sync: again */
             continue;
         }
         /* When to wake up next: a pending sync, the interval, the degraded rescan. */
