@@ -49,15 +49,17 @@ ours=$(build/bench_search "$work/ws" "$work/state" "$queries" "$work/changed.txt
 
 # Whole-process `clawmem search` (includes start-up, config, the stat-only sync).
 build/clawmem --workspace "$work/ws" --state-dir "$work/cli-state" index >/dev/null
-# Median wall time of `clawmem search` over the first 20 queries, with extra flags $@.
+# Median wall time of `clawmem search` over the first 20 queries, with extra
+# flags $@, on workspace $cws with state $cst (default: the tldr ones).
+cws=$work/ws cst=$work/cli-state cq=$queries
 cli_p50() {
   local q t0 t1 walls=()
   while read -r q; do
     t0=$EPOCHREALTIME
-    build/clawmem --workspace "$work/ws" --state-dir "$work/cli-state" search "$q" "$@" >/dev/null
+    build/clawmem --workspace "$cws" --state-dir "$cst" search "$q" "$@" >/dev/null
     t1=$EPOCHREALTIME
     walls+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f", b-a}')")
-  done < <(head -n 20 "$queries")
+  done < <(head -n 20 "$cq")
   printf '%s\n' "${walls[@]}" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'
 }
 cli_sync_p50=$(cli_p50)      # checks every file first (one stat each, read-only), then searches
@@ -101,6 +103,33 @@ for (const line of fs.readFileSync(src, "utf8").split("\n")) {
     sci_peer=$(bench/peer_qmd.sh "$work/sci/ws" "$work/sci/queries.txt") || sci_peer='null'
   fi
   sci="{\"files\":$(ls "$work/sci/ws/memory" | wc -l),\"clawmem_index_s\":$best,\"qmd\":$sci_peer}"
+
+  # The issue's workspace size for the search figure: ~1,300 files, ~16 MB
+  # (the abstracts four to a file); `clawmem search` with its default check
+  # (no watcher: a read-only stat of each file) and with a live watcher,
+  # against `qmd search` on the same files.
+  rm -rf "$work/ws1300"; mkdir -p "$work/ws1300/ws/memory"
+  node -e '
+const fs = require("fs"), [src, dir] = process.argv.slice(1);
+const docs = fs.readFileSync(src, "utf8").split("\n").filter(l => l.trim()).map(l => JSON.parse(l));
+for (let i = 0; i < docs.length; i += 4)
+  fs.writeFileSync(`${dir}/a${String(i / 4).padStart(4, "0")}.md`,
+    docs.slice(i, i + 4).map(d => `# ${d.title}\n\n${d.text}\n`).join("\n").repeat(2));' "$scifact" "$work/ws1300/ws/memory"
+  cws=$work/ws1300/ws cst=$work/ws1300/state cq=$work/sci/queries.txt
+  build/clawmem --workspace "$cws" --state-dir "$cst" index >/dev/null
+  ws1300_sync_p50=$(cli_p50)
+  build/clawmem --workspace "$cws" --state-dir "$cst" watch 2>/dev/null &
+  watch_pid=$!
+  for _ in $(seq 600); do grep -q '^clawmem-watch 1 fresh' "$cst/memory/main.sqlite.watch" 2>/dev/null && break; sleep 0.1; done
+  ws1300_watched_p50=$(cli_p50)
+  kill "$watch_pid"; wait "$watch_pid" 2>/dev/null || true
+  cws=$work/ws cst=$work/cli-state cq=$queries
+  ws1300_peer='null'
+  if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
+    say "peer: QMD on the 1,300-file workspace"
+    ws1300_peer=$(bench/peer_qmd.sh "$work/ws1300/ws" "$work/sci/queries.txt") || ws1300_peer='null'
+  fi
+  sci="${sci%\}},\"ws1300\":{\"files\":$(ls "$work/ws1300/ws/memory" | wc -l),\"kib\":$(du -sk "$work/ws1300/ws/memory" | cut -f1),\"clawmem_search_wall_p50_s\":$ws1300_sync_p50,\"clawmem_search_watched_wall_p50_s\":$ws1300_watched_p50,\"qmd\":$ws1300_peer}}"
 fi
 
 # Peak RSS of a whole-process full index
@@ -186,6 +215,8 @@ if (peer) out.ratios = {
   cli_search_speedup_with_sync: +(peer.search_wall_p50_s / sync).toFixed(1),
   cli_search_speedup_watched: +(peer.search_wall_p50_s / watched).toFixed(1),
   scifact_index_speedup: scifact && scifact.qmd ? +(scifact.qmd.index_s / scifact.clawmem_index_s).toFixed(1) : null,
+  ws1300_search_speedup: scifact && scifact.ws1300 && scifact.ws1300.qmd ? +(scifact.ws1300.qmd.search_wall_p50_s / scifact.ws1300.clawmem_search_wall_p50_s).toFixed(1) : null,
+  ws1300_search_speedup_watched: scifact && scifact.ws1300 && scifact.ws1300.qmd ? +(scifact.ws1300.qmd.search_wall_p50_s / scifact.ws1300.clawmem_search_watched_wall_p50_s).toFixed(1) : null,
   noop_resync_speedup: +(peer.noop_update_s / ours.noop_resync_s).toFixed(1),
   index_size_ratio: +(peer.index_bytes / ours.index_bytes).toFixed(2)};
 console.log(JSON.stringify(out, null, 2));
