@@ -302,18 +302,26 @@ static cm_rc count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty,
 
 #define WATCH_RECORD_LEN 128
 
-static cm_rc meta_json(const cm_engine *e, buf *out);
-
-/* What the record vouches for: this workspace indexed with this
- * fingerprint (16 hex digits of sha256(workspace, fingerprint)). */
+/* What the record vouches for: this workspace indexed with these settings
+ * (the fields of meta_json's fingerprint, the extra paths themselves rather
+ * than their hash), as 16 hex digits of a 64-bit FNV-1a: no SHA-256 here,
+ * whose first use costs a search process about a millisecond of libcrypto
+ * set-up. */
 static void watch_identity(const cm_engine *e, char id[SHA256_HEX_LEN + 1])
 {
+    const cm_config *c = &e->cfg;
     buf b = BUF_INIT;
-    if (buf_printf(&b, "%s\n", e->cfg.workspace) || meta_json(e, &b)) {
-        snprintf(id, SHA256_HEX_LEN + 1, "unknown");
-    } else {
-        sha256_hex(b.data, b.len, id);
-    }
+    cm_rc rc = buf_printf(&b, "%s\n%s\n%s\n%s\n%d %d %d %s " KEYWORD_TEXT_VERSION "\n",
+                          c->workspace, e->provider, e->model, e->have_prov ? e->prov.key_hash : "",
+                          c->chunk_tokens, c->chunk_overlap, c->output_dims, c->fts_tokenizer);
+    for (size_t i = 0; i < c->sources.n && !rc; i++)
+        rc = buf_printf(&b, "s %s\n", c->sources.v[i]);
+    for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
+        rc = buf_printf(&b, "x %s\n", c->extra_paths.v[i]);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; !rc && i < b.len; i++)
+        h = (h ^ (unsigned char)b.data[i]) * 0x100000001b3ull;
+    snprintf(id, SHA256_HEX_LEN + 1, rc ? "unknown" : "%016llx", (unsigned long long)h);
     buf_release(&b);
 }
 
