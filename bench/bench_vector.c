@@ -257,8 +257,7 @@ int main(int argc, char **argv)
                (double)fb / (double)(nq * 10), vec_search_path(&x), tam,
                (double)fa / (double)(nq * 10), vf, vi, vf > 0 ? vf / tf : 0, vi > 0 ? vi / ti : 0,
                vf > 0 ? vf / tbm : 0, vf > 0 ? vf / tam : 0,
-               (double)(n * x.stride * 5 + n * x.words * 8 + n * 13) / 1048576.0,
-               rss);
+               (double)(n * x.stride * 5 + n * x.words * 8 + n * 13) / 1048576.0, rss);
         first = 0;
         fflush(stdout);
         vec_index_release(&x);

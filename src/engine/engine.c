@@ -65,8 +65,8 @@ struct cm_engine {
     vec_index vx;
     bool vx_loaded;
     int64_t vx_version;
-    int64_t vx_seq; /* the vector log position vx reflects (-1: no log) */
-    bool vx_stale;  /* this engine's own sync changed vectors since */
+    int64_t vx_seq;                /* the vector log position vx reflects (-1: no log) */
+    bool vx_stale;                 /* this engine's own sync changed vectors since */
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
 };
 
@@ -654,7 +654,7 @@ out:
  * reads, hashes and chunks the files after it, up to PIPE_SLOTS ahead. Each
  * slot is a private sync_run for load_file (own buffers, problems and
  * stats), merged into the real one in file order by the writer. */
-#define PIPE_SLOTS 32
+#define PIPE_SLOTS     32
 #define PIPE_MIN_FILES 64 /* fewer files: no thread */
 
 typedef struct pipe_slot {
@@ -680,7 +680,8 @@ static void *pipe_reader(void *arg)
     pipeline *p = arg;
     for (size_t i = 0; i < p->files->n; i++) {
         pthread_mutex_lock(&p->mu);
-        while (i - p->consumed >= PIPE_SLOTS && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
+        while (i - p->consumed >= PIPE_SLOTS && !p->stop)
+            pthread_cond_wait(&p->cv, &p->mu);
         bool stop = p->stop;
         pthread_mutex_unlock(&p->mu);
         if (stop) break;
@@ -700,7 +701,8 @@ static void *pipe_reader(void *arg)
 static pipe_slot *pipe_take(pipeline *p, sync_run *r, size_t i)
 {
     pthread_mutex_lock(&p->mu);
-    while (p->produced <= i) pthread_cond_wait(&p->cv, &p->mu);
+    while (p->produced <= i)
+        pthread_cond_wait(&p->cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
     pipe_slot *s = &p->slot[i % PIPE_SLOTS];
     r->stats->bytes_read += s->stats.bytes_read;
