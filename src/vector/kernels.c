@@ -63,6 +63,8 @@ hamming_popcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n,
 {
     const uint64_t *p0 = q + words, *p1 = q + 2 * words;
     for (size_t i = 0; i < n; i++, codes += words) {
+        _mm_prefetch((const char *)(codes + 16 * words), _MM_HINT_T0); /* as below */
+        _mm_prefetch((const char *)(codes + 16 * words) + 64, _MM_HINT_T0);
         uint64_t d0 = 0, d1 = 0, d2 = 0;
         for (size_t w = 0; w < words; w++) {
             uint64_t x = q[w] ^ codes[w];
@@ -82,6 +84,9 @@ hamming_vpopcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n
     size_t full = words / 8;
     __mmask8 tail = (__mmask8)((1u << (words % 8)) - 1);
     for (size_t i = 0; i < n; i++, codes += words) {
+        /* the stream 16 rows ahead: a row of 12 words spans 1.5 lines */
+        _mm_prefetch((const char *)(codes + 16 * words), _MM_HINT_T0);
+        _mm_prefetch((const char *)(codes + 16 * words) + 64, _MM_HINT_T0);
         __m512i a1 = _mm512_setzero_si512(), a2 = _mm512_setzero_si512();
         size_t w = 0;
         for (size_t j = 0; j <= full; j++, w += 8) {
