@@ -70,8 +70,9 @@ static const char usage_index[] =
     "re-chunked. --force rebuilds the whole index into a new file (also repairs a corrupt one).\n";
 static const char usage_search[] =
     "usage: clawmem search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
-    "Runs memory_search: syncs changed files first (one stat per memory file; if another\n"
-    "process is writing the index it does not wait), then prints each hit as\n"
+    "Runs memory_search: syncs changed files first (one stat per memory file, read-only when\n"
+    "nothing changed; none at all while `clawmem watch` or `clawmem mcp` keeps the index\n"
+    "fresh; if another process is writing the index it does not wait), then prints each hit as\n"
     "`score path:start-end` followed by its snippet, or `No matches.`\n"
     "--no-sync searches the index as it is, for callers that keep it fresh themselves\n"
     "(`clawmem index` after writing, a watcher): no file is looked at.\n";
@@ -476,8 +477,8 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
     progress pr = {.downloads_only = 1};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
     pr.last = pr.t0;
-    cm_rc rc = sync ? cm_engine_sync(e, CM_SYNC_NOWAIT, isatty(2) ? on_progress : NULL, &pr, NULL,
-                                     err, sizeof err)
+    cm_rc rc = sync ? cm_engine_sync(e, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED,
+                                     isatty(2) ? on_progress : NULL, &pr, NULL, err, sizeof err)
                     : CM_OK;
     if (rc && rc != CM_EBUSY) fprintf(stderr, "clawmem: warning: sync failed: %s\n", err);
     if (cm_memory_search(e, query, &o, &json, err, sizeof err)) return die("%s", err);

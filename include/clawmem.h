@@ -84,6 +84,9 @@ typedef int (*cm_progress_fn)(void *ctx, const cm_progress *p);
 enum {
     CM_SYNC_FORCE = 1 << 0,  /* rebuild the whole index into a new file */
     CM_SYNC_NOWAIT = 1 << 1, /* if another process is writing, return CM_EBUSY at once */
+    /* a search's check: nothing at all (not even a stat) when a live watcher
+     * (`clawmem watch`, `clawmem mcp`) reports the index fresh; stats stay 0 */
+    CM_SYNC_UNLESS_WATCHED = 1 << 2,
 };
 
 typedef struct cm_sync_stats {
@@ -98,7 +101,9 @@ typedef struct cm_sync_stats {
  * and mtime) cost one stat; changed files are re-chunked, each in its own
  * transaction; a config fingerprint change or CM_SYNC_FORCE rebuilds into a
  * temporary file that replaces the index atomically. stats and progress may be
- * NULL. Waits for another writer up to the busy timeout, then CM_EBUSY. */
+ * NULL. Waits for another writer up to the busy timeout, then CM_EBUSY. With
+ * CM_SYNC_NOWAIT, when nothing changed the check is read-only: no lock, no
+ * write transaction. */
 cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
                      cm_sync_stats *stats, char *err, size_t errlen);
 

@@ -2,7 +2,8 @@
  * test_hybrid.c — the engine with an embedding provider (the loopback fake
  * server): vectors filled during sync, hybrid ranking, the embedding cache
  * across moves and rebuilds, provider faults during sync and search, the
- * fallback provider, and status.
+ * fallback provider, status, and a warm engine that follows edits through
+ * the vector log instead of reloading every vector.
  */
 #include <jansson.h>
 #include <unistd.h>
@@ -20,9 +21,10 @@ typedef struct hy {
 static void hy_config(hy *h, const char *extra)
 {
     char text[2048];
-    snprintf(text, sizeof text,
-             "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'k'}%s}}}}",
-             h->base, extra ? extra : "");
+    snprintf(
+        text, sizeof text,
+        "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'k'}%s}}}}",
+        h->base, extra ? extra : "");
     write_file(h->dir, "qc.json", text);
 }
 
@@ -38,7 +40,8 @@ static void hy_init(hy *h)
     h->srv = fake_start(64, h->base);
     hy_config(h, NULL);
     write_file(h->ws, "MEMORY.md", "# Facts\nThe dog Biscuit likes the beach.\n");
-    write_file(h->ws, "memory/2026-02-10.md", "Configured the Omada router with VLAN 10 for IoT.\n");
+    write_file(h->ws, "memory/2026-02-10.md",
+               "Configured the Omada router with VLAN 10 for IoT.\n");
     write_file(h->ws, "memory/2026-02-11.md", "Dentist appointment moved to Friday morning.\n");
 }
 
@@ -66,8 +69,10 @@ static json_t *hy_json(hy *h, bool status, const char *q)
     cm_engine *e = hy_open(h);
     char err[512], *js = NULL;
     cm_search_opts o = {10, 0, 0};
-    if (status) cm_engine_status(e, 0, &js, err, sizeof err);
-    else cm_memory_search(e, q, &o, &js, err, sizeof err);
+    if (status)
+        cm_engine_status(e, 0, &js, err, sizeof err);
+    else
+        cm_memory_search(e, q, &o, &js, err, sizeof err);
     json_t *j = js ? json_loads(js, 0, NULL) : NULL;
     cm_free(js);
     cm_engine_free(e);
@@ -93,7 +98,8 @@ TEST(hybrid_sync_fills_vectors_and_search_merges)
     EXPECT_STR(json_string_value(json_object_get(p, "provider")), "openai");
     EXPECT_STR(json_string_value(json_object_get(p, "model")), "text-embedding-3-small");
     EXPECT(json_array_size(json_object_get(p, "results")) >= 2);
-    double top = json_number_value(json_object_get(json_array_get(json_object_get(p, "results"), 0), "score"));
+    double top = json_number_value(
+        json_object_get(json_array_get(json_object_get(p, "results"), 0), "score"));
     EXPECT(top > 0 && top <= 1.0);
     json_decref(p);
     fake_stop(h.srv);
@@ -131,7 +137,8 @@ TEST(hybrid_provider_faults_keep_the_index_whole)
 {
     hy h;
     hy_init(&h);
-    for (int i = 0; i < 4; i++) fake_push(h.srv, FAKE_STATUS, 500, -1);
+    for (int i = 0; i < 4; i++)
+        fake_push(h.srv, FAKE_STATUS, 500, -1);
     cm_sync_stats st;
     EXPECT_INT(hy_sync(&h, &st), CM_OK); /* the keyword index is complete */
     EXPECT_INT(st.chunks_embedded, 0);
@@ -142,7 +149,8 @@ TEST(hybrid_provider_faults_keep_the_index_whole)
     EXPECT_INT(hy_sync(&h, &st), CM_OK);
     EXPECT_INT(st.chunks_embedded, 3);
     /* the query embedding fails: keyword results still come */
-    for (int i = 0; i < 4; i++) fake_push(h.srv, FAKE_BAD_JSON, 200, -1);
+    for (int i = 0; i < 4; i++)
+        fake_push(h.srv, FAKE_BAD_JSON, 200, -1);
     cm_engine *e = hy_open(&h);
     char err[512], *js = NULL;
     EXPECT_INT(cm_memory_search(e, "Biscuit", NULL, &js, err, sizeof err), CM_OK);
@@ -215,7 +223,8 @@ TEST(hybrid_merge_options_in_the_engine)
     for (int i = 0; i < 3; i++) {
         char text[2048];
         snprintf(text, sizeof text,
-                 "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'k'}}}},"
+                 "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'"
+                 "k'}}}},"
                  "clawmem:{hybridMerge:'%s'}}",
                  h.base, merges[i]);
         write_file(h.dir, "qc.json", text);
@@ -274,5 +283,78 @@ TEST(hybrid_payload_mode_id_textscore_and_session_citations)
         json_decref(p);
     }
     cm_engine_free(e);
+    fake_stop(h.srv);
+}
+
+static char *search_text(cm_engine *e, const char *q)
+{
+    char err[512], *js = NULL;
+    cm_search_opts o = {10, 0, 0};
+    if (cm_memory_search(e, q, &o, &js, err, sizeof err)) fprintf(stderr, "  search: %s\n", err);
+    return js;
+}
+
+/* A warm reader (as the MCP server's) and its writer, or the warm engine's
+ * own syncs, after randomised edits: the warm engine's results equal those
+ * of an engine that loads every vector afresh, and it loaded them once. */
+TEST(hybrid_warm_engine_follows_edits_without_reload)
+{
+    static const char *words[] = {"router", "beach",  "dentist", "friday", "garden", "schema",
+                                  "freeze", "budget", "python",  "piano",  "coffee", "train",
+                                  "winter", "rocket", "violet",  "harbor"};
+    hy h;
+    hy_init(&h);
+    hy_config(&h, ",query:{hybrid:{enabled:false},minScore:0}");
+    uint64_t r = 12345;
+    char name[64], text[512];
+    for (int f = 0; f < 24; f++) {
+        snprintf(name, sizeof name, "memory/n%02d.md", f);
+        snprintf(text, sizeof text, "note %d: %s %s %s\n", f, words[f % 16],
+                 words[(f * 5 + 3) % 16], words[(f * 7 + 1) % 16]);
+        write_file(h.ws, name, text);
+    }
+    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
+    cm_engine *warm = hy_open(&h), *writer = hy_open(&h);
+    const char *queries[] = {"router beach", "schema freeze budget", "violet harbor coffee"};
+    char *js = search_text(warm, queries[0]);
+    cm_free(js);
+    char err[512];
+    for (int round = 0; round < 8; round++) {
+        for (int op = 0; op < 3; op++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            int f = (int)((r >> 33) % 30), w = (int)((r >> 20) % 16);
+            snprintf(name, sizeof name, "memory/n%02d.md", f);
+            if ((r >> 40) % 4 == 0) {
+                unlink(path_in(h.ws, name));
+            } else {
+                snprintf(text, sizeof text, "note %d round %d: %s %s\n\nmore %s\n", f, round,
+                         words[w], words[(w + round) % 16], words[(w * 3 + op) % 16]);
+                write_file(h.ws, name, text);
+            }
+        }
+        /* odd rounds: another connection writes; even: the warm engine itself */
+        cm_rc rc = cm_engine_sync(round % 2 ? writer : warm, 0, NULL, NULL, NULL, err, sizeof err);
+        EXPECT_INT(rc, CM_OK);
+        for (size_t q = 0; q < 3; q++) {
+            char *a = search_text(warm, queries[q]);
+            cm_engine *fresh = hy_open(&h);
+            char *b = search_text(fresh, queries[q]);
+            cm_engine_free(fresh);
+            EXPECT(a && b);
+            if (a && b) EXPECT_STR(a, b);
+            cm_free(a);
+            cm_free(b);
+        }
+    }
+    char *st = NULL;
+    EXPECT_INT(cm_engine_status(warm, 0, &st, err, sizeof err), CM_OK);
+    json_t *s = st ? json_loads(st, 0, NULL) : NULL;
+    json_t *im = json_object_get(json_object_get(s, "vector"), "inMemory");
+    EXPECT_INT(json_integer_value(json_object_get(im, "fullLoads")), 1);
+    EXPECT(json_integer_value(json_object_get(im, "logUpdates")) >= 8);
+    json_decref(s);
+    cm_free(st);
+    cm_engine_free(warm);
+    cm_engine_free(writer);
     fake_stop(h.srv);
 }

@@ -7,12 +7,22 @@
  * it and read the last committed state (WAL). A rebuild writes
  * "<index>.rebuild-<pid>" and renames it over the index, so a crash at any
  * point leaves the old index whole; the next writer removes the leftovers.
+ *
+ * A search's sync (CM_SYNC_NOWAIT) that finds nothing changed is read-only
+ * (no lock, no transaction).
+ * A watcher (cm_engine_watch) holds an flock()ed "<index>.watch" for its
+ * life and keeps in it a one-line record: fresh (its last sync is done and
+ * no change is pending) or pending. A search's sync (CM_SYNC_UNLESS_WATCHED)
+ * skips the tree walk while that lock is held and the record says fresh;
+ * the kernel drops the lock when the watcher dies, so a dead watcher is
+ * never trusted. See "Freshness" in the README.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -59,6 +69,9 @@ struct cm_engine {
     vec_index vx;
     bool vx_loaded;
     int64_t vx_version;
+    int64_t vx_seq;                /* the vector log position vx reflects (-1: no log) */
+    bool vx_stale;                 /* this engine's own sync changed vectors since */
+    unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
 };
 
 /* Chunks embedded per request round during a sync. */
@@ -338,6 +351,142 @@ static void lock_release(int fd)
 
 /* ---- sync -------------------------------------------------------------- */
 
+static cm_rc count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
+                            size_t errlen);
+
+/* ---- the watcher's liveness record -------------------------------------- */
+
+#define WATCH_RECORD_LEN 128
+
+/* What the record vouches for: this workspace indexed with these settings
+ * (the fields of meta_json's fingerprint, the extra paths themselves rather
+ * than their hash), as 16 hex digits of a 64-bit FNV-1a: no SHA-256 here,
+ * whose first use costs a search process about a millisecond of libcrypto
+ * set-up. */
+static void watch_identity(const cm_engine *e, char id[SHA256_HEX_LEN + 1])
+{
+    const cm_config *c = &e->cfg;
+    buf b = BUF_INIT;
+    cm_rc rc = buf_printf(&b, "%s\n%s\n%s\n%s\n%d %d %d %s " KEYWORD_TEXT_VERSION "\n",
+                          c->workspace, e->provider, e->model, e->have_prov ? e->prov.key_hash : "",
+                          c->chunk_tokens, c->chunk_overlap, c->output_dims, c->fts_tokenizer);
+    for (size_t i = 0; i < c->sources.n && !rc; i++)
+        rc = buf_printf(&b, "s %s\n", c->sources.v[i]);
+    for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
+        rc = buf_printf(&b, "x %s\n", c->extra_paths.v[i]);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; !rc && i < b.len; i++)
+        h = (h ^ (unsigned char)b.data[i]) * 0x100000001b3ull;
+    snprintf(id, SHA256_HEX_LEN + 1, rc ? "unknown" : "%016llx", (unsigned long long)h);
+    buf_release(&b);
+}
+
+/* "<index>.watch"; the caller frees. */
+static char *watch_path(const cm_engine *e)
+{
+    buf p = BUF_INIT;
+    if (buf_printf(&p, "%s.watch", e->cfg.store_path)) {
+        buf_release(&p);
+        return NULL;
+    }
+    return buf_detach(&p);
+}
+
+/* The record, fixed length so a reader never sees a mix of two: state,
+ * sequence, pid and the identity (workspace and index fingerprint), then
+ * "end". */
+static void watch_publish(const cm_engine *e, int fd, const char *state, uint64_t seq)
+{
+    if (fd < 0) return;
+    char ws[SHA256_HEX_LEN + 1], rec[WATCH_RECORD_LEN + 1];
+    watch_identity(e, ws);
+    int n = snprintf(rec, sizeof rec, "clawmem-watch 1 %-7s %llu %ld %.16s end", state,
+                     (unsigned long long)seq, (long)getpid(), ws);
+    if (n < 0) return;
+    memset(rec + n, ' ', (size_t)(WATCH_RECORD_LEN - 1 - n));
+    rec[WATCH_RECORD_LEN - 1] = '\n';
+    ssize_t w = pwrite(fd, rec, WATCH_RECORD_LEN, 0);
+    (void)w;
+}
+
+/* Opens and locks the record file; -1 when another watcher has it (that one
+ * publishes) or it cannot be created. */
+static int watch_claim(const cm_engine *e)
+{
+    char *p = watch_path(e);
+    int fd = p ? open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+    free(p);
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void watch_unclaim(const cm_engine *e, int fd)
+{
+    if (fd < 0) return;
+    watch_publish(e, fd, "stopped", 0);
+    flock(fd, LOCK_UN);
+    close(fd);
+}
+
+/* True when a live watcher keeps this index fresh for this workspace and
+ * fingerprint: its lock is held (a shared lock cannot be had) and its record
+ * says fresh. */
+static bool watched_fresh(const cm_engine *e)
+{
+    char *p = watch_path(e);
+    int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+    free(p);
+    if (fd < 0) return false;
+    bool fresh = false;
+    if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+        flock(fd, LOCK_UN); /* nobody holds it: no live watcher */
+    } else if (errno == EWOULDBLOCK) {
+        char rec[WATCH_RECORD_LEN + 1], ws[SHA256_HEX_LEN + 1], want[64];
+        ssize_t r = pread(fd, rec, WATCH_RECORD_LEN, 0);
+        watch_identity(e, ws);
+        snprintf(want, sizeof want, " %.16s end", ws);
+        if (r == WATCH_RECORD_LEN) {
+            rec[r] = 0;
+            fresh = !strncmp(rec, "clawmem-watch 1 fresh ", 22) && strstr(rec, want) != NULL;
+        }
+    }
+    close(fd);
+    return fresh;
+}
+
+/* The read-only no-change check: the index exists with this fingerprint,
+ * every discovered file matches its row (size and mtime), none is gone, no
+ * problem is recorded or found, and no chunk waits for a vector. Then a
+ * sync would write nothing, and it is skipped without the writer lock. */
+static bool nothing_changed(cm_engine *e, const file_list *files, const problem_list *pl,
+                            const char *meta)
+{
+    char msg[512], *stored = NULL, *prev = NULL;
+    size_t dirty = 1;
+    bool same = false;
+    if (pl->n || ensure_store(e, msg, sizeof msg) != CM_OK) return false;
+    if (store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg) != CM_OK) goto out;
+    if (!stored || strcmp(stored, meta) != 0) goto out;
+    if (store_meta_get(&e->st, STORE_PROBLEMS_KEY, &prev, msg, sizeof msg) != CM_OK) goto out;
+    if (prev && strcmp(prev, "[]") != 0) goto out;
+    if (count_dirty_in(e, files, &dirty, msg, sizeof msg) != CM_OK || dirty) goto out;
+    if (e->have_prov) {
+        pending_chunk *pc = NULL;
+        size_t n = 0;
+        if (store_pending_vectors(&e->st, 0, 1, &pc, &n, msg, sizeof msg) != CM_OK) goto out;
+        pending_release(pc, n);
+        if (n) goto out;
+    }
+    same = true;
+out:
+    free(stored);
+    free(prev);
+    return same;
+}
+
 /* The fingerprint: a change in any field means the whole index is rebuilt. */
 static cm_rc meta_json(const cm_engine *e, buf *out)
 {
@@ -381,7 +530,7 @@ typedef struct sync_run {
     problem_list problems; /* transient: unreadable or oversized files */
     buf text, clean;
     chunk_list chunks;
-    file_reader rd;
+    file_reader *rd;        /* of the thread that reads (the rebuild's reader has its own) */
     int64_t size, mtime_ns; /* of the file load_file read, from its descriptor */
 } sync_run;
 
@@ -404,8 +553,8 @@ static cm_rc load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     chunk_list_release(&r->chunks);
     char why[512];
     struct stat st;
-    cm_rc rc = file_reader_read(&r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &r->text, &st, why,
-                                sizeof why);
+    cm_rc rc =
+        file_reader_read(r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &r->text, &st, why, sizeof why);
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory reading %s", f->rel);
     if (rc) {
         if (problem_add(&r->problems, f->rel, "cannot read: %s", why)) return CM_ENOMEM;
@@ -614,6 +763,94 @@ out:
     return rc;
 }
 
+/* ---- the rebuild's reader thread ---------------------------------------- */
+
+/* While the single writer puts file i into the rebuild, a reader thread
+ * reads, hashes and chunks the files after it, up to PIPE_SLOTS ahead. Each
+ * slot is a private sync_run for load_file (own buffers, problems and
+ * stats), merged into the real one in file order by the writer. */
+#define PIPE_SLOTS     32
+#define PIPE_MIN_FILES 64 /* fewer files: no thread */
+
+typedef struct pipe_slot {
+    sync_run r;
+    cm_sync_stats stats;
+    cm_rc rc;
+    char hash[SHA256_HEX_LEN + 1];
+    buf problem;
+    char err[512];
+} pipe_slot;
+
+typedef struct pipeline {
+    const file_list *files;
+    file_reader rd; /* the reader thread's */
+    pipe_slot slot[PIPE_SLOTS];
+    size_t produced, consumed;
+    bool stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} pipeline;
+
+static void *pipe_reader(void *arg)
+{
+    pipeline *p = arg;
+    for (size_t i = 0; i < p->files->n; i++) {
+        pthread_mutex_lock(&p->mu);
+        while (i - p->consumed >= PIPE_SLOTS && !p->stop)
+            pthread_cond_wait(&p->cv, &p->mu);
+        bool stop = p->stop;
+        pthread_mutex_unlock(&p->mu);
+        if (stop) break;
+        pipe_slot *s = &p->slot[i % PIPE_SLOTS];
+        memset(&s->stats, 0, sizeof s->stats);
+        problem_list_release(&s->r.problems);
+        s->rc = load_file(&s->r, &p->files->v[i], s->hash, &s->problem, s->err, sizeof s->err);
+        pthread_mutex_lock(&p->mu);
+        p->produced = i + 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+/* Waits for file i's slot and merges its problems and bytes into r. */
+static pipe_slot *pipe_take(pipeline *p, sync_run *r, size_t i)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->produced <= i)
+        pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    pipe_slot *s = &p->slot[i % PIPE_SLOTS];
+    r->stats->bytes_read += s->stats.bytes_read;
+    for (size_t j = 0; j < s->r.problems.n && s->rc != CM_ENOMEM; j++)
+        if (problem_add(&r->problems, s->r.problems.v[j].path, "%s", s->r.problems.v[j].what))
+            s->rc = CM_ENOMEM;
+    return s;
+}
+
+static void pipe_done(pipeline *p, size_t i)
+{
+    pthread_mutex_lock(&p->mu);
+    p->consumed = i + 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void pipe_release(pipeline *p)
+{
+    for (size_t i = 0; i < PIPE_SLOTS; i++) {
+        pipe_slot *s = &p->slot[i];
+        problem_list_release(&s->r.problems);
+        buf_release(&s->r.text);
+        buf_release(&s->r.clean);
+        chunk_list_release(&s->r.chunks);
+        buf_release(&s->problem);
+    }
+    file_reader_release(&p->rd);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+}
+
 /* Builds a fresh index in a temporary file and swaps it in. */
 static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
                      size_t errlen)
@@ -621,8 +858,10 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
     cm_engine *e = r->e;
     cm_rc rc = CM_OK;
     store tmp;
-    bool tmp_open = false;
+    bool tmp_open = false, reader = false;
     buf problem = BUF_INIT;
+    pipeline *pl = NULL;
+    pthread_t reader_tid;
     char *path = store_rebuild_path(e->cfg.store_path);
     if (!path) CHECK(CM_ENOMEM);
     store_remove_leftovers(e->cfg.store_path);
@@ -630,22 +869,61 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
                      errlen));
     tmp_open = true;
     CHECK(store_begin(&tmp, err, errlen));
+    if (files->n >= PIPE_MIN_FILES && !(pl = calloc(1, sizeof *pl))) CHECK(CM_ENOMEM);
+    if (pl) {
+        pl->files = files;
+        file_reader_init(&pl->rd, files);
+        pthread_mutex_init(&pl->mu, NULL);
+        pthread_cond_init(&pl->cv, NULL);
+        for (size_t i = 0; i < PIPE_SLOTS; i++) {
+            pipe_slot *s = &pl->slot[i];
+            s->r = (sync_run){e,        NULL,     NULL, {0},     &s->stats, {0},
+                              BUF_INIT, BUF_INIT, {0},  &pl->rd, 0,         0};
+            buf_init(&s->problem, 0);
+        }
+        reader = pthread_create(&reader_tid, NULL, pipe_reader, pl) == 0;
+        if (!reader) { /* no thread: read inline */
+            pipe_release(pl);
+            free(pl);
+            pl = NULL;
+        }
+    }
     for (size_t i = 0; i < files->n; i++) {
         const mem_file *f = &files->v[i];
         char hash[SHA256_HEX_LEN + 1];
-        rc = load_file(r, f, hash, &problem, err, errlen);
+        const char *why = NULL;
+        chunk_list *chunks = &r->chunks;
+        pipe_slot *s = NULL;
+        if (pl) {
+            s = pipe_take(pl, r, i);
+            rc = s->rc;
+            if (rc && rc != CM_EIO) FAIL(rc, "%s", s->err);
+            memcpy(hash, s->hash, sizeof hash);
+            why = s->problem.len ? s->problem.data : NULL;
+            chunks = &s->r.chunks;
+        } else {
+            rc = load_file(r, f, hash, &problem, err, errlen);
+            why = problem.len ? problem.data : NULL;
+        }
         if (rc == CM_EIO) {
             rc = CM_OK;
             r->stats->files_skipped++;
+            if (pl) pipe_done(pl, i);
             CHECK(report(r, f, err, errlen));
             continue;
         }
         CHECK(rc);
-        CHECK(store_file_replace(&tmp, f->rel, f->source, hash, r->mtime_ns, r->size,
-                                 problem.len ? problem.data : NULL, &r->chunks, err, errlen));
+        const sync_run *lr = pl ? &s->r : r; /* size and mtime of what was read */
+        CHECK(store_file_replace(&tmp, f->rel, f->source, hash, lr->mtime_ns, lr->size, why, chunks,
+                                 err, errlen));
         r->stats->files_indexed++;
-        r->stats->chunks_written += r->chunks.n;
+        r->stats->chunks_written += chunks->n;
+        if (pl) pipe_done(pl, i);
         CHECK(report(r, f, err, errlen));
+    }
+    if (pl) { /* the reader has finished: every file was taken */
+        pthread_join(reader_tid, NULL);
+        reader = false;
     }
     CHECK(store_meta_set(&tmp, STORE_META_KEY, meta, err, errlen));
     CHECK(save_problems(&tmp, &r->problems, err, errlen));
@@ -655,8 +933,10 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
         if (e->cfg.cache_enabled) CHECK(store_cache_import(&tmp, e->cfg.store_path, err, errlen));
         CHECK(fill_vectors(e, &tmp, r->stats, err, errlen));
     }
+    CHECK(store_vector_log_ensure(&tmp, err, errlen)); /* empty: readers load the new file whole */
     /* In WAL mode before the swap: a reader that opens the new index right
-     * away must not find it in rollback mode (changing it needs exclusivity). */
+     * away must not find it in rollback mode (changing it needs exclusivity),
+     * and its first reader writes nothing. */
     CHECK(store_wal(&tmp, err, errlen));
     store_close(&tmp);
     tmp_open = false;
@@ -664,6 +944,17 @@ static cm_rc rebuild(sync_run *r, const file_list *files, const char *meta, char
     CHECK(store_swap(path, e->cfg.store_path, err, errlen));
     r->stats->rebuilt = 1;
 out:
+    if (reader) { /* stopped early: release the reader and wait for it */
+        pthread_mutex_lock(&pl->mu);
+        pl->stop = true;
+        pthread_cond_broadcast(&pl->cv);
+        pthread_mutex_unlock(&pl->mu);
+        pthread_join(reader_tid, NULL);
+    }
+    if (pl) {
+        pipe_release(pl);
+        free(pl);
+    }
     if (tmp_open) {
         store_rollback(&tmp);
         store_close(&tmp);
@@ -713,7 +1004,7 @@ static bool session_below_delta(sync_run *r, const mem_file *f, const stored_fil
     char why[256];
     struct stat st;
     bool below = false;
-    if (file_reader_read(&r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &b, &st, why, sizeof why) ==
+    if (file_reader_read(r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &b, &st, why, sizeof why) ==
             CM_OK &&
         (int64_t)b.len >= sf->size) {
         long lines = 0;
@@ -815,24 +1106,34 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     cm_sync_stats local;
     if (!stats) stats = &local;
     memset(stats, 0, sizeof *stats);
-    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}, {0}, 0, 0};
-    file_reader_init(&r.rd, &files);
+    file_reader rd;
+    file_reader_init(&rd, &files);
+    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}, &rd, 0, 0};
     struct stat st;
     char clip[FS_CLIP_MAX + 1];
     if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
         FAIL(CM_ENOTFOUND,
              "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
              fs_clip(e->cfg.workspace, clip));
+    if ((flags & CM_SYNC_UNLESS_WATCHED) && !(flags & CM_SYNC_FORCE) && watched_fresh(e))
+        goto out;                                    /* a live watcher keeps the index fresh */
     provider_ready(e, true, progress, progress_ctx); /* before the lock: a download takes a while */
+    CHECK(discover_files(&e->cfg, &files, &r.problems));
+    CHECK(meta_json(e, &meta));
+    /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
+     * explicit index waits for the writer lock as before */
+    if ((flags & CM_SYNC_NOWAIT) && !(flags & CM_SYNC_FORCE) &&
+        nothing_changed(e, &files, &r.problems, meta.data)) {
+        stats->files_seen = stats->files_unchanged = files.n;
+        goto out;
+    }
     CHECK(lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     store_remove_leftovers(e->cfg.store_path);
-    CHECK(discover_files(&e->cfg, &files, &r.problems));
     for (size_t i = 0; i < r.problems.n; i++)
         cm_logf(&e->lg, CM_LOG_WARN, "%s: %s", r.problems.v[i].path, r.problems.v[i].what);
     stats->files_seen = files.n;
     r.prog.files_total = files.n;
     r.prog.bytes_total = files.total_bytes;
-    CHECK(meta_json(e, &meta));
 
     bool full = (flags & CM_SYNC_FORCE) != 0;
     if (!full) {
@@ -854,19 +1155,18 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     if (full) {
         CHECK(rebuild(&r, &files, meta.data, err, errlen));
     } else {
+        CHECK(store_vector_log_ensure(&e->st, err, errlen));
         CHECK(incremental(&r, &files, err, errlen));
         CHECK(fill_vectors(e, &e->st, stats, err, errlen));
     }
-    if (e->st_open && (stats->files_indexed || stats->files_removed || stats->chunks_embedded))
-        store_checkpoint(&e->st);
-    if (e->vx_loaded && (stats->files_indexed || stats->files_removed || stats->chunks_embedded)) {
-        vec_index_release(&e->vx); /* reloaded by the next search */
-        e->vx_loaded = false;
-    }
+    bool changed = stats->files_indexed || stats->files_removed || stats->chunks_embedded;
+    if (!full && changed) CHECK(store_vector_log_trim(&e->st, err, errlen));
+    if (e->st_open && changed) store_checkpoint(&e->st);
+    if (changed) e->vx_stale = true; /* the next search applies the vector log */
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     lock_release(lock);
-    file_reader_release(&r.rd);
+    file_reader_release(&rd);
     file_list_release(&files);
     problem_list_release(&r.problems);
     buf_release(&r.text);
@@ -916,23 +1216,39 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
     return rc;
 }
 
-/* Loads the vectors of the open index when they are not loaded or another
- * connection committed since (PRAGMA data_version). */
+/* Loads the vectors of the open index when they are not loaded; when
+ * another connection committed since (PRAGMA data_version) or this engine's
+ * own sync changed vectors, applies the vector log's k changes to the loaded
+ * index instead of reloading it (a reload only when the log cannot say). */
 static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
 {
     int64_t version = store_data_version(&e->st);
-    if (e->vx_loaded && version == e->vx_version) return CM_OK;
-    if (e->vx_loaded) vec_index_release(&e->vx);
-    e->vx_loaded = false;
+    if (e->vx_loaded && version == e->vx_version && !e->vx_stale) return CM_OK;
     char *dims = NULL;
     cm_rc rc = store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, err, errlen);
     int d = dims ? (int)strtol(dims, NULL, 10) : 0;
     free(dims);
+    if (!rc && d > 0 && e->vx_loaded && (int)e->vx.dims == d) {
+        bool reload = false;
+        rc = store_vectors_update(&e->st, d, &e->vx, &e->vx_seq, &reload, err, errlen);
+        if (!rc && !reload) {
+            e->vx_version = version;
+            e->vx_stale = false;
+            e->vx_updates++;
+            return CM_OK;
+        }
+        if (rc == CM_ENOMEM) return rc; /* else a reload serves */
+        rc = CM_OK;
+    }
+    if (e->vx_loaded) vec_index_release(&e->vx);
+    e->vx_loaded = false;
     if (rc || d <= 0) return rc; /* nothing embedded yet */
     if (!e->prov.dims) e->prov.dims = d;
-    if ((rc = store_vectors_load(&e->st, d, &e->vx, err, errlen))) return rc;
+    if ((rc = store_vectors_load(&e->st, d, &e->vx, &e->vx_seq, err, errlen))) return rc;
+    e->vx_loads++;
     e->vx_loaded = true;
     e->vx_version = version;
+    e->vx_stale = false;
     return CM_OK;
 }
 
@@ -957,7 +1273,7 @@ static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, 
     if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims))
         goto out; /* zero: keywords only */
     if (!(hits = malloc((size_t)k * sizeof *hits))) goto out;
-    size_t nh = vec_search(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
+    size_t nh = vec_search_auto(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
     for (size_t i = 0; i < nh; i++) {
         fts_hit h;
         if (store_chunk_get(&e->st, hits[i].id, &h, msg, sizeof msg) != CM_OK) continue;
@@ -1208,7 +1524,11 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
     cm_watch_opts o = *opts;
     int debounce = o.debounce_ms >= 0 ? o.debounce_ms : e->cfg.watch_debounce_ms;
     int64_t interval = (int64_t)(e->cfg.sync_interval_minutes * 60000.0);
+    int live = -1;
+    uint64_t seq = 0;
     CHECK(watcher_open(&e->cfg, &e->lg, &w, err, errlen));
+    live = watch_claim(e); /* published from here on; pending until the first sync */
+    watch_publish(e, live, "pending", seq);
     int64_t due = cm_now_ms(); /* sync on start */
     int64_t first_change = -1, last_sync = 0;
     while (!(o.stop && *o.stop)) {
@@ -1224,6 +1544,12 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
             due = r == CM_EBUSY ? t + CM_MAX(debounce, 200) : -1;
             first_change = -1;
             last_sync = cm_now_ms();
+            /* fresh only when the sync succeeded, no event arrived meanwhile
+             * (those are read and debounced by the loop as usual) and events
+             * are reliable */
+            struct pollfd ev = {watcher_fd(w), POLLIN, 0};
+            if (!r && !watcher_degraded(w) && poll(&ev, 1, 0) == 0)
+                watch_publish(e, live, "fresh", ++seq);
             continue;
         }
         /* When to wake up next: a pending sync, the interval, the degraded rescan. */
@@ -1240,6 +1566,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         t = cm_now_ms();
         if (n > 0 && (p[0].revents & POLLIN)) {
             unsigned what = watcher_read(w);
+            if (what & (WATCH_CHANGED | WATCH_OVERFLOW)) watch_publish(e, live, "pending", seq);
             if (what & WATCH_OVERFLOW)
                 cm_logf(&e->lg, CM_LOG_INFO, "inotify queue overflowed; rescanning everything");
             if (what & WATCH_CHANGED) {
@@ -1251,6 +1578,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         if (next >= 0 && t >= next && due < 0) due = t; /* interval or degraded rescan */
     }
 out:
+    watch_unclaim(e, live);
     watcher_free(w);
     return rc;
 }
@@ -1302,29 +1630,38 @@ static bool dims_valid(const char *d)
     return n > 0 && n < 8 && d[n] == 0;
 }
 
-/* Counts files that a sync would read (new, changed) or drop. */
-static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
+/* Counts the files of a discovery that a sync would read (new, changed) or
+ * drop. */
+static cm_rc count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
+                            size_t errlen)
 {
-    file_list files = {0};
-    problem_list pl = {0};
     stored_files old = {0};
     const stored_file **match = NULL;
     bool *kept = NULL;
-    cm_rc rc = discover_files(&e->cfg, &files, &pl);
-    if (!rc) rc = store_files_load(&e->st, &old, err, errlen);
-    if (!rc) rc = pair_files(&files, &old, &match, &kept);
+    cm_rc rc = store_files_load(&e->st, &old, err, errlen);
+    if (!rc) rc = pair_files(files, &old, &match, &kept);
     *dirty = 0;
-    for (size_t i = 0; !rc && i < files.n; i++) {
+    for (size_t i = 0; !rc && i < files->n; i++) {
         const stored_file *sf = match[i];
-        if (!sf || sf->size != files.v[i].size || sf->mtime_ns != files.v[i].mtime_ns) (*dirty)++;
+        if (!sf || sf->size != files->v[i].size || sf->mtime_ns != files->v[i].mtime_ns) (*dirty)++;
     }
     for (size_t i = 0; !rc && i < old.n; i++)
         *dirty += !kept[i];
     free(match);
     free(kept);
+    stored_files_release(&old);
+    return rc;
+}
+
+/* Counts files that a sync would read (new, changed) or drop. */
+static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
+{
+    file_list files = {0};
+    problem_list pl = {0};
+    cm_rc rc = discover_files(&e->cfg, &files, &pl);
+    if (!rc) rc = count_dirty_in(e, &files, dirty, err, errlen);
     file_list_release(&files);
     problem_list_release(&pl);
-    stored_files_release(&old);
     return rc;
 }
 
@@ -1419,11 +1756,14 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
         rc = buf_printf(&b,
                         ",\"vector\":{\"enabled\":%s,\"dims\":%s,\"vectors\":%lld,"
                         "\"path\":\"in-process %s scan\",\"sqliteVec\":\"not loaded: the "
-                        "in-process index serves\"},\"cache\":{\"enabled\":%s,\"entries\":%lld,"
-                        "\"maxEntries\":%d}",
+                        "in-process index serves\",\"inMemory\":{\"rows\":%zu,\"scan\":\"%s\","
+                        "\"fullLoads\":%u,\"logUpdates\":%u}},\"cache\":{\"enabled\":%s,"
+                        "\"entries\":%lld,\"maxEntries\":%d}",
                         e->have_prov ? "true" : "false", dims ? dims : "0", (long long)nvec,
-                        vec_kernels_best()->name, c->cache_enabled ? "true" : "false",
-                        (long long)ncache, c->cache_max_entries);
+                        vec_kernels_best()->name, e->vx_loaded ? e->vx.n : 0,
+                        e->vx_loaded ? vec_search_path(&e->vx) : "not loaded", e->vx_loads,
+                        e->vx_updates, c->cache_enabled ? "true" : "false", (long long)ncache,
+                        c->cache_max_entries);
     free(dims);
     struct stat ist;
     if (!rc && stat(c->store_path, &ist) == 0)

@@ -170,8 +170,20 @@ cm_rc store_cache_import(store *s, const char *old_path, char *err, size_t errle
 
 cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
                        size_t errlen);
-/* Loads every vector of dims into x (source 0 = memory, 1 = sessions). */
-cm_rc store_vectors_load(store *s, int dims, vec_index *x, char *err, size_t errlen);
+/* Loads every vector of dims into x (source 0 = memory, 1 = sessions);
+ * *seq receives the vector log's position of that snapshot (-1: no log). */
+cm_rc store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err, size_t errlen);
+/* Applies to x the vector changes logged after *seq (each changed chunk id
+ * looked up: replaced, added or removed) and advances *seq. *reload is set,
+ * and x left as it was, when the log cannot say (no log, trimmed past *seq,
+ * another file) or a reload would be cheaper. */
+cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload, char *err,
+                           size_t errlen);
+/* Creates the vector log and its triggers when the index has none (a write;
+ * the writer holds the lock). */
+cm_rc store_vector_log_ensure(store *s, char *err, size_t errlen);
+/* Keeps the log's last entries only (see vectors.c). */
+cm_rc store_vector_log_trim(store *s, char *err, size_t errlen);
 /* One chunk by id (CM_ENOTFOUND when gone). */
 cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
 /* Changes whenever another connection commits (PRAGMA data_version). */

@@ -3,6 +3,14 @@
  * cache, both little-endian float32 BLOBs (never JSON text), the cache keyed
  * by (provider, model, provider_key, chunk hash) so text that moves is never
  * embedded twice, and loading every vector into a vec_index.
+ *
+ * The vector log: triggers on `vectors` append the chunk id of every row
+ * inserted, replaced or deleted to vector_log(seq AUTOINCREMENT, chunk_id),
+ * whoever writes. A reader that loaded the vectors at seq S brings its
+ * in-memory index up to date by reading the ids logged after S and looking
+ * each one up (k changes cost k lookups, not a reload). The writer trims the
+ * log to its last VECTOR_LOG_KEEP entries; a reader that fell further behind
+ * (or an index without the log) reloads.
  */
 #include <unistd.h>
 
@@ -187,13 +195,174 @@ cm_rc store_cache_import(store *s, const char *old_path, char *err, size_t errle
     return CM_OK;
 }
 
-cm_rc store_vectors_load(store *s, int dims, vec_index *x, char *err, size_t errlen)
+#define VECTOR_LOG_KEEP 100000
+
+static const char vector_log_sql[] =
+    "CREATE TABLE IF NOT EXISTS vector_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id "
+    "INTEGER NOT NULL);"
+    "CREATE TRIGGER IF NOT EXISTS vector_log_ins AFTER INSERT ON vectors BEGIN INSERT INTO "
+    "vector_log(chunk_id) VALUES(new.chunk_id); END;"
+    "CREATE TRIGGER IF NOT EXISTS vector_log_upd AFTER UPDATE ON vectors BEGIN INSERT INTO "
+    "vector_log(chunk_id) VALUES(new.chunk_id); INSERT INTO vector_log(chunk_id) "
+    "VALUES(old.chunk_id); END;"
+    "CREATE TRIGGER IF NOT EXISTS vector_log_del AFTER DELETE ON vectors BEGIN INSERT INTO "
+    "vector_log(chunk_id) VALUES(old.chunk_id); END;";
+
+/* 1 when the index has the vector log, 0 when not, -1 on error. */
+static int has_log(store *s)
+{
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db,
+                               "SELECT count(*) FROM sqlite_master WHERE name IN ('vector_log', "
+                               "'vector_log_ins', 'vector_log_upd', 'vector_log_del')",
+                               -1, &q, NULL);
+    if (r == SQLITE_OK) r = sqlite3_step(q);
+    int have = r == SQLITE_ROW ? sqlite3_column_int(q, 0) == 4 : -1;
+    sqlite3_finalize(q);
+    return have;
+}
+
+cm_rc store_vector_log_ensure(store *s, char *err, size_t errlen)
+{
+    int have = has_log(s);
+    if (have == 1) return CM_OK;
+    int r = have < 0 ? SQLITE_ERROR : sqlite3_exec(s->db, vector_log_sql, NULL, NULL, NULL);
+    return r == SQLITE_OK ? CM_OK : store_fail(s, r, "create the vector log", err, errlen);
+}
+
+cm_rc store_vector_log_trim(store *s, char *err, size_t errlen)
+{
+    if (has_log(s) != 1) return CM_OK;
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db,
+                               "DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM "
+                               "vector_log) - ?1",
+                               -1, &q, NULL);
+    if (r == SQLITE_OK) {
+        sqlite3_bind_int(q, 1, VECTOR_LOG_KEEP);
+        r = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "trim the vector log", err, errlen);
+}
+
+/* The last seq of the log (0 when empty), -1 when there is no log. */
+static int64_t log_head(store *s)
+{
+    if (has_log(s) != 1) return -1;
+    sqlite3_stmt *q = NULL;
+    int64_t seq = -1;
+    if (sqlite3_prepare_v2(s->db, "SELECT coalesce(max(seq), 0) FROM vector_log", -1, &q, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        seq = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return seq;
+}
+
+static uint8_t source_number(const char *src)
+{
+    return src && !strcmp(src, "sessions") ? 1 : 0;
+}
+
+/* A read transaction, so the vectors and the log's head are one snapshot.
+ * Inside a transaction already (a writer's), nothing is begun. */
+static bool read_begin(store *s)
+{
+    if (!sqlite3_get_autocommit(s->db)) return false;
+    return sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+}
+
+static void read_end(store *s, bool begun)
+{
+    if (begun) sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+}
+
+cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload, char *err,
+                           size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    sqlite3_stmt *q = NULL, *g = NULL;
+    int64_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    float *v = NULL;
+    *reload = false;
+    if (*seq < 0) {
+        *reload = true;
+        return CM_OK;
+    }
+    bool begun = read_begin(s);
+    int64_t head = log_head(s);
+    if (head < 0 || head < *seq) { /* no log, or another file: start over */
+        *reload = true;
+        goto out;
+    }
+    if (head == *seq) goto out;
+    int r = sqlite3_prepare_v2(
+        s->db, "SELECT seq, chunk_id FROM vector_log WHERE seq > ?1 ORDER BY seq", -1, &q, NULL);
+    if (r == SQLITE_OK) sqlite3_bind_int64(q, 1, *seq);
+    int64_t first = -1;
+    while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
+        r = SQLITE_OK;
+        if (first < 0) first = sqlite3_column_int64(q, 0);
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            int64_t *ni = realloc(ids, cap * sizeof *ni);
+            if (!ni) CHECK(CM_ENOMEM);
+            ids = ni;
+        }
+        ids[n++] = sqlite3_column_int64(q, 1);
+    }
+    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read the vector log", err, errlen));
+    /* entries trimmed away before this reader saw them, or so many changes
+     * that loading everything is cheaper */
+    if (first != *seq + 1 || n > x->n / 2 + 1024) {
+        *reload = true;
+        goto out;
+    }
+    if (!(v = malloc((size_t)dims * 4))) CHECK(CM_ENOMEM);
+    r = sqlite3_prepare_v2(s->db,
+                           "SELECT v.embedding, c.source FROM vectors v JOIN chunks c ON c.id = "
+                           "v.chunk_id WHERE v.chunk_id = ?1 AND v.dims = ?2",
+                           -1, &g, NULL);
+    if (r != SQLITE_OK) CHECK(store_fail(s, r, "read a vector", err, errlen));
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_reset(g);
+        sqlite3_bind_int64(g, 1, ids[i]);
+        sqlite3_bind_int(g, 2, dims);
+        r = sqlite3_step(g);
+        if (r == SQLITE_ROW && sqlite3_column_bytes(g, 0) == dims * 4) {
+            memcpy(v, sqlite3_column_blob(g, 0), (size_t)dims * 4);
+            to_le(v, (size_t)dims);
+            rc = vec_index_put(x, ids[i], v, source_number(store_col_text(g, 1)));
+            if (rc == CM_OK) continue;
+            if (rc != CM_EINVAL) CHECK(rc);
+            rc = CM_OK; /* a zero vector is not searchable: as absent */
+        } else if (r != SQLITE_ROW && r != SQLITE_DONE) {
+            CHECK(store_fail(s, r, "read a vector", err, errlen));
+        }
+        bool removed;
+        CHECK(vec_index_remove(x, ids[i], &removed));
+    }
+    *seq = head;
+out:
+    sqlite3_finalize(q);
+    sqlite3_finalize(g);
+    read_end(s, begun);
+    free(ids);
+    free(v);
+    return rc;
+}
+
+cm_rc store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
     cm_rc rc = vec_index_init(x, (size_t)dims);
     if (rc) return cm_seterr(err, errlen, rc, "bad vector dimensions %d", dims);
     float *v = malloc((size_t)dims * 4);
     if (!v) return CM_ENOMEM;
+    bool begun = read_begin(s);
+    *seq = log_head(s);
     int r = sqlite3_prepare_v2(s->db,
                                "SELECT v.chunk_id, v.embedding, c.source FROM vectors v JOIN "
                                "chunks c ON c.id = v.chunk_id WHERE v.dims = ?1",
@@ -204,8 +373,7 @@ cm_rc store_vectors_load(store *s, int dims, vec_index *x, char *err, size_t err
         if (sqlite3_column_bytes(q, 1) != dims * 4) continue;
         memcpy(v, sqlite3_column_blob(q, 1), (size_t)dims * 4);
         to_le(v, (size_t)dims);
-        const char *src = store_col_text(q, 2);
-        uint8_t sn = src && !strcmp(src, "sessions") ? 1 : 0;
+        uint8_t sn = source_number(store_col_text(q, 2));
         cm_rc ar = vec_index_add(x, sqlite3_column_int64(q, 0), v, sn);
         if (ar == CM_ENOMEM) {
             rc = ar;
@@ -214,6 +382,7 @@ cm_rc store_vectors_load(store *s, int dims, vec_index *x, char *err, size_t err
     }
     if (!rc && r != SQLITE_DONE) rc = store_fail(s, r, "load vectors", err, errlen);
     sqlite3_finalize(q);
+    read_end(s, begun);
     free(v);
     if (rc) vec_index_release(x);
     return rc;

@@ -1,8 +1,10 @@
 /*
- * kernels.c — dot-product kernels: a scalar reference, and AVX2+FMA,
- * AVX-512 and AVX-512 VNNI (int8) variants compiled for their targets with function attributes (the
- * rest of the program needs no special flags). Chosen once from cpuid by
- * vec_kernels_best(). SIMD variants need n to be a multiple of 16.
+ * kernels.c — dot-product and Hamming kernels: a scalar reference, and
+ * AVX2+FMA (with the POPCNT instruction), AVX-512, AVX-512 VNNI (int8) and
+ * AVX-512 VPOPCNTDQ (sign-bit codes) variants compiled for their targets with
+ * function attributes (the rest of the program needs no special flags).
+ * Chosen once from cpuid by vec_kernels_best(). SIMD dot variants need n to
+ * be a multiple of 16; Hamming variants take any number of words.
  */
 #include <immintrin.h>
 
@@ -19,15 +21,115 @@ static float dot_scalar(const float *a, const float *b, size_t n)
         s2 += a[i + 2] * b[i + 2];
         s3 += a[i + 3] * b[i + 3];
     }
-    for (; i < n; i++) s0 += a[i] * b[i];
+    for (; i < n; i++)
+        s0 += a[i] * b[i];
     return (s0 + s1) + (s2 + s3);
 }
 
 static int32_t dot_i8_scalar(const int8_t *a, const int8_t *b, size_t n)
 {
     int32_t s = 0;
-    for (size_t i = 0; i < n; i++) s += (int32_t)a[i] * b[i];
+    for (size_t i = 0; i < n; i++)
+        s += (int32_t)a[i] * b[i];
     return s;
+}
+
+static unsigned popcount_swar(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* q holds three rows of words: the query's code, then weight planes p0 and
+ * p1; a disagreeing bit d costs 1 + p0[d] + 2·p1[d]. */
+static void hamming_scalar(const uint64_t *q, const uint64_t *codes, size_t words, size_t n,
+                           uint16_t *out)
+{
+    const uint64_t *p0 = q + words, *p1 = q + 2 * words;
+    for (size_t i = 0; i < n; i++, codes += words) {
+        unsigned d = 0;
+        for (size_t w = 0; w < words; w++) {
+            uint64_t x = q[w] ^ codes[w]; /* portable popcount (SWAR), the reference */
+            d += popcount_swar(x) + popcount_swar(x & p0[w]) + 2 * popcount_swar(x & p1[w]);
+        }
+        out[i] = (uint16_t)d;
+    }
+}
+
+__attribute__((target("popcnt"))) static void
+hamming_popcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n, uint16_t *out)
+{
+    const uint64_t *p0 = q + words, *p1 = q + 2 * words;
+    for (size_t i = 0; i < n; i++, codes += words) {
+        _mm_prefetch((const char *)(codes + 16 * words), _MM_HINT_T0); /* as below */
+        _mm_prefetch((const char *)(codes + 16 * words) + 64, _MM_HINT_T0);
+        uint64_t d0 = 0, d1 = 0, d2 = 0;
+        for (size_t w = 0; w < words; w++) {
+            uint64_t x = q[w] ^ codes[w];
+            d0 += (uint64_t)_mm_popcnt_u64(x);
+            d1 += (uint64_t)_mm_popcnt_u64(x & p0[w]);
+            d2 += (uint64_t)_mm_popcnt_u64(x & p1[w]);
+        }
+        out[i] = (uint16_t)(d0 + d1 + 2 * d2);
+    }
+}
+
+/* Eight words per instruction; the tail of a row by a masked load. */
+__attribute__((target("avx512f,avx512vpopcntdq"))) static void
+hamming_vpopcnt(const uint64_t *q, const uint64_t *codes, size_t words, size_t n, uint16_t *out)
+{
+    const uint64_t *p0 = q + words, *p1 = q + 2 * words;
+    size_t full = words / 8;
+    __mmask8 tail = (__mmask8)((1u << (words % 8)) - 1);
+    for (size_t i = 0; i < n; i++, codes += words) {
+        /* the stream 16 rows ahead: a row of 12 words spans 1.5 lines */
+        _mm_prefetch((const char *)(codes + 16 * words), _MM_HINT_T0);
+        _mm_prefetch((const char *)(codes + 16 * words) + 64, _MM_HINT_T0);
+        __m512i a1 = _mm512_setzero_si512(), a2 = _mm512_setzero_si512();
+        size_t w = 0;
+        for (size_t j = 0; j <= full; j++, w += 8) {
+            __mmask8 m = j < full ? (__mmask8)0xFF : tail;
+            if (!m) break;
+            __m512i x = _mm512_xor_si512(_mm512_maskz_loadu_epi64(m, q + w),
+                                         _mm512_maskz_loadu_epi64(m, codes + w));
+            /* 1 + p0 in a1; p1 in a2, doubled at the end */
+            a1 = _mm512_add_epi64(a1, _mm512_popcnt_epi64(x));
+            a1 = _mm512_add_epi64(
+                a1, _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_maskz_loadu_epi64(m, p0 + w))));
+            a2 = _mm512_add_epi64(
+                a2, _mm512_popcnt_epi64(_mm512_and_si512(x, _mm512_maskz_loadu_epi64(m, p1 + w))));
+        }
+        out[i] = (uint16_t)_mm512_reduce_add_epi64(_mm512_add_epi64(a1, _mm512_slli_epi64(a2, 1)));
+    }
+}
+
+/* Indices of the distances ≤ t, in order. */
+static size_t select_scalar(const uint16_t *dist, size_t n, uint16_t t, uint32_t *out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (dist[i] <= t) out[m++] = (uint32_t)i;
+    return m;
+}
+
+/* 32 distances a compare; most blocks have none at or under t. */
+__attribute__((target("avx512f,avx512bw"))) static size_t
+select_avx512(const uint16_t *dist, size_t n, uint16_t t, uint32_t *out)
+{
+    size_t m = 0, i = 0;
+    const __m512i tv = _mm512_set1_epi16((short)t);
+    for (; i + 32 <= n; i += 32) {
+        uint32_t mask = _mm512_cmple_epu16_mask(_mm512_loadu_si512(dist + i), tv);
+        while (mask) {
+            out[m++] = (uint32_t)(i + (size_t)__builtin_ctz(mask));
+            mask &= mask - 1;
+        }
+    }
+    for (; i < n; i++)
+        if (dist[i] <= t) out[m++] = (uint32_t)i;
+    return m;
 }
 
 __attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const float *b, size_t n)
@@ -45,7 +147,7 @@ __attribute__((target("avx2,fma"))) static float dot_avx2(const float *a, const 
 }
 
 __attribute__((target("avx2"))) static int32_t dot_i8_avx2(const int8_t *a, const int8_t *b,
-                                                            size_t n)
+                                                           size_t n)
 {
     __m256i s = _mm256_setzero_si256();
     for (size_t i = 0; i < n; i += 16) {
@@ -82,7 +184,8 @@ __attribute__((target("avx512f,avx512bw"))) static int32_t dot_i8_avx512(const i
         s = _mm512_add_epi32(s, _mm512_madd_epi16(x, y));
     }
     int32_t r = _mm512_reduce_add_epi32(s);
-    for (; i < n; i++) r += (int32_t)a[i] * b[i];
+    for (; i < n; i++)
+        r += (int32_t)a[i] * b[i];
     return r;
 }
 
@@ -102,19 +205,26 @@ dot_i8_vnni(const int8_t *a, const int8_t *b, size_t n)
         sb = _mm512_dpbusd_epi32(sb, ones, y);
     }
     int32_t r = _mm512_reduce_add_epi32(s) - 128 * _mm512_reduce_add_epi32(sb);
-    for (; i < n; i++) r += (int32_t)a[i] * b[i];
+    for (; i < n; i++)
+        r += (int32_t)a[i] * b[i];
     return r;
 }
 
-static const vec_kernels k_scalar = {"scalar", dot_scalar, dot_i8_scalar};
-static const vec_kernels k_avx2 = {"avx2", dot_avx2, dot_i8_avx2};
-static const vec_kernels k_avx512 = {"avx512", dot_avx512, dot_i8_avx512};
-static const vec_kernels k_vnni = {"avx512vnni", dot_avx512, dot_i8_vnni};
+static const vec_kernels k_scalar = {"scalar", dot_scalar, dot_i8_scalar, hamming_scalar,
+                                     select_scalar};
+static const vec_kernels k_avx2 = {"avx2", dot_avx2, dot_i8_avx2, hamming_popcnt, select_scalar};
+static const vec_kernels k_avx512 = {"avx512", dot_avx512, dot_i8_avx512, hamming_popcnt,
+                                     select_avx512};
+static const vec_kernels k_vnni = {"avx512vnni", dot_avx512, dot_i8_vnni, hamming_popcnt,
+                                   select_avx512};
+static const vec_kernels k_vpopcnt = {"avx512vnni+vpopcntdq", dot_avx512, dot_i8_vnni,
+                                      hamming_vpopcnt, select_avx512};
 
 static bool has_avx2(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("popcnt");
 }
 
 static bool has_avx512(void)
@@ -128,11 +238,20 @@ static bool has_vnni(void)
     return has_avx512() && __builtin_cpu_supports("avx512vnni");
 }
 
+static bool has_vpopcnt(void)
+{
+    return has_vnni() && __builtin_cpu_supports("avx512vpopcntdq");
+}
+
 const vec_kernels *vec_kernels_best(void)
 {
     static const vec_kernels *best;
     if (!best)
-        best = has_vnni() ? &k_vnni : has_avx512() ? &k_avx512 : has_avx2() ? &k_avx2 : &k_scalar;
+        best = has_vpopcnt()  ? &k_vpopcnt
+               : has_vnni()   ? &k_vnni
+               : has_avx512() ? &k_avx512
+               : has_avx2()   ? &k_avx2
+                              : &k_scalar;
     return best;
 }
 
@@ -143,5 +262,6 @@ size_t vec_kernels_all(const vec_kernels **out, size_t max)
     if (n < max && has_avx2()) out[n++] = &k_avx2;
     if (n < max && has_avx512()) out[n++] = &k_avx512;
     if (n < max && has_vnni()) out[n++] = &k_vnni;
+    if (n < max && has_vpopcnt()) out[n++] = &k_vpopcnt;
     return n;
 }
