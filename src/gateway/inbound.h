@@ -1,0 +1,132 @@
+/*
+ * inbound.h — the gateway's inbound decisions, before any agent run: dedupe
+ * of redelivered messages (dedupe.c), debounce of rapid texts into one turn
+ * (debounce.c) and who may reach the agent at all (access.c). Pure logic over
+ * an injected clock (`now_ms`, milliseconds): no sockets, no threads, no
+ * sleeping; the gateway command drives it. Not thread safe: one owner each.
+ * Constants and semantics are QuantumClaw 2026.3.22's (named at each one).
+ */
+#ifndef CM_GW_INBOUND_H
+#define CM_GW_INBOUND_H
+
+#include <jansson.h>
+
+#include "../base/buf.h"
+#include "../base/common.h"
+
+/* One inbound message as a channel adapter hands it over. Strings are
+ * borrowed (the caller keeps them alive for the call); NULL means absent. */
+typedef struct gw_msg {
+    const char *channel;    /* "telegram", "http", … */
+    const char *account;    /* the channel account ("default" when NULL) */
+    const char *peer;       /* the conversation: DM peer id, group or chat id */
+    const char *session;    /* the session key when already routed, else NULL */
+    const char *thread;     /* thread / topic id, or NULL */
+    const char *message_id; /* the channel's message id */
+    const char *sender;     /* the sender id */
+    const char *text;       /* the text, or NULL */
+    bool is_group;          /* group or channel chat (else direct) */
+    bool has_media;         /* carries media or attachments */
+    bool mentioned;         /* the bot was mentioned (groups) */
+} gw_msg;
+
+/* ---- dedupe (dedupe.c) -------------------------------------------------- */
+
+/* 2026.3.22 src/auto-reply/reply/inbound-dedupe.ts: ttlMs 20 min, maxSize 5000. */
+#define GW_DEDUPE_TTL_MS (20 * 60 * 1000)
+#define GW_DEDUPE_MAX    5000
+
+typedef struct gw_dedupe gw_dedupe;
+
+/* A cache of seen keys, each forgotten ttl_ms after it was last seen, at most
+ * max keys (the least recently seen evicted first). ttl_ms 0: no expiry.
+ * CM_EINVAL when max is 0. */
+cm_rc gw_dedupe_new(int64_t ttl_ms, size_t max, gw_dedupe **out);
+void gw_dedupe_free(gw_dedupe *d);
+
+/* Writes m's dedupe key into out (reset first): the non-empty parts of
+ * channel (trimmed, lower-cased), account, session scope ("agent:<id>" for an
+ * "agent:<id>:…" session key, else the key), peer, thread and message id,
+ * joined with '|'. Returns false (out empty) when the message has no channel,
+ * message id or peer — such a message is never treated as a duplicate. */
+bool gw_dedupe_key(const gw_msg *m, buf *out);
+
+/* Returns true when key was seen less than ttl ago (a duplicate: drop it);
+ * either way key is recorded as seen at now_ms. On out of memory the key is
+ * treated as new (false) and not recorded. O(1) amortized. */
+bool gw_dedupe_check(gw_dedupe *d, const char *key, int64_t now_ms);
+
+/* Checks m (gw_dedupe_key then gw_dedupe_check). */
+bool gw_dedupe_check_msg(gw_dedupe *d, const gw_msg *m, int64_t now_ms);
+
+size_t gw_dedupe_size(const gw_dedupe *d);
+
+/* ---- debounce (debounce.c) ---------------------------------------------- */
+
+/* messages.inbound.debounceMs when unset: the issue's 2000 (2026.3.22's code
+ * falls back to 0, off; its docs/concepts/messages.md shows 2000). */
+#define GW_DEBOUNCE_MS_DEFAULT 2000
+/* Not in 2026.3.22: a burst is flushed early past this many messages or
+ * bytes, so a sender cannot grow a pending batch without bound. */
+#define GW_DEBOUNCE_MAX_PARTS 256
+#define GW_DEBOUNCE_MAX_BYTES (256 * 1024)
+
+/* The debounce window for channel: messages.inbound.byChannel.<channel>,
+ * else messages.inbound.debounceMs, else GW_DEBOUNCE_MS_DEFAULT; a negative
+ * value counts as 0 (off), fractions are truncated. root may be NULL. */
+int64_t gw_debounce_ms(const json_t *root, const char *channel);
+
+/* True when text is a control command that must stay a standalone turn:
+ * after trimming, its first line ("/cmd: args" read as "/cmd args", and
+ * "/cmd@<bot_username>" as "/cmd" when bot_username is given) is one of
+ * 2026.3.22's text command aliases, alone or — for a command taking
+ * arguments — followed by whitespace. /config, /mcp, /plugins, /debug and
+ * /bash count only when commands.<name> is true in root (may be NULL). */
+bool gw_is_control_command(const char *text, const char *bot_username, const json_t *root);
+
+/* One agent turn out of the debouncer: the newest message's fields (its id is
+ * the one to reply to) with the texts of the batch joined by '\n' (empty
+ * texts skipped). All strings owned (NULL when absent). */
+typedef struct gw_turn {
+    char *channel, *account, *peer, *session, *thread, *message_id, *sender, *text;
+    bool is_group, has_media;
+    bool mentioned; /* any message of the batch mentioned the bot */
+    size_t count;   /* messages merged into this turn */
+} gw_turn;
+
+typedef struct gw_turns {
+    gw_turn *v;
+    size_t n, cap;
+} gw_turns;
+
+/* Frees every turn and the array; leaves t empty and reusable. */
+void gw_turns_release(gw_turns *t);
+
+typedef struct gw_debounce gw_debounce;
+
+/* A debouncer reading its windows from root (borrowed, may be NULL: defaults)
+ * and bot_username (copied, may be NULL) for command detection. */
+cm_rc gw_debounce_new(const json_t *root, const char *bot_username, gw_debounce **out);
+void gw_debounce_free(gw_debounce *d);
+
+/* Takes one inbound message at now_ms and appends the turns that are ready
+ * to ready (existing turns kept). A text-only, non-command message with a
+ * sender and a conversation joins the pending batch of (channel, account,
+ * conversation, thread, sender), whose deadline moves to now_ms + window.
+ * Anything else — media, a control command, a window of 0 — flushes that
+ * batch first (as its own turn) and then is a turn by itself. */
+cm_rc gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_turns *ready);
+
+/* Appends the batches whose deadline is <= now_ms, oldest deadline first. */
+cm_rc gw_debounce_due(gw_debounce *d, int64_t now_ms, gw_turns *ready);
+
+/* Appends every pending batch (shutdown / drain). */
+cm_rc gw_debounce_flush_all(gw_debounce *d, gw_turns *ready);
+
+/* The earliest pending deadline, or INT64_MAX when nothing is pending. */
+int64_t gw_debounce_next_deadline(const gw_debounce *d);
+
+/* Pending batches. */
+size_t gw_debounce_pending(const gw_debounce *d);
+
+#endif
