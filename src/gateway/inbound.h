@@ -129,4 +129,62 @@ int64_t gw_debounce_next_deadline(const gw_debounce *d);
 /* Pending batches. */
 size_t gw_debounce_pending(const gw_debounce *d);
 
+/* ---- access (access.c) -------------------------------------------------- */
+
+/* 2026.3.22 src/pairing/pairing-store.ts: 8 characters from an alphabet
+ * without 0 O 1 I, pending for 1 hour, at most 3 pending per channel. */
+#define GW_PAIRING_CODE_LEN    8
+#define GW_PAIRING_ALPHABET    "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+#define GW_PAIRING_TTL_MS      (60 * 60 * 1000)
+#define GW_PAIRING_MAX_PENDING 3
+
+typedef enum gw_access_verdict {
+    GW_ACCESS_ALLOW,           /* run the agent */
+    GW_ACCESS_DENY,            /* drop: no run, no reply */
+    GW_ACCESS_PAIRING_ISSUED,  /* a new pairing request: send code to the sender, no run */
+    GW_ACCESS_PAIRING_PENDING, /* a request is already pending (or the cap is hit): no run,
+                                  no reply */
+    GW_ACCESS_NO_MENTION       /* allowed group message without a mention: history only */
+} gw_access_verdict;
+
+typedef struct gw_access_result {
+    gw_access_verdict verdict;
+    char code[GW_PAIRING_CODE_LEN + 1]; /* GW_ACCESS_PAIRING_ISSUED: the code */
+    const char *reason;                 /* static, for logs: "dmPolicy=pairing (…)" */
+} gw_access_result;
+
+/* Checks channels.<channel> (and channels.<channel>.accounts.<account>, which
+ * overrides it key by key) for the access rules' config errors: an unknown
+ * dmPolicy or groupPolicy, dmPolicy "allowlist" with an empty allowFrom,
+ * dmPolicy "open" without "*" in allowFrom. CM_ECONFIG with the key named. */
+cm_rc gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
+                         size_t errlen);
+
+/* Decides whether m may reach the agent, as 2026.3.22 does:
+ * - direct: dmPolicy disabled → deny; open → allow; a sender in allowFrom
+ *   (or, unless the policy is allowlist, in the pairing allow-from store) →
+ *   allow; pairing → a pending request in <state_dir>/credentials/
+ *   <channel>-pairing.json (issued or already pending); allowlist → deny;
+ * - group: the group's groupPolicy (groups.<peer> or groups."*", else the
+ *   channel's, default allowlist): disabled → deny; a group entry with
+ *   enabled false → deny; allowlist → the group must be a groups entry (or
+ *   "*" be one) and the sender in the group's allowFrom, else groupAllowFrom,
+ *   else allowFrom (never the pairing store); then requireMention (default
+ *   true) without m->mentioned → GW_ACCESS_NO_MENTION.
+ * now_ms is wall-clock Unix time in ms (stored as ISO timestamps). Runs
+ * gw_access_validate first: a config error is CM_ECONFIG and never an allow.
+ * Store files are written under src/base/lockfile.h's lock. */
+cm_rc gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
+                      gw_access_result *res, char *err, size_t errlen);
+
+/* `pairing approve <channel> <code>`: the pending request with code (any
+ * case, surrounding blanks ignored; of account when account is not NULL) is
+ * removed and its sender added to the allow-from store of the request's
+ * account (<channel>-<account>-allowFrom.json, {"version":1,"allowFrom":[…]}).
+ * Writes the approved sender id into id (may be NULL). CM_ENOTFOUND when no
+ * unexpired request has that code. */
+cm_rc gw_pairing_approve(const char *state_dir, const char *channel, const char *account,
+                         const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
+                         size_t errlen);
+
 #endif
