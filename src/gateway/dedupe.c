@@ -117,13 +117,26 @@ static bool S_expired(const gw_dedupe *d, const dd_entry *e, int64_t now_ms)
     return d->ttl_ms > 0 && now_ms - e->seen_ms >= d->ttl_ms;
 }
 
+static dd_entry *S_find(const gw_dedupe *d, const char *key, uint64_t h)
+{
+    dd_entry *e = d->buckets[h & (d->nbuckets - 1)];
+    while (e && !(e->hash == h && strcmp(e->key, key) == 0))
+        e = e->chain;
+    return e;
+}
+
+bool gw_dedupe_peek(const gw_dedupe *d, const char *key, int64_t now_ms)
+{
+    if (!d || !key || !*key) return false;
+    const dd_entry *e = S_find(d, key, dd_hash(key));
+    return e && !S_expired(d, e, now_ms);
+}
+
 bool gw_dedupe_check(gw_dedupe *d, const char *key, int64_t now_ms)
 {
     if (!d || !key || !*key) return false;
     uint64_t h = dd_hash(key);
-    dd_entry *e = d->buckets[h & (d->nbuckets - 1)];
-    while (e && !(e->hash == h && strcmp(e->key, key) == 0))
-        e = e->chain;
+    dd_entry *e = S_find(d, key, h);
     if (e && !S_expired(d, e, now_ms)) {
         /* seen again: refresh and move to the newest end */
         e->seen_ms = now_ms;
