@@ -887,3 +887,38 @@ TEST(gw_in_queue_routes_and_duplicates)
     EXPECT_INT(a4, GW_QACT_DROP);
     EXPECT_INT(a5, GW_QACT_ENQUEUE);
 }
+
+TEST(gw_in_queue_command)
+{
+    static const struct {
+        const char *text;
+        bool is_cmd, reset;
+        const char *mode, *drop;
+        int64_t debounce;
+        long cap;
+    } cases[] = {
+        {"/queue collect", true, false, "collect", NULL, -1, 0},
+        {"/queue steer+backlog debounce:2s cap:25 drop:summarize", true, false, "steer-backlog",
+         "summarize", 2000, 25},
+        {"/queue: followup debounce=1500 cap=0 drop=oldest", true, false, "followup", "old", 1500,
+         0},
+        {"/queue interrupt nonsense cap:5", true, false, "interrupt", NULL, -1, 0},
+        {"/QUEUE reset", true, true, NULL, NULL, -1, 0},
+        {"/queue default", true, true, NULL, NULL, -1, 0},
+        {"/queued", false, false, NULL, NULL, -1, 0},
+        {"hello /queue collect", false, false, NULL, NULL, -1, 0},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        gw_queue_override o;
+        bool reset;
+        bool is = gw_queue_parse_command(cases[i].text, &o, &reset);
+        bool ok = is == cases[i].is_cmd && reset == cases[i].reset &&
+                  (cases[i].mode ? o.mode && !strcmp(o.mode, cases[i].mode) : !o.mode) &&
+                  (cases[i].drop ? o.drop && !strcmp(o.drop, cases[i].drop) : !o.drop) &&
+                  o.debounce_ms == cases[i].debounce && o.cap == cases[i].cap;
+        if (!ok)
+            test_fail(__FILE__, __LINE__, "\"%s\": is %d reset %d mode %s drop %s deb %lld cap %ld",
+                      cases[i].text, is, reset, o.mode ? o.mode : "-", o.drop ? o.drop : "-",
+                      (long long)o.debounce_ms, o.cap);
+    }
+}

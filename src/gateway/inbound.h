@@ -241,6 +241,15 @@ typedef struct gw_queue_override {
 void gw_queue_settings_resolve(const json_t *root, const char *channel, const gw_queue_override *ov,
                                gw_queue_settings *out);
 
+/* Reads a standalone "/queue [mode] [debounce:2s] [cap:25] [drop:old]" (or
+ * "/queue default|reset|clear") into ov (mode and drop as canonical static
+ * names; unset fields as gw_queue_override says; debounce in ms by default,
+ * or with a unit ms, s, m, h, d). Parsing stops at the first unknown token,
+ * as 2026.3.22's directive parser does. *reset is true for default/reset/
+ * clear: the session override is to be dropped. False when text is not a
+ * /queue command. */
+bool gw_queue_parse_command(const char *text, gw_queue_override *ov, bool *reset);
+
 typedef enum gw_queue_action {
     GW_QACT_RUN_NOW,           /* no run active: start one with this message */
     GW_QACT_INTERRUPT,         /* abort the active run, drop the queue, run this one */

@@ -119,6 +119,94 @@ void gw_queue_settings_resolve(const json_t *root, const char *channel, const gw
         out->drop = GW_QDROP_SUMMARIZE;
 }
 
+static const char *S_mode_name(gw_queue_mode m)
+{
+    static const char *const names[] = {"collect", "followup", "steer", "steer-backlog",
+                                        "interrupt"};
+    return names[m];
+}
+
+static const char *S_drop_name(gw_queue_drop d)
+{
+    static const char *const names[] = {"summarize", "old", "new"};
+    return names[d];
+}
+
+/* A duration such as "1500", "2s", "1.5m" in ms; -1 when unreadable. */
+static int64_t S_duration_ms(const char *s, size_t n)
+{
+    char tmp[64], *end;
+    if (n == 0 || n >= sizeof tmp) return -1;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    double v = strtod(tmp, &end);
+    if (end == tmp || !(v >= 0)) return -1;
+    double unit = 1;
+    if (!*end || !strcasecmp(end, "ms"))
+        unit = 1;
+    else if (!strcasecmp(end, "s"))
+        unit = 1000;
+    else if (!strcasecmp(end, "m"))
+        unit = 60000;
+    else if (!strcasecmp(end, "h"))
+        unit = 3600000;
+    else if (!strcasecmp(end, "d"))
+        unit = 86400000;
+    else
+        return -1;
+    v *= unit;
+    return v > 9e15 ? -1 : (int64_t)(v + 0.5);
+}
+
+bool gw_queue_parse_command(const char *text, gw_queue_override *ov, bool *reset)
+{
+    memset(ov, 0, sizeof *ov);
+    ov->debounce_ms = -1;
+    *reset = false;
+    if (!text) return false;
+    while (isspace((unsigned char)*text))
+        text++;
+    if (strncasecmp(text, "/queue", 6) != 0) return false;
+    const char *p = text + 6;
+    if (*p && *p != ':' && !isspace((unsigned char)*p)) return false;
+    if (*p == ':') p++;
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        const char *t = p;
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+        size_t n = (size_t)(p - t);
+        if (!n) break;
+        gw_queue_mode m;
+        gw_queue_drop d;
+        char tok[64];
+        snprintf(tok, sizeof tok, "%.*s", (int)CM_MIN(n, sizeof tok - 1), t);
+        const char *val = tok + strcspn(tok, ":=");
+        size_t klen = (size_t)(val - tok);
+        if (*val) val++;
+        if (S_is(tok, n, "default") || S_is(tok, n, "reset") || S_is(tok, n, "clear")) {
+            *reset = true;
+            break;
+        }
+        if (S_is(tok, klen, "debounce") && tok[klen]) {
+            int64_t ms = S_duration_ms(val, strlen(val));
+            if (ms > 0) ov->debounce_ms = ms;
+        } else if (S_is(tok, klen, "cap") && tok[klen]) {
+            char *end;
+            double c = strtod(val, &end);
+            if (end != val && !*end && c >= 1 && c < 1e9) ov->cap = (long)c;
+        } else if (S_is(tok, klen, "drop") && tok[klen]) {
+            if (gw_queue_drop_parse(val, &d)) ov->drop = S_drop_name(d);
+        } else if (n < sizeof tok && gw_queue_mode_parse(tok, &m)) {
+            ov->mode = S_mode_name(m);
+        } else {
+            break;
+        }
+    }
+    return true;
+}
+
 /* ---- the queue ---------------------------------------------------------- */
 
 static void S_item_release(q_item *it)
