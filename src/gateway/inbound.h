@@ -190,6 +190,19 @@ cm_rc gw_pairing_approve(const char *state_dir, const char *channel, const char 
                          const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
                          size_t errlen);
 
+/* Shared by access.c and pairing.c (not for other callers). */
+/* An allow-list entry (string or integer) as a trimmed string; false when
+ * blank or longer than n - 1. */
+bool gw_allow_entry(const json_t *v, char *out, size_t n);
+/* upsertChannelPairingRequest for sender: res becomes PAIRING_ISSUED (new
+ * code) or PAIRING_PENDING. channel and account already lower-cased. */
+cm_rc gw_pairing_request(const char *state_dir, const char *channel, const char *account,
+                         const char *sender, int64_t now_ms, gw_access_result *res, char *err,
+                         size_t errlen);
+/* Appends the approved senders of (channel, account) to out, a JSON array. */
+cm_rc gw_allowfrom_read(const char *state_dir, const char *channel, const char *account,
+                        json_t *out, char *err, size_t errlen);
+
 /* ---- queueing while a run is active (queue.c) --------------------------- */
 
 /* 2026.3.22 src/auto-reply/reply/queue/state.ts and enqueue.ts. */
