@@ -1,0 +1,236 @@
+/*
+ * access.c — who may reach the agent: DM policies (pairing, allowlist, open,
+ * disabled), group policies with groups entries, groupAllowFrom and mention
+ * gating, as QuantumClaw 2026.3.22 decides them. The pairing store itself
+ * (pending requests, approved senders) is pairing.c.
+ */
+#include "inbound.h"
+
+#include <ctype.h>
+#include <strings.h>
+
+/* ---- config ------------------------------------------------------------- */
+
+/* channels.<ch>.accounts.<acct>.<key>, else channels.<ch>.<key>. */
+static const json_t *S_cfg(const json_t *root, const char *ch, const char *acct, const char *key)
+{
+    const json_t *c = json_object_get(json_object_get(root, "channels"), ch);
+    if (acct) {
+        const json_t *v =
+            json_object_get(json_object_get(json_object_get(c, "accounts"), acct), key);
+        if (v) return v;
+    }
+    return json_object_get(c, key);
+}
+
+/* An allow-list entry as a trimmed string in out; false when blank. */
+bool gw_allow_entry(const json_t *v, char *out, size_t n)
+{
+    if (json_is_integer(v)) {
+        snprintf(out, n, "%lld", (long long)json_integer_value(v));
+        return true;
+    }
+    if (!json_is_string(v)) return false;
+    const char *s = json_string_value(v);
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t len = strlen(s);
+    while (len && isspace((unsigned char)s[len - 1]))
+        len--;
+    if (!len || len >= n) return false;
+    memcpy(out, s, len);
+    out[len] = 0;
+    return true;
+}
+
+static size_t S_count(const json_t *list)
+{
+    size_t i, k = 0;
+    const json_t *v;
+    char e[512];
+    json_array_foreach(list, i, v) k += gw_allow_entry(v, e, sizeof e);
+    return k;
+}
+
+static bool S_has_wildcard(const json_t *list)
+{
+    size_t i;
+    const json_t *v;
+    char e[512];
+    json_array_foreach(list, i,
+                       v) if (gw_allow_entry(v, e, sizeof e) && strcmp(e, "*") == 0) return true;
+    return false;
+}
+
+/* True when sender is in list: "*", the id itself, or "<channel>:<id>". */
+static bool S_listed(const json_t *list, const char *channel, const char *sender, bool wildcard)
+{
+    size_t i, cl = strlen(channel);
+    const json_t *v;
+    char e[512];
+    if (!sender || !*sender) return false;
+    json_array_foreach(list, i, v)
+    {
+        if (!gw_allow_entry(v, e, sizeof e)) continue;
+        if (wildcard && strcmp(e, "*") == 0) return true;
+        const char *id = e;
+        if (strncasecmp(e, channel, cl) == 0 && e[cl] == ':') id = e + cl + 1;
+        if (strcmp(id, sender) == 0) return true;
+    }
+    return false;
+}
+
+static const char *S_str(const json_t *v, const char *dflt)
+{
+    return json_is_string(v) ? json_string_value(v) : dflt;
+}
+
+cm_rc gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
+                         size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    const json_t *dm = S_cfg(root, channel, account, "dmPolicy");
+    const json_t *gp = S_cfg(root, channel, account, "groupPolicy");
+    const json_t *allow = S_cfg(root, channel, account, "allowFrom");
+    const char *p = S_str(dm, "pairing");
+    if (dm && !json_is_string(dm))
+        FAIL(CM_ECONFIG, "channels.%s.dmPolicy must be a string", channel);
+    if (strcmp(p, "pairing") && strcmp(p, "allowlist") && strcmp(p, "open") &&
+        strcmp(p, "disabled"))
+        FAIL(CM_ECONFIG,
+             "channels.%s.dmPolicy \"%s\" is not one of pairing, allowlist, open, disabled",
+             channel, p);
+    if (allow && !json_is_array(allow))
+        FAIL(CM_ECONFIG, "channels.%s.allowFrom must be a list", channel);
+    if (!strcmp(p, "allowlist") && S_count(allow) == 0)
+        FAIL(CM_ECONFIG, "channels.%s.dmPolicy is \"allowlist\" but allowFrom is empty", channel);
+    if (!strcmp(p, "open") && !S_has_wildcard(allow))
+        FAIL(CM_ECONFIG, "channels.%s.dmPolicy is \"open\" but allowFrom lacks \"*\"", channel);
+    const char *g = S_str(gp, "allowlist");
+    if ((gp && !json_is_string(gp)) ||
+        (strcmp(g, "allowlist") && strcmp(g, "open") && strcmp(g, "disabled")))
+        FAIL(CM_ECONFIG, "channels.%s.groupPolicy must be one of allowlist, open, disabled",
+             channel);
+out:
+    return rc;
+}
+
+/* ---- the check ---------------------------------------------------------- */
+
+static cm_rc S_check_group(const json_t *root, const char *ch, const char *acct, const gw_msg *m,
+                           gw_access_result *res)
+{
+    const json_t *groups = S_cfg(root, ch, acct, "groups");
+    const json_t *entry = json_object_get(groups, m->peer ? m->peer : "");
+    const json_t *star = json_object_get(groups, "*");
+    const json_t *gp = json_object_get(entry, "groupPolicy");
+    if (!gp) gp = json_object_get(star, "groupPolicy");
+    if (!gp) gp = S_cfg(root, ch, acct, "groupPolicy");
+    const char *policy = S_str(gp, "allowlist");
+    res->verdict = GW_ACCESS_DENY;
+    if (strcmp(policy, "open") && strcmp(policy, "disabled")) policy = "allowlist";
+    if (!strcmp(policy, "disabled")) {
+        res->reason = "groupPolicy=disabled";
+        return CM_OK;
+    }
+    if (json_is_false(json_object_get(entry, "enabled"))) {
+        res->reason = "group disabled";
+        return CM_OK;
+    }
+    /* groups entries, when present, are the group allowlist whatever the
+     * policy; with none, only an open policy lets a group in */
+    if (json_object_size(groups) > 0 ? !entry && !star : !strcmp(policy, "allowlist")) {
+        res->reason = "groupPolicy=allowlist (group not allowlisted)";
+        return CM_OK;
+    }
+    if (!strcmp(policy, "allowlist")) {
+        const json_t *list = json_object_get(entry, "allowFrom");
+        if (!S_count(list)) list = S_cfg(root, ch, acct, "groupAllowFrom");
+        if (!S_count(list)) list = S_cfg(root, ch, acct, "allowFrom");
+        if (!S_count(list)) {
+            res->reason = "groupPolicy=allowlist (empty allowlist)";
+            return CM_OK;
+        }
+        if (!S_listed(list, ch, m->sender, true)) {
+            res->reason = "groupPolicy=allowlist (not allowlisted)";
+            return CM_OK;
+        }
+    }
+    const json_t *rm = json_object_get(entry, "requireMention");
+    if (!json_is_boolean(rm)) rm = json_object_get(star, "requireMention");
+    bool require = json_is_boolean(rm) ? json_is_true(rm) : true;
+    if (require && !m->mentioned) {
+        res->verdict = GW_ACCESS_NO_MENTION;
+        res->reason = "requireMention (not mentioned)";
+        return CM_OK;
+    }
+    res->verdict = GW_ACCESS_ALLOW;
+    res->reason = !strcmp(policy, "open") ? "groupPolicy=open" : "groupPolicy=allowlist";
+    return CM_OK;
+}
+
+cm_rc gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
+                      gw_access_result *res, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json_t *store = NULL;
+    char acct[128], ch[128];
+    memset(res, 0, sizeof *res);
+    res->verdict = GW_ACCESS_DENY;
+    res->reason = "error";
+    if (!m->channel || !*m->channel) FAIL(CM_EINVAL, "an inbound message without a channel");
+    snprintf(ch, sizeof ch, "%s", m->channel);
+    for (char *p = ch; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    /* normalizePairingAccountId: trimmed, lower-cased, "default" when blank */
+    json_t *a = m->account ? json_string(m->account) : NULL;
+    if (!a || !gw_allow_entry(a, acct, sizeof acct)) snprintf(acct, sizeof acct, "default");
+    json_decref(a);
+    for (char *p = acct; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    CHECK(gw_access_validate(root, ch, acct, err, errlen));
+    if (m->is_group) {
+        CHECK(S_check_group(root, ch, acct, m, res));
+        goto out;
+    }
+    const char *policy = S_str(S_cfg(root, ch, acct, "dmPolicy"), "pairing");
+    const json_t *allow = S_cfg(root, ch, acct, "allowFrom");
+    if (!strcmp(policy, "disabled")) {
+        res->reason = "dmPolicy=disabled";
+        goto out;
+    }
+    if (!strcmp(policy, "open")) {
+        res->verdict = GW_ACCESS_ALLOW;
+        res->reason = "dmPolicy=open";
+        goto out;
+    }
+    if (!m->sender || !*m->sender) {
+        res->reason = "no sender id";
+        goto out;
+    }
+    bool listed = S_listed(allow, ch, m->sender, true);
+    if (!listed && strcmp(policy, "allowlist") != 0) {
+        if (!(store = json_array())) FAIL(CM_ENOMEM, "out of memory");
+        CHECK(gw_allowfrom_read(state_dir, ch, acct, store, err, errlen));
+        listed = S_listed(store, ch, m->sender, false);
+    }
+    if (listed) {
+        res->verdict = GW_ACCESS_ALLOW;
+        res->reason = !strcmp(policy, "pairing") ? "dmPolicy=pairing (allowlisted)"
+                                                 : "dmPolicy=allowlist (allowlisted)";
+        goto out;
+    }
+    if (!strcmp(policy, "allowlist")) {
+        res->reason = "dmPolicy=allowlist (not allowlisted)";
+        goto out;
+    }
+    CHECK(gw_pairing_request(state_dir, ch, acct, m->sender, now_ms, res, err, errlen));
+out:
+    if (rc) {
+        res->verdict = GW_ACCESS_DENY; /* an error never lets a message through */
+        res->code[0] = 0;
+        res->reason = "error";
+    }
+    json_decref(store);
+    return rc;
+}

@@ -1,0 +1,924 @@
+/*
+ * test_gateway_in.c — the gateway's inbound rules (src/gateway/inbound.h):
+ * dedupe, debounce and access, each from a table of events over a fake clock.
+ */
+#include "test.h"
+
+#include "../src/base/fs.h"
+#include "../src/gateway/inbound.h"
+
+#include <ctype.h>
+
+/* ---- dedupe ------------------------------------------------------------- */
+
+TEST(gw_in_dedupe_key)
+{
+    static const struct {
+        gw_msg m;
+        const char *want; /* NULL: no key */
+    } cases[] = {
+        {{.channel = " Telegram ", .account = "default", .peer = "42", .message_id = "7"},
+         "telegram|default|42|7"},
+        {{.channel = "telegram", .peer = "42", .thread = "3", .message_id = "7"},
+         "telegram|42|3|7"},
+        {{.channel = "http",
+          .session = "agent:main:telegram:group:9",
+          .peer = "9",
+          .message_id = "m1"},
+         "http|agent:main|9|m1"},
+        {{.channel = "http", .session = "custom-key", .peer = "9", .message_id = "m1"},
+         "http|custom-key|9|m1"},
+        {{.channel = "telegram", .peer = "42"}, NULL},
+        {{.peer = "42", .message_id = "7"}, NULL},
+        {{.channel = "telegram", .message_id = "7", .peer = "  "}, NULL},
+    };
+    buf b;
+    buf_init(&b, 0);
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        bool ok = gw_dedupe_key(&cases[i].m, &b);
+        if (!cases[i].want) {
+            if (ok) buf_release(&b);
+            EXPECT(!ok);
+            continue;
+        }
+        if (!ok) buf_release(&b);
+        EXPECT(ok);
+        if (strcmp(b.data, cases[i].want) != 0) buf_release(&b);
+        EXPECT_STR(b.data, cases[i].want);
+    }
+    buf_release(&b);
+}
+
+TEST(gw_in_dedupe_ttl)
+{
+    gw_dedupe *d = NULL;
+    EXPECT_INT(gw_dedupe_new(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &d), CM_OK);
+    gw_msg m = {.channel = "telegram", .account = "default", .peer = "42", .message_id = "100"};
+    gw_msg other = m;
+    other.message_id = "101";
+    int64_t t = 1000000;
+    static const struct {
+        int64_t dt; /* since the previous step */
+        bool use_other;
+        bool want_dup;
+    } steps[] = {
+        {0, false, false},                   /* first delivery */
+        {1000, false, true},                 /* redelivered a second later */
+        {0, true, false},                    /* another message id is new */
+        {GW_DEDUPE_TTL_MS - 1, false, true}, /* still within the TTL (refreshed) */
+        {GW_DEDUPE_TTL_MS, false, false},    /* expired: new again */
+        {1, false, true},
+    };
+    bool ok = true;
+    for (size_t i = 0; i < ARRAY_LEN(steps) && ok; i++) {
+        t += steps[i].dt;
+        bool dup = gw_dedupe_check_msg(d, steps[i].use_other ? &other : &m, t);
+        if (dup != steps[i].want_dup) {
+            test_fail(__FILE__, __LINE__, "step %zu: dup %d, want %d", i, dup, steps[i].want_dup);
+            ok = false;
+        }
+    }
+    /* a message without an id is never a duplicate */
+    gw_msg noid = {.channel = "telegram", .peer = "42"};
+    EXPECT(ok);
+    bool a = gw_dedupe_check_msg(d, &noid, t), b = gw_dedupe_check_msg(d, &noid, t);
+    gw_dedupe_free(d);
+    EXPECT(!a && !b);
+}
+
+TEST(gw_in_dedupe_cap)
+{
+    gw_dedupe *d = NULL;
+    EXPECT_INT(gw_dedupe_new(0, 3, &d), CM_OK);
+    bool r[8];
+    r[0] = gw_dedupe_check(d, "a", 1);
+    r[1] = gw_dedupe_check(d, "b", 2);
+    r[2] = gw_dedupe_check(d, "c", 3);
+    r[3] = gw_dedupe_check(d, "a", 4); /* dup; a becomes newest */
+    r[4] = gw_dedupe_check(d, "d", 5); /* evicts b, the oldest */
+    size_t size = gw_dedupe_size(d);
+    r[5] = gw_dedupe_check(d, "b", 6); /* b was evicted: new; evicts c */
+    r[6] = gw_dedupe_check(d, "a", 7);
+    r[7] = gw_dedupe_check(d, "c", 8);
+    gw_dedupe_free(d);
+    EXPECT(!r[0] && !r[1] && !r[2] && r[3] && !r[4]);
+    EXPECT_INT(size, 3);
+    EXPECT(!r[5] && r[6] && !r[7]);
+    EXPECT_INT(gw_dedupe_new(1000, 0, &d), CM_EINVAL);
+}
+
+TEST(gw_in_dedupe_many)
+{
+    /* 5000 distinct keys, then a second pass: all duplicates, size capped */
+    gw_dedupe *d = NULL;
+    EXPECT_INT(gw_dedupe_new(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &d), CM_OK);
+    char key[32];
+    size_t dups = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < GW_DEDUPE_MAX; i++) {
+            snprintf(key, sizeof key, "k%d", i);
+            dups += gw_dedupe_check(d, key, 1000 + pass);
+        }
+    snprintf(key, sizeof key, "k%d", GW_DEDUPE_MAX);
+    bool newest = gw_dedupe_check(d, key, 2000);
+    size_t size = gw_dedupe_size(d);
+    bool first = gw_dedupe_check(d, "k0", 2001); /* evicted by the cap */
+    gw_dedupe_free(d);
+    EXPECT_INT(dups, GW_DEDUPE_MAX);
+    EXPECT(!newest);
+    EXPECT_INT(size, GW_DEDUPE_MAX);
+    EXPECT(!first);
+}
+
+/* ---- debounce ----------------------------------------------------------- */
+
+TEST(gw_in_control_commands)
+{
+    static const struct {
+        const char *text;
+        bool want;
+    } cases[] = {
+        {"/new", true},
+        {"  /RESET  ", true},
+        {"/new let's start over", true},
+        {"/model: gpt-5", true},
+        {"/queue collect", true},
+        {"/reasoning on", true},
+        {"/stop", true},
+        {"/stop now", false}, /* /stop takes no arguments */
+        {"/status\nand more", true},
+        {"/newish", false},
+        {"/new@clawbot", true},
+        {"/new@otherbot", false},
+        {"/think high", true},
+        {"/t low", true},
+        {"/bash ls", false}, /* gated: commands.bash is off */
+        {"hello /new", false},
+        {"hello", false},
+        {"", false},
+        {"/", false},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        bool got = gw_is_control_command(cases[i].text, "clawbot", NULL);
+        if (got != cases[i].want)
+            test_fail(__FILE__, __LINE__, "\"%s\": got %d, want %d", cases[i].text, got,
+                      cases[i].want);
+    }
+    json_t *root = json_pack("{s:{s:b}}", "commands", "bash", 1);
+    EXPECT(root);
+    bool bash = gw_is_control_command("/bash ls", NULL, root);
+    json_decref(root);
+    EXPECT(bash);
+}
+
+TEST(gw_in_debounce_window_config)
+{
+    json_error_t je;
+    json_t *root = json_loads("{\"messages\":{\"inbound\":{\"debounceMs\":1200.7,"
+                              "\"byChannel\":{\"slack\":1500,\"http\":0,\"bad\":\"x\","
+                              "\"neg\":-5}}}}",
+                              0, &je);
+    EXPECT(root);
+    int64_t tg = gw_debounce_ms(root, "telegram"), sl = gw_debounce_ms(root, "slack");
+    int64_t ht = gw_debounce_ms(root, "http"), bad = gw_debounce_ms(root, "bad");
+    int64_t neg = gw_debounce_ms(root, "neg");
+    json_decref(root);
+    EXPECT_INT(gw_debounce_ms(NULL, "telegram"), GW_DEBOUNCE_MS_DEFAULT);
+    EXPECT_INT(tg, 1200);
+    EXPECT_INT(sl, 1500);
+    EXPECT_INT(ht, 0);
+    EXPECT_INT(bad, 1200);
+    EXPECT_INT(neg, 0);
+}
+
+/* One step of a debounce table: a message (text NULL: just advance the
+ * clock and collect due turns) and the turns expected as "id=text" joined
+ * by " ; ", or "" for none. */
+typedef struct db_step {
+    int64_t at;
+    const char *sender, *peer, *id, *text;
+    bool media;
+    const char *want;
+} db_step;
+
+static bool S_run_table(const db_step *steps, size_t n, const json_t *root)
+{
+    gw_debounce *d = NULL;
+    gw_turns got = {0};
+    buf desc;
+    buf_init(&desc, 0);
+    bool ok = gw_debounce_new(root, "clawbot", &d) == CM_OK;
+    for (size_t i = 0; ok && i < n; i++) {
+        const db_step *s = &steps[i];
+        cm_rc rc;
+        if (s->id) {
+            gw_msg m = {.channel = "telegram",
+                        .peer = s->peer ? s->peer : "chat1",
+                        .sender = s->sender ? s->sender : "alice",
+                        .message_id = s->id,
+                        .text = s->text,
+                        .has_media = s->media};
+            rc = gw_debounce_push(d, &m, s->at, &got);
+        } else {
+            rc = gw_debounce_due(d, s->at, &got);
+        }
+        buf_reset(&desc);
+        for (size_t j = 0; rc == CM_OK && j < got.n; j++)
+            rc = buf_printf(&desc, "%s%s=%s", j ? " ; " : "", got.v[j].message_id,
+                            got.v[j].text ? got.v[j].text : "");
+        if (rc != CM_OK || strcmp(desc.len ? desc.data : "", s->want) != 0) {
+            test_fail(__FILE__, __LINE__, "step %zu (t=%lld): got \"%s\", want \"%s\"", i,
+                      (long long)s->at, desc.len ? desc.data : "", s->want);
+            ok = false;
+        }
+        gw_turns_release(&got);
+    }
+    gw_debounce_free(d);
+    buf_release(&desc);
+    return ok;
+}
+
+TEST(gw_in_debounce_burst)
+{
+    /* window 2000 (default): a burst of three texts is one turn with the
+     * newest id; each message moves the deadline */
+    static const db_step steps[] = {
+        {0, NULL, NULL, "1", "hi", false, ""},
+        {500, NULL, NULL, "2", "are you there", false, ""},
+        {2400, NULL, NULL, NULL, NULL, false, ""}, /* 2000 after "2" is 2500 */
+        {2450, NULL, NULL, "3", "?", false, ""},
+        {4449, NULL, NULL, NULL, NULL, false, ""},
+        {4450, NULL, NULL, NULL, NULL, false, "3=hi\nare you there\n?"},
+        {4451, NULL, NULL, NULL, NULL, false, ""},
+        {9000, NULL, NULL, "4", "later", false, ""},
+        {11000, NULL, NULL, NULL, NULL, false, "4=later"},
+    };
+    EXPECT(S_run_table(steps, ARRAY_LEN(steps), NULL));
+}
+
+TEST(gw_in_debounce_media_and_commands)
+{
+    static const db_step steps[] = {
+        /* media flushes the pending batch at once, then goes alone */
+        {0, NULL, NULL, "1", "look", false, ""},
+        {100, NULL, NULL, "2", "at this", false, ""},
+        {200, NULL, NULL, "3", "<photo>", true, "2=look\nat this ; 3=<photo>"},
+        /* a control command: batch first, then the command standalone */
+        {300, NULL, NULL, "4", "oops", false, ""},
+        {400, NULL, NULL, "5", "/new", false, "4=oops ; 5=/new"},
+        /* a command with nothing pending is a turn of its own at once */
+        {500, NULL, NULL, "6", "/queue collect", false, "6=/queue collect"},
+        /* other senders and other conversations have their own batches */
+        {600, "alice", "chat1", "7", "a1", false, ""},
+        {700, "bob", "chat1", "8", "b1", false, ""},
+        {800, "alice", "chat2", "9", "a2", false, ""},
+        {900, "alice", "chat1", "10", "a3", false, ""},
+        {2700, NULL, NULL, NULL, NULL, false, "8=b1"},
+        {2900, NULL, NULL, NULL, NULL, false, "9=a2 ; 10=a1\na3"},
+        /* an empty text is not debounced (and joins nothing) */
+        {3000, NULL, NULL, "11", "", false, "11="},
+    };
+    EXPECT(S_run_table(steps, ARRAY_LEN(steps), NULL));
+}
+
+TEST(gw_in_debounce_off_and_deadline)
+{
+    json_t *root = json_pack("{s:{s:{s:i}}}", "messages", "inbound", "debounceMs", 0);
+    EXPECT(root);
+    static const db_step off[] = {
+        {0, NULL, NULL, "1", "a", false, "1=a"},
+        {1, NULL, NULL, "2", "b", false, "2=b"},
+    };
+    bool ok = S_run_table(off, ARRAY_LEN(off), root);
+    json_decref(root);
+    EXPECT(ok);
+
+    gw_debounce *d = NULL;
+    gw_turns t = {0};
+    EXPECT_INT(gw_debounce_new(NULL, NULL, &d), CM_OK);
+    int64_t none = gw_debounce_next_deadline(d);
+    gw_msg a = {.channel = "telegram", .peer = "p", .sender = "s1", .message_id = "1", .text = "x"};
+    gw_msg b = a;
+    b.sender = "s2";
+    b.message_id = "2";
+    cm_rc rc1 = gw_debounce_push(d, &a, 1000, &t), rc2 = gw_debounce_push(d, &b, 1500, &t);
+    int64_t next = gw_debounce_next_deadline(d);
+    size_t pending = gw_debounce_pending(d);
+    cm_rc rc3 = gw_debounce_flush_all(d, &t);
+    size_t flushed = t.n, after = gw_debounce_pending(d);
+    gw_turns_release(&t);
+    gw_debounce_free(d);
+    EXPECT_INT(none, INT64_MAX);
+    EXPECT(rc1 == CM_OK && rc2 == CM_OK && rc3 == CM_OK);
+    EXPECT_INT(next, 3000);
+    EXPECT_INT(pending, 2);
+    EXPECT_INT(flushed, 2);
+    EXPECT_INT(after, 0);
+}
+
+TEST(gw_in_debounce_runaway_burst)
+{
+    /* a sender who never pauses is cut every GW_DEBOUNCE_MAX_PARTS messages */
+    gw_debounce *d = NULL;
+    gw_turns t = {0};
+    EXPECT_INT(gw_debounce_new(NULL, NULL, &d), CM_OK);
+    gw_msg m = {.channel = "telegram", .peer = "p", .sender = "s", .message_id = "x", .text = "y"};
+    cm_rc rc = CM_OK;
+    for (int i = 0; i < GW_DEBOUNCE_MAX_PARTS * 2 + 1 && rc == CM_OK; i++)
+        rc = gw_debounce_push(d, &m, i, &t);
+    size_t n = t.n, first = n ? t.v[0].count : 0;
+    gw_turns_release(&t);
+    gw_debounce_free(d);
+    EXPECT_INT(rc, CM_OK);
+    EXPECT_INT(n, 2);
+    EXPECT_INT(first, GW_DEBOUNCE_MAX_PARTS);
+}
+
+/* ---- access ------------------------------------------------------------- */
+
+static json_t *S_json(const char *text)
+{
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    if (!j) test_fail(__FILE__, __LINE__, "bad test JSON: %s", je.text);
+    return j;
+}
+
+TEST(gw_in_access_config_errors)
+{
+    static const struct {
+        const char *cfg;
+        cm_rc want;
+    } cases[] = {
+        {"{}", CM_OK},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"pairing\"}}}", CM_OK},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"allowlist\"}}}", CM_ECONFIG},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"allowlist\",\"allowFrom\":[]}}}", CM_ECONFIG},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"allowlist\",\"allowFrom\":[\" \"]}}}",
+         CM_ECONFIG},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"allowlist\",\"allowFrom\":[123]}}}", CM_OK},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"open\"}}}", CM_ECONFIG},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"42\"]}}}",
+         CM_ECONFIG},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}}}", CM_OK},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"disabled\"}}}", CM_OK},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"everyone\"}}}", CM_ECONFIG},
+        {"{\"channels\":{\"telegram\":{\"groupPolicy\":\"some\"}}}", CM_ECONFIG},
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":\"42\"}}}", CM_ECONFIG},
+        /* an account's keys override the channel's */
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"allowlist\",\"allowFrom\":[\"42\"],"
+         "\"accounts\":{\"default\":{\"allowFrom\":[]}}}}}",
+         CM_ECONFIG},
+    };
+    char *state = tmp_dir();
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        json_t *root = S_json(cases[i].cfg);
+        if (!root) return;
+        char err[256] = "";
+        gw_access_result res;
+        gw_msg m = {
+            .channel = "telegram", .peer = "42", .sender = "42", .message_id = "1", .text = "hi"};
+        cm_rc rc = gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
+        json_decref(root);
+        if (rc != cases[i].want)
+            test_fail(__FILE__, __LINE__, "case %zu: rc %d (%s), want %d", i, rc, err,
+                      cases[i].want);
+        if (rc && res.verdict != GW_ACCESS_DENY)
+            test_fail(__FILE__, __LINE__, "case %zu: an error is not a deny", i);
+        if (rc == CM_ECONFIG && !strstr(err, "channels.telegram."))
+            test_fail(__FILE__, __LINE__, "case %zu: message does not name the key: %s", i, err);
+    }
+}
+
+/* A table of messages against one config; want is the verdict. */
+typedef struct ac_case {
+    const char *cfg;
+    bool group;
+    const char *peer, *sender;
+    bool mentioned;
+    gw_access_verdict want;
+} ac_case;
+
+static void S_access_table(const ac_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *state = tmp_dir();
+        json_t *root = S_json(cases[i].cfg);
+        if (!root) return;
+        char err[256] = "";
+        gw_access_result res;
+        gw_msg m = {.channel = "telegram",
+                    .peer = cases[i].peer,
+                    .sender = cases[i].sender,
+                    .message_id = "1",
+                    .text = "hi",
+                    .is_group = cases[i].group,
+                    .mentioned = cases[i].mentioned};
+        cm_rc rc = gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
+        json_decref(root);
+        if (rc != CM_OK || res.verdict != cases[i].want)
+            test_fail(__FILE__, __LINE__, "case %zu: rc %d (%s), verdict %d (%s), want %d", i, rc,
+                      err, res.verdict, res.reason, cases[i].want);
+    }
+}
+
+TEST(gw_in_access_dm_policies)
+{
+    static const ac_case cases[] = {
+        {"{}", false, "42", "42", false, GW_ACCESS_PAIRING_ISSUED},
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"]}}}", false, "42", "42", false,
+         GW_ACCESS_ALLOW},
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"telegram:42\"]}}}", false, "42", "42",
+         false, GW_ACCESS_ALLOW},
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[42]}}}", false, "42", "42", false,
+         GW_ACCESS_ALLOW},
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"]}}}", false, "7", "7", false,
+         GW_ACCESS_PAIRING_ISSUED},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"allowlist\",\"allowFrom\":[\"42\"]}}}", false,
+         "42", "42", false, GW_ACCESS_ALLOW},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"allowlist\",\"allowFrom\":[\"42\"]}}}", false,
+         "7", "7", false, GW_ACCESS_DENY},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}}}", false, "7",
+         "7", false, GW_ACCESS_ALLOW},
+        {"{\"channels\":{\"telegram\":{\"dmPolicy\":\"disabled\",\"allowFrom\":[\"42\"]}}}", false,
+         "42", "42", false, GW_ACCESS_DENY},
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"],\"accounts\":{\"default\":"
+         "{\"dmPolicy\":\"disabled\"}}}}}",
+         false, "42", "42", false, GW_ACCESS_DENY},
+    };
+    S_access_table(cases, ARRAY_LEN(cases));
+}
+
+TEST(gw_in_access_groups)
+{
+    static const ac_case cases[] = {
+        /* default groupPolicy allowlist with no groups entries: blocked */
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"]}}}", true, "-100", "42", true,
+         GW_ACCESS_DENY},
+        /* the group listed, the sender in allowFrom (fallback), mentioned */
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"],\"groups\":{\"-100\":{}}}}}", true,
+         "-100", "42", true, GW_ACCESS_ALLOW},
+        /* … not mentioned: history only */
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"],\"groups\":{\"-100\":{}}}}}", true,
+         "-100", "42", false, GW_ACCESS_NO_MENTION},
+        /* requireMention false for the group */
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"],\"groups\":{\"-100\":"
+         "{\"requireMention\":false}}}}}",
+         true, "-100", "42", false, GW_ACCESS_ALLOW},
+        /* "*" defaults */
+        {"{\"channels\":{\"telegram\":{\"groupAllowFrom\":[\"42\"],\"groups\":{\"*\":"
+         "{\"requireMention\":false}}}}}",
+         true, "-555", "42", false, GW_ACCESS_ALLOW},
+        /* another group when only -100 is listed */
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"],\"groups\":{\"-100\":{}}}}}", true,
+         "-200", "42", true, GW_ACCESS_DENY},
+        /* groupAllowFrom wins over allowFrom */
+        {"{\"channels\":{\"telegram\":{\"allowFrom\":[\"42\"],\"groupAllowFrom\":[\"7\"],"
+         "\"groups\":{\"-100\":{}}}}}",
+         true, "-100", "42", true, GW_ACCESS_DENY},
+        /* no sender allowlist at all: blocked */
+        {"{\"channels\":{\"telegram\":{\"groups\":{\"-100\":{}}}}}", true, "-100", "42", true,
+         GW_ACCESS_DENY},
+        /* open policy: any group, any sender */
+        {"{\"channels\":{\"telegram\":{\"groupPolicy\":\"open\"}}}", true, "-100", "9", true,
+         GW_ACCESS_ALLOW},
+        /* per-group open policy */
+        {"{\"channels\":{\"telegram\":{\"groups\":{\"-100\":{\"groupPolicy\":\"open\"}}}}}", true,
+         "-100", "9", true, GW_ACCESS_ALLOW},
+        /* disabled, and a disabled group entry */
+        {"{\"channels\":{\"telegram\":{\"groupPolicy\":\"disabled\",\"groupAllowFrom\":[\"*\"],"
+         "\"groups\":{\"*\":{}}}}}",
+         true, "-100", "9", true, GW_ACCESS_DENY},
+        {"{\"channels\":{\"telegram\":{\"groupPolicy\":\"open\",\"groups\":{\"-100\":"
+         "{\"enabled\":false}}}}}",
+         true, "-100", "9", true, GW_ACCESS_DENY},
+        /* groups never ask for pairing */
+        {"{}", true, "-100", "9", true, GW_ACCESS_DENY},
+    };
+    S_access_table(cases, ARRAY_LEN(cases));
+}
+
+static bool S_code_ok(const char *code)
+{
+    if (strlen(code) != GW_PAIRING_CODE_LEN) return false;
+    for (const char *p = code; *p; p++)
+        if (!strchr(GW_PAIRING_ALPHABET, *p) || strchr("0O1I", *p)) return false;
+    return true;
+}
+
+static gw_access_verdict S_dm(const json_t *root, const char *state, const char *sender,
+                              int64_t now, char code[16])
+{
+    gw_access_result res;
+    char err[256];
+    gw_msg m = {.channel = "telegram",
+                .peer = sender,
+                .sender = sender,
+                .message_id = "1",
+                .text = "hello"};
+    cm_rc rc = gw_access_check(root, state, &m, now, &res, err, sizeof err);
+    if (rc) test_fail(__FILE__, __LINE__, "access check: %s", err);
+    if (code) snprintf(code, 16, "%s", res.code);
+    return rc ? GW_ACCESS_DENY : res.verdict;
+}
+
+TEST(gw_in_access_pairing_flow)
+{
+    char *state = tmp_dir();
+    json_t *root = json_object();     /* dmPolicy pairing by default */
+    const int64_t t0 = 1796040000000; /* 2026-11-30T12:00:00Z */
+    char code[16], code2[16], err[256], id[64];
+    buf b;
+    buf_init(&b, 0);
+
+    /* an unknown sender gets a code once; its next messages get nothing */
+    gw_access_verdict v1 = S_dm(root, state, "111", t0, code);
+    gw_access_verdict v2 = S_dm(root, state, "111", t0 + 1000, code2);
+    cm_rc rr = fs_read_file(path_in(state, "credentials/telegram-pairing.json"), 1 << 20, &b, err,
+                            sizeof err);
+    EXPECT_INT(v1, GW_ACCESS_PAIRING_ISSUED);
+    EXPECT(S_code_ok(code));
+    EXPECT_INT(v2, GW_ACCESS_PAIRING_PENDING);
+    EXPECT_STR(code2, "");
+    EXPECT_INT(rr, CM_OK);
+    EXPECT_CONTAINS(b.data, "\"version\": 1");
+    EXPECT_CONTAINS(b.data, "\"id\": \"111\"");
+    EXPECT_CONTAINS(b.data, code);
+    EXPECT_CONTAINS(b.data, "\"createdAt\": \"2026-11-30T12:00:00.000Z\"");
+    EXPECT_CONTAINS(b.data, "\"lastSeenAt\": \"2026-11-30T12:00:01.000Z\"");
+    EXPECT_CONTAINS(b.data, "\"accountId\": \"default\"");
+    buf_release(&b);
+
+    /* at most 3 pending: a fourth sender gets no code */
+    EXPECT_INT(S_dm(root, state, "222", t0 + 2000, NULL), GW_ACCESS_PAIRING_ISSUED);
+    EXPECT_INT(S_dm(root, state, "333", t0 + 3000, NULL), GW_ACCESS_PAIRING_ISSUED);
+    EXPECT_INT(S_dm(root, state, "444", t0 + 4000, code2), GW_ACCESS_PAIRING_PENDING);
+    EXPECT_STR(code2, "");
+
+    /* an unapproved sender is never allowed, however often it writes */
+    for (int i = 0; i < 50; i++) {
+        gw_access_verdict v = S_dm(root, state, "111", t0 + 5000 + i, NULL);
+        EXPECT(v != GW_ACCESS_ALLOW);
+    }
+
+    /* a wrong code approves nobody; the right one (any case) approves 111 */
+    EXPECT_INT(gw_pairing_approve(state, "telegram", NULL, "ZZZZZZZZ", t0 + 6000, id, sizeof id,
+                                  err, sizeof err),
+               CM_ENOTFOUND);
+    char lower[16];
+    for (int i = 0; i < 16; i++)
+        lower[i] = (char)tolower((unsigned char)code[i]);
+    EXPECT_INT(gw_pairing_approve(state, "telegram", NULL, lower, t0 + 6000, id, sizeof id, err,
+                                  sizeof err),
+               CM_OK);
+    EXPECT_STR(id, "111");
+    buf_init(&b, 0);
+    rr = fs_read_file(path_in(state, "credentials/telegram-default-allowFrom.json"), 1 << 20, &b,
+                      err, sizeof err);
+    EXPECT_INT(rr, CM_OK);
+    EXPECT_CONTAINS(b.data, "\"allowFrom\": [\n    \"111\"\n  ]");
+    buf_release(&b);
+    EXPECT_INT(S_dm(root, state, "111", t0 + 7000, NULL), GW_ACCESS_ALLOW);
+    /* the code is used up */
+    EXPECT_INT(gw_pairing_approve(state, "telegram", NULL, code, t0 + 8000, id, sizeof id, err,
+                                  sizeof err),
+               CM_ENOTFOUND);
+
+    /* with a slot free again, 444 gets a code; after an hour it expires and
+     * the sender is issued a new one */
+    EXPECT_INT(S_dm(root, state, "444", t0 + 9000, code), GW_ACCESS_PAIRING_ISSUED);
+    EXPECT_INT(S_dm(root, state, "444", t0 + 9000 + GW_PAIRING_TTL_MS, NULL),
+               GW_ACCESS_PAIRING_PENDING);
+    EXPECT_INT(S_dm(root, state, "444", t0 + 9001 + GW_PAIRING_TTL_MS, code2),
+               GW_ACCESS_PAIRING_ISSUED);
+    EXPECT(S_code_ok(code2));
+    EXPECT_INT(gw_pairing_approve(state, "telegram", NULL, code, t0 + 9002 + GW_PAIRING_TTL_MS, id,
+                                  sizeof id, err, sizeof err),
+               CM_ENOTFOUND);
+
+    /* the allowlist policy never reads the pairing store */
+    json_t *strict = S_json("{\"channels\":{\"telegram\":{\"dmPolicy\":\"allowlist\","
+                            "\"allowFrom\":[\"999\"]}}}");
+    EXPECT(strict);
+    gw_access_verdict vs = S_dm(strict, state, "111", t0 + 10000, NULL);
+    json_decref(strict);
+    json_decref(root);
+    EXPECT_INT(vs, GW_ACCESS_DENY);
+}
+
+TEST(gw_in_access_store_written_by_quantumclaw)
+{
+    /* QuantumClaw's legacy unscoped file counts for the default account,
+     * a named account reads only its own file */
+    char *state = tmp_dir();
+    write_file(state, "credentials/telegram-allowFrom.json",
+               "{\n  \"version\": 1,\n  \"allowFrom\": [\n    \"555\", 777\n  ]\n}\n");
+    write_file(state, "credentials/telegram-work-allowFrom.json",
+               "{\"version\":1,\"allowFrom\":[\"888\"]}");
+    write_file(state, "credentials/discord-pairing.json", "not json");
+    json_t *root = json_object();
+    gw_access_result res;
+    char err[256];
+    static const struct {
+        const char *channel, *account, *sender;
+        gw_access_verdict want;
+    } cases[] = {
+        {"telegram", NULL, "555", GW_ACCESS_ALLOW},
+        {"telegram", "default", "777", GW_ACCESS_ALLOW},
+        {"telegram", "work", "888", GW_ACCESS_ALLOW},
+        {"telegram", "work", "555", GW_ACCESS_PAIRING_ISSUED},
+        {"telegram", NULL, "888", GW_ACCESS_PAIRING_ISSUED},
+        {"discord", NULL, "555", GW_ACCESS_PAIRING_ISSUED}, /* a corrupt store is empty */
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        gw_msg m = {.channel = cases[i].channel,
+                    .account = cases[i].account,
+                    .peer = cases[i].sender,
+                    .sender = cases[i].sender,
+                    .message_id = "1"};
+        cm_rc rc = gw_access_check(root, state, &m, 1796040000000, &res, err, sizeof err);
+        if (rc || res.verdict != cases[i].want)
+            test_fail(__FILE__, __LINE__, "case %zu: rc %d, verdict %d, want %d", i, rc,
+                      res.verdict, cases[i].want);
+    }
+    json_decref(root);
+    EXPECT(!test_failed());
+}
+
+/* ---- queue modes -------------------------------------------------------- */
+
+TEST(gw_in_queue_settings)
+{
+    static const struct {
+        const char *s;
+        int want; /* -1: not a mode */
+    } modes[] = {
+        {"collect", GW_QMODE_COLLECT},
+        {" Coalesce ", GW_QMODE_COLLECT},
+        {"followup", GW_QMODE_FOLLOWUP},
+        {"follow-ups", GW_QMODE_FOLLOWUP},
+        {"steer", GW_QMODE_STEER},
+        {"queue", GW_QMODE_STEER},
+        {"queued", GW_QMODE_STEER},
+        {"steer+backlog", GW_QMODE_STEER_BACKLOG},
+        {"steer_backlog", GW_QMODE_STEER_BACKLOG},
+        {"interrupt", GW_QMODE_INTERRUPT},
+        {"abort", GW_QMODE_INTERRUPT},
+        {"later", -1},
+        {"", -1},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(modes); i++) {
+        gw_queue_mode m = GW_QMODE_COLLECT;
+        bool ok = gw_queue_mode_parse(modes[i].s, &m);
+        if (ok != (modes[i].want >= 0) || (ok && (int)m != modes[i].want))
+            test_fail(__FILE__, __LINE__, "mode \"%s\": ok %d mode %d", modes[i].s, ok, m);
+    }
+    gw_queue_drop d;
+    EXPECT(gw_queue_drop_parse("oldest", &d) && d == GW_QDROP_OLD);
+    EXPECT(gw_queue_drop_parse("NEW", &d) && d == GW_QDROP_NEW);
+    EXPECT(gw_queue_drop_parse("summary", &d) && d == GW_QDROP_SUMMARIZE);
+    EXPECT(!gw_queue_drop_parse("all", &d));
+
+    gw_queue_settings s;
+    gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
+    EXPECT_INT(s.mode, GW_QMODE_COLLECT);
+    EXPECT_INT(s.debounce_ms, 1000);
+    EXPECT_INT(s.cap, 20);
+    EXPECT_INT(s.drop, GW_QDROP_SUMMARIZE);
+    json_t *root = S_json("{\"messages\":{\"queue\":{\"mode\":\"followup\",\"debounceMs\":500,"
+                          "\"cap\":5,\"drop\":\"old\",\"byChannel\":{\"discord\":\"steer\"},"
+                          "\"debounceMsByChannel\":{\"discord\":50}}}}");
+    EXPECT(root);
+    gw_queue_settings tg, dc, ov;
+    gw_queue_settings_resolve(root, "telegram", NULL, &tg);
+    gw_queue_settings_resolve(root, "Discord", NULL, &dc);
+    gw_queue_override o = {.mode = "interrupt", .drop = "new", .debounce_ms = 0, .cap = 2};
+    gw_queue_settings_resolve(root, "discord", &o, &ov);
+    json_decref(root);
+    EXPECT(tg.mode == GW_QMODE_FOLLOWUP && tg.debounce_ms == 500 && tg.cap == 5 &&
+           tg.drop == GW_QDROP_OLD);
+    EXPECT(dc.mode == GW_QMODE_STEER && dc.debounce_ms == 50);
+    EXPECT(ov.mode == GW_QMODE_INTERRUPT && ov.debounce_ms == 0 && ov.cap == 2 &&
+           ov.drop == GW_QDROP_NEW);
+}
+
+TEST(gw_in_queue_actions)
+{
+    static const struct {
+        gw_queue_mode mode;
+        bool active, streaming, heartbeat;
+        gw_queue_action want;
+        size_t depth; /* queued afterwards */
+    } cases[] = {
+        {GW_QMODE_COLLECT, false, false, false, GW_QACT_RUN_NOW, 0},
+        {GW_QMODE_INTERRUPT, false, false, false, GW_QACT_RUN_NOW, 0},
+        {GW_QMODE_COLLECT, true, false, true, GW_QACT_DROP, 0},
+        {GW_QMODE_COLLECT, true, true, false, GW_QACT_ENQUEUE, 1},
+        {GW_QMODE_FOLLOWUP, true, false, false, GW_QACT_ENQUEUE, 1},
+        {GW_QMODE_STEER, true, true, false, GW_QACT_STEER, 0},
+        {GW_QMODE_STEER, true, false, false, GW_QACT_ENQUEUE, 1},
+        {GW_QMODE_STEER_BACKLOG, true, true, false, GW_QACT_STEER_AND_ENQUEUE, 1},
+        {GW_QMODE_STEER_BACKLOG, true, false, false, GW_QACT_ENQUEUE, 1},
+        {GW_QMODE_INTERRUPT, true, true, false, GW_QACT_INTERRUPT, 0},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        gw_queue *q = NULL;
+        EXPECT_INT(gw_queue_new("agent:main:main", NULL, &q), CM_OK);
+        gw_queue_settings s;
+        gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
+        s.mode = cases[i].mode;
+        gw_queue_item m = {.prompt = "hi", .message_id = "1", .channel = "telegram", .peer = "42"};
+        gw_queue_action a = gw_queue_on_inbound(q, &s, cases[i].active, cases[i].streaming,
+                                                cases[i].heartbeat, &m, 1000);
+        size_t depth = gw_queue_depth(q);
+        gw_queue_free(q);
+        if (a != cases[i].want || depth != cases[i].depth)
+            test_fail(__FILE__, __LINE__, "case %zu: action %d depth %zu, want %d %zu", i, a, depth,
+                      cases[i].want, cases[i].depth);
+    }
+    /* an interrupt drops what was queued */
+    gw_queue *q = NULL;
+    gw_queue_settings s;
+    gw_queue_settings_resolve(NULL, NULL, NULL, &s);
+    EXPECT_INT(gw_queue_new("k", NULL, &q), CM_OK);
+    gw_queue_item m = {.prompt = "a", .message_id = "1", .channel = "telegram", .peer = "42"};
+    gw_queue_on_inbound(q, &s, true, false, false, &m, 0);
+    s.mode = GW_QMODE_INTERRUPT;
+    m.message_id = "2";
+    gw_queue_action a = gw_queue_on_inbound(q, &s, true, false, false, &m, 1);
+    size_t depth = gw_queue_depth(q);
+    gw_queue_free(q);
+    EXPECT_INT(a, GW_QACT_INTERRUPT);
+    EXPECT_INT(depth, 0);
+}
+
+/* Queues texts "m1".."mN" (ids "1".."N") from telegram:42 during a run. */
+static void S_fill(gw_queue *q, const gw_queue_settings *s, int n, int64_t t0, int *enq)
+{
+    char id[16], text[16];
+    for (int i = 1; i <= n; i++) {
+        snprintf(id, sizeof id, "%d", i);
+        snprintf(text, sizeof text, "m%d", i);
+        gw_queue_item m = {.prompt = text, .message_id = id, .channel = "telegram", .peer = "42"};
+        *enq += gw_queue_on_inbound(q, s, true, false, false, &m, t0 + i) == GW_QACT_ENQUEUE;
+    }
+}
+
+TEST(gw_in_queue_collect)
+{
+    gw_queue *q = NULL;
+    gw_queue_settings s;
+    gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
+    EXPECT_INT(gw_queue_new("k", NULL, &q), CM_OK);
+    int enq = 0;
+    S_fill(q, &s, 3, 0, &enq);
+    gw_queue_run r;
+    bool early = true, ready = false;
+    cm_rc rc1 = gw_queue_next(q, &s, 3 + 999, &r, &early); /* 1000 ms after the last */
+    int64_t deadline = gw_queue_deadline(q, &s);
+    cm_rc rc2 = gw_queue_next(q, &s, 3 + 1000, &r, &ready);
+    size_t depth = gw_queue_depth(q);
+    bool again = true;
+    gw_queue_run r2;
+    gw_queue_next(q, &s, 10000, &r2, &again);
+    gw_queue_free(q);
+    char *prompt = r.prompt, *id = r.message_id;
+    size_t count = r.count;
+    r.prompt = r.message_id = NULL;
+    gw_queue_run_release(&r);
+    bool ok = rc1 == CM_OK && rc2 == CM_OK && !early && ready && !again;
+    bool text_ok = prompt && strcmp(prompt, "[Queued messages while agent was busy]\n\n"
+                                            "---\nQueued #1\nm1\n\n---\nQueued #2\nm2\n\n"
+                                            "---\nQueued #3\nm3") == 0;
+    bool id_ok = id && strcmp(id, "3") == 0;
+    if (!text_ok) test_fail(__FILE__, __LINE__, "prompt: %s", prompt ? prompt : "(null)");
+    free(prompt);
+    free(id);
+    EXPECT_INT(enq, 3);
+    EXPECT(ok);
+    EXPECT(text_ok && id_ok);
+    EXPECT_INT(count, 3);
+    EXPECT_INT(deadline, 1003);
+    EXPECT_INT(depth, 0);
+}
+
+/* Drains q into "prompt | prompt | …" (ids after '#'). */
+static void S_drain(gw_queue *q, const gw_queue_settings *s, buf *out)
+{
+    gw_queue_run r;
+    bool ready = true;
+    for (int guard = 0; guard < 50 && ready; guard++) {
+        if (gw_queue_next(q, s, INT64_MAX / 2, &r, &ready) || !ready) break;
+        buf_printf(out, "%s%s#%s", out->len ? " | " : "", r.prompt,
+                   r.message_id ? r.message_id : "-");
+        gw_queue_run_release(&r);
+    }
+}
+
+TEST(gw_in_queue_cap_and_drop)
+{
+    static const struct {
+        gw_queue_mode mode;
+        gw_queue_drop drop;
+        int enqueued; /* of 4 messages with cap 2 */
+        const char *want;
+    } cases[] = {
+        {GW_QMODE_FOLLOWUP, GW_QDROP_NEW, 2, "m1#1 | m2#2"},
+        {GW_QMODE_FOLLOWUP, GW_QDROP_OLD, 4, "m3#3 | m4#4"},
+        {GW_QMODE_FOLLOWUP, GW_QDROP_SUMMARIZE, 4,
+         "[Queue overflow] Dropped 2 messages due to cap.\nSummary:\n- m1\n- m2#3 | m3#3 | m4#4"},
+        {GW_QMODE_COLLECT, GW_QDROP_SUMMARIZE, 4,
+         "[Queued messages while agent was busy]\n\n[Queue overflow] Dropped 2 messages due "
+         "to cap.\nSummary:\n- m1\n- m2\n\n---\nQueued #1\nm3\n\n---\nQueued #2\nm4#4"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        gw_queue *q = NULL;
+        gw_queue_settings s;
+        gw_queue_override o = {.debounce_ms = -1, .cap = 2};
+        gw_queue_settings_resolve(NULL, NULL, &o, &s);
+        s.mode = cases[i].mode;
+        s.drop = cases[i].drop;
+        EXPECT_INT(gw_queue_new("k", NULL, &q), CM_OK);
+        int enq = 0;
+        S_fill(q, &s, 4, 0, &enq);
+        buf out;
+        buf_init(&out, 0);
+        S_drain(q, &s, &out);
+        gw_queue_free(q);
+        bool ok = enq == cases[i].enqueued && out.len && strcmp(out.data, cases[i].want) == 0;
+        if (!ok)
+            test_fail(__FILE__, __LINE__, "case %zu: enqueued %d, drained:\n%s\nwant:\n%s", i, enq,
+                      out.len ? out.data : "", cases[i].want);
+        buf_release(&out);
+    }
+}
+
+TEST(gw_in_queue_routes_and_duplicates)
+{
+    gw_dedupe *recent = NULL;
+    EXPECT_INT(gw_dedupe_new(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &recent), CM_OK);
+    gw_queue *q = NULL;
+    gw_queue_settings s;
+    gw_queue_settings_resolve(NULL, NULL, NULL, &s);
+    EXPECT_INT(gw_queue_new("agent:main:main", recent, &q), CM_OK);
+    /* collect over two routes drains one by one */
+    gw_queue_item a = {
+        .prompt = "from telegram", .message_id = "1", .channel = "telegram", .peer = "42"};
+    gw_queue_item b = {.prompt = "from http", .message_id = "9", .channel = "http", .peer = "u1"};
+    gw_queue_action a1 = gw_queue_on_inbound(q, &s, true, false, false, &a, 0);
+    gw_queue_action a2 = gw_queue_on_inbound(q, &s, true, false, false, &a, 1); /* again */
+    gw_queue_action a3 = gw_queue_on_inbound(q, &s, true, false, false, &b, 2);
+    buf out;
+    buf_init(&out, 0);
+    S_drain(q, &s, &out);
+    /* drained, but redelivered within 5 minutes: still not queued again */
+    gw_queue_action a4 = gw_queue_on_inbound(q, &s, true, false, false, &a, 60000);
+    gw_queue_action a5 =
+        gw_queue_on_inbound(q, &s, true, false, false, &a, 2 + GW_QUEUE_RECENT_TTL_MS);
+    gw_queue_free(q);
+    gw_dedupe_free(recent);
+    bool drained_ok = out.len && strcmp(out.data, "from telegram#1 | from http#9") == 0;
+    if (!drained_ok) test_fail(__FILE__, __LINE__, "drained: %s", out.len ? out.data : "");
+    buf_release(&out);
+    EXPECT(drained_ok);
+    EXPECT_INT(a1, GW_QACT_ENQUEUE);
+    EXPECT_INT(a2, GW_QACT_DROP);
+    EXPECT_INT(a3, GW_QACT_ENQUEUE);
+    EXPECT_INT(a4, GW_QACT_DROP);
+    EXPECT_INT(a5, GW_QACT_ENQUEUE);
+}
+
+TEST(gw_in_queue_command)
+{
+    static const struct {
+        const char *text;
+        bool is_cmd, reset;
+        const char *mode, *drop;
+        int64_t debounce;
+        long cap;
+    } cases[] = {
+        {"/queue collect", true, false, "collect", NULL, -1, 0},
+        {"/queue steer+backlog debounce:2s cap:25 drop:summarize", true, false, "steer-backlog",
+         "summarize", 2000, 25},
+        {"/queue: followup debounce=1500 cap=0 drop=oldest", true, false, "followup", "old", 1500,
+         0},
+        {"/queue interrupt nonsense cap:5", true, false, "interrupt", NULL, -1, 0},
+        {"/QUEUE reset", true, true, NULL, NULL, -1, 0},
+        {"/queue default", true, true, NULL, NULL, -1, 0},
+        {"/queued", false, false, NULL, NULL, -1, 0},
+        {"hello /queue collect", false, false, NULL, NULL, -1, 0},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        gw_queue_override o;
+        bool reset;
+        bool is = gw_queue_parse_command(cases[i].text, &o, &reset);
+        bool ok = is == cases[i].is_cmd && reset == cases[i].reset &&
+                  (cases[i].mode ? o.mode && !strcmp(o.mode, cases[i].mode) : !o.mode) &&
+                  (cases[i].drop ? o.drop && !strcmp(o.drop, cases[i].drop) : !o.drop) &&
+                  o.debounce_ms == cases[i].debounce && o.cap == cases[i].cap;
+        if (!ok)
+            test_fail(__FILE__, __LINE__, "\"%s\": is %d reset %d mode %s drop %s deb %lld cap %ld",
+                      cases[i].text, is, reset, o.mode ? o.mode : "-", o.drop ? o.drop : "-",
+                      (long long)o.debounce_ms, o.cap);
+    }
+}
