@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "../src/base/fs.h"
-#include "../src/embed/http.h"
+#include "../src/net/http.h"
 #include "../src/llm/runner.h"
 #include "../tests/fakeserver.h"
 

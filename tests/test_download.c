@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
-#include "../src/embed/download.h"
+#include "../src/net/download.h"
 #include "fakeserver.h"
 #include "test.h"
 

@@ -8,7 +8,7 @@
 #include <jansson.h>
 
 #include "../src/llm/llm.h"
-#include "../src/llm/sse.h"
+#include "../src/net/sse.h"
 #include "fakeserver.h"
 #include "test.h"
 

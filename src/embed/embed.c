@@ -14,7 +14,7 @@
 #include "../base/fs.h"
 #include "../base/sha256.h"
 #include "../auth/auth.h"
-#include "download.h"
+#include "../net/download.h"
 #include "embed.h"
 
 typedef struct kind_info {

@@ -10,7 +10,7 @@
 #define CM_EMBED_H
 
 #include "../config/config.h"
-#include "http.h"
+#include "../net/http.h"
 #include "local.h"
 #include "static_model.h"
 

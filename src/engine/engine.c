@@ -33,7 +33,7 @@
 #include "../base/path.h"
 #include "../base/sha256.h"
 #include "../base/utf8.h"
-#include "../embed/download.h"
+#include "../net/download.h"
 #include "../embed/embed.h"
 #include "../config/config.h"
 #include "../index/chunk.h"

@@ -6,9 +6,9 @@
  * with the failure class that drives cooldowns and fallback.
  */
 #include "../base/redact.h"
-#include "../embed/http.h"
+#include "../net/http.h"
 #include "llm.h"
-#include "sse.h"
+#include "../net/sse.h"
 
 #define ERROR_BODY_MAX (64u << 10) /* what is kept of an error answer */
 #define ANSWER_MAX     (32u << 20) /* a whole answer or one stream event */

@@ -9,7 +9,7 @@
  */
 #include <ctype.h>
 
-#include "../embed/http.h"
+#include "../net/http.h"
 #include "runner.h"
 
 typedef struct oauth_provider {
