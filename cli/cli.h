@@ -1,6 +1,6 @@
 /*
  * cli.h — what the command's files share: one-line errors on stderr and
- * output with control characters escaped (main.c), and the commands that
+ * output with control characters escaped (print.c), and the commands that
  * live in their own file.
  */
 #ifndef CM_CLI_H

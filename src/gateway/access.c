@@ -23,26 +23,6 @@ static const json_t *S_cfg(const json_t *root, const char *ch, const char *acct,
     return json_object_get(c, key);
 }
 
-/* An allow-list entry as a trimmed string in out; false when blank. */
-bool gw_allow_entry(const json_t *v, char *out, size_t n)
-{
-    if (json_is_integer(v)) {
-        snprintf(out, n, "%lld", (long long)json_integer_value(v));
-        return true;
-    }
-    if (!json_is_string(v)) return false;
-    const char *s = json_string_value(v);
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t len = strlen(s);
-    while (len && isspace((unsigned char)s[len - 1]))
-        len--;
-    if (!len || len >= n) return false;
-    memcpy(out, s, len);
-    out[len] = 0;
-    return true;
-}
-
 static size_t S_count(const json_t *list)
 {
     size_t i, k = 0;

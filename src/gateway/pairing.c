@@ -18,6 +18,26 @@
 #include "../base/fs.h"
 #include "../base/lockfile.h"
 
+/* An allow-list entry as a trimmed string in out; false when blank. */
+bool gw_allow_entry(const json_t *v, char *out, size_t n)
+{
+    if (json_is_integer(v)) {
+        snprintf(out, n, "%lld", (long long)json_integer_value(v));
+        return true;
+    }
+    if (!json_is_string(v)) return false;
+    const char *s = json_string_value(v);
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t len = strlen(s);
+    while (len && isspace((unsigned char)s[len - 1]))
+        len--;
+    if (!len || len >= n) return false;
+    memcpy(out, s, len);
+    out[len] = 0;
+    return true;
+}
+
 #define STORE_MAX (4 << 20) /* a store file larger than this is refused */
 
 static const char *S_str(const json_t *v, const char *dflt)

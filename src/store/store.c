@@ -693,6 +693,18 @@ cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
     return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "read problems", err, errlen);
 }
 
+cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", from);
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+    if (r == SQLITE_OK) r = sqlite3_step(q);
+    if (r == SQLITE_ROW) *n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return r == SQLITE_ROW ? CM_OK : store_fail(s, r, "count", err, errlen);
+}
+
 cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen)
 {
     cm_rc rc = store_count(s, "files", files, err, errlen);

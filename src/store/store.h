@@ -134,6 +134,9 @@ cm_rc store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, siz
 cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen);
 
 cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen);
+/* count(*) FROM `from`: one of our tables, optionally with a WHERE clause
+ * (a constant of ours, never user input). */
+cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen);
 
 /* PRAGMA integrity_check plus the FTS5 integrity-check; *ok tells. */
 cm_rc store_check(store *s, bool *ok, char *err, size_t errlen);
@@ -188,9 +191,6 @@ cm_rc store_vector_log_trim(store *s, char *err, size_t errlen);
 cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
 /* Changes whenever another connection commits (PRAGMA data_version). */
 int64_t store_data_version(store *s);
-/* count(*) FROM `from`: one of our tables, optionally with a WHERE clause
- * (a constant of ours, never user input). */
-cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen);
 
 /* Rebuild plumbing. The temporary file for a rebuild of path is
  * "<path>.rebuild-<pid>"; store_swap makes it the index atomically (after the

@@ -423,15 +423,3 @@ int64_t store_data_version(store *s)
     sqlite3_finalize(q);
     return v;
 }
-
-cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", from);
-    sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
-    if (r == SQLITE_OK) r = sqlite3_step(q);
-    if (r == SQLITE_ROW) *n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return r == SQLITE_ROW ? CM_OK : store_fail(s, r, "count", err, errlen);
-}
