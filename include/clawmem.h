@@ -32,7 +32,13 @@ typedef enum cm_rc {
     CM_EPATH,    /* a memory_get path is outside the memory files */
     CM_ETOOBIG,  /* an input exceeds a documented size cap */
     CM_ENOTFOUND, /* a file or directory does not exist */
-    CM_ECANCELED  /* the caller asked to stop (a progress callback returned nonzero) */
+    CM_ECANCELED, /* the caller asked to stop (a progress callback returned nonzero) */
+    /* A model or embedding call that failed for good (every profile and
+     * fallback tried), by the class of its last failure: */
+    CM_EAUTH,      /* credentials refused or expired */
+    CM_ERATELIMIT, /* rate-limited or overloaded */
+    CM_ETIMEOUT,   /* no answer in time */
+    CM_EBILLING    /* out of credit or billing disabled */
 } cm_rc;
 
 /* A static, human-readable name for rc. Never NULL. */

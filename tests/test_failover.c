@@ -324,7 +324,7 @@ TEST(failover_keys_from_config_and_messages_without_secrets)
     push_error(&g, 401, NULL, "Incorrect API key provided: sk-env-key-9999");
     llm_outcome oc;
     char err[1024];
-    EXPECT_INT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0), CM_EIO);
+    EXPECT_INT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0), CM_EAUTH);
     EXPECT_CONTAINS(fake_get(g.fs, 0)->headers, "Bearer sk-env-key-9999");
     EXPECT(strstr(err, "sk-env-key-9999") == NULL);
     EXPECT_CONTAINS(err, "every model failed");
@@ -403,5 +403,29 @@ TEST(failover_oauth_refresh_before_the_request)
     json_t *s = stats(&g, "anthropic:me@x.org");
     EXPECT_INT(json_integer_value(json_object_get(json_object_get(s, "failureCounts"), "auth")), 1);
     json_decref(s);
+    rig_stop(&g);
+}
+
+/* A run that failed for good says why in its return code: the class of the
+ * last failure (auth, rate limit, billing), not a bare I/O error. */
+TEST(failover_final_failure_class_in_the_return_code)
+{
+    rig g;
+    if (!rig_start(&g, NULL, "\"openai/gpt-x\"")) return;
+    json_object_set_new(
+        json_object_get(json_object_get(json_object_get(g.cfg, "models"), "providers"), "openai"),
+        "apiKey", json_string("sk-config-key-0000"));
+    llm_outcome oc;
+    char err[1024];
+    push_error(&g, 401, NULL, "Incorrect API key provided");
+    EXPECT_INT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0), CM_EAUTH);
+    push_error(&g, 429, NULL, "Rate limit reached for requests");
+    EXPECT_INT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0), CM_ERATELIMIT);
+    push_error(&g, 402, NULL, "You have insufficient credits");
+    EXPECT_INT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0), CM_EBILLING);
+    push_error(&g, 404, NULL, "no such route");
+    EXPECT_INT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0), CM_EIO);
+    EXPECT_INT(fake_count(g.fs), 4);
+    EXPECT_STR(cm_strerror(CM_ERATELIMIT), "rate-limited");
     rig_stop(&g);
 }

@@ -34,6 +34,14 @@ const char *cm_strerror(cm_rc rc)
         return "not found";
     case CM_ECANCELED:
         return "cancelled";
+    case CM_EAUTH:
+        return "credentials refused";
+    case CM_ERATELIMIT:
+        return "rate-limited";
+    case CM_ETIMEOUT:
+        return "timed out";
+    case CM_EBILLING:
+        return "billing";
     }
     return "unknown error";
 }

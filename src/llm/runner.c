@@ -259,6 +259,26 @@ typedef struct tried {
     buf log; /* "model: reason" per model, for the final message */
 } tried;
 
+/* The return code of a run that failed for good, by its last failure. */
+static cm_rc failure_rc(auth_reason last)
+{
+    switch (last) {
+    case AUTH_R_AUTH:
+    case AUTH_R_AUTH_PERMANENT:
+    case AUTH_R_SESSION_EXPIRED:
+        return CM_EAUTH;
+    case AUTH_R_RATE_LIMIT:
+    case AUTH_R_OVERLOADED:
+        return CM_ERATELIMIT;
+    case AUTH_R_TIMEOUT:
+        return CM_ETIMEOUT;
+    case AUTH_R_BILLING:
+        return CM_EBILLING;
+    default:
+        return CM_EIO;
+    }
+}
+
 cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta, void *ctx,
               llm_response *out, llm_outcome *oc, char *err, size_t errlen)
 {
@@ -268,6 +288,7 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
     auth_store store = {0};
     tried log = {BUF_INIT};
     char msg[600] = "";
+    auth_reason last = AUTH_R_NONE; /* the class of the last failure */
     memset(out, 0, sizeof *out);
     memset(oc, 0, sizeof *oc);
     CHECK(auth_store_load(&store, r->state_dir, r->agent_id, err, errlen));
@@ -309,7 +330,7 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
             }
         }
         bool have_profiles = order && order[0];
-        auth_reason last = AUTH_R_NONE;
+        last = AUTH_R_NONE;
         bool done = false, stop = false;
         size_t ncand = have_profiles ? 0 : 1;
         while (have_profiles && order[ncand])
@@ -406,9 +427,10 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
         buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg);
         if (rc == CM_ETOOBIG)
             FAIL(CM_ETOOBIG, "%s: the prompt exceeds the model's context (%s)", chain[mi], msg);
-        if (stop || !advances(last)) FAIL(CM_EIO, "%s", log.log.data);
+        if (stop || !advances(last)) FAIL(failure_rc(last), "%s", log.log.data);
     }
-    FAIL(CM_EIO, "every model failed: %s", log.log.data ? log.log.data : "no model configured");
+    FAIL(failure_rc(last), "every model failed: %s",
+         log.log.data ? log.log.data : "no model configured");
 out:
     auth_store_release(&store);
     buf_release(&log.log);
