@@ -19,11 +19,13 @@ int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * keep_lines leaves '\n' and '\t' as they are. */
 void put_safe(FILE *f, const char *s, int keep_lines);
 
-extern const char usage_sessions[], usage_models[];
+extern const char usage_sessions[], usage_models[], usage_pairing[];
 
 /* clawmem sessions … (cmd_sessions.c) */
 int cmd_sessions(const cm_options *opt, int argc, char **argv);
 /* clawmem models … (cmd_models.c) */
 int cmd_models(const cm_options *opt, int argc, char **argv);
+/* clawmem pairing … (cmd_pairing.c) */
+int cmd_pairing(const cm_options *opt, int argc, char **argv);
 
 #endif

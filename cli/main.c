@@ -44,6 +44,8 @@ static const char usage_main[] =
     "                                 the agent's sessions (sessions.json, transcripts)\n"
     "  models status|run [--session KEY] [PROMPT] [--json]\n"
     "                                 the model runner: auth profiles, fallback, one turn\n"
+    "  pairing list|approve CHANNEL [CODE] [--json]\n"
+    "                                 who may message the agent: pending pairing codes\n"
     "  help [COMMAND]                 this text, or one command's\n"
     "\n"
     "options (before or after the command):\n"
@@ -97,7 +99,6 @@ static const char usage_mcp[] =
 
 static int verbose, quiet;
 
-
 static void on_log(void *ctx, cm_log_level level, const char *msg)
 {
     (void)ctx;
@@ -106,7 +107,6 @@ static void on_log(void *ctx, cm_log_level level, const char *msg)
     put_safe(stderr, msg, 0);
     fputc('\n', stderr);
 }
-
 
 static int parse_long(const char *s, long min, long max, long *out)
 {
@@ -602,16 +602,17 @@ static int cmd_help(int argc, char **argv)
     if (argc == 0) return fputs(usage_main, stdout), 0;
     if (argc > 1) return die("help: one COMMAND only (see clawmem help)");
     const char *c = argv[0];
-    const char *u = !strcmp(c, "status")   ? usage_status
-                    : !strcmp(c, "index")  ? usage_index
-                    : !strcmp(c, "search") ? usage_search
-                    : !strcmp(c, "get")    ? usage_get
-                    : !strcmp(c, "watch")  ? usage_watch
-                    : !strcmp(c, "mcp")    ? usage_mcp
+    const char *u = !strcmp(c, "status")     ? usage_status
+                    : !strcmp(c, "index")    ? usage_index
+                    : !strcmp(c, "search")   ? usage_search
+                    : !strcmp(c, "get")      ? usage_get
+                    : !strcmp(c, "watch")    ? usage_watch
+                    : !strcmp(c, "mcp")      ? usage_mcp
                     : !strcmp(c, "sessions") ? usage_sessions
                     : !strcmp(c, "models")   ? usage_models
-                    : !strcmp(c, "help")   ? usage_main
-                                           : NULL;
+                    : !strcmp(c, "pairing")  ? usage_pairing
+                    : !strcmp(c, "help")     ? usage_main
+                                             : NULL;
     if (!u) return die("help: unknown command '%s' (see clawmem help)", c);
     fputs(u, stdout);
     return 0;
@@ -639,19 +640,21 @@ int main(int argc, char **argv)
         }
     }
     if (i >= argc)
-        return die("missing COMMAND: status, index, search, get, watch, mcp, sessions, models "
-                   "or help (see clawmem help)");
+        return die("missing COMMAND: status, index, search, get, watch, mcp, sessions, models, "
+                   "pairing or help (see clawmem help)");
     const char *cmd = argv[i++];
     int nargs = argc - i;
     char **args = argv + i;
     if (!strcmp(cmd, "help")) return cmd_help(nargs, args);
     int (*fn)(cm_engine *, int, char **) = command(cmd);
-    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "sessions") || !strcmp(cmd, "models");
+    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "sessions") || !strcmp(cmd, "models") ||
+               !strcmp(cmd, "pairing");
     if (!fn && !own) return die("unknown command '%s' (see clawmem help)", cmd);
     if (take_global_opts(&opt, &nargs, args)) return 1;
     if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, nargs, args);
     if (!strcmp(cmd, "sessions")) return cmd_sessions(&opt, nargs, args);
     if (!strcmp(cmd, "models")) return cmd_models(&opt, nargs, args);
+    if (!strcmp(cmd, "pairing")) return cmd_pairing(&opt, nargs, args);
     for (int k = 0; k < nargs; k++) /* --help needs no engine (and no valid config) */
         if (!strcmp(args[k], "--help")) return fn(NULL, nargs, args);
     char err[1024];

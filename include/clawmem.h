@@ -210,6 +210,7 @@ void cm_free(void *p);
 
 /* The other areas, each with its own header. */
 #include "clawmem/agent.h"
+#include "clawmem/gateway.h"
 #include "clawmem/session.h"
 
 #endif

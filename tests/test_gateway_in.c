@@ -922,3 +922,41 @@ TEST(gw_in_queue_command)
                       (long long)o.debounce_ms, o.cap);
     }
 }
+
+/* `clawmem pairing list|approve` on the store the gateway wrote: the code
+ * is listed, approved in lower case, and its sender is then allowed. */
+TEST(gw_in_pairing_cli_lists_and_approves)
+{
+    char *state = tmp_dir();
+    char *st = cm_strdup(state);
+    json_t *root = json_object();
+    char code[16], lower[16];
+    int64_t now = cm_wall_ms();
+    EXPECT_INT(S_dm(root, st, "4242", now, code), GW_ACCESS_PAIRING_ISSUED);
+    const char *list[] = {"--state-dir", st, "pairing", "list", "Telegram", "--json", NULL};
+    run_result r = run_clawmem(NULL, list);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "\"channel\":\"telegram\"");
+    EXPECT_CONTAINS(r.out, code);
+    EXPECT_CONTAINS(r.out, "\"id\":\"4242\"");
+    run_result_release(&r);
+    for (size_t i = 0; i <= strlen(code); i++)
+        lower[i] = (char)tolower((unsigned char)code[i]);
+    const char *bad[] = {"--state-dir", st, "pairing", "approve", "telegram", "ZZZZ2222", NULL};
+    r = run_clawmem(NULL, bad);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "no pending pairing request");
+    run_result_release(&r);
+    EXPECT(S_dm(root, st, "4242", now + 1, NULL) != GW_ACCESS_ALLOW);
+    const char *ok[] = {"--state-dir", st, "pairing", "approve", "telegram", lower, NULL};
+    r = run_clawmem(NULL, ok);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "approved 4242 on telegram");
+    run_result_release(&r);
+    EXPECT_INT(S_dm(root, st, "4242", now + 2, NULL), GW_ACCESS_ALLOW);
+    r = run_clawmem(NULL, list);
+    EXPECT_CONTAINS(r.out, "\"requests\":[]");
+    run_result_release(&r);
+    json_decref(root);
+    free(st);
+}

@@ -96,6 +96,13 @@ void cm_free(void *p)
     free(p);
 }
 
+int64_t cm_wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 int64_t cm_now_ms(void)
 {
     struct timespec t;

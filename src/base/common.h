@@ -49,6 +49,8 @@ char *cm_strdup(const char *s);
 
 /* Milliseconds on the monotonic clock (for timeouts and rates, not dates). */
 int64_t cm_now_ms(void);
+/* Milliseconds since the Unix epoch (wall clock: for dates written to files). */
+int64_t cm_wall_ms(void);
 char *cm_strndup(const char *s, size_t n);
 
 #include "banned.h"

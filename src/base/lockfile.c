@@ -14,13 +14,6 @@
 #include "fs.h"
 #include "lockfile.h"
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Field 22 of /proc/<pid>/stat (start time in clock ticks), or -1. */
 static long long proc_starttime(long pid)
 {
@@ -112,7 +105,7 @@ static bool sidecar_stale(const char *path, int64_t stale_ms)
     ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof text - 1) : -1;
     close(fd);
     text[n > 0 ? n : 0] = 0;
-    int64_t now = wall_ms();
+    int64_t now = cm_wall_ms();
     long long pid = json_num(text, "pid");
     int64_t created = json_created(text);
     if (pid > 0 && !pid_alive((long)pid)) return true;
@@ -200,7 +193,7 @@ cm_rc lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const loc
      * whose pid shows it stale. */
     char mine[4400], when[40], body[200];
     snprintf(mine, sizeof mine, "%s/.%s.%d.lock.tmp", dir, base_of(path), (int)getpid());
-    int64_t now = wall_ms();
+    int64_t now = cm_wall_ms();
     time_t secs = (time_t)(now / 1000);
     struct tm tm;
     gmtime_r(&secs, &tm);

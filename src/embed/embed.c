@@ -167,13 +167,6 @@ static const char *auth_provider(int k)
     return k == CM_PROV_GEMINI ? "google" : cm_provider_names[k];
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The provider's auth profiles in order (NULL when none) and, in *first,
  * the first usable one (else 0). */
 static char **profiles_for(const cm_config *cfg, int k, auth_store *st, size_t *first)
@@ -182,7 +175,7 @@ static char **profiles_for(const cm_config *cfg, int k, auth_store *st, size_t *
     *first = 0;
     if (!cfg->state_dir || auth_store_load(st, cfg->state_dir, cfg->agent_id, err, sizeof err))
         return NULL;
-    int64_t now = wall_ms();
+    int64_t now = cm_wall_ms();
     if (auth_profile_order(st, json_object_get(cfg->root, "auth"), auth_provider(k), NULL, now, &order) ||
         !order || !order[0]) {
         auth_strv_free(order);
@@ -456,7 +449,7 @@ static bool rotate(embed_provider *p, const http_req *reqs, size_t n)
         return false;
     auth_store st = {0};
     char err[256];
-    int64_t now = wall_ms();
+    int64_t now = cm_wall_ms();
     auth_mark_failure(&st, p->auth_path, p->profiles[p->cur], r, NULL, now, err, sizeof err);
     bool switched = false;
     for (size_t i = p->cur + 1; p->profiles[i] && !switched; i++) {

@@ -190,6 +190,12 @@ cm_rc gw_pairing_approve(const char *state_dir, const char *channel, const char 
                          const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
                          size_t errlen);
 
+/* `pairing list <channel>`: appends the unexpired pending requests of
+ * <channel>-pairing.json to out as {"code","id","accountId","createdAt",
+ * "lastSeenAt"} (nothing when the file is missing). */
+cm_rc gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms, json_t *out,
+                      char *err, size_t errlen);
+
 /* Shared by access.c and pairing.c (not for other callers). */
 /* An allow-list entry (string or integer) as a trimmed string; false when
  * blank or longer than n - 1. */

@@ -448,3 +448,35 @@ out:
     buf_release(&apath);
     return rc;
 }
+
+cm_rc gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms, json_t *out,
+                      char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json_t *doc = NULL, *req;
+    buf path;
+    buf_init(&path, 0);
+    CHECK(S_store_path(&path, state_dir, channel, NULL, "-pairing.json", err, errlen));
+    CHECK(S_load(path.data, &doc, err, errlen));
+    size_t i;
+    json_array_foreach(json_object_get(doc, "requests"), i, req)
+    {
+        char id[512], code[64], acct[256];
+        int64_t created = S_req_time(req, "createdAt", INT64_MIN);
+        if (created == INT64_MIN || now_ms - created > GW_PAIRING_TTL_MS) continue; /* expired */
+        if (!gw_allow_entry(json_object_get(req, "id"), id, sizeof id) ||
+            !gw_allow_entry(json_object_get(req, "code"), code, sizeof code))
+            continue;
+        if (!gw_allow_entry(json_object_get(json_object_get(req, "meta"), "accountId"), acct,
+                            sizeof acct))
+            snprintf(acct, sizeof acct, "default");
+        json_t *o = json_pack("{s:s, s:s, s:s, s:O?, s:O?}", "code", code, "id", id, "accountId",
+                              acct, "createdAt", json_object_get(req, "createdAt"), "lastSeenAt",
+                              json_object_get(req, "lastSeenAt"));
+        if (!o || json_array_append_new(out, o)) FAIL(CM_ENOMEM, "out of memory");
+    }
+out:
+    json_decref(doc);
+    buf_release(&path);
+    return rc;
+}

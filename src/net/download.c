@@ -187,13 +187,6 @@ typedef struct dl_failure {
     char reason[400];
 } dl_failure;
 
-static int64_t wall_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static int64_t failure_wait_ms(long count)
 {
     long shift = CM_MIN(CM_MAX(count, 1) - 1, 16);
@@ -569,7 +562,7 @@ cm_rc model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int6
     } else {
         /* A download that failed lately is not tried again before its time:
          * offline, every call would otherwise wait out the retries. */
-        if (!now_ms) now_ms = wall_ms();
+        if (!now_ms) now_ms = cm_wall_ms();
         CHECK(failure_check(failed.data, d.shown, now_ms, err, errlen));
         if (!fetch) FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.shown);
         CHECK(fs_mkdirs(dir, err, errlen));

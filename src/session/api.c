@@ -19,13 +19,6 @@ struct cm_sessions {
     char *store_path;
 };
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void log_to(void *ctx, cm_log_level level, const char *msg)
 {
     const cm_options *o = ctx;
@@ -227,7 +220,7 @@ cm_rc cm_sessions_append(cm_sessions *s, const char *key, const char *role, cons
     if (!text) text = "";
     CHECK(store_key(s, key, &k, err, errlen));
     CHECK(session_store_read(&st, s->store_path, err, errlen));
-    int64_t now = wall_ms();
+    int64_t now = cm_wall_ms();
     CHECK(session_touch(&st, k.data, NULL, now, sid, err, errlen));
     json_t *e = session_store_get(&st, k.data);
     if (session_transcript_of(&st, e, &tp))
@@ -258,7 +251,7 @@ cm_rc cm_sessions_reset(cm_sessions *s, const char *key, char **json, char *err,
     *json = NULL;
     CHECK(store_key(s, key, &k, err, errlen));
     CHECK(session_store_read(&st, s->store_path, err, errlen));
-    CHECK(session_reset(&st, k.data, wall_ms(), sid, err, errlen));
+    CHECK(session_reset(&st, k.data, cm_wall_ms(), sid, err, errlen));
     rc = dump(json_pack("{s:s,s:s}", "key", k.data, "sessionId", sid), json, err, errlen);
 out:
     session_store_release(&st);
@@ -273,7 +266,7 @@ cm_rc cm_sessions_delete(cm_sessions *s, const char *key, char *err, size_t errl
     session_store st = {0};
     CHECK(store_key(s, key, &k, err, errlen));
     CHECK(session_store_read(&st, s->store_path, err, errlen));
-    CHECK(session_delete(&st, k.data, wall_ms(), err, errlen));
+    CHECK(session_delete(&st, k.data, cm_wall_ms(), err, errlen));
 out:
     session_store_release(&st);
     buf_release(&k);
@@ -298,7 +291,7 @@ cm_rc cm_sessions_flush_check(cm_sessions *s, const char *key, const char *promp
     flush_input in = {e, have_tp ? tp.data : NULL, prompt, context_window, writable != 0, false};
     flush_decision d;
     flush_decide(&fs, &in, &d);
-    int64_t now = wall_ms();
+    int64_t now = cm_wall_ms();
     const char *tz = json_string_value(json_object_get(
         json_object_get(json_object_get(s->cfg.root, "agents"), "defaults"), "userTimezone"));
     if (flush_target_path(now, tz, &target) || flush_prompt_for(fs.prompt, now, tz, &fp))
