@@ -250,6 +250,20 @@ TEST(failover_override_ends_at_primary)
     EXPECT_INT(llm_runner_chain(g.r, &plain, &chain), CM_OK);
     EXPECT_STR(chain.data, "anthropic/claude-p,openai/gpt-f");
     buf_release(&chain);
+    /* Images: agents.defaults.imageModel's chain, else the text model's. */
+    llm_turn img = {NULL, true, NULL};
+    EXPECT_INT(llm_runner_chain(g.r, &img, &chain), CM_OK);
+    EXPECT_STR(chain.data, "anthropic/claude-p,openai/gpt-f");
+    buf_release(&chain);
+    json_object_set_new(json_object_get(json_object_get(g.cfg, "agents"), "defaults"), "imageModel",
+                        json_pack("{s:s, s:[s]}", "primary", "openai/gpt-vision", "fallbacks",
+                                  "anthropic/claude-p"));
+    EXPECT_INT(llm_runner_chain(g.r, &img, &chain), CM_OK);
+    EXPECT_STR(chain.data, "openai/gpt-vision,anthropic/claude-p");
+    buf_release(&chain);
+    EXPECT_INT(llm_runner_chain(g.r, &plain, &chain), CM_OK);
+    EXPECT_STR(chain.data, "anthropic/claude-p,openai/gpt-f");
+    buf_release(&chain);
     /* The override fails on both profiles (rate limits), the fallback's
      * profiles are then cooling, the run ends at the primary. */
     push_error(&g, 429, NULL, "Rate limit reached");
