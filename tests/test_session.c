@@ -1010,3 +1010,39 @@ TEST(session_memory_decay_uses_message_times)
     free(state);
     free(ws);
 }
+
+/* PEM private keys as QuantumClaw 2026.3.22 redacts them (expected strings
+ * taken from its redactSensitiveText): a block of several lines keeps its
+ * first and last line, a one-line block (every transcript message, once its
+ * whitespace is collapsed) becomes "***", lower-case markers are masked as a
+ * token; and a transcript message with a key stays one line. */
+TEST(session_redaction_of_private_keys)
+{
+    static const char *const cases[][2] = {
+        {"a -----BEGIN RSA PRIVATE KEY----- AAA -----END RSA PRIVATE KEY----- b", "a *** b"},
+        {"x\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\ny",
+         "x\n-----BEGIN RSA PRIVATE KEY-----\n\xe2\x80\xa6redacted\xe2\x80\xa6\n-----END RSA "
+         "PRIVATE "
+         "KEY-----\ny"},
+        {"-----begin rsa private key----- zzz -----end rsa private key-----",
+         "-----b\xe2\x80\xa6----"},
+        {"-----BEGIN RSA PRIVATE KEY----------END RSA PRIVATE KEY-----",
+         "-----BEGIN RSA PRIVATE KEY----------END RSA PRIVATE KEY-----"},
+        {"no end -----BEGIN RSA PRIVATE KEY----- AAA",
+         "no end -----BEGIN RSA PRIVATE KEY----- AAA"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        buf out = BUF_INIT;
+        EXPECT_INT(session_redact(cases[i][0], strlen(cases[i][0]), &out), CM_OK);
+        EXPECT_STR(out.data, cases[i][1]);
+        buf_release(&out);
+    }
+    const char *t =
+        "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"mine:\\n"
+        "-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIB\\n-----END RSA PRIVATE KEY-----\"}}\n";
+    session_doc d;
+    EXPECT_INT(session_extract(t, strlen(t), &d), CM_OK);
+    EXPECT_INT(d.n, 1);
+    EXPECT_STR(d.text.data, "User: mine: ***");
+    session_doc_release(&d);
+}

@@ -8,6 +8,7 @@
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <regex.h>
+#include <strings.h>
 
 #include "../base/utf8.h"
 #include "extract.h"
@@ -177,32 +178,72 @@ static cm_rc apply(const regex_t *re, const char *in, buf *out)
     return rc;
 }
 
-/* PEM private key blocks become their first line, "…redacted…", last line. */
+/* Whether p starts with the ASCII word w, ignoring case. */
+static bool starts_ci(const char *p, const char *w)
+{
+    return strncasecmp(p, w, strlen(w)) == 0;
+}
+
+/* Where "[A-Za-z ]*PRIVATE KEY-----" matching at p ends (the regex's greedy
+ * run backtracked to the last "PRIVATE KEY-----" it can end on), or NULL. */
+static const char *pem_label_end(const char *p)
+{
+    const char *k = p;
+    while ((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || *k == ' ')
+        k++;
+    for (const char *q = k; q >= p; q--)
+        if (starts_ci(q, "PRIVATE KEY-----")) return q + 16;
+    return NULL;
+}
+
+/* PEM private key blocks, as QuantumClaw's pattern
+ * -----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]+?-----END [A-Z ]*PRIVATE KEY-----
+ * (case-insensitive) matches them: a block of two or more non-empty lines
+ * becomes its first line, "…redacted…" and its last line; one line (a
+ * transcript's text is collapsed to one) becomes "***"; a block whose
+ * markers are not in upper case is masked like a token. */
 static cm_rc redact_pem(const char *in, buf *out)
 {
     cm_rc rc = CM_OK;
     const char *p = in;
-    for (;;) {
-        const char *b = strstr(p, "-----BEGIN ");
-        if (!b) break;
-        const char *be = strstr(b + 11, "-----");
-        if (!be || !strstr(b, "PRIVATE KEY-----") || strstr(b, "PRIVATE KEY-----") != be - 11) {
-            rc = buf_add(out, p, (size_t)(b + 11 - p));
-            p = b + 11;
-            if (rc) return rc;
+    for (const char *b = p; (b = strcasestr(b, "-----BEGIN ")) != NULL;) {
+        const char *body = pem_label_end(b + 11), *end = NULL, *e = NULL;
+        if (!body) {
+            b++;
             continue;
         }
-        const char *e = strstr(be + 5, "-----END ");
-        const char *ee = e ? strstr(e + 9, "PRIVATE KEY-----") : NULL;
-        if (!ee) break;
-        ee += 16;
-        const char *first_end = be + 5;
+        for (e = body + (*body ? 1 : 0); *body && (e = strcasestr(e, "-----END ")); e++)
+            if ((end = pem_label_end(e + 9))) break;
+        if (!end) break; /* no block ends after this one: none will */
+        size_t n = (size_t)(end - b);
         rc = buf_add(out, p, (size_t)(b - p));
-        if (!rc) rc = buf_add(out, b, (size_t)(first_end - b));
-        if (!rc) rc = buf_adds(out, "\n\xe2\x80\xa6redacted\xe2\x80\xa6\n");
-        if (!rc) rc = buf_add(out, e, (size_t)(ee - e));
         if (rc) return rc;
-        p = ee;
+        bool upper = false; /* JavaScript's includes("PRIVATE KEY-----") */
+        for (const char *q = b; q + 16 <= end && !upper; q++)
+            upper = !strncmp(q, "PRIVATE KEY-----", 16);
+        const char *first = NULL, *first_end = NULL, *last = NULL, *last_end = NULL;
+        size_t lines = 0;
+        for (const char *l = b; l < end;) { /* lines split at \r?\n, empty ones dropped */
+            const char *nl = memchr(l, '\n', (size_t)(end - l));
+            const char *le = nl ? nl : end;
+            const char *lt = le > l && le[-1] == '\r' && nl ? le - 1 : le;
+            if (lt > l) {
+                if (!lines++) first = l, first_end = lt;
+                last = l, last_end = lt;
+            }
+            l = nl ? nl + 1 : end;
+        }
+        if (!upper)
+            rc = mask(out, b, n);
+        else if (lines < 2)
+            rc = buf_adds(out, "***");
+        else {
+            rc = buf_add(out, first, (size_t)(first_end - first));
+            if (!rc) rc = buf_adds(out, "\n\xe2\x80\xa6redacted\xe2\x80\xa6\n");
+            if (!rc) rc = buf_add(out, last, (size_t)(last_end - last));
+        }
+        if (rc) return rc;
+        p = b = end;
     }
     return buf_adds(out, p);
 }
