@@ -1,0 +1,353 @@
+/*
+ * test_gateway_out.c — the gateway's outbound text (src/gateway/chunk.c) and
+ * prompt bodies (src/gateway/body.c): break preferences, fences closed and
+ * reopened, UTF-16 counting at CJK and emoji boundaries, a property test over
+ * random texts, coalescing over an injected clock, envelopes, history
+ * wrappers and directive stripping from tables.
+ */
+#include "test.h"
+
+#include "../src/base/utf8.h"
+#include "../src/gateway/chunk.h"
+
+/* Joins pieces with "|" for compact expectations. */
+static char *joined(const gw_pieces *p)
+{
+    buf b = BUF_INIT;
+    buf_adds(&b, "");
+    for (size_t i = 0; i < p->n; i++) {
+        if (i) buf_addc(&b, '|');
+        buf_add(&b, p->v[i], p->len[i]);
+    }
+    return buf_detach(&b);
+}
+
+static char *chunk(const char *text, int max, gw_break_pref pref)
+{
+    gw_pieces p;
+    gw_pieces_init(&p);
+    if (gw_chunk_text(text, strlen(text), max, pref, &p) != CM_OK) return NULL;
+    char *s = joined(&p);
+    gw_pieces_release(&p);
+    return s;
+}
+
+TEST(gateway_out_limits_and_units)
+{
+    EXPECT_INT(gw_channel_text_limit("telegram"), 4000);
+    EXPECT_INT(gw_channel_text_limit("discord"), 2000);
+    EXPECT_INT(gw_channel_text_limit("line"), 5000);
+    EXPECT_INT(gw_channel_text_limit("http"), 4000);
+    EXPECT_INT(gw_channel_resolve_limit("telegram", 10000), 4096);
+    EXPECT_INT(gw_channel_resolve_limit("telegram", 0), 4000);
+    EXPECT_INT(gw_channel_resolve_limit("slack", 10000), 10000);
+    EXPECT_INT(gw_break_pref_parse("sentence"), GW_BREAK_SENTENCE);
+    EXPECT_INT(gw_break_pref_parse("bogus"), GW_BREAK_PARAGRAPH);
+    EXPECT_INT(gw_u16len("abc", 3), 3);
+    EXPECT_INT(gw_u16len("東京", strlen("東京")), 2);   /* 3 bytes each, 1 unit */
+    EXPECT_INT(gw_u16len("😀", strlen("😀")), 2);         /* 4 bytes, a surrogate pair */
+    EXPECT_INT(gw_u16len("é\xff", strlen("é\xff")), 2); /* invalid byte: one U+FFFD */
+}
+
+TEST(gateway_out_break_preferences)
+{
+    /* Each table row: text, max, preference, the pieces joined by "|". */
+    static const struct {
+        const char *text;
+        int max;
+        gw_break_pref pref;
+        const char *want;
+    } rows[] = {
+        {"short", 10, GW_BREAK_PARAGRAPH, "short"},
+        {"aaa bbb\n\nccc ddd\neee", 14, GW_BREAK_PARAGRAPH, "aaa bbb|ccc ddd\neee"},
+        {"aaa\nbbb\nccc ddd eee", 12, GW_BREAK_PARAGRAPH, "aaa\nbbb|ccc ddd eee"},
+        {"aaa\nbbb\nccc ddd eee", 12, GW_BREAK_NEWLINE, "aaa\nbbb|ccc ddd eee"},
+        {"One two. Three four. Five", 16, GW_BREAK_SENTENCE, "One two.|Three four. Five"},
+        {"One two. Three\nfour five", 16, GW_BREAK_SENTENCE, "One two.|Three\nfour five"},
+        {"One two. Three\nfour five", 16, GW_BREAK_NEWLINE, "One two. Three|four five"},
+        /* no preferred break: the last whitespace, then a hard break */
+        {"aaaa bbbb cccc", 10, GW_BREAK_PARAGRAPH, "aaaa bbbb|cccc"},
+        {"abcdefghijklmnop", 6, GW_BREAK_PARAGRAPH, "abcdef|ghijkl|mnop"},
+        /* whitespace-only remainders are not sent */
+        {"abc def\n\n\n\n", 8, GW_BREAK_PARAGRAPH, "abc def"},
+        /* one whitespace character at a soft break is dropped, then newlines */
+        {"abc def  \n\n\n\n  x", 8, GW_BREAK_PARAGRAPH, "abc def| \n\n\n\n  x"},
+        {"abc def \n\n\n\n  x", 8, GW_BREAK_PARAGRAPH, "abc def|  x"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        char *got = chunk(rows[i].text, rows[i].max, rows[i].pref);
+        if (!got || strcmp(got, rows[i].want) != 0)
+            test_fail(__FILE__, __LINE__, "row %zu: got \"%s\" want \"%s\"", i, got ? got : "",
+                      rows[i].want);
+        free(got);
+    }
+}
+
+TEST(gateway_out_fence_closed_and_reopened)
+{
+    /* A fence longer than the limit: each piece closes it and the next
+     * reopens it with the same opening line (info string included). */
+    const char *text = "Intro.\n\n```python\nline1\nline2\nline3\nline4\n```\nAfter.";
+    char *got = chunk(text, 24, GW_BREAK_PARAGRAPH);
+    EXPECT(got != NULL);
+    EXPECT_STR(got,
+               "Intro.|```python\nline1\n```\n|```python\nline2\n```\n|```python\nline3\n```\n|"
+               "```python\nline4\n```|After.");
+    free(got);
+    /* A fence that fits is never split, even when a newline inside it is
+     * the only break in the window. */
+    got = chunk("aaaa\n~~~\nb\nc\n~~~\nd", 16, GW_BREAK_NEWLINE);
+    EXPECT_STR(got, "aaaa|~~~\nb\nc\n~~~\nd");
+    free(got);
+    /* Indented tilde fence with a longer marker: the closing line keeps the
+     * indent and the marker; a shorter inner ``` line stays content. */
+    got = chunk("  ~~~~ sh\nx1 ```\nx2\nx3\n  ~~~~\n", 20, GW_BREAK_PARAGRAPH);
+    EXPECT(got != NULL);
+    EXPECT_CONTAINS(got, "  ~~~~\n|  ~~~~ sh\n");
+    const char *ind = "  ~~~~ sh\nx1 ```\nx2\nx3\n  ~~~~\n";
+    gw_pieces p;
+    gw_pieces_init(&p);
+    EXPECT_INT(gw_chunk_text(ind, strlen(ind), 20, GW_BREAK_PARAGRAPH, &p), CM_OK);
+    EXPECT(p.n >= 2);
+    for (size_t i = 0; i < p.n; i++)
+        EXPECT(gw_u16len(p.v[i], p.len[i]) <= 20);
+    gw_pieces_release(&p);
+    free(got);
+    /* Nested: a ``` line inside a ```` fence does not close it. */
+    got = chunk("````md\n```js\nx();\n```\n````\ntail", 40, GW_BREAK_PARAGRAPH);
+    EXPECT_STR(got, "````md\n```js\nx();\n```\n````\ntail");
+    free(got);
+    got = chunk("````md\n```js\nx();\ny();\n```\n````", 20, GW_BREAK_PARAGRAPH);
+    EXPECT(got != NULL);
+    EXPECT(strncmp(got, "````md\n", 7) == 0);
+    EXPECT_CONTAINS(got, "\n````\n|````md\n");
+    free(got);
+}
+
+TEST(gateway_out_cjk_and_emoji_boundaries)
+{
+    /* 10 CJK characters (30 bytes, 10 units) at max 4: pieces of 4 units. */
+    char *got = chunk("一二三四五六七八九十", 4, GW_BREAK_PARAGRAPH);
+    EXPECT_STR(got, "一二三四|五六七八|九十");
+    free(got);
+    /* Emoji count 2 units: 3 of them at max 5 make 2 + 1 pieces, and no
+     * piece ends between the halves of a pair or inside the UTF-8. */
+    got = chunk("😀😀😀", 5, GW_BREAK_PARAGRAPH);
+    EXPECT_STR(got, "😀😀|😀");
+    free(got);
+    got = chunk("a😀b😀c😀", 4, GW_BREAK_PARAGRAPH);
+    EXPECT_STR(got, "a😀b|😀c|😀");
+    free(got);
+    /* Emoji counted as two units: 2000 of them (4000 units) fit a Discord
+     * limit of 2000 only in two pieces. */
+    buf b = BUF_INIT;
+    for (int i = 0; i < 2000; i++)
+        buf_adds(&b, "😀");
+    gw_pieces p;
+    gw_pieces_init(&p);
+    EXPECT_INT(
+        gw_chunk_text(b.data, b.len, gw_channel_text_limit("discord"), GW_BREAK_PARAGRAPH, &p),
+        CM_OK);
+    EXPECT_INT(p.n, 2);
+    EXPECT_INT(gw_u16len(p.v[0], p.len[0]), 2000);
+    EXPECT_INT(utf8_valid_prefix(p.v[0], p.len[0]), p.len[0]);
+    gw_pieces_release(&p);
+    buf_release(&b);
+}
+
+static uint32_t rnd(uint32_t *st)
+{
+    uint32_t x = *st;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *st = x;
+}
+
+/* What chunking must preserve, in order: s without whitespace and fence
+ * marker characters (added closing lines are only markers). */
+static char *content_of(const char *s, size_t n)
+{
+    buf b = BUF_INIT;
+    buf_adds(&b, "");
+    for (size_t k = 0; k < n; k++)
+        if (!strchr(" \t\r\n\f\v`~", s[k])) buf_addc(&b, s[k]);
+    return buf_detach(&b);
+}
+
+/* True when piece a ends with a closing fence line the chunker added and b
+ * begins with the reopening line: *keep is a's length without the added
+ * "\n" + closing line + "\n" (the "\n" only when a's text ends without
+ * one... counted as added either way), *open_len the length of b's first
+ * line and its newline. */
+static bool added_fence(const char *a, size_t an, const char *b, size_t bn, size_t *keep,
+                        size_t *open_len)
+{
+    if (an < 5 || a[an - 1] != '\n') return false;
+    size_t e = an - 1, s = e;
+    while (s > 0 && a[s - 1] != '\n')
+        s--;
+    if (s == 0) return false;
+    size_t i = s;
+    while (i < e && a[i] == ' ')
+        i++;
+    char mc = a[i];
+    if (mc != '`' && mc != '~') return false;
+    for (size_t k = i; k < e; k++)
+        if (a[k] != mc) return false;
+    if (e - i < 3 || bn < e - s || memcmp(a + s, b, e - s) != 0) return false;
+    const char *nl = memchr(b, '\n', bn);
+    if (!nl) return false;
+    /* The reopening line is the fence's opening line, which a holds. */
+    size_t ol = (size_t)(nl - b);
+    bool found = false;
+    for (size_t k = 0; !found && k + ol < s; k++)
+        found = (k == 0 || a[k - 1] == '\n') && memcmp(a + k, b, ol) == 0 && a[k + ol] == '\n';
+    if (!found) return false;
+    *keep = s; /* a newline the chunker added before it is only whitespace */
+    *open_len = (size_t)(nl - b) + 1;
+    return true;
+}
+
+TEST(gateway_out_property_random_texts)
+{
+    static const char *atoms[] = {
+        "word", " ", " ",         "\n",      "\n\n",          ". ",       "!",  "東京",
+        "😀",    "é", "\n```js\n", "\n```\n", "\n~~~~ sh x\n", "\n~~~~\n", "\t", "longerword"};
+    uint32_t st = 0x9e3779b9u;
+    for (int iter = 0; iter < 400; iter++) {
+        buf t = BUF_INIT;
+        buf_adds(&t, "");
+        int atoms_n = (int)(rnd(&st) % 300);
+        for (int k = 0; k < atoms_n; k++) {
+            const char *a = atoms[rnd(&st) % ARRAY_LEN(atoms)];
+            if (strstr(a, "js") || strstr(a, "sh")) /* opening lines are unique */
+                buf_printf(&t, "%.*s%d\n", (int)strlen(a) - 1, a, k);
+            else
+                buf_adds(&t, a);
+        }
+        int max = 16 + (int)(rnd(&st) % 120);
+        gw_break_pref pref = (gw_break_pref)(rnd(&st) % 3);
+        gw_pieces p;
+        gw_pieces_init(&p);
+        EXPECT_INT(gw_chunk_text(t.data, t.len, max, pref, &p), CM_OK);
+        buf all = BUF_INIT;
+        buf_adds(&all, "");
+        size_t skip = 0; /* bytes of an added reopening line at the start of piece i */
+        for (size_t i = 0; i < p.n; i++) {
+            if (gw_u16len(p.v[i], p.len[i]) > (size_t)max)
+                test_fail(__FILE__, __LINE__, "iter %d piece %zu: %zu units > %d", iter, i,
+                          gw_u16len(p.v[i], p.len[i]), max);
+            EXPECT_INT(utf8_valid_prefix(p.v[i], p.len[i]), p.len[i]);
+            size_t keep = p.len[i], open_len = 0;
+            if (i + 1 < p.n &&
+                added_fence(p.v[i], p.len[i], p.v[i + 1], p.len[i + 1], &keep, &open_len)) {
+                buf_add(&all, p.v[i] + skip, keep - skip);
+                skip = open_len;
+                continue;
+            }
+            buf_add(&all, p.v[i] + skip, p.len[i] - skip);
+            buf_addc(&all, '\n');
+            skip = 0;
+        }
+        char *want = content_of(t.data, t.len), *got = content_of(all.data, all.len);
+        if (strcmp(want, got) != 0)
+            test_fail(__FILE__, __LINE__, "iter %d: content differs (max %d pref %d)", iter, max,
+                      (int)pref);
+        free(want);
+        free(got);
+        buf_release(&all);
+        gw_pieces_release(&p);
+        buf_release(&t);
+        if (test_failed()) return;
+    }
+}
+
+TEST(gateway_out_coalesce_idle_and_bounds)
+{
+    gw_coalescer q;
+    gw_pieces out;
+    gw_pieces_init(&out);
+    /* min 10, max 30, idle 1000 ms, paragraph joiner */
+    gw_coalescer_init(&q, 10, 30, 1000, GW_BREAK_PARAGRAPH);
+    EXPECT_INT(gw_coalescer_push(&q, "hello", 5, 0, &out), CM_OK);
+    EXPECT_INT(gw_coalescer_push(&q, "world", 5, 400, &out), CM_OK);
+    EXPECT_INT(out.n, 0);
+    EXPECT_INT(gw_coalescer_due(&q, 1399, &out), CM_OK); /* idle counts from the last piece */
+    EXPECT_INT(out.n, 0);
+    EXPECT_INT(gw_coalescer_due(&q, 1400, &out), CM_OK);
+    EXPECT_INT(out.n, 1);
+    EXPECT_STR(out.v[0], "hello\n\nworld");
+    /* under min: the idle flush waits, the end sends it */
+    EXPECT_INT(gw_coalescer_push(&q, "tiny", 4, 2000, &out), CM_OK);
+    EXPECT_INT(gw_coalescer_due(&q, 5000, &out), CM_OK);
+    EXPECT_INT(out.n, 1);
+    EXPECT_INT(gw_coalescer_end(&q, &out), CM_OK);
+    EXPECT_INT(out.n, 2);
+    EXPECT_STR(out.v[1], "tiny");
+    /* a piece that would overflow max flushes the buffer first */
+    EXPECT_INT(gw_coalescer_push(&q, "0123456789abcdef", 16, 6000, &out), CM_OK);
+    EXPECT_INT(gw_coalescer_push(&q, "0123456789abcdef", 16, 6001, &out), CM_OK);
+    EXPECT_INT(out.n, 3);
+    EXPECT_STR(out.v[2], "0123456789abcdef");
+    /* reaching max exactly sends at once */
+    EXPECT_INT(gw_coalescer_push(&q, "0123456789ab", 12, 6002, &out), CM_OK);
+    EXPECT_INT(out.n, 4);
+    EXPECT_INT(out.len[3], 30);
+    /* a piece of max or more goes out alone, after what was buffered */
+    EXPECT_INT(gw_coalescer_push(&q, "abc", 3, 7000, &out), CM_OK);
+    char big[40];
+    memset(big, 'x', sizeof big);
+    EXPECT_INT(gw_coalescer_push(&q, big, sizeof big, 7001, &out), CM_OK);
+    EXPECT_INT(out.n, 6);
+    EXPECT_STR(out.v[4], "abc");
+    EXPECT_INT(out.len[5], 40);
+    gw_coalescer_release(&q);
+    /* joiners follow the break preference */
+    gw_coalescer_init(&q, 1, 100, 0, GW_BREAK_SENTENCE);
+    gw_coalescer_push(&q, "a.", 2, 0, &out);
+    gw_coalescer_push(&q, "b.", 2, 0, &out);
+    EXPECT_INT(gw_coalescer_due(&q, 1000000, &out), CM_OK); /* idle 0: no idle flush */
+    EXPECT_INT(out.n, 6);
+    gw_coalescer_end(&q, &out);
+    EXPECT_STR(out.v[6], "a. b.");
+    gw_coalescer_release(&q);
+    gw_pieces_release(&out);
+}
+
+TEST(gateway_out_stream_breaks)
+{
+    gw_pieces out;
+    gw_pieces_init(&out);
+    /* text_end: pieces leave while the model is still writing */
+    gw_stream st;
+    gw_stream_init(&st, GW_STREAM_TEXT_END, 10, 20, GW_BREAK_PARAGRAPH, 1, 100, 500);
+    EXPECT_INT(gw_stream_delta(&st, "First para.\n\nSecond ", 20, 0, &out), CM_OK);
+    EXPECT_INT(out.n, 0); /* in the coalescer */
+    EXPECT_INT(gw_stream_due(&st, 500, &out), CM_OK);
+    EXPECT_INT(out.n, 1);
+    EXPECT_STR(out.v[0], "First para.");
+    EXPECT_INT(gw_stream_delta(&st, "one.", 4, 600, &out), CM_OK);
+    EXPECT_INT(gw_stream_text_end(&st, 700, &out), CM_OK);
+    EXPECT_INT(gw_stream_due(&st, 1200, &out), CM_OK);
+    EXPECT_INT(out.n, 2);
+    EXPECT_STR(out.v[1], "Second one.");
+    EXPECT_INT(gw_stream_message_end(&st, 1300, &out), CM_OK);
+    EXPECT_INT(out.n, 2);
+    gw_stream_release(&st);
+    /* message_end: nothing before the end, then every piece */
+    gw_pieces_release(&out);
+    gw_pieces_init(&out);
+    gw_stream_init(&st, GW_STREAM_MESSAGE_END, 10, 20, GW_BREAK_PARAGRAPH, 1, 20, 500);
+    EXPECT_INT(gw_stream_delta(&st, "First para.\n\nSecond one is longer.", 34, 0, &out), CM_OK);
+    EXPECT_INT(gw_stream_text_end(&st, 10, &out), CM_OK);
+    EXPECT_INT(gw_stream_due(&st, 100000, &out), CM_OK);
+    EXPECT_INT(out.n, 0);
+    EXPECT_INT(gw_stream_message_end(&st, 100001, &out), CM_OK);
+    EXPECT(out.n >= 2);
+    for (size_t i = 0; i < out.n; i++)
+        EXPECT(gw_u16len(out.v[i], out.len[i]) <= 20);
+    EXPECT_STR(out.v[0], "First para.");
+    gw_stream_release(&st);
+    gw_pieces_release(&out);
+}
