@@ -8,6 +8,7 @@
 #include "test.h"
 
 #include "../src/base/utf8.h"
+#include "../src/gateway/body.h"
 #include "../src/gateway/chunk.h"
 
 /* Joins pieces with "|" for compact expectations. */
@@ -350,4 +351,218 @@ TEST(gateway_out_stream_breaks)
     EXPECT_STR(out.v[0], "First para.");
     gw_stream_release(&st);
     gw_pieces_release(&out);
+}
+
+TEST(gateway_out_sender_and_from_labels)
+{
+    static const struct {
+        gw_sender s;
+        const char *want;
+    } rows[] = {
+        {{"Alice", "alice", NULL, "+15550001", "42"}, "Alice (+15550001)"},
+        {{NULL, "alice", NULL, NULL, "42"}, "alice (42)"},
+        {{"  ", NULL, "Al#1", NULL, NULL}, "Al#1"},
+        {{NULL, NULL, NULL, NULL, " 42 "}, "42"},
+        {{"42", NULL, NULL, NULL, "42"}, "42"},
+        {{NULL, NULL, NULL, NULL, NULL}, ""},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        buf b = BUF_INIT;
+        buf_adds(&b, "");
+        EXPECT_INT(gw_sender_label(&b, &rows[i].s), CM_OK);
+        if (strcmp(b.data, rows[i].want) != 0)
+            test_fail(__FILE__, __LINE__, "row %zu: got \"%s\"", i, b.data);
+        buf_release(&b);
+    }
+    buf b = BUF_INIT;
+    gw_from_label(&b, true, NULL, "-100");
+    EXPECT_STR(b.data, "Group id:-100");
+    buf_reset(&b);
+    gw_from_label(&b, true, "Dev chat", NULL);
+    EXPECT_STR(b.data, "Dev chat");
+    buf_reset(&b);
+    gw_from_label(&b, false, "Alice", "Alice");
+    EXPECT_STR(b.data, "Alice");
+    buf_reset(&b);
+    gw_from_label(&b, false, "Alice", "42");
+    EXPECT_STR(b.data, "Alice id:42");
+    buf_release(&b);
+}
+
+TEST(gateway_out_envelope_format)
+{
+    const int64_t t0 = 1767623400000; /* Mon 2026-01-05 14:30 UTC */
+    gw_envelope_opts utc = {GW_TZ_UTC, false, false};
+    static const struct {
+        gw_envelope e;
+        bool no_ts;
+        const char *want;
+    } rows[] = {
+        {{"Telegram", "Alice id:42", NULL, true, false, t0, 0, "hi"},
+         false,
+         "[Telegram Alice id:42 Mon 2026-01-05T14:30Z] hi"},
+        /* groups: the sender label prefixes the body */
+        {{"Telegram", "Dev id:-100", "Bob (7)", false, false, t0, t0 - 300000, "yo"},
+         false,
+         "[Telegram Dev id:-100 +5m Mon 2026-01-05T14:30Z] Bob (7): yo"},
+        /* direct chats take no label; own messages are "(self)" */
+        {{"Telegram", "Alice", "Alice", true, true, 0, 0, "note"},
+         false,
+         "[Telegram Alice] (self): note"},
+        /* header parts: brackets and newlines neutralised */
+        {{NULL, "Eve [admin]\nx", NULL, true, false, 0, 0, "b"},
+         false,
+         "[Channel Eve (admin) x] b"},
+        {{"HTTP", NULL, NULL, true, false, t0, t0 - 25000, "b"}, true, "[HTTP +25s] b"},
+        {{"HTTP", NULL, NULL, true, false, t0, t0 - 45000, "b"}, true, "[HTTP +1m] b"},
+        {{"HTTP", "u", NULL, true, false, t0, t0 - 3 * 3600000, "b"}, true, "[HTTP u +3h] b"},
+        {{"HTTP", "u", NULL, true, false, t0, t0 - 50 * 3600000LL, "b"}, true, "[HTTP u +2d] b"},
+        {{"HTTP", "u", NULL, true, false, t0, t0 + 1000, "b"}, true, "[HTTP u] b"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        buf b = BUF_INIT;
+        gw_envelope_opts o = utc;
+        o.no_timestamp = rows[i].no_ts;
+        EXPECT_INT(gw_envelope_format(&b, &rows[i].e, &o), CM_OK);
+        if (strcmp(b.data, rows[i].want) != 0)
+            test_fail(__FILE__, __LINE__, "row %zu: got \"%s\" want \"%s\"", i, b.data,
+                      rows[i].want);
+        buf_release(&b);
+    }
+    /* local time: "Mon 2026-01-05 HH:MM ZONE" */
+    buf b = BUF_INIT;
+    gw_envelope e = {"Telegram", NULL, NULL, true, false, t0, 0, "x"};
+    EXPECT_INT(gw_envelope_format(&b, &e, NULL), CM_OK);
+    EXPECT(strncmp(b.data, "[Telegram Mon 2026-01-05 ", 25) == 0 ||
+           strncmp(b.data, "[Telegram Tue 2026-01-06 ", 25) == 0 ||
+           strncmp(b.data, "[Telegram Sun 2026-01-04 ", 25) == 0);
+    buf_release(&b);
+}
+
+TEST(gateway_out_history_pending_only)
+{
+    const int64_t t0 = 1767623400000;
+    gw_history h;
+    gw_history_init(&h, 2);
+    gw_history_fmt fmt = {"Telegram", "Dev id:-100", {GW_TZ_UTC, true, false}};
+    buf b = BUF_INIT;
+    /* nothing pending: the current message alone */
+    EXPECT_INT(gw_history_build(&b, &h, "g1", &fmt, "[Telegram] Carol: now"), CM_OK);
+    EXPECT_STR(b.data, "[Telegram] Carol: now");
+    /* three mention-gated messages, limit 2: the oldest is dropped */
+    EXPECT_INT(gw_history_record(&h, "g1", "Alice", "one", "11", t0), CM_OK);
+    EXPECT_INT(gw_history_record(&h, "g1", "Bob", "two", NULL, t0), CM_OK);
+    EXPECT_INT(gw_history_record(&h, "g1", "Alice", "three", "13", t0), CM_OK);
+    EXPECT_INT(gw_history_record(&h, "g2", "Zed", "other chat", NULL, t0), CM_OK);
+    EXPECT_INT(gw_history_count(&h, "g1"), 2);
+    buf_reset(&b);
+    EXPECT_INT(gw_history_build(&b, &h, "g1", &fmt, "[Telegram] Carol: now"), CM_OK);
+    EXPECT_STR(b.data, "[Chat messages since your last reply - for context]\n"
+                       "[Telegram Dev id:-100] Bob: two\n"
+                       "[Telegram Dev id:-100] Alice: three [id:13]\n"
+                       "\n"
+                       "[Current message - respond to this]\n"
+                       "[Telegram] Carol: now");
+    /* the run took them: they are never sent twice */
+    gw_history_clear(&h, "g1");
+    buf_reset(&b);
+    EXPECT_INT(gw_history_build(&b, &h, "g1", &fmt, "next"), CM_OK);
+    EXPECT_STR(b.data, "next");
+    EXPECT_INT(gw_history_count(&h, "g2"), 1);
+    gw_history_release(&h);
+    /* limit 0 disables history */
+    gw_history_init(&h, 0);
+    EXPECT_INT(gw_history_record(&h, "g1", "Alice", "one", NULL, t0), CM_OK);
+    EXPECT_INT(gw_history_count(&h, "g1"), 0);
+    buf_reset(&b);
+    EXPECT_INT(gw_history_build(&b, &h, "g1", &fmt, "cur"), CM_OK);
+    EXPECT_STR(b.data, "cur");
+    gw_history_release(&h);
+    /* default limit, and the least recently used conversation goes first */
+    gw_history_init(&h, -1);
+    EXPECT_INT(h.limit, 50);
+    char key[32];
+    for (int i = 0; i <= GW_HISTORY_MAX_KEYS; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        EXPECT_INT(gw_history_record(&h, key, "s", "m", NULL, t0), CM_OK);
+        if (i == 0) EXPECT_INT(gw_history_record(&h, "k0", "s", "m2", NULL, t0), CM_OK);
+        if (i == 10) EXPECT_INT(gw_history_record(&h, "k0", "s", "m3", NULL, t0), CM_OK);
+    }
+    EXPECT_INT(h.n, GW_HISTORY_MAX_KEYS);
+    EXPECT_INT(gw_history_count(&h, "k0"), 3);
+    EXPECT_INT(gw_history_count(&h, "k1"), 0); /* evicted */
+    gw_history_release(&h);
+    buf_release(&b);
+}
+
+TEST(gateway_out_directive_stripping)
+{
+    static const struct {
+        const char *in, *want;
+    } rows[] = {
+        {"  plain text\n  stays  ", "plain text\n  stays"},
+        {"/think high explain this", "explain this"},
+        {"explain /think: low this", "explain this"},
+        {"/t medium go", "go"},
+        {"/THINKING: high go", "go"},
+        /* the word after a level directive is its level, whatever it is */
+        {"/think go", ""},
+        {"a/think not a directive", "a/think not a directive"},
+        {"/thinker stays", "/thinker stays"},
+        {"/verbose on\nline two", "line two"},
+        {"/v off x", "x"},
+        {"/reasoning stream why?", "why?"},
+        {"/reason on why", "why"},
+        {"/fast on quick", "quick"},
+        {"/elevated full run it", "run it"},
+        {"/status", ""},
+        {"/status: what now", "what now"},
+        {"use /model openai/gpt-5.2 please", "use please"},
+        {"/model: anthropic/claude-opus-4@work hi", "hi"},
+        {"/think high /verbose on /model x/y hello\n\nworld", "hello world"},
+        /* only the first of each kind goes */
+        {"/think a /think b c", "/think b c"},
+        /* /queue and /exec are commands of their own: left in the text */
+        {"/queue collect hi", "/queue collect hi"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        buf b = BUF_INIT;
+        buf_adds(&b, "");
+        EXPECT_INT(gw_directives_strip(&b, rows[i].in, NULL), CM_OK);
+        if (strcmp(b.data, rows[i].want) != 0)
+            test_fail(__FILE__, __LINE__, "row %zu: got \"%s\" want \"%s\"", i, b.data,
+                      rows[i].want);
+        buf_release(&b);
+    }
+    gw_directives d;
+    buf b = BUF_INIT;
+    EXPECT_INT(gw_directives_strip(&b, "/think: high /model openai/gpt-5.2 /status go", &d), CM_OK);
+    EXPECT(d.think && d.model && d.status && !d.verbose);
+    EXPECT_STR(d.level_think, "high");
+    EXPECT_STR(d.model_ref, "openai/gpt-5.2");
+    EXPECT_STR(b.data, "go");
+    buf_release(&b);
+}
+
+TEST(gateway_out_strip_current_message_only)
+{
+    const char *body = "[Chat messages since your last reply - for context]\n"
+                       "[Telegram G] Bob: /think high keep this\n"
+                       "\n"
+                       "[Current message - respond to this]\n"
+                       "[Telegram G] Alice: /verbose on do it";
+    buf b = BUF_INIT;
+    gw_directives d;
+    EXPECT_INT(gw_body_strip_current(&b, body, &d), CM_OK);
+    EXPECT_STR(b.data, "[Chat messages since your last reply - for context]\n"
+                       "[Telegram G] Bob: /think high keep this\n"
+                       "\n"
+                       "[Current message - respond to this]\n"
+                       "[Telegram G] Alice: do it");
+    EXPECT(d.verbose && !d.think);
+    buf_reset(&b);
+    EXPECT_INT(gw_body_strip_current(&b, "/think low hi", &d), CM_OK);
+    EXPECT_STR(b.data, "hi");
+    EXPECT(d.think);
+    buf_release(&b);
 }
