@@ -566,3 +566,29 @@ TEST(gateway_out_strip_current_message_only)
     EXPECT(d.think);
     buf_release(&b);
 }
+
+TEST(gateway_out_pathological_inputs)
+{
+    /* An 8 MB single line and 20k small fences chunked at the Telegram
+     * limit: linear time (a fixed budget), every piece within the limit. */
+    buf b = BUF_INIT;
+    for (int i = 0; i < (8 << 20) / 8; i++)
+        buf_adds(&b, "abcdefg ");
+    for (int i = 0; i < 20000; i++)
+        buf_adds(&b, "\n```\nx\n```\n");
+    int64_t t0 = cm_now_ms();
+    gw_pieces p;
+    gw_pieces_init(&p);
+    EXPECT_INT(gw_chunk_text(b.data, b.len, 4000, GW_BREAK_PARAGRAPH, &p), CM_OK);
+    int64_t ms = cm_now_ms() - t0;
+    EXPECT(p.n > b.len / 4000);
+    size_t total = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        EXPECT(gw_u16len(p.v[i], p.len[i]) <= 4000);
+        total += p.len[i];
+    }
+    EXPECT(total + p.n >= b.len - 20000 * 2);
+    if (ms > 5000) test_fail(__FILE__, __LINE__, "took %lld ms", (long long)ms);
+    gw_pieces_release(&p);
+    buf_release(&b);
+}

@@ -56,6 +56,16 @@ size_t gw_u16len(const char *s, size_t n)
     return units;
 }
 
+/* gw_u16len(s, n), counted only until it exceeds cap (then some value >
+ * cap): what a comparison with a bound needs, in time of the bound. */
+static size_t u16_upto(const char *s, size_t n, size_t cap)
+{
+    size_t units = 0, u = 0;
+    for (size_t i = 0; i < n && units <= cap; units += u)
+        i += char_at(s + i, n - i, &u);
+    return units;
+}
+
 /* Largest character boundary b with gw_u16len(s, b) <= units. */
 static size_t byte_floor(const char *s, size_t n, size_t units)
 {
@@ -236,7 +246,7 @@ static pick pick_break(const char *s, size_t abs, size_t n, size_t min_u, size_t
 {
     pick r = {0, NULL};
     const char *v = s + abs;
-    size_t vunits = gw_u16len(v, n);
+    size_t vunits = u16_upto(v, n, CM_MAX(avail, min_u));
     if (vunits < min_u) return r;
     size_t minb = byte_ceil(v, n, min_u), winb = byte_floor(v, n, avail);
     if (pref == GW_BREAK_PARAGRAPH) {
@@ -326,7 +336,7 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
     const char *s = c->text.data;
     size_t n = c->text.len, start = 0;
     const fence *reopen = NULL;
-    size_t total = gw_u16len(s, n);
+    size_t total = u16_upto(s, n, (size_t)c->max);
     if (n == 0 || (!force && total < (size_t)c->min)) goto out;
     if (force && total <= (size_t)c->max) {
         if (!is_blank(s, n)) CHECK(gw_pieces_add(out, s, n));
@@ -336,7 +346,7 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
     CHECK(parse_fences(s, n, &f));
     while (start < n) {
         size_t pre = reopen ? gw_u16len(s + reopen->open_off, reopen->open_len) + 1 : 0;
-        size_t remaining = pre + gw_u16len(s + start, n - start);
+        size_t remaining = pre + u16_upto(s + start, n - start, (size_t)c->max);
         buf_reset(&piece);
         if (reopen) CHECK(add_open(&piece, s, reopen));
         if (!force && remaining < (size_t)c->min) break;
@@ -374,7 +384,7 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
             reopen = NULL;
         }
         size_t next = (reopen ? gw_u16len(s + reopen->open_off, reopen->open_len) + 1 : 0) +
-                      gw_u16len(s + start, n - start);
+                      u16_upto(s + start, n - start, (size_t)c->max);
         if (!force && next < (size_t)c->max) break;
     }
     if (reopen)
