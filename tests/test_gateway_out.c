@@ -592,3 +592,42 @@ TEST(gateway_out_pathological_inputs)
     gw_pieces_release(&p);
     buf_release(&b);
 }
+
+TEST(gateway_out_stream_config_and_human_delay)
+{
+    static const struct {
+        const char *channel;
+        int limit;
+        gw_stream_cfg req, want;
+    } rows[] = {
+        /* defaults: 800/1200, coalesce min = chunk min, max = chunk max, 1000 ms */
+        {"telegram", 0, {0, 0, GW_BREAK_PARAGRAPH, 0, 0, -1}, {800, 1200, 0, 800, 1200, 1000}},
+        /* Discord's coalesce default 1500 is capped at the chunk max */
+        {"discord", 0, {0, 0, GW_BREAK_PARAGRAPH, 0, 0, -1}, {800, 1200, 0, 1200, 1200, 1000}},
+        {"discord", 0, {0, 1800, GW_BREAK_NEWLINE, 0, 0, -1}, {800, 1800, 1, 1500, 1800, 1000}},
+        /* a channel limit below the chunk bounds caps both */
+        {"http", 500, {0, 0, GW_BREAK_SENTENCE, 0, 0, 9000}, {500, 500, 2, 500, 500, 5000}},
+        {"slack", 0, {100, 300, 0, 50, 200, 0}, {100, 300, 0, 50, 200, 0}},
+        {"telegram", 10000, {0, 9000, 0, 0, 0, -1}, {800, 9000, 0, 800, 9000, 1000}},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
+        gw_stream_cfg got;
+        gw_stream_cfg_resolve(&got, rows[i].channel, rows[i].limit, &rows[i].req);
+        const gw_stream_cfg *w = &rows[i].want;
+        if (got.chunk_min != w->chunk_min || got.chunk_max != w->chunk_max || got.pref != w->pref ||
+            got.co_min != w->co_min || got.co_max != w->co_max || got.idle_ms != w->idle_ms)
+            test_fail(__FILE__, __LINE__, "row %zu: got %d/%d pref %d co %d/%d idle %d", i,
+                      got.chunk_min, got.chunk_max, (int)got.pref, got.co_min, got.co_max,
+                      got.idle_ms);
+    }
+    EXPECT_INT(gw_human_delay_ms(GW_DELAY_OFF, 0, 0, 12345), 0);
+    EXPECT_INT(gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, 0), 800);
+    EXPECT_INT(gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, UINT32_MAX), 2500);
+    EXPECT_INT(gw_human_delay_ms(GW_DELAY_CUSTOM, 100, 200, 1u << 31), 150);
+    EXPECT_INT(gw_human_delay_ms(GW_DELAY_CUSTOM, 300, 200, 999), 300);
+    uint32_t st = 7;
+    for (int i = 0; i < 1000; i++) {
+        int d = gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, rnd(&st));
+        EXPECT(d >= 800 && d <= 2500);
+    }
+}

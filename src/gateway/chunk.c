@@ -537,3 +537,43 @@ cm_rc gw_stream_message_end(gw_stream *st, int64_t now, gw_pieces *out)
 out:
     return rc;
 }
+
+static const char *const chatty_channels[] = {"discord", "slack", "signal", "mattermost"};
+
+int gw_coalesce_min_default(const char *channel)
+{
+    for (size_t i = 0; channel && i < ARRAY_LEN(chatty_channels); i++)
+        if (strcmp(channel, chatty_channels[i]) == 0) return GW_COALESCE_MIN_CHATTY;
+    return 0;
+}
+
+void gw_stream_cfg_resolve(gw_stream_cfg *out, const char *channel, int text_limit,
+                           const gw_stream_cfg *req)
+{
+    int limit = text_limit > 0 ? text_limit : gw_channel_resolve_limit(channel, 0);
+    out->pref = req->pref;
+    out->chunk_max =
+        CM_MAX(1, CM_MIN(req->chunk_max > 0 ? req->chunk_max : GW_CHUNK_MAX_DEFAULT, limit));
+    out->chunk_min =
+        CM_MIN(req->chunk_min > 0 ? req->chunk_min : GW_CHUNK_MIN_DEFAULT, out->chunk_max);
+    int co_min = req->co_min > 0                        ? req->co_min
+                 : gw_coalesce_min_default(channel) > 0 ? gw_coalesce_min_default(channel)
+                                                        : out->chunk_min;
+    int co_max = CM_MIN(req->co_max > 0 ? req->co_max : limit, limit);
+    out->co_max = CM_MAX(1, CM_MIN(co_max, out->chunk_max));
+    out->co_min = CM_MIN(co_min, out->co_max);
+    int idle = req->idle_ms >= 0 ? req->idle_ms : GW_COALESCE_IDLE_MS_DEFAULT;
+    out->idle_ms = CM_MIN(idle, GW_COALESCE_IDLE_MS_MAX);
+}
+
+int gw_human_delay_ms(gw_delay_mode mode, int min_ms, int max_ms, uint32_t rnd)
+{
+    if (mode == GW_DELAY_OFF) return 0;
+    int lo = GW_HUMAN_DELAY_MIN_MS, hi = GW_HUMAN_DELAY_MAX_MS;
+    if (mode == GW_DELAY_CUSTOM) {
+        if (min_ms > 0) lo = min_ms;
+        if (max_ms > 0) hi = max_ms;
+    }
+    if (hi <= lo) return lo;
+    return lo + (int)(((uint64_t)rnd * (uint64_t)(hi - lo + 1)) >> 32);
+}

@@ -133,4 +133,34 @@ cm_rc gw_stream_text_end(gw_stream *st, int64_t now, gw_pieces *out);
 cm_rc gw_stream_due(gw_stream *st, int64_t now, gw_pieces *out);
 cm_rc gw_stream_message_end(gw_stream *st, int64_t now, gw_pieces *out);
 
+/* The block streaming settings in force for a channel, resolved as
+ * 2026.3.22 does: chunk max = requested (1200) capped at the channel's text
+ * limit, chunk min = requested (800) capped at that max; coalesce min =
+ * requested, else the channel's default (1500 for Discord, Slack, Signal,
+ * Mattermost), else the chunk min; coalesce max = requested, else the text
+ * limit, capped at the text limit and at the chunk max; coalesce min capped
+ * at that; idle = requested, else 1000, within 0..5000 ms. Requested values
+ * <= 0 (idle < 0) mean unset. */
+typedef struct gw_stream_cfg {
+    int chunk_min, chunk_max;
+    gw_break_pref pref;
+    int co_min, co_max, idle_ms;
+} gw_stream_cfg;
+
+void gw_stream_cfg_resolve(gw_stream_cfg *out, const char *channel, int text_limit,
+                           const gw_stream_cfg *requested);
+
+/* The channel's own coalesce minChars default, or 0 when it has none. */
+int gw_coalesce_min_default(const char *channel);
+
+/* humanDelay: the pause before a block reply after the first. */
+typedef enum { GW_DELAY_OFF = 0, GW_DELAY_NATURAL, GW_DELAY_CUSTOM } gw_delay_mode;
+#define GW_HUMAN_DELAY_MIN_MS 800
+#define GW_HUMAN_DELAY_MAX_MS 2500
+
+/* Milliseconds to wait: 0 when off; uniform in [min, max] from rnd (a
+ * uniformly random 32-bit value the caller draws) — natural uses
+ * 800..2500, custom min_ms/max_ms (<= 0: those defaults); min when max <= min. */
+int gw_human_delay_ms(gw_delay_mode mode, int min_ms, int max_ms, uint32_t rnd);
+
 #endif
