@@ -631,3 +631,38 @@ TEST(gateway_out_stream_config_and_human_delay)
         EXPECT(d >= 800 && d <= 2500);
     }
 }
+
+TEST(gateway_out_flush_on_paragraph)
+{
+    const char *text = "para one\n\npara two\n \n\npar";
+    gw_pieces out;
+    gw_pieces_init(&out);
+    /* chunkMode length: one piece up to the last paragraph break */
+    gw_chunker c;
+    gw_chunker_init(&c, 5, 100, GW_BREAK_PARAGRAPH);
+    gw_chunker_append(&c, text, strlen(text));
+    EXPECT_INT(gw_chunker_drain(&c, false, &out), CM_OK);
+    char *got = joined(&out);
+    EXPECT_STR(got, "para one\n\npara two\n ");
+    free(got);
+    gw_chunker_release(&c);
+    gw_pieces_release(&out);
+    /* chunkMode newline: every paragraph once min is reached */
+    gw_pieces_init(&out);
+    gw_chunker_init(&c, 5, 100, GW_BREAK_PARAGRAPH);
+    c.flush_on_paragraph = true;
+    gw_chunker_append(&c, text, strlen(text));
+    EXPECT_INT(gw_chunker_drain(&c, false, &out), CM_OK);
+    got = joined(&out);
+    EXPECT_STR(got, "para one|para two");
+    free(got);
+    EXPECT_STR(c.text.data, "par");
+    /* a blank line inside a fence is no paragraph break */
+    gw_chunker_append(&c, "\n```\na\n\nb\n```\n\nz", 16);
+    EXPECT_INT(gw_chunker_drain(&c, false, &out), CM_OK);
+    EXPECT_INT(out.n, 3);
+    EXPECT_STR(out.v[2], "par\n```\na\n\nb\n```");
+    EXPECT_STR(c.text.data, "z");
+    gw_chunker_release(&c);
+    gw_pieces_release(&out);
+}

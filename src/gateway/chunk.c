@@ -298,8 +298,32 @@ static pick pick_break(const char *s, size_t abs, size_t n, size_t min_u, size_t
     return (pick){hb2, fc};
 }
 
+/* The next paragraph break ("\n", spaces or tabs, "\n"s) from start that
+ * lies at least min units after start and outside fences: [*at, *at+*len). */
+static bool next_paragraph(const char *s, size_t n, size_t start, size_t min, const fences *f,
+                           size_t *at, size_t *len)
+{
+    for (size_t i = start; i < n; i++) {
+        if (s[i] != '\n') continue;
+        size_t j = i + 1;
+        while (j < n && (s[j] == ' ' || s[j] == '\t'))
+            j++;
+        if (j >= n || s[j] != '\n') continue;
+        while (j < n && s[j] == '\n')
+            j++;
+        if (u16_upto(s + start, i - start, min) >= min && safe_at(f, i)) {
+            *at = i;
+            *len = j - i;
+            return true;
+        }
+        i = j - 1;
+    }
+    return false;
+}
+
 void gw_chunker_init(gw_chunker *c, int min, int max, gw_break_pref pref)
 {
+    c->flush_on_paragraph = false;
     c->min = CM_MAX(1, min);
     c->max = CM_MAX(c->min, max);
     c->pref = pref;
@@ -357,6 +381,19 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
             reopen = NULL;
             break;
         }
+        if (c->flush_on_paragraph && !force) {
+            size_t at, len, limit = CM_MAX(1, (size_t)c->max - pre);
+            if (next_paragraph(s, n, start, (size_t)c->min, &f, &at, &len) &&
+                u16_upto(s + start, at - start, limit) <= limit) {
+                CHECK(buf_add(&piece, s + start, at - start));
+                if (!is_blank(piece.data, piece.len))
+                    CHECK(gw_pieces_add(out, piece.data, piece.len));
+                start = skip_newlines(s, n, at + len);
+                reopen = NULL;
+                continue;
+            }
+            if (remaining < (size_t)c->max) break;
+        }
         size_t avail = (size_t)c->max - pre;
         pick p =
             pick_break(s, start, n - start, force ? 1 : (size_t)c->min, avail, c->pref, &f, pre);
@@ -385,7 +422,7 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
         }
         size_t next = (reopen ? gw_u16len(s + reopen->open_off, reopen->open_len) + 1 : 0) +
                       u16_upto(s + start, n - start, (size_t)c->max);
-        if (!force && next < (size_t)c->max) break;
+        if (!force && next < (size_t)c->max && !c->flush_on_paragraph) break;
     }
     if (reopen)
         CHECK(add_open(&rest, s, reopen));

@@ -72,6 +72,9 @@ cm_rc gw_pieces_add(gw_pieces *p, const char *s, size_t n);
 typedef struct gw_chunker {
     int min, max;
     gw_break_pref pref;
+    /* chunkMode "newline": once min units are buffered, every paragraph
+     * break (a blank line, outside fences) that fits max ends a piece. */
+    bool flush_on_paragraph;
     buf text;
 } gw_chunker;
 
@@ -115,7 +118,9 @@ typedef enum { GW_STREAM_TEXT_END = 0, GW_STREAM_MESSAGE_END } gw_stream_break;
 /* Block streaming of one reply: the chunker feeding the coalescer. With
  * text_end, pieces leave as the chunker emits them and everything buffered
  * is flushed at each text_end; with message_end nothing leaves before the
- * message ends (then possibly several pieces when it is long). */
+ * message ends (then possibly several pieces when it is long). For a
+ * channel with chunkMode "newline", set chunker.flush_on_paragraph after
+ * init. */
 typedef struct gw_stream {
     gw_stream_break brk;
     gw_chunker chunker;
