@@ -210,7 +210,11 @@ static bool added_fence(const char *a, size_t an, const char *b, size_t bn, size
     return true;
 }
 
-TEST(gateway_out_property_random_texts)
+/* Random texts chunked at once (streaming false) or fed in deltas cut at
+ * any byte, drained without force after each, then forced (streaming true,
+ * with random min and chunkMode): no piece over max, valid UTF-8, and the
+ * content preserved in order. */
+static void property_random(bool streaming)
 {
     static const char *atoms[] = {
         "word", " ", " ",         "\n",      "\n\n",          ". ",       "!",  "東京",
@@ -231,7 +235,22 @@ TEST(gateway_out_property_random_texts)
         gw_break_pref pref = (gw_break_pref)(rnd(&st) % 3);
         gw_pieces p;
         gw_pieces_init(&p);
-        EXPECT_INT(gw_chunk_text(t.data, t.len, max, pref, &p), CM_OK);
+        if (!streaming) {
+            EXPECT_INT(gw_chunk_text(t.data, t.len, max, pref, &p), CM_OK);
+        } else {
+            gw_chunker c;
+            gw_chunker_init(&c, 1 + (int)(rnd(&st) % (uint32_t)max), max, pref);
+            c.flush_on_paragraph = rnd(&st) % 2;
+            for (size_t off = 0; off < t.len;) {
+                size_t want_len = 1 + rnd(&st) % 40, len = CM_MIN(t.len - off, want_len);
+                EXPECT_INT(gw_chunker_append(&c, t.data + off, len), CM_OK);
+                EXPECT_INT(gw_chunker_drain(&c, false, &p), CM_OK);
+                off += len;
+            }
+            EXPECT_INT(gw_chunker_drain(&c, true, &p), CM_OK);
+            EXPECT(!gw_chunker_has_buffered(&c));
+            gw_chunker_release(&c);
+        }
         buf all = BUF_INIT;
         buf_adds(&all, "");
         size_t skip = 0; /* bytes of an added reopening line at the start of piece i */
@@ -253,8 +272,8 @@ TEST(gateway_out_property_random_texts)
         }
         char *want = content_of(t.data, t.len), *got = content_of(all.data, all.len);
         if (strcmp(want, got) != 0)
-            test_fail(__FILE__, __LINE__, "iter %d: content differs (max %d pref %d)", iter, max,
-                      (int)pref);
+            test_fail(__FILE__, __LINE__, "iter %d: content differs (max %d pref %d stream %d)",
+                      iter, max, (int)pref, (int)streaming);
         free(want);
         free(got);
         buf_release(&all);
@@ -262,6 +281,16 @@ TEST(gateway_out_property_random_texts)
         buf_release(&t);
         if (test_failed()) return;
     }
+}
+
+TEST(gateway_out_property_random_texts)
+{
+    property_random(false);
+}
+
+TEST(gateway_out_property_random_streams)
+{
+    property_random(true);
 }
 
 TEST(gateway_out_coalesce_idle_and_bounds)

@@ -345,6 +345,19 @@ bool gw_chunker_has_buffered(const gw_chunker *c)
     return c->text.len > 0;
 }
 
+/* s[0..n) without a UTF-8 sequence cut short at its end (the rest of it
+ * is still to be streamed). */
+static size_t complete_prefix(const char *s, size_t n)
+{
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned char c = (unsigned char)s[n - back];
+        if ((c & 0xC0) == 0x80) continue; /* continuation byte */
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > back ? n - back : n;
+    }
+    return n;
+}
+
 /* Appends the fence's opening line and a newline. */
 static cm_rc add_open(buf *b, const char *s, const fence *fc)
 {
@@ -358,7 +371,7 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
     fences f = {NULL, 0};
     buf piece = BUF_INIT, rest = BUF_INIT;
     const char *s = c->text.data;
-    size_t n = c->text.len, start = 0;
+    size_t full = c->text.len, n = force ? full : complete_prefix(s, full), start = 0;
     const fence *reopen = NULL;
     size_t total = u16_upto(s, n, (size_t)c->max);
     if (n == 0 || (!force && total < (size_t)c->min)) goto out;
@@ -428,7 +441,7 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
         CHECK(add_open(&rest, s, reopen));
     else
         start = skip_newlines(s, n, start);
-    CHECK(buf_add(&rest, s + start, n - start));
+    CHECK(buf_add(&rest, s + start, full - start));
     buf_release(&c->text);
     c->text = rest;
     rest = (buf)BUF_INIT;

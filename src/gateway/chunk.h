@@ -68,7 +68,9 @@ cm_rc gw_pieces_add(gw_pieces *p, const char *s, size_t n);
  * falls between min and max, or the buffer reached max (then a hard break).
  * With force everything buffered leaves, in pieces of at most max units.
  * Leading newlines of a piece and the one whitespace character a soft break
- * falls on are dropped; whitespace-only pieces are not emitted. */
+ * falls on are dropped; whitespace-only pieces are not emitted. Without
+ * force, a UTF-8 sequence cut short at the end of the buffer waits for the
+ * rest of it, so deltas may split characters anywhere. */
 typedef struct gw_chunker {
     int min, max;
     gw_break_pref pref;
