@@ -1,5 +1,5 @@
 /*
- * test_gateway_out.c — the gateway's outbound text (src/gateway/chunk.c) and
+ * test_gateway_out.c — the gateway's outbound text (src/gateway/blocks.c) and
  * prompt bodies (src/gateway/body.c): break preferences, fences closed and
  * reopened, UTF-16 counting at CJK and emoji boundaries, a property test over
  * random texts, coalescing over an injected clock, envelopes, history
@@ -9,7 +9,7 @@
 
 #include "../src/base/utf8.h"
 #include "../src/gateway/body.h"
-#include "../src/gateway/chunk.h"
+#include "../src/gateway/blocks.h"
 
 /* Joins pieces with "|" for compact expectations. */
 static char *joined(const gw_pieces *p)

@@ -1,5 +1,5 @@
 /*
- * chunk.h — the gateway's outbound text: splitting a reply into channel-sized
+ * blocks.h — the gateway's outbound text: splitting a reply into channel-sized
  * pieces (blockStreamingChunk), merging streamed pieces before they are sent
  * (blockStreamingCoalesce) and the two stream boundaries (blockStreamingBreak).
  * Pure text logic: no I/O, no threads, time passed in by the caller.
@@ -12,8 +12,8 @@
  * with the closing fence line and the next begins with the opening line (info
  * string included), so every piece renders.
  */
-#ifndef CM_GW_CHUNK_H
-#define CM_GW_CHUNK_H
+#ifndef CM_GW_BLOCKS_H
+#define CM_GW_BLOCKS_H
 
 #include "../base/buf.h"
 

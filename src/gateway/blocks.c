@@ -1,10 +1,10 @@
 /*
- * chunk.c — the block chunker, the coalescer and the stream that joins them
- * (contracts in chunk.h). The chunker works on byte offsets into its buffer
+ * blocks.c — the block chunker, the coalescer and the stream that joins them
+ * (contracts in blocks.h). The chunker works on byte offsets into its buffer
  * and converts the unit bounds (min, max) to byte bounds per view, so every
  * break it considers is a character boundary.
  */
-#include "chunk.h"
+#include "blocks.h"
 
 #include "../base/utf8.h"
 
