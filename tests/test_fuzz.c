@@ -67,6 +67,11 @@ TEST(fuzz_corpus_session)
     EXPECT(replay("session", fuzz_session) >= 5);
 }
 
+TEST(fuzz_corpus_blocks)
+{
+    EXPECT(replay("blocks", fuzz_blocks) >= 5);
+}
+
 TEST(fuzz_pathological_inputs)
 {
     /* 100k headings, a 1 MB line of CJK, 20k nested brackets */
