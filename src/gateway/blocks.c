@@ -291,8 +291,12 @@ static pick pick_break(const char *s, size_t abs, size_t n, size_t min_u, size_t
     size_t body = fc->open_off + fc->open_len + 1; /* first content byte */
     if (abs + hb2 < body) /* on the opening line: the fence starts the next piece */
         return fc->start > abs ? (pick){fc->start - abs, NULL} : (pick){hb, NULL};
-    if (abs + hb2 > fc->close_off) /* on the closing line: it starts the next piece */
-        return fc->close_off > abs ? (pick){fc->close_off - abs, fc} : (pick){fc->end - abs, NULL};
+    if (abs + hb2 > fc->close_off) { /* on the closing line: it starts the next piece */
+        if (fc->close_off > abs) return (pick){fc->close_off - abs, fc};
+        /* the piece starts on it: the fence's end if that fits, else a
+         * plain hard break (a closing line longer than a piece) */
+        return fc->end - abs <= hb ? (pick){fc->end - abs, NULL} : (pick){hb, NULL};
+    }
     for (size_t q = hb2; q-- > 0 && abs + q >= body;)
         if (v[q] == '\n') return (pick){q + 1, fc};
     return (pick){hb2, fc};
