@@ -34,16 +34,6 @@ static cm_rc anthropic_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *he
     return rc;
 }
 
-static json_t *object_or_empty(const char *text)
-{
-    json_t *j = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
-    if (!json_is_object(j)) {
-        json_decref(j);
-        j = json_object();
-    }
-    return j;
-}
-
 static json_t *anthropic_body(const llm_request *rq)
 {
     json_t *msgs = json_array(), *body = NULL, *last_user = NULL;
@@ -66,7 +56,7 @@ static json_t *anthropic_body(const llm_request *rq)
                 json_array_append_new(content,
                                       json_pack("{s:s,s:s,s:s,s:o}", "type", "tool_use", "id",
                                                 m->calls[k].id, "name", m->calls[k].name, "input",
-                                                object_or_empty(m->calls[k].arguments)));
+                                                llm_json_object(m->calls[k].arguments)));
             if (json_array_size(content) == 0)
                 json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text", "text", ""));
         }
@@ -94,7 +84,7 @@ static json_t *anthropic_body(const llm_request *rq)
             json_array_append_new(
                 tools, json_pack("{s:s,s:s,s:o}", "name", rq->tools[i].name, "description",
                                  rq->tools[i].description ? rq->tools[i].description : "",
-                                 "input_schema", object_or_empty(rq->tools[i].parameters)));
+                                 "input_schema", llm_json_object(rq->tools[i].parameters)));
         json_object_set_new(body, "tools", tools);
     }
     return body;

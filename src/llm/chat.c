@@ -7,8 +7,8 @@
  */
 #include "../base/redact.h"
 #include "../net/http.h"
-#include "llm.h"
 #include "../net/sse.h"
+#include "llm.h"
 
 #define ERROR_BODY_MAX (64u << 10) /* what is kept of an error answer */
 #define ANSWER_MAX     (32u << 20) /* a whole answer or one stream event */
@@ -57,6 +57,16 @@ llm_tool_call *llm_stream_call(llm_stream *st, size_t i)
         o->ncalls = i + 1;
     }
     return &o->calls[i];
+}
+
+json_t *llm_json_object(const char *text)
+{
+    json_t *j = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        j = json_object();
+    }
+    return j;
 }
 
 cm_rc llm_stream_text(llm_stream *st, const char *s, size_t n)

@@ -142,5 +142,8 @@ extern const llm_format llm_openai_format, llm_anthropic_format;
 llm_tool_call *llm_stream_call(llm_stream *st, size_t i);
 /* Appends text to the answer and passes it to the delta callback. */
 cm_rc llm_stream_text(llm_stream *st, const char *s, size_t n);
+/* A tool's JSON text (schema or arguments) as an object; an empty object
+ * when it is not a JSON object (NULL only on ENOMEM). */
+json_t *llm_json_object(const char *text);
 
 #endif

@@ -24,17 +24,6 @@ static cm_rc openai_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *heade
     return rc;
 }
 
-/* Parses a tool's JSON text, or an empty schema/object when it is not JSON. */
-static json_t *json_or_empty(const char *text)
-{
-    json_t *j = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
-    if (!json_is_object(j)) {
-        json_decref(j);
-        j = json_object();
-    }
-    return j;
-}
-
 static json_t *openai_body(const llm_request *rq)
 {
     json_t *msgs = json_array(), *body = NULL;
@@ -81,7 +70,7 @@ static json_t *openai_body(const llm_request *rq)
                 tools, json_pack("{s:s,s:{s:s,s:s,s:o}}", "type", "function", "function", "name",
                                  rq->tools[i].name, "description",
                                  rq->tools[i].description ? rq->tools[i].description : "",
-                                 "parameters", json_or_empty(rq->tools[i].parameters)));
+                                 "parameters", llm_json_object(rq->tools[i].parameters)));
         json_object_set_new(body, "tools", tools);
     }
     return body;
