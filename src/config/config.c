@@ -1,310 +1,23 @@
 /*
  * config.c — reads quantumclaw.json and the clawmem.json overlay (JSON5) and
- * resolves one agent's memory settings. Values are checked against one schema
- * table (key path, kind, QuantumClaw 2026.3.22's range, destination) and
- * applied in layers — both files' defaults, then both files' entries of the
- * agent, the overlay second each time — so a later leaf overrides an earlier
- * one and each error names the file and path where the bad value was
- * written. Keys are checked against 2026.3.22's schema: a typo warns.
+ * resolves one agent's memory settings, applied in layers — both files'
+ * defaults, then both files' entries of the agent, the overlay second each
+ * time — so a later leaf overrides an earlier one and each error names the
+ * file and path where the value was written. The memorySearch keys are read
+ * by schema.c, typos are found by known_keys.c; then paths, clamps and
+ * defaults as QuantumClaw resolves them.
  */
-#include <limits.h>
 #include <math.h>
-#include <stdarg.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "../base/buf.h"
 #include "../base/fs.h"
-#include "../base/json5.h"
-#include "config.h"
-#include "secret.h"
+#include "config_int.h"
 
 #define CONFIG_MAX_BYTES (16u << 20)
 
 const char *const cm_provider_names[CM_PROV_N] = {"openai", "gemini", "voyage", "mistral",
                                                   "ollama"};
-
-typedef enum kind {
-    K_BOOL,
-    K_INT,  /* an integer stored as int (clamped to INT_MAX, see finish) */
-    K_INTD, /* an integer stored as double */
-    K_NUM,
-    K_STR,
-    K_ENUM,
-    K_STRLIST,
-    K_MAP,
-    K_SECRET, /* a string or a secret reference {source, provider, id} */
-    K_ANY
-} kind;
-
-/* Flags of a field. */
-enum {
-    F_OURS = 1, /* clawmem's own key: QuantumClaw 2026.3.22 rejects it in quantumclaw.json */
-};
-
-typedef struct field {
-    const char *path; /* relative to memorySearch, dot-separated */
-    kind kind;
-    double min, max;     /* K_INT, K_INTD, K_NUM: QuantumClaw 2026.3.22's accepted range */
-    const char *choices; /* K_ENUM: "a|b|c" */
-    size_t off;          /* offset in cm_config, or NO_DEST for accepted-but-unused keys */
-    int flags;
-    const char *qc_choices; /* K_ENUM: the values 2026.3.22 accepts, NULL: all */
-} field;
-
-#define NO_DEST ((size_t)-1)
-#define AT(m)   offsetof(cm_config, m)
-/* zod's int() and positive()/nonnegative() as in 2026.3.22's schema */
-#define SAFE_INT 9007199254740991.0
-#define POS      1, SAFE_INT
-#define NONNEG   0, SAFE_INT
-
-static const field fields[] = {
-    {"enabled", K_BOOL, 0, 0, NULL, AT(enabled), 0, NULL},
-    {"provider", K_ENUM, 0, 0, "auto|openai|gemini|voyage|mistral|ollama|local|static|none",
-     AT(provider), 0, "openai|gemini|voyage|mistral|ollama|local"},
-    {"model", K_STR, 0, 0, NULL, AT(model), 0, NULL},
-    {"fallback", K_ENUM, 0, 0, "openai|gemini|voyage|mistral|ollama|local|static|none",
-     AT(fallback), 0, "openai|gemini|voyage|mistral|ollama|local|none"},
-    {"outputDimensionality", K_INT, POS, NULL, AT(output_dims), 0, NULL},
-    {"extraPaths", K_STRLIST, 0, 0, NULL, AT(extra_paths), 0, NULL},
-    {"sources", K_STRLIST, 0, 0, "memory|sessions", AT(sources), 0, NULL},
-    {"experimental.sessionMemory", K_BOOL, 0, 0, NULL, AT(session_memory), 0, NULL},
-    {"remote.baseUrl", K_STR, 0, 0, NULL, AT(remote_base_url), 0, NULL},
-    {"remote.apiKey", K_SECRET, 0, 0, NULL, AT(remote_api_key), 0, NULL},
-    {"remote.headers", K_MAP, 0, 0, NULL, AT(remote_headers), 0, NULL},
-    {"remote.batch.enabled", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
-    {"remote.batch.wait", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
-    {"remote.batch.concurrency", K_INT, POS, NULL, AT(batch_concurrency), 0, NULL},
-    {"remote.batch.pollIntervalMs", K_INT, NONNEG, NULL, NO_DEST, 0, NULL},
-    {"remote.batch.timeoutMinutes", K_INT, POS, NULL, NO_DEST, 0, NULL},
-    {"local.modelPath", K_STR, 0, 0, NULL, AT(local_model_path), 0, NULL},
-    {"local.modelCacheDir", K_STR, 0, 0, NULL, AT(local_cache_dir), 0, NULL},
-    {"store.driver", K_ENUM, 0, 0, "sqlite", NO_DEST, 0, NULL},
-    {"store.path", K_STR, 0, 0, NULL, AT(store_path), 0, NULL},
-    {"store.fts.tokenizer", K_ENUM, 0, 0, "unicode61|trigram|porter", AT(fts_tokenizer), F_OURS,
-     NULL},
-    {"store.vector.enabled", K_BOOL, 0, 0, NULL, AT(vector_enabled), 0, NULL},
-    {"store.vector.extensionPath", K_STR, 0, 0, NULL, AT(vector_extension_path), 0, NULL},
-    {"chunking.tokens", K_INT, POS, NULL, AT(chunk_tokens), 0, NULL},
-    {"chunking.overlap", K_INT, NONNEG, NULL, AT(chunk_overlap), 0, NULL},
-    {"sync.onSessionStart", K_BOOL, 0, 0, NULL, AT(sync_on_session_start), 0, NULL},
-    {"sync.onSearch", K_BOOL, 0, 0, NULL, AT(sync_on_search), 0, NULL},
-    {"sync.watch", K_BOOL, 0, 0, NULL, AT(sync_watch), 0, NULL},
-    {"sync.watchDebounceMs", K_INT, NONNEG, NULL, AT(watch_debounce_ms), 0, NULL},
-    {"sync.intervalMinutes", K_INTD, NONNEG, NULL, AT(sync_interval_minutes), 0, NULL},
-    {"sync.sessions.deltaBytes", K_INT, NONNEG, NULL, AT(sessions_delta_bytes), 0, NULL},
-    {"sync.sessions.deltaMessages", K_INT, NONNEG, NULL, AT(sessions_delta_messages), 0, NULL},
-    {"sync.sessions.postCompactionForce", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
-    {"query.maxResults", K_INT, POS, NULL, AT(max_results), 0, NULL},
-    {"query.minScore", K_NUM, 0, 1, NULL, AT(min_score), 0, NULL},
-    {"query.hybrid.enabled", K_BOOL, 0, 0, NULL, AT(hybrid_enabled), 0, NULL},
-    {"query.hybrid.vectorWeight", K_NUM, 0, 1, NULL, AT(vector_weight), 0, NULL},
-    {"query.hybrid.textWeight", K_NUM, 0, 1, NULL, AT(text_weight), 0, NULL},
-    {"query.hybrid.candidateMultiplier", K_INT, POS, NULL, AT(candidate_multiplier), 0, NULL},
-    {"query.hybrid.mmr.enabled", K_BOOL, 0, 0, NULL, AT(mmr_enabled), 0, NULL},
-    {"query.hybrid.mmr.lambda", K_NUM, 0, 1, NULL, AT(mmr_lambda), 0, NULL},
-    {"query.hybrid.temporalDecay.enabled", K_BOOL, 0, 0, NULL, AT(decay_enabled), 0, NULL},
-    {"query.hybrid.temporalDecay.halfLifeDays", K_INTD, POS, NULL, AT(half_life_days), 0, NULL},
-    {"cache.enabled", K_BOOL, 0, 0, NULL, AT(cache_enabled), 0, NULL},
-    {"cache.maxEntries", K_INT, POS, NULL, AT(cache_max_entries), 0, NULL},
-    {"multimodal.enabled", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
-    {"multimodal.modalities", K_STRLIST, 0, 0, "image|audio|all", NO_DEST, 0, NULL},
-    {"multimodal.maxFileBytes", K_INT, POS, NULL, NO_DEST, 0, NULL},
-};
-
-/* The keys QuantumClaw 2026.3.22's schema accepts in the sections clawmem
- * reads (zod-schema*.js of openclaw@2026.3.22): a key outside these lists is
- * a typo, warned about with its position; a listed key clawmem does not use
- * is silently accepted. */
-static const char TOP_KEYS[] =
-    "$schema|meta|env|wizard|diagnostics|logging|cli|update|browser|ui|secrets|auth|acp|models|"
-    "nodeHost|agents|tools|bindings|broadcast|audio|media|messages|commands|approvals|session|"
-    "cron|hooks|web|channels|discovery|canvasHost|talk|gateway|memory|mcp|skills|plugins";
-static const char AGENTS_KEYS[] = "defaults|list";
-static const char DEFAULTS_KEYS[] =
-    "model|imageModel|imageGenerationModel|pdfModel|pdfMaxBytesMb|pdfMaxPages|models|workspace|"
-    "repoRoot|skipBootstrap|bootstrapMaxChars|bootstrapTotalMaxChars|"
-    "bootstrapPromptTruncationWarning|userTimezone|timeFormat|envelopeTimezone|"
-    "envelopeTimestamp|envelopeElapsed|contextTokens|cliBackends|memorySearch|contextPruning|"
-    "compaction|embeddedPi|thinkingDefault|verboseDefault|elevatedDefault|blockStreamingDefault|"
-    "blockStreamingBreak|blockStreamingChunk|blockStreamingCoalesce|humanDelay|timeoutSeconds|"
-    "mediaMaxMb|imageMaxDimensionPx|typingIntervalSeconds|typingMode|heartbeat|maxConcurrent|"
-    "subagents|sandbox";
-static const char ENTRY_KEYS[] =
-    "id|default|name|workspace|agentDir|model|thinkingDefault|reasoningDefault|fastModeDefault|"
-    "skills|memorySearch|humanDelay|heartbeat|identity|groupChat|subagents|sandbox|params|tools|"
-    "runtime";
-static const char MEMORY_KEYS[] = "backend|citations|qmd";
-static const char QMD_KEYS[] =
-    "command|mcporter|searchMode|includeDefaultMemory|paths|sessions|update|limits|scope";
-static const char MODELS_KEYS[] = "mode|providers|bedrockDiscovery";
-static const char PROVIDER_KEYS[] =
-    "baseUrl|apiKey|auth|api|injectNumCtxForOpenAICompat|headers|authHeader|models";
-static const char SECRETS_KEYS[] = "providers|defaults|resolution";
-
-/* Sub-sections of memory.qmd and their keys. */
-static const struct {
-    const char *name, *keys;
-} qmd_sections[] = {
-    {"mcporter", "enabled|serverName|startDaemon"},
-    {"sessions", "enabled|exportDir|retentionDays"},
-    {"update", "interval|debounceMs|onBoot|waitForBootSync|embedInterval|commandTimeoutMs|"
-               "updateTimeoutMs|embedTimeoutMs"},
-    {"limits", "maxResults|maxSnippetChars|maxInjectedChars|timeoutMs"},
-};
-
-typedef struct ctx {
-    const json5_doc *doc;
-    const char *file;
-    const cm_logger *lg;
-    cm_config *cfg;
-    char *err;
-    size_t errlen;
-    bool overlay;             /* reading clawmem.json: clawmem's own keys are at home */
-    const char *overlay_path; /* named in the warnings about clawmem's keys in quantumclaw.json */
-    const secrets *secrets;
-} ctx;
-
-static cm_rc bad(ctx *c, const json_t *parent, const char *key, const char *path, const char *what)
-{
-    int line = 0, col = 0;
-    if (json5_where(c->doc, parent, key, 0, &line, &col))
-        return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s: %s", c->file, line, col,
-                         path, what);
-    return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s: %s: %s", c->file, path, what);
-}
-
-/* The string v (member key of parent, path) with "${VAR}" substituted. */
-static cm_rc subst(ctx *c, const json_t *parent, const char *key, const char *path, const json_t *v,
-                   char **out)
-{
-    char why[512];
-    cm_rc rc = secret_subst_env(json_string_value(v), out, why, sizeof why);
-    return rc == CM_ECONFIG ? bad(c, parent, key, path, why) : rc;
-}
-
-/* A warning "file:line:col: what" about the member key of parent (or its
- * element index when key is NULL). */
-static void warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt, ...)
-{
-    char what[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    int line = 0, col = 0;
-    if (json5_where(c->doc, parent, key, index, &line, &col))
-        cm_logf(c->lg, CM_LOG_WARN, "%s:%d:%d: %s", c->file, line, col, what);
-    else
-        cm_logf(c->lg, CM_LOG_WARN, "%s: %s", c->file, what);
-}
-
-/* In quantumclaw.json, a key or value only clawmem understands. */
-static void warn_ours(ctx *c, const json_t *parent, const char *key, const char *path)
-{
-    if (c->overlay) return;
-    warn(c, parent, key, 0,
-         "%s is clawmem's own setting and makes QuantumClaw 2026.3.22 reject this file: move it "
-         "to %s (read from here for now)",
-         path, c->overlay_path ? c->overlay_path : "<stateDir>/clawmem.json");
-}
-
-static const char *type_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL:
-        return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    case JSON_NULL:
-        return "null";
-    }
-    return "a value";
-}
-
-static bool in_choices(const char *choices, const char *s)
-{
-    size_t n = strlen(s);
-    for (const char *p = choices; *p;) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (len == n && memcmp(p, s, n) == 0) return true;
-        if (!bar) break;
-        p = bar + 1;
-    }
-    return false;
-}
-
-static cm_rc set_str(char **dst, const char *s)
-{
-    char *v = cm_strdup(s);
-    if (!v) return CM_ENOMEM;
-    free(*dst);
-    *dst = v;
-    return CM_OK;
-}
-
-static void strlist_release(cm_strlist *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    l->v = NULL;
-    l->n = 0;
-}
-
-static cm_rc strlist_add(cm_strlist *l, const char *s)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->v[i], s) == 0) return CM_OK;
-    char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
-    if (!nv) return CM_ENOMEM;
-    l->v = nv;
-    if (!(l->v[l->n] = cm_strdup(s))) return CM_ENOMEM;
-    l->n++;
-    return CM_OK;
-}
-
-cm_rc config_header_set(cm_strlist *l, const char *line)
-{
-    size_t nl = strcspn(line, ":");
-    char *copy = cm_strdup(line);
-    if (!copy) return CM_ENOMEM;
-    for (size_t i = 0; i < l->n; i++)
-        if (strncasecmp(l->v[i], line, nl) == 0 && l->v[i][nl] == ':') {
-            free(l->v[i]);
-            l->v[i] = copy;
-            return CM_OK;
-        }
-    char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
-    if (!nv) {
-        free(copy);
-        return CM_ENOMEM;
-    }
-    l->v = nv;
-    l->v[l->n++] = copy;
-    return CM_OK;
-}
-
-static cm_rc header_set(cm_strlist *l, const char *name, const char *value)
-{
-    buf b = BUF_INIT;
-    cm_rc rc = buf_printf(&b, "%s: %s", name, value);
-    if (!rc) rc = config_header_set(l, b.data);
-    buf_release(&b);
-    return rc;
-}
 
 cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out)
 {
@@ -338,203 +51,13 @@ cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out)
     return rc;
 }
 
-/* Applies one leaf value described by f. */
-static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key, const json_t *v,
-                   const char *path)
-{
-    char what[1024];
-    void *dst = f->off == NO_DEST ? NULL : (char *)c->cfg + f->off;
-    if (f->flags & F_OURS) warn_ours(c, parent, key, path);
-    switch (f->kind) {
-    case K_BOOL:
-        if (!json_is_boolean(v)) goto type;
-        if (dst) *(bool *)dst = json_is_true(v);
-        return CM_OK;
-    case K_INT:
-    case K_INTD:
-    case K_NUM: {
-        if (!json_is_number(v)) goto type;
-        double d = json_number_value(v);
-        if (f->kind != K_NUM && (!isfinite(d) || d != floor(d))) {
-            snprintf(what, sizeof what, "expected an integer, got %g", d);
-            return bad(c, parent, key, path, what);
-        }
-        if (!(d >= f->min && d <= f->max) && f->max == SAFE_INT) {
-            snprintf(what, sizeof what, "expected an integer of at least %g, got %g", f->min, d);
-            return bad(c, parent, key, path, what);
-        }
-        if (!(d >= f->min && d <= f->max)) {
-            snprintf(what, sizeof what, "expected a number between %g and %g, got %g", f->min,
-                     f->max, d);
-            return bad(c, parent, key, path, what);
-        }
-        if (dst && f->kind == K_INT) *(int *)dst = (int)CM_MIN(d, (double)INT_MAX);
-        if (dst && f->kind != K_INT) *(double *)dst = d;
-        return CM_OK;
-    }
-    case K_SECRET: {
-        char *val = NULL;
-        cm_rc rc = secret_resolve(c->secrets, v, &val, what, sizeof what);
-        if (rc == CM_ECONFIG) return bad(c, parent, key, path, what);
-        if (rc) return rc;
-        if (dst) {
-            free(*(char **)dst);
-            *(char **)dst = val;
-        } else {
-            free(val);
-        }
-        return CM_OK;
-    }
-    case K_STR:
-    case K_ENUM: {
-        if (!json_is_string(v)) goto type;
-        if (f->kind == K_ENUM && !in_choices(f->choices, json_string_value(v))) {
-            snprintf(what, sizeof what, "expected one of %s, got \"%.80s\"", f->choices,
-                     json_string_value(v));
-            return bad(c, parent, key, path, what);
-        }
-        if (f->qc_choices && !in_choices(f->qc_choices, json_string_value(v))) {
-            snprintf(what, sizeof what, "%s \"%.40s\"", path, json_string_value(v));
-            warn_ours(c, parent, key, what);
-        }
-        if (!dst) return CM_OK;
-        if (f->kind == K_ENUM) return set_str((char **)dst, json_string_value(v));
-        char *x = NULL;
-        cm_rc rc = subst(c, parent, key, path, v, &x);
-        if (rc) return rc;
-        free(*(char **)dst);
-        *(char **)dst = x;
-        return CM_OK;
-    }
-    case K_STRLIST: {
-        if (!json_is_array(v)) goto type;
-        cm_strlist fresh = {NULL, 0};
-        size_t i;
-        json_t *e;
-        json_array_foreach(v, i, e)
-        {
-            if (!json_is_string(e) ||
-                (f->choices && !in_choices(f->choices, json_string_value(e)))) {
-                int line = 0, col = 0;
-                json5_where(c->doc, v, NULL, i, &line, &col);
-                strlist_release(&fresh);
-                snprintf(what, sizeof what, "%s[%zu]: expected %s%s", path, i,
-                         f->choices ? "one of " : "a string", f->choices ? f->choices : "");
-                return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s", c->file, line, col,
-                                 what);
-            }
-            char *x = NULL;
-            cm_rc rc = subst(c, parent, key, path, e, &x);
-            if (!rc) rc = strlist_add(&fresh, x);
-            free(x);
-            if (rc) {
-                strlist_release(&fresh);
-                return rc;
-            }
-        }
-        if (!dst) {
-            strlist_release(&fresh);
-            return CM_OK;
-        }
-        cm_strlist *l = dst;
-        if (l == &c->cfg->extra_paths) { /* extraPaths accumulate across layers */
-            cm_rc rc = CM_OK;
-            for (i = 0; i < fresh.n && !rc; i++)
-                rc = strlist_add(l, fresh.v[i]);
-            strlist_release(&fresh);
-            return rc;
-        }
-        strlist_release(l);
-        *l = fresh;
-        return CM_OK;
-    }
-    case K_MAP: {
-        if (!json_is_object(v)) goto type;
-        const char *k;
-        json_t *e;
-        json_object_foreach((json_t *)v, k, e)
-        {
-            if (!json_is_string(e)) {
-                snprintf(what, sizeof what, "expected a string, got %s", type_name(e));
-                char sub[1024];
-                snprintf(sub, sizeof sub, "%s.%s", path, k);
-                return bad(c, v, k, sub, what);
-            }
-            if (strchr(k, ':') || strchr(k, '\n') || strchr(json_string_value(e), '\n')) {
-                char sub[1024];
-                snprintf(sub, sizeof sub, "%s.%s", path, k);
-                return bad(c, v, k, sub, "a header name or value with ':' or a newline");
-            }
-            char sub[1024], *x = NULL;
-            snprintf(sub, sizeof sub, "%s.%s", path, k);
-            cm_rc rc = subst(c, v, k, sub, e, &x);
-            if (!rc && dst) rc = header_set(dst, k, x);
-            free(x);
-            if (rc) return rc;
-        }
-        return CM_OK;
-    }
-    case K_ANY:
-        return CM_OK;
-    }
-type:
-    snprintf(what, sizeof what, "expected %s, got %s",
-             f->kind == K_BOOL                                           ? "true or false"
-             : f->kind == K_INT || f->kind == K_NUM || f->kind == K_INTD ? "a number"
-             : f->kind == K_STRLIST                                      ? "an array of strings"
-             : f->kind == K_MAP                                          ? "an object"
-                                                                         : "a string",
-             type_name(v));
-    return bad(c, parent, key, path, what);
-}
-
-/* Walks a memorySearch object; rel is the dotted path below memorySearch. */
-static cm_rc walk(ctx *c, const json_t *obj, const char *prefix, const char *rel)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)obj, key, v)
-    {
-        char relpath[512], path[768];
-        snprintf(relpath, sizeof relpath, "%s%s%s", rel, *rel ? "." : "", key);
-        snprintf(path, sizeof path, "%s.%s", prefix, relpath);
-        const field *f = NULL;
-        bool is_prefix = false;
-        size_t rl = strlen(relpath);
-        for (size_t i = 0; i < ARRAY_LEN(fields); i++) {
-            if (strcmp(fields[i].path, relpath) == 0)
-                f = &fields[i];
-            else if (strncmp(fields[i].path, relpath, rl) == 0 && fields[i].path[rl] == '.')
-                is_prefix = true;
-        }
-        cm_rc rc = CM_OK;
-        if (f) {
-            rc = apply(c, f, obj, key, v, path);
-        } else if (is_prefix) {
-            if (!json_is_object(v)) {
-                char what[128];
-                snprintf(what, sizeof what, "expected an object, got %s", type_name(v));
-                return bad(c, obj, key, path, what);
-            }
-            rc = walk(c, v, prefix, relpath);
-        } else {
-            int line = 0, col = 0;
-            json5_where(c->doc, obj, key, 0, &line, &col);
-            cm_logf(c->lg, CM_LOG_WARN, "%s:%d:%d: unknown key %s (ignored)", c->file, line, col,
-                    path);
-        }
-        if (rc) return rc;
-    }
-    return CM_OK;
-}
-
 static cm_rc get_str(ctx *c, const json_t *obj, const char *key, const char *path, char **dst)
 {
     json_t *v = json_object_get(obj, key);
     if (!v) return CM_OK;
-    if (!json_is_string(v)) return bad(c, obj, key, path, "expected a string");
+    if (!json_is_string(v)) return config_bad(c, obj, key, path, "expected a string");
     char *x = NULL;
-    cm_rc rc = subst(c, obj, key, path, v, &x);
+    cm_rc rc = config_subst(c, obj, key, path, v, &x);
     if (rc) return rc;
     free(*dst);
     *dst = x;
@@ -546,8 +69,8 @@ static cm_rc get_obj(ctx *c, const json_t *obj, const char *key, const char *pat
     *out = obj ? json_object_get(obj, key) : NULL;
     if (*out && !json_is_object(*out)) {
         char what[128];
-        snprintf(what, sizeof what, "expected an object, got %s", type_name(*out));
-        return bad(c, obj, key, path, what);
+        snprintf(what, sizeof what, "expected an object, got %s", config_type_name(*out));
+        return config_bad(c, obj, key, path, what);
     }
     return CM_OK;
 }
@@ -585,7 +108,7 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     cm_rc rc = CM_OK;
     char *ws = NULL;
     buf b = BUF_INIT;
-    if (args->workspace) CHECK(set_str(&cfg->workspace, args->workspace));
+    if (args->workspace) CHECK(config_set_str(&cfg->workspace, args->workspace));
     if (!cfg->workspace) {
         CHECK(fs_join(&b, cfg->state_dir, "workspace"));
         cfg->workspace = buf_detach(&b);
@@ -665,7 +188,7 @@ static void finish(cm_config *cfg)
     if (!cfg->provider) cfg->provider = cm_strdup("auto");
     if (!cfg->fts_tokenizer) cfg->fts_tokenizer = cm_strdup("porter");
     if (!cfg->backend) cfg->backend = cm_strdup("builtin");
-    if (cfg->sources.n == 0) strlist_add(&cfg->sources, "memory");
+    if (cfg->sources.n == 0) config_strlist_add(&cfg->sources, "memory");
     if (cfg->chunk_overlap >= cfg->chunk_tokens) cfg->chunk_overlap = cfg->chunk_tokens - 1;
     /* The static model adds to keywords only min-max normalised and weighted
      * lightly (docs/QUALITY.md): its default unless the merge or a weight is set. */
@@ -693,89 +216,16 @@ int config_candidates(const cm_config *cfg, int max_results)
     return (int)CM_MAX(1, CM_MIN(200, n));
 }
 
-/* Warns about each member of obj that is neither in known nor in handled. */
-static void check_keys(ctx *c, const json_t *obj, const char *path, const char *known,
-                       const char *handled)
-{
-    const char *k;
-    json_t *v;
-    if (!json_is_object(obj)) return;
-    json_object_foreach((json_t *)obj, k, v)
-    {
-        if (in_choices(known, k) || (handled && in_choices(handled, k))) continue;
-        warn(c, obj, k, 0, "unknown key %s%s%.200s (ignored)", path, *path ? "." : "", k);
-    }
-}
-
 /* The later OpenClaw layout, read as an alias; QuantumClaw 2026.3.22 rejects it. */
 static void warn_later(ctx *c, const json_t *parent, const char *key, const char *path,
                        const char *as)
 {
     if (c->overlay) return;
-    warn(c, parent, key, 0,
-         "%s is the later OpenClaw layout: read as %s, but QuantumClaw 2026.3.22 rejects this "
-         "file with it (write %s)",
-         path, as, as);
-}
-
-/* Typos: every section clawmem reads, checked against 2026.3.22's keys. */
-static void check_all(ctx *c, const json_t *root)
-{
-    char path[300];
-    if (!json_is_object(root)) return;
-    check_keys(c, root, "", TOP_KEYS, "clawmem|memorySearch");
-    if (json_object_get(root, "memorySearch"))
-        warn(c, root, "memorySearch", 0,
-             "memorySearch at the top level is not read: use agents.defaults.memorySearch");
-    if (!c->overlay && json_object_get(root, "clawmem"))
-        warn(c, root, "clawmem", 0,
-             "the clawmem section makes QuantumClaw 2026.3.22 reject this file: move it to %s "
-             "(read from here for now)",
-             c->overlay_path ? c->overlay_path : "<stateDir>/clawmem.json");
-    const json_t *agents = json_object_get(root, "agents");
-    check_keys(c, agents, "agents", AGENTS_KEYS, "entries");
-    check_keys(c, json_object_get(agents, "defaults"), "agents.defaults", DEFAULTS_KEYS, NULL);
-    const json_t *list = json_object_get(agents, "list"), *e;
-    size_t i;
-    json_array_foreach(list, i, e)
-    {
-        snprintf(path, sizeof path, "agents.list[%zu]", i);
-        check_keys(c, e, path, ENTRY_KEYS, NULL);
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(json_is_object(json_object_get(agents, "entries"))
-                            ? json_object_get(agents, "entries")
-                            : NULL,
-                        k, v)
-    {
-        snprintf(path, sizeof path, "agents.entries.%.200s", k);
-        check_keys(c, v, path, ENTRY_KEYS, "memory");
-    }
-    const json_t *memory = json_object_get(root, "memory");
-    check_keys(c, memory, "memory", MEMORY_KEYS, "search");
-    const json_t *qmd = json_object_get(memory, "qmd");
-    check_keys(c, qmd, "memory.qmd", QMD_KEYS, NULL);
-    for (size_t q = 0; q < ARRAY_LEN(qmd_sections); q++) {
-        snprintf(path, sizeof path, "memory.qmd.%s", qmd_sections[q].name);
-        check_keys(c, json_object_get(qmd, qmd_sections[q].name), path, qmd_sections[q].keys, NULL);
-    }
-    json_array_foreach(json_object_get(qmd, "paths"), i, e)
-    {
-        snprintf(path, sizeof path, "memory.qmd.paths[%zu]", i);
-        check_keys(c, e, path, "path|name|pattern", NULL);
-    }
-    const json_t *models = json_object_get(root, "models");
-    check_keys(c, models, "models", MODELS_KEYS, NULL);
-    const json_t *provs = json_object_get(models, "providers");
-    json_object_foreach(json_is_object(provs) ? (json_t *)provs : NULL, k, v)
-    {
-        snprintf(path, sizeof path, "models.providers.%.200s", k);
-        check_keys(c, v, path, PROVIDER_KEYS, NULL);
-    }
-    const json_t *sec = json_object_get(root, "secrets");
-    check_keys(c, sec, "secrets", SECRETS_KEYS, NULL);
-    check_keys(c, json_object_get(sec, "defaults"), "secrets.defaults", "env|file|exec", NULL);
+    config_warn(
+        c, parent, key, 0,
+        "%s is the later OpenClaw layout: read as %s, but QuantumClaw 2026.3.22 rejects this "
+        "file with it (write %s)",
+        path, as, as);
 }
 
 /* Reads a memorySearch object at key of parent (path names it), if present. */
@@ -783,7 +233,7 @@ static cm_rc read_ms(ctx *c, const json_t *parent, const char *key, const char *
 {
     json_t *ms = NULL;
     cm_rc rc = get_obj(c, parent, key, path, &ms);
-    if (!rc && ms) rc = walk(c, ms, path, "");
+    if (!rc && ms) rc = config_walk(c, ms, path, "");
     return rc;
 }
 
@@ -821,7 +271,7 @@ static void check_other(ctx *c, const json_t *entry, const char *path)
     o.err = err;
     o.errlen = sizeof err;
     o.overlay = true; /* clawmem's own keys are warned about in the agent's own load */
-    walk(&o, ms, path, "");
+    config_walk(&o, ms, path, "");
     config_release(&scratch);
 }
 
@@ -835,7 +285,7 @@ static cm_rc read_agent(ctx *c, const json_t *root)
     json_t *agents = json_is_object(root) ? json_object_get(root, "agents") : NULL;
     json_t *list = json_is_object(agents) ? json_object_get(agents, "list") : NULL;
     if (list && !json_is_array(list))
-        CHECK(bad(c, agents, "list", "agents.list", "expected an array"));
+        CHECK(config_bad(c, agents, "list", "agents.list", "expected an array"));
     size_t i;
     json_t *entry;
     json_array_foreach(list, i, entry)
@@ -882,9 +332,9 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
         char path[256];
         snprintf(path, sizeof path, "clawmem.%.200s", k);
         if (strcmp(k, "staticModel") == 0) {
-            if (!json_is_string(v)) CHECK(bad(c, ours, k, path, "expected a string"));
+            if (!json_is_string(v)) CHECK(config_bad(c, ours, k, path, "expected a string"));
             char *raw = NULL;
-            CHECK(subst(c, ours, k, path, v, &raw));
+            CHECK(config_subst(c, ours, k, path, v, &raw));
             char *x = fs_expand_home(raw);
             free(raw);
             if (!x) CHECK(CM_ENOMEM);
@@ -893,11 +343,12 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
         } else if (strcmp(k, "localThreads") == 0) {
             double d = json_number_value(v);
             if (!json_is_integer(v) || d < 1 || d > 256)
-                CHECK(bad(c, ours, k, path, "expected an integer from 1 to 256"));
+                CHECK(config_bad(c, ours, k, path, "expected an integer from 1 to 256"));
             cfg->local_threads = (int)d;
         } else if (strcmp(k, "hybridMerge") == 0) {
-            if (!json_is_string(v) || !in_choices("weighted|minmax|rrf", json_string_value(v)))
-                CHECK(bad(c, ours, k, path, "expected weighted, minmax or rrf"));
+            if (!json_is_string(v) ||
+                !config_in_choices("weighted|minmax|rrf", json_string_value(v)))
+                CHECK(config_bad(c, ours, k, path, "expected weighted, minmax or rrf"));
             const char *s = json_string_value(v);
             cfg->hybrid_merge_set = true;
             cfg->hybrid_merge = s[0] == 'w'   ? CM_MERGE_WEIGHTED
@@ -906,12 +357,12 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
         } else if (strcmp(k, "embedMaxInputs") == 0) {
             double d = json_number_value(v);
             if (!json_is_integer(v) || d < 1 || d > 4096)
-                CHECK(bad(c, ours, k, path, "expected an integer from 1 to 4096"));
+                CHECK(config_bad(c, ours, k, path, "expected an integer from 1 to 4096"));
             cfg->embed_max_inputs = (int)d;
         } else if (strcmp(k, "memoryWrite") != 0) {
-            warn(c, ours, k, 0, "unknown key %s (ignored)", path);
+            config_warn(c, ours, k, 0, "unknown key %s (ignored)", path);
         } else if (!json_is_boolean(v)) {
-            CHECK(bad(c, ours, k, path, "expected true or false"));
+            CHECK(config_bad(c, ours, k, path, "expected true or false"));
         } else {
             cfg->memory_write = json_is_true(v);
         }
@@ -928,7 +379,7 @@ static cm_rc provider_secret(ctx *c, const json_t *parent, const char *key, cons
     char why[512], *val = NULL;
     cm_rc rc = secret_resolve(c->secrets, json_object_get(parent, key), &val, why, sizeof why);
     if (rc == CM_ECONFIG) {
-        warn(c, parent, key, 0, "%s: %s (ignored)", path, why);
+        config_warn(c, parent, key, 0, "%s: %s (ignored)", path, why);
         return CM_OK;
     }
     if (rc) return rc;
@@ -947,12 +398,14 @@ static cm_rc read_rest(ctx *c, const json_t *root)
     CHECK(get_obj(c, root, "memory", "memory", &memory));
     if (memory) {
         json_t *v = json_object_get(memory, "backend");
-        if (v && (!json_is_string(v) || !in_choices("builtin|qmd", json_string_value(v))))
-            CHECK(bad(c, memory, "backend", "memory.backend", "expected \"builtin\" or \"qmd\""));
-        if (v) CHECK(set_str(&cfg->backend, json_string_value(v)));
+        if (v && (!json_is_string(v) || !config_in_choices("builtin|qmd", json_string_value(v))))
+            CHECK(config_bad(c, memory, "backend", "memory.backend",
+                             "expected \"builtin\" or \"qmd\""));
+        if (v) CHECK(config_set_str(&cfg->backend, json_string_value(v)));
         v = json_object_get(memory, "citations");
-        if (v && (!json_is_string(v) || !in_choices("auto|on|off", json_string_value(v))))
-            CHECK(bad(c, memory, "citations", "memory.citations", "expected auto, on or off"));
+        if (v && (!json_is_string(v) || !config_in_choices("auto|on|off", json_string_value(v))))
+            CHECK(
+                config_bad(c, memory, "citations", "memory.citations", "expected auto, on or off"));
         if (v) {
             const char *s = json_string_value(v);
             cfg->citations = s[1] == 'u' ? CM_CITE_AUTO : s[1] == 'n' ? CM_CITE_ON : CM_CITE_OFF;
@@ -977,7 +430,8 @@ static cm_rc read_rest(ctx *c, const json_t *root)
         CHECK(get_str(c, po, "baseUrl", path, &cfg->providers[pi].base_url));
         json_t *h = json_object_get(po, "headers");
         snprintf(path, sizeof path, "models.providers.%s.headers", pn);
-        if (h && !json_is_object(h)) CHECK(bad(c, po, "headers", path, "expected an object"));
+        if (h && !json_is_object(h))
+            CHECK(config_bad(c, po, "headers", path, "expected an object"));
         const char *hk;
         json_t *hv;
         json_object_foreach(h, hk, hv)
@@ -988,9 +442,9 @@ static cm_rc read_rest(ctx *c, const json_t *root)
             if (!val) continue;
             if (strchr(hk, ':') || strchr(hk, '\n') || strchr(val, '\n')) {
                 free(val);
-                CHECK(bad(c, h, hk, sub, "a header name or value with ':' or a newline"));
+                CHECK(config_bad(c, h, hk, sub, "a header name or value with ':' or a newline"));
             }
-            rc = header_set(&cfg->providers[pi].headers, hk, val);
+            rc = config_header_put(&cfg->providers[pi].headers, hk, val);
             free(val);
             CHECK(rc);
         }
@@ -1048,7 +502,7 @@ cm_rc config_parse_files(const config_text *main, const config_text *overlay,
         sec.sec[i] = s;
     }
     for (int i = 0; i < 2; i++)
-        check_all(&c[i], doc[i].root);
+        config_check_all(&c[i], doc[i].root);
     /* Key by key, clawmem.json over quantumclaw.json: within each stage the
      * overlay's leaves come second, and an agent's own settings still beat
      * either file's defaults. */
@@ -1167,16 +621,16 @@ void config_release(cm_config *cfg)
     free(cfg->remote_base_url);
     free(cfg->remote_api_key);
     free(cfg->static_model_path);
-    strlist_release(&cfg->remote_headers);
+    config_strlist_release(&cfg->remote_headers);
     for (int i = 0; i < CM_PROV_N; i++) {
         free(cfg->providers[i].api_key);
         free(cfg->providers[i].base_url);
-        strlist_release(&cfg->providers[i].headers);
+        config_strlist_release(&cfg->providers[i].headers);
     }
     free(cfg->local_model_path);
     free(cfg->local_cache_dir);
-    strlist_release(&cfg->extra_paths);
-    strlist_release(&cfg->sources);
+    config_strlist_release(&cfg->extra_paths);
+    config_strlist_release(&cfg->sources);
     free(cfg->store_path);
     free(cfg->sessions_dir);
     free(cfg->fts_tokenizer);

@@ -1,0 +1,76 @@
+/*
+ * config_int.h — what the files of src/config/ share and nothing outside
+ * them uses: the reading context of one file, the helpers of reader.c, the
+ * memorySearch reader of schema.c and the typo check of known_keys.c.
+ * config.c (loading) stands above the other three; schema.c and
+ * known_keys.c stand above reader.c.
+ */
+#ifndef CM_CONFIG_INT_H
+#define CM_CONFIG_INT_H
+
+#include "../base/json5.h"
+#include "config.h"
+#include "secret.h"
+
+/* Reading one config file into a cm_config: where errors and warnings go and
+ * how they name the file. */
+typedef struct ctx {
+    const json5_doc *doc;
+    const char *file;
+    const cm_logger *lg;
+    cm_config *cfg;
+    char *err;
+    size_t errlen;
+    bool overlay;             /* reading clawmem.json: clawmem's own keys are at home */
+    const char *overlay_path; /* named in the warnings about clawmem's keys in quantumclaw.json */
+    const secrets *secrets;
+} ctx;
+
+/* ---- reader.c ----------------------------------------------------------- */
+
+/* CM_ECONFIG with "file:line:col: path: what" in c->err, about the member key
+ * of parent ("file: path: what" when its position is unknown). */
+cm_rc config_bad(ctx *c, const json_t *parent, const char *key, const char *path, const char *what);
+
+/* *out (caller frees) is the string v, the member key of parent named path,
+ * with "${VAR}" substituted; an unset variable is config_bad(). */
+cm_rc config_subst(ctx *c, const json_t *parent, const char *key, const char *path, const json_t *v,
+                   char **out);
+
+/* Logs a warning "file:line:col: what" about the member key of parent (or its
+ * element index when key is NULL). */
+void config_warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* "an object", "a string", … for messages. */
+const char *config_type_name(const json_t *v);
+
+/* Whether s is one of choices, written "a|b|c". */
+bool config_in_choices(const char *choices, const char *s);
+
+/* *dst ← a copy of s (the old value freed). */
+cm_rc config_set_str(char **dst, const char *s);
+
+/* Frees l's strings and empties it. */
+void config_strlist_release(cm_strlist *l);
+
+/* Appends a copy of s to l unless l already holds it. */
+cm_rc config_strlist_add(cm_strlist *l, const char *s);
+
+/* config_header_set() of the line "name: value". */
+cm_rc config_header_put(cm_strlist *l, const char *name, const char *value);
+
+/* ---- schema.c ----------------------------------------------------------- */
+
+/* Applies every key of the memorySearch object obj to c->cfg; prefix is its
+ * path in the file, rel the dotted path below memorySearch ("" at its top).
+ * A bad value fails with config_bad(); an unknown key warns. */
+cm_rc config_walk(ctx *c, const json_t *obj, const char *prefix, const char *rel);
+
+/* ---- known_keys.c ------------------------------------------------------- */
+
+/* Warns about each key of root, in the sections clawmem reads, that
+ * QuantumClaw 2026.3.22's schema does not know (a typo). */
+void config_check_all(ctx *c, const json_t *root);
+
+#endif

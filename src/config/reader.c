@@ -1,0 +1,138 @@
+/*
+ * reader.c — what the config's readers share: errors and warnings that name
+ * the file:line:col where a value was written, "${VAR}" substitution in
+ * strings, and the small setters of strings, string lists and header lines.
+ */
+#include <stdarg.h>
+#include <strings.h>
+
+#include "../base/buf.h"
+#include "config_int.h"
+
+cm_rc config_bad(ctx *c, const json_t *parent, const char *key, const char *path, const char *what)
+{
+    int line = 0, col = 0;
+    if (json5_where(c->doc, parent, key, 0, &line, &col))
+        return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s: %s", c->file, line, col,
+                         path, what);
+    return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s: %s: %s", c->file, path, what);
+}
+
+/* The string v (member key of parent, path) with "${VAR}" substituted. */
+cm_rc config_subst(ctx *c, const json_t *parent, const char *key, const char *path, const json_t *v,
+                   char **out)
+{
+    char why[512];
+    cm_rc rc = secret_subst_env(json_string_value(v), out, why, sizeof why);
+    return rc == CM_ECONFIG ? config_bad(c, parent, key, path, why) : rc;
+}
+
+/* A warning "file:line:col: what" about the member key of parent (or its
+ * element index when key is NULL). */
+void config_warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt, ...)
+{
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    int line = 0, col = 0;
+    if (json5_where(c->doc, parent, key, index, &line, &col))
+        cm_logf(c->lg, CM_LOG_WARN, "%s:%d:%d: %s", c->file, line, col, what);
+    else
+        cm_logf(c->lg, CM_LOG_WARN, "%s: %s", c->file, what);
+}
+
+const char *config_type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "a value";
+}
+
+bool config_in_choices(const char *choices, const char *s)
+{
+    size_t n = strlen(s);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && memcmp(p, s, n) == 0) return true;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return false;
+}
+
+cm_rc config_set_str(char **dst, const char *s)
+{
+    char *v = cm_strdup(s);
+    if (!v) return CM_ENOMEM;
+    free(*dst);
+    *dst = v;
+    return CM_OK;
+}
+
+void config_strlist_release(cm_strlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+cm_rc config_strlist_add(cm_strlist *l, const char *s)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], s) == 0) return CM_OK;
+    char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+    if (!nv) return CM_ENOMEM;
+    l->v = nv;
+    if (!(l->v[l->n] = cm_strdup(s))) return CM_ENOMEM;
+    l->n++;
+    return CM_OK;
+}
+
+cm_rc config_header_set(cm_strlist *l, const char *line)
+{
+    size_t nl = strcspn(line, ":");
+    char *copy = cm_strdup(line);
+    if (!copy) return CM_ENOMEM;
+    for (size_t i = 0; i < l->n; i++)
+        if (strncasecmp(l->v[i], line, nl) == 0 && l->v[i][nl] == ':') {
+            free(l->v[i]);
+            l->v[i] = copy;
+            return CM_OK;
+        }
+    char **nv = realloc(l->v, (l->n + 1) * sizeof *nv);
+    if (!nv) {
+        free(copy);
+        return CM_ENOMEM;
+    }
+    l->v = nv;
+    l->v[l->n++] = copy;
+    return CM_OK;
+}
+
+cm_rc config_header_put(cm_strlist *l, const char *name, const char *value)
+{
+    buf b = BUF_INIT;
+    cm_rc rc = buf_printf(&b, "%s: %s", name, value);
+    if (!rc) rc = config_header_set(l, b.data);
+    buf_release(&b);
+    return rc;
+}
