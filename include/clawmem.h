@@ -171,7 +171,8 @@ cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t 
 int cm_engine_writable(const cm_engine *e);
 
 typedef struct cm_watch_opts {
-    volatile int *stop; /* set nonzero (any thread, or a signal handler) to return */
+    volatile int *stop; /* set nonzero to return: from a signal handler, or from another
+                           thread with an atomic store (__atomic_store_n); read atomically */
     int wake_fd;        /* a descriptor whose readability means "look at stop now", or -1:
                            then stop is looked at every 250 ms (and on signals) */
     int debounce_ms;    /* < 0: sync.watchDebounceMs (1500) */

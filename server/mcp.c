@@ -533,7 +533,7 @@ static void log_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *e
 static int stop_sync(void *ctx, const cm_progress *p)
 {
     (void)p;
-    return ((const syncer *)ctx)->stop;
+    return __atomic_load_n(&((const syncer *)ctx)->stop, __ATOMIC_ACQUIRE);
 }
 
 static void *sync_main(void *arg)
@@ -669,7 +669,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
         }
     }
 out:
-    y.stop = 1;
+    __atomic_store_n(&y.stop, 1, __ATOMIC_RELEASE);
     if (y.wake[1] >= 0) {
         ssize_t w = write(y.wake[1], "x", 1);
         (void)w;

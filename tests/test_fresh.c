@@ -203,7 +203,7 @@ TEST(fresh_search_trusts_a_live_watcher_only)
     EXPECT(rc2 == CM_OK || rc2 == CM_EBUSY);
     EXPECT_INT(st.files_seen, 21);
     cm_engine_free(r2);
-    t.stop = 1;
+    __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t.tid, NULL);
     cm_engine_free(t.e);
     EXPECT(wait_state(&f, "stopped", 10));

@@ -107,7 +107,7 @@ typedef struct swapper {
 static void *swap_loop(void *arg)
 {
     swapper *s = arg;
-    while (!s->stop) {
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
         if (renameat2(AT_FDCWD, s->a, AT_FDCWD, s->b, RENAME_EXCHANGE) == 0) s->swaps++;
     }
     return NULL;
@@ -146,7 +146,7 @@ TEST(harden_index_race_never_indexes_outside)
         json_decref(p);
         runs++;
     }
-    s.stop = 1;
+    __atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     /* undo the swap (an odd number of exchanges leaves sub as the link) */
     struct stat st;
@@ -224,7 +224,7 @@ typedef struct fifo_swap {
 static void *fifo_loop(void *arg)
 {
     fifo_swap *s = arg;
-    while (!s->stop)
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
         renameat2(AT_FDCWD, s->note, AT_FDCWD, s->fifo, RENAME_EXCHANGE);
     return NULL;
 }
@@ -236,7 +236,7 @@ static int fifo_child(const henv *e)
     fifo_swap s;
     snprintf(s.note, sizeof s.note, "%s/memory/b.md", e->ws);
     snprintf(s.fifo, sizeof s.fifo, "%s/memory/fifo", e->ws);
-    s.stop = 0;
+    __atomic_store_n(&s.stop, 0, __ATOMIC_RELEASE);
     pthread_t t;
     if (pthread_create(&t, NULL, fifo_loop, &s) != 0) return 2;
     char err[1024];
@@ -244,7 +244,7 @@ static int fifo_child(const henv *e)
     double t0 = now_s();
     for (int i = 0; i < 200 && now_s() - t0 < 1.5; i++)
         if (h_sync(e, i % 2 ? 0 : CM_SYNC_FORCE, err, sizeof err) != CM_OK) bad++;
-    s.stop = 1;
+    __atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     return bad ? 3 : 0;
 }

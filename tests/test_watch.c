@@ -113,7 +113,7 @@ TEST(watch_one_descriptor_for_a_large_tree)
     EXPECT(wait_for(reader, "platypus", 1, 5000));
     unlink(path_in(w.ws, "memory/d07/new.md"));
     EXPECT(wait_for(reader, "quokka", 0, 5000));
-    t.stop = 1;
+    __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t.tid, NULL);
     EXPECT(t.syncs >= 4);
     cm_engine_free(t.e);
