@@ -1046,3 +1046,42 @@ TEST(session_redaction_of_private_keys)
     EXPECT_STR(d.text.data, "User: mine: ***");
     session_doc_release(&d);
 }
+
+/* Per-agent isolation: agent "ops" sharing the state dir (and even the
+ * workspace) with "main" indexes only its own transcripts. */
+TEST(session_memory_is_per_agent)
+{
+    char *d = tmp_dir();
+    char *state = cm_strdup(path_in(d, "state")), *ws = cm_strdup(path_in(d, "ws"));
+    write_file(d, "ws/MEMORY.md", "# Facts\n");
+    write_file(d, "state/quantumclaw.json",
+               "{agents:{defaults:{memorySearch:{sources:['memory','sessions'],"
+               "experimental:{sessionMemory:true}}}}}");
+    append_msgs(state, ws, 2, "narwhal"); /* main's session */
+    char err[512], *js = NULL, *out = NULL;
+    cm_options oo = {"ops", ws, NULL, state, NULL, NULL, 0};
+    cm_sessions *s = NULL;
+    EXPECT_INT(cm_sessions_open(&oo, &s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_sessions_append(s, "main", "user", "the ops agent talks about a manatee", &out,
+                                  err, sizeof err),
+               CM_OK);
+    cm_free(out);
+    cm_sessions_free(s);
+    cm_search_opts so = {10, 0, 0};
+    const char *agents[] = {"main", "ops"};
+    for (int a = 0; a < 2; a++) {
+        cm_options o = {agents[a], ws, NULL, state, NULL, NULL, 0};
+        cm_engine *e = NULL;
+        EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_memory_search(e, "narwhal", &so, &js, err, sizeof err), CM_OK);
+        EXPECT_INT(strstr(js, "about narwhal") != NULL, a == 0);
+        cm_free(js);
+        EXPECT_INT(cm_memory_search(e, "manatee", &so, &js, err, sizeof err), CM_OK);
+        EXPECT_INT(strstr(js, "manatee") != NULL, a == 1);
+        cm_free(js);
+        cm_engine_free(e);
+    }
+    free(state);
+    free(ws);
+}
