@@ -1,8 +1,8 @@
 /*
  * engine.c — the per-agent engine behind include/clawmem.h: the handle
- * (config, logger, provider choice at open), memory_get and memory_write.
- * The engine's jobs live beside it, one a file: sync.c, search.c, status.c,
- * watch_loop.c and what they share (engine_int.h).
+ * (config, logger, the backend), memory_get and memory_write; sync, search
+ * and status go to the backend's table (builtin.c). The engine's jobs live
+ * beside it, one a file, and share engine_int.h.
  */
 #include "engine_int.h"
 #include "../tools/tools.h"
@@ -32,11 +32,11 @@ cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t e
     e->allow_write = opt->allow_write != 0;
     cm_config_args args = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(config_load(&args, &e->lg, &e->cfg, err, errlen));
-    store_remove_leftovers(e->cfg.store_path); /* of rebuilds whose process died */
     if (strcmp(e->cfg.backend, "qmd") == 0)
         cm_logf(&e->lg, CM_LOG_WARN,
                 "memory.backend = \"qmd\": clawmem serves memory itself (the builtin index)");
-    engine_choose_provider(e);
+    e->be = &engine_builtin;
+    CHECK(e->be->open(e, err, errlen));
 out:
     if (rc) {
         cm_engine_free(e);
@@ -49,11 +49,32 @@ out:
 void cm_engine_free(cm_engine *e)
 {
     if (!e) return;
-    engine_close_store(e);
-    if (e->have_prov) embed_close(&e->prov);
+    if (e->be) e->be->close(e);
     config_release(&e->cfg);
-    free(e->provider_note);
     free(e);
+}
+
+cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                     cm_sync_stats *stats, char *err, size_t errlen)
+{
+    return e->be->sync(e, flags, progress, progress_ctx, stats, err, errlen);
+}
+
+cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
+                       char *err, size_t errlen)
+{
+    return cm_memory_search_session(e, query, opts, NULL, json, err, errlen);
+}
+
+cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_opts *opts,
+                               const char *session_key, char **json, char *err, size_t errlen)
+{
+    return e->be->search(e, query, opts, session_key, json, err, errlen);
+}
+
+cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t errlen)
+{
+    return e->be->status(e, deep, json, err, errlen);
 }
 
 cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char **json, char *err,
@@ -80,7 +101,7 @@ cm_rc cm_memory_get_at(cm_engine *e, const char *path, long from, long offset, l
 
 int cm_engine_writable(const cm_engine *e)
 {
-    return e->allow_write || e->cfg.memory_write;
+    return engine_writable(e);
 }
 
 cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t now, char **json,

@@ -1,13 +1,14 @@
 /*
- * engine_int.h — what the files of src/engine/ share, and nothing outside
- * it includes: the engine's struct, in sections by the file that keeps those
+ * engine_int.h — what the files of src/engine/ share, and nothing outside it
+ * includes: the engine's struct, in sections by the file that keeps those
  * fields, and the functions one file of the engine offers the others. The
- * files, one job each: engine.c (the handle: open, free, memory_get,
- * memory_write), status.c, watch_loop.c, search.c, sync.c (discovery
- * pairing, incremental sync, the no-change check), rebuild.c (the full
- * rebuild and its reader thread), load.c (one file read and chunked), lock.c
- * (the writer lock, the watcher's record), provider.c (the embedding provider
- * and the vector filling), conn.c (the index connection).
+ * files, one job each: engine.c (the cm_* entry points: the handle,
+ * memory_get, memory_write, and the backend's calls), watch_loop.c, builtin.c
+ * (the builtin backend's table) with its status.c, search.c and sync.c
+ * (discovery pairing, incremental sync, the no-change check), rebuild.c (the
+ * full rebuild and its reader thread), load.c (one file read and chunked),
+ * lock.c (the writer lock, the watcher's record), provider.c (the embedding
+ * provider and the vector filling), conn.c (the index connection).
  */
 #ifndef CM_ENGINE_INT_H
 #define CM_ENGINE_INT_H
@@ -26,12 +27,29 @@
 
 #define VECTOR_DIMS_KEY "clawmem_vector_dims"
 
+/* A backend: what serves sync, search and status behind the cm_* entry
+ * points of engine.c (as git's struct ref_storage_be). One today: builtin.c,
+ * clawmem's own index; memory.backend = "qmd" is served by it too. */
+typedef struct engine_backend {
+    const char *name; /* as status shows it */
+    /* after the config is loaded; a failure fails cm_engine_open */
+    cm_rc (*open)(cm_engine *e, char *err, size_t errlen);
+    cm_rc (*sync)(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                  cm_sync_stats *stats, char *err, size_t errlen);
+    cm_rc (*search)(cm_engine *e, const char *query, const cm_search_opts *opts,
+                    const char *session_key, char **json, char *err, size_t errlen);
+    cm_rc (*status)(cm_engine *e, int deep, char **json, char *err, size_t errlen);
+    /* releases what open and the other calls left; safe after a failed open */
+    void (*close)(cm_engine *e);
+} engine_backend;
+
 struct cm_engine {
-    /* engine.c: the settings and the handle's options */
+    /* engine.c: the settings, the handle's options and the backend */
     cm_config cfg;
     cm_logger lg;
     int busy_ms;
     bool allow_write;
+    const engine_backend *be;
     /* conn.c: the open index */
     store st;
     bool st_open;
@@ -52,6 +70,22 @@ struct cm_engine {
     bool vx_stale;                 /* this engine's own sync changed vectors since */
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
 };
+
+/* Whether memory_write may write (cm_engine_writable). */
+static inline bool engine_writable(const cm_engine *e)
+{
+    return e->allow_write || e->cfg.memory_write;
+}
+
+/* ---- builtin.c: the builtin backend ------------------------------------- */
+
+extern const engine_backend engine_builtin;
+/* Its sync (sync.c), search (search.c) and status (status.c). */
+cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                   cm_sync_stats *stats, char *err, size_t errlen);
+cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                     const char *session_key, char **json, char *err, size_t errlen);
+cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
 
 /* ---- conn.c: the index connection --------------------------------------- */
 

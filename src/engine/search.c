@@ -1,7 +1,7 @@
 /*
- * search.c — memory_search: keyword hits through the FTS index, vector hits
- * from the in-memory vector index (kept fresh from the vector log), merged
- * and ranked, and shaped into the tool's payload.
+ * search.c — the builtin backend's memory_search: keyword hits through the
+ * FTS index, vector hits from the in-memory vector index (kept fresh from the
+ * vector log), merged and ranked, and shaped into the tool's payload.
  */
 #include "../search/query.h"
 #include "../search/rank.h"
@@ -130,14 +130,8 @@ out:
     return ok;
 }
 
-cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
-                       char *err, size_t errlen)
-{
-    return cm_memory_search_session(e, query, opts, NULL, json, err, errlen);
-}
-
-cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_opts *opts,
-                               const char *session_key, char **json, char *err, size_t errlen)
+cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                     const char *session_key, char **json, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf out = BUF_INIT;

@@ -1,8 +1,8 @@
 /*
- * status.c — cm_engine_status: the settings in effect, the provider, the
- * index's counts and problems, and (deep) its integrity and the files a sync
- * would read, as one JSON object. What it reads from the index is checked
- * before it is shown.
+ * status.c — the builtin backend's status (cm_engine_status): the settings in
+ * effect, the provider, the index's counts and problems, and (deep) its
+ * integrity and the files a sync would read, as one JSON object. What it
+ * reads from the index is checked before it is shown.
  */
 #include <jansson.h>
 #include <sys/stat.h>
@@ -67,7 +67,7 @@ static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
     return rc;
 }
 
-cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t errlen)
+cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
@@ -88,7 +88,7 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
                      c->enabled ? "true" : "false"));
     CHECK(add_kv_str(&b, "clawmemConfigPath", c->overlay_path));
     CHECK(buf_printf(&b, ",\"clawmemConfigFound\":%s", c->overlay_found ? "true" : "false"));
-    CHECK(add_kv_str(&b, "backend", "builtin"));
+    CHECK(add_kv_str(&b, "backend", e->be->name));
     engine_provider_check(e);
     CHECK(add_kv_str(&b, "requestedProvider", c->provider));
     CHECK(add_kv_str(&b, "provider", e->provider));
@@ -115,7 +115,7 @@ cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t er
     CHECK(buf_printf(&b, ",\"sync\":{\"watch\":%s,\"watchDebounceMs\":%d,\"intervalMinutes\":%g}",
                      c->sync_watch ? "true" : "false", c->watch_debounce_ms,
                      c->sync_interval_minutes));
-    CHECK(buf_printf(&b, ",\"memoryWrite\":%s", cm_engine_writable(e) ? "true" : "false"));
+    CHECK(buf_printf(&b, ",\"memoryWrite\":%s", engine_writable(e) ? "true" : "false"));
     CHECK(add_kv_str(&b, "indexPath", c->store_path));
     rc = engine_ensure_store(e, msg, sizeof msg);
     if (!rc && engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND)

@@ -1,9 +1,10 @@
 /*
- * sync.c — cm_engine_sync: discovery, the fingerprint that decides between
- * an incremental sync (files paired with their rows, only changed ones read)
- * and a full rebuild (rebuild.c), under the writer lock. A search's sync
- * (CM_SYNC_NOWAIT) that finds nothing changed is read-only (no lock, no
- * transaction). Also the indexing of a note that memory_write just wrote.
+ * sync.c — the builtin backend's sync (cm_engine_sync): discovery, the
+ * fingerprint that decides between an incremental sync (files paired with
+ * their rows, only changed ones read) and a full rebuild (rebuild.c), under
+ * the writer lock. A search's sync (CM_SYNC_NOWAIT) that finds nothing
+ * changed is read-only (no lock, no transaction). Also the indexing of a note
+ * that memory_write just wrote.
  */
 #include <sys/stat.h>
 #include <unistd.h>
@@ -230,8 +231,8 @@ cm_rc engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty,
     return rc;
 }
 
-cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
-                     cm_sync_stats *stats, char *err, size_t errlen)
+cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                   cm_sync_stats *stats, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     int lock = -1;
