@@ -1,0 +1,71 @@
+/*
+ * conn.c — the engine's connection to its index: opened on demand, reopened
+ * when another process swapped a rebuilt file in, closed with the vectors it
+ * loaded; and the checks that the workspace exists and is the one the index
+ * holds, which search, get and status make before they answer.
+ */
+#include <jansson.h>
+#include <sys/stat.h>
+
+#include "../base/fs.h"
+#include "engine_int.h"
+
+void engine_close_store(cm_engine *e)
+{
+    if (e->st_open) store_close(&e->st);
+    e->st_open = false;
+    if (e->vx_loaded) vec_index_release(&e->vx);
+    e->vx_loaded = false;
+}
+
+/* Opens the index for reading and writing; reopens it when another process
+ * swapped a rebuilt file in. CM_ENOTFOUND when there is no index yet. */
+cm_rc engine_ensure_store(cm_engine *e, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(e->cfg.store_path, &st) < 0) {
+        engine_close_store(e);
+        char clip[FS_CLIP_MAX + 1];
+        return cm_seterr(err, errlen, CM_ENOTFOUND,
+                         "index %s does not exist yet (run `clawmem index`)",
+                         fs_clip(e->cfg.store_path, clip));
+    }
+    if (e->st_open && st.st_dev == e->st_dev && st.st_ino == e->st_ino) return CM_OK;
+    engine_close_store(e);
+    cm_rc rc =
+        store_open(&e->st, e->cfg.store_path, e->cfg.fts_tokenizer, 0, e->busy_ms, err, errlen);
+    if (rc) return rc;
+    e->st_open = true;
+    e->st_dev = st.st_dev;
+    e->st_ino = st.st_ino;
+    return CM_OK;
+}
+
+/* CM_ENOTFOUND when the configured workspace is not a directory: search, get
+ * and status then fail rather than answer from an index of another workspace. */
+cm_rc engine_workspace_exists(const cm_engine *e, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(e->cfg.workspace, &st) == 0 && S_ISDIR(st.st_mode)) return CM_OK;
+    return cm_seterr(err, errlen, CM_ENOTFOUND,
+                     "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
+                     e->cfg.workspace);
+}
+
+/* CM_ENOTFOUND when the open index records another workspace in its meta
+ * row (an index from before that field is trusted: the next sync rebuilds it
+ * anyway, its fingerprint having changed). */
+cm_rc engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen)
+{
+    char *stored = NULL;
+    cm_rc rc = store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen);
+    json_t *meta = rc || !stored ? NULL : json_loads(stored, 0, NULL);
+    const char *ws = json_string_value(json_object_get(meta, "workspace"));
+    if (!rc && ws && strcmp(ws, e->cfg.workspace) != 0)
+        rc = cm_seterr(err, errlen, CM_ENOTFOUND,
+                       "the index %s holds workspace %s, not %s (run `clawmem index`)",
+                       e->cfg.store_path, ws, e->cfg.workspace);
+    json_decref(meta);
+    free(stored);
+    return rc;
+}

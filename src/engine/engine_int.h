@@ -1,0 +1,164 @@
+/*
+ * engine_int.h — what the files of src/engine/ share, and nothing outside it
+ * includes: the engine's struct, in sections by the file that keeps those
+ * fields, and the functions one file of the engine offers the others. The
+ * files, one job each: engine.c (the cm_* entry points: the handle,
+ * memory_get, memory_write, and the backend's calls), watch_loop.c, builtin.c
+ * (the builtin backend's table) with its status.c, search.c and sync.c
+ * (discovery pairing, incremental sync, the no-change check), rebuild.c (the
+ * full rebuild and its reader thread), load.c (one file read and chunked),
+ * lock.c (the writer lock, the watcher's record), provider.c (the embedding
+ * provider and the vector filling), conn.c (the index connection).
+ */
+#ifndef CM_ENGINE_INT_H
+#define CM_ENGINE_INT_H
+
+#include <sys/types.h>
+
+#include "../config/config.h"
+#include "../embed/embed.h"
+#include "../index/chunk.h"
+#include "../index/discover.h"
+#include "../store/store.h"
+
+/* Version of the keyword text derived from chunks (CJK bigrams); part of the
+ * fingerprint so that a change of derivation rebuilds the index. */
+#define KEYWORD_TEXT_VERSION "cjk2"
+
+#define VECTOR_DIMS_KEY "clawmem_vector_dims"
+
+/* A backend: what serves sync, search and status behind the cm_* entry
+ * points of engine.c (as git's struct ref_storage_be). One today: builtin.c,
+ * clawmem's own index; memory.backend = "qmd" is served by it too. */
+typedef struct engine_backend {
+    const char *name; /* as status shows it */
+    /* after the config is loaded; a failure fails cm_engine_open */
+    cm_rc (*open)(cm_engine *e, char *err, size_t errlen);
+    cm_rc (*sync)(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                  cm_sync_stats *stats, char *err, size_t errlen);
+    cm_rc (*search)(cm_engine *e, const char *query, const cm_search_opts *opts,
+                    const char *session_key, char **json, char *err, size_t errlen);
+    cm_rc (*status)(cm_engine *e, int deep, char **json, char *err, size_t errlen);
+    /* releases what open and the other calls left; safe after a failed open */
+    void (*close)(cm_engine *e);
+} engine_backend;
+
+struct cm_engine {
+    /* engine.c: the settings, the handle's options and the backend */
+    cm_config cfg;
+    cm_logger lg;
+    int busy_ms;
+    bool allow_write;
+    const engine_backend *be;
+    /* conn.c: the open index */
+    store st;
+    bool st_open;
+    dev_t st_dev; /* identity of the index file the connection has open */
+    ino_t st_ino;
+    /* provider.c: the embedding provider */
+    char provider[32], model[128];
+    char *provider_note; /* why the effective provider differs from the requested one */
+    embed_provider prov;
+    bool have_prov;
+    bool fallback_used;   /* provider_note says why the fallback serves */
+    char last_error[512]; /* the provider's last failure, for status */
+    /* search.c: the in-memory vector index and its freshness */
+    vec_index vx;
+    bool vx_loaded;
+    int64_t vx_version;
+    int64_t vx_seq;                /* the vector log position vx reflects (-1: no log) */
+    bool vx_stale;                 /* this engine's own sync changed vectors since */
+    unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
+};
+
+/* Whether memory_write may write (cm_engine_writable). */
+static inline bool engine_writable(const cm_engine *e)
+{
+    return e->allow_write || e->cfg.memory_write;
+}
+
+/* ---- builtin.c: the builtin backend ------------------------------------- */
+
+extern const engine_backend engine_builtin;
+/* Its sync (sync.c), search (search.c) and status (status.c). */
+cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                   cm_sync_stats *stats, char *err, size_t errlen);
+cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                     const char *session_key, char **json, char *err, size_t errlen);
+cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
+
+/* ---- conn.c: the index connection --------------------------------------- */
+
+/* Closes the index and drops the loaded vectors. */
+void engine_close_store(cm_engine *e);
+/* Opens the index, or reopens it after a swap; CM_ENOTFOUND: no index yet. */
+cm_rc engine_ensure_store(cm_engine *e, char *err, size_t errlen);
+/* CM_ENOTFOUND when the configured workspace is not a directory. */
+cm_rc engine_workspace_exists(const cm_engine *e, char *err, size_t errlen);
+/* CM_ENOTFOUND when the open index records another workspace. */
+cm_rc engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen);
+
+/* ---- provider.c: the embedding provider --------------------------------- */
+
+/* Sets up memorySearch.provider (or its fallback, or none) at open. */
+void engine_choose_provider(cm_engine *e);
+/* Downloads (when fetch) and loads a local model; the fallback when it fails. */
+void engine_provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress, void *progress_ctx);
+/* For status: the fallback when a local model's download failed lately. */
+void engine_provider_check(cm_engine *e);
+/* Gives every chunk of st without a vector one (cache, then the provider). */
+cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen);
+
+/* ---- lock.c: the writer lock and the watcher's record ------------------- */
+
+/* Takes "<index>.lock" (waiting up to busy_ms when wait); *fd_out holds it. */
+cm_rc engine_lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_t errlen);
+void engine_lock_release(int fd);
+/* The watcher's record: claimed (-1: not this process's), published, given up. */
+int engine_watch_claim(const cm_engine *e);
+void engine_watch_publish(const cm_engine *e, int fd, const char *state, uint64_t seq);
+void engine_watch_unclaim(const cm_engine *e, int fd);
+/* True when a live watcher vouches that the index is fresh. */
+bool engine_watched_fresh(const cm_engine *e);
+
+/* ---- load.c: one file read, checked and chunked for a sync -------------- */
+
+typedef struct sync_run {
+    cm_engine *e;
+    cm_progress_fn progress;
+    void *pctx;
+    cm_progress prog;
+    cm_sync_stats *stats;
+    problem_list problems; /* transient: unreadable or oversized files */
+    buf text, clean;
+    chunk_list chunks;
+    file_reader *rd;        /* of the thread that reads (the rebuild's reader has its own) */
+    int64_t size, mtime_ns; /* of the file engine_load_file read, from its descriptor */
+} sync_run;
+
+/* Reads, hashes and chunks f into r->chunks; CM_EIO: unreadable (a problem). */
+cm_rc engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1], buf *problem,
+                       char *err, size_t errlen);
+/* engine_load_file after the read: r->text holds the file's bytes. */
+cm_rc engine_chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                          buf *problem);
+/* Counts f as done; CM_ECANCELED when the progress callback says stop. */
+cm_rc engine_report(sync_run *r, const mem_file *f, char *err, size_t errlen);
+/* Writes the transient problems of this sync into the meta table. */
+cm_rc engine_save_problems(store *st, const problem_list *pl, char *err, size_t errlen);
+
+/* ---- rebuild.c: the full rebuild ---------------------------------------- */
+
+/* Builds a fresh index in a temporary file and swaps it in. */
+cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
+                     size_t errlen);
+
+/* ---- sync.c: the sync --------------------------------------------------- */
+
+/* Counts the files of a discovery that a sync would read or drop. */
+cm_rc engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
+                            size_t errlen);
+/* Indexes the memory file rel that memory_write just wrote (best effort). */
+void engine_index_written(cm_engine *e, const char *rel);
+
+#endif

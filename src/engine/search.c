@@ -1,0 +1,224 @@
+/*
+ * search.c — the builtin backend's memory_search: keyword hits through the
+ * FTS index, vector hits from the in-memory vector index (kept fresh from the
+ * vector log), merged and ranked, and shaped into the tool's payload.
+ */
+#include "../search/query.h"
+#include "../search/rank.h"
+#include "../tools/tools.h"
+#include "engine_int.h"
+
+typedef struct expand_ctx {
+    store *st;
+    char *err;
+    size_t errlen;
+} expand_ctx;
+
+/* Short terms of a trigram query: the index's trigrams that start with them. */
+static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
+{
+    expand_ctx *x = ctx;
+    return store_trigram_terms(x->st, term, len, out, x->err, x->errlen);
+}
+
+static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, char *err,
+                          size_t errlen)
+{
+    buf match = BUF_INIT;
+    size_t ntok = 0;
+    query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
+    expand_ctx xc = {&e->st, err, errlen};
+    cm_rc rc =
+        query_build_ex(query, strlen(query), e->st.trigram, QUERY_AND, x, &xc, &match, &ntok);
+    if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
+    if (!rc && hits->n < (size_t)limit && ntok > 1) {
+        /* Too few chunks have every word: rank those with some of them too.
+         * The OR query scores every chunk exactly as the AND query did (BM25
+         * sums over the words a chunk holds), so its list contains the AND
+         * hits at their ranks and only adds to them. */
+        fts_hits_release(hits);
+        buf_reset(&match);
+        rc = query_build_ex(query, strlen(query), e->st.trigram, QUERY_OR, x, &xc, &match, &ntok);
+        if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
+    }
+    buf_release(&match);
+    return rc;
+}
+
+/* Loads the vectors of the open index when they are not loaded; when
+ * another connection committed since (PRAGMA data_version) or this engine's
+ * own sync changed vectors, applies the vector log's k changes to the loaded
+ * index instead of reloading it (a reload only when the log cannot say). */
+static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
+{
+    int64_t version = store_data_version(&e->st);
+    if (e->vx_loaded && version == e->vx_version && !e->vx_stale) return CM_OK;
+    char *dims = NULL;
+    cm_rc rc = store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, err, errlen);
+    int d = dims ? (int)strtol(dims, NULL, 10) : 0;
+    free(dims);
+    if (!rc && d > 0 && e->vx_loaded && (int)e->vx.dims == d) {
+        bool reload = false;
+        rc = store_vectors_update(&e->st, d, &e->vx, &e->vx_seq, &reload, err, errlen);
+        if (!rc && !reload) {
+            e->vx_version = version;
+            e->vx_stale = false;
+            e->vx_updates++;
+            return CM_OK;
+        }
+        if (rc == CM_ENOMEM) return rc; /* else a reload serves */
+        rc = CM_OK;
+    }
+    if (e->vx_loaded) vec_index_release(&e->vx);
+    e->vx_loaded = false;
+    if (rc || d <= 0) return rc; /* nothing embedded yet */
+    if (!e->prov.dims) e->prov.dims = d;
+    if ((rc = store_vectors_load(&e->st, d, &e->vx, &e->vx_seq, err, errlen))) return rc;
+    e->vx_loads++;
+    e->vx_loaded = true;
+    e->vx_version = version;
+    e->vx_stale = false;
+    return CM_OK;
+}
+
+/* Appends the vector side's candidates to *v (n, cap): the k chunks nearest
+ * the query. Returns false when there is no vector side for this query
+ * (no provider, no vectors yet, the query embedding failed or was zero). */
+static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, size_t *n,
+                        size_t *cap)
+{
+    engine_provider_ready(e, false, NULL, NULL);
+    if (!e->have_prov || (e->prov.kind == EMBED_LOCAL && !e->prov.lm)) return false;
+    char msg[512];
+    float *q = NULL;
+    vec_hit *hits = NULL;
+    bool ok = false;
+    if (ensure_vectors(e, msg, sizeof msg) || !e->vx_loaded || !e->vx.n) goto out;
+    if (embed_query(&e->prov, query, &q, msg, sizeof msg) != CM_OK) {
+        snprintf(e->last_error, sizeof e->last_error, "%s", msg);
+        cm_logf(&e->lg, CM_LOG_WARN, "%s; searching keywords only", msg);
+        goto out;
+    }
+    if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims))
+        goto out; /* zero: keywords only */
+    if (!(hits = malloc((size_t)k * sizeof *hits))) goto out;
+    size_t nh = vec_search_auto(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
+    for (size_t i = 0; i < nh; i++) {
+        fts_hit h;
+        if (store_chunk_get(&e->st, hits[i].id, &h, msg, sizeof msg) != CM_OK) continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 64;
+            search_hit *nv = realloc(*v, nc * sizeof *nv);
+            if (!nv) {
+                free(h.path);
+                free(h.source);
+                free(h.text);
+                break;
+            }
+            *v = nv;
+            *cap = nc;
+        }
+        (*v)[(*n)++] = (search_hit){
+            h.id,       h.path,     h.source, h.text, h.start_line,
+            h.end_line, h.mtime_ns, 0,        0,      CM_MAX(0.0, (double)hits[i].score),
+            false,      true};
+    }
+    ok = true;
+out:
+    free(q);
+    free(hits);
+    return ok;
+}
+
+cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                     const char *session_key, char **json, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf out = BUF_INIT;
+    fts_hits hits = {0};
+    search_hit *v = NULL;
+    size_t n = 0;
+    char msg[512] = "";
+    *json = NULL;
+    if (!query) query = "";
+    const cm_config *c = &e->cfg;
+    engine_provider_ready(e, false, NULL,
+                          NULL); /* the fallback, when the local model cannot serve */
+    tools_head head = {e->provider, e->model, e->provider_note, c->citations, session_key};
+    int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
+    double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
+    if (!c->enabled) {
+        CHECK(tools_search_error("memory search is disabled (memorySearch.enabled is false)", &head,
+                                 &out));
+        goto done;
+    }
+    if (engine_workspace_exists(e, msg, sizeof msg)) {
+        CHECK(tools_search_error(msg, &head, &out));
+        goto done;
+    }
+    rc = engine_ensure_store(e, msg, sizeof msg);
+    if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
+        rc = CM_OK;
+        CHECK(tools_search_payload(NULL, 0, &head, &out));
+        goto done;
+    }
+    if (!rc && engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
+        rc = CM_OK;
+        CHECK(tools_search_error(msg, &head, &out));
+        goto done;
+    }
+    if (!rc) rc = keyword_hits(e, query, config_candidates(c, max_results), &hits, msg, sizeof msg);
+    if (rc == CM_ENOMEM) CHECK(rc);
+    if (rc) {
+        rc = CM_OK;
+        CHECK(tools_search_error(msg, &head, &out));
+        goto done;
+    }
+    size_t cap = hits.n;
+    if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
+    for (size_t i = 0; i < hits.n; i++) {
+        fts_hit *h = &hits.v[i];
+        v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,
+                            h->mtime_ns, 0,       0,         0,       true,          false};
+        h->path = h->source = h->text = NULL; /* moved */
+        v[i].text_score = rank_bm25_score(h->rank);
+        v[i].score = v[i].text_score; /* keyword-only: the text score is the score */
+    }
+    n = hits.n;
+    /* Hybrid: the vector side's candidates, merged by chunk id with the
+     * normalised weights; without hybrid, the vector side alone. */
+    if (vector_hits(e, query, config_candidates(c, max_results), &v, &n, &cap)) {
+        if (!c->hybrid_enabled) {
+            size_t w = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (v[i].has_vector)
+                    v[w++] = v[i];
+                else
+                    search_hit_release(&v[i]);
+            }
+            n = w;
+            n = rank_merge(v, n, 1.0, 0.0);
+        } else {
+            n = c->hybrid_merge == CM_MERGE_MINMAX
+                    ? rank_merge_minmax(v, n, c->vector_weight, c->text_weight)
+                : c->hybrid_merge == CM_MERGE_RRF
+                    ? rank_merge_rrf(v, n, RANK_RRF_K, c->vector_weight, c->text_weight)
+                    : rank_merge(v, n, c->vector_weight, c->text_weight);
+        }
+    }
+    rank_opts ro = {c->text_weight,   min_score,         max_results,
+                    c->decay_enabled, c->half_life_days, opts ? opts->now : 0,
+                    c->mmr_enabled,   c->mmr_lambda};
+    n = rank_finish(v, n, &ro);
+    CHECK(tools_search_payload(v, n, &head, &out));
+done:
+    *json = buf_detach(&out);
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    for (size_t i = 0; v && i < n; i++)
+        search_hit_release(&v[i]);
+    free(v);
+    fts_hits_release(&hits);
+    buf_release(&out);
+    return rc;
+}

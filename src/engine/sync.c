@@ -1,0 +1,374 @@
+/*
+ * sync.c — the builtin backend's sync (cm_engine_sync): discovery, the
+ * fingerprint that decides between an incremental sync (files paired with
+ * their rows, only changed ones read) and a full rebuild (rebuild.c), under
+ * the writer lock. A search's sync (CM_SYNC_NOWAIT) that finds nothing
+ * changed is read-only (no lock, no transaction). Also the indexing of a note
+ * that memory_write just wrote.
+ */
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/fs.h"
+#include "../base/path.h"
+#include "../tools/tools.h"
+#include "engine_int.h"
+
+/* The read-only no-change check: the index exists with this fingerprint,
+ * every discovered file matches its row (size and mtime), none is gone, no
+ * problem is recorded or found, and no chunk waits for a vector. Then a
+ * sync would write nothing, and it is skipped without the writer lock. */
+static bool nothing_changed(cm_engine *e, const file_list *files, const problem_list *pl,
+                            const char *meta)
+{
+    char msg[512], *stored = NULL, *prev = NULL;
+    size_t dirty = 1;
+    bool same = false;
+    if (pl->n || engine_ensure_store(e, msg, sizeof msg) != CM_OK) return false;
+    if (store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg) != CM_OK) goto out;
+    if (!stored || strcmp(stored, meta) != 0) goto out;
+    if (store_meta_get(&e->st, STORE_PROBLEMS_KEY, &prev, msg, sizeof msg) != CM_OK) goto out;
+    if (prev && strcmp(prev, "[]") != 0) goto out;
+    if (engine_count_dirty_in(e, files, &dirty, msg, sizeof msg) != CM_OK || dirty) goto out;
+    if (e->have_prov) {
+        pending_chunk *pc = NULL;
+        size_t n = 0;
+        if (store_pending_vectors(&e->st, 0, 1, &pc, &n, msg, sizeof msg) != CM_OK) goto out;
+        pending_release(pc, n);
+        if (n) goto out;
+    }
+    same = true;
+out:
+    free(stored);
+    free(prev);
+    return same;
+}
+
+/* The fingerprint: a change in any field means the whole index is rebuilt. */
+static cm_rc meta_json(const cm_engine *e, buf *out)
+{
+    const cm_config *c = &e->cfg;
+    buf scope = BUF_INIT;
+    cm_rc rc = CM_OK;
+    for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
+        rc = buf_printf(&scope, "%s\n", c->extra_paths.v[i]);
+    char scope_hash[SHA256_HEX_LEN + 1];
+    sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
+    buf_release(&scope);
+    /* version 2: chunks within their budget, no byte-order mark (chunk.h) */
+    if (!rc)
+        rc =
+            buf_printf(out,
+                       "{\"version\":2,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
+                       "\"sources\":[",
+                       e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
+    for (size_t i = 0; i < c->sources.n && !rc; i++)
+        rc = buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
+    if (!rc)
+        rc = buf_printf(out,
+                        "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
+                        "\"vectorDims\":%d,\"ftsTokenizer\":\"%s%s\",\"workspace\":",
+                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims,
+                        c->fts_tokenizer,
+                        strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
+    /* the workspace the index holds: another one rebuilds it (and search
+     * refuses it until then, see engine_index_workspace_matches) */
+    if (!rc) rc = buf_add_json_str(out, c->workspace, strlen(c->workspace));
+    if (!rc) rc = buf_addc(out, '}');
+    return rc;
+}
+
+/* Pairs files on disk with their rows in the index in one merge pass (both
+ * are sorted by path, and SQLite's BINARY order is strcmp's): match[i] is the
+ * row of files->v[i] or NULL; kept[j] tells whether row j still has a file. */
+static cm_rc pair_files(const file_list *files, const stored_files *old, const stored_file ***match,
+                        bool **kept)
+{
+    *match = calloc(files->n ? files->n : 1, sizeof **match);
+    *kept = calloc(old->n ? old->n : 1, sizeof **kept);
+    if (!*match || !*kept) {
+        free(*match);
+        free(*kept);
+        return CM_ENOMEM;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < files->n; i++) {
+        int c = -1;
+        while (j < old->n && (c = strcmp(old->v[j].path, files->v[i].rel)) < 0)
+            j++;
+        if (j < old->n && c == 0) {
+            (*match)[i] = &old->v[j];
+            (*kept)[j] = true;
+        }
+    }
+    return CM_OK;
+}
+
+/* Whether a session transcript that grew since it was indexed grew by less
+ * than sync.sessions.deltaBytes and deltaMessages (newlines) both: it waits
+ * for more, as QuantumClaw's session sync does. A transcript that shrank was
+ * rewritten and is indexed again. */
+static bool session_below_delta(sync_run *r, const mem_file *f, const stored_file *sf)
+{
+    if (!sf || strcmp(f->source, "sessions") != 0 || f->size < sf->size) return false;
+    const cm_config *c = &r->e->cfg;
+    if (f->size - sf->size >= c->sessions_delta_bytes) return false;
+    buf b = BUF_INIT;
+    char why[256];
+    struct stat st;
+    bool below = false;
+    if (file_reader_read(r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &b, &st, why, sizeof why) ==
+            CM_OK &&
+        (int64_t)b.len >= sf->size) {
+        long lines = 0;
+        for (size_t i = (size_t)sf->size; i < b.len; i++)
+            lines += b.data[i] == '\n';
+        below = lines < c->sessions_delta_messages;
+    }
+    buf_release(&b);
+    return below;
+}
+
+/* Brings an existing index up to date file by file. */
+static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t errlen)
+{
+    cm_engine *e = r->e;
+    store *st = &e->st;
+    cm_rc rc = CM_OK;
+    stored_files old = {0};
+    const stored_file **match = NULL;
+    bool *kept = NULL;
+    buf problem = BUF_INIT;
+    CHECK(store_files_load(st, &old, err, errlen));
+    CHECK(pair_files(files, &old, &match, &kept));
+    for (size_t i = 0; i < files->n; i++) {
+        const mem_file *f = &files->v[i];
+        const stored_file *sf = match[i];
+        if ((sf && sf->size == f->size && sf->mtime_ns == f->mtime_ns) ||
+            session_below_delta(r, f, sf)) {
+            r->stats->files_unchanged++;
+            CHECK(engine_report(r, f, err, errlen));
+            continue;
+        }
+        char hash[SHA256_HEX_LEN + 1];
+        rc = engine_load_file(r, f, hash, &problem, err, errlen);
+        if (rc == CM_EIO) { /* keep what the index has; retried next sync */
+            rc = CM_OK;
+            r->stats->files_skipped++;
+            CHECK(engine_report(r, f, err, errlen));
+            continue;
+        }
+        CHECK(rc);
+        CHECK(store_begin(st, err, errlen));
+        if (sf && strcmp(sf->hash, hash) == 0) {
+            rc = store_file_touch(st, f->rel, r->mtime_ns, r->size, err, errlen);
+            r->stats->files_unchanged++;
+        } else {
+            rc = store_file_replace(st, f->rel, f->source, hash, r->mtime_ns, r->size,
+                                    problem.len ? problem.data : NULL, &r->chunks, err, errlen);
+            r->stats->files_indexed++;
+            r->stats->chunks_written += r->chunks.n;
+        }
+        if (!rc) rc = store_commit(st, err, errlen);
+        if (rc) store_rollback(st);
+        CHECK(rc);
+        CHECK(engine_report(r, f, err, errlen));
+    }
+    /* Files gone from disk. Unreadable files are still listed by discovery,
+     * so they are not removed. */
+    bool in_tx = false;
+    for (size_t i = 0; i < old.n; i++) {
+        if (kept[i]) continue;
+        if (!in_tx) CHECK(store_begin(st, err, errlen));
+        in_tx = true;
+        CHECK(store_file_delete(st, old.v[i].path, err, errlen));
+        r->stats->files_removed++;
+    }
+    /* Record this sync's transient problems (rewritten only when there are
+     * some now or were some before, so a no-op sync writes nothing). */
+    char *prev = NULL;
+    CHECK(store_meta_get(st, STORE_PROBLEMS_KEY, &prev, err, errlen));
+    if (r->problems.n || (prev && strcmp(prev, "[]") != 0) || in_tx) {
+        if (!in_tx) rc = store_begin(st, err, errlen);
+        in_tx = true;
+        if (!rc) rc = engine_save_problems(st, &r->problems, err, errlen);
+    }
+    free(prev);
+    CHECK(rc);
+    if (in_tx) {
+        in_tx = false;
+        CHECK(store_commit(st, err, errlen));
+    }
+out:
+    if (rc) store_rollback(st);
+    stored_files_release(&old);
+    free(match);
+    free(kept);
+    buf_release(&problem);
+    return rc;
+}
+
+/* Counts the files of a discovery that a sync would read (new, changed) or
+ * drop. */
+cm_rc engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
+                            size_t errlen)
+{
+    stored_files old = {0};
+    const stored_file **match = NULL;
+    bool *kept = NULL;
+    cm_rc rc = store_files_load(&e->st, &old, err, errlen);
+    if (!rc) rc = pair_files(files, &old, &match, &kept);
+    *dirty = 0;
+    for (size_t i = 0; !rc && i < files->n; i++) {
+        const stored_file *sf = match[i];
+        if (!sf || sf->size != files->v[i].size || sf->mtime_ns != files->v[i].mtime_ns) (*dirty)++;
+    }
+    for (size_t i = 0; !rc && i < old.n; i++)
+        *dirty += !kept[i];
+    free(match);
+    free(kept);
+    stored_files_release(&old);
+    return rc;
+}
+
+cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                   cm_sync_stats *stats, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    int lock = -1;
+    file_list files = {0};
+    buf meta = BUF_INIT;
+    char *stored = NULL;
+    cm_sync_stats local;
+    if (!stats) stats = &local;
+    memset(stats, 0, sizeof *stats);
+    file_reader rd;
+    file_reader_init(&rd, &files);
+    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}, &rd, 0, 0};
+    struct stat st;
+    char clip[FS_CLIP_MAX + 1];
+    if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
+        FAIL(CM_ENOTFOUND,
+             "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
+             fs_clip(e->cfg.workspace, clip));
+    if ((flags & CM_SYNC_UNLESS_WATCHED) && !(flags & CM_SYNC_FORCE) && engine_watched_fresh(e))
+        goto out; /* a live watcher keeps the index fresh */
+    engine_provider_ready(e, true, progress,
+                          progress_ctx); /* before the lock: a download takes a while */
+    CHECK(discover_files(&e->cfg, &files, &r.problems));
+    CHECK(meta_json(e, &meta));
+    /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
+     * explicit index waits for the writer lock as before */
+    if ((flags & CM_SYNC_NOWAIT) && !(flags & CM_SYNC_FORCE) &&
+        nothing_changed(e, &files, &r.problems, meta.data)) {
+        stats->files_seen = stats->files_unchanged = files.n;
+        goto out;
+    }
+    CHECK(engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
+    store_remove_leftovers(e->cfg.store_path);
+    for (size_t i = 0; i < r.problems.n; i++)
+        cm_logf(&e->lg, CM_LOG_WARN, "%s: %s", r.problems.v[i].path, r.problems.v[i].what);
+    stats->files_seen = files.n;
+    r.prog.files_total = files.n;
+    r.prog.bytes_total = files.total_bytes;
+
+    bool full = (flags & CM_SYNC_FORCE) != 0;
+    if (!full) {
+        rc = engine_ensure_store(e, err, errlen);
+        if (rc == CM_ENOTFOUND) {
+            full = true;
+            rc = CM_OK;
+        }
+        CHECK(rc);
+    }
+    if (!full) {
+        CHECK(store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen));
+        if (!stored || strcmp(stored, meta.data) != 0) {
+            if (stored)
+                cm_logf(&e->lg, CM_LOG_INFO, "index settings changed; rebuilding the index");
+            full = true;
+        }
+    }
+    if (full) {
+        CHECK(engine_rebuild(&r, &files, meta.data, err, errlen));
+    } else {
+        CHECK(store_vector_log_ensure(&e->st, err, errlen));
+        CHECK(incremental(&r, &files, err, errlen));
+        CHECK(engine_fill_vectors(e, &e->st, stats, err, errlen));
+    }
+    bool changed = stats->files_indexed || stats->files_removed || stats->chunks_embedded;
+    if (!full && changed) CHECK(store_vector_log_trim(&e->st, err, errlen));
+    if (e->st_open && changed) store_checkpoint(&e->st);
+    if (changed) e->vx_stale = true; /* the next search applies the vector log */
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
+    engine_lock_release(lock);
+    file_reader_release(&rd);
+    file_list_release(&files);
+    problem_list_release(&r.problems);
+    buf_release(&r.text);
+    buf_release(&r.clean);
+    chunk_list_release(&r.chunks);
+    buf_release(&meta);
+    free(stored);
+    return rc;
+}
+
+/* How long memory_write waits for a running sync before it leaves the
+ * written note to the next one. */
+#define WRITE_INDEX_WAIT_MS 2000
+
+/* Indexes the memory file rel that memory_write just wrote, so that a search
+ * finds the note at once (its vectors follow with the next sync): under the
+ * writer lock, read through the same descriptor walk as memory_get, with the
+ * size and mtime of what was read. Best effort — the note is on disk either
+ * way — and skipped when there is no index yet, its settings changed (the
+ * next sync rebuilds it), or another writer holds the lock for long. */
+void engine_index_written(cm_engine *e, const char *rel)
+{
+    char msg[512] = "";
+    int lock = -1, fd = -1;
+    buf meta = BUF_INIT, name = BUF_INIT, problem = BUF_INIT;
+    char *stored = NULL;
+    cm_sync_stats stats = {0};
+    sync_run r = {.e = e, .stats = &stats, .text = BUF_INIT, .clean = BUF_INIT};
+    int busy = e->busy_ms;
+    e->busy_ms = CM_MIN(busy, WRITE_INDEX_WAIT_MS);
+    cm_rc rc = engine_lock_acquire(e, true, &lock, msg, sizeof msg);
+    e->busy_ms = busy;
+    if (!rc) rc = engine_ensure_store(e, msg, sizeof msg);
+    if (!rc) rc = meta_json(e, &meta);
+    if (!rc) rc = store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg);
+    if (!rc && (!stored || strcmp(stored, meta.data) != 0)) rc = CM_ENOTFOUND;
+    struct stat st = {0};
+    if (!rc) rc = tools_open(&e->cfg, rel, &fd, &st, &name, msg, sizeof msg);
+    if (!rc && st.st_size > DISCOVER_MAX_FILE_BYTES) rc = CM_ETOOBIG;
+    if (!rc) rc = path_read_fd(fd, rel, (size_t)DISCOVER_MAX_FILE_BYTES, &r.text, msg, sizeof msg);
+    char hash[SHA256_HEX_LEN + 1];
+    mem_file f = {.rel = name.data, .source = "memory", .size = st.st_size};
+    f.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    if (!rc) rc = engine_chunk_loaded(&r, &f, hash, &problem);
+    if (!rc) rc = store_begin(&e->st, msg, sizeof msg);
+    if (!rc) {
+        rc = store_file_replace(&e->st, f.rel, f.source, hash, f.mtime_ns, f.size,
+                                problem.len ? problem.data : NULL, &r.chunks, msg, sizeof msg);
+        if (!rc) rc = store_commit(&e->st, msg, sizeof msg);
+        if (rc) store_rollback(&e->st);
+    }
+    if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
+        vec_index_release(&e->vx);
+        e->vx_loaded = false;
+    }
+    if (rc && rc != CM_ENOTFOUND)
+        cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);
+    if (fd >= 0) close(fd);
+    engine_lock_release(lock);
+    free(stored);
+    buf_release(&meta);
+    buf_release(&name);
+    buf_release(&problem);
+    buf_release(&r.text);
+    buf_release(&r.clean);
+    chunk_list_release(&r.chunks);
+    problem_list_release(&r.problems);
+}
