@@ -11,11 +11,17 @@
 
 #define WATCH_DEGRADED_RESCAN_MS 10000
 
+/* *stop, read atomically (set by another thread or a signal handler). */
+static bool stopped(const cm_watch_opts *o)
+{
+    return o->stop && __atomic_load_n(o->stop, __ATOMIC_ACQUIRE);
+}
+
 static int stop_requested(void *ctx, const cm_progress *p)
 {
     (void)p;
     const cm_watch_opts *o = ctx;
-    return o->stop && *o->stop;
+    return stopped(o);
 }
 
 cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t errlen)
@@ -32,7 +38,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
     engine_watch_publish(e, live, "pending", seq);
     int64_t due = cm_now_ms(); /* sync on start */
     int64_t first_change = -1, last_sync = 0;
-    while (!(o.stop && *o.stop)) {
+    while (!stopped(&o)) {
         int64_t t = cm_now_ms();
         if (due >= 0 && t >= due) {
             cm_sync_stats st;
