@@ -25,7 +25,7 @@ TEST(buf_json_string_escapes)
 {
     buf b = BUF_INIT;
     const char s[] = "a\"b\\c\n\t\x01 é";
-    EXPECT_INT(buf_add_json_str(&b, s, sizeof s - 1), CM_OK);
+    EXPECT_INT(utf8_add_json_str(&b, s, sizeof s - 1), CM_OK);
     EXPECT_STR(b.data, "\"a\\\"b\\\\c\\n\\t\\u0001 é\"");
     json_t *j = json_loads(b.data, JSON_DECODE_ANY, NULL);
     EXPECT(j && strcmp(json_string_value(j), s) == 0);

@@ -102,7 +102,7 @@ TEST(redact_json_strings_always_valid)
 {
     const char raw[] = "a\xff\xc3(b\x7f\xc2\x9b\xe6\xbc\xa2\x01\"\\";
     buf b = BUF_INIT;
-    EXPECT_INT(buf_add_json_str(&b, raw, sizeof raw - 1), CM_OK);
+    EXPECT_INT(utf8_add_json_str(&b, raw, sizeof raw - 1), CM_OK);
     EXPECT_STR(b.data, "\"a\xEF\xBF\xBD\xEF\xBF\xBD(b\\u007f\\u009b\xe6\xbc\xa2\\u0001\\\"\\\\\"");
     json_t *j = json_loads(b.data, JSON_DECODE_ANY, NULL);
     EXPECT(j != NULL);

@@ -27,11 +27,6 @@ cm_rc buf_add(buf *b, const void *p, size_t n);
 cm_rc buf_adds(buf *b, const char *s);
 cm_rc buf_addc(buf *b, char c);
 cm_rc buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s as a JSON string literal, quotes included. The result is always
- * valid UTF-8 JSON whatever s holds: invalid UTF-8 becomes U+FFFD (as
- * Node's UTF-8 decoding shows a file name QuantumClaw reads), and control
- * characters (C0, DEL, C1) are \u escapes, never raw bytes. */
-cm_rc buf_add_json_str(buf *b, const char *s, size_t n);
 /* Hands the data to the caller (never NULL on CM_OK) and resets b. */
 char *buf_detach(buf *b);
 

@@ -210,3 +210,51 @@ cm_rc utf8_cjk_expand(buf *out, const char *s, size_t n)
     }
     return rc;
 }
+
+cm_rc utf8_add_json_str(buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    cm_rc rc = buf_addc(b, '"');
+    size_t run = 0; /* start of the pending run of bytes that need no escape */
+    for (size_t i = 0; i < n && !rc;) {
+        unsigned char c = (unsigned char)s[i];
+        int32_t cp = c;
+        size_t l = 1;
+        if (c >= 0x80) l = utf8_decode(s + i, n - i, &cp);
+        if (cp >= 0x20 && cp != '"' && cp != '\\' && (cp < 0x7f || cp > 0x9f)) {
+            i += l;
+            continue;
+        }
+        rc = buf_add(b, s + run, i - run);
+        i += l;
+        run = i;
+        if (rc) break;
+        switch (cp) {
+        case '"':
+            rc = buf_add(b, "\\\"", 2);
+            break;
+        case '\\':
+            rc = buf_add(b, "\\\\", 2);
+            break;
+        case '\n':
+            rc = buf_add(b, "\\n", 2);
+            break;
+        case '\r':
+            rc = buf_add(b, "\\r", 2);
+            break;
+        case '\t':
+            rc = buf_add(b, "\\t", 2);
+            break;
+        case -1: /* invalid UTF-8: U+FFFD, as a JSON string must be valid UTF-8 */
+            rc = buf_add(b, "\xEF\xBF\xBD", 3);
+            break;
+        default: { /* C0, DEL and C1 controls */
+            char esc[6] = {'\\', 'u', '0', '0', hex[cp >> 4], hex[cp & 15]};
+            rc = buf_add(b, esc, 6);
+        }
+        }
+    }
+    if (!rc) rc = buf_add(b, s + run, n - run);
+    if (!rc) rc = buf_addc(b, '"');
+    return rc;
+}

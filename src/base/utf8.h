@@ -52,4 +52,10 @@ static inline int32_t utf8_lower(int32_t cp)
  * written without spaces; everything else is copied unchanged. */
 cm_rc utf8_cjk_expand(buf *out, const char *s, size_t n);
 
+/* Appends s as a JSON string literal, quotes included. The result is always
+ * valid UTF-8 JSON whatever s holds: invalid UTF-8 becomes U+FFFD (as
+ * Node's UTF-8 decoding shows a file name QuantumClaw reads), and control
+ * characters (C0, DEL, C1) are \u escapes, never raw bytes. */
+cm_rc utf8_add_json_str(buf *b, const char *s, size_t n);
+
 #endif

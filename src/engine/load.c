@@ -118,9 +118,9 @@ cm_rc engine_save_problems(store *st, const problem_list *pl, char *err, size_t 
     for (size_t i = 0; i < pl->n && !rc; i++) {
         if (i) rc = buf_addc(&b, ',');
         if (!rc) rc = buf_adds(&b, "{\"path\":");
-        if (!rc) rc = buf_add_json_str(&b, pl->v[i].path, strlen(pl->v[i].path));
+        if (!rc) rc = utf8_add_json_str(&b, pl->v[i].path, strlen(pl->v[i].path));
         if (!rc) rc = buf_adds(&b, ",\"problem\":");
-        if (!rc) rc = buf_add_json_str(&b, pl->v[i].what, strlen(pl->v[i].what));
+        if (!rc) rc = utf8_add_json_str(&b, pl->v[i].what, strlen(pl->v[i].what));
         if (!rc) rc = buf_addc(&b, '}');
     }
     if (!rc) rc = buf_addc(&b, ']');

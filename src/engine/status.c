@@ -7,13 +7,14 @@
 #include <jansson.h>
 #include <sys/stat.h>
 
+#include "../base/utf8.h"
 #include "../tools/tools.h"
 #include "engine_int.h"
 
 static cm_rc add_kv_str(buf *b, const char *k, const char *v)
 {
     cm_rc rc = buf_printf(b, ",\"%s\":", k);
-    if (!rc) rc = v ? buf_add_json_str(b, v, strlen(v)) : buf_adds(b, "null");
+    if (!rc) rc = v ? utf8_add_json_str(b, v, strlen(v)) : buf_adds(b, "null");
     return rc;
 }
 
@@ -38,9 +39,9 @@ static cm_rc problems_json(store *st, const char *stored, buf *out, char *err, s
         }
         if (i) rc = buf_addc(out, ',');
         if (!rc) rc = buf_adds(out, "{\"path\":");
-        if (!rc) rc = buf_add_json_str(out, p, strlen(p));
+        if (!rc) rc = utf8_add_json_str(out, p, strlen(p));
         if (!rc) rc = buf_adds(out, ",\"problem\":");
-        if (!rc) rc = buf_add_json_str(out, w, strlen(w));
+        if (!rc) rc = utf8_add_json_str(out, w, strlen(w));
         if (!rc) rc = buf_addc(out, '}');
     }
     json_decref(j);
@@ -79,7 +80,7 @@ cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errl
     if (rc) return rc;
     bool ws = true;
     CHECK(buf_adds(&b, "{\"agentId\":"));
-    CHECK(buf_add_json_str(&b, c->agent_id, strlen(c->agent_id)));
+    CHECK(utf8_add_json_str(&b, c->agent_id, strlen(c->agent_id)));
     CHECK(add_kv_str(&b, "workspace", c->workspace));
     CHECK(buf_printf(&b, ",\"workspaceExists\":%s", ws ? "true" : "false"));
     CHECK(add_kv_str(&b, "stateDir", c->state_dir));
@@ -103,12 +104,12 @@ cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errl
     CHECK(buf_adds(&b, ",\"sources\":["));
     for (size_t i = 0; i < c->sources.n; i++) {
         if (i) CHECK(buf_addc(&b, ','));
-        CHECK(buf_add_json_str(&b, c->sources.v[i], strlen(c->sources.v[i])));
+        CHECK(utf8_add_json_str(&b, c->sources.v[i], strlen(c->sources.v[i])));
     }
     CHECK(buf_adds(&b, "],\"extraPaths\":["));
     for (size_t i = 0; i < c->extra_paths.n; i++) {
         if (i) CHECK(buf_addc(&b, ','));
-        CHECK(buf_add_json_str(&b, c->extra_paths.v[i], strlen(c->extra_paths.v[i])));
+        CHECK(utf8_add_json_str(&b, c->extra_paths.v[i], strlen(c->extra_paths.v[i])));
     }
     CHECK(buf_addc(&b, ']'));
     CHECK(add_kv_str(&b, "citations", tools_citations_name(c->citations)));

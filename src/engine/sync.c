@@ -11,6 +11,7 @@
 
 #include "../base/fs.h"
 #include "../base/path.h"
+#include "../base/utf8.h"
 #include "../tools/tools.h"
 #include "engine_int.h"
 
@@ -73,7 +74,7 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
                         strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
     /* the workspace the index holds: another one rebuilds it (and search
      * refuses it until then, see engine_index_workspace_matches) */
-    if (!rc) rc = buf_add_json_str(out, c->workspace, strlen(c->workspace));
+    if (!rc) rc = utf8_add_json_str(out, c->workspace, strlen(c->workspace));
     if (!rc) rc = buf_addc(out, '}');
     return rc;
 }

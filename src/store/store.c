@@ -682,9 +682,9 @@ cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
         }
         if (k) rc = buf_addc(out, ',');
         if (!rc) rc = buf_adds(out, "{\"path\":");
-        if (!rc) rc = buf_add_json_str(out, p, strlen(p));
+        if (!rc) rc = utf8_add_json_str(out, p, strlen(p));
         if (!rc) rc = buf_adds(out, ",\"problem\":");
-        if (!rc) rc = buf_add_json_str(out, w, strlen(w));
+        if (!rc) rc = utf8_add_json_str(out, w, strlen(w));
         if (!rc) rc = buf_addc(out, '}');
     }
     sqlite3_finalize(q);

@@ -50,12 +50,12 @@ static size_t prefix_chars(const char *s, size_t n, size_t max)
 static cm_rc add_head(buf *out, const tools_head *h)
 {
     cm_rc rc = buf_adds(out, "\"provider\":");
-    if (!rc) rc = buf_add_json_str(out, h->provider, strlen(h->provider));
+    if (!rc) rc = utf8_add_json_str(out, h->provider, strlen(h->provider));
     if (!rc) rc = buf_adds(out, ",\"model\":");
-    if (!rc) rc = buf_add_json_str(out, h->model, strlen(h->model));
+    if (!rc) rc = utf8_add_json_str(out, h->model, strlen(h->model));
     if (!rc && h->fallback) {
         rc = buf_adds(out, ",\"fallback\":");
-        if (!rc) rc = buf_add_json_str(out, h->fallback, strlen(h->fallback));
+        if (!rc) rc = utf8_add_json_str(out, h->fallback, strlen(h->fallback));
     }
     if (!rc) rc = buf_printf(out, ",\"citations\":\"%s\"", tools_citations_name(h->citations));
     if (!rc) rc = buf_printf(out, ",\"mode\":\"%s\"}", tools_search_mode(h->provider));
@@ -133,18 +133,18 @@ cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *head
         if (!rc) rc = chunk_id(h, head->model, &tmp, id);
         if (!rc && i) rc = buf_addc(out, ',');
         if (!rc) rc = buf_printf(out, "{\"id\":\"%s\",\"path\":", id);
-        if (!rc) rc = buf_add_json_str(out, h->path, strlen(h->path));
+        if (!rc) rc = utf8_add_json_str(out, h->path, strlen(h->path));
         if (!rc)
             rc = buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.6g", h->start_line,
                             h->end_line, h->score);
         if (!rc && h->has_text) rc = buf_printf(out, ",\"textScore\":%.6g", h->text_score);
         if (!rc) rc = buf_adds(out, ",\"snippet\":");
-        if (!rc) rc = buf_add_json_str(out, snip.data, snip.len);
+        if (!rc) rc = utf8_add_json_str(out, snip.data, snip.len);
         if (!rc) rc = buf_adds(out, ",\"source\":");
-        if (!rc) rc = buf_add_json_str(out, h->source, strlen(h->source));
+        if (!rc) rc = utf8_add_json_str(out, h->source, strlen(h->source));
         if (!rc && cite) {
             rc = buf_adds(out, ",\"citation\":");
-            if (!rc) rc = buf_add_json_str(out, c.data, c.len);
+            if (!rc) rc = utf8_add_json_str(out, c.data, c.len);
         }
         if (!rc) rc = buf_addc(out, '}');
     }
@@ -159,7 +159,7 @@ cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *head
 cm_rc tools_search_error(const char *msg, const tools_head *head, buf *out)
 {
     cm_rc rc = buf_adds(out, "{\"results\":[],\"disabled\":true,\"error\":");
-    if (!rc) rc = buf_add_json_str(out, msg, strlen(msg));
+    if (!rc) rc = utf8_add_json_str(out, msg, strlen(msg));
     if (!rc) rc = buf_addc(out, ',');
     if (!rc) rc = add_head(out, head);
     return rc;
@@ -408,9 +408,9 @@ cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, l
     }
     CHECK(utf8_repair(&clean, s + start, end - start));
     CHECK(buf_adds(out, "{\"path\":"));
-    CHECK(buf_add_json_str(out, loc.rel, strlen(loc.rel)));
+    CHECK(utf8_add_json_str(out, loc.rel, strlen(loc.rel)));
     CHECK(buf_adds(out, ",\"text\":"));
-    CHECK(buf_add_json_str(out, clean.data ? clean.data : "", clean.len));
+    CHECK(utf8_add_json_str(out, clean.data ? clean.data : "", clean.len));
     if (next_from) CHECK(buf_printf(out, ",\"truncated\":true,\"nextFrom\":%ld", next_from));
     if (next_offset) CHECK(buf_printf(out, ",\"nextOffset\":%zu", next_offset));
     CHECK(buf_addc(out, '}'));
@@ -580,7 +580,7 @@ cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int6
     fsync(dir); /* the rename is durable */
     int end = start + count_lines(text, tl);
     CHECK(buf_adds(out, "{\"path\":"));
-    CHECK(buf_add_json_str(out, loc.rel, strlen(loc.rel)));
+    CHECK(utf8_add_json_str(out, loc.rel, strlen(loc.rel)));
     CHECK(buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"bytes\":%zu}", start, end, tl + 1));
     if (rel_out) CHECK(buf_adds(rel_out, loc.rel));
 out:
