@@ -296,7 +296,7 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
 
 /* ---- the passes ------------------------------------------------------------ */
 
-static cm_rc secrets(const redact *r, const char *s, size_t n, buf *out)
+static cm_rc mask_known(const redact *r, const char *s, size_t n, buf *out)
 {
     cm_rc rc = CM_OK;
     size_t i = 0, run = 0;
@@ -365,7 +365,7 @@ cm_rc redact_text(const redact *r, const char *s, size_t n, size_t max_chars, bu
         while (n && s[n - 1] != ' ' && s[n - 1] != '\n')
             n--;
     }
-    CHECK(secrets(r, s ? s : "", n, &a));
+    CHECK(mask_known(r, s ? s : "", n, &a));
     CHECK(patterns(r ? r->patterns : REDACT_ALL, a.data ? a.data : "", a.len, &b));
     CHECK(one_line(b.data ? b.data : "", b.len, max_chars, out));
 out:
