@@ -512,7 +512,7 @@ static int parse_debounce(int argc, char **argv, int *i, int *out)
 
 static int cmd_watch(cm_engine *e, int argc, char **argv)
 {
-    cm_watch_opts o = {&stop_flag, -1, -1, on_sync, NULL};
+    cm_watch_opts o = {&stop_flag, -1, -1, on_sync, NULL, 0};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help"))
             return fputs(usage_watch, stdout), 0;

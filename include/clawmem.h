@@ -22,15 +22,15 @@ extern "C" {
 
 typedef enum cm_rc {
     CM_OK = 0,
-    CM_ENOMEM,   /* out of memory */
-    CM_EINVAL,   /* a bad argument or value */
-    CM_ECONFIG,  /* the config file is malformed or has a bad value */
-    CM_EIO,      /* a file could not be read or written */
-    CM_EDB,      /* SQLite failed */
-    CM_EBUSY,    /* the index is locked by another process */
-    CM_ECORRUPT, /* the index file is damaged: `clawmem index --force` rebuilds it */
-    CM_EPATH,    /* a memory_get path is outside the memory files */
-    CM_ETOOBIG,  /* an input exceeds a documented size cap */
+    CM_ENOMEM,    /* out of memory */
+    CM_EINVAL,    /* a bad argument or value */
+    CM_ECONFIG,   /* the config file is malformed or has a bad value */
+    CM_EIO,       /* a file could not be read or written */
+    CM_EDB,       /* SQLite failed */
+    CM_EBUSY,     /* the index is locked by another process */
+    CM_ECORRUPT,  /* the index file is damaged: `clawmem index --force` rebuilds it */
+    CM_EPATH,     /* a memory_get path is outside the memory files */
+    CM_ETOOBIG,   /* an input exceeds a documented size cap */
     CM_ENOTFOUND, /* a file or directory does not exist */
     CM_ECANCELED, /* the caller asked to stop (a progress callback returned nonzero) */
     /* A model or embedding call that failed for good (every profile and
@@ -57,7 +57,7 @@ typedef struct cm_options {
     const char *state_dir;   /* NULL: $QUANTUMCLAW_STATE_DIR or ~/.quantumclaw */
     cm_log_fn log;           /* NULL: diagnostics are dropped */
     void *log_ctx;
-    int allow_write;         /* enable memory_write (also: config clawmem.memoryWrite) */
+    int allow_write; /* enable memory_write (also: config clawmem.memoryWrite) */
 } cm_options;
 
 typedef struct cm_engine cm_engine;
@@ -179,6 +179,8 @@ typedef struct cm_watch_opts {
     /* After each sync: its result (err is "" on success). May be NULL. */
     void (*on_sync)(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err);
     void *ctx;
+    int session_debounce_ms; /* session transcripts' changes (session memory search):
+                                <= 0: 5000, as QuantumClaw 2026.3.22 waits for them */
 } cm_watch_opts;
 
 /* Keeps the index fresh until *stop: syncs now, then after changes to the

@@ -546,7 +546,7 @@ static void *sync_main(void *arg)
         return NULL;
     }
     if (y->mo.watch) {
-        cm_watch_opts wo = {&y->stop, y->wake[0], y->mo.debounce_ms, log_sync, y};
+        cm_watch_opts wo = {&y->stop, y->wake[0], y->mo.debounce_ms, log_sync, y, 0};
         if (cm_engine_watch(e, &wo, err, sizeof err) && y->opt.log)
             y->opt.log(y->opt.log_ctx, CM_LOG_ERROR, err);
     } else {

@@ -119,7 +119,7 @@ static void on_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *er
 static void *run_watch(void *arg)
 {
     wt *t = arg;
-    cm_watch_opts o = {&t->stop, -1, 20, on_sync, t};
+    cm_watch_opts o = {&t->stop, -1, 20, on_sync, t, 0};
     char err[512];
     cm_engine_watch(t->e, &o, err, sizeof err);
     return NULL;

@@ -939,10 +939,10 @@ TEST(session_memory_watcher_follows_transcripts)
         watcher *w = NULL;
         EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
         write_file(d, "sessions/a.jsonl", "{}\n{}\n");
-        EXPECT_INT((watcher_read(w) & WATCH_CHANGED) != 0, on);
+        EXPECT_INT((watcher_read(w) & WATCH_SESSIONS) != 0, on);
         write_file(d, "sessions/sessions.json", "{}");
         write_file(d, "sessions/a.jsonl.lock", "{}");
-        EXPECT_INT(watcher_read(w) & WATCH_CHANGED, 0);
+        EXPECT_INT(watcher_read(w) & (WATCH_CHANGED | WATCH_SESSIONS), 0);
         watcher_free(w);
     }
     /* a link in place of the sessions dir is not followed */
@@ -952,7 +952,7 @@ TEST(session_memory_watcher_follows_transcripts)
     watcher *w = NULL;
     EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
     write_file(d, "other/b.jsonl", "{}\n{}\n");
-    EXPECT_INT(watcher_read(w) & WATCH_CHANGED, 0);
+    EXPECT_INT(watcher_read(w) & (WATCH_CHANGED | WATCH_SESSIONS), 0);
     watcher_free(w);
     free(ws);
     free(sd);
@@ -1082,6 +1082,79 @@ TEST(session_memory_is_per_agent)
         cm_free(js);
         cm_engine_free(e);
     }
+    free(state);
+    free(ws);
+}
+
+#include <pthread.h>
+
+typedef struct session_watch {
+    cm_engine *e;
+    volatile int stop;
+    int syncs;
+    pthread_t tid;
+} session_watch;
+
+static void session_watch_synced(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err)
+{
+    (void)st;
+    (void)err;
+    if (!rc) __atomic_add_fetch(&((session_watch *)ctx)->syncs, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *session_watch_run(void *arg)
+{
+    session_watch *t = arg;
+    cm_watch_opts o = {&t->stop, -1, 20, session_watch_synced, t, 800};
+    char err[512];
+    cm_engine_watch(t->e, &o, err, sizeof err);
+    return NULL;
+}
+
+static int session_watch_syncs(session_watch *t)
+{
+    return __atomic_load_n(&t->syncs, __ATOMIC_SEQ_CST);
+}
+
+/* The watcher waits longer for transcripts (QuantumClaw's 5 s; 800 ms here)
+ * than for Markdown (20 ms here): appended messages are indexed after that
+ * wait, not at once, and a Markdown change still syncs at its own pace. */
+TEST(session_memory_watch_waits_longer_for_transcripts)
+{
+    char *d = tmp_dir();
+    char *state = cm_strdup(path_in(d, "state")), *ws = cm_strdup(path_in(d, "ws"));
+    write_file(d, "ws/MEMORY.md", "# Facts\n");
+    append_msgs(state, ws, 1, "start");
+    session_watch t = {open_engine(state, ws, true), 0, 0, 0};
+    pthread_create(&t.tid, NULL, session_watch_run, &t);
+    int64_t until = cm_now_ms() + 10000;
+    while (session_watch_syncs(&t) < 1 && cm_now_ms() < until)
+        usleep(10000);
+    EXPECT(session_watch_syncs(&t) >= 1); /* the first sync */
+    int s0 = session_watch_syncs(&t);
+    int64_t t0 = cm_now_ms();
+    append_msgs(state, ws, 60, "walrus"); /* over deltaMessages: indexed when synced */
+    usleep(300000);
+    if (cm_now_ms() - t0 < 700) EXPECT_INT(session_watch_syncs(&t), s0); /* still waiting */
+    until = cm_now_ms() + 10000;
+    while (session_watch_syncs(&t) == s0 && cm_now_ms() < until)
+        usleep(10000);
+    EXPECT(session_watch_syncs(&t) > s0);
+    EXPECT(cm_now_ms() - t0 >= 750);
+    char *js = search_json(t.e, "walrus");
+    EXPECT_CONTAINS(js, "about walrus");
+    cm_free(js);
+    int s1 = session_watch_syncs(&t);
+    int64_t t1 = cm_now_ms();
+    write_file(d, "ws/MEMORY.md", "# Facts\n\n- a new fact\n");
+    until = cm_now_ms() + 10000;
+    while (session_watch_syncs(&t) == s1 && cm_now_ms() < until)
+        usleep(5000);
+    EXPECT(session_watch_syncs(&t) > s1);
+    EXPECT(cm_now_ms() - t1 < 700); /* Markdown: its own 20 ms debounce */
+    __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t.tid, NULL);
+    cm_engine_free(t.e);
     free(state);
     free(ws);
 }

@@ -70,7 +70,7 @@ static void count_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char 
 static void *run_watch(void *arg)
 {
     watch_thread *t = arg;
-    cm_watch_opts o = {&t->stop, -1, 30, count_sync, t};
+    cm_watch_opts o = {&t->stop, -1, 30, count_sync, t, 0};
     char err[512];
     cm_engine_watch(t->e, &o, err, sizeof err);
     return NULL;

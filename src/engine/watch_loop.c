@@ -30,6 +30,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
     watcher *w = NULL;
     cm_watch_opts o = *opts;
     int debounce = o.debounce_ms >= 0 ? o.debounce_ms : e->cfg.watch_debounce_ms;
+    int session_debounce = o.session_debounce_ms > 0 ? o.session_debounce_ms : 5000;
     int64_t interval = (int64_t)(e->cfg.sync_interval_minutes * 60000.0);
     int live = -1;
     uint64_t seq = 0;
@@ -73,7 +74,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         t = cm_now_ms();
         if (n > 0 && (p[0].revents & POLLIN)) {
             unsigned what = watcher_read(w);
-            if (what & (WATCH_CHANGED | WATCH_OVERFLOW))
+            if (what & (WATCH_CHANGED | WATCH_OVERFLOW | WATCH_SESSIONS))
                 engine_watch_publish(e, live, "pending", seq);
             if (what & WATCH_OVERFLOW)
                 cm_logf(&e->lg, CM_LOG_INFO, "inotify queue overflowed; rescanning everything");
@@ -81,6 +82,10 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
                 /* Debounce: wait for quiet, but never longer than 10 periods. */
                 if (first_change < 0) first_change = t;
                 due = CM_MIN(t + debounce, first_change + 10 * (int64_t)CM_MAX(debounce, 1));
+            } else if ((what & WATCH_SESSIONS) && due < 0) {
+                /* only transcripts: their own, longer wait (a Markdown change
+                 * or a sync already due keeps its time) */
+                due = t + session_debounce;
             }
         }
         if (next >= 0 && t >= next && due < 0) due = t; /* interval or degraded rescan */

@@ -362,7 +362,9 @@ unsigned watcher_read(watcher *w)
                 if (ev->mask & (IN_CREATE | IN_MOVED_TO)) add_child(w, d, name, &sub, &subrel);
                 continue;
             }
-            if (is_md(name, nl) || (d->jsonl && nl > 6 && !memcmp(name + nl - 6, ".jsonl", 6)))
+            if (d->jsonl && nl > 6 && !memcmp(name + nl - 6, ".jsonl", 6))
+                what |= WATCH_SESSIONS;
+            else if (is_md(name, nl))
                 what |= WATCH_CHANGED;
         }
     }

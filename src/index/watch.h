@@ -27,6 +27,7 @@ int watcher_fd(const watcher *w);
 enum {
     WATCH_CHANGED = 1 << 0,  /* a memory file or directory changed */
     WATCH_OVERFLOW = 1 << 1, /* events were lost: everything must be rescanned */
+    WATCH_SESSIONS = 1 << 2, /* a session transcript changed (debounced longer) */
 };
 
 /* Drains pending events (non-blocking) and returns WATCH_* flags. */
