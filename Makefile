@@ -245,7 +245,8 @@ asan:
 # The threaded parts (the MCP server's sync thread, the watcher, the HTTP
 # client, discovery's pool) under ThreadSanitizer; not part of CI.
 tsan:
-	$(MAKE) BUILD=build/tsan OPT=-O1 SAN="-fsanitize=thread -fno-omit-frame-pointer" test
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp $$TSAN_OPTIONS" \
+	  $(MAKE) BUILD=build/tsan OPT=-O1 SAN="-fsanitize=thread -fno-omit-frame-pointer" test
 
 bench: | $(DEPS_STAMP)
 	@scripts/install-node-deps.sh

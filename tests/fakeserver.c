@@ -493,5 +493,9 @@ int fake_count(fake_server *s)
 
 const fake_request *fake_get(fake_server *s, int i)
 {
-    return i < s->nreqs ? &s->reqs[i] : NULL;
+    /* under the lock: what the serving thread recorded is then visible */
+    pthread_mutex_lock(&s->mu);
+    const fake_request *r = i < s->nreqs ? &s->reqs[i] : NULL;
+    pthread_mutex_unlock(&s->mu);
+    return r;
 }
