@@ -3,6 +3,7 @@
  * and flush --dry-run over the public session API, in text or --json.
  */
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,9 @@ static void print_list(json_t *j)
         char when[32];
         iso(json_integer_value(json_object_get(s, "updatedAt")), when);
         put_safe(stdout, str(s, "key"), 0);
-        printf("  %s  updated %s  %lld bytes  compactions %lld\n", str(s, "sessionId"), when,
+        fputs("  ", stdout);
+        put_safe(stdout, str(s, "sessionId"), 0);
+        printf("  updated %s  %lld bytes  compactions %lld\n", when,
                (long long)json_integer_value(json_object_get(s, "transcriptBytes")),
                (long long)json_integer_value(json_object_get(s, "compactionCount")));
     }
@@ -84,12 +87,28 @@ static void record_text(const json_t *content, FILE *f)
     }
 }
 
+/* Prints literal text and values in turn (text, value, text, value, …,
+ * NULL): the values escaped, as they come from files others write. */
+static void print_fields(const char *text, ...)
+{
+    va_list ap;
+    va_start(ap, text);
+    for (int k = 0; text; k++, text = va_arg(ap, const char *))
+        if (k % 2)
+            put_safe(stdout, text, 0);
+        else
+            fputs(text, stdout);
+    va_end(ap);
+}
+
 static void print_show(json_t *j)
 {
     json_t *e = json_object_get(j, "entry");
     fputs("Session: ", stdout);
     put_safe(stdout, str(j, "key"), 0);
-    printf("\nId: %s\nTranscript: ", str(e, "sessionId"));
+    fputs("\nId: ", stdout);
+    put_safe(stdout, str(e, "sessionId"), 0);
+    fputs("\nTranscript: ", stdout);
     put_safe(stdout, str(j, "transcript"), 0);
     printf("\nCompactions: %lld\n",
            (long long)json_integer_value(json_object_get(e, "compactionCount")));
@@ -98,10 +117,13 @@ static void print_show(json_t *j)
     json_array_foreach(json_object_get(j, "records"), i, r)
     {
         const char *type = str(r, "type");
-        printf("\n[%s] ", str(r, "timestamp"));
+        fputs("\n[", stdout);
+        put_safe(stdout, str(r, "timestamp"), 0);
+        fputs("] ", stdout);
         if (!strcmp(type, "message")) {
             json_t *m = json_object_get(r, "message");
-            printf("%s: ", str(m, "role"));
+            put_safe(stdout, str(m, "role"), 0);
+            fputs(": ", stdout);
             record_text(json_object_get(m, "content"), stdout);
         } else if (!strcmp(type, "compaction")) {
             fputs("compaction: ", stdout);
@@ -217,17 +239,18 @@ int cmd_sessions(const cm_options *opt, int argc, char **argv)
     else if (!strcmp(sub, "show"))
         print_show(j);
     else if (!strcmp(sub, "append"))
-        printf("appended %s to %s (session %s)\n", str(j, "id"), str(j, "key"),
-               str(j, "sessionId"));
+        print_fields("appended ", str(j, "id"), " to ", str(j, "key"), " (session ",
+                     str(j, "sessionId"), ")\n", NULL);
     else if (!strcmp(sub, "reset"))
-        printf("%s starts again as session %s\n", str(j, "key"), str(j, "sessionId"));
+        print_fields("", str(j, "key"), " starts again as session ", str(j, "sessionId"), "\n",
+                     NULL);
     else if (!strcmp(sub, "flush")) {
         printf("Memory flush due: %s (%s)\n",
                json_is_true(json_object_get(j, "due")) ? "yes" : "no", str(j, "reason"));
         printf("Tokens: %lld of threshold %lld\n",
                (long long)json_integer_value(json_object_get(j, "tokens")),
                (long long)json_integer_value(json_object_get(j, "threshold")));
-        printf("Target: %s\n", str(j, "targetPath"));
+        print_fields("Target: ", str(j, "targetPath"), "\n", NULL);
     }
     json_decref(j);
     return 0;

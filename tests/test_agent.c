@@ -427,3 +427,29 @@ TEST(agent_cli_models_and_flush)
     run_result_release(&r);
     world_stop(&w);
 }
+
+/* A memory_get result cut at the tool-text cap never splits a character
+ * (the model's request must stay valid UTF-8 JSON): a large non-ASCII note
+ * read whole is a normal turn. */
+TEST(agent_tool_result_cut_keeps_characters_whole)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    buf big = BUF_INIT;
+    buf_addc(&big, 'a');
+    for (int i = 0; i < 200000; i++)
+        buf_adds(&big, "\xc3\xa9");
+    buf_addc(&big, '\n');
+    write_file(w.dir, "ws/memory/big.md", big.data);
+    buf_release(&big);
+    call(&w, "c1", "memory_get", "{\"path\":\"memory/big.md\"}");
+    say(&w, "done", 100);
+    llm_pin pin = {"", false};
+    agent_tools tools = {w.eng, "agent:main:main", false, NULL};
+    agent_turn_in in = {w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL};
+    agent_turn_out out;
+    char err[512] = "";
+    EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_OK);
+    agent_turn_out_release(&out);
+    world_stop(&w);
+}

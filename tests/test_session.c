@@ -5,6 +5,7 @@
  * processes and under kill -9.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -945,6 +946,19 @@ TEST(session_memory_watcher_follows_transcripts)
         EXPECT_INT(watcher_read(w) & (WATCH_CHANGED | WATCH_SESSIONS), 0);
         watcher_free(w);
     }
+    /* a sessions dir that is not there yet: rescans instead of events */
+    c.session_memory = 1;
+    char *notyet = cm_strdup(path_in(d, "not-yet"));
+    c.sessions_dir = notyet;
+    watcher *nw = NULL;
+    EXPECT_INT(watcher_open(&c, NULL, &nw, err, sizeof err), CM_OK);
+    EXPECT(watcher_degraded(nw));
+    watcher_free(nw);
+    free(notyet);
+    c.sessions_dir = sd;
+    EXPECT_INT(watcher_open(&c, NULL, &nw, err, sizeof err), CM_OK);
+    EXPECT(!watcher_degraded(nw));
+    watcher_free(nw);
     /* a link in place of the sessions dir is not followed */
     write_file(d, "other/b.jsonl", "{}\n");
     c.sessions_dir = link;
@@ -1155,6 +1169,84 @@ TEST(session_memory_watch_waits_longer_for_transcripts)
     __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t.tid, NULL);
     cm_engine_free(t.e);
+    free(state);
+    free(ws);
+}
+
+/* A torn last record longer than the 16 MiB look-back (a crash while a big
+ * record was written) is cut off alone: the records before it stay. */
+TEST(session_transcript_long_torn_line_keeps_the_rest)
+{
+    char *d = tmp_dir();
+    buf p = BUF_INIT;
+    transcript_path(&p, d, "s1", NULL);
+    char err[256], id[40];
+    for (int i = 0; i < 3; i++) {
+        json_t *m =
+            json_pack("{s:o}", "message", transcript_user_message("keep me", 1800000000000LL + i));
+        EXPECT_INT(transcript_append(p.data, "s1", "/x", "message", m, 1800000000000LL + i, id, err,
+                                     sizeof err),
+                   CM_OK);
+        json_decref(m);
+    }
+    size_t n = 17u << 20;
+    char *junk = malloc(n);
+    memset(junk, 'x', n);
+    junk[0] = '{';
+    int fd = open(p.data, O_WRONLY | O_APPEND);
+    EXPECT(fd >= 0 && write(fd, junk, n) == (ssize_t)n);
+    if (fd >= 0) close(fd);
+    free(junk);
+    json_t *m = json_pack("{s:o}", "message", transcript_user_message("next", 1800000000100LL));
+    EXPECT_INT(
+        transcript_append(p.data, "s1", "/x", "message", m, 1800000000100LL, id, err, sizeof err),
+        CM_OK);
+    json_decref(m);
+    buf t = BUF_INIT;
+    EXPECT_INT(fs_read_file(p.data, 64 << 20, &t, err, sizeof err), CM_OK);
+    int keep = 0;
+    for (const char *q = t.data; q && (q = strstr(q, "keep me")); q++)
+        keep++;
+    EXPECT_INT(keep, 3);
+    EXPECT_CONTAINS(t.data, "\"next\"");
+    EXPECT(t.len < 4096); /* the torn 17 MiB are gone */
+    buf_release(&t);
+    buf_release(&p);
+}
+
+/* The rebuild's reader thread never calls the caller's log callback: its
+ * warnings are logged by the writer, on the thread that called. */
+static pthread_t log_caller;
+static int log_elsewhere, log_seen;
+
+static void log_thread_check(void *ctx, cm_log_level level, const char *msg)
+{
+    (void)ctx;
+    (void)level;
+    if (strstr(msg, "invalid UTF-8")) log_seen++;
+    if (!pthread_equal(pthread_self(), log_caller)) log_elsewhere++;
+}
+
+TEST(session_rebuild_logs_on_the_callers_thread)
+{
+    char *d = tmp_dir();
+    char *state = cm_strdup(path_in(d, "state")), *ws = cm_strdup(path_in(d, "ws"));
+    write_file(d, "ws/MEMORY.md", "# Facts\n");
+    for (int i = 0; i < 80; i++) {
+        char n[64];
+        snprintf(n, sizeof n, "ws/memory/n%02d.md", i);
+        write_file(d, n, i == 70 ? "bad \xff utf8\n" : "note\n");
+    }
+    write_file(d, "state/quantumclaw.json", "{}");
+    cm_options o = {NULL, ws, NULL, state, log_thread_check, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512];
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    log_caller = pthread_self();
+    EXPECT_INT(cm_engine_sync(e, CM_SYNC_FORCE, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(log_seen, 1);
+    EXPECT_INT(log_elsewhere, 0);
+    cm_engine_free(e);
     free(state);
     free(ws);
 }

@@ -517,11 +517,12 @@ cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, cons
         if (rc == CM_ETOOBIG && attempt == 0) {
             /* the prompt is over the context: compact, then once more */
             agent_reply cr = {0};
-            if (compact_locked(a, &s, &cr, err, errlen) == CM_OK) {
+            char cerr[256];
+            if (compact_locked(a, &s, &cr, cerr, sizeof cerr) == CM_OK) {
                 out->compacted = true;
                 continue;
             }
-            rc = CM_ETOOBIG;
+            rc = CM_ETOOBIG; /* err still says the prompt was too long */
         }
         if (rc) goto out;
         int64_t now = now_of(a);

@@ -4,6 +4,7 @@
  */
 #include <pthread.h>
 
+#include "../base/utf8.h"
 #include "turn.h"
 
 #define DEFAULT_MAX_STEPS 12
@@ -232,7 +233,8 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         goto out;
     }
     *is_error = false;
-    buf_add(&out, payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX));
+    /* at most TOOL_TEXT_MAX bytes, never cutting a character in two */
+    buf_add(&out, payload, utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
 out:
     if (!out.data) buf_adds(&out, "");
     cm_free(payload);

@@ -134,6 +134,8 @@ typedef struct sync_run {
     chunk_list chunks;
     file_reader *rd;        /* of the thread that reads (the rebuild's reader has its own) */
     int64_t size, mtime_ns; /* of the file engine_load_file read, from its descriptor */
+    buf *log_later;         /* the rebuild's reader thread: warnings kept here (NUL-separated) and
+                               logged by the writer, on the caller's thread */
 } sync_run;
 
 /* Reads, hashes and chunks f into r->chunks; CM_EIO: unreadable (a problem). */

@@ -4,6 +4,8 @@
  * what QuantumClaw indexes of it. Used by the incremental sync, the rebuild's
  * reader thread and memory_write's indexing alike.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "../base/utf8.h"
@@ -12,6 +14,21 @@
 
 static cm_rc load_session(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
                           buf *problem);
+
+/* A warning about a file: logged now, or kept for the writer's thread. */
+__attribute__((format(printf, 2, 3))) static void load_warn(sync_run *r, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (r->log_later) {
+        if (!buf_adds(r->log_later, msg)) buf_addc(r->log_later, '\0');
+    } else {
+        load_warn(r, "%s", msg);
+    }
+}
 
 /* Reads, hashes, checks and chunks one file into r->chunks; r->size and
  * r->mtime_ns receive the fstat of the descriptor that was read (never a stat
@@ -32,7 +49,7 @@ cm_rc engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory reading %s", f->rel);
     if (rc) {
         if (problem_add(&r->problems, f->rel, "cannot read: %s", why)) return CM_ENOMEM;
-        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: cannot read: %s", f->rel, why);
+        load_warn(r, "%s: cannot read: %s", f->rel, why);
         return CM_EIO;
     }
     r->size = st.st_size;
@@ -81,15 +98,13 @@ cm_rc engine_chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_L
     sha256_hex(s, n, hash);
     const char *nul = memchr(s, 0, n);
     if (nul) {
-        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: binary file (NUL byte at offset %zu), not indexed",
-                f->rel, (size_t)(nul - s));
+        load_warn(r, "%s: binary file (NUL byte at offset %zu), not indexed", f->rel, (size_t)(nul - s));
         return buf_printf(problem, "binary file (NUL byte at offset %zu); not indexed",
                           (size_t)(nul - s));
     }
     size_t good = utf8_valid_prefix(s, n);
     if (good != n) {
-        cm_logf(&r->e->lg, CM_LOG_WARN, "%s: invalid UTF-8 at byte %zu; indexed with U+FFFD",
-                f->rel, good);
+        load_warn(r, "%s: invalid UTF-8 at byte %zu; indexed with U+FFFD", f->rel, good);
         if ((rc = buf_printf(
                  problem, "invalid UTF-8 at byte %zu; indexed with replacement characters", good)))
             return rc;

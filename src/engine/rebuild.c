@@ -22,6 +22,7 @@ typedef struct pipe_slot {
     cm_rc rc;
     char hash[SHA256_HEX_LEN + 1];
     buf problem;
+    buf log; /* the reader's warnings for this file, logged by the writer */
     char err[512];
 } pipe_slot;
 
@@ -48,6 +49,7 @@ static void *pipe_reader(void *arg)
         pipe_slot *s = &p->slot[i % PIPE_SLOTS];
         memset(&s->stats, 0, sizeof s->stats);
         problem_list_release(&s->r.problems);
+        buf_reset(&s->log);
         s->rc =
             engine_load_file(&s->r, &p->files->v[i], s->hash, &s->problem, s->err, sizeof s->err);
         pthread_mutex_lock(&p->mu);
@@ -66,6 +68,8 @@ static pipe_slot *pipe_take(pipeline *p, sync_run *r, size_t i)
         pthread_cond_wait(&p->cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
     pipe_slot *s = &p->slot[i % PIPE_SLOTS];
+    for (size_t k = 0; k < s->log.len; k += strlen(s->log.data + k) + 1) /* on our thread */
+        cm_logf(&r->e->lg, CM_LOG_WARN, "%s", s->log.data + k);
     r->stats->bytes_read += s->stats.bytes_read;
     for (size_t j = 0; j < s->r.problems.n && s->rc != CM_ENOMEM; j++)
         if (problem_add(&r->problems, s->r.problems.v[j].path, "%s", s->r.problems.v[j].what))
@@ -73,8 +77,15 @@ static pipe_slot *pipe_take(pipeline *p, sync_run *r, size_t i)
     return s;
 }
 
+/* A slot's text buffers over this are freed once their file is written:
+ * 32 slots must not each keep the largest file they ever held. */
+#define PIPE_KEEP_BYTES (1u << 20)
+
 static void pipe_done(pipeline *p, size_t i)
 {
+    sync_run *r = &p->slot[i % PIPE_SLOTS].r; /* the reader is not using it */
+    if (r->text.cap > PIPE_KEEP_BYTES) buf_release(&r->text);
+    if (r->clean.cap > PIPE_KEEP_BYTES) buf_release(&r->clean);
     pthread_mutex_lock(&p->mu);
     p->consumed = i + 1;
     pthread_cond_broadcast(&p->cv);
@@ -90,6 +101,7 @@ static void pipe_release(pipeline *p)
         buf_release(&s->r.clean);
         chunk_list_release(&s->r.chunks);
         buf_release(&s->problem);
+        buf_release(&s->log);
     }
     file_reader_release(&p->rd);
     pthread_cond_destroy(&p->cv);
@@ -122,9 +134,10 @@ cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char
         pthread_cond_init(&pl->cv, NULL);
         for (size_t i = 0; i < PIPE_SLOTS; i++) {
             pipe_slot *s = &pl->slot[i];
-            s->r = (sync_run){e,        NULL,     NULL, {0},     &s->stats, {0},
-                              BUF_INIT, BUF_INIT, {0},  &pl->rd, 0,         0};
+            s->r = (sync_run){e,        NULL, NULL,    {0}, &s->stats, {0},    BUF_INIT,
+                              BUF_INIT, {0},  &pl->rd, 0,   0,         &s->log};
             buf_init(&s->problem, 0);
+            buf_init(&s->log, 0);
         }
         reader = pthread_create(&reader_tid, NULL, pipe_reader, pl) == 0;
         if (!reader) { /* no thread: read inline */

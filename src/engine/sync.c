@@ -245,7 +245,8 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
     memset(stats, 0, sizeof *stats);
     file_reader rd;
     file_reader_init(&rd, &files);
-    sync_run r = {e, progress, progress_ctx, {0}, stats, {0}, BUF_INIT, BUF_INIT, {0}, &rd, 0, 0};
+    sync_run r = {e,        progress, progress_ctx, {0}, stats, {0}, BUF_INIT,
+                  BUF_INIT, {0},      &rd,          0,   0,     NULL};
     struct stat st;
     char clip[FS_CLIP_MAX + 1];
     if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))

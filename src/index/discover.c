@@ -602,12 +602,15 @@ static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
-        if (st.st_size > DISCOVER_MAX_FILE_BYTES) continue;
         buf_reset(&abs);
         buf_reset(&rel);
         rc = buf_printf(&abs, "%s/%s", cfg->sessions_dir, e->d_name);
         if (!rc) rc = buf_printf(&rel, "sessions/%s", e->d_name);
-        if (!rc) rc = push_file(f, &rel, abs.data, root, sub, "sessions", &st);
+        if (!rc && st.st_size > DISCOVER_MAX_FILE_BYTES) /* said, as for Markdown */
+            rc = problem_add(&f->problems, rel.data, "skipped: %lld bytes, over the %lld-byte cap",
+                             (long long)st.st_size, (long long)DISCOVER_MAX_FILE_BYTES);
+        else if (!rc)
+            rc = push_file(f, &rel, abs.data, root, sub, "sessions", &st);
     }
     closedir(d);
     buf_release(&abs);

@@ -269,6 +269,9 @@ cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, cha
      * not followed when it is a symlink, as discovery does. */
     if (discover_sessions_on(cfg)) {
         int fd = open(cfg->sessions_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        /* not there yet (a new agent): no event would say when it appears,
+         * so the watcher rescans periodically and never claims freshness */
+        if (fd < 0) w->degraded = true;
         if (fd >= 0) {
             size_t before = w->n;
             rc = add_dir_fd(w, fd, cfg->sessions_dir, "", NO_ROOT, false, false, 0);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -119,8 +120,10 @@ static void local_tm(int64_t now_ms, const char *tz, struct tm *tm)
         gmtime_r(&t, tm);
         return;
     }
-    /* TZ is process-wide; a short critical section is enough for the CLI
-     * and the gateway's single flush runner. */
+    /* TZ is process-wide: one caller at a time changes and restores it
+     * (libc offers no time-zone-by-name conversion without it). */
+    static pthread_mutex_t tz_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&tz_lock);
     char *old = getenv("TZ") ? cm_strdup(getenv("TZ")) : NULL;
     setenv("TZ", tz, 1);
     tzset();
@@ -130,6 +133,7 @@ static void local_tm(int64_t now_ms, const char *tz, struct tm *tm)
     else
         unsetenv("TZ");
     tzset();
+    pthread_mutex_unlock(&tz_lock);
     free(old);
 }
 

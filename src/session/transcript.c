@@ -77,7 +77,9 @@ static cm_rc last_line(int fd, off_t size, buf *out, char *err, size_t errlen)
     /* Walk back to the end of the last complete line, then to its start. */
     off_t start = 0;
     bool have_start = false;
-    while (pos > 0 && !have_start && size - pos < (off_t)TAIL_MAX) {
+    /* the end is looked for however far back it is (a torn line of any
+     * length); the start within TAIL_MAX of it */
+    while (pos > 0 && !have_start && (!found_end || end - pos <= (off_t)TAIL_MAX)) {
         size_t n = (size_t)CM_MIN((off_t)sizeof chunk, pos);
         pos -= (off_t)n;
         if (pread(fd, chunk, n, pos) != (ssize_t)n)
@@ -95,7 +97,7 @@ static cm_rc last_line(int fd, off_t size, buf *out, char *err, size_t errlen)
             }
         }
     }
-    if (!found_end) end = 0; /* a single torn line */
+    if (!found_end) end = 0; /* the whole file is one torn line (pos reached 0) */
     if (end < size && ftruncate(fd, end) < 0)
         return cm_seterr(err, errlen, CM_EIO, "cut a torn line: %s", strerror(errno));
     if (end == 0 || end - start - 1 > (off_t)TAIL_MAX) return CM_OK;
