@@ -26,7 +26,7 @@ __attribute__((format(printf, 2, 3))) static void load_warn(sync_run *r, const c
     if (r->log_later) {
         if (!buf_adds(r->log_later, msg)) buf_addc(r->log_later, '\0');
     } else {
-        load_warn(r, "%s", msg);
+        cm_logf(&r->e->lg, CM_LOG_WARN, "%s", msg);
     }
 }
 
