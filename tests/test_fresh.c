@@ -235,3 +235,22 @@ TEST(fresh_search_trusts_a_live_watcher_only)
     EXPECT_INT(hits(r, "narwhal"), 1);
     cm_engine_free(r);
 }
+
+/* A watcher started on a fresh install (no index, no index dir yet) claims
+ * its record once its first sync made them, and searches can trust it. */
+TEST(fresh_watcher_on_a_fresh_install_publishes_its_record)
+{
+    fr f;
+    fr_init(&f);
+    wt t = {fr_open(&f), 0, 0, 0};
+    pthread_create(&t.tid, NULL, run_watch, &t);
+    EXPECT(wait_state(&f, "fresh", 10000));
+    cm_engine *r = fr_open(&f);
+    cm_sync_stats st;
+    EXPECT_INT(fr_sync(r, CM_SYNC_UNLESS_WATCHED, &st), CM_OK);
+    EXPECT_INT(st.files_seen, 0); /* trusted: no walk */
+    __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t.tid, NULL);
+    cm_engine_free(t.e);
+    cm_engine_free(r);
+}

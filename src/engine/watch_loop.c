@@ -55,6 +55,9 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
             /* fresh only when the sync succeeded, no event arrived meanwhile
              * (those are read and debounced by the loop as usual) and events
              * are reliable */
+            /* no record yet (a fresh install: the index dir came with the
+             * first sync, or another watcher had it): claim it now */
+            if (!r && live < 0) live = engine_watch_claim(e);
             struct pollfd ev = {watcher_fd(w), POLLIN, 0};
             if (!r && !watcher_degraded(w) && poll(&ev, 1, 0) == 0)
                 engine_watch_publish(e, live, "fresh", ++seq);

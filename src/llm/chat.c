@@ -256,6 +256,13 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
         e->retryable = true;
         FAIL(CM_EIO, "%s: unreadable stream event", where);
     }
+    if (rc == CM_ECANCELED && !r.bad) { /* we stopped the read: not the provider's failure */
+        e->reason = AUTH_R_NONE;
+        e->retryable = false;
+        if (!r.streaming && r.body.len >= ANSWER_MAX)
+            FAIL(CM_EIO, "%s: the answer is larger than %u bytes", where, ANSWER_MAX);
+        FAIL(CM_ENOMEM, "%s: out of memory reading the answer", where);
+    }
     if (rc) {
         e->retryable = f.retryable || rc == CM_EIO;
         e->reason = AUTH_R_TIMEOUT; /* network failures and timeouts */
