@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1246,6 +1247,34 @@ TEST(session_rebuild_logs_on_the_callers_thread)
     EXPECT_INT(cm_engine_sync(e, CM_SYNC_FORCE, NULL, NULL, NULL, err, sizeof err), CM_OK);
     EXPECT_INT(log_seen, 1);
     EXPECT_INT(log_elsewhere, 0);
+    cm_engine_free(e);
+    free(state);
+    free(ws);
+}
+
+/* A transcript that grew less than the delta is no change to the read-only
+ * check: a search's sync needs no writer lock for it (here held by someone
+ * else), and status does not count it as dirty. */
+TEST(session_memory_small_growth_needs_no_lock)
+{
+    char *d = tmp_dir();
+    char *state = cm_strdup(path_in(d, "state")), *ws = cm_strdup(path_in(d, "ws"));
+    write_file(d, "ws/MEMORY.md", "# Facts\n");
+    append_msgs(state, ws, 2, "start");
+    cm_engine *e = open_engine(state, ws, true);
+    char err[512];
+    cm_sync_stats st;
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
+    int fd = open(path_in(state, "memory/main.sqlite.lock"), O_RDWR);
+    EXPECT(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0);
+    append_msgs(state, ws, 1, "tiny"); /* below deltaBytes and deltaMessages */
+    EXPECT_INT(cm_engine_sync(e, CM_SYNC_NOWAIT, NULL, NULL, &st, err, sizeof err), CM_OK);
+    EXPECT_INT(st.files_indexed, 0);
+    char *js = NULL;
+    EXPECT_INT(cm_engine_status(e, 1, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "\"dirtyFiles\":0");
+    cm_free(js);
+    if (fd >= 0) close(fd);
     cm_engine_free(e);
     free(state);
     free(ws);

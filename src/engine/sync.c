@@ -109,16 +109,16 @@ static cm_rc pair_files(const file_list *files, const stored_files *old, const s
  * than sync.sessions.deltaBytes and deltaMessages (newlines) both: it waits
  * for more, as QuantumClaw's session sync does. A transcript that shrank was
  * rewritten and is indexed again. */
-static bool session_below_delta(sync_run *r, const mem_file *f, const stored_file *sf)
+static bool session_below_delta(const cm_config *c, file_reader *rd, const mem_file *f,
+                                const stored_file *sf)
 {
     if (!sf || strcmp(f->source, "sessions") != 0 || f->size < sf->size) return false;
-    const cm_config *c = &r->e->cfg;
     if (f->size - sf->size >= c->sessions_delta_bytes) return false;
     buf b = BUF_INIT;
     char why[256];
     struct stat st;
     bool below = false;
-    if (file_reader_read(r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &b, &st, why, sizeof why) ==
+    if (file_reader_read(rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &b, &st, why, sizeof why) ==
             CM_OK &&
         (int64_t)b.len >= sf->size) {
         long lines = 0;
@@ -146,7 +146,7 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         const mem_file *f = &files->v[i];
         const stored_file *sf = match[i];
         if ((sf && sf->size == f->size && sf->mtime_ns == f->mtime_ns) ||
-            session_below_delta(r, f, sf)) {
+            session_below_delta(&r->e->cfg, r->rd, f, sf)) {
             r->stats->files_unchanged++;
             CHECK(engine_report(r, f, err, errlen));
             continue;
@@ -217,13 +217,19 @@ cm_rc engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty,
     stored_files old = {0};
     const stored_file **match = NULL;
     bool *kept = NULL;
+    file_reader rd;
+    file_reader_init(&rd, files);
     cm_rc rc = store_files_load(&e->st, &old, err, errlen);
     if (!rc) rc = pair_files(files, &old, &match, &kept);
     *dirty = 0;
     for (size_t i = 0; !rc && i < files->n; i++) {
         const stored_file *sf = match[i];
-        if (!sf || sf->size != files->v[i].size || sf->mtime_ns != files->v[i].mtime_ns) (*dirty)++;
+        /* a transcript that grew less than the delta is left as the sync leaves it */
+        if ((!sf || sf->size != files->v[i].size || sf->mtime_ns != files->v[i].mtime_ns) &&
+            !session_below_delta(&e->cfg, &rd, &files->v[i], sf))
+            (*dirty)++;
     }
+    file_reader_release(&rd);
     for (size_t i = 0; !rc && i < old.n; i++)
         *dirty += !kept[i];
     free(match);
