@@ -90,6 +90,22 @@ void write_file(const char *dir, const char *rel, const char *text)
     write_bytes(dir, rel, text, strlen(text));
 }
 
+int run_unprivileged(const char *tree, int (*fn)(void *), void *arg)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (geteuid() == 0) {
+            char cmd[2048];
+            snprintf(cmd, sizeof cmd, "chown -R 65534:65534 '%s'", tree);
+            if (system(cmd) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(90);
+        }
+        _exit(fn(arg));
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+}
+
 void set_mtime(const char *path, long t)
 {
     struct timeval tv[2] = {{t, 0}, {t, 0}};
@@ -184,12 +200,15 @@ void proc_start(proc *p, const char *const *env, const char *const *args)
     char *argv[64];
     size_t argc = 0;
     argv[argc++] = (char *)bin;
-    for (size_t i = 0; args[i] && argc < 63; i++) argv[argc++] = (char *)args[i];
+    for (size_t i = 0; args[i] && argc < 63; i++)
+        argv[argc++] = (char *)args[i];
     argv[argc] = NULL;
     char *envp[256];
     size_t ne = 0;
-    for (char **e = environ; *e && ne < 200; e++) envp[ne++] = *e;
-    for (size_t i = 0; env && env[i] && ne < 255; i++) envp[ne++] = (char *)env[i];
+    for (char **e = environ; *e && ne < 200; e++)
+        envp[ne++] = *e;
+    for (size_t i = 0; env && env[i] && ne < 255; i++)
+        envp[ne++] = (char *)env[i];
     envp[ne] = NULL;
     int in[2], out[2];
     if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) abort();
@@ -237,7 +256,8 @@ char *proc_line(proc *p, int timeout_ms)
             return line;
         }
         clock_gettime(CLOCK_MONOTONIC, &t);
-        long left = timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        long left =
+            timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
         if (left <= 0) return NULL;
         struct pollfd pf = {p->out, POLLIN, 0};
         if (poll(&pf, 1, (int)left) <= 0) continue;
@@ -250,8 +270,10 @@ char *proc_line(proc *p, int timeout_ms)
 
 int proc_stop(proc *p, int sig, int timeout_ms)
 {
-    if (sig) kill(p->pid, sig);
-    else close(p->in), p->in = -1;
+    if (sig)
+        kill(p->pid, sig);
+    else
+        close(p->in), p->in = -1;
     int st = 0, waited = 0;
     while (waitpid(p->pid, &st, WNOHANG) == 0) {
         if (waited >= timeout_ms) {

@@ -93,6 +93,11 @@ void write_bytes(const char *dir, const char *rel, const void *data, size_t n);
 const char *path_in(const char *dir, const char *rel);
 /* Sets a file's mtime to unix seconds t. */
 void set_mtime(const char *path, long t);
+/* Runs fn(arg) in a forked child that has no rights over files it does not
+ * own: as root the child drops to uid/gid 65534 (tree is handed to that user
+ * first). Returns the child's exit code (fn's result), 90 when it could not
+ * drop, 100 when it did not exit. */
+int run_unprivileged(const char *tree, int (*fn)(void *), void *arg);
 
 typedef struct run_result {
     int status; /* exit code, or 128+signal */

@@ -381,24 +381,6 @@ TEST(engine_missing_workspace_is_an_error)
     cm_engine_free(eng);
 }
 
-/* Runs fn in a child that cannot read files it does not own: as root the
- * child drops to uid/gid 65534 (the tree is handed to that user first). */
-static int as_unprivileged(const char *tree, int (*fn)(void *), void *arg)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (geteuid() == 0) {
-            char cmd[2048];
-            snprintf(cmd, sizeof cmd, "chown -R 65534:65534 '%s'", tree);
-            if (system(cmd) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(90);
-        }
-        _exit(fn(arg));
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
-}
-
 static int unreadable_case(void *arg)
 {
     env *e = arg;
@@ -427,7 +409,7 @@ TEST(engine_unreadable_file_is_reported_and_kept)
     env_init(&e);
     write_file(e.ws, "memory/open.md", "readable\n");
     write_file(e.ws, "memory/locked.md", "lockedword lives here\n");
-    EXPECT_INT(as_unprivileged(e.dir, unreadable_case, &e), 0);
+    EXPECT_INT(run_unprivileged(e.dir, unreadable_case, &e), 0);
 }
 
 TEST(engine_porter_tokenizer_stems)

@@ -387,24 +387,6 @@ TEST(harden_crafted_rows_are_corrupt_errors)
 
 /* ---- a read-only state dir --------------------------------------------- */
 
-/* Runs fn in a child that cannot write files it does not own: as root the
- * child drops to uid/gid 65534 (the tree is handed to that user first). */
-static int h_unprivileged(const char *tree, int (*fn)(void *), void *arg)
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (geteuid() == 0) {
-            char cmd[2048];
-            snprintf(cmd, sizeof cmd, "chown -R 65534:65534 '%s'", tree);
-            if (system(cmd) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(90);
-        }
-        _exit(fn(arg));
-    }
-    int st;
-    waitpid(pid, &st, 0);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
-}
-
 static int readonly_case(void *arg)
 {
     henv *e = arg;
@@ -449,7 +431,7 @@ TEST(harden_readonly_state_dir_serves_search)
             snprintf(side, sizeof side, "%s-shm", e.db);
             unlink(side);
         }
-        int rc = h_unprivileged(e.dir, readonly_case, &e);
+        int rc = run_unprivileged(e.dir, readonly_case, &e);
         if (rc) test_fail(__FILE__, __LINE__, "wal=%d: readonly_case returned %d", wal, rc);
         if (rc) return;
     }
