@@ -105,21 +105,13 @@ TEST(fresh_noop_sync_takes_no_lock_and_writes_nothing)
 typedef struct wt {
     cm_engine *e;
     volatile int stop;
-    volatile int syncs;
     pthread_t tid;
 } wt;
-
-static void on_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err)
-{
-    (void)st;
-    (void)err;
-    if (!rc) ((wt *)ctx)->syncs++;
-}
 
 static void *run_watch(void *arg)
 {
     wt *t = arg;
-    cm_watch_opts o = {&t->stop, -1, 20, on_sync, t, 0};
+    cm_watch_opts o = {&t->stop, -1, 20, NULL, t, 0};
     char err[512];
     cm_engine_watch(t->e, &o, err, sizeof err);
     return NULL;
@@ -174,7 +166,7 @@ TEST(fresh_search_trusts_a_live_watcher_only)
     EXPECT_INT(fr_sync(r, CM_SYNC_UNLESS_WATCHED, &st), CM_OK);
     EXPECT_INT(st.files_seen, 21);
 
-    wt t = {fr_open(&f), 0, 0, 0};
+    wt t = {fr_open(&f), 0, 0};
     pthread_create(&t.tid, NULL, run_watch, &t);
     EXPECT(wait_state(&f, "fresh", 10000));
     EXPECT_INT(fr_sync(r, CM_SYNC_UNLESS_WATCHED, &st), CM_OK);
@@ -215,7 +207,7 @@ TEST(fresh_search_trusts_a_live_watcher_only)
     pid_t pid = fork();
     if (pid == 0) {
         cm_engine *c = fr_open(&f);
-        wt ct = {c, 0, 0, 0};
+        wt ct = {c, 0, 0};
         run_watch(&ct);
         _exit(0);
     }
@@ -242,7 +234,7 @@ TEST(fresh_watcher_on_a_fresh_install_publishes_its_record)
 {
     fr f;
     fr_init(&f);
-    wt t = {fr_open(&f), 0, 0, 0};
+    wt t = {fr_open(&f), 0, 0};
     pthread_create(&t.tid, NULL, run_watch, &t);
     EXPECT(wait_state(&f, "fresh", 10000));
     cm_engine *r = fr_open(&f);
