@@ -1,0 +1,61 @@
+/*
+ * channel.h — the gateway's channels: where inbound messages come from and
+ * where replies go. The gateway command opens one gw_channel per configured
+ * channel account (the HTTP channel, Telegram, …), starts it with a sink that
+ * takes each inbound message into the pipeline of inbound.h, and sends the
+ * reply chunks back through it. A channel knows its wire protocol only:
+ * access, dedupe, debounce, queueing, sessions and chunking are the
+ * gateway's.
+ */
+#ifndef CM_GW_CHANNEL_H
+#define CM_GW_CHANNEL_H
+
+#include <jansson.h>
+
+#include "inbound.h"
+
+typedef struct gw_channel gw_channel;
+
+/* Takes one inbound message, called from the channel's own thread; m and
+ * its strings are borrowed for the call. CM_OK means accepted: recorded
+ * durably, so it is answered even after a crash. A channel that acknowledges
+ * deliveries (Telegram's getUpdates offset) moves past a message only once
+ * the sink accepted it; on another code it tries that message again later. */
+typedef cm_rc (*gw_sink_fn)(void *ctx, const gw_msg *m);
+
+/* One outbound message: a chunk already within the channel's text_limit.
+ * Strings borrowed; NULL means absent. */
+typedef struct gw_outbound {
+    const char *account;  /* the channel account ("default" when NULL) */
+    const char *peer;     /* the conversation (gw_msg.peer) */
+    const char *thread;   /* thread / topic id, or NULL */
+    const char *reply_to; /* the message id this chunk replies to, or NULL */
+    const char *text;
+} gw_outbound;
+
+typedef struct gw_channel_ops {
+    const char *name;  /* "http", "telegram": the gw_msg.channel it produces */
+    size_t text_limit; /* characters per outbound message (Telegram: 4096) */
+    /* Starts receiving in a thread of its own; sink(ctx, m) per message. */
+    cm_rc (*start)(gw_channel *ch, gw_sink_fn sink, void *ctx, char *err, size_t errlen);
+    /* Sends one chunk (blocking; retries the channel's own rate limits). */
+    cm_rc (*send)(gw_channel *ch, const gw_outbound *o, char *err, size_t errlen);
+    /* Stops receiving; returns once the receiving thread has ended. */
+    void (*stop)(gw_channel *ch);
+    /* Frees the channel (stopped first when it still runs). */
+    void (*close)(gw_channel *ch);
+} gw_channel_ops;
+
+/* Every channel implementation starts with this header. */
+struct gw_channel {
+    const gw_channel_ops *ops;
+};
+
+/* The Telegram Bot API channel of channels.telegram (and its
+ * accounts.<account> overrides): long-polling getUpdates at apiBaseUrl
+ * (default https://api.telegram.org) with botToken, sendMessage replies.
+ * state_dir keeps the update offset. Implemented in telegram.c. */
+cm_rc gw_telegram_open(const json_t *root, const char *account, const char *state_dir,
+                       gw_channel **out, char *err, size_t errlen);
+
+#endif
