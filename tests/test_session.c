@@ -1052,6 +1052,19 @@ TEST(session_redaction_of_private_keys)
         EXPECT_STR(out.data, cases[i][1]);
         buf_release(&out);
     }
+    /* A key named in a key=value line: its body goes too (QuantumClaw's
+     * order masks only the BEGIN marker and keeps the body). */
+    static const char *const named[] = {
+        "key: -----BEGIN RSA PRIVATE KEY-----\nMIIEsecretbody\nmore\n-----END RSA PRIVATE KEY-----",
+        "SSH_PRIVATE_KEY=-----BEGIN OPENSSH PRIVATE KEY----- MIIEsecretbody "
+        "-----END OPENSSH PRIVATE KEY-----",
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        buf out = BUF_INIT;
+        EXPECT_INT(session_redact(named[i], strlen(named[i]), &out), CM_OK);
+        EXPECT(out.data && !strstr(out.data, "secretbody"));
+        buf_release(&out);
+    }
     const char *t =
         "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"mine:\\n"
         "-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIB\\n-----END RSA PRIVATE KEY-----\"}}\n";

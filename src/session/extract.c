@@ -2,7 +2,9 @@
  * extract.c — transcript text for session memory search (extract.h). The
  * redaction patterns are QuantumClaw's defaults, written as POSIX extended
  * regular expressions (glibc: \b and back-references) and applied one after
- * the other over the whole text, as it applies them.
+ * the other over the whole text, as it applies them — except that private
+ * key blocks go first: in QuantumClaw's order `key: -----BEGIN …` loses its
+ * BEGIN marker to the key=value pattern and the key's body stays.
  */
 #include <jansson.h>
 #include <openssl/sha.h>
@@ -14,6 +16,7 @@
 #include "extract.h"
 
 static const char *const patterns[] = {
+    NULL, /* PEM private keys: matched by hand (the block spans lines) */
     "\\b[A-Z0-9_]*(KEY|TOKEN|SECRET|PASSWORD|PASSWD)\\b[[:space:]]*[=:][[:space:]]*([\"']?)"
     "([^[:space:]\"'\\\\]+)\\2",
     "\"(apiKey|token|secret|password|passwd|accessToken|refreshToken)\"[[:space:]]*:[[:space:]]*"
@@ -21,7 +24,6 @@ static const char *const patterns[] = {
     "--(api[-_]?key|token|secret|password|passwd)[[:space:]]+([\"']?)([^[:space:]\"']+)\\2",
     "Authorization[[:space:]]*[:=][[:space:]]*Bearer[[:space:]]+([A-Za-z0-9._+=-]+)",
     "\\bBearer[[:space:]]+([A-Za-z0-9._+=-]{18,})\\b",
-    NULL, /* PEM private keys: matched by hand (the block spans lines) */
     "\\b(sk-[A-Za-z0-9_-]{8,})\\b",
     "\\b(ghp_[A-Za-z0-9]{20,})\\b",
     "\\b(github_pat_[A-Za-z0-9_]{20,})\\b",
@@ -40,12 +42,12 @@ static const char *const patterns[] = {
  * '|'-separated words, ignoring ASCII case; "#:" is six digits and a colon):
  * a text without it skips the pattern's scan, the indexer's main cost. */
 static const char *const needles[NPAT] = {
+    NULL,
     "key|token|secret|passw",
     "apikey|token|secret|passw",
     "--",
     "authorization",
     "bearer",
-    NULL,
     "sk-",
     "ghp_",
     "github_pat_",
