@@ -452,3 +452,26 @@ TEST(llm_unreachable_server_is_a_timeout_class)
     EXPECT(strstr(err, "pw@") == NULL);
     EXPECT_CONTAINS(err, "http://127.0.0.1:9/v1/chat/completions");
 }
+
+/* An answer larger than the client reads (32 MiB) is stopped by the client:
+ * a failure of that answer, not of the provider — not retried, no cooldown
+ * reason (a timeout class would cool the profile down). */
+TEST(llm_oversized_answer_is_not_a_provider_failure)
+{
+    size_t n = (33u << 20);
+    char *body = malloc(n + 16);
+    EXPECT(body != NULL);
+    if (!body) return;
+    memcpy(body, "{\"x\":\"", 6);
+    memset(body + 6, 'a', n);
+    memcpy(body + 6 + n, "\"}", 3);
+    char *raw = json_answer(200, NULL, body);
+    free(body);
+    llm_error e;
+    char err[512];
+    EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
+    free(raw);
+    EXPECT(!e.retryable);
+    EXPECT_INT(e.reason, AUTH_R_NONE);
+    EXPECT_CONTAINS(err, "larger than");
+}
