@@ -68,8 +68,7 @@ void fake_push_raw(fake_server *s, const char *raw, bool close);
  * connection kept) or NULL for the default answer. Called on the
  * connection's thread, without the server's lock; it may block briefly (a
  * long poll) but must return soon after fake_stop is called. */
-typedef char *(*fake_handler_fn)(void *ctx, const char *method, const char *path,
-                                 const char *body);
+typedef char *(*fake_handler_fn)(void *ctx, const char *method, const char *path, const char *body);
 void fake_handle(fake_server *s, fake_handler_fn fn, void *ctx);
 /* Requests received so far, and the i-th (valid until fake_stop). */
 int fake_count(fake_server *s);

@@ -137,9 +137,17 @@ TEST(agent_turn_runs_the_memory_tools)
     say(&w, "The dog is called Biscuit.", 100);
     llm_pin pin = {"", false};
     agent_tools tools = {w.eng, "agent:main:main", false, NULL};
-    agent_turn_in in = {
-        w.runner, {NULL, false, &pin}, "Be brief.", NULL, "What is the dog called?", T0, 0, NULL,
-        NULL,     NULL,  NULL};
+    agent_turn_in in = {w.runner,
+                        {NULL, false, &pin},
+                        "Be brief.",
+                        NULL,
+                        "What is the dog called?",
+                        T0,
+                        0,
+                        NULL,
+                        NULL,
+                        NULL,
+                        NULL};
     agent_turn_out out;
     char err[512];
     EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_OK);
@@ -446,8 +454,8 @@ TEST(agent_tool_result_cut_keeps_characters_whole)
     say(&w, "done", 100);
     llm_pin pin = {"", false};
     agent_tools tools = {w.eng, "agent:main:main", false, NULL};
-    agent_turn_in in = {w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL,
-                        NULL,     NULL};
+    agent_turn_in in = {
+        w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL, NULL, NULL};
     agent_turn_out out;
     char err[512] = "";
     EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_OK);
@@ -492,15 +500,16 @@ TEST(agent_prompt_memory_md_only_in_the_main_session)
         int n0 = fake_count(w.fs);
         say(&w, "ok", 100);
         agent_reply r;
-        EXPECT_INT(agent_session_turn(&w.a, cases[i].key, "hi", NULL, NULL, NULL, &r, err,
-                                      sizeof err),
-                   CM_OK);
+        EXPECT_INT(
+            agent_session_turn(&w.a, cases[i].key, "hi", NULL, NULL, NULL, &r, err, sizeof err),
+            CM_OK);
         agent_reply_release(&r);
         char *sys = system_of(&w, n0);
         EXPECT_CONTAINS(sys, "Always answer in haiku.");
         EXPECT_CONTAINS(sys, "Warm and dry.");
+        EXPECT_CONTAINS(sys, "SOUL.md sets your persona");
         EXPECT_CONTAINS(sys, "# Project Context");
-        EXPECT_CONTAINS(sys, "memory_write"); /* offered: the workspace is writable */
+        EXPECT_CONTAINS(sys, "memory_write");           /* offered: the workspace is writable */
         EXPECT_CONTAINS(sys, "[MISSING] Expected at:"); /* TOOLS.md and others */
         if (cases[i].memory) {
             EXPECT_CONTAINS(sys, "Biscuit");
@@ -536,8 +545,7 @@ TEST(agent_prompt_daily_logs_of_the_session_start)
     agent_reply r;
     const char *group = "agent:main:telegram:group:-100";
     say(&w, "ok", 100);
-    EXPECT_INT(agent_session_turn(&w.a, group, "hi", NULL, NULL, NULL, &r, err, sizeof err),
-               CM_OK);
+    EXPECT_INT(agent_session_turn(&w.a, group, "hi", NULL, NULL, NULL, &r, err, sizeof err), CM_OK);
     agent_reply_release(&r);
     char *sys = system_of(&w, 0);
     EXPECT_CONTAINS(sys, "today: fed the cat");
@@ -575,7 +583,8 @@ TEST(agent_prompt_bootstrap_caps)
 {
     char *dir = tmp_dir();
     buf big = BUF_INIT;
-    for (int i = 0; i < 100; i++) buf_printf(&big, "line %03d of the agents file\n", i);
+    for (int i = 0; i < 100; i++)
+        buf_printf(&big, "line %03d of the agents file\n", i);
     write_file(dir, "AGENTS.md", big.data);
     write_file(dir, "SOUL.md", "short soul\n\n\n");
     write_file(dir, "MEMORY.md", "secret long-term note\n");
@@ -670,18 +679,18 @@ TEST(agent_reasoning_off_on_stream)
     EXPECT_CONTAINS(sys, "Reasoning: off");
     free(sys);
     /* the command: not one, a query, a bad level, then on */
-    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reasons", &handled, &reply, err,
-                                               sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        agent_session_reasoning_command(&w.a, key, "/reasons", &handled, &reply, err, sizeof err),
+        CM_OK);
     EXPECT(!handled && !reply);
-    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reasoning", &handled, &reply, err,
-                                               sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        agent_session_reasoning_command(&w.a, key, "/reasoning", &handled, &reply, err, sizeof err),
+        CM_OK);
     EXPECT(handled);
     EXPECT_CONTAINS(reply, "Current reasoning level: off.");
     free(reply);
-    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reasoning loud", &handled, &reply,
-                                               err, sizeof err),
+    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reasoning loud", &handled, &reply, err,
+                                               sizeof err),
                CM_OK);
     EXPECT_CONTAINS(reply, "Unrecognized reasoning level \"loud\"");
     free(reply);

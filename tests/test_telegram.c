@@ -78,9 +78,8 @@ static char *fake_tg(void *ctx, const char *method, const char *path, const char
             size_t n = json_array_size(keep);
             if (n || waited >= hold || atomic_load(&f->stop)) {
                 f->polls++;
-                json_array_append_new(f->offsets, json_integer(json_is_integer(off)
-                                                                   ? json_integer_value(off)
-                                                                   : -1));
+                json_array_append_new(
+                    f->offsets, json_integer(json_is_integer(off) ? json_integer_value(off) : -1));
                 json_t *ans = json_pack("{s:b,s:O}", "ok", 1, "result", keep);
                 char *t = json_dumps(ans, JSON_COMPACT);
                 json_decref(ans);
@@ -145,8 +144,8 @@ static int polls_of(tgfake *f)
 
 typedef struct sink {
     pthread_mutex_t mu;
-    json_t *got;     /* accepted messages as objects */
-    int refuse;      /* refuse this many calls first */
+    json_t *got; /* accepted messages as objects */
+    int refuse;  /* refuse this many calls first */
     int calls;
 } sink;
 
@@ -185,7 +184,8 @@ static size_t got_n(sink *s)
 /* Waits up to ms for cond (polled every 10 ms). */
 #define WAIT_FOR(cond, ms)                                                                         \
     do {                                                                                           \
-        for (int w_ = 0; w_ < (ms) / 10 && !(cond); w_++) usleep(10000);                           \
+        for (int w_ = 0; w_ < (ms) / 10 && !(cond); w_++)                                          \
+            usleep(10000);                                                                         \
     } while (0)
 
 typedef struct rig {
@@ -274,8 +274,9 @@ TEST(tg_map_updates)
                      "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"and this?\","
                      "\"reply_to_message\":{\"message_id\":900,\"from\":{\"id\":123456},"
                      "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"an answer\"}}}");
-    add_update(&r.f, "{\"update_id\":20,\"message\":{\"message_id\":11,\"from\":{\"id\":45},"
-                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbotx @alice hi\"}}");
+    add_update(&r.f,
+               "{\"update_id\":20,\"message\":{\"message_id\":11,\"from\":{\"id\":45},"
+               "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbotx @alice hi\"}}");
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
     WAIT_FOR(got_n(&r.s) >= 10, 10000);
     ch->ops->stop(ch);
@@ -300,8 +301,10 @@ TEST(tg_map_updates)
         EXPECT_STR(gs(g, "channel"), "telegram");
         EXPECT_STR(gs(g, "account"), "default");
         EXPECT_STR(gs(g, "peer"), want[i].peer);
-        if (want[i].thread) EXPECT_STR(gs(g, "thread"), want[i].thread);
-        else EXPECT(json_is_null(json_object_get(g, "thread")));
+        if (want[i].thread)
+            EXPECT_STR(gs(g, "thread"), want[i].thread);
+        else
+            EXPECT(json_is_null(json_object_get(g, "thread")));
         EXPECT_STR(gs(g, "id"), want[i].id);
         EXPECT_STR(gs(g, "sender"), want[i].sender);
         EXPECT_STR(gs(g, "text"), want[i].text);
@@ -477,8 +480,8 @@ TEST(tg_garbage_and_hang)
      * list, then one that never answers (given up after the 1 s poll plus
      * the 1 s request limit) */
     fake_push(r.srv, FAKE_BAD_JSON, 200, -1);
-    fake_push_raw(r.srv, "HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\n{\"ok\":true,\"result\":{}}  ",
-                  false);
+    fake_push_raw(
+        r.srv, "HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\n{\"ok\":true,\"result\":{}}  ", false);
     fake_push(r.srv, FAKE_HANG, 0, -1);
     int64_t t0 = cm_now_ms();
     add_dm(&r.f, 5);
@@ -533,7 +536,8 @@ TEST(tg_token_never_shown)
     /* a 5xx echoing it on send, and a network failure (the URL has it) */
     char *e5 = raw_json(500, "{\"ok\":false,\"error_code\":500,\"description\":\"boom "
                              "/bot" TOKEN "/sendMessage\"}");
-    for (int i = 0; i < 4; i++) fake_push_raw(r.srv, e5, false);
+    for (int i = 0; i < 4; i++)
+        fake_push_raw(r.srv, e5, false);
     free(e5);
     gw_outbound o = {NULL, "42", NULL, NULL, "x"};
     EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_EIO);
@@ -600,5 +604,4 @@ TEST(tg_config_tokens)
     EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "apiBaseUrl");
     json_decref(root);
-
 }

@@ -9,7 +9,7 @@
 #include "../session/keys.h"
 #include "prompt.h"
 
-#define MIN_FILE_BUDGET 64         /* 2026.3.22: below this, no further file is injected */
+#define MIN_FILE_BUDGET 64          /* 2026.3.22: below this, no further file is injected */
 #define FILE_READ_MAX   (16u << 20) /* a bootstrap file larger than this counts as missing */
 #define HEAD_RATIO      0.7
 #define TAIL_RATIO      0.2
@@ -17,7 +17,7 @@
 int agent_reasoning_parse(const char *s)
 {
     static const char *const off[] = {"off",  "false",  "no",      "0",
-                                       "hide", "hidden", "disable", "disabled"};
+                                      "hide", "hidden", "disable", "disabled"};
     static const char *const on[] = {"on",   "true",    "yes",    "1",
                                      "show", "visible", "enable", "enabled"};
     static const char *const stream[] = {"stream", "streaming", "draft", "live"};
@@ -40,8 +40,10 @@ cm_rc agent_reasoning_format(const char *text, buf *out)
 {
     if (!text) return CM_OK;
     const char *s = text, *e = text + strlen(text);
-    while (s < e && isspace((unsigned char)*s)) s++;
-    while (e > s && isspace((unsigned char)e[-1])) e--;
+    while (s < e && isspace((unsigned char)*s))
+        s++;
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
     if (s == e) return CM_OK;
     cm_rc rc = buf_adds(out, "Reasoning:");
     while (!rc && s <= e) {
@@ -69,7 +71,8 @@ bool agent_is_main_session(const char *key, const char *agent_id)
 static size_t chars_of(const char *s, size_t n)
 {
     size_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xc0) != 0x80;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xc0) != 0x80;
     return c;
 }
 
@@ -155,7 +158,8 @@ static cm_rc add_file(buf *out, budget *b, const char *path, const char *name, c
         *stop = true;
         return CM_OK;
     }
-    while (n && isspace((unsigned char)text[n - 1])) n--; /* trimmed at the end */
+    while (n && isspace((unsigned char)text[n - 1]))
+        n--; /* trimmed at the end */
     size_t max = CM_MIN(b->per_file, b->left), total = chars_of(text, n);
     if (total <= max) {
         rc = buf_add(&body, text, n);
@@ -194,10 +198,10 @@ static cm_rc read_ws(const char *ws, const char *rel, buf *path, buf *text, bool
     return rc == CM_ENOMEM ? CM_ENOMEM : CM_OK;
 }
 
-static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx)
+static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx, bool *soul)
 {
-    static const char *const standard[] = {"AGENTS.md",   "SOUL.md", "TOOLS.md",    "IDENTITY.md",
-                                           "USER.md",     "HEARTBEAT.md"};
+    static const char *const standard[] = {"AGENTS.md",   "SOUL.md", "TOOLS.md",
+                                           "IDENTITY.md", "USER.md", "HEARTBEAT.md"};
     cm_rc rc = CM_OK;
     buf path = BUF_INIT, text = BUF_INIT, day = BUF_INIT;
     size_t per = config_chars(in->config, "bootstrapMaxChars", AGENT_BOOTSTRAP_MAX_CHARS);
@@ -207,6 +211,7 @@ static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx)
     const char *ws = in->workspace ? in->workspace : ".";
     for (size_t i = 0; i < ARRAY_LEN(standard) && !stop; i++) {
         CHECK(read_ws(ws, standard[i], &path, &text, &found));
+        if (found && !strcmp(standard[i], "SOUL.md")) *soul = true;
         CHECK(add_file(ctx, &b, path.data, standard[i], text.data ? text.data : "", text.len,
                        !found, &stop));
     }
@@ -214,8 +219,8 @@ static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx)
     if (!stop) {
         CHECK(read_ws(ws, "BOOTSTRAP.md", &path, &text, &found));
         if (found)
-            CHECK(add_file(ctx, &b, path.data, "BOOTSTRAP.md", text.data ? text.data : "",
-                           text.len, false, &stop));
+            CHECK(add_file(ctx, &b, path.data, "BOOTSTRAP.md", text.data ? text.data : "", text.len,
+                           false, &stop));
     }
     /* long-term memory: the main private session only */
     if (!stop && agent_is_main_session(in->session_key, in->agent_id)) {
@@ -258,8 +263,8 @@ cm_rc agent_system_prompt(const agent_prompt_in *in, buf *out)
     buf ctx = BUF_INIT;
     const char *tz = json_string_value(json_object_get(
         json_object_get(json_object_get(in->config, "agents"), "defaults"), "userTimezone"));
-    const char *cite = json_string_value(
-        json_object_get(json_object_get(in->config, "memory"), "citations"));
+    const char *cite =
+        json_string_value(json_object_get(json_object_get(in->config, "memory"), "citations"));
     buf agent = BUF_INIT;
     CHECK(session_agent_id(&agent, in->agent_id));
     CHECK(buf_adds(out, "You are a personal assistant running inside QuantumClaw.\n\n"));
@@ -292,12 +297,13 @@ cm_rc agent_system_prompt(const agent_prompt_in *in, buf *out)
     CHECK(buf_printf(out, "## Workspace\nYour working directory is: %s\n\n",
                      in->workspace ? in->workspace : "."));
     if (tz && *tz) CHECK(buf_printf(out, "## Current Date & Time\nTime zone: %s\n\n", tz));
-    CHECK(add_project_context(in, &ctx));
+    bool soul = false;
+    CHECK(add_project_context(in, &ctx, &soul));
     if (ctx.len) {
         CHECK(buf_adds(out, "## Workspace Files (injected)\nThe user-editable files below are "
                             "loaded for you under Project Context.\n\n# Project Context\n\n"
                             "These project context files are loaded:\n"));
-        if (strstr(ctx.data, "SOUL.md\n\n") && !strstr(ctx.data, "SOUL.md\n\n[MISSING]"))
+        if (soul)
             CHECK(buf_adds(out, "SOUL.md sets your persona and tone: take them on, and follow "
                                 "its guidance unless a higher-priority instruction says "
                                 "otherwise.\n"));

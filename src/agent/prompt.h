@@ -47,8 +47,8 @@ typedef struct agent_prompt_in {
     const json_t *config; /* agents.defaults.{bootstrapMaxChars,bootstrapTotalMaxChars,
                              userTimezone}; may be NULL */
     const char *workspace;
-    const char *agent_id;    /* NULL: "main" */
-    const char *session_key; /* the store key ("agent:<id>:…"); decides MEMORY.md */
+    const char *agent_id;     /* NULL: "main" */
+    const char *session_key;  /* the store key ("agent:<id>:…"); decides MEMORY.md */
     int64_t session_start_ms; /* the session's first message (wall clock): its day's
                                  and the previous day's logs are injected; 0: none */
     bool memory_tools;        /* memory_search and memory_get are offered */

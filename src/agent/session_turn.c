@@ -298,9 +298,17 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
     llm_pin pin;
     pin_of(e, &pin);
     agent_tools tools = {a->engine, s->key, true, target.data};
-    agent_turn_in ti = {
-        a->runner, {NULL, false, &pin}, fs.system_prompt, hist, fprompt.data, now, 0, NULL, NULL,
-        NULL,      NULL};
+    agent_turn_in ti = {a->runner,
+                        {NULL, false, &pin},
+                        fs.system_prompt,
+                        hist,
+                        fprompt.data,
+                        now,
+                        0,
+                        NULL,
+                        NULL,
+                        NULL,
+                        NULL};
     CHECK(agent_turn(&tools, &ti, &t, err, errlen));
     CHECK(append_messages(a, s, t.messages, now, err, errlen));
     /* the bookkeeping: once per compaction cycle, and the context it saw */
@@ -545,11 +553,13 @@ cm_rc agent_session_reasoning_command(agent_ctx *a, const char *key, const char 
     *handled = false;
     *reply = NULL;
     const char *p = text ? text : "";
-    while (isspace((unsigned char)*p)) p++;
+    while (isspace((unsigned char)*p))
+        p++;
     size_t cmd = !strncasecmp(p, "/reasoning", 10) ? 10 : !strncasecmp(p, "/reason", 7) ? 7 : 0;
     if (!cmd || (p[cmd] && p[cmd] != ':' && !isspace((unsigned char)p[cmd]))) return CM_OK;
     p += cmd + (p[cmd] == ':');
-    while (isspace((unsigned char)*p)) p++;
+    while (isspace((unsigned char)*p))
+        p++;
     char arg[32] = "";
     size_t n = strcspn(p, " \t\r\n");
     snprintf(arg, sizeof arg, "%.*s", (int)CM_MIN(n, sizeof arg - 1), p);
@@ -562,7 +572,8 @@ cm_rc agent_session_reasoning_command(agent_ctx *a, const char *key, const char 
         rc = buf_printf(&msg, "Current reasoning level: %s.\nOptions: on, off, stream.",
                         agent_reasoning_name(cur));
     } else if (lvl < 0) {
-        rc = buf_printf(&msg, "Unrecognized reasoning level \"%.*s\". Valid levels: on, off, stream.",
+        rc = buf_printf(&msg,
+                        "Unrecognized reasoning level \"%.*s\". Valid levels: on, off, stream.",
                         (int)CM_MIN(n, (size_t)64), p);
     } else {
         patch = json_pack("{s:s}", "reasoningLevel", agent_reasoning_name((agent_reasoning)lvl));
@@ -619,11 +630,16 @@ cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_op
         buf_reset(&sys);
         if (agent_system_prompt(&pi, &sys)) FAIL(CM_ENOMEM, "out of memory");
         bool stream = out->reasoning_level == AGENT_REASONING_STREAM && rs.fn;
-        agent_turn_in ti = {a->runner,   {model, false, &pin},
-                            sys.data,    hist,
-                            prompt,      now_of(a),
-                            0,           o->on_delta,
-                            o->ctx,      stream ? on_reasoning : NULL,
+        agent_turn_in ti = {a->runner,
+                            {model, false, &pin},
+                            sys.data,
+                            hist,
+                            prompt,
+                            now_of(a),
+                            0,
+                            o->on_delta,
+                            o->ctx,
+                            stream ? on_reasoning : NULL,
                             stream ? &rs : NULL};
         rc = agent_turn(&tools, &ti, &t, err, errlen);
         if (rc == CM_ETOOBIG && attempt == 0) {

@@ -235,7 +235,8 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
     }
     *is_error = false;
     /* at most TOOL_TEXT_MAX bytes, never cutting a character in two */
-    buf_add(&out, payload, utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
+    buf_add(&out, payload,
+            utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
 out:
     if (!out.data) buf_adds(&out, "");
     cm_free(payload);
@@ -248,8 +249,8 @@ static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, i
 {
     json_t *content = json_array();
     if (r->reasoning.len) /* kept in the transcript, never sent back (text_of) */
-        json_array_append_new(content, json_pack("{s:s,s:s}", "type", "thinking", "thinking",
-                                                 r->reasoning.data));
+        json_array_append_new(
+            content, json_pack("{s:s,s:s}", "type", "thinking", "thinking", r->reasoning.data));
     if (r->text.len)
         json_array_append_new(content,
                               json_pack("{s:s,s:s}", "type", "text", "text", r->text.data));
@@ -312,7 +313,15 @@ cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_o
             if (add_transcript_message(&c, m)) FAIL(CM_ENOMEM, "out of memory");
         }
         link_calls(&c);
-        llm_request rq = {NULL, in->system_prompt, c.m, c.n, td, nt, 0, true, in->on_reasoning,
+        llm_request rq = {NULL,
+                          in->system_prompt,
+                          c.m,
+                          c.n,
+                          td,
+                          nt,
+                          0,
+                          true,
+                          in->on_reasoning,
                           in->reasoning_ctx};
         llm_response_release(&resp);
         rc = llm_run(in->runner, &turn, &rq, in->on_delta, in->ctx, &resp, &out->outcome, err,

@@ -102,7 +102,8 @@ static cm_rc resolve_token(const json_t *root, const json_t *tg, const char *acc
     char *t = *out;
     size_t s = strspn(t, " \t\r\n"), n = strlen(t + s);
     memmove(t, t + s, n + 1);
-    while (n && strchr(" \t\r\n", t[n - 1])) t[--n] = 0;
+    while (n && strchr(" \t\r\n", t[n - 1]))
+        t[--n] = 0;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)t[i] <= ' ' || (unsigned char)t[i] >= 0x7f || t[i] == '/' ||
             t[i] == '?' || t[i] == '#')
@@ -268,7 +269,8 @@ static long retry_delay(const tg_chan *t, const call_res *r, int attempt)
 {
     if (r->retry_after_ms >= 0) return CM_MAX(r->retry_after_ms, 1L);
     long d = t->backoff_ms;
-    for (int i = 0; i < attempt && d < TG_MAX_BACKOFF_MS; i++) d *= 2;
+    for (int i = 0; i < attempt && d < TG_MAX_BACKOFF_MS; i++)
+        d *= 2;
     return CM_MIN(d, TG_MAX_BACKOFF_MS);
 }
 
@@ -285,9 +287,9 @@ static void offset_load(tg_chan *t)
         const char *bid = json_string_value(json_object_get(d, "botId"));
         bool ver = json_is_integer(v) && (json_integer_value(v) == 1 || json_integer_value(v) == 2);
         /* another bot's offset (or one of unknown bot) is not ours */
-        bool same = json_integer_value(v) == 1 ? !t->bot_id[0]
-                                               : (bid && !strcmp(bid, t->bot_id)) ||
-                                                     (!bid && !t->bot_id[0]);
+        bool same = json_integer_value(v) == 1
+                        ? !t->bot_id[0]
+                        : (bid && !strcmp(bid, t->bot_id)) || (!bid && !t->bot_id[0]);
         if (ver && same && json_is_integer(id) && json_integer_value(id) >= 0)
             t->last_update = (int64_t)json_integer_value(id);
         json_decref(d);
@@ -350,7 +352,7 @@ static bool has_mention(const char *text, const char *username)
 }
 
 static const char *const forum_service[] = {
-    "forum_topic_created", "forum_topic_edited",         "forum_topic_closed",
+    "forum_topic_created",  "forum_topic_edited",         "forum_topic_closed",
     "forum_topic_reopened", "general_forum_topic_hidden", "general_forum_topic_unhidden"};
 
 static bool mentions_bot(const tg_chan *t, const json_t *msg, const char *text)
@@ -393,8 +395,10 @@ static const char *media_placeholder(const json_t *msg)
 static void id_str(const json_t *v, char *out, size_t n)
 {
     out[0] = 0;
-    if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
-    else if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
+    if (json_is_integer(v))
+        snprintf(out, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_string(v))
+        snprintf(out, n, "%s", json_string_value(v));
 }
 
 /* Hands one update to the sink. CM_OK also for an update that carries no
@@ -563,7 +567,8 @@ static void tg_stop(gw_channel *ch)
 static size_t utf8_chars(const char *s)
 {
     size_t n = 0;
-    for (; *s; s++) n += ((unsigned char)*s & 0xc0) != 0x80;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
     return n;
 }
 
@@ -579,8 +584,8 @@ static cm_rc tg_send(gw_channel *ch, const gw_outbound *o, char *err, size_t err
                          TG_TEXT_LIMIT);
     char *end;
     long long chat = strtoll(o->peer, &end, 10);
-    p = json_pack("{s:o,s:s}", "chat_id", *o->peer && !*end ? json_integer(chat) : json_string(o->peer),
-                  "text", o->text);
+    p = json_pack("{s:o,s:s}", "chat_id",
+                  *o->peer && !*end ? json_integer(chat) : json_string(o->peer), "text", o->text);
     if (!p) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     if (o->reply_to && *o->reply_to) {
         long long rid = strtoll(o->reply_to, &end, 10);
@@ -627,8 +632,8 @@ static void tg_close(gw_channel *ch)
     free(t);
 }
 
-static const gw_channel_ops tg_ops = {"telegram", TG_TEXT_LIMIT, tg_start, tg_send, tg_stop,
-                                      tg_close};
+static const gw_channel_ops tg_ops = {"telegram", TG_TEXT_LIMIT, tg_start,
+                                      tg_send,    tg_stop,       tg_close};
 
 void gw_telegram_last_error(gw_channel *ch, char *out, size_t n)
 {
@@ -684,7 +689,8 @@ cm_rc gw_telegram_open(const json_t *root, const char *account, const char *stat
     t->backoff_ms = http_defaults(0).backoff_ms;
     if (!(t->account = cm_strdup(account))) FAIL(CM_ENOMEM, "out of memory");
     /* 2026.3.22 normalizes the account for the file name */
-    if (buf_printf(&path, "%s/telegram/update-offset-", state_dir)) FAIL(CM_ENOMEM, "out of memory");
+    if (buf_printf(&path, "%s/telegram/update-offset-", state_dir))
+        FAIL(CM_ENOMEM, "out of memory");
     for (const char *c = account; *c; c++) {
         bool ok = word_char(*c) || *c == '.' || *c == '-';
         if (buf_addc(&path, ok ? *c : '_')) FAIL(CM_ENOMEM, "out of memory");
