@@ -513,6 +513,13 @@ TEST(tg_stop_prompt)
     int64_t took = cm_now_ms() - t0;
     EXPECT(took < 3000);
     ch->ops->stop(ch); /* twice is fine */
+    /* replies still go out after stop (the gateway drains), 5xx retried */
+    fake_push(r.srv, FAKE_STATUS, 503, -1);
+    gw_outbound o = {NULL, "42", NULL, "1", "after stop"};
+    EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
+    pthread_mutex_lock(&r.f.mu);
+    EXPECT_INT((int)json_array_size(r.f.sent), 1);
+    pthread_mutex_unlock(&r.f.mu);
     ch->ops->close(ch);
     rig_stop(&r);
 }

@@ -45,8 +45,9 @@ typedef struct tg_chan {
     void *ctx;
     pthread_t tid;
     bool running;
-    atomic_bool stop;
-    pthread_mutex_t mu; /* guards last_err and the stop wait */
+    atomic_bool stop;    /* polling: set by stop() */
+    atomic_bool closing; /* sends: set by close() (a send may outlive stop()) */
+    pthread_mutex_t mu;  /* guards last_err and the stop wait */
     pthread_cond_t cv;
     char last_err[512];
     redact red; /* the token */
@@ -149,28 +150,28 @@ typedef struct call_res {
 
 typedef struct fetch_ctx {
     buf body;
-    tg_chan *t;
+    atomic_bool *watch; /* the transfer is dropped once it is set */
 } fetch_ctx;
 
 static bool on_tick(http_fetch *f)
 {
     fetch_ctx *c = f->ctx;
-    return !atomic_load(&c->t->stop);
+    return !atomic_load(c->watch);
 }
 
 static bool on_data(http_fetch *f, const char *p, size_t n)
 {
     fetch_ctx *c = f->ctx;
     if (c->body.len + n > TG_BODY_MAX) return false;
-    return buf_add(&c->body, p, n) == CM_OK && !atomic_load(&c->t->stop);
+    return buf_add(&c->body, p, n) == CM_OK && !atomic_load(c->watch);
 }
 
 /* One attempt of method with params (a JSON object, may be NULL) within
  * limit_ms. CM_OK with r->result on {"ok":true}; otherwise a code and err
  * (token redacted): CM_ERATELIMIT (429), CM_EAUTH (401/403/404: the token),
- * CM_EIO (retryable when r->retryable), CM_ECANCELED (stop). */
+ * CM_EIO (retryable when r->retryable), CM_ECANCELED (*watch was set). */
 static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long limit_ms,
-                     call_res *r, char *err, size_t errlen)
+                     atomic_bool *watch, call_res *r, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT, msg = BUF_INIT;
@@ -178,7 +179,7 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     json_t *doc = NULL;
     cm_strlist hdr = {0};
     static const char *ctype = "Content-Type: application/json";
-    fetch_ctx fc = {BUF_INIT, t};
+    fetch_ctx fc = {BUF_INIT, watch};
     memset(r, 0, sizeof *r);
     r->retry_after_ms = -1;
     if (buf_printf(&url, "%s/bot%s/%s", t->api_base, t->token, method))
@@ -246,8 +247,8 @@ out:
     return rc;
 }
 
-/* Waits ms unless stop is asked first; false when stopping. */
-static bool tg_wait(tg_chan *t, long ms)
+/* Waits ms unless *watch is set first (stop or close); false then. */
+static bool tg_wait(tg_chan *t, long ms, atomic_bool *watch)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -258,10 +259,10 @@ static bool tg_wait(tg_chan *t, long ms)
         ts.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&t->mu);
-    while (!atomic_load(&t->stop))
+    while (!atomic_load(watch))
         if (pthread_cond_timedwait(&t->cv, &t->mu, &ts) == ETIMEDOUT) break;
     pthread_mutex_unlock(&t->mu);
-    return !atomic_load(&t->stop);
+    return !atomic_load(watch);
 }
 
 /* The delay before retry number `attempt` (0-based) after a failure r. */
@@ -458,7 +459,7 @@ static cm_rc deliver(tg_chan *t, const json_t *upd)
 
 static cm_rc get_me(tg_chan *t, call_res *r, char *err, size_t errlen)
 {
-    cm_rc rc = tg_call(t, "getMe", NULL, t->req_ms, r, err, errlen);
+    cm_rc rc = tg_call(t, "getMe", NULL, t->req_ms, &t->stop, r, err, errlen);
     if (rc) return rc;
     const char *u = json_string_value(json_object_get(r->result, "username"));
     json_t *id = json_object_get(r->result, "id");
@@ -484,7 +485,7 @@ static void *poll_main(void *arg)
             if (rc == CM_ECANCELED) break;
             if (rc) {
                 set_last_err(t, err);
-                if (!tg_wait(t, retry_delay(t, &r, fails++))) break;
+                if (!tg_wait(t, retry_delay(t, &r, fails++), &t->stop)) break;
                 continue;
             }
             have_me = true;
@@ -492,7 +493,8 @@ static void *poll_main(void *arg)
         json_t *p = json_pack("{s:i,s:O}", "timeout", (int)t->poll_s, "allowed_updates", allowed);
         if (p && t->last_update >= 0)
             json_object_set_new(p, "offset", json_integer((json_int_t)(t->last_update + 1)));
-        rc = p ? tg_call(t, "getUpdates", p, t->poll_s * 1000 + t->req_ms, &r, err, sizeof err)
+        rc = p ? tg_call(t, "getUpdates", p, t->poll_s * 1000 + t->req_ms, &t->stop, &r, err,
+                         sizeof err)
                : CM_ENOMEM;
         json_decref(p);
         if (rc == CM_ECANCELED) break;
@@ -500,7 +502,7 @@ static void *poll_main(void *arg)
             if (!rc) snprintf(err, sizeof err, "telegram getUpdates: the result is not a list");
             set_last_err(t, rc == CM_ENOMEM ? "telegram: out of memory" : err);
             json_decref(r.result);
-            if (!tg_wait(t, retry_delay(t, &r, fails++))) break;
+            if (!tg_wait(t, retry_delay(t, &r, fails++), &t->stop)) break;
             continue;
         }
         fails = 0;
@@ -523,7 +525,7 @@ static void *poll_main(void *arg)
         json_decref(r.result);
         if (refused) {
             set_last_err(t, "telegram: the gateway did not accept an update; it is asked again");
-            if (!tg_wait(t, t->backoff_ms)) break;
+            if (!tg_wait(t, t->backoff_ms, &t->stop)) break;
         }
     }
     json_decref(allowed);
@@ -604,10 +606,10 @@ static cm_rc tg_send(gw_channel *ch, const gw_outbound *o, char *err, size_t err
     }
     for (int attempt = 0;; attempt++) {
         call_res r;
-        rc = tg_call(t, "sendMessage", p, t->req_ms, &r, err, errlen);
+        rc = tg_call(t, "sendMessage", p, t->req_ms, &t->closing, &r, err, errlen);
         json_decref(r.result);
         if (!rc || !r.retryable || attempt + 1 >= TG_SEND_ATTEMPTS) break;
-        if (!tg_wait(t, retry_delay(t, &r, attempt))) {
+        if (!tg_wait(t, retry_delay(t, &r, attempt), &t->closing)) {
             rc = cm_seterr(err, errlen, CM_ECANCELED, "telegram sendMessage: stopped");
             break;
         }
@@ -620,6 +622,10 @@ static void tg_close(gw_channel *ch)
 {
     tg_chan *t = (tg_chan *)ch;
     if (!t) return;
+    pthread_mutex_lock(&t->mu);
+    atomic_store(&t->closing, true);
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
     tg_stop(ch);
     if (t->token) memset(t->token, 0, strlen(t->token));
     free(t->token);
