@@ -277,7 +277,12 @@ TEST(tg_map_updates)
     add_update(&r.f,
                "{\"update_id\":20,\"message\":{\"message_id\":11,\"from\":{\"id\":45},"
                "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbotx @alice hi\"}}");
+    char who[64] = "";
+    gw_telegram_bot_username(ch, who, sizeof who);
+    EXPECT_STR(who, "");
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+    gw_telegram_bot_username(ch, who, sizeof who);
+    EXPECT_STR(who, "ClawBot");
     WAIT_FOR(got_n(&r.s) >= 10, 10000);
     ch->ops->stop(ch);
     EXPECT_INT((int)got_n(&r.s), 10);
@@ -479,11 +484,16 @@ TEST(tg_garbage_and_hang)
     /* the next polls: a body that is not JSON, a 200 whose result is no
      * list, then one that never answers (given up after the 1 s poll plus
      * the 1 s request limit) */
+    int64_t t0 = cm_now_ms();
     fake_push(r.srv, FAKE_BAD_JSON, 200, -1);
     fake_push_raw(
         r.srv, "HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\n{\"ok\":true,\"result\":{}}  ", false);
+    int n0 = fake_count(r.srv);
     fake_push(r.srv, FAKE_HANG, 0, -1);
-    int64_t t0 = cm_now_ms();
+    /* n0 + 3: the hung poll (or one after it) came, whatever poll was in flight;
+     * the update comes only then, so no poll before the hang can take it */
+    WAIT_FOR(fake_count(r.srv) >= n0 + 3, 10000);
+    EXPECT(fake_count(r.srv) >= n0 + 3);
     add_dm(&r.f, 5);
     WAIT_FOR(got_n(&r.s) >= 1, 20000);
     int64_t took = cm_now_ms() - t0;

@@ -131,8 +131,9 @@ static cm_rc add_clamped(buf *out, const char *s, size_t n, size_t max, size_t *
     return rc || max <= 3 ? rc : buf_adds(out, "\xe2\x80\xa6");
 }
 
-/* One injected file: "## <path>", a blank line, the content. Returns false
- * (nothing added) when the budget is spent. */
+/* One injected file: "## <path>", a blank line, the content (or the missing
+ * marker), charged to the budget. *stop is set (nothing added) when the
+ * budget is spent: no later file is injected either. */
 static cm_rc add_file(buf *out, budget *b, const char *path, const char *name, const char *text,
                       size_t n, bool missing, bool *stop)
 {

@@ -463,8 +463,10 @@ static cm_rc get_me(tg_chan *t, call_res *r, char *err, size_t errlen)
     if (rc) return rc;
     const char *u = json_string_value(json_object_get(r->result, "username"));
     json_t *id = json_object_get(r->result, "id");
+    pthread_mutex_lock(&t->mu); /* gw_telegram_bot_username reads it */
     snprintf(t->bot_username, sizeof t->bot_username, "%s", u ? u : "");
     t->bot_uid = json_is_integer(id) ? (int64_t)json_integer_value(id) : 0;
+    pthread_mutex_unlock(&t->mu);
     json_decref(r->result);
     r->result = NULL;
     return CM_OK;
@@ -646,6 +648,14 @@ void gw_telegram_last_error(gw_channel *ch, char *out, size_t n)
     tg_chan *t = (tg_chan *)ch;
     pthread_mutex_lock(&t->mu);
     snprintf(out, n, "%s", t->last_err);
+    pthread_mutex_unlock(&t->mu);
+}
+
+void gw_telegram_bot_username(gw_channel *ch, char *out, size_t n)
+{
+    tg_chan *t = (tg_chan *)ch;
+    pthread_mutex_lock(&t->mu);
+    snprintf(out, n, "%s", t->bot_username);
     pthread_mutex_unlock(&t->mu);
 }
 
