@@ -35,6 +35,8 @@ struct fake_server {
     int nconns;
     pthread_cond_t idle; /* nconns fell */
     atomic_int stop;
+    fake_handler_fn handler;
+    void *handler_ctx;
 };
 
 void fake_vector(const char *text, int dims, float *out)
@@ -265,12 +267,22 @@ static void *serve(void *arg)
             q->headers[n] = 0;
             q->body = cm_strndup(in.data + hlen, clen);
         }
+        fake_handler_fn handler = f == FAKE_OK ? s->handler : NULL;
+        void *hctx = s->handler_ctx;
         pthread_mutex_unlock(&s->mu);
         char *body = cm_strndup(in.data + hlen, clen);
         memmove(in.data, in.data + hlen + clen, in.len - hlen - clen);
         in.len -= hlen + clen;
         in.data[in.len] = 0;
         char head[512];
+        char *handled = handler ? handler(hctx, method, path, body) : NULL;
+        if (handled) {
+            send_all(c->fd, handled, strlen(handled));
+            free(handled);
+            free(body);
+            free(hdrs);
+            continue;
+        }
         if (f == FAKE_RAW) {
             send_all(c->fd, raw, strlen(raw));
             free(raw);
@@ -480,6 +492,14 @@ void fake_push_raw(fake_server *s, const char *raw, bool close)
         s->fraw[s->nfaults] = cm_strdup(raw);
         s->nfaults++;
     }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void fake_handle(fake_server *s, fake_handler_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    s->handler = fn;
+    s->handler_ctx = ctx;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -63,6 +63,13 @@ void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after);
  * headers, body — e.g. an SSE stream) are sent as they are; then the
  * connection is closed when close is true, else kept for the next request. */
 void fake_push_raw(fake_server *s, const char *raw, bool close);
+/* A handler for the requests that find no queued fault: returns a whole raw
+ * answer (status line, headers, body; malloc'd, sent as it is, the
+ * connection kept) or NULL for the default answer. Called on the
+ * connection's thread, without the server's lock; it may block briefly (a
+ * long poll) but must return soon after fake_stop is called. */
+typedef char *(*fake_handler_fn)(void *ctx, const char *method, const char *path, const char *body);
+void fake_handle(fake_server *s, fake_handler_fn fn, void *ctx);
 /* Requests received so far, and the i-th (valid until fake_stop). */
 int fake_count(fake_server *s);
 const fake_request *fake_get(fake_server *s, int i);

@@ -137,9 +137,17 @@ TEST(agent_turn_runs_the_memory_tools)
     say(&w, "The dog is called Biscuit.", 100);
     llm_pin pin = {"", false};
     agent_tools tools = {w.eng, "agent:main:main", false, NULL};
-    agent_turn_in in = {
-        w.runner, {NULL, false, &pin}, "Be brief.", NULL, "What is the dog called?", T0, 0, NULL,
-        NULL};
+    agent_turn_in in = {w.runner,
+                        {NULL, false, &pin},
+                        "Be brief.",
+                        NULL,
+                        "What is the dog called?",
+                        T0,
+                        0,
+                        NULL,
+                        NULL,
+                        NULL,
+                        NULL};
     agent_turn_out out;
     char err[512];
     EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_OK);
@@ -228,7 +236,7 @@ TEST(agent_session_turn_records_the_turn)
                CM_OK);
     agent_reply_release(&r);
     json_t *b = request_body(&w, 1);
-    EXPECT_INT(json_array_size(json_object_get(b, "messages")), 3);
+    EXPECT_INT(json_array_size(json_object_get(b, "messages")), 4); /* the system prompt first */
     json_decref(b);
     world_stop(&w);
 }
@@ -446,10 +454,290 @@ TEST(agent_tool_result_cut_keeps_characters_whole)
     say(&w, "done", 100);
     llm_pin pin = {"", false};
     agent_tools tools = {w.eng, "agent:main:main", false, NULL};
-    agent_turn_in in = {w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL};
+    agent_turn_in in = {
+        w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL, NULL, NULL};
     agent_turn_out out;
     char err[512] = "";
     EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_OK);
     agent_turn_out_release(&out);
+    world_stop(&w);
+}
+
+/* ---- the system prompt (src/agent/prompt.c) and reasoning ---- */
+
+/* The system message of request i. */
+static char *system_of(world *w, int i)
+{
+    json_t *b = request_body(w, i);
+    json_t *m = json_array_get(json_object_get(b, "messages"), 0);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    const char *c = json_string_value(json_object_get(m, "content"));
+    char *s = cm_strdup(role && !strcmp(role, "system") && c ? c : "");
+    json_decref(b);
+    return s;
+}
+
+TEST(agent_prompt_memory_md_only_in_the_main_session)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    write_file(w.dir, "ws/AGENTS.md", "Always answer in haiku.\n");
+    write_file(w.dir, "ws/SOUL.md", "Warm and dry.\n");
+    char err[512];
+    static const struct {
+        const char *key;
+        bool memory;
+    } cases[] = {
+        {"agent:main:main", true},
+        {"main", true}, /* the same session, named short */
+        {"agent:main:telegram:group:-100", false},
+        {"agent:main:telegram:group:-100:thread:7", false},
+        {"agent:main:telegram:channel:-1002", false},
+        {"agent:main:telegram:direct:42", false}, /* a per-peer DM session is not the main one */
+        {"agent:ops:main", false},                /* another agent's main session */
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        int n0 = fake_count(w.fs);
+        say(&w, "ok", 100);
+        agent_reply r;
+        EXPECT_INT(
+            agent_session_turn(&w.a, cases[i].key, "hi", NULL, NULL, NULL, &r, err, sizeof err),
+            CM_OK);
+        agent_reply_release(&r);
+        char *sys = system_of(&w, n0);
+        EXPECT_CONTAINS(sys, "Always answer in haiku.");
+        EXPECT_CONTAINS(sys, "Warm and dry.");
+        EXPECT_CONTAINS(sys, "SOUL.md sets your persona");
+        EXPECT_CONTAINS(sys, "# Project Context");
+        EXPECT_CONTAINS(sys, "memory_write");           /* offered: the workspace is writable */
+        EXPECT_CONTAINS(sys, "[MISSING] Expected at:"); /* TOOLS.md and others */
+        if (cases[i].memory) {
+            EXPECT_CONTAINS(sys, "Biscuit");
+            EXPECT_CONTAINS(sys, "/MEMORY.md\n");
+        } else if (strstr(sys, "Biscuit") || strstr(sys, "MEMORY.md\n")) {
+            test_fail(__FILE__, __LINE__, "MEMORY.md reached session %s", cases[i].key);
+            free(sys);
+            break;
+        }
+        free(sys);
+        /* the memory tools are offered in every session */
+        json_t *b = request_body(&w, n0);
+        char *tools = json_dumps(json_object_get(b, "tools"), JSON_COMPACT);
+        EXPECT_CONTAINS(tools, "memory_search");
+        EXPECT_CONTAINS(tools, "memory_get");
+        EXPECT_CONTAINS(tools, "memory_write");
+        free(tools);
+        json_decref(b);
+    }
+    world_stop(&w);
+}
+
+TEST(agent_prompt_daily_logs_of_the_session_start)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    /* T0 is 2027-01-15 08:00 UTC */
+    write_file(w.dir, "ws/memory/2027-01-15.md", "- today: fed the cat\n");
+    write_file(w.dir, "ws/memory/2027-01-14.md", "- yesterday: bought tea\n");
+    write_file(w.dir, "ws/memory/2027-01-13.md", "- older: painted the fence\n");
+    write_file(w.dir, "ws/memory/2027-01-17.md", "- later: a trip\n");
+    char err[512];
+    agent_reply r;
+    const char *group = "agent:main:telegram:group:-100";
+    say(&w, "ok", 100);
+    EXPECT_INT(agent_session_turn(&w.a, group, "hi", NULL, NULL, NULL, &r, err, sizeof err), CM_OK);
+    agent_reply_release(&r);
+    char *sys = system_of(&w, 0);
+    EXPECT_CONTAINS(sys, "today: fed the cat");
+    EXPECT_CONTAINS(sys, "yesterday: bought tea");
+    EXPECT(!strstr(sys, "older: painted"));
+    EXPECT(!strstr(sys, "later: a trip"));
+    EXPECT(strstr(sys, "bought tea") < strstr(sys, "fed the cat")); /* oldest first */
+    EXPECT(!strstr(sys, "Biscuit"));
+    free(sys);
+    /* two days on, the same session keeps the logs of its start */
+    clock_now = T0 + 2 * 86400000LL;
+    say(&w, "ok", 100);
+    EXPECT_INT(agent_session_turn(&w.a, group, "again", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    agent_reply_release(&r);
+    sys = system_of(&w, 1);
+    EXPECT_CONTAINS(sys, "today: fed the cat");
+    EXPECT(!strstr(sys, "later: a trip"));
+    free(sys);
+    /* a session that starts now gets the 17th and the 16th */
+    say(&w, "ok", 100);
+    EXPECT_INT(agent_session_turn(&w.a, "agent:main:main", "morning", NULL, NULL, NULL, &r, err,
+                                  sizeof err),
+               CM_OK);
+    agent_reply_release(&r);
+    sys = system_of(&w, 2);
+    EXPECT_CONTAINS(sys, "later: a trip");
+    EXPECT(!strstr(sys, "fed the cat"));
+    EXPECT_CONTAINS(sys, "Biscuit");
+    free(sys);
+    world_stop(&w);
+}
+
+TEST(agent_prompt_bootstrap_caps)
+{
+    char *dir = tmp_dir();
+    buf big = BUF_INIT;
+    for (int i = 0; i < 100; i++)
+        buf_printf(&big, "line %03d of the agents file\n", i);
+    write_file(dir, "AGENTS.md", big.data);
+    write_file(dir, "SOUL.md", "short soul\n\n\n");
+    write_file(dir, "MEMORY.md", "secret long-term note\n");
+    json_t *cfg = json_loads("{\"agents\":{\"defaults\":{\"bootstrapMaxChars\":500,"
+                             "\"bootstrapTotalMaxChars\":700}}}",
+                             0, NULL);
+    agent_prompt_in in = {cfg, dir, "main", "agent:main:main", 0, true, false, AGENT_REASONING_OFF};
+    buf p = BUF_INIT;
+    EXPECT_INT(agent_system_prompt(&in, &p), CM_OK);
+    /* AGENTS.md cut to 500 characters: 350 from the head, 100 from the tail */
+    EXPECT_CONTAINS(p.data, "[...truncated, read AGENTS.md for full content...]");
+    EXPECT_CONTAINS(p.data, "line 000 of the agents file");
+    EXPECT_CONTAINS(p.data, "line 099 of the agents file");
+    EXPECT(!strstr(p.data, "line 050 of"));
+    /* 700 in all: SOUL.md fits what is left (trimmed), the rest does not */
+    EXPECT_CONTAINS(p.data, "short soul\n\n## ");
+    EXPECT(!strstr(p.data, "secret long-term note"));
+    EXPECT(!strstr(p.data, "memory_write"));
+    EXPECT_CONTAINS(p.data, "Reasoning: off");
+    buf_release(&p);
+    /* an empty budget for MEMORY.md aside, a group key never reads it */
+    json_decref(cfg);
+    in.config = NULL;
+    in.session_key = "agent:main:telegram:group:1";
+    EXPECT_INT(agent_system_prompt(&in, &p), CM_OK);
+    EXPECT(!strstr(p.data, "secret long-term note"));
+    EXPECT_CONTAINS(p.data, "line 050 of"); /* no cut at the default 20000 */
+    buf_release(&p);
+    in.session_key = "agent:main:main";
+    in.reasoning = AGENT_REASONING_STREAM;
+    EXPECT_INT(agent_system_prompt(&in, &p), CM_OK);
+    EXPECT_CONTAINS(p.data, "secret long-term note");
+    EXPECT_CONTAINS(p.data, "Reasoning: stream");
+    buf_release(&p);
+    buf_release(&big);
+}
+
+/* An OpenAI-compatible streamed answer with reasoning_content first. */
+static void say_reasoning(world *w, const char *why, const char *text)
+{
+    json_t *a = json_string(why), *b = json_string(text);
+    char *qa = json_dumps(a, JSON_ENCODE_ANY), *qb = json_dumps(b, JSON_ENCODE_ANY);
+    json_decref(a);
+    json_decref(b);
+    buf m = BUF_INIT;
+    buf_printf(&m,
+               "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+               "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":%s}}]}\n\n"
+               "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"\\nthen "
+               "answer\"}}]}\n\n"
+               "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},"
+               "\"finish_reason\":\"stop\"}]}\n\n"
+               "data: [DONE]\n\n",
+               qa, qb);
+    fake_push_raw(w->fs, m.data, true);
+    buf_release(&m);
+    free(qa);
+    free(qb);
+}
+
+typedef struct drafts {
+    int calls;
+    char last[512];
+} drafts;
+
+static void on_draft(void *ctx, const char *text, size_t n)
+{
+    drafts *d = ctx;
+    d->calls++;
+    snprintf(d->last, sizeof d->last, "%.*s", (int)n, text);
+}
+
+TEST(agent_reasoning_off_on_stream)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char err[512], *reply = NULL;
+    bool handled;
+    agent_reply r;
+    drafts d = {0};
+    const char *key = "agent:main:main";
+    agent_turn_opts o = {"why?", NULL, NULL, NULL, on_draft, &d};
+    /* off (the default): dropped */
+    say_reasoning(&w, "think first", "Because.");
+    EXPECT_INT(agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
+    EXPECT_STR(r.text, "Because.");
+    EXPECT_STR(r.reasoning, "");
+    EXPECT_INT(r.reasoning_level, AGENT_REASONING_OFF);
+    EXPECT_INT(d.calls, 0);
+    agent_reply_release(&r);
+    char *sys = system_of(&w, 0);
+    EXPECT_CONTAINS(sys, "Reasoning: off");
+    free(sys);
+    /* the command: not one, a query, a bad level, then on */
+    EXPECT_INT(
+        agent_session_reasoning_command(&w.a, key, "/reasons", &handled, &reply, err, sizeof err),
+        CM_OK);
+    EXPECT(!handled && !reply);
+    EXPECT_INT(
+        agent_session_reasoning_command(&w.a, key, "/reasoning", &handled, &reply, err, sizeof err),
+        CM_OK);
+    EXPECT(handled);
+    EXPECT_CONTAINS(reply, "Current reasoning level: off.");
+    free(reply);
+    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reasoning loud", &handled, &reply, err,
+                                               sizeof err),
+               CM_OK);
+    EXPECT_CONTAINS(reply, "Unrecognized reasoning level \"loud\"");
+    free(reply);
+    EXPECT_INT(agent_session_reasoning_command(&w.a, key, " /reasoning: Show", &handled, &reply,
+                                               err, sizeof err),
+               CM_OK);
+    EXPECT_STR(reply, "Reasoning visibility enabled.");
+    free(reply);
+    json_t *e = entry_of(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "reasoningLevel")), "on");
+    json_decref(e);
+    /* on: a separate message, formatted */
+    say_reasoning(&w, "think first", "Because.");
+    EXPECT_INT(agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
+    EXPECT_STR(r.text, "Because.");
+    EXPECT_STR(r.reasoning, "Reasoning:\n_think first_\n_then answer_");
+    EXPECT_INT(d.calls, 0);
+    agent_reply_release(&r);
+    sys = system_of(&w, 1);
+    EXPECT_CONTAINS(sys, "Reasoning: on");
+    free(sys);
+    /* the transcript keeps it as a thinking block; the model is not sent it again */
+    char *t = transcript_of(&w, key);
+    EXPECT_CONTAINS(t, "\"type\":\"thinking\"");
+    free(t);
+    /* stream: drafts as it arrives, nothing with the reply */
+    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reason stream", &handled, &reply, err,
+                                               sizeof err),
+               CM_OK);
+    EXPECT_STR(reply, "Reasoning stream enabled.");
+    free(reply);
+    say_reasoning(&w, "think first", "Because.");
+    EXPECT_INT(agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
+    EXPECT_STR(r.text, "Because.");
+    EXPECT_STR(r.reasoning, "");
+    EXPECT_INT(d.calls, 2);
+    EXPECT_STR(d.last, "Reasoning:\n_think first_\n_then answer_");
+    agent_reply_release(&r);
+    json_t *b = request_body(&w, 2);
+    char *msgs = json_dumps(json_object_get(b, "messages"), JSON_COMPACT);
+    EXPECT(!strstr(msgs, "think first"));
+    free(msgs);
+    json_decref(b);
+    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reasoning off", &handled, &reply, err,
+                                               sizeof err),
+               CM_OK);
+    EXPECT_STR(reply, "Reasoning visibility disabled.");
+    free(reply);
     world_stop(&w);
 }

@@ -135,7 +135,8 @@ static const llm_tool_def tools[] = {
 
 static llm_request request(const char *model, bool stream)
 {
-    llm_request rq = {model, "You are helpful.", convo, ARRAY_LEN(convo), tools, 1, 0, stream};
+    llm_request rq = {model, "You are helpful.", convo, ARRAY_LEN(convo), tools, 1, 0, stream, NULL,
+                      NULL};
     return rq;
 }
 
@@ -474,4 +475,55 @@ TEST(llm_oversized_answer_is_not_a_provider_failure)
     EXPECT(!e.retryable);
     EXPECT_INT(e.reason, AUTH_R_NONE);
     EXPECT_CONTAINS(err, "larger than");
+}
+
+TEST(llm_reasoning_fields)
+{
+    llm_response r;
+    char err[256];
+    /* Anthropic thinking blocks, whole and streamed */
+    const char *whole = "{\"id\":\"m1\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"step "
+                        "one\",\"signature\":\"sig\"},{\"type\":\"text\",\"text\":\"Hi\"}],"
+                        "\"stop_reason\":\"end_turn\",\"usage\":{}}";
+    EXPECT_INT(llm_parse(LLM_API_ANTHROPIC, false, whole, strlen(whole), &r, err, sizeof err),
+               CM_OK);
+    EXPECT_STR(r.reasoning.data, "step one");
+    EXPECT_STR(r.text.data, "Hi");
+    llm_response_release(&r);
+    const char *ev =
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n"
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"a\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"b\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"signature_delta\",\"signature\":\"s\"}}\n\n"
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
+        "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,"
+        "\"delta\":{\"type\":\"text_delta\",\"text\":\"ok\"}}\n\n"
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+    EXPECT_INT(llm_parse(LLM_API_ANTHROPIC, true, ev, strlen(ev), &r, err, sizeof err), CM_OK);
+    EXPECT_STR(r.reasoning.data, "ab");
+    EXPECT_STR(r.text.data, "ok");
+    llm_response_release(&r);
+    /* OpenAI-compatible: reasoning_content, else reasoning */
+    const char *o1 = "{\"choices\":[{\"message\":{\"content\":\"x\",\"reasoning_content\":\"rc\"},"
+                     "\"finish_reason\":\"stop\"}]}";
+    EXPECT_INT(llm_parse(LLM_API_OPENAI, false, o1, strlen(o1), &r, err, sizeof err), CM_OK);
+    EXPECT_STR(r.reasoning.data, "rc");
+    llm_response_release(&r);
+    const char *o2 = "data: {\"choices\":[{\"delta\":{\"reasoning\":\"r1\"}}]}\n\n"
+                     "data: {\"choices\":[{\"delta\":{\"content\":\"y\"},\"finish_reason\":"
+                     "\"stop\"}]}\n\ndata: [DONE]\n\n";
+    EXPECT_INT(llm_parse(LLM_API_OPENAI, true, o2, strlen(o2), &r, err, sizeof err), CM_OK);
+    EXPECT_STR(r.reasoning.data, "r1");
+    EXPECT_STR(r.text.data, "y");
+    llm_response_release(&r);
+    const char *o3 = "{\"choices\":[{\"message\":{\"content\":\"z\"},\"finish_reason\":\"stop\"}]}";
+    EXPECT_INT(llm_parse(LLM_API_OPENAI, false, o3, strlen(o3), &r, err, sizeof err), CM_OK);
+    EXPECT_INT((int)r.reasoning.len, 0);
+    llm_response_release(&r);
 }

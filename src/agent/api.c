@@ -104,7 +104,8 @@ cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char
     }
     /* no session: one turn, nothing recorded */
     agent_tools tools = {a->engine, NULL, cm_engine_writable(a->engine) != 0, NULL};
-    agent_turn_in in = {a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx};
+    agent_turn_in in = {
+        a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx, NULL, NULL};
     agent_turn_out t;
     rc = agent_turn(&tools, &in, &t, err, errlen);
     if (!rc)

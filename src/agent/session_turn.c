@@ -1,6 +1,8 @@
 /*
  * session_turn.c — agent turns inside a session (session_turn.h).
  */
+#include <ctype.h>
+#include <strings.h>
 #include <time.h>
 
 #include "../session/flush.h"
@@ -43,6 +45,7 @@ static int64_t now_of(const agent_ctx *a)
 void agent_reply_release(agent_reply *r)
 {
     free(r->text);
+    free(r->reasoning);
     memset(r, 0, sizeof *r);
 }
 
@@ -295,8 +298,17 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
     llm_pin pin;
     pin_of(e, &pin);
     agent_tools tools = {a->engine, s->key, true, target.data};
-    agent_turn_in ti = {
-        a->runner, {NULL, false, &pin}, fs.system_prompt, hist, fprompt.data, now, 0, NULL, NULL};
+    agent_turn_in ti = {a->runner,
+                        {NULL, false, &pin},
+                        fs.system_prompt,
+                        hist,
+                        fprompt.data,
+                        now,
+                        0,
+                        NULL,
+                        NULL,
+                        NULL,
+                        NULL};
     CHECK(agent_turn(&tools, &ti, &t, err, errlen));
     CHECK(append_messages(a, s, t.messages, now, err, errlen));
     /* the bookkeeping: once per compaction cycle, and the context it saw */
@@ -440,7 +452,7 @@ static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *er
         FAIL(CM_ENOMEM, "out of memory");
     if (buf_adds(&text, compact_instructions)) FAIL(CM_ENOMEM, "out of memory");
     llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false};
-    llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true};
+    llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true, NULL, NULL};
     json_t *e = session_store_get(&s->st, s->key);
     llm_pin pin;
     pin_of(e, &pin);
@@ -486,16 +498,112 @@ cm_rc agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, cha
 
 /* ---- the turn ---- */
 
+/* When the session started: its first message's timestamp, else now. */
+static int64_t session_start(const agent_ctx *a, const json_t *recs)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach((json_t *)recs, i, r)
+    {
+        json_t *ts = json_object_get(json_object_get(r, "message"), "timestamp");
+        if (json_is_integer(ts) && json_integer_value(ts) > 0) return json_integer_value(ts);
+    }
+    return now_of(a);
+}
+
+/* The session's reasoningLevel (off when unset or unknown). */
+static agent_reasoning reasoning_of(const json_t *entry)
+{
+    int r = agent_reasoning_parse(json_string_value(json_object_get(entry, "reasoningLevel")));
+    return r < 0 ? AGENT_REASONING_OFF : (agent_reasoning)r;
+}
+
+/* Reasoning streamed to the caller as the whole formatted draft so far. */
+typedef struct reason_stream {
+    buf raw, shown;
+    llm_delta_fn fn;
+    void *ctx;
+} reason_stream;
+
+static void on_reasoning(void *ctx, const char *text, size_t n)
+{
+    reason_stream *r = ctx;
+    if (buf_add(&r->raw, text, n)) return;
+    buf_reset(&r->shown);
+    if (agent_reasoning_format(r->raw.data, &r->shown) == CM_OK && r->shown.len)
+        r->fn(r->ctx, r->shown.data, r->shown.len);
+}
+
 cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
                          llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
                          size_t errlen)
+{
+    agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL};
+    return agent_session_turn_opts(a, key, &o, out, err, errlen);
+}
+
+cm_rc agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
+                                      bool *handled, char **reply, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    session s;
+    bool opened = false;
+    json_t *patch = NULL;
+    buf msg = BUF_INIT;
+    *handled = false;
+    *reply = NULL;
+    const char *p = text ? text : "";
+    while (isspace((unsigned char)*p))
+        p++;
+    size_t cmd = !strncasecmp(p, "/reasoning", 10) ? 10 : !strncasecmp(p, "/reason", 7) ? 7 : 0;
+    if (!cmd || (p[cmd] && p[cmd] != ':' && !isspace((unsigned char)p[cmd]))) return CM_OK;
+    p += cmd + (p[cmd] == ':');
+    while (isspace((unsigned char)*p))
+        p++;
+    char arg[32] = "";
+    size_t n = strcspn(p, " \t\r\n");
+    snprintf(arg, sizeof arg, "%.*s", (int)CM_MIN(n, sizeof arg - 1), p);
+    *handled = true;
+    CHECK(session_open(a, key, true, &s, err, errlen));
+    opened = true;
+    int lvl = agent_reasoning_parse(arg);
+    if (!arg[0]) {
+        agent_reasoning cur = reasoning_of(session_store_get(&s.st, s.key));
+        rc = buf_printf(&msg, "Current reasoning level: %s.\nOptions: on, off, stream.",
+                        agent_reasoning_name(cur));
+    } else if (lvl < 0) {
+        rc = buf_printf(&msg,
+                        "Unrecognized reasoning level \"%.*s\". Valid levels: on, off, stream.",
+                        (int)CM_MIN(n, (size_t)64), p);
+    } else {
+        patch = json_pack("{s:s}", "reasoningLevel", agent_reasoning_name((agent_reasoning)lvl));
+        if (!patch) FAIL(CM_ENOMEM, "out of memory");
+        CHECK(session_touch(&s.st, s.key, patch, now_of(a), NULL, err, errlen));
+        rc = buf_adds(&msg, lvl == AGENT_REASONING_OFF  ? "Reasoning visibility disabled."
+                            : lvl == AGENT_REASONING_ON ? "Reasoning visibility enabled."
+                                                        : "Reasoning stream enabled.");
+    }
+    if (rc || !(*reply = buf_detach(&msg))) FAIL(CM_ENOMEM, "out of memory");
+out:
+    if (opened) session_release(&s);
+    json_decref(patch);
+    buf_release(&msg);
+    return rc;
+}
+
+cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_opts *o,
+                              agent_reply *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     session s;
     json_t *recs = NULL, *hist = NULL;
     agent_turn_out t = {0};
+    buf sys = BUF_INIT;
+    reason_stream rs = {BUF_INIT, BUF_INIT, o->on_reasoning, o->reasoning_ctx};
+    const char *prompt = o->prompt, *model = o->model;
     memset(out, 0, sizeof *out);
     CHECK(session_open(a, key, true, &s, err, errlen));
+    out->reasoning_level = reasoning_of(session_store_get(&s.st, s.key));
     /* the memory flush before the turn, when due; its failure does not stop the turn */
     char ferr[512];
     agent_reply fr = {0};
@@ -511,8 +619,28 @@ cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, cons
         llm_pin pin;
         pin_of(e, &pin);
         agent_tools tools = {a->engine, s.key, a->engine && cm_engine_writable(a->engine), NULL};
-        agent_turn_in ti = {
-            a->runner, {model, false, &pin}, NULL, hist, prompt, now_of(a), 0, on_delta, ctx};
+        agent_prompt_in pi = {a->config,
+                              a->workspace,
+                              a->agent_id,
+                              s.key,
+                              session_start(a, recs),
+                              a->engine != NULL,
+                              tools.allow_write,
+                              out->reasoning_level};
+        buf_reset(&sys);
+        if (agent_system_prompt(&pi, &sys)) FAIL(CM_ENOMEM, "out of memory");
+        bool stream = out->reasoning_level == AGENT_REASONING_STREAM && rs.fn;
+        agent_turn_in ti = {a->runner,
+                            {model, false, &pin},
+                            sys.data,
+                            hist,
+                            prompt,
+                            now_of(a),
+                            0,
+                            o->on_delta,
+                            o->ctx,
+                            stream ? on_reasoning : NULL,
+                            stream ? &rs : NULL};
         rc = agent_turn(&tools, &ti, &t, err, errlen);
         if (rc == CM_ETOOBIG && attempt == 0) {
             /* the prompt is over the context: compact, then once more */
@@ -533,6 +661,16 @@ cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, cons
     out->silent = flush_is_silent(t.reply);
     out->text = cm_strdup(out->silent ? "" : t.reply);
     if (!out->text) FAIL(CM_ENOMEM, "out of memory");
+    {
+        buf why = BUF_INIT;
+        if (out->reasoning_level == AGENT_REASONING_ON && !out->silent &&
+            agent_reasoning_format(t.reasoning, &why)) {
+            buf_release(&why);
+            FAIL(CM_ENOMEM, "out of memory");
+        }
+        out->reasoning = why.data ? buf_detach(&why) : cm_strdup("");
+        if (!out->reasoning) FAIL(CM_ENOMEM, "out of memory");
+    }
     snprintf(out->model, sizeof out->model, "%s", t.outcome.model);
     out->usage = t.usage;
     out->tool_calls = t.tool_calls;
@@ -548,9 +686,13 @@ cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, cons
     }
 out:
     if (!out->text) out->text = cm_strdup("");
+    if (!out->reasoning) out->reasoning = cm_strdup("");
     agent_turn_out_release(&t);
     json_decref(recs);
     json_decref(hist);
     session_release(&s);
+    buf_release(&sys);
+    buf_release(&rs.raw);
+    buf_release(&rs.shown);
     return rc;
 }

@@ -18,6 +18,7 @@
 #ifndef CM_SESSION_TURN_H
 #define CM_SESSION_TURN_H
 
+#include "prompt.h"
 #include "turn.h"
 
 typedef struct agent_ctx {
@@ -39,6 +40,11 @@ typedef struct agent_reply {
     char model[192]; /* the model that answered */
     llm_usage usage; /* the last call's */
     int tool_calls;
+    /* The reasoning message to deliver before text ("Reasoning:\n_…_", as
+     * agent_reasoning_format writes it) when the session's reasoningLevel
+     * is "on"; "" otherwise (off: dropped; stream: it went to on_reasoning). */
+    char *reasoning;
+    agent_reasoning reasoning_level; /* the level the turn ran with */
 } agent_reply;
 
 void agent_reply_release(agent_reply *r);
@@ -48,6 +54,34 @@ void agent_reply_release(agent_reply *r);
 cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
                          llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
                          size_t errlen);
+
+/* One turn's inputs for agent_session_turn_opts. */
+typedef struct agent_turn_opts {
+    const char *prompt;
+    const char *model; /* an override, or NULL */
+    llm_delta_fn on_delta;
+    void *ctx;
+    /* Only when the session's reasoningLevel is "stream": called as the
+     * model's reasoning arrives, each time with the whole reasoning so far
+     * as it is shown (agent_reasoning_format), to replace the previous
+     * draft. May be NULL. */
+    llm_delta_fn on_reasoning;
+    void *reasoning_ctx;
+} agent_turn_opts;
+
+/* agent_session_turn with reasoning: the system prompt of prompt.h (the
+ * workspace bootstrap; MEMORY.md only in the main session; the daily logs
+ * of the session's start), the session's reasoningLevel applied to the
+ * model's reasoning (out->reasoning, o->on_reasoning). */
+cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_opts *o,
+                              agent_reply *out, char *err, size_t errlen);
+
+/* A standalone "/reasoning [level]" (also "/reason", "/reasoning: level"):
+ * with a level (agent_reasoning_parse) sets the session's reasoningLevel,
+ * without one shows it; *reply (malloc'd) is the answer to deliver. Sets
+ * *handled false and does nothing when text is not that command. */
+cm_rc agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
+                                      bool *handled, char **reply, char *err, size_t errlen);
 
 /* The memory flush now (force) or only when due before a turn with prompt. */
 cm_rc agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,

@@ -33,6 +33,7 @@ void agent_turn_out_release(agent_turn_out *o)
 {
     json_decref(o->messages);
     free(o->reply);
+    free(o->reasoning);
     memset(o, 0, sizeof *o);
 }
 
@@ -234,7 +235,8 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
     }
     *is_error = false;
     /* at most TOOL_TEXT_MAX bytes, never cutting a character in two */
-    buf_add(&out, payload, utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
+    buf_add(&out, payload,
+            utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
 out:
     if (!out.data) buf_adds(&out, "");
     cm_free(payload);
@@ -246,6 +248,9 @@ out:
 static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, int64_t now)
 {
     json_t *content = json_array();
+    if (r->reasoning.len) /* kept in the transcript, never sent back (text_of) */
+        json_array_append_new(
+            content, json_pack("{s:s,s:s}", "type", "thinking", "thinking", r->reasoning.data));
     if (r->text.len)
         json_array_append_new(content,
                               json_pack("{s:s,s:s}", "type", "text", "text", r->text.data));
@@ -308,7 +313,16 @@ cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_o
             if (add_transcript_message(&c, m)) FAIL(CM_ENOMEM, "out of memory");
         }
         link_calls(&c);
-        llm_request rq = {NULL, in->system_prompt, c.m, c.n, td, nt, 0, true};
+        llm_request rq = {NULL,
+                          in->system_prompt,
+                          c.m,
+                          c.n,
+                          td,
+                          nt,
+                          0,
+                          true,
+                          in->on_reasoning,
+                          in->reasoning_ctx};
         llm_response_release(&resp);
         rc = llm_run(in->runner, &turn, &rq, in->on_delta, in->ctx, &resp, &out->outcome, err,
                      errlen);
@@ -328,6 +342,9 @@ cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_o
         free(out->reply);
         out->reply = cm_strdup(resp.text.data ? resp.text.data : "");
         if (!out->reply) FAIL(CM_ENOMEM, "out of memory");
+        free(out->reasoning);
+        out->reasoning = cm_strdup(resp.reasoning.data ? resp.reasoning.data : "");
+        if (!out->reasoning) FAIL(CM_ENOMEM, "out of memory");
         if (!resp.ncalls) break;
         for (size_t k = 0; k < resp.ncalls; k++) {
             bool is_error;
@@ -346,5 +363,6 @@ out:
     llm_response_release(&resp);
     free_convo(&c);
     if (rc && !out->reply) out->reply = cm_strdup("");
+    if (rc && !out->reasoning) out->reasoning = cm_strdup("");
     return rc;
 }

@@ -38,11 +38,14 @@ typedef struct agent_turn_in {
     int max_steps;         /* model calls at most; 0: 12 */
     llm_delta_fn on_delta; /* streamed text of every step; may be NULL */
     void *ctx;
+    llm_delta_fn on_reasoning; /* streamed reasoning of every step; may be NULL */
+    void *reasoning_ctx;
 } agent_turn_in;
 
 typedef struct agent_turn_out {
     json_t *messages; /* the new messages, in order (a new array) */
     char *reply;      /* the last assistant text (malloc'd; "" when none) */
+    char *reasoning;  /* the last answer's reasoning (malloc'd; "" when none) */
     llm_usage usage;  /* the last model call's usage */
     llm_usage total;  /* summed over the turn's calls */
     llm_outcome outcome;

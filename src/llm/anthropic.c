@@ -169,6 +169,9 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
         } else if (ct && !strcmp(ct, "text")) {
             const char *t = json_string_value(json_object_get(cb, "text"));
             if (t && *t && llm_stream_text(st, t, strlen(t))) return false;
+        } else if (ct && !strcmp(ct, "thinking")) {
+            const char *t = json_string_value(json_object_get(cb, "thinking"));
+            if (t && *t && llm_stream_reasoning(st, t, strlen(t))) return false;
         }
         return true;
     }
@@ -185,7 +188,11 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
             if (ci < 0) return false;
             return !(pj && buf_adds(&st->args[ci], pj));
         }
-        return true; /* thinking and signatures: not kept */
+        if (dt && !strcmp(dt, "thinking_delta")) {
+            const char *t = json_string_value(json_object_get(delta, "thinking"));
+            return !(t && llm_stream_reasoning(st, t, strlen(t)));
+        }
+        return true; /* signatures: not kept */
     }
     if (!strcmp(type, "message_delta")) {
         const char *r =
@@ -218,6 +225,10 @@ static bool anthropic_whole(llm_response *out, json_t *doc)
         if (t && !strcmp(t, "text")) {
             const char *s = json_string_value(json_object_get(blk, "text"));
             if (s && buf_adds(&out->text, s)) return false;
+        } else if (t && !strcmp(t, "thinking")) {
+            const char *s = json_string_value(json_object_get(blk, "thinking"));
+            if (s && *s && out->reasoning.len && buf_addc(&out->reasoning, '\n')) return false;
+            if (s && buf_adds(&out->reasoning, s)) return false;
         } else if (t && !strcmp(t, "tool_use")) {
             const char *cid = json_string_value(json_object_get(blk, "id"));
             const char *name = json_string_value(json_object_get(blk, "name"));

@@ -31,6 +31,7 @@ int llm_api_parse(const char *s)
 void llm_response_release(llm_response *r)
 {
     buf_release(&r->text);
+    buf_release(&r->reasoning);
     for (size_t i = 0; i < r->ncalls; i++) {
         free(r->calls[i].id);
         free(r->calls[i].name);
@@ -73,6 +74,13 @@ cm_rc llm_stream_text(llm_stream *st, const char *s, size_t n)
 {
     cm_rc rc = buf_add(&st->out->text, s, n);
     if (!rc && st->on_delta) st->on_delta(st->ctx, s, n);
+    return rc;
+}
+
+cm_rc llm_stream_reasoning(llm_stream *st, const char *s, size_t n)
+{
+    cm_rc rc = buf_add(&st->out->reasoning, s, n);
+    if (!rc && st->on_reasoning) st->on_reasoning(st->reasoning_ctx, s, n);
     return rc;
 }
 
@@ -226,6 +234,8 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
         return cm_seterr(err, errlen, CM_EINVAL, "unknown model api");
     }
     run_init(&r, ep->api, out, on_delta, ctx);
+    r.st.on_reasoning = rq->on_reasoning;
+    r.st.reasoning_ctx = rq->reasoning_ctx;
     if (r.fmt->endpoint(ep, &url, &headers)) FAIL(CM_ENOMEM, "out of memory");
     for (size_t i = 0; ep->headers && i < ep->headers->n; i++)
         if (config_header_set(&headers, ep->headers->v[i])) FAIL(CM_ENOMEM, "out of memory");

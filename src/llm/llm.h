@@ -51,6 +51,9 @@ typedef struct llm_tool_def {
     const char *parameters; /* JSON Schema of the arguments, as text */
 } llm_tool_def;
 
+/* Streamed text as it arrives (not called for tool-call arguments). */
+typedef void (*llm_delta_fn)(void *ctx, const char *text, size_t n);
+
 typedef struct llm_request {
     const char *model; /* the provider's own id, without "provider/" */
     const char *system;
@@ -60,6 +63,10 @@ typedef struct llm_request {
     size_t ntools;
     int max_tokens; /* 0: 4096 for Anthropic (required there), unset for OpenAI */
     bool stream;
+    /* The model's reasoning as it streams (Anthropic thinking deltas,
+     * OpenAI-compatible reasoning_content / reasoning deltas); may be NULL. */
+    llm_delta_fn on_reasoning;
+    void *reasoning_ctx;
 } llm_request;
 
 /* Token counts as pi-coding-agent records them: input excludes cached input. */
@@ -74,6 +81,10 @@ typedef struct llm_response {
     char stop_reason[16]; /* "stop", "length", "toolUse", "error" */
     llm_usage usage;
     char response_id[128];
+    /* The model's reasoning text, apart from the answer: Anthropic thinking
+     * blocks, or an OpenAI-compatible message's reasoning_content (else
+     * reasoning). Empty when the model gave none. */
+    buf reasoning;
 } llm_response;
 
 void llm_response_release(llm_response *r);
@@ -96,9 +107,6 @@ typedef struct llm_error {
     bool context_overflow; /* the prompt exceeds the model's context: compact, then retry */
 } llm_error;
 
-/* Streamed text as it arrives (not called for tool-call arguments). */
-typedef void (*llm_delta_fn)(void *ctx, const char *text, size_t n);
-
 /* Sends one request and fills out (released by the caller, also on
  * failure). A stream cut before its end, an unreadable answer or an error
  * event in the stream fail with e->retryable set. Thread-safe. */
@@ -117,6 +125,8 @@ typedef struct llm_stream {
     llm_response *out;
     llm_delta_fn on_delta;
     void *ctx;
+    llm_delta_fn on_reasoning; /* the request's */
+    void *reasoning_ctx;
     buf *args;       /* per tool call, the arguments being streamed */
     int *block_call; /* Anthropic: content block index → call index (-1) */
     size_t nblocks;
@@ -142,6 +152,8 @@ extern const llm_format llm_openai_format, llm_anthropic_format;
 llm_tool_call *llm_stream_call(llm_stream *st, size_t i);
 /* Appends text to the answer and passes it to the delta callback. */
 cm_rc llm_stream_text(llm_stream *st, const char *s, size_t n);
+/* Appends text to the reasoning and passes it to the reasoning callback. */
+cm_rc llm_stream_reasoning(llm_stream *st, const char *s, size_t n);
 /* A tool's JSON text (schema or arguments) as an object; an empty object
  * when it is not a JSON object (NULL only on ENOMEM). */
 json_t *llm_json_object(const char *text);

@@ -102,6 +102,15 @@ static void usage_from(llm_usage *u, const json_t *j)
     u->total = json_is_integer(t) ? json_integer_value(t) : prompt + u->output;
 }
 
+/* The reasoning an OpenAI-compatible server adds to a message or delta:
+ * reasoning_content (DeepSeek, vLLM, llama.cpp), else reasoning
+ * (OpenRouter, Ollama). */
+static const char *reasoning_of(const json_t *m)
+{
+    const char *r = json_string_value(json_object_get(m, "reasoning_content"));
+    return r ? r : json_string_value(json_object_get(m, "reasoning"));
+}
+
 static bool openai_event(llm_stream *st, const char *name, json_t *d)
 {
     (void)name;
@@ -121,6 +130,8 @@ static bool openai_event(llm_stream *st, const char *name, json_t *d)
     json_t *delta = json_object_get(choice, "delta");
     const char *text = json_string_value(json_object_get(delta, "content"));
     if (text && *text && llm_stream_text(st, text, strlen(text))) return false;
+    const char *why = reasoning_of(delta);
+    if (why && *why && llm_stream_reasoning(st, why, strlen(why))) return false;
     size_t k;
     json_t *tc;
     json_array_foreach(json_object_get(delta, "tool_calls"), k, tc)
@@ -156,6 +167,8 @@ static bool openai_whole(llm_response *out, json_t *doc)
     snprintf(out->response_id, sizeof out->response_id, "%s", id ? id : "");
     const char *text = json_string_value(json_object_get(msg, "content"));
     if (text && buf_adds(&out->text, text)) return false;
+    const char *why = reasoning_of(msg);
+    if (why && buf_adds(&out->reasoning, why)) return false;
     json_t *calls = json_object_get(msg, "tool_calls");
     size_t n = json_array_size(calls);
     if (n) {

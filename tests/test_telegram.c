@@ -1,0 +1,624 @@
+/*
+ * test_telegram.c — the Telegram channel (src/gateway/telegram.c) against a
+ * loopback fake Bot API (fakeserver.c with a handler): updates mapped per
+ * chat type, the offset kept across reopen and moved only past accepted
+ * updates, 429 and 5xx retries, garbage answers, a hung poll, a prompt
+ * stop, and the token never in a message.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "../src/base/fs.h"
+#include "../src/gateway/channel.h"
+#include "fakeserver.h"
+#include "test.h"
+
+#define TOKEN  "123456:AAE-secretTokenValue_xyz"
+#define BOT_ID 123456
+
+/* ---- the fake Bot API ---- */
+
+typedef struct tgfake {
+    pthread_mutex_t mu;
+    json_t *updates; /* pending: dropped once an offset confirms them */
+    json_t *sent;    /* sendMessage parameters */
+    json_t *offsets; /* the offset of every getUpdates (-1: none) */
+    int polls, getme;
+    long hold_ms;           /* a getUpdates with nothing to give waits this long at most */
+    const char *getme_fail; /* a raw answer to getMe */
+    atomic_int stop;
+} tgfake;
+
+static char *raw_json(int status, const char *body)
+{
+    buf b = BUF_INIT;
+    buf_printf(&b,
+               "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+               status, strlen(body), body);
+    return buf_detach(&b);
+}
+
+static char *fake_tg(void *ctx, const char *method, const char *path, const char *body)
+{
+    tgfake *f = ctx;
+    (void)method;
+    static const char prefix[] = "/bot" TOKEN "/";
+    if (strncmp(path, prefix, strlen(prefix)) != 0)
+        return raw_json(401, "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized\"}");
+    const char *m = path + strlen(prefix);
+    json_t *in = json_loads(body ? body : "{}", 0, NULL);
+    char *out = NULL;
+    if (!strcmp(m, "getMe")) {
+        pthread_mutex_lock(&f->mu);
+        f->getme++;
+        const char *fail = f->getme_fail;
+        pthread_mutex_unlock(&f->mu);
+        out = fail ? cm_strdup(fail)
+                   : raw_json(200, "{\"ok\":true,\"result\":{\"id\":123456,\"is_bot\":true,"
+                                   "\"first_name\":\"Claw\",\"username\":\"ClawBot\"}}");
+    } else if (!strcmp(m, "getUpdates")) {
+        json_t *off = json_object_get(in, "offset");
+        long timeout = (long)json_integer_value(json_object_get(in, "timeout"));
+        long waited = 0, hold = CM_MIN(f->hold_ms, timeout * 1000);
+        for (;;) {
+            pthread_mutex_lock(&f->mu);
+            /* an offset confirms every update before it */
+            json_t *keep = json_array();
+            size_t i;
+            json_t *u;
+            json_array_foreach(f->updates, i, u)
+            {
+                if (!json_is_integer(off) ||
+                    json_integer_value(json_object_get(u, "update_id")) >= json_integer_value(off))
+                    json_array_append(keep, u);
+            }
+            json_decref(f->updates);
+            f->updates = keep;
+            size_t n = json_array_size(keep);
+            if (n || waited >= hold || atomic_load(&f->stop)) {
+                f->polls++;
+                json_array_append_new(
+                    f->offsets, json_integer(json_is_integer(off) ? json_integer_value(off) : -1));
+                json_t *ans = json_pack("{s:b,s:O}", "ok", 1, "result", keep);
+                char *t = json_dumps(ans, JSON_COMPACT);
+                json_decref(ans);
+                pthread_mutex_unlock(&f->mu);
+                out = raw_json(200, t);
+                free(t);
+                break;
+            }
+            pthread_mutex_unlock(&f->mu);
+            usleep(10000);
+            waited += 10;
+        }
+    } else if (!strcmp(m, "sendMessage")) {
+        pthread_mutex_lock(&f->mu);
+        json_array_append(f->sent, in);
+        pthread_mutex_unlock(&f->mu);
+        out = raw_json(200, "{\"ok\":true,\"result\":{\"message_id\":900}}");
+    } else {
+        out = raw_json(404, "{\"ok\":false,\"error_code\":404,\"description\":\"Not Found\"}");
+    }
+    json_decref(in);
+    return out;
+}
+
+static void tgfake_init(tgfake *f)
+{
+    memset(f, 0, sizeof *f);
+    pthread_mutex_init(&f->mu, NULL);
+    f->updates = json_array();
+    f->sent = json_array();
+    f->offsets = json_array();
+    f->hold_ms = 100;
+}
+
+static void tgfake_release(tgfake *f)
+{
+    json_decref(f->updates);
+    json_decref(f->sent);
+    json_decref(f->offsets);
+    pthread_mutex_destroy(&f->mu);
+}
+
+static void add_update(tgfake *f, const char *json)
+{
+    json_error_t je;
+    json_t *u = json_loads(json, 0, &je);
+    if (!u) fprintf(stderr, "bad test update: %s\n", je.text);
+    pthread_mutex_lock(&f->mu);
+    json_array_append_new(f->updates, u);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static int polls_of(tgfake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = f->polls;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+/* ---- the sink ---- */
+
+typedef struct sink {
+    pthread_mutex_t mu;
+    json_t *got; /* accepted messages as objects */
+    int refuse;  /* refuse this many calls first */
+    int calls;
+} sink;
+
+static json_t *sv(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static cm_rc sink_fn(void *ctx, const gw_msg *m)
+{
+    sink *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->calls++;
+    if (s->refuse > 0) {
+        s->refuse--;
+        pthread_mutex_unlock(&s->mu);
+        return CM_EIO;
+    }
+    json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b,s:b,s:b}", "channel", sv(m->channel),
+                          "account", sv(m->account), "peer", sv(m->peer), "thread", sv(m->thread),
+                          "id", sv(m->message_id), "sender", sv(m->sender), "text", sv(m->text),
+                          "group", m->is_group, "media", m->has_media, "mentioned", m->mentioned);
+    json_array_append_new(s->got, o);
+    pthread_mutex_unlock(&s->mu);
+    return CM_OK;
+}
+
+static size_t got_n(sink *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = json_array_size(s->got);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* Waits up to ms for cond (polled every 10 ms). */
+#define WAIT_FOR(cond, ms)                                                                         \
+    do {                                                                                           \
+        for (int w_ = 0; w_ < (ms) / 10 && !(cond); w_++)                                          \
+            usleep(10000);                                                                         \
+    } while (0)
+
+typedef struct rig {
+    fake_server *srv;
+    char url[64];
+    tgfake f;
+    sink s;
+    char *state;
+    json_t *root;
+} rig;
+
+static void rig_start(rig *r, const char *extra)
+{
+    memset(r, 0, sizeof *r);
+    setenv("CLAWMEM_HTTP_BACKOFF_MS", "50", 1); /* read at open */
+    tgfake_init(&r->f);
+    pthread_mutex_init(&r->s.mu, NULL);
+    r->s.got = json_array();
+    r->srv = fake_start(4, r->url);
+    fake_handle(r->srv, fake_tg, &r->f);
+    r->state = tmp_dir();
+    buf b = BUF_INIT;
+    buf_printf(&b, "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiBaseUrl\":\"%s/\"%s%s}}}",
+               TOKEN, r->url, extra ? "," : "", extra ? extra : "");
+    r->root = json_loads(b.data, 0, NULL);
+    buf_release(&b);
+}
+
+static void rig_stop(rig *r)
+{
+    unsetenv("CLAWMEM_HTTP_BACKOFF_MS");
+    atomic_store(&r->f.stop, 1);
+    fake_stop(r->srv);
+    tgfake_release(&r->f);
+    json_decref(r->s.got);
+    pthread_mutex_destroy(&r->s.mu);
+    json_decref(r->root);
+}
+
+static const char *gs(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+TEST(tg_map_updates)
+{
+    rig r;
+    rig_start(&r, NULL);
+    gw_channel *ch = NULL;
+    char err[512] = "";
+    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_STR(ch->ops->name, "telegram");
+    EXPECT_INT((int)ch->ops->text_limit, 4096);
+    /* private; group with @mention; supergroup forum topic; forum general
+     * topic; channel post; photo with caption; sticker only; a service
+     * message (skipped); text_mention of the bot; reply to the bot; a group
+     * message mentioning someone else; a longer word is no mention */
+    add_update(&r.f, "{\"update_id\":10,\"message\":{\"message_id\":1,\"from\":{\"id\":42},"
+                     "\"chat\":{\"id\":42,\"type\":\"private\"},\"text\":\"hello\"}}");
+    add_update(&r.f, "{\"update_id\":11,\"message\":{\"message_id\":2,\"from\":{\"id\":43},"
+                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"hey @clawbot, hi\","
+                     "\"entities\":[{\"type\":\"mention\",\"offset\":4,\"length\":8}]}}");
+    add_update(&r.f, "{\"update_id\":12,\"message\":{\"message_id\":3,\"from\":{\"id\":44},"
+                     "\"message_thread_id\":7,\"is_topic_message\":true,"
+                     "\"chat\":{\"id\":-1001,\"type\":\"supergroup\",\"is_forum\":true},"
+                     "\"text\":\"in a topic\"}}");
+    add_update(&r.f, "{\"update_id\":13,\"message\":{\"message_id\":4,\"from\":{\"id\":44},"
+                     "\"chat\":{\"id\":-1001,\"type\":\"supergroup\",\"is_forum\":true},"
+                     "\"text\":\"general\"}}");
+    add_update(&r.f, "{\"update_id\":14,\"channel_post\":{\"message_id\":5,"
+                     "\"sender_chat\":{\"id\":-1002,\"type\":\"channel\"},"
+                     "\"chat\":{\"id\":-1002,\"type\":\"channel\"},\"text\":\"news\"}}");
+    add_update(&r.f, "{\"update_id\":15,\"message\":{\"message_id\":6,\"from\":{\"id\":42},"
+                     "\"chat\":{\"id\":42,\"type\":\"private\"},\"photo\":[{\"file_id\":\"x\"}],"
+                     "\"caption\":\"look\"}}");
+    add_update(&r.f, "{\"update_id\":16,\"message\":{\"message_id\":7,\"from\":{\"id\":42},"
+                     "\"chat\":{\"id\":42,\"type\":\"private\"},\"sticker\":{\"file_id\":\"s\"}}}");
+    add_update(&r.f, "{\"update_id\":17,\"message\":{\"message_id\":8,\"from\":{\"id\":42},"
+                     "\"chat\":{\"id\":-100,\"type\":\"group\"},"
+                     "\"new_chat_members\":[{\"id\":5}]}}");
+    add_update(&r.f, "{\"update_id\":18,\"message\":{\"message_id\":9,\"from\":{\"id\":45},"
+                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"Claw do it\","
+                     "\"entities\":[{\"type\":\"text_mention\",\"offset\":0,\"length\":4,"
+                     "\"user\":{\"id\":123456}}]}}");
+    add_update(&r.f, "{\"update_id\":19,\"message\":{\"message_id\":10,\"from\":{\"id\":45},"
+                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"and this?\","
+                     "\"reply_to_message\":{\"message_id\":900,\"from\":{\"id\":123456},"
+                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"an answer\"}}}");
+    add_update(&r.f,
+               "{\"update_id\":20,\"message\":{\"message_id\":11,\"from\":{\"id\":45},"
+               "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbotx @alice hi\"}}");
+    char who[64] = "";
+    gw_telegram_bot_username(ch, who, sizeof who);
+    EXPECT_STR(who, "");
+    EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+    gw_telegram_bot_username(ch, who, sizeof who);
+    EXPECT_STR(who, "ClawBot");
+    WAIT_FOR(got_n(&r.s) >= 10, 10000);
+    ch->ops->stop(ch);
+    EXPECT_INT((int)got_n(&r.s), 10);
+    static const struct {
+        const char *peer, *thread, *id, *sender, *text;
+        bool group, media, mentioned;
+    } want[] = {
+        {"42", NULL, "1", "42", "hello", false, false, false},
+        {"-100", NULL, "2", "43", "hey @clawbot, hi", true, false, true},
+        {"-1001", "7", "3", "44", "in a topic", true, false, false},
+        {"-1001", "1", "4", "44", "general", true, false, false},
+        {"-1002", NULL, "5", "-1002", "news", true, false, false},
+        {"42", NULL, "6", "42", "look", false, true, false},
+        {"42", NULL, "7", "42", "<media:sticker>", false, true, false},
+        {"-100", NULL, "9", "45", "Claw do it", true, false, true},
+        {"-100", NULL, "10", "45", "and this?", true, false, true},
+        {"-100", NULL, "11", "45", "@clawbotx @alice hi", true, false, false},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(want); i++) {
+        json_t *g = json_array_get(r.s.got, i);
+        EXPECT_STR(gs(g, "channel"), "telegram");
+        EXPECT_STR(gs(g, "account"), "default");
+        EXPECT_STR(gs(g, "peer"), want[i].peer);
+        if (want[i].thread)
+            EXPECT_STR(gs(g, "thread"), want[i].thread);
+        else
+            EXPECT(json_is_null(json_object_get(g, "thread")));
+        EXPECT_STR(gs(g, "id"), want[i].id);
+        EXPECT_STR(gs(g, "sender"), want[i].sender);
+        EXPECT_STR(gs(g, "text"), want[i].text);
+        EXPECT_INT(json_is_true(json_object_get(g, "group")), want[i].group);
+        EXPECT_INT(json_is_true(json_object_get(g, "media")), want[i].media);
+        EXPECT_INT(json_is_true(json_object_get(g, "mentioned")), want[i].mentioned);
+    }
+    /* getUpdates asked for the message kinds with the 30 s long poll */
+    ch->ops->close(ch);
+    rig_stop(&r);
+}
+
+/* Reads lastUpdateId of the offset file, -1 when absent. */
+static long offset_file(const char *state, const char *account)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "telegram/update-offset-%s.json", account);
+    buf b = BUF_INIT;
+    char e[256];
+    long v = -1;
+    if (fs_read_file(path_in(state, rel), 4096, &b, e, sizeof e) == CM_OK) {
+        json_t *d = json_loads(b.data, 0, NULL);
+        if (json_is_integer(json_object_get(d, "lastUpdateId")))
+            v = (long)json_integer_value(json_object_get(d, "lastUpdateId"));
+        if (json_integer_value(json_object_get(d, "version")) != 2) v = -2;
+        if (!json_object_get(d, "botId") ||
+            strcmp(json_string_value(json_object_get(d, "botId")) ?: "", "123456"))
+            v = -3;
+        json_decref(d);
+    }
+    buf_release(&b);
+    return v;
+}
+
+static const char dm_update[] = "{\"update_id\":%d,\"message\":{\"message_id\":%d,"
+                                "\"from\":{\"id\":42},\"chat\":{\"id\":42,\"type\":\"private\"},"
+                                "\"text\":\"m%d\"}}";
+
+static void add_dm(tgfake *f, int uid)
+{
+    char u[256];
+    snprintf(u, sizeof u, dm_update, uid, uid, uid);
+    add_update(f, u);
+}
+
+TEST(tg_offset_persists)
+{
+    rig r;
+    rig_start(&r, NULL);
+    gw_channel *ch = NULL;
+    char err[512] = "";
+    EXPECT_INT(gw_telegram_open(r.root, "Work Bot", r.state, &ch, err, sizeof err), CM_OK);
+    add_dm(&r.f, 100);
+    add_dm(&r.f, 101);
+    EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+    WAIT_FOR(got_n(&r.s) >= 2, 10000);
+    ch->ops->close(ch); /* close stops first */
+    EXPECT_INT((int)got_n(&r.s), 2);
+    EXPECT_STR(gs(json_array_get(r.s.got, 0), "account"), "Work Bot");
+    EXPECT_INT(offset_file(r.state, "Work_Bot"), 101);
+    /* the fake forgets nothing it was not told to: a reopened channel must
+     * ask from 102 on, so 100 and 101 never come again */
+    pthread_mutex_lock(&r.f.mu);
+    json_array_clear(r.f.updates);
+    pthread_mutex_unlock(&r.f.mu);
+    add_dm(&r.f, 100);
+    add_dm(&r.f, 101);
+    add_dm(&r.f, 102);
+    ch = NULL;
+    EXPECT_INT(gw_telegram_open(r.root, "Work Bot", r.state, &ch, err, sizeof err), CM_OK);
+    int p0 = polls_of(&r.f);
+    EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+    WAIT_FOR(got_n(&r.s) >= 3 && polls_of(&r.f) >= p0 + 2, 10000);
+    ch->ops->close(ch);
+    EXPECT_INT((int)got_n(&r.s), 3);
+    EXPECT_STR(gs(json_array_get(r.s.got, 2), "id"), "102");
+    pthread_mutex_lock(&r.f.mu);
+    EXPECT_INT((int)json_integer_value(json_array_get(r.f.offsets, (size_t)p0)), 102);
+    pthread_mutex_unlock(&r.f.mu);
+    EXPECT_INT(offset_file(r.state, "Work_Bot"), 102);
+    rig_stop(&r);
+}
+
+TEST(tg_refused_redelivered)
+{
+    rig r;
+    rig_start(&r, NULL);
+    gw_channel *ch = NULL;
+    char err[512] = "";
+    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    r.s.refuse = 2; /* the gateway cannot take it twice */
+    add_dm(&r.f, 7);
+    add_dm(&r.f, 8);
+    EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+    WAIT_FOR(got_n(&r.s) >= 2, 15000);
+    char last[512];
+    gw_telegram_last_error(ch, last, sizeof last);
+    ch->ops->close(ch);
+    EXPECT_INT((int)got_n(&r.s), 2);
+    EXPECT_INT(r.s.calls, 4); /* 7 refused twice, then 7 and 8 once each */
+    EXPECT_STR(gs(json_array_get(r.s.got, 0), "id"), "7");
+    EXPECT_STR(gs(json_array_get(r.s.got, 1), "id"), "8");
+    EXPECT_CONTAINS(last, "did not accept");
+    EXPECT_INT(offset_file(r.state, "default"), 8);
+    rig_stop(&r);
+}
+
+TEST(tg_send_and_retries)
+{
+    rig r;
+    rig_start(&r, NULL);
+    gw_channel *ch = NULL;
+    char err[512] = "";
+    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    gw_outbound o = {NULL, "-1001", "7", "55", "hi there"};
+    /* 429 with parameters.retry_after 1: one wait of a second, then sent */
+    char *ra = raw_json(429, "{\"ok\":false,\"error_code\":429,\"description\":\"Too Many "
+                             "Requests: retry after 1\",\"parameters\":{\"retry_after\":1}}");
+    fake_push_raw(r.srv, ra, false);
+    free(ra);
+    int64_t t0 = cm_now_ms();
+    EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
+    EXPECT(cm_now_ms() - t0 >= 950);
+    /* a 502 then an answer */
+    fake_push(r.srv, FAKE_STATUS, 502, -1);
+    gw_outbound o2 = {NULL, "-1001", "1", NULL, "general topic"};
+    EXPECT_INT(ch->ops->send(ch, &o2, err, sizeof err), CM_OK);
+    gw_outbound o3 = {NULL, "42", "3", "9", "dm topic"};
+    EXPECT_INT(ch->ops->send(ch, &o3, err, sizeof err), CM_OK);
+    /* a 400 is not retried */
+    int n0 = fake_count(r.srv);
+    char *bad = raw_json(400, "{\"ok\":false,\"error_code\":400,\"description\":\"Bad Request: "
+                              "chat not found\"}");
+    fake_push_raw(r.srv, bad, false);
+    free(bad);
+    EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_EIO);
+    EXPECT_CONTAINS(err, "chat not found");
+    EXPECT_INT(fake_count(r.srv), n0 + 1);
+    /* over the limit */
+    char *big = malloc(4098);
+    memset(big, 'a', 4097);
+    big[4097] = 0;
+    gw_outbound o4 = {NULL, "42", NULL, NULL, big};
+    EXPECT_INT(ch->ops->send(ch, &o4, err, sizeof err), CM_ETOOBIG);
+    big[4096] = 0;
+    EXPECT_INT(ch->ops->send(ch, &o4, err, sizeof err), CM_OK);
+    free(big);
+    ch->ops->close(ch);
+    EXPECT_INT((int)json_array_size(r.f.sent), 4);
+    json_t *s0 = json_array_get(r.f.sent, 0), *s1 = json_array_get(r.f.sent, 1),
+           *s2 = json_array_get(r.f.sent, 2);
+    EXPECT_INT((int)json_integer_value(json_object_get(s0, "chat_id")), -1001);
+    EXPECT_STR(gs(s0, "text"), "hi there");
+    EXPECT_INT((int)json_integer_value(json_object_get(s0, "reply_to_message_id")), 55);
+    EXPECT(json_is_true(json_object_get(s0, "allow_sending_without_reply")));
+    EXPECT_INT((int)json_integer_value(json_object_get(s0, "message_thread_id")), 7);
+    EXPECT(!json_object_get(s1, "message_thread_id")); /* the General topic takes none */
+    EXPECT(!json_object_get(s1, "reply_to_message_id"));
+    EXPECT_INT((int)json_integer_value(json_object_get(s2, "message_thread_id")), 3);
+    rig_stop(&r);
+}
+
+TEST(tg_garbage_and_hang)
+{
+    rig r;
+    rig_start(&r, "\"timeoutSeconds\":1");
+    gw_channel *ch = NULL;
+    char err[512] = "";
+    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+    WAIT_FOR(polls_of(&r.f) >= 1, 5000);
+    /* the next polls: a body that is not JSON, a 200 whose result is no
+     * list, then one that never answers (given up after the 1 s poll plus
+     * the 1 s request limit) */
+    int64_t t0 = cm_now_ms();
+    fake_push(r.srv, FAKE_BAD_JSON, 200, -1);
+    fake_push_raw(
+        r.srv, "HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\n{\"ok\":true,\"result\":{}}  ", false);
+    int n0 = fake_count(r.srv);
+    fake_push(r.srv, FAKE_HANG, 0, -1);
+    /* n0 + 3: the hung poll (or one after it) came, whatever poll was in flight;
+     * the update comes only then, so no poll before the hang can take it */
+    WAIT_FOR(fake_count(r.srv) >= n0 + 3, 10000);
+    EXPECT(fake_count(r.srv) >= n0 + 3);
+    add_dm(&r.f, 5);
+    WAIT_FOR(got_n(&r.s) >= 1, 20000);
+    int64_t took = cm_now_ms() - t0;
+    char last[512];
+    gw_telegram_last_error(ch, last, sizeof last);
+    ch->ops->close(ch);
+    EXPECT_INT((int)got_n(&r.s), 1);
+    EXPECT(took >= 1500); /* it did wait out the hung poll */
+    EXPECT(last[0]);
+    EXPECT(!strstr(last, TOKEN));
+    EXPECT(!strstr(last, "secretToken"));
+    rig_stop(&r);
+}
+
+TEST(tg_stop_prompt)
+{
+    rig r;
+    rig_start(&r, NULL);
+    r.f.hold_ms = 30000; /* a real long poll: held the whole 30 s */
+    gw_channel *ch = NULL;
+    char err[512] = "";
+    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+    usleep(300000); /* the poll is in flight */
+    int64_t t0 = cm_now_ms();
+    ch->ops->stop(ch);
+    int64_t took = cm_now_ms() - t0;
+    EXPECT(took < 3000);
+    ch->ops->stop(ch); /* twice is fine */
+    /* replies still go out after stop (the gateway drains), 5xx retried */
+    fake_push(r.srv, FAKE_STATUS, 503, -1);
+    gw_outbound o = {NULL, "42", NULL, "1", "after stop"};
+    EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
+    pthread_mutex_lock(&r.f.mu);
+    EXPECT_INT((int)json_array_size(r.f.sent), 1);
+    pthread_mutex_unlock(&r.f.mu);
+    ch->ops->close(ch);
+    rig_stop(&r);
+}
+
+TEST(tg_token_never_shown)
+{
+    rig r;
+    rig_start(&r, NULL);
+    gw_channel *ch = NULL;
+    char err[512] = "", last[512] = "";
+    /* getMe refused, the answer echoing the request path */
+    char *echo = raw_json(401, "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized: "
+                               "/bot" TOKEN "/getMe\"}");
+    r.f.getme_fail = echo;
+    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_EAUTH);
+    EXPECT_CONTAINS(err, "401");
+    EXPECT_CONTAINS(err, "getMe");
+    EXPECT(!strstr(err, "secretToken"));
+    EXPECT(!strstr(err, "123456:"));
+    /* a 5xx echoing it on send, and a network failure (the URL has it) */
+    char *e5 = raw_json(500, "{\"ok\":false,\"error_code\":500,\"description\":\"boom "
+                             "/bot" TOKEN "/sendMessage\"}");
+    for (int i = 0; i < 4; i++)
+        fake_push_raw(r.srv, e5, false);
+    free(e5);
+    gw_outbound o = {NULL, "42", NULL, NULL, "x"};
+    EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_EIO);
+    EXPECT_CONTAINS(err, "500");
+    EXPECT(!strstr(err, "secretToken"));
+    ch->ops->close(ch);
+    r.f.getme_fail = NULL;
+    free(echo);
+    json_t *tg = json_object_get(json_object_get(r.root, "channels"), "telegram");
+    json_object_set_new(tg, "apiBaseUrl", json_string("http://127.0.0.1:1"));
+    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_EIO);
+    EXPECT(err[0]);
+    EXPECT(!strstr(err, "secretToken"));
+    EXPECT(!strstr(err, "123456:"));
+    /* the poll's own failures too */
+    EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+    for (int i = 0; i < 300 && !last[0]; i++) {
+        usleep(10000);
+        gw_telegram_last_error(ch, last, sizeof last);
+    }
+    ch->ops->close(ch);
+    EXPECT(last[0]);
+    EXPECT(!strstr(last, "secretToken"));
+    rig_stop(&r);
+}
+
+TEST(tg_config_tokens)
+{
+    char *dir = tmp_dir();
+    char err[512] = "";
+    gw_channel *ch = NULL;
+    json_t *root = json_loads("{\"channels\":{\"telegram\":{\"dmPolicy\":\"pairing\"}}}", 0, NULL);
+    unsetenv("TELEGRAM_BOT_TOKEN");
+    EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "no bot token");
+    EXPECT_INT(gw_telegram_open(NULL, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    json_decref(root);
+    /* tokenFile, trimmed; a "${VAR}" template in botToken; an account's own */
+    write_file(dir, "tok", "  " TOKEN "\n");
+    buf b = BUF_INIT;
+    buf_printf(&b,
+               "{\"channels\":{\"telegram\":{\"tokenFile\":\"%s\",\"accounts\":{\"two\":{"
+               "\"botToken\":\"${TG_TEST_TOKEN_X}\"}}}}}",
+               path_in(dir, "tok"));
+    root = json_loads(b.data, 0, NULL);
+    buf_release(&b);
+    EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_OK);
+    ch->ops->close(ch);
+    unsetenv("TG_TEST_TOKEN_X");
+    EXPECT_INT(gw_telegram_open(root, "two", dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "TG_TEST_TOKEN_X");
+    setenv("TG_TEST_TOKEN_X", "999:zzzzzzzzzz", 1);
+    EXPECT_INT(gw_telegram_open(root, "two", dir, &ch, err, sizeof err), CM_OK);
+    ch->ops->close(ch);
+    unsetenv("TG_TEST_TOKEN_X");
+    /* a token that would change the URL */
+    json_t *tg = json_object_get(json_object_get(root, "channels"), "telegram");
+    json_object_set_new(tg, "botToken", json_string("12:ab/../x"));
+    EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT(!strstr(err, "ab/../x"));
+    json_object_set_new(tg, "botToken", json_string("12:ab"));
+    json_object_set_new(tg, "apiBaseUrl", json_string("ftp://x"));
+    EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "apiBaseUrl");
+    json_decref(root);
+}
