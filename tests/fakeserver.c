@@ -80,7 +80,8 @@ static char *content_text(json_t *content)
     json_array_foreach(json_object_get(content, "parts"), i, part)
     {
         const char *t = json_string_value(json_object_get(part, "text"));
-        const char *d = json_string_value(json_object_get(json_object_get(part, "inlineData"), "data"));
+        const char *d =
+            json_string_value(json_object_get(json_object_get(part, "inlineData"), "data"));
         if (i) buf_addc(&b, ' ');
         if (t) buf_adds(&b, t);
         uint32_t acc = 0;
@@ -91,7 +92,8 @@ static char *content_text(json_t *content)
             acc = acc << 6 | (uint32_t)(c - tab);
             if ((bits += 6) >= 8) {
                 unsigned char x = (unsigned char)(acc >> (bits -= 8));
-                buf_addc(&b, (x >= 'a' && x <= 'z') || (x >= 'A' && x <= 'Z') || (x >= '0' && x <= '9') ? (char)x : ' ');
+                bool word = (x >= 'a' && x <= 'z') || (x >= 'A' && x <= 'Z') || (x >= '0' && x <= '9');
+                buf_addc(&b, word ? (char)x : ' ');
             }
         }
     }
@@ -105,9 +107,12 @@ static char *answer(fake_server *s, const char *path, const char *body, enum fak
     json_t *in = json_loads(body, 0, NULL), *out = NULL;
     /* Gemini's outputDimensionality, when asked, sets the size of its vectors */
     json_t *od = json_object_get(in, "outputDimensionality");
-    if (!od) od = json_object_get(json_array_get(json_object_get(in, "requests"), 0), "outputDimensionality");
+    if (!od)
+        od = json_object_get(json_array_get(json_object_get(in, "requests"), 0),
+                             "outputDimensionality");
     int dims = json_is_integer(od) && json_integer_value(od) > 0 && json_integer_value(od) <= 4096
-                   ? (int)json_integer_value(od) : s->dims;
+                   ? (int)json_integer_value(od)
+                   : s->dims;
     if (strstr(path, "/api/embeddings")) {
         out = json_pack("{s:o}", "embedding", vec_json(json_string_value(json_object_get(in, "prompt")), s->dims, f));
     } else if (strstr(path, ":embedContent")) {

@@ -32,21 +32,33 @@ typedef struct sample {
     const char *mime;
 } sample;
 
-#define S(name, lit, mime) {name, lit, sizeof(lit) - 1, mime}
+#define S(name, lit, mime)                                                                         \
+    {                                                                                              \
+        name, lit, sizeof(lit) - 1, mime                                                           \
+    }
 static const sample samples[] = {
     S("beach.png", "\x89PNG\r\n\x1a\n sunset beach volleyball", "image/png"),
     S("lake.jpg", "\xFF\xD8\xFF\xE0 mountain lake canoe", "image/jpeg"),
     S("city.jpeg", "\xFF\xD8\xFF\xE1 night city skyline", "image/jpeg"),
     S("cat.webp", "RIFF\x10\0\0\0WEBPVP8  sleepy orange cat", "image/webp"),
     S("dance.gif", "GIF89a dancing robot loop", "image/gif"),
-    S("phone.heic", "\0\0\0\x18" "ftypheic phone photo garden", "image/heic"),
-    S("scan.heif", "\0\0\0\x18" "ftypmif1 receipt scan grocery", "image/heif"),
+    S("phone.heic",
+      "\0\0\0\x18"
+      "ftypheic phone photo garden",
+      "image/heic"),
+    S("scan.heif",
+      "\0\0\0\x18"
+      "ftypmif1 receipt scan grocery",
+      "image/heif"),
     S("plain.png", "no signature at all", "image/png"), /* the extension decides */
     S("song.mp3", "ID3\x03\0 guitar song chorus", "audio/mpeg"),
     S("memo.wav", "RIFF\x10\0\0\0WAVEfmt  voice memo dentist", "audio/wav"),
     S("birds.ogg", "OggS\0 morning birds chirping", "audio/ogg"),
     S("call.opus", "OggS\0 OpusHead phone call notes", "audio/ogg"),
-    S("talk.m4a", "\0\0\0\x18" "ftypM4A  conference talk keynote", "audio/mp4"),
+    S("talk.m4a",
+      "\0\0\0\x18"
+      "ftypM4A  conference talk keynote",
+      "audio/mp4"),
     S("radio.aac", "\xFF\xF1\x50\x80 radio jingle", "audio/aac"),
     S("piano.FLAC", "fLaC piano sonata", "audio/flac"), /* any case */
 };
@@ -54,10 +66,11 @@ static const sample samples[] = {
 static void mm_config(mm *m, const char *extra)
 {
     char text[2048];
-    snprintf(text, sizeof text,
-             "{agents:{defaults:{memorySearch:{provider:'gemini',model:'gemini-embedding-2-preview',"
-             "remote:{baseUrl:'%s',apiKey:'k'},extraPaths:['assets'],%s}}}}",
-             m->base, extra ? extra : "multimodal:{enabled:true},outputDimensionality:768");
+    snprintf(
+        text, sizeof text,
+        "{agents:{defaults:{memorySearch:{provider:'gemini',model:'gemini-embedding-2-preview',"
+        "remote:{baseUrl:'%s',apiKey:'k'},extraPaths:['assets'],%s}}}}",
+        m->base, extra ? extra : "multimodal:{enabled:true},outputDimensionality:768");
     write_file(m->dir, "qc.json", text);
 }
 
@@ -146,9 +159,9 @@ TEST(multimodal_media_names_types_and_base64)
     EXPECT_INT(media_kind_of_name("png"), 0);
     EXPECT_INT(media_kind_of_name("x.mp4"), 0); /* video is not a modality here */
     for (size_t i = 0; i < ARRAY_LEN(samples); i++)
-        EXPECT_STR(media_mime(samples[i].name, (const unsigned char *)samples[i].data,
-                              samples[i].len),
-                   samples[i].mime);
+        EXPECT_STR(
+            media_mime(samples[i].name, (const unsigned char *)samples[i].data, samples[i].len),
+            samples[i].mime);
     /* a PDF named .png is a PDF; a ZIP gives way to the extension */
     EXPECT_STR(media_mime("a.png", (const unsigned char *)"%PDF-1.7", 8), "application/pdf");
     EXPECT_STR(media_mime("a.png", (const unsigned char *)"PK\x03\x04", 4), "image/png");
@@ -197,10 +210,11 @@ TEST(multimodal_config_rules)
         EXPECT_CONTAINS(err, "gemini-embedding-2-preview");
     }
     /* a fallback other than "none" */
-    EXPECT_INT(parse_cfg("{agents:{defaults:{memorySearch:{provider:'gemini',model:"
-                         "'gemini-embedding-2-preview',fallback:'openai',multimodal:{enabled:true}}}}}",
-                         &c, err, sizeof err),
-               CM_ECONFIG);
+    EXPECT_INT(
+        parse_cfg("{agents:{defaults:{memorySearch:{provider:'gemini',model:"
+                  "'gemini-embedding-2-preview',fallback:'openai',multimodal:{enabled:true}}}}}",
+                  &c, err, sizeof err),
+        CM_ECONFIG);
     EXPECT_CONTAINS(err, "memorySearch.fallback must be \"none\"");
     /* the agent's own entry can break the rule too */
     EXPECT_INT(parse_cfg("{agents:{defaults:{memorySearch:{provider:'gemini',model:"
@@ -210,10 +224,11 @@ TEST(multimodal_config_rules)
                CM_ECONFIG);
     EXPECT_CONTAINS(err, "memorySearch.fallback");
     /* fine: the right provider and model, fallback none or unset */
-    EXPECT_INT(parse_cfg("{agents:{defaults:{memorySearch:{provider:'gemini',model:"
-                         "'gemini-embedding-2-preview',fallback:'none',multimodal:{enabled:true}}}}}",
-                         &c, err, sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        parse_cfg("{agents:{defaults:{memorySearch:{provider:'gemini',model:"
+                  "'gemini-embedding-2-preview',fallback:'none',multimodal:{enabled:true}}}}}",
+                  &c, err, sizeof err),
+        CM_OK);
     EXPECT_INT(c.multimodal, CM_MEDIA_IMAGE | CM_MEDIA_AUDIO);
     EXPECT_INT(c.multimodal_max_bytes, CM_MEDIA_MAX_BYTES_DEFAULT);
     config_release(&c);
@@ -380,8 +395,9 @@ TEST(multimodal_hits_in_payloads_and_memory_get_refuses)
     bool found = false;
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(j, "results"), i, r) if (!strcmp(
-        json_string_value(json_object_get(r, "path")), "assets/memo.wav")) found = true;
+    json_array_foreach(json_object_get(j, "results"), i,
+                       r) if (!strcmp(json_string_value(json_object_get(r, "path")),
+                                      "assets/memo.wav")) found = true;
     EXPECT(found);
     json_decref(j);
     /* memory_get never returns the bytes */

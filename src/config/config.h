@@ -68,7 +68,7 @@ typedef struct cm_config {
     cm_strlist multimodal_modalities; /* as written: "image", "audio", "all"; none: all */
     int multimodal_max_bytes;         /* multimodal.maxFileBytes, default 10 MiB */
     unsigned multimodal;              /* what is on: CM_MEDIA_IMAGE | CM_MEDIA_AUDIO, 0: off */
-    cm_strlist sources;     /* "memory", "sessions" */
+    cm_strlist sources;               /* "memory", "sessions" */
     bool session_memory; /* experimental.sessionMemory: transcripts are indexed (with "sessions") */
     char *sessions_dir;  /* <stateDir>/agents/<agentId>/sessions, absolute */
     int sessions_delta_bytes, sessions_delta_messages; /* sync.sessions.*: 100000, 50 */

@@ -149,7 +149,8 @@ cm_rc engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err
                 ng = 0;
             }
         }
-        if (ng && !stop) CHECK(embed_group(e, st, group, data, mimes, ng, stats, &stop, err, errlen));
+        if (ng && !stop)
+            CHECK(embed_group(e, st, group, data, mimes, ng, stats, &stop, err, errlen));
         ng = 0;
         pending_release(pc, n);
         pc = NULL;

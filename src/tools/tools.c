@@ -343,8 +343,8 @@ cm_rc tools_open(const cm_config *cfg, const char *path, int *fd, struct stat *s
     return open_file(cfg, path, false, fd, st, rel, err, errlen);
 }
 
-cm_rc tools_open_media(const cm_config *cfg, const char *path, int *fd, struct stat *st,
-                       char *err, size_t errlen)
+cm_rc tools_open_media(const cm_config *cfg, const char *path, int *fd, struct stat *st, char *err,
+                       size_t errlen)
 {
     return open_file(cfg, path, true, fd, st, NULL, err, errlen);
 }
