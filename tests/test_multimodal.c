@@ -516,3 +516,30 @@ TEST(multimodal_too_large_is_not_retried)
     EXPECT_INT(st.chunks_embedded, 1);
     fake_stop(m.srv);
 }
+
+TEST(multimodal_extra_path_files_and_outside_dirs)
+{
+    /* an extraPath naming one media file, and a directory outside the
+     * workspace: both indexed and embedded (read through their roots) */
+    mm m;
+    mm_init(&m);
+    char *out = tmp_dir(), text[2048];
+    write_bytes(out, "pics/lake.jpg", samples[1].data, samples[1].len);
+    write_bytes(m.ws, "voice.wav", samples[9].data, samples[9].len);
+    snprintf(text, sizeof text,
+             "{agents:{defaults:{memorySearch:{provider:'gemini',model:'gemini-embedding-2-preview',"
+             "remote:{baseUrl:'%s',apiKey:'k'},extraPaths:['voice.wav','%s/pics'],"
+             "multimodal:{enabled:true},outputDimensionality:768}}}}",
+             m.base, out);
+    write_file(m.dir, "qc.json", text);
+    cm_sync_stats st;
+    EXPECT_INT(mm_sync(&m, &st), CM_OK);
+    EXPECT_INT(st.chunks_embedded, 3); /* MEMORY.md, the two media files */
+    EXPECT(find_request(&m, "\"Audio file: voice.wav\"") >= 0);
+    json_t *j = mm_json(&m, false, "mountain lake canoe");
+    const char *path =
+        json_string_value(json_object_get(json_array_get(json_object_get(j, "results"), 0), "path"));
+    EXPECT(path && strstr(path, "pics/lake.jpg") && !strncmp(path, "../", 3));
+    json_decref(j);
+    fake_stop(m.srv);
+}
