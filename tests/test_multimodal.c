@@ -14,6 +14,7 @@
 #include "../src/config/config.h"
 #include "../src/embed/multimodal.h"
 #include "../src/index/media.h"
+#include "../src/index/watch.h"
 #include "fakeserver.h"
 #include "test.h"
 
@@ -526,20 +527,56 @@ TEST(multimodal_extra_path_files_and_outside_dirs)
     char *out = tmp_dir(), text[2048];
     write_bytes(out, "pics/lake.jpg", samples[1].data, samples[1].len);
     write_bytes(m.ws, "voice.wav", samples[9].data, samples[9].len);
-    snprintf(text, sizeof text,
-             "{agents:{defaults:{memorySearch:{provider:'gemini',model:'gemini-embedding-2-preview',"
-             "remote:{baseUrl:'%s',apiKey:'k'},extraPaths:['voice.wav','%s/pics'],"
-             "multimodal:{enabled:true},outputDimensionality:768}}}}",
-             m.base, out);
+    snprintf(
+        text, sizeof text,
+        "{agents:{defaults:{memorySearch:{provider:'gemini',model:'gemini-embedding-2-preview',"
+        "remote:{baseUrl:'%s',apiKey:'k'},extraPaths:['voice.wav','%s/pics'],"
+        "multimodal:{enabled:true},outputDimensionality:768}}}}",
+        m.base, out);
     write_file(m.dir, "qc.json", text);
     cm_sync_stats st;
     EXPECT_INT(mm_sync(&m, &st), CM_OK);
     EXPECT_INT(st.chunks_embedded, 3); /* MEMORY.md, the two media files */
     EXPECT(find_request(&m, "\"Audio file: voice.wav\"") >= 0);
     json_t *j = mm_json(&m, false, "mountain lake canoe");
-    const char *path =
-        json_string_value(json_object_get(json_array_get(json_object_get(j, "results"), 0), "path"));
+    const char *path = json_string_value(
+        json_object_get(json_array_get(json_object_get(j, "results"), 0), "path"));
     EXPECT(path && strstr(path, "pics/lake.jpg") && !strncmp(path, "../", 3));
     json_decref(j);
     fake_stop(m.srv);
+}
+
+static unsigned settle(watcher *w)
+{
+    unsigned what = 0;
+    for (int i = 0; i < 20; i++) { /* events arrive promptly; give them 200 ms */
+        usleep(10000);
+        what |= watcher_read(w);
+    }
+    return what;
+}
+
+TEST(multimodal_watcher_sees_media_under_extra_paths)
+{
+    char *dir = tmp_dir(), ws[1024];
+    snprintf(ws, sizeof ws, "%s/ws", dir);
+    write_file(ws, "assets/a.md", "a\n");
+    char *extra[] = {(char *)"assets"};
+    for (unsigned on = 0; on < 2; on++) {
+        cm_config c = {0};
+        c.workspace = ws;
+        c.extra_paths.v = extra;
+        c.extra_paths.n = 1;
+        c.multimodal = on ? CM_MEDIA_IMAGE : 0;
+        watcher *w = NULL;
+        char err[256];
+        EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+        EXPECT_INT(settle(w), 0);
+        write_file(ws, "assets/song.mp3", "ID3 not an image modality");
+        write_file(ws, "assets/b.txt", "not memory");
+        EXPECT_INT(settle(w), 0);
+        write_bytes(ws, on ? "assets/sub.png" : "assets/x.png", samples[0].data, samples[0].len);
+        EXPECT_INT(settle(w) & WATCH_CHANGED, on ? WATCH_CHANGED : 0);
+        watcher_free(w);
+    }
 }
