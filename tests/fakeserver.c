@@ -70,23 +70,66 @@ static json_t *vec_json(const char *text, int dims, enum fake_fault f)
     return a;
 }
 
+/* The text a Gemini content stands for: its text parts, and the bytes of
+ * its inline data parts (base64-decoded, other than letters and digits made
+ * spaces), so that a media file's words decide its vector. */
+static char *content_text(json_t *content)
+{
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    buf b = BUF_INIT;
+    size_t i;
+    json_t *part;
+    json_array_foreach(json_object_get(content, "parts"), i, part)
+    {
+        const char *t = json_string_value(json_object_get(part, "text"));
+        const char *d =
+            json_string_value(json_object_get(json_object_get(part, "inlineData"), "data"));
+        if (i) buf_addc(&b, ' ');
+        if (t) buf_adds(&b, t);
+        uint32_t acc = 0;
+        int bits = 0;
+        for (; d && *d && *d != '='; d++) {
+            const char *c = strchr(tab, *d);
+            if (!c) break;
+            acc = acc << 6 | (uint32_t)(c - tab);
+            if ((bits += 6) >= 8) {
+                unsigned char x = (unsigned char)(acc >> (bits -= 8));
+                bool word = (x >= 'a' && x <= 'z') || (x >= 'A' && x <= 'Z') || (x >= '0' && x <= '9');
+                buf_addc(&b, word ? (char)x : ' ');
+            }
+        }
+    }
+    if (!b.data) buf_adds(&b, "");
+    return buf_detach(&b);
+}
+
 /* The answer body for a request. */
 static char *answer(fake_server *s, const char *path, const char *body, enum fake_fault f)
 {
     json_t *in = json_loads(body, 0, NULL), *out = NULL;
+    /* Gemini's outputDimensionality, when asked, sets the size of its vectors */
+    json_t *od = json_object_get(in, "outputDimensionality");
+    if (!od)
+        od = json_object_get(json_array_get(json_object_get(in, "requests"), 0),
+                             "outputDimensionality");
+    int dims = json_is_integer(od) && json_integer_value(od) > 0 && json_integer_value(od) <= 4096
+                   ? (int)json_integer_value(od)
+                   : s->dims;
     if (strstr(path, "/api/embeddings")) {
         out = json_pack("{s:o}", "embedding", vec_json(json_string_value(json_object_get(in, "prompt")), s->dims, f));
     } else if (strstr(path, ":embedContent")) {
-        const char *t = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(in, "content"), "parts"), 0), "text"));
-        out = json_pack("{s:{s:o}}", "embedding", "values", vec_json(t ? t : "", s->dims, f));
+        char *t = content_text(json_object_get(in, "content"));
+        out = json_pack("{s:{s:o}}", "embedding", "values", vec_json(t, dims, f));
+        free(t);
     } else if (strstr(path, ":batchEmbedContents")) {
         json_t *reqs = json_object_get(in, "requests"), *list = json_array(), *r;
         size_t i;
         json_array_foreach(reqs, i, r)
         {
             if (f == FAKE_WRONG_COUNT && i == 0) continue;
-            const char *t = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(r, "content"), "parts"), 0), "text"));
-            json_array_append_new(list, json_pack("{s:o}", "values", vec_json(t ? t : "", s->dims, f)));
+            char *t = content_text(json_object_get(r, "content"));
+            json_array_append_new(list, json_pack("{s:o}", "values", vec_json(t, dims, f)));
+            free(t);
         }
         out = json_pack("{s:o}", "embeddings", list);
     } else {

@@ -95,6 +95,7 @@ static void set_defaults(cm_config *cfg)
     cfg->half_life_days = 30;
     cfg->cache_enabled = true;
     cfg->cache_max_entries = 50000;
+    cfg->multimodal_max_bytes = CM_MEDIA_MAX_BYTES_DEFAULT;
     cfg->batch_concurrency = 2;
     cfg->citations = CM_CITE_AUTO;
     cfg->sessions_delta_bytes = 100000;
@@ -208,6 +209,51 @@ static void finish(cm_config *cfg)
         cfg->vector_weight = 0.7;
         cfg->text_weight = 0.3;
     }
+}
+
+bool config_gemini2_model(const char *model)
+{
+    if (!model) return false;
+    /* as 2026.3.22 normalises it: "models/", then "gemini/" or "google/" dropped */
+    if (!strncmp(model, "models/", 7)) model += 7;
+    if (!strncmp(model, "gemini/", 7) || !strncmp(model, "google/", 7)) model += 7;
+    return strcmp(model, "gemini-embedding-2-preview") == 0;
+}
+
+/* Gemini Embedding 2's dimensions; multimodal.*: which modalities are on,
+ * and 2026.3.22's two rules: only
+ * with provider gemini and model gemini-embedding-2-preview, and only with
+ * fallback "none" (the fallback could not embed the media files). */
+static cm_rc check_multimodal(cm_config *cfg, char *err, size_t errlen)
+{
+    cfg->multimodal = 0;
+    if (cfg->output_dims && !strcmp(cfg->provider, "gemini") && config_gemini2_model(cfg->model) &&
+        cfg->output_dims != 768 && cfg->output_dims != 1536 && cfg->output_dims != 3072)
+        return cm_seterr(err, errlen, CM_ECONFIG,
+                         "%s: memorySearch.outputDimensionality: gemini-embedding-2-preview takes "
+                         "768, 1536 or 3072, got %d",
+                         cfg->config_path, cfg->output_dims);
+    if (!cfg->multimodal_enabled) return CM_OK;
+    for (size_t i = 0; i < cfg->multimodal_modalities.n; i++) {
+        const char *m = cfg->multimodal_modalities.v[i];
+        cfg->multimodal |= !strcmp(m, "image")   ? CM_MEDIA_IMAGE
+                           : !strcmp(m, "audio") ? CM_MEDIA_AUDIO
+                                                 : CM_MEDIA_IMAGE | CM_MEDIA_AUDIO;
+    }
+    if (!cfg->multimodal_modalities.n) cfg->multimodal = CM_MEDIA_IMAGE | CM_MEDIA_AUDIO;
+    if (!cfg->enabled) return CM_OK; /* memory search off: nothing to check */
+    if (strcmp(cfg->provider, "gemini") != 0 || !config_gemini2_model(cfg->model))
+        return cm_seterr(err, errlen, CM_ECONFIG,
+                         "%s: memorySearch.multimodal requires memorySearch.provider \"gemini\" "
+                         "and memorySearch.model \"gemini-embedding-2-preview\" (provider is "
+                         "\"%.40s\", model \"%.80s\")",
+                         cfg->config_path, cfg->provider, cfg->model ? cfg->model : "");
+    if (cfg->fallback && strcmp(cfg->fallback, "none") != 0)
+        return cm_seterr(err, errlen, CM_ECONFIG,
+                         "%s: memorySearch.fallback must be \"none\" while "
+                         "memorySearch.multimodal is enabled (it is \"%.40s\")",
+                         cfg->config_path, cfg->fallback);
+    return CM_OK;
 }
 
 int config_candidates(const cm_config *cfg, int max_results)
@@ -514,6 +560,7 @@ cm_rc config_parse_files(const config_text *main, const config_text *overlay,
         CHECK(read_rest(&c[i], doc[i].root));
     CHECK(resolve_paths(cfg, args, err, errlen));
     finish(cfg);
+    CHECK(check_multimodal(cfg, err, errlen));
     if (!(cfg->root = json_object())) CHECK(CM_ENOMEM);
     for (int i = 0; i < 2; i++)
         if (json_is_object(doc[i].root) && merge_into(cfg->root, doc[i].root)) CHECK(CM_ENOMEM);
@@ -630,6 +677,7 @@ void config_release(cm_config *cfg)
     free(cfg->local_model_path);
     free(cfg->local_cache_dir);
     config_strlist_release(&cfg->extra_paths);
+    config_strlist_release(&cfg->multimodal_modalities);
     config_strlist_release(&cfg->sources);
     free(cfg->store_path);
     free(cfg->sessions_dir);

@@ -30,6 +30,11 @@ typedef struct cm_provider_cfg {
 enum { CM_PROV_OPENAI, CM_PROV_GEMINI, CM_PROV_VOYAGE, CM_PROV_MISTRAL, CM_PROV_OLLAMA, CM_PROV_N };
 extern const char *const cm_provider_names[CM_PROV_N]; /* "openai", "gemini", ... */
 
+/* Modalities of multimodal memory (cm_config.multimodal). */
+enum { CM_MEDIA_IMAGE = 1, CM_MEDIA_AUDIO = 2 };
+/* multimodal.maxFileBytes when unset: 2026.3.22's 10 MiB */
+#define CM_MEDIA_MAX_BYTES_DEFAULT (10 * 1024 * 1024)
+
 /* clawmem.hybridMerge: QuantumClaw's weighted sum of the raw scores (the
  * default), the weighted sum of scores min-max normalised over the query's
  * candidates, or weighted reciprocal-rank fusion (docs/QUALITY.md). */
@@ -58,7 +63,12 @@ typedef struct cm_config {
     int embed_max_inputs;      /* clawmem.embedMaxInputs: inputs per request, 0: provider's */
     cm_provider_cfg providers[CM_PROV_N];
     cm_strlist extra_paths; /* as written (absolute or workspace-relative) */
-    cm_strlist sources;     /* "memory", "sessions" */
+    /* multimodal.*: image and audio files under extraPaths (Gemini Embedding 2) */
+    bool multimodal_enabled;          /* multimodal.enabled as written */
+    cm_strlist multimodal_modalities; /* as written: "image", "audio", "all"; none: all */
+    int multimodal_max_bytes;         /* multimodal.maxFileBytes, default 10 MiB */
+    unsigned multimodal;              /* what is on: CM_MEDIA_IMAGE | CM_MEDIA_AUDIO, 0: off */
+    cm_strlist sources;               /* "memory", "sessions" */
     bool session_memory; /* experimental.sessionMemory: transcripts are indexed (with "sessions") */
     char *sessions_dir;  /* <stateDir>/agents/<agentId>/sessions, absolute */
     int sessions_delta_bytes, sessions_delta_messages; /* sync.sessions.*: 100000, 50 */
@@ -146,6 +156,10 @@ cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out);
 /* Sets a "Name: value" header line in l: a line with the same name (any case)
  * is replaced, else the line is appended. */
 cm_rc config_header_set(cm_strlist *l, const char *line);
+
+/* Whether model names gemini-embedding-2-preview (with 2026.3.22's prefixes
+ * "models/", "gemini/", "google/" allowed): the model of multimodal memory. */
+bool config_gemini2_model(const char *model);
 
 /* Candidate pool per side: maxResults × candidateMultiplier, at most 200. */
 int config_candidates(const cm_config *cfg, int max_results);

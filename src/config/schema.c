@@ -94,9 +94,10 @@ static const field fields[] = {
     {"query.hybrid.temporalDecay.halfLifeDays", K_INTD, POS, NULL, AT(half_life_days), 0, NULL},
     {"cache.enabled", K_BOOL, 0, 0, NULL, AT(cache_enabled), 0, NULL},
     {"cache.maxEntries", K_INT, POS, NULL, AT(cache_max_entries), 0, NULL},
-    {"multimodal.enabled", K_BOOL, 0, 0, NULL, NO_DEST, 0, NULL},
-    {"multimodal.modalities", K_STRLIST, 0, 0, "image|audio|all", NO_DEST, 0, NULL},
-    {"multimodal.maxFileBytes", K_INT, POS, NULL, NO_DEST, 0, NULL},
+    {"multimodal.enabled", K_BOOL, 0, 0, NULL, AT(multimodal_enabled), 0, NULL},
+    {"multimodal.modalities", K_STRLIST, 0, 0, "image|audio|all", AT(multimodal_modalities), 0,
+     NULL},
+    {"multimodal.maxFileBytes", K_INT, POS, NULL, AT(multimodal_max_bytes), 0, NULL},
 };
 
 /* In quantumclaw.json, a key or value only clawmem understands. */

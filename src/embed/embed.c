@@ -278,6 +278,13 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     while (strlen(p->base_url) > 1 && p->base_url[strlen(p->base_url) - 1] == '/')
         p->base_url[strlen(p->base_url) - 1] = 0;
     p->dims_wanted = cfg->output_dims;
+    if (k == CM_PROV_GEMINI && config_gemini2_model(p->model)) {
+        /* Gemini Embedding 2 takes 768, 1536 or 3072 (its default), as 2026.3.22 sends it */
+        if (!p->dims_wanted) p->dims_wanted = 3072;
+        if (p->dims_wanted != 768 && p->dims_wanted != 1536 && p->dims_wanted != 3072)
+            FAIL(CM_ECONFIG, "memorySearch.outputDimensionality %d: %s takes 768, 1536 or 3072",
+                 p->dims_wanted, p->model);
+    }
     p->max_inputs = cfg->embed_max_inputs > 0 ? cfg->embed_max_inputs : kinds[k].max_inputs;
     if (k == CM_PROV_OLLAMA) p->max_inputs = 1; /* /api/embeddings takes one prompt */
     p->concurrency = cfg->batch_concurrency > 0 ? cfg->batch_concurrency : 2;

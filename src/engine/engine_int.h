@@ -109,6 +109,13 @@ void engine_provider_check(cm_engine *e);
 /* Gives every chunk of st without a vector one (cache, then the provider). */
 cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen);
 
+/* ---- fill_media.c: vectors of multimodal memory's image and audio files -- */
+
+/* Whether a chunk waiting for a vector is a media file's. */
+bool engine_media_chunk(const cm_engine *e, const pending_chunk *pc);
+/* Gives every media chunk without a vector one (cache, then the provider). */
+cm_rc engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen);
+
 /* ---- lock.c: the writer lock and the watcher's record ------------------- */
 
 /* Takes "<index>.lock" (waiting up to busy_ms when wait); *fd_out holds it. */

@@ -9,11 +9,14 @@
 #include <sys/stat.h>
 
 #include "../base/utf8.h"
+#include "../index/media.h"
 #include "../session/extract.h"
 #include "engine_int.h"
 
 static cm_rc load_session(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
                           buf *problem);
+static cm_rc load_media(sync_run *r, const mem_file *f, unsigned kind,
+                        char hash[SHA256_HEX_LEN + 1], buf *problem);
 
 /* A warning about a file: logged now, or kept for the writer's thread. */
 __attribute__((format(printf, 2, 3))) static void load_warn(sync_run *r, const char *fmt, ...)
@@ -44,8 +47,9 @@ cm_rc engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     chunk_list_release(&r->chunks);
     char why[512];
     struct stat st;
-    cm_rc rc =
-        file_reader_read(r->rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &r->text, &st, why, sizeof why);
+    unsigned kind = strcmp(f->source, "memory") == 0 ? media_kind(&r->e->cfg, f->rel) : 0;
+    size_t max = kind ? (size_t)r->e->cfg.multimodal_max_bytes : (size_t)DISCOVER_MAX_FILE_BYTES;
+    cm_rc rc = file_reader_read(r->rd, f, max, &r->text, &st, why, sizeof why);
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory reading %s", f->rel);
     if (rc) {
         if (problem_add(&r->problems, f->rel, "cannot read: %s", why)) return CM_ENOMEM;
@@ -55,7 +59,45 @@ cm_rc engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     r->size = st.st_size;
     r->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     if (strcmp(f->source, "sessions") == 0) return load_session(r, f, hash, problem);
+    if (kind) return load_media(r, f, kind, hash, problem);
     return engine_chunk_loaded(r, f, hash, problem);
+}
+
+/* An image or audio file of multimodal memory (r->text holds its bytes): one
+ * chunk, lines 1-1, its label as text; its bytes are read again when it is
+ * embedded (engine_fill_media). A file whose content is not of its
+ * extension's modality (a PDF named .png) is not indexed, as in 2026.3.22. */
+static cm_rc load_media(sync_run *r, const mem_file *f, unsigned kind,
+                        char hash[SHA256_HEX_LEN + 1], buf *problem)
+{
+    const unsigned char *d = (const unsigned char *)(r->text.data ? r->text.data : "");
+    size_t n = r->text.len;
+    r->stats->bytes_read += n;
+    const char *mime = media_mime(f->rel, d, n);
+    const char *want = media_kind_name(kind);
+    if (!mime || strncmp(mime, want, strlen(want)) != 0 || mime[strlen(want)] != '/') {
+        sha256_hex(d, n, hash);
+        load_warn(r, "%s: content is %s, not %s; not indexed", f->rel, mime ? mime : "unknown",
+                  want);
+        return buf_printf(problem, "content is %s, not %s; not indexed", mime ? mime : "unknown",
+                          want);
+    }
+    buf label = BUF_INIT;
+    cm_rc rc = media_chunk(kind, f->rel, mime, d, n, &label, hash);
+    chunk *nv = rc ? NULL : realloc(r->chunks.v, (r->chunks.n + 1) * sizeof *nv);
+    if (!rc && !nv) rc = CM_ENOMEM;
+    if (!rc) {
+        r->chunks.v = nv;
+        r->chunks.cap = r->chunks.n + 1;
+        chunk *c = &r->chunks.v[r->chunks.n++];
+        memset(c, 0, sizeof *c);
+        c->start_line = c->end_line = 1;
+        c->len = label.len;
+        c->text = buf_detach(&label);
+        memcpy(c->hash, hash, sizeof c->hash);
+    }
+    buf_release(&label);
+    return rc;
 }
 
 /* A session transcript (r->text holds its JSONL): what QuantumClaw indexes

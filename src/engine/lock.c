@@ -94,6 +94,8 @@ static void watch_identity(const cm_engine *e, char id[SHA256_HEX_LEN + 1])
         rc = buf_printf(&b, "s %s\n", c->sources.v[i]);
     for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
         rc = buf_printf(&b, "x %s\n", c->extra_paths.v[i]);
+    if (!rc && c->multimodal)
+        rc = buf_printf(&b, "m %u %d\n", c->multimodal, c->multimodal_max_bytes);
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; !rc && i < b.len; i++)
         h = (h ^ (unsigned char)b.data[i]) * 0x100000001b3ull;

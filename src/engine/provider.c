@@ -135,6 +135,7 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
     float **vecs = NULL, *fresh = NULL;
     const char **texts = NULL;
     size_t *miss = NULL;
+    CHECK(engine_fill_media(e, st, stats, err, errlen)); /* image and audio files first */
     for (;;) {
         CHECK(store_pending_vectors(st, after, EMBED_ROUND, &pc, &n, err, errlen));
         if (n == 0) break;
@@ -146,6 +147,7 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
         size_t nmiss = 0;
         for (size_t i = 0; i < n; i++) {
             int d = 0;
+            if (engine_media_chunk(e, &pc[i])) continue; /* engine_fill_media's */
             if (c->cache_enabled)
                 CHECK(store_cache_get(st, name, p->model, p->key_hash, pc[i].hash, &vecs[i], &d,
                                       err, errlen));

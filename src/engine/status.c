@@ -112,6 +112,12 @@ cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errl
         CHECK(utf8_add_json_str(&b, c->extra_paths.v[i], strlen(c->extra_paths.v[i])));
     }
     CHECK(buf_addc(&b, ']'));
+    if (c->multimodal) /* only when on: the payload of other configs is unchanged */
+        CHECK(buf_printf(&b, ",\"multimodal\":{\"modalities\":[%s%s%s],\"maxFileBytes\":%d}",
+                         c->multimodal & CM_MEDIA_IMAGE ? "\"image\"" : "",
+                         c->multimodal == (CM_MEDIA_IMAGE | CM_MEDIA_AUDIO) ? "," : "",
+                         c->multimodal & CM_MEDIA_AUDIO ? "\"audio\"" : "",
+                         c->multimodal_max_bytes));
     CHECK(add_kv_str(&b, "citations", tools_citations_name(c->citations)));
     CHECK(buf_printf(&b, ",\"sync\":{\"watch\":%s,\"watchDebounceMs\":%d,\"intervalMinutes\":%g}",
                      c->sync_watch ? "true" : "false", c->watch_debounce_ms,

@@ -53,6 +53,11 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     cm_rc rc = CM_OK;
     for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
         rc = buf_printf(&scope, "%s\n", c->extra_paths.v[i]);
+    /* multimodal memory changes which files are indexed (only when on, so
+     * that indexes built without it keep their fingerprint) */
+    if (!rc && c->multimodal)
+        rc = buf_printf(&scope, "multimodal:%s%s:%d\n", c->multimodal & CM_MEDIA_AUDIO ? "a" : "",
+                        c->multimodal & CM_MEDIA_IMAGE ? "i" : "", c->multimodal_max_bytes);
     char scope_hash[SHA256_HEX_LEN + 1];
     sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
     buf_release(&scope);

@@ -22,6 +22,7 @@
 #include "../base/buf.h"
 #include "../base/fs.h"
 #include "discover.h"
+#include "media.h"
 
 #define MAX_DEPTH   64 /* spelled out in the "nested more than 64" problem */
 #define MAX_THREADS 4
@@ -41,6 +42,7 @@ typedef struct dir_job {
     const char *name; /* its name in parent: a suffix of abs, or "." */
     uint32_t root, sub;
     int depth;
+    bool media; /* below an extraPath: multimodal memory's media files count too */
 } dir_job;
 
 /* What one thread found; merged after the walk. */
@@ -152,11 +154,18 @@ static cm_rc push_file(found *f, buf *rel, const char *abs, uint32_t root, uint3
                        const char *source, const struct stat *st);
 
 static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, uint32_t root, uint32_t sub,
-                      const struct stat *st)
+                      const struct stat *st, bool media)
 {
     buf rel = BUF_INIT;
     cm_rc rc = discover_relpath(&rel, cfg->workspace, abs);
     if (rc) {
+        buf_release(&rel);
+        return rc;
+    }
+    if (media && st->st_size > cfg->multimodal_max_bytes) {
+        rc = problem_add(&f->problems, rel.data,
+                         "skipped: %lld bytes, over multimodal.maxFileBytes (%d)",
+                         (long long)st->st_size, cfg->multimodal_max_bytes);
         buf_release(&rel);
         return rc;
     }
@@ -294,7 +303,7 @@ static void dref_put(dref *d)
 /* Queues the directory name (abs) in parent unless it was queued before.
  * Call with mu held. */
 static cm_rc queue_dir(walk *w, dref *parent, const char *abs, const char *name, uint32_t root,
-                       uint32_t sub, int depth, const struct stat *st)
+                       uint32_t sub, int depth, bool media, const struct stat *st)
 {
     bool added = false;
     cm_rc rc = seen_add(w, st->st_dev, st->st_ino, &added);
@@ -311,7 +320,7 @@ static cm_rc queue_dir(walk *w, dref *parent, const char *abs, const char *name,
     /* name is abs's last component (or "." for abs itself) */
     const char *nm = strcmp(name, ".") == 0 ? "." : copy + strlen(abs) - strlen(name);
     parent->refs++;
-    w->q[w->nq++] = (dir_job){parent, copy, nm, root, sub, depth};
+    w->q[w->nq++] = (dir_job){parent, copy, nm, root, sub, depth, media};
     return CM_OK;
 }
 
@@ -324,7 +333,7 @@ static bool is_dot(const char *name)
  * queued, a symbolic link named like a note (or given as a root) reported.
  * abs is the entry's absolute path, name its last component (in parent). */
 static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const char *name,
-                       uint32_t root, uint32_t sub, int depth, bool is_root)
+                       uint32_t root, uint32_t sub, int depth, bool is_root, bool media)
 {
     struct stat st;
     if (fstatat(parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -332,15 +341,16 @@ static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const c
         if (errno == ENOENT) return CM_OK;
         return add_problem(w->cfg, f, abs, "cannot stat", errno);
     }
-    bool md = is_md(name);
-    if (S_ISREG(st.st_mode)) return md ? add_file(w->cfg, f, abs, root, sub, &st) : CM_OK;
+    bool is_media = media && !is_md(name) && media_kind(w->cfg, name);
+    bool md = is_md(name) || is_media;
+    if (S_ISREG(st.st_mode)) return md ? add_file(w->cfg, f, abs, root, sub, &st, is_media) : CM_OK;
     if (S_ISLNK(st.st_mode))
         return md || is_root ? add_problem(w->cfg, f, abs, SYMLINK_PROBLEM, 0) : CM_OK;
     if (S_ISDIR(st.st_mode)) {
         if (depth > MAX_DEPTH)
             return add_problem(w->cfg, f, abs, "skipped: nested more than 64 directories deep", 0);
         pthread_mutex_lock(&w->mu);
-        cm_rc rc = queue_dir(w, parent, abs, name, root, sub, depth, &st);
+        cm_rc rc = queue_dir(w, parent, abs, name, root, sub, depth, media, &st);
         pthread_cond_signal(&w->cv);
         pthread_mutex_unlock(&w->mu);
         return rc;
@@ -382,12 +392,13 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
     while ((de = readdir(d)) != NULL) {
         const char *name = de->d_name;
         if (is_dot(name)) continue;
-        if (de->d_type == DT_REG && !is_md(name)) continue;
-        if (de->d_type == DT_LNK && !is_md(name)) continue;
+        bool wanted = is_md(name) || (job->media && media_kind(w->cfg, name));
+        if (de->d_type == DT_REG && !wanted) continue;
+        if (de->d_type == DT_LNK && !wanted) continue;
         path.len = base;
         CHECK(buf_adds(&path, name));
         CHECK(add_entry(w, f, self, path.data, path.data + base, job->root, job->sub,
-                        job->depth + 1, false));
+                        job->depth + 1, false, job->media));
     }
 out:
     pthread_mutex_lock(&w->mu);
@@ -463,7 +474,7 @@ static cm_rc add_extra(walk *w, found *f, const char *p)
         struct stat st;
         if (fstat(w->roots[0].fd, &st) < 0) return CM_OK;
         pthread_mutex_lock(&w->mu);
-        rc = queue_dir(w, &w->roots[0], ws, ".", 0, wsub, 0, &st);
+        rc = queue_dir(w, &w->roots[0], ws, ".", 0, wsub, 0, true, &st);
         pthread_mutex_unlock(&w->mu);
         return rc;
     }
@@ -513,14 +524,14 @@ static cm_rc add_extra(walk *w, found *f, const char *p)
             }
             *parent = (dref){fd, NULL, 1, false};
         }
-        CHECK(add_entry(w, f, parent, p, slash + 1, 0, wsub, 0, true));
+        CHECK(add_entry(w, f, parent, p, slash + 1, 0, wsub, 0, true, true));
     } else {
         int fd = open(parent_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) goto out; /* absent: nothing to list */
         uint32_t k = (uint32_t)w->nroots;
         CHECK(add_root_dir(w, fd, parent_abs));
         parent = &w->roots[k];
-        CHECK(add_entry(w, f, parent, p, slash + 1, k, sub_of(parent_abs), 0, true));
+        CHECK(add_entry(w, f, parent, p, slash + 1, k, sub_of(parent_abs), 0, true, true));
     }
 out:
     if (parent && !parent->keep) {
@@ -643,10 +654,10 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     const char *top =
         fstatat(ws, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "MEMORY.md" : "memory.md";
     CHECK(fs_join(&p, cfg->workspace, top));
-    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, top, 0, wsub, 0, true));
+    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, top, 0, wsub, 0, true, false));
     buf_reset(&p);
     CHECK(fs_join(&p, cfg->workspace, "memory"));
-    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, "memory", 0, wsub, 0, true));
+    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, "memory", 0, wsub, 0, true, false));
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
         buf_reset(&p);
         rc = config_extra_path(cfg, i, &p);

@@ -1,6 +1,8 @@
 /*
  * discover.h — which files are memory: MEMORY.md (else memory.md), every .md
- * under memory/, and extraPaths (files, or directories scanned recursively).
+ * under memory/, and extraPaths (files, or directories scanned recursively),
+ * where multimodal memory's image and audio files count too (media.h; over
+ * multimodal.maxFileBytes they become problems).
  * Symbolic links are never followed: the walk starts from a descriptor of
  * the workspace (and of each extraPath outside it) and goes one component at
  * a time with openat(O_NOFOLLOW), so a directory swapped for a symbolic link

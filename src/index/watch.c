@@ -21,6 +21,7 @@
 #include "../base/buf.h"
 #include "../base/fs.h"
 #include "discover.h"
+#include "media.h"
 #include "watch.h"
 
 #define DIR_MASK                                                                                   \
@@ -367,8 +368,8 @@ unsigned watcher_read(watcher *w)
             }
             if (d->jsonl && nl > 6 && !memcmp(name + nl - 6, ".jsonl", 6))
                 what |= WATCH_SESSIONS;
-            else if (is_md(name, nl))
-                what |= WATCH_CHANGED;
+            else if (is_md(name, nl) || media_kind(w->cfg, name))
+                what |= WATCH_CHANGED; /* a media file: multimodal memory's, under extraPaths */
         }
     }
     buf_release(&sub);

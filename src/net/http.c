@@ -336,6 +336,9 @@ cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o
             if (j->done) left--;
         }
         if (left == 0) break;
+        /* all in flight finished together and the rest may start now: start
+         * them, instead of polling no handle for a second */
+        if (running == 0 && next < 0) continue;
         int wait = 1000;
         if (next >= 0) wait = (int)CM_MAX(0, CM_MIN(next - cm_now_ms(), 1000));
         if (running > 0 || wait > 0) cu.multi_poll(c->multi, NULL, 0, running ? wait : CM_MAX(wait, 1), NULL);

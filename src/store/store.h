@@ -151,6 +151,7 @@ typedef struct pending_chunk {
     int64_t id;
     char hash[SHA256_HEX_LEN + 1];
     char *text;
+    char *path; /* of its file (multimodal memory reads a media file's bytes) */
 } pending_chunk;
 
 /* Up to limit chunks with an id above after_id that have no vector row yet,

@@ -42,7 +42,7 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
     if (!*out) return CM_ENOMEM;
     int r = sqlite3_prepare_v2(
         s->db,
-        "SELECT c.id, c.hash, c.text FROM chunks c LEFT JOIN vectors v "
+        "SELECT c.id, c.hash, c.text, c.path FROM chunks c LEFT JOIN vectors v "
         "ON v.chunk_id = c.id WHERE v.chunk_id IS NULL AND c.id > ?2 ORDER BY c.id "
         "LIMIT ?1",
         -1, &q, NULL);
@@ -52,7 +52,8 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
     }
     while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
         const char *hash = store_col_text(q, 1), *text = store_col_text(q, 2);
-        if (!hash || !text || strlen(hash) != SHA256_HEX_LEN) {
+        const char *path = store_col_text(q, 3);
+        if (!hash || !text || !path || strlen(hash) != SHA256_HEX_LEN) {
             rc = store_corrupt(s, "the chunks table", err, errlen);
             break;
         }
@@ -60,7 +61,8 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
         p->id = sqlite3_column_int64(q, 0);
         snprintf(p->hash, sizeof p->hash, "%s", hash);
         p->text = cm_strdup(text);
-        if (!p->text) {
+        p->path = cm_strdup(path);
+        if (!p->text || !p->path) {
             rc = CM_ENOMEM;
             break;
         }
@@ -75,8 +77,10 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
 
 void pending_release(pending_chunk *p, size_t n)
 {
-    for (size_t i = 0; p && i < n; i++)
+    for (size_t i = 0; p && i < n; i++) {
         free(p[i].text);
+        free(p[i].path);
+    }
     free(p);
 }
 

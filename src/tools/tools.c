@@ -22,6 +22,7 @@
 #include "../base/path.h"
 #include "../base/utf8.h"
 #include "../index/discover.h"
+#include "../index/media.h"
 #include "tools.h"
 
 const char *tools_citations_name(cm_citations c)
@@ -210,8 +211,9 @@ static bool ws_memory_path(const char *rel)
     return !strcmp(rel, "MEMORY.md") || !strcmp(rel, "memory.md") || !strncmp(rel, "memory/", 7);
 }
 
-cm_rc tools_locate(const cm_config *cfg, const char *path, size_t len, bool create, tools_loc *loc,
-                   char *err, size_t errlen)
+/* tools_locate; media_ok: a multimodal memory file (image, audio) may be named too. */
+static cm_rc locate(const cm_config *cfg, const char *path, size_t len, bool create, bool media_ok,
+                    tools_loc *loc, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf abs = BUF_INIT, root = BUF_INIT, rel = BUF_INIT;
@@ -226,8 +228,19 @@ cm_rc tools_locate(const cm_config *cfg, const char *path, size_t len, bool crea
     if (memchr(path, 0, len)) FAIL(CM_EPATH, "path contains a NUL byte");
     if (utf8_valid_prefix(path, len) != len) FAIL(CM_EPATH, "path is not valid UTF-8");
     if (!(shown = cm_strndup(path, CM_MIN(len, 200)))) CHECK(CM_ENOMEM);
-    if (len < 3 || memcmp(path + len - 3, ".md", 3) != 0)
-        FAIL(CM_EPATH, "%s: only Markdown (.md) memory files can be read", shown);
+    if (len < 3 || memcmp(path + len - 3, ".md", 3) != 0) {
+        char *full = cm_strndup(path, len);
+        unsigned kind = full ? media_kind_of_name(full) : 0;
+        bool on = full && media_kind(cfg, full);
+        free(full);
+        if (!kind) FAIL(CM_EPATH, "%s: only Markdown (.md) memory files can be read", shown);
+        if (!media_ok || !on)
+            FAIL(CM_EPATH,
+                 "%s: %s file, not Markdown: only .md memory files can be read or written (image "
+                 "and audio files are found by memory_search with multimodal memory, but their "
+                 "bytes are never returned)",
+                 shown, kind == CM_MEDIA_AUDIO ? "an audio" : "an image");
+    }
     /* Lexically, as QuantumClaw 2026.3.22 does: resolved against the
      * workspace, then named relative to it. */
     if (!(ws = cm_strdup(cfg->workspace))) CHECK(CM_ENOMEM);
@@ -297,12 +310,18 @@ out:
     return rc;
 }
 
-cm_rc tools_open(const cm_config *cfg, const char *path, int *fd, struct stat *st, buf *rel,
-                 char *err, size_t errlen)
+cm_rc tools_locate(const cm_config *cfg, const char *path, size_t len, bool create, tools_loc *loc,
+                   char *err, size_t errlen)
+{
+    return locate(cfg, path, len, create, false, loc, err, errlen);
+}
+
+static cm_rc open_file(const cm_config *cfg, const char *path, bool media_ok, int *fd,
+                       struct stat *st, buf *rel, char *err, size_t errlen)
 {
     tools_loc loc;
     *fd = -1;
-    cm_rc rc = tools_locate(cfg, path, strlen(path), false, &loc, err, errlen);
+    cm_rc rc = locate(cfg, path, strlen(path), false, media_ok, &loc, err, errlen);
     if (rc) return rc;
     if (loc.root < 0) rc = cm_seterr(err, errlen, CM_ENOTFOUND, "%s: no such file", loc.rel);
     if (!rc) {
@@ -316,6 +335,18 @@ cm_rc tools_open(const cm_config *cfg, const char *path, int *fd, struct stat *s
     }
     tools_loc_release(&loc);
     return rc;
+}
+
+cm_rc tools_open(const cm_config *cfg, const char *path, int *fd, struct stat *st, buf *rel,
+                 char *err, size_t errlen)
+{
+    return open_file(cfg, path, false, fd, st, rel, err, errlen);
+}
+
+cm_rc tools_open_media(const cm_config *cfg, const char *path, int *fd, struct stat *st, char *err,
+                       size_t errlen)
+{
+    return open_file(cfg, path, true, fd, st, NULL, err, errlen);
 }
 
 /* ---- memory_get ---------------------------------------------------------- */

@@ -83,6 +83,12 @@ void tools_loc_release(tools_loc *loc);
 cm_rc tools_open(const cm_config *cfg, const char *path, int *fd, struct stat *st, buf *rel,
                  char *err, size_t errlen);
 
+/* tools_open for an image or audio file of multimodal memory (media_kind()
+ * of cfg), which tools_open and memory_get refuse: the engine reads its bytes
+ * to embed them. */
+cm_rc tools_open_media(const cm_config *cfg, const char *path, int *fd, struct stat *st, char *err,
+                       size_t errlen);
+
 /* memory_get: appends {"path","text"}: path is the normalised
  * workspace-relative name, text the file's bytes (U+FFFD for invalid UTF-8)
  * from line `from` (1-based, <= 0 → 1), `offset` bytes into it, through line
