@@ -15,8 +15,8 @@
  * opens, reads or writes an agent's memory.
  *
  * Engines of local workspaces get a watcher thread (with a writer engine of
- * its own), as `clawmem mcp` does; a workspace on a network file system is
- * synced by its searches (sync.onSearch).
+ * its own), as `clawmem mcp` does; without one (a workspace on a network file
+ * system, or --no-watch) each memory_search syncs first, as `clawmem search`.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -609,6 +609,13 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     mcp_rpc r = {sl->engine, may_write && sl->writable,
                  may_write && sl->writable ? s->tools_rw : s->tools_ro};
     pthread_mutex_lock(&sl->use);
+    /* Without a watcher a search brings the index up to date first, as
+     * `clawmem search` does (one stat per file when nothing changed). */
+    const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+    if (!sl->watching && method && !strcmp(method, "tools/call") && tool &&
+        !strcmp(tool, "memory_search"))
+        cm_engine_sync(sl->engine, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED, NULL, NULL, NULL, err,
+                       sizeof err);
     ans = mcp_rpc_answer(&r, msg);
     pthread_mutex_unlock(&sl->use);
     S_release(s, sl);
