@@ -894,6 +894,7 @@ cm_rc httpd_start(const httpd_opts *o, httpd **out, char *err, size_t errlen)
     if (h->o.max_conns <= 0) h->o.max_conns = d.max_conns;
     if (!h->o.max_header_bytes) h->o.max_header_bytes = d.max_header_bytes;
     if (h->o.max_headers <= 0) h->o.max_headers = d.max_headers;
+    if (!h->o.max_body) h->o.max_body = d.max_body;
     if (h->o.header_timeout_ms <= 0) h->o.header_timeout_ms = d.header_timeout_ms;
     if (h->o.body_timeout_ms <= 0) h->o.body_timeout_ms = d.body_timeout_ms;
     if (h->o.idle_timeout_ms <= 0) h->o.idle_timeout_ms = d.idle_timeout_ms;

@@ -62,7 +62,8 @@ typedef struct httpd_opts {
 } httpd_opts;
 
 /* Defaults: loopback port 0, 256 connections, 16 KiB / 100 headers, 4 MiB
- * body, 10 s headers, 30 s body, 60 s idle, 30 s writes. */
+ * body, 10 s headers, 30 s body, 60 s idle, 30 s writes. A limit left 0 in
+ * the options given to httpd_start takes its default. */
 httpd_opts httpd_defaults(void);
 
 /* Binds, listens and starts the accept thread. CM_EIO with a message when the
