@@ -29,6 +29,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../src/base/buf.h"
@@ -42,6 +43,7 @@
 
 #define SESSION_MAX     4096
 #define SESSION_IDLE_MS (60LL * 60 * 1000)
+#define ENGINE_WAIT_MS  10000 /* for an engine to become idle at the cap, then 503 */
 
 typedef struct token {
     char *token, *agent;
@@ -82,6 +84,7 @@ typedef struct srv {
     json_t *tools_ro, *tools_rw;
     pthread_mutex_t mu; /* slots, sessions, tick */
     pthread_mutex_t open_mu;
+    pthread_cond_t idle; /* an engine's last request ended */
     slot *slots;
     int nslots;
     uint64_t tick;
@@ -312,19 +315,32 @@ static slot *S_acquire(srv *s, const char *agent, bool *busy, char *err, size_t 
         pthread_mutex_unlock(&s->open_mu);
         return sl;
     }
-    if (s->nslots >= s->so.max_engines) {
+    /* At the cap: close the least recently used idle engine, waiting a
+     * while for one to become idle when every one is in use. */
+    int64_t deadline = cm_now_ms() + ENGINE_WAIT_MS;
+    while (s->nslots >= s->so.max_engines) {
         slot **vp = NULL;
         for (slot **p = &s->slots; *p; p = &(*p)->next)
             if ((*p)->refs == 0 && (!vp || (*p)->last_used < (*vp)->last_used)) vp = p;
-        if (!vp) {
+        if (vp) {
+            victim = *vp;
+            *vp = victim->next;
+            s->nslots--;
+            break;
+        }
+        int64_t left = deadline - cm_now_ms();
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + CM_MIN(CM_MAX(left, 0), 100) * 1000000;
+        ts.tv_sec += (time_t)(ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        if (left <= 0) {
             pthread_mutex_unlock(&s->mu);
             pthread_mutex_unlock(&s->open_mu);
             *busy = true;
             return NULL;
         }
-        victim = *vp;
-        *vp = victim->next;
-        s->nslots--;
+        pthread_cond_timedwait(&s->idle, &s->mu, &ts);
     }
     pthread_mutex_unlock(&s->mu);
     S_slot_close(victim);
@@ -345,7 +361,7 @@ static slot *S_acquire(srv *s, const char *agent, bool *busy, char *err, size_t 
 static void S_release(srv *s, slot *sl)
 {
     pthread_mutex_lock(&s->mu);
-    sl->refs--;
+    if (--sl->refs == 0) pthread_cond_signal(&s->idle);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -449,7 +465,8 @@ static bool S_origin_ok(const srv *s, const char *origin)
     if (*p == '[') n = strcspn(p, "]") + 1;
     static const char *const loop[] = {"localhost", "127.0.0.1", "[::1]"};
     for (size_t i = 0; i < ARRAY_LEN(loop); i++)
-        if (strlen(loop[i]) == n && !strncasecmp(p, loop[i], n)) return p[n] == 0 || p[n] == ':';
+        if (strlen(loop[i]) == n && !strncasecmp(p, loop[i], n))
+            return p[n] == 0 || p[n] == ':' || p[n] == '/';
     return false;
 }
 
@@ -658,6 +675,7 @@ int mcp_serve_http(const cm_options *opt, const serve_opts *so)
     if (s.so.max_engines <= 0) s.so.max_engines = 32;
     pthread_mutex_init(&s.mu, NULL);
     pthread_mutex_init(&s.open_mu, NULL);
+    pthread_cond_init(&s.idle, NULL);
     s.sessions = calloc(SESSION_MAX, sizeof *s.sessions);
     s.tools_ro = mcp_rpc_tools(false);
     s.tools_rw = mcp_rpc_tools(true);
@@ -725,5 +743,6 @@ out:
     json_decref(s.tools_rw);
     pthread_mutex_destroy(&s.mu);
     pthread_mutex_destroy(&s.open_mu);
+    pthread_cond_destroy(&s.idle);
     return status;
 }

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -417,6 +418,30 @@ TEST(serve_streamable_http_rules)
     EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
 }
 
+typedef struct lru_arg {
+    int port, seed, ok;
+} lru_arg;
+
+/* Six stateless (2026-07-28) searches alternating between the agents. */
+static void *S_lru_client(void *arg)
+{
+    lru_arg *a = arg;
+    for (int i = 0; i < 6; i++) {
+        bool beta = (i + a->seed) % 2;
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"memory_search\",\"arguments\":{\"query\":\"%s\"},\"_meta\":{"
+                 "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                 "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+                 beta ? "Tiger" : "Biscuit");
+        reply r = S_http(a->port, "POST", beta ? "/mcp/beta" : "/mcp/alpha", JSON_HDRS, body);
+        if (r.status == 200 && S_nresults(r.body) == 1) a->ok++;
+        reply_release(&r);
+    }
+    return NULL;
+}
+
 TEST(serve_engine_lru_and_no_tokens)
 {
     /* no tokens: loopback only, every agent at /mcp/<id>; one engine open at
@@ -447,6 +472,22 @@ TEST(serve_engine_lru_and_no_tokens)
     }
     /* the evicted engines' files are closed */
     EXPECT(count_fds(s.p.pid) <= fds_first + 2);
+    /* concurrent requests to both agents through the one engine slot: they
+     * wait for it in turn, none is refused */
+    pthread_t t[8];
+    lru_arg la[8];
+    for (int i = 0; i < 8; i++) {
+        la[i].port = s.port;
+        la[i].seed = i;
+        la[i].ok = 0;
+        pthread_create(&t[i], NULL, S_lru_client, &la[i]);
+    }
+    int ok = 0;
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        ok += la[i].ok;
+    }
+    EXPECT_INT(ok, 8 * 6);
     /* /mcp alone is the first agent */
     char *sid = S_init(&s, NULL, "/mcp");
     EXPECT(sid != NULL);
