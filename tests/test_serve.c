@@ -420,6 +420,7 @@ TEST(serve_streamable_http_rules)
 
 typedef struct lru_arg {
     int port, seed, ok;
+    char fail[256]; /* the first failure */
 } lru_arg;
 
 /* Six stateless (2026-07-28) searches alternating between the agents. */
@@ -436,7 +437,10 @@ static void *S_lru_client(void *arg)
                  "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
                  beta ? "Tiger" : "Biscuit");
         reply r = S_http(a->port, "POST", beta ? "/mcp/beta" : "/mcp/alpha", JSON_HDRS, body);
-        if (r.status == 200 && S_nresults(r.body) == 1) a->ok++;
+        if (r.status == 200 && S_nresults(r.body) == 1)
+            a->ok++;
+        else if (!a->fail[0])
+            snprintf(a->fail, sizeof a->fail, "%d %.200s", r.status, r.body);
         reply_release(&r);
     }
     return NULL;
@@ -480,12 +484,14 @@ TEST(serve_engine_lru_and_no_tokens)
         la[i].port = s.port;
         la[i].seed = i;
         la[i].ok = 0;
+        la[i].fail[0] = 0;
         pthread_create(&t[i], NULL, S_lru_client, &la[i]);
     }
     int ok = 0;
     for (int i = 0; i < 8; i++) {
         pthread_join(t[i], NULL);
         ok += la[i].ok;
+        if (la[i].fail[0]) test_fail(__FILE__, __LINE__, "client %d: %s", i, la[i].fail);
     }
     EXPECT_INT(ok, 8 * 6);
     /* /mcp alone is the first agent */
