@@ -3,7 +3,7 @@
  * `clawmem serve`. C client threads, each on one keep-alive connection, send
  * memory_search calls (stateless 2026-07-28 requests: no session) round-robin
  * over the agents' tokens for a fixed time, and it prints one JSON object:
- * requests/s, p50 and p99 latency, errors.
+ * requests/s, p50 and p99 latency, answers with hits, errors.
  * Usage: bench_serve PORT TOKENS_FILE QUERIES_FILE CLIENTS SECONDS
  * (TOKENS_FILE: one token per line; QUERIES_FILE: one query per line)
  */
@@ -27,7 +27,7 @@ typedef struct worker {
     int id;
     double *lat; /* ms */
     size_t n, cap;
-    size_t errors;
+    size_t errors, hits;
 } worker;
 
 static char **S_lines(const char *path, size_t *n)
@@ -134,6 +134,7 @@ static void *S_worker(void *arg)
             }
             continue;
         }
+        if (strstr(in.data, "\"results\":[{")) w->hits++;
         if (w->n == w->cap) {
             w->cap = w->cap ? w->cap * 2 : 1024;
             w->lat = realloc(w->lat, w->cap * sizeof *w->lat);
@@ -177,11 +178,12 @@ int main(int argc, char **argv)
         w[i].id = i;
         pthread_create(&t[i], NULL, S_worker, &w[i]);
     }
-    size_t total = 0, errors = 0;
+    size_t total = 0, errors = 0, hits = 0;
     for (int i = 0; i < clients; i++) {
         pthread_join(t[i], NULL);
         total += w[i].n;
         errors += w[i].errors;
+        hits += w[i].hits;
     }
     double elapsed = (double)(cm_now_ms() - start) / 1000.0;
     double *all = malloc((total + 1) * sizeof *all);
@@ -194,9 +196,10 @@ int main(int argc, char **argv)
     qsort(all, total, sizeof *all, S_cmp);
     double p50 = total ? all[total / 2] : 0,
            p99 = total ? all[(size_t)((double)(total - 1) * 0.99)] : 0;
-    printf("{\"clients\":%d,\"agents\":%zu,\"requests\":%zu,\"errors\":%zu,\"seconds\":%.2f,"
+    printf("{\"clients\":%d,\"agents\":%zu,\"requests\":%zu,\"with_hits\":%zu,\"errors\":%zu,"
+           "\"seconds\":%.2f,"
            "\"requests_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f}\n",
-           clients, ntokens, total, errors, elapsed, (double)total / elapsed, p50, p99);
+           clients, ntokens, total, hits, errors, elapsed, (double)total / elapsed, p50, p99);
     free(all);
     free(w);
     free(t);

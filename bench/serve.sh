@@ -50,8 +50,13 @@ while read -r f; do
   cp "$f" "$work/ws/a$((n % agents))/memory/$n.md"
   n=$((n + 1))
 done < "$work/files.txt"
-# queries: the pages' command names (each finds a page in some agents)
-awk 'NR <= 400' "$work/files.txt" | xargs sed -n 's/^# //p' | awk 'NR % 2 == 1' > "$work/queries.txt"
+# queries: the first 400 pages' command names, in order: page k is agent
+# k % N's, and bench_serve sends query k with agent k % N's token, so each
+# search is for a page its agent has
+awk 'NR <= 400' "$work/files.txt" | while read -r f; do
+  q=$(sed -n '0,/^# /s/^# //p' "$f" | tr -d '"\\')
+  printf '%s\n' "${q:-none}"
+done > "$work/queries.txt"
 
 watch=()
 [[ ${CLAWMEM_BENCH_SERVE_WATCH:-1} == 0 ]] && watch=(--no-watch)
