@@ -7,7 +7,8 @@
 #   make test       unit + end-to-end tests, fuzz corpus replay (prints "N passed, N failed")
 #   make asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make tsan       the suite (or TESTS=prefixes) under ThreadSanitizer
-#   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md)
+#   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md),
+#                   and `clawmem serve` under load (bench/serve.sh; alone: make bench-serve)
 #   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
 #   make format     clang-format every source file
@@ -65,7 +66,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 60
 
 .PHONY: tsan all build deps node-deps llama static-model shared install uninstall demo test test-run \
-        asan bench bench-run eval fuzz format clean
+        asan bench bench-run bench-serve eval fuzz format clean
 
 all: build $(STATIC_DONE)
 
@@ -198,6 +199,9 @@ $(BUILD)/bench_scale: $(BUILD)/obj/bench/bench_scale.o $(BUILD)/libclawmem.a
 $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_serve: $(BUILD)/obj/bench/bench_serve.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/fake_embed_server: $(BUILD)/obj/bench/fake_embed_server.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
@@ -255,8 +259,13 @@ bench: | $(DEPS_STAMP)
 
 bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid $(BUILD)/bench_scale \
            $(BUILD)/bench_runner \
-           $(BUILD)/bench_local $(BUILD)/make-bert-gguf
+           $(BUILD)/bench_local $(BUILD)/make-bert-gguf $(BUILD)/bench_serve
 	bench/run.sh
+	bench/serve.sh
+
+# Only the `clawmem serve` load figures (bench/serve.sh).
+bench-serve: build $(BUILD)/bench_serve
+	bench/serve.sh
 
 eval: build $(BUILD)/fake_embed_server
 	bench/eval.sh $(BUILD)

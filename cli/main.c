@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../server/mcp.h"
+#include "../server/serve.h"
 #include "cli.h"
 #include "clawmem.h"
 
@@ -40,6 +41,8 @@ static const char usage_main[] =
     "  mcp [--allow-write] [--no-watch] [--debounce MS]\n"
     "                                 MCP server on stdin/stdout: memory_search, memory_get\n"
     "                                 (and memory_write with --allow-write)\n"
+    "  serve [--listen ADDR:PORT] [--tokens FILE] [--allow-write] [--allow-origin ORIGIN]\n"
+    "                                 MCP over Streamable HTTP at /mcp for the config's agents\n"
     "  sessions list|show|append|reset|delete|flush|compact [KEY] [--json]\n"
     "                                 the agent's sessions (sessions.json, transcripts)\n"
     "  models status|run [--session KEY] [PROMPT] [--json]\n"
@@ -96,6 +99,26 @@ static const char usage_mcp[] =
     "kept fresh in the background (the watcher, unless --no-watch or sync.watch is false)\n"
     "and searches never wait for it. --allow-write adds memory_write (also config\n"
     "clawmem.memoryWrite: true). Logs go to stderr.\n";
+
+static const char usage_serve[] =
+    "usage: clawmem serve [--listen ADDR:PORT] [--tokens FILE] [--allow-write]\n"
+    "                     [--allow-origin ORIGIN]... [--max-engines N] [--max-conns N]\n"
+    "                     [--no-watch] [--debounce MS] [--verbose]\n"
+    "Serves the memory tools of every agent in the config's agents.list[] over MCP\n"
+    "Streamable HTTP (protocol 2025-11-25 with sessions, and the stateless 2026-07-28) at\n"
+    "http://ADDR:PORT/mcp, until SIGINT or SIGTERM. Prints \"listening on URL\" once bound.\n"
+    "  --listen ADDR:PORT   default 127.0.0.1:8765 (port 0: any free port). Plain HTTP:\n"
+    "                       put a reverse proxy in front for TLS.\n"
+    "  --tokens FILE        JSON5 {\"<token>\": {agent: \"<id>\", write: true|false}}: a client\n"
+    "                       sends Authorization: Bearer <token> and reaches that agent only\n"
+    "                       (also at /mcp/<id>); write: true offers memory_write when the\n"
+    "                       agent's writing is enabled. Without it: loopback only, every\n"
+    "                       agent at /mcp/<id> (/mcp: the default agent).\n"
+    "  --allow-write        enable memory_write (also config clawmem.memoryWrite: true)\n"
+    "  --allow-origin O     a browser Origin allowed besides loopback ones (DNS rebinding)\n"
+    "  --max-engines N      agents' engines open at once, least recently used closed (32)\n"
+    "  --max-conns N        connections at once (256)\n"
+    "  --no-watch           no watchers (else one per open agent on a local file system)\n";
 
 static int verbose, quiet;
 
@@ -557,6 +580,80 @@ static int cmd_mcp(const cm_options *base, int argc, char **argv)
     return mcp_serve(&opt, &mo);
 }
 
+static int serve_pipe[2] = {-1, -1};
+
+static void on_serve_stop(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    ssize_t w = write(serve_pipe[1], "x", 1);
+    (void)w;
+    errno = saved;
+}
+
+static int cmd_serve(const cm_options *base, int argc, char **argv)
+{
+    cm_options opt = *base;
+    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1};
+    const char **origins = calloc((size_t)argc + 1, sizeof *origins);
+    size_t norigins = 0;
+    int rc = 1;
+    if (!origins) return die("out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (!strcmp(a, "--help")) {
+            fputs(usage_serve, stdout);
+            rc = 0;
+            goto out;
+        } else if (!strcmp(a, "--verbose"))
+            verbose = 1;
+        else if (!strcmp(a, "--allow-write"))
+            opt.allow_write = 1;
+        else if (!strcmp(a, "--no-watch"))
+            so.watch = 0;
+        else if (!strcmp(a, "--debounce")) {
+            if (parse_debounce(argc, argv, &i, &so.debounce_ms)) {
+                die("serve: --debounce needs milliseconds (0..3600000)");
+                goto out;
+            }
+        } else if (!strcmp(a, "--listen") && v) {
+            so.listen = argv[++i];
+        } else if (!strcmp(a, "--tokens") && v) {
+            so.tokens_path = argv[++i];
+        } else if (!strcmp(a, "--allow-origin") && v) {
+            origins[norigins++] = argv[++i];
+        } else if ((!strcmp(a, "--max-engines") || !strcmp(a, "--max-conns")) && v) {
+            long n = strtol(v, &end, 10);
+            if (!*v || *end || n < 1 || n > 100000) {
+                die("serve: %s needs a number from 1 to 100000", a);
+                goto out;
+            }
+            *(!strcmp(a, "--max-engines") ? &so.max_engines : &so.max_conns) = (int)n;
+            i++;
+        } else {
+            die("serve: unknown option or missing value: %s (see clawmem serve --help)", a);
+            goto out;
+        }
+    }
+    so.origins = origins;
+    if (pipe(serve_pipe) != 0) {
+        die("serve: pipe: %s", strerror(errno));
+        goto out;
+    }
+    struct sigaction sa = {0};
+    sa.sa_handler = on_serve_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    so.stop_fd = serve_pipe[0];
+    rc = mcp_serve_http(&opt, &so);
+out:
+    free(origins);
+    return rc;
+}
+
 /* The global option a names, or NULL. */
 static const char **global_opt(cm_options *opt, const char *a)
 {
@@ -608,6 +705,7 @@ static int cmd_help(int argc, char **argv)
                     : !strcmp(c, "get")      ? usage_get
                     : !strcmp(c, "watch")    ? usage_watch
                     : !strcmp(c, "mcp")      ? usage_mcp
+                    : !strcmp(c, "serve")    ? usage_serve
                     : !strcmp(c, "sessions") ? usage_sessions
                     : !strcmp(c, "models")   ? usage_models
                     : !strcmp(c, "pairing")  ? usage_pairing
@@ -640,18 +738,19 @@ int main(int argc, char **argv)
         }
     }
     if (i >= argc)
-        return die("missing COMMAND: status, index, search, get, watch, mcp, sessions, models, "
+        return die("missing COMMAND: status, index, search, get, watch, mcp, serve, sessions, models, "
                    "pairing or help (see clawmem help)");
     const char *cmd = argv[i++];
     int nargs = argc - i;
     char **args = argv + i;
     if (!strcmp(cmd, "help")) return cmd_help(nargs, args);
     int (*fn)(cm_engine *, int, char **) = command(cmd);
-    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "sessions") || !strcmp(cmd, "models") ||
+    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "serve") || !strcmp(cmd, "sessions") || !strcmp(cmd, "models") ||
                !strcmp(cmd, "pairing");
     if (!fn && !own) return die("unknown command '%s' (see clawmem help)", cmd);
     if (take_global_opts(&opt, &nargs, args)) return 1;
     if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, nargs, args);
+    if (!strcmp(cmd, "serve")) return cmd_serve(&opt, nargs, args);
     if (!strcmp(cmd, "sessions")) return cmd_sessions(&opt, nargs, args);
     if (!strcmp(cmd, "models")) return cmd_models(&opt, nargs, args);
     if (!strcmp(cmd, "pairing")) return cmd_pairing(&opt, nargs, args);

@@ -17,6 +17,7 @@ fi
 [ -f node_modules/@modelcontextprotocol/sdk/package.json ] &&
     [ -f node_modules/@modelcontextprotocol/client/package.json ] &&
     [ -x node_modules/.bin/mcp-inspector ] &&
+    [ -x node_modules/.bin/conformance ] &&
     [ node_modules/.package-lock.json -nt package-lock.json ] && exit 0
 echo "install-node-deps: npm ci in tests/mcp" >&2
 npm ci --no-audit --no-fund --loglevel=error >&2

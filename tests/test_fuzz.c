@@ -57,6 +57,11 @@ TEST(fuzz_corpus_llm)
     EXPECT(replay("llm", fuzz_llm) >= 5);
 }
 
+TEST(fuzz_corpus_httpd)
+{
+    EXPECT(replay("httpd", fuzz_httpd) >= 5);
+}
+
 TEST(fuzz_corpus_path)
 {
     EXPECT(replay("path", fuzz_path) >= 5);

@@ -1,0 +1,748 @@
+/*
+ * serve.c — `clawmem serve` (serve.h): MCP Streamable HTTP on httpd.
+ *
+ * A POST to /mcp carries one JSON-RPC message. The request passes, in order:
+ * the Origin check (absent or loopback, or listed with --allow-origin: DNS
+ * rebinding), the bearer token (it names the agent and whether memory_write
+ * is allowed; /mcp/<agentId> must name the same agent), the method (GET 405:
+ * no server-initiated stream; DELETE ends a session), the media types, the
+ * body's JSON, and the session: `initialize` opens one (Mcp-Session-Id) that
+ * later legacy requests must carry; a request with the 2026-07-28 envelope
+ * needs none. Only then is the agent's engine taken from the LRU (opened on
+ * demand, one request at a time per engine) and the message answered by
+ * mcp_rpc.c — as JSON, or as one server-sent event when the client accepts
+ * only text/event-stream. So no token, or a token for another agent, never
+ * opens, reads or writes an agent's memory.
+ *
+ * Engines of local workspaces get a watcher thread (with a writer engine of
+ * its own), as `clawmem mcp` does; without one (a workspace on a network file
+ * system, or --no-watch) each memory_search syncs first, as `clawmem search`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/base/buf.h"
+#include "../src/base/fs.h"
+#include "../src/base/json5.h"
+#include "../src/config/config.h"
+#include "../src/net/httpd.h"
+#include "mcp.h"
+#include "mcp_rpc.h"
+#include "serve.h"
+
+#define SESSION_MAX     4096
+#define SESSION_IDLE_MS (60LL * 60 * 1000)
+#define ENGINE_WAIT_MS  10000 /* for an engine to become idle at the cap, then 503 */
+
+typedef struct token {
+    char *token, *agent;
+    bool write;
+} token;
+
+/* One agent's open engine. */
+typedef struct slot {
+    char *agent;
+    cm_engine *engine;
+    bool writable;
+    pthread_mutex_t use; /* one request at a time on the engine */
+    int refs;            /* requests holding it (under srv.mu) */
+    uint64_t last_used;
+    /* the watcher */
+    bool watching;
+    pthread_t thr;
+    volatile int stop;
+    int wake[2];
+    cm_options wopt;
+    struct slot *next;
+} slot;
+
+typedef struct session {
+    char id[33];
+    char *agent;
+    int64_t last_ms;
+} session;
+
+typedef struct srv {
+    cm_options opt;
+    serve_opts so;
+    char **agents; /* agents.list[].id, or the one default agent */
+    size_t nagents;
+    token *tokens;
+    size_t ntokens;
+    bool auth; /* --tokens given */
+    json_t *tools_ro, *tools_rw;
+    pthread_mutex_t mu; /* slots, sessions, tick */
+    pthread_mutex_t open_mu;
+    pthread_cond_t idle; /* an engine's last request ended */
+    slot *slots;
+    int nslots;
+    uint64_t tick;
+    session *sessions;
+    size_t nsessions;
+} srv;
+
+static void S_log(const srv *s, cm_log_level lv, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void S_log(const srv *s, cm_log_level lv, const char *fmt, ...)
+{
+    if (!s->opt.log) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->opt.log(s->opt.log_ctx, lv, msg);
+}
+
+/* ---- agents and tokens ---------------------------------------------------- */
+
+static bool S_known_agent(const srv *s, const char *id)
+{
+    for (size_t i = 0; i < s->nagents; i++)
+        if (!strcmp(s->agents[i], id)) return true;
+    return false;
+}
+
+/* The agents of the config: agents.list[].id, else the default agent. */
+static cm_rc S_load_agents(srv *s, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    cm_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cm_config_args a = {s->opt.agent_id, s->opt.workspace, s->opt.config_path, s->opt.state_dir};
+    cm_logger lg = {NULL, NULL}; /* the engines warn once each */
+    CHECK(config_load(&a, &lg, &cfg, err, errlen));
+    json_t *list = json_object_get(json_object_get(cfg.root, "agents"), "list");
+    size_t i;
+    json_t *e;
+    s->agents = calloc(json_array_size(list) + 1, sizeof *s->agents);
+    if (!s->agents) FAIL(CM_ENOMEM, "out of memory");
+    json_array_foreach(list, i, e)
+    {
+        const char *id = json_string_value(json_object_get(e, "id"));
+        if (id && *id && !S_known_agent(s, id)) s->agents[s->nagents++] = cm_strdup(id);
+    }
+    /* With no list (or --agent naming one outside it): the default agent. */
+    if (s->nagents == 0 || (s->opt.agent_id && !S_known_agent(s, s->opt.agent_id)))
+        s->agents[s->nagents++] = cm_strdup(cfg.agent_id);
+out:
+    config_release(&cfg);
+    return rc;
+}
+
+/* --tokens FILE: a JSON5 object {"<token>": {agent: "<id>", write: bool}}. */
+static cm_rc S_load_tokens(srv *s, const char *path, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf text = BUF_INIT;
+    json5_doc doc;
+    memset(&doc, 0, sizeof doc);
+    CHECK(fs_read_file_follow(path, 1u << 20, &text, err, errlen));
+    CHECK(json5_parse(text.data ? text.data : "", text.len, path, &doc, err, errlen));
+    if (!json_is_object(doc.root)) FAIL(CM_ECONFIG, "%s: expected an object of tokens", path);
+    s->tokens = calloc(json_object_size(doc.root) + 1, sizeof *s->tokens);
+    if (!s->tokens) FAIL(CM_ENOMEM, "out of memory");
+    const char *k;
+    json_t *v;
+    json_object_foreach(doc.root, k, v)
+    {
+        int line = 0, col = 0;
+        json5_where(&doc, doc.root, k, 0, &line, &col);
+        const char *agent = json_string_value(json_object_get(v, "agent"));
+        json_t *w = json_object_get(v, "write");
+        /* never the token itself in a message */
+        if (strlen(k) < 16)
+            FAIL(CM_ECONFIG, "%s:%d:%d: a token must have at least 16 characters", path, line, col);
+        if (!json_is_object(v) || !agent)
+            FAIL(CM_ECONFIG, "%s:%d:%d: expected {agent: \"<id>\", write: true|false}", path, line,
+                 col);
+        if (w && !json_is_boolean(w))
+            FAIL(CM_ECONFIG, "%s:%d:%d: write must be true or false", path, line, col);
+        if (!S_known_agent(s, agent))
+            FAIL(CM_ECONFIG, "%s:%d:%d: agent \"%.80s\" is not in the config's agents.list", path,
+                 line, col, agent);
+        token *t = &s->tokens[s->ntokens++];
+        t->token = cm_strdup(k);
+        t->agent = cm_strdup(agent);
+        t->write = json_is_true(w);
+        if (!t->token || !t->agent) FAIL(CM_ENOMEM, "out of memory");
+    }
+    s->auth = true;
+out:
+    json5_doc_release(&doc);
+    buf_release(&text);
+    return rc;
+}
+
+/* Constant-time over the token's bytes: which token, or NULL. */
+static const token *S_find_token(const srv *s, const char *given)
+{
+    const token *found = NULL;
+    size_t gl = strlen(given);
+    for (size_t i = 0; i < s->ntokens; i++) {
+        const char *t = s->tokens[i].token;
+        size_t tl = strlen(t);
+        unsigned diff = (unsigned)(tl ^ gl);
+        for (size_t k = 0; k < tl; k++)
+            diff |= (unsigned char)t[k] ^ (unsigned char)(k < gl ? given[k] : 0);
+        if (diff == 0) found = &s->tokens[i];
+    }
+    return found;
+}
+
+/* ---- engines -------------------------------------------------------------- */
+
+static void *S_watch_main(void *arg)
+{
+    slot *sl = arg;
+    char err[1024];
+    cm_engine *e = NULL;
+    if (cm_engine_open(&sl->wopt, &e, err, sizeof err) == CM_OK) {
+        cm_watch_opts wo = {&sl->stop, sl->wake[0], -1, NULL, NULL, 0};
+        cm_engine_watch(e, &wo, err, sizeof err);
+        cm_engine_free(e);
+    }
+    return NULL;
+}
+
+/* True when path is on a local file system (not NFS, SMB, FUSE, Ceph, ...). */
+static bool S_local_fs(const char *path)
+{
+    struct statfs st;
+    if (statfs(path, &st) != 0) return true; /* not there yet: created locally */
+    switch ((unsigned long)st.f_type) {
+    case 0x6969UL:     /* NFS */
+    case 0x517BUL:     /* SMB */
+    case 0xFF534D42UL: /* CIFS */
+    case 0xFE534D42UL: /* SMB2 */
+    case 0x65735546UL: /* FUSE */
+    case 0x00C36400UL: /* Ceph */
+    case 0x5346414FUL: /* AFS */
+    case 0x01021997UL: /* 9p */
+        return false;
+    default:
+        return true;
+    }
+}
+
+static void S_slot_close(slot *sl)
+{
+    if (!sl) return;
+    if (sl->watching) {
+        __atomic_store_n(&sl->stop, 1, __ATOMIC_RELEASE);
+        ssize_t w = write(sl->wake[1], "x", 1);
+        (void)w;
+        pthread_join(sl->thr, NULL);
+    }
+    if (sl->wake[0] >= 0) close(sl->wake[0]);
+    if (sl->wake[1] >= 0) close(sl->wake[1]);
+    cm_engine_free(sl->engine);
+    pthread_mutex_destroy(&sl->use);
+    free(sl->agent);
+    free(sl);
+}
+
+static slot *S_slot_open(srv *s, const char *agent, char *err, size_t errlen)
+{
+    slot *sl = calloc(1, sizeof *sl);
+    if (!sl) return NULL;
+    sl->wake[0] = sl->wake[1] = -1;
+    pthread_mutex_init(&sl->use, NULL);
+    sl->agent = cm_strdup(agent);
+    cm_options o = s->opt;
+    o.agent_id = sl->agent;
+    /* the agent's own workspace from agents.list (--workspace only for the default) */
+    if (s->opt.agent_id == NULL || strcmp(agent, s->opt.agent_id) != 0) o.workspace = NULL;
+    if (!sl->agent || cm_engine_open(&o, &sl->engine, err, errlen) != CM_OK) {
+        S_slot_close(sl);
+        return NULL;
+    }
+    sl->writable = cm_engine_writable(sl->engine) != 0;
+    int watch = s->so.watch;
+    char *js = NULL;
+    json_t *st = NULL;
+    if (cm_engine_status(sl->engine, 0, &js, err, errlen) == CM_OK) st = json_loads(js, 0, NULL);
+    cm_free(js);
+    if (watch < 0) watch = !json_is_false(json_object_get(json_object_get(st, "sync"), "watch"));
+    const char *ws = json_string_value(json_object_get(st, "workspace"));
+    if (watch && ws && !S_local_fs(ws)) {
+        S_log(s, CM_LOG_INFO, "agent %s: workspace %s is not local: no watcher", agent, ws);
+        watch = 0;
+    }
+    json_decref(st);
+    if (watch && pipe2(sl->wake, O_CLOEXEC) == 0) {
+        sl->wopt = o;
+        sl->watching = pthread_create(&sl->thr, NULL, S_watch_main, sl) == 0;
+    }
+    return sl;
+}
+
+/* The agent's slot with a reference (S_release), or NULL: *busy when every
+ * open engine is in use and the cap is reached, else err says why. */
+static slot *S_acquire(srv *s, const char *agent, bool *busy, char *err, size_t errlen)
+{
+    slot *sl, *victim = NULL;
+    *busy = false;
+    pthread_mutex_lock(&s->mu);
+    for (sl = s->slots; sl; sl = sl->next)
+        if (!strcmp(sl->agent, agent)) break;
+    if (sl) {
+        sl->refs++;
+        sl->last_used = ++s->tick;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (sl) return sl;
+
+    pthread_mutex_lock(&s->open_mu);
+    pthread_mutex_lock(&s->mu);
+    for (sl = s->slots; sl; sl = sl->next)
+        if (!strcmp(sl->agent, agent)) break;
+    if (sl) {
+        sl->refs++;
+        sl->last_used = ++s->tick;
+        pthread_mutex_unlock(&s->mu);
+        pthread_mutex_unlock(&s->open_mu);
+        return sl;
+    }
+    /* At the cap: close the least recently used idle engine, waiting a
+     * while for one to become idle when every one is in use. */
+    int64_t deadline = cm_now_ms() + ENGINE_WAIT_MS;
+    while (s->nslots >= s->so.max_engines) {
+        slot **vp = NULL;
+        for (slot **p = &s->slots; *p; p = &(*p)->next)
+            if ((*p)->refs == 0 && (!vp || (*p)->last_used < (*vp)->last_used)) vp = p;
+        if (vp) {
+            victim = *vp;
+            *vp = victim->next;
+            s->nslots--;
+            break;
+        }
+        int64_t left = deadline - cm_now_ms();
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + CM_MIN(CM_MAX(left, 0), 100) * 1000000;
+        ts.tv_sec += (time_t)(ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        if (left <= 0) {
+            pthread_mutex_unlock(&s->mu);
+            pthread_mutex_unlock(&s->open_mu);
+            *busy = true;
+            return NULL;
+        }
+        pthread_cond_timedwait(&s->idle, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    S_slot_close(victim);
+    sl = S_slot_open(s, agent, err, errlen);
+    if (sl) {
+        pthread_mutex_lock(&s->mu);
+        sl->refs = 1;
+        sl->last_used = ++s->tick;
+        sl->next = s->slots;
+        s->slots = sl;
+        s->nslots++;
+        pthread_mutex_unlock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->open_mu);
+    return sl;
+}
+
+static void S_release(srv *s, slot *sl)
+{
+    pthread_mutex_lock(&s->mu);
+    if (--sl->refs == 0) pthread_cond_signal(&s->idle);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- sessions ------------------------------------------------------------- */
+
+/* A new session for agent: its id in out[33]. */
+static bool S_session_new(srv *s, const char *agent, char out[33])
+{
+    unsigned char rnd[16];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return false;
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+    int64_t now = cm_now_ms();
+    bool ok = false;
+    pthread_mutex_lock(&s->mu);
+    /* drop idle sessions; when still full, the least recently used */
+    for (size_t i = 0; i < s->nsessions;) {
+        if (now - s->sessions[i].last_ms > SESSION_IDLE_MS) {
+            free(s->sessions[i].agent);
+            s->sessions[i] = s->sessions[--s->nsessions];
+        } else {
+            i++;
+        }
+    }
+    if (s->nsessions >= SESSION_MAX) {
+        size_t old = 0;
+        for (size_t i = 1; i < s->nsessions; i++)
+            if (s->sessions[i].last_ms < s->sessions[old].last_ms) old = i;
+        free(s->sessions[old].agent);
+        s->sessions[old] = s->sessions[--s->nsessions];
+    }
+    session *se = &s->sessions[s->nsessions];
+    se->agent = cm_strdup(agent);
+    if (se->agent) {
+        memcpy(se->id, out, 33);
+        se->last_ms = now;
+        s->nsessions++;
+        ok = true;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+/* Whether session id exists for agent (touching it); with drop, ends it. */
+static bool S_session_use(srv *s, const char *id, const char *agent, bool drop)
+{
+    bool found = false;
+    int64_t now = cm_now_ms();
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->nsessions; i++) {
+        session *se = &s->sessions[i];
+        if (strcmp(se->id, id) != 0 || strcmp(se->agent, agent) != 0) continue;
+        if (now - se->last_ms > SESSION_IDLE_MS) break;
+        found = true;
+        se->last_ms = now;
+        if (drop) {
+            free(se->agent);
+            *se = s->sessions[--s->nsessions];
+        }
+        break;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+/* ---- HTTP ------------------------------------------------------------------ */
+
+static void S_plain(httpd_conn *c, int status, const char *const *extra, const char *msg)
+{
+    const char *h[8] = {"Content-Type: text/plain; charset=utf-8"};
+    size_t n = 1;
+    for (size_t i = 0; extra && extra[i] && n < 7; i++)
+        h[n++] = extra[i];
+    h[n] = NULL;
+    char body[512];
+    int len = snprintf(body, sizeof body, "%s\n", msg);
+    httpd_respond(c, status, h, body, (size_t)CM_MIN(len, (int)sizeof body - 1));
+}
+
+/* A JSON-RPC error as the body of an HTTP error status. */
+static void S_rpc_fail(httpd_conn *c, int status, const char *msg)
+{
+    json_t *e = mcp_rpc_error(NULL, MCP_INVALID_REQUEST, msg);
+    char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
+    json_decref(e);
+    httpd_respond(c, status, (const char *const[]){"Content-Type: application/json", NULL}, s,
+                  s ? strlen(s) : 0);
+    free(s);
+}
+
+/* Origin absent, loopback, or listed. */
+static bool S_origin_ok(const srv *s, const char *origin)
+{
+    if (!origin) return true;
+    for (size_t i = 0; s->so.origins && s->so.origins[i]; i++)
+        if (!strcasecmp(origin, s->so.origins[i])) return true;
+    const char *p = strstr(origin, "://");
+    if (!p) return false;
+    p += 3;
+    size_t n = strcspn(p, ":/");
+    if (*p == '[') n = strcspn(p, "]") + 1;
+    static const char *const loop[] = {"localhost", "127.0.0.1", "[::1]"};
+    for (size_t i = 0; i < ARRAY_LEN(loop); i++)
+        if (strlen(loop[i]) == n && !strncasecmp(p, loop[i], n))
+            return p[n] == 0 || p[n] == ':' || p[n] == '/';
+    return false;
+}
+
+static bool S_has_type(const char *accept, const char *type)
+{
+    if (!accept) return false;
+    size_t tl = strlen(type);
+    for (const char *p = accept; (p = strcasestr(p, type)) != NULL; p += tl) {
+        char after = p[tl];
+        if (after == 0 || after == ',' || after == ';' || after == ' ') return true;
+    }
+    return false;
+}
+
+static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
+{
+    srv *s = ctx;
+    json_t *msg = NULL, *ans = NULL;
+    slot *sl = NULL;
+    char *out = NULL;
+    char sid_hdr[64] = "";
+    char err[1024];
+    const char *path_agent = NULL;
+
+    /* DNS rebinding: a page elsewhere must not reach a loopback server */
+    if (!S_origin_ok(s, httpd_header_get(rq, "Origin"))) {
+        S_plain(c, 403, NULL, "Forbidden: Origin not allowed (see clawmem serve --allow-origin)");
+        goto out;
+    }
+    if (!strcmp(rq->path, "/mcp") || !strcmp(rq->path, "/mcp/")) {
+        path_agent = NULL;
+    } else if (!strncmp(rq->path, "/mcp/", 5) && !strchr(rq->path + 5, '/')) {
+        path_agent = rq->path + 5;
+    } else {
+        S_plain(c, 404, NULL, "Not Found: the MCP endpoint is /mcp");
+        goto out;
+    }
+    /* who */
+    const char *agent = path_agent;
+    bool may_write = true;
+    if (s->auth) {
+        const char *az = httpd_header_get(rq, "Authorization");
+        const token *t = NULL;
+        if (az && !strncasecmp(az, "Bearer ", 7)) t = S_find_token(s, az + 7);
+        if (!t) {
+            S_plain(c, 401,
+                    (const char *const[]){"WWW-Authenticate: Bearer realm=\"clawmem\"", NULL},
+                    "Unauthorized: a bearer token from clawmem serve --tokens is required");
+            goto out;
+        }
+        if (path_agent && strcmp(path_agent, t->agent) != 0) {
+            S_plain(c, 403, NULL, "Forbidden: this token is for another agent");
+            goto out;
+        }
+        agent = t->agent;
+        may_write = t->write;
+    } else if (!agent) {
+        agent = s->opt.agent_id ? s->opt.agent_id : s->agents[0];
+    }
+    if (!S_known_agent(s, agent)) {
+        S_plain(c, 404, NULL, "Not Found: no such agent in agents.list");
+        goto out;
+    }
+    const char *sid = httpd_header_get(rq, "Mcp-Session-Id");
+    if (!strcmp(rq->method, "DELETE")) {
+        if (!sid)
+            S_plain(c, 400, NULL, "Bad Request: Mcp-Session-Id is required");
+        else if (!S_session_use(s, sid, agent, true))
+            S_plain(c, 404, NULL, "Not Found: no such session");
+        else
+            httpd_respond(c, 204, NULL, NULL, 0);
+        goto out;
+    }
+    if (strcmp(rq->method, "POST") != 0) {
+        /* no server-initiated stream (GET) and nothing else */
+        S_plain(c, 405, (const char *const[]){"Allow: POST, DELETE", NULL},
+                "Method Not Allowed: POST JSON-RPC messages to /mcp");
+        goto out;
+    }
+    const char *ct = httpd_header_get(rq, "Content-Type");
+    if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
+        (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
+        S_plain(c, 415, NULL, "Unsupported Media Type: send application/json");
+        goto out;
+    }
+    const char *accept = httpd_header_get(rq, "Accept");
+    bool want_json = !accept || S_has_type(accept, "application/json") ||
+                     S_has_type(accept, "application/*") || S_has_type(accept, "*/*");
+    bool want_sse = S_has_type(accept, "text/event-stream");
+    if (!want_json && !want_sse) {
+        S_plain(c, 406, NULL, "Not Acceptable: accept application/json or text/event-stream");
+        goto out;
+    }
+    json_error_t je;
+    msg = json_loadb(rq->body, rq->body_len, JSON_ALLOW_NUL, &je);
+    if (!msg) {
+        ans = mcp_rpc_parse_error(je.text);
+        out = json_dumps(ans, JSON_COMPACT);
+        httpd_respond(c, 400, (const char *const[]){"Content-Type: application/json", NULL}, out,
+                      out ? strlen(out) : 0);
+        goto out;
+    }
+    if (!json_is_object(msg)) {
+        S_rpc_fail(c, 400,
+                   "Invalid Request: one JSON-RPC object per POST (batches are not supported)");
+        goto out;
+    }
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+    const char *envelope = json_string_value(json_object_get(meta, MCP_META_VERSION));
+    bool modern = envelope && !mcp_rpc_legacy_version(envelope);
+    bool is_init = method && !strcmp(method, "initialize") && json_object_get(msg, "id");
+    const char *hv = httpd_header_get(rq, "MCP-Protocol-Version");
+    if (hv && !mcp_rpc_legacy_version(hv) && !mcp_rpc_modern_version(hv)) {
+        S_rpc_fail(c, 400, "Bad Request: unsupported MCP-Protocol-Version");
+        goto out;
+    }
+    if (modern && hv && strcmp(hv, envelope) != 0) {
+        S_rpc_fail(c, 400, "Bad Request: MCP-Protocol-Version differs from the request's _meta");
+        goto out;
+    }
+    const char *hm = httpd_header_get(rq, "Mcp-Method");
+    if (hm && method && strcmp(hm, method) != 0) {
+        S_rpc_fail(c, 400, "Bad Request: Mcp-Method differs from the request's method");
+        goto out;
+    }
+    if (is_init) {
+        char id[33];
+        if (!S_session_new(s, agent, id)) {
+            S_rpc_fail(c, 503, "Service Unavailable: no session could be made");
+            goto out;
+        }
+        snprintf(sid_hdr, sizeof sid_hdr, "Mcp-Session-Id: %s", id);
+    } else if (!modern) {
+        if (!sid) {
+            S_rpc_fail(c, 400, "Bad Request: Mcp-Session-Id is required (initialize first)");
+            goto out;
+        }
+        if (!S_session_use(s, sid, agent, false)) {
+            S_rpc_fail(c, 404, "Not Found: no such session (initialize again)");
+            goto out;
+        }
+    }
+    /* Only now does the request reach the agent's memory. */
+    bool busy = false;
+    sl = S_acquire(s, agent, &busy, err, sizeof err);
+    if (!sl) {
+        if (busy)
+            S_plain(c, 503, (const char *const[]){"Retry-After: 1", NULL},
+                    "Service Unavailable: every open engine is in use");
+        else {
+            S_log(s, CM_LOG_ERROR, "agent %s: %s", agent, err);
+            S_rpc_fail(c, 500, "Internal error: the agent's memory could not be opened");
+        }
+        goto out;
+    }
+    mcp_rpc r = {sl->engine, may_write && sl->writable,
+                 may_write && sl->writable ? s->tools_rw : s->tools_ro};
+    pthread_mutex_lock(&sl->use);
+    /* Without a watcher a search brings the index up to date first, as
+     * `clawmem search` does (one stat per file when nothing changed). */
+    const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+    if (!sl->watching && method && !strcmp(method, "tools/call") && tool &&
+        !strcmp(tool, "memory_search"))
+        cm_engine_sync(sl->engine, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED, NULL, NULL, NULL, err,
+                       sizeof err);
+    ans = mcp_rpc_answer(&r, msg);
+    pthread_mutex_unlock(&sl->use);
+    S_release(s, sl);
+    if (!ans) { /* a notification or a response */
+        httpd_respond(c, 202, NULL, NULL, 0);
+        goto out;
+    }
+    out = json_dumps(ans, JSON_COMPACT);
+    if (!out) {
+        S_plain(c, 500, NULL, "Internal Server Error");
+        goto out;
+    }
+    if (!want_json) {
+        httpd_sse_begin(c, 200, (const char *const[]){sid_hdr[0] ? sid_hdr : NULL, NULL});
+        httpd_sse_event(c, "message", NULL, out, strlen(out));
+        httpd_sse_end(c);
+    } else {
+        httpd_respond(c, 200,
+                      (const char *const[]){"Content-Type: application/json",
+                                            sid_hdr[0] ? sid_hdr : NULL, NULL},
+                      out, strlen(out));
+    }
+out:
+    free(out);
+    json_decref(ans);
+    json_decref(msg);
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+int mcp_serve_http(const cm_options *opt, const serve_opts *so)
+{
+    int status = 1;
+    char err[1024];
+    srv s;
+    httpd *h = NULL;
+    memset(&s, 0, sizeof s);
+    s.opt = *opt;
+    s.so = *so;
+    if (s.so.max_engines <= 0) s.so.max_engines = 32;
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_mutex_init(&s.open_mu, NULL);
+    pthread_cond_init(&s.idle, NULL);
+    s.sessions = calloc(SESSION_MAX, sizeof *s.sessions);
+    s.tools_ro = mcp_rpc_tools(false);
+    s.tools_rw = mcp_rpc_tools(true);
+    if (!s.sessions || !s.tools_ro || !s.tools_rw) goto out;
+    if (S_load_agents(&s, err, sizeof err) != CM_OK ||
+        (so->tokens_path && S_load_tokens(&s, so->tokens_path, err, sizeof err) != CM_OK)) {
+        S_log(&s, CM_LOG_ERROR, "%s", err);
+        goto out;
+    }
+    httpd_opts ho = httpd_defaults();
+    ho.listen = so->listen ? so->listen : "127.0.0.1:8765";
+    if (so->max_conns > 0) ho.max_conns = so->max_conns;
+    ho.max_body = MCP_MAX_MESSAGE;
+    ho.handler = S_handle;
+    ho.ctx = &s;
+    if (httpd_start(&ho, &h, err, sizeof err) != CM_OK) {
+        S_log(&s, CM_LOG_ERROR, "%s", err);
+        goto out;
+    }
+    /* Without tokens anyone who reaches the port is every agent: loopback only. */
+    const char *addr = httpd_addr(h);
+    if (!s.auth && strncmp(addr, "127.", 4) != 0 && strncmp(addr, "[::1]", 5) != 0) {
+        S_log(&s, CM_LOG_ERROR,
+              "serve: listening on %s without --tokens would let anyone reach every agent's "
+              "memory: give --tokens FILE or listen on loopback",
+              addr);
+        goto out;
+    }
+    printf("listening on http://%s/mcp\n", addr);
+    fflush(stdout);
+    S_log(&s, CM_LOG_INFO, "serving %zu agent(s) on http://%s/mcp%s", s.nagents, addr,
+          s.auth ? "" : " without tokens (loopback)");
+    for (;;) {
+        struct pollfd p = {so->stop_fd, POLLIN, 0};
+        if (so->stop_fd < 0) {
+            pause();
+            continue;
+        }
+        int n = poll(&p, 1, -1);
+        if (n < 0 && errno == EINTR) continue;
+        break;
+    }
+    status = 0;
+out:
+    httpd_stop(h, 5000);
+    while (s.slots) {
+        slot *n = s.slots->next;
+        S_slot_close(s.slots);
+        s.slots = n;
+    }
+    for (size_t i = 0; i < s.nsessions; i++)
+        free(s.sessions[i].agent);
+    free(s.sessions);
+    for (size_t i = 0; i < s.nagents; i++)
+        free(s.agents[i]);
+    free(s.agents);
+    for (size_t i = 0; i < s.ntokens; i++) {
+        /* the token leaves memory wiped */
+        if (s.tokens[i].token) memset(s.tokens[i].token, 0, strlen(s.tokens[i].token));
+        free(s.tokens[i].token);
+        free(s.tokens[i].agent);
+    }
+    free(s.tokens);
+    json_decref(s.tools_ro);
+    json_decref(s.tools_rw);
+    pthread_mutex_destroy(&s.mu);
+    pthread_mutex_destroy(&s.open_mu);
+    pthread_cond_destroy(&s.idle);
+    return status;
+}
