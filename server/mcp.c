@@ -69,6 +69,7 @@ static const char instructions[] =
 typedef struct server {
     cm_engine *reader;
     bool can_write;
+    const char *session_key; /* mcp --session-key: the default session of memory_search */
     json_t *tools; /* the tools/list result */
 } server;
 
@@ -299,7 +300,14 @@ static json_t *search_tool(server *s, json_t *args)
         o.min_score = d;
     }
     o.max_results = (int)max;
-    if (cm_memory_search(s->reader, q, &o, &payload, err, sizeof err)) return error_result(err);
+    /* "sessionKey" (not in the model-facing schema): the caller's session, for
+     * memory.citations "auto" and memory.qmd.scope; else the server's --session-key */
+    json_t *sk = json_object_get(args, "sessionKey");
+    if (sk && !json_is_null(sk) && (!json_is_string(sk) || !*json_string_value(sk)))
+        return arg_error(t, "sessionKey", "a session key string, or left out", sk);
+    const char *key = json_is_string(sk) ? json_string_value(sk) : s->session_key;
+    if (cm_memory_search_session(s->reader, q, &o, key, &payload, err, sizeof err))
+        return error_result(err);
     return payload_result(payload);
 }
 
@@ -575,6 +583,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
     }
     /* memory_write is listed only when it is enabled. */
     s.can_write = cm_engine_writable(s.reader) != 0;
+    s.session_key = mo->session_key;
     size_t ndefs;
     const cm_tool_def *defs = cm_tool_defs(&ndefs);
     s.tools = json_array();
