@@ -197,6 +197,9 @@ $(BUILD)/bench_runner: $(BUILD)/obj/bench/bench_runner.o $(BUILD)/obj/tests/fake
 $(BUILD)/bench_scale: $(BUILD)/obj/bench/bench_scale.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_qmd: $(BUILD)/obj/bench/bench_qmd.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
@@ -259,7 +262,7 @@ bench: | $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory bench-run
 
 bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid $(BUILD)/bench_scale \
-           $(BUILD)/bench_runner \
+           $(BUILD)/bench_runner $(BUILD)/bench_qmd \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf
 	bench/run.sh
 
