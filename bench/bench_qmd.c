@@ -13,7 +13,7 @@
 #include "clawmem.h"
 
 #define MAX_QUERIES 40
-#define ROUNDS 3
+#define ROUNDS      3
 
 extern char **environ;
 

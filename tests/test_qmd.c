@@ -39,8 +39,10 @@ static const char *real_qmd(void)
 {
     static char path[4096];
     const char *v = getenv("CLAWMEM_TEST_QMD");
-    if (v && *v) snprintf(path, sizeof path, "%s", v);
-    else snprintf(path, sizeof path, "build/peers/qmd-2.8.3-bun-1.4.5/bin/qmd");
+    if (v && *v)
+        snprintf(path, sizeof path, "%s", v);
+    else
+        snprintf(path, sizeof path, "build/peers/qmd-2.8.3-bun-1.4.5/bin/qmd");
     return access(path, X_OK) == 0 ? path : NULL;
 }
 
@@ -197,8 +199,7 @@ TEST(qmd_config)
     EXPECT_CONTAINS(err, "memory.qmd.update.interval");
     EXPECT_INT(parse("{memory: {qmd: {limits: {maxResults: 0}}}}", &c, err, sizeof err),
                CM_ECONFIG);
-    EXPECT_INT(parse("{memory: {qmd: {scope: {rules: [{action: 'maybe'}]}}}}", &c, err,
-                     sizeof err),
+    EXPECT_INT(parse("{memory: {qmd: {scope: {rules: [{action: 'maybe'}]}}}}", &c, err, sizeof err),
                CM_ECONFIG);
     EXPECT_CONTAINS(err, "memory.qmd.scope.rules[0].action");
     int64_t ms = 0;
@@ -312,7 +313,8 @@ TEST(qmd_real_search)
     snprintf(notes, sizeof notes, "%s/notes", q.dir);
     snprintf(extra, sizeof extra, "paths: [{path: '%s', name: 'notes'}]", notes);
     real_config(&q, qmd, extra);
-    write_file(q.ws, "memory/2026-02-10.md", "# Day\n\nDinner with my sister at the noodle place.\n");
+    write_file(q.ws, "memory/2026-02-10.md",
+               "# Day\n\nDinner with my sister at the noodle place.\n");
     write_file(notes, "deep/zebra.md", "# Outside\n\nline three\nThe zebra crossing note.\n");
     write_file(q.dir, "secret.md", "# Secret\n\nzebra secret outside every root\n");
     symlink(path_in(q.dir, "secret.md"), path_in(notes, "link.md"));
@@ -338,7 +340,8 @@ TEST(qmd_real_search)
     json_decref(o);
     char *js = NULL, err[512];
     EXPECT_INT(cm_memory_get(e, "qmd/notes-main/deep/zebra.md", 4, 1, &js, err, sizeof err), CM_OK);
-    EXPECT_STR(js, "{\"path\":\"qmd/notes-main/deep/zebra.md\",\"text\":\"The zebra crossing note.\"}");
+    EXPECT_STR(js,
+               "{\"path\":\"qmd/notes-main/deep/zebra.md\",\"text\":\"The zebra crossing note.\"}");
     cm_free(js);
     EXPECT_INT(cm_memory_get(e, "qmd/notes-main/../secret.md", 0, 0, &js, err, sizeof err),
                CM_EPATH);
@@ -533,29 +536,31 @@ TEST(qmd_real_interval)
 static void write_fake(qenv *q)
 {
     char text[4096];
-    snprintf(text, sizeof text,
-             "#!/bin/sh\n"
-             "d='%s'\n"
-             "echo \"$*\" >>\"$d/calls\"\n"
-             "mode=$(cat \"$d/mode\" 2>/dev/null)\n"
-             "case \"$1\" in\n"
-             "collection) exit 0;;\n"
-             "update|embed) [ \"$mode\" = hang-update ] && { sleep 30 & sleep 30; }; exit 0;;\n"
-             "search|vsearch|query)\n"
-             "  case \"$mode\" in\n"
-             "  refuse) [ \"$1\" != query ] && { echo \"error: unknown option '-n'\" >&2; exit 2; };;\n"
-             "  crash) echo 'segfault' >&2; kill -SEGV $$;;\n"
-             "  hang) sleep 30 & sleep 30; exit 0;;\n"
-             "  garbage) echo 'Loading model... {\"docid\": '; exit 0;;\n"
-             "  none) echo 'No results found.'; exit 0;;\n"
-             "  esac\n"
-             "  printf '%%s\\n' '[{\"docid\":\"#ab12cd\",\"score\":0.87,\"file\":\"qmd://memory-dir-main/"
-             "heron.md\",\"line\":3,\"title\":\"Birds\",\"snippet\":\"@@ -2,3 @@ (1 before, 1 "
-             "after)\\n\\nA grey heron nests by the lake.\\n\"}]'\n"
-             "  exit 0;;\n"
-             "esac\n"
-             "exit 0\n",
-             q->dir);
+    snprintf(
+        text, sizeof text,
+        "#!/bin/sh\n"
+        "d='%s'\n"
+        "echo \"$*\" >>\"$d/calls\"\n"
+        "mode=$(cat \"$d/mode\" 2>/dev/null)\n"
+        "case \"$1\" in\n"
+        "collection) exit 0;;\n"
+        "update|embed) [ \"$mode\" = hang-update ] && { sleep 30 & sleep 30; }; exit 0;;\n"
+        "search|vsearch|query)\n"
+        "  case \"$mode\" in\n"
+        "  refuse) [ \"$1\" != query ] && { echo \"error: unknown option '-n'\" >&2; exit 2; };;\n"
+        "  crash) echo 'segfault' >&2; kill -SEGV $$;;\n"
+        "  hang) sleep 30 & sleep 30; exit 0;;\n"
+        "  garbage) echo 'Loading model... {\"docid\": '; exit 0;;\n"
+        "  none) echo 'No results found.'; exit 0;;\n"
+        "  esac\n"
+        "  printf '%%s\\n' "
+        "'[{\"docid\":\"#ab12cd\",\"score\":0.87,\"file\":\"qmd://memory-dir-main/"
+        "heron.md\",\"line\":3,\"title\":\"Birds\",\"snippet\":\"@@ -2,3 @@ (1 before, 1 "
+        "after)\\n\\nA grey heron nests by the lake.\\n\"}]'\n"
+        "  exit 0;;\n"
+        "esac\n"
+        "exit 0\n",
+        q->dir);
     write_file(q->dir, "fake", text);
     chmod(q->fake, 0755);
 }
@@ -751,6 +756,60 @@ TEST(qmd_fake_update_never_blocks)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     EXPECT(t1.tv_sec - t0.tv_sec < 20); /* the update sleeps 30 s */
     EXPECT(calls_have(&q, "update"));
+    EXPECT_NO_LEFTOVERS(&q);
+    qenv_release(&q);
+}
+
+static size_t payload_hits(const char *js)
+{
+    json_t *o = json_loads(js ? js : "", 0, NULL);
+    json_t *sc = json_object_get(json_object_get(o, "result"), "structuredContent");
+    size_t n = json_array_size(json_object_get(sc ? sc : o, "results"));
+    json_decref(o);
+    return n;
+}
+
+/* The caller's session key reaches the backend from the CLI and from MCP. */
+TEST(qmd_fake_session_key_cli_mcp)
+{
+    qenv q;
+    qenv_init(&q, "{}");
+    write_fake(&q);
+    fake_config(&q, q.fake, "searchMode: 'search'");
+    const char *group = "agent:main:telegram:group:1";
+    const char *g[] = {"--workspace", q.ws,    "--state-dir", q.state,         "--config", q.cfg,
+                       "search",      "heron", "--json",      "--session-key", group,      NULL};
+    run_result r = run_clawmem(NULL, g);
+    EXPECT_INT(r.status, 0);
+    EXPECT_INT(payload_hits(r.out), 0);
+    EXPECT_CONTAINS(r.err, "denied by scope (channel=telegram, chatType=group");
+    run_result_release(&r);
+    const char *d[] = {"--workspace", q.ws,    "--state-dir", q.state,         "--config", q.cfg,
+                       "search",      "heron", "--json",      "--session-key", DIRECT,     NULL};
+    r = run_clawmem(NULL, d);
+    EXPECT_INT(r.status, 0);
+    EXPECT_INT(payload_hits(r.out), 1);
+    EXPECT_CONTAINS(r.out, "\"provider\":\"qmd\"");
+    run_result_release(&r);
+    /* MCP: the server's --session-key, and a call's own sessionKey */
+    proc p;
+    const char *m[] = {"--workspace", q.ws,         "--state-dir",   q.state, "--config", q.cfg,
+                       "mcp",         "--no-watch", "--session-key", group,   NULL};
+    proc_start(&p, NULL, m);
+    proc_send(&p, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":"
+                  "\"memory_search\",\"arguments\":{\"query\":\"heron\"}}}");
+    char *line = proc_line(&p, 20000);
+    size_t n1 = payload_hits(line);
+    free(line);
+    proc_send(&p, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+                  "\"memory_search\",\"arguments\":{\"query\":\"heron\",\"sessionKey\":\"" DIRECT
+                  "\"}}}");
+    line = proc_line(&p, 20000);
+    size_t n2 = payload_hits(line);
+    free(line);
+    proc_stop(&p, 0, 20000);
+    EXPECT_INT(n1, 0);
+    EXPECT_INT(n2, 1);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }

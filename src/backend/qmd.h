@@ -114,12 +114,12 @@ typedef struct qmd_sidecar {
     /* set by qmd_sidecar_init, read-only afterwards */
     const cm_config *cfg;
     cm_logger lg;
-    char *command;               /* the executable (first word of memory.qmd.command) */
-    char *mode;                  /* search, vsearch or query */
-    char *dir;                   /* <stateDir>/agents/<agentId>/qmd */
+    char *command;                /* the executable (first word of memory.qmd.command) */
+    char *mode;                   /* search, vsearch or query */
+    char *dir;                    /* <stateDir>/agents/<agentId>/qmd */
     char *xdg_config, *xdg_cache; /* dir/xdg-config, dir/xdg-cache */
-    char *export_dir;            /* sessions export, or NULL */
-    char **env;                  /* the environment of every run */
+    char *export_dir;             /* sessions export, or NULL */
+    char **env;                   /* the environment of every run */
     qmd_collection *cols;
     size_t ncols;
     qmd_clock_fn clock;

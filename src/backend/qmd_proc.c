@@ -170,14 +170,16 @@ out:
 
 cm_rc qmd_run_failure(const qmd_run_result *r, const char *summary, int64_t timeout_ms, buf *out)
 {
-    if (r->timed_out) return buf_printf(out, "%s timed out after %lldms", summary, (long long)timeout_ms);
+    if (r->timed_out)
+        return buf_printf(out, "%s timed out after %lldms", summary, (long long)timeout_ms);
     if (r->too_much)
         return buf_printf(out, "%s produced too much output (limit %u chars)", summary,
                           QMD_MAX_OUTPUT);
     if (r->status == 0) return CM_OK;
     const buf *why = r->err.len ? &r->err : &r->out;
     size_t n = why->len;
-    while (n && (why->data[n - 1] == '\n' || why->data[n - 1] == ' ')) n--;
+    while (n && (why->data[n - 1] == '\n' || why->data[n - 1] == ' '))
+        n--;
     if (r->status < 0)
         return buf_printf(out, "%s was killed by a signal: %.*s", summary, (int)CM_MIN(n, 300),
                           n ? why->data : "");

@@ -32,25 +32,20 @@ void qmd_scope_parse(const char *session_key, qmd_scope_key *k)
     lower_trim(session_key, raw, sizeof raw);
     if (!*raw) return;
     /* "agent:<id>:<rest>" (empty parts dropped) → rest */
-    const char *rest = raw;
-    {
-        const char *p = raw;
-        int seen = 0;
-        while (*p == ':')
-            p++;
-        if (!strncmp(p, "agent:", 6)) {
-            const char *q = p + 6;
-            while (*q == ':')
-                q++;
-            const char *id_end = strchr(q, ':');
-            if (id_end && id_end > q) {
-                const char *r = id_end;
-                while (*r == ':')
-                    r++;
-                if (*r) rest = r, seen = 1;
-            }
+    const char *rest = raw, *p = raw;
+    while (*p == ':')
+        p++;
+    if (!strncmp(p, "agent:", 6)) {
+        const char *id = p + 6;
+        while (*id == ':')
+            id++;
+        const char *id_end = strchr(id, ':');
+        if (id_end && id_end > id) {
+            const char *r = id_end;
+            while (*r == ':')
+                r++;
+            if (*r) rest = r;
         }
-        (void)seen;
     }
     snprintf(k->normal, sizeof k->normal, "%s", rest);
     if (!strncmp(k->normal, "subagent:", 9)) { /* 2026.3.22: no scope for subagents */
@@ -59,9 +54,9 @@ void qmd_scope_parse(const char *session_key, qmd_scope_key *k)
     }
     char tmp[256];
     snprintf(tmp, sizeof tmp, "%s", k->normal);
-    for (char *p = tmp, *save = NULL; np < ARRAY_LEN(parts);) {
-        char *t = strtok_r(p, ":", &save);
-        p = NULL;
+    for (char *cur = tmp, *save = NULL; np < ARRAY_LEN(parts);) {
+        char *t = strtok_r(cur, ":", &save);
+        cur = NULL;
         if (!t) break;
         parts[np++] = t;
     }

@@ -106,13 +106,18 @@ static bool first_array(const char *s, const char **b, const char **e)
     bool in_str = false, esc = false;
     for (const char *p = start; *p; p++) {
         if (in_str) {
-            if (esc) esc = false;
-            else if (*p == '\\') esc = true;
-            else if (*p == '"') in_str = false;
+            if (esc)
+                esc = false;
+            else if (*p == '\\')
+                esc = true;
+            else if (*p == '"')
+                in_str = false;
             continue;
         }
-        if (*p == '"') in_str = true;
-        else if (*p == '[') depth++;
+        if (*p == '"')
+            in_str = true;
+        else if (*p == '[')
+            depth++;
         else if (*p == ']' && --depth == 0) {
             *b = start;
             *e = p + 1;

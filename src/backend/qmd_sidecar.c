@@ -21,9 +21,9 @@
 extern char **environ;
 
 #define QMD_EMBED_BACKOFF_BASE_MS 60000
-#define QMD_EMBED_BACKOFF_MAX_MS 3600000
-#define QMD_RECORD "clawmem-collections"
-#define QMD_STATE "clawmem-state"
+#define QMD_EMBED_BACKOFF_MAX_MS  3600000
+#define QMD_RECORD                "clawmem-collections"
+#define QMD_STATE                 "clawmem-state"
 
 static int64_t now_ms(const qmd_sidecar *q)
 {
@@ -60,8 +60,8 @@ static void sanitise(const char *in, char *out, size_t cap)
     out[k] = 0;
 }
 
-static cm_rc add_collection(qmd_sidecar *q, const char *base, const char *root,
-                            const char *pattern, bool sessions)
+static cm_rc add_collection(qmd_sidecar *q, const char *base, const char *root, const char *pattern,
+                            bool sessions)
 {
     char b[128], name[200], agent[64];
     sanitise(base, b, sizeof b);
@@ -112,8 +112,8 @@ static char *resolve_path(const char *raw, const char *ws)
 
 static cm_rc build_env(qmd_sidecar *q)
 {
-    static const char *const drop[] = {"XDG_CONFIG_HOME=", "XDG_CACHE_HOME=", "QMD_CONFIG_DIR=",
-                                       "INDEX_PATH=", "NO_COLOR="};
+    static const char *const drop[] = {
+        "XDG_CONFIG_HOME=", "XDG_CACHE_HOME=", "QMD_CONFIG_DIR=", "INDEX_PATH=", "NO_COLOR="};
     size_t n = 0;
     while (environ && environ[n])
         n++;
@@ -194,15 +194,17 @@ cm_rc qmd_sidecar_init(qmd_sidecar *q, const cm_config *cfg, const cm_logger *lg
         char base[64];
         snprintf(base, sizeof base, "custom-%zu", i + 1);
         const char *name = c->paths[i].name && *c->paths[i].name ? c->paths[i].name : base;
-        const char *pat = c->paths[i].pattern && *c->paths[i].pattern ? c->paths[i].pattern
-                                                                      : "**/*.md";
+        const char *pat =
+            c->paths[i].pattern && *c->paths[i].pattern ? c->paths[i].pattern : "**/*.md";
         rc = add_collection(q, name, root, pat, false);
         free(root);
         CHECK(rc);
     }
     if (c->sessions_enabled) {
-        if (c->sessions_export_dir) q->export_dir = resolve_path(c->sessions_export_dir, cfg->workspace);
-        else if (!buf_printf(&b, "%s/sessions", q->dir)) q->export_dir = buf_detach(&b);
+        if (c->sessions_export_dir)
+            q->export_dir = resolve_path(c->sessions_export_dir, cfg->workspace);
+        else if (!buf_printf(&b, "%s/sessions", q->dir))
+            q->export_dir = buf_detach(&b);
         if (!q->export_dir) CHECK(CM_ENOMEM);
         CHECK(add_collection(q, "sessions", q->export_dir, "**/*.md", true));
     }
@@ -341,8 +343,8 @@ static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t er
             qmd_run_result_release(&res);
         }
         if (has_glob(c->pattern)) fs_mkdirs(c->root, e2, sizeof e2);
-        const char *add[] = {"collection", "add", c->root, "--name", c->name, "--mask", c->pattern,
-                             NULL};
+        const char *add[] = {"collection", "add",    c->root,    "--name",
+                             c->name,      "--mask", c->pattern, NULL};
         rc = run_checked(q, add, "qmd collection add", q->cfg->qmd.command_timeout_ms, true, &res,
                          err, errlen);
         qmd_run_result_release(&res);
@@ -426,8 +428,8 @@ cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
         buf_reset(&md);
         char base[256];
         snprintf(base, sizeof base, "%.*s", (int)(nl - 6), de->d_name);
-        rc = buf_printf(&md, "# Session %s\n\n%s\n", base,
-                        doc.text.len ? doc.text.data : "(empty)");
+        rc =
+            buf_printf(&md, "# Session %s\n\n%s\n", base, doc.text.len ? doc.text.data : "(empty)");
         session_doc_release(&doc);
         CHECK(rc);
         char name[300];
@@ -537,8 +539,10 @@ cm_rc qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
     pthread_mutex_lock(&q->mu);
     q->updating = false;
     q->updates++;
-    if (rc) snprintf(q->last_update_error, sizeof q->last_update_error, "%s", err);
-    else q->last_update_error[0] = 0;
+    if (rc)
+        snprintf(q->last_update_error, sizeof q->last_update_error, "%s", err);
+    else
+        q->last_update_error[0] = 0;
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
     return rc;

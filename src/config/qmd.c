@@ -6,12 +6,12 @@
  */
 #include "config_int.h"
 
-#define QMD_DEFAULT_INTERVAL_MS (5 * 60000)
-#define QMD_DEFAULT_EMBED_INTERVAL_MS (60 * 60000)
-#define QMD_DEFAULT_DEBOUNCE_MS 15000
+#define QMD_DEFAULT_INTERVAL_MS        (5 * 60000)
+#define QMD_DEFAULT_EMBED_INTERVAL_MS  (60 * 60000)
+#define QMD_DEFAULT_DEBOUNCE_MS        15000
 #define QMD_DEFAULT_COMMAND_TIMEOUT_MS 30000
-#define QMD_DEFAULT_UPDATE_TIMEOUT_MS 120000
-#define QMD_DEFAULT_EMBED_TIMEOUT_MS 120000
+#define QMD_DEFAULT_UPDATE_TIMEOUT_MS  120000
+#define QMD_DEFAULT_EMBED_TIMEOUT_MS   120000
 
 void config_qmd_defaults(cm_config *cfg)
 {
@@ -79,13 +79,20 @@ bool config_duration_ms(const char *s, int64_t unit_ms, int64_t *ms)
         if (end == s || v < 0 || v > 1e12) return false;
         s = end;
         int64_t mult;
-        if (!strncmp(s, "ms", 2)) mult = 1, s += 2;
-        else if (*s == 's' || *s == 'S') mult = 1000, s++;
-        else if (*s == 'm' || *s == 'M') mult = 60000, s++;
-        else if (*s == 'h' || *s == 'H') mult = 3600000, s++;
-        else if (*s == 'd' || *s == 'D') mult = 86400000, s++;
-        else if (!*s && !any) mult = unit_ms; /* a bare number */
-        else return false;
+        if (!strncmp(s, "ms", 2))
+            mult = 1, s += 2;
+        else if (*s == 's' || *s == 'S')
+            mult = 1000, s++;
+        else if (*s == 'm' || *s == 'M')
+            mult = 60000, s++;
+        else if (*s == 'h' || *s == 'H')
+            mult = 3600000, s++;
+        else if (*s == 'd' || *s == 'D')
+            mult = 86400000, s++;
+        else if (!*s && !any)
+            mult = unit_ms; /* a bare number */
+        else
+            return false;
         total += v * (double)mult;
         any = true;
     }
@@ -127,8 +134,7 @@ static cm_rc get_int(ctx *c, const json_t *o, const char *key, const char *path,
     return CM_OK;
 }
 
-static cm_rc get_duration(ctx *c, const json_t *o, const char *key, const char *path,
-                          int64_t *dst)
+static cm_rc get_duration(ctx *c, const json_t *o, const char *key, const char *path, int64_t *dst)
 {
     json_t *v = json_object_get(o, key);
     if (!v) return CM_OK;
@@ -152,7 +158,8 @@ static cm_rc read_paths(ctx *c, const json_t *qmd)
     json_t *arr = json_object_get(qmd, "paths");
     char path[96];
     if (!arr) return CM_OK;
-    if (!json_is_array(arr)) return config_bad(c, qmd, "paths", "memory.qmd.paths", "expected an array");
+    if (!json_is_array(arr))
+        return config_bad(c, qmd, "paths", "memory.qmd.paths", "expected an array");
     paths_release(q); /* a later file's array replaces */
     size_t n = json_array_size(arr);
     if (n && !(q->paths = calloc(n, sizeof *q->paths))) return CM_ENOMEM;
@@ -217,8 +224,7 @@ static cm_rc read_scope(ctx *c, const json_t *qmd)
             snprintf(path, sizeof path, "memory.qmd.scope.rules[%zu].match.%s", i, keys[k]);
             if ((rc = get_string(c, m, keys[k], path, dst[k]))) return rc;
         }
-        if (r->chat_type &&
-            !config_in_choices("direct|group|channel|dm", r->chat_type))
+        if (r->chat_type && !config_in_choices("direct|group|channel|dm", r->chat_type))
             return config_bad(c, m, "chatType", path, "expected direct, group or channel");
     }
     return CM_OK;
@@ -233,7 +239,8 @@ cm_rc config_read_qmd(ctx *c, const json_t *qmd)
     if (!qmd) return CM_OK;
     CHECK(get_string(c, qmd, "command", "memory.qmd.command", &q->command));
     json_t *m = json_object_get(qmd, "searchMode");
-    if (m && (!json_is_string(m) || !config_in_choices("search|vsearch|query", json_string_value(m))))
+    if (m &&
+        (!json_is_string(m) || !config_in_choices("search|vsearch|query", json_string_value(m))))
         CHECK(config_bad(c, qmd, "searchMode", "memory.qmd.searchMode",
                          "expected \"search\", \"vsearch\" or \"query\""));
     CHECK(get_string(c, qmd, "searchMode", "memory.qmd.searchMode", &q->search_mode));

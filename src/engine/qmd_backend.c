@@ -20,6 +20,7 @@
 struct engine_qmd {
     qmd_sidecar sc;
     bool sc_init, started;
+    pthread_mutex_t start_mu; /* one start at a time (MCP: searches and syncs on two threads) */
     pthread_mutex_t mu;
     char reason[512]; /* why the builtin index answered last, "" when QMD serves */
 };
@@ -59,16 +60,19 @@ static void set_reason(struct engine_qmd *q, const char *why)
 static cm_rc ensure_started(cm_engine *e, char *err, size_t errlen)
 {
     struct engine_qmd *q = e->qmd;
+    cm_rc rc = CM_OK;
+    pthread_mutex_lock(&q->start_mu);
     pthread_mutex_lock(&q->mu);
     bool started = q->started;
     pthread_mutex_unlock(&q->mu);
-    if (started) return CM_OK;
-    cm_rc rc = qmd_sidecar_start(&q->sc, err, errlen);
-    if (rc) return rc;
-    pthread_mutex_lock(&q->mu);
-    q->started = true;
-    pthread_mutex_unlock(&q->mu);
-    return CM_OK;
+    if (!started) rc = qmd_sidecar_start(&q->sc, err, errlen);
+    if (!started && !rc) {
+        pthread_mutex_lock(&q->mu);
+        q->started = true;
+        pthread_mutex_unlock(&q->mu);
+    }
+    pthread_mutex_unlock(&q->start_mu);
+    return rc;
 }
 
 static cm_rc qmd_open(cm_engine *e, char *err, size_t errlen)
@@ -78,6 +82,7 @@ static cm_rc qmd_open(cm_engine *e, char *err, size_t errlen)
     CHECK(engine_builtin.open(e, err, errlen)); /* the fallback */
     if (!(e->qmd = calloc(1, sizeof *e->qmd))) FAIL(CM_ENOMEM, "out of memory");
     pthread_mutex_init(&e->qmd->mu, NULL);
+    pthread_mutex_init(&e->qmd->start_mu, NULL);
     CHECK(qmd_sidecar_init(&e->qmd->sc, &e->cfg, &e->lg, test_clock, test_clock_ctx, err, errlen));
     e->qmd->sc_init = true;
     if (ensure_started(e, why, sizeof why)) {
@@ -93,6 +98,7 @@ static void qmd_close(cm_engine *e)
     if (e->qmd) {
         if (e->qmd->sc_init) qmd_sidecar_release(&e->qmd->sc);
         pthread_mutex_destroy(&e->qmd->mu);
+        pthread_mutex_destroy(&e->qmd->start_mu);
         free(e->qmd);
         e->qmd = NULL;
     }
@@ -156,8 +162,8 @@ static cm_rc map_hits(cm_engine *e, const qmd_hits *h, double min_score, int lim
     if (!v) return CM_ENOMEM;
     for (size_t i = 0; i < h->n; i++) {
         const qmd_hit *x = &h->v[i];
-        const qmd_collection *c = x->collection ? qmd_sidecar_collection(&e->qmd->sc, x->collection)
-                                                : NULL;
+        const qmd_collection *c =
+            x->collection ? qmd_sidecar_collection(&e->qmd->sc, x->collection) : NULL;
         if (!c || !x->file || !*x->file) continue; /* not ours */
         if (x->score < min_score) continue;
         buf_reset(&p);
