@@ -126,7 +126,7 @@ int main(int argc, char **argv)
     char *cols[] = {(char *)"memory-root-main", (char *)"memory-alt-main",
                     (char *)"memory-dir-main"};
     double tb[MAX_QUERIES * ROUNDS], tq[MAX_QUERIES * ROUNDS], td[MAX_QUERIES * ROUNDS];
-    size_t n = 0, same_top = 0, qmd_hits = 0, builtin_hits = 0, fallbacks = 0;
+    size_t n = 0, same_top = 0, qmd_found = 0, builtin_hits = 0, fallbacks = 0;
     cm_search_opts so = {6, -1, 0};
     for (int r = 0; r < ROUNDS; r++) {
         for (size_t i = 0; i < nq; i++, n++) {
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
             qmd_run_result_release(&res);
             if (r == 0) {
                 builtin_hits += *pb != 0;
-                qmd_hits += *pq != 0;
+                qmd_found += *pq != 0;
                 same_top += *pb && !strcmp(pb, pq);
             }
         }
@@ -165,7 +165,7 @@ int main(int argc, char **argv)
            "\"qmd_direct_search_p50_ms\":%.2f,\"backend_overhead_p50_ms\":%.2f,"
            "\"queries_with_hits\":{\"builtin\":%zu,\"qmd\":%zu},\"same_top_hit\":%zu,"
            "\"fallbacks\":%zu}\n",
-           nq, ROUNDS, builtin_index_ms, qmd_boot_ms, mb, mq, md, mq - md, builtin_hits, qmd_hits,
+           nq, ROUNDS, builtin_index_ms, qmd_boot_ms, mb, mq, md, mq - md, builtin_hits, qmd_found,
            same_top, fallbacks);
     cm_engine_free(be);
     cm_engine_free(qe);

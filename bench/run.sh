@@ -211,7 +211,7 @@ fi
 export QMD_BACKEND_JSON=null
 if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
   say "QMD backend: memory_search via memory.backend = qmd vs builtin"
-  QMD_BACKEND_JSON=$(nice -n 10 bench/qmd_backend.sh "$work/ws/memory" "$queries") || QMD_BACKEND_JSON=null
+  QMD_BACKEND_JSON=$(nice -n 10 bench/qmd_backend.sh "$work/ws/memory") || QMD_BACKEND_JSON=null
 fi
 
 node -e '
