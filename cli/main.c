@@ -562,8 +562,7 @@ static int cmd_mcp(const cm_options *base, int argc, char **argv)
         else if (!strcmp(argv[i], "--session-key")) {
             if (i + 1 >= argc || !*argv[i + 1]) return die("mcp: --session-key needs a key");
             mo.session_key = argv[++i];
-        }
-        else if (!strcmp(argv[i], "--debounce")) {
+        } else if (!strcmp(argv[i], "--debounce")) {
             if (parse_debounce(argc, argv, &i, &mo.debounce_ms))
                 return die("mcp: --debounce needs milliseconds (0..3600000)");
         } else

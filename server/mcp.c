@@ -70,7 +70,7 @@ typedef struct server {
     cm_engine *reader;
     bool can_write;
     const char *session_key; /* mcp --session-key: the default session of memory_search */
-    json_t *tools; /* the tools/list result */
+    json_t *tools;           /* the tools/list result */
 } server;
 
 static int sig_pipe[2] = {-1, -1};

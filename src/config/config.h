@@ -57,7 +57,7 @@ typedef struct cm_qmd_config {
     cm_qmd_path *paths;
     size_t npaths;
     bool sessions_enabled;
-    char *sessions_export_dir; /* NULL: <stateDir>/agents/<id>/qmd/sessions */
+    char *sessions_export_dir;   /* NULL: <stateDir>/agents/<id>/qmd/sessions */
     int sessions_retention_days; /* 0: keep all */
     int64_t interval_ms, embed_interval_ms, debounce_ms;
     bool on_boot, wait_for_boot_sync;

@@ -87,7 +87,8 @@ cm_rc cm_memory_get_at(cm_engine *e, const char *path, long from, long offset, l
     *json = NULL;
     if (!path) path = "";
     cm_rc rc = engine_workspace_exists(e, err, errlen);
-    if (!rc && e->be->get) rc = e->be->get(e, path, from, offset, lines, &out, err, errlen);
+    if (!rc && e->be->get)
+        rc = e->be->get(e, path, from, offset, lines, &out, err, errlen);
     else if (!rc)
         rc = tools_get(&e->cfg, path, strlen(path), from, offset, lines, &out, err, errlen);
     if (rc) {
