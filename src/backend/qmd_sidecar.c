@@ -451,14 +451,14 @@ cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
     }
     if (d) closedir(d);
     d = NULL;
-    qsort(keep, nkeep, sizeof *keep, cmp_str);
+    if (nkeep) qsort(keep, nkeep, sizeof *keep, cmp_str);
     /* files of sessions no longer exported (removed, or past retention) */
     d = opendir(q->export_dir);
     while (d && (de = readdir(d))) {
         size_t nl = strlen(de->d_name);
         if (nl < 4 || strcmp(de->d_name + nl - 3, ".md") != 0) continue;
         const char *key = de->d_name;
-        if (bsearch(&key, keep, nkeep, sizeof *keep, cmp_str)) continue;
+        if (nkeep && bsearch(&key, keep, nkeep, sizeof *keep, cmp_str)) continue;
         buf_reset(&path);
         CHECK(fs_join(&path, q->export_dir, de->d_name));
         unlink(path.data);
