@@ -370,6 +370,21 @@ TEST(qmd_real_search)
     cm_free(js);
     EXPECT_INT(nresults(o), 0);
     json_decref(o);
+    /* a collection removed behind the backend's back is registered again */
+    char xc[1300], xk[1300], xd[1300];
+    snprintf(xc, sizeof xc, "XDG_CONFIG_HOME=%s/agents/main/qmd/xdg-config", q.state);
+    snprintf(xd, sizeof xd, "QMD_CONFIG_DIR=%s/agents/main/qmd/xdg-config", q.state);
+    snprintf(xk, sizeof xk, "XDG_CACHE_HOME=%s/agents/main/qmd/xdg-cache", q.state);
+    const char *env[] = {xc, xd, xk, NULL};
+    const char *rm[] = {qmd, "collection", "remove", "notes-main", NULL};
+    run_result rr = run_cmd(env, rm);
+    EXPECT_INT(rr.status, 0);
+    run_result_release(&rr);
+    o = qsearch(e, "zebra crossing", DIRECT);
+    EXPECT(o && nresults(o) >= 1 && !json_object_get(o, "fallback"));
+    EXPECT_STR(r_str(o, 0, "path"), "qmd/notes-main/deep/zebra.md");
+    json_decref(o);
+    EXPECT_CONTAINS(q.log.data, "registering the collections again");
     cm_engine_free(e);
     EXPECT_NO_LEFTOVERS(&q);
     /* a second open: the collections are registered already (no add) */

@@ -153,6 +153,9 @@ cm_rc qmd_sidecar_start(qmd_sidecar *q, char *err, size_t errlen);
  * schedule's thread. Skipped within update.debounceMs of the last unless
  * force. Another update in progress: waits for it (force) or returns. */
 cm_rc qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_t errlen);
+/* Registers the collections again after QMD said one is missing (`qmd
+ * collection list` consulted whatever the record says). */
+cm_rc qmd_sidecar_repair(qmd_sidecar *q, char *err, size_t errlen);
 /* Wakes the schedule's thread to look at the clock again (tests that move it). */
 void qmd_sidecar_poke(qmd_sidecar *q);
 /* Stops the thread (killing a run in progress) and frees q. */

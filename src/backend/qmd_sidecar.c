@@ -364,6 +364,11 @@ out:
     return rc;
 }
 
+cm_rc qmd_sidecar_repair(qmd_sidecar *q, char *err, size_t errlen)
+{
+    return ensure_collections(q, true, err, errlen);
+}
+
 /* ---- the persisted schedule state ---------------------------------------- */
 
 static void load_state(qmd_sidecar *q)

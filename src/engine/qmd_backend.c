@@ -10,6 +10,7 @@
  */
 #include <jansson.h>
 #include <sqlite3.h>
+#include <string.h>
 
 #include "../backend/qmd.h"
 #include "../base/fs.h"
@@ -250,17 +251,28 @@ static cm_rc qmd_query(cm_engine *e, const char *query, int limit, qmd_hits *hit
         names[i] = sc->cols[i].name;
     const char *mode = sc->mode;
     int64_t tmo = e->cfg.qmd.timeout_ms;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    bool repaired = false;
+    for (int attempt = 0; attempt < 3; attempt++) {
         qmd_search_argv(mode, query, limit, names, sc->ncols, argv, ARRAY_LEN(argv), nbuf);
         qmd_run_result_release(&res);
         CHECK(qmd_sidecar_run(sc, argv, tmo, false, &res, err, errlen));
         bool ok = !res.timed_out && !res.too_much && res.status == 0;
-        if (!ok && attempt == 0 && strcmp(mode, "query") != 0 &&
+        if (!ok && strcmp(mode, "query") != 0 &&
             (qmd_refused_flags(res.err.data) || qmd_refused_flags(res.out.data))) {
             cm_logf(&e->lg, CM_LOG_WARN,
                     "qmd %s does not support the flags; retrying the search with qmd query", mode);
             mode = "query";
             continue;
+        }
+        if (!ok && !repaired && res.err.data && strcasestr(res.err.data, "collection") &&
+            (strcasestr(res.err.data, "not found") || strcasestr(res.err.data, "does not exist"))) {
+            /* removed behind our back: registered again, and the search retried once */
+            cm_logf(&e->lg, CM_LOG_WARN,
+                    "qmd search failed because a collection is missing; registering the "
+                    "collections again and retrying");
+            repaired = true;
+            char e2[512];
+            if (!qmd_sidecar_repair(sc, e2, sizeof e2)) continue;
         }
         if (!ok) {
             char summary[64];
