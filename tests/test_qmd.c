@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <jansson.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -567,6 +568,8 @@ static void write_fake(qenv *q)
         "  hang) sleep 30 & sleep 30; exit 0;;\n"
         "  garbage) echo 'Loading model... {\"docid\": '; exit 0;;\n"
         "  none) echo 'No results found.'; exit 0;;\n"
+        "  docid) printf '%%s\\n' '[{\"docid\":\"#beef01\",\"score\":0.5,"
+        "\"snippet\":\"@@ -3,1 @@\\nA grey heron\"}]'; exit 0;;\n"
         "  esac\n"
         "  printf '%%s\\n' "
         "'[{\"docid\":\"#ab12cd\",\"score\":0.87,\"file\":\"qmd://memory-dir-main/"
@@ -635,6 +638,30 @@ TEST(qmd_fake_modes)
     EXPECT(o && nresults(o) == 1 && !json_object_get(o, "fallback"));
     EXPECT(calls_have(&q, "query heron --json -n 6"));
     EXPECT_CONTAINS(q.log.data, "retrying the search with qmd query");
+    json_decref(o);
+    /* a hit that names only its docid: found in QMD's index */
+    char db[1400];
+    snprintf(db, sizeof db, "%s/agents/main/qmd/xdg-cache/qmd/index.sqlite", q.state);
+    sqlite3 *h3 = NULL;
+    char dbdir[1400];
+    snprintf(dbdir, sizeof dbdir, "%s/agents/main/qmd/xdg-cache/qmd", q.state);
+    char e3[256];
+    EXPECT_INT(fs_mkdirs(dbdir, e3, sizeof e3), CM_OK);
+    EXPECT_INT(sqlite3_open(db, &h3), SQLITE_OK);
+    EXPECT_INT(
+        sqlite3_exec(h3,
+                     "CREATE TABLE documents (id INTEGER PRIMARY KEY, collection TEXT, path "
+                     "TEXT, hash TEXT, active INTEGER);"
+                     "INSERT INTO documents VALUES (1, 'memory-dir-main', 'gone.md', "
+                     "'beef01cafe', 0), (2, 'memory-dir-main', 'heron.md', 'beef01cafe', 1);",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(h3);
+    set_mode(&q, "docid");
+    o = qsearch(e, "heron", DIRECT);
+    EXPECT(o && nresults(o) == 1);
+    EXPECT_STR(r_str(o, 0, "path"), "memory/heron.md");
+    EXPECT_STR(r_str(o, 0, "snippet"), "A grey heron");
     json_decref(o);
     /* "No results found." */
     set_mode(&q, "none");

@@ -148,12 +148,52 @@ static void free_hits(search_hit *v, size_t n)
     free(v);
 }
 
+/* A hit that names only its docid (a prefix of the document's hash): its
+ * collection and path from QMD's index, read-only (the hinted collection
+ * first, as 2026.3.22 picks). False when not found. */
+static bool resolve_docid(cm_engine *e, const char *docid, const char *hint, char **col,
+                          char **file)
+{
+    char path[4200];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    bool found = false;
+    *col = *file = NULL;
+    if (!docid || !*docid || strchr(docid, '%') || strchr(docid, '_')) return false;
+    snprintf(path, sizeof path, "%s/qmd/index.sqlite", e->qmd->sc.xdg_cache);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_busy_timeout(db, 1000) == SQLITE_OK &&
+        sqlite3_prepare_v2(db,
+                           "SELECT collection, path FROM documents WHERE hash LIKE ?1 || '%' "
+                           "AND active = 1 ORDER BY collection = ?2 DESC, id LIMIT 1",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, docid, -1, SQLITE_STATIC) == SQLITE_OK &&
+        sqlite3_bind_text(st, 2, hint ? hint : "", -1, SQLITE_STATIC) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 0);
+        const char *f = (const char *)sqlite3_column_text(st, 1);
+        if (c && f) {
+            *col = cm_strdup(c);
+            *file = cm_strdup(f);
+            found = *col && *file;
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (!found) {
+        free(*col);
+        free(*file);
+        *col = *file = NULL;
+    }
+    return found;
+}
+
 /* Maps QMD's hits into v (owned strings): paths named, snippets cut to
  * maxSnippetChars, below min_score dropped; then, when both memory and
  * sessions hits are there, alternated by source (best source first), cut
  * to limit, and cut to maxInjectedChars of snippets in all. */
-static cm_rc map_hits(cm_engine *e, const qmd_hits *h, double min_score, int limit,
-                      search_hit **out, size_t *nout)
+static cm_rc map_hits(cm_engine *e, qmd_hits *h, double min_score, int limit, search_hit **out,
+                      size_t *nout)
 {
     cm_rc rc = CM_OK;
     const cm_qmd_config *qc = &e->cfg.qmd;
@@ -162,7 +202,16 @@ static cm_rc map_hits(cm_engine *e, const qmd_hits *h, double min_score, int lim
     buf p = BUF_INIT;
     if (!v) return CM_ENOMEM;
     for (size_t i = 0; i < h->n; i++) {
-        const qmd_hit *x = &h->v[i];
+        qmd_hit *x = &h->v[i];
+        if ((!x->collection || !x->file || !*x->file) && x->docid) {
+            char *col, *file;
+            if (resolve_docid(e, x->docid, x->collection, &col, &file)) {
+                free(x->collection);
+                free(x->file);
+                x->collection = col;
+                x->file = file;
+            }
+        }
         const qmd_collection *c =
             x->collection ? qmd_sidecar_collection(&e->qmd->sc, x->collection) : NULL;
         if (!c || !x->file || !*x->file) continue; /* not ours */
