@@ -267,6 +267,18 @@ static int status_text(json_t *s)
     }
     if (json_string_value(json_object_get(s, "lastError")))
         out_line("Last provider error: %s\n", jstr(s, "lastError"));
+    json_t *qmd = json_object_get(s, "qmd");
+    if (qmd) { /* memory.backend = "qmd" */
+        out_line("Backend: %s", jstr(s, "backend"));
+        out_line(" (QMD %s, mode %s", jstr(qmd, "command"), jstr(qmd, "searchMode"));
+        printf(", %zu collections, %lld documents)\n",
+               json_array_size(json_object_get(qmd, "collections")),
+               (long long)json_integer_value(json_object_get(qmd, "documents")));
+        json_t *fb = json_object_get(s, "fallback");
+        if (fb) out_line("QMD failed, the builtin index answers: %s\n", jstr(fb, "reason"));
+        if (json_object_get(qmd, "lastUpdateError"))
+            out_line("Last QMD update error: %s\n", jstr(qmd, "lastUpdateError"));
+    }
     if (json_object_get(s, "integrity")) {
         out_line("Integrity: %s", jstr(s, "integrity"));
         printf("  Files needing sync: %lld\n",

@@ -833,6 +833,13 @@ TEST(qmd_fake_session_key_cli_mcp)
     EXPECT_INT(payload_hits(r.out), 1);
     EXPECT_CONTAINS(r.out, "\"provider\":\"qmd\"");
     run_result_release(&r);
+    const char *st[] = {"--workspace", q.ws, "--state-dir", q.state, "--config", q.cfg, "status",
+                        NULL};
+    r = run_clawmem(NULL, st);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "Backend: qmd (QMD ");
+    EXPECT_CONTAINS(r.out, "mode search, 3 collections");
+    run_result_release(&r);
     /* MCP: the server's --session-key, and a call's own sessionKey */
     proc p;
     const char *m[] = {"--workspace", q.ws,         "--state-dir",   q.state, "--config", q.cfg,
