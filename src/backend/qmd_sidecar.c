@@ -308,7 +308,7 @@ static bool has_glob(const char *p)
 static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    buf want = BUF_INIT, have = BUF_INIT, listed = BUF_INIT, path = BUF_INIT;
+    buf want = BUF_INIT, have = BUF_INIT, listed = BUF_INIT, path = BUF_INIT, recorded = BUF_INIT;
     qmd_run_result res = {0};
     char e2[512];
     CHECK(record_text(q, &want));
@@ -323,19 +323,21 @@ static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t er
     const char *list[] = {"collection", "list", NULL};
     CHECK(run_checked(q, list, "qmd collection list", q->cfg->qmd.command_timeout_ms, false, &res,
                       err, errlen));
+    CHECK(buf_addc(&listed, '\n')); /* every entry follows a '\n': matched whole */
     CHECK(listed_collections(res.out.data ? res.out.data : "", &listed));
+    CHECK(buf_addc(&recorded, '\n'));
+    if (have_rec && have.len) CHECK(buf_add(&recorded, have.data, have.len));
     qmd_run_result_release(&res);
     for (size_t i = 0; i < q->ncols; i++) {
         const qmd_collection *c = &q->cols[i];
         char line[700], name_tab[220];
-        snprintf(line, sizeof line, "%s\t%s\n", c->name, c->pattern);
-        snprintf(name_tab, sizeof name_tab, "%s\t", c->name);
-        bool same_pattern = listed.data && strstr(listed.data, line);
-        bool named = listed.data && (!strncmp(listed.data, name_tab, strlen(name_tab)) ||
-                                     strstr(listed.data, name_tab));
+        snprintf(line, sizeof line, "\n%s\t%s\n", c->name, c->pattern);
+        snprintf(name_tab, sizeof name_tab, "\n%s\t", c->name);
+        bool same_pattern = strstr(listed.data, line) != NULL;
+        bool named = strstr(listed.data, name_tab) != NULL;
         char rec[4600];
-        snprintf(rec, sizeof rec, "%s\t%s\t%s\n", c->name, c->root, c->pattern);
-        bool same_root = !have_rec || (have.data && strstr(have.data, rec));
+        snprintf(rec, sizeof rec, "\n%s\t%s\t%s\n", c->name, c->root, c->pattern);
+        bool same_root = !have_rec || strstr(recorded.data, rec);
         if (same_pattern && same_root) continue;
         if (named) {
             const char *rm[] = {"collection", "remove", c->name, NULL};
@@ -360,6 +362,7 @@ out:
     buf_release(&want);
     buf_release(&have);
     buf_release(&listed);
+    buf_release(&recorded);
     buf_release(&path);
     return rc;
 }
@@ -522,7 +525,9 @@ static cm_rc do_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
         }
         qmd_run_result_release(&res);
     }
+    pthread_mutex_lock(&q->mu);
     q->last_update_ms = now;
+    pthread_mutex_unlock(&q->mu);
     save_state(q);
     return rc;
 }
