@@ -613,10 +613,12 @@ cm_rc qmd_sidecar_start(qmd_sidecar *q, char *err, size_t errlen)
         }
     }
     if (c->interval_ms > 0 || boot_bg) {
+        pthread_mutex_lock(&q->mu); /* the thread reads these fields under it */
         q->kick = boot_bg;
-        if (pthread_create(&q->thread, NULL, schedule_main, q))
-            FAIL(CM_EIO, "qmd: cannot start the update thread");
-        q->thread_started = true;
+        int e = pthread_create(&q->thread, NULL, schedule_main, q);
+        q->thread_started = e == 0;
+        pthread_mutex_unlock(&q->mu);
+        if (e) FAIL(CM_EIO, "qmd: cannot start the update thread");
     }
 out:
     return rc;
@@ -631,11 +633,12 @@ void qmd_sidecar_poke(qmd_sidecar *q)
 
 void qmd_sidecar_release(qmd_sidecar *q)
 {
-    if (q->thread_started) {
-        pthread_mutex_lock(&q->mu);
-        q->stop = true;
-        pthread_cond_broadcast(&q->cv);
-        pthread_mutex_unlock(&q->mu);
+    pthread_mutex_lock(&q->mu);
+    bool started = q->thread_started;
+    q->stop = true;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    if (started) {
         qmd_kill_all(&q->procs); /* an update in progress ends now */
         pthread_join(q->thread, NULL);
     }
