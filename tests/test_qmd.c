@@ -10,9 +10,11 @@
  * no process started with its QMD home is left (checked through /proc).
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -833,8 +835,8 @@ TEST(qmd_fake_session_key_cli_mcp)
     EXPECT_INT(payload_hits(r.out), 1);
     EXPECT_CONTAINS(r.out, "\"provider\":\"qmd\"");
     run_result_release(&r);
-    const char *st[] = {"--workspace", q.ws, "--state-dir", q.state, "--config", q.cfg, "status",
-                        NULL};
+    const char *st[] = {"--workspace", q.ws,  "--state-dir", q.state,
+                        "--config",    q.cfg, "status",      NULL};
     r = run_clawmem(NULL, st);
     EXPECT_INT(r.status, 0);
     EXPECT_CONTAINS(r.out, "Backend: qmd (QMD ");
@@ -859,6 +861,35 @@ TEST(qmd_fake_session_key_cli_mcp)
     proc_stop(&p, 0, 20000);
     EXPECT_INT(n1, 0);
     EXPECT_INT(n2, 1);
+    EXPECT_NO_LEFTOVERS(&q);
+    qenv_release(&q);
+}
+
+/* Updates are serialised across processes by <home>/update.lock: a boot
+ * update finds it held and leaves the update to its holder; a forced one
+ * (clawmem index) waits for it. */
+TEST(qmd_fake_update_lock)
+{
+    qenv q;
+    qenv_init(&q, "{}");
+    write_fake(&q);
+    fake_config(&q, q.fake, "searchMode: 'search'");
+    char home[1300], err[512];
+    snprintf(home, sizeof home, "%s/agents/main/qmd", q.state);
+    EXPECT_INT(fs_mkdirs(home, err, sizeof err), CM_OK);
+    int fd = open(path_in(home, "update.lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    EXPECT(fd >= 0);
+    EXPECT_INT(flock(fd, LOCK_EX), 0);
+    cm_engine *e = qopen(&q);
+    EXPECT(e);
+    EXPECT(calls_have(&q, "collection add"));
+    EXPECT(!calls_have(&q, "update")); /* held elsewhere: skipped */
+    EXPECT_INT(engine_qmd_updates(e), 0);
+    close(fd); /* released: a forced update runs */
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    EXPECT(calls_have(&q, "update"));
+    EXPECT_INT(engine_qmd_updates(e), 1);
+    cm_engine_free(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }

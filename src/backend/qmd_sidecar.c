@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -532,27 +533,57 @@ static cm_rc do_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
     return rc;
 }
 
+/* The lock of <home>/update.lock that serialises updates across processes
+ * (an MCP server's two engines, `clawmem index` beside a gateway): its
+ * descriptor; -1 when another process holds it and wait is false; -2 when
+ * there is no lock to take (the update goes ahead). */
+static int lock_updates(const qmd_sidecar *q, bool wait)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/update.lock", q->dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return -2;
+    int r;
+    while ((r = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB))) && errno == EINTR) {
+    }
+    if (r) {
+        close(fd);
+        return errno == EWOULDBLOCK ? -1 : -2;
+    }
+    return fd;
+}
+
 cm_rc qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
 {
     pthread_mutex_lock(&q->mu);
     while (q->updating && force && !q->stop)
         pthread_cond_wait(&q->cv, &q->mu);
-    if (q->updating || q->stop ||
-        (!force && q->cfg->qmd.debounce_ms > 0 && q->last_update_ms &&
-         now_ms(q) - q->last_update_ms < q->cfg->qmd.debounce_ms)) {
+    if (q->updating || q->stop) {
         pthread_mutex_unlock(&q->mu);
         return CM_OK;
     }
-    q->updating = true;
+    q->updating = true; /* this thread is the updater now */
     pthread_mutex_unlock(&q->mu);
-    cm_rc rc = do_update(q, force, err, errlen);
+    int fd = lock_updates(q, force);
+    bool skip = fd == -1; /* another process is updating */
+    if (!skip) {
+        pthread_mutex_lock(&q->mu);
+        load_state(q); /* an update by another process counts for the debounce */
+        skip = !force && q->cfg->qmd.debounce_ms > 0 && q->last_update_ms &&
+               now_ms(q) - q->last_update_ms < q->cfg->qmd.debounce_ms;
+        pthread_mutex_unlock(&q->mu);
+    }
+    cm_rc rc = skip ? CM_OK : do_update(q, force, err, errlen);
+    if (fd >= 0) close(fd);
     pthread_mutex_lock(&q->mu);
     q->updating = false;
-    q->updates++;
-    if (rc)
-        snprintf(q->last_update_error, sizeof q->last_update_error, "%s", err);
-    else
-        q->last_update_error[0] = 0;
+    if (!skip) {
+        q->updates++;
+        if (rc)
+            snprintf(q->last_update_error, sizeof q->last_update_error, "%s", err);
+        else
+            q->last_update_error[0] = 0;
+    }
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
     return rc;
