@@ -62,6 +62,8 @@ LLAMA_LIBDIR := $(abspath $(LLAMA_DIR))/lib
 endif
 # The tests' BERT model, generated from llama.cpp's BERT vocabulary.
 TEST_MODEL := $(if $(LLAMA_CFLAGS),$(BUILD)/tiny-bert.gguf)
+# The pinned QMD (scripts/install-qmd.sh): the QMD backend's tests and benchmark.
+QMD_PEER := $(CURDIR)/build/peers/qmd-2.8.3-bun-1.4.5/bin/qmd
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
@@ -196,6 +198,9 @@ $(BUILD)/bench_runner: $(BUILD)/obj/bench/bench_runner.o $(BUILD)/obj/tests/fake
 $(BUILD)/bench_scale: $(BUILD)/obj/bench/bench_scale.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_qmd: $(BUILD)/obj/bench/bench_qmd.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
@@ -228,11 +233,14 @@ demo: all
 # at a time), then builds again so that the build sees it.
 test: | $(DEPS_STAMP)
 	@scripts/install-node-deps.sh
+	@scripts/install-qmd.sh >/dev/null || \
+	  echo "make: warning: QMD not installed: the QMD backend's tests against it are skipped" >&2
 	@$(MAKE) --no-print-directory llama
 	@$(MAKE) --no-print-directory test-run
 
 test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME)
 	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) CLAWMEM_SAN="$(SAN)" \
+	  CLAWMEM_TEST_QMD=$(QMD_PEER) \
 	  $(BUILD)/test_runner $(TESTS)
 
 $(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c | $(LLAMA_READY)
@@ -258,7 +266,7 @@ bench: | $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory bench-run
 
 bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid $(BUILD)/bench_scale \
-           $(BUILD)/bench_runner \
+           $(BUILD)/bench_runner $(BUILD)/bench_qmd \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf $(BUILD)/bench_serve
 	bench/run.sh
 	bench/serve.sh

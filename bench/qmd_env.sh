@@ -10,25 +10,10 @@
 QMD_VERSION=2.8.3 # npm @tobilu/qmd
 BUN_VERSION=1.4.5 # npm bun (ships the binary in @oven/bun-<platform>)
 
-# --ignore-scripts: the install hooks of better-sqlite3, node-llama-cpp and the tree-sitter
-# grammars would try to fetch prebuilt binaries or node headers; under Bun QMD uses bun:sqlite and
-# `qmd search` never loads node-llama-cpp. Bun's own postinstall only links the binary out of
-# @oven/bun-<platform>, so it is run by hand.
+# The install itself is scripts/install-qmd.sh (shared with the QMD backend's tests).
 qmd_install_peer() {
-  if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
-    die "installing QMD needs node and npm on PATH"
-  fi
-  local tmp
-  tmp=$(mktemp -d "$peer_root/.qmd-install.XXXXXX")
-  say "installing @tobilu/qmd@$QMD_VERSION and bun@$BUN_VERSION into $prefix (~1 GB, ~30 s)"
-  if ! npm install --prefix "$tmp" --ignore-scripts --no-audit --no-fund --loglevel=error \
-         "@tobilu/qmd@$QMD_VERSION" "bun@$BUN_VERSION" >&2 ||
-     ! (cd "$tmp/node_modules/bun" && node install.js) >&2; then
-    rm -rf "$tmp"
+  "$here/../scripts/install-qmd.sh" "$prefix" >/dev/null ||
     die "npm install of @tobilu/qmd@$QMD_VERSION / bun@$BUN_VERSION failed"
-  fi
-  rm -rf "$prefix"
-  mv "$tmp" "$prefix"
 }
 
 qmd_install() {

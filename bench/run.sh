@@ -207,6 +207,13 @@ if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
   peer=$(bench/peer_qmd.sh "$work/peer-ws" "$queries") || { say "peer run failed"; peer='null'; }
 fi
 
+# memory_search through the QMD backend vs builtin, and the backend's cost over `qmd search`
+export QMD_BACKEND_JSON=null
+if [[ ${CLAWMEM_BENCH_PEER:-1} != 0 ]]; then
+  say "QMD backend: memory_search via memory.backend = qmd vs builtin"
+  QMD_BACKEND_JSON=$(nice -n 10 bench/qmd_backend.sh "$work/ws/memory") || QMD_BACKEND_JSON=null
+fi
+
 node -e '
 const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]), mcp = JSON.parse(process.argv[8]),
   vectors = JSON.parse(process.argv[9]), hybrid = JSON.parse(process.argv[10]),
@@ -228,5 +235,6 @@ if (peer) out.ratios = {
   ws1300_search_speedup_watched: scifact && scifact.ws1300 && scifact.ws1300.qmd ? +(scifact.ws1300.qmd.search_wall_p50_s / scifact.ws1300.clawmem_search_watched_wall_p50_s).toFixed(1) : null,
   noop_resync_speedup: +(peer.noop_update_s / ours.noop_resync_s).toFixed(1),
   index_size_ratio: +(peer.index_bytes / ours.index_bytes).toFixed(2)};
+out.qmd_backend = JSON.parse(process.env.QMD_BACKEND_JSON || "null");
 console.log(JSON.stringify(out, null, 2));
 ' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci" "$scale" "$runner" "$sessions"

@@ -75,12 +75,16 @@ static const char usage_index[] =
     "re-chunked. --force rebuilds the whole index into a new file (also repairs a corrupt one).\n";
 static const char usage_search[] =
     "usage: clawmem search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
+    "                      [--session-key KEY]\n"
     "Runs memory_search: syncs changed files first (one stat per memory file, read-only when\n"
     "nothing changed; none at all while `clawmem watch` or `clawmem mcp` keeps the index\n"
     "fresh; if another process is writing the index it does not wait), then prints each hit as\n"
     "`score path:start-end` followed by its snippet, or `No matches.`\n"
     "--no-sync searches the index as it is, for callers that keep it fresh themselves\n"
-    "(`clawmem index` after writing, a watcher): no file is looked at.\n";
+    "(`clawmem index` after writing, a watcher): no file is looked at.\n"
+    "--session-key KEY searches as that session (e.g. agent:main:telegram:direct:42): it\n"
+    "decides memory.citations \"auto\" and, with memory.backend \"qmd\", memory.qmd.scope\n"
+    "(default: direct chats only; no key is no chat type, denied by that default).\n";
 static const char usage_get[] =
     "usage: clawmem get PATH [--from N] [--lines N] [--offset B] [--json]\n"
     "Runs memory_get: prints a memory file (workspace-relative path), or N lines from line\n"
@@ -94,11 +98,14 @@ static const char usage_watch[] =
     "Prints one line per sync on stdout (time, files, indexed, unchanged, removed; --quiet:\n"
     "none); a failed sync is one line on stderr.\n";
 static const char usage_mcp[] =
-    "usage: clawmem mcp [--allow-write] [--no-watch] [--debounce MS] [--verbose]\n"
+    "usage: clawmem mcp [--allow-write] [--no-watch] [--debounce MS] [--session-key KEY]\n"
+    "                   [--verbose]\n"
     "Serves the memory tools over MCP (JSON-RPC on stdin/stdout) to an agent. The index is\n"
     "kept fresh in the background (the watcher, unless --no-watch or sync.watch is false)\n"
     "and searches never wait for it. --allow-write adds memory_write (also config\n"
-    "clawmem.memoryWrite: true). Logs go to stderr.\n";
+    "clawmem.memoryWrite: true). Logs go to stderr. --session-key KEY: the session\n"
+    "memory_search runs as (memory.citations \"auto\", memory.qmd.scope) unless a call passes\n"
+    "its own \"sessionKey\" argument.\n";
 
 static const char usage_serve[] =
     "usage: clawmem serve [--listen ADDR:PORT] [--tokens FILE] [--allow-write]\n"
@@ -283,6 +290,18 @@ static int status_text(json_t *s)
     }
     if (json_string_value(json_object_get(s, "lastError")))
         out_line("Last provider error: %s\n", jstr(s, "lastError"));
+    json_t *qmd = json_object_get(s, "qmd");
+    if (qmd) { /* memory.backend = "qmd" */
+        out_line("Backend: %s", jstr(s, "backend"));
+        out_line(" (QMD %s, mode %s", jstr(qmd, "command"), jstr(qmd, "searchMode"));
+        printf(", %zu collections, %lld documents)\n",
+               json_array_size(json_object_get(qmd, "collections")),
+               (long long)json_integer_value(json_object_get(qmd, "documents")));
+        json_t *fb = json_object_get(s, "fallback");
+        if (fb) out_line("QMD failed, the builtin index answers: %s\n", jstr(fb, "reason"));
+        if (json_object_get(qmd, "lastUpdateError"))
+            out_line("Last QMD update error: %s\n", jstr(qmd, "lastUpdateError"));
+    }
     if (json_object_get(s, "integrity")) {
         out_line("Integrity: %s", jstr(s, "integrity"));
         printf("  Files needing sync: %lld\n",
@@ -415,7 +434,7 @@ static int cmd_index(cm_engine *e, int argc, char **argv)
 static int cmd_search(cm_engine *e, int argc, char **argv)
 {
     cm_search_opts o = {0, -1, 0};
-    const char *query = NULL;
+    const char *query = NULL, *session_key = NULL;
     int as_json = 0, sync = 1;
     for (int i = 0; i < argc; i++) {
         long v;
@@ -423,6 +442,9 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
             as_json = 1;
         } else if (!strcmp(argv[i], "--no-sync")) {
             sync = 0;
+        } else if (!strcmp(argv[i], "--session-key")) {
+            if (i + 1 >= argc || !*argv[i + 1]) return die("search: --session-key needs a key");
+            session_key = argv[++i];
         } else if (!strcmp(argv[i], "--help")) {
             return fputs(usage_search, stdout), 0;
         } else if (!strcmp(argv[i], "--max-results")) {
@@ -454,7 +476,8 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
                                      isatty(2) ? on_progress : NULL, &pr, NULL, err, sizeof err)
                     : CM_OK;
     if (rc && rc != CM_EBUSY) fprintf(stderr, "clawmem: warning: sync failed: %s\n", err);
-    if (cm_memory_search(e, query, &o, &json, err, sizeof err)) return die("%s", err);
+    if (cm_memory_search_session(e, query, &o, session_key, &json, err, sizeof err))
+        return die("%s", err);
     int r = print_json_or(json, as_json, search_text);
     cm_free(json);
     return r;
@@ -561,7 +584,7 @@ static int cmd_watch(cm_engine *e, int argc, char **argv)
 static int cmd_mcp(const cm_options *base, int argc, char **argv)
 {
     cm_options opt = *base;
-    mcp_opts mo = {-1, -1};
+    mcp_opts mo = {-1, -1, NULL};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help"))
             return fputs(usage_mcp, stdout), 0;
@@ -571,7 +594,10 @@ static int cmd_mcp(const cm_options *base, int argc, char **argv)
             opt.allow_write = 1;
         else if (!strcmp(argv[i], "--no-watch"))
             mo.watch = 0;
-        else if (!strcmp(argv[i], "--debounce")) {
+        else if (!strcmp(argv[i], "--session-key")) {
+            if (i + 1 >= argc || !*argv[i + 1]) return die("mcp: --session-key needs a key");
+            mo.session_key = argv[++i];
+        } else if (!strcmp(argv[i], "--debounce")) {
             if (parse_debounce(argc, argv, &i, &mo.debounce_ms))
                 return die("mcp: --debounce needs milliseconds (0..3600000)");
         } else

@@ -138,7 +138,12 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
  * With memory.citations "auto", results carry citations only in direct
  * chats: a key "agent:<id>:<rest>" whose rest has a "channel" or "group"
  * part gets none (QuantumClaw 2026.3.22's rule; the "citations" field still
- * says "auto"); any other key, or none, counts as direct. */
+ * says "auto"); any other key, or none, counts as direct. With
+ * memory.backend "qmd" the key also decides memory.qmd.scope (default:
+ * direct chats only; no key has no chat type and is denied by that default):
+ * a denied search returns no results. The payload of a search that QMD
+ * failed and the builtin index answered carries "fallback": "qmd: <why>" and
+ * "backend": "builtin". */
 cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_opts *opts,
                                const char *session_key, char **json, char *err, size_t errlen);
 

@@ -174,6 +174,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
     }
     /* memory_write is listed only when it is enabled. */
     s.can_write = cm_engine_writable(s.engine) != 0;
+    s.session_key = mo->session_key;
     s.tools = mcp_rpc_tools(s.can_write);
 
     if (y.mo.watch < 0) { /* sync.watch decides */

@@ -12,6 +12,9 @@
 typedef struct mcp_opts {
     int watch;       /* 1: watch the files, 0: sync on start only, -1: as sync.watch says */
     int debounce_ms; /* < 0: sync.watchDebounceMs */
+    /* the session memory_search runs as (memory.citations "auto", memory.qmd.scope),
+     * unless a call names one in its "sessionKey" argument; NULL: none */
+    const char *session_key;
 } mcp_opts;
 
 /* Serves on stdin/stdout until end of input or SIGTERM/SIGINT. Diagnostics go

@@ -207,7 +207,14 @@ static json_t *search_tool(const mcp_rpc *s, json_t *args)
         o.min_score = d;
     }
     o.max_results = (int)max;
-    if (cm_memory_search(s->engine, q, &o, &payload, err, sizeof err)) return error_result(err);
+    /* "sessionKey" (not in the model-facing schema): the caller's session, for
+     * memory.citations "auto" and memory.qmd.scope; else the server's --session-key */
+    json_t *sk = json_object_get(args, "sessionKey");
+    if (sk && !json_is_null(sk) && (!json_is_string(sk) || !*json_string_value(sk)))
+        return arg_error(t, "sessionKey", "a session key string, or left out", sk);
+    const char *key = json_is_string(sk) ? json_string_value(sk) : s->session_key;
+    if (cm_memory_search_session(s->engine, q, &o, key, &payload, err, sizeof err))
+        return error_result(err);
     return payload_result(payload);
 }
 

@@ -21,6 +21,9 @@ typedef struct mcp_rpc {
     cm_engine *engine;
     bool can_write; /* memory_write is offered and served */
     json_t *tools;  /* mcp_rpc_tools(can_write) */
+    /* the session memory_search runs as (memory.citations "auto",
+     * memory.qmd.scope) unless a call names one in "sessionKey"; NULL: none */
+    const char *session_key;
 } mcp_rpc;
 
 /* The tools/list array: memory_search, memory_get and, with can_write,

@@ -624,7 +624,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         goto out;
     }
     mcp_rpc r = {sl->engine, may_write && sl->writable,
-                 may_write && sl->writable ? s->tools_rw : s->tools_ro};
+                 may_write && sl->writable ? s->tools_rw : s->tools_ro, NULL};
     pthread_mutex_lock(&sl->use);
     /* Without a watcher a search brings the index up to date first, as
      * `clawmem search` does (one stat per file when nothing changed). */

@@ -21,7 +21,7 @@
 
 typedef struct agent_tools {
     cm_engine *engine;       /* NULL: no memory tools */
-    const char *session_key; /* for memory_search's citation rule; may be NULL */
+    const char *session_key; /* memory_search: citations, memory.qmd.scope; may be NULL */
     bool allow_write;        /* memory_write offered */
     /* Only for a flush turn: memory_write may only append to this path
      * (e.g. "memory/2026-11-30.md"); NULL: any memory file. */

@@ -98,6 +98,7 @@ static void set_defaults(cm_config *cfg)
     cfg->multimodal_max_bytes = CM_MEDIA_MAX_BYTES_DEFAULT;
     cfg->batch_concurrency = 2;
     cfg->citations = CM_CITE_AUTO;
+    config_qmd_defaults(cfg);
     cfg->sessions_delta_bytes = 100000;
     cfg->sessions_delta_messages = 50;
 }
@@ -456,6 +457,9 @@ static cm_rc read_rest(ctx *c, const json_t *root)
             const char *s = json_string_value(v);
             cfg->citations = s[1] == 'u' ? CM_CITE_AUTO : s[1] == 'n' ? CM_CITE_ON : CM_CITE_OFF;
         }
+        json_t *qmd = NULL;
+        CHECK(get_obj(c, memory, "qmd", "memory.qmd", &qmd));
+        CHECK(config_read_qmd(c, qmd));
     }
     CHECK(get_obj(c, root, "clawmem", "clawmem", &ours));
     if (ours) CHECK(read_clawmem(c, ours));
@@ -684,6 +688,7 @@ void config_release(cm_config *cfg)
     free(cfg->fts_tokenizer);
     free(cfg->vector_extension_path);
     free(cfg->backend);
+    config_qmd_release(&cfg->qmd);
     json_decref(cfg->root);
     memset(cfg, 0, sizeof *cfg);
 }

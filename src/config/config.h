@@ -42,6 +42,39 @@ typedef enum cm_merge { CM_MERGE_WEIGHTED, CM_MERGE_MINMAX, CM_MERGE_RRF } cm_me
 /* provider "static" without hybridMerge or weights: minmax at this vectorWeight */
 #define CM_STATIC_VECTOR_WEIGHT 0.05
 
+/* memory.qmd.scope (the schema of session.sendPolicy): the first rule whose
+ * match fits the caller's session key decides; else default_allow. */
+typedef struct cm_qmd_rule {
+    bool allow;
+    char *channel, *chat_type, *key_prefix, *raw_key_prefix; /* NULL: any */
+} cm_qmd_rule;
+
+/* memory.qmd.paths[]: a collection (path as written; pattern NULL: every .md file beneath). */
+typedef struct cm_qmd_path {
+    char *path, *name, *pattern;
+} cm_qmd_path;
+
+/* memory.qmd.*, with QuantumClaw 2026.3.22's defaults (durations in ms). */
+typedef struct cm_qmd_config {
+    char *command;     /* NULL: "qmd" on PATH; only its first word is run */
+    char *search_mode; /* NULL: "search"; "vsearch" or "query" */
+    bool include_default_memory;
+    cm_qmd_path *paths;
+    size_t npaths;
+    bool sessions_enabled;
+    char *sessions_export_dir;   /* NULL: <stateDir>/agents/<id>/qmd/sessions */
+    int sessions_retention_days; /* 0: keep all */
+    int64_t interval_ms, embed_interval_ms, debounce_ms;
+    bool on_boot, wait_for_boot_sync;
+    int64_t command_timeout_ms, update_timeout_ms, embed_timeout_ms;
+    int max_results, max_snippet_chars, max_injected_chars;
+    int64_t timeout_ms;
+    bool scope_set; /* memory.qmd.scope given (else DM-only) */
+    bool scope_default_allow;
+    cm_qmd_rule *rules;
+    size_t nrules;
+} cm_qmd_config;
+
 typedef struct cm_config {
     char *agent_id;
     char *state_dir;   /* absolute */
@@ -95,6 +128,7 @@ typedef struct cm_config {
     /* memory.* */
     char *backend; /* "builtin" or "qmd" */
     cm_citations citations;
+    cm_qmd_config qmd; /* memory.qmd (read whatever the backend) */
 
     /* Both files merged key by key (objects recursively, the overlay's other
      * values replace), as written: the sections the runtime layers read
@@ -160,6 +194,9 @@ cm_rc config_header_set(cm_strlist *l, const char *line);
 /* Whether model names gemini-embedding-2-preview (with 2026.3.22's prefixes
  * "models/", "gemini/", "google/" allowed): the model of multimodal memory. */
 bool config_gemini2_model(const char *model);
+/* Parses a QuantumClaw duration ("5m", "90s", "1h30m", "250ms"; a bare
+ * number in unit_ms units) into *ms; false when malformed. */
+bool config_duration_ms(const char *s, int64_t unit_ms, int64_t *ms);
 
 /* Candidate pool per side: maxResults × candidateMultiplier, at most 200. */
 int config_candidates(const cm_config *cfg, int max_results);

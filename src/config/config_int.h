@@ -67,6 +67,15 @@ cm_rc config_header_put(cm_strlist *l, const char *name, const char *value);
  * A bad value fails with config_bad(); an unknown key warns. */
 cm_rc config_walk(ctx *c, const json_t *obj, const char *prefix, const char *rel);
 
+/* ---- qmd.c -------------------------------------------------------------- */
+
+/* QuantumClaw 2026.3.22's defaults of memory.qmd into cfg->qmd. */
+void config_qmd_defaults(cm_config *cfg);
+/* Applies memory.qmd of one file (qmd may be NULL) over c->cfg->qmd; a bad
+ * value fails with config_bad() (file:line:col and the key path). */
+cm_rc config_read_qmd(ctx *c, const json_t *qmd);
+void config_qmd_release(cm_qmd_config *q);
+
 /* ---- known_keys.c ------------------------------------------------------- */
 
 /* Warns about each key of root, in the sections clawmem reads, that

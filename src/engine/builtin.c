@@ -24,5 +24,5 @@ static void builtin_close(cm_engine *e)
 }
 
 const engine_backend engine_builtin = {
-    "builtin", builtin_open, builtin_sync, builtin_search, builtin_status, builtin_close,
+    "builtin", builtin_open, builtin_sync, builtin_search, builtin_status, builtin_close, NULL,
 };

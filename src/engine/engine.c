@@ -1,7 +1,7 @@
 /*
  * engine.c — the per-agent engine behind include/clawmem.h: the handle
  * (config, logger, the backend), memory_get and memory_write; sync, search
- * and status go to the backend's table (builtin.c). The engine's jobs live
+ * and status go to the backend's table (builtin.c, qmd_backend.c). The engine's jobs live
  * beside it, one a file, and share engine_int.h.
  */
 #include "engine_int.h"
@@ -32,10 +32,7 @@ cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t e
     e->allow_write = opt->allow_write != 0;
     cm_config_args args = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(config_load(&args, &e->lg, &e->cfg, err, errlen));
-    if (strcmp(e->cfg.backend, "qmd") == 0)
-        cm_logf(&e->lg, CM_LOG_WARN,
-                "memory.backend = \"qmd\": clawmem serves memory itself (the builtin index)");
-    e->be = &engine_builtin;
+    e->be = strcmp(e->cfg.backend, "qmd") == 0 ? &engine_qmd_backend : &engine_builtin;
     CHECK(e->be->open(e, err, errlen));
 out:
     if (rc) {
@@ -90,7 +87,10 @@ cm_rc cm_memory_get_at(cm_engine *e, const char *path, long from, long offset, l
     *json = NULL;
     if (!path) path = "";
     cm_rc rc = engine_workspace_exists(e, err, errlen);
-    if (!rc) rc = tools_get(&e->cfg, path, strlen(path), from, offset, lines, &out, err, errlen);
+    if (!rc && e->be->get)
+        rc = e->be->get(e, path, from, offset, lines, &out, err, errlen);
+    else if (!rc)
+        rc = tools_get(&e->cfg, path, strlen(path), from, offset, lines, &out, err, errlen);
     if (rc) {
         buf_release(&out);
         return rc;

@@ -29,7 +29,8 @@
 
 /* A backend: what serves sync, search and status behind the cm_* entry
  * points of engine.c (as git's struct ref_storage_be). One today: builtin.c,
- * clawmem's own index; memory.backend = "qmd" is served by it too. */
+ * clawmem's own index; qmd_backend.c, the QMD sidecar (memory.backend =
+ * "qmd"), which answers with builtin's calls when QMD fails. */
 typedef struct engine_backend {
     const char *name; /* as status shows it */
     /* after the config is loaded; a failure fails cm_engine_open */
@@ -41,6 +42,9 @@ typedef struct engine_backend {
     cm_rc (*status)(cm_engine *e, int deep, char **json, char *err, size_t errlen);
     /* releases what open and the other calls left; safe after a failed open */
     void (*close)(cm_engine *e);
+    /* memory_get, or NULL: the memory files' rules (tools_get) */
+    cm_rc (*get)(cm_engine *e, const char *path, long from, long offset, long lines, buf *out,
+                 char *err, size_t errlen);
 } engine_backend;
 
 struct cm_engine {
@@ -69,6 +73,8 @@ struct cm_engine {
     int64_t vx_seq;                /* the vector log position vx reflects (-1: no log) */
     bool vx_stale;                 /* this engine's own sync changed vectors since */
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
+    /* qmd_backend.c: the QMD sidecar (memory.backend = "qmd") */
+    struct engine_qmd *qmd;
 };
 
 /* Whether memory_write may write (cm_engine_writable). */
@@ -86,6 +92,16 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
 cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
                      const char *session_key, char **json, char *err, size_t errlen);
 cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
+
+/* ---- qmd_backend.c: the QMD backend -------------------------------------- */
+
+extern const engine_backend engine_qmd_backend;
+/* For tests: the clock (ms since the epoch) of the QMD sidecars opened from
+ * now on (NULL: the real clock), and a look at an engine's sidecar: updates
+ * finished so far (-1: no sidecar); engine_qmd_poke wakes its schedule. */
+void engine_qmd_test_clock(int64_t (*clock)(void *ctx), void *ctx);
+int engine_qmd_updates(cm_engine *e);
+void engine_qmd_poke(cm_engine *e);
 
 /* ---- conn.c: the index connection --------------------------------------- */
 

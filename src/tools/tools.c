@@ -358,14 +358,14 @@ static size_t next_line(const char *s, size_t n, size_t i)
     return nl ? (size_t)(nl - s) + 1 : n;
 }
 
-cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long offset,
-                long lines, buf *out, char *err, size_t errlen)
+/* memory_get's payload for the file loc names (lines as tools_get). */
+static cm_rc get_loc(const tools_loc *l, long from, long offset, long lines, buf *out, char *err,
+                     size_t errlen)
 {
     cm_rc rc = CM_OK;
-    tools_loc loc;
+    const tools_loc loc = *l;
     buf text = BUF_INIT, clean = BUF_INIT;
     int fd = -1;
-    CHECK(tools_locate(cfg, path, len, false, &loc, err, errlen));
     if (loc.root >= 0) {
         rc = path_open_beneath(loc.root, loc.inner, O_RDONLY, &fd, NULL, err, errlen);
         if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing recorded yet: empty text */
@@ -447,9 +447,44 @@ cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, l
     CHECK(buf_addc(out, '}'));
 out:
     if (fd >= 0) close(fd);
-    tools_loc_release(&loc);
     buf_release(&text);
     buf_release(&clean);
+    return rc;
+}
+
+cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long offset,
+                long lines, buf *out, char *err, size_t errlen)
+{
+    tools_loc loc;
+    cm_rc rc = tools_locate(cfg, path, len, false, &loc, err, errlen);
+    if (rc) return rc;
+    rc = get_loc(&loc, from, offset, lines, out, err, errlen);
+    tools_loc_release(&loc);
+    return rc;
+}
+
+cm_rc tools_get_beneath(const char *root, const char *inner, const char *name, long from,
+                        long offset, long lines, buf *out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    tools_loc loc = {-1, NULL, NULL, false};
+    size_t n = strlen(inner);
+    if (!n) FAIL(CM_EPATH, "%.200s: no file named", name);
+    if (utf8_valid_prefix(inner, n) != n) FAIL(CM_EPATH, "path is not valid UTF-8");
+    if (n < 3 || strcmp(inner + n - 3, ".md") != 0)
+        FAIL(CM_EPATH, "%.200s: only Markdown (.md) memory files can be read", name);
+    if (inner[0] == '/') FAIL(CM_EPATH, "%.200s: escapes its collection's root", name);
+    for (const char *p = inner; *p;) { /* no ".." part: nothing above the root */
+        size_t k = strcspn(p, "/");
+        if (k == 2 && p[0] == '.' && p[1] == '.')
+            FAIL(CM_EPATH, "%.200s: '..' leaves its collection's root", name);
+        p += k + (p[k] == '/');
+    }
+    if (!(loc.inner = cm_strdup(inner)) || !(loc.rel = cm_strdup(name))) CHECK(CM_ENOMEM);
+    CHECK(open_root(root, true, false, &loc, err, errlen));
+    CHECK(get_loc(&loc, from, offset, lines, out, err, errlen));
+out:
+    tools_loc_release(&loc);
     return rc;
 }
 

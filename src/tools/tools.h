@@ -102,6 +102,14 @@ cm_rc tools_open_media(const cm_config *cfg, const char *path, int *fd, struct s
 cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long offset,
                 long lines, buf *out, char *err, size_t errlen);
 
+/* memory_get of a file beneath a directory other than the memory files (a
+ * QMD collection's root): inner is relative to root ("a/b.md"; refused:
+ * absolute, a ".." part, not .md, not UTF-8), read as tools_get reads (no
+ * symbolic link followed, root included); name is the path the payload
+ * shows. A missing file gives empty text. */
+cm_rc tools_get_beneath(const char *root, const char *inner, const char *name, long from,
+                        long offset, long lines, buf *out, char *err, size_t errlen);
+
 /* memory_write notes are at most this many bytes. */
 #define TOOLS_WRITE_MAX_BYTES (64u << 10)
 
