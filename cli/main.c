@@ -174,6 +174,12 @@ static int on_progress(void *ctx, const cm_progress *p)
         return 0;
     }
     if (pr->downloads_only) return 0;
+    if (p->batch_state) { /* remote.batch: waiting for the provider's batches */
+        fprintf(stderr, "\rembedding batches: %zu pending (%zu chunks), oldest %-12s      ",
+                p->batches_pending, p->batch_chunks, p->batch_state);
+        pr->shown = 1;
+        return 0;
+    }
     bool done = p->files_done == p->files_total;
     if (!done && since(&pr->last) < 0.1) return 0;
     clock_gettime(CLOCK_MONOTONIC, &pr->last);
@@ -260,6 +266,19 @@ static int status_text(json_t *s)
     }
     if (json_string_value(json_object_get(s, "lastError")))
         out_line("Last provider error: %s\n", jstr(s, "lastError"));
+    json_t *batch = json_object_get(s, "batch");
+    if (json_is_true(json_object_get(batch, "enabled"))) {
+        json_t *pend = json_object_get(batch, "pending");
+        printf("Batch: %s, %zu pending", json_is_true(json_object_get(batch, "active")) ? "on" : "unused",
+               json_array_size(pend));
+        size_t i;
+        json_t *b;
+        json_array_foreach(pend, i, b) out_line("  %s %s (%lld chunks)", jstr(b, "id"), jstr(b, "state"),
+                                                (long long)json_integer_value(json_object_get(b, "chunks")));
+        printf("\n");
+        if (json_string_value(json_object_get(batch, "lastError")))
+            out_line("Last batch error: %s\n", jstr(batch, "lastError"));
+    }
     if (json_object_get(s, "integrity")) {
         out_line("Integrity: %s", jstr(s, "integrity"));
         printf("  Files needing sync: %lld\n",

@@ -96,6 +96,9 @@ static void set_defaults(cm_config *cfg)
     cfg->cache_enabled = true;
     cfg->cache_max_entries = 50000;
     cfg->batch_concurrency = 2;
+    cfg->batch_wait = true;
+    cfg->batch_poll_ms = 2000;
+    cfg->batch_timeout_min = 60;
     cfg->citations = CM_CITE_AUTO;
     cfg->sessions_delta_bytes = 100000;
     cfg->sessions_delta_messages = 50;

@@ -69,6 +69,11 @@ struct cm_engine {
     int64_t vx_seq;                /* the vector log position vx reflects (-1: no log) */
     bool vx_stale;                 /* this engine's own sync changed vectors since */
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
+    /* batch_fill.c: the batch APIs during a sync (set by builtin_sync) */
+    cm_progress_fn batch_progress;
+    void *batch_pctx;
+    bool batch_nowait;     /* a search's or watcher's sync: submit and poll, never wait */
+    char batch_error[512]; /* the last batch failure, for status */
 };
 
 /* Whether memory_write may write (cm_engine_writable). */
@@ -108,6 +113,20 @@ void engine_provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress, vo
 void engine_provider_check(cm_engine *e);
 /* Gives every chunk of st without a vector one (cache, then the provider). */
 cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen);
+
+/* ---- batch_fill.c: the batch APIs (memorySearch.remote.batch) --------- */
+
+/* Whether this sync embeds documents through the provider's batch API. */
+bool engine_batch_on(const cm_engine *e);
+/* Gives the chunks of st without a vector theirs through batches: resumes
+ * the batches recorded in the index, submits new ones for the rest, waits
+ * for them (remote.batch.wait, unless e->batch_nowait) and retries failed
+ * items synchronously. *sync_rest is set when repeated batch failures turned
+ * batch mode off: the caller then embeds what is left synchronously. */
+cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *sync_rest, char *err,
+                        size_t errlen);
+/* Appends ,"batch":{…} to a status payload: settings and pending batches. */
+cm_rc engine_batch_status(cm_engine *e, buf *out, char *err, size_t errlen);
 
 /* ---- lock.c: the writer lock and the watcher's record ------------------- */
 

@@ -263,6 +263,9 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
         goto out; /* a live watcher keeps the index fresh */
     engine_provider_ready(e, true, progress,
                           progress_ctx); /* before the lock: a download takes a while */
+    e->batch_progress = progress; /* batch_fill.c reports its state through it */
+    e->batch_pctx = progress_ctx;
+    e->batch_nowait = (flags & CM_SYNC_NOWAIT) != 0;
     CHECK(discover_files(&e->cfg, &files, &r.problems));
     CHECK(meta_json(e, &meta));
     /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
@@ -310,6 +313,7 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
+    e->batch_progress = NULL;
     engine_lock_release(lock);
     file_reader_release(&rd);
     file_list_release(&files);
