@@ -35,6 +35,8 @@ struct fake_server {
     int nconns;
     pthread_cond_t idle; /* nconns fell */
     atomic_int stop;
+    fake_handler_fn handler; /* fake_handler */
+    void *handler_ctx;
 };
 
 void fake_vector(const char *text, int dims, float *out)
@@ -255,6 +257,8 @@ static void *serve(void *arg)
             s->nfaults--;
         }
         char path[256] = "", method[8] = "";
+        fake_handler_fn hfn = f == FAKE_OK ? s->handler : NULL;
+        void *hctx = s->handler_ctx;
         sscanf(in.data, "%7s %255s", method, path);
         char *hdrs = cm_strndup(in.data, hlen);
         if (q) {
@@ -267,6 +271,26 @@ static void *serve(void *arg)
         }
         pthread_mutex_unlock(&s->mu);
         char *body = cm_strndup(in.data + hlen, clen);
+        char *hout = NULL;
+        size_t hlen_out = 0;
+        int hstatus = 200;
+        const char *hctype = "application/json";
+        if (hfn && hfn(hctx, method, path, in.data + hlen, clen, &hstatus, &hctype, &hout,
+                       &hlen_out)) {
+            buf msg = BUF_INIT;
+            buf_printf(&msg, "HTTP/1.1 %d Fake\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+                       hstatus, hctype, hlen_out);
+            buf_add(&msg, hout ? hout : "", hlen_out);
+            send_all(c->fd, msg.data, msg.len);
+            buf_release(&msg);
+            free(hout);
+            free(body);
+            free(hdrs);
+            memmove(in.data, in.data + hlen + clen, in.len - hlen - clen);
+            in.len -= hlen + clen;
+            if (in.data) in.data[in.len] = 0;
+            continue;
+        }
         memmove(in.data, in.data + hlen + clen, in.len - hlen - clen);
         in.len -= hlen + clen;
         in.data[in.len] = 0;
@@ -454,6 +478,14 @@ void fake_file_etag(fake_server *s, const char *path, const char *etag)
             snprintf(s->files[i].etag, sizeof s->files[i].etag, "%s", etag);
             break;
         }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void fake_handler(fake_server *s, fake_handler_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    s->handler = fn;
+    s->handler_ctx = ctx;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -39,6 +39,24 @@ void embed_batch_sleep(long ms)
     }
 }
 
+static size_t limit_requests, limit_bytes;
+
+void embed_batch_set_limits(size_t max_requests, size_t max_bytes)
+{
+    limit_requests = max_requests;
+    limit_bytes = max_bytes;
+}
+
+size_t embed_batch_max_requests(void)
+{
+    return limit_requests ? limit_requests : EMBED_BATCH_MAX_REQUESTS;
+}
+
+size_t embed_batch_max_bytes(void)
+{
+    return limit_bytes ? limit_bytes : EMBED_BATCH_FILE_BYTES;
+}
+
 /* ---- HTTP ----------------------------------------------------------------- */
 
 #define BATCH_ATTEMPTS    3

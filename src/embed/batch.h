@@ -37,6 +37,12 @@ void embed_batch_set_clock(const embed_batch_clock *c);
 int64_t embed_batch_now(void);
 void embed_batch_sleep(long ms);
 
+/* Overrides the limits of one batch (tests: a split without 50,000
+ * inputs); 0 restores a limit. Not thread-safe, as the clock. */
+void embed_batch_set_limits(size_t max_requests, size_t max_bytes);
+size_t embed_batch_max_requests(void);
+size_t embed_batch_max_bytes(void);
+
 /* Whether provider p has a batch API (openai, gemini, voyage). */
 bool embed_batch_supported(const embed_provider *p);
 

@@ -11,9 +11,13 @@
  * rest of the sync is synchronous (2026.3.22's rule). No synchronous request
  * is made otherwise: the vectors' dimensions come from the batch output.
  */
+#include <jansson.h>
+
 #include "../base/utf8.h"
 #include "../embed/batch.h"
 #include "engine_int.h"
+
+#define BATCH_ERROR_KEY "clawmem_batch_last_error"
 
 bool engine_batch_on(const cm_engine *e)
 {
@@ -255,6 +259,12 @@ static void failed(run *r, const char *why, bool force_off)
     r->failures++;
     r->stats->batches_failed++;
     snprintf(r->e->batch_error, sizeof r->e->batch_error, "%s", why);
+    /* kept in the index for status (best effort: a JSON string) */
+    buf j = BUF_INIT;
+    char e2[128];
+    if (utf8_add_json_str(&j, why, strlen(why)) == CM_OK)
+        store_meta_set(r->st, BATCH_ERROR_KEY, j.data, e2, sizeof e2);
+    buf_release(&j);
     if (force_off || r->failures >= EMBED_BATCH_FAILURE_LIMIT) r->off = true;
     cm_logf(&r->e->lg, CM_LOG_WARN, "%s batch failed (%d/%d); %s; its items are embedded synchronously: %s",
             embed_name(r->p), r->failures, EMBED_BATCH_FAILURE_LIMIT,
@@ -330,7 +340,7 @@ static cm_rc next_group(run *r, size_t *cursor, buf *jsonl, const char ***hashes
     buf line = BUF_INIT;
     buf_reset(jsonl);
     *n = 0;
-    while (*cursor < r->nitems && *n < EMBED_BATCH_MAX_REQUESTS) {
+    while (*cursor < r->nitems && *n < embed_batch_max_requests()) {
         item *it = &r->items[*cursor];
         if (it->state != ITEM_NEW) {
             (*cursor)++;
@@ -346,7 +356,7 @@ static cm_rc next_group(run *r, size_t *cursor, buf *jsonl, const char ***hashes
         rc = embed_batch_line(r->p, it->hash, text, &line);
         free(text);
         CHECK(rc);
-        if (*n && jsonl->len + line.len > EMBED_BATCH_FILE_BYTES) break;
+        if (*n && jsonl->len + line.len > embed_batch_max_bytes()) break;
         CHECK(buf_add(jsonl, line.data, line.len));
         (*hashes)[(*n)++] = it->hash;
         (*cursor)++;
@@ -468,7 +478,7 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
     CHECK(load_items(&r, err, errlen));
     CHECK(from_cache(&r, err, errlen));
     CHECK(resume(&r, err, errlen));
-    hashes = malloc(EMBED_BATCH_MAX_REQUESTS * sizeof *hashes);
+    hashes = malloc(embed_batch_max_requests() * sizeof *hashes);
     if (!hashes) CHECK(CM_ENOMEM);
     size_t cursor = 0;
     int64_t start = embed_batch_now();
@@ -578,10 +588,17 @@ cm_rc engine_batch_status(cm_engine *e, buf *out, char *err, size_t errlen)
                             (long long)rows[i].created);
     }
     if (!rc) rc = buf_adds(out, "]");
-    if (!rc && e->batch_error[0]) {
+    char *stored = NULL;
+    if (!rc && !e->batch_error[0] && e->st_open)
+        rc = store_meta_get(&e->st, BATCH_ERROR_KEY, &stored, err, errlen);
+    json_t *sj = stored ? json_loads(stored, JSON_DECODE_ANY, NULL) : NULL;
+    const char *last = e->batch_error[0] ? e->batch_error : json_string_value(sj);
+    if (!rc && last) {
         rc = buf_adds(out, ",\"lastError\":");
-        if (!rc) rc = utf8_add_json_str(out, e->batch_error, strlen(e->batch_error));
+        if (!rc) rc = utf8_add_json_str(out, last, strlen(last));
     }
+    json_decref(sj);
+    free(stored);
     if (!rc) rc = buf_adds(out, "}");
     store_batches_release(rows, n);
     return rc;

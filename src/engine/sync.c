@@ -302,6 +302,10 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
     }
     if (full) {
         CHECK(engine_rebuild(&r, &files, meta.data, err, errlen));
+        if (engine_batch_on(e)) { /* so that a killed sync finds its batches recorded */
+            CHECK(engine_ensure_store(e, err, errlen));
+            CHECK(engine_fill_vectors(e, &e->st, stats, err, errlen));
+        }
     } else {
         CHECK(store_vector_log_ensure(&e->st, err, errlen));
         CHECK(incremental(&r, &files, err, errlen));

@@ -66,7 +66,7 @@ cm_rc store_batches_list(store *s, store_batch **out, size_t *n, char *err, size
                                "SELECT id, provider, model, key, state, items, created, updated "
                                "FROM embed_batches ORDER BY created, id",
                                -1, &q, NULL);
-    while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
+    while (q && (r = sqlite3_step(q)) == SQLITE_ROW) {
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 8;
             store_batch *nb = realloc(*out, nc * sizeof *nb);
@@ -147,7 +147,7 @@ cm_rc store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, ch
     int r = sqlite3_prepare_v2(s->db, "SELECT hash FROM embed_batch_items WHERE batch_id = ?1", -1,
                                &q, NULL);
     if (r == SQLITE_OK) sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-    while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
+    while (q && (r = sqlite3_step(q)) == SQLITE_ROW) {
         const char *h = store_col_text(q, 0);
         if (!h) CHECK(store_corrupt(s, "the batch table", err, errlen));
         if (*n == cap) {
