@@ -44,8 +44,10 @@ static void bt_config(bt *t, const char *batch_extra)
     snprintf(url, sizeof url, "%s/%s", t->base, strcmp(t->provider, "gemini") ? "v1" : "v1beta");
     snprintf(text, sizeof text,
              "{agents:{defaults:{memorySearch:{provider:'%s',remote:{baseUrl:'%s',apiKey:'k',"
-             "batch:{enabled:true,pollIntervalMs:1000%s}}}}}}",
-             t->provider, url, batch_extra ? batch_extra : "");
+             "batch:{enabled:true%s%s}}}}}}",
+             t->provider, url,
+             batch_extra && strstr(batch_extra, "pollIntervalMs") ? "" : ",pollIntervalMs:1000",
+             batch_extra ? batch_extra : "");
     write_file(t->dir, "qc.json", text);
 }
 
@@ -425,7 +427,7 @@ TEST(batch_falls_back_after_repeated_failures)
 TEST(batch_wait_false_keywords_first_vectors_later)
 {
     bt t;
-    bt_init(&t, "gemini", ",wait:false");
+    bt_init(&t, "gemini", ",wait:false,pollIntervalMs:600000");
     fake_batch_plan held = {.hold = true};
     fake_batch_script(t.fb, &held);
     cm_sync_stats st;
@@ -444,6 +446,7 @@ TEST(batch_wait_false_keywords_first_vectors_later)
                id);
     json_decref(s);
     /* keyword results at once */
+    int polls = fake_batch_counts_get(t.fb).polls;
     cm_engine *e = bt_open(&t);
     char err[512], *js = NULL;
     cm_search_opts o = {10, 0, 0};
@@ -453,6 +456,11 @@ TEST(batch_wait_false_keywords_first_vectors_later)
     json_decref(p);
     cm_free(js);
     cm_engine_free(e);
+    /* a search's sync (NOWAIT) does not ask again within the poll interval */
+    EXPECT_INT(bt_sync(&t, CM_SYNC_NOWAIT, &st), CM_OK);
+    EXPECT_INT(st.batches_pending, 1);
+    EXPECT_INT(st.batches_submitted, 0);
+    EXPECT_INT(fake_batch_counts_get(t.fb).polls, polls);
     /* still running: a sync polls and leaves it */
     EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
     EXPECT_INT(st.batches_pending, 1);

@@ -36,6 +36,7 @@ enum { ITEM_NEW, ITEM_PENDING, ITEM_DONE, ITEM_RETRY };
 typedef struct pending {
     char *id;
     char state[32];
+    int64_t checked; /* wall ms of the last status request (recorded: updated) */
     char **hashes;
     size_t n;
 } pending;
@@ -450,6 +451,7 @@ static cm_rc resume(run *r, char *err, size_t errlen)
         b->id = row->id;
         row->id = NULL;
         snprintf(b->state, sizeof b->state, "%s", row->state);
+        b->checked = row->updated;
         rc = store_batch_hashes(r->st, b->id, &b->hashes, &b->n, err, errlen);
         for (size_t k = 0; !rc && k < b->n; k++) {
             item *it = find(r, b->hashes[k]);
@@ -496,6 +498,11 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
         for (size_t i = 0; i < r.npend && !stalled;) {
             embed_batch_status s;
             char msg[512];
+            /* a search's sync asks at most once per poll interval */
+            if (e->batch_nowait && cm_wall_ms() - r.pend[i].checked < c->batch_poll_ms) {
+                i++;
+                continue;
+            }
             cm_rc got = embed_batch_poll(r.p, r.pend[i].id, &s, msg, sizeof msg);
             if (got == CM_ENOMEM) CHECK(got);
             if (got) { /* the provider cannot say now: ask again on a later sync */
@@ -525,10 +532,9 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
                 CHECK(rc);
                 continue;
             }
-            if (strcmp(s.state, r.pend[i].state) != 0) {
-                snprintf(r.pend[i].state, sizeof r.pend[i].state, "%s", s.state);
-                CHECK(store_batch_state(st, r.pend[i].id, s.state, cm_wall_ms(), err, errlen));
-            }
+            snprintf(r.pend[i].state, sizeof r.pend[i].state, "%s", s.state);
+            r.pend[i].checked = cm_wall_ms();
+            CHECK(store_batch_state(st, r.pend[i].id, s.state, r.pend[i].checked, err, errlen));
             i++;
         }
         report(&r);
