@@ -60,10 +60,11 @@ static int run(const char *work, const char *ws, const char *label, const char *
     }
     snprintf(url, sizeof url, "%s/%s", base, strcmp(provider, "gemini") ? "v1" : "v1beta");
     FILE *f = fopen(cfgp, "w");
-    fprintf(f,
-            "{agents:{defaults:{memorySearch:{provider:'%s',remote:{baseUrl:'%s',apiKey:'k',"
-            "batch:{enabled:%s,concurrency:2,pollIntervalMs:250}},chunking:{tokens:32,overlap:0}}}}}",
-            provider, url, batch ? "true" : "false");
+    fprintf(
+        f,
+        "{agents:{defaults:{memorySearch:{provider:'%s',remote:{baseUrl:'%s',apiKey:'k',"
+        "batch:{enabled:%s,concurrency:2,pollIntervalMs:250}},chunking:{tokens:32,overlap:0}}}}}",
+        provider, url, batch ? "true" : "false");
     fclose(f);
     cm_options o = {NULL, ws, cfgp, state, NULL, NULL, 0};
     cm_engine *e = NULL;

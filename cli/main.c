@@ -269,12 +269,14 @@ static int status_text(json_t *s)
     json_t *batch = json_object_get(s, "batch");
     if (json_is_true(json_object_get(batch, "enabled"))) {
         json_t *pend = json_object_get(batch, "pending");
-        printf("Batch: %s, %zu pending", json_is_true(json_object_get(batch, "active")) ? "on" : "unused",
+        printf("Batch: %s, %zu pending",
+               json_is_true(json_object_get(batch, "active")) ? "on" : "unused",
                json_array_size(pend));
         size_t i;
         json_t *b;
-        json_array_foreach(pend, i, b) out_line("  %s %s (%lld chunks)", jstr(b, "id"), jstr(b, "state"),
-                                                (long long)json_integer_value(json_object_get(b, "chunks")));
+        json_array_foreach(pend, i, b)
+            out_line("  %s %s (%lld chunks)", jstr(b, "id"), jstr(b, "state"),
+                     (long long)json_integer_value(json_object_get(b, "chunks")));
         printf("\n");
         if (json_string_value(json_object_get(batch, "lastError")))
             out_line("Last batch error: %s\n", jstr(batch, "lastError"));

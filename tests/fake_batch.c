@@ -104,7 +104,8 @@ static const char *line_text(json_t *j)
     if (json_is_string(in)) return json_string_value(in);
     if (json_is_array(in)) return json_string_value(json_array_get(in, 0));
     return json_string_value(json_object_get(
-        json_array_get(json_object_get(json_object_get(json_object_get(j, "request"), "content"), "parts"), 0),
+        json_array_get(
+            json_object_get(json_object_get(json_object_get(j, "request"), "content"), "parts"), 0),
         "text"));
 }
 
@@ -113,7 +114,8 @@ static json_t *vec_of(const char *text, int dims)
     float v[1024];
     fake_vector(text, dims, v);
     json_t *a = json_array();
-    for (int i = 0; i < dims; i++) json_array_append_new(a, json_real(v[i]));
+    for (int i = 0; i < dims; i++)
+        json_array_append_new(a, json_real(v[i]));
     return a;
 }
 
@@ -205,8 +207,9 @@ static json_t *files_status(fbatch *x, const char *state)
     json_object_set_new(j, "output_file_id", x->out[0] ? json_string(x->out) : json_null());
     json_object_set_new(j, "error_file_id", x->errf[0] ? json_string(x->errf) : json_null());
     if (!strcmp(state, "failed"))
-        json_object_set_new(j, "errors", json_pack("{s:[{s:s, s:s}]}", "data", "code", "invalid",
-                                                   "message", "the batch was rejected"));
+        json_object_set_new(j, "errors",
+                            json_pack("{s:[{s:s, s:s}]}", "data", "code", "invalid", "message",
+                                      "the batch was rejected"));
     return j;
 }
 
@@ -217,16 +220,19 @@ static json_t *gemini_status(fbatch *x, const char *state)
                      : !strcmp(state, "failed")    ? "BATCH_STATE_FAILED"
                      : !strcmp(state, "expired")   ? "BATCH_STATE_EXPIRED"
                                                    : "BATCH_STATE_CANCELLED";
-    json_t *meta = json_pack("{s:s, s:s, s:s}", "@type",
-                             "type.googleapis.com/google.ai.generativelanguage.v1beta.EmbedContentBatch",
-                             "name", x->id, "state", st);
+    json_t *meta =
+        json_pack("{s:s, s:s, s:s}", "@type",
+                  "type.googleapis.com/google.ai.generativelanguage.v1beta.EmbedContentBatch",
+                  "name", x->id, "state", st);
     json_t *j = json_pack("{s:s, s:o, s:b}", "name", x->id, "metadata", meta, "done", x->finished);
     if (x->out[0]) {
         json_object_set_new(meta, "output", json_pack("{s:s}", "responsesFile", x->out));
-        json_object_set_new(j, "response", json_pack("{s:s, s:s}", "@type", "x", "responsesFile", x->out));
+        json_object_set_new(j, "response",
+                            json_pack("{s:s, s:s}", "@type", "x", "responsesFile", x->out));
     }
     if (x->finished && strcmp(state, "completed"))
-        json_object_set_new(j, "error", json_pack("{s:i, s:s}", "code", 13, "message", "batch did not finish"));
+        json_object_set_new(j, "error",
+                            json_pack("{s:i, s:s}", "code", 13, "message", "batch did not finish"));
     return j;
 }
 
@@ -249,19 +255,23 @@ static bool handle(void *ctx, const char *method, const char *path, const char *
             *status = 400;
             *out = dump(json_pack("{s:{s:s}}", "error", "message", "no jsonl part"), out_len);
         } else {
-            for (size_t i = 0; i < n; i++) b->c.lines_uploaded += jsonl[i] == '\n';
+            for (size_t i = 0; i < n; i++)
+                b->c.lines_uploaded += jsonl[i] == '\n';
             ffile *f = file_add(b, gem ? "files/in-" : "file-in-", jsonl, n);
             *out = gem ? dump(json_pack("{s:{s:s, s:s}}", "file", "name", f->id, "mimeType",
-                                        "application/jsonl"), out_len)
+                                        "application/jsonl"),
+                              out_len)
                        : dump(json_pack("{s:s, s:s, s:i, s:s}", "id", f->id, "object", "file",
-                                        "bytes", (int)n, "purpose", "batch"), out_len);
+                                        "bytes", (int)n, "purpose", "batch"),
+                              out_len);
         }
     } else if (post && (!strcmp(path, "/v1/batches") || strstr(path, ":asyncBatchEmbedContent"))) {
         json_t *in = json_loadb(body, body_len, 0, NULL);
         bool gem = strstr(path, ":async") != NULL;
-        const char *file = gem ? json_string_value(json_object_get(
-                                     json_object_get(json_object_get(in, "batch"), "inputConfig"), "fileName"))
-                               : json_string_value(json_object_get(in, "input_file_id"));
+        const char *file =
+            gem ? json_string_value(json_object_get(
+                      json_object_get(json_object_get(in, "batch"), "inputConfig"), "fileName"))
+                : json_string_value(json_object_get(in, "input_file_id"));
         b->c.creates++;
         if (!file || !file_find(b, file)) {
             *status = 400;
@@ -285,7 +295,8 @@ static bool handle(void *ctx, const char *method, const char *path, const char *
                        : dump(files_status(x, "validating"), out_len);
         }
         json_decref(in);
-    } else if (!post && (!strncmp(path, "/v1/batches/", 12) || !strncmp(path, "/v1beta/batches/", 16))) {
+    } else if (!post &&
+               (!strncmp(path, "/v1/batches/", 12) || !strncmp(path, "/v1beta/batches/", 16))) {
         fbatch *x = batch_find(b, path + (path[3] == 'b' ? 8 : 12));
         b->c.polls++;
         if (!x) {
@@ -296,7 +307,8 @@ static bool handle(void *ctx, const char *method, const char *path, const char *
             *out = x->kind == K_GEMINI ? dump(gemini_status(x, st), out_len)
                                        : dump(files_status(x, st), out_len);
         }
-    } else if (!post && (!strncmp(path, "/v1/files/", 10) || !strncmp(path, "/download/v1beta/files/", 23))) {
+    } else if (!post && (!strncmp(path, "/v1/files/", 10) ||
+                         !strncmp(path, "/download/v1beta/files/", 23))) {
         char id[128];
         if (path[1] == 'd') /* /download/v1beta/files/ID:download?alt=media */
             snprintf(id, sizeof id, "files/%.*s", (int)strcspn(path + 23, ":?"), path + 23);
@@ -338,7 +350,8 @@ void fake_batch_stop(fake_batch *b)
 {
     if (!b) return;
     fake_handler(b->s, NULL, NULL);
-    for (size_t i = 0; i < b->nfiles; i++) free(b->files[i].data);
+    for (size_t i = 0; i < b->nfiles; i++)
+        free(b->files[i].data);
     free(b->files);
     free(b->batches);
     pthread_mutex_destroy(&b->mu);
@@ -380,7 +393,8 @@ char *fake_batch_upload(fake_batch *b, int i)
     int k = 0;
     pthread_mutex_lock(&b->mu);
     for (size_t j = 0; j < b->nfiles && !r; j++)
-        if (strstr(b->files[j].id, "in-") && k++ == i) r = cm_strndup(b->files[j].data, b->files[j].n);
+        if (strstr(b->files[j].id, "in-") && k++ == i)
+            r = cm_strndup(b->files[j].data, b->files[j].n);
     pthread_mutex_unlock(&b->mu);
     return r;
 }

@@ -13,12 +13,12 @@
 /* What the next created batch does (fake_batch_script; default: completes
  * after `polls` status requests, every item embedded). */
 typedef struct fake_batch_plan {
-    int polls;           /* status requests answered "in progress" first (default 1) */
-    long delay_ms;       /* or: complete this long after creation (real time), when > 0 */
-    const char *final;   /* "completed" (default), "failed", "expired", "cancelled" */
+    int polls;             /* status requests answered "in progress" first (default 1) */
+    long delay_ms;         /* or: complete this long after creation (real time), when > 0 */
+    const char *final;     /* "completed" (default), "failed", "expired", "cancelled" */
     const char *fail_text; /* items whose text contains this fail (error file / error line) */
     const char *drop_text; /* items whose text contains this are left out of the output */
-    bool hold;           /* stays in progress until fake_batch_release */
+    bool hold;             /* stays in progress until fake_batch_release */
 } fake_batch_plan;
 
 typedef struct fake_batch_counts {

@@ -275,8 +275,8 @@ static void *serve(void *arg)
         size_t hlen_out = 0;
         int hstatus = 200;
         const char *hctype = "application/json";
-        if (hfn && hfn(hctx, method, path, in.data + hlen, clen, &hstatus, &hctype, &hout,
-                       &hlen_out)) {
+        if (hfn &&
+            hfn(hctx, method, path, in.data + hlen, clen, &hstatus, &hctype, &hout, &hlen_out)) {
             buf msg = BUF_INIT;
             buf_printf(&msg, "HTTP/1.1 %d Fake\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n",
                        hstatus, hctype, hlen_out);

@@ -67,9 +67,9 @@ void fake_push_raw(fake_server *s, const char *raw, bool close);
  * true when it answered, with *status, *ctype (static) and *out (malloc'd,
  * *out_len bytes); false lets the built-in answers serve it. Called on the
  * connection's thread, without the server's lock. */
-typedef bool (*fake_handler_fn)(void *ctx, const char *method, const char *path,
-                                const char *body, size_t body_len, int *status,
-                                const char **ctype, char **out, size_t *out_len);
+typedef bool (*fake_handler_fn)(void *ctx, const char *method, const char *path, const char *body,
+                                size_t body_len, int *status, const char **ctype, char **out,
+                                size_t *out_len);
 void fake_handler(fake_server *s, fake_handler_fn fn, void *ctx);
 /* Requests received so far, and the i-th (valid until fake_stop). */
 int fake_count(fake_server *s);

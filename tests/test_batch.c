@@ -159,9 +159,13 @@ static void check_upload(bt *t, int i, buf *texts, int *count)
         const char *id = json_string_value(json_object_get(j, gem ? "key" : "custom_id"));
         const char *text =
             gem   ? json_string_value(json_object_get(
-                      json_array_get(json_object_get(json_object_get(json_object_get(j, "request"), "content"), "parts"), 0),
-                      "text"))
-            : voy ? json_string_value(json_array_get(json_object_get(json_object_get(j, "body"), "input"), 0))
+                        json_array_get(
+                            json_object_get(json_object_get(json_object_get(j, "request"), "content"),
+                                            "parts"),
+                            0),
+                        "text"))
+            : voy ? json_string_value(
+                        json_array_get(json_object_get(json_object_get(j, "body"), "input"), 0))
                   : json_string_value(json_object_get(json_object_get(j, "body"), "input"));
         EXPECT(id && text);
         if (!id || !text) break;
@@ -172,17 +176,20 @@ static void check_upload(bt *t, int i, buf *texts, int *count)
         char *q = json_dumps(js, JSON_ENCODE_ANY | JSON_COMPACT);
         char want[4096];
         if (gem)
-            snprintf(want, sizeof want,
-                     "{\"key\":\"%s\",\"request\":{\"model\":\"models/gemini-embedding-001\","
-                     "\"content\":{\"parts\":[{\"text\":%s}]},\"taskType\":\"RETRIEVAL_DOCUMENT\"}}",
-                     h, q);
+            snprintf(
+                want, sizeof want,
+                "{\"key\":\"%s\",\"request\":{\"model\":\"models/gemini-embedding-001\","
+                "\"content\":{\"parts\":[{\"text\":%s}]},\"taskType\":\"RETRIEVAL_DOCUMENT\"}}",
+                h, q);
         else if (voy)
             snprintf(want, sizeof want, "{\"custom_id\":\"%s\",\"body\":{\"input\":[%s]}}", h, q);
         else
-            snprintf(want, sizeof want,
-                     "{\"custom_id\":\"%s\",\"method\":\"POST\",\"url\":\"/v1/embeddings\",\"body\":"
-                     "{\"model\":\"text-embedding-3-small\",\"input\":%s,\"encoding_format\":\"float\"}}",
-                     h, q);
+            snprintf(
+                want, sizeof want,
+                "{\"custom_id\":\"%s\",\"method\":\"POST\",\"url\":\"/v1/embeddings\",\"body\":"
+                "{\"model\":\"text-embedding-3-small\",\"input\":%s,\"encoding_format\":\"float\"}"
+                "}",
+                h, q);
         EXPECT_STR(line, want);
         if (texts) {
             if (texts->len) buf_addc(texts, '|');
@@ -208,8 +215,8 @@ static void lifecycle(const char *provider)
     fake_batch_counts c = fake_batch_counts_get(t.fb);
     EXPECT_INT(c.uploads, 1);
     EXPECT_INT(c.creates, 1);
-    EXPECT_INT(c.polls, 4); /* three "in progress", then done */
-    EXPECT_INT(sleeps, 3);  /* the poll interval, on the injected clock */
+    EXPECT_INT(c.polls, 4);      /* three "in progress", then done */
+    EXPECT_INT(sleeps, 3);       /* the poll interval, on the injected clock */
     EXPECT_INT(c.sync_posts, 0); /* no synchronous embedding, no dimension probe */
     EXPECT_INT(st.batches_submitted, 1);
     EXPECT_INT(st.batches_completed, 1);
@@ -236,13 +243,15 @@ static void lifecycle(const char *provider)
     } else if (up) {
         EXPECT_CONTAINS(up->headers, "Content-Type: multipart/form-data; boundary=");
         EXPECT_CONTAINS(up->headers, "Authorization: Bearer k");
-        EXPECT_CONTAINS(up->body, "Content-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n");
+        EXPECT_CONTAINS(up->body,
+                        "Content-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n");
         EXPECT_CONTAINS(up->body, "Content-Disposition: form-data; name=\"file\"; "
                                   "filename=\"memory-embeddings.jsonl\"\r\nContent-Type: "
                                   "application/jsonl\r\n\r\n");
     }
-    const fake_request *mk =
-        req_at(&t, "POST", gem ? "/v1beta/models/gemini-embedding-001:asyncBatchEmbedContent" : "/v1/batches", 0);
+    const fake_request *mk = req_at(
+        &t, "POST",
+        gem ? "/v1beta/models/gemini-embedding-001:asyncBatchEmbedContent" : "/v1/batches", 0);
     EXPECT(mk != NULL);
     if (mk && gem)
         EXPECT_STR(mk->body, "{\"batch\":{\"displayName\":\"clawmem-memory-embeddings\","
@@ -253,8 +262,9 @@ static void lifecycle(const char *provider)
                              "\"voyage-4-large\",\"input_type\":\"document\"},\"metadata\":"
                              "{\"source\":\"clawmem-memory\"}}");
     else if (mk)
-        EXPECT_STR(mk->body, "{\"input_file_id\":\"file-in-1\",\"endpoint\":\"/v1/embeddings\","
-                             "\"completion_window\":\"24h\",\"metadata\":{\"source\":\"clawmem-memory\"}}");
+        EXPECT_STR(mk->body,
+                   "{\"input_file_id\":\"file-in-1\",\"endpoint\":\"/v1/embeddings\","
+                   "\"completion_window\":\"24h\",\"metadata\":{\"source\":\"clawmem-memory\"}}");
     char id[64];
     fake_batch_id(t.fb, 0, id);
     const fake_request *poll = req_at(&t, "GET", gem ? "/v1beta/batches/" : "/v1/batches/", 3);
@@ -350,8 +360,9 @@ TEST(batch_partial_failure_retried_synchronously)
         fake_batch_counts c = fake_batch_counts_get(t.fb);
         EXPECT_INT(c.uploads, 1);
         EXPECT_INT(c.sync_posts, 1); /* the failed and the missing item, in one request */
-        const fake_request *r =
-            req_at(&t, "POST", k ? "/v1beta/models/gemini-embedding-001:batchEmbedContents" : "/v1/embeddings", 0);
+        const fake_request *r = req_at(
+            &t, "POST",
+            k ? "/v1beta/models/gemini-embedding-001:batchEmbedContents" : "/v1/embeddings", 0);
         EXPECT(r != NULL);
         if (r) {
             EXPECT_CONTAINS(r->body, "Dentist");
@@ -381,7 +392,8 @@ TEST(batch_expired_and_failed_states)
         json_t *s = bt_status(&t);
         EXPECT_INT(vectors_of(s), 4);
         EXPECT_INT(pending_of(s), 0);
-        const char *why = json_string_value(json_object_get(json_object_get(s, "batch"), "lastError"));
+        const char *why =
+            json_string_value(json_object_get(json_object_get(s, "batch"), "lastError"));
         EXPECT(why != NULL);
         if (why) EXPECT_CONTAINS(why, finals[k]);
         json_decref(s);
@@ -441,9 +453,10 @@ TEST(batch_wait_false_keywords_first_vectors_later)
     EXPECT_INT(pending_of(s), 1);
     char id[64];
     fake_batch_id(t.fb, 0, id);
-    EXPECT_STR(json_string_value(json_object_get(
-                   json_array_get(json_object_get(json_object_get(s, "batch"), "pending"), 0), "id")),
-               id);
+    EXPECT_STR(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(s, "batch"), "pending"), 0), "id")),
+        id);
     json_decref(s);
     /* keyword results at once */
     int polls = fake_batch_counts_get(t.fb).polls;
@@ -484,7 +497,8 @@ TEST(batch_kill_while_polling_resumes_same_batch)
     fake_batch_script(t.fb, &held);
     /* the indexer in its own process, really polling every 20 ms */
     proc p;
-    const char *args[] = {"--workspace", t.ws, "--config", t.cfg, "--state-dir", t.state, "index", NULL};
+    const char *args[] = {"--workspace", t.ws,    "--config", t.cfg,
+                          "--state-dir", t.state, "index",    NULL};
     proc_start(&p, NULL, args);
     int waited = 0;
     while (fake_batch_counts_get(t.fb).polls < 3 && waited < 20000) { /* watchdog: 20 s */
@@ -500,9 +514,10 @@ TEST(batch_kill_while_polling_resumes_same_batch)
     fake_batch_id(t.fb, 0, id);
     json_t *s = bt_status(&t);
     EXPECT_INT(pending_of(s), 1);
-    EXPECT_STR(json_string_value(json_object_get(
-                   json_array_get(json_object_get(json_object_get(s, "batch"), "pending"), 0), "id")),
-               id);
+    EXPECT_STR(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(s, "batch"), "pending"), 0), "id")),
+        id);
     EXPECT_INT(vectors_of(s), 0);
     json_decref(s);
     fake_batch_release(t.fb);
@@ -596,4 +611,45 @@ TEST(batch_parse_output_lines)
     const char *ge = "{\"key\":\"e\",\"error\":{\"code\":400,\"message\":\"bad part\"}}";
     embed_batch_parse_line(&p, ge, strlen(ge), on_seen, &s);
     EXPECT_STR(s.last_why, "bad part");
+}
+
+TEST(batch_timeout_leaves_batches_for_a_later_sync)
+{
+    bt t;
+    bt_init(&t, "openai", ",timeoutMinutes:1,pollIntervalMs:5000");
+    fake_batch_plan held = {.hold = true};
+    fake_batch_script(t.fb, &held);
+    cm_sync_stats st;
+    EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
+    EXPECT_INT(st.batches_pending, 1);
+    EXPECT_INT(st.batches_failed, 0);
+    EXPECT_INT(sleeps, 13); /* 60 s of 5 s polls on the injected clock, then it stops waiting */
+    EXPECT_INT(fake_batch_counts_get(t.fb).sync_posts, 0); /* not paid twice */
+    fake_batch_release(t.fb);
+    EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
+    EXPECT_INT(st.batches_completed, 1);
+    EXPECT_INT(fake_batch_counts_get(t.fb).uploads, 1);
+    json_t *s = bt_status(&t);
+    EXPECT_INT(vectors_of(s), 4);
+    json_decref(s);
+    bt_done(&t);
+}
+
+TEST(batch_gemini_404_turns_batch_mode_off_at_once)
+{
+    bt t;
+    bt_init(&t, "gemini", NULL);
+    fake_push(t.srv, FAKE_OK, 200, -1);     /* the upload */
+    fake_push(t.srv, FAKE_STATUS, 404, -1); /* asyncBatchEmbedContent */
+    cm_sync_stats st;
+    EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
+    EXPECT_INT(st.batches_failed, 1);
+    EXPECT_INT(fake_batch_counts_get(t.fb).uploads, 1);
+    EXPECT(fake_batch_counts_get(t.fb).sync_posts >= 1);
+    json_t *s = bt_status(&t);
+    EXPECT_INT(vectors_of(s), 4);
+    EXPECT_CONTAINS(json_string_value(json_object_get(json_object_get(s, "batch"), "lastError")),
+                    "asyncBatchEmbedContent not available");
+    json_decref(s);
+    bt_done(&t);
 }

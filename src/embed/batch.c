@@ -128,7 +128,8 @@ cm_rc batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen)
     cm_strlist h = {NULL, 0};
     stream s = {c, BUF_INIT, false, CM_OK};
     char msg[400] = "";
-    for (size_t i = 0; i < p->headers.n; i++) CHECK(config_header_set(&h, p->headers.v[i]));
+    for (size_t i = 0; i < p->headers.n; i++)
+        CHECK(config_header_set(&h, p->headers.v[i]));
     if (c->ctype) {
         buf ct = BUF_INIT;
         rc = buf_printf(&ct, "Content-Type: %s", c->ctype);
@@ -181,7 +182,8 @@ cm_rc batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen)
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     buf_release(&s.line);
-    for (size_t i = 0; i < h.n; i++) free(h.v[i]);
+    for (size_t i = 0; i < h.n; i++)
+        free(h.v[i]);
     free(h.v);
     return rc;
 }
@@ -224,7 +226,8 @@ static float *read_vector(embed_provider *p, json_t *v, int *dims, const char **
         *why = "empty embedding";
         return NULL;
     }
-    if (d > 65536 || (p->dims_wanted && (int)d != p->dims_wanted) || (p->dims && (int)d != p->dims)) {
+    if (d > 65536 || (p->dims_wanted && (int)d != p->dims_wanted) ||
+        (p->dims && (int)d != p->dims)) {
         *why = "embedding of the wrong dimensions";
         return NULL;
     }

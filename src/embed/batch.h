@@ -58,10 +58,10 @@ typedef enum embed_batch_phase {
 
 typedef struct embed_batch_status {
     embed_batch_phase phase;
-    char state[32];      /* the provider's word for it, lower case ("in_progress", "expired"…) */
-    char output[256];    /* output file id (completed), "" when none */
-    char error_file[256];/* OpenAI/Voyage error file id, "" when none */
-    char why[256];       /* FAILED: the provider's message, redacted */
+    char state[32];       /* the provider's word for it, lower case ("in_progress", "expired"…) */
+    char output[256];     /* output file id (completed), "" when none */
+    char error_file[256]; /* OpenAI/Voyage error file id, "" when none */
+    char why[256];        /* FAILED: the provider's message, redacted */
 } embed_batch_status;
 
 /* Uploads jsonl (n lines from embed_batch_line) and creates the batch;

@@ -17,17 +17,16 @@ static const char *who(const embed_provider *p)
 
 cm_rc batch_files_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
 {
-    json_t *body = p->kind == CM_PROV_VOYAGE
-                       ? json_pack("{s:[s]}", "input", text)
-                       : json_pack("{s:s, s:s, s:s}", "model", p->model, "input", text,
-                                   "encoding_format", "float");
+    json_t *body = p->kind == CM_PROV_VOYAGE ? json_pack("{s:[s]}", "input", text)
+                                             : json_pack("{s:s, s:s, s:s}", "model", p->model,
+                                                         "input", text, "encoding_format", "float");
     if (body && p->kind == CM_PROV_OPENAI && p->dims_wanted)
         json_object_set_new(body, "dimensions", json_integer(p->dims_wanted));
-    json_t *j = !body                         ? NULL
-                : p->kind == CM_PROV_VOYAGE ? json_pack("{s:s, s:o}", "custom_id", id, "body", body)
-                                            : json_pack("{s:s, s:s, s:s, s:o}", "custom_id", id,
-                                                        "method", "POST", "url", "/v1/embeddings",
-                                                        "body", body);
+    json_t *j = !body ? NULL
+                : p->kind == CM_PROV_VOYAGE
+                    ? json_pack("{s:s, s:o}", "custom_id", id, "body", body)
+                    : json_pack("{s:s, s:s, s:s, s:o}", "custom_id", id, "method", "POST", "url",
+                                "/v1/embeddings", "body", body);
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     cm_rc rc = s ? buf_adds(jsonl, s) : CM_ENOMEM;
@@ -40,7 +39,8 @@ void batch_files_status(json_t *j, embed_batch_status *st)
 {
     const char *state = json_string_value(json_object_get(j, "status"));
     batch_copy(st->state, sizeof st->state, state ? state : "unknown");
-    batch_copy(st->output, sizeof st->output, json_string_value(json_object_get(j, "output_file_id")));
+    batch_copy(st->output, sizeof st->output,
+               json_string_value(json_object_get(j, "output_file_id")));
     batch_copy(st->error_file, sizeof st->error_file,
                json_string_value(json_object_get(j, "error_file_id")));
     if (!strcmp(st->state, "completed")) {
@@ -48,9 +48,8 @@ void batch_files_status(json_t *j, embed_batch_status *st)
     } else if (!strcmp(st->state, "failed") || !strcmp(st->state, "expired") ||
                !strcmp(st->state, "cancelled") || !strcmp(st->state, "canceled")) {
         st->phase = EMBED_BATCH_FAILED;
-        const char *m = json_string_value(
-            json_object_get(json_array_get(json_object_get(json_object_get(j, "errors"), "data"), 0),
-                            "message"));
+        const char *m = json_string_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(j, "errors"), "data"), 0), "message"));
         batch_copy(st->why, sizeof st->why, m ? m : st->state);
     } else {
         st->phase = EMBED_BATCH_RUNNING;
@@ -66,10 +65,10 @@ cm_rc batch_files_submit(embed_provider *p, const buf *jsonl, char **id, embed_b
     json_t *j = NULL, *req = NULL;
     char *req_s = NULL;
     /* 1. the file */
-    CHECK(buf_printf(&body,
-                     "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
-                     "batch\r\n--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"file\"; "
-                     "filename=\"memory-embeddings.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n"));
+    CHECK(buf_printf(
+        &body, "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
+               "batch\r\n--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"file\"; "
+               "filename=\"memory-embeddings.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n"));
     CHECK(buf_add(&body, jsonl->data ? jsonl->data : "", jsonl->len));
     CHECK(buf_adds(&body, "\r\n--" BOUNDARY "--\r\n"));
     CHECK(buf_printf(&url, "%s/files", p->base_url));

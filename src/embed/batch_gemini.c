@@ -50,7 +50,8 @@ void batch_gemini_status(json_t *j, embed_batch_status *st)
     if (state && !strncmp(state, "JOB_STATE_", 10)) state += 10;
     char low[32];
     batch_copy(low, sizeof low, state ? state : "");
-    for (char *c = low; *c; c++) *c = (char)tolower((unsigned char)*c);
+    for (char *c = low; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
     const char *why = batch_jstr(j, "error", "message", NULL);
     const char *out = batch_jstr(j, "output", "responsesFile", NULL);
     if (!out) out = batch_jstr(j, "metadata", "output", "responsesFile", NULL);
@@ -146,7 +147,8 @@ cm_rc batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *s
     buf url = BUF_INIT;
     batch_call c = {0};
     json_t *j = NULL;
-    CHECK(buf_printf(&url, "%s/%s%s", p->base_url, strncmp(id, "batches/", 8) ? "batches/" : "", id));
+    CHECK(
+        buf_printf(&url, "%s/%s%s", p->base_url, strncmp(id, "batches/", 8) ? "batches/" : "", id));
     c.what = "gemini batch status";
     c.url = url.data;
     CHECK(batch_http(p, &c, err, errlen));
@@ -168,8 +170,8 @@ cm_rc batch_gemini_results(embed_provider *p, const embed_batch_status *st, batc
     batch_call c = {0};
     if (!st->output[0]) return CM_OK; /* nothing: every item counts as missing */
     CHECK(special_base(p, "download", &url));
-    CHECK(buf_printf(&url, "/%s%s:download?alt=media", strncmp(st->output, "files/", 6) ? "files/" : "",
-                     st->output));
+    CHECK(buf_printf(&url, "/%s%s:download?alt=media",
+                     strncmp(st->output, "files/", 6) ? "files/" : "", st->output));
     c.what = "gemini batch file content";
     c.url = url.data;
     c.on_line = fn;

@@ -16,7 +16,7 @@
 typedef cm_rc (*batch_line_fn)(void *ctx, const char *line, size_t len);
 
 typedef struct batch_call {
-    const char *what;  /* for messages: "openai batch file upload" */
+    const char *what; /* for messages: "openai batch file upload" */
     const char *url;
     const char *ctype; /* Content-Type of body, or NULL */
     const char *body;  /* NULL: a GET */

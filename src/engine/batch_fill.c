@@ -140,8 +140,8 @@ static cm_rc put(run *r, item *it, const float *v, int dims, char *err, size_t e
     for (size_t k = 0; k < it->n && !rc; k++)
         rc = store_vector_put(r->st, r->ids[it->first + k], v, zero ? 0 : dims, err, errlen);
     if (!rc && !zero && c->cache_enabled)
-        rc = store_cache_put(r->st, embed_name(r->p), r->p->model, r->p->key_hash, it->hash, v, dims,
-                             err, errlen);
+        rc = store_cache_put(r->st, embed_name(r->p), r->p->model, r->p->key_hash, it->hash, v,
+                             dims, err, errlen);
     if (!rc) {
         it->state = ITEM_DONE;
         r->stats->chunks_embedded += it->n;
@@ -213,7 +213,8 @@ static cm_rc retry_sync(run *r, char *err, size_t errlen)
         if (embed_documents(r->p, (const char *const *)texts, n, &m, msg, sizeof msg) != CM_OK) {
             snprintf(r->e->last_error, sizeof r->e->last_error, "%s", msg);
             cm_logf(&r->e->lg, CM_LOG_WARN, "%s (vectors will be completed by a later sync)", msg);
-            for (size_t k = 0; k < n; k++) free(texts[k]);
+            for (size_t k = 0; k < n; k++)
+                free(texts[k]);
             break;
         }
         rc = store_begin(r->st, err, errlen);
@@ -221,7 +222,8 @@ static cm_rc retry_sync(run *r, char *err, size_t errlen)
             rc = put(r, batch[k], m + k * (size_t)r->p->dims, r->p->dims, err, errlen);
         if (!rc) rc = store_commit(r->st, err, errlen);
         if (rc) store_rollback(r->st);
-        for (size_t k = 0; k < n; k++) free(texts[k]);
+        for (size_t k = 0; k < n; k++)
+            free(texts[k]);
         free(m);
         if (rc) break;
     }
@@ -231,7 +233,8 @@ static cm_rc retry_sync(run *r, char *err, size_t errlen)
 static void pending_free(pending *b)
 {
     free(b->id);
-    for (size_t i = 0; i < b->n; i++) free(b->hashes[i]);
+    for (size_t i = 0; i < b->n; i++)
+        free(b->hashes[i]);
     free(b->hashes);
     memset(b, 0, sizeof *b);
 }
@@ -267,7 +270,8 @@ static void failed(run *r, const char *why, bool force_off)
         store_meta_set(r->st, BATCH_ERROR_KEY, j.data, e2, sizeof e2);
     buf_release(&j);
     if (force_off || r->failures >= EMBED_BATCH_FAILURE_LIMIT) r->off = true;
-    cm_logf(&r->e->lg, CM_LOG_WARN, "%s batch failed (%d/%d); %s; its items are embedded synchronously: %s",
+    cm_logf(&r->e->lg, CM_LOG_WARN,
+            "%s batch failed (%d/%d); %s; its items are embedded synchronously: %s",
             embed_name(r->p), r->failures, EMBED_BATCH_FAILURE_LIMIT,
             r->off ? "batch mode off for the rest of this sync" : "keeping batch mode", why);
 }
@@ -326,8 +330,9 @@ static cm_rc complete(run *r, size_t i, const embed_batch_status *s, bool *later
         r->stats->batches_completed++;
         r->failures = 0; /* recovered */
         if (c.bad)
-            cm_logf(&r->e->lg, CM_LOG_INFO, "%s batch: %zu items failed; embedding them synchronously",
-                    embed_name(r->p), c.bad);
+            cm_logf(&r->e->lg, CM_LOG_INFO,
+                    "%s batch: %zu items failed; embedding them synchronously", embed_name(r->p),
+                    c.bad);
     }
     return rc;
 }
@@ -384,12 +389,13 @@ static cm_rc submit(run *r, const buf *jsonl, const char **hashes, size_t n, cha
 {
     char *id = NULL, msg[512];
     embed_batch_status s;
-    cm_rc got = embed_batch_submit(r->p, jsonl, n, &id, &s, &r->stats->batch_bytes_sent, msg,
-                                   sizeof msg);
+    cm_rc got =
+        embed_batch_submit(r->p, jsonl, n, &id, &s, &r->stats->batch_bytes_sent, msg, sizeof msg);
     if (got == CM_ENOMEM) return cm_seterr(err, errlen, got, "out of memory");
     if (got) {
         failed(r, msg, got == CM_ENOTFOUND);
-        for (size_t k = 0; k < n; k++) find(r, hashes[k])->state = ITEM_RETRY;
+        for (size_t k = 0; k < n; k++)
+            find(r, hashes[k])->state = ITEM_RETRY;
         return CM_OK;
     }
     cm_rc rc = CM_OK;
@@ -410,14 +416,15 @@ static cm_rc submit(run *r, const buf *jsonl, const char **hashes, size_t n, cha
     }
     r->npend++;
     for (size_t k = 0; k < n; k++) {
-        if (!(b->hashes[k] = cm_strdup(hashes[k]))) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        if (!(b->hashes[k] = cm_strdup(hashes[k])))
+            return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
         b->n++;
         item *it = find(r, hashes[k]);
         it->state = ITEM_PENDING;
         r->chunks_pending += it->n;
     }
-    store_batch row = {b->id, (char *)embed_name(r->p), r->p->model, r->p->key_hash, b->state, 0,
-                       cm_wall_ms(), 0};
+    store_batch row = {
+        b->id, (char *)embed_name(r->p), r->p->model, r->p->key_hash, b->state, 0, cm_wall_ms(), 0};
     rc = store_begin(r->st, err, errlen);
     if (!rc) rc = store_batch_add(r->st, &row, hashes, n, err, errlen);
     if (!rc) rc = store_commit(r->st, err, errlen);
@@ -548,8 +555,10 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
                     embed_name(r.p), c->batch_timeout_min);
             break;
         }
-        if (r.npend && (int)r.npend >= concurrency) embed_batch_sleep(c->batch_poll_ms);
-        else if (r.npend && !more) embed_batch_sleep(c->batch_poll_ms);
+        if (r.npend && (int)r.npend >= concurrency)
+            embed_batch_sleep(c->batch_poll_ms);
+        else if (r.npend && !more)
+            embed_batch_sleep(c->batch_poll_ms);
     }
     stats->batches_pending = r.npend;
     *sync_rest = r.off;
@@ -563,7 +572,8 @@ out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     buf_release(&jsonl);
     free(hashes);
-    for (size_t i = 0; i < r.npend; i++) pending_free(&r.pend[i]);
+    for (size_t i = 0; i < r.npend; i++)
+        pending_free(&r.pend[i]);
     free(r.pend);
     free(r.items);
     free(r.ids);
@@ -578,9 +588,9 @@ cm_rc engine_batch_status(cm_engine *e, buf *out, char *err, size_t errlen)
     cm_rc rc = buf_printf(out,
                           ",\"batch\":{\"enabled\":%s,\"active\":%s,\"wait\":%s,\"concurrency\":%d,"
                           "\"pollIntervalMs\":%d,\"timeoutMinutes\":%d,\"pending\":[",
-                          c->batch_enabled ? "true" : "false", engine_batch_on(e) ? "true" : "false",
-                          c->batch_wait ? "true" : "false", c->batch_concurrency, c->batch_poll_ms,
-                          c->batch_timeout_min);
+                          c->batch_enabled ? "true" : "false",
+                          engine_batch_on(e) ? "true" : "false", c->batch_wait ? "true" : "false",
+                          c->batch_concurrency, c->batch_poll_ms, c->batch_timeout_min);
     if (!rc && e->st_open) rc = store_batches_list(&e->st, &rows, &n, err, errlen);
     for (size_t i = 0; !rc && i < n; i++) {
         rc = buf_adds(out, i ? ",{\"id\":" : "{\"id\":");

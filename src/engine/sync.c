@@ -263,7 +263,8 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
         goto out; /* a live watcher keeps the index fresh */
     engine_provider_ready(e, true, progress,
                           progress_ctx); /* before the lock: a download takes a while */
-    e->batch_progress = progress; /* batch_fill.c reports its state through it */
+    /* batch_fill.c reports its state through these */
+    e->batch_progress = progress;
     e->batch_pctx = progress_ctx;
     e->batch_nowait = (flags & CM_SYNC_NOWAIT) != 0;
     CHECK(discover_files(&e->cfg, &files, &r.problems));

@@ -79,7 +79,8 @@ cm_rc store_batches_list(store *s, store_batch **out, size_t *n, char *err, size
         (*n)++;
         const char *t[5];
         for (int i = 0; i < 5; i++)
-            if (!(t[i] = store_col_text(q, i))) CHECK(store_corrupt(s, "the batch table", err, errlen));
+            if (!(t[i] = store_col_text(q, i)))
+                CHECK(store_corrupt(s, "the batch table", err, errlen));
         b->id = cm_strdup(t[0]);
         b->provider = cm_strdup(t[1]);
         b->model = cm_strdup(t[2]);
@@ -107,10 +108,11 @@ cm_rc store_batch_add(store *s, const store_batch *b, const char *const *hashes,
                       char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db,
-                               "INSERT OR REPLACE INTO embed_batches(id, provider, model, key, "
-                               "state, items, created, updated) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
-                               -1, &q, NULL);
+    int r =
+        sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO embed_batches(id, provider, model, key, "
+                           "state, items, created, updated) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)",
+                           -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_text(q, 1, b->id, -1, SQLITE_STATIC);
         sqlite3_bind_text(q, 2, b->provider, -1, SQLITE_STATIC);
@@ -124,7 +126,8 @@ cm_rc store_batch_add(store *s, const store_batch *b, const char *const *hashes,
     sqlite3_finalize(q);
     q = NULL;
     if (r != SQLITE_DONE) return store_fail(s, r, "record a batch", err, errlen);
-    r = sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO embed_batch_items(batch_id, hash) VALUES(?1, ?2)",
+    r = sqlite3_prepare_v2(s->db,
+                           "INSERT OR IGNORE INTO embed_batch_items(batch_id, hash) VALUES(?1, ?2)",
                            -1, &q, NULL);
     for (size_t i = 0; r == SQLITE_OK && i < n; i++) {
         sqlite3_bind_text(q, 1, b->id, -1, SQLITE_STATIC);
@@ -165,7 +168,8 @@ out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     sqlite3_finalize(q);
     if (rc) {
-        for (size_t i = 0; i < *n; i++) free((*hashes)[i]);
+        for (size_t i = 0; i < *n; i++)
+            free((*hashes)[i]);
         free(*hashes);
         *hashes = NULL;
         *n = 0;
@@ -177,8 +181,8 @@ cm_rc store_batch_state(store *s, const char *id, const char *state, int64_t now
                         size_t errlen)
 {
     sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, "UPDATE embed_batches SET state = ?2, updated = ?3 WHERE id = ?1",
-                               -1, &q, NULL);
+    int r = sqlite3_prepare_v2(
+        s->db, "UPDATE embed_batches SET state = ?2, updated = ?3 WHERE id = ?1", -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_text(q, 2, state, -1, SQLITE_STATIC);
@@ -222,7 +226,8 @@ cm_rc store_batches_import(store *s, const char *old_path, char *err, size_t err
         rc = store_batches_ensure(s, err, errlen);
         /* best effort, as the cache: a batch not carried over is paid again */
         if (!rc) {
-            sqlite3_exec(s->db, "INSERT OR IGNORE INTO embed_batches SELECT * FROM oldb.embed_batches",
+            sqlite3_exec(s->db,
+                         "INSERT OR IGNORE INTO embed_batches SELECT * FROM oldb.embed_batches",
                          NULL, NULL, NULL);
             sqlite3_exec(s->db,
                          "INSERT OR IGNORE INTO embed_batch_items SELECT * FROM "
