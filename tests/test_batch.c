@@ -520,6 +520,14 @@ TEST(batch_kill_while_polling_resumes_same_batch)
         id);
     EXPECT_INT(vectors_of(s), 0);
     json_decref(s);
+    /* the CLI's status lists it */
+    const char *sargs[] = {"--workspace", t.ws,    "--config", t.cfg,
+                           "--state-dir", t.state, "status",   NULL};
+    run_result rr = run_clawmem(NULL, sargs);
+    EXPECT_INT(rr.status, 0);
+    EXPECT_CONTAINS(rr.out, "Batch: on, 1 pending");
+    EXPECT_CONTAINS(rr.out, id);
+    run_result_release(&rr);
     fake_batch_release(t.fb);
     int polls = c.polls;
     cm_sync_stats st;

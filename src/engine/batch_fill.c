@@ -209,7 +209,7 @@ static cm_rc retry_sync(run *r, char *err, size_t errlen)
         }
         if (!n) continue;
         float *m = NULL;
-        char msg[512];
+        char msg[512] = "";
         if (embed_documents(r->p, (const char *const *)texts, n, &m, msg, sizeof msg) != CM_OK) {
             snprintf(r->e->last_error, sizeof r->e->last_error, "%s", msg);
             cm_logf(&r->e->lg, CM_LOG_WARN, "%s (vectors will be completed by a later sync)", msg);
@@ -279,13 +279,13 @@ static void failed(run *r, const char *why, bool force_off)
 typedef struct collect {
     run *r;
     size_t bad;
+    char err[256]; /* why storing a result failed */
 } collect;
 
 static cm_rc on_item(void *ctx, const char *id, const float *v, int dims, const char *why)
 {
     collect *c = ctx;
     item *it = find(c->r, id);
-    char err[256];
     if (!it || it->state == ITEM_DONE) return CM_OK; /* not ours, or already had */
     if (!v) {
         c->bad++;
@@ -293,21 +293,21 @@ static cm_rc on_item(void *ctx, const char *id, const float *v, int dims, const 
     }
     (void)why;
     c->r->chunks_pending -= CM_MIN(c->r->chunks_pending, it->n);
-    return put(c->r, it, v, dims, err, sizeof err);
+    return put(c->r, it, v, dims, c->err, sizeof c->err);
 }
 
 /* Reads a completed batch's results into the index, then settles it. */
 static cm_rc complete(run *r, size_t i, const embed_batch_status *s, bool *later, char *err,
                       size_t errlen)
 {
-    collect c = {r, 0};
-    char msg[512];
+    collect c = {r, 0, ""};
+    char msg[512] = "";
     cm_rc rc = store_begin(r->st, err, errlen);
     if (rc) return rc;
     cm_rc got = embed_batch_results(r->p, s, on_item, &c, msg, sizeof msg);
     if (got && got != CM_EIO && got != CM_ENOTFOUND && got != CM_ETOOBIG) {
         store_rollback(r->st);
-        return cm_seterr(err, errlen, got, "%s", msg);
+        return cm_seterr(err, errlen, got, "%s", c.err[0] ? c.err : msg);
     }
     if (got) { /* the output could not be read: kept for a later sync */
         store_rollback(r->st);
@@ -387,7 +387,7 @@ static void report(run *r)
 static cm_rc submit(run *r, const buf *jsonl, const char **hashes, size_t n, char *err,
                     size_t errlen)
 {
-    char *id = NULL, msg[512];
+    char *id = NULL, msg[512] = "";
     embed_batch_status s;
     cm_rc got =
         embed_batch_submit(r->p, jsonl, n, &id, &s, &r->stats->batch_bytes_sent, msg, sizeof msg);
@@ -504,7 +504,7 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
         bool stalled = false;
         for (size_t i = 0; i < r.npend && !stalled;) {
             embed_batch_status s;
-            char msg[512];
+            char msg[512] = "";
             /* a search's sync asks at most once per poll interval */
             if (e->batch_nowait && cm_wall_ms() - r.pend[i].checked < c->batch_poll_ms) {
                 i++;
