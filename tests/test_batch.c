@@ -7,6 +7,7 @@
  * wait:false. The polling clock is injected: nothing here sleeps.
  */
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -658,6 +659,62 @@ TEST(batch_gemini_404_turns_batch_mode_off_at_once)
     EXPECT_INT(vectors_of(s), 4);
     EXPECT_CONTAINS(json_string_value(json_object_get(json_object_get(s, "batch"), "lastError")),
                     "asyncBatchEmbedContent not available");
+    json_decref(s);
+    bt_done(&t);
+}
+
+typedef struct watch_ctx {
+    bt *t;
+    volatile int stop;
+    int syncs, completed;
+} watch_ctx;
+
+static void on_watch_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err)
+{
+    watch_ctx *w = ctx;
+    (void)err;
+    __atomic_add_fetch(&w->syncs, 1, __ATOMIC_SEQ_CST);
+    if (!rc && st->batches_completed) __atomic_add_fetch(&w->completed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *watch_thread(void *arg)
+{
+    watch_ctx *w = arg;
+    cm_engine *e = bt_open(w->t);
+    cm_watch_opts o = {&w->stop, -1, 50, on_watch_sync, w, 0};
+    char err[512];
+    if (e) cm_engine_watch(e, &o, err, sizeof err);
+    cm_engine_free(e);
+    return NULL;
+}
+
+TEST(batch_watcher_collects_pending_batches)
+{
+    bt t;
+    bt_init(&t, "openai", ",pollIntervalMs:50");
+    fake_batch_plan held = {.hold = true};
+    fake_batch_script(t.fb, &held);
+    watch_ctx w = {&t, 0, 0, 0};
+    pthread_t tid;
+    pthread_create(&tid, NULL, watch_thread, &w);
+    /* its syncs do not wait: the batch is submitted, then asked about again */
+    int waited = 0;
+    while (fake_batch_counts_get(t.fb).polls < 3 && waited < 20000) { /* watchdog: 20 s */
+        usleep(10000);
+        waited += 10;
+    }
+    EXPECT(fake_batch_counts_get(t.fb).polls >= 3);
+    fake_batch_release(t.fb);
+    while (!__atomic_load_n(&w.completed, __ATOMIC_SEQ_CST) && waited < 20000) {
+        usleep(10000);
+        waited += 10;
+    }
+    __atomic_store_n(&w.stop, 1, __ATOMIC_SEQ_CST);
+    pthread_join(tid, NULL);
+    EXPECT_INT(w.completed, 1);
+    EXPECT_INT(fake_batch_counts_get(t.fb).uploads, 1);
+    json_t *s = bt_status(&t);
+    EXPECT_INT(vectors_of(s), 4);
     json_decref(s);
     bt_done(&t);
 }

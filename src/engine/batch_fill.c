@@ -372,15 +372,16 @@ out:
     return rc;
 }
 
-static void report(run *r)
+/* Reports the batches' state; nonzero when the caller asks to stop. */
+static int report(run *r)
 {
     cm_engine *e = r->e;
-    if (!e->batch_progress) return;
+    if (!e->batch_progress) return 0;
     cm_progress pr = {0};
     pr.batch_state = r->npend ? r->pend[0].state : "done";
     pr.batches_pending = r->npend;
     pr.batch_chunks = r->chunks_pending;
-    e->batch_progress(e->batch_pctx, &pr);
+    return e->batch_progress(e->batch_pctx, &pr);
 }
 
 /* Submits one batch for the group in jsonl and records it. */
@@ -544,7 +545,8 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
             CHECK(store_batch_state(st, r.pend[i].id, s.state, r.pend[i].checked, err, errlen));
             i++;
         }
-        report(&r);
+        if (report(&r)) /* stopped: the batches stay recorded for a later sync */
+            FAIL(CM_ECANCELED, "sync stopped while waiting for %s batches", embed_name(r.p));
         /* failed items: synchronously, now */
         CHECK(retry_sync(&r, err, errlen));
         bool more = !r.off && cursor < r.nitems;
@@ -560,7 +562,6 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
         else if (r.npend && !more)
             embed_batch_sleep(c->batch_poll_ms);
     }
-    stats->batches_pending = r.npend;
     *sync_rest = r.off;
     if (r.p->dims) {
         char d[32];
@@ -570,6 +571,7 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
     if (c->cache_enabled) CHECK(store_cache_trim(st, c->cache_max_entries, err, errlen));
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    stats->batches_pending = r.npend;
     buf_release(&jsonl);
     free(hashes);
     for (size_t i = 0; i < r.npend; i++)
