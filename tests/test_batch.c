@@ -718,3 +718,31 @@ TEST(batch_watcher_collects_pending_batches)
     json_decref(s);
     bt_done(&t);
 }
+
+TEST(batch_config_keys)
+{
+    cm_config cfg;
+    char err[512];
+    cm_config_args a = {NULL, NULL, NULL, "/tmp/qc-state"};
+    const char *def = "{}";
+    EXPECT_INT(config_parse(def, strlen(def), "qc.json", &a, NULL, &cfg, err, sizeof err), CM_OK);
+    EXPECT(!cfg.batch_enabled);
+    EXPECT(cfg.batch_wait);
+    EXPECT_INT(cfg.batch_poll_ms, 2000);
+    EXPECT_INT(cfg.batch_timeout_min, 60);
+    EXPECT_INT(cfg.batch_concurrency, 2);
+    config_release(&cfg);
+    const char *set = "{agents:{defaults:{memorySearch:{remote:{batch:{enabled:true,wait:false,"
+                      "pollIntervalMs:500,timeoutMinutes:5,concurrency:3}}}}}}";
+    EXPECT_INT(config_parse(set, strlen(set), "qc.json", &a, NULL, &cfg, err, sizeof err), CM_OK);
+    EXPECT(cfg.batch_enabled);
+    EXPECT(!cfg.batch_wait);
+    EXPECT_INT(cfg.batch_poll_ms, 500);
+    EXPECT_INT(cfg.batch_timeout_min, 5);
+    EXPECT_INT(cfg.batch_concurrency, 3);
+    config_release(&cfg);
+    const char *bad = "{agents:{defaults:{memorySearch:{remote:{batch:{timeoutMinutes:0}}}}}}";
+    EXPECT_INT(config_parse(bad, strlen(bad), "qc.json", &a, NULL, &cfg, err, sizeof err),
+               CM_ECONFIG);
+    EXPECT_CONTAINS(err, "remote.batch.timeoutMinutes");
+}
