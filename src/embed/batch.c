@@ -209,6 +209,16 @@ const char *batch_jstr(json_t *o, ...)
     return json_string_value(o);
 }
 
+void batch_redact(const embed_provider *p, const char *url, char *s, size_t n)
+{
+    buf out = BUF_INIT;
+    if (s[0] && http_error_text(url, &p->headers, s, strlen(s), n - 1, &out) == CM_OK)
+        snprintf(s, n, "%s", out.data ? out.data : "");
+    else if (s[0])
+        snprintf(s, n, "[unreadable]");
+    buf_release(&out);
+}
+
 void batch_copy(char *dst, size_t n, const char *s)
 {
     snprintf(dst, n, "%s", s ? s : "");

@@ -154,6 +154,7 @@ cm_rc batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *s
     CHECK(batch_http(p, &c, err, errlen));
     CHECK(batch_json(&c, &j, err, errlen));
     batch_gemini_status(j, st);
+    batch_redact(p, url.data, st->why, sizeof st->why);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);

@@ -42,6 +42,9 @@ cm_rc batch_json(const batch_call *c, json_t **out, char *err, size_t errlen);
 /* A string member at a path of keys (NULL-terminated), or NULL. */
 const char *batch_jstr(json_t *o, ...);
 
+/* Redacts s[0..n) in place as an error answer from url is (http.h). */
+void batch_redact(const embed_provider *p, const char *url, char *s, size_t n);
+
 /* Copies s into dst[n] ("" for NULL). */
 void batch_copy(char *dst, size_t n, const char *s);
 
