@@ -406,6 +406,11 @@ static int cmd_index(cm_engine *e, int argc, char **argv)
                st.files_indexed, st.files_seen, st.chunks_written, secs,
                st.rebuilt ? " (full rebuild)" : "", st.files_unchanged, st.files_removed,
                st.files_skipped);
+        if (st.batches_submitted || st.batches_completed || st.batches_failed || st.batches_pending)
+            printf("Embedding batches: %zu submitted, %zu collected, %zu failed, %zu pending at "
+                   "the provider.\n",
+                   st.batches_submitted, st.batches_completed, st.batches_failed,
+                   st.batches_pending);
     }
     return 0;
 }
