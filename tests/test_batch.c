@@ -749,3 +749,55 @@ TEST(batch_config_keys)
                CM_ECONFIG);
     EXPECT_CONTAINS(err, "remote.batch.timeoutMinutes");
 }
+
+typedef struct prog {
+    int batch_reports, stop_after;
+    char states[256];
+    size_t max_pending, max_chunks;
+} prog;
+
+static int on_prog(void *ctx, const cm_progress *p)
+{
+    prog *g = ctx;
+    if (!p->batch_state) return 0;
+    g->batch_reports++;
+    size_t n = strlen(g->states);
+    snprintf(g->states + n, sizeof g->states - n, "%s%s", n ? "," : "", p->batch_state);
+    g->max_pending = CM_MAX(g->max_pending, p->batches_pending);
+    g->max_chunks = CM_MAX(g->max_chunks, p->batch_chunks);
+    return g->stop_after && g->batch_reports >= g->stop_after;
+}
+
+TEST(batch_progress_reports_state_and_stops)
+{
+    bt t;
+    bt_init(&t, "voyage", NULL);
+    fake_batch_plan plan = {.polls = 2};
+    fake_batch_script(t.fb, &plan);
+    cm_engine *e = bt_open(&t);
+    prog g = {0};
+    char err[512];
+    cm_sync_stats st;
+    EXPECT_INT(cm_engine_sync(e, 0, on_prog, &g, &st, err, sizeof err), CM_OK);
+    EXPECT_STR(g.states, "in_progress,in_progress,done");
+    EXPECT_INT(g.max_pending, 1);
+    EXPECT_INT(g.max_chunks, 4);
+    cm_engine_free(e);
+    bt_done(&t);
+    /* a caller that says stop: the sync ends, the batch stays recorded */
+    bt_init(&t, "openai", NULL);
+    fake_batch_plan held = {.hold = true};
+    fake_batch_script(t.fb, &held);
+    e = bt_open(&t);
+    prog g2 = {.stop_after = 2};
+    EXPECT_INT(cm_engine_sync(e, 0, on_prog, &g2, &st, err, sizeof err), CM_ECANCELED);
+    cm_engine_free(e);
+    json_t *s = bt_status(&t);
+    EXPECT_INT(pending_of(s), 1);
+    json_decref(s);
+    fake_batch_release(t.fb);
+    EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
+    EXPECT_INT(st.batches_completed, 1);
+    EXPECT_INT(fake_batch_counts_get(t.fb).uploads, 1);
+    bt_done(&t);
+}
