@@ -54,6 +54,7 @@ typedef struct run {
     size_t chunks_pending; /* chunks the pending batches cover */
     int failures;
     bool off;
+    sqlite3_stmt *text_q; /* store_chunk_text's */
 } run;
 
 static int cmp_pc(const void *a, const void *b)
@@ -150,17 +151,13 @@ static cm_rc put(run *r, item *it, const float *v, int dims, char *err, size_t e
 }
 
 /* The text of an item (its first chunk's), malloc'd; NULL when the chunk is
- * gone. */
+ * gone or cannot be read. */
 static char *item_text(run *r, const item *it, char *err, size_t errlen)
 {
-    fts_hit h;
     char *text = NULL;
-    for (size_t k = 0; k < it->n && !text; k++) {
-        if (store_chunk_get(r->st, r->ids[it->first + k], &h, err, errlen) != CM_OK) continue;
-        text = h.text;
-        free(h.path);
-        free(h.source);
-    }
+    for (size_t k = 0; k < it->n && !text; k++)
+        if (store_chunk_text(r->st, &r->text_q, r->ids[it->first + k], &text, err, errlen) != CM_OK)
+            break;
     return text;
 }
 
@@ -579,6 +576,7 @@ out:
     free(r.pend);
     free(r.items);
     free(r.ids);
+    sqlite3_finalize(r.text_q);
     return rc;
 }
 

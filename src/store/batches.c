@@ -211,6 +211,30 @@ cm_rc store_batch_delete(store *s, const char *id, char *err, size_t errlen)
     return r == SQLITE_OK ? CM_OK : store_fail(s, r, "forget a batch", err, errlen);
 }
 
+cm_rc store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
+                       size_t errlen)
+{
+    *text = NULL;
+    int r = *q ? SQLITE_OK
+               : sqlite3_prepare_v2(s->db, "SELECT text FROM chunks WHERE id = ?1", -1, q, NULL);
+    if (r != SQLITE_OK) return store_fail(s, r, "read a chunk", err, errlen);
+    sqlite3_reset(*q);
+    sqlite3_bind_int64(*q, 1, id);
+    r = sqlite3_step(*q);
+    cm_rc rc = CM_OK;
+    if (r == SQLITE_ROW) {
+        const char *t = store_col_text(*q, 0);
+        if (!t)
+            rc = store_corrupt(s, "the chunks table", err, errlen);
+        else if (!(*text = cm_strdup(t)))
+            rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    } else if (r != SQLITE_DONE) {
+        rc = store_fail(s, r, "read a chunk", err, errlen);
+    }
+    sqlite3_reset(*q);
+    return rc;
+}
+
 cm_rc store_batches_import(store *s, const char *old_path, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;

@@ -214,6 +214,11 @@ cm_rc store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, ch
 cm_rc store_batch_state(store *s, const char *id, const char *state, int64_t now, char *err,
                         size_t errlen);
 cm_rc store_batch_delete(store *s, const char *id, char *err, size_t errlen);
+/* The text of chunk id in *text (malloc'd; NULL when the chunk is gone),
+ * through *q: a statement prepared on the first call and kept by the caller
+ * for the next ones (sqlite3_finalize it when done). */
+cm_rc store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
+                       size_t errlen);
 /* Copies the batches of the index at old_path (a rebuild keeps them). */
 cm_rc store_batches_import(store *s, const char *old_path, char *err, size_t errlen);
 
