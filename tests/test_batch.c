@@ -801,3 +801,24 @@ TEST(batch_progress_reports_state_and_stops)
     EXPECT_INT(fake_batch_counts_get(t.fb).uploads, 1);
     bt_done(&t);
 }
+
+TEST(batch_unknown_at_the_provider_is_failed)
+{
+    bt t;
+    bt_init(&t, "openai", ",wait:false");
+    fake_batch_plan held = {.hold = true};
+    fake_batch_script(t.fb, &held);
+    cm_sync_stats st;
+    EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
+    EXPECT_INT(st.batches_pending, 1);
+    fake_push(t.srv, FAKE_STATUS, 404, -1); /* the next status request: no such batch */
+    EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
+    EXPECT_INT(st.batches_failed, 1);
+    EXPECT_INT(st.batches_pending, 0);
+    EXPECT_INT(fake_batch_counts_get(t.fb).sync_posts, 1);
+    json_t *s = bt_status(&t);
+    EXPECT_INT(vectors_of(s), 4);
+    EXPECT_INT(pending_of(s), 0);
+    json_decref(s);
+    bt_done(&t);
+}

@@ -306,7 +306,12 @@ static cm_rc complete(run *r, size_t i, const embed_batch_status *s, bool *later
         store_rollback(r->st);
         return cm_seterr(err, errlen, got, "%s", c.err[0] ? c.err : msg);
     }
-    if (got) { /* the output could not be read: kept for a later sync */
+    if (got && got != CM_EIO) { /* the output is gone or unreadable: what is not read is retried */
+        snprintf(r->e->batch_error, sizeof r->e->batch_error, "%s", msg);
+        cm_logf(&r->e->lg, CM_LOG_WARN, "%s (its items are embedded synchronously)", msg);
+        got = CM_OK;
+    }
+    if (got) { /* the output could not be read now: kept for a later sync */
         store_rollback(r->st);
         snprintf(r->e->batch_error, sizeof r->e->batch_error, "%s", msg);
         cm_logf(&r->e->lg, CM_LOG_WARN, "%s (the batch is read again by a later sync)", msg);
@@ -510,6 +515,13 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
             }
             cm_rc got = embed_batch_poll(r.p, r.pend[i].id, &s, msg, sizeof msg);
             if (got == CM_ENOMEM) CHECK(got);
+            if (got == CM_ENOTFOUND) { /* the provider no longer knows it: as failed */
+                memset(&s, 0, sizeof s);
+                s.phase = EMBED_BATCH_FAILED;
+                snprintf(s.state, sizeof s.state, "gone");
+                snprintf(s.why, sizeof s.why, "%.200s", msg);
+                got = CM_OK;
+            }
             if (got) { /* the provider cannot say now: ask again on a later sync */
                 snprintf(e->batch_error, sizeof e->batch_error, "%s", msg);
                 cm_logf(&e->lg, CM_LOG_WARN, "%s (the batch is polled again by a later sync)", msg);
