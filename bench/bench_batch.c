@@ -3,7 +3,8 @@
  * batch API (tests/fake_batch.h on the loopback fake server: OpenAI, Gemini,
  * Voyage), every batch completing after a simulated delay, against the
  * synchronous /embeddings path in the same run: HTTP requests made, request
- * bytes sent, wall time, and the vectors stored. A workspace of 10,000
+ * bytes sent, wall and CPU time (the fake server's included: it runs in
+ * this process), and the vectors stored. A workspace of 10,000
  * notes × 10 one-line chunks (chunking.tokens 32), 64 dimensions. Prints
  * one JSON object.
  * Usage: bench_batch WORKDIR [DELAY_MS]
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "../src/base/fs.h"
@@ -24,6 +26,15 @@ static double now_ms(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* CPU seconds of this process (the fake server's threads included). */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static uint64_t rng = 4242;
@@ -73,12 +84,12 @@ static int run(const char *work, const char *ws, const char *label, const char *
         return 1;
     }
     cm_sync_stats st;
-    double t0 = now_ms();
+    double t0 = now_ms(), c0 = cpu_s();
     if (cm_engine_sync(e, 0, NULL, NULL, &st, err, sizeof err)) {
         fprintf(stderr, "bench_batch: %s\n", err);
         return 1;
     }
-    double wall = (now_ms() - t0) / 1e3;
+    double wall = (now_ms() - t0) / 1e3, cpu = cpu_s() - c0;
     char *js = NULL;
     long long vectors = 0;
     if (cm_engine_status(e, 0, &js, err, sizeof err) == CM_OK) {
@@ -93,9 +104,9 @@ static int run(const char *work, const char *ws, const char *label, const char *
     snprintf(out + len, outlen - len,
              "%s\"%s\":{\"chunks\":%zu,\"vectors\":%lld,\"requests\":%d,\"uploads\":%d,"
              "\"polls\":%d,\"downloads\":%d,\"sync_embedding_requests\":%d,\"batches\":%zu,"
-             "\"bytes_sent_mb\":%.2f,\"wall_s\":%.2f}",
+             "\"bytes_sent_mb\":%.2f,\"wall_s\":%.2f,\"cpu_s\":%.2f}",
              len > 1 ? "," : "", label, st.chunks_written, vectors, requests, c.uploads, c.polls,
-             c.downloads, c.sync_posts, st.batches_submitted, (double)c.bytes_in / 1e6, wall);
+             c.downloads, c.sync_posts, st.batches_submitted, (double)c.bytes_in / 1e6, wall, cpu);
     fake_batch_stop(fb);
     fake_stop(srv);
     return 0;

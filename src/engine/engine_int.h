@@ -8,7 +8,8 @@
  * (discovery pairing, incremental sync, the no-change check), rebuild.c (the
  * full rebuild and its reader thread), load.c (one file read and chunked),
  * lock.c (the writer lock, the watcher's record), provider.c (the embedding
- * provider and the vector filling), conn.c (the index connection).
+ * provider and the vector filling), batch_fill.c (the vector filling through
+ * the providers' batch APIs), conn.c (the index connection).
  */
 #ifndef CM_ENGINE_INT_H
 #define CM_ENGINE_INT_H
