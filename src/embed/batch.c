@@ -117,12 +117,12 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
     return true;
 }
 
-void batch_call_release(batch_call *c)
+void embed_batch_call_release(batch_call *c)
 {
     buf_release(&c->resp);
 }
 
-cm_rc batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen)
+cm_rc embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     cm_strlist h = {NULL, 0};
@@ -188,7 +188,7 @@ out:
     return rc;
 }
 
-cm_rc batch_json(const batch_call *c, json_t **out, char *err, size_t errlen)
+cm_rc embed_batch_json(const batch_call *c, json_t **out, char *err, size_t errlen)
 {
     json_error_t je;
     *out = json_loadb(c->resp.data ? c->resp.data : "", c->resp.len, 0, &je);
@@ -198,7 +198,7 @@ cm_rc batch_json(const batch_call *c, json_t **out, char *err, size_t errlen)
     return cm_seterr(err, errlen, CM_EIO, "%s: the answer is not a JSON object", c->what);
 }
 
-const char *batch_jstr(json_t *o, ...)
+const char *embed_batch_jstr(json_t *o, ...)
 {
     va_list ap;
     va_start(ap, o);
@@ -209,7 +209,7 @@ const char *batch_jstr(json_t *o, ...)
     return json_string_value(o);
 }
 
-void batch_redact(const embed_provider *p, const char *url, char *s, size_t n)
+void embed_batch_redact(const embed_provider *p, const char *url, char *s, size_t n)
 {
     buf out = BUF_INIT;
     if (s[0] && http_error_text(url, &p->headers, s, strlen(s), n - 1, &out) == CM_OK)
@@ -219,7 +219,7 @@ void batch_redact(const embed_provider *p, const char *url, char *s, size_t n)
     buf_release(&out);
 }
 
-void batch_copy(char *dst, size_t n, const char *s)
+void embed_batch_copy(char *dst, size_t n, const char *s)
 {
     snprintf(dst, n, "%s", s ? s : "");
 }
@@ -316,8 +316,8 @@ bool embed_batch_supported(const embed_provider *p)
 
 cm_rc embed_batch_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
 {
-    return p->kind == CM_PROV_GEMINI ? batch_gemini_line(p, id, text, jsonl)
-                                     : batch_files_line(p, id, text, jsonl);
+    return p->kind == CM_PROV_GEMINI ? embed_batch_gemini_line(p, id, text, jsonl)
+                                     : embed_batch_files_line(p, id, text, jsonl);
 }
 
 cm_rc embed_batch_submit(embed_provider *p, const buf *jsonl, size_t n, char **id,
@@ -329,8 +329,9 @@ cm_rc embed_batch_submit(embed_provider *p, const buf *jsonl, size_t n, char **i
     memset(st, 0, sizeof *st);
     if (!embed_batch_supported(p))
         return cm_seterr(err, errlen, CM_EINVAL, "%s has no batch API", embed_name(p));
-    cm_rc rc = p->kind == CM_PROV_GEMINI ? batch_gemini_submit(p, jsonl, id, st, &sent, err, errlen)
-                                         : batch_files_submit(p, jsonl, id, st, &sent, err, errlen);
+    cm_rc rc = p->kind == CM_PROV_GEMINI
+                   ? embed_batch_gemini_submit(p, jsonl, id, st, &sent, err, errlen)
+                   : embed_batch_files_submit(p, jsonl, id, st, &sent, err, errlen);
     if (bytes_sent) *bytes_sent += sent;
     return rc;
 }
@@ -339,8 +340,8 @@ cm_rc embed_batch_poll(embed_provider *p, const char *id, embed_batch_status *st
                        size_t errlen)
 {
     memset(st, 0, sizeof *st);
-    return p->kind == CM_PROV_GEMINI ? batch_gemini_poll(p, id, st, err, errlen)
-                                     : batch_files_poll(p, id, st, err, errlen);
+    return p->kind == CM_PROV_GEMINI ? embed_batch_gemini_poll(p, id, st, err, errlen)
+                                     : embed_batch_files_poll(p, id, st, err, errlen);
 }
 
 typedef struct relay {
@@ -359,6 +360,7 @@ cm_rc embed_batch_results(embed_provider *p, const embed_batch_status *st, embed
                           void *ctx, char *err, size_t errlen)
 {
     relay r = {p, fn, ctx};
-    return p->kind == CM_PROV_GEMINI ? batch_gemini_results(p, st, relay_line, &r, err, errlen)
-                                     : batch_files_results(p, st, relay_line, &r, err, errlen);
+    return p->kind == CM_PROV_GEMINI
+               ? embed_batch_gemini_results(p, st, relay_line, &r, err, errlen)
+               : embed_batch_files_results(p, st, relay_line, &r, err, errlen);
 }

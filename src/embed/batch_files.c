@@ -15,7 +15,7 @@ static const char *who(const embed_provider *p)
     return p->kind == CM_PROV_VOYAGE ? "voyage" : "openai";
 }
 
-cm_rc batch_files_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
+cm_rc embed_batch_files_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
 {
     json_t *body = p->kind == CM_PROV_VOYAGE ? json_pack("{s:[s]}", "input", text)
                                              : json_pack("{s:s, s:s, s:s}", "model", p->model,
@@ -35,14 +35,14 @@ cm_rc batch_files_line(const embed_provider *p, const char *id, const char *text
     return rc;
 }
 
-void batch_files_status(json_t *j, embed_batch_status *st)
+void embed_batch_files_status(json_t *j, embed_batch_status *st)
 {
     const char *state = json_string_value(json_object_get(j, "status"));
-    batch_copy(st->state, sizeof st->state, state ? state : "unknown");
-    batch_copy(st->output, sizeof st->output,
-               json_string_value(json_object_get(j, "output_file_id")));
-    batch_copy(st->error_file, sizeof st->error_file,
-               json_string_value(json_object_get(j, "error_file_id")));
+    embed_batch_copy(st->state, sizeof st->state, state ? state : "unknown");
+    embed_batch_copy(st->output, sizeof st->output,
+                     json_string_value(json_object_get(j, "output_file_id")));
+    embed_batch_copy(st->error_file, sizeof st->error_file,
+                     json_string_value(json_object_get(j, "error_file_id")));
     if (!strcmp(st->state, "completed")) {
         st->phase = EMBED_BATCH_COMPLETED;
     } else if (!strcmp(st->state, "failed") || !strcmp(st->state, "expired") ||
@@ -50,14 +50,14 @@ void batch_files_status(json_t *j, embed_batch_status *st)
         st->phase = EMBED_BATCH_FAILED;
         const char *m = json_string_value(json_object_get(
             json_array_get(json_object_get(json_object_get(j, "errors"), "data"), 0), "message"));
-        batch_copy(st->why, sizeof st->why, m ? m : st->state);
+        embed_batch_copy(st->why, sizeof st->why, m ? m : st->state);
     } else {
         st->phase = EMBED_BATCH_RUNNING;
     }
 }
 
-cm_rc batch_files_submit(embed_provider *p, const buf *jsonl, char **id, embed_batch_status *st,
-                         uint64_t *sent, char *err, size_t errlen)
+cm_rc embed_batch_files_submit(embed_provider *p, const buf *jsonl, char **id,
+                               embed_batch_status *st, uint64_t *sent, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf body = BUF_INIT, url = BUF_INIT, what = BUF_INIT;
@@ -79,8 +79,8 @@ cm_rc batch_files_submit(embed_provider *p, const buf *jsonl, char **id, embed_b
     up.body = body.data;
     up.body_len = body.len;
     *sent += body.len;
-    CHECK(batch_http(p, &up, err, errlen));
-    CHECK(batch_json(&up, &j, err, errlen));
+    CHECK(embed_batch_http(p, &up, err, errlen));
+    CHECK(embed_batch_json(&up, &j, err, errlen));
     const char *file_id = json_string_value(json_object_get(j, "id"));
     if (!file_id) FAIL(CM_EIO, "%s batch file upload failed: missing file id", who(p));
     /* 2. the batch */
@@ -104,29 +104,29 @@ cm_rc batch_files_submit(embed_provider *p, const buf *jsonl, char **id, embed_b
     mk.body = req_s;
     mk.body_len = strlen(req_s);
     *sent += mk.body_len;
-    CHECK(batch_http(p, &mk, err, errlen));
+    CHECK(embed_batch_http(p, &mk, err, errlen));
     json_decref(j);
     j = NULL;
-    CHECK(batch_json(&mk, &j, err, errlen));
+    CHECK(embed_batch_json(&mk, &j, err, errlen));
     const char *bid = json_string_value(json_object_get(j, "id"));
     if (!bid || !*bid) FAIL(CM_EIO, "%s batch create failed: missing batch id", who(p));
     if (!(*id = cm_strdup(bid))) CHECK(CM_ENOMEM);
-    batch_files_status(j, st);
+    embed_batch_files_status(j, st);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);
     json_decref(req);
     free(req_s);
-    batch_call_release(&up);
-    batch_call_release(&mk);
+    embed_batch_call_release(&up);
+    embed_batch_call_release(&mk);
     buf_release(&body);
     buf_release(&url);
     buf_release(&what);
     return rc;
 }
 
-cm_rc batch_files_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
-                       size_t errlen)
+cm_rc embed_batch_files_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
+                             size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT, what = BUF_INIT;
@@ -136,14 +136,14 @@ cm_rc batch_files_poll(embed_provider *p, const char *id, embed_batch_status *st
     CHECK(buf_printf(&what, "%s batch status", who(p)));
     c.what = what.data;
     c.url = url.data;
-    CHECK(batch_http(p, &c, err, errlen));
-    CHECK(batch_json(&c, &j, err, errlen));
-    batch_files_status(j, st);
-    batch_redact(p, url.data, st->why, sizeof st->why);
+    CHECK(embed_batch_http(p, &c, err, errlen));
+    CHECK(embed_batch_json(&c, &j, err, errlen));
+    embed_batch_files_status(j, st);
+    embed_batch_redact(p, url.data, st->why, sizeof st->why);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);
-    batch_call_release(&c);
+    embed_batch_call_release(&c);
     buf_release(&url);
     buf_release(&what);
     return rc;
@@ -161,17 +161,17 @@ static cm_rc read_file(embed_provider *p, const char *file, batch_line_fn fn, vo
     c.url = url.data;
     c.on_line = fn;
     c.ctx = ctx;
-    CHECK(batch_http(p, &c, err, errlen));
+    CHECK(embed_batch_http(p, &c, err, errlen));
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    batch_call_release(&c);
+    embed_batch_call_release(&c);
     buf_release(&url);
     buf_release(&what);
     return rc;
 }
 
-cm_rc batch_files_results(embed_provider *p, const embed_batch_status *st, batch_line_fn fn,
-                          void *ctx, char *err, size_t errlen)
+cm_rc embed_batch_files_results(embed_provider *p, const embed_batch_status *st, batch_line_fn fn,
+                                void *ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     if (st->output[0]) rc = read_file(p, st->output, fn, ctx, err, errlen);

@@ -13,7 +13,7 @@
 
 #define BOUNDARY "clawmem-batch-4e93b1d07c"
 
-cm_rc batch_gemini_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
+cm_rc embed_batch_gemini_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
 {
     char model[300];
     snprintf(model, sizeof model, "models/%s", p->model);
@@ -40,7 +40,7 @@ static cm_rc special_base(const embed_provider *p, const char *kind, buf *out)
     return buf_printf(out, "%s/%s", p->base_url, kind);
 }
 
-void batch_gemini_status(json_t *j, embed_batch_status *st)
+void embed_batch_gemini_status(json_t *j, embed_batch_status *st)
 {
     json_t *meta = json_object_get(j, "metadata"), *batch = json_object_get(j, "batch");
     const char *state = json_string_value(json_object_get(j, "state"));
@@ -49,33 +49,34 @@ void batch_gemini_status(json_t *j, embed_batch_status *st)
     if (state && !strncmp(state, "BATCH_STATE_", 12)) state += 12;
     if (state && !strncmp(state, "JOB_STATE_", 10)) state += 10;
     char low[32];
-    batch_copy(low, sizeof low, state ? state : "");
+    embed_batch_copy(low, sizeof low, state ? state : "");
     for (char *c = low; *c; c++)
         *c = (char)tolower((unsigned char)*c);
-    const char *why = batch_jstr(j, "error", "message", NULL);
-    const char *out = batch_jstr(j, "output", "responsesFile", NULL);
-    if (!out) out = batch_jstr(j, "metadata", "output", "responsesFile", NULL);
-    if (!out) out = batch_jstr(j, "response", "responsesFile", NULL);
-    if (!out) out = batch_jstr(j, "response", "output", "responsesFile", NULL);
-    if (!out) out = batch_jstr(j, "batch", "output", "responsesFile", NULL);
-    if (!out) out = batch_jstr(j, "outputConfig", "file", NULL);
-    batch_copy(st->output, sizeof st->output, out);
+    const char *why = embed_batch_jstr(j, "error", "message", NULL);
+    const char *out = embed_batch_jstr(j, "output", "responsesFile", NULL);
+    if (!out) out = embed_batch_jstr(j, "metadata", "output", "responsesFile", NULL);
+    if (!out) out = embed_batch_jstr(j, "response", "responsesFile", NULL);
+    if (!out) out = embed_batch_jstr(j, "response", "output", "responsesFile", NULL);
+    if (!out) out = embed_batch_jstr(j, "batch", "output", "responsesFile", NULL);
+    if (!out) out = embed_batch_jstr(j, "outputConfig", "file", NULL);
+    embed_batch_copy(st->output, sizeof st->output, out);
     bool done = json_is_true(json_object_get(j, "done"));
-    if (!low[0]) batch_copy(low, sizeof low, done ? (why ? "failed" : "succeeded") : "pending");
-    batch_copy(st->state, sizeof st->state, low);
+    if (!low[0])
+        embed_batch_copy(low, sizeof low, done ? (why ? "failed" : "succeeded") : "pending");
+    embed_batch_copy(st->state, sizeof st->state, low);
     if (!strcmp(low, "succeeded") || !strcmp(low, "completed") || !strcmp(low, "done")) {
         st->phase = EMBED_BATCH_COMPLETED;
     } else if (!strcmp(low, "failed") || !strcmp(low, "cancelled") || !strcmp(low, "canceled") ||
                !strcmp(low, "expired")) {
         st->phase = EMBED_BATCH_FAILED;
-        batch_copy(st->why, sizeof st->why, why ? why : low);
+        embed_batch_copy(st->why, sizeof st->why, why ? why : low);
     } else {
         st->phase = EMBED_BATCH_RUNNING;
     }
 }
 
-cm_rc batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id, embed_batch_status *st,
-                          uint64_t *sent, char *err, size_t errlen)
+cm_rc embed_batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id,
+                                embed_batch_status *st, uint64_t *sent, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf body = BUF_INIT, url = BUF_INIT;
@@ -99,10 +100,10 @@ cm_rc batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id, embed_
     up.body = body.data;
     up.body_len = body.len;
     *sent += body.len;
-    CHECK(batch_http(p, &up, err, errlen));
-    CHECK(batch_json(&up, &j, err, errlen));
-    const char *file = batch_jstr(j, "file", "name", NULL);
-    if (!file) file = batch_jstr(j, "name", NULL);
+    CHECK(embed_batch_http(p, &up, err, errlen));
+    CHECK(embed_batch_json(&up, &j, err, errlen));
+    const char *file = embed_batch_jstr(j, "file", "name", NULL);
+    if (!file) file = embed_batch_jstr(j, "name", NULL);
     if (!file) FAIL(CM_EIO, "gemini batch file upload failed: missing file name");
     /* 2. the batch */
     req = json_pack("{s:{s:s, s:{s:s}}}", "batch", "displayName", "clawmem-memory-embeddings",
@@ -116,32 +117,32 @@ cm_rc batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id, embed_
     mk.body = req_s;
     mk.body_len = strlen(req_s);
     *sent += mk.body_len;
-    rc = batch_http(p, &mk, err, errlen);
+    rc = embed_batch_http(p, &mk, err, errlen);
     if (rc == CM_ENOTFOUND)
         FAIL(rc, "gemini batch create failed: 404 (asyncBatchEmbedContent not available for this "
                  "model or baseUrl)");
     CHECK(rc);
     json_decref(j);
     j = NULL;
-    CHECK(batch_json(&mk, &j, err, errlen));
-    const char *name = batch_jstr(j, "name", NULL);
+    CHECK(embed_batch_json(&mk, &j, err, errlen));
+    const char *name = embed_batch_jstr(j, "name", NULL);
     if (!name || !*name) FAIL(CM_EIO, "gemini batch create failed: missing batch name");
     if (!(*id = cm_strdup(name))) CHECK(CM_ENOMEM);
-    batch_gemini_status(j, st);
+    embed_batch_gemini_status(j, st);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);
     json_decref(req);
     free(req_s);
-    batch_call_release(&up);
-    batch_call_release(&mk);
+    embed_batch_call_release(&up);
+    embed_batch_call_release(&mk);
     buf_release(&body);
     buf_release(&url);
     return rc;
 }
 
-cm_rc batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
-                        size_t errlen)
+cm_rc embed_batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
+                              size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT;
@@ -151,20 +152,20 @@ cm_rc batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *s
         buf_printf(&url, "%s/%s%s", p->base_url, strncmp(id, "batches/", 8) ? "batches/" : "", id));
     c.what = "gemini batch status";
     c.url = url.data;
-    CHECK(batch_http(p, &c, err, errlen));
-    CHECK(batch_json(&c, &j, err, errlen));
-    batch_gemini_status(j, st);
-    batch_redact(p, url.data, st->why, sizeof st->why);
+    CHECK(embed_batch_http(p, &c, err, errlen));
+    CHECK(embed_batch_json(&c, &j, err, errlen));
+    embed_batch_gemini_status(j, st);
+    embed_batch_redact(p, url.data, st->why, sizeof st->why);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);
-    batch_call_release(&c);
+    embed_batch_call_release(&c);
     buf_release(&url);
     return rc;
 }
 
-cm_rc batch_gemini_results(embed_provider *p, const embed_batch_status *st, batch_line_fn fn,
-                           void *ctx, char *err, size_t errlen)
+cm_rc embed_batch_gemini_results(embed_provider *p, const embed_batch_status *st, batch_line_fn fn,
+                                 void *ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT;
@@ -177,10 +178,10 @@ cm_rc batch_gemini_results(embed_provider *p, const embed_batch_status *st, batc
     c.url = url.data;
     c.on_line = fn;
     c.ctx = ctx;
-    CHECK(batch_http(p, &c, err, errlen));
+    CHECK(embed_batch_http(p, &c, err, errlen));
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    batch_call_release(&c);
+    embed_batch_call_release(&c);
     buf_release(&url);
     return rc;
 }

@@ -40,9 +40,9 @@ int fuzz_batch(const uint8_t *data, size_t size)
         embed_batch_status st;
         memset(&st, 0, sizeof st);
         if (data[0] & 2)
-            batch_gemini_status(j, &st);
+            embed_batch_gemini_status(j, &st);
         else
-            batch_files_status(j, &st);
+            embed_batch_files_status(j, &st);
         if (st.phase > EMBED_BATCH_FAILED || strlen(st.state) >= sizeof st.state ||
             strlen(st.output) >= sizeof st.output)
             __builtin_trap();
