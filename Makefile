@@ -205,6 +205,7 @@ $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fake
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/bench_serve: $(BUILD)/obj/bench/bench_serve.o $(BUILD)/libclawmem.a
+$(BUILD)/bench_batch: $(BUILD)/obj/bench/bench_batch.o $(BUILD)/obj/tests/fake_batch.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/fake_embed_server: $(BUILD)/obj/bench/fake_embed_server.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
@@ -266,7 +267,7 @@ bench: | $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory bench-run
 
 bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid $(BUILD)/bench_scale \
-           $(BUILD)/bench_runner $(BUILD)/bench_qmd \
+           $(BUILD)/bench_runner $(BUILD)/bench_qmd $(BUILD)/bench_batch \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf $(BUILD)/bench_serve
 	bench/run.sh
 	bench/serve.sh

@@ -192,6 +192,11 @@ if [[ ${CLAWMEM_BENCH_LOCAL:-1} != 0 ]]; then
   local_embed=$(bench/local.sh "$work/local") || local_embed='null'
 fi
 
+say "batch: a 100k-chunk backfill through the fake OpenAI, Gemini and Voyage batch APIs vs synchronous"
+rm -rf "$work/batch"; mkdir -p "$work/batch"
+batch=$(nice -n 10 build/bench_batch "$work/batch" 3000) || batch='null'
+rm -rf "$work/batch"
+
 say "model runner: overhead over a raw HTTP round trip, ordering 1,000 auth profiles"
 mkdir -p "$work/runner"
 runner=$(build/bench_runner "$work/runner") || runner='null'
@@ -220,10 +225,11 @@ const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]), mc
   local_embeddings = JSON.parse(process.argv[11]);
 const sync = Number(process.argv[3]), nosync = Number(process.argv[7]), watched = Number(process.argv[12]),
   scifact = JSON.parse(process.argv[13]), scale = JSON.parse(process.argv[14]),
-  runner = JSON.parse(process.argv[15]), sessions = JSON.parse(process.argv[16]);
+  runner = JSON.parse(process.argv[15]), sessions = JSON.parse(process.argv[16]),
+  batch = JSON.parse(process.argv[17]);
 const out = {machine: process.argv[6], corpus: process.argv[5], clawmem: ours,
   clawmem_cli_search_wall_p50_s: sync, clawmem_cli_search_nosync_wall_p50_s: nosync,
-  clawmem_cli_search_watched_wall_p50_s: watched, scifact, scale, runner, sessions,
+  clawmem_cli_search_watched_wall_p50_s: watched, scifact, scale, runner, sessions, batch,
   clawmem_cli_index_peak_rss_mb: +(Number(process.argv[4]) / 1024).toFixed(1), clawmem_mcp: mcp, vectors, hybrid, local_embeddings, qmd: peer};
 if (peer) out.ratios = {
   full_index_speedup: +(peer.index_s / ours.index_s).toFixed(1),
@@ -237,4 +243,4 @@ if (peer) out.ratios = {
   index_size_ratio: +(peer.index_bytes / ours.index_bytes).toFixed(2)};
 out.qmd_backend = JSON.parse(process.env.QMD_BACKEND_JSON || "null");
 console.log(JSON.stringify(out, null, 2));
-' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci" "$scale" "$runner" "$sessions"
+' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci" "$scale" "$runner" "$sessions" "$batch"

@@ -204,6 +204,12 @@ static int on_progress(void *ctx, const cm_progress *p)
         return 0;
     }
     if (pr->downloads_only) return 0;
+    if (p->batch_state) { /* remote.batch: waiting for the provider's batches */
+        fprintf(stderr, "\rembedding batches: %zu pending (%zu chunks), oldest %-12s      ",
+                p->batches_pending, p->batch_chunks, p->batch_state);
+        pr->shown = 1;
+        return 0;
+    }
     bool done = p->files_done == p->files_total;
     if (!done && since(&pr->last) < 0.1) return 0;
     clock_gettime(CLOCK_MONOTONIC, &pr->last);
@@ -301,6 +307,21 @@ static int status_text(json_t *s)
         if (fb) out_line("QMD failed, the builtin index answers: %s\n", jstr(fb, "reason"));
         if (json_object_get(qmd, "lastUpdateError"))
             out_line("Last QMD update error: %s\n", jstr(qmd, "lastUpdateError"));
+    }
+    json_t *batch = json_object_get(s, "batch");
+    if (json_is_true(json_object_get(batch, "enabled"))) {
+        json_t *pend = json_object_get(batch, "pending");
+        printf("Batch: %s, %zu pending",
+               json_is_true(json_object_get(batch, "active")) ? "on" : "unused",
+               json_array_size(pend));
+        size_t i;
+        json_t *b;
+        json_array_foreach(pend, i, b)
+            out_line("  %s %s (%lld chunks)", jstr(b, "id"), jstr(b, "state"),
+                     (long long)json_integer_value(json_object_get(b, "chunks")));
+        printf("\n");
+        if (json_string_value(json_object_get(batch, "lastError")))
+            out_line("Last batch error: %s\n", jstr(batch, "lastError"));
     }
     if (json_object_get(s, "integrity")) {
         out_line("Integrity: %s", jstr(s, "integrity"));
@@ -427,6 +448,11 @@ static int cmd_index(cm_engine *e, int argc, char **argv)
                st.files_indexed, st.files_seen, st.chunks_written, secs,
                st.rebuilt ? " (full rebuild)" : "", st.files_unchanged, st.files_removed,
                st.files_skipped);
+        if (st.batches_submitted || st.batches_completed || st.batches_failed || st.batches_pending)
+            printf("Embedding batches: %zu submitted, %zu collected, %zu failed, %zu pending at "
+                   "the provider.\n",
+                   st.batches_submitted, st.batches_completed, st.batches_failed,
+                   st.batches_pending);
     }
     return 0;
 }

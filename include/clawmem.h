@@ -78,6 +78,11 @@ typedef struct cm_progress {
      * bytes so far and in all (0: not known yet); NULL otherwise. */
     const char *download;
     uint64_t download_done, download_total;
+    /* While a sync waits for embedding batches (remote.batch): the state of
+     * the oldest pending one ("validating", "in_progress"…), the batches
+     * pending and the chunks they cover; NULL otherwise. */
+    const char *batch_state;
+    size_t batches_pending, batch_chunks;
 } cm_progress;
 
 /* Called after each file of a sync, and a few times a second while a sync
@@ -101,6 +106,11 @@ typedef struct cm_sync_stats {
     size_t chunks_embedded, cache_hits; /* vectors from the provider, from the cache */
     uint64_t bytes_read;
     int rebuilt; /* 1 when the index was rebuilt from scratch */
+    /* remote.batch: batches submitted, collected, failed (their items then
+     * embedded synchronously), still pending at the provider when the sync
+     * returned, and the bytes uploaded for them */
+    size_t batches_submitted, batches_completed, batches_failed, batches_pending;
+    uint64_t batch_bytes_sent;
 } cm_sync_stats;
 
 /* Brings the index up to date with the memory files: unchanged files (same size

@@ -35,7 +35,7 @@ struct fake_server {
     int nconns;
     pthread_cond_t idle; /* nconns fell */
     atomic_int stop;
-    fake_handler_fn handler;
+    fake_handler_fn handler; /* fake_handler */
     void *handler_ctx;
 };
 
@@ -44,10 +44,13 @@ void fake_vector(const char *text, int dims, float *out)
     memset(out, 0, (size_t)dims * sizeof *out);
     const char *p = text;
     while (*p) {
-        while (*p && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || (unsigned char)*p >= 0x80)) p++;
+        while (*p && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                       (*p >= '0' && *p <= '9') || (unsigned char)*p >= 0x80))
+            p++;
         if (!*p) break;
         uint64_t h = 1469598103934665603ull;
-        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || (unsigned char)*p >= 0x80) {
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+               (unsigned char)*p >= 0x80) {
             char c = (*p >= 'A' && *p <= 'Z') ? (char)(*p + 32) : *p;
             h = (h ^ (unsigned char)c) * 1099511628211ull;
             p++;
@@ -55,9 +58,11 @@ void fake_vector(const char *text, int dims, float *out)
         out[h % (uint64_t)dims] += (h >> 32) & 1 ? 1.0f : -1.0f;
     }
     double ss = 0;
-    for (int i = 0; i < dims; i++) ss += out[i] * out[i];
+    for (int i = 0; i < dims; i++)
+        ss += out[i] * out[i];
     if (ss > 0)
-        for (int i = 0; i < dims; i++) out[i] /= (float)sqrt(ss);
+        for (int i = 0; i < dims; i++)
+            out[i] /= (float)sqrt(ss);
 }
 
 static json_t *vec_json(const char *text, int dims, enum fake_fault f)
@@ -66,7 +71,8 @@ static json_t *vec_json(const char *text, int dims, enum fake_fault f)
     fake_vector(text, dims, v);
     json_t *a = json_array();
     int n = f == FAKE_WRONG_DIMS ? dims - 1 : dims;
-    for (int i = 0; i < n; i++) json_array_append_new(a, json_real(f == FAKE_ZERO ? 0 : v[i]));
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_real(f == FAKE_ZERO ? 0 : v[i]));
     return a;
 }
 
@@ -94,7 +100,8 @@ static char *content_text(json_t *content)
             acc = acc << 6 | (uint32_t)(c - tab);
             if ((bits += 6) >= 8) {
                 unsigned char x = (unsigned char)(acc >> (bits -= 8));
-                bool word = (x >= 'a' && x <= 'z') || (x >= 'A' && x <= 'Z') || (x >= '0' && x <= '9');
+                bool word =
+                    (x >= 'a' && x <= 'z') || (x >= 'A' && x <= 'Z') || (x >= '0' && x <= '9');
                 buf_addc(&b, word ? (char)x : ' ');
             }
         }
@@ -116,7 +123,8 @@ static char *answer(fake_server *s, const char *path, const char *body, enum fak
                    ? (int)json_integer_value(od)
                    : s->dims;
     if (strstr(path, "/api/embeddings")) {
-        out = json_pack("{s:o}", "embedding", vec_json(json_string_value(json_object_get(in, "prompt")), s->dims, f));
+        out = json_pack("{s:o}", "embedding",
+                        vec_json(json_string_value(json_object_get(in, "prompt")), s->dims, f));
     } else if (strstr(path, ":embedContent")) {
         char *t = content_text(json_object_get(in, "content"));
         out = json_pack("{s:{s:o}}", "embedding", "values", vec_json(t, dims, f));
@@ -138,8 +146,9 @@ static char *answer(fake_server *s, const char *path, const char *body, enum fak
         json_array_foreach(inputs, i, t)
         {
             if (f == FAKE_WRONG_COUNT && i == 0) continue;
-            json_array_append_new(data, json_pack("{s:s, s:i, s:o}", "object", "embedding", "index", (int)i,
-                                                  "embedding", vec_json(json_string_value(t), s->dims, f)));
+            json_array_append_new(data, json_pack("{s:s, s:i, s:o}", "object", "embedding", "index",
+                                                  (int)i, "embedding",
+                                                  vec_json(json_string_value(t), s->dims, f)));
         }
         out = json_pack("{s:s, s:o, s:s}", "object", "list", "data", data, "model", "fake");
     }
@@ -148,7 +157,8 @@ static char *answer(fake_server *s, const char *path, const char *body, enum fak
     json_decref(out);
     if (f == FAKE_NAN && txt) {
         char *c = strchr(txt, '[');
-        while (c && !(c[1] == '-' || (c[1] >= '0' && c[1] <= '9'))) c = strchr(c + 1, '[');
+        while (c && !(c[1] == '-' || (c[1] >= '0' && c[1] <= '9')))
+            c = strchr(c + 1, '[');
         if (c) { /* replace the first number with NaN */
             buf b = BUF_INIT;
             size_t end = strcspn(c + 1, ",]");
@@ -196,9 +206,10 @@ static bool serve_get(fake_server *s, int fd, const char *target, const char *hd
     pthread_mutex_unlock(&s->mu);
     if (!found) {
         const char *msg = "Entry not found";
-        snprintf(head, sizeof head,
-                 "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s",
-                 strlen(msg), msg);
+        snprintf(
+            head, sizeof head,
+            "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n%s",
+            strlen(msg), msg);
         send_all(fd, head, strlen(head));
         return true;
     }
@@ -300,32 +311,45 @@ static void *serve(void *arg)
             s->nfaults--;
         }
         char path[256] = "", method[8] = "";
+        fake_handler_fn hfn = f == FAKE_OK ? s->handler : NULL;
+        void *hctx = s->handler_ctx;
         sscanf(in.data, "%7s %255s", method, path);
         char *hdrs = cm_strndup(in.data, hlen);
         if (q) {
             sscanf(in.data, "%7s", q->method);
             snprintf(q->path, sizeof q->path, "%s", path);
             size_t n = CM_MIN(hlen, sizeof q->headers - 1);
-            for (size_t i = 0; i < n; i++) q->headers[i] = in.data[i];
+            for (size_t i = 0; i < n; i++)
+                q->headers[i] = in.data[i];
             q->headers[n] = 0;
             q->body = cm_strndup(in.data + hlen, clen);
         }
-        fake_handler_fn handler = f == FAKE_OK ? s->handler : NULL;
-        void *hctx = s->handler_ctx;
         pthread_mutex_unlock(&s->mu);
         char *body = cm_strndup(in.data + hlen, clen);
+        char *hout = NULL;
+        size_t hlen_out = 0;
+        int hstatus = 200;
+        const char *hctype = "application/json";
+        if (hfn &&
+            hfn(hctx, method, path, in.data + hlen, clen, &hstatus, &hctype, &hout, &hlen_out)) {
+            buf msg = BUF_INIT;
+            buf_printf(&msg, "HTTP/1.1 %d Fake\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+                       hstatus, hctype, hlen_out);
+            buf_add(&msg, hout ? hout : "", hlen_out);
+            send_all(c->fd, msg.data, msg.len);
+            buf_release(&msg);
+            free(hout);
+            free(body);
+            free(hdrs);
+            memmove(in.data, in.data + hlen + clen, in.len - hlen - clen);
+            in.len -= hlen + clen;
+            if (in.data) in.data[in.len] = 0;
+            continue;
+        }
         memmove(in.data, in.data + hlen + clen, in.len - hlen - clen);
         in.len -= hlen + clen;
         in.data[in.len] = 0;
         char head[512];
-        char *handled = handler ? handler(hctx, method, path, body) : NULL;
-        if (handled) {
-            send_all(c->fd, handled, strlen(handled));
-            free(handled);
-            free(body);
-            free(hdrs);
-            continue;
-        }
         if (f == FAKE_RAW) {
             send_all(c->fd, raw, strlen(raw));
             free(raw);
@@ -335,7 +359,8 @@ static void *serve(void *arg)
             continue;
         }
         if (f == FAKE_HANG) {
-            while (!s->stop) usleep(10000);
+            while (!s->stop)
+                usleep(10000);
             free(body);
             free(hdrs);
             goto done;
@@ -391,10 +416,12 @@ static void *serve(void *arg)
             free(body);
             continue;
         }
-        char *out = f == FAKE_BAD_JSON ? cm_strdup("<html>gateway error</html>") : answer(s, path, body, f);
+        char *out =
+            f == FAKE_BAD_JSON ? cm_strdup("<html>gateway error</html>") : answer(s, path, body, f);
         free(body);
         size_t olen = strlen(out);
-        snprintf(head, sizeof head, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
                  f == FAKE_TRUNCATED ? olen + 100 : olen);
         /* header and body in one write: no Nagle / delayed-ACK stall */
         buf msg = BUF_INIT;
@@ -475,11 +502,15 @@ void fake_stop(fake_server *s)
     close(s->fd);
     pthread_join(s->tid, NULL);
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->nconns; i++) shutdown(s->conns[i], SHUT_RDWR);
-    while (s->nconns > 0) pthread_cond_wait(&s->idle, &s->mu);
+    for (int i = 0; i < s->nconns; i++)
+        shutdown(s->conns[i], SHUT_RDWR);
+    while (s->nconns > 0)
+        pthread_cond_wait(&s->idle, &s->mu);
     pthread_mutex_unlock(&s->mu);
-    for (int i = 0; i < s->nreqs; i++) free(s->reqs[i].body);
-    for (int i = 0; i < s->nfaults; i++) free(s->fraw[i]);
+    for (int i = 0; i < s->nreqs; i++)
+        free(s->reqs[i].body);
+    for (int i = 0; i < s->nfaults; i++)
+        free(s->fraw[i]);
     for (int i = 0; i < s->nfiles; i++) {
         free(s->files[i].path);
         free(s->files[i].data);
@@ -512,6 +543,14 @@ void fake_file_etag(fake_server *s, const char *path, const char *etag)
     pthread_mutex_unlock(&s->mu);
 }
 
+void fake_handler(fake_server *s, fake_handler_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&s->mu);
+    s->handler = fn;
+    s->handler_ctx = ctx;
+    pthread_mutex_unlock(&s->mu);
+}
+
 void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after)
 {
     pthread_mutex_lock(&s->mu);
@@ -535,14 +574,6 @@ void fake_push_raw(fake_server *s, const char *raw, bool close)
         s->fraw[s->nfaults] = cm_strdup(raw);
         s->nfaults++;
     }
-    pthread_mutex_unlock(&s->mu);
-}
-
-void fake_handle(fake_server *s, fake_handler_fn fn, void *ctx)
-{
-    pthread_mutex_lock(&s->mu);
-    s->handler = fn;
-    s->handler_ctx = ctx;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -63,13 +63,14 @@ void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after);
  * headers, body — e.g. an SSE stream) are sent as they are; then the
  * connection is closed when close is true, else kept for the next request. */
 void fake_push_raw(fake_server *s, const char *raw, bool close);
-/* A handler for the requests that find no queued fault: returns a whole raw
- * answer (status line, headers, body; malloc'd, sent as it is, the
- * connection kept) or NULL for the default answer. Called on the
- * connection's thread, without the server's lock; it may block briefly (a
- * long poll) but must return soon after fake_stop is called. */
-typedef char *(*fake_handler_fn)(void *ctx, const char *method, const char *path, const char *body);
-void fake_handle(fake_server *s, fake_handler_fn fn, void *ctx);
+/* A handler asked first for every request that no queued fault answers:
+ * true when it answered, with *status, *ctype (static) and *out (malloc'd,
+ * *out_len bytes); false lets the built-in answers serve it. Called on the
+ * connection's thread, without the server's lock. */
+typedef bool (*fake_handler_fn)(void *ctx, const char *method, const char *path, const char *body,
+                                size_t body_len, int *status, const char **ctype, char **out,
+                                size_t *out_len);
+void fake_handler(fake_server *s, fake_handler_fn fn, void *ctx);
 /* Requests received so far, and the i-th (valid until fake_stop). */
 int fake_count(fake_server *s);
 const fake_request *fake_get(fake_server *s, int i);

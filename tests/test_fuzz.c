@@ -52,6 +52,11 @@ TEST(fuzz_corpus_embed)
     EXPECT(replay("embed", fuzz_embed) >= 5);
 }
 
+TEST(fuzz_corpus_batch)
+{
+    EXPECT(replay("batch", fuzz_batch) >= 5);
+}
+
 TEST(fuzz_corpus_llm)
 {
     EXPECT(replay("llm", fuzz_llm) >= 5);

@@ -26,7 +26,8 @@ typedef struct tgfake {
     json_t *offsets; /* the offset of every getUpdates (-1: none) */
     int polls, getme;
     long hold_ms;           /* a getUpdates with nothing to give waits this long at most */
-    const char *getme_fail; /* a raw answer to getMe */
+    const char *getme_fail; /* the body of a failed getMe, with getme_fail_status */
+    int getme_fail_status;
     atomic_int stop;
 } tgfake;
 
@@ -39,24 +40,40 @@ static char *raw_json(int status, const char *body)
     return buf_detach(&b);
 }
 
-static char *fake_tg(void *ctx, const char *method, const char *path, const char *body)
+/* A handler's answer: status and a copy of body. */
+static bool tg_answer(int st, const char *body, int *status, char **answer, size_t *answer_len)
+{
+    *status = st;
+    *answer = cm_strdup(body);
+    *answer_len = strlen(body);
+    return true;
+}
+
+static bool fake_tg(void *ctx, const char *method, const char *path, const char *body,
+                    size_t body_len, int *status, const char **ctype, char **answer,
+                    size_t *answer_len)
 {
     tgfake *f = ctx;
     (void)method;
+    (void)body_len;
+    (void)ctype; /* application/json */
     static const char prefix[] = "/bot" TOKEN "/";
     if (strncmp(path, prefix, strlen(prefix)) != 0)
-        return raw_json(401, "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized\"}");
+        return tg_answer(401, "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized\"}",
+                         status, answer, answer_len);
     const char *m = path + strlen(prefix);
     json_t *in = json_loads(body ? body : "{}", 0, NULL);
+    int st = 200;
     char *out = NULL;
     if (!strcmp(m, "getMe")) {
         pthread_mutex_lock(&f->mu);
         f->getme++;
         const char *fail = f->getme_fail;
+        if (fail) st = f->getme_fail_status;
         pthread_mutex_unlock(&f->mu);
         out = fail ? cm_strdup(fail)
-                   : raw_json(200, "{\"ok\":true,\"result\":{\"id\":123456,\"is_bot\":true,"
-                                   "\"first_name\":\"Claw\",\"username\":\"ClawBot\"}}");
+                   : cm_strdup("{\"ok\":true,\"result\":{\"id\":123456,\"is_bot\":true,"
+                               "\"first_name\":\"Claw\",\"username\":\"ClawBot\"}}");
     } else if (!strcmp(m, "getUpdates")) {
         json_t *off = json_object_get(in, "offset");
         long timeout = (long)json_integer_value(json_object_get(in, "timeout"));
@@ -84,7 +101,7 @@ static char *fake_tg(void *ctx, const char *method, const char *path, const char
                 char *t = json_dumps(ans, JSON_COMPACT);
                 json_decref(ans);
                 pthread_mutex_unlock(&f->mu);
-                out = raw_json(200, t);
+                out = cm_strdup(t);
                 free(t);
                 break;
             }
@@ -96,12 +113,16 @@ static char *fake_tg(void *ctx, const char *method, const char *path, const char
         pthread_mutex_lock(&f->mu);
         json_array_append(f->sent, in);
         pthread_mutex_unlock(&f->mu);
-        out = raw_json(200, "{\"ok\":true,\"result\":{\"message_id\":900}}");
+        out = cm_strdup("{\"ok\":true,\"result\":{\"message_id\":900}}");
     } else {
-        out = raw_json(404, "{\"ok\":false,\"error_code\":404,\"description\":\"Not Found\"}");
+        st = 404;
+        out = cm_strdup("{\"ok\":false,\"error_code\":404,\"description\":\"Not Found\"}");
     }
     json_decref(in);
-    return out;
+    *status = st;
+    *answer = out;
+    *answer_len = out ? strlen(out) : 0;
+    return true;
 }
 
 static void tgfake_init(tgfake *f)
@@ -205,7 +226,7 @@ static void rig_start(rig *r, const char *extra)
     pthread_mutex_init(&r->s.mu, NULL);
     r->s.got = json_array();
     r->srv = fake_start(4, r->url);
-    fake_handle(r->srv, fake_tg, &r->f);
+    fake_handler(r->srv, fake_tg, &r->f);
     r->state = tmp_dir();
     buf b = BUF_INIT;
     buf_printf(&b, "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiBaseUrl\":\"%s/\"%s%s}}}",
@@ -541,9 +562,9 @@ TEST(tg_token_never_shown)
     gw_channel *ch = NULL;
     char err[512] = "", last[512] = "";
     /* getMe refused, the answer echoing the request path */
-    char *echo = raw_json(401, "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized: "
-                               "/bot" TOKEN "/getMe\"}");
-    r.f.getme_fail = echo;
+    r.f.getme_fail_status = 401;
+    r.f.getme_fail = "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized: "
+                     "/bot" TOKEN "/getMe\"}";
     EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_EAUTH);
     EXPECT_CONTAINS(err, "401");
@@ -562,7 +583,6 @@ TEST(tg_token_never_shown)
     EXPECT(!strstr(err, "secretToken"));
     ch->ops->close(ch);
     r.f.getme_fail = NULL;
-    free(echo);
     json_t *tg = json_object_get(json_object_get(r.root, "channels"), "telegram");
     json_object_set_new(tg, "apiBaseUrl", json_string("http://127.0.0.1:1"));
     EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);

@@ -97,6 +97,9 @@ static void set_defaults(cm_config *cfg)
     cfg->cache_max_entries = 50000;
     cfg->multimodal_max_bytes = CM_MEDIA_MAX_BYTES_DEFAULT;
     cfg->batch_concurrency = 2;
+    cfg->batch_wait = true;
+    cfg->batch_poll_ms = 2000;
+    cfg->batch_timeout_min = 60;
     cfg->citations = CM_CITE_AUTO;
     config_qmd_defaults(cfg);
     cfg->sessions_delta_bytes = 100000;

@@ -93,6 +93,10 @@ typedef struct cm_config {
     cm_strlist remote_headers; /* "Name: value"; a later layer wins per name */
     int output_dims;           /* outputDimensionality, 0: the model's */
     int batch_concurrency;     /* remote.batch.concurrency: requests in flight */
+    bool batch_enabled;        /* remote.batch.enabled: batch APIs for openai/gemini/voyage */
+    bool batch_wait;           /* remote.batch.wait (true): a sync waits for its batches */
+    int batch_poll_ms;         /* remote.batch.pollIntervalMs (2000) */
+    int batch_timeout_min;     /* remote.batch.timeoutMinutes (60) */
     int embed_max_inputs;      /* clawmem.embedMaxInputs: inputs per request, 0: provider's */
     cm_provider_cfg providers[CM_PROV_N];
     cm_strlist extra_paths; /* as written (absolute or workspace-relative) */

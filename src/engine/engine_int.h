@@ -8,7 +8,8 @@
  * (discovery pairing, incremental sync, the no-change check), rebuild.c (the
  * full rebuild and its reader thread), load.c (one file read and chunked),
  * lock.c (the writer lock, the watcher's record), provider.c (the embedding
- * provider and the vector filling), conn.c (the index connection).
+ * provider and the vector filling), batch_fill.c (the vector filling through
+ * the providers' batch APIs), conn.c (the index connection).
  */
 #ifndef CM_ENGINE_INT_H
 #define CM_ENGINE_INT_H
@@ -75,6 +76,11 @@ struct cm_engine {
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
     /* qmd_backend.c: the QMD sidecar (memory.backend = "qmd") */
     struct engine_qmd *qmd;
+    /* batch_fill.c: the batch APIs during a sync (set by builtin_sync) */
+    cm_progress_fn batch_progress;
+    void *batch_pctx;
+    bool batch_nowait;     /* a search's or watcher's sync: submit and poll, never wait */
+    char batch_error[512]; /* the last batch failure, for status */
 };
 
 /* Whether memory_write may write (cm_engine_writable). */
@@ -131,6 +137,19 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
 bool engine_media_chunk(const cm_engine *e, const pending_chunk *pc);
 /* Gives every media chunk without a vector one (cache, then the provider). */
 cm_rc engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen);
+/* ---- batch_fill.c: the batch APIs (memorySearch.remote.batch) --------- */
+
+/* Whether this sync embeds documents through the provider's batch API. */
+bool engine_batch_on(const cm_engine *e);
+/* Gives the chunks of st without a vector theirs through batches: resumes
+ * the batches recorded in the index, submits new ones for the rest, waits
+ * for them (remote.batch.wait, unless e->batch_nowait) and retries failed
+ * items synchronously. *sync_rest is set when repeated batch failures turned
+ * batch mode off: the caller then embeds what is left synchronously. */
+cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *sync_rest, char *err,
+                        size_t errlen);
+/* Appends ,"batch":{…} to a status payload: settings and pending batches. */
+cm_rc engine_batch_status(cm_engine *e, buf *out, char *err, size_t errlen);
 
 /* ---- lock.c: the writer lock and the watcher's record ------------------- */
 

@@ -125,6 +125,13 @@ void engine_provider_check(cm_engine *e)
 cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen)
 {
     if (!e->have_prov) return CM_OK;
+    cm_rc mrc = engine_fill_media(e, st, stats, err, errlen); /* image and audio files first */
+    if (mrc) return mrc;
+    if (engine_batch_on(e)) { /* remote.batch: through the batch API (batch_fill.c) */
+        bool rest = false;
+        cm_rc brc = engine_fill_batch(e, st, stats, &rest, err, errlen);
+        if (brc || !rest) return brc;
+    }
     embed_provider *p = &e->prov;
     const cm_config *c = &e->cfg;
     const char *name = embed_name(p);
@@ -135,7 +142,6 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
     float **vecs = NULL, *fresh = NULL;
     const char **texts = NULL;
     size_t *miss = NULL;
-    CHECK(engine_fill_media(e, st, stats, err, errlen)); /* image and audio files first */
     for (;;) {
         CHECK(store_pending_vectors(st, after, EMBED_ROUND, &pc, &n, err, errlen));
         if (n == 0) break;

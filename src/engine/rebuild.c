@@ -189,7 +189,11 @@ cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char
     /* Vectors before the swap, reusing the old index's embedding cache. */
     if (e->have_prov) {
         if (e->cfg.cache_enabled) CHECK(store_cache_import(&tmp, e->cfg.store_path, err, errlen));
-        CHECK(engine_fill_vectors(e, &tmp, r->stats, err, errlen));
+        /* batches: filled after the swap (sync.c), recorded in the live index */
+        if (engine_batch_on(e))
+            CHECK(store_batches_import(&tmp, e->cfg.store_path, err, errlen));
+        else
+            CHECK(engine_fill_vectors(e, &tmp, r->stats, err, errlen));
     }
     CHECK(store_vector_log_ensure(&tmp, err, errlen)); /* empty: readers load the new file whole */
     /* In WAL mode before the swap: a reader that opens the new index right

@@ -190,6 +190,7 @@ cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errl
     buf_release(&fp);
     buf_release(&tp);
     CHECK(rc);
+    CHECK(engine_batch_status(e, &b, err, errlen)); /* remote.batch: pending batches */
     if (deep) {
         bool ok = false;
         size_t dirty = 0;

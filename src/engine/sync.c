@@ -268,6 +268,10 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
         goto out; /* a live watcher keeps the index fresh */
     engine_provider_ready(e, true, progress,
                           progress_ctx); /* before the lock: a download takes a while */
+    /* batch_fill.c reports its state through these */
+    e->batch_progress = progress;
+    e->batch_pctx = progress_ctx;
+    e->batch_nowait = (flags & CM_SYNC_NOWAIT) != 0;
     CHECK(discover_files(&e->cfg, &files, &r.problems));
     CHECK(meta_json(e, &meta));
     /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
@@ -304,6 +308,10 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
     }
     if (full) {
         CHECK(engine_rebuild(&r, &files, meta.data, err, errlen));
+        if (engine_batch_on(e)) { /* so that a killed sync finds its batches recorded */
+            CHECK(engine_ensure_store(e, err, errlen));
+            CHECK(engine_fill_vectors(e, &e->st, stats, err, errlen));
+        }
     } else {
         CHECK(store_vector_log_ensure(&e->st, err, errlen));
         CHECK(incremental(&r, &files, err, errlen));
@@ -315,6 +323,7 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
+    e->batch_progress = NULL;
     engine_lock_release(lock);
     file_reader_release(&rd);
     file_list_release(&files);

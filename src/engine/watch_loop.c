@@ -50,6 +50,8 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
             if (r) cm_logf(&e->lg, CM_LOG_WARN, "sync: %s", msg);
             /* another writer: try again after a debounce period */
             due = r == CM_EBUSY ? t + CM_MAX(debounce, 200) : -1;
+            /* embedding batches still at the provider: collected by a later sync */
+            if (!r && st.batches_pending) due = t + CM_MAX(e->cfg.batch_poll_ms, 200);
             first_change = -1;
             last_sync = cm_now_ms();
             /* fresh only when the sync succeeded, no event arrived meanwhile

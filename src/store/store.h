@@ -193,6 +193,36 @@ cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errl
 /* Changes whenever another connection commits (PRAGMA data_version). */
 int64_t store_data_version(store *s);
 
+/* ---- embedding batches waiting at the provider (batches.c) ---- */
+
+typedef struct store_batch {
+    char *id, *provider, *model, *key; /* the batch at the provider, and what it embeds with */
+    char *state;                       /* the provider's last word ("in_progress"…) */
+    int64_t items, created, updated;   /* chunk hashes covered; wall ms */
+} store_batch;
+
+/* Creates the batch tables when the index has none (a write). */
+cm_rc store_batches_ensure(store *s, char *err, size_t errlen);
+/* Every recorded batch, oldest first (none in an index without the tables). */
+cm_rc store_batches_list(store *s, store_batch **out, size_t *n, char *err, size_t errlen);
+void store_batches_release(store_batch *b, size_t n);
+/* Records batch b covering hashes[0..n) (call inside a transaction). */
+cm_rc store_batch_add(store *s, const store_batch *b, const char *const *hashes, size_t n,
+                      char *err, size_t errlen);
+/* The chunk hashes batch id covers (*hashes: n strings, free each and it). */
+cm_rc store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, char *err,
+                         size_t errlen);
+cm_rc store_batch_state(store *s, const char *id, const char *state, int64_t now, char *err,
+                        size_t errlen);
+cm_rc store_batch_delete(store *s, const char *id, char *err, size_t errlen);
+/* The text of chunk id in *text (malloc'd; NULL when the chunk is gone),
+ * through *q: a statement prepared on the first call and kept by the caller
+ * for the next ones (sqlite3_finalize it when done). */
+cm_rc store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
+                       size_t errlen);
+/* Copies the batches of the index at old_path (a rebuild keeps them). */
+cm_rc store_batches_import(store *s, const char *old_path, char *err, size_t errlen);
+
 /* Rebuild plumbing. The temporary file for a rebuild of path is
  * "<path>.rebuild-<pid>"; store_swap makes it the index atomically (after the
  * old index's WAL has been checkpointed away); store_remove_leftovers deletes

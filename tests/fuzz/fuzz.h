@@ -18,6 +18,7 @@ int fuzz_path(const uint8_t *data, size_t size);
 int fuzz_session(const uint8_t *data, size_t size);
 int fuzz_blocks(const uint8_t *data, size_t size);
 int fuzz_httpd(const uint8_t *data, size_t size);
+int fuzz_batch(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_MAIN
 #define FUZZ_ENTRY(fn)                                                                             \

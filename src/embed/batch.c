@@ -1,0 +1,366 @@
+/*
+ * batch.c — what the batch APIs of batch.h share: the injectable clock, one
+ * HTTP call with retries whose answer is kept or streamed line by line, the
+ * reading of a result line (OpenAI/Voyage and Gemini shapes), and the
+ * dispatch to batch_files.c (OpenAI, Voyage) and batch_gemini.c.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <time.h>
+
+#include "batch_int.h"
+
+/* ---- the clock ------------------------------------------------------------ */
+
+static embed_batch_clock clock_hook;
+
+void embed_batch_set_clock(const embed_batch_clock *c)
+{
+    if (c)
+        clock_hook = *c;
+    else
+        memset(&clock_hook, 0, sizeof clock_hook);
+}
+
+int64_t embed_batch_now(void)
+{
+    return clock_hook.now_ms ? clock_hook.now_ms(clock_hook.ctx) : cm_now_ms();
+}
+
+void embed_batch_sleep(long ms)
+{
+    if (clock_hook.sleep_ms) {
+        clock_hook.sleep_ms(clock_hook.ctx, ms);
+        return;
+    }
+    if (ms <= 0) return;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+static size_t limit_requests, limit_bytes;
+
+void embed_batch_set_limits(size_t max_requests, size_t max_bytes)
+{
+    limit_requests = max_requests;
+    limit_bytes = max_bytes;
+}
+
+size_t embed_batch_max_requests(void)
+{
+    return limit_requests ? limit_requests : EMBED_BATCH_MAX_REQUESTS;
+}
+
+size_t embed_batch_max_bytes(void)
+{
+    return limit_bytes ? limit_bytes : EMBED_BATCH_FILE_BYTES;
+}
+
+/* ---- HTTP ----------------------------------------------------------------- */
+
+#define BATCH_ATTEMPTS    3
+#define BATCH_BACKOFF_MS  300
+#define BATCH_MAX_ANSWER  ((size_t)16 << 20) /* a status or create answer */
+#define BATCH_MAX_LINE    ((size_t)8 << 20)  /* one result line (a vector in JSON) */
+#define BATCH_ERROR_BYTES 4096               /* of an error answer, for its message */
+
+typedef struct stream {
+    batch_call *c;
+    buf line;
+    bool delivered; /* a line went to on_line: no retry after this */
+    cm_rc rc;
+} stream;
+
+static bool on_data(http_fetch *f, const char *p, size_t n)
+{
+    stream *s = f->ctx;
+    batch_call *c = s->c;
+    bool ok = f->status >= 200 && f->status < 300;
+    if (!ok || !c->on_line) {
+        size_t cap = ok ? BATCH_MAX_ANSWER : BATCH_ERROR_BYTES;
+        if (c->resp.len + n > cap) {
+            if (ok) {
+                s->rc = CM_ETOOBIG;
+                return false;
+            }
+            n = cap - c->resp.len; /* an error answer: its start is enough */
+        }
+        if (n && buf_add(&c->resp, p, n)) {
+            s->rc = CM_ENOMEM;
+            return false;
+        }
+        return true;
+    }
+    while (n) {
+        const char *nl = memchr(p, '\n', n);
+        size_t take = nl ? (size_t)(nl - p) : n;
+        if (s->line.len + take > BATCH_MAX_LINE) {
+            s->rc = CM_ETOOBIG;
+            return false;
+        }
+        if (take && buf_add(&s->line, p, take)) {
+            s->rc = CM_ENOMEM;
+            return false;
+        }
+        p += take;
+        n -= take;
+        if (nl) {
+            p++;
+            n--;
+            s->delivered = true;
+            if (s->line.len && (s->rc = c->on_line(c->ctx, s->line.data, s->line.len)) != CM_OK)
+                return false;
+            buf_reset(&s->line);
+        }
+    }
+    return true;
+}
+
+void embed_batch_call_release(batch_call *c)
+{
+    buf_release(&c->resp);
+}
+
+cm_rc embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    cm_strlist h = {NULL, 0};
+    stream s = {c, BUF_INIT, false, CM_OK};
+    char msg[400] = "";
+    for (size_t i = 0; i < p->headers.n; i++)
+        CHECK(config_header_set(&h, p->headers.v[i]));
+    if (c->ctype) {
+        buf ct = BUF_INIT;
+        rc = buf_printf(&ct, "Content-Type: %s", c->ctype);
+        if (!rc) rc = config_header_set(&h, ct.data);
+        buf_release(&ct);
+        CHECK(rc);
+    }
+    if (c->extra_header) CHECK(config_header_set(&h, c->extra_header));
+    CHECK(config_header_set(&h, "Expect:")); /* no 100-continue wait on an upload */
+    long delay = BATCH_BACKOFF_MS;
+    for (int attempt = 1;; attempt++) {
+        http_fetch f = {0};
+        f.url = c->url;
+        f.headers = &h;
+        f.body = c->body;
+        f.body_len = c->body_len;
+        f.timeout_ms = c->body ? 600000 : 0; /* an upload: 10 minutes; a download streams */
+        f.on_data = on_data;
+        f.ctx = &s;
+        buf_reset(&c->resp);
+        buf_reset(&s.line);
+        s.rc = CM_OK;
+        rc = http_fetch_run(&f, msg, sizeof msg);
+        c->status = f.status;
+        if (s.rc) { /* our callback stopped it */
+            rc = s.rc;
+            if (rc == CM_ETOOBIG) FAIL(rc, "%s failed: the answer is too large", c->what);
+            goto out;
+        }
+        if (!rc && s.line.len && c->on_line && f.status >= 200 && f.status < 300) {
+            s.delivered = true; /* the last line, without a newline */
+            CHECK(c->on_line(c->ctx, s.line.data, s.line.len));
+        }
+        if (!rc && f.status >= 200 && f.status < 300) break;
+        bool again = f.retryable && attempt < BATCH_ATTEMPTS && !s.delivered;
+        if (again) {
+            long wait = f.retry_after_ms >= 0 ? CM_MIN(f.retry_after_ms, 60000L) : delay;
+            embed_batch_sleep(wait);
+            delay *= 2;
+            continue;
+        }
+        if (rc) FAIL(CM_EIO, "%s failed: %s", c->what, msg);
+        buf shown = BUF_INIT;
+        http_error_text(c->url, &h, c->resp.data ? c->resp.data : "", c->resp.len, 200, &shown);
+        rc = cm_seterr(err, errlen, f.status == 404 ? CM_ENOTFOUND : CM_EIO, "%s failed: %ld %s",
+                       c->what, f.status, shown.data ? shown.data : "");
+        buf_release(&shown);
+        goto out;
+    }
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    buf_release(&s.line);
+    for (size_t i = 0; i < h.n; i++)
+        free(h.v[i]);
+    free(h.v);
+    return rc;
+}
+
+cm_rc embed_batch_json(const batch_call *c, json_t **out, char *err, size_t errlen)
+{
+    json_error_t je;
+    *out = json_loadb(c->resp.data ? c->resp.data : "", c->resp.len, 0, &je);
+    if (*out && json_is_object(*out)) return CM_OK;
+    json_decref(*out);
+    *out = NULL;
+    return cm_seterr(err, errlen, CM_EIO, "%s: the answer is not a JSON object", c->what);
+}
+
+const char *embed_batch_jstr(json_t *o, ...)
+{
+    va_list ap;
+    va_start(ap, o);
+    const char *k;
+    while (o && (k = va_arg(ap, const char *)))
+        o = json_object_get(o, k);
+    va_end(ap);
+    return json_string_value(o);
+}
+
+void embed_batch_redact(const embed_provider *p, const char *url, char *s, size_t n)
+{
+    buf out = BUF_INIT;
+    if (s[0] && http_error_text(url, &p->headers, s, strlen(s), n - 1, &out) == CM_OK)
+        snprintf(s, n, "%s", out.data ? out.data : "");
+    else if (s[0])
+        snprintf(s, n, "[unreadable]");
+    buf_release(&out);
+}
+
+void embed_batch_copy(char *dst, size_t n, const char *s)
+{
+    snprintf(dst, n, "%s", s ? s : "");
+}
+
+/* ---- result lines --------------------------------------------------------- */
+
+/* Reads a vector into a new array; NULL and *why when it is not one this
+ * provider may give. */
+static float *read_vector(embed_provider *p, json_t *v, int *dims, const char **why)
+{
+    size_t d = json_array_size(v);
+    *why = NULL;
+    if (!json_is_array(v) || d == 0) {
+        *why = "empty embedding";
+        return NULL;
+    }
+    if (d > 65536 || (p->dims_wanted && (int)d != p->dims_wanted) ||
+        (p->dims && (int)d != p->dims)) {
+        *why = "embedding of the wrong dimensions";
+        return NULL;
+    }
+    float *out = malloc(d * sizeof *out);
+    if (!out) {
+        *why = "out of memory";
+        return NULL;
+    }
+    for (size_t i = 0; i < d; i++) {
+        json_t *x = json_array_get(v, i);
+        double f = json_number_value(x);
+        if (!json_is_number(x) || !isfinite(f) || fabs(f) > 1e30) {
+            free(out);
+            *why = "an embedding holds a non-number";
+            return NULL;
+        }
+        out[i] = (float)f;
+    }
+    *dims = (int)d;
+    return out;
+}
+
+/* The message of an error member: {"message": …} or a plain string. */
+static const char *error_text(json_t *e)
+{
+    if (json_is_string(e)) return json_string_value(e);
+    const char *m = json_string_value(json_object_get(e, "message"));
+    if (m) return m;
+    return json_is_object(e) && json_object_size(e) ? "unknown error" : NULL;
+}
+
+cm_rc embed_batch_parse_line(embed_provider *p, const char *line, size_t len,
+                             embed_batch_item_fn fn, void *ctx)
+{
+    json_error_t je;
+    json_t *j = json_loadb(line, len, 0, &je);
+    cm_rc rc = CM_OK;
+    float *v = NULL;
+    int dims = 0;
+    const char *id = json_string_value(json_object_get(j, "custom_id"));
+    if (!id) id = json_string_value(json_object_get(j, "key"));
+    if (!id) id = json_string_value(json_object_get(j, "request_id"));
+    if (!id) goto out; /* unattributable: the item counts as missing */
+    const char *why = error_text(json_object_get(j, "error"));
+    json_t *resp = json_object_get(j, "response"), *vec = NULL;
+    if (!why && p->kind == CM_PROV_GEMINI) {
+        why = error_text(json_object_get(resp, "error"));
+        vec = json_object_get(json_object_get(resp ? resp : j, "embedding"), "values");
+    } else if (!why) {
+        json_t *body = json_object_get(resp, "body");
+        json_int_t code = json_integer_value(json_object_get(resp, "status_code"));
+        if (code >= 400) {
+            why = json_is_string(body) ? json_string_value(body)
+                                       : error_text(json_object_get(body, "error"));
+            if (!why) why = "unknown error";
+        }
+        vec = json_object_get(json_array_get(json_object_get(body, "data"), 0), "embedding");
+    }
+    if (!why) {
+        v = read_vector(p, vec, &dims, &why);
+        if (v && !p->dims) p->dims = dims;
+    }
+    rc = fn(ctx, id, v, dims, v ? NULL : why);
+out:
+    free(v);
+    json_decref(j);
+    return rc;
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+bool embed_batch_supported(const embed_provider *p)
+{
+    return p->kind == CM_PROV_OPENAI || p->kind == CM_PROV_GEMINI || p->kind == CM_PROV_VOYAGE;
+}
+
+cm_rc embed_batch_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
+{
+    return p->kind == CM_PROV_GEMINI ? embed_batch_gemini_line(p, id, text, jsonl)
+                                     : embed_batch_files_line(p, id, text, jsonl);
+}
+
+cm_rc embed_batch_submit(embed_provider *p, const buf *jsonl, size_t n, char **id,
+                         embed_batch_status *st, uint64_t *bytes_sent, char *err, size_t errlen)
+{
+    uint64_t sent = 0;
+    (void)n;
+    *id = NULL;
+    memset(st, 0, sizeof *st);
+    if (!embed_batch_supported(p))
+        return cm_seterr(err, errlen, CM_EINVAL, "%s has no batch API", embed_name(p));
+    cm_rc rc = p->kind == CM_PROV_GEMINI
+                   ? embed_batch_gemini_submit(p, jsonl, id, st, &sent, err, errlen)
+                   : embed_batch_files_submit(p, jsonl, id, st, &sent, err, errlen);
+    if (bytes_sent) *bytes_sent += sent;
+    return rc;
+}
+
+cm_rc embed_batch_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
+                       size_t errlen)
+{
+    memset(st, 0, sizeof *st);
+    return p->kind == CM_PROV_GEMINI ? embed_batch_gemini_poll(p, id, st, err, errlen)
+                                     : embed_batch_files_poll(p, id, st, err, errlen);
+}
+
+typedef struct relay {
+    embed_provider *p;
+    embed_batch_item_fn fn;
+    void *ctx;
+} relay;
+
+static cm_rc relay_line(void *ctx, const char *line, size_t len)
+{
+    relay *r = ctx;
+    return embed_batch_parse_line(r->p, line, len, r->fn, r->ctx);
+}
+
+cm_rc embed_batch_results(embed_provider *p, const embed_batch_status *st, embed_batch_item_fn fn,
+                          void *ctx, char *err, size_t errlen)
+{
+    relay r = {p, fn, ctx};
+    return p->kind == CM_PROV_GEMINI
+               ? embed_batch_gemini_results(p, st, relay_line, &r, err, errlen)
+               : embed_batch_files_results(p, st, relay_line, &r, err, errlen);
+}
