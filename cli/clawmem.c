@@ -1,5 +1,5 @@
 /*
- * main.c — the clawmem command line: status, index, search, get, watch, mcp,
+ * clawmem.c — the clawmem command line: status, index, search, get, watch, mcp,
  * help. Global options go before or after the command. Uses only
  * the public header; turns the engine's JSON payloads into the text output of
  * `openclaw memory …` unless --json is given. Exit 0 on success, 1 on a usage
