@@ -258,3 +258,22 @@ cm_rc utf8_add_json_str(buf *b, const char *s, size_t n)
     if (!rc) rc = buf_addc(b, '"');
     return rc;
 }
+
+void jw_raw(jw *w, const char *s)
+{
+    if (!w->rc) w->rc = buf_adds(w->b, s);
+}
+
+void jw_str(jw *w, const char *s)
+{
+    if (!w->rc) w->rc = s ? utf8_add_json_str(w->b, s, strlen(s)) : buf_adds(w->b, "null");
+}
+
+void jw_printf(jw *w, const char *fmt, ...)
+{
+    if (w->rc) return;
+    va_list ap;
+    va_start(ap, fmt);
+    w->rc = buf_vprintf(w->b, fmt, ap);
+    va_end(ap);
+}

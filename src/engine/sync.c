@@ -54,7 +54,7 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
         rc = buf_printf(&scope, "%s\n", c->extra_paths.v[i]);
     char scope_hash[SHA256_HEX_LEN + 1];
-    sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
+    sha256_hex(scope.data, scope.len, scope_hash);
     buf_release(&scope);
     /* version 2: chunks within their budget, no byte-order mark (chunk.h) */
     if (!rc)
