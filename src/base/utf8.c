@@ -259,6 +259,13 @@ cm_rc utf8_add_json_str(buf *b, const char *s, size_t n)
     return rc;
 }
 
+/* A failed call leaves the buffer as it was before the call. */
+static void jw_end(jw *w, size_t before, cm_rc rc)
+{
+    w->rc = rc;
+    if (rc && w->b->len > before) w->b->data[w->b->len = before] = 0;
+}
+
 void jw_raw(jw *w, const char *s)
 {
     if (!w->rc) w->rc = buf_adds(w->b, s);
@@ -266,7 +273,9 @@ void jw_raw(jw *w, const char *s)
 
 void jw_str(jw *w, const char *s)
 {
-    if (!w->rc) w->rc = s ? utf8_add_json_str(w->b, s, strlen(s)) : buf_adds(w->b, "null");
+    if (w->rc) return;
+    size_t before = w->b->len;
+    jw_end(w, before, s ? utf8_add_json_str(w->b, s, strlen(s)) : buf_adds(w->b, "null"));
 }
 
 void jw_printf(jw *w, const char *fmt, ...)

@@ -58,10 +58,11 @@ cm_rc utf8_cjk_expand(buf *out, const char *s, size_t n);
  * characters (C0, DEL, C1) are \u escapes, never raw bytes. */
 cm_rc utf8_add_json_str(buf *b, const char *s, size_t n);
 
-/* A JSON writer with a sticky error: appends to b until one fails, keeps that
- * rc, and does nothing after it, so a run of appends is checked once at its
- * end:  jw w = {out, CM_OK}; jw_raw(&w, "{\"path\":"); jw_str(&w, p); …
- * return w.rc; */
+/* A JSON writer with a sticky error: appends to b until one call fails,
+ * keeps that rc and does nothing after it, so a run of appends is checked
+ * once, at its end; the buffer keeps what the calls before the failing one
+ * wrote.   jw w = {out, CM_OK}; jw_raw(&w, "{\"path\":"); jw_str(&w, p);
+ *          jw_raw(&w, "}"); return w.rc; */
 typedef struct jw {
     buf *b;
     cm_rc rc;
