@@ -13,7 +13,8 @@
 #include "test.h"
 
 /* `nm -g --defined-only` prints "addr T name" per symbol: each name
- * without the prefix is named in the failure. */
+ * without the prefix is named in the failure (the compiler's own, starting
+ * with "__", do not count). */
 TEST(symbols_exported_start_with_cm)
 {
     const char *bin = getenv("CLAWMEM_BIN");
@@ -33,7 +34,8 @@ TEST(symbols_exported_start_with_cm)
             name++;
             size_t nl = (size_t)(line + len - name);
             total++;
-            if (nl < 3 || memcmp(name, "cm_", 3) != 0) {
+            /* names with "__" are the compiler's (__odr_asan.x under ASan) */
+            if ((nl < 3 || memcmp(name, "cm_", 3) != 0) && (nl < 2 || memcmp(name, "__", 2) != 0)) {
                 nbad++;
                 EXPECT_INT(buf_printf(&bad, " %.*s", (int)nl, name), CM_OK);
             }
