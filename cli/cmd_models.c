@@ -108,7 +108,7 @@ int cmd_models(const cm_options *opt, int argc, char **argv)
     if (!sub || (strcmp(sub, "status") && strcmp(sub, "run")))
         return die("models: say status or run (see clawmem models --help)");
     if (!strcmp(sub, "run") && (!prompt || !*prompt)) return die("models run: a PROMPT is needed");
-    char err[1024], *out = NULL;
+    char err[CM_ERR_SIZE], *out = NULL;
     cm_agent *a = NULL;
     if (cm_agent_open(opt, &a, err, sizeof err)) return die("%s", err);
     cm_rc rc = !strcmp(sub, "status")

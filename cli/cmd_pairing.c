@@ -39,7 +39,7 @@ int cmd_pairing(const cm_options *opt, int argc, char **argv)
     if (!pos[1]) return die("pairing %s: a CHANNEL is needed (telegram, …)", sub);
     if (approve && !pos[2]) return die("pairing approve: a CODE is needed");
     if (list && pos[2]) return die("pairing list: CHANNEL only");
-    char err[1024], *out = NULL;
+    char err[CM_ERR_SIZE], *out = NULL;
     cm_rc rc = list ? cm_pairing_list(opt, pos[1], &out, err, sizeof err)
                     : cm_pairing_approve(opt, pos[1], pos[2], &out, err, sizeof err);
     if (rc) return die("pairing %s: %s", sub, err);

@@ -184,7 +184,7 @@ int cmd_sessions(const cm_options *opt, int argc, char **argv)
     if (needs_key && !key) return die("sessions %s: a session KEY is needed", sub);
     if (!strcmp(sub, "append") && (!role || !text))
         return die("sessions append: --role user|assistant and TEXT are needed");
-    char err[1024], *out = NULL;
+    char err[CM_ERR_SIZE], *out = NULL;
     if ((!strcmp(sub, "flush") && !dry) || !strcmp(sub, "compact")) {
         cm_options o = *opt;
         o.allow_write = 1; /* the flush writes memory */

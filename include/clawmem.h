@@ -44,6 +44,13 @@ typedef enum cm_rc {
 /* A static, human-readable name for rc. Never NULL. */
 const char *cm_strerror(cm_rc rc);
 
+/* The size of a message buffer (char err[CM_ERR_SIZE]) that holds every
+ * message clawmem writes; a smaller one gets the message cut at a UTF-8
+ * boundary. A message is written only when the call fails, and it is the
+ * innermost one: the layer that saw the failure says what failed, and a
+ * caller above it passes the message up rather than writing its own. */
+#define CM_ERR_SIZE 1024
+
 typedef enum cm_log_level { CM_LOG_DEBUG, CM_LOG_INFO, CM_LOG_WARN, CM_LOG_ERROR } cm_log_level;
 
 /* Receives the engine's diagnostics (config warnings, skipped files). Called on

@@ -138,7 +138,7 @@ static int stop_sync(void *ctx, const cm_progress *p)
 static void *sync_main(void *arg)
 {
     syncer *y = arg;
-    char err[1024];
+    char err[CM_ERR_SIZE];
     cm_engine *e = NULL;
     if (cm_engine_open(&y->opt, &e, err, sizeof err)) {
         if (y->opt.log) y->opt.log(y->opt.log_ctx, CM_LOG_ERROR, err);
@@ -162,7 +162,7 @@ static void *sync_main(void *arg)
 int mcp_serve(const cm_options *opt, const mcp_opts *mo)
 {
     int status = 0;
-    char err[1024];
+    char err[CM_ERR_SIZE];
     mcp_rpc s = {0};
     syncer y = {*opt, *mo, 0, {-1, -1}};
     pthread_t tid;

@@ -192,7 +192,7 @@ static json_t *search_tool(const mcp_rpc *s, json_t *args)
     long max = 0;
     cm_search_opts o = {0, -1, 0};
     json_t *ms = json_object_get(args, "minScore");
-    char err[1024], *payload = NULL;
+    char err[CM_ERR_SIZE], *payload = NULL;
     /* the schema says minLength 1: an empty query is a bad argument, not "no results" */
     if (!q || !*q)
         return arg_error(t, "query", "a non-empty string, the words to look for in the notes",
@@ -223,7 +223,7 @@ static json_t *get_tool(const mcp_rpc *s, json_t *args)
     static const char t[] = "memory_get";
     const char *path = str_arg(args, "path");
     long from = 0, lines = 0, offset = 0;
-    char err[1024], *payload = NULL;
+    char err[CM_ERR_SIZE], *payload = NULL;
     if (!path)
         return arg_error(t, "path",
                          "a workspace-relative path such as MEMORY.md or memory/2026-02-10.md",
@@ -250,7 +250,7 @@ static json_t *write_tool(const mcp_rpc *s, json_t *args)
     static const char t[] = "memory_write";
     const char *text = str_arg(args, "text");
     json_t *p = json_object_get(args, "path");
-    char err[1024], *payload = NULL;
+    char err[CM_ERR_SIZE], *payload = NULL;
     if (!text || !*text)
         return arg_error(t, "text", "a non-empty string, the note in Markdown",
                          json_object_get(args, "text"));

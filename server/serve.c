@@ -149,7 +149,7 @@ static cm_rc S_load_tokens(srv *s, const char *path, char *err, size_t errlen)
     json5_doc doc;
     memset(&doc, 0, sizeof doc);
     CHECK(fs_read_file_follow(path, 1u << 20, &text, err, errlen));
-    CHECK(json5_parse(text.data ? text.data : "", text.len, path, &doc, err, errlen));
+    CHECK(json5_parse(text.data, text.len, path, &doc, err, errlen));
     if (!json_is_object(doc.root)) FAIL(CM_ECONFIG, "%s: expected an object of tokens", path);
     s->tokens = calloc(json_object_size(doc.root) + 1, sizeof *s->tokens);
     if (!s->tokens) FAIL(CM_ENOMEM, "out of memory");
@@ -206,7 +206,7 @@ static const token *S_find_token(const srv *s, const char *given)
 static void *S_watch_main(void *arg)
 {
     slot *sl = arg;
-    char err[1024];
+    char err[CM_ERR_SIZE];
     cm_engine *e = NULL;
     if (cm_engine_open(&sl->wopt, &e, err, sizeof err) == CM_OK) {
         cm_watch_opts wo = {&sl->stop, sl->wake[0], -1, NULL, NULL, 0};
@@ -488,7 +488,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     slot *sl = NULL;
     char *out = NULL;
     char sid_hdr[64] = "";
-    char err[1024];
+    char err[CM_ERR_SIZE];
     const char *path_agent = NULL;
 
     /* DNS rebinding: a page elsewhere must not reach a loopback server */
@@ -666,7 +666,7 @@ out:
 int mcp_serve_http(const cm_options *opt, const serve_opts *so)
 {
     int status = 1;
-    char err[1024];
+    char err[CM_ERR_SIZE];
     srv s;
     httpd *h = NULL;
     memset(&s, 0, sizeof s);

@@ -1,6 +1,6 @@
 /*
  * test.h — the test harness: TEST(name) registers a test at load time, the
- * runner (main.c) runs them in file order, optionally filtered by a name
+ * runner (runner.c) runs them in file order, optionally filtered by a name
  * prefix, and prints "N passed, N failed". CHECK_* macros record a failure
  * with file:line and return from the test.
  */

@@ -21,6 +21,45 @@ TEST(buf_cap_refuses_and_keeps_content)
     buf_release(&b);
 }
 
+TEST(buf_empty_is_never_null)
+{
+    buf b = BUF_INIT, zeroed = {0};
+    EXPECT(b.data && b.data[0] == 0 && b.len == 0);
+    buf_reset(&zeroed); /* a buf in a zeroed struct becomes a proper empty one */
+    EXPECT(zeroed.data && zeroed.data[0] == 0);
+    char *s = buf_detach(&b); /* "" the caller frees */
+    EXPECT(s && s[0] == 0);
+    free(s);
+    EXPECT(b.data && b.data[0] == 0);
+    EXPECT_INT(buf_adds(&b, "x"), CM_OK);
+    buf_release(&b);
+    EXPECT(b.data && b.data[0] == 0 && b.cap == 0);
+    buf_release(&b); /* twice is harmless */
+    buf_init(&b, 0);
+    EXPECT(b.data && b.data[0] == 0);
+}
+
+TEST(buf_json_writer_error_sticks)
+{
+    buf b;
+    buf_init(&b, 12);
+    jw w = {&b, CM_OK};
+    jw_raw(&w, "{\"k\":");
+    jw_str(&w, "a long value"); /* over the cap */
+    EXPECT_INT(w.rc, CM_ETOOBIG);
+    jw_raw(&w, "}"); /* would fit, but the run has failed */
+    jw_str(&w, NULL);
+    EXPECT_INT(w.rc, CM_ETOOBIG);
+    EXPECT_STR(b.data, "{\"k\":");
+    buf_reset(&b);
+    w = (jw){&b, CM_OK};
+    jw_str(&w, NULL);
+    jw_printf(&w, ",%d", 7);
+    EXPECT_INT(w.rc, CM_OK);
+    EXPECT_STR(b.data, "null,7");
+    buf_release(&b);
+}
+
 TEST(buf_json_string_escapes)
 {
     buf b = BUF_INIT;

@@ -30,12 +30,12 @@ static bool golden(const char *name, int tokens, int overlap)
         test_fail(__FILE__, __LINE__, "%s", err);
         goto out;
     }
-    if (chunk_text(text.data ? text.data : "", text.len, tokens, overlap, &l)) goto out;
+    if (chunk_text(text.data, text.len, tokens, overlap, &l)) goto out;
     render(&l, &got);
     if (getenv("CLAWMEM_UPDATE_GOLDEN")) {
         FILE *f = fopen(gold, "wb");
         if (f) {
-            fwrite(got.data ? got.data : "", 1, got.len, f);
+            fwrite(got.data, 1, got.len, f);
             fclose(f);
         }
     }
@@ -44,9 +44,7 @@ static bool golden(const char *name, int tokens, int overlap)
         goto out;
     }
     ok = got.len == want.len && (got.len == 0 || memcmp(got.data, want.data, got.len) == 0);
-    if (!ok)
-        test_fail(__FILE__, __LINE__, "%s differs from %s:\n%s", name, gold,
-                  got.data ? got.data : "");
+    if (!ok) test_fail(__FILE__, __LINE__, "%s differs from %s:\n%s", name, gold, got.data);
 out:
     chunk_list_release(&l);
     buf_release(&text);
@@ -182,7 +180,7 @@ TEST(chunk_budget_invariants_on_random_documents)
             size_t start = t.len;
             uint32_t r = rnd(&st) % 10;
             random_line(&t, &st, r < 6 ? rnd(&st) % 120 : r < 9 ? rnd(&st) % 900 : rnd(&st) % 6000);
-            lines[i] = cm_strndup(t.data ? t.data + start : "", t.len - start);
+            lines[i] = cm_strndup(t.data + start, t.len - start);
             buf_addc(&t, '\n');
         }
         int tokens = 8 + (int)(rnd(&st) % 400), overlap = (int)(rnd(&st) % (unsigned)tokens);

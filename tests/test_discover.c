@@ -36,7 +36,7 @@ static const char *names(const file_list *l)
     buf_reset(&b);
     for (size_t i = 0; i < l->n; i++)
         buf_printf(&b, "%s%s", i ? " " : "", l->v[i].rel);
-    return b.data ? b.data : "";
+    return b.data;
 }
 
 TEST(discover_roots_and_filters)

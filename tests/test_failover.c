@@ -122,7 +122,7 @@ static cm_rc run(rig *g, const char *model, llm_pin *pin, llm_outcome *oc, char 
     llm_turn t = {model, false, pin};
     llm_response out;
     cm_rc rc = llm_run(g->r, &t, &rq, NULL, NULL, &out, oc, err, errlen);
-    if (text) snprintf(text, textlen, "%s", out.text.data ? out.text.data : "");
+    if (text) snprintf(text, textlen, "%s", out.text.data);
     llm_response_release(&out);
     return rc;
 }

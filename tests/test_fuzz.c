@@ -23,7 +23,7 @@ static int replay(const char *name, int (*fn)(const uint8_t *, size_t))
         snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
         buf b = BUF_INIT;
         if (fs_read_file(p, 1 << 24, &b, err, sizeof err) == CM_OK) {
-            fn((const uint8_t *)(b.data ? b.data : ""), b.len);
+            fn((const uint8_t *)(b.data), b.len);
             n++;
         }
         buf_release(&b);

@@ -32,7 +32,7 @@ static char *slurp(const char *path)
     buf b = BUF_INIT;
     char err[256];
     if (fs_read_file(path, 1 << 26, &b, err, sizeof err) != CM_OK) return NULL;
-    return b.data ? buf_detach(&b) : cm_strdup("");
+    return buf_detach(&b);
 }
 
 static size_t count_of(const char *hay, const char *needle)

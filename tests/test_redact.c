@@ -20,7 +20,7 @@ static const char *red(const char *const *headers, const char *url, const char *
     redact_add_url(&r, url);
     buf b = BUF_INIT;
     redact_text(&r, body, strlen(body), max, &b);
-    snprintf(out, sizeof out, "%s", b.data ? b.data : "");
+    snprintf(out, sizeof out, "%s", b.data);
     buf_release(&b);
     redact_release(&r);
     return out;

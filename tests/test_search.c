@@ -16,7 +16,7 @@ static const char *q(const char *s, bool trigram, query_join j)
     static buf b;
     buf_reset(&b);
     query_build(s, strlen(s), trigram, j, &b, NULL);
-    return b.data ? b.data : "";
+    return b.data;
 }
 
 TEST(query_tokens_are_quoted_and_joined)

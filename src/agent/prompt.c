@@ -177,7 +177,7 @@ static cm_rc add_file(buf *out, budget *b, const char *path, const char *name, c
     }
     if (rc) goto out;
     buf clamped = BUF_INIT;
-    rc = add_clamped(&clamped, body.data ? body.data : "", body.len, b->left, &used);
+    rc = add_clamped(&clamped, body.data, body.len, b->left, &used);
     if (!rc && clamped.len) rc = buf_printf(out, "## %s\n\n%s\n\n", path, clamped.data);
     buf_release(&clamped);
     b->left -= CM_MIN(used, b->left);
@@ -213,14 +213,14 @@ static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx, bool *soul
     for (size_t i = 0; i < ARRAY_LEN(standard) && !stop; i++) {
         CHECK(read_ws(ws, standard[i], &path, &text, &found));
         if (found && !strcmp(standard[i], "SOUL.md")) *soul = true;
-        CHECK(add_file(ctx, &b, path.data, standard[i], text.data ? text.data : "", text.len,
+        CHECK(add_file(ctx, &b, path.data, standard[i], text.data, text.len,
                        !found, &stop));
     }
     /* BOOTSTRAP.md: only while it exists (a new workspace's first run) */
     if (!stop) {
         CHECK(read_ws(ws, "BOOTSTRAP.md", &path, &text, &found));
         if (found)
-            CHECK(add_file(ctx, &b, path.data, "BOOTSTRAP.md", text.data ? text.data : "", text.len,
+            CHECK(add_file(ctx, &b, path.data, "BOOTSTRAP.md", text.data, text.len,
                            false, &stop));
     }
     /* long-term memory: the main private session only */
@@ -232,7 +232,7 @@ static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx, bool *soul
             name = "memory.md";
         }
         if (found)
-            CHECK(add_file(ctx, &b, path.data, name, text.data ? text.data : "", text.len, false,
+            CHECK(add_file(ctx, &b, path.data, name, text.data, text.len, false,
                            &stop));
     }
     /* the daily logs of the session's start day and the day before */
@@ -247,7 +247,7 @@ static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx, bool *soul
             }
             CHECK(read_ws(ws, day.data, &path, &text, &found));
             if (found)
-                CHECK(add_file(ctx, &b, path.data, day.data, text.data ? text.data : "", text.len,
+                CHECK(add_file(ctx, &b, path.data, day.data, text.data, text.len,
                                false, &stop));
         }
     }

@@ -10,9 +10,10 @@
 #include "../session/sessions.h"
 #include "../session/transcript.h"
 #include "session_turn.h"
+#include "../base/caps.h"
 
 #define KEEP_RECENT_TOKENS 20000
-#define TRANSCRIPT_MAX     (512u << 20)
+#define TRANSCRIPT_MAX     CM_CAP_TRANSCRIPT
 
 static const char summary_prefix[] =
     "The conversation history before this point was compacted into the following summary:\n\n"
@@ -127,9 +128,12 @@ static size_t context_start(const json_t *recs, long *comp)
 static json_t *summary_message(const char *summary, json_t *ts)
 {
     buf b = BUF_INIT;
-    buf_printf(&b, "%s%s%s", summary_prefix, summary ? summary : "", summary_suffix);
-    json_t *m = json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content", "type", "text", "text",
-                          b.data ? b.data : "");
+    if (buf_printf(&b, "%s%s%s", summary_prefix, summary ? summary : "", summary_suffix)) {
+        buf_release(&b);
+        return NULL;
+    }
+    json_t *m =
+        json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content", "type", "text", "text", b.data);
     if (m && ts) json_object_set(m, "timestamp", ts);
     buf_release(&b);
     return m;
@@ -277,8 +281,7 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
     buf chain = BUF_INIT;
     llm_runner_chain(a->runner, &probe, &chain);
     char first[192] = "";
-    snprintf(first, sizeof first, "%.*s", (int)strcspn(chain.data ? chain.data : "", ","),
-             chain.data ? chain.data : "");
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(chain.data, ","), chain.data);
     buf_release(&chain);
     bool can_write = a->writable && a->engine && cm_engine_writable(a->engine);
     flush_input in = {

@@ -6,9 +6,10 @@
 
 #include "../base/utf8.h"
 #include "turn.h"
+#include "../base/caps.h"
 
 #define DEFAULT_MAX_STEPS 12
-#define TOOL_TEXT_MAX     (256u << 10) /* what a tool result may hand the model */
+#define TOOL_TEXT_MAX     CM_CAP_TOOL_RESULT /* what a tool result may hand the model */
 
 /* The memory tools as the MCP server describes them (tools/defs.c). */
 static llm_tool_def defs[3];
@@ -159,7 +160,7 @@ static cm_rc add_transcript_message(convo *c, const json_t *msg)
 static void link_calls(convo *c)
 {
     for (size_t i = 0; i < c->n; i++) {
-        c->m[i].text = c->texts[i].data ? c->texts[i].data : "";
+        c->m[i].text = c->texts[i].data;
         if (c->m[i].role == LLM_ASSISTANT)
             c->m[i].calls = c->m[i].ncalls ? &c->calls[(uintptr_t)c->m[i].calls] : NULL;
     }
@@ -179,20 +180,20 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
     char err[1024] = "", *payload = NULL;
     buf out = BUF_INIT;
     json_t *args = json_loads(call->arguments ? call->arguments : "{}", 0, NULL);
-    cm_rc rc = CM_OK;
+    cm_rc rc = CM_OK, wrc = CM_OK; /* wrc: the result text could not be built */
     *is_error = true;
     if (!json_is_object(args)) {
-        buf_printf(&out, "%s: the arguments are not a JSON object", call->name);
+        wrc = buf_printf(&out, "%s: the arguments are not a JSON object", call->name);
         goto out;
     }
     if (!t->engine) {
-        buf_printf(&out, "%s: no memory is available to this agent", call->name);
+        wrc = buf_printf(&out, "%s: no memory is available to this agent", call->name);
         goto out;
     }
     if (!strcmp(call->name, "memory_search")) {
         const char *q = json_string_value(json_object_get(args, "query"));
         if (!q || !*q) {
-            buf_adds(&out, "memory_search: query (a non-empty string) is required");
+            wrc = buf_adds(&out, "memory_search: query (a non-empty string) is required");
             goto out;
         }
         json_t *mr = json_object_get(args, "maxResults"), *ms = json_object_get(args, "minScore");
@@ -204,7 +205,7 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         json_t *f = json_object_get(args, "from"), *l = json_object_get(args, "lines"),
                *o = json_object_get(args, "offset");
         if (!p) {
-            buf_adds(&out, "memory_get: path (a string) is required");
+            wrc = buf_adds(&out, "memory_get: path (a string) is required");
             goto out;
         }
         rc = cm_memory_get_at(t->engine, p, json_is_integer(f) ? (long)json_integer_value(f) : 0,
@@ -215,32 +216,35 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         const char *text = json_string_value(json_object_get(args, "text"));
         const char *p = json_string_value(json_object_get(args, "path"));
         if (!text || !*text) {
-            buf_adds(&out, "memory_write: text (a non-empty string) is required");
+            wrc = buf_adds(&out, "memory_write: text (a non-empty string) is required");
             goto out;
         }
         if (t->write_only_to && p && strcmp(p, t->write_only_to) != 0) {
-            buf_printf(&out, "memory_write: during the memory flush, writes go only to %s",
-                       t->write_only_to);
+            wrc = buf_printf(&out, "memory_write: during the memory flush, writes go only to %s",
+                             t->write_only_to);
             goto out;
         }
         rc = cm_memory_write(t->engine, p ? p : t->write_only_to, text, 0, &payload, err,
                              sizeof err);
     } else {
-        buf_printf(&out, "unknown tool %s", call->name);
+        wrc = buf_printf(&out, "unknown tool %s", call->name);
         goto out;
     }
     if (rc) {
-        buf_adds(&out, err[0] ? err : cm_strerror(rc));
+        wrc = buf_adds(&out, err[0] ? err : cm_strerror(rc));
         goto out;
     }
     *is_error = false;
     /* at most TOOL_TEXT_MAX bytes, never cutting a character in two */
-    buf_add(&out, payload,
-            utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
+    wrc = buf_add(&out, payload,
+                  utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
 out:
-    if (!out.data) buf_adds(&out, "");
     cm_free(payload);
     json_decref(args);
+    if (wrc) { /* out of memory: the caller fails the turn */
+        buf_release(&out);
+        return NULL;
+    }
     return buf_detach(&out);
 }
 
@@ -340,10 +344,10 @@ cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_o
         json_t *am = assistant_message(&resp, &out->outcome, now);
         if (!am || json_array_append_new(out->messages, am)) FAIL(CM_ENOMEM, "out of memory");
         free(out->reply);
-        out->reply = cm_strdup(resp.text.data ? resp.text.data : "");
+        out->reply = cm_strdup(resp.text.data);
         if (!out->reply) FAIL(CM_ENOMEM, "out of memory");
         free(out->reasoning);
-        out->reasoning = cm_strdup(resp.reasoning.data ? resp.reasoning.data : "");
+        out->reasoning = cm_strdup(resp.reasoning.data);
         if (!out->reasoning) FAIL(CM_ENOMEM, "out of memory");
         if (!resp.ncalls) break;
         for (size_t k = 0; k < resp.ncalls; k++) {

@@ -15,9 +15,10 @@
 #include "../base/fs.h"
 #include "../base/lockfile.h"
 #include "auth.h"
+#include "../base/caps.h"
 
 #define AUTH_FILE        "auth-profiles.json"
-#define AUTH_FILE_MAX    (16u << 20) /* a store is a few KiB; refuse absurd files */
+#define AUTH_FILE_MAX    CM_CAP_AUTH_FILE /* a store is a few KiB; refuse absurd files */
 #define SIDECAR_STALE_MS 30000
 #define SIDECAR_TRIES    11
 
@@ -53,7 +54,7 @@ static cm_rc read_json(const char *path, json_t **out, char *err, size_t errlen)
     }
     if (rc) goto out;
     json_error_t je;
-    *out = json_loadb(b.data ? b.data : "", b.len, 0, &je);
+    *out = json_loadb(b.data, b.len, 0, &je);
     if (!*out) {
         /* jansson quotes the offending token ("… near 'sk-…'"): in a file of
          * secrets that could be a key, so only the reason is kept. */

@@ -325,7 +325,7 @@ static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t er
     CHECK(run_checked(q, list, "qmd collection list", q->cfg->qmd.command_timeout_ms, false, &res,
                       err, errlen));
     CHECK(buf_addc(&listed, '\n')); /* every entry follows a '\n': matched whole */
-    CHECK(listed_collections(res.out.data ? res.out.data : "", &listed));
+    CHECK(listed_collections(res.out.data, &listed));
     CHECK(buf_addc(&recorded, '\n'));
     if (have_rec && have.len) CHECK(buf_add(&recorded, have.data, have.len));
     qmd_run_result_release(&res);
@@ -357,7 +357,7 @@ static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t er
             rc = CM_OK;
         }
     }
-    write_small(q->dir, QMD_RECORD, want.data ? want.data : "");
+    write_small(q->dir, QMD_RECORD, want.data);
 out:
     qmd_run_result_release(&res);
     buf_release(&want);
@@ -433,7 +433,7 @@ cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
         if (fs_read_file(path.data, 64u << 20, &text, e2, sizeof e2)) continue;
         session_doc doc;
         memset(&doc, 0, sizeof doc);
-        if (session_extract(text.data ? text.data : "", text.len, &doc)) continue;
+        if (session_extract(text.data, text.len, &doc)) continue;
         buf_reset(&md);
         char base[256];
         snprintf(base, sizeof base, "%.*s", (int)(nl - 6), de->d_name);

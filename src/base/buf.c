@@ -3,24 +3,29 @@
  */
 #include "buf.h"
 
+char buf_empty[1];
+
 void buf_init(buf *b, size_t max)
 {
-    b->data = NULL;
+    b->data = buf_empty;
     b->len = b->cap = 0;
     b->max = max;
 }
 
 void buf_release(buf *b)
 {
-    free(b->data);
-    b->data = NULL;
+    if (b->cap) free(b->data);
+    b->data = buf_empty;
     b->len = b->cap = 0;
 }
 
 void buf_reset(buf *b)
 {
     b->len = 0;
-    if (b->data) b->data[0] = 0;
+    if (b->cap)
+        b->data[0] = 0;
+    else
+        b->data = buf_empty;
 }
 
 cm_rc buf_grow(buf *b, size_t extra)
@@ -32,8 +37,9 @@ cm_rc buf_grow(buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need)
         cap *= 2;
-    char *p = realloc(b->data, cap);
+    char *p = realloc(b->cap ? b->data : NULL, cap);
     if (!p) return CM_ENOMEM;
+    if (!b->cap) p[0] = 0;
     b->data = p;
     b->cap = cap;
     return CM_OK;
@@ -59,27 +65,33 @@ cm_rc buf_addc(buf *b, char c)
     return buf_add(b, &c, 1);
 }
 
+cm_rc buf_vprintf(buf *b, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    cm_rc rc = n < 0 ? CM_EINVAL : buf_grow(b, (size_t)n);
+    if (!rc) {
+        vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+        b->len += (size_t)n;
+    }
+    va_end(again);
+    return rc;
+}
+
 cm_rc buf_printf(buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    cm_rc rc = buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0) return CM_EINVAL;
-    cm_rc rc = buf_grow(b, (size_t)n);
-    if (rc) return rc;
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-    return CM_OK;
+    return rc;
 }
 
 char *buf_detach(buf *b)
 {
-    char *p = b->data;
-    if (!p) p = calloc(1, 1);
-    b->data = NULL;
+    char *p = b->cap ? b->data : calloc(1, 1);
+    b->data = buf_empty;
     b->len = b->cap = 0;
     return p;
 }

@@ -59,7 +59,7 @@ void cm_msg_clean(char *msg, size_t size)
     buf b;
     buf_init(&b, size - 1);
     utf8_escape_line(&b, copy, n); /* CM_ETOOBIG: cut at a boundary */
-    memcpy(msg, b.data ? b.data : "", b.len);
+    memcpy(msg, b.data, b.len);
     msg[b.len] = 0;
     buf_release(&b);
     free(copy);

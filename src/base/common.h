@@ -33,7 +33,11 @@
         goto out;                                                                                  \
     } while (0)
 
-/* Formats a message into err (when err is not NULL) and returns code. */
+/* Formats a message into err (when err is not NULL) and returns code. The
+ * rule of curl's failf: the innermost message wins. The function that meets a
+ * failure writes the message; its callers return the rc and leave the message
+ * alone; a caller that adds context has the callee write into a buffer of
+ * its own and quotes it in err. */
 cm_rc cm_seterr(char *err, size_t errlen, cm_rc code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -237,7 +237,7 @@ static cm_rc parse_object(parser *p, json_t **out, int depth)
             CHECK(
                 perr(p, c < 0 ? "unexpected end of file, expected '}'" : "expected a key or '}'"));
         }
-        if (utf8_valid_prefix(key.data ? key.data : "", key.len) != key.len)
+        if (utf8_valid_prefix(key.data, key.len) != key.len)
             CHECK(perr(p, "key is not valid UTF-8"));
         CHECK(skip_space(p));
         if (peek(p, 0) != ':') CHECK(perr(p, "expected ':' after key"));
@@ -245,7 +245,7 @@ static cm_rc parse_object(parser *p, json_t **out, int depth)
         CHECK(skip_space(p));
         json_t *v = NULL;
         CHECK(parse_value(p, &v, depth + 1));
-        const char *k = key.data ? key.data : "";
+        const char *k = key.data;
         if (json_object_set_new(obj, k, v)) CHECK(CM_ENOMEM);
         CHECK(add_pos(p, obj, k, 0, kline, kcol));
         CHECK(skip_space(p));
@@ -398,10 +398,10 @@ static cm_rc parse_value(parser *p, json_t **out, int depth)
         buf s = BUF_INIT;
         cm_rc rc = parse_string(p, &s);
         if (!rc) {
-            if (utf8_valid_prefix(s.data ? s.data : "", s.len) != s.len) {
+            if (utf8_valid_prefix(s.data, s.len) != s.len) {
                 rc = perr(p, "string is not valid UTF-8");
             } else {
-                *out = json_stringn(s.data ? s.data : "", s.len);
+                *out = json_stringn(s.data, s.len);
                 if (!*out) rc = CM_ENOMEM;
             }
         }

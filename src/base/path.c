@@ -217,9 +217,9 @@ cm_rc path_read_fd(int fd, const char *name, size_t max, buf *out, char *err, si
         if (out->len - start > max)
             FAIL(CM_ETOOBIG, "%.200s: grew over the %zu-byte cap", name, max);
     }
-    if (out->data) out->data[out->len] = 0;
+    if (out->cap) out->data[out->len] = 0;
 out:
-    if (rc && out->data) {
+    if (rc && out->cap) {
         out->len = start;
         out->data[start] = 0;
     }

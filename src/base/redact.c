@@ -366,8 +366,8 @@ cm_rc redact_text(const redact *r, const char *s, size_t n, size_t max_chars, bu
             n--;
     }
     CHECK(mask_known(r, s ? s : "", n, &a));
-    CHECK(patterns(r ? r->patterns : REDACT_ALL, a.data ? a.data : "", a.len, &b));
-    CHECK(one_line(b.data ? b.data : "", b.len, max_chars, out));
+    CHECK(patterns(r ? r->patterns : REDACT_ALL, a.data, a.len, &b));
+    CHECK(one_line(b.data, b.len, max_chars, out));
 out:
     buf_release(&a);
     buf_release(&b);
@@ -394,7 +394,7 @@ cm_rc redact_url(const char *url, size_t max_chars, buf *out)
         i += utf8_decode(tmp.data + i, tmp.len - i, &cp);
         chars++;
     }
-    CHECK(utf8_escape_line(out, tmp.data ? tmp.data : "", i));
+    CHECK(utf8_escape_line(out, tmp.data, i));
     if (i < tmp.len) CHECK(buf_adds(out, "\xE2\x80\xA6"));
 out:
     buf_release(&tmp);
@@ -407,7 +407,7 @@ void redact_url_to(const char *url, char *out, size_t size)
     buf b;
     buf_init(&b, size - 1);
     redact_url(url, size > 4 ? size - 4 : 0, &b); /* CM_ETOOBIG keeps what fitted */
-    memcpy(out, b.data ? b.data : "", b.len);
+    memcpy(out, b.data, b.len);
     out[b.len] = 0;
     buf_release(&b);
 }

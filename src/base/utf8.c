@@ -258,3 +258,31 @@ cm_rc utf8_add_json_str(buf *b, const char *s, size_t n)
     if (!rc) rc = buf_addc(b, '"');
     return rc;
 }
+
+/* A failed call leaves the buffer as it was before the call. */
+static void jw_end(jw *w, size_t before, cm_rc rc)
+{
+    w->rc = rc;
+    if (rc && w->b->len > before) w->b->data[w->b->len = before] = 0;
+}
+
+void jw_raw(jw *w, const char *s)
+{
+    if (!w->rc) w->rc = buf_adds(w->b, s);
+}
+
+void jw_str(jw *w, const char *s)
+{
+    if (w->rc) return;
+    size_t before = w->b->len;
+    jw_end(w, before, s ? utf8_add_json_str(w->b, s, strlen(s)) : buf_adds(w->b, "null"));
+}
+
+void jw_printf(jw *w, const char *fmt, ...)
+{
+    if (w->rc) return;
+    va_list ap;
+    va_start(ap, fmt);
+    w->rc = buf_vprintf(w->b, fmt, ap);
+    va_end(ap);
+}

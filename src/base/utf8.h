@@ -58,4 +58,18 @@ cm_rc utf8_cjk_expand(buf *out, const char *s, size_t n);
  * characters (C0, DEL, C1) are \u escapes, never raw bytes. */
 cm_rc utf8_add_json_str(buf *b, const char *s, size_t n);
 
+/* A JSON writer with a sticky error: appends to b until one call fails,
+ * keeps that rc and does nothing after it, so a run of appends is checked
+ * once, at its end; the buffer keeps what the calls before the failing one
+ * wrote.   jw w = {out, CM_OK}; jw_raw(&w, "{\"path\":"); jw_str(&w, p);
+ *          jw_raw(&w, "}"); return w.rc; */
+typedef struct jw {
+    buf *b;
+    cm_rc rc;
+} jw;
+
+void jw_raw(jw *w, const char *s); /* s as it is (JSON punctuation, keys) */
+void jw_str(jw *w, const char *s); /* s as a JSON string, NULL as null */
+void jw_printf(jw *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -13,8 +13,9 @@
 #include "../base/buf.h"
 #include "../base/fs.h"
 #include "config_int.h"
+#include "../base/caps.h"
 
-#define CONFIG_MAX_BYTES (16u << 20)
+#define CONFIG_MAX_BYTES CM_CAP_CONFIG_FILE
 
 const char *const cm_provider_names[CM_PROV_N] = {"openai", "gemini", "voyage", "mistral",
                                                   "ollama"};

@@ -11,6 +11,7 @@
 #include "../base/buf.h"
 #include "../base/fs.h"
 #include "secret.h"
+#include "../base/caps.h"
 
 cm_rc secret_subst_env(const char *in, char **out, char *why, size_t whylen)
 {
@@ -45,7 +46,7 @@ cm_rc secret_subst_env(const char *in, char **out, char *why, size_t whylen)
         }
         p = end + 1;
     }
-    if (!rc && !(*out = b.data ? buf_detach(&b) : cm_strdup(""))) rc = CM_ENOMEM;
+    if (!rc && !(*out = buf_detach(&b))) rc = CM_ENOMEM;
     buf_release(&b);
     return rc;
 }
@@ -89,9 +90,9 @@ static cm_rc secret_file(const json_t *pc, const char *alias, const char *id, ch
     if (st.st_uid != getuid())
         FAIL(CM_ECONFIG, "secrets.providers.%s.path %s must be owned by the current user", alias,
              path);
-    size_t max = 1u << 20;
+    size_t max = CM_CAP_SECRET_FILE;
     if (json_is_integer(jmax) && json_integer_value(jmax) > 0)
-        max = (size_t)CM_MIN(json_integer_value(jmax), 20 << 20);
+        max = (size_t)CM_MIN(json_integer_value(jmax), CM_CAP_SECRET_FILE_MAX);
     char rerr[256];
     if (fs_read_file(path, max, &text, rerr, sizeof rerr))
         FAIL(CM_ECONFIG, "secrets.providers.%s: %s", alias, rerr);
@@ -106,7 +107,7 @@ static cm_rc secret_file(const json_t *pc, const char *alias, const char *id, ch
         goto out;
     }
     json_error_t je;
-    root = json_loadb(text.data ? text.data : "", text.len, 0, &je);
+    root = json_loadb(text.data, text.len, 0, &je);
     if (!json_is_object(root))
         FAIL(CM_ECONFIG, "the file of secret provider \"%s\" is not a JSON object", alias);
     /* id is a JSON pointer: "/a/b", with ~1 for '/' and ~0 for '~' */

@@ -173,9 +173,9 @@ cm_rc embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errle
         }
         if (rc) FAIL(CM_EIO, "%s failed: %s", c->what, msg);
         buf shown = BUF_INIT;
-        http_error_text(c->url, &h, c->resp.data ? c->resp.data : "", c->resp.len, 200, &shown);
+        http_error_text(c->url, &h, c->resp.data, c->resp.len, 200, &shown);
         rc = cm_seterr(err, errlen, f.status == 404 ? CM_ENOTFOUND : CM_EIO, "%s failed: %ld %s",
-                       c->what, f.status, shown.data ? shown.data : "");
+                       c->what, f.status, shown.data);
         buf_release(&shown);
         goto out;
     }
@@ -191,7 +191,7 @@ out:
 cm_rc embed_batch_json(const batch_call *c, json_t **out, char *err, size_t errlen)
 {
     json_error_t je;
-    *out = json_loadb(c->resp.data ? c->resp.data : "", c->resp.len, 0, &je);
+    *out = json_loadb(c->resp.data, c->resp.len, 0, &je);
     if (*out && json_is_object(*out)) return CM_OK;
     json_decref(*out);
     *out = NULL;
@@ -213,7 +213,7 @@ void embed_batch_redact(const embed_provider *p, const char *url, char *s, size_
 {
     buf out = BUF_INIT;
     if (s[0] && http_error_text(url, &p->headers, s, strlen(s), n - 1, &out) == CM_OK)
-        snprintf(s, n, "%s", out.data ? out.data : "");
+        snprintf(s, n, "%s", out.data);
     else if (s[0])
         snprintf(s, n, "[unreadable]");
     buf_release(&out);

@@ -540,8 +540,8 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
     }
     if (rc) FAIL(rc, "%s embeddings: %s", embed_name(p), msg);
     for (size_t b = 0; b < nb; b++) {
-        const char *why = embed_parse(p, reqs[b].resp.data ? reqs[b].resp.data : "", reqs[b].resp.len,
-                                first[b + 1] - first[b], rows + first[b]);
+        const char *why = embed_parse(p, reqs[b].resp.data, reqs[b].resp.len,
+                                      first[b + 1] - first[b], rows + first[b]);
         if (why) FAIL(CM_EIO, "%s embeddings: %s", embed_name(p), why);
     }
     float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);

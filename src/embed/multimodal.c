@@ -76,7 +76,7 @@ cm_rc embed_media(embed_provider *p, embed_media_doc *docs, size_t n, char *err,
             continue;
         }
         const char *why =
-            embed_parse(p, r->resp.data ? r->resp.data : "", r->resp.len, 1, &docs[i].vec);
+            embed_parse(p, r->resp.data, r->resp.len, 1, &docs[i].vec);
         if (why) {
             free(docs[i].vec);
             docs[i].vec = NULL;

@@ -191,7 +191,7 @@ cm_rc static_model_write(const char *path, const char *const *words, const float
         CHECK(buf_add(&b, &scale, 4));
         CHECK(buf_add(&b, &weight, 4));
     }
-    CHECK(buf_add(&b, pool.data ? pool.data : "", pool.len));
+    CHECK(buf_add(&b, pool.data, pool.len));
     uint32_t version = 2;
     uint64_t pool_bytes = pool.len;
     uint32_t sum = crc((const uint8_t *)b.data + HEADER, b.len - HEADER);
@@ -209,7 +209,7 @@ cm_rc static_model_write(const char *path, const char *const *words, const float
     if (fclose(f) != 0 || wr != b.len) FAIL(CM_EIO, "%s: write failed", tmp.data);
     if (rename(tmp.data, path) < 0) FAIL(CM_EIO, "rename %s: %s", tmp.data, strerror(errno));
 out:
-    if (rc && tmp.data) unlink(tmp.data);
+    if (rc && tmp.len) unlink(tmp.data);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     buf_release(&pool);
     buf_release(&b);

@@ -26,11 +26,11 @@ __attribute__((format(printf, 2, 3))) static void load_warn(sync_run *r, const c
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (r->log_later) {
-        if (!buf_adds(r->log_later, msg)) buf_addc(r->log_later, '\0');
-    } else {
+    /* Kept with its NUL, or (out of memory) lost whole, as a log line would be. */
+    if (!r->log_later)
         cm_logf(&r->e->lg, CM_LOG_WARN, "%s", msg);
-    }
+    else if (buf_add(r->log_later, msg, strlen(msg) + 1) != CM_OK)
+        return;
 }
 
 /* Reads, hashes, checks and chunks one file into r->chunks; r->size and
@@ -70,7 +70,7 @@ cm_rc engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
 static cm_rc load_media(sync_run *r, const mem_file *f, unsigned kind,
                         char hash[SHA256_HEX_LEN + 1], buf *problem)
 {
-    const unsigned char *d = (const unsigned char *)(r->text.data ? r->text.data : "");
+    const unsigned char *d = (const unsigned char *)(r->text.data);
     size_t n = r->text.len;
     r->stats->bytes_read += n;
     const char *mime = media_mime(f->rel, d, n);
@@ -107,7 +107,7 @@ static cm_rc load_session(sync_run *r, const mem_file *f, char hash[SHA256_HEX_L
                           buf *problem)
 {
     session_doc d;
-    cm_rc rc = session_extract(r->text.data ? r->text.data : "", r->text.len, &d);
+    cm_rc rc = session_extract(r->text.data, r->text.len, &d);
     if (rc) return rc;
     buf_reset(&r->text);
     rc = buf_add(&r->text, d.text.data, d.text.len);
@@ -134,7 +134,7 @@ cm_rc engine_chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_L
                           buf *problem)
 {
     cm_rc rc;
-    const char *s = r->text.data ? r->text.data : "";
+    const char *s = r->text.data;
     size_t n = r->text.len;
     r->stats->bytes_read += n;
     sha256_hex(s, n, hash);

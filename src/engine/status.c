@@ -13,9 +13,10 @@
 
 static cm_rc add_kv_str(buf *b, const char *k, const char *v)
 {
-    cm_rc rc = buf_printf(b, ",\"%s\":", k);
-    if (!rc) rc = v ? utf8_add_json_str(b, v, strlen(v)) : buf_adds(b, "null");
-    return rc;
+    jw w = {b, CM_OK};
+    jw_printf(&w, ",\"%s\":", k);
+    jw_str(&w, v);
+    return w.rc;
 }
 
 /* The last sync's problems (a JSON array kept in the meta table) as JSON
@@ -37,12 +38,13 @@ static cm_rc problems_json(store *st, const char *stored, buf *out, char *err, s
             rc = store_corrupt(st, "the meta table", err, errlen);
             break;
         }
-        if (i) rc = buf_addc(out, ',');
-        if (!rc) rc = buf_adds(out, "{\"path\":");
-        if (!rc) rc = utf8_add_json_str(out, p, strlen(p));
-        if (!rc) rc = buf_adds(out, ",\"problem\":");
-        if (!rc) rc = utf8_add_json_str(out, w, strlen(w));
-        if (!rc) rc = buf_addc(out, '}');
+        jw jo = {out, CM_OK};
+        jw_raw(&jo, i ? ",{\"path\":" : "{\"path\":");
+        jw_str(&jo, p);
+        jw_raw(&jo, ",\"problem\":");
+        jw_str(&jo, w);
+        jw_raw(&jo, "}");
+        rc = jo.rc;
     }
     json_decref(j);
     if (!rc) rc = buf_addc(out, ']');

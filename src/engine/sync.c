@@ -59,7 +59,7 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
         rc = buf_printf(&scope, "multimodal:%s%s:%d\n", c->multimodal & CM_MEDIA_AUDIO ? "a" : "",
                         c->multimodal & CM_MEDIA_IMAGE ? "i" : "", c->multimodal_max_bytes);
     char scope_hash[SHA256_HEX_LEN + 1];
-    sha256_hex(scope.data ? scope.data : "", scope.len, scope_hash);
+    sha256_hex(scope.data, scope.len, scope_hash);
     buf_release(&scope);
     /* version 2: chunks within their budget, no byte-order mark (chunk.h) */
     if (!rc)

@@ -6,6 +6,7 @@
  * its head (2026.3.22's Map with touch-on-read, prune on insert).
  */
 #include "inbound.h"
+#include "../base/caps.h"
 
 #include <ctype.h>
 
@@ -219,7 +220,7 @@ out:
 bool gw_dedupe_check_msg(gw_dedupe *d, const gw_msg *m, int64_t now_ms)
 {
     buf key;
-    buf_init(&key, 1 << 16);
+    buf_init(&key, CM_CAP_DEDUPE_KEY);
     bool dup = gw_dedupe_key(m, &key) && gw_dedupe_check(d, key.data, now_ms);
     buf_release(&key);
     return dup;

@@ -17,6 +17,7 @@
 
 #include "../base/fs.h"
 #include "../base/lockfile.h"
+#include "../base/caps.h"
 
 /* An allow-list entry as a trimmed string in out; false when blank. */
 bool gw_allow_entry(const json_t *v, char *out, size_t n)
@@ -38,7 +39,7 @@ bool gw_allow_entry(const json_t *v, char *out, size_t n)
     return true;
 }
 
-#define STORE_MAX (4 << 20) /* a store file larger than this is refused */
+#define STORE_MAX CM_CAP_PAIRING_FILE /* a store file larger than this is refused */
 
 static const char *S_str(const json_t *v, const char *dflt)
 {
@@ -110,7 +111,7 @@ static cm_rc S_load(const char *path, json_t **doc, char *err, size_t errlen)
     if (rc == CM_ENOTFOUND)
         rc = CM_OK;
     else if (!rc)
-        *doc = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
+        *doc = json_loadb(b.data, b.len, 0, NULL);
     buf_release(&b);
     return rc;
 }

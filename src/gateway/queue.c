@@ -315,7 +315,6 @@ static char *S_summary_line(const char *text)
         b.data[cut] = 0;
         if (buf_adds(&b, "\xE2\x80\xA6")) goto fail;
     }
-    if (!b.data && buf_adds(&b, "")) goto fail;
     return buf_detach(&b);
 fail:
     buf_release(&b);

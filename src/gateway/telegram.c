@@ -90,7 +90,7 @@ static cm_rc resolve_token(const json_t *root, const json_t *tg, const char *acc
         rc = fs_read_file(p, 4096, &b, e2, sizeof e2);
         free(p);
         if (rc) FAIL(CM_ECONFIG, "channels.telegram tokenFile: %s", e2);
-        *out = cm_strdup(b.data ? b.data : "");
+        *out = cm_strdup(b.data);
     } else if (!strcmp(account, "default") && getenv("TELEGRAM_BOT_TOKEN")) {
         *out = cm_strdup(getenv("TELEGRAM_BOT_TOKEN"));
     } else {
@@ -134,7 +134,7 @@ static cm_rc tg_err(const tg_chan *t, char *err, size_t errlen, cm_rc code, cons
 {
     buf o = BUF_INIT;
     if (redact_text(&t->red, msg, strlen(msg), 300, &o) == CM_OK)
-        cm_seterr(err, errlen, code, "%s", o.data ? o.data : "");
+        cm_seterr(err, errlen, code, "%s", o.data);
     else
         cm_seterr(err, errlen, code, "telegram: request failed");
     buf_release(&o);
@@ -205,11 +205,11 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     if (rc == CM_ECANCELED) FAIL(CM_ECANCELED, "telegram %s: stopped", method);
     if (rc) {
         r->retryable = true;
-        buf_printf(&msg, "telegram %s: %s", method, ferr);
-        rc = tg_err(t, err, errlen, CM_EIO, msg.data ? msg.data : "telegram: network failure");
+        bool said = buf_printf(&msg, "telegram %s: %s", method, ferr) == CM_OK;
+        rc = tg_err(t, err, errlen, CM_EIO, said ? msg.data : "telegram: network failure");
         goto out;
     }
-    doc = json_loadb(fc.body.data ? fc.body.data : "", fc.body.len, 0, NULL);
+    doc = json_loadb(fc.body.data, fc.body.len, 0, NULL);
     bool ok = json_is_true(json_object_get(doc, "ok"));
     if (f.status >= 200 && f.status < 300 && ok && json_object_get(doc, "result")) {
         r->result = json_incref(json_object_get(doc, "result"));
@@ -222,11 +222,10 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     long code = f.status;
     if (json_is_integer(json_object_get(doc, "error_code")) && (code < 400 || code >= 600))
         code = (long)json_integer_value(json_object_get(doc, "error_code"));
-    if (!doc)
-        buf_printf(&msg, "telegram %s: HTTP %ld, an answer that is not JSON", method, f.status);
-    else
-        buf_printf(&msg, "telegram %s: HTTP %ld%s%s", method, code, desc ? ": " : "",
-                   desc ? desc : "");
+    bool said = !doc ? buf_printf(&msg, "telegram %s: HTTP %ld, an answer that is not JSON", method,
+                                  f.status) == CM_OK
+                     : buf_printf(&msg, "telegram %s: HTTP %ld%s%s", method, code,
+                                  desc ? ": " : "", desc ? desc : "") == CM_OK;
     cm_rc code_rc = CM_EIO;
     if (code == 429) {
         code_rc = CM_ERATELIMIT;
@@ -236,7 +235,7 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     } else if (code >= 500 || !doc || (code >= 200 && code < 300)) {
         r->retryable = true; /* a server fault, or a 2xx we could not read */
     }
-    rc = tg_err(t, err, errlen, code_rc, msg.data ? msg.data : "telegram: request failed");
+    rc = tg_err(t, err, errlen, code_rc, said ? msg.data : "telegram: request failed");
 out:
     json_decref(doc);
     buf_release(&fc.body);
@@ -283,7 +282,7 @@ static void offset_load(tg_chan *t)
     char e[256];
     t->last_update = -1;
     if (fs_read_file(t->offset_path, 4096, &b, e, sizeof e) == CM_OK) {
-        json_t *d = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
+        json_t *d = json_loadb(b.data, b.len, 0, NULL);
         json_t *v = json_object_get(d, "version"), *id = json_object_get(d, "lastUpdateId");
         const char *bid = json_string_value(json_object_get(d, "botId"));
         bool ver = json_is_integer(v) && (json_integer_value(v) == 1 || json_integer_value(v) == 2);

@@ -73,7 +73,7 @@ static cm_rc flush(chunker *c)
         buf_release(&b);
         return rc;
     }
-    if (blank(b.data ? b.data : "", b.len)) {
+    if (blank(b.data, b.len)) {
         buf_release(&b);
         return CM_OK;
     }

@@ -19,9 +19,10 @@
 
 #include "../base/buf.h"
 #include "../config/config.h"
+#include "../base/caps.h"
 
 /* Memory files larger than this are skipped with a warning (64 MiB). */
-#define DISCOVER_MAX_FILE_BYTES ((int64_t)64 << 20)
+#define DISCOVER_MAX_FILE_BYTES CM_CAP_MEMORY_FILE
 
 typedef struct mem_file {
     char *rel;     /* workspace-relative with '/', e.g. "memory/2026-02-10.md" or "../notes/a.md" */

@@ -9,9 +9,10 @@
 #include "../net/http.h"
 #include "../net/sse.h"
 #include "llm.h"
+#include "../base/caps.h"
 
-#define ERROR_BODY_MAX (64u << 10) /* what is kept of an error answer */
-#define ANSWER_MAX     (32u << 20) /* a whole answer or one stream event */
+#define ERROR_BODY_MAX CM_CAP_LLM_ERROR_BODY /* what is kept of an error answer */
+#define ANSWER_MAX     CM_CAP_LLM_ANSWER     /* a whole answer or one stream event */
 
 static const llm_format *const formats[LLM_API_N] = {&llm_openai_format, &llm_anthropic_format};
 static const char *const api_names[LLM_API_N] = {"openai-completions", "anthropic-messages"};
@@ -39,6 +40,8 @@ void llm_response_release(llm_response *r)
     }
     free(r->calls);
     memset(r, 0, sizeof *r);
+    buf_init(&r->text, 0);
+    buf_init(&r->reasoning, 0);
 }
 
 llm_tool_call *llm_stream_call(llm_stream *st, size_t i)
@@ -147,6 +150,8 @@ static void run_init(chat_run *r, llm_api api, llm_response *out, llm_delta_fn f
 {
     memset(r, 0, sizeof *r);
     memset(out, 0, sizeof *out);
+    buf_init(&out->text, 0);
+    buf_init(&out->reasoning, 0);
     r->fmt = formats[api];
     r->st.out = out;
     r->st.on_delta = fn;
@@ -195,7 +200,7 @@ out:
 static void clean_text(const redact *rd, const char *s, size_t n, char *out, size_t max)
 {
     buf b = BUF_INIT;
-    if (redact_text(rd, s, n, 240, &b) == CM_OK && b.data)
+    if (redact_text(rd, s, n, 240, &b) == CM_OK)
         snprintf(out, max, "%s", b.data);
     else
         snprintf(out, max, "(unreadable)");
@@ -213,7 +218,7 @@ static void error_text(const buf *b, const redact *rd, char *out, size_t max)
     if (m)
         clean_text(rd, m, strlen(m), out, max);
     else
-        clean_text(rd, b->data ? b->data : "", b->len, out, max);
+        clean_text(rd, b->data, b->len, out, max);
     json_decref(j);
 }
 
@@ -231,6 +236,8 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     *e = (llm_error){0, AUTH_R_NONE, -1, false, false};
     if (ep->api < 0 || ep->api >= LLM_API_N) {
         memset(out, 0, sizeof *out);
+        buf_init(&out->text, 0);
+        buf_init(&out->reasoning, 0);
         return cm_seterr(err, errlen, CM_EINVAL, "unknown model api");
     }
     run_init(&r, ep->api, out, on_delta, ctx);
@@ -312,7 +319,7 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
         }
     } else {
         json_error_t je;
-        doc = json_loadb(r.body.data ? r.body.data : "", r.body.len, 0, &je);
+        doc = json_loadb(r.body.data, r.body.len, 0, &je);
         if (!doc || !r.fmt->whole(out, doc)) {
             e->retryable = true;
             FAIL(CM_EIO, "%s: the answer is not a %s response", where, llm_api_name(ep->api));

@@ -11,6 +11,7 @@
 
 #include "../net/http.h"
 #include "runner.h"
+#include "../base/caps.h"
 
 typedef struct oauth_provider {
     const char *provider, *token_url, *client_id;
@@ -93,7 +94,7 @@ static cm_rc refresh_fn(json_t *doc, void *vctx, int64_t now, bool *changed, cha
                                         : "Content-Type: application/x-www-form-urlencoded") ||
         config_header_set(&headers, "Accept: application/json"))
         FAIL(CM_ENOMEM, "out of memory");
-    buf_init(&answer, 1 << 20);
+    buf_init(&answer, CM_CAP_OAUTH_ANSWER);
     http_fetch f = {.url = c->ep.token_url,
                     .headers = &headers,
                     .body = body.data,

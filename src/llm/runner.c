@@ -290,6 +290,8 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
     char msg[600] = "";
     auth_reason last = AUTH_R_NONE; /* the class of the last failure */
     memset(out, 0, sizeof *out);
+    buf_init(&out->text, 0);
+    buf_init(&out->reasoning, 0);
     memset(oc, 0, sizeof *oc);
     CHECK(auth_store_load(&store, r->state_dir, r->agent_id, err, errlen));
     for (int mi = 0; mi < n; mi++) {
@@ -300,7 +302,8 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
         memcpy(oc->model, chain[mi], sizeof oc->model); /* both 192 bytes, NUL-terminated */
         endpoint e;
         if (resolve_endpoint(r, provider, &e, msg, sizeof msg)) {
-            buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg);
+            if (buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg))
+                FAIL(CM_ENOMEM, "out of memory");
             continue;
         }
         int64_t now = r->clock(r->clock_ctx);
@@ -424,13 +427,14 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
             goto out;
         }
         if (rc == CM_ENOMEM) FAIL(CM_ENOMEM, "out of memory");
-        buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg);
+        if (buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg))
+            FAIL(CM_ENOMEM, "out of memory");
         if (rc == CM_ETOOBIG)
             FAIL(CM_ETOOBIG, "%s: the prompt exceeds the model's context (%s)", chain[mi], msg);
         if (stop || !advances(last)) FAIL(failure_rc(last), "%s", log.log.data);
     }
     FAIL(failure_rc(last), "every model failed: %s",
-         log.log.data ? log.log.data : "no model configured");
+         log.log.len ? log.log.data : "no model configured");
 out:
     auth_store_release(&store);
     buf_release(&log.log);

@@ -16,15 +16,16 @@
 #include "../base/sha256.h"
 #include "download.h"
 #include "http.h"
+#include "../base/caps.h"
 
-#define DL_MAX_FAILS     5       /* failures in a row without a new byte */
-#define DL_MAX_ATTEMPTS  100     /* attempts in all, progress or not */
-#define DL_MAX_BACKOFF   30000   /* ms */
-#define DL_NAME_MAX      240     /* cache file name, ".part" still fits NAME_MAX */
-#define DL_TICK_MS       100     /* progress at most this often */
-#define DL_ERRBODY       4096    /* bytes of an error response kept for the message */
-#define DL_ERRSHOWN      160     /* characters of it shown, after redaction */
-#define DL_FAIL_WAIT     60000   /* ms before the first retry of a failed download */
+#define DL_MAX_FAILS     5                     /* failures in a row without a new byte */
+#define DL_MAX_ATTEMPTS  100                   /* attempts in all, progress or not */
+#define DL_MAX_BACKOFF   30000                 /* ms */
+#define DL_NAME_MAX      240                   /* cache file name, ".part" still fits NAME_MAX */
+#define DL_TICK_MS       100                   /* progress at most this often */
+#define DL_ERRBODY       CM_CAP_DOWNLOAD_ERROR /* bytes of an error response kept for the message */
+#define DL_ERRSHOWN      160                   /* characters of it shown, after redaction */
+#define DL_FAIL_WAIT     60000                 /* ms before the first retry of a failed download */
 #define DL_FAIL_WAIT_MAX 3600000 /* ms, the longest wait (doubling from DL_FAIL_WAIT) */
 
 /* Why a transfer was stopped from inside a callback. */
@@ -334,8 +335,7 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
     if (!d->begun && !begin(d, f)) return false;
     if (!d->to_file) { /* an error page: keep its start for the message */
         size_t room = DL_ERRBODY > d->errbody.len ? DL_ERRBODY - d->errbody.len : 0;
-        if (room) buf_add(&d->errbody, p, CM_MIN(n, room));
-        return true;
+        return !room || !buf_add(&d->errbody, p, CM_MIN(n, room)); /* false: out of memory */
     }
     if (d->total >= 0 && d->have + n > (uint64_t)d->total) {
         d->stop = STOP_TOO_LONG;

@@ -515,7 +515,7 @@ cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen)
         const char *why = cerr[0] ? cerr : cu.easy_strerror(cc);
         if (http_error_text(f->url, f->headers, why, strlen(why), 200, &shown))
             FAIL(CM_EIO, "%s: %s", url, cu.easy_strerror(cc));
-        rc = cm_seterr(err, errlen, CM_EIO, "%s: %s", url, shown.data ? shown.data : "");
+        rc = cm_seterr(err, errlen, CM_EIO, "%s: %s", url, shown.data);
         buf_release(&shown);
         goto out;
     }

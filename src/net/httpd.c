@@ -615,7 +615,7 @@ static void S_serve_conn(httpd_conn *c)
         int64_t head_deadline = -1;
         size_t head_len = 0, scanned = 0;
         while (!(head_len =
-                     S_head_end(in.data ? in.data : "", in.len, scanned >= 3 ? scanned - 3 : 0))) {
+                     S_head_end(in.data, in.len, scanned >= 3 ? scanned - 3 : 0))) {
             scanned = in.len;
             if (in.len > o->max_header_bytes) {
                 S_fail_close(c, 431);

@@ -2,13 +2,14 @@
  * sse.c — the server-sent-events parser of sse.h.
  */
 #include "sse.h"
+#include "../base/caps.h"
 
 void sse_init(sse_parser *p, size_t max, sse_event_fn fn, void *ctx)
 {
     memset(p, 0, sizeof *p);
     p->on_event = fn;
     p->ctx = ctx;
-    p->max = max ? max : (4u << 20);
+    p->max = max ? max : CM_CAP_SSE_EVENT;
     buf_init(&p->line, p->max);
     buf_init(&p->data, p->max);
 }
@@ -25,9 +26,8 @@ static cm_rc dispatch(sse_parser *p)
     bool had = p->has_data;
     const char *name = p->event[0] ? p->event : "message";
     bool go = true;
-    if (had) go = p->on_event(p->ctx, name, p->data.data ? p->data.data : "", p->data.len);
+    if (had) go = p->on_event(p->ctx, name, p->data.data, p->data.len);
     buf_reset(&p->data);
-    if (p->data.data) p->data.data[0] = 0;
     p->event[0] = 0;
     p->has_data = false;
     return go ? CM_OK : CM_ECANCELED;
@@ -48,9 +48,8 @@ static cm_rc on_line(sse_parser *p, const char *s, size_t n)
         if (p->has_data) rc = buf_addc(&p->data, '\n');
         if (!rc) rc = buf_add(&p->data, v, vlen);
         if (rc) return rc;
-        if (!p->data.data) rc = buf_adds(&p->data, "");
         p->has_data = true;
-        return rc;
+        return CM_OK;
     }
     if (flen == 5 && memcmp(s, "event", 5) == 0) {
         snprintf(p->event, sizeof p->event, "%.*s", (int)CM_MIN(vlen, sizeof p->event - 1), v);
@@ -84,7 +83,7 @@ cm_rc sse_feed(sse_parser *p, const char *s, size_t n)
         if (j > i && (rc = buf_add(&p->line, s + i, j - i))) return rc;
         if (j == n) break; /* the line goes on in the next piece */
         p->after_cr = s[j] == '\r';
-        rc = on_line(p, p->line.data ? p->line.data : "", p->line.len);
+        rc = on_line(p, p->line.data, p->line.len);
         buf_reset(&p->line);
         if (rc) return rc;
         i = j + 1;

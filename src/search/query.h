@@ -14,11 +14,12 @@
 #define CM_QUERY_H
 
 #include "../base/buf.h"
+#include "../base/caps.h"
 
 typedef enum query_join { QUERY_AND, QUERY_OR } query_join;
 
 /* Queries longer than this many bytes are cut (at a character boundary). */
-#define QUERY_MAX_BYTES 4096
+#define QUERY_MAX_BYTES CM_CAP_QUERY
 /* At most this many tokens take part in the MATCH expression. */
 #define QUERY_MAX_TOKENS 64
 

@@ -255,16 +255,14 @@ cm_rc session_redact(const char *text, size_t n, buf *out)
     pthread_once(&once, compile_all);
     buf a = BUF_INIT, b = BUF_INIT;
     cm_rc rc = buf_add(&a, text, n);
-    if (!rc && !a.data) rc = buf_adds(&a, "");
     buf low = BUF_INIT; /* the text as the needles see it */
     if (!rc) rc = buf_add(&low, a.data, a.len);
     for (size_t i = 0; !rc && i < low.len; i++)
         if (low.data[i] >= 'A' && low.data[i] <= 'Z') low.data[i] |= 0x20;
     for (size_t i = 0; i < NPAT && !rc; i++) {
-        if (patterns[i] && (!compiled_ok[i] || !may_match(i, low.data ? low.data : ""))) continue;
+        if (patterns[i] && (!compiled_ok[i] || !may_match(i, low.data))) continue;
         buf_reset(&b);
         rc = patterns[i] ? apply(&compiled[i], a.data, &b) : redact_pem(a.data, &b);
-        if (!rc && !b.data) rc = buf_adds(&b, "");
         buf t = a;
         a = b;
         b = t;
@@ -331,7 +329,7 @@ static cm_rc message_text(const json_t *content, buf *out)
         if (!rc) rc = add_collapsed(out, json_string_value(tx), json_string_length(tx));
         if (!rc && out->len == mark) { /* nothing but spaces: drop the separator */
             out->len = before;
-            if (out->data) out->data[out->len] = 0;
+            if (out->cap) out->data[out->len] = 0;
         }
         if (rc) break;
     }
@@ -360,6 +358,7 @@ void session_doc_release(session_doc *d)
     free(d->line_map);
     free(d->ts);
     memset(d, 0, sizeof *d);
+    buf_init(&d->text, 0);
 }
 
 cm_rc session_extract(const char *jsonl, size_t len, session_doc *d)
@@ -368,6 +367,7 @@ cm_rc session_extract(const char *jsonl, size_t len, session_doc *d)
     size_t cap = 0;
     buf msg = BUF_INIT, red = BUF_INIT, h = BUF_INIT;
     memset(d, 0, sizeof *d);
+    buf_init(&d->text, 0);
     int line = 0;
     for (size_t i = 0; i < len && !rc;) {
         size_t e = i;
@@ -408,7 +408,7 @@ cm_rc session_extract(const char *jsonl, size_t len, session_doc *d)
         }
         json_decref(rec);
     }
-    if (!rc) rc = buf_add(&h, d->text.data ? d->text.data : "", d->text.len);
+    if (!rc) rc = buf_add(&h, d->text.data, d->text.len);
     if (!rc) rc = buf_addc(&h, '\n');
     for (size_t k = 0; k < d->n && !rc; k++)
         rc = buf_printf(&h, "%s%d", k ? "," : "", d->line_map[k]);
@@ -418,7 +418,6 @@ cm_rc session_extract(const char *jsonl, size_t len, session_doc *d)
         for (int k = 0; k < SHA256_DIGEST_LENGTH; k++)
             snprintf(d->hash + 2 * k, 3, "%02x", md[k]);
     }
-    if (!rc && !d->text.data) rc = buf_adds(&d->text, "");
     buf_release(&msg);
     buf_release(&red);
     buf_release(&h);

@@ -164,7 +164,7 @@ cm_rc flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, buf *
     }
     while (!rc && out->len > start && isspace((unsigned char)out->data[out->len - 1]))
         out->data[--out->len] = 0;
-    if (!rc && !strstr(out->data ? out->data + start : "", "Current time:"))
+    if (!rc && !strstr(out->data + start, "Current time:"))
         rc = buf_printf(out, "%sCurrent time: %s (%s)", out->len > start ? "\n" : "", when,
                         tz && *tz ? tz : "UTC");
     return rc;
@@ -173,6 +173,7 @@ cm_rc flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, buf *
 void flush_context_hash(const json_t *messages, char out[17])
 {
     buf p = BUF_INIT;
+    cm_rc rc = CM_OK;
     size_t n = json_array_size(messages), first = 0, tail = 0;
     /* the last three user/assistant messages */
     for (size_t i = n; i-- > 0 && tail < 3;) {
@@ -182,25 +183,26 @@ void flush_context_hash(const json_t *messages, char out[17])
             first = i;
         }
     }
-    buf_printf(&p, "%zu:", n);
-    for (size_t i = first, k = 0; tail && i < n; i++) {
+    rc = buf_printf(&p, "%zu:", n);
+    for (size_t i = first, k = 0; !rc && tail && i < n; i++) {
         const json_t *m = json_array_get(messages, i);
         const char *role = json_string_value(json_object_get(m, "role"));
         if (!role || (strcmp(role, "user") && strcmp(role, "assistant"))) continue;
         json_t *c = json_object_get(m, "content");
-        if (k) buf_addc(&p, '\0');
-        buf_printf(&p, "[%zu:%s]", k++, role);
-        if (json_is_string(c)) {
-            buf_add(&p, json_string_value(c), json_string_length(c));
-        } else {
+        if (k) rc = buf_addc(&p, '\0');
+        if (!rc) rc = buf_printf(&p, "[%zu:%s]", k++, role);
+        if (!rc && json_is_string(c)) {
+            rc = buf_add(&p, json_string_value(c), json_string_length(c));
+        } else if (!rc) {
             char *t = json_dumps(c ? c : json_string(""),
                                  JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-            if (t) buf_adds(&p, t);
+            if (t) rc = buf_adds(&p, t);
             free(t);
         }
     }
+    if (rc) buf_reset(&p); /* out of memory: the hash of nothing, which matches no stored hash */
     unsigned char md[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)(p.data ? p.data : ""), p.len, md);
+    SHA256((const unsigned char *)p.data, p.len, md);
     for (int i = 0; i < 8; i++)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
     buf_release(&p);

@@ -42,7 +42,7 @@ static cm_rc add_id(buf *out, const char *id, const char *dflt)
 {
     buf t = BUF_INIT, r = BUF_INIT;
     cm_rc rc = add_lower(&t, id);
-    const char *s = t.data ? t.data : "";
+    const char *s = t.data;
     size_t n = strlen(s);
     bool valid = n > 0 && n <= 64 && isalnum((unsigned char)s[0]);
     for (size_t i = 0; valid && i < n; i++)
@@ -60,7 +60,7 @@ static cm_rc add_id(buf *out, const char *id, const char *dflt)
                 i++;
         }
     }
-    const char *p = r.data ? r.data : "";
+    const char *p = r.data;
     size_t len = r.len;
     while (len && *p == '-')
         p++, len--;
@@ -92,12 +92,9 @@ static const char *linked_peer(const json_t *links, const char *channel, const c
 {
     buf a = BUF_INIT, b = BUF_INIT;
     const char *found = NULL;
-    add_lower(&a, peer);
-    if (channel && *channel) {
-        add_lower(&b, channel);
-        buf_addc(&b, ':');
-        add_lower(&b, peer);
-    }
+    if (add_lower(&a, peer)) buf_reset(&a); /* out of memory: no match */
+    if (channel && *channel && (add_lower(&b, channel) || buf_addc(&b, ':') || add_lower(&b, peer)))
+        buf_reset(&b);
     const char *name;
     json_t *ids;
     json_object_foreach((json_t *)links, name, ids)

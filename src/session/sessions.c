@@ -10,8 +10,9 @@
 #include "keys.h"
 #include "sessions.h"
 #include "transcript.h"
+#include "../base/caps.h"
 
-#define STORE_MAX (256u << 20)
+#define STORE_MAX CM_CAP_SESSIONS_FILE
 
 cm_rc session_store_path(buf *out, const char *state_dir, const char *agent_id)
 {
@@ -77,7 +78,6 @@ static cm_rc norm_key(buf *out, const char *key)
         n--;
     for (size_t i = 0; i < n && !rc; i++)
         rc = buf_addc(out, (char)tolower((unsigned char)p[i]));
-    if (!rc && !out->data) rc = buf_adds(out, "");
     return rc;
 }
 

@@ -12,9 +12,10 @@
 #include "../base/fs.h"
 #include "../base/lockfile.h"
 #include "transcript.h"
+#include "../base/caps.h"
 
-#define SESSION_LOCK_STALE_MS (30LL * 60 * 1000) /* QuantumClaw's session write lock */
-#define TAIL_MAX              (16u << 20)        /* the longest last line we look back over */
+#define SESSION_LOCK_STALE_MS (30LL * 60 * 1000)     /* QuantumClaw's session write lock */
+#define TAIL_MAX              CM_CAP_TRANSCRIPT_TAIL /* the longest last line we look back over */
 
 bool transcript_id_valid(const char *id)
 {

@@ -496,8 +496,7 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
         int len = sqlite3_column_bytes(q, 1);
         CHECK(store_keyword_text(s, &s->scratch, text ? text : "", (size_t)len));
         sqlite3_bind_int64(del_fts, 1, id);
-        sqlite3_bind_text(del_fts, 2, s->scratch.data ? s->scratch.data : "", (int)s->scratch.len,
-                          SQLITE_STATIC);
+        sqlite3_bind_text(del_fts, 2, s->scratch.data, (int)s->scratch.len, SQLITE_STATIC);
         CHECK(step_done(s, del_fts, "delete keyword entry", err, errlen));
     }
     if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read chunks", err, errlen));
@@ -539,8 +538,7 @@ cm_rc store_file_replace(store *s, const char *path, const char *source, const c
         int64_t id = sqlite3_last_insert_rowid(s->db);
         CHECK(store_keyword_text(s, &s->scratch, c->text, c->len));
         sqlite3_bind_int64(ins_fts, 1, id);
-        sqlite3_bind_text(ins_fts, 2, s->scratch.data ? s->scratch.data : "", (int)s->scratch.len,
-                          SQLITE_STATIC);
+        sqlite3_bind_text(ins_fts, 2, s->scratch.data, (int)s->scratch.len, SQLITE_STATIC);
         CHECK(step_done(s, ins_fts, "insert keyword entry", err, errlen));
     }
     sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
@@ -615,7 +613,7 @@ cm_rc store_trigram_terms(store *s, const char *term, size_t len, buf *out, char
     if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read the trigram vocabulary", err, errlen));
     if (nterms) CHECK(buf_addc(out, ')'));
 out:
-    if (rc && out->data) out->data[out->len = start] = 0;
+    if (rc && out->cap) out->data[out->len = start] = 0;
     sqlite3_finalize(q);
     return rc;
 }

@@ -145,7 +145,7 @@ cm_rc store_check(store *s, bool *ok, char *err, size_t errlen);
  * bigrams unless the tokenizer is trigram. */
 cm_rc store_keyword_text(const store *s, buf *out, const char *text, size_t n);
 
-/* ---- vectors and the embedding cache (vectors.c) ---- */
+/* ---- vectors and the embedding cache (vector_tables.c) ---- */
 
 typedef struct pending_chunk {
     int64_t id;
@@ -186,7 +186,7 @@ cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool 
 /* Creates the vector log and its triggers when the index has none (a write;
  * the writer holds the lock). */
 cm_rc store_vector_log_ensure(store *s, char *err, size_t errlen);
-/* Keeps the log's last entries only (see vectors.c). */
+/* Keeps the log's last entries only (see vector_tables.c). */
 cm_rc store_vector_log_trim(store *s, char *err, size_t errlen);
 /* One chunk by id (CM_ENOTFOUND when gone). */
 cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);

@@ -50,17 +50,18 @@ static size_t prefix_chars(const char *s, size_t n, size_t max)
 
 static cm_rc add_head(buf *out, const tools_head *h)
 {
-    cm_rc rc = buf_adds(out, "\"provider\":");
-    if (!rc) rc = utf8_add_json_str(out, h->provider, strlen(h->provider));
-    if (!rc) rc = buf_adds(out, ",\"model\":");
-    if (!rc) rc = utf8_add_json_str(out, h->model, strlen(h->model));
-    if (!rc && h->fallback) {
-        rc = buf_adds(out, ",\"fallback\":");
-        if (!rc) rc = utf8_add_json_str(out, h->fallback, strlen(h->fallback));
+    jw w = {out, CM_OK};
+    jw_raw(&w, "\"provider\":");
+    jw_str(&w, h->provider);
+    jw_raw(&w, ",\"model\":");
+    jw_str(&w, h->model);
+    if (h->fallback) {
+        jw_raw(&w, ",\"fallback\":");
+        jw_str(&w, h->fallback);
     }
-    if (!rc) rc = buf_printf(out, ",\"citations\":\"%s\"", tools_citations_name(h->citations));
-    if (!rc) rc = buf_printf(out, ",\"mode\":\"%s\"}", tools_search_mode(h->provider));
-    return rc;
+    jw_printf(&w, ",\"citations\":\"%s\",\"mode\":\"%s\"}", tools_citations_name(h->citations),
+              tools_search_mode(h->provider));
+    return w.rc;
 }
 
 const char *tools_search_mode(const char *provider)
@@ -380,7 +381,7 @@ static cm_rc get_loc(const tools_loc *l, long from, long offset, long lines, buf
     if (offset < 0) offset = 0;
     /* Line k starts after the (k-1)th '\n'; the text after a final newline
      * is a last, empty line (as split("\n") makes it). */
-    const char *s = text.data ? text.data : "";
+    const char *s = text.data;
     size_t n = text.len, start = 0;
     long line = 1;
     while (line < from && start < n) {
@@ -441,7 +442,7 @@ static cm_rc get_loc(const tools_loc *l, long from, long offset, long lines, buf
     CHECK(buf_adds(out, "{\"path\":"));
     CHECK(utf8_add_json_str(out, loc.rel, strlen(loc.rel)));
     CHECK(buf_adds(out, ",\"text\":"));
-    CHECK(utf8_add_json_str(out, clean.data ? clean.data : "", clean.len));
+    CHECK(utf8_add_json_str(out, clean.data, clean.len));
     if (next_from) CHECK(buf_printf(out, ",\"truncated\":true,\"nextFrom\":%ld", next_from));
     if (next_offset) CHECK(buf_printf(out, ",\"nextOffset\":%zu", next_offset));
     CHECK(buf_addc(out, '}'));
@@ -625,10 +626,10 @@ cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int6
     CHECK(rc);
     /* The note becomes a paragraph of its own. */
     const char *sep = old.len == 0 ? "" : old.data[old.len - 1] == '\n' ? "\n" : "\n\n";
-    int start = count_lines(old.data ? old.data : "", old.len) + (int)strlen(sep) + 1;
+    int start = count_lines(old.data, old.len) + (int)strlen(sep) + 1;
     CHECK(create_temp(dir, tmp, &tfd, err, errlen));
     if (ofd >= 0) fchmod(tfd, ost.st_mode & 07777); /* keep the note's permissions */
-    CHECK(buf_add(&all, old.data ? old.data : "", old.len));
+    CHECK(buf_add(&all, old.data, old.len));
     CHECK(buf_adds(&all, sep));
     CHECK(buf_add(&all, text, tl));
     CHECK(buf_addc(&all, '\n'));

@@ -10,12 +10,13 @@
 #include "../base/buf.h"
 #include "../config/config.h"
 #include "../search/rank.h"
+#include "../base/caps.h"
 
 /* Snippets are cut to this many characters (code points), then the citation
  * footer is appended. */
 #define TOOLS_SNIPPET_CHARS 700
 /* memory_get returns at most this many bytes of text, cut at a line end. */
-#define TOOLS_GET_MAX_BYTES (1u << 20)
+#define TOOLS_GET_MAX_BYTES CM_CAP_TOOL_GET
 
 /* What every memory_search payload carries besides the results. */
 typedef struct tools_head {
@@ -111,7 +112,7 @@ cm_rc tools_get_beneath(const char *root, const char *inner, const char *name, l
                         long offset, long lines, buf *out, char *err, size_t errlen);
 
 /* memory_write notes are at most this many bytes. */
-#define TOOLS_WRITE_MAX_BYTES (64u << 10)
+#define TOOLS_WRITE_MAX_BYTES CM_CAP_TOOL_WRITE
 
 /* memory_write: appends text (a new paragraph) to the memory file path
  * (path NULL: memory/YYYY-MM-DD.md for the local date of now) and appends

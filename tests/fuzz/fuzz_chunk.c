@@ -13,7 +13,7 @@ int fuzz_chunk(const uint8_t *data, size_t size)
     chunk_list l = {0};
     int tokens = size ? 1 + data[0] % 64 : 8;
     if (utf8_repair(&b, (const char *)data, size) == CM_OK &&
-        chunk_text(b.data ? b.data : "", b.len, tokens, tokens / 4, &l) == CM_OK) {
+        chunk_text(b.data, b.len, tokens, tokens / 4, &l) == CM_OK) {
         int lines = 1;
         for (size_t i = 0; i < b.len; i++)
             lines += b.data[i] == '\n';

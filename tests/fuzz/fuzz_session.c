@@ -27,8 +27,7 @@ int fuzz_session(const uint8_t *data, size_t size)
     /* the raw bytes through the redaction too (it runs on any text) */
     buf r = BUF_INIT;
     buf raw = BUF_INIT;
-    if (!buf_add(&raw, (const char *)data, size) &&
-        !session_redact(raw.data ? raw.data : "", size, &r))
+    if (!buf_add(&raw, (const char *)data, size) && !session_redact(raw.data, size, &r))
         if (r.data && size && r.len > size + size / 2 + 16)
             __builtin_trap(); /* masks only shrink */
     buf_release(&r);

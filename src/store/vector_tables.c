@@ -1,5 +1,5 @@
 /*
- * vectors.c — the store's vector side: per-chunk vectors and the embedding
+ * vector_tables.c — the store's vector side: per-chunk vectors and the embedding
  * cache, both little-endian float32 BLOBs (never JSON text), the cache keyed
  * by (provider, model, provider_key, chunk hash) so text that moves is never
  * embedded twice, and loading every vector into a vec_index.

@@ -1,5 +1,5 @@
 /*
- * main.c — the test runner. Usage: test_runner [NAME_PREFIX...]
+ * runner.c — the test runner. Usage: test_runner [NAME_PREFIX...]
  * Runs every registered test (or those whose name starts with a prefix),
  * prints failures as they happen and "N passed, N failed, N skipped" at the
  * end; exits 1 if any failed. A test skipped for a requirement named in

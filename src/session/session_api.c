@@ -1,5 +1,5 @@
 /*
- * api.c — the public session API (include/clawmem/session.h) over the
+ * session_api.c — the public session API (include/clawmem/session.h) over the
  * session layer: the config gives the state dir, the agent and the store
  * path; the rest is sessions.c, transcript.c and flush.c.
  */

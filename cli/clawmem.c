@@ -1,5 +1,5 @@
 /*
- * main.c — the clawmem command line: status, index, search, get, watch, mcp,
+ * clawmem.c — the clawmem command line: status, index, search, get, watch, mcp,
  * help. Global options go before or after the command. Uses only
  * the public header; turns the engine's JSON payloads into the text output of
  * `openclaw memory …` unless --json is given. Exit 0 on success, 1 on a usage
@@ -403,7 +403,7 @@ static int cmd_status(cm_engine *e, int argc, char **argv)
         else
             return die("status: unknown option %s (see clawmem status --help)", argv[i]);
     }
-    char err[1024], *json = NULL;
+    char err[CM_ERR_SIZE], *json = NULL;
     if (cm_engine_status(e, deep, &json, err, sizeof err)) return die("%s", err);
     int r = print_json_or(json, as_json, status_text);
     cm_free(json);
@@ -430,7 +430,7 @@ static int cmd_index(cm_engine *e, int argc, char **argv)
     pr.last = pr.t0;
     bool tty = isatty(2) && !as_json;
     cm_sync_stats st;
-    char err[1024];
+    char err[CM_ERR_SIZE];
     cm_rc rc = cm_engine_sync(e, force ? CM_SYNC_FORCE : 0, tty ? on_progress : NULL, &pr, &st, err,
                               sizeof err);
     if (pr.shown) fputc('\n', stderr);
@@ -492,7 +492,7 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
         }
     }
     if (!query) return die("search: missing QUERY (see clawmem search --help)");
-    char err[1024], *json = NULL;
+    char err[CM_ERR_SIZE], *json = NULL;
     /* Sync first, without waiting: if another process is writing, search the
      * last committed state rather than block. */
     progress pr = {.downloads_only = 1};
@@ -537,7 +537,7 @@ static int cmd_get(cm_engine *e, int argc, char **argv)
         }
     }
     if (!path) return die("get: missing PATH (see clawmem get --help)");
-    char err[1024], *json = NULL;
+    char err[CM_ERR_SIZE], *json = NULL;
     if (cm_memory_get_at(e, path, from, offset, lines, &json, err, sizeof err))
         return die("%s", err);
     int r = print_json_or(json, as_json, get_text);
@@ -602,7 +602,7 @@ static int cmd_watch(cm_engine *e, int argc, char **argv)
     sa.sa_handler = on_stop;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    char err[1024];
+    char err[CM_ERR_SIZE];
     if (cm_engine_watch(e, &o, err, sizeof err)) return die("%s", err);
     return 0;
 }
@@ -808,7 +808,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "pairing")) return cmd_pairing(&opt, nargs, args);
     for (int k = 0; k < nargs; k++) /* --help needs no engine (and no valid config) */
         if (!strcmp(args[k], "--help")) return fn(NULL, nargs, args);
-    char err[1024];
+    char err[CM_ERR_SIZE];
     cm_engine *e = NULL;
     if (cm_engine_open(&opt, &e, err, sizeof err)) return die("%s", err);
     int r = fn(e, nargs, args);

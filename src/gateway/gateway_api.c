@@ -1,5 +1,5 @@
 /*
- * api.c — the public gateway calls (include/clawmem/gateway.h): the config
+ * gateway_api.c — the public gateway calls (include/clawmem/gateway.h): the config
  * gives the state dir; the pairing store is pairing.c's.
  */
 #include <ctype.h>

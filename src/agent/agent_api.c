@@ -1,5 +1,5 @@
 /*
- * api.c — the public agent API (include/clawmem/agent.h) over the agent
+ * agent_api.c — the public agent API (include/clawmem/agent.h) over the agent
  * layer: the config, the engine, the runner and the session store of one
  * agent.
  */
