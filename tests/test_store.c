@@ -73,3 +73,37 @@ TEST(store_removes_leftovers_of_dead_rebuilds)
     EXPECT(access(path_in(d, mine), F_OK) == 0);
     EXPECT(access(path_in(d, "i.sqlite"), F_OK) == 0);
 }
+
+/* store_files_load reads the table in row order and sorts it itself: rows
+ * written out of path order (byte order, as SQLite's BINARY) come back
+ * sorted, with their fields. */
+TEST(store_files_load_sorts_rows_written_out_of_order)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    const char *paths[] = {"memory/b.md", "MEMORY.md", "memory/a.md", "memory/B.md",
+                           "memory/\xc3\xa9.md"};
+    chunk_list c = one_chunk("text");
+    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    for (int i = 0; i < 5; i++)
+        EXPECT_INT(store_file_replace(&s, paths[i], "memory", "h", 100 + i, 10 + i, NULL, &c, err,
+                                      sizeof err),
+                   CM_OK);
+    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    stored_files f = {0};
+    EXPECT_INT(store_files_load(&s, &f, err, sizeof err), CM_OK);
+    EXPECT_INT(f.n, 5);
+    const char *want[] = {"MEMORY.md", "memory/B.md", "memory/a.md", "memory/b.md",
+                          "memory/\xc3\xa9.md"};
+    for (size_t i = 0; i < f.n && i < 5; i++)
+        EXPECT_STR(f.v[i].path, want[i]);
+    EXPECT_INT(f.v[0].mtime_ns, 101); /* MEMORY.md was written second */
+    EXPECT_INT(f.v[0].size, 11);
+    stored_files_release(&f);
+    store_close(&s);
+    chunk_list_release(&c);
+}
