@@ -107,3 +107,77 @@ TEST(store_files_load_sorts_rows_written_out_of_order)
     store_close(&s);
     chunk_list_release(&c);
 }
+
+/* cm_bm25(k) skips the length lookup of rows that cannot reach the k best:
+ * its first k rows and their scores are those of the unbounded ranking, for
+ * AND and OR queries over common and rare words; rows past k get their
+ * bound instead (shown by a query without LIMIT), so skipping happened. */
+TEST(store_cm_bm25_top_k_is_exact)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    static const char *words[] = {"alpha", "beta",  "gamma",   "delta", "eps",    "zeta",
+                                  "eta",   "theta", "iota",    "kappa", "lambda", "mu",
+                                  "nu",    "xi",    "omicron", "pi"};
+    uint64_t r = 99;
+    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    for (int f = 0; f < 400; f++) {
+        char text[512] = "", path[32];
+        size_t len = 0;
+        int nw = 3 + f % 23;
+        for (int i = 0; i < nw; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned z = (unsigned)(r >> 33) % 1000, w = 0;
+            while (w < 15 && z < 1000u >> (w + 1)) /* rarer words further on */
+                w++;
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s ", words[15 - w]);
+        }
+        chunk_list c = one_chunk(text);
+        snprintf(path, sizeof path, "n%03d.md", f);
+        EXPECT_INT(store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+                   CM_OK);
+        chunk_list_release(&c);
+    }
+    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    static const char *queries[] = {"\"pi\" OR \"alpha\"", "\"pi\" OR \"omicron\" OR \"xi\"",
+                                    "\"pi\" AND \"omicron\"", "\"pi\"", "\"alpha\" OR \"beta\""};
+    int skipped = 0;
+    for (size_t qi = 0; qi < sizeof queries / sizeof *queries; qi++) {
+        fts_hits h = {0};
+        EXPECT_INT(store_fts_search(&s, queries[qi], 10, &h, err, sizeof err), CM_OK);
+        sqlite3_stmt *ref = NULL, *all = NULL;
+        EXPECT(sqlite3_prepare_v2(s.db,
+                                  "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 "
+                                  "AND rank MATCH 'cm_bm25()' ORDER BY rank, rowid",
+                                  -1, &ref, NULL) == SQLITE_OK);
+        EXPECT(sqlite3_prepare_v2(s.db,
+                                  "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 "
+                                  "AND rank MATCH 'cm_bm25(10)' ORDER BY rank, rowid",
+                                  -1, &all, NULL) == SQLITE_OK);
+        sqlite3_bind_text(ref, 1, queries[qi], -1, SQLITE_STATIC);
+        sqlite3_bind_text(all, 1, queries[qi], -1, SQLITE_STATIC);
+        size_t i = 0;
+        while (sqlite3_step(ref) == SQLITE_ROW) {
+            EXPECT(sqlite3_step(all) == SQLITE_ROW);
+            double want = sqlite3_column_double(ref, 1);
+            if (i < 10) {
+                EXPECT(i < h.n);
+                if (i < h.n) EXPECT_NEAR(h.v[i].rank, want, 1e-12);
+                EXPECT_INT(sqlite3_column_int64(all, 0), sqlite3_column_int64(ref, 0));
+            } else {
+                skipped += sqlite3_column_double(all, 1) != want;
+            }
+            i++;
+        }
+        EXPECT_INT(h.n, i < 10 ? i : 10);
+        sqlite3_finalize(ref);
+        sqlite3_finalize(all);
+        fts_hits_release(&h);
+    }
+    EXPECT(skipped > 0);
+    store_close(&s);
+}

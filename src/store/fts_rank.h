@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 
 #define FTS_RANK_MIN_ROWS 100
+#define FTS_RANK_MAX_K    100000 /* cm_bm25(k) keeps the k best scores up to this k */
 
 /* Registers cm_bm25() on db. Returns an SQLite result code. */
 int fts_rank_register(sqlite3 *db);

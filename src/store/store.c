@@ -154,7 +154,7 @@ static const char *const stmt_sql[] = {
     [SEARCH] =
         "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, " STORE_HIT_TIME(
             "c") " FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
-                 "rank MATCH 'cm_bm25()' ORDER BY rank LIMIT ?2) AS f "
+                 "rank MATCH 'cm_bm25(' || ?2 || ')' ORDER BY rank LIMIT ?2) AS f "
                  "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
 };
 
