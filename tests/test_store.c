@@ -5,6 +5,7 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "../src/store/fts_rank.h"
 #include "../src/store/store.h"
 #include "test.h"
 
@@ -15,7 +16,7 @@ static chunk_list one_chunk(const char *text)
     return l;
 }
 
-TEST(store_cm_bm25_uses_lucene_idf_with_a_prior)
+TEST(store_cm_bm25_uses_rsj_idf_with_a_prior)
 {
     char *d = tmp_dir();
     store s;
@@ -33,10 +34,10 @@ TEST(store_cm_bm25_uses_lucene_idf_with_a_prior)
     fts_hits h = {0};
     EXPECT_INT(store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
-    /* 2 rows count as FTS_RANK_MIN_ROWS (100), n=1: idf = ln(1 + 99.5/1.5);
+    /* 2 rows count as FTS_RANK_MIN_ROWS (100), n=1: idf = ln(99.5/1.5);
      * tf=1, dl=3, avgdl=4 */
     double norm = 1.2 * (1 - 0.75 + 0.75 * 3.0 / 4.0);
-    EXPECT_NEAR(h.v[0].rank, -log(1 + 99.5 / 1.5) * 2.2 / (1 + norm), 1e-9);
+    EXPECT_NEAR(h.v[0].rank, -log(99.5 / 1.5) * 2.2 / (1 + norm), 1e-9);
     fts_hits_release(&h);
     /* a term in every row still scores above zero */
     EXPECT_INT(store_fts_search(&s, "\"the\"", 10, &h, err, sizeof err), CM_OK);
@@ -72,6 +73,34 @@ TEST(store_removes_leftovers_of_dead_rebuilds)
     EXPECT(access(path_in(d, "i.sqlite.rebuild-999999999-journal"), F_OK) != 0);
     EXPECT(access(path_in(d, mine), F_OK) == 0);
     EXPECT(access(path_in(d, "i.sqlite"), F_OK) == 0);
+}
+
+/* A term in nearly every row keeps the IDF floor: 150 rows of the same
+ * length (dl = avgdl, so norm = k1) with "common" once score 0.5 × 2.2/2.2. */
+TEST(store_cm_bm25_idf_floor)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    chunk_list c = one_chunk("common filler");
+    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    for (int i = 0; i < 150; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "n%03d.md", i);
+        EXPECT_INT(store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+                   CM_OK);
+    }
+    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    fts_hits h = {0};
+    EXPECT_INT(store_fts_search(&s, "\"common\"", 5, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 5);
+    EXPECT_NEAR(h.v[0].rank, -FTS_RANK_IDF_FLOOR, 1e-9);
+    fts_hits_release(&h);
+    store_close(&s);
+    chunk_list_release(&c);
 }
 
 /* store_files_load reads the table in row order and sorts it itself: rows

@@ -74,7 +74,7 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, r
         sqlite3_int64 n = 0;
         rc = api->xQueryPhrase(fts, i, &n, count_row);
         double N = (double)(nrow > FTS_RANK_MIN_ROWS ? nrow : FTS_RANK_MIN_ROWS);
-        d->idf[i] = log(1.0 + (N - (double)n + 0.5) / ((double)n + 0.5));
+        d->idf[i] = fmax(FTS_RANK_IDF_FLOOR, log((N - (double)n + 0.5) / ((double)n + 0.5)));
     }
     if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, d, rank_data_free);
     if (rc != SQLITE_OK) {
