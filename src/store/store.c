@@ -466,6 +466,30 @@ out:
     return rc;
 }
 
+cm_rc store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, "SELECT path, mtime, size FROM files", -1, &q, NULL);
+    while (r == SQLITE_OK || r == SQLITE_ROW) {
+        r = sqlite3_step(q);
+        if (r != SQLITE_ROW) break;
+        const char *path = store_col_text(q, 0);
+        int64_t mtime = 0, size = 0;
+        if (!path || !store_col_int(q, 1, INT64_MIN, INT64_MAX, &mtime) ||
+            !store_col_int(q, 2, 0, INT64_MAX, &size))
+            CHECK(store_corrupt(s, "the files table", err, errlen));
+        if (!fn(ctx, path, mtime, size)) {
+            r = SQLITE_DONE;
+            break;
+        }
+    }
+    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read files", err, errlen));
+out:
+    sqlite3_finalize(q);
+    return rc;
+}
+
 void stored_files_release(stored_files *f)
 {
     for (size_t i = 0; i < f->n; i++) {
