@@ -35,7 +35,7 @@ extern const char *const cm_provider_names[CM_PROV_N]; /* "openai", "gemini", ..
  * candidates, or weighted reciprocal-rank fusion (docs/QUALITY.md). */
 typedef enum cm_merge { CM_MERGE_WEIGHTED, CM_MERGE_MINMAX, CM_MERGE_RRF } cm_merge;
 /* provider "static" without hybridMerge or weights: minmax at this vectorWeight */
-#define CM_STATIC_VECTOR_WEIGHT 0.05
+#define CM_STATIC_VECTOR_WEIGHT 0.02
 
 typedef struct cm_config {
     char *agent_id;
