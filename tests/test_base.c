@@ -2,6 +2,7 @@
  * test_base.c — buf, UTF-8, SHA-256 and the JSON5 reader.
  */
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "../src/base/fs.h"
 #include "../src/base/json5.h"
@@ -119,6 +120,45 @@ TEST(sha256_known_vector)
     char hex[65];
     sha256_hex("abc", 3, hex);
     EXPECT_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+/* The built-in SHA-256 (a process's first SHA256_SMALL bytes) against
+ * libcrypto's at every tail length around the one- and two-block padding,
+ * and sha256_hex the same before and after libcrypto takes over. */
+TEST(sha256_builtin_matches_libcrypto)
+{
+    size_t n = 3 * SHA256_SMALL;
+    unsigned char *data = malloc(n);
+    EXPECT(data != NULL);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (unsigned char)(i * 131 + (i >> 9));
+    size_t lens[] = {0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096, 65537};
+    for (size_t k = 0; k < sizeof lens / sizeof *lens + 130; k++) {
+        size_t len = k < sizeof lens / sizeof *lens ? lens[k] : k; /* and 16..145 */
+        unsigned char a[32], b[32];
+        unsigned int blen = 0;
+        sha256_small(data, len, a);
+        EXPECT(EVP_Digest(data, len, b, &blen, EVP_sha256(), NULL) == 1);
+        EXPECT_INT(blen, 32);
+        EXPECT(memcmp(a, b, 32) == 0);
+    }
+    char first[65], again[65];
+    sha256_hex(data, 1000, first);
+    char big[65];
+    sha256_hex(data, n, big); /* over SHA256_SMALL: libcrypto from here on */
+    sha256_hex(data, 1000, again);
+    EXPECT_STR(first, again);
+    unsigned char md[32];
+    sha256_small(data, n, md);
+    static const char digits[] = "0123456789abcdef";
+    char want[65];
+    for (int i = 0; i < 32; i++) {
+        want[2 * i] = digits[md[i] >> 4];
+        want[2 * i + 1] = digits[md[i] & 15];
+    }
+    want[64] = 0;
+    EXPECT_STR(big, want);
+    free(data);
 }
 
 static char *parse_err(const char *text)

@@ -97,6 +97,53 @@ TEST(discover_ignores_symlinks_and_duplicates)
     release(&c);
 }
 
+/* A flat directory of many notes is statted in batches by the pool's
+ * threads: every note once, sorted, sizes right; hard links and a root
+ * reached twice keep one entry, the smallest path. */
+TEST(discover_large_directory_in_batches)
+{
+    char *d = tmp_dir();
+    enum { N = 700 }; /* several batches of 128 */
+    char rel[64], text[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(rel, sizeof rel, "ws/memory/n%04d.md", i);
+        snprintf(text, sizeof text, "note %d\n", i);
+        write_file(d, rel, text);
+    }
+    write_file(d, "ws/memory/sub/deep.md", "deep\n");
+    write_file(d, "ws/memory/skip.txt", "not markdown");
+    EXPECT(link(path_in(d, "ws/memory/n0005.md"), path_in(d, "ws/memory/a-link.md")) == 0);
+    EXPECT(link(path_in(d, "ws/memory/n0006.md"), path_in(d, "ws/memory/z-link.md")) == 0);
+    cm_config c = cfg_for(path_in(d, "ws"));
+    add_extra(&c, "memory"); /* the same root again */
+    file_list l;
+    problem_list p = {0};
+    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_INT(p.n, 0);
+    EXPECT_INT(l.n, N + 1);
+    /* n0005 and its link: "memory/a-link.md" is the smaller path */
+    EXPECT_STR(l.v[0].rel, "memory/a-link.md");
+    size_t got = 0;
+    for (size_t i = 0; i < l.n; i++) {
+        if (i) EXPECT(strcmp(l.v[i - 1].rel, l.v[i].rel) < 0);
+        int k;
+        if (sscanf(l.v[i].rel, "memory/n%d.md", &k) == 1) {
+            got++;
+            snprintf(text, sizeof text, "note %d\n", k);
+            EXPECT_INT(l.v[i].size, (int64_t)strlen(text));
+        }
+    }
+    EXPECT_INT(got, N - 1); /* all but n0005 */
+    EXPECT_STR(l.v[l.n - 1].rel, "memory/sub/deep.md");
+    uint64_t total = 0;
+    for (size_t i = 0; i < l.n; i++)
+        total += (uint64_t)l.v[i].size;
+    EXPECT_INT(l.total_bytes, total);
+    file_list_release(&l);
+    problem_list_release(&p);
+    release(&c);
+}
+
 TEST(discover_reports_oversized_and_unreadable)
 {
     char *d = tmp_dir();

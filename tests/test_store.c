@@ -5,6 +5,7 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "../src/store/fts_rank.h"
 #include "../src/store/store.h"
 #include "test.h"
 
@@ -15,7 +16,7 @@ static chunk_list one_chunk(const char *text)
     return l;
 }
 
-TEST(store_cm_bm25_uses_lucene_idf_with_a_prior)
+TEST(store_cm_bm25_uses_rsj_idf_with_a_prior)
 {
     char *d = tmp_dir();
     store s;
@@ -33,10 +34,10 @@ TEST(store_cm_bm25_uses_lucene_idf_with_a_prior)
     fts_hits h = {0};
     EXPECT_INT(store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
-    /* 2 rows count as FTS_RANK_MIN_ROWS (100), n=1: idf = ln(1 + 99.5/1.5);
+    /* 2 rows count as FTS_RANK_MIN_ROWS (100), n=1: idf = ln(99.5/1.5);
      * tf=1, dl=3, avgdl=4 */
     double norm = 1.2 * (1 - 0.75 + 0.75 * 3.0 / 4.0);
-    EXPECT_NEAR(h.v[0].rank, -log(1 + 99.5 / 1.5) * 2.2 / (1 + norm), 1e-9);
+    EXPECT_NEAR(h.v[0].rank, -log(99.5 / 1.5) * 2.2 / (1 + norm), 1e-9);
     fts_hits_release(&h);
     /* a term in every row still scores above zero */
     EXPECT_INT(store_fts_search(&s, "\"the\"", 10, &h, err, sizeof err), CM_OK);
@@ -72,4 +73,140 @@ TEST(store_removes_leftovers_of_dead_rebuilds)
     EXPECT(access(path_in(d, "i.sqlite.rebuild-999999999-journal"), F_OK) != 0);
     EXPECT(access(path_in(d, mine), F_OK) == 0);
     EXPECT(access(path_in(d, "i.sqlite"), F_OK) == 0);
+}
+
+/* A term in nearly every row keeps the IDF floor: 150 rows of the same
+ * length (dl = avgdl, so norm = k1) with "common" once score 0.5 × 2.2/2.2. */
+TEST(store_cm_bm25_idf_floor)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    chunk_list c = one_chunk("common filler");
+    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    for (int i = 0; i < 150; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "n%03d.md", i);
+        EXPECT_INT(store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+                   CM_OK);
+    }
+    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    fts_hits h = {0};
+    EXPECT_INT(store_fts_search(&s, "\"common\"", 5, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 5);
+    EXPECT_NEAR(h.v[0].rank, -FTS_RANK_IDF_FLOOR, 1e-9);
+    fts_hits_release(&h);
+    store_close(&s);
+    chunk_list_release(&c);
+}
+
+/* store_files_load reads the table in row order and sorts it itself: rows
+ * written out of path order (byte order, as SQLite's BINARY) come back
+ * sorted, with their fields. */
+TEST(store_files_load_sorts_rows_written_out_of_order)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    const char *paths[] = {"memory/b.md", "MEMORY.md", "memory/a.md", "memory/B.md",
+                           "memory/\xc3\xa9.md"};
+    chunk_list c = one_chunk("text");
+    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    for (int i = 0; i < 5; i++)
+        EXPECT_INT(store_file_replace(&s, paths[i], "memory", "h", 100 + i, 10 + i, NULL, &c, err,
+                                      sizeof err),
+                   CM_OK);
+    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    stored_files f = {0};
+    EXPECT_INT(store_files_load(&s, &f, err, sizeof err), CM_OK);
+    EXPECT_INT(f.n, 5);
+    const char *want[] = {"MEMORY.md", "memory/B.md", "memory/a.md", "memory/b.md",
+                          "memory/\xc3\xa9.md"};
+    for (size_t i = 0; i < f.n && i < 5; i++)
+        EXPECT_STR(f.v[i].path, want[i]);
+    EXPECT_INT(f.v[0].mtime_ns, 101); /* MEMORY.md was written second */
+    EXPECT_INT(f.v[0].size, 11);
+    stored_files_release(&f);
+    store_close(&s);
+    chunk_list_release(&c);
+}
+
+/* cm_bm25(k) skips the length lookup of rows that cannot reach the k best:
+ * its first k rows and their scores are those of the unbounded ranking, for
+ * AND and OR queries over common and rare words; rows past k get their
+ * bound instead (shown by a query without LIMIT), so skipping happened. */
+TEST(store_cm_bm25_top_k_is_exact)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    static const char *words[] = {"alpha", "beta",  "gamma",   "delta", "eps",    "zeta",
+                                  "eta",   "theta", "iota",    "kappa", "lambda", "mu",
+                                  "nu",    "xi",    "omicron", "pi"};
+    uint64_t r = 99;
+    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    for (int f = 0; f < 400; f++) {
+        char text[512] = "", path[32];
+        size_t len = 0;
+        int nw = 3 + f % 23;
+        for (int i = 0; i < nw; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned z = (unsigned)(r >> 33) % 1000, w = 0;
+            while (w < 15 && z < 1000u >> (w + 1)) /* rarer words further on */
+                w++;
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s ", words[15 - w]);
+        }
+        chunk_list c = one_chunk(text);
+        snprintf(path, sizeof path, "n%03d.md", f);
+        EXPECT_INT(store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+                   CM_OK);
+        chunk_list_release(&c);
+    }
+    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    static const char *queries[] = {"\"pi\" OR \"alpha\"", "\"pi\" OR \"omicron\" OR \"xi\"",
+                                    "\"pi\" AND \"omicron\"", "\"pi\"", "\"alpha\" OR \"beta\""};
+    int skipped = 0;
+    for (size_t qi = 0; qi < sizeof queries / sizeof *queries; qi++) {
+        fts_hits h = {0};
+        EXPECT_INT(store_fts_search(&s, queries[qi], 10, &h, err, sizeof err), CM_OK);
+        sqlite3_stmt *ref = NULL, *all = NULL;
+        EXPECT(sqlite3_prepare_v2(s.db,
+                                  "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 "
+                                  "AND rank MATCH 'cm_bm25()' ORDER BY rank, rowid",
+                                  -1, &ref, NULL) == SQLITE_OK);
+        EXPECT(sqlite3_prepare_v2(s.db,
+                                  "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 "
+                                  "AND rank MATCH 'cm_bm25(10)' ORDER BY rank, rowid",
+                                  -1, &all, NULL) == SQLITE_OK);
+        sqlite3_bind_text(ref, 1, queries[qi], -1, SQLITE_STATIC);
+        sqlite3_bind_text(all, 1, queries[qi], -1, SQLITE_STATIC);
+        size_t i = 0;
+        while (sqlite3_step(ref) == SQLITE_ROW) {
+            EXPECT(sqlite3_step(all) == SQLITE_ROW);
+            double want = sqlite3_column_double(ref, 1);
+            if (i < 10) {
+                EXPECT(i < h.n);
+                if (i < h.n) EXPECT_NEAR(h.v[i].rank, want, 1e-12);
+                EXPECT_INT(sqlite3_column_int64(all, 0), sqlite3_column_int64(ref, 0));
+            } else {
+                skipped += sqlite3_column_double(all, 1) != want;
+            }
+            i++;
+        }
+        EXPECT_INT(h.n, i < 10 ? i : 10);
+        sqlite3_finalize(ref);
+        sqlite3_finalize(all);
+        fts_hits_release(&h);
+    }
+    EXPECT(skipped > 0);
+    store_close(&s);
 }

@@ -216,30 +216,63 @@ out:
 
 /* Counts the files of a discovery that a sync would read (new, changed) or
  * drop. */
+typedef struct dirty_count {
+    cm_engine *e;
+    const file_list *files;
+    file_reader *rd;
+    bool *seen; /* per file: it has a row */
+    size_t next, dirty;
+} dirty_count;
+
+/* One files row against the discovered files (sorted by path): rows mostly
+ * come in path order, so the file after the last match is tried first. */
+static bool dirty_row(void *ctx, const char *path, int64_t mtime_ns, int64_t size)
+{
+    dirty_count *x = ctx;
+    const file_list *l = x->files;
+    size_t i = x->next, lo = 0, hi = l->n;
+    if (!(i < l->n && strcmp(l->v[i].rel, path) == 0)) {
+        i = l->n;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            int c = strcmp(l->v[mid].rel, path);
+            if (c == 0) {
+                i = mid;
+                break;
+            }
+            if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    if (i == l->n) { /* its file is gone */
+        x->dirty++;
+        return true;
+    }
+    x->seen[i] = true;
+    x->next = i + 1;
+    const mem_file *f = &l->v[i];
+    stored_file sf = {NULL, NULL, mtime_ns, size};
+    /* a transcript that grew less than the delta is left as the sync leaves it */
+    if ((size != f->size || mtime_ns != f->mtime_ns) &&
+        !session_below_delta(&x->e->cfg, x->rd, f, &sf))
+        x->dirty++;
+    return true;
+}
+
 cm_rc engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
                             size_t errlen)
 {
-    stored_files old = {0};
-    const stored_file **match = NULL;
-    bool *kept = NULL;
     file_reader rd;
     file_reader_init(&rd, files);
-    cm_rc rc = store_files_load(&e->st, &old, err, errlen);
-    if (!rc) rc = pair_files(files, &old, &match, &kept);
-    *dirty = 0;
-    for (size_t i = 0; !rc && i < files->n; i++) {
-        const stored_file *sf = match[i];
-        /* a transcript that grew less than the delta is left as the sync leaves it */
-        if ((!sf || sf->size != files->v[i].size || sf->mtime_ns != files->v[i].mtime_ns) &&
-            !session_below_delta(&e->cfg, &rd, &files->v[i], sf))
-            (*dirty)++;
-    }
+    dirty_count x = {e, files, &rd, calloc(files->n ? files->n : 1, sizeof(bool)), 0, 0};
+    cm_rc rc = x.seen ? store_files_each(&e->st, dirty_row, &x, err, errlen) : CM_ENOMEM;
+    for (size_t i = 0; !rc && i < files->n; i++)
+        x.dirty += !x.seen[i]; /* a file without its row */
+    *dirty = x.dirty;
     file_reader_release(&rd);
-    for (size_t i = 0; !rc && i < old.n; i++)
-        *dirty += !kept[i];
-    free(match);
-    free(kept);
-    stored_files_release(&old);
+    free(x.seen);
     return rc;
 }
 

@@ -10,7 +10,9 @@
  * reference-counted) until each queued child has opened its own. Directories
  * reached twice are dropped through a hash set of (device, inode), so a walk
  * is linear in the number of directories; files reached twice are dropped
- * after the walk, keeping the smallest path.
+ * after the walk, keeping the smallest path. A large directory's entries are
+ * shared out in batches (STAT_BATCH names each), so the threads stat one
+ * flat directory of a thousand notes together.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +28,7 @@
 
 #define MAX_DEPTH   64 /* spelled out in the "nested more than 64" problem */
 #define MAX_THREADS 4
+#define STAT_BATCH  128 /* entries of one directory one thread stats in a go */
 
 /* A directory descriptor shared by the jobs of its subdirectories; refs is
  * guarded by walk.mu. A root's descriptor belongs to the file list (keep). */
@@ -43,6 +46,10 @@ typedef struct dir_job {
     uint32_t root, sub;
     int depth;
     bool media; /* below an extraPath: multimodal memory's media files count too */
+    /* A batch of entries to stat instead (parent is then the directory
+     * itself and abs its path): nnames NUL-terminated names in a row. */
+    char *names;
+    size_t nnames;
 } dir_job;
 
 /* What one thread found; merged after the walk. */
@@ -63,7 +70,8 @@ typedef struct walk {
     pthread_cond_t cv;
     dir_job *q; /* stack of directories to read */
     size_t nq, capq;
-    int busy; /* threads reading a directory */
+    int busy;    /* threads reading a directory */
+    int threads; /* in the pool, as planned (read-only during the walk) */
     bool failed;
     /* Open-addressing set of the directories already queued (dev, ino): a
      * directory reached twice is read once. Guarded by mu. */
@@ -320,7 +328,32 @@ static cm_rc queue_dir(walk *w, dref *parent, const char *abs, const char *name,
     /* name is abs's last component (or "." for abs itself) */
     const char *nm = strcmp(name, ".") == 0 ? "." : copy + strlen(abs) - strlen(name);
     parent->refs++;
-    w->q[w->nq++] = (dir_job){parent, copy, nm, root, sub, depth, media};
+    w->q[w->nq++] = (dir_job){parent, copy, nm, root, sub, depth, media, NULL, 0};
+    return CM_OK;
+}
+
+/* Queues a batch of entries of the directory self (path abs) to stat: names
+ * (n of them, NUL-terminated in a row, len bytes) are copied. Call with mu
+ * held. */
+static cm_rc queue_batch(walk *w, dref *self, const char *abs, const char *names, size_t len,
+                         size_t n, uint32_t root, uint32_t sub, int depth, bool media)
+{
+    if (w->nq == w->capq) {
+        size_t cap = w->capq ? w->capq * 2 : 64;
+        dir_job *nv = realloc(w->q, cap * sizeof *nv);
+        if (!nv) return CM_ENOMEM;
+        w->q = nv;
+        w->capq = cap;
+    }
+    char *copy = cm_strdup(abs), *nm = malloc(len);
+    if (!copy || !nm) {
+        free(copy);
+        free(nm);
+        return CM_ENOMEM;
+    }
+    memcpy(nm, names, len);
+    self->refs++;
+    w->q[w->nq++] = (dir_job){self, copy, ".", root, sub, depth, media, nm, n};
     return CM_OK;
 }
 
@@ -358,6 +391,29 @@ static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const c
     return md ? add_problem(w->cfg, f, abs, "not a regular file, skipped", 0) : CM_OK;
 }
 
+/* Stats n entries (names: NUL-terminated in a row) of the directory dir
+ * (path abs), depth its depth. */
+static cm_rc stat_names(walk *w, found *f, dref *dir, const char *abs, const char *names, size_t n,
+                        uint32_t root, uint32_t sub, int depth, bool media)
+{
+    cm_rc rc = CM_OK;
+    buf path = BUF_INIT;
+    CHECK(buf_adds(&path, abs));
+    if (path.len && path.data[path.len - 1] != '/') CHECK(buf_addc(&path, '/'));
+    size_t base = path.len;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(names);
+        path.len = base;
+        CHECK(buf_add(&path, names, len + 1));
+        CHECK(
+            add_entry(w, f, dir, path.data, path.data + base, root, sub, depth + 1, false, media));
+        names += len + 1;
+    }
+out:
+    buf_release(&path);
+    return rc;
+}
+
 /* Reads one directory: lists its .md files, queues its subdirectories. */
 static cm_rc read_dir(walk *w, found *f, dir_job *job)
 {
@@ -384,10 +440,10 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         return CM_ENOMEM;
     }
     *self = (dref){dirfd(d), d, 1, false};
-    buf path = BUF_INIT;
-    CHECK(buf_adds(&path, job->abs));
-    if (path.len && path.data[path.len - 1] != '/') CHECK(buf_addc(&path, '/'));
-    size_t base = path.len;
+    /* The entries to stat, gathered first; all but the first batch are
+     * queued for the other threads when there are several batches. */
+    buf names = BUF_INIT;
+    size_t n = 0, first = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *name = de->d_name;
@@ -395,16 +451,36 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         bool wanted = is_md(name) || (job->media && media_kind(w->cfg, name));
         if (de->d_type == DT_REG && !wanted) continue;
         if (de->d_type == DT_LNK && !wanted) continue;
-        path.len = base;
-        CHECK(buf_adds(&path, name));
-        CHECK(add_entry(w, f, self, path.data, path.data + base, job->root, job->sub,
-                        job->depth + 1, false, job->media));
+        CHECK(buf_add(&names, name, strlen(name) + 1));
+        n++;
+        if (n == STAT_BATCH) first = names.len;
     }
+    size_t mine = n;
+    if (n > STAT_BATCH && w->threads > 1) {
+        mine = STAT_BATCH;
+        pthread_mutex_lock(&w->mu);
+        for (size_t at = first, k = STAT_BATCH; k < n && !rc;) {
+            size_t end = at, cnt = 0;
+            while (cnt < STAT_BATCH && k + cnt < n) {
+                end += strlen(names.data + end) + 1;
+                cnt++;
+            }
+            rc = queue_batch(w, self, job->abs, names.data + at, end - at, cnt, job->root, job->sub,
+                             job->depth, job->media);
+            at = end;
+            k += cnt;
+        }
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        CHECK(rc);
+    }
+    CHECK(stat_names(w, f, self, job->abs, names.data, mine, job->root, job->sub, job->depth,
+                     job->media));
 out:
     pthread_mutex_lock(&w->mu);
     dref_put(self);
     pthread_mutex_unlock(&w->mu);
-    buf_release(&path);
+    buf_release(&names);
     return rc;
 }
 
@@ -425,9 +501,13 @@ static void *work(void *arg)
         dir_job job = w->q[--w->nq];
         w->busy++;
         pthread_mutex_unlock(&w->mu);
-        cm_rc rc = read_dir(w, &k->f, &job);
+        cm_rc rc = job.names ? stat_names(w, &k->f, job.parent, job.abs, job.names, job.nnames,
+                                          job.root, job.sub, job.depth, job.media)
+                             : read_dir(w, &k->f, &job);
         free(job.abs);
         pthread_mutex_lock(&w->mu);
+        if (job.names) dref_put(job.parent); /* read_dir puts its own */
+        free(job.names);
         w->busy--;
         if (rc) {
             k->f.rc = rc;
@@ -548,12 +628,53 @@ static int by_rel(const void *a, const void *b)
     return strcmp(((const mem_file *)a)->rel, ((const mem_file *)b)->rel);
 }
 
-static int by_inode_then_rel(const void *a, const void *b)
+/* One entry per file: of the paths with the same (dev, ino) (hard links,
+ * a root reached twice) the smallest stays. A hash table of the entries,
+ * linear in their number (a sort by inode first cost a second sort). */
+static cm_rc drop_links(file_list *l)
 {
-    const mem_file *x = a, *y = b;
-    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
-    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
-    return strcmp(x->rel, y->rel);
+    size_t cap = 16;
+    while (cap < 2 * l->n)
+        cap *= 2;
+    size_t *slot = malloc(cap * sizeof *slot); /* entry index + 1; 0 = empty */
+    bool *gone = calloc(l->n ? l->n : 1, sizeof *gone);
+    if (!slot || !gone) {
+        free(slot);
+        free(gone);
+        return CM_ENOMEM;
+    }
+    memset(slot, 0, cap * sizeof *slot);
+    for (size_t i = 0; i < l->n; i++) {
+        mem_file *m = &l->v[i];
+        size_t j = mix((uint64_t)m->ino ^ mix((uint64_t)m->dev)) & (cap - 1);
+        while (slot[j]) {
+            mem_file *o = &l->v[slot[j] - 1];
+            if (o->dev == m->dev && o->ino == m->ino) break;
+            j = (j + 1) & (cap - 1);
+        }
+        if (!slot[j]) {
+            slot[j] = i + 1;
+        } else if (strcmp(m->rel, l->v[slot[j] - 1].rel) < 0) {
+            gone[slot[j] - 1] = true;
+            slot[j] = i + 1;
+        } else {
+            gone[i] = true;
+        }
+    }
+    size_t wr = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (gone[i]) {
+            l->total_bytes -= (uint64_t)l->v[i].size;
+            free(l->v[i].rel);
+            free(l->v[i].abs);
+            continue;
+        }
+        l->v[wr++] = l->v[i];
+    }
+    l->n = wr;
+    free(slot);
+    free(gone);
+    return CM_OK;
 }
 
 /* Moves everything from src into dst. */
@@ -673,6 +794,7 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     int nthreads = (int)CM_MAX(1, CM_MIN(MAX_THREADS, cores));
     pthread_t tid[MAX_THREADS];
     int started = 0;
+    w.threads = nthreads; /* set before any starts; a batch is anyone's job */
     for (int i = 0; i < nthreads; i++) {
         k[i].w = &w;
         if (i > 0 && pthread_create(&tid[i], NULL, work, &k[i]) == 0) started++;
@@ -689,19 +811,7 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
         if (!rc) rc = r2;
     }
     CHECK(rc);
-    /* One entry per file: same (dev, ino) → keep the smallest path. */
-    qsort(out->v, out->n, sizeof *out->v, by_inode_then_rel);
-    size_t wr = 0;
-    for (size_t i = 0; i < out->n; i++) {
-        if (wr && out->v[wr - 1].dev == out->v[i].dev && out->v[wr - 1].ino == out->v[i].ino) {
-            out->total_bytes -= (uint64_t)out->v[i].size;
-            free(out->v[i].rel);
-            free(out->v[i].abs);
-            continue;
-        }
-        out->v[wr++] = out->v[i];
-    }
-    out->n = wr;
+    CHECK(drop_links(out));
     qsort(out->v, out->n, sizeof *out->v, by_rel);
     /* The roots' descriptors go with the list, for file_reader. */
     if (!(out->roots = calloc(w.nroots ? w.nroots : 1, sizeof *out->roots))) CHECK(CM_ENOMEM);
@@ -717,6 +827,7 @@ out:
     for (size_t i = 0; i < w.nq; i++) {
         dref_put(w.q[i].parent);
         free(w.q[i].abs);
+        free(w.q[i].names);
     }
     free(w.q);
     free(w.seen);

@@ -2,7 +2,11 @@
  * fts_rank.c — cm_bm25(), see fts_rank.h. Per query, the IDF of each phrase
  * and the average row length are computed once (xQueryPhrase over the
  * phrase's rows) and kept as auxiliary data; per row, term frequencies come
- * from the instance list.
+ * from the instance list. Given the query's LIMIT (cm_bm25(k)), it keeps the
+ * k best scores seen so far and skips a row's length lookup (a B-tree seek,
+ * a third of an OR fallback's time) when even a zero-length row could not
+ * reach them: that row gets its upper bound instead, below the k-th best
+ * score, so the k rows returned and their scores are exact.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -23,6 +27,9 @@ typedef struct rank_data {
     double avgdl;
     double *idf;  /* per phrase */
     double *freq; /* per phrase, scratch for one row */
+    /* the k best scores so far (a min-heap), k from cm_bm25(k); k = 0: none */
+    double *best;
+    int k, nbest;
 } rank_data;
 
 static int count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
@@ -39,10 +46,11 @@ static void rank_data_free(void *p)
     if (!d) return;
     free(d->idf);
     free(d->freq);
+    free(d->best);
     free(d);
 }
 
-static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, rank_data **out)
+static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, rank_data **out)
 {
     rank_data *d = api->xGetAuxdata(fts, 0);
     if (d) {
@@ -54,8 +62,11 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, rank_dat
     d->nphrase = api->xPhraseCount(fts);
     d->idf = calloc((size_t)(d->nphrase ? d->nphrase : 1), sizeof *d->idf);
     d->freq = calloc((size_t)(d->nphrase ? d->nphrase : 1), sizeof *d->freq);
+    d->k = k > 0 && k <= FTS_RANK_MAX_K ? k : 0;
+    d->best = d->k ? malloc((size_t)d->k * sizeof *d->best) : NULL;
     sqlite3_int64 nrow = 0, ntok = 0;
-    int rc = (!d->idf || !d->freq) ? SQLITE_NOMEM : api->xRowCount(fts, &nrow);
+    int rc =
+        (!d->idf || !d->freq || (d->k && !d->best)) ? SQLITE_NOMEM : api->xRowCount(fts, &nrow);
     if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &ntok);
     d->avgdl = nrow > 0 ? (double)ntok / (double)nrow : 1.0;
     if (d->avgdl <= 0) d->avgdl = 1.0;
@@ -63,7 +74,7 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, rank_dat
         sqlite3_int64 n = 0;
         rc = api->xQueryPhrase(fts, i, &n, count_row);
         double N = (double)(nrow > FTS_RANK_MIN_ROWS ? nrow : FTS_RANK_MIN_ROWS);
-        d->idf[i] = log(1.0 + (N - (double)n + 0.5) / ((double)n + 0.5));
+        d->idf[i] = fmax(FTS_RANK_IDF_FLOOR, log((N - (double)n + 0.5) / ((double)n + 0.5)));
     }
     if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, d, rank_data_free);
     if (rc != SQLITE_OK) {
@@ -74,16 +85,50 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, rank_dat
     return SQLITE_OK;
 }
 
+/* Adds score to the heap of the k best when it belongs there. */
+static void best_add(rank_data *d, double score)
+{
+    double *h = d->best;
+    int i;
+    if (d->nbest < d->k) {
+        i = d->nbest++;
+        while (i > 0 && h[(i - 1) / 2] > score) { /* sift up */
+            h[i] = h[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        h[i] = score;
+        return;
+    }
+    if (score <= h[0]) return;
+    i = 0; /* replace the minimum, sift down */
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= d->k) break;
+        if (c + 1 < d->k && h[c + 1] < h[c]) c++;
+        if (h[c] >= score) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = score;
+}
+
+/* What the coverage rule leaves of a row's BM25 sum s (have, all: its and the
+ * query's IDF mass); kept above 0, a thousandth of BM25 at least: rank 0
+ * would map to 1. Monotonic in s. */
+static double covered(double s, double have, double all)
+{
+    if (all > 0 && have < all) return fmax(s - COVERAGE_PENALTY * (1.0 - have / all), s * 1e-3);
+    return s;
+}
+
 static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc,
                     sqlite3_value **argv)
 {
-    (void)argc;
-    (void)argv;
     rank_data *d = NULL;
-    int rc = rank_data_get(api, fts, &d);
+    int k = argc > 0 ? sqlite3_value_int(argv[0]) : 0;
+    int rc = rank_data_get(api, fts, k, &d);
     int ninst = 0, dl = 0;
     if (rc == SQLITE_OK) rc = api->xInstCount(fts, &ninst);
-    if (rc == SQLITE_OK) rc = api->xColumnSize(fts, -1, &dl);
     if (rc != SQLITE_OK) {
         sqlite3_result_error_code(ctx, rc);
         return;
@@ -95,7 +140,31 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
             phrase < d->nphrase)
             d->freq[phrase] += 1.0;
     }
-    double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl), score = 0, have = 0, all = 0;
+    double score = 0, have = 0, all = 0;
+    if (d->k && d->nbest == d->k) {
+        /* the bound: the row as if it had no length (norm at its least) */
+        double lo = K1 * (1.0 - B), ub = 0;
+        for (int i = 0; i < d->nphrase; i++) {
+            double tf = d->freq[i];
+            all += d->idf[i];
+            if (tf > 0) {
+                ub += d->idf[i] * tf * (K1 + 1.0) / (tf + lo);
+                have += d->idf[i];
+            }
+        }
+        ub = covered(ub, have, all);
+        if (ub < d->best[0]) {
+            sqlite3_result_double(ctx, -ub);
+            return;
+        }
+        have = all = 0;
+    }
+    rc = api->xColumnSize(fts, -1, &dl);
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error_code(ctx, rc);
+        return;
+    }
+    double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl);
     for (int i = 0; i < d->nphrase; i++) {
         double tf = d->freq[i];
         all += d->idf[i];
@@ -104,9 +173,8 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
             have += d->idf[i];
         }
     }
-    /* Kept above 0, a thousandth of BM25 at least: rank 0 would map to 1. */
-    if (all > 0 && have < all)
-        score = fmax(score - COVERAGE_PENALTY * (1.0 - have / all), score * 1e-3);
+    score = covered(score, have, all);
+    if (d->k) best_add(d, score);
     sqlite3_result_double(ctx, -score);
 }
 

@@ -154,7 +154,7 @@ static const char *const stmt_sql[] = {
     [SEARCH] =
         "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, " STORE_HIT_TIME(
             "c") " FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
-                 "rank MATCH 'cm_bm25()' ORDER BY rank LIMIT ?2) AS f "
+                 "rank MATCH 'cm_bm25(' || ?2 || ')' ORDER BY rank LIMIT ?2) AS f "
                  "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
 };
 
@@ -417,14 +417,22 @@ void store_rollback(store *s)
     if (s->db && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+/* SQLite's BINARY collation: strcmp's order (paths hold no NUL). */
+static int by_path(const void *a, const void *b)
+{
+    return strcmp(((const stored_file *)a)->path, ((const stored_file *)b)->path);
+}
+
 cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     size_t cap = 0;
     memset(out, 0, sizeof *out);
     sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, "SELECT path, hash, mtime, size FROM files ORDER BY path", -1,
-                               &q, NULL);
+    /* In table order, sorted here: ORDER BY path would walk the path index
+     * and look each row up in the table (a seek per file, a fifth of a
+     * no-change check over 1,300 files). */
+    int r = sqlite3_prepare_v2(s->db, "SELECT path, hash, mtime, size FROM files", -1, &q, NULL);
     while (r == SQLITE_OK || r == SQLITE_ROW) {
         r = sqlite3_step(q);
         if (r != SQLITE_ROW) break;
@@ -448,9 +456,37 @@ cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
         if (!f->path || !f->hash) FAIL(CM_ENOMEM, "out of memory");
     }
     if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read files", err, errlen));
+    bool sorted = true; /* usually: a sync writes the rows in path order */
+    for (size_t i = 1; i < out->n && sorted; i++)
+        sorted = strcmp(out->v[i - 1].path, out->v[i].path) < 0;
+    if (!sorted) qsort(out->v, out->n, sizeof *out->v, by_path);
 out:
     sqlite3_finalize(q);
     if (rc) stored_files_release(out);
+    return rc;
+}
+
+cm_rc store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, "SELECT path, mtime, size FROM files", -1, &q, NULL);
+    while (r == SQLITE_OK || r == SQLITE_ROW) {
+        r = sqlite3_step(q);
+        if (r != SQLITE_ROW) break;
+        const char *path = store_col_text(q, 0);
+        int64_t mtime = 0, size = 0;
+        if (!path || !store_col_int(q, 1, INT64_MIN, INT64_MAX, &mtime) ||
+            !store_col_int(q, 2, 0, INT64_MAX, &size))
+            CHECK(store_corrupt(s, "the files table", err, errlen));
+        if (!fn(ctx, path, mtime, size)) {
+            r = SQLITE_DONE;
+            break;
+        }
+    }
+    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read files", err, errlen));
+out:
+    sqlite3_finalize(q);
     return rc;
 }
 

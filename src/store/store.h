@@ -101,6 +101,10 @@ void store_rollback(store *s);
 
 cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen);
 void stored_files_release(stored_files *f);
+/* Calls fn for every files row (path, mtime, size) in table order, copying
+ * nothing (the no-change check); fn returns false to stop early. */
+typedef bool (*store_file_fn)(void *ctx, const char *path, int64_t mtime_ns, int64_t size);
+cm_rc store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen);
 
 /* Replaces a file's row and all its chunks (call inside a transaction). */
 cm_rc store_file_replace(store *s, const char *path, const char *source, const char *hash,
