@@ -67,6 +67,14 @@ void gw_agents_free(gw_agents *g)
     free(g);
 }
 
+size_t gw_agents_opened(gw_agents *g)
+{
+    pthread_mutex_lock(&g->mu);
+    size_t n = g->n;
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}
+
 /* The agent of (worker, id), opened on first use. */
 static cm_agent *S_agent(gw_agents *g, int worker, const char *id, char *err, size_t errlen)
 {

@@ -113,6 +113,8 @@ void gw_runtime_free(gw_runtime *rt);
 typedef struct gw_agents gw_agents;
 cm_rc gw_agents_new(const cm_options *opt, gw_agents **out);
 void gw_agents_free(gw_agents *g);
+/* Agents opened so far (each opened its memory engine). */
+size_t gw_agents_opened(gw_agents *g);
 cm_rc gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen);
 
 /* ---- replies (reply.c): pure functions the runtime shapes replies with -- */
