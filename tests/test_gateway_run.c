@@ -695,6 +695,14 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     EXPECT_INT(s.status, 0);
     EXPECT_CONTAINS(s.out, "\"running\":true");
     run_result_release(&s);
+    /* clawmem chat goes through the running gateway (channel terminal) */
+    t_say(fs, "Chat reply through the gateway.");
+    s = run_clawmem(NULL, (const char *const[]){"--state-dir", state, "--workspace", ws, "chat",
+                                                "hello from the terminal", "--timeout", "20000",
+                                                NULL});
+    EXPECT_INT(s.status, 0);
+    EXPECT_CONTAINS(s.out, "Chat reply through the gateway.");
+    run_result_release(&s);
     /* SIGTERM drains and exits 0; the journal has nothing pending */
     EXPECT_INT(proc_stop(&p, SIGTERM, 20000), 0);
     s = run_clawmem(NULL,
@@ -702,7 +710,15 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     EXPECT_CONTAINS(s.out, "not running");
     EXPECT_CONTAINS(s.out, "journal backlog: 0");
     run_result_release(&s);
-    EXPECT_INT(fake_count(fs), 2);
+    EXPECT_INT(fake_count(fs), 3);
+    /* without a gateway, chat talks to the agent in its own process */
+    t_say(fs, "Chat reply in process.");
+    s = run_clawmem(NULL, (const char *const[]){"--state-dir", state, "--workspace", ws, "chat",
+                                                "hello again", NULL});
+    EXPECT_INT(s.status, 0);
+    EXPECT_CONTAINS(s.out, "Chat reply in process.");
+    run_result_release(&s);
+    EXPECT_INT(fake_count(fs), 4);
     buf_release(&r);
     free(st_path);
     free((char *)state);

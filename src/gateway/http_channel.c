@@ -46,6 +46,7 @@ typedef struct gw_http {
     size_t nconv;
     uint64_t clock;
     bool receiving, closing;
+    int inflight; /* sink calls under way (stop waits for them) */
     http_client *cb;
     pthread_mutex_t cb_mu;
 } gw_http;
@@ -232,8 +233,15 @@ static void S_post_message(gw_http *h, const httpd_req *rq, httpd_conn *c)
     }
     pthread_mutex_lock(&h->mu);
     bool receiving = h->receiving;
+    h->inflight += receiving;
     pthread_mutex_unlock(&h->mu);
     cm_rc rc = receiving ? h->sink(h->sink_ctx, &m) : CM_EBUSY;
+    if (receiving) {
+        pthread_mutex_lock(&h->mu);
+        h->inflight--;
+        pthread_cond_broadcast(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+    }
     if (rc == CM_EBUSY)
         S_error(c, 503, "the gateway is shutting down; send again later");
     else if (rc)
@@ -481,6 +489,8 @@ static void S_stop(gw_channel *ch)
     gw_http *h = (gw_http *)ch;
     pthread_mutex_lock(&h->mu);
     h->receiving = false; /* POSTs get 503; streams go on delivering replies */
+    while (h->inflight)   /* the sink is not called after stop returns */
+        pthread_cond_wait(&h->cv, &h->mu);
     pthread_mutex_unlock(&h->mu);
 }
 

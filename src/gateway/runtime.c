@@ -538,19 +538,29 @@ cm_rc gw_runtime_sink(void *ctx, const gw_msg *m)
     if (keyed && gw_dedupe_peek(rt->dedupe, k.data, now)) {
         gw_dedupe_check(rt->dedupe, k.data, now); /* refreshes its time */
         rt->duplicates++;
+        pthread_mutex_unlock(&rt->mu);
         goto out;
     }
+    pthread_mutex_unlock(&rt->mu);
+    /* The fsync happens outside the pipeline's lock: other channels' messages
+     * and the workers go on meanwhile. */
     uint64_t jid = 0;
     rc = gw_journal_accept(rt->journal, m, now, &jid, err, sizeof err);
     if (rc) {
         cm_logf(rt->o.log, CM_LOG_ERROR, "gateway: %s", err);
         goto out;
     }
-    if (keyed) gw_dedupe_check(rt->dedupe, k.data, now);
-    rt->accepted++;
-    S_process(rt, m, jid, now);
-out:
+    pthread_mutex_lock(&rt->mu);
+    if (keyed && gw_dedupe_check(rt->dedupe, k.data, now)) {
+        /* the same message came in on another thread meanwhile */
+        gw_journal_done(rt->journal, jid, "duplicate");
+        rt->duplicates++;
+    } else {
+        rt->accepted++;
+        S_process(rt, m, jid, now);
+    }
     pthread_mutex_unlock(&rt->mu);
+out:
     buf_release(&k);
     return rc;
 }
