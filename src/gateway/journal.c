@@ -20,6 +20,9 @@
 
 struct gw_journal {
     pthread_mutex_t mu;
+    pthread_cond_t synced_cv;
+    uint64_t written, synced; /* accepted lines written / covered by an fdatasync */
+    bool syncing;
     int fd, lockfd;
     char *path;
     uint64_t next_id;
@@ -85,10 +88,29 @@ static cm_rc S_append(gw_journal *j, json_t *o, bool sync)
     size_t n = strlen(s);
     s[n] = '\n'; /* json_dumps leaves room: replace the NUL, write n + 1 */
     cm_rc rc = S_write_all(j->fd, s, n + 1);
-    if (!rc && sync && fdatasync(j->fd)) rc = CM_EIO;
     if (!rc) j->bytes += n + 1;
     free(s);
-    return rc;
+    if (rc || !sync) return rc;
+    /* Group commit: one fdatasync covers every line written before it, so
+     * concurrent accepts share it; the lock is not held during the sync. */
+    uint64_t mine = ++j->written;
+    while (j->synced < mine) {
+        if (j->syncing) {
+            pthread_cond_wait(&j->synced_cv, &j->mu);
+            continue;
+        }
+        j->syncing = true;
+        uint64_t upto = j->written;
+        int fd = j->fd;
+        pthread_mutex_unlock(&j->mu);
+        int r = fdatasync(fd);
+        pthread_mutex_lock(&j->mu);
+        j->syncing = false;
+        if (!r && upto > j->synced) j->synced = upto;
+        pthread_cond_broadcast(&j->synced_cv);
+        if (r) return CM_EIO;
+    }
+    return CM_OK;
 }
 
 /* Replays buf's lines into pending (by id) and seen. */
@@ -219,6 +241,7 @@ cm_rc gw_journal_open(const char *state_dir, int64_t now_ms, int64_t keep_ms, gw
     if (!j || !*pending || !*seen) FAIL(CM_ENOMEM, "out of memory");
     j->fd = j->lockfd = -1;
     pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->synced_cv, NULL);
     CHECK(fs_join(&dir, state_dir, "gateway") ? CM_ENOMEM : CM_OK);
     CHECK(fs_mkdirs(dir.data, err, errlen));
     CHECK(fs_join(&path, dir.data, "journal.jsonl") ? CM_ENOMEM : CM_OK);
@@ -261,6 +284,7 @@ void gw_journal_close(gw_journal *j)
     if (j->fd >= 0) close(j->fd);
     if (j->lockfd >= 0) close(j->lockfd);
     pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->synced_cv);
     free(j->path);
     free(j);
 }
@@ -274,12 +298,15 @@ cm_rc gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t *id
     json_t *o = msg ? json_pack("{s:s,s:I,s:I,s:o}", "j", "in", "id", (json_int_t)my, "ts",
                                 (json_int_t)ts, "msg", msg)
                     : NULL;
+    /* Counted before the write: the file is never cut (gw_journal_done)
+     * while this line waits for its sync. */
+    j->backlog++;
+    j->next_id++;
     cm_rc rc = o ? S_append(j, o, true) : CM_ENOMEM;
-    if (!rc) {
-        j->next_id++;
-        j->backlog++;
+    if (rc)
+        j->backlog--;
+    else
         *id = my;
-    }
     pthread_mutex_unlock(&j->mu);
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory");
     if (rc) return cm_seterr(err, errlen, rc, "cannot write the gateway journal: %s",
@@ -303,7 +330,8 @@ cm_rc gw_journal_done(gw_journal *j, uint64_t id, const char *status)
     if (j->backlog) j->backlog--;
     /* Nothing pending and the file large: start it over (nothing is lost;
      * only the dedupe memory of answered messages, which the process keeps). */
-    if (!j->backlog && j->bytes > GW_JOURNAL_REWRITE_BYTES && !ftruncate(j->fd, 0)) j->bytes = 0;
+    if (!j->backlog && !j->syncing && j->bytes > GW_JOURNAL_REWRITE_BYTES && !ftruncate(j->fd, 0))
+        j->bytes = 0;
     pthread_mutex_unlock(&j->mu);
     return rc;
 }
