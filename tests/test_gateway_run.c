@@ -23,6 +23,7 @@
 #include "../src/base/fs.h"
 #include "../src/gateway/http_channel.h"
 #include "../src/gateway/runtime.h"
+#include "../src/session/sessions.h"
 #include "fakeserver.h"
 #include "test.h"
 
@@ -724,4 +725,83 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     free((char *)state);
     free((char *)ws);
     fake_stop(fs);
+}
+
+TEST(gateway_run_group_history_until_mentioned)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    t_say(w.fs, "Ann said lunch at noon.");
+    buf r = BUF_INIT;
+    EXPECT_INT(t_post(w.addr,
+                      "{\"peer\":\"team\",\"chatType\":\"group\",\"sender\":\"ann\","
+                      "\"messageId\":\"g1\",\"text\":\"lunch at noon?\"}",
+                      &r),
+               202);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 0); /* not mentioned: history only */
+    EXPECT_INT(t_post(w.addr,
+                      "{\"peer\":\"team\",\"chatType\":\"group\",\"sender\":\"ben\","
+                      "\"messageId\":\"g2\",\"text\":\"@bot what did ann say?\","
+                      "\"mentioned\":true}",
+                      &r),
+               202);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 1);
+    char *sent = t_request_text(w.fs, 0);
+    EXPECT_CONTAINS(sent, "[Chat messages since your last reply - for context]");
+    EXPECT_CONTAINS(sent, "lunch at noon?");
+    EXPECT_CONTAINS(sent, "[Current message - respond to this]\nben: @bot what did ann say?");
+    free(sent);
+    json_t *rep = t_replies(w.addr, "team");
+    EXPECT_INT(json_array_size(rep), 1);
+    json_decref(rep);
+    /* the group has its own session, apart from the main one */
+    session_store st;
+    char err[256], store[4096];
+    snprintf(store, sizeof store, "%s/agents/main/sessions/sessions.json", w.state);
+    EXPECT_INT(session_store_read(&st, store, err, sizeof err), CM_OK);
+    EXPECT(session_store_get(&st, "agent:main:http:group:team") != NULL);
+    EXPECT(session_store_get(&st, "agent:main:main") == NULL);
+    session_store_release(&st);
+    buf_release(&r);
+    world_stop(&w);
+}
+
+TEST(gateway_run_block_streaming_and_silent_replies)
+{
+    world w;
+    if (!world_start(&w, "{\"agents\":{\"defaults\":{\"blockStreamingDefault\":\"on\","
+                         "\"blockStreamingBreak\":\"text_end\"}},"
+                         "\"messages\":{\"responsePrefix\":\"[bot]\"}}"))
+        return;
+    buf reply = BUF_INIT;
+    for (int i = 0; i < 30; i++)
+        buf_printf(&reply, "Paragraph %02d has a few words in it to fill the block.\n\n", i);
+    t_say(w.fs, reply.data);
+    t_say(w.fs, "NO_REPLY");
+    EXPECT_INT(post_text(&w, "hank", "h1", "tell me a lot"), 202);
+    EXPECT(settle(&w));
+    EXPECT_INT(post_text(&w, "hank", "h2", "say nothing"), 202);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 2);
+    json_t *r = t_replies(w.addr, "hank");
+    EXPECT(json_array_size(r) >= 2); /* streamed in blocks */
+    size_t i;
+    json_t *e;
+    buf all = BUF_INIT;
+    json_array_foreach(r, i, e)
+    {
+        const char *t = json_string_value(json_object_get(e, "text"));
+        EXPECT(strlen(t) <= GW_CHUNK_MAX_DEFAULT);
+        EXPECT(!strstr(t, "NO_REPLY")); /* the silent answer never left */
+        buf_adds(&all, t);
+    }
+    EXPECT(!strncmp(json_string_value(json_object_get(json_array_get(r, 0), "text")),
+                    "[bot] Paragraph 00", 18));
+    EXPECT_CONTAINS(all.data, "Paragraph 29");
+    buf_release(&all);
+    buf_release(&reply);
+    json_decref(r);
+    world_stop(&w);
 }

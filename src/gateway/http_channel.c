@@ -131,7 +131,7 @@ static bool S_param(const char *query, const char *name, buf *out)
                 int c = (unsigned char)*q;
                 if (c == '+')
                     c = ' ';
-                else if (c == '%' && q + 2 < end + 0 + 1 && S_hex(q[1]) >= 0 && S_hex(q[2]) >= 0) {
+                else if (c == '%' && q + 2 < end && S_hex(q[1]) >= 0 && S_hex(q[2]) >= 0) {
                     c = S_hex(q[1]) * 16 + S_hex(q[2]);
                     q += 2;
                 }
