@@ -214,6 +214,9 @@ static cm_rc t_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, 
     return gw_agents_run(g->ag, rq, out, err, errlen);
 }
 
+/* A journal left by an earlier gateway, written before world_start opens it. */
+static const char *g_prejournal;
+
 typedef struct world {
     fake_server *fs;
     char base[64];
@@ -225,11 +228,18 @@ typedef struct world {
     char addr[64];
 } world;
 
+/* A model answer queued as soon as the fake model starts (for recovery,
+ * which runs inside world_start). */
+static const char *t_say_later;
+static void t_say(fake_server *fs, const char *text);
+
 static bool world_start(world *w, const char *extra)
 {
     memset(w, 0, sizeof *w);
     g_now = T0;
     w->fs = fake_start(8, w->base);
+    if (t_say_later) t_say(w->fs, t_say_later);
+    t_say_later = NULL;
     w->dir = tmp_dir();
     w->ws = cm_strdup(path_in(w->dir, "ws"));
     w->state = cm_strdup(path_in(w->dir, "state"));
@@ -251,6 +261,7 @@ static bool world_start(world *w, const char *extra)
     char *text = json_dumps(w->cfg, JSON_INDENT(1));
     write_file(w->dir, "state/quantumclaw.json", text);
     free(text);
+    if (g_prejournal) write_file(w->dir, "state/gateway/journal.jsonl", g_prejournal);
     cm_options o = {NULL, w->ws, NULL, w->state, NULL, NULL, 1};
     pthread_mutex_init(&w->gate.mu, NULL);
     pthread_cond_init(&w->gate.cv, NULL);
@@ -695,6 +706,7 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
                                                            "status", "--json", NULL});
     EXPECT_INT(s.status, 0);
     EXPECT_CONTAINS(s.out, "\"running\":true");
+    EXPECT_CONTAINS(s.out, "\"recovered\":1");
     run_result_release(&s);
     /* clawmem chat goes through the running gateway (channel terminal) */
     t_say(fs, "Chat reply through the gateway.");
@@ -803,5 +815,56 @@ TEST(gateway_run_block_streaming_and_silent_replies)
     buf_release(&all);
     buf_release(&reply);
     json_decref(r);
+    world_stop(&w);
+}
+
+TEST(gateway_run_recovery_answers_or_fails_visibly)
+{
+    /* Two messages a crashed gateway accepted: one never run (it runs now),
+     * one that already took two runs (answered as failed, not run again). */
+    g_prejournal =
+        "{\"j\":\"in\",\"id\":7,\"ts\":1800000000000,\"msg\":{\"channel\":\"http\","
+        "\"peer\":\"ivy\",\"sender\":\"ivy\",\"messageId\":\"i1\",\"text\":\"first\"}}\n"
+        "{\"j\":\"in\",\"id\":8,\"ts\":1800000000000,\"msg\":{\"channel\":\"http\","
+        "\"peer\":\"jay\",\"sender\":\"jay\",\"messageId\":\"j1\",\"text\":\"crashes us\"}}\n"
+        "{\"j\":\"run\",\"id\":8}\n{\"j\":\"run\",\"id\":8}\n"
+        "{\"j\":\"in\",\"id\":9,\"ts\":1800000000000,\"msg\":{\"channel\":\"http\","
+        "\"peer\":\"kim\",\"sender\":\"kim\",\"messageId\":\"k1\",\"text\":\"done\"}}\n"
+        "{\"j\":\"done\",\"id\":9,\"status\":\"answered\"}\n"
+        "{\"j\":\"in\",\"id\":10,\"ts\":18000"; /* torn: never acknowledged */
+    world w;
+    t_say_later = "Recovered first.";
+    bool ok = world_start(&w, NULL);
+    g_prejournal = NULL;
+    if (!ok) return;
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 1);
+    json_t *r = t_replies(w.addr, "ivy");
+    EXPECT_INT(json_array_size(r), 1);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Recovered first.");
+    json_decref(r);
+    r = t_replies(w.addr, "jay");
+    EXPECT_INT(json_array_size(r), 1);
+    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(r, 0), "text")),
+                    "was not answered");
+    json_decref(r);
+    r = t_replies(w.addr, "kim");
+    EXPECT_INT(json_array_size(r), 0);
+    json_decref(r);
+    /* the answered one is still a duplicate for 20 minutes */
+    EXPECT_INT(post_text(&w, "kim", "k1", "done"), 202);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 1);
+    json_t *st = gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(json_object_get(st, "recovered")), 2);
+    EXPECT_INT(json_integer_value(json_object_get(st, "duplicates")), 1);
+    EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
+    json_decref(st);
+    /* the ids go on after the highest whole entry (the torn one never counted) */
+    EXPECT_INT(post_text(&w, "kim", "k2", "new"), 202);
+    buf j = BUF_INIT;
+    fs_read_file(path_in(w.state, "gateway/journal.jsonl"), 1 << 20, &j, NULL, 0);
+    EXPECT_CONTAINS(j.data, "\"id\":10,\"ts\"");
+    buf_release(&j);
     world_stop(&w);
 }

@@ -414,6 +414,22 @@ static gw_ids *S_pending_ids(gw_runtime *rt, const char *dkey, bool create)
     return &d->ids;
 }
 
+/* Moves the ids of a flushed batch into to and forgets its key. */
+static void S_take_pending_ids(gw_runtime *rt, const char *dkey, gw_ids *to)
+{
+    uint32_t h = S_hash(dkey) % GW_RT_BUCKETS;
+    for (gw_dkey **p = &rt->dkeys[h]; *p; p = &(*p)->next) {
+        gw_dkey *d = *p;
+        if (strcmp(d->key, dkey)) continue;
+        S_ids_move(to, &d->ids);
+        *p = d->next;
+        gw_ids_release(&d->ids);
+        free(d->key);
+        free(d);
+        return;
+    }
+}
+
 static cm_rc S_turn_dkey(buf *k, const char *channel, const char *account, const char *peer,
                          const char *thread, const char *sender)
 {
@@ -434,8 +450,7 @@ static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, in
         if (single && i == ready->n - 1) {
             S_ids_move(&ids, single);
         } else if (!S_turn_dkey(&k, t->channel, t->account, t->peer, t->thread, t->sender)) {
-            gw_ids *p = S_pending_ids(rt, k.data, false);
-            if (p) S_ids_move(&ids, p);
+            S_take_pending_ids(rt, k.data, &ids);
         }
         S_dispatch(rt, t, &ids, now);
         gw_rt_done_all(rt, &ids, "failed"); /* none left unless dispatch failed */
@@ -600,9 +615,29 @@ static void S_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
     S_start(rt, s, j);
 }
 
+/* Forgets idle sessions (no run, nothing queued, no /queue override) once
+ * more than GW_RT_MAX_SESSIONS are known; they are made again on demand. */
+static void S_evict_idle(gw_runtime *rt)
+{
+    if (rt->nsess <= GW_RT_MAX_SESSIONS) return;
+    for (size_t b = 0; b < GW_RT_BUCKETS; b++)
+        for (gw_sess **p = &rt->sess[b]; *p;) {
+            gw_sess *s = *p;
+            if (s->active || s->next_job || s->has_ov || s->ngroups || s->summarized.n ||
+                gw_queue_depth(s->q)) {
+                p = &s->next;
+                continue;
+            }
+            *p = s->next;
+            S_sess_free(s);
+            rt->nsess--;
+        }
+}
+
 /* Everything due at now; force: every pending batch and queue at once. */
 static void S_tick_locked(gw_runtime *rt, bool force)
 {
+    S_evict_idle(rt);
     int64_t now = S_now(rt);
     gw_turns ready = {0};
     if (!(force ? gw_debounce_flush_all(rt->debounce, &ready)
@@ -675,7 +710,7 @@ static void *S_worker(void *arg)
     for (;;) {
         while (!rt->stopping && !rt->ready_head)
             pthread_cond_wait(&rt->work_cv, &rt->mu);
-        if (!rt->ready_head) break; /* stopping and nothing left */
+        if (rt->stopping) break; /* what is left stays journaled for the next start */
         gw_job *j = rt->ready_head;
         rt->ready_head = j->next;
         if (!rt->ready_head) rt->ready_tail = NULL;
@@ -906,13 +941,14 @@ json_t *gw_runtime_status(gw_runtime *rt)
                                                 (json_int_t)gw_queue_depth(s->q)));
         }
     json_t *o = json_pack(
-        "{s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepting", rt->accepting,
+        "{s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepting", rt->accepting,
         "channels", chs, "sessions", ss, "knownSessions", (json_int_t)rt->nsess, "activeRuns",
         (json_int_t)active, "readyJobs", (json_int_t)rt->ready_n, "debouncePending",
         (json_int_t)gw_debounce_pending(rt->debounce), "journalBacklog",
         (json_int_t)gw_journal_backlog(rt->journal), "accepted", (json_int_t)rt->accepted,
-        "duplicates", (json_int_t)rt->duplicates, "runs", (json_int_t)rt->runs, "replies",
-        (json_int_t)rt->replies);
+        "duplicates", (json_int_t)rt->duplicates, "recovered", (json_int_t)rt->recovered, "runs",
+        (json_int_t)__atomic_load_n(&rt->runs, __ATOMIC_RELAXED), "replies",
+        (json_int_t)__atomic_load_n(&rt->replies, __ATOMIC_RELAXED));
     pthread_mutex_unlock(&rt->mu);
     return o;
 }

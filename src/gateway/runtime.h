@@ -98,8 +98,9 @@ bool gw_runtime_wait_idle(gw_runtime *rt, int64_t timeout_ms);
 bool gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms);
 
 /* {"accepting","channels":[{"channel","account"}],"sessions":[{"key",
- * "active","queued"}],"activeRuns","debouncePending","journalBacklog",
- * "accepted","runs","replies"} — a new object. */
+ * "active","queued"}] (those running or with a queue),"knownSessions",
+ * "activeRuns","readyJobs","debouncePending","journalBacklog","accepted",
+ * "duplicates","recovered","runs","replies"} — a new object. */
 json_t *gw_runtime_status(gw_runtime *rt);
 
 /* Stops everything (drain first for a clean stop) and frees. */

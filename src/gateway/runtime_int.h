@@ -16,6 +16,8 @@
 #define GW_RT_BUCKETS      1024
 #define GW_RT_MAX_WORKERS  64
 #define GW_RT_MAX_CHANNELS 32
+/* Idle sessions kept in memory past this many are forgotten. */
+#define GW_RT_MAX_SESSIONS 4096
 
 /* Journal ids a job answers. */
 typedef struct gw_ids {
