@@ -225,13 +225,12 @@ int main(int argc, char **argv)
     fs_join(&j, state.data, "gateway/journal.jsonl");
     unlink(j.data);
     buf_release(&j);
-    json_t *cfg = json_loads(
-        "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
-        "\"session\":{\"dmScope\":\"per-channel-peer\"},"
-        "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
-        "\"replyToMode\":\"all\"}},"
-        "\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
-        0, NULL);
+    json_t *cfg = json_loads("{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
+                             "\"session\":{\"dmScope\":\"per-channel-peer\"},"
+                             "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
+                             "\"replyToMode\":\"all\"}},"
+                             "\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
+                             0, NULL);
     g_sent = calloc((size_t)g_n, sizeof *g_sent);
     g_reply = calloc((size_t)g_n, sizeof *g_reply);
     long rss0 = rss_kb();

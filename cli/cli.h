@@ -19,8 +19,7 @@ int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * keep_lines leaves '\n' and '\t' as they are. */
 void put_safe(FILE *f, const char *s, int keep_lines);
 
-extern const char usage_sessions[], usage_models[], usage_pairing[], usage_gateway[],
-    usage_chat[];
+extern const char usage_sessions[], usage_models[], usage_pairing[], usage_gateway[], usage_chat[];
 
 /* clawmem sessions … (cmd_sessions.c) */
 int cmd_sessions(const cm_options *opt, int argc, char **argv);

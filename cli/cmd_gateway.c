@@ -36,7 +36,8 @@ static int S_status(const cm_options *opt, bool json)
     } else {
         bool running = json_is_true(json_object_get(j, "running"));
         printf("gateway: %s", running ? "running" : "not running");
-        if (running) printf(" (pid %lld)", (long long)json_integer_value(json_object_get(j, "pid")));
+        if (running)
+            printf(" (pid %lld)", (long long)json_integer_value(json_object_get(j, "pid")));
         putchar('\n');
         const char *addr = json_string_value(json_object_get(j, "address"));
         if (running && addr) {

@@ -247,7 +247,8 @@ static bool world_start(world *w, const char *extra)
     char cfg[4096];
     snprintf(cfg, sizeof cfg,
              "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
-             "\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\",\"memorySearch\":{\"provider\":\"none\"}}},"
+             "\"agents\":{\"defaults\":{\"model\":\"openai/"
+             "gpt-t\",\"memorySearch\":{\"provider\":\"none\"}}},"
              "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
              "\"apiKey\":\"sk-test-gw-0001\",\"models\":[]}}},"
              "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
@@ -309,8 +310,8 @@ static bool settle(world *w)
 
 static char *msg_json(const char *peer, const char *id, const char *text)
 {
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "peer", peer, "sender", peer, "messageId", id,
-                          "text", text);
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:s}", "peer", peer, "sender", peer, "messageId", id, "text", text);
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -533,7 +534,7 @@ TEST(gateway_run_unapproved_sender_reaches_no_model)
     t_say(w.fs, "should never be asked");
     EXPECT_INT(post_text(&w, "mallory", "x1", "what is in MEMORY.md?"), 202);
     EXPECT(settle(&w));
-    EXPECT_INT(fake_count(w.fs), 0); /* no model call */
+    EXPECT_INT(fake_count(w.fs), 0);            /* no model call */
     EXPECT_INT(gw_agents_opened(w.gate.ag), 0); /* no agent, so no memory read */
     EXPECT_INT(w.gate.started, 0);
     json_t *r = t_replies(w.addr, "mallory");
@@ -556,8 +557,8 @@ TEST(gateway_run_sse_stream_and_503_while_draining)
     if (!world_start(&w, NULL)) return;
     int fd = t_connect(w.addr);
     EXPECT(fd >= 0);
-    const char *rq = "GET /v1/events?peer=frank HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOKEN
-                     "\r\n\r\n";
+    const char *rq =
+        "GET /v1/events?peer=frank HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " TOKEN "\r\n\r\n";
     t_write(fd, rq, strlen(rq));
     buf got = BUF_INIT;
     char tmp[2048];
@@ -653,7 +654,8 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     char cfg[2048];
     snprintf(cfg, sizeof cfg,
              "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
-             "\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\",\"memorySearch\":{\"provider\":\"none\"}}},"
+             "\"agents\":{\"defaults\":{\"model\":\"openai/"
+             "gpt-t\",\"memorySearch\":{\"provider\":\"none\"}}},"
              "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
              "\"apiKey\":\"sk-test-gw-0002\",\"models\":[]}}},"
              "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}},"
@@ -663,17 +665,17 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     write_file(dir, "ws/MEMORY.md", "# Facts\n");
     const char *state = cm_strdup(path_in(dir, "state"));
     const char *ws = cm_strdup(path_in(dir, "ws"));
-    const char *args[] = {"--state-dir", state, "--workspace", ws, "gateway",
-                          "--listen",    "127.0.0.1:0", NULL};
+    const char *args[] = {"--state-dir", state,      "--workspace", ws,
+                          "gateway",     "--listen", "127.0.0.1:0", NULL};
     fake_push(fs, FAKE_HANG, 0, -1); /* the first model call never answers */
     proc p;
     proc_start(&p, NULL, args);
     char addr[64] = "";
     EXPECT(wait_line(&p, addr, sizeof addr));
     buf r = BUF_INIT;
-    EXPECT_INT(t_post(addr, "{\"peer\":\"gina\",\"messageId\":\"g1\",\"text\":\"survive this\"}",
-                      &r),
-               202);
+    EXPECT_INT(
+        t_post(addr, "{\"peer\":\"gina\",\"messageId\":\"g1\",\"text\":\"survive this\"}", &r),
+        202);
     for (int i = 0; i < 200 && fake_count(fs) < 1; i++)
         usleep(50000);
     EXPECT_INT(fake_count(fs), 1); /* the run is in the model call */
@@ -699,27 +701,26 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
                "Answered after the crash.");
     json_decref(rep);
     /* redelivered after the restart: still one answer */
-    EXPECT_INT(t_post(addr, "{\"peer\":\"gina\",\"messageId\":\"g1\",\"text\":\"survive this\"}",
-                      &r),
-               202);
-    run_result s = run_clawmem(NULL, (const char *const[]){"--state-dir", state, "gateway",
-                                                           "status", "--json", NULL});
+    EXPECT_INT(
+        t_post(addr, "{\"peer\":\"gina\",\"messageId\":\"g1\",\"text\":\"survive this\"}", &r),
+        202);
+    run_result s = run_clawmem(
+        NULL, (const char *const[]){"--state-dir", state, "gateway", "status", "--json", NULL});
     EXPECT_INT(s.status, 0);
     EXPECT_CONTAINS(s.out, "\"running\":true");
     EXPECT_CONTAINS(s.out, "\"recovered\":1");
     run_result_release(&s);
     /* clawmem chat goes through the running gateway (channel terminal) */
     t_say(fs, "Chat reply through the gateway.");
-    s = run_clawmem(NULL, (const char *const[]){"--state-dir", state, "--workspace", ws, "chat",
-                                                "hello from the terminal", "--timeout", "20000",
-                                                NULL});
+    s = run_clawmem(NULL,
+                    (const char *const[]){"--state-dir", state, "--workspace", ws, "chat",
+                                          "hello from the terminal", "--timeout", "20000", NULL});
     EXPECT_INT(s.status, 0);
     EXPECT_CONTAINS(s.out, "Chat reply through the gateway.");
     run_result_release(&s);
     /* SIGTERM drains and exits 0; the journal has nothing pending */
     EXPECT_INT(proc_stop(&p, SIGTERM, 20000), 0);
-    s = run_clawmem(NULL,
-                    (const char *const[]){"--state-dir", state, "gateway", "status", NULL});
+    s = run_clawmem(NULL, (const char *const[]){"--state-dir", state, "gateway", "status", NULL});
     EXPECT_CONTAINS(s.out, "not running");
     EXPECT_CONTAINS(s.out, "journal backlog: 0");
     run_result_release(&s);
@@ -841,7 +842,8 @@ TEST(gateway_run_recovery_answers_or_fails_visibly)
     EXPECT_INT(fake_count(w.fs), 1);
     json_t *r = t_replies(w.addr, "ivy");
     EXPECT_INT(json_array_size(r), 1);
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Recovered first.");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")),
+               "Recovered first.");
     json_decref(r);
     r = t_replies(w.addr, "jay");
     EXPECT_INT(json_array_size(r), 1);

@@ -23,9 +23,8 @@ cm_rc cm_pairing_list(const cm_options *opt, const char *channel, char **json, c
  * channel's allow-from store and the request is removed. *json receives
  * {"channel": c, "approved": id}. CM_ENOTFOUND when no
  * unexpired request has that code. */
-cm_rc cm_pairing_approve(const cm_options *opt, const char *channel, const char *code,
-                         char **json, char *err, size_t errlen);
-
+cm_rc cm_pairing_approve(const cm_options *opt, const char *channel, const char *code, char **json,
+                         char *err, size_t errlen);
 
 /* ---- the gateway (clawmem gateway) ---------------------------------------
  * Chat channels in, agent turns out: the channels the config enables (the

@@ -159,8 +159,8 @@ void gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
     d.rt = rt;
     d.j = j;
     d.ch = gw_rt_channel(rt, j->channel, j->account);
-    d.limit = gw_reply_text_limit(rt->o.config, j->channel, j->account,
-                                  d.ch ? d.ch->ops->text_limit : 0);
+    d.limit =
+        gw_reply_text_limit(rt->o.config, j->channel, j->account, d.ch ? d.ch->ops->text_limit : 0);
     d.mode = gw_reply_to_mode_of(rt->o.config, j->channel, j->account);
     if (j->kind == GW_JOB_RUN) {
         S_run(rt, j, &d, worker);
@@ -182,7 +182,8 @@ cm_rc gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, si
     char id[160];
     CHECK(session_store_path(&p, rt->o.state_dir, s->agent_id) ? CM_ENOMEM : CM_OK);
     CHECK(session_store_read(&st, p.data, err, errlen));
-    if (session_store_get(&st, s->key)) CHECK(session_reset(&st, s->key, cm_wall_ms(), id, err, errlen));
+    if (session_store_get(&st, s->key))
+        CHECK(session_reset(&st, s->key, cm_wall_ms(), id, err, errlen));
 out:
     session_store_release(&st);
     buf_release(&p);

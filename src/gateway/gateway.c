@@ -129,9 +129,9 @@ cm_rc gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err,
     out->text = cm_strdup(reply ? reply : "");
     out->silent = json_is_true(json_object_get(o, "silent"));
     snprintf(out->model, sizeof out->model, "%s",
-             json_string_value(json_object_get(o, "model")) ? json_string_value(json_object_get(
-                                                                  o, "model"))
-                                                            : "");
+             json_string_value(json_object_get(o, "model"))
+                 ? json_string_value(json_object_get(o, "model"))
+                 : "");
     json_decref(o);
     return out->text ? CM_OK : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
 }
@@ -171,11 +171,11 @@ static cm_rc S_open_channels(cm_gateway *g, const cm_gateway_opts *go, char *err
     const json_t *root = g->cfg.root;
     const json_t *hc = json_object_get(json_object_get(root, "channels"), "http");
     const json_t *gw = json_object_get(root, "gateway");
-    bool want_http = json_is_true(json_object_get(hc, "enabled")) ||
-                     (!json_is_false(json_object_get(hc, "enabled")) &&
-                      (json_object_get(json_object_get(gw, "auth"), "token") ||
-                       (getenv("QUANTUMCLAW_GATEWAY_TOKEN") &&
-                        *getenv("QUANTUMCLAW_GATEWAY_TOKEN"))));
+    bool want_http =
+        json_is_true(json_object_get(hc, "enabled")) ||
+        (!json_is_false(json_object_get(hc, "enabled")) &&
+         (json_object_get(json_object_get(gw, "auth"), "token") ||
+          (getenv("QUANTUMCLAW_GATEWAY_TOKEN") && *getenv("QUANTUMCLAW_GATEWAY_TOKEN"))));
     if (want_http) {
         CHECK(gw_http_open(root, go ? go->listen : NULL, &g->http, err, errlen));
         g->ch[g->nch++] = g->http;
@@ -254,8 +254,8 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(config_load(&ca, &g->log, &g->cfg, err, errlen));
     if (gw_agents_new(opt, &g->agents)) FAIL(CM_ENOMEM, "out of memory");
-    gw_runtime_opts ro = {g->cfg.root,   g->cfg.state_dir, gw_agents_run, g->agents, NULL, NULL,
-                          go ? go->workers : 0, false, 0, &g->log};
+    gw_runtime_opts ro = {g->cfg.root, g->cfg.state_dir,     gw_agents_run, g->agents, NULL,
+                          NULL,        go ? go->workers : 0, false,         0,         &g->log};
     CHECK(gw_runtime_new(&ro, &g->rt, err, errlen));
     CHECK(S_open_channels(g, go, err, errlen));
     if (g->http) gw_http_set_status(g->http, S_http_status, g);
@@ -381,8 +381,8 @@ static void S_local_text(void *ctx, const char *text, size_t n)
 /* The gateway token for a client: gateway.auth.token or the environment. */
 static char *S_client_token(const json_t *root)
 {
-    const json_t *tok = json_object_get(json_object_get(json_object_get(root, "gateway"), "auth"),
-                                        "token");
+    const json_t *tok =
+        json_object_get(json_object_get(json_object_get(root, "gateway"), "auth"), "token");
     char *t = NULL, why[128];
     secrets sec = {{json_object_get(root, "secrets"), NULL}};
     if (tok && !secret_resolve(&sec, tok, &t, why, sizeof why)) return t;
@@ -454,9 +454,8 @@ static cm_rc S_chat_remote(const json_t *root, const char *addr, const char *tex
     if (!tok) FAIL(CM_ECONFIG, "a gateway runs but no token is configured (gateway.auth.token)");
     CHECK(buf_printf(&auth, "Authorization: Bearer %s", tok) ? CM_ENOMEM : CM_OK);
     long status = 0;
-    CHECK(buf_printf(&url, "http://%s/v1/replies?peer=terminal&account=default", addr)
-              ? CM_ENOMEM
-              : CM_OK);
+    CHECK(buf_printf(&url, "http://%s/v1/replies?peer=terminal&account=default", addr) ? CM_ENOMEM
+                                                                                       : CM_OK);
     CHECK(S_get(url.data, auth.data, &status, &resp, err, errlen));
     if (status != 200) FAIL(CM_EIO, "the gateway answered %ld", status);
     o = json_loadb(resp.data, resp.len, 0, NULL);
@@ -464,8 +463,8 @@ static cm_rc S_chat_remote(const json_t *root, const char *addr, const char *tex
     json_decref(o);
     char mid[64];
     snprintf(mid, sizeof mid, "chat-%ld-%lld", (long)getpid(), (long long)cm_wall_ms());
-    o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "channel", "terminal", "peer", "terminal",
-                  "sender", "terminal", "chatType", "direct", "messageId", mid, "text", text);
+    o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "channel", "terminal", "peer", "terminal", "sender",
+                  "terminal", "chatType", "direct", "messageId", mid, "text", text);
     body = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     o = NULL;

@@ -431,13 +431,13 @@ static cm_rc S_send(gw_channel *ch, const gw_outbound *ob, char *err, size_t err
     buf key = BUF_INIT;
     char *s = NULL;
     pthread_mutex_lock(&h->mu);
-    hconv *c = S_conv_key(&key, ob->account, ob->peer, ob->thread) ? NULL
-                                                                   : S_conv(h, key.data, true);
+    hconv *c =
+        S_conv_key(&key, ob->account, ob->peer, ob->thread) ? NULL : S_conv(h, key.data, true);
     if (c) {
-        json_t *o = json_pack("{s:I,s:s,s:s,s:s*,s:s*,s:s*,s:s}", "seq", (json_int_t)(c->seq + 1),
-                              "channel", "http", "account", ob->account ? ob->account : "default",
-                              "peer", ob->peer, "thread", ob->thread, "replyTo", ob->reply_to,
-                              "text", ob->text);
+        json_t *o =
+            json_pack("{s:I,s:s,s:s,s:s*,s:s*,s:s*,s:s}", "seq", (json_int_t)(c->seq + 1),
+                      "channel", "http", "account", ob->account ? ob->account : "default", "peer",
+                      ob->peer, "thread", ob->thread, "replyTo", ob->reply_to, "text", ob->text);
         s = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
     }
@@ -576,7 +576,8 @@ cm_rc gw_http_open(const json_t *root, const char *listen, gw_channel **out, cha
             strcmp(bind, "auto"))
             FAIL(CM_ECONFIG, "gateway.bind: %s is not supported here (loopback, lan, custom)",
                  bind);
-        if (!host || !*host) FAIL(CM_ECONFIG, "gateway.customBindHost is required with bind custom");
+        if (!host || !*host)
+            FAIL(CM_ECONFIG, "gateway.customBindHost is required with bind custom");
         const json_t *port = json_object_get(gw, "port");
         json_int_t p = json_is_integer(port) ? json_integer_value(port) : GW_HTTP_DEFAULT_PORT;
         if (p < 0 || p > 65535) FAIL(CM_ECONFIG, "gateway.port: expected 0..65535");

@@ -22,8 +22,8 @@
 
 #include "channel.h"
 
-#define GW_HTTP_KEEP       256   /* replies kept per conversation */
-#define GW_HTTP_MAX_CONVS  20000 /* conversations kept; the least recently used go */
+#define GW_HTTP_KEEP         256   /* replies kept per conversation */
+#define GW_HTTP_MAX_CONVS    20000 /* conversations kept; the least recently used go */
 #define GW_HTTP_DEFAULT_PORT 18789
 #define GW_TEXT_LIMIT_HTTP   4000 /* characters per reply message */
 

@@ -34,7 +34,7 @@ static json_t *S_msg_json(const gw_msg *m)
 {
     json_t *o = json_object();
     if (!o) return NULL;
-    const char *k[] = {"channel", "account", "peer",   "session",
+    const char *k[] = {"channel", "account",   "peer",   "session",
                        "thread",  "messageId", "sender", "text"};
     const char *v[] = {m->channel, m->account,    m->peer,   m->session,
                        m->thread,  m->message_id, m->sender, m->text};
@@ -131,8 +131,8 @@ static cm_rc S_replay(const buf *b, int64_t now_ms, int64_t keep_ms, json_t *pen
         snprintf(idk, sizeof idk, "%lld", (long long)id);
         if (id > 0 && (uint64_t)id > *max_id) *max_id = (uint64_t)id;
         if (t && !strcmp(t, "in") && id > 0) {
-            json_object_set_new(o, "runs", json_integer(json_integer_value(
-                                               json_object_get(o, "runs"))));
+            json_object_set_new(o, "runs",
+                                json_integer(json_integer_value(json_object_get(o, "runs"))));
             json_object_set(by_id, idk, o);
         } else if (t && !strcmp(t, "run")) {
             json_t *e = json_object_get(by_id, idk);
@@ -149,8 +149,8 @@ static cm_rc S_replay(const buf *b, int64_t now_ms, int64_t keep_ms, json_t *pen
                 json_array_append_new(seen, json_pack("{s:s,s:I}", "key", k.data, "ts", ts));
             buf_release(&k);
             json_object_del(by_id, idk);
-        } else if (t && !strcmp(t, "seen") && now_ms - json_integer_value(json_object_get(
-                                                            o, "ts")) < keep_ms) {
+        } else if (t && !strcmp(t, "seen") &&
+                   now_ms - json_integer_value(json_object_get(o, "ts")) < keep_ms) {
             json_array_append(seen, o);
         }
         json_decref(o);
@@ -163,7 +163,8 @@ static cm_rc S_replay(const buf *b, int64_t now_ms, int64_t keep_ms, json_t *pen
     {
         json_int_t id = json_integer_value(json_object_get(e, "id"));
         size_t at = json_array_size(pending);
-        while (at && json_integer_value(json_object_get(json_array_get(pending, at - 1), "id")) > id)
+        while (at &&
+               json_integer_value(json_object_get(json_array_get(pending, at - 1), "id")) > id)
             at--;
         json_array_insert(pending, at, e);
     }
@@ -309,8 +310,8 @@ cm_rc gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t *id
         *id = my;
     pthread_mutex_unlock(&j->mu);
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory");
-    if (rc) return cm_seterr(err, errlen, rc, "cannot write the gateway journal: %s",
-                             strerror(errno));
+    if (rc)
+        return cm_seterr(err, errlen, rc, "cannot write the gateway journal: %s", strerror(errno));
     return CM_OK;
 }
 

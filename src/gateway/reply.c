@@ -127,7 +127,8 @@ int gw_reply_text_limit(const json_t *root, const char *channel, const char *acc
                         size_t channel_limit)
 {
     const json_t *v = S_cascade(root, channel, account, "textChunkLimit", NULL);
-    int lim = gw_channel_resolve_limit(channel, json_is_integer(v) ? (int)json_integer_value(v) : 0);
+    int lim =
+        gw_channel_resolve_limit(channel, json_is_integer(v) ? (int)json_integer_value(v) : 0);
     if (channel_limit && (size_t)lim > channel_limit) lim = (int)channel_limit;
     return lim < 1 ? 1 : lim;
 }
@@ -156,12 +157,13 @@ void gw_reply_stream_cfg(const json_t *root, const char *channel, int text_limit
     *brk = b && !strcasecmp(b, "message_end") ? GW_STREAM_MESSAGE_END : GW_STREAM_TEXT_END;
     const json_t *ck = json_object_get(d, "blockStreamingChunk");
     const json_t *co = json_object_get(d, "blockStreamingCoalesce");
-    gw_stream_cfg rq = {S_int(ck, "minChars", 0),
-                        S_int(ck, "maxChars", 0),
-                        gw_break_pref_parse(json_string_value(json_object_get(ck, "breakPreference"))),
-                        S_int(co, "minChars", 0),
-                        S_int(co, "maxChars", 0),
-                        S_int(co, "idleMs", -1)};
+    gw_stream_cfg rq = {
+        S_int(ck, "minChars", 0),
+        S_int(ck, "maxChars", 0),
+        gw_break_pref_parse(json_string_value(json_object_get(ck, "breakPreference"))),
+        S_int(co, "minChars", 0),
+        S_int(co, "maxChars", 0),
+        S_int(co, "idleMs", -1)};
     gw_stream_cfg_resolve(cfg, channel, text_limit, &rq);
 }
 

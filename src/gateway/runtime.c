@@ -929,16 +929,15 @@ json_t *gw_runtime_status(gw_runtime *rt)
     json_t *chs = json_array(), *ss = json_array();
     pthread_mutex_lock(&rt->mu);
     for (size_t c = 0; c < rt->nch; c++)
-        json_array_append_new(chs, json_pack("{s:s,s:s}", "channel", rt->ch[c].name,
-                                             "account", rt->ch[c].account));
+        json_array_append_new(
+            chs, json_pack("{s:s,s:s}", "channel", rt->ch[c].name, "account", rt->ch[c].account));
     size_t active = 0;
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess *s = rt->sess[b]; s; s = s->next) {
             active += s->active;
             if (!s->active && !gw_queue_depth(s->q)) continue;
-            json_array_append_new(ss, json_pack("{s:s,s:b,s:I}", "key", s->key, "active",
-                                                s->active, "queued",
-                                                (json_int_t)gw_queue_depth(s->q)));
+            json_array_append_new(ss, json_pack("{s:s,s:b,s:I}", "key", s->key, "active", s->active,
+                                                "queued", (json_int_t)gw_queue_depth(s->q)));
         }
     json_t *o = json_pack(
         "{s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepting", rt->accepting,

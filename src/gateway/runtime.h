@@ -51,10 +51,10 @@ typedef struct gw_runtime_opts {
     void *run_ctx;
     gw_clock_fn clock; /* NULL: wall clock (ms) */
     void *clock_ctx;
-    int workers;        /* agent runs at once; 0: 4 */
-    bool manual;        /* no timer thread: the caller calls gw_runtime_tick */
-    int max_attempts;   /* runs of one journaled message before it is answered as
-                           failed at recovery; 0: 2 */
+    int workers;          /* agent runs at once; 0: 4 */
+    bool manual;          /* no timer thread: the caller calls gw_runtime_tick */
+    int max_attempts;     /* runs of one journaled message before it is answered as
+                             failed at recovery; 0: 2 */
     const cm_logger *log; /* may be NULL */
 } gw_runtime_opts;
 
