@@ -8,6 +8,10 @@
  */
 #include "runtime_int.h"
 
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
 #include "../session/sessions.h"
 
 typedef struct deliver {
@@ -21,7 +25,37 @@ typedef struct deliver {
     bool streaming, released, prefixed;
     gw_stream st;
     buf held; /* streamed text held back while it may still be NO_REPLY */
+    gw_delay_mode delay;
+    int delay_min, delay_max;
 } deliver;
+
+/* agents.defaults.humanDelay {mode: off|natural|custom, minMs, maxMs}. */
+static void S_delay_cfg(const json_t *root, deliver *d)
+{
+    const json_t *h =
+        json_object_get(json_object_get(json_object_get(root, "agents"), "defaults"), "humanDelay");
+    const char *m = json_string_value(json_object_get(h, "mode"));
+    d->delay = m && !strcasecmp(m, "natural")  ? GW_DELAY_NATURAL
+               : m && !strcasecmp(m, "custom") ? GW_DELAY_CUSTOM
+                                               : GW_DELAY_OFF;
+    const json_t *mn = json_object_get(h, "minMs"), *mx = json_object_get(h, "maxMs");
+    d->delay_min = json_is_integer(mn) ? (int)json_integer_value(mn) : 0;
+    d->delay_max = json_is_integer(mx) ? (int)json_integer_value(mx) : 0;
+}
+
+/* humanDelay before every block after the first (real time: it is what the
+ * person on the other side sees). */
+static void S_human_pause(deliver *d)
+{
+    if (d->delay == GW_DELAY_OFF || d->sent == 0) return;
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+        rnd = (uint32_t)cm_now_ms();
+    int ms = gw_human_delay_ms(d->delay, d->delay_min, d->delay_max, rnd);
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts))
+        ;
+}
 
 static void S_send(deliver *d, const char *text)
 {
@@ -32,6 +66,7 @@ static void S_send(deliver *d, const char *text)
         if (!d->ch && *p) d->failed++;
         return;
     }
+    S_human_pause(d);
     bool reply = d->mode == GW_REPLYTO_ALL || (d->mode == GW_REPLYTO_FIRST && d->sent == 0);
     gw_outbound o = {d->j->account, d->j->peer, d->j->thread, reply ? d->j->reply_to : NULL, text};
     char err[256];
@@ -144,6 +179,13 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
         S_send_pieces(d, &p);
         gw_pieces_release(&p);
     } else if (res.text && *res.text) {
+        /* the model that answered (after any fallback) names the prefix */
+        if (res.model[0]) {
+            buf_reset(&d->prefix);
+            if (!gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, res.model) &&
+                d->prefix.len)
+                buf_addc(&d->prefix, ' ');
+        }
         S_send_text(d, res.text);
     }
     if (!rc && d->failed) status = "undelivered";
@@ -162,6 +204,7 @@ void gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
     d.limit =
         gw_reply_text_limit(rt->o.config, j->channel, j->account, d.ch ? d.ch->ops->text_limit : 0);
     d.mode = gw_reply_to_mode_of(rt->o.config, j->channel, j->account);
+    S_delay_cfg(rt->o.config, &d);
     if (j->kind == GW_JOB_RUN) {
         S_run(rt, j, &d, worker);
     } else {

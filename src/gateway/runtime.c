@@ -208,7 +208,8 @@ static void S_group_take(gw_sess *s, size_t n, gw_ids *to)
         S_ids_move(to, &s->groups[i]);
         gw_ids_release(&s->groups[i]);
     }
-    memmove(s->groups, s->groups + n, (s->ngroups - n) * sizeof *s->groups);
+    if (n && s->ngroups > n)
+        memmove(s->groups, s->groups + n, (s->ngroups - n) * sizeof *s->groups);
     s->ngroups -= n;
 }
 
