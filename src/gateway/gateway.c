@@ -182,6 +182,10 @@ static cm_rc S_open_channels(cm_gateway *g, const cm_gateway_opts *go, char *err
         CHECK(gw_runtime_add_channel(g->rt, g->http, NULL, NULL, err, errlen));
         CHECK(gw_runtime_add_channel(g->rt, g->http, "terminal", NULL, err, errlen));
     }
+    /* Telegram (telegram.c): channels.telegram with a botToken — its
+     * gw_telegram_open(root, account, state_dir, …) goes here, added with
+     * gw_runtime_add_channel(g->rt, ch, NULL, account, …) and kept in
+     * g->ch[] so cm_gateway_free closes it. */
     if (!g->nch)
         FAIL(CM_ECONFIG, "no channel is configured: set gateway.auth.token for the HTTP channel "
                          "(or channels.telegram.botToken)");
