@@ -9,7 +9,10 @@
  * would be added latency by design). Prints one JSON object: messages per
  * second, added latency p50/p99 (POST sent → reply handed to the channel),
  * RSS and open descriptors with 1,000 live conversations.
- * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS]
+ * With "agent" as the fourth argument the runs are real agent turns instead
+ * (sessions.json, transcripts, the runner) against a zero-latency loopback
+ * fake model (tests/fakeserver.c): the whole path of a message.
+ * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent]
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -26,6 +29,7 @@
 #include "../src/base/fs.h"
 #include "../src/gateway/http_channel.h"
 #include "../src/gateway/runtime.h"
+#include "../tests/fakeserver.h"
 
 #define CLIENTS 8
 #define TOKEN   "bench-token-0123456789"
@@ -217,27 +221,67 @@ int main(int argc, char **argv)
     }
     g_n = argc > 2 ? strtoll(argv[2], NULL, 10) : 10000;
     g_convs = argc > 3 ? strtoll(argv[3], NULL, 10) : 1000;
+    bool agent = argc > 4 && !strcmp(argv[4], "agent");
     char err[512];
-    buf state = BUF_INIT;
-    fs_join(&state, argv[1], "gateway-state");
+    buf state = BUF_INIT, ws = BUF_INIT;
+    fs_join(&state, argv[1], agent ? "gateway-agent-state" : "gateway-state");
+    fs_join(&ws, argv[1], "gateway-ws");
+    if (agent) { /* a fresh state dir: no sessions from an earlier run */
+        buf cmd = BUF_INIT;
+        buf_printf(&cmd, "rm -rf '%s'", state.data);
+        if (system(cmd.data)) return 1;
+        buf_release(&cmd);
+    }
     fs_mkdirs(state.data, NULL, 0);
+    fs_mkdirs(ws.data, NULL, 0);
     buf j = BUF_INIT;
     fs_join(&j, state.data, "gateway/journal.jsonl");
     unlink(j.data);
     buf_release(&j);
-    json_t *cfg = json_loads("{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
-                             "\"session\":{\"dmScope\":\"per-channel-peer\"},"
-                             "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
-                             "\"replyToMode\":\"all\"}},"
-                             "\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
-                             0, NULL);
+    fake_server *fs = NULL;
+    char base[64] = "http://127.0.0.1:9";
+    if (agent) {
+        fs = fake_start(8, base);
+        static const char answer[] =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sunny.\"},"
+            "\"finish_reason\":\"stop\"}]}\n\n"
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,"
+            "\"total_tokens\":52}}\n\ndata: [DONE]\n\n";
+        for (int64_t i = 0; i < g_n; i++)
+            fake_push_raw(fs, answer, true);
+    }
+    buf cj = BUF_INIT;
+    buf_printf(&cj,
+               "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
+               "\"session\":{\"dmScope\":\"per-channel-peer\"},"
+               "\"agents\":{\"defaults\":{\"model\":\"openai/fake\","
+               "\"memorySearch\":{\"provider\":\"none\"}}},"
+               "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
+               "\"apiKey\":\"sk-bench\",\"models\":[]}}},"
+               "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
+               "\"replyToMode\":\"all\"}},"
+               "\"messages\":{\"inbound\":{\"debounceMs\":0},"
+               "\"queue\":{\"mode\":\"followup\",\"debounceMs\":0}}}",
+               base);
+    json_t *cfg = json_loads(cj.data, 0, NULL);
+    buf cp = BUF_INIT;
+    fs_join(&cp, state.data, "quantumclaw.json");
+    FILE *cf = fopen(cp.data, "w");
+    if (cf) fputs(cj.data, cf), fclose(cf);
+    buf_release(&cp);
+    buf_release(&cj);
+    gw_agents *ag = NULL;
+    cm_options co = {NULL, ws.data, NULL, state.data, NULL, NULL, 1};
+    if (agent && gw_agents_new(&co, &ag)) return 1;
     g_sent = calloc((size_t)g_n, sizeof *g_sent);
     g_reply = calloc((size_t)g_n, sizeof *g_reply);
     long rss0 = rss_kb();
     int fds0 = open_fds();
     gw_runtime *rt = NULL;
     timed ch = {{&t_ops}, NULL};
-    gw_runtime_opts ro = {cfg, state.data, fake_run, NULL, NULL, NULL, 4, false, 0, NULL};
+    gw_runtime_opts ro = {
+        cfg, state.data, agent ? gw_agents_run : fake_run, ag, NULL, NULL, 4, false, 0, NULL};
     if (gw_runtime_new(&ro, &rt, err, sizeof err) ||
         gw_http_open(cfg, "127.0.0.1:0", &ch.http, err, sizeof err) ||
         gw_runtime_add_channel(rt, &ch.base, NULL, NULL, err, sizeof err) ||
@@ -261,7 +305,7 @@ int main(int argc, char **argv)
     while (g_replies < g_n - errors) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 30;
+        ts.tv_sec += agent ? 120 : 30;
         if (pthread_cond_timedwait(&g_cv, &g_mu, &ts)) break;
     }
     int64_t got = g_replies;
@@ -278,13 +322,15 @@ int main(int argc, char **argv)
         if (g_reply[i] > 0) lat[n++] = g_reply[i] - g_sent[i];
     qsort(lat, (size_t)n, sizeof *lat, cmp);
     json_t *out = json_pack(
-        "{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "messages", (json_int_t)g_n,
-        "conversations", (json_int_t)g_convs, "sessions", sessions, "replies", (json_int_t)got,
-        "post_errors", (json_int_t)errors, "accept_per_s", (double)g_n / ((posted - t0) / 1e6),
-        "messages_per_s", (double)got / ((t1 - t0) / 1e6), "added_latency_p50_ms",
-        n ? lat[n / 2] / 1e3 : -1.0, "added_latency_p99_ms", n ? lat[n * 99 / 100] / 1e3 : -1.0,
-        "wall_s", (t1 - t0) / 1e6, "rss_kb_before", (json_int_t)rss0, "rss_kb_live",
-        (json_int_t)rss1, "fds_before", (json_int_t)fds0, "fds_live", (json_int_t)fds1);
+        "{s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "model",
+        agent ? "agent turns, loopback fake model" : "in-process, zero latency", "messages",
+        (json_int_t)g_n, "conversations", (json_int_t)g_convs, "sessions", sessions, "replies",
+        (json_int_t)got, "post_errors", (json_int_t)errors, "accept_per_s",
+        (double)g_n / ((posted - t0) / 1e6), "messages_per_s", (double)got / ((t1 - t0) / 1e6),
+        "added_latency_p50_ms", n ? lat[n / 2] / 1e3 : -1.0, "added_latency_p99_ms",
+        n ? lat[n * 99 / 100] / 1e3 : -1.0, "wall_s", (t1 - t0) / 1e6, "rss_kb_before",
+        (json_int_t)rss0, "rss_kb_live", (json_int_t)rss1, "fds_before", (json_int_t)fds0,
+        "fds_live", (json_int_t)fds1);
     char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     puts(s);
     free(s);
@@ -292,7 +338,10 @@ int main(int argc, char **argv)
     gw_runtime_drain(rt, 10000);
     gw_runtime_free(rt);
     ch.http->ops->close(ch.http);
+    gw_agents_free(ag);
+    if (fs) fake_stop(fs);
     json_decref(cfg);
+    buf_release(&ws);
     free(lat);
     free(g_sent);
     free(g_reply);
