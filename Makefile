@@ -192,7 +192,7 @@ $(BUILD)/bench_local: $(BUILD)/obj/bench/bench_local.o $(BUILD)/libclawmem.a
 $(BUILD)/bench_runner: $(BUILD)/obj/bench/bench_runner.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
-$(BUILD)/bench_gateway: $(BUILD)/obj/bench/bench_gateway.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
+$(BUILD)/bench_gateway: $(BUILD)/obj/bench/bench_gateway.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/bench_scale: $(BUILD)/obj/bench/bench_scale.o $(BUILD)/libclawmem.a

@@ -11,7 +11,8 @@
  * RSS and open descriptors with 1,000 live conversations.
  * With "agent" as the fourth argument the runs are real agent turns instead
  * (sessions.json, transcripts, the runner) against a zero-latency loopback
- * fake model (tests/fakeserver.c): the whole path of a message.
+ * model (an httpd answering every chat request at once): the whole path of
+ * a message.
  * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent]
  */
 #include <arpa/inet.h>
@@ -29,15 +30,15 @@
 #include "../src/base/fs.h"
 #include "../src/gateway/http_channel.h"
 #include "../src/gateway/runtime.h"
-#include "../tests/fakeserver.h"
+#include "../src/net/httpd.h"
 
 #define CLIENTS 8
 #define TOKEN   "bench-token-0123456789"
 
 static int64_t g_n, g_convs;
-static double *g_sent;  /* µs, by message index */
-static double *g_reply; /* µs, by message index */
-static int64_t g_replies;
+static double *g_sent;              /* µs, by message index */
+static double *g_reply;             /* µs, by message index */
+static int64_t g_replies, g_failed; /* replies; those saying a run failed */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 
@@ -60,6 +61,21 @@ static cm_rc fake_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *er
     snprintf(t, sizeof t, "ok (%zu characters)", strlen(rq->prompt));
     out->text = cm_strdup(t);
     return out->text ? CM_OK : CM_ENOMEM;
+}
+
+/* The zero-latency model of the agent mode: every request gets the same
+ * streamed answer at once (OpenAI-compatible SSE). */
+static void model_answer(void *ctx, const httpd_req *rq, httpd_conn *c)
+{
+    (void)ctx;
+    (void)rq;
+    static const char body[] =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sunny.\"},"
+        "\"finish_reason\":\"stop\"}]}\n\n"
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,"
+        "\"total_tokens\":52}}\n\ndata: [DONE]\n\n";
+    static const char *const hdr[] = {"Content-Type: text/event-stream", NULL};
+    httpd_respond(c, 200, hdr, body, sizeof body - 1);
 }
 
 /* ---- a channel that times each reply, around the HTTP channel --------------- */
@@ -85,6 +101,7 @@ static cm_rc t_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errl
     if (i >= 0 && i < g_n && g_reply[i] == 0) {
         g_reply[i] = now;
         g_replies++;
+        g_failed += strstr(o->text, "Agent failed") != NULL;
         pthread_cond_broadcast(&g_cv);
     }
     pthread_mutex_unlock(&g_mu);
@@ -238,18 +255,17 @@ int main(int argc, char **argv)
     fs_join(&j, state.data, "gateway/journal.jsonl");
     unlink(j.data);
     buf_release(&j);
-    fake_server *fs = NULL;
-    char base[64] = "http://127.0.0.1:9";
+    httpd *model = NULL;
+    char base[96] = "http://127.0.0.1:9";
     if (agent) {
-        fs = fake_start(8, base);
-        static const char answer[] =
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sunny.\"},"
-            "\"finish_reason\":\"stop\"}]}\n\n"
-            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,"
-            "\"total_tokens\":52}}\n\ndata: [DONE]\n\n";
-        for (int64_t i = 0; i < g_n; i++)
-            fake_push_raw(fs, answer, true);
+        httpd_opts mo = httpd_defaults();
+        mo.handler = model_answer;
+        mo.max_conns = 64;
+        if (httpd_start(&mo, &model, err, sizeof err)) {
+            fprintf(stderr, "bench_gateway: %s\n", err);
+            return 1;
+        }
+        snprintf(base, sizeof base, "http://%s", httpd_addr(model));
     }
     buf cj = BUF_INIT;
     buf_printf(&cj,
@@ -322,15 +338,15 @@ int main(int argc, char **argv)
         if (g_reply[i] > 0) lat[n++] = g_reply[i] - g_sent[i];
     qsort(lat, (size_t)n, sizeof *lat, cmp);
     json_t *out = json_pack(
-        "{s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "model",
+        "{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "model",
         agent ? "agent turns, loopback fake model" : "in-process, zero latency", "messages",
         (json_int_t)g_n, "conversations", (json_int_t)g_convs, "sessions", sessions, "replies",
-        (json_int_t)got, "post_errors", (json_int_t)errors, "accept_per_s",
-        (double)g_n / ((posted - t0) / 1e6), "messages_per_s", (double)got / ((t1 - t0) / 1e6),
-        "added_latency_p50_ms", n ? lat[n / 2] / 1e3 : -1.0, "added_latency_p99_ms",
-        n ? lat[n * 99 / 100] / 1e3 : -1.0, "wall_s", (t1 - t0) / 1e6, "rss_kb_before",
-        (json_int_t)rss0, "rss_kb_live", (json_int_t)rss1, "fds_before", (json_int_t)fds0,
-        "fds_live", (json_int_t)fds1);
+        (json_int_t)got, "failed_runs", (json_int_t)g_failed, "post_errors", (json_int_t)errors,
+        "accept_per_s", (double)g_n / ((posted - t0) / 1e6), "messages_per_s",
+        (double)got / ((t1 - t0) / 1e6), "added_latency_p50_ms", n ? lat[n / 2] / 1e3 : -1.0,
+        "added_latency_p99_ms", n ? lat[n * 99 / 100] / 1e3 : -1.0, "wall_s", (t1 - t0) / 1e6,
+        "rss_kb_before", (json_int_t)rss0, "rss_kb_live", (json_int_t)rss1, "fds_before",
+        (json_int_t)fds0, "fds_live", (json_int_t)fds1);
     char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     puts(s);
     free(s);
@@ -339,12 +355,12 @@ int main(int argc, char **argv)
     gw_runtime_free(rt);
     ch.http->ops->close(ch.http);
     gw_agents_free(ag);
-    if (fs) fake_stop(fs);
+    httpd_stop(model, 1000);
     json_decref(cfg);
     buf_release(&ws);
     free(lat);
     free(g_sent);
     free(g_reply);
     buf_release(&state);
-    return got == g_n ? 0 : 1;
+    return got == g_n && !g_failed ? 0 : 1;
 }
