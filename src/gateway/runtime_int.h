@@ -1,7 +1,8 @@
 /*
- * runtime_int.h — what runtime.c (the pipeline, sessions, workers) and
- * deliver.c (a job executed: the agent run, the reply shaped and sent)
- * share. Not for other files.
+ * runtime_int.h — what runtime.c (the sink, timer, workers, lifecycle),
+ * dispatch.c (the pipeline under the lock: access, debounce, sessions,
+ * queues) and deliver.c (a job executed: the agent run, the reply shaped
+ * and sent) share. Not for other files.
  */
 #ifndef CM_GW_RUNTIME_INT_H
 #define CM_GW_RUNTIME_INT_H
@@ -26,6 +27,8 @@ typedef struct gw_ids {
 } gw_ids;
 
 cm_rc gw_ids_add(gw_ids *v, uint64_t id);
+/* Appends from's ids to to and empties from. */
+cm_rc gw_ids_move(gw_ids *to, gw_ids *from);
 void gw_ids_release(gw_ids *v);
 
 typedef struct gw_sess gw_sess;
@@ -107,6 +110,22 @@ int64_t gw_rt_now(gw_runtime *rt);
 void gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status);
 /* The channel registered for (name, account), else any of that name. */
 gw_channel *gw_rt_channel(gw_runtime *rt, const char *name, const char *account);
+
+/* dispatch.c, all under rt->mu: */
+/* One accepted message (journal id jid) through access and debounce. */
+void gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now);
+/* A notice to a route; its job takes ids (marked status once sent). */
+void gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
+                  const char *thread, const char *reply_to, const char *text, gw_ids *ids,
+                  const char *status);
+/* The next turn of an idle session: an interrupt's, or queued followups once
+ * due (force: at once). */
+void gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force);
+/* Due debounce batches and followups (force: all of them now). */
+void gw_rt_tick_locked(gw_runtime *rt, bool force);
+/* The earliest deadline (clock ms) of a debounce batch or queued turn. */
+int64_t gw_rt_next_deadline(gw_runtime *rt);
+void gw_sess_free(gw_sess *s);
 
 /* deliver.c: runs a job on a worker thread (no lock held) and marks its
  * journal ids. */
