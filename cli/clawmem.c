@@ -49,6 +49,9 @@ static const char usage_main[] =
     "                                 the model runner: auth profiles, fallback, one turn\n"
     "  pairing list|approve CHANNEL [CODE] [--json]\n"
     "                                 who may message the agent: pending pairing codes\n"
+    "  gateway [run|status] [--listen ADDR:PORT] [--workers N] [--json]\n"
+    "                                 chat channels in, agent replies out (until SIGTERM)\n"
+    "  chat [MESSAGE]                 talk to the agent: through a running gateway, else here\n"
     "  help [COMMAND]                 this text, or one command's\n"
     "\n"
     "options (before or after the command):\n"
@@ -761,6 +764,8 @@ static int cmd_help(int argc, char **argv)
                     : !strcmp(c, "sessions") ? usage_sessions
                     : !strcmp(c, "models")   ? usage_models
                     : !strcmp(c, "pairing")  ? usage_pairing
+                    : !strcmp(c, "gateway")  ? usage_gateway
+                    : !strcmp(c, "chat")     ? usage_chat
                     : !strcmp(c, "help")     ? usage_main
                                              : NULL;
     if (!u) return die("help: unknown command '%s' (see clawmem help)", c);
@@ -790,15 +795,16 @@ int main(int argc, char **argv)
         }
     }
     if (i >= argc)
-        return die("missing COMMAND: status, index, search, get, watch, mcp, serve, sessions, models, "
-                   "pairing or help (see clawmem help)");
+        return die("missing COMMAND: status, index, search, get, watch, mcp, serve, sessions, "
+                   "models, pairing, gateway, chat or help (see clawmem help)");
     const char *cmd = argv[i++];
     int nargs = argc - i;
     char **args = argv + i;
     if (!strcmp(cmd, "help")) return cmd_help(nargs, args);
     int (*fn)(cm_engine *, int, char **) = command(cmd);
-    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "serve") || !strcmp(cmd, "sessions") || !strcmp(cmd, "models") ||
-               !strcmp(cmd, "pairing");
+    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "serve") || !strcmp(cmd, "sessions") ||
+               !strcmp(cmd, "models") || !strcmp(cmd, "pairing") || !strcmp(cmd, "gateway") ||
+               !strcmp(cmd, "chat");
     if (!fn && !own) return die("unknown command '%s' (see clawmem help)", cmd);
     if (take_global_opts(&opt, &nargs, args)) return 1;
     if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, nargs, args);
@@ -806,6 +812,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "sessions")) return cmd_sessions(&opt, nargs, args);
     if (!strcmp(cmd, "models")) return cmd_models(&opt, nargs, args);
     if (!strcmp(cmd, "pairing")) return cmd_pairing(&opt, nargs, args);
+    if (!strcmp(cmd, "gateway")) return cmd_gateway(&opt, nargs, args);
+    if (!strcmp(cmd, "chat")) return cmd_chat(&opt, nargs, args);
     for (int k = 0; k < nargs; k++) /* --help needs no engine (and no valid config) */
         if (!strcmp(args[k], "--help")) return fn(NULL, nargs, args);
     char err[CM_ERR_SIZE];

@@ -19,7 +19,7 @@ int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * keep_lines leaves '\n' and '\t' as they are. */
 void put_safe(FILE *f, const char *s, int keep_lines);
 
-extern const char usage_sessions[], usage_models[], usage_pairing[];
+extern const char usage_sessions[], usage_models[], usage_pairing[], usage_gateway[], usage_chat[];
 
 /* clawmem sessions … (cmd_sessions.c) */
 int cmd_sessions(const cm_options *opt, int argc, char **argv);
@@ -27,5 +27,9 @@ int cmd_sessions(const cm_options *opt, int argc, char **argv);
 int cmd_models(const cm_options *opt, int argc, char **argv);
 /* clawmem pairing … (cmd_pairing.c) */
 int cmd_pairing(const cm_options *opt, int argc, char **argv);
+/* clawmem gateway [run|status] (cmd_gateway.c) */
+int cmd_gateway(const cm_options *opt, int argc, char **argv);
+/* clawmem chat (cmd_chat.c) */
+int cmd_chat(const cm_options *opt, int argc, char **argv);
 
 #endif

@@ -1,0 +1,366 @@
+/*
+ * bench_gateway.c — `make bench`, the gateway's own cost: 10,000 inbound
+ * messages over 1,000 conversations POSTed to the HTTP channel by 8 client
+ * threads on keep-alive connections, answered by a zero-latency fake model
+ * (an in-process run function that replies at once), so what is measured is
+ * the gateway: HTTP parsing, the journal (write + fdatasync per message),
+ * dedupe, access, routing, the session queue, the worker pool, reply
+ * shaping and chunking, the channel's send. Debounce is off (its window
+ * would be added latency by design). Prints one JSON object: messages per
+ * second, added latency p50/p99 (POST sent → reply handed to the channel),
+ * RSS and open descriptors with 1,000 live conversations.
+ * With "agent" as the fourth argument the runs are real agent turns instead
+ * (sessions.json, transcripts, the runner) against a zero-latency loopback
+ * model (an httpd answering every chat request at once): the whole path of
+ * a message.
+ * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent]
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../src/base/fs.h"
+#include "../src/gateway/http_channel.h"
+#include "../src/gateway/runtime.h"
+#include "../src/net/httpd.h"
+
+#define CLIENTS 8
+#define TOKEN   "bench-token-0123456789"
+
+static int64_t g_n, g_convs;
+static double *g_sent;              /* µs, by message index */
+static double *g_reply;             /* µs, by message index */
+static int64_t g_replies, g_failed; /* replies; those saying a run failed */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/* ---- the zero-latency model ------------------------------------------------ */
+
+static cm_rc fake_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen)
+{
+    (void)ctx;
+    (void)err;
+    (void)errlen;
+    memset(out, 0, sizeof *out);
+    char t[64];
+    snprintf(t, sizeof t, "ok (%zu characters)", strlen(rq->prompt));
+    out->text = cm_strdup(t);
+    return out->text ? CM_OK : CM_ENOMEM;
+}
+
+/* The zero-latency model of the agent mode: every request gets the same
+ * streamed answer at once (OpenAI-compatible SSE). */
+static void model_answer(void *ctx, const httpd_req *rq, httpd_conn *c)
+{
+    (void)ctx;
+    (void)rq;
+    static const char body[] =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sunny.\"},"
+        "\"finish_reason\":\"stop\"}]}\n\n"
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,"
+        "\"total_tokens\":52}}\n\ndata: [DONE]\n\n";
+    static const char *const hdr[] = {"Content-Type: text/event-stream", NULL};
+    httpd_respond(c, 200, hdr, body, sizeof body - 1);
+}
+
+/* ---- a channel that times each reply, around the HTTP channel --------------- */
+
+typedef struct timed {
+    gw_channel base;
+    gw_channel *http;
+} timed;
+
+static cm_rc t_start(gw_channel *ch, gw_sink_fn sink, void *ctx, char *err, size_t errlen)
+{
+    timed *t = (timed *)ch;
+    return t->http->ops->start(t->http, sink, ctx, err, errlen);
+}
+
+static cm_rc t_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errlen)
+{
+    timed *t = (timed *)ch;
+    cm_rc rc = t->http->ops->send(t->http, o, err, errlen);
+    double now = now_us();
+    long long i = o->reply_to ? strtoll(o->reply_to + 1, NULL, 10) : -1;
+    pthread_mutex_lock(&g_mu);
+    if (i >= 0 && i < g_n && g_reply[i] == 0) {
+        g_reply[i] = now;
+        g_replies++;
+        g_failed += strstr(o->text, "Agent failed") != NULL;
+        pthread_cond_broadcast(&g_cv);
+    }
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+}
+
+static void t_stop(gw_channel *ch)
+{
+    timed *t = (timed *)ch;
+    t->http->ops->stop(t->http);
+}
+
+static void t_close(gw_channel *ch)
+{
+    timed *t = (timed *)ch;
+    t->http->ops->close(t->http);
+}
+
+static gw_channel_ops t_ops = {"http", 4000, t_start, t_send, t_stop, t_close};
+
+/* ---- clients ----------------------------------------------------------------- */
+
+static char g_addr[64];
+
+static int dial(void)
+{
+    char host[64];
+    const char *colon = strrchr(g_addr, ':');
+    memcpy(host, g_addr, (size_t)(colon - g_addr));
+    host[colon - g_addr] = 0;
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)strtol(colon + 1, NULL, 10));
+    inet_pton(AF_INET, host, &sa.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa)) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads one response (headers and Content-Length body); its status. */
+static int read_response(int fd, buf *in)
+{
+    for (;;) {
+        char *end = in->data ? strstr(in->data, "\r\n\r\n") : NULL;
+        if (end) {
+            const char *cl = strcasestr(in->data, "content-length:");
+            size_t blen = cl && cl < end ? (size_t)strtoul(cl + 15, NULL, 10) : 0;
+            size_t total = (size_t)(end + 4 - in->data) + blen;
+            if (in->len >= total) {
+                int status = (int)strtol(in->data + 9, NULL, 10);
+                memmove(in->data, in->data + total, in->len - total);
+                in->len -= total;
+                in->data[in->len] = 0;
+                return status;
+            }
+        }
+        char tmp[4096];
+        ssize_t r = read(fd, tmp, sizeof tmp);
+        if (r <= 0) return -1;
+        buf_add(in, tmp, (size_t)r);
+    }
+}
+
+static void *client(void *arg)
+{
+    long id = (long)arg;
+    int fd = dial();
+    buf in = BUF_INIT, rq = BUF_INIT, body = BUF_INIT;
+    long errors = 0;
+    for (int64_t i = id; i < g_n && fd >= 0; i += CLIENTS) {
+        buf_reset(&body);
+        buf_printf(&body,
+                   "{\"peer\":\"user%lld\",\"sender\":\"user%lld\",\"messageId\":\"m%lld\","
+                   "\"text\":\"message %lld: how is the weather today?\"}",
+                   (long long)(i % g_convs), (long long)(i % g_convs), (long long)i, (long long)i);
+        buf_reset(&rq);
+        buf_printf(&rq,
+                   "POST /v1/messages HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer " TOKEN
+                   "\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                   body.len, body.data);
+        g_sent[i] = now_us();
+        size_t off = 0;
+        while (off < rq.len) {
+            ssize_t w = write(fd, rq.data + off, rq.len - off);
+            if (w <= 0) break;
+            off += (size_t)w;
+        }
+        if (read_response(fd, &in) != 202) errors++;
+    }
+    if (fd >= 0) close(fd);
+    buf_release(&in);
+    buf_release(&rq);
+    buf_release(&body);
+    return (void *)errors;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static long rss_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6)) kb = strtol(line + 6, NULL, 10);
+    if (f) fclose(f);
+    return kb;
+}
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    while (d && readdir(d))
+        n++;
+    if (d) closedir(d);
+    return n - 3; /* ".", ".." and the directory itself */
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs("usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS]\n", stderr);
+        return 1;
+    }
+    g_n = argc > 2 ? strtoll(argv[2], NULL, 10) : 10000;
+    g_convs = argc > 3 ? strtoll(argv[3], NULL, 10) : 1000;
+    bool agent = argc > 4 && !strcmp(argv[4], "agent");
+    char err[512];
+    buf state = BUF_INIT, ws = BUF_INIT;
+    fs_join(&state, argv[1], agent ? "gateway-agent-state" : "gateway-state");
+    fs_join(&ws, argv[1], "gateway-ws");
+    if (agent) { /* a fresh state dir: no sessions from an earlier run */
+        buf cmd = BUF_INIT;
+        buf_printf(&cmd, "rm -rf '%s'", state.data);
+        if (system(cmd.data)) return 1;
+        buf_release(&cmd);
+    }
+    fs_mkdirs(state.data, NULL, 0);
+    fs_mkdirs(ws.data, NULL, 0);
+    buf j = BUF_INIT;
+    fs_join(&j, state.data, "gateway/journal.jsonl");
+    unlink(j.data);
+    buf_release(&j);
+    httpd *model = NULL;
+    char base[96] = "http://127.0.0.1:9";
+    if (agent) {
+        httpd_opts mo = httpd_defaults();
+        mo.handler = model_answer;
+        mo.max_conns = 64;
+        if (httpd_start(&mo, &model, err, sizeof err)) {
+            fprintf(stderr, "bench_gateway: %s\n", err);
+            return 1;
+        }
+        snprintf(base, sizeof base, "http://%s", httpd_addr(model));
+    }
+    buf cj = BUF_INIT;
+    buf_printf(&cj,
+               "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
+               "\"session\":{\"dmScope\":\"per-channel-peer\"},"
+               "\"agents\":{\"defaults\":{\"model\":\"openai/fake\","
+               "\"memorySearch\":{\"provider\":\"none\"}}},"
+               "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
+               "\"apiKey\":\"sk-bench\",\"models\":[]}}},"
+               "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
+               "\"replyToMode\":\"all\"}},"
+               "\"messages\":{\"inbound\":{\"debounceMs\":0},"
+               "\"queue\":{\"mode\":\"followup\",\"debounceMs\":0}}}",
+               base);
+    json_t *cfg = json_loads(cj.data, 0, NULL);
+    buf cp = BUF_INIT;
+    fs_join(&cp, state.data, "quantumclaw.json");
+    FILE *cf = fopen(cp.data, "w");
+    if (cf) fputs(cj.data, cf), fclose(cf);
+    buf_release(&cp);
+    buf_release(&cj);
+    gw_agents *ag = NULL;
+    cm_options co = {NULL, ws.data, NULL, state.data, NULL, NULL, 1};
+    if (agent && gw_agents_new(&co, &ag)) return 1;
+    g_sent = calloc((size_t)g_n, sizeof *g_sent);
+    g_reply = calloc((size_t)g_n, sizeof *g_reply);
+    long rss0 = rss_kb();
+    int fds0 = open_fds();
+    gw_runtime *rt = NULL;
+    timed ch = {{&t_ops}, NULL};
+    gw_runtime_opts ro = {
+        cfg, state.data, agent ? gw_agents_run : fake_run, ag, NULL, NULL, 4, false, 0, NULL};
+    if (gw_runtime_new(&ro, &rt, err, sizeof err) ||
+        gw_http_open(cfg, "127.0.0.1:0", &ch.http, err, sizeof err) ||
+        gw_runtime_add_channel(rt, &ch.base, NULL, NULL, err, sizeof err) ||
+        gw_runtime_start(rt, err, sizeof err)) {
+        fprintf(stderr, "bench_gateway: %s\n", err);
+        return 1;
+    }
+    snprintf(g_addr, sizeof g_addr, "%s", gw_http_address(ch.http));
+    double t0 = now_us();
+    pthread_t th[CLIENTS];
+    for (long c = 0; c < CLIENTS; c++)
+        pthread_create(&th[c], NULL, client, (void *)c);
+    long errors = 0;
+    for (int c = 0; c < CLIENTS; c++) {
+        void *e;
+        pthread_join(th[c], &e);
+        errors += (long)e;
+    }
+    double posted = now_us();
+    pthread_mutex_lock(&g_mu);
+    while (g_replies < g_n - errors) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += agent ? 120 : 30;
+        if (pthread_cond_timedwait(&g_cv, &g_mu, &ts)) break;
+    }
+    int64_t got = g_replies;
+    pthread_mutex_unlock(&g_mu);
+    double t1 = now_us();
+    long rss1 = rss_kb();
+    int fds1 = open_fds();
+    json_t *st = gw_runtime_status(rt);
+    json_int_t sessions = json_integer_value(json_object_get(st, "knownSessions"));
+    json_decref(st);
+    double *lat = calloc((size_t)g_n, sizeof *lat);
+    int64_t n = 0;
+    for (int64_t i = 0; i < g_n; i++)
+        if (g_reply[i] > 0) lat[n++] = g_reply[i] - g_sent[i];
+    qsort(lat, (size_t)n, sizeof *lat, cmp);
+    json_t *out = json_pack(
+        "{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "model",
+        agent ? "agent turns, loopback fake model" : "in-process, zero latency", "messages",
+        (json_int_t)g_n, "conversations", (json_int_t)g_convs, "sessions", sessions, "replies",
+        (json_int_t)got, "failed_runs", (json_int_t)g_failed, "post_errors", (json_int_t)errors,
+        "accept_per_s", (double)g_n / ((posted - t0) / 1e6), "messages_per_s",
+        (double)got / ((t1 - t0) / 1e6), "added_latency_p50_ms", n ? lat[n / 2] / 1e3 : -1.0,
+        "added_latency_p99_ms", n ? lat[n * 99 / 100] / 1e3 : -1.0, "wall_s", (t1 - t0) / 1e6,
+        "rss_kb_before", (json_int_t)rss0, "rss_kb_live", (json_int_t)rss1, "fds_before",
+        (json_int_t)fds0, "fds_live", (json_int_t)fds1);
+    char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    puts(s);
+    free(s);
+    json_decref(out);
+    gw_runtime_drain(rt, 10000);
+    gw_runtime_free(rt);
+    ch.http->ops->close(ch.http);
+    gw_agents_free(ag);
+    httpd_stop(model, 1000);
+    json_decref(cfg);
+    buf_release(&ws);
+    free(lat);
+    free(g_sent);
+    free(g_reply);
+    buf_release(&state);
+    return got == g_n && !g_failed ? 0 : 1;
+}

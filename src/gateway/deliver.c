@@ -1,0 +1,235 @@
+/*
+ * deliver.c — a worker's job: the agent run of a session turn and its reply
+ * shaped as QuantumClaw 2026.3.22 shapes it (NO_REPLY suppressed, the
+ * responsePrefix on the first block, replyToMode threading, pieces within
+ * the channel's text limit with code fences closed and reopened, block
+ * streaming when enabled), sent through the channel; or a notice sent as it
+ * is. The job's journal entries are marked answered (or failed) after.
+ */
+#include "runtime_int.h"
+
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "../session/sessions.h"
+
+typedef struct deliver {
+    gw_runtime *rt;
+    gw_job *j;
+    gw_channel *ch;
+    int limit;
+    gw_reply_to_mode mode;
+    size_t sent, failed;
+    buf prefix; /* the responsePrefix and a space, or empty */
+    bool streaming, released, prefixed;
+    gw_stream st;
+    buf held; /* streamed text held back while it may still be NO_REPLY */
+    gw_delay_mode delay;
+    int delay_min, delay_max;
+} deliver;
+
+/* agents.defaults.humanDelay {mode: off|natural|custom, minMs, maxMs}. */
+static void S_delay_cfg(const json_t *root, deliver *d)
+{
+    const json_t *h =
+        json_object_get(json_object_get(json_object_get(root, "agents"), "defaults"), "humanDelay");
+    const char *m = json_string_value(json_object_get(h, "mode"));
+    d->delay = m && !strcasecmp(m, "natural")  ? GW_DELAY_NATURAL
+               : m && !strcasecmp(m, "custom") ? GW_DELAY_CUSTOM
+                                               : GW_DELAY_OFF;
+    const json_t *mn = json_object_get(h, "minMs"), *mx = json_object_get(h, "maxMs");
+    d->delay_min = json_is_integer(mn) ? (int)json_integer_value(mn) : 0;
+    d->delay_max = json_is_integer(mx) ? (int)json_integer_value(mx) : 0;
+}
+
+/* humanDelay before every block after the first (real time: it is what the
+ * person on the other side sees). */
+static void S_human_pause(deliver *d)
+{
+    if (d->delay == GW_DELAY_OFF || d->sent == 0) return;
+    uint32_t rnd = 0;
+    if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+        rnd = (uint32_t)cm_now_ms();
+    int ms = gw_human_delay_ms(d->delay, d->delay_min, d->delay_max, rnd);
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (ms > 0 && nanosleep(&ts, &ts))
+        ;
+}
+
+static void S_send(deliver *d, const char *text)
+{
+    const char *p = text;
+    while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+        p++;
+    if (!*p || !d->ch) {
+        if (!d->ch && *p) d->failed++;
+        return;
+    }
+    S_human_pause(d);
+    bool reply = d->mode == GW_REPLYTO_ALL || (d->mode == GW_REPLYTO_FIRST && d->sent == 0);
+    gw_outbound o = {d->j->account, d->j->peer, d->j->thread, reply ? d->j->reply_to : NULL, text};
+    char err[256];
+    if (d->ch->ops->send(d->ch, &o, err, sizeof err)) {
+        d->failed++;
+        cm_logf(d->rt->o.log, CM_LOG_WARN, "gateway: %s: a reply could not be sent: %s",
+                d->ch->ops->name, err);
+        return;
+    }
+    d->sent++;
+    __atomic_fetch_add(&d->rt->replies, 1, __ATOMIC_RELAXED);
+}
+
+static void S_send_pieces(deliver *d, gw_pieces *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        S_send(d, p->v[i]);
+    gw_pieces_release(p);
+    gw_pieces_init(p);
+}
+
+/* The whole reply at once, cut to the channel's limit. */
+static void S_send_text(deliver *d, const char *text)
+{
+    buf all = BUF_INIT;
+    gw_pieces p;
+    gw_pieces_init(&p);
+    if (buf_add(&all, d->prefix.data ? d->prefix.data : "", d->prefix.len) ||
+        buf_adds(&all, text) ||
+        gw_chunk_text(all.data, all.len, d->limit, GW_BREAK_PARAGRAPH, &p)) {
+        d->failed++;
+    } else {
+        S_send_pieces(d, &p);
+    }
+    gw_pieces_release(&p);
+    buf_release(&all);
+}
+
+/* NO_REPLY's first characters: text that could still become it. */
+static bool S_maybe_silent(const char *s, size_t n)
+{
+    while (n && (*s == ' ' || *s == '\n' || *s == '\t' || *s == '\r'))
+        s++, n--;
+    return n <= 8 && !strncmp(s, "NO_REPLY", n);
+}
+
+static void S_delta(void *ctx, const char *text, size_t n)
+{
+    deliver *d = ctx;
+    if (!d->streaming) return;
+    gw_pieces p;
+    gw_pieces_init(&p);
+    int64_t now = gw_rt_now(d->rt);
+    if (!d->released) {
+        if (buf_add(&d->held, text, n)) return;
+        if (S_maybe_silent(d->held.data, d->held.len)) return;
+        d->released = true;
+        if (d->prefix.len) gw_stream_delta(&d->st, d->prefix.data, d->prefix.len, now, &p);
+        gw_stream_delta(&d->st, d->held.data, d->held.len, now, &p);
+    } else {
+        gw_stream_delta(&d->st, text, n, now, &p);
+    }
+    gw_stream_due(&d->st, now, &p);
+    S_send_pieces(d, &p);
+    gw_pieces_release(&p);
+}
+
+static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
+{
+    const json_t *cfg = rt->o.config;
+    for (size_t i = 0; i < j->ids.n; i++)
+        gw_journal_run(rt->journal, j->ids.v[i]);
+    __atomic_fetch_add(&rt->runs, 1, __ATOMIC_RELAXED);
+    d->streaming = gw_reply_block_streaming(cfg, j->channel, j->account);
+    if (d->streaming) {
+        gw_stream_break brk;
+        gw_stream_cfg sc;
+        gw_reply_stream_cfg(cfg, j->channel, d->limit, &brk, &sc);
+        gw_stream_init(&d->st, brk, sc.chunk_min, sc.chunk_max, sc.pref, sc.co_min, sc.co_max,
+                       sc.idle_ms);
+    }
+    /* The prefix's {model} is the configured primary: known before the run. */
+    const char *model = json_string_value(
+        json_object_get(json_object_get(json_object_get(cfg, "agents"), "defaults"), "model"));
+    if (!model)
+        model = json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(cfg, "agents"), "defaults"), "model"),
+            "primary"));
+    if (!gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, model) &&
+        d->prefix.len && buf_addc(&d->prefix, ' '))
+        buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
+    gw_run_req rq = {j->agent_id, j->key, j->prompt, j->channel, j->account, worker, S_delta, d};
+    gw_run_res res;
+    memset(&res, 0, sizeof res);
+    char err[512] = "";
+    cm_rc rc = rt->o.run(rt->o.run_ctx, &rq, &res, err, sizeof err);
+    const char *status = "answered";
+    if (rc) {
+        buf msg = BUF_INIT;
+        bool said = buf_printf(&msg, "⚠️ Agent failed before reply: %s",
+                               err[0] ? err : cm_strerror(rc)) == CM_OK;
+        S_send_text(d, said ? msg.data : "⚠️ Agent failed before reply.");
+        buf_release(&msg);
+        status = "failed";
+    } else if (res.silent || gw_reply_is_silent(res.text)) {
+        status = "silent";
+    } else if (d->streaming && d->released) {
+        gw_pieces p;
+        gw_pieces_init(&p);
+        gw_stream_message_end(&d->st, gw_rt_now(rt), &p);
+        S_send_pieces(d, &p);
+        gw_pieces_release(&p);
+    } else if (res.text && *res.text) {
+        /* the model that answered (after any fallback) names the prefix */
+        if (res.model[0]) {
+            buf_reset(&d->prefix);
+            if (!gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, res.model) &&
+                d->prefix.len && buf_addc(&d->prefix, ' '))
+                buf_reset(&d->prefix);
+        }
+        S_send_text(d, res.text);
+    }
+    if (!rc && d->failed) status = "undelivered";
+    gw_rt_done_all(rt, &j->ids, status);
+    if (d->streaming) gw_stream_release(&d->st);
+    free(res.text);
+}
+
+void gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
+{
+    deliver d;
+    memset(&d, 0, sizeof d);
+    d.rt = rt;
+    d.j = j;
+    d.ch = gw_rt_channel(rt, j->channel, j->account);
+    d.limit =
+        gw_reply_text_limit(rt->o.config, j->channel, j->account, d.ch ? d.ch->ops->text_limit : 0);
+    d.mode = gw_reply_to_mode_of(rt->o.config, j->channel, j->account);
+    S_delay_cfg(rt->o.config, &d);
+    if (j->kind == GW_JOB_RUN) {
+        S_run(rt, j, &d, worker);
+    } else {
+        S_send_text(&d, j->text ? j->text : "");
+        gw_rt_done_all(rt, &j->ids, j->status ? j->status : "answered");
+    }
+    buf_release(&d.prefix);
+    buf_release(&d.held);
+}
+
+cm_rc gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, size_t errlen)
+{
+    (void)now;
+    cm_rc rc = CM_OK;
+    buf p = BUF_INIT;
+    session_store st;
+    memset(&st, 0, sizeof st);
+    char id[160];
+    CHECK(session_store_path(&p, rt->o.state_dir, s->agent_id) ? CM_ENOMEM : CM_OK);
+    CHECK(session_store_read(&st, p.data, err, errlen));
+    if (session_store_get(&st, s->key))
+        CHECK(session_reset(&st, s->key, cm_wall_ms(), id, err, errlen));
+out:
+    session_store_release(&st);
+    buf_release(&p);
+    return rc;
+}

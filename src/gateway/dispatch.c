@@ -1,0 +1,565 @@
+/*
+ * dispatch.c — the runtime's pipeline under its lock (runtime_int.h): an
+ * accepted message through access and debounce, turns routed to sessions
+ * (control commands /new, /reset, /queue, /stop answered here), the
+ * session's queue actions, followup turns when their delay is over, and the
+ * ready list the workers take jobs from.
+ */
+#include "runtime_int.h"
+
+#include <ctype.h>
+#include <strings.h>
+
+static uint32_t S_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+cm_rc gw_ids_move(gw_ids *to, gw_ids *from)
+{
+    for (size_t i = 0; i < from->n; i++)
+        if (gw_ids_add(to, from->v[i])) return CM_ENOMEM;
+    from->n = 0;
+    return CM_OK;
+}
+
+static char *S_dup(const char *s)
+{
+    return s ? cm_strdup(s) : NULL;
+}
+
+/* A job replying to a route (strings copied). */
+static gw_job *S_job_new(gw_job_kind kind, const char *channel, const char *account,
+                         const char *peer, const char *thread, const char *reply_to)
+{
+    gw_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->kind = kind;
+    j->channel = S_dup(channel);
+    j->account = S_dup(account ? account : "default");
+    j->peer = S_dup(peer);
+    j->thread = S_dup(thread);
+    j->reply_to = S_dup(reply_to);
+    if (!j->channel || !j->account || (peer && !j->peer) || (thread && !j->thread) ||
+        (reply_to && !j->reply_to)) {
+        gw_job_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+/* Queues a job for the workers (under mu). */
+static void S_ready(gw_runtime *rt, gw_job *j)
+{
+    j->next = NULL;
+    if (rt->ready_tail)
+        rt->ready_tail->next = j;
+    else
+        rt->ready_head = j;
+    rt->ready_tail = j;
+    rt->ready_n++;
+    pthread_cond_signal(&rt->work_cv);
+}
+
+/* A notice (pairing code, command answer, failure) to a route (under mu). */
+void gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
+                  const char *thread, const char *reply_to, const char *text, gw_ids *ids,
+                  const char *status)
+{
+    gw_job *j = S_job_new(GW_JOB_NOTICE, channel, account, peer, thread, reply_to);
+    if (j && !(j->text = cm_strdup(text))) {
+        gw_job_free(j);
+        j = NULL;
+    }
+    if (!j) {
+        if (ids) gw_rt_done_all(rt, ids, status);
+        return;
+    }
+    j->status = status;
+    if (ids) gw_ids_move(&j->ids, ids);
+    S_ready(rt, j);
+}
+
+/* ---- sessions ------------------------------------------------------------ */
+
+static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
+{
+    uint32_t h = S_hash(key) % GW_RT_BUCKETS;
+    for (gw_sess *s = rt->sess[h]; s; s = s->next)
+        if (!strcmp(s->key, key)) return s;
+    gw_sess *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->key = cm_strdup(key);
+    s->agent_id = cm_strdup(agent_id);
+    if (!s->key || !s->agent_id || gw_queue_new(key, rt->recent, &s->q)) {
+        free(s->key);
+        free(s->agent_id);
+        free(s);
+        return NULL;
+    }
+    s->next = rt->sess[h];
+    rt->sess[h] = s;
+    rt->nsess++;
+    return s;
+}
+
+void gw_sess_free(gw_sess *s)
+{
+    gw_queue_free(s->q);
+    for (size_t i = 0; i < s->ngroups; i++)
+        gw_ids_release(&s->groups[i]);
+    free(s->groups);
+    gw_job_free(s->next_job);
+    free(s->key);
+    free(s->agent_id);
+    free(s);
+}
+
+static void S_settings(gw_runtime *rt, gw_sess *s, const char *channel, gw_queue_settings *qs)
+{
+    gw_queue_override ov = {s->has_ov && s->ov_mode[0] ? s->ov_mode : NULL,
+                            s->has_ov && s->ov_drop[0] ? s->ov_drop : NULL,
+                            s->has_ov ? s->ov_debounce : -1, s->has_ov ? s->ov_cap : 0};
+    gw_queue_settings_resolve(rt->o.config, channel, &ov, qs);
+}
+
+/* Queued message groups (the ids each queued item carries). */
+static cm_rc S_group_push(gw_sess *s, gw_ids *ids)
+{
+    if (s->ngroups == s->capgroups) {
+        size_t cap = s->capgroups ? s->capgroups * 2 : 4;
+        gw_ids *g = realloc(s->groups, cap * sizeof *g);
+        if (!g) return CM_ENOMEM;
+        s->groups = g;
+        s->capgroups = cap;
+    }
+    memset(&s->groups[s->ngroups], 0, sizeof s->groups[0]);
+    cm_rc rc = gw_ids_move(&s->groups[s->ngroups], ids);
+    s->ngroups++;
+    return rc;
+}
+
+/* Moves the first n groups' ids into to. */
+static void S_group_take(gw_sess *s, size_t n, gw_ids *to)
+{
+    if (n > s->ngroups) n = s->ngroups;
+    for (size_t i = 0; i < n; i++) {
+        gw_ids_move(to, &s->groups[i]);
+        gw_ids_release(&s->groups[i]);
+    }
+    if (n && s->ngroups > n)
+        memmove(s->groups, s->groups + n, (s->ngroups - n) * sizeof *s->groups);
+    s->ngroups -= n;
+}
+
+/* ---- turns → sessions ---------------------------------------------------- */
+
+/* Skips blanks; true when text starts with the command word cmd (then end
+ * of text, blank or ':'), *rest after it. */
+static bool S_is_cmd(const char *text, const char *cmd, const char **rest)
+{
+    while (text && isspace((unsigned char)*text))
+        text++;
+    size_t n = strlen(cmd);
+    if (!text || strncasecmp(text, cmd, n)) return false;
+    const char *p = text + n;
+    if (*p == '@')
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+    if (*p && !isspace((unsigned char)*p) && *p != ':') return false;
+    if (*p == ':') p++;
+    while (isspace((unsigned char)*p))
+        p++;
+    *rest = p;
+    return true;
+}
+
+/* Starts a run job for s now (under mu): s becomes active. */
+static void S_start(gw_runtime *rt, gw_sess *s, gw_job *j)
+{
+    s->active = true;
+    j->sess = s;
+    S_ready(rt, j);
+}
+
+/* The prompt of a turn: group messages carry the sender label and the
+ * pending history; direct ones are the text. */
+static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, buf *out)
+{
+    cm_rc rc = CM_OK;
+    const char *text = t->text && *t->text ? t->text : (t->has_media ? "<media:attachment>" : "");
+    if (!t->is_group) return buf_adds(out, text);
+    buf cur = BUF_INIT, from = BUF_INIT;
+    if (t->sender && *t->sender)
+        rc = buf_printf(&cur, "%s: %s", t->sender, text);
+    else
+        rc = buf_adds(&cur, text);
+    if (!rc) rc = gw_from_label(&from, true, NULL, t->peer);
+    gw_history_fmt f = {t->channel, from.data, {GW_TZ_UTC, false, false}};
+    if (!rc) rc = gw_history_build(out, &rt->history, conv, &f, cur.data);
+    if (!rc) gw_history_clear(&rt->history, conv);
+    buf_release(&cur);
+    buf_release(&from);
+    return rc;
+}
+
+/* A turn out of the debouncer (or straight from the sink) with the journal
+ * ids it answers; takes them (under mu). */
+static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now)
+{
+    cm_rc rc = CM_OK;
+    buf agent = BUF_INIT, key = BUF_INIT, prompt = BUF_INIT;
+    gw_job *j = NULL;
+    const char *text = t->text ? t->text : "", *rest = NULL;
+    CHECK(gw_route_agent(&agent, rt->o.config, t->channel, t->account, t->peer, t->is_group));
+    if (t->session && *t->session)
+        CHECK(buf_adds(&key, t->session));
+    else
+        CHECK(gw_route_session(&key, rt->o.config, agent.data, t->channel, t->account, t->peer,
+                               t->thread, t->is_group));
+    gw_sess *s = S_sess(rt, key.data, agent.data);
+    if (!s) CHECK(CM_ENOMEM);
+    /* /new and /reset: the transcript is archived; text after the command
+     * is the new session's first message. */
+    if (S_is_cmd(text, "/new", &rest) || S_is_cmd(text, "/reset", &rest)) {
+        char err[256];
+        gw_queue_clear(s->q);
+        for (size_t i = 0; i < s->ngroups; i++)
+            gw_rt_done_all(rt, &s->groups[i], "dropped");
+        S_group_take(s, s->ngroups, &(gw_ids){0});
+        cm_rc r = gw_rt_reset_session(rt, s, now, err, sizeof err);
+        if (!*rest) {
+            gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                         r ? "⚠️ The session could not be reset." : "✅ New session started.",
+                         ids, "answered");
+            goto out;
+        }
+        text = rest;
+    } else if (gw_queue_parse_command(text, &(gw_queue_override){0}, &(bool){0})) {
+        gw_queue_override ov;
+        bool reset = false;
+        gw_queue_parse_command(text, &ov, &reset);
+        buf msg = BUF_INIT;
+        if (reset) {
+            s->has_ov = false;
+            rc = buf_adds(&msg, "Queue settings reset to the defaults.");
+        } else {
+            if (!s->has_ov) {
+                s->has_ov = true;
+                s->ov_mode[0] = s->ov_drop[0] = 0;
+                s->ov_debounce = -1;
+                s->ov_cap = 0;
+            }
+            if (ov.mode) snprintf(s->ov_mode, sizeof s->ov_mode, "%s", ov.mode);
+            if (ov.drop) snprintf(s->ov_drop, sizeof s->ov_drop, "%s", ov.drop);
+            if (ov.debounce_ms >= 0) s->ov_debounce = ov.debounce_ms;
+            if (ov.cap > 0) s->ov_cap = ov.cap;
+            gw_queue_settings qs;
+            S_settings(rt, s, t->channel, &qs);
+            static const char *const names[] = {"collect", "followup", "steer", "steer-backlog",
+                                                "interrupt"};
+            rc = buf_printf(&msg, "Queue mode set to %s (debounce %lldms, cap %zu).",
+                            names[qs.mode], (long long)qs.debounce_ms, qs.cap);
+        }
+        gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                     msg.data ? msg.data : "Queue settings updated.", ids, "answered");
+        buf_release(&msg);
+        goto out;
+    } else if (S_is_cmd(text, "/stop", &rest)) {
+        size_t n = gw_queue_clear(s->q);
+        for (size_t i = 0; i < s->ngroups; i++)
+            gw_rt_done_all(rt, &s->groups[i], "dropped");
+        S_group_take(s, s->ngroups, &(gw_ids){0});
+        char msg[128];
+        snprintf(msg, sizeof msg, "Stopped: %zu queued message%s dropped.", n, n == 1 ? "" : "s");
+        gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id, msg, ids,
+                     "answered");
+        goto out;
+    }
+    gw_turn cur = *t;
+    cur.text = (char *)text;
+    CHECK(S_prompt(rt, &cur, key.data, &prompt));
+    gw_queue_settings qs;
+    S_settings(rt, s, t->channel, &qs);
+    gw_queue_item item = {prompt.data, t->message_id, t->channel, t->peer, t->account, t->thread};
+    gw_queue_action act = gw_queue_on_inbound(s->q, &qs, s->active, false, false, &item, now);
+    switch (act) {
+    case GW_QACT_RUN_NOW:
+    case GW_QACT_INTERRUPT:
+        j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id);
+        if (!j || !(j->prompt = buf_detach(&prompt)) || !(j->agent_id = cm_strdup(agent.data)) ||
+            !(j->key = cm_strdup(key.data)))
+            CHECK(CM_ENOMEM);
+        j->is_group = t->is_group;
+        gw_ids_move(&j->ids, ids);
+        if (act == GW_QACT_RUN_NOW) {
+            S_start(rt, s, j);
+        } else { /* the active run is not aborted: this one runs right after it */
+            for (size_t i = 0; i < s->ngroups; i++)
+                gw_rt_done_all(rt, &s->groups[i], "dropped");
+            S_group_take(s, s->ngroups, &(gw_ids){0});
+            if (s->next_job) gw_rt_done_all(rt, &s->next_job->ids, "dropped");
+            gw_job_free(s->next_job);
+            j->sess = s;
+            s->next_job = j;
+        }
+        j = NULL;
+        break;
+    case GW_QACT_STEER:
+    case GW_QACT_STEER_AND_ENQUEUE:
+    case GW_QACT_ENQUEUE:
+        CHECK(S_group_push(s, ids));
+        /* drop "old"/"summarize" let the queue forget its oldest: keep the
+         * groups in step with the queue's depth (the summary answers them) */
+        while (s->ngroups > gw_queue_depth(s->q)) {
+            gw_ids old = {0};
+            S_group_take(s, 1, &old);
+            s->summarized_ids_pending = true;
+            gw_ids_move(&s->summarized, &old);
+            gw_ids_release(&old);
+        }
+        pthread_cond_signal(&rt->timer_cv);
+        break;
+    case GW_QACT_DROP:
+    default:
+        gw_rt_done_all(rt, ids, "dropped");
+        break;
+    }
+out:
+    if (rc) {
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: a turn could not be routed (%s)",
+                cm_strerror(rc));
+        gw_rt_done_all(rt, ids, "failed");
+    }
+    gw_job_free(j);
+    buf_release(&agent);
+    buf_release(&key);
+    buf_release(&prompt);
+}
+
+/* Debounce keys → journal ids of the batch being collected. */
+static gw_ids *S_pending_ids(gw_runtime *rt, const char *dkey, bool create)
+{
+    uint32_t h = S_hash(dkey) % GW_RT_BUCKETS;
+    for (gw_dkey *d = rt->dkeys[h]; d; d = d->next)
+        if (!strcmp(d->key, dkey)) return &d->ids;
+    if (!create) return NULL;
+    gw_dkey *d = calloc(1, sizeof *d);
+    if (!d || !(d->key = cm_strdup(dkey))) {
+        free(d);
+        return NULL;
+    }
+    d->next = rt->dkeys[h];
+    rt->dkeys[h] = d;
+    return &d->ids;
+}
+
+/* Moves the ids of a flushed batch into to and forgets its key. */
+static void S_take_pending_ids(gw_runtime *rt, const char *dkey, gw_ids *to)
+{
+    uint32_t h = S_hash(dkey) % GW_RT_BUCKETS;
+    for (gw_dkey **p = &rt->dkeys[h]; *p; p = &(*p)->next) {
+        gw_dkey *d = *p;
+        if (strcmp(d->key, dkey)) continue;
+        gw_ids_move(to, &d->ids);
+        *p = d->next;
+        gw_ids_release(&d->ids);
+        free(d->key);
+        free(d);
+        return;
+    }
+}
+
+static cm_rc S_turn_dkey(buf *k, const char *channel, const char *account, const char *peer,
+                         const char *thread, const char *sender)
+{
+    buf_reset(k);
+    return buf_printf(k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", channel ? channel : "",
+                      account && *account ? account : "default", peer ? peer : "",
+                      thread ? thread : "", sender ? sender : "");
+}
+
+/* Dispatches turns out of the debouncer: each takes its batch's ids (the
+ * extra, a message that was not batched, is given by one). */
+static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, int64_t now)
+{
+    buf k = BUF_INIT;
+    for (size_t i = 0; i < ready->n; i++) {
+        gw_turn *t = &ready->v[i];
+        gw_ids ids = {0};
+        if (single && i == ready->n - 1) {
+            gw_ids_move(&ids, single);
+        } else if (!S_turn_dkey(&k, t->channel, t->account, t->peer, t->thread, t->sender)) {
+            S_take_pending_ids(rt, k.data, &ids);
+        }
+        S_dispatch(rt, t, &ids, now);
+        gw_rt_done_all(rt, &ids, "failed"); /* none left unless dispatch failed */
+        gw_ids_release(&ids);
+    }
+    gw_turns_release(ready);
+    buf_release(&k);
+}
+
+/* One accepted message (journal id jid) through dedupe record, access and
+ * debounce (under mu). */
+void gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now)
+{
+    cm_rc rc = CM_OK;
+    char err[256];
+    gw_ids ids = {0};
+    buf k = BUF_INIT;
+    gw_turns ready = {0};
+    gw_ids_add(&ids, jid);
+    gw_access_result ar;
+    memset(&ar, 0, sizeof ar);
+    if (m->channel && !strcmp(m->channel, "terminal"))
+        ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token */
+    else
+        rc = gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(), &ar, err, sizeof err);
+    if (rc) {
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: access check failed: %s", err);
+        gw_rt_done_all(rt, &ids, "denied");
+        goto out;
+    }
+    switch (ar.verdict) {
+    case GW_ACCESS_ALLOW:
+        break;
+    case GW_ACCESS_PAIRING_ISSUED: {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "QuantumClaw: access not configured.\n\nYour id: %s\n\nPairing code: %s\n\nAsk "
+                 "the bot owner to approve with:\nclawmem pairing approve %s %s",
+                 m->sender ? m->sender : "?", ar.code, m->channel, ar.code);
+        gw_rt_notice(rt, m->channel, m->account, m->peer, m->thread, NULL, text, &ids, "denied");
+        goto out;
+    }
+    case GW_ACCESS_NO_MENTION: {
+        buf conv = BUF_INIT, agent = BUF_INIT;
+        if (!gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, true) &&
+            !gw_route_session(&conv, rt->o.config, agent.data, m->channel, m->account, m->peer,
+                              m->thread, true))
+            gw_history_record(&rt->history, conv.data, m->sender, m->text ? m->text : "",
+                              m->message_id, now);
+        buf_release(&conv);
+        buf_release(&agent);
+        gw_rt_done_all(rt, &ids, "history");
+        goto out;
+    }
+    default:
+        gw_rt_done_all(rt, &ids, "denied");
+        goto out;
+    }
+    rt->accepted_runs++;
+    /* Whether the debouncer batches m (its own rule, debounce.c). */
+    const char *p = m->text ? m->text : "";
+    while (isspace((unsigned char)*p))
+        p++;
+    bool batched = m->sender && *m->sender && m->peer && *m->peer && m->channel &&
+                   gw_debounce_ms(rt->o.config, m->channel) > 0 && !m->has_media && *p &&
+                   !gw_is_control_command(m->text, NULL, rt->o.config);
+    if (batched) {
+        gw_ids *pend = NULL;
+        if (S_turn_dkey(&k, m->channel, m->account, m->peer, m->thread, m->sender) ||
+            !(pend = S_pending_ids(rt, k.data, true)) || gw_ids_move(pend, &ids)) {
+            gw_rt_done_all(rt, &ids, "failed");
+            goto out;
+        }
+    }
+    if (gw_debounce_push(rt->debounce, m, now, &ready)) {
+        gw_rt_done_all(rt, &ids, "failed");
+        goto out;
+    }
+    S_dispatch_turns(rt, &ready, batched ? NULL : &ids, now);
+    pthread_cond_signal(&rt->timer_cv);
+out:
+    gw_turns_release(&ready);
+    gw_ids_release(&ids);
+    buf_release(&k);
+}
+
+/* ---- the clock: debounce windows and queue delays ------------------------- */
+
+/* Starts the next followup turn of an idle session whose queue is due. */
+void gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
+{
+    if (s->active) return;
+    if (s->next_job) {
+        gw_job *j = s->next_job;
+        s->next_job = NULL;
+        S_start(rt, s, j);
+        return;
+    }
+    if (!gw_queue_depth(s->q) && !s->summarized_ids_pending) return;
+    gw_queue_settings qs;
+    S_settings(rt, s, NULL, &qs);
+    if (force) qs.debounce_ms = 0;
+    gw_queue_run r;
+    bool ok = false;
+    if (gw_queue_next(s->q, &qs, force ? INT64_MAX / 2 : now, &r, &ok) || !ok) return;
+    gw_job *j = S_job_new(GW_JOB_RUN, r.channel ? r.channel : "unknown", r.account, r.peer,
+                          r.thread, r.message_id);
+    if (!j || !(j->prompt = cm_strdup(r.prompt)) || !(j->agent_id = cm_strdup(s->agent_id)) ||
+        !(j->key = cm_strdup(s->key))) {
+        gw_job_free(j);
+        gw_queue_run_release(&r);
+        return;
+    }
+    j->is_group = strstr(s->key, ":group:") || strstr(s->key, ":channel:");
+    gw_ids_move(&j->ids, &s->summarized);
+    s->summarized_ids_pending = false;
+    S_group_take(s, gw_queue_depth(s->q) ? r.count : s->ngroups, &j->ids);
+    gw_queue_run_release(&r);
+    S_start(rt, s, j);
+}
+
+/* Forgets idle sessions (no run, nothing queued, no /queue override) once
+ * more than GW_RT_MAX_SESSIONS are known; they are made again on demand. */
+static void S_evict_idle(gw_runtime *rt)
+{
+    if (rt->nsess <= GW_RT_MAX_SESSIONS) return;
+    for (size_t b = 0; b < GW_RT_BUCKETS; b++)
+        for (gw_sess **p = &rt->sess[b]; *p;) {
+            gw_sess *s = *p;
+            if (s->active || s->next_job || s->has_ov || s->ngroups || s->summarized.n ||
+                gw_queue_depth(s->q)) {
+                p = &s->next;
+                continue;
+            }
+            *p = s->next;
+            gw_sess_free(s);
+            rt->nsess--;
+        }
+}
+
+/* Everything due at now; force: every pending batch and queue at once. */
+void gw_rt_tick_locked(gw_runtime *rt, bool force)
+{
+    S_evict_idle(rt);
+    int64_t now = gw_rt_now(rt);
+    gw_turns ready = {0};
+    if (!(force ? gw_debounce_flush_all(rt->debounce, &ready)
+                : gw_debounce_due(rt->debounce, now, &ready)))
+        S_dispatch_turns(rt, &ready, NULL, now);
+    gw_turns_release(&ready);
+    for (size_t b = 0; b < GW_RT_BUCKETS; b++)
+        for (gw_sess *s = rt->sess[b]; s; s = s->next)
+            gw_rt_session_due(rt, s, now, force);
+}
+
+/* The earliest deadline (clock ms) of a debounce batch or a queued turn. */
+int64_t gw_rt_next_deadline(gw_runtime *rt)
+{
+    int64_t next = gw_debounce_next_deadline(rt->debounce);
+    for (size_t b = 0; b < GW_RT_BUCKETS; b++)
+        for (gw_sess *s = rt->sess[b]; s; s = s->next) {
+            if (s->active || !gw_queue_depth(s->q)) continue;
+            gw_queue_settings qs;
+            S_settings(rt, s, NULL, &qs);
+            int64_t d = gw_queue_deadline(s->q, &qs);
+            if (d < next) next = d;
+        }
+    return next;
+}

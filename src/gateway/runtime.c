@@ -1,0 +1,443 @@
+/*
+ * runtime.c — the running gateway (runtime.h): the sink (journal, dedupe,
+ * then dispatch.c's pipeline), the worker pool running one agent run per
+ * session at a time (deliver.c executes each job), the timer that flushes
+ * debounce windows and queue delays, start with crash recovery, drain,
+ * status.
+ */
+#include "runtime_int.h"
+
+#include <time.h>
+
+static int64_t S_now(gw_runtime *rt)
+{
+    return rt->o.clock ? rt->o.clock(rt->o.clock_ctx) : cm_wall_ms();
+}
+
+int64_t gw_rt_now(gw_runtime *rt)
+{
+    return S_now(rt);
+}
+
+/* ---- small containers ---------------------------------------------------- */
+
+cm_rc gw_ids_add(gw_ids *v, uint64_t id)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 4;
+        uint64_t *p = realloc(v->v, cap * sizeof *p);
+        if (!p) return CM_ENOMEM;
+        v->v = p;
+        v->cap = cap;
+    }
+    v->v[v->n++] = id;
+    return CM_OK;
+}
+
+void gw_ids_release(gw_ids *v)
+{
+    free(v->v);
+    memset(v, 0, sizeof *v);
+}
+
+/* Marks every id done with status and empties v. */
+void gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status)
+{
+    for (size_t i = 0; i < v->n; i++)
+        gw_journal_done(rt->journal, v->v[i], status);
+    v->n = 0;
+}
+
+void gw_job_free(gw_job *j)
+{
+    if (!j) return;
+    free(j->agent_id);
+    free(j->key);
+    free(j->prompt);
+    free(j->channel);
+    free(j->account);
+    free(j->peer);
+    free(j->thread);
+    free(j->reply_to);
+    free(j->text);
+    gw_ids_release(&j->ids);
+    free(j);
+}
+
+cm_rc gw_runtime_sink(void *ctx, const gw_msg *m)
+{
+    gw_runtime *rt = ctx;
+    cm_rc rc = CM_OK;
+    char err[256];
+    buf k = BUF_INIT;
+    pthread_mutex_lock(&rt->mu);
+    if (!rt->accepting) {
+        pthread_mutex_unlock(&rt->mu);
+        return CM_EBUSY;
+    }
+    int64_t now = S_now(rt);
+    bool keyed = gw_dedupe_key(m, &k);
+    if (keyed && gw_dedupe_peek(rt->dedupe, k.data, now)) {
+        gw_dedupe_check(rt->dedupe, k.data, now); /* refreshes its time */
+        rt->duplicates++;
+        pthread_mutex_unlock(&rt->mu);
+        goto out;
+    }
+    pthread_mutex_unlock(&rt->mu);
+    /* The fsync happens outside the pipeline's lock: other channels' messages
+     * and the workers go on meanwhile. */
+    uint64_t jid = 0;
+    rc = gw_journal_accept(rt->journal, m, now, &jid, err, sizeof err);
+    if (rc) {
+        cm_logf(rt->o.log, CM_LOG_ERROR, "gateway: %s", err);
+        goto out;
+    }
+    pthread_mutex_lock(&rt->mu);
+    if (keyed && gw_dedupe_check(rt->dedupe, k.data, now)) {
+        /* the same message came in on another thread meanwhile */
+        gw_journal_done(rt->journal, jid, "duplicate");
+        rt->duplicates++;
+    } else {
+        rt->accepted++;
+        gw_rt_process(rt, m, jid, now);
+    }
+    pthread_mutex_unlock(&rt->mu);
+out:
+    buf_release(&k);
+    return rc;
+}
+
+void gw_runtime_tick(gw_runtime *rt)
+{
+    pthread_mutex_lock(&rt->mu);
+    gw_rt_tick_locked(rt, false);
+    pthread_mutex_unlock(&rt->mu);
+}
+
+static void S_abs_in(struct timespec *ts, int64_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
+static void *S_timer(void *arg)
+{
+    gw_runtime *rt = arg;
+    pthread_mutex_lock(&rt->mu);
+    while (!rt->stopping) {
+        gw_rt_tick_locked(rt, false);
+        int64_t next = gw_rt_next_deadline(rt), now = S_now(rt);
+        int64_t wait = next == INT64_MAX ? 1000 : next - now;
+        if (wait < 1) wait = 1;
+        if (wait > 1000) wait = 1000;
+        struct timespec ts;
+        S_abs_in(&ts, wait);
+        pthread_cond_timedwait(&rt->timer_cv, &rt->mu, &ts);
+    }
+    pthread_mutex_unlock(&rt->mu);
+    return NULL;
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+static void *S_worker(void *arg)
+{
+    const struct gw_worker_arg *wa = arg;
+    gw_runtime *rt = wa->rt;
+    pthread_mutex_lock(&rt->mu);
+    for (;;) {
+        while (!rt->stopping && !rt->ready_head)
+            pthread_cond_wait(&rt->work_cv, &rt->mu);
+        if (rt->stopping) break; /* what is left stays journaled for the next start */
+        gw_job *j = rt->ready_head;
+        rt->ready_head = j->next;
+        if (!rt->ready_head) rt->ready_tail = NULL;
+        rt->ready_n--;
+        rt->running++;
+        pthread_mutex_unlock(&rt->mu);
+        gw_rt_execute(rt, j, wa->idx);
+        pthread_mutex_lock(&rt->mu);
+        rt->running--;
+        gw_sess *s = j->sess;
+        if (s) {
+            s->active = false;
+            /* followups wait their debounce; an interrupt's run goes now */
+            if (s->next_job) gw_rt_session_due(rt, s, S_now(rt), false);
+        }
+        gw_job_free(j);
+        pthread_cond_broadcast(&rt->idle_cv);
+        pthread_cond_signal(&rt->timer_cv);
+    }
+    pthread_mutex_unlock(&rt->mu);
+    return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------- */
+
+cm_rc gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    gw_runtime *rt = calloc(1, sizeof *rt);
+    *out = NULL;
+    if (!rt) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    rt->o = *o;
+    if (rt->o.workers <= 0) rt->o.workers = 4;
+    if (rt->o.workers > GW_RT_MAX_WORKERS) rt->o.workers = GW_RT_MAX_WORKERS;
+    if (rt->o.max_attempts <= 0) rt->o.max_attempts = 2;
+    pthread_mutex_init(&rt->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&rt->work_cv, &ca);
+    pthread_cond_init(&rt->idle_cv, &ca);
+    pthread_cond_init(&rt->timer_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    rt->inited = true;
+    const json_t *gc = json_object_get(json_object_get(o->config, "messages"), "groupChat");
+    const json_t *hl = json_object_get(gc, "historyLimit");
+    gw_history_init(&rt->history, json_is_integer(hl) ? (int)json_integer_value(hl) : -1);
+    CHECK(gw_dedupe_new(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &rt->dedupe));
+    CHECK(gw_dedupe_new(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &rt->recent));
+    CHECK(gw_debounce_new(o->config, NULL, &rt->debounce));
+    CHECK(gw_journal_open(o->state_dir, S_now(rt), GW_DEDUPE_TTL_MS, &rt->journal, &rt->pending,
+                          &rt->seen, err, errlen));
+    *out = rt;
+    rt = NULL;
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    gw_runtime_free(rt);
+    return rc;
+}
+
+cm_rc gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name, const char *account,
+                             char *err, size_t errlen)
+{
+    if (rt->nch == GW_RT_MAX_CHANNELS)
+        return cm_seterr(err, errlen, CM_EINVAL, "too many channels");
+    snprintf(rt->ch[rt->nch].account, sizeof rt->ch[0].account, "%s",
+             account && *account ? account : "default");
+    snprintf(rt->ch[rt->nch].name, sizeof rt->ch[0].name, "%s", name ? name : ch->ops->name);
+    rt->ch[rt->nch].ch = ch;
+    for (size_t i = 0; i < rt->nch; i++)
+        if (rt->ch[i].ch == ch) rt->ch[rt->nch].started = true; /* an alias: started once */
+    rt->nch++;
+    return CM_OK;
+}
+
+gw_channel *gw_rt_channel(gw_runtime *rt, const char *name, const char *account)
+{
+    gw_channel *any = NULL;
+    for (size_t i = 0; i < rt->nch; i++) {
+        if (strcmp(rt->ch[i].name, name ? name : "")) continue;
+        if (!strcmp(rt->ch[i].account, account && *account ? account : "default"))
+            return rt->ch[i].ch;
+        if (!any) any = rt->ch[i].ch;
+    }
+    return any;
+}
+
+cm_rc gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    pthread_mutex_lock(&rt->mu);
+    int64_t now = S_now(rt);
+    size_t i;
+    json_t *e;
+    json_array_foreach(rt->seen, i, e)
+    {
+        json_int_t ts = json_integer_value(json_object_get(e, "ts"));
+        const char *k = json_string_value(json_object_get(e, "key"));
+        if (k) gw_dedupe_check(rt->dedupe, k, ts > now ? now : ts);
+    }
+    rt->accepting = true;
+    /* Crash recovery: what was accepted and not answered runs again, unless
+     * it already took max_attempts runs (then it is answered as failed). */
+    json_array_foreach(rt->pending, i, e)
+    {
+        gw_msg m;
+        gw_journal_msg(json_object_get(e, "msg"), &m);
+        uint64_t jid = (uint64_t)json_integer_value(json_object_get(e, "id"));
+        buf k = BUF_INIT;
+        if (gw_dedupe_key(&m, &k)) gw_dedupe_check(rt->dedupe, k.data, now);
+        buf_release(&k);
+        rt->recovered++;
+        if (json_integer_value(json_object_get(e, "runs")) >= rt->o.max_attempts) {
+            gw_ids ids = {0};
+            gw_ids_add(&ids, jid);
+            gw_rt_notice(
+                rt, m.channel ? m.channel : "unknown", m.account, m.peer, m.thread, m.message_id,
+                "⚠️ This message was not answered: the gateway stopped while answering "
+                "it. Please send it again.",
+                &ids, "failed");
+            gw_ids_release(&ids);
+            continue;
+        }
+        gw_rt_process(rt, &m, jid, now);
+    }
+    json_decref(rt->pending);
+    json_decref(rt->seen);
+    rt->pending = rt->seen = NULL;
+    for (int w = 0; w < rt->o.workers; w++) {
+        rt->wargs[w].rt = rt;
+        rt->wargs[w].idx = w;
+        if (pthread_create(&rt->workers[w], NULL, S_worker, &rt->wargs[w])) {
+            rc = cm_seterr(err, errlen, CM_EIO, "cannot start the gateway's workers");
+            break;
+        }
+        rt->nworkers++;
+    }
+    if (!rc && !rt->o.manual) {
+        if (pthread_create(&rt->timer, NULL, S_timer, rt))
+            rc = cm_seterr(err, errlen, CM_EIO, "cannot start the gateway's timer");
+        else
+            rt->has_timer = true;
+    }
+    pthread_mutex_unlock(&rt->mu);
+    for (size_t c = 0; !rc && c < rt->nch; c++) {
+        if (rt->ch[c].started) continue; /* an alias of a channel started above */
+        rc = rt->ch[c].ch->ops->start(rt->ch[c].ch, gw_runtime_sink, rt, err, errlen);
+        if (!rc) rt->ch[c].started = true;
+    }
+    return rc;
+}
+
+static bool S_busy(gw_runtime *rt)
+{
+    if (rt->ready_head || rt->running) return true;
+    for (size_t b = 0; b < GW_RT_BUCKETS; b++)
+        for (gw_sess *s = rt->sess[b]; s; s = s->next)
+            if (s->active) return true;
+    return false;
+}
+
+static bool S_wait_idle_locked(gw_runtime *rt, int64_t timeout_ms, bool drain)
+{
+    int64_t end = cm_now_ms() + timeout_ms;
+    for (;;) {
+        if (drain) gw_rt_tick_locked(rt, true);
+        bool busy = S_busy(rt);
+        if (!busy && drain) {
+            for (size_t b = 0; b < GW_RT_BUCKETS && !busy; b++)
+                for (gw_sess *s = rt->sess[b]; s && !busy; s = s->next)
+                    busy = gw_queue_depth(s->q) || s->next_job;
+            busy = busy || gw_debounce_pending(rt->debounce);
+        }
+        if (!busy) return true;
+        int64_t left = end - cm_now_ms();
+        if (left <= 0) return false;
+        struct timespec ts;
+        S_abs_in(&ts, left < 50 ? left : 50);
+        pthread_cond_timedwait(&rt->idle_cv, &rt->mu, &ts);
+    }
+}
+
+bool gw_runtime_wait_idle(gw_runtime *rt, int64_t timeout_ms)
+{
+    pthread_mutex_lock(&rt->mu);
+    bool ok = S_wait_idle_locked(rt, timeout_ms, false);
+    pthread_mutex_unlock(&rt->mu);
+    return ok;
+}
+
+/* Stops each distinct channel once. */
+static void S_stop_channels(gw_runtime *rt)
+{
+    for (size_t c = 0; c < rt->nch; c++) {
+        bool seen = false;
+        for (size_t i = 0; i < c; i++)
+            seen = seen || rt->ch[i].ch == rt->ch[c].ch;
+        if (rt->ch[c].started && !seen) rt->ch[c].ch->ops->stop(rt->ch[c].ch);
+    }
+}
+
+bool gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms)
+{
+    pthread_mutex_lock(&rt->mu);
+    rt->accepting = false;
+    pthread_mutex_unlock(&rt->mu);
+    S_stop_channels(rt);
+    pthread_mutex_lock(&rt->mu);
+    bool ok = S_wait_idle_locked(rt, timeout_ms, true);
+    pthread_mutex_unlock(&rt->mu);
+    return ok && gw_journal_backlog(rt->journal) == 0;
+}
+
+json_t *gw_runtime_status(gw_runtime *rt)
+{
+    json_t *chs = json_array(), *ss = json_array();
+    pthread_mutex_lock(&rt->mu);
+    for (size_t c = 0; c < rt->nch; c++)
+        json_array_append_new(
+            chs, json_pack("{s:s,s:s}", "channel", rt->ch[c].name, "account", rt->ch[c].account));
+    size_t active = 0;
+    for (size_t b = 0; b < GW_RT_BUCKETS; b++)
+        for (gw_sess *s = rt->sess[b]; s; s = s->next) {
+            active += s->active;
+            if (!s->active && !gw_queue_depth(s->q)) continue;
+            json_array_append_new(ss, json_pack("{s:s,s:b,s:I}", "key", s->key, "active", s->active,
+                                                "queued", (json_int_t)gw_queue_depth(s->q)));
+        }
+    json_t *o = json_pack(
+        "{s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepting", rt->accepting,
+        "channels", chs, "sessions", ss, "knownSessions", (json_int_t)rt->nsess, "activeRuns",
+        (json_int_t)active, "readyJobs", (json_int_t)rt->ready_n, "debouncePending",
+        (json_int_t)gw_debounce_pending(rt->debounce), "journalBacklog",
+        (json_int_t)gw_journal_backlog(rt->journal), "accepted", (json_int_t)rt->accepted,
+        "duplicates", (json_int_t)rt->duplicates, "recovered", (json_int_t)rt->recovered, "runs",
+        (json_int_t)__atomic_load_n(&rt->runs, __ATOMIC_RELAXED), "replies",
+        (json_int_t)__atomic_load_n(&rt->replies, __ATOMIC_RELAXED));
+    pthread_mutex_unlock(&rt->mu);
+    return o;
+}
+
+void gw_runtime_free(gw_runtime *rt)
+{
+    if (!rt) return;
+    if (rt->inited) {
+        pthread_mutex_lock(&rt->mu);
+        rt->stopping = true;
+        rt->accepting = false;
+        pthread_cond_broadcast(&rt->work_cv);
+        pthread_cond_broadcast(&rt->timer_cv);
+        pthread_mutex_unlock(&rt->mu);
+    }
+    S_stop_channels(rt);
+    if (rt->has_timer) pthread_join(rt->timer, NULL);
+    for (int w = 0; w < rt->nworkers; w++)
+        pthread_join(rt->workers[w], NULL);
+    for (gw_job *j = rt->ready_head, *n; j; j = n) {
+        n = j->next;
+        gw_job_free(j);
+    }
+    for (size_t b = 0; b < GW_RT_BUCKETS; b++) {
+        for (gw_sess *s = rt->sess[b], *n; s; s = n) {
+            n = s->next;
+            gw_sess_free(s);
+        }
+        for (gw_dkey *d = rt->dkeys[b], *n; d; d = n) {
+            n = d->next;
+            gw_ids_release(&d->ids);
+            free(d->key);
+            free(d);
+        }
+    }
+    gw_debounce_free(rt->debounce);
+    gw_dedupe_free(rt->dedupe);
+    gw_dedupe_free(rt->recent);
+    gw_history_release(&rt->history);
+    gw_journal_close(rt->journal);
+    json_decref(rt->pending);
+    json_decref(rt->seen);
+    if (rt->inited) {
+        pthread_mutex_destroy(&rt->mu);
+        pthread_cond_destroy(&rt->work_cv);
+        pthread_cond_destroy(&rt->idle_cv);
+        pthread_cond_destroy(&rt->timer_cv);
+    }
+    free(rt);
+}

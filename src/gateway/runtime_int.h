@@ -1,0 +1,136 @@
+/*
+ * runtime_int.h — what runtime.c (the sink, timer, workers, lifecycle),
+ * dispatch.c (the pipeline under the lock: access, debounce, sessions,
+ * queues) and deliver.c (a job executed: the agent run, the reply shaped
+ * and sent) share. Not for other files.
+ */
+#ifndef CM_GW_RUNTIME_INT_H
+#define CM_GW_RUNTIME_INT_H
+
+#include <pthread.h>
+
+#include "../base/log.h"
+#include "body.h"
+#include "journal.h"
+#include "runtime.h"
+
+#define GW_RT_BUCKETS      1024
+#define GW_RT_MAX_WORKERS  64
+#define GW_RT_MAX_CHANNELS 32
+/* Idle sessions kept in memory past this many are forgotten. */
+#define GW_RT_MAX_SESSIONS 4096
+
+/* Journal ids a job answers. */
+typedef struct gw_ids {
+    uint64_t *v;
+    size_t n, cap;
+} gw_ids;
+
+cm_rc gw_ids_add(gw_ids *v, uint64_t id);
+/* Appends from's ids to to and empties from. */
+cm_rc gw_ids_move(gw_ids *to, gw_ids *from);
+void gw_ids_release(gw_ids *v);
+
+typedef struct gw_sess gw_sess;
+
+typedef enum { GW_JOB_RUN, GW_JOB_NOTICE } gw_job_kind;
+
+/* A unit of work for the workers: an agent run for a session, or a notice
+ * (pairing code, command answer, failure) sent as it is. */
+typedef struct gw_job {
+    gw_job_kind kind;
+    gw_sess *sess; /* GW_JOB_RUN: the session (active while the job lives) */
+    char *agent_id, *key, *prompt;
+    char *channel, *account, *peer, *thread, *reply_to;
+    bool is_group;
+    char *text;         /* GW_JOB_NOTICE */
+    const char *status; /* GW_JOB_NOTICE: the journal status of its ids */
+    gw_ids ids;
+    struct gw_job *next;
+} gw_job;
+
+void gw_job_free(gw_job *j);
+
+struct gw_sess {
+    char *key, *agent_id;
+    gw_queue *q;
+    gw_ids *groups; /* the journal ids of each queued item, in queue order */
+    size_t ngroups, capgroups;
+    gw_ids summarized; /* ids of items the queue dropped into its summary */
+    bool summarized_ids_pending;
+    gw_job *next_job; /* interrupt: runs when the active run ends */
+    bool active;      /* a run is ready or running */
+    bool has_ov;      /* a /queue override */
+    char ov_mode[32], ov_drop[32];
+    int64_t ov_debounce;
+    long ov_cap;
+    gw_sess *next;
+};
+
+typedef struct gw_dkey {
+    char *key;
+    gw_ids ids;
+    struct gw_dkey *next;
+} gw_dkey;
+
+struct gw_runtime {
+    gw_runtime_opts o;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, idle_cv, timer_cv;
+    bool inited, accepting, stopping, has_timer;
+    gw_journal *journal;
+    json_t *pending, *seen; /* from the journal, until start */
+    gw_dedupe *dedupe, *recent;
+    gw_debounce *debounce;
+    gw_history history;
+    gw_sess *sess[GW_RT_BUCKETS];
+    size_t nsess;
+    gw_dkey *dkeys[GW_RT_BUCKETS];
+    gw_job *ready_head, *ready_tail;
+    size_t ready_n, running;
+    pthread_t workers[GW_RT_MAX_WORKERS], timer;
+    struct gw_worker_arg {
+        gw_runtime *rt;
+        int idx;
+    } wargs[GW_RT_MAX_WORKERS];
+    int nworkers;
+    struct {
+        gw_channel *ch;
+        char name[64], account[128];
+        bool started;
+    } ch[GW_RT_MAX_CHANNELS];
+    size_t nch;
+    /* counters (under mu, except runs/replies: atomics in deliver.c) */
+    uint64_t accepted, duplicates, accepted_runs, recovered;
+    uint64_t runs, replies;
+};
+
+int64_t gw_rt_now(gw_runtime *rt);
+/* Marks every id done with status and empties v. */
+void gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status);
+/* The channel registered for (name, account), else any of that name. */
+gw_channel *gw_rt_channel(gw_runtime *rt, const char *name, const char *account);
+
+/* dispatch.c, all under rt->mu: */
+/* One accepted message (journal id jid) through access and debounce. */
+void gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now);
+/* A notice to a route; its job takes ids (marked status once sent). */
+void gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
+                  const char *thread, const char *reply_to, const char *text, gw_ids *ids,
+                  const char *status);
+/* The next turn of an idle session: an interrupt's, or queued followups once
+ * due (force: at once). */
+void gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force);
+/* Due debounce batches and followups (force: all of them now). */
+void gw_rt_tick_locked(gw_runtime *rt, bool force);
+/* The earliest deadline (clock ms) of a debounce batch or queued turn. */
+int64_t gw_rt_next_deadline(gw_runtime *rt);
+void gw_sess_free(gw_sess *s);
+
+/* deliver.c: runs a job on a worker thread (no lock held) and marks its
+ * journal ids. */
+void gw_rt_execute(gw_runtime *rt, gw_job *j, int worker);
+/* deliver.c: /new and /reset — the session's transcript archived (under mu). */
+cm_rc gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, size_t errlen);
+
+#endif
