@@ -24,6 +24,8 @@
 #include "../src/gateway/http_channel.h"
 #include "../src/gateway/runtime.h"
 #include "../src/session/sessions.h"
+#include "../src/gateway/channel.h"
+#include "fake_telegram.h"
 #include "fakeserver.h"
 #include "test.h"
 
@@ -216,6 +218,8 @@ static cm_rc t_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, 
 
 /* A journal left by an earlier gateway, written before world_start opens it. */
 static const char *g_prejournal;
+/* Set: world_start opens the Telegram channel of the config too. */
+static bool g_telegram;
 
 typedef struct world {
     fake_server *fs;
@@ -224,7 +228,7 @@ typedef struct world {
     json_t *cfg;
     gate gate;
     gw_runtime *rt;
-    gw_channel *http;
+    gw_channel *http, *tg;
     char addr[64];
 } world;
 
@@ -272,6 +276,8 @@ static bool world_start(world *w, const char *extra)
     if (gw_runtime_new(&ro, &w->rt, err, sizeof err) ||
         gw_http_open(w->cfg, "127.0.0.1:0", &w->http, err, sizeof err) ||
         gw_runtime_add_channel(w->rt, w->http, NULL, NULL, err, sizeof err) ||
+        (g_telegram && (gw_telegram_open(w->cfg, NULL, w->state, &w->tg, err, sizeof err) ||
+                        gw_runtime_add_channel(w->rt, w->tg, NULL, NULL, err, sizeof err))) ||
         gw_runtime_start(w->rt, err, sizeof err)) {
         test_fail(__FILE__, __LINE__, "gateway: %s", err);
         return false;
@@ -288,6 +294,7 @@ static void world_stop(world *w)
     pthread_mutex_unlock(&w->gate.mu);
     gw_runtime_free(w->rt);
     if (w->http) w->http->ops->close(w->http);
+    if (w->tg) w->tg->ops->close(w->tg);
     gw_agents_free(w->gate.ag);
     json_decref(w->cfg);
     fake_stop(w->fs);
@@ -869,4 +876,86 @@ TEST(gateway_run_recovery_answers_or_fails_visibly)
     EXPECT_CONTAINS(j.data, "\"id\":10,\"ts\"");
     buf_release(&j);
     world_stop(&w);
+}
+
+/* Telegram end to end: a group message mentioning the bot, redelivered
+ * under a second update id, runs the model once; the long answer with a
+ * code fence goes back in sendMessage pieces of at most 4096 characters,
+ * each with its fences balanced, to the group, and together they carry the
+ * whole answer. */
+TEST(gateway_run_telegram_group_end_to_end)
+{
+    tgfake f;
+    tgfake_init(&f);
+    char url[64];
+    fake_server *tg = fake_start(4, url);
+    fake_handler(tg, tgfake_handler, &f);
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiBaseUrl\":\"%s/\","
+             "\"groupPolicy\":\"open\",\"timeoutSeconds\":5}}}",
+             TGFAKE_TOKEN, url);
+    g_telegram = true;
+    world w;
+    bool up = world_start(&w, extra);
+    g_telegram = false;
+    if (up) {
+        buf ans = BUF_INIT;
+        buf_adds(&ans, "Here it is:\n```c\n");
+        for (int i = 0; i < 300; i++)
+            buf_printf(&ans, "int value_%03d = %d; /* a line of the listing */\n", i, i);
+        buf_adds(&ans, "```\nThat is all.");
+        t_say(w.fs, ans.data);
+        static const char up_fmt[] =
+            "{\"update_id\":%d,\"message\":{\"message_id\":10,\"from\":{\"id\":43},"
+            "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbot show me the code\","
+            "\"entities\":[{\"type\":\"mention\",\"offset\":0,\"length\":8}]}}";
+        char u[512];
+        snprintf(u, sizeof u, up_fmt, 1);
+        tgfake_add_update(&f, u);
+        snprintf(u, sizeof u, up_fmt, 2); /* redelivered */
+        tgfake_add_update(&f, u);
+        json_int_t dups = 0;
+        for (int i = 0; i < 1000 && dups < 1; i++) {
+            gw_runtime_tick(w.rt);
+            json_t *st = gw_runtime_status(w.rt);
+            dups = json_integer_value(json_object_get(st, "duplicates"));
+            json_decref(st);
+            if (dups < 1) usleep(10000);
+        }
+        EXPECT_INT((int)dups, 1);
+        EXPECT(settle(&w));
+        EXPECT_INT(fake_count(w.fs), 1);
+        pthread_mutex_lock(&f.mu);
+        size_t n = json_array_size(f.sent), i;
+        json_t *m;
+        buf all = BUF_INIT;
+        EXPECT(n >= 3); /* ~15,000 characters */
+        json_array_foreach(f.sent, i, m)
+        {
+            const char *t = json_string_value(json_object_get(m, "text"));
+            EXPECT(t != NULL);
+            if (!t) continue;
+            EXPECT(strlen(t) <= 4096);
+            int fences = 0;
+            for (const char *p = t; (p = strstr(p, "```")) != NULL; p += 3)
+                fences++;
+            EXPECT_INT(fences % 2, 0);
+            json_t *chat = json_object_get(m, "chat_id");
+            EXPECT(json_is_integer(chat)
+                       ? json_integer_value(chat) == -100
+                       : json_is_string(chat) && !strcmp(json_string_value(chat), "-100"));
+            buf_adds(&all, t);
+        }
+        pthread_mutex_unlock(&f.mu);
+        EXPECT_CONTAINS(all.data, "int value_000 = 0;");
+        EXPECT_CONTAINS(all.data, "int value_299 = 299;");
+        EXPECT_CONTAINS(all.data, "That is all.");
+        buf_release(&all);
+        buf_release(&ans);
+        world_stop(&w);
+    }
+    atomic_store(&f.stop, 1);
+    fake_stop(tg);
+    tgfake_release(&f);
 }

@@ -11,26 +11,14 @@
 
 #include "../src/base/fs.h"
 #include "../src/gateway/channel.h"
+#include "fake_telegram.h"
 #include "fakeserver.h"
 #include "test.h"
 
-#define TOKEN  "123456:AAE-secretTokenValue_xyz"
-#define BOT_ID 123456
+#define TOKEN  TGFAKE_TOKEN
+#define BOT_ID TGFAKE_BOT_ID
 
-/* ---- the fake Bot API ---- */
-
-typedef struct tgfake {
-    pthread_mutex_t mu;
-    json_t *updates; /* pending: dropped once an offset confirms them */
-    json_t *sent;    /* sendMessage parameters */
-    json_t *offsets; /* the offset of every getUpdates (-1: none) */
-    int polls, getme;
-    long hold_ms;           /* a getUpdates with nothing to give waits this long at most */
-    const char *getme_fail; /* the body of a failed getMe, with getme_fail_status */
-    int getme_fail_status;
-    atomic_int stop;
-} tgfake;
-
+/* A whole raw HTTP answer with a JSON body (for fake_push_raw). */
 static char *raw_json(int status, const char *body)
 {
     buf b = BUF_INIT;
@@ -38,127 +26,6 @@ static char *raw_json(int status, const char *body)
                "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
                status, strlen(body), body);
     return buf_detach(&b);
-}
-
-/* A handler's answer: status and a copy of body. */
-static bool tg_answer(int st, const char *body, int *status, char **answer, size_t *answer_len)
-{
-    *status = st;
-    *answer = cm_strdup(body);
-    *answer_len = strlen(body);
-    return true;
-}
-
-static bool fake_tg(void *ctx, const char *method, const char *path, const char *body,
-                    size_t body_len, int *status, const char **ctype, char **answer,
-                    size_t *answer_len)
-{
-    tgfake *f = ctx;
-    (void)method;
-    (void)body_len;
-    (void)ctype; /* application/json */
-    static const char prefix[] = "/bot" TOKEN "/";
-    if (strncmp(path, prefix, strlen(prefix)) != 0)
-        return tg_answer(401, "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized\"}",
-                         status, answer, answer_len);
-    const char *m = path + strlen(prefix);
-    json_t *in = json_loads(body ? body : "{}", 0, NULL);
-    int st = 200;
-    char *out = NULL;
-    if (!strcmp(m, "getMe")) {
-        pthread_mutex_lock(&f->mu);
-        f->getme++;
-        const char *fail = f->getme_fail;
-        if (fail) st = f->getme_fail_status;
-        pthread_mutex_unlock(&f->mu);
-        out = fail ? cm_strdup(fail)
-                   : cm_strdup("{\"ok\":true,\"result\":{\"id\":123456,\"is_bot\":true,"
-                               "\"first_name\":\"Claw\",\"username\":\"ClawBot\"}}");
-    } else if (!strcmp(m, "getUpdates")) {
-        json_t *off = json_object_get(in, "offset");
-        long timeout = (long)json_integer_value(json_object_get(in, "timeout"));
-        long waited = 0, hold = CM_MIN(f->hold_ms, timeout * 1000);
-        for (;;) {
-            pthread_mutex_lock(&f->mu);
-            /* an offset confirms every update before it */
-            json_t *keep = json_array();
-            size_t i;
-            json_t *u;
-            json_array_foreach(f->updates, i, u)
-            {
-                if (!json_is_integer(off) ||
-                    json_integer_value(json_object_get(u, "update_id")) >= json_integer_value(off))
-                    json_array_append(keep, u);
-            }
-            json_decref(f->updates);
-            f->updates = keep;
-            size_t n = json_array_size(keep);
-            if (n || waited >= hold || atomic_load(&f->stop)) {
-                f->polls++;
-                json_array_append_new(
-                    f->offsets, json_integer(json_is_integer(off) ? json_integer_value(off) : -1));
-                json_t *ans = json_pack("{s:b,s:O}", "ok", 1, "result", keep);
-                char *t = json_dumps(ans, JSON_COMPACT);
-                json_decref(ans);
-                pthread_mutex_unlock(&f->mu);
-                out = cm_strdup(t);
-                free(t);
-                break;
-            }
-            pthread_mutex_unlock(&f->mu);
-            usleep(10000);
-            waited += 10;
-        }
-    } else if (!strcmp(m, "sendMessage")) {
-        pthread_mutex_lock(&f->mu);
-        json_array_append(f->sent, in);
-        pthread_mutex_unlock(&f->mu);
-        out = cm_strdup("{\"ok\":true,\"result\":{\"message_id\":900}}");
-    } else {
-        st = 404;
-        out = cm_strdup("{\"ok\":false,\"error_code\":404,\"description\":\"Not Found\"}");
-    }
-    json_decref(in);
-    *status = st;
-    *answer = out;
-    *answer_len = out ? strlen(out) : 0;
-    return true;
-}
-
-static void tgfake_init(tgfake *f)
-{
-    memset(f, 0, sizeof *f);
-    pthread_mutex_init(&f->mu, NULL);
-    f->updates = json_array();
-    f->sent = json_array();
-    f->offsets = json_array();
-    f->hold_ms = 100;
-}
-
-static void tgfake_release(tgfake *f)
-{
-    json_decref(f->updates);
-    json_decref(f->sent);
-    json_decref(f->offsets);
-    pthread_mutex_destroy(&f->mu);
-}
-
-static void add_update(tgfake *f, const char *json)
-{
-    json_error_t je;
-    json_t *u = json_loads(json, 0, &je);
-    if (!u) fprintf(stderr, "bad test update: %s\n", je.text);
-    pthread_mutex_lock(&f->mu);
-    json_array_append_new(f->updates, u);
-    pthread_mutex_unlock(&f->mu);
-}
-
-static int polls_of(tgfake *f)
-{
-    pthread_mutex_lock(&f->mu);
-    int n = f->polls;
-    pthread_mutex_unlock(&f->mu);
-    return n;
 }
 
 /* ---- the sink ---- */
@@ -226,7 +93,7 @@ static void rig_start(rig *r, const char *extra)
     pthread_mutex_init(&r->s.mu, NULL);
     r->s.got = json_array();
     r->srv = fake_start(4, r->url);
-    fake_handler(r->srv, fake_tg, &r->f);
+    fake_handler(r->srv, tgfake_handler, &r->f);
     r->state = tmp_dir();
     buf b = BUF_INIT;
     buf_printf(&b, "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiBaseUrl\":\"%s/\"%s%s}}}",
@@ -264,40 +131,43 @@ TEST(tg_map_updates)
      * topic; channel post; photo with caption; sticker only; a service
      * message (skipped); text_mention of the bot; reply to the bot; a group
      * message mentioning someone else; a longer word is no mention */
-    add_update(&r.f, "{\"update_id\":10,\"message\":{\"message_id\":1,\"from\":{\"id\":42},"
-                     "\"chat\":{\"id\":42,\"type\":\"private\"},\"text\":\"hello\"}}");
-    add_update(&r.f, "{\"update_id\":11,\"message\":{\"message_id\":2,\"from\":{\"id\":43},"
-                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"hey @clawbot, hi\","
-                     "\"entities\":[{\"type\":\"mention\",\"offset\":4,\"length\":8}]}}");
-    add_update(&r.f, "{\"update_id\":12,\"message\":{\"message_id\":3,\"from\":{\"id\":44},"
-                     "\"message_thread_id\":7,\"is_topic_message\":true,"
-                     "\"chat\":{\"id\":-1001,\"type\":\"supergroup\",\"is_forum\":true},"
-                     "\"text\":\"in a topic\"}}");
-    add_update(&r.f, "{\"update_id\":13,\"message\":{\"message_id\":4,\"from\":{\"id\":44},"
-                     "\"chat\":{\"id\":-1001,\"type\":\"supergroup\",\"is_forum\":true},"
-                     "\"text\":\"general\"}}");
-    add_update(&r.f, "{\"update_id\":14,\"channel_post\":{\"message_id\":5,"
-                     "\"sender_chat\":{\"id\":-1002,\"type\":\"channel\"},"
-                     "\"chat\":{\"id\":-1002,\"type\":\"channel\"},\"text\":\"news\"}}");
-    add_update(&r.f, "{\"update_id\":15,\"message\":{\"message_id\":6,\"from\":{\"id\":42},"
-                     "\"chat\":{\"id\":42,\"type\":\"private\"},\"photo\":[{\"file_id\":\"x\"}],"
-                     "\"caption\":\"look\"}}");
-    add_update(&r.f, "{\"update_id\":16,\"message\":{\"message_id\":7,\"from\":{\"id\":42},"
-                     "\"chat\":{\"id\":42,\"type\":\"private\"},\"sticker\":{\"file_id\":\"s\"}}}");
-    add_update(&r.f, "{\"update_id\":17,\"message\":{\"message_id\":8,\"from\":{\"id\":42},"
-                     "\"chat\":{\"id\":-100,\"type\":\"group\"},"
-                     "\"new_chat_members\":[{\"id\":5}]}}");
-    add_update(&r.f, "{\"update_id\":18,\"message\":{\"message_id\":9,\"from\":{\"id\":45},"
-                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"Claw do it\","
-                     "\"entities\":[{\"type\":\"text_mention\",\"offset\":0,\"length\":4,"
-                     "\"user\":{\"id\":123456}}]}}");
-    add_update(&r.f, "{\"update_id\":19,\"message\":{\"message_id\":10,\"from\":{\"id\":45},"
-                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"and this?\","
-                     "\"reply_to_message\":{\"message_id\":900,\"from\":{\"id\":123456},"
-                     "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"an answer\"}}}");
-    add_update(&r.f,
-               "{\"update_id\":20,\"message\":{\"message_id\":11,\"from\":{\"id\":45},"
-               "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbotx @alice hi\"}}");
+    tgfake_add_update(&r.f, "{\"update_id\":10,\"message\":{\"message_id\":1,\"from\":{\"id\":42},"
+                            "\"chat\":{\"id\":42,\"type\":\"private\"},\"text\":\"hello\"}}");
+    tgfake_add_update(&r.f,
+                      "{\"update_id\":11,\"message\":{\"message_id\":2,\"from\":{\"id\":43},"
+                      "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"hey @clawbot, hi\","
+                      "\"entities\":[{\"type\":\"mention\",\"offset\":4,\"length\":8}]}}");
+    tgfake_add_update(&r.f, "{\"update_id\":12,\"message\":{\"message_id\":3,\"from\":{\"id\":44},"
+                            "\"message_thread_id\":7,\"is_topic_message\":true,"
+                            "\"chat\":{\"id\":-1001,\"type\":\"supergroup\",\"is_forum\":true},"
+                            "\"text\":\"in a topic\"}}");
+    tgfake_add_update(&r.f, "{\"update_id\":13,\"message\":{\"message_id\":4,\"from\":{\"id\":44},"
+                            "\"chat\":{\"id\":-1001,\"type\":\"supergroup\",\"is_forum\":true},"
+                            "\"text\":\"general\"}}");
+    tgfake_add_update(&r.f, "{\"update_id\":14,\"channel_post\":{\"message_id\":5,"
+                            "\"sender_chat\":{\"id\":-1002,\"type\":\"channel\"},"
+                            "\"chat\":{\"id\":-1002,\"type\":\"channel\"},\"text\":\"news\"}}");
+    tgfake_add_update(&r.f,
+                      "{\"update_id\":15,\"message\":{\"message_id\":6,\"from\":{\"id\":42},"
+                      "\"chat\":{\"id\":42,\"type\":\"private\"},\"photo\":[{\"file_id\":\"x\"}],"
+                      "\"caption\":\"look\"}}");
+    tgfake_add_update(
+        &r.f, "{\"update_id\":16,\"message\":{\"message_id\":7,\"from\":{\"id\":42},"
+              "\"chat\":{\"id\":42,\"type\":\"private\"},\"sticker\":{\"file_id\":\"s\"}}}");
+    tgfake_add_update(&r.f, "{\"update_id\":17,\"message\":{\"message_id\":8,\"from\":{\"id\":42},"
+                            "\"chat\":{\"id\":-100,\"type\":\"group\"},"
+                            "\"new_chat_members\":[{\"id\":5}]}}");
+    tgfake_add_update(&r.f, "{\"update_id\":18,\"message\":{\"message_id\":9,\"from\":{\"id\":45},"
+                            "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"Claw do it\","
+                            "\"entities\":[{\"type\":\"text_mention\",\"offset\":0,\"length\":4,"
+                            "\"user\":{\"id\":123456}}]}}");
+    tgfake_add_update(&r.f, "{\"update_id\":19,\"message\":{\"message_id\":10,\"from\":{\"id\":45},"
+                            "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"and this?\","
+                            "\"reply_to_message\":{\"message_id\":900,\"from\":{\"id\":123456},"
+                            "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"an answer\"}}}");
+    tgfake_add_update(
+        &r.f, "{\"update_id\":20,\"message\":{\"message_id\":11,\"from\":{\"id\":45},"
+              "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbotx @alice hi\"}}");
     char who[64] = "";
     gw_telegram_bot_username(ch, who, sizeof who);
     EXPECT_STR(who, "");
@@ -373,7 +243,7 @@ static void add_dm(tgfake *f, int uid)
 {
     char u[256];
     snprintf(u, sizeof u, dm_update, uid, uid, uid);
-    add_update(f, u);
+    tgfake_add_update(f, u);
 }
 
 TEST(tg_offset_persists)
@@ -401,9 +271,9 @@ TEST(tg_offset_persists)
     add_dm(&r.f, 102);
     ch = NULL;
     EXPECT_INT(gw_telegram_open(r.root, "Work Bot", r.state, &ch, err, sizeof err), CM_OK);
-    int p0 = polls_of(&r.f);
+    int p0 = tgfake_polls(&r.f);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
-    WAIT_FOR(got_n(&r.s) >= 3 && polls_of(&r.f) >= p0 + 2, 10000);
+    WAIT_FOR(got_n(&r.s) >= 3 && tgfake_polls(&r.f) >= p0 + 2, 10000);
     ch->ops->close(ch);
     EXPECT_INT((int)got_n(&r.s), 3);
     EXPECT_STR(gs(json_array_get(r.s.got, 2), "id"), "102");
@@ -501,7 +371,7 @@ TEST(tg_garbage_and_hang)
     char err[512] = "";
     EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
-    WAIT_FOR(polls_of(&r.f) >= 1, 5000);
+    WAIT_FOR(tgfake_polls(&r.f) >= 1, 5000);
     /* the next polls: a body that is not JSON, a 200 whose result is no
      * list, then one that never answers (given up after the 1 s poll plus
      * the 1 s request limit) */

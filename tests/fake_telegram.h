@@ -1,0 +1,41 @@
+/*
+ * fake_telegram.h — a loopback fake of the Telegram Bot API for the tests
+ * (a fakeserver.c handler): getMe, long-polling getUpdates over a queue of
+ * updates that an offset confirms, sendMessage recorded. The token it
+ * accepts is TGFAKE_TOKEN.
+ */
+#ifndef CM_TEST_FAKE_TELEGRAM_H
+#define CM_TEST_FAKE_TELEGRAM_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TGFAKE_TOKEN  "123456:AAE-secretTokenValue_xyz"
+#define TGFAKE_BOT_ID 123456
+
+typedef struct tgfake {
+    pthread_mutex_t mu;
+    json_t *updates; /* pending: dropped once an offset confirms them */
+    json_t *sent;    /* sendMessage parameters */
+    json_t *offsets; /* the offset of every getUpdates (-1: none) */
+    int polls, getme;
+    long hold_ms;           /* a getUpdates with nothing to give waits this long at most */
+    const char *getme_fail; /* the body of a failed getMe, with getme_fail_status */
+    int getme_fail_status;
+    atomic_int stop;
+} tgfake;
+
+void tgfake_init(tgfake *f);
+void tgfake_release(tgfake *f);
+/* Queues an update (JSON text). */
+void tgfake_add_update(tgfake *f, const char *json);
+int tgfake_polls(tgfake *f);
+/* The fakeserver handler: fake_handler(srv, tgfake_handler, f). */
+bool tgfake_handler(void *ctx, const char *method, const char *path, const char *body,
+                    size_t body_len, int *status, const char **ctype, char **answer,
+                    size_t *answer_len);
+
+#endif
