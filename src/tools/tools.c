@@ -7,11 +7,6 @@
 #include "../base/utf8.h"
 #include "tools.h"
 
-const char *tools_citations_name(cm_citations c)
-{
-    return c == CM_CITE_ON ? "on" : c == CM_CITE_OFF ? "off" : "auto";
-}
-
 cm_rc tools_citation(buf *out, const char *path, int start_line, int end_line)
 {
     if (start_line == end_line) return buf_printf(out, "%s#L%d", path, start_line);
@@ -41,7 +36,7 @@ static cm_rc add_head(buf *out, const tools_head *h)
         jw_raw(&w, ",\"fallback\":");
         jw_str(&w, h->fallback);
     }
-    jw_printf(&w, ",\"citations\":\"%s\",\"mode\":\"%s\"}", tools_citations_name(h->citations),
+    jw_printf(&w, ",\"citations\":\"%s\",\"mode\":\"%s\"}", config_citations_name(h->citations),
               tools_search_mode(h->provider));
     return w.rc;
 }

@@ -82,6 +82,4 @@ cm_rc tools_write_payload(const memfile_note *n, buf *out);
 /* The citation "path#L12" or "path#L12-L30". */
 cm_rc tools_citation(buf *out, const char *path, int start_line, int end_line);
 
-const char *tools_citations_name(cm_citations c);
-
 #endif
