@@ -2,8 +2,9 @@
  * engine_int.h — what the files of src/engine/ share, and nothing outside it
  * includes: the engine's struct, in sections by the file that keeps those
  * fields, and the functions one file of the engine offers the others. The
- * files, one job each: engine.c (the cm_* entry points: the handle,
- * memory_get, memory_write, and the backend's calls), watch_loop.c, builtin.c
+ * files, one job each: engine.c (the cm_engine_* entry points: the handle,
+ * sync, status; and engine.h's search, get and write for tools/, through the
+ * backend's calls), watch_loop.c, builtin.c
  * (the builtin backend's table) with its status.c, search.c and sync.c
  * (discovery pairing, incremental sync, the no-change check), rebuild.c (the
  * full rebuild and its reader thread), load.c (one file read and chunked),
@@ -29,8 +30,8 @@
 
 #define VECTOR_DIMS_KEY "clawmem_vector_dims"
 
-/* A backend: what serves sync, search and status behind the cm_* entry
- * points of engine.c (as git's struct ref_storage_be). One today: builtin.c,
+/* A backend: what serves sync, search and status behind the entry points
+ * of engine.c (as git's struct ref_storage_be). One today: builtin.c,
  * clawmem's own index; qmd_backend.c, the QMD sidecar (memory.backend =
  * "qmd"), which answers with builtin's calls when QMD fails. */
 typedef struct engine_backend {
