@@ -318,6 +318,7 @@ cm_rc memfile_read(const cm_config *cfg, const char *path, size_t len, long from
                    long lines, memfile_text *out, char *err, size_t errlen)
 {
     memfile_loc loc;
+    memset(out, 0, sizeof *out);
     cm_rc rc = memfile_locate(cfg, path, len, false, &loc, err, errlen);
     if (rc) return rc;
     rc = get_loc(&loc, from, offset, lines, out, err, errlen);
@@ -330,6 +331,7 @@ cm_rc memfile_read_beneath(const char *root, const char *inner, const char *name
 {
     cm_rc rc = CM_OK;
     memfile_loc loc = {-1, NULL, NULL, false};
+    memset(out, 0, sizeof *out);
     size_t n = strlen(inner);
     if (!n) FAIL(CM_EPATH, "%.200s: no file named", name);
     if (utf8_valid_prefix(inner, n) != n) FAIL(CM_EPATH, "path is not valid UTF-8");

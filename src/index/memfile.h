@@ -70,8 +70,8 @@ void memfile_text_release(memfile_text *t);
  * file. Over MEMFILE_READ_MAX_BYTES the text is cut after a whole line, with
  * next_from the next line; a single line longer than that is cut at a
  * character boundary with next_offset too (continue with from=next_from,
- * offset=next_offset). A missing file gives empty text. Release *out with
- * memfile_text_release (also after a failure). */
+ * offset=next_offset). A missing file gives empty text. *out is cleared
+ * first; release it with memfile_text_release (also after a failure). */
 cm_rc memfile_read(const cm_config *cfg, const char *path, size_t len, long from, long offset,
                    long lines, memfile_text *out, char *err, size_t errlen);
 
