@@ -14,6 +14,11 @@
 #include "../base/log.h"
 
 typedef enum cm_citations { CM_CITE_AUTO, CM_CITE_ON, CM_CITE_OFF } cm_citations;
+/* memory.citations as the config spells it: "auto", "on" or "off". */
+static inline const char *config_citations_name(cm_citations c)
+{
+    return c == CM_CITE_ON ? "on" : c == CM_CITE_OFF ? "off" : "auto";
+}
 
 typedef struct cm_strlist {
     char **v;

@@ -1,11 +1,12 @@
 /*
  * engine.c — the per-agent engine behind include/clawmem.h: the handle
- * (config, logger, the backend), memory_get and memory_write; sync, search
- * and status go to the backend's table (builtin.c, qmd_backend.c). The engine's jobs live
- * beside it, one a file, and share engine_int.h.
+ * (config, logger, the backend), sync and status; and what tools/ calls
+ * (engine.h): search, memory_get's read and memory_write, which go to the
+ * backend's table (builtin.c, qmd_backend.c) or the memory files' rules
+ * (index/memfile.h). The engine's jobs live beside it, one a file, and share
+ * engine_int.h.
  */
 #include "engine_int.h"
-#include "../tools/tools.h"
 
 #define DEFAULT_BUSY_MS 10000
 
@@ -57,46 +58,9 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
     return e->be->sync(e, flags, progress, progress_ctx, stats, err, errlen);
 }
 
-cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
-                       char *err, size_t errlen)
-{
-    return cm_memory_search_session(e, query, opts, NULL, json, err, errlen);
-}
-
-cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_opts *opts,
-                               const char *session_key, char **json, char *err, size_t errlen)
-{
-    return e->be->search(e, query, opts, session_key, json, err, errlen);
-}
-
 cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t errlen)
 {
     return e->be->status(e, deep, json, err, errlen);
-}
-
-cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char **json, char *err,
-                    size_t errlen)
-{
-    return cm_memory_get_at(e, path, from, 0, lines, json, err, errlen);
-}
-
-cm_rc cm_memory_get_at(cm_engine *e, const char *path, long from, long offset, long lines,
-                       char **json, char *err, size_t errlen)
-{
-    buf out = BUF_INIT;
-    *json = NULL;
-    if (!path) path = "";
-    cm_rc rc = engine_workspace_exists(e, err, errlen);
-    if (!rc && e->be->get)
-        rc = e->be->get(e, path, from, offset, lines, &out, err, errlen);
-    else if (!rc)
-        rc = tools_get(&e->cfg, path, strlen(path), from, offset, lines, &out, err, errlen);
-    if (rc) {
-        buf_release(&out);
-        return rc;
-    }
-    *json = buf_detach(&out);
-    return CM_OK;
 }
 
 int cm_engine_writable(const cm_engine *e)
@@ -104,23 +68,44 @@ int cm_engine_writable(const cm_engine *e)
     return engine_writable(e);
 }
 
-cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t now, char **json,
-                      char *err, size_t errlen)
+const cm_config *engine_config(const cm_engine *e)
 {
-    *json = NULL;
-    if (!cm_engine_writable(e))
-        return cm_seterr(err, errlen, CM_EINVAL,
-                         "memory_write is disabled (enable it with clawmem.memoryWrite: true "
-                         "in the config, or --allow-write)");
-    buf out = BUF_INIT, rel = BUF_INIT;
-    cm_rc rc = tools_write(&e->cfg, path, text, now, &out, &rel, err, errlen);
-    if (rc) {
-        buf_release(&out);
-        buf_release(&rel);
-        return rc;
-    }
-    engine_index_written(e, rel.data);
-    buf_release(&rel);
-    *json = buf_detach(&out);
-    return CM_OK;
+    return &e->cfg;
+}
+
+void engine_result_release(engine_result *r)
+{
+    for (size_t i = 0; r->v && i < r->n; i++)
+        search_hit_release(&r->v[i]);
+    free(r->v);
+    free(r->fallback);
+    free(r->error);
+    free(r->qmd_why);
+    memset(r, 0, sizeof *r);
+}
+
+cm_rc engine_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                    const char *session_key, engine_result *out, char *err, size_t errlen)
+{
+    return e->be->search(e, query, opts, session_key, out, err, errlen);
+}
+
+cm_rc engine_get(cm_engine *e, const char *path, long from, long offset, long lines,
+                 memfile_text *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    cm_rc rc = engine_workspace_exists(e, err, errlen);
+    if (!rc && e->be->get)
+        rc = e->be->get(e, path, from, offset, lines, out, err, errlen);
+    else if (!rc)
+        rc = memfile_read(&e->cfg, path, strlen(path), from, offset, lines, out, err, errlen);
+    return rc;
+}
+
+cm_rc engine_write(cm_engine *e, const char *path, const char *text, int64_t now, memfile_note *out,
+                   char *err, size_t errlen)
+{
+    cm_rc rc = memfile_write(&e->cfg, path, text, now, out, err, errlen);
+    if (!rc) engine_index_written(e, out->path);
+    return rc;
 }

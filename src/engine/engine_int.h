@@ -2,8 +2,9 @@
  * engine_int.h — what the files of src/engine/ share, and nothing outside it
  * includes: the engine's struct, in sections by the file that keeps those
  * fields, and the functions one file of the engine offers the others. The
- * files, one job each: engine.c (the cm_* entry points: the handle,
- * memory_get, memory_write, and the backend's calls), watch_loop.c, builtin.c
+ * files, one job each: engine.c (the cm_engine_* entry points: the handle,
+ * sync, status; and engine.h's search, get and write for tools/, through the
+ * backend's calls), watch_loop.c, builtin.c
  * (the builtin backend's table) with its status.c, search.c and sync.c
  * (discovery pairing, incremental sync, the no-change check), rebuild.c (the
  * full rebuild and its reader thread), load.c (one file read and chunked),
@@ -21,6 +22,7 @@
 #include "../index/chunk.h"
 #include "../index/discover.h"
 #include "../store/store.h"
+#include "engine.h"
 
 /* Version of the keyword text derived from chunks (CJK bigrams); part of the
  * fingerprint so that a change of derivation rebuilds the index. */
@@ -28,8 +30,8 @@
 
 #define VECTOR_DIMS_KEY "clawmem_vector_dims"
 
-/* A backend: what serves sync, search and status behind the cm_* entry
- * points of engine.c (as git's struct ref_storage_be). One today: builtin.c,
+/* A backend: what serves sync, search and status behind the entry points
+ * of engine.c (as git's struct ref_storage_be). One today: builtin.c,
  * clawmem's own index; qmd_backend.c, the QMD sidecar (memory.backend =
  * "qmd"), which answers with builtin's calls when QMD fails. */
 typedef struct engine_backend {
@@ -38,14 +40,15 @@ typedef struct engine_backend {
     cm_rc (*open)(cm_engine *e, char *err, size_t errlen);
     cm_rc (*sync)(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
                   cm_sync_stats *stats, char *err, size_t errlen);
+    /* the hits and head facts; tools/ shapes the payload (engine.h) */
     cm_rc (*search)(cm_engine *e, const char *query, const cm_search_opts *opts,
-                    const char *session_key, char **json, char *err, size_t errlen);
+                    const char *session_key, engine_result *out, char *err, size_t errlen);
     cm_rc (*status)(cm_engine *e, int deep, char **json, char *err, size_t errlen);
     /* releases what open and the other calls left; safe after a failed open */
     void (*close)(cm_engine *e);
-    /* memory_get, or NULL: the memory files' rules (tools_get) */
-    cm_rc (*get)(cm_engine *e, const char *path, long from, long offset, long lines, buf *out,
-                 char *err, size_t errlen);
+    /* memory_get's text, or NULL: the memory files' rules (memfile_read) */
+    cm_rc (*get)(cm_engine *e, const char *path, long from, long offset, long lines,
+                 memfile_text *out, char *err, size_t errlen);
 } engine_backend;
 
 struct cm_engine {
@@ -96,7 +99,7 @@ extern const engine_backend engine_builtin;
 cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
                    cm_sync_stats *stats, char *err, size_t errlen);
 cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                     const char *session_key, char **json, char *err, size_t errlen);
+                     const char *session_key, engine_result *out, char *err, size_t errlen);
 cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
 
 /* ---- qmd_backend.c: the QMD backend -------------------------------------- */

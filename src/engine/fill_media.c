@@ -16,7 +16,7 @@
 #include "../base/path.h"
 #include "../embed/multimodal.h"
 #include "../index/media.h"
-#include "../tools/tools.h"
+#include "../index/memfile.h"
 #include "engine_int.h"
 
 /* Media files read and embedded per round (each up to maxFileBytes). */
@@ -38,7 +38,7 @@ static bool read_media(cm_engine *e, const pending_chunk *pc, buf *data, const c
     bool ok = false;
     unsigned kind = media_kind(&e->cfg, pc->path);
     buf_reset(data);
-    if (tools_open_media(&e->cfg, pc->path, &fd, &st, msg, sizeof msg) != CM_OK) goto out;
+    if (memfile_open_media(&e->cfg, pc->path, &fd, &st, msg, sizeof msg) != CM_OK) goto out;
     if (path_read_fd(fd, pc->path, (size_t)e->cfg.multimodal_max_bytes, data, msg, sizeof msg))
         goto out;
     *mime = media_mime(pc->path, (const unsigned char *)(data->data ? data->data : ""), data->len);

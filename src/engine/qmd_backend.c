@@ -1,7 +1,7 @@
 /*
  * qmd_backend.c — memory.backend = "qmd": memory_search answered by the QMD
- * sidecar (src/backend/qmd.h) and shaped into the same payload as the
- * builtin engine's (tools_search_payload: paths, lines, scores, snippets,
+ * sidecar (src/backend/qmd.h), its hits mapped to the builtin engine's (paths,
+ * lines, scores, texts) so that tools/ shapes the same payload (snippets,
  * citations); memory_get reads qmd/<collection>/<path> from that
  * collection's root. The builtin backend stays open beside it: when QMD
  * is missing, fails, hangs past limits.timeoutMs or prints what does not
@@ -15,7 +15,6 @@
 #include "../backend/qmd.h"
 #include "../base/fs.h"
 #include "../base/utf8.h"
-#include "../tools/tools.h"
 #include "engine_int.h"
 
 struct engine_qmd {
@@ -340,50 +339,29 @@ out:
     return rc;
 }
 
-/* The builtin engine's answer with "fallback" saying why QMD did not. */
+/* The builtin engine's answer, with why QMD did not answer (tools/ puts it in
+ * the payload's "fallback"). */
 static cm_rc fallback_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                             const char *session_key, const char *why, char **json, char *err,
-                             size_t errlen)
+                             const char *session_key, const char *why, engine_result *out,
+                             char *err, size_t errlen)
 {
     cm_logf(&e->lg, CM_LOG_WARN, "qmd memory failed; the builtin index answers: %s", why);
     set_reason(e->qmd, why);
-    cm_rc rc = builtin_search(e, query, opts, session_key, json, err, errlen);
-    if (rc) return rc;
-    json_t *o = json_loads(*json, 0, NULL);
-    if (!json_is_object(o)) {
-        json_decref(o);
-        return CM_OK;
-    }
-    buf f = BUF_INIT;
-    const char *prev = json_string_value(json_object_get(o, "fallback"));
-    if (buf_printf(&f, "qmd: %s%s%s", why, prev ? "; " : "", prev ? prev : "") ||
-        json_object_set_new(o, "fallback", json_string(f.data)) ||
-        json_object_set_new(o, "backend", json_string("builtin"))) {
-        buf_release(&f);
-        json_decref(o);
-        return CM_ENOMEM;
-    }
-    buf_release(&f);
-    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    if (!s) return CM_ENOMEM;
-    cm_free(*json);
-    *json = s;
-    return CM_OK;
+    cm_rc rc = builtin_search(e, query, opts, session_key, out, err, errlen);
+    if (!rc && !(out->qmd_why = cm_strdup(why))) rc = CM_ENOMEM;
+    return rc;
 }
 
 static cm_rc qmd_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                        const char *session_key, char **json, char *err, size_t errlen)
+                        const char *session_key, engine_result *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    buf out = BUF_INIT;
     qmd_hits hits = {0};
-    search_hit *v = NULL;
-    size_t n = 0;
     char why[1024] = "";
-    *json = NULL;
+    memset(out, 0, sizeof *out);
     if (!query) query = "";
-    tools_head head = {"qmd", "qmd", NULL, e->cfg.citations, session_key};
+    snprintf(out->provider, sizeof out->provider, "qmd");
+    snprintf(out->model, sizeof out->model, "qmd");
     if (!qmd_scope_allowed(&e->cfg.qmd, session_key)) {
         qmd_scope_key k;
         qmd_scope_parse(session_key, &k);
@@ -391,16 +369,12 @@ static cm_rc qmd_search(cm_engine *e, const char *query, const cm_search_opts *o
                 "qmd search denied by scope (channel=%s, chatType=%s, session=%.200s)",
                 *k.channel ? k.channel : "unknown", *k.chat_type ? k.chat_type : "unknown",
                 session_key && *session_key ? session_key : "<none>");
-        CHECK(tools_search_payload(NULL, 0, &head, &out));
-        goto done;
+        goto out; /* no results */
     }
     const char *qs = query;
     while (*qs == ' ' || *qs == '\t' || *qs == '\n' || *qs == '\r')
         qs++;
-    if (!*qs || !e->cfg.enabled) {
-        CHECK(tools_search_payload(NULL, 0, &head, &out));
-        goto done;
-    }
+    if (!*qs || !e->cfg.enabled) goto out; /* no results */
     int limit = e->cfg.qmd.max_results;
     if (opts && opts->max_results > 0) limit = CM_MIN(limit, opts->max_results);
     double min_score = opts && opts->min_score >= 0 ? opts->min_score : 0;
@@ -408,18 +382,13 @@ static cm_rc qmd_search(cm_engine *e, const char *query, const cm_search_opts *o
     if (!rc) rc = qmd_query(e, qs, limit, &hits, why, sizeof why);
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {
-        rc = fallback_search(e, query, opts, session_key, why, json, err, errlen);
+        rc = fallback_search(e, query, opts, session_key, why, out, err, errlen);
         goto out;
     }
     set_reason(e->qmd, NULL);
-    CHECK(map_hits(e, &hits, min_score, limit, &v, &n));
-    CHECK(tools_search_payload(v, n, &head, &out));
-done:
-    *json = buf_detach(&out);
+    CHECK(map_hits(e, &hits, min_score, limit, &out->v, &out->n));
 out:
-    free_hits(v, n);
     qmd_hits_release(&hits);
-    buf_release(&out);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     return rc;
 }
@@ -527,8 +496,8 @@ static cm_rc qmd_status(cm_engine *e, int deep, char **json, char *err, size_t e
 
 /* ---- memory_get ------------------------------------------------------------------ */
 
-static cm_rc qmd_get(cm_engine *e, const char *path, long from, long offset, long lines, buf *out,
-                     char *err, size_t errlen)
+static cm_rc qmd_get(cm_engine *e, const char *path, long from, long offset, long lines,
+                     memfile_text *out, char *err, size_t errlen)
 {
     const qmd_sidecar *sc = &e->qmd->sc;
     if (!strncmp(path, "qmd/", 4)) {
@@ -540,9 +509,10 @@ static cm_rc qmd_get(cm_engine *e, const char *path, long from, long offset, lon
         snprintf(name, sizeof name, "%.*s", (int)CM_MIN((size_t)(slash - c), 200), c);
         const qmd_collection *col = qmd_sidecar_collection(sc, name);
         if (!col) return cm_seterr(err, errlen, CM_EPATH, "unknown qmd collection: %.200s", name);
-        return tools_get_beneath(col->root, slash + 1, path, from, offset, lines, out, err, errlen);
+        return memfile_read_beneath(col->root, slash + 1, path, from, offset, lines, out, err,
+                                    errlen);
     }
-    cm_rc rc = tools_get(&e->cfg, path, strlen(path), from, offset, lines, out, err, errlen);
+    cm_rc rc = memfile_read(&e->cfg, path, strlen(path), from, offset, lines, out, err, errlen);
     if (rc != CM_EPATH) return rc;
     /* a workspace-relative path of a collection inside the workspace */
     buf abs = BUF_INIT;
@@ -555,10 +525,10 @@ static cm_rc qmd_get(cm_engine *e, const char *path, long from, long offset, lon
     for (size_t i = 0; i < sc->ncols; i++) {
         const char *root = sc->cols[i].root;
         size_t rl = strlen(root);
-        if (!strcmp(root, e->cfg.workspace)) continue; /* the memory files: tools_get's rules */
+        if (!strcmp(root, e->cfg.workspace)) continue; /* the memory files: memfile_read's rules */
         if (strncmp(abs.data, root, rl) != 0 || abs.data[rl] != '/') continue;
-        cm_rc r2 = tools_get_beneath(root, abs.data + rl + 1, path, from, offset, lines, out, e2,
-                                     sizeof e2);
+        cm_rc r2 = memfile_read_beneath(root, abs.data + rl + 1, path, from, offset, lines, out, e2,
+                                        sizeof e2);
         if (r2 != CM_EPATH) {
             if (r2) cm_seterr(err, errlen, r2, "%s", e2);
             buf_release(&abs);

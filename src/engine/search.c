@@ -5,7 +5,6 @@
  */
 #include "../search/query.h"
 #include "../search/rank.h"
-#include "../tools/tools.h"
 #include "engine_int.h"
 
 typedef struct expand_ctx {
@@ -130,49 +129,62 @@ out:
     return ok;
 }
 
+/* The head facts of a payload: the effective provider and why a fallback serves. */
+static cm_rc set_head(cm_engine *e, engine_result *r)
+{
+    snprintf(r->provider, sizeof r->provider, "%s", e->provider);
+    snprintf(r->model, sizeof r->model, "%s", e->model);
+    if (e->provider_note && !(r->fallback = cm_strdup(e->provider_note))) return CM_ENOMEM;
+    return CM_OK;
+}
+
+/* A search that could not run: why. */
+static cm_rc set_error(engine_result *r, const char *why)
+{
+    return (r->error = cm_strdup(why)) ? CM_OK : CM_ENOMEM;
+}
+
 cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                     const char *session_key, char **json, char *err, size_t errlen)
+                     const char *session_key, engine_result *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    buf out = BUF_INIT;
     fts_hits hits = {0};
     search_hit *v = NULL;
     size_t n = 0;
     char msg[512] = "";
-    *json = NULL;
+    (void)session_key; /* the payload's citations: the caller's */
+    memset(out, 0, sizeof *out);
     if (!query) query = "";
     const cm_config *c = &e->cfg;
     engine_provider_ready(e, false, NULL,
                           NULL); /* the fallback, when the local model cannot serve */
-    tools_head head = {e->provider, e->model, e->provider_note, c->citations, session_key};
+    CHECK(set_head(e, out));
     int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
     double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
     if (!c->enabled) {
-        CHECK(tools_search_error("memory search is disabled (memorySearch.enabled is false)", &head,
-                                 &out));
-        goto done;
+        CHECK(set_error(out, "memory search is disabled (memorySearch.enabled is false)"));
+        goto out;
     }
     if (engine_workspace_exists(e, msg, sizeof msg)) {
-        CHECK(tools_search_error(msg, &head, &out));
-        goto done;
+        CHECK(set_error(out, msg));
+        goto out;
     }
     rc = engine_ensure_store(e, msg, sizeof msg);
     if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
         rc = CM_OK;
-        CHECK(tools_search_payload(NULL, 0, &head, &out));
-        goto done;
+        goto out;
     }
     if (!rc && engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
         rc = CM_OK;
-        CHECK(tools_search_error(msg, &head, &out));
-        goto done;
+        CHECK(set_error(out, msg));
+        goto out;
     }
     if (!rc) rc = keyword_hits(e, query, config_candidates(c, max_results), &hits, msg, sizeof msg);
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {
         rc = CM_OK;
-        CHECK(tools_search_error(msg, &head, &out));
-        goto done;
+        CHECK(set_error(out, msg));
+        goto out;
     }
     size_t cap = hits.n;
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
@@ -210,15 +222,15 @@ cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts
                     c->decay_enabled, c->half_life_days, opts ? opts->now : 0,
                     c->mmr_enabled,   c->mmr_lambda};
     n = rank_finish(v, n, &ro);
-    CHECK(tools_search_payload(v, n, &head, &out));
-done:
-    *json = buf_detach(&out);
+    out->v = v; /* moved */
+    out->n = n;
+    v = NULL;
+    n = 0;
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     for (size_t i = 0; v && i < n; i++)
         search_hit_release(&v[i]);
     free(v);
     fts_hits_release(&hits);
-    buf_release(&out);
     return rc;
 }

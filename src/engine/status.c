@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 
 #include "../base/utf8.h"
-#include "../tools/tools.h"
 #include "engine_int.h"
 
 static cm_rc add_kv_str(buf *b, const char *k, const char *v)
@@ -120,7 +119,7 @@ cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errl
                          c->multimodal == (CM_MEDIA_IMAGE | CM_MEDIA_AUDIO) ? "," : "",
                          c->multimodal & CM_MEDIA_AUDIO ? "\"audio\"" : "",
                          c->multimodal_max_bytes));
-    CHECK(add_kv_str(&b, "citations", tools_citations_name(c->citations)));
+    CHECK(add_kv_str(&b, "citations", config_citations_name(c->citations)));
     CHECK(buf_printf(&b, ",\"sync\":{\"watch\":%s,\"watchDebounceMs\":%d,\"intervalMinutes\":%g}",
                      c->sync_watch ? "true" : "false", c->watch_debounce_ms,
                      c->sync_interval_minutes));

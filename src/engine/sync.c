@@ -12,7 +12,7 @@
 #include "../base/fs.h"
 #include "../base/path.h"
 #include "../base/utf8.h"
-#include "../tools/tools.h"
+#include "../index/memfile.h"
 #include "engine_int.h"
 
 /* The read-only no-change check: the index exists with this fingerprint,
@@ -396,7 +396,7 @@ void engine_index_written(cm_engine *e, const char *rel)
     if (!rc) rc = store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg);
     if (!rc && (!stored || strcmp(stored, meta.data) != 0)) rc = CM_ENOTFOUND;
     struct stat st = {0};
-    if (!rc) rc = tools_open(&e->cfg, rel, &fd, &st, &name, msg, sizeof msg);
+    if (!rc) rc = memfile_open(&e->cfg, rel, &fd, &st, &name, msg, sizeof msg);
     if (!rc && st.st_size > DISCOVER_MAX_FILE_BYTES) rc = CM_ETOOBIG;
     if (!rc) rc = path_read_fd(fd, rel, (size_t)DISCOVER_MAX_FILE_BYTES, &r.text, msg, sizeof msg);
     char hash[SHA256_HEX_LEN + 1];
