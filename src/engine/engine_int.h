@@ -71,6 +71,12 @@ struct cm_engine {
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
 };
 
+/* Whether the index is in PostgreSQL (memorySearch.store.driver). */
+static inline bool engine_pg(const cm_engine *e)
+{
+    return e->cfg.store_driver && strcmp(e->cfg.store_driver, "postgres") == 0;
+}
+
 /* Whether memory_write may write (cm_engine_writable). */
 static inline bool engine_writable(const cm_engine *e)
 {
