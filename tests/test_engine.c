@@ -17,26 +17,6 @@
 #include "../src/store/store.h"
 #include "test.h"
 
-/* The DSN while a TEST_BOTH test runs over PostgreSQL, else NULL. */
-static const char *pg_dsn;
-
-#define TEST_BOTH(name)                                                                            \
-    static void name##_body(void);                                                                 \
-    TEST(name)                                                                                     \
-    {                                                                                              \
-        pg_dsn = NULL;                                                                             \
-        name##_body();                                                                             \
-    }                                                                                              \
-    TEST(name##_pg)                                                                                \
-    {                                                                                              \
-        const char *dsn = getenv("CLAWMEM_TEST_PG_DSN");                                           \
-        if (!dsn || !*dsn) SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");        \
-        pg_dsn = dsn;                                                                              \
-        name##_body();                                                                             \
-        pg_dsn = NULL;                                                                             \
-    }                                                                                              \
-    static void name##_body(void)
-
 typedef struct env {
     char *dir;
     char ws[1024], state[1024], cfg[1024], db[1024];
@@ -50,21 +30,7 @@ static void env_init(env *e)
     snprintf(e->cfg, sizeof e->cfg, "%s/config.json", e->dir);
     snprintf(e->db, sizeof e->db, "%s/state/memory/main.sqlite", e->dir);
     write_file(e->dir, "config.json", "{}");
-    if (pg_dsn) { /* the store in the overlay; agent main's rows of an earlier test dropped */
-        buf b = BUF_INIT;
-        buf_printf(&b,
-                   "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: '%s'}}}}}",
-                   pg_dsn);
-        write_file(e->state, "clawmem.json", b.data);
-        buf_release(&b);
-        store s;
-        char err[256];
-        if (store_open_pg(&s, pg_dsn, "main", "porter", STORE_CREATE, 5000, err, sizeof err) ==
-            CM_OK) {
-            store_drop_agent(&s, err, sizeof err);
-            store_close(&s);
-        }
-    }
+    if (pg_dsn) pg_overlay(e->state, "main");
 }
 
 static cm_engine *open_engine(const env *e)
@@ -132,15 +98,7 @@ static bool any_leftovers(const env *e)
 
 static bool integrity_ok(const env *e)
 {
-    if (!pg_dsn) return db_integrity_ok(e->db);
-    store s;
-    char err[256];
-    bool ok = false;
-    if (store_open_pg(&s, pg_dsn, "main", "porter", 0, 5000, err, sizeof err) != CM_OK)
-        return false;
-    if (store_check(&s, &ok, err, sizeof err) != CM_OK) ok = false;
-    store_close(&s);
-    return ok;
+    return pg_dsn ? pg_integrity_ok("main") : db_integrity_ok(e->db);
 }
 
 TEST_BOTH(engine_incremental_sync)
