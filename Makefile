@@ -7,7 +7,8 @@
 #   make test       unit + end-to-end tests, fuzz corpus replay (prints "N passed, N failed")
 #   make asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make tsan       the suite (or TESTS=prefixes) under ThreadSanitizer
-#   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md)
+#   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md), and
+#                   the PostgreSQL store against SQLite (make bench-pg: that part alone)
 #   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
 #   make format     clang-format every source file
@@ -68,7 +69,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 60
 
 .PHONY: tsan all build deps node-deps llama static-model shared install uninstall demo test test-run \
-        asan bench bench-run eval fuzz format clean
+        asan bench bench-run bench-pg eval fuzz format clean
 
 all: build $(STATIC_DONE)
 
@@ -262,6 +263,12 @@ bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid
            $(BUILD)/bench_runner \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf
 	bench/run.sh
+	@[ "$${CLAWMEM_BENCH_PG:-1}" = 0 ] || bench/pg.sh $(BUILD)
+
+# The PostgreSQL store against the SQLite store (a private cluster; also the
+# last part of make bench unless CLAWMEM_BENCH_PG=0).
+bench-pg: all $(BUILD)/bench_search
+	bench/pg.sh $(BUILD)
 
 eval: build $(BUILD)/fake_embed_server
 	bench/eval.sh $(BUILD)

@@ -3,8 +3,10 @@
  * own suite runs over it through TEST_BOTH): 50 agents in one database never
  * see each other's rows, deleting an agent removes every row of it, a rebuild
  * is invisible until it commits, writers of one agent in two processes take
- * turns, its BM25 equals the SQLite store's, and the command does not link
- * libpq. Each test skips without the cluster of scripts/pg-test-cluster.sh.
+ * turns, its BM25 equals the SQLite store's, the DSN is a secret (required,
+ * resolved from ${VAR}, never in a message or status), and the command does
+ * not link libpq. TEST_PG tests skip without the cluster of
+ * scripts/pg-test-cluster.sh.
  */
 #include <jansson.h>
 #include <math.h>
@@ -14,14 +16,19 @@
 #include "../src/store/store.h"
 #include "test.h"
 
-#define NEED_PG()                                                                                  \
-    do {                                                                                           \
-        pg_dsn = getenv("CLAWMEM_TEST_PG_DSN");                                                    \
-        if (!pg_dsn || !*pg_dsn) {                                                                 \
-            pg_dsn = NULL;                                                                         \
-            SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");                       \
-        }                                                                                          \
-    } while (0)
+/* A test of the PostgreSQL store: skipped without the cluster; pg_dsn is
+ * set while its body runs (and reset after, whatever the body returns). */
+#define TEST_PG(name)                                                                              \
+    static void name##_body(void);                                                                 \
+    TEST(name)                                                                                     \
+    {                                                                                              \
+        const char *dsn = getenv("CLAWMEM_TEST_PG_DSN");                                           \
+        if (!dsn || !*dsn) SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");        \
+        pg_dsn = dsn;                                                                              \
+        name##_body();                                                                             \
+        pg_dsn = NULL;                                                                             \
+    }                                                                                              \
+    static void name##_body(void)
 
 static chunk_list chunks_of(const char *text)
 {
@@ -85,9 +92,8 @@ static json_t *search_agent(const char *ws, const char *state, const char *cfg, 
     return j;
 }
 
-TEST(pgstore_fifty_agents_never_see_each_other)
+TEST_PG(pgstore_fifty_agents_never_see_each_other)
 {
-    NEED_PG();
     enum { N = 50 };
     char *dir = tmp_dir();
     char state[1024], cfg[1024], ws[N][1024], agent[N][16];
@@ -141,9 +147,8 @@ TEST(pgstore_fifty_agents_never_see_each_other)
         drop(agent[i]);
 }
 
-TEST(pgstore_deleting_an_agent_removes_all_its_rows)
+TEST_PG(pgstore_deleting_an_agent_removes_all_its_rows)
 {
-    NEED_PG();
     const char *paths[] = {"MEMORY.md", "memory/a.md"};
     const char *texts[] = {"one two three\n", "four five six\n"};
     drop("victim");
@@ -205,9 +210,8 @@ TEST(pgstore_deleting_an_agent_removes_all_its_rows)
     drop("bystander");
 }
 
-TEST(pgstore_rebuild_is_invisible_until_it_commits)
+TEST_PG(pgstore_rebuild_is_invisible_until_it_commits)
 {
-    NEED_PG();
     const char *paths[] = {"MEMORY.md"};
     const char *old_text[] = {"oldword lives here\n"};
     drop("rebuilt");
@@ -284,9 +288,8 @@ static int writer(int id, int k, size_t per_file)
     return 0;
 }
 
-TEST(pgstore_writers_in_two_processes_take_turns)
+TEST_PG(pgstore_writers_in_two_processes_take_turns)
 {
-    NEED_PG();
     const char *paths[] = {"MEMORY.md"};
     const char *texts[] = {"start\n"};
     drop("turns");
@@ -320,9 +323,8 @@ TEST(pgstore_writers_in_two_processes_take_turns)
     drop("turns");
 }
 
-TEST(pgstore_bm25_equals_the_sqlite_store)
+TEST_PG(pgstore_bm25_equals_the_sqlite_store)
 {
-    NEED_PG();
     static const char *const texts[] = {
         "the quick brown dog jumps",     "a lazy cat and a dog and another dog",
         "cat cat cat sleeps all day",    "brown zebra runs over the hill",
@@ -384,4 +386,63 @@ TEST(pgstore_command_does_not_link_libpq)
     EXPECT(r.out && strstr(r.out, "libc.so") != NULL); /* ldd did list the libraries */
     EXPECT(strstr(r.out, "libpq") == NULL);            /* loaded with dlopen when needed */
     run_result_release(&r);
+}
+
+TEST(pgstore_config_dsn_is_required_and_never_shown)
+{
+    char *dir = tmp_dir();
+    char ws[1024], state[1024], cfg[1024], err[512];
+    snprintf(ws, sizeof ws, "%s/ws", dir);
+    snprintf(state, sizeof state, "%s/state", dir);
+    snprintf(cfg, sizeof cfg, "%s/qc.json", dir);
+    write_file(ws, "MEMORY.md", "secret keeper notes\n");
+    write_file(dir, "qc.json", "{}");
+    cm_options o = {NULL, ws, cfg, state, NULL, NULL, 0};
+    cm_engine *eng = NULL;
+    /* postgres without a DSN: a config error naming the key */
+    write_file(state, "clawmem.json",
+               "{agents: {defaults: {memorySearch: {store: {driver: "
+               "'postgres'}}}}}");
+    EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "store.dsn");
+    /* a server that cannot be reached: the error never shows the password */
+    write_file(state, "clawmem.json",
+               "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: "
+               "'${CM_TEST_BAD_DSN}'}}}}}");
+    setenv("CM_TEST_BAD_DSN", "host=/nonexistent-dir port=1 user=x password=s3cret-pw", 1);
+    EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_OK);
+    EXPECT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err) != CM_OK);
+    EXPECT(strstr(err, "s3cret-pw") == NULL);
+    EXPECT_CONTAINS(err, "cannot connect");
+    cm_engine_free(eng);
+    unsetenv("CM_TEST_BAD_DSN");
+}
+
+TEST_PG(pgstore_config_dsn_from_the_environment)
+{
+    char *dir = tmp_dir();
+    char ws[1024], state[1024], cfg[1024], err[512];
+    snprintf(ws, sizeof ws, "%s/ws", dir);
+    snprintf(state, sizeof state, "%s/state", dir);
+    snprintf(cfg, sizeof cfg, "%s/qc.json", dir);
+    write_file(ws, "MEMORY.md", "secret keeper notes\n");
+    write_file(dir, "qc.json", "{}");
+    cm_options o = {NULL, ws, cfg, state, NULL, NULL, 0};
+    cm_engine *eng = NULL;
+    /* the DSN from the environment through ${VAR}; status names the driver, not the DSN */
+    setenv("CM_TEST_PG_DSN_REF", pg_dsn, 1);
+    write_file(state, "clawmem.json",
+               "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: "
+               "'${CM_TEST_PG_DSN_REF}'}}}}}");
+    drop("main");
+    EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    char *js = NULL;
+    EXPECT_INT(cm_engine_status(eng, 0, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "\"storeDriver\":\"postgres\"");
+    EXPECT(strstr(js, pg_dsn) == NULL);
+    cm_free(js);
+    cm_engine_free(eng);
+    unsetenv("CM_TEST_PG_DSN_REF");
+    drop("main");
 }
