@@ -3,7 +3,8 @@
  * own suite runs over it through TEST_BOTH): 50 agents in one database never
  * see each other's rows, deleting an agent removes every row of it, a rebuild
  * is invisible until it commits, writers of one agent in two processes take
- * turns, its BM25 equals the SQLite store's, the DSN is a secret (required,
+ * turns, its BM25 equals the SQLite store's, a dropped connection is
+ * reopened, the DSN is a secret (required,
  * resolved from ${VAR}, never in a message or status), and the command does
  * not link libpq. TEST_PG tests skip without the cluster of
  * scripts/pg-test-cluster.sh.
@@ -29,6 +30,14 @@
         pg_dsn = NULL;                                                                             \
     }                                                                                              \
     static void name##_body(void)
+
+/* The number at the start of s (psql's answer), or -1. */
+static long atoi_ok(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return end == s ? -1 : v;
+}
 
 static chunk_list chunks_of(const char *text)
 {
@@ -445,4 +454,34 @@ TEST_PG(pgstore_config_dsn_from_the_environment)
     cm_engine_free(eng);
     unsetenv("CM_TEST_PG_DSN_REF");
     drop("main");
+}
+
+TEST_PG(pgstore_reconnects_after_the_server_drops_it)
+{
+    const char *paths[] = {"MEMORY.md"};
+    const char *texts[] = {"phoenix rises again\n"};
+    drop("reconnect");
+    EXPECT_INT(fill("reconnect", "unicode61", 1, paths, texts), CM_OK);
+    store r;
+    char err[256];
+    fts_hits h = {0};
+    EXPECT_INT(open_pg(&r, "reconnect", 0), CM_OK);
+    EXPECT_INT(store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    fts_hits_release(&h);
+    /* the server ends every other session (as a restart or a failover would) */
+    const char *cmd[] = {"psql", pg_dsn, "-Atc",
+                         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                         "backend_type = 'client backend' AND pid <> pg_backend_pid()",
+                         NULL};
+    run_result k = run_cmd(NULL, cmd);
+    EXPECT_INT(k.status, 0);
+    EXPECT(k.out && atoi_ok(k.out) >= 1);
+    run_result_release(&k);
+    EXPECT_INT(store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    fts_hits_release(&h);
+    EXPECT(store_pg_connected(&r));
+    store_close(&r);
+    drop("reconnect");
 }

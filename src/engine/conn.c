@@ -24,10 +24,11 @@ void engine_close_store(cm_engine *e)
 cm_rc engine_ensure_store(cm_engine *e, char *err, size_t errlen)
 {
     struct stat st;
-    if (engine_pg(e)) { /* one connection for good: MVCC shows each commit */
-        if (e->st_open) return CM_OK;
-        cm_rc rc = store_open_pg(&e->st, e->cfg.store_dsn, e->cfg.agent_id, e->cfg.fts_tokenizer,
-                                 0, e->busy_ms, err, errlen);
+    if (engine_pg(e)) { /* one connection while it lasts: MVCC shows each commit */
+        if (e->st_open && store_pg_connected(&e->st)) return CM_OK;
+        engine_close_store(e);
+        cm_rc rc = store_open_pg(&e->st, e->cfg.store_dsn, e->cfg.agent_id, e->cfg.fts_tokenizer, 0,
+                                 e->busy_ms, err, errlen);
         if (rc == CM_ENOTFOUND)
             return cm_seterr(err, errlen, rc,
                              "the postgres index of agent %s does not exist yet (run `clawmem "

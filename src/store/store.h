@@ -26,7 +26,7 @@ struct store_pg;
 
 typedef struct store {
     sqlite3 *db;
-    struct store_pg *pg;     /* a PostgreSQL index (store_open_pg): db is NULL */
+    struct store_pg *pg; /* a PostgreSQL index (store_open_pg): db is NULL */
     char *path;
     bool trigram;            /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
     bool readonly;           /* opened read-only (no write access to the index or its dir) */
@@ -88,6 +88,9 @@ cm_rc store_open_pg(store *s, const char *dsn, const char *agent, const char *to
  * agent's rows (its embedding cache stays) and records tokenizer; nothing of
  * it is visible to other connections until its store_commit. */
 cm_rc store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t errlen);
+/* Whether a PostgreSQL store's connection is still up (false after the
+ * server went away: reopen it). */
+bool store_pg_connected(const store *s);
 /* Deletes every row of the agent of a PostgreSQL index, cache included. */
 cm_rc store_drop_agent(store *s, char *err, size_t errlen);
 static inline bool store_is_pg(const store *s)

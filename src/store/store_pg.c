@@ -43,6 +43,7 @@ static struct {
     char *(*error_message)(const PGconn *);
     void (*finish)(PGconn *);
     PGresult *(*exec)(PGconn *, const char *);
+    void (*reset)(PGconn *);
     PGresult *(*exec_params)(PGconn *, const char *, int, const Oid *, const char *const *,
                              const int *, const int *, int);
     ExecStatusType (*result_status)(const PGresult *);
@@ -74,6 +75,7 @@ static void pq_load(void)
     PQ_SYM(error_message, "PQerrorMessage");
     PQ_SYM(finish, "PQfinish");
     PQ_SYM(exec, "PQexec");
+    PQ_SYM(reset, "PQreset");
     PQ_SYM(exec_params, "PQexecParams");
     PQ_SYM(result_status, "PQresultStatus");
     PQ_SYM(result_error_field, "PQresultErrorField");
@@ -94,6 +96,8 @@ struct store_pg {
     const char *tsconfig; /* "english" (porter) or "simple" */
     int depth;            /* begin/commit nesting; the outermost is the transaction */
     bool dirty;           /* the open transaction wrote */
+    bool fresh;           /* a rebuild's transaction: the agent has no rows to replace */
+    char lock_ms[16];     /* lock_timeout, set again after a reconnect */
 };
 
 static void no_notices(void *arg, const char *message)
@@ -128,16 +132,52 @@ static cm_rc pg_fail(store *s, const PGresult *res, const char *what, char *err,
                      (int)ml, msg);
 }
 
+static bool ok_status(const PGresult *r)
+{
+    ExecStatusType st = r ? pq.result_status(r) : PGRES_FATAL_ERROR;
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+}
+
+/* Executes sql (n < 0: several statements without parameters; lens[i] > 0:
+ * parameter i is binary; bin: binary results). Outside a transaction, a
+ * connection the server dropped (a restart, a failover) is reset and the
+ * statement tried once more, so a long-lived engine outlives its server. */
+static PGresult *exec_once(store *s, const char *sql, int n, const char *const *v, const int *lens,
+                           int bin)
+{
+    int fmts[16] = {0};
+    for (int i = 0; lens && i < n && i < 16; i++)
+        fmts[i] = lens[i] > 0 ? 1 : 0;
+    PGconn *c = s->pg->conn;
+    return n < 0 ? pq.exec(c, sql) : pq.exec_params(c, sql, n, NULL, v, lens, fmts, bin);
+}
+
+static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v, const int *lens,
+                          int bin)
+{
+    PGresult *r = exec_once(s, sql, n, v, lens, bin);
+    if (ok_status(r) || s->pg->depth || pq.status(s->pg->conn) != CONNECTION_BAD) return r;
+    pq.reset(s->pg->conn);
+    if (pq.status(s->pg->conn) != CONNECTION_OK) return r;
+    pq.set_notice_processor(s->pg->conn, no_notices, NULL);
+    const char *p1[] = {s->pg->lock_ms};
+    PGresult *t = pq.exec_params(s->pg->conn, "SELECT set_config('lock_timeout', $1, false)", 1,
+                                 NULL, p1, NULL, NULL, 0);
+    bool set = ok_status(t);
+    if (t) pq.clear(t);
+    if (!set) return r;
+    if (r) pq.clear(r);
+    return exec_once(s, sql, n, v, lens, bin);
+}
+
 /* Runs sql with text parameters (a NULL value is SQL NULL); *res receives
- * the result when the caller wants rows (then it must clear it). */
+ * the result when the caller wants rows (then it must clear it). n < 0: sql
+ * is several statements without parameters. */
 static cm_rc run(store *s, const char *sql, int n, const char *const *v, const char *what,
                  PGresult **res, char *err, size_t errlen)
 {
-    /* n < 0: sql is several statements without parameters */
-    PGresult *r = n < 0 ? pq.exec(s->pg->conn, sql)
-                        : pq.exec_params(s->pg->conn, sql, n, NULL, v, NULL, NULL, 0);
-    ExecStatusType st = r ? pq.result_status(r) : PGRES_FATAL_ERROR;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    PGresult *r = exec_sql(s, sql, n, v, NULL, 0);
+    if (!ok_status(r)) {
         cm_rc rc = pg_fail(s, r, what, err, errlen);
         if (r) pq.clear(r);
         return rc;
@@ -153,12 +193,8 @@ static cm_rc run(store *s, const char *sql, int n, const char *const *v, const c
 static cm_rc run_bin(store *s, const char *sql, int n, const char *const *v, const int *lens,
                      int bin, const char *what, PGresult **res, char *err, size_t errlen)
 {
-    int fmts[16] = {0};
-    for (int i = 0; i < n && i < 16; i++)
-        fmts[i] = lens && lens[i] > 0 ? 1 : 0;
-    PGresult *r = pq.exec_params(s->pg->conn, sql, n, NULL, v, lens, fmts, bin);
-    ExecStatusType st = r ? pq.result_status(r) : PGRES_FATAL_ERROR;
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    PGresult *r = exec_sql(s, sql, n, v, lens, bin);
+    if (!ok_status(r)) {
         cm_rc rc = pg_fail(s, r, what, err, errlen);
         if (r) pq.clear(r);
         return rc;
@@ -246,9 +282,8 @@ cm_rc store_open_pg(store *s, const char *dsn, const char *agent, const char *to
              (int)strcspn(m, "\n"), m);
     }
     pq.set_notice_processor(s->pg->conn, no_notices, NULL);
-    char ms[32];
-    snprintf(ms, sizeof ms, "%d", busy_ms > 0 ? busy_ms : 1);
-    const char *p1[] = {ms};
+    snprintf(s->pg->lock_ms, sizeof s->pg->lock_ms, "%d", busy_ms > 0 ? busy_ms : 1);
+    const char *p1[] = {s->pg->lock_ms};
     CHECK(run(s, "SELECT set_config('lock_timeout', $1, false)", 1, p1, "set the lock timeout",
               NULL, err, errlen));
     if (flags & STORE_CREATE) CHECK(ensure_schema(s, err, errlen));
@@ -308,6 +343,7 @@ cm_rc store_pg_commit(store *s, char *err, size_t errlen)
         return CM_OK;
     }
     if (p->depth == 0) return CM_OK;
+    p->fresh = false;
     const char *pa[] = {p->agent};
     cm_rc rc = CM_OK;
     if (p->dirty)
@@ -323,6 +359,7 @@ void store_pg_rollback(store *s)
 {
     if (!s->pg || !s->pg->depth) return;
     s->pg->depth = 0;
+    s->pg->fresh = false;
     char ignore[8];
     run(s, "ROLLBACK", 0, NULL, "", NULL, ignore, sizeof ignore);
 }
@@ -367,7 +404,13 @@ cm_rc store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t 
                  "(agent_id) DO UPDATE SET tokenizer = excluded.tokenizer",
                  2, pa, "register the agent", NULL, err, errlen);
     if (rc) store_pg_rollback(s);
+    if (!rc) s->pg->fresh = true;
     return rc;
+}
+
+bool store_pg_connected(const store *s)
+{
+    return s->pg && s->pg->conn && pq.status(s->pg->conn) == CONNECTION_OK;
 }
 
 cm_rc store_drop_agent(store *s, char *err, size_t errlen)
@@ -506,7 +549,7 @@ cm_rc store_pg_file_replace(store *s, const char *path, const char *source, cons
     buf a[6];
     for (int k = 0; k < 6; k++)
         buf_init(&a[k], 0);
-    CHECK(delete_chunks(s, path, err, errlen));
+    if (!s->pg->fresh) CHECK(delete_chunks(s, path, err, errlen));
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < chunks->n; i++) {
         const chunk *c = &chunks->v[i];
