@@ -48,8 +48,10 @@ pgstore="store:{driver:'postgres',dsn:'$CLAWMEM_TEST_PG_DSN'}"
 echo "{agents:{defaults:{memorySearch:{$pgstore}}}}" >"$work/state-pg/clawmem.json"
 say "$(wc -l <"$queries") queries; sqlite: index, resync, search"
 lite=$("$build/bench_search" "$work/ws-sqlite" "$work/state-sqlite" "$queries" "$work/changed-sqlite.txt")
+say "sqlite: $lite"
 say "postgres: index, resync, search"
 pg=$("$build/bench_search" "$work/ws-pg" "$work/state-pg" "$queries" "$work/changed-pg.txt")
+say "postgres: $pg"
 pgbytes=$(psql "$CLAWMEM_TEST_PG_DSN" -Atc "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname LIKE 'clawmem\_%' AND c.relkind = 'r'" 2>/dev/null || echo null)
 
 quality=null

@@ -7,8 +7,9 @@
  * Schema: every table carries agent_id first and every statement filters on
  * it, joins only within one agent_id, so Citus can distribute each table by
  * agent_id, colocated (README "PostgreSQL store").
- *   clawmem_agents(agent_id, version, tokenizer)   version: bumped by each write
- *                                                  transaction (the data version)
+ *   clawmem_agents(agent_id, version, tokenizer, nchunks, ntok)   version: bumped
+ *                                   by each write transaction (the data version);
+ *                                   nchunks, ntok: totals of the agent's chunks
  *   clawmem_meta(agent_id, key, value)
  *   clawmem_files(agent_id, path, source, hash, mtime, size, problem)
  *   clawmem_chunks(agent_id, id, path, source, start_line, end_line, hash, text,
@@ -209,7 +210,8 @@ static cm_rc run_bin(store *s, const char *sql, int n, const char *const *v, con
 static const char schema_sql[] =
     "SELECT pg_advisory_xact_lock(7236417707411525);" /* one creator at a time */
     "CREATE TABLE IF NOT EXISTS clawmem_agents(agent_id text NOT NULL PRIMARY KEY, version "
-    "bigint NOT NULL DEFAULT 0, tokenizer text NOT NULL);"
+    "bigint NOT NULL DEFAULT 0, tokenizer text NOT NULL, nchunks bigint NOT NULL DEFAULT 0, ntok "
+    "bigint NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS clawmem_meta(agent_id text NOT NULL, key text NOT NULL, value "
     "text NOT NULL, PRIMARY KEY(agent_id, key));"
     "CREATE TABLE IF NOT EXISTS clawmem_files(agent_id text NOT NULL, path text NOT NULL, source "
@@ -401,7 +403,7 @@ cm_rc store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t 
     if (!rc)
         rc = run(s,
                  "INSERT INTO clawmem_agents(agent_id, tokenizer) VALUES($1, $2) ON CONFLICT "
-                 "(agent_id) DO UPDATE SET tokenizer = excluded.tokenizer",
+                 "(agent_id) DO UPDATE SET tokenizer = excluded.tokenizer, nchunks = 0, ntok = 0",
                  2, pa, "register the agent", NULL, err, errlen);
     if (rc) store_pg_rollback(s);
     if (!rc) s->pg->fresh = true;
@@ -499,20 +501,27 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
                    "c.agent_id = $1 AND c.path = $2 AND v.chunk_id = c.id",
                    2, pa, "delete vectors", NULL, err, errlen);
     if (!rc)
-        rc = run(s, "DELETE FROM clawmem_chunks WHERE agent_id = $1 AND path = $2", 2, pa,
-                 "delete chunks", NULL, err, errlen);
+        rc =
+            run(s,
+                "WITH d AS (DELETE FROM clawmem_chunks WHERE agent_id = $1 AND path = $2 "
+                "RETURNING ntok) UPDATE clawmem_agents SET nchunks = nchunks - (SELECT count(*) "
+                "FROM d), ntok = ntok - (SELECT coalesce(sum(ntok), 0) FROM d) WHERE agent_id = $1",
+                2, pa, "delete chunks", NULL, err, errlen);
     return rc;
 }
 
 /* Chunks go in one statement per file (arrays unnested), the tsvector and
- * its token count computed by the server. */
+ * its token count computed by the server; the agent's chunk and token
+ * totals (BM25's N and average length) follow every insert and delete. */
 static const char insert_chunks_sql[] =
-    "INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, text, "
+    "WITH i AS (INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, "
+    "text, "
     "updated_at, tsv, ntok) SELECT $1, $2, $3, t.sl, t.el, t.h, t.tx, t.u, v.tsv, (SELECT "
     "coalesce(sum(cardinality(positions)), 0) FROM unnest(v.tsv)) FROM unnest($4::int[], "
     "$5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH ORDINALITY AS t(sl, el, h, "
     "tx, u, kw, i) CROSS JOIN LATERAL (SELECT to_tsvector($10::regconfig, t.kw) AS tsv) v ORDER "
-    "BY t.i";
+    "BY t.i RETURNING ntok) UPDATE clawmem_agents SET nchunks = nchunks + (SELECT count(*) FROM "
+    "i), ntok = ntok + (SELECT coalesce(sum(ntok), 0) FROM i) WHERE agent_id = $1";
 
 /* Appends s[0..n) as a quoted element of a PostgreSQL array literal. */
 static cm_rc array_sep(buf *b)
@@ -695,10 +704,11 @@ static const char search_sql[] =
     "unnest(to_tsvector($7::regconfig, t.raw))) AS lx FROM unnest($2::text[], $3::text[], "
     "$4::bool[]) AS t(q, raw, pre)), "
     "php AS (SELECT * FROM ph WHERE cardinality(lx) > 0), "
-    "st AS (SELECT greatest(count(*), " STR(
-        FTS_RANK_MIN_ROWS) ")::float8 AS n, "
-                           "coalesce(avg(ntok), 1)::float8 AS avgdl FROM clawmem_chunks WHERE "
-                           "agent_id = $1), "
+    "st AS (SELECT greatest(nchunks, " STR(
+        FTS_RANK_MIN_ROWS) ")::float8 AS n, CASE WHEN "
+                           "nchunks > 0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS "
+                           "avgdl FROM "
+                           "clawmem_agents WHERE agent_id = $1), "
                            "idf AS (SELECT php.*, ln(1 + (st.n - d.n + 0.5) / (d.n + 0.5)) AS idf "
                            "FROM php CROSS JOIN "
                            "st CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM "
@@ -871,7 +881,8 @@ cm_rc store_pg_count(store *s, const char *from, int64_t *n, char *err, size_t e
 cm_rc store_pg_check(store *s, bool *ok, char *err, size_t errlen)
 {
     /* The server keeps its own pages sound; what can go wrong is ours: a
-     * chunk without its file row, a vector without its chunk. */
+     * chunk without its file row, a vector without its chunk, totals that
+     * do not add up. */
     PGresult *r = NULL;
     const char *pa[] = {s->pg->agent};
     *ok = false;
@@ -880,7 +891,10 @@ cm_rc store_pg_check(store *s, bool *ok, char *err, size_t errlen)
                    "EXISTS (SELECT 1 FROM clawmem_files f WHERE f.agent_id = $1 AND f.path = "
                    "c.path)) + (SELECT count(*) FROM clawmem_vectors v WHERE v.agent_id = $1 AND "
                    "NOT EXISTS (SELECT 1 FROM clawmem_chunks c WHERE c.agent_id = $1 AND c.id = "
-                   "v.chunk_id))",
+                   "v.chunk_id)) + (SELECT count(*) FROM clawmem_agents a WHERE a.agent_id = $1 "
+                   "AND (a.nchunks <> (SELECT count(*) FROM clawmem_chunks c WHERE c.agent_id = "
+                   "$1) OR a.ntok <> (SELECT coalesce(sum(ntok), 0) FROM clawmem_chunks c WHERE "
+                   "c.agent_id = $1)))",
                    1, pa, "integrity check", &r, err, errlen);
     if (rc) return rc;
     *ok = strcmp(pq.getvalue(r, 0, 0), "0") == 0;
