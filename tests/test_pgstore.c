@@ -105,7 +105,7 @@ TEST_PG(pgstore_fifty_agents_never_see_each_other)
 {
     enum { N = 50 };
     char *dir = tmp_dir();
-    char state[1024], cfg[1024], ws[N][1024], agent[N][16];
+    char state[1024], cfg[1024], ws[N][1024], agent[N][32];
     snprintf(state, sizeof state, "%s/state", dir);
     snprintf(cfg, sizeof cfg, "%s/qc.json", dir);
     write_file(dir, "qc.json", "{agents: {defaults: {memorySearch: {sync: {onSearch: false}}}}}");
