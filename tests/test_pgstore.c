@@ -334,12 +334,17 @@ TEST_PG(pgstore_writers_in_two_processes_take_turns)
 
 TEST_PG(pgstore_bm25_equals_the_sqlite_store)
 {
-    static const char *const texts[] = {
-        "the quick brown dog jumps",     "a lazy cat and a dog and another dog",
-        "cat cat cat sleeps all day",    "brown zebra runs over the hill",
-        "nothing to see here at all",    "dog walkers meet the cat owners every morning",
-        "quick quick quick said the fox"};
-    static const char *const paths[] = {"a.md", "b.md", "c.md", "d.md", "e.md", "f.md", "g.md"};
+    static const char *const texts[] = {"the quick brown dog jumps",
+                                        "a lazy cat and a dog and another dog",
+                                        "cat cat cat sleeps all day",
+                                        "brown zebra runs over the hill",
+                                        "nothing to see here at all",
+                                        "dog walkers meet the cat owners every morning",
+                                        "quick quick quick said the fox",
+                                        "羽田空港から東京へ。羽田空港は混んでいた",
+                                        "東京タワーの近く"};
+    static const char *const paths[] = {"a.md", "b.md", "c.md", "d.md", "e.md",
+                                        "f.md", "g.md", "h.md", "i.md"};
     char *d = tmp_dir();
     store lite, pg;
     char err[256];
@@ -358,13 +363,17 @@ TEST_PG(pgstore_bm25_equals_the_sqlite_store)
     drop("bm25");
     EXPECT_INT(fill("bm25", "unicode61", ARRAY_LEN(texts), paths, texts), CM_OK);
     EXPECT_INT(open_pg(&pg, "bm25", 0), CM_OK);
-    static const char *const queries[] = {"\"dog\"",
-                                          "\"cat\" OR \"dog\"",
-                                          "\"cat\" AND \"dog\"",
-                                          "\"quick\" OR \"brown\" OR \"zebra\"",
-                                          "\"the\" OR \"hill\"",
-                                          "\"dog\" AND (\"cat\" OR \"quick\")",
-                                          "\"brown\" OR \"absentword\""};
+    static const char *const queries[] = {
+        "\"dog\"",
+        "\"cat\" OR \"dog\"",
+        "\"cat\" AND \"dog\"",
+        "\"quick\" OR \"brown\" OR \"zebra\"",
+        "\"the\" OR \"hill\"",
+        "\"dog\" AND (\"cat\" OR \"quick\")",
+        "\"brown\" OR \"absentword\"",
+        "\"羽田 田空 空港\"",  /* a CJK run: the phrase of its bigrams */
+        "\"東京\" OR \"港\"*", /* a single CJK character: a prefix */
+        "\"qu\"* OR \"dog\""};
     for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
         fts_hits a = {0}, b = {0};
         EXPECT_INT(store_fts_search(&lite, queries[q], 10, &a, err, sizeof err), CM_OK);

@@ -696,9 +696,12 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *araw, buf *apre, i
 #define STR(x)  STR_(x)
 
 /* cm_bm25 in SQL: per phrase its IDF over the agent's chunks (N at least
- * FTS_RANK_MIN_ROWS), per matching chunk the phrase's frequency (the rarest
- * of its lexemes; for a prefix, the lexemes it starts), BM25 with k1 1.2,
- * b 0.75 over the chunk's token count, and the coverage penalty of 6. */
+ * FTS_RANK_MIN_ROWS), per matching chunk the phrase's frequency, BM25 with
+ * k1 1.2, b 0.75 over the chunk's token count, and the coverage penalty of
+ * 6. The frequency is ts_rank_cd with every weight 1 and no normalisation:
+ * each cover of the phrase (an occurrence; for a prefix, of any lexeme it
+ * starts) adds exactly 1, so it counts FTS5's phrase instances in C, without
+ * unnesting the chunk's tsvector. */
 static const char search_sql[] =
     "WITH ph AS (SELECT to_tsquery($7::regconfig, t.q) AS q, t.pre, ARRAY(SELECT lexeme FROM "
     "unnest(to_tsvector($7::regconfig, t.raw))) AS lx FROM unnest($2::text[], $3::text[], "
@@ -718,13 +721,8 @@ static const char search_sql[] =
                            "c.agent_id = $1 AND c.tsv @@ "
                            "to_tsquery($7::regconfig, $5)), "
                            "tf AS (SELECT m.id, m.ntok, idf.idf, CASE WHEN m.tsv @@ idf.q THEN "
-                           "coalesce((SELECT CASE "
-                           "WHEN idf.pre THEN sum(cardinality(u.positions)) ELSE "
-                           "min(cardinality(u.positions)) END FROM "
-                           "unnest(m.tsv) u WHERE CASE WHEN idf.pre THEN starts_with(u.lexeme, "
-                           "idf.lx[1]) ELSE u.lexeme "
-                           "= ANY(idf.lx) END), 0) ELSE 0 END::float8 AS tf FROM m CROSS JOIN "
-                           "idf), "
+                           "ts_rank_cd('{1,1,1,1}', m.tsv, idf.q, 0) ELSE 0 END::float8 AS tf "
+                           "FROM m CROSS JOIN idf), "
                            "sc AS (SELECT tf.id, sum(CASE WHEN tf.tf > 0 THEN tf.idf * tf.tf * 2.2 "
                            "/ (tf.tf + 1.2 * (0.25 "
                            "+ 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS s, sum(CASE WHEN tf.tf > "
