@@ -94,11 +94,12 @@ static void pq_load(void)
 struct store_pg {
     PGconn *conn;
     char *agent;
-    const char *tsconfig; /* "english" (porter) or "simple" */
-    int depth;            /* begin/commit nesting; the outermost is the transaction */
-    bool dirty;           /* the open transaction wrote */
-    bool fresh;           /* a rebuild's transaction: the agent has no rows to replace */
-    char lock_ms[16];     /* lock_timeout, set again after a reconnect */
+    const char *tsconfig;   /* "english" (porter) or "simple" */
+    int depth;              /* begin/commit nesting; the outermost is the transaction */
+    bool dirty;             /* the open transaction wrote */
+    bool fresh;             /* a rebuild's transaction: the agent has no rows to replace */
+    char lock_ms[16];       /* lock_timeout, set again after a reconnect */
+    int64_t dchunks, dntok; /* the open transaction's change to the agent's totals */
 };
 
 static void no_notices(void *arg, const char *message)
@@ -327,6 +328,7 @@ cm_rc store_pg_begin(store *s, char *err, size_t errlen)
     struct store_pg *p = s->pg;
     if (p->depth++) return CM_OK;
     p->dirty = false;
+    p->dchunks = p->dntok = 0;
     const char *pa[] = {p->agent};
     cm_rc rc = run(s, "BEGIN", 0, NULL, "begin", NULL, err, errlen);
     /* writers of one agent take turns, across processes and hosts */
@@ -346,11 +348,18 @@ cm_rc store_pg_commit(store *s, char *err, size_t errlen)
     }
     if (p->depth == 0) return CM_OK;
     p->fresh = false;
-    const char *pa[] = {p->agent};
     cm_rc rc = CM_OK;
+    /* One update of the agent's row a transaction: updating one row for
+     * each file of a rebuild would grow its version chain quadratically. */
+    char dc[32], dt[32];
+    snprintf(dc, sizeof dc, "%lld", (long long)p->dchunks);
+    snprintf(dt, sizeof dt, "%lld", (long long)p->dntok);
+    const char *pu[] = {p->agent, dc, dt};
     if (p->dirty)
-        rc = run(s, "UPDATE clawmem_agents SET version = version + 1 WHERE agent_id = $1", 1, pa,
-                 "commit", NULL, err, errlen);
+        rc = run(s,
+                 "UPDATE clawmem_agents SET version = version + 1, nchunks = nchunks + $2, ntok = "
+                 "ntok + $3 WHERE agent_id = $1",
+                 3, pu, "commit", NULL, err, errlen);
     if (!rc) rc = run(s, "COMMIT", 0, NULL, "commit", NULL, err, errlen);
     if (rc) store_pg_rollback(s);
     p->depth = 0;
@@ -495,24 +504,29 @@ out:
 
 static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
 {
+    PGresult *r = NULL;
     const char *pa[] = {s->pg->agent, path};
     cm_rc rc = run(s,
                    "DELETE FROM clawmem_vectors v USING clawmem_chunks c WHERE v.agent_id = $1 AND "
                    "c.agent_id = $1 AND c.path = $2 AND v.chunk_id = c.id",
                    2, pa, "delete vectors", NULL, err, errlen);
     if (!rc)
-        rc =
-            run(s,
-                "WITH d AS (DELETE FROM clawmem_chunks WHERE agent_id = $1 AND path = $2 "
-                "RETURNING ntok) UPDATE clawmem_agents SET nchunks = nchunks - (SELECT count(*) "
-                "FROM d), ntok = ntok - (SELECT coalesce(sum(ntok), 0) FROM d) WHERE agent_id = $1",
-                2, pa, "delete chunks", NULL, err, errlen);
+        rc = run(s,
+                 "WITH d AS (DELETE FROM clawmem_chunks WHERE agent_id = $1 AND path = $2 "
+                 "RETURNING ntok) SELECT count(*), coalesce(sum(ntok), 0) FROM d",
+                 2, pa, "delete chunks", &r, err, errlen);
+    if (!rc) {
+        s->pg->dchunks -= strtoll(pq.getvalue(r, 0, 0), NULL, 10);
+        s->pg->dntok -= strtoll(pq.getvalue(r, 0, 1), NULL, 10);
+        pq.clear(r);
+    }
     return rc;
 }
 
 /* Chunks go in one statement per file (arrays unnested), the tsvector and
  * its token count computed by the server; the agent's chunk and token
- * totals (BM25's N and average length) follow every insert and delete. */
+ * totals (BM25's N and average length) change by what each insert and
+ * delete returns, applied at commit. */
 static const char insert_chunks_sql[] =
     "WITH i AS (INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, "
     "text, "
@@ -520,8 +534,7 @@ static const char insert_chunks_sql[] =
     "coalesce(sum(cardinality(positions)), 0) FROM unnest(v.tsv)) FROM unnest($4::int[], "
     "$5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH ORDINALITY AS t(sl, el, h, "
     "tx, u, kw, i) CROSS JOIN LATERAL (SELECT to_tsvector($10::regconfig, t.kw) AS tsv) v ORDER "
-    "BY t.i RETURNING ntok) UPDATE clawmem_agents SET nchunks = nchunks + (SELECT count(*) FROM "
-    "i), ntok = ntok + (SELECT coalesce(sum(ntok), 0) FROM i) WHERE agent_id = $1";
+    "BY t.i RETURNING ntok) SELECT count(*), coalesce(sum(ntok), 0) FROM i";
 
 /* Appends s[0..n) as a quoted element of a PostgreSQL array literal. */
 static cm_rc array_sep(buf *b)
@@ -579,7 +592,11 @@ cm_rc store_pg_file_replace(store *s, const char *path, const char *source, cons
             CHECK(buf_addc(&a[k], '}'));
         const char *pa[] = {s->pg->agent, path,      source,    a[0].data, a[1].data,
                             a[2].data,    a[3].data, a[4].data, a[5].data, s->pg->tsconfig};
-        CHECK(run(s, insert_chunks_sql, 10, pa, "insert chunks", NULL, err, errlen));
+        PGresult *r = NULL;
+        CHECK(run(s, insert_chunks_sql, 10, pa, "insert chunks", &r, err, errlen));
+        s->pg->dchunks += strtoll(pq.getvalue(r, 0, 0), NULL, 10);
+        s->pg->dntok += strtoll(pq.getvalue(r, 0, 1), NULL, 10);
+        pq.clear(r);
     }
     char mt[32], sz[32];
     snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
