@@ -645,9 +645,9 @@ cm_rc store_pg_file_delete(store *s, const char *path, char *err, size_t errlen)
 /* ---- keyword search ---------------------------------------------------------- */
 
 /* Translates the FTS5 expression of query.c ("a" AND ("b c" OR "d"*)) into
- * to_tsquery text ('a' & ('b c' | 'd':*)) and the arrays of its phrases:
- * tsquery text, raw text, prefix flag (for the IDF of each phrase). */
-static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *araw, buf *apre, int *nphrase)
+ * to_tsquery text ('a' & ('b c' | 'd':*)), the array of its phrases as
+ * to_tsquery text, and their OR ('a' | 'b c' | 'd':*). */
+static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
 {
     cm_rc rc = CM_OK;
     bool operand = false; /* the last item was a phrase or ')' */
@@ -692,9 +692,8 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *araw, buf *apre, i
             if (!rc && operand) rc = buf_adds(tsq, " & ");
             if (!rc) rc = buf_add(tsq, q1.data, q1.len);
             if (!rc) rc = array_elem(aq, q1.data, q1.len);
-            if (!rc) rc = array_elem(araw, ph.data ? ph.data : "", ph.len);
-            if (!rc) rc = array_sep(apre);
-            if (!rc) rc = buf_addc(apre, prefix ? 't' : 'f');
+            if (!rc && tor->len) rc = buf_adds(tor, " | ");
+            if (!rc) rc = buf_add(tor, q1.data, q1.len);
             operand = true;
             (*nphrase)++;
         } else {
@@ -702,8 +701,6 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *araw, buf *apre, i
         }
     }
     if (!rc && *nphrase) rc = buf_addc(aq, '}');
-    if (!rc && *nphrase) rc = buf_addc(araw, '}');
-    if (!rc && *nphrase) rc = buf_addc(apre, '}');
     buf_release(&ph);
     buf_release(&q1);
     return rc;
@@ -712,43 +709,46 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *araw, buf *apre, i
 #define STR_(x) #x
 #define STR(x)  STR_(x)
 
-/* cm_bm25 in SQL: per phrase its IDF over the agent's chunks (N at least
- * FTS_RANK_MIN_ROWS), per matching chunk the phrase's frequency, BM25 with
- * k1 1.2, b 0.75 over the chunk's token count, and the coverage penalty of
- * 6. The frequency is ts_rank_cd with every weight 1 and no normalisation:
- * each cover of the phrase (an occurrence; for a prefix, of any lexeme it
- * starts) adds exactly 1, so it counts FTS5's phrase instances in C, without
- * unnesting the chunk's tsvector. */
+/* cm_bm25 in SQL. One index scan fetches the agent's chunks that hold any
+ * phrase of the query (u; hit: those that match the query itself): every
+ * chunk with a phrase is among them, so each phrase's document frequency
+ * (its IDF, N at least FTS_RANK_MIN_ROWS) is counted there rather than by an
+ * index scan of its own. Per hit, the phrase's frequency is ts_rank_cd with
+ * every weight 1 and no normalisation: each cover of the phrase (an
+ * occurrence; for a prefix, of any lexeme it starts) adds exactly 1, so it
+ * counts FTS5's phrase instances, in C. Then BM25 with k1 1.2, b 0.75 over
+ * the chunk's token count, and the coverage penalty of 6. */
 static const char search_sql[] =
-    "WITH ph AS (SELECT to_tsquery($7::regconfig, t.q) AS q, t.pre, ARRAY(SELECT lexeme FROM "
-    "unnest(to_tsvector($7::regconfig, t.raw))) AS lx FROM unnest($2::text[], $3::text[], "
-    "$4::bool[]) AS t(q, raw, pre)), "
-    "php AS (SELECT * FROM ph WHERE cardinality(lx) > 0), "
+    "WITH ph AS (SELECT t.i, to_tsquery($6::regconfig, t.q) AS q FROM unnest($2::text[]) WITH "
+    "ORDINALITY AS t(q, i)), "
+    "php AS (SELECT * FROM ph WHERE numnode(q) > 0), "
     "st AS (SELECT greatest(nchunks, " STR(
-        FTS_RANK_MIN_ROWS) ")::float8 AS n, CASE WHEN "
-                           "nchunks > 0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS "
-                           "avgdl FROM "
-                           "clawmem_agents WHERE agent_id = $1), "
-                           "idf AS (SELECT php.*, ln(1 + (st.n - d.n + 0.5) / (d.n + 0.5)) AS idf "
-                           "FROM php CROSS JOIN "
-                           "st CROSS JOIN LATERAL (SELECT count(*)::float8 AS n FROM "
-                           "clawmem_chunks c WHERE c.agent_id "
-                           "= $1 AND c.tsv @@ php.q) d), "
-                           "m AS (SELECT c.id, c.tsv, c.ntok FROM clawmem_chunks c WHERE "
-                           "c.agent_id = $1 AND c.tsv @@ "
-                           "to_tsquery($7::regconfig, $5)), "
-                           "tf AS (SELECT m.id, m.ntok, idf.idf, CASE WHEN m.tsv @@ idf.q THEN "
-                           "ts_rank_cd('{1,1,1,1}', m.tsv, idf.q, 0) ELSE 0 END::float8 AS tf "
-                           "FROM m CROSS JOIN idf), "
-                           "sc AS (SELECT tf.id, sum(CASE WHEN tf.tf > 0 THEN tf.idf * tf.tf * 2.2 "
-                           "/ (tf.tf + 1.2 * (0.25 "
-                           "+ 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS s, sum(CASE WHEN tf.tf > "
-                           "0 THEN tf.idf ELSE 0 "
-                           "END) AS have, sum(tf.idf) AS alli FROM tf CROSS JOIN st GROUP BY "
-                           "tf.id), "
+        FTS_RANK_MIN_ROWS) ")::float8 AS n, CASE WHEN nchunks > "
+                           "0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS avgdl FROM "
+                           "clawmem_agents WHERE "
+                           "agent_id = $1), "
+                           "u AS (SELECT c.id, c.ntok, c.tsv, c.tsv @@ to_tsquery($6::regconfig, "
+                           "$4) AS hit FROM "
+                           "clawmem_chunks c WHERE c.agent_id = $1 AND c.tsv @@ "
+                           "to_tsquery($6::regconfig, $3)), "
+                           "tf AS (SELECT u.id, u.ntok, u.hit, php.i, CASE WHEN u.tsv @@ php.q "
+                           "THEN ts_rank_cd("
+                           "'{1,1,1,1}', u.tsv, php.q, 0) ELSE 0 END::float8 AS tf FROM u CROSS "
+                           "JOIN php), "
+                           "idf AS (SELECT d.i, ln(1 + (st.n - d.n + 0.5) / (d.n + 0.5)) AS idf "
+                           "FROM (SELECT i, "
+                           "count(*) FILTER (WHERE tf > 0)::float8 AS n FROM tf GROUP BY i) d "
+                           "CROSS JOIN st), "
+                           "sc AS (SELECT tf.id, sum(CASE WHEN tf.tf > 0 THEN idf.idf * tf.tf * "
+                           "2.2 / (tf.tf + 1.2 * "
+                           "(0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS s, sum(CASE WHEN "
+                           "tf.tf > 0 THEN idf.idf "
+                           "ELSE 0 END) AS have, sum(idf.idf) AS alli FROM tf JOIN idf ON idf.i = "
+                           "tf.i CROSS JOIN st "
+                           "WHERE tf.hit GROUP BY tf.id), "
                            "r AS (SELECT id, CASE WHEN alli > 0 AND have < alli THEN greatest(s - "
                            "6 * (1 - have / alli), "
-                           "s * 0.001) ELSE s END AS score FROM sc ORDER BY 2 DESC, id LIMIT $6) "
+                           "s * 0.001) ELSE s END AS score FROM sc ORDER BY 2 DESC, id LIMIT $5) "
                            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, "
                            "-r.score, CASE WHEN "
                            "c.source = 'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT "
@@ -790,16 +790,15 @@ static cm_rc hit_row(store *s, PGresult *r, int i, fts_hit *h, char *err, size_t
 cm_rc store_pg_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
                           size_t errlen)
 {
-    buf tsq = BUF_INIT, aq = BUF_INIT, araw = BUF_INIT, apre = BUF_INIT;
+    buf tsq = BUF_INIT, aq = BUF_INIT, tor = BUF_INIT;
     PGresult *r = NULL;
     int nphrase = 0;
-    cm_rc rc = translate(match, &tsq, &aq, &araw, &apre, &nphrase);
+    cm_rc rc = translate(match, &tsq, &aq, &tor, &nphrase);
     if (rc || !nphrase) goto out;
     char lim[16];
     snprintf(lim, sizeof lim, "%d", limit);
-    const char *pa[] = {s->pg->agent, aq.data, araw.data,      apre.data,
-                        tsq.data,     lim,     s->pg->tsconfig};
-    rc = run(s, search_sql, 7, pa, "keyword search", &r, err, errlen);
+    const char *pa[] = {s->pg->agent, aq.data, tor.data, tsq.data, lim, s->pg->tsconfig};
+    rc = run(s, search_sql, 6, pa, "keyword search", &r, err, errlen);
     if (rc == CM_EDB) rc = CM_EINVAL; /* the query itself: a syntax error */
     if (rc) goto out;
     int n = pq.ntuples(r);
@@ -818,8 +817,7 @@ out:
     if (r) pq.clear(r);
     buf_release(&tsq);
     buf_release(&aq);
-    buf_release(&araw);
-    buf_release(&apre);
+    buf_release(&tor);
     return rc;
 }
 
