@@ -716,8 +716,8 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
  * index scan of its own. Per hit, the phrase's frequency is ts_rank_cd with
  * every weight 1 and no normalisation: each cover of the phrase (an
  * occurrence; for a prefix, of any lexeme it starts) adds exactly 1, so it
- * counts FTS5's phrase instances, in C. Then BM25 with k1 1.2, b 0.75 over
- * the chunk's token count, and the coverage penalty of 6. */
+ * counts FTS5's phrase instances, in C (0: the chunk lacks the phrase). Then BM25 with k1 1.2, b
+ * 0.75 over the chunk's token count, and the coverage penalty of 6. */
 static const char search_sql[] =
     "WITH ph AS (SELECT t.i, to_tsquery($6::regconfig, t.q) AS q FROM unnest($2::text[]) WITH "
     "ORDINALITY AS t(q, i)), "
@@ -731,10 +731,8 @@ static const char search_sql[] =
                            "$4) AS hit FROM "
                            "clawmem_chunks c WHERE c.agent_id = $1 AND c.tsv @@ "
                            "to_tsquery($6::regconfig, $3)), "
-                           "tf AS (SELECT u.id, u.ntok, u.hit, php.i, CASE WHEN u.tsv @@ php.q "
-                           "THEN ts_rank_cd("
-                           "'{1,1,1,1}', u.tsv, php.q, 0) ELSE 0 END::float8 AS tf FROM u CROSS "
-                           "JOIN php), "
+                           "tf AS (SELECT u.id, u.ntok, u.hit, php.i, ts_rank_cd('{1,1,1,1}', "
+                           "u.tsv, php.q, 0)::float8 AS tf FROM u CROSS JOIN php), "
                            "idf AS (SELECT d.i, ln(1 + (st.n - d.n + 0.5) / (d.n + 0.5)) AS idf "
                            "FROM (SELECT i, "
                            "count(*) FILTER (WHERE tf > 0)::float8 AS n FROM tf GROUP BY i) d "
