@@ -334,17 +334,19 @@ TEST_PG(pgstore_writers_in_two_processes_take_turns)
 
 TEST_PG(pgstore_bm25_equals_the_sqlite_store)
 {
-    static const char *const texts[] = {"the quick brown dog jumps",
-                                        "a lazy cat and a dog and another dog",
-                                        "cat cat cat sleeps all day",
-                                        "brown zebra runs over the hill",
-                                        "nothing to see here at all",
-                                        "dog walkers meet the cat owners every morning",
-                                        "quick quick quick said the fox",
-                                        "羽田空港から東京へ。羽田空港は混んでいた",
-                                        "東京タワーの近く"};
+    static const char *const texts[] = {
+        "the quick brown dog jumps",
+        "a lazy cat and a dog and another dog",
+        "cat cat cat sleeps all day",
+        "brown zebra runs over the hill",
+        "nothing to see here at all",
+        "dog walkers meet the cat owners every morning",
+        "quick quick quick said the fox",
+        "羽田空港から東京へ。羽田空港は混んでいた",
+        "東京タワーの近く",
+        "mail foo@bar.com or see e-mail.example.org/a_b about 3.14 and it's fine"};
     static const char *const paths[] = {"a.md", "b.md", "c.md", "d.md", "e.md",
-                                        "f.md", "g.md", "h.md", "i.md"};
+                                        "f.md", "g.md", "h.md", "i.md", "j.md"};
     char *d = tmp_dir();
     store lite, pg;
     char err[256];
@@ -373,7 +375,9 @@ TEST_PG(pgstore_bm25_equals_the_sqlite_store)
         "\"brown\" OR \"absentword\"",
         "\"羽田 田空 空港\"",  /* a CJK run: the phrase of its bigrams */
         "\"東京\" OR \"港\"*", /* a single CJK character: a prefix */
-        "\"qu\"* OR \"dog\""};
+        "\"qu\"* OR \"dog\"",
+        "\"bar\" AND \"com\"", /* words apart as unicode61 has them, not one token */
+        "\"mail\" OR \"example\" OR \"14\" OR \"b\""};
     for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
         fts_hits a = {0}, b = {0};
         EXPECT_INT(store_fts_search(&lite, queries[q], 10, &a, err, sizeof err), CM_OK);

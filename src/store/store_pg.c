@@ -561,6 +561,19 @@ static cm_rc array_int(buf *b, int64_t v)
     return rc ? rc : buf_printf(b, "%lld", (long long)v);
 }
 
+/* ASCII punctuation becomes a space, so that PostgreSQL's parser splits the
+ * text where unicode61 (and query.c) do: "foo@bar.com", "e-mail", "3.14" and
+ * URLs are words apart, not one token (plus parts) as its parser makes them. */
+static void words_apart(buf *b)
+{
+    for (size_t i = 0; i < b->len; i++) {
+        unsigned char ch = (unsigned char)b->data[i];
+        if (ch < 0x80 && ch > ' ' &&
+            !((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
+            b->data[i] = ' ';
+    }
+}
+
 cm_rc store_pg_file_replace(store *s, const char *path, const char *source, const char *hash,
                             int64_t mtime_ns, int64_t size, const char *problem,
                             const chunk_list *chunks, char *err, size_t errlen)
@@ -585,6 +598,7 @@ cm_rc store_pg_file_replace(store *s, const char *path, const char *source, cons
         CHECK(array_elem(&a[3], c->text, c->len));
         CHECK(array_int(&a[4], c->time_s ? c->time_s : now));
         CHECK(store_keyword_text(s, &s->scratch, c->text, c->len));
+        words_apart(&s->scratch);
         CHECK(array_elem(&a[5], s->scratch.data ? s->scratch.data : "", s->scratch.len));
     }
     if (chunks->n) {
