@@ -8,7 +8,8 @@
 #   make asan       the whole suite under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make tsan       the suite (or TESTS=prefixes) under ThreadSanitizer
 #   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md),
-#                   and `clawmem serve` under load (bench/serve.sh; alone: make bench-serve)
+#                   `clawmem serve` under load (bench/serve.sh; alone: make bench-serve) and
+#                   the PostgreSQL store against SQLite (make bench-pg: that part alone)
 #   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
 #   make format     clang-format every source file
@@ -28,8 +29,11 @@ ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
 CFLAGS   ?= $(OPT) -g
+# libpq's header only: src/store/store_pg.c loads libpq with dlopen at its
+# first use, so nothing links it and the command starts as fast as before.
+PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -Iinclude -MMD -MP \
-             $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(PQ_CFLAGS)
 LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -ljansson -lcrypto) -lm -lpthread -ldl
 # The command links Debian's static archives of its libraries: a process that
 # answers one search starts in 4 ms instead of 6 (no dynamic relocation of
@@ -68,7 +72,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 60
 
 .PHONY: tsan all build deps node-deps llama static-model shared install uninstall demo test test-run \
-        asan bench bench-run bench-serve eval fuzz format clean
+        asan bench bench-run bench-serve bench-pg eval fuzz format clean
 
 all: build $(STATIC_DONE)
 
@@ -245,10 +249,12 @@ test: | $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory llama
 	@$(MAKE) --no-print-directory test-run
 
+# The PostgreSQL store's tests run against a private cluster that
+# scripts/pg-test-cluster.sh starts (and stops) around the runner.
 test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME)
 	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) CLAWMEM_SAN="$(SAN)" \
 	  CLAWMEM_TEST_QMD=$(QMD_PEER) \
-	  $(BUILD)/test_runner $(TESTS)
+	  scripts/pg-test-cluster.sh $(BUILD)/test_runner $(TESTS)
 
 $(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c | $(LLAMA_READY)
 	@mkdir -p $(dir $@)
@@ -278,10 +284,16 @@ bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf $(BUILD)/bench_serve
 	bench/run.sh
 	bench/serve.sh
+	@[ "$${CLAWMEM_BENCH_PG:-1}" = 0 ] || bench/pg.sh $(BUILD)
 
 # Only the `clawmem serve` load figures (bench/serve.sh).
 bench-serve: build $(BUILD)/bench_serve
 	bench/serve.sh
+
+# The PostgreSQL store against the SQLite store (a private cluster; also the
+# last part of make bench unless CLAWMEM_BENCH_PG=0).
+bench-pg: all $(BUILD)/bench_search
+	bench/pg.sh $(BUILD)
 
 eval: build $(BUILD)/fake_embed_server
 	bench/eval.sh $(BUILD)
@@ -291,7 +303,7 @@ fuzz: $(DEPS_STAMP)
 	@mkdir -p $(BUILD)/fuzz
 	@for t in $(FUZZ_TARGETS); do \
 	  clang -std=c11 -D_GNU_SOURCE -DFUZZ_MAIN -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
-	    $$(pkg-config --cflags $(PKGS)) tests/fuzz/fuzz_$$t.c $(LIB_SRC) \
+	    $$(pkg-config --cflags $(PKGS)) $(PQ_CFLAGS) tests/fuzz/fuzz_$$t.c $(LIB_SRC) \
 	    -o $(BUILD)/fuzz/$$t $(LIBS) || exit 1; \
 	  mkdir -p $(BUILD)/fuzz/corpus-$$t; \
 	  echo "fuzzing $$t for $(FUZZ_SECONDS)s"; \

@@ -1,14 +1,16 @@
 #!/bin/sh
 # Installs the Debian packages clawmem builds against, only those missing.
 # Run by the make targets that need them; safe to run again (a no-op then).
-# Usage: scripts/install-deps.sh [--fuzz|--eval|--npm]   (--fuzz also wants
-# clang, --eval gnuplot for the plots of make eval, --npm Node.js, npm and git
+# Usage: scripts/install-deps.sh [--fuzz|--eval|--npm|--pg]   (--fuzz also wants
+# clang, --eval gnuplot for the plots of make eval, --pg the PostgreSQL 15
+# server for the tests of the postgres store, --npm Node.js, npm and git
 # for the npm downloads of llama.cpp and the static model, unless npm is there)
 # Needs root or sudo only when something is missing.
 set -eu
-pkgs="libsqlite3-dev libcurl4-openssl-dev libjansson-dev libssl-dev pkg-config make gcc"
+pkgs="libsqlite3-dev libcurl4-openssl-dev libjansson-dev libssl-dev libpq-dev pkg-config make gcc"
 [ "${1:-}" = "--fuzz" ] && pkgs="$pkgs clang"
 [ "${1:-}" = "--eval" ] && pkgs="$pkgs gnuplot-nox"
+[ "${1:-}" = "--pg" ] && pkgs="postgresql-15 postgresql-contrib"
 if [ "${1:-}" = "--npm" ]; then
     pkgs=""
     command -v npm >/dev/null 2>&1 || pkgs="nodejs npm"

@@ -18,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "../src/base/fs.h"
+#include "../src/store/store.h"
 #include "test.h"
 
 extern char **environ;
@@ -324,5 +325,33 @@ bool db_integrity_ok(const char *path)
         ok = strcmp((const char *)sqlite3_column_text(q, 0), "ok") == 0;
     sqlite3_finalize(q);
     sqlite3_close(db);
+    return ok;
+}
+
+const char *pg_dsn;
+
+void pg_overlay(const char *state, const char *agent)
+{
+    buf b = BUF_INIT;
+    buf_printf(&b, "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: '%s'}}}}}",
+               pg_dsn);
+    write_file(state, "clawmem.json", b.data);
+    buf_release(&b);
+    store s;
+    char err[256];
+    if (store_open_pg(&s, pg_dsn, agent, "porter", STORE_CREATE, 5000, err, sizeof err) == CM_OK) {
+        store_drop_agent(&s, err, sizeof err);
+        store_close(&s);
+    }
+}
+
+bool pg_integrity_ok(const char *agent)
+{
+    store s;
+    char err[256];
+    bool ok = false;
+    if (store_open_pg(&s, pg_dsn, agent, "porter", 0, 5000, err, sizeof err) != CM_OK) return false;
+    if (store_check(&s, &ok, err, sizeof err) != CM_OK) ok = false;
+    store_close(&s);
     return ok;
 }

@@ -134,6 +134,33 @@ char *proc_stderr(const proc *p);
  * read-write, so a WAL left by a killed writer is recovered first). */
 bool db_integrity_ok(const char *path);
 
+/* The PostgreSQL store's tests. pg_dsn is the test cluster's DSN while a
+ * TEST_BOTH test runs over PostgreSQL, else NULL. TEST_BOTH(name) defines
+ * name (over SQLite) and name_pg (over PostgreSQL, skipped without
+ * $CLAWMEM_TEST_PG_DSN, see scripts/pg-test-cluster.sh) with one body. */
+extern const char *pg_dsn;
+#define TEST_BOTH(name)                                                                            \
+    static void name##_body(void);                                                                 \
+    TEST(name)                                                                                     \
+    {                                                                                              \
+        pg_dsn = NULL;                                                                             \
+        name##_body();                                                                             \
+    }                                                                                              \
+    TEST(name##_pg)                                                                                \
+    {                                                                                              \
+        const char *dsn = getenv("CLAWMEM_TEST_PG_DSN");                                           \
+        if (!dsn || !*dsn) SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");        \
+        pg_dsn = dsn;                                                                              \
+        name##_body();                                                                             \
+        pg_dsn = NULL;                                                                             \
+    }                                                                                              \
+    static void name##_body(void)
+/* Writes <state>/clawmem.json choosing the postgres store of pg_dsn, and
+ * drops agent's rows left by an earlier test. */
+void pg_overlay(const char *state, const char *agent);
+/* store_check of agent's index in pg_dsn. */
+bool pg_integrity_ok(const char *agent);
+
 /* Number of open descriptors of process pid (0: this process). */
 int count_fds(int pid);
 

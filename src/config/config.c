@@ -122,6 +122,9 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     if (!cfg->workspace[0]) FAIL(CM_ECONFIG, "the workspace path is empty");
     if (cfg->store_path && !cfg->store_path[0])
         FAIL(CM_ECONFIG, "memorySearch.store.path is empty");
+    if (cfg->store_driver && strcmp(cfg->store_driver, "postgres") == 0 &&
+        (!cfg->store_dsn || !cfg->store_dsn[0]))
+        FAIL(CM_ECONFIG, "memorySearch.store.driver is \"postgres\" but store.dsn is not set");
     if (!(ws = fs_expand_home(cfg->workspace))) CHECK(CM_ENOMEM);
     if (ws[0] != '/') {
         char cwd[4096];
@@ -193,6 +196,7 @@ static void finish(cm_config *cfg)
     cfg->output_dims = CM_MIN(cfg->output_dims, 65536);
     if (!cfg->provider) cfg->provider = cm_strdup("auto");
     if (!cfg->fts_tokenizer) cfg->fts_tokenizer = cm_strdup("porter");
+    if (!cfg->store_driver) cfg->store_driver = cm_strdup("sqlite");
     if (!cfg->backend) cfg->backend = cm_strdup("builtin");
     if (cfg->sources.n == 0) config_strlist_add(&cfg->sources, "memory");
     if (cfg->chunk_overlap >= cfg->chunk_tokens) cfg->chunk_overlap = cfg->chunk_tokens - 1;
@@ -572,7 +576,9 @@ cm_rc config_parse_files(const config_text *main, const config_text *overlay,
     if (!(cfg->root = json_object())) CHECK(CM_ENOMEM);
     for (int i = 0; i < 2; i++)
         if (json_is_object(doc[i].root) && merge_into(cfg->root, doc[i].root)) CHECK(CM_ENOMEM);
-    if (!cfg->provider || !cfg->fts_tokenizer || !cfg->backend || !cfg->sources.n) CHECK(CM_ENOMEM);
+    if (!cfg->provider || !cfg->fts_tokenizer || !cfg->backend || !cfg->sources.n ||
+        !cfg->store_driver)
+        CHECK(CM_ENOMEM);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory reading the config");
     json5_doc_release(&doc[0]);
@@ -688,6 +694,8 @@ void config_release(cm_config *cfg)
     config_strlist_release(&cfg->multimodal_modalities);
     config_strlist_release(&cfg->sources);
     free(cfg->store_path);
+    free(cfg->store_driver);
+    free(cfg->store_dsn);
     free(cfg->sessions_dir);
     free(cfg->fts_tokenizer);
     free(cfg->vector_extension_path);

@@ -115,6 +115,8 @@ typedef struct cm_config {
     char *sessions_dir;  /* <stateDir>/agents/<agentId>/sessions, absolute */
     int sessions_delta_bytes, sessions_delta_messages; /* sync.sessions.*: 100000, 50 */
     char *store_path;                                  /* absolute, {agentId} expanded */
+    char *store_driver; /* "sqlite" (default) or "postgres" (store.dsn then names the database) */
+    char *store_dsn;    /* libpq connection string (a secret input), for "postgres" */
     char *fts_tokenizer; /* "porter" (default), "unicode61" or "trigram" */
     bool vector_enabled;
     char *vector_extension_path;

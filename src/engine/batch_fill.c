@@ -21,7 +21,10 @@
 
 bool engine_batch_on(const cm_engine *e)
 {
-    return e->have_prov && e->cfg.batch_enabled && embed_batch_supported(&e->prov);
+    /* pending batches are kept in the SQLite index only: the PostgreSQL
+     * store embeds synchronously */
+    bool pg = e->cfg.store_driver && !strcmp(e->cfg.store_driver, "postgres");
+    return e->have_prov && e->cfg.batch_enabled && !pg && embed_batch_supported(&e->prov);
 }
 
 /* One distinct text without a vector: its hash and the chunks that hold it. */

@@ -1,6 +1,7 @@
 /*
  * conn.c — the engine's connection to its index: opened on demand, reopened
- * when another process swapped a rebuilt file in, closed with the vectors it
+ * when another process swapped a rebuilt file in (a PostgreSQL index: one
+ * connection kept), closed with the vectors it
  * loaded; and the checks that the workspace exists and is the one the index
  * holds, which search, get and status make before they answer.
  */
@@ -23,6 +24,19 @@ void engine_close_store(cm_engine *e)
 cm_rc engine_ensure_store(cm_engine *e, char *err, size_t errlen)
 {
     struct stat st;
+    if (engine_pg(e)) { /* one connection while it lasts: MVCC shows each commit */
+        if (e->st_open && store_pg_connected(&e->st)) return CM_OK;
+        engine_close_store(e);
+        cm_rc rc = store_open_pg(&e->st, e->cfg.store_dsn, e->cfg.agent_id, e->cfg.fts_tokenizer, 0,
+                                 e->busy_ms, err, errlen);
+        if (rc == CM_ENOTFOUND)
+            return cm_seterr(err, errlen, rc,
+                             "the postgres index of agent %s does not exist yet (run `clawmem "
+                             "index`)",
+                             e->cfg.agent_id);
+        e->st_open = rc == CM_OK;
+        return rc;
+    }
     if (stat(e->cfg.store_path, &st) < 0) {
         engine_close_store(e);
         char clip[FS_CLIP_MAX + 1];

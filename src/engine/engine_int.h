@@ -86,6 +86,12 @@ struct cm_engine {
     char batch_error[512]; /* the last batch failure, for status */
 };
 
+/* Whether the index is in PostgreSQL (memorySearch.store.driver). */
+static inline bool engine_pg(const cm_engine *e)
+{
+    return e->cfg.store_driver && strcmp(e->cfg.store_driver, "postgres") == 0;
+}
+
 /* Whether memory_write may write (cm_engine_writable). */
 static inline bool engine_writable(const cm_engine *e)
 {

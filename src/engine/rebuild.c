@@ -108,7 +108,9 @@ static void pipe_release(pipeline *p)
     pthread_mutex_destroy(&p->mu);
 }
 
-/* Builds a fresh index in a temporary file and swaps it in. */
+/* Builds a fresh index in a temporary file and swaps it in (PostgreSQL: in
+ * one transaction, begun by store_pg_rebuild_begin; the nested begin and
+ * commit of the steps below are part of it). */
 cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
                      size_t errlen)
 {
@@ -119,12 +121,22 @@ cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char
     buf problem = BUF_INIT;
     pipeline *pl = NULL;
     pthread_t reader_tid;
-    char *path = store_rebuild_path(e->cfg.store_path);
-    if (!path) CHECK(CM_ENOMEM);
-    store_remove_leftovers(e->cfg.store_path);
-    CHECK(store_open(&tmp, path, e->cfg.fts_tokenizer, STORE_CREATE | STORE_BULK, e->busy_ms, err,
-                     errlen));
-    tmp_open = true;
+    bool pg = engine_pg(e);
+    char *path = pg ? NULL : store_rebuild_path(e->cfg.store_path);
+    if (pg) {
+        /* PostgreSQL: one transaction on a connection of its own replaces the
+         * agent's rows; readers see the old index until it commits */
+        CHECK(store_open_pg(&tmp, e->cfg.store_dsn, e->cfg.agent_id, e->cfg.fts_tokenizer,
+                            STORE_CREATE, e->busy_ms, err, errlen));
+        tmp_open = true;
+        CHECK(store_pg_rebuild_begin(&tmp, e->cfg.fts_tokenizer, err, errlen));
+    } else {
+        if (!path) CHECK(CM_ENOMEM);
+        store_remove_leftovers(e->cfg.store_path);
+        CHECK(store_open(&tmp, path, e->cfg.fts_tokenizer, STORE_CREATE | STORE_BULK, e->busy_ms,
+                         err, errlen));
+        tmp_open = true;
+    }
     CHECK(store_begin(&tmp, err, errlen));
     if (files->n >= PIPE_MIN_FILES && !(pl = calloc(1, sizeof *pl))) CHECK(CM_ENOMEM);
     if (pl) {
@@ -200,10 +212,11 @@ cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char
      * away must not find it in rollback mode (changing it needs exclusivity),
      * and its first reader writes nothing. */
     CHECK(store_wal(&tmp, err, errlen));
+    if (pg) CHECK(store_commit(&tmp, err, errlen)); /* the rebuild's own transaction */
     store_close(&tmp);
     tmp_open = false;
     engine_close_store(e);
-    CHECK(store_swap(path, e->cfg.store_path, err, errlen));
+    if (!pg) CHECK(store_swap(path, e->cfg.store_path, err, errlen));
     r->stats->rebuilt = 1;
 out:
     if (reader) { /* stopped early: release the reader and wait for it */

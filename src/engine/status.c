@@ -124,7 +124,12 @@ cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errl
                      c->sync_watch ? "true" : "false", c->watch_debounce_ms,
                      c->sync_interval_minutes));
     CHECK(buf_printf(&b, ",\"memoryWrite\":%s", engine_writable(e) ? "true" : "false"));
-    CHECK(add_kv_str(&b, "indexPath", c->store_path));
+    if (engine_pg(e)) { /* the DSN may hold a password: never shown */
+        CHECK(add_kv_str(&b, "indexPath", "postgres (memorySearch.store.dsn)"));
+        CHECK(add_kv_str(&b, "storeDriver", "postgres"));
+    } else {
+        CHECK(add_kv_str(&b, "indexPath", c->store_path));
+    }
     rc = engine_ensure_store(e, msg, sizeof msg);
     if (!rc && engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND)
         rc = CM_ENOTFOUND;
@@ -177,7 +182,7 @@ cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errl
                         c->cache_max_entries);
     free(dims);
     struct stat ist;
-    if (!rc && stat(c->store_path, &ist) == 0)
+    if (!rc && !engine_pg(e) && stat(c->store_path, &ist) == 0)
         rc = buf_printf(&b, ",\"indexBytes\":%lld", (long long)ist.st_size);
     /* problems: imperfectly indexed files, then what the last sync could not read */
     if (!rc) rc = buf_adds(&b, ",\"problems\":");

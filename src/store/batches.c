@@ -56,6 +56,7 @@ cm_rc store_batches_list(store *s, store_batch **out, size_t *n, char *err, size
 {
     *out = NULL;
     *n = 0;
+    if (store_is_pg(s)) return CM_OK; /* batches live in the SQLite index only */
     int have = has_tables(s, "main");
     if (have < 0) return store_fail(s, SQLITE_ERROR, "read the batches", err, errlen);
     if (!have) return CM_OK;

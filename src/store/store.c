@@ -25,6 +25,7 @@
 #include "../base/utf8.h"
 #include "fts_rank.h"
 #include "store.h"
+#include "store_pg.h"
 
 static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -347,11 +348,16 @@ out:
 
 cm_rc store_wal(store *s, char *err, size_t errlen)
 {
+    if (s->pg) return CM_OK;
     return exec(s, "PRAGMA journal_mode=WAL", "switch the new index to WAL", err, errlen);
 }
 
 void store_close(store *s)
 {
+    if (s->pg) {
+        store_pg_close(s);
+        return;
+    }
     for (size_t i = 0; i < ARRAY_LEN(s->stmts); i++)
         sqlite3_finalize(s->stmts[i]);
     if (s->db) sqlite3_close_v2(s->db);
@@ -362,6 +368,7 @@ void store_close(store *s)
 
 cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_meta_get(s, key, json, err, errlen);
     *json = NULL;
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &q, NULL);
@@ -385,6 +392,7 @@ cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t e
 
 cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_meta_set(s, key, json, err, errlen);
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1,
                                &q, NULL);
@@ -399,21 +407,28 @@ cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, siz
 
 void store_checkpoint(store *s)
 {
+    if (s->pg) return;
     sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 
 cm_rc store_begin(store *s, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_begin(s, err, errlen);
     return exec(s, "BEGIN IMMEDIATE", "begin a transaction", err, errlen);
 }
 
 cm_rc store_commit(store *s, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_commit(s, err, errlen);
     return exec(s, "COMMIT", "commit", err, errlen);
 }
 
 void store_rollback(store *s)
 {
+    if (s->pg) {
+        store_pg_rollback(s);
+        return;
+    }
     if (s->db && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
@@ -425,6 +440,7 @@ static int by_path(const void *a, const void *b)
 
 cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_files_load(s, out, err, errlen);
     cm_rc rc = CM_OK;
     size_t cap = 0;
     memset(out, 0, sizeof *out);
@@ -470,6 +486,14 @@ cm_rc store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t 
 {
     cm_rc rc = CM_OK;
     sqlite3_stmt *q = NULL;
+    if (s->pg) { /* over the loaded rows */
+        stored_files f;
+        CHECK(store_pg_files_load(s, &f, err, errlen));
+        for (size_t i = 0; i < f.n && fn(ctx, f.v[i].path, f.v[i].mtime_ns, f.v[i].size); i++)
+            ;
+        stored_files_release(&f);
+        goto out;
+    }
     int r = sqlite3_prepare_v2(s->db, "SELECT path, mtime, size FROM files", -1, &q, NULL);
     while (r == SQLITE_OK || r == SQLITE_ROW) {
         r = sqlite3_step(q);
@@ -553,6 +577,9 @@ cm_rc store_file_replace(store *s, const char *path, const char *source, const c
                          int64_t mtime_ns, int64_t size, const char *problem,
                          const chunk_list *chunks, char *err, size_t errlen)
 {
+    if (s->pg)
+        return store_pg_file_replace(s, path, source, hash, mtime_ns, size, problem, chunks, err,
+                                     errlen);
     cm_rc rc = CM_OK;
     sqlite3_stmt *ins_chunk = NULL, *ins_fts = NULL, *q = NULL;
     CHECK(stmt(s, INS_CHUNK, &ins_chunk, err, errlen));
@@ -591,6 +618,7 @@ out:
 cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
                        size_t errlen)
 {
+    if (s->pg) return store_pg_file_touch(s, path, mtime_ns, size, err, errlen);
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db, "UPDATE files SET mtime = ?2, size = ?3 WHERE path = ?1", -1,
                                &q, NULL);
@@ -606,6 +634,7 @@ cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t siz
 
 cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_file_delete(s, path, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = stmt(s, DEL_FILE, &q, err, errlen);
     if (!rc) rc = delete_chunks(s, path, err, errlen);
@@ -617,6 +646,7 @@ cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen)
 cm_rc store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
                           size_t errlen)
 {
+    if (s->pg) return CM_OK;
     cm_rc rc = CM_OK;
     sqlite3_stmt *q = NULL;
     size_t start = out->len, nterms = 0;
@@ -657,6 +687,7 @@ out:
 cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
                        size_t errlen)
 {
+    if (s->pg) return store_pg_fts_search(s, match, limit, out, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;
@@ -700,6 +731,7 @@ void fts_hits_release(fts_hits *h)
 
 cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_file_problems(s, out, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = buf_addc(out, '[');
     int r = sqlite3_prepare_v2(
@@ -729,6 +761,7 @@ cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
 
 cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_count(s, from, n, err, errlen);
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", from);
     sqlite3_stmt *q = NULL;
@@ -747,6 +780,7 @@ cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t 
 
 cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_check(s, ok, err, errlen);
     sqlite3_stmt *q = NULL;
     *ok = false;
     int r = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check", -1, &q, NULL);

@@ -22,8 +22,11 @@ enum {
     STORE_BULK = 1 << 1,   /* a private file being built: no journal, no fsync */
 };
 
+struct store_pg;
+
 typedef struct store {
     sqlite3 *db;
+    struct store_pg *pg; /* a PostgreSQL index (store_open_pg): db is NULL */
     char *path;
     bool trigram;            /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
     bool readonly;           /* opened read-only (no write access to the index or its dir) */
@@ -71,6 +74,29 @@ typedef struct fts_hits {
 cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
                  char *err, size_t errlen);
 void store_close(store *s);
+
+/* Opens the index of agent in the PostgreSQL database dsn (a libpq
+ * connection string; libpq is loaded on first use). With STORE_CREATE the
+ * tables are created when absent; without it an agent that has no index yet
+ * is CM_ENOTFOUND. Every store_* function below then works on that agent's
+ * rows only; begin/commit nest (only the outermost commits), and a write
+ * transaction holds the agent's advisory lock, so processes on many hosts
+ * can share the database. trigram is served as unicode61 (s->trigram false). */
+cm_rc store_open_pg(store *s, const char *dsn, const char *agent, const char *tokenizer,
+                    unsigned flags, int busy_ms, char *err, size_t errlen);
+/* Begins a rebuild of a PostgreSQL index: a transaction that deletes the
+ * agent's rows (its embedding cache stays) and records tokenizer; nothing of
+ * it is visible to other connections until its store_commit. */
+cm_rc store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t errlen);
+/* Whether a PostgreSQL store's connection is still up (false after the
+ * server went away: reopen it). */
+bool store_pg_connected(const store *s);
+/* Deletes every row of the agent of a PostgreSQL index, cache included. */
+cm_rc store_drop_agent(store *s, char *err, size_t errlen);
+static inline bool store_is_pg(const store *s)
+{
+    return s->pg != NULL;
+}
 
 /* Maps an SQLite result code to cm_rc with a message naming the index and
  * what was being done (corrupt, or a schema that is not ours → "run clawmem

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "store_pg.h"
 
 /* BLOBs are little-endian float32; convert on big-endian hosts. */
 static void to_le(float *v, size_t n)
@@ -35,6 +36,7 @@ static void to_le(float *v, size_t n)
 cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
                             size_t *n, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_pending_vectors(s, after_id, limit, out, n, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = CM_OK;
     *out = calloc(limit ? limit : 1, sizeof **out);
@@ -87,6 +89,7 @@ void pending_release(pending_chunk *p, size_t n)
 cm_rc store_cache_get(store *s, const char *provider, const char *model, const char *key,
                       const char *hash, float **out, int *dims, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_cache_get(s, provider, model, key, hash, out, dims, err, errlen);
     sqlite3_stmt *q = NULL;
     *out = NULL;
     *dims = 0;
@@ -144,6 +147,7 @@ static cm_rc put_blob(store *s, const char *sql, const float *v, int dims, const
 cm_rc store_cache_put(store *s, const char *provider, const char *model, const char *key,
                       const char *hash, const float *v, int dims, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_cache_put(s, provider, model, key, hash, v, dims, err, errlen);
     const char *t[] = {provider, model, key, hash};
     return put_blob(s,
                     "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
@@ -155,6 +159,7 @@ cm_rc store_cache_put(store *s, const char *provider, const char *model, const c
 cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
                        size_t errlen)
 {
+    if (s->pg) return store_pg_vector_put(s, chunk_id, v, dims, err, errlen);
     return put_blob(s,
                     "INSERT OR REPLACE INTO vectors(chunk_id, dims, embedding) VALUES(?1, ?2, ?3)",
                     v, dims, NULL, 0, chunk_id, err, errlen);
@@ -162,6 +167,7 @@ cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, cha
 
 cm_rc store_cache_trim(store *s, int max_entries, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_cache_trim(s, max_entries, err, errlen);
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db,
                                "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM "
@@ -178,6 +184,7 @@ cm_rc store_cache_trim(store *s, int max_entries, char *err, size_t errlen)
 
 cm_rc store_cache_import(store *s, const char *old_path, char *err, size_t errlen)
 {
+    if (s->pg) return CM_OK; /* the agent's cache stays through a rebuild */
     sqlite3_stmt *q = NULL;
     if (access(old_path, R_OK) != 0) return CM_OK; /* ATTACH would create it */
     int r = sqlite3_prepare_v2(s->db, "ATTACH DATABASE ?1 AS old", -1, &q, NULL);
@@ -228,6 +235,7 @@ static int has_log(store *s)
 
 cm_rc store_vector_log_ensure(store *s, char *err, size_t errlen)
 {
+    if (s->pg) return CM_OK; /* no log: readers reload on a new version */
     int have = has_log(s);
     if (have == 1) return CM_OK;
     int r = have < 0 ? SQLITE_ERROR : sqlite3_exec(s->db, vector_log_sql, NULL, NULL, NULL);
@@ -236,6 +244,7 @@ cm_rc store_vector_log_ensure(store *s, char *err, size_t errlen)
 
 cm_rc store_vector_log_trim(store *s, char *err, size_t errlen)
 {
+    if (s->pg) return CM_OK;
     if (has_log(s) != 1) return CM_OK;
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db,
@@ -285,6 +294,10 @@ static void read_end(store *s, bool begun)
 cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload, char *err,
                            size_t errlen)
 {
+    if (s->pg) {
+        *reload = true;
+        return CM_OK;
+    }
     cm_rc rc = CM_OK;
     sqlite3_stmt *q = NULL, *g = NULL;
     int64_t *ids = NULL;
@@ -360,6 +373,10 @@ out:
 
 cm_rc store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err, size_t errlen)
 {
+    if (s->pg) {
+        *seq = -1;
+        return store_pg_vectors_load(s, dims, x, err, errlen);
+    }
     sqlite3_stmt *q = NULL;
     cm_rc rc = vec_index_init(x, (size_t)dims);
     if (rc) return cm_seterr(err, errlen, rc, "bad vector dimensions %d", dims);
@@ -394,6 +411,7 @@ cm_rc store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *e
 
 cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen)
 {
+    if (s->pg) return store_pg_chunk_get(s, id, out, err, errlen);
     sqlite3_stmt *q = NULL;
     memset(out, 0, sizeof *out);
     int r = sqlite3_prepare_v2(
@@ -419,6 +437,7 @@ cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errl
 
 int64_t store_data_version(store *s)
 {
+    if (s->pg) return store_pg_data_version(s);
     sqlite3_stmt *q = NULL;
     int64_t v = -1;
     if (sqlite3_prepare_v2(s->db, "PRAGMA data_version", -1, &q, NULL) == SQLITE_OK &&

@@ -1,0 +1,500 @@
+/*
+ * test_pgstore.c — what only the PostgreSQL store has to show (the engine's
+ * own suite runs over it through TEST_BOTH): 50 agents in one database never
+ * see each other's rows, deleting an agent removes every row of it, a rebuild
+ * is invisible until it commits, writers of one agent in two processes take
+ * turns, its BM25 equals the SQLite store's, a dropped connection is
+ * reopened, the DSN is a secret (required,
+ * resolved from ${VAR}, never in a message or status), and the command does
+ * not link libpq. TEST_PG tests skip without the cluster of
+ * scripts/pg-test-cluster.sh.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../src/store/store.h"
+#include "test.h"
+
+/* A test of the PostgreSQL store: skipped without the cluster; pg_dsn is
+ * set while its body runs (and reset after, whatever the body returns). */
+#define TEST_PG(name)                                                                              \
+    static void name##_body(void);                                                                 \
+    TEST(name)                                                                                     \
+    {                                                                                              \
+        const char *dsn = getenv("CLAWMEM_TEST_PG_DSN");                                           \
+        if (!dsn || !*dsn) SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");        \
+        pg_dsn = dsn;                                                                              \
+        name##_body();                                                                             \
+        pg_dsn = NULL;                                                                             \
+    }                                                                                              \
+    static void name##_body(void)
+
+/* The number at the start of s (psql's answer), or -1. */
+static long atoi_ok(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return end == s ? -1 : v;
+}
+
+static chunk_list chunks_of(const char *text)
+{
+    chunk_list l = {0};
+    chunk_text(text, strlen(text), 400, 80, &l);
+    return l;
+}
+
+static cm_rc open_pg(store *s, const char *agent, unsigned flags)
+{
+    char err[256];
+    cm_rc rc = store_open_pg(s, pg_dsn, agent, "unicode61", flags, 5000, err, sizeof err);
+    if (rc) fprintf(stderr, "  open %s: %s\n", agent, err);
+    return rc;
+}
+
+/* Replaces the agent's index with files path[i] = text[i] (one transaction). */
+static cm_rc fill(const char *agent, const char *tokenizer, size_t n, const char *const *path,
+                  const char *const *text)
+{
+    store s;
+    char err[256];
+    cm_rc rc = store_open_pg(&s, pg_dsn, agent, tokenizer, STORE_CREATE, 5000, err, sizeof err);
+    if (rc) return rc;
+    rc = store_pg_rebuild_begin(&s, tokenizer, err, sizeof err);
+    for (size_t i = 0; !rc && i < n; i++) {
+        chunk_list l = chunks_of(text[i]);
+        rc = store_file_replace(&s, path[i], "memory", "h", 1, (int64_t)strlen(text[i]), NULL, &l,
+                                err, sizeof err);
+        chunk_list_release(&l);
+    }
+    if (!rc) rc = store_meta_set(&s, STORE_META_KEY, "{}", err, sizeof err);
+    if (!rc) rc = store_commit(&s, err, sizeof err);
+    if (rc) fprintf(stderr, "  fill %s: %s\n", agent, err);
+    store_close(&s);
+    return rc;
+}
+
+static void drop(const char *agent)
+{
+    store s;
+    char err[256];
+    if (open_pg(&s, agent, STORE_CREATE) == CM_OK) {
+        store_drop_agent(&s, err, sizeof err);
+        store_close(&s);
+    }
+}
+
+static json_t *search_agent(const char *ws, const char *state, const char *cfg, const char *agent,
+                            const char *q)
+{
+    cm_options o = {agent, ws, cfg, state, NULL, NULL, 0};
+    cm_engine *eng = NULL;
+    char err[512], *js = NULL;
+    if (cm_engine_open(&o, &eng, err, sizeof err) != CM_OK) return NULL;
+    cm_search_opts so = {20, 0, 0};
+    json_t *j = NULL;
+    if (cm_memory_search(eng, q, &so, &js, err, sizeof err) == CM_OK) j = json_loads(js, 0, NULL);
+    cm_free(js);
+    cm_engine_free(eng);
+    return j;
+}
+
+TEST_PG(pgstore_fifty_agents_never_see_each_other)
+{
+    enum { N = 50 };
+    char *dir = tmp_dir();
+    char state[1024], cfg[1024], ws[N][1024], agent[N][32];
+    snprintf(state, sizeof state, "%s/state", dir);
+    snprintf(cfg, sizeof cfg, "%s/qc.json", dir);
+    write_file(dir, "qc.json", "{agents: {defaults: {memorySearch: {sync: {onSearch: false}}}}}");
+    for (int i = 0; i < N; i++) {
+        snprintf(agent[i], sizeof agent[i], "tenant-%02d", i);
+        snprintf(ws[i], sizeof ws[i], "%s/ws%02d", dir, i);
+        pg_overlay(state, agent[i]);
+        char text[256];
+        snprintf(text, sizeof text,
+                 "# Tenant %02d\nShared topic: the lighthouse keeper logbook.\nPrivate word "
+                 "zq%02dx belongs to tenant %02d only.\n",
+                 i, i, i);
+        write_file(ws[i], "MEMORY.md", text);
+        cm_options o = {agent[i], ws[i], cfg, state, NULL, NULL, 0};
+        cm_engine *eng = NULL;
+        char err[512];
+        EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+        cm_engine_free(eng);
+    }
+    for (int i = 0; i < N; i++) {
+        /* the shared words: exactly the agent's own note */
+        json_t *p = search_agent(ws[i], state, cfg, agent[i], "lighthouse keeper");
+        json_t *res = json_object_get(p, "results");
+        EXPECT_INT(json_array_size(res), 1);
+        char mine[32];
+        snprintf(mine, sizeof mine, "Tenant %02d", i);
+        EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(res, 0), "snippet")),
+                        mine);
+        json_decref(p);
+        /* another agent's private word: nothing */
+        char other[16];
+        snprintf(other, sizeof other, "zq%02dx", (i + 17) % N);
+        p = search_agent(ws[i], state, cfg, agent[i], other);
+        EXPECT_INT(json_array_size(json_object_get(p, "results")), 0);
+        json_decref(p);
+    }
+    /* the store's own counts are per agent */
+    store s;
+    char err[256];
+    int64_t files = 0, chunks = 0;
+    EXPECT_INT(open_pg(&s, agent[3], 0), CM_OK);
+    EXPECT_INT(store_counts(&s, &files, &chunks, err, sizeof err), CM_OK);
+    store_close(&s);
+    EXPECT_INT(files, 1);
+    EXPECT_INT(chunks, 1);
+    for (int i = 0; i < N; i++)
+        drop(agent[i]);
+}
+
+TEST_PG(pgstore_deleting_an_agent_removes_all_its_rows)
+{
+    const char *paths[] = {"MEMORY.md", "memory/a.md"};
+    const char *texts[] = {"one two three\n", "four five six\n"};
+    drop("victim");
+    drop("bystander");
+    EXPECT_INT(fill("victim", "unicode61", 2, paths, texts), CM_OK);
+    EXPECT_INT(fill("bystander", "unicode61", 2, paths, texts), CM_OK);
+    const char *who[] = {"victim", "bystander"};
+    char err[256];
+    for (int w = 0; w < 2; w++) { /* a vector per chunk and a cache entry each */
+        store s;
+        EXPECT_INT(open_pg(&s, who[w], 0), CM_OK);
+        pending_chunk *pc = NULL;
+        size_t n = 0;
+        EXPECT_INT(store_pending_vectors(&s, 0, 10, &pc, &n, err, sizeof err), CM_OK);
+        EXPECT_INT(n, 2);
+        float v[3] = {1, 2, 3};
+        EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+        for (size_t i = 0; i < n; i++)
+            EXPECT_INT(store_vector_put(&s, pc[i].id, v, 3, err, sizeof err), CM_OK);
+        EXPECT_INT(store_cache_put(&s, "p", "m", "k", pc[0].hash, v, 3, err, sizeof err), CM_OK);
+        EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+        pending_release(pc, n);
+        store_close(&s);
+    }
+    store s;
+    EXPECT_INT(open_pg(&s, "victim", 0), CM_OK);
+    int64_t n = 0;
+    EXPECT_INT(store_count(&s, "vectors", &n, err, sizeof err), CM_OK);
+    EXPECT_INT(n, 2);
+    EXPECT_INT(store_count(&s, "embedding_cache", &n, err, sizeof err), CM_OK);
+    EXPECT_INT(n, 1);
+    EXPECT_INT(store_drop_agent(&s, err, sizeof err), CM_OK);
+    /* every table: files, chunks (and their keyword entries), vectors, cache,
+     * meta, and the agent's row */
+    static const char *const tables[] = {"files", "chunks", "vectors", "embedding_cache"};
+    for (size_t i = 0; i < ARRAY_LEN(tables); i++) {
+        EXPECT_INT(store_count(&s, tables[i], &n, err, sizeof err), CM_OK);
+        EXPECT_INT(n, 0);
+    }
+    char *meta = NULL;
+    EXPECT_INT(store_meta_get(&s, STORE_META_KEY, &meta, err, sizeof err), CM_OK);
+    EXPECT(meta == NULL);
+    EXPECT_INT(store_data_version(&s), -1);
+    fts_hits h = {0};
+    EXPECT_INT(store_fts_search(&s, "\"four\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 0);
+    store_close(&s);
+    store o;
+    EXPECT_INT(store_open_pg(&o, pg_dsn, "victim", "unicode61", 0, 5000, err, sizeof err),
+               CM_ENOTFOUND);
+    /* the other agent keeps everything */
+    EXPECT_INT(open_pg(&s, "bystander", 0), CM_OK);
+    EXPECT_INT(store_count(&s, "vectors", &n, err, sizeof err), CM_OK);
+    EXPECT_INT(n, 2);
+    EXPECT_INT(store_fts_search(&s, "\"four\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    fts_hits_release(&h);
+    store_close(&s);
+    drop("bystander");
+}
+
+TEST_PG(pgstore_rebuild_is_invisible_until_it_commits)
+{
+    const char *paths[] = {"MEMORY.md"};
+    const char *old_text[] = {"oldword lives here\n"};
+    drop("rebuilt");
+    EXPECT_INT(fill("rebuilt", "unicode61", 1, paths, old_text), CM_OK);
+    store r, w;
+    char err[256];
+    EXPECT_INT(open_pg(&r, "rebuilt", 0), CM_OK);
+    EXPECT_INT(open_pg(&w, "rebuilt", STORE_CREATE), CM_OK);
+    int64_t v0 = store_data_version(&r);
+    EXPECT_INT(store_pg_rebuild_begin(&w, "unicode61", err, sizeof err), CM_OK);
+    chunk_list l = chunks_of("newword replaces it\n");
+    EXPECT_INT(
+        store_file_replace(&w, "MEMORY.md", "memory", "h2", 2, 20, NULL, &l, err, sizeof err),
+        CM_OK);
+    chunk_list_release(&l);
+    EXPECT_INT(store_meta_set(&w, STORE_META_KEY, "{\"v\":2}", err, sizeof err), CM_OK);
+    fts_hits h = {0};
+    char *meta = NULL;
+    /* while it runs, a reader sees the old index whole */
+    EXPECT_INT(store_fts_search(&r, "\"oldword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    fts_hits_release(&h);
+    EXPECT_INT(store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 0);
+    EXPECT_INT(store_meta_get(&r, STORE_META_KEY, &meta, err, sizeof err), CM_OK);
+    EXPECT_STR(meta, "{}");
+    free(meta);
+    EXPECT_INT(store_data_version(&r), v0);
+    EXPECT_INT(store_commit(&w, err, sizeof err), CM_OK);
+    /* after the commit: the new one, and a new data version */
+    EXPECT_INT(store_fts_search(&r, "\"oldword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 0);
+    EXPECT_INT(store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    fts_hits_release(&h);
+    EXPECT(store_data_version(&r) > v0);
+    /* a rebuild rolled back leaves nothing */
+    EXPECT_INT(store_pg_rebuild_begin(&w, "unicode61", err, sizeof err), CM_OK);
+    store_rollback(&w);
+    EXPECT_INT(store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    fts_hits_release(&h);
+    store_close(&w);
+    store_close(&r);
+    drop("rebuilt");
+}
+
+/* Child: rewrites MEMORY.md of agent "turns" k times, each a transaction
+ * that then counts the file's chunks: per_file, unless another writer's
+ * chunks got in (exit 3). */
+static int writer(int id, int k, size_t per_file)
+{
+    store s;
+    char err[256];
+    if (open_pg(&s, "turns", 0) != CM_OK) return 1;
+    for (int i = 0; i < k; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "writer %d round %d\n\nsecond paragraph %d\n\nthird %d\n", id,
+                 i, i, i);
+        chunk_list l = chunks_of(text);
+        cm_rc rc = store_begin(&s, err, sizeof err);
+        if (!rc)
+            rc =
+                store_file_replace(&s, "MEMORY.md", "memory", "h", 1, 1, NULL, &l, err, sizeof err);
+        int64_t files = 0, chunks = 0;
+        if (!rc) rc = store_counts(&s, &files, &chunks, err, sizeof err);
+        if (!rc) rc = store_commit(&s, err, sizeof err);
+        if (rc) store_rollback(&s);
+        chunk_list_release(&l);
+        if (rc) return 2;
+        if (chunks != (int64_t)per_file) return 3;
+    }
+    store_close(&s);
+    return 0;
+}
+
+TEST_PG(pgstore_writers_in_two_processes_take_turns)
+{
+    const char *paths[] = {"MEMORY.md"};
+    const char *texts[] = {"start\n"};
+    drop("turns");
+    EXPECT_INT(fill("turns", "unicode61", 1, paths, texts), CM_OK);
+    chunk_list one = chunks_of("writer 0 round 0\n\nsecond paragraph 0\n\nthird 0\n");
+    size_t per_file = one.n;
+    chunk_list_release(&one);
+    pid_t pid[2];
+    for (int c = 0; c < 2; c++) {
+        pid[c] = fork();
+        if (pid[c] == 0) _exit(writer(c, 100, per_file));
+    }
+    for (int c = 0; c < 2; c++) {
+        int st = 0;
+        waitpid(pid[c], &st, 0);
+        EXPECT(WIFEXITED(st));
+        EXPECT_INT(WEXITSTATUS(st), 0);
+    }
+    /* one version of the file, never the chunks of both writers */
+    store s;
+    char err[256];
+    int64_t files = 0, chunks = 0;
+    EXPECT_INT(open_pg(&s, "turns", 0), CM_OK);
+    EXPECT_INT(store_counts(&s, &files, &chunks, err, sizeof err), CM_OK);
+    EXPECT_INT(files, 1);
+    EXPECT_INT(chunks, (int64_t)per_file);
+    bool ok = false;
+    EXPECT_INT(store_check(&s, &ok, err, sizeof err), CM_OK);
+    EXPECT(ok);
+    store_close(&s);
+    drop("turns");
+}
+
+TEST_PG(pgstore_bm25_equals_the_sqlite_store)
+{
+    static const char *const texts[] = {
+        "the quick brown dog jumps",
+        "a lazy cat and a dog and another dog",
+        "cat cat cat sleeps all day",
+        "brown zebra runs over the hill",
+        "nothing to see here at all",
+        "dog walkers meet the cat owners every morning",
+        "quick quick quick said the fox",
+        "羽田空港から東京へ。羽田空港は混んでいた",
+        "東京タワーの近く",
+        "mail foo@bar.com or see e-mail.example.org/a_b about 3.14 and it's fine"};
+    static const char *const paths[] = {"a.md", "b.md", "c.md", "d.md", "e.md",
+                                        "f.md", "g.md", "h.md", "i.md", "j.md"};
+    char *d = tmp_dir();
+    store lite, pg;
+    char err[256];
+    EXPECT_INT(
+        store_open(&lite, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    EXPECT_INT(store_begin(&lite, err, sizeof err), CM_OK);
+    for (size_t i = 0; i < ARRAY_LEN(texts); i++) {
+        chunk_list l = chunks_of(texts[i]);
+        EXPECT_INT(
+            store_file_replace(&lite, paths[i], "memory", "h", 1, 1, NULL, &l, err, sizeof err),
+            CM_OK);
+        chunk_list_release(&l);
+    }
+    EXPECT_INT(store_commit(&lite, err, sizeof err), CM_OK);
+    drop("bm25");
+    EXPECT_INT(fill("bm25", "unicode61", ARRAY_LEN(texts), paths, texts), CM_OK);
+    EXPECT_INT(open_pg(&pg, "bm25", 0), CM_OK);
+    static const char *const queries[] = {
+        "\"dog\"",
+        "\"cat\" OR \"dog\"",
+        "\"cat\" AND \"dog\"",
+        "\"quick\" OR \"brown\" OR \"zebra\"",
+        "\"the\" OR \"hill\"",
+        "\"dog\" AND (\"cat\" OR \"quick\")",
+        "\"brown\" OR \"absentword\"",
+        "\"羽田 田空 空港\"",  /* a CJK run: the phrase of its bigrams */
+        "\"東京\" OR \"港\"*", /* a single CJK character: a prefix */
+        "\"qu\"* OR \"dog\"",
+        "\"bar\" AND \"com\"", /* words apart as unicode61 has them, not one token */
+        "\"mail\" OR \"example\" OR \"14\" OR \"b\""};
+    for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
+        fts_hits a = {0}, b = {0};
+        EXPECT_INT(store_fts_search(&lite, queries[q], 10, &a, err, sizeof err), CM_OK);
+        EXPECT_INT(store_fts_search(&pg, queries[q], 10, &b, err, sizeof err), CM_OK);
+        EXPECT(a.n > 0);
+        EXPECT_INT(b.n, a.n);
+        for (size_t i = 0; i < a.n; i++) {
+            EXPECT_NEAR(b.v[i].rank, a.v[i].rank, 1e-9);
+            /* equal scores may come in either order */
+            if (i + 1 < a.n && fabs(a.v[i].rank - a.v[i + 1].rank) < 1e-12) continue;
+            if (i > 0 && fabs(a.v[i].rank - a.v[i - 1].rank) < 1e-12) continue;
+            EXPECT_STR(b.v[i].path, a.v[i].path);
+        }
+        fts_hits_release(&a);
+        fts_hits_release(&b);
+    }
+    store_close(&lite);
+    store_close(&pg);
+    drop("bm25");
+}
+
+TEST(pgstore_command_does_not_link_libpq)
+{
+    const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
+    const char *cmd[] = {"ldd", bin, NULL};
+    run_result r = run_cmd(NULL, cmd);
+    EXPECT_INT(r.status, 0);
+    EXPECT(r.out && strstr(r.out, "libc.so") != NULL); /* ldd did list the libraries */
+    EXPECT(strstr(r.out, "libpq") == NULL);            /* loaded with dlopen when needed */
+    run_result_release(&r);
+}
+
+TEST(pgstore_config_dsn_is_required_and_never_shown)
+{
+    char *dir = tmp_dir();
+    char ws[1024], state[1024], cfg[1024], err[512];
+    snprintf(ws, sizeof ws, "%s/ws", dir);
+    snprintf(state, sizeof state, "%s/state", dir);
+    snprintf(cfg, sizeof cfg, "%s/qc.json", dir);
+    write_file(ws, "MEMORY.md", "secret keeper notes\n");
+    write_file(dir, "qc.json", "{}");
+    cm_options o = {NULL, ws, cfg, state, NULL, NULL, 0};
+    cm_engine *eng = NULL;
+    /* postgres without a DSN: a config error naming the key */
+    write_file(state, "clawmem.json",
+               "{agents: {defaults: {memorySearch: {store: {driver: "
+               "'postgres'}}}}}");
+    EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "store.dsn");
+    /* a server that cannot be reached: the error never shows the password */
+    write_file(state, "clawmem.json",
+               "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: "
+               "'${CM_TEST_BAD_DSN}'}}}}}");
+    setenv("CM_TEST_BAD_DSN", "host=/nonexistent-dir port=1 user=x password=s3cret-pw", 1);
+    EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_OK);
+    EXPECT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err) != CM_OK);
+    EXPECT(strstr(err, "s3cret-pw") == NULL);
+    EXPECT_CONTAINS(err, "cannot connect");
+    cm_engine_free(eng);
+    unsetenv("CM_TEST_BAD_DSN");
+}
+
+TEST_PG(pgstore_config_dsn_from_the_environment)
+{
+    char *dir = tmp_dir();
+    char ws[1024], state[1024], cfg[1024], err[512];
+    snprintf(ws, sizeof ws, "%s/ws", dir);
+    snprintf(state, sizeof state, "%s/state", dir);
+    snprintf(cfg, sizeof cfg, "%s/qc.json", dir);
+    write_file(ws, "MEMORY.md", "secret keeper notes\n");
+    write_file(dir, "qc.json", "{}");
+    cm_options o = {NULL, ws, cfg, state, NULL, NULL, 0};
+    cm_engine *eng = NULL;
+    /* the DSN from the environment through ${VAR}; status names the driver, not the DSN */
+    setenv("CM_TEST_PG_DSN_REF", pg_dsn, 1);
+    write_file(state, "clawmem.json",
+               "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: "
+               "'${CM_TEST_PG_DSN_REF}'}}}}}");
+    drop("main");
+    EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    char *js = NULL;
+    EXPECT_INT(cm_engine_status(eng, 0, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "\"storeDriver\":\"postgres\"");
+    EXPECT(strstr(js, pg_dsn) == NULL);
+    cm_free(js);
+    cm_engine_free(eng);
+    unsetenv("CM_TEST_PG_DSN_REF");
+    drop("main");
+}
+
+TEST_PG(pgstore_reconnects_after_the_server_drops_it)
+{
+    const char *paths[] = {"MEMORY.md"};
+    const char *texts[] = {"phoenix rises again\n"};
+    drop("reconnect");
+    EXPECT_INT(fill("reconnect", "unicode61", 1, paths, texts), CM_OK);
+    store r;
+    char err[256];
+    fts_hits h = {0};
+    EXPECT_INT(open_pg(&r, "reconnect", 0), CM_OK);
+    EXPECT_INT(store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    fts_hits_release(&h);
+    /* the server ends every other session (as a restart or a failover would) */
+    const char *cmd[] = {"psql", pg_dsn, "-Atc",
+                         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+                         "backend_type = 'client backend' AND pid <> pg_backend_pid()",
+                         NULL};
+    run_result k = run_cmd(NULL, cmd);
+    EXPECT_INT(k.status, 0);
+    EXPECT(k.out && atoi_ok(k.out) >= 1);
+    run_result_release(&k);
+    EXPECT_INT(store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    fts_hits_release(&h);
+    EXPECT(store_pg_connected(&r));
+    store_close(&r);
+    drop("reconnect");
+}
