@@ -181,8 +181,9 @@ uninstall:
 	  $(DEST)/share/man/man1/clawmem.1
 	rm -rf $(DEST)/lib/clawmem $(DEST)/share/clawmem $(DEST)/include/clawmem
 
-# The tests build their inputs with buf appends and do not check each one.
-$(TEST_OBJ): private ALL_CFLAGS += -DBUF_MUST_CHECK=
+# The tests and benchmarks build their inputs with buf appends and do not
+# check each one.
+$(TEST_OBJ) $(BUILD)/obj/bench/%.o: private ALL_CFLAGS += -DBUF_MUST_CHECK=
 
 $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)

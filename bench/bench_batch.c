@@ -97,7 +97,7 @@ static int run(const char *work, const char *ws, const char *label, const char *
         if (v) vectors = strtoll(v + 10, NULL, 10);
     }
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     fake_batch_counts c = fake_batch_counts_get(fb);
     int requests = c.uploads + c.creates + c.polls + c.downloads + c.sync_posts + c.other;
     size_t len = strlen(out);
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
     snprintf(ws, sizeof ws, "%s/ws", argv[1]);
     snprintf(dir, sizeof dir, "%s/memory", ws);
     char merr[256];
-    if (fs_mkdirs(dir, merr, sizeof merr)) {
+    if (cm_fs_mkdirs(dir, merr, sizeof merr)) {
         fprintf(stderr, "bench_batch: %s\n", merr);
         return 1;
     }

@@ -75,7 +75,7 @@ static void model_answer(void *ctx, const httpd_req *rq, httpd_conn *c)
         "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,"
         "\"total_tokens\":52}}\n\ndata: [DONE]\n\n";
     static const char *const hdr[] = {"Content-Type: text/event-stream", NULL};
-    httpd_respond(c, 200, hdr, body, sizeof body - 1);
+    cm_net_httpd_respond(c, 200, hdr, body, sizeof body - 1);
 }
 
 /* ---- a channel that times each reply, around the HTTP channel --------------- */
@@ -166,7 +166,7 @@ static int read_response(int fd, buf *in)
         char tmp[4096];
         ssize_t r = read(fd, tmp, sizeof tmp);
         if (r <= 0) return -1;
-        buf_add(in, tmp, (size_t)r);
+        cm_buf_add(in, tmp, (size_t)r);
     }
 }
 
@@ -177,16 +177,17 @@ static void *client(void *arg)
     buf in = BUF_INIT, rq = BUF_INIT, body = BUF_INIT;
     long errors = 0;
     for (int64_t i = id; i < g_n && fd >= 0; i += CLIENTS) {
-        buf_reset(&body);
-        buf_printf(&body,
-                   "{\"peer\":\"user%lld\",\"sender\":\"user%lld\",\"messageId\":\"m%lld\","
-                   "\"text\":\"message %lld: how is the weather today?\"}",
-                   (long long)(i % g_convs), (long long)(i % g_convs), (long long)i, (long long)i);
-        buf_reset(&rq);
-        buf_printf(&rq,
-                   "POST /v1/messages HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer " TOKEN
-                   "\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-                   body.len, body.data);
+        cm_buf_reset(&body);
+        cm_buf_printf(&body,
+                      "{\"peer\":\"user%lld\",\"sender\":\"user%lld\",\"messageId\":\"m%lld\","
+                      "\"text\":\"message %lld: how is the weather today?\"}",
+                      (long long)(i % g_convs), (long long)(i % g_convs), (long long)i,
+                      (long long)i);
+        cm_buf_reset(&rq);
+        cm_buf_printf(&rq,
+                      "POST /v1/messages HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer " TOKEN
+                      "\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                      body.len, body.data);
         g_sent[i] = now_us();
         size_t off = 0;
         while (off < rq.len) {
@@ -197,9 +198,9 @@ static void *client(void *arg)
         if (read_response(fd, &in) != 202) errors++;
     }
     if (fd >= 0) close(fd);
-    buf_release(&in);
-    buf_release(&rq);
-    buf_release(&body);
+    cm_buf_release(&in);
+    cm_buf_release(&rq);
+    cm_buf_release(&body);
     return (void *)errors;
 }
 
@@ -241,55 +242,55 @@ int main(int argc, char **argv)
     bool agent = argc > 4 && !strcmp(argv[4], "agent");
     char err[512];
     buf state = BUF_INIT, ws = BUF_INIT;
-    fs_join(&state, argv[1], agent ? "gateway-agent-state" : "gateway-state");
-    fs_join(&ws, argv[1], "gateway-ws");
+    cm_fs_join(&state, argv[1], agent ? "gateway-agent-state" : "gateway-state");
+    cm_fs_join(&ws, argv[1], "gateway-ws");
     if (agent) { /* a fresh state dir: no sessions from an earlier run */
         buf cmd = BUF_INIT;
-        buf_printf(&cmd, "rm -rf '%s'", state.data);
+        cm_buf_printf(&cmd, "rm -rf '%s'", state.data);
         if (system(cmd.data)) return 1;
-        buf_release(&cmd);
+        cm_buf_release(&cmd);
     }
-    fs_mkdirs(state.data, NULL, 0);
-    fs_mkdirs(ws.data, NULL, 0);
+    cm_fs_mkdirs(state.data, NULL, 0);
+    cm_fs_mkdirs(ws.data, NULL, 0);
     buf j = BUF_INIT;
-    fs_join(&j, state.data, "gateway/journal.jsonl");
+    cm_fs_join(&j, state.data, "gateway/journal.jsonl");
     unlink(j.data);
-    buf_release(&j);
+    cm_buf_release(&j);
     httpd *model = NULL;
     char base[96] = "http://127.0.0.1:9";
     if (agent) {
-        httpd_opts mo = httpd_defaults();
+        httpd_opts mo = cm_net_httpd_defaults();
         mo.handler = model_answer;
         mo.max_conns = 64;
-        if (httpd_start(&mo, &model, err, sizeof err)) {
+        if (cm_net_httpd_start(&mo, &model, err, sizeof err)) {
             fprintf(stderr, "bench_gateway: %s\n", err);
             return 1;
         }
-        snprintf(base, sizeof base, "http://%s", httpd_addr(model));
+        snprintf(base, sizeof base, "http://%s", cm_net_httpd_addr(model));
     }
     buf cj = BUF_INIT;
-    buf_printf(&cj,
-               "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
-               "\"session\":{\"dmScope\":\"per-channel-peer\"},"
-               "\"agents\":{\"defaults\":{\"model\":\"openai/fake\","
-               "\"memorySearch\":{\"provider\":\"none\"}}},"
-               "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
-               "\"apiKey\":\"sk-bench\",\"models\":[]}}},"
-               "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
-               "\"replyToMode\":\"all\"}},"
-               "\"messages\":{\"inbound\":{\"debounceMs\":0},"
-               "\"queue\":{\"mode\":\"followup\",\"debounceMs\":0}}}",
-               base);
+    cm_buf_printf(&cj,
+                  "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
+                  "\"session\":{\"dmScope\":\"per-channel-peer\"},"
+                  "\"agents\":{\"defaults\":{\"model\":\"openai/fake\","
+                  "\"memorySearch\":{\"provider\":\"none\"}}},"
+                  "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
+                  "\"apiKey\":\"sk-bench\",\"models\":[]}}},"
+                  "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
+                  "\"replyToMode\":\"all\"}},"
+                  "\"messages\":{\"inbound\":{\"debounceMs\":0},"
+                  "\"queue\":{\"mode\":\"followup\",\"debounceMs\":0}}}",
+                  base);
     json_t *cfg = json_loads(cj.data, 0, NULL);
     buf cp = BUF_INIT;
-    fs_join(&cp, state.data, "quantumclaw.json");
+    cm_fs_join(&cp, state.data, "quantumclaw.json");
     FILE *cf = fopen(cp.data, "w");
     if (cf) fputs(cj.data, cf), fclose(cf);
-    buf_release(&cp);
-    buf_release(&cj);
+    cm_buf_release(&cp);
+    cm_buf_release(&cj);
     gw_agents *ag = NULL;
     cm_options co = {NULL, ws.data, NULL, state.data, NULL, NULL, 1};
-    if (agent && gw_agents_new(&co, &ag)) return 1;
+    if (agent && cm_gw_agents_new(&co, &ag)) return 1;
     g_sent = calloc((size_t)g_n, sizeof *g_sent);
     g_reply = calloc((size_t)g_n, sizeof *g_reply);
     long rss0 = rss_kb();
@@ -297,15 +298,15 @@ int main(int argc, char **argv)
     gw_runtime *rt = NULL;
     timed ch = {{&t_ops}, NULL};
     gw_runtime_opts ro = {
-        cfg, state.data, agent ? gw_agents_run : fake_run, ag, NULL, NULL, 4, false, 0, NULL};
-    if (gw_runtime_new(&ro, &rt, err, sizeof err) ||
-        gw_http_open(cfg, "127.0.0.1:0", &ch.http, err, sizeof err) ||
-        gw_runtime_add_channel(rt, &ch.base, NULL, NULL, err, sizeof err) ||
-        gw_runtime_start(rt, err, sizeof err)) {
+        cfg, state.data, agent ? cm_gw_agents_run : fake_run, ag, NULL, NULL, 4, false, 0, NULL};
+    if (cm_gw_runtime_new(&ro, &rt, err, sizeof err) ||
+        cm_gw_http_open(cfg, "127.0.0.1:0", &ch.http, err, sizeof err) ||
+        cm_gw_runtime_add_channel(rt, &ch.base, NULL, NULL, err, sizeof err) ||
+        cm_gw_runtime_start(rt, err, sizeof err)) {
         fprintf(stderr, "bench_gateway: %s\n", err);
         return 1;
     }
-    snprintf(g_addr, sizeof g_addr, "%s", gw_http_address(ch.http));
+    snprintf(g_addr, sizeof g_addr, "%s", cm_gw_http_address(ch.http));
     double t0 = now_us();
     pthread_t th[CLIENTS];
     for (long c = 0; c < CLIENTS; c++)
@@ -329,7 +330,7 @@ int main(int argc, char **argv)
     double t1 = now_us();
     long rss1 = rss_kb();
     int fds1 = open_fds();
-    json_t *st = gw_runtime_status(rt);
+    json_t *st = cm_gw_runtime_status(rt);
     json_int_t sessions = json_integer_value(json_object_get(st, "knownSessions"));
     json_decref(st);
     double *lat = calloc((size_t)g_n, sizeof *lat);
@@ -351,16 +352,16 @@ int main(int argc, char **argv)
     puts(s);
     free(s);
     json_decref(out);
-    gw_runtime_drain(rt, 10000);
-    gw_runtime_free(rt);
+    cm_gw_runtime_drain(rt, 10000);
+    cm_gw_runtime_free(rt);
     ch.http->ops->close(ch.http);
-    gw_agents_free(ag);
-    httpd_stop(model, 1000);
+    cm_gw_agents_free(ag);
+    cm_net_httpd_stop(model, 1000);
     json_decref(cfg);
-    buf_release(&ws);
+    cm_buf_release(&ws);
     free(lat);
     free(g_sent);
     free(g_reply);
-    buf_release(&state);
+    cm_buf_release(&state);
     return got == g_n && !g_failed ? 0 : 1;
 }

@@ -75,7 +75,7 @@ int main(int argc, char **argv)
     /* 10,000 notes of 10 lines of 12 words from a 4,000-word vocabulary */
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/memory", ws);
-    fs_mkdirs(dir, NULL, 0);
+    cm_fs_mkdirs(dir, NULL, 0);
     for (int i = 0; i < 10000; i++) {
         char p[4300];
         snprintf(p, sizeof p, "%s/note-%05d.md", dir, i);
@@ -113,8 +113,8 @@ int main(int argc, char **argv)
     cm_config cfg;
     cm_config_args a = {NULL, ws, cfgp, state};
     embed_provider p;
-    if (config_load(&a, NULL, &cfg, err, sizeof err) ||
-        embed_open(&cfg, "openai", &p, err, sizeof err)) {
+    if (cm_config_init(&a, NULL, &cfg, err, sizeof err) ||
+        cm_embed_open(&cfg, "openai", &p, err, sizeof err)) {
         fprintf(stderr, "bench_hybrid: %s\n", err);
         return 1;
     }
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
         snprintf(q, sizeof q, "%s %s", w1, w2);
         float *v = NULL;
         t0 = now_ms();
-        embed_query(&p, q, &v, err, sizeof err);
+        cm_embed_query(&p, q, &v, err, sizeof err);
         rt[i] = now_ms() - t0;
         free(v);
         t0 = now_ms();
@@ -170,7 +170,7 @@ int main(int argc, char **argv)
             cm_memory_search(fresh, "edited kalo", NULL, &js, err, sizeof err);
         reload[r] = now_ms() - t0;
         cm_free(js);
-        cm_engine_free(fresh);
+        cm_engine_close(fresh);
     }
     qsort(after, NE, sizeof *after, cmp);
     qsort(reload, NE, sizeof *reload, cmp);
@@ -181,7 +181,7 @@ int main(int argc, char **argv)
     char imbuf[128] = "null";
     if (im) snprintf(imbuf, sizeof imbuf, "%.*s", (int)(strchr(im, '}') - im - 10), im + 11);
     cm_free(status);
-    cm_engine_free(w);
+    cm_engine_close(w);
     printf("{\"chunks\":%zu,\"dims\":384,\"index_s\":%.1f,\"queries\":%d,\"queries_with_hits\":%zu,"
            "\"search_ms_p50\":%.2f,\"search_ms_p99\":%.2f,\"query_embedding_ms_p50\":%.2f,"
            "\"search_ms_p50_excluding_query_embedding\":%.2f,"
@@ -191,9 +191,9 @@ int main(int argc, char **argv)
            st.chunks_written, index_s, NQ, hits, lat[NQ / 2], lat[NQ * 99 / 100], rt[NQ / 2],
            lat[NQ / 2] - rt[NQ / 2], NE, sync_ms[NE / 2], after[NE / 2], reload[NE / 2],
            reload[NE / 2] / after[NE / 2], imbuf);
-    embed_close(&p);
-    config_release(&cfg);
-    cm_engine_free(e);
+    cm_embed_close(&p);
+    cm_config_release(&cfg);
+    cm_engine_close(e);
     fake_stop(srv);
     return 0;
 }

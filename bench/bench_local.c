@@ -62,59 +62,62 @@ int main(int argc, char **argv)
     char err[512];
     local_model *m;
     double t0 = now_ms();
-    if (local_open(argv[1], (int)strtol(argv[3], NULL, 10), &m, err, sizeof err)) {
+    if (cm_local_open(argv[1], (int)strtol(argv[3], NULL, 10), &m, err, sizeof err)) {
         fprintf(stderr, "bench_local: %s\n", err);
         return 1;
     }
     double load_ms = now_ms() - t0;
-    float *v = malloc(n * (size_t)local_dims(m) * sizeof *v);
+    float *v = malloc(n * (size_t)cm_local_dims(m) * sizeof *v);
     if (!v) return 1;
 
     /* batched: every text in one call (packed into calls by local.c); the
      * first call also warms the context up, so run it once untimed */
-    if (local_embed(m, (const char *const *)texts, n < 64 ? n : 64, false, v, err, sizeof err)) goto fail;
-    uint64_t tok0 = local_tokens(m), ns0 = local_llama_ns(m);
+    if (cm_local_embed(m, (const char *const *)texts, n < 64 ? n : 64, false, v, err, sizeof err))
+        goto fail;
+    uint64_t tok0 = cm_local_tokens(m), ns0 = cm_local_llama_ns(m);
     t0 = now_ms();
-    if (local_embed(m, (const char *const *)texts, n, false, v, err, sizeof err)) goto fail;
+    if (cm_local_embed(m, (const char *const *)texts, n, false, v, err, sizeof err)) goto fail;
     double batch_ms = now_ms() - t0;
-    uint64_t batch_tokens = local_tokens(m) - tok0;
-    double batch_in_llama = (double)(local_llama_ns(m) - ns0) / 1e6 / batch_ms;
+    uint64_t batch_tokens = cm_local_tokens(m) - tok0;
+    double batch_in_llama = (double)(cm_local_llama_ns(m) - ns0) / 1e6 / batch_ms;
 
     /* one by one: the first SINGLE_TEXTS texts, one call each */
     size_t ns = n < SINGLE_TEXTS ? n : SINGLE_TEXTS;
-    tok0 = local_tokens(m);
-    ns0 = local_llama_ns(m);
+    tok0 = cm_local_tokens(m);
+    ns0 = cm_local_llama_ns(m);
     t0 = now_ms();
     for (size_t i = 0; i < ns; i++)
-        if (local_embed(m, (const char *const *)&texts[i], 1, false, v, err, sizeof err)) goto fail;
+        if (cm_local_embed(m, (const char *const *)&texts[i], 1, false, v, err, sizeof err))
+            goto fail;
     double single_ms = now_ms() - t0;
-    uint64_t single_tokens = local_tokens(m) - tok0;
-    double single_in_llama = (double)(local_llama_ns(m) - ns0) / 1e6 / single_ms;
+    uint64_t single_tokens = cm_local_tokens(m) - tok0;
+    double single_in_llama = (double)(cm_local_llama_ns(m) - ns0) / 1e6 / single_ms;
 
     printf("{\"model\":\"%s\",\"texts\":%zu,\"tokens\":%llu,\"single_texts\":%zu,"
            "\"single_tokens\":%llu,\"load_ms\":%.1f,\"batched_tokens_per_s\":%.1f,"
            "\"single_tokens_per_s\":%.1f,\"batched_share_in_llama\":%.4f,"
            "\"single_share_in_llama\":%.4f",
-           local_desc(m), n, (unsigned long long)batch_tokens, ns, (unsigned long long)single_tokens,
-           load_ms, batch_tokens / (batch_ms / 1e3), single_tokens / (single_ms / 1e3),
-           batch_in_llama, single_in_llama);
+           cm_local_desc(m), n, (unsigned long long)batch_tokens, ns,
+           (unsigned long long)single_tokens, load_ms, batch_tokens / (batch_ms / 1e3),
+           single_tokens / (single_ms / 1e3), batch_in_llama, single_in_llama);
     if (argc > 4) {
         static_model sm;
-        if (static_model_open(&sm, argv[4], err, sizeof err)) goto fail;
+        if (cm_static_model_open(&sm, argv[4], err, sizeof err)) goto fail;
         float *sv = malloc(sm.dims * sizeof *sv);
         if (!sv) return 1;
         int rounds = 0;
         t0 = now_ms();
         do {
-            for (size_t i = 0; i < n; i++) static_model_embed(&sm, texts[i], sv);
+            for (size_t i = 0; i < n; i++)
+                cm_static_model_embed(&sm, texts[i], sv);
             rounds++;
         } while (now_ms() - t0 < 1000);
         printf(",\"static_chunks_per_s\":%.0f", (double)n * rounds / ((now_ms() - t0) / 1e3));
         free(sv);
-        static_model_close(&sm);
+        cm_static_model_close(&sm);
     }
     printf("}\n");
-    local_close(m);
+    cm_local_close(m);
     return 0;
 fail:
     fprintf(stderr, "bench_local: %s\n", err);

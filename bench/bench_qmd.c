@@ -145,13 +145,13 @@ int main(int argc, char **argv)
             cm_free(js);
             const char *args[32];
             char nb[64];
-            qmd_search_argv("search", queries[i], 6, cols, 3, args + 1, 30, nb);
+            cm_backend_qmd_search_argv("search", queries[i], 6, cols, 3, args + 1, 30, nb);
             args[0] = qmd;
             qmd_run_result res;
             t0 = now_ms();
-            qmd_run(args, env, ws, 30000, false, NULL, &res, err, sizeof err);
+            cm_backend_qmd_run(args, env, ws, 30000, false, NULL, &res, err, sizeof err);
             td[n] = now_ms() - t0;
-            qmd_run_result_release(&res);
+            cm_backend_qmd_run_result_release(&res);
             if (r == 0) {
                 builtin_hits += *pb != 0;
                 qmd_found += *pq != 0;
@@ -167,8 +167,8 @@ int main(int argc, char **argv)
            "\"fallbacks\":%zu}\n",
            nq, ROUNDS, builtin_index_ms, qmd_boot_ms, mb, mq, md, mq - md, builtin_hits, qmd_found,
            same_top, fallbacks);
-    cm_engine_free(be);
-    cm_engine_free(qe);
+    cm_engine_close(be);
+    cm_engine_close(qe);
     free(env);
     for (size_t i = 0; i < nq; i++)
         free(queries[i]);

@@ -1,7 +1,7 @@
 /*
  * bench_runner.c — `make bench`, the model runner's overhead: a turn through
- * llm_run against a zero-latency loopback fake, next to the same request
- * made directly with the HTTP client (http_fetch_run, the same body and the
+ * cm_llm_run against a zero-latency loopback fake, next to the same request
+ * made directly with the HTTP client (cm_http_fetch_run, the same body and the
  * same answer), streamed and not; with a key from the config (nothing
  * written) and with an auth profile (lastUsed and lastGood written, under
  * the lock, each turn). Then the time to order 1,000 auth profiles of one
@@ -78,8 +78,8 @@ static const llm_message msg = {LLM_USER, "What is the dog called?", NULL, 0, NU
 static double raw_turn(fake_server *fs, const char *url, bool stream)
 {
     cm_strlist h = {0};
-    config_header_set(&h, "Authorization: Bearer sk-bench-0000000000");
-    config_header_set(&h, "Content-Type: application/json");
+    cm_config_header_set(&h, "Authorization: Bearer sk-bench-0000000000");
+    cm_config_header_set(&h, "Content-Type: application/json");
     char body[512];
     snprintf(body, sizeof body,
              "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"What is the dog "
@@ -90,7 +90,7 @@ static double raw_turn(fake_server *fs, const char *url, bool stream)
         .url = url, .headers = &h, .body = body, .body_len = strlen(body), .on_data = sink};
     char err[256];
     double t0 = now_us();
-    http_fetch_run(&f, err, sizeof err);
+    cm_http_fetch_run(&f, err, sizeof err);
     double dt = now_us() - t0;
     for (size_t i = 0; i < h.n; i++)
         free(h.v[i]);
@@ -100,17 +100,17 @@ static double raw_turn(fake_server *fs, const char *url, bool stream)
 
 static double runner_turn(fake_server *fs, llm_runner *r, bool stream)
 {
-    llm_request rq = {NULL, NULL, &msg, 1, NULL, 0, 0, stream};
+    llm_request rq = {NULL, NULL, &msg, 1, NULL, 0, 0, stream, NULL, NULL};
     llm_turn t = {NULL, false, NULL};
     llm_response out;
     llm_outcome oc;
     char err[512];
     push(fs, stream);
     double t0 = now_us();
-    cm_rc rc = llm_run(r, &t, &rq, NULL, NULL, &out, &oc, err, sizeof err);
+    cm_rc rc = cm_llm_run(r, &t, &rq, NULL, NULL, &out, &oc, err, sizeof err);
     double dt = now_us() - t0;
     if (rc) fprintf(stderr, "bench_runner: %s\n", err);
-    llm_response_release(&out);
+    cm_llm_response_release(&out);
     return dt;
 }
 
@@ -127,11 +127,11 @@ int main(int argc, char **argv)
     static double v[TURNS];
     for (int mode = 0; mode < 2; mode++) { /* 0: key in the config, 1: an auth profile */
         snprintf(state, sizeof state, "%s/state%d", argv[1], mode);
-        fs_mkdirs(state, err, sizeof err);
+        cm_fs_mkdirs(state, err, sizeof err);
         if (mode == 1) {
             char p[4200];
             snprintf(p, sizeof p, "%s/agents/main/agent", state);
-            fs_mkdirs(p, err, sizeof err);
+            cm_fs_mkdirs(p, err, sizeof err);
             snprintf(p, sizeof p, "%s/agents/main/agent/auth-profiles.json", state);
             FILE *f = fopen(p, "w");
             fputs("{\"version\":1,\"profiles\":{\"openai:a\":{\"type\":\"api_key\",\"provider\":"
@@ -147,7 +147,7 @@ int main(int argc, char **argv)
         json_t *c = json_loads(cfg, 0, NULL);
         llm_runner_opts o = {c, state, "main", NULL, NULL};
         llm_runner *r;
-        if (llm_runner_open(&o, &r, err, sizeof err)) {
+        if (cm_llm_runner_open(&o, &r, err, sizeof err)) {
             fprintf(stderr, "bench_runner: %s\n", err);
             return 1;
         }
@@ -166,7 +166,7 @@ int main(int argc, char **argv)
                                           : (stream ? "profileStreaming" : "profileWhole"),
                                 m);
         }
-        llm_runner_close(r);
+        cm_llm_runner_close(r);
         json_decref(c);
     }
     fake_stop(fs);
@@ -189,9 +189,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < 200; i++) {
         char **order = NULL;
         double t0 = now_us();
-        auth_profile_order(&s, NULL, "openai", NULL, 1800000000000LL, &order);
+        cm_auth_profile_order(&s, NULL, "openai", NULL, 1800000000000LL, &order);
         v[i] = now_us() - t0;
-        auth_strv_free(order);
+        cm_auth_strv_free(order);
     }
     json_object_set_new(out, "order1000Profiles", stats(v, 200));
     json_decref(doc);

@@ -110,7 +110,7 @@ static int run(const char *ws, const char *state, const char *cfg, side *out)
     qsort(lat, NQ, sizeof *lat, cmp);
     out->p50 = lat[NQ / 2];
     out->p99 = lat[NQ * 99 / 100];
-    cm_engine_free(e);
+    cm_engine_close(e);
     return 0;
 }
 
@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     snprintf(hcfg, sizeof hcfg, "%s/hybrid.json", argv[1]);
     snprintf(kst, sizeof kst, "%s/state-keyword", argv[1]);
     snprintf(hst, sizeof hst, "%s/state-hybrid", argv[1]);
-    fs_mkdirs(dir, NULL, 0);
+    cm_fs_mkdirs(dir, NULL, 0);
     FILE *f = fopen(kcfg, "w");
     fprintf(f,
             "{agents:{defaults:{memorySearch:{provider:'none',chunking:{tokens:32,overlap:0}}}}}");
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
         if (i % 1000 == 0) {
             char sub[4300];
             snprintf(sub, sizeof sub, "%s/%03ld", dir, i / 1000);
-            fs_mkdirs(sub, NULL, 0);
+            cm_fs_mkdirs(sub, NULL, 0);
         }
         FILE *nf = fopen(p, "w");
         if (!nf) return 1;

@@ -137,6 +137,6 @@ int main(int argc, char **argv)
            pct(lat, nq, 0.50), pct(lat, nq, 0.95), pct(lat, nq, 0.99), dbbytes,
            (double)rss_index_kb / 1024.0, (double)ru.ru_maxrss / 1024.0);
     free(lat);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return 0;
 }

@@ -75,10 +75,10 @@ static int S_roundtrip(int fd, const buf *req, buf *in)
         if (w <= 0) return -1;
         off += (size_t)w;
     }
-    buf_reset(in);
+    cm_buf_reset(in);
     size_t want = 0, head = 0;
     for (;;) {
-        if (buf_grow(in, 65536) != CM_OK) return -1;
+        if (cm_buf_grow(in, 65536) != CM_OK) return -1;
         ssize_t r = recv(fd, in->data + in->len, in->cap - in->len - 1, 0);
         if (r <= 0) return -1;
         in->len += (size_t)r;
@@ -106,15 +106,16 @@ static void *S_worker(void *arg)
             w->errors++;
             continue;
         }
-        buf_reset(&body);
-        buf_reset(&req);
-        buf_printf(&body,
-                   "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\",\"params\":{\"name\":"
-                   "\"memory_search\",\"arguments\":{\"query\":\"%s\"},\"_meta\":{"
-                   "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
-                   "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
-                   i, queries[i % nqueries]);
-        buf_printf(
+        cm_buf_reset(&body);
+        cm_buf_reset(&req);
+        cm_buf_printf(
+            &body,
+            "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\",\"params\":{\"name\":"
+            "\"memory_search\",\"arguments\":{\"query\":\"%s\"},\"_meta\":{"
+            "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+            "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+            i, queries[i % nqueries]);
+        cm_buf_printf(
             &req,
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
             "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
@@ -143,9 +144,9 @@ static void *S_worker(void *arg)
             (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
     }
     if (fd >= 0) close(fd);
-    buf_release(&req);
-    buf_release(&body);
-    buf_release(&in);
+    cm_buf_release(&req);
+    cm_buf_release(&body);
+    cm_buf_release(&in);
     return NULL;
 }
 

@@ -154,7 +154,7 @@ static void gen_row(const dataset *ds, const float *cent, size_t i, float *row)
     const float *c = cent ? cent + ((i * 7919) % 1000) * ds->d : NULL;
     for (size_t j = 0; j < ds->d; j++)
         row[j] = c ? c[j] + 1.2f * gauss() : gauss();
-    vec_normalise(row, ds->d);
+    cm_vec_normalise(row, ds->d);
 }
 
 static size_t overlap(const vec_hit *a, const vec_hit *b)
@@ -169,7 +169,7 @@ static size_t overlap(const vec_hit *a, const vec_hit *b)
 int main(int argc, char **argv)
 {
     const char *so = argc > 1 ? argv[1] : NULL;
-    const vec_kernels *k = vec_kernels_best();
+    const vec_kernels *k = cm_vec_kernels_best();
     double bw = read_bandwidth(k);
     printf("{\"kernel\":\"%s\",\"read_bandwidth_gbs\":%.1f,\"exact_max_bytes\":%u,\"runs\":[",
            k->name, bw, VEC_EXACT_MAX_BYTES);
@@ -192,11 +192,11 @@ int main(int argc, char **argv)
                 cent[i] = gauss();
         }
         vec_index x;
-        vec_index_init(&x, d);
+        cm_vec_index_init(&x, d);
         for (size_t i = 0; i < n; i++) {
             float *row = ds->peer ? m + i * d : m;
             gen_row(ds, cent, i, row);
-            vec_index_add(&x, (int64_t)i, row, 0);
+            cm_vec_index_add(&x, (int64_t)i, row, 0);
         }
         for (size_t i = 0; i < nq; i++)
             gen_row(ds, cent, n + i, q + i * d);
@@ -206,19 +206,19 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < nq; i++) {
             vec_hit ex[10], ap[10];
             double t0 = now_ms();
-            vec_search(&x, k, q + i * d, 10, ~0u, ex);
+            cm_vec_search(&x, k, q + i * d, 10, ~0u, ex);
             double t1 = now_ms();
-            vec_search_int8(&x, k, q + i * d, 10, 10, ~0u, ap);
+            cm_vec_search_int8(&x, k, q + i * d, 10, 10, ~0u, ap);
             double t2 = now_ms();
             tf += t1 - t0;
             ti += t2 - t1;
             fi += overlap(ex, ap);
             t0 = now_ms();
-            vec_search_binary(&x, k, q + i * d, 10, 0, ~0u, ap);
+            cm_vec_search_binary(&x, k, q + i * d, 10, 0, ~0u, ap);
             tb[i] = now_ms() - t0;
             fb += overlap(ex, ap);
             t0 = now_ms();
-            vec_search_auto(&x, k, q + i * d, 10, ~0u, ap);
+            cm_vec_search_auto(&x, k, q + i * d, 10, ~0u, ap);
             ta[i] = now_ms() - t0;
             fa += overlap(ex, ap);
         }
@@ -254,13 +254,13 @@ int main(int argc, char **argv)
                "\"speedup_auto\":%.1f,\"index_mb\":%.0f,\"rss_mb\":%.0f}",
                first ? "" : ",", n, d, ds->clustered ? "clustered" : "random", nq, tf, gbs,
                100 * gbs / bw, ti, (double)fi / (double)(nq * 10), tbm, tb[nq - 1 - nq / 100],
-               (double)fb / (double)(nq * 10), vec_search_path(&x), tam,
+               (double)fb / (double)(nq * 10), cm_vec_search_path(&x), tam,
                (double)fa / (double)(nq * 10), vf, vi, vf > 0 ? vf / tf : 0, vi > 0 ? vi / ti : 0,
                vf > 0 ? vf / tbm : 0, vf > 0 ? vf / tam : 0,
                (double)(n * x.stride * 5 + n * x.words * 8 + n * 13) / 1048576.0, rss);
         first = 0;
         fflush(stdout);
-        vec_index_release(&x);
+        cm_vec_index_release(&x);
         free(m);
         free(q);
         free(tb);

@@ -820,6 +820,6 @@ int main(int argc, char **argv)
     cm_engine *e = NULL;
     if (cm_engine_open(&opt, &e, err, sizeof err)) return die("%s", err);
     int r = fn(e, nargs, args);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return r;
 }

@@ -115,7 +115,7 @@ int cmd_models(const cm_options *opt, int argc, char **argv)
                    ? cm_models_status(a, &out, err, sizeof err)
                    : cm_agent_turn(a, session, prompt, model, json ? NULL : on_text, NULL, &out,
                                    err, sizeof err);
-    cm_agent_free(a);
+    cm_agent_close(a);
     if (rc) {
         if (!json && !strcmp(sub, "run")) putchar('\n');
         return die("models %s: %s", sub, err);

@@ -192,7 +192,7 @@ int cmd_sessions(const cm_options *opt, int argc, char **argv)
         if (cm_agent_open(&o, &ag, err, sizeof err)) return die("%s", err);
         cm_rc r2 = sub[0] == 'f' ? cm_agent_flush(ag, key, &out, err, sizeof err)
                                  : cm_agent_compact(ag, key, &out, err, sizeof err);
-        cm_agent_free(ag);
+        cm_agent_close(ag);
         if (r2) return die("sessions %s: %s", sub, err);
         if (json)
             puts(out);
@@ -217,10 +217,10 @@ int cmd_sessions(const cm_options *opt, int argc, char **argv)
     else if (!strcmp(sub, "flush"))
         rc = cm_sessions_flush_check(s, key, prompt, cw, !ro, &out, err, sizeof err);
     else {
-        cm_sessions_free(s);
+        cm_sessions_close(s);
         return die("sessions: unknown subcommand '%s' (see clawmem sessions --help)", sub);
     }
-    cm_sessions_free(s);
+    cm_sessions_close(s);
     if (rc) return die("sessions %s: %s", sub, err);
     if (json || !out) {
         if (out)

@@ -76,7 +76,7 @@ typedef struct cm_engine cm_engine;
 cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t errlen);
 
 /* Closes the index and frees the engine. NULL is a no-op. */
-void cm_engine_free(cm_engine *e);
+void cm_engine_close(cm_engine *e);
 
 typedef struct cm_progress {
     size_t files_done, files_total;

@@ -45,7 +45,7 @@ int main(int argc, char **argv)
         kept++;
     }
     char err[512];
-    if (static_model_write(argv[2], w, v, (uint32_t)kept, (uint32_t)dims, err, sizeof err)) {
+    if (cm_static_model_write(argv[2], w, v, (uint32_t)kept, (uint32_t)dims, err, sizeof err)) {
         fprintf(stderr, "convert-static-model: %s\n", err);
         return 1;
     }

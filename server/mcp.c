@@ -153,7 +153,7 @@ static void *sync_main(void *arg)
         cm_rc rc = cm_engine_sync(e, 0, stop_sync, y, &st, err, sizeof err);
         if (rc != CM_ECANCELED) log_sync(y, rc, &st, err);
     }
-    cm_engine_free(e);
+    cm_engine_close(e);
     return NULL;
 }
 
@@ -270,7 +270,7 @@ out:
     if (thread) pthread_join(tid, NULL);
     free(in);
     json_decref(s.tools);
-    cm_engine_free(s.engine);
+    cm_engine_close(s.engine);
     for (int i = 0; i < 2; i++) {
         if (sig_pipe[i] >= 0) close(sig_pipe[i]);
         if (y.wake[i] >= 0) close(y.wake[i]);

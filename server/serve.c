@@ -122,7 +122,7 @@ static cm_rc S_load_agents(srv *s, char *err, size_t errlen)
     memset(&cfg, 0, sizeof cfg);
     cm_config_args a = {s->opt.agent_id, s->opt.workspace, s->opt.config_path, s->opt.state_dir};
     cm_logger lg = {NULL, NULL}; /* the engines warn once each */
-    CHECK(config_load(&a, &lg, &cfg, err, errlen));
+    CHECK(cm_config_init(&a, &lg, &cfg, err, errlen));
     json_t *list = json_object_get(json_object_get(cfg.root, "agents"), "list");
     size_t i;
     json_t *e;
@@ -137,7 +137,7 @@ static cm_rc S_load_agents(srv *s, char *err, size_t errlen)
     if (s->nagents == 0 || (s->opt.agent_id && !S_known_agent(s, s->opt.agent_id)))
         s->agents[s->nagents++] = cm_strdup(cfg.agent_id);
 out:
-    config_release(&cfg);
+    cm_config_release(&cfg);
     return rc;
 }
 
@@ -148,8 +148,8 @@ static cm_rc S_load_tokens(srv *s, const char *path, char *err, size_t errlen)
     buf text = BUF_INIT;
     json5_doc doc;
     memset(&doc, 0, sizeof doc);
-    CHECK(fs_read_file_follow(path, 1u << 20, &text, err, errlen));
-    CHECK(json5_parse(text.data, text.len, path, &doc, err, errlen));
+    CHECK(cm_fs_read_file_follow(path, 1u << 20, &text, err, errlen));
+    CHECK(cm_json5_parse(text.data, text.len, path, &doc, err, errlen));
     if (!json_is_object(doc.root)) FAIL(CM_ECONFIG, "%s: expected an object of tokens", path);
     s->tokens = calloc(json_object_size(doc.root) + 1, sizeof *s->tokens);
     if (!s->tokens) FAIL(CM_ENOMEM, "out of memory");
@@ -158,7 +158,7 @@ static cm_rc S_load_tokens(srv *s, const char *path, char *err, size_t errlen)
     json_object_foreach(doc.root, k, v)
     {
         int line = 0, col = 0;
-        json5_where(&doc, doc.root, k, 0, &line, &col);
+        cm_json5_where(&doc, doc.root, k, 0, &line, &col);
         const char *agent = json_string_value(json_object_get(v, "agent"));
         json_t *w = json_object_get(v, "write");
         /* never the token itself in a message */
@@ -180,8 +180,8 @@ static cm_rc S_load_tokens(srv *s, const char *path, char *err, size_t errlen)
     }
     s->auth = true;
 out:
-    json5_doc_release(&doc);
-    buf_release(&text);
+    cm_json5_doc_release(&doc);
+    cm_buf_release(&text);
     return rc;
 }
 
@@ -211,7 +211,7 @@ static void *S_watch_main(void *arg)
     if (cm_engine_open(&sl->wopt, &e, err, sizeof err) == CM_OK) {
         cm_watch_opts wo = {&sl->stop, sl->wake[0], -1, NULL, NULL, 0};
         cm_engine_watch(e, &wo, err, sizeof err);
-        cm_engine_free(e);
+        cm_engine_close(e);
     }
     return NULL;
 }
@@ -247,7 +247,7 @@ static void S_slot_close(slot *sl)
     }
     if (sl->wake[0] >= 0) close(sl->wake[0]);
     if (sl->wake[1] >= 0) close(sl->wake[1]);
-    cm_engine_free(sl->engine);
+    cm_engine_close(sl->engine);
     pthread_mutex_destroy(&sl->use);
     free(sl->agent);
     free(sl);
@@ -438,7 +438,7 @@ static void S_plain(httpd_conn *c, int status, const char *const *extra, const c
     h[n] = NULL;
     char body[512];
     int len = snprintf(body, sizeof body, "%s\n", msg);
-    httpd_respond(c, status, h, body, (size_t)CM_MIN(len, (int)sizeof body - 1));
+    cm_net_httpd_respond(c, status, h, body, (size_t)CM_MIN(len, (int)sizeof body - 1));
 }
 
 /* A JSON-RPC error as the body of an HTTP error status. */
@@ -447,8 +447,8 @@ static void S_rpc_fail(httpd_conn *c, int status, const char *msg)
     json_t *e = mcp_rpc_error(NULL, MCP_INVALID_REQUEST, msg);
     char *s = e ? json_dumps(e, JSON_COMPACT) : NULL;
     json_decref(e);
-    httpd_respond(c, status, (const char *const[]){"Content-Type: application/json", NULL}, s,
-                  s ? strlen(s) : 0);
+    cm_net_httpd_respond(c, status, (const char *const[]){"Content-Type: application/json", NULL},
+                         s, s ? strlen(s) : 0);
     free(s);
 }
 
@@ -492,7 +492,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     const char *path_agent = NULL;
 
     /* DNS rebinding: a page elsewhere must not reach a loopback server */
-    if (!S_origin_ok(s, httpd_header_get(rq, "Origin"))) {
+    if (!S_origin_ok(s, cm_net_httpd_header_get(rq, "Origin"))) {
         S_plain(c, 403, NULL, "Forbidden: Origin not allowed (see clawmem serve --allow-origin)");
         goto out;
     }
@@ -508,7 +508,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     const char *agent = path_agent;
     bool may_write = true;
     if (s->auth) {
-        const char *az = httpd_header_get(rq, "Authorization");
+        const char *az = cm_net_httpd_header_get(rq, "Authorization");
         const token *t = NULL;
         if (az && !strncasecmp(az, "Bearer ", 7)) t = S_find_token(s, az + 7);
         if (!t) {
@@ -530,14 +530,14 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         S_plain(c, 404, NULL, "Not Found: no such agent in agents.list");
         goto out;
     }
-    const char *sid = httpd_header_get(rq, "Mcp-Session-Id");
+    const char *sid = cm_net_httpd_header_get(rq, "Mcp-Session-Id");
     if (!strcmp(rq->method, "DELETE")) {
         if (!sid)
             S_plain(c, 400, NULL, "Bad Request: Mcp-Session-Id is required");
         else if (!S_session_use(s, sid, agent, true))
             S_plain(c, 404, NULL, "Not Found: no such session");
         else
-            httpd_respond(c, 204, NULL, NULL, 0);
+            cm_net_httpd_respond(c, 204, NULL, NULL, 0);
         goto out;
     }
     if (strcmp(rq->method, "POST") != 0) {
@@ -546,13 +546,13 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
                 "Method Not Allowed: POST JSON-RPC messages to /mcp");
         goto out;
     }
-    const char *ct = httpd_header_get(rq, "Content-Type");
+    const char *ct = cm_net_httpd_header_get(rq, "Content-Type");
     if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
         (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
         S_plain(c, 415, NULL, "Unsupported Media Type: send application/json");
         goto out;
     }
-    const char *accept = httpd_header_get(rq, "Accept");
+    const char *accept = cm_net_httpd_header_get(rq, "Accept");
     bool want_json = !accept || S_has_type(accept, "application/json") ||
                      S_has_type(accept, "application/*") || S_has_type(accept, "*/*");
     bool want_sse = S_has_type(accept, "text/event-stream");
@@ -565,8 +565,8 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     if (!msg) {
         ans = mcp_rpc_parse_error(je.text);
         out = json_dumps(ans, JSON_COMPACT);
-        httpd_respond(c, 400, (const char *const[]){"Content-Type: application/json", NULL}, out,
-                      out ? strlen(out) : 0);
+        cm_net_httpd_respond(c, 400, (const char *const[]){"Content-Type: application/json", NULL},
+                             out, out ? strlen(out) : 0);
         goto out;
     }
     if (!json_is_object(msg)) {
@@ -579,7 +579,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     const char *envelope = json_string_value(json_object_get(meta, MCP_META_VERSION));
     bool modern = envelope && !mcp_rpc_legacy_version(envelope);
     bool is_init = method && !strcmp(method, "initialize") && json_object_get(msg, "id");
-    const char *hv = httpd_header_get(rq, "MCP-Protocol-Version");
+    const char *hv = cm_net_httpd_header_get(rq, "MCP-Protocol-Version");
     if (hv && !mcp_rpc_legacy_version(hv) && !mcp_rpc_modern_version(hv)) {
         S_rpc_fail(c, 400, "Bad Request: unsupported MCP-Protocol-Version");
         goto out;
@@ -588,7 +588,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         S_rpc_fail(c, 400, "Bad Request: MCP-Protocol-Version differs from the request's _meta");
         goto out;
     }
-    const char *hm = httpd_header_get(rq, "Mcp-Method");
+    const char *hm = cm_net_httpd_header_get(rq, "Mcp-Method");
     if (hm && method && strcmp(hm, method) != 0) {
         S_rpc_fail(c, 400, "Bad Request: Mcp-Method differs from the request's method");
         goto out;
@@ -637,7 +637,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     pthread_mutex_unlock(&sl->use);
     S_release(s, sl);
     if (!ans) { /* a notification or a response */
-        httpd_respond(c, 202, NULL, NULL, 0);
+        cm_net_httpd_respond(c, 202, NULL, NULL, 0);
         goto out;
     }
     out = json_dumps(ans, JSON_COMPACT);
@@ -646,14 +646,14 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         goto out;
     }
     if (!want_json) {
-        httpd_sse_begin(c, 200, (const char *const[]){sid_hdr[0] ? sid_hdr : NULL, NULL});
-        httpd_sse_event(c, "message", NULL, out, strlen(out));
-        httpd_sse_end(c);
+        cm_net_httpd_sse_begin(c, 200, (const char *const[]){sid_hdr[0] ? sid_hdr : NULL, NULL});
+        cm_net_httpd_sse_event(c, "message", NULL, out, strlen(out));
+        cm_net_httpd_sse_end(c);
     } else {
-        httpd_respond(c, 200,
-                      (const char *const[]){"Content-Type: application/json",
-                                            sid_hdr[0] ? sid_hdr : NULL, NULL},
-                      out, strlen(out));
+        cm_net_httpd_respond(c, 200,
+                             (const char *const[]){"Content-Type: application/json",
+                                                   sid_hdr[0] ? sid_hdr : NULL, NULL},
+                             out, strlen(out));
     }
 out:
     free(out);
@@ -685,18 +685,18 @@ int mcp_serve_http(const cm_options *opt, const serve_opts *so)
         S_log(&s, CM_LOG_ERROR, "%s", err);
         goto out;
     }
-    httpd_opts ho = httpd_defaults();
+    httpd_opts ho = cm_net_httpd_defaults();
     ho.listen = so->listen ? so->listen : "127.0.0.1:8765";
     if (so->max_conns > 0) ho.max_conns = so->max_conns;
     ho.max_body = MCP_MAX_MESSAGE;
     ho.handler = S_handle;
     ho.ctx = &s;
-    if (httpd_start(&ho, &h, err, sizeof err) != CM_OK) {
+    if (cm_net_httpd_start(&ho, &h, err, sizeof err) != CM_OK) {
         S_log(&s, CM_LOG_ERROR, "%s", err);
         goto out;
     }
     /* Without tokens anyone who reaches the port is every agent: loopback only. */
-    const char *addr = httpd_addr(h);
+    const char *addr = cm_net_httpd_addr(h);
     if (!s.auth && strncmp(addr, "127.", 4) != 0 && strncmp(addr, "[::1]", 5) != 0) {
         S_log(&s, CM_LOG_ERROR,
               "serve: listening on %s without --tokens would let anyone reach every agent's "
@@ -720,7 +720,7 @@ int mcp_serve_http(const cm_options *opt, const serve_opts *so)
     }
     status = 0;
 out:
-    httpd_stop(h, 5000);
+    cm_net_httpd_stop(h, 5000);
     while (s.slots) {
         slot *n = s.slots->next;
         S_slot_close(s.slots);

@@ -162,23 +162,24 @@ static void make_output(fake_batch *b, fbatch *x)
                           "fake", "error");
         char *s = json_dumps(o, JSON_COMPACT);
         buf *dst = fail && x->kind != K_GEMINI ? &errs : &out;
-        buf_adds(dst, s);
-        buf_addc(dst, '\n');
+        cm_buf_adds(dst, s);
+        cm_buf_addc(dst, '\n');
         free(s);
         json_decref(o);
         json_decref(j);
     }
     (void)k;
-    ffile *of = file_add(b, x->kind == K_GEMINI ? "files/out-" : "file-out-", buf_detach(&out), 0);
+    ffile *of =
+        file_add(b, x->kind == K_GEMINI ? "files/out-" : "file-out-", cm_buf_detach(&out), 0);
     of->n = of->data ? strlen(of->data) : 0;
     if (!of->data) of->data = cm_strdup("");
     snprintf(x->out, sizeof x->out, "%s", of->id);
     if (errs.len) {
         size_t en = errs.len;
-        ffile *ef = file_add(b, "file-err-", buf_detach(&errs), en);
+        ffile *ef = file_add(b, "file-err-", cm_buf_detach(&errs), en);
         snprintf(x->errf, sizeof x->errf, "%s", ef->id);
     }
-    buf_release(&errs);
+    cm_buf_release(&errs);
 }
 
 /* Advances x on a status request; its state word. under b->mu */

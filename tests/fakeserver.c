@@ -90,8 +90,8 @@ static char *content_text(json_t *content)
         const char *t = json_string_value(json_object_get(part, "text"));
         const char *d =
             json_string_value(json_object_get(json_object_get(part, "inlineData"), "data"));
-        if (i) buf_addc(&b, ' ');
-        if (t) buf_adds(&b, t);
+        if (i) cm_buf_addc(&b, ' ');
+        if (t) cm_buf_adds(&b, t);
         uint32_t acc = 0;
         int bits = 0;
         for (; d && *d && *d != '='; d++) {
@@ -102,12 +102,12 @@ static char *content_text(json_t *content)
                 unsigned char x = (unsigned char)(acc >> (bits -= 8));
                 bool word =
                     (x >= 'a' && x <= 'z') || (x >= 'A' && x <= 'Z') || (x >= '0' && x <= '9');
-                buf_addc(&b, word ? (char)x : ' ');
+                cm_buf_addc(&b, word ? (char)x : ' ');
             }
         }
     }
-    if (!b.data) buf_adds(&b, "");
-    return buf_detach(&b);
+    if (!b.data) cm_buf_adds(&b, "");
+    return cm_buf_detach(&b);
 }
 
 /* The answer body for a request. */
@@ -162,11 +162,11 @@ static char *answer(fake_server *s, const char *path, const char *body, enum fak
         if (c) { /* replace the first number with NaN */
             buf b = BUF_INIT;
             size_t end = strcspn(c + 1, ",]");
-            buf_add(&b, txt, (size_t)(c + 1 - txt));
-            buf_adds(&b, "NaN");
-            buf_adds(&b, c + 1 + end);
+            cm_buf_add(&b, txt, (size_t)(c + 1 - txt));
+            cm_buf_adds(&b, "NaN");
+            cm_buf_adds(&b, c + 1 + end);
             free(txt);
-            txt = buf_detach(&b);
+            txt = cm_buf_detach(&b);
         }
     }
     return txt;
@@ -282,7 +282,7 @@ static void *serve(void *arg)
             char tmp[65536];
             ssize_t r = recv(c->fd, tmp, sizeof tmp, 0);
             if (r <= 0) goto done;
-            buf_add(&in, tmp, (size_t)r);
+            cm_buf_add(&in, tmp, (size_t)r);
         }
         size_t hlen = (size_t)(hdr_end - in.data) + 4;
         size_t clen = 0;
@@ -292,7 +292,7 @@ static void *serve(void *arg)
             char tmp[65536];
             ssize_t r = recv(c->fd, tmp, sizeof tmp, 0);
             if (r <= 0) goto done;
-            buf_add(&in, tmp, (size_t)r);
+            cm_buf_add(&in, tmp, (size_t)r);
         }
         pthread_mutex_lock(&s->mu);
         fake_request *q = s->nreqs < 256 ? &s->reqs[s->nreqs++] : NULL;
@@ -333,11 +333,12 @@ static void *serve(void *arg)
         if (hfn &&
             hfn(hctx, method, path, in.data + hlen, clen, &hstatus, &hctype, &hout, &hlen_out)) {
             buf msg = BUF_INIT;
-            buf_printf(&msg, "HTTP/1.1 %d Fake\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n",
-                       hstatus, hctype, hlen_out);
-            buf_add(&msg, hout ? hout : "", hlen_out);
+            cm_buf_printf(&msg,
+                          "HTTP/1.1 %d Fake\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n",
+                          hstatus, hctype, hlen_out);
+            cm_buf_add(&msg, hout ? hout : "", hlen_out);
             send_all(c->fd, msg.data, msg.len);
-            buf_release(&msg);
+            cm_buf_release(&msg);
             free(hout);
             free(body);
             free(hdrs);
@@ -367,7 +368,7 @@ static void *serve(void *arg)
         }
         if (f == FAKE_ECHO) { /* a hostile or careless server: our request back */
             buf e = BUF_INIT;
-            buf_adds(&e, "{\"error\":\"unauthorized\",\"request\":\"");
+            cm_buf_adds(&e, "{\"error\":\"unauthorized\",\"request\":\"");
             static const char *const dull[] = {
                 "host:",           "accept:",     "accept-encoding:", "content-type:",
                 "content-length:", "user-agent:", "expect:"};
@@ -376,17 +377,17 @@ static void *serve(void *arg)
                 bool skip = false;
                 for (size_t k = 0; k < ARRAY_LEN(dull); k++)
                     skip |= strncasecmp(ln, dull[k], strlen(dull[k])) == 0;
-                if (!skip) buf_add(&e, ln, l + (ln[l] == '\n'));
+                if (!skip) cm_buf_add(&e, ln, l + (ln[l] == '\n'));
                 ln += l + (ln[l] == '\n');
             }
-            buf_adds(&e, "\"}");
+            cm_buf_adds(&e, "\"}");
             snprintf(head, sizeof head,
                      "HTTP/1.1 %d Echo\r\nContent-Type: application/json\r\n"
                      "Content-Length: %zu\r\n\r\n",
                      status, e.len);
             send_all(c->fd, head, strlen(head));
             send_all(c->fd, e.data, e.len);
-            buf_release(&e);
+            cm_buf_release(&e);
             free(body);
             free(hdrs);
             continue;
@@ -425,10 +426,10 @@ static void *serve(void *arg)
                  f == FAKE_TRUNCATED ? olen + 100 : olen);
         /* header and body in one write: no Nagle / delayed-ACK stall */
         buf msg = BUF_INIT;
-        buf_adds(&msg, head);
-        buf_add(&msg, out, f == FAKE_TRUNCATED ? olen / 2 : olen);
+        cm_buf_adds(&msg, head);
+        cm_buf_add(&msg, out, f == FAKE_TRUNCATED ? olen / 2 : olen);
         send_all(c->fd, msg.data, msg.len);
-        buf_release(&msg);
+        cm_buf_release(&msg);
         free(out);
         if (f == FAKE_TRUNCATED) goto done;
     }
@@ -439,7 +440,7 @@ done:
     pthread_cond_broadcast(&s->idle);
     pthread_mutex_unlock(&s->mu);
     close(c->fd);
-    buf_release(&in);
+    cm_buf_release(&in);
     free(c);
     return NULL;
 }
@@ -527,7 +528,7 @@ void fake_file(fake_server *s, const char *path, const void *data, size_t n)
         ff->data = malloc(n ? n : 1);
         memcpy(ff->data, data, n);
         ff->n = n;
-        sha256_hex(data, n, ff->etag);
+        cm_sha256_hex(data, n, ff->etag);
     }
     pthread_mutex_unlock(&s->mu);
 }

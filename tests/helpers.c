@@ -74,8 +74,8 @@ void write_bytes(const char *dir, const char *rel, const void *data, size_t n)
 {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, rel);
-    char *d = fs_dirname(p);
-    fs_mkdirs(d, NULL, 0);
+    char *d = cm_fs_dirname(p);
+    cm_fs_mkdirs(d, NULL, 0);
     free(d);
     FILE *f = fopen(p, "wb");
     if (!f) {
@@ -117,7 +117,7 @@ static void drain(int fd, buf *b)
 {
     char tmp[65536];
     ssize_t r = read(fd, tmp, sizeof tmp);
-    if (r > 0) buf_add(b, tmp, (size_t)r);
+    if (r > 0) cm_buf_add(b, tmp, (size_t)r);
 }
 
 run_result run_clawmem(const char *const *env, const char *const *args)
@@ -182,8 +182,8 @@ run_result run_cmd(const char *const *env, const char *const *cmd)
     int st;
     waitpid(pid, &st, 0);
     res.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    res.out = buf_detach(&bo);
-    res.err = buf_detach(&be);
+    res.out = cm_buf_detach(&bo);
+    res.err = cm_buf_detach(&be);
     return res;
 }
 
@@ -228,7 +228,7 @@ void proc_start(proc *p, const char *const *env, const char *const *args)
     p->pid = pid;
     p->in = in[1];
     p->out = out[0];
-    buf_init(&p->pending, 0);
+    cm_buf_init(&p->pending, 0);
 }
 
 void proc_send(proc *p, const char *s)
@@ -265,7 +265,7 @@ char *proc_line(proc *p, int timeout_ms)
         char tmp[65536];
         ssize_t r = read(p->out, tmp, sizeof tmp);
         if (r <= 0) return NULL;
-        buf_add(&p->pending, tmp, (size_t)r);
+        cm_buf_add(&p->pending, tmp, (size_t)r);
     }
 }
 
@@ -288,7 +288,7 @@ int proc_stop(proc *p, int sig, int timeout_ms)
     }
     if (p->in >= 0) close(p->in);
     close(p->out);
-    buf_release(&p->pending);
+    cm_buf_release(&p->pending);
     if (st == -1) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -297,8 +297,8 @@ char *proc_stderr(const proc *p)
 {
     buf b = BUF_INIT;
     char err[256];
-    fs_read_file(p->errpath, 1 << 24, &b, err, sizeof err);
-    return buf_detach(&b);
+    cm_fs_read_file(p->errpath, 1 << 24, &b, err, sizeof err);
+    return cm_buf_detach(&b);
 }
 
 int count_fds(int pid)
@@ -333,15 +333,17 @@ const char *pg_dsn;
 void pg_overlay(const char *state, const char *agent)
 {
     buf b = BUF_INIT;
-    buf_printf(&b, "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: '%s'}}}}}",
-               pg_dsn);
+    cm_buf_printf(&b,
+                  "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: '%s'}}}}}",
+                  pg_dsn);
     write_file(state, "clawmem.json", b.data);
-    buf_release(&b);
+    cm_buf_release(&b);
     store s;
     char err[256];
-    if (store_open_pg(&s, pg_dsn, agent, "porter", STORE_CREATE, 5000, err, sizeof err) == CM_OK) {
-        store_drop_agent(&s, err, sizeof err);
-        store_close(&s);
+    if (cm_store_open_pg(&s, pg_dsn, agent, "porter", STORE_CREATE, 5000, err, sizeof err) ==
+        CM_OK) {
+        cm_store_drop_agent(&s, err, sizeof err);
+        cm_store_close(&s);
     }
 }
 
@@ -350,8 +352,9 @@ bool pg_integrity_ok(const char *agent)
     store s;
     char err[256];
     bool ok = false;
-    if (store_open_pg(&s, pg_dsn, agent, "porter", 0, 5000, err, sizeof err) != CM_OK) return false;
-    if (store_check(&s, &ok, err, sizeof err) != CM_OK) ok = false;
-    store_close(&s);
+    if (cm_store_open_pg(&s, pg_dsn, agent, "porter", 0, 5000, err, sizeof err) != CM_OK)
+        return false;
+    if (cm_store_check(&s, &ok, err, sizeof err) != CM_OK) ok = false;
+    cm_store_close(&s);
     return ok;
 }

@@ -158,7 +158,7 @@ extern const char *pg_dsn;
 /* Writes <state>/clawmem.json choosing the postgres store of pg_dsn, and
  * drops agent's rows left by an earlier test. */
 void pg_overlay(const char *state, const char *agent);
-/* store_check of agent's index in pg_dsn. */
+/* cm_store_check of agent's index in pg_dsn. */
 bool pg_integrity_ok(const char *agent);
 
 /* Number of open descriptors of process pid (0: this process). */

@@ -62,7 +62,7 @@ static bool world_start(world *w, const char *models_json)
         return false;
     }
     llm_runner_opts ro = {w->cfg, w->state, "main", fake_clock, NULL};
-    if (llm_runner_open(&ro, &w->runner, err, sizeof err)) {
+    if (cm_llm_runner_open(&ro, &w->runner, err, sizeof err)) {
         test_fail(__FILE__, __LINE__, "runner: %s", err);
         return false;
     }
@@ -74,8 +74,8 @@ static bool world_start(world *w, const char *models_json)
 
 static void world_stop(world *w)
 {
-    llm_runner_close(w->runner);
-    cm_engine_free(w->eng);
+    cm_llm_runner_close(w->runner);
+    cm_engine_close(w->eng);
     json_decref(w->cfg);
     fake_stop(w->fs);
     free(w->ws);
@@ -89,7 +89,7 @@ static void say(world *w, const char *text, int prompt_tokens)
     char *q = json_dumps(t, JSON_ENCODE_ANY);
     json_decref(t);
     buf b = BUF_INIT;
-    buf_printf(
+    cm_buf_printf(
         &b,
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         "data: "
@@ -100,7 +100,7 @@ static void say(world *w, const char *text, int prompt_tokens)
         "data: [DONE]\n\n",
         q, prompt_tokens, prompt_tokens + 10);
     fake_push_raw(w->fs, b.data, true);
-    buf_release(&b);
+    cm_buf_release(&b);
     free(q);
 }
 
@@ -110,7 +110,7 @@ static void call(world *w, const char *id, const char *name, const char *args_js
     char *q = json_dumps(a, JSON_ENCODE_ANY);
     json_decref(a);
     buf b = BUF_INIT;
-    buf_printf(
+    cm_buf_printf(
         &b,
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"%s\","
@@ -118,7 +118,7 @@ static void call(world *w, const char *id, const char *name, const char *args_js
         "data: [DONE]\n\n",
         id, name, q);
     fake_push_raw(w->fs, b.data, true);
-    buf_release(&b);
+    cm_buf_release(&b);
     free(q);
 }
 
@@ -150,7 +150,7 @@ TEST(agent_turn_runs_the_memory_tools)
                         NULL};
     agent_turn_out out;
     char err[512];
-    EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
     EXPECT_STR(out.reply, "The dog is called Biscuit.");
     EXPECT_INT(out.steps, 3);
     EXPECT_INT(out.tool_calls, 2);
@@ -172,14 +172,14 @@ TEST(agent_turn_runs_the_memory_tools)
     EXPECT_CONTAINS(json_string_value(json_object_get(last, "content")), "Biscuit");
     EXPECT_INT(json_array_size(json_object_get(b, "tools")), 2); /* no memory_write offered */
     json_decref(b);
-    agent_turn_out_release(&out);
+    cm_agent_turn_out_release(&out);
     /* A model that never stops calling tools is stopped. */
     for (int i = 0; i < 3; i++)
         call(&w, "cx", "memory_search", "{\"query\":\"x\"}");
     in.max_steps = 3;
-    EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "after 3 model calls");
-    agent_turn_out_release(&out);
+    cm_agent_turn_out_release(&out);
     world_stop(&w);
 }
 
@@ -187,9 +187,9 @@ static json_t *entry_of(world *w, const char *key)
 {
     session_store s;
     char err[256];
-    if (session_store_read(&s, w->store, err, sizeof err)) return NULL;
-    json_t *e = json_incref(session_store_get(&s, key));
-    session_store_release(&s);
+    if (cm_session_store_read(&s, w->store, err, sizeof err)) return NULL;
+    json_t *e = json_incref(cm_session_store_get(&s, key));
+    cm_session_store_release(&s);
     return e;
 }
 
@@ -199,10 +199,10 @@ static char *transcript_of(world *w, const char *key)
     const char *f = json_string_value(json_object_get(e, "sessionFile"));
     buf b = BUF_INIT;
     char err[256];
-    if (f) fs_read_file(f, 1 << 24, &b, err, sizeof err);
+    if (f) cm_fs_read_file(f, 1 << 24, &b, err, sizeof err);
     json_decref(e);
-    if (!b.data) buf_adds(&b, "");
-    return buf_detach(&b);
+    if (!b.data) cm_buf_adds(&b, "");
+    return cm_buf_detach(&b);
 }
 
 TEST(agent_session_turn_records_the_turn)
@@ -213,12 +213,12 @@ TEST(agent_session_turn_records_the_turn)
     agent_reply r;
     char err[512];
     EXPECT_INT(
-        agent_session_turn(&w.a, "agent:main:main", "hi", NULL, NULL, NULL, &r, err, sizeof err),
+        cm_agent_session_turn(&w.a, "agent:main:main", "hi", NULL, NULL, NULL, &r, err, sizeof err),
         CM_OK);
     EXPECT_STR(r.text, "Hello! How can I help?");
     EXPECT(!r.silent && !r.flushed && !r.compacted);
     EXPECT_STR(r.model, "openai/gpt-t");
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     json_t *e = entry_of(&w, "agent:main:main");
     EXPECT_INT(json_integer_value(json_object_get(e, "totalTokens")), 1234);
     EXPECT(json_is_true(json_object_get(e, "totalTokensFresh")));
@@ -231,10 +231,10 @@ TEST(agent_session_turn_records_the_turn)
     free(t);
     /* The next turn sends the history. */
     say(&w, "Still here.", 1300);
-    EXPECT_INT(agent_session_turn(&w.a, "agent:main:main", "still there?", NULL, NULL, NULL, &r,
-                                  err, sizeof err),
+    EXPECT_INT(cm_agent_session_turn(&w.a, "agent:main:main", "still there?", NULL, NULL, NULL, &r,
+                                     err, sizeof err),
                CM_OK);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     json_t *b = request_body(&w, 1);
     EXPECT_INT(json_array_size(json_object_get(b, "messages")), 4); /* the system prompt first */
     json_decref(b);
@@ -249,11 +249,11 @@ TEST(agent_memory_flush_before_the_turn)
     say(&w, "Noted.", 7000); /* the first turn leaves 7,000 tokens in the context */
     agent_reply r;
     char err[512];
-    EXPECT_INT(agent_session_turn(&w.a, "main", "I prefer green tea, by the way.", NULL, NULL, NULL,
-                                  &r, err, sizeof err),
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "I prefer green tea, by the way.", NULL, NULL,
+                                     NULL, &r, err, sizeof err),
                CM_OK);
     EXPECT(!r.flushed);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     /* The next message: the flush runs first. The model tries another
      * file (refused), writes today's, says NO_REPLY; then the turn. */
     clock_now = T0 + 3600 * 1000;
@@ -261,22 +261,22 @@ TEST(agent_memory_flush_before_the_turn)
     call(&w, "f2", "memory_write", "{\"text\":\"- Prefers green tea.\"}");
     say(&w, "NO_REPLY", 7100);
     say(&w, "Green tea it is.", 7200);
-    EXPECT_INT(agent_session_turn(&w.a, "main", "What do I like to drink?", NULL, NULL, NULL, &r,
-                                  err, sizeof err),
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "What do I like to drink?", NULL, NULL, NULL, &r,
+                                     err, sizeof err),
                CM_OK);
     EXPECT(r.flushed);
     EXPECT_STR(r.text, "Green tea it is.");
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     buf note = BUF_INIT;
     EXPECT_INT(
-        fs_read_file(path_in(w.dir, "ws/memory/2027-01-15.md"), 1 << 20, &note, err, sizeof err),
+        cm_fs_read_file(path_in(w.dir, "ws/memory/2027-01-15.md"), 1 << 20, &note, err, sizeof err),
         CM_OK);
     EXPECT_CONTAINS(note.data, "Prefers green tea.");
-    buf_release(&note);
+    cm_buf_release(&note);
     buf mem = BUF_INIT;
-    fs_read_file(path_in(w.dir, "ws/MEMORY.md"), 1 << 20, &mem, err, sizeof err);
+    cm_fs_read_file(path_in(w.dir, "ws/MEMORY.md"), 1 << 20, &mem, err, sizeof err);
     EXPECT(strstr(mem.data, "green tea") == NULL); /* MEMORY.md untouched during the flush */
-    buf_release(&mem);
+    cm_buf_release(&mem);
     /* The flush turn saw the flush prompts. */
     json_t *b = request_body(&w, 1);
     EXPECT_CONTAINS(json_string_value(json_object_get(
@@ -298,11 +298,11 @@ TEST(agent_memory_flush_before_the_turn)
     /* Not again in this cycle. */
     say(&w, "Sure.", 7300);
     int before = fake_count(w.fs);
-    EXPECT_INT(agent_session_turn(&w.a, "main", "thanks", NULL, NULL, NULL, &r, err, sizeof err),
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "thanks", NULL, NULL, NULL, &r, err, sizeof err),
                CM_OK);
     EXPECT(!r.flushed);
     EXPECT_INT(fake_count(w.fs), before + 1);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     world_stop(&w);
 }
 
@@ -320,25 +320,25 @@ TEST(agent_compaction_summarises_before_a_user_message)
         char p[64];
         snprintf(p, sizeof p, "turn %d ", i);
         buf msg = BUF_INIT;
-        buf_printf(&msg, "%s%s", p, big);
+        cm_buf_printf(&msg, "%s%s", p, big);
         say(&w, "ok", 100);
         EXPECT_INT(
-            agent_session_turn(&w.a, "main", msg.data, NULL, NULL, NULL, &r, err, sizeof err),
+            cm_agent_session_turn(&w.a, "main", msg.data, NULL, NULL, NULL, &r, err, sizeof err),
             CM_OK);
-        agent_reply_release(&r);
-        buf_release(&msg);
+        cm_agent_reply_release(&r);
+        cm_buf_release(&msg);
     }
     free(big);
     say(&w, "## Goal\nThe user sent six long messages.", 500);
-    EXPECT_INT(agent_session_compact(&w.a, "main", &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_agent_session_compact(&w.a, "main", &r, err, sizeof err), CM_OK);
     EXPECT(r.compacted);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     json_t *e = entry_of(&w, "agent:main:main");
     EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 1);
     EXPECT(json_integer_value(json_object_get(e, "totalTokens")) > 0);
     const char *f = json_string_value(json_object_get(e, "sessionFile"));
     json_t *hist = NULL;
-    EXPECT_INT(agent_session_history(f, &hist, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_agent_session_history(f, &hist, err, sizeof err), CM_OK);
     json_decref(e);
     /* summary, then whole turns from a user message on (about 20k tokens: 3 turns) */
     EXPECT_CONTAINS(
@@ -422,9 +422,9 @@ TEST(agent_cli_models_and_flush)
     snprintf(rel, sizeof rel, "ws/memory/%s.md", day);
     buf note = BUF_INIT;
     char err[256];
-    EXPECT_INT(fs_read_file(path_in(w.dir, rel), 1 << 20, &note, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_fs_read_file(path_in(w.dir, rel), 1 << 20, &note, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(note.data, "Likes hiking.");
-    buf_release(&note);
+    cm_buf_release(&note);
     /* no model reachable: a clear error, no secret */
     fake_push(w.fs, FAKE_STATUS, 401, -1);
     fake_push(w.fs, FAKE_STATUS, 401, -1);
@@ -444,12 +444,12 @@ TEST(agent_tool_result_cut_keeps_characters_whole)
     world w;
     if (!world_start(&w, NULL)) return;
     buf big = BUF_INIT;
-    buf_addc(&big, 'a');
+    cm_buf_addc(&big, 'a');
     for (int i = 0; i < 200000; i++)
-        buf_adds(&big, "\xc3\xa9");
-    buf_addc(&big, '\n');
+        cm_buf_adds(&big, "\xc3\xa9");
+    cm_buf_addc(&big, '\n');
     write_file(w.dir, "ws/memory/big.md", big.data);
-    buf_release(&big);
+    cm_buf_release(&big);
     call(&w, "c1", "memory_get", "{\"path\":\"memory/big.md\"}");
     say(&w, "done", 100);
     llm_pin pin = {"", false};
@@ -458,8 +458,8 @@ TEST(agent_tool_result_cut_keeps_characters_whole)
         w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL, NULL, NULL};
     agent_turn_out out;
     char err[512] = "";
-    EXPECT_INT(agent_turn(&tools, &in, &out, err, sizeof err), CM_OK);
-    agent_turn_out_release(&out);
+    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+    cm_agent_turn_out_release(&out);
     world_stop(&w);
 }
 
@@ -501,9 +501,9 @@ TEST(agent_prompt_memory_md_only_in_the_main_session)
         say(&w, "ok", 100);
         agent_reply r;
         EXPECT_INT(
-            agent_session_turn(&w.a, cases[i].key, "hi", NULL, NULL, NULL, &r, err, sizeof err),
+            cm_agent_session_turn(&w.a, cases[i].key, "hi", NULL, NULL, NULL, &r, err, sizeof err),
             CM_OK);
-        agent_reply_release(&r);
+        cm_agent_reply_release(&r);
         char *sys = system_of(&w, n0);
         EXPECT_CONTAINS(sys, "Always answer in haiku.");
         EXPECT_CONTAINS(sys, "Warm and dry.");
@@ -545,8 +545,9 @@ TEST(agent_prompt_daily_logs_of_the_session_start)
     agent_reply r;
     const char *group = "agent:main:telegram:group:-100";
     say(&w, "ok", 100);
-    EXPECT_INT(agent_session_turn(&w.a, group, "hi", NULL, NULL, NULL, &r, err, sizeof err), CM_OK);
-    agent_reply_release(&r);
+    EXPECT_INT(cm_agent_session_turn(&w.a, group, "hi", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    cm_agent_reply_release(&r);
     char *sys = system_of(&w, 0);
     EXPECT_CONTAINS(sys, "today: fed the cat");
     EXPECT_CONTAINS(sys, "yesterday: bought tea");
@@ -558,19 +559,19 @@ TEST(agent_prompt_daily_logs_of_the_session_start)
     /* two days on, the same session keeps the logs of its start */
     clock_now = T0 + 2 * 86400000LL;
     say(&w, "ok", 100);
-    EXPECT_INT(agent_session_turn(&w.a, group, "again", NULL, NULL, NULL, &r, err, sizeof err),
+    EXPECT_INT(cm_agent_session_turn(&w.a, group, "again", NULL, NULL, NULL, &r, err, sizeof err),
                CM_OK);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     sys = system_of(&w, 1);
     EXPECT_CONTAINS(sys, "today: fed the cat");
     EXPECT(!strstr(sys, "later: a trip"));
     free(sys);
     /* a session that starts now gets the 17th and the 16th */
     say(&w, "ok", 100);
-    EXPECT_INT(agent_session_turn(&w.a, "agent:main:main", "morning", NULL, NULL, NULL, &r, err,
-                                  sizeof err),
+    EXPECT_INT(cm_agent_session_turn(&w.a, "agent:main:main", "morning", NULL, NULL, NULL, &r, err,
+                                     sizeof err),
                CM_OK);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     sys = system_of(&w, 2);
     EXPECT_CONTAINS(sys, "later: a trip");
     EXPECT(!strstr(sys, "fed the cat"));
@@ -584,7 +585,7 @@ TEST(agent_prompt_bootstrap_caps)
     char *dir = tmp_dir();
     buf big = BUF_INIT;
     for (int i = 0; i < 100; i++)
-        buf_printf(&big, "line %03d of the agents file\n", i);
+        cm_buf_printf(&big, "line %03d of the agents file\n", i);
     write_file(dir, "AGENTS.md", big.data);
     write_file(dir, "SOUL.md", "short soul\n\n\n");
     write_file(dir, "MEMORY.md", "secret long-term note\n");
@@ -593,7 +594,7 @@ TEST(agent_prompt_bootstrap_caps)
                              0, NULL);
     agent_prompt_in in = {cfg, dir, "main", "agent:main:main", 0, true, false, AGENT_REASONING_OFF};
     buf p = BUF_INIT;
-    EXPECT_INT(agent_system_prompt(&in, &p), CM_OK);
+    EXPECT_INT(cm_agent_system_prompt(&in, &p), CM_OK);
     /* AGENTS.md cut to 500 characters: 350 from the head, 100 from the tail */
     EXPECT_CONTAINS(p.data, "[...truncated, read AGENTS.md for full content...]");
     EXPECT_CONTAINS(p.data, "line 000 of the agents file");
@@ -604,22 +605,22 @@ TEST(agent_prompt_bootstrap_caps)
     EXPECT(!strstr(p.data, "secret long-term note"));
     EXPECT(!strstr(p.data, "memory_write"));
     EXPECT_CONTAINS(p.data, "Reasoning: off");
-    buf_release(&p);
+    cm_buf_release(&p);
     /* an empty budget for MEMORY.md aside, a group key never reads it */
     json_decref(cfg);
     in.config = NULL;
     in.session_key = "agent:main:telegram:group:1";
-    EXPECT_INT(agent_system_prompt(&in, &p), CM_OK);
+    EXPECT_INT(cm_agent_system_prompt(&in, &p), CM_OK);
     EXPECT(!strstr(p.data, "secret long-term note"));
     EXPECT_CONTAINS(p.data, "line 050 of"); /* no cut at the default 20000 */
-    buf_release(&p);
+    cm_buf_release(&p);
     in.session_key = "agent:main:main";
     in.reasoning = AGENT_REASONING_STREAM;
-    EXPECT_INT(agent_system_prompt(&in, &p), CM_OK);
+    EXPECT_INT(cm_agent_system_prompt(&in, &p), CM_OK);
     EXPECT_CONTAINS(p.data, "secret long-term note");
     EXPECT_CONTAINS(p.data, "Reasoning: stream");
-    buf_release(&p);
-    buf_release(&big);
+    cm_buf_release(&p);
+    cm_buf_release(&big);
 }
 
 /* An OpenAI-compatible streamed answer with reasoning_content first. */
@@ -630,17 +631,17 @@ static void say_reasoning(world *w, const char *why, const char *text)
     json_decref(a);
     json_decref(b);
     buf m = BUF_INIT;
-    buf_printf(&m,
-               "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-               "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":%s}}]}\n\n"
-               "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"\\nthen "
-               "answer\"}}]}\n\n"
-               "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},"
-               "\"finish_reason\":\"stop\"}]}\n\n"
-               "data: [DONE]\n\n",
-               qa, qb);
+    cm_buf_printf(&m,
+                  "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                  "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":%s}}]}\n\n"
+                  "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"\\nthen "
+                  "answer\"}}]}\n\n"
+                  "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},"
+                  "\"finish_reason\":\"stop\"}]}\n\n"
+                  "data: [DONE]\n\n",
+                  qa, qb);
     fake_push_raw(w->fs, m.data, true);
-    buf_release(&m);
+    cm_buf_release(&m);
     free(qa);
     free(qb);
 }
@@ -669,33 +670,33 @@ TEST(agent_reasoning_off_on_stream)
     agent_turn_opts o = {"why?", NULL, NULL, NULL, on_draft, &d};
     /* off (the default): dropped */
     say_reasoning(&w, "think first", "Because.");
-    EXPECT_INT(agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
     EXPECT_STR(r.text, "Because.");
     EXPECT_STR(r.reasoning, "");
     EXPECT_INT(r.reasoning_level, AGENT_REASONING_OFF);
     EXPECT_INT(d.calls, 0);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     char *sys = system_of(&w, 0);
     EXPECT_CONTAINS(sys, "Reasoning: off");
     free(sys);
     /* the command: not one, a query, a bad level, then on */
-    EXPECT_INT(
-        agent_session_reasoning_command(&w.a, key, "/reasons", &handled, &reply, err, sizeof err),
-        CM_OK);
+    EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reasons", &handled, &reply, err,
+                                                  sizeof err),
+               CM_OK);
     EXPECT(!handled && !reply);
-    EXPECT_INT(
-        agent_session_reasoning_command(&w.a, key, "/reasoning", &handled, &reply, err, sizeof err),
-        CM_OK);
+    EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reasoning", &handled, &reply, err,
+                                                  sizeof err),
+               CM_OK);
     EXPECT(handled);
     EXPECT_CONTAINS(reply, "Current reasoning level: off.");
     free(reply);
-    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reasoning loud", &handled, &reply, err,
-                                               sizeof err),
+    EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reasoning loud", &handled, &reply,
+                                                  err, sizeof err),
                CM_OK);
     EXPECT_CONTAINS(reply, "Unrecognized reasoning level \"loud\"");
     free(reply);
-    EXPECT_INT(agent_session_reasoning_command(&w.a, key, " /reasoning: Show", &handled, &reply,
-                                               err, sizeof err),
+    EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, " /reasoning: Show", &handled, &reply,
+                                                  err, sizeof err),
                CM_OK);
     EXPECT_STR(reply, "Reasoning visibility enabled.");
     free(reply);
@@ -704,11 +705,11 @@ TEST(agent_reasoning_off_on_stream)
     json_decref(e);
     /* on: a separate message, formatted */
     say_reasoning(&w, "think first", "Because.");
-    EXPECT_INT(agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
     EXPECT_STR(r.text, "Because.");
     EXPECT_STR(r.reasoning, "Reasoning:\n_think first_\n_then answer_");
     EXPECT_INT(d.calls, 0);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     sys = system_of(&w, 1);
     EXPECT_CONTAINS(sys, "Reasoning: on");
     free(sys);
@@ -717,25 +718,25 @@ TEST(agent_reasoning_off_on_stream)
     EXPECT_CONTAINS(t, "\"type\":\"thinking\"");
     free(t);
     /* stream: drafts as it arrives, nothing with the reply */
-    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reason stream", &handled, &reply, err,
-                                               sizeof err),
+    EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reason stream", &handled, &reply,
+                                                  err, sizeof err),
                CM_OK);
     EXPECT_STR(reply, "Reasoning stream enabled.");
     free(reply);
     say_reasoning(&w, "think first", "Because.");
-    EXPECT_INT(agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
     EXPECT_STR(r.text, "Because.");
     EXPECT_STR(r.reasoning, "");
     EXPECT_INT(d.calls, 2);
     EXPECT_STR(d.last, "Reasoning:\n_think first_\n_then answer_");
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     json_t *b = request_body(&w, 2);
     char *msgs = json_dumps(json_object_get(b, "messages"), JSON_COMPACT);
     EXPECT(!strstr(msgs, "think first"));
     free(msgs);
     json_decref(b);
-    EXPECT_INT(agent_session_reasoning_command(&w.a, key, "/reasoning off", &handled, &reply, err,
-                                               sizeof err),
+    EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reasoning off", &handled, &reply,
+                                                  err, sizeof err),
                CM_OK);
     EXPECT_STR(reply, "Reasoning visibility disabled.");
     free(reply);

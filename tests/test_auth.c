@@ -21,27 +21,27 @@
 
 TEST(auth_cooldown_schedule)
 {
-    EXPECT_INT(auth_cooldown_ms(0), 1 * MIN);
-    EXPECT_INT(auth_cooldown_ms(1), 1 * MIN);
-    EXPECT_INT(auth_cooldown_ms(2), 5 * MIN);
-    EXPECT_INT(auth_cooldown_ms(3), 25 * MIN);
-    EXPECT_INT(auth_cooldown_ms(4), 60 * MIN);
-    EXPECT_INT(auth_cooldown_ms(50), 60 * MIN);
+    EXPECT_INT(cm_auth_cooldown_ms(0), 1 * MIN);
+    EXPECT_INT(cm_auth_cooldown_ms(1), 1 * MIN);
+    EXPECT_INT(cm_auth_cooldown_ms(2), 5 * MIN);
+    EXPECT_INT(cm_auth_cooldown_ms(3), 25 * MIN);
+    EXPECT_INT(cm_auth_cooldown_ms(4), 60 * MIN);
+    EXPECT_INT(cm_auth_cooldown_ms(50), 60 * MIN);
 }
 
 TEST(auth_billing_schedule)
 {
-    EXPECT_INT(auth_billing_disable_ms(NULL, "openai", 1), 5 * HOUR);
-    EXPECT_INT(auth_billing_disable_ms(NULL, "openai", 2), 10 * HOUR);
-    EXPECT_INT(auth_billing_disable_ms(NULL, "openai", 3), 20 * HOUR);
-    EXPECT_INT(auth_billing_disable_ms(NULL, "openai", 4), 24 * HOUR);
-    EXPECT_INT(auth_billing_disable_ms(NULL, "openai", 40), 24 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(NULL, "openai", 1), 5 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(NULL, "openai", 2), 10 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(NULL, "openai", 3), 20 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(NULL, "openai", 4), 24 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(NULL, "openai", 40), 24 * HOUR);
     json_t *by = json_pack("{s:f}", "Anthropic", 1.0);
     auth_cooldowns c = {2, 6, 0, by};
-    EXPECT_INT(auth_billing_disable_ms(&c, "openai", 1), 2 * HOUR);
-    EXPECT_INT(auth_billing_disable_ms(&c, "openai", 3), 6 * HOUR);
-    EXPECT_INT(auth_billing_disable_ms(&c, "anthropic", 1), 1 * HOUR);
-    EXPECT_INT(auth_billing_disable_ms(&c, "anthropic", 2), 2 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(&c, "openai", 1), 2 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(&c, "openai", 3), 6 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(&c, "anthropic", 1), 1 * HOUR);
+    EXPECT_INT(cm_auth_billing_disable_ms(&c, "anthropic", 2), 2 * HOUR);
     json_decref(by);
 }
 
@@ -57,7 +57,7 @@ TEST(auth_failure_stats)
     json_t *st = NULL;
     int64_t now = T0, want[] = {1 * MIN, 5 * MIN, 25 * MIN, 60 * MIN, 60 * MIN};
     for (int i = 0; i < 5; i++) {
-        json_t *next = auth_stats_after_failure(st, "openai", AUTH_R_RATE_LIMIT, NULL, now);
+        json_t *next = cm_auth_stats_after_failure(st, "openai", AUTH_R_RATE_LIMIT, NULL, now);
         json_decref(st);
         st = next;
         EXPECT_INT(num(st, "errorCount"), i + 1);
@@ -67,21 +67,21 @@ TEST(auth_failure_stats)
     }
     EXPECT_INT(num(json_object_get(st, "failureCounts"), "rate_limit"), 5);
     /* A failure inside an active window keeps the window (not extended). */
-    json_t *again =
-        auth_stats_after_failure(st, "openai", AUTH_R_TIMEOUT, NULL, num(st, "cooldownUntil") - 1);
+    json_t *again = cm_auth_stats_after_failure(st, "openai", AUTH_R_TIMEOUT, NULL,
+                                                num(st, "cooldownUntil") - 1);
     EXPECT_INT(num(again, "cooldownUntil"), num(st, "cooldownUntil"));
     EXPECT_INT(num(again, "errorCount"), 6);
     json_decref(again);
     /* 24 h without a failure: the counters start again. */
     int64_t later = num(st, "lastFailureAt") + 24 * HOUR + 1;
-    json_t *fresh = auth_stats_after_failure(st, "openai", AUTH_R_AUTH, NULL, later);
+    json_t *fresh = cm_auth_stats_after_failure(st, "openai", AUTH_R_AUTH, NULL, later);
     EXPECT_INT(num(fresh, "errorCount"), 1);
     EXPECT_INT(num(fresh, "cooldownUntil"), later + MIN);
     EXPECT(json_object_get(json_object_get(fresh, "failureCounts"), "rate_limit") == NULL);
     json_decref(fresh);
     /* A longer failure window keeps counting. */
     auth_cooldowns wide = {0, 0, 48, NULL};
-    fresh = auth_stats_after_failure(st, "openai", AUTH_R_AUTH, &wide, later);
+    fresh = cm_auth_stats_after_failure(st, "openai", AUTH_R_AUTH, &wide, later);
     EXPECT_INT(num(fresh, "errorCount"), 6);
     EXPECT_INT(num(fresh, "cooldownUntil"), later + 60 * MIN);
     json_decref(fresh);
@@ -93,7 +93,7 @@ TEST(auth_failure_stats)
     now = T0;
     int64_t bill[] = {5 * HOUR, 10 * HOUR, 20 * HOUR, 24 * HOUR, 24 * HOUR};
     for (int i = 0; i < 5; i++) {
-        json_t *next = auth_stats_after_failure(st, "openai", AUTH_R_BILLING, NULL, now);
+        json_t *next = cm_auth_stats_after_failure(st, "openai", AUTH_R_BILLING, NULL, now);
         json_decref(st);
         st = next;
         EXPECT_INT(num(st, "disabledUntil"), now + bill[i]);
@@ -102,7 +102,7 @@ TEST(auth_failure_stats)
         now += bill[i]; /* when it ends: still within the 24 h failure window */
     }
     json_decref(st);
-    st = auth_stats_after_failure(NULL, "openai", AUTH_R_AUTH_PERMANENT, NULL, T0);
+    st = cm_auth_stats_after_failure(NULL, "openai", AUTH_R_AUTH_PERMANENT, NULL, T0);
     EXPECT_INT(num(st, "disabledUntil"), T0 + 5 * HOUR);
     EXPECT_STR(json_string_value(json_object_get(st, "disabledReason")), "auth_permanent");
     json_decref(st);
@@ -147,14 +147,14 @@ TEST(auth_classify_errors)
         {404, "page not found", AUTH_R_NONE},
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        auth_reason got = auth_classify(cases[i].status, cases[i].msg);
+        auth_reason got = cm_auth_classify(cases[i].status, cases[i].msg);
         if (got != cases[i].want)
             test_fail(__FILE__, __LINE__, "%d \"%s\": got %s, want %s", cases[i].status,
-                      cases[i].msg ? cases[i].msg : "(null)", auth_reason_name(got),
-                      auth_reason_name(cases[i].want));
+                      cases[i].msg ? cases[i].msg : "(null)", cm_auth_reason_name(got),
+                      cm_auth_reason_name(cases[i].want));
     }
-    EXPECT_INT(auth_reason_parse("rate_limit"), AUTH_R_RATE_LIMIT);
-    EXPECT_INT(auth_reason_parse("nope"), AUTH_R_NONE);
+    EXPECT_INT(cm_auth_reason_parse("rate_limit"), AUTH_R_RATE_LIMIT);
+    EXPECT_INT(cm_auth_reason_parse("nope"), AUTH_R_NONE);
 }
 
 /* A store document from JSON text. */
@@ -171,9 +171,9 @@ static char *joined(char **v)
 {
     buf b = BUF_INIT;
     for (size_t i = 0; v && v[i]; i++)
-        buf_printf(&b, "%s%s", i ? "," : "", v[i]);
-    if (!b.data) buf_adds(&b, "");
-    return buf_detach(&b);
+        cm_buf_printf(&b, "%s%s", i ? "," : "", v[i]);
+    if (!b.data) cm_buf_adds(&b, "");
+    return cm_buf_detach(&b);
 }
 
 /* The order for provider as "a,b,c". */
@@ -182,9 +182,9 @@ static char *order_of(auth_store *s, const char *cfg, const char *provider, cons
 {
     json_t *c = cfg ? json_loads(cfg, 0, NULL) : NULL;
     char **v = NULL;
-    if (auth_profile_order(s, c, provider, pref, now, &v) != CM_OK) return NULL;
+    if (cm_auth_profile_order(s, c, provider, pref, now, &v) != CM_OK) return NULL;
     char *j = joined(v);
-    auth_strv_free(v);
+    cm_auth_strv_free(v);
     json_decref(c);
     return j;
 }
@@ -235,8 +235,8 @@ TEST(auth_order_rules)
     ORDER(&s, NULL, "openai", NULL, T0, "openai:k2,openai:k1,openai:tok,openai:me@x");
     EXPECT(json_object_get(json_object_get(u, "openai:k2"), "cooldownUntil") == NULL);
     EXPECT_INT(num(json_object_get(u, "openai:k2"), "errorCount"), 3);
-    EXPECT(auth_profile_unusable(&s, "openai:me@x", T0));
-    EXPECT(!auth_profile_unusable(&s, "openai:me@x", T0 + 10 * MIN));
+    EXPECT(cm_auth_profile_unusable(&s, "openai:me@x", T0));
+    EXPECT(!cm_auth_profile_unusable(&s, "openai:me@x", T0 + 10 * MIN));
     /* A pinned profile in cooldown still leads (a preference QuantumClaw
      * keeps; the runner rotates away on failure). */
     ORDER(&s, NULL, "openai", "openai:me@x", T0, "openai:me@x,openai:k2,openai:k1,openai:tok");
@@ -266,7 +266,7 @@ TEST(auth_order_rules)
         json_object_get(s.doc, "profiles"), "zai:default",
         json_pack("{s:s,s:s,s:s}", "type", "api_key", "provider", "z.ai", "key", "k"));
     ORDER(&s, NULL, "ZAI", NULL, T0, "zai:default");
-    auth_store_release(&s);
+    cm_auth_store_release(&s);
 }
 
 TEST(auth_unavailable_reason_prefers_disables)
@@ -277,24 +277,24 @@ TEST(auth_unavailable_reason_prefers_disables)
                  "\"b\":{\"cooldownUntil\":9000000000000,\"failureCounts\":{\"timeout\":1}},"
                  "\"c\":{\"cooldownUntil\":1}}}");
     const char *ab[] = {"a", "b", NULL}, *bc[] = {"b", "c", NULL}, *c[] = {"c", NULL};
-    EXPECT_INT(auth_unavailable_reason(&s, ab, T0), AUTH_R_RATE_LIMIT);
-    EXPECT_INT(auth_unavailable_reason(&s, bc, T0), AUTH_R_TIMEOUT);
-    EXPECT_INT(auth_unavailable_reason(&s, c, T0), AUTH_R_NONE);
+    EXPECT_INT(cm_auth_unavailable_reason(&s, ab, T0), AUTH_R_RATE_LIMIT);
+    EXPECT_INT(cm_auth_unavailable_reason(&s, bc, T0), AUTH_R_TIMEOUT);
+    EXPECT_INT(cm_auth_unavailable_reason(&s, c, T0), AUTH_R_NONE);
     json_object_set_new(json_object_get(json_object_get(s.doc, "usageStats"), "b"), "disabledUntil",
                         json_integer(9000000000000LL));
     json_object_set_new(json_object_get(json_object_get(s.doc, "usageStats"), "b"),
                         "disabledReason", json_string("billing"));
-    EXPECT_INT(auth_unavailable_reason(&s, ab, T0), AUTH_R_BILLING);
-    auth_store_release(&s);
+    EXPECT_INT(cm_auth_unavailable_reason(&s, ab, T0), AUTH_R_BILLING);
+    cm_auth_store_release(&s);
 }
 
 static char *read_text(const char *path)
 {
     buf b = BUF_INIT;
     char err[256];
-    if (fs_read_file(path, 1 << 20, &b, err, sizeof err) != CM_OK) return NULL;
-    if (!b.data) buf_adds(&b, "");
-    return buf_detach(&b);
+    if (cm_fs_read_file(path, 1 << 20, &b, err, sizeof err) != CM_OK) return NULL;
+    if (!b.data) cm_buf_adds(&b, "");
+    return cm_buf_detach(&b);
 }
 
 TEST(auth_store_marks_and_mode)
@@ -305,22 +305,22 @@ TEST(auth_store_marks_and_mode)
                "{\"version\":1,\"profiles\":{\"openai:default\":{\"type\":\"api_key\",\"provider\":"
                "\"openai\",\"key\":\"sk-secret-123\"}},\"custom\":{\"kept\":true}}");
     auth_store s;
-    EXPECT_INT(auth_store_load(&s, d, "main", err, sizeof err), CM_OK);
-    EXPECT_STR(auth_profile_secret(&s, "openai:default"), "sk-secret-123");
+    EXPECT_INT(cm_auth_store_init(&s, d, "main", err, sizeof err), CM_OK);
+    EXPECT_STR(cm_auth_profile_secret(&s, "openai:default"), "sk-secret-123");
     const char *path = path_in(d, "agents/main/agent/auth-profiles.json");
     char *p = cm_strdup(path);
     EXPECT_INT(
-        auth_mark_failure(&s, p, "openai:default", AUTH_R_RATE_LIMIT, NULL, T0, err, sizeof err),
+        cm_auth_mark_failure(&s, p, "openai:default", AUTH_R_RATE_LIMIT, NULL, T0, err, sizeof err),
         CM_OK);
-    EXPECT(auth_profile_unusable(&s, "openai:default", T0));
-    EXPECT_INT(auth_profile_unusable_until(&s, "openai:default"), T0 + MIN);
-    EXPECT_INT(auth_mark_used(&s, p, "openai:default", T0 + 2 * MIN, err, sizeof err), CM_OK);
-    EXPECT(!auth_profile_unusable(&s, "openai:default", T0));
-    EXPECT_INT(auth_mark_good(&s, p, "openai", "openai:default", T0, err, sizeof err), CM_OK);
+    EXPECT(cm_auth_profile_unusable(&s, "openai:default", T0));
+    EXPECT_INT(cm_auth_profile_unusable_until(&s, "openai:default"), T0 + MIN);
+    EXPECT_INT(cm_auth_mark_used(&s, p, "openai:default", T0 + 2 * MIN, err, sizeof err), CM_OK);
+    EXPECT(!cm_auth_profile_unusable(&s, "openai:default", T0));
+    EXPECT_INT(cm_auth_mark_good(&s, p, "openai", "openai:default", T0, err, sizeof err), CM_OK);
     /* A failure of an unknown profile records nothing. */
-    EXPECT_INT(auth_mark_failure(&s, p, "openai:ghost", AUTH_R_AUTH, NULL, T0, err, sizeof err),
+    EXPECT_INT(cm_auth_mark_failure(&s, p, "openai:ghost", AUTH_R_AUTH, NULL, T0, err, sizeof err),
                CM_OK);
-    auth_store_release(&s);
+    cm_auth_store_release(&s);
 
     char *text = read_text(p);
     json_t *doc = json_loads(text, 0, NULL);
@@ -343,7 +343,7 @@ TEST(auth_store_marks_and_mode)
     /* A damaged file is an error naming the place, never its content. */
     write_file(d, "agents/main/agent/auth-profiles.json",
                "{\"profiles\":{\"openai:default\":{\"key\": sk-secret-123}}}");
-    EXPECT_INT(auth_store_load(&s, d, "main", err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_auth_store_init(&s, d, "main", err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "auth-profiles.json:1:");
     EXPECT(strstr(err, "sk-secret") == NULL);
     free(p);
@@ -355,9 +355,9 @@ TEST(auth_store_first_use_imports)
     char err[512];
     auth_store s;
     /* Nothing anywhere: an empty store and no file. */
-    EXPECT_INT(auth_store_load(&s, d, "main", err, sizeof err), CM_OK);
+    EXPECT_INT(cm_auth_store_init(&s, d, "main", err, sizeof err), CM_OK);
     EXPECT_INT(json_object_size(json_object_get(s.doc, "profiles")), 0);
-    auth_store_release(&s);
+    cm_auth_store_release(&s);
     EXPECT(access(path_in(d, "agents/main/agent/auth-profiles.json"), F_OK) != 0);
 
     /* Legacy auth.json and oauth.json are imported once; auth.json goes. */
@@ -366,23 +366,23 @@ TEST(auth_store_first_use_imports)
         "{\"anthropic\":{\"type\":\"api_key\",\"key\":\"ak\"},\"bad\":{\"type\":\"weird\"}}");
     write_file(d, "credentials/oauth.json",
                "{\"openai-codex\":{\"access\":\"acc\",\"refresh\":\"ref\",\"expires\":99}}");
-    EXPECT_INT(auth_store_load(&s, d, "main", err, sizeof err), CM_OK);
-    json_t *a = auth_profile(&s, "anthropic:default");
+    EXPECT_INT(cm_auth_store_init(&s, d, "main", err, sizeof err), CM_OK);
+    json_t *a = cm_auth_profile(&s, "anthropic:default");
     EXPECT(a != NULL);
     EXPECT_STR(json_string_value(json_object_get(a, "provider")), "anthropic");
-    EXPECT(auth_profile(&s, "bad:default") == NULL);
-    json_t *o = auth_profile(&s, "openai-codex:default");
+    EXPECT(cm_auth_profile(&s, "bad:default") == NULL);
+    json_t *o = cm_auth_profile(&s, "openai-codex:default");
     EXPECT(o != NULL);
     EXPECT_STR(json_string_value(json_object_get(o, "type")), "oauth");
-    EXPECT_STR(auth_profile_secret(&s, "openai-codex:default"), "acc");
-    auth_store_release(&s);
+    EXPECT_STR(cm_auth_profile_secret(&s, "openai-codex:default"), "acc");
+    cm_auth_store_release(&s);
     EXPECT(access(path_in(d, "agents/main/agent/auth-profiles.json"), F_OK) == 0);
     EXPECT(access(path_in(d, "agents/main/agent/auth.json"), F_OK) != 0);
 
     /* Another agent inherits the main agent's profiles. */
-    EXPECT_INT(auth_store_load(&s, d, "work", err, sizeof err), CM_OK);
-    EXPECT(auth_profile(&s, "anthropic:default") != NULL);
-    auth_store_release(&s);
+    EXPECT_INT(cm_auth_store_init(&s, d, "work", err, sizeof err), CM_OK);
+    EXPECT(cm_auth_profile(&s, "anthropic:default") != NULL);
+    cm_auth_store_release(&s);
     EXPECT(access(path_in(d, "agents/work/agent/auth-profiles.json"), F_OK) == 0);
 
     /* The seeds' legacy <stateDir>/agent/auth-profiles.json. */
@@ -390,9 +390,9 @@ TEST(auth_store_first_use_imports)
     write_file(d2, "agent/auth-profiles.json",
                "{\"version\":1,\"profiles\":{\"mistral:default\":{\"type\":\"api_key\","
                "\"provider\":\"mistral\",\"key\":\"mk\"}}}");
-    EXPECT_INT(auth_store_load(&s, d2, "main", err, sizeof err), CM_OK);
-    EXPECT_STR(auth_profile_secret(&s, "mistral:default"), "mk");
-    auth_store_release(&s);
+    EXPECT_INT(cm_auth_store_init(&s, d2, "main", err, sizeof err), CM_OK);
+    EXPECT_STR(cm_auth_profile_secret(&s, "mistral:default"), "mk");
+    cm_auth_store_release(&s);
 }
 
 /* Counts one failure of profile "p" per call, with a window that never
@@ -402,7 +402,8 @@ static int hammer(const char *path, int n)
     char err[512];
     auth_cooldowns c = {0, 0, 1e6, NULL};
     for (int i = 0; i < n; i++)
-        if (auth_mark_failure(NULL, path, "p", AUTH_R_TIMEOUT, &c, T0, err, sizeof err) != CM_OK) {
+        if (cm_auth_mark_failure(NULL, path, "p", AUTH_R_TIMEOUT, &c, T0, err, sizeof err) !=
+            CM_OK) {
             fprintf(stderr, "hammer: %s\n", err);
             return 1;
         }
@@ -447,10 +448,10 @@ TEST(auth_store_two_processes_lose_nothing)
     EXPECT(reads > 0);
     auth_store s;
     char err[512];
-    EXPECT_INT(auth_store_read(&s, path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_auth_store_read(&s, path, err, sizeof err), CM_OK);
     EXPECT_INT(num(json_object_get(json_object_get(s.doc, "usageStats"), "p"), "errorCount"),
                2 * PER);
-    auth_store_release(&s);
+    cm_auth_store_release(&s);
     free(path);
 }
 
@@ -473,17 +474,17 @@ TEST(auth_store_survives_kill9)
         /* The old or the new file, never a torn one; the dead writer's
          * sidecar lock does not block the next update. */
         auth_store s;
-        EXPECT_INT(auth_store_read(&s, path, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_auth_store_read(&s, path, err, sizeof err), CM_OK);
         int64_t n = num(json_object_get(json_object_get(s.doc, "usageStats"), "p"), "errorCount");
         EXPECT(n >= last);
-        auth_store_release(&s);
-        EXPECT_INT(auth_mark_failure(&s, path, "p", AUTH_R_TIMEOUT,
-                                     &(auth_cooldowns){0, 0, 1e6, NULL}, T0, err, sizeof err),
+        cm_auth_store_release(&s);
+        EXPECT_INT(cm_auth_mark_failure(&s, path, "p", AUTH_R_TIMEOUT,
+                                        &(auth_cooldowns){0, 0, 1e6, NULL}, T0, err, sizeof err),
                    CM_OK);
         EXPECT_INT(num(json_object_get(json_object_get(s.doc, "usageStats"), "p"), "errorCount"),
                    n + 1);
         last = n + 1;
-        auth_store_release(&s);
+        cm_auth_store_release(&s);
     }
     /* What the killed writers left (temporary files, private lock names)
      * is gone after the next update. */

@@ -13,118 +13,118 @@
 TEST(buf_cap_refuses_and_keeps_content)
 {
     buf b;
-    buf_init(&b, 8);
-    EXPECT_INT(buf_adds(&b, "12345"), CM_OK);
-    EXPECT_INT(buf_adds(&b, "6789"), CM_ETOOBIG);
+    cm_buf_init(&b, 8);
+    EXPECT_INT(cm_buf_adds(&b, "12345"), CM_OK);
+    EXPECT_INT(cm_buf_adds(&b, "6789"), CM_ETOOBIG);
     EXPECT_STR(b.data, "12345");
-    EXPECT_INT(buf_adds(&b, "678"), CM_OK);
+    EXPECT_INT(cm_buf_adds(&b, "678"), CM_OK);
     EXPECT_STR(b.data, "12345678");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(buf_empty_is_never_null)
 {
     buf b = BUF_INIT, zeroed = {0};
     EXPECT(b.data && b.data[0] == 0 && b.len == 0);
-    buf_reset(&zeroed); /* a buf in a zeroed struct becomes a proper empty one */
+    cm_buf_reset(&zeroed); /* a buf in a zeroed struct becomes a proper empty one */
     EXPECT(zeroed.data && zeroed.data[0] == 0);
-    char *s = buf_detach(&b); /* "" the caller frees */
+    char *s = cm_buf_detach(&b); /* "" the caller frees */
     EXPECT(s && s[0] == 0);
     free(s);
     EXPECT(b.data && b.data[0] == 0);
-    EXPECT_INT(buf_adds(&b, "x"), CM_OK);
-    buf_release(&b);
+    EXPECT_INT(cm_buf_adds(&b, "x"), CM_OK);
+    cm_buf_release(&b);
     EXPECT(b.data && b.data[0] == 0 && b.cap == 0);
-    buf_release(&b); /* twice is harmless */
-    buf_init(&b, 0);
+    cm_buf_release(&b); /* twice is harmless */
+    cm_buf_init(&b, 0);
     EXPECT(b.data && b.data[0] == 0);
 }
 
 TEST(buf_json_writer_error_sticks)
 {
     buf b;
-    buf_init(&b, 12);
+    cm_buf_init(&b, 12);
     jw w = {&b, CM_OK};
-    jw_raw(&w, "{\"k\":");
-    jw_str(&w, "a long value"); /* over the cap */
+    cm_jw_raw(&w, "{\"k\":");
+    cm_jw_str(&w, "a long value"); /* over the cap */
     EXPECT_INT(w.rc, CM_ETOOBIG);
-    jw_raw(&w, "}"); /* would fit, but the run has failed */
-    jw_str(&w, NULL);
+    cm_jw_raw(&w, "}"); /* would fit, but the run has failed */
+    cm_jw_str(&w, NULL);
     EXPECT_INT(w.rc, CM_ETOOBIG);
     EXPECT_STR(b.data, "{\"k\":");
-    buf_reset(&b);
+    cm_buf_reset(&b);
     w = (jw){&b, CM_OK};
-    jw_str(&w, NULL);
-    jw_printf(&w, ",%d", 7);
+    cm_jw_str(&w, NULL);
+    cm_jw_printf(&w, ",%d", 7);
     EXPECT_INT(w.rc, CM_OK);
     EXPECT_STR(b.data, "null,7");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(buf_json_string_escapes)
 {
     buf b = BUF_INIT;
     const char s[] = "a\"b\\c\n\t\x01 é";
-    EXPECT_INT(utf8_add_json_str(&b, s, sizeof s - 1), CM_OK);
+    EXPECT_INT(cm_utf8_add_json_str(&b, s, sizeof s - 1), CM_OK);
     EXPECT_STR(b.data, "\"a\\\"b\\\\c\\n\\t\\u0001 é\"");
     json_t *j = json_loads(b.data, JSON_DECODE_ANY, NULL);
     EXPECT(j && strcmp(json_string_value(j), s) == 0);
     json_decref(j);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(utf8_decode_rejects_overlong_and_surrogates)
 {
     int32_t cp;
-    EXPECT_INT(utf8_decode("\xC0\xAF", 2, &cp), 1);
+    EXPECT_INT(cm_utf8_decode("\xC0\xAF", 2, &cp), 1);
     EXPECT_INT(cp, -1);
-    EXPECT_INT(utf8_decode("\xED\xA0\x80", 3, &cp), 1); /* U+D800 */
+    EXPECT_INT(cm_utf8_decode("\xED\xA0\x80", 3, &cp), 1); /* U+D800 */
     EXPECT_INT(cp, -1);
-    EXPECT_INT(utf8_decode("\xF4\x90\x80\x80", 4, &cp), 1); /* > U+10FFFF */
-    EXPECT_INT(utf8_decode("\xE6\x9D\xB1", 3, &cp), 3);
+    EXPECT_INT(cm_utf8_decode("\xF4\x90\x80\x80", 4, &cp), 1); /* > U+10FFFF */
+    EXPECT_INT(cm_utf8_decode("\xE6\x9D\xB1", 3, &cp), 3);
     EXPECT_INT(cp, 0x6771);
-    EXPECT_INT(utf8_decode("\xF0\x9F\x98\x80", 4, &cp), 4);
+    EXPECT_INT(cm_utf8_decode("\xF0\x9F\x98\x80", 4, &cp), 4);
     EXPECT_INT(cp, 0x1F600);
-    EXPECT_INT(utf8_valid_prefix("ab\xE6\x9D", 4), 2);
+    EXPECT_INT(cm_utf8_valid_prefix("ab\xE6\x9D", 4), 2);
 }
 
 TEST(utf8_repair_replaces_each_bad_byte)
 {
     buf b = BUF_INIT;
-    EXPECT_INT(utf8_repair(&b,
-                           "a\xFF"
-                           "b\xE6\x9D",
-                           5),
+    EXPECT_INT(cm_utf8_repair(&b,
+                              "a\xFF"
+                              "b\xE6\x9D",
+                              5),
                CM_OK);
     EXPECT_STR(b.data, "a\xEF\xBF\xBD"
                        "b\xEF\xBF\xBD\xEF\xBF\xBD");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(utf8_cjk_expand_bigrams)
 {
     buf b = BUF_INIT;
-    EXPECT_INT(utf8_cjk_expand(&b, "go 東京都 now", strlen("go 東京都 now")), CM_OK);
+    EXPECT_INT(cm_utf8_cjk_expand(&b, "go 東京都 now", strlen("go 東京都 now")), CM_OK);
     EXPECT_STR(b.data, "go  東京 京都 都  now");
-    buf_reset(&b);
-    EXPECT_INT(utf8_cjk_expand(&b, "서울에서", strlen("서울에서")), CM_OK);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_utf8_cjk_expand(&b, "서울에서", strlen("서울에서")), CM_OK);
     EXPECT_STR(b.data, " 서울 울에 에서 서 ");
-    buf_reset(&b);
-    EXPECT_INT(utf8_cjk_expand(&b, "x字y", strlen("x字y")), CM_OK);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_utf8_cjk_expand(&b, "x字y", strlen("x字y")), CM_OK);
     EXPECT_STR(b.data, "x 字 y");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(sha256_known_vector)
 {
     char hex[65];
-    sha256_hex("abc", 3, hex);
+    cm_sha256_hex("abc", 3, hex);
     EXPECT_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 /* The built-in SHA-256 (a process's first SHA256_SMALL bytes) against
  * libcrypto's at every tail length around the one- and two-block padding,
- * and sha256_hex the same before and after libcrypto takes over. */
+ * and cm_sha256_hex the same before and after libcrypto takes over. */
 TEST(sha256_builtin_matches_libcrypto)
 {
     size_t n = 3 * SHA256_SMALL;
@@ -137,19 +137,19 @@ TEST(sha256_builtin_matches_libcrypto)
         size_t len = k < sizeof lens / sizeof *lens ? lens[k] : k; /* and 16..145 */
         unsigned char a[32], b[32];
         unsigned int blen = 0;
-        sha256_small(data, len, a);
+        cm_sha256_small(data, len, a);
         EXPECT(EVP_Digest(data, len, b, &blen, EVP_sha256(), NULL) == 1);
         EXPECT_INT(blen, 32);
         EXPECT(memcmp(a, b, 32) == 0);
     }
     char first[65], again[65];
-    sha256_hex(data, 1000, first);
+    cm_sha256_hex(data, 1000, first);
     char big[65];
-    sha256_hex(data, n, big); /* over SHA256_SMALL: libcrypto from here on */
-    sha256_hex(data, 1000, again);
+    cm_sha256_hex(data, n, big); /* over SHA256_SMALL: libcrypto from here on */
+    cm_sha256_hex(data, 1000, again);
     EXPECT_STR(first, again);
     unsigned char md[32];
-    sha256_small(data, n, md);
+    cm_sha256_small(data, n, md);
     static const char digits[] = "0123456789abcdef";
     char want[65];
     for (int i = 0; i < 32; i++) {
@@ -166,8 +166,8 @@ static char *parse_err(const char *text)
     static char err[512];
     json5_doc d;
     err[0] = 0;
-    if (json5_parse(text, strlen(text), "cfg.json", &d, err, sizeof err) == CM_OK) {
-        json5_doc_release(&d);
+    if (cm_json5_parse(text, strlen(text), "cfg.json", &d, err, sizeof err) == CM_OK) {
+        cm_json5_doc_release(&d);
         return NULL;
     }
     return err;
@@ -181,7 +181,7 @@ TEST(json5_accepts_the_json5_extensions)
         "  inf: -Infinity, nested: {a: null, b: true,},\n  esc: '\\u00e9\\x41',\n}\n";
     json5_doc d;
     char err[256];
-    EXPECT_INT(json5_parse(text, strlen(text), "t", &d, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_json5_parse(text, strlen(text), "t", &d, err, sizeof err), CM_OK);
     EXPECT_STR(json_string_value(json_object_get(d.root, "unquoted")), "single 'quoted'");
     EXPECT_INT(json_array_size(json_object_get(d.root, "dq")), 3);
     EXPECT_INT(json_integer_value(json_object_get(d.root, "hex")), 31);
@@ -191,10 +191,10 @@ TEST(json5_accepts_the_json5_extensions)
     EXPECT(json_number_value(json_object_get(d.root, "inf")) < -1e308);
     EXPECT_STR(json_string_value(json_object_get(d.root, "esc")), "éA");
     int line, col;
-    EXPECT(json5_where(&d, d.root, "hex", 0, &line, &col));
+    EXPECT(cm_json5_where(&d, d.root, "hex", 0, &line, &col));
     EXPECT_INT(line, 5);
     EXPECT_INT(col, 3);
-    json5_doc_release(&d);
+    cm_json5_doc_release(&d);
 }
 
 TEST(json5_errors_name_line_and_column)
@@ -234,7 +234,7 @@ TEST(fs_normalise_paths)
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         char *p = cm_strdup(cases[i].in);
-        bool ok = fs_normalise(p);
+        bool ok = cm_fs_normalise(p);
         EXPECT_STR(p, cases[i].out);
         EXPECT_INT(ok, cases[i].ok);
         free(p);

@@ -74,16 +74,16 @@ static void bt_init(bt *t, const char *provider, const char *batch_extra)
     /* the same text twice: one request for both chunks */
     write_file(t->ws, "memory/2026-02-12.md", "The dog Biscuit likes the beach.\n");
     embed_batch_clock c = {clock_now, clock_sleep, NULL};
-    embed_batch_set_clock(&c);
-    embed_batch_set_limits(0, 0);
+    cm_embed_batch_set_clock(&c);
+    cm_embed_batch_set_limits(0, 0);
     fake_now = 1000000;
     sleeps = 0;
 }
 
 static void bt_done(bt *t)
 {
-    embed_batch_set_clock(NULL);
-    embed_batch_set_limits(0, 0);
+    cm_embed_batch_set_clock(NULL);
+    cm_embed_batch_set_limits(0, 0);
     fake_batch_stop(t->fb);
     fake_stop(t->srv);
 }
@@ -104,7 +104,7 @@ static cm_rc bt_sync(bt *t, unsigned flags, cm_sync_stats *st)
     char err[512];
     cm_rc rc = cm_engine_sync(e, flags, NULL, NULL, st, err, sizeof err);
     if (rc) fprintf(stderr, "  sync: %s\n", err);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return rc;
 }
 
@@ -115,7 +115,7 @@ static json_t *bt_status(bt *t)
     if (e) cm_engine_status(e, 0, &js, err, sizeof err);
     json_t *j = js ? json_loads(js, 0, NULL) : NULL;
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return j;
 }
 
@@ -171,7 +171,7 @@ static void check_upload(bt *t, int i, buf *texts, int *count)
         EXPECT(id && text);
         if (!id || !text) break;
         char h[SHA256_HEX_LEN + 1];
-        sha256_hex(text, strlen(text), h);
+        cm_sha256_hex(text, strlen(text), h);
         EXPECT_STR(id, h);
         json_t *js = json_string(text);
         char *q = json_dumps(js, JSON_ENCODE_ANY | JSON_COMPACT);
@@ -193,8 +193,8 @@ static void check_upload(bt *t, int i, buf *texts, int *count)
                 h, q);
         EXPECT_STR(line, want);
         if (texts) {
-            if (texts->len) buf_addc(texts, '|');
-            buf_adds(texts, text);
+            if (texts->len) cm_buf_addc(texts, '|');
+            cm_buf_adds(texts, text);
         }
         free(q);
         json_decref(js);
@@ -230,7 +230,7 @@ static void lifecycle(const char *provider)
     EXPECT_INT(nl, 3);
     EXPECT_CONTAINS(texts.data, "Biscuit");
     EXPECT_CONTAINS(texts.data, "Dentist");
-    buf_release(&texts);
+    cm_buf_release(&texts);
     bool gem = !strcmp(provider, "gemini");
     const fake_request *up = req_at(&t, "POST", gem ? "/upload/v1beta/files" : "/v1/files", 0);
     EXPECT(up != NULL);
@@ -310,7 +310,7 @@ TEST(batch_split_at_count_and_bytes)
     bt_init(&t, "openai", ",concurrency:1");
     write_file(t.ws, "memory/2026-02-13.md", "A fourth note about the garden shed.\n");
     write_file(t.ws, "memory/2026-02-14.md", "A fifth note about the bicycle tyres.\n");
-    embed_batch_set_limits(2, 0); /* 5 distinct texts, 2 a batch: 3 batches */
+    cm_embed_batch_set_limits(2, 0); /* 5 distinct texts, 2 a batch: 3 batches */
     cm_sync_stats st;
     EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
     fake_batch_counts c = fake_batch_counts_get(t.fb);
@@ -339,7 +339,7 @@ TEST(batch_split_at_count_and_bytes)
     bt_done(&t);
     /* bytes: a limit below two lines puts every text in its own batch */
     bt_init(&t, "gemini", ",concurrency:2");
-    embed_batch_set_limits(0, 300);
+    cm_embed_batch_set_limits(0, 300);
     EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
     c = fake_batch_counts_get(t.fb);
     EXPECT_INT(c.uploads, 3);
@@ -407,7 +407,7 @@ TEST(batch_falls_back_after_repeated_failures)
     bt t;
     bt_init(&t, "voyage", ",concurrency:1");
     write_file(t.ws, "memory/2026-02-13.md", "A fourth note about the garden shed.\n");
-    embed_batch_set_limits(1, 0); /* 4 distinct texts, one a batch */
+    cm_embed_batch_set_limits(1, 0); /* 4 distinct texts, one a batch */
     fake_batch_plan bad = {.polls = 0, .final = "failed"};
     fake_batch_script(t.fb, &bad);
     fake_batch_script(t.fb, &bad);
@@ -469,7 +469,7 @@ TEST(batch_wait_false_keywords_first_vectors_later)
     EXPECT(json_array_size(json_object_get(p, "results")) >= 1);
     json_decref(p);
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     /* a search's sync (NOWAIT) does not ask again within the poll interval */
     EXPECT_INT(bt_sync(&t, CM_SYNC_NOWAIT, &st), CM_OK);
     EXPECT_INT(st.batches_pending, 1);
@@ -599,29 +599,29 @@ TEST(batch_parse_output_lines)
     seen s = {0};
     const char *ok = "{\"custom_id\":\"a\",\"response\":{\"status_code\":200,\"body\":{\"data\":"
                      "[{\"embedding\":[0.1,0.2,0.3]}]}},\"error\":null}";
-    EXPECT_INT(embed_batch_parse_line(&p, ok, strlen(ok), on_seen, &s), CM_OK);
+    EXPECT_INT(cm_embed_batch_parse_line(&p, ok, strlen(ok), on_seen, &s), CM_OK);
     EXPECT_INT(s.n, 1);
     EXPECT_INT(s.bad, 0);
     EXPECT_INT(p.dims, 3);
     const char *err = "{\"custom_id\":\"b\",\"response\":{\"status_code\":429,\"body\":{\"error\":"
                       "{\"message\":\"slow down\"}}}}";
-    embed_batch_parse_line(&p, err, strlen(err), on_seen, &s);
+    cm_embed_batch_parse_line(&p, err, strlen(err), on_seen, &s);
     EXPECT_INT(s.bad, 1);
     EXPECT_STR(s.last_why, "slow down");
     const char *dims = "{\"custom_id\":\"c\",\"response\":{\"status_code\":200,\"body\":{\"data\":"
                        "[{\"embedding\":[0.1,0.2]}]}}}";
-    embed_batch_parse_line(&p, dims, strlen(dims), on_seen, &s);
+    cm_embed_batch_parse_line(&p, dims, strlen(dims), on_seen, &s);
     EXPECT_INT(s.bad, 2);
     const char *noid = "{\"response\":{}}", *junk = "not json";
-    embed_batch_parse_line(&p, noid, strlen(noid), on_seen, &s);
-    embed_batch_parse_line(&p, junk, strlen(junk), on_seen, &s);
+    cm_embed_batch_parse_line(&p, noid, strlen(noid), on_seen, &s);
+    cm_embed_batch_parse_line(&p, junk, strlen(junk), on_seen, &s);
     EXPECT_INT(s.n, 3); /* unattributable lines are skipped */
     p.kind = CM_PROV_GEMINI;
     const char *g = "{\"key\":\"d\",\"response\":{\"embedding\":{\"values\":[1,2,\"x\"]}}}";
-    embed_batch_parse_line(&p, g, strlen(g), on_seen, &s);
+    cm_embed_batch_parse_line(&p, g, strlen(g), on_seen, &s);
     EXPECT_INT(s.bad, 3);
     const char *ge = "{\"key\":\"e\",\"error\":{\"code\":400,\"message\":\"bad part\"}}";
-    embed_batch_parse_line(&p, ge, strlen(ge), on_seen, &s);
+    cm_embed_batch_parse_line(&p, ge, strlen(ge), on_seen, &s);
     EXPECT_STR(s.last_why, "bad part");
 }
 
@@ -687,7 +687,7 @@ static void *watch_thread(void *arg)
     cm_watch_opts o = {&w->stop, -1, 50, on_watch_sync, w, 0};
     char err[512];
     if (e) cm_engine_watch(e, &o, err, sizeof err);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return NULL;
 }
 
@@ -728,24 +728,26 @@ TEST(batch_config_keys)
     char err[512];
     cm_config_args a = {NULL, NULL, NULL, "/tmp/qc-state"};
     const char *def = "{}";
-    EXPECT_INT(config_parse(def, strlen(def), "qc.json", &a, NULL, &cfg, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_parse(def, strlen(def), "qc.json", &a, NULL, &cfg, err, sizeof err),
+               CM_OK);
     EXPECT(!cfg.batch_enabled);
     EXPECT(cfg.batch_wait);
     EXPECT_INT(cfg.batch_poll_ms, 2000);
     EXPECT_INT(cfg.batch_timeout_min, 60);
     EXPECT_INT(cfg.batch_concurrency, 2);
-    config_release(&cfg);
+    cm_config_release(&cfg);
     const char *set = "{agents:{defaults:{memorySearch:{remote:{batch:{enabled:true,wait:false,"
                       "pollIntervalMs:500,timeoutMinutes:5,concurrency:3}}}}}}";
-    EXPECT_INT(config_parse(set, strlen(set), "qc.json", &a, NULL, &cfg, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_parse(set, strlen(set), "qc.json", &a, NULL, &cfg, err, sizeof err),
+               CM_OK);
     EXPECT(cfg.batch_enabled);
     EXPECT(!cfg.batch_wait);
     EXPECT_INT(cfg.batch_poll_ms, 500);
     EXPECT_INT(cfg.batch_timeout_min, 5);
     EXPECT_INT(cfg.batch_concurrency, 3);
-    config_release(&cfg);
+    cm_config_release(&cfg);
     const char *bad = "{agents:{defaults:{memorySearch:{remote:{batch:{timeoutMinutes:0}}}}}}";
-    EXPECT_INT(config_parse(bad, strlen(bad), "qc.json", &a, NULL, &cfg, err, sizeof err),
+    EXPECT_INT(cm_config_parse(bad, strlen(bad), "qc.json", &a, NULL, &cfg, err, sizeof err),
                CM_ECONFIG);
     EXPECT_CONTAINS(err, "remote.batch.timeoutMinutes");
 }
@@ -782,7 +784,7 @@ TEST(batch_progress_reports_state_and_stops)
     EXPECT_STR(g.states, "in_progress,in_progress,done");
     EXPECT_INT(g.max_pending, 1);
     EXPECT_INT(g.max_chunks, 4);
-    cm_engine_free(e);
+    cm_engine_close(e);
     bt_done(&t);
     /* a caller that says stop: the sync ends, the batch stays recorded */
     bt_init(&t, "openai", NULL);
@@ -791,7 +793,7 @@ TEST(batch_progress_reports_state_and_stops)
     e = bt_open(&t);
     prog g2 = {.stop_after = 2};
     EXPECT_INT(cm_engine_sync(e, 0, on_prog, &g2, &st, err, sizeof err), CM_ECANCELED);
-    cm_engine_free(e);
+    cm_engine_close(e);
     json_t *s = bt_status(&t);
     EXPECT_INT(pending_of(s), 1);
     json_decref(s);

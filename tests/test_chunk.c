@@ -12,9 +12,9 @@
 static void render(const chunk_list *l, buf *out)
 {
     for (size_t i = 0; i < l->n; i++)
-        buf_printf(out, "== chunk %zu: lines %d-%d, %zu bytes, weight %zu\n%s\n", i + 1,
-                   l->v[i].start_line, l->v[i].end_line, l->v[i].len,
-                   chunk_weight(l->v[i].text, l->v[i].len), l->v[i].text);
+        cm_buf_printf(out, "== chunk %zu: lines %d-%d, %zu bytes, weight %zu\n%s\n", i + 1,
+                      l->v[i].start_line, l->v[i].end_line, l->v[i].len,
+                      cm_chunk_weight(l->v[i].text, l->v[i].len), l->v[i].text);
 }
 
 /* Chunks tests/data/chunk/<name>.md with (tokens, overlap) and compares. */
@@ -26,11 +26,11 @@ static bool golden(const char *name, int tokens, int overlap)
     buf text = BUF_INIT, want = BUF_INIT, got = BUF_INIT;
     chunk_list l = {0};
     bool ok = false;
-    if (fs_read_file(in, 1 << 24, &text, err, sizeof err)) {
+    if (cm_fs_read_file(in, 1 << 24, &text, err, sizeof err)) {
         test_fail(__FILE__, __LINE__, "%s", err);
         goto out;
     }
-    if (chunk_text(text.data, text.len, tokens, overlap, &l)) goto out;
+    if (cm_chunk_text(text.data, text.len, tokens, overlap, &l)) goto out;
     render(&l, &got);
     if (getenv("CLAWMEM_UPDATE_GOLDEN")) {
         FILE *f = fopen(gold, "wb");
@@ -39,17 +39,17 @@ static bool golden(const char *name, int tokens, int overlap)
             fclose(f);
         }
     }
-    if (fs_read_file(gold, 1 << 24, &want, err, sizeof err)) {
+    if (cm_fs_read_file(gold, 1 << 24, &want, err, sizeof err)) {
         test_fail(__FILE__, __LINE__, "%s (run with CLAWMEM_UPDATE_GOLDEN=1 to create)", err);
         goto out;
     }
     ok = got.len == want.len && (got.len == 0 || memcmp(got.data, want.data, got.len) == 0);
     if (!ok) test_fail(__FILE__, __LINE__, "%s differs from %s:\n%s", name, gold, got.data);
 out:
-    chunk_list_release(&l);
-    buf_release(&text);
-    buf_release(&want);
-    buf_release(&got);
+    cm_chunk_list_release(&l);
+    cm_buf_release(&text);
+    cm_buf_release(&want);
+    cm_buf_release(&got);
     return ok;
 }
 
@@ -85,11 +85,11 @@ TEST(chunk_budget_and_overlap_rules)
     buf t = BUF_INIT;
     for (int i = 0; i < 10; i++) {
         for (int k = 0; k < 99; k++)
-            buf_addc(&t, (char)('a' + i));
-        buf_addc(&t, '\n');
+            cm_buf_addc(&t, (char)('a' + i));
+        cm_buf_addc(&t, '\n');
     }
     chunk_list l = {0};
-    EXPECT_INT(chunk_text(t.data, t.len, 100, 30, &l), CM_OK);
+    EXPECT_INT(cm_chunk_text(t.data, t.len, 100, 30, &l), CM_OK);
     EXPECT_INT(l.n, 4);
     EXPECT_INT(l.v[0].start_line, 1);
     EXPECT_INT(l.v[0].end_line, 4);
@@ -97,10 +97,10 @@ TEST(chunk_budget_and_overlap_rules)
     EXPECT_INT(l.v[1].end_line, 6);
     EXPECT_INT(l.v[3].end_line, 10); /* the final newline opens no line 11 */
     char hex[65];
-    sha256_hex(l.v[0].text, l.v[0].len, hex);
+    cm_sha256_hex(l.v[0].text, l.v[0].len, hex);
     EXPECT_STR(l.v[0].hash, hex);
-    chunk_list_release(&l);
-    buf_release(&t);
+    cm_chunk_list_release(&l);
+    cm_buf_release(&t);
 }
 
 TEST(chunk_ten_megabyte_single_line)
@@ -118,17 +118,17 @@ TEST(chunk_ten_megabyte_single_line)
     }
     n = i;
     chunk_list l = {0};
-    EXPECT_INT(chunk_text(s, n, 400, 80, &l), CM_OK);
+    EXPECT_INT(cm_chunk_text(s, n, 400, 80, &l), CM_OK);
     EXPECT_INT(l.n, (n / 4 * 2 - 320 + 1279) / 1280);
     for (size_t k = 0; k < l.n; k++) {
-        EXPECT(utf8_valid_prefix(l.v[k].text, l.v[k].len) == l.v[k].len);
+        EXPECT(cm_utf8_valid_prefix(l.v[k].text, l.v[k].len) == l.v[k].len);
         EXPECT_INT(l.v[k].start_line, 1);
         EXPECT_INT(l.v[k].end_line, 1);
-        EXPECT(chunk_weight(l.v[k].text, l.v[k].len) <= 1600);
-        if (k + 1 < l.n) EXPECT_INT(chunk_weight(l.v[k].text, l.v[k].len), 1600);
+        EXPECT(cm_chunk_weight(l.v[k].text, l.v[k].len) <= 1600);
+        if (k + 1 < l.n) EXPECT_INT(cm_chunk_weight(l.v[k].text, l.v[k].len), 1600);
     }
     free(s);
-    chunk_list_release(&l);
+    cm_chunk_list_release(&l);
 }
 
 /* xorshift, for reproducible "random" documents */
@@ -148,7 +148,7 @@ static void random_line(buf *b, uint32_t *st, size_t chars)
     static const char *const alpha[] = {"a", "b",  "c",  "d",  "e",  "k",  "m",  "q", "z", "é",
                                         "ß", "漢", "字", "検", "索", "서", "울", " ", " "};
     for (size_t i = 0; i < chars; i++)
-        buf_adds(b, alpha[rnd(st) % (sizeof alpha / sizeof *alpha)]);
+        cm_buf_adds(b, alpha[rnd(st) % (sizeof alpha / sizeof *alpha)]);
 }
 
 /* Splits a chunk's text into its lines (in place); returns how many. */
@@ -181,20 +181,20 @@ TEST(chunk_budget_invariants_on_random_documents)
             uint32_t r = rnd(&st) % 10;
             random_line(&t, &st, r < 6 ? rnd(&st) % 120 : r < 9 ? rnd(&st) % 900 : rnd(&st) % 6000);
             lines[i] = cm_strndup(t.data + start, t.len - start);
-            buf_addc(&t, '\n');
+            cm_buf_addc(&t, '\n');
         }
         int tokens = 8 + (int)(rnd(&st) % 400), overlap = (int)(rnd(&st) % (unsigned)tokens);
         size_t budget = (size_t)CM_MAX(32, tokens * 4), ov = (size_t)overlap * 4;
         chunk_list l = {0};
-        EXPECT_INT(chunk_text(t.data, t.len, tokens, overlap, &l), CM_OK);
+        EXPECT_INT(cm_chunk_text(t.data, t.len, tokens, overlap, &l), CM_OK);
         EXPECT(l.n > 0);
         int window_line = 0;
         const char *prev_window = NULL;
         size_t prev_off = 0, prev_len = 0;
         for (size_t k = 0; k < l.n; k++) {
             chunk *c = &l.v[k];
-            EXPECT(chunk_weight(c->text, c->len) <= budget);
-            EXPECT(utf8_valid_prefix(c->text, c->len) == c->len);
+            EXPECT(cm_chunk_weight(c->text, c->len) <= budget);
+            EXPECT(cm_utf8_valid_prefix(c->text, c->len) == c->len);
             char *copy = cm_strndup(c->text, c->len);
             char *parts[512];
             size_t np = split_lines(copy, parts, 512);
@@ -210,7 +210,7 @@ TEST(chunk_budget_invariants_on_random_documents)
                 if (window_line == c->start_line + (int)j && prev_window == line) {
                     EXPECT(off > prev_off);             /* progress */
                     EXPECT(off <= prev_off + prev_len); /* no gap */
-                    EXPECT(chunk_weight(line + off, prev_off + prev_len - off) <= ov);
+                    EXPECT(cm_chunk_weight(line + off, prev_off + prev_len - off) <= ov);
                 } else {
                     EXPECT_INT(off, 0); /* the first window starts the line */
                 }
@@ -221,11 +221,11 @@ TEST(chunk_budget_invariants_on_random_documents)
             }
             free(copy);
         }
-        chunk_list_release(&l);
+        cm_chunk_list_release(&l);
         for (int i = 0; i < nlines; i++)
             free(lines[i]);
         free(lines);
-        buf_release(&t);
+        cm_buf_release(&t);
     }
 }
 
@@ -233,19 +233,19 @@ TEST(chunk_byte_order_mark_is_not_text)
 {
     const char *t = "\xEF\xBB\xBF# Notes\nthe schema freeze\n";
     chunk_list l = {0};
-    EXPECT_INT(chunk_text(t, strlen(t), 400, 80, &l), CM_OK);
+    EXPECT_INT(cm_chunk_text(t, strlen(t), 400, 80, &l), CM_OK);
     EXPECT_INT(l.n, 1);
     EXPECT_INT(l.v[0].start_line, 1);
     EXPECT_INT(l.v[0].end_line, 2);
     EXPECT_STR(l.v[0].text, "# Notes\nthe schema freeze");
-    chunk_list_release(&l);
+    cm_chunk_list_release(&l);
     /* only at the start: U+FEFF inside the text is a character like others */
     t = "a\n\xEF\xBB\xBF"
         "b";
-    EXPECT_INT(chunk_text(t, strlen(t), 400, 80, &l), CM_OK);
+    EXPECT_INT(cm_chunk_text(t, strlen(t), 400, 80, &l), CM_OK);
     EXPECT_STR(l.v[0].text, "a\n\xEF\xBB\xBF"
                             "b");
-    chunk_list_release(&l);
+    cm_chunk_list_release(&l);
 }
 
 TEST(chunk_cjk_counts_as_tokens)
@@ -254,26 +254,26 @@ TEST(chunk_cjk_counts_as_tokens)
      * are cut into segments of 400 characters (1600 weighted). */
     buf t = BUF_INIT;
     for (int i = 0; i < 1000; i++)
-        buf_adds(&t, "漢");
+        cm_buf_adds(&t, "漢");
     chunk_list l = {0};
-    EXPECT_INT(chunk_text(t.data, t.len, 400, 0, &l), CM_OK);
+    EXPECT_INT(cm_chunk_text(t.data, t.len, 400, 0, &l), CM_OK);
     EXPECT_INT(l.n, 3);
-    EXPECT_INT(chunk_weight(l.v[0].text, l.v[0].len), 1600);
-    EXPECT_INT(chunk_weight(l.v[2].text, l.v[2].len), 800);
-    chunk_list_release(&l);
-    buf_release(&t);
+    EXPECT_INT(cm_chunk_weight(l.v[0].text, l.v[0].len), 1600);
+    EXPECT_INT(cm_chunk_weight(l.v[2].text, l.v[2].len), 800);
+    cm_chunk_list_release(&l);
+    cm_buf_release(&t);
 }
 
 TEST(chunk_empty_and_whitespace_inputs)
 {
     chunk_list l = {0};
-    EXPECT_INT(chunk_text("", 0, 400, 80, &l), CM_OK);
+    EXPECT_INT(cm_chunk_text("", 0, 400, 80, &l), CM_OK);
     EXPECT_INT(l.n, 0);
-    EXPECT_INT(chunk_text("\n\n  \n\t\n", 6, 400, 80, &l), CM_OK);
+    EXPECT_INT(cm_chunk_text("\n\n  \n\t\n", 6, 400, 80, &l), CM_OK);
     EXPECT_INT(l.n, 0);
-    EXPECT_INT(chunk_text("\n\nlast", 6, 400, 80, &l), CM_OK);
+    EXPECT_INT(cm_chunk_text("\n\nlast", 6, 400, 80, &l), CM_OK);
     EXPECT_INT(l.n, 1);
     EXPECT_INT(l.v[0].start_line, 1);
     EXPECT_INT(l.v[0].end_line, 3);
-    chunk_list_release(&l);
+    cm_chunk_list_release(&l);
 }

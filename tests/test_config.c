@@ -28,7 +28,7 @@ static cm_rc parse(const char *text, const char *agent, cm_config *cfg, char *er
 {
     cm_config_args a = {agent, NULL, NULL, "/tmp/qc-state"};
     warnings[0] = 0;
-    return config_parse(text, text ? strlen(text) : 0, "qc.json", &a, &lg, cfg, err, errlen);
+    return cm_config_parse(text, text ? strlen(text) : 0, "qc.json", &a, &lg, cfg, err, errlen);
 }
 
 TEST(config_defaults_without_file)
@@ -56,9 +56,9 @@ TEST(config_defaults_without_file)
     EXPECT_INT(c.sources.n, 1);
     EXPECT_STR(c.sources.v[0], "memory");
     EXPECT_INT(c.citations, CM_CITE_AUTO);
-    EXPECT_INT(config_candidates(&c, 6), 24);
-    EXPECT_INT(config_candidates(&c, 100), 200);
-    config_release(&c);
+    EXPECT_INT(cm_config_candidates(&c, 6), 24);
+    EXPECT_INT(cm_config_candidates(&c, 100), 200);
+    cm_config_release(&c);
 }
 
 TEST(config_agent_overrides_defaults)
@@ -104,7 +104,7 @@ TEST(config_agent_overrides_defaults)
     EXPECT_INT(c.chunk_tokens, 100);
     EXPECT_INT(c.chunk_overlap, 99); /* clamped below tokens */
     EXPECT_INT(c.citations, CM_CITE_OFF);
-    config_release(&c);
+    cm_config_release(&c);
 }
 
 TEST(config_bad_value_names_key_path_and_position)
@@ -158,7 +158,7 @@ TEST(config_unknown_key_warns)
     EXPECT_CONTAINS(warnings, "unknown key agents.defaults.memorySearch.query.maxResult");
     EXPECT(strstr(warnings, "X-Any") == NULL);
     EXPECT_CONTAINS(warnings, "qc.json:3:41: unknown key somethingElse (ignored)");
-    config_release(&c);
+    cm_config_release(&c);
 }
 
 TEST(config_load_reads_env_paths)
@@ -171,17 +171,17 @@ TEST(config_load_reads_env_paths)
     cm_config_args a = {NULL, NULL, NULL, NULL};
     setenv("QUANTUMCLAW_STATE_DIR", path_in(d, "state"), 1);
     unsetenv("QUANTUMCLAW_CONFIG_PATH");
-    EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_OK);
     EXPECT(c.config_found);
     EXPECT_STR(c.state_dir, path_in(d, "state"));
     EXPECT_STR(c.store_path, path_in(d, "state/memory/main.sqlite"));
-    config_release(&c);
+    cm_config_release(&c);
     setenv("QUANTUMCLAW_CONFIG_PATH", path_in(d, "other.json"), 1);
-    EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.citations, CM_CITE_ON);
-    config_release(&c);
+    cm_config_release(&c);
     setenv("QUANTUMCLAW_CONFIG_PATH", path_in(d, "missing.json"), 1);
-    EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "missing.json");
     unsetenv("QUANTUMCLAW_CONFIG_PATH");
     unsetenv("QUANTUMCLAW_STATE_DIR");
@@ -197,7 +197,7 @@ static cm_rc parse2(const char *text, const char *over, const char *agent, cm_co
     config_text o = {over, over ? strlen(over) : 0, "clawmem.json"};
     warnings[0] = 0;
     unsetenv("CLAWMEM_CONFIG_PATH");
-    return config_parse_files(&m, &o, &a, &lg, cfg, err, errlen);
+    return cm_config_parse_files(&m, &o, &a, &lg, cfg, err, errlen);
 }
 
 TEST(config_overlay_merges_key_by_key)
@@ -243,12 +243,12 @@ TEST(config_overlay_merges_key_by_key)
     EXPECT_INT(c.hybrid_merge, CM_MERGE_RRF);
     EXPECT(c.memory_write);
     EXPECT_INT(c.citations, CM_CITE_OFF);
-    config_release(&c);
+    cm_config_release(&c);
     /* no overlay at all: quantumclaw.json alone */
     EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_STR(c.provider, "auto");
     EXPECT_INT(c.sources.n, 2);
-    config_release(&c);
+    cm_config_release(&c);
 }
 
 TEST(config_overlay_errors_name_the_overlay)
@@ -272,7 +272,7 @@ TEST(config_overlay_errors_name_the_overlay)
     EXPECT_INT(parse2(qc, "{\n  clawmem: { hybridMerj: 'rrf' } }", NULL, &c, err, sizeof err),
                CM_OK);
     EXPECT_CONTAINS(warnings, "clawmem.json:2:14: unknown key clawmem.hybridMerj");
-    config_release(&c);
+    cm_config_release(&c);
 }
 
 TEST(config_clawmem_keys_in_shared_file_warn)
@@ -295,20 +295,20 @@ TEST(config_clawmem_keys_in_shared_file_warn)
                               "clawmem's own setting");
     EXPECT_CONTAINS(warnings, "qc.json:3:21: agents.defaults.memorySearch.store.fts.tokenizer is "
                               "clawmem's own setting");
-    config_release(&c);
-    /* through config_load, the message names the real overlay path */
+    cm_config_release(&c);
+    /* through cm_config_init, the message names the real overlay path */
     char *d = tmp_dir();
     write_file(d, "state/quantumclaw.json", "{clawmem: {memoryWrite: true}}");
     cm_config_args a = {NULL, NULL, NULL, path_in(d, "state")};
     unsetenv("QUANTUMCLAW_CONFIG_PATH");
     unsetenv("CLAWMEM_CONFIG_PATH");
     warnings[0] = 0;
-    EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(warnings, "move it to ");
     EXPECT_CONTAINS(warnings, path_in(d, "state/clawmem.json"));
     EXPECT(c.memory_write);
     EXPECT(!c.overlay_found);
-    config_release(&c);
+    cm_config_release(&c);
 }
 
 TEST(config_load_reads_overlay_file)
@@ -326,22 +326,22 @@ TEST(config_load_reads_overlay_file)
     cm_config_args a = {NULL, NULL, NULL, state};
     unsetenv("QUANTUMCLAW_CONFIG_PATH");
     unsetenv("CLAWMEM_CONFIG_PATH");
-    EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "state/clawmem.json:2:12: clawmem.embedMaxInputs");
     write_file(d, "state/clawmem.json",
                "{agents: {defaults: {memorySearch: {provider: 'static'}}}}");
-    EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_OK);
     EXPECT(c.overlay_found);
     EXPECT_STR(c.provider, "static");
     EXPECT_STR(c.overlay_path, path_in(d, "state/clawmem.json"));
-    config_release(&c);
+    cm_config_release(&c);
     setenv("CLAWMEM_CONFIG_PATH", path_in(d, "mine.json"), 1);
-    EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.local_threads, 3);
     EXPECT_STR(c.provider, "auto"); /* state/clawmem.json is not read then */
-    config_release(&c);
+    cm_config_release(&c);
     setenv("CLAWMEM_CONFIG_PATH", path_in(d, "missing.json"), 1);
-    EXPECT_INT(config_load(&a, &lg, &c, err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "missing.json");
     unsetenv("CLAWMEM_CONFIG_PATH");
 }
@@ -362,7 +362,7 @@ TEST(config_secret_references)
     EXPECT_STR(c.remote_api_key, "sk-env-123");
     EXPECT_STR(c.providers[CM_PROV_OPENAI].api_key, "sk-env-123");
     EXPECT_STR(warnings, "");
-    config_release(&c);
+    cm_config_release(&c);
     /* a missing variable: an error naming the key and its position, never a value */
     qc = "{agents: {defaults: {memorySearch: {remote: {\n"
          "  apiKey: {source: 'env', id: 'CM_TEST_NO_SUCH_KEY'}}}}}}";
@@ -388,7 +388,7 @@ TEST(config_secret_references)
     EXPECT_INT(parse2(text, NULL, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_STR(c.remote_api_key, "sk-file-456");
     EXPECT_STR(c.providers[CM_PROV_VOYAGE].api_key, "sk-single-789");
-    config_release(&c);
+    cm_config_release(&c);
     /* the secrets section may live in the overlay, the reference in quantumclaw.json */
     snprintf(text, sizeof text, "{secrets: {providers: {vault: {source: 'file', path: '%s'}}}}",
              sj);
@@ -396,7 +396,7 @@ TEST(config_secret_references)
          "  apiKey: {source: 'file', provider: 'vault', id: '/providers/openai/apiKey'}}}}}}";
     EXPECT_INT(parse2(qc, text, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_STR(c.remote_api_key, "sk-file-456");
-    config_release(&c);
+    cm_config_release(&c);
     /* a file others can read is refused, as QuantumClaw refuses it */
     chmod(path_in(d, "secrets.json"), 0644);
     EXPECT_INT(parse2(qc, text, NULL, &c, err, sizeof err), CM_ECONFIG);
@@ -440,7 +440,7 @@ TEST(config_unsupported_secret_reference_is_clear)
     EXPECT(c.providers[CM_PROV_OPENAI].api_key == NULL);
     EXPECT_CONTAINS(warnings, "qc.json:3:3: models.providers.openai.apiKey: secret references "
                               "with source \"exec\" are not supported");
-    config_release(&c);
+    cm_config_release(&c);
 }
 
 TEST(config_ranges_follow_quantumclaw)
@@ -459,13 +459,13 @@ TEST(config_ranges_follow_quantumclaw)
     EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_STR(warnings, "");
     EXPECT_INT(c.candidate_multiplier, 20); /* clamped as 2026.3.22 clamps it */
-    EXPECT_INT(config_candidates(&c, c.max_results), 200);
+    EXPECT_INT(cm_config_candidates(&c, c.max_results), 200);
     EXPECT_INT(c.max_results, 1000);
     EXPECT_INT(c.chunk_overlap, c.chunk_tokens - 1);
     EXPECT_NEAR(c.half_life_days, 3650, 1e-9);
     EXPECT_NEAR(c.sync_interval_minutes, 20000, 1e-9);
     EXPECT_INT(c.cache_max_entries, 2147483647);
-    config_release(&c);
+    cm_config_release(&c);
     /* and rejects these */
     static const char *const rejected[] = {
         "{agents: {defaults: {memorySearch: {query: {maxResults: 0}}}}}",
@@ -529,14 +529,14 @@ TEST(config_unknown_keys_warn_at_every_level)
         snprintf(k, sizeof k, "%s (ignored)", quiet[i]);
         EXPECT(strstr(warnings, k) == NULL);
     }
-    config_release(&c);
+    cm_config_release(&c);
     /* a top-level memorySearch is named, not silently dropped */
     EXPECT_INT(parse2("{memorySearch: {provider: 'openai'}}", NULL, NULL, &c, err, sizeof err),
                CM_OK);
     EXPECT_CONTAINS(warnings, "qc.json:1:2: memorySearch at the top level is not read: use "
                               "agents.defaults.memorySearch");
     EXPECT_STR(c.provider, "auto");
-    config_release(&c);
+    cm_config_release(&c);
 }
 
 TEST(config_later_layout_is_an_alias)
@@ -561,7 +561,7 @@ TEST(config_later_layout_is_an_alias)
                               "agents.list");
     EXPECT_CONTAINS(warnings, "qc.json:5:37: unknown key agents.entries.other.memry (ignored)");
     EXPECT(strstr(warnings, "unknown key agents.entries.ops") == NULL);
-    config_release(&c);
+    cm_config_release(&c);
     /* a bad value there names the alias path */
     EXPECT_INT(
         parse2("{memory: {search: {query: {minScore: 7}}}}", NULL, NULL, &c, err, sizeof err),
@@ -573,7 +573,7 @@ TEST(config_later_layout_is_an_alias)
         CM_OK);
     EXPECT_INT(c.max_results, 8);
     EXPECT_STR(warnings, "");
-    config_release(&c);
+    cm_config_release(&c);
 }
 
 /* ---- end to end: the overlay through the CLI, a missing or changed workspace */
@@ -590,7 +590,7 @@ TEST(config_overlay_static_provider_end_to_end)
     snprintf(state, sizeof state, "%s", path_in(d, "state"));
     snprintf(qc, sizeof qc, "%s", path_in(d, "state/quantumclaw.json"));
     snprintf(ws, sizeof ws, "%s", path_in(d, "ws"));
-    int rc = static_model_write(model, static_words, static_vecs, 5, 4, over, sizeof over);
+    int rc = cm_static_model_write(model, static_words, static_vecs, 5, 4, over, sizeof over);
     EXPECT_INT(rc, CM_OK);
     /* quantumclaw.json: only what QuantumClaw 2026.3.22 itself accepts */
     char text[4096];
@@ -706,7 +706,7 @@ TEST(config_missing_workspace_is_an_error)
     EXPECT_CONTAINS(err, "gone does not exist");
     EXPECT_INT(cm_engine_status(e, 0, &js, err, sizeof err), CM_ENOTFOUND);
     EXPECT_CONTAINS(err, "gone does not exist");
-    cm_engine_free(e);
+    cm_engine_close(e);
 }
 
 TEST(config_workspace_change_rebuilds)
@@ -753,8 +753,8 @@ TEST(config_workspace_change_rebuilds)
     EXPECT(strstr(js, "Biscuit\\n") == NULL || strstr(js, "holds workspace") != NULL);
     EXPECT_CONTAINS(js, "holds workspace");
     cm_free(js);
-    cm_engine_free(e1);
-    cm_engine_free(e2);
+    cm_engine_close(e1);
+    cm_engine_close(e2);
 }
 
 TEST(config_env_substitution)
@@ -775,7 +775,7 @@ TEST(config_env_substitution)
     EXPECT_INT(c.remote_headers.n, 2);
     EXPECT_STR(c.remote_headers.v[0], "X-Lit: ${CM_TEST_BASE}");
     EXPECT_STR(c.remote_headers.v[1], "X-Odd: ${lower} $5");
-    config_release(&c);
+    cm_config_release(&c);
     qc = "{agents: {defaults: {memorySearch: {\n  remote: {baseUrl: '${CM_TEST_UNSET}/v1'}}}}}";
     EXPECT_INT(parse2(qc, NULL, NULL, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_STR(err, "qc.json:2:12: agents.defaults.memorySearch.remote.baseUrl: environment "
@@ -784,5 +784,5 @@ TEST(config_env_substitution)
     EXPECT_INT(
         parse2("{gateway: {auth: {token: '${CM_TEST_UNSET}'}}}", NULL, NULL, &c, err, sizeof err),
         CM_OK);
-    config_release(&c);
+    cm_config_release(&c);
 }

@@ -33,9 +33,9 @@ static void release(cm_config *c)
 static const char *names(const file_list *l)
 {
     static buf b;
-    buf_reset(&b);
+    cm_buf_reset(&b);
     for (size_t i = 0; i < l->n; i++)
-        buf_printf(&b, "%s%s", i ? " " : "", l->v[i].rel);
+        cm_buf_printf(&b, "%s%s", i ? " " : "", l->v[i].rel);
     return b.data;
 }
 
@@ -52,17 +52,17 @@ TEST(discover_roots_and_filters)
     cm_config c = cfg_for(path_in(d, "ws"));
     file_list l;
     problem_list p = {0};
-    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_INT(cm_discover_files(&c, &l, &p), CM_OK);
     EXPECT_STR(names(&l), "MEMORY.md memory/2026-02-10.md memory/deep/er/notes.md");
     EXPECT_INT(l.v[0].size, 12);
     EXPECT(l.v[0].mtime_ns > 0);
-    file_list_release(&l);
+    cm_index_file_list_release(&l);
     /* memory.md is the fallback when MEMORY.md is absent */
     unlink(path_in(d, "ws/MEMORY.md"));
-    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_INT(cm_discover_files(&c, &l, &p), CM_OK);
     EXPECT_STR(names(&l), "memory.md memory/2026-02-10.md memory/deep/er/notes.md");
-    file_list_release(&l);
-    problem_list_release(&p);
+    cm_index_file_list_release(&l);
+    cm_index_problem_list_release(&p);
     release(&c);
 }
 
@@ -82,18 +82,18 @@ TEST(discover_ignores_symlinks_and_duplicates)
     add_extra(&c, "memory/linkdir");           /* a symlinked directory: ignored */
     file_list l;
     problem_list p = {0};
-    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_INT(cm_discover_files(&c, &l, &p), CM_OK);
     EXPECT_STR(names(&l), "../team/plan.md memory/a.md");
     /* the symlinked note and the symlinked extraPath are listed as problems */
     EXPECT_INT(p.n, 2);
     buf b = BUF_INIT;
     for (size_t i = 0; i < p.n; i++)
-        buf_printf(&b, "%s: %s\n", p.v[i].path, p.v[i].what);
+        cm_buf_printf(&b, "%s: %s\n", p.v[i].path, p.v[i].what);
     EXPECT_CONTAINS(b.data, "memory/link.md: symbolic link, not followed\n");
     EXPECT_CONTAINS(b.data, "memory/linkdir: symbolic link, not followed\n");
-    buf_release(&b);
-    file_list_release(&l);
-    problem_list_release(&p);
+    cm_buf_release(&b);
+    cm_index_file_list_release(&l);
+    cm_index_problem_list_release(&p);
     release(&c);
 }
 
@@ -118,7 +118,7 @@ TEST(discover_large_directory_in_batches)
     add_extra(&c, "memory"); /* the same root again */
     file_list l;
     problem_list p = {0};
-    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_INT(cm_discover_files(&c, &l, &p), CM_OK);
     EXPECT_INT(p.n, 0);
     EXPECT_INT(l.n, N + 1);
     /* n0005 and its link: "memory/a-link.md" is the smaller path */
@@ -139,8 +139,8 @@ TEST(discover_large_directory_in_batches)
     for (size_t i = 0; i < l.n; i++)
         total += (uint64_t)l.v[i].size;
     EXPECT_INT(l.total_bytes, total);
-    file_list_release(&l);
-    problem_list_release(&p);
+    cm_index_file_list_release(&l);
+    cm_index_problem_list_release(&p);
     release(&c);
 }
 
@@ -156,38 +156,38 @@ TEST(discover_reports_oversized_and_unreadable)
     cm_config c = cfg_for(path_in(d, "ws"));
     file_list l;
     problem_list p = {0};
-    EXPECT_INT(discover_files(&c, &l, &p), CM_OK);
+    EXPECT_INT(cm_discover_files(&c, &l, &p), CM_OK);
     EXPECT_STR(names(&l), geteuid() == 0 ? "memory/locked/x.md memory/ok.md" : "memory/ok.md");
     EXPECT(p.n >= 1);
     EXPECT_STR(p.v[0].path, "memory/huge.md");
     EXPECT_CONTAINS(p.v[0].what, "over the");
     if (geteuid() != 0) EXPECT_CONTAINS(p.v[1].what, "cannot");
     chmod(path_in(d, "ws/memory/locked"), 0700);
-    file_list_release(&l);
-    problem_list_release(&p);
+    cm_index_file_list_release(&l);
+    cm_index_problem_list_release(&p);
     release(&c);
 }
 
 TEST(discover_relpath_and_daily_dates)
 {
     buf b = BUF_INIT;
-    EXPECT_INT(discover_relpath(&b, "/a/ws", "/a/ws/memory/x.md"), CM_OK);
+    EXPECT_INT(cm_discover_relpath(&b, "/a/ws", "/a/ws/memory/x.md"), CM_OK);
     EXPECT_STR(b.data, "memory/x.md");
-    buf_reset(&b);
-    discover_relpath(&b, "/a/ws", "/a/team/p.md");
+    cm_buf_reset(&b);
+    cm_discover_relpath(&b, "/a/ws", "/a/team/p.md");
     EXPECT_STR(b.data, "../team/p.md");
-    buf_reset(&b);
-    discover_relpath(&b, "/a/ws", "/srv/notes/o.md");
+    cm_buf_reset(&b);
+    cm_discover_relpath(&b, "/a/ws", "/srv/notes/o.md");
     EXPECT_STR(b.data, "../../srv/notes/o.md");
-    buf_reset(&b);
-    discover_relpath(&b, "/a/ws", "/a/wsx/o.md");
+    cm_buf_reset(&b);
+    cm_discover_relpath(&b, "/a/ws", "/a/wsx/o.md");
     EXPECT_STR(b.data, "../wsx/o.md");
-    buf_release(&b);
+    cm_buf_release(&b);
     int y, m, d;
-    EXPECT(discover_daily_date("memory/2026-02-10.md", &y, &m, &d));
+    EXPECT(cm_discover_daily_date("memory/2026-02-10.md", &y, &m, &d));
     EXPECT(y == 2026 && m == 2 && d == 10);
-    EXPECT(discover_daily_date("memory/archive/2025-12-31.md", &y, &m, &d));
-    EXPECT(!discover_daily_date("memory/2026-13-10.md", &y, &m, &d));
-    EXPECT(!discover_daily_date("memory/2026-02-10-notes.md", &y, &m, &d));
-    EXPECT(!discover_daily_date("notes/2026-02-10.md", &y, &m, &d));
+    EXPECT(cm_discover_daily_date("memory/archive/2025-12-31.md", &y, &m, &d));
+    EXPECT(!cm_discover_daily_date("memory/2026-13-10.md", &y, &m, &d));
+    EXPECT(!cm_discover_daily_date("memory/2026-02-10-notes.md", &y, &m, &d));
+    EXPECT(!cm_discover_daily_date("notes/2026-02-10.md", &y, &m, &d));
 }

@@ -1,5 +1,5 @@
 /*
- * test_download.c — model_resolve() against the loopback fake server's GET
+ * test_download.c — cm_net_model_resolve() against the loopback fake server's GET
  * mode: resume after a cut, a server ignoring Range, 404, a size mismatch, a
  * redirect, 416 on a complete .part, cancellation, two threads wanting the
  * same file, the cache name, plain paths and bad specs. Network-free: 1–3 MB
@@ -51,9 +51,9 @@ static void teardown(void)
 static bool file_is(const char *path, const void *data, size_t n)
 {
     buf b = BUF_INIT;
-    bool ok = fs_read_file(path, 64u << 20, &b, NULL, 0) == CM_OK && b.len == n &&
+    bool ok = cm_fs_read_file(path, 64u << 20, &b, NULL, 0) == CM_OK && b.len == n &&
               memcmp(b.data, data, n) == 0;
-    buf_release(&b);
+    cm_buf_release(&b);
     return ok;
 }
 
@@ -95,7 +95,8 @@ TEST(download_resume_after_cut)
     const char *cache = path_in(dir, "models/cache"); /* created on demand */
     fake_push(srv, FAKE_CUT, 1000000, -1);
     prog p = {0};
-    EXPECT_INT(model_resolve(SPEC, cache, true, on_progress, &p, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, cache, true, on_progress, &p, &path, err, sizeof err),
+               CM_OK);
     EXPECT_STR(path, path_in(cache, NAME));
     EXPECT(file_is(path, blob, SIZE));
     EXPECT_INT(file_size(path_in(cache, NAME ".part")), -1);
@@ -119,7 +120,7 @@ TEST(download_existing_file_makes_no_request)
     setup();
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     write_file(dir, NAME, "already here");
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
     EXPECT_STR(path, path_in(dir, NAME));
     EXPECT(file_is(path, "already here", 12));
     EXPECT_INT(fake_count(srv), 0);
@@ -132,7 +133,8 @@ TEST(download_fetch_false_is_notfound)
     setup();
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     const char *cache = path_in(dir, "never");
-    EXPECT_INT(model_resolve(SPEC, cache, false, NULL, NULL, &path, err, sizeof err), CM_ENOTFOUND);
+    EXPECT_INT(cm_net_model_resolve(SPEC, cache, false, NULL, NULL, &path, err, sizeof err),
+               CM_ENOTFOUND);
     EXPECT(path == NULL);
     EXPECT_CONTAINS(err, "not downloaded");
     EXPECT_CONTAINS(err, URL_PATH);
@@ -150,7 +152,7 @@ TEST(download_server_ignores_range)
     memset(junk, 'x', sizeof junk);
     write_bytes(dir, NAME ".part", junk, sizeof junk);
     fake_push(srv, FAKE_IGNORE_RANGE, 0, -1);
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(fake_get(srv, 0)->headers, "\r\nRange: bytes=5000-\r\n");
     EXPECT_INT(fake_count(srv), 1);
     EXPECT(file_is(path, blob, SIZE));
@@ -167,7 +169,7 @@ TEST(download_206_from_wrong_offset_restarts)
     memset(junk, 'y', sizeof junk);
     write_bytes(dir, NAME ".part", junk, sizeof junk);
     fake_push(srv, FAKE_WRONG_RANGE, 0, -1); /* 206 "bytes 0-..." to a request from 7000 */
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
     EXPECT_INT(fake_count(srv), 2);
     EXPECT_CONTAINS(fake_get(srv, 0)->headers, "\r\nRange: bytes=7000-\r\n");
     EXPECT(!strcasestr(fake_get(srv, 1)->headers, "\r\nRange:"));
@@ -181,8 +183,8 @@ TEST(download_404_is_clear_and_leaves_nothing)
     setup();
     setenv("HF_TOKEN", "hf_secret_token_123", 1);
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
-    EXPECT_INT(model_resolve("hf:acme/tiny-GGUF/missing.gguf", dir, true, NULL, NULL, &path, err,
-                             sizeof err),
+    EXPECT_INT(cm_net_model_resolve("hf:acme/tiny-GGUF/missing.gguf", dir, true, NULL, NULL, &path,
+                                    err, sizeof err),
                CM_EIO);
     unsetenv("HF_TOKEN");
     EXPECT(path == NULL);
@@ -204,7 +206,7 @@ TEST(download_size_mismatch_keeps_part)
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     fake_push(srv, FAKE_CUT, 100000, -1);
     fake_push(srv, FAKE_SHORT, 500, -1); /* 206 naming the whole rest, 500 bytes missing */
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
     EXPECT(path == NULL);
     EXPECT_CONTAINS(err, "size mismatch");
     EXPECT_CONTAINS(err, URL_PATH);
@@ -212,7 +214,7 @@ TEST(download_size_mismatch_keeps_part)
     EXPECT_INT(file_size(path_in(dir, NAME)), -1);
     EXPECT_INT(file_size(path_in(dir, NAME ".part")), SIZE - 500);
     /* a later call resumes where it stopped */
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
     EXPECT_INT(fake_count(srv), 3);
     char want[64];
     snprintf(want, sizeof want, "\r\nRange: bytes=%u-\r\n", SIZE - 500);
@@ -229,7 +231,7 @@ TEST(download_gives_up_after_repeated_cuts)
     fake_push(srv, FAKE_CUT, 4096, -1);
     for (int i = 0; i < 5; i++)
         fake_push(srv, FAKE_CUT, 0, -1); /* no progress */
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
     EXPECT_INT(fake_count(srv), 6);
     EXPECT_CONTAINS(err, URL_PATH);
     EXPECT_CONTAINS(err, "after 6 attempts");
@@ -244,7 +246,7 @@ TEST(download_follows_redirect)
     setup();
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     fake_push(srv, FAKE_REDIRECT, 0, -1);
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
     EXPECT_INT(fake_count(srv), 2);
     EXPECT_STR(fake_get(srv, 0)->path, URL_PATH);
     EXPECT_STR(fake_get(srv, 1)->path, "/cdn" URL_PATH "?sig=fake");
@@ -260,7 +262,7 @@ TEST(download_checks_the_announced_sha256)
     /* a file that does not hash to what the redirect announced is discarded */
     fake_file_etag(srv, URL_PATH, "0000000000000000000000000000000000000000000000000000000000000000");
     fake_push(srv, FAKE_REDIRECT, 0, -1);
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "sha256");
     EXPECT_CONTAINS(err, "discarded");
     EXPECT_INT(file_size(path_in(dir, NAME)), -1);
@@ -274,7 +276,7 @@ TEST(download_complete_part_416)
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     /* a crash between the last byte and the rename: the server answers 416 */
     write_bytes(dir, NAME ".part", blob, SIZE);
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
     EXPECT_INT(fake_count(srv), 1);
     EXPECT(file_is(path, blob, SIZE));
     /* a .part longer than the file: restarted from zero */
@@ -285,7 +287,7 @@ TEST(download_complete_part_416)
     memset(longer + SIZE, 'z', 10);
     write_bytes(dir, NAME ".part", longer, SIZE + 10);
     free(longer);
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
     EXPECT_INT(fake_count(srv), 3);
     EXPECT(!strcasestr(fake_get(srv, 2)->headers, "\r\nRange:"));
     EXPECT(file_is(path, blob, SIZE));
@@ -302,7 +304,7 @@ TEST(download_cancel_keeps_part)
     /* cancelled during the transfer, or at the latest while backing off after the cut */
     setenv("CLAWMEM_HTTP_BACKOFF_MS", "400", 1);
     fake_push(srv, FAKE_CUT, 1000000, -1);
-    cm_rc rc = model_resolve(SPEC, dir, true, on_progress, &p, &path, err, sizeof err);
+    cm_rc rc = cm_net_model_resolve(SPEC, dir, true, on_progress, &p, &path, err, sizeof err);
     setenv("CLAWMEM_HTTP_BACKOFF_MS", "1", 1);
     EXPECT_INT(rc, CM_ECANCELED);
     EXPECT(path == NULL);
@@ -311,7 +313,7 @@ TEST(download_cancel_keeps_part)
     EXPECT(part > 0 && part < SIZE);
     EXPECT_INT(file_size(path_in(dir, NAME)), -1);
     /* and the next call resumes from there */
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_OK);
     char want[64];
     snprintf(want, sizeof want, "\r\nRange: bytes=%lld-\r\n", part);
     EXPECT_CONTAINS(fake_get(srv, fake_count(srv) - 1)->headers, want);
@@ -354,14 +356,16 @@ static int second_progress(void *ctx, uint64_t done, uint64_t total)
 static void *race_first(void *arg)
 {
     racer *r = arg;
-    r->rc = model_resolve(SPEC, r->dir, true, first_progress, r, &r->path, r->err, sizeof r->err);
+    r->rc = cm_net_model_resolve(SPEC, r->dir, true, first_progress, r, &r->path, r->err,
+                                 sizeof r->err);
     return NULL;
 }
 
 static void *race_second(void *arg)
 {
     racer *r = arg;
-    r->rc = model_resolve(SPEC, r->dir, true, second_progress, r, &r->path, r->err, sizeof r->err);
+    r->rc = cm_net_model_resolve(SPEC, r->dir, true, second_progress, r, &r->path, r->err,
+                                 sizeof r->err);
     return NULL;
 }
 
@@ -400,8 +404,8 @@ TEST(download_encodes_path_and_names_cache_file)
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     static const char small[] = "small model bytes";
     fake_file(srv, "/acme/r.x_y-z/resolve/main/sub%20dir/a%2Bb~1.gguf", small, sizeof small - 1);
-    EXPECT_INT(model_resolve("hf:acme/r.x_y-z/sub dir/a+b~1.gguf", dir, true, NULL, NULL, &path,
-                             err, sizeof err),
+    EXPECT_INT(cm_net_model_resolve("hf:acme/r.x_y-z/sub dir/a+b~1.gguf", dir, true, NULL, NULL,
+                                    &path, err, sizeof err),
                CM_OK);
     EXPECT_STR(fake_get(srv, 0)->path, "/acme/r.x_y-z/resolve/main/sub%20dir/a%2Bb~1.gguf");
     EXPECT_STR(path, path_in(dir, "hf-acme%2Fr.x_y-z%2Fsub%20dir%2Fa%2Bb%7E1.gguf"));
@@ -410,7 +414,8 @@ TEST(download_encodes_path_and_names_cache_file)
     /* a name too long for the file system: hashed, still ends with the file name */
     char spec[400];
     snprintf(spec, sizeof spec, "hf:acme/r/%0300d.gguf", 7);
-    EXPECT_INT(model_resolve(spec, dir, false, NULL, NULL, &path, err, sizeof err), CM_ENOTFOUND);
+    EXPECT_INT(cm_net_model_resolve(spec, dir, false, NULL, NULL, &path, err, sizeof err),
+               CM_ENOTFOUND);
     const char *name = strstr(err, "/hf-");
     EXPECT(name != NULL);
     EXPECT(!strstr(name, "%2F"));
@@ -422,21 +427,24 @@ TEST(download_encodes_path_and_names_cache_file)
 TEST(download_plain_paths_and_bad_specs)
 {
     char err[512] = "", *path = NULL;
-    EXPECT_INT(model_resolve("/models/m.gguf", NULL, true, NULL, NULL, &path, err, sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        cm_net_model_resolve("/models/m.gguf", NULL, true, NULL, NULL, &path, err, sizeof err),
+        CM_OK);
     EXPECT_STR(path, "/models/m.gguf");
     free(path);
-    EXPECT_INT(model_resolve("rel/m.gguf", NULL, false, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve("rel/m.gguf", NULL, false, NULL, NULL, &path, err, sizeof err),
+               CM_OK);
     EXPECT_STR(path, "rel/m.gguf");
     free(path);
     const char *home = getenv("HOME");
     char *saved = home ? cm_strdup(home) : NULL;
     setenv("HOME", "/home/tester", 1);
-    EXPECT_INT(model_resolve("~/m/e.gguf", NULL, true, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve("~/m/e.gguf", NULL, true, NULL, NULL, &path, err, sizeof err),
+               CM_OK);
     EXPECT_STR(path, "/home/tester/m/e.gguf");
     free(path);
     /* "~/" in the cache directory too */
-    EXPECT_INT(model_resolve(SPEC, "~/.cache/m", false, NULL, NULL, &path, err, sizeof err),
+    EXPECT_INT(cm_net_model_resolve(SPEC, "~/.cache/m", false, NULL, NULL, &path, err, sizeof err),
                CM_ENOTFOUND);
     EXPECT_CONTAINS(err, "/home/tester/.cache/m/" NAME);
     if (saved) setenv("HOME", saved, 1);
@@ -447,13 +455,15 @@ TEST(download_plain_paths_and_bad_specs)
                          "hf:a/r/bad\nname.gguf"};
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         err[0] = 0;
-        EXPECT_INT(model_resolve(bad[i], "/tmp", true, NULL, NULL, &path, err, sizeof err),
+        EXPECT_INT(cm_net_model_resolve(bad[i], "/tmp", true, NULL, NULL, &path, err, sizeof err),
                    CM_EINVAL);
         EXPECT(path == NULL);
         EXPECT_CONTAINS(err, "local.modelPath");
     }
-    EXPECT_INT(model_resolve("", "/tmp", true, NULL, NULL, &path, err, sizeof err), CM_EINVAL);
-    EXPECT_INT(model_resolve(SPEC, NULL, true, NULL, NULL, &path, err, sizeof err), CM_EINVAL);
+    EXPECT_INT(cm_net_model_resolve("", "/tmp", true, NULL, NULL, &path, err, sizeof err),
+               CM_EINVAL);
+    EXPECT_INT(cm_net_model_resolve(SPEC, NULL, true, NULL, NULL, &path, err, sizeof err),
+               CM_EINVAL);
 }
 
 TEST(download_echoing_server_is_redacted)
@@ -465,7 +475,7 @@ TEST(download_echoing_server_is_redacted)
     setenv("HF_TOKEN", "hf_echoedTOKEN0123456789", 1);
     char *dir = tmp_dir(), err[512] = "", *path = NULL;
     fake_push(srv, FAKE_ECHO, 403, -1);
-    EXPECT_INT(model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_net_model_resolve(SPEC, dir, true, NULL, NULL, &path, err, sizeof err), CM_EIO);
     unsetenv("HF_TOKEN");
     EXPECT_CONTAINS(fake_get(srv, 0)->headers, "hf_echoedTOKEN0123456789");
     EXPECT_CONTAINS(err, "HTTP 403");
@@ -489,39 +499,43 @@ TEST(download_failure_remembered_with_backoff)
     const int64_t t0 = 1800000000000;
     const char *failed = path_in(dir, "hf-acme%2Ftiny-GGUF%2Flater.gguf.failed");
 #define LATER "hf:acme/tiny-GGUF/later.gguf"
-    EXPECT_INT(model_resolve_at(LATER, dir, true, t0, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_net_model_resolve_at(LATER, dir, true, t0, NULL, NULL, &path, err, sizeof err),
+               CM_EIO);
     EXPECT_INT(fake_count(srv), 1);
     EXPECT(file_size(failed) > 0);
     buf rec = BUF_INIT;
-    EXPECT_INT(fs_read_file(failed, 1 << 16, &rec, NULL, 0), CM_OK);
+    EXPECT_INT(cm_fs_read_file(failed, 1 << 16, &rec, NULL, 0), CM_OK);
     EXPECT_CONTAINS(rec.data, "\"time\":1800000000000");
     EXPECT_CONTAINS(rec.data, "\"failures\":1");
     EXPECT_CONTAINS(rec.data, "HTTP 404");
-    buf_release(&rec);
+    cm_buf_release(&rec);
     /* within the minute: no request, the reason and the wait in the error */
     err[0] = 0;
-    EXPECT_INT(model_resolve_at(LATER, dir, true, t0 + 1500, NULL, NULL, &path, err, sizeof err),
-               CM_EIO);
+    EXPECT_INT(
+        cm_net_model_resolve_at(LATER, dir, true, t0 + 1500, NULL, NULL, &path, err, sizeof err),
+        CM_EIO);
     EXPECT_CONTAINS(err, "failed 1 time in a row");
     EXPECT_CONTAINS(err, "HTTP 404");
     EXPECT_CONTAINS(err, "next attempt in 59s");
     EXPECT_CONTAINS(err, ".failed to try now");
-    EXPECT_INT(model_resolve_at(LATER, dir, false, t0 + 1500, NULL, NULL, &path, err, sizeof err),
-               CM_EIO);
+    EXPECT_INT(
+        cm_net_model_resolve_at(LATER, dir, false, t0 + 1500, NULL, NULL, &path, err, sizeof err),
+        CM_EIO);
     EXPECT_INT(fake_count(srv), 1);
     /* due after 60 s: tried again, fails again; now 120 s to wait */
-    EXPECT_INT(model_resolve_at(LATER, dir, true, t0 + 60000, NULL, NULL, &path, err, sizeof err),
-               CM_EIO);
+    EXPECT_INT(
+        cm_net_model_resolve_at(LATER, dir, true, t0 + 60000, NULL, NULL, &path, err, sizeof err),
+        CM_EIO);
     EXPECT_INT(fake_count(srv), 2);
-    EXPECT_INT(model_resolve_at(LATER, dir, true, t0 + 60000 + 119000, NULL, NULL, &path, err,
-                                sizeof err),
+    EXPECT_INT(cm_net_model_resolve_at(LATER, dir, true, t0 + 60000 + 119000, NULL, NULL, &path,
+                                       err, sizeof err),
                CM_EIO);
     EXPECT_CONTAINS(err, "failed 2 times in a row");
     EXPECT_INT(fake_count(srv), 2);
     /* the file appears; once due, it is fetched and the record goes */
     fake_file(srv, "/acme/tiny-GGUF/resolve/main/later.gguf", blob, 1000);
-    EXPECT_INT(model_resolve_at(LATER, dir, true, t0 + 60000 + 120000, NULL, NULL, &path, err,
-                                sizeof err),
+    EXPECT_INT(cm_net_model_resolve_at(LATER, dir, true, t0 + 60000 + 120000, NULL, NULL, &path,
+                                       err, sizeof err),
                CM_OK);
     EXPECT_INT(fake_count(srv), 3);
     EXPECT(file_is(path, blob, 1000));
@@ -532,9 +546,11 @@ TEST(download_failure_remembered_with_backoff)
     for (int i = 0; i < 5; i++)
         fake_push(srv, FAKE_CUT, 0, -1);
     path = NULL;
-    EXPECT_INT(model_resolve_at(SPEC, dir, true, t0, NULL, NULL, &path, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_net_model_resolve_at(SPEC, dir, true, t0, NULL, NULL, &path, err, sizeof err),
+               CM_EIO);
     EXPECT_INT(file_size(path_in(dir, NAME ".failed")), -1);
-    EXPECT_INT(model_resolve_at(SPEC, dir, true, t0 + 1, NULL, NULL, &path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_net_model_resolve_at(SPEC, dir, true, t0 + 1, NULL, NULL, &path, err, sizeof err),
+               CM_OK);
     free(path);
 #undef LATER
     teardown();

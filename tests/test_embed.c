@@ -22,17 +22,18 @@ static cm_rc provider(const char *json, embed_provider *p, char *err, size_t err
     buf text = BUF_INIT; /* json with "%s" standing for the server's URL */
     const char *at = strstr(json, "%s");
     if (at) {
-        buf_add(&text, json, (size_t)(at - json));
-        buf_adds(&text, base);
-        buf_adds(&text, at + 2);
+        cm_buf_add(&text, json, (size_t)(at - json));
+        cm_buf_adds(&text, base);
+        cm_buf_adds(&text, at + 2);
     } else {
-        buf_adds(&text, json);
+        cm_buf_adds(&text, json);
     }
-    cm_rc rc = config_parse(text.data, text.len, "qc.json", &a, NULL, &c, err, errlen);
-    buf_release(&text);
+    cm_rc rc = cm_config_parse(text.data, text.len, "qc.json", &a, NULL, &c, err, errlen);
+    cm_buf_release(&text);
     if (rc) return rc;
-    rc = embed_open(&c, strcmp(c.provider, "auto") ? c.provider : embed_auto(&c), p, err, errlen);
-    config_release(&c);
+    rc = cm_embed_open(&c, strcmp(c.provider, "auto") ? c.provider : cm_embed_auto(&c), p, err,
+                       errlen);
+    cm_config_release(&c);
     return rc;
 }
 
@@ -60,7 +61,7 @@ TEST(embed_openai_request_and_answer)
                  &p, err, sizeof err),
         CM_OK);
     float *v = NULL;
-    EXPECT_INT(embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
     EXPECT_INT(p.dims, 64);
     const fake_request *r = fake_get(srv, 0);
     EXPECT_STR(r->method, "POST");
@@ -75,9 +76,9 @@ TEST(embed_openai_request_and_answer)
     for (int i = 0; i < 64; i++)
         EXPECT_NEAR(v[64 + i], want[i], 1e-6);
     free(v);
-    EXPECT_INT(embed_query(&p, "what about alpha", &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_query(&p, "what about alpha", &v, err, sizeof err), CM_OK);
     free(v);
-    embed_close(&p);
+    cm_embed_close(&p);
     fake_stop(srv);
 }
 
@@ -93,11 +94,11 @@ TEST(embed_other_providers_requests)
                  "models:{providers:{google:{apiKey:'g-key'}}}}",
                  &p, err, sizeof err),
         CM_OK);
-    EXPECT_INT(embed_documents(&p, texts, 2, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, texts, 2, &v, err, sizeof err), CM_OK);
     free(v);
-    EXPECT_INT(embed_query(&p, "q", &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_query(&p, "q", &v, err, sizeof err), CM_OK);
     free(v);
-    embed_close(&p);
+    cm_embed_close(&p);
     EXPECT_STR(fake_get(srv, 0)->path, "/models/gemini-embedding-001:batchEmbedContents");
     EXPECT_CONTAINS(fake_get(srv, 0)->headers, "x-goog-api-key: g-key\r\n");
     EXPECT_STR(
@@ -114,9 +115,9 @@ TEST(embed_other_providers_requests)
         provider("{agents:{defaults:{memorySearch:{provider:'voyage',remote:{baseUrl:'%s'}}}}}", &p,
                  err, sizeof err),
         CM_OK);
-    EXPECT_INT(embed_query(&p, "q", &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_query(&p, "q", &v, err, sizeof err), CM_OK);
     free(v);
-    embed_close(&p);
+    cm_embed_close(&p);
     EXPECT_STR(fake_get(srv, 2)->body,
                "{\"model\":\"voyage-4-large\",\"input\":[\"q\"],\"input_type\":\"query\"}");
     EXPECT_CONTAINS(fake_get(srv, 2)->headers, "Authorization: Bearer v-key\r\n");
@@ -125,18 +126,18 @@ TEST(embed_other_providers_requests)
                         "apiKey:'m'}}}}}",
                         &p, err, sizeof err),
                CM_OK);
-    EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
     free(v);
-    embed_close(&p);
+    cm_embed_close(&p);
     EXPECT_STR(fake_get(srv, 3)->body, "{\"model\":\"mistral-embed\",\"input\":[\"alpha beta\"]}");
     /* ollama: one prompt per request, no key */
     EXPECT_INT(
         provider("{agents:{defaults:{memorySearch:{provider:'ollama',remote:{baseUrl:'%s'}}}}}", &p,
                  err, sizeof err),
         CM_OK);
-    EXPECT_INT(embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
     free(v);
-    embed_close(&p);
+    cm_embed_close(&p);
     EXPECT_INT(fake_count(srv), 4 + 3);
     EXPECT_STR(fake_get(srv, 4)->path, "/api/embeddings");
     EXPECT(strstr(fake_get(srv, 4)->headers, "Authorization") == NULL);
@@ -150,21 +151,21 @@ TEST(embed_auto_selection_and_keys)
     cm_config c;
     char err[256];
     cm_config_args a = {NULL, "/ws", NULL, "/tmp/qc-embed-state"};
-    EXPECT_INT(config_parse("{}", 2, "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
-    EXPECT(embed_auto(&c) == NULL);
+    EXPECT_INT(cm_config_parse("{}", 2, "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT(cm_embed_auto(&c) == NULL);
     setenv("MISTRAL_API_KEY", "m", 1);
-    EXPECT_STR(embed_auto(&c), "mistral");
+    EXPECT_STR(cm_embed_auto(&c), "mistral");
     setenv("GEMINI_API_KEY", "g", 1);
-    EXPECT_STR(embed_auto(&c), "gemini");
+    EXPECT_STR(cm_embed_auto(&c), "gemini");
     setenv("OPENAI_API_KEY", "o", 1);
-    EXPECT_STR(embed_auto(&c), "openai");
+    EXPECT_STR(cm_embed_auto(&c), "openai");
     unsetenv("OPENAI_API_KEY");
     unsetenv("GEMINI_API_KEY");
     unsetenv("MISTRAL_API_KEY");
     embed_provider p;
-    EXPECT_INT(embed_open(&c, "voyage", &p, err, sizeof err), CM_ENOTFOUND);
+    EXPECT_INT(cm_embed_open(&c, "voyage", &p, err, sizeof err), CM_ENOTFOUND);
     EXPECT_CONTAINS(err, "VOYAGE_API_KEY");
-    config_release(&c);
+    cm_config_release(&c);
     fake_stop(srv);
 }
 
@@ -180,7 +181,7 @@ TEST(embed_batches_by_count_and_bytes)
                CM_OK);
     const char *five[] = {"a", "b", "c", "d", "e"};
     float *v = NULL;
-    EXPECT_INT(embed_documents(&p, five, 5, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, five, 5, &v, err, sizeof err), CM_OK);
     free(v);
     EXPECT_INT(fake_count(srv), 3);
     char big[3][5001];
@@ -189,11 +190,11 @@ TEST(embed_batches_by_count_and_bytes)
         big[i][5000] = 0;
     }
     const char *bigs[] = {big[0], big[1], big[2]};
-    EXPECT_INT(embed_documents(&p, bigs, 3, &v, err, sizeof err),
+    EXPECT_INT(cm_embed_documents(&p, bigs, 3, &v, err, sizeof err),
                CM_OK); /* 8000 bytes per request */
     free(v);
     EXPECT_INT(fake_count(srv), 6);
-    embed_close(&p);
+    cm_embed_close(&p);
     fake_stop(srv);
 }
 
@@ -218,43 +219,43 @@ TEST(embed_faults)
     fake_push(srv, FAKE_STATUS, 429, 1);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
     free(v);
     EXPECT(elapsed(&t0) >= 0.95);
     /* 500 then 503 then fine */
     fake_push(srv, FAKE_STATUS, 500, -1);
     fake_push(srv, FAKE_STATUS, 503, -1);
-    EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
     free(v);
     /* a truncated body is retried */
     fake_push(srv, FAKE_TRUNCATED, 200, -1);
-    EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, texts, 1, &v, err, sizeof err), CM_OK);
     free(v);
     /* 401 is final, and the key is not in the message */
     fake_push(srv, FAKE_STATUS, 401, -1);
-    EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_documents(&p, texts, 1, &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "HTTP 401");
     EXPECT_CONTAINS(err, "after 1 attempt");
     EXPECT(strstr(err, "sk-secret") == NULL);
     /* always 500: gives up after 4 attempts */
     for (int i = 0; i < 4; i++)
         fake_push(srv, FAKE_STATUS, 500, -1);
-    EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_documents(&p, texts, 1, &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "after 4 attempts");
     /* malformed answers */
     fake_push(srv, FAKE_BAD_JSON, 200, -1);
-    EXPECT_INT(embed_documents(&p, texts, 2, &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_documents(&p, texts, 2, &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "not valid JSON");
     fake_push(srv, FAKE_NAN, 200, -1);
-    EXPECT_INT(embed_documents(&p, texts, 2, &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_documents(&p, texts, 2, &v, err, sizeof err), CM_EIO);
     fake_push(srv, FAKE_WRONG_COUNT, 200, -1);
-    EXPECT_INT(embed_documents(&p, texts, 2, &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_documents(&p, texts, 2, &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "wrong number");
     fake_push(srv, FAKE_WRONG_DIMS, 200, -1);
-    EXPECT_INT(embed_documents(&p, texts, 2, &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_documents(&p, texts, 2, &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "dimensions");
     fake_push(srv, FAKE_ZERO, 200, -1);
-    EXPECT_INT(embed_query(&p, "x", &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_query(&p, "x", &v, err, sizeof err), CM_OK);
     EXPECT(v[0] == 0 && v[63] == 0);
     free(v);
     /* a hang times out (each attempt), then fails clearly */
@@ -262,10 +263,10 @@ TEST(embed_faults)
     for (int i = 0; i < 4; i++)
         fake_push(srv, FAKE_HANG, 200, -1);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    EXPECT_INT(embed_query(&p, "x", &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_query(&p, "x", &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "imeout");
     EXPECT(elapsed(&t0) < 5);
-    embed_close(&p);
+    cm_embed_close(&p);
     fake_stop(srv);
 }
 
@@ -299,7 +300,7 @@ TEST(embed_echoing_endpoint_is_redacted)
              base + 7);
     EXPECT_INT(provider(json, &p, err, sizeof err), CM_OK);
     fake_push(srv, FAKE_ECHO, 401, -1);
-    EXPECT_INT(embed_documents(&p, texts, 1, &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_documents(&p, texts, 1, &v, err, sizeof err), CM_EIO);
     /* the server did see the secrets, and echoed them */
     EXPECT_CONTAINS(fake_get(srv, fake_count(srv) - 1)->headers, "sk-live-SECRETKEY0123456789");
     EXPECT_CONTAINS(err, "HTTP 401");
@@ -307,17 +308,17 @@ TEST(embed_echoing_endpoint_is_redacted)
     EXPECT_CONTAINS(err, "[redacted]");
     EXPECT(!strstr(err, "bob@"));
     EXPECT(!leaks(err, secrets));
-    embed_close(&p);
+    cm_embed_close(&p);
     /* Gemini: x-goog-api-key. */
     EXPECT_INT(provider("{agents:{defaults:{memorySearch:{provider:'gemini',remote:{baseUrl:'%s',"
                         "apiKey:'AIzaGEMINIKEY'}}}}}",
                         &p, err, sizeof err),
                CM_OK);
     fake_push(srv, FAKE_ECHO, 403, -1);
-    EXPECT_INT(embed_query(&p, "x", &v, err, sizeof err), CM_EIO);
+    EXPECT_INT(cm_embed_query(&p, "x", &v, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "HTTP 403");
     EXPECT(!leaks(err, secrets));
-    embed_close(&p);
+    cm_embed_close(&p);
     fake_stop(srv);
 }
 
@@ -335,24 +336,24 @@ TEST(embed_keys_from_auth_profiles_rotate)
         "\"openai:b\":{\"type\":\"api_key\",\"provider\":\"openai\",\"key\":\"sk-profile-bbbb\"}}"
         "}");
     buf cfgtext = BUF_INIT;
-    buf_printf(&cfgtext, "{agents:{defaults:{memorySearch:{remote:{baseUrl:'%s/v1'}}}}}", base);
+    cm_buf_printf(&cfgtext, "{agents:{defaults:{memorySearch:{remote:{baseUrl:'%s/v1'}}}}}", base);
     cm_config c;
     cm_config_args a = {NULL, "/ws", NULL, state};
     char err[512];
-    EXPECT_INT(config_parse(cfgtext.data, cfgtext.len, "qc.json", &a, NULL, &c, err, sizeof err),
+    EXPECT_INT(cm_config_parse(cfgtext.data, cfgtext.len, "qc.json", &a, NULL, &c, err, sizeof err),
                CM_OK);
-    buf_release(&cfgtext);
-    EXPECT_STR(embed_auto(&c), "openai");
+    cm_buf_release(&cfgtext);
+    EXPECT_STR(cm_embed_auto(&c), "openai");
     embed_provider p;
-    EXPECT_INT(embed_open(&c, "openai", &p, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_open(&c, "openai", &p, err, sizeof err), CM_OK);
     fake_push(srv, FAKE_STATUS, 401, -1);
     float *v = NULL;
-    EXPECT_INT(embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_documents(&p, texts, 3, &v, err, sizeof err), CM_OK);
     free(v);
     EXPECT_INT(fake_count(srv), 2);
     EXPECT_CONTAINS(fake_get(srv, 0)->headers, "Authorization: Bearer sk-profile-aaaa\r\n");
     EXPECT_CONTAINS(fake_get(srv, 1)->headers, "Authorization: Bearer sk-profile-bbbb\r\n");
-    embed_close(&p);
+    cm_embed_close(&p);
     json_t *doc = json_load_file(path_in(state, "agents/main/agent/auth-profiles.json"), 0, NULL);
     json_t *sa = json_object_get(json_object_get(doc, "usageStats"), "openai:a");
     EXPECT(json_integer_value(json_object_get(sa, "cooldownUntil")) > 0);
@@ -360,15 +361,15 @@ TEST(embed_keys_from_auth_profiles_rotate)
                1);
     json_decref(doc);
     /* The next provider opened skips the cooling profile. */
-    EXPECT_INT(embed_open(&c, "openai", &p, err, sizeof err), CM_OK);
-    EXPECT_INT(embed_query(&p, "gamma", &v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_open(&c, "openai", &p, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_embed_query(&p, "gamma", &v, err, sizeof err), CM_OK);
     free(v);
     EXPECT_CONTAINS(fake_get(srv, 2)->headers, "Authorization: Bearer sk-profile-bbbb\r\n");
     /* Both refused: the error names the failure, never a key. */
     fake_push(srv, FAKE_STATUS, 401, -1);
-    EXPECT(embed_query(&p, "gamma", &v, err, sizeof err) != CM_OK);
+    EXPECT(cm_embed_query(&p, "gamma", &v, err, sizeof err) != CM_OK);
     EXPECT(strstr(err, "sk-profile") == NULL);
-    embed_close(&p);
-    config_release(&c);
+    cm_embed_close(&p);
+    cm_config_release(&c);
     fake_stop(srv);
 }

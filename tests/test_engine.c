@@ -52,7 +52,7 @@ static cm_rc sync_e(const env *e, unsigned flags, cm_sync_stats *st)
     char err[512];
     cm_rc rc = cm_engine_sync(eng, flags, NULL, NULL, st, err, sizeof err);
     if (rc) fprintf(stderr, "  sync: %s\n", err);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     return rc;
 }
 
@@ -68,7 +68,7 @@ static json_t *search_e(const env *e, const char *q)
     cm_search_opts o = {10, 0, 0};
     if (cm_memory_search(eng, q, &o, &js, err, sizeof err) == CM_OK) last = json_loads(js, 0, NULL);
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     return last;
 }
 
@@ -255,7 +255,7 @@ TEST_BOTH(engine_problems_in_status)
     EXPECT_INT(cm_engine_status(eng, 1, &js, err, sizeof err), CM_OK);
     json_t *s = json_loads(js, 0, NULL);
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     json_t *probs = json_object_get(s, "problems");
     EXPECT_INT(json_array_size(probs), 2);
     EXPECT_STR(json_string_value(json_object_get(json_array_get(probs, 0), "path")),
@@ -293,7 +293,7 @@ TEST(engine_corrupt_index_is_reported_and_force_recovers)
     EXPECT_INT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err), CM_ECORRUPT);
     EXPECT_CONTAINS(err, "--force");
     EXPECT_INT(cm_engine_sync(eng, CM_SYNC_FORCE, NULL, NULL, NULL, err, sizeof err), CM_OK);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     EXPECT_INT(nresults(search_e(&e, "milk")), 1);
     EXPECT(integrity_ok(&e));
 }
@@ -361,7 +361,7 @@ TEST_BOTH(engine_survives_sigkill_during_rebuild_and_sync)
         EXPECT_INT(nresults(pa), 40); /* every note present, old or new, never both or none */
         json_decref(pa);
         cm_free(a);
-        cm_engine_free(eng);
+        cm_engine_close(eng);
     }
     cm_sync_stats st;
     EXPECT_INT(sync_e(&e, 0, &st), CM_OK);
@@ -383,7 +383,7 @@ TEST(engine_missing_workspace_is_an_error)
     EXPECT_INT(cm_memory_search(eng, "x", NULL, &js, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(js, "\"results\":[]");
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
 }
 
 static int unreadable_case(void *arg)
@@ -401,7 +401,7 @@ static int unreadable_case(void *arg)
     if (!eng || cm_engine_status(eng, 0, &js, err, sizeof err) != CM_OK) return 5;
     int rc = strstr(js, "memory/locked.md") && strstr(js, "cannot read") ? 0 : 6;
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     if (rc) return rc;
     /* what the index had for the file is kept, and searchable */
     json_t *p = search_e(e, "lockedword");

@@ -57,7 +57,7 @@ static bool rig_start(rig *g, const char *profiles_json, const char *model_json)
     }
     llm_runner_opts o = {g->cfg, g->state, "main", fake_clock, NULL};
     char err[256];
-    if (llm_runner_open(&o, &g->r, err, sizeof err) != CM_OK) {
+    if (cm_llm_runner_open(&o, &g->r, err, sizeof err) != CM_OK) {
         test_fail(__FILE__, __LINE__, "open: %s", err);
         return false;
     }
@@ -66,7 +66,7 @@ static bool rig_start(rig *g, const char *profiles_json, const char *model_json)
 
 static void rig_stop(rig *g)
 {
-    llm_runner_close(g->r);
+    cm_llm_runner_close(g->r);
     json_decref(g->cfg);
     fake_stop(g->fs);
 }
@@ -74,21 +74,21 @@ static void rig_stop(rig *g)
 static void push_openai_ok(rig *g, const char *text)
 {
     buf b = BUF_INIT;
-    buf_printf(&b,
-               "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-               "data: "
-               "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"},\"finish_reason\":"
-               "\"stop\"}]}\n\n"
-               "data: [DONE]\n\n",
-               text);
+    cm_buf_printf(&b,
+                  "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                  "data: "
+                  "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"%s\"},\"finish_reason\":"
+                  "\"stop\"}]}\n\n"
+                  "data: [DONE]\n\n",
+                  text);
     fake_push_raw(g->fs, b.data, true);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 static void push_anthropic_ok(rig *g, const char *text)
 {
     buf b = BUF_INIT;
-    buf_printf(
+    cm_buf_printf(
         &b,
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n"
@@ -97,20 +97,20 @@ static void push_anthropic_ok(rig *g, const char *text)
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
         text);
     fake_push_raw(g->fs, b.data, true);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 static void push_error(rig *g, int status, const char *extra, const char *message)
 {
     buf body = BUF_INIT, b = BUF_INIT;
-    buf_printf(&body, "{\"error\":{\"message\":\"%s\"}}", message);
-    buf_printf(&b,
-               "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
-               "Connection: close\r\n\r\n%s",
-               status, body.len, extra ? extra : "", body.data);
+    cm_buf_printf(&body, "{\"error\":{\"message\":\"%s\"}}", message);
+    cm_buf_printf(&b,
+                  "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
+                  "Connection: close\r\n\r\n%s",
+                  status, body.len, extra ? extra : "", body.data);
     fake_push_raw(g->fs, b.data, true);
-    buf_release(&body);
-    buf_release(&b);
+    cm_buf_release(&body);
+    cm_buf_release(&b);
 }
 
 static const llm_message hello[] = {{LLM_USER, "hello", NULL, 0, NULL, NULL, false}};
@@ -121,9 +121,9 @@ static cm_rc run(rig *g, const char *model, llm_pin *pin, llm_outcome *oc, char 
     llm_request rq = {NULL, NULL, hello, 1, NULL, 0, 0, true, NULL, NULL};
     llm_turn t = {model, false, pin};
     llm_response out;
-    cm_rc rc = llm_run(g->r, &t, &rq, NULL, NULL, &out, oc, err, errlen);
+    cm_rc rc = cm_llm_run(g->r, &t, &rq, NULL, NULL, &out, oc, err, errlen);
     if (text) snprintf(text, textlen, "%s", out.text.data);
-    llm_response_release(&out);
+    cm_llm_response_release(&out);
     return rc;
 }
 
@@ -243,27 +243,27 @@ TEST(failover_override_ends_at_primary)
         return;
     buf chain = BUF_INIT;
     llm_turn t = {"openai/gpt-o", false, NULL};
-    EXPECT_INT(llm_runner_chain(g.r, &t, &chain), CM_OK);
+    EXPECT_INT(cm_llm_runner_chain(g.r, &t, &chain), CM_OK);
     EXPECT_STR(chain.data, "openai/gpt-o,openai/gpt-f,anthropic/claude-p");
-    buf_release(&chain);
+    cm_buf_release(&chain);
     llm_turn plain = {NULL, false, NULL};
-    EXPECT_INT(llm_runner_chain(g.r, &plain, &chain), CM_OK);
+    EXPECT_INT(cm_llm_runner_chain(g.r, &plain, &chain), CM_OK);
     EXPECT_STR(chain.data, "anthropic/claude-p,openai/gpt-f");
-    buf_release(&chain);
+    cm_buf_release(&chain);
     /* Images: agents.defaults.imageModel's chain, else the text model's. */
     llm_turn img = {NULL, true, NULL};
-    EXPECT_INT(llm_runner_chain(g.r, &img, &chain), CM_OK);
+    EXPECT_INT(cm_llm_runner_chain(g.r, &img, &chain), CM_OK);
     EXPECT_STR(chain.data, "anthropic/claude-p,openai/gpt-f");
-    buf_release(&chain);
+    cm_buf_release(&chain);
     json_object_set_new(json_object_get(json_object_get(g.cfg, "agents"), "defaults"), "imageModel",
                         json_pack("{s:s, s:[s]}", "primary", "openai/gpt-vision", "fallbacks",
                                   "anthropic/claude-p"));
-    EXPECT_INT(llm_runner_chain(g.r, &img, &chain), CM_OK);
+    EXPECT_INT(cm_llm_runner_chain(g.r, &img, &chain), CM_OK);
     EXPECT_STR(chain.data, "openai/gpt-vision,anthropic/claude-p");
-    buf_release(&chain);
-    EXPECT_INT(llm_runner_chain(g.r, &plain, &chain), CM_OK);
+    cm_buf_release(&chain);
+    EXPECT_INT(cm_llm_runner_chain(g.r, &plain, &chain), CM_OK);
     EXPECT_STR(chain.data, "anthropic/claude-p,openai/gpt-f");
-    buf_release(&chain);
+    cm_buf_release(&chain);
     /* The override fails on both profiles (rate limits), the fallback's
      * profiles are then cooling, the run ends at the primary. */
     push_error(&g, 429, NULL, "Rate limit reached");
@@ -367,10 +367,10 @@ TEST(failover_oauth_refresh_before_the_request)
                    "\"anthropic/claude-o\""))
         return;
     buf url = BUF_INIT;
-    buf_printf(&url, "%s/oauth/token", g.base);
+    cm_buf_printf(&url, "%s/oauth/token", g.base);
     json_object_set_new(g.cfg, "clawmem",
                         json_pack("{s:{s:{s:s}}}", "oauth", "anthropic", "tokenUrl", url.data));
-    buf_release(&url);
+    cm_buf_release(&url);
     const char *tok =
         "{\"access_token\":\"new-access-token\",\"refresh_token\":\"rt-2\",\"expires_in\":3600}";
     char raw[512];

@@ -98,8 +98,8 @@ TEST(fresh_noop_sync_takes_no_lock_and_writes_nothing)
     unlink(path_in(f.ws, "memory/n04.md"));
     EXPECT_INT(fr_sync(e2, CM_SYNC_NOWAIT, &st), CM_OK);
     EXPECT_INT(st.files_removed, 1);
-    cm_engine_free(e);
-    cm_engine_free(e2);
+    cm_engine_close(e);
+    cm_engine_close(e2);
 }
 
 typedef struct wt {
@@ -194,10 +194,10 @@ TEST(fresh_search_trusts_a_live_watcher_only)
     cm_rc rc2 = fr_sync(r2, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED, &st);
     EXPECT(rc2 == CM_OK || rc2 == CM_EBUSY);
     EXPECT_INT(st.files_seen, 21);
-    cm_engine_free(r2);
+    cm_engine_close(r2);
     __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t.tid, NULL);
-    cm_engine_free(t.e);
+    cm_engine_close(t.e);
     EXPECT(wait_state(&f, "stopped", 10));
     EXPECT_INT(fr_sync(r, CM_SYNC_UNLESS_WATCHED, &st), CM_OK);
     EXPECT_INT(st.files_seen, 21);
@@ -225,7 +225,7 @@ TEST(fresh_search_trusts_a_live_watcher_only)
     EXPECT_INT(st.files_seen, 21);
     EXPECT_INT(st.files_indexed, 1);
     EXPECT_INT(hits(r, "narwhal"), 1);
-    cm_engine_free(r);
+    cm_engine_close(r);
 }
 
 /* A watcher started on a fresh install (no index, no index dir yet) claims
@@ -243,8 +243,8 @@ TEST(fresh_watcher_on_a_fresh_install_publishes_its_record)
     EXPECT_INT(st.files_seen, 0); /* trusted: no walk */
     __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t.tid, NULL);
-    cm_engine_free(t.e);
-    cm_engine_free(r);
+    cm_engine_close(t.e);
+    cm_engine_close(r);
 }
 
 static long fr_dirty(cm_engine *e)
@@ -284,5 +284,5 @@ TEST(fresh_check_counts_changed_new_and_gone_files)
     EXPECT_INT(fr_sync(e, CM_SYNC_NOWAIT, &st), CM_OK);
     EXPECT_INT(st.files_indexed, 2);
     EXPECT_INT(fr_dirty(e), 0);
-    cm_engine_free(e);
+    cm_engine_close(e);
 }

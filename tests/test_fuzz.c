@@ -22,11 +22,11 @@ static int replay(const char *name, int (*fn)(const uint8_t *, size_t))
         char p[512], err[256];
         snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
         buf b = BUF_INIT;
-        if (fs_read_file(p, 1 << 24, &b, err, sizeof err) == CM_OK) {
+        if (cm_fs_read_file(p, 1 << 24, &b, err, sizeof err) == CM_OK) {
             fn((const uint8_t *)(b.data), b.len);
             n++;
         }
-        buf_release(&b);
+        cm_buf_release(&b);
     }
     closedir(d);
     return n;
@@ -87,16 +87,16 @@ TEST(fuzz_pathological_inputs)
     /* 100k headings, a 1 MB line of CJK, 20k nested brackets */
     buf b = BUF_INIT;
     for (int i = 0; i < 100000; i++)
-        buf_adds(&b, "#\n");
+        cm_buf_adds(&b, "#\n");
     fuzz_chunk((const uint8_t *)b.data, b.len);
-    buf_reset(&b);
+    cm_buf_reset(&b);
     while (b.len < (1u << 20))
-        buf_adds(&b, "東京서울");
+        cm_buf_adds(&b, "東京서울");
     fuzz_chunk((const uint8_t *)b.data, b.len);
     fuzz_query((const uint8_t *)b.data, b.len);
-    buf_reset(&b);
+    cm_buf_reset(&b);
     for (int i = 0; i < 20000; i++)
-        buf_adds(&b, "{a:[");
+        cm_buf_adds(&b, "{a:[");
     fuzz_config((const uint8_t *)b.data, b.len);
-    buf_release(&b);
+    cm_buf_release(&b);
 }

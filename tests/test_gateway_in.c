@@ -33,26 +33,26 @@ TEST(gw_in_dedupe_key)
         {{.channel = "telegram", .message_id = "7", .peer = "  "}, NULL},
     };
     buf b;
-    buf_init(&b, 0);
+    cm_buf_init(&b, 0);
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        bool ok = gw_dedupe_key(&cases[i].m, &b);
+        bool ok = cm_gw_dedupe_key(&cases[i].m, &b);
         if (!cases[i].want) {
-            if (ok) buf_release(&b);
+            if (ok) cm_buf_release(&b);
             EXPECT(!ok);
             continue;
         }
-        if (!ok) buf_release(&b);
+        if (!ok) cm_buf_release(&b);
         EXPECT(ok);
-        if (strcmp(b.data, cases[i].want) != 0) buf_release(&b);
+        if (strcmp(b.data, cases[i].want) != 0) cm_buf_release(&b);
         EXPECT_STR(b.data, cases[i].want);
     }
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(gw_in_dedupe_ttl)
 {
     gw_dedupe *d = NULL;
-    EXPECT_INT(gw_dedupe_new(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &d), CM_OK);
+    EXPECT_INT(cm_gw_dedupe_open(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &d), CM_OK);
     gw_msg m = {.channel = "telegram", .account = "default", .peer = "42", .message_id = "100"};
     gw_msg other = m;
     other.message_id = "101";
@@ -72,7 +72,7 @@ TEST(gw_in_dedupe_ttl)
     bool ok = true;
     for (size_t i = 0; i < ARRAY_LEN(steps) && ok; i++) {
         t += steps[i].dt;
-        bool dup = gw_dedupe_check_msg(d, steps[i].use_other ? &other : &m, t);
+        bool dup = cm_gw_dedupe_check_msg(d, steps[i].use_other ? &other : &m, t);
         if (dup != steps[i].want_dup) {
             test_fail(__FILE__, __LINE__, "step %zu: dup %d, want %d", i, dup, steps[i].want_dup);
             ok = false;
@@ -81,49 +81,49 @@ TEST(gw_in_dedupe_ttl)
     /* a message without an id is never a duplicate */
     gw_msg noid = {.channel = "telegram", .peer = "42"};
     EXPECT(ok);
-    bool a = gw_dedupe_check_msg(d, &noid, t), b = gw_dedupe_check_msg(d, &noid, t);
-    gw_dedupe_free(d);
+    bool a = cm_gw_dedupe_check_msg(d, &noid, t), b = cm_gw_dedupe_check_msg(d, &noid, t);
+    cm_gw_dedupe_close(d);
     EXPECT(!a && !b);
 }
 
 TEST(gw_in_dedupe_cap)
 {
     gw_dedupe *d = NULL;
-    EXPECT_INT(gw_dedupe_new(0, 3, &d), CM_OK);
+    EXPECT_INT(cm_gw_dedupe_open(0, 3, &d), CM_OK);
     bool r[8];
-    r[0] = gw_dedupe_check(d, "a", 1);
-    r[1] = gw_dedupe_check(d, "b", 2);
-    r[2] = gw_dedupe_check(d, "c", 3);
-    r[3] = gw_dedupe_check(d, "a", 4); /* dup; a becomes newest */
-    r[4] = gw_dedupe_check(d, "d", 5); /* evicts b, the oldest */
-    size_t size = gw_dedupe_size(d);
-    r[5] = gw_dedupe_check(d, "b", 6); /* b was evicted: new; evicts c */
-    r[6] = gw_dedupe_check(d, "a", 7);
-    r[7] = gw_dedupe_check(d, "c", 8);
-    gw_dedupe_free(d);
+    r[0] = cm_gw_dedupe_check(d, "a", 1);
+    r[1] = cm_gw_dedupe_check(d, "b", 2);
+    r[2] = cm_gw_dedupe_check(d, "c", 3);
+    r[3] = cm_gw_dedupe_check(d, "a", 4); /* dup; a becomes newest */
+    r[4] = cm_gw_dedupe_check(d, "d", 5); /* evicts b, the oldest */
+    size_t size = cm_gw_dedupe_size(d);
+    r[5] = cm_gw_dedupe_check(d, "b", 6); /* b was evicted: new; evicts c */
+    r[6] = cm_gw_dedupe_check(d, "a", 7);
+    r[7] = cm_gw_dedupe_check(d, "c", 8);
+    cm_gw_dedupe_close(d);
     EXPECT(!r[0] && !r[1] && !r[2] && r[3] && !r[4]);
     EXPECT_INT(size, 3);
     EXPECT(!r[5] && r[6] && !r[7]);
-    EXPECT_INT(gw_dedupe_new(1000, 0, &d), CM_EINVAL);
+    EXPECT_INT(cm_gw_dedupe_open(1000, 0, &d), CM_EINVAL);
 }
 
 TEST(gw_in_dedupe_many)
 {
     /* 5000 distinct keys, then a second pass: all duplicates, size capped */
     gw_dedupe *d = NULL;
-    EXPECT_INT(gw_dedupe_new(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &d), CM_OK);
+    EXPECT_INT(cm_gw_dedupe_open(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &d), CM_OK);
     char key[32];
     size_t dups = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < GW_DEDUPE_MAX; i++) {
             snprintf(key, sizeof key, "k%d", i);
-            dups += gw_dedupe_check(d, key, 1000 + pass);
+            dups += cm_gw_dedupe_check(d, key, 1000 + pass);
         }
     snprintf(key, sizeof key, "k%d", GW_DEDUPE_MAX);
-    bool newest = gw_dedupe_check(d, key, 2000);
-    size_t size = gw_dedupe_size(d);
-    bool first = gw_dedupe_check(d, "k0", 2001); /* evicted by the cap */
-    gw_dedupe_free(d);
+    bool newest = cm_gw_dedupe_check(d, key, 2000);
+    size_t size = cm_gw_dedupe_size(d);
+    bool first = cm_gw_dedupe_check(d, "k0", 2001); /* evicted by the cap */
+    cm_gw_dedupe_close(d);
     EXPECT_INT(dups, GW_DEDUPE_MAX);
     EXPECT(!newest);
     EXPECT_INT(size, GW_DEDUPE_MAX);
@@ -159,14 +159,14 @@ TEST(gw_in_control_commands)
         {"/", false},
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        bool got = gw_is_control_command(cases[i].text, "clawbot", NULL);
+        bool got = cm_gw_is_control_command(cases[i].text, "clawbot", NULL);
         if (got != cases[i].want)
             test_fail(__FILE__, __LINE__, "\"%s\": got %d, want %d", cases[i].text, got,
                       cases[i].want);
     }
     json_t *root = json_pack("{s:{s:b}}", "commands", "bash", 1);
     EXPECT(root);
-    bool bash = gw_is_control_command("/bash ls", NULL, root);
+    bool bash = cm_gw_is_control_command("/bash ls", NULL, root);
     json_decref(root);
     EXPECT(bash);
 }
@@ -179,11 +179,11 @@ TEST(gw_in_debounce_window_config)
                               "\"neg\":-5}}}}",
                               0, &je);
     EXPECT(root);
-    int64_t tg = gw_debounce_ms(root, "telegram"), sl = gw_debounce_ms(root, "slack");
-    int64_t ht = gw_debounce_ms(root, "http"), bad = gw_debounce_ms(root, "bad");
-    int64_t neg = gw_debounce_ms(root, "neg");
+    int64_t tg = cm_gw_debounce_ms(root, "telegram"), sl = cm_gw_debounce_ms(root, "slack");
+    int64_t ht = cm_gw_debounce_ms(root, "http"), bad = cm_gw_debounce_ms(root, "bad");
+    int64_t neg = cm_gw_debounce_ms(root, "neg");
     json_decref(root);
-    EXPECT_INT(gw_debounce_ms(NULL, "telegram"), GW_DEBOUNCE_MS_DEFAULT);
+    EXPECT_INT(cm_gw_debounce_ms(NULL, "telegram"), GW_DEBOUNCE_MS_DEFAULT);
     EXPECT_INT(tg, 1200);
     EXPECT_INT(sl, 1500);
     EXPECT_INT(ht, 0);
@@ -206,8 +206,8 @@ static bool S_run_table(const db_step *steps, size_t n, const json_t *root)
     gw_debounce *d = NULL;
     gw_turns got = {0};
     buf desc;
-    buf_init(&desc, 0);
-    bool ok = gw_debounce_new(root, "clawbot", &d) == CM_OK;
+    cm_buf_init(&desc, 0);
+    bool ok = cm_gw_debounce_open(root, "clawbot", &d) == CM_OK;
     for (size_t i = 0; ok && i < n; i++) {
         const db_step *s = &steps[i];
         cm_rc rc;
@@ -218,23 +218,23 @@ static bool S_run_table(const db_step *steps, size_t n, const json_t *root)
                         .message_id = s->id,
                         .text = s->text,
                         .has_media = s->media};
-            rc = gw_debounce_push(d, &m, s->at, &got);
+            rc = cm_gw_debounce_push(d, &m, s->at, &got);
         } else {
-            rc = gw_debounce_due(d, s->at, &got);
+            rc = cm_gw_debounce_due(d, s->at, &got);
         }
-        buf_reset(&desc);
+        cm_buf_reset(&desc);
         for (size_t j = 0; rc == CM_OK && j < got.n; j++)
-            rc = buf_printf(&desc, "%s%s=%s", j ? " ; " : "", got.v[j].message_id,
-                            got.v[j].text ? got.v[j].text : "");
+            rc = cm_buf_printf(&desc, "%s%s=%s", j ? " ; " : "", got.v[j].message_id,
+                               got.v[j].text ? got.v[j].text : "");
         if (rc != CM_OK || strcmp(desc.len ? desc.data : "", s->want) != 0) {
             test_fail(__FILE__, __LINE__, "step %zu (t=%lld): got \"%s\", want \"%s\"", i,
                       (long long)s->at, desc.len ? desc.data : "", s->want);
             ok = false;
         }
-        gw_turns_release(&got);
+        cm_gw_turns_release(&got);
     }
-    gw_debounce_free(d);
-    buf_release(&desc);
+    cm_gw_debounce_close(d);
+    cm_buf_release(&desc);
     return ok;
 }
 
@@ -295,19 +295,19 @@ TEST(gw_in_debounce_off_and_deadline)
 
     gw_debounce *d = NULL;
     gw_turns t = {0};
-    EXPECT_INT(gw_debounce_new(NULL, NULL, &d), CM_OK);
-    int64_t none = gw_debounce_next_deadline(d);
+    EXPECT_INT(cm_gw_debounce_open(NULL, NULL, &d), CM_OK);
+    int64_t none = cm_gw_debounce_next_deadline(d);
     gw_msg a = {.channel = "telegram", .peer = "p", .sender = "s1", .message_id = "1", .text = "x"};
     gw_msg b = a;
     b.sender = "s2";
     b.message_id = "2";
-    cm_rc rc1 = gw_debounce_push(d, &a, 1000, &t), rc2 = gw_debounce_push(d, &b, 1500, &t);
-    int64_t next = gw_debounce_next_deadline(d);
-    size_t pending = gw_debounce_pending(d);
-    cm_rc rc3 = gw_debounce_flush_all(d, &t);
-    size_t flushed = t.n, after = gw_debounce_pending(d);
-    gw_turns_release(&t);
-    gw_debounce_free(d);
+    cm_rc rc1 = cm_gw_debounce_push(d, &a, 1000, &t), rc2 = cm_gw_debounce_push(d, &b, 1500, &t);
+    int64_t next = cm_gw_debounce_next_deadline(d);
+    size_t pending = cm_gw_debounce_pending(d);
+    cm_rc rc3 = cm_gw_debounce_flush_all(d, &t);
+    size_t flushed = t.n, after = cm_gw_debounce_pending(d);
+    cm_gw_turns_release(&t);
+    cm_gw_debounce_close(d);
     EXPECT_INT(none, INT64_MAX);
     EXPECT(rc1 == CM_OK && rc2 == CM_OK && rc3 == CM_OK);
     EXPECT_INT(next, 3000);
@@ -321,14 +321,14 @@ TEST(gw_in_debounce_runaway_burst)
     /* a sender who never pauses is cut every GW_DEBOUNCE_MAX_PARTS messages */
     gw_debounce *d = NULL;
     gw_turns t = {0};
-    EXPECT_INT(gw_debounce_new(NULL, NULL, &d), CM_OK);
+    EXPECT_INT(cm_gw_debounce_open(NULL, NULL, &d), CM_OK);
     gw_msg m = {.channel = "telegram", .peer = "p", .sender = "s", .message_id = "x", .text = "y"};
     cm_rc rc = CM_OK;
     for (int i = 0; i < GW_DEBOUNCE_MAX_PARTS * 2 + 1 && rc == CM_OK; i++)
-        rc = gw_debounce_push(d, &m, i, &t);
+        rc = cm_gw_debounce_push(d, &m, i, &t);
     size_t n = t.n, first = n ? t.v[0].count : 0;
-    gw_turns_release(&t);
-    gw_debounce_free(d);
+    cm_gw_turns_release(&t);
+    cm_gw_debounce_close(d);
     EXPECT_INT(rc, CM_OK);
     EXPECT_INT(n, 2);
     EXPECT_INT(first, GW_DEBOUNCE_MAX_PARTS);
@@ -378,7 +378,7 @@ TEST(gw_in_access_config_errors)
         gw_access_result res;
         gw_msg m = {
             .channel = "telegram", .peer = "42", .sender = "42", .message_id = "1", .text = "hi"};
-        cm_rc rc = gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
+        cm_rc rc = cm_gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
         json_decref(root);
         if (rc != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d (%s), want %d", i, rc, err,
@@ -414,7 +414,7 @@ static void S_access_table(const ac_case *cases, size_t n)
                     .text = "hi",
                     .is_group = cases[i].group,
                     .mentioned = cases[i].mentioned};
-        cm_rc rc = gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
+        cm_rc rc = cm_gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
         json_decref(root);
         if (rc != CM_OK || res.verdict != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d (%s), verdict %d (%s), want %d", i, rc,
@@ -516,7 +516,7 @@ static gw_access_verdict S_dm(const json_t *root, const char *state, const char 
                 .sender = sender,
                 .message_id = "1",
                 .text = "hello"};
-    cm_rc rc = gw_access_check(root, state, &m, now, &res, err, sizeof err);
+    cm_rc rc = cm_gw_access_check(root, state, &m, now, &res, err, sizeof err);
     if (rc) test_fail(__FILE__, __LINE__, "access check: %s", err);
     if (code) snprintf(code, 16, "%s", res.code);
     return rc ? GW_ACCESS_DENY : res.verdict;
@@ -529,13 +529,13 @@ TEST(gw_in_access_pairing_flow)
     const int64_t t0 = 1796040000000; /* 2026-11-30T12:00:00Z */
     char code[16], code2[16], err[256], id[64];
     buf b;
-    buf_init(&b, 0);
+    cm_buf_init(&b, 0);
 
     /* an unknown sender gets a code once; its next messages get nothing */
     gw_access_verdict v1 = S_dm(root, state, "111", t0, code);
     gw_access_verdict v2 = S_dm(root, state, "111", t0 + 1000, code2);
-    cm_rc rr = fs_read_file(path_in(state, "credentials/telegram-pairing.json"), 1 << 20, &b, err,
-                            sizeof err);
+    cm_rc rr = cm_fs_read_file(path_in(state, "credentials/telegram-pairing.json"), 1 << 20, &b,
+                               err, sizeof err);
     EXPECT_INT(v1, GW_ACCESS_PAIRING_ISSUED);
     EXPECT(S_code_ok(code));
     EXPECT_INT(v2, GW_ACCESS_PAIRING_PENDING);
@@ -547,7 +547,7 @@ TEST(gw_in_access_pairing_flow)
     EXPECT_CONTAINS(b.data, "\"createdAt\": \"2026-11-30T12:00:00.000Z\"");
     EXPECT_CONTAINS(b.data, "\"lastSeenAt\": \"2026-11-30T12:00:01.000Z\"");
     EXPECT_CONTAINS(b.data, "\"accountId\": \"default\"");
-    buf_release(&b);
+    cm_buf_release(&b);
 
     /* at most 3 pending: a fourth sender gets no code */
     EXPECT_INT(S_dm(root, state, "222", t0 + 2000, NULL), GW_ACCESS_PAIRING_ISSUED);
@@ -562,26 +562,26 @@ TEST(gw_in_access_pairing_flow)
     }
 
     /* a wrong code approves nobody; the right one (any case) approves 111 */
-    EXPECT_INT(gw_pairing_approve(state, "telegram", NULL, "ZZZZZZZZ", t0 + 6000, id, sizeof id,
-                                  err, sizeof err),
+    EXPECT_INT(cm_gw_pairing_approve(state, "telegram", NULL, "ZZZZZZZZ", t0 + 6000, id, sizeof id,
+                                     err, sizeof err),
                CM_ENOTFOUND);
     char lower[16];
     for (int i = 0; i < 16; i++)
         lower[i] = (char)tolower((unsigned char)code[i]);
-    EXPECT_INT(gw_pairing_approve(state, "telegram", NULL, lower, t0 + 6000, id, sizeof id, err,
-                                  sizeof err),
+    EXPECT_INT(cm_gw_pairing_approve(state, "telegram", NULL, lower, t0 + 6000, id, sizeof id, err,
+                                     sizeof err),
                CM_OK);
     EXPECT_STR(id, "111");
-    buf_init(&b, 0);
-    rr = fs_read_file(path_in(state, "credentials/telegram-default-allowFrom.json"), 1 << 20, &b,
-                      err, sizeof err);
+    cm_buf_init(&b, 0);
+    rr = cm_fs_read_file(path_in(state, "credentials/telegram-default-allowFrom.json"), 1 << 20, &b,
+                         err, sizeof err);
     EXPECT_INT(rr, CM_OK);
     EXPECT_CONTAINS(b.data, "\"allowFrom\": [\n    \"111\"\n  ]");
-    buf_release(&b);
+    cm_buf_release(&b);
     EXPECT_INT(S_dm(root, state, "111", t0 + 7000, NULL), GW_ACCESS_ALLOW);
     /* the code is used up */
-    EXPECT_INT(gw_pairing_approve(state, "telegram", NULL, code, t0 + 8000, id, sizeof id, err,
-                                  sizeof err),
+    EXPECT_INT(cm_gw_pairing_approve(state, "telegram", NULL, code, t0 + 8000, id, sizeof id, err,
+                                     sizeof err),
                CM_ENOTFOUND);
 
     /* with a slot free again, 444 gets a code; after an hour it expires and
@@ -592,8 +592,8 @@ TEST(gw_in_access_pairing_flow)
     EXPECT_INT(S_dm(root, state, "444", t0 + 9001 + GW_PAIRING_TTL_MS, code2),
                GW_ACCESS_PAIRING_ISSUED);
     EXPECT(S_code_ok(code2));
-    EXPECT_INT(gw_pairing_approve(state, "telegram", NULL, code, t0 + 9002 + GW_PAIRING_TTL_MS, id,
-                                  sizeof id, err, sizeof err),
+    EXPECT_INT(cm_gw_pairing_approve(state, "telegram", NULL, code, t0 + 9002 + GW_PAIRING_TTL_MS,
+                                     id, sizeof id, err, sizeof err),
                CM_ENOTFOUND);
 
     /* the allowlist policy never reads the pairing store */
@@ -636,7 +636,7 @@ TEST(gw_in_access_store_written_by_quantumclaw)
                     .peer = cases[i].sender,
                     .sender = cases[i].sender,
                     .message_id = "1"};
-        cm_rc rc = gw_access_check(root, state, &m, 1796040000000, &res, err, sizeof err);
+        cm_rc rc = cm_gw_access_check(root, state, &m, 1796040000000, &res, err, sizeof err);
         if (rc || res.verdict != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d, verdict %d, want %d", i, rc,
                       res.verdict, cases[i].want);
@@ -669,18 +669,18 @@ TEST(gw_in_queue_settings)
     };
     for (size_t i = 0; i < ARRAY_LEN(modes); i++) {
         gw_queue_mode m = GW_QMODE_COLLECT;
-        bool ok = gw_queue_mode_parse(modes[i].s, &m);
+        bool ok = cm_gw_queue_mode_parse(modes[i].s, &m);
         if (ok != (modes[i].want >= 0) || (ok && (int)m != modes[i].want))
             test_fail(__FILE__, __LINE__, "mode \"%s\": ok %d mode %d", modes[i].s, ok, m);
     }
     gw_queue_drop d;
-    EXPECT(gw_queue_drop_parse("oldest", &d) && d == GW_QDROP_OLD);
-    EXPECT(gw_queue_drop_parse("NEW", &d) && d == GW_QDROP_NEW);
-    EXPECT(gw_queue_drop_parse("summary", &d) && d == GW_QDROP_SUMMARIZE);
-    EXPECT(!gw_queue_drop_parse("all", &d));
+    EXPECT(cm_gw_queue_drop_parse("oldest", &d) && d == GW_QDROP_OLD);
+    EXPECT(cm_gw_queue_drop_parse("NEW", &d) && d == GW_QDROP_NEW);
+    EXPECT(cm_gw_queue_drop_parse("summary", &d) && d == GW_QDROP_SUMMARIZE);
+    EXPECT(!cm_gw_queue_drop_parse("all", &d));
 
     gw_queue_settings s;
-    gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
+    cm_gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
     EXPECT_INT(s.mode, GW_QMODE_COLLECT);
     EXPECT_INT(s.debounce_ms, 1000);
     EXPECT_INT(s.cap, 20);
@@ -690,10 +690,10 @@ TEST(gw_in_queue_settings)
                           "\"debounceMsByChannel\":{\"discord\":50}}}}");
     EXPECT(root);
     gw_queue_settings tg, dc, ov;
-    gw_queue_settings_resolve(root, "telegram", NULL, &tg);
-    gw_queue_settings_resolve(root, "Discord", NULL, &dc);
+    cm_gw_queue_settings_resolve(root, "telegram", NULL, &tg);
+    cm_gw_queue_settings_resolve(root, "Discord", NULL, &dc);
     gw_queue_override o = {.mode = "interrupt", .drop = "new", .debounce_ms = 0, .cap = 2};
-    gw_queue_settings_resolve(root, "discord", &o, &ov);
+    cm_gw_queue_settings_resolve(root, "discord", &o, &ov);
     json_decref(root);
     EXPECT(tg.mode == GW_QMODE_FOLLOWUP && tg.debounce_ms == 500 && tg.cap == 5 &&
            tg.drop == GW_QDROP_OLD);
@@ -723,15 +723,15 @@ TEST(gw_in_queue_actions)
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         gw_queue *q = NULL;
-        EXPECT_INT(gw_queue_new("agent:main:main", NULL, &q), CM_OK);
+        EXPECT_INT(cm_gw_queue_open("agent:main:main", NULL, &q), CM_OK);
         gw_queue_settings s;
-        gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
+        cm_gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
         s.mode = cases[i].mode;
         gw_queue_item m = {.prompt = "hi", .message_id = "1", .channel = "telegram", .peer = "42"};
-        gw_queue_action a = gw_queue_on_inbound(q, &s, cases[i].active, cases[i].streaming,
-                                                cases[i].heartbeat, &m, 1000);
-        size_t depth = gw_queue_depth(q);
-        gw_queue_free(q);
+        gw_queue_action a = cm_gw_queue_on_inbound(q, &s, cases[i].active, cases[i].streaming,
+                                                   cases[i].heartbeat, &m, 1000);
+        size_t depth = cm_gw_queue_depth(q);
+        cm_gw_queue_close(q);
         if (a != cases[i].want || depth != cases[i].depth)
             test_fail(__FILE__, __LINE__, "case %zu: action %d depth %zu, want %d %zu", i, a, depth,
                       cases[i].want, cases[i].depth);
@@ -739,15 +739,15 @@ TEST(gw_in_queue_actions)
     /* an interrupt drops what was queued */
     gw_queue *q = NULL;
     gw_queue_settings s;
-    gw_queue_settings_resolve(NULL, NULL, NULL, &s);
-    EXPECT_INT(gw_queue_new("k", NULL, &q), CM_OK);
+    cm_gw_queue_settings_resolve(NULL, NULL, NULL, &s);
+    EXPECT_INT(cm_gw_queue_open("k", NULL, &q), CM_OK);
     gw_queue_item m = {.prompt = "a", .message_id = "1", .channel = "telegram", .peer = "42"};
-    gw_queue_on_inbound(q, &s, true, false, false, &m, 0);
+    cm_gw_queue_on_inbound(q, &s, true, false, false, &m, 0);
     s.mode = GW_QMODE_INTERRUPT;
     m.message_id = "2";
-    gw_queue_action a = gw_queue_on_inbound(q, &s, true, false, false, &m, 1);
-    size_t depth = gw_queue_depth(q);
-    gw_queue_free(q);
+    gw_queue_action a = cm_gw_queue_on_inbound(q, &s, true, false, false, &m, 1);
+    size_t depth = cm_gw_queue_depth(q);
+    cm_gw_queue_close(q);
     EXPECT_INT(a, GW_QACT_INTERRUPT);
     EXPECT_INT(depth, 0);
 }
@@ -760,7 +760,7 @@ static void S_fill(gw_queue *q, const gw_queue_settings *s, int n, int64_t t0, i
         snprintf(id, sizeof id, "%d", i);
         snprintf(text, sizeof text, "m%d", i);
         gw_queue_item m = {.prompt = text, .message_id = id, .channel = "telegram", .peer = "42"};
-        *enq += gw_queue_on_inbound(q, s, true, false, false, &m, t0 + i) == GW_QACT_ENQUEUE;
+        *enq += cm_gw_queue_on_inbound(q, s, true, false, false, &m, t0 + i) == GW_QACT_ENQUEUE;
     }
 }
 
@@ -768,24 +768,24 @@ TEST(gw_in_queue_collect)
 {
     gw_queue *q = NULL;
     gw_queue_settings s;
-    gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
-    EXPECT_INT(gw_queue_new("k", NULL, &q), CM_OK);
+    cm_gw_queue_settings_resolve(NULL, "telegram", NULL, &s);
+    EXPECT_INT(cm_gw_queue_open("k", NULL, &q), CM_OK);
     int enq = 0;
     S_fill(q, &s, 3, 0, &enq);
     gw_queue_run r;
     bool early = true, ready = false;
-    cm_rc rc1 = gw_queue_next(q, &s, 3 + 999, &r, &early); /* 1000 ms after the last */
-    int64_t deadline = gw_queue_deadline(q, &s);
-    cm_rc rc2 = gw_queue_next(q, &s, 3 + 1000, &r, &ready);
-    size_t depth = gw_queue_depth(q);
+    cm_rc rc1 = cm_gw_queue_next(q, &s, 3 + 999, &r, &early); /* 1000 ms after the last */
+    int64_t deadline = cm_gw_queue_deadline(q, &s);
+    cm_rc rc2 = cm_gw_queue_next(q, &s, 3 + 1000, &r, &ready);
+    size_t depth = cm_gw_queue_depth(q);
     bool again = true;
     gw_queue_run r2;
-    gw_queue_next(q, &s, 10000, &r2, &again);
-    gw_queue_free(q);
+    cm_gw_queue_next(q, &s, 10000, &r2, &again);
+    cm_gw_queue_close(q);
     char *prompt = r.prompt, *id = r.message_id;
     size_t count = r.count;
     r.prompt = r.message_id = NULL;
-    gw_queue_run_release(&r);
+    cm_gw_queue_run_release(&r);
     bool ok = rc1 == CM_OK && rc2 == CM_OK && !early && ready && !again;
     bool text_ok = prompt && strcmp(prompt, "[Queued messages while agent was busy]\n\n"
                                             "---\nQueued #1\nm1\n\n---\nQueued #2\nm2\n\n"
@@ -808,10 +808,10 @@ static void S_drain(gw_queue *q, const gw_queue_settings *s, buf *out)
     gw_queue_run r;
     bool ready = true;
     for (int guard = 0; guard < 50 && ready; guard++) {
-        if (gw_queue_next(q, s, INT64_MAX / 2, &r, &ready) || !ready) break;
-        buf_printf(out, "%s%s#%s", out->len ? " | " : "", r.prompt,
-                   r.message_id ? r.message_id : "-");
-        gw_queue_run_release(&r);
+        if (cm_gw_queue_next(q, s, INT64_MAX / 2, &r, &ready) || !ready) break;
+        cm_buf_printf(out, "%s%s#%s", out->len ? " | " : "", r.prompt,
+                      r.message_id ? r.message_id : "-");
+        cm_gw_queue_run_release(&r);
     }
 }
 
@@ -835,51 +835,51 @@ TEST(gw_in_queue_cap_and_drop)
         gw_queue *q = NULL;
         gw_queue_settings s;
         gw_queue_override o = {.debounce_ms = -1, .cap = 2};
-        gw_queue_settings_resolve(NULL, NULL, &o, &s);
+        cm_gw_queue_settings_resolve(NULL, NULL, &o, &s);
         s.mode = cases[i].mode;
         s.drop = cases[i].drop;
-        EXPECT_INT(gw_queue_new("k", NULL, &q), CM_OK);
+        EXPECT_INT(cm_gw_queue_open("k", NULL, &q), CM_OK);
         int enq = 0;
         S_fill(q, &s, 4, 0, &enq);
         buf out;
-        buf_init(&out, 0);
+        cm_buf_init(&out, 0);
         S_drain(q, &s, &out);
-        gw_queue_free(q);
+        cm_gw_queue_close(q);
         bool ok = enq == cases[i].enqueued && out.len && strcmp(out.data, cases[i].want) == 0;
         if (!ok)
             test_fail(__FILE__, __LINE__, "case %zu: enqueued %d, drained:\n%s\nwant:\n%s", i, enq,
                       out.len ? out.data : "", cases[i].want);
-        buf_release(&out);
+        cm_buf_release(&out);
     }
 }
 
 TEST(gw_in_queue_routes_and_duplicates)
 {
     gw_dedupe *recent = NULL;
-    EXPECT_INT(gw_dedupe_new(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &recent), CM_OK);
+    EXPECT_INT(cm_gw_dedupe_open(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &recent), CM_OK);
     gw_queue *q = NULL;
     gw_queue_settings s;
-    gw_queue_settings_resolve(NULL, NULL, NULL, &s);
-    EXPECT_INT(gw_queue_new("agent:main:main", recent, &q), CM_OK);
+    cm_gw_queue_settings_resolve(NULL, NULL, NULL, &s);
+    EXPECT_INT(cm_gw_queue_open("agent:main:main", recent, &q), CM_OK);
     /* collect over two routes drains one by one */
     gw_queue_item a = {
         .prompt = "from telegram", .message_id = "1", .channel = "telegram", .peer = "42"};
     gw_queue_item b = {.prompt = "from http", .message_id = "9", .channel = "http", .peer = "u1"};
-    gw_queue_action a1 = gw_queue_on_inbound(q, &s, true, false, false, &a, 0);
-    gw_queue_action a2 = gw_queue_on_inbound(q, &s, true, false, false, &a, 1); /* again */
-    gw_queue_action a3 = gw_queue_on_inbound(q, &s, true, false, false, &b, 2);
+    gw_queue_action a1 = cm_gw_queue_on_inbound(q, &s, true, false, false, &a, 0);
+    gw_queue_action a2 = cm_gw_queue_on_inbound(q, &s, true, false, false, &a, 1); /* again */
+    gw_queue_action a3 = cm_gw_queue_on_inbound(q, &s, true, false, false, &b, 2);
     buf out;
-    buf_init(&out, 0);
+    cm_buf_init(&out, 0);
     S_drain(q, &s, &out);
     /* drained, but redelivered within 5 minutes: still not queued again */
-    gw_queue_action a4 = gw_queue_on_inbound(q, &s, true, false, false, &a, 60000);
+    gw_queue_action a4 = cm_gw_queue_on_inbound(q, &s, true, false, false, &a, 60000);
     gw_queue_action a5 =
-        gw_queue_on_inbound(q, &s, true, false, false, &a, 2 + GW_QUEUE_RECENT_TTL_MS);
-    gw_queue_free(q);
-    gw_dedupe_free(recent);
+        cm_gw_queue_on_inbound(q, &s, true, false, false, &a, 2 + GW_QUEUE_RECENT_TTL_MS);
+    cm_gw_queue_close(q);
+    cm_gw_dedupe_close(recent);
     bool drained_ok = out.len && strcmp(out.data, "from telegram#1 | from http#9") == 0;
     if (!drained_ok) test_fail(__FILE__, __LINE__, "drained: %s", out.len ? out.data : "");
-    buf_release(&out);
+    cm_buf_release(&out);
     EXPECT(drained_ok);
     EXPECT_INT(a1, GW_QACT_ENQUEUE);
     EXPECT_INT(a2, GW_QACT_DROP);
@@ -911,7 +911,7 @@ TEST(gw_in_queue_command)
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         gw_queue_override o;
         bool reset;
-        bool is = gw_queue_parse_command(cases[i].text, &o, &reset);
+        bool is = cm_gw_queue_parse_command(cases[i].text, &o, &reset);
         bool ok = is == cases[i].is_cmd && reset == cases[i].reset &&
                   (cases[i].mode ? o.mode && !strcmp(o.mode, cases[i].mode) : !o.mode) &&
                   (cases[i].drop ? o.drop && !strcmp(o.drop, cases[i].drop) : !o.drop) &&

@@ -15,39 +15,39 @@
 static char *joined(const gw_pieces *p)
 {
     buf b = BUF_INIT;
-    buf_adds(&b, "");
+    cm_buf_adds(&b, "");
     for (size_t i = 0; i < p->n; i++) {
-        if (i) buf_addc(&b, '|');
-        buf_add(&b, p->v[i], p->len[i]);
+        if (i) cm_buf_addc(&b, '|');
+        cm_buf_add(&b, p->v[i], p->len[i]);
     }
-    return buf_detach(&b);
+    return cm_buf_detach(&b);
 }
 
 static char *chunk(const char *text, int max, gw_break_pref pref)
 {
     gw_pieces p;
-    gw_pieces_init(&p);
-    if (gw_chunk_text(text, strlen(text), max, pref, &p) != CM_OK) return NULL;
+    cm_gw_pieces_init(&p);
+    if (cm_gw_chunk_text(text, strlen(text), max, pref, &p) != CM_OK) return NULL;
     char *s = joined(&p);
-    gw_pieces_release(&p);
+    cm_gw_pieces_release(&p);
     return s;
 }
 
 TEST(gateway_out_limits_and_units)
 {
-    EXPECT_INT(gw_channel_text_limit("telegram"), 4000);
-    EXPECT_INT(gw_channel_text_limit("discord"), 2000);
-    EXPECT_INT(gw_channel_text_limit("line"), 5000);
-    EXPECT_INT(gw_channel_text_limit("http"), 4000);
-    EXPECT_INT(gw_channel_resolve_limit("telegram", 10000), 4096);
-    EXPECT_INT(gw_channel_resolve_limit("telegram", 0), 4000);
-    EXPECT_INT(gw_channel_resolve_limit("slack", 10000), 10000);
-    EXPECT_INT(gw_break_pref_parse("sentence"), GW_BREAK_SENTENCE);
-    EXPECT_INT(gw_break_pref_parse("bogus"), GW_BREAK_PARAGRAPH);
-    EXPECT_INT(gw_u16len("abc", 3), 3);
-    EXPECT_INT(gw_u16len("東京", strlen("東京")), 2);   /* 3 bytes each, 1 unit */
-    EXPECT_INT(gw_u16len("😀", strlen("😀")), 2);         /* 4 bytes, a surrogate pair */
-    EXPECT_INT(gw_u16len("é\xff", strlen("é\xff")), 2); /* invalid byte: one U+FFFD */
+    EXPECT_INT(cm_gw_channel_text_limit("telegram"), 4000);
+    EXPECT_INT(cm_gw_channel_text_limit("discord"), 2000);
+    EXPECT_INT(cm_gw_channel_text_limit("line"), 5000);
+    EXPECT_INT(cm_gw_channel_text_limit("http"), 4000);
+    EXPECT_INT(cm_gw_channel_resolve_limit("telegram", 10000), 4096);
+    EXPECT_INT(cm_gw_channel_resolve_limit("telegram", 0), 4000);
+    EXPECT_INT(cm_gw_channel_resolve_limit("slack", 10000), 10000);
+    EXPECT_INT(cm_gw_break_pref_parse("sentence"), GW_BREAK_SENTENCE);
+    EXPECT_INT(cm_gw_break_pref_parse("bogus"), GW_BREAK_PARAGRAPH);
+    EXPECT_INT(cm_gw_u16len("abc", 3), 3);
+    EXPECT_INT(cm_gw_u16len("東京", strlen("東京")), 2);   /* 3 bytes each, 1 unit */
+    EXPECT_INT(cm_gw_u16len("😀", strlen("😀")), 2);         /* 4 bytes, a surrogate pair */
+    EXPECT_INT(cm_gw_u16len("é\xff", strlen("é\xff")), 2); /* invalid byte: one U+FFFD */
 }
 
 TEST(gateway_out_break_preferences)
@@ -107,12 +107,12 @@ TEST(gateway_out_fence_closed_and_reopened)
     EXPECT_CONTAINS(got, "  ~~~~\n|  ~~~~ sh\n");
     const char *ind = "  ~~~~ sh\nx1 ```\nx2\nx3\n  ~~~~\n";
     gw_pieces p;
-    gw_pieces_init(&p);
-    EXPECT_INT(gw_chunk_text(ind, strlen(ind), 20, GW_BREAK_PARAGRAPH, &p), CM_OK);
+    cm_gw_pieces_init(&p);
+    EXPECT_INT(cm_gw_chunk_text(ind, strlen(ind), 20, GW_BREAK_PARAGRAPH, &p), CM_OK);
     EXPECT(p.n >= 2);
     for (size_t i = 0; i < p.n; i++)
-        EXPECT(gw_u16len(p.v[i], p.len[i]) <= 20);
-    gw_pieces_release(&p);
+        EXPECT(cm_gw_u16len(p.v[i], p.len[i]) <= 20);
+    cm_gw_pieces_release(&p);
     free(got);
     /* Nested: a ``` line inside a ```` fence does not close it. */
     got = chunk("````md\n```js\nx();\n```\n````\ntail", 40, GW_BREAK_PARAGRAPH);
@@ -143,17 +143,17 @@ TEST(gateway_out_cjk_and_emoji_boundaries)
      * limit of 2000 only in two pieces. */
     buf b = BUF_INIT;
     for (int i = 0; i < 2000; i++)
-        buf_adds(&b, "😀");
+        cm_buf_adds(&b, "😀");
     gw_pieces p;
-    gw_pieces_init(&p);
-    EXPECT_INT(
-        gw_chunk_text(b.data, b.len, gw_channel_text_limit("discord"), GW_BREAK_PARAGRAPH, &p),
-        CM_OK);
+    cm_gw_pieces_init(&p);
+    EXPECT_INT(cm_gw_chunk_text(b.data, b.len, cm_gw_channel_text_limit("discord"),
+                                GW_BREAK_PARAGRAPH, &p),
+               CM_OK);
     EXPECT_INT(p.n, 2);
-    EXPECT_INT(gw_u16len(p.v[0], p.len[0]), 2000);
-    EXPECT_INT(utf8_valid_prefix(p.v[0], p.len[0]), p.len[0]);
-    gw_pieces_release(&p);
-    buf_release(&b);
+    EXPECT_INT(cm_gw_u16len(p.v[0], p.len[0]), 2000);
+    EXPECT_INT(cm_utf8_valid_prefix(p.v[0], p.len[0]), p.len[0]);
+    cm_gw_pieces_release(&p);
+    cm_buf_release(&b);
 }
 
 static uint32_t rnd(uint32_t *st)
@@ -170,10 +170,10 @@ static uint32_t rnd(uint32_t *st)
 static char *content_of(const char *s, size_t n)
 {
     buf b = BUF_INIT;
-    buf_adds(&b, "");
+    cm_buf_adds(&b, "");
     for (size_t k = 0; k < n; k++)
-        if (!strchr(" \t\r\n\f\v`~", s[k])) buf_addc(&b, s[k]);
-    return buf_detach(&b);
+        if (!strchr(" \t\r\n\f\v`~", s[k])) cm_buf_addc(&b, s[k]);
+    return cm_buf_detach(&b);
 }
 
 /* True when piece a ends with a closing fence line the chunker added and b
@@ -222,52 +222,52 @@ static void property_random(bool streaming)
     uint32_t st = 0x9e3779b9u;
     for (int iter = 0; iter < 400; iter++) {
         buf t = BUF_INIT;
-        buf_adds(&t, "");
+        cm_buf_adds(&t, "");
         int atoms_n = (int)(rnd(&st) % 300);
         for (int k = 0; k < atoms_n; k++) {
             const char *a = atoms[rnd(&st) % ARRAY_LEN(atoms)];
             if (strstr(a, "js") || strstr(a, "sh")) /* opening lines are unique */
-                buf_printf(&t, "%.*s%d\n", (int)strlen(a) - 1, a, k);
+                cm_buf_printf(&t, "%.*s%d\n", (int)strlen(a) - 1, a, k);
             else
-                buf_adds(&t, a);
+                cm_buf_adds(&t, a);
         }
         int max = 16 + (int)(rnd(&st) % 120);
         gw_break_pref pref = (gw_break_pref)(rnd(&st) % 3);
         gw_pieces p;
-        gw_pieces_init(&p);
+        cm_gw_pieces_init(&p);
         if (!streaming) {
-            EXPECT_INT(gw_chunk_text(t.data, t.len, max, pref, &p), CM_OK);
+            EXPECT_INT(cm_gw_chunk_text(t.data, t.len, max, pref, &p), CM_OK);
         } else {
             gw_chunker c;
-            gw_chunker_init(&c, 1 + (int)(rnd(&st) % (uint32_t)max), max, pref);
+            cm_gw_chunker_init(&c, 1 + (int)(rnd(&st) % (uint32_t)max), max, pref);
             c.flush_on_paragraph = rnd(&st) % 2;
             for (size_t off = 0; off < t.len;) {
                 size_t want_len = 1 + rnd(&st) % 40, len = CM_MIN(t.len - off, want_len);
-                EXPECT_INT(gw_chunker_append(&c, t.data + off, len), CM_OK);
-                EXPECT_INT(gw_chunker_drain(&c, false, &p), CM_OK);
+                EXPECT_INT(cm_gw_chunker_append(&c, t.data + off, len), CM_OK);
+                EXPECT_INT(cm_gw_chunker_drain(&c, false, &p), CM_OK);
                 off += len;
             }
-            EXPECT_INT(gw_chunker_drain(&c, true, &p), CM_OK);
-            EXPECT(!gw_chunker_has_buffered(&c));
-            gw_chunker_release(&c);
+            EXPECT_INT(cm_gw_chunker_drain(&c, true, &p), CM_OK);
+            EXPECT(!cm_gw_chunker_has_buffered(&c));
+            cm_gw_chunker_release(&c);
         }
         buf all = BUF_INIT;
-        buf_adds(&all, "");
+        cm_buf_adds(&all, "");
         size_t skip = 0; /* bytes of an added reopening line at the start of piece i */
         for (size_t i = 0; i < p.n; i++) {
-            if (gw_u16len(p.v[i], p.len[i]) > (size_t)max)
+            if (cm_gw_u16len(p.v[i], p.len[i]) > (size_t)max)
                 test_fail(__FILE__, __LINE__, "iter %d piece %zu: %zu units > %d", iter, i,
-                          gw_u16len(p.v[i], p.len[i]), max);
-            EXPECT_INT(utf8_valid_prefix(p.v[i], p.len[i]), p.len[i]);
+                          cm_gw_u16len(p.v[i], p.len[i]), max);
+            EXPECT_INT(cm_utf8_valid_prefix(p.v[i], p.len[i]), p.len[i]);
             size_t keep = p.len[i], open_len = 0;
             if (i + 1 < p.n &&
                 added_fence(p.v[i], p.len[i], p.v[i + 1], p.len[i + 1], &keep, &open_len)) {
-                buf_add(&all, p.v[i] + skip, keep - skip);
+                cm_buf_add(&all, p.v[i] + skip, keep - skip);
                 skip = open_len;
                 continue;
             }
-            buf_add(&all, p.v[i] + skip, p.len[i] - skip);
-            buf_addc(&all, '\n');
+            cm_buf_add(&all, p.v[i] + skip, p.len[i] - skip);
+            cm_buf_addc(&all, '\n');
             skip = 0;
         }
         char *want = content_of(t.data, t.len), *got = content_of(all.data, all.len);
@@ -276,9 +276,9 @@ static void property_random(bool streaming)
                       iter, max, (int)pref, (int)streaming);
         free(want);
         free(got);
-        buf_release(&all);
-        gw_pieces_release(&p);
-        buf_release(&t);
+        cm_buf_release(&all);
+        cm_gw_pieces_release(&p);
+        cm_buf_release(&t);
         if (test_failed()) return;
     }
 }
@@ -297,89 +297,89 @@ TEST(gateway_out_coalesce_idle_and_bounds)
 {
     gw_coalescer q;
     gw_pieces out;
-    gw_pieces_init(&out);
+    cm_gw_pieces_init(&out);
     /* min 10, max 30, idle 1000 ms, paragraph joiner */
-    gw_coalescer_init(&q, 10, 30, 1000, GW_BREAK_PARAGRAPH);
-    EXPECT_INT(gw_coalescer_push(&q, "hello", 5, 0, &out), CM_OK);
-    EXPECT_INT(gw_coalescer_push(&q, "world", 5, 400, &out), CM_OK);
+    cm_gw_coalescer_init(&q, 10, 30, 1000, GW_BREAK_PARAGRAPH);
+    EXPECT_INT(cm_gw_coalescer_push(&q, "hello", 5, 0, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_push(&q, "world", 5, 400, &out), CM_OK);
     EXPECT_INT(out.n, 0);
-    EXPECT_INT(gw_coalescer_due(&q, 1399, &out), CM_OK); /* idle counts from the last piece */
+    EXPECT_INT(cm_gw_coalescer_due(&q, 1399, &out), CM_OK); /* idle counts from the last piece */
     EXPECT_INT(out.n, 0);
-    EXPECT_INT(gw_coalescer_due(&q, 1400, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_due(&q, 1400, &out), CM_OK);
     EXPECT_INT(out.n, 1);
     EXPECT_STR(out.v[0], "hello\n\nworld");
     /* under min: the idle flush waits, the end sends it */
-    EXPECT_INT(gw_coalescer_push(&q, "tiny", 4, 2000, &out), CM_OK);
-    EXPECT_INT(gw_coalescer_due(&q, 5000, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_push(&q, "tiny", 4, 2000, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_due(&q, 5000, &out), CM_OK);
     EXPECT_INT(out.n, 1);
-    EXPECT_INT(gw_coalescer_end(&q, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_end(&q, &out), CM_OK);
     EXPECT_INT(out.n, 2);
     EXPECT_STR(out.v[1], "tiny");
     /* a piece that would overflow max flushes the buffer first */
-    EXPECT_INT(gw_coalescer_push(&q, "0123456789abcdef", 16, 6000, &out), CM_OK);
-    EXPECT_INT(gw_coalescer_push(&q, "0123456789abcdef", 16, 6001, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_push(&q, "0123456789abcdef", 16, 6000, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_push(&q, "0123456789abcdef", 16, 6001, &out), CM_OK);
     EXPECT_INT(out.n, 3);
     EXPECT_STR(out.v[2], "0123456789abcdef");
     /* reaching max exactly sends at once */
-    EXPECT_INT(gw_coalescer_push(&q, "0123456789ab", 12, 6002, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_push(&q, "0123456789ab", 12, 6002, &out), CM_OK);
     EXPECT_INT(out.n, 4);
     EXPECT_INT(out.len[3], 30);
     /* a piece of max or more goes out alone, after what was buffered */
-    EXPECT_INT(gw_coalescer_push(&q, "abc", 3, 7000, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_push(&q, "abc", 3, 7000, &out), CM_OK);
     char big[40];
     memset(big, 'x', sizeof big);
-    EXPECT_INT(gw_coalescer_push(&q, big, sizeof big, 7001, &out), CM_OK);
+    EXPECT_INT(cm_gw_coalescer_push(&q, big, sizeof big, 7001, &out), CM_OK);
     EXPECT_INT(out.n, 6);
     EXPECT_STR(out.v[4], "abc");
     EXPECT_INT(out.len[5], 40);
-    gw_coalescer_release(&q);
+    cm_gw_coalescer_release(&q);
     /* joiners follow the break preference */
-    gw_coalescer_init(&q, 1, 100, 0, GW_BREAK_SENTENCE);
-    gw_coalescer_push(&q, "a.", 2, 0, &out);
-    gw_coalescer_push(&q, "b.", 2, 0, &out);
-    EXPECT_INT(gw_coalescer_due(&q, 1000000, &out), CM_OK); /* idle 0: no idle flush */
+    cm_gw_coalescer_init(&q, 1, 100, 0, GW_BREAK_SENTENCE);
+    cm_gw_coalescer_push(&q, "a.", 2, 0, &out);
+    cm_gw_coalescer_push(&q, "b.", 2, 0, &out);
+    EXPECT_INT(cm_gw_coalescer_due(&q, 1000000, &out), CM_OK); /* idle 0: no idle flush */
     EXPECT_INT(out.n, 6);
-    gw_coalescer_end(&q, &out);
+    cm_gw_coalescer_end(&q, &out);
     EXPECT_STR(out.v[6], "a. b.");
-    gw_coalescer_release(&q);
-    gw_pieces_release(&out);
+    cm_gw_coalescer_release(&q);
+    cm_gw_pieces_release(&out);
 }
 
 TEST(gateway_out_stream_breaks)
 {
     gw_pieces out;
-    gw_pieces_init(&out);
+    cm_gw_pieces_init(&out);
     /* text_end: pieces leave while the model is still writing */
     gw_stream st;
-    gw_stream_init(&st, GW_STREAM_TEXT_END, 10, 20, GW_BREAK_PARAGRAPH, 1, 100, 500);
-    EXPECT_INT(gw_stream_delta(&st, "First para.\n\nSecond ", 20, 0, &out), CM_OK);
+    cm_gw_stream_init(&st, GW_STREAM_TEXT_END, 10, 20, GW_BREAK_PARAGRAPH, 1, 100, 500);
+    EXPECT_INT(cm_gw_stream_delta(&st, "First para.\n\nSecond ", 20, 0, &out), CM_OK);
     EXPECT_INT(out.n, 0); /* in the coalescer */
-    EXPECT_INT(gw_stream_due(&st, 500, &out), CM_OK);
+    EXPECT_INT(cm_gw_stream_due(&st, 500, &out), CM_OK);
     EXPECT_INT(out.n, 1);
     EXPECT_STR(out.v[0], "First para.");
-    EXPECT_INT(gw_stream_delta(&st, "one.", 4, 600, &out), CM_OK);
-    EXPECT_INT(gw_stream_text_end(&st, 700, &out), CM_OK);
-    EXPECT_INT(gw_stream_due(&st, 1200, &out), CM_OK);
+    EXPECT_INT(cm_gw_stream_delta(&st, "one.", 4, 600, &out), CM_OK);
+    EXPECT_INT(cm_gw_stream_text_end(&st, 700, &out), CM_OK);
+    EXPECT_INT(cm_gw_stream_due(&st, 1200, &out), CM_OK);
     EXPECT_INT(out.n, 2);
     EXPECT_STR(out.v[1], "Second one.");
-    EXPECT_INT(gw_stream_message_end(&st, 1300, &out), CM_OK);
+    EXPECT_INT(cm_gw_stream_message_end(&st, 1300, &out), CM_OK);
     EXPECT_INT(out.n, 2);
-    gw_stream_release(&st);
+    cm_gw_stream_release(&st);
     /* message_end: nothing before the end, then every piece */
-    gw_pieces_release(&out);
-    gw_pieces_init(&out);
-    gw_stream_init(&st, GW_STREAM_MESSAGE_END, 10, 20, GW_BREAK_PARAGRAPH, 1, 20, 500);
-    EXPECT_INT(gw_stream_delta(&st, "First para.\n\nSecond one is longer.", 34, 0, &out), CM_OK);
-    EXPECT_INT(gw_stream_text_end(&st, 10, &out), CM_OK);
-    EXPECT_INT(gw_stream_due(&st, 100000, &out), CM_OK);
+    cm_gw_pieces_release(&out);
+    cm_gw_pieces_init(&out);
+    cm_gw_stream_init(&st, GW_STREAM_MESSAGE_END, 10, 20, GW_BREAK_PARAGRAPH, 1, 20, 500);
+    EXPECT_INT(cm_gw_stream_delta(&st, "First para.\n\nSecond one is longer.", 34, 0, &out), CM_OK);
+    EXPECT_INT(cm_gw_stream_text_end(&st, 10, &out), CM_OK);
+    EXPECT_INT(cm_gw_stream_due(&st, 100000, &out), CM_OK);
     EXPECT_INT(out.n, 0);
-    EXPECT_INT(gw_stream_message_end(&st, 100001, &out), CM_OK);
+    EXPECT_INT(cm_gw_stream_message_end(&st, 100001, &out), CM_OK);
     EXPECT(out.n >= 2);
     for (size_t i = 0; i < out.n; i++)
-        EXPECT(gw_u16len(out.v[i], out.len[i]) <= 20);
+        EXPECT(cm_gw_u16len(out.v[i], out.len[i]) <= 20);
     EXPECT_STR(out.v[0], "First para.");
-    gw_stream_release(&st);
-    gw_pieces_release(&out);
+    cm_gw_stream_release(&st);
+    cm_gw_pieces_release(&out);
 }
 
 TEST(gateway_out_sender_and_from_labels)
@@ -397,25 +397,25 @@ TEST(gateway_out_sender_and_from_labels)
     };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
         buf b = BUF_INIT;
-        buf_adds(&b, "");
-        EXPECT_INT(gw_sender_label(&b, &rows[i].s), CM_OK);
+        cm_buf_adds(&b, "");
+        EXPECT_INT(cm_gw_sender_label(&b, &rows[i].s), CM_OK);
         if (strcmp(b.data, rows[i].want) != 0)
             test_fail(__FILE__, __LINE__, "row %zu: got \"%s\"", i, b.data);
-        buf_release(&b);
+        cm_buf_release(&b);
     }
     buf b = BUF_INIT;
-    gw_from_label(&b, true, NULL, "-100");
+    cm_gw_from_label(&b, true, NULL, "-100");
     EXPECT_STR(b.data, "Group id:-100");
-    buf_reset(&b);
-    gw_from_label(&b, true, "Dev chat", NULL);
+    cm_buf_reset(&b);
+    cm_gw_from_label(&b, true, "Dev chat", NULL);
     EXPECT_STR(b.data, "Dev chat");
-    buf_reset(&b);
-    gw_from_label(&b, false, "Alice", "Alice");
+    cm_buf_reset(&b);
+    cm_gw_from_label(&b, false, "Alice", "Alice");
     EXPECT_STR(b.data, "Alice");
-    buf_reset(&b);
-    gw_from_label(&b, false, "Alice", "42");
+    cm_buf_reset(&b);
+    cm_gw_from_label(&b, false, "Alice", "42");
     EXPECT_STR(b.data, "Alice id:42");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(gateway_out_envelope_format)
@@ -452,40 +452,40 @@ TEST(gateway_out_envelope_format)
         buf b = BUF_INIT;
         gw_envelope_opts o = utc;
         o.no_timestamp = rows[i].no_ts;
-        EXPECT_INT(gw_envelope_format(&b, &rows[i].e, &o), CM_OK);
+        EXPECT_INT(cm_gw_envelope_format(&b, &rows[i].e, &o), CM_OK);
         if (strcmp(b.data, rows[i].want) != 0)
             test_fail(__FILE__, __LINE__, "row %zu: got \"%s\" want \"%s\"", i, b.data,
                       rows[i].want);
-        buf_release(&b);
+        cm_buf_release(&b);
     }
     /* local time: "Mon 2026-01-05 HH:MM ZONE" */
     buf b = BUF_INIT;
     gw_envelope e = {"Telegram", NULL, NULL, true, false, t0, 0, "x"};
-    EXPECT_INT(gw_envelope_format(&b, &e, NULL), CM_OK);
+    EXPECT_INT(cm_gw_envelope_format(&b, &e, NULL), CM_OK);
     EXPECT(strncmp(b.data, "[Telegram Mon 2026-01-05 ", 25) == 0 ||
            strncmp(b.data, "[Telegram Tue 2026-01-06 ", 25) == 0 ||
            strncmp(b.data, "[Telegram Sun 2026-01-04 ", 25) == 0);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(gateway_out_history_pending_only)
 {
     const int64_t t0 = 1767623400000;
     gw_history h;
-    gw_history_init(&h, 2);
+    cm_gw_history_init(&h, 2);
     gw_history_fmt fmt = {"Telegram", "Dev id:-100", {GW_TZ_UTC, true, false}};
     buf b = BUF_INIT;
     /* nothing pending: the current message alone */
-    EXPECT_INT(gw_history_build(&b, &h, "g1", &fmt, "[Telegram] Carol: now"), CM_OK);
+    EXPECT_INT(cm_gw_history_build(&b, &h, "g1", &fmt, "[Telegram] Carol: now"), CM_OK);
     EXPECT_STR(b.data, "[Telegram] Carol: now");
     /* three mention-gated messages, limit 2: the oldest is dropped */
-    EXPECT_INT(gw_history_record(&h, "g1", "Alice", "one", "11", t0), CM_OK);
-    EXPECT_INT(gw_history_record(&h, "g1", "Bob", "two", NULL, t0), CM_OK);
-    EXPECT_INT(gw_history_record(&h, "g1", "Alice", "three", "13", t0), CM_OK);
-    EXPECT_INT(gw_history_record(&h, "g2", "Zed", "other chat", NULL, t0), CM_OK);
-    EXPECT_INT(gw_history_count(&h, "g1"), 2);
-    buf_reset(&b);
-    EXPECT_INT(gw_history_build(&b, &h, "g1", &fmt, "[Telegram] Carol: now"), CM_OK);
+    EXPECT_INT(cm_gw_history_record(&h, "g1", "Alice", "one", "11", t0), CM_OK);
+    EXPECT_INT(cm_gw_history_record(&h, "g1", "Bob", "two", NULL, t0), CM_OK);
+    EXPECT_INT(cm_gw_history_record(&h, "g1", "Alice", "three", "13", t0), CM_OK);
+    EXPECT_INT(cm_gw_history_record(&h, "g2", "Zed", "other chat", NULL, t0), CM_OK);
+    EXPECT_INT(cm_gw_history_count(&h, "g1"), 2);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_gw_history_build(&b, &h, "g1", &fmt, "[Telegram] Carol: now"), CM_OK);
     EXPECT_STR(b.data, "[Chat messages since your last reply - for context]\n"
                        "[Telegram Dev id:-100] Bob: two\n"
                        "[Telegram Dev id:-100] Alice: three [id:13]\n"
@@ -493,35 +493,35 @@ TEST(gateway_out_history_pending_only)
                        "[Current message - respond to this]\n"
                        "[Telegram] Carol: now");
     /* the run took them: they are never sent twice */
-    gw_history_clear(&h, "g1");
-    buf_reset(&b);
-    EXPECT_INT(gw_history_build(&b, &h, "g1", &fmt, "next"), CM_OK);
+    cm_gw_history_clear(&h, "g1");
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_gw_history_build(&b, &h, "g1", &fmt, "next"), CM_OK);
     EXPECT_STR(b.data, "next");
-    EXPECT_INT(gw_history_count(&h, "g2"), 1);
-    gw_history_release(&h);
+    EXPECT_INT(cm_gw_history_count(&h, "g2"), 1);
+    cm_gw_history_release(&h);
     /* limit 0 disables history */
-    gw_history_init(&h, 0);
-    EXPECT_INT(gw_history_record(&h, "g1", "Alice", "one", NULL, t0), CM_OK);
-    EXPECT_INT(gw_history_count(&h, "g1"), 0);
-    buf_reset(&b);
-    EXPECT_INT(gw_history_build(&b, &h, "g1", &fmt, "cur"), CM_OK);
+    cm_gw_history_init(&h, 0);
+    EXPECT_INT(cm_gw_history_record(&h, "g1", "Alice", "one", NULL, t0), CM_OK);
+    EXPECT_INT(cm_gw_history_count(&h, "g1"), 0);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_gw_history_build(&b, &h, "g1", &fmt, "cur"), CM_OK);
     EXPECT_STR(b.data, "cur");
-    gw_history_release(&h);
+    cm_gw_history_release(&h);
     /* default limit, and the least recently used conversation goes first */
-    gw_history_init(&h, -1);
+    cm_gw_history_init(&h, -1);
     EXPECT_INT(h.limit, 50);
     char key[32];
     for (int i = 0; i <= GW_HISTORY_MAX_KEYS; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        EXPECT_INT(gw_history_record(&h, key, "s", "m", NULL, t0), CM_OK);
-        if (i == 0) EXPECT_INT(gw_history_record(&h, "k0", "s", "m2", NULL, t0), CM_OK);
-        if (i == 10) EXPECT_INT(gw_history_record(&h, "k0", "s", "m3", NULL, t0), CM_OK);
+        EXPECT_INT(cm_gw_history_record(&h, key, "s", "m", NULL, t0), CM_OK);
+        if (i == 0) EXPECT_INT(cm_gw_history_record(&h, "k0", "s", "m2", NULL, t0), CM_OK);
+        if (i == 10) EXPECT_INT(cm_gw_history_record(&h, "k0", "s", "m3", NULL, t0), CM_OK);
     }
     EXPECT_INT(h.n, GW_HISTORY_MAX_KEYS);
-    EXPECT_INT(gw_history_count(&h, "k0"), 3);
-    EXPECT_INT(gw_history_count(&h, "k1"), 0); /* evicted */
-    gw_history_release(&h);
-    buf_release(&b);
+    EXPECT_INT(cm_gw_history_count(&h, "k0"), 3);
+    EXPECT_INT(cm_gw_history_count(&h, "k1"), 0); /* evicted */
+    cm_gw_history_release(&h);
+    cm_buf_release(&b);
 }
 
 TEST(gateway_out_directive_stripping)
@@ -556,21 +556,22 @@ TEST(gateway_out_directive_stripping)
     };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
         buf b = BUF_INIT;
-        buf_adds(&b, "");
-        EXPECT_INT(gw_directives_strip(&b, rows[i].in, NULL), CM_OK);
+        cm_buf_adds(&b, "");
+        EXPECT_INT(cm_gw_directives_strip(&b, rows[i].in, NULL), CM_OK);
         if (strcmp(b.data, rows[i].want) != 0)
             test_fail(__FILE__, __LINE__, "row %zu: got \"%s\" want \"%s\"", i, b.data,
                       rows[i].want);
-        buf_release(&b);
+        cm_buf_release(&b);
     }
     gw_directives d;
     buf b = BUF_INIT;
-    EXPECT_INT(gw_directives_strip(&b, "/think: high /model openai/gpt-5.2 /status go", &d), CM_OK);
+    EXPECT_INT(cm_gw_directives_strip(&b, "/think: high /model openai/gpt-5.2 /status go", &d),
+               CM_OK);
     EXPECT(d.think && d.model && d.status && !d.verbose);
     EXPECT_STR(d.level_think, "high");
     EXPECT_STR(d.model_ref, "openai/gpt-5.2");
     EXPECT_STR(b.data, "go");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(gateway_out_strip_current_message_only)
@@ -582,18 +583,18 @@ TEST(gateway_out_strip_current_message_only)
                        "[Telegram G] Alice: /verbose on do it";
     buf b = BUF_INIT;
     gw_directives d;
-    EXPECT_INT(gw_body_strip_current(&b, body, &d), CM_OK);
+    EXPECT_INT(cm_gw_body_strip_current(&b, body, &d), CM_OK);
     EXPECT_STR(b.data, "[Chat messages since your last reply - for context]\n"
                        "[Telegram G] Bob: /think high keep this\n"
                        "\n"
                        "[Current message - respond to this]\n"
                        "[Telegram G] Alice: do it");
     EXPECT(d.verbose && !d.think);
-    buf_reset(&b);
-    EXPECT_INT(gw_body_strip_current(&b, "/think low hi", &d), CM_OK);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_gw_body_strip_current(&b, "/think low hi", &d), CM_OK);
     EXPECT_STR(b.data, "hi");
     EXPECT(d.think);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(gateway_out_pathological_inputs)
@@ -602,24 +603,24 @@ TEST(gateway_out_pathological_inputs)
      * limit: linear time (a fixed budget), every piece within the limit. */
     buf b = BUF_INIT;
     for (int i = 0; i < (8 << 20) / 8; i++)
-        buf_adds(&b, "abcdefg ");
+        cm_buf_adds(&b, "abcdefg ");
     for (int i = 0; i < 20000; i++)
-        buf_adds(&b, "\n```\nx\n```\n");
+        cm_buf_adds(&b, "\n```\nx\n```\n");
     int64_t t0 = cm_now_ms();
     gw_pieces p;
-    gw_pieces_init(&p);
-    EXPECT_INT(gw_chunk_text(b.data, b.len, 4000, GW_BREAK_PARAGRAPH, &p), CM_OK);
+    cm_gw_pieces_init(&p);
+    EXPECT_INT(cm_gw_chunk_text(b.data, b.len, 4000, GW_BREAK_PARAGRAPH, &p), CM_OK);
     int64_t ms = cm_now_ms() - t0;
     EXPECT(p.n > b.len / 4000);
     size_t total = 0;
     for (size_t i = 0; i < p.n; i++) {
-        EXPECT(gw_u16len(p.v[i], p.len[i]) <= 4000);
+        EXPECT(cm_gw_u16len(p.v[i], p.len[i]) <= 4000);
         total += p.len[i];
     }
     EXPECT(total + p.n >= b.len - 20000 * 2);
     if (ms > 5000) test_fail(__FILE__, __LINE__, "took %lld ms", (long long)ms);
-    gw_pieces_release(&p);
-    buf_release(&b);
+    cm_gw_pieces_release(&p);
+    cm_buf_release(&b);
 }
 
 TEST(gateway_out_stream_config_and_human_delay)
@@ -641,7 +642,7 @@ TEST(gateway_out_stream_config_and_human_delay)
     };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++) {
         gw_stream_cfg got;
-        gw_stream_cfg_resolve(&got, rows[i].channel, rows[i].limit, &rows[i].req);
+        cm_gw_stream_cfg_resolve(&got, rows[i].channel, rows[i].limit, &rows[i].req);
         const gw_stream_cfg *w = &rows[i].want;
         if (got.chunk_min != w->chunk_min || got.chunk_max != w->chunk_max || got.pref != w->pref ||
             got.co_min != w->co_min || got.co_max != w->co_max || got.idle_ms != w->idle_ms)
@@ -649,14 +650,14 @@ TEST(gateway_out_stream_config_and_human_delay)
                       got.chunk_min, got.chunk_max, (int)got.pref, got.co_min, got.co_max,
                       got.idle_ms);
     }
-    EXPECT_INT(gw_human_delay_ms(GW_DELAY_OFF, 0, 0, 12345), 0);
-    EXPECT_INT(gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, 0), 800);
-    EXPECT_INT(gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, UINT32_MAX), 2500);
-    EXPECT_INT(gw_human_delay_ms(GW_DELAY_CUSTOM, 100, 200, 1u << 31), 150);
-    EXPECT_INT(gw_human_delay_ms(GW_DELAY_CUSTOM, 300, 200, 999), 300);
+    EXPECT_INT(cm_gw_human_delay_ms(GW_DELAY_OFF, 0, 0, 12345), 0);
+    EXPECT_INT(cm_gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, 0), 800);
+    EXPECT_INT(cm_gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, UINT32_MAX), 2500);
+    EXPECT_INT(cm_gw_human_delay_ms(GW_DELAY_CUSTOM, 100, 200, 1u << 31), 150);
+    EXPECT_INT(cm_gw_human_delay_ms(GW_DELAY_CUSTOM, 300, 200, 999), 300);
     uint32_t st = 7;
     for (int i = 0; i < 1000; i++) {
-        int d = gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, rnd(&st));
+        int d = cm_gw_human_delay_ms(GW_DELAY_NATURAL, 0, 0, rnd(&st));
         EXPECT(d >= 800 && d <= 2500);
     }
 }
@@ -665,33 +666,33 @@ TEST(gateway_out_flush_on_paragraph)
 {
     const char *text = "para one\n\npara two\n \n\npar";
     gw_pieces out;
-    gw_pieces_init(&out);
+    cm_gw_pieces_init(&out);
     /* chunkMode length: one piece up to the last paragraph break */
     gw_chunker c;
-    gw_chunker_init(&c, 5, 100, GW_BREAK_PARAGRAPH);
-    gw_chunker_append(&c, text, strlen(text));
-    EXPECT_INT(gw_chunker_drain(&c, false, &out), CM_OK);
+    cm_gw_chunker_init(&c, 5, 100, GW_BREAK_PARAGRAPH);
+    cm_gw_chunker_append(&c, text, strlen(text));
+    EXPECT_INT(cm_gw_chunker_drain(&c, false, &out), CM_OK);
     char *got = joined(&out);
     EXPECT_STR(got, "para one\n\npara two\n ");
     free(got);
-    gw_chunker_release(&c);
-    gw_pieces_release(&out);
+    cm_gw_chunker_release(&c);
+    cm_gw_pieces_release(&out);
     /* chunkMode newline: every paragraph once min is reached */
-    gw_pieces_init(&out);
-    gw_chunker_init(&c, 5, 100, GW_BREAK_PARAGRAPH);
+    cm_gw_pieces_init(&out);
+    cm_gw_chunker_init(&c, 5, 100, GW_BREAK_PARAGRAPH);
     c.flush_on_paragraph = true;
-    gw_chunker_append(&c, text, strlen(text));
-    EXPECT_INT(gw_chunker_drain(&c, false, &out), CM_OK);
+    cm_gw_chunker_append(&c, text, strlen(text));
+    EXPECT_INT(cm_gw_chunker_drain(&c, false, &out), CM_OK);
     got = joined(&out);
     EXPECT_STR(got, "para one|para two");
     free(got);
     EXPECT_STR(c.text.data, "par");
     /* a blank line inside a fence is no paragraph break */
-    gw_chunker_append(&c, "\n```\na\n\nb\n```\n\nz", 16);
-    EXPECT_INT(gw_chunker_drain(&c, false, &out), CM_OK);
+    cm_gw_chunker_append(&c, "\n```\na\n\nb\n```\n\nz", 16);
+    EXPECT_INT(cm_gw_chunker_drain(&c, false, &out), CM_OK);
     EXPECT_INT(out.n, 3);
     EXPECT_STR(out.v[2], "par\n```\na\n\nb\n```");
     EXPECT_STR(c.text.data, "z");
-    gw_chunker_release(&c);
-    gw_pieces_release(&out);
+    cm_gw_chunker_release(&c);
+    cm_gw_pieces_release(&out);
 }

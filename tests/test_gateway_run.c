@@ -83,30 +83,30 @@ static int t_http(const char *addr, const char *method, const char *path, const 
     int fd = t_connect(addr);
     if (fd < 0) return -1;
     buf rq = BUF_INIT;
-    buf_printf(&rq, "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n", method, path);
-    if (token) buf_printf(&rq, "Authorization: Bearer %s\r\n", token);
+    cm_buf_printf(&rq, "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n", method, path);
+    if (token) cm_buf_printf(&rq, "Authorization: Bearer %s\r\n", token);
     if (body)
-        buf_printf(&rq, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-                   strlen(body), body);
+        cm_buf_printf(&rq, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                      strlen(body), body);
     else
-        buf_adds(&rq, "\r\n");
+        cm_buf_adds(&rq, "\r\n");
     t_write(fd, rq.data, rq.len);
-    buf_release(&rq);
+    cm_buf_release(&rq);
     buf all = BUF_INIT;
     char tmp[4096];
     struct pollfd p = {fd, POLLIN, 0};
     while (poll(&p, 1, 10000) > 0) {
         ssize_t r = read(fd, tmp, sizeof tmp);
         if (r <= 0) break;
-        buf_add(&all, tmp, (size_t)r);
+        cm_buf_add(&all, tmp, (size_t)r);
     }
     close(fd);
     int status = -1;
     if (all.len > 12) status = (int)strtol(all.data + 9, NULL, 10);
     const char *b = all.data ? strstr(all.data, "\r\n\r\n") : NULL;
-    buf_reset(resp);
-    buf_adds(resp, b ? b + 4 : "");
-    buf_release(&all);
+    cm_buf_reset(resp);
+    cm_buf_adds(resp, b ? b + 4 : "");
+    cm_buf_release(&all);
     return status;
 }
 
@@ -125,7 +125,7 @@ static json_t *t_replies(const char *addr, const char *peer)
     json_t *o = json_loads(r.data ? r.data : "", 0, NULL);
     json_t *a = json_incref(json_object_get(o, "replies"));
     json_decref(o);
-    buf_release(&r);
+    cm_buf_release(&r);
     return a ? a : json_array();
 }
 
@@ -137,7 +137,7 @@ static void t_say(fake_server *fs, const char *text)
     char *q = json_dumps(t, JSON_ENCODE_ANY);
     json_decref(t);
     buf b = BUF_INIT;
-    buf_printf(
+    cm_buf_printf(
         &b,
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         "data: "
@@ -147,7 +147,7 @@ static void t_say(fake_server *fs, const char *text)
         "data: [DONE]\n\n",
         q);
     fake_push_raw(fs, b.data, true);
-    buf_release(&b);
+    cm_buf_release(&b);
     free(q);
 }
 
@@ -157,7 +157,7 @@ static void t_call(fake_server *fs, const char *id, const char *name, const char
     char *q = json_dumps(a, JSON_ENCODE_ANY);
     json_decref(a);
     buf b = BUF_INIT;
-    buf_printf(
+    cm_buf_printf(
         &b,
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"%s\","
@@ -165,7 +165,7 @@ static void t_call(fake_server *fs, const char *id, const char *name, const char
         "data: [DONE]\n\n",
         id, name, q);
     fake_push_raw(fs, b.data, true);
-    buf_release(&b);
+    cm_buf_release(&b);
     free(q);
 }
 
@@ -175,23 +175,23 @@ static char *t_request_text(fake_server *fs, int i)
     const fake_request *q = fake_get(fs, i);
     json_t *b = q ? json_loads(q->body, 0, NULL) : NULL;
     buf out = BUF_INIT;
-    buf_adds(&out, "");
+    cm_buf_adds(&out, "");
     size_t k;
     json_t *m;
     json_array_foreach(json_object_get(b, "messages"), k, m)
     {
         json_t *c = json_object_get(m, "content");
-        if (json_is_string(c)) buf_printf(&out, "%s\n", json_string_value(c));
+        if (json_is_string(c)) cm_buf_printf(&out, "%s\n", json_string_value(c));
         size_t j;
         json_t *part;
         json_array_foreach(c, j, part)
         {
             const char *t = json_string_value(json_object_get(part, "text"));
-            if (t) buf_printf(&out, "%s\n", t);
+            if (t) cm_buf_printf(&out, "%s\n", t);
         }
     }
     json_decref(b);
-    return buf_detach(&out);
+    return cm_buf_detach(&out);
 }
 
 /* ---- the world: runtime + HTTP channel + agents over the fake model ---------- */
@@ -213,7 +213,7 @@ static cm_rc t_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, 
     while (g->closed)
         pthread_cond_wait(&g->cv, &g->mu);
     pthread_mutex_unlock(&g->mu);
-    return gw_agents_run(g->ag, rq, out, err, errlen);
+    return cm_gw_agents_run(g->ag, rq, out, err, errlen);
 }
 
 /* A journal left by an earlier gateway, written before world_start opens it. */
@@ -271,18 +271,18 @@ static bool world_start(world *w, const char *extra)
     pthread_mutex_init(&w->gate.mu, NULL);
     pthread_cond_init(&w->gate.cv, NULL);
     char err[512];
-    if (gw_agents_new(&o, &w->gate.ag)) return false;
+    if (cm_gw_agents_new(&o, &w->gate.ag)) return false;
     gw_runtime_opts ro = {w->cfg, w->state, t_run, &w->gate, t_clock, NULL, 2, true, 0, NULL};
-    if (gw_runtime_new(&ro, &w->rt, err, sizeof err) ||
-        gw_http_open(w->cfg, "127.0.0.1:0", &w->http, err, sizeof err) ||
-        gw_runtime_add_channel(w->rt, w->http, NULL, NULL, err, sizeof err) ||
-        (g_telegram && (gw_telegram_open(w->cfg, NULL, w->state, &w->tg, err, sizeof err) ||
-                        gw_runtime_add_channel(w->rt, w->tg, NULL, NULL, err, sizeof err))) ||
-        gw_runtime_start(w->rt, err, sizeof err)) {
+    if (cm_gw_runtime_new(&ro, &w->rt, err, sizeof err) ||
+        cm_gw_http_open(w->cfg, "127.0.0.1:0", &w->http, err, sizeof err) ||
+        cm_gw_runtime_add_channel(w->rt, w->http, NULL, NULL, err, sizeof err) ||
+        (g_telegram && (cm_gw_telegram_open(w->cfg, NULL, w->state, &w->tg, err, sizeof err) ||
+                        cm_gw_runtime_add_channel(w->rt, w->tg, NULL, NULL, err, sizeof err))) ||
+        cm_gw_runtime_start(w->rt, err, sizeof err)) {
         test_fail(__FILE__, __LINE__, "gateway: %s", err);
         return false;
     }
-    snprintf(w->addr, sizeof w->addr, "%s", gw_http_address(w->http));
+    snprintf(w->addr, sizeof w->addr, "%s", cm_gw_http_address(w->http));
     return true;
 }
 
@@ -292,10 +292,10 @@ static void world_stop(world *w)
     w->gate.closed = false;
     pthread_cond_broadcast(&w->gate.cv);
     pthread_mutex_unlock(&w->gate.mu);
-    gw_runtime_free(w->rt);
+    cm_gw_runtime_free(w->rt);
     if (w->http) w->http->ops->close(w->http);
     if (w->tg) w->tg->ops->close(w->tg);
-    gw_agents_free(w->gate.ag);
+    cm_gw_agents_free(w->gate.ag);
     json_decref(w->cfg);
     fake_stop(w->fs);
     free(w->ws);
@@ -306,10 +306,10 @@ static void world_stop(world *w)
 static bool settle(world *w)
 {
     for (int i = 0; i < 100; i++) {
-        gw_runtime_tick(w->rt);
-        if (gw_runtime_wait_idle(w->rt, 100)) {
-            gw_runtime_tick(w->rt);
-            if (gw_runtime_wait_idle(w->rt, 10000)) return true;
+        cm_gw_runtime_tick(w->rt);
+        if (cm_gw_runtime_wait_idle(w->rt, 100)) {
+            cm_gw_runtime_tick(w->rt);
+            if (cm_gw_runtime_wait_idle(w->rt, 10000)) return true;
         }
     }
     return false;
@@ -330,7 +330,7 @@ static int post_text(world *w, const char *peer, const char *id, const char *tex
     char *m = msg_json(peer, id, text);
     int st = t_post(w->addr, m, &r);
     free(m);
-    buf_release(&r);
+    cm_buf_release(&r);
     return st;
 }
 
@@ -351,7 +351,7 @@ TEST(gateway_run_duplicate_redelivered_runs_once)
     EXPECT_INT(json_array_size(r), 1);
     EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Hello there.");
     json_decref(r);
-    json_t *st = gw_runtime_status(w.rt);
+    json_t *st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "duplicates")), 2);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
@@ -360,7 +360,7 @@ TEST(gateway_run_duplicate_redelivered_runs_once)
     EXPECT_INT(t_http(w.addr, "POST", "/v1/messages", "wrong", "{}", &b), 401);
     EXPECT_INT(t_http(w.addr, "POST", "/v1/messages", NULL, "{}", &b), 401);
     EXPECT_INT(t_post(w.addr, "{\"text\":\"no peer\"}", &b), 400);
-    buf_release(&b);
+    cm_buf_release(&b);
     world_stop(&w);
 }
 
@@ -375,8 +375,8 @@ TEST(gateway_run_burst_debounced_into_one_turn)
     t_advance(500);
     EXPECT_INT(post_text(&w, "bob", "b3", "third part"), 202);
     t_advance(1999); /* still inside the window of the last one */
-    gw_runtime_tick(w.rt);
-    EXPECT(gw_runtime_wait_idle(w.rt, 5000));
+    cm_gw_runtime_tick(w.rt);
+    EXPECT(cm_gw_runtime_wait_idle(w.rt, 5000));
     EXPECT_INT(fake_count(w.fs), 0);
     t_advance(1);
     EXPECT(settle(&w));
@@ -388,7 +388,7 @@ TEST(gateway_run_burst_debounced_into_one_turn)
     EXPECT_INT(json_array_size(r), 1);
     json_decref(r);
     /* every message of the burst is answered in the journal */
-    json_t *st = gw_runtime_status(w.rt);
+    json_t *st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
     world_stop(&w);
@@ -402,7 +402,7 @@ TEST(gateway_run_collect_while_a_run_is_active)
     t_say(w.fs, "Answer to both followups.");
     w.gate.closed = true;
     EXPECT_INT(post_text(&w, "carol", "c1", "question one"), 202);
-    gw_runtime_tick(w.rt);
+    cm_gw_runtime_tick(w.rt);
     pthread_mutex_lock(&w.gate.mu);
     for (int i = 0; i < 500 && w.gate.started < 1; i++) {
         struct timespec ts;
@@ -415,7 +415,7 @@ TEST(gateway_run_collect_while_a_run_is_active)
     /* mid-run: collect (the default) queues them */
     EXPECT_INT(post_text(&w, "carol", "c2", "followup A"), 202);
     EXPECT_INT(post_text(&w, "carol", "c3", "followup B"), 202);
-    json_t *st = gw_runtime_status(w.rt);
+    json_t *st = cm_gw_runtime_status(w.rt);
     json_t *s0 = json_array_get(json_object_get(st, "sessions"), 0);
     EXPECT_STR(json_string_value(json_object_get(s0, "key")), "agent:main:main");
     EXPECT(json_is_true(json_object_get(s0, "active")));
@@ -425,10 +425,10 @@ TEST(gateway_run_collect_while_a_run_is_active)
     w.gate.closed = false;
     pthread_cond_broadcast(&w.gate.cv);
     pthread_mutex_unlock(&w.gate.mu);
-    EXPECT(gw_runtime_wait_idle(w.rt, 20000));
+    EXPECT(cm_gw_runtime_wait_idle(w.rt, 20000));
     EXPECT_INT(fake_count(w.fs), 1);
-    gw_runtime_tick(w.rt); /* the queue's 1000 ms quiet time has not passed */
-    EXPECT(gw_runtime_wait_idle(w.rt, 5000));
+    cm_gw_runtime_tick(w.rt); /* the queue's 1000 ms quiet time has not passed */
+    EXPECT(cm_gw_runtime_wait_idle(w.rt, 5000));
     EXPECT_INT(fake_count(w.fs), 1);
     t_advance(1000);
     EXPECT(settle(&w));
@@ -442,7 +442,7 @@ TEST(gateway_run_collect_while_a_run_is_active)
     json_t *r = t_replies(w.addr, "carol");
     EXPECT_INT(json_array_size(r), 2);
     json_decref(r);
-    st = gw_runtime_status(w.rt);
+    st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
     world_stop(&w);
@@ -468,11 +468,11 @@ TEST(gateway_run_long_reply_chunked_with_fences_whole)
         return;
     buf reply = BUF_INIT;
     for (int i = 0; i < 8; i++)
-        buf_printf(&reply, "Paragraph %d explains one more thing about the code below.\n\n", i);
-    buf_adds(&reply, "```c\n");
+        cm_buf_printf(&reply, "Paragraph %d explains one more thing about the code below.\n\n", i);
+    cm_buf_adds(&reply, "```c\n");
     for (int i = 0; i < 60; i++)
-        buf_printf(&reply, "int value_%02d = %d; /* a line of code */\n", i, i);
-    buf_adds(&reply, "```\n\nThat is all.");
+        cm_buf_printf(&reply, "int value_%02d = %d; /* a line of code */\n", i, i);
+    cm_buf_adds(&reply, "```\n\nThat is all.");
     t_say(w.fs, reply.data);
     EXPECT_INT(post_text(&w, "dave", "d1", "show me code"), 202);
     EXPECT(settle(&w));
@@ -484,17 +484,17 @@ TEST(gateway_run_long_reply_chunked_with_fences_whole)
     json_array_foreach(r, i, e)
     {
         const char *t = json_string_value(json_object_get(e, "text"));
-        EXPECT(gw_u16len(t, strlen(t)) <= 1000);
+        EXPECT(cm_gw_u16len(t, strlen(t)) <= 1000);
         EXPECT(fence_lines(t) % 2 == 0); /* every piece renders: its fences are closed */
-        buf_adds(&all, t);
+        cm_buf_adds(&all, t);
     }
     EXPECT(!strncmp(json_string_value(json_object_get(json_array_get(r, 0), "text")),
                     "[gpt-t] Paragraph 0", 19));
     EXPECT_CONTAINS(all.data, "int value_00 = 0;");
     EXPECT_CONTAINS(all.data, "int value_59 = 59;");
     EXPECT_CONTAINS(all.data, "That is all.");
-    buf_release(&all);
-    buf_release(&reply);
+    cm_buf_release(&all);
+    cm_buf_release(&reply);
     json_decref(r);
     world_stop(&w);
 }
@@ -541,8 +541,8 @@ TEST(gateway_run_unapproved_sender_reaches_no_model)
     t_say(w.fs, "should never be asked");
     EXPECT_INT(post_text(&w, "mallory", "x1", "what is in MEMORY.md?"), 202);
     EXPECT(settle(&w));
-    EXPECT_INT(fake_count(w.fs), 0);            /* no model call */
-    EXPECT_INT(gw_agents_opened(w.gate.ag), 0); /* no agent, so no memory read */
+    EXPECT_INT(fake_count(w.fs), 0);               /* no model call */
+    EXPECT_INT(cm_gw_agents_opened(w.gate.ag), 0); /* no agent, so no memory read */
     EXPECT_INT(w.gate.started, 0);
     json_t *r = t_replies(w.addr, "mallory");
     EXPECT_INT(json_array_size(r), 1);
@@ -574,7 +574,7 @@ TEST(gateway_run_sse_stream_and_503_while_draining)
     while (!(got.data && strstr(got.data, "\r\n\r\n")) && poll(&p, 1, 5000) > 0) {
         ssize_t n = read(fd, tmp, sizeof tmp);
         if (n <= 0) break;
-        buf_add(&got, tmp, (size_t)n);
+        cm_buf_add(&got, tmp, (size_t)n);
     }
     EXPECT_CONTAINS(got.data, "text/event-stream");
     t_say(w.fs, "Streamed hello.");
@@ -583,21 +583,21 @@ TEST(gateway_run_sse_stream_and_503_while_draining)
     while (!strstr(got.data, "Streamed hello.") && poll(&p, 1, 5000) > 0) {
         ssize_t n = read(fd, tmp, sizeof tmp);
         if (n <= 0) break;
-        buf_add(&got, tmp, (size_t)n);
+        cm_buf_add(&got, tmp, (size_t)n);
     }
     EXPECT_CONTAINS(got.data, "event: reply");
     EXPECT_CONTAINS(got.data, "Streamed hello.");
     close(fd);
-    buf_release(&got);
-    EXPECT(gw_runtime_drain(w.rt, 5000));
+    cm_buf_release(&got);
+    EXPECT(cm_gw_runtime_drain(w.rt, 5000));
     EXPECT_INT(post_text(&w, "frank", "f2", "too late"), 503);
     world_stop(&w);
 }
 
 TEST(gateway_run_reply_rules)
 {
-    EXPECT(gw_reply_is_silent("  NO_REPLY\n"));
-    EXPECT(!gw_reply_is_silent("NO_REPLY please"));
+    EXPECT(cm_gw_reply_is_silent("  NO_REPLY\n"));
+    EXPECT(!cm_gw_reply_is_silent("NO_REPLY please"));
     json_t *cfg = json_loads(
         "{\"messages\":{\"responsePrefix\":\"[{model}|{provider}|{Identity.Name}|{x}]\"},"
         "\"agents\":{\"list\":[{\"id\":\"main\",\"identity\":{\"name\":\"Clawd\"}},"
@@ -609,35 +609,35 @@ TEST(gateway_run_reply_rules)
         "{\"agentId\":\"ops\",\"match\":{\"channel\":\"http\",\"accountId\":\"work\"}}]}",
         0, NULL);
     buf b = BUF_INIT;
-    EXPECT_INT(gw_reply_prefix(&b, cfg, "main", "http", NULL, "anthropic/claude-x-20260101"),
+    EXPECT_INT(cm_gw_reply_prefix(&b, cfg, "main", "http", NULL, "anthropic/claude-x-20260101"),
                CM_OK);
     EXPECT_STR(b.data, "[claude-x|anthropic|Clawd|{x}]");
-    buf_reset(&b);
-    gw_reply_prefix(&b, cfg, "main", "telegram", "default", NULL);
+    cm_buf_reset(&b);
+    cm_gw_reply_prefix(&b, cfg, "main", "telegram", "default", NULL);
     EXPECT_STR(b.data, "[Clawd]");
-    buf_reset(&b);
-    gw_reply_prefix(&b, cfg, "main", "telegram", "quiet", NULL);
+    cm_buf_reset(&b);
+    cm_gw_reply_prefix(&b, cfg, "main", "telegram", "quiet", NULL);
     EXPECT(b.len == 0); /* "" stops the cascade */
-    EXPECT_INT(gw_reply_to_mode_of(cfg, "telegram", "default"), GW_REPLYTO_FIRST);
-    EXPECT_INT(gw_reply_to_mode_of(cfg, "telegram", "quiet"), GW_REPLYTO_ALL);
-    EXPECT_INT(gw_reply_to_mode_of(cfg, "http", NULL), GW_REPLYTO_OFF);
-    EXPECT_INT(gw_reply_text_limit(cfg, "telegram", NULL, 4096), 4000);
-    buf_reset(&b);
-    gw_route_agent(&b, cfg, "telegram", "default", "-100", true);
+    EXPECT_INT(cm_gw_reply_to_mode_of(cfg, "telegram", "default"), GW_REPLYTO_FIRST);
+    EXPECT_INT(cm_gw_reply_to_mode_of(cfg, "telegram", "quiet"), GW_REPLYTO_ALL);
+    EXPECT_INT(cm_gw_reply_to_mode_of(cfg, "http", NULL), GW_REPLYTO_OFF);
+    EXPECT_INT(cm_gw_reply_text_limit(cfg, "telegram", NULL, 4096), 4000);
+    cm_buf_reset(&b);
+    cm_gw_route_agent(&b, cfg, "telegram", "default", "-100", true);
     EXPECT_STR(b.data, "ops");
-    buf_reset(&b);
-    gw_route_agent(&b, cfg, "telegram", "default", "42", false);
+    cm_buf_reset(&b);
+    cm_gw_route_agent(&b, cfg, "telegram", "default", "42", false);
     EXPECT_STR(b.data, "main"); /* no default: the first of agents.list */
-    buf_reset(&b);
-    gw_route_agent(&b, cfg, "http", "work", "42", false);
+    cm_buf_reset(&b);
+    cm_gw_route_agent(&b, cfg, "http", "work", "42", false);
     EXPECT_STR(b.data, "ops");
-    buf_reset(&b);
-    gw_route_session(&b, cfg, "main", "telegram", "default", "42", NULL, false);
+    cm_buf_reset(&b);
+    cm_gw_route_session(&b, cfg, "main", "telegram", "default", "42", NULL, false);
     EXPECT_STR(b.data, "agent:main:main"); /* direct chats collapse */
-    buf_reset(&b);
-    gw_route_session(&b, cfg, "ops", "telegram", "default", "-100", "7", true);
+    cm_buf_reset(&b);
+    cm_gw_route_session(&b, cfg, "ops", "telegram", "default", "-100", "7", true);
     EXPECT_STR(b.data, "agent:ops:telegram:group:-100:thread:7");
-    buf_release(&b);
+    cm_buf_release(&b);
     json_decref(cfg);
 }
 
@@ -689,9 +689,9 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     EXPECT_INT(proc_stop(&p, SIGKILL, 5000), 128 + SIGKILL);
     char *st_path = cm_strdup(path_in(state, "gateway/journal.jsonl"));
     buf j = BUF_INIT;
-    fs_read_file(st_path, 1 << 20, &j, NULL, 0);
+    cm_fs_read_file(st_path, 1 << 20, &j, NULL, 0);
     EXPECT_CONTAINS(j.data, "survive this");
-    buf_release(&j);
+    cm_buf_release(&j);
     /* restart: the accepted message is answered */
     t_say(fs, "Answered after the crash.");
     proc_start(&p, NULL, args);
@@ -740,7 +740,7 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     EXPECT_CONTAINS(s.out, "Chat reply in process.");
     run_result_release(&s);
     EXPECT_INT(fake_count(fs), 4);
-    buf_release(&r);
+    cm_buf_release(&r);
     free(st_path);
     free((char *)state);
     free((char *)ws);
@@ -780,11 +780,11 @@ TEST(gateway_run_group_history_until_mentioned)
     session_store st;
     char err[256], store[4096];
     snprintf(store, sizeof store, "%s/agents/main/sessions/sessions.json", w.state);
-    EXPECT_INT(session_store_read(&st, store, err, sizeof err), CM_OK);
-    EXPECT(session_store_get(&st, "agent:main:http:group:team") != NULL);
-    EXPECT(session_store_get(&st, "agent:main:main") == NULL);
-    session_store_release(&st);
-    buf_release(&r);
+    EXPECT_INT(cm_session_store_read(&st, store, err, sizeof err), CM_OK);
+    EXPECT(cm_session_store_get(&st, "agent:main:http:group:team") != NULL);
+    EXPECT(cm_session_store_get(&st, "agent:main:main") == NULL);
+    cm_session_store_release(&st);
+    cm_buf_release(&r);
     world_stop(&w);
 }
 
@@ -797,7 +797,7 @@ TEST(gateway_run_block_streaming_and_silent_replies)
         return;
     buf reply = BUF_INIT;
     for (int i = 0; i < 30; i++)
-        buf_printf(&reply, "Paragraph %02d has a few words in it to fill the block.\n\n", i);
+        cm_buf_printf(&reply, "Paragraph %02d has a few words in it to fill the block.\n\n", i);
     t_say(w.fs, reply.data);
     t_say(w.fs, "NO_REPLY");
     EXPECT_INT(post_text(&w, "hank", "h1", "tell me a lot"), 202);
@@ -815,13 +815,13 @@ TEST(gateway_run_block_streaming_and_silent_replies)
         const char *t = json_string_value(json_object_get(e, "text"));
         EXPECT(strlen(t) <= GW_CHUNK_MAX_DEFAULT);
         EXPECT(!strstr(t, "NO_REPLY")); /* the silent answer never left */
-        buf_adds(&all, t);
+        cm_buf_adds(&all, t);
     }
     EXPECT(!strncmp(json_string_value(json_object_get(json_array_get(r, 0), "text")),
                     "[bot] Paragraph 00", 18));
     EXPECT_CONTAINS(all.data, "Paragraph 29");
-    buf_release(&all);
-    buf_release(&reply);
+    cm_buf_release(&all);
+    cm_buf_release(&reply);
     json_decref(r);
     world_stop(&w);
 }
@@ -864,7 +864,7 @@ TEST(gateway_run_recovery_answers_or_fails_visibly)
     EXPECT_INT(post_text(&w, "kim", "k1", "done"), 202);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 1);
-    json_t *st = gw_runtime_status(w.rt);
+    json_t *st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "recovered")), 2);
     EXPECT_INT(json_integer_value(json_object_get(st, "duplicates")), 1);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
@@ -872,9 +872,9 @@ TEST(gateway_run_recovery_answers_or_fails_visibly)
     /* the ids go on after the highest whole entry (the torn one never counted) */
     EXPECT_INT(post_text(&w, "kim", "k2", "new"), 202);
     buf j = BUF_INIT;
-    fs_read_file(path_in(w.state, "gateway/journal.jsonl"), 1 << 20, &j, NULL, 0);
+    cm_fs_read_file(path_in(w.state, "gateway/journal.jsonl"), 1 << 20, &j, NULL, 0);
     EXPECT_CONTAINS(j.data, "\"id\":10,\"ts\"");
-    buf_release(&j);
+    cm_buf_release(&j);
     world_stop(&w);
 }
 
@@ -901,10 +901,10 @@ TEST(gateway_run_telegram_group_end_to_end)
     g_telegram = false;
     if (up) {
         buf ans = BUF_INIT;
-        buf_adds(&ans, "Here it is:\n```c\n");
+        cm_buf_adds(&ans, "Here it is:\n```c\n");
         for (int i = 0; i < 300; i++)
-            buf_printf(&ans, "int value_%03d = %d; /* a line of the listing */\n", i, i);
-        buf_adds(&ans, "```\nThat is all.");
+            cm_buf_printf(&ans, "int value_%03d = %d; /* a line of the listing */\n", i, i);
+        cm_buf_adds(&ans, "```\nThat is all.");
         t_say(w.fs, ans.data);
         static const char up_fmt[] =
             "{\"update_id\":%d,\"message\":{\"message_id\":10,\"from\":{\"id\":43},"
@@ -917,8 +917,8 @@ TEST(gateway_run_telegram_group_end_to_end)
         tgfake_add_update(&f, u);
         json_int_t dups = 0;
         for (int i = 0; i < 1000 && dups < 1; i++) {
-            gw_runtime_tick(w.rt);
-            json_t *st = gw_runtime_status(w.rt);
+            cm_gw_runtime_tick(w.rt);
+            json_t *st = cm_gw_runtime_status(w.rt);
             dups = json_integer_value(json_object_get(st, "duplicates"));
             json_decref(st);
             if (dups < 1) usleep(10000);
@@ -945,14 +945,14 @@ TEST(gateway_run_telegram_group_end_to_end)
             EXPECT(json_is_integer(chat)
                        ? json_integer_value(chat) == -100
                        : json_is_string(chat) && !strcmp(json_string_value(chat), "-100"));
-            buf_adds(&all, t);
+            cm_buf_adds(&all, t);
         }
         pthread_mutex_unlock(&f.mu);
         EXPECT_CONTAINS(all.data, "int value_000 = 0;");
         EXPECT_CONTAINS(all.data, "int value_299 = 299;");
         EXPECT_CONTAINS(all.data, "That is all.");
-        buf_release(&all);
-        buf_release(&ans);
+        cm_buf_release(&all);
+        cm_buf_release(&ans);
         world_stop(&w);
     }
     atomic_store(&f.stop, 1);

@@ -54,7 +54,7 @@ static cm_rc h_sync(const henv *e, unsigned flags, char *err, size_t errlen)
     cm_engine *eng = h_open(e);
     if (!eng) return CM_ECONFIG;
     cm_rc rc = cm_engine_sync(eng, flags, NULL, NULL, NULL, err, errlen);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     return rc;
 }
 
@@ -68,7 +68,7 @@ static json_t *h_search(const henv *e, const char *q)
     json_t *j = NULL;
     if (cm_memory_search(eng, q, &o, &js, err, sizeof err) == CM_OK) j = json_loads(js, 0, NULL);
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     return j;
 }
 
@@ -80,7 +80,7 @@ static json_t *h_status(const henv *e)
     json_t *j = NULL;
     if (cm_engine_status(eng, 0, &js, err, sizeof err) == CM_OK) j = json_loads(js, 0, NULL);
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     return j;
 }
 
@@ -177,42 +177,42 @@ TEST(harden_reader_refuses_a_fifo_swapped_in)
     c.workspace = cm_strdup(path_in(d, "ws"));
     file_list l;
     problem_list pl = {0};
-    EXPECT_INT(discover_files(&c, &l, &pl), CM_OK);
+    EXPECT_INT(cm_discover_files(&c, &l, &pl), CM_OK);
     EXPECT_INT(l.n, 2);
     /* b.md becomes a FIFO (nobody writes to it) after discovery listed it */
     EXPECT(unlink(path_in(d, "ws/memory/b.md")) == 0);
     EXPECT(mkfifo(path_in(d, "ws/memory/b.md"), 0600) == 0);
     file_reader r;
-    file_reader_init(&r, &l);
+    cm_index_file_reader_init(&r, &l);
     buf out = BUF_INIT;
     struct stat st;
     char why[256];
     double t0 = now_s();
-    EXPECT_INT(file_reader_read(&r, &l.v[1], 1 << 20, &out, &st, why, sizeof why), CM_EIO);
+    EXPECT_INT(cm_index_file_reader_read(&r, &l.v[1], 1 << 20, &out, &st, why, sizeof why), CM_EIO);
     EXPECT(now_s() - t0 < 1.0);
     EXPECT_STR(why, "not a regular file");
     /* a.md reads, with size and mtime from the descriptor's fstat */
-    EXPECT_INT(file_reader_read(&r, &l.v[0], 1 << 20, &out, &st, why, sizeof why), CM_OK);
+    EXPECT_INT(cm_index_file_reader_read(&r, &l.v[0], 1 << 20, &out, &st, why, sizeof why), CM_OK);
     EXPECT_STR(out.data, "alpha\n");
     EXPECT_INT(st.st_size, 6);
     /* a symbolic link swapped in is refused, not followed */
     write_file(d, "outside.md", "secret\n");
     EXPECT(unlink(path_in(d, "ws/memory/a.md")) == 0);
     EXPECT(symlink(path_in(d, "outside.md"), path_in(d, "ws/memory/a.md")) == 0);
-    buf_reset(&out);
-    EXPECT_INT(file_reader_read(&r, &l.v[0], 1 << 20, &out, &st, why, sizeof why), CM_EIO);
+    cm_buf_reset(&out);
+    EXPECT_INT(cm_index_file_reader_read(&r, &l.v[0], 1 << 20, &out, &st, why, sizeof why), CM_EIO);
     EXPECT_STR(why, "symbolic link, not followed");
     /* and so is a directory of the path swapped for a link */
-    file_reader_release(&r);
+    cm_index_file_reader_release(&r);
     EXPECT(rename(path_in(d, "ws/memory"), path_in(d, "ws/real")) == 0);
     EXPECT(symlink(path_in(d, "ws/real"), path_in(d, "ws/memory")) == 0);
-    file_reader_init(&r, &l);
-    EXPECT_INT(file_reader_read(&r, &l.v[0], 1 << 20, &out, &st, why, sizeof why), CM_EIO);
+    cm_index_file_reader_init(&r, &l);
+    EXPECT_INT(cm_index_file_reader_read(&r, &l.v[0], 1 << 20, &out, &st, why, sizeof why), CM_EIO);
     EXPECT_STR(why, "symbolic link, not followed");
-    file_reader_release(&r);
-    buf_release(&out);
-    file_list_release(&l);
-    problem_list_release(&pl);
+    cm_index_file_reader_release(&r);
+    cm_buf_release(&out);
+    cm_index_file_list_release(&l);
+    cm_index_problem_list_release(&pl);
     free(c.workspace);
 }
 
@@ -270,7 +270,7 @@ TEST(harden_fifo_swapped_in_never_blocks_sync)
     cm_engine *eng = h_open(&e);
     EXPECT(eng != NULL);
     EXPECT_INT(cm_engine_sync(eng, CM_SYNC_NOWAIT, NULL, NULL, NULL, err, sizeof err), CM_OK);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     json_t *s = h_status(&e);
     char *dump = json_dumps(s, 0);
     EXPECT_CONTAINS(dump, "memory/pipe.md");
@@ -498,17 +498,17 @@ TEST(harden_noop_sync_is_linear_in_directories)
     c.workspace = e.ws;
     file_list l;
     problem_list pl = {0};
-    EXPECT_INT(discover_files(&c, &l, &pl), CM_OK);
+    EXPECT_INT(cm_discover_files(&c, &l, &pl), CM_OK);
     EXPECT_INT(l.n, 201);
     EXPECT(l.dirs_read >= (size_t)ndirs);
     EXPECT(l.dir_probes <= 4 * l.dirs_read);
-    file_list_release(&l);
-    problem_list_release(&pl);
+    cm_index_file_list_release(&l);
+    cm_index_problem_list_release(&pl);
     double t0 = now_s();
     cm_engine *eng = h_open(&e);
     cm_sync_stats st;
     EXPECT_INT(cm_engine_sync(eng, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     double dt = now_s() - t0;
     EXPECT_INT(st.files_unchanged, 201);
     EXPECT_INT(st.files_indexed, 0);
@@ -524,18 +524,18 @@ TEST(harden_long_path_errors_keep_the_reason)
     write_file(e.ws, "memory/a.md", "alpha\n");
     /* a state dir 2 KiB deep whose parent is a regular file */
     buf sd = BUF_INIT;
-    buf_adds(&sd, e.dir);
+    cm_buf_adds(&sd, e.dir);
     for (int i = 0; i < 14; i++) {
-        buf_adds(&sd, "/");
+        cm_buf_adds(&sd, "/");
         for (int k = 0; k < 160; k++)
-            buf_addc(&sd, (char)('a' + i));
+            cm_buf_addc(&sd, (char)('a' + i));
         EXPECT(mkdir(sd.data, 0700) == 0);
     }
-    buf_adds(&sd, "/blocker");
+    cm_buf_adds(&sd, "/blocker");
     int fd = open(sd.data, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     EXPECT(fd >= 0);
     close(fd);
-    buf_adds(&sd, "/state");
+    cm_buf_adds(&sd, "/state");
     EXPECT(sd.len > 2000);
     cm_options o = {NULL, e.ws, e.cfg, sd.data, NULL, NULL, 0};
     cm_engine *eng = NULL;
@@ -543,7 +543,7 @@ TEST(harden_long_path_errors_keep_the_reason)
     EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_OK);
     EXPECT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err) != CM_OK);
     EXPECT_CONTAINS(err, "Not a directory");
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     /* through the command line too */
     const char *args[] = {"--workspace", e.ws,  "--state-dir", sd.data,
                           "--config",    e.cfg, "index",       NULL};
@@ -553,21 +553,21 @@ TEST(harden_long_path_errors_keep_the_reason)
     run_result_release(&r);
     /* a missing workspace with a long name */
     buf ws = BUF_INIT;
-    buf_printf(&ws, "%s/missing", sd.data);
+    cm_buf_printf(&ws, "%s/missing", sd.data);
     cm_options o2 = {NULL, ws.data, e.cfg, e.state, NULL, NULL, 0};
     EXPECT_INT(cm_engine_open(&o2, &eng, err, sizeof err), CM_OK);
     EXPECT_INT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err), CM_ENOTFOUND);
     EXPECT_CONTAINS(err, "does not exist");
-    cm_engine_free(eng);
-    buf_release(&ws);
-    buf_release(&sd);
-    /* fs_clip keeps the start and the end */
+    cm_engine_close(eng);
+    cm_buf_release(&ws);
+    cm_buf_release(&sd);
+    /* cm_fs_clip keeps the start and the end */
     char big[600], clip[FS_CLIP_MAX + 1];
     memset(big, 'x', sizeof big - 1);
     big[sizeof big - 1] = 0;
     big[0] = '/';
     memcpy(big + sizeof big - 6, "e.md", 5);
-    const char *c = fs_clip(big, clip);
+    const char *c = cm_fs_clip(big, clip);
     EXPECT(strlen(c) <= FS_CLIP_MAX);
     EXPECT(c[0] == '/');
     EXPECT_CONTAINS(c, "...");
@@ -584,12 +584,12 @@ TEST(harden_problems_name_links_and_depth)
     write_file(e.ws, "memory/a.md", "alpha\n");
     EXPECT(symlink(path_in(e.ws, "notes/real.md"), path_in(e.ws, "memory/link.md")) == 0);
     buf deep = BUF_INIT;
-    buf_adds(&deep, "memory");
+    cm_buf_adds(&deep, "memory");
     for (int i = 0; i < 70; i++)
-        buf_adds(&deep, "/d");
-    buf_adds(&deep, "/x.md");
+        cm_buf_adds(&deep, "/d");
+    cm_buf_adds(&deep, "/x.md");
     write_file(e.ws, deep.data, "too deep\n");
-    buf_release(&deep);
+    cm_buf_release(&deep);
     char err[1024];
     EXPECT_INT(h_sync(&e, 0, err, sizeof err), CM_OK);
     json_t *s = h_status(&e);
@@ -616,20 +616,20 @@ TEST(harden_watcher_never_follows_links)
     c.workspace = e.ws;
     watcher *w = NULL;
     char err[256];
-    EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
-    EXPECT_INT(watcher_count(w), 3); /* ws, memory, memory/sub: not the link's tree */
+    EXPECT_INT(cm_watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_watcher_count(w), 3); /* ws, memory, memory/sub: not the link's tree */
     /* a directory appears, and before the watcher looks, its parent is
      * swapped for a link to outside/ (which has a b/ too) */
     EXPECT(mkdir(path_in(e.ws, "memory/a"), 0700) == 0);
-    EXPECT(watcher_read(w) & WATCH_CHANGED);
-    EXPECT_INT(watcher_count(w), 4);
+    EXPECT(cm_watcher_read(w) & WATCH_CHANGED);
+    EXPECT_INT(cm_watcher_count(w), 4);
     EXPECT(mkdir(path_in(e.ws, "memory/a/b"), 0700) == 0);
     EXPECT(rename(path_in(e.ws, "memory/a"), path_in(e.ws, "memory/a_real")) == 0);
     EXPECT(symlink(path_in(e.dir, "outside"), path_in(e.ws, "memory/a")) == 0);
-    watcher_read(w);
-    EXPECT_INT(watcher_count(w), 4); /* outside/b is not watched */
+    cm_watcher_read(w);
+    EXPECT_INT(cm_watcher_count(w), 4); /* outside/b is not watched */
     write_file(e.dir, "outside/b/z.md", "changed outside\n");
     write_file(e.dir, "outside/new.md", "changed outside\n");
-    EXPECT_INT(watcher_read(w) & WATCH_CHANGED, 0);
-    watcher_free(w);
+    EXPECT_INT(cm_watcher_read(w) & WATCH_CHANGED, 0);
+    cm_watcher_close(w);
 }

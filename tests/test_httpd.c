@@ -54,10 +54,10 @@ static char *S_read_all(int fd, int timeout_ms)
         if (left <= 0 || poll(&p, 1, (int)left) <= 0) break;
         ssize_t r = recv(fd, tmp, sizeof tmp, 0);
         if (r <= 0) break;
-        buf_add(&b, tmp, (size_t)r);
+        cm_buf_add(&b, tmp, (size_t)r);
     }
-    buf_addc(&b, 0);
-    return buf_detach(&b);
+    cm_buf_addc(&b, 0);
+    return cm_buf_detach(&b);
 }
 
 /* Reads one response with a Content-Length body (or until close). */
@@ -74,17 +74,17 @@ static char *S_read_response(int fd, int timeout_ms)
                 struct pollfd p = {fd, POLLIN, 0};
                 int64_t left = until - cm_now_ms();
                 if (left <= 0 || poll(&p, 1, (int)left) <= 0 || recv(fd, &ch, 1, 0) != 1) break;
-                buf_addc(&b, ch);
+                cm_buf_addc(&b, ch);
             }
             break;
         }
         struct pollfd p = {fd, POLLIN, 0};
         int64_t left = until - cm_now_ms();
         if (left <= 0 || poll(&p, 1, (int)left) <= 0 || recv(fd, &ch, 1, 0) != 1) break;
-        buf_addc(&b, ch);
+        cm_buf_addc(&b, ch);
     }
-    buf_addc(&b, 0);
-    return buf_detach(&b);
+    cm_buf_addc(&b, 0);
+    return cm_buf_detach(&b);
 }
 
 /* One request on a fresh connection; returns everything until close. */
@@ -126,23 +126,23 @@ static void *S_sse_writer(void *arg)
         char id[16], data[64];
         snprintf(id, sizeof id, "%d", i);
         snprintf(data, sizeof data, "{\"n\":%d}\nsecond line", i);
-        httpd_sse_event(c, "message", id, data, strlen(data));
+        cm_net_httpd_sse_event(c, "message", id, data, strlen(data));
     }
     if (x->sse_wait_gone) {
         /* wait (bounded) for the client to go away */
         int64_t until = cm_now_ms() + 10000;
-        while (!httpd_conn_gone(c) && cm_now_ms() < until) {
+        while (!cm_net_httpd_conn_gone(c) && cm_now_ms() < until) {
             struct pollfd none;
             poll(&none, 0, 10);
         }
-        atomic_store(&x->saw_gone, httpd_conn_gone(c));
+        atomic_store(&x->saw_gone, cm_net_httpd_conn_gone(c));
         atomic_store(&x->saw_gone,
-                     atomic_load(&x->saw_gone) && httpd_sse_comment(c, "ping") == CM_EIO);
+                     atomic_load(&x->saw_gone) && cm_net_httpd_sse_comment(c, "ping") == CM_EIO);
     } else {
-        httpd_sse_end(c);
+        cm_net_httpd_sse_end(c);
     }
     atomic_store(&x->stream_done, true);
-    httpd_conn_release(c);
+    cm_net_httpd_conn_release(c);
     return NULL;
 }
 
@@ -160,8 +160,8 @@ static void S_echo(void *ctx, const httpd_req *rq, httpd_conn *c)
         }
     }
     if (strcmp(rq->path, "/sse") == 0) {
-        httpd_sse_begin(c, 200, (const char *const[]){"X-Stream: yes", NULL});
-        httpd_conn_hold(c);
+        cm_net_httpd_sse_begin(c, 200, (const char *const[]){"X-Stream: yes", NULL});
+        cm_net_httpd_conn_hold(c);
         void **a = malloc(2 * sizeof *a);
         a[0] = c;
         a[1] = x;
@@ -171,13 +171,14 @@ static void S_echo(void *ctx, const httpd_req *rq, httpd_conn *c)
         return;
     }
     buf b = BUF_INIT;
-    const char *ua = httpd_header_get(rq, "x-TEST");
-    buf_printf(&b, "method=%s path=%s query=%s x-test=%s body=%s bodylen=%zu peer=%.10s",
-               rq->method, rq->path, rq->query, ua ? ua : "-", rq->body, rq->body_len, rq->peer);
-    httpd_respond(c, 200, (const char *const[]){"Content-Type: text/plain", NULL}, b.data, b.len);
+    const char *ua = cm_net_httpd_header_get(rq, "x-TEST");
+    cm_buf_printf(&b, "method=%s path=%s query=%s x-test=%s body=%s bodylen=%zu peer=%.10s",
+                  rq->method, rq->path, rq->query, ua ? ua : "-", rq->body, rq->body_len, rq->peer);
+    cm_net_httpd_respond(c, 200, (const char *const[]){"Content-Type: text/plain", NULL}, b.data,
+                         b.len);
     /* a second answer is refused, and so is a header with a line break */
-    if (httpd_respond(c, 200, NULL, "x", 1) != CM_EINVAL) abort();
-    buf_release(&b);
+    if (cm_net_httpd_respond(c, 200, NULL, "x", 1) != CM_EINVAL) abort();
+    cm_buf_release(&b);
 }
 
 static httpd *S_start(echo_ctx *x, httpd_opts *o)
@@ -186,20 +187,20 @@ static httpd *S_start(echo_ctx *x, httpd_opts *o)
     o->ctx = x;
     httpd *h = NULL;
     char err[256];
-    if (httpd_start(o, &h, err, sizeof err) != CM_OK) return NULL;
+    if (cm_net_httpd_start(o, &h, err, sizeof err) != CM_OK) return NULL;
     return h;
 }
 
 TEST(httpd_request_and_keepalive)
 {
     echo_ctx x = {0};
-    httpd_opts o = httpd_defaults();
+    httpd_opts o = cm_net_httpd_defaults();
     httpd *h = S_start(&x, &o);
     EXPECT(h != NULL);
-    EXPECT(httpd_port(h) > 0);
-    EXPECT_CONTAINS(httpd_addr(h), "127.0.0.1:");
+    EXPECT(cm_net_httpd_port(h) > 0);
+    EXPECT_CONTAINS(cm_net_httpd_addr(h), "127.0.0.1:");
 
-    int fd = S_connect(httpd_port(h));
+    int fd = S_connect(cm_net_httpd_port(h));
     EXPECT(fd >= 0);
     S_send(fd, "POST /echo/a?x=1&y=2 HTTP/1.1\r\nHost: h\r\nX-Test:  v1 \r\n"
                "Content-Length: 5\r\n\r\nhello");
@@ -222,20 +223,21 @@ TEST(httpd_request_and_keepalive)
     EXPECT_INT(atomic_load(&x.calls), 3);
 
     /* HTTP/1.0 closes unless asked; HEAD has no body; no answer is a 500 */
-    r = S_exchange(httpd_port(h), "GET /old HTTP/1.0\r\n\r\n", 5000);
+    r = S_exchange(cm_net_httpd_port(h), "GET /old HTTP/1.0\r\n\r\n", 5000);
     EXPECT_INT(S_status(r), 200);
     EXPECT_CONTAINS(r, "Connection: close");
     free(r);
-    r = S_exchange(httpd_port(h), "HEAD /h HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 5000);
+    r = S_exchange(cm_net_httpd_port(h), "HEAD /h HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+                   5000);
     EXPECT_INT(S_status(r), 200);
     EXPECT(strstr(r, "method=") == NULL);
     free(r);
-    r = S_exchange(httpd_port(h), "GET /none HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
-                   5000);
+    r = S_exchange(cm_net_httpd_port(h),
+                   "GET /none HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", 5000);
     EXPECT_INT(S_status(r), 500);
     free(r);
     /* Expect: 100-continue gets the interim answer before the body */
-    fd = S_connect(httpd_port(h));
+    fd = S_connect(cm_net_httpd_port(h));
     S_send(fd, "PUT /e HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n");
     r = S_read_response(fd, 5000);
     EXPECT_CONTAINS(r, "HTTP/1.1 100 Continue");
@@ -245,24 +247,24 @@ TEST(httpd_request_and_keepalive)
     EXPECT_CONTAINS(r, "body=abc");
     free(r);
     close(fd);
-    httpd_stop(h, 1000);
+    cm_net_httpd_stop(h, 1000);
 }
 
 TEST(httpd_limits_and_garbage)
 {
     echo_ctx x = {0};
-    httpd_opts o = httpd_defaults();
+    httpd_opts o = cm_net_httpd_defaults();
     o.max_header_bytes = 1024;
     o.max_headers = 10;
     o.max_body = 100;
     httpd *h = S_start(&x, &o);
     EXPECT(h != NULL);
-    int port = httpd_port(h);
+    int port = cm_net_httpd_port(h);
     buf big = BUF_INIT;
-    buf_adds(&big, "GET / HTTP/1.1\r\nHost: h\r\nX-Big: ");
+    cm_buf_adds(&big, "GET / HTTP/1.1\r\nHost: h\r\nX-Big: ");
     for (int i = 0; i < 2000; i++)
-        buf_addc(&big, 'a');
-    buf_adds(&big, "\r\n\r\n");
+        cm_buf_addc(&big, 'a');
+    cm_buf_adds(&big, "\r\n\r\n");
     struct {
         const char *raw;
         int status;
@@ -300,7 +302,7 @@ TEST(httpd_limits_and_garbage)
         EXPECT_CONTAINS(r, "Connection: close");
         free(r);
     }
-    buf_release(&big);
+    cm_buf_release(&big);
     EXPECT_INT(atomic_load(&x.calls), 0); /* nothing bad reached the handler */
     /* a body at the cap is fine; bare LF line ends are accepted */
     char ok[256];
@@ -336,19 +338,19 @@ TEST(httpd_limits_and_garbage)
         EXPECT(r[0] == 0 || S_status(r) >= 400);
         free(r);
     }
-    httpd_stop(h, 1000);
+    cm_net_httpd_stop(h, 1000);
 }
 
 TEST(httpd_slow_clients)
 {
     echo_ctx x = {0};
-    httpd_opts o = httpd_defaults();
+    httpd_opts o = cm_net_httpd_defaults();
     o.header_timeout_ms = 300;
     o.body_timeout_ms = 300;
     o.idle_timeout_ms = 300;
     httpd *h = S_start(&x, &o);
     EXPECT(h != NULL);
-    int port = httpd_port(h);
+    int port = cm_net_httpd_port(h);
     /* slowloris: a head that never ends gets 408 after the header time */
     int fd = S_connect(port);
     int64_t t0 = cm_now_ms();
@@ -385,17 +387,17 @@ TEST(httpd_slow_clients)
     free(r);
     close(fd);
     EXPECT_INT(atomic_load(&x.calls), 1);
-    httpd_stop(h, 1000);
+    cm_net_httpd_stop(h, 1000);
 }
 
 TEST(httpd_sse)
 {
     echo_ctx x = {0};
     x.sse_events = 3;
-    httpd_opts o = httpd_defaults();
+    httpd_opts o = cm_net_httpd_defaults();
     httpd *h = S_start(&x, &o);
     EXPECT(h != NULL);
-    int fd = S_connect(httpd_port(h));
+    int fd = S_connect(cm_net_httpd_port(h));
     S_send(fd, "GET /sse HTTP/1.1\r\nHost: h\r\n\r\n");
     /* read until the last chunk */
     buf b = BUF_INIT;
@@ -406,7 +408,7 @@ TEST(httpd_sse)
         if (poll(&p, 1, 200) <= 0) continue;
         ssize_t n = recv(fd, tmp, sizeof tmp, 0);
         if (n <= 0) break;
-        buf_add(&b, tmp, (size_t)n);
+        cm_buf_add(&b, tmp, (size_t)n);
     }
     EXPECT(b.len > 0);
     EXPECT_CONTAINS(b.data, "Content-Type: text/event-stream");
@@ -415,7 +417,7 @@ TEST(httpd_sse)
     EXPECT_CONTAINS(b.data, "event: message\nid: 0\ndata: {\"n\":0}\ndata: second line\n\n");
     EXPECT_CONTAINS(b.data, "id: 2\ndata: {\"n\":2}");
     EXPECT_CONTAINS(b.data, "\r\n0\r\n\r\n");
-    buf_release(&b);
+    cm_buf_release(&b);
     /* the connection is still usable afterwards */
     S_send(fd, "GET /after HTTP/1.1\r\nHost: h\r\n\r\n");
     char *r = S_read_response(fd, 5000);
@@ -427,7 +429,7 @@ TEST(httpd_sse)
     atomic_store(&x.stream_done, false);
     x.sse_events = 1;
     x.sse_wait_gone = true;
-    fd = S_connect(httpd_port(h));
+    fd = S_connect(cm_net_httpd_port(h));
     S_send(fd, "GET /sse HTTP/1.1\r\nHost: h\r\n\r\n");
     r = S_read_all(fd, 300);
     EXPECT_CONTAINS(r, "data: {\"n\":0}");
@@ -440,7 +442,7 @@ TEST(httpd_sse)
     }
     EXPECT(atomic_load(&x.stream_done));
     EXPECT(atomic_load(&x.saw_gone));
-    httpd_stop(h, 1000);
+    cm_net_httpd_stop(h, 1000);
 }
 
 typedef struct client_arg {
@@ -469,13 +471,13 @@ static void *S_client(void *arg)
 TEST(httpd_concurrent_and_cap)
 {
     echo_ctx x = {0};
-    httpd_opts o = httpd_defaults();
+    httpd_opts o = cm_net_httpd_defaults();
     httpd *h = S_start(&x, &o);
     EXPECT(h != NULL);
     pthread_t t[16];
     client_arg a[16];
     for (int i = 0; i < 16; i++) {
-        a[i].port = httpd_port(h);
+        a[i].port = cm_net_httpd_port(h);
         a[i].ok = 0;
         pthread_create(&t[i], NULL, S_client, &a[i]);
     }
@@ -485,14 +487,14 @@ TEST(httpd_concurrent_and_cap)
         ok += a[i].ok;
     }
     EXPECT_INT(ok, 16 * 20);
-    httpd_stop(h, 1000);
+    cm_net_httpd_stop(h, 1000);
 
     /* at the cap, one more connection gets 503 */
-    o = httpd_defaults();
+    o = cm_net_httpd_defaults();
     o.max_conns = 2;
     h = S_start(&x, &o);
     EXPECT(h != NULL);
-    int f1 = S_connect(httpd_port(h)), f2 = S_connect(httpd_port(h));
+    int f1 = S_connect(cm_net_httpd_port(h)), f2 = S_connect(cm_net_httpd_port(h));
     S_send(f1, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
     char *r = S_read_response(f1, 5000); /* both are being served now */
     EXPECT_INT(S_status(r), 200);
@@ -501,14 +503,14 @@ TEST(httpd_concurrent_and_cap)
     r = S_read_response(f2, 5000);
     EXPECT_INT(S_status(r), 200);
     free(r);
-    int f3 = S_connect(httpd_port(h));
+    int f3 = S_connect(cm_net_httpd_port(h));
     r = S_read_all(f3, 5000);
     EXPECT_INT(S_status(r), 503);
     free(r);
     close(f3);
     close(f1);
     close(f2);
-    httpd_stop(h, 1000);
+    cm_net_httpd_stop(h, 1000);
 }
 
 typedef struct slow_arg {
@@ -531,7 +533,7 @@ typedef struct stop_arg {
 static void *S_stopper(void *arg)
 {
     stop_arg *a = arg;
-    httpd_stop(a->h, 5000);
+    cm_net_httpd_stop(a->h, 5000);
     atomic_store(&a->done, true);
     return NULL;
 }
@@ -539,10 +541,10 @@ static void *S_stopper(void *arg)
 TEST(httpd_graceful_stop)
 {
     echo_ctx x = {0};
-    httpd_opts o = httpd_defaults();
+    httpd_opts o = cm_net_httpd_defaults();
     httpd *h = S_start(&x, &o);
     EXPECT(h != NULL);
-    int port = httpd_port(h);
+    int port = cm_net_httpd_port(h);
     /* an idle keep-alive connection and a handler in flight */
     int idle = S_connect(port);
     S_send(idle, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
@@ -587,25 +589,25 @@ TEST(httpd_graceful_stop)
     echo_ctx y = {0};
     y.sse_events = 1;
     y.sse_wait_gone = true;
-    o = httpd_defaults();
+    o = cm_net_httpd_defaults();
     h = S_start(&y, &o);
     EXPECT(h != NULL);
-    fd = S_connect(httpd_port(h));
+    fd = S_connect(cm_net_httpd_port(h));
     S_send(fd, "GET /sse HTTP/1.1\r\nHost: h\r\n\r\n");
     r = S_read_all(fd, 300);
     EXPECT_CONTAINS(r, "data: {\"n\":0}");
     free(r);
     int64_t t0 = cm_now_ms();
-    httpd_stop(h, 200);
+    cm_net_httpd_stop(h, 200);
     EXPECT(cm_now_ms() - t0 < 8000);
     EXPECT(atomic_load(&y.stream_done));
     EXPECT(atomic_load(&y.saw_gone));
     close(fd);
     /* a bad listen address is an error, not a crash */
-    o = httpd_defaults();
+    o = cm_net_httpd_defaults();
     o.listen = "nonsense";
     char err[256] = "";
     o.handler = S_echo;
-    EXPECT_INT(httpd_start(&o, &h, err, sizeof err), CM_EINVAL);
+    EXPECT_INT(cm_net_httpd_start(&o, &h, err, sizeof err), CM_EINVAL);
     EXPECT_CONTAINS(err, "listen address");
 }

@@ -62,7 +62,7 @@ static cm_rc hy_sync(hy *h, cm_sync_stats *st)
     char err[512];
     cm_rc rc = cm_engine_sync(e, 0, NULL, NULL, st, err, sizeof err);
     if (rc) fprintf(stderr, "  sync: %s\n", err);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return rc;
 }
 
@@ -77,7 +77,7 @@ static json_t *hy_json(hy *h, bool status, const char *q)
         cm_memory_search(e, q, &o, &js, err, sizeof err);
     json_t *j = js ? json_loads(js, 0, NULL) : NULL;
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return j;
 }
 
@@ -161,7 +161,7 @@ TEST(hybrid_provider_faults_keep_the_index_whole)
     EXPECT_INT(cm_engine_status(e, 0, &js, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(js, "not valid JSON"); /* lastError */
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     /* an all-zero query vector: keyword-only for that search */
     fake_push(h.srv, FAKE_ZERO, 200, -1);
     p = hy_json(&h, false, "Biscuit");
@@ -284,7 +284,7 @@ TEST(hybrid_payload_mode_id_textscore_and_session_citations)
                    k >= 2);
         json_decref(p);
     }
-    cm_engine_free(e);
+    cm_engine_close(e);
     fake_stop(h.srv);
 }
 
@@ -341,7 +341,7 @@ TEST_BOTH(hybrid_warm_engine_follows_edits_without_reload)
             char *a = search_text(warm, queries[q]);
             cm_engine *fresh = hy_open(&h);
             char *b = search_text(fresh, queries[q]);
-            cm_engine_free(fresh);
+            cm_engine_close(fresh);
             EXPECT(a && b);
             if (a && b) EXPECT_STR(a, b);
             cm_free(a);
@@ -360,7 +360,7 @@ TEST_BOTH(hybrid_warm_engine_follows_edits_without_reload)
     }
     json_decref(s);
     cm_free(st);
-    cm_engine_free(warm);
-    cm_engine_free(writer);
+    cm_engine_close(warm);
+    cm_engine_close(writer);
     fake_stop(h.srv);
 }

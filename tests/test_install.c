@@ -25,9 +25,9 @@ static bool exists(const char *path)
 static bool file_has(const char *path, const char *needle)
 {
     buf b = BUF_INIT;
-    bool has = fs_read_file(path, 256u << 20, &b, NULL, 0) == CM_OK &&
+    bool has = cm_fs_read_file(path, 256u << 20, &b, NULL, 0) == CM_OK &&
                memmem(b.data, b.len, needle, strlen(needle)) != NULL;
-    buf_release(&b);
+    cm_buf_release(&b);
     return has;
 }
 
@@ -49,7 +49,7 @@ static const char prog[] = "#include <stdio.h>\n"
                            "    }\n"
                            "    puts(js);\n"
                            "    cm_free(js);\n"
-                           "    cm_engine_free(e);\n"
+                           "    cm_engine_close(e);\n"
                            "    return 0;\n"
                            "}\n";
 
@@ -57,7 +57,7 @@ TEST(install_moved_prefix_finds_its_files)
 {
     const char *bin = getenv("CLAWMEM_BIN");
     if (!bin) bin = "build/clawmem";
-    char *build = fs_dirname(bin), cwd[4096];
+    char *build = cm_fs_dirname(bin), cwd[4096];
     EXPECT(getcwd(cwd, sizeof cwd) != NULL);
     char *d = tmp_dir();
     char a_build[1100], a_prefix[100], a_dest[1100];
@@ -90,7 +90,7 @@ TEST(install_moved_prefix_finds_its_files)
     EXPECT(!file_has(path_in(prefix, "bin/clawmem"), llama_abs));
     EXPECT(!file_has(path_in(prefix, "lib/libclawmem.so.0"), llama_abs));
     char why[256];
-    bool local = local_supported(why, sizeof why);
+    bool local = cm_local_supported(why, sizeof why);
     if (local)
         EXPECT(exists(path_in(prefix, "lib/clawmem/llama/libllama.v0.4.0.so")) ||
                !exists(path_in(build, "llama/lib/libllama.v0.4.0.so")));
@@ -100,8 +100,8 @@ TEST(install_moved_prefix_finds_its_files)
         static const char *words[] = {"dog", "router"};
         static const float vecs[] = {1, 0, 0, 1};
         char err[256];
-        EXPECT(fs_mkdirs(path_in(prefix, "share/clawmem"), err, sizeof err) == CM_OK);
-        EXPECT_INT(static_model_write(sm, words, vecs, 2, 2, err, sizeof err), CM_OK);
+        EXPECT(cm_fs_mkdirs(path_in(prefix, "share/clawmem"), err, sizeof err) == CM_OK);
+        EXPECT_INT(cm_static_model_write(sm, words, vecs, 2, 2, err, sizeof err), CM_OK);
     }
     /* the prefix moves: nothing may point back at where it was built or installed */
     snprintf(moved, sizeof moved, "%s/moved", d);

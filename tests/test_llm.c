@@ -20,7 +20,7 @@ typedef struct seen {
 static bool record(void *ctx, const char *event, const char *data, size_t len)
 {
     seen *s = ctx;
-    buf_printf(&s->log, "%s=%.*s|", event, (int)len, data);
+    cm_buf_printf(&s->log, "%s=%.*s|", event, (int)len, data);
     s->n++;
     return true;
 }
@@ -50,15 +50,15 @@ TEST(sse_events_in_pieces_of_any_size)
     for (size_t piece = 1; piece <= n; piece++) {
         seen s = {BUF_INIT, 0};
         sse_parser p;
-        sse_init(&p, 1024, record, &s);
+        cm_sse_init(&p, 1024, record, &s);
         for (size_t i = 0; i < n; i += piece)
-            EXPECT_INT(sse_feed(&p, sse_text + i, CM_MIN(piece, n - i)), CM_OK);
-        EXPECT(!sse_finish(&p)); /* the last event had no blank line */
+            EXPECT_INT(cm_sse_feed(&p, sse_text + i, CM_MIN(piece, n - i)), CM_OK);
+        EXPECT(!cm_sse_finish(&p)); /* the last event had no blank line */
         if (strcmp(s.log.data, want) != 0)
             test_fail(__FILE__, __LINE__, "pieces of %zu: got %s", piece, s.log.data);
         EXPECT_INT(s.n, 4);
-        sse_release(&p);
-        buf_release(&s.log);
+        cm_sse_release(&p);
+        cm_buf_release(&s.log);
     }
 }
 
@@ -73,16 +73,16 @@ TEST(sse_caps_and_stops)
 {
     int calls = 0;
     sse_parser p;
-    sse_init(&p, 64, stop_at_first, &calls);
+    cm_sse_init(&p, 64, stop_at_first, &calls);
     char big[200];
     memset(big, 'x', sizeof big);
-    EXPECT_INT(sse_feed(&p, "data: ", 6), CM_OK);
-    EXPECT_INT(sse_feed(&p, big, sizeof big), CM_ETOOBIG); /* a line over the cap */
-    sse_release(&p);
-    sse_init(&p, 64, stop_at_first, &calls);
-    EXPECT_INT(sse_feed(&p, "data: a\n\ndata: b\n\n", 18), CM_ECANCELED);
+    EXPECT_INT(cm_sse_feed(&p, "data: ", 6), CM_OK);
+    EXPECT_INT(cm_sse_feed(&p, big, sizeof big), CM_ETOOBIG); /* a line over the cap */
+    cm_sse_release(&p);
+    cm_sse_init(&p, 64, stop_at_first, &calls);
+    EXPECT_INT(cm_sse_feed(&p, "data: a\n\ndata: b\n\n", 18), CM_ECANCELED);
     EXPECT_INT(calls, 1);
-    sse_release(&p);
+    cm_sse_release(&p);
 }
 
 /* ---- the wire formats against the loopback server ---- */
@@ -90,20 +90,21 @@ TEST(sse_caps_and_stops)
 static char *sse_answer(const char *const *events)
 {
     buf b = BUF_INIT;
-    buf_adds(&b, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+    cm_buf_adds(&b,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
     for (size_t i = 0; events[i]; i++)
-        buf_adds(&b, events[i]);
-    return buf_detach(&b);
+        cm_buf_adds(&b, events[i]);
+    return cm_buf_detach(&b);
 }
 
 static char *json_answer(int status, const char *extra_headers, const char *body)
 {
     buf b = BUF_INIT;
-    buf_printf(&b,
-               "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
-               "Connection: close\r\n\r\n%s",
-               status, strlen(body), extra_headers ? extra_headers : "", body);
-    return buf_detach(&b);
+    cm_buf_printf(&b,
+                  "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
+                  "Connection: close\r\n\r\n%s",
+                  status, strlen(body), extra_headers ? extra_headers : "", body);
+    return cm_buf_detach(&b);
 }
 
 typedef struct deltas {
@@ -114,7 +115,7 @@ typedef struct deltas {
 static void on_delta(void *ctx, const char *s, size_t n)
 {
     deltas *d = ctx;
-    buf_add(&d->text, s, n);
+    cm_buf_add(&d->text, s, n);
     d->n++;
 }
 
@@ -175,14 +176,14 @@ TEST(llm_openai_stream_assembles_text_and_tool_calls)
     fake_push_raw(fs, raw, true);
     free(raw);
     cm_strlist extra = {0};
-    config_header_set(&extra, "X-Team: memory");
+    cm_config_header_set(&extra, "X-Team: memory");
     llm_endpoint ep = {LLM_API_OPENAI, base, "sk-test-key-0001", false, &extra, 5000, 5000};
     llm_request rq = request("gpt-test", true);
     llm_response out;
     llm_error e;
     char err[512];
     deltas d = {BUF_INIT, 0};
-    EXPECT_INT(llm_chat(&ep, &rq, on_delta, &d, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_llm_chat(&ep, &rq, on_delta, &d, &out, &e, err, sizeof err), CM_OK);
     EXPECT_STR(out.text.data, "Let me check.");
     EXPECT_STR(d.text.data, "Let me check.");
     EXPECT_INT(d.n, 2);
@@ -224,8 +225,8 @@ TEST(llm_openai_stream_assembles_text_and_tool_calls)
     EXPECT_STR(json_string_value(json_object_get(json_object_get(fn, "parameters"), "type")),
                "object");
     json_decref(b);
-    llm_response_release(&out);
-    buf_release(&d.text);
+    cm_llm_response_release(&out);
+    cm_buf_release(&d.text);
     for (size_t i = 0; i < extra.n; i++)
         free(extra.v[i]);
     free(extra.v);
@@ -272,7 +273,7 @@ TEST(llm_anthropic_stream_assembles_text_and_tool_calls)
     llm_response out;
     llm_error e;
     char err[512];
-    EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
     EXPECT_STR(out.text.data, "Searching");
     EXPECT_INT(out.ncalls, 1);
     EXPECT_STR(out.calls[0].id, "toolu_1");
@@ -307,7 +308,7 @@ TEST(llm_anthropic_stream_assembles_text_and_tool_calls)
         json_string_value(json_object_get(json_array_get(json_object_get(b, "tools"), 0), "name")),
         "memory_search");
     json_decref(b);
-    llm_response_release(&out);
+    cm_llm_response_release(&out);
     fake_stop(fs);
 }
 
@@ -336,20 +337,20 @@ TEST(llm_whole_answers_both_formats)
     char err[512];
     llm_endpoint ep = {LLM_API_OPENAI, base, NULL, false, NULL, 5000, 5000};
     llm_request rq = request("m", false);
-    EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
     EXPECT_STR(out.text.data, "Hi");
     EXPECT_STR(out.calls[0].arguments, "{\"path\":\"MEMORY.md\"}");
     EXPECT_STR(out.stop_reason, "length");
     EXPECT_INT(out.usage.total, 11);
     EXPECT(strcasestr(fake_get(fs, 0)->headers, "authorization") == NULL); /* no key, no header */
-    llm_response_release(&out);
+    cm_llm_response_release(&out);
     ep.api = LLM_API_ANTHROPIC;
-    EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
     EXPECT_STR(out.text.data, "Yo");
     EXPECT_STR(out.calls[0].arguments, "{\"query\":\"x\"}");
     EXPECT_STR(out.stop_reason, "stop");
     EXPECT_INT(out.usage.total, 7);
-    llm_response_release(&out);
+    cm_llm_response_release(&out);
     fake_stop(fs);
 }
 
@@ -362,8 +363,8 @@ static cm_rc one(llm_api api, const char *raw, llm_error *e, char *err, size_t e
     llm_endpoint ep = {api, base, "sk-secret-key-0003", false, NULL, 5000, 5000};
     llm_request rq = request("m", true);
     llm_response out;
-    cm_rc rc = llm_chat(&ep, &rq, NULL, NULL, &out, e, err, errlen);
-    llm_response_release(&out);
+    cm_rc rc = cm_llm_chat(&ep, &rq, NULL, NULL, &out, e, err, errlen);
+    cm_llm_response_release(&out);
     fake_stop(fs);
     return rc;
 }
@@ -446,8 +447,8 @@ TEST(llm_unreachable_server_is_a_timeout_class)
     llm_response out;
     llm_error e;
     char err[512];
-    EXPECT_INT(llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_EIO);
-    llm_response_release(&out);
+    EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_EIO);
+    cm_llm_response_release(&out);
     EXPECT(e.retryable);
     EXPECT_INT(e.reason, AUTH_R_TIMEOUT);
     EXPECT(strstr(err, "pw@") == NULL);
@@ -485,11 +486,11 @@ TEST(llm_reasoning_fields)
     const char *whole = "{\"id\":\"m1\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"step "
                         "one\",\"signature\":\"sig\"},{\"type\":\"text\",\"text\":\"Hi\"}],"
                         "\"stop_reason\":\"end_turn\",\"usage\":{}}";
-    EXPECT_INT(llm_parse(LLM_API_ANTHROPIC, false, whole, strlen(whole), &r, err, sizeof err),
+    EXPECT_INT(cm_llm_parse(LLM_API_ANTHROPIC, false, whole, strlen(whole), &r, err, sizeof err),
                CM_OK);
     EXPECT_STR(r.reasoning.data, "step one");
     EXPECT_STR(r.text.data, "Hi");
-    llm_response_release(&r);
+    cm_llm_response_release(&r);
     const char *ev =
         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n"
         "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
@@ -505,25 +506,25 @@ TEST(llm_reasoning_fields)
         "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,"
         "\"delta\":{\"type\":\"text_delta\",\"text\":\"ok\"}}\n\n"
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
-    EXPECT_INT(llm_parse(LLM_API_ANTHROPIC, true, ev, strlen(ev), &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_llm_parse(LLM_API_ANTHROPIC, true, ev, strlen(ev), &r, err, sizeof err), CM_OK);
     EXPECT_STR(r.reasoning.data, "ab");
     EXPECT_STR(r.text.data, "ok");
-    llm_response_release(&r);
+    cm_llm_response_release(&r);
     /* OpenAI-compatible: reasoning_content, else reasoning */
     const char *o1 = "{\"choices\":[{\"message\":{\"content\":\"x\",\"reasoning_content\":\"rc\"},"
                      "\"finish_reason\":\"stop\"}]}";
-    EXPECT_INT(llm_parse(LLM_API_OPENAI, false, o1, strlen(o1), &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_llm_parse(LLM_API_OPENAI, false, o1, strlen(o1), &r, err, sizeof err), CM_OK);
     EXPECT_STR(r.reasoning.data, "rc");
-    llm_response_release(&r);
+    cm_llm_response_release(&r);
     const char *o2 = "data: {\"choices\":[{\"delta\":{\"reasoning\":\"r1\"}}]}\n\n"
                      "data: {\"choices\":[{\"delta\":{\"content\":\"y\"},\"finish_reason\":"
                      "\"stop\"}]}\n\ndata: [DONE]\n\n";
-    EXPECT_INT(llm_parse(LLM_API_OPENAI, true, o2, strlen(o2), &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_llm_parse(LLM_API_OPENAI, true, o2, strlen(o2), &r, err, sizeof err), CM_OK);
     EXPECT_STR(r.reasoning.data, "r1");
     EXPECT_STR(r.text.data, "y");
-    llm_response_release(&r);
+    cm_llm_response_release(&r);
     const char *o3 = "{\"choices\":[{\"message\":{\"content\":\"z\"},\"finish_reason\":\"stop\"}]}";
-    EXPECT_INT(llm_parse(LLM_API_OPENAI, false, o3, strlen(o3), &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_llm_parse(LLM_API_OPENAI, false, o3, strlen(o3), &r, err, sizeof err), CM_OK);
     EXPECT_INT((int)r.reasoning.len, 0);
-    llm_response_release(&r);
+    cm_llm_response_release(&r);
 }

@@ -19,7 +19,7 @@
 static const char *model_path(void)
 {
     char why[512];
-    if (!local_supported(why, sizeof why)) {
+    if (!cm_local_supported(why, sizeof why)) {
         test_skip(__FILE__, __LINE__, "llama", "%s", why);
         return NULL;
     }
@@ -43,18 +43,19 @@ static char *long_text(int words)
     static const char *vocab[] = {"memory", "router", "garden", "seoul", "meeting", "vector",
                                   "index",  "coffee", "travel", "notes"};
     buf b = BUF_INIT;
-    for (int i = 0; i < words; i++) buf_printf(&b, "%s ", vocab[(i * 7 + i / 3) % 10]);
-    return buf_detach(&b);
+    for (int i = 0; i < words; i++)
+        cm_buf_printf(&b, "%s ", vocab[(i * 7 + i / 3) % 10]);
+    return cm_buf_detach(&b);
 }
 
 TEST(local_unsupported_build_says_how)
 {
     char why[512];
-    bool supported = local_supported(why, sizeof why);
+    bool supported = cm_local_supported(why, sizeof why);
     if (!supported) EXPECT_CONTAINS(why, "install-llama.sh");
     local_model *m = (local_model *)1;
     char err[512];
-    EXPECT(local_open("/nonexistent.gguf", 0, &m, err, sizeof err) != CM_OK);
+    EXPECT(cm_local_open("/nonexistent.gguf", 0, &m, err, sizeof err) != CM_OK);
     EXPECT(m == NULL);
     /* Without llama.cpp the error says how to get it; with it, what is missing. */
     EXPECT_CONTAINS(err, supported ? "/nonexistent.gguf" : "install-llama.sh");
@@ -66,10 +67,10 @@ TEST(local_model_embeds)
     if (!path) return;
     local_model *m;
     char err[512];
-    EXPECT_INT(local_open(path, 1, &m, err, sizeof err), CM_OK);
-    int d = local_dims(m);
+    EXPECT_INT(cm_local_open(path, 1, &m, err, sizeof err), CM_OK);
+    int d = cm_local_dims(m);
     EXPECT_INT(d, 32);
-    EXPECT_CONTAINS(local_desc(m), "bert");
+    EXPECT_CONTAINS(cm_local_desc(m), "bert");
 
     const char *texts[] = {"The router in the garden office",
                            "Seoul meeting notes about coffee",
@@ -81,7 +82,7 @@ TEST(local_model_embeds)
     float *one = calloc((size_t)d, sizeof *one);
     float *again = calloc(n * (size_t)d, sizeof *again);
     EXPECT(batch && one && again);
-    EXPECT_INT(local_embed(m, texts, n, false, batch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_local_embed(m, texts, n, false, batch, err, sizeof err), CM_OK);
     for (size_t i = 0; i < n; i++) {
         const float *v = batch + i * (size_t)d;
         /* BERT adds [CLS] and [SEP]: even the empty text has tokens */
@@ -93,20 +94,21 @@ TEST(local_model_embeds)
     EXPECT(dot(batch, batch + 1 * (size_t)d, d) < 0.999);
     /* one text per call equals the batched vector within llama.cpp's batching noise */
     for (size_t i = 0; i < n; i++) {
-        EXPECT_INT(local_embed(m, &texts[i], 1, false, one, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_local_embed(m, &texts[i], 1, false, one, err, sizeof err), CM_OK);
         const float *v = batch + i * (size_t)d;
         EXPECT(dot(one, v, d) > 0.9999);
         for (int k = 0; k < d; k++) EXPECT_NEAR(one[k], v[k], 2e-3);
     }
     /* deterministic: a second batched run gives the same vectors */
-    EXPECT_INT(local_embed(m, texts, n, false, again, err, sizeof err), CM_OK);
-    for (size_t i = 0; i < n * (size_t)d; i++) EXPECT_NEAR(again[i], batch[i], 1e-5);
-    EXPECT(local_tokens(m) > 0);
-    EXPECT_INT(local_truncated(m), 0);
+    EXPECT_INT(cm_local_embed(m, texts, n, false, again, err, sizeof err), CM_OK);
+    for (size_t i = 0; i < n * (size_t)d; i++)
+        EXPECT_NEAR(again[i], batch[i], 1e-5);
+    EXPECT(cm_local_tokens(m) > 0);
+    EXPECT_INT(cm_local_truncated(m), 0);
     free(batch);
     free(one);
     free(again);
-    local_close(m);
+    cm_local_close(m);
 }
 
 TEST(local_model_cuts_texts_longer_than_its_context)
@@ -115,8 +117,8 @@ TEST(local_model_cuts_texts_longer_than_its_context)
     if (!path) return;
     local_model *m;
     char err[512];
-    EXPECT_INT(local_open(path, 1, &m, err, sizeof err), CM_OK);
-    int d = local_dims(m);
+    EXPECT_INT(cm_local_open(path, 1, &m, err, sizeof err), CM_OK);
+    int d = cm_local_dims(m);
     /* the tiny model's context is 300 tokens; these are 600 and 20,000 words,
      * in one call with short texts around them */
     char *a = long_text(600), *b = long_text(20000);
@@ -124,17 +126,19 @@ TEST(local_model_cuts_texts_longer_than_its_context)
     size_t n = ARRAY_LEN(texts);
     float *v = calloc(n * (size_t)d, sizeof *v);
     EXPECT(a && b && v);
-    EXPECT_INT(local_embed(m, texts, n, false, v, err, sizeof err), CM_OK);
-    EXPECT_INT(local_truncated(m), 3);
-    for (size_t i = 0; i < n; i++) EXPECT_NEAR(dot(v + i * (size_t)d, v + i * (size_t)d, d), 1, 1e-4);
+    EXPECT_INT(cm_local_embed(m, texts, n, false, v, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_local_truncated(m), 3);
+    for (size_t i = 0; i < n; i++)
+        EXPECT_NEAR(dot(v + i * (size_t)d, v + i * (size_t)d, d), 1, 1e-4);
     /* the cut keeps the start: both long texts begin alike, so their vectors agree */
     EXPECT(dot(v + 1 * (size_t)d, v + 4 * (size_t)d, d) > 0.99999);
     /* many texts: more than one call's sequences and tokens */
     const char **many = calloc(200, sizeof *many);
     float *mv = calloc(200 * (size_t)d, sizeof *mv);
     EXPECT(many && mv);
-    for (int i = 0; i < 200; i++) many[i] = i % 3 ? texts[0] : a;
-    EXPECT_INT(local_embed(m, many, 200, false, mv, err, sizeof err), CM_OK);
+    for (int i = 0; i < 200; i++)
+        many[i] = i % 3 ? texts[0] : a;
+    EXPECT_INT(cm_local_embed(m, many, 200, false, mv, err, sizeof err), CM_OK);
     EXPECT(dot(mv + 3 * (size_t)d, v + 1 * (size_t)d, d) > 0.9999);
     EXPECT(dot(mv + 199 * (size_t)d, mv + 1 * (size_t)d, d) > 0.9999);
     free(many);
@@ -142,7 +146,7 @@ TEST(local_model_cuts_texts_longer_than_its_context)
     free(a);
     free(b);
     free(v);
-    local_close(m);
+    cm_local_close(m);
 }
 
 TEST(local_model_refuses_bad_files)
@@ -152,11 +156,11 @@ TEST(local_model_refuses_bad_files)
     char *dir = tmp_dir();
     local_model *m = (local_model *)1;
     char err[512];
-    EXPECT_INT(local_open(path_in(dir, "missing.gguf"), 0, &m, err, sizeof err), CM_ENOTFOUND);
+    EXPECT_INT(cm_local_open(path_in(dir, "missing.gguf"), 0, &m, err, sizeof err), CM_ENOTFOUND);
     EXPECT(m == NULL);
     EXPECT_CONTAINS(err, "missing.gguf");
     write_file(dir, "text.gguf", "this is not a model\n");
-    EXPECT_INT(local_open(path_in(dir, "text.gguf"), 0, &m, err, sizeof err), CM_ECORRUPT);
+    EXPECT_INT(cm_local_open(path_in(dir, "text.gguf"), 0, &m, err, sizeof err), CM_ECORRUPT);
     EXPECT_CONTAINS(err, "cannot be loaded");
     /* the real model cut in half */
     FILE *f = fopen(path, "rb");
@@ -169,10 +173,10 @@ TEST(local_model_refuses_bad_files)
     fclose(f);
     write_bytes(dir, "half.gguf", data, (size_t)size / 2);
     free(data);
-    EXPECT_INT(local_open(path_in(dir, "half.gguf"), 0, &m, err, sizeof err), CM_ECORRUPT);
+    EXPECT_INT(cm_local_open(path_in(dir, "half.gguf"), 0, &m, err, sizeof err), CM_ECORRUPT);
     /* and the good one still loads after all that */
-    EXPECT_INT(local_open(path, 0, &m, err, sizeof err), CM_OK);
-    local_close(m);
+    EXPECT_INT(cm_local_open(path, 0, &m, err, sizeof err), CM_OK);
+    cm_local_close(m);
 }
 
 /* ---- the provider inside the engine ---------------------------------- */
@@ -232,7 +236,7 @@ TEST(local_provider_in_the_engine)
     EXPECT_STR(json_string_value(json_object_get(json_array_get(json_object_get(p, "results"), 0), "path")),
                "memory/2026-03-01.md");
     json_decref(p);
-    cm_engine_free(e);
+    cm_engine_close(e);
 
     /* auto-selection: local.modelPath set and there, no key anywhere */
     snprintf(cfg, sizeof cfg, "{agents:{defaults:{memorySearch:{local:{modelPath:'%s'}}}}}", path);
@@ -245,7 +249,7 @@ TEST(local_provider_in_the_engine)
     free(saved);
     EXPECT_CONTAINS(js, "\"provider\":\"local\"");
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
 }
 
 TEST(local_model_downloaded_from_hf)
@@ -296,14 +300,14 @@ TEST(local_model_downloaded_from_hf)
     EXPECT(p != NULL);
     EXPECT_STR(json_string_value(json_object_get(p, "provider")), "local");
     json_decref(p);
-    cm_engine_free(e);
+    cm_engine_close(e);
     /* the cached copy is used from now on: no more requests */
     EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
     write_file(d, "ws/memory/2026-03-03.md", "A third note.\n");
     EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
     EXPECT_INT(st.chunks_embedded, 1);
     EXPECT_INT(fake_count(s), 2);
-    cm_engine_free(e);
+    cm_engine_close(e);
     fake_stop(s);
     free(data);
 }
@@ -335,7 +339,7 @@ TEST(local_failure_falls_back)
     EXPECT_CONTAINS(fb, "missing.gguf");
     EXPECT_CONTAINS(fb, "using the fallback openai");
     json_decref(p);
-    cm_engine_free(e);
+    cm_engine_close(e);
     /* no fallback: keyword search, and status says why */
     snprintf(cfg, sizeof cfg,
              "{agents:{defaults:{memorySearch:{provider:'local',fallback:'none',"
@@ -352,7 +356,7 @@ TEST(local_failure_falls_back)
     EXPECT(p != NULL);
     EXPECT_INT(json_array_size(json_object_get(p, "results")), 1);
     json_decref(p);
-    cm_engine_free(e);
+    cm_engine_close(e);
     fake_stop(s);
 }
 
@@ -370,7 +374,7 @@ static double now_s(void)
 TEST(local_offline_download_failure_is_remembered)
 {
     char why[256];
-    if (!local_supported(why, sizeof why)) return;
+    if (!cm_local_supported(why, sizeof why)) return;
     char base[64], dead[64];
     fake_server *s = fake_start(8, dead);
     fake_stop(s); /* nothing listens there now: connections are refused */

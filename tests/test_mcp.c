@@ -194,13 +194,14 @@ TEST(mcp_json_rpc_errors)
     json_decref(r);
     /* a 5 MiB message is refused, and the server goes on */
     buf big = BUF_INIT;
-    buf_adds(&big, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
-                   "\"memory_search\",\"arguments\":{\"query\":\"");
+    cm_buf_adds(&big,
+                "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"memory_search\",\"arguments\":{\"query\":\"");
     while (big.len < (5u << 20))
-        buf_adds(&big, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-    buf_adds(&big, "\"}}}");
+        cm_buf_adds(&big, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    cm_buf_adds(&big, "\"}}}");
     r = rpc(&s, big.data);
-    buf_release(&big);
+    cm_buf_release(&big);
     EXPECT_INT(error_code(r), -32600);
     EXPECT_CONTAINS(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
                     "too large");
@@ -210,12 +211,12 @@ TEST(mcp_json_rpc_errors)
     json_decref(r);
     /* a method name whose quote would be cut inside a UTF-8 character */
     buf m = BUF_INIT;
-    buf_adds(&m, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"a");
+    cm_buf_adds(&m, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"a");
     for (int i = 0; i < 60; i++)
-        buf_adds(&m, "\xC3\xA9");
-    buf_adds(&m, "\"}");
+        cm_buf_adds(&m, "\xC3\xA9");
+    cm_buf_adds(&m, "\"}");
     r = rpc(&s, m.data);
-    buf_release(&m);
+    cm_buf_release(&m);
     EXPECT_INT(error_code(r), -32601);
     json_decref(r);
     r = rpc(&s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}");
@@ -255,9 +256,9 @@ TEST(mcp_memory_write)
     EXPECT_INT(proc_stop(&s.p, SIGINT, 5000), 0);
     buf b = BUF_INIT;
     char err[256];
-    fs_read_file(path_in(s.ws, "MEMORY.md"), 1 << 20, &b, err, sizeof err);
+    cm_fs_read_file(path_in(s.ws, "MEMORY.md"), 1 << 20, &b, err, sizeof err);
     EXPECT_STR(b.data, "# Facts\n\n- The dog is called Biscuit.\n\nPrefers oat milk.\n");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(mcp_official_sdk_client)
@@ -296,14 +297,14 @@ TEST(mcp_last_message_without_newline)
 static json_t *call(session *s, const char *tool_name, const char *args)
 {
     buf b = BUF_INIT;
-    buf_adds(&b,
-             "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":\"");
-    buf_adds(&b, tool_name);
-    buf_adds(&b, "\",\"arguments\":");
-    buf_adds(&b, args);
-    buf_adds(&b, "}}");
+    cm_buf_adds(&b,
+                "{\"jsonrpc\":\"2.0\",\"id\":20,\"method\":\"tools/call\",\"params\":{\"name\":\"");
+    cm_buf_adds(&b, tool_name);
+    cm_buf_adds(&b, "\",\"arguments\":");
+    cm_buf_adds(&b, args);
+    cm_buf_adds(&b, "}}");
     json_t *r = rpc(s, b.data);
-    buf_release(&b);
+    cm_buf_release(&b);
     return r;
 }
 
@@ -549,9 +550,9 @@ TEST(mcp_sigterm_with_stdout_full)
     start(&s, "--no-watch");
     buf b = BUF_INIT;
     for (int i = 0; i < 300; i++) /* ~1.3 MB of answers; ~20 KB of requests */
-        buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n");
+        cm_buf_adds(&b, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n");
     EXPECT(write(s.p.in, b.data, b.len) == (ssize_t)b.len);
-    buf_release(&b);
+    cm_buf_release(&b);
     int cap = fcntl(s.p.out, F_GETPIPE_SZ), queued = 0;
     EXPECT(cap > 0);
     for (int t = 0; t < 10000 && queued < cap / 2; t += 10) { /* watchdog: 10 s */

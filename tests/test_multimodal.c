@@ -108,7 +108,7 @@ static cm_rc mm_sync(mm *m, cm_sync_stats *st)
     }
     cm_rc rc = cm_engine_sync(e, 0, NULL, NULL, st, err, sizeof err);
     if (rc) fprintf(stderr, "  sync: %s\n", err);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return rc;
 }
 
@@ -123,7 +123,7 @@ static json_t *mm_json(mm *m, bool status, const char *q)
         cm_memory_search(e, q, &o, &js, err, sizeof err);
     json_t *j = js ? json_loads(js, 0, NULL) : NULL;
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     return j;
 }
 
@@ -144,53 +144,58 @@ static char *problems_of(mm *m)
     buf b = BUF_INIT;
     size_t i;
     json_t *p;
-    buf_adds(&b, "");
+    cm_buf_adds(&b, "");
     json_array_foreach(json_object_get(s, "problems"), i, p)
-        buf_printf(&b, "%s: %s\n", json_string_value(json_object_get(p, "path")),
-                   json_string_value(json_object_get(p, "problem")));
+        cm_buf_printf(&b, "%s: %s\n", json_string_value(json_object_get(p, "path")),
+                      json_string_value(json_object_get(p, "problem")));
     json_decref(s);
-    return buf_detach(&b);
+    return cm_buf_detach(&b);
 }
 
 TEST(multimodal_media_names_types_and_base64)
 {
-    EXPECT_INT(media_kind_of_name("a/b.PNG"), CM_MEDIA_IMAGE);
-    EXPECT_INT(media_kind_of_name("x.opus"), CM_MEDIA_AUDIO);
-    EXPECT_INT(media_kind_of_name("x.md"), 0);
-    EXPECT_INT(media_kind_of_name("png"), 0);
-    EXPECT_INT(media_kind_of_name("x.mp4"), 0); /* video is not a modality here */
+    EXPECT_INT(cm_index_media_kind_of_name("a/b.PNG"), CM_MEDIA_IMAGE);
+    EXPECT_INT(cm_index_media_kind_of_name("x.opus"), CM_MEDIA_AUDIO);
+    EXPECT_INT(cm_index_media_kind_of_name("x.md"), 0);
+    EXPECT_INT(cm_index_media_kind_of_name("png"), 0);
+    EXPECT_INT(cm_index_media_kind_of_name("x.mp4"), 0); /* video is not a modality here */
     for (size_t i = 0; i < ARRAY_LEN(samples); i++)
-        EXPECT_STR(
-            media_mime(samples[i].name, (const unsigned char *)samples[i].data, samples[i].len),
-            samples[i].mime);
+        EXPECT_STR(cm_index_media_mime(samples[i].name, (const unsigned char *)samples[i].data,
+                                       samples[i].len),
+                   samples[i].mime);
     /* a PDF named .png is a PDF; a ZIP gives way to the extension */
-    EXPECT_STR(media_mime("a.png", (const unsigned char *)"%PDF-1.7", 8), "application/pdf");
-    EXPECT_STR(media_mime("a.png", (const unsigned char *)"PK\x03\x04", 4), "image/png");
-    EXPECT(media_mime("a.txt", (const unsigned char *)"hello", 5) == NULL);
+    EXPECT_STR(cm_index_media_mime("a.png", (const unsigned char *)"%PDF-1.7", 8),
+               "application/pdf");
+    EXPECT_STR(cm_index_media_mime("a.png", (const unsigned char *)"PK\x03\x04", 4), "image/png");
+    EXPECT(cm_index_media_mime("a.txt", (const unsigned char *)"hello", 5) == NULL);
     static const char *const in[] = {"", "M", "Ma", "Man", "Many", "\xff\xfe\xfd\x00"};
     static const char *const want[] = {"", "TQ==", "TWE=", "TWFu", "TWFueQ==", "//79AA=="};
     for (size_t i = 0; i < ARRAY_LEN(in); i++) {
         buf b = BUF_INIT;
-        EXPECT_INT(media_base64(&b, in[i], i == 5 ? 4 : strlen(in[i])), CM_OK);
+        EXPECT_INT(cm_index_media_base64(&b, in[i], i == 5 ? 4 : strlen(in[i])), CM_OK);
         EXPECT_STR(b.data ? b.data : "", want[i]);
-        buf_release(&b);
+        cm_buf_release(&b);
     }
     /* the chunk: label, and a hash over path, label, type and bytes */
     buf l1 = BUF_INIT, l2 = BUF_INIT;
     char h1[SHA256_HEX_LEN + 1], h2[SHA256_HEX_LEN + 1];
-    EXPECT_INT(media_chunk(CM_MEDIA_AUDIO, "assets/a.mp3", "audio/mpeg", "abc", 3, &l1, h1), CM_OK);
+    EXPECT_INT(
+        cm_index_media_chunk(CM_MEDIA_AUDIO, "assets/a.mp3", "audio/mpeg", "abc", 3, &l1, h1),
+        CM_OK);
     EXPECT_STR(l1.data, "Audio file: assets/a.mp3");
-    EXPECT_INT(media_chunk(CM_MEDIA_AUDIO, "assets/a.mp3", "audio/mpeg", "abd", 3, &l2, h2), CM_OK);
+    EXPECT_INT(
+        cm_index_media_chunk(CM_MEDIA_AUDIO, "assets/a.mp3", "audio/mpeg", "abd", 3, &l2, h2),
+        CM_OK);
     EXPECT(strcmp(h1, h2) != 0);
-    buf_release(&l1);
-    buf_release(&l2);
+    cm_buf_release(&l1);
+    cm_buf_release(&l2);
 }
 
 /* Loads config text; returns rc, err receives the message. */
 static cm_rc parse_cfg(const char *text, cm_config *c, char *err, size_t errlen)
 {
     cm_config_args a = {NULL, "/tmp", NULL, "/tmp/mm-state"};
-    return config_parse(text, strlen(text), "qc.json", &a, NULL, c, err, errlen);
+    return cm_config_parse(text, strlen(text), "qc.json", &a, NULL, c, err, errlen);
 }
 
 TEST(multimodal_config_rules)
@@ -232,7 +237,7 @@ TEST(multimodal_config_rules)
         CM_OK);
     EXPECT_INT(c.multimodal, CM_MEDIA_IMAGE | CM_MEDIA_AUDIO);
     EXPECT_INT(c.multimodal_max_bytes, CM_MEDIA_MAX_BYTES_DEFAULT);
-    config_release(&c);
+    cm_config_release(&c);
     EXPECT_INT(parse_cfg("{agents:{defaults:{memorySearch:{provider:'gemini',model:"
                          "'gemini/gemini-embedding-2-preview',multimodal:{enabled:true,"
                          "modalities:['audio'],maxFileBytes:1234}}}}}",
@@ -240,22 +245,22 @@ TEST(multimodal_config_rules)
                CM_OK);
     EXPECT_INT(c.multimodal, CM_MEDIA_AUDIO);
     EXPECT_INT(c.multimodal_max_bytes, 1234);
-    config_release(&c);
+    cm_config_release(&c);
     EXPECT_INT(parse_cfg("{agents:{defaults:{memorySearch:{provider:'gemini',model:"
                          "'gemini-embedding-2-preview',multimodal:{enabled:true,"
                          "modalities:['image','all']}}}}}",
                          &c, err, sizeof err),
                CM_OK);
     EXPECT_INT(c.multimodal, CM_MEDIA_IMAGE | CM_MEDIA_AUDIO);
-    config_release(&c);
+    cm_config_release(&c);
     /* off: no rule applies, nothing is media */
     EXPECT_INT(parse_cfg("{agents:{defaults:{memorySearch:{provider:'openai',fallback:'local',"
                          "multimodal:{enabled:false,modalities:['image']}}}}}",
                          &c, err, sizeof err),
                CM_OK);
     EXPECT_INT(c.multimodal, 0);
-    EXPECT_INT(media_kind(&c, "a.png"), 0);
-    config_release(&c);
+    EXPECT_INT(cm_index_media_kind(&c, "a.png"), 0);
+    cm_config_release(&c);
     /* bad values name their key with line:column */
     EXPECT_INT(parse_cfg("{agents:{defaults:{memorySearch:{multimodal:{modalities:['video']}}}}}",
                          &c, err, sizeof err),
@@ -293,7 +298,7 @@ TEST(multimodal_request_parts_per_extension)
     EXPECT_INT(st.chunks_embedded, 2 + ARRAY_LEN(samples));
     for (size_t i = 0; i < ARRAY_LEN(samples); i++) {
         char label[256], part[512];
-        unsigned kind = media_kind_of_name(samples[i].name);
+        unsigned kind = cm_index_media_kind_of_name(samples[i].name);
         snprintf(label, sizeof label, "{\"text\":\"%s file: assets/%s%s\"}",
                  kind == CM_MEDIA_AUDIO ? "Audio" : "Image", i % 2 ? "sub/" : "", samples[i].name);
         int k = find_request(&m, label);
@@ -302,26 +307,27 @@ TEST(multimodal_request_parts_per_extension)
         EXPECT_STR(r->path, "/models/gemini-embedding-2-preview:batchEmbedContents");
         EXPECT_CONTAINS(r->headers, "x-goog-api-key: k");
         buf b64 = BUF_INIT;
-        EXPECT_INT(media_base64(&b64, samples[i].data, samples[i].len), CM_OK);
+        EXPECT_INT(cm_index_media_base64(&b64, samples[i].data, samples[i].len), CM_OK);
         snprintf(part, sizeof part, "%s,{\"inlineData\":{\"mimeType\":\"%s\",\"data\":\"%s\"}}]}",
                  label, samples[i].mime, b64.data);
         EXPECT_CONTAINS(r->body, part);
-        buf_release(&b64);
+        cm_buf_release(&b64);
     }
     /* the whole body of one, exactly */
     buf want = BUF_INIT, b64 = BUF_INIT;
-    media_base64(&b64, samples[0].data, samples[0].len);
-    buf_printf(&want,
-               "{\"requests\":[{\"model\":\"models/gemini-embedding-2-preview\",\"content\":{"
-               "\"parts\":[{\"text\":\"Image file: assets/beach.png\"},{\"inlineData\":{"
-               "\"mimeType\":\"image/png\",\"data\":\"%s\"}}]},\"taskType\":\"RETRIEVAL_DOCUMENT\","
-               "\"outputDimensionality\":768}]}",
-               b64.data);
+    cm_index_media_base64(&b64, samples[0].data, samples[0].len);
+    cm_buf_printf(
+        &want,
+        "{\"requests\":[{\"model\":\"models/gemini-embedding-2-preview\",\"content\":{"
+        "\"parts\":[{\"text\":\"Image file: assets/beach.png\"},{\"inlineData\":{"
+        "\"mimeType\":\"image/png\",\"data\":\"%s\"}}]},\"taskType\":\"RETRIEVAL_DOCUMENT\","
+        "\"outputDimensionality\":768}]}",
+        b64.data);
     int k = find_request(&m, "assets/beach.png");
     EXPECT(k >= 0);
     EXPECT_STR(fake_get(m.srv, k)->body, want.data);
-    buf_release(&want);
-    buf_release(&b64);
+    cm_buf_release(&want);
+    cm_buf_release(&b64);
     /* Markdown under extraPaths is text as before; nothing else was sent */
     k = find_request(&m, "Holiday plans");
     EXPECT(k >= 0);
@@ -413,7 +419,7 @@ TEST(multimodal_hits_in_payloads_and_memory_get_refuses)
     EXPECT_INT(cm_memory_get(e, "assets/notes.md", 0, 0, &js, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(js, "Holiday plans");
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     fake_stop(m.srv);
 }
 
@@ -551,7 +557,7 @@ static unsigned settle(watcher *w)
     unsigned what = 0;
     for (int i = 0; i < 20; i++) { /* events arrive promptly; give them 200 ms */
         usleep(10000);
-        what |= watcher_read(w);
+        what |= cm_watcher_read(w);
     }
     return what;
 }
@@ -570,13 +576,13 @@ TEST(multimodal_watcher_sees_media_under_extra_paths)
         c.multimodal = on ? CM_MEDIA_IMAGE : 0;
         watcher *w = NULL;
         char err[256];
-        EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
         EXPECT_INT(settle(w), 0);
         write_file(ws, "assets/song.mp3", "ID3 not an image modality");
         write_file(ws, "assets/b.txt", "not memory");
         EXPECT_INT(settle(w), 0);
         write_bytes(ws, on ? "assets/sub.png" : "assets/x.png", samples[0].data, samples[0].len);
         EXPECT_INT(settle(w) & WATCH_CHANGED, on ? WATCH_CHANGED : 0);
-        watcher_free(w);
+        cm_watcher_close(w);
     }
 }

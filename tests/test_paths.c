@@ -31,8 +31,8 @@ static char *slurp(const char *path)
 {
     buf b = BUF_INIT;
     char err[256];
-    if (fs_read_file(path, 1 << 26, &b, err, sizeof err) != CM_OK) return NULL;
-    return buf_detach(&b);
+    if (cm_fs_read_file(path, 1 << 26, &b, err, sizeof err) != CM_OK) return NULL;
+    return cm_buf_detach(&b);
 }
 
 static size_t count_of(const char *hay, const char *needle)
@@ -114,8 +114,8 @@ static void ws_init(ws_env *w)
 static cm_rc get(const ws_env *w, const char *path, long from, long offset, long lines, buf *out,
                  char *err, size_t errlen)
 {
-    buf_reset(out);
-    return tools_get(&w->cfg, path, strlen(path), from, offset, lines, out, err, errlen);
+    cm_buf_reset(out);
+    return cm_tools_get(&w->cfg, path, strlen(path), from, offset, lines, out, err, errlen);
 }
 
 /* ---- the walk ------------------------------------------------------------ */
@@ -129,46 +129,47 @@ TEST(paths_walk_never_follows_a_link)
     EXPECT(mkfifo(path_in(w.ws, "memory/pipe.md"), 0600) == 0);
     int root = -1, fd = -1;
     char err[512];
-    EXPECT_INT(path_open_root(w.ws, false, &root, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_path_open_root(w.ws, false, &root, err, sizeof err), CM_OK);
     for (int fallback = 0; fallback < 2; fallback++) {
-        path_force_fallback(fallback);
+        cm_path_force_fallback(fallback);
         EXPECT_INT(
-            path_open_beneath(root, "memory/sub/note.md", O_RDONLY, &fd, NULL, err, sizeof err),
+            cm_path_open_beneath(root, "memory/sub/note.md", O_RDONLY, &fd, NULL, err, sizeof err),
             CM_OK);
         close(fd);
         EXPECT_INT(
-            path_open_beneath(root, "memory/lnk/note.md", O_RDONLY, &fd, NULL, err, sizeof err),
+            cm_path_open_beneath(root, "memory/lnk/note.md", O_RDONLY, &fd, NULL, err, sizeof err),
             CM_EPATH);
         EXPECT_CONTAINS(err, "symbolic link");
-        EXPECT_INT(path_open_beneath(root, "memory/up/ws/memory/sub/note.md", O_RDONLY, &fd, NULL,
-                                     err, sizeof err),
+        EXPECT_INT(cm_path_open_beneath(root, "memory/up/ws/memory/sub/note.md", O_RDONLY, &fd,
+                                        NULL, err, sizeof err),
                    CM_EPATH);
-        EXPECT_INT(path_open_beneath(root, "memory/../memory/sub/note.md", O_RDONLY, &fd, NULL, err,
-                                     sizeof err),
+        EXPECT_INT(cm_path_open_beneath(root, "memory/../memory/sub/note.md", O_RDONLY, &fd, NULL,
+                                        err, sizeof err),
                    CM_EPATH);
-        EXPECT_INT(path_open_beneath(root, "/etc/passwd", O_RDONLY, &fd, NULL, err, sizeof err),
+        EXPECT_INT(cm_path_open_beneath(root, "/etc/passwd", O_RDONLY, &fd, NULL, err, sizeof err),
                    CM_EPATH);
         EXPECT_INT(
-            path_open_beneath(root, "memory/none/x.md", O_RDONLY, &fd, NULL, err, sizeof err),
+            cm_path_open_beneath(root, "memory/none/x.md", O_RDONLY, &fd, NULL, err, sizeof err),
             CM_ENOTFOUND);
-        EXPECT_INT(path_open_beneath(root, "memory/sub/note.md/x.md", O_RDONLY, &fd, NULL, err,
-                                     sizeof err),
+        EXPECT_INT(cm_path_open_beneath(root, "memory/sub/note.md/x.md", O_RDONLY, &fd, NULL, err,
+                                        sizeof err),
                    CM_EPATH);
-        EXPECT_INT(path_open_beneath(root, "memory/pipe.md", O_RDONLY, &fd, NULL, err, sizeof err),
-                   CM_EPATH);
+        EXPECT_INT(
+            cm_path_open_beneath(root, "memory/pipe.md", O_RDONLY, &fd, NULL, err, sizeof err),
+            CM_EPATH);
         EXPECT_CONTAINS(err, "not a regular file");
         int dir = -1;
         const char *leaf;
-        EXPECT_INT(path_open_dir(root, fallback ? "memory/new1/a/b.md" : "memory/new0/a/b.md",
-                                 PATH_MKDIRS, &dir, &leaf, err, sizeof err),
+        EXPECT_INT(cm_path_open_dir(root, fallback ? "memory/new1/a/b.md" : "memory/new0/a/b.md",
+                                    PATH_MKDIRS, &dir, &leaf, err, sizeof err),
                    CM_OK);
         EXPECT_STR(leaf, "b.md");
         close(dir);
-        EXPECT_INT(
-            path_open_dir(root, "memory/lnk/made/b.md", PATH_MKDIRS, &dir, &leaf, err, sizeof err),
-            CM_EPATH);
+        EXPECT_INT(cm_path_open_dir(root, "memory/lnk/made/b.md", PATH_MKDIRS, &dir, &leaf, err,
+                                    sizeof err),
+                   CM_EPATH);
     }
-    path_force_fallback(0);
+    cm_path_force_fallback(0);
     struct stat st;
     EXPECT(stat(path_in(w.ws, "memory/new1/a"), &st) == 0 && S_ISDIR(st.st_mode));
     EXPECT(stat(path_in(w.out, "made"), &st) != 0); /* nothing created outside */
@@ -189,7 +190,7 @@ TEST(paths_get_races_a_swapped_directory)
     buf b = BUF_INIT;
     char err[512];
     for (int fallback = 0; fallback < 2; fallback++) {
-        path_force_fallback(fallback);
+        cm_path_force_fallback(fallback);
         swapper s;
         swap_start(&s, sub, lnk);
         int64_t t0 = cm_now_ms();
@@ -204,8 +205,8 @@ TEST(paths_get_races_a_swapped_directory)
         swap_stop(&s);
         EXPECT(s.swaps > 10);
     }
-    path_force_fallback(0);
-    buf_release(&b);
+    cm_path_force_fallback(0);
+    cm_buf_release(&b);
     printf("     memory_get: %ld calls, %ld inside, %ld outside\n", calls, inside, outside);
     EXPECT(calls > 1000);
     EXPECT(inside > 0);
@@ -224,22 +225,22 @@ TEST(paths_write_races_a_swapped_directory)
     buf b = BUF_INIT;
     char err[512], note[64];
     for (int fallback = 0; fallback < 2; fallback++) {
-        path_force_fallback(fallback);
+        cm_path_force_fallback(fallback);
         swapper s;
         swap_start(&s, sub, lnk);
         int64_t t0 = cm_now_ms();
         while (cm_now_ms() - t0 < RACE_MS / 2 && calls < 100000) {
             snprintf(note, sizeof note, "note-%06ld", calls);
-            buf_reset(&b);
-            if (tools_write(&w.cfg, "memory/sub/note.md", note, 0, &b, NULL, err, sizeof err) ==
+            cm_buf_reset(&b);
+            if (cm_tools_write(&w.cfg, "memory/sub/note.md", note, 0, &b, NULL, err, sizeof err) ==
                 CM_OK)
                 acked++;
             calls++;
         }
         swap_stop(&s);
     }
-    path_force_fallback(0);
-    buf_release(&b);
+    cm_path_force_fallback(0);
+    cm_buf_release(&b);
     /* The real directory is under one of the two names. */
     struct stat st;
     const char *real = lstat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? sub : lnk;
@@ -280,14 +281,14 @@ static void *fifo_calls(void *arg)
             f->ok++;
         else
             f->errors++;
-        buf_reset(&b);
-        rc = tools_write(&f->w->cfg, "memory/n.md", "fifo race", 0, &b, NULL, err, sizeof err);
+        cm_buf_reset(&b);
+        rc = cm_tools_write(&f->w->cfg, "memory/n.md", "fifo race", 0, &b, NULL, err, sizeof err);
         if (rc == CM_OK)
             f->ok++;
         else
             f->errors++;
     }
-    buf_release(&b);
+    cm_buf_release(&b);
     return NULL;
 }
 
@@ -302,9 +303,10 @@ TEST(paths_fifo_never_blocks)
     int64_t t0 = cm_now_ms();
     EXPECT_INT(get(&w, "memory/pipe.md", 0, 0, 0, &b, err, sizeof err), CM_EPATH);
     EXPECT_CONTAINS(err, "not a regular file");
-    EXPECT_INT(tools_write(&w.cfg, "memory/pipe.md", "x", 0, &b, NULL, err, sizeof err), CM_EPATH);
+    EXPECT_INT(cm_tools_write(&w.cfg, "memory/pipe.md", "x", 0, &b, NULL, err, sizeof err),
+               CM_EPATH);
     EXPECT(cm_now_ms() - t0 < 2000);
-    buf_release(&b);
+    cm_buf_release(&b);
     /* A FIFO swapped in and out for the note while memory_get and
      * memory_write run: every call ends, under a watchdog. */
     EXPECT(mkfifo(path_in(w.ws, "memory/f"), 0600) == 0);
@@ -339,9 +341,9 @@ TEST(paths_write_temp_hard_link_and_stale_temps)
     write_file(w.ws, "memory/.clawmem-notes.tmp", "mine");
     buf b = BUF_INIT;
     char err[512];
-    EXPECT_INT(tools_write(&w.cfg, "memory/note.md", "second", 0, &b, NULL, err, sizeof err),
+    EXPECT_INT(cm_tools_write(&w.cfg, "memory/note.md", "second", 0, &b, NULL, err, sizeof err),
                CM_OK);
-    buf_release(&b);
+    cm_buf_release(&b);
     char *s = slurp(secret), *note = slurp(path_in(w.ws, "memory/note.md"));
     EXPECT_STR(s, "SECRET\n");
     EXPECT_STR(note, "first\n\nsecond\n");
@@ -365,12 +367,12 @@ TEST(paths_write_name_near_name_max)
     EXPECT_INT(strlen(strrchr(rel, '/') + 1), NAME_MAX);
     buf b = BUF_INIT;
     char err[512];
-    EXPECT_INT(tools_write(&w.cfg, rel, "long name one", 0, &b, NULL, err, sizeof err), CM_OK);
-    buf_reset(&b);
-    EXPECT_INT(tools_write(&w.cfg, rel, "long name two", 0, &b, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_tools_write(&w.cfg, rel, "long name one", 0, &b, NULL, err, sizeof err), CM_OK);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_tools_write(&w.cfg, rel, "long name two", 0, &b, NULL, err, sizeof err), CM_OK);
     EXPECT_INT(get(&w, rel, 0, 0, 0, &b, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(b.data, "long name one\\n\\nlong name two\\n");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(paths_write_memory_md_goes_to_the_indexed_file)
@@ -381,7 +383,7 @@ TEST(paths_write_memory_md_goes_to_the_indexed_file)
     char err[512];
     /* MEMORY.md exists: "memory.md" writes into it, never a file nobody indexes */
     write_file(w.ws, "MEMORY.md", "# Long term\n");
-    EXPECT_INT(tools_write(&w.cfg, "memory.md", "kept in MEMORY", 0, &b, NULL, err, sizeof err),
+    EXPECT_INT(cm_tools_write(&w.cfg, "memory.md", "kept in MEMORY", 0, &b, NULL, err, sizeof err),
                CM_OK);
     EXPECT_CONTAINS(b.data, "\"path\":\"MEMORY.md\"");
     struct stat st;
@@ -393,8 +395,8 @@ TEST(paths_write_memory_md_goes_to_the_indexed_file)
     ws_env v;
     ws_init(&v);
     write_file(v.ws, "memory.md", "# lower\n");
-    buf_reset(&b);
-    EXPECT_INT(tools_write(&v.cfg, "MEMORY.md", "kept in memory", 0, &b, NULL, err, sizeof err),
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_tools_write(&v.cfg, "MEMORY.md", "kept in memory", 0, &b, NULL, err, sizeof err),
                CM_OK);
     if (!ci) {
         EXPECT_CONTAINS(b.data, "\"path\":\"memory.md\"");
@@ -403,7 +405,7 @@ TEST(paths_write_memory_md_goes_to_the_indexed_file)
     m = slurp(path_in(v.ws, "memory.md"));
     EXPECT_CONTAINS(m, "kept in memory");
     free(m);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 /* ---- memory_get fidelity ------------------------------------------------- */
@@ -448,7 +450,7 @@ TEST(paths_get_is_the_files_bytes)
     EXPECT_CONTAINS(err, "symbolic link");
     snprintf(p, sizeof p, "%s/note.md", w.out); /* absolute, outside */
     EXPECT_INT(get(&w, p, 0, 0, 0, &b, err, sizeof err), CM_EPATH);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(paths_get_continues_inside_a_long_line)
@@ -457,10 +459,10 @@ TEST(paths_get_continues_inside_a_long_line)
     ws_init(&w);
     buf t = BUF_INIT, got = BUF_INIT, b = BUF_INIT;
     while (t.len < TOOLS_GET_MAX_BYTES * 5 / 2)
-        buf_adds(&t, "abcé"); /* a 2-byte character falls on some cut */
-    buf_adds(&t, "\r\nsecond line\n");
+        cm_buf_adds(&t, "abcé"); /* a 2-byte character falls on some cut */
+    cm_buf_adds(&t, "\r\nsecond line\n");
     for (int i = 0; i < 20000; i++)
-        buf_adds(&t, "a short line of text\n");
+        cm_buf_adds(&t, "a short line of text\n");
     write_file(w.ws, "memory/long.md", t.data);
     char err[512];
     long from = 1, offset = 0;
@@ -472,7 +474,7 @@ TEST(paths_get_continues_inside_a_long_line)
         EXPECT(j != NULL);
         const char *text = json_string_value(json_object_get(j, "text"));
         EXPECT(strlen(text) <= TOOLS_GET_MAX_BYTES);
-        buf_adds(&got, text);
+        cm_buf_adds(&got, text);
         bool more = json_is_true(json_object_get(j, "truncated"));
         from = (long)json_integer_value(json_object_get(j, "nextFrom"));
         offset = (long)json_integer_value(json_object_get(j, "nextOffset"));
@@ -489,9 +491,9 @@ TEST(paths_get_continues_inside_a_long_line)
     EXPECT_CONTAINS(b.data, "\"text\":\"éabc");
     EXPECT_INT(get(&w, "memory/long.md", 1, 4, 1, &b, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(b.data, "\"text\":\"abcé");
-    buf_release(&t);
-    buf_release(&got);
-    buf_release(&b);
+    cm_buf_release(&t);
+    cm_buf_release(&got);
+    cm_buf_release(&b);
 }
 
 /* ---- through the engine -------------------------------------------------- */
@@ -552,8 +554,8 @@ TEST(paths_written_note_is_found_at_once)
     EXPECT_INT(cm_memory_search(r, "Omada", NULL, &js, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(js, "\"path\":\"MEMORY.md\"");
     cm_free(js);
-    cm_engine_free(r);
-    cm_engine_free(e);
+    cm_engine_close(r);
+    cm_engine_close(e);
 }
 
 TEST(paths_lock_file_symlink_is_not_followed)
@@ -571,7 +573,7 @@ TEST(paths_lock_file_symlink_is_not_followed)
     char *t = slurp(path_in(env.dir, "target.txt"));
     EXPECT_STR(t, "KEEP ME\n");
     free(t);
-    cm_engine_free(e);
+    cm_engine_close(e);
 }
 
 typedef struct cfg_run {
@@ -586,7 +588,7 @@ static void *load_cfg(void *arg)
     cfg_run *c = arg;
     cm_config_args a = {NULL, NULL, c->path, NULL};
     cm_logger lg = {0};
-    c->rc = config_load(&a, &lg, &c->cfg, c->err, sizeof c->err);
+    c->rc = cm_config_init(&a, &lg, &c->cfg, c->err, sizeof c->err);
     return NULL;
 }
 
@@ -609,7 +611,7 @@ TEST(paths_config_fifo_fails_and_symlink_is_followed)
     EXPECT(within(load_cfg, &l, 10000));
     EXPECT_INT(l.rc, CM_OK);
     EXPECT_INT(l.cfg.citations, CM_CITE_OFF);
-    config_release(&l.cfg);
+    cm_config_release(&l.cfg);
 }
 
 static json_t *rpc_call(proc *p, const char *req)

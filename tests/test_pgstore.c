@@ -42,14 +42,14 @@ static long atoi_ok(const char *s)
 static chunk_list chunks_of(const char *text)
 {
     chunk_list l = {0};
-    chunk_text(text, strlen(text), 400, 80, &l);
+    cm_chunk_text(text, strlen(text), 400, 80, &l);
     return l;
 }
 
 static cm_rc open_pg(store *s, const char *agent, unsigned flags)
 {
     char err[256];
-    cm_rc rc = store_open_pg(s, pg_dsn, agent, "unicode61", flags, 5000, err, sizeof err);
+    cm_rc rc = cm_store_open_pg(s, pg_dsn, agent, "unicode61", flags, 5000, err, sizeof err);
     if (rc) fprintf(stderr, "  open %s: %s\n", agent, err);
     return rc;
 }
@@ -60,19 +60,19 @@ static cm_rc fill(const char *agent, const char *tokenizer, size_t n, const char
 {
     store s;
     char err[256];
-    cm_rc rc = store_open_pg(&s, pg_dsn, agent, tokenizer, STORE_CREATE, 5000, err, sizeof err);
+    cm_rc rc = cm_store_open_pg(&s, pg_dsn, agent, tokenizer, STORE_CREATE, 5000, err, sizeof err);
     if (rc) return rc;
-    rc = store_pg_rebuild_begin(&s, tokenizer, err, sizeof err);
+    rc = cm_store_pg_rebuild_begin(&s, tokenizer, err, sizeof err);
     for (size_t i = 0; !rc && i < n; i++) {
         chunk_list l = chunks_of(text[i]);
-        rc = store_file_replace(&s, path[i], "memory", "h", 1, (int64_t)strlen(text[i]), NULL, &l,
-                                err, sizeof err);
-        chunk_list_release(&l);
+        rc = cm_store_file_replace(&s, path[i], "memory", "h", 1, (int64_t)strlen(text[i]), NULL,
+                                   &l, err, sizeof err);
+        cm_chunk_list_release(&l);
     }
-    if (!rc) rc = store_meta_set(&s, STORE_META_KEY, "{}", err, sizeof err);
-    if (!rc) rc = store_commit(&s, err, sizeof err);
+    if (!rc) rc = cm_store_meta_set(&s, STORE_META_KEY, "{}", err, sizeof err);
+    if (!rc) rc = cm_store_commit(&s, err, sizeof err);
     if (rc) fprintf(stderr, "  fill %s: %s\n", agent, err);
-    store_close(&s);
+    cm_store_close(&s);
     return rc;
 }
 
@@ -81,8 +81,8 @@ static void drop(const char *agent)
     store s;
     char err[256];
     if (open_pg(&s, agent, STORE_CREATE) == CM_OK) {
-        store_drop_agent(&s, err, sizeof err);
-        store_close(&s);
+        cm_store_drop_agent(&s, err, sizeof err);
+        cm_store_close(&s);
     }
 }
 
@@ -97,7 +97,7 @@ static json_t *search_agent(const char *ws, const char *state, const char *cfg, 
     json_t *j = NULL;
     if (cm_memory_search(eng, q, &so, &js, err, sizeof err) == CM_OK) j = json_loads(js, 0, NULL);
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     return j;
 }
 
@@ -124,7 +124,7 @@ TEST_PG(pgstore_fifty_agents_never_see_each_other)
         char err[512];
         EXPECT_INT(cm_engine_open(&o, &eng, err, sizeof err), CM_OK);
         EXPECT_INT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
-        cm_engine_free(eng);
+        cm_engine_close(eng);
     }
     for (int i = 0; i < N; i++) {
         /* the shared words: exactly the agent's own note */
@@ -148,8 +148,8 @@ TEST_PG(pgstore_fifty_agents_never_see_each_other)
     char err[256];
     int64_t files = 0, chunks = 0;
     EXPECT_INT(open_pg(&s, agent[3], 0), CM_OK);
-    EXPECT_INT(store_counts(&s, &files, &chunks, err, sizeof err), CM_OK);
-    store_close(&s);
+    EXPECT_INT(cm_store_counts(&s, &files, &chunks, err, sizeof err), CM_OK);
+    cm_store_close(&s);
     EXPECT_INT(files, 1);
     EXPECT_INT(chunks, 1);
     for (int i = 0; i < N; i++)
@@ -171,51 +171,51 @@ TEST_PG(pgstore_deleting_an_agent_removes_all_its_rows)
         EXPECT_INT(open_pg(&s, who[w], 0), CM_OK);
         pending_chunk *pc = NULL;
         size_t n = 0;
-        EXPECT_INT(store_pending_vectors(&s, 0, 10, &pc, &n, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_pending_vectors(&s, 0, 10, &pc, &n, err, sizeof err), CM_OK);
         EXPECT_INT(n, 2);
         float v[3] = {1, 2, 3};
-        EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
         for (size_t i = 0; i < n; i++)
-            EXPECT_INT(store_vector_put(&s, pc[i].id, v, 3, err, sizeof err), CM_OK);
-        EXPECT_INT(store_cache_put(&s, "p", "m", "k", pc[0].hash, v, 3, err, sizeof err), CM_OK);
-        EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
-        pending_release(pc, n);
-        store_close(&s);
+            EXPECT_INT(cm_store_vector_put(&s, pc[i].id, v, 3, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_cache_put(&s, "p", "m", "k", pc[0].hash, v, 3, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+        cm_store_pending_release(pc, n);
+        cm_store_close(&s);
     }
     store s;
     EXPECT_INT(open_pg(&s, "victim", 0), CM_OK);
     int64_t n = 0;
-    EXPECT_INT(store_count(&s, "vectors", &n, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_count(&s, "vectors", &n, err, sizeof err), CM_OK);
     EXPECT_INT(n, 2);
-    EXPECT_INT(store_count(&s, "embedding_cache", &n, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_count(&s, "embedding_cache", &n, err, sizeof err), CM_OK);
     EXPECT_INT(n, 1);
-    EXPECT_INT(store_drop_agent(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_drop_agent(&s, err, sizeof err), CM_OK);
     /* every table: files, chunks (and their keyword entries), vectors, cache,
      * meta, and the agent's row */
     static const char *const tables[] = {"files", "chunks", "vectors", "embedding_cache"};
     for (size_t i = 0; i < ARRAY_LEN(tables); i++) {
-        EXPECT_INT(store_count(&s, tables[i], &n, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_count(&s, tables[i], &n, err, sizeof err), CM_OK);
         EXPECT_INT(n, 0);
     }
     char *meta = NULL;
-    EXPECT_INT(store_meta_get(&s, STORE_META_KEY, &meta, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_meta_get(&s, STORE_META_KEY, &meta, err, sizeof err), CM_OK);
     EXPECT(meta == NULL);
-    EXPECT_INT(store_data_version(&s), -1);
+    EXPECT_INT(cm_store_data_version(&s), -1);
     fts_hits h = {0};
-    EXPECT_INT(store_fts_search(&s, "\"four\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"four\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
-    store_close(&s);
+    cm_store_close(&s);
     store o;
-    EXPECT_INT(store_open_pg(&o, pg_dsn, "victim", "unicode61", 0, 5000, err, sizeof err),
+    EXPECT_INT(cm_store_open_pg(&o, pg_dsn, "victim", "unicode61", 0, 5000, err, sizeof err),
                CM_ENOTFOUND);
     /* the other agent keeps everything */
     EXPECT_INT(open_pg(&s, "bystander", 0), CM_OK);
-    EXPECT_INT(store_count(&s, "vectors", &n, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_count(&s, "vectors", &n, err, sizeof err), CM_OK);
     EXPECT_INT(n, 2);
-    EXPECT_INT(store_fts_search(&s, "\"four\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"four\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
-    fts_hits_release(&h);
-    store_close(&s);
+    cm_fts_hits_release(&h);
+    cm_store_close(&s);
     drop("bystander");
 }
 
@@ -229,42 +229,42 @@ TEST_PG(pgstore_rebuild_is_invisible_until_it_commits)
     char err[256];
     EXPECT_INT(open_pg(&r, "rebuilt", 0), CM_OK);
     EXPECT_INT(open_pg(&w, "rebuilt", STORE_CREATE), CM_OK);
-    int64_t v0 = store_data_version(&r);
-    EXPECT_INT(store_pg_rebuild_begin(&w, "unicode61", err, sizeof err), CM_OK);
+    int64_t v0 = cm_store_data_version(&r);
+    EXPECT_INT(cm_store_pg_rebuild_begin(&w, "unicode61", err, sizeof err), CM_OK);
     chunk_list l = chunks_of("newword replaces it\n");
     EXPECT_INT(
-        store_file_replace(&w, "MEMORY.md", "memory", "h2", 2, 20, NULL, &l, err, sizeof err),
+        cm_store_file_replace(&w, "MEMORY.md", "memory", "h2", 2, 20, NULL, &l, err, sizeof err),
         CM_OK);
-    chunk_list_release(&l);
-    EXPECT_INT(store_meta_set(&w, STORE_META_KEY, "{\"v\":2}", err, sizeof err), CM_OK);
+    cm_chunk_list_release(&l);
+    EXPECT_INT(cm_store_meta_set(&w, STORE_META_KEY, "{\"v\":2}", err, sizeof err), CM_OK);
     fts_hits h = {0};
     char *meta = NULL;
     /* while it runs, a reader sees the old index whole */
-    EXPECT_INT(store_fts_search(&r, "\"oldword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"oldword\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
-    fts_hits_release(&h);
-    EXPECT_INT(store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    cm_fts_hits_release(&h);
+    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
-    EXPECT_INT(store_meta_get(&r, STORE_META_KEY, &meta, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_meta_get(&r, STORE_META_KEY, &meta, err, sizeof err), CM_OK);
     EXPECT_STR(meta, "{}");
     free(meta);
-    EXPECT_INT(store_data_version(&r), v0);
-    EXPECT_INT(store_commit(&w, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_data_version(&r), v0);
+    EXPECT_INT(cm_store_commit(&w, err, sizeof err), CM_OK);
     /* after the commit: the new one, and a new data version */
-    EXPECT_INT(store_fts_search(&r, "\"oldword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"oldword\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
-    EXPECT_INT(store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
-    fts_hits_release(&h);
-    EXPECT(store_data_version(&r) > v0);
+    cm_fts_hits_release(&h);
+    EXPECT(cm_store_data_version(&r) > v0);
     /* a rebuild rolled back leaves nothing */
-    EXPECT_INT(store_pg_rebuild_begin(&w, "unicode61", err, sizeof err), CM_OK);
-    store_rollback(&w);
-    EXPECT_INT(store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_pg_rebuild_begin(&w, "unicode61", err, sizeof err), CM_OK);
+    cm_store_rollback(&w);
+    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
-    fts_hits_release(&h);
-    store_close(&w);
-    store_close(&r);
+    cm_fts_hits_release(&h);
+    cm_store_close(&w);
+    cm_store_close(&r);
     drop("rebuilt");
 }
 
@@ -281,19 +281,19 @@ static int writer(int id, int k, size_t per_file)
         snprintf(text, sizeof text, "writer %d round %d\n\nsecond paragraph %d\n\nthird %d\n", id,
                  i, i, i);
         chunk_list l = chunks_of(text);
-        cm_rc rc = store_begin(&s, err, sizeof err);
+        cm_rc rc = cm_store_begin(&s, err, sizeof err);
         if (!rc)
-            rc =
-                store_file_replace(&s, "MEMORY.md", "memory", "h", 1, 1, NULL, &l, err, sizeof err);
+            rc = cm_store_file_replace(&s, "MEMORY.md", "memory", "h", 1, 1, NULL, &l, err,
+                                       sizeof err);
         int64_t files = 0, chunks = 0;
-        if (!rc) rc = store_counts(&s, &files, &chunks, err, sizeof err);
-        if (!rc) rc = store_commit(&s, err, sizeof err);
-        if (rc) store_rollback(&s);
-        chunk_list_release(&l);
+        if (!rc) rc = cm_store_counts(&s, &files, &chunks, err, sizeof err);
+        if (!rc) rc = cm_store_commit(&s, err, sizeof err);
+        if (rc) cm_store_rollback(&s);
+        cm_chunk_list_release(&l);
         if (rc) return 2;
         if (chunks != (int64_t)per_file) return 3;
     }
-    store_close(&s);
+    cm_store_close(&s);
     return 0;
 }
 
@@ -305,7 +305,7 @@ TEST_PG(pgstore_writers_in_two_processes_take_turns)
     EXPECT_INT(fill("turns", "unicode61", 1, paths, texts), CM_OK);
     chunk_list one = chunks_of("writer 0 round 0\n\nsecond paragraph 0\n\nthird 0\n");
     size_t per_file = one.n;
-    chunk_list_release(&one);
+    cm_chunk_list_release(&one);
     pid_t pid[2];
     for (int c = 0; c < 2; c++) {
         pid[c] = fork();
@@ -322,13 +322,13 @@ TEST_PG(pgstore_writers_in_two_processes_take_turns)
     char err[256];
     int64_t files = 0, chunks = 0;
     EXPECT_INT(open_pg(&s, "turns", 0), CM_OK);
-    EXPECT_INT(store_counts(&s, &files, &chunks, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_counts(&s, &files, &chunks, err, sizeof err), CM_OK);
     EXPECT_INT(files, 1);
     EXPECT_INT(chunks, (int64_t)per_file);
     bool ok = false;
-    EXPECT_INT(store_check(&s, &ok, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_check(&s, &ok, err, sizeof err), CM_OK);
     EXPECT(ok);
-    store_close(&s);
+    cm_store_close(&s);
     drop("turns");
 }
 
@@ -350,18 +350,18 @@ TEST_PG(pgstore_bm25_equals_the_sqlite_store)
     char *d = tmp_dir();
     store lite, pg;
     char err[256];
-    EXPECT_INT(
-        store_open(&lite, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
-        CM_OK);
-    EXPECT_INT(store_begin(&lite, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_open(&lite, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err,
+                             sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_begin(&lite, err, sizeof err), CM_OK);
     for (size_t i = 0; i < ARRAY_LEN(texts); i++) {
         chunk_list l = chunks_of(texts[i]);
         EXPECT_INT(
-            store_file_replace(&lite, paths[i], "memory", "h", 1, 1, NULL, &l, err, sizeof err),
+            cm_store_file_replace(&lite, paths[i], "memory", "h", 1, 1, NULL, &l, err, sizeof err),
             CM_OK);
-        chunk_list_release(&l);
+        cm_chunk_list_release(&l);
     }
-    EXPECT_INT(store_commit(&lite, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_commit(&lite, err, sizeof err), CM_OK);
     drop("bm25");
     EXPECT_INT(fill("bm25", "unicode61", ARRAY_LEN(texts), paths, texts), CM_OK);
     EXPECT_INT(open_pg(&pg, "bm25", 0), CM_OK);
@@ -380,8 +380,8 @@ TEST_PG(pgstore_bm25_equals_the_sqlite_store)
         "\"mail\" OR \"example\" OR \"14\" OR \"b\""};
     for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
         fts_hits a = {0}, b = {0};
-        EXPECT_INT(store_fts_search(&lite, queries[q], 10, &a, err, sizeof err), CM_OK);
-        EXPECT_INT(store_fts_search(&pg, queries[q], 10, &b, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&lite, queries[q], 10, &a, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&pg, queries[q], 10, &b, err, sizeof err), CM_OK);
         EXPECT(a.n > 0);
         EXPECT_INT(b.n, a.n);
         for (size_t i = 0; i < a.n; i++) {
@@ -391,11 +391,11 @@ TEST_PG(pgstore_bm25_equals_the_sqlite_store)
             if (i > 0 && fabs(a.v[i].rank - a.v[i - 1].rank) < 1e-12) continue;
             EXPECT_STR(b.v[i].path, a.v[i].path);
         }
-        fts_hits_release(&a);
-        fts_hits_release(&b);
+        cm_fts_hits_release(&a);
+        cm_fts_hits_release(&b);
     }
-    store_close(&lite);
-    store_close(&pg);
+    cm_store_close(&lite);
+    cm_store_close(&pg);
     drop("bm25");
 }
 
@@ -436,7 +436,7 @@ TEST(pgstore_config_dsn_is_required_and_never_shown)
     EXPECT(cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err) != CM_OK);
     EXPECT(strstr(err, "s3cret-pw") == NULL);
     EXPECT_CONTAINS(err, "cannot connect");
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     unsetenv("CM_TEST_BAD_DSN");
 }
 
@@ -464,7 +464,7 @@ TEST_PG(pgstore_config_dsn_from_the_environment)
     EXPECT_CONTAINS(js, "\"storeDriver\":\"postgres\"");
     EXPECT(strstr(js, pg_dsn) == NULL);
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     unsetenv("CM_TEST_PG_DSN_REF");
     drop("main");
 }
@@ -479,9 +479,9 @@ TEST_PG(pgstore_reconnects_after_the_server_drops_it)
     char err[256];
     fts_hits h = {0};
     EXPECT_INT(open_pg(&r, "reconnect", 0), CM_OK);
-    EXPECT_INT(store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
-    fts_hits_release(&h);
+    cm_fts_hits_release(&h);
     /* the server ends every other session (as a restart or a failover would) */
     const char *cmd[] = {"psql", pg_dsn, "-Atc",
                          "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
@@ -491,10 +491,10 @@ TEST_PG(pgstore_reconnects_after_the_server_drops_it)
     EXPECT_INT(k.status, 0);
     EXPECT(k.out && atoi_ok(k.out) >= 1);
     run_result_release(&k);
-    EXPECT_INT(store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
-    fts_hits_release(&h);
-    EXPECT(store_pg_connected(&r));
-    store_close(&r);
+    cm_fts_hits_release(&h);
+    EXPECT(cm_store_pg_connected(&r));
+    cm_store_close(&r);
     drop("reconnect");
 }

@@ -35,7 +35,7 @@ typedef struct qenv {
 static void on_log(void *ctx, cm_log_level level, const char *msg)
 {
     qenv *q = ctx;
-    if (level >= CM_LOG_WARN) buf_printf(&q->log, "%s\n", msg);
+    if (level >= CM_LOG_WARN) cm_buf_printf(&q->log, "%s\n", msg);
 }
 
 static const char *real_qmd(void)
@@ -124,7 +124,7 @@ static int leftovers(const char *dir)
         char tmp[4096];
         size_t k;
         while ((k = fread(tmp, 1, sizeof tmp, f)) > 0)
-            buf_add(&b, tmp, k);
+            cm_buf_add(&b, tmp, k);
         fclose(f);
         for (size_t i = 0; i < b.len; i += strlen(b.data + i) + 1)
             if (strstr(b.data + i, dir) && !strncmp(b.data + i, "XDG_CACHE_HOME=", 15)) {
@@ -140,10 +140,10 @@ static int leftovers(const char *dir)
                     char *rp = strrchr(tmp, ')');
                     if (!(rp && rp[1] == ' ' && rp[2] == 'Z')) n++;
                 }
-                buf_release(&s);
+                cm_buf_release(&s);
                 break;
             }
-        buf_release(&b);
+        cm_buf_release(&b);
     }
     if (d) closedir(d);
     return n;
@@ -153,7 +153,7 @@ static int leftovers(const char *dir)
 
 static void qenv_release(qenv *q)
 {
-    buf_release(&q->log);
+    cm_buf_release(&q->log);
 }
 
 /* ---- config and scope (no QMD) ----------------------------------------------- */
@@ -162,7 +162,7 @@ static cm_rc parse(const char *text, cm_config *cfg, char *err, size_t errlen)
 {
     cm_config_args a = {NULL, "/tmp/ws", NULL, "/tmp/state"};
     cm_logger lg = {0};
-    return config_parse(text, strlen(text), "q.json", &a, &lg, cfg, err, errlen);
+    return cm_config_parse(text, strlen(text), "q.json", &a, &lg, cfg, err, errlen);
 }
 
 TEST(qmd_config)
@@ -177,7 +177,7 @@ TEST(qmd_config)
     EXPECT_INT(c.qmd.timeout_ms, 4000);
     EXPECT_INT(c.qmd.max_injected_chars, 4000);
     EXPECT(c.qmd.include_default_memory && c.qmd.on_boot && !c.qmd.wait_for_boot_sync);
-    config_release(&c);
+    cm_config_release(&c);
     EXPECT_INT(parse("{memory: {backend: 'qmd', qmd: {command: 'x', searchMode: 'vsearch',"
                      " paths: [{path: '~/n', name: 'Docs'}], update: {interval: '1h30m',"
                      " debounceMs: 0, commandTimeoutMs: 0}, limits: {maxResults: 3},"
@@ -193,7 +193,7 @@ TEST(qmd_config)
     EXPECT_INT(c.qmd.max_results, 3);
     EXPECT(c.qmd.sessions_enabled);
     EXPECT_INT(c.qmd.sessions_retention_days, 7);
-    config_release(&c);
+    cm_config_release(&c);
     EXPECT_INT(parse("{memory: {qmd: {searchMode: 'fast'}}}", &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "memory.qmd.searchMode");
     EXPECT_CONTAINS(err, "q.json:1:");
@@ -206,11 +206,11 @@ TEST(qmd_config)
                CM_ECONFIG);
     EXPECT_CONTAINS(err, "memory.qmd.scope.rules[0].action");
     int64_t ms = 0;
-    EXPECT(config_duration_ms("90s", 60000, &ms) && ms == 90000);
-    EXPECT(config_duration_ms("5", 60000, &ms) && ms == 300000);
-    EXPECT(config_duration_ms("250ms", 60000, &ms) && ms == 250);
-    EXPECT(!config_duration_ms("5 minutes", 60000, &ms));
-    EXPECT(!config_duration_ms("", 60000, &ms));
+    EXPECT(cm_config_duration_ms("90s", 60000, &ms) && ms == 90000);
+    EXPECT(cm_config_duration_ms("5", 60000, &ms) && ms == 300000);
+    EXPECT(cm_config_duration_ms("250ms", 60000, &ms) && ms == 250);
+    EXPECT(!cm_config_duration_ms("5 minutes", 60000, &ms));
+    EXPECT(!cm_config_duration_ms("", 60000, &ms));
 }
 
 TEST(qmd_scope_rules)
@@ -219,17 +219,17 @@ TEST(qmd_scope_rules)
     char err[512];
     /* the default: deny, allow direct chats */
     EXPECT_INT(parse("{}", &c, err, sizeof err), CM_OK);
-    EXPECT(qmd_scope_allowed(&c.qmd, "agent:main:telegram:direct:42"));
-    EXPECT(qmd_scope_allowed(&c.qmd, "agent:main:main"));
-    EXPECT(!qmd_scope_allowed(&c.qmd, "agent:main:telegram:group:42"));
-    EXPECT(!qmd_scope_allowed(&c.qmd, "agent:main:discord:channel:7"));
-    EXPECT(!qmd_scope_allowed(&c.qmd, NULL)); /* no key: no chat type */
+    EXPECT(cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:telegram:direct:42"));
+    EXPECT(cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:main"));
+    EXPECT(!cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:telegram:group:42"));
+    EXPECT(!cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:discord:channel:7"));
+    EXPECT(!cm_backend_qmd_scope_allowed(&c.qmd, NULL)); /* no key: no chat type */
     qmd_scope_key k;
-    qmd_scope_parse("Agent:Main:Telegram:Group:42:topic:9", &k);
+    cm_backend_qmd_scope_parse("Agent:Main:Telegram:Group:42:topic:9", &k);
     EXPECT_STR(k.normal, "telegram:group:42:topic:9");
     EXPECT_STR(k.channel, "telegram");
     EXPECT_STR(k.chat_type, "group");
-    config_release(&c);
+    cm_config_release(&c);
     EXPECT_INT(parse("{memory: {qmd: {scope: {default: 'deny', rules: ["
                      "{action: 'deny', match: {keyPrefix: 'discord:channel:'}},"
                      "{action: 'deny', match: {rawKeyPrefix: 'agent:main:slack:'}},"
@@ -238,30 +238,31 @@ TEST(qmd_scope_rules)
                      "{action: 'allow', match: {chatType: 'group'}}]}}}}",
                      &c, err, sizeof err),
                CM_OK);
-    EXPECT(!qmd_scope_allowed(&c.qmd, "agent:main:discord:channel:1"));
-    EXPECT(qmd_scope_allowed(&c.qmd, "agent:main:discord:direct:1"));
-    EXPECT(!qmd_scope_allowed(&c.qmd, "agent:main:slack:group:1"));     /* raw prefix */
-    EXPECT(qmd_scope_allowed(&c.qmd, "agent:ops:whatever"));            /* legacy agent: */
-    EXPECT(qmd_scope_allowed(&c.qmd, "agent:main:telegram:group:5"));   /* chatType */
-    EXPECT(!qmd_scope_allowed(&c.qmd, "agent:main:telegram:direct:5")); /* default */
-    config_release(&c);
+    EXPECT(!cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:discord:channel:1"));
+    EXPECT(cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:discord:direct:1"));
+    EXPECT(!cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:slack:group:1"));   /* raw prefix */
+    EXPECT(cm_backend_qmd_scope_allowed(&c.qmd, "agent:ops:whatever"));          /* legacy agent: */
+    EXPECT(cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:telegram:group:5")); /* chatType */
+    EXPECT(!cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:telegram:direct:5")); /* default */
+    cm_config_release(&c);
     /* a scope without "default" allows what no rule denies */
     EXPECT_INT(parse("{memory: {qmd: {scope: {rules: [{action: 'deny', match: {chatType: "
                      "'channel'}}]}}}}",
                      &c, err, sizeof err),
                CM_OK);
-    EXPECT(qmd_scope_allowed(&c.qmd, NULL));
-    EXPECT(!qmd_scope_allowed(&c.qmd, "agent:main:discord:channel:1"));
-    config_release(&c);
+    EXPECT(cm_backend_qmd_scope_allowed(&c.qmd, NULL));
+    EXPECT(!cm_backend_qmd_scope_allowed(&c.qmd, "agent:main:discord:channel:1"));
+    cm_config_release(&c);
 }
 
 TEST(qmd_parse_output)
 {
     qmd_hits h;
     char err[256];
-    EXPECT_INT(qmd_parse_hits("[{\"docid\":\"#a1\",\"score\":0.5,\"file\":\"qmd://notes-main/a%20b/"
-                              "c.md\",\"snippet\":\"@@ -4,3 @@ (1 before, 1 after)\\nx\\ny\\nz\"}]",
-                              "", &h, err, sizeof err),
+    EXPECT_INT(cm_backend_qmd_parse_hits(
+                   "[{\"docid\":\"#a1\",\"score\":0.5,\"file\":\"qmd://notes-main/a%20b/"
+                   "c.md\",\"snippet\":\"@@ -4,3 @@ (1 before, 1 after)\\nx\\ny\\nz\"}]",
+                   "", &h, err, sizeof err),
                CM_OK);
     EXPECT_INT(h.n, 1);
     EXPECT_STR(h.v[0].collection, "notes-main");
@@ -270,23 +271,25 @@ TEST(qmd_parse_output)
     EXPECT_STR(h.v[0].snippet, "x\ny\nz");
     EXPECT_INT(h.v[0].start_line, 4);
     EXPECT_INT(h.v[0].end_line, 6);
-    qmd_hits_release(&h);
+    cm_backend_qmd_hits_release(&h);
     /* noise before the array; "No results found" on either stream */
-    EXPECT_INT(qmd_parse_hits("Loading...\n[{\"file\":\"qmd://c/x.md\",\"snippet\":\"a\\nb\"}]\n",
-                              "", &h, err, sizeof err),
+    EXPECT_INT(cm_backend_qmd_parse_hits(
+                   "Loading...\n[{\"file\":\"qmd://c/x.md\",\"snippet\":\"a\\nb\"}]\n", "", &h, err,
+                   sizeof err),
                CM_OK);
     EXPECT_INT(h.n, 1);
     EXPECT_INT(h.v[0].end_line, 2);
-    qmd_hits_release(&h);
-    EXPECT_INT(qmd_parse_hits("No results found.", "", &h, err, sizeof err), CM_OK);
+    cm_backend_qmd_hits_release(&h);
+    EXPECT_INT(cm_backend_qmd_parse_hits("No results found.", "", &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
-    EXPECT_INT(qmd_parse_hits("", "[warn] qmd: No results found", &h, err, sizeof err), CM_OK);
-    EXPECT_INT(qmd_parse_hits("", "boom", &h, err, sizeof err), CM_EINVAL);
+    EXPECT_INT(cm_backend_qmd_parse_hits("", "[warn] qmd: No results found", &h, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_backend_qmd_parse_hits("", "boom", &h, err, sizeof err), CM_EINVAL);
     EXPECT_CONTAINS(err, "stdout empty (stderr: boom)");
-    EXPECT_INT(qmd_parse_hits("{\"docid\": ", "", &h, err, sizeof err), CM_EINVAL);
+    EXPECT_INT(cm_backend_qmd_parse_hits("{\"docid\": ", "", &h, err, sizeof err), CM_EINVAL);
     EXPECT_CONTAINS(err, "invalid JSON");
-    EXPECT(qmd_refused_flags("error: Unknown option '--json'"));
-    EXPECT(!qmd_refused_flags("database is locked"));
+    EXPECT(cm_backend_qmd_refused_flags("error: Unknown option '--json'"));
+    EXPECT(!cm_backend_qmd_refused_flags("database is locked"));
 }
 
 /* ---- the real QMD ----------------------------------------------------------------- */
@@ -388,7 +391,7 @@ TEST(qmd_real_search)
     EXPECT_STR(r_str(o, 0, "path"), "qmd/notes-main/deep/zebra.md");
     json_decref(o);
     EXPECT_CONTAINS(q.log.data, "registering the collections again");
-    cm_engine_free(e);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     /* a second open: the collections are registered already (no add) */
     e = qopen(&q);
@@ -397,7 +400,7 @@ TEST(qmd_real_search)
     EXPECT(o && nresults(o) == 1);
     EXPECT_STR(r_str(o, 0, "path"), "memory/2026-02-10.md");
     json_decref(o);
-    cm_engine_free(e);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }
@@ -423,7 +426,7 @@ TEST(qmd_real_scope)
     EXPECT(o && nresults(o) == 0);
     json_decref(o);
     EXPECT_CONTAINS(q.log.data, "channel=unknown, chatType=unknown, session=<none>");
-    cm_engine_free(e);
+    cm_engine_close(e);
     /* a scope that allows groups of one channel */
     real_config(&q, qmd,
                 "scope: {default: 'deny', rules: [{action: 'allow', match: {keyPrefix: "
@@ -436,7 +439,7 @@ TEST(qmd_real_scope)
     o = qsearch(e, "router", DIRECT);
     EXPECT(o && nresults(o) == 0);
     json_decref(o);
-    cm_engine_free(e);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }
@@ -465,12 +468,12 @@ TEST(qmd_real_sessions)
     snprintf(exp, sizeof exp, "%s/agents/main/qmd/sessions", q.state);
     buf b = BUF_INIT;
     char err[512];
-    EXPECT_INT(fs_read_file(path_in(exp, "s1.md"), 1 << 20, &b, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_fs_read_file(path_in(exp, "s1.md"), 1 << 20, &b, err, sizeof err), CM_OK);
     EXPECT_CONTAINS(b.data, "# Session s1");
     EXPECT_CONTAINS(b.data, "User: Where did we park the kayak?");
     EXPECT_CONTAINS(b.data, "Assistant: Behind the boathouse.");
     EXPECT(!strstr(b.data, "sk-abcdefghijklmnopqrstuvwxyz1234")); /* sanitised */
-    buf_release(&b);
+    cm_buf_release(&b);
     EXPECT(access(path_in(exp, "old.md"), F_OK) != 0); /* past retentionDays */
     json_t *o = qsearch(e, "boathouse", DIRECT);
     EXPECT(o && nresults(o) == 1);
@@ -488,7 +491,7 @@ TEST(qmd_real_sessions)
     o = qsearch(e, "boathouse", DIRECT);
     EXPECT(o && nresults(o) == 0);
     json_decref(o);
-    cm_engine_free(e);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }
@@ -504,7 +507,7 @@ static int64_t fake_clock(void *ctx)
 static bool wait_updates(cm_engine *e, int n, int ms)
 {
     for (int i = 0; i < ms / 10; i++) {
-        if (engine_qmd_updates(e) > n) return true;
+        if (cm_engine_qmd_updates(e) > n) return true;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -517,31 +520,31 @@ TEST(qmd_real_interval)
     qenv q;
     qenv_init(&q, "{}");
     real_config(&q, qmd, "update: {waitForBootSync: true, interval: '5m', debounceMs: 1000}");
-    engine_qmd_test_clock(fake_clock, &fake_now);
+    cm_engine_qmd_test_clock(fake_clock, &fake_now);
     cm_engine *e = qopen(&q);
-    engine_qmd_test_clock(NULL, NULL);
+    cm_engine_qmd_test_clock(NULL, NULL);
     EXPECT(e);
     json_t *o = qsearch(e, "heron", DIRECT);
     EXPECT(o && nresults(o) == 0);
     json_decref(o);
     write_file(q.ws, "memory/birds.md", "# Birds\n\nA grey heron nests by the lake.\n");
-    int before = engine_qmd_updates(e);
+    int before = cm_engine_qmd_updates(e);
     /* not due yet: the note is not found */
     __atomic_add_fetch(&fake_now, 60000, __ATOMIC_SEQ_CST);
-    engine_qmd_poke(e);
+    cm_engine_qmd_poke(e);
     o = qsearch(e, "heron", DIRECT);
     EXPECT(o && nresults(o) == 0);
     json_decref(o);
-    EXPECT_INT(engine_qmd_updates(e), before);
+    EXPECT_INT(cm_engine_qmd_updates(e), before);
     /* past update.interval: the schedule updates, and the note is found */
     __atomic_add_fetch(&fake_now, 5 * 60000, __ATOMIC_SEQ_CST);
-    engine_qmd_poke(e);
+    cm_engine_qmd_poke(e);
     EXPECT(wait_updates(e, before, 60000));
     o = qsearch(e, "heron", DIRECT);
     EXPECT(o && nresults(o) == 1);
     EXPECT_STR(r_str(o, 0, "path"), "memory/birds.md");
     json_decref(o);
-    cm_engine_free(e);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }
@@ -605,9 +608,9 @@ static bool calls_have(qenv *q, const char *what)
 {
     buf b = BUF_INIT;
     char err[256];
-    bool yes = fs_read_file(path_in(q->dir, "calls"), 1 << 20, &b, err, sizeof err) == CM_OK &&
+    bool yes = cm_fs_read_file(path_in(q->dir, "calls"), 1 << 20, &b, err, sizeof err) == CM_OK &&
                b.data && strstr(b.data, what);
-    buf_release(&b);
+    cm_buf_release(&b);
     return yes;
 }
 
@@ -648,7 +651,7 @@ TEST(qmd_fake_modes)
     char dbdir[1400];
     snprintf(dbdir, sizeof dbdir, "%s/agents/main/qmd/xdg-cache/qmd", q.state);
     char e3[256];
-    EXPECT_INT(fs_mkdirs(dbdir, e3, sizeof e3), CM_OK);
+    EXPECT_INT(cm_fs_mkdirs(dbdir, e3, sizeof e3), CM_OK);
     EXPECT_INT(sqlite3_open(db, &h3), SQLITE_OK);
     EXPECT_INT(
         sqlite3_exec(h3,
@@ -670,7 +673,7 @@ TEST(qmd_fake_modes)
     o = qsearch(e, "heron", DIRECT);
     EXPECT(o && nresults(o) == 0 && !json_object_get(o, "fallback"));
     json_decref(o);
-    cm_engine_free(e);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }
@@ -724,7 +727,7 @@ TEST(qmd_fake_failures)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     EXPECT(t1.tv_sec - t0.tv_sec < 20); /* the stand-in sleeps 30 s: killed at 400 ms */
 done:
-    cm_engine_free(e);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }
@@ -759,7 +762,7 @@ TEST(qmd_fake_missing_binary)
     EXPECT(o && nresults(o) == 1 && !json_object_get(o, "fallback"));
     EXPECT_STR(json_string_value(json_object_get(o, "provider")), "qmd");
     json_decref(o);
-    cm_engine_free(e);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }
@@ -796,7 +799,7 @@ TEST(qmd_fake_update_never_blocks)
     o = qsearch(e, "heron", DIRECT); /* still answered while it hangs */
     EXPECT(o && nresults(o) == 1);
     json_decref(o);
-    cm_engine_free(e); /* kills the update in progress */
+    cm_engine_close(e); /* kills the update in progress */
     clock_gettime(CLOCK_MONOTONIC, &t1);
     EXPECT(t1.tv_sec - t0.tv_sec < 20); /* the update sleeps 30 s */
     EXPECT(calls_have(&q, "update"));
@@ -876,7 +879,7 @@ TEST(qmd_fake_update_lock)
     fake_config(&q, q.fake, "searchMode: 'search'");
     char home[1300], err[512];
     snprintf(home, sizeof home, "%s/agents/main/qmd", q.state);
-    EXPECT_INT(fs_mkdirs(home, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_fs_mkdirs(home, err, sizeof err), CM_OK);
     int fd = open(path_in(home, "update.lock"), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     EXPECT(fd >= 0);
     EXPECT_INT(flock(fd, LOCK_EX), 0);
@@ -884,12 +887,12 @@ TEST(qmd_fake_update_lock)
     EXPECT(e);
     EXPECT(calls_have(&q, "collection add"));
     EXPECT(!calls_have(&q, "update")); /* held elsewhere: skipped */
-    EXPECT_INT(engine_qmd_updates(e), 0);
+    EXPECT_INT(cm_engine_qmd_updates(e), 0);
     close(fd); /* released: a forced update runs */
     EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
     EXPECT(calls_have(&q, "update"));
-    EXPECT_INT(engine_qmd_updates(e), 1);
-    cm_engine_free(e);
+    EXPECT_INT(cm_engine_qmd_updates(e), 1);
+    cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }

@@ -35,7 +35,7 @@ TEST(merge_minmax_normalises_each_side)
     /* keyword side 1, 2, 3; vector side 3, 4 (chunk 3 on both) */
     search_hit v[5] = {side(1, true, 0.95), side(2, true, 0.93), side(3, true, 0.90),
                        side(3, false, 0.8), side(4, false, 0.4)};
-    size_t n = rank_merge_minmax(v, 5, 0.2, 0.8);
+    size_t n = cm_rank_merge_minmax(v, 5, 0.2, 0.8);
     EXPECT_INT(n, 4);
     EXPECT_NEAR(score_of(v, n, 1), 0.8, 1e-9);       /* best keyword: 0.8 × 1 */
     EXPECT_NEAR(score_of(v, n, 2), 0.8 * 0.6, 1e-9); /* (0.93 − 0.90) / 0.05 */
@@ -43,13 +43,13 @@ TEST(merge_minmax_normalises_each_side)
     EXPECT_NEAR(score_of(v, n, 4), 0.0, 1e-9);
     for (size_t i = 0; i < n; i++) {
         if (v[i].id == 3) EXPECT_NEAR(v[i].text_score, 0.90, 1e-9); /* raw scores kept */
-        search_hit_release(&v[i]);
+        cm_search_hit_release(&v[i]);
     }
     /* one hit on a side: it counts as that side's best */
     search_hit w[1] = {side(7, false, 0.3)};
-    n = rank_merge_minmax(w, 1, 0.5, 0.5);
+    n = cm_rank_merge_minmax(w, 1, 0.5, 0.5);
     EXPECT_NEAR(w[0].score, 0.5, 1e-9);
-    search_hit_release(&w[0]);
+    cm_search_hit_release(&w[0]);
 }
 
 TEST(merge_rrf_uses_ranks_only)
@@ -57,13 +57,13 @@ TEST(merge_rrf_uses_ranks_only)
     /* keyword side 1, 2; vector side 2, 3: the scores themselves do not matter */
     search_hit v[4] = {side(1, true, 0.1), side(2, true, 0.05), side(2, false, 0.99),
                        side(3, false, 0.98)};
-    size_t n = rank_merge_rrf(v, 4, RANK_RRF_K, 0.5, 0.5);
+    size_t n = cm_rank_merge_rrf(v, 4, RANK_RRF_K, 0.5, 0.5);
     EXPECT_INT(n, 3);
     EXPECT_NEAR(score_of(v, n, 2), 0.5 * 61 / 62.0 + 0.5, 1e-9); /* 2nd keyword, 1st vector */
     EXPECT_NEAR(score_of(v, n, 1), 0.5, 1e-9);
     EXPECT_NEAR(score_of(v, n, 3), 0.5 * 61 / 62.0, 1e-9);
     for (size_t i = 0; i < n; i++)
-        search_hit_release(&v[i]);
+        cm_search_hit_release(&v[i]);
 }
 
 TEST(config_hybrid_merge_key)
@@ -71,20 +71,20 @@ TEST(config_hybrid_merge_key)
     cm_config c;
     char err[512];
     cm_config_args a = {NULL, NULL, NULL, "/tmp/qc-state"};
-    EXPECT_INT(config_parse(NULL, 0, "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_parse(NULL, 0, "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED); /* QuantumClaw's merge by default */
-    config_release(&c);
+    cm_config_release(&c);
     const char *ok[] = {"{clawmem:{hybridMerge:'minmax'}}", "{clawmem:{hybridMerge:'rrf'}}",
                         "{clawmem:{hybridMerge:'weighted'}}"};
     const cm_merge want[] = {CM_MERGE_MINMAX, CM_MERGE_RRF, CM_MERGE_WEIGHTED};
     for (int i = 0; i < 3; i++) {
-        EXPECT_INT(config_parse(ok[i], strlen(ok[i]), "qc.json", &a, NULL, &c, err, sizeof err),
+        EXPECT_INT(cm_config_parse(ok[i], strlen(ok[i]), "qc.json", &a, NULL, &c, err, sizeof err),
                    CM_OK);
         EXPECT_INT(c.hybrid_merge, want[i]);
-        config_release(&c);
+        cm_config_release(&c);
     }
     const char *bad = "{clawmem:{hybridMerge:'max'}}";
-    EXPECT(config_parse(bad, strlen(bad), "qc.json", &a, NULL, &c, err, sizeof err) != CM_OK);
+    EXPECT(cm_config_parse(bad, strlen(bad), "qc.json", &a, NULL, &c, err, sizeof err) != CM_OK);
     EXPECT_CONTAINS(err, "clawmem.hybridMerge");
 }
 
@@ -95,33 +95,33 @@ TEST(config_static_provider_defaults_to_minmax)
     char err[512];
     cm_config_args a = {NULL, NULL, NULL, "/tmp/qc-state"};
     const char *st = "{agents:{defaults:{memorySearch:{provider:'static'}}}}";
-    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.hybrid_merge, CM_MERGE_MINMAX);
     EXPECT_NEAR(c.vector_weight, CM_STATIC_VECTOR_WEIGHT, 1e-12);
     EXPECT_NEAR(c.text_weight, 1 - CM_STATIC_VECTOR_WEIGHT, 1e-12);
-    config_release(&c);
+    cm_config_release(&c);
     /* the user's merge wins, with QuantumClaw's weights */
     st = "{agents:{defaults:{memorySearch:{provider:'static'}}},clawmem:{hybridMerge:'weighted'}}";
-    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
     EXPECT_NEAR(c.vector_weight, 0.7, 1e-12);
-    config_release(&c);
+    cm_config_release(&c);
     /* so do the user's weights, even QuantumClaw's own: QuantumClaw's merge */
     st = "{agents:{defaults:{memorySearch:{provider:'static',query:{hybrid:{vectorWeight:0.7}}}}}}";
-    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
     EXPECT_NEAR(c.vector_weight, 0.7, 1e-12);
     EXPECT_NEAR(c.text_weight, 0.3, 1e-12);
-    config_release(&c);
+    cm_config_release(&c);
     st = "{agents:{defaults:{memorySearch:{provider:'static',query:{hybrid:{textWeight:0.5}}}}}}";
-    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
     EXPECT_NEAR(c.vector_weight, 0.7 / 1.2, 1e-12); /* the unset weight keeps its default */
-    config_release(&c);
+    cm_config_release(&c);
     /* other providers keep QuantumClaw's merge and weights */
     st = "{agents:{defaults:{memorySearch:{provider:'openai'}}}}";
-    EXPECT_INT(config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_config_parse(st, strlen(st), "qc.json", &a, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
     EXPECT_NEAR(c.vector_weight, 0.7, 1e-12);
-    config_release(&c);
+    cm_config_release(&c);
 }

@@ -10,19 +10,19 @@
 
 static char out[2048];
 
-/* redact_text with the given secrets and header lines; returns out. */
+/* cm_redact_text with the given secrets and header lines; returns out. */
 static const char *red(const char *const *headers, const char *url, const char *body, size_t max)
 {
     redact r;
-    redact_init(&r);
+    cm_redact_init(&r);
     for (size_t i = 0; headers && headers[i]; i++)
-        redact_add_header(&r, headers[i]);
-    redact_add_url(&r, url);
+        cm_redact_add_header(&r, headers[i]);
+    cm_redact_add_url(&r, url);
     buf b = BUF_INIT;
-    redact_text(&r, body, strlen(body), max, &b);
+    cm_redact_text(&r, body, strlen(body), max, &b);
     snprintf(out, sizeof out, "%s", b.data);
-    buf_release(&b);
-    redact_release(&r);
+    cm_buf_release(&b);
+    cm_redact_release(&r);
     return out;
 }
 
@@ -72,15 +72,15 @@ TEST(redact_one_line_and_cap)
 TEST(redact_url_for_messages)
 {
     char u[200];
-    redact_url_to("https://user:pw@host.example:8443/a/b?key=K#frag", u, sizeof u);
+    cm_redact_url_to("https://user:pw@host.example:8443/a/b?key=K#frag", u, sizeof u);
     EXPECT_STR(u, "https://host.example:8443/a/b");
-    redact_url_to("http://h/p\n\x1b", u, sizeof u);
+    cm_redact_url_to("http://h/p\n\x1b", u, sizeof u);
     EXPECT_STR(u, "http://h/p\\n\\x1b");
-    redact_url_to("https://token@h/p", u, sizeof u);
+    cm_redact_url_to("https://token@h/p", u, sizeof u);
     EXPECT_STR(u, "https://h/p");
-    redact_url_to("https://h/path@x?q=1", u, sizeof u); /* '@' after the authority is a path */
+    cm_redact_url_to("https://h/path@x?q=1", u, sizeof u); /* '@' after the authority is a path */
     EXPECT_STR(u, "https://h/path@x");
-    redact_url_to("https://h/0123456789", u, 12);
+    cm_redact_url_to("https://h/0123456789", u, 12);
     EXPECT(strlen(u) < 12);
 }
 
@@ -102,10 +102,10 @@ TEST(redact_json_strings_always_valid)
 {
     const char raw[] = "a\xff\xc3(b\x7f\xc2\x9b\xe6\xbc\xa2\x01\"\\";
     buf b = BUF_INIT;
-    EXPECT_INT(utf8_add_json_str(&b, raw, sizeof raw - 1), CM_OK);
+    EXPECT_INT(cm_utf8_add_json_str(&b, raw, sizeof raw - 1), CM_OK);
     EXPECT_STR(b.data, "\"a\xEF\xBF\xBD\xEF\xBF\xBD(b\\u007f\\u009b\xe6\xbc\xa2\\u0001\\\"\\\\\"");
     json_t *j = json_loads(b.data, JSON_DECODE_ANY, NULL);
     EXPECT(j != NULL);
     json_decref(j);
-    buf_release(&b);
+    cm_buf_release(&b);
 }

@@ -14,8 +14,8 @@
 static const char *q(const char *s, bool trigram, query_join j)
 {
     static buf b;
-    buf_reset(&b);
-    query_build(s, strlen(s), trigram, j, &b, NULL);
+    cm_buf_reset(&b);
+    cm_query_build(s, strlen(s), trigram, j, &b, NULL);
     return b.data;
 }
 
@@ -63,10 +63,10 @@ TEST(query_of_stop_words_uses_them_all)
 {
     size_t nt = 0;
     buf b = BUF_INIT;
-    EXPECT_INT(query_build("what is the", 11, false, QUERY_AND, &b, &nt), CM_OK);
+    EXPECT_INT(cm_query_build("what is the", 11, false, QUERY_AND, &b, &nt), CM_OK);
     EXPECT_INT(nt, 3);
     EXPECT_STR(b.data, "\"what\" AND \"is\" AND \"the\"");
-    buf_release(&b);
+    cm_buf_release(&b);
     EXPECT_STR(q("The the THE", false, QUERY_OR), "\"The\"");
 }
 
@@ -92,7 +92,7 @@ TEST(query_trigram_drops_short_tokens)
 static cm_rc fake_expand(void *ctx, const char *term, size_t len, buf *out)
 {
     (*(int *)ctx)++;
-    if (len == 2 && memcmp(term, "ai", 2) == 0) return buf_adds(out, "(\"ai \" OR \"air\")");
+    if (len == 2 && memcmp(term, "ai", 2) == 0) return cm_buf_adds(out, "(\"ai \" OR \"air\")");
     return CM_OK;
 }
 
@@ -102,41 +102,41 @@ TEST(query_trigram_short_terms_are_expanded)
     int calls = 0;
     size_t nt = 0;
     /* short terms go to the expander lower-cased; long ones are used as written */
-    EXPECT_INT(query_build_ex("AI router", 9, true, QUERY_AND, fake_expand, &calls, &b, &nt),
+    EXPECT_INT(cm_query_build_ex("AI router", 9, true, QUERY_AND, fake_expand, &calls, &b, &nt),
                CM_OK);
     EXPECT_STR(b.data, "(\"ai \" OR \"air\") AND \"router\"");
     EXPECT_INT(calls, 1);
     EXPECT_INT(nt, 2);
     /* no trigram starts with it: the term as written, which matches nothing */
-    buf_reset(&b);
-    EXPECT_INT(query_build_ex("서울 회의실", strlen("서울 회의실"), true, QUERY_OR, fake_expand,
-                              &calls, &b, &nt),
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_query_build_ex("서울 회의실", strlen("서울 회의실"), true, QUERY_OR, fake_expand,
+                                 &calls, &b, &nt),
                CM_OK);
     EXPECT_STR(b.data, "\"서울\" OR \"회의실\"");
     EXPECT_INT(calls, 2);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(query_long_input_is_bounded)
 {
     buf b = BUF_INIT, big = BUF_INIT;
     for (int i = 0; i < 5000; i++)
-        buf_printf(&big, "w%d ", i);
+        cm_buf_printf(&big, "w%d ", i);
     size_t nt = 0;
-    EXPECT_INT(query_build(big.data, big.len, false, QUERY_AND, &b, &nt), CM_OK);
+    EXPECT_INT(cm_query_build(big.data, big.len, false, QUERY_AND, &b, &nt), CM_OK);
     EXPECT_INT(nt, QUERY_MAX_TOKENS);
-    buf_release(&b);
-    buf_release(&big);
+    cm_buf_release(&b);
+    cm_buf_release(&big);
 }
 
 TEST(rank_bm25_to_score)
 {
-    EXPECT_NEAR(rank_bm25_score(0), 1.0, 1e-12);
-    EXPECT_NEAR(rank_bm25_score(1), 0.5, 1e-12);
-    EXPECT_NEAR(rank_bm25_score(-1), 0.5, 1e-12);
-    EXPECT_NEAR(rank_bm25_score(-3), 0.75, 1e-12);
-    EXPECT(rank_bm25_score(-10) > rank_bm25_score(-2)); /* more relevant, higher */
-    EXPECT_NEAR(rank_bm25_score(NAN), 0, 1e-12);
+    EXPECT_NEAR(cm_rank_bm25_score(0), 1.0, 1e-12);
+    EXPECT_NEAR(cm_rank_bm25_score(1), 0.5, 1e-12);
+    EXPECT_NEAR(cm_rank_bm25_score(-1), 0.5, 1e-12);
+    EXPECT_NEAR(cm_rank_bm25_score(-3), 0.75, 1e-12);
+    EXPECT(cm_rank_bm25_score(-10) > cm_rank_bm25_score(-2)); /* more relevant, higher */
+    EXPECT_NEAR(cm_rank_bm25_score(NAN), 0, 1e-12);
 }
 
 static search_hit hit(int64_t id, const char *path, const char *text, double score)
@@ -165,7 +165,7 @@ TEST(rank_decay_matches_the_seed_example)
         hit(3, "memory/2026-02-03.md", "Rod started new team, standup moved to 14:15", 0.80),
     };
     rank_opts o = {0.3, 0, 10, true, 30, FEB10, false, 0.7};
-    size_t n = rank_finish(v, 3, &o);
+    size_t n = cm_rank_finish(v, 3, &o);
     EXPECT_INT(n, 3);
     EXPECT_STR(v[0].path, "memory/2026-02-10.md");
     EXPECT_NEAR(v[0].score, 0.82, 1e-9);
@@ -176,20 +176,20 @@ TEST(rank_decay_matches_the_seed_example)
     EXPECT_NEAR(v[2].score, 0.91 * pow(0.5, 148.0 / 30), 1e-9); /* 0.03 */
     EXPECT_NEAR(v[2].score, 0.03, 0.005);
     for (size_t i = 0; i < n; i++)
-        search_hit_release(&v[i]);
+        cm_search_hit_release(&v[i]);
 }
 
 TEST(rank_decay_multipliers)
 {
-    EXPECT_NEAR(rank_decay_multiplier("memory/2026-01-11.md", 0, FEB10, 30), 0.5, 1e-9);
-    EXPECT_NEAR(rank_decay_multiplier("memory/2025-11-12.md", 0, FEB10, 30), 0.125, 1e-9);
-    EXPECT_NEAR(rank_decay_multiplier("MEMORY.md", 0, FEB10, 30), 1.0, 1e-12);
-    EXPECT_NEAR(rank_decay_multiplier("memory/network.md", 0, FEB10, 30), 1.0, 1e-12);
-    EXPECT_NEAR(rank_decay_multiplier("memory/projects/2025-01-01-notes.md", 0, FEB10, 30), 1.0,
+    EXPECT_NEAR(cm_rank_decay_multiplier("memory/2026-01-11.md", 0, FEB10, 30), 0.5, 1e-9);
+    EXPECT_NEAR(cm_rank_decay_multiplier("memory/2025-11-12.md", 0, FEB10, 30), 0.125, 1e-9);
+    EXPECT_NEAR(cm_rank_decay_multiplier("MEMORY.md", 0, FEB10, 30), 1.0, 1e-12);
+    EXPECT_NEAR(cm_rank_decay_multiplier("memory/network.md", 0, FEB10, 30), 1.0, 1e-12);
+    EXPECT_NEAR(cm_rank_decay_multiplier("memory/projects/2025-01-01-notes.md", 0, FEB10, 30), 1.0,
                 1e-12);
     /* outside memory/: from mtime, 30 days old */
-    EXPECT_NEAR(rank_decay_multiplier("../team/plan.md", (int64_t)(FEB10 - 30 * 86400) * 1000000000,
-                                      FEB10, 30),
+    EXPECT_NEAR(cm_rank_decay_multiplier("../team/plan.md",
+                                         (int64_t)(FEB10 - 30 * 86400) * 1000000000, FEB10, 30),
                 0.5, 1e-9);
 }
 
@@ -208,14 +208,14 @@ TEST(rank_mmr_matches_the_seed_example)
     search_hit w[4];
     for (int i = 0; i < 4; i++)
         w[i] = hit(v[i].id, v[i].path, v[i].text, v[i].score);
-    size_t n = rank_finish(w, 4, &plain);
+    size_t n = cm_rank_finish(w, 4, &plain);
     EXPECT_INT(n, 3);
     EXPECT_STR(w[1].path, "memory/2026-02-08.md"); /* without MMR the duplicate is 2nd */
     for (size_t i = 0; i < n; i++)
-        search_hit_release(&w[i]);
+        cm_search_hit_release(&w[i]);
 
     rank_opts o = {0.3, 0, 3, false, 30, FEB10, true, 0.7};
-    n = rank_finish(v, 4, &o);
+    n = cm_rank_finish(v, 4, &o);
     EXPECT_INT(n, 3);
     /* The seed's top 3: Feb 10, network.md and the AdGuard note (MMR picks the
      * AdGuard note second: it shares least with Feb 10); the duplicate is gone. */
@@ -225,30 +225,30 @@ TEST(rank_mmr_matches_the_seed_example)
     EXPECT_NEAR(v[1].score, 0.78, 1e-12); /* MMR reorders, it does not rescore */
     EXPECT_NEAR(v[2].score, 0.85, 1e-12);
     for (size_t i = 0; i < n; i++)
-        search_hit_release(&v[i]);
+        cm_search_hit_release(&v[i]);
 }
 
 TEST(rank_mmr_lambda_one_is_pure_relevance)
 {
     search_hit v[3] = {hit(1, "a.md", "same words here", 0.9),
                        hit(2, "b.md", "same words here", 0.8), hit(3, "c.md", "different", 0.1)};
-    EXPECT_INT(rank_mmr(v, 3, 1.0), CM_OK);
+    EXPECT_INT(cm_rank_mmr(v, 3, 1.0), CM_OK);
     EXPECT_INT(v[0].id, 1);
     EXPECT_INT(v[1].id, 2);
-    EXPECT_INT(rank_mmr(v, 3, 0.0), CM_OK);
+    EXPECT_INT(cm_rank_mmr(v, 3, 0.0), CM_OK);
     EXPECT_INT(v[0].id, 1);
     EXPECT_INT(v[1].id, 3); /* pure diversity: the duplicate goes last */
     for (int i = 0; i < 3; i++)
-        search_hit_release(&v[i]);
+        cm_search_hit_release(&v[i]);
 }
 
 TEST(rank_jaccard_tokens)
 {
-    EXPECT_NEAR(rank_jaccard("The Router", "router the"), 1.0, 1e-12);
-    EXPECT_NEAR(rank_jaccard("a b", "b c"), 1.0 / 3, 1e-12);
-    EXPECT_NEAR(rank_jaccard("東京", "京都"), 1.0 / 5, 1e-12); /* {東,京,東京} vs {京,都,京都} */
-    EXPECT_NEAR(rank_jaccard("", "x"), 0.0, 1e-12);
-    EXPECT_NEAR(rank_jaccard("dns on 192.168.10.2", "192.168.10.3 dns"), 1.0 / 4, 1e-12);
+    EXPECT_NEAR(cm_rank_jaccard("The Router", "router the"), 1.0, 1e-12);
+    EXPECT_NEAR(cm_rank_jaccard("a b", "b c"), 1.0 / 3, 1e-12);
+    EXPECT_NEAR(cm_rank_jaccard("東京", "京都"), 1.0 / 5, 1e-12); /* {東,京,東京} vs {京,都,京都} */
+    EXPECT_NEAR(cm_rank_jaccard("", "x"), 0.0, 1e-12);
+    EXPECT_NEAR(cm_rank_jaccard("dns on 192.168.10.2", "192.168.10.3 dns"), 1.0 / 4, 1e-12);
 }
 
 TEST(rank_min_score_and_second_chance)
@@ -256,26 +256,26 @@ TEST(rank_min_score_and_second_chance)
     search_hit v[3] = {hit(1, "a.md", "a", 0.5), hit(2, "b.md", "b", 0.34),
                        hit(3, "c.md", "c", 0.2)};
     rank_opts o = {0.3, 0.35, 6, false, 30, FEB10, false, 0.7};
-    size_t n = rank_finish(v, 3, &o);
+    size_t n = cm_rank_finish(v, 3, &o);
     EXPECT_INT(n, 1);
     EXPECT_INT(v[0].id, 1);
-    search_hit_release(&v[0]);
+    cm_search_hit_release(&v[0]);
     /* nothing reaches 0.35: keyword hits get a second chance at min(0.35, 0.3) */
     search_hit w[3] = {hit(1, "a.md", "a", 0.32), hit(2, "b.md", "b", 0.31),
                        hit(3, "c.md", "c", 0.2)};
     w[1].has_text = false;
-    n = rank_finish(w, 3, &o);
+    n = cm_rank_finish(w, 3, &o);
     EXPECT_INT(n, 1);
     EXPECT_INT(w[0].id, 1);
-    search_hit_release(&w[0]);
+    cm_search_hit_release(&w[0]);
     /* maxResults cuts */
     search_hit x[3] = {hit(1, "a.md", "a", 0.9), hit(2, "b.md", "b", 0.8),
                        hit(3, "c.md", "c", 0.7)};
     o.max_results = 2;
-    n = rank_finish(x, 3, &o);
+    n = cm_rank_finish(x, 3, &o);
     EXPECT_INT(n, 2);
     for (size_t i = 0; i < n; i++)
-        search_hit_release(&x[i]);
+        cm_search_hit_release(&x[i]);
 }
 
 /* ---- the query model through the engine ---------------------------------- */
@@ -307,7 +307,7 @@ static json_t *qsearch(const qenv *e, const char *query)
         cm_memory_search(eng, query, &so, &js, err, sizeof err) == CM_OK)
         p = json_loads(js, 0, NULL);
     cm_free(js);
-    cm_engine_free(eng);
+    cm_engine_close(eng);
     return p;
 }
 

@@ -99,12 +99,12 @@ static reply S_http(int port, const char *method, const char *path, const char *
 {
     reply r = {0, NULL, NULL};
     buf q = BUF_INIT, in = BUF_INIT;
-    buf_printf(&q, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s", method, path,
-               headers ? headers : "");
+    cm_buf_printf(&q, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s", method, path,
+                  headers ? headers : "");
     if (body)
-        buf_printf(&q, "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+        cm_buf_printf(&q, "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
     else
-        buf_adds(&q, "\r\n");
+        cm_buf_adds(&q, "\r\n");
     int fd = S_connect(port);
     if (fd >= 0) {
         size_t off = 0;
@@ -121,7 +121,7 @@ static reply S_http(int port, const char *method, const char *path, const char *
             if (left <= 0 || poll(&p, 1, (int)left) <= 0) break;
             ssize_t n = recv(fd, tmp, sizeof tmp, 0);
             if (n <= 0) break;
-            buf_add(&in, tmp, (size_t)n);
+            cm_buf_add(&in, tmp, (size_t)n);
         }
         close(fd);
     }
@@ -134,8 +134,8 @@ static reply S_http(int port, const char *method, const char *path, const char *
         r.head = cm_strdup("");
         r.body = cm_strdup("");
     }
-    buf_release(&q);
-    buf_release(&in);
+    cm_buf_release(&q);
+    cm_buf_release(&in);
     return r;
 }
 
@@ -183,12 +183,12 @@ static reply S_post(server *s, const char *token, const char *sid, const char *e
                     const char *body)
 {
     buf h = BUF_INIT;
-    buf_adds(&h, JSON_HDRS);
-    if (token) buf_printf(&h, "Authorization: Bearer %s\r\n", token);
-    if (sid) buf_printf(&h, "Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\n", sid);
-    if (extra) buf_adds(&h, extra);
+    cm_buf_adds(&h, JSON_HDRS);
+    if (token) cm_buf_printf(&h, "Authorization: Bearer %s\r\n", token);
+    if (sid) cm_buf_printf(&h, "Mcp-Session-Id: %s\r\nMCP-Protocol-Version: 2025-11-25\r\n", sid);
+    if (extra) cm_buf_adds(&h, extra);
     reply r = S_http(s->port, "POST", "/mcp", h.data, body);
-    buf_release(&h);
+    cm_buf_release(&h);
     return r;
 }
 

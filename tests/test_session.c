@@ -37,9 +37,9 @@ static char *key_of(const char *agent, const char *channel, const char *account,
     r.global = global;
     r.identity_links = links;
     buf b = BUF_INIT;
-    if (session_key_for(&b, &r)) return NULL;
-    if (!b.data) buf_adds(&b, "");
-    return buf_detach(&b);
+    if (cm_session_key_for(&b, &r)) return NULL;
+    if (!b.data) cm_buf_adds(&b, "");
+    return cm_buf_detach(&b);
 }
 
 #define KEY(want, a, ch, acct, kind, peer, thread, ...)                                            \
@@ -90,24 +90,24 @@ TEST(session_keys_follow_the_grammar)
     json_decref(links);
 
     buf b = BUF_INIT;
-    EXPECT_INT(session_store_key(&b, "main", "MAIN"), CM_OK);
+    EXPECT_INT(cm_session_store_key(&b, "main", "MAIN"), CM_OK);
     EXPECT_STR(b.data, "agent:main:main");
-    buf_reset(&b);
-    EXPECT_INT(session_store_key(&b, "ops", "Telegram:Group:42"), CM_OK);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_session_store_key(&b, "ops", "Telegram:Group:42"), CM_OK);
     EXPECT_STR(b.data, "agent:ops:telegram:group:42");
-    buf_reset(&b);
-    EXPECT_INT(session_store_key(&b, "ops", "Agent:Main:Direct:Bob"), CM_OK);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_session_store_key(&b, "ops", "Agent:Main:Direct:Bob"), CM_OK);
     EXPECT_STR(b.data, "agent:main:direct:bob");
-    buf_reset(&b);
-    EXPECT_INT(session_key_agent(&b, "agent:Ops:main"), CM_OK);
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_session_key_agent(&b, "agent:Ops:main"), CM_OK);
     EXPECT_STR(b.data, "ops");
-    buf_release(&b);
-    EXPECT_INT(session_chat_of("agent:main:telegram:group:1"), SESSION_CHAT_GROUP);
-    EXPECT_INT(session_chat_of("agent:main:discord:channel:1:thread:2"), SESSION_CHAT_CHANNEL);
-    EXPECT_INT(session_chat_of("agent:main:direct:bob"), SESSION_CHAT_DIRECT);
-    EXPECT_INT(session_chat_of("agent:main:main"), SESSION_CHAT_UNKNOWN);
-    EXPECT_INT(session_dm_scope_parse("per-channel-peer"), SESSION_DM_PER_CHANNEL_PEER);
-    EXPECT_INT(session_dm_scope_parse("nope"), -1);
+    cm_buf_release(&b);
+    EXPECT_INT(cm_session_chat_of("agent:main:telegram:group:1"), SESSION_CHAT_GROUP);
+    EXPECT_INT(cm_session_chat_of("agent:main:discord:channel:1:thread:2"), SESSION_CHAT_CHANNEL);
+    EXPECT_INT(cm_session_chat_of("agent:main:direct:bob"), SESSION_CHAT_DIRECT);
+    EXPECT_INT(cm_session_chat_of("agent:main:main"), SESSION_CHAT_UNKNOWN);
+    EXPECT_INT(cm_session_dm_scope_parse("per-channel-peer"), SESSION_DM_PER_CHANNEL_PEER);
+    EXPECT_INT(cm_session_dm_scope_parse("nope"), -1);
 }
 
 typedef struct collected {
@@ -125,7 +125,7 @@ static json_t *read_all(const char *path)
 {
     collected c = {json_array()};
     char err[256];
-    if (transcript_read(path, 1 << 26, collect, &c, err, sizeof err) != CM_OK) {
+    if (cm_transcript_read(path, 1 << 26, collect, &c, err, sizeof err) != CM_OK) {
         json_decref(c.records);
         return NULL;
     }
@@ -136,38 +136,38 @@ TEST(session_transcript_format_and_chain)
 {
     char *d = tmp_dir();
     buf p = BUF_INIT;
-    EXPECT(transcript_id_valid("3f2a9c1e-0000-4000-8000-000000000001"));
-    EXPECT(!transcript_id_valid("../etc"));
-    EXPECT(!transcript_id_valid(".hidden"));
-    EXPECT_INT(transcript_path(&p, d, "abc", "a b/c"), CM_OK);
+    EXPECT(cm_transcript_id_valid("3f2a9c1e-0000-4000-8000-000000000001"));
+    EXPECT(!cm_transcript_id_valid("../etc"));
+    EXPECT(!cm_transcript_id_valid(".hidden"));
+    EXPECT_INT(cm_transcript_path(&p, d, "abc", "a b/c"), CM_OK);
     EXPECT(strstr(p.data, "/abc-topic-a%20b%2Fc.jsonl") != NULL);
-    buf_reset(&p);
-    EXPECT_INT(transcript_path(&p, d, "sess-1", NULL), CM_OK);
+    cm_buf_reset(&p);
+    EXPECT_INT(cm_transcript_path(&p, d, "sess-1", NULL), CM_OK);
     char err[256], id1[40], id2[40], id3[40];
-    json_t *u = transcript_user_message("What is the dog called?", T0);
+    json_t *u = cm_transcript_user_message("What is the dog called?", T0);
     json_t *m = json_pack("{s:o}", "message", u);
     EXPECT_INT(
-        transcript_append(p.data, "sess-1", "/home/x", "message", m, T0, id1, err, sizeof err),
+        cm_transcript_append(p.data, "sess-1", "/home/x", "message", m, T0, id1, err, sizeof err),
         CM_OK);
     json_decref(m);
     m = json_pack("{s:o}", "message",
-                  transcript_assistant_message("Biscuit.", "openai-completions", "openai", "gpt-x",
-                                               "stop", T0 + 5));
-    EXPECT_INT(
-        transcript_append(p.data, "sess-1", "/home/x", "message", m, T0 + 5, id2, err, sizeof err),
-        CM_OK);
+                  cm_transcript_assistant_message("Biscuit.", "openai-completions", "openai",
+                                                  "gpt-x", "stop", T0 + 5));
+    EXPECT_INT(cm_transcript_append(p.data, "sess-1", "/home/x", "message", m, T0 + 5, id2, err,
+                                    sizeof err),
+               CM_OK);
     json_decref(m);
     m = json_pack("{s:s,s:s,s:i}", "summary", "They talked about the dog.", "firstKeptEntryId", id2,
                   "tokensBefore", 1234);
-    EXPECT_INT(transcript_append(p.data, "sess-1", "/home/x", "compaction", m, T0 + 9, id3, err,
-                                 sizeof err),
+    EXPECT_INT(cm_transcript_append(p.data, "sess-1", "/home/x", "compaction", m, T0 + 9, id3, err,
+                                    sizeof err),
                CM_OK);
     json_decref(m);
     EXPECT_INT((int)strlen(id1), 8);
 
     /* Byte for byte the shape pi-coding-agent writes. */
     buf text = BUF_INIT;
-    EXPECT_INT(fs_read_file(p.data, 1 << 20, &text, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_fs_read_file(p.data, 1 << 20, &text, err, sizeof err), CM_OK);
     char want[2048];
     snprintf(want, sizeof want,
              "{\"type\":\"session\",\"version\":3,\"id\":\"sess-1\",\"timestamp\":\"2027-01-15T08:"
@@ -181,7 +181,7 @@ TEST(session_transcript_format_and_chain)
     if (strncmp(text.data, want, strlen(want)) != 0)
         test_fail(__FILE__, __LINE__, "got:\n%s", text.data);
     EXPECT_CONTAINS(text.data, "\"parentId\":\"");
-    buf_release(&text);
+    cm_buf_release(&text);
     struct stat st;
     EXPECT(stat(p.data, &st) == 0 && (st.st_mode & 0777) == 0600);
 
@@ -202,11 +202,11 @@ TEST(session_transcript_format_and_chain)
     all = read_all(p.data);
     EXPECT_INT(json_array_size(all), 4);
     json_decref(all);
-    m = json_pack("{s:o}", "message", transcript_user_message("next", T0 + 20));
+    m = json_pack("{s:o}", "message", cm_transcript_user_message("next", T0 + 20));
     char id4[40];
-    EXPECT_INT(
-        transcript_append(p.data, "sess-1", "/home/x", "message", m, T0 + 20, id4, err, sizeof err),
-        CM_OK);
+    EXPECT_INT(cm_transcript_append(p.data, "sess-1", "/home/x", "message", m, T0 + 20, id4, err,
+                                    sizeof err),
+               CM_OK);
     json_decref(m);
     all = read_all(p.data);
     EXPECT_INT(json_array_size(all), 5);
@@ -214,7 +214,7 @@ TEST(session_transcript_format_and_chain)
         json_string_value(json_object_get(json_array_get(json_array_get(all, 4), 1), "parentId")),
         id3);
     json_decref(all);
-    buf_release(&p);
+    cm_buf_release(&p);
 }
 
 static int appender(const char *path, int n, int who)
@@ -222,8 +222,9 @@ static int appender(const char *path, int n, int who)
     char err[256], text[64];
     for (int i = 0; i < n; i++) {
         snprintf(text, sizeof text, "p%d-%d", who, i);
-        json_t *m = json_pack("{s:o}", "message", transcript_user_message(text, T0 + i));
-        cm_rc rc = transcript_append(path, "s", "/", "message", m, T0 + i, NULL, err, sizeof err);
+        json_t *m = json_pack("{s:o}", "message", cm_transcript_user_message(text, T0 + i));
+        cm_rc rc =
+            cm_transcript_append(path, "s", "/", "message", m, T0 + i, NULL, err, sizeof err);
         json_decref(m);
         if (rc) {
             fprintf(stderr, "appender: %s\n", err);
@@ -278,7 +279,7 @@ TEST(session_transcript_concurrent_appends_and_kill9)
     /* Every line of the file is whole JSON now. */
     buf text = BUF_INIT;
     char err[256];
-    EXPECT_INT(fs_read_file(path, 1 << 26, &text, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_fs_read_file(path, 1 << 26, &text, err, sizeof err), CM_OK);
     int lines = 0, good = 0;
     for (char *s = text.data, *e; s && *s; s = e + 1) {
         e = strchr(s, '\n');
@@ -289,7 +290,7 @@ TEST(session_transcript_concurrent_appends_and_kill9)
         json_decref(j);
     }
     EXPECT_INT(good, lines);
-    buf_release(&text);
+    cm_buf_release(&text);
     free(path);
 }
 
@@ -301,9 +302,9 @@ static bool open_store(session_store *s, const char *state)
 {
     buf p = BUF_INIT;
     char err[256];
-    session_store_path(&p, state, "main");
-    cm_rc rc = session_store_read(s, p.data, err, sizeof err);
-    buf_release(&p);
+    cm_session_store_path(&p, state, "main");
+    cm_rc rc = cm_session_store_read(s, p.data, err, sizeof err);
+    cm_buf_release(&p);
     if (rc) test_fail(__FILE__, __LINE__, "store: %s", err);
     return rc == CM_OK;
 }
@@ -311,9 +312,9 @@ static bool open_store(session_store *s, const char *state)
 static json_t *store_file(const char *state)
 {
     buf p = BUF_INIT;
-    session_store_path(&p, state, "main");
+    cm_session_store_path(&p, state, "main");
     json_t *j = json_load_file(p.data, 0, NULL);
-    buf_release(&p);
+    cm_buf_release(&p);
     return j;
 }
 
@@ -335,59 +336,59 @@ TEST(session_store_entries_round_trip)
     session_store s;
     if (!open_store(&s, state)) return;
     char err[256], id[160];
-    EXPECT(session_store_get(&s, "AGENT:Main:MAIN") != NULL);
+    EXPECT(cm_session_store_get(&s, "AGENT:Main:MAIN") != NULL);
     /* touch: an existing entry keeps its id; updatedAt never goes back. */
     json_t *patch = json_pack("{s:s,s:I}", "label", "home", "updatedAt", (json_int_t)1);
-    EXPECT_INT(session_touch(&s, "agent:main:main", patch, T0, id, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_session_touch(&s, "agent:main:main", patch, T0, id, err, sizeof err), CM_OK);
     json_decref(patch);
     EXPECT_STR(id, "0d4f6f2e-1b1a-4c39-9f53-3a1b3f6f0a11");
-    json_t *e = session_store_get(&s, "agent:main:main");
+    json_t *e = cm_session_store_get(&s, "agent:main:main");
     EXPECT_INT(json_integer_value(json_object_get(e, "updatedAt")), T0);
     EXPECT_STR(json_string_value(json_object_get(json_object_get(e, "deliveryContext"), "channel")),
                "telegram");
     EXPECT_STR(json_string_value(json_object_get(e, "label")), "home");
 
     /* A new key gets a session. */
-    EXPECT_INT(session_touch(&s, "Agent:Main:Telegram:Group:42", NULL, T0, id, err, sizeof err),
+    EXPECT_INT(cm_session_touch(&s, "Agent:Main:Telegram:Group:42", NULL, T0, id, err, sizeof err),
                CM_OK);
     EXPECT_INT((int)strlen(id), 36);
-    e = session_store_get(&s, "agent:main:telegram:group:42");
+    e = cm_session_store_get(&s, "agent:main:telegram:group:42");
     EXPECT(e != NULL);
     EXPECT_STR(json_string_value(json_object_get(e, "chatType")), "group");
     EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 0);
     buf tp = BUF_INIT;
-    EXPECT_INT(session_transcript_of(&s, e, &tp), CM_OK);
+    EXPECT_INT(cm_session_transcript_of(&s, e, &tp), CM_OK);
     EXPECT_CONTAINS(tp.data, "/agents/main/sessions/");
     EXPECT_CONTAINS(tp.data, id);
-    buf_release(&tp);
+    cm_buf_release(&tp);
 
     /* compaction: count + 1, fresh tokens, the automatic pin dropped. */
-    EXPECT_INT(session_compacted(&s, "agent:main:main", 42000, T0 + 1, err, sizeof err), CM_OK);
-    e = session_store_get(&s, "agent:main:main");
+    EXPECT_INT(cm_session_compacted(&s, "agent:main:main", 42000, T0 + 1, err, sizeof err), CM_OK);
+    e = cm_session_store_get(&s, "agent:main:main");
     EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 3);
     EXPECT_INT(json_integer_value(json_object_get(e, "totalTokens")), 42000);
     EXPECT(json_is_true(json_object_get(e, "totalTokensFresh")));
     EXPECT(json_object_get(e, "authProfileOverride") == NULL);
-    EXPECT_INT(session_compacted(&s, "agent:main:nobody", 1, T0, err, sizeof err), CM_ENOTFOUND);
+    EXPECT_INT(cm_session_compacted(&s, "agent:main:nobody", 1, T0, err, sizeof err), CM_ENOTFOUND);
 
     /* reset: the transcript archived, a new id, counters cleared, settings kept. */
     buf path = BUF_INIT;
-    e = session_store_get(&s, "agent:main:main"); /* every update refreshes the store */
-    EXPECT_INT(session_transcript_of(&s, e, &path), CM_OK);
-    json_t *m = json_pack("{s:o}", "message", transcript_user_message("hi", T0));
-    EXPECT_INT(transcript_append(path.data, "0d4f6f2e-1b1a-4c39-9f53-3a1b3f6f0a11", "/", "message",
-                                 m, T0, NULL, err, sizeof err),
+    e = cm_session_store_get(&s, "agent:main:main"); /* every update refreshes the store */
+    EXPECT_INT(cm_session_transcript_of(&s, e, &path), CM_OK);
+    json_t *m = json_pack("{s:o}", "message", cm_transcript_user_message("hi", T0));
+    EXPECT_INT(cm_transcript_append(path.data, "0d4f6f2e-1b1a-4c39-9f53-3a1b3f6f0a11", "/",
+                                    "message", m, T0, NULL, err, sizeof err),
                CM_OK);
     json_decref(m);
-    EXPECT_INT(session_reset(&s, "agent:main:main", T0 + 2, id, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_session_reset(&s, "agent:main:main", T0 + 2, id, err, sizeof err), CM_OK);
     EXPECT(strcmp(id, "0d4f6f2e-1b1a-4c39-9f53-3a1b3f6f0a11") != 0);
     EXPECT(access(path.data, F_OK) != 0);
     char stamp[32], arch[2048];
-    session_archive_stamp(T0 + 2, stamp);
+    cm_session_archive_stamp(T0 + 2, stamp);
     EXPECT_STR(stamp, "2027-01-15T08-00-00.002Z");
     snprintf(arch, sizeof arch, "%s.reset.%s", path.data, stamp);
     EXPECT(access(arch, F_OK) == 0);
-    e = session_store_get(&s, "agent:main:main");
+    e = cm_session_store_get(&s, "agent:main:main");
     EXPECT_STR(json_string_value(json_object_get(e, "sessionId")), id);
     EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 0);
     EXPECT(json_object_get(e, "memoryFlushCompactionCount") == NULL);
@@ -395,21 +396,22 @@ TEST(session_store_entries_round_trip)
     EXPECT(json_object_get(e, "totalTokens") == NULL);
     EXPECT(json_object_get(e, "systemSent") == NULL);
     EXPECT_STR(json_string_value(json_object_get(e, "thinkingLevel")), "high");
-    buf_release(&path);
+    cm_buf_release(&path);
 
     /* delete: gone, transcript archived as deleted. */
-    e = session_store_get(&s, "agent:main:telegram:group:42");
-    session_transcript_of(&s, e, &path);
+    e = cm_session_store_get(&s, "agent:main:telegram:group:42");
+    cm_session_transcript_of(&s, e, &path);
     write_file("/", path.data, "{}\n");
-    EXPECT_INT(session_delete(&s, "agent:main:telegram:group:42", T0 + 3, err, sizeof err), CM_OK);
-    EXPECT(session_store_get(&s, "agent:main:telegram:group:42") == NULL);
-    session_archive_stamp(T0 + 3, stamp);
+    EXPECT_INT(cm_session_delete(&s, "agent:main:telegram:group:42", T0 + 3, err, sizeof err),
+               CM_OK);
+    EXPECT(cm_session_store_get(&s, "agent:main:telegram:group:42") == NULL);
+    cm_session_archive_stamp(T0 + 3, stamp);
     snprintf(arch, sizeof arch, "%s.deleted.%s", path.data, stamp);
     EXPECT(access(arch, F_OK) == 0);
-    EXPECT_INT(session_delete(&s, "agent:main:telegram:group:42", T0 + 3, err, sizeof err),
+    EXPECT_INT(cm_session_delete(&s, "agent:main:telegram:group:42", T0 + 3, err, sizeof err),
                CM_ENOTFOUND);
-    buf_release(&path);
-    session_store_release(&s);
+    cm_buf_release(&path);
+    cm_session_store_release(&s);
 
     /* On disk: two-space indent as QuantumClaw writes it, nothing lost. */
     json_t *disk = store_file(state);
@@ -419,20 +421,20 @@ TEST(session_store_entries_round_trip)
         "home");
     json_decref(disk);
     buf text = BUF_INIT;
-    EXPECT_INT(fs_read_file(path_in(state, "agents/main/sessions/sessions.json"), 1 << 20, &text,
-                            err, sizeof err),
+    EXPECT_INT(cm_fs_read_file(path_in(state, "agents/main/sessions/sessions.json"), 1 << 20, &text,
+                               err, sizeof err),
                CM_OK);
     EXPECT(strncmp(text.data, "{\n  \"agent:main:main\": {\n    \"sessionId\": ", 42) == 0);
-    buf_release(&text);
+    cm_buf_release(&text);
 
     /* A damaged store is an error naming the place. */
     write_file(state, "agents/main/sessions/sessions.json", "{\"a\": [1,");
     session_store bad;
     buf p = BUF_INIT;
-    session_store_path(&p, state, "main");
-    EXPECT_INT(session_store_read(&bad, p.data, err, sizeof err), CM_ECORRUPT);
+    cm_session_store_path(&p, state, "main");
+    EXPECT_INT(cm_session_store_read(&bad, p.data, err, sizeof err), CM_ECORRUPT);
     EXPECT_CONTAINS(err, "sessions.json:1:");
-    buf_release(&p);
+    cm_buf_release(&p);
 }
 
 static int updater(const char *state, int who, int n)
@@ -440,20 +442,20 @@ static int updater(const char *state, int who, int n)
     session_store s;
     buf p = BUF_INIT;
     char err[256], key[64];
-    session_store_path(&p, state, "main");
-    if (session_store_read(&s, p.data, err, sizeof err)) return 1;
+    cm_session_store_path(&p, state, "main");
+    if (cm_session_store_read(&s, p.data, err, sizeof err)) return 1;
     snprintf(key, sizeof key, "agent:main:http:direct:p%d", who);
     for (int i = 0; i < n; i++) {
         json_t *patch = json_pack("{s:i}", "n", i);
-        cm_rc rc = session_touch(&s, key, patch, T0 + i, NULL, err, sizeof err);
+        cm_rc rc = cm_session_touch(&s, key, patch, T0 + i, NULL, err, sizeof err);
         json_decref(patch);
         if (rc) {
             fprintf(stderr, "updater: %s\n", err);
             return 1;
         }
     }
-    session_store_release(&s);
-    buf_release(&p);
+    cm_session_store_release(&s);
+    cm_buf_release(&p);
     return 0;
 }
 
@@ -500,7 +502,7 @@ TEST(session_flush_settings_and_prompts)
 {
     flush_settings s;
     char err[256];
-    EXPECT_INT(flush_settings_load(&s, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_flush_settings_init(&s, NULL, err, sizeof err), CM_OK);
     EXPECT(s.enabled);
     EXPECT_INT(s.soft_threshold, 4000);
     EXPECT_INT(s.reserve_floor, 20000);
@@ -510,13 +512,13 @@ TEST(session_flush_settings_and_prompts)
     EXPECT_CONTAINS(s.system_prompt, "Session nearing compaction.");
     EXPECT_CONTAINS(s.system_prompt, "read-only during this flush");
     EXPECT_CONTAINS(s.system_prompt, "NO_REPLY");
-    flush_settings_release(&s);
+    cm_flush_settings_release(&s);
     json_t *cfg =
         json_loads("{\"agents\":{\"defaults\":{\"compaction\":{\"reserveTokensFloor\":1000,"
                    "\"memoryFlush\":{\"enabled\":true,\"softThresholdTokens\":500,"
                    "\"forceFlushTranscriptBytes\":\"1.5mb\",\"prompt\":\"Save notes.\"}}}}}",
                    0, NULL);
-    EXPECT_INT(flush_settings_load(&s, cfg, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_flush_settings_init(&s, cfg, err, sizeof err), CM_OK);
     EXPECT_INT(s.reserve_floor, 1000);
     EXPECT_INT(s.soft_threshold, 500);
     EXPECT_INT(s.force_bytes, 1572864);
@@ -524,24 +526,24 @@ TEST(session_flush_settings_and_prompts)
                    64) == 0);
     EXPECT_CONTAINS(s.prompt, "start with NO_REPLY");
     buf p = BUF_INIT;
-    EXPECT_INT(flush_prompt_for(s.prompt, T0, NULL, &p), CM_OK);
+    EXPECT_INT(cm_flush_prompt_for(s.prompt, T0, NULL, &p), CM_OK);
     EXPECT_CONTAINS(p.data, "memory/2027-01-15.md");
     EXPECT(strstr(p.data, "YYYY") == NULL);
     EXPECT_CONTAINS(p.data, "\nCurrent time: Friday, January 15, 2027 08:00 (UTC)");
-    buf_reset(&p);
-    EXPECT_INT(flush_target_path(T0 + 12 * 3600 * 1000LL, "Pacific/Kiritimati", &p), CM_OK);
+    cm_buf_reset(&p);
+    EXPECT_INT(cm_flush_target_path(T0 + 12 * 3600 * 1000LL, "Pacific/Kiritimati", &p), CM_OK);
     EXPECT_STR(p.data, "memory/2027-01-16.md"); /* UTC+14: already the next day there */
-    buf_reset(&p);
-    EXPECT_INT(flush_target_path(T0 + 12 * 3600 * 1000LL, NULL, &p), CM_OK);
+    cm_buf_reset(&p);
+    EXPECT_INT(cm_flush_target_path(T0 + 12 * 3600 * 1000LL, NULL, &p), CM_OK);
     EXPECT_STR(p.data, "memory/2027-01-15.md");
-    buf_release(&p);
-    flush_settings_release(&s);
+    cm_buf_release(&p);
+    cm_flush_settings_release(&s);
     json_decref(cfg);
-    EXPECT(flush_is_silent("NO_REPLY"));
-    EXPECT(flush_is_silent("  no_reply\n"));
-    EXPECT(!flush_is_silent("NO_REPLY."));
-    EXPECT(!flush_is_silent("Saved. NO_REPLY"));
-    EXPECT(!flush_is_silent(""));
+    EXPECT(cm_flush_is_silent("NO_REPLY"));
+    EXPECT(cm_flush_is_silent("  no_reply\n"));
+    EXPECT(!cm_flush_is_silent("NO_REPLY."));
+    EXPECT(!cm_flush_is_silent("Saved. NO_REPLY"));
+    EXPECT(!cm_flush_is_silent(""));
 }
 
 TEST(session_flush_context_hash_matches_quantumclaw)
@@ -561,7 +563,7 @@ TEST(session_flush_context_hash_matches_quantumclaw)
                    0, NULL);
     EXPECT(msgs != NULL);
     char h[17];
-    flush_context_hash(msgs, h);
+    cm_flush_context_hash(msgs, h);
     EXPECT_STR(h, "42fa58c13961121b");
     json_decref(msgs);
 }
@@ -571,7 +573,7 @@ static flush_decision decide(const flush_settings *s, json_t *entry, const char 
 {
     flush_input in = {entry, transcript, prompt, 200000, writable, false};
     flush_decision d;
-    flush_decide(s, &in, &d);
+    cm_flush_decide(s, &in, &d);
     return d;
 }
 
@@ -579,7 +581,7 @@ TEST(session_flush_decision_table)
 {
     flush_settings s;
     char err[256];
-    EXPECT_INT(flush_settings_load(&s, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_flush_settings_init(&s, NULL, err, sizeof err), CM_OK);
     json_t *e = json_pack("{s:i,s:b,s:i}", "totalTokens", 175999, "totalTokensFresh", 1,
                           "compactionCount", 1);
     flush_decision d = decide(&s, e, NULL, NULL, true);
@@ -653,7 +655,7 @@ TEST(session_flush_decision_table)
     json_decref(stale);
     json_decref(e);
     free(tpath);
-    flush_settings_release(&s);
+    cm_flush_settings_release(&s);
 }
 
 /* ---- what session memory search indexes ---- */
@@ -669,10 +671,10 @@ TEST(session_extract_matches_quantumclaw)
      * 2026.3.22's extraction and redaction give for it (run under Node). */
     buf in = BUF_INIT;
     char err[256];
-    EXPECT_INT(fs_read_file("tests/data/session-extract.jsonl", 1 << 20, &in, err, sizeof err),
+    EXPECT_INT(cm_fs_read_file("tests/data/session-extract.jsonl", 1 << 20, &in, err, sizeof err),
                CM_OK);
     session_doc d;
-    EXPECT_INT(session_extract(in.data, in.len, &d), CM_OK);
+    EXPECT_INT(cm_session_extract(in.data, in.len, &d), CM_OK);
     EXPECT_STR(d.text.data, "User: What is the dog called? My key is sk-abc\xe2\x80\xa6wxyz\n"
                             "Assistant: Biscuit. Really sure.\n"
                             "User: PASSWORD=*** ok");
@@ -683,8 +685,8 @@ TEST(session_extract_matches_quantumclaw)
     EXPECT_INT(d.ts[0], 1800000000000LL);
     EXPECT_INT(d.ts[1], 1800000001000LL);
     EXPECT_STR(d.hash, "ac340f41185d8bdde797713629830fe26c6bd035cd6d1246c5a4ffb76a2ff7ad");
-    session_doc_release(&d);
-    buf_release(&in);
+    cm_session_doc_release(&d);
+    cm_buf_release(&in);
 }
 
 TEST(session_redaction_matches_quantumclaw)
@@ -711,11 +713,11 @@ TEST(session_redaction_matches_quantumclaw)
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         buf out = BUF_INIT;
-        EXPECT_INT(session_redact(cases[i][0], strlen(cases[i][0]), &out), CM_OK);
+        EXPECT_INT(cm_session_redact(cases[i][0], strlen(cases[i][0]), &out), CM_OK);
         if (strcmp(out.data, cases[i][1]) != 0)
             test_fail(__FILE__, __LINE__, "case %zu:\n  got:  %s\n  want: %s", i, out.data,
                       cases[i][1]);
-        buf_release(&out);
+        cm_buf_release(&out);
     }
 }
 
@@ -836,7 +838,7 @@ static void append_msgs(const char *state, const char *ws, int n, const char *wo
         cm_sessions_append(s, "main", i % 2 ? "assistant" : "user", t, &js, err, sizeof err);
         cm_free(js);
     }
-    cm_sessions_free(s);
+    cm_sessions_close(s);
 }
 
 TEST(session_memory_search_indexes_transcripts)
@@ -851,7 +853,7 @@ TEST(session_memory_search_indexes_transcripts)
     char *js = search_json(e, "bluefin");
     EXPECT(js && strstr(js, "sessions/") == NULL);
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     /* on: the transcript's text, lines mapped to the JSONL lines */
     e = open_engine(state, ws, true);
     js = search_json(e, "bluefin");
@@ -880,7 +882,7 @@ TEST(session_memory_search_indexes_transcripts)
     EXPECT_INT(cm_sessions_open(&o, &s, err, sizeof err), CM_OK);
     EXPECT_INT(cm_sessions_reset(s, "main", &out, err, sizeof err), CM_OK);
     cm_free(out);
-    cm_sessions_free(s);
+    cm_sessions_close(s);
     append_msgs(state, ws, 1, "halibut");
     js = search_json(e, "mackerel");
     EXPECT(js && strstr(js, "mackerel") == NULL);
@@ -898,7 +900,7 @@ TEST(session_memory_search_indexes_transcripts)
         char rel[512];
         snprintf(rel, sizeof rel, "agents/main/sessions/%s", de->d_name);
         buf text = BUF_INIT;
-        EXPECT_INT(fs_read_file(path_in(state, rel), 1 << 20, &text, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_fs_read_file(path_in(state, rel), 1 << 20, &text, err, sizeof err), CM_OK);
         char *at = strstr(text.data, "halibut");
         EXPECT(at != NULL);
         if (at) { /* "halibut" -> "tuna": three bytes shorter */
@@ -906,13 +908,13 @@ TEST(session_memory_search_indexes_transcripts)
             memmove(at + 4, at + 7, strlen(at + 7) + 1);
             write_file(state, rel, text.data);
         }
-        buf_release(&text);
+        cm_buf_release(&text);
     }
     if (dir) closedir(dir);
     js = search_json(e, "tuna");
     EXPECT_CONTAINS(js, "about tuna");
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     free(state);
     free(ws);
 }
@@ -939,36 +941,36 @@ TEST(session_memory_watcher_follows_transcripts)
     for (int on = 0; on < 2; on++) {
         c.session_memory = on;
         watcher *w = NULL;
-        EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
         write_file(d, "sessions/a.jsonl", "{}\n{}\n");
-        EXPECT_INT((watcher_read(w) & WATCH_SESSIONS) != 0, on);
+        EXPECT_INT((cm_watcher_read(w) & WATCH_SESSIONS) != 0, on);
         write_file(d, "sessions/sessions.json", "{}");
         write_file(d, "sessions/a.jsonl.lock", "{}");
-        EXPECT_INT(watcher_read(w) & (WATCH_CHANGED | WATCH_SESSIONS), 0);
-        watcher_free(w);
+        EXPECT_INT(cm_watcher_read(w) & (WATCH_CHANGED | WATCH_SESSIONS), 0);
+        cm_watcher_close(w);
     }
     /* a sessions dir that is not there yet: rescans instead of events */
     c.session_memory = 1;
     char *notyet = cm_strdup(path_in(d, "not-yet"));
     c.sessions_dir = notyet;
     watcher *nw = NULL;
-    EXPECT_INT(watcher_open(&c, NULL, &nw, err, sizeof err), CM_OK);
-    EXPECT(watcher_degraded(nw));
-    watcher_free(nw);
+    EXPECT_INT(cm_watcher_open(&c, NULL, &nw, err, sizeof err), CM_OK);
+    EXPECT(cm_watcher_degraded(nw));
+    cm_watcher_close(nw);
     free(notyet);
     c.sessions_dir = sd;
-    EXPECT_INT(watcher_open(&c, NULL, &nw, err, sizeof err), CM_OK);
-    EXPECT(!watcher_degraded(nw));
-    watcher_free(nw);
+    EXPECT_INT(cm_watcher_open(&c, NULL, &nw, err, sizeof err), CM_OK);
+    EXPECT(!cm_watcher_degraded(nw));
+    cm_watcher_close(nw);
     /* a link in place of the sessions dir is not followed */
     write_file(d, "other/b.jsonl", "{}\n");
     c.sessions_dir = link;
     EXPECT(symlink(path_in(d, "other"), c.sessions_dir) == 0);
     watcher *w = NULL;
-    EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
     write_file(d, "other/b.jsonl", "{}\n{}\n");
-    EXPECT_INT(watcher_read(w) & (WATCH_CHANGED | WATCH_SESSIONS), 0);
-    watcher_free(w);
+    EXPECT_INT(cm_watcher_read(w) & (WATCH_CHANGED | WATCH_SESSIONS), 0);
+    cm_watcher_close(w);
     free(ws);
     free(sd);
     free(link);
@@ -1021,7 +1023,7 @@ TEST(session_memory_decay_uses_message_times)
     EXPECT(s_old < s_new * 0.3 && s_old > s_new * 0.2); /* 0.25: two half-lives */
     json_decref(root);
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     free(state);
     free(ws);
 }
@@ -1048,9 +1050,9 @@ TEST(session_redaction_of_private_keys)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         buf out = BUF_INIT;
-        EXPECT_INT(session_redact(cases[i][0], strlen(cases[i][0]), &out), CM_OK);
+        EXPECT_INT(cm_session_redact(cases[i][0], strlen(cases[i][0]), &out), CM_OK);
         EXPECT_STR(out.data, cases[i][1]);
-        buf_release(&out);
+        cm_buf_release(&out);
     }
     /* A key named in a key=value line: its body goes too (QuantumClaw's
      * order masks only the BEGIN marker and keeps the body). */
@@ -1061,18 +1063,18 @@ TEST(session_redaction_of_private_keys)
     };
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
         buf out = BUF_INIT;
-        EXPECT_INT(session_redact(named[i], strlen(named[i]), &out), CM_OK);
+        EXPECT_INT(cm_session_redact(named[i], strlen(named[i]), &out), CM_OK);
         EXPECT(out.data && !strstr(out.data, "secretbody"));
-        buf_release(&out);
+        cm_buf_release(&out);
     }
     const char *t =
         "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"mine:\\n"
         "-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIB\\n-----END RSA PRIVATE KEY-----\"}}\n";
     session_doc d;
-    EXPECT_INT(session_extract(t, strlen(t), &d), CM_OK);
+    EXPECT_INT(cm_session_extract(t, strlen(t), &d), CM_OK);
     EXPECT_INT(d.n, 1);
     EXPECT_STR(d.text.data, "User: mine: ***");
-    session_doc_release(&d);
+    cm_session_doc_release(&d);
 }
 
 /* Per-agent isolation: agent "ops" sharing the state dir (and even the
@@ -1094,7 +1096,7 @@ TEST(session_memory_is_per_agent)
                                   err, sizeof err),
                CM_OK);
     cm_free(out);
-    cm_sessions_free(s);
+    cm_sessions_close(s);
     cm_search_opts so = {10, 0, 0};
     const char *agents[] = {"main", "ops"};
     for (int a = 0; a < 2; a++) {
@@ -1108,7 +1110,7 @@ TEST(session_memory_is_per_agent)
         EXPECT_INT(cm_memory_search(e, "manatee", &so, &js, err, sizeof err), CM_OK);
         EXPECT_INT(strstr(js, "manatee") != NULL, a == 1);
         cm_free(js);
-        cm_engine_free(e);
+        cm_engine_close(e);
     }
     free(state);
     free(ws);
@@ -1182,7 +1184,7 @@ TEST(session_memory_watch_waits_longer_for_transcripts)
     EXPECT(cm_now_ms() - t1 < 700); /* Markdown: its own 20 ms debounce */
     __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t.tid, NULL);
-    cm_engine_free(t.e);
+    cm_engine_close(t.e);
     free(state);
     free(ws);
 }
@@ -1193,13 +1195,13 @@ TEST(session_transcript_long_torn_line_keeps_the_rest)
 {
     char *d = tmp_dir();
     buf p = BUF_INIT;
-    transcript_path(&p, d, "s1", NULL);
+    cm_transcript_path(&p, d, "s1", NULL);
     char err[256], id[40];
     for (int i = 0; i < 3; i++) {
-        json_t *m =
-            json_pack("{s:o}", "message", transcript_user_message("keep me", 1800000000000LL + i));
-        EXPECT_INT(transcript_append(p.data, "s1", "/x", "message", m, 1800000000000LL + i, id, err,
-                                     sizeof err),
+        json_t *m = json_pack("{s:o}", "message",
+                              cm_transcript_user_message("keep me", 1800000000000LL + i));
+        EXPECT_INT(cm_transcript_append(p.data, "s1", "/x", "message", m, 1800000000000LL + i, id,
+                                        err, sizeof err),
                    CM_OK);
         json_decref(m);
     }
@@ -1211,21 +1213,21 @@ TEST(session_transcript_long_torn_line_keeps_the_rest)
     EXPECT(fd >= 0 && write(fd, junk, n) == (ssize_t)n);
     if (fd >= 0) close(fd);
     free(junk);
-    json_t *m = json_pack("{s:o}", "message", transcript_user_message("next", 1800000000100LL));
-    EXPECT_INT(
-        transcript_append(p.data, "s1", "/x", "message", m, 1800000000100LL, id, err, sizeof err),
-        CM_OK);
+    json_t *m = json_pack("{s:o}", "message", cm_transcript_user_message("next", 1800000000100LL));
+    EXPECT_INT(cm_transcript_append(p.data, "s1", "/x", "message", m, 1800000000100LL, id, err,
+                                    sizeof err),
+               CM_OK);
     json_decref(m);
     buf t = BUF_INIT;
-    EXPECT_INT(fs_read_file(p.data, 64 << 20, &t, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_fs_read_file(p.data, 64 << 20, &t, err, sizeof err), CM_OK);
     int keep = 0;
     for (const char *q = t.data; q && (q = strstr(q, "keep me")); q++)
         keep++;
     EXPECT_INT(keep, 3);
     EXPECT_CONTAINS(t.data, "\"next\"");
     EXPECT(t.len < 4096); /* the torn 17 MiB are gone */
-    buf_release(&t);
-    buf_release(&p);
+    cm_buf_release(&t);
+    cm_buf_release(&p);
 }
 
 /* The rebuild's reader thread never calls the caller's log callback: its
@@ -1260,7 +1262,7 @@ TEST(session_rebuild_logs_on_the_callers_thread)
     EXPECT_INT(cm_engine_sync(e, CM_SYNC_FORCE, NULL, NULL, NULL, err, sizeof err), CM_OK);
     EXPECT_INT(log_seen, 1);
     EXPECT_INT(log_elsewhere, 0);
-    cm_engine_free(e);
+    cm_engine_close(e);
     free(state);
     free(ws);
 }
@@ -1288,7 +1290,7 @@ TEST(session_memory_small_growth_needs_no_lock)
     EXPECT_CONTAINS(js, "\"dirtyFiles\":0");
     cm_free(js);
     if (fd >= 0) close(fd);
-    cm_engine_free(e);
+    cm_engine_close(e);
     free(state);
     free(ws);
 }

@@ -22,7 +22,7 @@ static const char *model_file(void)
     char *d = tmp_dir();
     snprintf(path, sizeof path, "%s/m.bin", d);
     char err[256];
-    if (static_model_write(path, words, vecs, 5, 4, err, sizeof err)) return NULL;
+    if (cm_static_model_write(path, words, vecs, 5, 4, err, sizeof err)) return NULL;
     return path;
 }
 
@@ -32,13 +32,14 @@ TEST(static_model_embeds_known_words)
     EXPECT(path != NULL);
     static_model m;
     char err[256];
-    EXPECT_INT(static_model_open(&m, path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_static_model_open(&m, path, err, sizeof err), CM_OK);
     EXPECT_INT(m.dims, 4);
     EXPECT_INT(m.words, 5);
     float a[4], b[4], c[4];
-    EXPECT_INT(static_model_embed(&m, "The DOG, barking!", a), 2); /* the + dog; barking unknown */
-    EXPECT_INT(static_model_embed(&m, "a puppy", b), 1);
-    EXPECT_INT(static_model_embed(&m, "my modem", c), 1);
+    EXPECT_INT(cm_static_model_embed(&m, "The DOG, barking!", a),
+               2); /* the + dog; barking unknown */
+    EXPECT_INT(cm_static_model_embed(&m, "a puppy", b), 1);
+    EXPECT_INT(cm_static_model_embed(&m, "my modem", c), 1);
     double ab = 0, ac = 0, na = 0;
     for (int i = 0; i < 4; i++) {
         ab += a[i] * b[i];
@@ -46,12 +47,12 @@ TEST(static_model_embeds_known_words)
         na += a[i] * a[i];
     }
     EXPECT_NEAR(na, 1.0, 1e-5);
-    EXPECT(ab > 0.9);  /* dog ~ puppy */
-    EXPECT(ac < 0.3);  /* dog !~ modem */
-    EXPECT_INT(static_model_embed(&m, "", a), 0);
+    EXPECT(ab > 0.9); /* dog ~ puppy */
+    EXPECT(ac < 0.3); /* dog !~ modem */
+    EXPECT_INT(cm_static_model_embed(&m, "", a), 0);
     EXPECT(a[0] == 0 && a[3] == 0);
-    EXPECT_INT(static_model_embed(&m, "zzz qqq", a), 0);
-    static_model_close(&m);
+    EXPECT_INT(cm_static_model_embed(&m, "zzz qqq", a), 0);
+    cm_static_model_close(&m);
 }
 
 TEST(static_model_refuses_damaged_files)
@@ -59,20 +60,21 @@ TEST(static_model_refuses_damaged_files)
     const char *path = model_file();
     static_model m;
     char err[256];
-    EXPECT_INT(static_model_open(&m, "/nonexistent/m.bin", err, sizeof err), CM_ENOTFOUND);
+    EXPECT_INT(cm_static_model_open(&m, "/nonexistent/m.bin", err, sizeof err), CM_ENOTFOUND);
     buf b = BUF_INIT;
-    EXPECT_INT(fs_read_file(path, 1 << 20, &b, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_fs_read_file(path, 1 << 20, &b, err, sizeof err), CM_OK);
     char *d = tmp_dir();
     write_bytes(d, "trunc.bin", b.data, b.len - 7);
-    EXPECT_INT(static_model_open(&m, path_in(d, "trunc.bin"), err, sizeof err), CM_ECORRUPT);
+    EXPECT_INT(cm_static_model_open(&m, path_in(d, "trunc.bin"), err, sizeof err), CM_ECORRUPT);
     EXPECT_CONTAINS(err, "damaged");
     b.data[b.len - 3] ^= 0x55; /* one flipped byte in the word pool */
     write_bytes(d, "flip.bin", b.data, b.len);
-    EXPECT_INT(static_model_open(&m, path_in(d, "flip.bin"), err, sizeof err), CM_ECORRUPT);
+    EXPECT_INT(cm_static_model_open(&m, path_in(d, "flip.bin"), err, sizeof err), CM_ECORRUPT);
     EXPECT_CONTAINS(err, "checksum");
-    write_file(d, "text.bin", "not a model at all, just some text that is long enough to have a header");
-    EXPECT_INT(static_model_open(&m, path_in(d, "text.bin"), err, sizeof err), CM_ECORRUPT);
-    buf_release(&b);
+    write_file(d, "text.bin",
+               "not a model at all, just some text that is long enough to have a header");
+    EXPECT_INT(cm_static_model_open(&m, path_in(d, "text.bin"), err, sizeof err), CM_ECORRUPT);
+    cm_buf_release(&b);
 }
 
 TEST(static_provider_in_the_engine)
@@ -100,7 +102,7 @@ TEST(static_provider_in_the_engine)
                "memory/a.md");
     json_decref(p);
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
     /* a missing model: keyword search, and status says how to install it */
     snprintf(cfg, sizeof cfg, "{agents:{defaults:{memorySearch:{provider:'static'}}},clawmem:{staticModel:'%s/none.bin'}}", d);
     write_file(d, "qc.json", cfg);
@@ -109,5 +111,5 @@ TEST(static_provider_in_the_engine)
     EXPECT_CONTAINS(js, "install-static-model.sh");
     EXPECT_CONTAINS(js, "\"search\":\"keyword\"");
     cm_free(js);
-    cm_engine_free(e);
+    cm_engine_close(e);
 }

@@ -12,7 +12,7 @@
 static chunk_list one_chunk(const char *text)
 {
     chunk_list l = {0};
-    chunk_text(text, strlen(text), 400, 80, &l);
+    cm_chunk_text(text, strlen(text), 400, 80, &l);
     return l;
 }
 
@@ -22,41 +22,41 @@ TEST(store_cm_bm25_uses_rsj_idf_with_a_prior)
     store s;
     char err[256];
     EXPECT_INT(
-        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        cm_store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
         CM_OK);
     chunk_list a = one_chunk("the dog biscuit"), b = one_chunk("the router omada er605 box");
-    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
-    EXPECT_INT(store_file_replace(&s, "a.md", "memory", "h1", 1, 1, NULL, &a, err, sizeof err),
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_file_replace(&s, "a.md", "memory", "h1", 1, 1, NULL, &a, err, sizeof err),
                CM_OK);
-    EXPECT_INT(store_file_replace(&s, "b.md", "memory", "h2", 1, 1, NULL, &b, err, sizeof err),
+    EXPECT_INT(cm_store_file_replace(&s, "b.md", "memory", "h2", 1, 1, NULL, &b, err, sizeof err),
                CM_OK);
-    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     fts_hits h = {0};
-    EXPECT_INT(store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     /* 2 rows count as FTS_RANK_MIN_ROWS (100), n=1: idf = ln(99.5/1.5);
      * tf=1, dl=3, avgdl=4 */
     double norm = 1.2 * (1 - 0.75 + 0.75 * 3.0 / 4.0);
     EXPECT_NEAR(h.v[0].rank, -log(99.5 / 1.5) * 2.2 / (1 + norm), 1e-9);
-    fts_hits_release(&h);
+    cm_fts_hits_release(&h);
     /* a term in every row still scores above zero */
-    EXPECT_INT(store_fts_search(&s, "\"the\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"the\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 2);
     EXPECT(h.v[0].rank < 0);
-    fts_hits_release(&h);
+    cm_fts_hits_release(&h);
     /* deleting a file removes its keyword entries (contentless 'delete') */
-    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
-    EXPECT_INT(store_file_delete(&s, "a.md", err, sizeof err), CM_OK);
-    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
-    EXPECT_INT(store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_file_delete(&s, "a.md", err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
     bool ok = false;
-    EXPECT_INT(store_check(&s, &ok, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_check(&s, &ok, err, sizeof err), CM_OK);
     EXPECT(ok);
-    EXPECT_INT(store_fts_search(&s, "\"unbalanced", 10, &h, err, sizeof err), CM_EINVAL);
-    store_close(&s);
-    chunk_list_release(&a);
-    chunk_list_release(&b);
+    EXPECT_INT(cm_store_fts_search(&s, "\"unbalanced", 10, &h, err, sizeof err), CM_EINVAL);
+    cm_store_close(&s);
+    cm_chunk_list_release(&a);
+    cm_chunk_list_release(&b);
 }
 
 TEST(store_removes_leftovers_of_dead_rebuilds)
@@ -68,7 +68,7 @@ TEST(store_removes_leftovers_of_dead_rebuilds)
     char mine[64];
     snprintf(mine, sizeof mine, "i.sqlite.rebuild-%d", (int)getppid()); /* alive */
     write_file(d, mine, "alive");
-    store_remove_leftovers(path_in(d, "i.sqlite"));
+    cm_store_remove_leftovers(path_in(d, "i.sqlite"));
     EXPECT(access(path_in(d, "i.sqlite.rebuild-999999999"), F_OK) != 0);
     EXPECT(access(path_in(d, "i.sqlite.rebuild-999999999-journal"), F_OK) != 0);
     EXPECT(access(path_in(d, mine), F_OK) == 0);
@@ -83,27 +83,27 @@ TEST(store_cm_bm25_idf_floor)
     store s;
     char err[256];
     EXPECT_INT(
-        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        cm_store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
         CM_OK);
     chunk_list c = one_chunk("common filler");
-    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
     for (int i = 0; i < 150; i++) {
         char path[32];
         snprintf(path, sizeof path, "n%03d.md", i);
-        EXPECT_INT(store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+        EXPECT_INT(cm_store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
                    CM_OK);
     }
-    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     fts_hits h = {0};
-    EXPECT_INT(store_fts_search(&s, "\"common\"", 5, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"common\"", 5, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 5);
     EXPECT_NEAR(h.v[0].rank, -FTS_RANK_IDF_FLOOR, 1e-9);
-    fts_hits_release(&h);
-    store_close(&s);
-    chunk_list_release(&c);
+    cm_fts_hits_release(&h);
+    cm_store_close(&s);
+    cm_chunk_list_release(&c);
 }
 
-/* store_files_load reads the table in row order and sorts it itself: rows
+/* cm_store_files_load reads the table in row order and sorts it itself: rows
  * written out of path order (byte order, as SQLite's BINARY) come back
  * sorted, with their fields. */
 TEST(store_files_load_sorts_rows_written_out_of_order)
@@ -112,19 +112,19 @@ TEST(store_files_load_sorts_rows_written_out_of_order)
     store s;
     char err[256];
     EXPECT_INT(
-        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        cm_store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
         CM_OK);
     const char *paths[] = {"memory/b.md", "MEMORY.md", "memory/a.md", "memory/B.md",
                            "memory/\xc3\xa9.md"};
     chunk_list c = one_chunk("text");
-    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
     for (int i = 0; i < 5; i++)
-        EXPECT_INT(store_file_replace(&s, paths[i], "memory", "h", 100 + i, 10 + i, NULL, &c, err,
-                                      sizeof err),
+        EXPECT_INT(cm_store_file_replace(&s, paths[i], "memory", "h", 100 + i, 10 + i, NULL, &c,
+                                         err, sizeof err),
                    CM_OK);
-    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     stored_files f = {0};
-    EXPECT_INT(store_files_load(&s, &f, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_files_load(&s, &f, err, sizeof err), CM_OK);
     EXPECT_INT(f.n, 5);
     const char *want[] = {"MEMORY.md", "memory/B.md", "memory/a.md", "memory/b.md",
                           "memory/\xc3\xa9.md"};
@@ -132,9 +132,9 @@ TEST(store_files_load_sorts_rows_written_out_of_order)
         EXPECT_STR(f.v[i].path, want[i]);
     EXPECT_INT(f.v[0].mtime_ns, 101); /* MEMORY.md was written second */
     EXPECT_INT(f.v[0].size, 11);
-    stored_files_release(&f);
-    store_close(&s);
-    chunk_list_release(&c);
+    cm_store_stored_files_release(&f);
+    cm_store_close(&s);
+    cm_chunk_list_release(&c);
 }
 
 /* cm_bm25(k) skips the length lookup of rows that cannot reach the k best:
@@ -147,13 +147,13 @@ TEST(store_cm_bm25_top_k_is_exact)
     store s;
     char err[256];
     EXPECT_INT(
-        store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        cm_store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
         CM_OK);
     static const char *words[] = {"alpha", "beta",  "gamma",   "delta", "eps",    "zeta",
                                   "eta",   "theta", "iota",    "kappa", "lambda", "mu",
                                   "nu",    "xi",    "omicron", "pi"};
     uint64_t r = 99;
-    EXPECT_INT(store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
     for (int f = 0; f < 400; f++) {
         char text[512] = "", path[32];
         size_t len = 0;
@@ -167,17 +167,17 @@ TEST(store_cm_bm25_top_k_is_exact)
         }
         chunk_list c = one_chunk(text);
         snprintf(path, sizeof path, "n%03d.md", f);
-        EXPECT_INT(store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+        EXPECT_INT(cm_store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
                    CM_OK);
-        chunk_list_release(&c);
+        cm_chunk_list_release(&c);
     }
-    EXPECT_INT(store_commit(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     static const char *queries[] = {"\"pi\" OR \"alpha\"", "\"pi\" OR \"omicron\" OR \"xi\"",
                                     "\"pi\" AND \"omicron\"", "\"pi\"", "\"alpha\" OR \"beta\""};
     int skipped = 0;
     for (size_t qi = 0; qi < sizeof queries / sizeof *queries; qi++) {
         fts_hits h = {0};
-        EXPECT_INT(store_fts_search(&s, queries[qi], 10, &h, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&s, queries[qi], 10, &h, err, sizeof err), CM_OK);
         sqlite3_stmt *ref = NULL, *all = NULL;
         EXPECT(sqlite3_prepare_v2(s.db,
                                   "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 "
@@ -205,8 +205,8 @@ TEST(store_cm_bm25_top_k_is_exact)
         EXPECT_INT(h.n, i < 10 ? i : 10);
         sqlite3_finalize(ref);
         sqlite3_finalize(all);
-        fts_hits_release(&h);
+        cm_fts_hits_release(&h);
     }
     EXPECT(skipped > 0);
-    store_close(&s);
+    cm_store_close(&s);
 }

@@ -37,7 +37,7 @@ TEST(symbols_exported_start_with_cm)
             /* names with "__" are the compiler's (__odr_asan.x under ASan) */
             if ((nl < 3 || memcmp(name, "cm_", 3) != 0) && (nl < 2 || memcmp(name, "__", 2) != 0)) {
                 nbad++;
-                EXPECT_INT(buf_printf(&bad, " %.*s", (int)nl, name), CM_OK);
+                EXPECT_INT(cm_buf_printf(&bad, " %.*s", (int)nl, name), CM_OK);
             }
         }
         line += len + (end != NULL);
@@ -46,6 +46,6 @@ TEST(symbols_exported_start_with_cm)
     if (nbad)
         test_fail(__FILE__, __LINE__, "%d of %d exported symbols lack the cm_ prefix:%s", nbad,
                   total, bad.data);
-    buf_release(&bad);
+    cm_buf_release(&bad);
     run_result_release(&r);
 }

@@ -22,10 +22,10 @@
 static char *raw_json(int status, const char *body)
 {
     buf b = BUF_INIT;
-    buf_printf(&b,
-               "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-               status, strlen(body), body);
-    return buf_detach(&b);
+    cm_buf_printf(
+        &b, "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+        status, strlen(body), body);
+    return cm_buf_detach(&b);
 }
 
 /* ---- the sink ---- */
@@ -96,10 +96,11 @@ static void rig_start(rig *r, const char *extra)
     fake_handler(r->srv, tgfake_handler, &r->f);
     r->state = tmp_dir();
     buf b = BUF_INIT;
-    buf_printf(&b, "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiBaseUrl\":\"%s/\"%s%s}}}",
-               TOKEN, r->url, extra ? "," : "", extra ? extra : "");
+    cm_buf_printf(&b,
+                  "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiBaseUrl\":\"%s/\"%s%s}}}",
+                  TOKEN, r->url, extra ? "," : "", extra ? extra : "");
     r->root = json_loads(b.data, 0, NULL);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 static void rig_stop(rig *r)
@@ -124,7 +125,7 @@ TEST(tg_map_updates)
     rig_start(&r, NULL);
     gw_channel *ch = NULL;
     char err[512] = "";
-    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     EXPECT_STR(ch->ops->name, "telegram");
     EXPECT_INT((int)ch->ops->text_limit, 4096);
     /* private; group with @mention; supergroup forum topic; forum general
@@ -169,10 +170,10 @@ TEST(tg_map_updates)
         &r.f, "{\"update_id\":20,\"message\":{\"message_id\":11,\"from\":{\"id\":45},"
               "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbotx @alice hi\"}}");
     char who[64] = "";
-    gw_telegram_bot_username(ch, who, sizeof who);
+    cm_gw_telegram_bot_username(ch, who, sizeof who);
     EXPECT_STR(who, "");
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
-    gw_telegram_bot_username(ch, who, sizeof who);
+    cm_gw_telegram_bot_username(ch, who, sizeof who);
     EXPECT_STR(who, "ClawBot");
     WAIT_FOR(got_n(&r.s) >= 10, 10000);
     ch->ops->stop(ch);
@@ -221,7 +222,7 @@ static long offset_file(const char *state, const char *account)
     buf b = BUF_INIT;
     char e[256];
     long v = -1;
-    if (fs_read_file(path_in(state, rel), 4096, &b, e, sizeof e) == CM_OK) {
+    if (cm_fs_read_file(path_in(state, rel), 4096, &b, e, sizeof e) == CM_OK) {
         json_t *d = json_loads(b.data, 0, NULL);
         if (json_is_integer(json_object_get(d, "lastUpdateId")))
             v = (long)json_integer_value(json_object_get(d, "lastUpdateId"));
@@ -231,7 +232,7 @@ static long offset_file(const char *state, const char *account)
             v = -3;
         json_decref(d);
     }
-    buf_release(&b);
+    cm_buf_release(&b);
     return v;
 }
 
@@ -252,7 +253,7 @@ TEST(tg_offset_persists)
     rig_start(&r, NULL);
     gw_channel *ch = NULL;
     char err[512] = "";
-    EXPECT_INT(gw_telegram_open(r.root, "Work Bot", r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, "Work Bot", r.state, &ch, err, sizeof err), CM_OK);
     add_dm(&r.f, 100);
     add_dm(&r.f, 101);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
@@ -270,7 +271,7 @@ TEST(tg_offset_persists)
     add_dm(&r.f, 101);
     add_dm(&r.f, 102);
     ch = NULL;
-    EXPECT_INT(gw_telegram_open(r.root, "Work Bot", r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, "Work Bot", r.state, &ch, err, sizeof err), CM_OK);
     int p0 = tgfake_polls(&r.f);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
     WAIT_FOR(got_n(&r.s) >= 3 && tgfake_polls(&r.f) >= p0 + 2, 10000);
@@ -290,14 +291,14 @@ TEST(tg_refused_redelivered)
     rig_start(&r, NULL);
     gw_channel *ch = NULL;
     char err[512] = "";
-    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     r.s.refuse = 2; /* the gateway cannot take it twice */
     add_dm(&r.f, 7);
     add_dm(&r.f, 8);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
     WAIT_FOR(got_n(&r.s) >= 2, 15000);
     char last[512];
-    gw_telegram_last_error(ch, last, sizeof last);
+    cm_gw_telegram_last_error(ch, last, sizeof last);
     ch->ops->close(ch);
     EXPECT_INT((int)got_n(&r.s), 2);
     EXPECT_INT(r.s.calls, 4); /* 7 refused twice, then 7 and 8 once each */
@@ -314,7 +315,7 @@ TEST(tg_send_and_retries)
     rig_start(&r, NULL);
     gw_channel *ch = NULL;
     char err[512] = "";
-    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     gw_outbound o = {NULL, "-1001", "7", "55", "hi there"};
     /* 429 with parameters.retry_after 1: one wait of a second, then sent */
     char *ra = raw_json(429, "{\"ok\":false,\"error_code\":429,\"description\":\"Too Many "
@@ -369,7 +370,7 @@ TEST(tg_garbage_and_hang)
     rig_start(&r, "\"timeoutSeconds\":1");
     gw_channel *ch = NULL;
     char err[512] = "";
-    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
     WAIT_FOR(tgfake_polls(&r.f) >= 1, 5000);
     /* the next polls: a body that is not JSON, a 200 whose result is no
@@ -389,7 +390,7 @@ TEST(tg_garbage_and_hang)
     WAIT_FOR(got_n(&r.s) >= 1, 20000);
     int64_t took = cm_now_ms() - t0;
     char last[512];
-    gw_telegram_last_error(ch, last, sizeof last);
+    cm_gw_telegram_last_error(ch, last, sizeof last);
     ch->ops->close(ch);
     EXPECT_INT((int)got_n(&r.s), 1);
     EXPECT(took >= 1500); /* it did wait out the hung poll */
@@ -406,7 +407,7 @@ TEST(tg_stop_prompt)
     r.f.hold_ms = 30000; /* a real long poll: held the whole 30 s */
     gw_channel *ch = NULL;
     char err[512] = "";
-    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
     usleep(300000); /* the poll is in flight */
     int64_t t0 = cm_now_ms();
@@ -435,7 +436,7 @@ TEST(tg_token_never_shown)
     r.f.getme_fail_status = 401;
     r.f.getme_fail = "{\"ok\":false,\"error_code\":401,\"description\":\"Unauthorized: "
                      "/bot" TOKEN "/getMe\"}";
-    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_EAUTH);
     EXPECT_CONTAINS(err, "401");
     EXPECT_CONTAINS(err, "getMe");
@@ -455,7 +456,7 @@ TEST(tg_token_never_shown)
     r.f.getme_fail = NULL;
     json_t *tg = json_object_get(json_object_get(r.root, "channels"), "telegram");
     json_object_set_new(tg, "apiBaseUrl", json_string("http://127.0.0.1:1"));
-    EXPECT_INT(gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_EIO);
     EXPECT(err[0]);
     EXPECT(!strstr(err, "secretToken"));
@@ -464,7 +465,7 @@ TEST(tg_token_never_shown)
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
     for (int i = 0; i < 300 && !last[0]; i++) {
         usleep(10000);
-        gw_telegram_last_error(ch, last, sizeof last);
+        cm_gw_telegram_last_error(ch, last, sizeof last);
     }
     ch->ops->close(ch);
     EXPECT(last[0]);
@@ -479,36 +480,36 @@ TEST(tg_config_tokens)
     gw_channel *ch = NULL;
     json_t *root = json_loads("{\"channels\":{\"telegram\":{\"dmPolicy\":\"pairing\"}}}", 0, NULL);
     unsetenv("TELEGRAM_BOT_TOKEN");
-    EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "no bot token");
-    EXPECT_INT(gw_telegram_open(NULL, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_gw_telegram_open(NULL, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
     json_decref(root);
     /* tokenFile, trimmed; a "${VAR}" template in botToken; an account's own */
     write_file(dir, "tok", "  " TOKEN "\n");
     buf b = BUF_INIT;
-    buf_printf(&b,
-               "{\"channels\":{\"telegram\":{\"tokenFile\":\"%s\",\"accounts\":{\"two\":{"
-               "\"botToken\":\"${TG_TEST_TOKEN_X}\"}}}}}",
-               path_in(dir, "tok"));
+    cm_buf_printf(&b,
+                  "{\"channels\":{\"telegram\":{\"tokenFile\":\"%s\",\"accounts\":{\"two\":{"
+                  "\"botToken\":\"${TG_TEST_TOKEN_X}\"}}}}}",
+                  path_in(dir, "tok"));
     root = json_loads(b.data, 0, NULL);
-    buf_release(&b);
-    EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_OK);
+    cm_buf_release(&b);
+    EXPECT_INT(cm_gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_OK);
     ch->ops->close(ch);
     unsetenv("TG_TEST_TOKEN_X");
-    EXPECT_INT(gw_telegram_open(root, "two", dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_gw_telegram_open(root, "two", dir, &ch, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "TG_TEST_TOKEN_X");
     setenv("TG_TEST_TOKEN_X", "999:zzzzzzzzzz", 1);
-    EXPECT_INT(gw_telegram_open(root, "two", dir, &ch, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_telegram_open(root, "two", dir, &ch, err, sizeof err), CM_OK);
     ch->ops->close(ch);
     unsetenv("TG_TEST_TOKEN_X");
     /* a token that would change the URL */
     json_t *tg = json_object_get(json_object_get(root, "channels"), "telegram");
     json_object_set_new(tg, "botToken", json_string("12:ab/../x"));
-    EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
     EXPECT(!strstr(err, "ab/../x"));
     json_object_set_new(tg, "botToken", json_string("12:ab"));
     json_object_set_new(tg, "apiBaseUrl", json_string("ftp://x"));
-    EXPECT_INT(gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_INT(cm_gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "apiBaseUrl");
     json_decref(root);
 }

@@ -27,8 +27,9 @@ TEST(tools_search_payload_exact)
     v[0].has_text = true; /* found by the keyword side: textScore */
     v[0].text_score = 0.8;
     buf b = BUF_INIT;
-    EXPECT_INT(tools_search_payload(v, 2, &(tools_head){"none", "", NULL, CM_CITE_AUTO, NULL}, &b),
-               CM_OK);
+    EXPECT_INT(
+        cm_tools_search_payload(v, 2, &(tools_head){"none", "", NULL, CM_CITE_AUTO, NULL}, &b),
+        CM_OK);
     /* ids: sha256 hex of "memory:<path>:<start>:<end>:<sha256 of text>:fts-only" */
     EXPECT_STR(b.data,
                "{\"results\":[{\"id\":"
@@ -43,52 +44,53 @@ TEST(tools_search_payload_exact)
                "\"endLine\":3,\"score\":0.5,\"snippet\":\"one line\\n\\nSource: MEMORY.md#L3\","
                "\"source\":\"memory\",\"citation\":\"MEMORY.md#L3\"}],\"provider\":\"none\","
                "\"model\":\"\",\"citations\":\"auto\",\"mode\":\"fts-only\"}");
-    buf_reset(&b);
-    EXPECT_INT(tools_search_payload(v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
-               CM_OK);
+    cm_buf_reset(&b);
+    EXPECT_INT(
+        cm_tools_search_payload(v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
+        CM_OK);
     EXPECT(strstr(b.data, "Source:") == NULL);
     EXPECT(strstr(b.data, "\"citation\"") == NULL);
     EXPECT_CONTAINS(b.data, "\"citations\":\"off\"");
-    buf_reset(&b);
+    cm_buf_reset(&b);
     /* With a provider: mode hybrid, the model in the id. */
-    EXPECT_INT(
-        tools_search_payload(v + 1, 1, &(tools_head){"openai", "m1", NULL, CM_CITE_OFF, NULL}, &b),
-        CM_OK);
+    EXPECT_INT(cm_tools_search_payload(v + 1, 1,
+                                       &(tools_head){"openai", "m1", NULL, CM_CITE_OFF, NULL}, &b),
+               CM_OK);
     EXPECT_CONTAINS(b.data, "\"mode\":\"hybrid\"");
     EXPECT(strstr(b.data, "617b4aaa772f") == NULL);
     EXPECT(strstr(b.data, "textScore") == NULL); /* a vector-only hit */
-    buf_reset(&b);
-    EXPECT_INT(tools_search_error("index is corrupt",
-                                  &(tools_head){"none", "", NULL, CM_CITE_ON, NULL}, &b),
+    cm_buf_reset(&b);
+    EXPECT_INT(cm_tools_search_error("index is corrupt",
+                                     &(tools_head){"none", "", NULL, CM_CITE_ON, NULL}, &b),
                CM_OK);
     EXPECT_STR(b.data, "{\"results\":[],\"disabled\":true,\"error\":\"index is corrupt\","
                        "\"provider\":\"none\",\"model\":\"\",\"citations\":\"on\","
                        "\"mode\":\"fts-only\"}");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(tools_chat_type_from_session_key)
 {
-    EXPECT_INT(tools_chat_type(NULL), TOOLS_CHAT_DIRECT);
-    EXPECT_INT(tools_chat_type(""), TOOLS_CHAT_DIRECT);
-    EXPECT_INT(tools_chat_type("agent:main:main"), TOOLS_CHAT_DIRECT);
-    EXPECT_INT(tools_chat_type("agent:main:telegram:direct:42"), TOOLS_CHAT_DIRECT);
-    EXPECT_INT(tools_chat_type("agent:main:telegram:group:-100123"), TOOLS_CHAT_GROUP);
-    EXPECT_INT(tools_chat_type("agent:main:discord:channel:991"), TOOLS_CHAT_CHANNEL);
-    EXPECT_INT(tools_chat_type("  Agent:Ops:Slack:CHANNEL:c1:thread:9  "), TOOLS_CHAT_CHANNEL);
+    EXPECT_INT(cm_tools_chat_type(NULL), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(cm_tools_chat_type(""), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(cm_tools_chat_type("agent:main:main"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(cm_tools_chat_type("agent:main:telegram:direct:42"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(cm_tools_chat_type("agent:main:telegram:group:-100123"), TOOLS_CHAT_GROUP);
+    EXPECT_INT(cm_tools_chat_type("agent:main:discord:channel:991"), TOOLS_CHAT_CHANNEL);
+    EXPECT_INT(cm_tools_chat_type("  Agent:Ops:Slack:CHANNEL:c1:thread:9  "), TOOLS_CHAT_CHANNEL);
     /* channel wins over group, as in 2026.3.22 */
-    EXPECT_INT(tools_chat_type("agent:main:x:group:channel"), TOOLS_CHAT_CHANNEL);
+    EXPECT_INT(cm_tools_chat_type("agent:main:x:group:channel"), TOOLS_CHAT_CHANNEL);
     /* empty parts are dropped */
-    EXPECT_INT(tools_chat_type("agent::main::group:1"), TOOLS_CHAT_GROUP);
+    EXPECT_INT(cm_tools_chat_type("agent::main::group:1"), TOOLS_CHAT_GROUP);
     /* the agent id is not the rest; not an agent key; too short; a token must be whole */
-    EXPECT_INT(tools_chat_type("agent:group:main"), TOOLS_CHAT_DIRECT);
-    EXPECT_INT(tools_chat_type("telegram:group:1"), TOOLS_CHAT_DIRECT);
-    EXPECT_INT(tools_chat_type("agent:main"), TOOLS_CHAT_DIRECT);
-    EXPECT_INT(tools_chat_type("agent:main:groups:1"), TOOLS_CHAT_DIRECT);
-    EXPECT(tools_cite(CM_CITE_ON, "agent:main:telegram:group:1"));
-    EXPECT(!tools_cite(CM_CITE_OFF, NULL));
-    EXPECT(tools_cite(CM_CITE_AUTO, NULL));
-    EXPECT(!tools_cite(CM_CITE_AUTO, "agent:main:telegram:group:1"));
+    EXPECT_INT(cm_tools_chat_type("agent:group:main"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(cm_tools_chat_type("telegram:group:1"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(cm_tools_chat_type("agent:main"), TOOLS_CHAT_DIRECT);
+    EXPECT_INT(cm_tools_chat_type("agent:main:groups:1"), TOOLS_CHAT_DIRECT);
+    EXPECT(cm_tools_cite(CM_CITE_ON, "agent:main:telegram:group:1"));
+    EXPECT(!cm_tools_cite(CM_CITE_OFF, NULL));
+    EXPECT(cm_tools_cite(CM_CITE_AUTO, NULL));
+    EXPECT(!cm_tools_cite(CM_CITE_AUTO, "agent:main:telegram:group:1"));
 }
 
 TEST(tools_citations_auto_by_session)
@@ -99,13 +101,13 @@ TEST(tools_citations_auto_by_session)
     const bool cited[] = {false, false, true, true};
     for (size_t i = 0; i < 4; i++) {
         buf b = BUF_INIT;
-        EXPECT_INT(
-            tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_AUTO, keys[i]}, &b),
-            CM_OK);
+        EXPECT_INT(cm_tools_search_payload(
+                       &v, 1, &(tools_head){"none", "", NULL, CM_CITE_AUTO, keys[i]}, &b),
+                   CM_OK);
         EXPECT_CONTAINS(b.data, "\"citations\":\"auto\"");
         EXPECT_INT(strstr(b.data, "\"citation\":\"memory/a.md#L1-L2\"") != NULL, cited[i]);
         EXPECT_INT(strstr(b.data, "Source: memory/a.md#L1-L2") != NULL, cited[i]);
-        buf_release(&b);
+        cm_buf_release(&b);
     }
 }
 
@@ -127,8 +129,9 @@ TEST(tools_payload_names_not_utf8_or_controls)
     search_hit v = mk("memory/bad\xff\n\x1b[31m\xc2\x9b.md", 1, 1, 0.9, "t\x7fx\xc2\x85y\xfe");
     v.has_text = true;
     buf b = BUF_INIT;
-    EXPECT_INT(tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_ON, NULL}, &b),
-               CM_OK);
+    EXPECT_INT(
+        cm_tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_ON, NULL}, &b),
+        CM_OK);
     EXPECT(clean_bytes(b.data));
     json_t *j = json_loads(b.data, 0, NULL);
     json_t *r = json_array_get(json_object_get(j, "results"), 0);
@@ -137,25 +140,26 @@ TEST(tools_payload_names_not_utf8_or_controls)
     EXPECT_CONTAINS(b.data, "bad\xEF\xBF\xBD\\n\\u001b[31m\\u009b.md");
     EXPECT_CONTAINS(b.data, "t\\u007fx\\u0085y\xEF\xBF\xBD");
     json_decref(j);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 TEST(tools_snippet_is_700_characters)
 {
     buf t = BUF_INIT, b = BUF_INIT;
     for (int i = 0; i < 800; i++)
-        buf_adds(&t, "漢");
+        cm_buf_adds(&t, "漢");
     search_hit v = mk("memory/a.md", 1, 1, 1, t.data);
-    EXPECT_INT(tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
-               CM_OK);
+    EXPECT_INT(
+        cm_tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
+        CM_OK);
     json_t *j = json_loads(b.data, 0, NULL);
     const char *snip = json_string_value(
         json_object_get(json_array_get(json_object_get(j, "results"), 0), "snippet"));
     EXPECT(snip != NULL);
     EXPECT_INT(strlen(snip), 700 * 3); /* 700 code points, none cut in half */
     json_decref(j);
-    buf_release(&t);
-    buf_release(&b);
+    cm_buf_release(&t);
+    cm_buf_release(&b);
 }
 
 static const char *get(const cm_config *c, const char *path, size_t len, long from, long lines,
@@ -163,8 +167,8 @@ static const char *get(const cm_config *c, const char *path, size_t len, long fr
 {
     static buf b;
     static char err[512];
-    buf_reset(&b);
-    *rc = tools_get(c, path, len, from, 0, lines, &b, err, sizeof err);
+    cm_buf_reset(&b);
+    *rc = cm_tools_get(c, path, len, from, 0, lines, &b, err, sizeof err);
     return *rc ? err : b.data;
 }
 
@@ -234,7 +238,7 @@ TEST(tools_get_caps_huge_files)
     char *d = tmp_dir();
     buf t = BUF_INIT;
     for (int i = 0; i < 30000; i++)
-        buf_printf(&t, "line %05d %s\n", i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+        cm_buf_printf(&t, "line %05d %s\n", i, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
     write_file(d, "ws/MEMORY.md", t.data);
     cm_config c = {0};
     c.workspace = (char *)path_in(d, "ws");
@@ -251,5 +255,5 @@ TEST(tools_get_caps_huge_files)
     char want[64];
     snprintf(want, sizeof want, "line %05ld", next - 1);
     EXPECT_CONTAINS(out, want);
-    buf_release(&t);
+    cm_buf_release(&t);
 }

@@ -22,7 +22,7 @@ static float frand(void)
 TEST(vector_kernels_match_scalar)
 {
     const vec_kernels *k[5];
-    size_t nk = vec_kernels_all(k, 5);
+    size_t nk = cm_vec_kernels_all(k, 5);
     EXPECT(nk >= 1);
     EXPECT_STR(k[0]->name, "scalar");
     static float a[4096] __attribute__((aligned(64))), b[4096] __attribute__((aligned(64)));
@@ -91,7 +91,7 @@ TEST(vector_kernels_match_scalar)
                 EXPECT_INT(got_i[i], ref_i[i]);
         }
     }
-    EXPECT(strcmp(vec_kernels_best()->name, k[nk - 1]->name) == 0);
+    EXPECT(strcmp(cm_vec_kernels_best()->name, k[nk - 1]->name) == 0);
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -104,21 +104,21 @@ TEST(vector_topk_exact_and_filtered)
 {
     vec_index x;
     size_t dims = 100, n = 3000;
-    EXPECT_INT(vec_index_init(&x, dims), CM_OK);
+    EXPECT_INT(cm_vec_index_init(&x, dims), CM_OK);
     float *v = malloc(dims * sizeof *v);
     for (size_t i = 0; i < n; i++) {
         for (size_t d = 0; d < dims; d++)
             v[d] = frand();
-        EXPECT_INT(vec_index_add(&x, (int64_t)i + 1000, v, (uint8_t)(i % 2)), CM_OK);
+        EXPECT_INT(cm_vec_index_add(&x, (int64_t)i + 1000, v, (uint8_t)(i % 2)), CM_OK);
     }
     memset(v, 0, dims * sizeof *v);
-    EXPECT_INT(vec_index_add(&x, 1, v, 0), CM_EINVAL); /* a zero vector */
+    EXPECT_INT(cm_vec_index_add(&x, 1, v, 0), CM_EINVAL); /* a zero vector */
     float q[100];
     for (size_t d = 0; d < dims; d++)
         q[d] = frand();
-    EXPECT(vec_normalise(q, dims));
+    EXPECT(cm_vec_normalise(q, dims));
     const vec_kernels *k[4];
-    size_t nk = vec_kernels_all(k, 4);
+    size_t nk = cm_vec_kernels_all(k, 4);
     vec_hit *all = malloc(n * sizeof *all);
     for (size_t i = 0; i < n; i++) {
         all[i].id = x.ids[i];
@@ -127,17 +127,17 @@ TEST(vector_topk_exact_and_filtered)
     qsort(all, n, sizeof *all, cmp_desc);
     for (size_t j = 0; j < nk; j++) {
         vec_hit out[10];
-        EXPECT_INT(vec_search(&x, k[j], q, 10, ~0u, out), 10);
+        EXPECT_INT(cm_vec_search(&x, k[j], q, 10, ~0u, out), 10);
         for (int i = 0; i < 10; i++)
             EXPECT_INT(out[i].id, all[i].id);
         /* only source 1 (odd rows) */
-        EXPECT_INT(vec_search(&x, k[j], q, 10, 1u << 1, out), 10);
+        EXPECT_INT(cm_vec_search(&x, k[j], q, 10, 1u << 1, out), 10);
         for (int i = 0; i < 10; i++)
             EXPECT_INT((out[i].id - 1000) % 2, 1);
     }
     free(all);
     free(v);
-    vec_index_release(&x);
+    cm_vec_index_release(&x);
 }
 
 TEST(vector_int8_recall)
@@ -145,23 +145,23 @@ TEST(vector_int8_recall)
     /* 768-dimensional rows clustered around 50 centres, like real embeddings */
     size_t dims = 768, n = 6000, nq = 20; /* 18 MiB of floats: the two-thread scan */
     vec_index x;
-    EXPECT_INT(vec_index_init(&x, dims), CM_OK);
+    EXPECT_INT(cm_vec_index_init(&x, dims), CM_OK);
     float *centres = malloc(50 * dims * sizeof *centres), *v = malloc(dims * sizeof *v);
     for (size_t i = 0; i < 50 * dims; i++)
         centres[i] = frand();
     for (size_t i = 0; i < n; i++) {
         for (size_t d = 0; d < dims; d++)
             v[d] = centres[(i % 50) * dims + d] + 0.8f * frand();
-        EXPECT_INT(vec_index_add(&x, (int64_t)i, v, 0), CM_OK);
+        EXPECT_INT(cm_vec_index_add(&x, (int64_t)i, v, 0), CM_OK);
     }
-    const vec_kernels *kern = vec_kernels_best();
+    const vec_kernels *kern = cm_vec_kernels_best();
     size_t found = 0;
     for (size_t t = 0; t < nq; t++) {
         for (size_t d = 0; d < dims; d++)
             v[d] = centres[(t * 7 % 50) * dims + d] + 0.8f * frand();
-        EXPECT(vec_normalise(v, dims));
+        EXPECT(cm_vec_normalise(v, dims));
         vec_hit exact[10], approx[10];
-        EXPECT_INT(vec_search(&x, kern, v, 10, ~0u, exact), 10);
+        EXPECT_INT(cm_vec_search(&x, kern, v, 10, ~0u, exact), 10);
         if (t == 0) { /* the two-thread scan agrees with a full sort */
             vec_hit *all = malloc(n * sizeof *all);
             for (size_t i = 0; i < n; i++)
@@ -171,7 +171,7 @@ TEST(vector_int8_recall)
                 EXPECT_INT(all[i].id, exact[i].id);
             free(all);
         }
-        EXPECT_INT(vec_search_int8(&x, kern, v, 10, 10, ~0u, approx), 10);
+        EXPECT_INT(cm_vec_search_int8(&x, kern, v, 10, 10, ~0u, approx), 10);
         for (int i = 0; i < 10; i++)
             for (int j = 0; j < 10; j++)
                 found += exact[i].id == approx[j].id;
@@ -179,7 +179,7 @@ TEST(vector_int8_recall)
     EXPECT((double)found / (double)(nq * 10) >= 0.99);
     free(centres);
     free(v);
-    vec_index_release(&x);
+    cm_vec_index_release(&x);
 }
 
 /* Rows like real embeddings: around 50 centres. */
@@ -193,43 +193,43 @@ TEST(vector_binary_recall_on_clustered_data)
 {
     size_t dims = 768, n = VEC_EXACT_MAX_BYTES / (768 * 4) + 2000, nq = 20;
     vec_index x;
-    EXPECT_INT(vec_index_init(&x, dims), CM_OK);
+    EXPECT_INT(cm_vec_index_init(&x, dims), CM_OK);
     float *centres = malloc(50 * dims * sizeof *centres), *v = malloc(dims * sizeof *v);
     for (size_t i = 0; i < 50 * dims; i++)
         centres[i] = frand();
     for (size_t i = 0; i < n; i++) {
         clustered_row(centres, i % 50, dims, v);
-        EXPECT_INT(vec_index_add(&x, (int64_t)i, v, (uint8_t)(i % 2)), CM_OK);
+        EXPECT_INT(cm_vec_index_add(&x, (int64_t)i, v, (uint8_t)(i % 2)), CM_OK);
     }
-    EXPECT_STR(vec_search_path(&x), "binary");
+    EXPECT_STR(cm_vec_search_path(&x), "binary");
     /* the code of a row is its sign bits */
     for (size_t d = 0; d < dims; d++)
         EXPECT_INT((int)((x.b[d >> 6] >> (d & 63)) & 1), x.m[d] > 0);
     const vec_kernels *k[5];
-    size_t nk = vec_kernels_all(k, 5);
+    size_t nk = cm_vec_kernels_all(k, 5);
     size_t found = 0, total = 0;
     for (size_t t = 0; t < nq; t++) {
         clustered_row(centres, t * 7 % 50, dims, v);
-        EXPECT(vec_normalise(v, dims));
+        EXPECT(cm_vec_normalise(v, dims));
         vec_hit exact[10], approx[10];
-        EXPECT_INT(vec_search(&x, k[0], v, 10, ~0u, exact), 10);
+        EXPECT_INT(cm_vec_search(&x, k[0], v, 10, ~0u, exact), 10);
         /* the automatic path at this size is the binary one: every kernel set */
         for (size_t j = 0; j < nk; j++) {
-            EXPECT_INT(vec_search_auto(&x, k[j], v, 10, ~0u, approx), 10);
+            EXPECT_INT(cm_vec_search_auto(&x, k[j], v, 10, ~0u, approx), 10);
             for (int a = 0; a < 10; a++)
                 for (int b = 0; b < 10; b++)
                     found += exact[a].id == approx[b].id;
             total += 10;
         }
         /* source filtering holds on the binary path */
-        EXPECT_INT(vec_search_binary(&x, k[nk - 1], v, 10, 0, 1u << 1, approx), 10);
+        EXPECT_INT(cm_vec_search_binary(&x, k[nk - 1], v, 10, 0, 1u << 1, approx), 10);
         for (int i = 0; i < 10; i++)
             EXPECT_INT(approx[i].id % 2, 1);
     }
     EXPECT((double)found / (double)total >= 0.95);
     free(centres);
     free(v);
-    vec_index_release(&x);
+    cm_vec_index_release(&x);
 }
 
 /* Random puts (new ids and replacements) and removals against an index
@@ -238,28 +238,28 @@ TEST(vector_put_remove_match_a_fresh_index)
 {
     size_t dims = 40, universe = 3000;
     vec_index x, y;
-    EXPECT_INT(vec_index_init(&x, dims), CM_OK);
+    EXPECT_INT(cm_vec_index_init(&x, dims), CM_OK);
     float *rows = calloc(universe * dims, sizeof *rows);
     bool *live = calloc(universe, sizeof *live);
     uint8_t *src = calloc(universe, 1);
     for (size_t i = 0; i < universe / 2; i++) {
         for (size_t d = 0; d < dims; d++)
             rows[i * dims + d] = frand();
-        EXPECT_INT(vec_index_add(&x, (int64_t)i, rows + i * dims, 0), CM_OK);
+        EXPECT_INT(cm_vec_index_add(&x, (int64_t)i, rows + i * dims, 0), CM_OK);
         live[i] = true;
     }
     for (int step = 0; step < 20000; step++) {
         size_t id = (size_t)((frand() + 1) * 0.5 * (double)universe) % universe;
         if (frand() < 0.1) { /* remove */
             bool removed;
-            EXPECT_INT(vec_index_remove(&x, (int64_t)id, &removed), CM_OK);
+            EXPECT_INT(cm_vec_index_remove(&x, (int64_t)id, &removed), CM_OK);
             EXPECT_INT(removed, live[id]);
             live[id] = false;
         } else {                              /* add or replace */
             for (size_t d = 0; d < dims; d++) /* a third of the rows half zeros */
                 rows[id * dims + d] = step % 3 == 0 && d % 2 ? 0.0f : frand();
             src[id] = (uint8_t)(step % 2);
-            EXPECT_INT(vec_index_put(&x, (int64_t)id, rows + id * dims, src[id]), CM_OK);
+            EXPECT_INT(cm_vec_index_put(&x, (int64_t)id, rows + id * dims, src[id]), CM_OK);
             live[id] = true;
         }
     }
@@ -267,34 +267,34 @@ TEST(vector_put_remove_match_a_fresh_index)
     size_t some = 0;
     while (!live[some])
         some++;
-    EXPECT_INT(vec_index_put(&x, (int64_t)some, zero, 0), CM_EINVAL); /* refused, row kept */
-    EXPECT_INT(vec_index_init(&y, dims), CM_OK);
+    EXPECT_INT(cm_vec_index_put(&x, (int64_t)some, zero, 0), CM_EINVAL); /* refused, row kept */
+    EXPECT_INT(cm_vec_index_init(&y, dims), CM_OK);
     size_t nlive = 0;
     for (size_t i = 0; i < universe; i++)
         if (live[i]) {
-            EXPECT_INT(vec_index_add(&y, (int64_t)i, rows + i * dims, src[i]), CM_OK);
+            EXPECT_INT(cm_vec_index_add(&y, (int64_t)i, rows + i * dims, src[i]), CM_OK);
             nlive++;
         }
     EXPECT_INT(x.n, nlive);
     EXPECT_INT(x.zeros, y.zeros); /* the zero count kept through puts and removals */
     EXPECT(x.zeros > 0);
-    EXPECT_INT(vec_index_sparse(&x), vec_index_sparse(&y));
-    const vec_kernels *kern = vec_kernels_best();
+    EXPECT_INT(cm_vec_index_sparse(&x), cm_vec_index_sparse(&y));
+    const vec_kernels *kern = cm_vec_kernels_best();
     for (int t = 0; t < 20; t++) {
         float q[40];
         for (size_t d = 0; d < dims; d++)
             q[d] = frand();
-        EXPECT(vec_normalise(q, dims));
+        EXPECT(cm_vec_normalise(q, dims));
         for (uint32_t mask = 1; mask <= 3; mask++) {
             vec_hit a[10], b[10];
-            size_t na = vec_search(&x, kern, q, 10, mask, a),
-                   nb = vec_search(&y, kern, q, 10, mask, b);
+            size_t na = cm_vec_search(&x, kern, q, 10, mask, a),
+                   nb = cm_vec_search(&y, kern, q, 10, mask, b);
             EXPECT_INT(na, nb);
             for (size_t i = 0; i < na && i < nb; i++) {
                 EXPECT_INT(a[i].id, b[i].id);
                 EXPECT_NEAR(a[i].score, b[i].score, 1e-6);
             }
-            na = vec_search_binary(&x, kern, q, 10, universe, mask, a); /* pool: every row */
+            na = cm_vec_search_binary(&x, kern, q, 10, universe, mask, a); /* pool: every row */
             EXPECT_INT(na, nb);
             for (size_t i = 0; i < na && i < nb; i++)
                 EXPECT_INT(a[i].id, b[i].id);
@@ -303,6 +303,6 @@ TEST(vector_put_remove_match_a_fresh_index)
     free(rows);
     free(live);
     free(src);
-    vec_index_release(&x);
-    vec_index_release(&y);
+    cm_vec_index_release(&x);
+    cm_vec_index_release(&y);
 }

@@ -116,8 +116,8 @@ TEST(watch_one_descriptor_for_a_large_tree)
     __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
     pthread_join(t.tid, NULL);
     EXPECT(t.syncs >= 4);
-    cm_engine_free(t.e);
-    cm_engine_free(reader);
+    cm_engine_close(t.e);
+    cm_engine_close(reader);
     EXPECT(count_fds(0) <= before);
 }
 
@@ -214,7 +214,7 @@ TEST(watch_concurrent_memory_writes_lose_nothing)
     if (pid == 0) {
         cm_engine *pe = open_w(&w, 1);
         writer(pe);
-        cm_engine_free(pe);
+        cm_engine_close(pe);
         _exit(0);
     }
     /* ... and four threads, each with its own engine */
@@ -224,20 +224,22 @@ TEST(watch_concurrent_memory_writes_lose_nothing)
     for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, writer, e[i]);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     waitpid(pid, NULL, 0);
-    for (int i = 0; i < 4; i++) cm_engine_free(e[i]);
+    for (int i = 0; i < 4; i++)
+        cm_engine_close(e[i]);
     buf b = BUF_INIT;
     char err[256];
-    EXPECT_INT(fs_read_file(path_in(w.ws, "memory/log.md"), 1 << 20, &b, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_fs_read_file(path_in(w.ws, "memory/log.md"), 1 << 20, &b, err, sizeof err),
+               CM_OK);
     int notes = 0;
     for (const char *p = b.data; (p = strstr(p, "note ")); p++) notes++;
     EXPECT_INT(notes, 5 * 40);
-    buf_release(&b);
+    cm_buf_release(&b);
     /* a disabled engine refuses */
     cm_engine *ro = open_w(&w, 0);
     char *js = NULL;
     EXPECT_INT(cm_memory_write(ro, NULL, "x", 0, &js, err, sizeof err), CM_EINVAL);
     EXPECT_CONTAINS(err, "disabled");
-    cm_engine_free(ro);
+    cm_engine_close(ro);
     /* nothing left behind */
     DIR *d = opendir(path_in(w.ws, "memory"));
     struct dirent *de;
@@ -343,7 +345,7 @@ TEST(watch_sigkill_at_random_points)
             EXPECT_INT(chunks, 1500);
             e = open_w(&w, 0); /* and a search works; the open removes the dead's leftovers */
             EXPECT(count_hits(e, "state") > 0);
-            cm_engine_free(e);
+            cm_engine_close(e);
             EXPECT_INT(leftovers(&w), 0);
         }
         const char *a[] = {"--workspace", w.ws, "--state-dir", w.state, "--config", w.cfg, "index", NULL};
@@ -357,7 +359,7 @@ TEST(watch_sigkill_at_random_points)
     /* the last sync completed: every note is in its final state */
     e = open_w(&w, 0);
     EXPECT_INT(count_hits(e, "beta"), 100); /* maxResults of count_hits */
-    cm_engine_free(e);
+    cm_engine_close(e);
 }
 
 static unsigned settle(watcher *w)
@@ -365,7 +367,7 @@ static unsigned settle(watcher *w)
     unsigned what = 0;
     for (int i = 0; i < 20; i++) { /* events arrive promptly; give them 200 ms */
         usleep(10000);
-        what |= watcher_read(w);
+        what |= cm_watcher_read(w);
     }
     return what;
 }
@@ -384,9 +386,9 @@ TEST(watch_watcher_events)
     c.extra_paths.n = 1;
     watcher *w = NULL;
     char err[256];
-    EXPECT_INT(watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
-    EXPECT_INT(watcher_count(w), 5); /* workspace, memory, a, b, team */
-    EXPECT(!watcher_degraded(w));
+    EXPECT_INT(cm_watcher_open(&c, NULL, &w, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_watcher_count(w), 5); /* workspace, memory, a, b, team */
+    EXPECT(!cm_watcher_degraded(w));
     EXPECT_INT(settle(w), 0);
     write_file(wk.ws, "memory/a/notes.txt", "not markdown\n");
     write_file(wk.ws, "README.md", "not memory\n");
@@ -395,12 +397,12 @@ TEST(watch_watcher_events)
     EXPECT(settle(w) & WATCH_CHANGED);
     write_file(wk.ws, "memory/new/deeper/z.md", "z\n");
     EXPECT(settle(w) & WATCH_CHANGED);
-    EXPECT(watcher_count(w) >= 6); /* the new directory is watched */
+    EXPECT(cm_watcher_count(w) >= 6); /* the new directory is watched */
     write_file(wk.ws, "memory/new/deeper/w.md", "w\n");
     EXPECT(settle(w) & WATCH_CHANGED);
     write_file(wk.ws, "MEMORY.md", "root note\n");
     EXPECT(settle(w) & WATCH_CHANGED);
     write_file(wk.dir, "team/plan.md", "plan changed\n");
     EXPECT(settle(w) & WATCH_CHANGED);
-    watcher_free(w);
+    cm_watcher_close(w);
 }

@@ -20,7 +20,7 @@ typedef struct cm_agent cm_agent;
  * it) and runner. The engine is synced on open without waiting for another
  * writer. */
 cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t errlen);
-void cm_agent_free(cm_agent *a);
+void cm_agent_close(cm_agent *a);
 
 /* Streamed reply text. */
 typedef void (*cm_text_fn)(void *ctx, const char *text, size_t n);

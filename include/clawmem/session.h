@@ -22,7 +22,7 @@ typedef struct cm_sessions cm_sessions;
  * as for cm_engine_open; `session.store` in the config may move
  * sessions.json). Reads nothing yet. */
 cm_rc cm_sessions_open(const cm_options *opt, cm_sessions **out, char *err, size_t errlen);
-void cm_sessions_free(cm_sessions *s);
+void cm_sessions_close(cm_sessions *s);
 
 /* {"store": path, "sessions": [{"key", "sessionId", "updatedAt", "chatType",
  * "compactionCount", "totalTokens"?, "transcript", "transcriptBytes"}…]},

@@ -33,15 +33,15 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
     if (!a) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     cm_logger lg = {log_to, (void *)opt};
-    CHECK(config_load(&ca, &lg, &a->cfg, err, errlen));
+    CHECK(cm_config_init(&ca, &lg, &a->cfg, err, errlen));
     CHECK(cm_engine_open(opt, &a->engine, err, errlen));
     char serr[512];
     cm_rc sr = cm_engine_sync(a->engine, CM_SYNC_NOWAIT, NULL, NULL, NULL, serr, sizeof serr);
     if (sr && sr != CM_EBUSY && opt->log) opt->log(opt->log_ctx, CM_LOG_WARN, serr);
     llm_runner_opts ro = {a->cfg.root, a->cfg.state_dir, a->cfg.agent_id, NULL, NULL};
-    CHECK(llm_runner_open(&ro, &a->runner, err, errlen));
-    CHECK(session_store_path(&p, a->cfg.state_dir, a->cfg.agent_id) ? CM_ENOMEM : CM_OK);
-    a->store_path = buf_detach(&p);
+    CHECK(cm_llm_runner_open(&ro, &a->runner, err, errlen));
+    CHECK(cm_session_store_path(&p, a->cfg.state_dir, a->cfg.agent_id) ? CM_ENOMEM : CM_OK);
+    a->store_path = cm_buf_detach(&p);
     a->ctx = (agent_ctx){a->cfg.root,
                          a->cfg.state_dir,
                          a->cfg.agent_id,
@@ -56,17 +56,17 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
     a = NULL;
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    buf_release(&p);
-    cm_agent_free(a);
+    cm_buf_release(&p);
+    cm_agent_close(a);
     return rc;
 }
 
-void cm_agent_free(cm_agent *a)
+void cm_agent_close(cm_agent *a)
 {
     if (!a) return;
-    llm_runner_close(a->runner);
-    cm_engine_free(a->engine);
-    config_release(&a->cfg);
+    cm_llm_runner_close(a->runner);
+    cm_engine_close(a->engine);
+    cm_config_release(&a->cfg);
     free(a->store_path);
     free(a);
 }
@@ -93,13 +93,13 @@ cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char
     if (!prompt) prompt = "";
     if (key && *key) {
         agent_reply r;
-        rc = agent_session_turn(&a->ctx, key, prompt, model, on_text, ctx, &r, err, errlen);
+        rc = cm_agent_session_turn(&a->ctx, key, prompt, model, on_text, ctx, &r, err, errlen);
         if (!rc)
             rc = dump(json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", r.text, "silent",
                                 r.silent, "flushed", r.flushed, "compacted", r.compacted, "model",
                                 r.model, "toolCalls", r.tool_calls, "usage", usage_json(&r.usage)),
                       json, err, errlen);
-        agent_reply_release(&r);
+        cm_agent_reply_release(&r);
         return rc;
     }
     /* no session: one turn, nothing recorded */
@@ -107,13 +107,13 @@ cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char
     agent_turn_in in = {
         a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx, NULL, NULL};
     agent_turn_out t;
-    rc = agent_turn(&tools, &in, &t, err, errlen);
+    rc = cm_agent_turn_run(&tools, &in, &t, err, errlen);
     if (!rc)
         rc = dump(json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", t.reply, "silent", 0,
                             "flushed", 0, "compacted", 0, "model", t.outcome.model, "toolCalls",
                             t.tool_calls, "usage", usage_json(&t.usage)),
                   json, err, errlen);
-    agent_turn_out_release(&t);
+    cm_agent_turn_out_release(&t);
     return rc;
 }
 
@@ -121,11 +121,11 @@ cm_rc cm_agent_flush(cm_agent *a, const char *key, char **json, char *err, size_
 {
     agent_reply r;
     *json = NULL;
-    cm_rc rc = agent_session_flush(&a->ctx, key, NULL, true, &r, err, errlen);
+    cm_rc rc = cm_agent_session_flush(&a->ctx, key, NULL, true, &r, err, errlen);
     if (!rc)
         rc = dump(json_pack("{s:b,s:i}", "flushed", r.flushed, "toolCalls", r.tool_calls), json,
                   err, errlen);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     return rc;
 }
 
@@ -133,9 +133,9 @@ cm_rc cm_agent_compact(cm_agent *a, const char *key, char **json, char *err, siz
 {
     agent_reply r;
     *json = NULL;
-    cm_rc rc = agent_session_compact(&a->ctx, key, &r, err, errlen);
+    cm_rc rc = cm_agent_session_compact(&a->ctx, key, &r, err, errlen);
     if (!rc) rc = dump(json_pack("{s:b}", "compacted", r.compacted), json, err, errlen);
-    agent_reply_release(&r);
+    cm_agent_reply_release(&r);
     return rc;
 }
 
@@ -159,10 +159,11 @@ cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
     json_t *out = NULL;
     *json = NULL;
     llm_turn t = {NULL, false, NULL}, ti = {NULL, true, NULL};
-    if (llm_runner_chain(a->runner, &t, &chain) || llm_runner_chain(a->runner, &ti, &ichain) ||
-        auth_store_path(&ap, a->cfg.state_dir, a->cfg.agent_id))
+    if (cm_llm_runner_chain(a->runner, &t, &chain) ||
+        cm_llm_runner_chain(a->runner, &ti, &ichain) ||
+        cm_auth_store_path(&ap, a->cfg.state_dir, a->cfg.agent_id))
         FAIL(CM_ENOMEM, "out of memory");
-    CHECK(auth_store_load(&st, a->cfg.state_dir, a->cfg.agent_id, err, errlen));
+    CHECK(cm_auth_store_init(&st, a->cfg.state_dir, a->cfg.agent_id, err, errlen));
     int64_t now = (int64_t)time(NULL) * 1000;
     json_t *providers = json_object();
     out = json_pack("{s:s,s:o,s:o,s:o}", "authStore", ap.data, "chain", split(chain.data),
@@ -188,17 +189,18 @@ cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
                                "profiles");
         json_object_set_new(providers, prov, pj);
         char **order = NULL;
-        if (auth_profile_order(&st, json_object_get(a->cfg.root, "auth"), prov, NULL, now, &order))
+        if (cm_auth_profile_order(&st, json_object_get(a->cfg.root, "auth"), prov, NULL, now,
+                                  &order))
             FAIL(CM_ENOMEM, "out of memory");
         for (size_t k = 0; order && order[k]; k++) {
-            json_t *p = auth_profile(&st, order[k]);
+            json_t *p = cm_auth_profile(&st, order[k]);
             json_t *stats = json_object_get(json_object_get(st.doc, "usageStats"), order[k]);
             json_t *row =
                 json_pack("{s:s,s:s,s:b,s:I}", "id", order[k], "type",
                           json_string_value(json_object_get(p, "type")) ?: "", "usable",
-                          !auth_profile_unusable(&st, order[k], now), "errorCount",
+                          !cm_auth_profile_unusable(&st, order[k], now), "errorCount",
                           (json_int_t)json_integer_value(json_object_get(stats, "errorCount")));
-            int64_t until = auth_profile_unusable_until(&st, order[k]);
+            int64_t until = cm_auth_profile_unusable_until(&st, order[k]);
             if (until > now) json_object_set_new(row, "unusableUntil", json_integer(until));
             json_t *dr = json_object_get(stats, "disabledReason");
             if (json_is_string(dr) && until > now) json_object_set(row, "disabledReason", dr);
@@ -206,15 +208,15 @@ cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
             if (json_is_number(lu)) json_object_set(row, "lastUsed", lu);
             json_array_append_new(json_object_get(pj, "profiles"), row);
         }
-        auth_strv_free(order);
+        cm_auth_strv_free(order);
     }
     rc = dump(out, json, err, errlen);
     out = NULL;
 out:
     json_decref(out);
-    auth_store_release(&st);
-    buf_release(&chain);
-    buf_release(&ichain);
-    buf_release(&ap);
+    cm_auth_store_release(&st);
+    cm_buf_release(&chain);
+    cm_buf_release(&ichain);
+    cm_buf_release(&ap);
     return rc;
 }

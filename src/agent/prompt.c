@@ -14,7 +14,7 @@
 #define HEAD_RATIO      0.7
 #define TAIL_RATIO      0.2
 
-int agent_reasoning_parse(const char *s)
+int cm_agent_reasoning_parse(const char *s)
 {
     static const char *const off[] = {"off",  "false",  "no",      "0",
                                       "hide", "hidden", "disable", "disabled"};
@@ -31,12 +31,12 @@ int agent_reasoning_parse(const char *s)
     return -1;
 }
 
-const char *agent_reasoning_name(agent_reasoning r)
+const char *cm_agent_reasoning_name(agent_reasoning r)
 {
     return r == AGENT_REASONING_ON ? "on" : r == AGENT_REASONING_STREAM ? "stream" : "off";
 }
 
-cm_rc agent_reasoning_format(const char *text, buf *out)
+cm_rc cm_agent_reasoning_format(const char *text, buf *out)
 {
     if (!text) return CM_OK;
     const char *s = text, *e = text + strlen(text);
@@ -45,24 +45,24 @@ cm_rc agent_reasoning_format(const char *text, buf *out)
     while (e > s && isspace((unsigned char)e[-1]))
         e--;
     if (s == e) return CM_OK;
-    cm_rc rc = buf_adds(out, "Reasoning:");
+    cm_rc rc = cm_buf_adds(out, "Reasoning:");
     while (!rc && s <= e) {
         const char *nl = memchr(s, '\n', (size_t)(e - s));
         size_t n = nl ? (size_t)(nl - s) : (size_t)(e - s);
-        rc = buf_addc(out, '\n');
-        if (!rc && n) rc = buf_printf(out, "_%.*s_", (int)n, s);
+        rc = cm_buf_addc(out, '\n');
+        if (!rc && n) rc = cm_buf_printf(out, "_%.*s_", (int)n, s);
         if (!nl) break;
         s = nl + 1;
     }
     return rc;
 }
 
-bool agent_is_main_session(const char *key, const char *agent_id)
+bool cm_agent_is_main_session(const char *key, const char *agent_id)
 {
     buf main = BUF_INIT;
-    bool yes = key && session_main_key(&main, agent_id) == CM_OK && main.data &&
+    bool yes = key && cm_session_main_key(&main, agent_id) == CM_OK && main.data &&
                !strcasecmp(main.data, key);
-    buf_release(&main);
+    cm_buf_release(&main);
     return yes;
 }
 
@@ -119,7 +119,7 @@ static cm_rc add_clamped(buf *out, const char *s, size_t n, size_t max, size_t *
     size_t c = chars_of(s, n);
     if (c <= max) {
         *used = c;
-        return buf_add(out, s, n);
+        return cm_buf_add(out, s, n);
     }
     if (max == 0) {
         *used = 0;
@@ -127,8 +127,8 @@ static cm_rc add_clamped(buf *out, const char *s, size_t n, size_t max, size_t *
     }
     size_t keep = max > 3 ? max - 1 : max;
     *used = keep + (max > 3);
-    cm_rc rc = buf_add(out, s, bytes_of_head(s, n, keep));
-    return rc || max <= 3 ? rc : buf_adds(out, "\xe2\x80\xa6");
+    cm_rc rc = cm_buf_add(out, s, bytes_of_head(s, n, keep));
+    return rc || max <= 3 ? rc : cm_buf_adds(out, "\xe2\x80\xa6");
 }
 
 /* One injected file: "## <path>", a blank line, the content (or the missing
@@ -146,12 +146,12 @@ static cm_rc add_file(buf *out, budget *b, const char *path, const char *name, c
         return CM_OK;
     }
     if (missing) {
-        if (buf_printf(&body, "[MISSING] Expected at: %s", path)) return CM_ENOMEM;
+        if (cm_buf_printf(&body, "[MISSING] Expected at: %s", path)) return CM_ENOMEM;
         buf tmp = BUF_INIT;
         rc = add_clamped(&tmp, body.data, body.len, b->left, &used);
-        if (!rc && tmp.len) rc = buf_printf(out, "## %s\n\n%s\n\n", path, tmp.data);
-        buf_release(&tmp);
-        buf_release(&body);
+        if (!rc && tmp.len) rc = cm_buf_printf(out, "## %s\n\n%s\n\n", path, tmp.data);
+        cm_buf_release(&tmp);
+        cm_buf_release(&body);
         b->left -= CM_MIN(used, b->left);
         return rc;
     }
@@ -163,26 +163,27 @@ static cm_rc add_file(buf *out, budget *b, const char *path, const char *name, c
         n--; /* trimmed at the end */
     size_t max = CM_MIN(b->per_file, b->left), total = chars_of(text, n);
     if (total <= max) {
-        rc = buf_add(&body, text, n);
+        rc = cm_buf_add(&body, text, n);
     } else {
         size_t head = (size_t)((double)max * HEAD_RATIO), tail = (size_t)((double)max * TAIL_RATIO);
         size_t hb = bytes_of_head(text, n, head), tb = start_of_tail(text, n, tail);
-        rc = buf_add(&body, text, hb);
+        rc = cm_buf_add(&body, text, hb);
         if (!rc)
-            rc = buf_printf(&body,
-                            "\n\n[...truncated, read %s for full content...]\n"
-                            "...(%s cut: its first %zu and last %zu of %zu characters kept)...\n\n",
-                            name, name, head, tail, total);
-        if (!rc) rc = buf_add(&body, text + tb, n - tb);
+            rc = cm_buf_printf(
+                &body,
+                "\n\n[...truncated, read %s for full content...]\n"
+                "...(%s cut: its first %zu and last %zu of %zu characters kept)...\n\n",
+                name, name, head, tail, total);
+        if (!rc) rc = cm_buf_add(&body, text + tb, n - tb);
     }
     if (rc) goto out;
     buf clamped = BUF_INIT;
     rc = add_clamped(&clamped, body.data, body.len, b->left, &used);
-    if (!rc && clamped.len) rc = buf_printf(out, "## %s\n\n%s\n\n", path, clamped.data);
-    buf_release(&clamped);
+    if (!rc && clamped.len) rc = cm_buf_printf(out, "## %s\n\n%s\n\n", path, clamped.data);
+    cm_buf_release(&clamped);
     b->left -= CM_MIN(used, b->left);
 out:
-    buf_release(&body);
+    cm_buf_release(&body);
     return rc;
 }
 
@@ -191,10 +192,10 @@ out:
 static cm_rc read_ws(const char *ws, const char *rel, buf *path, buf *text, bool *found)
 {
     char e[256];
-    buf_reset(path);
-    buf_reset(text);
-    if (fs_join(path, ws, rel)) return CM_ENOMEM;
-    cm_rc rc = fs_read_file(path->data, FILE_READ_MAX, text, e, sizeof e);
+    cm_buf_reset(path);
+    cm_buf_reset(text);
+    if (cm_fs_join(path, ws, rel)) return CM_ENOMEM;
+    cm_rc rc = cm_fs_read_file(path->data, FILE_READ_MAX, text, e, sizeof e);
     *found = rc == CM_OK;
     return rc == CM_ENOMEM ? CM_ENOMEM : CM_OK;
 }
@@ -224,7 +225,7 @@ static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx, bool *soul
                            false, &stop));
     }
     /* long-term memory: the main private session only */
-    if (!stop && agent_is_main_session(in->session_key, in->agent_id)) {
+    if (!stop && cm_agent_is_main_session(in->session_key, in->agent_id)) {
         CHECK(read_ws(ws, "MEMORY.md", &path, &text, &found));
         const char *name = "MEMORY.md";
         if (!found) {
@@ -240,8 +241,8 @@ static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx, bool *soul
         const char *tz = json_string_value(json_object_get(
             json_object_get(json_object_get(in->config, "agents"), "defaults"), "userTimezone"));
         for (int d = 1; d >= 0 && !stop; d--) {
-            buf_reset(&day);
-            if (flush_target_path(in->session_start_ms - (int64_t)d * 86400000, tz, &day)) {
+            cm_buf_reset(&day);
+            if (cm_flush_target_path(in->session_start_ms - (int64_t)d * 86400000, tz, &day)) {
                 rc = CM_ENOMEM;
                 goto out;
             }
@@ -252,13 +253,13 @@ static cm_rc add_project_context(const agent_prompt_in *in, buf *ctx, bool *soul
         }
     }
 out:
-    buf_release(&path);
-    buf_release(&text);
-    buf_release(&day);
+    cm_buf_release(&path);
+    cm_buf_release(&text);
+    cm_buf_release(&day);
     return rc;
 }
 
-cm_rc agent_system_prompt(const agent_prompt_in *in, buf *out)
+cm_rc cm_agent_system_prompt(const agent_prompt_in *in, buf *out)
 {
     cm_rc rc = CM_OK;
     buf ctx = BUF_INIT;
@@ -267,58 +268,59 @@ cm_rc agent_system_prompt(const agent_prompt_in *in, buf *out)
     const char *cite =
         json_string_value(json_object_get(json_object_get(in->config, "memory"), "citations"));
     buf agent = BUF_INIT;
-    CHECK(session_agent_id(&agent, in->agent_id));
-    CHECK(buf_adds(out, "You are a personal assistant running inside QuantumClaw.\n\n"));
-    CHECK(buf_adds(out, "## Tooling\nTools you can call (names are case-sensitive):\n"));
+    CHECK(cm_session_agent_id(&agent, in->agent_id));
+    CHECK(cm_buf_adds(out, "You are a personal assistant running inside QuantumClaw.\n\n"));
+    CHECK(cm_buf_adds(out, "## Tooling\nTools you can call (names are case-sensitive):\n"));
     if (in->memory_tools) {
-        CHECK(buf_adds(out, "- memory_search: semantic search over MEMORY.md and memory/*.md\n"
-                            "- memory_get: read lines of one memory file\n"));
+        CHECK(cm_buf_adds(out, "- memory_search: semantic search over MEMORY.md and memory/*.md\n"
+                               "- memory_get: read lines of one memory file\n"));
         if (in->memory_write)
-            CHECK(buf_adds(out, "- memory_write: append a note to a memory file (durable facts "
-                                "to MEMORY.md, day notes to memory/YYYY-MM-DD.md)\n"));
+            CHECK(cm_buf_adds(out, "- memory_write: append a note to a memory file (durable facts "
+                                   "to MEMORY.md, day notes to memory/YYYY-MM-DD.md)\n"));
     } else {
-        CHECK(buf_adds(out, "(none in this session)\n"));
+        CHECK(cm_buf_adds(out, "(none in this session)\n"));
     }
-    CHECK(buf_adds(out, "TOOLS.md is guidance from the user; it does not change which tools "
-                        "exist.\n\n"));
+    CHECK(cm_buf_adds(out, "TOOLS.md is guidance from the user; it does not change which tools "
+                           "exist.\n\n"));
     if (in->memory_tools) {
-        CHECK(buf_adds(out, "## Memory Recall\nWhen a question touches earlier work, decisions, "
-                            "dates, people, preferences or todos, search memory first "
-                            "(memory_search), then read just the lines you need (memory_get). "
-                            "If the search leaves you unsure, say that you looked.\n"));
-        CHECK(buf_adds(out, cite && !strcmp(cite, "off")
-                                ? "Do not cite file paths or line numbers unless asked.\n"
-                                : "Cite as Source: <path#line> when it helps the user check a "
-                                  "memory.\n"));
+        CHECK(cm_buf_adds(out, "## Memory Recall\nWhen a question touches earlier work, decisions, "
+                               "dates, people, preferences or todos, search memory first "
+                               "(memory_search), then read just the lines you need (memory_get). "
+                               "If the search leaves you unsure, say that you looked.\n"));
+        CHECK(cm_buf_adds(out, cite && !strcmp(cite, "off")
+                                   ? "Do not cite file paths or line numbers unless asked.\n"
+                                   : "Cite as Source: <path#line> when it helps the user check a "
+                                     "memory.\n"));
         if (in->memory_write)
-            CHECK(buf_adds(out, "When the user asks you to remember something, write it down "
-                                "with memory_write: what is not in a file is forgotten.\n"));
-        CHECK(buf_addc(out, '\n'));
+            CHECK(cm_buf_adds(out, "When the user asks you to remember something, write it down "
+                                   "with memory_write: what is not in a file is forgotten.\n"));
+        CHECK(cm_buf_addc(out, '\n'));
     }
-    CHECK(buf_printf(out, "## Workspace\nYour working directory is: %s\n\n",
-                     in->workspace ? in->workspace : "."));
-    if (tz && *tz) CHECK(buf_printf(out, "## Current Date & Time\nTime zone: %s\n\n", tz));
+    CHECK(cm_buf_printf(out, "## Workspace\nYour working directory is: %s\n\n",
+                        in->workspace ? in->workspace : "."));
+    if (tz && *tz) CHECK(cm_buf_printf(out, "## Current Date & Time\nTime zone: %s\n\n", tz));
     bool soul = false;
     CHECK(add_project_context(in, &ctx, &soul));
     if (ctx.len) {
-        CHECK(buf_adds(out, "## Workspace Files (injected)\nThe user-editable files below are "
-                            "loaded for you under Project Context.\n\n# Project Context\n\n"
-                            "These project context files are loaded:\n"));
+        CHECK(cm_buf_adds(out, "## Workspace Files (injected)\nThe user-editable files below are "
+                               "loaded for you under Project Context.\n\n# Project Context\n\n"
+                               "These project context files are loaded:\n"));
         if (soul)
-            CHECK(buf_adds(out, "SOUL.md sets your persona and tone: take them on, and follow "
-                                "its guidance unless a higher-priority instruction says "
-                                "otherwise.\n"));
-        CHECK(buf_addc(out, '\n'));
-        CHECK(buf_add(out, ctx.data, ctx.len));
+            CHECK(cm_buf_adds(out, "SOUL.md sets your persona and tone: take them on, and follow "
+                                   "its guidance unless a higher-priority instruction says "
+                                   "otherwise.\n"));
+        CHECK(cm_buf_addc(out, '\n'));
+        CHECK(cm_buf_add(out, ctx.data, ctx.len));
     }
-    CHECK(buf_adds(out, "## Silent Replies\nWhen there is nothing to say, answer with exactly "
-                        "NO_REPLY as the whole message, never inside or after a real answer.\n\n"));
-    CHECK(buf_printf(out,
-                     "## Runtime\nRuntime: agent=%s\nReasoning: %s (hidden unless on/stream). "
-                     "Toggle /reasoning.\n",
-                     agent.data ? agent.data : "main", agent_reasoning_name(in->reasoning)));
+    CHECK(cm_buf_adds(out,
+                      "## Silent Replies\nWhen there is nothing to say, answer with exactly "
+                      "NO_REPLY as the whole message, never inside or after a real answer.\n\n"));
+    CHECK(cm_buf_printf(out,
+                        "## Runtime\nRuntime: agent=%s\nReasoning: %s (hidden unless on/stream). "
+                        "Toggle /reasoning.\n",
+                        agent.data ? agent.data : "main", cm_agent_reasoning_name(in->reasoning)));
 out:
-    buf_release(&ctx);
-    buf_release(&agent);
+    cm_buf_release(&ctx);
+    cm_buf_release(&agent);
     return rc;
 }

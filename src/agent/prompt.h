@@ -35,13 +35,13 @@ typedef enum agent_reasoning {
 /* Reads a level as 2026.3.22 normalizes it (any case): off false no 0 hide
  * hidden disable disabled / on true yes 1 show visible enable enabled /
  * stream streaming draft live. -1 for anything else or NULL. */
-int agent_reasoning_parse(const char *s);
-const char *agent_reasoning_name(agent_reasoning r);
+int cm_agent_reasoning_parse(const char *s);
+const char *cm_agent_reasoning_name(agent_reasoning r);
 
 /* Appends the reasoning as it is delivered: "Reasoning:" then each
  * non-empty line of the trimmed text in underscores (Markdown italics);
  * nothing when the text is blank. */
-cm_rc agent_reasoning_format(const char *text, buf *out);
+cm_rc cm_agent_reasoning_format(const char *text, buf *out);
 
 typedef struct agent_prompt_in {
     const json_t *config; /* agents.defaults.{bootstrapMaxChars,bootstrapTotalMaxChars,
@@ -58,11 +58,11 @@ typedef struct agent_prompt_in {
 
 /* True when key is the agent's main session (`agent:<id>:main`): direct
  * chats collapsed into it, the only session that sees MEMORY.md. */
-bool agent_is_main_session(const char *key, const char *agent_id);
+bool cm_agent_is_main_session(const char *key, const char *agent_id);
 
 /* Appends the system prompt for in to out. Files are read under the
  * workspace without following a symbolic link at the file itself; a file
  * that cannot be read counts as missing. CM_ENOMEM only. */
-cm_rc agent_system_prompt(const agent_prompt_in *in, buf *out);
+cm_rc cm_agent_system_prompt(const agent_prompt_in *in, buf *out);
 
 #endif

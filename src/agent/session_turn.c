@@ -43,14 +43,14 @@ static int64_t now_of(const agent_ctx *a)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void agent_reply_release(agent_reply *r)
+void cm_agent_reply_release(agent_reply *r)
 {
     free(r->text);
     free(r->reasoning);
     memset(r, 0, sizeof *r);
 }
 
-int64_t agent_context_window(const json_t *cfg, const char *model)
+int64_t cm_agent_context_window(const json_t *cfg, const char *model)
 {
     const char *slash = model ? strchr(model, '/') : NULL;
     if (slash) {
@@ -91,7 +91,7 @@ static cm_rc read_records(const char *path, json_t **out, char *err, size_t errl
 {
     records r = {json_array()};
     cm_rc rc =
-        r.all ? transcript_read(path, TRANSCRIPT_MAX, keep_record, &r, err, errlen) : CM_ENOMEM;
+        r.all ? cm_transcript_read(path, TRANSCRIPT_MAX, keep_record, &r, err, errlen) : CM_ENOMEM;
     if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing written yet */
     if (rc) {
         json_decref(r.all);
@@ -128,14 +128,14 @@ static size_t context_start(const json_t *recs, long *comp)
 static json_t *summary_message(const char *summary, json_t *ts)
 {
     buf b = BUF_INIT;
-    if (buf_printf(&b, "%s%s%s", summary_prefix, summary ? summary : "", summary_suffix)) {
-        buf_release(&b);
+    if (cm_buf_printf(&b, "%s%s%s", summary_prefix, summary ? summary : "", summary_suffix)) {
+        cm_buf_release(&b);
         return NULL;
     }
     json_t *m =
         json_pack("{s:s,s:[{s:s,s:s}]}", "role", "user", "content", "type", "text", "text", b.data);
     if (m && ts) json_object_set(m, "timestamp", ts);
-    buf_release(&b);
+    cm_buf_release(&b);
     return m;
 }
 
@@ -160,7 +160,7 @@ static json_t *history_of(const json_t *recs)
     return out;
 }
 
-cm_rc agent_session_history(const char *transcript, json_t **out, char *err, size_t errlen)
+cm_rc cm_agent_session_history(const char *transcript, json_t **out, char *err, size_t errlen)
 {
     json_t *recs;
     cm_rc rc = read_records(transcript, &recs, err, errlen);
@@ -179,8 +179,8 @@ typedef struct session {
 
 static void session_release(session *s)
 {
-    session_store_release(&s->st);
-    buf_release(&s->transcript);
+    cm_session_store_release(&s->st);
+    cm_buf_release(&s->transcript);
 }
 
 static cm_rc session_open(agent_ctx *a, const char *key, bool create, session *s, char *err,
@@ -191,18 +191,18 @@ static cm_rc session_open(agent_ctx *a, const char *key, bool create, session *s
     buf k = BUF_INIT;
     if (!key || !*key || strlen(key) > 1000)
         return cm_seterr(err, errlen, CM_EINVAL, "a session key is needed");
-    if (session_store_key(&k, a->agent_id, key))
+    if (cm_session_store_key(&k, a->agent_id, key))
         return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     snprintf(s->key, sizeof s->key, "%s", k.data);
-    buf_release(&k);
+    cm_buf_release(&k);
     key = s->key;
-    CHECK(session_store_read(&s->st, a->store_path, err, errlen));
-    if (create || session_store_get(&s->st, key))
-        CHECK(session_touch(&s->st, key, NULL, now_of(a), s->sid, err, errlen));
+    CHECK(cm_session_store_read(&s->st, a->store_path, err, errlen));
+    if (create || cm_session_store_get(&s->st, key))
+        CHECK(cm_session_touch(&s->st, key, NULL, now_of(a), s->sid, err, errlen));
     else
         FAIL(CM_ENOTFOUND, "no session %s", key);
-    json_t *e = session_store_get(&s->st, key);
-    if (session_transcript_of(&s->st, e, &s->transcript))
+    json_t *e = cm_session_store_get(&s->st, key);
+    if (cm_session_transcript_of(&s->st, e, &s->transcript))
         FAIL(CM_ECORRUPT, "session %s has no valid sessionId", key);
 out:
     if (rc) session_release(s);
@@ -217,8 +217,8 @@ static cm_rc append_messages(agent_ctx *a, session *s, const json_t *msgs, int64
     json_array_foreach((json_t *)msgs, i, m)
     {
         json_t *f = json_pack("{s:O}", "message", m);
-        cm_rc rc = f ? transcript_append(s->transcript.data, s->sid, a->workspace, "message", f,
-                                         now, NULL, err, errlen)
+        cm_rc rc = f ? cm_transcript_append(s->transcript.data, s->sid, a->workspace, "message", f,
+                                            now, NULL, err, errlen)
                      : CM_ENOMEM;
         json_decref(f);
         if (rc) return rc;
@@ -241,7 +241,7 @@ static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin
         "cacheRead", (json_int_t)u->cache_read, "cacheWrite", (json_int_t)u->cache_write, "model",
         slash ? slash + 1 : model, "modelProvider", prov);
     if (!patch) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-    json_t *e = session_store_get(&s->st, s->key);
+    json_t *e = cm_session_store_get(&s->st, s->key);
     const char *src = json_string_value(json_object_get(e, "authProfileOverrideSource"));
     if (pin && pin->profile[0] && !(src && !strcmp(src, "user"))) {
         json_t *cc = json_object_get(e, "compactionCount");
@@ -250,7 +250,7 @@ static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin
         json_object_set_new(patch, "authProfileOverrideCompactionCount",
                             json_integer(json_is_integer(cc) ? json_integer_value(cc) : 0));
     }
-    cm_rc rc = session_touch(&s->st, s->key, patch, now, NULL, err, errlen);
+    cm_rc rc = cm_session_touch(&s->st, s->key, patch, now, NULL, err, errlen);
     json_decref(patch);
     return rc;
 }
@@ -275,26 +275,26 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
     json_t *recs = NULL, *hist = NULL;
     agent_turn_out t = {0};
     buf target = BUF_INIT, fprompt = BUF_INIT;
-    CHECK(flush_settings_load(&fs, a->config, err, errlen));
-    json_t *e = session_store_get(&s->st, s->key);
+    CHECK(cm_flush_settings_init(&fs, a->config, err, errlen));
+    json_t *e = cm_session_store_get(&s->st, s->key);
     llm_turn probe = {NULL, false, NULL};
     buf chain = BUF_INIT;
-    llm_runner_chain(a->runner, &probe, &chain);
+    cm_llm_runner_chain(a->runner, &probe, &chain);
     char first[192] = "";
     snprintf(first, sizeof first, "%.*s", (int)strcspn(chain.data, ","), chain.data);
-    buf_release(&chain);
+    cm_buf_release(&chain);
     bool can_write = a->writable && a->engine && cm_engine_writable(a->engine);
     flush_input in = {
-        e, s->transcript.data, prompt, agent_context_window(a->config, first), can_write, false};
+        e, s->transcript.data, prompt, cm_agent_context_window(a->config, first), can_write, false};
     flush_decision d;
-    flush_decide(&fs, &in, &d);
+    cm_flush_decide(&fs, &in, &d);
     if (!force && !d.due) goto out;
     if (force && !can_write)
         FAIL(CM_EINVAL, "the memory flush needs a writable workspace and memory writes enabled");
     int64_t now = now_of(a);
     const char *tz = json_string_value(json_object_get(
         json_object_get(json_object_get(a->config, "agents"), "defaults"), "userTimezone"));
-    if (flush_target_path(now, tz, &target) || flush_prompt_for(fs.prompt, now, tz, &fprompt))
+    if (cm_flush_target_path(now, tz, &target) || cm_flush_prompt_for(fs.prompt, now, tz, &fprompt))
         FAIL(CM_ENOMEM, "out of memory");
     CHECK(read_records(s->transcript.data, &recs, err, errlen));
     hist = history_of(recs);
@@ -312,36 +312,36 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
                         NULL,
                         NULL,
                         NULL};
-    CHECK(agent_turn(&tools, &ti, &t, err, errlen));
+    CHECK(cm_agent_turn_run(&tools, &ti, &t, err, errlen));
     CHECK(append_messages(a, s, t.messages, now, err, errlen));
     /* the bookkeeping: once per compaction cycle, and the context it saw */
     char hash[17] = "";
-    json_t *tail = flush_transcript_tail(s->transcript.data, 10);
-    if (json_array_size(tail)) flush_context_hash(tail, hash);
+    json_t *tail = cm_flush_transcript_tail(s->transcript.data, 10);
+    if (json_array_size(tail)) cm_flush_context_hash(tail, hash);
     json_decref(tail);
-    e = session_store_get(&s->st, s->key);
+    e = cm_session_store_get(&s->st, s->key);
     json_t *cc = json_object_get(e, "compactionCount");
     json_t *patch =
         json_pack("{s:I,s:I}", "memoryFlushAt", (json_int_t)now_of(a), "memoryFlushCompactionCount",
                   (json_int_t)(json_is_integer(cc) ? json_integer_value(cc) : 0));
     if (patch && hash[0]) json_object_set_new(patch, "memoryFlushContextHash", json_string(hash));
-    rc = patch ? session_touch(&s->st, s->key, patch, now_of(a), NULL, err, errlen) : CM_ENOMEM;
+    rc = patch ? cm_session_touch(&s->st, s->key, patch, now_of(a), NULL, err, errlen) : CM_ENOMEM;
     json_decref(patch);
     if (rc) goto out;
     out->flushed = true;
     out->tool_calls += t.tool_calls;
 out:
-    agent_turn_out_release(&t);
+    cm_agent_turn_out_release(&t);
     json_decref(recs);
     json_decref(hist);
-    flush_settings_release(&fs);
-    buf_release(&target);
-    buf_release(&fprompt);
+    cm_flush_settings_release(&fs);
+    cm_buf_release(&target);
+    cm_buf_release(&fprompt);
     return rc;
 }
 
-cm_rc agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,
-                          agent_reply *out, char *err, size_t errlen)
+cm_rc cm_agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,
+                             agent_reply *out, char *err, size_t errlen)
 {
     session s;
     memset(out, 0, sizeof *out);
@@ -377,9 +377,9 @@ static cm_rc serialize(const json_t *recs, size_t from, size_t to, buf *out)
                             : !strcmp(role, "user")      ? "User"
                             : !strcmp(role, "assistant") ? "Assistant"
                                                          : "Tool result";
-        rc = buf_printf(out, "[%s]: ", label);
+        rc = cm_buf_printf(out, "[%s]: ", label);
         if (json_is_string(content)) {
-            if (!rc) rc = buf_adds(out, json_string_value(content));
+            if (!rc) rc = cm_buf_adds(out, json_string_value(content));
         } else {
             size_t k;
             json_t *b;
@@ -387,19 +387,19 @@ static cm_rc serialize(const json_t *recs, size_t from, size_t to, buf *out)
             {
                 const char *bt = json_string_value(json_object_get(b, "type"));
                 if (!rc && bt && !strcmp(bt, "text"))
-                    rc =
-                        buf_printf(out, "%s ", json_string_value(json_object_get(b, "text")) ?: "");
+                    rc = cm_buf_printf(out, "%s ",
+                                       json_string_value(json_object_get(b, "text")) ?: "");
                 if (!rc && bt && !strcmp(bt, "toolCall")) {
                     char *args =
                         json_dumps(json_object_get(b, "arguments"), JSON_COMPACT | JSON_ENCODE_ANY);
-                    rc = buf_printf(out, "(calls %s %s) ",
-                                    json_string_value(json_object_get(b, "name")) ?: "",
-                                    args ? args : "{}");
+                    rc = cm_buf_printf(out, "(calls %s %s) ",
+                                       json_string_value(json_object_get(b, "name")) ?: "",
+                                       args ? args : "{}");
                     free(args);
                 }
             }
         }
-        if (!rc) rc = buf_addc(out, '\n');
+        if (!rc) rc = cm_buf_addc(out, '\n');
     }
     return rc;
 }
@@ -445,30 +445,30 @@ static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *er
         comp >= 0
             ? json_string_value(json_object_get(json_array_get(recs, (size_t)comp), "summary"))
             : NULL;
-    CHECK(buf_adds(&text, "<conversation>\n") ? CM_ENOMEM : CM_OK);
-    if (serialize(recs, start, at, &text) || buf_adds(&text, "</conversation>\n\n"))
+    CHECK(cm_buf_adds(&text, "<conversation>\n") ? CM_ENOMEM : CM_OK);
+    if (serialize(recs, start, at, &text) || cm_buf_adds(&text, "</conversation>\n\n"))
         FAIL(CM_ENOMEM, "out of memory");
-    if (prev && buf_printf(&text,
-                           "<previous-summary>\n%s\n</previous-summary>\n\nFold the previous "
-                           "summary into the new one.\n\n",
-                           prev))
+    if (prev && cm_buf_printf(&text,
+                              "<previous-summary>\n%s\n</previous-summary>\n\nFold the previous "
+                              "summary into the new one.\n\n",
+                              prev))
         FAIL(CM_ENOMEM, "out of memory");
-    if (buf_adds(&text, compact_instructions)) FAIL(CM_ENOMEM, "out of memory");
+    if (cm_buf_adds(&text, compact_instructions)) FAIL(CM_ENOMEM, "out of memory");
     llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false};
     llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true, NULL, NULL};
-    json_t *e = session_store_get(&s->st, s->key);
+    json_t *e = cm_session_store_get(&s->st, s->key);
     llm_pin pin;
     pin_of(e, &pin);
     llm_turn lt = {NULL, false, &pin};
     llm_outcome oc;
-    CHECK(llm_run(a->runner, &lt, &rq, NULL, NULL, &resp, &oc, err, errlen));
+    CHECK(cm_llm_run(a->runner, &lt, &rq, NULL, NULL, &resp, &oc, err, errlen));
     if (!resp.text.len) FAIL(CM_EIO, "the model returned an empty summary");
     const char *first_kept = json_string_value(json_object_get(json_array_get(recs, at), "id"));
     json_t *f = json_pack("{s:s,s:s,s:I}", "summary", resp.text.data, "firstKeptEntryId",
                           first_kept ? first_kept : "", "tokensBefore", (json_int_t)before);
     int64_t now = now_of(a);
-    rc = f ? transcript_append(s->transcript.data, s->sid, a->workspace, "compaction", f, now, NULL,
-                               err, errlen)
+    rc = f ? cm_transcript_append(s->transcript.data, s->sid, a->workspace, "compaction", f, now,
+                                  NULL, err, errlen)
            : CM_ENOMEM;
     json_decref(f);
     if (rc) goto out;
@@ -478,17 +478,17 @@ static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *er
         json_t *m = json_object_get(json_array_get(recs, i), "message");
         if (m) after += estimate_tokens(m);
     }
-    CHECK(session_compacted(&s->st, s->key, after, now, err, errlen));
+    CHECK(cm_session_compacted(&s->st, s->key, after, now, err, errlen));
     out->compacted = true;
 out:
-    llm_response_release(&resp);
+    cm_llm_response_release(&resp);
     json_decref(recs);
-    buf_release(&text);
+    cm_buf_release(&text);
     return rc;
 }
 
-cm_rc agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
-                            size_t errlen)
+cm_rc cm_agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
+                               size_t errlen)
 {
     session s;
     memset(out, 0, sizeof *out);
@@ -517,7 +517,7 @@ static int64_t session_start(const agent_ctx *a, const json_t *recs)
 /* The session's reasoningLevel (off when unset or unknown). */
 static agent_reasoning reasoning_of(const json_t *entry)
 {
-    int r = agent_reasoning_parse(json_string_value(json_object_get(entry, "reasoningLevel")));
+    int r = cm_agent_reasoning_parse(json_string_value(json_object_get(entry, "reasoningLevel")));
     return r < 0 ? AGENT_REASONING_OFF : (agent_reasoning)r;
 }
 
@@ -531,22 +531,22 @@ typedef struct reason_stream {
 static void on_reasoning(void *ctx, const char *text, size_t n)
 {
     reason_stream *r = ctx;
-    if (buf_add(&r->raw, text, n)) return;
-    buf_reset(&r->shown);
-    if (agent_reasoning_format(r->raw.data, &r->shown) == CM_OK && r->shown.len)
+    if (cm_buf_add(&r->raw, text, n)) return;
+    cm_buf_reset(&r->shown);
+    if (cm_agent_reasoning_format(r->raw.data, &r->shown) == CM_OK && r->shown.len)
         r->fn(r->ctx, r->shown.data, r->shown.len);
 }
 
-cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
-                         llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
-                         size_t errlen)
+cm_rc cm_agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
+                            llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
+                            size_t errlen)
 {
     agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL};
-    return agent_session_turn_opts(a, key, &o, out, err, errlen);
+    return cm_agent_session_turn_opts(a, key, &o, out, err, errlen);
 }
 
-cm_rc agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
-                                      bool *handled, char **reply, char *err, size_t errlen)
+cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
+                                         bool *handled, char **reply, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     session s;
@@ -569,33 +569,33 @@ cm_rc agent_session_reasoning_command(agent_ctx *a, const char *key, const char 
     *handled = true;
     CHECK(session_open(a, key, true, &s, err, errlen));
     opened = true;
-    int lvl = agent_reasoning_parse(arg);
+    int lvl = cm_agent_reasoning_parse(arg);
     if (!arg[0]) {
-        agent_reasoning cur = reasoning_of(session_store_get(&s.st, s.key));
-        rc = buf_printf(&msg, "Current reasoning level: %s.\nOptions: on, off, stream.",
-                        agent_reasoning_name(cur));
+        agent_reasoning cur = reasoning_of(cm_session_store_get(&s.st, s.key));
+        rc = cm_buf_printf(&msg, "Current reasoning level: %s.\nOptions: on, off, stream.",
+                           cm_agent_reasoning_name(cur));
     } else if (lvl < 0) {
-        rc = buf_printf(&msg,
-                        "Unrecognized reasoning level \"%.*s\". Valid levels: on, off, stream.",
-                        (int)CM_MIN(n, (size_t)64), p);
+        rc = cm_buf_printf(&msg,
+                           "Unrecognized reasoning level \"%.*s\". Valid levels: on, off, stream.",
+                           (int)CM_MIN(n, (size_t)64), p);
     } else {
-        patch = json_pack("{s:s}", "reasoningLevel", agent_reasoning_name((agent_reasoning)lvl));
+        patch = json_pack("{s:s}", "reasoningLevel", cm_agent_reasoning_name((agent_reasoning)lvl));
         if (!patch) FAIL(CM_ENOMEM, "out of memory");
-        CHECK(session_touch(&s.st, s.key, patch, now_of(a), NULL, err, errlen));
-        rc = buf_adds(&msg, lvl == AGENT_REASONING_OFF  ? "Reasoning visibility disabled."
-                            : lvl == AGENT_REASONING_ON ? "Reasoning visibility enabled."
-                                                        : "Reasoning stream enabled.");
+        CHECK(cm_session_touch(&s.st, s.key, patch, now_of(a), NULL, err, errlen));
+        rc = cm_buf_adds(&msg, lvl == AGENT_REASONING_OFF  ? "Reasoning visibility disabled."
+                               : lvl == AGENT_REASONING_ON ? "Reasoning visibility enabled."
+                                                           : "Reasoning stream enabled.");
     }
-    if (rc || !(*reply = buf_detach(&msg))) FAIL(CM_ENOMEM, "out of memory");
+    if (rc || !(*reply = cm_buf_detach(&msg))) FAIL(CM_ENOMEM, "out of memory");
 out:
     if (opened) session_release(&s);
     json_decref(patch);
-    buf_release(&msg);
+    cm_buf_release(&msg);
     return rc;
 }
 
-cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_opts *o,
-                              agent_reply *out, char *err, size_t errlen)
+cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_opts *o,
+                                 agent_reply *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     session s;
@@ -606,7 +606,7 @@ cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_op
     const char *prompt = o->prompt, *model = o->model;
     memset(out, 0, sizeof *out);
     CHECK(session_open(a, key, true, &s, err, errlen));
-    out->reasoning_level = reasoning_of(session_store_get(&s.st, s.key));
+    out->reasoning_level = reasoning_of(cm_session_store_get(&s.st, s.key));
     /* the memory flush before the turn, when due; its failure does not stop the turn */
     char ferr[512];
     agent_reply fr = {0};
@@ -615,10 +615,10 @@ cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_op
     for (int attempt = 0;; attempt++) {
         json_decref(recs);
         json_decref(hist);
-        agent_turn_out_release(&t);
+        cm_agent_turn_out_release(&t);
         CHECK(read_records(s.transcript.data, &recs, err, errlen));
         hist = history_of(recs);
-        json_t *e = session_store_get(&s.st, s.key);
+        json_t *e = cm_session_store_get(&s.st, s.key);
         llm_pin pin;
         pin_of(e, &pin);
         agent_tools tools = {a->engine, s.key, a->engine && cm_engine_writable(a->engine), NULL};
@@ -630,8 +630,8 @@ cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_op
                               a->engine != NULL,
                               tools.allow_write,
                               out->reasoning_level};
-        buf_reset(&sys);
-        if (agent_system_prompt(&pi, &sys)) FAIL(CM_ENOMEM, "out of memory");
+        cm_buf_reset(&sys);
+        if (cm_agent_system_prompt(&pi, &sys)) FAIL(CM_ENOMEM, "out of memory");
         bool stream = out->reasoning_level == AGENT_REASONING_STREAM && rs.fn;
         agent_turn_in ti = {a->runner,
                             {model, false, &pin},
@@ -644,7 +644,7 @@ cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_op
                             o->ctx,
                             stream ? on_reasoning : NULL,
                             stream ? &rs : NULL};
-        rc = agent_turn(&tools, &ti, &t, err, errlen);
+        rc = cm_agent_turn_run(&tools, &ti, &t, err, errlen);
         if (rc == CM_ETOOBIG && attempt == 0) {
             /* the prompt is over the context: compact, then once more */
             agent_reply cr = {0};
@@ -661,17 +661,17 @@ cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_op
         CHECK(record_turn(&s, &t, &pin, now, err, errlen));
         break;
     }
-    out->silent = flush_is_silent(t.reply);
+    out->silent = cm_flush_is_silent(t.reply);
     out->text = cm_strdup(out->silent ? "" : t.reply);
     if (!out->text) FAIL(CM_ENOMEM, "out of memory");
     {
         buf why = BUF_INIT;
         if (out->reasoning_level == AGENT_REASONING_ON && !out->silent &&
-            agent_reasoning_format(t.reasoning, &why)) {
-            buf_release(&why);
+            cm_agent_reasoning_format(t.reasoning, &why)) {
+            cm_buf_release(&why);
             FAIL(CM_ENOMEM, "out of memory");
         }
-        out->reasoning = why.data ? buf_detach(&why) : cm_strdup("");
+        out->reasoning = why.data ? cm_buf_detach(&why) : cm_strdup("");
         if (!out->reasoning) FAIL(CM_ENOMEM, "out of memory");
     }
     snprintf(out->model, sizeof out->model, "%s", t.outcome.model);
@@ -679,23 +679,23 @@ cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_op
     out->tool_calls = t.tool_calls;
     /* compaction when the context has grown past the window less the reserve */
     flush_settings fs;
-    if (flush_settings_load(&fs, a->config, ferr, sizeof ferr) == CM_OK) {
+    if (cm_flush_settings_init(&fs, a->config, ferr, sizeof ferr) == CM_OK) {
         int64_t used = t.usage.input + t.usage.cache_read + t.usage.cache_write + t.usage.output;
-        if (used > agent_context_window(a->config, t.outcome.model) - fs.reserve_floor) {
+        if (used > cm_agent_context_window(a->config, t.outcome.model) - fs.reserve_floor) {
             agent_reply cr = {0};
             if (compact_locked(a, &s, &cr, ferr, sizeof ferr) == CM_OK) out->compacted = true;
         }
-        flush_settings_release(&fs);
+        cm_flush_settings_release(&fs);
     }
 out:
     if (!out->text) out->text = cm_strdup("");
     if (!out->reasoning) out->reasoning = cm_strdup("");
-    agent_turn_out_release(&t);
+    cm_agent_turn_out_release(&t);
     json_decref(recs);
     json_decref(hist);
     session_release(&s);
-    buf_release(&sys);
-    buf_release(&rs.raw);
-    buf_release(&rs.shown);
+    cm_buf_release(&sys);
+    cm_buf_release(&rs.raw);
+    cm_buf_release(&rs.shown);
     return rc;
 }

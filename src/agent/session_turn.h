@@ -41,21 +41,21 @@ typedef struct agent_reply {
     llm_usage usage; /* the last call's */
     int tool_calls;
     /* The reasoning message to deliver before text ("Reasoning:\n_…_", as
-     * agent_reasoning_format writes it) when the session's reasoningLevel
+     * cm_agent_reasoning_format writes it) when the session's reasoningLevel
      * is "on"; "" otherwise (off: dropped; stream: it went to on_reasoning). */
     char *reasoning;
     agent_reasoning reasoning_level; /* the level the turn ran with */
 } agent_reply;
 
-void agent_reply_release(agent_reply *r);
+void cm_agent_reply_release(agent_reply *r);
 
 /* A user message to the session key (made when new): flush if due, the
  * turn, compaction if needed. model: an override or NULL. */
-cm_rc agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
-                         llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
-                         size_t errlen);
+cm_rc cm_agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
+                            llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
+                            size_t errlen);
 
-/* One turn's inputs for agent_session_turn_opts. */
+/* One turn's inputs for cm_agent_session_turn_opts. */
 typedef struct agent_turn_opts {
     const char *prompt;
     const char *model; /* an override, or NULL */
@@ -63,39 +63,39 @@ typedef struct agent_turn_opts {
     void *ctx;
     /* Only when the session's reasoningLevel is "stream": called as the
      * model's reasoning arrives, each time with the whole reasoning so far
-     * as it is shown (agent_reasoning_format), to replace the previous
+     * as it is shown (cm_agent_reasoning_format), to replace the previous
      * draft. May be NULL. */
     llm_delta_fn on_reasoning;
     void *reasoning_ctx;
 } agent_turn_opts;
 
-/* agent_session_turn with reasoning: the system prompt of prompt.h (the
+/* cm_agent_session_turn with reasoning: the system prompt of prompt.h (the
  * workspace bootstrap; MEMORY.md only in the main session; the daily logs
  * of the session's start), the session's reasoningLevel applied to the
  * model's reasoning (out->reasoning, o->on_reasoning). */
-cm_rc agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_opts *o,
-                              agent_reply *out, char *err, size_t errlen);
+cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_opts *o,
+                                 agent_reply *out, char *err, size_t errlen);
 
 /* A standalone "/reasoning [level]" (also "/reason", "/reasoning: level"):
- * with a level (agent_reasoning_parse) sets the session's reasoningLevel,
+ * with a level (cm_agent_reasoning_parse) sets the session's reasoningLevel,
  * without one shows it; *reply (malloc'd) is the answer to deliver. Sets
  * *handled false and does nothing when text is not that command. */
-cm_rc agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
-                                      bool *handled, char **reply, char *err, size_t errlen);
+cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
+                                         bool *handled, char **reply, char *err, size_t errlen);
 
 /* The memory flush now (force) or only when due before a turn with prompt. */
-cm_rc agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,
-                          agent_reply *out, char *err, size_t errlen);
+cm_rc cm_agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,
+                             agent_reply *out, char *err, size_t errlen);
 
 /* Compacts the session now. */
-cm_rc agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
-                            size_t errlen);
+cm_rc cm_agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
+                               size_t errlen);
 
 /* The session's history for the model (a new array of messages). */
-cm_rc agent_session_history(const char *transcript, json_t **out, char *err, size_t errlen);
+cm_rc cm_agent_session_history(const char *transcript, json_t **out, char *err, size_t errlen);
 
 /* The context window of a "provider/model" (models.providers.<p>.models[]
  * contextWindow), else agents.defaults.contextTokens, else 200000. */
-int64_t agent_context_window(const json_t *config, const char *model);
+int64_t cm_agent_context_window(const json_t *config, const char *model);
 
 #endif

@@ -23,14 +23,14 @@ static void load_defs(void)
         defs[i] = (llm_tool_def){d[i].name, d[i].description, d[i].input_schema};
 }
 
-const llm_tool_def *agent_tool_defs(bool with_write, size_t *n)
+const llm_tool_def *cm_agent_tool_defs(bool with_write, size_t *n)
 {
     pthread_once(&defs_once, load_defs);
     *n = with_write ? 3 : 2;
     return defs;
 }
 
-void agent_turn_out_release(agent_turn_out *o)
+void cm_agent_turn_out_release(agent_turn_out *o)
 {
     json_decref(o->messages);
     free(o->reply);
@@ -41,7 +41,7 @@ void agent_turn_out_release(agent_turn_out *o)
 /* A message's text: a string, or its text blocks joined by newlines. */
 static cm_rc text_of(const json_t *content, buf *out)
 {
-    if (json_is_string(content)) return buf_adds(out, json_string_value(content));
+    if (json_is_string(content)) return cm_buf_adds(out, json_string_value(content));
     size_t i;
     json_t *b;
     cm_rc rc = CM_OK;
@@ -50,8 +50,8 @@ static cm_rc text_of(const json_t *content, buf *out)
         const char *t = json_string_value(json_object_get(b, "type"));
         const char *tx = json_string_value(json_object_get(b, "text"));
         if (!t || strcmp(t, "text") || !tx) continue;
-        if (out->len) rc = buf_addc(out, '\n');
-        if (!rc) rc = buf_adds(out, tx);
+        if (out->len) rc = cm_buf_addc(out, '\n');
+        if (!rc) rc = cm_buf_adds(out, tx);
         if (rc) break;
     }
     return rc;
@@ -71,7 +71,7 @@ typedef struct convo {
 static void free_convo(convo *c)
 {
     for (size_t i = 0; i < c->ntexts; i++)
-        buf_release(&c->texts[i]);
+        cm_buf_release(&c->texts[i]);
     free(c->texts);
     for (size_t i = 0; i < c->ncalls; i++) {
         free(c->calls[i].id);
@@ -183,17 +183,17 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
     cm_rc rc = CM_OK, wrc = CM_OK; /* wrc: the result text could not be built */
     *is_error = true;
     if (!json_is_object(args)) {
-        wrc = buf_printf(&out, "%s: the arguments are not a JSON object", call->name);
+        wrc = cm_buf_printf(&out, "%s: the arguments are not a JSON object", call->name);
         goto out;
     }
     if (!t->engine) {
-        wrc = buf_printf(&out, "%s: no memory is available to this agent", call->name);
+        wrc = cm_buf_printf(&out, "%s: no memory is available to this agent", call->name);
         goto out;
     }
     if (!strcmp(call->name, "memory_search")) {
         const char *q = json_string_value(json_object_get(args, "query"));
         if (!q || !*q) {
-            wrc = buf_adds(&out, "memory_search: query (a non-empty string) is required");
+            wrc = cm_buf_adds(&out, "memory_search: query (a non-empty string) is required");
             goto out;
         }
         json_t *mr = json_object_get(args, "maxResults"), *ms = json_object_get(args, "minScore");
@@ -205,7 +205,7 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         json_t *f = json_object_get(args, "from"), *l = json_object_get(args, "lines"),
                *o = json_object_get(args, "offset");
         if (!p) {
-            wrc = buf_adds(&out, "memory_get: path (a string) is required");
+            wrc = cm_buf_adds(&out, "memory_get: path (a string) is required");
             goto out;
         }
         rc = cm_memory_get_at(t->engine, p, json_is_integer(f) ? (long)json_integer_value(f) : 0,
@@ -216,36 +216,36 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         const char *text = json_string_value(json_object_get(args, "text"));
         const char *p = json_string_value(json_object_get(args, "path"));
         if (!text || !*text) {
-            wrc = buf_adds(&out, "memory_write: text (a non-empty string) is required");
+            wrc = cm_buf_adds(&out, "memory_write: text (a non-empty string) is required");
             goto out;
         }
         if (t->write_only_to && p && strcmp(p, t->write_only_to) != 0) {
-            wrc = buf_printf(&out, "memory_write: during the memory flush, writes go only to %s",
-                             t->write_only_to);
+            wrc = cm_buf_printf(&out, "memory_write: during the memory flush, writes go only to %s",
+                                t->write_only_to);
             goto out;
         }
         rc = cm_memory_write(t->engine, p ? p : t->write_only_to, text, 0, &payload, err,
                              sizeof err);
     } else {
-        wrc = buf_printf(&out, "unknown tool %s", call->name);
+        wrc = cm_buf_printf(&out, "unknown tool %s", call->name);
         goto out;
     }
     if (rc) {
-        wrc = buf_adds(&out, err[0] ? err : cm_strerror(rc));
+        wrc = cm_buf_adds(&out, err[0] ? err : cm_strerror(rc));
         goto out;
     }
     *is_error = false;
     /* at most TOOL_TEXT_MAX bytes, never cutting a character in two */
-    wrc = buf_add(&out, payload,
-                  utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
+    wrc = cm_buf_add(&out, payload,
+                     cm_utf8_valid_prefix(payload, CM_MIN(strlen(payload), (size_t)TOOL_TEXT_MAX)));
 out:
     cm_free(payload);
     json_decref(args);
     if (wrc) { /* out of memory: the caller fails the turn */
-        buf_release(&out);
+        cm_buf_release(&out);
         return NULL;
     }
-    return buf_detach(&out);
+    return cm_buf_detach(&out);
 }
 
 /* The assistant message of a model answer, in the transcript's format. */
@@ -282,8 +282,8 @@ static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, i
     return m;
 }
 
-cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_out *out, char *err,
-                 size_t errlen)
+cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent_turn_out *out,
+                        char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     convo c = {0};
@@ -296,7 +296,7 @@ cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_o
                   in->user_text ? in->user_text : "", "timestamp", (json_int_t)now);
     if (!user || json_array_append_new(out->messages, user)) FAIL(CM_ENOMEM, "out of memory");
     size_t nt;
-    const llm_tool_def *td = agent_tool_defs(tools && tools->allow_write, &nt);
+    const llm_tool_def *td = cm_agent_tool_defs(tools && tools->allow_write, &nt);
     if (!tools || !tools->engine) nt = 0;
     int max = in->max_steps > 0 ? in->max_steps : DEFAULT_MAX_STEPS;
     llm_turn turn = in->turn;
@@ -327,9 +327,9 @@ cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_o
                           true,
                           in->on_reasoning,
                           in->reasoning_ctx};
-        llm_response_release(&resp);
-        rc = llm_run(in->runner, &turn, &rq, in->on_delta, in->ctx, &resp, &out->outcome, err,
-                     errlen);
+        cm_llm_response_release(&resp);
+        rc = cm_llm_run(in->runner, &turn, &rq, in->on_delta, in->ctx, &resp, &out->outcome, err,
+                        errlen);
         out->steps++;
         if (rc) goto out;
         out->usage = resp.usage;
@@ -364,7 +364,7 @@ cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_o
         }
     }
 out:
-    llm_response_release(&resp);
+    cm_llm_response_release(&resp);
     free_convo(&c);
     if (rc && !out->reply) out->reply = cm_strdup("");
     if (rc && !out->reasoning) out->reasoning = cm_strdup("");

@@ -52,11 +52,11 @@ typedef struct agent_turn_out {
     int steps, tool_calls;
 } agent_turn_out;
 
-cm_rc agent_turn(const agent_tools *tools, const agent_turn_in *in, agent_turn_out *out, char *err,
-                 size_t errlen);
-void agent_turn_out_release(agent_turn_out *o);
+cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent_turn_out *out,
+                        char *err, size_t errlen);
+void cm_agent_turn_out_release(agent_turn_out *o);
 
 /* The tools offered (llm_tool_def array, static strings), and how many. */
-const llm_tool_def *agent_tool_defs(bool with_write, size_t *n);
+const llm_tool_def *cm_agent_tool_defs(bool with_write, size_t *n);
 
 #endif

@@ -6,7 +6,7 @@
  * Used by the chat clients (llm/) and the remote embedding providers (embed/).
  *
  * The store is a JSON document kept whole (fields clawmem does not know are
- * written back unchanged). Every change goes through auth_store_update(),
+ * written back unchanged). Every change goes through cm_auth_store_update(),
  * which serialises writers across processes (flock among clawmem processes,
  * plus QuantumClaw's `<file>.lock` sidecar so both tools can share the file),
  * re-reads the file, applies the change and replaces the file atomically
@@ -39,9 +39,9 @@ typedef enum auth_reason {
 } auth_reason;
 
 /* "auth_permanent", "rate_limit", …; "" for AUTH_R_NONE. */
-const char *auth_reason_name(auth_reason r);
+const char *cm_auth_reason_name(auth_reason r);
 /* The reason named s, or AUTH_R_NONE. */
-auth_reason auth_reason_parse(const char *s);
+auth_reason cm_auth_reason_parse(const char *s);
 
 /* The failure class of an HTTP answer (status 0: no status, message only)
  * and its error text (may be NULL), by QuantumClaw's rules: 402 billing
@@ -49,11 +49,11 @@ auth_reason auth_reason_parse(const char *s);
  * (auth_permanent for revoked/invalid keys), 408/5xx timeout or overloaded,
  * 400/422 format (billing when the text says so); without a status, the
  * text's patterns. AUTH_R_NONE when nothing matches. */
-auth_reason auth_classify(int http_status, const char *message);
+auth_reason cm_auth_classify(int http_status, const char *message);
 
 /* Whether an error text says the prompt exceeds the model's context (the
  * caller compacts and retries; no profile is at fault). */
-bool auth_context_overflow(const char *message);
+bool cm_auth_context_overflow(const char *message);
 
 /* auth.cooldowns of the config. Zero or negative hours mean the default
  * (billing 5 h doubling up to 24 h; counters reset after 24 h without a
@@ -64,12 +64,12 @@ typedef struct auth_cooldowns {
 } auth_cooldowns;
 
 /* The cooldown after the n-th consecutive failure: 1, 5, 25, 60 min (cap). */
-int64_t auth_cooldown_ms(int64_t error_count);
+int64_t cm_auth_cooldown_ms(int64_t error_count);
 /* The billing disable after the n-th billing failure for provider. */
-int64_t auth_billing_disable_ms(const auth_cooldowns *c, const char *provider, int64_t count);
+int64_t cm_auth_billing_disable_ms(const auth_cooldowns *c, const char *provider, int64_t count);
 
 /* Provider ids as QuantumClaw compares them (lower case, aliases folded). */
-void auth_provider_norm(const char *provider, char *out, size_t outlen);
+void cm_auth_provider_norm(const char *provider, char *out, size_t outlen);
 
 /* ---- the store ---- */
 
@@ -79,7 +79,7 @@ typedef struct auth_store {
 } auth_store;
 
 /* Appends <stateDir>/agents/<agentId>/agent/auth-profiles.json to out. */
-cm_rc auth_store_path(buf *out, const char *state_dir, const char *agent_id);
+cm_rc cm_auth_store_path(buf *out, const char *state_dir, const char *agent_id);
 
 /* Reads the agent's store. When the file does not exist yet, it is made from
  * what QuantumClaw would import (once, under the lock): the main agent's
@@ -87,11 +87,11 @@ cm_rc auth_store_path(buf *out, const char *state_dir, const char *agent_id);
  * `<stateDir>/agent/auth-profiles.json`, and `<stateDir>/credentials/oauth.json`;
  * with nothing to import the store is empty and no file is written.
  * CM_ECONFIG (file:line:column) when the file is not valid JSON. */
-cm_rc auth_store_load(auth_store *s, const char *state_dir, const char *agent_id, char *err,
-                      size_t errlen);
+cm_rc cm_auth_store_init(auth_store *s, const char *state_dir, const char *agent_id, char *err,
+                         size_t errlen);
 /* Reads the store at path (a missing file is an empty store). */
-cm_rc auth_store_read(auth_store *s, const char *path, char *err, size_t errlen);
-void auth_store_release(auth_store *s);
+cm_rc cm_auth_store_read(auth_store *s, const char *path, char *err, size_t errlen);
+void cm_auth_store_release(auth_store *s);
 
 /* fn changes doc in place and sets *changed; returning an error aborts the
  * update (nothing is written). */
@@ -100,23 +100,23 @@ typedef cm_rc (*auth_update_fn)(json_t *doc, void *ctx, int64_t now_ms, bool *ch
 
 /* Locks the file, re-reads it, applies fn, writes it back when changed, and
  * unlocks. When s is not NULL its document is replaced by the fresh one. */
-cm_rc auth_store_update(auth_store *s, const char *path, int64_t now_ms, auth_update_fn fn,
-                        void *ctx, char *err, size_t errlen);
+cm_rc cm_auth_store_update(auth_store *s, const char *path, int64_t now_ms, auth_update_fn fn,
+                           void *ctx, char *err, size_t errlen);
 
 /* ---- profiles, order and usage ---- */
 
 /* The profile's credential object (borrowed), or NULL. */
-json_t *auth_profile(const auth_store *s, const char *profile_id);
+json_t *cm_auth_profile(const auth_store *s, const char *profile_id);
 /* The secret a request sends for the profile: api_key `key`, token `token`,
  * oauth `access` (borrowed; NULL when there is none). Never log it. */
-const char *auth_profile_secret(const auth_store *s, const char *profile_id);
+const char *cm_auth_profile_secret(const auth_store *s, const char *profile_id);
 /* Whether the profile is cooling down or disabled at now. */
-bool auth_profile_unusable(const auth_store *s, const char *profile_id, int64_t now_ms);
+bool cm_auth_profile_unusable(const auth_store *s, const char *profile_id, int64_t now_ms);
 /* max(cooldownUntil, disabledUntil) of the profile, 0 when none. */
-int64_t auth_profile_unusable_until(const auth_store *s, const char *profile_id);
+int64_t cm_auth_profile_unusable_until(const auth_store *s, const char *profile_id);
 
-/* A NULL-terminated array of strings; auth_strv_free frees it. */
-void auth_strv_free(char **v);
+/* A NULL-terminated array of strings; cm_auth_strv_free frees it. */
+void cm_auth_strv_free(char **v);
 
 /* The order in which to try provider's profiles: the stored order (the
  * file's `order`) or else the config's `auth.order[provider]`, else the
@@ -129,39 +129,39 @@ void auth_strv_free(char **v);
  * cfg_auth: the config's `auth` object (borrowed, may be NULL). Expired
  * windows are cleared in s->doc first (not written; the next update does);
  * error counters stay until the failure window passes (see usage.c). */
-cm_rc auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *provider,
-                         const char *preferred, int64_t now_ms, char ***out);
+cm_rc cm_auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *provider,
+                            const char *preferred, int64_t now_ms, char ***out);
 
 /* The most likely reason all of ids are unavailable, or AUTH_R_NONE. */
-auth_reason auth_unavailable_reason(const auth_store *s, const char *const *ids, int64_t now_ms);
+auth_reason cm_auth_unavailable_reason(const auth_store *s, const char *const *ids, int64_t now_ms);
 
-/* usageStats updates, each one auth_store_update (s: refreshed, may be NULL).
+/* usageStats updates, each one cm_auth_store_update (s: refreshed, may be NULL).
  * used: lastUsed = now, error counters and windows cleared.
  * failure: errorCount/failureCounts/lastFailureAt advance (reset first when
  * the failure window passed without a failure); billing and
  * auth_permanent set disabledUntil/disabledReason, others cooldownUntil; an
  * active window is kept, not extended. openrouter and kilocode never cool.
  * good: lastGood[provider] = profile. clear: counters and windows cleared. */
-cm_rc auth_mark_used(auth_store *s, const char *path, const char *profile_id, int64_t now_ms,
-                     char *err, size_t errlen);
-cm_rc auth_mark_failure(auth_store *s, const char *path, const char *profile_id, auth_reason r,
-                        const auth_cooldowns *c, int64_t now_ms, char *err, size_t errlen);
+cm_rc cm_auth_mark_used(auth_store *s, const char *path, const char *profile_id, int64_t now_ms,
+                        char *err, size_t errlen);
+cm_rc cm_auth_mark_failure(auth_store *s, const char *path, const char *profile_id, auth_reason r,
+                           const auth_cooldowns *c, int64_t now_ms, char *err, size_t errlen);
 /* The same, with a cooldown that lasts at least until not_before_ms (a
  * server's Retry-After); 0 for none. */
-cm_rc auth_mark_failure_until(auth_store *s, const char *path, const char *profile_id,
-                              auth_reason r, const auth_cooldowns *c, int64_t not_before_ms,
-                              int64_t now_ms, char *err, size_t errlen);
-cm_rc auth_mark_good(auth_store *s, const char *path, const char *provider, const char *profile_id,
-                     int64_t now_ms, char *err, size_t errlen);
-cm_rc auth_clear_cooldown(auth_store *s, const char *path, const char *profile_id, int64_t now_ms,
-                          char *err, size_t errlen);
-/* auth_mark_used and auth_mark_good in one locked write (after a success). */
-cm_rc auth_mark_success(auth_store *s, const char *path, const char *provider,
+cm_rc cm_auth_mark_failure_until(auth_store *s, const char *path, const char *profile_id,
+                                 auth_reason r, const auth_cooldowns *c, int64_t not_before_ms,
+                                 int64_t now_ms, char *err, size_t errlen);
+cm_rc cm_auth_mark_good(auth_store *s, const char *path, const char *provider,
                         const char *profile_id, int64_t now_ms, char *err, size_t errlen);
+cm_rc cm_auth_clear_cooldown(auth_store *s, const char *path, const char *profile_id,
+                             int64_t now_ms, char *err, size_t errlen);
+/* cm_auth_mark_used and cm_auth_mark_good in one locked write (after a success). */
+cm_rc cm_auth_mark_success(auth_store *s, const char *path, const char *provider,
+                           const char *profile_id, int64_t now_ms, char *err, size_t errlen);
 
-/* The pure part of auth_mark_failure: the profile's next stats (a new
+/* The pure part of cm_auth_mark_failure: the profile's next stats (a new
  * object) from its current ones (may be NULL). */
-json_t *auth_stats_after_failure(const json_t *existing, const char *provider, auth_reason r,
-                                 const auth_cooldowns *c, int64_t now_ms);
+json_t *cm_auth_stats_after_failure(const json_t *existing, const char *provider, auth_reason r,
+                                    const auth_cooldowns *c, int64_t now_ms);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * classify.c — which failure class an error from a model or embedding
- * provider belongs to (auth.h: auth_classify), by QuantumClaw 2026.3.22's
+ * provider belongs to (auth.h: cm_auth_classify), by QuantumClaw 2026.3.22's
  * rules: the HTTP status first, refined by the error text; then the text's
  * patterns alone. Matching is on the lower-cased text, by substrings and a
  * few hand-written word-boundary tests (no regular-expression engine).
@@ -13,12 +13,12 @@ static const char *const reason_names[AUTH_R_N] = {
     "auth_permanent", "auth",    "billing",    "format",  "model_not_found",
     "overloaded",     "timeout", "rate_limit", "unknown", "session_expired"};
 
-const char *auth_reason_name(auth_reason r)
+const char *cm_auth_reason_name(auth_reason r)
 {
     return r >= 0 && r < AUTH_R_N ? reason_names[r] : "";
 }
 
-auth_reason auth_reason_parse(const char *s)
+auth_reason cm_auth_reason_parse(const char *s)
 {
     for (int i = 0; s && i < AUTH_R_N; i++)
         if (strcmp(s, reason_names[i]) == 0) return (auth_reason)i;
@@ -223,7 +223,7 @@ static auth_reason classify_text(const char *t)
     return AUTH_R_NONE;
 }
 
-bool auth_context_overflow(const char *message)
+bool cm_auth_context_overflow(const char *message)
 {
     char t[2048];
     size_t n = 0;
@@ -255,7 +255,7 @@ bool auth_context_overflow(const char *message)
            (has_word(t, "413") && strstr(t, "too large"));
 }
 
-auth_reason auth_classify(int status, const char *message)
+auth_reason cm_auth_classify(int status, const char *message)
 {
     /* Lower-case a bounded copy: error bodies can be large. */
     char t[2048];

@@ -22,13 +22,13 @@
 #define SIDECAR_STALE_MS 30000
 #define SIDECAR_TRIES    11
 
-cm_rc auth_store_path(buf *out, const char *state_dir, const char *agent_id)
+cm_rc cm_auth_store_path(buf *out, const char *state_dir, const char *agent_id)
 {
-    return buf_printf(out, "%s/agents/%s/agent/" AUTH_FILE, state_dir,
-                      agent_id && *agent_id ? agent_id : "main");
+    return cm_buf_printf(out, "%s/agents/%s/agent/" AUTH_FILE, state_dir,
+                         agent_id && *agent_id ? agent_id : "main");
 }
 
-void auth_store_release(auth_store *s)
+void cm_auth_store_release(auth_store *s)
 {
     free(s->path);
     json_decref(s->doc);
@@ -47,7 +47,7 @@ static cm_rc read_json(const char *path, json_t **out, char *err, size_t errlen)
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
     *out = NULL;
-    rc = fs_read_file(path, AUTH_FILE_MAX, &b, err, errlen);
+    rc = cm_fs_read_file(path, AUTH_FILE_MAX, &b, err, errlen);
     if (rc == CM_ENOTFOUND) {
         rc = CM_OK;
         goto out;
@@ -68,7 +68,7 @@ static cm_rc read_json(const char *path, json_t **out, char *err, size_t errlen)
         FAIL(CM_ECONFIG, "%s: expected a JSON object", path);
     }
 out:
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
@@ -88,7 +88,7 @@ out:
     return rc;
 }
 
-cm_rc auth_store_read(auth_store *s, const char *path, char *err, size_t errlen)
+cm_rc cm_auth_store_read(auth_store *s, const char *path, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     json_t *doc = NULL;
@@ -104,36 +104,36 @@ out:
     return rc;
 }
 
-cm_rc auth_store_update(auth_store *s, const char *path, int64_t now_ms, auth_update_fn fn,
-                        void *ctx, char *err, size_t errlen)
+cm_rc cm_auth_store_update(auth_store *s, const char *path, int64_t now_ms, auth_update_fn fn,
+                           void *ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     lockfile l;
     auth_store fresh = {0};
     bool changed = false;
-    CHECK(lockfile_take(&l, path, LOCKFILE_REPLACE, NULL, err, errlen));
-    rc = auth_store_read(&fresh, path, err, errlen);
+    CHECK(cm_lockfile_take(&l, path, LOCKFILE_REPLACE, NULL, err, errlen));
+    rc = cm_auth_store_read(&fresh, path, err, errlen);
     if (!rc) rc = fn(fresh.doc, ctx, now_ms, &changed, err, errlen);
     if (!rc && changed) {
         /* As QuantumClaw writes it: two-space indent, a final newline. */
         char *text = json_dumps(fresh.doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         buf b = BUF_INIT;
-        rc = text && !buf_adds(&b, text) && !buf_addc(&b, '\n') ? CM_OK : CM_ENOMEM;
-        if (!rc) rc = lockfile_replace(&l, b.data, b.len, err, errlen);
+        rc = text && !cm_buf_adds(&b, text) && !cm_buf_addc(&b, '\n') ? CM_OK : CM_ENOMEM;
+        if (!rc) rc = cm_lockfile_replace(&l, b.data, b.len, err, errlen);
         if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-        buf_release(&b);
+        cm_buf_release(&b);
         free(text);
     }
-    lockfile_release(&l);
+    cm_lockfile_release(&l);
     if (rc) goto out;
     if (s) {
-        auth_store_release(s);
+        cm_auth_store_release(s);
         *s = fresh;
         fresh.path = NULL;
         fresh.doc = NULL;
     }
 out:
-    auth_store_release(&fresh);
+    cm_auth_store_release(&fresh);
     return rc;
 }
 
@@ -205,7 +205,7 @@ static cm_rc import_fn(json_t *doc, void *vctx, int64_t now_ms, bool *changed, c
     if (json_object_size(profiles) > 0) goto out; /* someone made it meanwhile */
     /* Another agent inherits the main agent's profiles. */
     if (strcmp(ctx->agent_id, "main") != 0) {
-        CHECK(auth_store_path(&p, ctx->state_dir, "main"));
+        CHECK(cm_auth_store_path(&p, ctx->state_dir, "main"));
         CHECK(read_json(p.data, &src, err, errlen));
         json_t *mp = json_object_get(src, "profiles");
         if (json_is_object(mp) && json_object_size(mp) > 0) {
@@ -218,17 +218,17 @@ static cm_rc import_fn(json_t *doc, void *vctx, int64_t now_ms, bool *changed, c
     }
     /* Legacy stores: <agentDir>/auth.json (a provider map) and the seeds'
      * <stateDir>/agent/auth-profiles.json (a store). */
-    buf_reset(&p);
-    CHECK(buf_printf(&p, "%s/agents/%s/agent/auth.json", ctx->state_dir, ctx->agent_id));
+    cm_buf_reset(&p);
+    CHECK(cm_buf_printf(&p, "%s/agents/%s/agent/auth.json", ctx->state_dir, ctx->agent_id));
     CHECK(read_json(p.data, &src, err, errlen));
     if (src && !json_object_get(src, "profiles") && import_legacy_map(profiles, src)) {
         *changed = true;
-        ctx->legacy_path = buf_detach(&p);
+        ctx->legacy_path = cm_buf_detach(&p);
     }
     json_decref(src);
     src = NULL;
-    buf_reset(&p);
-    CHECK(buf_printf(&p, "%s/agent/" AUTH_FILE, ctx->state_dir));
+    cm_buf_reset(&p);
+    CHECK(cm_buf_printf(&p, "%s/agent/" AUTH_FILE, ctx->state_dir));
     CHECK(read_json(p.data, &src, err, errlen));
     json_t *lp = json_object_get(src, "profiles");
     if (json_is_object(lp)) {
@@ -243,46 +243,46 @@ static cm_rc import_fn(json_t *doc, void *vctx, int64_t now_ms, bool *changed, c
     }
     json_decref(src);
     src = NULL;
-    buf_reset(&p);
-    CHECK(buf_printf(&p, "%s/credentials/oauth.json", ctx->state_dir));
+    cm_buf_reset(&p);
+    CHECK(cm_buf_printf(&p, "%s/credentials/oauth.json", ctx->state_dir));
     CHECK(read_json(p.data, &src, err, errlen));
     if (src && import_oauth(profiles, src)) *changed = true;
 out:
     json_decref(src);
-    buf_release(&p);
+    cm_buf_release(&p);
     return rc;
 }
 
-cm_rc auth_store_load(auth_store *s, const char *state_dir, const char *agent_id, char *err,
-                      size_t errlen)
+cm_rc cm_auth_store_init(auth_store *s, const char *state_dir, const char *agent_id, char *err,
+                         size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
     import_ctx ctx = {state_dir, agent_id && *agent_id ? agent_id : "main", NULL};
     memset(s, 0, sizeof *s);
-    CHECK(auth_store_path(&p, state_dir, ctx.agent_id));
+    CHECK(cm_auth_store_path(&p, state_dir, ctx.agent_id));
     if (access(p.data, F_OK) == 0) {
-        CHECK(auth_store_read(s, p.data, err, errlen));
+        CHECK(cm_auth_store_read(s, p.data, err, errlen));
         goto out;
     }
     /* Nothing yet: look at what QuantumClaw would import, without writing
      * when there is nothing. */
     auth_store probe = {0};
-    CHECK(auth_store_read(&probe, p.data, err, errlen));
+    CHECK(cm_auth_store_read(&probe, p.data, err, errlen));
     bool changed = false;
     rc = import_fn(probe.doc, &ctx, 0, &changed, err, errlen);
     if (rc || !changed) {
         *s = probe;
         goto out;
     }
-    auth_store_release(&probe);
+    cm_auth_store_release(&probe);
     free(ctx.legacy_path);
     ctx.legacy_path = NULL;
-    CHECK(auth_store_update(NULL, p.data, 0, import_fn, &ctx, err, errlen));
+    CHECK(cm_auth_store_update(NULL, p.data, 0, import_fn, &ctx, err, errlen));
     if (ctx.legacy_path) unlink(ctx.legacy_path); /* migrated, as QuantumClaw does */
-    CHECK(auth_store_read(s, p.data, err, errlen));
+    CHECK(cm_auth_store_read(s, p.data, err, errlen));
 out:
     free(ctx.legacy_path);
-    buf_release(&p);
+    cm_buf_release(&p);
     return rc;
 }

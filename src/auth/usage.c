@@ -18,7 +18,7 @@
 #define MINUTE_MS 60000LL
 #define HOUR_MS   3600000LL
 
-void auth_provider_norm(const char *provider, char *out, size_t outlen)
+void cm_auth_provider_norm(const char *provider, char *out, size_t outlen)
 {
     size_t n = 0;
     const char *p = provider ? provider : "";
@@ -52,19 +52,19 @@ void auth_provider_norm(const char *provider, char *out, size_t outlen)
 static bool same_provider(const char *a, const char *b)
 {
     char x[128], y[128];
-    auth_provider_norm(a, x, sizeof x);
-    auth_provider_norm(b, y, sizeof y);
+    cm_auth_provider_norm(a, x, sizeof x);
+    cm_auth_provider_norm(b, y, sizeof y);
     return strcmp(x, y) == 0;
 }
 
 static bool cooldown_bypassed(const char *provider)
 {
     char p[128];
-    auth_provider_norm(provider, p, sizeof p);
+    cm_auth_provider_norm(provider, p, sizeof p);
     return strcmp(p, "openrouter") == 0 || strcmp(p, "kilocode") == 0;
 }
 
-int64_t auth_cooldown_ms(int64_t n)
+int64_t cm_auth_cooldown_ms(int64_t n)
 {
     if (n < 1) n = 1;
     int64_t ms = MINUTE_MS;
@@ -78,7 +78,7 @@ static double hours_or(double v, double dflt)
     return isfinite(v) && v > 0 ? v : dflt;
 }
 
-int64_t auth_billing_disable_ms(const auth_cooldowns *c, const char *provider, int64_t n)
+int64_t cm_auth_billing_disable_ms(const auth_cooldowns *c, const char *provider, int64_t n)
 {
     double base_h = 0, max_h = 0;
     if (c) {
@@ -116,7 +116,7 @@ static json_t *stats_of(const auth_store *s, const char *id)
     return json_object_get(json_object_get(s->doc, "usageStats"), id);
 }
 
-json_t *auth_profile(const auth_store *s, const char *id)
+json_t *cm_auth_profile(const auth_store *s, const char *id)
 {
     json_t *p = json_object_get(json_object_get(s->doc, "profiles"), id);
     return json_is_object(p) ? p : NULL;
@@ -128,9 +128,9 @@ static const char *str_field(const json_t *o, const char *key)
     return v && *v ? v : NULL;
 }
 
-const char *auth_profile_secret(const auth_store *s, const char *id)
+const char *cm_auth_profile_secret(const auth_store *s, const char *id)
 {
-    json_t *p = auth_profile(s, id);
+    json_t *p = cm_auth_profile(s, id);
     const char *type = str_field(p, "type");
     if (!type) type = str_field(p, "mode"); /* a common misspelling QuantumClaw accepts */
     if (!type) return NULL;
@@ -149,15 +149,15 @@ static int64_t until_of(const json_t *st)
     return a > b ? a : b;
 }
 
-int64_t auth_profile_unusable_until(const auth_store *s, const char *id)
+int64_t cm_auth_profile_unusable_until(const auth_store *s, const char *id)
 {
     return until_of(stats_of(s, id));
 }
 
-bool auth_profile_unusable(const auth_store *s, const char *id, int64_t now)
+bool cm_auth_profile_unusable(const auth_store *s, const char *id, int64_t now)
 {
-    if (cooldown_bypassed(str_field(auth_profile(s, id), "provider"))) return false;
-    int64_t u = auth_profile_unusable_until(s, id);
+    if (cooldown_bypassed(str_field(cm_auth_profile(s, id), "provider"))) return false;
+    int64_t u = cm_auth_profile_unusable_until(s, id);
     return u > 0 && now < u;
 }
 
@@ -207,7 +207,7 @@ static bool credential_ok(const json_t *p, int64_t now)
 static bool eligible(const auth_store *s, const json_t *cfg_auth, const char *provider,
                      const char *id, int64_t now)
 {
-    json_t *p = auth_profile(s, id);
+    json_t *p = cm_auth_profile(s, id);
     if (!p || !same_provider(str_field(p, "provider"), provider)) return false;
     json_t *pc = json_object_get(json_object_get(cfg_auth, "profiles"), id);
     if (json_is_object(pc)) {
@@ -232,7 +232,7 @@ static json_t *by_provider(const json_t *obj, const char *provider)
     return NULL;
 }
 
-void auth_strv_free(char **v)
+void cm_auth_strv_free(char **v)
 {
     for (size_t i = 0; v && v[i]; i++)
         free(v[i]);
@@ -269,8 +269,8 @@ static int cmp_explicit(const void *a, const void *b)
     return cmp_rank(a, b, false);
 }
 
-cm_rc auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *provider,
-                         const char *preferred, int64_t now, char ***out)
+cm_rc cm_auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *provider,
+                            const char *preferred, int64_t now, char ***out)
 {
     cm_rc rc = CM_OK;
     ranked *r = NULL;
@@ -309,7 +309,7 @@ cm_rc auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *prov
             if (is_explicit || base != cfg_ids) break;
             bool all_missing = true;
             for (size_t i = 0; i < n; i++)
-                if (auth_profile(s, json_string_value(json_array_get(base, i))))
+                if (cm_auth_profile(s, json_string_value(json_array_get(base, i))))
                     all_missing = false;
             if (!all_missing) break;
             base = stored_ids;
@@ -321,7 +321,7 @@ cm_rc auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *prov
             if (json_object_get(seen, pid)) continue; /* listed twice */
             if (json_object_set_new(seen, pid, json_true())) OOM();
             json_t *st = stats_of(s, pid);
-            const char *type = str_field(auth_profile(s, pid), "type");
+            const char *type = str_field(cm_auth_profile(s, pid), "type");
             r[m].id = pid;
             r[m].type_score = !type                          ? 3
                               : strcmp(type, "oauth") == 0   ? 0
@@ -329,7 +329,7 @@ cm_rc auth_profile_order(auth_store *s, const json_t *cfg_auth, const char *prov
                               : strcmp(type, "api_key") == 0 ? 2
                                                              : 3;
             r[m].last_used = get_ms(st, "lastUsed");
-            r[m].until = auth_profile_unusable(s, pid, now) ? until_of(st) : 0;
+            r[m].until = cm_auth_profile_unusable(s, pid, now) ? until_of(st) : 0;
             r[m].pos = m;
             m++;
         }
@@ -352,11 +352,11 @@ out:
     json_decref(stored_ids);
     json_decref(seen);
     free(r);
-    auth_strv_free(v);
+    cm_auth_strv_free(v);
     return rc;
 }
 
-auth_reason auth_unavailable_reason(const auth_store *s, const char *const *ids, int64_t now)
+auth_reason cm_auth_unavailable_reason(const auth_store *s, const char *const *ids, int64_t now)
 {
     double score[AUTH_R_N] = {0};
     bool any = false;
@@ -364,7 +364,7 @@ auth_reason auth_unavailable_reason(const auth_store *s, const char *const *ids,
         json_t *st = stats_of(s, ids[i]);
         if (!st) continue;
         int64_t d = get_ms(st, "disabledUntil"), c = get_ms(st, "cooldownUntil");
-        auth_reason dr = auth_reason_parse(str_field(st, "disabledReason"));
+        auth_reason dr = cm_auth_reason_parse(str_field(st, "disabledReason"));
         if (d > now && dr >= 0 && dr < AUTH_R_SESSION_EXPIRED) {
             score[dr] += 1000;
             any = true;
@@ -376,7 +376,7 @@ auth_reason auth_unavailable_reason(const auth_store *s, const char *const *ids,
         json_t *cnt;
         json_object_foreach(json_object_get(st, "failureCounts"), k, cnt)
         {
-            auth_reason r = auth_reason_parse(k);
+            auth_reason r = cm_auth_reason_parse(k);
             double n = json_is_number(cnt) ? json_number_value(cnt) : 0;
             if (r < 0 || r >= AUTH_R_SESSION_EXPIRED || !(n > 0)) continue;
             score[r] += n;
@@ -396,8 +396,8 @@ auth_reason auth_unavailable_reason(const auth_store *s, const char *const *ids,
 
 /* ---- usageStats updates ---- */
 
-json_t *auth_stats_after_failure(const json_t *existing, const char *provider, auth_reason r,
-                                 const auth_cooldowns *c, int64_t now)
+json_t *cm_auth_stats_after_failure(const json_t *existing, const char *provider, auth_reason r,
+                                    const auth_cooldowns *c, int64_t now)
 {
     json_t *st = existing ? json_deep_copy(existing) : json_object();
     if (!st) return NULL;
@@ -409,7 +409,7 @@ json_t *auth_stats_after_failure(const json_t *existing, const char *provider, a
     errors++;
     json_t *counts = reset ? NULL : json_object_get(st, "failureCounts");
     counts = json_is_object(counts) ? json_deep_copy(counts) : json_object();
-    const char *name = auth_reason_name(r < 0 ? AUTH_R_UNKNOWN : r);
+    const char *name = cm_auth_reason_name(r < 0 ? AUTH_R_UNKNOWN : r);
     json_t *prev = json_object_get(counts, name);
     int64_t this_count = (json_is_number(prev) ? (int64_t)json_number_value(prev) : 0) + 1;
     json_object_set_new(counts, name, json_integer(this_count));
@@ -418,12 +418,12 @@ json_t *auth_stats_after_failure(const json_t *existing, const char *provider, a
     json_object_set_new(st, "lastFailureAt", json_integer(now));
     if (r == AUTH_R_BILLING || r == AUTH_R_AUTH_PERMANENT) {
         int64_t d = get_ms(st, "disabledUntil");
-        if (!(d > now)) d = now + auth_billing_disable_ms(c, provider, this_count);
+        if (!(d > now)) d = now + cm_auth_billing_disable_ms(c, provider, this_count);
         json_object_set_new(st, "disabledUntil", json_integer(d));
         json_object_set_new(st, "disabledReason", json_string(name));
     } else {
         int64_t cu = get_ms(st, "cooldownUntil");
-        if (!(cu > now)) cu = now + auth_cooldown_ms(errors);
+        if (!(cu > now)) cu = now + cm_auth_cooldown_ms(errors);
         json_object_set_new(st, "cooldownUntil", json_integer(cu));
     }
     return st;
@@ -491,8 +491,8 @@ static cm_rc mark_fn(json_t *doc, void *vctx, int64_t now, bool *changed, char *
         break;
     case MARK_FAILURE: {
         if (cooldown_bypassed(provider)) return CM_OK;
-        json_t *next = auth_stats_after_failure(json_is_object(st) ? st : NULL, provider, m->reason,
-                                                m->cooldowns, now);
+        json_t *next = cm_auth_stats_after_failure(json_is_object(st) ? st : NULL, provider,
+                                                   m->reason, m->cooldowns, now);
         if (!next) return CM_ENOMEM;
         if (m->not_before > get_ms(next, "cooldownUntil") &&
             m->not_before > get_ms(next, "disabledUntil"))
@@ -515,44 +515,44 @@ static cm_rc mark_fn(json_t *doc, void *vctx, int64_t now, bool *changed, char *
     return CM_OK;
 }
 
-cm_rc auth_mark_used(auth_store *s, const char *path, const char *profile_id, int64_t now,
-                     char *err, size_t errlen)
+cm_rc cm_auth_mark_used(auth_store *s, const char *path, const char *profile_id, int64_t now,
+                        char *err, size_t errlen)
 {
     mark_ctx m = {profile_id, NULL, MARK_USED, AUTH_R_NONE, NULL, 0};
-    return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
+    return cm_auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }
 
-cm_rc auth_mark_failure(auth_store *s, const char *path, const char *profile_id, auth_reason r,
-                        const auth_cooldowns *c, int64_t now, char *err, size_t errlen)
+cm_rc cm_auth_mark_failure(auth_store *s, const char *path, const char *profile_id, auth_reason r,
+                           const auth_cooldowns *c, int64_t now, char *err, size_t errlen)
 {
-    return auth_mark_failure_until(s, path, profile_id, r, c, 0, now, err, errlen);
+    return cm_auth_mark_failure_until(s, path, profile_id, r, c, 0, now, err, errlen);
 }
 
-cm_rc auth_mark_failure_until(auth_store *s, const char *path, const char *profile_id,
-                              auth_reason r, const auth_cooldowns *c, int64_t not_before,
-                              int64_t now, char *err, size_t errlen)
+cm_rc cm_auth_mark_failure_until(auth_store *s, const char *path, const char *profile_id,
+                                 auth_reason r, const auth_cooldowns *c, int64_t not_before,
+                                 int64_t now, char *err, size_t errlen)
 {
     mark_ctx m = {profile_id, NULL, MARK_FAILURE, r, c, not_before};
-    return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
+    return cm_auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }
 
-cm_rc auth_mark_good(auth_store *s, const char *path, const char *provider, const char *profile_id,
-                     int64_t now, char *err, size_t errlen)
-{
-    mark_ctx m = {profile_id, provider, MARK_GOOD, AUTH_R_NONE, NULL, 0};
-    return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
-}
-
-cm_rc auth_mark_success(auth_store *s, const char *path, const char *provider,
+cm_rc cm_auth_mark_good(auth_store *s, const char *path, const char *provider,
                         const char *profile_id, int64_t now, char *err, size_t errlen)
 {
-    mark_ctx m = {profile_id, provider, MARK_SUCCESS, AUTH_R_NONE, NULL, 0};
-    return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
+    mark_ctx m = {profile_id, provider, MARK_GOOD, AUTH_R_NONE, NULL, 0};
+    return cm_auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }
 
-cm_rc auth_clear_cooldown(auth_store *s, const char *path, const char *profile_id, int64_t now,
-                          char *err, size_t errlen)
+cm_rc cm_auth_mark_success(auth_store *s, const char *path, const char *provider,
+                           const char *profile_id, int64_t now, char *err, size_t errlen)
+{
+    mark_ctx m = {profile_id, provider, MARK_SUCCESS, AUTH_R_NONE, NULL, 0};
+    return cm_auth_store_update(s, path, now, mark_fn, &m, err, errlen);
+}
+
+cm_rc cm_auth_clear_cooldown(auth_store *s, const char *path, const char *profile_id, int64_t now,
+                             char *err, size_t errlen)
 {
     mark_ctx m = {profile_id, NULL, MARK_CLEAR, AUTH_R_NONE, NULL, 0};
-    return auth_store_update(s, path, now, mark_fn, &m, err, errlen);
+    return cm_auth_store_update(s, path, now, mark_fn, &m, err, errlen);
 }

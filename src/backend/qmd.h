@@ -29,12 +29,12 @@ typedef struct qmd_run_result {
     bool too_much;  /* a stream passed QMD_MAX_OUTPUT */
 } qmd_run_result;
 
-/* The live runs of a sidecar: qmd_kill_all() kills their process groups
+/* The live runs of a sidecar: cm_backend_qmd_kill_all() kills their process groups
  * (closing the engine while an update runs). */
 typedef struct qmd_procs {
     pthread_mutex_t mu;
     pid_t pids[8];
-    bool closed; /* qmd_kill_all ran: a run starting now is killed at once */
+    bool closed; /* cm_backend_qmd_kill_all ran: a run starting now is killed at once */
 } qmd_procs;
 
 /* Runs argv (argv[0] looked up on PATH when it has no '/') with envp, in cwd,
@@ -44,13 +44,15 @@ typedef struct qmd_procs {
  * happened, so that nothing it started is left behind. procs (may be NULL)
  * records the live child. CM_OK when the child ran (res says how it ended);
  * CM_EIO when it could not be started (res->not_found: missing executable). */
-cm_rc qmd_run(const char *const *argv, char *const *envp, const char *cwd, int64_t timeout_ms,
-              bool discard_out, qmd_procs *procs, qmd_run_result *res, char *err, size_t errlen);
-void qmd_run_result_release(qmd_run_result *r);
+cm_rc cm_backend_qmd_run(const char *const *argv, char *const *envp, const char *cwd,
+                         int64_t timeout_ms, bool discard_out, qmd_procs *procs,
+                         qmd_run_result *res, char *err, size_t errlen);
+void cm_backend_qmd_run_result_release(qmd_run_result *r);
 /* One line for a failed run: "qmd update timed out after 100ms", "... failed
  * (code 2): <stderr>", "... produced too much output", or NULL for success. */
-cm_rc qmd_run_failure(const qmd_run_result *r, const char *summary, int64_t timeout_ms, buf *out);
-void qmd_kill_all(qmd_procs *p);
+cm_rc cm_backend_qmd_run_failure(const qmd_run_result *r, const char *summary, int64_t timeout_ms,
+                                 buf *out);
+void cm_backend_qmd_kill_all(qmd_procs *p);
 
 /* ---- qmd_scope.c: may this session see QMD's results? -------------------- */
 
@@ -61,9 +63,9 @@ void qmd_kill_all(qmd_procs *p);
 typedef struct qmd_scope_key {
     char normal[256], channel[64], chat_type[16];
 } qmd_scope_key;
-void qmd_scope_parse(const char *session_key, qmd_scope_key *k);
+void cm_backend_qmd_scope_parse(const char *session_key, qmd_scope_key *k);
 /* The scope's verdict for session_key (NULL: unknown caller). */
-bool qmd_scope_allowed(const cm_qmd_config *q, const char *session_key);
+bool cm_backend_qmd_scope_allowed(const cm_qmd_config *q, const char *session_key);
 
 /* ---- qmd_search.c: a search and its JSON ---------------------------------- */
 
@@ -80,24 +82,26 @@ typedef struct qmd_hits {
     size_t n;
 } qmd_hits;
 
-void qmd_hits_release(qmd_hits *h);
+void cm_backend_qmd_hits_release(qmd_hits *h);
 
 /* The command line of a search: "<mode> <query> --json -n <limit>" then
  * "-c <name>" for each collection (a han query in mode "search" reduced to
  * its keywords, as 2026.3.22 does). argv receives pointers into the caller's
  * strings and into store (at least 64 bytes); returns the count. */
-size_t qmd_search_argv(const char *mode, const char *query, int limit, char *const *collections,
-                       size_t ncollections, const char **argv, size_t max, char *store);
+size_t cm_backend_qmd_search_argv(const char *mode, const char *query, int limit,
+                                  char *const *collections, size_t ncollections, const char **argv,
+                                  size_t max, char *store);
 
 /* Parses what `qmd <mode> --json` printed: a JSON array of {docid, score,
  * file ("qmd://<collection>/<path>"), snippet}, possibly after noise; "No
  * results found" (on stdout, or on stderr with stdout empty) is no hits.
  * CM_EINVAL with a reason when it is not that ("returned invalid JSON: ..."). */
-cm_rc qmd_parse_hits(const char *out, const char *errs, qmd_hits *hits, char *err, size_t errlen);
+cm_rc cm_backend_qmd_parse_hits(const char *out, const char *errs, qmd_hits *hits, char *err,
+                                size_t errlen);
 
 /* True when stderr/stdout say the command refused a flag ("unknown option",
  * "unknown flag", "unrecognized option", "unexpected argument", ...). */
-bool qmd_refused_flags(const char *text);
+bool cm_backend_qmd_refused_flags(const char *text);
 
 /* ---- qmd_sidecar.c: collections, updates, the schedule -------------------- */
 
@@ -111,7 +115,7 @@ typedef struct qmd_collection {
 typedef int64_t (*qmd_clock_fn)(void *ctx); /* milliseconds since the epoch */
 
 typedef struct qmd_sidecar {
-    /* set by qmd_sidecar_init, read-only afterwards */
+    /* set by cm_backend_qmd_sidecar_init, read-only afterwards */
     const cm_config *cfg;
     cm_logger lg;
     char *command;                /* the executable (first word of memory.qmd.command) */
@@ -139,36 +143,36 @@ typedef struct qmd_sidecar {
 /* Sets up q for cfg (which must outlive it): the collections of
  * includeDefaultMemory, paths[] and the sessions export, the QMD home and
  * the environment. clock NULL: the real clock. Runs nothing. */
-cm_rc qmd_sidecar_init(qmd_sidecar *q, const cm_config *cfg, const cm_logger *lg,
-                       qmd_clock_fn clock, void *clock_ctx, char *err, size_t errlen);
+cm_rc cm_backend_qmd_sidecar_init(qmd_sidecar *q, const cm_config *cfg, const cm_logger *lg,
+                                  qmd_clock_fn clock, void *clock_ctx, char *err, size_t errlen);
 /* Creates the QMD home and registers the collections (`qmd collection add`)
  * that QMD does not list yet, or lists with another root or pattern; then,
  * with update.onBoot, the boot update (waited for with waitForBootSync,
  * else on the schedule's thread), and the schedule's thread when
  * update.interval > 0 or a boot update runs in the background. CM_EIO when
  * QMD cannot run (missing binary, failure, timeout): the caller falls back. */
-cm_rc qmd_sidecar_start(qmd_sidecar *q, char *err, size_t errlen);
+cm_rc cm_backend_qmd_sidecar_start(qmd_sidecar *q, char *err, size_t errlen);
 /* One update now on the caller's thread (sessions export, `qmd update`, and
  * `qmd embed` when due and the mode needs vectors): `clawmem index` and the
  * schedule's thread. Skipped within update.debounceMs of the last unless
  * force. Another update in progress: waits for it (force) or returns. */
-cm_rc qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_t errlen);
+cm_rc cm_backend_qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_t errlen);
 /* Registers the collections again after QMD said one is missing (`qmd
  * collection list` consulted whatever the record says). */
-cm_rc qmd_sidecar_repair(qmd_sidecar *q, char *err, size_t errlen);
+cm_rc cm_backend_qmd_sidecar_repair(qmd_sidecar *q, char *err, size_t errlen);
 /* Wakes the schedule's thread to look at the clock again (tests that move it). */
-void qmd_sidecar_poke(qmd_sidecar *q);
+void cm_backend_qmd_sidecar_poke(qmd_sidecar *q);
 /* Stops the thread (killing a run in progress) and frees q. */
-void qmd_sidecar_release(qmd_sidecar *q);
+void cm_backend_qmd_sidecar_release(qmd_sidecar *q);
 
-/* Runs `qmd <args>` in q's home with timeout_ms; res as qmd_run. */
-cm_rc qmd_sidecar_run(qmd_sidecar *q, const char *const *args, int64_t timeout_ms, bool discard,
-                      qmd_run_result *res, char *err, size_t errlen);
+/* Runs `qmd <args>` in q's home with timeout_ms; res as cm_backend_qmd_run. */
+cm_rc cm_backend_qmd_sidecar_run(qmd_sidecar *q, const char *const *args, int64_t timeout_ms,
+                                 bool discard, qmd_run_result *res, char *err, size_t errlen);
 /* The collection named name, or NULL. */
-const qmd_collection *qmd_sidecar_collection(const qmd_sidecar *q, const char *name);
+const qmd_collection *cm_backend_qmd_sidecar_collection(const qmd_sidecar *q, const char *name);
 /* Writes the sessions export now (sanitised User/Assistant transcripts as
  * Markdown, one file per session, older than retentionDays left out, files of
  * removed sessions deleted). */
-cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen);
+cm_rc cm_backend_qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen);
 
 #endif

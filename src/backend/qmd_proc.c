@@ -22,10 +22,10 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void qmd_run_result_release(qmd_run_result *r)
+void cm_backend_qmd_run_result_release(qmd_run_result *r)
 {
-    buf_release(&r->out);
-    buf_release(&r->err);
+    cm_buf_release(&r->out);
+    cm_buf_release(&r->err);
     memset(r, 0, sizeof *r);
 }
 
@@ -47,7 +47,7 @@ static void procs_set(qmd_procs *p, pid_t pid, bool on)
     pthread_mutex_unlock(&p->mu);
 }
 
-void qmd_kill_all(qmd_procs *p)
+void cm_backend_qmd_kill_all(qmd_procs *p)
 {
     pthread_mutex_lock(&p->mu);
     p->closed = true;
@@ -68,12 +68,13 @@ static bool drain(int fd, buf *b, bool discard, bool *too_much)
         *too_much = true;
         return true;
     }
-    if (buf_add(b, tmp, (size_t)n)) *too_much = true;
+    if (cm_buf_add(b, tmp, (size_t)n)) *too_much = true;
     return true;
 }
 
-cm_rc qmd_run(const char *const *argv, char *const *envp, const char *cwd, int64_t timeout_ms,
-              bool discard_out, qmd_procs *procs, qmd_run_result *res, char *err, size_t errlen)
+cm_rc cm_backend_qmd_run(const char *const *argv, char *const *envp, const char *cwd,
+                         int64_t timeout_ms, bool discard_out, qmd_procs *procs,
+                         qmd_run_result *res, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     int po[2] = {-1, -1}, pe[2] = {-1, -1};
@@ -168,21 +169,22 @@ out:
     return rc;
 }
 
-cm_rc qmd_run_failure(const qmd_run_result *r, const char *summary, int64_t timeout_ms, buf *out)
+cm_rc cm_backend_qmd_run_failure(const qmd_run_result *r, const char *summary, int64_t timeout_ms,
+                                 buf *out)
 {
     if (r->timed_out)
-        return buf_printf(out, "%s timed out after %lldms", summary, (long long)timeout_ms);
+        return cm_buf_printf(out, "%s timed out after %lldms", summary, (long long)timeout_ms);
     if (r->too_much)
-        return buf_printf(out, "%s produced too much output (limit %u chars)", summary,
-                          QMD_MAX_OUTPUT);
+        return cm_buf_printf(out, "%s produced too much output (limit %u chars)", summary,
+                             QMD_MAX_OUTPUT);
     if (r->status == 0) return CM_OK;
     const buf *why = r->err.len ? &r->err : &r->out;
     size_t n = why->len;
     while (n && (why->data[n - 1] == '\n' || why->data[n - 1] == ' '))
         n--;
     if (r->status < 0)
-        return buf_printf(out, "%s was killed by a signal: %.*s", summary, (int)CM_MIN(n, 300),
-                          n ? why->data : "");
-    return buf_printf(out, "%s failed (code %d): %.*s", summary, r->status, (int)CM_MIN(n, 300),
-                      n ? why->data : "");
+        return cm_buf_printf(out, "%s was killed by a signal: %.*s", summary, (int)CM_MIN(n, 300),
+                             n ? why->data : "");
+    return cm_buf_printf(out, "%s failed (code %d): %.*s", summary, r->status, (int)CM_MIN(n, 300),
+                         n ? why->data : "");
 }

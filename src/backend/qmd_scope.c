@@ -23,7 +23,7 @@ static void lower_trim(const char *s, char *out, size_t cap)
     out[i] = 0;
 }
 
-void qmd_scope_parse(const char *session_key, qmd_scope_key *k)
+void cm_backend_qmd_scope_parse(const char *session_key, qmd_scope_key *k)
 {
     char raw[256], *parts[16];
     size_t np = 0;
@@ -81,7 +81,7 @@ void qmd_scope_parse(const char *session_key, qmd_scope_key *k)
                                               : "direct");
 }
 
-bool qmd_scope_allowed(const cm_qmd_config *q, const char *session_key)
+bool cm_backend_qmd_scope_allowed(const cm_qmd_config *q, const char *session_key)
 {
     const cm_qmd_rule *rules = q->rules;
     size_t nrules = q->nrules;
@@ -94,7 +94,7 @@ bool qmd_scope_allowed(const cm_qmd_config *q, const char *session_key)
     }
     qmd_scope_key k;
     char raw[256] = "", pre[256];
-    qmd_scope_parse(session_key, &k);
+    cm_backend_qmd_scope_parse(session_key, &k);
     if (session_key) lower_trim(session_key, raw, sizeof raw);
     for (size_t i = 0; i < nrules; i++) {
         const cm_qmd_rule *r = &rules[i];

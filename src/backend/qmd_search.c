@@ -11,7 +11,7 @@
 
 #include "qmd.h"
 
-void qmd_hits_release(qmd_hits *h)
+void cm_backend_qmd_hits_release(qmd_hits *h)
 {
     for (size_t i = 0; i < h->n; i++) {
         free(h->v[i].collection);
@@ -24,8 +24,9 @@ void qmd_hits_release(qmd_hits *h)
     h->n = 0;
 }
 
-size_t qmd_search_argv(const char *mode, const char *query, int limit, char *const *collections,
-                       size_t ncollections, const char **argv, size_t max, char *store)
+size_t cm_backend_qmd_search_argv(const char *mode, const char *query, int limit,
+                                  char *const *collections, size_t ncollections, const char **argv,
+                                  size_t max, char *store)
 {
     size_t n = 0;
     snprintf(store, 64, "%d", limit);
@@ -88,7 +89,7 @@ static bool no_results(const char *s)
     return false;
 }
 
-bool qmd_refused_flags(const char *text)
+bool cm_backend_qmd_refused_flags(const char *text)
 {
     static const char *const marks[] = {"unknown flag", "unknown option", "unrecognized option",
                                         "flag provided but not defined", "unexpected argument"};
@@ -212,7 +213,8 @@ static cm_rc take_array(json_t *arr, qmd_hits *hits)
     return CM_OK;
 }
 
-cm_rc qmd_parse_hits(const char *out, const char *errs, qmd_hits *hits, char *err, size_t errlen)
+cm_rc cm_backend_qmd_parse_hits(const char *out, const char *errs, qmd_hits *hits, char *err,
+                                size_t errlen)
 {
     cm_rc rc = CM_OK;
     json_t *arr = NULL;
@@ -239,7 +241,7 @@ cm_rc qmd_parse_hits(const char *out, const char *errs, qmd_hits *hits, char *er
     CHECK(take_array(arr, hits));
 out:
     json_decref(arr);
-    if (rc) qmd_hits_release(hits);
+    if (rc) cm_backend_qmd_hits_release(hits);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     return rc;
 }

@@ -70,7 +70,7 @@ static cm_rc add_collection(qmd_sidecar *q, const char *base, const char *root, 
     snprintf(name, sizeof name, "%s-%s", *b ? b : "collection", *agent ? agent : "agent");
     char unique[220];
     snprintf(unique, sizeof unique, "%s", name);
-    for (int k = 2; qmd_sidecar_collection(q, unique); k++)
+    for (int k = 2; cm_backend_qmd_sidecar_collection(q, unique); k++)
         snprintf(unique, sizeof unique, "%s-%d", name, k);
     qmd_collection *v = realloc(q->cols, (q->ncols + 1) * sizeof *v);
     if (!v) return CM_ENOMEM;
@@ -85,7 +85,7 @@ static cm_rc add_collection(qmd_sidecar *q, const char *base, const char *root, 
     return c->name && c->root && c->pattern ? CM_OK : CM_ENOMEM;
 }
 
-const qmd_collection *qmd_sidecar_collection(const qmd_sidecar *q, const char *name)
+const qmd_collection *cm_backend_qmd_sidecar_collection(const qmd_sidecar *q, const char *name)
 {
     for (size_t i = 0; i < q->ncols; i++)
         if (!strcmp(q->cols[i].name, name)) return &q->cols[i];
@@ -96,18 +96,18 @@ const qmd_collection *qmd_sidecar_collection(const qmd_sidecar *q, const char *n
 static char *resolve_path(const char *raw, const char *ws)
 {
     buf b = BUF_INIT;
-    char *x = fs_expand_home(raw);
+    char *x = cm_fs_expand_home(raw);
     if (!x) return NULL;
     if (x[0] != '/') {
-        if (fs_join(&b, ws, x)) {
+        if (cm_fs_join(&b, ws, x)) {
             free(x);
-            buf_release(&b);
+            cm_buf_release(&b);
             return NULL;
         }
         free(x);
-        x = buf_detach(&b);
+        x = cm_buf_detach(&b);
     }
-    if (x) fs_normalise(x);
+    if (x) cm_fs_normalise(x);
     return x;
 }
 
@@ -134,15 +134,15 @@ static cm_rc build_env(qmd_sidecar *q)
                              {"XDG_CACHE_HOME", q->xdg_cache},
                              {"NO_COLOR", "1"}};
     for (size_t i = 0; i < ARRAY_LEN(vals); i++) {
-        buf_reset(&b);
-        if (buf_printf(&b, "%s=%s", vals[i][0], vals[i][1])) return CM_ENOMEM;
-        if (!(q->env[k++] = buf_detach(&b))) return CM_ENOMEM;
+        cm_buf_reset(&b);
+        if (cm_buf_printf(&b, "%s=%s", vals[i][0], vals[i][1])) return CM_ENOMEM;
+        if (!(q->env[k++] = cm_buf_detach(&b))) return CM_ENOMEM;
     }
     return CM_OK;
 }
 
-cm_rc qmd_sidecar_init(qmd_sidecar *q, const cm_config *cfg, const cm_logger *lg,
-                       qmd_clock_fn clock, void *clock_ctx, char *err, size_t errlen)
+cm_rc cm_backend_qmd_sidecar_init(qmd_sidecar *q, const cm_config *cfg, const cm_logger *lg,
+                                  qmd_clock_fn clock, void *clock_ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     const cm_qmd_config *c = &cfg->qmd;
@@ -168,26 +168,26 @@ cm_rc qmd_sidecar_init(qmd_sidecar *q, const cm_config *cfg, const cm_logger *lg
     char *word = cm_strndup(cmd, cl);
     if (!word) CHECK(CM_ENOMEM);
     if (word[0] == '~') {
-        q->command = fs_expand_home(word);
+        q->command = cm_fs_expand_home(word);
         free(word);
     } else {
         q->command = word;
     }
     q->mode = cm_strdup(c->search_mode ? c->search_mode : "search");
-    CHECK(buf_printf(&b, "%s/agents/%s/qmd", cfg->state_dir, cfg->agent_id));
-    q->dir = buf_detach(&b);
-    CHECK(buf_printf(&b, "%s/xdg-config", q->dir));
-    q->xdg_config = buf_detach(&b);
-    CHECK(buf_printf(&b, "%s/xdg-cache", q->dir));
-    q->xdg_cache = buf_detach(&b);
+    CHECK(cm_buf_printf(&b, "%s/agents/%s/qmd", cfg->state_dir, cfg->agent_id));
+    q->dir = cm_buf_detach(&b);
+    CHECK(cm_buf_printf(&b, "%s/xdg-config", q->dir));
+    q->xdg_config = cm_buf_detach(&b);
+    CHECK(cm_buf_printf(&b, "%s/xdg-cache", q->dir));
+    q->xdg_cache = cm_buf_detach(&b);
     if (!q->command || !q->mode || !q->dir || !q->xdg_config || !q->xdg_cache) CHECK(CM_ENOMEM);
     CHECK(build_env(q));
     if (c->include_default_memory) {
-        CHECK(buf_printf(&b, "%s/memory", cfg->workspace));
+        CHECK(cm_buf_printf(&b, "%s/memory", cfg->workspace));
         CHECK(add_collection(q, "memory-root", cfg->workspace, "MEMORY.md", false));
         CHECK(add_collection(q, "memory-alt", cfg->workspace, "memory.md", false));
         CHECK(add_collection(q, "memory-dir", b.data, "**/*.md", false));
-        buf_reset(&b);
+        cm_buf_reset(&b);
     }
     for (size_t i = 0; i < c->npaths; i++) {
         char *root = resolve_path(c->paths[i].path, cfg->workspace);
@@ -204,19 +204,19 @@ cm_rc qmd_sidecar_init(qmd_sidecar *q, const cm_config *cfg, const cm_logger *lg
     if (c->sessions_enabled) {
         if (c->sessions_export_dir)
             q->export_dir = resolve_path(c->sessions_export_dir, cfg->workspace);
-        else if (!buf_printf(&b, "%s/sessions", q->dir))
-            q->export_dir = buf_detach(&b);
+        else if (!cm_buf_printf(&b, "%s/sessions", q->dir))
+            q->export_dir = cm_buf_detach(&b);
         if (!q->export_dir) CHECK(CM_ENOMEM);
         CHECK(add_collection(q, "sessions", q->export_dir, "**/*.md", true));
     }
 out:
-    buf_release(&b);
+    cm_buf_release(&b);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     return rc;
 }
 
-cm_rc qmd_sidecar_run(qmd_sidecar *q, const char *const *args, int64_t timeout_ms, bool discard,
-                      qmd_run_result *res, char *err, size_t errlen)
+cm_rc cm_backend_qmd_sidecar_run(qmd_sidecar *q, const char *const *args, int64_t timeout_ms,
+                                 bool discard, qmd_run_result *res, char *err, size_t errlen)
 {
     const char *argv[48];
     size_t n = 0;
@@ -226,7 +226,7 @@ cm_rc qmd_sidecar_run(qmd_sidecar *q, const char *const *args, int64_t timeout_m
     argv[n] = NULL;
     /* cwd: the workspace, as 2026.3.22 (a project .qmd/ above it is QMD's business) */
     const char *cwd = access(q->cfg->workspace, X_OK) == 0 ? q->cfg->workspace : q->dir;
-    return qmd_run(argv, q->env, cwd, timeout_ms, discard, &q->procs, res, err, errlen);
+    return cm_backend_qmd_run(argv, q->env, cwd, timeout_ms, discard, &q->procs, res, err, errlen);
 }
 
 /* Runs args and turns any failure into CM_EIO with one line in err. */
@@ -234,12 +234,12 @@ static cm_rc run_checked(qmd_sidecar *q, const char *const *args, const char *su
                          int64_t timeout_ms, bool discard, qmd_run_result *res, char *err,
                          size_t errlen)
 {
-    cm_rc rc = qmd_sidecar_run(q, args, timeout_ms, discard, res, err, errlen);
+    cm_rc rc = cm_backend_qmd_sidecar_run(q, args, timeout_ms, discard, res, err, errlen);
     if (rc || run_ok(res)) return rc;
     buf why = BUF_INIT;
-    qmd_run_failure(res, summary, timeout_ms, &why);
+    cm_backend_qmd_run_failure(res, summary, timeout_ms, &why);
     cm_seterr(err, errlen, CM_EIO, "%s", why.data ? why.data : summary);
-    buf_release(&why);
+    cm_buf_release(&why);
     return CM_EIO;
 }
 
@@ -248,7 +248,7 @@ static cm_rc run_checked(qmd_sidecar *q, const char *const *args, const char *su
 static cm_rc record_text(const qmd_sidecar *q, buf *b)
 {
     for (size_t i = 0; i < q->ncols; i++)
-        if (buf_printf(b, "%s\t%s\t%s\n", q->cols[i].name, q->cols[i].root, q->cols[i].pattern))
+        if (cm_buf_printf(b, "%s\t%s\t%s\n", q->cols[i].name, q->cols[i].root, q->cols[i].pattern))
             return CM_ENOMEM;
     return CM_OK;
 }
@@ -290,7 +290,7 @@ static cm_rc listed_collections(const char *out, buf *names)
             size_t pl = strlen(p);
             while (pl && (p[pl - 1] == ' ' || p[pl - 1] == '\r'))
                 p[--pl] = 0;
-            if (buf_printf(names, "%s\t%s\n", cur, p)) return CM_ENOMEM;
+            if (cm_buf_printf(names, "%s\t%s\n", cur, p)) return CM_ENOMEM;
             cur[0] = 0;
         }
         s = e ? e + 1 : NULL;
@@ -313,10 +313,10 @@ static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t er
     qmd_run_result res = {0};
     char e2[512];
     CHECK(record_text(q, &want));
-    CHECK(buf_printf(&path, "%s/" QMD_RECORD, q->dir));
-    bool have_rec = fs_read_file(path.data, 1 << 20, &have, e2, sizeof e2) == CM_OK;
-    buf_reset(&path);
-    CHECK(buf_printf(&path, "%s/index.yml", q->xdg_config));
+    CHECK(cm_buf_printf(&path, "%s/" QMD_RECORD, q->dir));
+    bool have_rec = cm_fs_read_file(path.data, 1 << 20, &have, e2, sizeof e2) == CM_OK;
+    cm_buf_reset(&path);
+    CHECK(cm_buf_printf(&path, "%s/index.yml", q->xdg_config));
     bool have_yml = access(path.data, F_OK) == 0;
     if (!check && have_rec && have_yml && have.len == want.len &&
         (!want.len || !memcmp(have.data, want.data, want.len)))
@@ -324,11 +324,11 @@ static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t er
     const char *list[] = {"collection", "list", NULL};
     CHECK(run_checked(q, list, "qmd collection list", q->cfg->qmd.command_timeout_ms, false, &res,
                       err, errlen));
-    CHECK(buf_addc(&listed, '\n')); /* every entry follows a '\n': matched whole */
+    CHECK(cm_buf_addc(&listed, '\n')); /* every entry follows a '\n': matched whole */
     CHECK(listed_collections(res.out.data, &listed));
-    CHECK(buf_addc(&recorded, '\n'));
-    if (have_rec && have.len) CHECK(buf_add(&recorded, have.data, have.len));
-    qmd_run_result_release(&res);
+    CHECK(cm_buf_addc(&recorded, '\n'));
+    if (have_rec && have.len) CHECK(cm_buf_add(&recorded, have.data, have.len));
+    cm_backend_qmd_run_result_release(&res);
     for (size_t i = 0; i < q->ncols; i++) {
         const qmd_collection *c = &q->cols[i];
         char line[700], name_tab[220];
@@ -342,15 +342,16 @@ static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t er
         if (same_pattern && same_root) continue;
         if (named) {
             const char *rm[] = {"collection", "remove", c->name, NULL};
-            qmd_sidecar_run(q, rm, q->cfg->qmd.command_timeout_ms, true, &res, e2, sizeof e2);
-            qmd_run_result_release(&res);
+            cm_backend_qmd_sidecar_run(q, rm, q->cfg->qmd.command_timeout_ms, true, &res, e2,
+                                       sizeof e2);
+            cm_backend_qmd_run_result_release(&res);
         }
-        if (has_glob(c->pattern)) fs_mkdirs(c->root, e2, sizeof e2);
+        if (has_glob(c->pattern)) cm_fs_mkdirs(c->root, e2, sizeof e2);
         const char *add[] = {"collection", "add",    c->root,    "--name",
                              c->name,      "--mask", c->pattern, NULL};
         rc = run_checked(q, add, "qmd collection add", q->cfg->qmd.command_timeout_ms, true, &res,
                          err, errlen);
-        qmd_run_result_release(&res);
+        cm_backend_qmd_run_result_release(&res);
         if (rc) {
             if (!strstr(err, "exists")) goto out;
             cm_logf(&q->lg, CM_LOG_WARN, "qmd collection add skipped for %s: %s", c->name, err);
@@ -359,16 +360,16 @@ static cm_rc ensure_collections(qmd_sidecar *q, bool check, char *err, size_t er
     }
     write_small(q->dir, QMD_RECORD, want.data);
 out:
-    qmd_run_result_release(&res);
-    buf_release(&want);
-    buf_release(&have);
-    buf_release(&listed);
-    buf_release(&recorded);
-    buf_release(&path);
+    cm_backend_qmd_run_result_release(&res);
+    cm_buf_release(&want);
+    cm_buf_release(&have);
+    cm_buf_release(&listed);
+    cm_buf_release(&recorded);
+    cm_buf_release(&path);
     return rc;
 }
 
-cm_rc qmd_sidecar_repair(qmd_sidecar *q, char *err, size_t errlen)
+cm_rc cm_backend_qmd_sidecar_repair(qmd_sidecar *q, char *err, size_t errlen)
 {
     return ensure_collections(q, true, err, errlen);
 }
@@ -380,14 +381,14 @@ static void load_state(qmd_sidecar *q)
     char path[4096], e2[256];
     buf b = BUF_INIT;
     snprintf(path, sizeof path, "%s/" QMD_STATE, q->dir);
-    if (fs_read_file(path, 4096, &b, e2, sizeof e2) == CM_OK && b.data) {
+    if (cm_fs_read_file(path, 4096, &b, e2, sizeof e2) == CM_OK && b.data) {
         long long u = 0, e = 0;
         if (sscanf(b.data, "update %lld embed %lld", &u, &e) == 2) {
             q->last_update_ms = u;
             q->last_embed_ms = e;
         }
     }
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 static void save_state(qmd_sidecar *q)
@@ -405,7 +406,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
+cm_rc cm_backend_qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf path = BUF_INIT, text = BUF_INIT, md = BUF_INIT, old = BUF_INIT;
@@ -414,7 +415,7 @@ cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
     DIR *d = NULL;
     char e2[256];
     if (!q->export_dir) return CM_OK;
-    CHECK(fs_mkdirs(q->export_dir, err, errlen));
+    CHECK(cm_fs_mkdirs(q->export_dir, err, errlen));
     int64_t cutoff = q->cfg->qmd.sessions_retention_days > 0
                          ? now_ms(q) - (int64_t)q->cfg->qmd.sessions_retention_days * 86400000
                          : INT64_MIN;
@@ -423,23 +424,23 @@ cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
     while (d && (de = readdir(d))) {
         size_t nl = strlen(de->d_name);
         if (nl < 7 || strcmp(de->d_name + nl - 6, ".jsonl") != 0 || de->d_name[0] == '.') continue;
-        buf_reset(&path);
-        CHECK(fs_join(&path, q->cfg->sessions_dir, de->d_name));
+        cm_buf_reset(&path);
+        CHECK(cm_fs_join(&path, q->cfg->sessions_dir, de->d_name));
         struct stat st;
         if (lstat(path.data, &st) || !S_ISREG(st.st_mode)) continue;
         int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
         if (mtime < cutoff) continue;
-        buf_reset(&text);
-        if (fs_read_file(path.data, 64u << 20, &text, e2, sizeof e2)) continue;
+        cm_buf_reset(&text);
+        if (cm_fs_read_file(path.data, 64u << 20, &text, e2, sizeof e2)) continue;
         session_doc doc;
         memset(&doc, 0, sizeof doc);
-        if (session_extract(text.data, text.len, &doc)) continue;
-        buf_reset(&md);
+        if (cm_session_extract(text.data, text.len, &doc)) continue;
+        cm_buf_reset(&md);
         char base[256];
         snprintf(base, sizeof base, "%.*s", (int)(nl - 6), de->d_name);
-        rc =
-            buf_printf(&md, "# Session %s\n\n%s\n", base, doc.text.len ? doc.text.data : "(empty)");
-        session_doc_release(&doc);
+        rc = cm_buf_printf(&md, "# Session %s\n\n%s\n", base,
+                           doc.text.len ? doc.text.data : "(empty)");
+        cm_session_doc_release(&doc);
         CHECK(rc);
         char name[300];
         snprintf(name, sizeof name, "%s.md", base);
@@ -450,11 +451,11 @@ cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
         }
         keep = kv;
         nkeep++;
-        buf_reset(&path);
-        CHECK(fs_join(&path, q->export_dir, name));
-        buf_reset(&old);
-        if (fs_read_file(path.data, 64u << 20, &old, e2, sizeof e2) == CM_OK && old.len == md.len &&
-            !memcmp(old.data, md.data, md.len))
+        cm_buf_reset(&path);
+        CHECK(cm_fs_join(&path, q->export_dir, name));
+        cm_buf_reset(&old);
+        if (cm_fs_read_file(path.data, 64u << 20, &old, e2, sizeof e2) == CM_OK &&
+            old.len == md.len && !memcmp(old.data, md.data, md.len))
             continue; /* unchanged */
         write_small(q->export_dir, name, md.data);
     }
@@ -468,8 +469,8 @@ cm_rc qmd_export_sessions(qmd_sidecar *q, char *err, size_t errlen)
         if (nl < 4 || strcmp(de->d_name + nl - 3, ".md") != 0) continue;
         const char *key = de->d_name;
         if (nkeep && bsearch(&key, keep, nkeep, sizeof *keep, cmp_str)) continue;
-        buf_reset(&path);
-        CHECK(fs_join(&path, q->export_dir, de->d_name));
+        cm_buf_reset(&path);
+        CHECK(cm_fs_join(&path, q->export_dir, de->d_name));
         unlink(path.data);
     }
 out:
@@ -477,10 +478,10 @@ out:
     for (size_t i = 0; i < nkeep; i++)
         free(keep[i]);
     free(keep);
-    buf_release(&path);
-    buf_release(&text);
-    buf_release(&md);
-    buf_release(&old);
+    cm_buf_release(&path);
+    cm_buf_release(&text);
+    cm_buf_release(&md);
+    cm_buf_release(&old);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     return rc;
 }
@@ -501,11 +502,11 @@ static cm_rc do_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
     cm_rc rc = CM_OK;
     qmd_run_result res = {0};
     char e2[512];
-    if (q->export_dir && qmd_export_sessions(q, e2, sizeof e2))
+    if (q->export_dir && cm_backend_qmd_export_sessions(q, e2, sizeof e2))
         cm_logf(&q->lg, CM_LOG_WARN, "qmd sessions export failed: %s", e2);
     const char *up[] = {"update", NULL};
     rc = run_checked(q, up, "qmd update", q->cfg->qmd.update_timeout_ms, true, &res, err, errlen);
-    qmd_run_result_release(&res);
+    cm_backend_qmd_run_result_release(&res);
     int64_t now = now_ms(q);
     if (!rc && embed_due(q, force, now)) {
         const char *em[] = {"embed", NULL};
@@ -524,7 +525,7 @@ static cm_rc do_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
             q->embed_failures = 0;
             q->embed_backoff_until_ms = 0;
         }
-        qmd_run_result_release(&res);
+        cm_backend_qmd_run_result_release(&res);
     }
     pthread_mutex_lock(&q->mu);
     q->last_update_ms = now;
@@ -553,7 +554,7 @@ static int lock_updates(const qmd_sidecar *q, bool wait)
     return fd;
 }
 
-cm_rc qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
+cm_rc cm_backend_qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
 {
     pthread_mutex_lock(&q->mu);
     while (q->updating && force && !q->stop)
@@ -613,7 +614,7 @@ static void *schedule_main(void *arg)
         bool force = q->force;
         q->kick = q->force = false;
         pthread_mutex_unlock(&q->mu);
-        if (qmd_sidecar_update(q, force, err, sizeof err))
+        if (cm_backend_qmd_sidecar_update(q, force, err, sizeof err))
             cm_logf(&q->lg, CM_LOG_WARN, "qmd update failed: %s", err);
         pthread_mutex_lock(&q->mu);
         if (!q->stop && iv <= 0) break; /* a boot update only */
@@ -622,19 +623,19 @@ static void *schedule_main(void *arg)
     return NULL;
 }
 
-cm_rc qmd_sidecar_start(qmd_sidecar *q, char *err, size_t errlen)
+cm_rc cm_backend_qmd_sidecar_start(qmd_sidecar *q, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     const cm_qmd_config *c = &q->cfg->qmd;
-    CHECK(fs_mkdirs(q->xdg_config, err, errlen));
-    CHECK(fs_mkdirs(q->xdg_cache, err, errlen));
-    if (q->export_dir) CHECK(fs_mkdirs(q->export_dir, err, errlen));
+    CHECK(cm_fs_mkdirs(q->xdg_config, err, errlen));
+    CHECK(cm_fs_mkdirs(q->xdg_cache, err, errlen));
+    if (q->export_dir) CHECK(cm_fs_mkdirs(q->export_dir, err, errlen));
     load_state(q);
     CHECK(ensure_collections(q, false, err, errlen));
     bool boot_bg = false;
     if (c->on_boot) {
         if (c->wait_for_boot_sync) {
-            if (qmd_sidecar_update(q, false, err, errlen)) {
+            if (cm_backend_qmd_sidecar_update(q, false, err, errlen)) {
                 cm_logf(&q->lg, CM_LOG_WARN, "qmd boot update failed: %s", err);
                 if (strstr(err, "cannot run")) CHECK(CM_EIO);
             }
@@ -655,14 +656,14 @@ out:
     return rc;
 }
 
-void qmd_sidecar_poke(qmd_sidecar *q)
+void cm_backend_qmd_sidecar_poke(qmd_sidecar *q)
 {
     pthread_mutex_lock(&q->mu);
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
 }
 
-void qmd_sidecar_release(qmd_sidecar *q)
+void cm_backend_qmd_sidecar_release(qmd_sidecar *q)
 {
     pthread_mutex_lock(&q->mu);
     bool started = q->thread_started;
@@ -670,7 +671,7 @@ void qmd_sidecar_release(qmd_sidecar *q)
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
     if (started) {
-        qmd_kill_all(&q->procs); /* an update in progress ends now */
+        cm_backend_qmd_kill_all(&q->procs); /* an update in progress ends now */
         pthread_join(q->thread, NULL);
     }
     for (size_t i = 0; i < q->ncols; i++) {

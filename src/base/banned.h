@@ -1,6 +1,6 @@
 /*
  * banned.h — functions that are too easy to misuse, made compile errors.
- * Included last by common.h, so every file of ours gets it. Use buf_printf,
+ * Included last by common.h, so every file of ours gets it. Use cm_buf_printf,
  * snprintf, strtol-family parsers and explicit lengths instead.
  */
 #ifndef CM_BANNED_H

@@ -3,32 +3,32 @@
  */
 #include "buf.h"
 
-char buf_empty[1];
+char cm_buf_empty[1];
 
-void buf_init(buf *b, size_t max)
+void cm_buf_init(buf *b, size_t max)
 {
-    b->data = buf_empty;
+    b->data = cm_buf_empty;
     b->len = b->cap = 0;
     b->max = max;
 }
 
-void buf_release(buf *b)
+void cm_buf_release(buf *b)
 {
     if (b->cap) free(b->data);
-    b->data = buf_empty;
+    b->data = cm_buf_empty;
     b->len = b->cap = 0;
 }
 
-void buf_reset(buf *b)
+void cm_buf_reset(buf *b)
 {
     b->len = 0;
     if (b->cap)
         b->data[0] = 0;
     else
-        b->data = buf_empty;
+        b->data = cm_buf_empty;
 }
 
-cm_rc buf_grow(buf *b, size_t extra)
+cm_rc cm_buf_grow(buf *b, size_t extra)
 {
     if (extra > SIZE_MAX / 2 - b->len) return CM_ETOOBIG;
     size_t need = b->len + extra + 1;
@@ -45,9 +45,9 @@ cm_rc buf_grow(buf *b, size_t extra)
     return CM_OK;
 }
 
-cm_rc buf_add(buf *b, const void *p, size_t n)
+cm_rc cm_buf_add(buf *b, const void *p, size_t n)
 {
-    cm_rc rc = buf_grow(b, n);
+    cm_rc rc = cm_buf_grow(b, n);
     if (rc) return rc;
     if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
@@ -55,22 +55,22 @@ cm_rc buf_add(buf *b, const void *p, size_t n)
     return CM_OK;
 }
 
-cm_rc buf_adds(buf *b, const char *s)
+cm_rc cm_buf_adds(buf *b, const char *s)
 {
-    return buf_add(b, s, strlen(s));
+    return cm_buf_add(b, s, strlen(s));
 }
 
-cm_rc buf_addc(buf *b, char c)
+cm_rc cm_buf_addc(buf *b, char c)
 {
-    return buf_add(b, &c, 1);
+    return cm_buf_add(b, &c, 1);
 }
 
-cm_rc buf_vprintf(buf *b, const char *fmt, va_list ap)
+cm_rc cm_buf_vprintf(buf *b, const char *fmt, va_list ap)
 {
     va_list again;
     va_copy(again, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
-    cm_rc rc = n < 0 ? CM_EINVAL : buf_grow(b, (size_t)n);
+    cm_rc rc = n < 0 ? CM_EINVAL : cm_buf_grow(b, (size_t)n);
     if (!rc) {
         vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
         b->len += (size_t)n;
@@ -79,19 +79,19 @@ cm_rc buf_vprintf(buf *b, const char *fmt, va_list ap)
     return rc;
 }
 
-cm_rc buf_printf(buf *b, const char *fmt, ...)
+cm_rc cm_buf_printf(buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    cm_rc rc = buf_vprintf(b, fmt, ap);
+    cm_rc rc = cm_buf_vprintf(b, fmt, ap);
     va_end(ap);
     return rc;
 }
 
-char *buf_detach(buf *b)
+char *cm_buf_detach(buf *b)
 {
     char *p = b->cap ? b->data : calloc(1, 1);
-    b->data = buf_empty;
+    b->data = cm_buf_empty;
     b->len = b->cap = 0;
     return p;
 }

@@ -49,7 +49,7 @@ const char *cm_strerror(cm_rc rc)
 void cm_msg_clean(char *msg, size_t size)
 {
     size_t n = strlen(msg);
-    if (!utf8_needs_escape(msg, n)) return;
+    if (!cm_utf8_needs_escape(msg, n)) return;
     char *copy = cm_strndup(msg, n);
     if (!copy) { /* no memory: blank what cannot be shown */
         for (size_t i = 0; i < n; i++)
@@ -57,11 +57,11 @@ void cm_msg_clean(char *msg, size_t size)
         return;
     }
     buf b;
-    buf_init(&b, size - 1);
-    utf8_escape_line(&b, copy, n); /* CM_ETOOBIG: cut at a boundary */
+    cm_buf_init(&b, size - 1);
+    cm_utf8_escape_line(&b, copy, n); /* CM_ETOOBIG: cut at a boundary */
     memcpy(msg, b.data, b.len);
     msg[b.len] = 0;
-    buf_release(&b);
+    cm_buf_release(&b);
     free(copy);
 }
 

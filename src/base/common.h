@@ -43,7 +43,7 @@ cm_rc cm_seterr(char *err, size_t errlen, cm_rc code, const char *fmt, ...)
 
 /* Makes msg (a NUL-terminated message in a buffer of size bytes) safe to
  * print on one line: control characters and invalid UTF-8 escaped as
- * utf8_escape_line does, cut at size. cm_seterr and cm_logf apply it to every
+ * cm_utf8_escape_line does, cut at size. cm_seterr and cm_logf apply it to every
  * message, so a file name or a server's answer never forges a line. */
 void cm_msg_clean(char *msg, size_t size);
 

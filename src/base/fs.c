@@ -30,9 +30,9 @@ static cm_rc read_file(const char *path, int nofollow, size_t max, buf *out, cha
         FAIL(CM_EIO, "%s: %s", path, strerror(errno));
     if ((uint64_t)st.st_size > max)
         FAIL(CM_ETOOBIG, "%s: %lld bytes, over the %zu-byte cap", path, (long long)st.st_size, max);
-    if (buf_grow(out, (size_t)st.st_size)) FAIL(CM_ENOMEM, "%s: out of memory", path);
+    if (cm_buf_grow(out, (size_t)st.st_size)) FAIL(CM_ENOMEM, "%s: out of memory", path);
     for (;;) {
-        if (out->len + 4096 > out->cap && buf_grow(out, 4096))
+        if (out->len + 4096 > out->cap && cm_buf_grow(out, 4096))
             FAIL(CM_ETOOBIG, "%s: over the %zu-byte cap", path, max);
         ssize_t r = read(fd, out->data + out->len, out->cap - out->len - 1);
         if (r < 0 && errno == EINTR) continue;
@@ -47,17 +47,17 @@ out:
     return rc;
 }
 
-cm_rc fs_read_file(const char *path, size_t max, buf *out, char *err, size_t errlen)
+cm_rc cm_fs_read_file(const char *path, size_t max, buf *out, char *err, size_t errlen)
 {
     return read_file(path, O_NOFOLLOW, max, out, err, errlen);
 }
 
-cm_rc fs_read_file_follow(const char *path, size_t max, buf *out, char *err, size_t errlen)
+cm_rc cm_fs_read_file_follow(const char *path, size_t max, buf *out, char *err, size_t errlen)
 {
     return read_file(path, 0, max, out, err, errlen);
 }
 
-cm_rc fs_mkdirs(const char *path, char *err, size_t errlen)
+cm_rc cm_fs_mkdirs(const char *path, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     char *p = cm_strdup(path);
@@ -68,7 +68,7 @@ cm_rc fs_mkdirs(const char *path, char *err, size_t errlen)
         *s = 0;
         if (mkdir(p, 0700) < 0 && errno != EEXIST) {
             char clip[FS_CLIP_MAX + 1];
-            FAIL(CM_EIO, "mkdir %s: %s", fs_clip(p, clip), strerror(errno));
+            FAIL(CM_EIO, "mkdir %s: %s", cm_fs_clip(p, clip), strerror(errno));
         }
         *s = c;
         if (!c) break;
@@ -78,16 +78,16 @@ out:
     return rc;
 }
 
-cm_rc fs_join(buf *out, const char *a, const char *b)
+cm_rc cm_fs_join(buf *out, const char *a, const char *b)
 {
-    if (b[0] == '/' || !a[0]) return buf_adds(out, b);
-    cm_rc rc = buf_adds(out, a);
-    if (!rc && a[strlen(a) - 1] != '/') rc = buf_addc(out, '/');
-    if (!rc) rc = buf_adds(out, b);
+    if (b[0] == '/' || !a[0]) return cm_buf_adds(out, b);
+    cm_rc rc = cm_buf_adds(out, a);
+    if (!rc && a[strlen(a) - 1] != '/') rc = cm_buf_addc(out, '/');
+    if (!rc) rc = cm_buf_adds(out, b);
     return rc;
 }
 
-char *fs_dirname(const char *path)
+char *cm_fs_dirname(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (!slash) return cm_strdup(".");
@@ -95,7 +95,7 @@ char *fs_dirname(const char *path)
     return cm_strndup(path, (size_t)(slash - path));
 }
 
-const char *fs_clip(const char *path, char out[FS_CLIP_MAX + 1])
+const char *cm_fs_clip(const char *path, char out[FS_CLIP_MAX + 1])
 {
     size_t n = strlen(path);
     if (n <= FS_CLIP_MAX) return path;
@@ -111,9 +111,9 @@ const char *fs_clip(const char *path, char out[FS_CLIP_MAX + 1])
     return out;
 }
 
-void fs_sync_dir(const char *path)
+void cm_fs_sync_dir(const char *path)
 {
-    char *dir = fs_dirname(path);
+    char *dir = cm_fs_dirname(path);
     if (!dir) return;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
@@ -123,20 +123,20 @@ void fs_sync_dir(const char *path)
     free(dir);
 }
 
-char *fs_expand_home(const char *path)
+char *cm_fs_expand_home(const char *path)
 {
     if (path[0] != '~' || (path[1] != '/' && path[1] != 0)) return cm_strdup(path);
     const char *home = getenv("HOME");
     if (!home || !*home) home = "/";
     buf b = BUF_INIT;
-    if (buf_adds(&b, home) || buf_adds(&b, path + 1)) {
-        buf_release(&b);
+    if (cm_buf_adds(&b, home) || cm_buf_adds(&b, path + 1)) {
+        cm_buf_release(&b);
         return NULL;
     }
-    return buf_detach(&b);
+    return cm_buf_detach(&b);
 }
 
-bool fs_normalise(char *p)
+bool cm_fs_normalise(char *p)
 {
     bool abs = p[0] == '/', ok = true;
     size_t base = abs ? 1 : 0, w = base, r = base, len = strlen(p);
@@ -185,14 +185,15 @@ static bool module_dir(char *dir, size_t n)
     return true;
 }
 
-char *fs_find_beside(const char *const *rels)
+char *cm_fs_find_beside(const char *const *rels)
 {
     char dir[PATH_MAX];
     if (!module_dir(dir, sizeof dir)) return NULL;
     for (size_t i = 0; rels[i]; i++) {
         buf b = BUF_INIT;
-        if (fs_join(&b, dir, rels[i]) == CM_OK && access(b.data, F_OK) == 0) return buf_detach(&b);
-        buf_release(&b);
+        if (cm_fs_join(&b, dir, rels[i]) == CM_OK && access(b.data, F_OK) == 0)
+            return cm_buf_detach(&b);
+        cm_buf_release(&b);
     }
     return NULL;
 }

@@ -95,7 +95,7 @@ static cm_rc parse_string(parser *p, buf *out)
         if (c == '\n' || c == '\r') return perr(p, "newline in string (escape it as \\n)");
         if (c == 0) return perr(p, "NUL character in string");
         if (c != '\\') {
-            if (buf_addc(out, (char)c)) return CM_ENOMEM;
+            if (cm_buf_addc(out, (char)c)) return CM_ENOMEM;
             advance(p, 1);
             continue;
         }
@@ -168,12 +168,12 @@ static cm_rc parse_string(parser *p, buf *out)
         default:
             if (e >= '1' && e <= '9') return perr(p, "bad escape");
             /* any other character escapes itself, including ' " \ / */
-            if (buf_addc(out, (char)e)) return CM_ENOMEM;
+            if (cm_buf_addc(out, (char)e)) return CM_ENOMEM;
             advance(p, 1);
             continue;
         }
         if (cp == 0) return perr(p, "NUL character in string");
-        if (utf8_put(out, cp)) return CM_ENOMEM;
+        if (cm_utf8_put(out, cp)) return CM_ENOMEM;
         advance(p, 1);
     }
 }
@@ -224,20 +224,20 @@ static cm_rc parse_object(parser *p, json_t **out, int depth)
             advance(p, 1);
             break;
         }
-        buf_reset(&key);
+        cm_buf_reset(&key);
         int kline = p->line, kcol = (int)(p->i - p->line_start + 1);
         if (c == '"' || c == '\'') {
             CHECK(parse_string(p, &key));
         } else if (is_ident_char(c, true)) {
             while (is_ident_char(peek(p, 0), false)) {
-                if (buf_addc(&key, (char)peek(p, 0))) CHECK(CM_ENOMEM);
+                if (cm_buf_addc(&key, (char)peek(p, 0))) CHECK(CM_ENOMEM);
                 advance(p, 1);
             }
         } else {
             CHECK(
                 perr(p, c < 0 ? "unexpected end of file, expected '}'" : "expected a key or '}'"));
         }
-        if (utf8_valid_prefix(key.data, key.len) != key.len)
+        if (cm_utf8_valid_prefix(key.data, key.len) != key.len)
             CHECK(perr(p, "key is not valid UTF-8"));
         CHECK(skip_space(p));
         if (peek(p, 0) != ':') CHECK(perr(p, "expected ':' after key"));
@@ -261,7 +261,7 @@ static cm_rc parse_object(parser *p, json_t **out, int depth)
         CHECK(perr(p, c < 0 ? "unexpected end of file, expected '}'" : "expected ',' or '}'"));
     }
 out:
-    buf_release(&key);
+    cm_buf_release(&key);
     if (rc)
         json_decref(obj);
     else
@@ -398,14 +398,14 @@ static cm_rc parse_value(parser *p, json_t **out, int depth)
         buf s = BUF_INIT;
         cm_rc rc = parse_string(p, &s);
         if (!rc) {
-            if (utf8_valid_prefix(s.data, s.len) != s.len) {
+            if (cm_utf8_valid_prefix(s.data, s.len) != s.len) {
                 rc = perr(p, "string is not valid UTF-8");
             } else {
                 *out = json_stringn(s.data, s.len);
                 if (!*out) rc = CM_ENOMEM;
             }
         }
-        buf_release(&s);
+        cm_buf_release(&s);
         return rc;
     }
     if (match_word(p, "true")) return (*out = json_true()) ? CM_OK : CM_ENOMEM;
@@ -415,8 +415,8 @@ static cm_rc parse_value(parser *p, json_t **out, int depth)
     return parse_number(p, out);
 }
 
-cm_rc json5_parse(const char *text, size_t n, const char *name, json5_doc *doc, char *err,
-                  size_t errlen)
+cm_rc cm_json5_parse(const char *text, size_t n, const char *name, json5_doc *doc, char *err,
+                     size_t errlen)
 {
     memset(doc, 0, sizeof *doc);
     parser p = {text, n, 0, 1, 0, name ? name : "<config>", doc, err, errlen};
@@ -425,11 +425,11 @@ cm_rc json5_parse(const char *text, size_t n, const char *name, json5_doc *doc, 
     if (!rc) rc = skip_space(&p);
     if (!rc && p.i < p.n) rc = perr(&p, "unexpected content after the value");
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "%s: out of memory", p.name);
-    if (rc) json5_doc_release(doc);
+    if (rc) cm_json5_doc_release(doc);
     return rc;
 }
 
-void json5_doc_release(json5_doc *doc)
+void cm_json5_doc_release(json5_doc *doc)
 {
     for (size_t i = 0; i < doc->npos; i++)
         free(doc->pos[i].key);
@@ -438,8 +438,8 @@ void json5_doc_release(json5_doc *doc)
     memset(doc, 0, sizeof *doc);
 }
 
-bool json5_where(const json5_doc *doc, const json_t *parent, const char *key, size_t index,
-                 int *line, int *col)
+bool cm_json5_where(const json5_doc *doc, const json_t *parent, const char *key, size_t index,
+                    int *line, int *col)
 {
     /* Last match wins: a duplicated key keeps the value that was set last. */
     for (size_t i = doc->npos; i-- > 0;) {

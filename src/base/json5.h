@@ -25,13 +25,13 @@ typedef struct json5_doc {
 } json5_doc;
 
 /* Parses text[0..n). On failure err reads "<name>:<line>:<col>: <what>". */
-cm_rc json5_parse(const char *text, size_t n, const char *name, json5_doc *doc, char *err,
-                  size_t errlen);
-void json5_doc_release(json5_doc *doc);
+cm_rc cm_json5_parse(const char *text, size_t n, const char *name, json5_doc *doc, char *err,
+                     size_t errlen);
+void cm_json5_doc_release(json5_doc *doc);
 
 /* Where the member `key` of object `parent` (or element `index` of array
  * `parent` when key is NULL) starts. False when unknown. */
-bool json5_where(const json5_doc *doc, const json_t *parent, const char *key, size_t index,
-                 int *line, int *col);
+bool cm_json5_where(const json5_doc *doc, const json_t *parent, const char *key, size_t index,
+                    int *line, int *col);
 
 #endif

@@ -119,7 +119,7 @@ static bool sidecar_stale(const char *path, int64_t stale_ms)
     return pid <= 0 && now - mtime > stale_ms;
 }
 
-void lockfile_release(lockfile *l)
+void cm_lockfile_release(lockfile *l)
 {
     if (l->has_sidecar) unlink(l->sidecar);
     l->has_sidecar = false;
@@ -159,11 +159,11 @@ static const char *base_of(const char *path)
     return s ? s + 1 : path;
 }
 
-cm_rc lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const lockfile_opts *o,
-                    char *err, size_t errlen)
+cm_rc cm_lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const lockfile_opts *o,
+                       char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    char *dir = fs_dirname(path);
+    char *dir = cm_fs_dirname(path);
     memset(l, 0, sizeof *l);
     l->fd = l->dirfd = l->flockfd = -1;
     int64_t stale = o && o->stale_ms > 0 ? o->stale_ms : 30000;
@@ -172,7 +172,7 @@ cm_rc lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const loc
     if ((size_t)snprintf(l->path, sizeof l->path, "%s", path) >= sizeof l->path ||
         (size_t)snprintf(l->sidecar, sizeof l->sidecar, "%s.lock", path) >= sizeof l->sidecar)
         FAIL(CM_ETOOBIG, "path too long: %.200s…", path);
-    CHECK(fs_mkdirs(dir, err, errlen));
+    CHECK(cm_fs_mkdirs(dir, err, errlen));
     l->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (l->dirfd < 0) FAIL(CM_EIO, "%s: %s", dir, strerror(errno));
     if (mode == LOCKFILE_APPEND) {
@@ -244,11 +244,11 @@ cm_rc lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const loc
     unlink(mine);
 out:
     free(dir);
-    if (rc) lockfile_release(l);
+    if (rc) cm_lockfile_release(l);
     return rc;
 }
 
-cm_rc lockfile_replace(lockfile *l, const char *data, size_t n, char *err, size_t errlen)
+cm_rc cm_lockfile_replace(lockfile *l, const char *data, size_t n, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     const char *base = base_of(l->path);

@@ -24,7 +24,7 @@
 #include "common.h"
 
 typedef enum lockfile_mode {
-    LOCKFILE_REPLACE, /* the file is replaced whole (lockfile_replace) */
+    LOCKFILE_REPLACE, /* the file is replaced whole (cm_lockfile_replace) */
     LOCKFILE_APPEND   /* the file is appended to through l->fd */
 } lockfile_mode;
 
@@ -43,12 +43,12 @@ typedef struct lockfile_opts {
 
 /* Takes the write lock of path (its directory is created, mode 0700).
  * CM_EBUSY when another process keeps it past the timeout; CM_EIO. */
-cm_rc lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const lockfile_opts *o,
-                    char *err, size_t errlen);
+cm_rc cm_lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const lockfile_opts *o,
+                       char *err, size_t errlen);
 /* Releases the lock (and closes l->fd). Safe on a lock never taken. */
-void lockfile_release(lockfile *l);
+void cm_lockfile_release(lockfile *l);
 
 /* Replaces the locked file's content with data[0..n) atomically, mode 0600. */
-cm_rc lockfile_replace(lockfile *l, const char *data, size_t n, char *err, size_t errlen);
+cm_rc cm_lockfile_replace(lockfile *l, const char *data, size_t n, char *err, size_t errlen);
 
 #endif

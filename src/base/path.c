@@ -20,7 +20,7 @@
 
 static atomic_int no_openat2; /* 1: use the fallback walk */
 
-void path_force_fallback(int on)
+void cm_path_force_fallback(int on)
 {
     atomic_store(&no_openat2, on ? 1 : 0);
 }
@@ -84,8 +84,8 @@ static int walk_openat2(int root, const char *dirpart)
     }
 }
 
-cm_rc path_open_dir(int root, const char *rel, unsigned flags, int *dir, const char **leaf,
-                    char *err, size_t errlen)
+cm_rc cm_path_open_dir(int root, const char *rel, unsigned flags, int *dir, const char **leaf,
+                       char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     int cur = -1;
@@ -128,8 +128,8 @@ out:
     return rc;
 }
 
-cm_rc path_open_file(int dir, const char *name, int oflags, mode_t mode, int *fd, struct stat *st,
-                     char *err, size_t errlen)
+cm_rc cm_path_open_file(int dir, const char *name, int oflags, mode_t mode, int *fd,
+                        struct stat *st, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     struct stat local;
@@ -166,20 +166,20 @@ out:
     return rc;
 }
 
-cm_rc path_open_beneath(int root, const char *rel, int oflags, int *fd, struct stat *st, char *err,
-                        size_t errlen)
+cm_rc cm_path_open_beneath(int root, const char *rel, int oflags, int *fd, struct stat *st,
+                           char *err, size_t errlen)
 {
     int dir = -1;
     const char *leaf;
-    cm_rc rc = path_open_dir(root, rel, 0, &dir, &leaf, err, errlen);
+    cm_rc rc = cm_path_open_dir(root, rel, 0, &dir, &leaf, err, errlen);
     if (!rc) {
-        rc = path_open_file(dir, leaf, oflags, 0, fd, st, err, errlen);
+        rc = cm_path_open_file(dir, leaf, oflags, 0, fd, st, err, errlen);
         close(dir);
     }
     return rc;
 }
 
-cm_rc path_open_root(const char *path, bool nofollow, int *fd, char *err, size_t errlen)
+cm_rc cm_path_open_root(const char *path, bool nofollow, int *fd, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     *fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
@@ -195,7 +195,7 @@ out:
     return rc;
 }
 
-cm_rc path_read_fd(int fd, const char *name, size_t max, buf *out, char *err, size_t errlen)
+cm_rc cm_path_read_fd(int fd, const char *name, size_t max, buf *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     size_t start = out->len;
@@ -204,10 +204,11 @@ cm_rc path_read_fd(int fd, const char *name, size_t max, buf *out, char *err, si
         if ((uint64_t)st.st_size > max)
             FAIL(CM_ETOOBIG, "%.200s: %lld bytes, over the %zu-byte cap", name,
                  (long long)st.st_size, max);
-        if (buf_grow(out, (size_t)st.st_size + 1)) FAIL(CM_ENOMEM, "%.200s: out of memory", name);
+        if (cm_buf_grow(out, (size_t)st.st_size + 1))
+            FAIL(CM_ENOMEM, "%.200s: out of memory", name);
     }
     for (;;) {
-        if (out->len + 4096 > out->cap && buf_grow(out, 4096))
+        if (out->len + 4096 > out->cap && cm_buf_grow(out, 4096))
             FAIL(CM_ENOMEM, "%.200s: out of memory", name);
         ssize_t r = read(fd, out->data + out->len, out->cap - out->len - 1);
         if (r < 0 && errno == EINTR) continue;

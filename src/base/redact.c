@@ -11,13 +11,13 @@
 /* Bytes of a body looked at; a message shows a few hundred characters. */
 #define REDACT_WINDOW (64u << 10)
 
-void redact_init(redact *r)
+void cm_redact_init(redact *r)
 {
     memset(r, 0, sizeof *r);
     r->patterns = REDACT_ALL;
 }
 
-void redact_release(redact *r)
+void cm_redact_release(redact *r)
 {
     for (size_t i = 0; i < r->n; i++)
         free(r->secrets[i]);
@@ -46,7 +46,7 @@ static cm_rc add_n(redact *r, const char *s, size_t n)
     return CM_OK;
 }
 
-cm_rc redact_add(redact *r, const char *secret)
+cm_rc cm_redact_add(redact *r, const char *secret)
 {
     return secret ? add_n(r, secret, strlen(secret)) : CM_OK;
 }
@@ -57,7 +57,7 @@ static bool prefix_ci(const char *s, size_t n, const char *p)
     return n >= k && strncasecmp(s, p, k) == 0;
 }
 
-cm_rc redact_add_header(redact *r, const char *line)
+cm_rc cm_redact_add_header(redact *r, const char *line)
 {
     if (!line) return CM_OK;
     const char *colon = strchr(line, ':');
@@ -105,18 +105,18 @@ static cm_rc add_pct_decoded(redact *r, const char *s, size_t n)
     buf d = BUF_INIT;
     for (size_t i = 0; i < n && !rc; i++) {
         if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            rc = buf_addc(&d, (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2])));
+            rc = cm_buf_addc(&d, (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2])));
             i += 2;
         } else {
-            rc = buf_addc(&d, s[i]);
+            rc = cm_buf_addc(&d, s[i]);
         }
     }
     if (!rc && d.len) rc = add_n(r, d.data, d.len);
-    buf_release(&d);
+    cm_buf_release(&d);
     return rc;
 }
 
-cm_rc redact_add_url(redact *r, const char *url)
+cm_rc cm_redact_add_url(redact *r, const char *url)
 {
     if (!url) return CM_OK;
     cm_rc rc = CM_OK;
@@ -220,7 +220,7 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
         size_t l;
         char q;
         if (!start) {
-            rc = buf_addc(out, s[i++]);
+            rc = cm_buf_addc(out, s[i++]);
             continue;
         }
         /* Authorization: …, x-goog-api-key=…: the whole value. */
@@ -231,8 +231,8 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
                 size_t e = v;
                 while (e < n && (q ? s[e] != q : !strchr("\r\n\",;&}<", s[e])))
                     e++;
-                rc = buf_add(out, s + i, v - i);
-                if (!rc) rc = buf_adds(out, REDACTED);
+                rc = cm_buf_add(out, s + i, v - i);
+                if (!rc) rc = cm_buf_adds(out, REDACTED);
                 i = e;
                 continue;
             }
@@ -245,8 +245,8 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
                 size_t e = v;
                 while (e < n && (q ? s[e] != q : !strchr(" \t\r\n&\"'<>,;)}", s[e])))
                     e++;
-                rc = buf_add(out, s + i, v - i);
-                if (!rc) rc = buf_adds(out, REDACTED);
+                rc = cm_buf_add(out, s + i, v - i);
+                if (!rc) rc = cm_buf_adds(out, REDACTED);
                 i = e;
                 continue;
             }
@@ -264,9 +264,9 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
             while (e > v && s[e - 1] == '.')
                 e--;
             if (e > v) {
-                rc = buf_add(out, s + i, w);
-                if (!rc) rc = buf_addc(out, ' ');
-                if (!rc) rc = buf_adds(out, REDACTED);
+                rc = cm_buf_add(out, s + i, w);
+                if (!rc) rc = cm_buf_addc(out, ' ');
+                if (!rc) rc = cm_buf_adds(out, REDACTED);
                 i = e;
                 continue;
             }
@@ -282,14 +282,14 @@ static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
                 while (e > i + pl && s[e - 1] == '.')
                     e--; /* the sentence's full stop */
                 if (e - i - pl >= 16) {
-                    rc = buf_adds(out, REDACTED);
+                    rc = cm_buf_adds(out, REDACTED);
                     i = e;
                     hit = true;
                 }
             }
             if (hit) continue;
         }
-        rc = buf_addc(out, s[i++]);
+        rc = cm_buf_addc(out, s[i++]);
     }
     return rc;
 }
@@ -312,12 +312,12 @@ static cm_rc mask_known(const redact *r, const char *s, size_t n, buf *out)
             i++;
             continue;
         }
-        rc = buf_add(out, s + run, i - run);
-        if (!rc) rc = buf_adds(out, REDACTED);
+        rc = cm_buf_add(out, s + run, i - run);
+        if (!rc) rc = cm_buf_adds(out, REDACTED);
         i += best;
         run = i;
     }
-    if (!rc) rc = buf_add(out, s + run, n - run);
+    if (!rc) rc = cm_buf_add(out, s + run, n - run);
     return rc;
 }
 
@@ -330,7 +330,7 @@ static cm_rc one_line(const char *s, size_t n, size_t max, buf *out)
     bool space = false;
     for (size_t i = 0; i < n && !rc;) {
         int32_t cp;
-        size_t l = utf8_decode(s + i, n - i, &cp);
+        size_t l = cm_utf8_decode(s + i, n - i, &cp);
         bool blank = cp >= 0 && (cp <= 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) ||
                                  cp == 0x2028 || cp == 0x2029 || cp == 0x85);
         if (blank) {
@@ -339,22 +339,22 @@ static cm_rc one_line(const char *s, size_t n, size_t max, buf *out)
             continue;
         }
         if (max && chars + (space ? 1 : 0) + 1 > max) {
-            rc = buf_adds(out, "\xE2\x80\xA6"); /* … */
+            rc = cm_buf_adds(out, "\xE2\x80\xA6"); /* … */
             break;
         }
         if (space) {
-            rc = buf_addc(out, ' ');
+            rc = cm_buf_addc(out, ' ');
             chars++;
             space = false;
         }
-        if (!rc) rc = cp < 0 ? utf8_put(out, 0xFFFD) : buf_add(out, s + i, l);
+        if (!rc) rc = cp < 0 ? cm_utf8_put(out, 0xFFFD) : cm_buf_add(out, s + i, l);
         chars++;
         i += l;
     }
     return rc;
 }
 
-cm_rc redact_text(const redact *r, const char *s, size_t n, size_t max_chars, buf *out)
+cm_rc cm_redact_text(const redact *r, const char *s, size_t n, size_t max_chars, buf *out)
 {
     cm_rc rc = CM_OK;
     buf a = BUF_INIT, b = BUF_INIT;
@@ -369,12 +369,12 @@ cm_rc redact_text(const redact *r, const char *s, size_t n, size_t max_chars, bu
     CHECK(patterns(r ? r->patterns : REDACT_ALL, a.data, a.len, &b));
     CHECK(one_line(b.data, b.len, max_chars, out));
 out:
-    buf_release(&a);
-    buf_release(&b);
+    cm_buf_release(&a);
+    cm_buf_release(&b);
     return rc;
 }
 
-cm_rc redact_url(const char *url, size_t max_chars, buf *out)
+cm_rc cm_redact_url(const char *url, size_t max_chars, buf *out)
 {
     cm_rc rc = CM_OK;
     buf tmp = BUF_INIT;
@@ -382,32 +382,32 @@ cm_rc redact_url(const char *url, size_t max_chars, buf *out)
     size_t end = strcspn(url, "?#"), a, b;
     if (authority(url, &a, &b) && b <= end) {
         const char *at = memchr(url + a, '@', b - a);
-        CHECK(buf_add(&tmp, url, a));
+        CHECK(cm_buf_add(&tmp, url, a));
         if (at) a = (size_t)(at - url) + 1;
-        CHECK(buf_add(&tmp, url + a, end - a));
+        CHECK(cm_buf_add(&tmp, url + a, end - a));
     } else {
-        CHECK(buf_add(&tmp, url, end));
+        CHECK(cm_buf_add(&tmp, url, end));
     }
     size_t chars = 0, i = 0;
     while (i < tmp.len && (!max_chars || chars < max_chars)) {
         int32_t cp;
-        i += utf8_decode(tmp.data + i, tmp.len - i, &cp);
+        i += cm_utf8_decode(tmp.data + i, tmp.len - i, &cp);
         chars++;
     }
-    CHECK(utf8_escape_line(out, tmp.data, i));
-    if (i < tmp.len) CHECK(buf_adds(out, "\xE2\x80\xA6"));
+    CHECK(cm_utf8_escape_line(out, tmp.data, i));
+    if (i < tmp.len) CHECK(cm_buf_adds(out, "\xE2\x80\xA6"));
 out:
-    buf_release(&tmp);
+    cm_buf_release(&tmp);
     return rc;
 }
 
-void redact_url_to(const char *url, char *out, size_t size)
+void cm_redact_url_to(const char *url, char *out, size_t size)
 {
     if (!size) return;
     buf b;
-    buf_init(&b, size - 1);
-    redact_url(url, size > 4 ? size - 4 : 0, &b); /* CM_ETOOBIG keeps what fitted */
+    cm_buf_init(&b, size - 1);
+    cm_redact_url(url, size > 4 ? size - 4 : 0, &b); /* CM_ETOOBIG keeps what fitted */
     memcpy(out, b.data, b.len);
     out[b.len] = 0;
-    buf_release(&b);
+    cm_buf_release(&b);
 }

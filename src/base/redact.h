@@ -2,7 +2,7 @@
  * redact.h — what a message may show of bytes a remote server sent, or of a
  * URL we were given. Every error built from a response body (embedding
  * endpoints, model downloads, later the chat clients) goes through
- * redact_text: the request's own secrets (API keys, tokens, header values)
+ * cm_redact_text: the request's own secrets (API keys, tokens, header values)
  * are replaced by "[redacted]" wherever they appear, so do credential-looking
  * patterns (Bearer/Basic tokens, sk-…, key=…, the values of Authorization,
  * x-goog-api-key and other credential headers), control characters and line
@@ -20,7 +20,7 @@
 typedef struct redact {
     char **secrets;
     size_t n, cap;
-    unsigned patterns; /* REDACT_* bits; redact_init sets REDACT_ALL */
+    unsigned patterns; /* REDACT_* bits; cm_redact_init sets REDACT_ALL */
 } redact;
 
 enum {
@@ -31,34 +31,34 @@ enum {
     REDACT_ALL = 0xff
 };
 
-void redact_init(redact *r);
-void redact_release(redact *r);
+void cm_redact_init(redact *r);
+void cm_redact_release(redact *r);
 
 /* Adds a secret to hide wherever it appears (exact bytes). Values under 4
  * bytes are ignored (they would blank ordinary words). NULL is a no-op. */
-cm_rc redact_add(redact *r, const char *secret);
+cm_rc cm_redact_add(redact *r, const char *secret);
 
 /* Adds the secrets of a header line "Name: value": the value, and for
  * "Bearer x"/"Basic x" also x. Content-Type, Accept, User-Agent and Expect
  * carry none and are skipped. */
-cm_rc redact_add_header(redact *r, const char *line);
+cm_rc cm_redact_add_header(redact *r, const char *line);
 
 /* Adds the secrets a URL carries: its userinfo (user and password) and the
  * values of its query parameters. */
-cm_rc redact_add_url(redact *r, const char *url);
+cm_rc cm_redact_add_url(redact *r, const char *url);
 
 /* Appends s[0..n) as one line of at most max_chars characters (0: no cap;
  * "…" marks a cut) with the secrets and patterns of r (NULL: patterns only)
  * replaced by REDACTED, runs of whitespace and control characters as one
  * space, invalid UTF-8 as U+FFFD, leading and trailing space dropped. */
-cm_rc redact_text(const redact *r, const char *s, size_t n, size_t max_chars, buf *out);
+cm_rc cm_redact_text(const redact *r, const char *s, size_t n, size_t max_chars, buf *out);
 
 /* Appends url for a message: without userinfo and without its query string
  * and fragment (either may carry a key), at most max_chars characters
  * (0: no cap), control characters escaped. */
-cm_rc redact_url(const char *url, size_t max_chars, buf *out);
+cm_rc cm_redact_url(const char *url, size_t max_chars, buf *out);
 
-/* redact_url into a fixed buffer (always NUL-terminated). */
-void redact_url_to(const char *url, char *out, size_t size);
+/* cm_redact_url into a fixed buffer (always NUL-terminated). */
+void cm_redact_url_to(const char *url, char *out, size_t size);
 
 #endif

@@ -59,7 +59,7 @@ static void block(uint32_t h[8], const unsigned char *p)
         h[i] += s[i];
 }
 
-void sha256_small(const void *data, size_t n, unsigned char md[32])
+void cm_sha256_small(const void *data, size_t n, unsigned char md[32])
 {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
@@ -85,7 +85,7 @@ void sha256_small(const void *data, size_t n, unsigned char md[32])
     }
 }
 
-void sha256_hex(const void *data, size_t n, char hex[SHA256_HEX_LEN + 1])
+void cm_sha256_hex(const void *data, size_t n, char hex[SHA256_HEX_LEN + 1])
 {
     static const char digits[] = "0123456789abcdef";
     unsigned char md[32];
@@ -93,7 +93,7 @@ void sha256_hex(const void *data, size_t n, char hex[SHA256_HEX_LEN + 1])
     static atomic_size_t hashed; /* bytes hashed by the built-in code so far */
     if (n <= SHA256_SMALL && atomic_load_explicit(&hashed, memory_order_relaxed) < SHA256_SMALL &&
         atomic_fetch_add_explicit(&hashed, n, memory_order_relaxed) + n <= SHA256_SMALL) {
-        sha256_small(data, n, md);
+        cm_sha256_small(data, n, md);
     } else if (!EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
         memset(md, 0, sizeof md); /* only on a broken libcrypto; the hash just never matches */
     for (size_t i = 0; i < 32; i++) {

@@ -11,9 +11,9 @@
 #define SHA256_SMALL   (256 * 1024) /* bytes a process hashes before libcrypto serves */
 
 /* Writes 64 hex digits and a NUL into hex[65]. */
-void sha256_hex(const void *data, size_t n, char hex[SHA256_HEX_LEN + 1]);
+void cm_sha256_hex(const void *data, size_t n, char hex[SHA256_HEX_LEN + 1]);
 
 /* The 32-byte digest of data[0..n) by this file's own code (any n). */
-void sha256_small(const void *data, size_t n, unsigned char md[32]);
+void cm_sha256_small(const void *data, size_t n, unsigned char md[32]);
 
 #endif

@@ -4,7 +4,7 @@
  */
 #include "utf8.h"
 
-size_t utf8_decode(const char *str, size_t n, int32_t *cp)
+size_t cm_utf8_decode(const char *str, size_t n, int32_t *cp)
 {
     const unsigned char *s = (const unsigned char *)str;
     *cp = -1;
@@ -45,7 +45,7 @@ size_t utf8_decode(const char *str, size_t n, int32_t *cp)
     return len;
 }
 
-size_t utf8_valid_prefix(const char *s, size_t n)
+size_t cm_utf8_valid_prefix(const char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
@@ -54,14 +54,14 @@ size_t utf8_valid_prefix(const char *s, size_t n)
             continue;
         }
         int32_t cp;
-        size_t l = utf8_decode(s + i, n - i, &cp);
+        size_t l = cm_utf8_decode(s + i, n - i, &cp);
         if (cp < 0) return i;
         i += l;
     }
     return n;
 }
 
-cm_rc utf8_put(buf *out, int32_t cp)
+cm_rc cm_utf8_put(buf *out, int32_t cp)
 {
     char t[4];
     size_t n;
@@ -84,26 +84,26 @@ cm_rc utf8_put(buf *out, int32_t cp)
         t[3] = (char)(0x80 | (cp & 0x3F));
         n = 4;
     }
-    return buf_add(out, t, n);
+    return cm_buf_add(out, t, n);
 }
 
-cm_rc utf8_repair(buf *out, const char *s, size_t n)
+cm_rc cm_utf8_repair(buf *out, const char *s, size_t n)
 {
     cm_rc rc = CM_OK;
     size_t i = 0;
     while (i < n && !rc) {
-        size_t good = utf8_valid_prefix(s + i, n - i);
-        rc = buf_add(out, s + i, good);
+        size_t good = cm_utf8_valid_prefix(s + i, n - i);
+        rc = cm_buf_add(out, s + i, good);
         i += good;
         if (i < n && !rc) {
-            rc = utf8_put(out, 0xFFFD);
+            rc = cm_utf8_put(out, 0xFFFD);
             i++;
         }
     }
     return rc;
 }
 
-bool utf8_needs_escape(const char *s, size_t n)
+bool cm_utf8_needs_escape(const char *s, size_t n)
 {
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
@@ -113,38 +113,38 @@ bool utf8_needs_escape(const char *s, size_t n)
             continue;
         }
         int32_t cp;
-        i += utf8_decode(s + i, n - i, &cp);
+        i += cm_utf8_decode(s + i, n - i, &cp);
         if (cp < 0 || cp <= 0x9f) return true;
     }
     return false;
 }
 
-cm_rc utf8_escape_line(buf *out, const char *s, size_t n)
+cm_rc cm_utf8_escape_line(buf *out, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     cm_rc rc = CM_OK;
     for (size_t i = 0; i < n && !rc;) {
         unsigned char c = (unsigned char)s[i];
         int32_t cp;
-        size_t l = utf8_decode(s + i, n - i, &cp);
+        size_t l = cm_utf8_decode(s + i, n - i, &cp);
         if (cp >= 0x20 && cp != 0x7f && (cp < 0x80 || cp > 0x9f)) {
-            rc = buf_add(out, s + i, l);
+            rc = cm_buf_add(out, s + i, l);
         } else if (cp == '\n' || cp == '\r' || cp == '\t') {
             char e[2] = {'\\', cp == '\n' ? 'n' : cp == '\r' ? 'r' : 't'};
-            rc = buf_add(out, e, 2);
+            rc = cm_buf_add(out, e, 2);
         } else if (cp >= 0x80) { /* C1 */
             char e[6] = {'\\', 'u', '0', '0', hex[cp >> 4], hex[cp & 15]};
-            rc = buf_add(out, e, 6);
+            rc = cm_buf_add(out, e, 6);
         } else { /* other C0, DEL, or a byte of invalid UTF-8 */
             char e[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
-            rc = buf_add(out, e, 4);
+            rc = cm_buf_add(out, e, 4);
         }
         i += l;
     }
     return rc;
 }
 
-bool utf8_is_cjk(int32_t cp)
+bool cm_utf8_is_cjk(int32_t cp)
 {
     return (cp >= 0x1100 && cp <= 0x11FF)       /* Hangul Jamo */
            || (cp >= 0x3040 && cp <= 0x30FF)    /* Hiragana, Katakana */
@@ -159,7 +159,7 @@ bool utf8_is_cjk(int32_t cp)
            || (cp >= 0x20000 && cp <= 0x3134F); /* extensions B..G */
 }
 
-bool utf8_is_word(int32_t cp)
+bool cm_utf8_is_word(int32_t cp)
 {
     if (cp < 0) return false;
     if (cp < 0x80)
@@ -179,83 +179,83 @@ bool utf8_is_word(int32_t cp)
     return true;
 }
 
-cm_rc utf8_cjk_expand(buf *out, const char *s, size_t n)
+cm_rc cm_utf8_cjk_expand(buf *out, const char *s, size_t n)
 {
     cm_rc rc = CM_OK;
     size_t i = 0;
     while (i < n && !rc) {
         int32_t cp;
-        size_t l = utf8_decode(s + i, n - i, &cp);
-        if (!utf8_is_cjk(cp)) {
-            rc = buf_add(out, s + i, l);
+        size_t l = cm_utf8_decode(s + i, n - i, &cp);
+        if (!cm_utf8_is_cjk(cp)) {
+            rc = cm_buf_add(out, s + i, l);
             i += l;
             continue;
         }
         /* A run of CJK characters: emit "ab bc cd d". */
         size_t prev = i, prevlen = l;
         i += l;
-        rc = buf_addc(out, ' ');
+        rc = cm_buf_addc(out, ' ');
         for (;;) {
             int32_t next;
-            size_t nl = i < n ? utf8_decode(s + i, n - i, &next) : 0;
-            if (!nl || !utf8_is_cjk(next)) break;
-            if (!rc) rc = buf_add(out, s + prev, prevlen + nl);
-            if (!rc) rc = buf_addc(out, ' ');
+            size_t nl = i < n ? cm_utf8_decode(s + i, n - i, &next) : 0;
+            if (!nl || !cm_utf8_is_cjk(next)) break;
+            if (!rc) rc = cm_buf_add(out, s + prev, prevlen + nl);
+            if (!rc) rc = cm_buf_addc(out, ' ');
             prev = i;
             prevlen = nl;
             i += nl;
         }
-        if (!rc) rc = buf_add(out, s + prev, prevlen);
-        if (!rc) rc = buf_addc(out, ' ');
+        if (!rc) rc = cm_buf_add(out, s + prev, prevlen);
+        if (!rc) rc = cm_buf_addc(out, ' ');
     }
     return rc;
 }
 
-cm_rc utf8_add_json_str(buf *b, const char *s, size_t n)
+cm_rc cm_utf8_add_json_str(buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    cm_rc rc = buf_addc(b, '"');
+    cm_rc rc = cm_buf_addc(b, '"');
     size_t run = 0; /* start of the pending run of bytes that need no escape */
     for (size_t i = 0; i < n && !rc;) {
         unsigned char c = (unsigned char)s[i];
         int32_t cp = c;
         size_t l = 1;
-        if (c >= 0x80) l = utf8_decode(s + i, n - i, &cp);
+        if (c >= 0x80) l = cm_utf8_decode(s + i, n - i, &cp);
         if (cp >= 0x20 && cp != '"' && cp != '\\' && (cp < 0x7f || cp > 0x9f)) {
             i += l;
             continue;
         }
-        rc = buf_add(b, s + run, i - run);
+        rc = cm_buf_add(b, s + run, i - run);
         i += l;
         run = i;
         if (rc) break;
         switch (cp) {
         case '"':
-            rc = buf_add(b, "\\\"", 2);
+            rc = cm_buf_add(b, "\\\"", 2);
             break;
         case '\\':
-            rc = buf_add(b, "\\\\", 2);
+            rc = cm_buf_add(b, "\\\\", 2);
             break;
         case '\n':
-            rc = buf_add(b, "\\n", 2);
+            rc = cm_buf_add(b, "\\n", 2);
             break;
         case '\r':
-            rc = buf_add(b, "\\r", 2);
+            rc = cm_buf_add(b, "\\r", 2);
             break;
         case '\t':
-            rc = buf_add(b, "\\t", 2);
+            rc = cm_buf_add(b, "\\t", 2);
             break;
         case -1: /* invalid UTF-8: U+FFFD, as a JSON string must be valid UTF-8 */
-            rc = buf_add(b, "\xEF\xBF\xBD", 3);
+            rc = cm_buf_add(b, "\xEF\xBF\xBD", 3);
             break;
         default: { /* C0, DEL and C1 controls */
             char esc[6] = {'\\', 'u', '0', '0', hex[cp >> 4], hex[cp & 15]};
-            rc = buf_add(b, esc, 6);
+            rc = cm_buf_add(b, esc, 6);
         }
         }
     }
-    if (!rc) rc = buf_add(b, s + run, n - run);
-    if (!rc) rc = buf_addc(b, '"');
+    if (!rc) rc = cm_buf_add(b, s + run, n - run);
+    if (!rc) rc = cm_buf_addc(b, '"');
     return rc;
 }
 
@@ -266,23 +266,23 @@ static void jw_end(jw *w, size_t before, cm_rc rc)
     if (rc && w->b->len > before) w->b->data[w->b->len = before] = 0;
 }
 
-void jw_raw(jw *w, const char *s)
+void cm_jw_raw(jw *w, const char *s)
 {
-    if (!w->rc) w->rc = buf_adds(w->b, s);
+    if (!w->rc) w->rc = cm_buf_adds(w->b, s);
 }
 
-void jw_str(jw *w, const char *s)
+void cm_jw_str(jw *w, const char *s)
 {
     if (w->rc) return;
     size_t before = w->b->len;
-    jw_end(w, before, s ? utf8_add_json_str(w->b, s, strlen(s)) : buf_adds(w->b, "null"));
+    jw_end(w, before, s ? cm_utf8_add_json_str(w->b, s, strlen(s)) : cm_buf_adds(w->b, "null"));
 }
 
-void jw_printf(jw *w, const char *fmt, ...)
+void cm_jw_printf(jw *w, const char *fmt, ...)
 {
     if (w->rc) return;
     va_list ap;
     va_start(ap, fmt);
-    w->rc = buf_vprintf(w->b, fmt, ap);
+    w->rc = cm_buf_vprintf(w->b, fmt, ap);
     va_end(ap);
 }

@@ -20,15 +20,15 @@
 const char *const cm_provider_names[CM_PROV_N] = {"openai", "gemini", "voyage", "mistral",
                                                   "ollama"};
 
-cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out)
+cm_rc cm_config_extra_path(const cm_config *cfg, size_t i, buf *out)
 {
-    char *x = fs_expand_home(cfg->extra_paths.v[i]);
+    char *x = cm_fs_expand_home(cfg->extra_paths.v[i]);
     if (!x) return CM_ENOMEM;
     size_t start = out->len;
-    cm_rc rc = fs_join(out, cfg->workspace, x);
+    cm_rc rc = cm_fs_join(out, cfg->workspace, x);
     free(x);
     if (!rc) {
-        bool ok = fs_normalise(out->data + start);
+        bool ok = cm_fs_normalise(out->data + start);
         out->len = start + strlen(out->data + start);
         if (!ok) rc = CM_EPATH;
     }
@@ -43,8 +43,8 @@ cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out)
         if (real) {
             char *last = cm_strdup(slash);
             out->len = start;
-            rc = last ? buf_adds(out, real) : CM_ENOMEM;
-            if (!rc) rc = buf_adds(out, last);
+            rc = last ? cm_buf_adds(out, real) : CM_ENOMEM;
+            if (!rc) rc = cm_buf_adds(out, last);
             free(last);
             free(real);
         }
@@ -56,9 +56,9 @@ static cm_rc get_str(ctx *c, const json_t *obj, const char *key, const char *pat
 {
     json_t *v = json_object_get(obj, key);
     if (!v) return CM_OK;
-    if (!json_is_string(v)) return config_bad(c, obj, key, path, "expected a string");
+    if (!json_is_string(v)) return cm_config_bad(c, obj, key, path, "expected a string");
     char *x = NULL;
-    cm_rc rc = config_subst(c, obj, key, path, v, &x);
+    cm_rc rc = cm_config_subst(c, obj, key, path, v, &x);
     if (rc) return rc;
     free(*dst);
     *dst = x;
@@ -70,8 +70,8 @@ static cm_rc get_obj(ctx *c, const json_t *obj, const char *key, const char *pat
     *out = obj ? json_object_get(obj, key) : NULL;
     if (*out && !json_is_object(*out)) {
         char what[128];
-        snprintf(what, sizeof what, "expected an object, got %s", config_type_name(*out));
-        return config_bad(c, obj, key, path, what);
+        snprintf(what, sizeof what, "expected an object, got %s", cm_config_type_name(*out));
+        return cm_config_bad(c, obj, key, path, what);
     }
     return CM_OK;
 }
@@ -102,7 +102,7 @@ static void set_defaults(cm_config *cfg)
     cfg->batch_poll_ms = 2000;
     cfg->batch_timeout_min = 60;
     cfg->citations = CM_CITE_AUTO;
-    config_qmd_defaults(cfg);
+    cm_config_qmd_defaults(cfg);
     cfg->sessions_delta_bytes = 100000;
     cfg->sessions_delta_messages = 50;
 }
@@ -114,10 +114,10 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     cm_rc rc = CM_OK;
     char *ws = NULL;
     buf b = BUF_INIT;
-    if (args->workspace) CHECK(config_set_str(&cfg->workspace, args->workspace));
+    if (args->workspace) CHECK(cm_config_set_str(&cfg->workspace, args->workspace));
     if (!cfg->workspace) {
-        CHECK(fs_join(&b, cfg->state_dir, "workspace"));
-        cfg->workspace = buf_detach(&b);
+        CHECK(cm_fs_join(&b, cfg->state_dir, "workspace"));
+        cfg->workspace = cm_buf_detach(&b);
     }
     if (!cfg->workspace[0]) FAIL(CM_ECONFIG, "the workspace path is empty");
     if (cfg->store_path && !cfg->store_path[0])
@@ -125,14 +125,14 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     if (cfg->store_driver && strcmp(cfg->store_driver, "postgres") == 0 &&
         (!cfg->store_dsn || !cfg->store_dsn[0]))
         FAIL(CM_ECONFIG, "memorySearch.store.driver is \"postgres\" but store.dsn is not set");
-    if (!(ws = fs_expand_home(cfg->workspace))) CHECK(CM_ENOMEM);
+    if (!(ws = cm_fs_expand_home(cfg->workspace))) CHECK(CM_ENOMEM);
     if (ws[0] != '/') {
         char cwd[4096];
         if (!getcwd(cwd, sizeof cwd)) FAIL(CM_EIO, "cannot resolve the current directory");
-        buf_reset(&b);
-        CHECK(fs_join(&b, cwd, ws));
+        cm_buf_reset(&b);
+        CHECK(cm_fs_join(&b, cwd, ws));
         free(ws);
-        ws = buf_detach(&b);
+        ws = cm_buf_detach(&b);
     }
     while (strlen(ws) > 1 && ws[strlen(ws) - 1] == '/')
         ws[strlen(ws) - 1] = 0;
@@ -148,38 +148,38 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     ws = NULL;
 
     /* store.path: {agentId} token, ~ expansion, default <stateDir>/memory/<agentId>.sqlite */
-    buf_reset(&b);
+    cm_buf_reset(&b);
     if (cfg->store_path) {
-        char *expanded = fs_expand_home(cfg->store_path);
+        char *expanded = cm_fs_expand_home(cfg->store_path);
         if (!expanded) CHECK(CM_ENOMEM);
         for (const char *p = expanded; *p && !rc;) {
             if (strncmp(p, "{agentId}", 9) == 0) {
-                rc = buf_adds(&b, cfg->agent_id);
+                rc = cm_buf_adds(&b, cfg->agent_id);
                 p += 9;
             } else {
-                rc = buf_addc(&b, *p++);
+                rc = cm_buf_addc(&b, *p++);
             }
         }
         free(expanded);
         CHECK(rc);
         if (b.data[0] != '/') {
-            char *rel = buf_detach(&b);
-            rc = fs_join(&b, cfg->state_dir, rel);
+            char *rel = cm_buf_detach(&b);
+            rc = cm_fs_join(&b, cfg->state_dir, rel);
             free(rel);
             CHECK(rc);
         }
     } else {
-        CHECK(buf_printf(&b, "%s/memory/%s.sqlite", cfg->state_dir, cfg->agent_id));
+        CHECK(cm_buf_printf(&b, "%s/memory/%s.sqlite", cfg->state_dir, cfg->agent_id));
     }
     free(cfg->store_path);
-    cfg->store_path = buf_detach(&b);
+    cfg->store_path = cm_buf_detach(&b);
     /* the agent's session transcripts (session memory search) */
-    CHECK(buf_printf(&b, "%s/agents/%s/sessions", cfg->state_dir, cfg->agent_id));
+    CHECK(cm_buf_printf(&b, "%s/agents/%s/sessions", cfg->state_dir, cfg->agent_id));
     free(cfg->sessions_dir);
-    cfg->sessions_dir = buf_detach(&b);
+    cfg->sessions_dir = cm_buf_detach(&b);
 out:
     free(ws);
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
@@ -198,7 +198,7 @@ static void finish(cm_config *cfg)
     if (!cfg->fts_tokenizer) cfg->fts_tokenizer = cm_strdup("porter");
     if (!cfg->store_driver) cfg->store_driver = cm_strdup("sqlite");
     if (!cfg->backend) cfg->backend = cm_strdup("builtin");
-    if (cfg->sources.n == 0) config_strlist_add(&cfg->sources, "memory");
+    if (cfg->sources.n == 0) cm_config_strlist_add(&cfg->sources, "memory");
     if (cfg->chunk_overlap >= cfg->chunk_tokens) cfg->chunk_overlap = cfg->chunk_tokens - 1;
     /* The static model adds to keywords only min-max normalised and weighted
      * lightly (docs/QUALITY.md): its default unless the merge or a weight is set. */
@@ -220,7 +220,7 @@ static void finish(cm_config *cfg)
     }
 }
 
-bool config_gemini2_model(const char *model)
+bool cm_config_gemini2_model(const char *model)
 {
     if (!model) return false;
     /* as 2026.3.22 normalises it: "models/", then "gemini/" or "google/" dropped */
@@ -236,8 +236,9 @@ bool config_gemini2_model(const char *model)
 static cm_rc check_multimodal(cm_config *cfg, char *err, size_t errlen)
 {
     cfg->multimodal = 0;
-    if (cfg->output_dims && !strcmp(cfg->provider, "gemini") && config_gemini2_model(cfg->model) &&
-        cfg->output_dims != 768 && cfg->output_dims != 1536 && cfg->output_dims != 3072)
+    if (cfg->output_dims && !strcmp(cfg->provider, "gemini") &&
+        cm_config_gemini2_model(cfg->model) && cfg->output_dims != 768 &&
+        cfg->output_dims != 1536 && cfg->output_dims != 3072)
         return cm_seterr(err, errlen, CM_ECONFIG,
                          "%s: memorySearch.outputDimensionality: gemini-embedding-2-preview takes "
                          "768, 1536 or 3072, got %d",
@@ -251,7 +252,7 @@ static cm_rc check_multimodal(cm_config *cfg, char *err, size_t errlen)
     }
     if (!cfg->multimodal_modalities.n) cfg->multimodal = CM_MEDIA_IMAGE | CM_MEDIA_AUDIO;
     if (!cfg->enabled) return CM_OK; /* memory search off: nothing to check */
-    if (strcmp(cfg->provider, "gemini") != 0 || !config_gemini2_model(cfg->model))
+    if (strcmp(cfg->provider, "gemini") != 0 || !cm_config_gemini2_model(cfg->model))
         return cm_seterr(err, errlen, CM_ECONFIG,
                          "%s: memorySearch.multimodal requires memorySearch.provider \"gemini\" "
                          "and memorySearch.model \"gemini-embedding-2-preview\" (provider is "
@@ -265,7 +266,7 @@ static cm_rc check_multimodal(cm_config *cfg, char *err, size_t errlen)
     return CM_OK;
 }
 
-int config_candidates(const cm_config *cfg, int max_results)
+int cm_config_candidates(const cm_config *cfg, int max_results)
 {
     long n = (long)max_results * cfg->candidate_multiplier;
     return (int)CM_MAX(1, CM_MIN(200, n));
@@ -276,7 +277,7 @@ static void warn_later(ctx *c, const json_t *parent, const char *key, const char
                        const char *as)
 {
     if (c->overlay) return;
-    config_warn(
+    cm_config_warn(
         c, parent, key, 0,
         "%s is the later OpenClaw layout: read as %s, but QuantumClaw 2026.3.22 rejects this "
         "file with it (write %s)",
@@ -288,7 +289,7 @@ static cm_rc read_ms(ctx *c, const json_t *parent, const char *key, const char *
 {
     json_t *ms = NULL;
     cm_rc rc = get_obj(c, parent, key, path, &ms);
-    if (!rc && ms) rc = config_walk(c, ms, path, "");
+    if (!rc && ms) rc = cm_config_walk(c, ms, path, "");
     return rc;
 }
 
@@ -326,8 +327,8 @@ static void check_other(ctx *c, const json_t *entry, const char *path)
     o.err = err;
     o.errlen = sizeof err;
     o.overlay = true; /* clawmem's own keys are warned about in the agent's own load */
-    config_walk(&o, ms, path, "");
-    config_release(&scratch);
+    cm_config_walk(&o, ms, path, "");
+    cm_config_release(&scratch);
 }
 
 /* Stage 2: this agent's own settings: its agents.list[] entry, then the
@@ -340,7 +341,7 @@ static cm_rc read_agent(ctx *c, const json_t *root)
     json_t *agents = json_is_object(root) ? json_object_get(root, "agents") : NULL;
     json_t *list = json_is_object(agents) ? json_object_get(agents, "list") : NULL;
     if (list && !json_is_array(list))
-        CHECK(config_bad(c, agents, "list", "agents.list", "expected an array"));
+        CHECK(cm_config_bad(c, agents, "list", "agents.list", "expected an array"));
     size_t i;
     json_t *entry;
     json_array_foreach(list, i, entry)
@@ -387,10 +388,10 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
         char path[256];
         snprintf(path, sizeof path, "clawmem.%.200s", k);
         if (strcmp(k, "staticModel") == 0) {
-            if (!json_is_string(v)) CHECK(config_bad(c, ours, k, path, "expected a string"));
+            if (!json_is_string(v)) CHECK(cm_config_bad(c, ours, k, path, "expected a string"));
             char *raw = NULL;
-            CHECK(config_subst(c, ours, k, path, v, &raw));
-            char *x = fs_expand_home(raw);
+            CHECK(cm_config_subst(c, ours, k, path, v, &raw));
+            char *x = cm_fs_expand_home(raw);
             free(raw);
             if (!x) CHECK(CM_ENOMEM);
             free(cfg->static_model_path);
@@ -398,12 +399,12 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
         } else if (strcmp(k, "localThreads") == 0) {
             double d = json_number_value(v);
             if (!json_is_integer(v) || d < 1 || d > 256)
-                CHECK(config_bad(c, ours, k, path, "expected an integer from 1 to 256"));
+                CHECK(cm_config_bad(c, ours, k, path, "expected an integer from 1 to 256"));
             cfg->local_threads = (int)d;
         } else if (strcmp(k, "hybridMerge") == 0) {
             if (!json_is_string(v) ||
-                !config_in_choices("weighted|minmax|rrf", json_string_value(v)))
-                CHECK(config_bad(c, ours, k, path, "expected weighted, minmax or rrf"));
+                !cm_config_in_choices("weighted|minmax|rrf", json_string_value(v)))
+                CHECK(cm_config_bad(c, ours, k, path, "expected weighted, minmax or rrf"));
             const char *s = json_string_value(v);
             cfg->hybrid_merge_set = true;
             cfg->hybrid_merge = s[0] == 'w'   ? CM_MERGE_WEIGHTED
@@ -412,12 +413,12 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
         } else if (strcmp(k, "embedMaxInputs") == 0) {
             double d = json_number_value(v);
             if (!json_is_integer(v) || d < 1 || d > 4096)
-                CHECK(config_bad(c, ours, k, path, "expected an integer from 1 to 4096"));
+                CHECK(cm_config_bad(c, ours, k, path, "expected an integer from 1 to 4096"));
             cfg->embed_max_inputs = (int)d;
         } else if (strcmp(k, "memoryWrite") != 0) {
-            config_warn(c, ours, k, 0, "unknown key %s (ignored)", path);
+            cm_config_warn(c, ours, k, 0, "unknown key %s (ignored)", path);
         } else if (!json_is_boolean(v)) {
-            CHECK(config_bad(c, ours, k, path, "expected true or false"));
+            CHECK(cm_config_bad(c, ours, k, path, "expected true or false"));
         } else {
             cfg->memory_write = json_is_true(v);
         }
@@ -432,9 +433,9 @@ static cm_rc provider_secret(ctx *c, const json_t *parent, const char *key, cons
                              char **dst)
 {
     char why[512], *val = NULL;
-    cm_rc rc = secret_resolve(c->secrets, json_object_get(parent, key), &val, why, sizeof why);
+    cm_rc rc = cm_secret_resolve(c->secrets, json_object_get(parent, key), &val, why, sizeof why);
     if (rc == CM_ECONFIG) {
-        config_warn(c, parent, key, 0, "%s: %s (ignored)", path, why);
+        cm_config_warn(c, parent, key, 0, "%s: %s (ignored)", path, why);
         return CM_OK;
     }
     if (rc) return rc;
@@ -453,21 +454,21 @@ static cm_rc read_rest(ctx *c, const json_t *root)
     CHECK(get_obj(c, root, "memory", "memory", &memory));
     if (memory) {
         json_t *v = json_object_get(memory, "backend");
-        if (v && (!json_is_string(v) || !config_in_choices("builtin|qmd", json_string_value(v))))
-            CHECK(config_bad(c, memory, "backend", "memory.backend",
-                             "expected \"builtin\" or \"qmd\""));
-        if (v) CHECK(config_set_str(&cfg->backend, json_string_value(v)));
+        if (v && (!json_is_string(v) || !cm_config_in_choices("builtin|qmd", json_string_value(v))))
+            CHECK(cm_config_bad(c, memory, "backend", "memory.backend",
+                                "expected \"builtin\" or \"qmd\""));
+        if (v) CHECK(cm_config_set_str(&cfg->backend, json_string_value(v)));
         v = json_object_get(memory, "citations");
-        if (v && (!json_is_string(v) || !config_in_choices("auto|on|off", json_string_value(v))))
-            CHECK(
-                config_bad(c, memory, "citations", "memory.citations", "expected auto, on or off"));
+        if (v && (!json_is_string(v) || !cm_config_in_choices("auto|on|off", json_string_value(v))))
+            CHECK(cm_config_bad(c, memory, "citations", "memory.citations",
+                                "expected auto, on or off"));
         if (v) {
             const char *s = json_string_value(v);
             cfg->citations = s[1] == 'u' ? CM_CITE_AUTO : s[1] == 'n' ? CM_CITE_ON : CM_CITE_OFF;
         }
         json_t *qmd = NULL;
         CHECK(get_obj(c, memory, "qmd", "memory.qmd", &qmd));
-        CHECK(config_read_qmd(c, qmd));
+        CHECK(cm_config_read_qmd(c, qmd));
     }
     CHECK(get_obj(c, root, "clawmem", "clawmem", &ours));
     if (ours) CHECK(read_clawmem(c, ours));
@@ -489,7 +490,7 @@ static cm_rc read_rest(ctx *c, const json_t *root)
         json_t *h = json_object_get(po, "headers");
         snprintf(path, sizeof path, "models.providers.%s.headers", pn);
         if (h && !json_is_object(h))
-            CHECK(config_bad(c, po, "headers", path, "expected an object"));
+            CHECK(cm_config_bad(c, po, "headers", path, "expected an object"));
         const char *hk;
         json_t *hv;
         json_object_foreach(h, hk, hv)
@@ -500,9 +501,9 @@ static cm_rc read_rest(ctx *c, const json_t *root)
             if (!val) continue;
             if (strchr(hk, ':') || strchr(hk, '\n') || strchr(val, '\n')) {
                 free(val);
-                CHECK(config_bad(c, h, hk, sub, "a header name or value with ':' or a newline"));
+                CHECK(cm_config_bad(c, h, hk, sub, "a header name or value with ':' or a newline"));
             }
-            rc = config_header_put(&cfg->providers[pi].headers, hk, val);
+            rc = cm_config_header_put(&cfg->providers[pi].headers, hk, val);
             free(val);
             CHECK(rc);
         }
@@ -511,11 +512,11 @@ out:
     return rc;
 }
 
-cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config_args *args,
-                   const cm_logger *lg, cm_config *cfg, char *err, size_t errlen)
+cm_rc cm_config_parse(const char *text, size_t n, const char *name, const cm_config_args *args,
+                      const cm_logger *lg, cm_config *cfg, char *err, size_t errlen)
 {
     config_text main = {text, n, name};
-    return config_parse_files(&main, NULL, args, lg, cfg, err, errlen);
+    return cm_config_parse_files(&main, NULL, args, lg, cfg, err, errlen);
 }
 
 /* dst ← src key by key: objects recursively, other values replaced. */
@@ -535,9 +536,9 @@ static cm_rc merge_into(json_t *dst, const json_t *src)
     return CM_OK;
 }
 
-cm_rc config_parse_files(const config_text *main, const config_text *overlay,
-                         const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
-                         size_t errlen)
+cm_rc cm_config_parse_files(const config_text *main, const config_text *overlay,
+                            const cm_config_args *args, const cm_logger *lg, cm_config *cfg,
+                            char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     json5_doc doc[2] = {{0}, {0}};
@@ -552,7 +553,7 @@ cm_rc config_parse_files(const config_text *main, const config_text *overlay,
         c[i] = (ctx){&doc[i], name, lg, cfg, err, errlen, i == 1, NULL, &sec};
         c[i].overlay_path = overlay && overlay->name ? overlay->name : cfg->overlay_path;
         if (in[i] && in[i]->text)
-            CHECK(json5_parse(in[i]->text, in[i]->n, name, &doc[i], err, errlen));
+            CHECK(cm_json5_parse(in[i]->text, in[i]->n, name, &doc[i], err, errlen));
         if (doc[i].root && !json_is_object(doc[i].root))
             FAIL(CM_ECONFIG, "%s:1:1: expected an object at the top", name);
         json_t *s = NULL;
@@ -560,7 +561,7 @@ cm_rc config_parse_files(const config_text *main, const config_text *overlay,
         sec.sec[i] = s;
     }
     for (int i = 0; i < 2; i++)
-        config_check_all(&c[i], doc[i].root);
+        cm_config_check_all(&c[i], doc[i].root);
     /* Key by key, clawmem.json over quantumclaw.json: within each stage the
      * overlay's leaves come second, and an agent's own settings still beat
      * either file's defaults. */
@@ -581,9 +582,9 @@ cm_rc config_parse_files(const config_text *main, const config_text *overlay,
         CHECK(CM_ENOMEM);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory reading the config");
-    json5_doc_release(&doc[0]);
-    json5_doc_release(&doc[1]);
-    if (rc) config_release(cfg);
+    cm_json5_doc_release(&doc[0]);
+    cm_json5_doc_release(&doc[1]);
+    if (rc) cm_config_release(cfg);
     return rc;
 }
 
@@ -593,32 +594,32 @@ static cm_rc resolve_state(const cm_config_args *args, cm_config *cfg, char *err
     buf b = BUF_INIT;
     const char *sd = args->state_dir ? args->state_dir : getenv("QUANTUMCLAW_STATE_DIR");
     if (sd && *sd) {
-        cfg->state_dir = fs_expand_home(sd);
+        cfg->state_dir = cm_fs_expand_home(sd);
     } else {
-        cfg->state_dir = fs_expand_home("~/.quantumclaw");
+        cfg->state_dir = cm_fs_expand_home("~/.quantumclaw");
     }
     if (!cfg->state_dir) CHECK(CM_ENOMEM);
     if (cfg->state_dir[0] != '/') {
         char cwd[4096];
         if (!getcwd(cwd, sizeof cwd)) FAIL(CM_EIO, "cannot resolve the current directory");
-        CHECK(fs_join(&b, cwd, cfg->state_dir));
+        CHECK(cm_fs_join(&b, cwd, cfg->state_dir));
         free(cfg->state_dir);
-        cfg->state_dir = buf_detach(&b);
+        cfg->state_dir = cm_buf_detach(&b);
     }
     const char *cp = args->config_path ? args->config_path : getenv("QUANTUMCLAW_CONFIG_PATH");
     if (cp && *cp) {
-        cfg->config_path = fs_expand_home(cp);
+        cfg->config_path = cm_fs_expand_home(cp);
     } else {
-        CHECK(fs_join(&b, cfg->state_dir, "quantumclaw.json"));
-        cfg->config_path = buf_detach(&b);
+        CHECK(cm_fs_join(&b, cfg->state_dir, "quantumclaw.json"));
+        cfg->config_path = cm_buf_detach(&b);
     }
     if (!cfg->config_path) CHECK(CM_ENOMEM);
     const char *op = getenv("CLAWMEM_CONFIG_PATH");
     if (op && *op) {
-        cfg->overlay_path = fs_expand_home(op);
+        cfg->overlay_path = cm_fs_expand_home(op);
     } else {
-        CHECK(fs_join(&b, cfg->state_dir, "clawmem.json"));
-        cfg->overlay_path = buf_detach(&b);
+        CHECK(cm_fs_join(&b, cfg->state_dir, "clawmem.json"));
+        cfg->overlay_path = cm_buf_detach(&b);
     }
     if (!cfg->overlay_path) CHECK(CM_ENOMEM);
     const char *id = args->agent_id && *args->agent_id ? args->agent_id : "main";
@@ -628,7 +629,7 @@ static cm_rc resolve_state(const cm_config_args *args, cm_config *cfg, char *err
             FAIL(CM_EINVAL, "agent id \"%s\": use letters, digits, '-' and '_' only", id);
     if (!(cfg->agent_id = cm_strdup(id))) CHECK(CM_ENOMEM);
 out:
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
@@ -638,14 +639,14 @@ static cm_rc read_config_file(const char *path, bool named, buf *text, bool *fou
                               size_t errlen)
 {
     /* a symlinked config (dotfile managers) is followed; a FIFO never blocks */
-    cm_rc rc = fs_read_file_follow(path, CONFIG_MAX_BYTES, text, err, errlen);
+    cm_rc rc = cm_fs_read_file_follow(path, CONFIG_MAX_BYTES, text, err, errlen);
     *found = rc == CM_OK;
     if (rc == CM_ENOTFOUND && !named) rc = CM_OK;
     return rc ? CM_ECONFIG : CM_OK;
 }
 
-cm_rc config_load(const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
-                  size_t errlen)
+cm_rc cm_config_init(const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
+                     size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf text = BUF_INIT, otext = BUF_INIT;
@@ -659,17 +660,17 @@ cm_rc config_load(const cm_config_args *args, const cm_logger *lg, cm_config *cf
     CHECK(read_config_file(where.overlay_path, oenv && *oenv, &otext, &ofound, err, errlen));
     config_text qc = {found ? text.data : NULL, text.len, where.config_path};
     config_text ov = {ofound ? otext.data : NULL, otext.len, where.overlay_path};
-    CHECK(config_parse_files(&qc, &ov, args, lg, cfg, err, errlen));
+    CHECK(cm_config_parse_files(&qc, &ov, args, lg, cfg, err, errlen));
     cfg->config_found = found;
     cfg->overlay_found = ofound;
 out:
-    buf_release(&text);
-    buf_release(&otext);
-    config_release(&where);
+    cm_buf_release(&text);
+    cm_buf_release(&otext);
+    cm_config_release(&where);
     return rc;
 }
 
-void config_release(cm_config *cfg)
+void cm_config_release(cm_config *cfg)
 {
     free(cfg->agent_id);
     free(cfg->state_dir);
@@ -682,17 +683,17 @@ void config_release(cm_config *cfg)
     free(cfg->remote_base_url);
     free(cfg->remote_api_key);
     free(cfg->static_model_path);
-    config_strlist_release(&cfg->remote_headers);
+    cm_config_strlist_release(&cfg->remote_headers);
     for (int i = 0; i < CM_PROV_N; i++) {
         free(cfg->providers[i].api_key);
         free(cfg->providers[i].base_url);
-        config_strlist_release(&cfg->providers[i].headers);
+        cm_config_strlist_release(&cfg->providers[i].headers);
     }
     free(cfg->local_model_path);
     free(cfg->local_cache_dir);
-    config_strlist_release(&cfg->extra_paths);
-    config_strlist_release(&cfg->multimodal_modalities);
-    config_strlist_release(&cfg->sources);
+    cm_config_strlist_release(&cfg->extra_paths);
+    cm_config_strlist_release(&cfg->multimodal_modalities);
+    cm_config_strlist_release(&cfg->sources);
     free(cfg->store_path);
     free(cfg->store_driver);
     free(cfg->store_dsn);
@@ -700,7 +701,7 @@ void config_release(cm_config *cfg)
     free(cfg->fts_tokenizer);
     free(cfg->vector_extension_path);
     free(cfg->backend);
-    config_qmd_release(&cfg->qmd);
+    cm_config_qmd_release(&cfg->qmd);
     json_decref(cfg->root);
     memset(cfg, 0, sizeof *cfg);
 }

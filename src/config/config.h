@@ -178,38 +178,38 @@ typedef struct config_text {
  * later OpenClaw layout (memory.search, agents.entries: read as aliases).
  * Secret inputs (remote.apiKey, models.providers.*.apiKey and headers) may be
  * env or file secret references, resolved here. On success the caller owns
- * cfg (config_release). */
-cm_rc config_load(const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
-                  size_t errlen);
+ * cfg (cm_config_release). */
+cm_rc cm_config_init(const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
+                     size_t errlen);
 
 /* Same, from config text already in memory (name is used in messages). */
-cm_rc config_parse(const char *text, size_t n, const char *name, const cm_config_args *args,
-                   const cm_logger *lg, cm_config *cfg, char *err, size_t errlen);
+cm_rc cm_config_parse(const char *text, size_t n, const char *name, const cm_config_args *args,
+                      const cm_logger *lg, cm_config *cfg, char *err, size_t errlen);
 
 /* Same, from both files' text (overlay may be NULL). */
-cm_rc config_parse_files(const config_text *main, const config_text *overlay,
-                         const cm_config_args *args, const cm_logger *lg, cm_config *cfg, char *err,
-                         size_t errlen);
+cm_rc cm_config_parse_files(const config_text *main, const config_text *overlay,
+                            const cm_config_args *args, const cm_logger *lg, cm_config *cfg,
+                            char *err, size_t errlen);
 
-void config_release(cm_config *cfg);
+void cm_config_release(cm_config *cfg);
 
 /* Appends extraPaths[i] as an absolute, lexically normalised path (~ and
  * workspace-relative resolved). CM_EPATH when its ".." climb above "/" (the
  * entry is then ignored by every user of it). */
-cm_rc config_extra_path(const cm_config *cfg, size_t i, buf *out);
+cm_rc cm_config_extra_path(const cm_config *cfg, size_t i, buf *out);
 
 /* Sets a "Name: value" header line in l: a line with the same name (any case)
  * is replaced, else the line is appended. */
-cm_rc config_header_set(cm_strlist *l, const char *line);
+cm_rc cm_config_header_set(cm_strlist *l, const char *line);
 
 /* Whether model names gemini-embedding-2-preview (with 2026.3.22's prefixes
  * "models/", "gemini/", "google/" allowed): the model of multimodal memory. */
-bool config_gemini2_model(const char *model);
+bool cm_config_gemini2_model(const char *model);
 /* Parses a QuantumClaw duration ("5m", "90s", "1h30m", "250ms"; a bare
  * number in unit_ms units) into *ms; false when malformed. */
-bool config_duration_ms(const char *s, int64_t unit_ms, int64_t *ms);
+bool cm_config_duration_ms(const char *s, int64_t unit_ms, int64_t *ms);
 
 /* Candidate pool per side: maxResults × candidateMultiplier, at most 200. */
-int config_candidates(const cm_config *cfg, int max_results);
+int cm_config_candidates(const cm_config *cfg, int max_results);
 
 #endif

@@ -30,56 +30,57 @@ typedef struct ctx {
 
 /* CM_ECONFIG with "file:line:col: path: what" in c->err, about the member key
  * of parent ("file: path: what" when its position is unknown). */
-cm_rc config_bad(ctx *c, const json_t *parent, const char *key, const char *path, const char *what);
+cm_rc cm_config_bad(ctx *c, const json_t *parent, const char *key, const char *path,
+                    const char *what);
 
 /* *out (caller frees) is the string v, the member key of parent named path,
- * with "${VAR}" substituted; an unset variable is config_bad(). */
-cm_rc config_subst(ctx *c, const json_t *parent, const char *key, const char *path, const json_t *v,
-                   char **out);
+ * with "${VAR}" substituted; an unset variable is cm_config_bad(). */
+cm_rc cm_config_subst(ctx *c, const json_t *parent, const char *key, const char *path,
+                      const json_t *v, char **out);
 
 /* Logs a warning "file:line:col: what" about the member key of parent (or its
  * element index when key is NULL). */
-void config_warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+void cm_config_warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt,
+                    ...) __attribute__((format(printf, 5, 6)));
 
 /* "an object", "a string", … for messages. */
-const char *config_type_name(const json_t *v);
+const char *cm_config_type_name(const json_t *v);
 
 /* Whether s is one of choices, written "a|b|c". */
-bool config_in_choices(const char *choices, const char *s);
+bool cm_config_in_choices(const char *choices, const char *s);
 
 /* *dst ← a copy of s (the old value freed). */
-cm_rc config_set_str(char **dst, const char *s);
+cm_rc cm_config_set_str(char **dst, const char *s);
 
 /* Frees l's strings and empties it. */
-void config_strlist_release(cm_strlist *l);
+void cm_config_strlist_release(cm_strlist *l);
 
 /* Appends a copy of s to l unless l already holds it. */
-cm_rc config_strlist_add(cm_strlist *l, const char *s);
+cm_rc cm_config_strlist_add(cm_strlist *l, const char *s);
 
-/* config_header_set() of the line "name: value". */
-cm_rc config_header_put(cm_strlist *l, const char *name, const char *value);
+/* cm_config_header_set() of the line "name: value". */
+cm_rc cm_config_header_put(cm_strlist *l, const char *name, const char *value);
 
 /* ---- schema.c ----------------------------------------------------------- */
 
 /* Applies every key of the memorySearch object obj to c->cfg; prefix is its
  * path in the file, rel the dotted path below memorySearch ("" at its top).
- * A bad value fails with config_bad(); an unknown key warns. */
-cm_rc config_walk(ctx *c, const json_t *obj, const char *prefix, const char *rel);
+ * A bad value fails with cm_config_bad(); an unknown key warns. */
+cm_rc cm_config_walk(ctx *c, const json_t *obj, const char *prefix, const char *rel);
 
 /* ---- qmd.c -------------------------------------------------------------- */
 
 /* QuantumClaw 2026.3.22's defaults of memory.qmd into cfg->qmd. */
-void config_qmd_defaults(cm_config *cfg);
+void cm_config_qmd_defaults(cm_config *cfg);
 /* Applies memory.qmd of one file (qmd may be NULL) over c->cfg->qmd; a bad
- * value fails with config_bad() (file:line:col and the key path). */
-cm_rc config_read_qmd(ctx *c, const json_t *qmd);
-void config_qmd_release(cm_qmd_config *q);
+ * value fails with cm_config_bad() (file:line:col and the key path). */
+cm_rc cm_config_read_qmd(ctx *c, const json_t *qmd);
+void cm_config_qmd_release(cm_qmd_config *q);
 
 /* ---- known_keys.c ------------------------------------------------------- */
 
 /* Warns about each key of root, in the sections clawmem reads, that
  * QuantumClaw 2026.3.22's schema does not know (a typo). */
-void config_check_all(ctx *c, const json_t *root);
+void cm_config_check_all(ctx *c, const json_t *root);
 
 #endif

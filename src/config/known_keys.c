@@ -55,22 +55,24 @@ static void check_keys(ctx *c, const json_t *obj, const char *path, const char *
     if (!json_is_object(obj)) return;
     json_object_foreach((json_t *)obj, k, v)
     {
-        if (config_in_choices(known, k) || (handled && config_in_choices(handled, k))) continue;
-        config_warn(c, obj, k, 0, "unknown key %s%s%.200s (ignored)", path, *path ? "." : "", k);
+        if (cm_config_in_choices(known, k) || (handled && cm_config_in_choices(handled, k)))
+            continue;
+        cm_config_warn(c, obj, k, 0, "unknown key %s%s%.200s (ignored)", path, *path ? "." : "", k);
     }
 }
 
 /* Typos: every section clawmem reads, checked against 2026.3.22's keys. */
-void config_check_all(ctx *c, const json_t *root)
+void cm_config_check_all(ctx *c, const json_t *root)
 {
     char path[300];
     if (!json_is_object(root)) return;
     check_keys(c, root, "", TOP_KEYS, "clawmem|memorySearch");
     if (json_object_get(root, "memorySearch"))
-        config_warn(c, root, "memorySearch", 0,
-                    "memorySearch at the top level is not read: use agents.defaults.memorySearch");
+        cm_config_warn(
+            c, root, "memorySearch", 0,
+            "memorySearch at the top level is not read: use agents.defaults.memorySearch");
     if (!c->overlay && json_object_get(root, "clawmem"))
-        config_warn(
+        cm_config_warn(
             c, root, "clawmem", 0,
             "the clawmem section makes QuantumClaw 2026.3.22 reject this file: move it to %s "
             "(read from here for now)",

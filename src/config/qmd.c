@@ -13,7 +13,7 @@
 #define QMD_DEFAULT_UPDATE_TIMEOUT_MS  120000
 #define QMD_DEFAULT_EMBED_TIMEOUT_MS   120000
 
-void config_qmd_defaults(cm_config *cfg)
+void cm_config_qmd_defaults(cm_config *cfg)
 {
     cm_qmd_config *q = &cfg->qmd;
     q->include_default_memory = true;
@@ -56,7 +56,7 @@ static void paths_release(cm_qmd_config *q)
     q->npaths = 0;
 }
 
-void config_qmd_release(cm_qmd_config *q)
+void cm_config_qmd_release(cm_qmd_config *q)
 {
     free(q->command);
     free(q->search_mode);
@@ -66,7 +66,7 @@ void config_qmd_release(cm_qmd_config *q)
     memset(q, 0, sizeof *q);
 }
 
-bool config_duration_ms(const char *s, int64_t unit_ms, int64_t *ms)
+bool cm_config_duration_ms(const char *s, int64_t unit_ms, int64_t *ms)
 {
     double total = 0;
     bool any = false;
@@ -107,15 +107,15 @@ static cm_rc get_string(ctx *c, const json_t *o, const char *key, const char *pa
 {
     json_t *v = json_object_get(o, key);
     if (!v) return CM_OK;
-    if (!json_is_string(v)) return config_bad(c, o, key, path, "expected a string");
-    return config_set_str(dst, json_string_value(v));
+    if (!json_is_string(v)) return cm_config_bad(c, o, key, path, "expected a string");
+    return cm_config_set_str(dst, json_string_value(v));
 }
 
 static cm_rc get_bool(ctx *c, const json_t *o, const char *key, const char *path, bool *dst)
 {
     json_t *v = json_object_get(o, key);
     if (!v) return CM_OK;
-    if (!json_is_boolean(v)) return config_bad(c, o, key, path, "expected true or false");
+    if (!json_is_boolean(v)) return cm_config_bad(c, o, key, path, "expected true or false");
     *dst = json_is_true(v);
     return CM_OK;
 }
@@ -128,8 +128,8 @@ static cm_rc get_int(ctx *c, const json_t *o, const char *key, const char *path,
     if (!v) return CM_OK;
     if (!json_is_integer(v) || json_integer_value(v) < min ||
         json_integer_value(v) > (int64_t)1 << 40)
-        return config_bad(c, o, key, path,
-                          min > 0 ? "expected a positive integer" : "expected an integer >= 0");
+        return cm_config_bad(c, o, key, path,
+                             min > 0 ? "expected a positive integer" : "expected an integer >= 0");
     *dst = json_integer_value(v);
     return CM_OK;
 }
@@ -138,9 +138,10 @@ static cm_rc get_duration(ctx *c, const json_t *o, const char *key, const char *
 {
     json_t *v = json_object_get(o, key);
     if (!v) return CM_OK;
-    if (!json_is_string(v)) return config_bad(c, o, key, path, "expected a duration string");
-    if (!config_duration_ms(json_string_value(v), 60000, dst))
-        return config_bad(c, o, key, path, "expected a duration such as \"5m\", \"90s\" or \"1h\"");
+    if (!json_is_string(v)) return cm_config_bad(c, o, key, path, "expected a duration string");
+    if (!cm_config_duration_ms(json_string_value(v), 60000, dst))
+        return cm_config_bad(c, o, key, path,
+                             "expected a duration such as \"5m\", \"90s\" or \"1h\"");
     return CM_OK;
 }
 
@@ -148,7 +149,7 @@ static cm_rc get_section(ctx *c, const json_t *o, const char *key, const char *p
                          const json_t **out)
 {
     *out = o ? json_object_get(o, key) : NULL;
-    if (*out && !json_is_object(*out)) return config_bad(c, o, key, path, "expected an object");
+    if (*out && !json_is_object(*out)) return cm_config_bad(c, o, key, path, "expected an object");
     return CM_OK;
 }
 
@@ -159,18 +160,18 @@ static cm_rc read_paths(ctx *c, const json_t *qmd)
     char path[96];
     if (!arr) return CM_OK;
     if (!json_is_array(arr))
-        return config_bad(c, qmd, "paths", "memory.qmd.paths", "expected an array");
+        return cm_config_bad(c, qmd, "paths", "memory.qmd.paths", "expected an array");
     paths_release(q); /* a later file's array replaces */
     size_t n = json_array_size(arr);
     if (n && !(q->paths = calloc(n, sizeof *q->paths))) return CM_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(arr, i);
         snprintf(path, sizeof path, "memory.qmd.paths[%zu]", i);
-        if (!json_is_object(e)) return config_bad(c, arr, NULL, path, "expected an object");
+        if (!json_is_object(e)) return cm_config_bad(c, arr, NULL, path, "expected an object");
         cm_qmd_path *p = &q->paths[q->npaths++];
         snprintf(path, sizeof path, "memory.qmd.paths[%zu].path", i);
         if (!json_is_string(json_object_get(e, "path")))
-            return config_bad(c, e, "path", path, "expected a string (required)");
+            return cm_config_bad(c, e, "path", path, "expected a string (required)");
         cm_rc rc = get_string(c, e, "path", path, &p->path);
         snprintf(path, sizeof path, "memory.qmd.paths[%zu].name", i);
         if (!rc) rc = get_string(c, e, "name", path, &p->name);
@@ -189,9 +190,9 @@ static cm_rc read_scope(ctx *c, const json_t *qmd)
     cm_rc rc = get_section(c, qmd, "scope", "memory.qmd.scope", &scope);
     if (rc || !scope) return rc;
     json_t *d = json_object_get(scope, "default");
-    if (d && (!json_is_string(d) || !config_in_choices("allow|deny", json_string_value(d))))
-        return config_bad(c, scope, "default", "memory.qmd.scope.default",
-                          "expected \"allow\" or \"deny\"");
+    if (d && (!json_is_string(d) || !cm_config_in_choices("allow|deny", json_string_value(d))))
+        return cm_config_bad(c, scope, "default", "memory.qmd.scope.default",
+                             "expected \"allow\" or \"deny\"");
     /* a scope given without "default" allows what no rule denies (as 2026.3.22) */
     q->scope_default_allow = !d || !strcmp(json_string_value(d), "allow");
     q->scope_set = true;
@@ -199,18 +200,18 @@ static cm_rc read_scope(ctx *c, const json_t *qmd)
     json_t *arr = json_object_get(scope, "rules");
     if (!arr) return CM_OK;
     if (!json_is_array(arr))
-        return config_bad(c, scope, "rules", "memory.qmd.scope.rules", "expected an array");
+        return cm_config_bad(c, scope, "rules", "memory.qmd.scope.rules", "expected an array");
     size_t n = json_array_size(arr);
     if (n && !(q->rules = calloc(n, sizeof *q->rules))) return CM_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_array_get(arr, i);
         snprintf(path, sizeof path, "memory.qmd.scope.rules[%zu]", i);
-        if (!json_is_object(e)) return config_bad(c, arr, NULL, path, "expected an object");
+        if (!json_is_object(e)) return cm_config_bad(c, arr, NULL, path, "expected an object");
         cm_qmd_rule *r = &q->rules[q->nrules++];
         json_t *a = json_object_get(e, "action");
         snprintf(path, sizeof path, "memory.qmd.scope.rules[%zu].action", i);
-        if (!json_is_string(a) || !config_in_choices("allow|deny", json_string_value(a)))
-            return config_bad(c, e, "action", path, "expected \"allow\" or \"deny\"");
+        if (!json_is_string(a) || !cm_config_in_choices("allow|deny", json_string_value(a)))
+            return cm_config_bad(c, e, "action", path, "expected \"allow\" or \"deny\"");
         r->allow = !strcmp(json_string_value(a), "allow");
         const json_t *m;
         snprintf(path, sizeof path, "memory.qmd.scope.rules[%zu].match", i);
@@ -224,13 +225,13 @@ static cm_rc read_scope(ctx *c, const json_t *qmd)
             snprintf(path, sizeof path, "memory.qmd.scope.rules[%zu].match.%s", i, keys[k]);
             if ((rc = get_string(c, m, keys[k], path, dst[k]))) return rc;
         }
-        if (r->chat_type && !config_in_choices("direct|group|channel|dm", r->chat_type))
-            return config_bad(c, m, "chatType", path, "expected direct, group or channel");
+        if (r->chat_type && !cm_config_in_choices("direct|group|channel|dm", r->chat_type))
+            return cm_config_bad(c, m, "chatType", path, "expected direct, group or channel");
     }
     return CM_OK;
 }
 
-cm_rc config_read_qmd(ctx *c, const json_t *qmd)
+cm_rc cm_config_read_qmd(ctx *c, const json_t *qmd)
 {
     cm_rc rc = CM_OK;
     cm_qmd_config *q = &c->cfg->qmd;
@@ -240,9 +241,9 @@ cm_rc config_read_qmd(ctx *c, const json_t *qmd)
     CHECK(get_string(c, qmd, "command", "memory.qmd.command", &q->command));
     json_t *m = json_object_get(qmd, "searchMode");
     if (m &&
-        (!json_is_string(m) || !config_in_choices("search|vsearch|query", json_string_value(m))))
-        CHECK(config_bad(c, qmd, "searchMode", "memory.qmd.searchMode",
-                         "expected \"search\", \"vsearch\" or \"query\""));
+        (!json_is_string(m) || !cm_config_in_choices("search|vsearch|query", json_string_value(m))))
+        CHECK(cm_config_bad(c, qmd, "searchMode", "memory.qmd.searchMode",
+                            "expected \"search\", \"vsearch\" or \"query\""));
     CHECK(get_string(c, qmd, "searchMode", "memory.qmd.searchMode", &q->search_mode));
     CHECK(get_bool(c, qmd, "includeDefaultMemory", "memory.qmd.includeDefaultMemory",
                    &q->include_default_memory));

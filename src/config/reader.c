@@ -9,27 +9,29 @@
 #include "../base/buf.h"
 #include "config_int.h"
 
-cm_rc config_bad(ctx *c, const json_t *parent, const char *key, const char *path, const char *what)
+cm_rc cm_config_bad(ctx *c, const json_t *parent, const char *key, const char *path,
+                    const char *what)
 {
     int line = 0, col = 0;
-    if (json5_where(c->doc, parent, key, 0, &line, &col))
+    if (cm_json5_where(c->doc, parent, key, 0, &line, &col))
         return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s: %s", c->file, line, col,
                          path, what);
     return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s: %s: %s", c->file, path, what);
 }
 
 /* The string v (member key of parent, path) with "${VAR}" substituted. */
-cm_rc config_subst(ctx *c, const json_t *parent, const char *key, const char *path, const json_t *v,
-                   char **out)
+cm_rc cm_config_subst(ctx *c, const json_t *parent, const char *key, const char *path,
+                      const json_t *v, char **out)
 {
     char why[512];
-    cm_rc rc = secret_subst_env(json_string_value(v), out, why, sizeof why);
-    return rc == CM_ECONFIG ? config_bad(c, parent, key, path, why) : rc;
+    cm_rc rc = cm_secret_subst_env(json_string_value(v), out, why, sizeof why);
+    return rc == CM_ECONFIG ? cm_config_bad(c, parent, key, path, why) : rc;
 }
 
 /* A warning "file:line:col: what" about the member key of parent (or its
  * element index when key is NULL). */
-void config_warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt, ...)
+void cm_config_warn(ctx *c, const json_t *parent, const char *key, size_t index, const char *fmt,
+                    ...)
 {
     char what[1024];
     va_list ap;
@@ -37,13 +39,13 @@ void config_warn(ctx *c, const json_t *parent, const char *key, size_t index, co
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     int line = 0, col = 0;
-    if (json5_where(c->doc, parent, key, index, &line, &col))
+    if (cm_json5_where(c->doc, parent, key, index, &line, &col))
         cm_logf(c->lg, CM_LOG_WARN, "%s:%d:%d: %s", c->file, line, col, what);
     else
         cm_logf(c->lg, CM_LOG_WARN, "%s: %s", c->file, what);
 }
 
-const char *config_type_name(const json_t *v)
+const char *cm_config_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
@@ -64,7 +66,7 @@ const char *config_type_name(const json_t *v)
     return "a value";
 }
 
-bool config_in_choices(const char *choices, const char *s)
+bool cm_config_in_choices(const char *choices, const char *s)
 {
     size_t n = strlen(s);
     for (const char *p = choices; *p;) {
@@ -77,7 +79,7 @@ bool config_in_choices(const char *choices, const char *s)
     return false;
 }
 
-cm_rc config_set_str(char **dst, const char *s)
+cm_rc cm_config_set_str(char **dst, const char *s)
 {
     char *v = cm_strdup(s);
     if (!v) return CM_ENOMEM;
@@ -86,7 +88,7 @@ cm_rc config_set_str(char **dst, const char *s)
     return CM_OK;
 }
 
-void config_strlist_release(cm_strlist *l)
+void cm_config_strlist_release(cm_strlist *l)
 {
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i]);
@@ -95,7 +97,7 @@ void config_strlist_release(cm_strlist *l)
     l->n = 0;
 }
 
-cm_rc config_strlist_add(cm_strlist *l, const char *s)
+cm_rc cm_config_strlist_add(cm_strlist *l, const char *s)
 {
     for (size_t i = 0; i < l->n; i++)
         if (strcmp(l->v[i], s) == 0) return CM_OK;
@@ -107,7 +109,7 @@ cm_rc config_strlist_add(cm_strlist *l, const char *s)
     return CM_OK;
 }
 
-cm_rc config_header_set(cm_strlist *l, const char *line)
+cm_rc cm_config_header_set(cm_strlist *l, const char *line)
 {
     size_t nl = strcspn(line, ":");
     char *copy = cm_strdup(line);
@@ -128,11 +130,11 @@ cm_rc config_header_set(cm_strlist *l, const char *line)
     return CM_OK;
 }
 
-cm_rc config_header_put(cm_strlist *l, const char *name, const char *value)
+cm_rc cm_config_header_put(cm_strlist *l, const char *name, const char *value)
 {
     buf b = BUF_INIT;
-    cm_rc rc = buf_printf(&b, "%s: %s", name, value);
-    if (!rc) rc = config_header_set(l, b.data);
-    buf_release(&b);
+    cm_rc rc = cm_buf_printf(&b, "%s: %s", name, value);
+    if (!rc) rc = cm_config_header_set(l, b.data);
+    cm_buf_release(&b);
     return rc;
 }

@@ -105,7 +105,7 @@ static const field fields[] = {
 static void warn_ours(ctx *c, const json_t *parent, const char *key, const char *path)
 {
     if (c->overlay) return;
-    config_warn(
+    cm_config_warn(
         c, parent, key, 0,
         "%s is clawmem's own setting and makes QuantumClaw 2026.3.22 reject this file: move it "
         "to %s (read from here for now)",
@@ -131,16 +131,16 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
         double d = json_number_value(v);
         if (f->kind != K_NUM && (!isfinite(d) || d != floor(d))) {
             snprintf(what, sizeof what, "expected an integer, got %g", d);
-            return config_bad(c, parent, key, path, what);
+            return cm_config_bad(c, parent, key, path, what);
         }
         if (!(d >= f->min && d <= f->max) && f->max == SAFE_INT) {
             snprintf(what, sizeof what, "expected an integer of at least %g, got %g", f->min, d);
-            return config_bad(c, parent, key, path, what);
+            return cm_config_bad(c, parent, key, path, what);
         }
         if (!(d >= f->min && d <= f->max)) {
             snprintf(what, sizeof what, "expected a number between %g and %g, got %g", f->min,
                      f->max, d);
-            return config_bad(c, parent, key, path, what);
+            return cm_config_bad(c, parent, key, path, what);
         }
         if (dst && f->kind == K_INT) *(int *)dst = (int)CM_MIN(d, (double)INT_MAX);
         if (dst && f->kind != K_INT) *(double *)dst = d;
@@ -148,8 +148,8 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
     }
     case K_SECRET: {
         char *val = NULL;
-        cm_rc rc = secret_resolve(c->secrets, v, &val, what, sizeof what);
-        if (rc == CM_ECONFIG) return config_bad(c, parent, key, path, what);
+        cm_rc rc = cm_secret_resolve(c->secrets, v, &val, what, sizeof what);
+        if (rc == CM_ECONFIG) return cm_config_bad(c, parent, key, path, what);
         if (rc) return rc;
         if (dst) {
             free(*(char **)dst);
@@ -162,19 +162,19 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
     case K_STR:
     case K_ENUM: {
         if (!json_is_string(v)) goto type;
-        if (f->kind == K_ENUM && !config_in_choices(f->choices, json_string_value(v))) {
+        if (f->kind == K_ENUM && !cm_config_in_choices(f->choices, json_string_value(v))) {
             snprintf(what, sizeof what, "expected one of %s, got \"%.80s\"", f->choices,
                      json_string_value(v));
-            return config_bad(c, parent, key, path, what);
+            return cm_config_bad(c, parent, key, path, what);
         }
-        if (f->qc_choices && !config_in_choices(f->qc_choices, json_string_value(v))) {
+        if (f->qc_choices && !cm_config_in_choices(f->qc_choices, json_string_value(v))) {
             snprintf(what, sizeof what, "%s \"%.40s\"", path, json_string_value(v));
             warn_ours(c, parent, key, what);
         }
         if (!dst) return CM_OK;
-        if (f->kind == K_ENUM) return config_set_str((char **)dst, json_string_value(v));
+        if (f->kind == K_ENUM) return cm_config_set_str((char **)dst, json_string_value(v));
         char *x = NULL;
-        cm_rc rc = config_subst(c, parent, key, path, v, &x);
+        cm_rc rc = cm_config_subst(c, parent, key, path, v, &x);
         if (rc) return rc;
         free(*(char **)dst);
         *(char **)dst = x;
@@ -188,37 +188,37 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
         json_array_foreach(v, i, e)
         {
             if (!json_is_string(e) ||
-                (f->choices && !config_in_choices(f->choices, json_string_value(e)))) {
+                (f->choices && !cm_config_in_choices(f->choices, json_string_value(e)))) {
                 int line = 0, col = 0;
-                json5_where(c->doc, v, NULL, i, &line, &col);
-                config_strlist_release(&fresh);
+                cm_json5_where(c->doc, v, NULL, i, &line, &col);
+                cm_config_strlist_release(&fresh);
                 snprintf(what, sizeof what, "%s[%zu]: expected %s%s", path, i,
                          f->choices ? "one of " : "a string", f->choices ? f->choices : "");
                 return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s", c->file, line, col,
                                  what);
             }
             char *x = NULL;
-            cm_rc rc = config_subst(c, parent, key, path, e, &x);
-            if (!rc) rc = config_strlist_add(&fresh, x);
+            cm_rc rc = cm_config_subst(c, parent, key, path, e, &x);
+            if (!rc) rc = cm_config_strlist_add(&fresh, x);
             free(x);
             if (rc) {
-                config_strlist_release(&fresh);
+                cm_config_strlist_release(&fresh);
                 return rc;
             }
         }
         if (!dst) {
-            config_strlist_release(&fresh);
+            cm_config_strlist_release(&fresh);
             return CM_OK;
         }
         cm_strlist *l = dst;
         if (l == &c->cfg->extra_paths) { /* extraPaths accumulate across layers */
             cm_rc rc = CM_OK;
             for (i = 0; i < fresh.n && !rc; i++)
-                rc = config_strlist_add(l, fresh.v[i]);
-            config_strlist_release(&fresh);
+                rc = cm_config_strlist_add(l, fresh.v[i]);
+            cm_config_strlist_release(&fresh);
             return rc;
         }
-        config_strlist_release(l);
+        cm_config_strlist_release(l);
         *l = fresh;
         return CM_OK;
     }
@@ -229,20 +229,20 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
         json_object_foreach((json_t *)v, k, e)
         {
             if (!json_is_string(e)) {
-                snprintf(what, sizeof what, "expected a string, got %s", config_type_name(e));
+                snprintf(what, sizeof what, "expected a string, got %s", cm_config_type_name(e));
                 char sub[1024];
                 snprintf(sub, sizeof sub, "%s.%s", path, k);
-                return config_bad(c, v, k, sub, what);
+                return cm_config_bad(c, v, k, sub, what);
             }
             if (strchr(k, ':') || strchr(k, '\n') || strchr(json_string_value(e), '\n')) {
                 char sub[1024];
                 snprintf(sub, sizeof sub, "%s.%s", path, k);
-                return config_bad(c, v, k, sub, "a header name or value with ':' or a newline");
+                return cm_config_bad(c, v, k, sub, "a header name or value with ':' or a newline");
             }
             char sub[1024], *x = NULL;
             snprintf(sub, sizeof sub, "%s.%s", path, k);
-            cm_rc rc = config_subst(c, v, k, sub, e, &x);
-            if (!rc && dst) rc = config_header_put(dst, k, x);
+            cm_rc rc = cm_config_subst(c, v, k, sub, e, &x);
+            if (!rc && dst) rc = cm_config_header_put(dst, k, x);
             free(x);
             if (rc) return rc;
         }
@@ -258,12 +258,12 @@ type:
              : f->kind == K_STRLIST                                      ? "an array of strings"
              : f->kind == K_MAP                                          ? "an object"
                                                                          : "a string",
-             config_type_name(v));
-    return config_bad(c, parent, key, path, what);
+             cm_config_type_name(v));
+    return cm_config_bad(c, parent, key, path, what);
 }
 
 /* Walks a memorySearch object; rel is the dotted path below memorySearch. */
-cm_rc config_walk(ctx *c, const json_t *obj, const char *prefix, const char *rel)
+cm_rc cm_config_walk(ctx *c, const json_t *obj, const char *prefix, const char *rel)
 {
     const char *key;
     json_t *v;
@@ -287,13 +287,13 @@ cm_rc config_walk(ctx *c, const json_t *obj, const char *prefix, const char *rel
         } else if (is_prefix) {
             if (!json_is_object(v)) {
                 char what[128];
-                snprintf(what, sizeof what, "expected an object, got %s", config_type_name(v));
-                return config_bad(c, obj, key, path, what);
+                snprintf(what, sizeof what, "expected an object, got %s", cm_config_type_name(v));
+                return cm_config_bad(c, obj, key, path, what);
             }
-            rc = config_walk(c, v, prefix, relpath);
+            rc = cm_config_walk(c, v, prefix, relpath);
         } else {
             int line = 0, col = 0;
-            json5_where(c->doc, obj, key, 0, &line, &col);
+            cm_json5_where(c->doc, obj, key, 0, &line, &col);
             cm_logf(c->lg, CM_LOG_WARN, "%s:%d:%d: unknown key %s (ignored)", c->file, line, col,
                     path);
         }

@@ -13,7 +13,7 @@
 #include "secret.h"
 #include "../base/caps.h"
 
-cm_rc secret_subst_env(const char *in, char **out, char *why, size_t whylen)
+cm_rc cm_secret_subst_env(const char *in, char **out, char *why, size_t whylen)
 {
     buf b = BUF_INIT;
     cm_rc rc = CM_OK;
@@ -29,11 +29,11 @@ cm_rc secret_subst_env(const char *in, char **out, char *why, size_t whylen)
             if (!ok) end = NULL;
         }
         if (!end) {
-            rc = buf_addc(&b, *p++);
+            rc = cm_buf_addc(&b, *p++);
             continue;
         }
         if (esc) {
-            rc = buf_add(&b, p + 1, (size_t)(end + 1 - (p + 1)));
+            rc = cm_buf_add(&b, p + 1, (size_t)(end + 1 - (p + 1)));
         } else {
             char var[256];
             snprintf(var, sizeof var, "%.*s", (int)CM_MIN(end - name, 255), name);
@@ -42,12 +42,12 @@ cm_rc secret_subst_env(const char *in, char **out, char *why, size_t whylen)
                 rc = cm_seterr(why, whylen, CM_ECONFIG,
                                "environment variable \"%s\" is missing or empty", var);
             else
-                rc = buf_adds(&b, val);
+                rc = cm_buf_adds(&b, val);
         }
         p = end + 1;
     }
-    if (!rc && !(*out = buf_detach(&b))) rc = CM_ENOMEM;
-    buf_release(&b);
+    if (!rc && !(*out = cm_buf_detach(&b))) rc = CM_ENOMEM;
+    cm_buf_release(&b);
     return rc;
 }
 
@@ -75,7 +75,7 @@ static cm_rc secret_file(const json_t *pc, const char *alias, const char *id, ch
     size_t errlen = whylen;
     if (!json_is_string(jp) || !*json_string_value(jp))
         FAIL(CM_ECONFIG, "secrets.providers.%s.path is not set", alias);
-    if (!(path = fs_expand_home(json_string_value(jp)))) CHECK(CM_ENOMEM);
+    if (!(path = cm_fs_expand_home(json_string_value(jp)))) CHECK(CM_ENOMEM);
     if (path[0] != '/') FAIL(CM_ECONFIG, "secrets.providers.%s.path must be absolute", alias);
     struct stat st;
     if (lstat(path, &st) < 0)
@@ -94,7 +94,7 @@ static cm_rc secret_file(const json_t *pc, const char *alias, const char *id, ch
     if (json_is_integer(jmax) && json_integer_value(jmax) > 0)
         max = (size_t)CM_MIN(json_integer_value(jmax), CM_CAP_SECRET_FILE_MAX);
     char rerr[256];
-    if (fs_read_file(path, max, &text, rerr, sizeof rerr))
+    if (cm_fs_read_file(path, max, &text, rerr, sizeof rerr))
         FAIL(CM_ECONFIG, "secrets.providers.%s: %s", alias, rerr);
     if (json_is_string(mode) && strcmp(json_string_value(mode), "singleValue") == 0) {
         if (strcmp(id, "value") != 0)
@@ -140,12 +140,12 @@ static cm_rc secret_file(const json_t *pc, const char *alias, const char *id, ch
     if (!(*out = cm_strdup(json_string_value(cur)))) CHECK(CM_ENOMEM);
 out:
     json_decref(root);
-    buf_release(&text);
+    cm_buf_release(&text);
     free(path);
     return rc;
 }
 
-cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char *why, size_t whylen)
+cm_rc cm_secret_resolve(const secrets *s, const json_t *v, char **out, char *why, size_t whylen)
 {
     char *err = why; /* for FAIL */
     size_t errlen = whylen;
@@ -160,7 +160,7 @@ cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char *why, s
                     t[2] <= 'Z' && n - 3 <= 128;
         for (size_t i = 2; tmpl && i < n - 1; i++)
             tmpl = (t[i] >= 'A' && t[i] <= 'Z') || (t[i] >= '0' && t[i] <= '9') || t[i] == '_';
-        if (!tmpl) return secret_subst_env(t, out, why, whylen); /* "Bearer ${KEY}" too */
+        if (!tmpl) return cm_secret_subst_env(t, out, why, whylen); /* "Bearer ${KEY}" too */
         snprintf(idbuf, sizeof idbuf, "%.*s", (int)(n - 3), t + 2);
         source = "env";
         id = idbuf;

@@ -23,12 +23,12 @@ typedef struct secrets {
  * when it cannot: an unset variable, an unconfigured provider, a file that
  * others can read, a pointer that finds nothing; exec references are not
  * supported. */
-cm_rc secret_resolve(const secrets *s, const json_t *v, char **out, char *why, size_t whylen);
+cm_rc cm_secret_resolve(const secrets *s, const json_t *v, char **out, char *why, size_t whylen);
 
 /* "${VAR}" in `in` replaced by the environment variable ("$${VAR}" is a
  * literal "${VAR}"; VAR is [A-Z_][A-Z0-9_]*, anything else stays as is).
  * *out is the result (caller frees); CM_ECONFIG with why naming the variable
  * when it is unset or empty. */
-cm_rc secret_subst_env(const char *in, char **out, char *why, size_t whylen);
+cm_rc cm_secret_subst_env(const char *in, char **out, char *why, size_t whylen);
 
 #endif

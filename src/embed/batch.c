@@ -14,7 +14,7 @@
 
 static embed_batch_clock clock_hook;
 
-void embed_batch_set_clock(const embed_batch_clock *c)
+void cm_embed_batch_set_clock(const embed_batch_clock *c)
 {
     if (c)
         clock_hook = *c;
@@ -22,12 +22,12 @@ void embed_batch_set_clock(const embed_batch_clock *c)
         memset(&clock_hook, 0, sizeof clock_hook);
 }
 
-int64_t embed_batch_now(void)
+int64_t cm_embed_batch_now(void)
 {
     return clock_hook.now_ms ? clock_hook.now_ms(clock_hook.ctx) : cm_now_ms();
 }
 
-void embed_batch_sleep(long ms)
+void cm_embed_batch_sleep(long ms)
 {
     if (clock_hook.sleep_ms) {
         clock_hook.sleep_ms(clock_hook.ctx, ms);
@@ -41,18 +41,18 @@ void embed_batch_sleep(long ms)
 
 static size_t limit_requests, limit_bytes;
 
-void embed_batch_set_limits(size_t max_requests, size_t max_bytes)
+void cm_embed_batch_set_limits(size_t max_requests, size_t max_bytes)
 {
     limit_requests = max_requests;
     limit_bytes = max_bytes;
 }
 
-size_t embed_batch_max_requests(void)
+size_t cm_embed_batch_max_requests(void)
 {
     return limit_requests ? limit_requests : EMBED_BATCH_MAX_REQUESTS;
 }
 
-size_t embed_batch_max_bytes(void)
+size_t cm_embed_batch_max_bytes(void)
 {
     return limit_bytes ? limit_bytes : EMBED_BATCH_FILE_BYTES;
 }
@@ -86,7 +86,7 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
             }
             n = cap - c->resp.len; /* an error answer: its start is enough */
         }
-        if (n && buf_add(&c->resp, p, n)) {
+        if (n && cm_buf_add(&c->resp, p, n)) {
             s->rc = CM_ENOMEM;
             return false;
         }
@@ -99,7 +99,7 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
             s->rc = CM_ETOOBIG;
             return false;
         }
-        if (take && buf_add(&s->line, p, take)) {
+        if (take && cm_buf_add(&s->line, p, take)) {
             s->rc = CM_ENOMEM;
             return false;
         }
@@ -111,34 +111,34 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
             s->delivered = true;
             if (s->line.len && (s->rc = c->on_line(c->ctx, s->line.data, s->line.len)) != CM_OK)
                 return false;
-            buf_reset(&s->line);
+            cm_buf_reset(&s->line);
         }
     }
     return true;
 }
 
-void embed_batch_call_release(batch_call *c)
+void cm_embed_batch_call_release(batch_call *c)
 {
-    buf_release(&c->resp);
+    cm_buf_release(&c->resp);
 }
 
-cm_rc embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen)
+cm_rc cm_embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     cm_strlist h = {NULL, 0};
     stream s = {c, BUF_INIT, false, CM_OK};
     char msg[400] = "";
     for (size_t i = 0; i < p->headers.n; i++)
-        CHECK(config_header_set(&h, p->headers.v[i]));
+        CHECK(cm_config_header_set(&h, p->headers.v[i]));
     if (c->ctype) {
         buf ct = BUF_INIT;
-        rc = buf_printf(&ct, "Content-Type: %s", c->ctype);
-        if (!rc) rc = config_header_set(&h, ct.data);
-        buf_release(&ct);
+        rc = cm_buf_printf(&ct, "Content-Type: %s", c->ctype);
+        if (!rc) rc = cm_config_header_set(&h, ct.data);
+        cm_buf_release(&ct);
         CHECK(rc);
     }
-    if (c->extra_header) CHECK(config_header_set(&h, c->extra_header));
-    CHECK(config_header_set(&h, "Expect:")); /* no 100-continue wait on an upload */
+    if (c->extra_header) CHECK(cm_config_header_set(&h, c->extra_header));
+    CHECK(cm_config_header_set(&h, "Expect:")); /* no 100-continue wait on an upload */
     long delay = BATCH_BACKOFF_MS;
     for (int attempt = 1;; attempt++) {
         http_fetch f = {0};
@@ -149,10 +149,10 @@ cm_rc embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errle
         f.timeout_ms = c->body ? 600000 : 0; /* an upload: 10 minutes; a download streams */
         f.on_data = on_data;
         f.ctx = &s;
-        buf_reset(&c->resp);
-        buf_reset(&s.line);
+        cm_buf_reset(&c->resp);
+        cm_buf_reset(&s.line);
         s.rc = CM_OK;
-        rc = http_fetch_run(&f, msg, sizeof msg);
+        rc = cm_http_fetch_run(&f, msg, sizeof msg);
         c->status = f.status;
         if (s.rc) { /* our callback stopped it */
             rc = s.rc;
@@ -167,28 +167,28 @@ cm_rc embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errle
         bool again = f.retryable && attempt < BATCH_ATTEMPTS && !s.delivered;
         if (again) {
             long wait = f.retry_after_ms >= 0 ? CM_MIN(f.retry_after_ms, 60000L) : delay;
-            embed_batch_sleep(wait);
+            cm_embed_batch_sleep(wait);
             delay *= 2;
             continue;
         }
         if (rc) FAIL(CM_EIO, "%s failed: %s", c->what, msg);
         buf shown = BUF_INIT;
-        http_error_text(c->url, &h, c->resp.data, c->resp.len, 200, &shown);
+        cm_http_error_text(c->url, &h, c->resp.data, c->resp.len, 200, &shown);
         rc = cm_seterr(err, errlen, f.status == 404 ? CM_ENOTFOUND : CM_EIO, "%s failed: %ld %s",
                        c->what, f.status, shown.data);
-        buf_release(&shown);
+        cm_buf_release(&shown);
         goto out;
     }
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    buf_release(&s.line);
+    cm_buf_release(&s.line);
     for (size_t i = 0; i < h.n; i++)
         free(h.v[i]);
     free(h.v);
     return rc;
 }
 
-cm_rc embed_batch_json(const batch_call *c, json_t **out, char *err, size_t errlen)
+cm_rc cm_embed_batch_json(const batch_call *c, json_t **out, char *err, size_t errlen)
 {
     json_error_t je;
     *out = json_loadb(c->resp.data, c->resp.len, 0, &je);
@@ -198,7 +198,7 @@ cm_rc embed_batch_json(const batch_call *c, json_t **out, char *err, size_t errl
     return cm_seterr(err, errlen, CM_EIO, "%s: the answer is not a JSON object", c->what);
 }
 
-const char *embed_batch_jstr(json_t *o, ...)
+const char *cm_embed_batch_jstr(json_t *o, ...)
 {
     va_list ap;
     va_start(ap, o);
@@ -209,17 +209,17 @@ const char *embed_batch_jstr(json_t *o, ...)
     return json_string_value(o);
 }
 
-void embed_batch_redact(const embed_provider *p, const char *url, char *s, size_t n)
+void cm_embed_batch_redact(const embed_provider *p, const char *url, char *s, size_t n)
 {
     buf out = BUF_INIT;
-    if (s[0] && http_error_text(url, &p->headers, s, strlen(s), n - 1, &out) == CM_OK)
+    if (s[0] && cm_http_error_text(url, &p->headers, s, strlen(s), n - 1, &out) == CM_OK)
         snprintf(s, n, "%s", out.data);
     else if (s[0])
         snprintf(s, n, "[unreadable]");
-    buf_release(&out);
+    cm_buf_release(&out);
 }
 
-void embed_batch_copy(char *dst, size_t n, const char *s)
+void cm_embed_batch_copy(char *dst, size_t n, const char *s)
 {
     snprintf(dst, n, "%s", s ? s : "");
 }
@@ -269,8 +269,8 @@ static const char *error_text(json_t *e)
     return json_is_object(e) && json_object_size(e) ? "unknown error" : NULL;
 }
 
-cm_rc embed_batch_parse_line(embed_provider *p, const char *line, size_t len,
-                             embed_batch_item_fn fn, void *ctx)
+cm_rc cm_embed_batch_parse_line(embed_provider *p, const char *line, size_t len,
+                                embed_batch_item_fn fn, void *ctx)
 {
     json_error_t je;
     json_t *j = json_loadb(line, len, 0, &je);
@@ -309,39 +309,39 @@ out:
 
 /* ---- dispatch ------------------------------------------------------------- */
 
-bool embed_batch_supported(const embed_provider *p)
+bool cm_embed_batch_supported(const embed_provider *p)
 {
     return p->kind == CM_PROV_OPENAI || p->kind == CM_PROV_GEMINI || p->kind == CM_PROV_VOYAGE;
 }
 
-cm_rc embed_batch_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
+cm_rc cm_embed_batch_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
 {
-    return p->kind == CM_PROV_GEMINI ? embed_batch_gemini_line(p, id, text, jsonl)
-                                     : embed_batch_files_line(p, id, text, jsonl);
+    return p->kind == CM_PROV_GEMINI ? cm_embed_batch_gemini_line(p, id, text, jsonl)
+                                     : cm_embed_batch_files_line(p, id, text, jsonl);
 }
 
-cm_rc embed_batch_submit(embed_provider *p, const buf *jsonl, size_t n, char **id,
-                         embed_batch_status *st, uint64_t *bytes_sent, char *err, size_t errlen)
+cm_rc cm_embed_batch_submit(embed_provider *p, const buf *jsonl, size_t n, char **id,
+                            embed_batch_status *st, uint64_t *bytes_sent, char *err, size_t errlen)
 {
     uint64_t sent = 0;
     (void)n;
     *id = NULL;
     memset(st, 0, sizeof *st);
-    if (!embed_batch_supported(p))
-        return cm_seterr(err, errlen, CM_EINVAL, "%s has no batch API", embed_name(p));
+    if (!cm_embed_batch_supported(p))
+        return cm_seterr(err, errlen, CM_EINVAL, "%s has no batch API", cm_embed_name(p));
     cm_rc rc = p->kind == CM_PROV_GEMINI
-                   ? embed_batch_gemini_submit(p, jsonl, id, st, &sent, err, errlen)
-                   : embed_batch_files_submit(p, jsonl, id, st, &sent, err, errlen);
+                   ? cm_embed_batch_gemini_submit(p, jsonl, id, st, &sent, err, errlen)
+                   : cm_embed_batch_files_submit(p, jsonl, id, st, &sent, err, errlen);
     if (bytes_sent) *bytes_sent += sent;
     return rc;
 }
 
-cm_rc embed_batch_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
-                       size_t errlen)
+cm_rc cm_embed_batch_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
+                          size_t errlen)
 {
     memset(st, 0, sizeof *st);
-    return p->kind == CM_PROV_GEMINI ? embed_batch_gemini_poll(p, id, st, err, errlen)
-                                     : embed_batch_files_poll(p, id, st, err, errlen);
+    return p->kind == CM_PROV_GEMINI ? cm_embed_batch_gemini_poll(p, id, st, err, errlen)
+                                     : cm_embed_batch_files_poll(p, id, st, err, errlen);
 }
 
 typedef struct relay {
@@ -353,14 +353,14 @@ typedef struct relay {
 static cm_rc relay_line(void *ctx, const char *line, size_t len)
 {
     relay *r = ctx;
-    return embed_batch_parse_line(r->p, line, len, r->fn, r->ctx);
+    return cm_embed_batch_parse_line(r->p, line, len, r->fn, r->ctx);
 }
 
-cm_rc embed_batch_results(embed_provider *p, const embed_batch_status *st, embed_batch_item_fn fn,
-                          void *ctx, char *err, size_t errlen)
+cm_rc cm_embed_batch_results(embed_provider *p, const embed_batch_status *st,
+                             embed_batch_item_fn fn, void *ctx, char *err, size_t errlen)
 {
     relay r = {p, fn, ctx};
     return p->kind == CM_PROV_GEMINI
-               ? embed_batch_gemini_results(p, st, relay_line, &r, err, errlen)
-               : embed_batch_files_results(p, st, relay_line, &r, err, errlen);
+               ? cm_embed_batch_gemini_results(p, st, relay_line, &r, err, errlen)
+               : cm_embed_batch_files_results(p, st, relay_line, &r, err, errlen);
 }

@@ -15,7 +15,8 @@ static const char *who(const embed_provider *p)
     return p->kind == CM_PROV_VOYAGE ? "voyage" : "openai";
 }
 
-cm_rc embed_batch_files_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
+cm_rc cm_embed_batch_files_line(const embed_provider *p, const char *id, const char *text,
+                                buf *jsonl)
 {
     json_t *body = p->kind == CM_PROV_VOYAGE ? json_pack("{s:[s]}", "input", text)
                                              : json_pack("{s:s, s:s, s:s}", "model", p->model,
@@ -29,20 +30,20 @@ cm_rc embed_batch_files_line(const embed_provider *p, const char *id, const char
                                 "/v1/embeddings", "body", body);
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
-    cm_rc rc = s ? buf_adds(jsonl, s) : CM_ENOMEM;
-    if (!rc) rc = buf_addc(jsonl, '\n');
+    cm_rc rc = s ? cm_buf_adds(jsonl, s) : CM_ENOMEM;
+    if (!rc) rc = cm_buf_addc(jsonl, '\n');
     free(s);
     return rc;
 }
 
-void embed_batch_files_status(json_t *j, embed_batch_status *st)
+void cm_embed_batch_files_status(json_t *j, embed_batch_status *st)
 {
     const char *state = json_string_value(json_object_get(j, "status"));
-    embed_batch_copy(st->state, sizeof st->state, state ? state : "unknown");
-    embed_batch_copy(st->output, sizeof st->output,
-                     json_string_value(json_object_get(j, "output_file_id")));
-    embed_batch_copy(st->error_file, sizeof st->error_file,
-                     json_string_value(json_object_get(j, "error_file_id")));
+    cm_embed_batch_copy(st->state, sizeof st->state, state ? state : "unknown");
+    cm_embed_batch_copy(st->output, sizeof st->output,
+                        json_string_value(json_object_get(j, "output_file_id")));
+    cm_embed_batch_copy(st->error_file, sizeof st->error_file,
+                        json_string_value(json_object_get(j, "error_file_id")));
     if (!strcmp(st->state, "completed")) {
         st->phase = EMBED_BATCH_COMPLETED;
     } else if (!strcmp(st->state, "failed") || !strcmp(st->state, "expired") ||
@@ -50,14 +51,14 @@ void embed_batch_files_status(json_t *j, embed_batch_status *st)
         st->phase = EMBED_BATCH_FAILED;
         const char *m = json_string_value(json_object_get(
             json_array_get(json_object_get(json_object_get(j, "errors"), "data"), 0), "message"));
-        embed_batch_copy(st->why, sizeof st->why, m ? m : st->state);
+        cm_embed_batch_copy(st->why, sizeof st->why, m ? m : st->state);
     } else {
         st->phase = EMBED_BATCH_RUNNING;
     }
 }
 
-cm_rc embed_batch_files_submit(embed_provider *p, const buf *jsonl, char **id,
-                               embed_batch_status *st, uint64_t *sent, char *err, size_t errlen)
+cm_rc cm_embed_batch_files_submit(embed_provider *p, const buf *jsonl, char **id,
+                                  embed_batch_status *st, uint64_t *sent, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf body = BUF_INIT, url = BUF_INIT, what = BUF_INIT;
@@ -65,22 +66,22 @@ cm_rc embed_batch_files_submit(embed_provider *p, const buf *jsonl, char **id,
     json_t *j = NULL, *req = NULL;
     char *req_s = NULL;
     /* 1. the file */
-    CHECK(buf_printf(
+    CHECK(cm_buf_printf(
         &body, "--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n"
                "batch\r\n--" BOUNDARY "\r\nContent-Disposition: form-data; name=\"file\"; "
                "filename=\"memory-embeddings.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n"));
-    CHECK(buf_add(&body, jsonl->data ? jsonl->data : "", jsonl->len));
-    CHECK(buf_adds(&body, "\r\n--" BOUNDARY "--\r\n"));
-    CHECK(buf_printf(&url, "%s/files", p->base_url));
-    CHECK(buf_printf(&what, "%s batch file upload", who(p)));
+    CHECK(cm_buf_add(&body, jsonl->data ? jsonl->data : "", jsonl->len));
+    CHECK(cm_buf_adds(&body, "\r\n--" BOUNDARY "--\r\n"));
+    CHECK(cm_buf_printf(&url, "%s/files", p->base_url));
+    CHECK(cm_buf_printf(&what, "%s batch file upload", who(p)));
     up.what = what.data;
     up.url = url.data;
     up.ctype = "multipart/form-data; boundary=" BOUNDARY;
     up.body = body.data;
     up.body_len = body.len;
     *sent += body.len;
-    CHECK(embed_batch_http(p, &up, err, errlen));
-    CHECK(embed_batch_json(&up, &j, err, errlen));
+    CHECK(cm_embed_batch_http(p, &up, err, errlen));
+    CHECK(cm_embed_batch_json(&up, &j, err, errlen));
     const char *file_id = json_string_value(json_object_get(j, "id"));
     if (!file_id) FAIL(CM_EIO, "%s batch file upload failed: missing file id", who(p));
     /* 2. the batch */
@@ -94,58 +95,58 @@ cm_rc embed_batch_files_submit(embed_provider *p, const buf *jsonl, char **id,
                         "/v1/embeddings", "completion_window", "24h", "metadata", "source",
                         "clawmem-memory");
     if (!req || !(req_s = json_dumps(req, JSON_COMPACT))) CHECK(CM_ENOMEM);
-    buf_reset(&url);
-    buf_reset(&what);
-    CHECK(buf_printf(&url, "%s/batches", p->base_url));
-    CHECK(buf_printf(&what, "%s batch create", who(p)));
+    cm_buf_reset(&url);
+    cm_buf_reset(&what);
+    CHECK(cm_buf_printf(&url, "%s/batches", p->base_url));
+    CHECK(cm_buf_printf(&what, "%s batch create", who(p)));
     mk.what = what.data;
     mk.url = url.data;
     mk.ctype = "application/json";
     mk.body = req_s;
     mk.body_len = strlen(req_s);
     *sent += mk.body_len;
-    CHECK(embed_batch_http(p, &mk, err, errlen));
+    CHECK(cm_embed_batch_http(p, &mk, err, errlen));
     json_decref(j);
     j = NULL;
-    CHECK(embed_batch_json(&mk, &j, err, errlen));
+    CHECK(cm_embed_batch_json(&mk, &j, err, errlen));
     const char *bid = json_string_value(json_object_get(j, "id"));
     if (!bid || !*bid) FAIL(CM_EIO, "%s batch create failed: missing batch id", who(p));
     if (!(*id = cm_strdup(bid))) CHECK(CM_ENOMEM);
-    embed_batch_files_status(j, st);
+    cm_embed_batch_files_status(j, st);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);
     json_decref(req);
     free(req_s);
-    embed_batch_call_release(&up);
-    embed_batch_call_release(&mk);
-    buf_release(&body);
-    buf_release(&url);
-    buf_release(&what);
+    cm_embed_batch_call_release(&up);
+    cm_embed_batch_call_release(&mk);
+    cm_buf_release(&body);
+    cm_buf_release(&url);
+    cm_buf_release(&what);
     return rc;
 }
 
-cm_rc embed_batch_files_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
-                             size_t errlen)
+cm_rc cm_embed_batch_files_poll(embed_provider *p, const char *id, embed_batch_status *st,
+                                char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT, what = BUF_INIT;
     batch_call c = {0};
     json_t *j = NULL;
-    CHECK(buf_printf(&url, "%s/batches/%s", p->base_url, id));
-    CHECK(buf_printf(&what, "%s batch status", who(p)));
+    CHECK(cm_buf_printf(&url, "%s/batches/%s", p->base_url, id));
+    CHECK(cm_buf_printf(&what, "%s batch status", who(p)));
     c.what = what.data;
     c.url = url.data;
-    CHECK(embed_batch_http(p, &c, err, errlen));
-    CHECK(embed_batch_json(&c, &j, err, errlen));
-    embed_batch_files_status(j, st);
-    embed_batch_redact(p, url.data, st->why, sizeof st->why);
+    CHECK(cm_embed_batch_http(p, &c, err, errlen));
+    CHECK(cm_embed_batch_json(&c, &j, err, errlen));
+    cm_embed_batch_files_status(j, st);
+    cm_embed_batch_redact(p, url.data, st->why, sizeof st->why);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);
-    embed_batch_call_release(&c);
-    buf_release(&url);
-    buf_release(&what);
+    cm_embed_batch_call_release(&c);
+    cm_buf_release(&url);
+    cm_buf_release(&what);
     return rc;
 }
 
@@ -155,23 +156,23 @@ static cm_rc read_file(embed_provider *p, const char *file, batch_line_fn fn, vo
     cm_rc rc = CM_OK;
     buf url = BUF_INIT, what = BUF_INIT;
     batch_call c = {0};
-    CHECK(buf_printf(&url, "%s/files/%s/content", p->base_url, file));
-    CHECK(buf_printf(&what, "%s batch file content", who(p)));
+    CHECK(cm_buf_printf(&url, "%s/files/%s/content", p->base_url, file));
+    CHECK(cm_buf_printf(&what, "%s batch file content", who(p)));
     c.what = what.data;
     c.url = url.data;
     c.on_line = fn;
     c.ctx = ctx;
-    CHECK(embed_batch_http(p, &c, err, errlen));
+    CHECK(cm_embed_batch_http(p, &c, err, errlen));
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    embed_batch_call_release(&c);
-    buf_release(&url);
-    buf_release(&what);
+    cm_embed_batch_call_release(&c);
+    cm_buf_release(&url);
+    cm_buf_release(&what);
     return rc;
 }
 
-cm_rc embed_batch_files_results(embed_provider *p, const embed_batch_status *st, batch_line_fn fn,
-                                void *ctx, char *err, size_t errlen)
+cm_rc cm_embed_batch_files_results(embed_provider *p, const embed_batch_status *st,
+                                   batch_line_fn fn, void *ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     if (st->output[0]) rc = read_file(p, st->output, fn, ctx, err, errlen);

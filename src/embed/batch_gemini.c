@@ -13,7 +13,8 @@
 
 #define BOUNDARY "clawmem-batch-4e93b1d07c"
 
-cm_rc embed_batch_gemini_line(const embed_provider *p, const char *id, const char *text, buf *jsonl)
+cm_rc cm_embed_batch_gemini_line(const embed_provider *p, const char *id, const char *text,
+                                 buf *jsonl)
 {
     char model[300];
     snprintf(model, sizeof model, "models/%s", p->model);
@@ -24,8 +25,8 @@ cm_rc embed_batch_gemini_line(const embed_provider *p, const char *id, const cha
     json_t *j = req ? json_pack("{s:s, s:o}", "key", id, "request", req) : NULL;
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
-    cm_rc rc = s ? buf_adds(jsonl, s) : CM_ENOMEM;
-    if (!rc) rc = buf_addc(jsonl, '\n');
+    cm_rc rc = s ? cm_buf_adds(jsonl, s) : CM_ENOMEM;
+    if (!rc) rc = cm_buf_addc(jsonl, '\n');
     free(s);
     return rc;
 }
@@ -36,11 +37,11 @@ static cm_rc special_base(const embed_provider *p, const char *kind, buf *out)
 {
     const char *v = strstr(p->base_url, "/v1beta");
     if (v && v[7] == 0)
-        return buf_printf(out, "%.*s/%s/v1beta", (int)(v - p->base_url), p->base_url, kind);
-    return buf_printf(out, "%s/%s", p->base_url, kind);
+        return cm_buf_printf(out, "%.*s/%s/v1beta", (int)(v - p->base_url), p->base_url, kind);
+    return cm_buf_printf(out, "%s/%s", p->base_url, kind);
 }
 
-void embed_batch_gemini_status(json_t *j, embed_batch_status *st)
+void cm_embed_batch_gemini_status(json_t *j, embed_batch_status *st)
 {
     json_t *meta = json_object_get(j, "metadata"), *batch = json_object_get(j, "batch");
     const char *state = json_string_value(json_object_get(j, "state"));
@@ -49,34 +50,34 @@ void embed_batch_gemini_status(json_t *j, embed_batch_status *st)
     if (state && !strncmp(state, "BATCH_STATE_", 12)) state += 12;
     if (state && !strncmp(state, "JOB_STATE_", 10)) state += 10;
     char low[32];
-    embed_batch_copy(low, sizeof low, state ? state : "");
+    cm_embed_batch_copy(low, sizeof low, state ? state : "");
     for (char *c = low; *c; c++)
         *c = (char)tolower((unsigned char)*c);
-    const char *why = embed_batch_jstr(j, "error", "message", NULL);
-    const char *out = embed_batch_jstr(j, "output", "responsesFile", NULL);
-    if (!out) out = embed_batch_jstr(j, "metadata", "output", "responsesFile", NULL);
-    if (!out) out = embed_batch_jstr(j, "response", "responsesFile", NULL);
-    if (!out) out = embed_batch_jstr(j, "response", "output", "responsesFile", NULL);
-    if (!out) out = embed_batch_jstr(j, "batch", "output", "responsesFile", NULL);
-    if (!out) out = embed_batch_jstr(j, "outputConfig", "file", NULL);
-    embed_batch_copy(st->output, sizeof st->output, out);
+    const char *why = cm_embed_batch_jstr(j, "error", "message", NULL);
+    const char *out = cm_embed_batch_jstr(j, "output", "responsesFile", NULL);
+    if (!out) out = cm_embed_batch_jstr(j, "metadata", "output", "responsesFile", NULL);
+    if (!out) out = cm_embed_batch_jstr(j, "response", "responsesFile", NULL);
+    if (!out) out = cm_embed_batch_jstr(j, "response", "output", "responsesFile", NULL);
+    if (!out) out = cm_embed_batch_jstr(j, "batch", "output", "responsesFile", NULL);
+    if (!out) out = cm_embed_batch_jstr(j, "outputConfig", "file", NULL);
+    cm_embed_batch_copy(st->output, sizeof st->output, out);
     bool done = json_is_true(json_object_get(j, "done"));
     if (!low[0])
-        embed_batch_copy(low, sizeof low, done ? (why ? "failed" : "succeeded") : "pending");
-    embed_batch_copy(st->state, sizeof st->state, low);
+        cm_embed_batch_copy(low, sizeof low, done ? (why ? "failed" : "succeeded") : "pending");
+    cm_embed_batch_copy(st->state, sizeof st->state, low);
     if (!strcmp(low, "succeeded") || !strcmp(low, "completed") || !strcmp(low, "done")) {
         st->phase = EMBED_BATCH_COMPLETED;
     } else if (!strcmp(low, "failed") || !strcmp(low, "cancelled") || !strcmp(low, "canceled") ||
                !strcmp(low, "expired")) {
         st->phase = EMBED_BATCH_FAILED;
-        embed_batch_copy(st->why, sizeof st->why, why ? why : low);
+        cm_embed_batch_copy(st->why, sizeof st->why, why ? why : low);
     } else {
         st->phase = EMBED_BATCH_RUNNING;
     }
 }
 
-cm_rc embed_batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id,
-                                embed_batch_status *st, uint64_t *sent, char *err, size_t errlen)
+cm_rc cm_embed_batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id,
+                                   embed_batch_status *st, uint64_t *sent, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf body = BUF_INIT, url = BUF_INIT;
@@ -84,15 +85,15 @@ cm_rc embed_batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id,
     json_t *j = NULL, *req = NULL;
     char *req_s = NULL;
     /* 1. the file: multipart/related, the metadata then the JSONL */
-    CHECK(buf_printf(&body,
-                     "--" BOUNDARY "\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n"
-                     "{\"file\":{\"displayName\":\"clawmem-memory-embeddings\",\"mimeType\":"
-                     "\"application/jsonl\"}}\r\n--" BOUNDARY
-                     "\r\nContent-Type: application/jsonl; charset=UTF-8\r\n\r\n"));
-    CHECK(buf_add(&body, jsonl->data ? jsonl->data : "", jsonl->len));
-    CHECK(buf_adds(&body, "\r\n--" BOUNDARY "--\r\n"));
+    CHECK(cm_buf_printf(&body,
+                        "--" BOUNDARY "\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n"
+                        "{\"file\":{\"displayName\":\"clawmem-memory-embeddings\",\"mimeType\":"
+                        "\"application/jsonl\"}}\r\n--" BOUNDARY
+                        "\r\nContent-Type: application/jsonl; charset=UTF-8\r\n\r\n"));
+    CHECK(cm_buf_add(&body, jsonl->data ? jsonl->data : "", jsonl->len));
+    CHECK(cm_buf_adds(&body, "\r\n--" BOUNDARY "--\r\n"));
     CHECK(special_base(p, "upload", &url));
-    CHECK(buf_adds(&url, "/files?uploadType=multipart"));
+    CHECK(cm_buf_adds(&url, "/files?uploadType=multipart"));
     up.what = "gemini batch file upload";
     up.url = url.data;
     up.ctype = "multipart/related; boundary=" BOUNDARY;
@@ -100,88 +101,88 @@ cm_rc embed_batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id,
     up.body = body.data;
     up.body_len = body.len;
     *sent += body.len;
-    CHECK(embed_batch_http(p, &up, err, errlen));
-    CHECK(embed_batch_json(&up, &j, err, errlen));
-    const char *file = embed_batch_jstr(j, "file", "name", NULL);
-    if (!file) file = embed_batch_jstr(j, "name", NULL);
+    CHECK(cm_embed_batch_http(p, &up, err, errlen));
+    CHECK(cm_embed_batch_json(&up, &j, err, errlen));
+    const char *file = cm_embed_batch_jstr(j, "file", "name", NULL);
+    if (!file) file = cm_embed_batch_jstr(j, "name", NULL);
     if (!file) FAIL(CM_EIO, "gemini batch file upload failed: missing file name");
     /* 2. the batch */
     req = json_pack("{s:{s:s, s:{s:s}}}", "batch", "displayName", "clawmem-memory-embeddings",
                     "inputConfig", "fileName", file);
     if (!req || !(req_s = json_dumps(req, JSON_COMPACT))) CHECK(CM_ENOMEM);
-    buf_reset(&url);
-    CHECK(buf_printf(&url, "%s/models/%s:asyncBatchEmbedContent", p->base_url, p->model));
+    cm_buf_reset(&url);
+    CHECK(cm_buf_printf(&url, "%s/models/%s:asyncBatchEmbedContent", p->base_url, p->model));
     mk.what = "gemini batch create";
     mk.url = url.data;
     mk.ctype = "application/json";
     mk.body = req_s;
     mk.body_len = strlen(req_s);
     *sent += mk.body_len;
-    rc = embed_batch_http(p, &mk, err, errlen);
+    rc = cm_embed_batch_http(p, &mk, err, errlen);
     if (rc == CM_ENOTFOUND)
         FAIL(rc, "gemini batch create failed: 404 (asyncBatchEmbedContent not available for this "
                  "model or baseUrl)");
     CHECK(rc);
     json_decref(j);
     j = NULL;
-    CHECK(embed_batch_json(&mk, &j, err, errlen));
-    const char *name = embed_batch_jstr(j, "name", NULL);
+    CHECK(cm_embed_batch_json(&mk, &j, err, errlen));
+    const char *name = cm_embed_batch_jstr(j, "name", NULL);
     if (!name || !*name) FAIL(CM_EIO, "gemini batch create failed: missing batch name");
     if (!(*id = cm_strdup(name))) CHECK(CM_ENOMEM);
-    embed_batch_gemini_status(j, st);
+    cm_embed_batch_gemini_status(j, st);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);
     json_decref(req);
     free(req_s);
-    embed_batch_call_release(&up);
-    embed_batch_call_release(&mk);
-    buf_release(&body);
-    buf_release(&url);
+    cm_embed_batch_call_release(&up);
+    cm_embed_batch_call_release(&mk);
+    cm_buf_release(&body);
+    cm_buf_release(&url);
     return rc;
 }
 
-cm_rc embed_batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
-                              size_t errlen)
+cm_rc cm_embed_batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *st,
+                                 char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT;
     batch_call c = {0};
     json_t *j = NULL;
-    CHECK(
-        buf_printf(&url, "%s/%s%s", p->base_url, strncmp(id, "batches/", 8) ? "batches/" : "", id));
+    CHECK(cm_buf_printf(&url, "%s/%s%s", p->base_url, strncmp(id, "batches/", 8) ? "batches/" : "",
+                        id));
     c.what = "gemini batch status";
     c.url = url.data;
-    CHECK(embed_batch_http(p, &c, err, errlen));
-    CHECK(embed_batch_json(&c, &j, err, errlen));
-    embed_batch_gemini_status(j, st);
-    embed_batch_redact(p, url.data, st->why, sizeof st->why);
+    CHECK(cm_embed_batch_http(p, &c, err, errlen));
+    CHECK(cm_embed_batch_json(&c, &j, err, errlen));
+    cm_embed_batch_gemini_status(j, st);
+    cm_embed_batch_redact(p, url.data, st->why, sizeof st->why);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(j);
-    embed_batch_call_release(&c);
-    buf_release(&url);
+    cm_embed_batch_call_release(&c);
+    cm_buf_release(&url);
     return rc;
 }
 
-cm_rc embed_batch_gemini_results(embed_provider *p, const embed_batch_status *st, batch_line_fn fn,
-                                 void *ctx, char *err, size_t errlen)
+cm_rc cm_embed_batch_gemini_results(embed_provider *p, const embed_batch_status *st,
+                                    batch_line_fn fn, void *ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT;
     batch_call c = {0};
     if (!st->output[0]) return CM_OK; /* nothing: every item counts as missing */
     CHECK(special_base(p, "download", &url));
-    CHECK(buf_printf(&url, "/%s%s:download?alt=media",
-                     strncmp(st->output, "files/", 6) ? "files/" : "", st->output));
+    CHECK(cm_buf_printf(&url, "/%s%s:download?alt=media",
+                        strncmp(st->output, "files/", 6) ? "files/" : "", st->output));
     c.what = "gemini batch file content";
     c.url = url.data;
     c.on_line = fn;
     c.ctx = ctx;
-    CHECK(embed_batch_http(p, &c, err, errlen));
+    CHECK(cm_embed_batch_http(p, &c, err, errlen));
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    embed_batch_call_release(&c);
-    buf_release(&url);
+    cm_embed_batch_call_release(&c);
+    cm_buf_release(&url);
     return rc;
 }

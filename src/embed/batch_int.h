@@ -33,40 +33,42 @@ typedef struct batch_call {
  * (at most 3 attempts, the pause from the batch clock) unless lines were
  * already delivered. CM_OK for a 2xx answer; CM_ENOTFOUND for a 404;
  * otherwise CM_EIO with err "<what> failed: <status> <redacted excerpt>". */
-cm_rc embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen);
-void embed_batch_call_release(batch_call *c);
+cm_rc cm_embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t errlen);
+void cm_embed_batch_call_release(batch_call *c);
 
 /* The answer of c as a JSON object, or CM_EIO naming c->what. */
-cm_rc embed_batch_json(const batch_call *c, json_t **out, char *err, size_t errlen);
+cm_rc cm_embed_batch_json(const batch_call *c, json_t **out, char *err, size_t errlen);
 
 /* A string member at a path of keys (NULL-terminated), or NULL. */
-const char *embed_batch_jstr(json_t *o, ...);
+const char *cm_embed_batch_jstr(json_t *o, ...);
 
 /* Redacts s[0..n) in place as an error answer from url is (http.h). */
-void embed_batch_redact(const embed_provider *p, const char *url, char *s, size_t n);
+void cm_embed_batch_redact(const embed_provider *p, const char *url, char *s, size_t n);
 
 /* Copies s into dst[n] ("" for NULL). */
-void embed_batch_copy(char *dst, size_t n, const char *s);
+void cm_embed_batch_copy(char *dst, size_t n, const char *s);
 
 /* OpenAI and Voyage (batch_files.c). */
-cm_rc embed_batch_files_line(const embed_provider *p, const char *id, const char *text, buf *jsonl);
-cm_rc embed_batch_files_submit(embed_provider *p, const buf *jsonl, char **id,
-                               embed_batch_status *st, uint64_t *sent, char *err, size_t errlen);
-cm_rc embed_batch_files_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
-                             size_t errlen);
-void embed_batch_files_status(json_t *j, embed_batch_status *st);
-cm_rc embed_batch_files_results(embed_provider *p, const embed_batch_status *st, batch_line_fn fn,
-                                void *ctx, char *err, size_t errlen);
+cm_rc cm_embed_batch_files_line(const embed_provider *p, const char *id, const char *text,
+                                buf *jsonl);
+cm_rc cm_embed_batch_files_submit(embed_provider *p, const buf *jsonl, char **id,
+                                  embed_batch_status *st, uint64_t *sent, char *err, size_t errlen);
+cm_rc cm_embed_batch_files_poll(embed_provider *p, const char *id, embed_batch_status *st,
+                                char *err, size_t errlen);
+void cm_embed_batch_files_status(json_t *j, embed_batch_status *st);
+cm_rc cm_embed_batch_files_results(embed_provider *p, const embed_batch_status *st,
+                                   batch_line_fn fn, void *ctx, char *err, size_t errlen);
 
 /* Gemini (batch_gemini.c). */
-cm_rc embed_batch_gemini_line(const embed_provider *p, const char *id, const char *text,
-                              buf *jsonl);
-cm_rc embed_batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id,
-                                embed_batch_status *st, uint64_t *sent, char *err, size_t errlen);
-cm_rc embed_batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *st, char *err,
-                              size_t errlen);
-void embed_batch_gemini_status(json_t *j, embed_batch_status *st);
-cm_rc embed_batch_gemini_results(embed_provider *p, const embed_batch_status *st, batch_line_fn fn,
-                                 void *ctx, char *err, size_t errlen);
+cm_rc cm_embed_batch_gemini_line(const embed_provider *p, const char *id, const char *text,
+                                 buf *jsonl);
+cm_rc cm_embed_batch_gemini_submit(embed_provider *p, const buf *jsonl, char **id,
+                                   embed_batch_status *st, uint64_t *sent, char *err,
+                                   size_t errlen);
+cm_rc cm_embed_batch_gemini_poll(embed_provider *p, const char *id, embed_batch_status *st,
+                                 char *err, size_t errlen);
+void cm_embed_batch_gemini_status(json_t *j, embed_batch_status *st);
+cm_rc cm_embed_batch_gemini_results(embed_provider *p, const embed_batch_status *st,
+                                    batch_line_fn fn, void *ctx, char *err, size_t errlen);
 
 #endif

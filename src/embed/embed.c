@@ -31,31 +31,31 @@ static const kind_info kinds[CM_PROV_N] = {
     [CM_PROV_OLLAMA] = {"http://127.0.0.1:11434", "nomic-embed-text", NULL, 1},
 };
 
-const char *embed_name(const embed_provider *p)
+const char *cm_embed_name(const embed_provider *p)
 {
     return p->kind == EMBED_STATIC  ? "static"
            : p->kind == EMBED_LOCAL ? "local"
                                     : cm_provider_names[p->kind];
 }
 
-char *embed_static_path(const cm_config *cfg)
+char *cm_embed_static_path(const cm_config *cfg)
 {
     if (cfg->static_model_path) return cm_strdup(cfg->static_model_path);
     buf b = BUF_INIT;
-    if (buf_printf(&b, "%s/models/clawmem-static-100d.bin", cfg->state_dir)) {
-        buf_release(&b);
+    if (cm_buf_printf(&b, "%s/models/clawmem-static-100d.bin", cfg->state_dir)) {
+        cm_buf_release(&b);
         return NULL;
     }
     /* Not in the state dir: the copy `make` installs beside the program
      * (<prefix>/share/clawmem/, or build/share/clawmem/ in the build tree). */
     static const char *const rels[] = {"../share/clawmem/clawmem-static-100d.bin",
                                        "share/clawmem/clawmem-static-100d.bin", NULL};
-    char *beside = access(b.data, F_OK) != 0 ? fs_find_beside(rels) : NULL;
+    char *beside = access(b.data, F_OK) != 0 ? cm_fs_find_beside(rels) : NULL;
     if (beside) {
-        buf_release(&b);
+        cm_buf_release(&b);
         return beside;
     }
-    return buf_detach(&b);
+    return cm_buf_detach(&b);
 }
 
 /* The static model: its header now (it names the model), the whole file
@@ -63,10 +63,10 @@ char *embed_static_path(const cm_config *cfg)
  * a `status` or a memory_get costs nothing. */
 static cm_rc open_static(const cm_config *cfg, embed_provider *p, char *err, size_t errlen)
 {
-    char *path = embed_static_path(cfg);
+    char *path = cm_embed_static_path(cfg);
     if (!path) return CM_ENOMEM;
     uint32_t dims = 0, words = 0, sum = 0;
-    cm_rc rc = static_model_peek(path, &dims, &words, &sum, err, errlen);
+    cm_rc rc = cm_static_model_peek(path, &dims, &words, &sum, err, errlen);
     if (rc == CM_ENOTFOUND)
         cm_seterr(err, errlen, rc, "static model %s is not installed (run scripts/install-static-model.sh)",
                   path);
@@ -77,9 +77,9 @@ static cm_rc open_static(const cm_config *cfg, embed_provider *p, char *err, siz
         p->static_path = path;
         path = NULL;
         buf b = BUF_INIT;
-        rc = buf_printf(&b, "static|%u|%u|%08x", dims, words, sum);
-        if (!rc) sha256_hex(b.data, b.len, p->key_hash);
-        buf_release(&b);
+        rc = cm_buf_printf(&b, "static|%u|%u|%08x", dims, words, sum);
+        if (!rc) cm_sha256_hex(b.data, b.len, p->key_hash);
+        cm_buf_release(&b);
         p->model = cm_strdup("glove-100d-sif");
         if (!p->model && !rc) rc = CM_ENOMEM;
     }
@@ -89,13 +89,14 @@ static cm_rc open_static(const cm_config *cfg, embed_provider *p, char *err, siz
 
 static char *local_cache_dir(const cm_config *cfg)
 {
-    if (cfg->local_cache_dir && *cfg->local_cache_dir) return fs_expand_home(cfg->local_cache_dir);
+    if (cfg->local_cache_dir && *cfg->local_cache_dir)
+        return cm_fs_expand_home(cfg->local_cache_dir);
     buf b = BUF_INIT;
-    if (buf_printf(&b, "%s/models", cfg->state_dir)) {
-        buf_release(&b);
+    if (cm_buf_printf(&b, "%s/models", cfg->state_dir)) {
+        cm_buf_release(&b);
         return NULL;
     }
-    return buf_detach(&b);
+    return cm_buf_detach(&b);
 }
 
 /* "local": the model named now (its spec, and for a file its size and
@@ -103,8 +104,8 @@ static char *local_cache_dir(const cm_config *cfg)
 static cm_rc open_local(const cm_config *cfg, embed_provider *p, char *err, size_t errlen)
 {
     char why[300];
-    if (!local_built()) {
-        local_supported(why, sizeof why);
+    if (!cm_local_built()) {
+        cm_local_supported(why, sizeof why);
         return cm_seterr(err, errlen, CM_EINVAL, "provider \"local\": %s", why);
     }
     const char *spec = cfg->local_model_path && *cfg->local_model_path ? cfg->local_model_path
@@ -116,30 +117,31 @@ static cm_rc open_local(const cm_config *cfg, embed_provider *p, char *err, size
     p->max_inputs = 1 << 30;
     if (!p->model || !p->local_cache) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     buf b = BUF_INIT;
-    cm_rc rc = buf_printf(&b, "local|%s", spec);
+    cm_rc rc = cm_buf_printf(&b, "local|%s", spec);
     if (!rc && strncmp(spec, "hf:", 3) != 0) {
         char *path = NULL;
         struct stat st;
-        rc = model_resolve(spec, p->local_cache, false, NULL, NULL, &path, why, sizeof why);
+        rc = cm_net_model_resolve(spec, p->local_cache, false, NULL, NULL, &path, why, sizeof why);
         if (!rc && stat(path, &st) == 0)
-            rc = buf_printf(&b, "|%lld|%lld", (long long)st.st_size, (long long)st.st_mtime);
+            rc = cm_buf_printf(&b, "|%lld|%lld", (long long)st.st_size, (long long)st.st_mtime);
         else if (rc != CM_ENOMEM)
-            rc = CM_OK; /* missing: embed_prepare says so */
+            rc = CM_OK; /* missing: cm_embed_prepare says so */
         free(path);
     }
-    if (!rc) sha256_hex(b.data, b.len, p->key_hash);
-    buf_release(&b);
+    if (!rc) cm_sha256_hex(b.data, b.len, p->key_hash);
+    cm_buf_release(&b);
     return rc ? cm_seterr(err, errlen, rc, "out of memory") : CM_OK;
 }
 
-cm_rc embed_prepare(embed_provider *p, bool fetch, int (*progress)(void *, uint64_t, uint64_t),
-                    void *ctx, char *err, size_t errlen)
+cm_rc cm_embed_prepare(embed_provider *p, bool fetch, int (*progress)(void *, uint64_t, uint64_t),
+                       void *ctx, char *err, size_t errlen)
 {
     if (p->kind != EMBED_LOCAL || p->lm) return CM_OK;
     char *path = NULL;
-    cm_rc rc = model_resolve(p->model, p->local_cache, fetch, progress, ctx, &path, err, errlen);
-    if (!rc) rc = local_open(path, p->local_threads, &p->lm, err, errlen);
-    if (!rc) p->dims = local_dims(p->lm);
+    cm_rc rc =
+        cm_net_model_resolve(p->model, p->local_cache, fetch, progress, ctx, &path, err, errlen);
+    if (!rc) rc = cm_local_open(path, p->local_threads, &p->lm, err, errlen);
+    if (!rc) p->dims = cm_local_dims(p->lm);
     free(path);
     return rc;
 }
@@ -173,27 +175,28 @@ static char **profiles_for(const cm_config *cfg, int k, auth_store *st, size_t *
 {
     char err[256], **order = NULL;
     *first = 0;
-    if (!cfg->state_dir || auth_store_load(st, cfg->state_dir, cfg->agent_id, err, sizeof err))
+    if (!cfg->state_dir || cm_auth_store_init(st, cfg->state_dir, cfg->agent_id, err, sizeof err))
         return NULL;
     int64_t now = cm_wall_ms();
-    if (auth_profile_order(st, json_object_get(cfg->root, "auth"), auth_provider(k), NULL, now, &order) ||
+    if (cm_auth_profile_order(st, json_object_get(cfg->root, "auth"), auth_provider(k), NULL, now,
+                              &order) ||
         !order || !order[0]) {
-        auth_strv_free(order);
+        cm_auth_strv_free(order);
         return NULL;
     }
-    while (order[*first] && auth_profile_unusable(st, order[*first], now))
+    while (order[*first] && cm_auth_profile_unusable(st, order[*first], now))
         (*first)++;
     if (!order[*first]) *first = 0; /* all cooling: try the soonest anyway */
     return order;
 }
 
-const char *embed_auto(const cm_config *cfg)
+const char *cm_embed_auto(const cm_config *cfg)
 {
-    if (local_built() && cfg->local_model_path && *cfg->local_model_path) {
+    if (cm_local_built() && cfg->local_model_path && *cfg->local_model_path) {
         char *cache = local_cache_dir(cfg), *path = NULL;
         char why[300];
-        cm_rc rc = cache ? model_resolve(cfg->local_model_path, cache, false, NULL, NULL, &path, why,
-                                         sizeof why)
+        cm_rc rc = cache ? cm_net_model_resolve(cfg->local_model_path, cache, false, NULL, NULL,
+                                                &path, why, sizeof why)
                          : CM_ENOMEM;
         bool there = !rc && access(path, R_OK) == 0;
         free(cache);
@@ -206,40 +209,41 @@ const char *embed_auto(const cm_config *cfg)
         auth_store st = {0};
         size_t first;
         char **profiles = profiles_for(cfg, order[i], &st, &first);
-        bool have = profiles && auth_profile_secret(&st, profiles[first]);
-        auth_strv_free(profiles);
-        auth_store_release(&st);
+        bool have = profiles && cm_auth_profile_secret(&st, profiles[first]);
+        cm_auth_strv_free(profiles);
+        cm_auth_store_release(&st);
         if (have) return cm_provider_names[order[i]];
     }
     return NULL;
 }
 
-void embed_close(embed_provider *p)
+void cm_embed_close(embed_provider *p)
 {
-    static_model_close(&p->sm);
+    cm_static_model_close(&p->sm);
     free(p->static_path);
-    local_close(p->lm);
+    cm_local_close(p->lm);
     free(p->local_cache);
     free(p->model);
     free(p->base_url);
     free(p->api_key);
     free(p->auth_path);
-    auth_strv_free(p->profiles);
-    for (size_t i = 0; i < p->headers.n; i++) free(p->headers.v[i]);
+    cm_auth_strv_free(p->profiles);
+    for (size_t i = 0; i < p->headers.n; i++)
+        free(p->headers.v[i]);
     free(p->headers.v);
-    http_client_free(p->http);
+    cm_http_client_close(p->http);
     memset(p, 0, sizeof *p);
 }
 
-cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char *err,
-                 size_t errlen)
+cm_rc cm_embed_open(const cm_config *cfg, const char *name, embed_provider *p, char *err,
+                    size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
     memset(p, 0, sizeof *p);
     if (!strcmp(name, "static") || !strcmp(name, "local")) {
         rc = name[0] == 's' ? open_static(cfg, p, err, errlen) : open_local(cfg, p, err, errlen);
-        if (rc) embed_close(p);
+        if (rc) cm_embed_close(p);
         return rc;
     }
     int k = kind_of(name);
@@ -252,13 +256,13 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     const char *key = primary && cfg->remote_api_key && *cfg->remote_api_key ? cfg->remote_api_key : NULL;
     if (!key && k != CM_PROV_OLLAMA) {
         p->profiles = profiles_for(cfg, k, &st, &p->cur);
-        if (p->profiles) key = auth_profile_secret(&st, p->profiles[p->cur]);
+        if (p->profiles) key = cm_auth_profile_secret(&st, p->profiles[p->cur]);
         if (p->profiles && key) {
             buf ap = BUF_INIT;
-            if (auth_store_path(&ap, cfg->state_dir, cfg->agent_id)) CHECK(CM_ENOMEM);
-            p->auth_path = buf_detach(&ap);
+            if (cm_auth_store_path(&ap, cfg->state_dir, cfg->agent_id)) CHECK(CM_ENOMEM);
+            p->auth_path = cm_buf_detach(&ap);
         } else {
-            auth_strv_free(p->profiles);
+            cm_auth_strv_free(p->profiles);
             p->profiles = NULL;
         }
     }
@@ -273,12 +277,12 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     p->model = cm_strdup(primary && cfg->model && *cfg->model ? cfg->model : kinds[k].model);
     p->api_key = key ? cm_strdup(key) : NULL;
     key = p->api_key; /* it may have pointed into st */
-    auth_store_release(&st);
+    cm_auth_store_release(&st);
     if (!p->base_url || !p->model || (key && !p->api_key)) CHECK(CM_ENOMEM);
     while (strlen(p->base_url) > 1 && p->base_url[strlen(p->base_url) - 1] == '/')
         p->base_url[strlen(p->base_url) - 1] = 0;
     p->dims_wanted = cfg->output_dims;
-    if (k == CM_PROV_GEMINI && config_gemini2_model(p->model)) {
+    if (k == CM_PROV_GEMINI && cm_config_gemini2_model(p->model)) {
         /* Gemini Embedding 2 takes 768, 1536 or 3072 (its default), as 2026.3.22 sends it */
         if (!p->dims_wanted) p->dims_wanted = 3072;
         if (p->dims_wanted != 768 && p->dims_wanted != 1536 && p->dims_wanted != 3072)
@@ -289,22 +293,24 @@ cm_rc embed_open(const cm_config *cfg, const char *name, embed_provider *p, char
     if (k == CM_PROV_OLLAMA) p->max_inputs = 1; /* /api/embeddings takes one prompt */
     p->concurrency = cfg->batch_concurrency > 0 ? cfg->batch_concurrency : 2;
     /* Headers: auth, then the provider's own, then remote.headers (remote wins). */
-    if (key && k == CM_PROV_GEMINI) CHECK(buf_printf(&b, "x-goog-api-key: %s", key));
-    else if (key) CHECK(buf_printf(&b, "Authorization: Bearer %s", key));
-    if (b.len) CHECK(config_header_set(&p->headers, b.data));
+    if (key && k == CM_PROV_GEMINI)
+        CHECK(cm_buf_printf(&b, "x-goog-api-key: %s", key));
+    else if (key)
+        CHECK(cm_buf_printf(&b, "Authorization: Bearer %s", key));
+    if (b.len) CHECK(cm_config_header_set(&p->headers, b.data));
     for (size_t i = 0; i < cfg->providers[k].headers.n; i++)
-        CHECK(config_header_set(&p->headers, cfg->providers[k].headers.v[i]));
+        CHECK(cm_config_header_set(&p->headers, cfg->providers[k].headers.v[i]));
     for (size_t i = 0; primary && i < cfg->remote_headers.n; i++)
-        CHECK(config_header_set(&p->headers, cfg->remote_headers.v[i]));
+        CHECK(cm_config_header_set(&p->headers, cfg->remote_headers.v[i]));
     /* providerKey: what changes the vectors, never the secret itself */
-    buf_reset(&b);
-    CHECK(buf_printf(&b, "%s|%s|%s|%d", name, p->base_url, p->model, p->dims_wanted));
-    sha256_hex(b.data, b.len, p->key_hash);
+    cm_buf_reset(&b);
+    CHECK(cm_buf_printf(&b, "%s|%s|%s|%d", name, p->base_url, p->model, p->dims_wanted));
+    cm_sha256_hex(b.data, b.len, p->key_hash);
 out:
-    auth_store_release(&st);
+    cm_auth_store_release(&st);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    buf_release(&b);
-    if (rc) embed_close(p);
+    cm_buf_release(&b);
+    if (rc) cm_embed_close(p);
     return rc;
 }
 
@@ -329,21 +335,21 @@ static cm_rc build(const embed_provider *p, const char *const *texts, size_t n, 
     switch (p->kind) {
     case CM_PROV_GEMINI:
         if (query && n == 1) {
-            rc = buf_printf(url, "%s/models/%s:embedContent", p->base_url, p->model);
+            rc = cm_buf_printf(url, "%s/models/%s:embedContent", p->base_url, p->model);
             j = gemini_part(p, texts[0], true);
         } else {
-            rc = buf_printf(url, "%s/models/%s:batchEmbedContents", p->base_url, p->model);
+            rc = cm_buf_printf(url, "%s/models/%s:batchEmbedContents", p->base_url, p->model);
             arr = json_array();
             for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, gemini_part(p, texts[i], query));
             j = json_pack("{s:o}", "requests", arr);
         }
         break;
     case CM_PROV_OLLAMA:
-        rc = buf_printf(url, "%s/api/embeddings", p->base_url);
+        rc = cm_buf_printf(url, "%s/api/embeddings", p->base_url);
         j = json_pack("{s:s, s:s}", "model", p->model, "prompt", texts[0]);
         break;
     default: /* openai, voyage, mistral: {"model", "input": [...]} */
-        rc = buf_printf(url, "%s/embeddings", p->base_url);
+        rc = cm_buf_printf(url, "%s/embeddings", p->base_url);
         arr = json_array();
         for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, json_string(texts[i]));
         j = json_pack("{s:s, s:o}", "model", p->model, "input", arr);
@@ -378,7 +384,7 @@ static const char *read_vector(json_t *v, embed_provider *p, float *out)
     return NULL;
 }
 
-const char *embed_parse(embed_provider *p, const char *body, size_t len, size_t n, float **rows)
+const char *cm_embed_parse(embed_provider *p, const char *body, size_t len, size_t n, float **rows)
 {
     json_error_t je;
     json_t *j = json_loadb(body, len, 0, &je);
@@ -451,26 +457,29 @@ static bool rotate(embed_provider *p, const http_req *reqs, size_t n)
     for (size_t b = 0; b < n && !bad; b++)
         if (reqs[b].status < 200 || reqs[b].status >= 300) bad = &reqs[b];
     if (!bad) return false;
-    auth_reason r = auth_classify((int)bad->status, bad->resp.data);
-    if (r != AUTH_R_AUTH && r != AUTH_R_AUTH_PERMANENT && r != AUTH_R_BILLING && r != AUTH_R_RATE_LIMIT)
+    auth_reason r = cm_auth_classify((int)bad->status, bad->resp.data);
+    if (r != AUTH_R_AUTH && r != AUTH_R_AUTH_PERMANENT && r != AUTH_R_BILLING &&
+        r != AUTH_R_RATE_LIMIT)
         return false;
     auth_store st = {0};
     char err[256];
     int64_t now = cm_wall_ms();
-    auth_mark_failure(&st, p->auth_path, p->profiles[p->cur], r, NULL, now, err, sizeof err);
+    cm_auth_mark_failure(&st, p->auth_path, p->profiles[p->cur], r, NULL, now, err, sizeof err);
     bool switched = false;
     for (size_t i = p->cur + 1; p->profiles[i] && !switched; i++) {
-        const char *key = st.doc ? auth_profile_secret(&st, p->profiles[i]) : NULL;
-        if (!key || auth_profile_unusable(&st, p->profiles[i], now)) continue;
+        const char *key = st.doc ? cm_auth_profile_secret(&st, p->profiles[i]) : NULL;
+        if (!key || cm_auth_profile_unusable(&st, p->profiles[i], now)) continue;
         buf h = BUF_INIT;
-        if (!buf_printf(&h, p->kind == CM_PROV_GEMINI ? "x-goog-api-key: %s" : "Authorization: Bearer %s", key) &&
-            !config_header_set(&p->headers, h.data)) {
+        if (!cm_buf_printf(
+                &h, p->kind == CM_PROV_GEMINI ? "x-goog-api-key: %s" : "Authorization: Bearer %s",
+                key) &&
+            !cm_config_header_set(&p->headers, h.data)) {
             p->cur = i;
             switched = true;
         }
-        buf_release(&h);
+        cm_buf_release(&h);
     }
-    auth_store_release(&st);
+    cm_auth_store_release(&st);
     return switched;
 }
 
@@ -480,27 +489,29 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
     cm_rc rc = CM_OK;
     *out = NULL;
     if (p->kind == EMBED_STATIC) { /* local, microseconds a text */
-        if (!p->sm.map && (rc = static_model_open(&p->sm, p->static_path, err, errlen))) return rc;
+        if (!p->sm.map && (rc = cm_static_model_open(&p->sm, p->static_path, err, errlen)))
+            return rc;
         if ((int)p->sm.dims != p->dims)
             return cm_seterr(err, errlen, CM_ECORRUPT, "%s changed while in use", p->static_path);
         float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
         if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-        for (size_t i = 0; i < n; i++) static_model_embed(&p->sm, texts[i], m + i * (size_t)p->dims);
+        for (size_t i = 0; i < n; i++)
+            cm_static_model_embed(&p->sm, texts[i], m + i * (size_t)p->dims);
         *out = m;
         return CM_OK;
     }
     if (p->kind == EMBED_LOCAL) {
-        if ((rc = embed_prepare(p, true, NULL, NULL, err, errlen))) return rc;
+        if ((rc = cm_embed_prepare(p, true, NULL, NULL, err, errlen))) return rc;
         float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
         if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-        if ((rc = local_embed(p->lm, texts, n, query, m, err, errlen))) {
+        if ((rc = cm_local_embed(p->lm, texts, n, query, m, err, errlen))) {
             free(m);
             return rc;
         }
         *out = m;
         return CM_OK;
     }
-    if (!p->http && (rc = http_client_new(&p->http, err, errlen))) return rc;
+    if (!p->http && (rc = cm_http_client_open(&p->http, err, errlen))) return rc;
     /* Batches: consecutive texts, at most max_inputs and EMBED_BATCH_MAX_BYTES. */
     size_t nb = 0, *first = malloc((n + 1) * sizeof *first);
     float **rows = calloc(n ? n : 1, sizeof *rows);
@@ -528,21 +539,21 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
         reqs[b].body = bodies[b];
         reqs[b].body_len = strlen(bodies[b]);
     }
-    http_opts o = http_defaults(query ? 60000 : 120000);
+    http_opts o = cm_http_defaults(query ? 60000 : 120000);
     o.concurrency = p->concurrency;
     char msg[512];
     for (;;) {
-        rc = http_post_all(p->http, reqs, nb, &o, msg, sizeof msg);
+        rc = cm_http_post_all(p->http, reqs, nb, &o, msg, sizeof msg);
         if (!rc || !rotate(p, reqs, nb)) break;
-        for (size_t b = 0; b < nb; b++) { /* again, with the next profile's key */
-            buf_release(&reqs[b].resp); /* http_post_all starts each response afresh */
+        for (size_t b = 0; b < nb; b++) {  /* again, with the next profile's key */
+            cm_buf_release(&reqs[b].resp); /* cm_http_post_all starts each response afresh */
         }
     }
-    if (rc) FAIL(rc, "%s embeddings: %s", embed_name(p), msg);
+    if (rc) FAIL(rc, "%s embeddings: %s", cm_embed_name(p), msg);
     for (size_t b = 0; b < nb; b++) {
-        const char *why = embed_parse(p, reqs[b].resp.data, reqs[b].resp.len,
-                                      first[b + 1] - first[b], rows + first[b]);
-        if (why) FAIL(CM_EIO, "%s embeddings: %s", embed_name(p), why);
+        const char *why = cm_embed_parse(p, reqs[b].resp.data, reqs[b].resp.len,
+                                         first[b + 1] - first[b], rows + first[b]);
+        if (why) FAIL(CM_EIO, "%s embeddings: %s", cm_embed_name(p), why);
     }
     float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
     if (!m) CHECK(CM_ENOMEM);
@@ -553,8 +564,8 @@ out:
     for (size_t i = 0; rows && i < n; i++) free(rows[i]);
     free(rows);
     for (size_t b = 0; reqs && b < nb; b++) {
-        buf_release(&reqs[b].resp);
-        buf_release(&urls[b]);
+        cm_buf_release(&reqs[b].resp);
+        cm_buf_release(&urls[b]);
         free(bodies[b]);
     }
     free(reqs);
@@ -564,13 +575,13 @@ out:
     return rc;
 }
 
-cm_rc embed_documents(embed_provider *p, const char *const *texts, size_t n, float **out,
-                      char *err, size_t errlen)
+cm_rc cm_embed_documents(embed_provider *p, const char *const *texts, size_t n, float **out,
+                         char *err, size_t errlen)
 {
     return run(p, texts, n, false, out, err, errlen);
 }
 
-cm_rc embed_query(embed_provider *p, const char *text, float **out, char *err, size_t errlen)
+cm_rc cm_embed_query(embed_provider *p, const char *text, float **out, char *err, size_t errlen)
 {
     return run(p, &text, 1, true, out, err, errlen);
 }

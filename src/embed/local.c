@@ -34,65 +34,65 @@
 
 #ifndef CM_HAVE_LLAMA
 
-bool local_built(void)
+bool cm_local_built(void)
 {
     return false;
 }
 
-bool local_supported(char *why, size_t len)
+bool cm_local_supported(char *why, size_t len)
 {
     snprintf(why, len,
              "this clawmem was built without llama.cpp (run scripts/install-llama.sh, then make)");
     return false;
 }
 
-cm_rc local_open(const char *path, int threads, local_model **out, char *err, size_t errlen)
+cm_rc cm_local_open(const char *path, int threads, local_model **out, char *err, size_t errlen)
 {
     (void)path;
     (void)threads;
     *out = NULL;
     char why[160];
-    local_supported(why, sizeof why);
+    cm_local_supported(why, sizeof why);
     return cm_seterr(err, errlen, CM_EINVAL, "provider \"local\": %s", why);
 }
 
-void local_close(local_model *m)
+void cm_local_close(local_model *m)
 {
     (void)m;
 }
 
-int local_dims(const local_model *m)
+int cm_local_dims(const local_model *m)
 {
     (void)m;
     return 0;
 }
 
-const char *local_desc(const local_model *m)
+const char *cm_local_desc(const local_model *m)
 {
     (void)m;
     return "";
 }
 
-cm_rc local_embed(local_model *m, const char *const *texts, size_t n, bool query, float *out,
-                  char *err, size_t errlen)
+cm_rc cm_local_embed(local_model *m, const char *const *texts, size_t n, bool query, float *out,
+                     char *err, size_t errlen)
 {
     (void)m, (void)texts, (void)n, (void)query, (void)out;
     return cm_seterr(err, errlen, CM_EINVAL, "provider \"local\" is not built in");
 }
 
-uint64_t local_tokens(const local_model *m)
+uint64_t cm_local_tokens(const local_model *m)
 {
     (void)m;
     return 0;
 }
 
-uint64_t local_truncated(const local_model *m)
+uint64_t cm_local_truncated(const local_model *m)
 {
     (void)m;
     return 0;
 }
 
-uint64_t local_llama_ns(const local_model *m)
+uint64_t cm_local_llama_ns(const local_model *m)
 {
     (void)m;
     return 0;
@@ -179,7 +179,7 @@ static void ll_load(void)
     static const char *const rels[] = {"../lib/clawmem/llama/" CM_LLAMA_NAME,
                                        "clawmem/llama/" CM_LLAMA_NAME, "llama/lib/" CM_LLAMA_NAME,
                                        "../llama/lib/" CM_LLAMA_NAME, NULL};
-    if ((!lib || !*lib) && !beside) beside = fs_find_beside(rels);
+    if ((!lib || !*lib) && !beside) beside = cm_fs_find_beside(rels);
     if (!lib || !*lib) lib = beside ? beside : CM_LLAMA_NAME;
 #endif
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -210,12 +210,12 @@ static void ll_load(void)
         snprintf(ll_error, sizeof ll_error, "llama.cpp found no compute backend beside %s", lib);
 }
 
-bool local_built(void)
+bool cm_local_built(void)
 {
     return true;
 }
 
-bool local_supported(char *why, size_t len)
+bool cm_local_supported(char *why, size_t len)
 {
     pthread_once(&ll_once, ll_load);
     if (ll_error[0]) snprintf(why, len, "%s", ll_error);
@@ -315,12 +315,12 @@ static int default_threads(void)
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
-cm_rc local_open(const char *path, int threads, local_model **out, char *err, size_t errlen)
+cm_rc cm_local_open(const char *path, int threads, local_model **out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     *out = NULL;
     char why[512];
-    if (!local_supported(why, sizeof why))
+    if (!cm_local_supported(why, sizeof why))
         return cm_seterr(err, errlen, CM_EINVAL, "provider \"local\": %s", why);
     local_model *m = calloc(1, sizeof *m);
     if (!m) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
@@ -369,14 +369,14 @@ cm_rc local_open(const char *path, int threads, local_model **out, char *err, si
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     if (rc) {
-        local_close(m);
+        cm_local_close(m);
         return rc;
     }
     *out = m;
     return CM_OK;
 }
 
-void local_close(local_model *m)
+void cm_local_close(local_model *m)
 {
     if (!m) return;
     if (m->batch.token) ll.llama_batch_free(m->batch);
@@ -385,27 +385,27 @@ void local_close(local_model *m)
     free(m);
 }
 
-int local_dims(const local_model *m)
+int cm_local_dims(const local_model *m)
 {
     return m->dims;
 }
 
-const char *local_desc(const local_model *m)
+const char *cm_local_desc(const local_model *m)
 {
     return m->desc;
 }
 
-uint64_t local_tokens(const local_model *m)
+uint64_t cm_local_tokens(const local_model *m)
 {
     return m->tokens;
 }
 
-uint64_t local_truncated(const local_model *m)
+uint64_t cm_local_truncated(const local_model *m)
 {
     return m->truncated;
 }
 
-uint64_t local_llama_ns(const local_model *m)
+uint64_t cm_local_llama_ns(const local_model *m)
 {
     return m->llama_ns;
 }
@@ -546,8 +546,8 @@ static cm_rc warm_up(local_model *m, char *err, size_t errlen)
     return rc;
 }
 
-cm_rc local_embed(local_model *m, const char *const *texts, size_t n, bool query, float *out,
-                  char *err, size_t errlen)
+cm_rc cm_local_embed(local_model *m, const char *const *texts, size_t n, bool query, float *out,
+                     char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     llama_token **toks = calloc(n ? n : 1, sizeof *toks);

@@ -18,32 +18,32 @@
 typedef struct local_model local_model;
 
 /* Whether this build has llama.cpp support compiled in (no loading). */
-bool local_built(void);
+bool cm_local_built(void);
 
 /* Whether this build can run local models (loads llama.cpp the first time);
  * when not, why (with the command that fixes it). */
-bool local_supported(char *why, size_t len);
+bool cm_local_supported(char *why, size_t len);
 
 /* Loads the model at path (a GGUF file) for embeddings, with threads
  * threads (<= 0: one per online CPU, at most 8). Models are shared between
  * the local_models of one process; each has its own context. */
-cm_rc local_open(const char *path, int threads, local_model **out, char *err, size_t errlen);
-void local_close(local_model *m);
+cm_rc cm_local_open(const char *path, int threads, local_model **out, char *err, size_t errlen);
+void cm_local_close(local_model *m);
 
 /* The vector size, and the model's description ("bert 33M F16", ...). */
-int local_dims(const local_model *m);
-const char *local_desc(const local_model *m);
+int cm_local_dims(const local_model *m);
+const char *cm_local_desc(const local_model *m);
 
 /* Embeds n texts into out (n × dims floats, each vector of length 1, or all
  * zeros for a text with no tokens). query picks the model's query prompt
  * where it has one (embeddinggemma), documents get its document prompt. */
-cm_rc local_embed(local_model *m, const char *const *texts, size_t n, bool query, float *out,
-                  char *err, size_t errlen);
+cm_rc cm_local_embed(local_model *m, const char *const *texts, size_t n, bool query, float *out,
+                     char *err, size_t errlen);
 
 /* Tokens fed to the model so far, how many texts were cut to fit, and the
  * time spent inside llama.cpp's encode/decode calls (ns). */
-uint64_t local_tokens(const local_model *m);
-uint64_t local_truncated(const local_model *m);
-uint64_t local_llama_ns(const local_model *m);
+uint64_t cm_local_tokens(const local_model *m);
+uint64_t cm_local_truncated(const local_model *m);
+uint64_t cm_local_llama_ns(const local_model *m);
 
 #endif

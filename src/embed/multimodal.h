@@ -3,7 +3,7 @@
  * Gemini Embedding 2: each file in a batchEmbedContents request of its own
  * whose content has two parts, the file's label as text and its bytes as
  * inline data with their MIME type, as QuantumClaw 2026.3.22 sends them.
- * Queries stay text (embed_query).
+ * Queries stay text (cm_embed_query).
  */
 #ifndef CM_MULTIMODAL_H
 #define CM_MULTIMODAL_H
@@ -24,9 +24,9 @@ typedef struct embed_media_doc {
 /* Embeds docs[0..n), p->concurrency requests in flight, and fills each
  * one's results. CM_OK even when some failed (each says); CM_EINVAL when p
  * is not gemini; CM_EIO when no HTTP client can be made; CM_ENOMEM. */
-cm_rc embed_media(embed_provider *p, embed_media_doc *docs, size_t n, char *err, size_t errlen);
+cm_rc cm_embed_media(embed_provider *p, embed_media_doc *docs, size_t n, char *err, size_t errlen);
 
 /* The request body for one document (exposed for the tests). */
-cm_rc embed_media_body(const embed_provider *p, const embed_media_doc *d, buf *out);
+cm_rc cm_embed_media_body(const embed_provider *p, const embed_media_doc *d, buf *out);
 
 #endif

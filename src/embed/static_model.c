@@ -41,14 +41,14 @@ static size_t row_bytes(uint32_t dims)
     return dims + 8;
 }
 
-void static_model_close(static_model *m)
+void cm_static_model_close(static_model *m)
 {
     if (m->map) munmap((void *)m->map, m->size);
     memset(m, 0, sizeof *m);
 }
 
-cm_rc static_model_peek(const char *path, uint32_t *dims, uint32_t *words, uint32_t *checksum,
-                        char *err, size_t errlen)
+cm_rc cm_static_model_peek(const char *path, uint32_t *dims, uint32_t *words, uint32_t *checksum,
+                           char *err, size_t errlen)
 {
     uint8_t h[HEADER];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -67,7 +67,7 @@ cm_rc static_model_peek(const char *path, uint32_t *dims, uint32_t *words, uint3
     return CM_OK;
 }
 
-cm_rc static_model_open(static_model *m, const char *path, char *err, size_t errlen)
+cm_rc cm_static_model_open(static_model *m, const char *path, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -94,16 +94,16 @@ cm_rc static_model_open(static_model *m, const char *path, char *err, size_t err
     memcpy(&m->checksum, h + 32, 4);
     uint64_t need = HEADER + (uint64_t)m->slots * 4 + (uint64_t)m->words * 4 +
                     (uint64_t)m->words * row_bytes(m->dims) + m->pool_bytes;
-    if (memcmp(h, "CMSTATIC", 8) != 0 || version != 2 || !m->dims || m->dims > 4096 ||
-        !m->words || m->slots < m->words || need != m->size) {
-        static_model_close(m);
+    if (memcmp(h, "CMSTATIC", 8) != 0 || version != 2 || !m->dims || m->dims > 4096 || !m->words ||
+        m->slots < m->words || need != m->size) {
+        cm_static_model_close(m);
         return cm_seterr(err, errlen, CM_ECORRUPT,
                          "%s: not a clawmem static model, or damaged (rebuild it with "
                          "scripts/install-static-model.sh)",
                          path);
     }
     if (crc(h + HEADER, m->size - HEADER) != m->checksum) {
-        static_model_close(m);
+        cm_static_model_close(m);
         return cm_seterr(err, errlen, CM_ECORRUPT, "%s: checksum mismatch (damaged file)", path);
     }
     m->table = (const uint32_t *)(h + HEADER);
@@ -127,7 +127,7 @@ static int64_t lookup(const static_model *m, const char *w, size_t n)
     return -1;
 }
 
-size_t static_model_embed(const static_model *m, const char *text, float *out)
+size_t cm_static_model_embed(const static_model *m, const char *text, float *out)
 {
     double acc[4096];
     memset(acc, 0, m->dims * sizeof *acc);
@@ -157,8 +157,8 @@ size_t static_model_embed(const static_model *m, const char *text, float *out)
     return found;
 }
 
-cm_rc static_model_write(const char *path, const char *const *words, const float *vectors,
-                         uint32_t n, uint32_t dims, char *err, size_t errlen)
+cm_rc cm_static_model_write(const char *path, const char *const *words, const float *vectors,
+                            uint32_t n, uint32_t dims, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     uint32_t slots = n * 2 + 1;
@@ -167,15 +167,15 @@ cm_rc static_model_write(const char *path, const char *const *words, const float
     if (!table || !offsets) CHECK(CM_ENOMEM);
     for (uint32_t i = 0; i < n; i++) {
         offsets[i] = (uint32_t)pool.len;
-        CHECK(buf_add(&pool, words[i], strlen(words[i]) + 1));
+        CHECK(cm_buf_add(&pool, words[i], strlen(words[i]) + 1));
         uint64_t h = fnv(words[i], strlen(words[i])) % slots;
         while (table[h]) h = (h + 1) % slots;
         table[h] = i + 1;
     }
     uint8_t header[HEADER] = {0};
-    CHECK(buf_add(&b, header, HEADER));
-    CHECK(buf_add(&b, table, (size_t)slots * 4));
-    CHECK(buf_add(&b, offsets, (size_t)n * 4));
+    CHECK(cm_buf_add(&b, header, HEADER));
+    CHECK(cm_buf_add(&b, table, (size_t)slots * 4));
+    CHECK(cm_buf_add(&b, offsets, (size_t)n * 4));
     for (uint32_t i = 0; i < n; i++) {
         const float *v = vectors + (size_t)i * dims;
         float mx = 0;
@@ -183,15 +183,15 @@ cm_rc static_model_write(const char *path, const char *const *words, const float
         float scale = mx > 0 ? mx / 127.0f : 1.0f;
         for (uint32_t d = 0; d < dims; d++) {
             int8_t q = (int8_t)lrintf(v[d] / scale);
-            CHECK(buf_add(&b, &q, 1));
+            CHECK(cm_buf_add(&b, &q, 1));
         }
         /* SIF: a / (a + p(w)), p from the frequency rank by Zipf's law */
         double p = 1.0 / ((double)(i + 1) * log(1.78 * (double)n));
         float weight = (float)(SIF_A / (SIF_A + p));
-        CHECK(buf_add(&b, &scale, 4));
-        CHECK(buf_add(&b, &weight, 4));
+        CHECK(cm_buf_add(&b, &scale, 4));
+        CHECK(cm_buf_add(&b, &weight, 4));
     }
-    CHECK(buf_add(&b, pool.data, pool.len));
+    CHECK(cm_buf_add(&b, pool.data, pool.len));
     uint32_t version = 2;
     uint64_t pool_bytes = pool.len;
     uint32_t sum = crc((const uint8_t *)b.data + HEADER, b.len - HEADER);
@@ -202,7 +202,7 @@ cm_rc static_model_write(const char *path, const char *const *words, const float
     memcpy(b.data + 20, &slots, 4);
     memcpy(b.data + 24, &pool_bytes, 8);
     memcpy(b.data + 32, &sum, 4);
-    CHECK(buf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid()));
+    CHECK(cm_buf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid()));
     FILE *f = fopen(tmp.data, "wb");
     if (!f) FAIL(CM_EIO, "%s: %s", tmp.data, strerror(errno));
     size_t wr = fwrite(b.data, 1, b.len, f);
@@ -211,9 +211,9 @@ cm_rc static_model_write(const char *path, const char *const *words, const float
 out:
     if (rc && tmp.len) unlink(tmp.data);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    buf_release(&pool);
-    buf_release(&b);
-    buf_release(&tmp);
+    cm_buf_release(&pool);
+    cm_buf_release(&b);
+    cm_buf_release(&tmp);
     free(table);
     free(offsets);
     return rc;

@@ -30,23 +30,23 @@ typedef struct static_model {
 
 /* Maps and checks a model file: CM_ENOTFOUND when absent, CM_ECORRUPT with a
  * message when the header, sizes or checksum are wrong. */
-cm_rc static_model_open(static_model *m, const char *path, char *err, size_t errlen);
-void static_model_close(static_model *m);
+cm_rc cm_static_model_open(static_model *m, const char *path, char *err, size_t errlen);
+void cm_static_model_close(static_model *m);
 
 /* Reads only the header: dims, word count and checksum (which identify the
  * model), without mapping or checking the rest. */
-cm_rc static_model_peek(const char *path, uint32_t *dims, uint32_t *words, uint32_t *checksum,
-                        char *err, size_t errlen);
+cm_rc cm_static_model_peek(const char *path, uint32_t *dims, uint32_t *words, uint32_t *checksum,
+                           char *err, size_t errlen);
 
 /* Writes a model: words[i] (frequency order, most frequent first) with
  * vectors[i·dims..]; the SIF weight a/(a + p(w)) takes p from the rank
  * (Zipf). Atomic (temporary file + rename). */
-cm_rc static_model_write(const char *path, const char *const *words, const float *vectors,
-                         uint32_t n, uint32_t dims, char *err, size_t errlen);
+cm_rc cm_static_model_write(const char *path, const char *const *words, const float *vectors,
+                            uint32_t n, uint32_t dims, char *err, size_t errlen);
 
 /* out[dims] = the weighted average of the known words of text (lower-cased
  * ASCII letters, digits and apostrophes), normalised; all zeros when no word
  * is known. Returns the number of words found. */
-size_t static_model_embed(const static_model *m, const char *text, float *out);
+size_t cm_static_model_embed(const static_model *m, const char *text, float *out);
 
 #endif

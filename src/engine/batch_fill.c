@@ -19,12 +19,12 @@
 
 #define BATCH_ERROR_KEY "clawmem_batch_last_error"
 
-bool engine_batch_on(const cm_engine *e)
+bool cm_engine_batch_on(const cm_engine *e)
 {
     /* pending batches are kept in the SQLite index only: the PostgreSQL
      * store embeds synchronously */
     bool pg = e->cfg.store_driver && !strcmp(e->cfg.store_driver, "postgres");
-    return e->have_prov && e->cfg.batch_enabled && !pg && embed_batch_supported(&e->prov);
+    return e->have_prov && e->cfg.batch_enabled && !pg && cm_embed_batch_supported(&e->prov);
 }
 
 /* One distinct text without a vector: its hash and the chunks that hold it. */
@@ -57,7 +57,7 @@ typedef struct run {
     size_t chunks_pending; /* chunks the pending batches cover */
     int failures;
     bool off;
-    sqlite3_stmt *text_q; /* store_chunk_text's */
+    sqlite3_stmt *text_q; /* cm_store_chunk_text's */
 } run;
 
 static int cmp_pc(const void *a, const void *b)
@@ -91,7 +91,7 @@ static cm_rc load_items(run *r, char *err, size_t errlen)
     size_t n = 0, cap = 0, got = 0;
     int64_t after = 0;
     for (;;) {
-        CHECK(store_pending_vectors(r->st, after, 4096, &pc, &got, err, errlen));
+        CHECK(cm_store_pending_vectors(r->st, after, 4096, &pc, &got, err, errlen));
         if (!got) break;
         after = pc[got - 1].id;
         if (n + got > cap) {
@@ -102,7 +102,7 @@ static cm_rc load_items(run *r, char *err, size_t errlen)
             cap = nc;
         }
         for (size_t i = 0; i < got; i++) {
-            bool media = engine_media_chunk(r->e, &pc[i]); /* engine_fill_media's */
+            bool media = cm_engine_media_chunk(r->e, &pc[i]); /* cm_engine_fill_media's */
             free(pc[i].text);
             free(pc[i].path);
             pc[i].text = pc[i].path = NULL;
@@ -128,7 +128,7 @@ static cm_rc load_items(run *r, char *err, size_t errlen)
     }
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    pending_release(pc, got);
+    cm_store_pending_release(pc, got);
     free(all);
     return rc;
 }
@@ -144,10 +144,10 @@ static cm_rc put(run *r, item *it, const float *v, int dims, char *err, size_t e
         zero = v[d] == 0;
     cm_rc rc = CM_OK;
     for (size_t k = 0; k < it->n && !rc; k++)
-        rc = store_vector_put(r->st, r->ids[it->first + k], v, zero ? 0 : dims, err, errlen);
+        rc = cm_store_vector_put(r->st, r->ids[it->first + k], v, zero ? 0 : dims, err, errlen);
     if (!rc && !zero && c->cache_enabled)
-        rc = store_cache_put(r->st, embed_name(r->p), r->p->model, r->p->key_hash, it->hash, v,
-                             dims, err, errlen);
+        rc = cm_store_cache_put(r->st, cm_embed_name(r->p), r->p->model, r->p->key_hash, it->hash,
+                                v, dims, err, errlen);
     if (!rc) {
         it->state = ITEM_DONE;
         r->stats->chunks_embedded += it->n;
@@ -161,7 +161,8 @@ static char *item_text(run *r, const item *it, char *err, size_t errlen)
 {
     char *text = NULL;
     for (size_t k = 0; k < it->n && !text; k++)
-        if (store_chunk_text(r->st, &r->text_q, r->ids[it->first + k], &text, err, errlen) != CM_OK)
+        if (cm_store_chunk_text(r->st, &r->text_q, r->ids[it->first + k], &text, err, errlen) !=
+            CM_OK)
             break;
     return text;
 }
@@ -170,12 +171,12 @@ static char *item_text(run *r, const item *it, char *err, size_t errlen)
 static cm_rc from_cache(run *r, char *err, size_t errlen)
 {
     if (!r->e->cfg.cache_enabled || !r->nitems) return CM_OK;
-    cm_rc rc = store_begin(r->st, err, errlen);
+    cm_rc rc = cm_store_begin(r->st, err, errlen);
     for (size_t i = 0; !rc && i < r->nitems; i++) {
         float *v = NULL;
         int d = 0;
-        rc = store_cache_get(r->st, embed_name(r->p), r->p->model, r->p->key_hash, r->items[i].hash,
-                             &v, &d, err, errlen);
+        rc = cm_store_cache_get(r->st, cm_embed_name(r->p), r->p->model, r->p->key_hash,
+                                r->items[i].hash, &v, &d, err, errlen);
         if (!rc && v && (!r->p->dims || d == r->p->dims)) {
             if (!r->p->dims) r->p->dims = d;
             size_t before = r->stats->chunks_embedded;
@@ -185,8 +186,8 @@ static cm_rc from_cache(run *r, char *err, size_t errlen)
         }
         free(v);
     }
-    if (!rc) rc = store_commit(r->st, err, errlen);
-    if (rc) store_rollback(r->st);
+    if (!rc) rc = cm_store_commit(r->st, err, errlen);
+    if (rc) cm_store_rollback(r->st);
     return rc;
 }
 
@@ -212,18 +213,18 @@ static cm_rc retry_sync(run *r, char *err, size_t errlen)
         if (!n) continue;
         float *m = NULL;
         char msg[512] = "";
-        if (embed_documents(r->p, (const char *const *)texts, n, &m, msg, sizeof msg) != CM_OK) {
+        if (cm_embed_documents(r->p, (const char *const *)texts, n, &m, msg, sizeof msg) != CM_OK) {
             snprintf(r->e->last_error, sizeof r->e->last_error, "%s", msg);
             cm_logf(&r->e->lg, CM_LOG_WARN, "%s (vectors will be completed by a later sync)", msg);
             for (size_t k = 0; k < n; k++)
                 free(texts[k]);
             break;
         }
-        rc = store_begin(r->st, err, errlen);
+        rc = cm_store_begin(r->st, err, errlen);
         for (size_t k = 0; k < n && !rc; k++)
             rc = put(r, batch[k], m + k * (size_t)r->p->dims, r->p->dims, err, errlen);
-        if (!rc) rc = store_commit(r->st, err, errlen);
-        if (rc) store_rollback(r->st);
+        if (!rc) rc = cm_store_commit(r->st, err, errlen);
+        if (rc) cm_store_rollback(r->st);
         for (size_t k = 0; k < n; k++)
             free(texts[k]);
         free(m);
@@ -254,7 +255,7 @@ static cm_rc settle(run *r, size_t i, char *err, size_t errlen)
             r->chunks_pending -= CM_MIN(r->chunks_pending, it->n);
         }
     }
-    cm_rc rc = store_batch_delete(r->st, b->id, err, errlen);
+    cm_rc rc = cm_store_batch_delete(r->st, b->id, err, errlen);
     pending_free(b);
     r->pend[i] = r->pend[--r->npend];
     return rc;
@@ -268,13 +269,13 @@ static void failed(run *r, const char *why, bool force_off)
     /* kept in the index for status (best effort: a JSON string) */
     buf j = BUF_INIT;
     char e2[128];
-    if (utf8_add_json_str(&j, why, strlen(why)) == CM_OK)
-        store_meta_set(r->st, BATCH_ERROR_KEY, j.data, e2, sizeof e2);
-    buf_release(&j);
+    if (cm_utf8_add_json_str(&j, why, strlen(why)) == CM_OK)
+        cm_store_meta_set(r->st, BATCH_ERROR_KEY, j.data, e2, sizeof e2);
+    cm_buf_release(&j);
     if (force_off || r->failures >= EMBED_BATCH_FAILURE_LIMIT) r->off = true;
     cm_logf(&r->e->lg, CM_LOG_WARN,
             "%s batch failed (%d/%d); %s; its items are embedded synchronously: %s",
-            embed_name(r->p), r->failures, EMBED_BATCH_FAILURE_LIMIT,
+            cm_embed_name(r->p), r->failures, EMBED_BATCH_FAILURE_LIMIT,
             r->off ? "batch mode off for the rest of this sync" : "keeping batch mode", why);
 }
 
@@ -304,11 +305,11 @@ static cm_rc complete(run *r, size_t i, const embed_batch_status *s, bool *later
 {
     collect c = {r, 0, ""};
     char msg[512] = "";
-    cm_rc rc = store_begin(r->st, err, errlen);
+    cm_rc rc = cm_store_begin(r->st, err, errlen);
     if (rc) return rc;
-    cm_rc got = embed_batch_results(r->p, s, on_item, &c, msg, sizeof msg);
+    cm_rc got = cm_embed_batch_results(r->p, s, on_item, &c, msg, sizeof msg);
     if (got && got != CM_EIO && got != CM_ENOTFOUND && got != CM_ETOOBIG) {
-        store_rollback(r->st);
+        cm_store_rollback(r->st);
         return cm_seterr(err, errlen, got, "%s", c.err[0] ? c.err : msg);
     }
     if (got && got != CM_EIO) { /* the output is gone or unreadable: what is not read is retried */
@@ -317,7 +318,7 @@ static cm_rc complete(run *r, size_t i, const embed_batch_status *s, bool *later
         got = CM_OK;
     }
     if (got) { /* the output could not be read now: kept for a later sync */
-        store_rollback(r->st);
+        cm_store_rollback(r->st);
         snprintf(r->e->batch_error, sizeof r->e->batch_error, "%s", msg);
         cm_logf(&r->e->lg, CM_LOG_WARN, "%s (the batch is read again by a later sync)", msg);
         for (size_t k = 0; k < r->pend[i].n; k++) { /* undo what the rollback undid */
@@ -331,14 +332,14 @@ static cm_rc complete(run *r, size_t i, const embed_batch_status *s, bool *later
         return CM_OK;
     }
     rc = settle(r, i, err, errlen);
-    if (!rc) rc = store_commit(r->st, err, errlen);
-    if (rc) store_rollback(r->st);
+    if (!rc) rc = cm_store_commit(r->st, err, errlen);
+    if (rc) cm_store_rollback(r->st);
     if (!rc) {
         r->stats->batches_completed++;
         r->failures = 0; /* recovered */
         if (c.bad)
             cm_logf(&r->e->lg, CM_LOG_INFO,
-                    "%s batch: %zu items failed; embedding them synchronously", embed_name(r->p),
+                    "%s batch: %zu items failed; embedding them synchronously", cm_embed_name(r->p),
                     c.bad);
     }
     return rc;
@@ -351,9 +352,9 @@ static cm_rc next_group(run *r, size_t *cursor, buf *jsonl, const char ***hashes
 {
     cm_rc rc = CM_OK;
     buf line = BUF_INIT;
-    buf_reset(jsonl);
+    cm_buf_reset(jsonl);
     *n = 0;
-    while (*cursor < r->nitems && *n < embed_batch_max_requests()) {
+    while (*cursor < r->nitems && *n < cm_embed_batch_max_requests()) {
         item *it = &r->items[*cursor];
         if (it->state != ITEM_NEW) {
             (*cursor)++;
@@ -365,17 +366,17 @@ static cm_rc next_group(run *r, size_t *cursor, buf *jsonl, const char ***hashes
             (*cursor)++;
             continue;
         }
-        buf_reset(&line);
-        rc = embed_batch_line(r->p, it->hash, text, &line);
+        cm_buf_reset(&line);
+        rc = cm_embed_batch_line(r->p, it->hash, text, &line);
         free(text);
         CHECK(rc);
-        if (*n && jsonl->len + line.len > embed_batch_max_bytes()) break;
-        CHECK(buf_add(jsonl, line.data, line.len));
+        if (*n && jsonl->len + line.len > cm_embed_batch_max_bytes()) break;
+        CHECK(cm_buf_add(jsonl, line.data, line.len));
         (*hashes)[(*n)++] = it->hash;
         (*cursor)++;
     }
 out:
-    buf_release(&line);
+    cm_buf_release(&line);
     return rc;
 }
 
@@ -397,8 +398,8 @@ static cm_rc submit(run *r, const buf *jsonl, const char **hashes, size_t n, cha
 {
     char *id = NULL, msg[512] = "";
     embed_batch_status s;
-    cm_rc got =
-        embed_batch_submit(r->p, jsonl, n, &id, &s, &r->stats->batch_bytes_sent, msg, sizeof msg);
+    cm_rc got = cm_embed_batch_submit(r->p, jsonl, n, &id, &s, &r->stats->batch_bytes_sent, msg,
+                                      sizeof msg);
     if (got == CM_ENOMEM) return cm_seterr(err, errlen, got, "out of memory");
     if (got) {
         failed(r, msg, got == CM_ENOTFOUND);
@@ -432,11 +433,12 @@ static cm_rc submit(run *r, const buf *jsonl, const char **hashes, size_t n, cha
         r->chunks_pending += it->n;
     }
     store_batch row = {
-        b->id, (char *)embed_name(r->p), r->p->model, r->p->key_hash, b->state, 0, cm_wall_ms(), 0};
-    rc = store_begin(r->st, err, errlen);
-    if (!rc) rc = store_batch_add(r->st, &row, hashes, n, err, errlen);
-    if (!rc) rc = store_commit(r->st, err, errlen);
-    if (rc) store_rollback(r->st);
+        b->id, (char *)cm_embed_name(r->p), r->p->model, r->p->key_hash, b->state, 0, cm_wall_ms(),
+        0};
+    rc = cm_store_begin(r->st, err, errlen);
+    if (!rc) rc = cm_store_batch_add(r->st, &row, hashes, n, err, errlen);
+    if (!rc) rc = cm_store_commit(r->st, err, errlen);
+    if (rc) cm_store_rollback(r->st);
     if (!rc) r->stats->batches_submitted++;
     return rc;
 }
@@ -447,12 +449,12 @@ static cm_rc resume(run *r, char *err, size_t errlen)
 {
     store_batch *rows = NULL;
     size_t nrows = 0;
-    cm_rc rc = store_batches_list(r->st, &rows, &nrows, err, errlen);
+    cm_rc rc = cm_store_batches_list(r->st, &rows, &nrows, err, errlen);
     for (size_t i = 0; !rc && i < nrows; i++) {
         store_batch *row = &rows[i];
-        if (strcmp(row->provider, embed_name(r->p)) || strcmp(row->model, r->p->model) ||
+        if (strcmp(row->provider, cm_embed_name(r->p)) || strcmp(row->model, r->p->model) ||
             strcmp(row->key, r->p->key_hash)) {
-            rc = store_batch_delete(r->st, row->id, err, errlen);
+            rc = cm_store_batch_delete(r->st, row->id, err, errlen);
             continue;
         }
         pending *np = realloc(r->pend, (r->npend + 1) * sizeof *np);
@@ -467,7 +469,7 @@ static cm_rc resume(run *r, char *err, size_t errlen)
         row->id = NULL;
         snprintf(b->state, sizeof b->state, "%s", row->state);
         b->checked = row->updated;
-        rc = store_batch_hashes(r->st, b->id, &b->hashes, &b->n, err, errlen);
+        rc = cm_store_batch_hashes(r->st, b->id, &b->hashes, &b->n, err, errlen);
         for (size_t k = 0; !rc && k < b->n; k++) {
             item *it = find(r, b->hashes[k]);
             if (it && it->state == ITEM_NEW) {
@@ -476,12 +478,12 @@ static cm_rc resume(run *r, char *err, size_t errlen)
             }
         }
     }
-    store_batches_release(rows, nrows);
+    cm_store_batches_release(rows, nrows);
     return rc;
 }
 
-cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *sync_rest, char *err,
-                        size_t errlen)
+cm_rc cm_engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *sync_rest,
+                           char *err, size_t errlen)
 {
     const cm_config *c = &e->cfg;
     run r = {.e = e, .st = st, .stats = stats, .p = &e->prov};
@@ -491,14 +493,14 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
     bool wait = c->batch_wait && !e->batch_nowait;
     int concurrency = CM_MAX(1, c->batch_concurrency);
     *sync_rest = false;
-    CHECK(store_batches_ensure(st, err, errlen));
+    CHECK(cm_store_batches_ensure(st, err, errlen));
     CHECK(load_items(&r, err, errlen));
     CHECK(from_cache(&r, err, errlen));
     CHECK(resume(&r, err, errlen));
-    hashes = malloc(embed_batch_max_requests() * sizeof *hashes);
+    hashes = malloc(cm_embed_batch_max_requests() * sizeof *hashes);
     if (!hashes) CHECK(CM_ENOMEM);
     size_t cursor = 0;
-    int64_t start = embed_batch_now();
+    int64_t start = cm_embed_batch_now();
     for (;;) {
         /* submit while there is room */
         while (!r.off && (int)r.npend < concurrency && cursor < r.nitems) {
@@ -507,7 +509,7 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
             if (!n) break;
             CHECK(submit(&r, &jsonl, hashes, n, err, errlen));
         }
-        buf_release(&jsonl);
+        cm_buf_release(&jsonl);
         /* one status round */
         bool stalled = false;
         for (size_t i = 0; i < r.npend && !stalled;) {
@@ -518,7 +520,7 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
                 i++;
                 continue;
             }
-            cm_rc got = embed_batch_poll(r.p, r.pend[i].id, &s, msg, sizeof msg);
+            cm_rc got = cm_embed_batch_poll(r.p, r.pend[i].id, &s, msg, sizeof msg);
             if (got == CM_ENOMEM) CHECK(got);
             if (got == CM_ENOTFOUND) { /* the provider no longer knows it: as failed */
                 memset(&s, 0, sizeof s);
@@ -544,49 +546,49 @@ cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *syn
             }
             if (s.phase == EMBED_BATCH_FAILED) {
                 char why[600];
-                snprintf(why, sizeof why, "%s batch %s %s: %s", embed_name(r.p), r.pend[i].id,
+                snprintf(why, sizeof why, "%s batch %s %s: %s", cm_embed_name(r.p), r.pend[i].id,
                          s.state, s.why);
                 failed(&r, why, false);
-                CHECK(store_begin(st, err, errlen));
+                CHECK(cm_store_begin(st, err, errlen));
                 rc = settle(&r, i, err, errlen);
-                if (!rc) rc = store_commit(st, err, errlen);
-                if (rc) store_rollback(st);
+                if (!rc) rc = cm_store_commit(st, err, errlen);
+                if (rc) cm_store_rollback(st);
                 CHECK(rc);
                 continue;
             }
             snprintf(r.pend[i].state, sizeof r.pend[i].state, "%s", s.state);
             r.pend[i].checked = cm_wall_ms();
-            CHECK(store_batch_state(st, r.pend[i].id, s.state, r.pend[i].checked, err, errlen));
+            CHECK(cm_store_batch_state(st, r.pend[i].id, s.state, r.pend[i].checked, err, errlen));
             i++;
         }
         if (report(&r)) /* stopped: the batches stay recorded for a later sync */
-            FAIL(CM_ECANCELED, "sync stopped while waiting for %s batches", embed_name(r.p));
+            FAIL(CM_ECANCELED, "sync stopped while waiting for %s batches", cm_embed_name(r.p));
         /* failed items: synchronously, now */
         CHECK(retry_sync(&r, err, errlen));
         bool more = !r.off && cursor < r.nitems;
         if (stalled || !wait || (!r.npend && !more)) break;
-        if (embed_batch_now() - start > (int64_t)c->batch_timeout_min * 60000) {
+        if (cm_embed_batch_now() - start > (int64_t)c->batch_timeout_min * 60000) {
             cm_logf(&e->lg, CM_LOG_WARN,
                     "%s batches still pending after %d minutes; a later sync collects them",
-                    embed_name(r.p), c->batch_timeout_min);
+                    cm_embed_name(r.p), c->batch_timeout_min);
             break;
         }
         if (r.npend && (int)r.npend >= concurrency)
-            embed_batch_sleep(c->batch_poll_ms);
+            cm_embed_batch_sleep(c->batch_poll_ms);
         else if (r.npend && !more)
-            embed_batch_sleep(c->batch_poll_ms);
+            cm_embed_batch_sleep(c->batch_poll_ms);
     }
     *sync_rest = r.off;
     if (r.p->dims) {
         char d[32];
         snprintf(d, sizeof d, "%d", r.p->dims);
-        CHECK(store_meta_set(st, VECTOR_DIMS_KEY, d, err, errlen));
+        CHECK(cm_store_meta_set(st, VECTOR_DIMS_KEY, d, err, errlen));
     }
-    if (c->cache_enabled) CHECK(store_cache_trim(st, c->cache_max_entries, err, errlen));
+    if (c->cache_enabled) CHECK(cm_store_cache_trim(st, c->cache_max_entries, err, errlen));
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     stats->batches_pending = r.npend;
-    buf_release(&jsonl);
+    cm_buf_release(&jsonl);
     free(hashes);
     for (size_t i = 0; i < r.npend; i++)
         pending_free(&r.pend[i]);
@@ -597,42 +599,43 @@ out:
     return rc;
 }
 
-cm_rc engine_batch_status(cm_engine *e, buf *out, char *err, size_t errlen)
+cm_rc cm_engine_batch_status(cm_engine *e, buf *out, char *err, size_t errlen)
 {
     const cm_config *c = &e->cfg;
     store_batch *rows = NULL;
     size_t n = 0;
-    cm_rc rc = buf_printf(out,
-                          ",\"batch\":{\"enabled\":%s,\"active\":%s,\"wait\":%s,\"concurrency\":%d,"
-                          "\"pollIntervalMs\":%d,\"timeoutMinutes\":%d,\"pending\":[",
-                          c->batch_enabled ? "true" : "false",
-                          engine_batch_on(e) ? "true" : "false", c->batch_wait ? "true" : "false",
-                          c->batch_concurrency, c->batch_poll_ms, c->batch_timeout_min);
-    if (!rc && e->st_open) rc = store_batches_list(&e->st, &rows, &n, err, errlen);
+    cm_rc rc =
+        cm_buf_printf(out,
+                      ",\"batch\":{\"enabled\":%s,\"active\":%s,\"wait\":%s,\"concurrency\":%d,"
+                      "\"pollIntervalMs\":%d,\"timeoutMinutes\":%d,\"pending\":[",
+                      c->batch_enabled ? "true" : "false", cm_engine_batch_on(e) ? "true" : "false",
+                      c->batch_wait ? "true" : "false", c->batch_concurrency, c->batch_poll_ms,
+                      c->batch_timeout_min);
+    if (!rc && e->st_open) rc = cm_store_batches_list(&e->st, &rows, &n, err, errlen);
     for (size_t i = 0; !rc && i < n; i++) {
-        rc = buf_adds(out, i ? ",{\"id\":" : "{\"id\":");
-        if (!rc) rc = utf8_add_json_str(out, rows[i].id, strlen(rows[i].id));
-        if (!rc) rc = buf_adds(out, ",\"provider\":");
-        if (!rc) rc = utf8_add_json_str(out, rows[i].provider, strlen(rows[i].provider));
-        if (!rc) rc = buf_adds(out, ",\"state\":");
-        if (!rc) rc = utf8_add_json_str(out, rows[i].state, strlen(rows[i].state));
+        rc = cm_buf_adds(out, i ? ",{\"id\":" : "{\"id\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, rows[i].id, strlen(rows[i].id));
+        if (!rc) rc = cm_buf_adds(out, ",\"provider\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, rows[i].provider, strlen(rows[i].provider));
+        if (!rc) rc = cm_buf_adds(out, ",\"state\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, rows[i].state, strlen(rows[i].state));
         if (!rc)
-            rc = buf_printf(out, ",\"chunks\":%lld,\"submittedAt\":%lld}", (long long)rows[i].items,
-                            (long long)rows[i].created);
+            rc = cm_buf_printf(out, ",\"chunks\":%lld,\"submittedAt\":%lld}",
+                               (long long)rows[i].items, (long long)rows[i].created);
     }
-    if (!rc) rc = buf_adds(out, "]");
+    if (!rc) rc = cm_buf_adds(out, "]");
     char *stored = NULL;
     if (!rc && !e->batch_error[0] && e->st_open)
-        rc = store_meta_get(&e->st, BATCH_ERROR_KEY, &stored, err, errlen);
+        rc = cm_store_meta_get(&e->st, BATCH_ERROR_KEY, &stored, err, errlen);
     json_t *sj = stored ? json_loads(stored, JSON_DECODE_ANY, NULL) : NULL;
     const char *last = e->batch_error[0] ? e->batch_error : json_string_value(sj);
     if (!rc && last) {
-        rc = buf_adds(out, ",\"lastError\":");
-        if (!rc) rc = utf8_add_json_str(out, last, strlen(last));
+        rc = cm_buf_adds(out, ",\"lastError\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, last, strlen(last));
     }
     json_decref(sj);
     free(stored);
-    if (!rc) rc = buf_adds(out, "}");
-    store_batches_release(rows, n);
+    if (!rc) rc = cm_buf_adds(out, "}");
+    cm_store_batches_release(rows, n);
     return rc;
 }

@@ -10,19 +10,20 @@ static cm_rc builtin_open(cm_engine *e, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
-    store_remove_leftovers(e->cfg.store_path); /* of rebuilds whose process died */
-    engine_choose_provider(e);
+    cm_store_remove_leftovers(e->cfg.store_path); /* of rebuilds whose process died */
+    cm_engine_choose_provider(e);
     return CM_OK;
 }
 
 static void builtin_close(cm_engine *e)
 {
-    engine_close_store(e);
-    if (e->have_prov) embed_close(&e->prov);
+    cm_engine_close_store(e);
+    if (e->have_prov) cm_embed_close(&e->prov);
     free(e->provider_note);
     e->provider_note = NULL;
 }
 
-const engine_backend engine_builtin = {
-    "builtin", builtin_open, builtin_sync, builtin_search, builtin_status, builtin_close, NULL,
+const engine_backend cm_engine_builtin = {
+    "builtin",     builtin_open, cm_builtin_sync, cm_builtin_search, cm_builtin_status,
+    builtin_close, NULL,
 };

@@ -11,24 +11,24 @@
 #include "../base/fs.h"
 #include "engine_int.h"
 
-void engine_close_store(cm_engine *e)
+void cm_engine_close_store(cm_engine *e)
 {
-    if (e->st_open) store_close(&e->st);
+    if (e->st_open) cm_store_close(&e->st);
     e->st_open = false;
-    if (e->vx_loaded) vec_index_release(&e->vx);
+    if (e->vx_loaded) cm_vec_index_release(&e->vx);
     e->vx_loaded = false;
 }
 
 /* Opens the index for reading and writing; reopens it when another process
  * swapped a rebuilt file in. CM_ENOTFOUND when there is no index yet. */
-cm_rc engine_ensure_store(cm_engine *e, char *err, size_t errlen)
+cm_rc cm_engine_ensure_store(cm_engine *e, char *err, size_t errlen)
 {
     struct stat st;
     if (engine_pg(e)) { /* one connection while it lasts: MVCC shows each commit */
-        if (e->st_open && store_pg_connected(&e->st)) return CM_OK;
-        engine_close_store(e);
-        cm_rc rc = store_open_pg(&e->st, e->cfg.store_dsn, e->cfg.agent_id, e->cfg.fts_tokenizer, 0,
-                                 e->busy_ms, err, errlen);
+        if (e->st_open && cm_store_pg_connected(&e->st)) return CM_OK;
+        cm_engine_close_store(e);
+        cm_rc rc = cm_store_open_pg(&e->st, e->cfg.store_dsn, e->cfg.agent_id, e->cfg.fts_tokenizer,
+                                    0, e->busy_ms, err, errlen);
         if (rc == CM_ENOTFOUND)
             return cm_seterr(err, errlen, rc,
                              "the postgres index of agent %s does not exist yet (run `clawmem "
@@ -38,16 +38,16 @@ cm_rc engine_ensure_store(cm_engine *e, char *err, size_t errlen)
         return rc;
     }
     if (stat(e->cfg.store_path, &st) < 0) {
-        engine_close_store(e);
+        cm_engine_close_store(e);
         char clip[FS_CLIP_MAX + 1];
         return cm_seterr(err, errlen, CM_ENOTFOUND,
                          "index %s does not exist yet (run `clawmem index`)",
-                         fs_clip(e->cfg.store_path, clip));
+                         cm_fs_clip(e->cfg.store_path, clip));
     }
     if (e->st_open && st.st_dev == e->st_dev && st.st_ino == e->st_ino) return CM_OK;
-    engine_close_store(e);
+    cm_engine_close_store(e);
     cm_rc rc =
-        store_open(&e->st, e->cfg.store_path, e->cfg.fts_tokenizer, 0, e->busy_ms, err, errlen);
+        cm_store_open(&e->st, e->cfg.store_path, e->cfg.fts_tokenizer, 0, e->busy_ms, err, errlen);
     if (rc) return rc;
     e->st_open = true;
     e->st_dev = st.st_dev;
@@ -57,7 +57,7 @@ cm_rc engine_ensure_store(cm_engine *e, char *err, size_t errlen)
 
 /* CM_ENOTFOUND when the configured workspace is not a directory: search, get
  * and status then fail rather than answer from an index of another workspace. */
-cm_rc engine_workspace_exists(const cm_engine *e, char *err, size_t errlen)
+cm_rc cm_engine_workspace_exists(const cm_engine *e, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(e->cfg.workspace, &st) == 0 && S_ISDIR(st.st_mode)) return CM_OK;
@@ -69,10 +69,10 @@ cm_rc engine_workspace_exists(const cm_engine *e, char *err, size_t errlen)
 /* CM_ENOTFOUND when the open index records another workspace in its meta
  * row (an index from before that field is trusted: the next sync rebuilds it
  * anyway, its fingerprint having changed). */
-cm_rc engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen)
+cm_rc cm_engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen)
 {
     char *stored = NULL;
-    cm_rc rc = store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen);
+    cm_rc rc = cm_store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen);
     json_t *meta = rc || !stored ? NULL : json_loads(stored, 0, NULL);
     const char *ws = json_string_value(json_object_get(meta, "workspace"));
     if (!rc && ws && strcmp(ws, e->cfg.workspace) != 0)

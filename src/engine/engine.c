@@ -32,23 +32,23 @@ cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t e
     e->busy_ms = busy_ms_from_env();
     e->allow_write = opt->allow_write != 0;
     cm_config_args args = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
-    CHECK(config_load(&args, &e->lg, &e->cfg, err, errlen));
-    e->be = strcmp(e->cfg.backend, "qmd") == 0 ? &engine_qmd_backend : &engine_builtin;
+    CHECK(cm_config_init(&args, &e->lg, &e->cfg, err, errlen));
+    e->be = strcmp(e->cfg.backend, "qmd") == 0 ? &cm_engine_qmd_backend : &cm_engine_builtin;
     CHECK(e->be->open(e, err, errlen));
 out:
     if (rc) {
-        cm_engine_free(e);
+        cm_engine_close(e);
         return rc;
     }
     *out = e;
     return CM_OK;
 }
 
-void cm_engine_free(cm_engine *e)
+void cm_engine_close(cm_engine *e)
 {
     if (!e) return;
     if (e->be) e->be->close(e);
-    config_release(&e->cfg);
+    cm_config_release(&e->cfg);
     free(e);
 }
 
@@ -68,15 +68,15 @@ int cm_engine_writable(const cm_engine *e)
     return engine_writable(e);
 }
 
-const cm_config *engine_config(const cm_engine *e)
+const cm_config *cm_engine_config(const cm_engine *e)
 {
     return &e->cfg;
 }
 
-void engine_result_release(engine_result *r)
+void cm_engine_result_release(engine_result *r)
 {
     for (size_t i = 0; r->v && i < r->n; i++)
-        search_hit_release(&r->v[i]);
+        cm_search_hit_release(&r->v[i]);
     free(r->v);
     free(r->fallback);
     free(r->error);
@@ -84,28 +84,29 @@ void engine_result_release(engine_result *r)
     memset(r, 0, sizeof *r);
 }
 
-cm_rc engine_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                    const char *session_key, engine_result *out, char *err, size_t errlen)
+cm_rc cm_engine_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                       const char *session_key, engine_result *out, char *err, size_t errlen)
 {
     return e->be->search(e, query, opts, session_key, out, err, errlen);
 }
 
-cm_rc engine_get(cm_engine *e, const char *path, long from, long offset, long lines,
-                 memfile_text *out, char *err, size_t errlen)
+cm_rc cm_engine_get(cm_engine *e, const char *path, long from, long offset, long lines,
+                    memfile_text *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    cm_rc rc = engine_workspace_exists(e, err, errlen);
+    cm_rc rc = cm_engine_workspace_exists(e, err, errlen);
     if (!rc && e->be->get)
         rc = e->be->get(e, path, from, offset, lines, out, err, errlen);
     else if (!rc)
-        rc = memfile_read(&e->cfg, path, strlen(path), from, offset, lines, out, err, errlen);
+        rc = cm_index_memfile_read(&e->cfg, path, strlen(path), from, offset, lines, out, err,
+                                   errlen);
     return rc;
 }
 
-cm_rc engine_write(cm_engine *e, const char *path, const char *text, int64_t now, memfile_note *out,
-                   char *err, size_t errlen)
+cm_rc cm_engine_write(cm_engine *e, const char *path, const char *text, int64_t now,
+                      memfile_note *out, char *err, size_t errlen)
 {
-    cm_rc rc = memfile_write(&e->cfg, path, text, now, out, err, errlen);
-    if (!rc) engine_index_written(e, out->path);
+    cm_rc rc = cm_index_memfile_write(&e->cfg, path, text, now, out, err, errlen);
+    if (!rc) cm_engine_index_written(e, out->path);
     return rc;
 }

@@ -22,29 +22,29 @@ typedef struct engine_result {
     char *error;                   /* the search could not run: why (no hits then), else NULL */
     char *qmd_why;                 /* QMD failed and the builtin index answered: why, else NULL */
 } engine_result;
-void engine_result_release(engine_result *r);
+void cm_engine_result_release(engine_result *r);
 
 /* The backend's search (memory_search) for the caller's session (may be
  * NULL). A search that cannot run is not a failure: out->error says why;
  * the return is CM_OK then, and an error only for what fails the call
- * (CM_ENOMEM). Release *out with engine_result_release (also after a
+ * (CM_ENOMEM). Release *out with cm_engine_result_release (also after a
  * failure). */
-cm_rc engine_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                    const char *session_key, engine_result *out, char *err, size_t errlen);
+cm_rc cm_engine_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                       const char *session_key, engine_result *out, char *err, size_t errlen);
 
 /* memory_get's text of path (NUL-terminated), through the backend (the QMD
- * collections' files too) or the memory files' rules (memfile_read). Release
- * *out with memfile_text_release (also after a failure). */
-cm_rc engine_get(cm_engine *e, const char *path, long from, long offset, long lines,
-                 memfile_text *out, char *err, size_t errlen);
+ * collections' files too) or the memory files' rules (cm_index_memfile_read). Release
+ * *out with cm_index_memfile_text_release (also after a failure). */
+cm_rc cm_engine_get(cm_engine *e, const char *path, long from, long offset, long lines,
+                    memfile_text *out, char *err, size_t errlen);
 
-/* memory_write: memfile_write, then the note's file is indexed (when the
+/* memory_write: cm_index_memfile_write, then the note's file is indexed (when the
  * index exists). The caller checks cm_engine_writable first. Free
  * out->path (also after a failure). */
-cm_rc engine_write(cm_engine *e, const char *path, const char *text, int64_t now, memfile_note *out,
-                   char *err, size_t errlen);
+cm_rc cm_engine_write(cm_engine *e, const char *path, const char *text, int64_t now,
+                      memfile_note *out, char *err, size_t errlen);
 
 /* The engine's settings. */
-const cm_config *engine_config(const cm_engine *e);
+const cm_config *cm_engine_config(const cm_engine *e);
 
 #endif

@@ -46,7 +46,7 @@ typedef struct engine_backend {
     cm_rc (*status)(cm_engine *e, int deep, char **json, char *err, size_t errlen);
     /* releases what open and the other calls left; safe after a failed open */
     void (*close)(cm_engine *e);
-    /* memory_get's text, or NULL: the memory files' rules (memfile_read) */
+    /* memory_get's text, or NULL: the memory files' rules (cm_index_memfile_read) */
     cm_rc (*get)(cm_engine *e, const char *path, long from, long offset, long lines,
                  memfile_text *out, char *err, size_t errlen);
 } engine_backend;
@@ -79,7 +79,7 @@ struct cm_engine {
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
     /* qmd_backend.c: the QMD sidecar (memory.backend = "qmd") */
     struct engine_qmd *qmd;
-    /* batch_fill.c: the batch APIs during a sync (set by builtin_sync) */
+    /* batch_fill.c: the batch APIs during a sync (set by cm_builtin_sync) */
     cm_progress_fn batch_progress;
     void *batch_pctx;
     bool batch_nowait;     /* a search's or watcher's sync: submit and poll, never wait */
@@ -100,77 +100,79 @@ static inline bool engine_writable(const cm_engine *e)
 
 /* ---- builtin.c: the builtin backend ------------------------------------- */
 
-extern const engine_backend engine_builtin;
+extern const engine_backend cm_engine_builtin;
 /* Its sync (sync.c), search (search.c) and status (status.c). */
-cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
-                   cm_sync_stats *stats, char *err, size_t errlen);
-cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                     const char *session_key, engine_result *out, char *err, size_t errlen);
-cm_rc builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
+cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                      cm_sync_stats *stats, char *err, size_t errlen);
+cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                        const char *session_key, engine_result *out, char *err, size_t errlen);
+cm_rc cm_builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
 
 /* ---- qmd_backend.c: the QMD backend -------------------------------------- */
 
-extern const engine_backend engine_qmd_backend;
+extern const engine_backend cm_engine_qmd_backend;
 /* For tests: the clock (ms since the epoch) of the QMD sidecars opened from
  * now on (NULL: the real clock), and a look at an engine's sidecar: updates
- * finished so far (-1: no sidecar); engine_qmd_poke wakes its schedule. */
-void engine_qmd_test_clock(int64_t (*clock)(void *ctx), void *ctx);
-int engine_qmd_updates(cm_engine *e);
-void engine_qmd_poke(cm_engine *e);
+ * finished so far (-1: no sidecar); cm_engine_qmd_poke wakes its schedule. */
+void cm_engine_qmd_test_clock(int64_t (*clock)(void *ctx), void *ctx);
+int cm_engine_qmd_updates(cm_engine *e);
+void cm_engine_qmd_poke(cm_engine *e);
 
 /* ---- conn.c: the index connection --------------------------------------- */
 
 /* Closes the index and drops the loaded vectors. */
-void engine_close_store(cm_engine *e);
+void cm_engine_close_store(cm_engine *e);
 /* Opens the index, or reopens it after a swap; CM_ENOTFOUND: no index yet. */
-cm_rc engine_ensure_store(cm_engine *e, char *err, size_t errlen);
+cm_rc cm_engine_ensure_store(cm_engine *e, char *err, size_t errlen);
 /* CM_ENOTFOUND when the configured workspace is not a directory. */
-cm_rc engine_workspace_exists(const cm_engine *e, char *err, size_t errlen);
+cm_rc cm_engine_workspace_exists(const cm_engine *e, char *err, size_t errlen);
 /* CM_ENOTFOUND when the open index records another workspace. */
-cm_rc engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen);
+cm_rc cm_engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen);
 
 /* ---- provider.c: the embedding provider --------------------------------- */
 
 /* Sets up memorySearch.provider (or its fallback, or none) at open. */
-void engine_choose_provider(cm_engine *e);
+void cm_engine_choose_provider(cm_engine *e);
 /* Downloads (when fetch) and loads a local model; the fallback when it fails. */
-void engine_provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress, void *progress_ctx);
+void cm_engine_provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress,
+                              void *progress_ctx);
 /* For status: the fallback when a local model's download failed lately. */
-void engine_provider_check(cm_engine *e);
+void cm_engine_provider_check(cm_engine *e);
 /* Gives every chunk of st without a vector one (cache, then the provider). */
-cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen);
+cm_rc cm_engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err,
+                             size_t errlen);
 
 /* ---- fill_media.c: vectors of multimodal memory's image and audio files -- */
 
 /* Whether a chunk waiting for a vector is a media file's. */
-bool engine_media_chunk(const cm_engine *e, const pending_chunk *pc);
+bool cm_engine_media_chunk(const cm_engine *e, const pending_chunk *pc);
 /* Gives every media chunk without a vector one (cache, then the provider). */
-cm_rc engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen);
+cm_rc cm_engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen);
 /* ---- batch_fill.c: the batch APIs (memorySearch.remote.batch) --------- */
 
 /* Whether this sync embeds documents through the provider's batch API. */
-bool engine_batch_on(const cm_engine *e);
+bool cm_engine_batch_on(const cm_engine *e);
 /* Gives the chunks of st without a vector theirs through batches: resumes
  * the batches recorded in the index, submits new ones for the rest, waits
  * for them (remote.batch.wait, unless e->batch_nowait) and retries failed
  * items synchronously. *sync_rest is set when repeated batch failures turned
  * batch mode off: the caller then embeds what is left synchronously. */
-cm_rc engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *sync_rest, char *err,
-                        size_t errlen);
+cm_rc cm_engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *sync_rest,
+                           char *err, size_t errlen);
 /* Appends ,"batch":{…} to a status payload: settings and pending batches. */
-cm_rc engine_batch_status(cm_engine *e, buf *out, char *err, size_t errlen);
+cm_rc cm_engine_batch_status(cm_engine *e, buf *out, char *err, size_t errlen);
 
 /* ---- lock.c: the writer lock and the watcher's record ------------------- */
 
 /* Takes "<index>.lock" (waiting up to busy_ms when wait); *fd_out holds it. */
-cm_rc engine_lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_t errlen);
-void engine_lock_release(int fd);
+cm_rc cm_engine_lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_t errlen);
+void cm_engine_lock_release(int fd);
 /* The watcher's record: claimed (-1: not this process's), published, given up. */
-int engine_watch_claim(const cm_engine *e);
-void engine_watch_publish(const cm_engine *e, int fd, const char *state, uint64_t seq);
-void engine_watch_unclaim(const cm_engine *e, int fd);
+int cm_engine_watch_claim(const cm_engine *e);
+void cm_engine_watch_publish(const cm_engine *e, int fd, const char *state, uint64_t seq);
+void cm_engine_watch_unclaim(const cm_engine *e, int fd);
 /* True when a live watcher vouches that the index is fresh. */
-bool engine_watched_fresh(const cm_engine *e);
+bool cm_engine_watched_fresh(const cm_engine *e);
 
 /* ---- load.c: one file read, checked and chunked for a sync -------------- */
 
@@ -184,34 +186,34 @@ typedef struct sync_run {
     buf text, clean;
     chunk_list chunks;
     file_reader *rd;        /* of the thread that reads (the rebuild's reader has its own) */
-    int64_t size, mtime_ns; /* of the file engine_load_file read, from its descriptor */
+    int64_t size, mtime_ns; /* of the file cm_engine_load_file read, from its descriptor */
     buf *log_later;         /* the rebuild's reader thread: warnings kept here (NUL-separated) and
                                logged by the writer, on the caller's thread */
 } sync_run;
 
 /* Reads, hashes and chunks f into r->chunks; CM_EIO: unreadable (a problem). */
-cm_rc engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1], buf *problem,
-                       char *err, size_t errlen);
-/* engine_load_file after the read: r->text holds the file's bytes. */
-cm_rc engine_chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
-                          buf *problem);
+cm_rc cm_engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                          buf *problem, char *err, size_t errlen);
+/* cm_engine_load_file after the read: r->text holds the file's bytes. */
+cm_rc cm_engine_chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                             buf *problem);
 /* Counts f as done; CM_ECANCELED when the progress callback says stop. */
-cm_rc engine_report(sync_run *r, const mem_file *f, char *err, size_t errlen);
+cm_rc cm_engine_report(sync_run *r, const mem_file *f, char *err, size_t errlen);
 /* Writes the transient problems of this sync into the meta table. */
-cm_rc engine_save_problems(store *st, const problem_list *pl, char *err, size_t errlen);
+cm_rc cm_engine_save_problems(store *st, const problem_list *pl, char *err, size_t errlen);
 
 /* ---- rebuild.c: the full rebuild ---------------------------------------- */
 
 /* Builds a fresh index in a temporary file and swaps it in. */
-cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
-                     size_t errlen);
+cm_rc cm_engine_rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
+                        size_t errlen);
 
 /* ---- sync.c: the sync --------------------------------------------------- */
 
 /* Counts the files of a discovery that a sync would read or drop. */
-cm_rc engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
-                            size_t errlen);
+cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
+                               size_t errlen);
 /* Indexes the memory file rel that memory_write just wrote (best effort). */
-void engine_index_written(cm_engine *e, const char *rel);
+void cm_engine_index_written(cm_engine *e, const char *rel);
 
 #endif

@@ -22,9 +22,9 @@
 /* Media files read and embedded per round (each up to maxFileBytes). */
 #define MEDIA_GROUP 4
 
-bool engine_media_chunk(const cm_engine *e, const pending_chunk *pc)
+bool cm_engine_media_chunk(const cm_engine *e, const pending_chunk *pc)
 {
-    return e->cfg.multimodal && pc->path && media_kind(&e->cfg, pc->path);
+    return e->cfg.multimodal && pc->path && cm_index_media_kind(&e->cfg, pc->path);
 }
 
 /* Reads the bytes of a media chunk's file into data and its MIME type into
@@ -36,19 +36,21 @@ static bool read_media(cm_engine *e, const pending_chunk *pc, buf *data, const c
     struct stat st;
     buf label = BUF_INIT;
     bool ok = false;
-    unsigned kind = media_kind(&e->cfg, pc->path);
-    buf_reset(data);
-    if (memfile_open_media(&e->cfg, pc->path, &fd, &st, msg, sizeof msg) != CM_OK) goto out;
-    if (path_read_fd(fd, pc->path, (size_t)e->cfg.multimodal_max_bytes, data, msg, sizeof msg))
+    unsigned kind = cm_index_media_kind(&e->cfg, pc->path);
+    cm_buf_reset(data);
+    if (cm_index_memfile_open_media(&e->cfg, pc->path, &fd, &st, msg, sizeof msg) != CM_OK)
         goto out;
-    *mime = media_mime(pc->path, (const unsigned char *)(data->data ? data->data : ""), data->len);
-    if (!*mime || media_chunk(kind, pc->path, *mime, data->data ? data->data : "", data->len,
-                              &label, hash) != CM_OK)
+    if (cm_path_read_fd(fd, pc->path, (size_t)e->cfg.multimodal_max_bytes, data, msg, sizeof msg))
+        goto out;
+    *mime = cm_index_media_mime(pc->path, (const unsigned char *)(data->data ? data->data : ""),
+                                data->len);
+    if (!*mime || cm_index_media_chunk(kind, pc->path, *mime, data->data ? data->data : "",
+                                       data->len, &label, hash) != CM_OK)
         goto out;
     ok = strcmp(hash, pc->hash) == 0;
 out:
     if (fd >= 0) close(fd);
-    buf_release(&label);
+    cm_buf_release(&label);
     return ok;
 }
 
@@ -67,7 +69,7 @@ static cm_rc embed_group(cm_engine *e, store *st, pending_chunk **pcs, buf *data
                                     .data = data[i].data ? data[i].data : "",
                                     .len = data[i].len};
     char msg[512];
-    cm_rc rc = embed_media(p, docs, n, msg, sizeof msg);
+    cm_rc rc = cm_embed_media(p, docs, n, msg, sizeof msg);
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory");
     if (rc) {
         snprintf(e->last_error, sizeof e->last_error, "%s", msg);
@@ -76,19 +78,19 @@ static cm_rc embed_group(cm_engine *e, store *st, pending_chunk **pcs, buf *data
         return CM_OK;
     }
     size_t done = 0;
-    if ((rc = store_begin(st, err, errlen))) goto out;
+    if ((rc = cm_store_begin(st, err, errlen))) goto out;
     for (size_t i = 0; i < n && !rc; i++) {
         if (docs[i].vec) {
-            rc = store_vector_put(st, pcs[i]->id, docs[i].vec, p->dims, err, errlen);
+            rc = cm_store_vector_put(st, pcs[i]->id, docs[i].vec, p->dims, err, errlen);
             if (!rc && e->cfg.cache_enabled)
-                rc = store_cache_put(st, embed_name(p), p->model, p->key_hash, pcs[i]->hash,
-                                     docs[i].vec, p->dims, err, errlen);
+                rc = cm_store_cache_put(st, cm_embed_name(p), p->model, p->key_hash, pcs[i]->hash,
+                                        docs[i].vec, p->dims, err, errlen);
             done++;
         } else if (docs[i].too_large) {
             /* marked done without a vector: retrying cannot help */
             cm_logf(&e->lg, CM_LOG_WARN, "%s: refused as too large, not embedded (%s)",
                     pcs[i]->path, docs[i].err);
-            rc = store_vector_put(st, pcs[i]->id, NULL, 0, err, errlen);
+            rc = cm_store_vector_put(st, pcs[i]->id, NULL, 0, err, errlen);
         } else {
             snprintf(e->last_error, sizeof e->last_error, "%s", docs[i].err);
             cm_logf(&e->lg, CM_LOG_WARN, "%s: %s (vectors will be completed by a later sync)",
@@ -96,8 +98,8 @@ static cm_rc embed_group(cm_engine *e, store *st, pending_chunk **pcs, buf *data
             *stop = true;
         }
     }
-    if (!rc) rc = store_commit(st, err, errlen);
-    if (rc) store_rollback(st);
+    if (!rc) rc = cm_store_commit(st, err, errlen);
+    if (rc) cm_store_rollback(st);
     if (!rc) stats->chunks_embedded += done;
 out:
     for (size_t i = 0; i < n; i++)
@@ -105,7 +107,7 @@ out:
     return rc;
 }
 
-cm_rc engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen)
+cm_rc cm_engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen)
 {
     if (!e->cfg.multimodal || !e->have_prov) return CM_OK;
     embed_provider *p = &e->prov;
@@ -117,21 +119,21 @@ cm_rc engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err
     size_t n = 0, ng = 0;
     bool stop = false;
     for (size_t i = 0; i < MEDIA_GROUP; i++)
-        buf_init(&data[i], 0);
+        cm_buf_init(&data[i], 0);
     while (!stop) {
-        CHECK(store_pending_vectors(st, after, 256, &pc, &n, err, errlen));
+        CHECK(cm_store_pending_vectors(st, after, 256, &pc, &n, err, errlen));
         if (n == 0) break;
         after = pc[n - 1].id;
         for (size_t i = 0; i < n && !stop; i++) {
-            if (!engine_media_chunk(e, &pc[i])) continue;
+            if (!cm_engine_media_chunk(e, &pc[i])) continue;
             float *v = NULL;
             int d = 0;
             if (e->cfg.cache_enabled)
-                CHECK(store_cache_get(st, embed_name(p), p->model, p->key_hash, pc[i].hash, &v, &d,
-                                      err, errlen));
+                CHECK(cm_store_cache_get(st, cm_embed_name(p), p->model, p->key_hash, pc[i].hash,
+                                         &v, &d, err, errlen));
             if (v && (!p->dims || d == p->dims)) {
                 if (!p->dims) p->dims = d;
-                rc = store_vector_put(st, pc[i].id, v, d, err, errlen);
+                rc = cm_store_vector_put(st, pc[i].id, v, d, err, errlen);
                 free(v);
                 CHECK(rc);
                 stats->cache_hits++;
@@ -152,13 +154,13 @@ cm_rc engine_fill_media(cm_engine *e, store *st, cm_sync_stats *stats, char *err
         if (ng && !stop)
             CHECK(embed_group(e, st, group, data, mimes, ng, stats, &stop, err, errlen));
         ng = 0;
-        pending_release(pc, n);
+        cm_store_pending_release(pc, n);
         pc = NULL;
         n = 0;
     }
 out:
-    pending_release(pc, n);
+    cm_store_pending_release(pc, n);
     for (size_t i = 0; i < MEDIA_GROUP; i++)
-        buf_release(&data[i]);
+        cm_buf_release(&data[i]);
     return rc;
 }

@@ -29,7 +29,7 @@ __attribute__((format(printf, 2, 3))) static void load_warn(sync_run *r, const c
     /* Kept with its NUL, or (out of memory) lost whole, as a log line would be. */
     if (!r->log_later)
         cm_logf(&r->e->lg, CM_LOG_WARN, "%s", msg);
-    else if (buf_add(r->log_later, msg, strlen(msg) + 1) != CM_OK)
+    else if (cm_buf_add(r->log_later, msg, strlen(msg) + 1) != CM_OK)
         return;
 }
 
@@ -38,21 +38,21 @@ __attribute__((format(printf, 2, 3))) static void load_warn(sync_run *r, const c
  * by name). problem receives why the file is indexed imperfectly (binary: no
  * chunks; invalid UTF-8: chunked with U+FFFD), or stays empty. An unreadable
  * file is CM_EIO and is recorded as a transient problem of this sync. */
-cm_rc engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1], buf *problem,
-                       char *err, size_t errlen)
+cm_rc cm_engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                          buf *problem, char *err, size_t errlen)
 {
-    buf_reset(&r->text);
-    buf_reset(&r->clean);
-    buf_reset(problem);
-    chunk_list_release(&r->chunks);
+    cm_buf_reset(&r->text);
+    cm_buf_reset(&r->clean);
+    cm_buf_reset(problem);
+    cm_chunk_list_release(&r->chunks);
     char why[512];
     struct stat st;
-    unsigned kind = strcmp(f->source, "memory") == 0 ? media_kind(&r->e->cfg, f->rel) : 0;
+    unsigned kind = strcmp(f->source, "memory") == 0 ? cm_index_media_kind(&r->e->cfg, f->rel) : 0;
     size_t max = kind ? (size_t)r->e->cfg.multimodal_max_bytes : (size_t)DISCOVER_MAX_FILE_BYTES;
-    cm_rc rc = file_reader_read(r->rd, f, max, &r->text, &st, why, sizeof why);
+    cm_rc rc = cm_index_file_reader_read(r->rd, f, max, &r->text, &st, why, sizeof why);
     if (rc == CM_ENOMEM) return cm_seterr(err, errlen, rc, "out of memory reading %s", f->rel);
     if (rc) {
-        if (problem_add(&r->problems, f->rel, "cannot read: %s", why)) return CM_ENOMEM;
+        if (cm_index_problem_add(&r->problems, f->rel, "cannot read: %s", why)) return CM_ENOMEM;
         load_warn(r, "%s: cannot read: %s", f->rel, why);
         return CM_EIO;
     }
@@ -60,12 +60,12 @@ cm_rc engine_load_file(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN 
     r->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     if (strcmp(f->source, "sessions") == 0) return load_session(r, f, hash, problem);
     if (kind) return load_media(r, f, kind, hash, problem);
-    return engine_chunk_loaded(r, f, hash, problem);
+    return cm_engine_chunk_loaded(r, f, hash, problem);
 }
 
 /* An image or audio file of multimodal memory (r->text holds its bytes): one
  * chunk, lines 1-1, its label as text; its bytes are read again when it is
- * embedded (engine_fill_media). A file whose content is not of its
+ * embedded (cm_engine_fill_media). A file whose content is not of its
  * extension's modality (a PDF named .png) is not indexed, as in 2026.3.22. */
 static cm_rc load_media(sync_run *r, const mem_file *f, unsigned kind,
                         char hash[SHA256_HEX_LEN + 1], buf *problem)
@@ -73,17 +73,17 @@ static cm_rc load_media(sync_run *r, const mem_file *f, unsigned kind,
     const unsigned char *d = (const unsigned char *)(r->text.data);
     size_t n = r->text.len;
     r->stats->bytes_read += n;
-    const char *mime = media_mime(f->rel, d, n);
-    const char *want = media_kind_name(kind);
+    const char *mime = cm_index_media_mime(f->rel, d, n);
+    const char *want = cm_index_media_kind_name(kind);
     if (!mime || strncmp(mime, want, strlen(want)) != 0 || mime[strlen(want)] != '/') {
-        sha256_hex(d, n, hash);
+        cm_sha256_hex(d, n, hash);
         load_warn(r, "%s: content is %s, not %s; not indexed", f->rel, mime ? mime : "unknown",
                   want);
-        return buf_printf(problem, "content is %s, not %s; not indexed", mime ? mime : "unknown",
-                          want);
+        return cm_buf_printf(problem, "content is %s, not %s; not indexed", mime ? mime : "unknown",
+                             want);
     }
     buf label = BUF_INIT;
-    cm_rc rc = media_chunk(kind, f->rel, mime, d, n, &label, hash);
+    cm_rc rc = cm_index_media_chunk(kind, f->rel, mime, d, n, &label, hash);
     chunk *nv = rc ? NULL : realloc(r->chunks.v, (r->chunks.n + 1) * sizeof *nv);
     if (!rc && !nv) rc = CM_ENOMEM;
     if (!rc) {
@@ -93,10 +93,10 @@ static cm_rc load_media(sync_run *r, const mem_file *f, unsigned kind,
         memset(c, 0, sizeof *c);
         c->start_line = c->end_line = 1;
         c->len = label.len;
-        c->text = buf_detach(&label);
+        c->text = cm_buf_detach(&label);
         memcpy(c->hash, hash, sizeof c->hash);
     }
-    buf_release(&label);
+    cm_buf_release(&label);
     return rc;
 }
 
@@ -107,11 +107,11 @@ static cm_rc load_session(sync_run *r, const mem_file *f, char hash[SHA256_HEX_L
                           buf *problem)
 {
     session_doc d;
-    cm_rc rc = session_extract(r->text.data, r->text.len, &d);
+    cm_rc rc = cm_session_extract(r->text.data, r->text.len, &d);
     if (rc) return rc;
-    buf_reset(&r->text);
-    rc = buf_add(&r->text, d.text.data, d.text.len);
-    if (!rc) rc = engine_chunk_loaded(r, f, hash, problem);
+    cm_buf_reset(&r->text);
+    rc = cm_buf_add(&r->text, d.text.data, d.text.len);
+    if (!rc) rc = cm_engine_chunk_loaded(r, f, hash, problem);
     for (size_t i = 0; !rc && i < r->chunks.n; i++) {
         chunk *c = &r->chunks.v[i];
         /* its time, for temporal decay: the newest message in it (else the file's) */
@@ -125,40 +125,41 @@ static cm_rc load_session(sync_run *r, const mem_file *f, char hash[SHA256_HEX_L
             c->end_line = d.line_map[c->end_line - 1];
     }
     if (!rc) snprintf(hash, SHA256_HEX_LEN + 1, "%s", d.hash); /* content and line map */
-    session_doc_release(&d);
+    cm_session_doc_release(&d);
     return rc;
 }
 
-/* The part of engine_load_file after the read: r->text holds the file's bytes. */
-cm_rc engine_chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
-                          buf *problem)
+/* The part of cm_engine_load_file after the read: r->text holds the file's bytes. */
+cm_rc cm_engine_chunk_loaded(sync_run *r, const mem_file *f, char hash[SHA256_HEX_LEN + 1],
+                             buf *problem)
 {
     cm_rc rc;
     const char *s = r->text.data;
     size_t n = r->text.len;
     r->stats->bytes_read += n;
-    sha256_hex(s, n, hash);
+    cm_sha256_hex(s, n, hash);
     const char *nul = memchr(s, 0, n);
     if (nul) {
-        load_warn(r, "%s: binary file (NUL byte at offset %zu), not indexed", f->rel, (size_t)(nul - s));
-        return buf_printf(problem, "binary file (NUL byte at offset %zu); not indexed",
-                          (size_t)(nul - s));
+        load_warn(r, "%s: binary file (NUL byte at offset %zu), not indexed", f->rel,
+                  (size_t)(nul - s));
+        return cm_buf_printf(problem, "binary file (NUL byte at offset %zu); not indexed",
+                             (size_t)(nul - s));
     }
-    size_t good = utf8_valid_prefix(s, n);
+    size_t good = cm_utf8_valid_prefix(s, n);
     if (good != n) {
         load_warn(r, "%s: invalid UTF-8 at byte %zu; indexed with U+FFFD", f->rel, good);
-        if ((rc = buf_printf(
+        if ((rc = cm_buf_printf(
                  problem, "invalid UTF-8 at byte %zu; indexed with replacement characters", good)))
             return rc;
-        if ((rc = utf8_repair(&r->clean, s, n))) return rc;
+        if ((rc = cm_utf8_repair(&r->clean, s, n))) return rc;
         s = r->clean.data;
         n = r->clean.len;
     }
-    return chunk_text(s, n, r->e->cfg.chunk_tokens, r->e->cfg.chunk_overlap, &r->chunks);
+    return cm_chunk_text(s, n, r->e->cfg.chunk_tokens, r->e->cfg.chunk_overlap, &r->chunks);
 }
 
 /* Counts a file as done and asks the caller whether to go on. */
-cm_rc engine_report(sync_run *r, const mem_file *f, char *err, size_t errlen)
+cm_rc cm_engine_report(sync_run *r, const mem_file *f, char *err, size_t errlen)
 {
     r->prog.files_done++;
     r->prog.bytes_done += (uint64_t)f->size;
@@ -168,20 +169,20 @@ cm_rc engine_report(sync_run *r, const mem_file *f, char *err, size_t errlen)
 }
 
 /* Writes the transient problems of this sync into the meta table. */
-cm_rc engine_save_problems(store *st, const problem_list *pl, char *err, size_t errlen)
+cm_rc cm_engine_save_problems(store *st, const problem_list *pl, char *err, size_t errlen)
 {
     buf b = BUF_INIT;
-    cm_rc rc = buf_addc(&b, '[');
+    cm_rc rc = cm_buf_addc(&b, '[');
     for (size_t i = 0; i < pl->n && !rc; i++) {
-        if (i) rc = buf_addc(&b, ',');
-        if (!rc) rc = buf_adds(&b, "{\"path\":");
-        if (!rc) rc = utf8_add_json_str(&b, pl->v[i].path, strlen(pl->v[i].path));
-        if (!rc) rc = buf_adds(&b, ",\"problem\":");
-        if (!rc) rc = utf8_add_json_str(&b, pl->v[i].what, strlen(pl->v[i].what));
-        if (!rc) rc = buf_addc(&b, '}');
+        if (i) rc = cm_buf_addc(&b, ',');
+        if (!rc) rc = cm_buf_adds(&b, "{\"path\":");
+        if (!rc) rc = cm_utf8_add_json_str(&b, pl->v[i].path, strlen(pl->v[i].path));
+        if (!rc) rc = cm_buf_adds(&b, ",\"problem\":");
+        if (!rc) rc = cm_utf8_add_json_str(&b, pl->v[i].what, strlen(pl->v[i].what));
+        if (!rc) rc = cm_buf_addc(&b, '}');
     }
-    if (!rc) rc = buf_addc(&b, ']');
-    if (!rc) rc = store_meta_set(st, STORE_PROBLEMS_KEY, b.data, err, errlen);
-    buf_release(&b);
+    if (!rc) rc = cm_buf_addc(&b, ']');
+    if (!rc) rc = cm_store_meta_set(st, STORE_PROBLEMS_KEY, b.data, err, errlen);
+    cm_buf_release(&b);
     return rc;
 }

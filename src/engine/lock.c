@@ -20,15 +20,15 @@
 #include "../base/fs.h"
 #include "engine_int.h"
 
-cm_rc engine_lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_t errlen)
+cm_rc cm_engine_lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
-    char *dir = fs_dirname(e->cfg.store_path);
+    char *dir = cm_fs_dirname(e->cfg.store_path);
     int fd = -1;
     if (!dir) CHECK(CM_ENOMEM);
-    CHECK(fs_mkdirs(dir, err, errlen));
-    CHECK(buf_printf(&p, "%s.lock", e->cfg.store_path));
+    CHECK(cm_fs_mkdirs(dir, err, errlen));
+    CHECK(cm_buf_printf(&p, "%s.lock", e->cfg.store_path));
     fd = open(p.data, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600); /* a link: not truncated */
     if (fd < 0 && errno == ELOOP) FAIL(CM_EIO, "%s is a symbolic link; remove it", p.data);
     if (fd < 0) FAIL(CM_EIO, "%s: %s", p.data, strerror(errno));
@@ -63,11 +63,11 @@ cm_rc engine_lock_acquire(cm_engine *e, bool wait, int *fd_out, char *err, size_
 out:
     if (fd >= 0) close(fd);
     free(dir);
-    buf_release(&p);
+    cm_buf_release(&p);
     return rc;
 }
 
-void engine_lock_release(int fd)
+void cm_engine_lock_release(int fd)
 {
     if (fd < 0) return;
     int r = ftruncate(fd, 0); /* a stale pid would only mislead a busy message */
@@ -87,37 +87,38 @@ static void watch_identity(const cm_engine *e, char id[SHA256_HEX_LEN + 1])
 {
     const cm_config *c = &e->cfg;
     buf b = BUF_INIT;
-    cm_rc rc = buf_printf(&b, "%s\n%s\n%s\n%s\n%d %d %d %s " KEYWORD_TEXT_VERSION "\n",
-                          c->workspace, e->provider, e->model, e->have_prov ? e->prov.key_hash : "",
-                          c->chunk_tokens, c->chunk_overlap, c->output_dims, c->fts_tokenizer);
+    cm_rc rc =
+        cm_buf_printf(&b, "%s\n%s\n%s\n%s\n%d %d %d %s " KEYWORD_TEXT_VERSION "\n", c->workspace,
+                      e->provider, e->model, e->have_prov ? e->prov.key_hash : "", c->chunk_tokens,
+                      c->chunk_overlap, c->output_dims, c->fts_tokenizer);
     for (size_t i = 0; i < c->sources.n && !rc; i++)
-        rc = buf_printf(&b, "s %s\n", c->sources.v[i]);
+        rc = cm_buf_printf(&b, "s %s\n", c->sources.v[i]);
     for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
-        rc = buf_printf(&b, "x %s\n", c->extra_paths.v[i]);
+        rc = cm_buf_printf(&b, "x %s\n", c->extra_paths.v[i]);
     if (!rc && c->multimodal)
-        rc = buf_printf(&b, "m %u %d\n", c->multimodal, c->multimodal_max_bytes);
+        rc = cm_buf_printf(&b, "m %u %d\n", c->multimodal, c->multimodal_max_bytes);
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; !rc && i < b.len; i++)
         h = (h ^ (unsigned char)b.data[i]) * 0x100000001b3ull;
     snprintf(id, SHA256_HEX_LEN + 1, rc ? "unknown" : "%016llx", (unsigned long long)h);
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 /* "<index>.watch"; the caller frees. */
 static char *watch_path(const cm_engine *e)
 {
     buf p = BUF_INIT;
-    if (buf_printf(&p, "%s.watch", e->cfg.store_path)) {
-        buf_release(&p);
+    if (cm_buf_printf(&p, "%s.watch", e->cfg.store_path)) {
+        cm_buf_release(&p);
         return NULL;
     }
-    return buf_detach(&p);
+    return cm_buf_detach(&p);
 }
 
 /* The record, fixed length so a reader never sees a mix of two: state,
  * sequence, pid and the identity (workspace and index fingerprint), then
  * "end". */
-void engine_watch_publish(const cm_engine *e, int fd, const char *state, uint64_t seq)
+void cm_engine_watch_publish(const cm_engine *e, int fd, const char *state, uint64_t seq)
 {
     if (fd < 0) return;
     char ws[SHA256_HEX_LEN + 1], rec[WATCH_RECORD_LEN + 1];
@@ -133,7 +134,7 @@ void engine_watch_publish(const cm_engine *e, int fd, const char *state, uint64_
 
 /* Opens and locks the record file; -1 when another watcher has it (that one
  * publishes) or it cannot be created. */
-int engine_watch_claim(const cm_engine *e)
+int cm_engine_watch_claim(const cm_engine *e)
 {
     char *p = watch_path(e);
     int fd = p ? open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
@@ -145,10 +146,10 @@ int engine_watch_claim(const cm_engine *e)
     return fd;
 }
 
-void engine_watch_unclaim(const cm_engine *e, int fd)
+void cm_engine_watch_unclaim(const cm_engine *e, int fd)
 {
     if (fd < 0) return;
-    engine_watch_publish(e, fd, "stopped", 0);
+    cm_engine_watch_publish(e, fd, "stopped", 0);
     flock(fd, LOCK_UN);
     close(fd);
 }
@@ -156,7 +157,7 @@ void engine_watch_unclaim(const cm_engine *e, int fd)
 /* True when a live watcher keeps this index fresh for this workspace and
  * fingerprint: its lock is held (a shared lock cannot be had) and its record
  * says fresh. */
-bool engine_watched_fresh(const cm_engine *e)
+bool cm_engine_watched_fresh(const cm_engine *e)
 {
     char *p = watch_path(e);
     int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;

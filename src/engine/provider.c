@@ -22,7 +22,7 @@ static void fall_back(cm_engine *e, const char *want, const char *why)
     char msg[1100];
     if (c->fallback && strcmp(c->fallback, "none") != 0 && strcmp(c->fallback, want) != 0) {
         char why2[512];
-        if (embed_open(c, c->fallback, &e->prov, why2, sizeof why2) == CM_OK) {
+        if (cm_embed_open(c, c->fallback, &e->prov, why2, sizeof why2) == CM_OK) {
             e->have_prov = true;
             e->fallback_used = true;
             snprintf(msg, sizeof msg, "%s; using the fallback %s", why, c->fallback);
@@ -37,22 +37,23 @@ static void fall_back(cm_engine *e, const char *want, const char *why)
 
 static void name_provider(cm_engine *e)
 {
-    snprintf(e->provider, sizeof e->provider, "%s", e->have_prov ? embed_name(&e->prov) : "none");
+    snprintf(e->provider, sizeof e->provider, "%s",
+             e->have_prov ? cm_embed_name(&e->prov) : "none");
     snprintf(e->model, sizeof e->model, "%s", e->have_prov ? e->prov.model : "");
 }
 
 /* The embedding provider: memorySearch.provider, or the seeds' auto-select
  * order; memorySearch.fallback when the primary cannot be set up; none (the
  * keyword-only search) otherwise. No network is touched here, and a local
- * model is only named: engine_provider_ready() loads it. */
-void engine_choose_provider(cm_engine *e)
+ * model is only named: cm_engine_provider_ready() loads it. */
+void cm_engine_choose_provider(cm_engine *e)
 {
     const cm_config *c = &e->cfg;
     const char *want = c->provider;
-    if (!strcmp(want, "auto")) want = embed_auto(c); /* NULL: no key anywhere, as QuantumClaw */
+    if (!strcmp(want, "auto")) want = cm_embed_auto(c); /* NULL: no key anywhere, as QuantumClaw */
     char why[512] = "";
     if (want && strcmp(want, "none") != 0) {
-        if (embed_open(c, want, &e->prov, why, sizeof why) == CM_OK)
+        if (cm_embed_open(c, want, &e->prov, why, sizeof why) == CM_OK)
             e->have_prov = true;
         else
             fall_back(e, want, why);
@@ -79,7 +80,7 @@ static void local_unavailable(cm_engine *e, const char *why)
     char msg[700];
     snprintf(msg, sizeof msg, "local embeddings unavailable: %s", why);
     snprintf(e->last_error, sizeof e->last_error, "%.500s", msg);
-    embed_close(&e->prov);
+    cm_embed_close(&e->prov);
     e->have_prov = false;
     fall_back(e, "local", msg);
     name_provider(e);
@@ -90,12 +91,12 @@ static void local_unavailable(cm_engine *e, const char *why)
  * searches keywords until the model is there), and loads it. When that fails
  * the fallback takes over for the engine's life, as in QuantumClaw; a
  * cancelled download does not count as a failure (it resumes next time). */
-void engine_provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress, void *progress_ctx)
+void cm_engine_provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress, void *progress_ctx)
 {
     if (!e->have_prov || e->prov.kind != EMBED_LOCAL || e->prov.lm) return;
     download_ctx d = {progress, progress_ctx, e->prov.model};
     char why[600];
-    cm_rc rc = embed_prepare(&e->prov, fetch, on_download, &d, why, sizeof why);
+    cm_rc rc = cm_embed_prepare(&e->prov, fetch, on_download, &d, why, sizeof why);
     if (rc == CM_OK || rc == CM_ECANCELED) return;
     if (rc == CM_ENOTFOUND && !fetch && !strncmp(e->prov.model, "hf:", 3)) return; /* not yet */
     local_unavailable(e, why);
@@ -104,12 +105,12 @@ void engine_provider_ready(cm_engine *e, bool fetch, cm_progress_fn progress, vo
 /* For status, without loading a model: a local model whose download failed
  * lately (download.h) is not waited for; the fallback serves, as after a
  * failed sync. */
-void engine_provider_check(cm_engine *e)
+void cm_engine_provider_check(cm_engine *e)
 {
     if (!e->have_prov || e->prov.kind != EMBED_LOCAL || e->prov.lm) return;
     char why[600], *path = NULL;
-    if (model_resolve(e->prov.model, e->prov.local_cache, false, NULL, NULL, &path, why,
-                      sizeof why) == CM_EIO)
+    if (cm_net_model_resolve(e->prov.model, e->prov.local_cache, false, NULL, NULL, &path, why,
+                             sizeof why) == CM_EIO)
         local_unavailable(e, why);
     free(path);
 }
@@ -122,19 +123,20 @@ void engine_provider_check(cm_engine *e)
  * per round, each round committed on its own. A provider failure stops the
  * filling (the keyword index is complete either way; the next sync resumes)
  * and is recorded for status. */
-cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err, size_t errlen)
+cm_rc cm_engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *err,
+                             size_t errlen)
 {
     if (!e->have_prov) return CM_OK;
-    cm_rc mrc = engine_fill_media(e, st, stats, err, errlen); /* image and audio files first */
+    cm_rc mrc = cm_engine_fill_media(e, st, stats, err, errlen); /* image and audio files first */
     if (mrc) return mrc;
-    if (engine_batch_on(e)) { /* remote.batch: through the batch API (batch_fill.c) */
+    if (cm_engine_batch_on(e)) { /* remote.batch: through the batch API (batch_fill.c) */
         bool rest = false;
-        cm_rc brc = engine_fill_batch(e, st, stats, &rest, err, errlen);
+        cm_rc brc = cm_engine_fill_batch(e, st, stats, &rest, err, errlen);
         if (brc || !rest) return brc;
     }
     embed_provider *p = &e->prov;
     const cm_config *c = &e->cfg;
-    const char *name = embed_name(p);
+    const char *name = cm_embed_name(p);
     cm_rc rc = CM_OK;
     int64_t after = 0;
     pending_chunk *pc = NULL;
@@ -143,7 +145,7 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
     const char **texts = NULL;
     size_t *miss = NULL;
     for (;;) {
-        CHECK(store_pending_vectors(st, after, EMBED_ROUND, &pc, &n, err, errlen));
+        CHECK(cm_store_pending_vectors(st, after, EMBED_ROUND, &pc, &n, err, errlen));
         if (n == 0) break;
         after = pc[n - 1].id;
         vecs = calloc(n, sizeof *vecs);
@@ -153,10 +155,10 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
         size_t nmiss = 0;
         for (size_t i = 0; i < n; i++) {
             int d = 0;
-            if (engine_media_chunk(e, &pc[i])) continue; /* engine_fill_media's */
+            if (cm_engine_media_chunk(e, &pc[i])) continue; /* cm_engine_fill_media's */
             if (c->cache_enabled)
-                CHECK(store_cache_get(st, name, p->model, p->key_hash, pc[i].hash, &vecs[i], &d,
-                                      err, errlen));
+                CHECK(cm_store_cache_get(st, name, p->model, p->key_hash, pc[i].hash, &vecs[i], &d,
+                                         err, errlen));
             if (vecs[i] && p->dims && d != p->dims) { /* another size: not this model's */
                 free(vecs[i]);
                 vecs[i] = NULL;
@@ -172,17 +174,17 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
         bool failed = false;
         if (nmiss) {
             char msg[512];
-            if (embed_documents(p, texts, nmiss, &fresh, msg, sizeof msg) != CM_OK) {
+            if (cm_embed_documents(p, texts, nmiss, &fresh, msg, sizeof msg) != CM_OK) {
                 snprintf(e->last_error, sizeof e->last_error, "%s", msg);
                 cm_logf(&e->lg, CM_LOG_WARN, "%s (vectors will be completed by a later sync)", msg);
                 failed = true;
                 nmiss = 0;
             }
         }
-        CHECK(store_begin(st, err, errlen));
+        CHECK(cm_store_begin(st, err, errlen));
         for (size_t i = 0; i < n; i++) {
             if (!vecs[i]) continue;
-            rc = store_vector_put(st, pc[i].id, vecs[i], p->dims, err, errlen);
+            rc = cm_store_vector_put(st, pc[i].id, vecs[i], p->dims, err, errlen);
             if (rc) break;
         }
         for (size_t j = 0; !rc && j < nmiss; j++) {
@@ -191,13 +193,13 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
             for (int d = 0; d < p->dims && zero; d++)
                 zero = v[d] == 0;
             /* an all-zero vector cannot be searched: a row of 0 dimensions marks it done */
-            rc = store_vector_put(st, pc[miss[j]].id, v, zero ? 0 : p->dims, err, errlen);
+            rc = cm_store_vector_put(st, pc[miss[j]].id, v, zero ? 0 : p->dims, err, errlen);
             if (!rc && !zero && c->cache_enabled)
-                rc = store_cache_put(st, name, p->model, p->key_hash, pc[miss[j]].hash, v, p->dims,
-                                     err, errlen);
+                rc = cm_store_cache_put(st, name, p->model, p->key_hash, pc[miss[j]].hash, v,
+                                        p->dims, err, errlen);
         }
-        if (!rc) rc = store_commit(st, err, errlen);
-        if (rc) store_rollback(st);
+        if (!rc) rc = cm_store_commit(st, err, errlen);
+        if (rc) cm_store_rollback(st);
         CHECK(rc);
         stats->chunks_embedded += nmiss; /* counted once committed */
         for (size_t i = 0; i < n; i++)
@@ -210,16 +212,16 @@ cm_rc engine_fill_vectors(cm_engine *e, store *st, cm_sync_stats *stats, char *e
         texts = NULL;
         miss = NULL;
         fresh = NULL;
-        pending_release(pc, n);
+        cm_store_pending_release(pc, n);
         pc = NULL;
         if (failed) break;
     }
     if (p->dims) {
         char d[32];
         snprintf(d, sizeof d, "%d", p->dims);
-        CHECK(store_meta_set(st, VECTOR_DIMS_KEY, d, err, errlen));
+        CHECK(cm_store_meta_set(st, VECTOR_DIMS_KEY, d, err, errlen));
     }
-    if (c->cache_enabled) CHECK(store_cache_trim(st, c->cache_max_entries, err, errlen));
+    if (c->cache_enabled) CHECK(cm_store_cache_trim(st, c->cache_max_entries, err, errlen));
 out:
     for (size_t i = 0; vecs && i < n; i++)
         free(vecs[i]);
@@ -227,6 +229,6 @@ out:
     free(texts);
     free(miss);
     free(fresh);
-    pending_release(pc, n);
+    cm_store_pending_release(pc, n);
     return rc;
 }

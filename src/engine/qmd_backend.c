@@ -28,13 +28,13 @@ struct engine_qmd {
 static int64_t (*test_clock)(void *);
 static void *test_clock_ctx;
 
-void engine_qmd_test_clock(int64_t (*clock)(void *ctx), void *ctx)
+void cm_engine_qmd_test_clock(int64_t (*clock)(void *ctx), void *ctx)
 {
     test_clock = clock;
     test_clock_ctx = ctx;
 }
 
-int engine_qmd_updates(cm_engine *e)
+int cm_engine_qmd_updates(cm_engine *e)
 {
     if (!e->qmd || !e->qmd->sc_init) return -1;
     pthread_mutex_lock(&e->qmd->sc.mu);
@@ -43,9 +43,9 @@ int engine_qmd_updates(cm_engine *e)
     return n;
 }
 
-void engine_qmd_poke(cm_engine *e)
+void cm_engine_qmd_poke(cm_engine *e)
 {
-    if (e->qmd && e->qmd->sc_init) qmd_sidecar_poke(&e->qmd->sc);
+    if (e->qmd && e->qmd->sc_init) cm_backend_qmd_sidecar_poke(&e->qmd->sc);
 }
 
 static void set_reason(struct engine_qmd *q, const char *why)
@@ -65,7 +65,7 @@ static cm_rc ensure_started(cm_engine *e, char *err, size_t errlen)
     pthread_mutex_lock(&q->mu);
     bool started = q->started;
     pthread_mutex_unlock(&q->mu);
-    if (!started) rc = qmd_sidecar_start(&q->sc, err, errlen);
+    if (!started) rc = cm_backend_qmd_sidecar_start(&q->sc, err, errlen);
     if (!started && !rc) {
         pthread_mutex_lock(&q->mu);
         q->started = true;
@@ -79,11 +79,12 @@ static cm_rc qmd_open(cm_engine *e, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     char why[512];
-    CHECK(engine_builtin.open(e, err, errlen)); /* the fallback */
+    CHECK(cm_engine_builtin.open(e, err, errlen)); /* the fallback */
     if (!(e->qmd = calloc(1, sizeof *e->qmd))) FAIL(CM_ENOMEM, "out of memory");
     pthread_mutex_init(&e->qmd->mu, NULL);
     pthread_mutex_init(&e->qmd->start_mu, NULL);
-    CHECK(qmd_sidecar_init(&e->qmd->sc, &e->cfg, &e->lg, test_clock, test_clock_ctx, err, errlen));
+    CHECK(cm_backend_qmd_sidecar_init(&e->qmd->sc, &e->cfg, &e->lg, test_clock, test_clock_ctx, err,
+                                      errlen));
     e->qmd->sc_init = true;
     if (ensure_started(e, why, sizeof why)) {
         cm_logf(&e->lg, CM_LOG_WARN, "qmd memory unavailable; the builtin index answers: %s", why);
@@ -96,13 +97,13 @@ out:
 static void qmd_close(cm_engine *e)
 {
     if (e->qmd) {
-        if (e->qmd->sc_init) qmd_sidecar_release(&e->qmd->sc);
+        if (e->qmd->sc_init) cm_backend_qmd_sidecar_release(&e->qmd->sc);
         pthread_mutex_destroy(&e->qmd->mu);
         pthread_mutex_destroy(&e->qmd->start_mu);
         free(e->qmd);
         e->qmd = NULL;
     }
-    engine_builtin.close(e);
+    cm_engine_builtin.close(e);
 }
 
 /* ---- memory_search ----------------------------------------------------------- */
@@ -125,15 +126,15 @@ static size_t prefix_chars(const char *s, size_t max)
 static cm_rc hit_path(const cm_engine *e, const qmd_collection *c, const char *file, buf *out)
 {
     buf abs = BUF_INIT;
-    cm_rc rc = fs_join(&abs, c->root, file);
+    cm_rc rc = cm_fs_join(&abs, c->root, file);
     if (rc) return rc;
-    fs_normalise(abs.data);
+    cm_fs_normalise(abs.data);
     size_t wl = strlen(e->cfg.workspace);
     if (!strncmp(abs.data, e->cfg.workspace, wl) && abs.data[wl] == '/')
-        rc = buf_adds(out, abs.data + wl + 1);
+        rc = cm_buf_adds(out, abs.data + wl + 1);
     else
-        rc = buf_printf(out, "qmd/%s/%s", c->name, file);
-    buf_release(&abs);
+        rc = cm_buf_printf(out, "qmd/%s/%s", c->name, file);
+    cm_buf_release(&abs);
     return rc;
 }
 
@@ -212,13 +213,13 @@ static cm_rc map_hits(cm_engine *e, qmd_hits *h, double min_score, int limit, se
             }
         }
         const qmd_collection *c =
-            x->collection ? qmd_sidecar_collection(&e->qmd->sc, x->collection) : NULL;
+            x->collection ? cm_backend_qmd_sidecar_collection(&e->qmd->sc, x->collection) : NULL;
         if (!c || !x->file || !*x->file) continue; /* not ours */
         if (x->score < min_score) continue;
-        buf_reset(&p);
+        cm_buf_reset(&p);
         CHECK(hit_path(e, c, x->file, &p));
         search_hit *s = &v[n++];
-        s->path = buf_detach(&p);
+        s->path = cm_buf_detach(&p);
         s->source = cm_strdup(c->sessions ? "sessions" : "memory");
         s->text = cm_strndup(x->snippet, prefix_chars(x->snippet, (size_t)qc->max_snippet_chars));
         if (!s->path || !s->source || !s->text) CHECK(CM_ENOMEM);
@@ -272,7 +273,7 @@ static cm_rc map_hits(cm_engine *e, qmd_hits *h, double min_score, int limit, se
     }
     n = k;
 out:
-    buf_release(&p);
+    cm_buf_release(&p);
     if (rc) {
         free_hits(v, n);
         v = NULL;
@@ -301,12 +302,14 @@ static cm_rc qmd_query(cm_engine *e, const char *query, int limit, qmd_hits *hit
     int64_t tmo = e->cfg.qmd.timeout_ms;
     bool repaired = false;
     for (int attempt = 0; attempt < 3; attempt++) {
-        qmd_search_argv(mode, query, limit, names, sc->ncols, argv, ARRAY_LEN(argv), nbuf);
-        qmd_run_result_release(&res);
-        CHECK(qmd_sidecar_run(sc, argv, tmo, false, &res, err, errlen));
+        cm_backend_qmd_search_argv(mode, query, limit, names, sc->ncols, argv, ARRAY_LEN(argv),
+                                   nbuf);
+        cm_backend_qmd_run_result_release(&res);
+        CHECK(cm_backend_qmd_sidecar_run(sc, argv, tmo, false, &res, err, errlen));
         bool ok = !res.timed_out && !res.too_much && res.status == 0;
         if (!ok && strcmp(mode, "query") != 0 &&
-            (qmd_refused_flags(res.err.data) || qmd_refused_flags(res.out.data))) {
+            (cm_backend_qmd_refused_flags(res.err.data) ||
+             cm_backend_qmd_refused_flags(res.out.data))) {
             cm_logf(&e->lg, CM_LOG_WARN,
                     "qmd %s does not support the flags; retrying the search with qmd query", mode);
             mode = "query";
@@ -320,21 +323,21 @@ static cm_rc qmd_query(cm_engine *e, const char *query, int limit, qmd_hits *hit
                     "collections again and retrying");
             repaired = true;
             char e2[512];
-            if (!qmd_sidecar_repair(sc, e2, sizeof e2)) continue;
+            if (!cm_backend_qmd_sidecar_repair(sc, e2, sizeof e2)) continue;
         }
         if (!ok) {
             char summary[64];
             snprintf(summary, sizeof summary, "qmd %s", mode);
-            CHECK(qmd_run_failure(&res, summary, tmo, &why));
+            CHECK(cm_backend_qmd_run_failure(&res, summary, tmo, &why));
             FAIL(CM_EIO, "%s", why.data);
         }
-        rc = qmd_parse_hits(res.out.data, res.err.data, hits, err, errlen);
+        rc = cm_backend_qmd_parse_hits(res.out.data, res.err.data, hits, err, errlen);
         if (rc == CM_EINVAL) rc = CM_EIO;
         break;
     }
 out:
-    qmd_run_result_release(&res);
-    buf_release(&why);
+    cm_backend_qmd_run_result_release(&res);
+    cm_buf_release(&why);
     free(names);
     return rc;
 }
@@ -347,7 +350,7 @@ static cm_rc fallback_search(cm_engine *e, const char *query, const cm_search_op
 {
     cm_logf(&e->lg, CM_LOG_WARN, "qmd memory failed; the builtin index answers: %s", why);
     set_reason(e->qmd, why);
-    cm_rc rc = builtin_search(e, query, opts, session_key, out, err, errlen);
+    cm_rc rc = cm_builtin_search(e, query, opts, session_key, out, err, errlen);
     if (!rc && !(out->qmd_why = cm_strdup(why))) rc = CM_ENOMEM;
     return rc;
 }
@@ -362,9 +365,9 @@ static cm_rc qmd_search(cm_engine *e, const char *query, const cm_search_opts *o
     if (!query) query = "";
     snprintf(out->provider, sizeof out->provider, "qmd");
     snprintf(out->model, sizeof out->model, "qmd");
-    if (!qmd_scope_allowed(&e->cfg.qmd, session_key)) {
+    if (!cm_backend_qmd_scope_allowed(&e->cfg.qmd, session_key)) {
         qmd_scope_key k;
-        qmd_scope_parse(session_key, &k);
+        cm_backend_qmd_scope_parse(session_key, &k);
         cm_logf(&e->lg, CM_LOG_WARN,
                 "qmd search denied by scope (channel=%s, chatType=%s, session=%.200s)",
                 *k.channel ? k.channel : "unknown", *k.chat_type ? k.chat_type : "unknown",
@@ -388,7 +391,7 @@ static cm_rc qmd_search(cm_engine *e, const char *query, const cm_search_opts *o
     set_reason(e->qmd, NULL);
     CHECK(map_hits(e, &hits, min_score, limit, &out->v, &out->n));
 out:
-    qmd_hits_release(&hits);
+    cm_backend_qmd_hits_release(&hits);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     return rc;
 }
@@ -399,11 +402,11 @@ static cm_rc qmd_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
                       cm_sync_stats *stats, char *err, size_t errlen)
 {
     /* the builtin index is the fallback: kept current too */
-    cm_rc rc = builtin_sync(e, flags, progress, progress_ctx, stats, err, errlen);
+    cm_rc rc = cm_builtin_sync(e, flags, progress, progress_ctx, stats, err, errlen);
     if (flags & CM_SYNC_NOWAIT) return rc; /* a search's sync: QMD updates on its schedule */
     char why[512];
     cm_rc q = ensure_started(e, why, sizeof why);
-    if (!q) q = qmd_sidecar_update(&e->qmd->sc, true, why, sizeof why);
+    if (!q) q = cm_backend_qmd_sidecar_update(&e->qmd->sc, true, why, sizeof why);
     if (q) {
         cm_logf(&e->lg, CM_LOG_WARN, "qmd update failed: %s", why);
         set_reason(e->qmd, why);
@@ -441,7 +444,7 @@ static void add_counts(cm_engine *e, json_t *o)
 
 static cm_rc qmd_status(cm_engine *e, int deep, char **json, char *err, size_t errlen)
 {
-    cm_rc rc = builtin_status(e, deep, json, err, errlen);
+    cm_rc rc = cm_builtin_status(e, deep, json, err, errlen);
     if (rc) return rc;
     json_t *o = json_loads(*json, 0, NULL), *q = json_object(), *cols = json_array();
     if (!json_is_object(o) || !q || !cols) {
@@ -507,38 +510,40 @@ static cm_rc qmd_get(cm_engine *e, const char *path, long from, long offset, lon
                              "%.200s: invalid qmd path (qmd/<collection>/<path>)", path);
         char name[220];
         snprintf(name, sizeof name, "%.*s", (int)CM_MIN((size_t)(slash - c), 200), c);
-        const qmd_collection *col = qmd_sidecar_collection(sc, name);
+        const qmd_collection *col = cm_backend_qmd_sidecar_collection(sc, name);
         if (!col) return cm_seterr(err, errlen, CM_EPATH, "unknown qmd collection: %.200s", name);
-        return memfile_read_beneath(col->root, slash + 1, path, from, offset, lines, out, err,
-                                    errlen);
+        return cm_index_memfile_read_beneath(col->root, slash + 1, path, from, offset, lines, out,
+                                             err, errlen);
     }
-    cm_rc rc = memfile_read(&e->cfg, path, strlen(path), from, offset, lines, out, err, errlen);
+    cm_rc rc =
+        cm_index_memfile_read(&e->cfg, path, strlen(path), from, offset, lines, out, err, errlen);
     if (rc != CM_EPATH) return rc;
     /* a workspace-relative path of a collection inside the workspace */
     buf abs = BUF_INIT;
     char e2[256];
-    if (path[0] == '/' || fs_join(&abs, e->cfg.workspace, path)) {
-        buf_release(&abs);
+    if (path[0] == '/' || cm_fs_join(&abs, e->cfg.workspace, path)) {
+        cm_buf_release(&abs);
         return rc;
     }
-    fs_normalise(abs.data);
+    cm_fs_normalise(abs.data);
     for (size_t i = 0; i < sc->ncols; i++) {
         const char *root = sc->cols[i].root;
         size_t rl = strlen(root);
-        if (!strcmp(root, e->cfg.workspace)) continue; /* the memory files: memfile_read's rules */
+        if (!strcmp(root, e->cfg.workspace))
+            continue; /* the memory files: cm_index_memfile_read's rules */
         if (strncmp(abs.data, root, rl) != 0 || abs.data[rl] != '/') continue;
-        cm_rc r2 = memfile_read_beneath(root, abs.data + rl + 1, path, from, offset, lines, out, e2,
-                                        sizeof e2);
+        cm_rc r2 = cm_index_memfile_read_beneath(root, abs.data + rl + 1, path, from, offset, lines,
+                                                 out, e2, sizeof e2);
         if (r2 != CM_EPATH) {
             if (r2) cm_seterr(err, errlen, r2, "%s", e2);
-            buf_release(&abs);
+            cm_buf_release(&abs);
             return r2;
         }
     }
-    buf_release(&abs);
+    cm_buf_release(&abs);
     return rc;
 }
 
-const engine_backend engine_qmd_backend = {
+const engine_backend cm_engine_qmd_backend = {
     "qmd", qmd_open, qmd_sync, qmd_search, qmd_status, qmd_close, qmd_get,
 };

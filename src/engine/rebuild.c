@@ -11,7 +11,7 @@
 
 /* While the single writer puts file i into the rebuild, a reader thread
  * reads, hashes and chunks the files after it, up to PIPE_SLOTS ahead. Each
- * slot is a private sync_run for engine_load_file (own buffers, problems and
+ * slot is a private sync_run for cm_engine_load_file (own buffers, problems and
  * stats), merged into the real one in file order by the writer. */
 #define PIPE_SLOTS     32
 #define PIPE_MIN_FILES 64 /* fewer files: no thread */
@@ -48,10 +48,10 @@ static void *pipe_reader(void *arg)
         if (stop) break;
         pipe_slot *s = &p->slot[i % PIPE_SLOTS];
         memset(&s->stats, 0, sizeof s->stats);
-        problem_list_release(&s->r.problems);
-        buf_reset(&s->log);
-        s->rc =
-            engine_load_file(&s->r, &p->files->v[i], s->hash, &s->problem, s->err, sizeof s->err);
+        cm_index_problem_list_release(&s->r.problems);
+        cm_buf_reset(&s->log);
+        s->rc = cm_engine_load_file(&s->r, &p->files->v[i], s->hash, &s->problem, s->err,
+                                    sizeof s->err);
         pthread_mutex_lock(&p->mu);
         p->produced = i + 1;
         pthread_cond_broadcast(&p->cv);
@@ -72,7 +72,8 @@ static pipe_slot *pipe_take(pipeline *p, sync_run *r, size_t i)
         cm_logf(&r->e->lg, CM_LOG_WARN, "%s", s->log.data + k);
     r->stats->bytes_read += s->stats.bytes_read;
     for (size_t j = 0; j < s->r.problems.n && s->rc != CM_ENOMEM; j++)
-        if (problem_add(&r->problems, s->r.problems.v[j].path, "%s", s->r.problems.v[j].what))
+        if (cm_index_problem_add(&r->problems, s->r.problems.v[j].path, "%s",
+                                 s->r.problems.v[j].what))
             s->rc = CM_ENOMEM;
     return s;
 }
@@ -84,8 +85,8 @@ static pipe_slot *pipe_take(pipeline *p, sync_run *r, size_t i)
 static void pipe_done(pipeline *p, size_t i)
 {
     sync_run *r = &p->slot[i % PIPE_SLOTS].r; /* the reader is not using it */
-    if (r->text.cap > PIPE_KEEP_BYTES) buf_release(&r->text);
-    if (r->clean.cap > PIPE_KEEP_BYTES) buf_release(&r->clean);
+    if (r->text.cap > PIPE_KEEP_BYTES) cm_buf_release(&r->text);
+    if (r->clean.cap > PIPE_KEEP_BYTES) cm_buf_release(&r->clean);
     pthread_mutex_lock(&p->mu);
     p->consumed = i + 1;
     pthread_cond_broadcast(&p->cv);
@@ -96,23 +97,23 @@ static void pipe_release(pipeline *p)
 {
     for (size_t i = 0; i < PIPE_SLOTS; i++) {
         pipe_slot *s = &p->slot[i];
-        problem_list_release(&s->r.problems);
-        buf_release(&s->r.text);
-        buf_release(&s->r.clean);
-        chunk_list_release(&s->r.chunks);
-        buf_release(&s->problem);
-        buf_release(&s->log);
+        cm_index_problem_list_release(&s->r.problems);
+        cm_buf_release(&s->r.text);
+        cm_buf_release(&s->r.clean);
+        cm_chunk_list_release(&s->r.chunks);
+        cm_buf_release(&s->problem);
+        cm_buf_release(&s->log);
     }
-    file_reader_release(&p->rd);
+    cm_index_file_reader_release(&p->rd);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
 }
 
 /* Builds a fresh index in a temporary file and swaps it in (PostgreSQL: in
- * one transaction, begun by store_pg_rebuild_begin; the nested begin and
+ * one transaction, begun by cm_store_pg_rebuild_begin; the nested begin and
  * commit of the steps below are part of it). */
-cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
-                     size_t errlen)
+cm_rc cm_engine_rebuild(sync_run *r, const file_list *files, const char *meta, char *err,
+                        size_t errlen)
 {
     cm_engine *e = r->e;
     cm_rc rc = CM_OK;
@@ -122,34 +123,34 @@ cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char
     pipeline *pl = NULL;
     pthread_t reader_tid;
     bool pg = engine_pg(e);
-    char *path = pg ? NULL : store_rebuild_path(e->cfg.store_path);
+    char *path = pg ? NULL : cm_store_rebuild_path(e->cfg.store_path);
     if (pg) {
         /* PostgreSQL: one transaction on a connection of its own replaces the
          * agent's rows; readers see the old index until it commits */
-        CHECK(store_open_pg(&tmp, e->cfg.store_dsn, e->cfg.agent_id, e->cfg.fts_tokenizer,
-                            STORE_CREATE, e->busy_ms, err, errlen));
+        CHECK(cm_store_open_pg(&tmp, e->cfg.store_dsn, e->cfg.agent_id, e->cfg.fts_tokenizer,
+                               STORE_CREATE, e->busy_ms, err, errlen));
         tmp_open = true;
-        CHECK(store_pg_rebuild_begin(&tmp, e->cfg.fts_tokenizer, err, errlen));
+        CHECK(cm_store_pg_rebuild_begin(&tmp, e->cfg.fts_tokenizer, err, errlen));
     } else {
         if (!path) CHECK(CM_ENOMEM);
-        store_remove_leftovers(e->cfg.store_path);
-        CHECK(store_open(&tmp, path, e->cfg.fts_tokenizer, STORE_CREATE | STORE_BULK, e->busy_ms,
-                         err, errlen));
+        cm_store_remove_leftovers(e->cfg.store_path);
+        CHECK(cm_store_open(&tmp, path, e->cfg.fts_tokenizer, STORE_CREATE | STORE_BULK, e->busy_ms,
+                            err, errlen));
         tmp_open = true;
     }
-    CHECK(store_begin(&tmp, err, errlen));
+    CHECK(cm_store_begin(&tmp, err, errlen));
     if (files->n >= PIPE_MIN_FILES && !(pl = calloc(1, sizeof *pl))) CHECK(CM_ENOMEM);
     if (pl) {
         pl->files = files;
-        file_reader_init(&pl->rd, files);
+        cm_index_file_reader_init(&pl->rd, files);
         pthread_mutex_init(&pl->mu, NULL);
         pthread_cond_init(&pl->cv, NULL);
         for (size_t i = 0; i < PIPE_SLOTS; i++) {
             pipe_slot *s = &pl->slot[i];
             s->r = (sync_run){e,        NULL, NULL,    {0}, &s->stats, {0},    BUF_INIT,
                               BUF_INIT, {0},  &pl->rd, 0,   0,         &s->log};
-            buf_init(&s->problem, 0);
-            buf_init(&s->log, 0);
+            cm_buf_init(&s->problem, 0);
+            cm_buf_init(&s->log, 0);
         }
         reader = pthread_create(&reader_tid, NULL, pipe_reader, pl) == 0;
         if (!reader) { /* no thread: read inline */
@@ -172,51 +173,53 @@ cm_rc engine_rebuild(sync_run *r, const file_list *files, const char *meta, char
             why = s->problem.len ? s->problem.data : NULL;
             chunks = &s->r.chunks;
         } else {
-            rc = engine_load_file(r, f, hash, &problem, err, errlen);
+            rc = cm_engine_load_file(r, f, hash, &problem, err, errlen);
             why = problem.len ? problem.data : NULL;
         }
         if (rc == CM_EIO) {
             rc = CM_OK;
             r->stats->files_skipped++;
             if (pl) pipe_done(pl, i);
-            CHECK(engine_report(r, f, err, errlen));
+            CHECK(cm_engine_report(r, f, err, errlen));
             continue;
         }
         CHECK(rc);
         const sync_run *lr = pl ? &s->r : r; /* size and mtime of what was read */
-        CHECK(store_file_replace(&tmp, f->rel, f->source, hash, lr->mtime_ns, lr->size, why, chunks,
-                                 err, errlen));
+        CHECK(cm_store_file_replace(&tmp, f->rel, f->source, hash, lr->mtime_ns, lr->size, why,
+                                    chunks, err, errlen));
         r->stats->files_indexed++;
         r->stats->chunks_written += chunks->n;
         if (pl) pipe_done(pl, i);
-        CHECK(engine_report(r, f, err, errlen));
+        CHECK(cm_engine_report(r, f, err, errlen));
     }
     if (pl) { /* the reader has finished: every file was taken */
         pthread_join(reader_tid, NULL);
         reader = false;
     }
-    CHECK(store_meta_set(&tmp, STORE_META_KEY, meta, err, errlen));
-    CHECK(engine_save_problems(&tmp, &r->problems, err, errlen));
-    CHECK(store_commit(&tmp, err, errlen));
+    CHECK(cm_store_meta_set(&tmp, STORE_META_KEY, meta, err, errlen));
+    CHECK(cm_engine_save_problems(&tmp, &r->problems, err, errlen));
+    CHECK(cm_store_commit(&tmp, err, errlen));
     /* Vectors before the swap, reusing the old index's embedding cache. */
     if (e->have_prov) {
-        if (e->cfg.cache_enabled) CHECK(store_cache_import(&tmp, e->cfg.store_path, err, errlen));
+        if (e->cfg.cache_enabled)
+            CHECK(cm_store_cache_import(&tmp, e->cfg.store_path, err, errlen));
         /* batches: filled after the swap (sync.c), recorded in the live index */
-        if (engine_batch_on(e))
-            CHECK(store_batches_import(&tmp, e->cfg.store_path, err, errlen));
+        if (cm_engine_batch_on(e))
+            CHECK(cm_store_batches_import(&tmp, e->cfg.store_path, err, errlen));
         else
-            CHECK(engine_fill_vectors(e, &tmp, r->stats, err, errlen));
+            CHECK(cm_engine_fill_vectors(e, &tmp, r->stats, err, errlen));
     }
-    CHECK(store_vector_log_ensure(&tmp, err, errlen)); /* empty: readers load the new file whole */
+    CHECK(
+        cm_store_vector_log_ensure(&tmp, err, errlen)); /* empty: readers load the new file whole */
     /* In WAL mode before the swap: a reader that opens the new index right
      * away must not find it in rollback mode (changing it needs exclusivity),
      * and its first reader writes nothing. */
-    CHECK(store_wal(&tmp, err, errlen));
-    if (pg) CHECK(store_commit(&tmp, err, errlen)); /* the rebuild's own transaction */
-    store_close(&tmp);
+    CHECK(cm_store_wal(&tmp, err, errlen));
+    if (pg) CHECK(cm_store_commit(&tmp, err, errlen)); /* the rebuild's own transaction */
+    cm_store_close(&tmp);
     tmp_open = false;
-    engine_close_store(e);
-    if (!pg) CHECK(store_swap(path, e->cfg.store_path, err, errlen));
+    cm_engine_close_store(e);
+    if (!pg) CHECK(cm_store_swap(path, e->cfg.store_path, err, errlen));
     r->stats->rebuilt = 1;
 out:
     if (reader) { /* stopped early: release the reader and wait for it */
@@ -231,11 +234,11 @@ out:
         free(pl);
     }
     if (tmp_open) {
-        store_rollback(&tmp);
-        store_close(&tmp);
+        cm_store_rollback(&tmp);
+        cm_store_close(&tmp);
     }
     if (rc && path) unlink(path);
     free(path);
-    buf_release(&problem);
+    cm_buf_release(&problem);
     return rc;
 }

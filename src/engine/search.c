@@ -17,7 +17,7 @@ typedef struct expand_ctx {
 static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
 {
     expand_ctx *x = ctx;
-    return store_trigram_terms(x->st, term, len, out, x->err, x->errlen);
+    return cm_store_trigram_terms(x->st, term, len, out, x->err, x->errlen);
 }
 
 static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, char *err,
@@ -28,19 +28,21 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
     query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
     expand_ctx xc = {&e->st, err, errlen};
     cm_rc rc =
-        query_build_ex(query, strlen(query), e->st.trigram, QUERY_AND, x, &xc, &match, &ntok);
-    if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
+        cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_AND, x, &xc, &match, &ntok);
+    if (!rc && match.len) rc = cm_store_fts_search(&e->st, match.data, limit, hits, err, errlen);
     if (!rc && hits->n < (size_t)limit && ntok > 1) {
         /* Too few chunks have every word: rank those with some of them too.
          * The OR query scores every chunk exactly as the AND query did (BM25
          * sums over the words a chunk holds), so its list contains the AND
          * hits at their ranks and only adds to them. */
-        fts_hits_release(hits);
-        buf_reset(&match);
-        rc = query_build_ex(query, strlen(query), e->st.trigram, QUERY_OR, x, &xc, &match, &ntok);
-        if (!rc && match.len) rc = store_fts_search(&e->st, match.data, limit, hits, err, errlen);
+        cm_fts_hits_release(hits);
+        cm_buf_reset(&match);
+        rc =
+            cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_OR, x, &xc, &match, &ntok);
+        if (!rc && match.len)
+            rc = cm_store_fts_search(&e->st, match.data, limit, hits, err, errlen);
     }
-    buf_release(&match);
+    cm_buf_release(&match);
     return rc;
 }
 
@@ -50,15 +52,15 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
  * index instead of reloading it (a reload only when the log cannot say). */
 static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
 {
-    int64_t version = store_data_version(&e->st);
+    int64_t version = cm_store_data_version(&e->st);
     if (e->vx_loaded && version == e->vx_version && !e->vx_stale) return CM_OK;
     char *dims = NULL;
-    cm_rc rc = store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, err, errlen);
+    cm_rc rc = cm_store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, err, errlen);
     int d = dims ? (int)strtol(dims, NULL, 10) : 0;
     free(dims);
     if (!rc && d > 0 && e->vx_loaded && (int)e->vx.dims == d) {
         bool reload = false;
-        rc = store_vectors_update(&e->st, d, &e->vx, &e->vx_seq, &reload, err, errlen);
+        rc = cm_store_vectors_update(&e->st, d, &e->vx, &e->vx_seq, &reload, err, errlen);
         if (!rc && !reload) {
             e->vx_version = version;
             e->vx_stale = false;
@@ -68,11 +70,11 @@ static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
         if (rc == CM_ENOMEM) return rc; /* else a reload serves */
         rc = CM_OK;
     }
-    if (e->vx_loaded) vec_index_release(&e->vx);
+    if (e->vx_loaded) cm_vec_index_release(&e->vx);
     e->vx_loaded = false;
     if (rc || d <= 0) return rc; /* nothing embedded yet */
     if (!e->prov.dims) e->prov.dims = d;
-    if ((rc = store_vectors_load(&e->st, d, &e->vx, &e->vx_seq, err, errlen))) return rc;
+    if ((rc = cm_store_vectors_load(&e->st, d, &e->vx, &e->vx_seq, err, errlen))) return rc;
     e->vx_loads++;
     e->vx_loaded = true;
     e->vx_version = version;
@@ -86,25 +88,25 @@ static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
 static bool vector_hits(cm_engine *e, const char *query, int k, search_hit **v, size_t *n,
                         size_t *cap)
 {
-    engine_provider_ready(e, false, NULL, NULL);
+    cm_engine_provider_ready(e, false, NULL, NULL);
     if (!e->have_prov || (e->prov.kind == EMBED_LOCAL && !e->prov.lm)) return false;
     char msg[512];
     float *q = NULL;
     vec_hit *hits = NULL;
     bool ok = false;
     if (ensure_vectors(e, msg, sizeof msg) || !e->vx_loaded || !e->vx.n) goto out;
-    if (embed_query(&e->prov, query, &q, msg, sizeof msg) != CM_OK) {
+    if (cm_embed_query(&e->prov, query, &q, msg, sizeof msg) != CM_OK) {
         snprintf(e->last_error, sizeof e->last_error, "%s", msg);
         cm_logf(&e->lg, CM_LOG_WARN, "%s; searching keywords only", msg);
         goto out;
     }
-    if (e->prov.dims != (int)e->vx.dims || !vec_normalise(q, e->vx.dims))
+    if (e->prov.dims != (int)e->vx.dims || !cm_vec_normalise(q, e->vx.dims))
         goto out; /* zero: keywords only */
     if (!(hits = malloc((size_t)k * sizeof *hits))) goto out;
-    size_t nh = vec_search_auto(&e->vx, vec_kernels_best(), q, (size_t)k, ~0u, hits);
+    size_t nh = cm_vec_search_auto(&e->vx, cm_vec_kernels_best(), q, (size_t)k, ~0u, hits);
     for (size_t i = 0; i < nh; i++) {
         fts_hit h;
-        if (store_chunk_get(&e->st, hits[i].id, &h, msg, sizeof msg) != CM_OK) continue;
+        if (cm_store_chunk_get(&e->st, hits[i].id, &h, msg, sizeof msg) != CM_OK) continue;
         if (*n == *cap) {
             size_t nc = *cap ? *cap * 2 : 64;
             search_hit *nv = realloc(*v, nc * sizeof *nv);
@@ -144,8 +146,8 @@ static cm_rc set_error(engine_result *r, const char *why)
     return (r->error = cm_strdup(why)) ? CM_OK : CM_ENOMEM;
 }
 
-cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                     const char *session_key, engine_result *out, char *err, size_t errlen)
+cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                        const char *session_key, engine_result *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     fts_hits hits = {0};
@@ -156,8 +158,8 @@ cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts
     memset(out, 0, sizeof *out);
     if (!query) query = "";
     const cm_config *c = &e->cfg;
-    engine_provider_ready(e, false, NULL,
-                          NULL); /* the fallback, when the local model cannot serve */
+    cm_engine_provider_ready(e, false, NULL,
+                             NULL); /* the fallback, when the local model cannot serve */
     CHECK(set_head(e, out));
     int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
     double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
@@ -165,21 +167,22 @@ cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts
         CHECK(set_error(out, "memory search is disabled (memorySearch.enabled is false)"));
         goto out;
     }
-    if (engine_workspace_exists(e, msg, sizeof msg)) {
+    if (cm_engine_workspace_exists(e, msg, sizeof msg)) {
         CHECK(set_error(out, msg));
         goto out;
     }
-    rc = engine_ensure_store(e, msg, sizeof msg);
+    rc = cm_engine_ensure_store(e, msg, sizeof msg);
     if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
         rc = CM_OK;
         goto out;
     }
-    if (!rc && engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
+    if (!rc && cm_engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
         rc = CM_OK;
         CHECK(set_error(out, msg));
         goto out;
     }
-    if (!rc) rc = keyword_hits(e, query, config_candidates(c, max_results), &hits, msg, sizeof msg);
+    if (!rc)
+        rc = keyword_hits(e, query, cm_config_candidates(c, max_results), &hits, msg, sizeof msg);
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {
         rc = CM_OK;
@@ -193,35 +196,35 @@ cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts
         v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,
                             h->mtime_ns, 0,       0,         0,       true,          false};
         h->path = h->source = h->text = NULL; /* moved */
-        v[i].text_score = rank_bm25_score(h->rank);
+        v[i].text_score = cm_rank_bm25_score(h->rank);
         v[i].score = v[i].text_score; /* keyword-only: the text score is the score */
     }
     n = hits.n;
     /* Hybrid: the vector side's candidates, merged by chunk id with the
      * normalised weights; without hybrid, the vector side alone. */
-    if (vector_hits(e, query, config_candidates(c, max_results), &v, &n, &cap)) {
+    if (vector_hits(e, query, cm_config_candidates(c, max_results), &v, &n, &cap)) {
         if (!c->hybrid_enabled) {
             size_t w = 0;
             for (size_t i = 0; i < n; i++) {
                 if (v[i].has_vector)
                     v[w++] = v[i];
                 else
-                    search_hit_release(&v[i]);
+                    cm_search_hit_release(&v[i]);
             }
             n = w;
-            n = rank_merge(v, n, 1.0, 0.0);
+            n = cm_rank_merge(v, n, 1.0, 0.0);
         } else {
             n = c->hybrid_merge == CM_MERGE_MINMAX
-                    ? rank_merge_minmax(v, n, c->vector_weight, c->text_weight)
+                    ? cm_rank_merge_minmax(v, n, c->vector_weight, c->text_weight)
                 : c->hybrid_merge == CM_MERGE_RRF
-                    ? rank_merge_rrf(v, n, RANK_RRF_K, c->vector_weight, c->text_weight)
-                    : rank_merge(v, n, c->vector_weight, c->text_weight);
+                    ? cm_rank_merge_rrf(v, n, RANK_RRF_K, c->vector_weight, c->text_weight)
+                    : cm_rank_merge(v, n, c->vector_weight, c->text_weight);
         }
     }
     rank_opts ro = {c->text_weight,   min_score,         max_results,
                     c->decay_enabled, c->half_life_days, opts ? opts->now : 0,
                     c->mmr_enabled,   c->mmr_lambda};
-    n = rank_finish(v, n, &ro);
+    n = cm_rank_finish(v, n, &ro);
     out->v = v; /* moved */
     out->n = n;
     v = NULL;
@@ -229,8 +232,8 @@ cm_rc builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     for (size_t i = 0; v && i < n; i++)
-        search_hit_release(&v[i]);
+        cm_search_hit_release(&v[i]);
     free(v);
-    fts_hits_release(&hits);
+    cm_fts_hits_release(&hits);
     return rc;
 }

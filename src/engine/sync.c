@@ -25,17 +25,17 @@ static bool nothing_changed(cm_engine *e, const file_list *files, const problem_
     char msg[512], *stored = NULL, *prev = NULL;
     size_t dirty = 1;
     bool same = false;
-    if (pl->n || engine_ensure_store(e, msg, sizeof msg) != CM_OK) return false;
-    if (store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg) != CM_OK) goto out;
+    if (pl->n || cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK) return false;
+    if (cm_store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg) != CM_OK) goto out;
     if (!stored || strcmp(stored, meta) != 0) goto out;
-    if (store_meta_get(&e->st, STORE_PROBLEMS_KEY, &prev, msg, sizeof msg) != CM_OK) goto out;
+    if (cm_store_meta_get(&e->st, STORE_PROBLEMS_KEY, &prev, msg, sizeof msg) != CM_OK) goto out;
     if (prev && strcmp(prev, "[]") != 0) goto out;
-    if (engine_count_dirty_in(e, files, &dirty, msg, sizeof msg) != CM_OK || dirty) goto out;
+    if (cm_engine_count_dirty_in(e, files, &dirty, msg, sizeof msg) != CM_OK || dirty) goto out;
     if (e->have_prov) {
         pending_chunk *pc = NULL;
         size_t n = 0;
-        if (store_pending_vectors(&e->st, 0, 1, &pc, &n, msg, sizeof msg) != CM_OK) goto out;
-        pending_release(pc, n);
+        if (cm_store_pending_vectors(&e->st, 0, 1, &pc, &n, msg, sizeof msg) != CM_OK) goto out;
+        cm_store_pending_release(pc, n);
         if (n) goto out;
     }
     same = true;
@@ -52,35 +52,36 @@ static cm_rc meta_json(const cm_engine *e, buf *out)
     buf scope = BUF_INIT;
     cm_rc rc = CM_OK;
     for (size_t i = 0; i < c->extra_paths.n && !rc; i++)
-        rc = buf_printf(&scope, "%s\n", c->extra_paths.v[i]);
+        rc = cm_buf_printf(&scope, "%s\n", c->extra_paths.v[i]);
     /* multimodal memory changes which files are indexed (only when on, so
      * that indexes built without it keep their fingerprint) */
     if (!rc && c->multimodal)
-        rc = buf_printf(&scope, "multimodal:%s%s:%d\n", c->multimodal & CM_MEDIA_AUDIO ? "a" : "",
-                        c->multimodal & CM_MEDIA_IMAGE ? "i" : "", c->multimodal_max_bytes);
+        rc =
+            cm_buf_printf(&scope, "multimodal:%s%s:%d\n", c->multimodal & CM_MEDIA_AUDIO ? "a" : "",
+                          c->multimodal & CM_MEDIA_IMAGE ? "i" : "", c->multimodal_max_bytes);
     char scope_hash[SHA256_HEX_LEN + 1];
-    sha256_hex(scope.data, scope.len, scope_hash);
-    buf_release(&scope);
+    cm_sha256_hex(scope.data, scope.len, scope_hash);
+    cm_buf_release(&scope);
     /* version 2: chunks within their budget, no byte-order mark (chunk.h) */
     if (!rc)
-        rc =
-            buf_printf(out,
-                       "{\"version\":2,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
-                       "\"sources\":[",
-                       e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
+        rc = cm_buf_printf(
+            out,
+            "{\"version\":2,\"provider\":\"%s\",\"model\":\"%s\",\"providerKey\":\"%s\","
+            "\"sources\":[",
+            e->provider, e->model, e->have_prov ? e->prov.key_hash : "");
     for (size_t i = 0; i < c->sources.n && !rc; i++)
-        rc = buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
+        rc = cm_buf_printf(out, "%s\"%s\"", i ? "," : "", c->sources.v[i]);
     if (!rc)
-        rc = buf_printf(out,
-                        "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
-                        "\"vectorDims\":%d,\"ftsTokenizer\":\"%s%s\",\"workspace\":",
-                        scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims,
-                        c->fts_tokenizer,
-                        strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
+        rc = cm_buf_printf(
+            out,
+            "],\"scopeHash\":\"%s\",\"chunkTokens\":%d,\"chunkOverlap\":%d,"
+            "\"vectorDims\":%d,\"ftsTokenizer\":\"%s%s\",\"workspace\":",
+            scope_hash, c->chunk_tokens, c->chunk_overlap, c->output_dims, c->fts_tokenizer,
+            strcmp(c->fts_tokenizer, "trigram") == 0 ? "" : "+" KEYWORD_TEXT_VERSION);
     /* the workspace the index holds: another one rebuilds it (and search
-     * refuses it until then, see engine_index_workspace_matches) */
-    if (!rc) rc = utf8_add_json_str(out, c->workspace, strlen(c->workspace));
-    if (!rc) rc = buf_addc(out, '}');
+     * refuses it until then, see cm_engine_index_workspace_matches) */
+    if (!rc) rc = cm_utf8_add_json_str(out, c->workspace, strlen(c->workspace));
+    if (!rc) rc = cm_buf_addc(out, '}');
     return rc;
 }
 
@@ -123,15 +124,15 @@ static bool session_below_delta(const cm_config *c, file_reader *rd, const mem_f
     char why[256];
     struct stat st;
     bool below = false;
-    if (file_reader_read(rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &b, &st, why, sizeof why) ==
-            CM_OK &&
+    if (cm_index_file_reader_read(rd, f, (size_t)DISCOVER_MAX_FILE_BYTES, &b, &st, why,
+                                  sizeof why) == CM_OK &&
         (int64_t)b.len >= sf->size) {
         long lines = 0;
         for (size_t i = (size_t)sf->size; i < b.len; i++)
             lines += b.data[i] == '\n';
         below = lines < c->sessions_delta_messages;
     }
-    buf_release(&b);
+    cm_buf_release(&b);
     return below;
 }
 
@@ -145,7 +146,7 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
     const stored_file **match = NULL;
     bool *kept = NULL;
     buf problem = BUF_INIT;
-    CHECK(store_files_load(st, &old, err, errlen));
+    CHECK(cm_store_files_load(st, &old, err, errlen));
     CHECK(pair_files(files, &old, &match, &kept));
     for (size_t i = 0; i < files->n; i++) {
         const mem_file *f = &files->v[i];
@@ -153,64 +154,64 @@ static cm_rc incremental(sync_run *r, const file_list *files, char *err, size_t 
         if ((sf && sf->size == f->size && sf->mtime_ns == f->mtime_ns) ||
             session_below_delta(&r->e->cfg, r->rd, f, sf)) {
             r->stats->files_unchanged++;
-            CHECK(engine_report(r, f, err, errlen));
+            CHECK(cm_engine_report(r, f, err, errlen));
             continue;
         }
         char hash[SHA256_HEX_LEN + 1];
-        rc = engine_load_file(r, f, hash, &problem, err, errlen);
+        rc = cm_engine_load_file(r, f, hash, &problem, err, errlen);
         if (rc == CM_EIO) { /* keep what the index has; retried next sync */
             rc = CM_OK;
             r->stats->files_skipped++;
-            CHECK(engine_report(r, f, err, errlen));
+            CHECK(cm_engine_report(r, f, err, errlen));
             continue;
         }
         CHECK(rc);
-        CHECK(store_begin(st, err, errlen));
+        CHECK(cm_store_begin(st, err, errlen));
         if (sf && strcmp(sf->hash, hash) == 0) {
-            rc = store_file_touch(st, f->rel, r->mtime_ns, r->size, err, errlen);
+            rc = cm_store_file_touch(st, f->rel, r->mtime_ns, r->size, err, errlen);
             r->stats->files_unchanged++;
         } else {
-            rc = store_file_replace(st, f->rel, f->source, hash, r->mtime_ns, r->size,
-                                    problem.len ? problem.data : NULL, &r->chunks, err, errlen);
+            rc = cm_store_file_replace(st, f->rel, f->source, hash, r->mtime_ns, r->size,
+                                       problem.len ? problem.data : NULL, &r->chunks, err, errlen);
             r->stats->files_indexed++;
             r->stats->chunks_written += r->chunks.n;
         }
-        if (!rc) rc = store_commit(st, err, errlen);
-        if (rc) store_rollback(st);
+        if (!rc) rc = cm_store_commit(st, err, errlen);
+        if (rc) cm_store_rollback(st);
         CHECK(rc);
-        CHECK(engine_report(r, f, err, errlen));
+        CHECK(cm_engine_report(r, f, err, errlen));
     }
     /* Files gone from disk. Unreadable files are still listed by discovery,
      * so they are not removed. */
     bool in_tx = false;
     for (size_t i = 0; i < old.n; i++) {
         if (kept[i]) continue;
-        if (!in_tx) CHECK(store_begin(st, err, errlen));
+        if (!in_tx) CHECK(cm_store_begin(st, err, errlen));
         in_tx = true;
-        CHECK(store_file_delete(st, old.v[i].path, err, errlen));
+        CHECK(cm_store_file_delete(st, old.v[i].path, err, errlen));
         r->stats->files_removed++;
     }
     /* Record this sync's transient problems (rewritten only when there are
      * some now or were some before, so a no-op sync writes nothing). */
     char *prev = NULL;
-    CHECK(store_meta_get(st, STORE_PROBLEMS_KEY, &prev, err, errlen));
+    CHECK(cm_store_meta_get(st, STORE_PROBLEMS_KEY, &prev, err, errlen));
     if (r->problems.n || (prev && strcmp(prev, "[]") != 0) || in_tx) {
-        if (!in_tx) rc = store_begin(st, err, errlen);
+        if (!in_tx) rc = cm_store_begin(st, err, errlen);
         in_tx = true;
-        if (!rc) rc = engine_save_problems(st, &r->problems, err, errlen);
+        if (!rc) rc = cm_engine_save_problems(st, &r->problems, err, errlen);
     }
     free(prev);
     CHECK(rc);
     if (in_tx) {
         in_tx = false;
-        CHECK(store_commit(st, err, errlen));
+        CHECK(cm_store_commit(st, err, errlen));
     }
 out:
-    if (rc) store_rollback(st);
-    stored_files_release(&old);
+    if (rc) cm_store_rollback(st);
+    cm_store_stored_files_release(&old);
     free(match);
     free(kept);
-    buf_release(&problem);
+    cm_buf_release(&problem);
     return rc;
 }
 
@@ -261,23 +262,23 @@ static bool dirty_row(void *ctx, const char *path, int64_t mtime_ns, int64_t siz
     return true;
 }
 
-cm_rc engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
-                            size_t errlen)
+cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
+                               size_t errlen)
 {
     file_reader rd;
-    file_reader_init(&rd, files);
+    cm_index_file_reader_init(&rd, files);
     dirty_count x = {e, files, &rd, calloc(files->n ? files->n : 1, sizeof(bool)), 0, 0};
-    cm_rc rc = x.seen ? store_files_each(&e->st, dirty_row, &x, err, errlen) : CM_ENOMEM;
+    cm_rc rc = x.seen ? cm_store_files_each(&e->st, dirty_row, &x, err, errlen) : CM_ENOMEM;
     for (size_t i = 0; !rc && i < files->n; i++)
         x.dirty += !x.seen[i]; /* a file without its row */
     *dirty = x.dirty;
-    file_reader_release(&rd);
+    cm_index_file_reader_release(&rd);
     free(x.seen);
     return rc;
 }
 
-cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
-                   cm_sync_stats *stats, char *err, size_t errlen)
+cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
+                      cm_sync_stats *stats, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     int lock = -1;
@@ -288,7 +289,7 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
     if (!stats) stats = &local;
     memset(stats, 0, sizeof *stats);
     file_reader rd;
-    file_reader_init(&rd, &files);
+    cm_index_file_reader_init(&rd, &files);
     sync_run r = {e,        progress, progress_ctx, {0}, stats, {0}, BUF_INIT,
                   BUF_INIT, {0},      &rd,          0,   0,     NULL};
     struct stat st;
@@ -296,16 +297,16 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
     if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
         FAIL(CM_ENOTFOUND,
              "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
-             fs_clip(e->cfg.workspace, clip));
-    if ((flags & CM_SYNC_UNLESS_WATCHED) && !(flags & CM_SYNC_FORCE) && engine_watched_fresh(e))
+             cm_fs_clip(e->cfg.workspace, clip));
+    if ((flags & CM_SYNC_UNLESS_WATCHED) && !(flags & CM_SYNC_FORCE) && cm_engine_watched_fresh(e))
         goto out; /* a live watcher keeps the index fresh */
-    engine_provider_ready(e, true, progress,
-                          progress_ctx); /* before the lock: a download takes a while */
+    cm_engine_provider_ready(e, true, progress,
+                             progress_ctx); /* before the lock: a download takes a while */
     /* batch_fill.c reports its state through these */
     e->batch_progress = progress;
     e->batch_pctx = progress_ctx;
     e->batch_nowait = (flags & CM_SYNC_NOWAIT) != 0;
-    CHECK(discover_files(&e->cfg, &files, &r.problems));
+    CHECK(cm_discover_files(&e->cfg, &files, &r.problems));
     CHECK(meta_json(e, &meta));
     /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
      * explicit index waits for the writer lock as before */
@@ -314,8 +315,8 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
         stats->files_seen = stats->files_unchanged = files.n;
         goto out;
     }
-    CHECK(engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
-    store_remove_leftovers(e->cfg.store_path);
+    CHECK(cm_engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
+    cm_store_remove_leftovers(e->cfg.store_path);
     for (size_t i = 0; i < r.problems.n; i++)
         cm_logf(&e->lg, CM_LOG_WARN, "%s: %s", r.problems.v[i].path, r.problems.v[i].what);
     stats->files_seen = files.n;
@@ -324,7 +325,7 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
 
     bool full = (flags & CM_SYNC_FORCE) != 0;
     if (!full) {
-        rc = engine_ensure_store(e, err, errlen);
+        rc = cm_engine_ensure_store(e, err, errlen);
         if (rc == CM_ENOTFOUND) {
             full = true;
             rc = CM_OK;
@@ -332,7 +333,7 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
         CHECK(rc);
     }
     if (!full) {
-        CHECK(store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen));
+        CHECK(cm_store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen));
         if (!stored || strcmp(stored, meta.data) != 0) {
             if (stored)
                 cm_logf(&e->lg, CM_LOG_INFO, "index settings changed; rebuilding the index");
@@ -340,31 +341,31 @@ cm_rc builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *
         }
     }
     if (full) {
-        CHECK(engine_rebuild(&r, &files, meta.data, err, errlen));
-        if (engine_batch_on(e)) { /* so that a killed sync finds its batches recorded */
-            CHECK(engine_ensure_store(e, err, errlen));
-            CHECK(engine_fill_vectors(e, &e->st, stats, err, errlen));
+        CHECK(cm_engine_rebuild(&r, &files, meta.data, err, errlen));
+        if (cm_engine_batch_on(e)) { /* so that a killed sync finds its batches recorded */
+            CHECK(cm_engine_ensure_store(e, err, errlen));
+            CHECK(cm_engine_fill_vectors(e, &e->st, stats, err, errlen));
         }
     } else {
-        CHECK(store_vector_log_ensure(&e->st, err, errlen));
+        CHECK(cm_store_vector_log_ensure(&e->st, err, errlen));
         CHECK(incremental(&r, &files, err, errlen));
-        CHECK(engine_fill_vectors(e, &e->st, stats, err, errlen));
+        CHECK(cm_engine_fill_vectors(e, &e->st, stats, err, errlen));
     }
     bool changed = stats->files_indexed || stats->files_removed || stats->chunks_embedded;
-    if (!full && changed) CHECK(store_vector_log_trim(&e->st, err, errlen));
-    if (e->st_open && changed) store_checkpoint(&e->st);
+    if (!full && changed) CHECK(cm_store_vector_log_trim(&e->st, err, errlen));
+    if (e->st_open && changed) cm_store_checkpoint(&e->st);
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     e->batch_progress = NULL;
-    engine_lock_release(lock);
-    file_reader_release(&rd);
-    file_list_release(&files);
-    problem_list_release(&r.problems);
-    buf_release(&r.text);
-    buf_release(&r.clean);
-    chunk_list_release(&r.chunks);
-    buf_release(&meta);
+    cm_engine_lock_release(lock);
+    cm_index_file_reader_release(&rd);
+    cm_index_file_list_release(&files);
+    cm_index_problem_list_release(&r.problems);
+    cm_buf_release(&r.text);
+    cm_buf_release(&r.clean);
+    cm_chunk_list_release(&r.chunks);
+    cm_buf_release(&meta);
     free(stored);
     return rc;
 }
@@ -379,7 +380,7 @@ out:
  * size and mtime of what was read. Best effort — the note is on disk either
  * way — and skipped when there is no index yet, its settings changed (the
  * next sync rebuilds it), or another writer holds the lock for long. */
-void engine_index_written(cm_engine *e, const char *rel)
+void cm_engine_index_written(cm_engine *e, const char *rel)
 {
     char msg[512] = "";
     int lock = -1, fd = -1;
@@ -389,41 +390,42 @@ void engine_index_written(cm_engine *e, const char *rel)
     sync_run r = {.e = e, .stats = &stats, .text = BUF_INIT, .clean = BUF_INIT};
     int busy = e->busy_ms;
     e->busy_ms = CM_MIN(busy, WRITE_INDEX_WAIT_MS);
-    cm_rc rc = engine_lock_acquire(e, true, &lock, msg, sizeof msg);
+    cm_rc rc = cm_engine_lock_acquire(e, true, &lock, msg, sizeof msg);
     e->busy_ms = busy;
-    if (!rc) rc = engine_ensure_store(e, msg, sizeof msg);
+    if (!rc) rc = cm_engine_ensure_store(e, msg, sizeof msg);
     if (!rc) rc = meta_json(e, &meta);
-    if (!rc) rc = store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg);
+    if (!rc) rc = cm_store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg);
     if (!rc && (!stored || strcmp(stored, meta.data) != 0)) rc = CM_ENOTFOUND;
     struct stat st = {0};
-    if (!rc) rc = memfile_open(&e->cfg, rel, &fd, &st, &name, msg, sizeof msg);
+    if (!rc) rc = cm_index_memfile_open(&e->cfg, rel, &fd, &st, &name, msg, sizeof msg);
     if (!rc && st.st_size > DISCOVER_MAX_FILE_BYTES) rc = CM_ETOOBIG;
-    if (!rc) rc = path_read_fd(fd, rel, (size_t)DISCOVER_MAX_FILE_BYTES, &r.text, msg, sizeof msg);
+    if (!rc)
+        rc = cm_path_read_fd(fd, rel, (size_t)DISCOVER_MAX_FILE_BYTES, &r.text, msg, sizeof msg);
     char hash[SHA256_HEX_LEN + 1];
     mem_file f = {.rel = name.data, .source = "memory", .size = st.st_size};
     f.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    if (!rc) rc = engine_chunk_loaded(&r, &f, hash, &problem);
-    if (!rc) rc = store_begin(&e->st, msg, sizeof msg);
+    if (!rc) rc = cm_engine_chunk_loaded(&r, &f, hash, &problem);
+    if (!rc) rc = cm_store_begin(&e->st, msg, sizeof msg);
     if (!rc) {
-        rc = store_file_replace(&e->st, f.rel, f.source, hash, f.mtime_ns, f.size,
-                                problem.len ? problem.data : NULL, &r.chunks, msg, sizeof msg);
-        if (!rc) rc = store_commit(&e->st, msg, sizeof msg);
-        if (rc) store_rollback(&e->st);
+        rc = cm_store_file_replace(&e->st, f.rel, f.source, hash, f.mtime_ns, f.size,
+                                   problem.len ? problem.data : NULL, &r.chunks, msg, sizeof msg);
+        if (!rc) rc = cm_store_commit(&e->st, msg, sizeof msg);
+        if (rc) cm_store_rollback(&e->st);
     }
     if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
-        vec_index_release(&e->vx);
+        cm_vec_index_release(&e->vx);
         e->vx_loaded = false;
     }
     if (rc && rc != CM_ENOTFOUND)
         cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);
     if (fd >= 0) close(fd);
-    engine_lock_release(lock);
+    cm_engine_lock_release(lock);
     free(stored);
-    buf_release(&meta);
-    buf_release(&name);
-    buf_release(&problem);
-    buf_release(&r.text);
-    buf_release(&r.clean);
-    chunk_list_release(&r.chunks);
-    problem_list_release(&r.problems);
+    cm_buf_release(&meta);
+    cm_buf_release(&name);
+    cm_buf_release(&problem);
+    cm_buf_release(&r.text);
+    cm_buf_release(&r.clean);
+    cm_chunk_list_release(&r.chunks);
+    cm_index_problem_list_release(&r.problems);
 }

@@ -34,9 +34,9 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
     int64_t interval = (int64_t)(e->cfg.sync_interval_minutes * 60000.0);
     int live = -1;
     uint64_t seq = 0;
-    CHECK(watcher_open(&e->cfg, &e->lg, &w, err, errlen));
-    live = engine_watch_claim(e); /* published from here on; pending until the first sync */
-    engine_watch_publish(e, live, "pending", seq);
+    CHECK(cm_watcher_open(&e->cfg, &e->lg, &w, err, errlen));
+    live = cm_engine_watch_claim(e); /* published from here on; pending until the first sync */
+    cm_engine_watch_publish(e, live, "pending", seq);
     int64_t due = cm_now_ms(); /* sync on start */
     int64_t first_change = -1, last_sync = 0;
     while (!stopped(&o)) {
@@ -59,28 +59,28 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
              * are reliable */
             /* no record yet (a fresh install: the index dir came with the
              * first sync, or another watcher had it): claim it now */
-            if (!r && live < 0) live = engine_watch_claim(e);
-            struct pollfd ev = {watcher_fd(w), POLLIN, 0};
-            if (!r && !watcher_degraded(w) && poll(&ev, 1, 0) == 0)
-                engine_watch_publish(e, live, "fresh", ++seq);
+            if (!r && live < 0) live = cm_engine_watch_claim(e);
+            struct pollfd ev = {cm_watcher_fd(w), POLLIN, 0};
+            if (!r && !cm_watcher_degraded(w) && poll(&ev, 1, 0) == 0)
+                cm_engine_watch_publish(e, live, "fresh", ++seq);
             continue;
         }
         /* When to wake up next: a pending sync, the interval, the degraded rescan. */
         int64_t next = due;
         if (interval > 0 && (next < 0 || last_sync + interval < next)) next = last_sync + interval;
-        if (watcher_degraded(w) && (next < 0 || last_sync + WATCH_DEGRADED_RESCAN_MS < next))
+        if (cm_watcher_degraded(w) && (next < 0 || last_sync + WATCH_DEGRADED_RESCAN_MS < next))
             next = last_sync + WATCH_DEGRADED_RESCAN_MS;
         int timeout = next < 0 ? -1 : (int)CM_MAX(0, CM_MIN(next - t, 3600000));
         /* Without a wake descriptor, look at *stop at least every 250 ms. */
         if (o.wake_fd < 0 && (timeout < 0 || timeout > 250)) timeout = 250;
-        struct pollfd p[2] = {{watcher_fd(w), POLLIN, 0}, {o.wake_fd, POLLIN, 0}};
+        struct pollfd p[2] = {{cm_watcher_fd(w), POLLIN, 0}, {o.wake_fd, POLLIN, 0}};
         int n = poll(p, o.wake_fd >= 0 ? 2 : 1, timeout);
         if (n < 0 && errno != EINTR) FAIL(CM_EIO, "poll: %s", strerror(errno));
         t = cm_now_ms();
         if (n > 0 && (p[0].revents & POLLIN)) {
-            unsigned what = watcher_read(w);
+            unsigned what = cm_watcher_read(w);
             if (what & (WATCH_CHANGED | WATCH_OVERFLOW | WATCH_SESSIONS))
-                engine_watch_publish(e, live, "pending", seq);
+                cm_engine_watch_publish(e, live, "pending", seq);
             if (what & WATCH_OVERFLOW)
                 cm_logf(&e->lg, CM_LOG_INFO, "inotify queue overflowed; rescanning everything");
             if (what & WATCH_CHANGED) {
@@ -96,7 +96,7 @@ cm_rc cm_engine_watch(cm_engine *e, const cm_watch_opts *opts, char *err, size_t
         if (next >= 0 && t >= next && due < 0) due = t; /* interval or degraded rescan */
     }
 out:
-    engine_watch_unclaim(e, live);
-    watcher_free(w);
+    cm_engine_watch_unclaim(e, live);
+    cm_watcher_close(w);
     return rc;
 }

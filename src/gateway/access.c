@@ -28,7 +28,7 @@ static size_t S_count(const json_t *list)
     size_t i, k = 0;
     const json_t *v;
     char e[512];
-    json_array_foreach(list, i, v) k += gw_allow_entry(v, e, sizeof e);
+    json_array_foreach(list, i, v) k += cm_gw_allow_entry(v, e, sizeof e);
     return k;
 }
 
@@ -38,7 +38,7 @@ static bool S_has_wildcard(const json_t *list)
     const json_t *v;
     char e[512];
     json_array_foreach(list, i,
-                       v) if (gw_allow_entry(v, e, sizeof e) && strcmp(e, "*") == 0) return true;
+                       v) if (cm_gw_allow_entry(v, e, sizeof e) && strcmp(e, "*") == 0) return true;
     return false;
 }
 
@@ -51,7 +51,7 @@ static bool S_listed(const json_t *list, const char *channel, const char *sender
     if (!sender || !*sender) return false;
     json_array_foreach(list, i, v)
     {
-        if (!gw_allow_entry(v, e, sizeof e)) continue;
+        if (!cm_gw_allow_entry(v, e, sizeof e)) continue;
         if (wildcard && strcmp(e, "*") == 0) return true;
         const char *id = e;
         if (strncasecmp(e, channel, cl) == 0 && e[cl] == ':') id = e + cl + 1;
@@ -65,8 +65,8 @@ static const char *S_str(const json_t *v, const char *dflt)
     return json_is_string(v) ? json_string_value(v) : dflt;
 }
 
-cm_rc gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
-                         size_t errlen)
+cm_rc cm_gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
+                            size_t errlen)
 {
     cm_rc rc = CM_OK;
     const json_t *dm = S_cfg(root, channel, account, "dmPolicy");
@@ -149,8 +149,8 @@ static cm_rc S_check_group(const json_t *root, const char *ch, const char *acct,
     return CM_OK;
 }
 
-cm_rc gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
-                      gw_access_result *res, char *err, size_t errlen)
+cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
+                         gw_access_result *res, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     json_t *store = NULL;
@@ -164,11 +164,11 @@ cm_rc gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m
         *p = (char)tolower((unsigned char)*p);
     /* normalizePairingAccountId: trimmed, lower-cased, "default" when blank */
     json_t *a = m->account ? json_string(m->account) : NULL;
-    if (!a || !gw_allow_entry(a, acct, sizeof acct)) snprintf(acct, sizeof acct, "default");
+    if (!a || !cm_gw_allow_entry(a, acct, sizeof acct)) snprintf(acct, sizeof acct, "default");
     json_decref(a);
     for (char *p = acct; *p; p++)
         *p = (char)tolower((unsigned char)*p);
-    CHECK(gw_access_validate(root, ch, acct, err, errlen));
+    CHECK(cm_gw_access_validate(root, ch, acct, err, errlen));
     if (m->is_group) {
         CHECK(S_check_group(root, ch, acct, m, res));
         goto out;
@@ -191,7 +191,7 @@ cm_rc gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m
     bool listed = S_listed(allow, ch, m->sender, true);
     if (!listed && strcmp(policy, "allowlist") != 0) {
         if (!(store = json_array())) FAIL(CM_ENOMEM, "out of memory");
-        CHECK(gw_allowfrom_read(state_dir, ch, acct, store, err, errlen));
+        CHECK(cm_gw_allowfrom_read(state_dir, ch, acct, store, err, errlen));
         listed = S_listed(store, ch, m->sender, false);
     }
     if (listed) {
@@ -204,7 +204,7 @@ cm_rc gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m
         res->reason = "dmPolicy=allowlist (not allowlisted)";
         goto out;
     }
-    CHECK(gw_pairing_request(state_dir, ch, acct, m->sender, now_ms, res, err, errlen));
+    CHECK(cm_gw_pairing_request(state_dir, ch, acct, m->sender, now_ms, res, err, errlen));
 out:
     if (rc) {
         res->verdict = GW_ACCESS_DENY; /* an error never lets a message through */

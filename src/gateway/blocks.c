@@ -8,7 +8,7 @@
 
 #include "../base/utf8.h"
 
-gw_break_pref gw_break_pref_parse(const char *s)
+gw_break_pref cm_gw_break_pref_parse(const char *s)
 {
     if (s && strcmp(s, "newline") == 0) return GW_BREAK_NEWLINE;
     if (s && strcmp(s, "sentence") == 0) return GW_BREAK_SENTENCE;
@@ -24,16 +24,16 @@ static const struct {
     {"bluebubbles", 4000}, {"feishu", 4000},   {"line", 5000},
 };
 
-int gw_channel_text_limit(const char *channel)
+int cm_gw_channel_text_limit(const char *channel)
 {
     for (size_t i = 0; channel && i < ARRAY_LEN(channel_limits); i++)
         if (strcmp(channel, channel_limits[i].channel) == 0) return channel_limits[i].limit;
     return GW_TEXT_LIMIT_DEFAULT;
 }
 
-int gw_channel_resolve_limit(const char *channel, int configured)
+int cm_gw_channel_resolve_limit(const char *channel, int configured)
 {
-    int limit = configured > 0 ? configured : gw_channel_text_limit(channel);
+    int limit = configured > 0 ? configured : cm_gw_channel_text_limit(channel);
     if (channel && strcmp(channel, "telegram") == 0 && limit > GW_TELEGRAM_HARD_LIMIT)
         limit = GW_TELEGRAM_HARD_LIMIT;
     return limit;
@@ -43,12 +43,12 @@ int gw_channel_resolve_limit(const char *channel, int configured)
 static size_t char_at(const char *s, size_t n, size_t *units)
 {
     int32_t cp;
-    size_t len = utf8_decode(s, n, &cp);
+    size_t len = cm_utf8_decode(s, n, &cp);
     *units = cp >= 0x10000 ? 2 : 1;
     return len;
 }
 
-size_t gw_u16len(const char *s, size_t n)
+size_t cm_gw_u16len(const char *s, size_t n)
 {
     size_t units = 0, u = 0;
     for (size_t i = 0; i < n; units += u)
@@ -56,7 +56,7 @@ size_t gw_u16len(const char *s, size_t n)
     return units;
 }
 
-/* gw_u16len(s, n), counted only until it exceeds cap (then some value >
+/* cm_gw_u16len(s, n), counted only until it exceeds cap (then some value >
  * cap): what a comparison with a bound needs, in time of the bound. */
 static size_t u16_upto(const char *s, size_t n, size_t cap)
 {
@@ -66,7 +66,7 @@ static size_t u16_upto(const char *s, size_t n, size_t cap)
     return units;
 }
 
-/* Largest character boundary b with gw_u16len(s, b) <= units. */
+/* Largest character boundary b with cm_gw_u16len(s, b) <= units. */
 static size_t byte_floor(const char *s, size_t n, size_t units)
 {
     size_t i = 0, acc = 0, u;
@@ -79,7 +79,7 @@ static size_t byte_floor(const char *s, size_t n, size_t units)
     return i;
 }
 
-/* Smallest character boundary b with gw_u16len(s, b) >= units (or n). */
+/* Smallest character boundary b with cm_gw_u16len(s, b) >= units (or n). */
 static size_t byte_ceil(const char *s, size_t n, size_t units)
 {
     size_t i = 0, acc = 0, u;
@@ -90,12 +90,12 @@ static size_t byte_ceil(const char *s, size_t n, size_t units)
     return i;
 }
 
-void gw_pieces_init(gw_pieces *p)
+void cm_gw_pieces_init(gw_pieces *p)
 {
     memset(p, 0, sizeof *p);
 }
 
-void gw_pieces_release(gw_pieces *p)
+void cm_gw_pieces_release(gw_pieces *p)
 {
     for (size_t i = 0; i < p->n; i++)
         free(p->v[i]);
@@ -104,7 +104,7 @@ void gw_pieces_release(gw_pieces *p)
     memset(p, 0, sizeof *p);
 }
 
-cm_rc gw_pieces_add(gw_pieces *p, const char *s, size_t n)
+cm_rc cm_gw_pieces_add(gw_pieces *p, const char *s, size_t n)
 {
     if (p->n == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 8;
@@ -280,7 +280,7 @@ static pick pick_break(const char *s, size_t abs, size_t n, size_t min_u, size_t
      * fence lines and one character would not fit a piece (then a plain
      * hard break, and the rest of that fence is split the same way). */
     size_t close_u = fc->indent + fc->mlen + 2;
-    size_t open_u = gw_u16len(s + fc->open_off, fc->open_len) + 1;
+    size_t open_u = cm_gw_u16len(s + fc->open_off, fc->open_len) + 1;
     if (close_u + open_u + 2 > avail + reopen_units || close_u + 2 > avail) return (pick){hb, NULL};
     size_t hb2 = byte_floor(v, n, avail - close_u);
     if (hb2 == 0) return (pick){hb, NULL};
@@ -325,26 +325,26 @@ static bool next_paragraph(const char *s, size_t n, size_t start, size_t min, co
     return false;
 }
 
-void gw_chunker_init(gw_chunker *c, int min, int max, gw_break_pref pref)
+void cm_gw_chunker_init(gw_chunker *c, int min, int max, gw_break_pref pref)
 {
     c->flush_on_paragraph = false;
     c->min = CM_MAX(1, min);
     c->max = CM_MAX(c->min, max);
     c->pref = pref;
-    buf_init(&c->text, 0);
+    cm_buf_init(&c->text, 0);
 }
 
-void gw_chunker_release(gw_chunker *c)
+void cm_gw_chunker_release(gw_chunker *c)
 {
-    buf_release(&c->text);
+    cm_buf_release(&c->text);
 }
 
-cm_rc gw_chunker_append(gw_chunker *c, const char *s, size_t n)
+cm_rc cm_gw_chunker_append(gw_chunker *c, const char *s, size_t n)
 {
-    return n ? buf_add(&c->text, s, n) : CM_OK;
+    return n ? cm_buf_add(&c->text, s, n) : CM_OK;
 }
 
-bool gw_chunker_has_buffered(const gw_chunker *c)
+bool cm_gw_chunker_has_buffered(const gw_chunker *c)
 {
     return c->text.len > 0;
 }
@@ -365,11 +365,11 @@ static size_t complete_prefix(const char *s, size_t n)
 /* Appends the fence's opening line and a newline. */
 static cm_rc add_open(buf *b, const char *s, const fence *fc)
 {
-    cm_rc rc = buf_add(b, s + fc->open_off, fc->open_len);
-    return rc ? rc : buf_addc(b, '\n');
+    cm_rc rc = cm_buf_add(b, s + fc->open_off, fc->open_len);
+    return rc ? rc : cm_buf_addc(b, '\n');
 }
 
-cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
+cm_rc cm_gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
 {
     cm_rc rc = CM_OK;
     fences f = {NULL, 0};
@@ -380,20 +380,21 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
     size_t total = u16_upto(s, n, (size_t)c->max);
     if (n == 0 || (!force && total < (size_t)c->min)) goto out;
     if (force && total <= (size_t)c->max) {
-        if (!is_blank(s, n)) CHECK(gw_pieces_add(out, s, n));
-        buf_reset(&c->text);
+        if (!is_blank(s, n)) CHECK(cm_gw_pieces_add(out, s, n));
+        cm_buf_reset(&c->text);
         goto out;
     }
     CHECK(parse_fences(s, n, &f));
     while (start < n) {
-        size_t pre = reopen ? gw_u16len(s + reopen->open_off, reopen->open_len) + 1 : 0;
+        size_t pre = reopen ? cm_gw_u16len(s + reopen->open_off, reopen->open_len) + 1 : 0;
         size_t remaining = pre + u16_upto(s + start, n - start, (size_t)c->max);
-        buf_reset(&piece);
+        cm_buf_reset(&piece);
         if (reopen) CHECK(add_open(&piece, s, reopen));
         if (!force && remaining < (size_t)c->min) break;
         if (force && remaining <= (size_t)c->max) {
-            CHECK(buf_add(&piece, s + start, n - start));
-            if (!is_blank(piece.data, piece.len)) CHECK(gw_pieces_add(out, piece.data, piece.len));
+            CHECK(cm_buf_add(&piece, s + start, n - start));
+            if (!is_blank(piece.data, piece.len))
+                CHECK(cm_gw_pieces_add(out, piece.data, piece.len));
             start = n;
             reopen = NULL;
             break;
@@ -402,9 +403,9 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
             size_t at, len, limit = CM_MAX(1, (size_t)c->max - pre);
             if (next_paragraph(s, n, start, (size_t)c->min, &f, &at, &len) &&
                 u16_upto(s + start, at - start, limit) <= limit) {
-                CHECK(buf_add(&piece, s + start, at - start));
+                CHECK(cm_buf_add(&piece, s + start, at - start));
                 if (!is_blank(piece.data, piece.len))
-                    CHECK(gw_pieces_add(out, piece.data, piece.len));
+                    CHECK(cm_gw_pieces_add(out, piece.data, piece.len));
                 start = skip_newlines(s, n, at + len);
                 reopen = NULL;
                 continue;
@@ -415,19 +416,19 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
         pick p =
             pick_break(s, start, n - start, force ? 1 : (size_t)c->min, avail, c->pref, &f, pre);
         if (p.idx == 0) break;
-        CHECK(buf_add(&piece, s + start, p.idx));
+        CHECK(cm_buf_add(&piece, s + start, p.idx));
         if (is_blank(piece.data, piece.len)) {
             start = skip_newlines(s, n, start + p.idx);
             reopen = NULL;
             continue;
         }
         if (p.split) {
-            if (piece.data[piece.len - 1] != '\n') CHECK(buf_addc(&piece, '\n'));
+            if (piece.data[piece.len - 1] != '\n') CHECK(cm_buf_addc(&piece, '\n'));
             /* The closing line: the opening line's indent and marker. */
-            CHECK(buf_add(&piece, s + p.split->open_off, p.split->indent + p.split->mlen));
-            CHECK(buf_addc(&piece, '\n'));
+            CHECK(cm_buf_add(&piece, s + p.split->open_off, p.split->indent + p.split->mlen));
+            CHECK(cm_buf_addc(&piece, '\n'));
         }
-        CHECK(gw_pieces_add(out, piece.data, piece.len));
+        CHECK(cm_gw_pieces_add(out, piece.data, piece.len));
         if (p.split) {
             start += p.idx;
             reopen = p.split;
@@ -437,7 +438,7 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
             start = skip_newlines(s, n, b);
             reopen = NULL;
         }
-        size_t next = (reopen ? gw_u16len(s + reopen->open_off, reopen->open_len) + 1 : 0) +
+        size_t next = (reopen ? cm_gw_u16len(s + reopen->open_off, reopen->open_len) + 1 : 0) +
                       u16_upto(s + start, n - start, (size_t)c->max);
         if (!force && next < (size_t)c->max && !c->flush_on_paragraph) break;
     }
@@ -445,42 +446,42 @@ cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out)
         CHECK(add_open(&rest, s, reopen));
     else
         start = skip_newlines(s, n, start);
-    CHECK(buf_add(&rest, s + start, full - start));
-    buf_release(&c->text);
+    CHECK(cm_buf_add(&rest, s + start, full - start));
+    cm_buf_release(&c->text);
     c->text = rest;
     rest = (buf)BUF_INIT;
 out:
     free(f.v);
-    buf_release(&piece);
-    buf_release(&rest);
+    cm_buf_release(&piece);
+    cm_buf_release(&rest);
     return rc;
 }
 
-cm_rc gw_chunk_text(const char *s, size_t n, int max, gw_break_pref pref, gw_pieces *out)
+cm_rc cm_gw_chunk_text(const char *s, size_t n, int max, gw_break_pref pref, gw_pieces *out)
 {
     cm_rc rc;
     gw_chunker c;
-    gw_chunker_init(&c, 1, max, pref);
-    CHECK(gw_chunker_append(&c, s, n));
-    CHECK(gw_chunker_drain(&c, true, out));
+    cm_gw_chunker_init(&c, 1, max, pref);
+    CHECK(cm_gw_chunker_append(&c, s, n));
+    CHECK(cm_gw_chunker_drain(&c, true, out));
 out:
-    gw_chunker_release(&c);
+    cm_gw_chunker_release(&c);
     return rc;
 }
 
-void gw_coalescer_init(gw_coalescer *q, int min, int max, int idle_ms, gw_break_pref pref)
+void cm_gw_coalescer_init(gw_coalescer *q, int min, int max, int idle_ms, gw_break_pref pref)
 {
     q->min = CM_MAX(1, min);
     q->max = CM_MAX(q->min, max);
     q->idle_ms = CM_MAX(0, idle_ms);
     q->joiner = pref == GW_BREAK_SENTENCE ? " " : pref == GW_BREAK_NEWLINE ? "\n" : "\n\n";
     q->deadline = 0;
-    buf_init(&q->text, 0);
+    cm_buf_init(&q->text, 0);
 }
 
-void gw_coalescer_release(gw_coalescer *q)
+void cm_gw_coalescer_release(gw_coalescer *q)
 {
-    buf_release(&q->text);
+    cm_buf_release(&q->text);
 }
 
 static void arm(gw_coalescer *q, int64_t now)
@@ -488,35 +489,35 @@ static void arm(gw_coalescer *q, int64_t now)
     q->deadline = q->idle_ms > 0 ? now + q->idle_ms : 0;
 }
 
-cm_rc gw_coalescer_end(gw_coalescer *q, gw_pieces *out)
+cm_rc cm_gw_coalescer_end(gw_coalescer *q, gw_pieces *out)
 {
     cm_rc rc = CM_OK;
     q->deadline = 0;
-    if (q->text.len) rc = gw_pieces_add(out, q->text.data, q->text.len);
-    buf_reset(&q->text);
+    if (q->text.len) rc = cm_gw_pieces_add(out, q->text.data, q->text.len);
+    cm_buf_reset(&q->text);
     return rc;
 }
 
-cm_rc gw_coalescer_push(gw_coalescer *q, const char *s, size_t n, int64_t now, gw_pieces *out)
+cm_rc cm_gw_coalescer_push(gw_coalescer *q, const char *s, size_t n, int64_t now, gw_pieces *out)
 {
     cm_rc rc = CM_OK;
     if (is_blank(s, n)) goto out;
-    size_t have = gw_u16len(q->text.data, q->text.len), add = gw_u16len(s, n);
+    size_t have = cm_gw_u16len(q->text.data, q->text.len), add = cm_gw_u16len(s, n);
     size_t next = have ? have + strlen(q->joiner) + add : add;
     if (next > (size_t)q->max) {
-        if (have) CHECK(gw_coalescer_end(q, out));
+        if (have) CHECK(cm_gw_coalescer_end(q, out));
         if (add >= (size_t)q->max || !have) {
-            CHECK(gw_pieces_add(out, s, n));
+            CHECK(cm_gw_pieces_add(out, s, n));
             goto out;
         }
-        CHECK(buf_add(&q->text, s, n));
+        CHECK(cm_buf_add(&q->text, s, n));
         arm(q, now);
         goto out;
     }
-    if (have) CHECK(buf_adds(&q->text, q->joiner));
-    CHECK(buf_add(&q->text, s, n));
+    if (have) CHECK(cm_buf_adds(&q->text, q->joiner));
+    CHECK(cm_buf_add(&q->text, s, n));
     if (next >= (size_t)q->max) {
-        CHECK(gw_coalescer_end(q, out));
+        CHECK(cm_gw_coalescer_end(q, out));
         goto out;
     }
     arm(q, now);
@@ -524,30 +525,30 @@ out:
     return rc;
 }
 
-cm_rc gw_coalescer_due(gw_coalescer *q, int64_t now, gw_pieces *out)
+cm_rc cm_gw_coalescer_due(gw_coalescer *q, int64_t now, gw_pieces *out)
 {
     if (!q->text.len || q->deadline == 0 || now < q->deadline) return CM_OK;
-    if (gw_u16len(q->text.data, q->text.len) < (size_t)q->min) {
+    if (cm_gw_u16len(q->text.data, q->text.len) < (size_t)q->min) {
         arm(q, now);
         return CM_OK;
     }
-    return gw_coalescer_end(q, out);
+    return cm_gw_coalescer_end(q, out);
 }
 
-void gw_stream_init(gw_stream *st, gw_stream_break brk, int chunk_min, int chunk_max,
-                    gw_break_pref pref, int co_min, int co_max, int idle_ms)
+void cm_gw_stream_init(gw_stream *st, gw_stream_break brk, int chunk_min, int chunk_max,
+                       gw_break_pref pref, int co_min, int co_max, int idle_ms)
 {
     st->brk = brk;
-    gw_chunker_init(&st->chunker, chunk_min, chunk_max, pref);
+    cm_gw_chunker_init(&st->chunker, chunk_min, chunk_max, pref);
     co_max = CM_MAX(1, CM_MIN(co_max, st->chunker.max));
-    gw_coalescer_init(&st->coalescer, CM_MIN(co_min, co_max), co_max,
-                      CM_MIN(idle_ms, GW_COALESCE_IDLE_MS_MAX), pref);
+    cm_gw_coalescer_init(&st->coalescer, CM_MIN(co_min, co_max), co_max,
+                         CM_MIN(idle_ms, GW_COALESCE_IDLE_MS_MAX), pref);
 }
 
-void gw_stream_release(gw_stream *st)
+void cm_gw_stream_release(gw_stream *st)
 {
-    gw_chunker_release(&st->chunker);
-    gw_coalescer_release(&st->coalescer);
+    cm_gw_chunker_release(&st->chunker);
+    cm_gw_coalescer_release(&st->coalescer);
 }
 
 /* Drains the chunker and hands its pieces to the coalescer. */
@@ -555,64 +556,64 @@ static cm_rc stream_drain(gw_stream *st, bool force, int64_t now, gw_pieces *out
 {
     cm_rc rc;
     gw_pieces tmp;
-    gw_pieces_init(&tmp);
-    CHECK(gw_chunker_drain(&st->chunker, force, &tmp));
+    cm_gw_pieces_init(&tmp);
+    CHECK(cm_gw_chunker_drain(&st->chunker, force, &tmp));
     for (size_t i = 0; i < tmp.n; i++)
-        CHECK(gw_coalescer_push(&st->coalescer, tmp.v[i], tmp.len[i], now, out));
+        CHECK(cm_gw_coalescer_push(&st->coalescer, tmp.v[i], tmp.len[i], now, out));
 out:
-    gw_pieces_release(&tmp);
+    cm_gw_pieces_release(&tmp);
     return rc;
 }
 
-cm_rc gw_stream_delta(gw_stream *st, const char *s, size_t n, int64_t now, gw_pieces *out)
+cm_rc cm_gw_stream_delta(gw_stream *st, const char *s, size_t n, int64_t now, gw_pieces *out)
 {
     cm_rc rc;
-    CHECK(gw_chunker_append(&st->chunker, s, n));
+    CHECK(cm_gw_chunker_append(&st->chunker, s, n));
     if (st->brk == GW_STREAM_TEXT_END) CHECK(stream_drain(st, false, now, out));
 out:
     return rc;
 }
 
-cm_rc gw_stream_text_end(gw_stream *st, int64_t now, gw_pieces *out)
+cm_rc cm_gw_stream_text_end(gw_stream *st, int64_t now, gw_pieces *out)
 {
     return st->brk == GW_STREAM_TEXT_END ? stream_drain(st, true, now, out) : CM_OK;
 }
 
-cm_rc gw_stream_due(gw_stream *st, int64_t now, gw_pieces *out)
+cm_rc cm_gw_stream_due(gw_stream *st, int64_t now, gw_pieces *out)
 {
-    return gw_coalescer_due(&st->coalescer, now, out);
+    return cm_gw_coalescer_due(&st->coalescer, now, out);
 }
 
-cm_rc gw_stream_message_end(gw_stream *st, int64_t now, gw_pieces *out)
+cm_rc cm_gw_stream_message_end(gw_stream *st, int64_t now, gw_pieces *out)
 {
     cm_rc rc;
     CHECK(stream_drain(st, true, now, out));
-    CHECK(gw_coalescer_end(&st->coalescer, out));
+    CHECK(cm_gw_coalescer_end(&st->coalescer, out));
 out:
     return rc;
 }
 
 static const char *const chatty_channels[] = {"discord", "slack", "signal", "mattermost"};
 
-int gw_coalesce_min_default(const char *channel)
+int cm_gw_coalesce_min_default(const char *channel)
 {
     for (size_t i = 0; channel && i < ARRAY_LEN(chatty_channels); i++)
         if (strcmp(channel, chatty_channels[i]) == 0) return GW_COALESCE_MIN_CHATTY;
     return 0;
 }
 
-void gw_stream_cfg_resolve(gw_stream_cfg *out, const char *channel, int text_limit,
-                           const gw_stream_cfg *req)
+void cm_gw_stream_cfg_resolve(gw_stream_cfg *out, const char *channel, int text_limit,
+                              const gw_stream_cfg *req)
 {
-    int limit = text_limit > 0 ? text_limit : gw_channel_resolve_limit(channel, 0);
+    int limit = text_limit > 0 ? text_limit : cm_gw_channel_resolve_limit(channel, 0);
     out->pref = req->pref;
     out->chunk_max =
         CM_MAX(1, CM_MIN(req->chunk_max > 0 ? req->chunk_max : GW_CHUNK_MAX_DEFAULT, limit));
     out->chunk_min =
         CM_MIN(req->chunk_min > 0 ? req->chunk_min : GW_CHUNK_MIN_DEFAULT, out->chunk_max);
-    int co_min = req->co_min > 0                        ? req->co_min
-                 : gw_coalesce_min_default(channel) > 0 ? gw_coalesce_min_default(channel)
-                                                        : out->chunk_min;
+    int co_min = req->co_min > 0                           ? req->co_min
+                 : cm_gw_coalesce_min_default(channel) > 0 ? cm_gw_coalesce_min_default(channel)
+                                                           : out->chunk_min;
     int co_max = CM_MIN(req->co_max > 0 ? req->co_max : limit, limit);
     out->co_max = CM_MAX(1, CM_MIN(co_max, out->chunk_max));
     out->co_min = CM_MIN(co_min, out->co_max);
@@ -620,7 +621,7 @@ void gw_stream_cfg_resolve(gw_stream_cfg *out, const char *channel, int text_lim
     out->idle_ms = CM_MIN(idle, GW_COALESCE_IDLE_MS_MAX);
 }
 
-int gw_human_delay_ms(gw_delay_mode mode, int min_ms, int max_ms, uint32_t rnd)
+int cm_gw_human_delay_ms(gw_delay_mode mode, int min_ms, int max_ms, uint32_t rnd)
 {
     if (mode == GW_DELAY_OFF) return 0;
     int lo = GW_HUMAN_DELAY_MIN_MS, hi = GW_HUMAN_DELAY_MAX_MS;

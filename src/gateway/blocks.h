@@ -37,18 +37,18 @@ typedef enum {
 
 /* Parses "paragraph" | "newline" | "sentence"; anything else is paragraph,
  * as 2026.3.22 reads the config. */
-gw_break_pref gw_break_pref_parse(const char *s);
+gw_break_pref cm_gw_break_pref_parse(const char *s);
 
 /* The channel's default textChunkLimit (telegram 4000, discord 2000,
  * line 5000, slack/signal/whatsapp/imessage/… 4000; unknown → 4000). */
-int gw_channel_text_limit(const char *channel);
+int cm_gw_channel_text_limit(const char *channel);
 
 /* A configured textChunkLimit (<= 0: none) for channel, resolved to the
  * limit in force: the default when unset, capped at 4096 for Telegram. */
-int gw_channel_resolve_limit(const char *channel, int configured);
+int cm_gw_channel_resolve_limit(const char *channel, int configured);
 
 /* UTF-16 code units in s[0..n) (invalid bytes count 1, as U+FFFD). */
-size_t gw_u16len(const char *s, size_t n);
+size_t cm_gw_u16len(const char *s, size_t n);
 
 /* A list of pieces, each NUL-terminated and owned by the list. */
 typedef struct gw_pieces {
@@ -57,9 +57,9 @@ typedef struct gw_pieces {
     size_t n, cap;
 } gw_pieces;
 
-void gw_pieces_init(gw_pieces *p);
-void gw_pieces_release(gw_pieces *p);
-cm_rc gw_pieces_add(gw_pieces *p, const char *s, size_t n);
+void cm_gw_pieces_init(gw_pieces *p);
+void cm_gw_pieces_release(gw_pieces *p);
+cm_rc cm_gw_pieces_add(gw_pieces *p, const char *s, size_t n);
 
 /* The block chunker (EmbeddedBlockChunker): text is appended as the model
  * streams it; drain() moves complete pieces into out. Without force it emits
@@ -81,15 +81,15 @@ typedef struct gw_chunker {
 } gw_chunker;
 
 /* min and max are clamped as 2026.3.22 does (min >= 1, max >= min). */
-void gw_chunker_init(gw_chunker *c, int min, int max, gw_break_pref pref);
-void gw_chunker_release(gw_chunker *c);
-cm_rc gw_chunker_append(gw_chunker *c, const char *s, size_t n);
-cm_rc gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out);
-bool gw_chunker_has_buffered(const gw_chunker *c);
+void cm_gw_chunker_init(gw_chunker *c, int min, int max, gw_break_pref pref);
+void cm_gw_chunker_release(gw_chunker *c);
+cm_rc cm_gw_chunker_append(gw_chunker *c, const char *s, size_t n);
+cm_rc cm_gw_chunker_drain(gw_chunker *c, bool force, gw_pieces *out);
+bool cm_gw_chunker_has_buffered(const gw_chunker *c);
 
 /* One-shot: text split into pieces of at most max units, preferring pref
  * (the channel limit for a final reply). */
-cm_rc gw_chunk_text(const char *s, size_t n, int max, gw_break_pref pref, gw_pieces *out);
+cm_rc cm_gw_chunk_text(const char *s, size_t n, int max, gw_break_pref pref, gw_pieces *out);
 
 /* blockStreamingCoalesce: pieces from the chunker are merged, joined by the
  * joiner of the break preference ("\n\n", "\n", " "), and sent when the
@@ -104,15 +104,15 @@ typedef struct gw_coalescer {
     int64_t deadline; /* when an idle flush is due; 0 = none */
 } gw_coalescer;
 
-void gw_coalescer_init(gw_coalescer *q, int min, int max, int idle_ms, gw_break_pref pref);
-void gw_coalescer_release(gw_coalescer *q);
+void cm_gw_coalescer_init(gw_coalescer *q, int min, int max, int idle_ms, gw_break_pref pref);
+void cm_gw_coalescer_release(gw_coalescer *q);
 /* Adds a piece received at now (ms); pieces due at once go to out. */
-cm_rc gw_coalescer_push(gw_coalescer *q, const char *s, size_t n, int64_t now, gw_pieces *out);
+cm_rc cm_gw_coalescer_push(gw_coalescer *q, const char *s, size_t n, int64_t now, gw_pieces *out);
 /* The idle flush: sends the buffer when now >= its deadline and it holds at
  * least min units; otherwise the deadline moves idle_ms on. */
-cm_rc gw_coalescer_due(gw_coalescer *q, int64_t now, gw_pieces *out);
+cm_rc cm_gw_coalescer_due(gw_coalescer *q, int64_t now, gw_pieces *out);
 /* Sends what is buffered (end of the reply). */
-cm_rc gw_coalescer_end(gw_coalescer *q, gw_pieces *out);
+cm_rc cm_gw_coalescer_end(gw_coalescer *q, gw_pieces *out);
 
 /* blockStreamingBreak. */
 typedef enum { GW_STREAM_TEXT_END = 0, GW_STREAM_MESSAGE_END } gw_stream_break;
@@ -132,13 +132,13 @@ typedef struct gw_stream {
 /* chunk_min/chunk_max/pref as blockStreamingChunk (already clamped to the
  * channel limit by the caller), co_min/co_max/idle_ms as
  * blockStreamingCoalesce (co_max is capped at chunk_max). */
-void gw_stream_init(gw_stream *st, gw_stream_break brk, int chunk_min, int chunk_max,
-                    gw_break_pref pref, int co_min, int co_max, int idle_ms);
-void gw_stream_release(gw_stream *st);
-cm_rc gw_stream_delta(gw_stream *st, const char *s, size_t n, int64_t now, gw_pieces *out);
-cm_rc gw_stream_text_end(gw_stream *st, int64_t now, gw_pieces *out);
-cm_rc gw_stream_due(gw_stream *st, int64_t now, gw_pieces *out);
-cm_rc gw_stream_message_end(gw_stream *st, int64_t now, gw_pieces *out);
+void cm_gw_stream_init(gw_stream *st, gw_stream_break brk, int chunk_min, int chunk_max,
+                       gw_break_pref pref, int co_min, int co_max, int idle_ms);
+void cm_gw_stream_release(gw_stream *st);
+cm_rc cm_gw_stream_delta(gw_stream *st, const char *s, size_t n, int64_t now, gw_pieces *out);
+cm_rc cm_gw_stream_text_end(gw_stream *st, int64_t now, gw_pieces *out);
+cm_rc cm_gw_stream_due(gw_stream *st, int64_t now, gw_pieces *out);
+cm_rc cm_gw_stream_message_end(gw_stream *st, int64_t now, gw_pieces *out);
 
 /* The block streaming settings in force for a channel, resolved as
  * 2026.3.22 does: chunk max = requested (1200) capped at the channel's text
@@ -154,11 +154,11 @@ typedef struct gw_stream_cfg {
     int co_min, co_max, idle_ms;
 } gw_stream_cfg;
 
-void gw_stream_cfg_resolve(gw_stream_cfg *out, const char *channel, int text_limit,
-                           const gw_stream_cfg *requested);
+void cm_gw_stream_cfg_resolve(gw_stream_cfg *out, const char *channel, int text_limit,
+                              const gw_stream_cfg *requested);
 
 /* The channel's own coalesce minChars default, or 0 when it has none. */
-int gw_coalesce_min_default(const char *channel);
+int cm_gw_coalesce_min_default(const char *channel);
 
 /* humanDelay: the pause before a block reply after the first. */
 typedef enum { GW_DELAY_OFF = 0, GW_DELAY_NATURAL, GW_DELAY_CUSTOM } gw_delay_mode;
@@ -168,6 +168,6 @@ typedef enum { GW_DELAY_OFF = 0, GW_DELAY_NATURAL, GW_DELAY_CUSTOM } gw_delay_mo
 /* Milliseconds to wait: 0 when off; uniform in [min, max] from rnd (a
  * uniformly random 32-bit value the caller draws) — natural uses
  * 800..2500, custom min_ms/max_ms (<= 0: those defaults); min when max <= min. */
-int gw_human_delay_ms(gw_delay_mode mode, int min_ms, int max_ms, uint32_t rnd);
+int cm_gw_human_delay_ms(gw_delay_mode mode, int min_ms, int max_ms, uint32_t rnd);
 
 #endif

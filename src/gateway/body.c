@@ -47,7 +47,7 @@ static cm_rc add_collapsed(buf *out, const char *s, size_t n, bool header)
         } else if (header && c == ']') {
             c = ')';
         }
-        CHECK(buf_addc(out, c));
+        CHECK(cm_buf_addc(out, c));
     }
 out:
     return rc;
@@ -57,7 +57,7 @@ static cm_rc add_trimmed(buf *out, const char *s)
 {
     size_t b = 0, e = strlen(s);
     trim(s, &b, &e);
-    return buf_add(out, s + b, e - b);
+    return cm_buf_add(out, s + b, e - b);
 }
 
 static const char *first_text(const char *a, const char *b, const char *c)
@@ -65,7 +65,7 @@ static const char *first_text(const char *a, const char *b, const char *c)
     return has_text(a) ? a : has_text(b) ? b : has_text(c) ? c : NULL;
 }
 
-cm_rc gw_sender_label(buf *out, const gw_sender *s)
+cm_rc cm_gw_sender_label(buf *out, const gw_sender *s)
 {
     cm_rc rc = CM_OK;
     const char *display = first_text(s->name, s->username, s->tag);
@@ -74,15 +74,15 @@ cm_rc gw_sender_label(buf *out, const gw_sender *s)
     if (display) CHECK(add_trimmed(&d, display));
     if (id) CHECK(add_trimmed(&i, id));
     if (display && id && strcmp(d.data, i.data) != 0) {
-        CHECK(buf_printf(out, "%s (%s)", d.data, i.data));
+        CHECK(cm_buf_printf(out, "%s (%s)", d.data, i.data));
     } else if (display) {
-        CHECK(buf_adds(out, d.data));
+        CHECK(cm_buf_adds(out, d.data));
     } else if (id) {
-        CHECK(buf_adds(out, i.data));
+        CHECK(cm_buf_adds(out, i.data));
     }
 out:
-    buf_release(&d);
-    buf_release(&i);
+    cm_buf_release(&d);
+    cm_buf_release(&i);
     return rc;
 }
 
@@ -96,11 +96,11 @@ static int64_t round_div(int64_t a, int64_t b)
 static cm_rc add_elapsed(buf *out, int64_t ms)
 {
     int64_t secs = round_div(ms, 1000), mins = round_div(secs, 60);
-    if (mins < 1) return buf_printf(out, "%llds", (long long)secs);
-    if (mins < 60) return buf_printf(out, "%lldm", (long long)mins);
+    if (mins < 1) return cm_buf_printf(out, "%llds", (long long)secs);
+    if (mins < 60) return cm_buf_printf(out, "%lldm", (long long)mins);
     int64_t hours = round_div(mins, 60);
-    if (hours < 48) return buf_printf(out, "%lldh", (long long)hours);
-    return buf_printf(out, "%lldd", (long long)round_div(hours, 24));
+    if (hours < 48) return cm_buf_printf(out, "%lldh", (long long)hours);
+    return cm_buf_printf(out, "%lldd", (long long)round_div(hours, 24));
 }
 
 static cm_rc add_timestamp(buf *out, int64_t ts_ms, gw_tz tz)
@@ -111,10 +111,10 @@ static cm_rc add_timestamp(buf *out, int64_t ts_ms, gw_tz tz)
     if (tz == GW_TZ_UTC ? !gmtime_r(&t, &tm) : !localtime_r(&t, &tm)) return CM_OK;
     size_t n = strftime(text, sizeof text,
                         tz == GW_TZ_UTC ? "%a %Y-%m-%dT%H:%MZ" : "%a %Y-%m-%d %H:%M %Z", &tm);
-    return n ? buf_add(out, text, n) : CM_OK;
+    return n ? cm_buf_add(out, text, n) : CM_OK;
 }
 
-cm_rc gw_envelope_format(buf *out, const gw_envelope *e, const gw_envelope_opts *o)
+cm_rc cm_gw_envelope_format(buf *out, const gw_envelope *e, const gw_envelope_opts *o)
 {
     cm_rc rc;
     static const gw_envelope_opts defaults = {GW_TZ_LOCAL, false, false};
@@ -122,52 +122,53 @@ cm_rc gw_envelope_format(buf *out, const gw_envelope *e, const gw_envelope_opts 
     if (!o) o = &defaults;
     if (!o->no_elapsed && e->ts_ms && e->prev_ts_ms && e->ts_ms >= e->prev_ts_ms)
         CHECK(add_elapsed(&elapsed, e->ts_ms - e->prev_ts_ms));
-    CHECK(buf_addc(out, '['));
+    CHECK(cm_buf_addc(out, '['));
     const char *ch = has_text(e->channel) ? e->channel : "Channel";
     CHECK(add_collapsed(out, ch, strlen(ch), true));
     if (has_text(e->from)) {
-        CHECK(buf_addc(out, ' '));
+        CHECK(cm_buf_addc(out, ' '));
         CHECK(add_collapsed(out, e->from, strlen(e->from), true));
-        if (elapsed.len) CHECK(buf_printf(out, " +%s", elapsed.data));
+        if (elapsed.len) CHECK(cm_buf_printf(out, " +%s", elapsed.data));
     } else if (elapsed.len) {
-        CHECK(buf_printf(out, " +%s", elapsed.data));
+        CHECK(cm_buf_printf(out, " +%s", elapsed.data));
     }
     if (!o->no_timestamp && e->ts_ms) {
-        CHECK(buf_addc(out, ' '));
+        CHECK(cm_buf_addc(out, ' '));
         CHECK(add_timestamp(out, e->ts_ms, o->tz));
     }
-    CHECK(buf_adds(out, "] "));
+    CHECK(cm_buf_adds(out, "] "));
     if (has_text(e->sender_label))
         CHECK(add_collapsed(&sender, e->sender_label, strlen(e->sender_label), true));
     if (e->direct && e->from_me)
-        CHECK(buf_adds(out, "(self): "));
+        CHECK(cm_buf_adds(out, "(self): "));
     else if (!e->direct && sender.len)
-        CHECK(buf_printf(out, "%s: ", sender.data));
-    CHECK(buf_adds(out, e->body ? e->body : ""));
+        CHECK(cm_buf_printf(out, "%s: ", sender.data));
+    CHECK(cm_buf_adds(out, e->body ? e->body : ""));
 out:
-    buf_release(&sender);
-    buf_release(&elapsed);
+    cm_buf_release(&sender);
+    cm_buf_release(&elapsed);
     return rc;
 }
 
-cm_rc gw_from_label(buf *out, bool group, const char *label, const char *id)
+cm_rc cm_gw_from_label(buf *out, bool group, const char *label, const char *id)
 {
     cm_rc rc = CM_OK;
     buf l = BUF_INIT, i = BUF_INIT;
-    CHECK(buf_adds(&l, ""));
-    CHECK(buf_adds(&i, ""));
+    CHECK(cm_buf_adds(&l, ""));
+    CHECK(cm_buf_adds(&i, ""));
     if (label) CHECK(add_trimmed(&l, label));
     if (id) CHECK(add_trimmed(&i, id));
-    if (group && !l.len) CHECK(buf_adds(&l, "Group"));
-    CHECK(buf_adds(out, l.data));
-    if (i.len && (group || strcmp(i.data, l.data) != 0)) CHECK(buf_printf(out, " id:%s", i.data));
+    if (group && !l.len) CHECK(cm_buf_adds(&l, "Group"));
+    CHECK(cm_buf_adds(out, l.data));
+    if (i.len && (group || strcmp(i.data, l.data) != 0))
+        CHECK(cm_buf_printf(out, " id:%s", i.data));
 out:
-    buf_release(&l);
-    buf_release(&i);
+    cm_buf_release(&l);
+    cm_buf_release(&i);
     return rc;
 }
 
-void gw_history_init(gw_history *h, int limit)
+void cm_gw_history_init(gw_history *h, int limit)
 {
     memset(h, 0, sizeof *h);
     h->limit = limit < 0 ? GW_HISTORY_LIMIT_DEFAULT : limit;
@@ -188,7 +189,7 @@ static void conv_release(gw_history_conv *c)
     free(c->key);
 }
 
-void gw_history_release(gw_history *h)
+void cm_gw_history_release(gw_history *h)
 {
     for (size_t i = 0; i < h->n; i++)
         conv_release(&h->conv[i]);
@@ -213,8 +214,8 @@ static void evict_one(gw_history *h)
     h->conv[old] = h->conv[--h->n];
 }
 
-cm_rc gw_history_record(gw_history *h, const char *key, const char *sender, const char *body,
-                        const char *message_id, int64_t ts_ms)
+cm_rc cm_gw_history_record(gw_history *h, const char *key, const char *sender, const char *body,
+                           const char *message_id, int64_t ts_ms)
 {
     cm_rc rc = CM_OK;
     if (h->limit <= 0 || !key || !body) return CM_OK;
@@ -255,7 +256,7 @@ cm_rc gw_history_record(gw_history *h, const char *key, const char *sender, cons
     return rc;
 }
 
-void gw_history_clear(gw_history *h, const char *key)
+void cm_gw_history_clear(gw_history *h, const char *key)
 {
     gw_history_conv *c = key ? conv_find(h, key) : NULL;
     if (!c) return;
@@ -264,34 +265,34 @@ void gw_history_clear(gw_history *h, const char *key)
     c->n = 0;
 }
 
-size_t gw_history_count(const gw_history *h, const char *key)
+size_t cm_gw_history_count(const gw_history *h, const char *key)
 {
     const gw_history_conv *c = key ? conv_find(h, key) : NULL;
     return c ? c->n : 0;
 }
 
-cm_rc gw_history_build(buf *out, const gw_history *h, const char *key, const gw_history_fmt *fmt,
-                       const char *current)
+cm_rc cm_gw_history_build(buf *out, const gw_history *h, const char *key, const gw_history_fmt *fmt,
+                          const char *current)
 {
     cm_rc rc = CM_OK;
     buf body = BUF_INIT;
     const gw_history_conv *c = h->limit > 0 && key ? conv_find(h, key) : NULL;
-    if (!c || c->n == 0) return buf_adds(out, current);
-    CHECK(buf_adds(out, GW_HISTORY_MARKER "\n"));
+    if (!c || c->n == 0) return cm_buf_adds(out, current);
+    CHECK(cm_buf_adds(out, GW_HISTORY_MARKER "\n"));
     for (size_t i = 0; i < c->n; i++) {
         const gw_history_entry *e = &c->v[i];
-        buf_reset(&body);
-        CHECK(buf_adds(&body, e->body));
-        if (e->message_id && *e->message_id) CHECK(buf_printf(&body, " [id:%s]", e->message_id));
+        cm_buf_reset(&body);
+        CHECK(cm_buf_adds(&body, e->body));
+        if (e->message_id && *e->message_id) CHECK(cm_buf_printf(&body, " [id:%s]", e->message_id));
         gw_envelope env = {fmt->channel, fmt->from, e->sender, false,
                            false,        e->ts_ms,  0,         body.data};
-        CHECK(gw_envelope_format(out, &env, &fmt->opts));
-        CHECK(buf_addc(out, '\n'));
+        CHECK(cm_gw_envelope_format(out, &env, &fmt->opts));
+        CHECK(cm_buf_addc(out, '\n'));
     }
-    CHECK(buf_adds(out, "\n" GW_CURRENT_MARKER "\n"));
-    CHECK(buf_adds(out, current));
+    CHECK(cm_buf_adds(out, "\n" GW_CURRENT_MARKER "\n"));
+    CHECK(cm_buf_adds(out, current));
 out:
-    buf_release(&body);
+    cm_buf_release(&body);
     return rc;
 }
 
@@ -393,21 +394,21 @@ static cm_rc strip_one(const struct directive *d, buf *cur, buf *next, gw_direct
             found->model = true, level = found->model_ref, size = sizeof found->model_ref;
         if (level) copy_word(level, size, s + word, wlen);
     }
-    buf_reset(next);
-    CHECK(buf_add(next, s, start));
-    CHECK(buf_addc(next, ' '));
-    CHECK(buf_add(next, s + end, n - end));
+    cm_buf_reset(next);
+    CHECK(cm_buf_add(next, s, start));
+    CHECK(cm_buf_addc(next, ' '));
+    CHECK(cm_buf_add(next, s + end, n - end));
 out:
     return rc;
 }
 
-cm_rc gw_directives_strip(buf *out, const char *text, gw_directives *found)
+cm_rc cm_gw_directives_strip(buf *out, const char *text, gw_directives *found)
 {
     cm_rc rc = CM_OK;
     buf a = BUF_INIT, b = BUF_INIT, *cur = &a, *next = &b;
     bool any = false;
     if (found) memset(found, 0, sizeof *found);
-    CHECK(buf_adds(cur, text ? text : ""));
+    CHECK(cm_buf_adds(cur, text ? text : ""));
     for (size_t i = 0; i < ARRAY_LEN(directives); i++) {
         bool hit;
         CHECK(strip_one(&directives[i], cur, next, found, &hit));
@@ -422,23 +423,23 @@ cm_rc gw_directives_strip(buf *out, const char *text, gw_directives *found)
     } else {
         size_t s = 0, e = cur->len;
         trim(cur->data, &s, &e);
-        CHECK(buf_add(out, cur->data + s, e - s));
+        CHECK(cm_buf_add(out, cur->data + s, e - s));
     }
 out:
-    buf_release(&a);
-    buf_release(&b);
+    cm_buf_release(&a);
+    cm_buf_release(&b);
     return rc;
 }
 
-cm_rc gw_body_strip_current(buf *out, const char *body, gw_directives *found)
+cm_rc cm_gw_body_strip_current(buf *out, const char *body, gw_directives *found)
 {
     cm_rc rc;
     const char *m = body ? strstr(body, GW_CURRENT_MARKER) : NULL;
-    if (!m) return gw_directives_strip(out, body, found);
+    if (!m) return cm_gw_directives_strip(out, body, found);
     /* 2026.3.22 also loses the newline after the marker here; we keep it. */
-    CHECK(buf_add(out, body, (size_t)(m - body) + strlen(GW_CURRENT_MARKER)));
-    CHECK(buf_addc(out, '\n'));
-    CHECK(gw_directives_strip(out, m + strlen(GW_CURRENT_MARKER), found));
+    CHECK(cm_buf_add(out, body, (size_t)(m - body) + strlen(GW_CURRENT_MARKER)));
+    CHECK(cm_buf_addc(out, '\n'));
+    CHECK(cm_gw_directives_strip(out, m + strlen(GW_CURRENT_MARKER), found));
 out:
     return rc;
 }

@@ -28,7 +28,7 @@ typedef struct gw_sender {
  * tag) and, when it differs, the id (e164, else id) in parentheses —
  * "Alice (+15550001)"; only one of them when the other is missing; nothing
  * when both are. */
-cm_rc gw_sender_label(buf *out, const gw_sender *s);
+cm_rc cm_gw_sender_label(buf *out, const gw_sender *s);
 
 typedef enum { GW_TZ_LOCAL = 0, GW_TZ_UTC } gw_tz;
 
@@ -54,11 +54,11 @@ typedef struct gw_envelope {
  * newlines turned to spaces, [ ] to ( ), runs of whitespace to one space;
  * the timestamp is "Mon 2026-01-05T14:30Z" in UTC, "Mon 2026-01-05 14:30
  * CET" in local time; elapsed is 45s, 5m, 3h or 2d (rounded). */
-cm_rc gw_envelope_format(buf *out, const gw_envelope *e, const gw_envelope_opts *o);
+cm_rc cm_gw_envelope_format(buf *out, const gw_envelope *e, const gw_envelope_opts *o);
 
 /* The "from" label: groups "label id:ID" (label defaults to "Group"),
  * direct chats "name id:ID" unless the id equals the name. */
-cm_rc gw_from_label(buf *out, bool group, const char *label, const char *id);
+cm_rc cm_gw_from_label(buf *out, bool group, const char *label, const char *id);
 
 /* One pending history entry: a group message that did not trigger a run. */
 typedef struct gw_history_entry {
@@ -84,15 +84,15 @@ typedef struct gw_history {
 } gw_history;
 
 /* limit < 0: GW_HISTORY_LIMIT_DEFAULT; 0: history disabled. */
-void gw_history_init(gw_history *h, int limit);
-void gw_history_release(gw_history *h);
+void cm_gw_history_init(gw_history *h, int limit);
+void cm_gw_history_release(gw_history *h);
 /* Records a message that did not trigger a run (nothing when disabled). */
-cm_rc gw_history_record(gw_history *h, const char *key, const char *sender, const char *body,
-                        const char *message_id, int64_t ts_ms);
+cm_rc cm_gw_history_record(gw_history *h, const char *key, const char *sender, const char *body,
+                           const char *message_id, int64_t ts_ms);
 /* Forgets the key's entries: call when a run has taken them into its
  * prompt, so they are never sent twice (they are in the transcript now). */
-void gw_history_clear(gw_history *h, const char *key);
-size_t gw_history_count(const gw_history *h, const char *key);
+void cm_gw_history_clear(gw_history *h, const char *key);
+size_t cm_gw_history_count(const gw_history *h, const char *key);
 
 /* How history entries are wrapped: each is an envelope of channel/from,
  * chat not direct, the entry's sender as label, its time, and its body
@@ -105,8 +105,8 @@ typedef struct gw_history_fmt {
 /* Appends Body: without pending entries (or with history disabled) the
  * current message as is; otherwise
  *   GW_HISTORY_MARKER \n entry \n entry … \n \n GW_CURRENT_MARKER \n current */
-cm_rc gw_history_build(buf *out, const gw_history *h, const char *key, const gw_history_fmt *fmt,
-                       const char *current);
+cm_rc cm_gw_history_build(buf *out, const gw_history *h, const char *key, const gw_history_fmt *fmt,
+                          const char *current);
 
 /* Inline directives found in a message (the raw level words, or NULL). */
 typedef struct gw_directives {
@@ -124,11 +124,11 @@ typedef struct gw_directives {
  * whitespace or ':' (case-insensitive). When one was removed, runs of
  * whitespace (newlines included) become one space; the result is trimmed.
  * found (may be NULL) tells which were seen. */
-cm_rc gw_directives_strip(buf *out, const char *text, gw_directives *found);
+cm_rc cm_gw_directives_strip(buf *out, const char *text, gw_directives *found);
 
 /* Strips directives from the current message only: when body holds
  * GW_CURRENT_MARKER, what precedes it and the marker line are kept as they
  * are and only the text after it is stripped; otherwise all of it. */
-cm_rc gw_body_strip_current(buf *out, const char *body, gw_directives *found);
+cm_rc cm_gw_body_strip_current(buf *out, const char *body, gw_directives *found);
 
 #endif

@@ -55,16 +55,16 @@ struct gw_channel {
  * accounts.<account> overrides): long-polling getUpdates at apiBaseUrl
  * (default https://api.telegram.org) with botToken, sendMessage replies.
  * state_dir keeps the update offset. Implemented in telegram.c. */
-cm_rc gw_telegram_open(const json_t *root, const char *account, const char *state_dir,
-                       gw_channel **out, char *err, size_t errlen);
+cm_rc cm_gw_telegram_open(const json_t *root, const char *account, const char *state_dir,
+                          gw_channel **out, char *err, size_t errlen);
 
 /* The last failure of a Telegram channel's polling (getMe, getUpdates, the
  * offset file, a refused update), "" when none; the token never appears.
  * For status output. */
-void gw_telegram_last_error(gw_channel *ch, char *out, size_t n);
+void cm_gw_telegram_last_error(gw_channel *ch, char *out, size_t n);
 
 /* The bot's username from getMe (without "@"), "" until start() or the
- * polling thread got it: for gw_debounce_new's "/cmd@<bot>" commands. */
-void gw_telegram_bot_username(gw_channel *ch, char *out, size_t n);
+ * polling thread got it: for cm_gw_debounce_open's "/cmd@<bot>" commands. */
+void cm_gw_telegram_bot_username(gw_channel *ch, char *out, size_t n);
 
 #endif

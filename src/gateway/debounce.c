@@ -2,7 +2,7 @@
  * debounce.c — inbound debounce: rapid text messages from one sender in one
  * conversation become one agent turn that replies to the newest message;
  * media and control commands flush the batch and stay standalone. Deadlines
- * are driven by the caller's clock (gw_debounce_due); nothing here sleeps.
+ * are driven by the caller's clock (cm_gw_debounce_due); nothing here sleeps.
  * Pending batches sit in an array searched linearly (one per live sender).
  */
 #include "inbound.h"
@@ -45,7 +45,7 @@ static bool S_flag_on(const json_t *root, const char *name)
     return json_is_true(json_object_get(c, name));
 }
 
-bool gw_is_control_command(const char *text, const char *bot_username, const json_t *root)
+bool cm_gw_is_control_command(const char *text, const char *bot_username, const json_t *root)
 {
     if (!text) return false;
     const char *s = text, *e;
@@ -115,7 +115,7 @@ static bool S_ms(const json_t *v, int64_t *out)
     return true;
 }
 
-int64_t gw_debounce_ms(const json_t *root, const char *channel)
+int64_t cm_gw_debounce_ms(const json_t *root, const char *channel)
 {
     int64_t ms = GW_DEBOUNCE_MS_DEFAULT;
     const json_t *msgs = root ? json_object_get(root, "messages") : NULL;
@@ -133,7 +133,7 @@ static void S_turn_release(gw_turn *t)
     memset(t, 0, sizeof *t);
 }
 
-void gw_turns_release(gw_turns *t)
+void cm_gw_turns_release(gw_turns *t)
 {
     for (size_t i = 0; i < t->n; i++)
         S_turn_release(&t->v[i]);
@@ -191,7 +191,7 @@ static cm_rc S_emit(gw_turns *ready, gw_turn *t)
     return CM_OK;
 }
 
-cm_rc gw_debounce_new(const json_t *root, const char *bot_username, gw_debounce **out)
+cm_rc cm_gw_debounce_open(const json_t *root, const char *bot_username, gw_debounce **out)
 {
     *out = NULL;
     gw_debounce *d = calloc(1, sizeof *d);
@@ -205,7 +205,7 @@ cm_rc gw_debounce_new(const json_t *root, const char *bot_username, gw_debounce 
     return CM_OK;
 }
 
-void gw_debounce_free(gw_debounce *d)
+void cm_gw_debounce_close(gw_debounce *d)
 {
     if (!d) return;
     for (size_t i = 0; i < d->n; i++) {
@@ -217,12 +217,12 @@ void gw_debounce_free(gw_debounce *d)
     free(d);
 }
 
-size_t gw_debounce_pending(const gw_debounce *d)
+size_t cm_gw_debounce_pending(const gw_debounce *d)
 {
     return d ? d->n : 0;
 }
 
-int64_t gw_debounce_next_deadline(const gw_debounce *d)
+int64_t cm_gw_debounce_next_deadline(const gw_debounce *d)
 {
     int64_t t = INT64_MAX;
     for (size_t i = 0; d && i < d->n; i++)
@@ -246,25 +246,25 @@ static const char *S_or(const char *s, const char *dflt)
     return s && *s ? s : dflt;
 }
 
-cm_rc gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_turns *ready)
+cm_rc cm_gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_turns *ready)
 {
     cm_rc rc = CM_OK;
     gw_turn single = {0};
     buf key;
-    buf_init(&key, 0);
+    cm_buf_init(&key, 0);
     bool keyed = m->sender && *m->sender && m->peer && *m->peer && m->channel;
     if (keyed)
-        CHECK(buf_printf(&key, "%s\x1f%s\x1f%s\x1f%s\x1f%s", m->channel,
-                         S_or(m->account, "default"), m->peer, S_or(m->thread, ""), m->sender));
+        CHECK(cm_buf_printf(&key, "%s\x1f%s\x1f%s\x1f%s\x1f%s", m->channel,
+                            S_or(m->account, "default"), m->peer, S_or(m->thread, ""), m->sender));
     size_t at = d->n;
     for (size_t i = 0; keyed && i < d->n; i++)
         if (strcmp(d->v[i].key, key.data) == 0) at = i;
-    int64_t window = gw_debounce_ms(d->root, m->channel);
+    int64_t window = cm_gw_debounce_ms(d->root, m->channel);
     const char *p = m->text ? m->text : "";
     while (isspace((unsigned char)*p))
         p++;
     bool debounce = keyed && window > 0 && !m->has_media && *p &&
-                    !gw_is_control_command(m->text, d->bot, d->root);
+                    !cm_gw_is_control_command(m->text, d->bot, d->root);
     if (!debounce) {
         if (at < d->n) CHECK(S_flush_at(d, at, ready));
         CHECK(S_turn_meta(&single, m));
@@ -291,7 +291,7 @@ cm_rc gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_turns
             d->cap = cap;
         }
         memset(&d->v[at], 0, sizeof d->v[at]);
-        d->v[at].key = buf_detach(&key);
+        d->v[at].key = cm_buf_detach(&key);
         d->n++;
     }
     db_batch *b = &d->v[at];
@@ -313,11 +313,11 @@ cm_rc gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_turns
     b->deadline = now_ms + window;
 out:
     S_turn_release(&single);
-    buf_release(&key);
+    cm_buf_release(&key);
     return rc;
 }
 
-cm_rc gw_debounce_due(gw_debounce *d, int64_t now_ms, gw_turns *ready)
+cm_rc cm_gw_debounce_due(gw_debounce *d, int64_t now_ms, gw_turns *ready)
 {
     cm_rc rc = CM_OK;
     for (;;) {
@@ -333,7 +333,7 @@ out:
     return rc;
 }
 
-cm_rc gw_debounce_flush_all(gw_debounce *d, gw_turns *ready)
+cm_rc cm_gw_debounce_flush_all(gw_debounce *d, gw_turns *ready)
 {
-    return gw_debounce_due(d, INT64_MAX, ready);
+    return cm_gw_debounce_due(d, INT64_MAX, ready);
 }

@@ -35,7 +35,7 @@ static uint64_t dd_hash(const char *s)
     return h;
 }
 
-cm_rc gw_dedupe_new(int64_t ttl_ms, size_t max, gw_dedupe **out)
+cm_rc cm_gw_dedupe_open(int64_t ttl_ms, size_t max, gw_dedupe **out)
 {
     cm_rc rc = CM_OK;
     gw_dedupe *d = NULL;
@@ -56,11 +56,11 @@ cm_rc gw_dedupe_new(int64_t ttl_ms, size_t max, gw_dedupe **out)
     *out = d;
     d = NULL;
 out:
-    gw_dedupe_free(d);
+    cm_gw_dedupe_close(d);
     return rc;
 }
 
-void gw_dedupe_free(gw_dedupe *d)
+void cm_gw_dedupe_close(gw_dedupe *d)
 {
     if (!d) return;
     dd_entry *e = d->head;
@@ -73,7 +73,7 @@ void gw_dedupe_free(gw_dedupe *d)
     free(d);
 }
 
-size_t gw_dedupe_size(const gw_dedupe *d)
+size_t cm_gw_dedupe_size(const gw_dedupe *d)
 {
     return d ? d->count : 0;
 }
@@ -126,14 +126,14 @@ static dd_entry *S_find(const gw_dedupe *d, const char *key, uint64_t h)
     return e;
 }
 
-bool gw_dedupe_peek(const gw_dedupe *d, const char *key, int64_t now_ms)
+bool cm_gw_dedupe_peek(const gw_dedupe *d, const char *key, int64_t now_ms)
 {
     if (!d || !key || !*key) return false;
     const dd_entry *e = S_find(d, key, dd_hash(key));
     return e && !S_expired(d, e, now_ms);
 }
 
-bool gw_dedupe_check(gw_dedupe *d, const char *key, int64_t now_ms)
+bool cm_gw_dedupe_check(gw_dedupe *d, const char *key, int64_t now_ms)
 {
     if (!d || !key || !*key) return false;
     uint64_t h = dd_hash(key);
@@ -174,9 +174,9 @@ static cm_rc S_add_part(buf *b, const char *s, size_t n, bool lower)
     while (n && isspace((unsigned char)s[n - 1]))
         n--;
     if (!n) return CM_OK;
-    if (b->len) CHECK(buf_addc(b, '|'));
+    if (b->len) CHECK(cm_buf_addc(b, '|'));
     for (size_t i = 0; i < n; i++)
-        CHECK(buf_addc(b, lower ? (char)tolower((unsigned char)s[i]) : s[i]));
+        CHECK(cm_buf_addc(b, lower ? (char)tolower((unsigned char)s[i]) : s[i]));
 out:
     return rc;
 }
@@ -189,10 +189,10 @@ static bool S_blank(const char *s)
     return true;
 }
 
-bool gw_dedupe_key(const gw_msg *m, buf *out)
+bool cm_gw_dedupe_key(const gw_msg *m, buf *out)
 {
     cm_rc rc = CM_OK;
-    buf_reset(out);
+    cm_buf_reset(out);
     if (S_blank(m->channel) || S_blank(m->message_id) || S_blank(m->peer)) return false;
     CHECK(S_add_part(out, m->channel, strlen(m->channel), true));
     if (m->account) CHECK(S_add_part(out, m->account, strlen(m->account), false));
@@ -213,15 +213,15 @@ bool gw_dedupe_key(const gw_msg *m, buf *out)
     if (m->thread) CHECK(S_add_part(out, m->thread, strlen(m->thread), false));
     CHECK(S_add_part(out, m->message_id, strlen(m->message_id), false));
 out:
-    if (rc) buf_reset(out);
+    if (rc) cm_buf_reset(out);
     return rc == CM_OK && out->len > 0;
 }
 
-bool gw_dedupe_check_msg(gw_dedupe *d, const gw_msg *m, int64_t now_ms)
+bool cm_gw_dedupe_check_msg(gw_dedupe *d, const gw_msg *m, int64_t now_ms)
 {
     buf key;
-    buf_init(&key, CM_CAP_DEDUPE_KEY);
-    bool dup = gw_dedupe_key(m, &key) && gw_dedupe_check(d, key.data, now_ms);
-    buf_release(&key);
+    cm_buf_init(&key, CM_CAP_DEDUPE_KEY);
+    bool dup = cm_gw_dedupe_key(m, &key) && cm_gw_dedupe_check(d, key.data, now_ms);
+    cm_buf_release(&key);
     return dup;
 }

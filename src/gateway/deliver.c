@@ -51,7 +51,7 @@ static void S_human_pause(deliver *d)
     uint32_t rnd = 0;
     if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
         rnd = (uint32_t)cm_now_ms();
-    int ms = gw_human_delay_ms(d->delay, d->delay_min, d->delay_max, rnd);
+    int ms = cm_gw_human_delay_ms(d->delay, d->delay_min, d->delay_max, rnd);
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (ms > 0 && nanosleep(&ts, &ts))
         ;
@@ -84,8 +84,8 @@ static void S_send_pieces(deliver *d, gw_pieces *p)
 {
     for (size_t i = 0; i < p->n; i++)
         S_send(d, p->v[i]);
-    gw_pieces_release(p);
-    gw_pieces_init(p);
+    cm_gw_pieces_release(p);
+    cm_gw_pieces_init(p);
 }
 
 /* The whole reply at once, cut to the channel's limit. */
@@ -93,16 +93,16 @@ static void S_send_text(deliver *d, const char *text)
 {
     buf all = BUF_INIT;
     gw_pieces p;
-    gw_pieces_init(&p);
-    if (buf_add(&all, d->prefix.data ? d->prefix.data : "", d->prefix.len) ||
-        buf_adds(&all, text) ||
-        gw_chunk_text(all.data, all.len, d->limit, GW_BREAK_PARAGRAPH, &p)) {
+    cm_gw_pieces_init(&p);
+    if (cm_buf_add(&all, d->prefix.data ? d->prefix.data : "", d->prefix.len) ||
+        cm_buf_adds(&all, text) ||
+        cm_gw_chunk_text(all.data, all.len, d->limit, GW_BREAK_PARAGRAPH, &p)) {
         d->failed++;
     } else {
         S_send_pieces(d, &p);
     }
-    gw_pieces_release(&p);
-    buf_release(&all);
+    cm_gw_pieces_release(&p);
+    cm_buf_release(&all);
 }
 
 /* NO_REPLY's first characters: text that could still become it. */
@@ -118,35 +118,35 @@ static void S_delta(void *ctx, const char *text, size_t n)
     deliver *d = ctx;
     if (!d->streaming) return;
     gw_pieces p;
-    gw_pieces_init(&p);
-    int64_t now = gw_rt_now(d->rt);
+    cm_gw_pieces_init(&p);
+    int64_t now = cm_gw_rt_now(d->rt);
     if (!d->released) {
-        if (buf_add(&d->held, text, n)) return;
+        if (cm_buf_add(&d->held, text, n)) return;
         if (S_maybe_silent(d->held.data, d->held.len)) return;
         d->released = true;
-        if (d->prefix.len) gw_stream_delta(&d->st, d->prefix.data, d->prefix.len, now, &p);
-        gw_stream_delta(&d->st, d->held.data, d->held.len, now, &p);
+        if (d->prefix.len) cm_gw_stream_delta(&d->st, d->prefix.data, d->prefix.len, now, &p);
+        cm_gw_stream_delta(&d->st, d->held.data, d->held.len, now, &p);
     } else {
-        gw_stream_delta(&d->st, text, n, now, &p);
+        cm_gw_stream_delta(&d->st, text, n, now, &p);
     }
-    gw_stream_due(&d->st, now, &p);
+    cm_gw_stream_due(&d->st, now, &p);
     S_send_pieces(d, &p);
-    gw_pieces_release(&p);
+    cm_gw_pieces_release(&p);
 }
 
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {
     const json_t *cfg = rt->o.config;
     for (size_t i = 0; i < j->ids.n; i++)
-        gw_journal_run(rt->journal, j->ids.v[i]);
+        cm_gw_journal_run(rt->journal, j->ids.v[i]);
     __atomic_fetch_add(&rt->runs, 1, __ATOMIC_RELAXED);
-    d->streaming = gw_reply_block_streaming(cfg, j->channel, j->account);
+    d->streaming = cm_gw_reply_block_streaming(cfg, j->channel, j->account);
     if (d->streaming) {
         gw_stream_break brk;
         gw_stream_cfg sc;
-        gw_reply_stream_cfg(cfg, j->channel, d->limit, &brk, &sc);
-        gw_stream_init(&d->st, brk, sc.chunk_min, sc.chunk_max, sc.pref, sc.co_min, sc.co_max,
-                       sc.idle_ms);
+        cm_gw_reply_stream_cfg(cfg, j->channel, d->limit, &brk, &sc);
+        cm_gw_stream_init(&d->st, brk, sc.chunk_min, sc.chunk_max, sc.pref, sc.co_min, sc.co_max,
+                          sc.idle_ms);
     }
     /* The prefix's {model} is the configured primary: known before the run. */
     const char *model = json_string_value(
@@ -155,9 +155,9 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
         model = json_string_value(json_object_get(
             json_object_get(json_object_get(json_object_get(cfg, "agents"), "defaults"), "model"),
             "primary"));
-    if (!gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, model) &&
-        d->prefix.len && buf_addc(&d->prefix, ' '))
-        buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
+    if (!cm_gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, model) &&
+        d->prefix.len && cm_buf_addc(&d->prefix, ' '))
+        cm_buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
     gw_run_req rq = {j->agent_id, j->key, j->prompt, j->channel, j->account, worker, S_delta, d};
     gw_run_res res;
     memset(&res, 0, sizeof res);
@@ -166,57 +166,58 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     const char *status = "answered";
     if (rc) {
         buf msg = BUF_INIT;
-        bool said = buf_printf(&msg, "⚠️ Agent failed before reply: %s",
-                               err[0] ? err : cm_strerror(rc)) == CM_OK;
+        bool said = cm_buf_printf(&msg, "⚠️ Agent failed before reply: %s",
+                                  err[0] ? err : cm_strerror(rc)) == CM_OK;
         S_send_text(d, said ? msg.data : "⚠️ Agent failed before reply.");
-        buf_release(&msg);
+        cm_buf_release(&msg);
         status = "failed";
-    } else if (res.silent || gw_reply_is_silent(res.text)) {
+    } else if (res.silent || cm_gw_reply_is_silent(res.text)) {
         status = "silent";
     } else if (d->streaming && d->released) {
         gw_pieces p;
-        gw_pieces_init(&p);
-        gw_stream_message_end(&d->st, gw_rt_now(rt), &p);
+        cm_gw_pieces_init(&p);
+        cm_gw_stream_message_end(&d->st, cm_gw_rt_now(rt), &p);
         S_send_pieces(d, &p);
-        gw_pieces_release(&p);
+        cm_gw_pieces_release(&p);
     } else if (res.text && *res.text) {
         /* the model that answered (after any fallback) names the prefix */
         if (res.model[0]) {
-            buf_reset(&d->prefix);
-            if (!gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, res.model) &&
-                d->prefix.len && buf_addc(&d->prefix, ' '))
-                buf_reset(&d->prefix);
+            cm_buf_reset(&d->prefix);
+            if (!cm_gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account,
+                                    res.model) &&
+                d->prefix.len && cm_buf_addc(&d->prefix, ' '))
+                cm_buf_reset(&d->prefix);
         }
         S_send_text(d, res.text);
     }
     if (!rc && d->failed) status = "undelivered";
-    gw_rt_done_all(rt, &j->ids, status);
-    if (d->streaming) gw_stream_release(&d->st);
+    cm_gw_rt_done_all(rt, &j->ids, status);
+    if (d->streaming) cm_gw_stream_release(&d->st);
     free(res.text);
 }
 
-void gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
+void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
 {
     deliver d;
     memset(&d, 0, sizeof d);
     d.rt = rt;
     d.j = j;
-    d.ch = gw_rt_channel(rt, j->channel, j->account);
-    d.limit =
-        gw_reply_text_limit(rt->o.config, j->channel, j->account, d.ch ? d.ch->ops->text_limit : 0);
-    d.mode = gw_reply_to_mode_of(rt->o.config, j->channel, j->account);
+    d.ch = cm_gw_rt_channel(rt, j->channel, j->account);
+    d.limit = cm_gw_reply_text_limit(rt->o.config, j->channel, j->account,
+                                     d.ch ? d.ch->ops->text_limit : 0);
+    d.mode = cm_gw_reply_to_mode_of(rt->o.config, j->channel, j->account);
     S_delay_cfg(rt->o.config, &d);
     if (j->kind == GW_JOB_RUN) {
         S_run(rt, j, &d, worker);
     } else {
         S_send_text(&d, j->text ? j->text : "");
-        gw_rt_done_all(rt, &j->ids, j->status ? j->status : "answered");
+        cm_gw_rt_done_all(rt, &j->ids, j->status ? j->status : "answered");
     }
-    buf_release(&d.prefix);
-    buf_release(&d.held);
+    cm_buf_release(&d.prefix);
+    cm_buf_release(&d.held);
 }
 
-cm_rc gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, size_t errlen)
+cm_rc cm_gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, size_t errlen)
 {
     (void)now;
     cm_rc rc = CM_OK;
@@ -224,12 +225,12 @@ cm_rc gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, si
     session_store st;
     memset(&st, 0, sizeof st);
     char id[160];
-    CHECK(session_store_path(&p, rt->o.state_dir, s->agent_id) ? CM_ENOMEM : CM_OK);
-    CHECK(session_store_read(&st, p.data, err, errlen));
-    if (session_store_get(&st, s->key))
-        CHECK(session_reset(&st, s->key, cm_wall_ms(), id, err, errlen));
+    CHECK(cm_session_store_path(&p, rt->o.state_dir, s->agent_id) ? CM_ENOMEM : CM_OK);
+    CHECK(cm_session_store_read(&st, p.data, err, errlen));
+    if (cm_session_store_get(&st, s->key))
+        CHECK(cm_session_reset(&st, s->key, cm_wall_ms(), id, err, errlen));
 out:
-    session_store_release(&st);
-    buf_release(&p);
+    cm_session_store_release(&st);
+    cm_buf_release(&p);
     return rc;
 }

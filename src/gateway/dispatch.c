@@ -18,10 +18,10 @@ static uint32_t S_hash(const char *s)
     return h;
 }
 
-cm_rc gw_ids_move(gw_ids *to, gw_ids *from)
+cm_rc cm_gw_ids_move(gw_ids *to, gw_ids *from)
 {
     for (size_t i = 0; i < from->n; i++)
-        if (gw_ids_add(to, from->v[i])) return CM_ENOMEM;
+        if (cm_gw_ids_add(to, from->v[i])) return CM_ENOMEM;
     from->n = 0;
     return CM_OK;
 }
@@ -45,7 +45,7 @@ static gw_job *S_job_new(gw_job_kind kind, const char *channel, const char *acco
     j->reply_to = S_dup(reply_to);
     if (!j->channel || !j->account || (peer && !j->peer) || (thread && !j->thread) ||
         (reply_to && !j->reply_to)) {
-        gw_job_free(j);
+        cm_gw_job_free(j);
         return NULL;
     }
     return j;
@@ -65,21 +65,21 @@ static void S_ready(gw_runtime *rt, gw_job *j)
 }
 
 /* A notice (pairing code, command answer, failure) to a route (under mu). */
-void gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
-                  const char *thread, const char *reply_to, const char *text, gw_ids *ids,
-                  const char *status)
+void cm_gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
+                     const char *thread, const char *reply_to, const char *text, gw_ids *ids,
+                     const char *status)
 {
     gw_job *j = S_job_new(GW_JOB_NOTICE, channel, account, peer, thread, reply_to);
     if (j && !(j->text = cm_strdup(text))) {
-        gw_job_free(j);
+        cm_gw_job_free(j);
         j = NULL;
     }
     if (!j) {
-        if (ids) gw_rt_done_all(rt, ids, status);
+        if (ids) cm_gw_rt_done_all(rt, ids, status);
         return;
     }
     j->status = status;
-    if (ids) gw_ids_move(&j->ids, ids);
+    if (ids) cm_gw_ids_move(&j->ids, ids);
     S_ready(rt, j);
 }
 
@@ -94,7 +94,7 @@ static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
     if (!s) return NULL;
     s->key = cm_strdup(key);
     s->agent_id = cm_strdup(agent_id);
-    if (!s->key || !s->agent_id || gw_queue_new(key, rt->recent, &s->q)) {
+    if (!s->key || !s->agent_id || cm_gw_queue_open(key, rt->recent, &s->q)) {
         free(s->key);
         free(s->agent_id);
         free(s);
@@ -106,13 +106,13 @@ static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
     return s;
 }
 
-void gw_sess_free(gw_sess *s)
+void cm_gw_sess_free(gw_sess *s)
 {
-    gw_queue_free(s->q);
+    cm_gw_queue_close(s->q);
     for (size_t i = 0; i < s->ngroups; i++)
-        gw_ids_release(&s->groups[i]);
+        cm_gw_ids_release(&s->groups[i]);
     free(s->groups);
-    gw_job_free(s->next_job);
+    cm_gw_job_free(s->next_job);
     free(s->key);
     free(s->agent_id);
     free(s);
@@ -123,7 +123,7 @@ static void S_settings(gw_runtime *rt, gw_sess *s, const char *channel, gw_queue
     gw_queue_override ov = {s->has_ov && s->ov_mode[0] ? s->ov_mode : NULL,
                             s->has_ov && s->ov_drop[0] ? s->ov_drop : NULL,
                             s->has_ov ? s->ov_debounce : -1, s->has_ov ? s->ov_cap : 0};
-    gw_queue_settings_resolve(rt->o.config, channel, &ov, qs);
+    cm_gw_queue_settings_resolve(rt->o.config, channel, &ov, qs);
 }
 
 /* Queued message groups (the ids each queued item carries). */
@@ -137,7 +137,7 @@ static cm_rc S_group_push(gw_sess *s, gw_ids *ids)
         s->capgroups = cap;
     }
     memset(&s->groups[s->ngroups], 0, sizeof s->groups[0]);
-    cm_rc rc = gw_ids_move(&s->groups[s->ngroups], ids);
+    cm_rc rc = cm_gw_ids_move(&s->groups[s->ngroups], ids);
     s->ngroups++;
     return rc;
 }
@@ -147,8 +147,8 @@ static void S_group_take(gw_sess *s, size_t n, gw_ids *to)
 {
     if (n > s->ngroups) n = s->ngroups;
     for (size_t i = 0; i < n; i++) {
-        gw_ids_move(to, &s->groups[i]);
-        gw_ids_release(&s->groups[i]);
+        cm_gw_ids_move(to, &s->groups[i]);
+        cm_gw_ids_release(&s->groups[i]);
     }
     if (n && s->ngroups > n)
         memmove(s->groups, s->groups + n, (s->ngroups - n) * sizeof *s->groups);
@@ -191,18 +191,18 @@ static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, buf *o
 {
     cm_rc rc = CM_OK;
     const char *text = t->text && *t->text ? t->text : (t->has_media ? "<media:attachment>" : "");
-    if (!t->is_group) return buf_adds(out, text);
+    if (!t->is_group) return cm_buf_adds(out, text);
     buf cur = BUF_INIT, from = BUF_INIT;
     if (t->sender && *t->sender)
-        rc = buf_printf(&cur, "%s: %s", t->sender, text);
+        rc = cm_buf_printf(&cur, "%s: %s", t->sender, text);
     else
-        rc = buf_adds(&cur, text);
-    if (!rc) rc = gw_from_label(&from, true, NULL, t->peer);
+        rc = cm_buf_adds(&cur, text);
+    if (!rc) rc = cm_gw_from_label(&from, true, NULL, t->peer);
     gw_history_fmt f = {t->channel, from.data, {GW_TZ_UTC, false, false}};
-    if (!rc) rc = gw_history_build(out, &rt->history, conv, &f, cur.data);
-    if (!rc) gw_history_clear(&rt->history, conv);
-    buf_release(&cur);
-    buf_release(&from);
+    if (!rc) rc = cm_gw_history_build(out, &rt->history, conv, &f, cur.data);
+    if (!rc) cm_gw_history_clear(&rt->history, conv);
+    cm_buf_release(&cur);
+    cm_buf_release(&from);
     return rc;
 }
 
@@ -214,38 +214,38 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     buf agent = BUF_INIT, key = BUF_INIT, prompt = BUF_INIT;
     gw_job *j = NULL;
     const char *text = t->text ? t->text : "", *rest = NULL;
-    CHECK(gw_route_agent(&agent, rt->o.config, t->channel, t->account, t->peer, t->is_group));
+    CHECK(cm_gw_route_agent(&agent, rt->o.config, t->channel, t->account, t->peer, t->is_group));
     if (t->session && *t->session)
-        CHECK(buf_adds(&key, t->session));
+        CHECK(cm_buf_adds(&key, t->session));
     else
-        CHECK(gw_route_session(&key, rt->o.config, agent.data, t->channel, t->account, t->peer,
-                               t->thread, t->is_group));
+        CHECK(cm_gw_route_session(&key, rt->o.config, agent.data, t->channel, t->account, t->peer,
+                                  t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
     /* /new and /reset: the transcript is archived; text after the command
      * is the new session's first message. */
     if (S_is_cmd(text, "/new", &rest) || S_is_cmd(text, "/reset", &rest)) {
         char err[256];
-        gw_queue_clear(s->q);
+        cm_gw_queue_clear(s->q);
         for (size_t i = 0; i < s->ngroups; i++)
-            gw_rt_done_all(rt, &s->groups[i], "dropped");
+            cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
         S_group_take(s, s->ngroups, &(gw_ids){0});
-        cm_rc r = gw_rt_reset_session(rt, s, now, err, sizeof err);
+        cm_rc r = cm_gw_rt_reset_session(rt, s, now, err, sizeof err);
         if (!*rest) {
-            gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                         r ? "⚠️ The session could not be reset." : "✅ New session started.",
-                         ids, "answered");
+            cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                            r ? "⚠️ The session could not be reset." : "✅ New session started.",
+                            ids, "answered");
             goto out;
         }
         text = rest;
-    } else if (gw_queue_parse_command(text, &(gw_queue_override){0}, &(bool){0})) {
+    } else if (cm_gw_queue_parse_command(text, &(gw_queue_override){0}, &(bool){0})) {
         gw_queue_override ov;
         bool reset = false;
-        gw_queue_parse_command(text, &ov, &reset);
+        cm_gw_queue_parse_command(text, &ov, &reset);
         buf msg = BUF_INIT;
         if (reset) {
             s->has_ov = false;
-            rc = buf_adds(&msg, "Queue settings reset to the defaults.");
+            rc = cm_buf_adds(&msg, "Queue settings reset to the defaults.");
         } else {
             if (!s->has_ov) {
                 s->has_ov = true;
@@ -261,22 +261,22 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
             S_settings(rt, s, t->channel, &qs);
             static const char *const names[] = {"collect", "followup", "steer", "steer-backlog",
                                                 "interrupt"};
-            rc = buf_printf(&msg, "Queue mode set to %s (debounce %lldms, cap %zu).",
-                            names[qs.mode], (long long)qs.debounce_ms, qs.cap);
+            rc = cm_buf_printf(&msg, "Queue mode set to %s (debounce %lldms, cap %zu).",
+                               names[qs.mode], (long long)qs.debounce_ms, qs.cap);
         }
-        gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                     msg.data ? msg.data : "Queue settings updated.", ids, "answered");
-        buf_release(&msg);
+        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                        msg.data ? msg.data : "Queue settings updated.", ids, "answered");
+        cm_buf_release(&msg);
         goto out;
     } else if (S_is_cmd(text, "/stop", &rest)) {
-        size_t n = gw_queue_clear(s->q);
+        size_t n = cm_gw_queue_clear(s->q);
         for (size_t i = 0; i < s->ngroups; i++)
-            gw_rt_done_all(rt, &s->groups[i], "dropped");
+            cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
         S_group_take(s, s->ngroups, &(gw_ids){0});
         char msg[128];
         snprintf(msg, sizeof msg, "Stopped: %zu queued message%s dropped.", n, n == 1 ? "" : "s");
-        gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id, msg, ids,
-                     "answered");
+        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id, msg, ids,
+                        "answered");
         goto out;
     }
     gw_turn cur = *t;
@@ -285,24 +285,24 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     gw_queue_settings qs;
     S_settings(rt, s, t->channel, &qs);
     gw_queue_item item = {prompt.data, t->message_id, t->channel, t->peer, t->account, t->thread};
-    gw_queue_action act = gw_queue_on_inbound(s->q, &qs, s->active, false, false, &item, now);
+    gw_queue_action act = cm_gw_queue_on_inbound(s->q, &qs, s->active, false, false, &item, now);
     switch (act) {
     case GW_QACT_RUN_NOW:
     case GW_QACT_INTERRUPT:
         j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id);
-        if (!j || !(j->prompt = buf_detach(&prompt)) || !(j->agent_id = cm_strdup(agent.data)) ||
+        if (!j || !(j->prompt = cm_buf_detach(&prompt)) || !(j->agent_id = cm_strdup(agent.data)) ||
             !(j->key = cm_strdup(key.data)))
             CHECK(CM_ENOMEM);
         j->is_group = t->is_group;
-        gw_ids_move(&j->ids, ids);
+        cm_gw_ids_move(&j->ids, ids);
         if (act == GW_QACT_RUN_NOW) {
             S_start(rt, s, j);
         } else { /* the active run is not aborted: this one runs right after it */
             for (size_t i = 0; i < s->ngroups; i++)
-                gw_rt_done_all(rt, &s->groups[i], "dropped");
+                cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
             S_group_take(s, s->ngroups, &(gw_ids){0});
-            if (s->next_job) gw_rt_done_all(rt, &s->next_job->ids, "dropped");
-            gw_job_free(s->next_job);
+            if (s->next_job) cm_gw_rt_done_all(rt, &s->next_job->ids, "dropped");
+            cm_gw_job_free(s->next_job);
             j->sess = s;
             s->next_job = j;
         }
@@ -314,30 +314,30 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         CHECK(S_group_push(s, ids));
         /* drop "old"/"summarize" let the queue forget its oldest: keep the
          * groups in step with the queue's depth (the summary answers them) */
-        while (s->ngroups > gw_queue_depth(s->q)) {
+        while (s->ngroups > cm_gw_queue_depth(s->q)) {
             gw_ids old = {0};
             S_group_take(s, 1, &old);
             s->summarized_ids_pending = true;
-            gw_ids_move(&s->summarized, &old);
-            gw_ids_release(&old);
+            cm_gw_ids_move(&s->summarized, &old);
+            cm_gw_ids_release(&old);
         }
         pthread_cond_signal(&rt->timer_cv);
         break;
     case GW_QACT_DROP:
     default:
-        gw_rt_done_all(rt, ids, "dropped");
+        cm_gw_rt_done_all(rt, ids, "dropped");
         break;
     }
 out:
     if (rc) {
         cm_logf(rt->o.log, CM_LOG_WARN, "gateway: a turn could not be routed (%s)",
                 cm_strerror(rc));
-        gw_rt_done_all(rt, ids, "failed");
+        cm_gw_rt_done_all(rt, ids, "failed");
     }
-    gw_job_free(j);
-    buf_release(&agent);
-    buf_release(&key);
-    buf_release(&prompt);
+    cm_gw_job_free(j);
+    cm_buf_release(&agent);
+    cm_buf_release(&key);
+    cm_buf_release(&prompt);
 }
 
 /* Debounce keys → journal ids of the batch being collected. */
@@ -364,9 +364,9 @@ static void S_take_pending_ids(gw_runtime *rt, const char *dkey, gw_ids *to)
     for (gw_dkey **p = &rt->dkeys[h]; *p; p = &(*p)->next) {
         gw_dkey *d = *p;
         if (strcmp(d->key, dkey)) continue;
-        gw_ids_move(to, &d->ids);
+        cm_gw_ids_move(to, &d->ids);
         *p = d->next;
-        gw_ids_release(&d->ids);
+        cm_gw_ids_release(&d->ids);
         free(d->key);
         free(d);
         return;
@@ -376,10 +376,10 @@ static void S_take_pending_ids(gw_runtime *rt, const char *dkey, gw_ids *to)
 static cm_rc S_turn_dkey(buf *k, const char *channel, const char *account, const char *peer,
                          const char *thread, const char *sender)
 {
-    buf_reset(k);
-    return buf_printf(k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", channel ? channel : "",
-                      account && *account ? account : "default", peer ? peer : "",
-                      thread ? thread : "", sender ? sender : "");
+    cm_buf_reset(k);
+    return cm_buf_printf(k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", channel ? channel : "",
+                         account && *account ? account : "default", peer ? peer : "",
+                         thread ? thread : "", sender ? sender : "");
 }
 
 /* Dispatches turns out of the debouncer: each takes its batch's ids (the
@@ -391,37 +391,38 @@ static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, in
         gw_turn *t = &ready->v[i];
         gw_ids ids = {0};
         if (single && i == ready->n - 1) {
-            gw_ids_move(&ids, single);
+            cm_gw_ids_move(&ids, single);
         } else if (!S_turn_dkey(&k, t->channel, t->account, t->peer, t->thread, t->sender)) {
             S_take_pending_ids(rt, k.data, &ids);
         }
         S_dispatch(rt, t, &ids, now);
-        gw_rt_done_all(rt, &ids, "failed"); /* none left unless dispatch failed */
-        gw_ids_release(&ids);
+        cm_gw_rt_done_all(rt, &ids, "failed"); /* none left unless dispatch failed */
+        cm_gw_ids_release(&ids);
     }
-    gw_turns_release(ready);
-    buf_release(&k);
+    cm_gw_turns_release(ready);
+    cm_buf_release(&k);
 }
 
 /* One accepted message (journal id jid) through dedupe record, access and
  * debounce (under mu). */
-void gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now)
+void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now)
 {
     cm_rc rc = CM_OK;
     char err[256];
     gw_ids ids = {0};
     buf k = BUF_INIT;
     gw_turns ready = {0};
-    gw_ids_add(&ids, jid);
+    cm_gw_ids_add(&ids, jid);
     gw_access_result ar;
     memset(&ar, 0, sizeof ar);
     if (m->channel && !strcmp(m->channel, "terminal"))
         ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token */
     else
-        rc = gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(), &ar, err, sizeof err);
+        rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(), &ar, err,
+                                sizeof err);
     if (rc) {
         cm_logf(rt->o.log, CM_LOG_WARN, "gateway: access check failed: %s", err);
-        gw_rt_done_all(rt, &ids, "denied");
+        cm_gw_rt_done_all(rt, &ids, "denied");
         goto out;
     }
     switch (ar.verdict) {
@@ -433,23 +434,23 @@ void gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now)
                  "QuantumClaw: access not configured.\n\nYour id: %s\n\nPairing code: %s\n\nAsk "
                  "the bot owner to approve with:\nclawmem pairing approve %s %s",
                  m->sender ? m->sender : "?", ar.code, m->channel, ar.code);
-        gw_rt_notice(rt, m->channel, m->account, m->peer, m->thread, NULL, text, &ids, "denied");
+        cm_gw_rt_notice(rt, m->channel, m->account, m->peer, m->thread, NULL, text, &ids, "denied");
         goto out;
     }
     case GW_ACCESS_NO_MENTION: {
         buf conv = BUF_INIT, agent = BUF_INIT;
-        if (!gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, true) &&
-            !gw_route_session(&conv, rt->o.config, agent.data, m->channel, m->account, m->peer,
-                              m->thread, true))
-            gw_history_record(&rt->history, conv.data, m->sender, m->text ? m->text : "",
-                              m->message_id, now);
-        buf_release(&conv);
-        buf_release(&agent);
-        gw_rt_done_all(rt, &ids, "history");
+        if (!cm_gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, true) &&
+            !cm_gw_route_session(&conv, rt->o.config, agent.data, m->channel, m->account, m->peer,
+                                 m->thread, true))
+            cm_gw_history_record(&rt->history, conv.data, m->sender, m->text ? m->text : "",
+                                 m->message_id, now);
+        cm_buf_release(&conv);
+        cm_buf_release(&agent);
+        cm_gw_rt_done_all(rt, &ids, "history");
         goto out;
     }
     default:
-        gw_rt_done_all(rt, &ids, "denied");
+        cm_gw_rt_done_all(rt, &ids, "denied");
         goto out;
     }
     rt->accepted_runs++;
@@ -458,32 +459,32 @@ void gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now)
     while (isspace((unsigned char)*p))
         p++;
     bool batched = m->sender && *m->sender && m->peer && *m->peer && m->channel &&
-                   gw_debounce_ms(rt->o.config, m->channel) > 0 && !m->has_media && *p &&
-                   !gw_is_control_command(m->text, NULL, rt->o.config);
+                   cm_gw_debounce_ms(rt->o.config, m->channel) > 0 && !m->has_media && *p &&
+                   !cm_gw_is_control_command(m->text, NULL, rt->o.config);
     if (batched) {
         gw_ids *pend = NULL;
         if (S_turn_dkey(&k, m->channel, m->account, m->peer, m->thread, m->sender) ||
-            !(pend = S_pending_ids(rt, k.data, true)) || gw_ids_move(pend, &ids)) {
-            gw_rt_done_all(rt, &ids, "failed");
+            !(pend = S_pending_ids(rt, k.data, true)) || cm_gw_ids_move(pend, &ids)) {
+            cm_gw_rt_done_all(rt, &ids, "failed");
             goto out;
         }
     }
-    if (gw_debounce_push(rt->debounce, m, now, &ready)) {
-        gw_rt_done_all(rt, &ids, "failed");
+    if (cm_gw_debounce_push(rt->debounce, m, now, &ready)) {
+        cm_gw_rt_done_all(rt, &ids, "failed");
         goto out;
     }
     S_dispatch_turns(rt, &ready, batched ? NULL : &ids, now);
     pthread_cond_signal(&rt->timer_cv);
 out:
-    gw_turns_release(&ready);
-    gw_ids_release(&ids);
-    buf_release(&k);
+    cm_gw_turns_release(&ready);
+    cm_gw_ids_release(&ids);
+    cm_buf_release(&k);
 }
 
 /* ---- the clock: debounce windows and queue delays ------------------------- */
 
 /* Starts the next followup turn of an idle session whose queue is due. */
-void gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
+void cm_gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
 {
     if (s->active) return;
     if (s->next_job) {
@@ -492,26 +493,26 @@ void gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
         S_start(rt, s, j);
         return;
     }
-    if (!gw_queue_depth(s->q) && !s->summarized_ids_pending) return;
+    if (!cm_gw_queue_depth(s->q) && !s->summarized_ids_pending) return;
     gw_queue_settings qs;
     S_settings(rt, s, NULL, &qs);
     if (force) qs.debounce_ms = 0;
     gw_queue_run r;
     bool ok = false;
-    if (gw_queue_next(s->q, &qs, force ? INT64_MAX / 2 : now, &r, &ok) || !ok) return;
+    if (cm_gw_queue_next(s->q, &qs, force ? INT64_MAX / 2 : now, &r, &ok) || !ok) return;
     gw_job *j = S_job_new(GW_JOB_RUN, r.channel ? r.channel : "unknown", r.account, r.peer,
                           r.thread, r.message_id);
     if (!j || !(j->prompt = cm_strdup(r.prompt)) || !(j->agent_id = cm_strdup(s->agent_id)) ||
         !(j->key = cm_strdup(s->key))) {
-        gw_job_free(j);
-        gw_queue_run_release(&r);
+        cm_gw_job_free(j);
+        cm_gw_queue_run_release(&r);
         return;
     }
     j->is_group = strstr(s->key, ":group:") || strstr(s->key, ":channel:");
-    gw_ids_move(&j->ids, &s->summarized);
+    cm_gw_ids_move(&j->ids, &s->summarized);
     s->summarized_ids_pending = false;
-    S_group_take(s, gw_queue_depth(s->q) ? r.count : s->ngroups, &j->ids);
-    gw_queue_run_release(&r);
+    S_group_take(s, cm_gw_queue_depth(s->q) ? r.count : s->ngroups, &j->ids);
+    cm_gw_queue_run_release(&r);
     S_start(rt, s, j);
 }
 
@@ -524,41 +525,41 @@ static void S_evict_idle(gw_runtime *rt)
         for (gw_sess **p = &rt->sess[b]; *p;) {
             gw_sess *s = *p;
             if (s->active || s->next_job || s->has_ov || s->ngroups || s->summarized.n ||
-                gw_queue_depth(s->q)) {
+                cm_gw_queue_depth(s->q)) {
                 p = &s->next;
                 continue;
             }
             *p = s->next;
-            gw_sess_free(s);
+            cm_gw_sess_free(s);
             rt->nsess--;
         }
 }
 
 /* Everything due at now; force: every pending batch and queue at once. */
-void gw_rt_tick_locked(gw_runtime *rt, bool force)
+void cm_gw_rt_tick_locked(gw_runtime *rt, bool force)
 {
     S_evict_idle(rt);
-    int64_t now = gw_rt_now(rt);
+    int64_t now = cm_gw_rt_now(rt);
     gw_turns ready = {0};
-    if (!(force ? gw_debounce_flush_all(rt->debounce, &ready)
-                : gw_debounce_due(rt->debounce, now, &ready)))
+    if (!(force ? cm_gw_debounce_flush_all(rt->debounce, &ready)
+                : cm_gw_debounce_due(rt->debounce, now, &ready)))
         S_dispatch_turns(rt, &ready, NULL, now);
-    gw_turns_release(&ready);
+    cm_gw_turns_release(&ready);
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess *s = rt->sess[b]; s; s = s->next)
-            gw_rt_session_due(rt, s, now, force);
+            cm_gw_rt_session_due(rt, s, now, force);
 }
 
 /* The earliest deadline (clock ms) of a debounce batch or a queued turn. */
-int64_t gw_rt_next_deadline(gw_runtime *rt)
+int64_t cm_gw_rt_next_deadline(gw_runtime *rt)
 {
-    int64_t next = gw_debounce_next_deadline(rt->debounce);
+    int64_t next = cm_gw_debounce_next_deadline(rt->debounce);
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess *s = rt->sess[b]; s; s = s->next) {
-            if (s->active || !gw_queue_depth(s->q)) continue;
+            if (s->active || !cm_gw_queue_depth(s->q)) continue;
             gw_queue_settings qs;
             S_settings(rt, s, NULL, &qs);
-            int64_t d = gw_queue_deadline(s->q, &qs);
+            int64_t d = cm_gw_queue_deadline(s->q, &qs);
             if (d < next) next = d;
         }
     return next;

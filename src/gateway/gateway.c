@@ -36,7 +36,7 @@ struct gw_agents {
     size_t n, cap;
 };
 
-cm_rc gw_agents_new(const cm_options *opt, gw_agents **out)
+cm_rc cm_gw_agents_new(const cm_options *opt, gw_agents **out)
 {
     gw_agents *g = calloc(1, sizeof *g);
     *out = NULL;
@@ -54,11 +54,11 @@ cm_rc gw_agents_new(const cm_options *opt, gw_agents **out)
     return CM_OK;
 }
 
-void gw_agents_free(gw_agents *g)
+void cm_gw_agents_free(gw_agents *g)
 {
     if (!g) return;
     for (size_t i = 0; i < g->n; i++)
-        cm_agent_free(g->v[i].a);
+        cm_agent_close(g->v[i].a);
     free(g->v);
     free(g->workspace);
     free(g->config_path);
@@ -67,7 +67,7 @@ void gw_agents_free(gw_agents *g)
     free(g);
 }
 
-size_t gw_agents_opened(gw_agents *g)
+size_t cm_gw_agents_opened(gw_agents *g)
 {
     pthread_mutex_lock(&g->mu);
     size_t n = g->n;
@@ -98,7 +98,7 @@ static cm_agent *S_agent(gw_agents *g, int worker, const char *id, char *err, si
         gw_agent_slot *v = realloc(g->v, cap * sizeof *v);
         if (!v) {
             pthread_mutex_unlock(&g->mu);
-            cm_agent_free(a);
+            cm_agent_close(a);
             cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
             return NULL;
         }
@@ -113,7 +113,7 @@ static cm_agent *S_agent(gw_agents *g, int worker, const char *id, char *err, si
     return a;
 }
 
-cm_rc gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen)
+cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen)
 {
     gw_agents *g = ctx;
     memset(out, 0, sizeof *out);
@@ -173,9 +173,9 @@ static cm_rc S_open_telegram(cm_gateway *g, const json_t *root, const char *acco
     gw_channel *t = NULL;
     if (g->nch >= GW_MAX_OPEN)
         FAIL(CM_ECONFIG, "too many channel accounts (at most %d)", GW_MAX_OPEN);
-    CHECK(gw_telegram_open(root, account, g->cfg.state_dir, &t, err, errlen));
+    CHECK(cm_gw_telegram_open(root, account, g->cfg.state_dir, &t, err, errlen));
     g->ch[g->nch++] = t;
-    CHECK(gw_runtime_add_channel(g->rt, t, NULL, account, err, errlen));
+    CHECK(cm_gw_runtime_add_channel(g->rt, t, NULL, account, err, errlen));
 out:
     return rc;
 }
@@ -192,10 +192,10 @@ static cm_rc S_open_channels(cm_gateway *g, const cm_gateway_opts *go, char *err
          (json_object_get(json_object_get(gw, "auth"), "token") ||
           (getenv("QUANTUMCLAW_GATEWAY_TOKEN") && *getenv("QUANTUMCLAW_GATEWAY_TOKEN"))));
     if (want_http) {
-        CHECK(gw_http_open(root, go ? go->listen : NULL, &g->http, err, errlen));
+        CHECK(cm_gw_http_open(root, go ? go->listen : NULL, &g->http, err, errlen));
         g->ch[g->nch++] = g->http;
-        CHECK(gw_runtime_add_channel(g->rt, g->http, NULL, NULL, err, errlen));
-        CHECK(gw_runtime_add_channel(g->rt, g->http, "terminal", NULL, err, errlen));
+        CHECK(cm_gw_runtime_add_channel(g->rt, g->http, NULL, NULL, err, errlen));
+        CHECK(cm_gw_runtime_add_channel(g->rt, g->http, "terminal", NULL, err, errlen));
     }
     /* Telegram: channels.telegram's default account when it has a token
      * (botToken, tokenFile or $TELEGRAM_BOT_TOKEN), and each of its
@@ -222,11 +222,11 @@ out:
 
 static char *S_status_text(cm_gateway *g, bool running)
 {
-    json_t *o = gw_runtime_status(g->rt);
+    json_t *o = cm_gw_runtime_status(g->rt);
     if (!o) return NULL;
     json_object_set_new(o, "running", json_boolean(running));
     json_object_set_new(o, "pid", json_integer(getpid()));
-    const char *addr = g->http ? gw_http_address(g->http) : NULL;
+    const char *addr = g->http ? cm_gw_http_address(g->http) : NULL;
     if (addr) json_object_set_new(o, "address", json_string(addr));
     json_object_set_new(o, "startedAt", json_integer(g->started));
     json_object_set_new(o, "updatedAt", json_integer(cm_wall_ms()));
@@ -246,9 +246,9 @@ static void S_write_status(cm_gateway *g, bool running)
     if (!s) return;
     lockfile l;
     char err[256];
-    if (!lockfile_take(&l, g->status_path, LOCKFILE_REPLACE, NULL, err, sizeof err)) {
-        lockfile_replace(&l, s, strlen(s), err, sizeof err);
-        lockfile_release(&l);
+    if (!cm_lockfile_take(&l, g->status_path, LOCKFILE_REPLACE, NULL, err, sizeof err)) {
+        cm_lockfile_replace(&l, s, strlen(s), err, sizeof err);
+        cm_lockfile_release(&l);
     }
     free(s);
 }
@@ -283,35 +283,43 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     g->log = (cm_logger){log_to, (void *)opt};
     g->started = cm_wall_ms();
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
-    CHECK(config_load(&ca, &g->log, &g->cfg, err, errlen));
-    if (gw_agents_new(opt, &g->agents)) FAIL(CM_ENOMEM, "out of memory");
-    gw_runtime_opts ro = {g->cfg.root, g->cfg.state_dir,     gw_agents_run, g->agents, NULL,
-                          NULL,        go ? go->workers : 0, false,         0,         &g->log};
-    CHECK(gw_runtime_new(&ro, &g->rt, err, errlen));
+    CHECK(cm_config_init(&ca, &g->log, &g->cfg, err, errlen));
+    if (cm_gw_agents_new(opt, &g->agents)) FAIL(CM_ENOMEM, "out of memory");
+    gw_runtime_opts ro = {g->cfg.root,
+                          g->cfg.state_dir,
+                          cm_gw_agents_run,
+                          g->agents,
+                          NULL,
+                          NULL,
+                          go ? go->workers : 0,
+                          false,
+                          0,
+                          &g->log};
+    CHECK(cm_gw_runtime_new(&ro, &g->rt, err, errlen));
     CHECK(S_open_channels(g, go, err, errlen));
-    if (g->http) gw_http_set_status(g->http, S_http_status, g);
-    CHECK(fs_join(&p, g->cfg.state_dir, "gateway/status.json") ? CM_ENOMEM : CM_OK);
-    g->status_path = buf_detach(&p);
-    CHECK(gw_runtime_start(g->rt, err, errlen));
+    if (g->http) cm_gw_http_set_status(g->http, S_http_status, g);
+    CHECK(cm_fs_join(&p, g->cfg.state_dir, "gateway/status.json") ? CM_ENOMEM : CM_OK);
+    g->status_path = cm_buf_detach(&p);
+    CHECK(cm_gw_runtime_start(g->rt, err, errlen));
     S_write_status(g, true);
     if (!pthread_create(&g->status_thr, NULL, S_status_loop, g)) g->has_status_thr = true;
     *out = g;
     g = NULL;
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    buf_release(&p);
+    cm_buf_release(&p);
     cm_gateway_free(g);
     return rc;
 }
 
 const char *cm_gateway_address(const cm_gateway *g)
 {
-    return g && g->http ? gw_http_address(g->http) : NULL;
+    return g && g->http ? cm_gw_http_address(g->http) : NULL;
 }
 
 int cm_gateway_drain(cm_gateway *g, int timeout_ms)
 {
-    bool ok = gw_runtime_drain(g->rt, timeout_ms);
+    bool ok = cm_gw_runtime_drain(g->rt, timeout_ms);
     S_write_status(g, true);
     return ok;
 }
@@ -327,11 +335,11 @@ void cm_gateway_free(cm_gateway *g)
         pthread_join(g->status_thr, NULL);
     }
     if (g->rt && g->status_path) S_write_status(g, false);
-    gw_runtime_free(g->rt);
+    cm_gw_runtime_free(g->rt);
     for (size_t i = 0; i < g->nch; i++)
         g->ch[i]->ops->close(g->ch[i]);
-    gw_agents_free(g->agents);
-    config_release(&g->cfg);
+    cm_gw_agents_free(g->agents);
+    cm_config_release(&g->cfg);
     free(g->status_path);
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->cv);
@@ -343,14 +351,14 @@ static bool S_running(const char *state_dir)
 {
     buf p = BUF_INIT;
     bool held = false;
-    if (!fs_join(&p, state_dir, "gateway/journal.jsonl.lock")) {
+    if (!cm_fs_join(&p, state_dir, "gateway/journal.jsonl.lock")) {
         int fd = open(p.data, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd >= 0) {
             held = flock(fd, LOCK_EX | LOCK_NB) != 0;
             close(fd);
         }
     }
-    buf_release(&p);
+    cm_buf_release(&p);
     return held;
 }
 
@@ -363,11 +371,11 @@ static cm_rc S_read_status(const cm_options *opt, cm_config *cfg, json_t **out, 
     cm_logger lg = {log_to, (void *)opt};
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     *out = NULL;
-    CHECK(config_load(&ca, &lg, cfg, err, errlen));
-    CHECK(fs_join(&p, cfg->state_dir, "gateway/status.json") ? CM_ENOMEM : CM_OK);
+    CHECK(cm_config_init(&ca, &lg, cfg, err, errlen));
+    CHECK(cm_fs_join(&p, cfg->state_dir, "gateway/status.json") ? CM_ENOMEM : CM_OK);
     bool running = S_running(cfg->state_dir);
     json_t *o = NULL;
-    if (access(p.data, F_OK) == 0 && !fs_read_file(p.data, 1 << 24, &data, err, errlen))
+    if (access(p.data, F_OK) == 0 && !cm_fs_read_file(p.data, 1 << 24, &data, err, errlen))
         o = json_loadb(data.data, data.len, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
@@ -377,8 +385,8 @@ static cm_rc S_read_status(const cm_options *opt, cm_config *cfg, json_t **out, 
     json_object_set_new(o, "running", json_boolean(running));
     *out = o;
 out:
-    buf_release(&p);
-    buf_release(&data);
+    cm_buf_release(&p);
+    cm_buf_release(&data);
     return rc;
 }
 
@@ -391,7 +399,7 @@ cm_rc cm_gateway_status(const cm_options *opt, char **json, char *err, size_t er
     if (!rc && !(*json = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)))
         rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     json_decref(o);
-    config_release(&cfg);
+    cm_config_release(&cfg);
     return rc;
 }
 
@@ -404,7 +412,7 @@ static char *S_client_token(const json_t *root)
         json_object_get(json_object_get(json_object_get(root, "gateway"), "auth"), "token");
     char *t = NULL, why[128];
     secrets sec = {{json_object_get(root, "secrets"), NULL}};
-    if (tok && !secret_resolve(&sec, tok, &t, why, sizeof why)) return t;
+    if (tok && !cm_secret_resolve(&sec, tok, &t, why, sizeof why)) return t;
     const char *env = getenv("QUANTUMCLAW_GATEWAY_TOKEN");
     return env && *env ? cm_strdup(env) : NULL;
 }
@@ -421,19 +429,19 @@ static cm_rc S_call(http_client *hc, const char *url, const char *auth, const ch
     q.headers = &h;
     q.body = body;
     q.body_len = body ? strlen(body) : 0;
-    http_opts o = http_defaults(10000);
+    http_opts o = cm_http_defaults(10000);
     o.max_attempts = 1;
-    cm_rc rc = http_post_all(hc, &q, 1, &o, err, errlen);
+    cm_rc rc = cm_http_post_all(hc, &q, 1, &o, err, errlen);
     *status = q.status;
-    buf_reset(resp);
-    if (buf_add(resp, q.resp.data, q.resp.len) && !rc) rc = CM_ENOMEM;
-    buf_release(&q.resp);
+    cm_buf_reset(resp);
+    if (cm_buf_add(resp, q.resp.data, q.resp.len) && !rc) rc = CM_ENOMEM;
+    cm_buf_release(&q.resp);
     return rc;
 }
 
 static bool S_fetch_data(http_fetch *f, const char *p, size_t n)
 {
-    return buf_add(f->ctx, p, n) == CM_OK;
+    return cm_buf_add(f->ctx, p, n) == CM_OK;
 }
 
 static cm_rc S_get(const char *url, const char *auth, long *status, buf *resp, char *err,
@@ -447,9 +455,9 @@ static cm_rc S_get(const char *url, const char *auth, long *status, buf *resp, c
     f.headers = &h;
     f.timeout_ms = 10000;
     f.on_data = S_fetch_data;
-    buf_reset(resp);
+    cm_buf_reset(resp);
     f.ctx = resp;
-    cm_rc rc = http_fetch_run(&f, err, errlen);
+    cm_rc rc = cm_http_fetch_run(&f, err, errlen);
     *status = f.status;
     return rc;
 }
@@ -471,10 +479,11 @@ static cm_rc S_chat_remote(const json_t *root, const char *addr, const char *tex
     json_t *o = NULL;
     char *body = NULL, *tok = S_client_token(root);
     if (!tok) FAIL(CM_ECONFIG, "a gateway runs but no token is configured (gateway.auth.token)");
-    CHECK(buf_printf(&auth, "Authorization: Bearer %s", tok) ? CM_ENOMEM : CM_OK);
+    CHECK(cm_buf_printf(&auth, "Authorization: Bearer %s", tok) ? CM_ENOMEM : CM_OK);
     long status = 0;
-    CHECK(buf_printf(&url, "http://%s/v1/replies?peer=terminal&account=default", addr) ? CM_ENOMEM
-                                                                                       : CM_OK);
+    CHECK(cm_buf_printf(&url, "http://%s/v1/replies?peer=terminal&account=default", addr)
+              ? CM_ENOMEM
+              : CM_OK);
     CHECK(S_get(url.data, auth.data, &status, &resp, err, errlen));
     if (status != 200) FAIL(CM_EIO, "the gateway answered %ld", status);
     o = json_loadb(resp.data, resp.len, 0, NULL);
@@ -488,18 +497,18 @@ static cm_rc S_chat_remote(const json_t *root, const char *addr, const char *tex
     json_decref(o);
     o = NULL;
     if (!body) FAIL(CM_ENOMEM, "out of memory");
-    CHECK(http_client_new(&hc, err, errlen));
-    buf_reset(&url);
-    CHECK(buf_printf(&url, "http://%s/v1/messages", addr) ? CM_ENOMEM : CM_OK);
+    CHECK(cm_http_client_open(&hc, err, errlen));
+    cm_buf_reset(&url);
+    CHECK(cm_buf_printf(&url, "http://%s/v1/messages", addr) ? CM_ENOMEM : CM_OK);
     CHECK(S_call(hc, url.data, auth.data, body, &status, &resp, err, errlen));
     if (status == 503) FAIL(CM_EBUSY, "the gateway is shutting down");
     if (status != 202) FAIL(CM_EIO, "the gateway refused the message (HTTP %ld)", status);
     int64_t end = cm_now_ms() + timeout_ms, quiet = 0;
     bool got = false;
     while (cm_now_ms() < end) {
-        buf_reset(&url);
-        CHECK(buf_printf(&url, "http://%s/v1/replies?peer=terminal&account=default&after=%lld",
-                         addr, (long long)after)
+        cm_buf_reset(&url);
+        CHECK(cm_buf_printf(&url, "http://%s/v1/replies?peer=terminal&account=default&after=%lld",
+                            addr, (long long)after)
                   ? CM_ENOMEM
                   : CM_OK);
         CHECK(S_get(url.data, auth.data, &status, &resp, err, errlen));
@@ -521,15 +530,15 @@ static cm_rc S_chat_remote(const json_t *root, const char *addr, const char *tex
     }
     if (!got) FAIL(CM_ETIMEOUT, "no reply from the gateway within %d ms", timeout_ms);
 out:
-    if (hc) http_client_free(hc);
+    if (hc) cm_http_client_close(hc);
     if (tok) explicit_bzero(tok, strlen(tok));
     if (auth.data) explicit_bzero(auth.data, auth.len);
     free(tok);
     free(body);
     json_decref(o);
-    buf_release(&url);
-    buf_release(&auth);
-    buf_release(&resp);
+    cm_buf_release(&url);
+    cm_buf_release(&auth);
+    cm_buf_release(&resp);
     return rc;
 }
 
@@ -559,8 +568,8 @@ cm_rc cm_chat_send(const cm_options *opt, const char *text, int timeout_ms, cm_c
     }
 out:
     cm_free(json);
-    cm_agent_free(a);
+    cm_agent_close(a);
     json_decref(st);
-    config_release(&cfg);
+    cm_config_release(&cfg);
     return rc;
 }

@@ -24,7 +24,7 @@ static cm_rc S_prepare(const cm_options *opt, const char *channel, cm_config *cf
         ch[i] = (char)tolower((unsigned char)channel[i]);
     cm_config_args a = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     cm_logger lg = {log_to, (void *)opt};
-    return config_load(&a, &lg, cfg, err, errlen);
+    return cm_config_init(&a, &lg, cfg, err, errlen);
 }
 
 cm_rc cm_pairing_list(const cm_options *opt, const char *channel, char **json, char *err,
@@ -36,13 +36,13 @@ cm_rc cm_pairing_list(const cm_options *opt, const char *channel, char **json, c
     cm_rc rc = S_prepare(opt, channel, &cfg, ch, sizeof ch, err, errlen);
     json_t *reqs = rc ? NULL : json_array(), *o = NULL;
     if (!rc && !reqs) rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-    if (!rc) rc = gw_pairing_list(cfg.state_dir, ch, cm_wall_ms(), reqs, err, errlen);
+    if (!rc) rc = cm_gw_pairing_list(cfg.state_dir, ch, cm_wall_ms(), reqs, err, errlen);
     if (!rc && (!(o = json_pack("{s:s, s:O}", "channel", ch, "requests", reqs)) ||
                 !(*json = json_dumps(o, JSON_COMPACT))))
         rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     json_decref(o);
     json_decref(reqs);
-    config_release(&cfg);
+    cm_config_release(&cfg);
     return rc;
 }
 
@@ -54,13 +54,13 @@ cm_rc cm_pairing_approve(const cm_options *opt, const char *channel, const char 
     *json = NULL;
     cm_rc rc = S_prepare(opt, channel, &cfg, ch, sizeof ch, err, errlen);
     if (!rc)
-        rc = gw_pairing_approve(cfg.state_dir, ch, NULL, code, cm_wall_ms(), id, sizeof id, err,
-                                errlen);
+        rc = cm_gw_pairing_approve(cfg.state_dir, ch, NULL, code, cm_wall_ms(), id, sizeof id, err,
+                                   errlen);
     json_t *o = NULL;
     if (!rc && (!(o = json_pack("{s:s, s:s}", "channel", ch, "approved", id)) ||
                 !(*json = json_dumps(o, JSON_COMPACT))))
         rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     json_decref(o);
-    config_release(&cfg);
+    cm_config_release(&cfg);
     return rc;
 }

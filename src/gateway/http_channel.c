@@ -107,9 +107,9 @@ static hconv *S_conv(gw_http *h, const char *key, bool create)
 
 static cm_rc S_conv_key(buf *k, const char *account, const char *peer, const char *thread)
 {
-    buf_reset(k);
-    return buf_printf(k, "%s\x1f%s\x1f%s", account && *account ? account : "default",
-                      peer ? peer : "", thread ? thread : "");
+    cm_buf_reset(k);
+    return cm_buf_printf(k, "%s\x1f%s\x1f%s", account && *account ? account : "default",
+                         peer ? peer : "", thread ? thread : "");
 }
 
 /* ---- requests ------------------------------------------------------------- */
@@ -123,7 +123,7 @@ static int S_hex(int c)
 static bool S_param(const char *query, const char *name, buf *out)
 {
     size_t n = strlen(name);
-    buf_reset(out);
+    cm_buf_reset(out);
     for (const char *p = query; p && *p;) {
         const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p);
         if ((size_t)(end - p) > n && !strncmp(p, name, n) && p[n] == '=') {
@@ -135,7 +135,7 @@ static bool S_param(const char *query, const char *name, buf *out)
                     c = S_hex(q[1]) * 16 + S_hex(q[2]);
                     q += 2;
                 }
-                if (buf_addc(out, (char)c)) return false;
+                if (cm_buf_addc(out, (char)c)) return false;
             }
             return true;
         }
@@ -150,10 +150,10 @@ static void S_json(httpd_conn *c, int status, json_t *o)
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!s) {
-        httpd_respond(c, 500, hdr, "{\"error\":\"out of memory\"}", 25);
+        cm_net_httpd_respond(c, 500, hdr, "{\"error\":\"out of memory\"}", 25);
         return;
     }
-    httpd_respond(c, status, hdr, s, strlen(s));
+    cm_net_httpd_respond(c, status, hdr, s, strlen(s));
     free(s);
 }
 
@@ -165,7 +165,7 @@ static void S_error(httpd_conn *c, int status, const char *msg)
 /* Constant-time comparison of the bearer token. */
 static bool S_authorized(gw_http *h, const httpd_req *rq)
 {
-    const char *a = httpd_header_get(rq, "authorization");
+    const char *a = cm_net_httpd_header_get(rq, "authorization");
     if (!a || strncasecmp(a, "Bearer ", 7)) return false;
     a += 7;
     while (*a == ' ')
@@ -259,16 +259,16 @@ static bool S_query_conv(const httpd_req *rq, httpd_conn *c, buf *key, uint64_t 
     S_param(rq->query, "thread", &th);
     *after = UINT64_MAX; /* only new replies */
     if (S_param(rq->query, "after", &a) && a.len) *after = strtoull(a.data, NULL, 10);
-    const char *last = httpd_header_get(rq, "last-event-id");
+    const char *last = cm_net_httpd_header_get(rq, "last-event-id");
     if (last && *last) *after = strtoull(last, NULL, 10);
     if (!ok)
         S_error(c, 400, "peer is required");
     else if (S_conv_key(key, acc.data, peer.data, th.data))
         ok = false, S_error(c, 500, "out of memory");
-    buf_release(&peer);
-    buf_release(&acc);
-    buf_release(&th);
-    buf_release(&a);
+    cm_buf_release(&peer);
+    cm_buf_release(&acc);
+    cm_buf_release(&th);
+    cm_buf_release(&a);
     return ok;
 }
 
@@ -302,7 +302,7 @@ static void S_get_replies(gw_http *h, const httpd_req *rq, httpd_conn *c)
     json_decref(texts);
     S_json(c, 200, json_pack("{s:o,s:I}", "replies", list, "last", (json_int_t)last));
 out:
-    buf_release(&key);
+    cm_buf_release(&key);
 }
 
 static void S_abs_in(struct timespec *ts, int64_t ms)
@@ -323,14 +323,14 @@ static void S_get_events(gw_http *h, const httpd_req *rq, httpd_conn *c)
     buf key = BUF_INIT;
     uint64_t after, last;
     if (!S_query_conv(rq, c, &key, &after)) goto out;
-    if (httpd_sse_begin(c, 200, NULL)) goto out;
+    if (cm_net_httpd_sse_begin(c, 200, NULL)) goto out;
     pthread_mutex_lock(&h->mu);
     if (after == UINT64_MAX) {
         hconv *cv = S_conv(h, key.data, true);
         after = cv ? cv->seq : 0;
     }
     int64_t ping = cm_now_ms() + GW_HTTP_PING_MS;
-    while (!h->closing && !httpd_conn_gone(c)) {
+    while (!h->closing && !cm_net_httpd_conn_gone(c)) {
         json_t *texts = json_array();
         S_collect(h, key.data, after, texts, &last);
         if (json_array_size(texts)) {
@@ -345,7 +345,7 @@ static void S_get_events(gw_http *h, const httpd_req *rq, httpd_conn *c)
                 snprintf(id, sizeof id, "%llu",
                          (unsigned long long)json_integer_value(json_object_get(r, "seq")));
                 json_decref(r);
-                httpd_sse_event(c, "reply", id, s, strlen(s));
+                cm_net_httpd_sse_event(c, "reply", id, s, strlen(s));
             }
             json_decref(texts);
             after = last;
@@ -355,7 +355,7 @@ static void S_get_events(gw_http *h, const httpd_req *rq, httpd_conn *c)
         json_decref(texts);
         if (cm_now_ms() >= ping) {
             pthread_mutex_unlock(&h->mu);
-            httpd_sse_comment(c, "ping");
+            cm_net_httpd_sse_comment(c, "ping");
             pthread_mutex_lock(&h->mu);
             ping = cm_now_ms() + GW_HTTP_PING_MS;
         }
@@ -364,9 +364,9 @@ static void S_get_events(gw_http *h, const httpd_req *rq, httpd_conn *c)
         pthread_cond_timedwait(&h->cv, &h->mu, &ts);
     }
     pthread_mutex_unlock(&h->mu);
-    httpd_sse_end(c);
+    cm_net_httpd_sse_end(c);
 out:
-    buf_release(&key);
+    cm_buf_release(&key);
 }
 
 static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
@@ -374,7 +374,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     gw_http *h = ctx;
     bool get = !strcmp(rq->method, "GET"), post = !strcmp(rq->method, "POST");
     if (get && !strcmp(rq->path, "/healthz")) {
-        httpd_respond(c, 200, NULL, "ok\n", 3);
+        cm_net_httpd_respond(c, 200, NULL, "ok\n", 3);
         return;
     }
     if (strncmp(rq->path, "/v1/", 4)) return S_error(c, 404, "not found");
@@ -382,7 +382,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         static const char *const hdr[] = {"WWW-Authenticate: Bearer",
                                           "Content-Type: application/json", NULL};
         const char *b = "{\"error\":\"a valid bearer token is required\"}";
-        httpd_respond(c, 401, hdr, b, strlen(b));
+        cm_net_httpd_respond(c, 401, hdr, b, strlen(b));
         return;
     }
     if (!strcmp(rq->path, "/v1/messages")) {
@@ -396,7 +396,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         char *s = h->status ? h->status(h->status_ctx) : NULL;
         static const char *const hdr[] = {"Content-Type: application/json", NULL};
         if (s)
-            httpd_respond(c, 200, hdr, s, strlen(s));
+            cm_net_httpd_respond(c, 200, hdr, s, strlen(s));
         else
             S_error(c, 500, "no status");
         free(s);
@@ -412,13 +412,13 @@ static cm_rc S_start(gw_channel *ch, gw_sink_fn sink, void *ctx, char *err, size
     gw_http *h = (gw_http *)ch;
     h->sink = sink;
     h->sink_ctx = ctx;
-    httpd_opts o = httpd_defaults();
+    httpd_opts o = cm_net_httpd_defaults();
     o.listen = h->listen;
     o.handler = S_handle;
     o.ctx = h;
     o.max_body = 1 << 20;
     h->receiving = true;
-    cm_rc rc = httpd_start(&o, &h->srv, err, errlen);
+    cm_rc rc = cm_net_httpd_start(&o, &h->srv, err, errlen);
     if (rc) h->receiving = false;
     return rc;
 }
@@ -467,19 +467,19 @@ static cm_rc S_send(gw_channel *ch, const gw_outbound *ob, char *err, size_t err
         q.headers = &hdrs;
         q.body = s;
         q.body_len = strlen(s);
-        http_opts ho = http_defaults(10000);
+        http_opts ho = cm_http_defaults(10000);
         ho.max_attempts = 3;
         pthread_mutex_lock(&h->cb_mu);
-        if (!h->cb) rc = http_client_new(&h->cb, err, errlen);
-        if (!rc) rc = http_post_all(h->cb, &q, 1, &ho, err, errlen);
+        if (!h->cb) rc = cm_http_client_open(&h->cb, err, errlen);
+        if (!rc) rc = cm_http_post_all(h->cb, &q, 1, &ho, err, errlen);
         pthread_mutex_unlock(&h->cb_mu);
         if (!rc && (q.status < 200 || q.status >= 300))
             rc = cm_seterr(err, errlen, CM_EIO, "the callback URL answered %ld", q.status);
-        buf_release(&q.resp);
+        cm_buf_release(&q.resp);
     }
 out:
     free(s);
-    buf_release(&key);
+    cm_buf_release(&key);
     return rc;
 }
 
@@ -502,13 +502,13 @@ static void S_close(gw_channel *ch)
     h->closing = true;
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
-    httpd_stop(h->srv, 2000);
+    cm_net_httpd_stop(h->srv, 2000);
     for (size_t b = 0; b < HC_BUCKETS; b++)
         for (hconv *c = h->conv[b], *n; c; c = n) {
             n = c->next;
             S_conv_free(c);
         }
-    if (h->cb) http_client_free(h->cb);
+    if (h->cb) cm_http_client_close(h->cb);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->cb_mu);
     pthread_cond_destroy(&h->cv);
@@ -521,21 +521,21 @@ static void S_close(gw_channel *ch)
 
 static const gw_channel_ops S_ops = {"http", GW_TEXT_LIMIT_HTTP, S_start, S_send, S_stop, S_close};
 
-void gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx)
+void cm_gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx)
 {
     gw_http *h = (gw_http *)ch;
     h->status = fn;
     h->status_ctx = ctx;
 }
 
-const char *gw_http_address(gw_channel *ch)
+const char *cm_gw_http_address(gw_channel *ch)
 {
     gw_http *h = (gw_http *)ch;
-    return h->srv ? httpd_addr(h->srv) : NULL;
+    return h->srv ? cm_net_httpd_addr(h->srv) : NULL;
 }
 
-cm_rc gw_http_open(const json_t *root, const char *listen, gw_channel **out, char *err,
-                   size_t errlen)
+cm_rc cm_gw_http_open(const json_t *root, const char *listen, gw_channel **out, char *err,
+                      size_t errlen)
 {
     cm_rc rc = CM_OK;
     char why[256];
@@ -555,7 +555,7 @@ cm_rc gw_http_open(const json_t *root, const char *listen, gw_channel **out, cha
     const char *env = getenv("QUANTUMCLAW_GATEWAY_TOKEN");
     secrets sec = {{json_object_get(root, "secrets"), NULL}};
     if (tok) {
-        if (secret_resolve(&sec, tok, &h->token, why, sizeof why))
+        if (cm_secret_resolve(&sec, tok, &h->token, why, sizeof why))
             FAIL(CM_ECONFIG, "gateway.auth.token: %s", why);
     } else if (env && *env) {
         h->token = cm_strdup(env);
@@ -581,9 +581,9 @@ cm_rc gw_http_open(const json_t *root, const char *listen, gw_channel **out, cha
         json_int_t p = json_is_integer(port) ? json_integer_value(port) : GW_HTTP_DEFAULT_PORT;
         if (p < 0 || p > 65535) FAIL(CM_ECONFIG, "gateway.port: expected 0..65535");
         buf l = BUF_INIT;
-        if (buf_printf(&l, strchr(host, ':') ? "[%s]:%lld" : "%s:%lld", host, (long long)p))
+        if (cm_buf_printf(&l, strchr(host, ':') ? "[%s]:%lld" : "%s:%lld", host, (long long)p))
             FAIL(CM_ENOMEM, "out of memory");
-        h->listen = buf_detach(&l);
+        h->listen = cm_buf_detach(&l);
     }
     const char *cb = json_string_value(
         json_object_get(json_object_get(json_object_get(root, "channels"), "http"), "callbackUrl"));

@@ -35,13 +35,13 @@ typedef char *(*gw_http_status_fn)(void *ctx);
  * customBindHost — and gateway.port, default 18789); the token is gateway.
  * auth.token (a secret input) or $QUANTUMCLAW_GATEWAY_TOKEN; without one
  * CM_ECONFIG. Nothing listens before start. */
-cm_rc gw_http_open(const json_t *root, const char *listen, gw_channel **out, char *err,
-                   size_t errlen);
+cm_rc cm_gw_http_open(const json_t *root, const char *listen, gw_channel **out, char *err,
+                      size_t errlen);
 
 /* Sets what GET /v1/status answers (before start). */
-void gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx);
+void cm_gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx);
 
 /* The bound address "ADDR:PORT" once started, else NULL. */
-const char *gw_http_address(gw_channel *ch);
+const char *cm_gw_http_address(gw_channel *ch);
 
 #endif

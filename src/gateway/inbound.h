@@ -41,28 +41,28 @@ typedef struct gw_dedupe gw_dedupe;
 /* A cache of seen keys, each forgotten ttl_ms after it was last seen, at most
  * max keys (the least recently seen evicted first). ttl_ms 0: no expiry.
  * CM_EINVAL when max is 0. */
-cm_rc gw_dedupe_new(int64_t ttl_ms, size_t max, gw_dedupe **out);
-void gw_dedupe_free(gw_dedupe *d);
+cm_rc cm_gw_dedupe_open(int64_t ttl_ms, size_t max, gw_dedupe **out);
+void cm_gw_dedupe_close(gw_dedupe *d);
 
 /* Writes m's dedupe key into out (reset first): the non-empty parts of
  * channel (trimmed, lower-cased), account, session scope ("agent:<id>" for an
  * "agent:<id>:…" session key, else the key), peer, thread and message id,
  * joined with '|'. Returns false (out empty) when the message has no channel,
  * message id or peer — such a message is never treated as a duplicate. */
-bool gw_dedupe_key(const gw_msg *m, buf *out);
+bool cm_gw_dedupe_key(const gw_msg *m, buf *out);
 
 /* Returns true when key was seen less than ttl ago (a duplicate: drop it);
  * either way key is recorded as seen at now_ms. On out of memory the key is
  * treated as new (false) and not recorded. O(1) amortized. */
-bool gw_dedupe_check(gw_dedupe *d, const char *key, int64_t now_ms);
+bool cm_gw_dedupe_check(gw_dedupe *d, const char *key, int64_t now_ms);
 
 /* True when key was seen less than ttl ago; records nothing. */
-bool gw_dedupe_peek(const gw_dedupe *d, const char *key, int64_t now_ms);
+bool cm_gw_dedupe_peek(const gw_dedupe *d, const char *key, int64_t now_ms);
 
-/* Checks m (gw_dedupe_key then gw_dedupe_check). */
-bool gw_dedupe_check_msg(gw_dedupe *d, const gw_msg *m, int64_t now_ms);
+/* Checks m (cm_gw_dedupe_key then cm_gw_dedupe_check). */
+bool cm_gw_dedupe_check_msg(gw_dedupe *d, const gw_msg *m, int64_t now_ms);
 
-size_t gw_dedupe_size(const gw_dedupe *d);
+size_t cm_gw_dedupe_size(const gw_dedupe *d);
 
 /* ---- debounce (debounce.c) ---------------------------------------------- */
 
@@ -77,7 +77,7 @@ size_t gw_dedupe_size(const gw_dedupe *d);
 /* The debounce window for channel: messages.inbound.byChannel.<channel>,
  * else messages.inbound.debounceMs, else GW_DEBOUNCE_MS_DEFAULT; a negative
  * value counts as 0 (off), fractions are truncated. root may be NULL. */
-int64_t gw_debounce_ms(const json_t *root, const char *channel);
+int64_t cm_gw_debounce_ms(const json_t *root, const char *channel);
 
 /* True when text is a control command that must stay a standalone turn:
  * after trimming, its first line ("/cmd: args" read as "/cmd args", and
@@ -85,7 +85,7 @@ int64_t gw_debounce_ms(const json_t *root, const char *channel);
  * 2026.3.22's text command aliases, alone or — for a command taking
  * arguments — followed by whitespace. /config, /mcp, /plugins, /debug and
  * /bash count only when commands.<name> is true in root (may be NULL). */
-bool gw_is_control_command(const char *text, const char *bot_username, const json_t *root);
+bool cm_gw_is_control_command(const char *text, const char *bot_username, const json_t *root);
 
 /* One agent turn out of the debouncer: the newest message's fields (its id is
  * the one to reply to) with the texts of the batch joined by '\n' (empty
@@ -103,14 +103,14 @@ typedef struct gw_turns {
 } gw_turns;
 
 /* Frees every turn and the array; leaves t empty and reusable. */
-void gw_turns_release(gw_turns *t);
+void cm_gw_turns_release(gw_turns *t);
 
 typedef struct gw_debounce gw_debounce;
 
 /* A debouncer reading its windows from root (borrowed, may be NULL: defaults)
  * and bot_username (copied, may be NULL) for command detection. */
-cm_rc gw_debounce_new(const json_t *root, const char *bot_username, gw_debounce **out);
-void gw_debounce_free(gw_debounce *d);
+cm_rc cm_gw_debounce_open(const json_t *root, const char *bot_username, gw_debounce **out);
+void cm_gw_debounce_close(gw_debounce *d);
 
 /* Takes one inbound message at now_ms and appends the turns that are ready
  * to ready (existing turns kept). A text-only, non-command message with a
@@ -118,19 +118,19 @@ void gw_debounce_free(gw_debounce *d);
  * conversation, thread, sender), whose deadline moves to now_ms + window.
  * Anything else — media, a control command, a window of 0 — flushes that
  * batch first (as its own turn) and then is a turn by itself. */
-cm_rc gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_turns *ready);
+cm_rc cm_gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_turns *ready);
 
 /* Appends the batches whose deadline is <= now_ms, oldest deadline first. */
-cm_rc gw_debounce_due(gw_debounce *d, int64_t now_ms, gw_turns *ready);
+cm_rc cm_gw_debounce_due(gw_debounce *d, int64_t now_ms, gw_turns *ready);
 
 /* Appends every pending batch (shutdown / drain). */
-cm_rc gw_debounce_flush_all(gw_debounce *d, gw_turns *ready);
+cm_rc cm_gw_debounce_flush_all(gw_debounce *d, gw_turns *ready);
 
 /* The earliest pending deadline, or INT64_MAX when nothing is pending. */
-int64_t gw_debounce_next_deadline(const gw_debounce *d);
+int64_t cm_gw_debounce_next_deadline(const gw_debounce *d);
 
 /* Pending batches. */
-size_t gw_debounce_pending(const gw_debounce *d);
+size_t cm_gw_debounce_pending(const gw_debounce *d);
 
 /* ---- access (access.c) -------------------------------------------------- */
 
@@ -160,8 +160,8 @@ typedef struct gw_access_result {
  * overrides it key by key) for the access rules' config errors: an unknown
  * dmPolicy or groupPolicy, dmPolicy "allowlist" with an empty allowFrom,
  * dmPolicy "open" without "*" in allowFrom. CM_ECONFIG with the key named. */
-cm_rc gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
-                         size_t errlen);
+cm_rc cm_gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
+                            size_t errlen);
 
 /* Decides whether m may reach the agent, as 2026.3.22 does:
  * - direct: dmPolicy disabled → deny; open → allow; a sender in allowFrom
@@ -175,10 +175,10 @@ cm_rc gw_access_validate(const json_t *root, const char *channel, const char *ac
  *   else allowFrom (never the pairing store); then requireMention (default
  *   true) without m->mentioned → GW_ACCESS_NO_MENTION.
  * now_ms is wall-clock Unix time in ms (stored as ISO timestamps). Runs
- * gw_access_validate first: a config error is CM_ECONFIG and never an allow.
+ * cm_gw_access_validate first: a config error is CM_ECONFIG and never an allow.
  * Store files are written under src/base/lockfile.h's lock. */
-cm_rc gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
-                      gw_access_result *res, char *err, size_t errlen);
+cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
+                         gw_access_result *res, char *err, size_t errlen);
 
 /* `pairing approve <channel> <code>`: the pending request with code (any
  * case, surrounding blanks ignored; of account when account is not NULL) is
@@ -186,28 +186,28 @@ cm_rc gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m
  * account (<channel>-<account>-allowFrom.json, {"version":1,"allowFrom":[…]}).
  * Writes the approved sender id into id (may be NULL). CM_ENOTFOUND when no
  * unexpired request has that code. */
-cm_rc gw_pairing_approve(const char *state_dir, const char *channel, const char *account,
-                         const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
-                         size_t errlen);
+cm_rc cm_gw_pairing_approve(const char *state_dir, const char *channel, const char *account,
+                            const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
+                            size_t errlen);
 
 /* `pairing list <channel>`: appends the unexpired pending requests of
  * <channel>-pairing.json to out as {"code","id","accountId","createdAt",
  * "lastSeenAt"} (nothing when the file is missing). */
-cm_rc gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms, json_t *out,
-                      char *err, size_t errlen);
+cm_rc cm_gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms, json_t *out,
+                         char *err, size_t errlen);
 
 /* Shared by access.c and pairing.c (not for other callers). */
 /* An allow-list entry (string or integer) as a trimmed string; false when
  * blank or longer than n - 1. */
-bool gw_allow_entry(const json_t *v, char *out, size_t n);
+bool cm_gw_allow_entry(const json_t *v, char *out, size_t n);
 /* upsertChannelPairingRequest for sender: res becomes PAIRING_ISSUED (new
  * code) or PAIRING_PENDING. channel and account already lower-cased. */
-cm_rc gw_pairing_request(const char *state_dir, const char *channel, const char *account,
-                         const char *sender, int64_t now_ms, gw_access_result *res, char *err,
-                         size_t errlen);
+cm_rc cm_gw_pairing_request(const char *state_dir, const char *channel, const char *account,
+                            const char *sender, int64_t now_ms, gw_access_result *res, char *err,
+                            size_t errlen);
 /* Appends the approved senders of (channel, account) to out, a JSON array. */
-cm_rc gw_allowfrom_read(const char *state_dir, const char *channel, const char *account,
-                        json_t *out, char *err, size_t errlen);
+cm_rc cm_gw_allowfrom_read(const char *state_dir, const char *channel, const char *account,
+                           json_t *out, char *err, size_t errlen);
 
 /* ---- queueing while a run is active (queue.c) --------------------------- */
 
@@ -235,9 +235,9 @@ typedef enum gw_queue_drop {
  * queued → steer; interrupts, abort → interrupt; steering → steer; follow-ups,
  * followups → followup; coalesce → collect; steer+backlog, steer_backlog →
  * steer-backlog). False when s is none of them. */
-bool gw_queue_mode_parse(const char *s, gw_queue_mode *out);
+bool cm_gw_queue_mode_parse(const char *s, gw_queue_mode *out);
 /* old, oldest / new, newest / summarize, summary. */
-bool gw_queue_drop_parse(const char *s, gw_queue_drop *out);
+bool cm_gw_queue_drop_parse(const char *s, gw_queue_drop *out);
 
 typedef struct gw_queue_settings {
     gw_queue_mode mode;
@@ -257,8 +257,8 @@ typedef struct gw_queue_override {
  * messages.queue.debounceMsByChannel.<channel>, messages.queue.{mode,
  * debounceMs, cap, drop}, else the defaults (collect, 1000, 20, summarize).
  * root and ov may be NULL. */
-void gw_queue_settings_resolve(const json_t *root, const char *channel, const gw_queue_override *ov,
-                               gw_queue_settings *out);
+void cm_gw_queue_settings_resolve(const json_t *root, const char *channel,
+                                  const gw_queue_override *ov, gw_queue_settings *out);
 
 /* Reads a standalone "/queue [mode] [debounce:2s] [cap:25] [drop:old]" (or
  * "/queue default|reset|clear") into ov (mode and drop as canonical static
@@ -267,7 +267,7 @@ void gw_queue_settings_resolve(const json_t *root, const char *channel, const gw
  * as 2026.3.22's directive parser does. *reset is true for default/reset/
  * clear: the session override is to be dropped. False when text is not a
  * /queue command. */
-bool gw_queue_parse_command(const char *text, gw_queue_override *ov, bool *reset);
+bool cm_gw_queue_parse_command(const char *text, gw_queue_override *ov, bool *reset);
 
 typedef enum gw_queue_action {
     GW_QACT_RUN_NOW,           /* no run active: start one with this message */
@@ -285,32 +285,32 @@ typedef struct gw_queue_item {
 } gw_queue_item;
 
 /* A followup turn out of the queue (strings owned; free with
- * gw_queue_run_release). */
+ * cm_gw_queue_run_release). */
 typedef struct gw_queue_run {
     char *prompt, *message_id, *channel, *peer, *account, *thread;
     size_t count; /* queued messages it carries */
 } gw_queue_run;
-void gw_queue_run_release(gw_queue_run *r);
+void cm_gw_queue_run_release(gw_queue_run *r);
 
 typedef struct gw_queue gw_queue;
 
 /* A followup queue of one session. recent (may be NULL) is the gateway-wide
  * cache of recently queued message ids (GW_QUEUE_RECENT_TTL_MS,
  * GW_QUEUE_RECENT_MAX), borrowed; session_key is copied. */
-cm_rc gw_queue_new(const char *session_key, gw_dedupe *recent, gw_queue **out);
-void gw_queue_free(gw_queue *q);
+cm_rc cm_gw_queue_open(const char *session_key, gw_dedupe *recent, gw_queue **out);
+void cm_gw_queue_close(gw_queue *q);
 
 /* What to do with an inbound message for this session, as 2026.3.22's
  * agent runner decides, queueing it when the answer says so. The cap and drop
  * policy apply on enqueue: "new" refuses the message, "old" drops the
  * oldest, "summarize" drops the oldest and keeps a one-line summary of each
  * (at most cap lines) for the next followup turn. */
-gw_queue_action gw_queue_on_inbound(gw_queue *q, const gw_queue_settings *s, bool active_run,
-                                    bool streaming, bool heartbeat, const gw_queue_item *msg,
-                                    int64_t now_ms);
+gw_queue_action cm_gw_queue_on_inbound(gw_queue *q, const gw_queue_settings *s, bool active_run,
+                                       bool streaming, bool heartbeat, const gw_queue_item *msg,
+                                       int64_t now_ms);
 
 /* Clears the queue (interrupt, /new, /reset); returns the messages dropped. */
-size_t gw_queue_clear(gw_queue *q);
+size_t cm_gw_queue_clear(gw_queue *q);
 
 /* When no run is active: the next followup turn, once s->debounce_ms has
  * passed since the last enqueue (*ready false otherwise, or when empty).
@@ -318,11 +318,11 @@ size_t gw_queue_clear(gw_queue *q);
  * agent was busy]" ("---\nQueued #N\n<prompt>" blocks), unless they come
  * from different routes, which drain one by one; followup/steer: one message
  * a turn. A pending overflow summary goes first. */
-cm_rc gw_queue_next(gw_queue *q, const gw_queue_settings *s, int64_t now_ms, gw_queue_run *out,
-                    bool *ready);
+cm_rc cm_gw_queue_next(gw_queue *q, const gw_queue_settings *s, int64_t now_ms, gw_queue_run *out,
+                       bool *ready);
 
-/* When gw_queue_next will have a turn (INT64_MAX when empty). */
-int64_t gw_queue_deadline(const gw_queue *q, const gw_queue_settings *s);
-size_t gw_queue_depth(const gw_queue *q);
+/* When cm_gw_queue_next will have a turn (INT64_MAX when empty). */
+int64_t cm_gw_queue_deadline(const gw_queue *q, const gw_queue_settings *s);
+size_t cm_gw_queue_depth(const gw_queue *q);
 
 #endif

@@ -51,7 +51,7 @@ static json_t *S_msg_json(const gw_msg *m)
     return o;
 }
 
-void gw_journal_msg(const json_t *msg, gw_msg *m)
+void cm_gw_journal_msg(const json_t *msg, gw_msg *m)
 {
     memset(m, 0, sizeof *m);
     m->channel = json_string_value(json_object_get(msg, "channel"));
@@ -144,10 +144,10 @@ static cm_rc S_replay(const buf *b, int64_t now_ms, int64_t keep_ms, json_t *pen
             json_int_t ts = json_integer_value(json_object_get(e, "ts"));
             buf k = BUF_INIT;
             gw_msg m;
-            gw_journal_msg(json_object_get(e, "msg"), &m);
-            if (e && now_ms - ts < keep_ms && gw_dedupe_key(&m, &k))
+            cm_gw_journal_msg(json_object_get(e, "msg"), &m);
+            if (e && now_ms - ts < keep_ms && cm_gw_dedupe_key(&m, &k))
                 json_array_append_new(seen, json_pack("{s:s,s:I}", "key", k.data, "ts", ts));
-            buf_release(&k);
+            cm_buf_release(&k);
             json_object_del(by_id, idk);
         } else if (t && !strcmp(t, "seen") &&
                    now_ms - json_integer_value(json_object_get(o, "ts")) < keep_ms) {
@@ -181,7 +181,7 @@ static cm_rc S_rewrite(gw_journal *j, const json_t *pending, const json_t *seen,
     int fd = -1;
     size_t i;
     json_t *e;
-    CHECK(buf_printf(&tmp, "%s.tmp", j->path) ? CM_ENOMEM : CM_OK);
+    CHECK(cm_buf_printf(&tmp, "%s.tmp", j->path) ? CM_ENOMEM : CM_OK);
     json_array_foreach(pending, i, e)
     {
         json_t *c = json_deep_copy(e);
@@ -190,12 +190,12 @@ static cm_rc S_rewrite(gw_journal *j, const json_t *pending, const json_t *seen,
         char *s = c ? json_dumps(c, JSON_COMPACT) : NULL;
         json_decref(c);
         if (!s) FAIL(CM_ENOMEM, "out of memory");
-        rc = buf_adds(&out, s);
+        rc = cm_buf_adds(&out, s);
         free(s);
-        if (!rc) rc = buf_addc(&out, '\n');
+        if (!rc) rc = cm_buf_addc(&out, '\n');
         for (json_int_t r = 0; !rc && r < runs; r++)
-            rc = buf_printf(&out, "{\"j\":\"run\",\"id\":%lld}\n",
-                            (long long)json_integer_value(json_object_get(e, "id")));
+            rc = cm_buf_printf(&out, "{\"j\":\"run\",\"id\":%lld}\n",
+                               (long long)json_integer_value(json_object_get(e, "id")));
         CHECK(rc);
     }
     json_array_foreach(seen, i, e)
@@ -206,9 +206,9 @@ static cm_rc S_rewrite(gw_journal *j, const json_t *pending, const json_t *seen,
         char *s = c ? json_dumps(c, JSON_COMPACT) : NULL;
         json_decref(c);
         if (!s) FAIL(CM_ENOMEM, "out of memory");
-        rc = buf_adds(&out, s);
+        rc = cm_buf_adds(&out, s);
         free(s);
-        CHECK(rc ? rc : buf_addc(&out, '\n'));
+        CHECK(rc ? rc : cm_buf_addc(&out, '\n'));
     }
     fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) FAIL(CM_EIO, "cannot write the gateway journal: %s", strerror(errno));
@@ -218,20 +218,20 @@ static cm_rc S_rewrite(gw_journal *j, const json_t *pending, const json_t *seen,
     fd = -1;
     if (rename(tmp.data, j->path))
         FAIL(CM_EIO, "cannot replace the gateway journal: %s", strerror(errno));
-    char *dir = fs_dirname(j->path);
-    if (dir) fs_sync_dir(dir);
+    char *dir = cm_fs_dirname(j->path);
+    if (dir) cm_fs_sync_dir(dir);
     free(dir);
     j->bytes = out.len;
 out:
     if (fd >= 0) close(fd);
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    buf_release(&tmp);
-    buf_release(&out);
+    cm_buf_release(&tmp);
+    cm_buf_release(&out);
     return rc;
 }
 
-cm_rc gw_journal_open(const char *state_dir, int64_t now_ms, int64_t keep_ms, gw_journal **out,
-                      json_t **pending, json_t **seen, char *err, size_t errlen)
+cm_rc cm_gw_journal_open(const char *state_dir, int64_t now_ms, int64_t keep_ms, gw_journal **out,
+                         json_t **pending, json_t **seen, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf dir = BUF_INIT, path = BUF_INIT, data = BUF_INIT;
@@ -243,19 +243,19 @@ cm_rc gw_journal_open(const char *state_dir, int64_t now_ms, int64_t keep_ms, gw
     j->fd = j->lockfd = -1;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->synced_cv, NULL);
-    CHECK(fs_join(&dir, state_dir, "gateway") ? CM_ENOMEM : CM_OK);
-    CHECK(fs_mkdirs(dir.data, err, errlen));
-    CHECK(fs_join(&path, dir.data, "journal.jsonl") ? CM_ENOMEM : CM_OK);
+    CHECK(cm_fs_join(&dir, state_dir, "gateway") ? CM_ENOMEM : CM_OK);
+    CHECK(cm_fs_mkdirs(dir.data, err, errlen));
+    CHECK(cm_fs_join(&path, dir.data, "journal.jsonl") ? CM_ENOMEM : CM_OK);
     j->path = cm_strdup(path.data);
     if (!j->path) FAIL(CM_ENOMEM, "out of memory");
-    buf_reset(&dir);
-    CHECK(buf_printf(&dir, "%s.lock", path.data) ? CM_ENOMEM : CM_OK);
+    cm_buf_reset(&dir);
+    CHECK(cm_buf_printf(&dir, "%s.lock", path.data) ? CM_ENOMEM : CM_OK);
     j->lockfd = open(dir.data, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (j->lockfd < 0) FAIL(CM_EIO, "cannot open the gateway journal lock: %s", strerror(errno));
     if (flock(j->lockfd, LOCK_EX | LOCK_NB))
         FAIL(CM_EBUSY, "another gateway is running on this state dir (its journal is locked)");
     if (access(path.data, F_OK) == 0)
-        CHECK(fs_read_file(path.data, GW_JOURNAL_MAX_BYTES, &data, err, errlen));
+        CHECK(cm_fs_read_file(path.data, GW_JOURNAL_MAX_BYTES, &data, err, errlen));
     uint64_t max_id = 0;
     CHECK(S_replay(&data, now_ms, keep_ms, *pending, *seen, &max_id));
     CHECK(S_rewrite(j, *pending, *seen, err, errlen));
@@ -272,14 +272,14 @@ out:
         json_decref(*seen);
         *pending = *seen = NULL;
     }
-    gw_journal_close(j);
-    buf_release(&dir);
-    buf_release(&path);
-    buf_release(&data);
+    cm_gw_journal_close(j);
+    cm_buf_release(&dir);
+    cm_buf_release(&path);
+    cm_buf_release(&data);
     return rc;
 }
 
-void gw_journal_close(gw_journal *j)
+void cm_gw_journal_close(gw_journal *j)
 {
     if (!j) return;
     if (j->fd >= 0) close(j->fd);
@@ -290,8 +290,8 @@ void gw_journal_close(gw_journal *j)
     free(j);
 }
 
-cm_rc gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t *id, char *err,
-                        size_t errlen)
+cm_rc cm_gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t *id, char *err,
+                           size_t errlen)
 {
     pthread_mutex_lock(&j->mu);
     uint64_t my = j->next_id;
@@ -299,7 +299,7 @@ cm_rc gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t *id
     json_t *o = msg ? json_pack("{s:s,s:I,s:I,s:o}", "j", "in", "id", (json_int_t)my, "ts",
                                 (json_int_t)ts, "msg", msg)
                     : NULL;
-    /* Counted before the write: the file is never cut (gw_journal_done)
+    /* Counted before the write: the file is never cut (cm_gw_journal_done)
      * while this line waits for its sync. */
     j->backlog++;
     j->next_id++;
@@ -315,7 +315,7 @@ cm_rc gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t *id
     return CM_OK;
 }
 
-cm_rc gw_journal_run(gw_journal *j, uint64_t id)
+cm_rc cm_gw_journal_run(gw_journal *j, uint64_t id)
 {
     pthread_mutex_lock(&j->mu);
     cm_rc rc = S_append(j, json_pack("{s:s,s:I}", "j", "run", "id", (json_int_t)id), false);
@@ -323,7 +323,7 @@ cm_rc gw_journal_run(gw_journal *j, uint64_t id)
     return rc;
 }
 
-cm_rc gw_journal_done(gw_journal *j, uint64_t id, const char *status)
+cm_rc cm_gw_journal_done(gw_journal *j, uint64_t id, const char *status)
 {
     pthread_mutex_lock(&j->mu);
     cm_rc rc = S_append(
@@ -337,7 +337,7 @@ cm_rc gw_journal_done(gw_journal *j, uint64_t id, const char *status)
     return rc;
 }
 
-size_t gw_journal_backlog(gw_journal *j)
+size_t cm_gw_journal_backlog(gw_journal *j)
 {
     pthread_mutex_lock(&j->mu);
     size_t n = j->backlog;

@@ -23,25 +23,25 @@ typedef struct gw_journal gw_journal;
  * group, media, mentioned}}; *seen a new array of {"key","ts"}: dedupe keys
  * of answered messages younger than keep_ms at now_ms. CM_EBUSY when
  * another gateway holds the journal. */
-cm_rc gw_journal_open(const char *state_dir, int64_t now_ms, int64_t keep_ms, gw_journal **out,
-                      json_t **pending, json_t **seen, char *err, size_t errlen);
-void gw_journal_close(gw_journal *j);
+cm_rc cm_gw_journal_open(const char *state_dir, int64_t now_ms, int64_t keep_ms, gw_journal **out,
+                         json_t **pending, json_t **seen, char *err, size_t errlen);
+void cm_gw_journal_close(gw_journal *j);
 
 /* Appends m as accepted at ts and fsyncs; *id receives its entry id. */
-cm_rc gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t *id, char *err,
-                        size_t errlen);
+cm_rc cm_gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t *id, char *err,
+                           size_t errlen);
 
 /* Records that a run took entry id (not fsynced). */
-cm_rc gw_journal_run(gw_journal *j, uint64_t id);
+cm_rc cm_gw_journal_run(gw_journal *j, uint64_t id);
 
 /* Records entry id as answered with status ("answered", "failed",
  * "dropped", "denied", …); the backlog shrinks by one. */
-cm_rc gw_journal_done(gw_journal *j, uint64_t id, const char *status);
+cm_rc cm_gw_journal_done(gw_journal *j, uint64_t id, const char *status);
 
 /* Entries accepted and not yet done. */
-size_t gw_journal_backlog(gw_journal *j);
+size_t cm_gw_journal_backlog(gw_journal *j);
 
 /* A journal entry's message as a gw_msg borrowing msg's strings. */
-void gw_journal_msg(const json_t *msg, gw_msg *m);
+void cm_gw_journal_msg(const json_t *msg, gw_msg *m);
 
 #endif

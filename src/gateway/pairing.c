@@ -20,7 +20,7 @@
 #include "../base/caps.h"
 
 /* An allow-list entry as a trimmed string in out; false when blank. */
-bool gw_allow_entry(const json_t *v, char *out, size_t n)
+bool cm_gw_allow_entry(const json_t *v, char *out, size_t n)
 {
     if (json_is_integer(v)) {
         snprintf(out, n, "%lld", (long long)json_integer_value(v));
@@ -53,7 +53,7 @@ static bool S_has(const json_t *list, const char *id)
     const json_t *v;
     char e[512];
     json_array_foreach(list, i,
-                       v) if (gw_allow_entry(v, e, sizeof e) && strcmp(e, id) == 0) return true;
+                       v) if (cm_gw_allow_entry(v, e, sizeof e) && strcmp(e, id) == 0) return true;
     return false;
 }
 
@@ -72,11 +72,11 @@ static cm_rc S_safe_key(buf *out, const char *s)
     for (size_t i = 0; i < n; i++) {
         char c = (char)tolower((unsigned char)s[i]);
         if (c == '.' && i + 1 < n && s[i + 1] == '.') {
-            CHECK(buf_addc(out, '_'));
+            CHECK(cm_buf_addc(out, '_'));
             i++;
             continue;
         }
-        CHECK(buf_addc(out, strchr("\\/:*?\"<>|", c) ? '_' : c));
+        CHECK(cm_buf_addc(out, strchr("\\/:*?\"<>|", c) ? '_' : c));
     }
     if (out->len == start || (out->len == start + 1 && out->data[start] == '_')) rc = CM_EINVAL;
 out:
@@ -88,14 +88,14 @@ static cm_rc S_store_path(buf *out, const char *state_dir, const char *channel, 
                           const char *suffix, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    buf_reset(out);
-    CHECK(buf_printf(out, "%s/credentials/", state_dir));
+    cm_buf_reset(out);
+    CHECK(cm_buf_printf(out, "%s/credentials/", state_dir));
     if (S_safe_key(out, channel)) FAIL(CM_EINVAL, "invalid pairing channel");
     if (account) {
-        CHECK(buf_addc(out, '-'));
+        CHECK(cm_buf_addc(out, '-'));
         if (S_safe_key(out, account)) FAIL(CM_EINVAL, "invalid pairing account id");
     }
-    CHECK(buf_adds(out, suffix));
+    CHECK(cm_buf_adds(out, suffix));
 out:
     return rc;
 }
@@ -105,14 +105,14 @@ out:
 static cm_rc S_load(const char *path, json_t **doc, char *err, size_t errlen)
 {
     buf b;
-    buf_init(&b, 0);
+    cm_buf_init(&b, 0);
     *doc = NULL;
-    cm_rc rc = fs_read_file(path, STORE_MAX, &b, err, errlen);
+    cm_rc rc = cm_fs_read_file(path, STORE_MAX, &b, err, errlen);
     if (rc == CM_ENOTFOUND)
         rc = CM_OK;
     else if (!rc)
         *doc = json_loadb(b.data, b.len, 0, NULL);
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
@@ -122,13 +122,13 @@ static cm_rc S_save(lockfile *l, const json_t *doc, char *err, size_t errlen)
 {
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     buf b;
-    buf_init(&b, 0);
-    cm_rc rc = text && !buf_adds(&b, text) && !buf_addc(&b, '\n') ? CM_OK : CM_ENOMEM;
+    cm_buf_init(&b, 0);
+    cm_rc rc = text && !cm_buf_adds(&b, text) && !cm_buf_addc(&b, '\n') ? CM_OK : CM_ENOMEM;
     if (!rc)
-        rc = lockfile_replace(l, b.data, b.len, err, errlen);
+        rc = cm_lockfile_replace(l, b.data, b.len, err, errlen);
     else
         cm_seterr(err, errlen, rc, "out of memory");
-    buf_release(&b);
+    cm_buf_release(&b);
     free(text);
     return rc;
 }
@@ -193,7 +193,7 @@ static bool S_req_account_is(const json_t *req, const char *account)
 {
     char a[256];
     const json_t *v = json_object_get(json_object_get(req, "meta"), "accountId");
-    if (!gw_allow_entry(v, a, sizeof a)) a[0] = 0;
+    if (!cm_gw_allow_entry(v, a, sizeof a)) a[0] = 0;
     return strcasecmp(a, account) == 0;
 }
 
@@ -259,20 +259,20 @@ static cm_rc S_new_code(const json_t *reqs, char code[GW_PAIRING_CODE_LEN + 1], 
 
 /* upsertChannelPairingRequest: under the pairing file's lock, refresh the
  * sender's pending request or create one when fewer than the cap are pending. */
-cm_rc gw_pairing_request(const char *state_dir, const char *channel, const char *account,
-                         const char *sender, int64_t now_ms, gw_access_result *res, char *err,
-                         size_t errlen)
+cm_rc cm_gw_pairing_request(const char *state_dir, const char *channel, const char *account,
+                            const char *sender, int64_t now_ms, gw_access_result *res, char *err,
+                            size_t errlen)
 {
     cm_rc rc = CM_OK;
     lockfile l;
     bool locked = false;
     json_t *doc = NULL, *reqs, *req = NULL;
     buf path;
-    buf_init(&path, 0);
+    cm_buf_init(&path, 0);
     char now[32];
     S_iso(now_ms, now);
     CHECK(S_store_path(&path, state_dir, channel, NULL, "-pairing.json", err, errlen));
-    CHECK(lockfile_take(&l, path.data, LOCKFILE_REPLACE, NULL, err, errlen));
+    CHECK(cm_lockfile_take(&l, path.data, LOCKFILE_REPLACE, NULL, err, errlen));
     locked = true;
     CHECK(S_load(path.data, &doc, err, errlen));
     if (!(reqs = S_list(&doc, "requests"))) FAIL(CM_ENOMEM, "out of memory");
@@ -315,9 +315,9 @@ cm_rc gw_pairing_request(const char *state_dir, const char *channel, const char 
     res->verdict = GW_ACCESS_PAIRING_ISSUED;
     res->reason = "dmPolicy=pairing (code issued)";
 out:
-    if (locked) lockfile_release(&l);
+    if (locked) cm_lockfile_release(&l);
     json_decref(doc);
-    buf_release(&path);
+    cm_buf_release(&path);
     if (rc) res->code[0] = 0;
     return rc;
 }
@@ -332,7 +332,7 @@ static cm_rc S_read_allow_file(const char *path, json_t *out, char *err, size_t 
     json_array_foreach(json_object_get(doc, "allowFrom"), i, v)
     {
         char e[512];
-        if (rc || !gw_allow_entry(v, e, sizeof e) || strcmp(e, "*") == 0) continue;
+        if (rc || !cm_gw_allow_entry(v, e, sizeof e) || strcmp(e, "*") == 0) continue;
         if (json_array_append_new(out, json_string(e))) rc = CM_ENOMEM;
     }
     json_decref(doc);
@@ -341,12 +341,12 @@ static cm_rc S_read_allow_file(const char *path, json_t *out, char *err, size_t 
 
 /* readChannelAllowFromStore: the account's file; for the default account
  * also the legacy unscoped file. */
-cm_rc gw_allowfrom_read(const char *state_dir, const char *channel, const char *account,
-                        json_t *out, char *err, size_t errlen)
+cm_rc cm_gw_allowfrom_read(const char *state_dir, const char *channel, const char *account,
+                           json_t *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf path;
-    buf_init(&path, 0);
+    cm_buf_init(&path, 0);
     CHECK(S_store_path(&path, state_dir, channel, account, "-allowFrom.json", err, errlen));
     CHECK(S_read_allow_file(path.data, out, err, errlen));
     if (strcmp(account, "default") == 0) {
@@ -354,7 +354,7 @@ cm_rc gw_allowfrom_read(const char *state_dir, const char *channel, const char *
         CHECK(S_read_allow_file(path.data, out, err, errlen));
     }
 out:
-    buf_release(&path);
+    cm_buf_release(&path);
     return rc;
 }
 
@@ -370,7 +370,7 @@ static cm_rc S_find_request(const char *path, const char *code, const char *acco
     lockfile l;
     bool locked = false;
     json_t *doc = NULL, *reqs, *req = NULL;
-    CHECK(lockfile_take(&l, path, LOCKFILE_REPLACE, NULL, err, errlen));
+    CHECK(cm_lockfile_take(&l, path, LOCKFILE_REPLACE, NULL, err, errlen));
     locked = true;
     CHECK(S_load(path, &doc, err, errlen));
     if (!(reqs = S_list(&doc, "requests"))) FAIL(CM_ENOMEM, "out of memory");
@@ -386,10 +386,10 @@ static cm_rc S_find_request(const char *path, const char *code, const char *acco
         if (changed) CHECK(S_save(&l, doc, err, errlen));
         FAIL(CM_ENOTFOUND, "no pending pairing request with that code");
     }
-    if (!gw_allow_entry(json_object_get(req, "id"), id, idlen))
+    if (!cm_gw_allow_entry(json_object_get(req, "id"), id, idlen))
         FAIL(CM_ECORRUPT, "the pairing request has no sender id");
     char a[256];
-    if (!gw_allow_entry(json_object_get(json_object_get(req, "meta"), "accountId"), a, sizeof a))
+    if (!cm_gw_allow_entry(json_object_get(json_object_get(req, "meta"), "accountId"), a, sizeof a))
         snprintf(a, sizeof a, "default");
     snprintf(acct, acctlen, "%s", account ? account : a);
     if (remove) {
@@ -398,25 +398,25 @@ static cm_rc S_find_request(const char *path, const char *code, const char *acco
     }
     if (changed) CHECK(S_save(&l, doc, err, errlen));
 out:
-    if (locked) lockfile_release(&l);
+    if (locked) cm_lockfile_release(&l);
     json_decref(doc);
     return rc;
 }
 
-cm_rc gw_pairing_approve(const char *state_dir, const char *channel, const char *account,
-                         const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
-                         size_t errlen)
+cm_rc cm_gw_pairing_approve(const char *state_dir, const char *channel, const char *account,
+                            const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
+                            size_t errlen)
 {
     cm_rc rc = CM_OK;
     lockfile l;
     bool locked = false;
     json_t *doc = NULL, *list;
     buf ppath, apath;
-    buf_init(&ppath, 0);
-    buf_init(&apath, 0);
+    cm_buf_init(&ppath, 0);
+    cm_buf_init(&apath, 0);
     char c[64], sender[512], acct[256], a2[256], s2[512];
     json_t *cj = json_string(code ? code : "");
-    bool ok = cj && gw_allow_entry(cj, c, sizeof c);
+    bool ok = cj && cm_gw_allow_entry(cj, c, sizeof c);
     json_decref(cj);
     if (!ok) FAIL(CM_EINVAL, "an empty pairing code");
     if (id && idlen) id[0] = 0;
@@ -427,7 +427,7 @@ cm_rc gw_pairing_approve(const char *state_dir, const char *channel, const char 
     CHECK(S_find_request(ppath.data, c, account, false, now_ms, sender, sizeof sender, acct,
                          sizeof acct, err, errlen));
     CHECK(S_store_path(&apath, state_dir, channel, acct, "-allowFrom.json", err, errlen));
-    CHECK(lockfile_take(&l, apath.data, LOCKFILE_REPLACE, NULL, err, errlen));
+    CHECK(cm_lockfile_take(&l, apath.data, LOCKFILE_REPLACE, NULL, err, errlen));
     locked = true;
     CHECK(S_load(apath.data, &doc, err, errlen));
     if (!(list = S_list(&doc, "allowFrom"))) FAIL(CM_ENOMEM, "out of memory");
@@ -435,7 +435,7 @@ cm_rc gw_pairing_approve(const char *state_dir, const char *channel, const char 
         if (json_array_append_new(list, json_string(sender))) FAIL(CM_ENOMEM, "out of memory");
         CHECK(S_save(&l, doc, err, errlen));
     }
-    lockfile_release(&l);
+    cm_lockfile_release(&l);
     locked = false;
     rc = S_find_request(ppath.data, c, account, true, now_ms, s2, sizeof s2, a2, sizeof a2, err,
                         errlen);
@@ -443,20 +443,20 @@ cm_rc gw_pairing_approve(const char *state_dir, const char *channel, const char 
     if (rc) goto out;
     if (id) snprintf(id, idlen, "%s", sender);
 out:
-    if (locked) lockfile_release(&l);
+    if (locked) cm_lockfile_release(&l);
     json_decref(doc);
-    buf_release(&ppath);
-    buf_release(&apath);
+    cm_buf_release(&ppath);
+    cm_buf_release(&apath);
     return rc;
 }
 
-cm_rc gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms, json_t *out,
-                      char *err, size_t errlen)
+cm_rc cm_gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms, json_t *out,
+                         char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     json_t *doc = NULL, *req;
     buf path;
-    buf_init(&path, 0);
+    cm_buf_init(&path, 0);
     CHECK(S_store_path(&path, state_dir, channel, NULL, "-pairing.json", err, errlen));
     CHECK(S_load(path.data, &doc, err, errlen));
     size_t i;
@@ -465,11 +465,11 @@ cm_rc gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms
         char id[512], code[64], acct[256];
         int64_t created = S_req_time(req, "createdAt", INT64_MIN);
         if (created == INT64_MIN || now_ms - created > GW_PAIRING_TTL_MS) continue; /* expired */
-        if (!gw_allow_entry(json_object_get(req, "id"), id, sizeof id) ||
-            !gw_allow_entry(json_object_get(req, "code"), code, sizeof code))
+        if (!cm_gw_allow_entry(json_object_get(req, "id"), id, sizeof id) ||
+            !cm_gw_allow_entry(json_object_get(req, "code"), code, sizeof code))
             continue;
-        if (!gw_allow_entry(json_object_get(json_object_get(req, "meta"), "accountId"), acct,
-                            sizeof acct))
+        if (!cm_gw_allow_entry(json_object_get(json_object_get(req, "meta"), "accountId"), acct,
+                               sizeof acct))
             snprintf(acct, sizeof acct, "default");
         json_t *o = json_pack("{s:s, s:s, s:s, s:O?, s:O?}", "code", code, "id", id, "accountId",
                               acct, "createdAt", json_object_get(req, "createdAt"), "lastSeenAt",
@@ -478,6 +478,6 @@ cm_rc gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms
     }
 out:
     json_decref(doc);
-    buf_release(&path);
+    cm_buf_release(&path);
     return rc;
 }

@@ -43,7 +43,7 @@ static const char *S_trim(const char *s, size_t *n)
     return s;
 }
 
-bool gw_queue_mode_parse(const char *s, gw_queue_mode *out)
+bool cm_gw_queue_mode_parse(const char *s, gw_queue_mode *out)
 {
     size_t n;
     if (!s) return false;
@@ -65,7 +65,7 @@ bool gw_queue_mode_parse(const char *s, gw_queue_mode *out)
     return true;
 }
 
-bool gw_queue_drop_parse(const char *s, gw_queue_drop *out)
+bool cm_gw_queue_drop_parse(const char *s, gw_queue_drop *out)
 {
     size_t n;
     if (!s) return false;
@@ -81,8 +81,8 @@ bool gw_queue_drop_parse(const char *s, gw_queue_drop *out)
     return true;
 }
 
-void gw_queue_settings_resolve(const json_t *root, const char *channel, const gw_queue_override *ov,
-                               gw_queue_settings *out)
+void cm_gw_queue_settings_resolve(const json_t *root, const char *channel,
+                                  const gw_queue_override *ov, gw_queue_settings *out)
 {
     const json_t *q = json_object_get(json_object_get(root, "messages"), "queue");
     char ch[128] = "";
@@ -97,11 +97,11 @@ void gw_queue_settings_resolve(const json_t *root, const char *channel, const gw
     out->debounce_ms = GW_QUEUE_DEBOUNCE_MS;
     out->cap = GW_QUEUE_CAP;
     out->drop = GW_QDROP_SUMMARIZE;
-    if (!((ov && gw_queue_mode_parse(ov->mode, &out->mode)) ||
-          (*ch && gw_queue_mode_parse(
+    if (!((ov && cm_gw_queue_mode_parse(ov->mode, &out->mode)) ||
+          (*ch && cm_gw_queue_mode_parse(
                       json_string_value(json_object_get(json_object_get(q, "byChannel"), ch)),
                       &out->mode)) ||
-          gw_queue_mode_parse(json_string_value(json_object_get(q, "mode")), &out->mode)))
+          cm_gw_queue_mode_parse(json_string_value(json_object_get(q, "mode")), &out->mode)))
         out->mode = GW_QMODE_COLLECT;
     const json_t *d = *ch ? json_object_get(json_object_get(q, "debounceMsByChannel"), ch) : NULL;
     if (!json_is_number(d)) d = json_object_get(q, "debounceMs");
@@ -114,8 +114,8 @@ void gw_queue_settings_resolve(const json_t *root, const char *channel, const gw
         out->cap = (size_t)ov->cap;
     else if (json_is_number(c))
         out->cap = (size_t)CM_MAX((int64_t)json_number_value(c), 1);
-    if (!(ov && gw_queue_drop_parse(ov->drop, &out->drop)) &&
-        !gw_queue_drop_parse(json_string_value(json_object_get(q, "drop")), &out->drop))
+    if (!(ov && cm_gw_queue_drop_parse(ov->drop, &out->drop)) &&
+        !cm_gw_queue_drop_parse(json_string_value(json_object_get(q, "drop")), &out->drop))
         out->drop = GW_QDROP_SUMMARIZE;
 }
 
@@ -158,7 +158,7 @@ static int64_t S_duration_ms(const char *s, size_t n)
     return v > 9e15 ? -1 : (int64_t)(v + 0.5);
 }
 
-bool gw_queue_parse_command(const char *text, gw_queue_override *ov, bool *reset)
+bool cm_gw_queue_parse_command(const char *text, gw_queue_override *ov, bool *reset)
 {
     memset(ov, 0, sizeof *ov);
     ov->debounce_ms = -1;
@@ -197,8 +197,8 @@ bool gw_queue_parse_command(const char *text, gw_queue_override *ov, bool *reset
             double c = strtod(val, &end);
             if (end != val && !*end && c >= 1 && c < 1e9) ov->cap = (long)c;
         } else if (S_is(tok, klen, "drop") && tok[klen]) {
-            if (gw_queue_drop_parse(val, &d)) ov->drop = S_drop_name(d);
-        } else if (n < sizeof tok && gw_queue_mode_parse(tok, &m)) {
+            if (cm_gw_queue_drop_parse(val, &d)) ov->drop = S_drop_name(d);
+        } else if (n < sizeof tok && cm_gw_queue_mode_parse(tok, &m)) {
             ov->mode = S_mode_name(m);
         } else {
             break;
@@ -216,7 +216,7 @@ static void S_item_release(q_item *it)
     memset(it, 0, sizeof *it);
 }
 
-void gw_queue_run_release(gw_queue_run *r)
+void cm_gw_queue_run_release(gw_queue_run *r)
 {
     free(r->prompt), free(r->message_id), free(r->channel), free(r->peer);
     free(r->account), free(r->thread);
@@ -231,7 +231,7 @@ static void S_clear_summary(gw_queue *q)
     q->dropped = 0;
 }
 
-size_t gw_queue_clear(gw_queue *q)
+size_t cm_gw_queue_clear(gw_queue *q)
 {
     size_t n = q->n + q->dropped;
     for (size_t i = 0; i < q->n; i++)
@@ -243,7 +243,7 @@ size_t gw_queue_clear(gw_queue *q)
     return n;
 }
 
-cm_rc gw_queue_new(const char *session_key, gw_dedupe *recent, gw_queue **out)
+cm_rc cm_gw_queue_open(const char *session_key, gw_dedupe *recent, gw_queue **out)
 {
     *out = NULL;
     gw_queue *q = calloc(1, sizeof *q);
@@ -256,17 +256,17 @@ cm_rc gw_queue_new(const char *session_key, gw_dedupe *recent, gw_queue **out)
     return CM_OK;
 }
 
-void gw_queue_free(gw_queue *q)
+void cm_gw_queue_close(gw_queue *q)
 {
     if (!q) return;
-    gw_queue_clear(q);
+    cm_gw_queue_clear(q);
     free(q->v);
     free(q->lines);
     free(q->key);
     free(q);
 }
 
-size_t gw_queue_depth(const gw_queue *q)
+size_t cm_gw_queue_depth(const gw_queue *q)
 {
     return q ? q->n : 0;
 }
@@ -285,9 +285,9 @@ static bool S_same_route(const q_item *it, const gw_queue_item *m)
 /* The recently-queued key: session, route and message id. */
 static cm_rc S_recent_key(const gw_queue *q, const gw_queue_item *m, buf *b)
 {
-    return buf_printf(b, "queue\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", q->key,
-                      m->channel ? m->channel : "", m->peer ? m->peer : "",
-                      m->account ? m->account : "", m->thread ? m->thread : "", m->message_id);
+    return cm_buf_printf(b, "queue\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", q->key,
+                         m->channel ? m->channel : "", m->peer ? m->peer : "",
+                         m->account ? m->account : "", m->thread ? m->thread : "", m->message_id);
 }
 
 /* One summary line: whitespace runs collapsed, trimmed, cut to 160 bytes
@@ -295,14 +295,14 @@ static cm_rc S_recent_key(const gw_queue *q, const gw_queue_item *m, buf *b)
 static char *S_summary_line(const char *text)
 {
     buf b;
-    buf_init(&b, 0);
+    cm_buf_init(&b, 0);
     bool space = false;
     for (const char *p = text ? text : ""; *p; p++) {
         if (isspace((unsigned char)*p)) {
             space = b.len > 0;
             continue;
         }
-        if ((space && buf_addc(&b, ' ')) || buf_addc(&b, *p)) goto fail;
+        if ((space && cm_buf_addc(&b, ' ')) || cm_buf_addc(&b, *p)) goto fail;
         space = false;
     }
     if (b.len > 160) {
@@ -313,11 +313,11 @@ static char *S_summary_line(const char *text)
             cut--;
         b.len = cut;
         b.data[cut] = 0;
-        if (buf_adds(&b, "\xE2\x80\xA6")) goto fail;
+        if (cm_buf_adds(&b, "\xE2\x80\xA6")) goto fail;
     }
-    return buf_detach(&b);
+    return cm_buf_detach(&b);
 fail:
-    buf_release(&b);
+    cm_buf_release(&b);
     return NULL;
 }
 
@@ -364,11 +364,11 @@ static bool S_enqueue(gw_queue *q, const gw_queue_settings *s, const gw_queue_it
 {
     bool ok = false;
     buf key;
-    buf_init(&key, 0);
+    cm_buf_init(&key, 0);
     bool has_id = m->message_id && *m->message_id;
     if (has_id) {
         if (S_recent_key(q, m, &key)) goto out;
-        if (q->recent && gw_dedupe_peek(q->recent, key.data, now_ms)) goto out;
+        if (q->recent && cm_gw_dedupe_peek(q->recent, key.data, now_ms)) goto out;
         for (size_t i = 0; i < q->n; i++)
             if (S_eq(q->v[i].message_id, m->message_id) && S_same_route(&q->v[i], m)) goto out;
     }
@@ -393,22 +393,22 @@ static bool S_enqueue(gw_queue *q, const gw_queue_settings *s, const gw_queue_it
         goto out;
     }
     q->v[q->n++] = it;
-    if (has_id && q->recent) gw_dedupe_check(q->recent, key.data, now_ms);
+    if (has_id && q->recent) cm_gw_dedupe_check(q->recent, key.data, now_ms);
     ok = true;
 out:
-    buf_release(&key);
+    cm_buf_release(&key);
     return ok;
 }
 
-gw_queue_action gw_queue_on_inbound(gw_queue *q, const gw_queue_settings *s, bool active_run,
-                                    bool streaming, bool heartbeat, const gw_queue_item *msg,
-                                    int64_t now_ms)
+gw_queue_action cm_gw_queue_on_inbound(gw_queue *q, const gw_queue_settings *s, bool active_run,
+                                       bool streaming, bool heartbeat, const gw_queue_item *msg,
+                                       int64_t now_ms)
 {
     if (!active_run) return GW_QACT_RUN_NOW;
     if (heartbeat) return GW_QACT_DROP;
     switch (s->mode) {
     case GW_QMODE_INTERRUPT:
-        gw_queue_clear(q);
+        cm_gw_queue_clear(q);
         return GW_QACT_INTERRUPT;
     case GW_QMODE_STEER:
         if (streaming) return GW_QACT_STEER;
@@ -424,7 +424,7 @@ gw_queue_action gw_queue_on_inbound(gw_queue *q, const gw_queue_settings *s, boo
     }
 }
 
-int64_t gw_queue_deadline(const gw_queue *q, const gw_queue_settings *s)
+int64_t cm_gw_queue_deadline(const gw_queue *q, const gw_queue_settings *s)
 {
     if (!q || (q->n == 0 && q->dropped == 0)) return INT64_MAX;
     return q->last_enqueued + s->debounce_ms;
@@ -455,11 +455,11 @@ static bool S_cross(const gw_queue *q)
 static cm_rc S_summary(const gw_queue *q, buf *b)
 {
     cm_rc rc = CM_OK;
-    CHECK(buf_printf(b, "[Queue overflow] Dropped %zu message%s due to cap.", q->dropped,
-                     q->dropped == 1 ? "" : "s"));
-    if (q->nlines) CHECK(buf_adds(b, "\nSummary:"));
+    CHECK(cm_buf_printf(b, "[Queue overflow] Dropped %zu message%s due to cap.", q->dropped,
+                        q->dropped == 1 ? "" : "s"));
+    if (q->nlines) CHECK(cm_buf_adds(b, "\nSummary:"));
     for (size_t i = 0; i < q->nlines; i++)
-        CHECK(buf_printf(b, "\n- %s", q->lines[i]));
+        CHECK(cm_buf_printf(b, "\n- %s", q->lines[i]));
 out:
     return rc;
 }
@@ -494,12 +494,12 @@ static size_t S_rtrim(const char *s)
     return n;
 }
 
-cm_rc gw_queue_next(gw_queue *q, const gw_queue_settings *s, int64_t now_ms, gw_queue_run *out,
-                    bool *ready)
+cm_rc cm_gw_queue_next(gw_queue *q, const gw_queue_settings *s, int64_t now_ms, gw_queue_run *out,
+                       bool *ready)
 {
     cm_rc rc = CM_OK;
     buf b;
-    buf_init(&b, 0);
+    cm_buf_init(&b, 0);
     memset(out, 0, sizeof *out);
     *ready = false;
     if (q->n == 0 && q->dropped == 0) {
@@ -512,16 +512,16 @@ cm_rc gw_queue_next(gw_queue *q, const gw_queue_settings *s, int64_t now_ms, gw_
         if (cross) q->force_single = true;
         if (!q->force_single) {
             /* every queued message in one prompt, replying to the newest */
-            CHECK(buf_adds(&b, "[Queued messages while agent was busy]"));
+            CHECK(cm_buf_adds(&b, "[Queued messages while agent was busy]"));
             if (q->dropped) {
-                CHECK(buf_adds(&b, "\n\n"));
+                CHECK(cm_buf_adds(&b, "\n\n"));
                 CHECK(S_summary(q, &b));
             }
             for (size_t i = 0; i < q->n; i++)
-                CHECK(buf_printf(&b, "\n\n---\nQueued #%zu\n%.*s", i + 1,
-                                 (int)S_rtrim(q->v[i].prompt), q->v[i].prompt));
+                CHECK(cm_buf_printf(&b, "\n\n---\nQueued #%zu\n%.*s", i + 1,
+                                    (int)S_rtrim(q->v[i].prompt), q->v[i].prompt));
             CHECK(S_route(&q->v[q->n - 1], out));
-            out->prompt = buf_detach(&b);
+            out->prompt = cm_buf_detach(&b);
             out->count = q->n;
             S_pop_front(q, q->n);
             S_clear_summary(q);
@@ -535,7 +535,7 @@ cm_rc gw_queue_next(gw_queue *q, const gw_queue_settings *s, int64_t now_ms, gw_
          * queued for the next turn) */
         CHECK(S_summary(q, &b));
         if (q->n) CHECK(S_route(&q->v[0], out));
-        out->prompt = buf_detach(&b);
+        out->prompt = cm_buf_detach(&b);
         S_clear_summary(q);
         *ready = true;
         goto out;
@@ -550,9 +550,9 @@ cm_rc gw_queue_next(gw_queue *q, const gw_queue_settings *s, int64_t now_ms, gw_
     *ready = true;
 out:
     if (rc) {
-        gw_queue_run_release(out);
+        cm_gw_queue_run_release(out);
         *ready = false;
     }
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }

@@ -11,7 +11,7 @@
 #include "../session/keys.h"
 #include "runtime.h"
 
-bool gw_reply_is_silent(const char *text)
+bool cm_gw_reply_is_silent(const char *text)
 {
     if (!text) return false;
     while (isspace((unsigned char)*text))
@@ -68,11 +68,11 @@ static cm_rc S_short_model(buf *out, const char *full)
         if (digits) n -= 9;
     }
     if (n > 7 && !strncmp(s + n - 7, "-latest", 7)) n -= 7;
-    return buf_add(out, s, n);
+    return cm_buf_add(out, s, n);
 }
 
-cm_rc gw_reply_prefix(buf *out, const json_t *root, const char *agent_id, const char *channel,
-                      const char *account, const char *model)
+cm_rc cm_gw_reply_prefix(buf *out, const json_t *root, const char *agent_id, const char *channel,
+                         const char *account, const char *model)
 {
     cm_rc rc = CM_OK;
     const json_t *global = json_object_get(json_object_get(root, "messages"), "responsePrefix");
@@ -88,7 +88,7 @@ cm_rc gw_reply_prefix(buf *out, const json_t *root, const char *agent_id, const 
         for (const char *q = p + 1; var && q < e; q++)
             var = isalnum((unsigned char)*q) || *q == '.';
         if (!var) {
-            rc = buf_addc(out, *p++);
+            rc = cm_buf_addc(out, *p++);
             continue;
         }
         char v[64];
@@ -100,22 +100,23 @@ cm_rc gw_reply_prefix(buf *out, const json_t *root, const char *agent_id, const 
         if (!strcasecmp(v, "model") && model && *model)
             rc = S_short_model(out, model);
         else if (!strcasecmp(v, "modelfull") && model && *model)
-            rc = buf_adds(out, model);
+            rc = cm_buf_adds(out, model);
         else if (!strcasecmp(v, "provider") && slash)
-            rc = buf_add(out, model, (size_t)(slash - model));
+            rc = cm_buf_add(out, model, (size_t)(slash - model));
         else if ((!strcasecmp(v, "thinkinglevel") || !strcasecmp(v, "think")) && model && *model)
-            rc = buf_adds(out, "off");
+            rc = cm_buf_adds(out, "off");
         else if ((!strcasecmp(v, "identity.name") || !strcasecmp(v, "identityname")) && name)
-            rc = buf_adds(out, name);
+            rc = cm_buf_adds(out, name);
         else
             done = false;
-        if (!done) rc = buf_add(out, p, (size_t)(e - p + 1));
+        if (!done) rc = cm_buf_add(out, p, (size_t)(e - p + 1));
         p = e + 1;
     }
     return rc;
 }
 
-gw_reply_to_mode gw_reply_to_mode_of(const json_t *root, const char *channel, const char *account)
+gw_reply_to_mode cm_gw_reply_to_mode_of(const json_t *root, const char *channel,
+                                        const char *account)
 {
     const char *m = json_string_value(S_cascade(root, channel, account, "replyToMode", NULL));
     if (m && !strcasecmp(m, "first")) return GW_REPLYTO_FIRST;
@@ -123,17 +124,17 @@ gw_reply_to_mode gw_reply_to_mode_of(const json_t *root, const char *channel, co
     return GW_REPLYTO_OFF;
 }
 
-int gw_reply_text_limit(const json_t *root, const char *channel, const char *account,
-                        size_t channel_limit)
+int cm_gw_reply_text_limit(const json_t *root, const char *channel, const char *account,
+                           size_t channel_limit)
 {
     const json_t *v = S_cascade(root, channel, account, "textChunkLimit", NULL);
     int lim =
-        gw_channel_resolve_limit(channel, json_is_integer(v) ? (int)json_integer_value(v) : 0);
+        cm_gw_channel_resolve_limit(channel, json_is_integer(v) ? (int)json_integer_value(v) : 0);
     if (channel_limit && (size_t)lim > channel_limit) lim = (int)channel_limit;
     return lim < 1 ? 1 : lim;
 }
 
-bool gw_reply_block_streaming(const json_t *root, const char *channel, const char *account)
+bool cm_gw_reply_block_streaming(const json_t *root, const char *channel, const char *account)
 {
     const json_t *v = S_cascade(root, channel, account, "blockStreaming", NULL);
     if (json_is_boolean(v)) return json_is_true(v);
@@ -149,8 +150,8 @@ static int S_int(const json_t *o, const char *key, int dflt)
     return json_is_number(v) ? (int)json_number_value(v) : dflt;
 }
 
-void gw_reply_stream_cfg(const json_t *root, const char *channel, int text_limit,
-                         gw_stream_break *brk, gw_stream_cfg *cfg)
+void cm_gw_reply_stream_cfg(const json_t *root, const char *channel, int text_limit,
+                            gw_stream_break *brk, gw_stream_cfg *cfg)
 {
     const json_t *d = json_object_get(json_object_get(root, "agents"), "defaults");
     const char *b = json_string_value(json_object_get(d, "blockStreamingBreak"));
@@ -160,11 +161,11 @@ void gw_reply_stream_cfg(const json_t *root, const char *channel, int text_limit
     gw_stream_cfg rq = {
         S_int(ck, "minChars", 0),
         S_int(ck, "maxChars", 0),
-        gw_break_pref_parse(json_string_value(json_object_get(ck, "breakPreference"))),
+        cm_gw_break_pref_parse(json_string_value(json_object_get(ck, "breakPreference"))),
         S_int(co, "minChars", 0),
         S_int(co, "maxChars", 0),
         S_int(co, "idleMs", -1)};
-    gw_stream_cfg_resolve(cfg, channel, text_limit, &rq);
+    cm_gw_stream_cfg_resolve(cfg, channel, text_limit, &rq);
 }
 
 /* ---- routing ------------------------------------------------------------ */
@@ -174,8 +175,8 @@ static bool S_eq(const char *a, const char *b)
     return a && b && !strcasecmp(a, b);
 }
 
-cm_rc gw_route_agent(buf *out, const json_t *root, const char *channel, const char *account,
-                     const char *peer, bool is_group)
+cm_rc cm_gw_route_agent(buf *out, const json_t *root, const char *channel, const char *account,
+                        const char *peer, bool is_group)
 {
     const char *best = NULL;
     int best_score = -1;
@@ -217,14 +218,14 @@ cm_rc gw_route_agent(buf *out, const json_t *root, const char *channel, const ch
             }
         }
     }
-    return session_agent_id(out, best ? best : "main");
+    return cm_session_agent_id(out, best ? best : "main");
 }
 
-cm_rc gw_route_session(buf *out, const json_t *root, const char *agent_id, const char *channel,
-                       const char *account, const char *peer, const char *thread, bool is_group)
+cm_rc cm_gw_route_session(buf *out, const json_t *root, const char *agent_id, const char *channel,
+                          const char *account, const char *peer, const char *thread, bool is_group)
 {
     const json_t *s = json_object_get(root, "session");
-    int scope = session_dm_scope_parse(json_string_value(json_object_get(s, "dmScope")));
+    int scope = cm_session_dm_scope_parse(json_string_value(json_object_get(s, "dmScope")));
     const char *sc = json_string_value(json_object_get(s, "scope"));
     session_route r = {agent_id,
                        channel,
@@ -235,5 +236,5 @@ cm_rc gw_route_session(buf *out, const json_t *root, const char *agent_id, const
                        scope < 0 ? SESSION_DM_MAIN : (session_dm_scope)scope,
                        sc && !strcasecmp(sc, "global"),
                        json_object_get(s, "identityLinks")};
-    return session_key_for(out, &r);
+    return cm_session_key_for(out, &r);
 }

@@ -14,14 +14,14 @@ static int64_t S_now(gw_runtime *rt)
     return rt->o.clock ? rt->o.clock(rt->o.clock_ctx) : cm_wall_ms();
 }
 
-int64_t gw_rt_now(gw_runtime *rt)
+int64_t cm_gw_rt_now(gw_runtime *rt)
 {
     return S_now(rt);
 }
 
 /* ---- small containers ---------------------------------------------------- */
 
-cm_rc gw_ids_add(gw_ids *v, uint64_t id)
+cm_rc cm_gw_ids_add(gw_ids *v, uint64_t id)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 4;
@@ -34,21 +34,21 @@ cm_rc gw_ids_add(gw_ids *v, uint64_t id)
     return CM_OK;
 }
 
-void gw_ids_release(gw_ids *v)
+void cm_gw_ids_release(gw_ids *v)
 {
     free(v->v);
     memset(v, 0, sizeof *v);
 }
 
 /* Marks every id done with status and empties v. */
-void gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status)
+void cm_gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status)
 {
     for (size_t i = 0; i < v->n; i++)
-        gw_journal_done(rt->journal, v->v[i], status);
+        cm_gw_journal_done(rt->journal, v->v[i], status);
     v->n = 0;
 }
 
-void gw_job_free(gw_job *j)
+void cm_gw_job_free(gw_job *j)
 {
     if (!j) return;
     free(j->agent_id);
@@ -60,11 +60,11 @@ void gw_job_free(gw_job *j)
     free(j->thread);
     free(j->reply_to);
     free(j->text);
-    gw_ids_release(&j->ids);
+    cm_gw_ids_release(&j->ids);
     free(j);
 }
 
-cm_rc gw_runtime_sink(void *ctx, const gw_msg *m)
+cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
 {
     gw_runtime *rt = ctx;
     cm_rc rc = CM_OK;
@@ -76,9 +76,9 @@ cm_rc gw_runtime_sink(void *ctx, const gw_msg *m)
         return CM_EBUSY;
     }
     int64_t now = S_now(rt);
-    bool keyed = gw_dedupe_key(m, &k);
-    if (keyed && gw_dedupe_peek(rt->dedupe, k.data, now)) {
-        gw_dedupe_check(rt->dedupe, k.data, now); /* refreshes its time */
+    bool keyed = cm_gw_dedupe_key(m, &k);
+    if (keyed && cm_gw_dedupe_peek(rt->dedupe, k.data, now)) {
+        cm_gw_dedupe_check(rt->dedupe, k.data, now); /* refreshes its time */
         rt->duplicates++;
         pthread_mutex_unlock(&rt->mu);
         goto out;
@@ -87,30 +87,30 @@ cm_rc gw_runtime_sink(void *ctx, const gw_msg *m)
     /* The fsync happens outside the pipeline's lock: other channels' messages
      * and the workers go on meanwhile. */
     uint64_t jid = 0;
-    rc = gw_journal_accept(rt->journal, m, now, &jid, err, sizeof err);
+    rc = cm_gw_journal_accept(rt->journal, m, now, &jid, err, sizeof err);
     if (rc) {
         cm_logf(rt->o.log, CM_LOG_ERROR, "gateway: %s", err);
         goto out;
     }
     pthread_mutex_lock(&rt->mu);
-    if (keyed && gw_dedupe_check(rt->dedupe, k.data, now)) {
+    if (keyed && cm_gw_dedupe_check(rt->dedupe, k.data, now)) {
         /* the same message came in on another thread meanwhile */
-        gw_journal_done(rt->journal, jid, "duplicate");
+        cm_gw_journal_done(rt->journal, jid, "duplicate");
         rt->duplicates++;
     } else {
         rt->accepted++;
-        gw_rt_process(rt, m, jid, now);
+        cm_gw_rt_process(rt, m, jid, now);
     }
     pthread_mutex_unlock(&rt->mu);
 out:
-    buf_release(&k);
+    cm_buf_release(&k);
     return rc;
 }
 
-void gw_runtime_tick(gw_runtime *rt)
+void cm_gw_runtime_tick(gw_runtime *rt)
 {
     pthread_mutex_lock(&rt->mu);
-    gw_rt_tick_locked(rt, false);
+    cm_gw_rt_tick_locked(rt, false);
     pthread_mutex_unlock(&rt->mu);
 }
 
@@ -130,8 +130,8 @@ static void *S_timer(void *arg)
     gw_runtime *rt = arg;
     pthread_mutex_lock(&rt->mu);
     while (!rt->stopping) {
-        gw_rt_tick_locked(rt, false);
-        int64_t next = gw_rt_next_deadline(rt), now = S_now(rt);
+        cm_gw_rt_tick_locked(rt, false);
+        int64_t next = cm_gw_rt_next_deadline(rt), now = S_now(rt);
         int64_t wait = next == INT64_MAX ? 1000 : next - now;
         if (wait < 1) wait = 1;
         if (wait > 1000) wait = 1000;
@@ -160,16 +160,16 @@ static void *S_worker(void *arg)
         rt->ready_n--;
         rt->running++;
         pthread_mutex_unlock(&rt->mu);
-        gw_rt_execute(rt, j, wa->idx);
+        cm_gw_rt_execute(rt, j, wa->idx);
         pthread_mutex_lock(&rt->mu);
         rt->running--;
         gw_sess *s = j->sess;
         if (s) {
             s->active = false;
             /* followups wait their debounce; an interrupt's run goes now */
-            if (s->next_job) gw_rt_session_due(rt, s, S_now(rt), false);
+            if (s->next_job) cm_gw_rt_session_due(rt, s, S_now(rt), false);
         }
-        gw_job_free(j);
+        cm_gw_job_free(j);
         pthread_cond_broadcast(&rt->idle_cv);
         pthread_cond_signal(&rt->timer_cv);
     }
@@ -179,7 +179,7 @@ static void *S_worker(void *arg)
 
 /* ---- lifecycle ------------------------------------------------------------- */
 
-cm_rc gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen)
+cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     gw_runtime *rt = calloc(1, sizeof *rt);
@@ -200,22 +200,22 @@ cm_rc gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size
     rt->inited = true;
     const json_t *gc = json_object_get(json_object_get(o->config, "messages"), "groupChat");
     const json_t *hl = json_object_get(gc, "historyLimit");
-    gw_history_init(&rt->history, json_is_integer(hl) ? (int)json_integer_value(hl) : -1);
-    CHECK(gw_dedupe_new(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &rt->dedupe));
-    CHECK(gw_dedupe_new(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &rt->recent));
-    CHECK(gw_debounce_new(o->config, NULL, &rt->debounce));
-    CHECK(gw_journal_open(o->state_dir, S_now(rt), GW_DEDUPE_TTL_MS, &rt->journal, &rt->pending,
-                          &rt->seen, err, errlen));
+    cm_gw_history_init(&rt->history, json_is_integer(hl) ? (int)json_integer_value(hl) : -1);
+    CHECK(cm_gw_dedupe_open(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &rt->dedupe));
+    CHECK(cm_gw_dedupe_open(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &rt->recent));
+    CHECK(cm_gw_debounce_open(o->config, NULL, &rt->debounce));
+    CHECK(cm_gw_journal_open(o->state_dir, S_now(rt), GW_DEDUPE_TTL_MS, &rt->journal, &rt->pending,
+                             &rt->seen, err, errlen));
     *out = rt;
     rt = NULL;
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    gw_runtime_free(rt);
+    cm_gw_runtime_free(rt);
     return rc;
 }
 
-cm_rc gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name, const char *account,
-                             char *err, size_t errlen)
+cm_rc cm_gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name,
+                                const char *account, char *err, size_t errlen)
 {
     if (rt->nch == GW_RT_MAX_CHANNELS)
         return cm_seterr(err, errlen, CM_EINVAL, "too many channels");
@@ -229,7 +229,7 @@ cm_rc gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name, c
     return CM_OK;
 }
 
-gw_channel *gw_rt_channel(gw_runtime *rt, const char *name, const char *account)
+gw_channel *cm_gw_rt_channel(gw_runtime *rt, const char *name, const char *account)
 {
     gw_channel *any = NULL;
     for (size_t i = 0; i < rt->nch; i++) {
@@ -241,7 +241,7 @@ gw_channel *gw_rt_channel(gw_runtime *rt, const char *name, const char *account)
     return any;
 }
 
-cm_rc gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
+cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     pthread_mutex_lock(&rt->mu);
@@ -252,7 +252,7 @@ cm_rc gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
     {
         json_int_t ts = json_integer_value(json_object_get(e, "ts"));
         const char *k = json_string_value(json_object_get(e, "key"));
-        if (k) gw_dedupe_check(rt->dedupe, k, ts > now ? now : ts);
+        if (k) cm_gw_dedupe_check(rt->dedupe, k, ts > now ? now : ts);
     }
     rt->accepting = true;
     /* Crash recovery: what was accepted and not answered runs again, unless
@@ -260,24 +260,24 @@ cm_rc gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
     json_array_foreach(rt->pending, i, e)
     {
         gw_msg m;
-        gw_journal_msg(json_object_get(e, "msg"), &m);
+        cm_gw_journal_msg(json_object_get(e, "msg"), &m);
         uint64_t jid = (uint64_t)json_integer_value(json_object_get(e, "id"));
         buf k = BUF_INIT;
-        if (gw_dedupe_key(&m, &k)) gw_dedupe_check(rt->dedupe, k.data, now);
-        buf_release(&k);
+        if (cm_gw_dedupe_key(&m, &k)) cm_gw_dedupe_check(rt->dedupe, k.data, now);
+        cm_buf_release(&k);
         rt->recovered++;
         if (json_integer_value(json_object_get(e, "runs")) >= rt->o.max_attempts) {
             gw_ids ids = {0};
-            gw_ids_add(&ids, jid);
-            gw_rt_notice(
+            cm_gw_ids_add(&ids, jid);
+            cm_gw_rt_notice(
                 rt, m.channel ? m.channel : "unknown", m.account, m.peer, m.thread, m.message_id,
                 "⚠️ This message was not answered: the gateway stopped while answering "
                 "it. Please send it again.",
                 &ids, "failed");
-            gw_ids_release(&ids);
+            cm_gw_ids_release(&ids);
             continue;
         }
-        gw_rt_process(rt, &m, jid, now);
+        cm_gw_rt_process(rt, &m, jid, now);
     }
     json_decref(rt->pending);
     json_decref(rt->seen);
@@ -300,7 +300,7 @@ cm_rc gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
     pthread_mutex_unlock(&rt->mu);
     for (size_t c = 0; !rc && c < rt->nch; c++) {
         if (rt->ch[c].started) continue; /* an alias of a channel started above */
-        rc = rt->ch[c].ch->ops->start(rt->ch[c].ch, gw_runtime_sink, rt, err, errlen);
+        rc = rt->ch[c].ch->ops->start(rt->ch[c].ch, cm_gw_runtime_sink, rt, err, errlen);
         if (!rc) rt->ch[c].started = true;
     }
     return rc;
@@ -319,13 +319,13 @@ static bool S_wait_idle_locked(gw_runtime *rt, int64_t timeout_ms, bool drain)
 {
     int64_t end = cm_now_ms() + timeout_ms;
     for (;;) {
-        if (drain) gw_rt_tick_locked(rt, true);
+        if (drain) cm_gw_rt_tick_locked(rt, true);
         bool busy = S_busy(rt);
         if (!busy && drain) {
             for (size_t b = 0; b < GW_RT_BUCKETS && !busy; b++)
                 for (gw_sess *s = rt->sess[b]; s && !busy; s = s->next)
-                    busy = gw_queue_depth(s->q) || s->next_job;
-            busy = busy || gw_debounce_pending(rt->debounce);
+                    busy = cm_gw_queue_depth(s->q) || s->next_job;
+            busy = busy || cm_gw_debounce_pending(rt->debounce);
         }
         if (!busy) return true;
         int64_t left = end - cm_now_ms();
@@ -336,7 +336,7 @@ static bool S_wait_idle_locked(gw_runtime *rt, int64_t timeout_ms, bool drain)
     }
 }
 
-bool gw_runtime_wait_idle(gw_runtime *rt, int64_t timeout_ms)
+bool cm_gw_runtime_wait_idle(gw_runtime *rt, int64_t timeout_ms)
 {
     pthread_mutex_lock(&rt->mu);
     bool ok = S_wait_idle_locked(rt, timeout_ms, false);
@@ -355,7 +355,7 @@ static void S_stop_channels(gw_runtime *rt)
     }
 }
 
-bool gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms)
+bool cm_gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms)
 {
     pthread_mutex_lock(&rt->mu);
     rt->accepting = false;
@@ -364,10 +364,10 @@ bool gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms)
     pthread_mutex_lock(&rt->mu);
     bool ok = S_wait_idle_locked(rt, timeout_ms, true);
     pthread_mutex_unlock(&rt->mu);
-    return ok && gw_journal_backlog(rt->journal) == 0;
+    return ok && cm_gw_journal_backlog(rt->journal) == 0;
 }
 
-json_t *gw_runtime_status(gw_runtime *rt)
+json_t *cm_gw_runtime_status(gw_runtime *rt)
 {
     json_t *chs = json_array(), *ss = json_array();
     pthread_mutex_lock(&rt->mu);
@@ -378,16 +378,16 @@ json_t *gw_runtime_status(gw_runtime *rt)
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess *s = rt->sess[b]; s; s = s->next) {
             active += s->active;
-            if (!s->active && !gw_queue_depth(s->q)) continue;
+            if (!s->active && !cm_gw_queue_depth(s->q)) continue;
             json_array_append_new(ss, json_pack("{s:s,s:b,s:I}", "key", s->key, "active", s->active,
-                                                "queued", (json_int_t)gw_queue_depth(s->q)));
+                                                "queued", (json_int_t)cm_gw_queue_depth(s->q)));
         }
     json_t *o = json_pack(
         "{s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepting", rt->accepting,
         "channels", chs, "sessions", ss, "knownSessions", (json_int_t)rt->nsess, "activeRuns",
         (json_int_t)active, "readyJobs", (json_int_t)rt->ready_n, "debouncePending",
-        (json_int_t)gw_debounce_pending(rt->debounce), "journalBacklog",
-        (json_int_t)gw_journal_backlog(rt->journal), "accepted", (json_int_t)rt->accepted,
+        (json_int_t)cm_gw_debounce_pending(rt->debounce), "journalBacklog",
+        (json_int_t)cm_gw_journal_backlog(rt->journal), "accepted", (json_int_t)rt->accepted,
         "duplicates", (json_int_t)rt->duplicates, "recovered", (json_int_t)rt->recovered, "runs",
         (json_int_t)__atomic_load_n(&rt->runs, __ATOMIC_RELAXED), "replies",
         (json_int_t)__atomic_load_n(&rt->replies, __ATOMIC_RELAXED));
@@ -395,7 +395,7 @@ json_t *gw_runtime_status(gw_runtime *rt)
     return o;
 }
 
-void gw_runtime_free(gw_runtime *rt)
+void cm_gw_runtime_free(gw_runtime *rt)
 {
     if (!rt) return;
     if (rt->inited) {
@@ -412,25 +412,25 @@ void gw_runtime_free(gw_runtime *rt)
         pthread_join(rt->workers[w], NULL);
     for (gw_job *j = rt->ready_head, *n; j; j = n) {
         n = j->next;
-        gw_job_free(j);
+        cm_gw_job_free(j);
     }
     for (size_t b = 0; b < GW_RT_BUCKETS; b++) {
         for (gw_sess *s = rt->sess[b], *n; s; s = n) {
             n = s->next;
-            gw_sess_free(s);
+            cm_gw_sess_free(s);
         }
         for (gw_dkey *d = rt->dkeys[b], *n; d; d = n) {
             n = d->next;
-            gw_ids_release(&d->ids);
+            cm_gw_ids_release(&d->ids);
             free(d->key);
             free(d);
         }
     }
-    gw_debounce_free(rt->debounce);
-    gw_dedupe_free(rt->dedupe);
-    gw_dedupe_free(rt->recent);
-    gw_history_release(&rt->history);
-    gw_journal_close(rt->journal);
+    cm_gw_debounce_close(rt->debounce);
+    cm_gw_dedupe_close(rt->dedupe);
+    cm_gw_dedupe_close(rt->recent);
+    cm_gw_history_release(&rt->history);
+    cm_gw_journal_close(rt->journal);
     json_decref(rt->pending);
     json_decref(rt->seen);
     if (rt->inited) {

@@ -9,7 +9,7 @@
  * chunked to the channel's limit, block streaming) and sent back.
  *
  * Time comes from the options' clock. With manual set no timer thread runs:
- * the caller drives debounce windows and queue delays with gw_runtime_tick
+ * the caller drives debounce windows and queue delays with cm_gw_runtime_tick
  * (tests advance a fake clock and never sleep). Thread safe: the sink may be
  * called from any channel thread.
  */
@@ -52,7 +52,7 @@ typedef struct gw_runtime_opts {
     gw_clock_fn clock; /* NULL: wall clock (ms) */
     void *clock_ctx;
     int workers;          /* agent runs at once; 0: 4 */
-    bool manual;          /* no timer thread: the caller calls gw_runtime_tick */
+    bool manual;          /* no timer thread: the caller calls cm_gw_runtime_tick */
     int max_attempts;     /* runs of one journaled message before it is answered as
                              failed at recovery; 0: 2 */
     const cm_logger *log; /* may be NULL */
@@ -62,66 +62,66 @@ typedef struct gw_runtime gw_runtime;
 
 /* Opens the journal (creating <stateDir>/gateway/) and starts the workers
  * (and the timer unless manual). Nothing is accepted before
- * gw_runtime_start. */
-cm_rc gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen);
+ * cm_gw_runtime_start. */
+cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen);
 
 /* Registers a channel (borrowed; the runtime sends through it and stops it
  * at drain) for account (NULL: "default"), under the name its ops give or
  * name (not NULL: replies to messages of that channel name go through ch
  * too; the HTTP channel carries "terminal", `clawmem chat`). Before
- * gw_runtime_start. */
-cm_rc gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name, const char *account,
-                             char *err, size_t errlen);
+ * cm_gw_runtime_start. */
+cm_rc cm_gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name,
+                                const char *account, char *err, size_t errlen);
 
 /* Recovers the journal — every accepted message not marked answered is run
  * again, or answered as failed (visibly) once it has used up its attempts —
  * then starts the channels. */
-cm_rc gw_runtime_start(gw_runtime *rt, char *err, size_t errlen);
+cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen);
 
 /* The sink channels call (ctx = the runtime): CM_OK once m is journaled
  * (a duplicate is CM_OK without a new entry); CM_EBUSY while draining.
  * Messages of channel "terminal" (`clawmem chat`, through the HTTP
  * channel's bearer token: the owner) skip access control. */
-cm_rc gw_runtime_sink(void *ctx, const gw_msg *m);
+cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m);
 
 /* Due debounce batches and queued followup turns at the clock's now. */
-void gw_runtime_tick(gw_runtime *rt);
+void cm_gw_runtime_tick(gw_runtime *rt);
 
 /* Waits (real time, at most timeout_ms) until no run is active or ready;
  * true when idle. Does not flush debounce or queue delays. */
-bool gw_runtime_wait_idle(gw_runtime *rt, int64_t timeout_ms);
+bool cm_gw_runtime_wait_idle(gw_runtime *rt, int64_t timeout_ms);
 
 /* Drains: new messages are refused (CM_EBUSY), channels stop receiving,
  * pending debounce batches and queued turns run at once, active runs finish.
  * Waits at most timeout_ms (real time; what is left stays journaled and is
  * recovered at the next start). True when everything was answered. */
-bool gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms);
+bool cm_gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms);
 
 /* {"accepting","channels":[{"channel","account"}],"sessions":[{"key",
  * "active","queued"}] (those running or with a queue),"knownSessions",
  * "activeRuns","readyJobs","debouncePending","journalBacklog","accepted",
  * "duplicates","recovered","runs","replies"} — a new object. */
-json_t *gw_runtime_status(gw_runtime *rt);
+json_t *cm_gw_runtime_status(gw_runtime *rt);
 
 /* Stops everything (drain first for a clean stop) and frees. */
-void gw_runtime_free(gw_runtime *rt);
+void cm_gw_runtime_free(gw_runtime *rt);
 
 /* ---- the agents (gateway.c) ---------------------------------------------- */
 
 /* The agents a gateway runs: one cm_agent per (worker, agent id), opened on
- * first use with opt's paths (copied). gw_agents_run is a gw_run_fn over
+ * first use with opt's paths (copied). cm_gw_agents_run is a gw_run_fn over
  * it (ctx = the gw_agents): the turn in the session, its reply. */
 typedef struct gw_agents gw_agents;
-cm_rc gw_agents_new(const cm_options *opt, gw_agents **out);
-void gw_agents_free(gw_agents *g);
+cm_rc cm_gw_agents_new(const cm_options *opt, gw_agents **out);
+void cm_gw_agents_free(gw_agents *g);
 /* Agents opened so far (each opened its memory engine). */
-size_t gw_agents_opened(gw_agents *g);
-cm_rc gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen);
+size_t cm_gw_agents_opened(gw_agents *g);
+cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen);
 
 /* ---- replies (reply.c): pure functions the runtime shapes replies with -- */
 
 /* True when text is the silent token NO_REPLY (surrounding blanks ignored). */
-bool gw_reply_is_silent(const char *text);
+bool cm_gw_reply_is_silent(const char *text);
 
 /* The responsePrefix in force for (agent, channel, account), most specific
  * first: channels.<ch>.accounts.<acc>.responsePrefix, channels.<ch>.
@@ -131,39 +131,40 @@ bool gw_reply_is_silent(const char *text);
  * {identityName}, any case) are filled from model ("provider/model", may be
  * NULL or "") and the agent's identity.name; unknown ones stay as written.
  * Appends nothing when no prefix applies. */
-cm_rc gw_reply_prefix(buf *out, const json_t *root, const char *agent_id, const char *channel,
-                      const char *account, const char *model);
+cm_rc cm_gw_reply_prefix(buf *out, const json_t *root, const char *agent_id, const char *channel,
+                         const char *account, const char *model);
 
 typedef enum { GW_REPLYTO_OFF = 0, GW_REPLYTO_FIRST, GW_REPLYTO_ALL } gw_reply_to_mode;
 
 /* channels.<ch>.accounts.<acc>.replyToMode, else channels.<ch>.replyToMode,
  * else off. */
-gw_reply_to_mode gw_reply_to_mode_of(const json_t *root, const char *channel, const char *account);
+gw_reply_to_mode cm_gw_reply_to_mode_of(const json_t *root, const char *channel,
+                                        const char *account);
 
 /* The text limit for a channel: channels.<ch>.accounts.<acc>.textChunkLimit,
- * else channels.<ch>.textChunkLimit, resolved by gw_channel_resolve_limit,
+ * else channels.<ch>.textChunkLimit, resolved by cm_gw_channel_resolve_limit,
  * and never above the channel implementation's own limit (0: none). */
-int gw_reply_text_limit(const json_t *root, const char *channel, const char *account,
-                        size_t channel_limit);
+int cm_gw_reply_text_limit(const json_t *root, const char *channel, const char *account,
+                           size_t channel_limit);
 
 /* Block streaming for (channel, account): the channel's (or account's)
  * blockStreaming boolean, else agents.defaults.blockStreamingDefault "on". */
-bool gw_reply_block_streaming(const json_t *root, const char *channel, const char *account);
+bool cm_gw_reply_block_streaming(const json_t *root, const char *channel, const char *account);
 
 /* agents.defaults.blockStreaming{Break,Chunk,Coalesce} resolved for the
  * channel and its text limit. */
-void gw_reply_stream_cfg(const json_t *root, const char *channel, int text_limit,
-                         gw_stream_break *brk, gw_stream_cfg *cfg);
+void cm_gw_reply_stream_cfg(const json_t *root, const char *channel, int text_limit,
+                            gw_stream_break *brk, gw_stream_cfg *cfg);
 
 /* The agent a message goes to: the most specific of bindings[] whose match
  * fits (peer {kind,id} > accountId > channel), else agents.list's default
  * entry, else its first, else "main". Writes a normalised id into out. */
-cm_rc gw_route_agent(buf *out, const json_t *root, const char *channel, const char *account,
-                     const char *peer, bool is_group);
+cm_rc cm_gw_route_agent(buf *out, const json_t *root, const char *channel, const char *account,
+                        const char *peer, bool is_group);
 
 /* The session key of a message for agent_id (session.dmScope and
  * session.identityLinks honoured). */
-cm_rc gw_route_session(buf *out, const json_t *root, const char *agent_id, const char *channel,
-                       const char *account, const char *peer, const char *thread, bool is_group);
+cm_rc cm_gw_route_session(buf *out, const json_t *root, const char *agent_id, const char *channel,
+                          const char *account, const char *peer, const char *thread, bool is_group);
 
 #endif

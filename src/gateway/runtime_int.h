@@ -26,10 +26,10 @@ typedef struct gw_ids {
     size_t n, cap;
 } gw_ids;
 
-cm_rc gw_ids_add(gw_ids *v, uint64_t id);
+cm_rc cm_gw_ids_add(gw_ids *v, uint64_t id);
 /* Appends from's ids to to and empties from. */
-cm_rc gw_ids_move(gw_ids *to, gw_ids *from);
-void gw_ids_release(gw_ids *v);
+cm_rc cm_gw_ids_move(gw_ids *to, gw_ids *from);
+void cm_gw_ids_release(gw_ids *v);
 
 typedef struct gw_sess gw_sess;
 
@@ -49,7 +49,7 @@ typedef struct gw_job {
     struct gw_job *next;
 } gw_job;
 
-void gw_job_free(gw_job *j);
+void cm_gw_job_free(gw_job *j);
 
 struct gw_sess {
     char *key, *agent_id;
@@ -105,32 +105,32 @@ struct gw_runtime {
     uint64_t runs, replies;
 };
 
-int64_t gw_rt_now(gw_runtime *rt);
+int64_t cm_gw_rt_now(gw_runtime *rt);
 /* Marks every id done with status and empties v. */
-void gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status);
+void cm_gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status);
 /* The channel registered for (name, account), else any of that name. */
-gw_channel *gw_rt_channel(gw_runtime *rt, const char *name, const char *account);
+gw_channel *cm_gw_rt_channel(gw_runtime *rt, const char *name, const char *account);
 
 /* dispatch.c, all under rt->mu: */
 /* One accepted message (journal id jid) through access and debounce. */
-void gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now);
+void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now);
 /* A notice to a route; its job takes ids (marked status once sent). */
-void gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
-                  const char *thread, const char *reply_to, const char *text, gw_ids *ids,
-                  const char *status);
+void cm_gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
+                     const char *thread, const char *reply_to, const char *text, gw_ids *ids,
+                     const char *status);
 /* The next turn of an idle session: an interrupt's, or queued followups once
  * due (force: at once). */
-void gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force);
+void cm_gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force);
 /* Due debounce batches and followups (force: all of them now). */
-void gw_rt_tick_locked(gw_runtime *rt, bool force);
+void cm_gw_rt_tick_locked(gw_runtime *rt, bool force);
 /* The earliest deadline (clock ms) of a debounce batch or queued turn. */
-int64_t gw_rt_next_deadline(gw_runtime *rt);
-void gw_sess_free(gw_sess *s);
+int64_t cm_gw_rt_next_deadline(gw_runtime *rt);
+void cm_gw_sess_free(gw_sess *s);
 
 /* deliver.c: runs a job on a worker thread (no lock held) and marks its
  * journal ids. */
-void gw_rt_execute(gw_runtime *rt, gw_job *j, int worker);
+void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker);
 /* deliver.c: /new and /reset — the session's transcript archived (under mu). */
-cm_rc gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, size_t errlen);
+cm_rc cm_gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, size_t errlen);
 
 #endif

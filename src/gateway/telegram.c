@@ -81,13 +81,13 @@ static cm_rc resolve_token(const json_t *root, const json_t *tg, const char *acc
     }
     if (bt && !json_is_null(bt)) {
         secrets s = {{json_object_get(root, "secrets"), NULL}};
-        if (secret_resolve(&s, bt, out, why, sizeof why))
+        if (cm_secret_resolve(&s, bt, out, why, sizeof why))
             FAIL(CM_ECONFIG, "channels.telegram botToken: %s", why);
     } else if (json_is_string(tf)) {
-        char *p = fs_expand_home(json_string_value(tf));
+        char *p = cm_fs_expand_home(json_string_value(tf));
         if (!p) FAIL(CM_ENOMEM, "out of memory");
         char e2[320];
-        rc = fs_read_file(p, 4096, &b, e2, sizeof e2);
+        rc = cm_fs_read_file(p, 4096, &b, e2, sizeof e2);
         free(p);
         if (rc) FAIL(CM_ECONFIG, "channels.telegram tokenFile: %s", e2);
         *out = cm_strdup(b.data);
@@ -116,7 +116,7 @@ out:
         free(*out);
         *out = NULL;
     }
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
@@ -133,11 +133,11 @@ static void set_last_err(tg_chan *t, const char *msg)
 static cm_rc tg_err(const tg_chan *t, char *err, size_t errlen, cm_rc code, const char *msg)
 {
     buf o = BUF_INIT;
-    if (redact_text(&t->red, msg, strlen(msg), 300, &o) == CM_OK)
+    if (cm_redact_text(&t->red, msg, strlen(msg), 300, &o) == CM_OK)
         cm_seterr(err, errlen, code, "%s", o.data);
     else
         cm_seterr(err, errlen, code, "telegram: request failed");
-    buf_release(&o);
+    cm_buf_release(&o);
     return code;
 }
 
@@ -163,7 +163,7 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
 {
     fetch_ctx *c = f->ctx;
     if (c->body.len + n > TG_BODY_MAX) return false;
-    return buf_add(&c->body, p, n) == CM_OK && !atomic_load(c->watch);
+    return cm_buf_add(&c->body, p, n) == CM_OK && !atomic_load(c->watch);
 }
 
 /* One attempt of method with params (a JSON object, may be NULL) within
@@ -182,7 +182,7 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     fetch_ctx fc = {BUF_INIT, watch};
     memset(r, 0, sizeof *r);
     r->retry_after_ms = -1;
-    if (buf_printf(&url, "%s/bot%s/%s", t->api_base, t->token, method))
+    if (cm_buf_printf(&url, "%s/bot%s/%s", t->api_base, t->token, method))
         FAIL(CM_ENOMEM, "out of memory");
     body = params ? json_dumps(params, JSON_COMPACT) : cm_strdup("{}");
     if (!body) FAIL(CM_ENOMEM, "out of memory");
@@ -199,13 +199,13 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     f.on_data = on_data;
     f.on_tick = on_tick;
     f.ctx = &fc;
-    rc = http_fetch_run(&f, ferr, sizeof ferr);
+    rc = cm_http_fetch_run(&f, ferr, sizeof ferr);
     r->status = f.status;
     r->retry_after_ms = f.retry_after_ms;
     if (rc == CM_ECANCELED) FAIL(CM_ECANCELED, "telegram %s: stopped", method);
     if (rc) {
         r->retryable = true;
-        bool said = buf_printf(&msg, "telegram %s: %s", method, ferr) == CM_OK;
+        bool said = cm_buf_printf(&msg, "telegram %s: %s", method, ferr) == CM_OK;
         rc = tg_err(t, err, errlen, CM_EIO, said ? msg.data : "telegram: network failure");
         goto out;
     }
@@ -222,10 +222,10 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     long code = f.status;
     if (json_is_integer(json_object_get(doc, "error_code")) && (code < 400 || code >= 600))
         code = (long)json_integer_value(json_object_get(doc, "error_code"));
-    bool said = !doc ? buf_printf(&msg, "telegram %s: HTTP %ld, an answer that is not JSON", method,
-                                  f.status) == CM_OK
-                     : buf_printf(&msg, "telegram %s: HTTP %ld%s%s", method, code,
-                                  desc ? ": " : "", desc ? desc : "") == CM_OK;
+    bool said = !doc ? cm_buf_printf(&msg, "telegram %s: HTTP %ld, an answer that is not JSON",
+                                     method, f.status) == CM_OK
+                     : cm_buf_printf(&msg, "telegram %s: HTTP %ld%s%s", method, code,
+                                     desc ? ": " : "", desc ? desc : "") == CM_OK;
     cm_rc code_rc = CM_EIO;
     if (code == 429) {
         code_rc = CM_ERATELIMIT;
@@ -238,10 +238,10 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     rc = tg_err(t, err, errlen, code_rc, said ? msg.data : "telegram: request failed");
 out:
     json_decref(doc);
-    buf_release(&fc.body);
+    cm_buf_release(&fc.body);
     if (url.data) memset(url.data, 0, url.len);
-    buf_release(&url);
-    buf_release(&msg);
+    cm_buf_release(&url);
+    cm_buf_release(&msg);
     free(body);
     return rc;
 }
@@ -281,7 +281,7 @@ static void offset_load(tg_chan *t)
     buf b = BUF_INIT;
     char e[256];
     t->last_update = -1;
-    if (fs_read_file(t->offset_path, 4096, &b, e, sizeof e) == CM_OK) {
+    if (cm_fs_read_file(t->offset_path, 4096, &b, e, sizeof e) == CM_OK) {
         json_t *d = json_loadb(b.data, b.len, 0, NULL);
         json_t *v = json_object_get(d, "version"), *id = json_object_get(d, "lastUpdateId");
         const char *bid = json_string_value(json_object_get(d, "botId"));
@@ -294,7 +294,7 @@ static void offset_load(tg_chan *t)
             t->last_update = (int64_t)json_integer_value(id);
         json_decref(d);
     }
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 /* Writes the offset atomically (temporary file, fsync, rename). */
@@ -302,14 +302,14 @@ static cm_rc offset_save(tg_chan *t, int64_t id, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf tmp = BUF_INIT;
-    char *dir = fs_dirname(t->offset_path), *text = NULL;
+    char *dir = cm_fs_dirname(t->offset_path), *text = NULL;
     int fd = -1;
     json_t *d = json_pack("{s:i,s:I,s:s?}", "version", TG_OFFSET_VERSION, "lastUpdateId",
                           (json_int_t)id, "botId", t->bot_id[0] ? t->bot_id : NULL);
     if (!dir || !d || !(text = json_dumps(d, JSON_INDENT(2))) ||
-        buf_printf(&tmp, "%s.%ld.tmp", t->offset_path, (long)getpid()))
+        cm_buf_printf(&tmp, "%s.%ld.tmp", t->offset_path, (long)getpid()))
         FAIL(CM_ENOMEM, "out of memory");
-    CHECK(fs_mkdirs(dir, err, errlen));
+    CHECK(cm_fs_mkdirs(dir, err, errlen));
     fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) FAIL(CM_EIO, "telegram: cannot write %s: %s", tmp.data, strerror(errno));
     size_t n = strlen(text);
@@ -319,11 +319,11 @@ static cm_rc offset_save(tg_chan *t, int64_t id, char *err, size_t errlen)
     fd = -1;
     if (rename(tmp.data, t->offset_path))
         FAIL(CM_EIO, "telegram: cannot replace %s: %s", t->offset_path, strerror(errno));
-    fs_sync_dir(t->offset_path);
+    cm_fs_sync_dir(t->offset_path);
 out:
     if (fd >= 0) close(fd);
     if (rc && tmp.data) unlink(tmp.data);
-    buf_release(&tmp);
+    cm_buf_release(&tmp);
     free(dir);
     free(text);
     json_decref(d);
@@ -462,7 +462,7 @@ static cm_rc get_me(tg_chan *t, call_res *r, char *err, size_t errlen)
     if (rc) return rc;
     const char *u = json_string_value(json_object_get(r->result, "username"));
     json_t *id = json_object_get(r->result, "id");
-    pthread_mutex_lock(&t->mu); /* gw_telegram_bot_username reads it */
+    pthread_mutex_lock(&t->mu); /* cm_gw_telegram_bot_username reads it */
     snprintf(t->bot_username, sizeof t->bot_username, "%s", u ? u : "");
     t->bot_uid = json_is_integer(id) ? (int64_t)json_integer_value(id) : 0;
     pthread_mutex_unlock(&t->mu);
@@ -633,7 +633,7 @@ static void tg_close(gw_channel *ch)
     free(t->api_base);
     free(t->account);
     free(t->offset_path);
-    redact_release(&t->red);
+    cm_redact_release(&t->red);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
@@ -642,7 +642,7 @@ static void tg_close(gw_channel *ch)
 static const gw_channel_ops tg_ops = {"telegram", TG_TEXT_LIMIT, tg_start,
                                       tg_send,    tg_stop,       tg_close};
 
-void gw_telegram_last_error(gw_channel *ch, char *out, size_t n)
+void cm_gw_telegram_last_error(gw_channel *ch, char *out, size_t n)
 {
     tg_chan *t = (tg_chan *)ch;
     pthread_mutex_lock(&t->mu);
@@ -650,7 +650,7 @@ void gw_telegram_last_error(gw_channel *ch, char *out, size_t n)
     pthread_mutex_unlock(&t->mu);
 }
 
-void gw_telegram_bot_username(gw_channel *ch, char *out, size_t n)
+void cm_gw_telegram_bot_username(gw_channel *ch, char *out, size_t n)
 {
     tg_chan *t = (tg_chan *)ch;
     pthread_mutex_lock(&t->mu);
@@ -658,8 +658,8 @@ void gw_telegram_bot_username(gw_channel *ch, char *out, size_t n)
     pthread_mutex_unlock(&t->mu);
 }
 
-cm_rc gw_telegram_open(const json_t *root, const char *account, const char *state_dir,
-                       gw_channel **out, char *err, size_t errlen)
+cm_rc cm_gw_telegram_open(const json_t *root, const char *account, const char *state_dir,
+                          gw_channel **out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     tg_chan *t = NULL;
@@ -677,10 +677,10 @@ cm_rc gw_telegram_open(const json_t *root, const char *account, const char *stat
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&t->cv, &ca);
     pthread_condattr_destroy(&ca);
-    redact_init(&t->red);
+    cm_redact_init(&t->red);
     t->last_update = -1;
     CHECK(resolve_token(root, tg, account, &t->token, err, errlen));
-    if (redact_add(&t->red, t->token)) FAIL(CM_ENOMEM, "out of memory");
+    if (cm_redact_add(&t->red, t->token)) FAIL(CM_ENOMEM, "out of memory");
     snprintf(t->bot_id, sizeof t->bot_id, "%.*s", (int)strcspn(t->token, ":"), t->token);
     for (const char *c = t->bot_id; *c; c++)
         if (*c < '0' || *c > '9') {
@@ -701,21 +701,21 @@ cm_rc gw_telegram_open(const json_t *root, const char *account, const char *stat
     if (t->req_ms < 1) t->req_ms = 1;
     /* the long poll is held at most that long too */
     t->poll_s = ts ? CM_MIN((long)TG_POLL_S, CM_MAX(0L, t->req_ms / 1000)) : TG_POLL_S;
-    t->backoff_ms = http_defaults(0).backoff_ms;
+    t->backoff_ms = cm_http_defaults(0).backoff_ms;
     if (!(t->account = cm_strdup(account))) FAIL(CM_ENOMEM, "out of memory");
     /* 2026.3.22 normalizes the account for the file name */
-    if (buf_printf(&path, "%s/telegram/update-offset-", state_dir))
+    if (cm_buf_printf(&path, "%s/telegram/update-offset-", state_dir))
         FAIL(CM_ENOMEM, "out of memory");
     for (const char *c = account; *c; c++) {
         bool ok = word_char(*c) || *c == '.' || *c == '-';
-        if (buf_addc(&path, ok ? *c : '_')) FAIL(CM_ENOMEM, "out of memory");
+        if (cm_buf_addc(&path, ok ? *c : '_')) FAIL(CM_ENOMEM, "out of memory");
     }
-    if (buf_adds(&path, ".json")) FAIL(CM_ENOMEM, "out of memory");
-    t->offset_path = buf_detach(&path);
+    if (cm_buf_adds(&path, ".json")) FAIL(CM_ENOMEM, "out of memory");
+    t->offset_path = cm_buf_detach(&path);
     offset_load(t);
     *out = &t->base;
 out:
     if (rc && t) tg_close(&t->base);
-    buf_release(&path);
+    cm_buf_release(&path);
     return rc;
 }

@@ -22,7 +22,7 @@ typedef struct chunker {
     chunk_list *out;
 } chunker;
 
-size_t chunk_weight(const char *s, size_t n)
+size_t cm_chunk_weight(const char *s, size_t n)
 {
     size_t w = 0;
     for (size_t i = 0; i < n;) {
@@ -32,8 +32,8 @@ size_t chunk_weight(const char *s, size_t n)
             continue;
         }
         int32_t cp;
-        i += utf8_decode(s + i, n - i, &cp);
-        w += utf8_is_cjk(cp) ? 4 : 1;
+        i += cm_utf8_decode(s + i, n - i, &cp);
+        w += cm_utf8_is_cjk(cp) ? 4 : 1;
     }
     return w;
 }
@@ -46,8 +46,8 @@ static size_t char_at(const char *s, size_t n, size_t *weight)
         *weight = 1;
         return 1;
     }
-    size_t l = utf8_decode(s, n, &cp);
-    *weight = utf8_is_cjk(cp) ? 4 : 1;
+    size_t l = cm_utf8_decode(s, n, &cp);
+    *weight = cm_utf8_is_cjk(cp) ? 4 : 1;
     return l;
 }
 
@@ -66,15 +66,15 @@ static cm_rc flush(chunker *c)
     buf b = BUF_INIT;
     cm_rc rc = CM_OK;
     for (size_t i = 0; i < c->n && !rc; i++) {
-        if (i) rc = buf_addc(&b, '\n');
-        if (!rc) rc = buf_add(&b, c->cur[i].s, c->cur[i].len);
+        if (i) rc = cm_buf_addc(&b, '\n');
+        if (!rc) rc = cm_buf_add(&b, c->cur[i].s, c->cur[i].len);
     }
     if (rc) {
-        buf_release(&b);
+        cm_buf_release(&b);
         return rc;
     }
     if (blank(b.data, b.len)) {
-        buf_release(&b);
+        cm_buf_release(&b);
         return CM_OK;
     }
     chunk_list *l = c->out;
@@ -82,7 +82,7 @@ static cm_rc flush(chunker *c)
         size_t cap = l->cap ? l->cap * 2 : 16;
         chunk *nv = realloc(l->v, cap * sizeof *nv);
         if (!nv) {
-            buf_release(&b);
+            cm_buf_release(&b);
             return CM_ENOMEM;
         }
         l->v = nv;
@@ -93,8 +93,8 @@ static cm_rc flush(chunker *c)
     ch->end_line = c->cur[c->n - 1].line;
     ch->len = b.len;
     ch->time_s = 0;
-    ch->text = buf_detach(&b);
-    sha256_hex(ch->text, ch->len, ch->hash);
+    ch->text = cm_buf_detach(&b);
+    cm_sha256_hex(ch->text, ch->len, ch->hash);
     return CM_OK;
 }
 
@@ -194,7 +194,7 @@ static cm_rc add_long_line(chunker *c, const char *s, size_t len, int line)
     }
 }
 
-cm_rc chunk_text(const char *text, size_t n, int tokens, int overlap, chunk_list *out)
+cm_rc cm_chunk_text(const char *text, size_t n, int tokens, int overlap, chunk_list *out)
 {
     chunker c = {NULL, 0, 0, 0, 0, 0, out};
     c.max_chars = (size_t)CM_MAX(32, tokens * 4);
@@ -211,7 +211,7 @@ cm_rc chunk_text(const char *text, size_t n, int tokens, int overlap, chunk_list
         if (len && text[pos + len - 1] == '\r') len--;
         line++;
         const char *s = text + pos;
-        size_t w = chunk_weight(s, len);
+        size_t w = cm_chunk_weight(s, len);
         if (w + 1 <= c.max_chars)
             rc = add_line(&c, s, len, w, line);
         else
@@ -224,7 +224,7 @@ cm_rc chunk_text(const char *text, size_t n, int tokens, int overlap, chunk_list
     return rc;
 }
 
-void chunk_list_release(chunk_list *l)
+void cm_chunk_list_release(chunk_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i].text);

@@ -33,10 +33,10 @@ typedef struct chunk_list {
 } chunk_list;
 
 /* Chunks text[0..n), which must be valid UTF-8, appending to out. */
-cm_rc chunk_text(const char *text, size_t n, int tokens, int overlap, chunk_list *out);
-void chunk_list_release(chunk_list *l);
+cm_rc cm_chunk_text(const char *text, size_t n, int tokens, int overlap, chunk_list *out);
+void cm_chunk_list_release(chunk_list *l);
 
 /* Estimated size in characters: a CJK character counts 4, others 1. */
-size_t chunk_weight(const char *s, size_t n);
+size_t cm_chunk_weight(const char *s, size_t n);
 
 #endif

@@ -85,7 +85,7 @@ typedef struct walk {
     size_t nroots;
 } walk;
 
-cm_rc problem_add(problem_list *l, const char *path, const char *fmt, ...)
+cm_rc cm_index_problem_add(problem_list *l, const char *path, const char *fmt, ...)
 {
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 8;
@@ -111,7 +111,7 @@ cm_rc problem_add(problem_list *l, const char *path, const char *fmt, ...)
     return CM_OK;
 }
 
-void problem_list_release(problem_list *l)
+void cm_index_problem_list_release(problem_list *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         free(l->v[i].path);
@@ -121,7 +121,7 @@ void problem_list_release(problem_list *l)
     memset(l, 0, sizeof *l);
 }
 
-void file_list_release(file_list *l)
+void cm_index_file_list_release(file_list *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         free(l->v[i].rel);
@@ -136,10 +136,10 @@ void file_list_release(file_list *l)
     memset(l, 0, sizeof *l);
 }
 
-cm_rc discover_relpath(buf *out, const char *base, const char *abs)
+cm_rc cm_discover_relpath(buf *out, const char *base, const char *abs)
 {
     size_t bl = strlen(base);
-    if (strncmp(abs, base, bl) == 0 && abs[bl] == '/') return buf_adds(out, abs + bl + 1);
+    if (strncmp(abs, base, bl) == 0 && abs[bl] == '/') return cm_buf_adds(out, abs + bl + 1);
     /* Longest common directory prefix, then one "../" per remaining base part. */
     size_t common = 0;
     for (size_t i = 0; base[i] && base[i] == abs[i]; i++)
@@ -147,8 +147,8 @@ cm_rc discover_relpath(buf *out, const char *base, const char *abs)
     if (base[bl] == 0 && abs[bl] == '/') common = bl;
     cm_rc rc = CM_OK;
     for (const char *p = base + common; *p && !rc; p++)
-        if (*p == '/') rc = buf_adds(out, "../");
-    if (!rc) rc = buf_adds(out, abs + common + 1);
+        if (*p == '/') rc = cm_buf_adds(out, "../");
+    if (!rc) rc = cm_buf_adds(out, abs + common + 1);
     return rc;
 }
 
@@ -165,22 +165,23 @@ static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, uint32_t 
                       const struct stat *st, bool media)
 {
     buf rel = BUF_INIT;
-    cm_rc rc = discover_relpath(&rel, cfg->workspace, abs);
+    cm_rc rc = cm_discover_relpath(&rel, cfg->workspace, abs);
     if (rc) {
-        buf_release(&rel);
+        cm_buf_release(&rel);
         return rc;
     }
     if (media && st->st_size > cfg->multimodal_max_bytes) {
-        rc = problem_add(&f->problems, rel.data,
-                         "skipped: %lld bytes, over multimodal.maxFileBytes (%d)",
-                         (long long)st->st_size, cfg->multimodal_max_bytes);
-        buf_release(&rel);
+        rc = cm_index_problem_add(&f->problems, rel.data,
+                                  "skipped: %lld bytes, over multimodal.maxFileBytes (%d)",
+                                  (long long)st->st_size, cfg->multimodal_max_bytes);
+        cm_buf_release(&rel);
         return rc;
     }
     if (st->st_size > DISCOVER_MAX_FILE_BYTES) {
-        rc = problem_add(&f->problems, rel.data, "skipped: %lld bytes, over the %lld-byte cap",
-                         (long long)st->st_size, (long long)DISCOVER_MAX_FILE_BYTES);
-        buf_release(&rel);
+        rc = cm_index_problem_add(&f->problems, rel.data,
+                                  "skipped: %lld bytes, over the %lld-byte cap",
+                                  (long long)st->st_size, (long long)DISCOVER_MAX_FILE_BYTES);
+        cm_buf_release(&rel);
         return rc;
     }
     return push_file(f, &rel, abs, root, sub, "memory", st);
@@ -195,14 +196,14 @@ static cm_rc push_file(found *f, buf *rel, const char *abs, uint32_t root, uint3
         size_t cap = l->cap ? l->cap * 2 : 256;
         mem_file *nv = realloc(l->v, cap * sizeof *nv);
         if (!nv) {
-            buf_release(rel);
+            cm_buf_release(rel);
             return CM_ENOMEM;
         }
         l->v = nv;
         l->cap = cap;
     }
     mem_file *m = &l->v[l->n];
-    m->rel = buf_detach(rel);
+    m->rel = cm_buf_detach(rel);
     m->abs = cm_strdup(abs);
     m->root = root;
     m->sub = sub;
@@ -224,10 +225,10 @@ static cm_rc push_file(found *f, buf *rel, const char *abs, uint32_t root, uint3
 static cm_rc add_problem(const cm_config *cfg, found *f, const char *abs, const char *what, int e)
 {
     buf rel = BUF_INIT;
-    cm_rc rc = discover_relpath(&rel, cfg->workspace, abs);
-    if (!rc && e) rc = problem_add(&f->problems, rel.data, "%s: %s", what, strerror(e));
-    if (!rc && !e) rc = problem_add(&f->problems, rel.data, "%s", what);
-    buf_release(&rel);
+    cm_rc rc = cm_discover_relpath(&rel, cfg->workspace, abs);
+    if (!rc && e) rc = cm_index_problem_add(&f->problems, rel.data, "%s: %s", what, strerror(e));
+    if (!rc && !e) rc = cm_index_problem_add(&f->problems, rel.data, "%s", what);
+    cm_buf_release(&rel);
     return rc;
 }
 
@@ -374,7 +375,7 @@ static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const c
         if (errno == ENOENT) return CM_OK;
         return add_problem(w->cfg, f, abs, "cannot stat", errno);
     }
-    bool is_media = media && !is_md(name) && media_kind(w->cfg, name);
+    bool is_media = media && !is_md(name) && cm_index_media_kind(w->cfg, name);
     bool md = is_md(name) || is_media;
     if (S_ISREG(st.st_mode)) return md ? add_file(w->cfg, f, abs, root, sub, &st, is_media) : CM_OK;
     if (S_ISLNK(st.st_mode))
@@ -398,19 +399,19 @@ static cm_rc stat_names(walk *w, found *f, dref *dir, const char *abs, const cha
 {
     cm_rc rc = CM_OK;
     buf path = BUF_INIT;
-    CHECK(buf_adds(&path, abs));
-    if (path.len && path.data[path.len - 1] != '/') CHECK(buf_addc(&path, '/'));
+    CHECK(cm_buf_adds(&path, abs));
+    if (path.len && path.data[path.len - 1] != '/') CHECK(cm_buf_addc(&path, '/'));
     size_t base = path.len;
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(names);
         path.len = base;
-        CHECK(buf_add(&path, names, len + 1));
+        CHECK(cm_buf_add(&path, names, len + 1));
         CHECK(
             add_entry(w, f, dir, path.data, path.data + base, root, sub, depth + 1, false, media));
         names += len + 1;
     }
 out:
-    buf_release(&path);
+    cm_buf_release(&path);
     return rc;
 }
 
@@ -448,10 +449,10 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
     while ((de = readdir(d)) != NULL) {
         const char *name = de->d_name;
         if (is_dot(name)) continue;
-        bool wanted = is_md(name) || (job->media && media_kind(w->cfg, name));
+        bool wanted = is_md(name) || (job->media && cm_index_media_kind(w->cfg, name));
         if (de->d_type == DT_REG && !wanted) continue;
         if (de->d_type == DT_LNK && !wanted) continue;
-        CHECK(buf_add(&names, name, strlen(name) + 1));
+        CHECK(cm_buf_add(&names, name, strlen(name) + 1));
         n++;
         if (n == STAT_BATCH) first = names.len;
     }
@@ -480,7 +481,7 @@ out:
     pthread_mutex_lock(&w->mu);
     dref_put(self);
     pthread_mutex_unlock(&w->mu);
-    buf_release(&names);
+    cm_buf_release(&names);
     return rc;
 }
 
@@ -692,14 +693,15 @@ static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
     free(src->files.v);
     memset(&src->files, 0, sizeof src->files);
     for (size_t i = 0; i < src->problems.n; i++) {
-        cm_rc rc = problem_add(pdst, src->problems.v[i].path, "%s", src->problems.v[i].what);
+        cm_rc rc =
+            cm_index_problem_add(pdst, src->problems.v[i].path, "%s", src->problems.v[i].what);
         if (rc) return rc;
     }
-    problem_list_release(&src->problems);
+    cm_index_problem_list_release(&src->problems);
     return CM_OK;
 }
 
-bool discover_sessions_on(const cm_config *cfg)
+bool cm_discover_sessions_on(const cm_config *cfg)
 {
     if (!cfg->session_memory || !cfg->sessions_dir) return false;
     for (size_t i = 0; i < cfg->sources.n; i++)
@@ -713,7 +715,7 @@ bool discover_sessions_on(const cm_config *cfg)
  * through that directory's descriptor like any other root. */
 static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
 {
-    if (!discover_sessions_on(cfg)) return CM_OK;
+    if (!cm_discover_sessions_on(cfg)) return CM_OK;
     int fd = open(cfg->sessions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return CM_OK; /* no session yet */
     int lfd = dup(fd);
@@ -734,23 +736,24 @@ static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
         struct stat st;
         if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
-        buf_reset(&abs);
-        buf_reset(&rel);
-        rc = buf_printf(&abs, "%s/%s", cfg->sessions_dir, e->d_name);
-        if (!rc) rc = buf_printf(&rel, "sessions/%s", e->d_name);
+        cm_buf_reset(&abs);
+        cm_buf_reset(&rel);
+        rc = cm_buf_printf(&abs, "%s/%s", cfg->sessions_dir, e->d_name);
+        if (!rc) rc = cm_buf_printf(&rel, "sessions/%s", e->d_name);
         if (!rc && st.st_size > DISCOVER_MAX_FILE_BYTES) /* said, as for Markdown */
-            rc = problem_add(&f->problems, rel.data, "skipped: %lld bytes, over the %lld-byte cap",
-                             (long long)st.st_size, (long long)DISCOVER_MAX_FILE_BYTES);
+            rc = cm_index_problem_add(&f->problems, rel.data,
+                                      "skipped: %lld bytes, over the %lld-byte cap",
+                                      (long long)st.st_size, (long long)DISCOVER_MAX_FILE_BYTES);
         else if (!rc)
             rc = push_file(f, &rel, abs.data, root, sub, "sessions", &st);
     }
     closedir(d);
-    buf_release(&abs);
-    buf_release(&rel);
+    cm_buf_release(&abs);
+    cm_buf_release(&rel);
     return rc;
 }
 
-cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problems)
+cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *problems)
 {
     cm_rc rc = CM_OK;
     walk w = {.cfg = cfg};
@@ -774,14 +777,14 @@ cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problem
     struct stat st;
     const char *top =
         fstatat(ws, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "MEMORY.md" : "memory.md";
-    CHECK(fs_join(&p, cfg->workspace, top));
+    CHECK(cm_fs_join(&p, cfg->workspace, top));
     CHECK(add_entry(&w, &roots, &w.roots[0], p.data, top, 0, wsub, 0, true, false));
-    buf_reset(&p);
-    CHECK(fs_join(&p, cfg->workspace, "memory"));
+    cm_buf_reset(&p);
+    CHECK(cm_fs_join(&p, cfg->workspace, "memory"));
     CHECK(add_entry(&w, &roots, &w.roots[0], p.data, "memory", 0, wsub, 0, true, false));
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
-        buf_reset(&p);
-        rc = config_extra_path(cfg, i, &p);
+        cm_buf_reset(&p);
+        rc = cm_config_extra_path(cfg, i, &p);
         if (rc == CM_EPATH) { /* climbs above "/": ignored */
             rc = CM_OK;
             continue;
@@ -839,31 +842,31 @@ out:
     free(w.roots);
     free(w.root_abs);
     for (int i = 0; i < MAX_THREADS; i++) {
-        file_list_release(&k[i].f.files);
-        problem_list_release(&k[i].f.problems);
+        cm_index_file_list_release(&k[i].f.files);
+        cm_index_problem_list_release(&k[i].f.problems);
     }
-    file_list_release(&roots.files);
-    problem_list_release(&roots.problems);
+    cm_index_file_list_release(&roots.files);
+    cm_index_problem_list_release(&roots.problems);
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);
-    buf_release(&p);
-    if (rc) file_list_release(out);
+    cm_buf_release(&p);
+    if (rc) cm_index_file_list_release(out);
     return rc;
 }
 
-void file_reader_init(file_reader *r, const file_list *l)
+void cm_index_file_reader_init(file_reader *r, const file_list *l)
 {
     r->l = l;
     r->root = 0;
     r->dirfd = -1;
-    buf_init(&r->dir, 0);
+    cm_buf_init(&r->dir, 0);
 }
 
-void file_reader_release(file_reader *r)
+void cm_index_file_reader_release(file_reader *r)
 {
     if (r->dirfd >= 0) close(r->dirfd);
     r->dirfd = -1;
-    buf_release(&r->dir);
+    cm_buf_release(&r->dir);
 }
 
 static const char *open_reason(int e)
@@ -871,7 +874,7 @@ static const char *open_reason(int e)
     return e == ELOOP ? SYMLINK_PROBLEM : e == ENOENT ? "no such file" : strerror(e);
 }
 
-int discover_open_dir(int fd, const char *path, size_t dl)
+int cm_discover_open_dir(int fd, const char *path, size_t dl)
 {
     const char *c = path, *end = path + dl;
     int cur = fd;
@@ -900,8 +903,8 @@ int discover_open_dir(int fd, const char *path, size_t dl)
     return cur == fd ? dup(fd) : cur;
 }
 
-cm_rc file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out, struct stat *st,
-                       char *why, size_t whylen)
+cm_rc cm_index_file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out,
+                                struct stat *st, char *why, size_t whylen)
 {
     cm_rc rc = CM_OK;
     char *err = why;
@@ -915,11 +918,11 @@ cm_rc file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out, 
     if (r->dirfd < 0 || r->root != f->root || r->dir.len != dl ||
         (dl && memcmp(r->dir.data, p, dl) != 0)) {
         if (r->dirfd >= 0) close(r->dirfd);
-        buf_reset(&r->dir);
-        r->dirfd = discover_open_dir(r->l->roots[f->root].fd, p, dl);
+        cm_buf_reset(&r->dir);
+        r->dirfd = cm_discover_open_dir(r->l->roots[f->root].fd, p, dl);
         if (r->dirfd < 0) FAIL(CM_EIO, "%s", open_reason(errno));
         r->root = f->root;
-        if (buf_add(&r->dir, p, dl)) {
+        if (cm_buf_add(&r->dir, p, dl)) {
             close(r->dirfd);
             r->dirfd = -1;
             CHECK(CM_ENOMEM);
@@ -933,9 +936,9 @@ cm_rc file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out, 
         FAIL(CM_ETOOBIG, "%lld bytes, over the %zu-byte cap", (long long)st->st_size, max);
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) FAIL(CM_EIO, "%s", strerror(errno));
-    if (buf_grow(out, (size_t)st->st_size)) CHECK(CM_ENOMEM);
+    if (cm_buf_grow(out, (size_t)st->st_size)) CHECK(CM_ENOMEM);
     for (;;) {
-        if (out->len + 4096 > out->cap && buf_grow(out, 4096)) CHECK(CM_ENOMEM);
+        if (out->len + 4096 > out->cap && cm_buf_grow(out, 4096)) CHECK(CM_ENOMEM);
         ssize_t n = read(fd, out->data + out->len, out->cap - out->len - 1);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) FAIL(CM_EIO, "%s", strerror(errno));
@@ -950,7 +953,7 @@ out:
     return rc;
 }
 
-bool discover_daily_date(const char *rel, int *y, int *m, int *d)
+bool cm_discover_daily_date(const char *rel, int *y, int *m, int *d)
 {
     const char *name = strrchr(rel, '/');
     if (strncmp(rel, "memory/", 7) != 0 || !name) return false;

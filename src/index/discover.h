@@ -63,8 +63,8 @@ typedef struct file_list {
 
 /* Lists the memory files of cfg's workspace. Fails only on out-of-memory; a
  * missing workspace is simply empty (status reports it). */
-cm_rc discover_files(const cm_config *cfg, file_list *out, problem_list *problems);
-void file_list_release(file_list *l);
+cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *problems);
+void cm_index_file_list_release(file_list *l);
 
 /* Reads files of a list, each reached from its root's descriptor one
  * component at a time (openat with O_NOFOLLOW; O_NONBLOCK until fstat proves
@@ -77,36 +77,36 @@ typedef struct file_reader {
     buf dir;   /* the path of dirfd below its root */
 } file_reader;
 
-void file_reader_init(file_reader *r, const file_list *l);
+void cm_index_file_reader_init(file_reader *r, const file_list *l);
 /* Appends f's bytes to out; *st receives the fstat of the descriptor that was
  * read (size and mtime to store come from there, not from the walk). Fails
  * with CM_EIO (not there any more, a symbolic link, not a regular file, an
  * I/O error), CM_ETOOBIG (over max) or CM_ENOMEM; why receives the reason
  * without the path. */
-cm_rc file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out, struct stat *st,
-                       char *why, size_t whylen);
-void file_reader_release(file_reader *r);
+cm_rc cm_index_file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out,
+                                struct stat *st, char *why, size_t whylen);
+void cm_index_file_reader_release(file_reader *r);
 
-cm_rc problem_add(problem_list *l, const char *path, const char *fmt, ...)
+cm_rc cm_index_problem_add(problem_list *l, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void problem_list_release(problem_list *l);
+void cm_index_problem_list_release(problem_list *l);
 
 /* Opens the directory at path (its first len bytes, '/'-separated, relative)
  * below the directory fd one component at a time with openat(O_NOFOLLOW |
  * O_DIRECTORY): a symbolic link anywhere fails with ELOOP, "." and ".."
  * with EINVAL. len 0 gives a duplicate of fd. Returns a new descriptor
  * (O_CLOEXEC), or -1 with errno. */
-int discover_open_dir(int fd, const char *path, size_t len);
+int cm_discover_open_dir(int fd, const char *path, size_t len);
 
 /* Appends to out the path of abs relative to the directory base (both
  * absolute, normalised): "memory/a.md", or "../x/a.md" outside base. */
-cm_rc discover_relpath(buf *out, const char *base, const char *abs);
+cm_rc cm_discover_relpath(buf *out, const char *base, const char *abs);
 
 /* True when rel is a daily note path "memory/YYYY-MM-DD.md"; sets the date. */
-bool discover_daily_date(const char *rel, int *y, int *m, int *d);
+bool cm_discover_daily_date(const char *rel, int *y, int *m, int *d);
 
 /* Whether the config indexes session transcripts (experimental.sessionMemory
  * with "sessions" among the sources). */
-bool discover_sessions_on(const cm_config *cfg);
+bool cm_discover_sessions_on(const cm_config *cfg);
 
 #endif

@@ -33,19 +33,19 @@ static const ext_type *ext_of(const char *name)
     return NULL;
 }
 
-unsigned media_kind_of_name(const char *name)
+unsigned cm_index_media_kind_of_name(const char *name)
 {
     const ext_type *e = ext_of(name);
     return e ? e->kind : 0;
 }
 
-unsigned media_kind(const cm_config *cfg, const char *name)
+unsigned cm_index_media_kind(const cm_config *cfg, const char *name)
 {
     if (!cfg->multimodal) return 0;
-    return media_kind_of_name(name) & cfg->multimodal;
+    return cm_index_media_kind_of_name(name) & cfg->multimodal;
 }
 
-const char *media_kind_name(unsigned kind)
+const char *cm_index_media_kind_name(unsigned kind)
 {
     return kind == CM_MEDIA_AUDIO ? "audio" : "image";
 }
@@ -81,7 +81,7 @@ static const char *sniff(const unsigned char *d, size_t n)
     return NULL;
 }
 
-const char *media_mime(const char *name, const unsigned char *data, size_t n)
+const char *cm_index_media_mime(const char *name, const unsigned char *data, size_t n)
 {
     const char *s = sniff(data, n);
     const ext_type *e = ext_of(name);
@@ -90,30 +90,30 @@ const char *media_mime(const char *name, const unsigned char *data, size_t n)
     return e ? e->mime : s;
 }
 
-cm_rc media_chunk(unsigned kind, const char *rel, const char *mime, const void *data, size_t n,
-                  buf *label, char hash[SHA256_HEX_LEN + 1])
+cm_rc cm_index_media_chunk(unsigned kind, const char *rel, const char *mime, const void *data,
+                           size_t n, buf *label, char hash[SHA256_HEX_LEN + 1])
 {
     char data_hash[SHA256_HEX_LEN + 1];
-    sha256_hex(data, n, data_hash);
+    cm_sha256_hex(data, n, data_hash);
     buf j = BUF_INIT;
-    cm_rc rc = buf_printf(label, "%s file: %s", kind == CM_MEDIA_AUDIO ? "Audio" : "Image", rel);
-    if (!rc) rc = buf_adds(&j, "{\"path\":");
-    if (!rc) rc = utf8_add_json_str(&j, rel, strlen(rel));
-    if (!rc) rc = buf_adds(&j, ",\"contentText\":");
-    if (!rc) rc = utf8_add_json_str(&j, label->data, label->len);
-    if (!rc) rc = buf_adds(&j, ",\"mimeType\":");
-    if (!rc) rc = utf8_add_json_str(&j, mime, strlen(mime));
-    if (!rc) rc = buf_printf(&j, ",\"dataHash\":\"%s\"}", data_hash);
-    if (!rc) sha256_hex(j.data, j.len, hash);
-    buf_release(&j);
+    cm_rc rc = cm_buf_printf(label, "%s file: %s", kind == CM_MEDIA_AUDIO ? "Audio" : "Image", rel);
+    if (!rc) rc = cm_buf_adds(&j, "{\"path\":");
+    if (!rc) rc = cm_utf8_add_json_str(&j, rel, strlen(rel));
+    if (!rc) rc = cm_buf_adds(&j, ",\"contentText\":");
+    if (!rc) rc = cm_utf8_add_json_str(&j, label->data, label->len);
+    if (!rc) rc = cm_buf_adds(&j, ",\"mimeType\":");
+    if (!rc) rc = cm_utf8_add_json_str(&j, mime, strlen(mime));
+    if (!rc) rc = cm_buf_printf(&j, ",\"dataHash\":\"%s\"}", data_hash);
+    if (!rc) cm_sha256_hex(j.data, j.len, hash);
+    cm_buf_release(&j);
     return rc;
 }
 
-cm_rc media_base64(buf *out, const void *data, size_t n)
+cm_rc cm_index_media_base64(buf *out, const void *data, size_t n)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const unsigned char *d = data;
-    if (buf_grow(out, (n + 2) / 3 * 4 + 1)) return CM_ENOMEM;
+    if (cm_buf_grow(out, (n + 2) / 3 * 4 + 1)) return CM_ENOMEM;
     char *o = out->data + out->len;
     size_t i = 0;
     for (; i + 3 <= n; i += 3) {

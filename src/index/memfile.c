@@ -27,7 +27,7 @@
 
 /* ---- where a memory path leads ------------------------------------------ */
 
-void memfile_loc_release(memfile_loc *loc)
+void cm_index_memfile_loc_release(memfile_loc *loc)
 {
     if (loc->root >= 0) close(loc->root);
     free(loc->inner);
@@ -57,10 +57,10 @@ static cm_rc open_root(const char *dir, bool nofollow, bool create, memfile_loc 
                        size_t errlen)
 {
     if (create) {
-        cm_rc rc = fs_mkdirs(dir, err, errlen);
+        cm_rc rc = cm_fs_mkdirs(dir, err, errlen);
         if (rc) return rc;
     }
-    cm_rc rc = path_open_root(dir, nofollow, &loc->root, err, errlen);
+    cm_rc rc = cm_path_open_root(dir, nofollow, &loc->root, err, errlen);
     if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing there yet: loc->root stays -1 */
     return rc;
 }
@@ -70,7 +70,7 @@ static bool ws_memory_path(const char *rel)
     return !strcmp(rel, "MEMORY.md") || !strcmp(rel, "memory.md") || !strncmp(rel, "memory/", 7);
 }
 
-/* memfile_locate; media_ok: a multimodal memory file (image, audio) may be named too. */
+/* cm_index_memfile_locate; media_ok: a multimodal memory file (image, audio) may be named too. */
 static cm_rc locate(const cm_config *cfg, const char *path, size_t len, bool create, bool media_ok,
                     memfile_loc *loc, char *err, size_t errlen)
 {
@@ -85,12 +85,12 @@ static cm_rc locate(const cm_config *cfg, const char *path, size_t len, bool cre
         len--;
     if (len == 0) FAIL(CM_EPATH, "path is empty");
     if (memchr(path, 0, len)) FAIL(CM_EPATH, "path contains a NUL byte");
-    if (utf8_valid_prefix(path, len) != len) FAIL(CM_EPATH, "path is not valid UTF-8");
+    if (cm_utf8_valid_prefix(path, len) != len) FAIL(CM_EPATH, "path is not valid UTF-8");
     if (!(shown = cm_strndup(path, CM_MIN(len, 200)))) CHECK(CM_ENOMEM);
     if (len < 3 || memcmp(path + len - 3, ".md", 3) != 0) {
         char *full = cm_strndup(path, len);
-        unsigned kind = full ? media_kind_of_name(full) : 0;
-        bool on = full && media_kind(cfg, full);
+        unsigned kind = full ? cm_index_media_kind_of_name(full) : 0;
+        bool on = full && cm_index_media_kind(cfg, full);
         free(full);
         if (!kind) FAIL(CM_EPATH, "%s: only Markdown (.md) memory files can be read", shown);
         if (!media_ok || !on)
@@ -103,12 +103,12 @@ static cm_rc locate(const cm_config *cfg, const char *path, size_t len, bool cre
     /* Lexically, as QuantumClaw 2026.3.22 does: resolved against the
      * workspace, then named relative to it. */
     if (!(ws = cm_strdup(cfg->workspace))) CHECK(CM_ENOMEM);
-    fs_normalise(ws);
-    if (path[0] != '/') CHECK(fs_join(&abs, ws, ""));
-    CHECK(buf_add(&abs, path, len));
-    fs_normalise(abs.data); /* ".." above "/" stays at "/", as path.resolve does */
+    cm_fs_normalise(ws);
+    if (path[0] != '/') CHECK(cm_fs_join(&abs, ws, ""));
+    CHECK(cm_buf_add(&abs, path, len));
+    cm_fs_normalise(abs.data); /* ".." above "/" stays at "/", as path.resolve does */
     abs.len = strlen(abs.data);
-    if (strcmp(abs.data, ws) != 0) CHECK(discover_relpath(&rel, ws, abs.data));
+    if (strcmp(abs.data, ws) != 0) CHECK(cm_discover_relpath(&rel, ws, abs.data));
     if (rel.len && strncmp(rel.data, "../", 3) != 0 && ws_memory_path(rel.data)) {
         loc->in_workspace = true;
         if (!(loc->inner = cm_strdup(rel.data))) CHECK(CM_ENOMEM);
@@ -117,8 +117,8 @@ static cm_rc locate(const cm_config *cfg, const char *path, size_t len, bool cre
     }
     /* Otherwise it must be an extraPaths file or lie inside an extraPaths directory. */
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
-        buf_reset(&root);
-        rc = config_extra_path(cfg, i, &root);
+        cm_buf_reset(&root);
+        rc = cm_config_extra_path(cfg, i, &root);
         if (rc == CM_EPATH) {
             rc = CM_OK;
             continue;
@@ -137,7 +137,7 @@ static cm_rc locate(const cm_config *cfg, const char *path, size_t len, bool cre
             if (!(loc->inner = cm_strdup(in))) CHECK(CM_ENOMEM);
             CHECK(open_root(root.data, true, create, loc, err, errlen));
         } else { /* the extraPaths entry is this very file */
-            char *dir = fs_dirname(root.data);
+            char *dir = cm_fs_dirname(root.data);
             if (!dir || !(loc->inner = cm_strdup(strrchr(root.data, '/') + 1))) {
                 free(dir);
                 CHECK(CM_ENOMEM);
@@ -157,20 +157,20 @@ static cm_rc locate(const cm_config *cfg, const char *path, size_t len, bool cre
         FAIL(CM_EPATH, "%s: '..' leaves the workspace", shown);
     FAIL(CM_EPATH, "%s: not a memory file (allowed: MEMORY.md, memory/**/*.md, extraPaths)", shown);
 done:
-    loc->rel = buf_detach(&rel);
+    loc->rel = cm_buf_detach(&rel);
     if (!loc->rel && !(loc->rel = cm_strdup(""))) CHECK(CM_ENOMEM);
 out:
-    if (rc) memfile_loc_release(loc);
+    if (rc) cm_index_memfile_loc_release(loc);
     free(shown);
     free(ws);
-    buf_release(&abs);
-    buf_release(&root);
-    buf_release(&rel);
+    cm_buf_release(&abs);
+    cm_buf_release(&root);
+    cm_buf_release(&rel);
     return rc;
 }
 
-cm_rc memfile_locate(const cm_config *cfg, const char *path, size_t len, bool create,
-                     memfile_loc *loc, char *err, size_t errlen)
+cm_rc cm_index_memfile_locate(const cm_config *cfg, const char *path, size_t len, bool create,
+                              memfile_loc *loc, char *err, size_t errlen)
 {
     return locate(cfg, path, len, create, false, loc, err, errlen);
 }
@@ -184,36 +184,36 @@ static cm_rc open_file(const cm_config *cfg, const char *path, bool media_ok, in
     if (rc) return rc;
     if (loc.root < 0) rc = cm_seterr(err, errlen, CM_ENOTFOUND, "%s: no such file", loc.rel);
     if (!rc) {
-        rc = path_open_beneath(loc.root, loc.inner, O_RDONLY, fd, st, err, errlen);
+        rc = cm_path_open_beneath(loc.root, loc.inner, O_RDONLY, fd, st, err, errlen);
         if (rc) reword(err, errlen, loc.rel);
     }
-    if (!rc && rel) rc = buf_adds(rel, loc.rel);
+    if (!rc && rel) rc = cm_buf_adds(rel, loc.rel);
     if (rc && *fd >= 0) {
         close(*fd);
         *fd = -1;
     }
-    memfile_loc_release(&loc);
+    cm_index_memfile_loc_release(&loc);
     return rc;
 }
 
-cm_rc memfile_open(const cm_config *cfg, const char *path, int *fd, struct stat *st, buf *rel,
-                   char *err, size_t errlen)
+cm_rc cm_index_memfile_open(const cm_config *cfg, const char *path, int *fd, struct stat *st,
+                            buf *rel, char *err, size_t errlen)
 {
     return open_file(cfg, path, false, fd, st, rel, err, errlen);
 }
 
-cm_rc memfile_open_media(const cm_config *cfg, const char *path, int *fd, struct stat *st,
-                         char *err, size_t errlen)
+cm_rc cm_index_memfile_open_media(const cm_config *cfg, const char *path, int *fd, struct stat *st,
+                                  char *err, size_t errlen)
 {
     return open_file(cfg, path, true, fd, st, NULL, err, errlen);
 }
 
 /* ---- memory_get ---------------------------------------------------------- */
 
-void memfile_text_release(memfile_text *t)
+void cm_index_memfile_text_release(memfile_text *t)
 {
     free(t->path);
-    buf_release(&t->text);
+    cm_buf_release(&t->text);
     memset(t, 0, sizeof *t);
 }
 
@@ -224,7 +224,7 @@ static size_t next_line(const char *s, size_t n, size_t i)
     return nl ? (size_t)(nl - s) + 1 : n;
 }
 
-/* The text of the file loc names (lines as memfile_read). */
+/* The text of the file loc names (lines as cm_index_memfile_read). */
 static cm_rc get_loc(const memfile_loc *l, long from, long offset, long lines, memfile_text *out,
                      char *err, size_t errlen)
 {
@@ -233,12 +233,12 @@ static cm_rc get_loc(const memfile_loc *l, long from, long offset, long lines, m
     buf text = BUF_INIT;
     int fd = -1;
     if (loc.root >= 0) {
-        rc = path_open_beneath(loc.root, loc.inner, O_RDONLY, &fd, NULL, err, errlen);
+        rc = cm_path_open_beneath(loc.root, loc.inner, O_RDONLY, &fd, NULL, err, errlen);
         if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing recorded yet: empty text */
         if (rc) reword(err, errlen, loc.rel);
         CHECK(rc);
         if (fd >= 0) {
-            rc = path_read_fd(fd, loc.rel, 1u << 30, &text, err, errlen);
+            rc = cm_path_read_fd(fd, loc.rel, 1u << 30, &text, err, errlen);
             CHECK(rc);
         }
     }
@@ -303,38 +303,39 @@ static cm_rc get_loc(const memfile_loc *l, long from, long offset, long lines, m
             next_offset = end - lstart;
         }
     }
-    CHECK(utf8_repair(&out->text, s + start, end - start));
+    CHECK(cm_utf8_repair(&out->text, s + start, end - start));
     if (!(out->path = cm_strdup(loc.rel))) CHECK(CM_ENOMEM);
     out->next_from = next_from;
     out->next_offset = next_offset;
 out:
     if (fd >= 0) close(fd);
-    buf_release(&text);
-    if (rc) memfile_text_release(out);
+    cm_buf_release(&text);
+    if (rc) cm_index_memfile_text_release(out);
     return rc;
 }
 
-cm_rc memfile_read(const cm_config *cfg, const char *path, size_t len, long from, long offset,
-                   long lines, memfile_text *out, char *err, size_t errlen)
+cm_rc cm_index_memfile_read(const cm_config *cfg, const char *path, size_t len, long from,
+                            long offset, long lines, memfile_text *out, char *err, size_t errlen)
 {
     memfile_loc loc;
     memset(out, 0, sizeof *out);
-    cm_rc rc = memfile_locate(cfg, path, len, false, &loc, err, errlen);
+    cm_rc rc = cm_index_memfile_locate(cfg, path, len, false, &loc, err, errlen);
     if (rc) return rc;
     rc = get_loc(&loc, from, offset, lines, out, err, errlen);
-    memfile_loc_release(&loc);
+    cm_index_memfile_loc_release(&loc);
     return rc;
 }
 
-cm_rc memfile_read_beneath(const char *root, const char *inner, const char *name, long from,
-                           long offset, long lines, memfile_text *out, char *err, size_t errlen)
+cm_rc cm_index_memfile_read_beneath(const char *root, const char *inner, const char *name,
+                                    long from, long offset, long lines, memfile_text *out,
+                                    char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     memfile_loc loc = {-1, NULL, NULL, false};
     memset(out, 0, sizeof *out);
     size_t n = strlen(inner);
     if (!n) FAIL(CM_EPATH, "%.200s: no file named", name);
-    if (utf8_valid_prefix(inner, n) != n) FAIL(CM_EPATH, "path is not valid UTF-8");
+    if (cm_utf8_valid_prefix(inner, n) != n) FAIL(CM_EPATH, "path is not valid UTF-8");
     if (n < 3 || strcmp(inner + n - 3, ".md") != 0)
         FAIL(CM_EPATH, "%.200s: only Markdown (.md) memory files can be read", name);
     if (inner[0] == '/') FAIL(CM_EPATH, "%.200s: escapes its collection's root", name);
@@ -348,7 +349,7 @@ cm_rc memfile_read_beneath(const char *root, const char *inner, const char *name
     CHECK(open_root(root, true, false, &loc, err, errlen));
     CHECK(get_loc(&loc, from, offset, lines, out, err, errlen));
 out:
-    memfile_loc_release(&loc);
+    cm_index_memfile_loc_release(&loc);
     return rc;
 }
 
@@ -418,14 +419,14 @@ static cm_rc create_temp(int dir, char name[64], int *fd, char *err, size_t errl
         for (size_t i = 0; i < sizeof r; i++)
             k += snprintf(name + k, (size_t)(64 - k), "%02x", r[i]);
         snprintf(name + k, (size_t)(64 - k), ".tmp");
-        rc = path_open_file(dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644, fd, NULL, err, errlen);
+        rc = cm_path_open_file(dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644, fd, NULL, err, errlen);
         if (rc != CM_EIO || errno != EEXIST) return rc;
     }
     return cm_seterr(err, errlen, CM_EIO, "cannot create a temporary file");
 }
 
-cm_rc memfile_write(const cm_config *cfg, const char *path, const char *text, int64_t now,
-                    memfile_note *out, char *err, size_t errlen)
+cm_rc cm_index_memfile_write(const cm_config *cfg, const char *path, const char *text, int64_t now,
+                             memfile_note *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     memfile_loc loc;
@@ -442,17 +443,18 @@ cm_rc memfile_write(const cm_config *cfg, const char *path, const char *text, in
     if (tl > MEMFILE_WRITE_MAX_BYTES)
         FAIL(CM_EINVAL, "memory_write: text is %zu bytes, over the %u-byte cap", tl,
              MEMFILE_WRITE_MAX_BYTES);
-    if (utf8_valid_prefix(text, tl) != tl) FAIL(CM_EINVAL, "memory_write: text is not valid UTF-8");
+    if (cm_utf8_valid_prefix(text, tl) != tl)
+        FAIL(CM_EINVAL, "memory_write: text is not valid UTF-8");
     if (path && *path) {
-        CHECK(buf_adds(&rel, path));
+        CHECK(cm_buf_adds(&rel, path));
     } else {
         time_t t = now ? (time_t)now : time(NULL);
         struct tm tm;
         localtime_r(&t, &tm);
-        CHECK(buf_printf(&rel, "memory/%04d-%02d-%02d.md", tm.tm_year + 1900, tm.tm_mon + 1,
-                         tm.tm_mday));
+        CHECK(cm_buf_printf(&rel, "memory/%04d-%02d-%02d.md", tm.tm_year + 1900, tm.tm_mon + 1,
+                            tm.tm_mday));
     }
-    CHECK(memfile_locate(cfg, rel.data, rel.len, true, &loc, err, errlen));
+    CHECK(cm_index_memfile_locate(cfg, rel.data, rel.len, true, &loc, err, errlen));
     if (loc.root < 0) FAIL(CM_EIO, "%s: cannot create its directory", loc.rel);
     /* MEMORY.md and memory.md name the one long-term file: the note goes to
      * the one that is indexed (MEMORY.md when it exists, else memory.md when
@@ -477,7 +479,7 @@ cm_rc memfile_write(const cm_config *cfg, const char *path, const char *text, in
         }
     }
     const char *leaf;
-    rc = path_open_dir(loc.root, loc.inner, PATH_MKDIRS, &dir, &leaf, err, errlen);
+    rc = cm_path_open_dir(loc.root, loc.inner, PATH_MKDIRS, &dir, &leaf, err, errlen);
     if (rc) reword(err, errlen, loc.rel);
     CHECK(rc);
     /* Writers serialise on the directory (its inode, unlike the file's, is
@@ -485,9 +487,9 @@ cm_rc memfile_write(const cm_config *cfg, const char *path, const char *text, in
     if (flock(dir, LOCK_EX) < 0) FAIL(CM_EIO, "lock %s: %s", loc.rel, strerror(errno));
     remove_stale_temps(dir);
     struct stat ost;
-    rc = path_open_file(dir, leaf, O_RDONLY, 0, &ofd, &ost, err, errlen);
+    rc = cm_path_open_file(dir, leaf, O_RDONLY, 0, &ofd, &ost, err, errlen);
     if (rc == CM_ENOTFOUND) rc = CM_OK; /* a new file */
-    if (!rc && ofd >= 0) rc = path_read_fd(ofd, leaf, 1u << 30, &old, err, errlen);
+    if (!rc && ofd >= 0) rc = cm_path_read_fd(ofd, leaf, 1u << 30, &old, err, errlen);
     if (rc) reword(err, errlen, loc.rel);
     CHECK(rc);
     /* The note becomes a paragraph of its own. */
@@ -495,10 +497,10 @@ cm_rc memfile_write(const cm_config *cfg, const char *path, const char *text, in
     int start = count_lines(old.data, old.len) + (int)strlen(sep) + 1;
     CHECK(create_temp(dir, tmp, &tfd, err, errlen));
     if (ofd >= 0) fchmod(tfd, ost.st_mode & 07777); /* keep the note's permissions */
-    CHECK(buf_add(&all, old.data, old.len));
-    CHECK(buf_adds(&all, sep));
-    CHECK(buf_add(&all, text, tl));
-    CHECK(buf_addc(&all, '\n'));
+    CHECK(cm_buf_add(&all, old.data, old.len));
+    CHECK(cm_buf_adds(&all, sep));
+    CHECK(cm_buf_add(&all, text, tl));
+    CHECK(cm_buf_addc(&all, '\n'));
     for (size_t off = 0; off < all.len;) {
         ssize_t w = write(tfd, all.data + off, all.len - off);
         if (w < 0 && errno == EINTR) continue;
@@ -522,9 +524,9 @@ out:
     if (tmp[0] && dir >= 0) unlinkat(dir, tmp, 0);
     if (ofd >= 0) close(ofd);
     if (dir >= 0) close(dir); /* releases the directory lock */
-    memfile_loc_release(&loc);
-    buf_release(&old);
-    buf_release(&rel);
-    buf_release(&all);
+    cm_index_memfile_loc_release(&loc);
+    cm_buf_release(&old);
+    cm_buf_release(&rel);
+    cm_buf_release(&all);
     return rc;
 }

@@ -15,7 +15,7 @@
 #include "../base/caps.h"
 #include "../config/config.h"
 
-/* memfile_read returns at most this many bytes of text, cut at a line end. */
+/* cm_index_memfile_read returns at most this many bytes of text, cut at a line end. */
 #define MEMFILE_READ_MAX_BYTES CM_CAP_TOOL_GET
 
 /* Where a memory path leads: a trusted root and the path beneath it. */
@@ -36,23 +36,23 @@ typedef struct memfile_loc {
  * outside the memory files. Nothing is followed here: symbolic links are
  * refused later, by the descriptor walk beneath loc->root. create (memory_write):
  * the root directory is created when missing. Release loc with
- * memfile_loc_release (also after a failure). */
-cm_rc memfile_locate(const cm_config *cfg, const char *path, size_t len, bool create,
-                     memfile_loc *loc, char *err, size_t errlen);
-void memfile_loc_release(memfile_loc *loc);
+ * cm_index_memfile_loc_release (also after a failure). */
+cm_rc cm_index_memfile_locate(const cm_config *cfg, const char *path, size_t len, bool create,
+                              memfile_loc *loc, char *err, size_t errlen);
+void cm_index_memfile_loc_release(memfile_loc *loc);
 
 /* Opens the memory file path (NUL-terminated) names for reading, as
  * memory_get does (no symbolic link followed, never blocking, a regular file
  * only); *st receives its fstat and rel (may be NULL) its workspace-relative
  * name. CM_ENOTFOUND when it does not exist. The caller closes *fd. */
-cm_rc memfile_open(const cm_config *cfg, const char *path, int *fd, struct stat *st, buf *rel,
-                   char *err, size_t errlen);
+cm_rc cm_index_memfile_open(const cm_config *cfg, const char *path, int *fd, struct stat *st,
+                            buf *rel, char *err, size_t errlen);
 
-/* memfile_open for an image or audio file of multimodal memory (media_kind()
- * of cfg), which memfile_open and memory_get refuse: the engine reads its bytes
+/* cm_index_memfile_open for an image or audio file of multimodal memory (cm_index_media_kind()
+ * of cfg), which cm_index_memfile_open and memory_get refuse: the engine reads its bytes
  * to embed them. */
-cm_rc memfile_open_media(const cm_config *cfg, const char *path, int *fd, struct stat *st,
-                         char *err, size_t errlen);
+cm_rc cm_index_memfile_open_media(const cm_config *cfg, const char *path, int *fd, struct stat *st,
+                                  char *err, size_t errlen);
 
 /* A memory file's text as memory_get returns it. */
 typedef struct memfile_text {
@@ -61,7 +61,7 @@ typedef struct memfile_text {
     long next_from;     /* cut: the line to continue with, else 0 */
     size_t next_offset; /* cut inside one line: the byte offset into next_from, else 0 */
 } memfile_text;
-void memfile_text_release(memfile_text *t);
+void cm_index_memfile_text_release(memfile_text *t);
 
 /* memory_get's read: the file's bytes from line `from` (1-based, <= 0 → 1),
  * `offset` bytes into it, through line from+lines-1 without its final '\n' —
@@ -71,22 +71,23 @@ void memfile_text_release(memfile_text *t);
  * next_from the next line; a single line longer than that is cut at a
  * character boundary with next_offset too (continue with from=next_from,
  * offset=next_offset). A missing file gives empty text. *out is cleared
- * first; release it with memfile_text_release (also after a failure). */
-cm_rc memfile_read(const cm_config *cfg, const char *path, size_t len, long from, long offset,
-                   long lines, memfile_text *out, char *err, size_t errlen);
+ * first; release it with cm_index_memfile_text_release (also after a failure). */
+cm_rc cm_index_memfile_read(const cm_config *cfg, const char *path, size_t len, long from,
+                            long offset, long lines, memfile_text *out, char *err, size_t errlen);
 
-/* memfile_read of a file beneath a directory other than the memory files (a
+/* cm_index_memfile_read of a file beneath a directory other than the memory files (a
  * QMD collection's root): inner is relative to root ("a/b.md"; refused:
- * absolute, a ".." part, not .md, not UTF-8), read as memfile_read reads (no
+ * absolute, a ".." part, not .md, not UTF-8), read as cm_index_memfile_read reads (no
  * symbolic link followed, root included); name is the path out->path
  * carries. A missing file gives empty text. */
-cm_rc memfile_read_beneath(const char *root, const char *inner, const char *name, long from,
-                           long offset, long lines, memfile_text *out, char *err, size_t errlen);
+cm_rc cm_index_memfile_read_beneath(const char *root, const char *inner, const char *name,
+                                    long from, long offset, long lines, memfile_text *out,
+                                    char *err, size_t errlen);
 
 /* memory_write notes are at most this many bytes. */
 #define MEMFILE_WRITE_MAX_BYTES CM_CAP_TOOL_WRITE
 
-/* Where memfile_write put a note. */
+/* Where cm_index_memfile_write put a note. */
 typedef struct memfile_note {
     char *path; /* the file's workspace-relative name (the caller frees it) */
     int start_line, end_line;
@@ -95,7 +96,7 @@ typedef struct memfile_note {
 
 /* memory_write: appends text (a new paragraph) to the memory file path
  * (path NULL: memory/YYYY-MM-DD.md for the local date of now) and fills
- * *out. Same path rules as memfile_read, missing directories created;
+ * *out. Same path rules as cm_index_memfile_read, missing directories created;
  * "MEMORY.md" and "memory.md" both name the indexed long-term file
  * (MEMORY.md if it exists, else memory.md if it exists). Atomic (a
  * temporary file created with O_EXCL under an unpredictable name in the
@@ -103,7 +104,7 @@ typedef struct memfile_note {
  * that directory, so concurrent writers, threads or processes, serialise;
  * temporary files left by killed writers are removed by the next writer of
  * the directory. */
-cm_rc memfile_write(const cm_config *cfg, const char *path, const char *text, int64_t now,
-                    memfile_note *out, char *err, size_t errlen);
+cm_rc cm_index_memfile_write(const cm_config *cfg, const char *path, const char *text, int64_t now,
+                             memfile_note *out, char *err, size_t errlen);
 
 #endif

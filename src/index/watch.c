@@ -51,17 +51,17 @@ struct watcher {
     size_t nroots;
 };
 
-int watcher_fd(const watcher *w)
+int cm_watcher_fd(const watcher *w)
 {
     return w->fd;
 }
 
-size_t watcher_count(const watcher *w)
+size_t cm_watcher_count(const watcher *w)
 {
     return w->n;
 }
 
-bool watcher_degraded(const watcher *w)
+bool cm_watcher_degraded(const watcher *w)
 {
     return w->degraded;
 }
@@ -161,16 +161,17 @@ static cm_rc add_dir_fd(watcher *w, int fd, const char *path, const char *rel, u
         if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN) continue;
         int cfd = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0) continue; /* a link, a file, gone: not watched */
-        buf_reset(&sub);
-        buf_reset(&subrel);
-        rc = fs_join(&sub, path, de->d_name);
-        if (!rc) rc = *rel ? fs_join(&subrel, rel, de->d_name) : buf_adds(&subrel, de->d_name);
+        cm_buf_reset(&sub);
+        cm_buf_reset(&subrel);
+        rc = cm_fs_join(&sub, path, de->d_name);
+        if (!rc)
+            rc = *rel ? cm_fs_join(&subrel, rel, de->d_name) : cm_buf_adds(&subrel, de->d_name);
         if (!rc) rc = add_dir_fd(w, cfd, sub.data, subrel.data, root, true, false, depth + 1);
         close(cfd);
     }
     closedir(dir);
-    buf_release(&sub);
-    buf_release(&subrel);
+    cm_buf_release(&sub);
+    cm_buf_release(&subrel);
     return rc;
 }
 
@@ -179,7 +180,7 @@ static cm_rc add_dir_at(watcher *w, uint32_t root, const char *path, const char 
                         bool top)
 {
     if (root >= w->nroots) return CM_OK;
-    int fd = discover_open_dir(w->roots[root], rel, strlen(rel));
+    int fd = cm_discover_open_dir(w->roots[root], rel, strlen(rel));
     if (fd < 0) return CM_OK; /* not there, or not a directory we may enter */
     cm_rc rc = add_dir_fd(w, fd, path, rel, root, tree, top, 0);
     close(fd);
@@ -207,8 +208,8 @@ static cm_rc add_outside(watcher *w, const char *path, bool tree)
     return add_dir_fd(w, fd, path, "", (uint32_t)(w->nroots - 1), true, false, 0);
 }
 
-cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, char *err,
-                   size_t errlen)
+cm_rc cm_watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, char *err,
+                      size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
@@ -227,23 +228,23 @@ cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, cha
     }
     w->roots[w->nroots++] = ws;
     CHECK(add_dir_fd(w, ws, cfg->workspace, "", 0, false, true, 0));
-    CHECK(fs_join(&p, cfg->workspace, "memory"));
+    CHECK(cm_fs_join(&p, cfg->workspace, "memory"));
     CHECK(add_dir_at(w, 0, p.data, "memory", true, false));
     size_t wl = strlen(cfg->workspace);
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
-        buf_reset(&p);
-        rc = config_extra_path(cfg, i, &p);
+        cm_buf_reset(&p);
+        rc = cm_config_extra_path(cfg, i, &p);
         if (rc == CM_EPATH) {
             rc = CM_OK;
             continue;
         }
         CHECK(rc);
-        char *dir = fs_dirname(p.data);
+        char *dir = cm_fs_dirname(p.data);
         if (!dir) CHECK(CM_ENOMEM);
         bool inside = strncmp(p.data, cfg->workspace, wl) == 0 && p.data[wl] == '/';
         if (inside) {
             const char *rel = p.data + wl + 1;
-            int fd = discover_open_dir(ws, rel, strlen(rel));
+            int fd = cm_discover_open_dir(ws, rel, strlen(rel));
             if (fd >= 0) {
                 rc = add_dir_fd(w, fd, p.data, rel, 0, true, false, 0);
                 close(fd);
@@ -268,7 +269,7 @@ cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, cha
     }
     /* Session transcripts (session memory search): the sessions dir itself,
      * not followed when it is a symlink, as discovery does. */
-    if (discover_sessions_on(cfg)) {
+    if (cm_discover_sessions_on(cfg)) {
         int fd = open(cfg->sessions_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         /* not there yet (a new agent): no event would say when it appears,
          * so the watcher rescans periodically and never claims freshness */
@@ -282,17 +283,17 @@ cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, cha
         }
     }
 out:
-    buf_release(&p);
+    cm_buf_release(&p);
     if (rc) {
         if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-        watcher_free(w);
+        cm_watcher_close(w);
         return rc;
     }
     *out = w;
     return CM_OK;
 }
 
-void watcher_free(watcher *w)
+void cm_watcher_close(watcher *w)
 {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
@@ -315,17 +316,17 @@ static bool is_md(const char *name, size_t n)
 /* Watches the directory name that appeared in d (reached from d's root). */
 static void add_child(watcher *w, const wdir *d, const char *name, buf *sub, buf *subrel)
 {
-    buf_reset(sub);
-    buf_reset(subrel);
+    cm_buf_reset(sub);
+    cm_buf_reset(subrel);
     uint32_t root = d->root;
     /* d may move when the table grows: the names are copied first */
-    if (fs_join(sub, d->path, name) ||
-        (*d->rel ? fs_join(subrel, d->rel, name) : buf_adds(subrel, name)))
+    if (cm_fs_join(sub, d->path, name) ||
+        (*d->rel ? cm_fs_join(subrel, d->rel, name) : cm_buf_adds(subrel, name)))
         return;
     add_dir_at(w, root, sub->data, subrel->data, true, false);
 }
 
-unsigned watcher_read(watcher *w)
+unsigned cm_watcher_read(watcher *w)
 {
     unsigned what = 0;
     char bufr[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -368,11 +369,11 @@ unsigned watcher_read(watcher *w)
             }
             if (d->jsonl && nl > 6 && !memcmp(name + nl - 6, ".jsonl", 6))
                 what |= WATCH_SESSIONS;
-            else if (is_md(name, nl) || media_kind(w->cfg, name))
+            else if (is_md(name, nl) || cm_index_media_kind(w->cfg, name))
                 what |= WATCH_CHANGED; /* a media file: multimodal memory's, under extraPaths */
         }
     }
-    buf_release(&sub);
-    buf_release(&subrel);
+    cm_buf_release(&sub);
+    cm_buf_release(&subrel);
     return what;
 }

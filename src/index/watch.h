@@ -17,12 +17,12 @@ typedef struct watcher watcher;
 
 /* Watches cfg's memory roots. Fails only on out-of-memory or when inotify
  * itself is unavailable; a missing root is watched from its parent. */
-cm_rc watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, char *err,
-                   size_t errlen);
-void watcher_free(watcher *w);
+cm_rc cm_watcher_open(const cm_config *cfg, const cm_logger *lg, watcher **out, char *err,
+                      size_t errlen);
+void cm_watcher_close(watcher *w);
 
 /* The descriptor to poll for POLLIN. */
-int watcher_fd(const watcher *w);
+int cm_watcher_fd(const watcher *w);
 
 enum {
     WATCH_CHANGED = 1 << 0,  /* a memory file or directory changed */
@@ -31,10 +31,10 @@ enum {
 };
 
 /* Drains pending events (non-blocking) and returns WATCH_* flags. */
-unsigned watcher_read(watcher *w);
+unsigned cm_watcher_read(watcher *w);
 
 /* Directories watched, and whether the watch limit was hit. */
-size_t watcher_count(const watcher *w);
-bool watcher_degraded(const watcher *w);
+size_t cm_watcher_count(const watcher *w);
+bool cm_watcher_degraded(const watcher *w);
 
 #endif

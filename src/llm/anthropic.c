@@ -17,20 +17,20 @@ static cm_rc anthropic_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *he
     size_t n = strlen(base);
     while (n > 1 && base[n - 1] == '/')
         n--;
-    cm_rc rc = buf_printf(url, "%.*s/v1/messages", (int)n, base);
+    cm_rc rc = cm_buf_printf(url, "%.*s/v1/messages", (int)n, base);
     buf h = BUF_INIT;
     if (!rc && ep->api_key && *ep->api_key) {
         if (ep->bearer || strncmp(ep->api_key, "sk-ant-oat", 10) == 0) {
-            rc = buf_printf(&h, "Authorization: Bearer %s", ep->api_key);
-            if (!rc) rc = config_header_set(headers, h.data);
-            if (!rc) rc = config_header_set(headers, "anthropic-beta: oauth-2025-04-20");
+            rc = cm_buf_printf(&h, "Authorization: Bearer %s", ep->api_key);
+            if (!rc) rc = cm_config_header_set(headers, h.data);
+            if (!rc) rc = cm_config_header_set(headers, "anthropic-beta: oauth-2025-04-20");
         } else {
-            rc = buf_printf(&h, "x-api-key: %s", ep->api_key);
-            if (!rc) rc = config_header_set(headers, h.data);
+            rc = cm_buf_printf(&h, "x-api-key: %s", ep->api_key);
+            if (!rc) rc = cm_config_header_set(headers, h.data);
         }
     }
-    if (!rc) rc = config_header_set(headers, "anthropic-version: " ANTHROPIC_VERSION);
-    buf_release(&h);
+    if (!rc) rc = cm_config_header_set(headers, "anthropic-version: " ANTHROPIC_VERSION);
+    cm_buf_release(&h);
     return rc;
 }
 
@@ -56,7 +56,7 @@ static json_t *anthropic_body(const llm_request *rq)
                 json_array_append_new(content,
                                       json_pack("{s:s,s:s,s:s,s:o}", "type", "tool_use", "id",
                                                 m->calls[k].id, "name", m->calls[k].name, "input",
-                                                llm_json_object(m->calls[k].arguments)));
+                                                cm_llm_json_object(m->calls[k].arguments)));
             if (json_array_size(content) == 0)
                 json_array_append_new(content, json_pack("{s:s,s:s}", "type", "text", "text", ""));
         }
@@ -84,7 +84,7 @@ static json_t *anthropic_body(const llm_request *rq)
             json_array_append_new(
                 tools, json_pack("{s:s,s:s,s:o}", "name", rq->tools[i].name, "description",
                                  rq->tools[i].description ? rq->tools[i].description : "",
-                                 "input_schema", llm_json_object(rq->tools[i].parameters)));
+                                 "input_schema", cm_llm_json_object(rq->tools[i].parameters)));
         json_object_set_new(body, "tools", tools);
     }
     return body;
@@ -159,7 +159,7 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
         const char *ct = json_string_value(json_object_get(cb, "type"));
         if (ct && !strcmp(ct, "tool_use")) {
             size_t ci = st->out->ncalls;
-            llm_tool_call *c = llm_stream_call(st, ci);
+            llm_tool_call *c = cm_llm_stream_call(st, ci);
             if (!c) return false;
             const char *cid = json_string_value(json_object_get(cb, "id"));
             const char *cname = json_string_value(json_object_get(cb, "name"));
@@ -168,10 +168,10 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
             st->block_call[b] = (int)ci;
         } else if (ct && !strcmp(ct, "text")) {
             const char *t = json_string_value(json_object_get(cb, "text"));
-            if (t && *t && llm_stream_text(st, t, strlen(t))) return false;
+            if (t && *t && cm_llm_stream_text(st, t, strlen(t))) return false;
         } else if (ct && !strcmp(ct, "thinking")) {
             const char *t = json_string_value(json_object_get(cb, "thinking"));
-            if (t && *t && llm_stream_reasoning(st, t, strlen(t))) return false;
+            if (t && *t && cm_llm_stream_reasoning(st, t, strlen(t))) return false;
         }
         return true;
     }
@@ -180,17 +180,17 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
         const char *dt = json_string_value(json_object_get(delta, "type"));
         if (dt && !strcmp(dt, "text_delta")) {
             const char *t = json_string_value(json_object_get(delta, "text"));
-            return !(t && llm_stream_text(st, t, strlen(t)));
+            return !(t && cm_llm_stream_text(st, t, strlen(t)));
         }
         if (dt && !strcmp(dt, "input_json_delta")) {
             int ci = block_call(st, b);
             const char *pj = json_string_value(json_object_get(delta, "partial_json"));
             if (ci < 0) return false;
-            return !(pj && buf_adds(&st->args[ci], pj));
+            return !(pj && cm_buf_adds(&st->args[ci], pj));
         }
         if (dt && !strcmp(dt, "thinking_delta")) {
             const char *t = json_string_value(json_object_get(delta, "thinking"));
-            return !(t && llm_stream_reasoning(st, t, strlen(t)));
+            return !(t && cm_llm_stream_reasoning(st, t, strlen(t)));
         }
         return true; /* signatures: not kept */
     }
@@ -224,11 +224,11 @@ static bool anthropic_whole(llm_response *out, json_t *doc)
         const char *t = json_string_value(json_object_get(blk, "type"));
         if (t && !strcmp(t, "text")) {
             const char *s = json_string_value(json_object_get(blk, "text"));
-            if (s && buf_adds(&out->text, s)) return false;
+            if (s && cm_buf_adds(&out->text, s)) return false;
         } else if (t && !strcmp(t, "thinking")) {
             const char *s = json_string_value(json_object_get(blk, "thinking"));
-            if (s && *s && out->reasoning.len && buf_addc(&out->reasoning, '\n')) return false;
-            if (s && buf_adds(&out->reasoning, s)) return false;
+            if (s && *s && out->reasoning.len && cm_buf_addc(&out->reasoning, '\n')) return false;
+            if (s && cm_buf_adds(&out->reasoning, s)) return false;
         } else if (t && !strcmp(t, "tool_use")) {
             const char *cid = json_string_value(json_object_get(blk, "id"));
             const char *name = json_string_value(json_object_get(blk, "name"));
@@ -246,5 +246,5 @@ static bool anthropic_whole(llm_response *out, json_t *doc)
     return true;
 }
 
-const llm_format llm_anthropic_format = {anthropic_endpoint, anthropic_body, anthropic_event,
-                                         anthropic_whole};
+const llm_format cm_llm_anthropic_format = {anthropic_endpoint, anthropic_body, anthropic_event,
+                                            anthropic_whole};

@@ -14,25 +14,26 @@
 #define ERROR_BODY_MAX CM_CAP_LLM_ERROR_BODY /* what is kept of an error answer */
 #define ANSWER_MAX     CM_CAP_LLM_ANSWER     /* a whole answer or one stream event */
 
-static const llm_format *const formats[LLM_API_N] = {&llm_openai_format, &llm_anthropic_format};
+static const llm_format *const formats[LLM_API_N] = {&cm_llm_openai_format,
+                                                     &cm_llm_anthropic_format};
 static const char *const api_names[LLM_API_N] = {"openai-completions", "anthropic-messages"};
 
-const char *llm_api_name(llm_api a)
+const char *cm_llm_api_name(llm_api a)
 {
     return a >= 0 && a < LLM_API_N ? api_names[a] : "";
 }
 
-int llm_api_parse(const char *s)
+int cm_llm_api_parse(const char *s)
 {
     for (int i = 0; s && i < LLM_API_N; i++)
         if (!strcmp(s, api_names[i])) return i;
     return -1;
 }
 
-void llm_response_release(llm_response *r)
+void cm_llm_response_release(llm_response *r)
 {
-    buf_release(&r->text);
-    buf_release(&r->reasoning);
+    cm_buf_release(&r->text);
+    cm_buf_release(&r->reasoning);
     for (size_t i = 0; i < r->ncalls; i++) {
         free(r->calls[i].id);
         free(r->calls[i].name);
@@ -40,11 +41,11 @@ void llm_response_release(llm_response *r)
     }
     free(r->calls);
     memset(r, 0, sizeof *r);
-    buf_init(&r->text, 0);
-    buf_init(&r->reasoning, 0);
+    cm_buf_init(&r->text, 0);
+    cm_buf_init(&r->reasoning, 0);
 }
 
-llm_tool_call *llm_stream_call(llm_stream *st, size_t i)
+llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i)
 {
     llm_response *o = st->out;
     if (i >= o->ncalls) {
@@ -56,14 +57,14 @@ llm_tool_call *llm_stream_call(llm_stream *st, size_t i)
         st->args = a;
         for (size_t k = o->ncalls; k <= i; k++) {
             memset(&o->calls[k], 0, sizeof o->calls[k]);
-            buf_init(&st->args[k], ANSWER_MAX);
+            cm_buf_init(&st->args[k], ANSWER_MAX);
         }
         o->ncalls = i + 1;
     }
     return &o->calls[i];
 }
 
-json_t *llm_json_object(const char *text)
+json_t *cm_llm_json_object(const char *text)
 {
     json_t *j = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
     if (!json_is_object(j)) {
@@ -73,16 +74,16 @@ json_t *llm_json_object(const char *text)
     return j;
 }
 
-cm_rc llm_stream_text(llm_stream *st, const char *s, size_t n)
+cm_rc cm_llm_stream_text(llm_stream *st, const char *s, size_t n)
 {
-    cm_rc rc = buf_add(&st->out->text, s, n);
+    cm_rc rc = cm_buf_add(&st->out->text, s, n);
     if (!rc && st->on_delta) st->on_delta(st->ctx, s, n);
     return rc;
 }
 
-cm_rc llm_stream_reasoning(llm_stream *st, const char *s, size_t n)
+cm_rc cm_llm_stream_reasoning(llm_stream *st, const char *s, size_t n)
 {
-    cm_rc rc = buf_add(&st->out->reasoning, s, n);
+    cm_rc rc = cm_buf_add(&st->out->reasoning, s, n);
     if (!rc && st->on_reasoning) st->on_reasoning(st->reasoning_ctx, s, n);
     return rc;
 }
@@ -120,13 +121,13 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
                        strcmp(f->content_type, "text/event-stream") == 0;
     }
     if (r->streaming) {
-        cm_rc rc = sse_feed(&r->sse, p, n);
+        cm_rc rc = cm_sse_feed(&r->sse, p, n);
         if (rc == CM_ETOOBIG) r->bad = true;
         return rc == CM_OK;
     }
     bool ok = f->status >= 200 && f->status < 300;
     size_t room = (ok ? ANSWER_MAX : ERROR_BODY_MAX) - r->body.len;
-    if (buf_add(&r->body, p, CM_MIN(n, room))) return false;
+    if (cm_buf_add(&r->body, p, CM_MIN(n, room))) return false;
     return ok ? n <= room : true; /* an error body is only cut, never fails the read */
 }
 
@@ -137,7 +138,7 @@ static cm_rc finish_calls(chat_run *r, llm_response *out)
     for (size_t i = 0; r->st.args && i < out->ncalls; i++) {
         llm_tool_call *c = &out->calls[i];
         if (!c->arguments &&
-            !(c->arguments = r->st.args[i].len ? buf_detach(&r->st.args[i]) : cm_strdup("{}")))
+            !(c->arguments = r->st.args[i].len ? cm_buf_detach(&r->st.args[i]) : cm_strdup("{}")))
             return CM_ENOMEM;
         if (!c->id && !(c->id = cm_strdup(""))) return CM_ENOMEM;
         if (!c->name && !(c->name = cm_strdup(""))) return CM_ENOMEM;
@@ -150,28 +151,28 @@ static void run_init(chat_run *r, llm_api api, llm_response *out, llm_delta_fn f
 {
     memset(r, 0, sizeof *r);
     memset(out, 0, sizeof *out);
-    buf_init(&out->text, 0);
-    buf_init(&out->reasoning, 0);
+    cm_buf_init(&out->text, 0);
+    cm_buf_init(&out->reasoning, 0);
     r->fmt = formats[api];
     r->st.out = out;
     r->st.on_delta = fn;
     r->st.ctx = ctx;
-    sse_init(&r->sse, ANSWER_MAX, on_event, r);
-    buf_init(&r->body, ANSWER_MAX);
+    cm_sse_init(&r->sse, ANSWER_MAX, on_event, r);
+    cm_buf_init(&r->body, ANSWER_MAX);
 }
 
 static void run_release(chat_run *r)
 {
     for (size_t i = 0; r->st.args && i < r->st.out->ncalls; i++)
-        buf_release(&r->st.args[i]);
+        cm_buf_release(&r->st.args[i]);
     free(r->st.args);
     free(r->st.block_call);
-    sse_release(&r->sse);
-    buf_release(&r->body);
+    cm_sse_release(&r->sse);
+    cm_buf_release(&r->body);
 }
 
-cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out, char *err,
-                size_t errlen)
+cm_rc cm_llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out,
+                   char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     chat_run r;
@@ -179,14 +180,15 @@ cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_respon
     if (api < 0 || api >= LLM_API_N) return cm_seterr(err, errlen, CM_EINVAL, "unknown model api");
     run_init(&r, api, out, NULL, NULL);
     if (stream) {
-        rc = sse_feed(&r.sse, data, n);
-        sse_finish(&r.sse);
+        rc = cm_sse_feed(&r.sse, data, n);
+        cm_sse_finish(&r.sse);
         if (r.st.error[0]) FAIL(CM_EIO, "error in the stream");
         if (rc || r.bad) FAIL(CM_EIO, "unreadable stream event");
         if (!r.st.done) FAIL(CM_EIO, "the stream ended before the answer did");
     } else {
         doc = json_loadb(data, n, 0, NULL);
-        if (!doc || !r.fmt->whole(out, doc)) FAIL(CM_EIO, "not a %s response", llm_api_name(api));
+        if (!doc || !r.fmt->whole(out, doc))
+            FAIL(CM_EIO, "not a %s response", cm_llm_api_name(api));
     }
     if (finish_calls(&r, out)) FAIL(CM_ENOMEM, "out of memory");
 out:
@@ -200,11 +202,11 @@ out:
 static void clean_text(const redact *rd, const char *s, size_t n, char *out, size_t max)
 {
     buf b = BUF_INIT;
-    if (redact_text(rd, s, n, 240, &b) == CM_OK)
+    if (cm_redact_text(rd, s, n, 240, &b) == CM_OK)
         snprintf(out, max, "%s", b.data);
     else
         snprintf(out, max, "(unreadable)");
-    buf_release(&b);
+    cm_buf_release(&b);
 }
 
 /* The message of an error answer: error.message of the JSON, else the text. */
@@ -222,8 +224,8 @@ static void error_text(const buf *b, const redact *rd, char *out, size_t max)
     json_decref(j);
 }
 
-cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_delta, void *ctx,
-               llm_response *out, llm_error *e, char *err, size_t errlen)
+cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_delta, void *ctx,
+                  llm_response *out, llm_error *e, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT;
@@ -232,12 +234,12 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     json_t *doc = NULL;
     chat_run r;
     redact rd;
-    redact_init(&rd);
+    cm_redact_init(&rd);
     *e = (llm_error){0, AUTH_R_NONE, -1, false, false};
     if (ep->api < 0 || ep->api >= LLM_API_N) {
         memset(out, 0, sizeof *out);
-        buf_init(&out->text, 0);
-        buf_init(&out->reasoning, 0);
+        cm_buf_init(&out->text, 0);
+        cm_buf_init(&out->reasoning, 0);
         return cm_seterr(err, errlen, CM_EINVAL, "unknown model api");
     }
     run_init(&r, ep->api, out, on_delta, ctx);
@@ -245,13 +247,13 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     r.st.reasoning_ctx = rq->reasoning_ctx;
     if (r.fmt->endpoint(ep, &url, &headers)) FAIL(CM_ENOMEM, "out of memory");
     for (size_t i = 0; ep->headers && i < ep->headers->n; i++)
-        if (config_header_set(&headers, ep->headers->v[i])) FAIL(CM_ENOMEM, "out of memory");
-    if (config_header_set(&headers, "Content-Type: application/json") ||
-        config_header_set(&headers,
-                          rq->stream ? "Accept: text/event-stream" : "Accept: application/json"))
+        if (cm_config_header_set(&headers, ep->headers->v[i])) FAIL(CM_ENOMEM, "out of memory");
+    if (cm_config_header_set(&headers, "Content-Type: application/json") ||
+        cm_config_header_set(&headers,
+                             rq->stream ? "Accept: text/event-stream" : "Accept: application/json"))
         FAIL(CM_ENOMEM, "out of memory");
-    if (http_redact_init(&rd, url.data, &headers)) FAIL(CM_ENOMEM, "out of memory");
-    redact_url_to(url.data, where, sizeof where);
+    if (cm_http_redact_init(&rd, url.data, &headers)) FAIL(CM_ENOMEM, "out of memory");
+    cm_redact_url_to(url.data, where, sizeof where);
     json_t *j = r.fmt->body(rq);
     body = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
@@ -265,7 +267,7 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
                     .on_data = on_data,
                     .ctx = &r};
     char why[400];
-    rc = http_fetch_run(&f, why, sizeof why);
+    rc = cm_http_fetch_run(&f, why, sizeof why);
     e->status = f.status;
     e->retry_after_ms = f.retry_after_ms;
     if (rc == CM_ECANCELED && r.st.error[0]) rc = CM_OK; /* handled below */
@@ -293,17 +295,17 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
     if (f.status < 200 || f.status >= 300) {
         char msg[300];
         error_text(&r.body, &rd, msg, sizeof msg);
-        e->context_overflow = auth_context_overflow(msg);
-        e->reason = e->context_overflow ? AUTH_R_NONE : auth_classify((int)f.status, msg);
+        e->context_overflow = cm_auth_context_overflow(msg);
+        e->reason = e->context_overflow ? AUTH_R_NONE : cm_auth_classify((int)f.status, msg);
         e->retryable = f.status == 429 || f.status >= 500;
         FAIL(CM_EIO, "%s: HTTP %ld%s%s", where, f.status, msg[0] ? ": " : "", msg);
     }
     if (r.streaming) {
-        sse_finish(&r.sse);
+        cm_sse_finish(&r.sse);
         if (r.st.error[0]) {
             char msg[300];
             clean_text(&rd, r.st.error, strlen(r.st.error), msg, sizeof msg);
-            e->reason = auth_classify(0, msg);
+            e->reason = cm_auth_classify(0, msg);
             if (e->reason == AUTH_R_NONE) e->reason = AUTH_R_UNKNOWN;
             e->retryable = true;
             FAIL(CM_EIO, "%s: error in the stream: %s", where, msg);
@@ -322,16 +324,16 @@ cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_de
         doc = json_loadb(r.body.data, r.body.len, 0, &je);
         if (!doc || !r.fmt->whole(out, doc)) {
             e->retryable = true;
-            FAIL(CM_EIO, "%s: the answer is not a %s response", where, llm_api_name(ep->api));
+            FAIL(CM_EIO, "%s: the answer is not a %s response", where, cm_llm_api_name(ep->api));
         }
     }
     if (finish_calls(&r, out)) FAIL(CM_ENOMEM, "out of memory");
 out:
     run_release(&r);
-    redact_release(&rd);
+    cm_redact_release(&rd);
     json_decref(doc);
     free(body);
-    buf_release(&url);
+    cm_buf_release(&url);
     for (size_t i = 0; i < headers.n; i++)
         free(headers.v[i]);
     free(headers.v);

@@ -24,9 +24,9 @@
 typedef enum llm_api { LLM_API_OPENAI, LLM_API_ANTHROPIC, LLM_API_N } llm_api;
 
 /* "openai-completions", "anthropic-messages". */
-const char *llm_api_name(llm_api a);
+const char *cm_llm_api_name(llm_api a);
 /* The api named s, or -1 (also for the wire formats clawmem lacks). */
-int llm_api_parse(const char *s);
+int cm_llm_api_parse(const char *s);
 
 typedef struct llm_tool_call {
     char *id, *name;
@@ -87,7 +87,7 @@ typedef struct llm_response {
     buf reasoning;
 } llm_response;
 
-void llm_response_release(llm_response *r);
+void cm_llm_response_release(llm_response *r);
 
 typedef struct llm_endpoint {
     llm_api api;
@@ -110,13 +110,13 @@ typedef struct llm_error {
 /* Sends one request and fills out (released by the caller, also on
  * failure). A stream cut before its end, an unreadable answer or an error
  * event in the stream fail with e->retryable set. Thread-safe. */
-cm_rc llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_delta, void *ctx,
-               llm_response *out, llm_error *e, char *err, size_t errlen);
+cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_delta, void *ctx,
+                  llm_response *out, llm_error *e, char *err, size_t errlen);
 
 /* Reads an answer already received (an event stream, or a whole JSON
- * answer) as llm_chat would; for tests and fuzzing. */
-cm_rc llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out, char *err,
-                size_t errlen);
+ * answer) as cm_llm_chat would; for tests and fuzzing. */
+cm_rc cm_llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_response *out,
+                   char *err, size_t errlen);
 
 /* ---- the wire formats (openai.c, anthropic.c), used by chat.c ---- */
 
@@ -145,17 +145,17 @@ typedef struct llm_format {
     bool (*whole)(llm_response *out, json_t *doc);
 } llm_format;
 
-extern const llm_format llm_openai_format, llm_anthropic_format;
+extern const llm_format cm_llm_openai_format, cm_llm_anthropic_format;
 
 /* Shared by the formats: the call at index i (grown as needed), with its
  * argument buffer; NULL on ENOMEM. */
-llm_tool_call *llm_stream_call(llm_stream *st, size_t i);
+llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i);
 /* Appends text to the answer and passes it to the delta callback. */
-cm_rc llm_stream_text(llm_stream *st, const char *s, size_t n);
+cm_rc cm_llm_stream_text(llm_stream *st, const char *s, size_t n);
 /* Appends text to the reasoning and passes it to the reasoning callback. */
-cm_rc llm_stream_reasoning(llm_stream *st, const char *s, size_t n);
+cm_rc cm_llm_stream_reasoning(llm_stream *st, const char *s, size_t n);
 /* A tool's JSON text (schema or arguments) as an object; an empty object
  * when it is not a JSON object (NULL only on ENOMEM). */
-json_t *llm_json_object(const char *text);
+json_t *cm_llm_json_object(const char *text);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * oauth.c — refreshing an OAuth profile's access token before a request
- * (runner.h: llm_oauth_refresh). The refresh runs inside the auth store's
+ * (runner.h: cm_llm_oauth_refresh). The refresh runs inside the auth store's
  * lock and re-reads the profile first, so when several processes find the
  * same token expired only one of them spends the (single-use) refresh
  * token; the others find the fresh one. Endpoints and client ids are the
@@ -26,9 +26,9 @@ static const oauth_provider known[] = {
      0},
 };
 
-bool llm_oauth_expired(const auth_store *s, const char *profile_id, int64_t now)
+bool cm_llm_oauth_expired(const auth_store *s, const char *profile_id, int64_t now)
 {
-    json_t *p = auth_profile(s, profile_id);
+    json_t *p = cm_auth_profile(s, profile_id);
     const char *type = json_string_value(json_object_get(p, "type"));
     if (!type || strcmp(type, "oauth") != 0) return false;
     json_t *e = json_object_get(p, "expires");
@@ -38,10 +38,10 @@ bool llm_oauth_expired(const auth_store *s, const char *profile_id, int64_t now)
 /* Appends "name=value" form-encoded. */
 static cm_rc form_add(buf *b, const char *name, const char *value)
 {
-    cm_rc rc = buf_printf(b, "%s%s=", b->len ? "&" : "", name);
+    cm_rc rc = cm_buf_printf(b, "%s%s=", b->len ? "&" : "", name);
     for (const unsigned char *p = (const unsigned char *)value; !rc && *p; p++)
-        rc = (isalnum(*p) || strchr("-._~", *p)) ? buf_addc(b, (char)*p)
-                                                 : buf_printf(b, "%%%02X", *p);
+        rc = (isalnum(*p) || strchr("-._~", *p)) ? cm_buf_addc(b, (char)*p)
+                                                 : cm_buf_printf(b, "%%%02X", *p);
     return rc;
 }
 
@@ -55,7 +55,7 @@ typedef struct refresh_ctx {
 static bool collect(http_fetch *f, const char *p, size_t n)
 {
     buf *b = f->ctx;
-    return buf_add(b, p, n) == CM_OK;
+    return cm_buf_add(b, p, n) == CM_OK;
 }
 
 static cm_rc refresh_fn(json_t *doc, void *vctx, int64_t now, bool *changed, char *err,
@@ -67,8 +67,8 @@ static cm_rc refresh_fn(json_t *doc, void *vctx, int64_t now, bool *changed, cha
     json_t *ans = NULL;
     cm_strlist headers = {0};
     auth_store view = {NULL, doc};
-    if (!llm_oauth_expired(&view, c->profile_id, now)) return CM_OK; /* refreshed meanwhile */
-    json_t *p = auth_profile(&view, c->profile_id);
+    if (!cm_llm_oauth_expired(&view, c->profile_id, now)) return CM_OK; /* refreshed meanwhile */
+    json_t *p = cm_auth_profile(&view, c->profile_id);
     const char *refresh = json_string_value(json_object_get(p, "refresh"));
     if (!refresh || !*refresh)
         FAIL(CM_EINVAL, "%s: no refresh token to renew the access token", c->profile_id);
@@ -79,7 +79,7 @@ static cm_rc refresh_fn(json_t *doc, void *vctx, int64_t now, bool *changed, cha
                               client ? client : "", "refresh_token", refresh);
         char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
-        if (!t || buf_adds(&body, t)) {
+        if (!t || cm_buf_adds(&body, t)) {
             free(t);
             FAIL(CM_ENOMEM, "out of memory");
         }
@@ -89,12 +89,12 @@ static cm_rc refresh_fn(json_t *doc, void *vctx, int64_t now, bool *changed, cha
                (client && form_add(&body, "client_id", client))) {
         FAIL(CM_ENOMEM, "out of memory");
     }
-    if (config_header_set(&headers, c->ep.json_body
-                                        ? "Content-Type: application/json"
-                                        : "Content-Type: application/x-www-form-urlencoded") ||
-        config_header_set(&headers, "Accept: application/json"))
+    if (cm_config_header_set(&headers, c->ep.json_body
+                                           ? "Content-Type: application/json"
+                                           : "Content-Type: application/x-www-form-urlencoded") ||
+        cm_config_header_set(&headers, "Accept: application/json"))
         FAIL(CM_ENOMEM, "out of memory");
-    buf_init(&answer, CM_CAP_OAUTH_ANSWER);
+    cm_buf_init(&answer, CM_CAP_OAUTH_ANSWER);
     http_fetch f = {.url = c->ep.token_url,
                     .headers = &headers,
                     .body = body.data,
@@ -104,7 +104,7 @@ static cm_rc refresh_fn(json_t *doc, void *vctx, int64_t now, bool *changed, cha
                     .on_data = collect,
                     .ctx = &answer};
     char why[300];
-    if (http_fetch_run(&f, why, sizeof why))
+    if (cm_http_fetch_run(&f, why, sizeof why))
         FAIL(CM_EIO, "%s: token refresh failed: %s", c->profile_id, why);
     c->status = f.status;
     ans = answer.len ? json_loadb(answer.data, answer.len, 0, NULL) : NULL;
@@ -125,21 +125,21 @@ static cm_rc refresh_fn(json_t *doc, void *vctx, int64_t now, bool *changed, cha
     *changed = true;
 out:
     json_decref(ans);
-    buf_release(&body);
-    buf_release(&answer);
+    cm_buf_release(&body);
+    cm_buf_release(&answer);
     for (size_t i = 0; i < headers.n; i++)
         free(headers.v[i]);
     free(headers.v);
     return rc;
 }
 
-cm_rc llm_oauth_refresh(auth_store *s, const char *path, const char *profile_id,
-                        const json_t *overrides, int64_t now, char *err, size_t errlen)
+cm_rc cm_llm_oauth_refresh(auth_store *s, const char *path, const char *profile_id,
+                           const json_t *overrides, int64_t now, char *err, size_t errlen)
 {
-    json_t *p = auth_profile(s, profile_id);
+    json_t *p = cm_auth_profile(s, profile_id);
     const char *provider = json_string_value(json_object_get(p, "provider"));
     char norm[128];
-    auth_provider_norm(provider, norm, sizeof norm);
+    cm_auth_provider_norm(provider, norm, sizeof norm);
     refresh_ctx c = {profile_id, {norm, NULL, NULL, false, 0}, 0, ""};
     for (size_t i = 0; i < ARRAY_LEN(known); i++)
         if (!strcmp(norm, known[i].provider)) c.ep = known[i];
@@ -152,5 +152,5 @@ cm_rc llm_oauth_refresh(auth_store *s, const char *path, const char *profile_id,
         return cm_seterr(err, errlen, CM_EINVAL,
                          "%s: no token endpoint for provider %s (clawmem.oauth.%s.tokenUrl)",
                          profile_id, norm, norm);
-    return auth_store_update(s, path, now, refresh_fn, &c, err, errlen);
+    return cm_auth_store_update(s, path, now, refresh_fn, &c, err, errlen);
 }

@@ -14,12 +14,12 @@ static cm_rc openai_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *heade
     size_t n = strlen(base);
     while (n > 1 && base[n - 1] == '/')
         n--;
-    cm_rc rc = buf_printf(url, "%.*s/chat/completions", (int)n, base);
+    cm_rc rc = cm_buf_printf(url, "%.*s/chat/completions", (int)n, base);
     if (!rc && ep->api_key && *ep->api_key) {
         buf h = BUF_INIT;
-        rc = buf_printf(&h, "Authorization: Bearer %s", ep->api_key);
-        if (!rc) rc = config_header_set(headers, h.data);
-        buf_release(&h);
+        rc = cm_buf_printf(&h, "Authorization: Bearer %s", ep->api_key);
+        if (!rc) rc = cm_config_header_set(headers, h.data);
+        cm_buf_release(&h);
     }
     return rc;
 }
@@ -70,7 +70,7 @@ static json_t *openai_body(const llm_request *rq)
                 tools, json_pack("{s:s,s:{s:s,s:s,s:o}}", "type", "function", "function", "name",
                                  rq->tools[i].name, "description",
                                  rq->tools[i].description ? rq->tools[i].description : "",
-                                 "parameters", llm_json_object(rq->tools[i].parameters)));
+                                 "parameters", cm_llm_json_object(rq->tools[i].parameters)));
         json_object_set_new(body, "tools", tools);
     }
     return body;
@@ -129,9 +129,9 @@ static bool openai_event(llm_stream *st, const char *name, json_t *d)
     if (!choice) return true; /* the usage chunk */
     json_t *delta = json_object_get(choice, "delta");
     const char *text = json_string_value(json_object_get(delta, "content"));
-    if (text && *text && llm_stream_text(st, text, strlen(text))) return false;
+    if (text && *text && cm_llm_stream_text(st, text, strlen(text))) return false;
     const char *why = reasoning_of(delta);
-    if (why && *why && llm_stream_reasoning(st, why, strlen(why))) return false;
+    if (why && *why && cm_llm_stream_reasoning(st, why, strlen(why))) return false;
     size_t k;
     json_t *tc;
     json_array_foreach(json_object_get(delta, "tool_calls"), k, tc)
@@ -140,7 +140,7 @@ static bool openai_event(llm_stream *st, const char *name, json_t *d)
         size_t i =
             json_is_integer(ix) && json_integer_value(ix) >= 0 ? (size_t)json_integer_value(ix) : k;
         if (i > 1024) return false;
-        llm_tool_call *c = llm_stream_call(st, i);
+        llm_tool_call *c = cm_llm_stream_call(st, i);
         if (!c) return false;
         const char *cid = json_string_value(json_object_get(tc, "id"));
         json_t *fn = json_object_get(tc, "function");
@@ -148,7 +148,7 @@ static bool openai_event(llm_stream *st, const char *name, json_t *d)
         const char *args = json_string_value(json_object_get(fn, "arguments"));
         if (cid && *cid && !c->id && !(c->id = cm_strdup(cid))) return false;
         if (fname && *fname && !c->name && !(c->name = cm_strdup(fname))) return false;
-        if (args && buf_adds(&st->args[i], args)) return false;
+        if (args && cm_buf_adds(&st->args[i], args)) return false;
     }
     const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
     if (finish) {
@@ -166,9 +166,9 @@ static bool openai_whole(llm_response *out, json_t *doc)
     const char *id = json_string_value(json_object_get(doc, "id"));
     snprintf(out->response_id, sizeof out->response_id, "%s", id ? id : "");
     const char *text = json_string_value(json_object_get(msg, "content"));
-    if (text && buf_adds(&out->text, text)) return false;
+    if (text && cm_buf_adds(&out->text, text)) return false;
     const char *why = reasoning_of(msg);
-    if (why && buf_adds(&out->reasoning, why)) return false;
+    if (why && cm_buf_adds(&out->reasoning, why)) return false;
     json_t *calls = json_object_get(msg, "tool_calls");
     size_t n = json_array_size(calls);
     if (n) {
@@ -192,4 +192,4 @@ static bool openai_whole(llm_response *out, json_t *doc)
     return true;
 }
 
-const llm_format llm_openai_format = {openai_endpoint, openai_body, openai_event, openai_whole};
+const llm_format cm_llm_openai_format = {openai_endpoint, openai_body, openai_event, openai_whole};

@@ -40,7 +40,7 @@ static double num_or(const json_t *v, double dflt)
     return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
-cm_rc llm_runner_open(const llm_runner_opts *o, llm_runner **out, char *err, size_t errlen)
+cm_rc cm_llm_runner_open(const llm_runner_opts *o, llm_runner **out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
@@ -52,9 +52,9 @@ cm_rc llm_runner_open(const llm_runner_opts *o, llm_runner **out, char *err, siz
     r->clock_ctx = o->clock_ctx;
     r->state_dir = cm_strdup(o->state_dir);
     r->agent_id = cm_strdup(o->agent_id && *o->agent_id ? o->agent_id : "main");
-    if (!r->state_dir || !r->agent_id || auth_store_path(&p, r->state_dir, r->agent_id))
+    if (!r->state_dir || !r->agent_id || cm_auth_store_path(&p, r->state_dir, r->agent_id))
         FAIL(CM_ENOMEM, "out of memory");
-    r->auth_path = buf_detach(&p);
+    r->auth_path = cm_buf_detach(&p);
     const json_t *cd = path_get(o->config, "auth", "cooldowns", NULL);
     r->cooldowns.billing_backoff_hours = num_or(json_object_get(cd, "billingBackoffHours"), 0);
     r->cooldowns.billing_max_hours = num_or(json_object_get(cd, "billingMaxHours"), 0);
@@ -64,12 +64,12 @@ cm_rc llm_runner_open(const llm_runner_opts *o, llm_runner **out, char *err, siz
     *out = r;
     r = NULL;
 out:
-    buf_release(&p);
-    llm_runner_close(r);
+    cm_buf_release(&p);
+    cm_llm_runner_close(r);
     return rc;
 }
 
-void llm_runner_close(llm_runner *r)
+void cm_llm_runner_close(llm_runner *r)
 {
     if (!r) return;
     free(r->state_dir);
@@ -138,13 +138,13 @@ static int build_chain(const llm_runner *r, const llm_turn *t, char chain[][192]
     return n;
 }
 
-cm_rc llm_runner_chain(llm_runner *r, const llm_turn *t, buf *out)
+cm_rc cm_llm_runner_chain(llm_runner *r, const llm_turn *t, buf *out)
 {
     char chain[MAX_CHAIN][192];
     int n = build_chain(r, t, chain);
     cm_rc rc = CM_OK;
     for (int i = 0; i < n && !rc; i++)
-        rc = buf_printf(out, "%s%s", i ? "," : "", chain[i]);
+        rc = cm_buf_printf(out, "%s%s", i ? "," : "", chain[i]);
     return rc;
 }
 
@@ -199,12 +199,12 @@ static cm_rc resolve_endpoint(const llm_runner *r, const char *provider, endpoin
     json_object_foreach(path_get(r->cfg, "models", "providers", NULL), key, v)
     {
         char a[128], b[128];
-        auth_provider_norm(key, a, sizeof a);
-        auth_provider_norm(provider, b, sizeof b);
+        cm_auth_provider_norm(key, a, sizeof a);
+        cm_auth_provider_norm(provider, b, sizeof b);
         if (!strcmp(a, b)) pc = v;
     }
     const char *api = json_string_value(json_object_get(pc, "api"));
-    int a = api                              ? llm_api_parse(api)
+    int a = api                              ? cm_llm_api_parse(api)
             : !strcmp(provider, "anthropic") ? LLM_API_ANTHROPIC
                                              : LLM_API_OPENAI;
     if (a < 0)
@@ -223,9 +223,9 @@ static cm_rc resolve_endpoint(const llm_runner *r, const char *provider, endpoin
         const char *val = secret_value(hv);
         if (!val) continue;
         buf h = BUF_INIT;
-        rc = buf_printf(&h, "%s: %s", hk, val);
-        if (!rc) rc = config_header_set(&e->headers, h.data);
-        buf_release(&h);
+        rc = cm_buf_printf(&h, "%s: %s", hk, val);
+        if (!rc) rc = cm_config_header_set(&e->headers, h.data);
+        cm_buf_release(&h);
         if (rc) FAIL(CM_ENOMEM, "out of memory");
     }
     e->ep.headers = &e->headers;
@@ -279,8 +279,8 @@ static cm_rc failure_rc(auth_reason last)
     }
 }
 
-cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta, void *ctx,
-              llm_response *out, llm_outcome *oc, char *err, size_t errlen)
+cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta,
+                 void *ctx, llm_response *out, llm_outcome *oc, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     char chain[MAX_CHAIN][192];
@@ -290,10 +290,10 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
     char msg[600] = "";
     auth_reason last = AUTH_R_NONE; /* the class of the last failure */
     memset(out, 0, sizeof *out);
-    buf_init(&out->text, 0);
-    buf_init(&out->reasoning, 0);
+    cm_buf_init(&out->text, 0);
+    cm_buf_init(&out->reasoning, 0);
     memset(oc, 0, sizeof *oc);
-    CHECK(auth_store_load(&store, r->state_dir, r->agent_id, err, errlen));
+    CHECK(cm_auth_store_init(&store, r->state_dir, r->agent_id, err, errlen));
     for (int mi = 0; mi < n; mi++) {
         char provider[128];
         const char *slash = strchr(chain[mi], '/');
@@ -302,7 +302,7 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
         memcpy(oc->model, chain[mi], sizeof oc->model); /* both 192 bytes, NUL-terminated */
         endpoint e;
         if (resolve_endpoint(r, provider, &e, msg, sizeof msg)) {
-            if (buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg))
+            if (cm_buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg))
                 FAIL(CM_ENOMEM, "out of memory");
             continue;
         }
@@ -311,23 +311,23 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
          * first; a user pin alone), else the configured key. */
         char **order = NULL;
         const char *pin = t->pin && t->pin->profile[0] ? t->pin->profile : NULL;
-        json_t *pinned = pin ? auth_profile(&store, pin) : NULL;
+        json_t *pinned = pin ? cm_auth_profile(&store, pin) : NULL;
         const char *pin_provider = json_string_value(json_object_get(pinned, "provider"));
         char a[128], b[128];
-        auth_provider_norm(pin_provider, a, sizeof a);
-        auth_provider_norm(provider, b, sizeof b);
+        cm_auth_provider_norm(pin_provider, a, sizeof a);
+        cm_auth_provider_norm(provider, b, sizeof b);
         bool pin_here = pinned && !strcmp(a, b);
-        if (auth_profile_order(&store, json_object_get(r->cfg, "auth"), provider,
-                               pin_here ? pin : NULL, now, &order)) {
+        if (cm_auth_profile_order(&store, json_object_get(r->cfg, "auth"), provider,
+                                  pin_here ? pin : NULL, now, &order)) {
             endpoint_release(&e);
             FAIL(CM_ENOMEM, "out of memory");
         }
         bool user_locked = pin_here && t->pin->user;
         if (user_locked) { /* the user's profile alone, cooling or not */
-            auth_strv_free(order);
+            cm_auth_strv_free(order);
             order = calloc(2, sizeof *order);
             if (!order || !(order[0] = cm_strdup(pin))) {
-                auth_strv_free(order);
+                cm_auth_strv_free(order);
                 endpoint_release(&e);
                 FAIL(CM_ENOMEM, "out of memory");
             }
@@ -341,16 +341,16 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
         for (size_t ci = 0; ci < ncand && !done && !stop; ci++) {
             const char *profile = have_profiles ? order[ci] : "";
             const char *secret =
-                have_profiles ? auth_profile_secret(&store, profile) : e.config_key;
+                have_profiles ? cm_auth_profile_secret(&store, profile) : e.config_key;
             now = r->clock(r->clock_ctx);
-            if (have_profiles && auth_profile_unusable(&store, profile, now) && !user_locked) {
+            if (have_profiles && cm_auth_profile_unusable(&store, profile, now) && !user_locked) {
                 /* Cooling down or disabled: not tried; what keeps it out
                  * counts as this model's failure. */
                 const char *one[] = {profile, NULL};
-                auth_reason why = auth_unavailable_reason(&store, one, now);
+                auth_reason why = cm_auth_unavailable_reason(&store, one, now);
                 if (last == AUTH_R_NONE) last = why == AUTH_R_NONE ? AUTH_R_RATE_LIMIT : why;
                 snprintf(msg, sizeof msg, "profile %s unavailable (%s)", profile,
-                         auth_reason_name(why == AUTH_R_NONE ? AUTH_R_UNKNOWN : why));
+                         cm_auth_reason_name(why == AUTH_R_NONE ? AUTH_R_UNKNOWN : why));
                 continue;
             }
             if (!have_profiles && !secret && e.base[0] == 0) {
@@ -361,38 +361,38 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
                 last = AUTH_R_AUTH;
                 continue;
             }
-            if (have_profiles && llm_oauth_expired(&store, profile, now)) {
+            if (have_profiles && cm_llm_oauth_expired(&store, profile, now)) {
                 char why[400];
-                if (llm_oauth_refresh(&store, r->auth_path, profile,
-                                      path_get(r->cfg, "clawmem", "oauth", NULL), now, why,
-                                      sizeof why)) {
+                if (cm_llm_oauth_refresh(&store, r->auth_path, profile,
+                                         path_get(r->cfg, "clawmem", "oauth", NULL), now, why,
+                                         sizeof why)) {
                     snprintf(msg, sizeof msg, "%s", why);
                     last = AUTH_R_AUTH;
                     char ign[256];
-                    auth_mark_failure(&store, r->auth_path, profile, last, &r->cooldowns, now, ign,
-                                      sizeof ign);
+                    cm_auth_mark_failure(&store, r->auth_path, profile, last, &r->cooldowns, now,
+                                         ign, sizeof ign);
                     if (user_locked) break;
                     continue;
                 }
-                secret = auth_profile_secret(&store, profile);
+                secret = cm_auth_profile_secret(&store, profile);
             }
             e.ep.api_key = secret;
             const char *ptype =
                 have_profiles
-                    ? json_string_value(json_object_get(auth_profile(&store, profile), "type"))
+                    ? json_string_value(json_object_get(cm_auth_profile(&store, profile), "type"))
                     : NULL;
             e.ep.bearer = ptype && (!strcmp(ptype, "oauth") || !strcmp(ptype, "token"));
             snprintf(oc->profile, sizeof oc->profile, "%s", profile);
             llm_error le;
-            llm_response_release(out);
+            cm_llm_response_release(out);
             oc->attempts++;
-            rc = llm_chat(&e.ep, rq, on_delta, ctx, out, &le, msg, sizeof msg);
+            rc = cm_llm_chat(&e.ep, rq, on_delta, ctx, out, &le, msg, sizeof msg);
             now = r->clock(r->clock_ctx);
             if (rc == CM_OK) {
                 if (have_profiles) {
                     char ign[256];
-                    auth_mark_success(&store, r->auth_path, provider, profile, now, ign,
-                                      sizeof ign);
+                    cm_auth_mark_success(&store, r->auth_path, provider, profile, now, ign,
+                                         sizeof ign);
                     if (t->pin && !t->pin->user)
                         snprintf(t->pin->profile, sizeof t->pin->profile, "%s", profile);
                 }
@@ -413,21 +413,21 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
             if (have_profiles) {
                 char ign[256];
                 int64_t nb = le.retry_after_ms > 0 ? now + le.retry_after_ms : 0;
-                auth_mark_failure_until(&store, r->auth_path, profile, last, &r->cooldowns, nb, now,
-                                        ign, sizeof ign);
+                cm_auth_mark_failure_until(&store, r->auth_path, profile, last, &r->cooldowns, nb,
+                                           now, ign, sizeof ign);
                 if (t->pin && !t->pin->user && !strcmp(t->pin->profile, profile))
                     t->pin->profile[0] = 0; /* an auto pin rotates away */
             }
             if (user_locked) break; /* a user pin never switches profiles */
         }
-        auth_strv_free(order);
+        cm_auth_strv_free(order);
         endpoint_release(&e);
         if (done) {
             rc = CM_OK;
             goto out;
         }
         if (rc == CM_ENOMEM) FAIL(CM_ENOMEM, "out of memory");
-        if (buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg))
+        if (cm_buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg))
             FAIL(CM_ENOMEM, "out of memory");
         if (rc == CM_ETOOBIG)
             FAIL(CM_ETOOBIG, "%s: the prompt exceeds the model's context (%s)", chain[mi], msg);
@@ -436,7 +436,7 @@ cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on
     FAIL(failure_rc(last), "every model failed: %s",
          log.log.len ? log.log.data : "no model configured");
 out:
-    auth_store_release(&store);
-    buf_release(&log.log);
+    cm_auth_store_release(&store);
+    cm_buf_release(&log.log);
     return rc;
 }

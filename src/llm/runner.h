@@ -32,8 +32,8 @@ typedef struct llm_runner_opts {
 
 typedef struct llm_runner llm_runner;
 
-cm_rc llm_runner_open(const llm_runner_opts *o, llm_runner **out, char *err, size_t errlen);
-void llm_runner_close(llm_runner *r);
+cm_rc cm_llm_runner_open(const llm_runner_opts *o, llm_runner **out, char *err, size_t errlen);
+void cm_llm_runner_close(llm_runner *r);
 
 /* A session's auth-profile pin; profile "" when none. */
 typedef struct llm_pin {
@@ -55,15 +55,15 @@ typedef struct llm_outcome {
 } llm_outcome;
 
 /* The model chain of a turn as "a,b,c" (for status displays and tests). */
-cm_rc llm_runner_chain(llm_runner *r, const llm_turn *t, buf *out);
+cm_rc cm_llm_runner_chain(llm_runner *r, const llm_turn *t, buf *out);
 
 /* Runs rq (its model field is set per attempt) through the chain. out holds
  * the answer (released by the caller, also on failure). */
-cm_rc llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta, void *ctx,
-              llm_response *out, llm_outcome *oc, char *err, size_t errlen);
+cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta,
+                 void *ctx, llm_response *out, llm_outcome *oc, char *err, size_t errlen);
 
 /* Whether the profile is OAuth and its access token expired by now. */
-bool llm_oauth_expired(const auth_store *s, const char *profile_id, int64_t now_ms);
+bool cm_llm_oauth_expired(const auth_store *s, const char *profile_id, int64_t now_ms);
 
 /* Renews an OAuth profile's access token with its refresh token at the
  * provider's token endpoint (overrides: the config's clawmem.oauth object,
@@ -71,7 +71,7 @@ bool llm_oauth_expired(const auth_store *s, const char *profile_id, int64_t now_
  * refresh and expires under the store's lock; s is refreshed. Nothing is
  * sent when another process renewed it meanwhile. Messages never carry a
  * token. */
-cm_rc llm_oauth_refresh(auth_store *s, const char *path, const char *profile_id,
-                        const json_t *overrides, int64_t now_ms, char *err, size_t errlen);
+cm_rc cm_llm_oauth_refresh(auth_store *s, const char *path, const char *profile_id,
+                           const json_t *overrides, int64_t now_ms, char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * download.c — model_resolve(): "hf:" specs to cache files, downloaded by
- * http_fetch_run() into "<final>.part" under an flock, resumed with Range,
+ * download.c — cm_net_model_resolve(): "hf:" specs to cache files, downloaded by
+ * cm_http_fetch_run() into "<final>.part" under an flock, resumed with Range,
  * size-checked, fsynced and renamed into place (contract in download.h).
  */
 #include <errno.h>
@@ -86,9 +86,9 @@ static cm_rc add_encoded(buf *b, const char *s, size_t n, bool tilde)
     for (size_t i = 0; i < n && !rc; i++) {
         unsigned char c = (unsigned char)s[i];
         if (name_char((char)c) || (tilde && c == '~'))
-            rc = buf_addc(b, (char)c);
+            rc = cm_buf_addc(b, (char)c);
         else
-            rc = buf_printf(b, "%%%02X", c);
+            rc = cm_buf_printf(b, "%%%02X", c);
     }
     return rc;
 }
@@ -139,15 +139,15 @@ static cm_rc make_url(const hf_spec *h, buf *url)
     while (eplen > 0 && ep[eplen - 1] == '/')
         eplen--;
     cm_rc rc = CM_OK;
-    CHECK(buf_add(url, ep, eplen));
-    CHECK(buf_addc(url, '/'));
-    CHECK(buf_add(url, h->owner, h->owner_len));
-    CHECK(buf_addc(url, '/'));
-    CHECK(buf_add(url, h->repo, h->repo_len));
-    CHECK(buf_adds(url, "/resolve/main"));
+    CHECK(cm_buf_add(url, ep, eplen));
+    CHECK(cm_buf_addc(url, '/'));
+    CHECK(cm_buf_add(url, h->owner, h->owner_len));
+    CHECK(cm_buf_addc(url, '/'));
+    CHECK(cm_buf_add(url, h->repo, h->repo_len));
+    CHECK(cm_buf_adds(url, "/resolve/main"));
     for (const char *seg = h->path; seg;) {
         const char *end = strchr(seg, '/');
-        CHECK(buf_addc(url, '/'));
+        CHECK(cm_buf_addc(url, '/'));
         CHECK(add_encoded(url, seg, end ? (size_t)(end - seg) : strlen(seg), true));
         seg = end ? end + 1 : NULL;
     }
@@ -160,21 +160,21 @@ static cm_rc make_name(const hf_spec *h, buf *name)
 {
     cm_rc rc = CM_OK;
     const char *id = h->owner; /* "owner/repo/path": the rest of the spec */
-    CHECK(buf_adds(name, "hf-"));
+    CHECK(cm_buf_adds(name, "hf-"));
     CHECK(add_encoded(name, id, strlen(id), false));
     if (name->len > DL_NAME_MAX) {
         char hex[SHA256_HEX_LEN + 1];
-        sha256_hex(id, strlen(id), hex);
+        cm_sha256_hex(id, strlen(id), hex);
         const char *base = strrchr(h->path, '/');
         base = base ? base + 1 : h->path;
         buf tail = BUF_INIT;
         rc = add_encoded(&tail, base, strlen(base), false);
         if (!rc) {
-            buf_reset(name);
-            rc = buf_printf(name, "hf-%s-%s", hex,
-                            tail.len > 100 ? tail.data + tail.len - 100 : tail.data);
+            cm_buf_reset(name);
+            rc = cm_buf_printf(name, "hf-%s-%s", hex,
+                               tail.len > 100 ? tail.data + tail.len - 100 : tail.data);
         }
-        buf_release(&tail);
+        cm_buf_release(&tail);
     }
 out:
     return rc;
@@ -218,11 +218,11 @@ static void failure_write(const char *path, const dl_failure *f)
     json_t *j = json_pack("{s:I,s:i,s:s}", "time", (json_int_t)f->time_ms, "failures",
                           (int)f->count, "reason", f->reason);
     buf tmp = BUF_INIT;
-    if (j && buf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid()) == CM_OK &&
+    if (j && cm_buf_printf(&tmp, "%s.tmp-%ld", path, (long)getpid()) == CM_OK &&
         json_dump_file(j, tmp.data, JSON_COMPACT) == 0 && rename(tmp.data, path) < 0)
         unlink(tmp.data);
     json_decref(j);
-    buf_release(&tmp);
+    cm_buf_release(&tmp);
 }
 
 /* CM_EIO with the reason when the record says to wait (now_ms within the
@@ -335,7 +335,7 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
     if (!d->begun && !begin(d, f)) return false;
     if (!d->to_file) { /* an error page: keep its start for the message */
         size_t room = DL_ERRBODY > d->errbody.len ? DL_ERRBODY - d->errbody.len : 0;
-        return !room || !buf_add(&d->errbody, p, CM_MIN(n, room)); /* false: out of memory */
+        return !room || !cm_buf_add(&d->errbody, p, CM_MIN(n, room)); /* false: out of memory */
     }
     if (d->total >= 0 && d->have + n > (uint64_t)d->total) {
         d->stop = STOP_TOO_LONG;
@@ -367,7 +367,7 @@ static void http_error(const dl *d, long status, char *out, size_t n)
 {
     buf body = BUF_INIT;
     if (d->errbody.len)
-        http_error_text(d->url, d->headers, d->errbody.data, d->errbody.len, DL_ERRSHOWN, &body);
+        cm_http_error_text(d->url, d->headers, d->errbody.data, d->errbody.len, DL_ERRSHOWN, &body);
     const char *hint = status == 401 || status == 403
                            ? " (a gated or private repository: accept its terms on Hugging Face "
                              "and set HF_TOKEN)"
@@ -375,7 +375,7 @@ static void http_error(const dl *d, long status, char *out, size_t n)
                                        : "";
     snprintf(out, n, "%s: HTTP %ld%s%s%s", d->shown, status, body.len ? ": " : "",
              body.len ? body.data : "", hint);
-    buf_release(&body);
+    cm_buf_release(&body);
 }
 
 static bool is_sha256(const char *s)
@@ -393,7 +393,7 @@ static cm_rc check_sha(dl *d, char *err, size_t errlen)
     if (map == MAP_FAILED)
         return cm_seterr(err, errlen, CM_EIO, "download of %s: mapping %s: %s", d->shown, d->part,
                          strerror(errno));
-    sha256_hex(map ? map : "", d->have, got);
+    cm_sha256_hex(map ? map : "", d->have, got);
     if (map) munmap(map, d->have);
     if (strcmp(got, d->sha) == 0) return CM_OK;
     restart_part(d);
@@ -410,17 +410,17 @@ static cm_rc download(dl *d, char *err, size_t errlen)
     cm_strlist hdrs = {&auth, 0};
     if (token && *token) {
         buf a = BUF_INIT;
-        if (buf_printf(&a, "Authorization: Bearer %s", token)) FAIL(CM_ENOMEM, "out of memory");
-        auth = buf_detach(&a);
+        if (cm_buf_printf(&a, "Authorization: Bearer %s", token)) FAIL(CM_ENOMEM, "out of memory");
+        auth = cm_buf_detach(&a);
         hdrs.n = 1;
     }
-    long backoff = http_defaults(0).backoff_ms;
+    long backoff = cm_http_defaults(0).backoff_ms;
     int fails = 0;
     for (int attempt = 1;; attempt++) {
         uint64_t before = d->have;
         d->begun = d->to_file = false;
         d->stop = STOP_NONE;
-        buf_reset(&d->errbody);
+        cm_buf_reset(&d->errbody);
         http_fetch f = {0};
         f.url = d->url;
         f.headers = &hdrs;
@@ -430,7 +430,7 @@ static cm_rc download(dl *d, char *err, size_t errlen)
         f.on_tick = on_tick;
         f.ctx = d;
         char why[400];
-        cm_rc r = http_fetch_run(&f, why, sizeof why);
+        cm_rc r = cm_http_fetch_run(&f, why, sizeof why);
         if (is_sha256(f.linked_etag)) memcpy(d->sha, f.linked_etag, sizeof d->sha);
         if (r == CM_OK && !d->begun && (f.status == 200 || f.status == 206))
             begin(d, &f); /* an empty body: on_data never ran */
@@ -510,21 +510,22 @@ static cm_rc download(dl *d, char *err, size_t errlen)
         FAIL(CM_EIO, "download of %s: fsync %s: %s", d->shown, d->part, strerror(errno));
     if (rename(d->part, d->final) < 0)
         FAIL(CM_EIO, "download of %s: rename %s: %s", d->shown, d->part, strerror(errno));
-    fs_sync_dir(d->final);
+    cm_fs_sync_dir(d->final);
 out:
     free(auth);
     return rc;
 }
 
-cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_progress_fn progress,
-                    void *ctx, char **path_out, char *err, size_t errlen)
+cm_rc cm_net_model_resolve(const char *spec, const char *cache_dir, bool fetch,
+                           dl_progress_fn progress, void *ctx, char **path_out, char *err,
+                           size_t errlen)
 {
-    return model_resolve_at(spec, cache_dir, fetch, 0, progress, ctx, path_out, err, errlen);
+    return cm_net_model_resolve_at(spec, cache_dir, fetch, 0, progress, ctx, path_out, err, errlen);
 }
 
-cm_rc model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int64_t now_ms,
-                       dl_progress_fn progress, void *ctx, char **path_out, char *err,
-                       size_t errlen)
+cm_rc cm_net_model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int64_t now_ms,
+                              dl_progress_fn progress, void *ctx, char **path_out, char *err,
+                              size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT, name = BUF_INIT, final = BUF_INIT, part = BUF_INIT, shown = BUF_INIT,
@@ -534,23 +535,23 @@ cm_rc model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int6
     dl d = {0};
     d.fd = -1;
     d.total = -1;
-    buf_init(&d.errbody, 0);
+    cm_buf_init(&d.errbody, 0);
     *path_out = NULL;
     if (!spec || !*spec) FAIL(CM_EINVAL, "local.modelPath is empty");
     if (strncmp(spec, "hf:", 3) != 0) {
-        if (!(*path_out = fs_expand_home(spec))) FAIL(CM_ENOMEM, "out of memory");
+        if (!(*path_out = cm_fs_expand_home(spec))) FAIL(CM_ENOMEM, "out of memory");
         goto out;
     }
     CHECK(parse_spec(spec, &h, err, errlen));
     if (!cache_dir || !*cache_dir)
         FAIL(CM_EINVAL, "no model cache directory for local.modelPath \"%.200s\"", spec);
-    if (!(dir = fs_expand_home(cache_dir))) FAIL(CM_ENOMEM, "out of memory");
-    if (make_url(&h, &url) || make_name(&h, &name) || fs_join(&final, dir, name.data) ||
-        buf_add(&part, final.data, final.len) || buf_adds(&part, ".part") ||
-        buf_add(&failed, final.data, final.len) || buf_adds(&failed, ".failed"))
+    if (!(dir = cm_fs_expand_home(cache_dir))) FAIL(CM_ENOMEM, "out of memory");
+    if (make_url(&h, &url) || make_name(&h, &name) || cm_fs_join(&final, dir, name.data) ||
+        cm_buf_add(&part, final.data, final.len) || cm_buf_adds(&part, ".part") ||
+        cm_buf_add(&failed, final.data, final.len) || cm_buf_adds(&failed, ".failed"))
         FAIL(CM_ENOMEM, "out of memory");
     d.url = url.data;
-    if (redact_url(url.data, 200, &shown)) FAIL(CM_ENOMEM, "out of memory");
+    if (cm_redact_url(url.data, 200, &shown)) FAIL(CM_ENOMEM, "out of memory");
     d.shown = shown.data;
     d.final = final.data;
     d.part = part.data;
@@ -564,8 +565,9 @@ cm_rc model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int6
          * offline, every call would otherwise wait out the retries. */
         if (!now_ms) now_ms = cm_wall_ms();
         CHECK(failure_check(failed.data, d.shown, now_ms, err, errlen));
-        if (!fetch) FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.shown);
-        CHECK(fs_mkdirs(dir, err, errlen));
+        if (!fetch)
+            FAIL(CM_ENOTFOUND, "model %s is not downloaded yet (from %s)", d.final, d.shown);
+        CHECK(cm_fs_mkdirs(dir, err, errlen));
         bool done;
         CHECK(lock_part(&d, &done, err, errlen));
         if (!done) {
@@ -586,17 +588,17 @@ cm_rc model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int6
             unlink(failed.data);
         }
     }
-    *path_out = buf_detach(&final);
+    *path_out = cm_buf_detach(&final);
     if (!*path_out) FAIL(CM_ENOMEM, "out of memory");
 out:
     if (d.fd >= 0) close(d.fd); /* releases the lock */
-    buf_release(&d.errbody);
-    buf_release(&url);
-    buf_release(&shown);
-    buf_release(&name);
-    buf_release(&final);
-    buf_release(&part);
-    buf_release(&failed);
+    cm_buf_release(&d.errbody);
+    cm_buf_release(&url);
+    cm_buf_release(&shown);
+    cm_buf_release(&name);
+    cm_buf_release(&final);
+    cm_buf_release(&part);
+    cm_buf_release(&failed);
     free(dir);
     return rc;
 }

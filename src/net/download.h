@@ -56,13 +56,14 @@ typedef int (*dl_progress_fn)(void *ctx, uint64_t done, uint64_t total);
  * have passed, calls fail at once with CM_EIO and a message giving the reason
  * and when the next attempt is due, whatever fetch says, and make no request.
  * A successful download removes the record. */
-cm_rc model_resolve(const char *spec, const char *cache_dir, bool fetch, dl_progress_fn progress,
-                    void *ctx, char **path_out, char *err, size_t errlen);
+cm_rc cm_net_model_resolve(const char *spec, const char *cache_dir, bool fetch,
+                           dl_progress_fn progress, void *ctx, char **path_out, char *err,
+                           size_t errlen);
 
-/* model_resolve with the current time given (unix ms; 0: the clock's), for
+/* cm_net_model_resolve with the current time given (unix ms; 0: the clock's), for
  * the failure backoff. */
-cm_rc model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int64_t now_ms,
-                       dl_progress_fn progress, void *ctx, char **path_out, char *err,
-                       size_t errlen);
+cm_rc cm_net_model_resolve_at(const char *spec, const char *cache_dir, bool fetch, int64_t now_ms,
+                              dl_progress_fn progress, void *ctx, char **path_out, char *err,
+                              size_t errlen);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * http.c — http_post_all() on one CURLM handle kept for the client's life, so
+ * http.c — cm_http_post_all() on one CURLM handle kept for the client's life, so
  * that its connection cache serves every request to the same host. Retries
  * are scheduled, not slept: a request waiting out its backoff does not hold
  * up the others.
@@ -107,14 +107,14 @@ static long env_ms(const char *name, long dflt)
     return (*end || ms < 0) ? dflt : ms;
 }
 
-http_opts http_defaults(long timeout_ms)
+http_opts cm_http_defaults(long timeout_ms)
 {
     http_opts o = {env_ms("CLAWMEM_HTTP_TIMEOUT_MS", timeout_ms), 4,
                    env_ms("CLAWMEM_HTTP_BACKOFF_MS", 500), 60000, 2, 64u << 20};
     return o;
 }
 
-cm_rc http_client_new(http_client **out, char *err, size_t errlen)
+cm_rc cm_http_client_open(http_client **out, char *err, size_t errlen)
 {
     pthread_once(&curl_once, load_curl);
     if (curl_load_error[0]) return cm_seterr(err, errlen, CM_EIO, "%s", curl_load_error);
@@ -130,7 +130,7 @@ cm_rc http_client_new(http_client **out, char *err, size_t errlen)
     return CM_OK;
 }
 
-void http_client_free(http_client *c)
+void cm_http_client_close(http_client *c)
 {
     if (!c) return;
     cu.multi_cleanup(c->multi);
@@ -145,7 +145,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
         j->too_big = true;
         return 0; /* aborts the transfer */
     }
-    return buf_add(&j->r->resp, p, len) == CM_OK ? len : 0;
+    return cm_buf_add(&j->r->resp, p, len) == CM_OK ? len : 0;
 }
 
 /* A Retry-After value (seconds or an HTTP date) in ms, or -1. */
@@ -187,34 +187,34 @@ static bool retryable(CURLcode cc, long status)
  * key). */
 static void url_for_message(const char *url, char *out, size_t n)
 {
-    redact_url_to(url, out, CM_MIN(n, (size_t)150));
+    cm_redact_url_to(url, out, CM_MIN(n, (size_t)150));
 }
 
-cm_rc http_redact_init(redact *r, const char *url, const cm_strlist *headers)
+cm_rc cm_http_redact_init(redact *r, const char *url, const cm_strlist *headers)
 {
-    redact_init(r);
-    cm_rc rc = redact_add_url(r, url);
+    cm_redact_init(r);
+    cm_rc rc = cm_redact_add_url(r, url);
     for (size_t i = 0; !rc && headers && i < headers->n; i++)
-        rc = redact_add_header(r, headers->v[i]);
-    if (rc) redact_release(r);
+        rc = cm_redact_add_header(r, headers->v[i]);
+    if (rc) cm_redact_release(r);
     return rc;
 }
 
-cm_rc http_error_text(const char *url, const cm_strlist *headers, const char *body, size_t n,
-                      size_t max_chars, buf *out)
+cm_rc cm_http_error_text(const char *url, const cm_strlist *headers, const char *body, size_t n,
+                         size_t max_chars, buf *out)
 {
     redact r;
-    cm_rc rc = http_redact_init(&r, url, headers);
+    cm_rc rc = cm_http_redact_init(&r, url, headers);
     if (rc) return rc;
-    rc = redact_text(&r, body, n, max_chars, out);
-    redact_release(&r);
+    rc = cm_redact_text(&r, body, n, max_chars, out);
+    cm_redact_release(&r);
     return rc;
 }
 
 static cm_rc start(http_client *c, job *j, const http_opts *o)
 {
     http_req *r = j->r;
-    buf_reset(&r->resp);
+    cm_buf_reset(&r->resp);
     j->retry_after_ms = -1;
     j->too_big = false;
     if (!j->easy && !(j->easy = cu.easy_init())) return CM_ENOMEM;
@@ -268,11 +268,11 @@ static void finish(http_client *c, job *j, CURLcode cc, const http_opts *o)
         /* The body may echo our request: shown only after redaction. */
         int k = snprintf(r->err, sizeof r->err, "%s: HTTP %ld", url, status);
         buf shown;
-        buf_init(&shown, sizeof r->err - (size_t)k - 3);
+        cm_buf_init(&shown, sizeof r->err - (size_t)k - 3);
         if (r->resp.len)
-            http_error_text(r->url, r->headers, r->resp.data, r->resp.len, 100, &shown);
+            cm_http_error_text(r->url, r->headers, r->resp.data, r->resp.len, 100, &shown);
         if (shown.len) snprintf(r->err + k, sizeof r->err - (size_t)k, ": %s", shown.data);
-        buf_release(&shown);
+        cm_buf_release(&shown);
     } else
         snprintf(r->err, sizeof r->err, "%s: %s", url, cu.easy_strerror(cc));
     if (!retryable(cc, status) || r->attempts >= o->max_attempts) {
@@ -288,8 +288,8 @@ static void finish(http_client *c, job *j, CURLcode cc, const http_opts *o)
     j->not_before_ms = cm_now_ms() + delay;
 }
 
-cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o, char *err,
-                    size_t errlen)
+cm_rc cm_http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o, char *err,
+                       size_t errlen)
 {
     cm_rc rc = CM_OK;
     job *jobs = calloc(n ? n : 1, sizeof *jobs);
@@ -300,7 +300,7 @@ cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o
         reqs[i].status = 0;
         reqs[i].attempts = 0;
         reqs[i].err[0] = 0;
-        buf_init(&reqs[i].resp, 0);
+        cm_buf_init(&reqs[i].resp, 0);
     }
     size_t left = n;
     int running = 0;
@@ -362,7 +362,7 @@ out:
     return rc;
 }
 
-/* ---- http_fetch_run: one streaming GET on the easy interface ---- */
+/* ---- cm_http_fetch_run: one streaming GET on the easy interface ---- */
 
 typedef struct fetch_run {
     http_fetch *f;
@@ -453,7 +453,7 @@ static int fetch_xferinfo(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_o
     return 0;
 }
 
-cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen)
+cm_rc cm_http_fetch_run(http_fetch *f, char *err, size_t errlen)
 {
     pthread_once(&curl_once, load_curl);
     if (curl_load_error[0]) return cm_seterr(err, errlen, CM_EIO, "%s", curl_load_error);
@@ -513,10 +513,10 @@ cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen)
         f->retryable = retryable(cc, 0);
         buf shown = BUF_INIT;
         const char *why = cerr[0] ? cerr : cu.easy_strerror(cc);
-        if (http_error_text(f->url, f->headers, why, strlen(why), 200, &shown))
+        if (cm_http_error_text(f->url, f->headers, why, strlen(why), 200, &shown))
             FAIL(CM_EIO, "%s: %s", url, cu.easy_strerror(cc));
         rc = cm_seterr(err, errlen, CM_EIO, "%s: %s", url, shown.data);
-        buf_release(&shown);
+        cm_buf_release(&shown);
         goto out;
     }
     if (!f->status) cu.easy_getinfo(e, CURLINFO_RESPONSE_CODE, &f->status);

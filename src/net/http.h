@@ -25,7 +25,7 @@ typedef struct http_opts {
  * bodies; timeout_ms as given. $CLAWMEM_HTTP_BACKOFF_MS and
  * $CLAWMEM_HTTP_TIMEOUT_MS override backoff and timeout (for tests and slow
  * links). */
-http_opts http_defaults(long timeout_ms);
+http_opts cm_http_defaults(long timeout_ms);
 
 typedef struct http_req {
     const char *url;
@@ -42,26 +42,26 @@ typedef struct http_req {
 /* A redactor holding what a request carries that is secret: the values of
  * its headers (Authorization, x-goog-api-key, remote.headers, …) and the
  * userinfo and query values of its URL; patterns all on. Release with
- * redact_release. For every message built from remote bytes. */
-cm_rc http_redact_init(redact *r, const char *url, const cm_strlist *headers);
+ * cm_redact_release. For every message built from remote bytes. */
+cm_rc cm_http_redact_init(redact *r, const char *url, const cm_strlist *headers);
 
-/* Appends body[0..n) as one line for a message, with http_redact_init's
- * secrets and the credential patterns redacted (redact_text). */
-cm_rc http_error_text(const char *url, const cm_strlist *headers, const char *body, size_t n,
-                      size_t max_chars, buf *out);
+/* Appends body[0..n) as one line for a message, with cm_http_redact_init's
+ * secrets and the credential patterns redacted (cm_redact_text). */
+cm_rc cm_http_error_text(const char *url, const cm_strlist *headers, const char *body, size_t n,
+                         size_t max_chars, buf *out);
 
 typedef struct http_client http_client;
 
 /* CM_EIO when libcurl cannot be loaded (err says how to install it). */
-cm_rc http_client_new(http_client **out, char *err, size_t errlen);
-void http_client_free(http_client *c);
+cm_rc cm_http_client_open(http_client **out, char *err, size_t errlen);
+void cm_http_client_close(http_client *c);
 
 /* POSTs every request, at most o->concurrency at a time, retrying as above.
  * Returns CM_OK when all got a 2xx answer; otherwise CM_EIO (or CM_ETOOBIG)
  * with err naming the first failure (URL without its query string, status,
  * attempts). Each request's status, body and err are filled either way. */
-cm_rc http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o, char *err,
-                    size_t errlen);
+cm_rc cm_http_post_all(http_client *c, http_req *reqs, size_t n, const http_opts *o, char *err,
+                       size_t errlen);
 
 /* One streaming request: a GET for large files (model downloads) or, with a
  * body, a POST whose answer is read as it comes (the chat clients' event
@@ -102,6 +102,6 @@ struct http_fetch {
  * when a callback aborted; CM_EIO on a network failure (or when libcurl
  * cannot be loaded), with err naming the URL (without its query string) and
  * the cause. Thread-safe; each call uses its own connection. */
-cm_rc http_fetch_run(http_fetch *f, char *err, size_t errlen);
+cm_rc cm_http_fetch_run(http_fetch *f, char *err, size_t errlen);
 
 #endif

@@ -55,7 +55,7 @@ struct httpd {
     int port;
 };
 
-httpd_opts httpd_defaults(void)
+httpd_opts cm_net_httpd_defaults(void)
 {
     httpd_opts o;
     memset(&o, 0, sizeof o);
@@ -71,7 +71,7 @@ httpd_opts httpd_defaults(void)
     return o;
 }
 
-const char *httpd_reason(int status)
+const char *cm_net_httpd_reason(int status)
 {
     switch (status) {
     case 100:
@@ -137,24 +137,24 @@ const char *httpd_reason(int status)
     }
 }
 
-const char *httpd_header_get(const httpd_req *rq, const char *name)
+const char *cm_net_httpd_header_get(const httpd_req *rq, const char *name)
 {
     for (size_t i = 0; i < rq->nheaders; i++)
         if (strcasecmp(rq->headers[i].name, name) == 0) return rq->headers[i].value;
     return NULL;
 }
 
-bool httpd_stopping(const httpd *h)
+bool cm_net_httpd_stopping(const httpd *h)
 {
     return atomic_load(&((httpd *)h)->stopping);
 }
 
-int httpd_port(const httpd *h)
+int cm_net_httpd_port(const httpd *h)
 {
     return h->port;
 }
 
-const char *httpd_addr(const httpd *h)
+const char *cm_net_httpd_addr(const httpd *h)
 {
     return h->addr;
 }
@@ -166,7 +166,7 @@ static void S_mark_gone(httpd_conn *c)
     if (!atomic_exchange(&c->gone, true)) shutdown(c->fd, SHUT_RDWR);
 }
 
-bool httpd_conn_gone(httpd_conn *c)
+bool cm_net_httpd_conn_gone(httpd_conn *c)
 {
     return atomic_load(&c->gone);
 }
@@ -202,19 +202,19 @@ static cm_rc S_status_and_headers(httpd_conn *c, buf *b, int status, const char 
 {
     cm_rc rc = CM_OK;
     if (status < 100 || status > 999) return CM_EINVAL;
-    CHECK(buf_printf(b, "HTTP/1.1 %d %s\r\n", status, httpd_reason(status)));
+    CHECK(cm_buf_printf(b, "HTTP/1.1 %d %s\r\n", status, cm_net_httpd_reason(status)));
     for (size_t i = 0; headers && headers[i]; i++) {
         if (!S_header_line_ok(headers[i])) return CM_EINVAL;
-        CHECK(buf_adds(b, headers[i]));
-        CHECK(buf_adds(b, "\r\n"));
+        CHECK(cm_buf_adds(b, headers[i]));
+        CHECK(cm_buf_adds(b, "\r\n"));
     }
     if (atomic_load(&c->h->stopping)) c->keep_alive = false;
 out:
     return rc;
 }
 
-cm_rc httpd_respond(httpd_conn *c, int status, const char *const *headers, const char *body,
-                    size_t len)
+cm_rc cm_net_httpd_respond(httpd_conn *c, int status, const char *const *headers, const char *body,
+                           size_t len)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
@@ -225,19 +225,19 @@ cm_rc httpd_respond(httpd_conn *c, int status, const char *const *headers, const
     }
     CHECK(S_status_and_headers(c, &b, status, headers));
     if (!(status < 200 || status == 204 || status == 304))
-        CHECK(buf_printf(&b, "Content-Length: %zu\r\n", len));
-    CHECK(buf_printf(&b, "Connection: %s\r\n\r\n", c->keep_alive ? "keep-alive" : "close"));
+        CHECK(cm_buf_printf(&b, "Content-Length: %zu\r\n", len));
+    CHECK(cm_buf_printf(&b, "Connection: %s\r\n\r\n", c->keep_alive ? "keep-alive" : "close"));
     c->state = ST_RESPONDED;
-    if (body && len && !c->head && len < 65536) CHECK(buf_add(&b, body, len));
+    if (body && len && !c->head && len < 65536) CHECK(cm_buf_add(&b, body, len));
     CHECK(S_send_all(c, b.data, b.len));
     if (body && len && !c->head && len >= 65536) CHECK(S_send_all(c, body, len));
 out:
     pthread_mutex_unlock(&c->mu);
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
-cm_rc httpd_sse_begin(httpd_conn *c, int status, const char *const *headers)
+cm_rc cm_net_httpd_sse_begin(httpd_conn *c, int status, const char *const *headers)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
@@ -251,16 +251,16 @@ cm_rc httpd_sse_begin(httpd_conn *c, int status, const char *const *headers)
      * connection. */
     c->chunked = c->minor >= 1;
     if (!c->chunked) c->keep_alive = false;
-    CHECK(buf_printf(&b,
-                     "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n%s"
-                     "Connection: %s\r\n\r\n",
-                     c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
-                     c->keep_alive ? "keep-alive" : "close"));
+    CHECK(cm_buf_printf(&b,
+                        "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\n%s"
+                        "Connection: %s\r\n\r\n",
+                        c->chunked ? "Transfer-Encoding: chunked\r\n" : "",
+                        c->keep_alive ? "keep-alive" : "close"));
     c->state = ST_STREAMING;
     CHECK(S_send_all(c, b.data, b.len));
 out:
     pthread_mutex_unlock(&c->mu);
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
@@ -287,14 +287,14 @@ out:
     return rc;
 }
 
-cm_rc httpd_sse_event(httpd_conn *c, const char *event, const char *id, const char *data,
-                      size_t len)
+cm_rc cm_net_httpd_sse_event(httpd_conn *c, const char *event, const char *id, const char *data,
+                             size_t len)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
     if ((event && strpbrk(event, "\r\n")) || (id && strpbrk(id, "\r\n"))) return CM_EINVAL;
-    if (event) CHECK(buf_printf(&b, "event: %s\n", event));
-    if (id) CHECK(buf_printf(&b, "id: %s\n", id));
+    if (event) CHECK(cm_buf_printf(&b, "event: %s\n", event));
+    if (id) CHECK(cm_buf_printf(&b, "id: %s\n", id));
     /* one "data:" line per line of data; a final newline adds none */
     for (size_t i = 0;;) {
         size_t j = i;
@@ -302,32 +302,32 @@ cm_rc httpd_sse_event(httpd_conn *c, const char *event, const char *id, const ch
             j++;
         size_t end = j;
         if (end > i && data[end - 1] == '\r') end--;
-        CHECK(buf_adds(&b, "data: "));
-        if (end > i) CHECK(buf_add(&b, data + i, end - i));
-        CHECK(buf_addc(&b, '\n'));
+        CHECK(cm_buf_adds(&b, "data: "));
+        if (end > i) CHECK(cm_buf_add(&b, data + i, end - i));
+        CHECK(cm_buf_addc(&b, '\n'));
         if (j + 1 >= len) break;
         i = j + 1;
     }
-    CHECK(buf_addc(&b, '\n'));
+    CHECK(cm_buf_addc(&b, '\n'));
     CHECK(S_stream_write(c, &b));
 out:
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
-cm_rc httpd_sse_comment(httpd_conn *c, const char *text)
+cm_rc cm_net_httpd_sse_comment(httpd_conn *c, const char *text)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
     if (strpbrk(text, "\r\n")) return CM_EINVAL;
-    CHECK(buf_printf(&b, ": %s\n\n", text));
+    CHECK(cm_buf_printf(&b, ": %s\n\n", text));
     CHECK(S_stream_write(c, &b));
 out:
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
-cm_rc httpd_sse_end(httpd_conn *c)
+cm_rc cm_net_httpd_sse_end(httpd_conn *c)
 {
     cm_rc rc = CM_OK;
     pthread_mutex_lock(&c->mu);
@@ -339,14 +339,14 @@ cm_rc httpd_sse_end(httpd_conn *c)
     return rc;
 }
 
-void httpd_conn_hold(httpd_conn *c)
+void cm_net_httpd_conn_hold(httpd_conn *c)
 {
     pthread_mutex_lock(&c->mu);
     c->holds++;
     pthread_mutex_unlock(&c->mu);
 }
 
-void httpd_conn_release(httpd_conn *c)
+void cm_net_httpd_conn_release(httpd_conn *c)
 {
     pthread_mutex_lock(&c->mu);
     if (c->holds > 0 && --c->holds == 0) pthread_cond_broadcast(&c->cv);
@@ -381,7 +381,7 @@ static int S_read_more(httpd_conn *c, buf *in, int64_t deadline, bool stop_ends)
 {
     int w = S_wait_readable(c, deadline, stop_ends);
     if (w <= 0) return w;
-    if (buf_grow(in, 16384) != CM_OK) return -1;
+    if (cm_buf_grow(in, 16384) != CM_OK) return -1;
     size_t room = in->cap - in->len - 1;
     if (in->max && room > in->max - in->len) room = in->max - in->len;
     if (room == 0) return -1;
@@ -552,8 +552,8 @@ static void S_fail_close(httpd_conn *c, int status)
     int n = snprintf(msg, sizeof msg,
                      "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
                      "Connection: close\r\n\r\n%s\n",
-                     status, httpd_reason(status), strlen(httpd_reason(status)) + 1,
-                     httpd_reason(status));
+                     status, cm_net_httpd_reason(status), strlen(cm_net_httpd_reason(status)) + 1,
+                     cm_net_httpd_reason(status));
     pthread_mutex_lock(&c->mu);
     if (S_send_all(c, msg, (size_t)n) == CM_OK) {
         shutdown(c->fd, SHUT_WR);
@@ -604,7 +604,7 @@ static void S_serve_conn(httpd_conn *c)
     httpd *h = c->h;
     const httpd_opts *o = &h->o;
     buf in;
-    buf_init(&in, o->max_header_bytes + o->max_body + 65536);
+    cm_buf_init(&in, o->max_header_bytes + o->max_body + 65536);
     req_parse pr;
     httpd_header *hdrs = calloc((size_t)o->max_headers + 1, sizeof *hdrs);
     if (!hdrs) goto out;
@@ -707,10 +707,10 @@ static void S_serve_conn(httpd_conn *c)
         pthread_mutex_unlock(&c->mu);
         if (state == ST_NONE) {
             static const char body[] = "Internal Server Error\n";
-            httpd_respond(c, 500, (const char *const[]){"Content-Type: text/plain", NULL}, body,
-                          sizeof body - 1);
+            cm_net_httpd_respond(c, 500, (const char *const[]){"Content-Type: text/plain", NULL},
+                                 body, sizeof body - 1);
         } else if (state == ST_STREAMING) {
-            httpd_sse_end(c);
+            cm_net_httpd_sse_end(c);
         }
         free(path);
         free(head);
@@ -722,7 +722,7 @@ static void S_serve_conn(httpd_conn *c)
     }
 out:
     free(hdrs);
-    buf_release(&in);
+    cm_buf_release(&in);
 }
 
 static void *S_conn_thread(void *arg)
@@ -774,7 +774,7 @@ static void S_refuse(int fd, int status)
     int n = snprintf(
         msg, sizeof msg,
         "HTTP/1.1 %d %s\r\nContent-Length: 0\r\nRetry-After: 1\r\nConnection: close\r\n\r\n",
-        status, httpd_reason(status));
+        status, cm_net_httpd_reason(status));
     ssize_t w = send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)w;
     close(fd);
@@ -878,7 +878,7 @@ out:
     return rc;
 }
 
-cm_rc httpd_start(const httpd_opts *o, httpd **out, char *err, size_t errlen)
+cm_rc cm_net_httpd_start(const httpd_opts *o, httpd **out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     struct addrinfo *ai = NULL;
@@ -889,7 +889,7 @@ cm_rc httpd_start(const httpd_opts *o, httpd **out, char *err, size_t errlen)
     h = calloc(1, sizeof *h);
     if (!h) FAIL(CM_ENOMEM, "out of memory");
     h->o = *o;
-    httpd_opts d = httpd_defaults();
+    httpd_opts d = cm_net_httpd_defaults();
     if (!h->o.listen) h->o.listen = d.listen;
     if (h->o.max_conns <= 0) h->o.max_conns = d.max_conns;
     if (!h->o.max_header_bytes) h->o.max_header_bytes = d.max_header_bytes;
@@ -953,7 +953,7 @@ out:
     return rc;
 }
 
-void httpd_stop(httpd *h, int deadline_ms)
+void cm_net_httpd_stop(httpd *h, int deadline_ms)
 {
     if (!h) return;
     atomic_store(&h->stopping, true);
@@ -973,7 +973,7 @@ void httpd_stop(httpd *h, int deadline_ms)
         if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) == ETIMEDOUT) break;
     }
     /* Past the deadline: every remaining connection is shut down, so reads
-     * and writes fail and holders see httpd_conn_gone. */
+     * and writes fail and holders see cm_net_httpd_conn_gone. */
     for (httpd_conn *c = h->conns; c; c = c->next)
         S_mark_gone(c);
     while (h->nconns > 0)

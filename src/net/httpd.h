@@ -36,18 +36,18 @@ typedef struct httpd_req {
 } httpd_req;
 
 /* The value of the first header named name (case-insensitive), or NULL. */
-const char *httpd_header_get(const httpd_req *rq, const char *name);
+const char *cm_net_httpd_header_get(const httpd_req *rq, const char *name);
 
 /* Called on the connection's thread for each request. It answers with
- * httpd_respond, or begins a stream with httpd_sse_begin; a handler that
+ * cm_net_httpd_respond, or begins a stream with cm_net_httpd_sse_begin; a handler that
  * returns without doing either gets a 500. To write the stream from another
- * thread, it calls httpd_conn_hold before returning; the connection then
- * stays open until httpd_conn_release. */
+ * thread, it calls cm_net_httpd_conn_hold before returning; the connection then
+ * stays open until cm_net_httpd_conn_release. */
 typedef void (*httpd_handler)(void *ctx, const httpd_req *rq, httpd_conn *c);
 
 typedef struct httpd_opts {
     const char *listen;      /* "ADDR:PORT", "[v6]:PORT", "host:PORT"; NULL = "127.0.0.1:0"
-                                (port 0: the kernel picks one, see httpd_port) */
+                                (port 0: the kernel picks one, see cm_net_httpd_port) */
     int max_conns;           /* open connections; more get a 503 and are closed */
     size_t max_header_bytes; /* request line + headers; more → 431 */
     int max_headers;         /* header lines; more → 431 */
@@ -63,57 +63,57 @@ typedef struct httpd_opts {
 
 /* Defaults: loopback port 0, 256 connections, 16 KiB / 100 headers, 4 MiB
  * body, 10 s headers, 30 s body, 60 s idle, 30 s writes. A limit left 0 in
- * the options given to httpd_start takes its default. */
-httpd_opts httpd_defaults(void);
+ * the options given to cm_net_httpd_start takes its default. */
+httpd_opts cm_net_httpd_defaults(void);
 
 /* Binds, listens and starts the accept thread. CM_EIO with a message when the
  * address cannot be bound or resolved. */
-cm_rc httpd_start(const httpd_opts *o, httpd **out, char *err, size_t errlen);
+cm_rc cm_net_httpd_start(const httpd_opts *o, httpd **out, char *err, size_t errlen);
 /* The bound port (the kernel's pick when 0 was asked). */
-int httpd_port(const httpd *h);
+int cm_net_httpd_port(const httpd *h);
 /* The bound address as "ADDR:PORT" ("[v6]:PORT"). */
-const char *httpd_addr(const httpd *h);
+const char *cm_net_httpd_addr(const httpd *h);
 /* Graceful stop, then frees h: stops accepting, closes idle connections,
  * lets handlers in flight finish; after deadline_ms every remaining
- * connection is shut down (its writes fail, httpd_conn_gone says true), and
+ * connection is shut down (its writes fail, cm_net_httpd_conn_gone says true), and
  * it waits for their handlers to return and their holders to release them.
  * NULL is a no-op. Not callable from a handler. */
-void httpd_stop(httpd *h, int deadline_ms);
-/* True once httpd_stop has been called (for long-running handlers). */
-bool httpd_stopping(const httpd *h);
+void cm_net_httpd_stop(httpd *h, int deadline_ms);
+/* True once cm_net_httpd_stop has been called (for long-running handlers). */
+bool cm_net_httpd_stopping(const httpd *h);
 
 /* Sends a complete response. headers: NULL-terminated "Name: value" lines
  * (may be NULL; a line with CR or LF is refused with CM_EINVAL); the server
  * adds Content-Length and Connection. Once per request: a second response is
  * CM_EINVAL. CM_EIO when the client is gone. */
-cm_rc httpd_respond(httpd_conn *c, int status, const char *const *headers, const char *body,
-                    size_t len);
+cm_rc cm_net_httpd_respond(httpd_conn *c, int status, const char *const *headers, const char *body,
+                           size_t len);
 
 /* Begins a text/event-stream response (chunked, so the connection can be
- * kept alive after httpd_sse_end). The server adds Content-Type,
+ * kept alive after cm_net_httpd_sse_end). The server adds Content-Type,
  * Cache-Control: no-cache and Transfer-Encoding. */
-cm_rc httpd_sse_begin(httpd_conn *c, int status, const char *const *headers);
+cm_rc cm_net_httpd_sse_begin(httpd_conn *c, int status, const char *const *headers);
 /* One event: "event:" when event is not NULL, "id:" when id is not NULL, and
  * data split into "data:" lines at its newlines. CM_EIO when the client is
  * gone. Thread-safe: events from several threads never interleave. */
-cm_rc httpd_sse_event(httpd_conn *c, const char *event, const char *id, const char *data,
-                      size_t len);
+cm_rc cm_net_httpd_sse_event(httpd_conn *c, const char *event, const char *id, const char *data,
+                             size_t len);
 /* A comment line (": text"), e.g. a keep-alive ping. */
-cm_rc httpd_sse_comment(httpd_conn *c, const char *text);
+cm_rc cm_net_httpd_sse_comment(httpd_conn *c, const char *text);
 /* Ends the stream (the last chunk). Idempotent. */
-cm_rc httpd_sse_end(httpd_conn *c);
+cm_rc cm_net_httpd_sse_end(httpd_conn *c);
 
 /* True when the client closed its side or reset, a write failed, or the
  * server's stop deadline passed. Thread-safe. */
-bool httpd_conn_gone(httpd_conn *c);
+bool cm_net_httpd_conn_gone(httpd_conn *c);
 /* Keeps the connection open past the handler's return, for another thread
  * to write; each hold needs one release. */
-void httpd_conn_hold(httpd_conn *c);
+void cm_net_httpd_conn_hold(httpd_conn *c);
 /* Drops a hold; the last one ends an unfinished stream (and frees nothing the
  * caller may touch afterwards: c is invalid after its last release). */
-void httpd_conn_release(httpd_conn *c);
+void cm_net_httpd_conn_release(httpd_conn *c);
 
 /* The reason phrase of a status code ("OK", "Not Found", ...). */
-const char *httpd_reason(int status);
+const char *cm_net_httpd_reason(int status);
 
 #endif

@@ -4,20 +4,20 @@
 #include "sse.h"
 #include "../base/caps.h"
 
-void sse_init(sse_parser *p, size_t max, sse_event_fn fn, void *ctx)
+void cm_sse_init(sse_parser *p, size_t max, sse_event_fn fn, void *ctx)
 {
     memset(p, 0, sizeof *p);
     p->on_event = fn;
     p->ctx = ctx;
     p->max = max ? max : CM_CAP_SSE_EVENT;
-    buf_init(&p->line, p->max);
-    buf_init(&p->data, p->max);
+    cm_buf_init(&p->line, p->max);
+    cm_buf_init(&p->data, p->max);
 }
 
-void sse_release(sse_parser *p)
+void cm_sse_release(sse_parser *p)
 {
-    buf_release(&p->line);
-    buf_release(&p->data);
+    cm_buf_release(&p->line);
+    cm_buf_release(&p->data);
 }
 
 /* A blank line: dispatches the pending event, if it has data. */
@@ -27,7 +27,7 @@ static cm_rc dispatch(sse_parser *p)
     const char *name = p->event[0] ? p->event : "message";
     bool go = true;
     if (had) go = p->on_event(p->ctx, name, p->data.data, p->data.len);
-    buf_reset(&p->data);
+    cm_buf_reset(&p->data);
     p->event[0] = 0;
     p->has_data = false;
     return go ? CM_OK : CM_ECANCELED;
@@ -45,8 +45,8 @@ static cm_rc on_line(sse_parser *p, const char *s, size_t n)
     if (vlen && *v == ' ') v++, vlen--;
     if (flen == 4 && memcmp(s, "data", 4) == 0) {
         cm_rc rc = CM_OK;
-        if (p->has_data) rc = buf_addc(&p->data, '\n');
-        if (!rc) rc = buf_add(&p->data, v, vlen);
+        if (p->has_data) rc = cm_buf_addc(&p->data, '\n');
+        if (!rc) rc = cm_buf_add(&p->data, v, vlen);
         if (rc) return rc;
         p->has_data = true;
         return CM_OK;
@@ -58,7 +58,7 @@ static cm_rc on_line(sse_parser *p, const char *s, size_t n)
     return CM_OK; /* id, retry and unknown fields: not used here */
 }
 
-cm_rc sse_feed(sse_parser *p, const char *s, size_t n)
+cm_rc cm_sse_feed(sse_parser *p, const char *s, size_t n)
 {
     cm_rc rc = CM_OK;
     size_t i = 0;
@@ -80,22 +80,22 @@ cm_rc sse_feed(sse_parser *p, const char *s, size_t n)
         size_t j = i;
         while (j < n && s[j] != '\n' && s[j] != '\r')
             j++;
-        if (j > i && (rc = buf_add(&p->line, s + i, j - i))) return rc;
+        if (j > i && (rc = cm_buf_add(&p->line, s + i, j - i))) return rc;
         if (j == n) break; /* the line goes on in the next piece */
         p->after_cr = s[j] == '\r';
         rc = on_line(p, p->line.data, p->line.len);
-        buf_reset(&p->line);
+        cm_buf_reset(&p->line);
         if (rc) return rc;
         i = j + 1;
     }
     return CM_OK;
 }
 
-bool sse_finish(sse_parser *p)
+bool cm_sse_finish(sse_parser *p)
 {
     bool clean = !p->has_data && p->line.len == 0;
-    buf_reset(&p->line);
-    buf_reset(&p->data);
+    cm_buf_reset(&p->line);
+    cm_buf_reset(&p->data);
     p->has_data = false;
     p->event[0] = 0;
     return clean;

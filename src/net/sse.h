@@ -13,7 +13,7 @@
 
 #include "../base/buf.h"
 
-/* Returns false to stop parsing (sse_feed then returns CM_ECANCELED). */
+/* Returns false to stop parsing (cm_sse_feed then returns CM_ECANCELED). */
 typedef bool (*sse_event_fn)(void *ctx, const char *event, const char *data, size_t len);
 
 typedef struct sse_parser {
@@ -28,13 +28,13 @@ typedef struct sse_parser {
     bool started;   /* past a leading byte-order mark */
 } sse_parser;
 
-void sse_init(sse_parser *p, size_t max, sse_event_fn fn, void *ctx);
-void sse_release(sse_parser *p);
+void cm_sse_init(sse_parser *p, size_t max, sse_event_fn fn, void *ctx);
+void cm_sse_release(sse_parser *p);
 /* Parses n more bytes. CM_ETOOBIG past the cap, CM_ECANCELED when the
  * callback stopped, CM_ENOMEM. */
-cm_rc sse_feed(sse_parser *p, const char *s, size_t n);
+cm_rc cm_sse_feed(sse_parser *p, const char *s, size_t n);
 /* The stream ended: an event still pending without its blank line is
  * dropped, as EventSource does. True when nothing was pending. */
-bool sse_finish(sse_parser *p);
+bool cm_sse_finish(sse_parser *p);
 
 #endif

@@ -17,16 +17,16 @@ typedef struct span {
 /* Writes one token as an FTS5 string (a phrase of bigrams for a CJK run). */
 static cm_rc put_token(buf *out, const char *q, const span *t, bool trigram)
 {
-    cm_rc rc = buf_addc(out, '"');
+    cm_rc rc = cm_buf_addc(out, '"');
     if (!rc && t->cjk && !trigram) {
         if (t->chars == 1) {
             /* One character: any bigram that starts with it, or the run end. */
-            rc = buf_add(out, q + t->start, t->len);
-            if (!rc) rc = buf_adds(out, "\"*");
+            rc = cm_buf_add(out, q + t->start, t->len);
+            if (!rc) rc = cm_buf_adds(out, "\"*");
             return rc;
         }
         buf tmp = BUF_INIT;
-        rc = utf8_cjk_expand(&tmp, q + t->start, t->len);
+        rc = cm_utf8_cjk_expand(&tmp, q + t->start, t->len);
         /* Drop the trailing single character: the bigrams already pin the run. */
         if (!rc) {
             size_t end = tmp.len;
@@ -39,13 +39,13 @@ static cm_rc put_token(buf *out, const char *q, const span *t, bool trigram)
             size_t start = 0;
             while (start < end && tmp.data[start] == ' ')
                 start++;
-            rc = buf_add(out, tmp.data + start, end - start);
+            rc = cm_buf_add(out, tmp.data + start, end - start);
         }
-        buf_release(&tmp);
+        cm_buf_release(&tmp);
     } else if (!rc) {
-        rc = buf_add(out, q + t->start, t->len);
+        rc = cm_buf_add(out, q + t->start, t->len);
     }
-    if (!rc) rc = buf_addc(out, '"');
+    if (!rc) rc = cm_buf_addc(out, '"');
     return rc;
 }
 
@@ -56,7 +56,7 @@ static bool lower(const char *s, size_t len, char *low, size_t cap, size_t *out)
     size_t m = 0;
     for (size_t i = 0; i < len;) {
         int32_t cp;
-        size_t l = utf8_decode(s + i, len - i, &cp);
+        size_t l = cm_utf8_decode(s + i, len - i, &cp);
         cp = utf8_lower(cp);
         if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) cp += 32;
         if (m + 4 >= cap) return false;
@@ -79,7 +79,7 @@ static bool is_stop(const char *s, size_t len)
 {
     char low[64];
     size_t m;
-    return lower(s, len, low, sizeof low, &m) && stopword_is(low, m);
+    return lower(s, len, low, sizeof low, &m) && cm_stopword_is(low, m);
 }
 
 typedef struct tokens {
@@ -119,13 +119,13 @@ static void cjk_words(tokens *t, const char *q, size_t start, size_t len)
     bool hangul = false, kana = false;
     for (size_t i = 0; i < len;) {
         int32_t cp;
-        i += utf8_decode(q + start + i, len - i, &cp);
+        i += cm_utf8_decode(q + start + i, len - i, &cp);
         hangul |= cp >= 0xAC00 && cp <= 0xD7AF;
         kana |= kana_class(cp) != 0;
     }
     const char *s = q + start;
     if (hangul) {
-        size_t p = is_stop(s, len) ? 0 : stopword_ko_particle(s, len);
+        size_t p = is_stop(s, len) ? 0 : cm_stopword_ko_particle(s, len);
         if (p && len - p >= 6) len -= p; /* keep stems of two syllables or more */
         push(t, q, start, len, true);
     } else if (kana) {
@@ -133,7 +133,7 @@ static void cjk_words(tokens *t, const char *q, size_t start, size_t len)
         int cls = -1;
         for (size_t i = 0; i <= len;) {
             int32_t cp = 0;
-            size_t l = i < len ? utf8_decode(s + i, len - i, &cp) : 0;
+            size_t l = i < len ? cm_utf8_decode(s + i, len - i, &cp) : 0;
             int c = i < len ? kana_class(cp) : -2;
             if (c != cls && i > seg) {
                 size_t before = t->n;
@@ -149,7 +149,7 @@ static void cjk_words(tokens *t, const char *q, size_t start, size_t len)
     } else {
         size_t seg = 0;
         for (size_t i = 0; i < len;) {
-            size_t m = stopword_cjk_at(s + i, len - i);
+            size_t m = cm_stopword_cjk_at(s + i, len - i);
             if (m) {
                 push(t, q, start + seg, i - seg, true);
                 push(t, q, start + i, m, true); /* a stop word, kept marked */
@@ -158,7 +158,7 @@ static void cjk_words(tokens *t, const char *q, size_t start, size_t len)
                 continue;
             }
             int32_t cp;
-            i += utf8_decode(s + i, len - i, &cp);
+            i += cm_utf8_decode(s + i, len - i, &cp);
         }
         push(t, q, start + seg, len - seg, true);
     }
@@ -175,30 +175,31 @@ static bool same_word(const char *q, const span *a, const span *b)
     return memcmp(q + a->start, q + b->start, a->len) == 0;
 }
 
-cm_rc query_build(const char *q, size_t n, bool trigram, query_join join, buf *out, size_t *ntokens)
+cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf *out,
+                     size_t *ntokens)
 {
-    return query_build_ex(q, n, trigram, join, NULL, NULL, out, ntokens);
+    return cm_query_build_ex(q, n, trigram, join, NULL, NULL, out, ntokens);
 }
 
-cm_rc query_build_ex(const char *q, size_t n, bool trigram, query_join join, query_expand_fn expand,
-                     void *ctx, buf *out, size_t *ntokens)
+cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
+                        query_expand_fn expand, void *ctx, buf *out, size_t *ntokens)
 {
     cm_rc rc = CM_OK;
     tokens t = {0};
-    if (n > QUERY_MAX_BYTES) n = utf8_valid_prefix(q, QUERY_MAX_BYTES);
+    if (n > QUERY_MAX_BYTES) n = cm_utf8_valid_prefix(q, QUERY_MAX_BYTES);
     size_t i = 0;
     while (i < n && t.n < QUERY_MAX_TOKENS) {
         int32_t cp;
-        size_t l = utf8_decode(q + i, n - i, &cp);
-        if (!utf8_is_word(cp)) {
+        size_t l = cm_utf8_decode(q + i, n - i, &cp);
+        if (!cm_utf8_is_word(cp)) {
             i += l;
             continue;
         }
-        bool cjk = utf8_is_cjk(cp);
+        bool cjk = cm_utf8_is_cjk(cp);
         size_t start = i;
         while (i < n) {
-            l = utf8_decode(q + i, n - i, &cp);
-            if (!utf8_is_word(cp) || utf8_is_cjk(cp) != cjk) break;
+            l = cm_utf8_decode(q + i, n - i, &cp);
+            if (!cm_utf8_is_word(cp) || cm_utf8_is_cjk(cp) != cjk) break;
             i += l;
         }
         if (cjk)
@@ -222,7 +223,7 @@ cm_rc query_build_ex(const char *q, size_t n, bool trigram, query_join join, que
         if (!dup) keys[nk++] = t.v[k];
     }
     for (size_t k = 0; k < nk && !rc; k++) {
-        if (k) rc = buf_adds(out, join == QUERY_AND ? " AND " : " OR ");
+        if (k) rc = cm_buf_adds(out, join == QUERY_AND ? " AND " : " OR ");
         size_t at = out->len;
         char low[64];
         size_t m = 0;

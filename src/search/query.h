@@ -3,10 +3,10 @@
  * QuantumClaw does: the query's letter/number tokens, each quoted, joined with
  * AND (or OR, for the fallback when AND finds nothing). clawmem adds CJK: a run
  * of CJK characters becomes the phrase of its bigrams, which matches the
- * bigram-expanded keyword text of the index (utf8_cjk_expand) wherever the run
+ * bigram-expanded keyword text of the index (cm_utf8_cjk_expand) wherever the run
  * occurs, even inside a sentence written without spaces. With the trigram
  * tokenizer tokens are used as written; those under 3 characters match as
- * substrings through an expander (query_build_ex), else they are dropped.
+ * substrings through an expander (cm_query_build_ex), else they are dropped.
  * Stop words (stopwords.h) are not keywords: a query keeps them only when it
  * has nothing else, so they never make a hit on their own.
  */
@@ -25,8 +25,8 @@ typedef enum query_join { QUERY_AND, QUERY_OR } query_join;
 
 /* Appends the MATCH expression to out; appends nothing when the query has no
  * usable token. Returns the number of tokens used. */
-cm_rc query_build(const char *q, size_t n, bool trigram, query_join join, buf *out,
-                  size_t *ntokens);
+cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf *out,
+                     size_t *ntokens);
 
 /* With the trigram tokenizer, a term of one or two characters (lower-cased,
  * term[0..len)) has no trigram of its own: the expander appends to out an FTS5
@@ -34,9 +34,9 @@ cm_rc query_build(const char *q, size_t n, bool trigram, query_join join, buf *o
  * index's trigrams that start with it), or nothing when the index has none. */
 typedef cm_rc (*query_expand_fn)(void *ctx, const char *term, size_t len, buf *out);
 
-/* query_build with an expander for short trigram terms (NULL: they are
- * dropped, as query_build does). */
-cm_rc query_build_ex(const char *q, size_t n, bool trigram, query_join join, query_expand_fn expand,
-                     void *ctx, buf *out, size_t *ntokens);
+/* cm_query_build with an expander for short trigram terms (NULL: they are
+ * dropped, as cm_query_build does). */
+cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
+                        query_expand_fn expand, void *ctx, buf *out, size_t *ntokens);
 
 #endif

@@ -9,7 +9,7 @@
 #include "../index/discover.h"
 #include "rank.h"
 
-double rank_bm25_score(double rank)
+double cm_rank_bm25_score(double rank)
 {
     if (!isfinite(rank)) return 0;
     if (rank >= 0) return 1.0 / (1.0 + rank);
@@ -28,11 +28,12 @@ static int64_t days_from_civil(int y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-double rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now, double half_life_days)
+double cm_rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now,
+                                double half_life_days)
 {
     int y, m, d;
     double age_days;
-    if (discover_daily_date(path, &y, &m, &d)) {
+    if (cm_discover_daily_date(path, &y, &m, &d)) {
         age_days = (double)(now - days_from_civil(y, m, d) * 86400) / 86400.0;
     } else if (strcmp(path, "MEMORY.md") == 0 || strcmp(path, "memory.md") == 0 ||
                strncmp(path, "memory/", 7) == 0) {
@@ -73,24 +74,24 @@ static cm_rc tokset_build(const char *s, tokset *out)
     size_t prev_cjk_at = 0, prev_cjk_len = 0; /* previous CJK character, for bigrams */
     while (i < n) {
         int32_t cp;
-        size_t l = utf8_decode(s + i, n - i, &cp);
+        size_t l = cm_utf8_decode(s + i, n - i, &cp);
         if (out->n + 2 >= cap) {
             cap *= 2;
             uint64_t *nv = realloc(out->v, cap * sizeof *nv);
             if (!nv) return CM_ENOMEM;
             out->v = nv;
         }
-        if (utf8_is_cjk(cp)) {
+        if (cm_utf8_is_cjk(cp)) {
             out->v[out->n++] = fnv(s + i, l, 0xcbf29ce484222325ull);
             if (prev_cjk_len && prev_cjk_at + prev_cjk_len == i)
                 out->v[out->n++] = fnv(s + prev_cjk_at, prev_cjk_len + l, 0xcbf29ce484222325ull);
             prev_cjk_at = i;
             prev_cjk_len = l;
             i += l;
-        } else if (utf8_is_word(cp)) {
+        } else if (cm_utf8_is_word(cp)) {
             uint64_t h = 0xcbf29ce484222325ull;
             while (i < n) {
-                l = utf8_decode(s + i, n - i, &cp);
+                l = cm_utf8_decode(s + i, n - i, &cp);
                 /* "192.168.10.2" and "2.2.1" stay one token: a '.' between digits */
                 if (cp == '.' && i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9' && i + 1 < n &&
                     s[i + 1] >= '0' && s[i + 1] <= '9') {
@@ -98,7 +99,7 @@ static cm_rc tokset_build(const char *s, tokset *out)
                     i++;
                     continue;
                 }
-                if (!utf8_is_word(cp) || utf8_is_cjk(cp)) break;
+                if (!cm_utf8_is_word(cp) || cm_utf8_is_cjk(cp)) break;
                 if (cp < 0x80) {
                     char c = (char)utf8_lower(cp);
                     h = fnv(&c, 1, h);
@@ -136,7 +137,7 @@ static double tokset_jaccard(const tokset *a, const tokset *b)
     return (double)inter / (double)(a->n + b->n - inter);
 }
 
-double rank_jaccard(const char *a, const char *b)
+double cm_rank_jaccard(const char *a, const char *b)
 {
     tokset ta = {0}, tb = {0};
     double r = 0;
@@ -146,7 +147,7 @@ double rank_jaccard(const char *a, const char *b)
     return r;
 }
 
-cm_rc rank_mmr(search_hit *v, size_t n, double lambda)
+cm_rc cm_rank_mmr(search_hit *v, size_t n, double lambda)
 {
     if (n <= 1) return CM_OK;
     if (lambda < 0) lambda = 0;
@@ -197,7 +198,7 @@ static int by_id(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-size_t rank_merge(search_hit *v, size_t n, double vector_weight, double text_weight)
+size_t cm_rank_merge(search_hit *v, size_t n, double vector_weight, double text_weight)
 {
     if (n == 0) return 0;
     qsort(v, n, sizeof *v, by_id);
@@ -213,7 +214,7 @@ size_t rank_merge(search_hit *v, size_t n, double vector_weight, double text_wei
                 d->has_vector = true;
                 d->vector_score = v[i].vector_score;
             }
-            search_hit_release(&v[i]);
+            cm_search_hit_release(&v[i]);
             continue;
         }
         if (w != i) v[w] = v[i];
@@ -226,7 +227,7 @@ size_t rank_merge(search_hit *v, size_t n, double vector_weight, double text_wei
     return w;
 }
 
-size_t rank_merge_rrf(search_hit *v, size_t n, int k, double vector_weight, double text_weight)
+size_t cm_rank_merge_rrf(search_hit *v, size_t n, int k, double vector_weight, double text_weight)
 {
     if (n == 0) return 0;
     /* Ranks from the order of arrival: each side's list is in rank order. */
@@ -235,15 +236,15 @@ size_t rank_merge_rrf(search_hit *v, size_t n, int k, double vector_weight, doub
         if (v[i].has_text) v[i].text_score = 1.0 / (k + ++nt);
         if (v[i].has_vector) v[i].vector_score = 1.0 / (k + ++nv);
     }
-    size_t w = rank_merge(v, n, vector_weight, text_weight);
+    size_t w = cm_rank_merge(v, n, vector_weight, text_weight);
     for (size_t i = 0; i < w; i++)
         v[i].score *= (double)(k + 1);
     return w;
 }
 
-size_t rank_merge_minmax(search_hit *v, size_t n, double vector_weight, double text_weight)
+size_t cm_rank_merge_minmax(search_hit *v, size_t n, double vector_weight, double text_weight)
 {
-    size_t w = rank_merge(v, n, vector_weight, text_weight);
+    size_t w = cm_rank_merge(v, n, vector_weight, text_weight);
     double tlo = INFINITY, thi = -INFINITY, vlo = INFINITY, vhi = -INFINITY;
     for (size_t i = 0; i < w; i++) {
         if (v[i].has_text) tlo = fmin(tlo, v[i].text_score), thi = fmax(thi, v[i].text_score);
@@ -265,7 +266,7 @@ static int by_score(const void *a, const void *b)
     return 0;
 }
 
-void search_hit_release(search_hit *h)
+void cm_search_hit_release(search_hit *h)
 {
     free(h->path);
     free(h->source);
@@ -273,16 +274,17 @@ void search_hit_release(search_hit *h)
     memset(h, 0, sizeof *h);
 }
 
-size_t rank_finish(search_hit *v, size_t n, const rank_opts *o)
+size_t cm_rank_finish(search_hit *v, size_t n, const rank_opts *o)
 {
     if (n == 0) return 0;
     if (o->decay) {
         int64_t now = o->now ? o->now : (int64_t)time(NULL);
         for (size_t i = 0; i < n; i++)
-            v[i].score *= rank_decay_multiplier(v[i].path, v[i].mtime_ns, now, o->half_life_days);
+            v[i].score *=
+                cm_rank_decay_multiplier(v[i].path, v[i].mtime_ns, now, o->half_life_days);
     }
     qsort(v, n, sizeof *v, by_score);
-    if (o->mmr) (void)rank_mmr(v, n, o->mmr_lambda); /* on ENOMEM the relevance order stands */
+    if (o->mmr) (void)cm_rank_mmr(v, n, o->mmr_lambda); /* on ENOMEM the relevance order stands */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
         if (v[i].score >= o->min_score) kept++;
@@ -299,7 +301,7 @@ size_t rank_finish(search_hit *v, size_t n, const rank_opts *o)
             if (w != i) v[w] = v[i];
             w++;
         } else {
-            search_hit_release(&v[i]);
+            cm_search_hit_release(&v[i]);
         }
     }
     memset(v + w, 0, (n - w) * sizeof *v); /* moved-from slots alias kept hits */

@@ -34,33 +34,33 @@ typedef struct rank_opts {
  * both scores) and sets score = vector_weight·vector_score +
  * text_weight·text_score, a missing side counting 0. Returns the new count;
  * merged-away hits are released. */
-size_t rank_merge(search_hit *v, size_t n, double vector_weight, double text_weight);
+size_t cm_rank_merge(search_hit *v, size_t n, double vector_weight, double text_weight);
 
 /* The k of reciprocal-rank fusion (Cormack et al. 2009). */
 #define RANK_RRF_K 60
 
-/* Reciprocal-rank fusion: like rank_merge, but each side scores a hit by
+/* Reciprocal-rank fusion: like cm_rank_merge, but each side scores a hit by
  * 1/(k + its rank on that side) (ranks from the order of v: each side's hits
  * arrive in rank order), and the sum is scaled by k + 1 so that a hit first
  * on both sides scores 1. text_score and vector_score hold the RRF terms. */
-size_t rank_merge_rrf(search_hit *v, size_t n, int k, double vector_weight, double text_weight);
+size_t cm_rank_merge_rrf(search_hit *v, size_t n, int k, double vector_weight, double text_weight);
 
-/* Like rank_merge, but each side's scores are first min-max normalised over
+/* Like cm_rank_merge, but each side's scores are first min-max normalised over
  * the hits holding that side (the best becomes 1, the worst 0; a side whose
  * scores are all equal gives 1), so that the weights act on comparable
  * spreads: BM25 scores crowd near 1, cosine similarities do not. text_score
  * and vector_score keep the raw scores. */
-size_t rank_merge_minmax(search_hit *v, size_t n, double vector_weight, double text_weight);
+size_t cm_rank_merge_minmax(search_hit *v, size_t n, double vector_weight, double text_weight);
 
 /* FTS5 bm25 rank → a 0..1 score: 1/(1+rank) for rank >= 0, r/(1+r) with
  * r = -rank for the negative ranks FTS5 produces (more relevant → higher). */
-double rank_bm25_score(double rank);
+double cm_rank_bm25_score(double rank);
 
 /* The decay multiplier e^(-ln2/halfLife · ageDays) for a hit: dated daily notes
  * (memory/YYYY-MM-DD.md) age from their date, MEMORY.md and other files under
  * memory/ are evergreen (1.0), anything else ages from its mtime. */
-double rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now,
-                             double half_life_days);
+double cm_rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now,
+                                double half_life_days);
 
 /* Reorders hits by Maximal Marginal Relevance: repeatedly picks the hit with
  * the best lambda·score − (1−lambda)·max Jaccard similarity to those picked.
@@ -68,17 +68,17 @@ double rank_decay_multiplier(const char *path, int64_t mtime_ns, int64_t now,
  * (QuantumClaw min-max normalises them, which gives the lowest candidate a
  * relevance of 0 whatever its score and breaks the seeds' own example).
  * Scores are not changed. */
-cm_rc rank_mmr(search_hit *v, size_t n, double lambda);
+cm_rc cm_rank_mmr(search_hit *v, size_t n, double lambda);
 
 /* Token-set Jaccard similarity of two texts: lower-cased word tokens (a '.'
  * between digits joins, so an IP address or version is one token) plus CJK
  * unigrams and bigrams. Exposed for tests. */
-double rank_jaccard(const char *a, const char *b);
+double cm_rank_jaccard(const char *a, const char *b);
 
 /* Runs decay, sort, MMR, filter and cut in place; returns how many hits of v
  * remain at the front (the rest are released). */
-size_t rank_finish(search_hit *v, size_t n, const rank_opts *o);
+size_t cm_rank_finish(search_hit *v, size_t n, const rank_opts *o);
 
-void search_hit_release(search_hit *h);
+void cm_search_hit_release(search_hit *h);
 
 #endif

@@ -125,14 +125,14 @@ static bool in(const char *const *list, size_t n, const char *s, size_t len)
     return false;
 }
 
-bool stopword_is(const char *s, size_t len)
+bool cm_stopword_is(const char *s, size_t len)
 {
     return in(en, N(en), s, len) || in(es, N(es), s, len) || in(pt, N(pt), s, len) ||
            in(ar, N(ar), s, len) || in(ko, N(ko), s, len) || in(zh_ja, N(zh_ja), s, len) ||
            in(zh_ja_alone, N(zh_ja_alone), s, len) || in(zh_particles, N(zh_particles), s, len);
 }
 
-size_t stopword_cjk_at(const char *s, size_t len)
+size_t cm_stopword_cjk_at(const char *s, size_t len)
 {
     size_t best = 0;
     for (size_t i = 0; i < N(zh_ja); i++) {
@@ -146,7 +146,7 @@ size_t stopword_cjk_at(const char *s, size_t len)
     return best;
 }
 
-size_t stopword_ko_particle(const char *s, size_t len)
+size_t cm_stopword_ko_particle(const char *s, size_t len)
 {
     for (size_t i = 0; i < N(ko_particles); i++) {
         size_t l = strlen(ko_particles[i]);

@@ -9,14 +9,14 @@
 #include "../base/common.h"
 
 /* Whether s[0..len), already lower-cased, is a stop word of any language. */
-bool stopword_is(const char *s, size_t len);
+bool cm_stopword_is(const char *s, size_t len);
 
 /* The byte length of the longest Chinese/Japanese stop word (or particle such
  * as 的) that starts s[0..len) inside a CJK run, 0 if none. */
-size_t stopword_cjk_at(const char *s, size_t len);
+size_t cm_stopword_cjk_at(const char *s, size_t len);
 
 /* The byte length of a Korean particle ending the word s[0..len) (에서, 은,
  * 를, …), shorter than the word; 0 if none. */
-size_t stopword_ko_particle(const char *s, size_t len);
+size_t cm_stopword_ko_particle(const char *s, size_t len);
 
 #endif

@@ -116,7 +116,7 @@ static cm_rc mask(buf *out, const char *tok, size_t n)
     size_t units = 0;
     for (size_t i = 0; i < n; i += seq_len(p + i))
         units += seq_len(p + i) == 4 ? 2 : 1;
-    if (units < 18) return buf_adds(out, "***");
+    if (units < 18) return cm_buf_adds(out, "***");
     size_t head = 0, u = 0;
     while (head < n && u < 6) {
         u += seq_len(p + head) == 4 ? 2 : 1;
@@ -131,9 +131,9 @@ static cm_rc mask(buf *out, const char *tok, size_t n)
         u += seq_len(p + b) == 4 ? 2 : 1;
         tail = b;
     }
-    cm_rc rc = buf_add(out, tok, CM_MIN(head, n));
-    if (!rc) rc = buf_adds(out, "\xe2\x80\xa6");
-    if (!rc) rc = buf_add(out, tok + tail, n - tail);
+    cm_rc rc = cm_buf_add(out, tok, CM_MIN(head, n));
+    if (!rc) rc = cm_buf_adds(out, "\xe2\x80\xa6");
+    if (!rc) rc = cm_buf_add(out, tok + tail, n - tail);
     return rc;
 }
 
@@ -146,7 +146,7 @@ static cm_rc apply(const regex_t *re, const char *in, buf *out)
     int flags = 0;
     while (!rc && *p && regexec(re, p, 4, m, flags) == 0) {
         if (m[0].rm_eo == m[0].rm_so) { /* an empty match: step over a byte */
-            rc = buf_add(out, p, (size_t)m[0].rm_so + 1);
+            rc = cm_buf_add(out, p, (size_t)m[0].rm_so + 1);
             p += m[0].rm_so + 1;
             flags = REG_NOTBOL;
             continue;
@@ -170,13 +170,13 @@ static cm_rc apply(const regex_t *re, const char *in, buf *out)
                 first = q;
                 break;
             }
-        rc = buf_add(out, p, (size_t)(first - p));
+        rc = cm_buf_add(out, p, (size_t)(first - p));
         if (!rc) rc = mask(out, tok, tlen);
-        if (!rc) rc = buf_add(out, first + tlen, (size_t)(ms + mlen - (first + tlen)));
+        if (!rc) rc = cm_buf_add(out, first + tlen, (size_t)(ms + mlen - (first + tlen)));
         p = ms + mlen;
         flags = REG_NOTBOL;
     }
-    if (!rc) rc = buf_adds(out, p);
+    if (!rc) rc = cm_buf_adds(out, p);
     return rc;
 }
 
@@ -218,7 +218,7 @@ static cm_rc redact_pem(const char *in, buf *out)
             if ((end = pem_label_end(e + 9))) break;
         if (!end) break; /* no block ends after this one: none will */
         size_t n = (size_t)(end - b);
-        rc = buf_add(out, p, (size_t)(b - p));
+        rc = cm_buf_add(out, p, (size_t)(b - p));
         if (rc) return rc;
         bool upper = false; /* JavaScript's includes("PRIVATE KEY-----") */
         for (const char *q = b; q + 16 <= end && !upper; q++)
@@ -238,39 +238,39 @@ static cm_rc redact_pem(const char *in, buf *out)
         if (!upper)
             rc = mask(out, b, n);
         else if (lines < 2)
-            rc = buf_adds(out, "***");
+            rc = cm_buf_adds(out, "***");
         else {
-            rc = buf_add(out, first, (size_t)(first_end - first));
-            if (!rc) rc = buf_adds(out, "\n\xe2\x80\xa6redacted\xe2\x80\xa6\n");
-            if (!rc) rc = buf_add(out, last, (size_t)(last_end - last));
+            rc = cm_buf_add(out, first, (size_t)(first_end - first));
+            if (!rc) rc = cm_buf_adds(out, "\n\xe2\x80\xa6redacted\xe2\x80\xa6\n");
+            if (!rc) rc = cm_buf_add(out, last, (size_t)(last_end - last));
         }
         if (rc) return rc;
         p = b = end;
     }
-    return buf_adds(out, p);
+    return cm_buf_adds(out, p);
 }
 
-cm_rc session_redact(const char *text, size_t n, buf *out)
+cm_rc cm_session_redact(const char *text, size_t n, buf *out)
 {
     pthread_once(&once, compile_all);
     buf a = BUF_INIT, b = BUF_INIT;
-    cm_rc rc = buf_add(&a, text, n);
+    cm_rc rc = cm_buf_add(&a, text, n);
     buf low = BUF_INIT; /* the text as the needles see it */
-    if (!rc) rc = buf_add(&low, a.data, a.len);
+    if (!rc) rc = cm_buf_add(&low, a.data, a.len);
     for (size_t i = 0; !rc && i < low.len; i++)
         if (low.data[i] >= 'A' && low.data[i] <= 'Z') low.data[i] |= 0x20;
     for (size_t i = 0; i < NPAT && !rc; i++) {
         if (patterns[i] && (!compiled_ok[i] || !may_match(i, low.data))) continue;
-        buf_reset(&b);
+        cm_buf_reset(&b);
         rc = patterns[i] ? apply(&compiled[i], a.data, &b) : redact_pem(a.data, &b);
         buf t = a;
         a = b;
         b = t;
     }
-    if (!rc) rc = buf_add(out, a.data, a.len);
-    buf_release(&a);
-    buf_release(&b);
-    buf_release(&low);
+    if (!rc) rc = cm_buf_add(out, a.data, a.len);
+    cm_buf_release(&a);
+    cm_buf_release(&b);
+    cm_buf_release(&low);
     return rc;
 }
 
@@ -302,10 +302,10 @@ static cm_rc add_collapsed(buf *out, const char *s, size_t n)
             p += w;
             continue;
         }
-        if (pending) rc = buf_addc(out, ' ');
+        if (pending) rc = cm_buf_addc(out, ' ');
         pending = false;
         any = true;
-        if (!rc) rc = buf_addc(out, (char)*p++);
+        if (!rc) rc = cm_buf_addc(out, (char)*p++);
     }
     return rc;
 }
@@ -324,7 +324,7 @@ static cm_rc message_text(const json_t *content, buf *out)
         json_t *tx = json_object_get(b, "text");
         if (!t || strcmp(t, "text") || !json_is_string(tx)) continue;
         size_t before = out->len;
-        if (out->len) rc = buf_addc(out, ' ');
+        if (out->len) rc = cm_buf_addc(out, ' ');
         size_t mark = out->len;
         if (!rc) rc = add_collapsed(out, json_string_value(tx), json_string_length(tx));
         if (!rc && out->len == mark) { /* nothing but spaces: drop the separator */
@@ -352,22 +352,22 @@ static int64_t timestamp_of(const json_t *rec, const json_t *msg)
     return 0;
 }
 
-void session_doc_release(session_doc *d)
+void cm_session_doc_release(session_doc *d)
 {
-    buf_release(&d->text);
+    cm_buf_release(&d->text);
     free(d->line_map);
     free(d->ts);
     memset(d, 0, sizeof *d);
-    buf_init(&d->text, 0);
+    cm_buf_init(&d->text, 0);
 }
 
-cm_rc session_extract(const char *jsonl, size_t len, session_doc *d)
+cm_rc cm_session_extract(const char *jsonl, size_t len, session_doc *d)
 {
     cm_rc rc = CM_OK;
     size_t cap = 0;
     buf msg = BUF_INIT, red = BUF_INIT, h = BUF_INIT;
     memset(d, 0, sizeof *d);
-    buf_init(&d->text, 0);
+    cm_buf_init(&d->text, 0);
     int line = 0;
     for (size_t i = 0; i < len && !rc;) {
         size_t e = i;
@@ -384,10 +384,10 @@ cm_rc session_extract(const char *jsonl, size_t len, session_doc *d)
             json_decref(rec);
             continue;
         }
-        buf_reset(&msg);
-        buf_reset(&red);
+        cm_buf_reset(&msg);
+        cm_buf_reset(&red);
         rc = message_text(json_object_get(m, "content"), &msg);
-        if (!rc && msg.len) rc = session_redact(msg.data, msg.len, &red);
+        if (!rc && msg.len) rc = cm_session_redact(msg.data, msg.len, &red);
         if (!rc && red.len) {
             if (d->n == cap) {
                 cap = cap ? cap * 2 : 64;
@@ -397,9 +397,9 @@ cm_rc session_extract(const char *jsonl, size_t len, session_doc *d)
                 if (ts) d->ts = ts;
                 if (!lm || !ts) rc = CM_ENOMEM;
             }
-            if (!rc && d->n) rc = buf_addc(&d->text, '\n');
-            if (!rc) rc = buf_adds(&d->text, role[0] == 'u' ? "User: " : "Assistant: ");
-            if (!rc) rc = buf_add(&d->text, red.data, red.len);
+            if (!rc && d->n) rc = cm_buf_addc(&d->text, '\n');
+            if (!rc) rc = cm_buf_adds(&d->text, role[0] == 'u' ? "User: " : "Assistant: ");
+            if (!rc) rc = cm_buf_add(&d->text, red.data, red.len);
             if (!rc) {
                 d->line_map[d->n] = line;
                 d->ts[d->n] = timestamp_of(rec, m);
@@ -408,19 +408,19 @@ cm_rc session_extract(const char *jsonl, size_t len, session_doc *d)
         }
         json_decref(rec);
     }
-    if (!rc) rc = buf_add(&h, d->text.data, d->text.len);
-    if (!rc) rc = buf_addc(&h, '\n');
+    if (!rc) rc = cm_buf_add(&h, d->text.data, d->text.len);
+    if (!rc) rc = cm_buf_addc(&h, '\n');
     for (size_t k = 0; k < d->n && !rc; k++)
-        rc = buf_printf(&h, "%s%d", k ? "," : "", d->line_map[k]);
+        rc = cm_buf_printf(&h, "%s%d", k ? "," : "", d->line_map[k]);
     if (!rc) {
         unsigned char md[SHA256_DIGEST_LENGTH];
         SHA256((const unsigned char *)h.data, h.len, md);
         for (int k = 0; k < SHA256_DIGEST_LENGTH; k++)
             snprintf(d->hash + 2 * k, 3, "%02x", md[k]);
     }
-    buf_release(&msg);
-    buf_release(&red);
-    buf_release(&h);
-    if (rc) session_doc_release(d);
+    cm_buf_release(&msg);
+    cm_buf_release(&red);
+    cm_buf_release(&h);
+    if (rc) cm_session_doc_release(d);
     return rc;
 }

@@ -22,8 +22,8 @@ typedef struct session_doc {
 } session_doc;
 
 /* Extracts the document from a transcript's bytes. */
-cm_rc session_extract(const char *jsonl, size_t len, session_doc *out);
-void session_doc_release(session_doc *d);
+cm_rc cm_session_extract(const char *jsonl, size_t len, session_doc *out);
+void cm_session_doc_release(session_doc *d);
 
 /* Appends text with QuantumClaw's default redaction applied: values of
  * KEY/TOKEN/SECRET/PASSWORD assignments, JSON "apiKey"/"token"/… members,
@@ -31,6 +31,6 @@ void session_doc_release(session_doc *d);
  * github_pat_, xox?-, xapp-, gsk_, AIza, pplx-, npm_ and Telegram bot
  * tokens; a token of 18 characters or more keeps its first 6 and last 4
  * ("sk-abc…wxyz"), a shorter one becomes "***". */
-cm_rc session_redact(const char *text, size_t n, buf *out);
+cm_rc cm_session_redact(const char *text, size_t n, buf *out);
 
 #endif

@@ -36,17 +36,17 @@ static char *with_hints(const char *text)
     size_t n = strlen(p);
     while (n && isspace((unsigned char)p[n - 1]))
         n--;
-    cm_rc rc = buf_add(&b, p, n);
+    cm_rc rc = cm_buf_add(&b, p, n);
     for (size_t i = 0; !rc && i < ARRAY_LEN(hints); i++)
         if (!b.data || !strstr(b.data, hints[i]))
-            rc = buf_printf(&b, "%s%s", b.len ? "\n\n" : "", hints[i]);
+            rc = cm_buf_printf(&b, "%s%s", b.len ? "\n\n" : "", hints[i]);
     if (!rc && !strstr(b.data, "NO_REPLY"))
-        rc = buf_adds(&b, "\n\nIf no user-visible reply is needed, start with NO_REPLY.");
+        rc = cm_buf_adds(&b, "\n\nIf no user-visible reply is needed, start with NO_REPLY.");
     if (rc) {
-        buf_release(&b);
+        cm_buf_release(&b);
         return NULL;
     }
-    return buf_detach(&b);
+    return cm_buf_detach(&b);
 }
 
 /* A non-negative integer, or a byte size like "2mb", "512kb", "1.5 MiB". */
@@ -83,7 +83,7 @@ static int64_t nonneg_int(const json_t *v, int64_t dflt)
     return isfinite(d) && d >= 0 ? (int64_t)d : dflt;
 }
 
-cm_rc flush_settings_load(flush_settings *s, const json_t *cfg, char *err, size_t errlen)
+cm_rc cm_flush_settings_init(flush_settings *s, const json_t *cfg, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     const json_t *comp =
@@ -99,13 +99,13 @@ cm_rc flush_settings_load(flush_settings *s, const json_t *cfg, char *err, size_
     s->prompt = with_hints(p && *p ? p : seed_prompt);
     s->system_prompt = with_hints(sp && *sp ? sp : seed_system_prompt);
     if (!s->prompt || !s->system_prompt) {
-        flush_settings_release(s);
+        cm_flush_settings_release(s);
         return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     }
     return CM_OK;
 }
 
-void flush_settings_release(flush_settings *s)
+void cm_flush_settings_release(flush_settings *s)
 {
     free(s->prompt);
     free(s->system_prompt);
@@ -137,15 +137,15 @@ static void local_tm(int64_t now_ms, const char *tz, struct tm *tm)
     free(old);
 }
 
-cm_rc flush_target_path(int64_t now_ms, const char *tz, buf *out)
+cm_rc cm_flush_target_path(int64_t now_ms, const char *tz, buf *out)
 {
     struct tm tm;
     local_tm(now_ms, tz, &tm);
-    return buf_printf(out, "memory/%04d-%02d-%02d.md", tm.tm_year + 1900, tm.tm_mon + 1,
-                      tm.tm_mday);
+    return cm_buf_printf(out, "memory/%04d-%02d-%02d.md", tm.tm_year + 1900, tm.tm_mon + 1,
+                         tm.tm_mday);
 }
 
-cm_rc flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, buf *out)
+cm_rc cm_flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, buf *out)
 {
     struct tm tm;
     local_tm(now_ms, tz, &tm);
@@ -156,21 +156,21 @@ cm_rc flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, buf *
     size_t start = out->len;
     for (const char *p = prompt; *p && !rc;) {
         if (!strncmp(p, "YYYY-MM-DD", 10)) {
-            rc = buf_adds(out, date);
+            rc = cm_buf_adds(out, date);
             p += 10;
         } else {
-            rc = buf_addc(out, *p++);
+            rc = cm_buf_addc(out, *p++);
         }
     }
     while (!rc && out->len > start && isspace((unsigned char)out->data[out->len - 1]))
         out->data[--out->len] = 0;
     if (!rc && !strstr(out->data + start, "Current time:"))
-        rc = buf_printf(out, "%sCurrent time: %s (%s)", out->len > start ? "\n" : "", when,
-                        tz && *tz ? tz : "UTC");
+        rc = cm_buf_printf(out, "%sCurrent time: %s (%s)", out->len > start ? "\n" : "", when,
+                           tz && *tz ? tz : "UTC");
     return rc;
 }
 
-void flush_context_hash(const json_t *messages, char out[17])
+void cm_flush_context_hash(const json_t *messages, char out[17])
 {
     buf p = BUF_INIT;
     cm_rc rc = CM_OK;
@@ -183,29 +183,29 @@ void flush_context_hash(const json_t *messages, char out[17])
             first = i;
         }
     }
-    rc = buf_printf(&p, "%zu:", n);
+    rc = cm_buf_printf(&p, "%zu:", n);
     for (size_t i = first, k = 0; !rc && tail && i < n; i++) {
         const json_t *m = json_array_get(messages, i);
         const char *role = json_string_value(json_object_get(m, "role"));
         if (!role || (strcmp(role, "user") && strcmp(role, "assistant"))) continue;
         json_t *c = json_object_get(m, "content");
-        if (k) rc = buf_addc(&p, '\0');
-        if (!rc) rc = buf_printf(&p, "[%zu:%s]", k++, role);
+        if (k) rc = cm_buf_addc(&p, '\0');
+        if (!rc) rc = cm_buf_printf(&p, "[%zu:%s]", k++, role);
         if (!rc && json_is_string(c)) {
-            rc = buf_add(&p, json_string_value(c), json_string_length(c));
+            rc = cm_buf_add(&p, json_string_value(c), json_string_length(c));
         } else if (!rc) {
             char *t = json_dumps(c ? c : json_string(""),
                                  JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-            if (t) rc = buf_adds(&p, t);
+            if (t) rc = cm_buf_adds(&p, t);
             free(t);
         }
     }
-    if (rc) buf_reset(&p); /* out of memory: the hash of nothing, which matches no stored hash */
+    if (rc) cm_buf_reset(&p); /* out of memory: the hash of nothing, which matches no stored hash */
     unsigned char md[SHA256_DIGEST_LENGTH];
     SHA256((const unsigned char *)p.data, p.len, md);
     for (int i = 0; i < 8; i++)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
-    buf_release(&p);
+    cm_buf_release(&p);
 }
 
 /* The final TAIL_BYTES of path, starting at a line (the whole file when
@@ -237,7 +237,7 @@ static char *tail_of(const char *path, off_t *size_out)
     return b;
 }
 
-json_t *flush_transcript_tail(const char *path, size_t max)
+json_t *cm_flush_transcript_tail(const char *path, size_t max)
 {
     json_t *out = json_array();
     char *t = tail_of(path, NULL);
@@ -314,7 +314,7 @@ static void last_usage(const char *tail, int64_t *prompt, int64_t *output)
     }
 }
 
-void flush_decide(const flush_settings *s, const flush_input *in, flush_decision *d)
+void cm_flush_decide(const flush_settings *s, const flush_input *in, flush_decision *d)
 {
     memset(d, 0, sizeof *d);
     d->transcript_bytes = -1;
@@ -383,11 +383,11 @@ void flush_decide(const flush_settings *s, const flush_input *in, flush_decision
     }
     /* the same context as the last flush: nothing new to store */
     if (in->transcript) {
-        json_t *msgs = flush_transcript_tail(in->transcript, 10);
+        json_t *msgs = cm_flush_transcript_tail(in->transcript, 10);
         if (in->prompt && *in->prompt)
             json_array_append_new(msgs,
                                   json_pack("{s:s,s:s}", "role", "user", "content", in->prompt));
-        if (json_array_size(msgs)) flush_context_hash(msgs, d->context_hash);
+        if (json_array_size(msgs)) cm_flush_context_hash(msgs, d->context_hash);
         json_decref(msgs);
         const char *prev = json_string_value(json_object_get(e, "memoryFlushContextHash"));
         if (prev && d->context_hash[0] && !strcmp(prev, d->context_hash)) {
@@ -400,7 +400,7 @@ void flush_decide(const flush_settings *s, const flush_input *in, flush_decision
                        : "the transcript reached forceFlushTranscriptBytes";
 }
 
-bool flush_is_silent(const char *reply)
+bool cm_flush_is_silent(const char *reply)
 {
     if (!reply) return false;
     while (isspace((unsigned char)*reply))

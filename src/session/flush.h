@@ -29,24 +29,24 @@ typedef struct flush_settings {
 } flush_settings;
 
 /* From the config root (borrowed; may be NULL). */
-cm_rc flush_settings_load(flush_settings *s, const json_t *config, char *err, size_t errlen);
-void flush_settings_release(flush_settings *s);
+cm_rc cm_flush_settings_init(flush_settings *s, const json_t *config, char *err, size_t errlen);
+void cm_flush_settings_release(flush_settings *s);
 
 /* The flush prompt for a run at now_ms: "YYYY-MM-DD" replaced by the date in
  * timezone tz (an IANA name, NULL: UTC), and a "Current time:" line. */
-cm_rc flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, buf *out);
+cm_rc cm_flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, buf *out);
 /* "memory/<date>.md" for now_ms in tz. */
-cm_rc flush_target_path(int64_t now_ms, const char *tz, buf *out);
+cm_rc cm_flush_target_path(int64_t now_ms, const char *tz, buf *out);
 
 /* QuantumClaw's memoryFlushContextHash: sha256 of "<count>:" and the last
  * three user/assistant messages as "[i:role]content" joined by NUL
  * (content JSON-encoded unless it is a string), 16 hex digits. messages:
  * an array of {role, content}. */
-void flush_context_hash(const json_t *messages, char out[17]);
+void cm_flush_context_hash(const json_t *messages, char out[17]);
 
 /* The last max {role, content} messages in the transcript's final 64 KiB
  * (a new array). */
-json_t *flush_transcript_tail(const char *path, size_t max);
+json_t *cm_flush_transcript_tail(const char *path, size_t max);
 
 typedef struct flush_input {
     const json_t *entry;      /* the session's sessions.json entry (NULL: no flush) */
@@ -64,10 +64,10 @@ typedef struct flush_decision {
     char context_hash[17];     /* of the tail + prompt, "" when none */
 } flush_decision;
 
-void flush_decide(const flush_settings *s, const flush_input *in, flush_decision *out);
+void cm_flush_decide(const flush_settings *s, const flush_input *in, flush_decision *out);
 
 /* Whether a reply is the silent token NO_REPLY (whitespace around it and
  * case ignored), so nothing is delivered. */
-bool flush_is_silent(const char *reply);
+bool cm_flush_is_silent(const char *reply);
 
 #endif

@@ -6,7 +6,7 @@
 
 #include "keys.h"
 
-int session_dm_scope_parse(const char *s)
+int cm_session_dm_scope_parse(const char *s)
 {
     static const char *const names[] = {"main", "per-peer", "per-channel-peer",
                                         "per-account-channel-peer"};
@@ -26,7 +26,7 @@ static cm_rc add_lower(buf *out, const char *s)
         n--;
     cm_rc rc = CM_OK;
     for (size_t i = 0; i < n && !rc; i++)
-        rc = buf_addc(out, (char)tolower((unsigned char)p[i]));
+        rc = cm_buf_addc(out, (char)tolower((unsigned char)p[i]));
     return rc;
 }
 
@@ -48,14 +48,14 @@ static cm_rc add_id(buf *out, const char *id, const char *dflt)
     for (size_t i = 0; valid && i < n; i++)
         valid = id_char(s[i]);
     if (valid) {
-        rc = buf_add(out, s, n);
+        rc = cm_buf_add(out, s, n);
         goto out;
     }
     for (size_t i = 0; i < n && !rc;) {
         if (id_char(s[i])) {
-            rc = buf_addc(&r, s[i++]);
+            rc = cm_buf_addc(&r, s[i++]);
         } else {
-            rc = buf_addc(&r, '-');
+            rc = cm_buf_addc(&r, '-');
             while (i < n && !id_char(s[i]))
                 i++;
         }
@@ -67,23 +67,23 @@ static cm_rc add_id(buf *out, const char *id, const char *dflt)
     while (len && p[len - 1] == '-')
         len--;
     if (len > 64) len = 64;
-    if (!rc) rc = len ? buf_add(out, p, len) : buf_adds(out, dflt);
+    if (!rc) rc = len ? cm_buf_add(out, p, len) : cm_buf_adds(out, dflt);
 out:
-    buf_release(&t);
-    buf_release(&r);
+    cm_buf_release(&t);
+    cm_buf_release(&r);
     return rc;
 }
 
-cm_rc session_agent_id(buf *out, const char *agent_id)
+cm_rc cm_session_agent_id(buf *out, const char *agent_id)
 {
     return add_id(out, agent_id, "main");
 }
 
-cm_rc session_main_key(buf *out, const char *agent_id)
+cm_rc cm_session_main_key(buf *out, const char *agent_id)
 {
-    cm_rc rc = buf_adds(out, "agent:");
-    if (!rc) rc = session_agent_id(out, agent_id);
-    if (!rc) rc = buf_adds(out, ":main");
+    cm_rc rc = cm_buf_adds(out, "agent:");
+    if (!rc) rc = cm_session_agent_id(out, agent_id);
+    if (!rc) rc = cm_buf_adds(out, ":main");
     return rc;
 }
 
@@ -92,9 +92,10 @@ static const char *linked_peer(const json_t *links, const char *channel, const c
 {
     buf a = BUF_INIT, b = BUF_INIT;
     const char *found = NULL;
-    if (add_lower(&a, peer)) buf_reset(&a); /* out of memory: no match */
-    if (channel && *channel && (add_lower(&b, channel) || buf_addc(&b, ':') || add_lower(&b, peer)))
-        buf_reset(&b);
+    if (add_lower(&a, peer)) cm_buf_reset(&a); /* out of memory: no match */
+    if (channel && *channel &&
+        (add_lower(&b, channel) || cm_buf_addc(&b, ':') || add_lower(&b, peer)))
+        cm_buf_reset(&b);
     const char *name;
     json_t *ids;
     json_object_foreach((json_t *)links, name, ids)
@@ -107,19 +108,19 @@ static const char *linked_peer(const json_t *links, const char *channel, const c
             add_lower(&t, json_string_value(id));
             bool hit =
                 t.len && ((a.len && !strcmp(t.data, a.data)) || (b.len && !strcmp(t.data, b.data)));
-            buf_release(&t);
+            cm_buf_release(&t);
             if (hit && !found && *name) found = name;
         }
     }
-    buf_release(&a);
-    buf_release(&b);
+    cm_buf_release(&a);
+    cm_buf_release(&b);
     return found;
 }
 
-cm_rc session_key_for(buf *out, const session_route *r)
+cm_rc cm_session_key_for(buf *out, const session_route *r)
 {
     cm_rc rc = CM_OK;
-    if (r->global) return buf_adds(out, "global");
+    if (r->global) return cm_buf_adds(out, "global");
     const char *kind = r->peer_kind && *r->peer_kind ? r->peer_kind : "direct";
     const char *peer = r->peer_id ? r->peer_id : "";
     while (isspace((unsigned char)*peer))
@@ -131,41 +132,41 @@ cm_rc session_key_for(buf *out, const session_route *r)
                                : NULL;
         if (link) peer = link;
         if (r->dm_scope == SESSION_DM_MAIN || !*peer) {
-            rc = session_main_key(&base, r->agent_id);
+            rc = cm_session_main_key(&base, r->agent_id);
         } else {
-            rc = buf_adds(&base, "agent:");
-            if (!rc) rc = session_agent_id(&base, r->agent_id);
+            rc = cm_buf_adds(&base, "agent:");
+            if (!rc) rc = cm_session_agent_id(&base, r->agent_id);
             if (!rc && r->dm_scope != SESSION_DM_PER_PEER) {
-                rc = buf_addc(&base, ':');
+                rc = cm_buf_addc(&base, ':');
                 size_t at = base.len;
                 if (!rc) rc = add_lower(&base, r->channel);
-                if (!rc && base.len == at) rc = buf_adds(&base, "unknown");
+                if (!rc && base.len == at) rc = cm_buf_adds(&base, "unknown");
                 if (!rc && r->dm_scope == SESSION_DM_PER_ACCOUNT_CHANNEL_PEER) {
-                    rc = buf_addc(&base, ':');
+                    rc = cm_buf_addc(&base, ':');
                     if (!rc) rc = add_id(&base, r->account_id, "default");
                 }
             }
-            if (!rc) rc = buf_adds(&base, ":direct:");
+            if (!rc) rc = cm_buf_adds(&base, ":direct:");
             if (!rc) rc = add_lower(&base, peer);
         }
     } else {
-        rc = buf_adds(&base, "agent:");
-        if (!rc) rc = session_agent_id(&base, r->agent_id);
-        if (!rc) rc = buf_addc(&base, ':');
+        rc = cm_buf_adds(&base, "agent:");
+        if (!rc) rc = cm_session_agent_id(&base, r->agent_id);
+        if (!rc) rc = cm_buf_addc(&base, ':');
         size_t at = base.len;
         if (!rc) rc = add_lower(&base, r->channel);
-        if (!rc && base.len == at) rc = buf_adds(&base, "unknown");
-        if (!rc) rc = buf_printf(&base, ":%s:", kind);
+        if (!rc && base.len == at) rc = cm_buf_adds(&base, "unknown");
+        if (!rc) rc = cm_buf_printf(&base, ":%s:", kind);
         at = base.len;
         if (!rc) rc = add_lower(&base, peer);
-        if (!rc && base.len == at) rc = buf_adds(&base, "unknown");
+        if (!rc && base.len == at) rc = cm_buf_adds(&base, "unknown");
     }
-    if (!rc) rc = buf_add(out, base.data, base.len);
+    if (!rc) rc = cm_buf_add(out, base.data, base.len);
     if (!rc && r->thread_id && *r->thread_id) {
-        rc = buf_adds(out, ":thread:");
+        rc = cm_buf_adds(out, ":thread:");
         if (!rc) rc = add_lower(out, r->thread_id);
     }
-    buf_release(&base);
+    cm_buf_release(&base);
     return rc;
 }
 
@@ -190,32 +191,32 @@ static bool agent_scoped(const char *key, const char **id, size_t *idlen, const 
     return true;
 }
 
-cm_rc session_store_key(buf *out, const char *agent_id, const char *request_key)
+cm_rc cm_session_store_key(buf *out, const char *agent_id, const char *request_key)
 {
     const char *raw = request_key ? request_key : "";
     while (isspace((unsigned char)*raw))
         raw++;
-    if (!*raw || !strcasecmp(raw, "main")) return session_main_key(out, agent_id);
+    if (!*raw || !strcasecmp(raw, "main")) return cm_session_main_key(out, agent_id);
     const char *id, *rest;
     size_t idlen;
     if (agent_scoped(raw, &id, &idlen, &rest)) {
         char idbuf[80];
         snprintf(idbuf, sizeof idbuf, "%.*s", (int)CM_MIN(idlen, sizeof idbuf - 1), id);
-        cm_rc rc = buf_adds(out, "agent:");
+        cm_rc rc = cm_buf_adds(out, "agent:");
         if (!rc) rc = add_lower(out, idbuf);
-        if (!rc) rc = buf_addc(out, ':');
+        if (!rc) rc = cm_buf_addc(out, ':');
         if (!rc) rc = add_lower(out, rest);
         return rc;
     }
     if (!strncasecmp(raw, "agent:", 6)) return add_lower(out, raw);
-    cm_rc rc = buf_adds(out, "agent:");
-    if (!rc) rc = session_agent_id(out, agent_id);
-    if (!rc) rc = buf_addc(out, ':');
+    cm_rc rc = cm_buf_adds(out, "agent:");
+    if (!rc) rc = cm_session_agent_id(out, agent_id);
+    if (!rc) rc = cm_buf_addc(out, ':');
     if (!rc) rc = add_lower(out, raw);
     return rc;
 }
 
-session_chat session_chat_of(const char *key)
+session_chat cm_session_chat_of(const char *key)
 {
     const char *id, *rest;
     size_t idlen;
@@ -235,12 +236,12 @@ session_chat session_chat_of(const char *key)
                      : SESSION_CHAT_UNKNOWN;
 }
 
-cm_rc session_key_agent(buf *out, const char *key)
+cm_rc cm_session_key_agent(buf *out, const char *key)
 {
     const char *id, *rest;
     size_t idlen;
-    if (!agent_scoped(key ? key : "", &id, &idlen, &rest)) return buf_adds(out, "main");
+    if (!agent_scoped(key ? key : "", &id, &idlen, &rest)) return cm_buf_adds(out, "main");
     char idbuf[80];
     snprintf(idbuf, sizeof idbuf, "%.*s", (int)CM_MIN(idlen, sizeof idbuf - 1), id);
-    return session_agent_id(out, idbuf);
+    return cm_session_agent_id(out, idbuf);
 }

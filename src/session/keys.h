@@ -29,12 +29,12 @@ typedef enum session_chat {
 } session_chat;
 
 /* "main", "per-peer", … → the scope; -1 for an unknown name. */
-int session_dm_scope_parse(const char *s);
+int cm_session_dm_scope_parse(const char *s);
 
 /* Appends the normalised agent id ("main" when empty). */
-cm_rc session_agent_id(buf *out, const char *agent_id);
+cm_rc cm_session_agent_id(buf *out, const char *agent_id);
 /* Appends `agent:<id>:main`. */
-cm_rc session_main_key(buf *out, const char *agent_id);
+cm_rc cm_session_main_key(buf *out, const char *agent_id);
 
 /* Where an inbound message belongs. peer_kind "direct", "group" or
  * "channel"; channel ("telegram", "http", …), account and peer ids as the
@@ -48,16 +48,16 @@ typedef struct session_route {
     const void *identity_links; /* a jansson object, or NULL */
 } session_route;
 
-cm_rc session_key_for(buf *out, const session_route *r);
+cm_rc cm_session_key_for(buf *out, const session_route *r);
 
 /* A request key as the store keeps it: "main" or "" → the main key; a key
  * without the agent prefix gets it; everything lower case. */
-cm_rc session_store_key(buf *out, const char *agent_id, const char *request_key);
+cm_rc cm_session_store_key(buf *out, const char *agent_id, const char *request_key);
 
 /* The chat type a key names ("group", "channel", "direct"/"dm" tokens). */
-session_chat session_chat_of(const char *key);
+session_chat cm_session_chat_of(const char *key);
 
 /* The agent id a key names ("main" when it names none). */
-cm_rc session_key_agent(buf *out, const char *key);
+cm_rc cm_session_key_agent(buf *out, const char *key);
 
 #endif

@@ -34,46 +34,46 @@ cm_rc cm_sessions_open(const cm_options *opt, cm_sessions **out, char *err, size
     if (!s) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     cm_config_args a = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     cm_logger lg = {log_to, (void *)opt};
-    CHECK(config_load(&a, &lg, &s->cfg, err, errlen));
+    CHECK(cm_config_init(&a, &lg, &s->cfg, err, errlen));
     /* session.store: a path with {agentId} and ~ expanded */
     const char *custom =
         json_string_value(json_object_get(json_object_get(s->cfg.root, "session"), "store"));
     if (custom && *custom) {
-        char *home = fs_expand_home(custom);
+        char *home = cm_fs_expand_home(custom);
         if (!home) FAIL(CM_ENOMEM, "out of memory");
         for (const char *q = home; *q && !rc;) {
             if (!strncmp(q, "{agentId}", 9)) {
-                rc = session_agent_id(&p, s->cfg.agent_id);
+                rc = cm_session_agent_id(&p, s->cfg.agent_id);
                 q += 9;
             } else {
-                rc = buf_addc(&p, *q++);
+                rc = cm_buf_addc(&p, *q++);
             }
         }
         free(home);
         if (rc) FAIL(CM_ENOMEM, "out of memory");
         if (p.data[0] != '/') {
             buf abs = BUF_INIT;
-            if (fs_join(&abs, s->cfg.state_dir, p.data)) FAIL(CM_ENOMEM, "out of memory");
-            buf_release(&p);
+            if (cm_fs_join(&abs, s->cfg.state_dir, p.data)) FAIL(CM_ENOMEM, "out of memory");
+            cm_buf_release(&p);
             p = abs;
         }
     } else {
-        CHECK(session_store_path(&p, s->cfg.state_dir, s->cfg.agent_id));
+        CHECK(cm_session_store_path(&p, s->cfg.state_dir, s->cfg.agent_id));
     }
-    s->store_path = buf_detach(&p);
+    s->store_path = cm_buf_detach(&p);
     *out = s;
     s = NULL;
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    buf_release(&p);
-    cm_sessions_free(s);
+    cm_buf_release(&p);
+    cm_sessions_close(s);
     return rc;
 }
 
-void cm_sessions_free(cm_sessions *s)
+void cm_sessions_close(cm_sessions *s)
 {
     if (!s) return;
-    config_release(&s->cfg);
+    cm_config_release(&s->cfg);
     free(s->store_path);
     free(s);
 }
@@ -84,7 +84,7 @@ static cm_rc store_key(cm_sessions *s, const char *key, buf *out, char *err, siz
     if (!key || !*key) return cm_seterr(err, errlen, CM_EINVAL, "a session key is needed");
     if (strlen(key) > 1024)
         return cm_seterr(err, errlen, CM_ETOOBIG, "the session key is too long");
-    if (session_store_key(out, s->cfg.agent_id, key))
+    if (cm_session_store_key(out, s->cfg.agent_id, key))
         return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     return CM_OK;
 }
@@ -113,7 +113,7 @@ cm_rc cm_sessions_list(cm_sessions *s, char **json, char *err, size_t errlen)
     session_store st = {0};
     json_t **rows = NULL, *out = NULL;
     *json = NULL;
-    CHECK(session_store_read(&st, s->store_path, err, errlen));
+    CHECK(cm_session_store_read(&st, s->store_path, err, errlen));
     size_t n = json_object_size(st.doc), k = 0;
     rows = calloc(n ? n : 1, sizeof *rows);
     if (!rows) FAIL(CM_ENOMEM, "out of memory");
@@ -133,13 +133,13 @@ cm_rc cm_sessions_list(cm_sessions *s, char **json, char *err, size_t errlen)
             if (v) json_object_set(r, fields[f], v);
         }
         buf tp = BUF_INIT;
-        if (!session_transcript_of(&st, e, &tp)) {
+        if (!cm_session_transcript_of(&st, e, &tp)) {
             struct stat sb;
             json_object_set_new(r, "transcript", json_string(tp.data));
             json_object_set_new(r, "transcriptBytes",
                                 json_integer(stat(tp.data, &sb) == 0 ? (json_int_t)sb.st_size : 0));
         }
-        buf_release(&tp);
+        cm_buf_release(&tp);
     }
     qsort(rows, k, sizeof *rows, by_updated);
     json_t *arr = json_array();
@@ -155,7 +155,7 @@ out:
         json_decref(rows[i]);
     free(rows);
     json_decref(out);
-    session_store_release(&st);
+    cm_session_store_release(&st);
     return rc;
 }
 
@@ -179,12 +179,12 @@ cm_rc cm_sessions_show(cm_sessions *s, const char *key, unsigned last, char **js
     gather g = {json_array()};
     *json = NULL;
     CHECK(store_key(s, key, &k, err, errlen));
-    CHECK(session_store_read(&st, s->store_path, err, errlen));
-    json_t *e = session_store_get(&st, k.data);
+    CHECK(cm_session_store_read(&st, s->store_path, err, errlen));
+    json_t *e = cm_session_store_get(&st, k.data);
     if (!e) FAIL(CM_ENOTFOUND, "no session %s in %s", k.data, s->store_path);
-    if (session_transcript_of(&st, e, &tp))
+    if (cm_session_transcript_of(&st, e, &tp))
         FAIL(CM_ECORRUPT, "session %s has no valid sessionId", k.data);
-    rc = transcript_read(tp.data, 1u << 30, gather_fn, &g, err, errlen);
+    rc = cm_transcript_read(tp.data, 1u << 30, gather_fn, &g, err, errlen);
     if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing written yet */
     if (rc) goto out;
     size_t n = json_array_size(g.all);
@@ -200,9 +200,9 @@ cm_rc cm_sessions_show(cm_sessions *s, const char *key, unsigned last, char **js
               json, err, errlen);
 out:
     json_decref(g.all);
-    session_store_release(&st);
-    buf_release(&k);
-    buf_release(&tp);
+    cm_session_store_release(&st);
+    cm_buf_release(&k);
+    cm_buf_release(&tp);
     return rc;
 }
 
@@ -219,26 +219,26 @@ cm_rc cm_sessions_append(cm_sessions *s, const char *key, const char *role, cons
         return cm_seterr(err, errlen, CM_EINVAL, "the role is user or assistant");
     if (!text) text = "";
     CHECK(store_key(s, key, &k, err, errlen));
-    CHECK(session_store_read(&st, s->store_path, err, errlen));
+    CHECK(cm_session_store_read(&st, s->store_path, err, errlen));
     int64_t now = cm_wall_ms();
-    CHECK(session_touch(&st, k.data, NULL, now, sid, err, errlen));
-    json_t *e = session_store_get(&st, k.data);
-    if (session_transcript_of(&st, e, &tp))
+    CHECK(cm_session_touch(&st, k.data, NULL, now, sid, err, errlen));
+    json_t *e = cm_session_store_get(&st, k.data);
+    if (cm_session_transcript_of(&st, e, &tp))
         FAIL(CM_ECORRUPT, "session %s has no valid sessionId", k.data);
     json_t *msg = role[0] == 'u'
-                      ? transcript_user_message(text, now)
-                      : transcript_assistant_message(text, "", "clawmem", "", "stop", now);
+                      ? cm_transcript_user_message(text, now)
+                      : cm_transcript_assistant_message(text, "", "clawmem", "", "stop", now);
     fields = msg ? json_pack("{s:o}", "message", msg) : NULL;
     if (!fields) FAIL(CM_ENOMEM, "out of memory");
-    CHECK(
-        transcript_append(tp.data, sid, s->cfg.workspace, "message", fields, now, id, err, errlen));
+    CHECK(cm_transcript_append(tp.data, sid, s->cfg.workspace, "message", fields, now, id, err,
+                               errlen));
     rc = dump(json_pack("{s:s,s:s,s:s}", "key", k.data, "sessionId", sid, "id", id), json, err,
               errlen);
 out:
     json_decref(fields);
-    session_store_release(&st);
-    buf_release(&k);
-    buf_release(&tp);
+    cm_session_store_release(&st);
+    cm_buf_release(&k);
+    cm_buf_release(&tp);
     return rc;
 }
 
@@ -250,12 +250,12 @@ cm_rc cm_sessions_reset(cm_sessions *s, const char *key, char **json, char *err,
     char sid[160];
     *json = NULL;
     CHECK(store_key(s, key, &k, err, errlen));
-    CHECK(session_store_read(&st, s->store_path, err, errlen));
-    CHECK(session_reset(&st, k.data, cm_wall_ms(), sid, err, errlen));
+    CHECK(cm_session_store_read(&st, s->store_path, err, errlen));
+    CHECK(cm_session_reset(&st, k.data, cm_wall_ms(), sid, err, errlen));
     rc = dump(json_pack("{s:s,s:s}", "key", k.data, "sessionId", sid), json, err, errlen);
 out:
-    session_store_release(&st);
-    buf_release(&k);
+    cm_session_store_release(&st);
+    cm_buf_release(&k);
     return rc;
 }
 
@@ -265,11 +265,11 @@ cm_rc cm_sessions_delete(cm_sessions *s, const char *key, char *err, size_t errl
     buf k = BUF_INIT;
     session_store st = {0};
     CHECK(store_key(s, key, &k, err, errlen));
-    CHECK(session_store_read(&st, s->store_path, err, errlen));
-    CHECK(session_delete(&st, k.data, cm_wall_ms(), err, errlen));
+    CHECK(cm_session_store_read(&st, s->store_path, err, errlen));
+    CHECK(cm_session_delete(&st, k.data, cm_wall_ms(), err, errlen));
 out:
-    session_store_release(&st);
-    buf_release(&k);
+    cm_session_store_release(&st);
+    cm_buf_release(&k);
     return rc;
 }
 
@@ -283,18 +283,18 @@ cm_rc cm_sessions_flush_check(cm_sessions *s, const char *key, const char *promp
     flush_settings fs = {0};
     *json = NULL;
     CHECK(store_key(s, key, &k, err, errlen));
-    CHECK(session_store_read(&st, s->store_path, err, errlen));
-    CHECK(flush_settings_load(&fs, s->cfg.root, err, errlen));
-    json_t *e = session_store_get(&st, k.data);
+    CHECK(cm_session_store_read(&st, s->store_path, err, errlen));
+    CHECK(cm_flush_settings_init(&fs, s->cfg.root, err, errlen));
+    json_t *e = cm_session_store_get(&st, k.data);
     if (!e) FAIL(CM_ENOTFOUND, "no session %s in %s", k.data, s->store_path);
-    bool have_tp = session_transcript_of(&st, e, &tp) == CM_OK;
+    bool have_tp = cm_session_transcript_of(&st, e, &tp) == CM_OK;
     flush_input in = {e, have_tp ? tp.data : NULL, prompt, context_window, writable != 0, false};
     flush_decision d;
-    flush_decide(&fs, &in, &d);
+    cm_flush_decide(&fs, &in, &d);
     int64_t now = cm_wall_ms();
     const char *tz = json_string_value(json_object_get(
         json_object_get(json_object_get(s->cfg.root, "agents"), "defaults"), "userTimezone"));
-    if (flush_target_path(now, tz, &target) || flush_prompt_for(fs.prompt, now, tz, &fp))
+    if (cm_flush_target_path(now, tz, &target) || cm_flush_prompt_for(fs.prompt, now, tz, &fp))
         FAIL(CM_ENOMEM, "out of memory");
     rc = dump(json_pack("{s:b,s:s,s:I,s:I,s:I,s:s,s:s,s:s,s:s}", "due", d.due, "reason", d.why,
                         "tokens", (json_int_t)d.tokens, "threshold", (json_int_t)d.threshold,
@@ -303,11 +303,11 @@ cm_rc cm_sessions_flush_check(cm_sessions *s, const char *key, const char *promp
                         "systemPrompt", fs.system_prompt),
               json, err, errlen);
 out:
-    flush_settings_release(&fs);
-    session_store_release(&st);
-    buf_release(&k);
-    buf_release(&tp);
-    buf_release(&target);
-    buf_release(&fp);
+    cm_flush_settings_release(&fs);
+    cm_session_store_release(&st);
+    cm_buf_release(&k);
+    cm_buf_release(&tp);
+    cm_buf_release(&target);
+    cm_buf_release(&fp);
     return rc;
 }

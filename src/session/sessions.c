@@ -14,15 +14,15 @@
 
 #define STORE_MAX CM_CAP_SESSIONS_FILE
 
-cm_rc session_store_path(buf *out, const char *state_dir, const char *agent_id)
+cm_rc cm_session_store_path(buf *out, const char *state_dir, const char *agent_id)
 {
-    cm_rc rc = buf_printf(out, "%s/agents/", state_dir);
-    if (!rc) rc = session_agent_id(out, agent_id);
-    if (!rc) rc = buf_adds(out, "/sessions/sessions.json");
+    cm_rc rc = cm_buf_printf(out, "%s/agents/", state_dir);
+    if (!rc) rc = cm_session_agent_id(out, agent_id);
+    if (!rc) rc = cm_buf_adds(out, "/sessions/sessions.json");
     return rc;
 }
 
-void session_store_release(session_store *s)
+void cm_session_store_release(session_store *s)
 {
     free(s->path);
     free(s->dir);
@@ -35,7 +35,7 @@ static cm_rc read_doc(const char *path, json_t **out, char *err, size_t errlen)
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
     *out = NULL;
-    rc = fs_read_file(path, STORE_MAX, &b, err, errlen);
+    rc = cm_fs_read_file(path, STORE_MAX, &b, err, errlen);
     if (rc == CM_ENOTFOUND || (!rc && b.len == 0)) {
         *out = json_object();
         rc = *out ? CM_OK : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
@@ -51,19 +51,19 @@ static cm_rc read_doc(const char *path, json_t **out, char *err, size_t errlen)
              je.text[0] ? "a JSON object is expected" : "not JSON");
     }
 out:
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
-cm_rc session_store_read(session_store *s, const char *path, char *err, size_t errlen)
+cm_rc cm_session_store_read(session_store *s, const char *path, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     memset(s, 0, sizeof *s);
-    if (!(s->path = cm_strdup(path)) || !(s->dir = fs_dirname(path)))
+    if (!(s->path = cm_strdup(path)) || !(s->dir = cm_fs_dirname(path)))
         FAIL(CM_ENOMEM, "out of memory");
     CHECK(read_doc(path, &s->doc, err, errlen));
 out:
-    if (rc) session_store_release(s);
+    if (rc) cm_session_store_release(s);
     return rc;
 }
 
@@ -77,36 +77,36 @@ static cm_rc norm_key(buf *out, const char *key)
     while (n && isspace((unsigned char)p[n - 1]))
         n--;
     for (size_t i = 0; i < n && !rc; i++)
-        rc = buf_addc(out, (char)tolower((unsigned char)p[i]));
+        rc = cm_buf_addc(out, (char)tolower((unsigned char)p[i]));
     return rc;
 }
 
-json_t *session_store_get(const session_store *s, const char *key)
+json_t *cm_session_store_get(const session_store *s, const char *key)
 {
     buf k = BUF_INIT;
     json_t *e = norm_key(&k, key) ? NULL : json_object_get(s->doc, k.data);
-    buf_release(&k);
+    cm_buf_release(&k);
     return json_is_object(e) ? e : NULL;
 }
 
-cm_rc session_store_update(session_store *s, int64_t now, session_update_fn fn, void *ctx,
-                           char *err, size_t errlen)
+cm_rc cm_session_store_update(session_store *s, int64_t now, session_update_fn fn, void *ctx,
+                              char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     lockfile l;
     json_t *doc = NULL;
     char *text = NULL;
     bool changed = false;
-    CHECK(lockfile_take(&l, s->path, LOCKFILE_REPLACE, NULL, err, errlen));
+    CHECK(cm_lockfile_take(&l, s->path, LOCKFILE_REPLACE, NULL, err, errlen));
     rc = read_doc(s->path, &doc, err, errlen);
     if (!rc) rc = fn(doc, s->dir, ctx, now, &changed, err, errlen);
     if (!rc && changed) {
         /* QuantumClaw's JSON.stringify(store, null, 2): no final newline. */
         text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        rc = text ? lockfile_replace(&l, text, strlen(text), err, errlen)
+        rc = text ? cm_lockfile_replace(&l, text, strlen(text), err, errlen)
                   : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     }
-    lockfile_release(&l);
+    cm_lockfile_release(&l);
     if (rc) goto out;
     json_decref(s->doc);
     s->doc = doc;
@@ -117,27 +117,27 @@ out:
     return rc;
 }
 
-void session_archive_stamp(int64_t ms, char out[32])
+void cm_session_archive_stamp(int64_t ms, char out[32])
 {
-    transcript_iso(ms, out);
+    cm_transcript_iso(ms, out);
     for (char *p = out; *p; p++)
         if (*p == ':') *p = '-';
 }
 
-/* The transcript path of an entry in dir (see session_transcript_of). */
+/* The transcript path of an entry in dir (see cm_session_transcript_of). */
 static cm_rc transcript_of(const char *dir, const json_t *entry, buf *out)
 {
     const char *file = json_string_value(json_object_get(entry, "sessionFile"));
     size_t dl = strlen(dir);
     if (file && !strncmp(file, dir, dl) && file[dl] == '/' && !strstr(file + dl, "/..") &&
         !strchr(file + dl + 1, '/'))
-        return buf_adds(out, file);
+        return cm_buf_adds(out, file);
     const char *id = json_string_value(json_object_get(entry, "sessionId"));
-    if (!transcript_id_valid(id)) return CM_ENOTFOUND;
-    return transcript_path(out, dir, id, NULL);
+    if (!cm_transcript_id_valid(id)) return CM_ENOTFOUND;
+    return cm_transcript_path(out, dir, id, NULL);
 }
 
-cm_rc session_transcript_of(const session_store *s, const json_t *entry, buf *out)
+cm_rc cm_session_transcript_of(const session_store *s, const json_t *entry, buf *out)
 {
     return transcript_of(s->dir, entry, out);
 }
@@ -147,25 +147,26 @@ static void archive(const char *dir, const json_t *entry, const char *reason, in
 {
     buf from = BUF_INIT, to = BUF_INIT;
     char stamp[32];
-    session_archive_stamp(now, stamp);
-    if (!transcript_of(dir, entry, &from) && !buf_printf(&to, "%s.%s.%s", from.data, reason, stamp))
+    cm_session_archive_stamp(now, stamp);
+    if (!transcript_of(dir, entry, &from) &&
+        !cm_buf_printf(&to, "%s.%s.%s", from.data, reason, stamp))
         rename(from.data, to.data); /* ENOENT: nothing was written yet */
-    buf_release(&from);
-    buf_release(&to);
+    cm_buf_release(&from);
+    cm_buf_release(&to);
 }
 
 /* Sets a fresh sessionId and sessionFile on entry. */
 static cm_rc new_session(json_t *entry, const char *dir, char id_out[160])
 {
     char id[37];
-    transcript_uuid(id);
+    cm_transcript_uuid(id);
     buf p = BUF_INIT;
-    cm_rc rc = transcript_path(&p, dir, id, NULL);
+    cm_rc rc = cm_transcript_path(&p, dir, id, NULL);
     if (!rc && (json_object_set_new(entry, "sessionId", json_string(id)) ||
                 json_object_set_new(entry, "sessionFile", json_string(p.data))))
         rc = CM_ENOMEM;
     if (!rc && id_out) snprintf(id_out, 160, "%s", id);
-    buf_release(&p);
+    cm_buf_release(&p);
     return rc;
 }
 
@@ -230,7 +231,7 @@ static cm_rc touch_fn(json_t *store, const char *dir, void *vctx, int64_t now, b
             goto out;
         }
         e = json_object();
-        session_chat chat = session_chat_of(k.data);
+        session_chat chat = cm_session_chat_of(k.data);
         if (!e || new_session(e, dir, c->id) ||
             json_object_set_new(e, "compactionCount", json_integer(0)) ||
             json_object_set_new(e, "chatType",
@@ -282,41 +283,41 @@ static cm_rc touch_fn(json_t *store, const char *dir, void *vctx, int64_t now, b
                  json_string_value(json_object_get(e, "sessionId")) ?: "");
     *changed = true;
 out:
-    buf_release(&k);
+    cm_buf_release(&k);
     return rc;
 }
 
-cm_rc session_touch(session_store *s, const char *key, const json_t *patch, int64_t now,
-                    char id_out[160], char *err, size_t errlen)
+cm_rc cm_session_touch(session_store *s, const char *key, const json_t *patch, int64_t now,
+                       char id_out[160], char *err, size_t errlen)
 {
     touch_ctx c = {key, patch, TOUCH, 0, "", false};
-    cm_rc rc = session_store_update(s, now, touch_fn, &c, err, errlen);
+    cm_rc rc = cm_session_store_update(s, now, touch_fn, &c, err, errlen);
     if (!rc && id_out) snprintf(id_out, 160, "%s", c.id);
     return rc;
 }
 
-cm_rc session_reset(session_store *s, const char *key, int64_t now, char id_out[160], char *err,
-                    size_t errlen)
+cm_rc cm_session_reset(session_store *s, const char *key, int64_t now, char id_out[160], char *err,
+                       size_t errlen)
 {
     touch_ctx c = {key, NULL, RESET, 0, "", false};
-    cm_rc rc = session_store_update(s, now, touch_fn, &c, err, errlen);
+    cm_rc rc = cm_session_store_update(s, now, touch_fn, &c, err, errlen);
     if (!rc && id_out) snprintf(id_out, 160, "%s", c.id);
     return rc;
 }
 
-cm_rc session_delete(session_store *s, const char *key, int64_t now, char *err, size_t errlen)
+cm_rc cm_session_delete(session_store *s, const char *key, int64_t now, char *err, size_t errlen)
 {
     touch_ctx c = {key, NULL, DELETE, 0, "", false};
-    cm_rc rc = session_store_update(s, now, touch_fn, &c, err, errlen);
+    cm_rc rc = cm_session_store_update(s, now, touch_fn, &c, err, errlen);
     if (!rc && c.missing) rc = cm_seterr(err, errlen, CM_ENOTFOUND, "no session %s", key);
     return rc;
 }
 
-cm_rc session_compacted(session_store *s, const char *key, int64_t tokens_after, int64_t now,
-                        char *err, size_t errlen)
+cm_rc cm_session_compacted(session_store *s, const char *key, int64_t tokens_after, int64_t now,
+                           char *err, size_t errlen)
 {
     touch_ctx c = {key, NULL, COMPACTED, tokens_after, "", false};
-    cm_rc rc = session_store_update(s, now, touch_fn, &c, err, errlen);
+    cm_rc rc = cm_session_store_update(s, now, touch_fn, &c, err, errlen);
     if (!rc && c.missing) rc = cm_seterr(err, errlen, CM_ENOTFOUND, "no session %s", key);
     return rc;
 }

@@ -17,7 +17,7 @@
 #define SESSION_LOCK_STALE_MS (30LL * 60 * 1000)     /* QuantumClaw's session write lock */
 #define TAIL_MAX              CM_CAP_TRANSCRIPT_TAIL /* the longest last line we look back over */
 
-bool transcript_id_valid(const char *id)
+bool cm_transcript_id_valid(const char *id)
 {
     if (!id || !isalnum((unsigned char)id[0])) return false;
     size_t n = 0;
@@ -26,21 +26,21 @@ bool transcript_id_valid(const char *id)
     return n <= 128;
 }
 
-cm_rc transcript_path(buf *out, const char *dir, const char *session_id, const char *topic_id)
+cm_rc cm_transcript_path(buf *out, const char *dir, const char *session_id, const char *topic_id)
 {
-    cm_rc rc = buf_printf(out, "%s/%s", dir, session_id);
+    cm_rc rc = cm_buf_printf(out, "%s/%s", dir, session_id);
     if (!rc && topic_id && *topic_id) {
-        rc = buf_adds(out, "-topic-");
+        rc = cm_buf_adds(out, "-topic-");
         /* encodeURIComponent: unreserved A-Z a-z 0-9 - _ . ! ~ * ' ( ) stay */
         for (const unsigned char *p = (const unsigned char *)topic_id; !rc && *p; p++)
-            rc = (isalnum(*p) || strchr("-_.!~*'()", *p)) ? buf_addc(out, (char)*p)
-                                                          : buf_printf(out, "%%%02X", *p);
+            rc = (isalnum(*p) || strchr("-_.!~*'()", *p)) ? cm_buf_addc(out, (char)*p)
+                                                          : cm_buf_printf(out, "%%%02X", *p);
     }
-    if (!rc) rc = buf_adds(out, ".jsonl");
+    if (!rc) rc = cm_buf_adds(out, ".jsonl");
     return rc;
 }
 
-void transcript_uuid(char out[37])
+void cm_transcript_uuid(char out[37])
 {
     unsigned char b[16];
     if (RAND_bytes(b, sizeof b) != 1) /* never in practice; still unique enough */
@@ -53,7 +53,7 @@ void transcript_uuid(char out[37])
              b[14], b[15]);
 }
 
-void transcript_iso(int64_t ms, char out[32])
+void cm_transcript_iso(int64_t ms, char out[32])
 {
     time_t secs = (time_t)(ms / 1000);
     struct tm tm;
@@ -103,7 +103,7 @@ static cm_rc last_line(int fd, off_t size, buf *out, char *err, size_t errlen)
         return cm_seterr(err, errlen, CM_EIO, "cut a torn line: %s", strerror(errno));
     if (end == 0 || end - start - 1 > (off_t)TAIL_MAX) return CM_OK;
     size_t len = (size_t)(end - start - 1);
-    CHECK(buf_grow(out, len + 1));
+    CHECK(cm_buf_grow(out, len + 1));
     if (pread(fd, out->data + out->len, len, start) != (ssize_t)len)
         FAIL(CM_EIO, "read: %s", strerror(errno));
     out->len += len;
@@ -116,13 +116,13 @@ out:
 static void record_id(char out[40])
 {
     char u[37];
-    transcript_uuid(u);
+    cm_transcript_uuid(u);
     snprintf(out, 40, "%.8s", u);
 }
 
-cm_rc transcript_append(const char *path, const char *session_id, const char *cwd, const char *type,
-                        const json_t *fields, int64_t now_ms, char id_out[40], char *err,
-                        size_t errlen)
+cm_rc cm_transcript_append(const char *path, const char *session_id, const char *cwd,
+                           const char *type, const json_t *fields, int64_t now_ms, char id_out[40],
+                           char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     lockfile l;
@@ -130,20 +130,20 @@ cm_rc transcript_append(const char *path, const char *session_id, const char *cw
     json_t *rec = NULL, *last = NULL;
     char *text = NULL;
     lockfile_opts lo = {SESSION_LOCK_STALE_MS, 0};
-    CHECK(lockfile_take(&l, path, LOCKFILE_APPEND, &lo, err, errlen));
+    CHECK(cm_lockfile_take(&l, path, LOCKFILE_APPEND, &lo, err, errlen));
     struct stat st;
     if (fstat(l.fd, &st) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
     CHECK(last_line(l.fd, st.st_size, &tail, err, errlen));
     if (fstat(l.fd, &st) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
     char now[32], id[40];
-    transcript_iso(now_ms, now);
+    cm_transcript_iso(now_ms, now);
     if (st.st_size == 0) {
         json_t *h =
             json_pack("{s:s,s:i,s:s,s:s,s:s}", "type", "session", "version", TRANSCRIPT_VERSION,
                       "id", session_id, "timestamp", now, "cwd", cwd ? cwd : "");
         char *ht = h ? json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         json_decref(h);
-        if (!ht || buf_adds(&line, ht) || buf_addc(&line, '\n')) {
+        if (!ht || cm_buf_adds(&line, ht) || cm_buf_addc(&line, '\n')) {
             free(ht);
             FAIL(CM_ENOMEM, "out of memory");
         }
@@ -165,7 +165,8 @@ cm_rc transcript_append(const char *path, const char *session_id, const char *cw
         if (json_object_set(rec, k, v)) FAIL(CM_ENOMEM, "out of memory");
     }
     text = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (!text || buf_adds(&line, text) || buf_addc(&line, '\n')) FAIL(CM_ENOMEM, "out of memory");
+    if (!text || cm_buf_adds(&line, text) || cm_buf_addc(&line, '\n'))
+        FAIL(CM_ENOMEM, "out of memory");
     /* One write of the whole line(s): O_APPEND keeps it in one piece. */
     for (size_t off = 0; off < line.len;) {
         ssize_t w = write(l.fd, line.data + off, line.len - off);
@@ -177,21 +178,21 @@ cm_rc transcript_append(const char *path, const char *session_id, const char *cw
     if (st.st_size == 0) fsync(l.dirfd); /* a new file's name */
     if (id_out) snprintf(id_out, 40, "%s", id);
 out:
-    lockfile_release(&l);
+    cm_lockfile_release(&l);
     json_decref(rec);
     json_decref(last);
     free(text);
-    buf_release(&tail);
-    buf_release(&line);
+    cm_buf_release(&tail);
+    cm_buf_release(&line);
     return rc;
 }
 
-cm_rc transcript_read(const char *path, size_t max, transcript_record_fn fn, void *ctx, char *err,
-                      size_t errlen)
+cm_rc cm_transcript_read(const char *path, size_t max, transcript_record_fn fn, void *ctx,
+                         char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
-    CHECK(fs_read_file(path, max, &b, err, errlen));
+    CHECK(cm_fs_read_file(path, max, &b, err, errlen));
     int line = 0;
     for (size_t i = 0; i < b.len;) {
         size_t e = i;
@@ -209,7 +210,7 @@ cm_rc transcript_read(const char *path, size_t max, transcript_record_fn fn, voi
         i = e + 1;
     }
 out:
-    buf_release(&b);
+    cm_buf_release(&b);
     return rc;
 }
 
@@ -218,14 +219,14 @@ static json_t *text_content(const char *text)
     return json_pack("[{s:s,s:s}]", "type", "text", "text", text ? text : "");
 }
 
-json_t *transcript_user_message(const char *text, int64_t now_ms)
+json_t *cm_transcript_user_message(const char *text, int64_t now_ms)
 {
     return json_pack("{s:s,s:o,s:I}", "role", "user", "content", text_content(text), "timestamp",
                      (json_int_t)now_ms);
 }
 
-json_t *transcript_assistant_message(const char *text, const char *api, const char *provider,
-                                     const char *model, const char *stop_reason, int64_t now_ms)
+json_t *cm_transcript_assistant_message(const char *text, const char *api, const char *provider,
+                                        const char *model, const char *stop_reason, int64_t now_ms)
 {
     json_t *usage = json_pack("{s:i,s:i,s:i,s:i,s:i,s:{s:i,s:i,s:i,s:i,s:i}}", "input", 0, "output",
                               0, "cacheRead", 0, "cacheWrite", 0, "totalTokens", 0, "cost", "input",
@@ -237,8 +238,8 @@ json_t *transcript_assistant_message(const char *text, const char *api, const ch
                      (json_int_t)now_ms);
 }
 
-json_t *transcript_tool_result(const char *call_id, const char *tool_name, const char *text,
-                               bool is_error, int64_t now_ms)
+json_t *cm_transcript_tool_result(const char *call_id, const char *tool_name, const char *text,
+                                  bool is_error, int64_t now_ms)
 {
     return json_pack("{s:s,s:s,s:s,s:o,s:b,s:I}", "role", "toolResult", "toolCallId",
                      call_id ? call_id : "", "toolName", tool_name ? tool_name : "", "content",

@@ -22,41 +22,41 @@
 #define TRANSCRIPT_VERSION 3
 
 /* A session id QuantumClaw accepts: /^[a-z0-9][a-z0-9._-]{0,127}$/i. */
-bool transcript_id_valid(const char *session_id);
+bool cm_transcript_id_valid(const char *session_id);
 
 /* Appends <sessions_dir>/<session_id>.jsonl, or
  * <session_id>-topic-<percent-encoded topic>.jsonl for a thread/topic. */
-cm_rc transcript_path(buf *out, const char *sessions_dir, const char *session_id,
-                      const char *topic_id);
+cm_rc cm_transcript_path(buf *out, const char *sessions_dir, const char *session_id,
+                         const char *topic_id);
 
 /* A new random UUID (v4) as text, into out[37]. */
-void transcript_uuid(char out[37]);
+void cm_transcript_uuid(char out[37]);
 
 /* ISO 8601 UTC with milliseconds ("2026-11-30T12:00:00.000Z") of ms since
  * the epoch, into out[32]. */
-void transcript_iso(int64_t ms, char out[32]);
+void cm_transcript_iso(int64_t ms, char out[32]);
 
 /* Appends one record to the transcript at path: the header first when the
  * file is new or empty (session_id, cwd), a torn last line cut off, then
  * {"type":type,"id","parentId","timestamp"} followed by the members of
  * fields (borrowed; may be NULL). id_out (may be NULL) receives the new
  * record's id. */
-cm_rc transcript_append(const char *path, const char *session_id, const char *cwd, const char *type,
-                        const json_t *fields, int64_t now_ms, char id_out[40], char *err,
-                        size_t errlen);
+cm_rc cm_transcript_append(const char *path, const char *session_id, const char *cwd,
+                           const char *type, const json_t *fields, int64_t now_ms, char id_out[40],
+                           char *err, size_t errlen);
 
 /* Calls fn for every record that parses (1-based JSONL line numbers; the
  * header is line 1), skipping blank, torn and invalid lines. fn returns
  * false to stop. A missing file is CM_ENOTFOUND. max caps the file size. */
 typedef bool (*transcript_record_fn)(void *ctx, int line, json_t *record);
-cm_rc transcript_read(const char *path, size_t max, transcript_record_fn fn, void *ctx, char *err,
-                      size_t errlen);
+cm_rc cm_transcript_read(const char *path, size_t max, transcript_record_fn fn, void *ctx,
+                         char *err, size_t errlen);
 
 /* Message bodies as pi-coding-agent writes them (new objects). */
-json_t *transcript_user_message(const char *text, int64_t now_ms);
-json_t *transcript_assistant_message(const char *text, const char *api, const char *provider,
-                                     const char *model, const char *stop_reason, int64_t now_ms);
-json_t *transcript_tool_result(const char *call_id, const char *tool_name, const char *text,
-                               bool is_error, int64_t now_ms);
+json_t *cm_transcript_user_message(const char *text, int64_t now_ms);
+json_t *cm_transcript_assistant_message(const char *text, const char *api, const char *provider,
+                                        const char *model, const char *stop_reason, int64_t now_ms);
+json_t *cm_transcript_tool_result(const char *call_id, const char *tool_name, const char *text,
+                                  bool is_error, int64_t now_ms);
 
 #endif

@@ -18,10 +18,10 @@ static const char batches_sql[] =
     "CREATE TABLE IF NOT EXISTS embed_batch_items(batch_id TEXT NOT NULL, hash TEXT NOT NULL, "
     "PRIMARY KEY(batch_id, hash)) WITHOUT ROWID;";
 
-cm_rc store_batches_ensure(store *s, char *err, size_t errlen)
+cm_rc cm_store_batches_ensure(store *s, char *err, size_t errlen)
 {
     int r = sqlite3_exec(s->db, batches_sql, NULL, NULL, NULL);
-    return r == SQLITE_OK ? CM_OK : store_fail(s, r, "create the batch tables", err, errlen);
+    return r == SQLITE_OK ? CM_OK : cm_store_fail(s, r, "create the batch tables", err, errlen);
 }
 
 /* 1 when the index has the batch tables, 0 when not, -1 on error. */
@@ -40,7 +40,7 @@ static int has_tables(store *s, const char *schema)
     return have;
 }
 
-void store_batches_release(store_batch *b, size_t n)
+void cm_store_batches_release(store_batch *b, size_t n)
 {
     for (size_t i = 0; b && i < n; i++) {
         free(b[i].id);
@@ -52,13 +52,13 @@ void store_batches_release(store_batch *b, size_t n)
     free(b);
 }
 
-cm_rc store_batches_list(store *s, store_batch **out, size_t *n, char *err, size_t errlen)
+cm_rc cm_store_batches_list(store *s, store_batch **out, size_t *n, char *err, size_t errlen)
 {
     *out = NULL;
     *n = 0;
     if (store_is_pg(s)) return CM_OK; /* batches live in the SQLite index only */
     int have = has_tables(s, "main");
-    if (have < 0) return store_fail(s, SQLITE_ERROR, "read the batches", err, errlen);
+    if (have < 0) return cm_store_fail(s, SQLITE_ERROR, "read the batches", err, errlen);
     if (!have) return CM_OK;
     sqlite3_stmt *q = NULL;
     cm_rc rc = CM_OK;
@@ -80,33 +80,33 @@ cm_rc store_batches_list(store *s, store_batch **out, size_t *n, char *err, size
         (*n)++;
         const char *t[5];
         for (int i = 0; i < 5; i++)
-            if (!(t[i] = store_col_text(q, i)))
-                CHECK(store_corrupt(s, "the batch table", err, errlen));
+            if (!(t[i] = cm_store_col_text(q, i)))
+                CHECK(cm_store_corrupt(s, "the batch table", err, errlen));
         b->id = cm_strdup(t[0]);
         b->provider = cm_strdup(t[1]);
         b->model = cm_strdup(t[2]);
         b->key = cm_strdup(t[3]);
         b->state = cm_strdup(t[4]);
         if (!b->id || !b->provider || !b->model || !b->key || !b->state) CHECK(CM_ENOMEM);
-        if (!store_col_int(q, 5, 0, INT64_MAX, &b->items) ||
-            !store_col_int(q, 6, INT64_MIN, INT64_MAX, &b->created) ||
-            !store_col_int(q, 7, INT64_MIN, INT64_MAX, &b->updated))
-            CHECK(store_corrupt(s, "the batch table", err, errlen));
+        if (!cm_store_col_int(q, 5, 0, INT64_MAX, &b->items) ||
+            !cm_store_col_int(q, 6, INT64_MIN, INT64_MAX, &b->created) ||
+            !cm_store_col_int(q, 7, INT64_MIN, INT64_MAX, &b->updated))
+            CHECK(cm_store_corrupt(s, "the batch table", err, errlen));
     }
-    if (r != SQLITE_DONE) rc = store_fail(s, r, "read the batches", err, errlen);
+    if (r != SQLITE_DONE) rc = cm_store_fail(s, r, "read the batches", err, errlen);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     sqlite3_finalize(q);
     if (rc) {
-        store_batches_release(*out, *n);
+        cm_store_batches_release(*out, *n);
         *out = NULL;
         *n = 0;
     }
     return rc;
 }
 
-cm_rc store_batch_add(store *s, const store_batch *b, const char *const *hashes, size_t n,
-                      char *err, size_t errlen)
+cm_rc cm_store_batch_add(store *s, const store_batch *b, const char *const *hashes, size_t n,
+                         char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
     int r =
@@ -126,7 +126,7 @@ cm_rc store_batch_add(store *s, const store_batch *b, const char *const *hashes,
     }
     sqlite3_finalize(q);
     q = NULL;
-    if (r != SQLITE_DONE) return store_fail(s, r, "record a batch", err, errlen);
+    if (r != SQLITE_DONE) return cm_store_fail(s, r, "record a batch", err, errlen);
     r = sqlite3_prepare_v2(s->db,
                            "INSERT OR IGNORE INTO embed_batch_items(batch_id, hash) VALUES(?1, ?2)",
                            -1, &q, NULL);
@@ -137,11 +137,11 @@ cm_rc store_batch_add(store *s, const store_batch *b, const char *const *hashes,
         if (r == SQLITE_DONE) r = sqlite3_reset(q);
     }
     sqlite3_finalize(q);
-    return r == SQLITE_OK ? CM_OK : store_fail(s, r, "record a batch", err, errlen);
+    return r == SQLITE_OK ? CM_OK : cm_store_fail(s, r, "record a batch", err, errlen);
 }
 
-cm_rc store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, char *err,
-                         size_t errlen)
+cm_rc cm_store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, char *err,
+                            size_t errlen)
 {
     sqlite3_stmt *q = NULL;
     cm_rc rc = CM_OK;
@@ -152,8 +152,8 @@ cm_rc store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, ch
                                &q, NULL);
     if (r == SQLITE_OK) sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
     while (q && (r = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *h = store_col_text(q, 0);
-        if (!h) CHECK(store_corrupt(s, "the batch table", err, errlen));
+        const char *h = cm_store_col_text(q, 0);
+        if (!h) CHECK(cm_store_corrupt(s, "the batch table", err, errlen));
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 64;
             char **nh = realloc(*hashes, nc * sizeof *nh);
@@ -164,7 +164,7 @@ cm_rc store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, ch
         if (!((*hashes)[*n] = cm_strdup(h))) CHECK(CM_ENOMEM);
         (*n)++;
     }
-    if (r != SQLITE_DONE) rc = store_fail(s, r, "read a batch", err, errlen);
+    if (r != SQLITE_DONE) rc = cm_store_fail(s, r, "read a batch", err, errlen);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     sqlite3_finalize(q);
@@ -178,8 +178,8 @@ out:
     return rc;
 }
 
-cm_rc store_batch_state(store *s, const char *id, const char *state, int64_t now, char *err,
-                        size_t errlen)
+cm_rc cm_store_batch_state(store *s, const char *id, const char *state, int64_t now, char *err,
+                           size_t errlen)
 {
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(
@@ -191,10 +191,10 @@ cm_rc store_batch_state(store *s, const char *id, const char *state, int64_t now
         r = sqlite3_step(q);
     }
     sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "record a batch's state", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "record a batch's state", err, errlen);
 }
 
-cm_rc store_batch_delete(store *s, const char *id, char *err, size_t errlen)
+cm_rc cm_store_batch_delete(store *s, const char *id, char *err, size_t errlen)
 {
     static const char *const sql[] = {"DELETE FROM embed_batch_items WHERE batch_id = ?1",
                                       "DELETE FROM embed_batches WHERE id = ?1"};
@@ -209,34 +209,34 @@ cm_rc store_batch_delete(store *s, const char *id, char *err, size_t errlen)
         }
         sqlite3_finalize(q);
     }
-    return r == SQLITE_OK ? CM_OK : store_fail(s, r, "forget a batch", err, errlen);
+    return r == SQLITE_OK ? CM_OK : cm_store_fail(s, r, "forget a batch", err, errlen);
 }
 
-cm_rc store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
-                       size_t errlen)
+cm_rc cm_store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
+                          size_t errlen)
 {
     *text = NULL;
     int r = *q ? SQLITE_OK
                : sqlite3_prepare_v2(s->db, "SELECT text FROM chunks WHERE id = ?1", -1, q, NULL);
-    if (r != SQLITE_OK) return store_fail(s, r, "read a chunk", err, errlen);
+    if (r != SQLITE_OK) return cm_store_fail(s, r, "read a chunk", err, errlen);
     sqlite3_reset(*q);
     sqlite3_bind_int64(*q, 1, id);
     r = sqlite3_step(*q);
     cm_rc rc = CM_OK;
     if (r == SQLITE_ROW) {
-        const char *t = store_col_text(*q, 0);
+        const char *t = cm_store_col_text(*q, 0);
         if (!t)
-            rc = store_corrupt(s, "the chunks table", err, errlen);
+            rc = cm_store_corrupt(s, "the chunks table", err, errlen);
         else if (!(*text = cm_strdup(t)))
             rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     } else if (r != SQLITE_DONE) {
-        rc = store_fail(s, r, "read a chunk", err, errlen);
+        rc = cm_store_fail(s, r, "read a chunk", err, errlen);
     }
     sqlite3_reset(*q);
     return rc;
 }
 
-cm_rc store_batches_import(store *s, const char *old_path, char *err, size_t errlen)
+cm_rc cm_store_batches_import(store *s, const char *old_path, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
     if (access(old_path, R_OK) != 0) return CM_OK; /* ATTACH would create it */
@@ -248,7 +248,7 @@ cm_rc store_batches_import(store *s, const char *old_path, char *err, size_t err
     sqlite3_finalize(q);
     cm_rc rc = CM_OK;
     if (r == SQLITE_DONE && has_tables(s, "oldb") == 1) {
-        rc = store_batches_ensure(s, err, errlen);
+        rc = cm_store_batches_ensure(s, err, errlen);
         /* best effort, as the cache: a batch not carried over is paid again */
         if (!rc) {
             sqlite3_exec(s->db,

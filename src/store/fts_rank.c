@@ -178,7 +178,7 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     sqlite3_result_double(ctx, -score);
 }
 
-int fts_rank_register(sqlite3 *db)
+int cm_fts_rank_register(sqlite3 *db)
 {
     fts5_api *api = NULL;
     sqlite3_stmt *q = NULL;

@@ -26,6 +26,6 @@
 #define FTS_RANK_MAX_K     100000 /* cm_bm25(k) keeps the k best scores up to this k */
 
 /* Registers cm_bm25() on db. Returns an SQLite result code. */
-int fts_rank_register(sqlite3 *db);
+int cm_fts_rank_register(sqlite3 *db);
 
 #endif

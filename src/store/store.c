@@ -75,7 +75,7 @@ static cm_rc map_rc(int code)
  * SQLite's reason, never SQL text (a schema mismatch gives messages such as
  * 'near "x"' or 'no such column', so it is named, not quoted); a long index
  * path is clipped in the middle so the reason always fits. */
-cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen)
+cm_rc cm_store_fail(store *s, int code, const char *what, char *err, size_t errlen)
 {
     cm_rc rc = map_rc(code);
     int base = code & 0xff;
@@ -85,7 +85,7 @@ cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen)
                       : s->db ? sqlite3_errmsg(s->db)
                               : sqlite3_errstr(code);
     char clip[FS_CLIP_MAX + 1];
-    const char *path = fs_clip(s->path ? s->path : "", clip);
+    const char *path = cm_fs_clip(s->path ? s->path : "", clip);
     if (rc == CM_ECORRUPT)
         return cm_seterr(err, errlen, rc,
                          "index is corrupt (%s, while trying to %s); run `clawmem index --force` "
@@ -96,22 +96,22 @@ cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen)
     return cm_seterr(err, errlen, rc, "index %s: %s: %s", path, what, msg);
 }
 
-cm_rc store_corrupt(store *s, const char *what, char *err, size_t errlen)
+cm_rc cm_store_corrupt(store *s, const char *what, char *err, size_t errlen)
 {
     char clip[FS_CLIP_MAX + 1];
     return cm_seterr(err, errlen, CM_ECORRUPT,
                      "index is corrupt (a missing or invalid value in %s); run `clawmem index "
                      "--force` to rebuild it: %s",
-                     what, fs_clip(s->path ? s->path : "", clip));
+                     what, cm_fs_clip(s->path ? s->path : "", clip));
 }
 
-const char *store_col_text(sqlite3_stmt *q, int i)
+const char *cm_store_col_text(sqlite3_stmt *q, int i)
 {
     return sqlite3_column_type(q, i) == SQLITE_TEXT ? (const char *)sqlite3_column_text(q, i)
                                                     : NULL;
 }
 
-bool store_col_int(sqlite3_stmt *q, int i, int64_t lo, int64_t hi, int64_t *v)
+bool cm_store_col_int(sqlite3_stmt *q, int i, int64_t lo, int64_t hi, int64_t *v)
 {
     if (sqlite3_column_type(q, i) != SQLITE_INTEGER) return false;
     *v = sqlite3_column_int64(q, i);
@@ -121,7 +121,7 @@ bool store_col_int(sqlite3_stmt *q, int i, int64_t lo, int64_t hi, int64_t *v)
 static cm_rc exec(store *s, const char *sql, const char *what, char *err, size_t errlen)
 {
     int r = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-    return r == SQLITE_OK ? CM_OK : store_fail(s, r, what, err, errlen);
+    return r == SQLITE_OK ? CM_OK : cm_store_fail(s, r, what, err, errlen);
 }
 
 /* The statements a store reuses, prepared on first use: a process that only
@@ -159,17 +159,17 @@ static const char *const stmt_sql[] = {
                  "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
 };
 
-cm_rc store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen)
+cm_rc cm_store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen)
 {
-    const char *path = store_col_text(q, i), *source = store_col_text(q, i + 1),
-               *text = store_col_text(q, i + 4);
+    const char *path = cm_store_col_text(q, i), *source = cm_store_col_text(q, i + 1),
+               *text = cm_store_col_text(q, i + 4);
     int64_t start = 0, end = 0, mtime = 0;
     memset(h, 0, sizeof *h);
-    if (!path || !source || !text || !store_col_int(q, i + 2, 1, INT32_MAX, &start) ||
-        !store_col_int(q, i + 3, start, INT32_MAX, &end) ||
-        !store_col_int(q, i + 6, INT64_MIN, INT64_MAX, &mtime) ||
+    if (!path || !source || !text || !cm_store_col_int(q, i + 2, 1, INT32_MAX, &start) ||
+        !cm_store_col_int(q, i + 3, start, INT32_MAX, &end) ||
+        !cm_store_col_int(q, i + 6, INT64_MIN, INT64_MAX, &mtime) ||
         sqlite3_column_type(q, i - 1) != SQLITE_INTEGER)
-        return store_corrupt(s, "the chunks table", err, errlen);
+        return cm_store_corrupt(s, "the chunks table", err, errlen);
     h->id = sqlite3_column_int64(q, i - 1);
     h->start_line = (int)start;
     h->end_line = (int)end;
@@ -192,7 +192,7 @@ static cm_rc stmt(store *s, int id, sqlite3_stmt **out, char *err, size_t errlen
     if (!s->stmts[id]) {
         int r = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
                                    &s->stmts[id], NULL);
-        if (r != SQLITE_OK) return store_fail(s, r, "prepare", err, errlen);
+        if (r != SQLITE_OK) return cm_store_fail(s, r, "prepare", err, errlen);
     }
     *out = s->stmts[id];
     return CM_OK;
@@ -216,7 +216,7 @@ static int read_schema(store *s)
                                &q, NULL);
     if (r == SQLITE_OK) r = sqlite3_step(q);
     if (r == SQLITE_ROW) {
-        const char *sql = store_col_text(q, 0);
+        const char *sql = cm_store_col_text(q, 0);
         s->trigram = sql && strstr(sql, "trigram") != NULL;
     }
     sqlite3_finalize(q);
@@ -235,13 +235,13 @@ static int open_readonly(store *s, const char *path)
     if (r == SQLITE_ROW || r == SQLITE_DONE || !no_write_access(r)) return r;
     buf wal = BUF_INIT, uri = BUF_INIT;
     struct stat st;
-    if (buf_printf(&wal, "%s-wal", path) == CM_OK && stat(wal.data, &st) < 0 && errno == ENOENT &&
-        buf_adds(&uri, "file:") == CM_OK) {
+    if (cm_buf_printf(&wal, "%s-wal", path) == CM_OK && stat(wal.data, &st) < 0 &&
+        errno == ENOENT && cm_buf_adds(&uri, "file:") == CM_OK) {
         bool ok = true;
         for (const char *c = path; *c && ok; c++)
-            ok = (*c == '%' || *c == '?' || *c == '#') ? buf_printf(&uri, "%%%02X", *c) == CM_OK
-                                                       : buf_addc(&uri, *c) == CM_OK;
-        if (ok && buf_adds(&uri, "?immutable=1") == CM_OK) {
+            ok = (*c == '%' || *c == '?' || *c == '#') ? cm_buf_printf(&uri, "%%%02X", *c) == CM_OK
+                                                       : cm_buf_addc(&uri, *c) == CM_OK;
+        if (ok && cm_buf_adds(&uri, "?immutable=1") == CM_OK) {
             sqlite3_close_v2(s->db);
             s->db = NULL;
             r = sqlite3_open_v2(uri.data, &s->db,
@@ -249,26 +249,26 @@ static int open_readonly(store *s, const char *path)
             if (r == SQLITE_OK) r = read_schema(s);
         }
     }
-    buf_release(&wal);
-    buf_release(&uri);
+    cm_buf_release(&wal);
+    cm_buf_release(&uri);
     return r;
 }
 
-cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
-                 char *err, size_t errlen)
+cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
+                    char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     char *dir = NULL;
     memset(s, 0, sizeof *s);
-    buf_init(&s->scratch, 0);
+    cm_buf_init(&s->scratch, 0);
     if (!(s->path = cm_strdup(path))) CHECK(CM_ENOMEM);
     char clip[FS_CLIP_MAX + 1];
     struct stat st;
     if (stat(path, &st) < 0) {
         if (!(flags & STORE_CREATE))
-            FAIL(CM_ENOTFOUND, "index %s does not exist yet", fs_clip(path, clip));
-        if (!(dir = fs_dirname(path))) CHECK(CM_ENOMEM);
-        CHECK(fs_mkdirs(dir, err, errlen));
+            FAIL(CM_ENOTFOUND, "index %s does not exist yet", cm_fs_clip(path, clip));
+        if (!(dir = cm_fs_dirname(path))) CHECK(CM_ENOMEM);
+        CHECK(cm_fs_mkdirs(dir, err, errlen));
     }
     bool existing = !(flags & (STORE_CREATE | STORE_BULK));
     int oflags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
@@ -279,11 +279,11 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
         r = open_readonly(s, path);
         if (r == SQLITE_ROW || r == SQLITE_DONE) r = SQLITE_OK;
     }
-    if (r != SQLITE_OK) CHECK(store_fail(s, r, "open", err, errlen));
+    if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "open", err, errlen));
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, busy_ms);
-    r = fts_rank_register(s->db);
-    if (r != SQLITE_OK) CHECK(store_fail(s, r, "register cm_bm25", err, errlen));
+    r = cm_fts_rank_register(s->db);
+    if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "register cm_bm25", err, errlen));
     if (flags & STORE_BULK) {
         CHECK(exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;",
                    "set up a new index", err, errlen));
@@ -296,7 +296,7 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
          * pages are read through a memory map rather than a read() each. */
         int persist = 1;
         sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
-        /* nor checkpoint on close: writers checkpoint after a sync (store_checkpoint) */
+        /* nor checkpoint on close: writers checkpoint after a sync (cm_store_checkpoint) */
         sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
         r = sqlite3_exec(s->db,
                          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
@@ -305,70 +305,70 @@ cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned fla
         if (r != SQLITE_OK && existing && no_write_access(r)) {
             s->readonly = true; /* a read-only state dir: no -shm can be made */
         } else if (r != SQLITE_OK) {
-            CHECK(store_fail(s, r, "set the journal mode", err, errlen));
+            CHECK(cm_store_fail(s, r, "set the journal mode", err, errlen));
         }
     }
     if (s->readonly) {
         /* Searches only: nothing is written, not even the journal mode. */
         r = open_readonly(s, path);
         if (r != SQLITE_ROW && r != SQLITE_DONE)
-            CHECK(store_fail(s, r, "read schema", err, errlen));
+            CHECK(cm_store_fail(s, r, "read schema", err, errlen));
         sqlite3_extended_result_codes(s->db, 1);
         sqlite3_busy_timeout(s->db, busy_ms);
-        r = fts_rank_register(s->db);
-        if (r != SQLITE_OK) CHECK(store_fail(s, r, "register cm_bm25", err, errlen));
+        r = cm_fts_rank_register(s->db);
+        if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "register cm_bm25", err, errlen));
         sqlite3_exec(s->db, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
     }
     r = read_schema(s);
     bool have_fts = r == SQLITE_ROW;
-    if (r != SQLITE_ROW && r != SQLITE_DONE) CHECK(store_fail(s, r, "read schema", err, errlen));
+    if (r != SQLITE_ROW && r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read schema", err, errlen));
     if (!have_fts) {
         if (!(flags & STORE_CREATE))
             FAIL(CM_ECORRUPT, "index has no keyword table; run `clawmem index --force`: %s",
-                 fs_clip(path, clip));
+                 cm_fs_clip(path, clip));
         s->trigram = tokenizer && strcmp(tokenizer, "trigram") == 0;
         CHECK(exec(s, schema_sql, "create the tables", err, errlen));
         buf b = BUF_INIT;
-        rc = buf_printf(&b,
-                        "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', "
-                        "tokenize='%s');",
-                        s->trigram ? "trigram"
-                        : tokenizer && strcmp(tokenizer, "porter") == 0
-                            ? "porter unicode61 remove_diacritics 2"
-                            : "unicode61 remove_diacritics 2");
+        rc = cm_buf_printf(&b,
+                           "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='', "
+                           "tokenize='%s');",
+                           s->trigram ? "trigram"
+                           : tokenizer && strcmp(tokenizer, "porter") == 0
+                               ? "porter unicode61 remove_diacritics 2"
+                               : "unicode61 remove_diacritics 2");
         if (!rc) rc = exec(s, b.data, "create the keyword table", err, errlen);
-        buf_release(&b);
+        cm_buf_release(&b);
         CHECK(rc);
     }
 out:
     free(dir);
-    if (rc) store_close(s);
+    if (rc) cm_store_close(s);
     return rc;
 }
 
-cm_rc store_wal(store *s, char *err, size_t errlen)
+cm_rc cm_store_wal(store *s, char *err, size_t errlen)
 {
     if (s->pg) return CM_OK;
     return exec(s, "PRAGMA journal_mode=WAL", "switch the new index to WAL", err, errlen);
 }
 
-void store_close(store *s)
+void cm_store_close(store *s)
 {
     if (s->pg) {
-        store_pg_close(s);
+        cm_store_pg_close(s);
         return;
     }
     for (size_t i = 0; i < ARRAY_LEN(s->stmts); i++)
         sqlite3_finalize(s->stmts[i]);
     if (s->db) sqlite3_close_v2(s->db);
     free(s->path);
-    buf_release(&s->scratch);
+    cm_buf_release(&s->scratch);
     memset(s, 0, sizeof *s);
 }
 
-cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen)
+cm_rc cm_store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_meta_get(s, key, json, err, errlen);
+    if (s->pg) return cm_store_pg_meta_get(s, key, json, err, errlen);
     *json = NULL;
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &q, NULL);
@@ -378,21 +378,21 @@ cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t e
     }
     cm_rc rc = CM_OK;
     if (r == SQLITE_ROW) {
-        const char *v = store_col_text(q, 0);
+        const char *v = cm_store_col_text(q, 0);
         if (!v)
-            rc = store_corrupt(s, "the meta table", err, errlen);
+            rc = cm_store_corrupt(s, "the meta table", err, errlen);
         else if (!(*json = cm_strdup(v)))
             rc = CM_ENOMEM;
     } else if (r != SQLITE_DONE) {
-        rc = store_fail(s, r, "read meta", err, errlen);
+        rc = cm_store_fail(s, r, "read meta", err, errlen);
     }
     sqlite3_finalize(q);
     return rc;
 }
 
-cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen)
+cm_rc cm_store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_meta_set(s, key, json, err, errlen);
+    if (s->pg) return cm_store_pg_meta_set(s, key, json, err, errlen);
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)", -1,
                                &q, NULL);
@@ -402,31 +402,31 @@ cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, siz
         r = sqlite3_step(q);
     }
     sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "write meta", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "write meta", err, errlen);
 }
 
-void store_checkpoint(store *s)
+void cm_store_checkpoint(store *s)
 {
     if (s->pg) return;
     sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 
-cm_rc store_begin(store *s, char *err, size_t errlen)
+cm_rc cm_store_begin(store *s, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_begin(s, err, errlen);
+    if (s->pg) return cm_store_pg_begin(s, err, errlen);
     return exec(s, "BEGIN IMMEDIATE", "begin a transaction", err, errlen);
 }
 
-cm_rc store_commit(store *s, char *err, size_t errlen)
+cm_rc cm_store_commit(store *s, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_commit(s, err, errlen);
+    if (s->pg) return cm_store_pg_commit(s, err, errlen);
     return exec(s, "COMMIT", "commit", err, errlen);
 }
 
-void store_rollback(store *s)
+void cm_store_rollback(store *s)
 {
     if (s->pg) {
-        store_pg_rollback(s);
+        cm_store_pg_rollback(s);
         return;
     }
     if (s->db && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -438,9 +438,9 @@ static int by_path(const void *a, const void *b)
     return strcmp(((const stored_file *)a)->path, ((const stored_file *)b)->path);
 }
 
-cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
+cm_rc cm_store_files_load(store *s, stored_files *out, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_files_load(s, out, err, errlen);
+    if (s->pg) return cm_store_pg_files_load(s, out, err, errlen);
     cm_rc rc = CM_OK;
     size_t cap = 0;
     memset(out, 0, sizeof *out);
@@ -458,11 +458,11 @@ cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
             if (!nv) FAIL(CM_ENOMEM, "out of memory");
             out->v = nv;
         }
-        const char *path = store_col_text(q, 0), *hash = store_col_text(q, 1);
+        const char *path = cm_store_col_text(q, 0), *hash = cm_store_col_text(q, 1);
         int64_t mtime = 0, size = 0;
-        if (!path || !hash || !store_col_int(q, 2, INT64_MIN, INT64_MAX, &mtime) ||
-            !store_col_int(q, 3, 0, INT64_MAX, &size))
-            CHECK(store_corrupt(s, "the files table", err, errlen));
+        if (!path || !hash || !cm_store_col_int(q, 2, INT64_MIN, INT64_MAX, &mtime) ||
+            !cm_store_col_int(q, 3, 0, INT64_MAX, &size))
+            CHECK(cm_store_corrupt(s, "the files table", err, errlen));
         stored_file *f = &out->v[out->n];
         f->path = cm_strdup(path);
         f->hash = cm_strdup(hash);
@@ -471,50 +471,50 @@ cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen)
         out->n++;
         if (!f->path || !f->hash) FAIL(CM_ENOMEM, "out of memory");
     }
-    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read files", err, errlen));
+    if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read files", err, errlen));
     bool sorted = true; /* usually: a sync writes the rows in path order */
     for (size_t i = 1; i < out->n && sorted; i++)
         sorted = strcmp(out->v[i - 1].path, out->v[i].path) < 0;
     if (!sorted) qsort(out->v, out->n, sizeof *out->v, by_path);
 out:
     sqlite3_finalize(q);
-    if (rc) stored_files_release(out);
+    if (rc) cm_store_stored_files_release(out);
     return rc;
 }
 
-cm_rc store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen)
+cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     sqlite3_stmt *q = NULL;
     if (s->pg) { /* over the loaded rows */
         stored_files f;
-        CHECK(store_pg_files_load(s, &f, err, errlen));
+        CHECK(cm_store_pg_files_load(s, &f, err, errlen));
         for (size_t i = 0; i < f.n && fn(ctx, f.v[i].path, f.v[i].mtime_ns, f.v[i].size); i++)
             ;
-        stored_files_release(&f);
+        cm_store_stored_files_release(&f);
         goto out;
     }
     int r = sqlite3_prepare_v2(s->db, "SELECT path, mtime, size FROM files", -1, &q, NULL);
     while (r == SQLITE_OK || r == SQLITE_ROW) {
         r = sqlite3_step(q);
         if (r != SQLITE_ROW) break;
-        const char *path = store_col_text(q, 0);
+        const char *path = cm_store_col_text(q, 0);
         int64_t mtime = 0, size = 0;
-        if (!path || !store_col_int(q, 1, INT64_MIN, INT64_MAX, &mtime) ||
-            !store_col_int(q, 2, 0, INT64_MAX, &size))
-            CHECK(store_corrupt(s, "the files table", err, errlen));
+        if (!path || !cm_store_col_int(q, 1, INT64_MIN, INT64_MAX, &mtime) ||
+            !cm_store_col_int(q, 2, 0, INT64_MAX, &size))
+            CHECK(cm_store_corrupt(s, "the files table", err, errlen));
         if (!fn(ctx, path, mtime, size)) {
             r = SQLITE_DONE;
             break;
         }
     }
-    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read files", err, errlen));
+    if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read files", err, errlen));
 out:
     sqlite3_finalize(q);
     return rc;
 }
 
-void stored_files_release(stored_files *f)
+void cm_store_stored_files_release(stored_files *f)
 {
     for (size_t i = 0; i < f->n; i++) {
         free(f->v[i].path);
@@ -524,11 +524,11 @@ void stored_files_release(stored_files *f)
     memset(f, 0, sizeof *f);
 }
 
-cm_rc store_keyword_text(const store *s, buf *out, const char *text, size_t n)
+cm_rc cm_store_keyword_text(const store *s, buf *out, const char *text, size_t n)
 {
-    buf_reset(out);
-    if (s->trigram) return buf_add(out, text, n);
-    return utf8_cjk_expand(out, text, n);
+    cm_buf_reset(out);
+    if (s->trigram) return cm_buf_add(out, text, n);
+    return cm_utf8_cjk_expand(out, text, n);
 }
 
 /* Runs a bound statement that returns no rows, then resets it. */
@@ -537,7 +537,7 @@ static cm_rc step_done(store *s, sqlite3_stmt *st, const char *what, char *err, 
     int r = sqlite3_step(st);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
-    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, what, err, errlen);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, what, err, errlen);
 }
 
 /* Deletes a file's chunks from chunks and from the contentless FTS table. */
@@ -554,12 +554,12 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
         int64_t id = sqlite3_column_int64(q, 0);
         const char *text = (const char *)sqlite3_column_text(q, 1);
         int len = sqlite3_column_bytes(q, 1);
-        CHECK(store_keyword_text(s, &s->scratch, text ? text : "", (size_t)len));
+        CHECK(cm_store_keyword_text(s, &s->scratch, text ? text : "", (size_t)len));
         sqlite3_bind_int64(del_fts, 1, id);
         sqlite3_bind_text(del_fts, 2, s->scratch.data, (int)s->scratch.len, SQLITE_STATIC);
         CHECK(step_done(s, del_fts, "delete keyword entry", err, errlen));
     }
-    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read chunks", err, errlen));
+    if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read chunks", err, errlen));
     sqlite3_reset(q);
     sqlite3_stmt *del_vectors = NULL;
     CHECK(stmt(s, DEL_VECTORS_OF, &del_vectors, err, errlen));
@@ -573,13 +573,13 @@ out:
     return rc;
 }
 
-cm_rc store_file_replace(store *s, const char *path, const char *source, const char *hash,
-                         int64_t mtime_ns, int64_t size, const char *problem,
-                         const chunk_list *chunks, char *err, size_t errlen)
+cm_rc cm_store_file_replace(store *s, const char *path, const char *source, const char *hash,
+                            int64_t mtime_ns, int64_t size, const char *problem,
+                            const chunk_list *chunks, char *err, size_t errlen)
 {
     if (s->pg)
-        return store_pg_file_replace(s, path, source, hash, mtime_ns, size, problem, chunks, err,
-                                     errlen);
+        return cm_store_pg_file_replace(s, path, source, hash, mtime_ns, size, problem, chunks, err,
+                                        errlen);
     cm_rc rc = CM_OK;
     sqlite3_stmt *ins_chunk = NULL, *ins_fts = NULL, *q = NULL;
     CHECK(stmt(s, INS_CHUNK, &ins_chunk, err, errlen));
@@ -599,7 +599,7 @@ cm_rc store_file_replace(store *s, const char *path, const char *source, const c
         sqlite3_bind_int64(ic, 7, c->time_s ? c->time_s : now);
         CHECK(step_done(s, ic, "insert chunk", err, errlen));
         int64_t id = sqlite3_last_insert_rowid(s->db);
-        CHECK(store_keyword_text(s, &s->scratch, c->text, c->len));
+        CHECK(cm_store_keyword_text(s, &s->scratch, c->text, c->len));
         sqlite3_bind_int64(ins_fts, 1, id);
         sqlite3_bind_text(ins_fts, 2, s->scratch.data, (int)s->scratch.len, SQLITE_STATIC);
         CHECK(step_done(s, ins_fts, "insert keyword entry", err, errlen));
@@ -615,10 +615,10 @@ out:
     return rc;
 }
 
-cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
-                       size_t errlen)
+cm_rc cm_store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
+                          size_t errlen)
 {
-    if (s->pg) return store_pg_file_touch(s, path, mtime_ns, size, err, errlen);
+    if (s->pg) return cm_store_pg_file_touch(s, path, mtime_ns, size, err, errlen);
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db, "UPDATE files SET mtime = ?2, size = ?3 WHERE path = ?1", -1,
                                &q, NULL);
@@ -629,12 +629,12 @@ cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t siz
         r = sqlite3_step(q);
     }
     sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "update file row", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "update file row", err, errlen);
 }
 
-cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen)
+cm_rc cm_store_file_delete(store *s, const char *path, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_file_delete(s, path, err, errlen);
+    if (s->pg) return cm_store_pg_file_delete(s, path, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = stmt(s, DEL_FILE, &q, err, errlen);
     if (!rc) rc = delete_chunks(s, path, err, errlen);
@@ -643,8 +643,8 @@ cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen)
     return step_done(s, q, "delete file row", err, errlen);
 }
 
-cm_rc store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
-                          size_t errlen)
+cm_rc cm_store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
+                             size_t errlen)
 {
     if (s->pg) return CM_OK;
     cm_rc rc = CM_OK;
@@ -663,31 +663,31 @@ cm_rc store_trigram_terms(store *s, const char *term, size_t len, buf *out, char
                                "SELECT term FROM temp.cm_trigrams WHERE term >= ?1 AND term < ?2 "
                                "ORDER BY doc DESC LIMIT ?3",
                                -1, &q, NULL);
-    if (r != SQLITE_OK) CHECK(store_fail(s, r, "read the trigram vocabulary", err, errlen));
+    if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "read the trigram vocabulary", err, errlen));
     sqlite3_bind_text(q, 1, term, (int)len, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, hi, (int)len + 1, SQLITE_STATIC);
     sqlite3_bind_int(q, 3, STORE_TRIGRAM_TERMS);
     while ((r = sqlite3_step(q)) == SQLITE_ROW) {
         const char *t = (const char *)sqlite3_column_text(q, 0);
         if (!t) continue;
-        CHECK(buf_adds(out, nterms++ ? " OR \"" : "(\""));
+        CHECK(cm_buf_adds(out, nterms++ ? " OR \"" : "(\""));
         for (; *t && !rc; t++)
-            rc = *t == '"' ? buf_adds(out, "\"\"") : buf_addc(out, *t);
+            rc = *t == '"' ? cm_buf_adds(out, "\"\"") : cm_buf_addc(out, *t);
         CHECK(rc);
-        CHECK(buf_addc(out, '"'));
+        CHECK(cm_buf_addc(out, '"'));
     }
-    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read the trigram vocabulary", err, errlen));
-    if (nterms) CHECK(buf_addc(out, ')'));
+    if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read the trigram vocabulary", err, errlen));
+    if (nterms) CHECK(cm_buf_addc(out, ')'));
 out:
     if (rc && out->cap) out->data[out->len = start] = 0;
     sqlite3_finalize(q);
     return rc;
 }
 
-cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
-                       size_t errlen)
+cm_rc cm_store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
+                          size_t errlen)
 {
-    if (s->pg) return store_pg_fts_search(s, match, limit, out, err, errlen);
+    if (s->pg) return cm_store_pg_fts_search(s, match, limit, out, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;
@@ -702,7 +702,7 @@ cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, ch
             out->v = nv;
             out->cap = cap;
         }
-        CHECK(store_hit_row(s, q, 1, out->v + out->n, err, errlen));
+        CHECK(cm_store_hit_row(s, q, 1, out->v + out->n, err, errlen));
         out->v[out->n].rank = sqlite3_column_double(q, 6);
         out->n++;
     }
@@ -710,7 +710,7 @@ cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, ch
         /* the statement was prepared, so the tables are there: the query itself */
         if ((r & 0xff) == SQLITE_ERROR)
             FAIL(CM_EINVAL, "keyword query rejected: %s", sqlite3_errmsg(s->db));
-        CHECK(store_fail(s, r, "keyword search", err, errlen));
+        CHECK(cm_store_fail(s, r, "keyword search", err, errlen));
     }
 out:
     sqlite3_reset(q);
@@ -718,7 +718,7 @@ out:
     return rc;
 }
 
-void fts_hits_release(fts_hits *h)
+void cm_fts_hits_release(fts_hits *h)
 {
     for (size_t i = 0; i < h->n; i++) {
         free(h->v[i].path);
@@ -729,39 +729,39 @@ void fts_hits_release(fts_hits *h)
     memset(h, 0, sizeof *h);
 }
 
-cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen)
+cm_rc cm_store_file_problems(store *s, buf *out, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_file_problems(s, out, err, errlen);
+    if (s->pg) return cm_store_pg_file_problems(s, out, err, errlen);
     sqlite3_stmt *q = NULL;
-    cm_rc rc = buf_addc(out, '[');
+    cm_rc rc = cm_buf_addc(out, '[');
     int r = sqlite3_prepare_v2(
         s->db, "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path", -1, &q,
         NULL);
     for (int k = 0; r == SQLITE_OK || r == SQLITE_ROW; k++) {
         r = sqlite3_step(q);
         if (r != SQLITE_ROW || rc) break;
-        const char *p = store_col_text(q, 0);
-        const char *w = store_col_text(q, 1);
+        const char *p = cm_store_col_text(q, 0);
+        const char *w = cm_store_col_text(q, 1);
         if (!p || !w) {
             sqlite3_finalize(q);
-            return store_corrupt(s, "the files table", err, errlen);
+            return cm_store_corrupt(s, "the files table", err, errlen);
         }
-        if (k) rc = buf_addc(out, ',');
-        if (!rc) rc = buf_adds(out, "{\"path\":");
-        if (!rc) rc = utf8_add_json_str(out, p, strlen(p));
-        if (!rc) rc = buf_adds(out, ",\"problem\":");
-        if (!rc) rc = utf8_add_json_str(out, w, strlen(w));
-        if (!rc) rc = buf_addc(out, '}');
+        if (k) rc = cm_buf_addc(out, ',');
+        if (!rc) rc = cm_buf_adds(out, "{\"path\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, p, strlen(p));
+        if (!rc) rc = cm_buf_adds(out, ",\"problem\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, w, strlen(w));
+        if (!rc) rc = cm_buf_addc(out, '}');
     }
     sqlite3_finalize(q);
-    if (!rc) rc = buf_addc(out, ']');
+    if (!rc) rc = cm_buf_addc(out, ']');
     if (rc) return rc;
-    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "read problems", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "read problems", err, errlen);
 }
 
-cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
+cm_rc cm_store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_count(s, from, n, err, errlen);
+    if (s->pg) return cm_store_pg_count(s, from, n, err, errlen);
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", from);
     sqlite3_stmt *q = NULL;
@@ -769,25 +769,26 @@ cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errl
     if (r == SQLITE_OK) r = sqlite3_step(q);
     if (r == SQLITE_ROW) *n = sqlite3_column_int64(q, 0);
     sqlite3_finalize(q);
-    return r == SQLITE_ROW ? CM_OK : store_fail(s, r, "count", err, errlen);
+    return r == SQLITE_ROW ? CM_OK : cm_store_fail(s, r, "count", err, errlen);
 }
 
-cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen)
+cm_rc cm_store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen)
 {
-    cm_rc rc = store_count(s, "files", files, err, errlen);
-    return rc ? rc : store_count(s, "chunks", chunks, err, errlen);
+    cm_rc rc = cm_store_count(s, "files", files, err, errlen);
+    return rc ? rc : cm_store_count(s, "chunks", chunks, err, errlen);
 }
 
-cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)
+cm_rc cm_store_check(store *s, bool *ok, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_check(s, ok, err, errlen);
+    if (s->pg) return cm_store_pg_check(s, ok, err, errlen);
     sqlite3_stmt *q = NULL;
     *ok = false;
     int r = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check", -1, &q, NULL);
     if (r == SQLITE_OK) r = sqlite3_step(q);
-    if (r == SQLITE_ROW) *ok = store_col_text(q, 0) && strcmp(store_col_text(q, 0), "ok") == 0;
+    if (r == SQLITE_ROW)
+        *ok = cm_store_col_text(q, 0) && strcmp(cm_store_col_text(q, 0), "ok") == 0;
     sqlite3_finalize(q);
-    if (r != SQLITE_ROW) return store_fail(s, r, "integrity check", err, errlen);
+    if (r != SQLITE_ROW) return cm_store_fail(s, r, "integrity check", err, errlen);
     if (!*ok) return CM_OK;
     /* FTS5 consistency: for a contentless table only the index's own structure
      * can be checked. */
@@ -796,18 +797,18 @@ cm_rc store_check(store *s, bool *ok, char *err, size_t errlen)
     if ((r & 0xff) == SQLITE_CORRUPT)
         *ok = false;
     else if (r != SQLITE_OK)
-        return store_fail(s, r, "keyword index check", err, errlen);
+        return cm_store_fail(s, r, "keyword index check", err, errlen);
     return CM_OK;
 }
 
-char *store_rebuild_path(const char *path)
+char *cm_store_rebuild_path(const char *path)
 {
     buf b = BUF_INIT;
-    if (buf_printf(&b, "%s.rebuild-%ld", path, (long)getpid())) {
-        buf_release(&b);
+    if (cm_buf_printf(&b, "%s.rebuild-%ld", path, (long)getpid())) {
+        cm_buf_release(&b);
         return NULL;
     }
-    return buf_detach(&b);
+    return cm_buf_detach(&b);
 }
 
 static void unlink_with_sidecars(const char *path)
@@ -820,7 +821,7 @@ static void unlink_with_sidecars(const char *path)
     }
 }
 
-cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
+cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
 {
     char clip[FS_CLIP_MAX + 1];
     /* Make the new file durable before it becomes the index. */
@@ -828,7 +829,7 @@ cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
     if (fd < 0 || fsync(fd) < 0) {
         int e = errno;
         if (fd >= 0) close(fd);
-        return cm_seterr(err, errlen, CM_EIO, "%s: %s", fs_clip(tmp, clip), strerror(e));
+        return cm_seterr(err, errlen, CM_EIO, "%s: %s", cm_fs_clip(tmp, clip), strerror(e));
     }
     close(fd);
     /* The old index's WAL must not survive: it would be replayed onto the new
@@ -855,21 +856,22 @@ cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen)
         } else if (r != SQLITE_OK || (stat(wal, &st) == 0 && st.st_size > 0)) {
             return cm_seterr(err, errlen, CM_EBUSY,
                              "index %s is in use by a reader that does not let go; try again",
-                             fs_clip(path, clip));
+                             cm_fs_clip(path, clip));
         }
     }
     if (rename(tmp, path) < 0)
-        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", fs_clip(tmp, clip), strerror(errno));
+        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", cm_fs_clip(tmp, clip),
+                         strerror(errno));
     char jr[4096];
     snprintf(jr, sizeof jr, "%s-journal", tmp);
     unlink(jr);
-    fs_sync_dir(path);
+    cm_fs_sync_dir(path);
     return CM_OK;
 }
 
-void store_remove_leftovers(const char *path)
+void cm_store_remove_leftovers(const char *path)
 {
-    char *dir = fs_dirname(path);
+    char *dir = cm_fs_dirname(path);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     DIR *d = dir ? opendir(dir) : NULL;

@@ -26,7 +26,7 @@ struct store_pg;
 
 typedef struct store {
     sqlite3 *db;
-    struct store_pg *pg; /* a PostgreSQL index (store_open_pg): db is NULL */
+    struct store_pg *pg; /* a PostgreSQL index (cm_store_open_pg): db is NULL */
     char *path;
     bool trigram;            /* FTS tokenizer is trigram (else unicode61 with CJK bigrams) */
     bool readonly;           /* opened read-only (no write access to the index or its dir) */
@@ -71,9 +71,9 @@ typedef struct fts_hits {
  * English Porter stemming) is used when creating the
  * schema; an existing schema keeps its own. A file that is not a valid index
  * is CM_ECORRUPT. busy_ms bounds waits on another process's transaction. */
-cm_rc store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
-                 char *err, size_t errlen);
-void store_close(store *s);
+cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned flags, int busy_ms,
+                    char *err, size_t errlen);
+void cm_store_close(store *s);
 
 /* Opens the index of agent in the PostgreSQL database dsn (a libpq
  * connection string; libpq is loaded on first use). With STORE_CREATE the
@@ -82,17 +82,17 @@ void store_close(store *s);
  * rows only; begin/commit nest (only the outermost commits), and a write
  * transaction holds the agent's advisory lock, so processes on many hosts
  * can share the database. trigram is served as unicode61 (s->trigram false). */
-cm_rc store_open_pg(store *s, const char *dsn, const char *agent, const char *tokenizer,
-                    unsigned flags, int busy_ms, char *err, size_t errlen);
+cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char *tokenizer,
+                       unsigned flags, int busy_ms, char *err, size_t errlen);
 /* Begins a rebuild of a PostgreSQL index: a transaction that deletes the
  * agent's rows (its embedding cache stays) and records tokenizer; nothing of
- * it is visible to other connections until its store_commit. */
-cm_rc store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t errlen);
+ * it is visible to other connections until its cm_store_commit. */
+cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t errlen);
 /* Whether a PostgreSQL store's connection is still up (false after the
  * server went away: reopen it). */
-bool store_pg_connected(const store *s);
+bool cm_store_pg_connected(const store *s);
 /* Deletes every row of the agent of a PostgreSQL index, cache included. */
-cm_rc store_drop_agent(store *s, char *err, size_t errlen);
+cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen);
 static inline bool store_is_pg(const store *s)
 {
     return s->pg != NULL;
@@ -102,45 +102,45 @@ static inline bool store_is_pg(const store *s)
  * what was being done (corrupt, or a schema that is not ours → "run clawmem
  * index --force", busy → "locked by another process"); never SQL text. For
  * the store's own files. */
-cm_rc store_fail(store *s, int code, const char *what, char *err, size_t errlen);
+cm_rc cm_store_fail(store *s, int code, const char *what, char *err, size_t errlen);
 /* CM_ECORRUPT for a NULL or invalid value read from the index (where: which
  * table), with the --force hint. */
-cm_rc store_corrupt(store *s, const char *where, char *err, size_t errlen);
+cm_rc cm_store_corrupt(store *s, const char *where, char *err, size_t errlen);
 /* Column i as TEXT, or NULL when it holds anything else (NULL, a number...). */
-const char *store_col_text(sqlite3_stmt *q, int i);
+const char *cm_store_col_text(sqlite3_stmt *q, int i);
 /* Column i as an INTEGER within [lo, hi]; false when it is not one. */
-bool store_col_int(sqlite3_stmt *q, int i, int64_t lo, int64_t hi, int64_t *v);
+bool cm_store_col_int(sqlite3_stmt *q, int i, int64_t lo, int64_t hi, int64_t *v);
 /* Switches a store opened with STORE_BULK to WAL before it becomes the
  * index, so that no reader has to change the journal mode of a live file. */
-cm_rc store_wal(store *s, char *err, size_t errlen);
+cm_rc cm_store_wal(store *s, char *err, size_t errlen);
 
 /* *json receives the meta row under key, or NULL when there is none. */
-cm_rc store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen);
-cm_rc store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen);
+cm_rc cm_store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen);
+cm_rc cm_store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen);
 
-cm_rc store_begin(store *s, char *err, size_t errlen);
+cm_rc cm_store_begin(store *s, char *err, size_t errlen);
 /* Copies committed WAL content into the database file without blocking
  * readers (connections do not checkpoint on close). */
-void store_checkpoint(store *s);
-cm_rc store_commit(store *s, char *err, size_t errlen);
-void store_rollback(store *s);
+void cm_store_checkpoint(store *s);
+cm_rc cm_store_commit(store *s, char *err, size_t errlen);
+void cm_store_rollback(store *s);
 
-cm_rc store_files_load(store *s, stored_files *out, char *err, size_t errlen);
-void stored_files_release(stored_files *f);
+cm_rc cm_store_files_load(store *s, stored_files *out, char *err, size_t errlen);
+void cm_store_stored_files_release(stored_files *f);
 /* Calls fn for every files row (path, mtime, size) in table order, copying
  * nothing (the no-change check); fn returns false to stop early. */
 typedef bool (*store_file_fn)(void *ctx, const char *path, int64_t mtime_ns, int64_t size);
-cm_rc store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen);
+cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen);
 
 /* Replaces a file's row and all its chunks (call inside a transaction). */
-cm_rc store_file_replace(store *s, const char *path, const char *source, const char *hash,
-                         int64_t mtime_ns, int64_t size, const char *problem,
-                         const chunk_list *chunks, char *err, size_t errlen);
+cm_rc cm_store_file_replace(store *s, const char *path, const char *source, const char *hash,
+                            int64_t mtime_ns, int64_t size, const char *problem,
+                            const chunk_list *chunks, char *err, size_t errlen);
 /* Updates only size and mtime (content hash unchanged). */
-cm_rc store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
-                       size_t errlen);
+cm_rc cm_store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
+                          size_t errlen);
 /* Removes a file's row and chunks (call inside a transaction). */
-cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen);
+cm_rc cm_store_file_delete(store *s, const char *path, char *err, size_t errlen);
 
 /* For a trigram index: appends to out the FTS5 expression ("t1" OR "t2" …)
  * of the index's trigrams that start with term[0..len) (one or two
@@ -148,32 +148,32 @@ cm_rc store_file_delete(store *s, const char *path, char *err, size_t errlen);
  * frequent first; nothing when there are none. Such a term is then found
  * wherever it is followed by another character in a chunk's text. */
 #define STORE_TRIGRAM_TERMS 256
-cm_rc store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
-                          size_t errlen);
+cm_rc cm_store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
+                             size_t errlen);
 /* Runs an FTS5 MATCH expression; appends up to limit hits, best first. A
  * syntax error in match is CM_EINVAL. */
-cm_rc store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
-                       size_t errlen);
-void fts_hits_release(fts_hits *h);
+cm_rc cm_store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
+                          size_t errlen);
+void cm_fts_hits_release(fts_hits *h);
 /* Reads a hit from columns i-1..i+6 of q (id, path, source, start_line,
  * end_line, text, -, mtime), checking each; CM_ECORRUPT when one is invalid. */
-cm_rc store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen);
+cm_rc cm_store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen);
 
 /* Appends to out a JSON array of {"path","problem"} for files indexed
  * imperfectly (binary, invalid UTF-8). */
-cm_rc store_file_problems(store *s, buf *out, char *err, size_t errlen);
+cm_rc cm_store_file_problems(store *s, buf *out, char *err, size_t errlen);
 
-cm_rc store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen);
+cm_rc cm_store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen);
 /* count(*) FROM `from`: one of our tables, optionally with a WHERE clause
  * (a constant of ours, never user input). */
-cm_rc store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen);
+cm_rc cm_store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen);
 
 /* PRAGMA integrity_check plus the FTS5 integrity-check; *ok tells. */
-cm_rc store_check(store *s, bool *ok, char *err, size_t errlen);
+cm_rc cm_store_check(store *s, bool *ok, char *err, size_t errlen);
 
 /* Keyword text for the FTS index: the chunk text, with CJK runs expanded to
  * bigrams unless the tokenizer is trigram. */
-cm_rc store_keyword_text(const store *s, buf *out, const char *text, size_t n);
+cm_rc cm_store_keyword_text(const store *s, buf *out, const char *text, size_t n);
 
 /* ---- vectors and the embedding cache (vector_tables.c) ---- */
 
@@ -186,42 +186,43 @@ typedef struct pending_chunk {
 
 /* Up to limit chunks with an id above after_id that have no vector row yet,
  * by id. (A chunk whose embedding was all zeros gets a row of dims 0.) */
-cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
-                            size_t *n, char *err, size_t errlen);
-void pending_release(pending_chunk *p, size_t n);
+cm_rc cm_store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
+                               size_t *n, char *err, size_t errlen);
+void cm_store_pending_release(pending_chunk *p, size_t n);
 
 /* The cached vector of a chunk hash for (provider, model, key): *out
  * (malloc'd, *dims floats) or NULL when there is none. */
-cm_rc store_cache_get(store *s, const char *provider, const char *model, const char *key,
-                      const char *hash, float **out, int *dims, char *err, size_t errlen);
-cm_rc store_cache_put(store *s, const char *provider, const char *model, const char *key,
-                      const char *hash, const float *v, int dims, char *err, size_t errlen);
+cm_rc cm_store_cache_get(store *s, const char *provider, const char *model, const char *key,
+                         const char *hash, float **out, int *dims, char *err, size_t errlen);
+cm_rc cm_store_cache_put(store *s, const char *provider, const char *model, const char *key,
+                         const char *hash, const float *v, int dims, char *err, size_t errlen);
 /* Drops the oldest entries beyond max_entries. */
-cm_rc store_cache_trim(store *s, int max_entries, char *err, size_t errlen);
+cm_rc cm_store_cache_trim(store *s, int max_entries, char *err, size_t errlen);
 /* Copies the embedding cache of the index at old_path (a rebuild keeps it);
  * an unreadable old index is skipped. */
-cm_rc store_cache_import(store *s, const char *old_path, char *err, size_t errlen);
+cm_rc cm_store_cache_import(store *s, const char *old_path, char *err, size_t errlen);
 
-cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
-                       size_t errlen);
+cm_rc cm_store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
+                          size_t errlen);
 /* Loads every vector of dims into x (source 0 = memory, 1 = sessions);
  * *seq receives the vector log's position of that snapshot (-1: no log). */
-cm_rc store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err, size_t errlen);
+cm_rc cm_store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err,
+                            size_t errlen);
 /* Applies to x the vector changes logged after *seq (each changed chunk id
  * looked up: replaced, added or removed) and advances *seq. *reload is set,
  * and x left as it was, when the log cannot say (no log, trimmed past *seq,
  * another file) or a reload would be cheaper. */
-cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload, char *err,
-                           size_t errlen);
+cm_rc cm_store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload,
+                              char *err, size_t errlen);
 /* Creates the vector log and its triggers when the index has none (a write;
  * the writer holds the lock). */
-cm_rc store_vector_log_ensure(store *s, char *err, size_t errlen);
+cm_rc cm_store_vector_log_ensure(store *s, char *err, size_t errlen);
 /* Keeps the log's last entries only (see vector_tables.c). */
-cm_rc store_vector_log_trim(store *s, char *err, size_t errlen);
+cm_rc cm_store_vector_log_trim(store *s, char *err, size_t errlen);
 /* One chunk by id (CM_ENOTFOUND when gone). */
-cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
+cm_rc cm_store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
 /* Changes whenever another connection commits (PRAGMA data_version). */
-int64_t store_data_version(store *s);
+int64_t cm_store_data_version(store *s);
 
 /* ---- embedding batches waiting at the provider (batches.c) ---- */
 
@@ -232,33 +233,33 @@ typedef struct store_batch {
 } store_batch;
 
 /* Creates the batch tables when the index has none (a write). */
-cm_rc store_batches_ensure(store *s, char *err, size_t errlen);
+cm_rc cm_store_batches_ensure(store *s, char *err, size_t errlen);
 /* Every recorded batch, oldest first (none in an index without the tables). */
-cm_rc store_batches_list(store *s, store_batch **out, size_t *n, char *err, size_t errlen);
-void store_batches_release(store_batch *b, size_t n);
+cm_rc cm_store_batches_list(store *s, store_batch **out, size_t *n, char *err, size_t errlen);
+void cm_store_batches_release(store_batch *b, size_t n);
 /* Records batch b covering hashes[0..n) (call inside a transaction). */
-cm_rc store_batch_add(store *s, const store_batch *b, const char *const *hashes, size_t n,
-                      char *err, size_t errlen);
+cm_rc cm_store_batch_add(store *s, const store_batch *b, const char *const *hashes, size_t n,
+                         char *err, size_t errlen);
 /* The chunk hashes batch id covers (*hashes: n strings, free each and it). */
-cm_rc store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, char *err,
-                         size_t errlen);
-cm_rc store_batch_state(store *s, const char *id, const char *state, int64_t now, char *err,
-                        size_t errlen);
-cm_rc store_batch_delete(store *s, const char *id, char *err, size_t errlen);
+cm_rc cm_store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, char *err,
+                            size_t errlen);
+cm_rc cm_store_batch_state(store *s, const char *id, const char *state, int64_t now, char *err,
+                           size_t errlen);
+cm_rc cm_store_batch_delete(store *s, const char *id, char *err, size_t errlen);
 /* The text of chunk id in *text (malloc'd; NULL when the chunk is gone),
  * through *q: a statement prepared on the first call and kept by the caller
  * for the next ones (sqlite3_finalize it when done). */
-cm_rc store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
-                       size_t errlen);
+cm_rc cm_store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
+                          size_t errlen);
 /* Copies the batches of the index at old_path (a rebuild keeps them). */
-cm_rc store_batches_import(store *s, const char *old_path, char *err, size_t errlen);
+cm_rc cm_store_batches_import(store *s, const char *old_path, char *err, size_t errlen);
 
 /* Rebuild plumbing. The temporary file for a rebuild of path is
- * "<path>.rebuild-<pid>"; store_swap makes it the index atomically (after the
- * old index's WAL has been checkpointed away); store_remove_leftovers deletes
+ * "<path>.rebuild-<pid>"; cm_store_swap makes it the index atomically (after the
+ * old index's WAL has been checkpointed away); cm_store_remove_leftovers deletes
  * rebuild files of dead processes. */
-char *store_rebuild_path(const char *path);
-cm_rc store_swap(const char *tmp, const char *path, char *err, size_t errlen);
-void store_remove_leftovers(const char *path);
+char *cm_store_rebuild_path(const char *path);
+cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen);
+void cm_store_remove_leftovers(const char *path);
 
 #endif

@@ -260,13 +260,13 @@ static cm_rc ensure_schema(store *s, char *err, size_t errlen)
                0, NULL, "create the keyword index", NULL, err, errlen);
 }
 
-cm_rc store_open_pg(store *s, const char *dsn, const char *agent, const char *tokenizer,
-                    unsigned flags, int busy_ms, char *err, size_t errlen)
+cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char *tokenizer,
+                       unsigned flags, int busy_ms, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     PGresult *r = NULL;
     memset(s, 0, sizeof *s);
-    buf_init(&s->scratch, 0);
+    cm_buf_init(&s->scratch, 0);
     pthread_once(&pq_once, pq_load);
     if (!pq.ok)
         return cm_seterr(err, errlen, CM_EIO,
@@ -275,8 +275,8 @@ cm_rc store_open_pg(store *s, const char *dsn, const char *agent, const char *to
     if (!(s->pg = calloc(1, sizeof *s->pg))) CHECK(CM_ENOMEM);
     if (!(s->pg->agent = cm_strdup(agent))) CHECK(CM_ENOMEM);
     buf name = BUF_INIT;
-    if (buf_printf(&name, "postgres:%s", agent)) CHECK(CM_ENOMEM);
-    s->path = buf_detach(&name);
+    if (cm_buf_printf(&name, "postgres:%s", agent)) CHECK(CM_ENOMEM);
+    s->path = cm_buf_detach(&name);
     s->pg->conn = pq.connectdb(dsn);
     if (!s->pg->conn) CHECK(CM_ENOMEM);
     if (pq.status(s->pg->conn) != CONNECTION_OK) {
@@ -305,11 +305,11 @@ cm_rc store_open_pg(store *s, const char *dsn, const char *agent, const char *to
     s->trigram = false;
 out:
     if (r) pq.clear(r);
-    if (rc) store_pg_close(s);
+    if (rc) cm_store_pg_close(s);
     return rc;
 }
 
-void store_pg_close(store *s)
+void cm_store_pg_close(store *s)
 {
     if (s->pg) {
         if (s->pg->conn) pq.finish(s->pg->conn);
@@ -317,13 +317,13 @@ void store_pg_close(store *s)
         free(s->pg);
     }
     free(s->path);
-    buf_release(&s->scratch);
+    cm_buf_release(&s->scratch);
     memset(s, 0, sizeof *s);
 }
 
 /* ---- transactions ---------------------------------------------------------- */
 
-cm_rc store_pg_begin(store *s, char *err, size_t errlen)
+cm_rc cm_store_pg_begin(store *s, char *err, size_t errlen)
 {
     struct store_pg *p = s->pg;
     if (p->depth++) return CM_OK;
@@ -335,11 +335,11 @@ cm_rc store_pg_begin(store *s, char *err, size_t errlen)
     if (!rc)
         rc = run(s, "SELECT pg_advisory_xact_lock(hashtextextended('clawmem:' || $1, 0))", 1, pa,
                  "lock the agent", NULL, err, errlen);
-    if (rc) store_pg_rollback(s);
+    if (rc) cm_store_pg_rollback(s);
     return rc;
 }
 
-cm_rc store_pg_commit(store *s, char *err, size_t errlen)
+cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
 {
     struct store_pg *p = s->pg;
     if (p->depth > 1) {
@@ -361,12 +361,12 @@ cm_rc store_pg_commit(store *s, char *err, size_t errlen)
                  "ntok + $3 WHERE agent_id = $1",
                  3, pu, "commit", NULL, err, errlen);
     if (!rc) rc = run(s, "COMMIT", 0, NULL, "commit", NULL, err, errlen);
-    if (rc) store_pg_rollback(s);
+    if (rc) cm_store_pg_rollback(s);
     p->depth = 0;
     return rc;
 }
 
-void store_pg_rollback(store *s)
+void cm_store_pg_rollback(store *s)
 {
     if (!s->pg || !s->pg->depth) return;
     s->pg->depth = 0;
@@ -379,7 +379,7 @@ void store_pg_rollback(store *s)
 static cm_rc w_begin(store *s, bool *own, char *err, size_t errlen)
 {
     *own = s->pg->depth == 0;
-    cm_rc rc = *own ? store_pg_begin(s, err, errlen) : CM_OK;
+    cm_rc rc = *own ? cm_store_pg_begin(s, err, errlen) : CM_OK;
     if (!rc) s->pg->dirty = true;
     return rc;
 }
@@ -388,15 +388,15 @@ static cm_rc w_end(store *s, bool own, cm_rc rc, char *err, size_t errlen)
 {
     if (!own) return rc;
     if (rc) {
-        store_pg_rollback(s);
+        cm_store_pg_rollback(s);
         return rc;
     }
-    return store_pg_commit(s, err, errlen);
+    return cm_store_pg_commit(s, err, errlen);
 }
 
-cm_rc store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t errlen)
+cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t errlen)
 {
-    cm_rc rc = store_pg_begin(s, err, errlen);
+    cm_rc rc = cm_store_pg_begin(s, err, errlen);
     if (rc) return rc;
     s->pg->dirty = true;
     s->pg->tsconfig = tokenizer && strcmp(tokenizer, "porter") == 0 ? "english" : "simple";
@@ -414,20 +414,20 @@ cm_rc store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t 
                  "INSERT INTO clawmem_agents(agent_id, tokenizer) VALUES($1, $2) ON CONFLICT "
                  "(agent_id) DO UPDATE SET tokenizer = excluded.tokenizer, nchunks = 0, ntok = 0",
                  2, pa, "register the agent", NULL, err, errlen);
-    if (rc) store_pg_rollback(s);
+    if (rc) cm_store_pg_rollback(s);
     if (!rc) s->pg->fresh = true;
     return rc;
 }
 
-bool store_pg_connected(const store *s)
+bool cm_store_pg_connected(const store *s)
 {
     return s->pg && s->pg->conn && pq.status(s->pg->conn) == CONNECTION_OK;
 }
 
-cm_rc store_drop_agent(store *s, char *err, size_t errlen)
+cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen)
 {
     if (!s->pg) return cm_seterr(err, errlen, CM_EINVAL, "not a postgres index");
-    cm_rc rc = store_pg_begin(s, err, errlen);
+    cm_rc rc = cm_store_pg_begin(s, err, errlen);
     if (rc) return rc;
     const char *pa[] = {s->pg->agent};
     static const char *const sql[] = {
@@ -442,15 +442,15 @@ cm_rc store_drop_agent(store *s, char *err, size_t errlen)
         rc = run(s, sql[i], 1, pa, "delete the agent", NULL, err, errlen);
     s->pg->dirty = false; /* its version row is gone */
     if (rc) {
-        store_pg_rollback(s);
+        cm_store_pg_rollback(s);
         return rc;
     }
-    return store_pg_commit(s, err, errlen);
+    return cm_store_pg_commit(s, err, errlen);
 }
 
 /* ---- meta and files ---------------------------------------------------------- */
 
-cm_rc store_pg_meta_get(store *s, const char *key, char **json, char *err, size_t errlen)
+cm_rc cm_store_pg_meta_get(store *s, const char *key, char **json, char *err, size_t errlen)
 {
     PGresult *r = NULL;
     const char *pa[] = {s->pg->agent, key};
@@ -463,7 +463,7 @@ cm_rc store_pg_meta_get(store *s, const char *key, char **json, char *err, size_
     return rc;
 }
 
-cm_rc store_pg_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen)
+cm_rc cm_store_pg_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen)
 {
     bool own;
     cm_rc rc = w_begin(s, &own, err, errlen);
@@ -476,7 +476,7 @@ cm_rc store_pg_meta_set(store *s, const char *key, const char *json, char *err, 
     return w_end(s, own, rc, err, errlen);
 }
 
-cm_rc store_pg_files_load(store *s, stored_files *out, char *err, size_t errlen)
+cm_rc cm_store_pg_files_load(store *s, stored_files *out, char *err, size_t errlen)
 {
     PGresult *r = NULL;
     const char *pa[] = {s->pg->agent};
@@ -498,7 +498,7 @@ cm_rc store_pg_files_load(store *s, stored_files *out, char *err, size_t errlen)
     }
 out:
     pq.clear(r);
-    if (rc) stored_files_release(out);
+    if (rc) cm_store_stored_files_release(out);
     return rc;
 }
 
@@ -539,26 +539,26 @@ static const char insert_chunks_sql[] =
 /* Appends s[0..n) as a quoted element of a PostgreSQL array literal. */
 static cm_rc array_sep(buf *b)
 {
-    if (!b->len) return buf_addc(b, '{');
-    return b->data[b->len - 1] == '{' ? CM_OK : buf_addc(b, ',');
+    if (!b->len) return cm_buf_addc(b, '{');
+    return b->data[b->len - 1] == '{' ? CM_OK : cm_buf_addc(b, ',');
 }
 
 static cm_rc array_elem(buf *b, const char *s, size_t n)
 {
     cm_rc rc = array_sep(b);
-    if (!rc) rc = buf_addc(b, '"');
+    if (!rc) rc = cm_buf_addc(b, '"');
     for (size_t i = 0; !rc && i < n; i++) {
         if (s[i] == 0) continue; /* text holds no NUL */
-        if (s[i] == '"' || s[i] == '\\') rc = buf_addc(b, '\\');
-        if (!rc) rc = buf_addc(b, s[i]);
+        if (s[i] == '"' || s[i] == '\\') rc = cm_buf_addc(b, '\\');
+        if (!rc) rc = cm_buf_addc(b, s[i]);
     }
-    return rc ? rc : buf_addc(b, '"');
+    return rc ? rc : cm_buf_addc(b, '"');
 }
 
 static cm_rc array_int(buf *b, int64_t v)
 {
     cm_rc rc = array_sep(b);
-    return rc ? rc : buf_printf(b, "%lld", (long long)v);
+    return rc ? rc : cm_buf_printf(b, "%lld", (long long)v);
 }
 
 /* ASCII punctuation becomes a space, so that PostgreSQL's parser splits the
@@ -574,36 +574,36 @@ static void words_apart(buf *b)
     }
 }
 
-cm_rc store_pg_file_replace(store *s, const char *path, const char *source, const char *hash,
-                            int64_t mtime_ns, int64_t size, const char *problem,
-                            const chunk_list *chunks, char *err, size_t errlen)
+cm_rc cm_store_pg_file_replace(store *s, const char *path, const char *source, const char *hash,
+                               int64_t mtime_ns, int64_t size, const char *problem,
+                               const chunk_list *chunks, char *err, size_t errlen)
 {
     bool own;
     cm_rc rc = w_begin(s, &own, err, errlen);
     if (rc) return rc;
     buf a[6];
     for (int k = 0; k < 6; k++)
-        buf_init(&a[k], 0);
+        cm_buf_init(&a[k], 0);
     if (!s->pg->fresh) CHECK(delete_chunks(s, path, err, errlen));
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < chunks->n; i++) {
         const chunk *c = &chunks->v[i];
         if (!a[0].len) {
             for (int k = 0; k < 6; k++)
-                CHECK(buf_addc(&a[k], '{'));
+                CHECK(cm_buf_addc(&a[k], '{'));
         }
         CHECK(array_int(&a[0], c->start_line));
         CHECK(array_int(&a[1], c->end_line));
         CHECK(array_elem(&a[2], c->hash, SHA256_HEX_LEN));
         CHECK(array_elem(&a[3], c->text, c->len));
         CHECK(array_int(&a[4], c->time_s ? c->time_s : now));
-        CHECK(store_keyword_text(s, &s->scratch, c->text, c->len));
+        CHECK(cm_store_keyword_text(s, &s->scratch, c->text, c->len));
         words_apart(&s->scratch);
         CHECK(array_elem(&a[5], s->scratch.data ? s->scratch.data : "", s->scratch.len));
     }
     if (chunks->n) {
         for (int k = 0; k < 6; k++)
-            CHECK(buf_addc(&a[k], '}'));
+            CHECK(cm_buf_addc(&a[k], '}'));
         const char *pa[] = {s->pg->agent, path,      source,    a[0].data, a[1].data,
                             a[2].data,    a[3].data, a[4].data, a[5].data, s->pg->tsconfig};
         PGresult *r = NULL;
@@ -624,12 +624,12 @@ cm_rc store_pg_file_replace(store *s, const char *path, const char *source, cons
               7, pf, "write file row", NULL, err, errlen));
 out:
     for (int k = 0; k < 6; k++)
-        buf_release(&a[k]);
+        cm_buf_release(&a[k]);
     return w_end(s, own, rc, err, errlen);
 }
 
-cm_rc store_pg_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
-                          size_t errlen)
+cm_rc cm_store_pg_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
+                             size_t errlen)
 {
     bool own;
     cm_rc rc = w_begin(s, &own, err, errlen);
@@ -643,7 +643,7 @@ cm_rc store_pg_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t 
     return w_end(s, own, rc, err, errlen);
 }
 
-cm_rc store_pg_file_delete(store *s, const char *path, char *err, size_t errlen)
+cm_rc cm_store_pg_file_delete(store *s, const char *path, char *err, size_t errlen)
 {
     bool own;
     cm_rc rc = w_begin(s, &own, err, errlen);
@@ -671,52 +671,52 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
         if (*c == ' ') {
             c++;
         } else if (*c == '(' || *c == ')') {
-            if (*c == '(' && operand) rc = buf_adds(tsq, " & ");
-            if (!rc) rc = buf_addc(tsq, *c);
+            if (*c == '(' && operand) rc = cm_buf_adds(tsq, " & ");
+            if (!rc) rc = cm_buf_addc(tsq, *c);
             operand = *c == ')';
             c++;
         } else if (strncmp(c, "AND ", 4) == 0 || strncmp(c, "OR ", 3) == 0 ||
                    strncmp(c, "NOT ", 4) == 0) {
-            rc = buf_adds(tsq, *c == 'A' ? " & " : *c == 'O' ? " | " : " & !");
+            rc = cm_buf_adds(tsq, *c == 'A' ? " & " : *c == 'O' ? " | " : " & !");
             c += *c == 'O' ? 3 : 4;
             operand = false;
         } else if (*c == '"') {
-            buf_reset(&ph);
+            cm_buf_reset(&ph);
             for (c++; *c && !rc; c++) {
                 if (*c == '"' && c[1] == '"') {
-                    rc = buf_addc(&ph, '"');
+                    rc = cm_buf_addc(&ph, '"');
                     c++;
                 } else if (*c == '"') {
                     c++;
                     break;
                 } else {
-                    rc = buf_addc(&ph, *c);
+                    rc = cm_buf_addc(&ph, *c);
                 }
             }
             bool prefix = *c == '*';
             if (prefix) c++;
-            buf_reset(&q1);
-            if (!rc) rc = buf_addc(&q1, '\'');
+            cm_buf_reset(&q1);
+            if (!rc) rc = cm_buf_addc(&q1, '\'');
             for (size_t i = 0; !rc && i < ph.len; i++) {
                 char ch = ph.data[i];
-                if (ch == '\'' || ch == '\\') rc = buf_addc(&q1, ch);
-                if (!rc) rc = buf_addc(&q1, ch);
+                if (ch == '\'' || ch == '\\') rc = cm_buf_addc(&q1, ch);
+                if (!rc) rc = cm_buf_addc(&q1, ch);
             }
-            if (!rc) rc = buf_adds(&q1, prefix ? "':*" : "'");
-            if (!rc && operand) rc = buf_adds(tsq, " & ");
-            if (!rc) rc = buf_add(tsq, q1.data, q1.len);
+            if (!rc) rc = cm_buf_adds(&q1, prefix ? "':*" : "'");
+            if (!rc && operand) rc = cm_buf_adds(tsq, " & ");
+            if (!rc) rc = cm_buf_add(tsq, q1.data, q1.len);
             if (!rc) rc = array_elem(aq, q1.data, q1.len);
-            if (!rc && tor->len) rc = buf_adds(tor, " | ");
-            if (!rc) rc = buf_add(tor, q1.data, q1.len);
+            if (!rc && tor->len) rc = cm_buf_adds(tor, " | ");
+            if (!rc) rc = cm_buf_add(tor, q1.data, q1.len);
             operand = true;
             (*nphrase)++;
         } else {
             c++; /* nothing else is written by query.c */
         }
     }
-    if (!rc && *nphrase) rc = buf_addc(aq, '}');
-    buf_release(&ph);
-    buf_release(&q1);
+    if (!rc && *nphrase) rc = cm_buf_addc(aq, '}');
+    cm_buf_release(&ph);
+    cm_buf_release(&q1);
     return rc;
 }
 
@@ -793,7 +793,7 @@ static cm_rc hit_row(store *s, PGresult *r, int i, fts_hit *h, char *err, size_t
 {
     memset(h, 0, sizeof *h);
     for (int k = 0; k < 8; k++)
-        if (pq.getisnull(r, i, k)) return store_corrupt(s, "the chunks table", err, errlen);
+        if (pq.getisnull(r, i, k)) return cm_store_corrupt(s, "the chunks table", err, errlen);
     h->id = strtoll(pq.getvalue(r, i, 0), NULL, 10);
     h->start_line = (int)strtol(pq.getvalue(r, i, 3), NULL, 10);
     h->end_line = (int)strtol(pq.getvalue(r, i, 4), NULL, 10);
@@ -812,8 +812,8 @@ static cm_rc hit_row(store *s, PGresult *r, int i, fts_hit *h, char *err, size_t
     return CM_OK;
 }
 
-cm_rc store_pg_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
-                          size_t errlen)
+cm_rc cm_store_pg_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
+                             size_t errlen)
 {
     buf tsq = BUF_INIT, aq = BUF_INIT, tor = BUF_INIT;
     PGresult *r = NULL;
@@ -840,13 +840,13 @@ cm_rc store_pg_fts_search(store *s, const char *match, int limit, fts_hits *out,
     }
 out:
     if (r) pq.clear(r);
-    buf_release(&tsq);
-    buf_release(&aq);
-    buf_release(&tor);
+    cm_buf_release(&tsq);
+    cm_buf_release(&aq);
+    cm_buf_release(&tor);
     return rc;
 }
 
-cm_rc store_pg_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen)
+cm_rc cm_store_pg_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen)
 {
     PGresult *r = NULL;
     char ids[32];
@@ -865,7 +865,7 @@ cm_rc store_pg_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t e
 
 /* ---- status -------------------------------------------------------------------- */
 
-cm_rc store_pg_file_problems(store *s, buf *out, char *err, size_t errlen)
+cm_rc cm_store_pg_file_problems(store *s, buf *out, char *err, size_t errlen)
 {
     PGresult *r = NULL;
     const char *pa[] = {s->pg->agent};
@@ -874,22 +874,22 @@ cm_rc store_pg_file_problems(store *s, buf *out, char *err, size_t errlen)
                    "NOT NULL ORDER BY path COLLATE \"C\"",
                    1, pa, "read problems", &r, err, errlen);
     if (rc) return rc;
-    rc = buf_addc(out, '[');
+    rc = cm_buf_addc(out, '[');
     for (int i = 0; !rc && i < pq.ntuples(r); i++) {
         const char *p = pq.getvalue(r, i, 0), *w = pq.getvalue(r, i, 1);
-        if (i) rc = buf_addc(out, ',');
-        if (!rc) rc = buf_adds(out, "{\"path\":");
-        if (!rc) rc = utf8_add_json_str(out, p, strlen(p));
-        if (!rc) rc = buf_adds(out, ",\"problem\":");
-        if (!rc) rc = utf8_add_json_str(out, w, strlen(w));
-        if (!rc) rc = buf_addc(out, '}');
+        if (i) rc = cm_buf_addc(out, ',');
+        if (!rc) rc = cm_buf_adds(out, "{\"path\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, p, strlen(p));
+        if (!rc) rc = cm_buf_adds(out, ",\"problem\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, w, strlen(w));
+        if (!rc) rc = cm_buf_addc(out, '}');
     }
-    if (!rc) rc = buf_addc(out, ']');
+    if (!rc) rc = cm_buf_addc(out, ']');
     pq.clear(r);
     return rc;
 }
 
-cm_rc store_pg_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
+cm_rc cm_store_pg_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
 {
     /* from: one of the SQLite store's table names with an optional WHERE */
     static const struct {
@@ -916,7 +916,7 @@ cm_rc store_pg_count(store *s, const char *from, int64_t *n, char *err, size_t e
     return CM_OK;
 }
 
-cm_rc store_pg_check(store *s, bool *ok, char *err, size_t errlen)
+cm_rc cm_store_pg_check(store *s, bool *ok, char *err, size_t errlen)
 {
     /* The server keeps its own pages sound; what can go wrong is ours: a
      * chunk without its file row, a vector without its chunk, totals that
@@ -940,7 +940,7 @@ cm_rc store_pg_check(store *s, bool *ok, char *err, size_t errlen)
     return CM_OK;
 }
 
-int64_t store_pg_data_version(store *s)
+int64_t cm_store_pg_data_version(store *s)
 {
     PGresult *r = NULL;
     const char *pa[] = {s->pg->agent};
@@ -971,8 +971,8 @@ static void le_floats(float *v, size_t n)
 #endif
 }
 
-cm_rc store_pg_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
-                               size_t *n, char *err, size_t errlen)
+cm_rc cm_store_pg_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
+                                  size_t *n, char *err, size_t errlen)
 {
     PGresult *r = NULL;
     char after[32], lim[32];
@@ -991,7 +991,7 @@ cm_rc store_pg_pending_vectors(store *s, int64_t after_id, size_t limit, pending
     for (int i = 0; !rc && i < pq.ntuples(r) && (size_t)i < limit; i++) {
         const char *hash = pq.getvalue(r, i, 1);
         if (strlen(hash) != SHA256_HEX_LEN) {
-            rc = store_corrupt(s, "the chunks table", err, errlen);
+            rc = cm_store_corrupt(s, "the chunks table", err, errlen);
             break;
         }
         pending_chunk *p = &(*out)[(*n)++];
@@ -1003,15 +1003,15 @@ cm_rc store_pg_pending_vectors(store *s, int64_t after_id, size_t limit, pending
     }
     if (r) pq.clear(r);
     if (rc) {
-        pending_release(*out, *n);
+        cm_store_pending_release(*out, *n);
         *out = NULL;
         *n = 0;
     }
     return rc;
 }
 
-cm_rc store_pg_cache_get(store *s, const char *provider, const char *model, const char *key,
-                         const char *hash, float **out, int *dims, char *err, size_t errlen)
+cm_rc cm_store_pg_cache_get(store *s, const char *provider, const char *model, const char *key,
+                            const char *hash, float **out, int *dims, char *err, size_t errlen)
 {
     PGresult *r = NULL;
     const char *pa[] = {s->pg->agent, provider, model, key, hash};
@@ -1051,8 +1051,8 @@ static char *le_blob(const float *v, int dims)
     return (char *)le;
 }
 
-cm_rc store_pg_cache_put(store *s, const char *provider, const char *model, const char *key,
-                         const char *hash, const float *v, int dims, char *err, size_t errlen)
+cm_rc cm_store_pg_cache_put(store *s, const char *provider, const char *model, const char *key,
+                            const char *hash, const float *v, int dims, char *err, size_t errlen)
 {
     char *blob = le_blob(v, dims);
     if (!blob) return CM_ENOMEM;
@@ -1078,7 +1078,7 @@ cm_rc store_pg_cache_put(store *s, const char *provider, const char *model, cons
     return rc;
 }
 
-cm_rc store_pg_cache_trim(store *s, int max_entries, char *err, size_t errlen)
+cm_rc cm_store_pg_cache_trim(store *s, int max_entries, char *err, size_t errlen)
 {
     char mx[16];
     snprintf(mx, sizeof mx, "%d", max_entries < 0 ? 0 : max_entries);
@@ -1095,8 +1095,8 @@ cm_rc store_pg_cache_trim(store *s, int max_entries, char *err, size_t errlen)
     return w_end(s, own, rc, err, errlen);
 }
 
-cm_rc store_pg_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
-                          size_t errlen)
+cm_rc cm_store_pg_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
+                             size_t errlen)
 {
     char *blob = le_blob(v, dims);
     if (!blob) return CM_ENOMEM;
@@ -1119,13 +1119,13 @@ cm_rc store_pg_vector_put(store *s, int64_t chunk_id, const float *v, int dims, 
     return rc;
 }
 
-cm_rc store_pg_vectors_load(store *s, int dims, vec_index *x, char *err, size_t errlen)
+cm_rc cm_store_pg_vectors_load(store *s, int dims, vec_index *x, char *err, size_t errlen)
 {
     PGresult *r = NULL;
     char d[16];
     snprintf(d, sizeof d, "%d", dims);
     const char *pa[] = {s->pg->agent, d};
-    cm_rc rc = vec_index_init(x, (size_t)dims);
+    cm_rc rc = cm_vec_index_init(x, (size_t)dims);
     if (rc) return cm_seterr(err, errlen, rc, "bad vector dimensions %d", dims);
     float *v = malloc((size_t)dims * 4);
     if (!v) rc = CM_ENOMEM;
@@ -1143,11 +1143,11 @@ cm_rc store_pg_vectors_load(store *s, int dims, vec_index *x, char *err, size_t 
         memcpy(v, pq.getvalue(r, i, 1), (size_t)dims * 4);
         le_floats(v, (size_t)dims);
         uint8_t src = pq.getlength(r, i, 2) == 1 && pq.getvalue(r, i, 2)[0] ? 1 : 0;
-        cm_rc ar = vec_index_add(x, (int64_t)id, v, src);
+        cm_rc ar = cm_vec_index_add(x, (int64_t)id, v, src);
         if (ar == CM_ENOMEM) rc = ar;
     }
     if (r) pq.clear(r);
     free(v);
-    if (rc) vec_index_release(x);
+    if (rc) cm_vec_index_release(x);
     return rc;
 }

@@ -33,10 +33,10 @@ static void to_le(float *v, size_t n)
 #endif
 }
 
-cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
-                            size_t *n, char *err, size_t errlen)
+cm_rc cm_store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
+                               size_t *n, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_pending_vectors(s, after_id, limit, out, n, err, errlen);
+    if (s->pg) return cm_store_pg_pending_vectors(s, after_id, limit, out, n, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = CM_OK;
     *out = calloc(limit ? limit : 1, sizeof **out);
@@ -53,10 +53,10 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
         sqlite3_bind_int64(q, 2, after_id);
     }
     while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *hash = store_col_text(q, 1), *text = store_col_text(q, 2);
-        const char *path = store_col_text(q, 3);
+        const char *hash = cm_store_col_text(q, 1), *text = cm_store_col_text(q, 2);
+        const char *path = cm_store_col_text(q, 3);
         if (!hash || !text || !path || strlen(hash) != SHA256_HEX_LEN) {
-            rc = store_corrupt(s, "the chunks table", err, errlen);
+            rc = cm_store_corrupt(s, "the chunks table", err, errlen);
             break;
         }
         pending_chunk *p = &(*out)[(*n)++];
@@ -70,14 +70,14 @@ cm_rc store_pending_vectors(store *s, int64_t after_id, size_t limit, pending_ch
         }
         r = SQLITE_OK;
     }
-    if (!rc && r != SQLITE_DONE) rc = store_fail(s, r, "read chunks to embed", err, errlen);
+    if (!rc && r != SQLITE_DONE) rc = cm_store_fail(s, r, "read chunks to embed", err, errlen);
     sqlite3_finalize(q);
-    if (rc) pending_release(*out, *n);
+    if (rc) cm_store_pending_release(*out, *n);
     if (rc) *out = NULL;
     return rc;
 }
 
-void pending_release(pending_chunk *p, size_t n)
+void cm_store_pending_release(pending_chunk *p, size_t n)
 {
     for (size_t i = 0; p && i < n; i++) {
         free(p[i].text);
@@ -86,10 +86,10 @@ void pending_release(pending_chunk *p, size_t n)
     free(p);
 }
 
-cm_rc store_cache_get(store *s, const char *provider, const char *model, const char *key,
-                      const char *hash, float **out, int *dims, char *err, size_t errlen)
+cm_rc cm_store_cache_get(store *s, const char *provider, const char *model, const char *key,
+                         const char *hash, float **out, int *dims, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_cache_get(s, provider, model, key, hash, out, dims, err, errlen);
+    if (s->pg) return cm_store_pg_cache_get(s, provider, model, key, hash, out, dims, err, errlen);
     sqlite3_stmt *q = NULL;
     *out = NULL;
     *dims = 0;
@@ -115,7 +115,7 @@ cm_rc store_cache_get(store *s, const char *provider, const char *model, const c
             *dims = d;
         }
     } else if (r != SQLITE_ROW && r != SQLITE_DONE) {
-        rc = store_fail(s, r, "read the embedding cache", err, errlen);
+        rc = cm_store_fail(s, r, "read the embedding cache", err, errlen);
     }
     sqlite3_finalize(q);
     return rc;
@@ -141,13 +141,13 @@ static cm_rc put_blob(store *s, const char *sql, const float *v, int dims, const
     }
     sqlite3_finalize(q);
     free(le);
-    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "write a vector", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "write a vector", err, errlen);
 }
 
-cm_rc store_cache_put(store *s, const char *provider, const char *model, const char *key,
-                      const char *hash, const float *v, int dims, char *err, size_t errlen)
+cm_rc cm_store_cache_put(store *s, const char *provider, const char *model, const char *key,
+                         const char *hash, const float *v, int dims, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_cache_put(s, provider, model, key, hash, v, dims, err, errlen);
+    if (s->pg) return cm_store_pg_cache_put(s, provider, model, key, hash, v, dims, err, errlen);
     const char *t[] = {provider, model, key, hash};
     return put_blob(s,
                     "INSERT OR REPLACE INTO embedding_cache(provider, model, provider_key, hash, "
@@ -156,18 +156,18 @@ cm_rc store_cache_put(store *s, const char *provider, const char *model, const c
                     v, dims, t, 4, -1, err, errlen);
 }
 
-cm_rc store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
-                       size_t errlen)
+cm_rc cm_store_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
+                          size_t errlen)
 {
-    if (s->pg) return store_pg_vector_put(s, chunk_id, v, dims, err, errlen);
+    if (s->pg) return cm_store_pg_vector_put(s, chunk_id, v, dims, err, errlen);
     return put_blob(s,
                     "INSERT OR REPLACE INTO vectors(chunk_id, dims, embedding) VALUES(?1, ?2, ?3)",
                     v, dims, NULL, 0, chunk_id, err, errlen);
 }
 
-cm_rc store_cache_trim(store *s, int max_entries, char *err, size_t errlen)
+cm_rc cm_store_cache_trim(store *s, int max_entries, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_cache_trim(s, max_entries, err, errlen);
+    if (s->pg) return cm_store_pg_cache_trim(s, max_entries, err, errlen);
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db,
                                "DELETE FROM embedding_cache WHERE rowid IN (SELECT rowid FROM "
@@ -179,10 +179,10 @@ cm_rc store_cache_trim(store *s, int max_entries, char *err, size_t errlen)
         r = sqlite3_step(q);
     }
     sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "trim the embedding cache", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "trim the embedding cache", err, errlen);
 }
 
-cm_rc store_cache_import(store *s, const char *old_path, char *err, size_t errlen)
+cm_rc cm_store_cache_import(store *s, const char *old_path, char *err, size_t errlen)
 {
     if (s->pg) return CM_OK; /* the agent's cache stays through a rebuild */
     sqlite3_stmt *q = NULL;
@@ -233,16 +233,16 @@ static int has_log(store *s)
     return have;
 }
 
-cm_rc store_vector_log_ensure(store *s, char *err, size_t errlen)
+cm_rc cm_store_vector_log_ensure(store *s, char *err, size_t errlen)
 {
     if (s->pg) return CM_OK; /* no log: readers reload on a new version */
     int have = has_log(s);
     if (have == 1) return CM_OK;
     int r = have < 0 ? SQLITE_ERROR : sqlite3_exec(s->db, vector_log_sql, NULL, NULL, NULL);
-    return r == SQLITE_OK ? CM_OK : store_fail(s, r, "create the vector log", err, errlen);
+    return r == SQLITE_OK ? CM_OK : cm_store_fail(s, r, "create the vector log", err, errlen);
 }
 
-cm_rc store_vector_log_trim(store *s, char *err, size_t errlen)
+cm_rc cm_store_vector_log_trim(store *s, char *err, size_t errlen)
 {
     if (s->pg) return CM_OK;
     if (has_log(s) != 1) return CM_OK;
@@ -256,7 +256,7 @@ cm_rc store_vector_log_trim(store *s, char *err, size_t errlen)
         r = sqlite3_step(q);
     }
     sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : store_fail(s, r, "trim the vector log", err, errlen);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "trim the vector log", err, errlen);
 }
 
 /* The last seq of the log (0 when empty), -1 when there is no log. */
@@ -291,8 +291,8 @@ static void read_end(store *s, bool begun)
     if (begun) sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 }
 
-cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload, char *err,
-                           size_t errlen)
+cm_rc cm_store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload,
+                              char *err, size_t errlen)
 {
     if (s->pg) {
         *reload = true;
@@ -330,7 +330,7 @@ cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool 
         }
         ids[n++] = sqlite3_column_int64(q, 1);
     }
-    if (r != SQLITE_DONE) CHECK(store_fail(s, r, "read the vector log", err, errlen));
+    if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read the vector log", err, errlen));
     /* entries trimmed away before this reader saw them, or so many changes
      * that loading everything is cheaper */
     if (first != *seq + 1 || n > x->n / 2 + 1024) {
@@ -342,7 +342,7 @@ cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool 
                            "SELECT v.embedding, c.source FROM vectors v JOIN chunks c ON c.id = "
                            "v.chunk_id WHERE v.chunk_id = ?1 AND v.dims = ?2",
                            -1, &g, NULL);
-    if (r != SQLITE_OK) CHECK(store_fail(s, r, "read a vector", err, errlen));
+    if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "read a vector", err, errlen));
     for (size_t i = 0; i < n; i++) {
         sqlite3_reset(g);
         sqlite3_bind_int64(g, 1, ids[i]);
@@ -351,15 +351,15 @@ cm_rc store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool 
         if (r == SQLITE_ROW && sqlite3_column_bytes(g, 0) == dims * 4) {
             memcpy(v, sqlite3_column_blob(g, 0), (size_t)dims * 4);
             to_le(v, (size_t)dims);
-            rc = vec_index_put(x, ids[i], v, source_number(store_col_text(g, 1)));
+            rc = cm_vec_index_put(x, ids[i], v, source_number(cm_store_col_text(g, 1)));
             if (rc == CM_OK) continue;
             if (rc != CM_EINVAL) CHECK(rc);
             rc = CM_OK; /* a zero vector is not searchable: as absent */
         } else if (r != SQLITE_ROW && r != SQLITE_DONE) {
-            CHECK(store_fail(s, r, "read a vector", err, errlen));
+            CHECK(cm_store_fail(s, r, "read a vector", err, errlen));
         }
         bool removed;
-        CHECK(vec_index_remove(x, ids[i], &removed));
+        CHECK(cm_vec_index_remove(x, ids[i], &removed));
     }
     *seq = head;
 out:
@@ -371,14 +371,15 @@ out:
     return rc;
 }
 
-cm_rc store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err, size_t errlen)
+cm_rc cm_store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err,
+                            size_t errlen)
 {
     if (s->pg) {
         *seq = -1;
-        return store_pg_vectors_load(s, dims, x, err, errlen);
+        return cm_store_pg_vectors_load(s, dims, x, err, errlen);
     }
     sqlite3_stmt *q = NULL;
-    cm_rc rc = vec_index_init(x, (size_t)dims);
+    cm_rc rc = cm_vec_index_init(x, (size_t)dims);
     if (rc) return cm_seterr(err, errlen, rc, "bad vector dimensions %d", dims);
     float *v = malloc((size_t)dims * 4);
     if (!v) return CM_ENOMEM;
@@ -394,24 +395,24 @@ cm_rc store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *e
         if (sqlite3_column_bytes(q, 1) != dims * 4) continue;
         memcpy(v, sqlite3_column_blob(q, 1), (size_t)dims * 4);
         to_le(v, (size_t)dims);
-        uint8_t sn = source_number(store_col_text(q, 2));
-        cm_rc ar = vec_index_add(x, sqlite3_column_int64(q, 0), v, sn);
+        uint8_t sn = source_number(cm_store_col_text(q, 2));
+        cm_rc ar = cm_vec_index_add(x, sqlite3_column_int64(q, 0), v, sn);
         if (ar == CM_ENOMEM) {
             rc = ar;
             break;
         }
     }
-    if (!rc && r != SQLITE_DONE) rc = store_fail(s, r, "load vectors", err, errlen);
+    if (!rc && r != SQLITE_DONE) rc = cm_store_fail(s, r, "load vectors", err, errlen);
     sqlite3_finalize(q);
     read_end(s, begun);
     free(v);
-    if (rc) vec_index_release(x);
+    if (rc) cm_vec_index_release(x);
     return rc;
 }
 
-cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen)
+cm_rc cm_store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen)
 {
-    if (s->pg) return store_pg_chunk_get(s, id, out, err, errlen);
+    if (s->pg) return cm_store_pg_chunk_get(s, id, out, err, errlen);
     sqlite3_stmt *q = NULL;
     memset(out, 0, sizeof *out);
     int r = sqlite3_prepare_v2(
@@ -425,19 +426,19 @@ cm_rc store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errl
     }
     cm_rc rc = CM_OK;
     if (r == SQLITE_ROW) {
-        rc = store_hit_row(s, q, 1, out, err, errlen);
+        rc = cm_store_hit_row(s, q, 1, out, err, errlen);
     } else if (r == SQLITE_DONE) {
         rc = CM_ENOTFOUND; /* deleted since the vectors were loaded */
     } else {
-        rc = store_fail(s, r, "read a chunk", err, errlen);
+        rc = cm_store_fail(s, r, "read a chunk", err, errlen);
     }
     sqlite3_finalize(q);
     return rc;
 }
 
-int64_t store_data_version(store *s)
+int64_t cm_store_data_version(store *s)
 {
-    if (s->pg) return store_pg_data_version(s);
+    if (s->pg) return cm_store_pg_data_version(s);
     sqlite3_stmt *q = NULL;
     int64_t v = -1;
     if (sqlite3_prepare_v2(s->db, "PRAGMA data_version", -1, &q, NULL) == SQLITE_OK &&

@@ -7,10 +7,10 @@
 #include "../base/utf8.h"
 #include "tools.h"
 
-cm_rc tools_citation(buf *out, const char *path, int start_line, int end_line)
+cm_rc cm_tools_citation(buf *out, const char *path, int start_line, int end_line)
 {
-    if (start_line == end_line) return buf_printf(out, "%s#L%d", path, start_line);
-    return buf_printf(out, "%s#L%d-L%d", path, start_line, end_line);
+    if (start_line == end_line) return cm_buf_printf(out, "%s#L%d", path, start_line);
+    return cm_buf_printf(out, "%s#L%d-L%d", path, start_line, end_line);
 }
 
 /* Byte length of the first max code points of s. */
@@ -19,7 +19,7 @@ static size_t prefix_chars(const char *s, size_t n, size_t max)
     size_t i = 0, k = 0;
     while (i < n && k < max) {
         int32_t cp;
-        i += utf8_decode(s + i, n - i, &cp);
+        i += cm_utf8_decode(s + i, n - i, &cp);
         k++;
     }
     return i;
@@ -28,25 +28,25 @@ static size_t prefix_chars(const char *s, size_t n, size_t max)
 static cm_rc add_head(buf *out, const tools_head *h)
 {
     jw w = {out, CM_OK};
-    jw_raw(&w, "\"provider\":");
-    jw_str(&w, h->provider);
-    jw_raw(&w, ",\"model\":");
-    jw_str(&w, h->model);
+    cm_jw_raw(&w, "\"provider\":");
+    cm_jw_str(&w, h->provider);
+    cm_jw_raw(&w, ",\"model\":");
+    cm_jw_str(&w, h->model);
     if (h->fallback) {
-        jw_raw(&w, ",\"fallback\":");
-        jw_str(&w, h->fallback);
+        cm_jw_raw(&w, ",\"fallback\":");
+        cm_jw_str(&w, h->fallback);
     }
-    jw_printf(&w, ",\"citations\":\"%s\",\"mode\":\"%s\"}", config_citations_name(h->citations),
-              tools_search_mode(h->provider));
+    cm_jw_printf(&w, ",\"citations\":\"%s\",\"mode\":\"%s\"}", config_citations_name(h->citations),
+                 cm_tools_search_mode(h->provider));
     return w.rc;
 }
 
-const char *tools_search_mode(const char *provider)
+const char *cm_tools_search_mode(const char *provider)
 {
     return !provider || !*provider || !strcmp(provider, "none") ? "fts-only" : "hybrid";
 }
 
-tools_chat tools_chat_type(const char *key)
+tools_chat cm_tools_chat_type(const char *key)
 {
     if (!key) return TOOLS_CHAT_DIRECT;
     /* JavaScript's trim(): ASCII whitespace here (the tokens are ASCII). */
@@ -75,11 +75,11 @@ tools_chat tools_chat_type(const char *key)
     return channel ? TOOLS_CHAT_CHANNEL : group ? TOOLS_CHAT_GROUP : TOOLS_CHAT_DIRECT;
 }
 
-bool tools_cite(cm_citations c, const char *session_key)
+bool cm_tools_cite(cm_citations c, const char *session_key)
 {
     if (c == CM_CITE_ON) return true;
     if (c == CM_CITE_OFF) return false;
-    return tools_chat_type(session_key) == TOOLS_CHAT_DIRECT;
+    return cm_tools_chat_type(session_key) == TOOLS_CHAT_DIRECT;
 }
 
 /* 2026.3.22's chunk id (see tools.h) into hex[65]. */
@@ -87,115 +87,116 @@ static cm_rc chunk_id(const search_hit *h, const char *model, buf *tmp,
                       char hex[SHA256_HEX_LEN + 1])
 {
     char th[SHA256_HEX_LEN + 1];
-    sha256_hex(h->text, strlen(h->text), th);
-    buf_reset(tmp);
-    cm_rc rc = buf_printf(tmp, "%s:%s:%d:%d:%s:%s", h->source, h->path, h->start_line, h->end_line,
-                          th, model && *model ? model : "fts-only");
-    if (!rc) sha256_hex(tmp->data, tmp->len, hex);
+    cm_sha256_hex(h->text, strlen(h->text), th);
+    cm_buf_reset(tmp);
+    cm_rc rc = cm_buf_printf(tmp, "%s:%s:%d:%d:%s:%s", h->source, h->path, h->start_line,
+                             h->end_line, th, model && *model ? model : "fts-only");
+    if (!rc) cm_sha256_hex(tmp->data, tmp->len, hex);
     return rc;
 }
 
-cm_rc tools_search_payload(const search_hit *v, size_t n, const tools_head *head, buf *out)
+cm_rc cm_tools_search_payload(const search_hit *v, size_t n, const tools_head *head, buf *out)
 {
-    cm_rc rc = buf_adds(out, "{\"results\":[");
-    bool cite = tools_cite(head->citations, head->session_key);
+    cm_rc rc = cm_buf_adds(out, "{\"results\":[");
+    bool cite = cm_tools_cite(head->citations, head->session_key);
     buf c = BUF_INIT, snip = BUF_INIT, tmp = BUF_INIT;
     char id[SHA256_HEX_LEN + 1];
     for (size_t i = 0; i < n && !rc; i++) {
         const search_hit *h = &v[i];
-        buf_reset(&c);
-        buf_reset(&snip);
-        rc = tools_citation(&c, h->path, h->start_line, h->end_line);
+        cm_buf_reset(&c);
+        cm_buf_reset(&snip);
+        rc = cm_tools_citation(&c, h->path, h->start_line, h->end_line);
         size_t tl = strlen(h->text);
-        if (!rc) rc = buf_add(&snip, h->text, prefix_chars(h->text, tl, TOOLS_SNIPPET_CHARS));
-        if (!rc && cite) rc = buf_printf(&snip, "\n\nSource: %s", c.data);
+        if (!rc) rc = cm_buf_add(&snip, h->text, prefix_chars(h->text, tl, TOOLS_SNIPPET_CHARS));
+        if (!rc && cite) rc = cm_buf_printf(&snip, "\n\nSource: %s", c.data);
         if (!rc) rc = chunk_id(h, head->model, &tmp, id);
-        if (!rc && i) rc = buf_addc(out, ',');
-        if (!rc) rc = buf_printf(out, "{\"id\":\"%s\",\"path\":", id);
-        if (!rc) rc = utf8_add_json_str(out, h->path, strlen(h->path));
+        if (!rc && i) rc = cm_buf_addc(out, ',');
+        if (!rc) rc = cm_buf_printf(out, "{\"id\":\"%s\",\"path\":", id);
+        if (!rc) rc = cm_utf8_add_json_str(out, h->path, strlen(h->path));
         if (!rc)
-            rc = buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.6g", h->start_line,
-                            h->end_line, h->score);
-        if (!rc && h->has_text) rc = buf_printf(out, ",\"textScore\":%.6g", h->text_score);
-        if (!rc) rc = buf_adds(out, ",\"snippet\":");
-        if (!rc) rc = utf8_add_json_str(out, snip.data, snip.len);
-        if (!rc) rc = buf_adds(out, ",\"source\":");
-        if (!rc) rc = utf8_add_json_str(out, h->source, strlen(h->source));
+            rc = cm_buf_printf(out, ",\"startLine\":%d,\"endLine\":%d,\"score\":%.6g",
+                               h->start_line, h->end_line, h->score);
+        if (!rc && h->has_text) rc = cm_buf_printf(out, ",\"textScore\":%.6g", h->text_score);
+        if (!rc) rc = cm_buf_adds(out, ",\"snippet\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, snip.data, snip.len);
+        if (!rc) rc = cm_buf_adds(out, ",\"source\":");
+        if (!rc) rc = cm_utf8_add_json_str(out, h->source, strlen(h->source));
         if (!rc && cite) {
-            rc = buf_adds(out, ",\"citation\":");
-            if (!rc) rc = utf8_add_json_str(out, c.data, c.len);
+            rc = cm_buf_adds(out, ",\"citation\":");
+            if (!rc) rc = cm_utf8_add_json_str(out, c.data, c.len);
         }
-        if (!rc) rc = buf_addc(out, '}');
+        if (!rc) rc = cm_buf_addc(out, '}');
     }
-    if (!rc) rc = buf_adds(out, "],");
+    if (!rc) rc = cm_buf_adds(out, "],");
     if (!rc) rc = add_head(out, head);
-    buf_release(&c);
-    buf_release(&snip);
-    buf_release(&tmp);
+    cm_buf_release(&c);
+    cm_buf_release(&snip);
+    cm_buf_release(&tmp);
     return rc;
 }
 
-cm_rc tools_search_error(const char *msg, const tools_head *head, buf *out)
+cm_rc cm_tools_search_error(const char *msg, const tools_head *head, buf *out)
 {
-    cm_rc rc = buf_adds(out, "{\"results\":[],\"disabled\":true,\"error\":");
-    if (!rc) rc = utf8_add_json_str(out, msg, strlen(msg));
-    if (!rc) rc = buf_addc(out, ',');
+    cm_rc rc = cm_buf_adds(out, "{\"results\":[],\"disabled\":true,\"error\":");
+    if (!rc) rc = cm_utf8_add_json_str(out, msg, strlen(msg));
+    if (!rc) rc = cm_buf_addc(out, ',');
     if (!rc) rc = add_head(out, head);
     return rc;
 }
 
 /* ---- memory_get and memory_write ------------------------------------------- */
 
-cm_rc tools_get_payload(const memfile_text *t, buf *out)
+cm_rc cm_tools_get_payload(const memfile_text *t, buf *out)
 {
     jw w = {out, CM_OK};
-    jw_raw(&w, "{\"path\":");
-    jw_str(&w, t->path);
-    jw_raw(&w, ",\"text\":");
-    if (!w.rc) w.rc = utf8_add_json_str(out, t->text.data, t->text.len);
-    if (t->next_from) jw_printf(&w, ",\"truncated\":true,\"nextFrom\":%ld", t->next_from);
-    if (t->next_offset) jw_printf(&w, ",\"nextOffset\":%zu", t->next_offset);
-    jw_raw(&w, "}");
+    cm_jw_raw(&w, "{\"path\":");
+    cm_jw_str(&w, t->path);
+    cm_jw_raw(&w, ",\"text\":");
+    if (!w.rc) w.rc = cm_utf8_add_json_str(out, t->text.data, t->text.len);
+    if (t->next_from) cm_jw_printf(&w, ",\"truncated\":true,\"nextFrom\":%ld", t->next_from);
+    if (t->next_offset) cm_jw_printf(&w, ",\"nextOffset\":%zu", t->next_offset);
+    cm_jw_raw(&w, "}");
     return w.rc;
 }
 
-cm_rc tools_get(const cm_config *cfg, const char *path, size_t len, long from, long offset,
-                long lines, buf *out, char *err, size_t errlen)
+cm_rc cm_tools_get(const cm_config *cfg, const char *path, size_t len, long from, long offset,
+                   long lines, buf *out, char *err, size_t errlen)
 {
     memfile_text t = {0};
-    cm_rc rc = memfile_read(cfg, path, len, from, offset, lines, &t, err, errlen);
-    if (!rc) rc = tools_get_payload(&t, out);
-    memfile_text_release(&t);
+    cm_rc rc = cm_index_memfile_read(cfg, path, len, from, offset, lines, &t, err, errlen);
+    if (!rc) rc = cm_tools_get_payload(&t, out);
+    cm_index_memfile_text_release(&t);
     return rc;
 }
 
-cm_rc tools_get_beneath(const char *root, const char *inner, const char *name, long from,
-                        long offset, long lines, buf *out, char *err, size_t errlen)
+cm_rc cm_tools_get_beneath(const char *root, const char *inner, const char *name, long from,
+                           long offset, long lines, buf *out, char *err, size_t errlen)
 {
     memfile_text t = {0};
-    cm_rc rc = memfile_read_beneath(root, inner, name, from, offset, lines, &t, err, errlen);
-    if (!rc) rc = tools_get_payload(&t, out);
-    memfile_text_release(&t);
+    cm_rc rc =
+        cm_index_memfile_read_beneath(root, inner, name, from, offset, lines, &t, err, errlen);
+    if (!rc) rc = cm_tools_get_payload(&t, out);
+    cm_index_memfile_text_release(&t);
     return rc;
 }
 
-cm_rc tools_write_payload(const memfile_note *n, buf *out)
+cm_rc cm_tools_write_payload(const memfile_note *n, buf *out)
 {
     jw w = {out, CM_OK};
-    jw_raw(&w, "{\"path\":");
-    jw_str(&w, n->path);
-    jw_printf(&w, ",\"startLine\":%d,\"endLine\":%d,\"bytes\":%zu}", n->start_line, n->end_line,
-              n->bytes);
+    cm_jw_raw(&w, "{\"path\":");
+    cm_jw_str(&w, n->path);
+    cm_jw_printf(&w, ",\"startLine\":%d,\"endLine\":%d,\"bytes\":%zu}", n->start_line, n->end_line,
+                 n->bytes);
     return w.rc;
 }
 
-cm_rc tools_write(const cm_config *cfg, const char *path, const char *text, int64_t now, buf *out,
-                  buf *rel_out, char *err, size_t errlen)
+cm_rc cm_tools_write(const cm_config *cfg, const char *path, const char *text, int64_t now,
+                     buf *out, buf *rel_out, char *err, size_t errlen)
 {
     memfile_note n = {0};
-    cm_rc rc = memfile_write(cfg, path, text, now, &n, err, errlen);
-    if (!rc) rc = tools_write_payload(&n, out);
-    if (!rc && rel_out) rc = buf_adds(rel_out, n.path);
+    cm_rc rc = cm_index_memfile_write(cfg, path, text, now, &n, err, errlen);
+    if (!rc) rc = cm_tools_write_payload(&n, out);
+    if (!rc && rel_out) rc = cm_buf_adds(rel_out, n.path);
     free(n.path);
     return rc;
 }

@@ -20,17 +20,17 @@ static cm_rc add_qmd_fallback(buf *payload, const char *why)
     json_t *o = json_loadb(payload->data, payload->len, 0, NULL);
     if (!json_is_object(o)) goto out;
     const char *prev = json_string_value(json_object_get(o, "fallback"));
-    if (buf_printf(&f, "qmd: %s%s%s", why, prev ? "; " : "", prev ? prev : "") ||
+    if (cm_buf_printf(&f, "qmd: %s%s%s", why, prev ? "; " : "", prev ? prev : "") ||
         json_object_set_new(o, "fallback", json_string(f.data)) ||
         json_object_set_new(o, "backend", json_string("builtin")))
         CHECK(CM_ENOMEM);
     if (!(s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER))) CHECK(CM_ENOMEM);
-    buf_reset(payload);
-    CHECK(buf_adds(payload, s));
+    cm_buf_reset(payload);
+    CHECK(cm_buf_adds(payload, s));
 out:
     free(s);
     json_decref(o);
-    buf_release(&f);
+    cm_buf_release(&f);
     return rc;
 }
 
@@ -46,18 +46,18 @@ cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_
     engine_result r = {0};
     buf out = BUF_INIT;
     *json = NULL;
-    cm_rc rc = engine_search(e, query, opts, session_key, &r, err, errlen);
+    cm_rc rc = cm_engine_search(e, query, opts, session_key, &r, err, errlen);
     if (!rc) {
-        tools_head head = {r.provider, r.model, r.fallback, engine_config(e)->citations,
+        tools_head head = {r.provider, r.model, r.fallback, cm_engine_config(e)->citations,
                            session_key};
-        rc = r.error ? tools_search_error(r.error, &head, &out)
-                     : tools_search_payload(r.v, r.n, &head, &out);
+        rc = r.error ? cm_tools_search_error(r.error, &head, &out)
+                     : cm_tools_search_payload(r.v, r.n, &head, &out);
         if (!rc && r.qmd_why) rc = add_qmd_fallback(&out, r.qmd_why);
         if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     }
-    if (!rc) *json = buf_detach(&out);
-    engine_result_release(&r);
-    buf_release(&out);
+    if (!rc) *json = cm_buf_detach(&out);
+    cm_engine_result_release(&r);
+    cm_buf_release(&out);
     return rc;
 }
 
@@ -73,11 +73,11 @@ cm_rc cm_memory_get_at(cm_engine *e, const char *path, long from, long offset, l
     memfile_text t = {0};
     buf out = BUF_INIT;
     *json = NULL;
-    cm_rc rc = engine_get(e, path ? path : "", from, offset, lines, &t, err, errlen);
-    if (!rc) rc = tools_get_payload(&t, &out);
-    if (!rc) *json = buf_detach(&out);
-    memfile_text_release(&t);
-    buf_release(&out);
+    cm_rc rc = cm_engine_get(e, path ? path : "", from, offset, lines, &t, err, errlen);
+    if (!rc) rc = cm_tools_get_payload(&t, &out);
+    if (!rc) *json = cm_buf_detach(&out);
+    cm_index_memfile_text_release(&t);
+    cm_buf_release(&out);
     return rc;
 }
 
@@ -91,10 +91,10 @@ cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t 
                          "in the config, or --allow-write)");
     memfile_note n = {0};
     buf out = BUF_INIT;
-    cm_rc rc = engine_write(e, path, text, now, &n, err, errlen);
-    if (!rc) rc = tools_write_payload(&n, &out);
-    if (!rc) *json = buf_detach(&out);
+    cm_rc rc = cm_engine_write(e, path, text, now, &n, err, errlen);
+    if (!rc) rc = cm_tools_write_payload(&n, &out);
+    if (!rc) *json = cm_buf_detach(&out);
     free(n.path);
-    buf_release(&out);
+    cm_buf_release(&out);
     return rc;
 }

@@ -3,7 +3,7 @@
  * AVX2+FMA (with the POPCNT instruction), AVX-512, AVX-512 VNNI (int8) and
  * AVX-512 VPOPCNTDQ (sign-bit codes) variants compiled for their targets with
  * function attributes (the rest of the program needs no special flags).
- * Chosen once from cpuid by vec_kernels_best(). SIMD dot variants need n to
+ * Chosen once from cpuid by cm_vec_kernels_best(). SIMD dot variants need n to
  * be a multiple of 16; Hamming variants take any number of words.
  */
 #include <immintrin.h>
@@ -243,7 +243,7 @@ static bool has_vpopcnt(void)
     return has_vnni() && __builtin_cpu_supports("avx512vpopcntdq");
 }
 
-const vec_kernels *vec_kernels_best(void)
+const vec_kernels *cm_vec_kernels_best(void)
 {
     static const vec_kernels *best;
     if (!best)
@@ -255,7 +255,7 @@ const vec_kernels *vec_kernels_best(void)
     return best;
 }
 
-size_t vec_kernels_all(const vec_kernels **out, size_t max)
+size_t cm_vec_kernels_all(const vec_kernels **out, size_t max)
 {
     size_t n = 0;
     if (n < max) out[n++] = &k_scalar;

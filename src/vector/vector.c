@@ -23,7 +23,7 @@ static void *alloc_aligned(size_t n)
     return aligned_alloc(ALIGN, (n + ALIGN - 1) & ~(size_t)(ALIGN - 1));
 }
 
-cm_rc vec_index_init(vec_index *x, size_t dims)
+cm_rc cm_vec_index_init(vec_index *x, size_t dims)
 {
     memset(x, 0, sizeof *x);
     if (dims == 0 || dims > 65536) return CM_EINVAL;
@@ -33,7 +33,7 @@ cm_rc vec_index_init(vec_index *x, size_t dims)
     return CM_OK;
 }
 
-void vec_index_release(vec_index *x)
+void cm_vec_index_release(vec_index *x)
 {
     free(x->m);
     free(x->q);
@@ -46,7 +46,7 @@ void vec_index_release(vec_index *x)
     memset(x, 0, sizeof *x);
 }
 
-bool vec_normalise(float *v, size_t dims)
+bool cm_vec_normalise(float *v, size_t dims)
 {
     double ss = 0;
     for (size_t i = 0; i < dims; i++)
@@ -115,7 +115,7 @@ static bool set_row(vec_index *x, size_t i, const float *v, int64_t id, uint8_t 
     float *row = x->m + i * x->stride;
     memcpy(row, v, x->dims * sizeof *row);
     memset(row + x->dims, 0, (x->stride - x->dims) * sizeof *row);
-    if (!vec_normalise(row, x->dims)) return false;
+    if (!cm_vec_normalise(row, x->dims)) return false;
     x->qs[i] = quantise(row, x->stride, x->q + i * x->stride);
     sign_code(row, x->dims, x->words, x->b + i * x->words);
     x->ids[i] = id;
@@ -202,7 +202,7 @@ static cm_rc map_build(vec_index *x, size_t need)
     return CM_OK;
 }
 
-cm_rc vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source)
+cm_rc cm_vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source)
 {
     if (x->n == x->cap) {
         cm_rc rc = grow(x);
@@ -221,14 +221,14 @@ cm_rc vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source)
     return CM_OK;
 }
 
-cm_rc vec_index_put(vec_index *x, int64_t id, const float *v, uint8_t source)
+cm_rc cm_vec_index_put(vec_index *x, int64_t id, const float *v, uint8_t source)
 {
     if (!x->map_row) {
         cm_rc rc = map_build(x, x->n + 1);
         if (rc) return rc;
     }
     size_t row = map_get(x, id, NULL);
-    if (row == (size_t)-1) return vec_index_add(x, id, v, source);
+    if (row == (size_t)-1) return cm_vec_index_add(x, id, v, source);
     /* a zero vector leaves the old row as it was */
     float *keep = malloc(x->stride * sizeof *keep);
     if (!keep) return CM_ENOMEM;
@@ -244,7 +244,7 @@ cm_rc vec_index_put(vec_index *x, int64_t id, const float *v, uint8_t source)
     return ok ? CM_OK : CM_EINVAL;
 }
 
-cm_rc vec_index_remove(vec_index *x, int64_t id, bool *removed)
+cm_rc cm_vec_index_remove(vec_index *x, int64_t id, bool *removed)
 {
     *removed = false;
     if (!x->map_row) {
@@ -389,8 +389,8 @@ static size_t scan_all(const vec_index *x, const vec_kernels *k, const float *q,
     return heap_finish(&s[0].h);
 }
 
-size_t vec_search(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
-                  uint32_t source_mask, vec_hit *out)
+size_t cm_vec_search(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                     uint32_t source_mask, vec_hit *out)
 {
     if (!k || !x->n) return 0;
     float *q = pad_query(x, query);
@@ -400,8 +400,8 @@ size_t vec_search(const vec_index *x, const vec_kernels *kern, const float *quer
     return n;
 }
 
-size_t vec_search_int8(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
-                       size_t oversample, uint32_t source_mask, vec_hit *out)
+size_t cm_vec_search_int8(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                          size_t oversample, uint32_t source_mask, vec_hit *out)
 {
     if (!k || !x->n) return 0;
     size_t cand = k * (oversample ? oversample : 1);
@@ -568,8 +568,8 @@ static void *rescore_rows(void *arg)
     return NULL;
 }
 
-size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
-                         size_t pool, uint32_t source_mask, vec_hit *out)
+size_t cm_vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query,
+                            size_t k, size_t pool, uint32_t source_mask, vec_hit *out)
 {
     if (!k || !x->n) return 0;
     size_t got = 0, nc = 0;
@@ -642,24 +642,24 @@ out:
     return got;
 }
 
-bool vec_index_sparse(const vec_index *x)
+bool cm_vec_index_sparse(const vec_index *x)
 {
     return x->zeros * 10 > x->n * x->dims;
 }
 
-const char *vec_search_path(const vec_index *x)
+const char *cm_vec_search_path(const vec_index *x)
 {
     if (x->n * x->stride * sizeof(float) < VEC_EXACT_MAX_BYTES) return "float32";
-    if (x->dims < VEC_BINARY_MIN_DIMS || x->dims > VEC_BINARY_MAX_DIMS || vec_index_sparse(x))
+    if (x->dims < VEC_BINARY_MIN_DIMS || x->dims > VEC_BINARY_MAX_DIMS || cm_vec_index_sparse(x))
         return "int8";
     return "binary";
 }
 
-size_t vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
-                       uint32_t source_mask, vec_hit *out)
+size_t cm_vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                          uint32_t source_mask, vec_hit *out)
 {
-    const char *path = vec_search_path(x);
-    if (path[0] == 'f') return vec_search(x, kern, query, k, source_mask, out);
-    if (path[0] == 'i') return vec_search_int8(x, kern, query, k, 10, source_mask, out);
-    return vec_search_binary(x, kern, query, k, 0, source_mask, out);
+    const char *path = cm_vec_search_path(x);
+    if (path[0] == 'f') return cm_vec_search(x, kern, query, k, source_mask, out);
+    if (path[0] == 'i') return cm_vec_search_int8(x, kern, query, k, 10, source_mask, out);
+    return cm_vec_search_binary(x, kern, query, k, 0, source_mask, out);
 }

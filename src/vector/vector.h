@@ -25,7 +25,7 @@ typedef struct vec_index {
     int64_t *ids;
     uint8_t *src; /* per-row source number, for filtering before top-k */
     /* id → row + 1 (0: empty), open addressing; NULL until the first
-     * vec_index_put / vec_index_remove builds it */
+     * cm_vec_index_put / cm_vec_index_remove builds it */
     int64_t *map_id;
     uint32_t *map_row;
     size_t map_cap;
@@ -55,49 +55,49 @@ typedef struct vec_kernels {
 } vec_kernels;
 
 /* The best kernels this CPU runs (decided once). */
-const vec_kernels *vec_kernels_best(void);
+const vec_kernels *cm_vec_kernels_best(void);
 /* All variants this CPU can run, for tests: scalar first. Returns the count. */
-size_t vec_kernels_all(const vec_kernels **out, size_t max);
+size_t cm_vec_kernels_all(const vec_kernels **out, size_t max);
 
-cm_rc vec_index_init(vec_index *x, size_t dims);
-void vec_index_release(vec_index *x);
+cm_rc cm_vec_index_init(vec_index *x, size_t dims);
+void cm_vec_index_release(vec_index *x);
 
 /* Appends a row (normalised here; an all-zero or non-finite vector is
  * refused with CM_EINVAL). */
-cm_rc vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source);
+cm_rc cm_vec_index_add(vec_index *x, int64_t id, const float *v, uint8_t source);
 
 /* Adds the row or replaces the row of id (in place). Same refusals as
- * vec_index_add. */
-cm_rc vec_index_put(vec_index *x, int64_t id, const float *v, uint8_t source);
+ * cm_vec_index_add. */
+cm_rc cm_vec_index_put(vec_index *x, int64_t id, const float *v, uint8_t source);
 
 /* Removes the row of id (the last row moves into its place). Returns false
  * when id has no row. CM_ENOMEM can only come from building the id map. */
-cm_rc vec_index_remove(vec_index *x, int64_t id, bool *removed);
+cm_rc cm_vec_index_remove(vec_index *x, int64_t id, bool *removed);
 
 /* Normalises v in place (dims floats). Returns false for a zero or
  * non-finite vector. */
-bool vec_normalise(float *v, size_t dims);
+bool cm_vec_normalise(float *v, size_t dims);
 
 /* Exact top-k by cosine among rows whose source bit is set in source_mask.
  * query must be normalised. Writes up to k hits, best first; returns how many.
  * A matrix over 16 MiB is scanned by two threads. */
-size_t vec_search(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
-                  uint32_t source_mask, vec_hit *out);
+size_t cm_vec_search(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                     uint32_t source_mask, vec_hit *out);
 
 /* Quantised search: an int8 scan keeps the best k × oversample candidates,
  * which are rescored in float32. oversample ≥ 1. */
-size_t vec_search_int8(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
-                       size_t oversample, uint32_t source_mask, vec_hit *out);
+size_t cm_vec_search_int8(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                          size_t oversample, uint32_t source_mask, vec_hit *out);
 
 /* Binary search: a popcount scan over the sign-bit codes — each
  * disagreeing bit weighted 1 to 4 by the magnitude of the query's component
  * there — keeps a pool of candidates (pool, or 0 for the adaptive size),
  * rescored with int8, then the best in float32. Returns 0 above
  * VEC_BINARY_MAX_DIMS. The recall it trades is measured by bench_vector. */
-size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
-                         size_t pool, uint32_t source_mask, vec_hit *out);
+size_t cm_vec_search_binary(const vec_index *x, const vec_kernels *kern, const float *query,
+                            size_t k, size_t pool, uint32_t source_mask, vec_hit *out);
 
-/* vec_search_auto scans float32 exactly while the matrix is under this many
+/* cm_vec_search_auto scans float32 exactly while the matrix is under this many
  * bytes (32 MiB: 10,900 × 768 or 75,000 × 100 rows, a scan of ~2 ms). */
 #define VEC_EXACT_MAX_BYTES (32u << 20)
 /* Sign bits carry too little under this many dimensions: the int8 path. */
@@ -107,15 +107,15 @@ size_t vec_search_binary(const vec_index *x, const vec_kernels *kern, const floa
 
 /* True when over 10% of the components are exactly 0 (sparse vectors, such
  * as hashed bags of words): a zero has no sign, so sign-bit codes say little. */
-bool vec_index_sparse(const vec_index *x);
+bool cm_vec_index_sparse(const vec_index *x);
 
 /* The search the engine uses: exact float32 below VEC_EXACT_MAX_BYTES;
  * above, binary codes with rescoring, or — under VEC_BINARY_MIN_DIMS
  * dimensions or for sparse vectors — the int8 scan with float rescoring of
- * the best k × 10. vec_search_path names the choice ("float32", "int8",
+ * the best k × 10. cm_vec_search_path names the choice ("float32", "int8",
  * "binary"). */
-const char *vec_search_path(const vec_index *x);
-size_t vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
-                       uint32_t source_mask, vec_hit *out);
+const char *cm_vec_search_path(const vec_index *x);
+size_t cm_vec_search_auto(const vec_index *x, const vec_kernels *kern, const float *query, size_t k,
+                          uint32_t source_mask, vec_hit *out);
 
 #endif

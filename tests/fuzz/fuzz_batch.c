@@ -32,7 +32,7 @@ int fuzz_batch(const uint8_t *data, size_t size)
     while (s < end) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        embed_batch_parse_line(&p, s, len, on_item, &seen);
+        cm_embed_batch_parse_line(&p, s, len, on_item, &seen);
         s += len + 1;
     }
     json_t *j = json_loadb((const char *)data + 1, size - 1, 0, NULL);
@@ -40,9 +40,9 @@ int fuzz_batch(const uint8_t *data, size_t size)
         embed_batch_status st;
         memset(&st, 0, sizeof st);
         if (data[0] & 2)
-            embed_batch_gemini_status(j, &st);
+            cm_embed_batch_gemini_status(j, &st);
         else
-            embed_batch_files_status(j, &st);
+            cm_embed_batch_files_status(j, &st);
         if (st.phase > EMBED_BATCH_FAILED || strlen(st.state) >= sizeof st.state ||
             strlen(st.output) >= sizeof st.output)
             __builtin_trap();

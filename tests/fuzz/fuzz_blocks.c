@@ -15,15 +15,15 @@ int fuzz_blocks(const uint8_t *data, size_t size)
     gw_break_pref pref = (gw_break_pref)(data[1] % 3);
     const char *s = (const char *)data + 2;
     size_t n = size - 2;
-    bool valid = utf8_valid_prefix(s, n) == n;
+    bool valid = cm_utf8_valid_prefix(s, n) == n;
     gw_pieces out;
-    gw_pieces_init(&out);
-    if (gw_chunk_text(s, n, max, pref, &out) == CM_OK)
+    cm_gw_pieces_init(&out);
+    if (cm_gw_chunk_text(s, n, max, pref, &out) == CM_OK)
         for (size_t i = 0; i < out.n; i++) {
-            if (!out.len[i] || gw_u16len(out.v[i], out.len[i]) > (size_t)max) __builtin_trap();
-            if (valid && utf8_valid_prefix(out.v[i], out.len[i]) != out.len[i]) __builtin_trap();
+            if (!out.len[i] || cm_gw_u16len(out.v[i], out.len[i]) > (size_t)max) __builtin_trap();
+            if (valid && cm_utf8_valid_prefix(out.v[i], out.len[i]) != out.len[i]) __builtin_trap();
         }
-    gw_pieces_release(&out);
+    cm_gw_pieces_release(&out);
     return 0;
 }
 

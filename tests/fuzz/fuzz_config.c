@@ -20,13 +20,13 @@ int fuzz_config(const uint8_t *data, size_t size)
             o.n = size - i - 4;
             break;
         }
-    if (config_parse_files(&m, &o, &a, NULL, &c, err, sizeof err) == CM_OK) {
+    if (cm_config_parse_files(&m, &o, &a, NULL, &c, err, sizeof err) == CM_OK) {
         if (c.min_score < 0 || c.min_score > 1 || c.chunk_overlap >= c.chunk_tokens ||
             c.vector_weight + c.text_weight < 0.999 || c.vector_weight + c.text_weight > 1.001 ||
             c.candidate_multiplier < 1 || c.candidate_multiplier > 20 || c.max_results < 1 ||
             c.max_results > 1000 || c.half_life_days < 1 || !c.overlay_path)
             __builtin_trap();
-        config_release(&c);
+        cm_config_release(&c);
     }
     return 0;
 }

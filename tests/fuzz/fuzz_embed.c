@@ -17,7 +17,7 @@ int fuzz_embed(const uint8_t *data, size_t size)
     p.kind = kinds[data[0] % 3];
     size_t n = 1 + (data[0] >> 2) % 4;
     float *rows[4] = {0};
-    const char *why = embed_parse(&p, (const char *)data + 1, size - 1, n, rows);
+    const char *why = cm_embed_parse(&p, (const char *)data + 1, size - 1, n, rows);
     for (size_t i = 0; !why && i < n; i++)
         for (int d = 0; d < p.dims; d++)
             if (!isfinite(rows[i][d])) __builtin_trap();

@@ -28,38 +28,38 @@ static void handler(void *ctx, const httpd_req *rq, httpd_conn *c)
             strpbrk(rq->headers[i].value, "\r\n"))
             __builtin_trap();
     if (strstr(rq->path, "sse")) {
-        httpd_sse_begin(c, 200, NULL);
-        httpd_sse_event(c, "message", "1", rq->body, rq->body_len);
-        httpd_sse_end(c);
+        cm_net_httpd_sse_begin(c, 200, NULL);
+        cm_net_httpd_sse_event(c, "message", "1", rq->body, rq->body_len);
+        cm_net_httpd_sse_end(c);
     } else if (!strstr(rq->path, "none")) {
-        httpd_respond(c, 200, (const char *const[]){"Content-Type: text/plain", NULL}, rq->body,
-                      rq->body_len);
+        cm_net_httpd_respond(c, 200, (const char *const[]){"Content-Type: text/plain", NULL},
+                             rq->body, rq->body_len);
     }
 }
 
 static void stop(void)
 {
-    httpd_stop(srv, 1000);
+    cm_net_httpd_stop(srv, 1000);
     srv = NULL;
 }
 
 int fuzz_httpd(const uint8_t *data, size_t size)
 {
     if (!srv) {
-        httpd_opts o = httpd_defaults();
+        httpd_opts o = cm_net_httpd_defaults();
         o.max_header_bytes = 2048;
         o.max_headers = 20;
         o.max_body = 4096;
         o.header_timeout_ms = o.body_timeout_ms = o.idle_timeout_ms = 2000;
         o.handler = handler;
-        if (httpd_start(&o, &srv, NULL, 0) != CM_OK) __builtin_trap();
+        if (cm_net_httpd_start(&o, &srv, NULL, 0) != CM_OK) __builtin_trap();
         atexit(stop);
     }
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)httpd_port(srv));
+    a.sin_port = htons((uint16_t)cm_net_httpd_port(srv));
     a.sin_addr.s_addr = htonl(0x7f000001);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) __builtin_trap();
     size_t off = 0;

@@ -14,10 +14,10 @@ int fuzz_llm(const uint8_t *data, size_t size)
     char err[256];
     llm_api api = (data[0] & 1) ? LLM_API_ANTHROPIC : LLM_API_OPENAI;
     bool stream = (data[0] & 2) != 0;
-    if (llm_parse(api, stream, (const char *)data + 1, size - 1, &out, err, sizeof err) == CM_OK)
+    if (cm_llm_parse(api, stream, (const char *)data + 1, size - 1, &out, err, sizeof err) == CM_OK)
         for (size_t i = 0; i < out.ncalls; i++)
             if (!out.calls[i].id || !out.calls[i].name || !out.calls[i].arguments) __builtin_trap();
-    llm_response_release(&out);
+    cm_llm_response_release(&out);
     return 0;
 }
 

@@ -1,8 +1,8 @@
 /*
  * fuzz_path.c — path resolution on arbitrary bytes under a temporary root
  * full of symbolic links (to "..", to an outside directory, to an outside
- * file, relative and absolute): whatever path_open_beneath, path_open_dir or
- * memory_get (tools_get) opens must lie inside the workspace — a file or
+ * file, relative and absolute): whatever cm_path_open_beneath, cm_path_open_dir or
+ * memory_get (cm_tools_get) opens must lie inside the workspace — a file or
  * directory outside it, or the outside file's text, traps.
  */
 #include <fcntl.h>
@@ -40,8 +40,8 @@ static void put(const char *rel, const char *text)
 {
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", root, rel);
-    char *d = fs_dirname(p);
-    fs_mkdirs(d, NULL, 0);
+    char *d = cm_fs_dirname(p);
+    cm_fs_mkdirs(d, NULL, 0);
     free(d);
     FILE *f = fopen(p, "w");
     if (f) {
@@ -111,26 +111,26 @@ int fuzz_path(const uint8_t *data, size_t size)
     if (!s) return 0;
     char err[512];
     for (int fallback = 0; fallback < 2; fallback++) {
-        path_force_fallback(fallback);
+        cm_path_force_fallback(fallback);
         int fd = -1, dir = -1;
         const char *leaf;
-        if (path_open_beneath(ws_fd, s, O_RDONLY, &fd, NULL, err, sizeof err) == CM_OK) {
+        if (cm_path_open_beneath(ws_fd, s, O_RDONLY, &fd, NULL, err, sizeof err) == CM_OK) {
             must_be_inside(fd);
             close(fd);
         }
-        if (path_open_dir(ws_fd, s, 0, &dir, &leaf, err, sizeof err) == CM_OK) {
+        if (cm_path_open_dir(ws_fd, s, 0, &dir, &leaf, err, sizeof err) == CM_OK) {
             must_be_inside(dir);
             close(dir);
         }
     }
-    path_force_fallback(0);
+    cm_path_force_fallback(0);
     buf out = BUF_INIT;
     long from = size ? data[0] % 4 : 0;
-    if (tools_get(&cfg, (const char *)data, size, from, 0, 0, &out, err, sizeof err) == CM_OK) {
+    if (cm_tools_get(&cfg, (const char *)data, size, from, 0, 0, &out, err, sizeof err) == CM_OK) {
         const char *text = strstr(out.data, ",\"text\":"); /* after "path" */
         if (!text || strstr(text, "SECRET")) __builtin_trap();
     }
-    buf_release(&out);
+    cm_buf_release(&out);
     free(s);
     return 0;
 }

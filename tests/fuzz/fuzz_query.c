@@ -22,15 +22,15 @@ int fuzz_query(const uint8_t *data, size_t size)
     }
     for (int mode = 0; mode < 4; mode++) {
         buf b = BUF_INIT;
-        if (query_build((const char *)data, size, mode & 1, (mode & 2) ? QUERY_OR : QUERY_AND, &b,
-                        NULL) == CM_OK &&
+        if (cm_query_build((const char *)data, size, mode & 1, (mode & 2) ? QUERY_OR : QUERY_AND,
+                           &b, NULL) == CM_OK &&
             b.len) {
             sqlite3_bind_text(q, 1, b.data, (int)b.len, SQLITE_STATIC);
             int rc = sqlite3_step(q);
             sqlite3_reset(q);
             if (rc != SQLITE_ROW) __builtin_trap();
         }
-        buf_release(&b);
+        cm_buf_release(&b);
     }
     return 0;
 }

@@ -13,7 +13,7 @@
 int fuzz_session(const uint8_t *data, size_t size)
 {
     session_doc d;
-    if (session_extract((const char *)data, size, &d) != CM_OK) return 0;
+    if (cm_session_extract((const char *)data, size, &d) != CM_OK) return 0;
     size_t newlines = 0, input_lines = 1;
     for (size_t i = 0; i < d.text.len; i++)
         newlines += d.text.data[i] == '\n';
@@ -27,12 +27,12 @@ int fuzz_session(const uint8_t *data, size_t size)
     /* the raw bytes through the redaction too (it runs on any text) */
     buf r = BUF_INIT;
     buf raw = BUF_INIT;
-    if (!buf_add(&raw, (const char *)data, size) && !session_redact(raw.data, size, &r))
+    if (!cm_buf_add(&raw, (const char *)data, size) && !cm_session_redact(raw.data, size, &r))
         if (r.data && size && r.len > size + size / 2 + 16)
             __builtin_trap(); /* masks only shrink */
-    buf_release(&r);
-    buf_release(&raw);
-    session_doc_release(&d);
+    cm_buf_release(&r);
+    cm_buf_release(&raw);
+    cm_session_doc_release(&d);
     return 0;
 }
 
