@@ -9,61 +9,6 @@
 
 #include <time.h>
 
-static int64_t S_now(gw_runtime *rt)
-{
-    return rt->o.clock ? rt->o.clock(rt->o.clock_ctx) : cm_wall_ms();
-}
-
-int64_t cm_gw_rt_now(gw_runtime *rt)
-{
-    return S_now(rt);
-}
-
-/* ---- small containers ---------------------------------------------------- */
-
-cm_rc cm_gw_ids_add(gw_ids *v, uint64_t id)
-{
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 4;
-        uint64_t *p = realloc(v->v, cap * sizeof *p);
-        if (!p) return CM_ENOMEM;
-        v->v = p;
-        v->cap = cap;
-    }
-    v->v[v->n++] = id;
-    return CM_OK;
-}
-
-void cm_gw_ids_release(gw_ids *v)
-{
-    free(v->v);
-    memset(v, 0, sizeof *v);
-}
-
-/* Marks every id done with status and empties v. */
-void cm_gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status)
-{
-    for (size_t i = 0; i < v->n; i++)
-        cm_gw_journal_done(rt->journal, v->v[i], status);
-    v->n = 0;
-}
-
-void cm_gw_job_free(gw_job *j)
-{
-    if (!j) return;
-    free(j->agent_id);
-    free(j->key);
-    free(j->prompt);
-    free(j->channel);
-    free(j->account);
-    free(j->peer);
-    free(j->thread);
-    free(j->reply_to);
-    free(j->text);
-    cm_gw_ids_release(&j->ids);
-    free(j);
-}
-
 cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
 {
     gw_runtime *rt = ctx;
@@ -75,7 +20,7 @@ cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
         pthread_mutex_unlock(&rt->mu);
         return CM_EBUSY;
     }
-    int64_t now = S_now(rt);
+    int64_t now = cm_gw_rt_now(rt);
     bool keyed = cm_gw_dedupe_key(m, &k);
     if (keyed && cm_gw_dedupe_peek(rt->dedupe, k.data, now)) {
         cm_gw_dedupe_check(rt->dedupe, k.data, now); /* refreshes its time */
@@ -131,7 +76,7 @@ static void *S_timer(void *arg)
     pthread_mutex_lock(&rt->mu);
     while (!rt->stopping) {
         cm_gw_rt_tick_locked(rt, false);
-        int64_t next = cm_gw_rt_next_deadline(rt), now = S_now(rt);
+        int64_t next = cm_gw_rt_next_deadline(rt), now = cm_gw_rt_now(rt);
         int64_t wait = next == INT64_MAX ? 1000 : next - now;
         if (wait < 1) wait = 1;
         if (wait > 1000) wait = 1000;
@@ -167,7 +112,7 @@ static void *S_worker(void *arg)
         if (s) {
             s->active = false;
             /* followups wait their debounce; an interrupt's run goes now */
-            if (s->next_job) cm_gw_rt_session_due(rt, s, S_now(rt), false);
+            if (s->next_job) cm_gw_rt_session_due(rt, s, cm_gw_rt_now(rt), false);
         }
         cm_gw_job_free(j);
         pthread_cond_broadcast(&rt->idle_cv);
@@ -204,8 +149,8 @@ cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, s
     CHECK(cm_gw_dedupe_open(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &rt->dedupe));
     CHECK(cm_gw_dedupe_open(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &rt->recent));
     CHECK(cm_gw_debounce_open(o->config, NULL, &rt->debounce));
-    CHECK(cm_gw_journal_open(o->state_dir, S_now(rt), GW_DEDUPE_TTL_MS, &rt->journal, &rt->pending,
-                             &rt->seen, err, errlen));
+    CHECK(cm_gw_journal_open(o->state_dir, cm_gw_rt_now(rt), GW_DEDUPE_TTL_MS, &rt->journal,
+                             &rt->pending, &rt->seen, err, errlen));
     *out = rt;
     rt = NULL;
 out:
@@ -229,23 +174,11 @@ cm_rc cm_gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name
     return CM_OK;
 }
 
-gw_channel *cm_gw_rt_channel(gw_runtime *rt, const char *name, const char *account)
-{
-    gw_channel *any = NULL;
-    for (size_t i = 0; i < rt->nch; i++) {
-        if (strcmp(rt->ch[i].name, name ? name : "")) continue;
-        if (!strcmp(rt->ch[i].account, account && *account ? account : "default"))
-            return rt->ch[i].ch;
-        if (!any) any = rt->ch[i].ch;
-    }
-    return any;
-}
-
 cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     pthread_mutex_lock(&rt->mu);
-    int64_t now = S_now(rt);
+    int64_t now = cm_gw_rt_now(rt);
     size_t i;
     json_t *e;
     json_array_foreach(rt->seen, i, e)

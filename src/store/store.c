@@ -96,15 +96,6 @@ cm_rc cm_store_fail(store *s, int code, const char *what, char *err, size_t errl
     return cm_seterr(err, errlen, rc, "index %s: %s: %s", path, what, msg);
 }
 
-cm_rc cm_store_corrupt(store *s, const char *what, char *err, size_t errlen)
-{
-    char clip[FS_CLIP_MAX + 1];
-    return cm_seterr(err, errlen, CM_ECORRUPT,
-                     "index is corrupt (a missing or invalid value in %s); run `clawmem index "
-                     "--force` to rebuild it: %s",
-                     what, cm_fs_clip(s->path ? s->path : "", clip));
-}
-
 const char *cm_store_col_text(sqlite3_stmt *q, int i)
 {
     return sqlite3_column_type(q, i) == SQLITE_TEXT ? (const char *)sqlite3_column_text(q, i)
@@ -512,23 +503,6 @@ cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size
 out:
     sqlite3_finalize(q);
     return rc;
-}
-
-void cm_store_stored_files_release(stored_files *f)
-{
-    for (size_t i = 0; i < f->n; i++) {
-        free(f->v[i].path);
-        free(f->v[i].hash);
-    }
-    free(f->v);
-    memset(f, 0, sizeof *f);
-}
-
-cm_rc cm_store_keyword_text(const store *s, buf *out, const char *text, size_t n)
-{
-    cm_buf_reset(out);
-    if (s->trigram) return cm_buf_add(out, text, n);
-    return cm_utf8_cjk_expand(out, text, n);
 }
 
 /* Runs a bound statement that returns no rows, then resets it. */

@@ -77,15 +77,6 @@ cm_rc cm_store_pending_vectors(store *s, int64_t after_id, size_t limit, pending
     return rc;
 }
 
-void cm_store_pending_release(pending_chunk *p, size_t n)
-{
-    for (size_t i = 0; p && i < n; i++) {
-        free(p[i].text);
-        free(p[i].path);
-    }
-    free(p);
-}
-
 cm_rc cm_store_cache_get(store *s, const char *provider, const char *model, const char *key,
                          const char *hash, float **out, int *dims, char *err, size_t errlen)
 {
