@@ -240,3 +240,15 @@ TEST(fs_normalise_paths)
         free(p);
     }
 }
+
+/* A condition variable's deadline: ms from now, nanoseconds normalised. */
+TEST(base_deadline_in_is_ms_from_now)
+{
+    for (int64_t ms = 0; ms < 3000; ms += 333) {
+        int64_t before = cm_now_ms();
+        struct timespec t = cm_deadline_in(CLOCK_MONOTONIC, ms);
+        int64_t at = (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+        EXPECT(t.tv_nsec >= 0 && t.tv_nsec < 1000000000L);
+        EXPECT(at >= before + ms && at <= cm_now_ms() + ms + 1);
+    }
+}

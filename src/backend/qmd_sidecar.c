@@ -603,11 +603,7 @@ static void *schedule_main(void *arg)
             /* real time to wait: what the clock says is left, at most a minute */
             int64_t left = iv > 0 ? iv - (now_ms(q) - q->last_update_ms) : 60000;
             left = CM_MAX(CM_MIN(left, 60000), 10);
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += left / 1000;
-            ts.tv_nsec += (left % 1000) * 1000000;
-            if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            struct timespec ts = cm_deadline_in(CLOCK_MONOTONIC, left);
             pthread_cond_timedwait(&q->cv, &q->mu, &ts);
             continue;
         }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clawmem.h"
 
@@ -55,6 +56,10 @@ char *cm_strdup(const char *s);
 int64_t cm_now_ms(void);
 /* Milliseconds since the Unix epoch (wall clock: for dates written to files). */
 int64_t cm_wall_ms(void);
+/* The time ms milliseconds from now on clock, as the absolute deadline
+ * pthread_cond_timedwait takes (CLOCK_MONOTONIC for a condition variable
+ * set to that clock, CLOCK_REALTIME for a default one). */
+struct timespec cm_deadline_in(clockid_t clock, int64_t ms);
 char *cm_strndup(const char *s, size_t n);
 
 #include "banned.h"

@@ -305,17 +305,6 @@ out:
     cm_buf_release(&key);
 }
 
-static void S_abs_in(struct timespec *ts, int64_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
-
 /* The SSE stream of a conversation: runs on the connection's thread until
  * the client goes or the channel closes. */
 static void S_get_events(gw_http *h, const httpd_req *rq, httpd_conn *c)
@@ -359,8 +348,7 @@ static void S_get_events(gw_http *h, const httpd_req *rq, httpd_conn *c)
             pthread_mutex_lock(&h->mu);
             ping = cm_now_ms() + GW_HTTP_PING_MS;
         }
-        struct timespec ts;
-        S_abs_in(&ts, 250);
+        struct timespec ts = cm_deadline_in(CLOCK_MONOTONIC, 250);
         pthread_cond_timedwait(&h->cv, &h->mu, &ts);
     }
     pthread_mutex_unlock(&h->mu);

@@ -59,17 +59,6 @@ void cm_gw_runtime_tick(gw_runtime *rt)
     pthread_mutex_unlock(&rt->mu);
 }
 
-static void S_abs_in(struct timespec *ts, int64_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000;
-    if (ts->tv_nsec >= 1000000000) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000;
-    }
-}
-
 static void *S_timer(void *arg)
 {
     gw_runtime *rt = arg;
@@ -80,8 +69,7 @@ static void *S_timer(void *arg)
         int64_t wait = next == INT64_MAX ? 1000 : next - now;
         if (wait < 1) wait = 1;
         if (wait > 1000) wait = 1000;
-        struct timespec ts;
-        S_abs_in(&ts, wait);
+        struct timespec ts = cm_deadline_in(CLOCK_MONOTONIC, wait);
         pthread_cond_timedwait(&rt->timer_cv, &rt->mu, &ts);
     }
     pthread_mutex_unlock(&rt->mu);
@@ -263,8 +251,7 @@ static bool S_wait_idle_locked(gw_runtime *rt, int64_t timeout_ms, bool drain)
         if (!busy) return true;
         int64_t left = end - cm_now_ms();
         if (left <= 0) return false;
-        struct timespec ts;
-        S_abs_in(&ts, left < 50 ? left : 50);
+        struct timespec ts = cm_deadline_in(CLOCK_MONOTONIC, left < 50 ? left : 50);
         pthread_cond_timedwait(&rt->idle_cv, &rt->mu, &ts);
     }
 }

@@ -249,14 +249,7 @@ out:
 /* Waits ms unless *watch is set first (stop or close); false then. */
 static bool tg_wait(tg_chan *t, long ms, atomic_bool *watch)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = cm_deadline_in(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&t->mu);
     while (!atomic_load(watch))
         if (pthread_cond_timedwait(&t->cv, &t->mu, &ts) == ETIMEDOUT) break;

@@ -578,13 +578,7 @@ static void S_wait_released(httpd_conn *c)
 {
     pthread_mutex_lock(&c->mu);
     while (c->holds > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 200 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = cm_deadline_in(CLOCK_REALTIME, 200);
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
         if (c->holds == 0 || atomic_load(&c->gone)) continue;
         struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
@@ -614,8 +608,7 @@ static void S_serve_conn(httpd_conn *c)
         int64_t start = cm_now_ms();
         int64_t head_deadline = -1;
         size_t head_len = 0, scanned = 0;
-        while (!(head_len =
-                     S_head_end(in.data, in.len, scanned >= 3 ? scanned - 3 : 0))) {
+        while (!(head_len = S_head_end(in.data, in.len, scanned >= 3 ? scanned - 3 : 0))) {
             scanned = in.len;
             if (in.len > o->max_header_bytes) {
                 S_fail_close(c, 431);
