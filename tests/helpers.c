@@ -23,8 +23,8 @@
 
 extern char **environ;
 
-static char *dirs[256];
-static size_t ndirs;
+static char **dirs; /* every directory tmp_dir made, removed at exit */
+static size_t ndirs, capdirs;
 
 char *tmp_dir(void)
 {
@@ -37,7 +37,17 @@ char *tmp_dir(void)
         abort();
     }
     char *copy = cm_strdup(d);
-    if (ndirs < ARRAY_LEN(dirs)) dirs[ndirs++] = copy;
+    if (ndirs == capdirs) {
+        size_t cap = capdirs ? capdirs * 2 : 256;
+        char **nd = realloc(dirs, cap * sizeof *nd);
+        if (!nd) {
+            perror("tmp_dir");
+            abort();
+        }
+        dirs = nd;
+        capdirs = cap;
+    }
+    dirs[ndirs++] = copy;
     return copy;
 }
 
@@ -58,7 +68,9 @@ void tmp_cleanup(void)
         nftw(dirs[i], rm_one, 32, FTW_DEPTH | FTW_PHYS);
         free(dirs[i]);
     }
-    ndirs = 0;
+    free(dirs);
+    dirs = NULL;
+    ndirs = capdirs = 0;
 }
 
 const char *path_in(const char *dir, const char *rel)
