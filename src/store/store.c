@@ -165,17 +165,7 @@ cm_rc cm_store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, 
     h->start_line = (int)start;
     h->end_line = (int)end;
     h->mtime_ns = mtime;
-    h->path = cm_strdup(path);
-    h->source = cm_strdup(source);
-    h->text = cm_strdup(text);
-    if (!h->path || !h->source || !h->text) {
-        free(h->path);
-        free(h->source);
-        free(h->text);
-        memset(h, 0, sizeof *h);
-        return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-    }
-    return CM_OK;
+    return cm_store_hit_strings(h, path, source, text, err, errlen);
 }
 
 static cm_rc stmt(store *s, int id, sqlite3_stmt **out, char *err, size_t errlen)

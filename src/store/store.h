@@ -174,6 +174,10 @@ cm_rc cm_store_check(store *s, bool *ok, char *err, size_t errlen);
 /* Keyword text for the FTS index: the chunk text, with CJK runs expanded to
  * bigrams unless the tokenizer is trigram. */
 cm_rc cm_store_keyword_text(const store *s, buf *out, const char *text, size_t n);
+/* Copies a hit's path, source and text into h (both stores' rows);
+ * CM_ENOMEM leaves h zeroed. */
+cm_rc cm_store_hit_strings(fts_hit *h, const char *path, const char *source, const char *text,
+                           char *err, size_t errlen);
 
 /* ---- vectors and the embedding cache (vector_tables.c) ---- */
 

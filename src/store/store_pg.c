@@ -799,17 +799,8 @@ static cm_rc hit_row(store *s, PGresult *r, int i, fts_hit *h, char *err, size_t
     h->end_line = (int)strtol(pq.getvalue(r, i, 4), NULL, 10);
     h->rank = strtod(pq.getvalue(r, i, 6), NULL);
     h->mtime_ns = strtoll(pq.getvalue(r, i, 7), NULL, 10);
-    h->path = cm_strdup(pq.getvalue(r, i, 1));
-    h->source = cm_strdup(pq.getvalue(r, i, 2));
-    h->text = cm_strdup(pq.getvalue(r, i, 5));
-    if (!h->path || !h->source || !h->text) {
-        free(h->path);
-        free(h->source);
-        free(h->text);
-        memset(h, 0, sizeof *h);
-        return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-    }
-    return CM_OK;
+    return cm_store_hit_strings(h, pq.getvalue(r, i, 1), pq.getvalue(r, i, 2), pq.getvalue(r, i, 5),
+                                err, errlen);
 }
 
 cm_rc cm_store_pg_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,

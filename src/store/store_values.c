@@ -42,3 +42,17 @@ void cm_store_pending_release(pending_chunk *p, size_t n)
     }
     free(p);
 }
+
+cm_rc cm_store_hit_strings(fts_hit *h, const char *path, const char *source, const char *text,
+                           char *err, size_t errlen)
+{
+    h->path = cm_strdup(path);
+    h->source = cm_strdup(source);
+    h->text = cm_strdup(text);
+    if (h->path && h->source && h->text) return CM_OK;
+    free(h->path);
+    free(h->source);
+    free(h->text);
+    memset(h, 0, sizeof *h);
+    return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+}
