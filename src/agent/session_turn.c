@@ -311,6 +311,7 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
                         NULL,
                         NULL,
                         NULL,
+                        NULL,
                         NULL};
     CHECK(cm_agent_turn_run(&tools, &ti, &t, err, errlen));
     CHECK(append_messages(a, s, t.messages, now, err, errlen));
@@ -455,7 +456,7 @@ static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *er
         FAIL(CM_ENOMEM, "out of memory");
     if (cm_buf_adds(&text, compact_instructions)) FAIL(CM_ENOMEM, "out of memory");
     llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false};
-    llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true, NULL, NULL};
+    llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true, NULL, NULL, NULL, NULL};
     json_t *e = cm_session_store_get(&s->st, s->key);
     llm_pin pin;
     pin_of(e, &pin);
@@ -541,7 +542,7 @@ cm_rc cm_agent_session_turn(agent_ctx *a, const char *key, const char *prompt, c
                             llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
                             size_t errlen)
 {
-    agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL};
+    agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL, NULL};
     return cm_agent_session_turn_opts(a, key, &o, out, err, errlen);
 }
 
@@ -643,8 +644,15 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                             o->on_delta,
                             o->ctx,
                             stream ? on_reasoning : NULL,
-                            stream ? &rs : NULL};
+                            stream ? &rs : NULL,
+                            o->hooks};
         rc = cm_agent_turn_run(&tools, &ti, &t, err, errlen);
+        if (rc == CM_ECANCELED && t.messages) {
+            /* aborted: the user message and the completed steps stay */
+            char aerr[256];
+            (void)append_messages(a, &s, t.messages, now_of(a), aerr, sizeof aerr);
+            goto out;
+        }
         if (rc == CM_ETOOBIG && attempt == 0) {
             /* the prompt is over the context: compact, then once more */
             agent_reply cr = {0};

@@ -300,6 +300,7 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
     if (!tools || !tools->engine) nt = 0;
     int max = in->max_steps > 0 ? in->max_steps : DEFAULT_MAX_STEPS;
     llm_turn turn = in->turn;
+    const agent_hooks *hk = in->hooks;
     for (int step = 0;; step++) {
         if (step >= max)
             FAIL(CM_EIO, "the turn stopped after %d model calls (the model kept calling tools)",
@@ -326,7 +327,11 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                           0,
                           true,
                           in->on_reasoning,
-                          in->reasoning_ctx};
+                          in->reasoning_ctx,
+                          hk ? hk->cancelled : NULL,
+                          hk ? hk->ctx : NULL};
+        if (hk && hk->cancelled && hk->cancelled(hk->ctx))
+            FAIL(CM_ECANCELED, "the turn was cancelled");
         cm_llm_response_release(&resp);
         rc = cm_llm_run(in->runner, &turn, &rq, in->on_delta, in->ctx, &resp, &out->outcome, err,
                         errlen);
@@ -361,6 +366,13 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                                    (json_int_t)now);
             free(result);
             if (!tr || json_array_append_new(out->messages, tr)) FAIL(CM_ENOMEM, "out of memory");
+        }
+        /* steered texts join the conversation before the next model call */
+        for (char *st; hk && hk->steer && (st = hk->steer(hk->ctx));) {
+            json_t *um = json_pack("{s:s,s:[{s:s,s:s}],s:I}", "role", "user", "content", "type",
+                                   "text", "text", st, "timestamp", (json_int_t)now);
+            free(st);
+            if (!um || json_array_append_new(out->messages, um)) FAIL(CM_ENOMEM, "out of memory");
         }
     }
 out:

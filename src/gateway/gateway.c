@@ -16,6 +16,7 @@
 #include "../base/lockfile.h"
 #include "../config/config.h"
 #include "../config/secret.h"
+#include "../agent/session_turn.h"
 #include "../net/http.h"
 #include "http_channel.h"
 #include "runtime.h"
@@ -120,8 +121,9 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     cm_agent *a = S_agent(g, rq->worker, rq->agent_id, err, errlen);
     if (!a) return CM_EIO;
     char *json = NULL;
-    cm_rc rc = cm_agent_turn(a, rq->session_key, rq->prompt, NULL, rq->on_delta, rq->delta_ctx,
-                             &json, err, errlen);
+    agent_hooks hk = {rq->cancelled, rq->steer, rq->hook_ctx};
+    cm_rc rc = cm_agent_turn_hooked(a, rq->session_key, rq->prompt, NULL, rq->on_delta,
+                                    rq->delta_ctx, &hk, &json, err, errlen);
     if (rc) return rc;
     json_t *o = json_loads(json, 0, NULL);
     cm_free(json);
