@@ -242,6 +242,8 @@ static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin
         slash ? slash + 1 : model, "modelProvider", prov);
     if (!patch) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     json_t *e = cm_session_store_get(&s->st, s->key);
+    if (json_is_true(json_object_get(e, "abortedLastRun")))
+        json_object_set_new(patch, "abortedLastRun", json_false());
     const char *src = json_string_value(json_object_get(e, "authProfileOverrideSource"));
     if (pin && pin->profile[0] && !(src && !strcmp(src, "user"))) {
         json_t *cc = json_object_get(e, "compactionCount");
@@ -650,7 +652,11 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         if (rc == CM_ECANCELED && t.messages) {
             /* aborted: the user message and the completed steps stay */
             char aerr[256];
-            (void)append_messages(a, &s, t.messages, now_of(a), aerr, sizeof aerr);
+            if (append_messages(a, &s, t.messages, now_of(a), aerr, sizeof aerr) == CM_OK) {
+                json_t *ab = json_pack("{s:b}", "abortedLastRun", 1);
+                if (ab) cm_session_touch(&s.st, s.key, ab, now_of(a), NULL, aerr, sizeof aerr);
+                json_decref(ab);
+            }
             goto out;
         }
         if (rc == CM_ETOOBIG && attempt == 0) {

@@ -359,7 +359,8 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         /* no run to steer (streaming was false): queued */
         /* fall through */
     case GW_QACT_STEER_AND_ENQUEUE:
-        if (act == GW_QACT_STEER_AND_ENQUEUE && s->running) CHECK(S_steer_add(s, prompt.data, NULL));
+        if (act == GW_QACT_STEER_AND_ENQUEUE && s->running)
+            CHECK(S_steer_add(s, prompt.data, NULL));
         /* fall through */
     case GW_QACT_ENQUEUE:
         CHECK(S_group_push(s, ids));
