@@ -1027,7 +1027,8 @@ TEST(gateway_run_stop_cancels_the_running_call)
     EXPECT_INT(fake_count(w.fs), 1);
     json_t *r = t_replies(w.addr, "judy");
     EXPECT_INT(json_array_size(r), 1); /* the notice; no failure of the aborted run */
-    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Stopped");
+    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(r, 0), "text")),
+                    "Agent was aborted.");
     json_decref(r);
     json_t *st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);

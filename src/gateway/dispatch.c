@@ -313,10 +313,11 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         for (size_t i = 0; i < s->ngroups; i++)
             cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
         S_group_take(s, s->ngroups, &(gw_ids){0});
-        char msg[128];
-        snprintf(msg, sizeof msg, "Stopped: %zu queued message%s dropped.", n, n == 1 ? "" : "s");
-        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id, msg, ids,
-                        "answered");
+        cm_logf(rt->o.log, CM_LOG_INFO, "gateway: /stop: %zu queued message%s dropped", n,
+                n == 1 ? "" : "s");
+        /* QuantumClaw's answer (the running run, if any, is aborted above) */
+        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                        "⚙️ Agent was aborted.", ids, "answered");
         goto out;
     }
     gw_turn cur = *t;
