@@ -201,6 +201,8 @@ typedef struct gate {
     pthread_cond_t cv;
     bool closed; /* runs wait while closed */
     int started;
+    bool hold;    /* a run that has answered waits while hold */
+    int finished; /* runs that have answered */
     gw_agents *ag;
 } gate;
 
@@ -213,7 +215,14 @@ static cm_rc t_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, 
     while (g->closed)
         pthread_cond_wait(&g->cv, &g->mu);
     pthread_mutex_unlock(&g->mu);
-    return cm_gw_agents_run(g->ag, rq, out, err, errlen);
+    cm_rc rc = cm_gw_agents_run(g->ag, rq, out, err, errlen);
+    pthread_mutex_lock(&g->mu);
+    g->finished++;
+    pthread_cond_broadcast(&g->cv);
+    while (g->hold)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
 }
 
 /* A journal left by an earlier gateway, written before world_start opens it. */
@@ -290,6 +299,7 @@ static void world_stop(world *w)
 {
     pthread_mutex_lock(&w->gate.mu);
     w->gate.closed = false;
+    w->gate.hold = false;
     pthread_cond_broadcast(&w->gate.cv);
     pthread_mutex_unlock(&w->gate.mu);
     cm_gw_runtime_free(w->rt);
@@ -1078,6 +1088,47 @@ TEST(gateway_run_steer_lands_in_the_next_model_request)
     EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Steered answer.");
     json_decref(r);
     st = cm_gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
+    json_decref(st);
+    world_stop(&w);
+}
+
+TEST(gateway_run_steer_after_the_last_model_call_becomes_a_followup)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"steer\"}}}")) return;
+    t_say(w.fs, "First answer.");
+    t_say(w.fs, "Followup answer.");
+    w.gate.hold = true; /* the run answers, then waits before it ends */
+    EXPECT_INT(post_text(&w, "leo", "l1", "first question"), 202);
+    cm_gw_runtime_tick(w.rt);
+    pthread_mutex_lock(&w.gate.mu);
+    for (int i = 0; i < 500 && w.gate.finished < 1; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&w.gate.cv, &w.gate.mu, &ts);
+    }
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT_INT(w.gate.finished, 1);
+    /* still running, but past its last model call */
+    EXPECT_INT(post_text(&w, "leo", "l2", "one more thing"), 202);
+    pthread_mutex_lock(&w.gate.mu);
+    w.gate.hold = false;
+    pthread_cond_broadcast(&w.gate.cv);
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 2);
+    char *sent = t_request_text(w.fs, 1);
+    EXPECT_CONTAINS(sent, "one more thing");
+    EXPECT_CONTAINS(sent, "First answer."); /* a turn of its own, after the first */
+    free(sent);
+    json_t *r = t_replies(w.addr, "leo");
+    EXPECT_INT(json_array_size(r), 2);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 1), "text")),
+               "Followup answer.");
+    json_decref(r);
+    json_t *st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
     world_stop(&w);

@@ -126,7 +126,7 @@ static char *S_steer(void *ctx)
     gw_job *j = d->j;
     char *t = NULL;
     pthread_mutex_lock(&d->rt->mu);
-    if (j->nsteer && !j->cancel) {
+    if (j->nsteer && !S_cancelled(d)) {
         t = j->steer[0];
         memmove(j->steer, j->steer + 1, --j->nsteer * sizeof *j->steer);
         if (!j->nsteer && cm_gw_ids_move(&j->ids, &j->steer_ids) == CM_OK)

@@ -199,7 +199,7 @@ void cm_gw_rt_steer_leftover(gw_runtime *rt, gw_sess *s, gw_job *j)
     buf p = BUF_INIT;
     gw_job *f = NULL;
     if (!j->nsteer && !j->steer_ids.n) return;
-    if (j->cancel || s->next_job) goto drop;
+    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED) || s->next_job) goto drop;
     for (size_t i = 0; i < j->nsteer; i++)
         if (cm_buf_printf(&p, "%s%s", i ? "\n\n" : "", j->steer[i])) goto drop;
     f = S_job_new(GW_JOB_RUN, j->channel, j->account, j->peer, j->thread, j->reply_to);
