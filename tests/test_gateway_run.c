@@ -1133,3 +1133,58 @@ TEST(gateway_run_steer_after_the_last_model_call_becomes_a_followup)
     json_decref(st);
     world_stop(&w);
 }
+
+/* The Telegram lastError of a `gateway status --json` text, or NULL. */
+static char *tg_last_error(const char *status)
+{
+    json_t *o = json_loads(status ? status : "", 0, NULL);
+    size_t i;
+    json_t *c;
+    char *why = NULL;
+    json_array_foreach(json_object_get(o, "channels"), i, c)
+    {
+        const char *e = json_string_value(json_object_get(c, "lastError"));
+        if (e && *e && !why) why = cm_strdup(e);
+    }
+    json_decref(o);
+    return why;
+}
+
+TEST(gateway_run_status_shows_the_telegram_last_error)
+{
+    char *dir = tmp_dir();
+    write_file(dir, "state/quantumclaw.json",
+               "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
+               "\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\","
+               "\"memorySearch\":{\"provider\":\"none\"}}},"
+               "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]},"
+               "\"telegram\":{\"botToken\":\"424242:sekret-tg-token\","
+               "\"apiBaseUrl\":\"http://127.0.0.1:1/\",\"timeoutSeconds\":1}}}");
+    write_file(dir, "ws/MEMORY.md", "# Facts\n");
+    char *state = cm_strdup(path_in(dir, "state")), *ws = cm_strdup(path_in(dir, "ws"));
+    const char *args[] = {"--state-dir", state,      "--workspace", ws,
+                          "gateway",     "--listen", "127.0.0.1:0", NULL};
+    proc p;
+    proc_start(&p, NULL, args);
+    char addr[64] = "";
+    EXPECT(wait_line(&p, addr, sizeof addr));
+    char *why = NULL;
+    for (int i = 0; i < 150 && !why; i++) { /* the Bot API cannot be reached */
+        run_result s = run_clawmem(
+            NULL, (const char *const[]){"--state-dir", state, "gateway", "status", "--json", NULL});
+        why = tg_last_error(s.out);
+        EXPECT(!strstr(s.out ? s.out : "", "sekret-tg-token"));
+        run_result_release(&s);
+        if (!why) usleep(100000);
+    }
+    EXPECT(why != NULL);
+    run_result s =
+        run_clawmem(NULL, (const char *const[]){"--state-dir", state, "gateway", "status", NULL});
+    EXPECT_CONTAINS(s.out, "telegram/default last error: ");
+    EXPECT(!strstr(s.out ? s.out : "", "sekret-tg-token"));
+    run_result_release(&s);
+    EXPECT_INT(proc_stop(&p, SIGTERM, 20000), 0);
+    free(why);
+    free(state);
+    free(ws);
+}

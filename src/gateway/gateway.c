@@ -226,6 +226,21 @@ static char *S_status_text(cm_gateway *g, bool running)
 {
     json_t *o = cm_gw_runtime_status(g->rt);
     if (!o) return NULL;
+    /* each Telegram account's last polling or sending failure ("" when none):
+     * the runtime lists them in the order they were opened, as g->ch does */
+    size_t i, k = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(o, "channels"), i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "channel"));
+        if (!name || strcmp(name, "telegram")) continue;
+        while (k < g->nch && strcmp(g->ch[k]->ops->name, "telegram"))
+            k++;
+        if (k == g->nch) break;
+        char why[512];
+        cm_gw_telegram_last_error(g->ch[k++], why, sizeof why);
+        json_object_set_new(c, "lastError", json_string(why));
+    }
     json_object_set_new(o, "running", json_boolean(running));
     json_object_set_new(o, "pid", json_integer(getpid()));
     const char *addr = g->http ? cm_gw_http_address(g->http) : NULL;
