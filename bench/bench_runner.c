@@ -100,7 +100,7 @@ static double raw_turn(fake_server *fs, const char *url, bool stream)
 
 static double runner_turn(fake_server *fs, llm_runner *r, bool stream)
 {
-    llm_request rq = {NULL, NULL, &msg, 1, NULL, 0, 0, stream, NULL, NULL};
+    llm_request rq = {NULL, NULL, &msg, 1, NULL, 0, 0, stream, NULL, NULL, NULL, NULL};
     llm_turn t = {NULL, false, NULL};
     llm_response out;
     llm_outcome oc;

@@ -55,6 +55,18 @@ static int S_status(const cm_options *opt, bool json)
         }
         if (!json_array_size(json_object_get(j, "channels"))) printf(" none");
         putchar('\n');
+        json_array_foreach(json_object_get(j, "channels"), i, c)
+        {
+            const char *why = json_string_value(json_object_get(c, "lastError"));
+            if (!why || !*why) continue;
+            printf("  ");
+            put_safe(stdout, json_string_value(json_object_get(c, "channel")), 0);
+            putchar('/');
+            put_safe(stdout, json_string_value(json_object_get(c, "account")), 0);
+            printf(" last error: ");
+            put_safe(stdout, why, 0);
+            putchar('\n');
+        }
         printf("active runs: %lld, debounce batches: %lld, journal backlog: %lld\n",
                (long long)json_integer_value(json_object_get(j, "activeRuns")),
                (long long)json_integer_value(json_object_get(j, "debouncePending")),

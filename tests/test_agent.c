@@ -147,6 +147,7 @@ TEST(agent_turn_runs_the_memory_tools)
                         NULL,
                         NULL,
                         NULL,
+                        NULL,
                         NULL};
     agent_turn_out out;
     char err[512];
@@ -455,7 +456,7 @@ TEST(agent_tool_result_cut_keeps_characters_whole)
     llm_pin pin = {"", false};
     agent_tools tools = {w.eng, "agent:main:main", false, NULL};
     agent_turn_in in = {
-        w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL, NULL, NULL};
+        w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL, NULL, NULL, NULL};
     agent_turn_out out;
     char err[512] = "";
     EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
@@ -667,7 +668,7 @@ TEST(agent_reasoning_off_on_stream)
     agent_reply r;
     drafts d = {0};
     const char *key = "agent:main:main";
-    agent_turn_opts o = {"why?", NULL, NULL, NULL, on_draft, &d};
+    agent_turn_opts o = {"why?", NULL, NULL, NULL, on_draft, &d, NULL};
     /* off (the default): dropped */
     say_reasoning(&w, "think first", "Because.");
     EXPECT_INT(cm_agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);

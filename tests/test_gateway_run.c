@@ -201,6 +201,8 @@ typedef struct gate {
     pthread_cond_t cv;
     bool closed; /* runs wait while closed */
     int started;
+    bool hold;    /* a run that has answered waits while hold */
+    int finished; /* runs that have answered */
     gw_agents *ag;
 } gate;
 
@@ -213,7 +215,14 @@ static cm_rc t_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, 
     while (g->closed)
         pthread_cond_wait(&g->cv, &g->mu);
     pthread_mutex_unlock(&g->mu);
-    return cm_gw_agents_run(g->ag, rq, out, err, errlen);
+    cm_rc rc = cm_gw_agents_run(g->ag, rq, out, err, errlen);
+    pthread_mutex_lock(&g->mu);
+    g->finished++;
+    pthread_cond_broadcast(&g->cv);
+    while (g->hold)
+        pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
 }
 
 /* A journal left by an earlier gateway, written before world_start opens it. */
@@ -290,6 +299,7 @@ static void world_stop(world *w)
 {
     pthread_mutex_lock(&w->gate.mu);
     w->gate.closed = false;
+    w->gate.hold = false;
     pthread_cond_broadcast(&w->gate.cv);
     pthread_mutex_unlock(&w->gate.mu);
     cm_gw_runtime_free(w->rt);
@@ -958,4 +968,223 @@ TEST(gateway_run_telegram_group_end_to_end)
     atomic_store(&f.stop, 1);
     fake_stop(tg);
     tgfake_release(&f);
+}
+
+/* ---- interrupt, /stop, steer ------------------------------------------------------- */
+
+/* Waits (bounded) until the fake model has been called n times. */
+static bool wait_calls(world *w, int n)
+{
+    for (int i = 0; i < 400 && fake_count(w->fs) < n; i++) {
+        cm_gw_runtime_tick(w->rt);
+        usleep(25000);
+    }
+    return fake_count(w->fs) >= n;
+}
+
+/* How many messages of request i have role. */
+static int request_roles(fake_server *fs, int i, const char *role)
+{
+    const fake_request *q = fake_get(fs, i);
+    json_t *b = q ? json_loads(q->body, 0, NULL) : NULL;
+    int n = 0;
+    size_t k;
+    json_t *m;
+    json_array_foreach(json_object_get(b, "messages"), k, m)
+    {
+        n += !strcmp(json_string_value(json_object_get(m, "role")) ?: "", role);
+    }
+    json_decref(b);
+    return n;
+}
+
+TEST(gateway_run_interrupt_cancels_the_model_call)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"interrupt\"}}}")) return;
+    fake_push(w.fs, FAKE_HANG, 0, -1); /* the first model call hangs until cancelled */
+    t_say(w.fs, "Second answer.");
+    EXPECT_INT(post_text(&w, "ivan", "i1", "first question"), 202);
+    EXPECT(wait_calls(&w, 1));
+    EXPECT_INT(post_text(&w, "ivan", "i2", "second question"), 202);
+    EXPECT(settle(&w)); /* the hanging call was stopped: the runtime went idle */
+    EXPECT_INT(fake_count(w.fs), 2);
+    json_t *r = t_replies(w.addr, "ivan");
+    EXPECT_INT(json_array_size(r), 1); /* only the second run's answer */
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Second answer.");
+    json_decref(r);
+    /* the aborted run's user message stays in the transcript; no half answer is sent back */
+    char *sent = t_request_text(w.fs, 1);
+    EXPECT_CONTAINS(sent, "first question");
+    EXPECT_CONTAINS(sent, "second question");
+    free(sent);
+    EXPECT_INT(request_roles(w.fs, 1, "assistant"), 0);
+    json_t *st = cm_gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
+    json_decref(st);
+    world_stop(&w);
+}
+
+TEST(gateway_run_stop_cancels_the_running_call)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    fake_push(w.fs, FAKE_HANG, 0, -1);
+    EXPECT_INT(post_text(&w, "judy", "j1", "a long question"), 202);
+    EXPECT(wait_calls(&w, 1));
+    EXPECT_INT(post_text(&w, "judy", "j2", "/stop"), 202);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 1);
+    json_t *r = t_replies(w.addr, "judy");
+    EXPECT_INT(json_array_size(r), 1); /* the notice; no failure of the aborted run */
+    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(r, 0), "text")),
+                    "Agent was aborted.");
+    json_decref(r);
+    json_t *st = cm_gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
+    json_decref(st);
+    world_stop(&w);
+}
+
+TEST(gateway_run_steer_lands_in_the_next_model_request)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"steer\"}}}")) return;
+    t_call(w.fs, "call_1", "memory_search", "{\"query\":\"dog\"}");
+    t_say(w.fs, "Steered answer.");
+    w.gate.closed = true;
+    EXPECT_INT(post_text(&w, "kim", "k1", "what is the dog called"), 202);
+    cm_gw_runtime_tick(w.rt);
+    pthread_mutex_lock(&w.gate.mu);
+    for (int i = 0; i < 500 && w.gate.started < 1; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&w.gate.cv, &w.gate.mu, &ts);
+    }
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT_INT(w.gate.started, 1);
+    /* the run is executing: this one steers it */
+    EXPECT_INT(post_text(&w, "kim", "k2", "answer in French please"), 202);
+    json_t *st = cm_gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(
+                   json_object_get(json_array_get(json_object_get(st, "sessions"), 0), "queued")),
+               0);
+    json_decref(st);
+    pthread_mutex_lock(&w.gate.mu);
+    w.gate.closed = false;
+    pthread_cond_broadcast(&w.gate.cv);
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 2); /* one run, two model calls: no followup turn */
+    char *first = t_request_text(w.fs, 0), *second = t_request_text(w.fs, 1);
+    EXPECT(!strstr(first, "answer in French please"));
+    EXPECT_CONTAINS(second, "answer in French please");
+    free(first);
+    free(second);
+    EXPECT_INT(request_roles(w.fs, 1, "tool"), 1);
+    json_t *r = t_replies(w.addr, "kim");
+    EXPECT_INT(json_array_size(r), 1);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Steered answer.");
+    json_decref(r);
+    st = cm_gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
+    json_decref(st);
+    world_stop(&w);
+}
+
+TEST(gateway_run_steer_after_the_last_model_call_becomes_a_followup)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"steer\"}}}")) return;
+    t_say(w.fs, "First answer.");
+    t_say(w.fs, "Followup answer.");
+    w.gate.hold = true; /* the run answers, then waits before it ends */
+    EXPECT_INT(post_text(&w, "leo", "l1", "first question"), 202);
+    cm_gw_runtime_tick(w.rt);
+    pthread_mutex_lock(&w.gate.mu);
+    for (int i = 0; i < 500 && w.gate.finished < 1; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&w.gate.cv, &w.gate.mu, &ts);
+    }
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT_INT(w.gate.finished, 1);
+    /* still running, but past its last model call */
+    EXPECT_INT(post_text(&w, "leo", "l2", "one more thing"), 202);
+    pthread_mutex_lock(&w.gate.mu);
+    w.gate.hold = false;
+    pthread_cond_broadcast(&w.gate.cv);
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 2);
+    char *sent = t_request_text(w.fs, 1);
+    EXPECT_CONTAINS(sent, "one more thing");
+    EXPECT_CONTAINS(sent, "First answer."); /* a turn of its own, after the first */
+    free(sent);
+    json_t *r = t_replies(w.addr, "leo");
+    EXPECT_INT(json_array_size(r), 2);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 1), "text")),
+               "Followup answer.");
+    json_decref(r);
+    json_t *st = cm_gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
+    json_decref(st);
+    world_stop(&w);
+}
+
+/* The Telegram lastError of a `gateway status --json` text, or NULL. */
+static char *tg_last_error(const char *status)
+{
+    json_t *o = json_loads(status ? status : "", 0, NULL);
+    size_t i;
+    json_t *c;
+    char *why = NULL;
+    json_array_foreach(json_object_get(o, "channels"), i, c)
+    {
+        const char *e = json_string_value(json_object_get(c, "lastError"));
+        if (e && *e && !why) why = cm_strdup(e);
+    }
+    json_decref(o);
+    return why;
+}
+
+TEST(gateway_run_status_shows_the_telegram_last_error)
+{
+    char *dir = tmp_dir();
+    write_file(dir, "state/quantumclaw.json",
+               "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
+               "\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\","
+               "\"memorySearch\":{\"provider\":\"none\"}}},"
+               "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]},"
+               "\"telegram\":{\"botToken\":\"424242:sekret-tg-token\","
+               "\"apiBaseUrl\":\"http://127.0.0.1:1/\",\"timeoutSeconds\":1}}}");
+    write_file(dir, "ws/MEMORY.md", "# Facts\n");
+    char *state = cm_strdup(path_in(dir, "state")), *ws = cm_strdup(path_in(dir, "ws"));
+    const char *args[] = {"--state-dir", state,      "--workspace", ws,
+                          "gateway",     "--listen", "127.0.0.1:0", NULL};
+    proc p;
+    proc_start(&p, NULL, args);
+    char addr[64] = "";
+    EXPECT(wait_line(&p, addr, sizeof addr));
+    char *why = NULL;
+    for (int i = 0; i < 150 && !why; i++) { /* the Bot API cannot be reached */
+        run_result s = run_clawmem(
+            NULL, (const char *const[]){"--state-dir", state, "gateway", "status", "--json", NULL});
+        why = tg_last_error(s.out);
+        EXPECT(!strstr(s.out ? s.out : "", "sekret-tg-token"));
+        run_result_release(&s);
+        if (!why) usleep(100000);
+    }
+    EXPECT(why != NULL);
+    run_result s =
+        run_clawmem(NULL, (const char *const[]){"--state-dir", state, "gateway", "status", NULL});
+    EXPECT_CONTAINS(s.out, "telegram/default last error: ");
+    EXPECT(!strstr(s.out ? s.out : "", "sekret-tg-token"));
+    run_result_release(&s);
+    EXPECT_INT(proc_stop(&p, SIGTERM, 20000), 0);
+    free(why);
+    free(state);
+    free(ws);
 }

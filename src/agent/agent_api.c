@@ -88,12 +88,20 @@ static json_t *usage_json(const llm_usage *u)
 cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char *model,
                     cm_text_fn on_text, void *ctx, char **json, char *err, size_t errlen)
 {
+    return cm_agent_turn_hooked(a, key, prompt, model, on_text, ctx, NULL, json, err, errlen);
+}
+
+cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, const char *model,
+                           cm_text_fn on_text, void *ctx, const agent_hooks *hooks, char **json,
+                           char *err, size_t errlen)
+{
     cm_rc rc;
     *json = NULL;
     if (!prompt) prompt = "";
     if (key && *key) {
         agent_reply r;
-        rc = cm_agent_session_turn(&a->ctx, key, prompt, model, on_text, ctx, &r, err, errlen);
+        agent_turn_opts o = {prompt, model, on_text, ctx, NULL, NULL, hooks};
+        rc = cm_agent_session_turn_opts(&a->ctx, key, &o, &r, err, errlen);
         if (!rc)
             rc = dump(json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", r.text, "silent",
                                 r.silent, "flushed", r.flushed, "compacted", r.compacted, "model",
@@ -105,7 +113,7 @@ cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char
     /* no session: one turn, nothing recorded */
     agent_tools tools = {a->engine, NULL, cm_engine_writable(a->engine) != 0, NULL};
     agent_turn_in in = {
-        a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx, NULL, NULL};
+        a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx, NULL, NULL, hooks};
     agent_turn_out t;
     rc = cm_agent_turn_run(&tools, &in, &t, err, errlen);
     if (!rc)

@@ -242,6 +242,8 @@ static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin
         slash ? slash + 1 : model, "modelProvider", prov);
     if (!patch) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     json_t *e = cm_session_store_get(&s->st, s->key);
+    if (json_is_true(json_object_get(e, "abortedLastRun")))
+        json_object_set_new(patch, "abortedLastRun", json_false());
     const char *src = json_string_value(json_object_get(e, "authProfileOverrideSource"));
     if (pin && pin->profile[0] && !(src && !strcmp(src, "user"))) {
         json_t *cc = json_object_get(e, "compactionCount");
@@ -308,6 +310,7 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
                         fprompt.data,
                         now,
                         0,
+                        NULL,
                         NULL,
                         NULL,
                         NULL,
@@ -455,7 +458,7 @@ static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *er
         FAIL(CM_ENOMEM, "out of memory");
     if (cm_buf_adds(&text, compact_instructions)) FAIL(CM_ENOMEM, "out of memory");
     llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false};
-    llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true, NULL, NULL};
+    llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true, NULL, NULL, NULL, NULL};
     json_t *e = cm_session_store_get(&s->st, s->key);
     llm_pin pin;
     pin_of(e, &pin);
@@ -541,7 +544,7 @@ cm_rc cm_agent_session_turn(agent_ctx *a, const char *key, const char *prompt, c
                             llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
                             size_t errlen)
 {
-    agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL};
+    agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL, NULL};
     return cm_agent_session_turn_opts(a, key, &o, out, err, errlen);
 }
 
@@ -643,8 +646,19 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                             o->on_delta,
                             o->ctx,
                             stream ? on_reasoning : NULL,
-                            stream ? &rs : NULL};
+                            stream ? &rs : NULL,
+                            o->hooks};
         rc = cm_agent_turn_run(&tools, &ti, &t, err, errlen);
+        if (rc == CM_ECANCELED && t.messages) {
+            /* aborted: the user message and the completed steps stay */
+            char aerr[256];
+            if (append_messages(a, &s, t.messages, now_of(a), aerr, sizeof aerr) == CM_OK) {
+                json_t *ab = json_pack("{s:b}", "abortedLastRun", 1);
+                if (ab) cm_session_touch(&s.st, s.key, ab, now_of(a), NULL, aerr, sizeof aerr);
+                json_decref(ab);
+            }
+            goto out;
+        }
         if (rc == CM_ETOOBIG && attempt == 0) {
             /* the prompt is over the context: compact, then once more */
             agent_reply cr = {0};

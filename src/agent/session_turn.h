@@ -67,6 +67,10 @@ typedef struct agent_turn_opts {
      * draft. May be NULL. */
     llm_delta_fn on_reasoning;
     void *reasoning_ctx;
+    /* Cancel and steer (turn.h); may be NULL. A cancelled turn fails with
+     * CM_ECANCELED and records the user message and the steps completed
+     * before it (never a half answer). */
+    const agent_hooks *hooks;
 } agent_turn_opts;
 
 /* cm_agent_session_turn with reasoning: the system prompt of prompt.h (the
@@ -97,5 +101,12 @@ cm_rc cm_agent_session_history(const char *transcript, json_t **out, char *err, 
 /* The context window of a "provider/model" (models.providers.<p>.models[]
  * contextWindow), else agents.defaults.contextTokens, else 200000. */
 int64_t cm_agent_context_window(const json_t *config, const char *model);
+
+/* cm_agent_turn (include/clawmem/agent.h) with a running turn's cancel
+ * and steer hooks (NULL: none); a cancelled turn fails with CM_ECANCELED. */
+struct cm_agent;
+cm_rc cm_agent_turn_hooked(struct cm_agent *a, const char *key, const char *prompt,
+                           const char *model, llm_delta_fn on_text, void *ctx,
+                           const agent_hooks *hooks, char **json, char *err, size_t errlen);
 
 #endif

@@ -113,6 +113,9 @@ static cm_rc add_transcript_message(convo *c, const json_t *msg)
     bool user = !strcmp(role, "user"), asst = !strcmp(role, "assistant"),
          tool = !strcmp(role, "toolResult");
     if (!user && !asst && !tool) return CM_OK;
+    /* an aborted or failed answer is never sent back (as pi-ai drops it) */
+    const char *stop = json_string_value(json_object_get(msg, "stopReason"));
+    if (asst && stop && (!strcmp(stop, "aborted") || !strcmp(stop, "error"))) return CM_OK;
     buf *text;
     llm_message *m = add_msg(c, &text);
     if (!m) return CM_ENOMEM;
@@ -282,6 +285,20 @@ static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, i
     return m;
 }
 
+/* Appends the steered texts pending (user messages); *took when any. */
+static cm_rc S_take_steer(const agent_hooks *hk, json_t *msgs, int64_t now, bool *took)
+{
+    *took = false;
+    for (char *st; hk && hk->steer && (st = hk->steer(hk->ctx));) {
+        json_t *um = json_pack("{s:s,s:[{s:s,s:s}],s:I}", "role", "user", "content", "type", "text",
+                               "text", st, "timestamp", (json_int_t)now);
+        free(st);
+        if (!um || json_array_append_new(msgs, um)) return CM_ENOMEM;
+        *took = true;
+    }
+    return CM_OK;
+}
+
 cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent_turn_out *out,
                         char *err, size_t errlen)
 {
@@ -300,6 +317,7 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
     if (!tools || !tools->engine) nt = 0;
     int max = in->max_steps > 0 ? in->max_steps : DEFAULT_MAX_STEPS;
     llm_turn turn = in->turn;
+    const agent_hooks *hk = in->hooks;
     for (int step = 0;; step++) {
         if (step >= max)
             FAIL(CM_EIO, "the turn stopped after %d model calls (the model kept calling tools)",
@@ -326,11 +344,31 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                           0,
                           true,
                           in->on_reasoning,
-                          in->reasoning_ctx};
+                          in->reasoning_ctx,
+                          hk ? hk->cancelled : NULL,
+                          hk ? hk->ctx : NULL};
         cm_llm_response_release(&resp);
-        rc = cm_llm_run(in->runner, &turn, &rq, in->on_delta, in->ctx, &resp, &out->outcome, err,
-                        errlen);
-        out->steps++;
+        if (hk && hk->cancelled && hk->cancelled(hk->ctx)) {
+            rc = CM_ECANCELED;
+        } else {
+            rc = cm_llm_run(in->runner, &turn, &rq, in->on_delta, in->ctx, &resp, &out->outcome,
+                            err, errlen);
+            out->steps++;
+        }
+        if (rc == CM_ECANCELED) {
+            /* as pi-agent-core records an abort: an empty assistant message with
+             * stopReason "aborted" (nothing of the half answer) */
+            cm_llm_response_release(&resp);
+            memset(&resp, 0, sizeof resp);
+            snprintf(resp.stop_reason, sizeof resp.stop_reason, "aborted");
+            now = in->now_ms + out->steps + 1;
+            json_t *am = assistant_message(&resp, &out->outcome, now);
+            if (!am ||
+                json_object_set_new(am, "errorMessage", json_string("Request was aborted")) ||
+                json_array_append_new(out->messages, am))
+                FAIL(CM_ENOMEM, "out of memory");
+            FAIL(CM_ECANCELED, "the run was aborted");
+        }
         if (rc) goto out;
         out->usage = resp.usage;
         out->total.input += resp.usage.input;
@@ -349,7 +387,13 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
         free(out->reasoning);
         out->reasoning = cm_strdup(resp.reasoning.data);
         if (!out->reasoning) FAIL(CM_ENOMEM, "out of memory");
-        if (!resp.ncalls) break;
+        if (!resp.ncalls) {
+            /* steered texts that came during the answer: one more model call */
+            bool took = false;
+            if (S_take_steer(hk, out->messages, now, &took)) FAIL(CM_ENOMEM, "out of memory");
+            if (!took) break;
+            continue;
+        }
         for (size_t k = 0; k < resp.ncalls; k++) {
             bool is_error;
             char *result = run_tool(tools, &resp.calls[k], &is_error);
@@ -362,6 +406,9 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
             free(result);
             if (!tr || json_array_append_new(out->messages, tr)) FAIL(CM_ENOMEM, "out of memory");
         }
+        /* steered texts join the conversation before the next model call */
+        bool took;
+        if (S_take_steer(hk, out->messages, now, &took)) FAIL(CM_ENOMEM, "out of memory");
     }
 out:
     cm_llm_response_release(&resp);

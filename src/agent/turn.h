@@ -28,6 +28,18 @@ typedef struct agent_tools {
     const char *write_only_to;
 } agent_tools;
 
+/* A running turn's controls, from its caller (any may be NULL):
+ * cancelled, polled before each model call, while one runs and after the
+ * tools: true stops the turn with CM_ECANCELED (the messages of the steps
+ * completed so far stay in out->messages); steer, asked after the tools
+ * of a step, returns the next text to add as a user message before the
+ * next model call (malloc'd), or NULL when there is none. */
+typedef struct agent_hooks {
+    bool (*cancelled)(void *ctx);
+    char *(*steer)(void *ctx);
+    void *ctx;
+} agent_hooks;
+
 typedef struct agent_turn_in {
     llm_runner *runner;
     llm_turn turn;             /* model override, image routing, the session's pin */
@@ -40,6 +52,7 @@ typedef struct agent_turn_in {
     void *ctx;
     llm_delta_fn on_reasoning; /* streamed reasoning of every step; may be NULL */
     void *reasoning_ctx;
+    const agent_hooks *hooks; /* may be NULL */
 } agent_turn_in;
 
 typedef struct agent_turn_out {

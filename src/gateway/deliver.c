@@ -113,10 +113,33 @@ static bool S_maybe_silent(const char *s, size_t n)
     return n <= 8 && !strncmp(s, "NO_REPLY", n);
 }
 
+static bool S_cancelled(void *ctx)
+{
+    const deliver *d = ctx;
+    return __atomic_load_n(&d->j->cancel, __ATOMIC_RELAXED) != 0;
+}
+
+/* The next steered text for the run (its journal ids join the run's). */
+static char *S_steer(void *ctx)
+{
+    deliver *d = ctx;
+    gw_job *j = d->j;
+    char *t = NULL;
+    pthread_mutex_lock(&d->rt->mu);
+    if (j->nsteer && !S_cancelled(d)) {
+        t = j->steer[0];
+        memmove(j->steer, j->steer + 1, --j->nsteer * sizeof *j->steer);
+        if (!j->nsteer && cm_gw_ids_move(&j->ids, &j->steer_ids) == CM_OK)
+            cm_gw_ids_release(&j->steer_ids);
+    }
+    pthread_mutex_unlock(&d->rt->mu);
+    return t;
+}
+
 static void S_delta(void *ctx, const char *text, size_t n)
 {
     deliver *d = ctx;
-    if (!d->streaming) return;
+    if (!d->streaming || S_cancelled(d)) return; /* an aborted run says nothing more */
     gw_pieces p;
     cm_gw_pieces_init(&p);
     int64_t now = cm_gw_rt_now(d->rt);
@@ -158,13 +181,17 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     if (!cm_gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, model) &&
         d->prefix.len && cm_buf_addc(&d->prefix, ' '))
         cm_buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
-    gw_run_req rq = {j->agent_id, j->key, j->prompt, j->channel, j->account, worker, S_delta, d};
+    gw_run_req rq = {j->agent_id, j->key, j->prompt,   j->channel, j->account, worker,
+                     S_delta,     d,      S_cancelled, S_steer,    d};
     gw_run_res res;
     memset(&res, 0, sizeof res);
     char err[512] = "";
     cm_rc rc = rt->o.run(rt->o.run_ctx, &rq, &res, err, sizeof err);
     const char *status = "answered";
-    if (rc) {
+    if (S_cancelled(d)) {
+        status = "aborted"; /* interrupt or /stop: no reply of this run */
+        rc = CM_OK;
+    } else if (rc) {
         buf msg = BUF_INIT;
         bool said = cm_buf_printf(&msg, "⚠️ Agent failed before reply: %s",
                                   err[0] ? err : cm_strerror(rc)) == CM_OK;

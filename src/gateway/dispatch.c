@@ -177,6 +177,45 @@ static bool S_is_cmd(const char *text, const char *cmd, const char **rest)
     return true;
 }
 
+/* Adds a steered text to the running job of s (under mu); ids, when given,
+ * move to the job and are answered with it. */
+static cm_rc S_steer_add(gw_sess *s, const char *text, gw_ids *ids)
+{
+    gw_job *r = s->running;
+    if (r->nsteer == r->capsteer) {
+        size_t cap = r->capsteer ? r->capsteer * 2 : 4;
+        char **v = realloc(r->steer, cap * sizeof *v);
+        if (!v) return CM_ENOMEM;
+        r->steer = v;
+        r->capsteer = cap;
+    }
+    if (!(r->steer[r->nsteer] = cm_strdup(text))) return CM_ENOMEM;
+    r->nsteer++;
+    return ids ? cm_gw_ids_move(&r->steer_ids, ids) : CM_OK;
+}
+
+void cm_gw_rt_steer_leftover(gw_runtime *rt, gw_sess *s, gw_job *j)
+{
+    buf p = BUF_INIT;
+    gw_job *f = NULL;
+    if (!j->nsteer && !j->steer_ids.n) return;
+    if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED) || s->next_job) goto drop;
+    for (size_t i = 0; i < j->nsteer; i++)
+        if (cm_buf_printf(&p, "%s%s", i ? "\n\n" : "", j->steer[i])) goto drop;
+    f = S_job_new(GW_JOB_RUN, j->channel, j->account, j->peer, j->thread, j->reply_to);
+    if (!f || !(f->prompt = cm_buf_detach(&p)) || !(f->agent_id = cm_strdup(j->agent_id)) ||
+        !(f->key = cm_strdup(j->key)) || cm_gw_ids_move(&f->ids, &j->steer_ids))
+        goto drop;
+    f->is_group = j->is_group;
+    f->sess = s;
+    s->next_job = f;
+    return;
+drop:
+    cm_buf_release(&p);
+    cm_gw_job_free(f);
+    cm_gw_rt_done_all(rt, &j->steer_ids, "dropped");
+}
+
 /* Starts a run job for s now (under mu): s becomes active. */
 static void S_start(gw_runtime *rt, gw_sess *s, gw_job *j)
 {
@@ -269,14 +308,16 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         cm_buf_release(&msg);
         goto out;
     } else if (S_is_cmd(text, "/stop", &rest)) {
+        if (s->running) __atomic_store_n(&s->running->cancel, 1, __ATOMIC_RELAXED);
         size_t n = cm_gw_queue_clear(s->q);
         for (size_t i = 0; i < s->ngroups; i++)
             cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
         S_group_take(s, s->ngroups, &(gw_ids){0});
-        char msg[128];
-        snprintf(msg, sizeof msg, "Stopped: %zu queued message%s dropped.", n, n == 1 ? "" : "s");
-        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id, msg, ids,
-                        "answered");
+        cm_logf(rt->o.log, CM_LOG_INFO, "gateway: /stop: %zu queued message%s dropped", n,
+                n == 1 ? "" : "s");
+        /* QuantumClaw's answer (the running run, if any, is aborted above) */
+        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                        "⚙️ Agent was aborted.", ids, "answered");
         goto out;
     }
     gw_turn cur = *t;
@@ -285,7 +326,9 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     gw_queue_settings qs;
     S_settings(rt, s, t->channel, &qs);
     gw_queue_item item = {prompt.data, t->message_id, t->channel, t->peer, t->account, t->thread};
-    gw_queue_action act = cm_gw_queue_on_inbound(s->q, &qs, s->active, false, false, &item, now);
+    /* a run a worker executes takes steered texts at its next tool-call boundary */
+    gw_queue_action act =
+        cm_gw_queue_on_inbound(s->q, &qs, s->active, s->running != NULL, false, &item, now);
     switch (act) {
     case GW_QACT_RUN_NOW:
     case GW_QACT_INTERRUPT:
@@ -297,7 +340,8 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         cm_gw_ids_move(&j->ids, ids);
         if (act == GW_QACT_RUN_NOW) {
             S_start(rt, s, j);
-        } else { /* the active run is not aborted: this one runs right after it */
+        } else { /* the active run is aborted: this one runs once it has stopped */
+            if (s->running) __atomic_store_n(&s->running->cancel, 1, __ATOMIC_RELAXED);
             for (size_t i = 0; i < s->ngroups; i++)
                 cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
             S_group_take(s, s->ngroups, &(gw_ids){0});
@@ -309,7 +353,16 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         j = NULL;
         break;
     case GW_QACT_STEER:
+        if (s->running) {
+            CHECK(S_steer_add(s, prompt.data, ids));
+            break;
+        }
+        /* no run to steer (streaming was false): queued */
+        /* fall through */
     case GW_QACT_STEER_AND_ENQUEUE:
+        if (act == GW_QACT_STEER_AND_ENQUEUE && s->running)
+            CHECK(S_steer_add(s, prompt.data, NULL));
+        /* fall through */
     case GW_QACT_ENQUEUE:
         CHECK(S_group_push(s, ids));
         /* drop "old"/"summarize" let the queue forget its oldest: keep the

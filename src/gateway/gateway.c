@@ -16,6 +16,7 @@
 #include "../base/lockfile.h"
 #include "../config/config.h"
 #include "../config/secret.h"
+#include "../agent/session_turn.h"
 #include "../net/http.h"
 #include "http_channel.h"
 #include "runtime.h"
@@ -120,8 +121,9 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     cm_agent *a = S_agent(g, rq->worker, rq->agent_id, err, errlen);
     if (!a) return CM_EIO;
     char *json = NULL;
-    cm_rc rc = cm_agent_turn(a, rq->session_key, rq->prompt, NULL, rq->on_delta, rq->delta_ctx,
-                             &json, err, errlen);
+    agent_hooks hk = {rq->cancelled, rq->steer, rq->hook_ctx};
+    cm_rc rc = cm_agent_turn_hooked(a, rq->session_key, rq->prompt, NULL, rq->on_delta,
+                                    rq->delta_ctx, &hk, &json, err, errlen);
     if (rc) return rc;
     json_t *o = json_loads(json, 0, NULL);
     cm_free(json);
@@ -224,6 +226,21 @@ static char *S_status_text(cm_gateway *g, bool running)
 {
     json_t *o = cm_gw_runtime_status(g->rt);
     if (!o) return NULL;
+    /* each Telegram account's last polling or sending failure ("" when none):
+     * the runtime lists them in the order they were opened, as g->ch does */
+    size_t i, k = 0;
+    json_t *c;
+    json_array_foreach(json_object_get(o, "channels"), i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "channel"));
+        if (!name || strcmp(name, "telegram")) continue;
+        while (k < g->nch && strcmp(g->ch[k]->ops->name, "telegram"))
+            k++;
+        if (k == g->nch) break;
+        char why[512];
+        cm_gw_telegram_last_error(g->ch[k++], why, sizeof why);
+        json_object_set_new(c, "lastError", json_string(why));
+    }
     json_object_set_new(o, "running", json_boolean(running));
     json_object_set_new(o, "pid", json_integer(getpid()));
     const char *addr = g->http ? cm_gw_http_address(g->http) : NULL;

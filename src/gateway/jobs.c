@@ -52,6 +52,10 @@ void cm_gw_job_free(gw_job *j)
     free(j->reply_to);
     free(j->text);
     cm_gw_ids_release(&j->ids);
+    for (size_t i = 0; i < j->nsteer; i++)
+        free(j->steer[i]);
+    free(j->steer);
+    cm_gw_ids_release(&j->steer_ids);
     free(j);
 }
 

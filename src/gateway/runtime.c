@@ -92,6 +92,7 @@ static void *S_worker(void *arg)
         if (!rt->ready_head) rt->ready_tail = NULL;
         rt->ready_n--;
         rt->running++;
+        if (j->sess && j->kind == GW_JOB_RUN) j->sess->running = j;
         pthread_mutex_unlock(&rt->mu);
         cm_gw_rt_execute(rt, j, wa->idx);
         pthread_mutex_lock(&rt->mu);
@@ -99,6 +100,8 @@ static void *S_worker(void *arg)
         gw_sess *s = j->sess;
         if (s) {
             s->active = false;
+            if (s->running == j) s->running = NULL;
+            cm_gw_rt_steer_leftover(rt, s, j);
             /* followups wait their debounce; an interrupt's run goes now */
             if (s->next_job) cm_gw_rt_session_due(rt, s, cm_gw_rt_now(rt), false);
         }

@@ -31,6 +31,12 @@ typedef struct gw_run_req {
     int worker;            /* the worker thread running it, 0 .. workers - 1 */
     llm_delta_fn on_delta; /* streamed text (block streaming); may be ignored */
     void *delta_ctx;
+    /* The run's controls: cancelled true once an interrupt or /stop aborts
+     * it (stop, fail with CM_ECANCELED); steer the next steered text
+     * (malloc'd) or NULL. hook_ctx is theirs. */
+    bool (*cancelled)(void *ctx);
+    char *(*steer)(void *ctx);
+    void *hook_ctx;
 } gw_run_req;
 
 typedef struct gw_run_res {

@@ -47,6 +47,13 @@ typedef struct gw_job {
     const char *status; /* GW_JOB_NOTICE: the journal status of its ids */
     gw_ids ids;
     struct gw_job *next;
+    /* GW_JOB_RUN while it runs: cancel (atomic) set by an interrupt or
+     * /stop; steered texts not yet taken by the run and their journal ids
+     * (under mu) */
+    int cancel;
+    char **steer;
+    size_t nsteer, capsteer;
+    gw_ids steer_ids;
 } gw_job;
 
 void cm_gw_job_free(gw_job *j);
@@ -60,6 +67,7 @@ struct gw_sess {
     bool summarized_ids_pending;
     gw_job *next_job; /* interrupt: runs when the active run ends */
     bool active;      /* a run is ready or running */
+    gw_job *running;  /* the run a worker executes now, or NULL */
     bool has_ov;      /* a /queue override */
     char ov_mode[32], ov_drop[32];
     int64_t ov_debounce;
@@ -121,6 +129,10 @@ void cm_gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, c
 /* The next turn of an idle session: an interrupt's, or queued followups once
  * due (force: at once). */
 void cm_gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force);
+/* Under mu, once run j of s has ended: the steered texts it never took
+ * become the session's next run (unless an interrupt's run waits, or j was
+ * aborted: then they are dropped). */
+void cm_gw_rt_steer_leftover(gw_runtime *rt, gw_sess *s, gw_job *j);
 /* Due debounce batches and followups (force: all of them now). */
 void cm_gw_rt_tick_locked(gw_runtime *rt, bool force);
 /* The earliest deadline (clock ms) of a debounce batch or queued turn. */

@@ -96,7 +96,22 @@ typedef struct chat_run {
     bool bad;       /* an event could not be read */
     bool decided;   /* streaming decided from the first body bytes */
     buf body;       /* a whole answer, or an error answer (capped) */
+    bool (*cancelled)(void *ctx);
+    void *cancel_ctx;
+    bool stopped; /* the caller cancelled the request */
 } chat_run;
+
+/* True (and remembered) once the caller cancels the request. */
+static bool S_cancelled(chat_run *r)
+{
+    if (!r->stopped && r->cancelled && r->cancelled(r->cancel_ctx)) r->stopped = true;
+    return r->stopped;
+}
+
+static bool on_tick(http_fetch *f)
+{
+    return !S_cancelled(f->ctx);
+}
 
 static bool on_event(void *ctx, const char *event, const char *data, size_t len)
 {
@@ -115,6 +130,7 @@ static bool on_event(void *ctx, const char *event, const char *data, size_t len)
 static bool on_data(http_fetch *f, const char *p, size_t n)
 {
     chat_run *r = f->ctx;
+    if (S_cancelled(r)) return false;
     if (!r->decided) {
         r->decided = true;
         r->streaming = f->status >= 200 && f->status < 300 &&
@@ -245,6 +261,9 @@ cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on
     run_init(&r, ep->api, out, on_delta, ctx);
     r.st.on_reasoning = rq->on_reasoning;
     r.st.reasoning_ctx = rq->reasoning_ctx;
+    r.cancelled = rq->cancelled;
+    r.cancel_ctx = rq->cancel_ctx;
+    if (S_cancelled(&r)) FAIL(CM_ECANCELED, "the request was cancelled");
     if (r.fmt->endpoint(ep, &url, &headers)) FAIL(CM_ENOMEM, "out of memory");
     for (size_t i = 0; ep->headers && i < ep->headers->n; i++)
         if (cm_config_header_set(&headers, ep->headers->v[i])) FAIL(CM_ENOMEM, "out of memory");
@@ -265,11 +284,17 @@ cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on
                     .timeout_ms = ep->timeout_ms > 0 ? ep->timeout_ms : 600000,
                     .stall_ms = ep->stall_ms > 0 ? ep->stall_ms : 90000,
                     .on_data = on_data,
+                    .on_tick = r.cancelled ? on_tick : NULL,
                     .ctx = &r};
     char why[400];
     rc = cm_http_fetch_run(&f, why, sizeof why);
     e->status = f.status;
     e->retry_after_ms = f.retry_after_ms;
+    if (rc == CM_ECANCELED && r.stopped) {
+        e->reason = AUTH_R_NONE;
+        e->retryable = false;
+        FAIL(CM_ECANCELED, "%s: the request was cancelled", where);
+    }
     if (rc == CM_ECANCELED && r.st.error[0]) rc = CM_OK; /* handled below */
     if (rc == CM_ECANCELED && r.bad) {
         e->retryable = true;

@@ -67,6 +67,11 @@ typedef struct llm_request {
      * OpenAI-compatible reasoning_content / reasoning deltas); may be NULL. */
     llm_delta_fn on_reasoning;
     void *reasoning_ctx;
+    /* Polled while the request runs (with every body chunk and at least once
+     * a second); true stops it: cm_llm_chat fails with CM_ECANCELED, and the
+     * runner tries no other profile or model. May be NULL. */
+    bool (*cancelled)(void *ctx);
+    void *cancel_ctx;
 } llm_request;
 
 /* Token counts as pi-coding-agent records them: input excludes cached input. */

@@ -399,7 +399,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
                 done = true;
                 break;
             }
-            if (rc == CM_ENOMEM) break;
+            if (rc == CM_ENOMEM || rc == CM_ECANCELED) break;
             if (le.context_overflow) {
                 rc = CM_ETOOBIG;
                 stop = true;
@@ -427,6 +427,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
             goto out;
         }
         if (rc == CM_ENOMEM) FAIL(CM_ENOMEM, "out of memory");
+        if (rc == CM_ECANCELED) FAIL(CM_ECANCELED, "%s", msg);
         if (cm_buf_printf(&log.log, "%s%s: %s", log.log.len ? "; " : "", chain[mi], msg))
             FAIL(CM_ENOMEM, "out of memory");
         if (rc == CM_ETOOBIG)
