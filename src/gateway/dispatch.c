@@ -18,14 +18,6 @@ static uint32_t S_hash(const char *s)
     return h;
 }
 
-cm_rc cm_gw_ids_move(gw_ids *to, gw_ids *from)
-{
-    for (size_t i = 0; i < from->n; i++)
-        if (cm_gw_ids_add(to, from->v[i])) return CM_ENOMEM;
-    from->n = 0;
-    return CM_OK;
-}
-
 static char *S_dup(const char *s)
 {
     return s ? cm_strdup(s) : NULL;

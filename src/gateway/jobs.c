@@ -31,6 +31,14 @@ void cm_gw_ids_release(gw_ids *v)
     memset(v, 0, sizeof *v);
 }
 
+cm_rc cm_gw_ids_move(gw_ids *to, gw_ids *from)
+{
+    for (size_t i = 0; i < from->n; i++)
+        if (cm_gw_ids_add(to, from->v[i])) return CM_ENOMEM;
+    from->n = 0;
+    return CM_OK;
+}
+
 /* Marks every id done with status and empties v. */
 void cm_gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status)
 {
