@@ -1,0 +1,207 @@
+/*
+ * store_pg_search.c — keyword search over PostgreSQL: the FTS5 expression of
+ * query.c translated to tsquery, and cm_bm25 computed in SQL (store_pg.c's
+ * head says how the tables hold the keyword text).
+ */
+#include "fts_rank.h"
+#include "store_pg_int.h"
+
+/* ---- keyword search ---------------------------------------------------------- */
+
+/* Translates the FTS5 expression of query.c ("a" AND ("b c" OR "d"*)) into
+ * to_tsquery text ('a' & ('b c' | 'd':*)), the array of its phrases as
+ * to_tsquery text, and their OR ('a' | 'b c' | 'd':*). */
+static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
+{
+    cm_rc rc = CM_OK;
+    bool operand = false; /* the last item was a phrase or ')' */
+    buf ph = BUF_INIT, q1 = BUF_INIT;
+    *nphrase = 0;
+    for (const char *c = m; *c && !rc;) {
+        if (*c == ' ') {
+            c++;
+        } else if (*c == '(' || *c == ')') {
+            if (*c == '(' && operand) rc = cm_buf_adds(tsq, " & ");
+            if (!rc) rc = cm_buf_addc(tsq, *c);
+            operand = *c == ')';
+            c++;
+        } else if (strncmp(c, "AND ", 4) == 0 || strncmp(c, "OR ", 3) == 0 ||
+                   strncmp(c, "NOT ", 4) == 0) {
+            rc = cm_buf_adds(tsq, *c == 'A' ? " & " : *c == 'O' ? " | " : " & !");
+            c += *c == 'O' ? 3 : 4;
+            operand = false;
+        } else if (*c == '"') {
+            cm_buf_reset(&ph);
+            for (c++; *c && !rc; c++) {
+                if (*c == '"' && c[1] == '"') {
+                    rc = cm_buf_addc(&ph, '"');
+                    c++;
+                } else if (*c == '"') {
+                    c++;
+                    break;
+                } else {
+                    rc = cm_buf_addc(&ph, *c);
+                }
+            }
+            bool prefix = *c == '*';
+            if (prefix) c++;
+            cm_buf_reset(&q1);
+            if (!rc) rc = cm_buf_addc(&q1, '\'');
+            for (size_t i = 0; !rc && i < ph.len; i++) {
+                char ch = ph.data[i];
+                if (ch == '\'' || ch == '\\') rc = cm_buf_addc(&q1, ch);
+                if (!rc) rc = cm_buf_addc(&q1, ch);
+            }
+            if (!rc) rc = cm_buf_adds(&q1, prefix ? "':*" : "'");
+            if (!rc && operand) rc = cm_buf_adds(tsq, " & ");
+            if (!rc) rc = cm_buf_add(tsq, q1.data, q1.len);
+            if (!rc) rc = cm_store_pg_array_elem(aq, q1.data, q1.len);
+            if (!rc && tor->len) rc = cm_buf_adds(tor, " | ");
+            if (!rc) rc = cm_buf_add(tor, q1.data, q1.len);
+            operand = true;
+            (*nphrase)++;
+        } else {
+            c++; /* nothing else is written by query.c */
+        }
+    }
+    if (!rc && *nphrase) rc = cm_buf_addc(aq, '}');
+    cm_buf_release(&ph);
+    cm_buf_release(&q1);
+    return rc;
+}
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+/* cm_bm25 in SQL. One index scan fetches the agent's chunks that hold any
+ * phrase of the query (u; hit: those that match the query itself): every
+ * chunk with a phrase is among them, so each phrase's document frequency
+ * (its IDF: Robertson–Spärck Jones', at least FTS_RANK_IDF_FLOOR, N at
+ * least FTS_RANK_MIN_ROWS) is counted there rather than by an
+ * index scan of its own. Per hit, the phrase's frequency is ts_rank_cd with
+ * every weight 1 and no normalisation: each cover of the phrase (an
+ * occurrence; for a prefix, of any lexeme it starts) adds exactly 1, so it
+ * counts FTS5's phrase instances, in C (0: the chunk lacks the phrase). Then BM25 with k1 1.2, b
+ * 0.75 over the chunk's token count, and the coverage penalty of 6. */
+static const char search_sql[] =
+    "WITH ph AS (SELECT t.i, to_tsquery($6::regconfig, t.q) AS q FROM unnest($2::text[]) WITH "
+    "ORDINALITY AS t(q, i)), "
+    "php AS (SELECT * FROM ph WHERE numnode(q) > 0), "
+    "st AS (SELECT greatest(nchunks, " STR(
+        FTS_RANK_MIN_ROWS) ")::float8 AS n, CASE WHEN nchunks > "
+                           "0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS avgdl FROM "
+                           "clawmem_agents WHERE "
+                           "agent_id = $1), "
+                           "u AS (SELECT c.id, c.ntok, c.tsv, c.tsv @@ to_tsquery($6::regconfig, "
+                           "$4) AS hit FROM "
+                           "clawmem_chunks c WHERE c.agent_id = $1 AND c.tsv @@ "
+                           "to_tsquery($6::regconfig, $3)), "
+                           "tf AS (SELECT u.id, u.ntok, u.hit, php.i, ts_rank_cd('{1,1,1,1}', "
+                           "u.tsv, php.q, 0)::float8 AS tf FROM u CROSS JOIN php), "
+                           "idf AS (SELECT d.i, greatest(" STR(
+                               FTS_RANK_IDF_FLOOR) ", ln((st.n - d.n + 0.5) / "
+                                                   "(d.n + 0.5))) AS idf "
+                                                   "FROM (SELECT i, "
+                                                   "count(*) FILTER (WHERE tf > 0)::float8 AS n "
+                                                   "FROM tf GROUP BY i) d "
+                                                   "CROSS JOIN st), "
+                                                   "sc AS (SELECT tf.id, sum(CASE WHEN tf.tf > 0 "
+                                                   "THEN idf.idf * tf.tf * "
+                                                   "2.2 / (tf.tf + 1.2 * "
+                                                   "(0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 "
+                                                   "END) AS s, sum(CASE WHEN "
+                                                   "tf.tf > 0 THEN idf.idf "
+                                                   "ELSE 0 END) AS have, sum(idf.idf) AS alli FROM "
+                                                   "tf JOIN idf ON idf.i = "
+                                                   "tf.i CROSS JOIN st "
+                                                   "WHERE tf.hit GROUP BY tf.id), "
+                                                   "r AS (SELECT id, CASE WHEN alli > 0 AND have < "
+                                                   "alli THEN greatest(s - "
+                                                   "6 * (1 - have / alli), "
+                                                   "s * 0.001) ELSE s END AS score FROM sc ORDER "
+                                                   "BY 2 DESC, id LIMIT $5) "
+                                                   "SELECT c.id, c.path, c.source, c.start_line, "
+                                                   "c.end_line, c.text, "
+                                                   "-r.score, CASE WHEN "
+                                                   "c.source = 'sessions' THEN c.updated_at * "
+                                                   "1000000000 ELSE (SELECT "
+                                                   "f.mtime FROM clawmem_files "
+                                                   "f WHERE f.agent_id = $1 AND f.path = c.path) "
+                                                   "END FROM r JOIN "
+                                                   "clawmem_chunks c ON c.agent_id "
+                                                   "= $1 AND c.id = r.id ORDER BY r.score DESC, "
+                                                   "c.id";
+
+static const char hit_sql[] =
+    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, 0, CASE WHEN c.source = "
+    "'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT f.mtime FROM clawmem_files f WHERE "
+    "f.agent_id = $1 AND f.path = c.path) END FROM clawmem_chunks c WHERE c.agent_id = $1 AND "
+    "c.id = $2";
+
+/* Reads row i of r (the columns of search_sql) into h. */
+static cm_rc hit_row(store *s, PGresult *r, int i, fts_hit *h, char *err, size_t errlen)
+{
+    memset(h, 0, sizeof *h);
+    for (int k = 0; k < 8; k++)
+        if (cm_store_pg_lib.getisnull(r, i, k))
+            return cm_store_corrupt(s, "the chunks table", err, errlen);
+    h->id = strtoll(cm_store_pg_lib.getvalue(r, i, 0), NULL, 10);
+    h->start_line = (int)strtol(cm_store_pg_lib.getvalue(r, i, 3), NULL, 10);
+    h->end_line = (int)strtol(cm_store_pg_lib.getvalue(r, i, 4), NULL, 10);
+    h->rank = strtod(cm_store_pg_lib.getvalue(r, i, 6), NULL);
+    h->mtime_ns = strtoll(cm_store_pg_lib.getvalue(r, i, 7), NULL, 10);
+    return cm_store_hit_strings(h, cm_store_pg_lib.getvalue(r, i, 1),
+                                cm_store_pg_lib.getvalue(r, i, 2),
+                                cm_store_pg_lib.getvalue(r, i, 5), err, errlen);
+}
+
+cm_rc cm_store_pg_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
+                             size_t errlen)
+{
+    buf tsq = BUF_INIT, aq = BUF_INIT, tor = BUF_INIT;
+    PGresult *r = NULL;
+    int nphrase = 0;
+    cm_rc rc = translate(match, &tsq, &aq, &tor, &nphrase);
+    if (rc || !nphrase) goto out;
+    char lim[16];
+    snprintf(lim, sizeof lim, "%d", limit);
+    const char *pa[] = {s->pg->agent, aq.data, tor.data, tsq.data, lim, s->pg->tsconfig};
+    rc = cm_store_pg_run(s, search_sql, 6, pa, "keyword search", &r, err, errlen);
+    if (rc == CM_EDB) rc = CM_EINVAL; /* the query itself: a syntax error */
+    if (rc) goto out;
+    int n = cm_store_pg_lib.ntuples(r);
+    for (int i = 0; i < n; i++) {
+        if (out->n == out->cap) {
+            size_t cap = out->cap ? out->cap * 2 : 32;
+            fts_hit *nv = realloc(out->v, cap * sizeof *nv);
+            if (!nv) FAIL(CM_ENOMEM, "out of memory");
+            out->v = nv;
+            out->cap = cap;
+        }
+        CHECK(hit_row(s, r, i, out->v + out->n, err, errlen));
+        out->n++;
+    }
+out:
+    if (r) cm_store_pg_lib.clear(r);
+    cm_buf_release(&tsq);
+    cm_buf_release(&aq);
+    cm_buf_release(&tor);
+    return rc;
+}
+
+cm_rc cm_store_pg_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen)
+{
+    PGresult *r = NULL;
+    char ids[32];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+    const char *pa[] = {s->pg->agent, ids};
+    memset(out, 0, sizeof *out);
+    cm_rc rc = cm_store_pg_run(s, hit_sql, 2, pa, "read a chunk", &r, err, errlen);
+    if (rc) return rc;
+    if (!cm_store_pg_lib.ntuples(r))
+        rc = cm_seterr(err, errlen, CM_ENOTFOUND, "chunk %lld is gone", (long long)id);
+    else
+        rc = hit_row(s, r, 0, out, err, errlen);
+    cm_store_pg_lib.clear(r);
+    return rc;
+}
