@@ -65,6 +65,7 @@ TEST(fuzz_corpus_llm)
 TEST(fuzz_corpus_httpd)
 {
     EXPECT(replay("httpd", fuzz_httpd) >= 5);
+    fuzz_httpd_stop();
 }
 
 TEST(fuzz_corpus_path)

@@ -1171,9 +1171,11 @@ TEST(session_memory_watch_waits_longer_for_transcripts)
         usleep(10000);
     EXPECT(session_watch_syncs(&t) > s0);
     EXPECT(cm_now_ms() - t0 >= 750);
-    char *js = search_json(t.e, "walrus");
+    cm_engine *reader = open_engine(state, ws, true); /* an engine is one thread's */
+    char *js = search_json(reader, "walrus");
     EXPECT_CONTAINS(js, "about walrus");
     cm_free(js);
+    cm_engine_close(reader);
     int s1 = session_watch_syncs(&t);
     int64_t t1 = cm_now_ms();
     write_file(d, "ws/MEMORY.md", "# Facts\n\n- a new fact\n");

@@ -37,9 +37,9 @@ static void handler(void *ctx, const httpd_req *rq, httpd_conn *c)
     }
 }
 
-static void stop(void)
+void fuzz_httpd_stop(void)
 {
-    cm_net_httpd_stop(srv, 1000);
+    if (srv) cm_net_httpd_stop(srv, 1000);
     srv = NULL;
 }
 
@@ -53,7 +53,7 @@ int fuzz_httpd(const uint8_t *data, size_t size)
         o.header_timeout_ms = o.body_timeout_ms = o.idle_timeout_ms = 2000;
         o.handler = handler;
         if (cm_net_httpd_start(&o, &srv, NULL, 0) != CM_OK) __builtin_trap();
-        atexit(stop);
+        atexit(fuzz_httpd_stop);
     }
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
