@@ -594,3 +594,47 @@ const fake_request *fake_get(fake_server *s, int i)
     pthread_mutex_unlock(&s->mu);
     return r;
 }
+
+/* text as a JSON string literal (malloc'd). */
+static char *json_quoted(const char *text)
+{
+    json_t *t = json_string(text);
+    char *q = json_dumps(t, JSON_ENCODE_ANY);
+    json_decref(t);
+    return q;
+}
+
+void fake_push_chat_text(fake_server *s, const char *text, int prompt_tokens)
+{
+    char *q = json_quoted(text);
+    buf b = BUF_INIT;
+    cm_buf_printf(
+        &b,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        "data: "
+        "{\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":\"stop\"}]}\n\n"
+        "data: "
+        "{\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":10,\"total_tokens\":"
+        "%d}}\n\n"
+        "data: [DONE]\n\n",
+        q, prompt_tokens, prompt_tokens + 10);
+    fake_push_raw(s, b.data, true);
+    cm_buf_release(&b);
+    free(q);
+}
+
+void fake_push_chat_call(fake_server *s, const char *id, const char *name, const char *args_json)
+{
+    char *q = json_quoted(args_json);
+    buf b = BUF_INIT;
+    cm_buf_printf(
+        &b,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"%s\","
+        "\"function\":{\"name\":\"%s\",\"arguments\":%s}}]},\"finish_reason\":\"tool_calls\"}]}\n\n"
+        "data: [DONE]\n\n",
+        id, name, q);
+    fake_push_raw(s, b.data, true);
+    cm_buf_release(&b);
+    free(q);
+}

@@ -63,6 +63,11 @@ void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after);
  * headers, body — e.g. an SSE stream) are sent as they are; then the
  * connection is closed when close is true, else kept for the next request. */
 void fake_push_raw(fake_server *s, const char *raw, bool close);
+/* A chat model's next answer, OpenAI-style streamed: text with its usage
+ * (prompt_tokens, 10 completion tokens), or one tool call (arguments as
+ * JSON text). */
+void fake_push_chat_text(fake_server *s, const char *text, int prompt_tokens);
+void fake_push_chat_call(fake_server *s, const char *id, const char *name, const char *args_json);
 /* A handler asked first for every request that no queued fault answers:
  * true when it answered, with *status, *ctype (static) and *out (malloc'd,
  * *out_len bytes); false lets the built-in answers serve it. Called on the

@@ -82,44 +82,15 @@ static void world_stop(world *w)
     free(w->state);
 }
 
-/* An OpenAI-style streamed answer: text, or one tool call, with usage. */
+/* The fake model's next answer (fakeserver.c). */
 static void say(world *w, const char *text, int prompt_tokens)
 {
-    json_t *t = json_string(text);
-    char *q = json_dumps(t, JSON_ENCODE_ANY);
-    json_decref(t);
-    buf b = BUF_INIT;
-    cm_buf_printf(
-        &b,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-        "data: "
-        "{\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":\"stop\"}]}\n\n"
-        "data: "
-        "{\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":10,\"total_tokens\":"
-        "%d}}\n\n"
-        "data: [DONE]\n\n",
-        q, prompt_tokens, prompt_tokens + 10);
-    fake_push_raw(w->fs, b.data, true);
-    cm_buf_release(&b);
-    free(q);
+    fake_push_chat_text(w->fs, text, prompt_tokens);
 }
 
 static void call(world *w, const char *id, const char *name, const char *args_json)
 {
-    json_t *a = json_string(args_json);
-    char *q = json_dumps(a, JSON_ENCODE_ANY);
-    json_decref(a);
-    buf b = BUF_INIT;
-    cm_buf_printf(
-        &b,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"%s\","
-        "\"function\":{\"name\":\"%s\",\"arguments\":%s}}]},\"finish_reason\":\"tool_calls\"}]}\n\n"
-        "data: [DONE]\n\n",
-        id, name, q);
-    fake_push_raw(w->fs, b.data, true);
-    cm_buf_release(&b);
-    free(q);
+    fake_push_chat_call(w->fs, id, name, args_json);
 }
 
 static json_t *request_body(world *w, int i)

@@ -131,44 +131,6 @@ static json_t *t_replies(const char *addr, const char *peer)
 
 /* ---- the fake model --------------------------------------------------------- */
 
-static void t_say(fake_server *fs, const char *text)
-{
-    json_t *t = json_string(text);
-    char *q = json_dumps(t, JSON_ENCODE_ANY);
-    json_decref(t);
-    buf b = BUF_INIT;
-    cm_buf_printf(
-        &b,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-        "data: "
-        "{\"choices\":[{\"index\":0,\"delta\":{\"content\":%s},\"finish_reason\":\"stop\"}]}\n\n"
-        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":10,"
-        "\"total_tokens\":60}}\n\n"
-        "data: [DONE]\n\n",
-        q);
-    fake_push_raw(fs, b.data, true);
-    cm_buf_release(&b);
-    free(q);
-}
-
-static void t_call(fake_server *fs, const char *id, const char *name, const char *args_json)
-{
-    json_t *a = json_string(args_json);
-    char *q = json_dumps(a, JSON_ENCODE_ANY);
-    json_decref(a);
-    buf b = BUF_INIT;
-    cm_buf_printf(
-        &b,
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"%s\","
-        "\"function\":{\"name\":\"%s\",\"arguments\":%s}}]},\"finish_reason\":\"tool_calls\"}]}\n\n"
-        "data: [DONE]\n\n",
-        id, name, q);
-    fake_push_raw(fs, b.data, true);
-    cm_buf_release(&b);
-    free(q);
-}
-
 /* The text of every message the model was sent in request i. */
 static char *t_request_text(fake_server *fs, int i)
 {
@@ -244,14 +206,13 @@ typedef struct world {
 /* A model answer queued as soon as the fake model starts (for recovery,
  * which runs inside world_start). */
 static const char *t_say_later;
-static void t_say(fake_server *fs, const char *text);
 
 static bool world_start(world *w, const char *extra)
 {
     memset(w, 0, sizeof *w);
     g_now = T0;
     w->fs = fake_start(8, w->base);
-    if (t_say_later) t_say(w->fs, t_say_later);
+    if (t_say_later) fake_push_chat_text(w->fs, t_say_later, 50);
     t_say_later = NULL;
     w->dir = tmp_dir();
     w->ws = cm_strdup(path_in(w->dir, "ws"));
@@ -350,7 +311,7 @@ TEST(gateway_run_duplicate_redelivered_runs_once)
 {
     world w;
     if (!world_start(&w, NULL)) return;
-    t_say(w.fs, "Hello there.");
+    fake_push_chat_text(w.fs, "Hello there.", 50);
     EXPECT_INT(post_text(&w, "alice", "m1", "hi"), 202);
     EXPECT_INT(post_text(&w, "alice", "m1", "hi"), 202); /* redelivered */
     EXPECT(settle(&w));
@@ -378,7 +339,7 @@ TEST(gateway_run_burst_debounced_into_one_turn)
 {
     world w;
     if (!world_start(&w, "{\"messages\":{\"inbound\":{\"debounceMs\":2000}}}")) return;
-    t_say(w.fs, "Got all three.");
+    fake_push_chat_text(w.fs, "Got all three.", 50);
     EXPECT_INT(post_text(&w, "bob", "b1", "first part"), 202);
     t_advance(500);
     EXPECT_INT(post_text(&w, "bob", "b2", "second part"), 202);
@@ -408,8 +369,8 @@ TEST(gateway_run_collect_while_a_run_is_active)
 {
     world w;
     if (!world_start(&w, NULL)) return;
-    t_say(w.fs, "First answer.");
-    t_say(w.fs, "Answer to both followups.");
+    fake_push_chat_text(w.fs, "First answer.", 50);
+    fake_push_chat_text(w.fs, "Answer to both followups.", 50);
     w.gate.closed = true;
     EXPECT_INT(post_text(&w, "carol", "c1", "question one"), 202);
     cm_gw_runtime_tick(w.rt);
@@ -483,7 +444,7 @@ TEST(gateway_run_long_reply_chunked_with_fences_whole)
     for (int i = 0; i < 60; i++)
         cm_buf_printf(&reply, "int value_%02d = %d; /* a line of code */\n", i, i);
     cm_buf_adds(&reply, "```\n\nThat is all.");
-    t_say(w.fs, reply.data);
+    fake_push_chat_text(w.fs, reply.data, 50);
     EXPECT_INT(post_text(&w, "dave", "d1", "show me code"), 202);
     EXPECT(settle(&w));
     json_t *r = t_replies(w.addr, "dave");
@@ -513,17 +474,17 @@ TEST(gateway_run_memory_written_is_found_in_a_new_session)
 {
     world w;
     if (!world_start(&w, NULL)) return;
-    t_call(w.fs, "w1", "memory_write",
-           "{\"text\":\"- The boat is called Nautilus.\",\"path\":\"MEMORY.md\"}");
-    t_say(w.fs, "Noted.");
+    fake_push_chat_call(w.fs, "w1", "memory_write",
+                        "{\"text\":\"- The boat is called Nautilus.\",\"path\":\"MEMORY.md\"}");
+    fake_push_chat_text(w.fs, "Noted.", 50);
     EXPECT_INT(post_text(&w, "erin", "e1", "Remember: the boat is called Nautilus."), 202);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 2);
     EXPECT_INT(post_text(&w, "erin", "e2", "/new"), 202);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 2); /* /new answers without the model */
-    t_call(w.fs, "s1", "memory_search", "{\"query\":\"boat called\"}");
-    t_say(w.fs, "The boat is called Nautilus.");
+    fake_push_chat_call(w.fs, "s1", "memory_search", "{\"query\":\"boat called\"}");
+    fake_push_chat_text(w.fs, "The boat is called Nautilus.", 50);
     EXPECT_INT(post_text(&w, "erin", "e3", "What is the boat called?"), 202);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 4);
@@ -548,7 +509,7 @@ TEST(gateway_run_unapproved_sender_reaches_no_model)
     world w;
     if (!world_start(&w, "{\"channels\":{\"http\":{\"dmPolicy\":\"pairing\",\"allowFrom\":[]}}}"))
         return;
-    t_say(w.fs, "should never be asked");
+    fake_push_chat_text(w.fs, "should never be asked", 50);
     EXPECT_INT(post_text(&w, "mallory", "x1", "what is in MEMORY.md?"), 202);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 0);               /* no model call */
@@ -587,7 +548,7 @@ TEST(gateway_run_sse_stream_and_503_while_draining)
         cm_buf_add(&got, tmp, (size_t)n);
     }
     EXPECT_CONTAINS(got.data, "text/event-stream");
-    t_say(w.fs, "Streamed hello.");
+    fake_push_chat_text(w.fs, "Streamed hello.", 50);
     EXPECT_INT(post_text(&w, "frank", "f1", "hello"), 202);
     EXPECT(settle(&w));
     while (!strstr(got.data, "Streamed hello.") && poll(&p, 1, 5000) > 0) {
@@ -703,7 +664,7 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     EXPECT_CONTAINS(j.data, "survive this");
     cm_buf_release(&j);
     /* restart: the accepted message is answered */
-    t_say(fs, "Answered after the crash.");
+    fake_push_chat_text(fs, "Answered after the crash.", 50);
     proc_start(&p, NULL, args);
     EXPECT(wait_line(&p, addr, sizeof addr));
     json_t *rep = NULL;
@@ -728,7 +689,7 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     EXPECT_CONTAINS(s.out, "\"recovered\":1");
     run_result_release(&s);
     /* clawmem chat goes through the running gateway (channel terminal) */
-    t_say(fs, "Chat reply through the gateway.");
+    fake_push_chat_text(fs, "Chat reply through the gateway.", 50);
     s = run_clawmem(NULL,
                     (const char *const[]){"--state-dir", state, "--workspace", ws, "chat",
                                           "hello from the terminal", "--timeout", "20000", NULL});
@@ -743,7 +704,7 @@ TEST(gateway_run_kill9_mid_run_then_restart_answers)
     run_result_release(&s);
     EXPECT_INT(fake_count(fs), 3);
     /* without a gateway, chat talks to the agent in its own process */
-    t_say(fs, "Chat reply in process.");
+    fake_push_chat_text(fs, "Chat reply in process.", 50);
     s = run_clawmem(NULL, (const char *const[]){"--state-dir", state, "--workspace", ws, "chat",
                                                 "hello again", NULL});
     EXPECT_INT(s.status, 0);
@@ -761,7 +722,7 @@ TEST(gateway_run_group_history_until_mentioned)
 {
     world w;
     if (!world_start(&w, NULL)) return;
-    t_say(w.fs, "Ann said lunch at noon.");
+    fake_push_chat_text(w.fs, "Ann said lunch at noon.", 50);
     buf r = BUF_INIT;
     EXPECT_INT(t_post(w.addr,
                       "{\"peer\":\"team\",\"chatType\":\"group\",\"sender\":\"ann\","
@@ -808,8 +769,8 @@ TEST(gateway_run_block_streaming_and_silent_replies)
     buf reply = BUF_INIT;
     for (int i = 0; i < 30; i++)
         cm_buf_printf(&reply, "Paragraph %02d has a few words in it to fill the block.\n\n", i);
-    t_say(w.fs, reply.data);
-    t_say(w.fs, "NO_REPLY");
+    fake_push_chat_text(w.fs, reply.data, 50);
+    fake_push_chat_text(w.fs, "NO_REPLY", 50);
     EXPECT_INT(post_text(&w, "hank", "h1", "tell me a lot"), 202);
     EXPECT(settle(&w));
     EXPECT_INT(post_text(&w, "hank", "h2", "say nothing"), 202);
@@ -915,7 +876,7 @@ TEST(gateway_run_telegram_group_end_to_end)
         for (int i = 0; i < 300; i++)
             cm_buf_printf(&ans, "int value_%03d = %d; /* a line of the listing */\n", i, i);
         cm_buf_adds(&ans, "```\nThat is all.");
-        t_say(w.fs, ans.data);
+        fake_push_chat_text(w.fs, ans.data, 50);
         static const char up_fmt[] =
             "{\"update_id\":%d,\"message\":{\"message_id\":10,\"from\":{\"id\":43},"
             "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbot show me the code\","
@@ -1003,7 +964,7 @@ TEST(gateway_run_interrupt_cancels_the_model_call)
     world w;
     if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"interrupt\"}}}")) return;
     fake_push(w.fs, FAKE_HANG, 0, -1); /* the first model call hangs until cancelled */
-    t_say(w.fs, "Second answer.");
+    fake_push_chat_text(w.fs, "Second answer.", 50);
     EXPECT_INT(post_text(&w, "ivan", "i1", "first question"), 202);
     EXPECT(wait_calls(&w, 1));
     EXPECT_INT(post_text(&w, "ivan", "i2", "second question"), 202);
@@ -1050,8 +1011,8 @@ TEST(gateway_run_steer_lands_in_the_next_model_request)
 {
     world w;
     if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"steer\"}}}")) return;
-    t_call(w.fs, "call_1", "memory_search", "{\"query\":\"dog\"}");
-    t_say(w.fs, "Steered answer.");
+    fake_push_chat_call(w.fs, "call_1", "memory_search", "{\"query\":\"dog\"}");
+    fake_push_chat_text(w.fs, "Steered answer.", 50);
     w.gate.closed = true;
     EXPECT_INT(post_text(&w, "kim", "k1", "what is the dog called"), 202);
     cm_gw_runtime_tick(w.rt);
@@ -1097,8 +1058,8 @@ TEST(gateway_run_steer_after_the_last_model_call_becomes_a_followup)
 {
     world w;
     if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"steer\"}}}")) return;
-    t_say(w.fs, "First answer.");
-    t_say(w.fs, "Followup answer.");
+    fake_push_chat_text(w.fs, "First answer.", 50);
+    fake_push_chat_text(w.fs, "Followup answer.", 50);
     w.gate.hold = true; /* the run answers, then waits before it ends */
     EXPECT_INT(post_text(&w, "leo", "l1", "first question"), 202);
     cm_gw_runtime_tick(w.rt);
