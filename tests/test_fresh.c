@@ -286,3 +286,63 @@ TEST(fresh_check_counts_changed_new_and_gone_files)
     EXPECT_INT(fr_dirty(e), 0);
     cm_engine_close(e);
 }
+
+/* The look ahead (cm_engine_sync_ahead): a search between it and the sync
+ * sees the index as it was; the sync then says whether it wrote, so the
+ * caller knows when that search's answer stands. A look that no sync uses
+ * is dropped by the next sync and by close. */
+TEST(fresh_look_ahead_says_when_a_search_before_the_sync_stands)
+{
+    fr f;
+    fr_init(&f);
+    cm_engine *e = fr_open(&f);
+    cm_sync_stats st;
+    unsigned fl = CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED;
+    /* no index yet: the search before the sync finds nothing, the sync
+     * builds the index and says so */
+    EXPECT_INT(cm_engine_sync_ahead(e, fl), 1);
+    EXPECT_INT(cm_engine_sync_ahead(e, fl), 0); /* one look at a time */
+    EXPECT_INT(hits(e, "otters"), 0);
+    EXPECT_INT(fr_sync(e, fl, &st), CM_OK);
+    EXPECT_INT(st.changed, 1);
+    EXPECT_INT(hits(e, "otters"), 20);
+    /* nothing changed: the answer before the sync stands */
+    EXPECT_INT(cm_engine_sync_ahead(e, fl), 1);
+    EXPECT_INT(hits(e, "otters"), 20);
+    EXPECT_INT(fr_sync(e, fl, &st), CM_OK);
+    EXPECT_INT(st.changed, 0);
+    EXPECT_INT(st.files_unchanged, 21);
+    /* an edit before the look: the search before the sync misses it, the
+     * sync writes it and says so, the search after finds it */
+    write_file(f.ws, "memory/n05.md", "note 5 about a wombat\n");
+    EXPECT_INT(cm_engine_sync_ahead(e, fl), 1);
+    EXPECT_INT(hits(e, "wombat"), 0);
+    EXPECT_INT(fr_sync(e, fl, &st), CM_OK);
+    EXPECT_INT(st.changed, 1);
+    EXPECT_INT(st.files_indexed, 1);
+    EXPECT_INT(hits(e, "wombat"), 1);
+    /* a sync that trusts a live watcher drops the look (a later sync walks
+     * again and sees a later edit) */
+    EXPECT_INT(cm_engine_sync_ahead(e, 0), 1);
+    write_file(f.ws, "memory/n06.md", "note 6 about a quokka\n");
+    wt t = {fr_open(&f), 0, 0};
+    pthread_create(&t.tid, NULL, run_watch, &t);
+    EXPECT(wait_state(&f, "fresh", 10000));
+    EXPECT_INT(cm_engine_sync_ahead(e, fl), 0); /* already one; and watched */
+    EXPECT_INT(fr_sync(e, fl, &st), CM_OK);
+    EXPECT_INT(st.files_seen, 0);
+    EXPECT_INT(cm_engine_sync_ahead(e, fl), 0); /* watched: nothing to look at */
+    __atomic_store_n(&t.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t.tid, NULL);
+    cm_engine_close(t.e);
+    EXPECT_INT(hits(e, "quokka"), 1); /* the watcher indexed it */
+    /* a look no sync uses: close drops it */
+    write_file(f.ws, "memory/n08.md", "note 8 about a numbat\n");
+    EXPECT_INT(cm_engine_sync_ahead(e, fl), 1);
+    cm_engine_close(e);
+    e = fr_open(&f);
+    EXPECT_INT(fr_sync(e, fl, &st), CM_OK);
+    EXPECT_INT(st.files_indexed, 1);
+    EXPECT_INT(hits(e, "numbat"), 1);
+    cm_engine_close(e);
+}
