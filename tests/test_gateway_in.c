@@ -148,8 +148,7 @@ TEST(gw_in_control_commands)
         {"/stop now", false}, /* /stop takes no arguments */
         {"/status\nand more", true},
         {"/newish", false},
-        {"/new@clawbot", true},
-        {"/new@otherbot", false},
+        {"/new@otherbot", false}, /* another bot's; ours arrive bare */
         {"/think high", true},
         {"/t low", true},
         {"/bash ls", false}, /* gated: commands.bash is off */
@@ -159,16 +158,50 @@ TEST(gw_in_control_commands)
         {"/", false},
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-        bool got = cm_gw_is_control_command(cases[i].text, "clawbot", NULL);
+        bool got = cm_gw_is_control_command(cases[i].text, NULL);
         if (got != cases[i].want)
             test_fail(__FILE__, __LINE__, "\"%s\": got %d, want %d", cases[i].text, got,
                       cases[i].want);
     }
     json_t *root = json_pack("{s:{s:b}}", "commands", "bash", 1);
     EXPECT(root);
-    bool bash = cm_gw_is_control_command("/bash ls", NULL, root);
+    bool bash = cm_gw_is_control_command("/bash ls", root);
     json_decref(root);
     EXPECT(bash);
+}
+
+/* A channel makes "/cmd@<its bot>" bare; another bot's command, a mention
+ * later in the text and a longer name stay as they are. */
+TEST(gw_in_command_unaddress)
+{
+    static const struct {
+        const char *text, *want; /* want NULL: unchanged */
+    } cases[] = {
+        {"/new@clawbot", "/new"},
+        {"  /Status@ClawBot", "  /Status"},
+        {"/model@clawbot: gpt-5", "/model: gpt-5"},
+        {"/queue@clawbot collect\nmore", "/queue collect\nmore"},
+        {"/new@clawbotx", NULL},
+        {"/new@otherbot", NULL},
+        {"/@clawbot", NULL},
+        {"hi @clawbot /new", NULL},
+        {"/new", NULL},
+        {"", NULL},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char *got = NULL;
+        EXPECT_INT(cm_gw_command_unaddress(cases[i].text, "clawbot", &got), CM_OK);
+        bool same = cases[i].want ? got && !strcmp(got, cases[i].want) : !got;
+        if (!same)
+            test_fail(__FILE__, __LINE__, "\"%s\": got \"%s\", want \"%s\"", cases[i].text,
+                      got ? got : "(unchanged)", cases[i].want ? cases[i].want : "(unchanged)");
+        free(got);
+    }
+    char *got = NULL;
+    EXPECT_INT(cm_gw_command_unaddress("/new@clawbot", NULL, &got), CM_OK);
+    EXPECT(!got);
+    EXPECT_INT(cm_gw_command_unaddress("/new@clawbot", "", &got), CM_OK);
+    EXPECT(!got);
 }
 
 TEST(gw_in_debounce_window_config)
@@ -207,7 +240,7 @@ static bool S_run_table(const db_step *steps, size_t n, const json_t *root)
     gw_turns got = {0};
     buf desc;
     cm_buf_init(&desc, 0);
-    bool ok = cm_gw_debounce_open(root, "clawbot", &d) == CM_OK;
+    bool ok = cm_gw_debounce_open(root, &d) == CM_OK;
     for (size_t i = 0; ok && i < n; i++) {
         const db_step *s = &steps[i];
         cm_rc rc;
@@ -295,7 +328,7 @@ TEST(gw_in_debounce_off_and_deadline)
 
     gw_debounce *d = NULL;
     gw_turns t = {0};
-    EXPECT_INT(cm_gw_debounce_open(NULL, NULL, &d), CM_OK);
+    EXPECT_INT(cm_gw_debounce_open(NULL, &d), CM_OK);
     int64_t none = cm_gw_debounce_next_deadline(d);
     gw_msg a = {.channel = "telegram", .peer = "p", .sender = "s1", .message_id = "1", .text = "x"};
     gw_msg b = a;
@@ -321,7 +354,7 @@ TEST(gw_in_debounce_runaway_burst)
     /* a sender who never pauses is cut every GW_DEBOUNCE_MAX_PARTS messages */
     gw_debounce *d = NULL;
     gw_turns t = {0};
-    EXPECT_INT(cm_gw_debounce_open(NULL, NULL, &d), CM_OK);
+    EXPECT_INT(cm_gw_debounce_open(NULL, &d), CM_OK);
     gw_msg m = {.channel = "telegram", .peer = "p", .sender = "s", .message_id = "x", .text = "y"};
     cm_rc rc = CM_OK;
     for (int i = 0; i < GW_DEBOUNCE_MAX_PARTS * 2 + 1 && rc == CM_OK; i++)

@@ -169,15 +169,22 @@ TEST(tg_map_updates)
     tgfake_add_update(
         &r.f, "{\"update_id\":20,\"message\":{\"message_id\":11,\"from\":{\"id\":45},"
               "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbotx @alice hi\"}}");
+    /* a command addressed to this bot arrives bare; another bot's stays */
+    tgfake_add_update(&r.f, "{\"update_id\":21,\"message\":{\"message_id\":12,\"from\":{\"id\":45},"
+                            "\"chat\":{\"id\":-100,\"type\":\"group\"},"
+                            "\"text\":\"/status@clawbot\"}}");
+    tgfake_add_update(&r.f, "{\"update_id\":22,\"message\":{\"message_id\":13,\"from\":{\"id\":45},"
+                            "\"chat\":{\"id\":-100,\"type\":\"group\"},"
+                            "\"text\":\"/new@otherbot\"}}");
     char who[64] = "";
     cm_gw_telegram_bot_username(ch, who, sizeof who);
     EXPECT_STR(who, "");
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
     cm_gw_telegram_bot_username(ch, who, sizeof who);
     EXPECT_STR(who, "ClawBot");
-    WAIT_FOR(got_n(&r.s) >= 10, 10000);
+    WAIT_FOR(got_n(&r.s) >= 12, 10000);
     ch->ops->stop(ch);
-    EXPECT_INT((int)got_n(&r.s), 10);
+    EXPECT_INT((int)got_n(&r.s), 12);
     static const struct {
         const char *peer, *thread, *id, *sender, *text;
         bool group, media, mentioned;
@@ -192,6 +199,8 @@ TEST(tg_map_updates)
         {"-100", NULL, "9", "45", "Claw do it", true, false, true},
         {"-100", NULL, "10", "45", "and this?", true, false, true},
         {"-100", NULL, "11", "45", "@clawbotx @alice hi", true, false, false},
+        {"-100", NULL, "12", "45", "/status", true, false, false},
+        {"-100", NULL, "13", "45", "/new@otherbot", true, false, false},
     };
     for (size_t i = 0; i < ARRAY_LEN(want); i++) {
         json_t *g = json_array_get(r.s.got, i);

@@ -20,7 +20,6 @@ typedef struct db_batch {
 
 struct gw_debounce {
     const json_t *root;
-    char *bot;
     db_batch *v;
     size_t n, cap;
 };
@@ -45,7 +44,31 @@ static bool S_flag_on(const json_t *root, const char *name)
     return json_is_true(json_object_get(c, name));
 }
 
-bool cm_gw_is_control_command(const char *text, const char *bot_username, const json_t *root)
+cm_rc cm_gw_command_unaddress(const char *text, const char *bot, char **out)
+{
+    *out = NULL;
+    size_t blen = bot ? strlen(bot) : 0;
+    if (!text || !blen) return CM_OK;
+    const char *s = text;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s != '/') return CM_OK;
+    const char *at = s + 1;
+    while (*at && !isspace((unsigned char)*at) && *at != ':' && *at != '@')
+        at++;
+    if (*at != '@' || at == s + 1 || strncasecmp(at + 1, bot, blen) != 0) return CM_OK;
+    const char *after = at + 1 + blen;
+    if (*after && !isspace((unsigned char)*after) && *after != ':') return CM_OK;
+    size_t head = (size_t)(at - text), tail = strlen(after);
+    char *c = malloc(head + tail + 1);
+    if (!c) return CM_ENOMEM;
+    memcpy(c, text, head);
+    memcpy(c + head, after, tail + 1);
+    *out = c;
+    return CM_OK;
+}
+
+bool cm_gw_is_control_command(const char *text, const json_t *root)
 {
     if (!text) return false;
     const char *s = text, *e;
@@ -62,16 +85,7 @@ bool cm_gw_is_control_command(const char *text, const char *bot_username, const 
         t++;
     size_t toklen = (size_t)(t - s);
     const char *rest = t;
-    if (rest < e && *rest == '@') {
-        /* "/cmd@bot": only our own bot name is stripped */
-        const char *u = rest + 1, *ue = u;
-        while (ue < e && !isspace((unsigned char)*ue) && *ue != ':')
-            ue++;
-        size_t blen = bot_username ? strlen(bot_username) : 0;
-        if (!blen || (size_t)(ue - u) != blen || strncasecmp(u, bot_username, blen) != 0)
-            return false;
-        rest = ue;
-    }
+    if (rest < e && *rest == '@') return false; /* another bot's */
     bool has_args = false;
     const char *r = rest;
     while (r < e && isspace((unsigned char)*r))
@@ -191,16 +205,12 @@ static cm_rc S_emit(gw_turns *ready, gw_turn *t)
     return CM_OK;
 }
 
-cm_rc cm_gw_debounce_open(const json_t *root, const char *bot_username, gw_debounce **out)
+cm_rc cm_gw_debounce_open(const json_t *root, gw_debounce **out)
 {
     *out = NULL;
     gw_debounce *d = calloc(1, sizeof *d);
     if (!d) return CM_ENOMEM;
     d->root = root;
-    if (bot_username && !(d->bot = cm_strdup(bot_username))) {
-        free(d);
-        return CM_ENOMEM;
-    }
     *out = d;
     return CM_OK;
 }
@@ -213,7 +223,6 @@ void cm_gw_debounce_close(gw_debounce *d)
         S_turn_release(&d->v[i].turn);
     }
     free(d->v);
-    free(d->bot);
     free(d);
 }
 
@@ -263,8 +272,8 @@ cm_rc cm_gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_tu
     const char *p = m->text ? m->text : "";
     while (isspace((unsigned char)*p))
         p++;
-    bool debounce = keyed && window > 0 && !m->has_media && *p &&
-                    !cm_gw_is_control_command(m->text, d->bot, d->root);
+    bool debounce =
+        keyed && window > 0 && !m->has_media && *p && !cm_gw_is_control_command(m->text, d->root);
     if (!debounce) {
         if (at < d->n) CHECK(S_flush_at(d, at, ready));
         CHECK(S_turn_meta(&single, m));

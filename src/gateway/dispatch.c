@@ -157,10 +157,7 @@ static bool S_is_cmd(const char *text, const char *cmd, const char **rest)
         text++;
     size_t n = strlen(cmd);
     if (!text || strncasecmp(text, cmd, n)) return false;
-    const char *p = text + n;
-    if (*p == '@')
-        while (*p && !isspace((unsigned char)*p))
-            p++;
+    const char *p = text + n; /* "/cmd@other": another bot's */
     if (*p && !isspace((unsigned char)*p) && *p != ':') return false;
     if (*p == ':') p++;
     while (isspace((unsigned char)*p))
@@ -505,7 +502,7 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
         p++;
     bool batched = m->sender && *m->sender && m->peer && *m->peer && m->channel &&
                    cm_gw_debounce_ms(rt->o.config, m->channel) > 0 && !m->has_media && *p &&
-                   !cm_gw_is_control_command(m->text, NULL, rt->o.config);
+                   !cm_gw_is_control_command(m->text, rt->o.config);
     if (batched) {
         gw_ids *pend = NULL;
         if (S_turn_dkey(&k, m->channel, m->account, m->peer, m->thread, m->sender) ||

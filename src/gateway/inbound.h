@@ -80,12 +80,19 @@ size_t cm_gw_dedupe_size(const gw_dedupe *d);
 int64_t cm_gw_debounce_ms(const json_t *root, const char *channel);
 
 /* True when text is a control command that must stay a standalone turn:
- * after trimming, its first line ("/cmd: args" read as "/cmd args", and
- * "/cmd@<bot_username>" as "/cmd" when bot_username is given) is one of
- * 2026.3.22's text command aliases, alone or — for a command taking
+ * after trimming, its first line ("/cmd: args" read as "/cmd args") is one
+ * of 2026.3.22's text command aliases, alone or — for a command taking
  * arguments — followed by whitespace. /config, /mcp, /plugins, /debug and
- * /bash count only when commands.<name> is true in root (may be NULL). */
-bool cm_gw_is_control_command(const char *text, const char *bot_username, const json_t *root);
+ * /bash count only when commands.<name> is true in root (may be NULL).
+ * "/cmd@name" is another bot's: the channel has already made our own bare
+ * (cm_gw_command_unaddress). */
+bool cm_gw_is_control_command(const char *text, const json_t *root);
+
+/* A channel's inbound text addressed to its bot as "/cmd@<bot>" (any case,
+ * the first token after leading whitespace, followed by the end, whitespace
+ * or ':'): *out gets a copy without "@<bot>", so that the gateway sees its
+ * own commands bare; otherwise *out is NULL (bot NULL or "": never). */
+cm_rc cm_gw_command_unaddress(const char *text, const char *bot, char **out);
 
 /* One agent turn out of the debouncer: the newest message's fields (its id is
  * the one to reply to) with the texts of the batch joined by '\n' (empty
@@ -107,9 +114,9 @@ void cm_gw_turns_release(gw_turns *t);
 
 typedef struct gw_debounce gw_debounce;
 
-/* A debouncer reading its windows from root (borrowed, may be NULL: defaults)
- * and bot_username (copied, may be NULL) for command detection. */
-cm_rc cm_gw_debounce_open(const json_t *root, const char *bot_username, gw_debounce **out);
+/* A debouncer reading its windows and gated commands from root (borrowed,
+ * may be NULL: defaults). */
+cm_rc cm_gw_debounce_open(const json_t *root, gw_debounce **out);
 void cm_gw_debounce_close(gw_debounce *d);
 
 /* Takes one inbound message at now_ms and appends the turns that are ready

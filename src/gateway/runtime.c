@@ -139,7 +139,7 @@ cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, s
     cm_gw_history_init(&rt->history, json_is_integer(hl) ? (int)json_integer_value(hl) : -1);
     CHECK(cm_gw_dedupe_open(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &rt->dedupe));
     CHECK(cm_gw_dedupe_open(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &rt->recent));
-    CHECK(cm_gw_debounce_open(o->config, NULL, &rt->debounce));
+    CHECK(cm_gw_debounce_open(o->config, &rt->debounce));
     CHECK(cm_gw_journal_open(o->state_dir, cm_gw_rt_now(rt), GW_DEDUPE_TTL_MS, &rt->journal,
                              &rt->pending, &rt->seen, err, errlen));
     *out = rt;

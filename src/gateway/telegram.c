@@ -444,7 +444,13 @@ static cm_rc deliver(tg_chan *t, const json_t *upd)
     m.is_group = group;
     m.has_media = ph != NULL;
     m.mentioned = mentions_bot(t, msg, text);
-    return t->sink(t->ctx, &m);
+    /* "/cmd@<our bot>" reaches the gateway as "/cmd"; another bot's stays */
+    char *bare = NULL; /* bot_username: written by this thread (get_me) */
+    if (cm_gw_command_unaddress(m.text, t->bot_username, &bare)) return CM_ENOMEM;
+    if (bare) m.text = bare;
+    cm_rc rc = t->sink(t->ctx, &m);
+    free(bare);
+    return rc;
 }
 
 /* ---- the polling thread ---- */
