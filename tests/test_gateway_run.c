@@ -986,6 +986,61 @@ TEST(gateway_run_interrupt_cancels_the_model_call)
     world_stop(&w);
 }
 
+/* Waits (bounded) until the gate has seen n runs start. */
+static bool wait_started(world *w, int n)
+{
+    pthread_mutex_lock(&w->gate.mu);
+    for (int i = 0; i < 100 && w->gate.started < n; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&w->gate.cv, &w->gate.mu, &ts);
+    }
+    bool ok = w->gate.started >= n;
+    pthread_mutex_unlock(&w->gate.mu);
+    return ok;
+}
+
+/* Both workers are busy, so a third session's run waits for one; an
+ * interrupt meanwhile aborts that waiting run: it never asks the model,
+ * and only the interrupting message is answered. */
+TEST(gateway_run_interrupt_aborts_a_run_still_waiting_for_a_worker)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"interrupt\"}},"
+                         "\"session\":{\"dmScope\":\"per-peer\"}}"))
+        return;
+    fake_push_chat_text(w.fs, "Busy answer.", 50);
+    fake_push_chat_text(w.fs, "Busy answer.", 50);
+    fake_push_chat_text(w.fs, "Zed answer.", 50);
+    w.gate.closed = true;
+    EXPECT_INT(post_text(&w, "xavier", "x1", "first busy question"), 202);
+    EXPECT_INT(post_text(&w, "yara", "y1", "second busy question"), 202);
+    cm_gw_runtime_tick(w.rt);
+    EXPECT(wait_started(&w, 2)); /* both workers hold a run at the gate */
+    EXPECT_INT(post_text(&w, "zed", "z1", "the waiting question"), 202);
+    cm_gw_runtime_tick(w.rt);
+    EXPECT_INT(post_text(&w, "zed", "z2", "the interrupting question"), 202);
+    pthread_mutex_lock(&w.gate.mu);
+    EXPECT_INT(w.gate.started, 2); /* z1 never reached a worker before the interrupt */
+    w.gate.closed = false;
+    pthread_cond_broadcast(&w.gate.cv);
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 3); /* x1, y1, z2: z1 never asked the model */
+    json_t *r = t_replies(w.addr, "zed");
+    EXPECT_INT(json_array_size(r), 1);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Zed answer.");
+    json_decref(r);
+    char *sent = t_request_text(w.fs, 2);
+    EXPECT_CONTAINS(sent, "the interrupting question");
+    free(sent);
+    json_t *st = cm_gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
+    json_decref(st);
+    world_stop(&w);
+}
+
 TEST(gateway_run_stop_cancels_the_running_call)
 {
     world w;

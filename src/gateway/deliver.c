@@ -160,6 +160,10 @@ static void S_delta(void *ctx, const char *text, size_t n)
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {
     const json_t *cfg = rt->o.config;
+    if (S_cancelled(d)) { /* aborted before a worker took it: the model is never asked */
+        cm_gw_rt_done_all(rt, &j->ids, "aborted");
+        return;
+    }
     for (size_t i = 0; i < j->ids.n; i++)
         cm_gw_journal_run(rt->journal, j->ids.v[i]);
     __atomic_fetch_add(&rt->runs, 1, __ATOMIC_RELAXED);

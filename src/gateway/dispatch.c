@@ -205,6 +205,16 @@ drop:
     cm_gw_rt_done_all(rt, &j->steer_ids, "dropped");
 }
 
+/* Aborts the run of s (under mu): the one a worker executes, and one still
+ * waiting for a worker, which then never starts. */
+static void S_cancel_runs(gw_runtime *rt, gw_sess *s)
+{
+    if (s->running) __atomic_store_n(&s->running->cancel, 1, __ATOMIC_RELAXED);
+    for (gw_job *j = rt->ready_head; j; j = j->next)
+        if (j->sess == s && j->kind == GW_JOB_RUN)
+            __atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);
+}
+
 /* Starts a run job for s now (under mu): s becomes active. */
 static void S_start(gw_runtime *rt, gw_sess *s, gw_job *j)
 {
@@ -297,7 +307,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         cm_buf_release(&msg);
         goto out;
     } else if (S_is_cmd(text, "/stop", &rest)) {
-        if (s->running) __atomic_store_n(&s->running->cancel, 1, __ATOMIC_RELAXED);
+        S_cancel_runs(rt, s);
         size_t n = cm_gw_queue_clear(s->q);
         for (size_t i = 0; i < s->ngroups; i++)
             cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
@@ -330,7 +340,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         if (act == GW_QACT_RUN_NOW) {
             S_start(rt, s, j);
         } else { /* the active run is aborted: this one runs once it has stopped */
-            if (s->running) __atomic_store_n(&s->running->cancel, 1, __ATOMIC_RELAXED);
+            S_cancel_runs(rt, s);
             for (size_t i = 0; i < s->ngroups; i++)
                 cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
             S_group_take(s, s->ngroups, &(gw_ids){0});
