@@ -170,6 +170,39 @@ TEST(gw_in_control_commands)
     EXPECT(bash);
 }
 
+/* 2026.3.22's abort words act as /stop: alone, any case, blanks collapsed,
+ * trailing punctuation dropped; inside a sentence they are text. */
+TEST(gw_in_abort_words)
+{
+    static const struct {
+        const char *text;
+        bool want;
+    } cases[] = {
+        {"stop", true},
+        {"  STOP!!  ", true},
+        {"Wait...", true},
+        {"please   stop", true},
+        {"Stop don\u2019t do anything", true},
+        {"ARR\u00CATE", true},
+        {"\u0421\u0422\u041e\u041f", true}, /* СТОП */
+        {"\u505c\u6b62\u3002", true},       /* 停止。 */
+        {"/stop", true},
+        {"stop quantumclaw", true},
+        {"stop the car", false},
+        {"can you wait for me", false},
+        {"stopp it", false},
+        {"", false},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        bool got = cm_gw_is_abort_request(cases[i].text);
+        if (got != cases[i].want)
+            test_fail(__FILE__, __LINE__, "\"%s\": got %d, want %d", cases[i].text, got,
+                      cases[i].want);
+    }
+    EXPECT(cm_gw_is_control_command("Stop.", NULL)); /* never debounced */
+    EXPECT(!cm_gw_is_abort_request(NULL));
+}
+
 /* A channel makes "/cmd@<its bot>" bare; another bot's command, a mention
  * later in the text and a longer name stay as they are. */
 TEST(gw_in_command_unaddress)

@@ -1041,14 +1041,14 @@ TEST(gateway_run_interrupt_aborts_a_run_still_waiting_for_a_worker)
     world_stop(&w);
 }
 
-TEST(gateway_run_stop_cancels_the_running_call)
+static void S_stop_cancels(const char *stop_text)
 {
     world w;
     if (!world_start(&w, NULL)) return;
     fake_push(w.fs, FAKE_HANG, 0, -1);
     EXPECT_INT(post_text(&w, "judy", "j1", "a long question"), 202);
     EXPECT(wait_calls(&w, 1));
-    EXPECT_INT(post_text(&w, "judy", "j2", "/stop"), 202);
+    EXPECT_INT(post_text(&w, "judy", "j2", stop_text), 202);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 1);
     json_t *r = t_replies(w.addr, "judy");
@@ -1060,6 +1060,17 @@ TEST(gateway_run_stop_cancels_the_running_call)
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
     world_stop(&w);
+}
+
+TEST(gateway_run_stop_cancels_the_running_call)
+{
+    S_stop_cancels("/stop");
+}
+
+/* a plain abort word does what /stop does */
+TEST(gateway_run_abort_word_cancels_the_running_call)
+{
+    S_stop_cancels("Stop!");
 }
 
 TEST(gateway_run_steer_lands_in_the_next_model_request)

@@ -9,7 +9,6 @@
 
 #include <ctype.h>
 #include <math.h>
-#include <strings.h>
 
 typedef struct db_batch {
     char *key;
@@ -23,100 +22,6 @@ struct gw_debounce {
     db_batch *v;
     size_t n, cap;
 };
-
-/* 2026.3.22 commands-registry.data: every text alias, '+' when the command
- * takes arguments; '?' marks one enabled only by commands.<name>: true. */
-static const char *const S_commands[] = {
-    "/help",        "/commands",  "/skill+",          "/status",  "/allowlist+", "/approve+",
-    "/context+",    "/btw+",      "/export-session+", "/export+", "/tts+",       "/whoami",
-    "/id",          "/session+",  "/subagents+",      "/acp+",    "/focus+",     "/unfocus",
-    "/agents",      "/kill+",     "/steer+",          "/tell+",   "?/config+",   "?/mcp+",
-    "?/plugins+",   "?/plugin+",  "?/debug+",         "/usage+",  "/stop",       "/restart",
-    "/activation+", "/send+",     "/reset+",          "/new+",    "/compact+",   "/think+",
-    "/thinking+",   "/t+",        "/verbose+",        "/v+",      "/fast+",      "/reasoning+",
-    "/reason+",     "/elevated+", "/elev+",           "/exec+",   "/model+",     "/models+",
-    "/queue+",      "?/bash+",
-};
-
-static bool S_flag_on(const json_t *root, const char *name)
-{
-    const json_t *c = root ? json_object_get(root, "commands") : NULL;
-    return json_is_true(json_object_get(c, name));
-}
-
-cm_rc cm_gw_command_unaddress(const char *text, const char *bot, char **out)
-{
-    *out = NULL;
-    size_t blen = bot ? strlen(bot) : 0;
-    if (!text || !blen) return CM_OK;
-    const char *s = text;
-    while (isspace((unsigned char)*s))
-        s++;
-    if (*s != '/') return CM_OK;
-    const char *at = s + 1;
-    while (*at && !isspace((unsigned char)*at) && *at != ':' && *at != '@')
-        at++;
-    if (*at != '@' || at == s + 1 || strncasecmp(at + 1, bot, blen) != 0) return CM_OK;
-    const char *after = at + 1 + blen;
-    if (*after && !isspace((unsigned char)*after) && *after != ':') return CM_OK;
-    size_t head = (size_t)(at - text), tail = strlen(after);
-    char *c = malloc(head + tail + 1);
-    if (!c) return CM_ENOMEM;
-    memcpy(c, text, head);
-    memcpy(c + head, after, tail + 1);
-    *out = c;
-    return CM_OK;
-}
-
-bool cm_gw_is_control_command(const char *text, const json_t *root)
-{
-    if (!text) return false;
-    const char *s = text, *e;
-    while (isspace((unsigned char)*s))
-        s++;
-    if (*s != '/') return false;
-    e = strchr(s, '\n');
-    if (!e) e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1]))
-        e--;
-    /* the command token: up to whitespace, ':' or '@' */
-    const char *t = s + 1;
-    while (t < e && !isspace((unsigned char)*t) && *t != ':' && *t != '@')
-        t++;
-    size_t toklen = (size_t)(t - s);
-    const char *rest = t;
-    if (rest < e && *rest == '@') return false; /* another bot's */
-    bool has_args = false;
-    const char *r = rest;
-    while (r < e && isspace((unsigned char)*r))
-        r++;
-    if (r < e && *r == ':') { /* "/cmd: args" */
-        r++;
-        while (r < e && isspace((unsigned char)*r))
-            r++;
-        has_args = r < e;
-    } else if (r < e) {
-        if (r == rest) return false; /* something glued to the token */
-        has_args = true;
-    }
-    for (size_t i = 0; i < ARRAY_LEN(S_commands); i++) {
-        const char *c = S_commands[i];
-        bool gated = *c == '?';
-        if (gated) c++;
-        size_t clen = strlen(c);
-        bool args_ok = c[clen - 1] == '+';
-        if (args_ok) clen--;
-        if (clen != toklen || strncasecmp(c, s, toklen) != 0) continue;
-        if (has_args && !args_ok) return false;
-        if (gated) {
-            char name[32];
-            snprintf(name, sizeof name, "%.*s", (int)(clen - 1), c + 1);
-            return S_flag_on(root, name);
-        }
-        return true;
-    }
-    return false;
-}
 
 /* A number as 2026.3.22's resolveMs reads it: finite, truncated, >= 0. */
 static bool S_ms(const json_t *v, int64_t *out)

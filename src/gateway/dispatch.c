@@ -306,7 +306,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
                         msg.data ? msg.data : "Queue settings updated.", ids, "answered");
         cm_buf_release(&msg);
         goto out;
-    } else if (S_is_cmd(text, "/stop", &rest)) {
+    } else if (S_is_cmd(text, "/stop", &rest) || cm_gw_is_abort_request(text)) {
         S_cancel_runs(rt, s);
         size_t n = cm_gw_queue_clear(s->q);
         for (size_t i = 0; i < s->ngroups; i++)

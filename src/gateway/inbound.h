@@ -88,6 +88,13 @@ int64_t cm_gw_debounce_ms(const json_t *root, const char *channel);
  * (cm_gw_command_unaddress). */
 bool cm_gw_is_control_command(const char *text, const json_t *root);
 
+/* True when text asks to abort the running run as /stop does: "/stop", or
+ * one of 2026.3.22's abort words alone ("stop", "wait", "abort", "please
+ * stop", "arrête", "стоп", "停止", …), compared trimmed, lower-cased, blanks
+ * collapsed and trailing punctuation dropped. cm_gw_is_control_command
+ * counts them too. */
+bool cm_gw_is_abort_request(const char *text);
+
 /* A channel's inbound text addressed to its bot as "/cmd@<bot>" (any case,
  * the first token after leading whitespace, followed by the end, whitespace
  * or ':'): *out gets a copy without "@<bot>", so that the gateway sees its

@@ -1,0 +1,209 @@
+/*
+ * commands.c — which inbound texts are commands: 2026.3.22's control
+ * commands (a standalone turn, never debounced), the abort words that act as
+ * /stop, and a channel's "/cmd@<bot>" made bare. What each command does is
+ * dispatch.c's.
+ */
+#include "inbound.h"
+#include "../base/utf8.h"
+
+#include <ctype.h>
+#include <strings.h>
+
+/* 2026.3.22 commands-registry.data: every text alias, '+' when the command
+ * takes arguments; '?' marks one enabled only by commands.<name>: true. */
+static const char *const S_commands[] = {
+    "/help",        "/commands",  "/skill+",          "/status",  "/allowlist+", "/approve+",
+    "/context+",    "/btw+",      "/export-session+", "/export+", "/tts+",       "/whoami",
+    "/id",          "/session+",  "/subagents+",      "/acp+",    "/focus+",     "/unfocus",
+    "/agents",      "/kill+",     "/steer+",          "/tell+",   "?/config+",   "?/mcp+",
+    "?/plugins+",   "?/plugin+",  "?/debug+",         "/usage+",  "/stop",       "/restart",
+    "/activation+", "/send+",     "/reset+",          "/new+",    "/compact+",   "/think+",
+    "/thinking+",   "/t+",        "/verbose+",        "/v+",      "/fast+",      "/reasoning+",
+    "/reason+",     "/elevated+", "/elev+",           "/exec+",   "/model+",     "/models+",
+    "/queue+",      "?/bash+",
+};
+
+static bool S_flag_on(const json_t *root, const char *name)
+{
+    const json_t *c = root ? json_object_get(root, "commands") : NULL;
+    return json_is_true(json_object_get(c, name));
+}
+
+/* 2026.3.22 abort-primitives ABORT_TRIGGERS ("openclaw" read as our name). */
+static const char *const S_abort_words[] = {"stop",
+                                            "esc",
+                                            "abort",
+                                            "wait",
+                                            "exit",
+                                            "interrupt",
+                                            "detente",
+                                            "deten",
+                                            "detén",
+                                            "arrete",
+                                            "arrête",
+                                            "停止",
+                                            "やめて",
+                                            "止めて",
+                                            "रुको",
+                                            "توقف",
+                                            "стоп",
+                                            "остановись",
+                                            "останови",
+                                            "остановить",
+                                            "прекрати",
+                                            "halt",
+                                            "anhalten",
+                                            "aufhören",
+                                            "hoer auf",
+                                            "stopp",
+                                            "pare",
+                                            "stop quantumclaw",
+                                            "quantumclaw stop",
+                                            "stop openclaw",
+                                            "openclaw stop",
+                                            "stop action",
+                                            "stop current action",
+                                            "stop run",
+                                            "stop current run",
+                                            "stop agent",
+                                            "stop the agent",
+                                            "stop don't do anything",
+                                            "stop dont do anything",
+                                            "stop do not do anything",
+                                            "stop doing anything",
+                                            "do not do that",
+                                            "please stop",
+                                            "stop please",
+                                            "/stop"};
+
+/* Lower case for the scripts of the abort words: ASCII, Latin-1, Cyrillic. */
+static int32_t S_fold(int32_t cp)
+{
+    if ((cp >= 'A' && cp <= 'Z') || (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)) return cp + 32;
+    if (cp >= 0x410 && cp <= 0x42F) return cp + 32;
+    if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
+    return cp;
+}
+
+/* Trailing punctuation an abort word may carry ("stop!", "停止。"). */
+static bool S_trailing_punct(int32_t cp)
+{
+    static const int32_t p[] = {'.', '!',    '?',  0x2026, ',',    0xFF0C, 0x3002, ';', 0xFF1B,
+                                ':', 0xFF1A, '\'', '"',    0x2019, 0x201D, ')',    ']', '}'};
+    for (size_t i = 0; i < ARRAY_LEN(p); i++)
+        if (cp == p[i]) return true;
+    return false;
+}
+
+bool cm_gw_is_abort_request(const char *text)
+{
+    if (!text) return false;
+    size_t n = strlen(text);
+    if (n > 64) return false; /* longer than any abort phrase with its blanks */
+    buf b = BUF_INIT;
+    bool space = false, ok = true;
+    for (size_t i = 0; i < n && ok;) {
+        int32_t cp;
+        size_t k = cm_utf8_decode(text + i, n - i, &cp);
+        i += k ? k : 1;
+        if (cp == 0x2019 || cp == '`') cp = '\'';
+        if (isspace(cp < 128 ? cp : 'x')) {
+            space = b.len > 0;
+            continue;
+        }
+        if (space && (ok = cm_buf_addc(&b, ' ') == CM_OK)) space = false;
+        if (ok) ok = cm_utf8_put(&b, S_fold(cp)) == CM_OK;
+    }
+    /* trailing punctuation, then blanks again */
+    while (ok && b.len) {
+        size_t at = b.len;
+        while (at > 0 && ((unsigned char)b.data[at - 1] & 0xC0) == 0x80)
+            at--;
+        if (at > 0) at--;
+        int32_t cp;
+        cm_utf8_decode(b.data + at, b.len - at, &cp);
+        if (!S_trailing_punct(cp) && cp != ' ') break;
+        b.len = at;
+    }
+    bool hit = false;
+    for (size_t i = 0; ok && !hit && i < ARRAY_LEN(S_abort_words); i++)
+        hit = b.len == strlen(S_abort_words[i]) && !memcmp(b.data, S_abort_words[i], b.len);
+    cm_buf_release(&b);
+    return hit;
+}
+
+cm_rc cm_gw_command_unaddress(const char *text, const char *bot, char **out)
+{
+    *out = NULL;
+    size_t blen = bot ? strlen(bot) : 0;
+    if (!text || !blen) return CM_OK;
+    const char *s = text;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s != '/') return CM_OK;
+    const char *at = s + 1;
+    while (*at && !isspace((unsigned char)*at) && *at != ':' && *at != '@')
+        at++;
+    if (*at != '@' || at == s + 1 || strncasecmp(at + 1, bot, blen) != 0) return CM_OK;
+    const char *after = at + 1 + blen;
+    if (*after && !isspace((unsigned char)*after) && *after != ':') return CM_OK;
+    size_t head = (size_t)(at - text), tail = strlen(after);
+    char *c = malloc(head + tail + 1);
+    if (!c) return CM_ENOMEM;
+    memcpy(c, text, head);
+    memcpy(c + head, after, tail + 1);
+    *out = c;
+    return CM_OK;
+}
+
+bool cm_gw_is_control_command(const char *text, const json_t *root)
+{
+    if (!text) return false;
+    if (cm_gw_is_abort_request(text)) return true;
+    const char *s = text, *e;
+    while (isspace((unsigned char)*s))
+        s++;
+    if (*s != '/') return false;
+    e = strchr(s, '\n');
+    if (!e) e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        e--;
+    /* the command token: up to whitespace, ':' or '@' */
+    const char *t = s + 1;
+    while (t < e && !isspace((unsigned char)*t) && *t != ':' && *t != '@')
+        t++;
+    size_t toklen = (size_t)(t - s);
+    const char *rest = t;
+    if (rest < e && *rest == '@') return false; /* another bot's */
+    bool has_args = false;
+    const char *r = rest;
+    while (r < e && isspace((unsigned char)*r))
+        r++;
+    if (r < e && *r == ':') { /* "/cmd: args" */
+        r++;
+        while (r < e && isspace((unsigned char)*r))
+            r++;
+        has_args = r < e;
+    } else if (r < e) {
+        if (r == rest) return false; /* something glued to the token */
+        has_args = true;
+    }
+    for (size_t i = 0; i < ARRAY_LEN(S_commands); i++) {
+        const char *c = S_commands[i];
+        bool gated = *c == '?';
+        if (gated) c++;
+        size_t clen = strlen(c);
+        bool args_ok = c[clen - 1] == '+';
+        if (args_ok) clen--;
+        if (clen != toklen || strncasecmp(c, s, toklen) != 0) continue;
+        if (has_args && !args_ok) return false;
+        if (gated) {
+            char name[32];
+            snprintf(name, sizeof name, "%.*s", (int)(clen - 1), c + 1);
+            return S_flag_on(root, name);
+        }
+        return true;
+    }
+    return false;
+}
