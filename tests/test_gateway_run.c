@@ -189,6 +189,8 @@ static cm_rc t_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, 
 
 /* A journal left by an earlier gateway, written before world_start opens it. */
 static const char *g_prejournal;
+/* A sessions.json of agent main written before world_start (a restart). */
+static const char *g_presessions;
 /* Set: world_start opens the Telegram channel of the config too. */
 static bool g_telegram;
 
@@ -237,6 +239,8 @@ static bool world_start(world *w, const char *extra)
     write_file(w->dir, "state/quantumclaw.json", text);
     free(text);
     if (g_prejournal) write_file(w->dir, "state/gateway/journal.jsonl", g_prejournal);
+    if (g_presessions)
+        write_file(w->dir, "state/agents/main/sessions/sessions.json", g_presessions);
     cm_options o = {NULL, w->ws, NULL, w->state, NULL, NULL, 1};
     pthread_mutex_init(&w->gate.mu, NULL);
     pthread_cond_init(&w->gate.cv, NULL);
@@ -1059,6 +1063,66 @@ static void S_stop_cancels(const char *stop_text)
     json_t *st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
+    world_stop(&w);
+}
+
+/* The session's entry in sessions.json, or NULL. */
+static json_t *t_session_entry(world *w, const char *key)
+{
+    json_t *doc = json_load_file(path_in(w->state, "agents/main/sessions/sessions.json"), 0, NULL);
+    json_t *e = json_incref(json_object_get(doc, key));
+    json_decref(doc);
+    return e;
+}
+
+/* /queue is kept in the session's entry (2026.3.22's queueMode, queueCap,
+ * …), so a restarted gateway runs the session the same way; /queue reset
+ * removes the fields. */
+TEST(gateway_run_queue_override_outlives_a_restart)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    EXPECT_INT(post_text(&w, "lena", "l1", "/queue interrupt cap:5"), 202);
+    EXPECT(settle(&w));
+    json_t *e = t_session_entry(&w, "agent:main:main");
+    EXPECT_STR(json_string_value(json_object_get(e, "queueMode")), "interrupt");
+    EXPECT_INT(json_integer_value(json_object_get(e, "queueCap")), 5);
+    EXPECT(!json_object_get(e, "queueDrop"));
+    char *saved = json_dumps(json_pack("{s:O}", "agent:main:main", e), JSON_COMPACT);
+    json_decref(e);
+    world_stop(&w);
+
+    /* a new gateway over that store: the second message interrupts the first */
+    g_presessions = saved;
+    bool ok = world_start(&w, NULL);
+    g_presessions = NULL;
+    free(saved);
+    if (!ok) return;
+    fake_push_chat_text(w.fs, "First answer.", 50);
+    fake_push_chat_text(w.fs, "Second answer.", 50);
+    w.gate.closed = true;
+    EXPECT_INT(post_text(&w, "lena", "l2", "first question"), 202);
+    cm_gw_runtime_tick(w.rt);
+    EXPECT(wait_started(&w, 1));
+    EXPECT_INT(post_text(&w, "lena", "l3", "second question"), 202);
+    pthread_mutex_lock(&w.gate.mu);
+    w.gate.closed = false;
+    pthread_cond_broadcast(&w.gate.cv);
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT(settle(&w));
+    json_t *r = t_replies(w.addr, "lena");
+    EXPECT_INT(json_array_size(r), 1); /* the first run was aborted */
+    json_decref(r);
+    /* the second ran at once (collect would wait its debounce behind the first) */
+    char *sent = t_request_text(w.fs, fake_count(w.fs) - 1);
+    EXPECT_CONTAINS(sent, "second question");
+    free(sent);
+    EXPECT_INT(post_text(&w, "lena", "l4", "/queue reset"), 202);
+    EXPECT(settle(&w));
+    e = t_session_entry(&w, "agent:main:main");
+    EXPECT(e && !json_object_get(e, "queueMode") && !json_object_get(e, "queueCap"));
+    EXPECT(json_is_string(json_object_get(e, "sessionId"))); /* the rest stays */
+    json_decref(e);
     world_stop(&w);
 }
 

@@ -6,6 +6,7 @@
  * ready list the workers take jobs from.
  */
 #include "runtime_int.h"
+#include "../session/sessions.h"
 
 #include <ctype.h>
 #include <strings.h>
@@ -77,6 +78,61 @@ void cm_gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, c
 
 /* ---- sessions ------------------------------------------------------------ */
 
+/* A session's /queue override as its sessions.json entry keeps it
+ * (queueMode, queueDebounceMs, queueCap, queueDrop: 2026.3.22's fields), so
+ * that it outlives a restart of the gateway. */
+static void S_queue_load(gw_runtime *rt, gw_sess *s)
+{
+    buf p = BUF_INIT;
+    session_store st;
+    memset(&st, 0, sizeof st);
+    char err[256];
+    if (cm_session_store_path(&p, rt->o.state_dir, s->agent_id) ||
+        cm_session_store_read(&st, p.data, err, sizeof err))
+        goto out;
+    const json_t *e = cm_session_store_get(&st, s->key);
+    const char *mode = json_string_value(json_object_get(e, "queueMode"));
+    const char *drop = json_string_value(json_object_get(e, "queueDrop"));
+    const json_t *deb = json_object_get(e, "queueDebounceMs");
+    const json_t *cap = json_object_get(e, "queueCap");
+    if (!mode && !drop && !json_is_number(deb) && !json_is_number(cap)) goto out;
+    s->has_ov = true;
+    snprintf(s->ov_mode, sizeof s->ov_mode, "%s", mode ? mode : "");
+    snprintf(s->ov_drop, sizeof s->ov_drop, "%s", drop ? drop : "");
+    s->ov_debounce =
+        json_is_number(deb) && json_number_value(deb) >= 0 ? (int64_t)json_number_value(deb) : -1;
+    s->ov_cap =
+        json_is_number(cap) && json_number_value(cap) >= 1 ? (long)json_number_value(cap) : 0;
+out:
+    cm_session_store_release(&st);
+    cm_buf_release(&p);
+}
+
+/* Writes s's override (or its absence: the fields removed) to its entry. */
+static cm_rc S_queue_save(gw_runtime *rt, gw_sess *s, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf p = BUF_INIT;
+    session_store st;
+    memset(&st, 0, sizeof st);
+    bool on = s->has_ov;
+    json_t *patch =
+        json_pack("{s:o,s:o,s:o,s:o}", "queueMode",
+                  on && s->ov_mode[0] ? json_string(s->ov_mode) : json_null(), "queueDrop",
+                  on && s->ov_drop[0] ? json_string(s->ov_drop) : json_null(), "queueDebounceMs",
+                  on && s->ov_debounce >= 0 ? json_integer(s->ov_debounce) : json_null(),
+                  "queueCap", on && s->ov_cap > 0 ? json_integer(s->ov_cap) : json_null());
+    if (!patch) CHECK(CM_ENOMEM);
+    CHECK(cm_session_store_path(&p, rt->o.state_dir, s->agent_id) ? CM_ENOMEM : CM_OK);
+    CHECK(cm_session_store_read(&st, p.data, err, errlen));
+    CHECK(cm_session_touch(&st, s->key, patch, cm_wall_ms(), NULL, err, errlen));
+out:
+    json_decref(patch);
+    cm_session_store_release(&st);
+    cm_buf_release(&p);
+    return rc;
+}
+
 static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
 {
     uint32_t h = S_hash(key) % GW_RT_BUCKETS;
@@ -92,6 +148,7 @@ static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
         free(s);
         return NULL;
     }
+    S_queue_load(rt, s);
     s->next = rt->sess[h];
     rt->sess[h] = s;
     rt->nsess++;
@@ -295,6 +352,11 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
             if (ov.drop) snprintf(s->ov_drop, sizeof s->ov_drop, "%s", ov.drop);
             if (ov.debounce_ms >= 0) s->ov_debounce = ov.debounce_ms;
             if (ov.cap > 0) s->ov_cap = ov.cap;
+        }
+        char why[256];
+        if (S_queue_save(rt, s, why, sizeof why))
+            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session: %s", why);
+        if (!reset) {
             gw_queue_settings qs;
             S_settings(rt, s, t->channel, &qs);
             static const char *const names[] = {"collect", "followup", "steer", "steer-backlog",

@@ -272,7 +272,10 @@ static cm_rc touch_fn(json_t *store, const char *dir, void *vctx, int64_t now, b
     json_t *pv;
     json_object_foreach((json_t *)c->patch, pk, pv)
     {
-        if (strcmp(pk, "updatedAt") != 0 && json_object_set(e, pk, pv))
+        if (!strcmp(pk, "updatedAt")) continue;
+        if (json_is_null(pv))
+            json_object_del(e, pk);
+        else if (json_object_set(e, pk, pv))
             FAIL(CM_ENOMEM, "out of memory");
     }
     set_updated(e, now);

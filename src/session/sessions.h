@@ -47,7 +47,8 @@ cm_rc cm_session_store_update(session_store *s, int64_t now_ms, session_update_f
 
 /* The entry of key, made when missing (a new sessionId, its sessionFile,
  * compactionCount 0, chatType from the key), with patch's members merged in
- * (borrowed, may be NULL; updatedAt never goes back). The session id goes to
+ * (borrowed, may be NULL; a null member removes that field; updatedAt never
+ * goes back). The session id goes to
  * id_out. */
 cm_rc cm_session_touch(session_store *s, const char *key, const json_t *patch, int64_t now_ms,
                        char id_out[160], char *err, size_t errlen);
