@@ -1088,8 +1088,9 @@ TEST(gateway_run_queue_override_outlives_a_restart)
     EXPECT_STR(json_string_value(json_object_get(e, "queueMode")), "interrupt");
     EXPECT_INT(json_integer_value(json_object_get(e, "queueCap")), 5);
     EXPECT(!json_object_get(e, "queueDrop"));
-    char *saved = json_dumps(json_pack("{s:O}", "agent:main:main", e), JSON_COMPACT);
-    json_decref(e);
+    json_t *store = json_pack("{s:o}", "agent:main:main", e);
+    char *saved = json_dumps(store, JSON_COMPACT);
+    json_decref(store);
     world_stop(&w);
 
     /* a new gateway over that store: the second message interrupts the first */
