@@ -373,6 +373,72 @@ TEST(tg_send_and_retries)
     rig_stop(&r);
 }
 
+/* Markdown → Telegram HTML, as 2026.3.22 renders a reply. */
+TEST(tg_html_renders_markdown)
+{
+    static const struct {
+        const char *md, *html;
+    } cases[] = {
+        {"plain & <tags>", "plain &amp; &lt;tags&gt;"},
+        {"**bold** and *it* and __b2__ and _i2_",
+         "<b>bold</b> and <i>it</i> and <b>b2</b> and <i>i2</i>"},
+        {"~~gone~~ ||secret||", "<s>gone</s> <tg-spoiler>secret</tg-spoiler>"},
+        {"`a <b>` and ``x ` y``", "<code>a &lt;b&gt;</code> and <code>x ` y</code>"},
+        {"**bold with *it* inside**", "<b>bold with <i>it</i> inside</b>"},
+        {"see [the docs](https://x.dev/a?b=1&c=\"2\")",
+         "see <a href=\"https://x.dev/a?b=1&amp;c=&quot;2&quot;\">the docs</a>"},
+        {"snake_case_name and 2 * 3 * 4", "snake_case_name and 2 * 3 * 4"},
+        {"a lone * and ** and _", "a lone * and ** and _"},
+        {"\\*not italic\\*", "*not italic*"},
+        {"# Title\n\nText", "Title\n\nText"},
+        {"- one\n- **two**\n  - nested\n3. three", "• one\n• <b>two</b>\n  • nested\n3. three"},
+        {"```python\nif a < b:\n    **x**\n```\nafter",
+         "<pre><code>if a &lt; b:\n    **x**</code></pre>\nafter"},
+        {"```\nunclosed <", "<pre><code>unclosed &lt;</code></pre>"},
+        {"> quoted *line*\n> two\n\nout",
+         "<blockquote>quoted <i>line</i>\ntwo</blockquote>\n\nout"},
+        {"a\n\n\n\nb", "a\n\nb"},
+        {"---", "───"},
+        {"", ""},
+    };
+    buf b = BUF_INIT;
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        EXPECT_INT(cm_gw_telegram_html(cases[i].md, &b), CM_OK);
+        if (strcmp(b.data, cases[i].html))
+            test_fail(__FILE__, __LINE__, "\"%s\":\n  got  \"%s\"\n  want \"%s\"", cases[i].md,
+                      b.data, cases[i].html);
+    }
+    cm_buf_release(&b);
+}
+
+/* Replies go as HTML; when Telegram refuses the entities, the same reply
+ * goes again as the plain text it was. */
+TEST(tg_send_html_then_plain_text)
+{
+    rig r;
+    rig_start(&r, NULL);
+    gw_channel *ch = NULL;
+    char err[512] = "";
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    gw_outbound o = {NULL, "42", NULL, NULL, "**Done** with `a<b`"};
+    EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
+    char *bad = raw_json(400, "{\"ok\":false,\"error_code\":400,\"description\":\"Bad Request: "
+                              "can't parse entities: Unsupported start tag\"}");
+    fake_push_raw(r.srv, bad, false);
+    free(bad);
+    int n0 = fake_count(r.srv);
+    EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
+    EXPECT_INT(fake_count(r.srv), n0 + 2); /* refused once, then plain */
+    ch->ops->close(ch);
+    EXPECT_INT((int)json_array_size(r.f.sent), 2);
+    json_t *s0 = json_array_get(r.f.sent, 0), *s1 = json_array_get(r.f.sent, 1);
+    EXPECT_STR(gs(s0, "text"), "<b>Done</b> with <code>a&lt;b</code>");
+    EXPECT_STR(gs(s0, "parse_mode"), "HTML");
+    EXPECT_STR(gs(s1, "text"), "**Done** with `a<b`");
+    EXPECT(!json_object_get(s1, "parse_mode"));
+    rig_stop(&r);
+}
+
 TEST(tg_garbage_and_hang)
 {
     rig r;

@@ -63,6 +63,10 @@ cm_rc cm_gw_telegram_open(const json_t *root, const char *account, const char *s
  * For status output. */
 void cm_gw_telegram_last_error(gw_channel *ch, char *out, size_t n);
 
+/* md, a reply's Markdown, as Telegram HTML (parse_mode "HTML") in out
+ * (reset first): tg_html.c. */
+cm_rc cm_gw_telegram_html(const char *md, buf *out);
+
 /* The bot's username from getMe (without "@"), "" until start() or the
  * polling thread got it: for cm_gw_debounce_open's "/cmd@<bot>" commands. */
 void cm_gw_telegram_bot_username(gw_channel *ch, char *out, size_t n);

@@ -574,6 +574,13 @@ static size_t utf8_chars(const char *s)
     return n;
 }
 
+/* Telegram's refusal of a message's HTML (2026.3.22's PARSE_ERR_RE). */
+static bool S_entity_error(const char *err)
+{
+    return strcasestr(err, "can't parse entities") || strcasestr(err, "parse entities") ||
+           strcasestr(err, "find end of the entity");
+}
+
 static cm_rc tg_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errlen)
 {
     tg_chan *t = (tg_chan *)ch;
@@ -604,10 +611,25 @@ static cm_rc tg_send(gw_channel *ch, const gw_outbound *o, char *err, size_t err
         if (!*end && th > 0 && !general)
             json_object_set_new(p, "message_thread_id", json_integer(th));
     }
+    /* As HTML (2026.3.22's rendering of the Markdown); when Telegram cannot
+     * parse the entities, the same text again as plain text. */
+    buf html = BUF_INIT;
+    bool as_html = cm_gw_telegram_html(o->text, &html) == CM_OK && html.len &&
+                   !json_object_set_new(p, "text", json_string(html.data)) &&
+                   !json_object_set_new(p, "parse_mode", json_string("HTML"));
+    cm_buf_release(&html);
+    if (!as_html) json_object_set_new(p, "text", json_string(o->text));
     for (int attempt = 0;; attempt++) {
         call_res r;
         rc = tg_call(t, "sendMessage", p, t->req_ms, &t->closing, &r, err, errlen);
         json_decref(r.result);
+        if (rc && as_html && r.status == 400 && S_entity_error(err)) {
+            json_object_del(p, "parse_mode");
+            json_object_set_new(p, "text", json_string(o->text));
+            as_html = false;
+            attempt--; /* the plain text gets its own attempts */
+            continue;
+        }
         if (!rc || !r.retryable || attempt + 1 >= TG_SEND_ATTEMPTS) break;
         if (!tg_wait(t, retry_delay(t, &r, attempt), &t->closing)) {
             rc = cm_seterr(err, errlen, CM_ECANCELED, "telegram sendMessage: stopped");
