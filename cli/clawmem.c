@@ -31,7 +31,8 @@ static const char usage_main[] =
     "\n"
     "commands:\n"
     "  status [--json] [--deep]       what is indexed, where, and any problems\n"
-    "  index [--force] [--verbose]    bring the index up to date (--force: rebuild it)\n"
+    "  index [--force|--drop]         bring the index up to date (--force: rebuild it,\n"
+    "                                 --drop: remove it)\n"
     "  search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
     "                                 memory_search: ranked snippets with path and lines\n"
     "  get PATH [--from N] [--lines N] [--offset B] [--json]\n"
@@ -73,9 +74,11 @@ static const char usage_status[] =
     "that could not be indexed. --deep also checks the index's integrity and counts files\n"
     "that changed since the last sync.\n";
 static const char usage_index[] =
-    "usage: clawmem index [--force] [--verbose] [--json]\n"
+    "usage: clawmem index [--force | --drop] [--verbose] [--json]\n"
     "Syncs the index with the memory files: unchanged files cost one stat, changed files are\n"
-    "re-chunked. --force rebuilds the whole index into a new file (also repairs a corrupt one).\n";
+    "re-chunked. --force rebuilds the whole index into a new file (also repairs a corrupt one).\n"
+    "--drop removes the agent's index (a PostgreSQL index: every row of the agent) and leaves\n"
+    "the memory files as they are; the next `clawmem index` builds it again.\n";
 static const char usage_search[] =
     "usage: clawmem search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
     "                      [--session-key KEY]\n"
@@ -415,10 +418,12 @@ static int cmd_status(cm_engine *e, int argc, char **argv)
 
 static int cmd_index(cm_engine *e, int argc, char **argv)
 {
-    int force = 0, as_json = 0;
+    int force = 0, as_json = 0, drop = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--force"))
             force = 1;
+        else if (!strcmp(argv[i], "--drop"))
+            drop = 1;
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
         else if (!strcmp(argv[i], "--json"))
@@ -427,6 +432,20 @@ static int cmd_index(cm_engine *e, int argc, char **argv)
             return fputs(usage_index, stdout), 0;
         else
             return die("index: unknown option %s (see clawmem index --help)", argv[i]);
+    }
+    if (drop && force) return die("index: --drop and --force do not go together");
+    if (drop) {
+        char err[CM_ERR_SIZE];
+        int had = 0;
+        if (cm_engine_drop_index(e, &had, err, sizeof err)) return die("%s", err);
+        if (as_json)
+            printf("{\"dropped\":%s}\n", had ? "true" : "false");
+        else
+            puts(
+                had ? "Dropped the index; the memory files are untouched (`clawmem index` rebuilds "
+                      "it)."
+                    : "Nothing to drop: there is no index yet.");
+        return 0;
     }
     progress pr = {0};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);

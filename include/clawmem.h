@@ -131,6 +131,12 @@ typedef struct cm_sync_stats {
 cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
                      cm_sync_stats *stats, char *err, size_t errlen);
 
+/* Removes the agent's index, waiting for the writer lock like a sync: its
+ * rows in a PostgreSQL index (every table), else the SQLite file with its
+ * -wal and -shm. The memory files are untouched; the next sync rebuilds the
+ * index. *dropped is 1 when there was an index (may be NULL). */
+cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen);
+
 /* Starts the next cm_engine_sync's look at the memory files (the walk, one
  * stat per file) on a thread of its own, so that the caller can search the
  * index meanwhile, then sync, and search again only when stats.changed says

@@ -107,6 +107,29 @@ TEST(cli_index_search_get_status)
     run_result_release(&r);
 }
 
+TEST(cli_index_drop)
+{
+    cli c;
+    cli_init(&c);
+    run_result r = cm(&c, NULL, "index", "--drop", NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_STR(r.out, "Nothing to drop: there is no index yet.\n");
+    run_result_release(&r);
+    r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    run_result_release(&r);
+    r = cm(&c, NULL, "index", "--drop", "--json", NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_STR(r.out, "{\"dropped\":true}\n");
+    run_result_release(&r);
+    EXPECT(access(path_in(c.state, "memory/main.sqlite"), F_OK) != 0);
+    EXPECT(access(path_in(c.ws, "MEMORY.md"), F_OK) == 0);
+    r = cm(&c, NULL, "index", "--drop", "--force", NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "--drop and --force");
+    run_result_release(&r);
+}
+
 TEST(cli_search_syncs_changed_files_first)
 {
     cli c;

@@ -435,3 +435,53 @@ TEST_BOTH(engine_porter_tokenizer_stems)
     EXPECT_INT(nresults(p), 1);
     EXPECT_STR(result_path(p, 0), "memory/a.md");
 }
+
+/* index --drop: the agent's index is gone (its rows in PostgreSQL, its file
+ * in SQLite), the memory files stay, another agent's index stays, a search
+ * finds nothing and the next sync builds it again. */
+TEST_BOTH(engine_drop_index)
+{
+    env e;
+    env_init(&e);
+    write_file(e.ws, "MEMORY.md", "# Facts\nThe dog is called Biscuit.\n");
+    EXPECT_INT(sync_e(&e, 0, NULL), CM_OK);
+    /* a second agent in the same database (or state dir) */
+    cm_options oo = {"ops", e.ws, e.cfg, e.state, NULL, NULL, 0};
+    cm_engine *ops = NULL;
+    char err[512];
+    EXPECT_INT(cm_engine_open(&oo, &ops, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_sync(ops, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    cm_engine *eng = open_engine(&e);
+    int dropped = -1;
+    EXPECT_INT(cm_engine_drop_index(eng, &dropped, err, sizeof err), CM_OK);
+    EXPECT_INT(dropped, 1);
+    if (!pg_dsn) {
+        EXPECT(access(e.db, F_OK) != 0);
+        char wal[1100];
+        snprintf(wal, sizeof wal, "%s-wal", e.db);
+        EXPECT(access(wal, F_OK) != 0);
+    }
+    EXPECT(access(path_in(e.ws, "MEMORY.md"), F_OK) == 0);
+    char *js = NULL;
+    EXPECT_INT(cm_memory_search(eng, "Biscuit", NULL, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "\"results\":[]");
+    cm_free(js);
+    /* nothing left to drop */
+    EXPECT_INT(cm_engine_drop_index(eng, &dropped, err, sizeof err), CM_OK);
+    EXPECT_INT(dropped, 0);
+    /* the other agent still answers */
+    js = NULL;
+    EXPECT_INT(cm_memory_search(ops, "Biscuit", NULL, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "MEMORY.md");
+    cm_free(js);
+    cm_engine_close(ops);
+    /* the next sync builds it again */
+    cm_sync_stats st;
+    EXPECT_INT(cm_engine_sync(eng, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
+    EXPECT(st.rebuilt);
+    js = NULL;
+    EXPECT_INT(cm_memory_search(eng, "Biscuit", NULL, &js, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(js, "MEMORY.md");
+    cm_free(js);
+    cm_engine_close(eng);
+}

@@ -2,11 +2,13 @@
  * conn.c — the engine's connection to its index: opened on demand, reopened
  * when another process swapped a rebuilt file in (a PostgreSQL index: one
  * connection kept), closed with the vectors it
- * loaded; and the checks that the workspace exists and is the one the index
+ * loaded, or dropped; and the checks that the workspace exists and is the one the index
  * holds, which search, get and status make before they answer.
  */
 #include <jansson.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../base/fs.h"
 #include "engine_int.h"
@@ -53,6 +55,40 @@ cm_rc cm_engine_ensure_store(cm_engine *e, char *err, size_t errlen)
     e->st_dev = st.st_dev;
     e->st_ino = st.st_ino;
     return CM_OK;
+}
+
+cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    int lock = -1;
+    if (dropped) *dropped = 0;
+    CHECK(cm_engine_lock_acquire(e, true, &lock, err, errlen));
+    rc = cm_engine_ensure_store(e, err, errlen);
+    if (rc == CM_ENOTFOUND) { /* nothing indexed: nothing to drop */
+        rc = CM_OK;
+        goto out;
+    }
+    CHECK(rc);
+    if (engine_pg(e)) {
+        CHECK(cm_store_drop_agent(&e->st, err, errlen));
+    } else {
+        static const char *const tails[] = {"", "-wal", "-shm"};
+        cm_engine_close_store(e);
+        for (size_t i = 0; i < ARRAY_LEN(tails); i++) {
+            char p[4096];
+            if (snprintf(p, sizeof p, "%s%s", e->cfg.store_path, tails[i]) >= (int)sizeof p)
+                FAIL(CM_EINVAL, "index path too long");
+            if (unlink(p) < 0 && errno != ENOENT) {
+                char clip[FS_CLIP_MAX + 1];
+                FAIL(CM_EIO, "cannot remove %s: %s", cm_fs_clip(p, clip), strerror(errno));
+            }
+        }
+    }
+    cm_engine_close_store(e);
+    if (dropped) *dropped = 1;
+out:
+    cm_engine_lock_release(lock);
+    return rc;
 }
 
 /* CM_ENOTFOUND when the configured workspace is not a directory: search, get
