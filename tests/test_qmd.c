@@ -721,12 +721,68 @@ TEST(qmd_fake_failures)
     if (test_failed()) goto done;
     check_fallback(&q, e, "garbage", "invalid JSON");
     if (test_failed()) goto done;
+done:
+    cm_engine_close(e);
+    EXPECT_NO_LEFTOVERS(&q);
+    qenv_release(&q);
+}
+
+/* A QMD that hangs is killed at limits.timeoutMs; then the builtin index
+ * answers at once, without asking QMD, for a minute (two after a second
+ * timeout); QMD serves again once it answers. */
+TEST(qmd_fake_hang_backs_off)
+{
+    qenv q;
+    qenv_init(&q, "{}");
+    write_fake(&q);
+    fake_config(&q, q.fake, "searchMode: 'query'");
+    cm_engine_qmd_test_clock(fake_clock, &fake_now);
+    cm_engine *e = qopen(&q);
+    cm_engine_qmd_test_clock(NULL, NULL);
+    EXPECT(e);
+    char err[512];
+    EXPECT_INT(cm_engine_sync(e, CM_SYNC_NOWAIT, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    set_mode(&q, "hang");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    check_fallback(&q, e, "hang", "qmd query timed out after 400ms");
+    json_t *o = qsearch(e, "heron", DIRECT);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     EXPECT(t1.tv_sec - t0.tv_sec < 20); /* the stand-in sleeps 30 s: killed at 400 ms */
-done:
+    EXPECT(o && nresults(o) == 1);
+    EXPECT_CONTAINS(json_string_value(json_object_get(o, "fallback")),
+                    "qmd query timed out after 400ms");
+    json_decref(o);
+    EXPECT_NO_LEFTOVERS(&q);
+    /* within the minute: answered by the builtin index, QMD not run */
+    unlink(path_in(q.dir, "calls"));
+    __atomic_add_fetch(&fake_now, 30000, __ATOMIC_SEQ_CST);
+    o = qsearch(e, "heron", DIRECT);
+    EXPECT(o && nresults(o) == 1);
+    EXPECT_CONTAINS(json_string_value(json_object_get(o, "fallback")), "asked again in 30 s");
+    json_decref(o);
+    EXPECT(!calls_have(&q, "query"));
+    /* past it: asked again; a second timeout pauses it for two minutes */
+    __atomic_add_fetch(&fake_now, 31000, __ATOMIC_SEQ_CST);
+    o = qsearch(e, "heron", DIRECT);
+    EXPECT(o && nresults(o) == 1);
+    json_decref(o);
+    EXPECT(calls_have(&q, "query heron"));
+    unlink(path_in(q.dir, "calls"));
+    __atomic_add_fetch(&fake_now, 90000, __ATOMIC_SEQ_CST);
+    o = qsearch(e, "heron", DIRECT);
+    EXPECT_CONTAINS(json_string_value(json_object_get(o, "fallback")), "asked again in 30 s");
+    json_decref(o);
+    EXPECT(!calls_have(&q, "query"));
+    /* QMD answers again after the pause: it serves, and the pause is over */
+    set_mode(&q, "ok");
+    __atomic_add_fetch(&fake_now, 31000, __ATOMIC_SEQ_CST);
+    o = qsearch(e, "heron", DIRECT);
+    EXPECT(o && nresults(o) == 1 && !json_object_get(o, "fallback"));
+    EXPECT_STR(json_string_value(json_object_get(o, "provider")), "qmd");
+    json_decref(o);
+    o = qstatus(e);
+    EXPECT_STR(json_string_value(json_object_get(o, "backend")), "qmd");
+    json_decref(o);
     cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);

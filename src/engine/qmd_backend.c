@@ -6,7 +6,10 @@
  * collection's root. The builtin backend stays open beside it: when QMD
  * is missing, fails, hangs past limits.timeoutMs or prints what does not
  * parse, the builtin index answers, with the reason in the payload's
- * "fallback" and in status, and the next search tries QMD again.
+ * "fallback" and in status, and the next search tries QMD again — except
+ * after a timeout: a hanging QMD would cost every search limits.timeoutMs,
+ * so the builtin index answers at once for a while (1 minute, doubling up
+ * to 15 after each further timeout), then QMD is asked again.
  */
 #include <jansson.h>
 #include <sqlite3.h>
@@ -23,7 +26,14 @@ struct engine_qmd {
     pthread_mutex_t start_mu; /* one start at a time (MCP: searches and syncs on two threads) */
     pthread_mutex_t mu;
     char reason[512]; /* why the builtin index answered last, "" when QMD serves */
+    /* after a timeout: QMD is not asked before skip_until (ms, the sidecar's
+     * clock); backoff_ms the pause that timeout set */
+    int64_t skip_until, backoff_ms;
+    char skip_why[512];
 };
+
+#define QMD_BACKOFF_MIN_MS (60 * 1000)
+#define QMD_BACKOFF_MAX_MS (15 * 60 * 1000)
 
 static int64_t (*test_clock)(void *);
 static void *test_clock_ctx;
@@ -53,6 +63,43 @@ static void set_reason(struct engine_qmd *q, const char *why)
     pthread_mutex_lock(&q->mu);
     snprintf(q->reason, sizeof q->reason, "%s", why ? why : "");
     pthread_mutex_unlock(&q->mu);
+}
+
+static int64_t qmd_now(const struct engine_qmd *q)
+{
+    return q->sc.clock ? q->sc.clock(q->sc.clock_ctx) : cm_wall_ms();
+}
+
+/* Why QMD is not asked now (a recent timeout), or false. */
+static bool backing_off(struct engine_qmd *q, char *why, size_t n)
+{
+    int64_t now = qmd_now(q);
+    pthread_mutex_lock(&q->mu);
+    bool skip = now < q->skip_until;
+    if (skip)
+        snprintf(why, n, "%s (QMD is asked again in %lld s)", q->skip_why,
+                 (long long)((q->skip_until - now + 999) / 1000));
+    pthread_mutex_unlock(&q->mu);
+    return skip;
+}
+
+/* After a search: a timeout starts or doubles the pause, anything else ends
+ * it. The pause (ms). */
+static int64_t note_outcome(struct engine_qmd *q, bool timed_out, const char *why)
+{
+    int64_t now = qmd_now(q);
+    pthread_mutex_lock(&q->mu);
+    if (timed_out) {
+        q->backoff_ms = q->backoff_ms ? CM_MIN(q->backoff_ms * 2, (int64_t)QMD_BACKOFF_MAX_MS)
+                                      : QMD_BACKOFF_MIN_MS;
+        q->skip_until = now + q->backoff_ms;
+        snprintf(q->skip_why, sizeof q->skip_why, "%s", why);
+    } else {
+        q->backoff_ms = q->skip_until = 0;
+    }
+    int64_t pause = q->backoff_ms;
+    pthread_mutex_unlock(&q->mu);
+    return pause;
 }
 
 /* Starts the sidecar when it has not started yet (at open, and again on
@@ -284,7 +331,8 @@ out:
     return rc;
 }
 
-/* One search through QMD; CM_EIO (why in err) when QMD did not answer. */
+/* One search through QMD; CM_EIO (why in err) when QMD did not answer,
+ * CM_ETIMEOUT when it did not in limits.timeoutMs. */
 static cm_rc qmd_query(cm_engine *e, const char *query, int limit, qmd_hits *hits, char *err,
                        size_t errlen)
 {
@@ -329,7 +377,7 @@ static cm_rc qmd_query(cm_engine *e, const char *query, int limit, qmd_hits *hit
             char summary[64];
             snprintf(summary, sizeof summary, "qmd %s", mode);
             CHECK(cm_backend_qmd_run_failure(&res, summary, tmo, &why));
-            FAIL(CM_EIO, "%s", why.data);
+            FAIL(res.timed_out ? CM_ETIMEOUT : CM_EIO, "%s", why.data);
         }
         rc = cm_backend_qmd_parse_hits(res.out.data, res.err.data, hits, err, errlen);
         if (rc == CM_EINVAL) rc = CM_EIO;
@@ -381,10 +429,21 @@ static cm_rc qmd_search(cm_engine *e, const char *query, const cm_search_opts *o
     int limit = e->cfg.qmd.max_results;
     if (opts && opts->max_results > 0) limit = CM_MIN(limit, opts->max_results);
     double min_score = opts && opts->min_score >= 0 ? opts->min_score : 0;
+    if (backing_off(e->qmd, why, sizeof why)) { /* logged at the timeout */
+        set_reason(e->qmd, why);
+        rc = cm_builtin_search(e, query, opts, session_key, out, err, errlen);
+        if (!rc && !(out->qmd_why = cm_strdup(why))) rc = CM_ENOMEM;
+        goto out;
+    }
     rc = ensure_started(e, why, sizeof why);
     if (!rc) rc = qmd_query(e, qs, limit, &hits, why, sizeof why);
     if (rc == CM_ENOMEM) CHECK(rc);
+    if (rc != CM_ETIMEOUT) note_outcome(e->qmd, false, NULL);
     if (rc) {
+        if (rc == CM_ETIMEOUT)
+            cm_logf(&e->lg, CM_LOG_WARN,
+                    "qmd timed out; the builtin index answers without asking it for %lld s",
+                    (long long)(note_outcome(e->qmd, true, why) / 1000));
         rc = fallback_search(e, query, opts, session_key, why, out, err, errlen);
         goto out;
     }
