@@ -399,6 +399,76 @@ TEST_PG(pgstore_bm25_equals_the_sqlite_store)
     drop("bm25");
 }
 
+/* A rebuild sends its files in batches (512 files a statement): 1,300
+ * files, with names that need quoting in an array literal and a problem
+ * row, give the rows, the totals and the BM25 scores of the SQLite store. */
+TEST_PG(pgstore_rebuild_in_batches_matches_sqlite)
+{
+    enum { NF = 1300 };
+    static char paths[NF][48], texts[NF][96];
+    const char *pp[NF], *tt[NF];
+    static const char *const words[] = {"heron", "lake", "north", "tide", "stone", "amber"};
+    for (int i = 0; i < NF; i++) {
+        snprintf(paths[i], sizeof paths[i],
+                 i == 7   ? "memory/a,b {%d}.md"
+                 : i == 9 ? "memory/q\"uo\\te%d.md"
+                          : "memory/f%04d.md",
+                 i);
+        snprintf(texts[i], sizeof texts[i], "note %d about the %s and the %s\nword%d\n", i,
+                 words[i % 6], words[(i / 6) % 6], i);
+        pp[i] = paths[i];
+        tt[i] = texts[i];
+    }
+    char *d = tmp_dir();
+    store lite, pg;
+    char err[256];
+    EXPECT_INT(cm_store_open(&lite, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err,
+                             sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_begin(&lite, err, sizeof err), CM_OK);
+    for (int i = 0; i < NF; i++) {
+        chunk_list l = chunks_of(tt[i]);
+        EXPECT_INT(cm_store_file_replace(&lite, pp[i], "memory", "h", 1, (int64_t)strlen(tt[i]),
+                                         NULL, &l, err, sizeof err),
+                   CM_OK);
+        cm_chunk_list_release(&l);
+    }
+    EXPECT_INT(cm_store_commit(&lite, err, sizeof err), CM_OK);
+    drop("batches");
+    EXPECT_INT(fill("batches", "unicode61", NF, pp, tt), CM_OK);
+    EXPECT_INT(open_pg(&pg, "batches", 0), CM_OK);
+    int64_t f = 0, c = 0;
+    EXPECT_INT(cm_store_counts(&pg, &f, &c, err, sizeof err), CM_OK);
+    EXPECT_INT(f, NF);
+    EXPECT_INT(c, NF);
+    stored_files sf = {0};
+    EXPECT_INT(cm_store_files_load(&pg, &sf, err, sizeof err), CM_OK);
+    EXPECT_INT(sf.n, NF);
+    bool seen_comma = false, seen_quote = false;
+    for (size_t i = 0; i < sf.n; i++) {
+        seen_comma |= !strcmp(sf.v[i].path, paths[7]);
+        seen_quote |= !strcmp(sf.v[i].path, paths[9]);
+    }
+    EXPECT(seen_comma && seen_quote);
+    cm_store_stored_files_release(&sf);
+    static const char *const queries[] = {"\"heron\"", "\"heron\" AND \"amber\"",
+                                          "\"word1299\" OR \"word7\" OR \"tide\""};
+    for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
+        fts_hits a = {0}, b = {0};
+        EXPECT_INT(cm_store_fts_search(&lite, queries[q], 10, &a, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&pg, queries[q], 10, &b, err, sizeof err), CM_OK);
+        EXPECT(a.n > 0);
+        EXPECT_INT(b.n, a.n);
+        for (size_t i = 0; i < a.n && i < b.n; i++)
+            EXPECT_NEAR(b.v[i].rank, a.v[i].rank, 1e-9);
+        cm_fts_hits_release(&a);
+        cm_fts_hits_release(&b);
+    }
+    cm_store_close(&lite);
+    cm_store_close(&pg);
+    drop("batches");
+}
+
 TEST(pgstore_command_does_not_link_libpq)
 {
     const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";

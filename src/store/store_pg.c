@@ -142,12 +142,19 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
     return exec_once(s, sql, n, v, lens, bin);
 }
 
+static cm_rc flush_files(store *s, char *err, size_t errlen);
+
 /* Runs sql with text parameters (a NULL value is SQL NULL); *res receives
  * the result when the caller wants rows (then it must clear it). n < 0: sql
- * is several statements without parameters. */
+ * is several statements without parameters. A rebuild's pending files are
+ * written first. */
 cm_rc cm_store_pg_run(store *s, const char *sql, int n, const char *const *v, const char *what,
                       PGresult **res, char *err, size_t errlen)
 {
+    if (s->pg->npend) {
+        cm_rc rc = flush_files(s, err, errlen);
+        if (rc) return rc;
+    }
     PGresult *r = exec_sql(s, sql, n, v, NULL, 0);
     if (!ok_status(r)) {
         cm_rc rc = pg_fail(s, r, what, err, errlen);
@@ -165,6 +172,10 @@ cm_rc cm_store_pg_run(store *s, const char *sql, int n, const char *const *v, co
 cm_rc cm_store_pg_run_bin(store *s, const char *sql, int n, const char *const *v, const int *lens,
                           int bin, const char *what, PGresult **res, char *err, size_t errlen)
 {
+    if (s->pg->npend) {
+        cm_rc rc = flush_files(s, err, errlen);
+        if (rc) return rc;
+    }
     PGresult *r = exec_sql(s, sql, n, v, lens, bin);
     if (!ok_status(r)) {
         cm_rc rc = pg_fail(s, r, what, err, errlen);
@@ -286,6 +297,10 @@ void cm_store_pg_close(store *s)
     if (s->pg) {
         if (s->pg->conn) cm_store_pg_lib.finish(s->pg->conn);
         free(s->pg->agent);
+        for (size_t k = 0; k < ARRAY_LEN(s->pg->pend_chunks); k++)
+            cm_buf_release(&s->pg->pend_chunks[k]);
+        for (size_t k = 0; k < ARRAY_LEN(s->pg->pend_files); k++)
+            cm_buf_release(&s->pg->pend_files[k]);
         free(s->pg);
     }
     free(s->path);
@@ -321,7 +336,11 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     }
     if (p->depth == 0) return CM_OK;
     p->fresh = false;
-    cm_rc rc = CM_OK;
+    cm_rc rc = p->npend ? flush_files(s, err, errlen) : CM_OK; /* before the totals are read */
+    if (rc) {
+        cm_store_pg_rollback(s);
+        return rc;
+    }
     /* One update of the agent's row a transaction: updating one row for
      * each file of a rebuild would grow its version chain quadratically. */
     char dc[32], dt[32];
@@ -340,9 +359,19 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     return rc;
 }
 
+static void drop_pending(struct store_pg *p)
+{
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+        cm_buf_reset(&p->pend_chunks[k]);
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
+        cm_buf_reset(&p->pend_files[k]);
+    p->npend = 0;
+}
+
 void cm_store_pg_rollback(store *s)
 {
     if (!s->pg || !s->pg->depth) return;
+    drop_pending(s->pg); /* never sent: the transaction ends without them */
     s->pg->depth = 0;
     s->pg->fresh = false;
     char ignore[8];
@@ -503,18 +532,32 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-/* Chunks go in one statement per file (arrays unnested), the tsvector and
+/* Chunks go in one statement per batch of files (arrays unnested: one
+ * element per chunk, its file's path and source repeated), the tsvector and
  * its token count computed by the server; the agent's chunk and token
  * totals (BM25's N and average length) change by what each insert and
  * delete returns, applied at commit. */
 static const char insert_chunks_sql[] =
     "WITH i AS (INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, "
-    "text, "
-    "updated_at, tsv, ntok) SELECT $1, $2, $3, t.sl, t.el, t.h, t.tx, t.u, v.tsv, (SELECT "
-    "coalesce(sum(cardinality(positions)), 0) FROM unnest(v.tsv)) FROM unnest($4::int[], "
-    "$5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH ORDINALITY AS t(sl, el, h, "
-    "tx, u, kw, i) CROSS JOIN LATERAL (SELECT to_tsvector($10::regconfig, t.kw) AS tsv) v ORDER "
-    "BY t.i RETURNING ntok) SELECT count(*), coalesce(sum(ntok), 0) FROM i";
+    "text, updated_at, tsv, ntok) SELECT $1, t.p, t.so, t.sl, t.el, t.h, t.tx, t.u, v.tsv, "
+    "(SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(v.tsv)) FROM unnest($2::text[], "
+    "$3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH "
+    "ORDINALITY AS t(p, so, sl, el, h, tx, u, kw, i) CROSS JOIN LATERAL (SELECT "
+    "to_tsvector($10::regconfig, t.kw) AS tsv) v ORDER BY t.i RETURNING ntok) SELECT count(*), "
+    "coalesce(sum(ntok), 0) FROM i";
+
+/* The files' rows of a batch, one statement. */
+static const char upsert_files_sql[] =
+    "INSERT INTO clawmem_files(agent_id, path, source, hash, mtime, size, problem) SELECT $1, "
+    "t.p, t.so, t.h, t.m, t.sz, t.pr FROM unnest($2::text[], $3::text[], $4::text[], "
+    "$5::bigint[], $6::bigint[], $7::text[]) AS t(p, so, h, m, sz, pr) ON CONFLICT (agent_id, "
+    "path) DO UPDATE SET source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
+    "size = excluded.size, problem = excluded.problem";
+
+/* A rebuild sends its files in batches of this many, or of this many bytes
+ * of chunk text, whichever comes first. */
+#define PG_BATCH_FILES 512
+#define PG_BATCH_BYTES (8u << 20)
 
 /* Appends s[0..n) as a quoted element of a PostgreSQL array literal. */
 static cm_rc array_sep(buf *b)
@@ -554,59 +597,91 @@ static void words_apart(buf *b)
     }
 }
 
+static cm_rc array_null(buf *b)
+{
+    cm_rc rc = array_sep(b);
+    return rc ? rc : cm_buf_adds(b, "NULL");
+}
+
+/* Closes the pending arrays and writes them: the chunks of every pending
+ * file in one statement, their rows in another. */
+static cm_rc flush_files(store *s, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    cm_rc rc = CM_OK;
+    size_t nfiles = p->npend;
+    p->npend = 0; /* the statements below run through cm_store_pg_run */
+    if (!nfiles) return CM_OK;
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
+        CHECK(cm_buf_addc(&p->pend_files[k], '}'));
+    if (p->pend_chunks[0].len) {
+        for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+            CHECK(cm_buf_addc(&p->pend_chunks[k], '}'));
+        const char *pa[10] = {p->agent};
+        for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+            pa[1 + k] = p->pend_chunks[k].data;
+        pa[9] = p->tsconfig;
+        PGresult *r = NULL;
+        CHECK(cm_store_pg_run(s, insert_chunks_sql, 10, pa, "insert chunks", &r, err, errlen));
+        p->dchunks += strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
+        p->dntok += strtoll(cm_store_pg_lib.getvalue(r, 0, 1), NULL, 10);
+        cm_store_pg_lib.clear(r);
+    }
+    const char *pf[7] = {p->agent};
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
+        pf[1 + k] = p->pend_files[k].data;
+    CHECK(cm_store_pg_run(s, upsert_files_sql, 7, pf, "write file rows", NULL, err, errlen));
+out:
+    drop_pending(p);
+    return rc;
+}
+
 cm_rc cm_store_pg_file_replace(store *s, const char *path, const char *source, const char *hash,
                                int64_t mtime_ns, int64_t size, const char *problem,
                                const chunk_list *chunks, char *err, size_t errlen)
 {
+    struct store_pg *p = s->pg;
     bool own;
     cm_rc rc = cm_store_pg_w_begin(s, &own, err, errlen);
     if (rc) return rc;
-    buf a[6];
-    for (int k = 0; k < 6; k++)
-        cm_buf_init(&a[k], 0);
-    if (!s->pg->fresh) CHECK(delete_chunks(s, path, err, errlen));
+    if (!p->fresh) CHECK(delete_chunks(s, path, err, errlen));
+    buf *a = p->pend_chunks, *f = p->pend_files;
+    if (!p->npend) { /* a new batch: every array opens */
+        for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+            cm_buf_reset(&a[k]);
+        for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
+            CHECK(cm_buf_addc(&f[k], '{'));
+    }
+    p->npend++;
     int64_t now = (int64_t)time(NULL);
+    size_t plen = strlen(path), slen = strlen(source);
     for (size_t i = 0; i < chunks->n; i++) {
         const chunk *c = &chunks->v[i];
-        if (!a[0].len) {
-            for (int k = 0; k < 6; k++)
+        if (!a[0].len)
+            for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
                 CHECK(cm_buf_addc(&a[k], '{'));
-        }
-        CHECK(array_int(&a[0], c->start_line));
-        CHECK(array_int(&a[1], c->end_line));
-        CHECK(cm_store_pg_array_elem(&a[2], c->hash, SHA256_HEX_LEN));
-        CHECK(cm_store_pg_array_elem(&a[3], c->text, c->len));
-        CHECK(array_int(&a[4], c->time_s ? c->time_s : now));
+        CHECK(cm_store_pg_array_elem(&a[0], path, plen));
+        CHECK(cm_store_pg_array_elem(&a[1], source, slen));
+        CHECK(array_int(&a[2], c->start_line));
+        CHECK(array_int(&a[3], c->end_line));
+        CHECK(cm_store_pg_array_elem(&a[4], c->hash, SHA256_HEX_LEN));
+        CHECK(cm_store_pg_array_elem(&a[5], c->text, c->len));
+        CHECK(array_int(&a[6], c->time_s ? c->time_s : now));
         CHECK(cm_store_keyword_text(s, &s->scratch, c->text, c->len));
         words_apart(&s->scratch);
-        CHECK(
-            cm_store_pg_array_elem(&a[5], s->scratch.data ? s->scratch.data : "", s->scratch.len));
+        CHECK(cm_store_pg_array_elem(&a[7], s->scratch.data, s->scratch.len));
     }
-    if (chunks->n) {
-        for (int k = 0; k < 6; k++)
-            CHECK(cm_buf_addc(&a[k], '}'));
-        const char *pa[] = {s->pg->agent, path,      source,    a[0].data, a[1].data,
-                            a[2].data,    a[3].data, a[4].data, a[5].data, s->pg->tsconfig};
-        PGresult *r = NULL;
-        CHECK(cm_store_pg_run(s, insert_chunks_sql, 10, pa, "insert chunks", &r, err, errlen));
-        s->pg->dchunks += strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
-        s->pg->dntok += strtoll(cm_store_pg_lib.getvalue(r, 0, 1), NULL, 10);
-        cm_store_pg_lib.clear(r);
-    }
-    char mt[32], sz[32];
-    snprintf(mt, sizeof mt, "%lld", (long long)mtime_ns);
-    snprintf(sz, sizeof sz, "%lld", (long long)size);
-    const char *pf[] = {s->pg->agent, path, source, hash, mt, sz, problem};
-    CHECK(cm_store_pg_run(
-        s,
-        "INSERT INTO clawmem_files(agent_id, path, source, hash, mtime, size, problem) "
-        "VALUES($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (agent_id, path) DO UPDATE SET "
-        "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, size = "
-        "excluded.size, problem = excluded.problem",
-        7, pf, "write file row", NULL, err, errlen));
+    CHECK(cm_store_pg_array_elem(&f[0], path, plen));
+    CHECK(cm_store_pg_array_elem(&f[1], source, slen));
+    CHECK(cm_store_pg_array_elem(&f[2], hash, strlen(hash)));
+    CHECK(array_int(&f[3], mtime_ns));
+    CHECK(array_int(&f[4], size));
+    CHECK(problem ? cm_store_pg_array_elem(&f[5], problem, strlen(problem)) : array_null(&f[5]));
+    /* a rebuild sends its files in batches; any other write at once */
+    if (!p->fresh || p->npend >= PG_BATCH_FILES || a[5].len >= PG_BATCH_BYTES)
+        CHECK(flush_files(s, err, errlen));
 out:
-    for (int k = 0; k < 6; k++)
-        cm_buf_release(&a[k]);
+    if (rc) drop_pending(p);
     return cm_store_pg_w_end(s, own, rc, err, errlen);
 }
 

@@ -43,6 +43,11 @@ struct store_pg {
     bool fresh;             /* a rebuild's transaction: the agent has no rows to replace */
     char lock_ms[16];       /* lock_timeout, set again after a reconnect */
     int64_t dchunks, dntok; /* the open transaction's change to the agent's totals */
+    /* A rebuild's files not yet sent (store_pg.c): their chunks' and rows'
+     * columns as array literals, written by one statement each per batch,
+     * before any other statement runs. */
+    buf pend_chunks[8], pend_files[6];
+    size_t npend;
 };
 
 /* Runs sql with n text parameters v (n < 0: several statements without
