@@ -118,7 +118,8 @@ typedef struct cm_sync_stats {
      * returned, and the bytes uploaded for them */
     size_t batches_submitted, batches_completed, batches_failed, batches_pending;
     uint64_t batch_bytes_sent;
-    int changed; /* 1 when the sync wrote to the index: a search before it may be stale */
+    int changed; /* 1 when the index changed since cm_engine_sync_ahead (this sync wrote, or
+                    another process did), or this sync wrote: a search before it may be stale */
 } cm_sync_stats;
 
 /* Brings the index up to date with the memory files: unchanged files (same size
@@ -133,8 +134,10 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
 
 /* Removes the agent's index, waiting for the writer lock like a sync: its
  * rows in a PostgreSQL index (every table), else the SQLite file with its
- * -wal and -shm. The memory files are untouched; the next sync rebuilds the
- * index. *dropped is 1 when there was an index (may be NULL). */
+ * -wal and -shm (the builtin index: a QMD backend's own index stays). The
+ * memory files are untouched; the next sync rebuilds the index. CM_EBUSY
+ * while a live watcher keeps the index. *dropped is 1 when there was an
+ * index (may be NULL). */
 cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen);
 
 /* Starts the next cm_engine_sync's look at the memory files (the walk, one

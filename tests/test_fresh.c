@@ -336,6 +336,22 @@ TEST(fresh_look_ahead_says_when_a_search_before_the_sync_stands)
     pthread_join(t.tid, NULL);
     cm_engine_close(t.e);
     EXPECT_INT(hits(e, "quokka"), 1); /* the watcher indexed it */
+    /* the dropped look saw no later edit; the next sync walks again */
+    write_file(f.ws, "memory/n09.md", "note 9 about a bilby\n");
+    EXPECT_INT(fr_sync(e, fl, &st), CM_OK);
+    EXPECT_INT(st.files_indexed, 1);
+    EXPECT_INT(hits(e, "bilby"), 1);
+    /* another process writes after the look began: the search before the
+     * sync may have missed it, and the sync says so though it wrote nothing */
+    EXPECT_INT(cm_engine_sync_ahead(e, fl), 1);
+    write_file(f.ws, "memory/n10.md", "note 10 about a dugong\n");
+    cm_engine *other = fr_open(&f);
+    EXPECT_INT(fr_sync(other, 0, &st), CM_OK);
+    EXPECT_INT(st.files_indexed, 1);
+    cm_engine_close(other);
+    EXPECT_INT(fr_sync(e, fl, &st), CM_OK);
+    EXPECT_INT(st.files_indexed, 0);
+    EXPECT_INT(st.changed, 1);
     /* a look no sync uses: close drops it */
     write_file(f.ws, "memory/n08.md", "note 8 about a numbat\n");
     EXPECT_INT(cm_engine_sync_ahead(e, fl), 1);

@@ -199,7 +199,12 @@ TEST(gw_in_abort_words)
             test_fail(__FILE__, __LINE__, "\"%s\": got %d, want %d", cases[i].text, got,
                       cases[i].want);
     }
-    EXPECT(cm_gw_is_control_command("Stop.", NULL)); /* never debounced */
+    EXPECT(!cm_gw_is_control_command("Stop.", NULL));     /* debounced like text, as 2026.3.22 */
+    EXPECT(cm_gw_is_abort_request("STOP\u00a0please"));   /* JavaScript's blanks */
+    EXPECT(cm_gw_is_abort_request("\u505c\u6b62\u3000")); /* 停止 and an ideographic space */
+    EXPECT(!cm_gw_is_abort_request("stop ! ."));          /* one trailing run only */
+    EXPECT(cm_gw_is_abort_request(
+        "wait!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"));
     EXPECT(!cm_gw_is_abort_request(NULL));
 }
 

@@ -1127,6 +1127,36 @@ TEST(gateway_run_queue_override_outlives_a_restart)
     world_stop(&w);
 }
 
+/* interrupt mode: a second message aborts the first run and waits for it to
+ * stop; "stop" then drops that waiting run too: the model is asked once. */
+TEST(gateway_run_stop_drops_the_run_an_interrupt_left_waiting)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"interrupt\"}}}")) return;
+    fake_push_chat_text(w.fs, "Unwanted answer.", 50);
+    w.gate.closed = true;
+    EXPECT_INT(post_text(&w, "mia", "m1", "first question"), 202);
+    cm_gw_runtime_tick(w.rt);
+    EXPECT(wait_started(&w, 1));
+    EXPECT_INT(post_text(&w, "mia", "m2", "second question"), 202);
+    EXPECT_INT(post_text(&w, "mia", "m3", "stop"), 202);
+    pthread_mutex_lock(&w.gate.mu);
+    w.gate.closed = false;
+    pthread_cond_broadcast(&w.gate.cv);
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT(settle(&w));
+    EXPECT(fake_count(w.fs) <= 1); /* the first run only, if it got as far as the model */
+    json_t *r = t_replies(w.addr, "mia");
+    EXPECT_INT(json_array_size(r), 1); /* the notice */
+    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(r, 0), "text")),
+                    "Agent was aborted.");
+    json_decref(r);
+    json_t *st = cm_gw_runtime_status(w.rt);
+    EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
+    json_decref(st);
+    world_stop(&w);
+}
+
 TEST(gateway_run_stop_cancels_the_running_call)
 {
     S_stop_cancels("/stop");

@@ -176,15 +176,19 @@ TEST(tg_map_updates)
     tgfake_add_update(&r.f, "{\"update_id\":22,\"message\":{\"message_id\":13,\"from\":{\"id\":45},"
                             "\"chat\":{\"id\":-100,\"type\":\"group\"},"
                             "\"text\":\"/new@otherbot\"}}");
+    /* "@bot stop" in a group is the abort word (the mention counts) */
+    tgfake_add_update(&r.f, "{\"update_id\":23,\"message\":{\"message_id\":14,\"from\":{\"id\":45},"
+                            "\"chat\":{\"id\":-100,\"type\":\"group\"},"
+                            "\"text\":\"@ClawBot stop!\"}}");
     char who[64] = "";
     cm_gw_telegram_bot_username(ch, who, sizeof who);
     EXPECT_STR(who, "");
     EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
     cm_gw_telegram_bot_username(ch, who, sizeof who);
     EXPECT_STR(who, "ClawBot");
-    WAIT_FOR(got_n(&r.s) >= 12, 10000);
+    WAIT_FOR(got_n(&r.s) >= 13, 10000);
     ch->ops->stop(ch);
-    EXPECT_INT((int)got_n(&r.s), 12);
+    EXPECT_INT((int)got_n(&r.s), 13);
     static const struct {
         const char *peer, *thread, *id, *sender, *text;
         bool group, media, mentioned;
@@ -201,6 +205,7 @@ TEST(tg_map_updates)
         {"-100", NULL, "11", "45", "@clawbotx @alice hi", true, false, false},
         {"-100", NULL, "12", "45", "/status", true, false, false},
         {"-100", NULL, "13", "45", "/new@otherbot", true, false, false},
+        {"-100", NULL, "14", "45", " stop!", true, false, true},
     };
     for (size_t i = 0; i < ARRAY_LEN(want); i++) {
         json_t *g = json_array_get(r.s.got, i);
@@ -391,6 +396,7 @@ TEST(tg_html_renders_markdown)
         {"a lone * and ** and _", "a lone * and ** and _"},
         {"\\*not italic\\*", "*not italic*"},
         {"# Title\n\nText", "Title\n\nText"},
+        {"## Using C#\n# F# and C# ##", "Using C#\nF# and C#"},
         {"- one\n- **two**\n  - nested\n3. three", "• one\n• <b>two</b>\n  • nested\n3. three"},
         {"```python\nif a < b:\n    **x**\n```\nafter",
          "<pre><code>if a &lt; b:\n    **x**</code></pre>\nafter"},
@@ -409,6 +415,26 @@ TEST(tg_html_renders_markdown)
                       b.data, cases[i].html);
     }
     cm_buf_release(&b);
+}
+
+/* Hostile Markdown (thousands of markers that pair with nothing, deep
+ * nesting) renders in bounded time: a reply piece is at most 4096
+ * characters, 16 KiB of UTF-8. */
+TEST(tg_html_pathological_input_is_fast)
+{
+    buf md = BUF_INIT, out = BUF_INIT;
+    while (md.len < 16000)
+        cm_buf_adds(&md, "*a _b ~~c ||d `e [f](g **h ");
+    int64_t t0 = cm_now_ms();
+    EXPECT_INT(cm_gw_telegram_html(md.data, &out), CM_OK);
+    cm_buf_reset(&md);
+    while (md.len < 16000)
+        cm_buf_adds(&md, "**_~~||");
+    EXPECT_INT(cm_gw_telegram_html(md.data, &out), CM_OK);
+    int64_t ms = cm_now_ms() - t0;
+    EXPECT(ms < 500);
+    cm_buf_release(&md);
+    cm_buf_release(&out);
 }
 
 /* Replies go as HTML; when Telegram refuses the entities, the same reply
@@ -436,6 +462,19 @@ TEST(tg_send_html_then_plain_text)
     EXPECT_STR(gs(s0, "parse_mode"), "HTML");
     EXPECT_STR(gs(s1, "text"), "**Done** with `a<b`");
     EXPECT(!json_object_get(s1, "parse_mode"));
+    rig_stop(&r);
+    /* markup around nothing: Telegram finds the HTML empty; sent as written */
+    rig_start(&r, NULL);
+    EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+    bad = raw_json(400, "{\"ok\":false,\"error_code\":400,\"description\":\"Bad Request: "
+                        "message text is empty\"}");
+    fake_push_raw(r.srv, bad, false);
+    free(bad);
+    gw_outbound o2 = {NULL, "42", NULL, NULL, "```\n```"};
+    EXPECT_INT(ch->ops->send(ch, &o2, err, sizeof err), CM_OK);
+    ch->ops->close(ch);
+    EXPECT_INT((int)json_array_size(r.f.sent), 1);
+    EXPECT_STR(gs(json_array_get(r.f.sent, 0), "text"), "```\n```");
     rig_stop(&r);
 }
 

@@ -62,6 +62,9 @@ cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen)
     cm_rc rc = CM_OK;
     int lock = -1;
     if (dropped) *dropped = 0;
+    if (cm_engine_watched_fresh(e)) /* it would say the index is fresh without one */
+        return cm_seterr(err, errlen, CM_EBUSY,
+                         "a `clawmem watch` or `clawmem mcp` keeps this index; stop it first");
     CHECK(cm_engine_lock_acquire(e, true, &lock, err, errlen));
     rc = cm_engine_ensure_store(e, err, errlen);
     if (rc == CM_ENOTFOUND) { /* nothing indexed: nothing to drop */

@@ -87,6 +87,8 @@ struct cm_engine {
     cm_rc ahead_rc;
     file_list ahead_files;
     problem_list ahead_problems;
+    int64_t ahead_version; /* the index's data version when the look began */
+    bool ahead_versioned;
     /* batch_fill.c: the batch APIs during a sync (set by cm_builtin_sync) */
     cm_progress_fn batch_progress;
     void *batch_pctx;

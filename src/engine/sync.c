@@ -294,6 +294,12 @@ int cm_engine_sync_ahead(cm_engine *e, unsigned flags)
     e->ahead_rc = CM_OK;
     if (pthread_create(&e->ahead_th, NULL, look_ahead, e) != 0) return 0;
     e->ahead_on = true;
+    /* the index as the search before the sync will see it: a commit of
+     * another process after this makes that answer stale too */
+    char m[256];
+    e->ahead_version =
+        cm_engine_ensure_store(e, m, sizeof m) == CM_OK ? cm_store_data_version(&e->st) : -1;
+    e->ahead_versioned = true;
     return 1;
 }
 
@@ -399,6 +405,13 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
     stats->changed = changed || full;
 out:
+    if (e->ahead_versioned && !stats->changed) { /* another process wrote since the look */
+        char m[256];
+        int64_t v =
+            cm_engine_ensure_store(e, m, sizeof m) == CM_OK ? cm_store_data_version(&e->st) : -1;
+        stats->changed = v != e->ahead_version;
+    }
+    e->ahead_versioned = false;
     cm_engine_sync_ahead_drop(e); /* a look ahead this sync did not use is stale after it */
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     e->batch_progress = NULL;

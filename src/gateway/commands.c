@@ -96,11 +96,31 @@ static bool S_trailing_punct(int32_t cp)
     return false;
 }
 
+/* JavaScript's \\s: what 2026.3.22's trim() and /\\s+/ take for a blank. */
+static bool S_js_space(int32_t cp)
+{
+    return (cp >= 9 && cp <= 13) || cp == ' ' || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000 || cp == 0xFEFF;
+}
+
+/* The start of the last UTF-8 character of b[0..len). */
+static size_t S_last_char(const char *b, size_t len)
+{
+    size_t at = len;
+    while (at > 0 && ((unsigned char)b[at - 1] & 0xC0) == 0x80)
+        at--;
+    return at > 0 ? at - 1 : 0;
+}
+
 bool cm_gw_is_abort_request(const char *text)
 {
     if (!text) return false;
     size_t n = strlen(text);
-    if (n > 64) return false; /* longer than any abort phrase with its blanks */
+    if (n > 1024) return false; /* bounded work: no abort phrase is near that long */
+    /* 2026.3.22's normalizeAbortTriggerText: trimmed, lower-cased, ’ and `
+     * as ', blanks collapsed to one space, one trailing run of punctuation
+     * dropped, trimmed again */
     buf b = BUF_INIT;
     bool space = false, ok = true;
     for (size_t i = 0; i < n && ok;) {
@@ -108,24 +128,22 @@ bool cm_gw_is_abort_request(const char *text)
         size_t k = cm_utf8_decode(text + i, n - i, &cp);
         i += k ? k : 1;
         if (cp == 0x2019 || cp == '`') cp = '\'';
-        if (isspace(cp < 128 ? cp : 'x')) {
+        if (S_js_space(cp)) {
             space = b.len > 0;
             continue;
         }
         if (space && (ok = cm_buf_addc(&b, ' ') == CM_OK)) space = false;
         if (ok) ok = cm_utf8_put(&b, S_fold(cp)) == CM_OK;
     }
-    /* trailing punctuation, then blanks again */
-    while (ok && b.len) {
-        size_t at = b.len;
-        while (at > 0 && ((unsigned char)b.data[at - 1] & 0xC0) == 0x80)
-            at--;
-        if (at > 0) at--;
+    while (ok && b.len) { /* the trailing punctuation run */
+        size_t at = S_last_char(b.data, b.len);
         int32_t cp;
         cm_utf8_decode(b.data + at, b.len - at, &cp);
-        if (!S_trailing_punct(cp) && cp != ' ') break;
+        if (!S_trailing_punct(cp)) break;
         b.len = at;
     }
+    while (ok && b.len && b.data[b.len - 1] == ' ')
+        b.len--;
     bool hit = false;
     for (size_t i = 0; ok && !hit && i < ARRAY_LEN(S_abort_words); i++)
         hit = b.len == strlen(S_abort_words[i]) && !memcmp(b.data, S_abort_words[i], b.len);
@@ -160,7 +178,6 @@ cm_rc cm_gw_command_unaddress(const char *text, const char *bot, char **out)
 bool cm_gw_is_control_command(const char *text, const json_t *root)
 {
     if (!text) return false;
-    if (cm_gw_is_abort_request(text)) return true;
     const char *s = text, *e;
     while (isspace((unsigned char)*s))
         s++;

@@ -374,6 +374,12 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         for (size_t i = 0; i < s->ngroups; i++)
             cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
         S_group_take(s, s->ngroups, &(gw_ids){0});
+        if (s->next_job) { /* an interrupt's run waiting for the aborted one */
+            cm_gw_rt_done_all(rt, &s->next_job->ids, "dropped");
+            cm_gw_job_free(s->next_job);
+            s->next_job = NULL;
+            n++;
+        }
         cm_logf(rt->o.log, CM_LOG_INFO, "gateway: /stop: %zu queued message%s dropped", n,
                 n == 1 ? "" : "s");
         /* QuantumClaw's answer (the running run, if any, is aborted above) */

@@ -91,8 +91,9 @@ bool cm_gw_is_control_command(const char *text, const json_t *root);
 /* True when text asks to abort the running run as /stop does: "/stop", or
  * one of 2026.3.22's abort words alone ("stop", "wait", "abort", "please
  * stop", "arrête", "стоп", "停止", …), compared trimmed, lower-cased, blanks
- * collapsed and trailing punctuation dropped. cm_gw_is_control_command
- * counts them too. */
+ * collapsed and one trailing run of punctuation dropped (2026.3.22's
+ * normalizeAbortTriggerText). Unlike the control commands they are debounced
+ * like any text, as 2026.3.22 does. */
 bool cm_gw_is_abort_request(const char *text);
 
 /* A channel's inbound text addressed to its bot as "/cmd@<bot>" (any case,

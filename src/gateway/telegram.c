@@ -344,6 +344,25 @@ static bool has_mention(const char *text, const char *username)
     return false;
 }
 
+/* text without its standalone "@username" mentions (malloc'ed; NULL: out
+ * of memory). */
+static char *without_mentions(const char *text, const char *username)
+{
+    size_t ul = strlen(username), tl = strlen(text), w = 0;
+    char *out = malloc(tl + 1);
+    if (!out) return NULL;
+    for (size_t i = 0; i < tl;) {
+        if (text[i] == '@' && i + 1 + ul <= tl && !strncasecmp(text + i + 1, username, ul) &&
+            !(i > 0 && word_char(text[i - 1])) && !word_char(text[i + 1 + ul])) {
+            i += 1 + ul;
+            continue;
+        }
+        out[w++] = text[i++];
+    }
+    out[w] = 0;
+    return out;
+}
+
 static const char *const forum_service[] = {
     "forum_topic_created",  "forum_topic_edited",         "forum_topic_closed",
     "forum_topic_reopened", "general_forum_topic_hidden", "general_forum_topic_unhidden"};
@@ -447,6 +466,13 @@ static cm_rc deliver(tg_chan *t, const json_t *upd)
     /* "/cmd@<our bot>" reaches the gateway as "/cmd"; another bot's stays */
     char *bare = NULL; /* bot_username: written by this thread (get_me) */
     if (cm_gw_command_unaddress(m.text, t->bot_username, &bare)) return CM_ENOMEM;
+    if (!bare && group && t->bot_username[0]) { /* "@bot stop": an abort, as 2026.3.22 */
+        if (!(bare = without_mentions(m.text, t->bot_username))) return CM_ENOMEM;
+        if (!cm_gw_is_abort_request(bare)) {
+            free(bare);
+            bare = NULL;
+        }
+    }
     if (bare) m.text = bare;
     cm_rc rc = t->sink(t->ctx, &m);
     free(bare);
@@ -574,11 +600,13 @@ static size_t utf8_chars(const char *s)
     return n;
 }
 
-/* Telegram's refusal of a message's HTML (2026.3.22's PARSE_ERR_RE). */
+/* Telegram's refusal of a message's HTML (2026.3.22's PARSE_ERR_RE and
+ * EMPTY_TEXT_ERR_RE). */
 static bool S_entity_error(const char *err)
 {
     return strcasestr(err, "can't parse entities") || strcasestr(err, "parse entities") ||
-           strcasestr(err, "find end of the entity");
+           strcasestr(err, "find end of the entity") ||
+           strcasestr(err, "message text is empty"); /* HTML of nothing but markup */
 }
 
 static cm_rc tg_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errlen)

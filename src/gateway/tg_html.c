@@ -289,8 +289,16 @@ cm_rc cm_gw_telegram_html(const char *md, buf *out)
                 size_t tn = pn - h;
                 while (tn && *t == ' ')
                     t++, tn--;
-                while (tn && (t[tn - 1] == '#' || t[tn - 1] == ' '))
-                    tn--; /* a closing run of #s */
+                while (tn && t[tn - 1] == ' ')
+                    tn--;
+                size_t h2 = tn; /* a closing run of #s: alone, or after a space */
+                while (h2 && t[h2 - 1] == '#')
+                    h2--;
+                if (h2 < tn && (h2 == 0 || t[h2 - 1] == ' ')) {
+                    tn = h2;
+                    while (tn && t[tn - 1] == ' ')
+                        tn--;
+                }
                 rc = S_inline(out, t, tn, 0, false);
             } else {
                 rc = S_inline(out, p, pn, 0, false);

@@ -570,7 +570,7 @@ static cm_rc add_extra(walk *w, found *f, const char *p)
         if (rl == 0) {
             parent = &w->roots[0];
         } else {
-            int fd = dup(w->roots[0].fd);
+            int fd = fcntl(w->roots[0].fd, F_DUPFD_CLOEXEC, 0);
             const char *c = rest;
             while (fd >= 0 && c < rest + rl) {
                 const char *e = memchr(c, '/', (size_t)(rest + rl - c));
@@ -718,7 +718,7 @@ static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
     if (!cm_discover_sessions_on(cfg)) return CM_OK;
     int fd = open(cfg->sessions_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return CM_OK; /* no session yet */
-    int lfd = dup(fd);
+    int lfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
     if (!d) {
         if (lfd >= 0) close(lfd);
@@ -900,7 +900,7 @@ int cm_discover_open_dir(int fd, const char *path, size_t dl)
         cur = nfd;
         c = e + 1;
     }
-    return cur == fd ? dup(fd) : cur;
+    return cur == fd ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : cur;
 }
 
 cm_rc cm_index_file_reader_read(file_reader *r, const mem_file *f, size_t max, buf *out,
