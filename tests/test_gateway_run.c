@@ -1014,9 +1014,8 @@ TEST(gateway_run_interrupt_aborts_a_run_still_waiting_for_a_worker)
     if (!world_start(&w, "{\"messages\":{\"queue\":{\"mode\":\"interrupt\"}},"
                          "\"session\":{\"dmScope\":\"per-peer\"}}"))
         return;
-    fake_push_chat_text(w.fs, "Busy answer.", 50);
-    fake_push_chat_text(w.fs, "Busy answer.", 50);
-    fake_push_chat_text(w.fs, "Zed answer.", 50);
+    for (int i = 0; i < 3; i++) /* the three runs may ask in any order */
+        fake_push_chat_text(w.fs, "An answer.", 50);
     w.gate.closed = true;
     EXPECT_INT(post_text(&w, "xavier", "x1", "first busy question"), 202);
     EXPECT_INT(post_text(&w, "yara", "y1", "second busy question"), 202);
@@ -1034,11 +1033,16 @@ TEST(gateway_run_interrupt_aborts_a_run_still_waiting_for_a_worker)
     EXPECT_INT(fake_count(w.fs), 3); /* x1, y1, z2: z1 never asked the model */
     json_t *r = t_replies(w.addr, "zed");
     EXPECT_INT(json_array_size(r), 1);
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")), "Zed answer.");
     json_decref(r);
-    char *sent = t_request_text(w.fs, 2);
-    EXPECT_CONTAINS(sent, "the interrupting question");
-    free(sent);
+    int interrupting = 0, waiting = 0;
+    for (int i = 0; i < fake_count(w.fs); i++) {
+        char *sent = t_request_text(w.fs, i);
+        interrupting += sent && strstr(sent, "the interrupting question") != NULL;
+        waiting += sent && strstr(sent, "the waiting question") != NULL;
+        free(sent);
+    }
+    EXPECT_INT(interrupting, 1);
+    EXPECT_INT(waiting, 0);
     json_t *st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
