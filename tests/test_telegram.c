@@ -472,9 +472,14 @@ TEST(tg_send_html_then_plain_text)
     free(bad);
     gw_outbound o2 = {NULL, "42", NULL, NULL, "```\n```"};
     EXPECT_INT(ch->ops->send(ch, &o2, err, sizeof err), CM_OK);
+    /* the gateway's own notices go as written */
+    gw_outbound o3 = {NULL, "42", NULL, NULL, "Pairing code: *AB_CD*", true};
+    EXPECT_INT(ch->ops->send(ch, &o3, err, sizeof err), CM_OK);
     ch->ops->close(ch);
-    EXPECT_INT((int)json_array_size(r.f.sent), 1);
+    EXPECT_INT((int)json_array_size(r.f.sent), 2);
     EXPECT_STR(gs(json_array_get(r.f.sent, 0), "text"), "```\n```");
+    EXPECT_STR(gs(json_array_get(r.f.sent, 1), "text"), "Pairing code: *AB_CD*");
+    EXPECT(!json_object_get(json_array_get(r.f.sent, 1), "parse_mode"));
     rig_stop(&r);
 }
 

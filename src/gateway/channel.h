@@ -31,6 +31,8 @@ typedef struct gw_outbound {
     const char *thread;   /* thread / topic id, or NULL */
     const char *reply_to; /* the message id this chunk replies to, or NULL */
     const char *text;
+    bool plain; /* the gateway's own notice (pairing code, command answer): sent as
+                   written, never formatted as a reply's Markdown is */
 } gw_outbound;
 
 typedef struct gw_channel_ops {

@@ -68,7 +68,9 @@ static void S_send(deliver *d, const char *text)
     }
     S_human_pause(d);
     bool reply = d->mode == GW_REPLYTO_ALL || (d->mode == GW_REPLYTO_FIRST && d->sent == 0);
-    gw_outbound o = {d->j->account, d->j->peer, d->j->thread, reply ? d->j->reply_to : NULL, text};
+    gw_outbound o = {d->j->account, d->j->peer,
+                     d->j->thread,  reply ? d->j->reply_to : NULL,
+                     text,          d->j->kind == GW_JOB_NOTICE};
     char err[256];
     if (d->ch->ops->send(d->ch, &o, err, sizeof err)) {
         d->failed++;

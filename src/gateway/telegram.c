@@ -642,7 +642,7 @@ static cm_rc tg_send(gw_channel *ch, const gw_outbound *o, char *err, size_t err
     /* As HTML (2026.3.22's rendering of the Markdown); when Telegram cannot
      * parse the entities, the same text again as plain text. */
     buf html = BUF_INIT;
-    bool as_html = cm_gw_telegram_html(o->text, &html) == CM_OK && html.len &&
+    bool as_html = !o->plain && cm_gw_telegram_html(o->text, &html) == CM_OK && html.len &&
                    !json_object_set_new(p, "text", json_string(html.data)) &&
                    !json_object_set_new(p, "parse_mode", json_string("HTML"));
     cm_buf_release(&html);
