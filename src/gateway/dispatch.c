@@ -636,7 +636,8 @@ void cm_gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
     S_start(rt, s, j);
 }
 
-/* Forgets idle sessions (no run, nothing queued, no /queue override) once
+/* Forgets idle sessions (no run, nothing queued; a /queue override is read
+ * back from sessions.json when the session comes back) once
  * more than GW_RT_MAX_SESSIONS are known; they are made again on demand. */
 static void S_evict_idle(gw_runtime *rt)
 {
@@ -644,7 +645,7 @@ static void S_evict_idle(gw_runtime *rt)
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess **p = &rt->sess[b]; *p;) {
             gw_sess *s = *p;
-            if (s->active || s->next_job || s->has_ov || s->ngroups || s->summarized.n ||
+            if (s->active || s->next_job || s->ngroups || s->summarized.n ||
                 cm_gw_queue_depth(s->q)) {
                 p = &s->next;
                 continue;
