@@ -72,15 +72,31 @@ size_t cm_rank_passage_terms(const char *match, passage_terms *out)
         if (!simple || len == 0 || len > PASSAGE_TERM_MAX || out->n == PASSAGE_MAX_TERMS) continue;
         char *t = out->term[out->n++];
         t[fold(s, len, t)] = '\0';
+        out->first[(unsigned char)t[0]] = true;
     }
     return out->n;
+}
+
+/* Whether text[i..n) starts with a word character (not CJK); its length in *l. */
+static bool word_at(const char *text, size_t i, size_t n, size_t *l, int32_t *cp)
+{
+    unsigned char b = (unsigned char)text[i];
+    if (b < 0x80) {
+        *l = 1;
+        *cp = b;
+        return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ||
+               b == '_';
+    }
+    *l = cm_utf8_decode(text + i, n - i, cp);
+    return cm_utf8_is_word(*cp) && !cm_utf8_is_cjk(*cp);
 }
 
 /* The terms a word matches, as a bit mask. */
 static uint64_t word_terms(const char *s, size_t len, const passage_terms *t)
 {
     char w[PASSAGE_TERM_MAX + 1];
-    if (len > PASSAGE_TERM_MAX) return 0;
+    unsigned char c0 = (unsigned char)s[0];
+    if (len > PASSAGE_TERM_MAX || !t->first[c0 < 0x80 ? utf8_lower(c0) : c0]) return 0;
     size_t n = fold(s, len, w);
     uint64_t m = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -109,14 +125,11 @@ double cm_rank_passage_best(const char *text, const passage_terms *t, size_t sen
             split = sentence_over && (nl ? (size_t)(nl - text) : n) - i > sentence_over;
         }
         int32_t cp = 0;
-        size_t l = i < n ? cm_utf8_decode(text + i, n - i, &cp) : 1;
-        if (i < n && cm_utf8_is_word(cp) && !cm_utf8_is_cjk(cp)) {
+        size_t l = 1;
+        if (i < n && word_at(text, i, n, &l, &cp)) {
             size_t s = i;
-            while (i < n) {
-                l = cm_utf8_decode(text + i, n - i, &cp);
-                if (!cm_utf8_is_word(cp) || cm_utf8_is_cjk(cp)) break;
+            while (i < n && word_at(text, i, n, &l, &cp))
                 i += l;
-            }
             cur |= word_terms(text + s, i - s, t);
             continue;
         }

@@ -23,6 +23,7 @@
 typedef struct passage_terms {
     size_t n;
     char term[PASSAGE_MAX_TERMS][PASSAGE_TERM_MAX + 1]; /* lower-cased, stemmed */
+    bool first[256]; /* the first bytes of the terms: other words are skipped */
 } passage_terms;
 
 /* Reads the phrases of an FTS5 expression of query.c ("a" AND "b" ...) into
