@@ -3,6 +3,7 @@
  * FTS index, vector hits from the in-memory vector index (kept fresh from the
  * vector log), merged and ranked, and shaped into the tool's payload.
  */
+#include "../search/passage.h"
 #include "../search/query.h"
 #include "../search/rank.h"
 #include "engine_int.h"
@@ -20,30 +21,49 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
     return cm_store_trigram_terms(x->st, term, len, out, x->err, x->errlen);
 }
 
-static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, char *err,
-                          size_t errlen)
+/* Keyword hits for query, and the FTS5 expression that found them in *match
+ * (the caller releases it). */
+static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, buf *match,
+                          char *err, size_t errlen)
 {
-    buf match = BUF_INIT;
     size_t ntok = 0;
     query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
     expand_ctx xc = {&e->st, err, errlen};
     cm_rc rc =
-        cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_AND, x, &xc, &match, &ntok);
-    if (!rc && match.len) rc = cm_store_fts_search(&e->st, match.data, limit, hits, err, errlen);
+        cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_AND, x, &xc, match, &ntok);
+    if (!rc && match->len) rc = cm_store_fts_search(&e->st, match->data, limit, hits, err, errlen);
     if (!rc && hits->n < (size_t)limit && ntok > 1) {
         /* Too few chunks have every word: rank those with some of them too.
          * The OR query scores every chunk exactly as the AND query did (BM25
          * sums over the words a chunk holds), so its list contains the AND
          * hits at their ranks and only adds to them. */
         cm_fts_hits_release(hits);
-        cm_buf_reset(&match);
-        rc =
-            cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_OR, x, &xc, &match, &ntok);
-        if (!rc && match.len)
-            rc = cm_store_fts_search(&e->st, match.data, limit, hits, err, errlen);
+        cm_buf_reset(match);
+        rc = cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_OR, x, &xc, match, &ntok);
+        if (!rc && match->len)
+            rc = cm_store_fts_search(&e->st, match->data, limit, hits, err, errlen);
     }
-    cm_buf_release(&match);
     return rc;
+}
+
+/* The best passage's bonus: a hit among the PASSAGE_TOP best keyword hits
+ * gains PASSAGE_BETA BM25 units × the share of the query's terms that its
+ * best line holds (passage.h). The figures of docs/QUALITY.md (fourth round):
+ * β 0.85 over the 20 best, sentences in lines over 400 bytes (abstracts). */
+#define PASSAGE_BETA          0.85
+#define PASSAGE_TOP           20
+#define PASSAGE_SENTENCE_OVER 400
+
+/* The BM25 scores of hits (positive, higher is better) into s, with the
+ * passage bonus; not with trigram, whose terms match inside words. */
+static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char *match, double *s)
+{
+    for (size_t i = 0; i < hits->n; i++)
+        s[i] = -hits->v[i].rank;
+    passage_terms t;
+    if (e->st.trigram || cm_rank_passage_terms(match, &t) < 2) return;
+    for (size_t i = 0; i < hits->n && i < PASSAGE_TOP; i++)
+        s[i] += PASSAGE_BETA * cm_rank_passage_best(hits->v[i].text, &t, PASSAGE_SENTENCE_OVER);
 }
 
 /* Loads the vectors of the open index when they are not loaded; when
@@ -151,6 +171,8 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
 {
     cm_rc rc = CM_OK;
     fts_hits hits = {0};
+    buf match = BUF_INIT;
+    double *bm = NULL;
     search_hit *v = NULL;
     size_t n = 0;
     char msg[512] = "";
@@ -182,7 +204,8 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
         goto out;
     }
     if (!rc)
-        rc = keyword_hits(e, query, cm_config_candidates(c, max_results), &hits, msg, sizeof msg);
+        rc = keyword_hits(e, query, cm_config_candidates(c, max_results), &hits, &match, msg,
+                          sizeof msg);
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {
         rc = CM_OK;
@@ -191,12 +214,14 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
     }
     size_t cap = hits.n;
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
+    if (hits.n && !(bm = malloc(hits.n * sizeof *bm))) CHECK(CM_ENOMEM);
+    keyword_scores(e, &hits, match.data ? match.data : "", bm);
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
         v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,
                             h->mtime_ns, 0,       0,         0,       true,          false};
         h->path = h->source = h->text = NULL; /* moved */
-        v[i].text_score = cm_rank_bm25_score(h->rank);
+        v[i].text_score = cm_rank_bm25_score(-bm[i]);
         v[i].score = v[i].text_score; /* keyword-only: the text score is the score */
     }
     n = hits.n;
@@ -235,5 +260,7 @@ out:
         cm_search_hit_release(&v[i]);
     free(v);
     cm_fts_hits_release(&hits);
+    cm_buf_release(&match);
+    free(bm);
     return rc;
 }

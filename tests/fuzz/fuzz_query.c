@@ -1,10 +1,12 @@
 /*
  * fuzz_query.c — the FTS query builder on arbitrary bytes, checked against a
  * real FTS5 table: every expression it emits must parse (no syntax error can
- * come from user input).
+ * come from user input). The best-passage scan (passage.h) reads the same
+ * bytes as a chunk's text against the expression's terms.
  */
 #include <sqlite3.h>
 
+#include "../../src/search/passage.h"
 #include "../../src/search/query.h"
 #include "fuzz.h"
 
@@ -29,6 +31,15 @@ int fuzz_query(const uint8_t *data, size_t size)
             int rc = sqlite3_step(q);
             sqlite3_reset(q);
             if (rc != SQLITE_ROW) __builtin_trap();
+            passage_terms t;
+            char *text = malloc(size + 1);
+            if (text && cm_rank_passage_terms(b.data, &t)) {
+                memcpy(text, data, size);
+                text[size] = '\0';
+                double x = cm_rank_passage_best(text, &t, (size_t)mode * 8);
+                if (!(x >= 0 && x <= 1)) __builtin_trap();
+            }
+            free(text);
         }
         cm_buf_release(&b);
     }

@@ -1,0 +1,148 @@
+/*
+ * passage.c — the best line or sentence of a chunk for a query (passage.h).
+ * One pass over the text: each word is lower-cased, stemmed and compared with
+ * the query's terms (a bit each); a passage scores the terms it holds.
+ */
+#include "../base/utf8.h"
+#include "passage.h"
+
+static bool ends(const char *w, size_t n, const char *suf)
+{
+    size_t k = strlen(suf);
+    return n >= k && memcmp(w + n - k, suf, k) == 0;
+}
+
+static bool vowel(char c)
+{
+    return c == 'a' || c == 'e' || c == 'i' || c == 'o' || c == 'u';
+}
+
+/* A light English stemmer over lower-case ASCII: plurals, -ed, -ing, a final
+ * e or y; enough for "signed" and "sign", "paintings" and "painting",
+ * "pottery" and "potteries" to meet. Returns the stem's length (w changes). */
+static size_t stem(char *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)w[i] >= 0x80) return n; /* not English */
+    if (ends(w, n, "sses"))
+        n -= 2;
+    else if (n > 4 && ends(w, n, "ies"))
+        n -= 2, w[n - 1] = 'i';
+    else if (n > 3 && w[n - 1] == 's' && w[n - 2] != 's' && w[n - 2] != 'u')
+        n--;
+    bool cut = false;
+    if (n > 5 && ends(w, n, "ing"))
+        n -= 3, cut = true;
+    else if (n > 4 && ends(w, n, "ed"))
+        n -= 2, cut = true;
+    if (cut && n > 3 && w[n - 1] == w[n - 2] && !vowel(w[n - 1]) && w[n - 1] != 'l' &&
+        w[n - 1] != 's' && w[n - 1] != 'z')
+        n--; /* stopped → stop */
+    if (n > 3 && w[n - 1] == 'e')
+        n--;
+    else if (n > 3 && w[n - 1] == 'y')
+        w[n - 1] = 'i';
+    return n;
+}
+
+/* Copies s[0..len) lower-cased (ASCII) into w and stems it; its length. */
+static size_t fold(const char *s, size_t len, char *w)
+{
+    for (size_t k = 0; k < len; k++) {
+        unsigned char b = (unsigned char)s[k];
+        w[k] = b < 0x80 ? (char)utf8_lower(b) : (char)b;
+    }
+    return stem(w, len);
+}
+
+size_t cm_rank_passage_terms(const char *match, passage_terms *out)
+{
+    memset(out, 0, sizeof *out);
+    for (const char *c = match ? match : ""; *c; c++) {
+        if (*c != '"') continue;
+        const char *s = ++c;
+        bool simple = true; /* query.c's tokens hold no '"' */
+        while (*c && *c != '"') {
+            if (*c == ' ') simple = false; /* a phrase of several tokens */
+            c++;
+        }
+        if (!*c) break;
+        size_t len = (size_t)(c - s);
+        if (c[1] == '*') simple = false;
+        if (!simple || len == 0 || len > PASSAGE_TERM_MAX || out->n == PASSAGE_MAX_TERMS) continue;
+        char *t = out->term[out->n++];
+        t[fold(s, len, t)] = '\0';
+        out->first[(unsigned char)t[0]] = true;
+    }
+    return out->n;
+}
+
+/* Whether text[i..n) starts with a word character (not CJK); its length in *l. */
+static bool word_at(const char *text, size_t i, size_t n, size_t *l, int32_t *cp)
+{
+    unsigned char b = (unsigned char)text[i];
+    if (b < 0x80) {
+        *l = 1;
+        *cp = b;
+        return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ||
+               b == '_';
+    }
+    *l = cm_utf8_decode(text + i, n - i, cp);
+    return cm_utf8_is_word(*cp) && !cm_utf8_is_cjk(*cp);
+}
+
+/* The terms a word matches, as a bit mask. */
+static uint64_t word_terms(const char *s, size_t len, const passage_terms *t)
+{
+    char w[PASSAGE_TERM_MAX + 1];
+    unsigned char c0 = (unsigned char)s[0];
+    if (len > PASSAGE_TERM_MAX || !t->first[c0 < 0x80 ? utf8_lower(c0) : c0]) return 0;
+    size_t n = fold(s, len, w);
+    uint64_t m = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (strncmp(t->term[i], w, n) == 0 && t->term[i][n] == '\0') m |= 1ull << i;
+    return m;
+}
+
+static unsigned bits(uint64_t m)
+{
+    unsigned k = 0;
+    for (; m; m &= m - 1)
+        k++;
+    return k;
+}
+
+double cm_rank_passage_best(const char *text, const passage_terms *t, size_t sentence_over)
+{
+    if (!text || !t->n) return 0;
+    size_t n = strlen(text), i = 0;
+    uint64_t cur = 0;
+    unsigned best = 0;
+    bool split = false; /* this line is split into sentences */
+    for (size_t line = 0; i <= n;) {
+        if (i == line) {
+            const char *nl = memchr(text + i, '\n', n - i);
+            split = sentence_over && (nl ? (size_t)(nl - text) : n) - i > sentence_over;
+        }
+        int32_t cp = 0;
+        size_t l = 1;
+        if (i < n && word_at(text, i, n, &l, &cp)) {
+            size_t s = i;
+            while (i < n && word_at(text, i, n, &l, &cp))
+                i += l;
+            cur |= word_terms(text + s, i - s, t);
+            continue;
+        }
+        bool end = i == n || cp == '\n' ||
+                   (split && (cp == '.' || cp == '?' || cp == '!') &&
+                    (i + 1 == n || text[i + 1] == ' ' || text[i + 1] == '\n'));
+        if (end) {
+            unsigned k = bits(cur);
+            if (k > best) best = k;
+            cur = 0;
+        }
+        if (cp == '\n') line = i + 1;
+        i += l;
+    }
+    return (double)best / (double)t->n;
+}
