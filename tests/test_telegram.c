@@ -330,7 +330,7 @@ TEST(tg_send_and_retries)
     gw_channel *ch = NULL;
     char err[512] = "";
     EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
-    gw_outbound o = {NULL, "-1001", "7", "55", "hi there"};
+    gw_outbound o = {NULL, "-1001", "7", "55", "hi there", false};
     /* 429 with parameters.retry_after 1: one wait of a second, then sent */
     char *ra = raw_json(429, "{\"ok\":false,\"error_code\":429,\"description\":\"Too Many "
                              "Requests: retry after 1\",\"parameters\":{\"retry_after\":1}}");
@@ -341,9 +341,9 @@ TEST(tg_send_and_retries)
     EXPECT(cm_now_ms() - t0 >= 950);
     /* a 502 then an answer */
     fake_push(r.srv, FAKE_STATUS, 502, -1);
-    gw_outbound o2 = {NULL, "-1001", "1", NULL, "general topic"};
+    gw_outbound o2 = {NULL, "-1001", "1", NULL, "general topic", false};
     EXPECT_INT(ch->ops->send(ch, &o2, err, sizeof err), CM_OK);
-    gw_outbound o3 = {NULL, "42", "3", "9", "dm topic"};
+    gw_outbound o3 = {NULL, "42", "3", "9", "dm topic", false};
     EXPECT_INT(ch->ops->send(ch, &o3, err, sizeof err), CM_OK);
     /* a 400 is not retried */
     int n0 = fake_count(r.srv);
@@ -358,7 +358,7 @@ TEST(tg_send_and_retries)
     char *big = malloc(4098);
     memset(big, 'a', 4097);
     big[4097] = 0;
-    gw_outbound o4 = {NULL, "42", NULL, NULL, big};
+    gw_outbound o4 = {NULL, "42", NULL, NULL, big, false};
     EXPECT_INT(ch->ops->send(ch, &o4, err, sizeof err), CM_ETOOBIG);
     big[4096] = 0;
     EXPECT_INT(ch->ops->send(ch, &o4, err, sizeof err), CM_OK);
@@ -446,7 +446,7 @@ TEST(tg_send_html_then_plain_text)
     gw_channel *ch = NULL;
     char err[512] = "";
     EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
-    gw_outbound o = {NULL, "42", NULL, NULL, "**Done** with `a<b`"};
+    gw_outbound o = {NULL, "42", NULL, NULL, "**Done** with `a<b`", false};
     EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
     char *bad = raw_json(400, "{\"ok\":false,\"error_code\":400,\"description\":\"Bad Request: "
                               "can't parse entities: Unsupported start tag\"}");
@@ -470,7 +470,7 @@ TEST(tg_send_html_then_plain_text)
                         "message text is empty\"}");
     fake_push_raw(r.srv, bad, false);
     free(bad);
-    gw_outbound o2 = {NULL, "42", NULL, NULL, "```\n```"};
+    gw_outbound o2 = {NULL, "42", NULL, NULL, "```\n```", false};
     EXPECT_INT(ch->ops->send(ch, &o2, err, sizeof err), CM_OK);
     /* the gateway's own notices go as written */
     gw_outbound o3 = {NULL, "42", NULL, NULL, "Pairing code: *AB_CD*", true};
@@ -536,7 +536,7 @@ TEST(tg_stop_prompt)
     ch->ops->stop(ch); /* twice is fine */
     /* replies still go out after stop (the gateway drains), 5xx retried */
     fake_push(r.srv, FAKE_STATUS, 503, -1);
-    gw_outbound o = {NULL, "42", NULL, "1", "after stop"};
+    gw_outbound o = {NULL, "42", NULL, "1", "after stop", false};
     EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
     pthread_mutex_lock(&r.f.mu);
     EXPECT_INT((int)json_array_size(r.f.sent), 1);
@@ -567,7 +567,7 @@ TEST(tg_token_never_shown)
     for (int i = 0; i < 4; i++)
         fake_push_raw(r.srv, e5, false);
     free(e5);
-    gw_outbound o = {NULL, "42", NULL, NULL, "x"};
+    gw_outbound o = {NULL, "42", NULL, NULL, "x", false};
     EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_EIO);
     EXPECT_CONTAINS(err, "500");
     EXPECT(!strstr(err, "secretToken"));
