@@ -5,7 +5,7 @@
 # mode), WORKDIR/tables.md and the recall@k plots docs/quality-locomo.svg and
 # docs/quality-scifact.svg (gnuplot). Modes: keyword-only (the default
 # porter, unicode61, trigram), hybrid with the static model (its default
-# minmax 0.02, QuantumClaw's weighted merge, other weights) and with the
+# minmax 0.005, QuantumClaw's weighted merge, other weights) and with the
 # loopback fake embedding server (hashed bag of words, provider openai), each
 # with QuantumClaw's weighted merge and with clawmem.hybridMerge minmax / rrf.
 # Usage: bench/eval.sh BUILD_DIR   (EVAL_QMD=0 skips QMD, ~12 of the ~25 minutes;
@@ -43,6 +43,7 @@ modes=(
   "keyword-trigram|$(ms "$(tok trigram)" "")"
   "static|$(ms "$static" "")"
   "static-weighted|$(ms "$static" ",hybridMerge:'weighted'")"
+  "static-minmax-0.02|$(ms "$static,$(w 0.02)" ",hybridMerge:'minmax'")"
   "static-minmax-0.05|$(ms "$static,$(w 0.05)" ",hybridMerge:'minmax'")"
   "static-minmax-0.1|$(ms "$static,$(w 0.1)" ",hybridMerge:'minmax'")"
   "static-minmax-0.2|$(ms "$static,$(w 0.2)" ",hybridMerge:'minmax'")"

@@ -45,7 +45,7 @@ enum { CM_MEDIA_IMAGE = 1, CM_MEDIA_AUDIO = 2 };
  * candidates, or weighted reciprocal-rank fusion (docs/QUALITY.md). */
 typedef enum cm_merge { CM_MERGE_WEIGHTED, CM_MERGE_MINMAX, CM_MERGE_RRF } cm_merge;
 /* provider "static" without hybridMerge or weights: minmax at this vectorWeight */
-#define CM_STATIC_VECTOR_WEIGHT 0.02
+#define CM_STATIC_VECTOR_WEIGHT 0.005
 
 /* memory.qmd.scope (the schema of session.sendPolicy): the first rule whose
  * match fits the caller's session key decides; else default_allow. */
