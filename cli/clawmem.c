@@ -516,26 +516,15 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
     if (!query) return die("search: missing QUERY (see clawmem search --help)");
     char err[CM_ERR_SIZE], *json = NULL;
     /* Sync first, without waiting: if another process is writing, search the
-     * last committed state rather than block. While a thread looks at the
-     * memory files, the index as it is is searched; that answer stands
-     * unless the sync then writes (the usual case: nothing changed). */
-    unsigned flags = CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED;
-    if (sync && cm_engine_sync_ahead(e, flags) &&
-        cm_memory_search_session(e, query, &o, session_key, &json, err, sizeof err))
-        json = NULL; /* searched again after the sync, which says why */
+     * last committed state rather than block. */
     progress pr = {.downloads_only = 1};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
     pr.last = pr.t0;
-    cm_sync_stats st = {0};
-    cm_rc rc =
-        sync ? cm_engine_sync(e, flags, isatty(2) ? on_progress : NULL, &pr, &st, err, sizeof err)
-             : CM_OK;
+    cm_rc rc = sync ? cm_engine_sync(e, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED,
+                                     isatty(2) ? on_progress : NULL, &pr, NULL, err, sizeof err)
+                    : CM_OK;
     if (rc && rc != CM_EBUSY) fprintf(stderr, "clawmem: warning: sync failed: %s\n", err);
-    if (json && (rc || st.changed)) {
-        cm_free(json);
-        json = NULL;
-    }
-    if (!json && cm_memory_search_session(e, query, &o, session_key, &json, err, sizeof err))
+    if (cm_memory_search_session(e, query, &o, session_key, &json, err, sizeof err))
         return die("%s", err);
     int r = print_json_or(json, as_json, search_text);
     cm_free(json);

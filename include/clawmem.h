@@ -118,8 +118,6 @@ typedef struct cm_sync_stats {
      * returned, and the bytes uploaded for them */
     size_t batches_submitted, batches_completed, batches_failed, batches_pending;
     uint64_t batch_bytes_sent;
-    int changed; /* 1 when the index changed since cm_engine_sync_ahead (this sync wrote, or
-                    another process did), or this sync wrote: a search before it may be stale */
 } cm_sync_stats;
 
 /* Brings the index up to date with the memory files: unchanged files (same size
@@ -140,15 +138,6 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
  * index (may be NULL). */
 cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen);
 
-/* Starts the next cm_engine_sync's look at the memory files (the walk, one
- * stat per file) on a thread of its own, so that the caller can search the
- * index meanwhile, then sync, and search again only when stats.changed says
- * the sync wrote. Returns 1 when started; 0 when there is nothing to look at
- * ahead: flags hold CM_SYNC_UNLESS_WATCHED and a live watcher keeps the
- * index fresh, or a look is under way. The look is as of this call: call
- * cm_engine_sync (with the same flags) right after the search; a sync that
- * does not use it, and cm_engine_close, drop it. */
-int cm_engine_sync_ahead(cm_engine *e, unsigned flags);
 
 typedef struct cm_search_opts {
     int max_results;  /* <= 0: memorySearch.query.maxResults */

@@ -47,7 +47,6 @@ out:
 void cm_engine_close(cm_engine *e)
 {
     if (!e) return;
-    cm_engine_sync_ahead_drop(e);
     if (e->be) e->be->close(e);
     cm_config_release(&e->cfg);
     free(e);

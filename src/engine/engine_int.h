@@ -15,7 +15,6 @@
 #ifndef CM_ENGINE_INT_H
 #define CM_ENGINE_INT_H
 
-#include <pthread.h>
 #include <sys/types.h>
 
 #include "../config/config.h"
@@ -80,15 +79,6 @@ struct cm_engine {
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
     /* qmd_backend.c: the QMD sidecar (memory.backend = "qmd") */
     struct engine_qmd *qmd;
-    /* sync.c: the memory files looked at ahead of the next sync
-     * (cm_engine_sync_ahead), by the thread ahead_th */
-    pthread_t ahead_th;
-    bool ahead_on;
-    cm_rc ahead_rc;
-    file_list ahead_files;
-    problem_list ahead_problems;
-    int64_t ahead_version; /* the index's data version when the look began */
-    bool ahead_versioned;
     /* batch_fill.c: the batch APIs during a sync (set by cm_builtin_sync) */
     cm_progress_fn batch_progress;
     void *batch_pctx;
@@ -117,8 +107,6 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
 cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
                         const char *session_key, engine_result *out, char *err, size_t errlen);
 cm_rc cm_builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
-/* Waits for a look ahead (cm_engine_sync_ahead) and drops what it found. */
-void cm_engine_sync_ahead_drop(cm_engine *e);
 
 /* ---- qmd_backend.c: the QMD backend -------------------------------------- */
 

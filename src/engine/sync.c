@@ -277,54 +277,6 @@ cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dir
     return rc;
 }
 
-static void *look_ahead(void *arg)
-{
-    cm_engine *e = arg;
-    e->ahead_rc = cm_discover_files(&e->cfg, &e->ahead_files, &e->ahead_problems);
-    return NULL;
-}
-
-int cm_engine_sync_ahead(cm_engine *e, unsigned flags)
-{
-    if (e->ahead_on) return 0;
-    if ((flags & CM_SYNC_UNLESS_WATCHED) && !(flags & CM_SYNC_FORCE) && cm_engine_watched_fresh(e))
-        return 0;
-    memset(&e->ahead_files, 0, sizeof e->ahead_files);
-    memset(&e->ahead_problems, 0, sizeof e->ahead_problems);
-    e->ahead_rc = CM_OK;
-    if (pthread_create(&e->ahead_th, NULL, look_ahead, e) != 0) return 0;
-    e->ahead_on = true;
-    /* the index as the search before the sync will see it: a commit of
-     * another process after this makes that answer stale too */
-    char m[256];
-    e->ahead_version =
-        cm_engine_ensure_store(e, m, sizeof m) == CM_OK ? cm_store_data_version(&e->st) : -1;
-    e->ahead_versioned = true;
-    return 1;
-}
-
-void cm_engine_sync_ahead_drop(cm_engine *e)
-{
-    if (!e->ahead_on) return;
-    pthread_join(e->ahead_th, NULL);
-    e->ahead_on = false;
-    cm_index_file_list_release(&e->ahead_files);
-    cm_index_problem_list_release(&e->ahead_problems);
-}
-
-/* The memory files: what the look ahead found, else a walk now. */
-static cm_rc discover(cm_engine *e, file_list *files, problem_list *problems)
-{
-    if (!e->ahead_on) return cm_discover_files(&e->cfg, files, problems);
-    pthread_join(e->ahead_th, NULL);
-    e->ahead_on = false;
-    *files = e->ahead_files; /* moved */
-    *problems = e->ahead_problems;
-    memset(&e->ahead_files, 0, sizeof e->ahead_files);
-    memset(&e->ahead_problems, 0, sizeof e->ahead_problems);
-    return e->ahead_rc;
-}
-
 cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
                       cm_sync_stats *stats, char *err, size_t errlen)
 {
@@ -354,7 +306,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     e->batch_progress = progress;
     e->batch_pctx = progress_ctx;
     e->batch_nowait = (flags & CM_SYNC_NOWAIT) != 0;
-    CHECK(discover(e, &files, &r.problems));
+    CHECK(cm_discover_files(&e->cfg, &files, &r.problems));
     CHECK(meta_json(e, &meta));
     /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
      * explicit index waits for the writer lock as before */
@@ -403,16 +355,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     if (!full && changed) CHECK(cm_store_vector_log_trim(&e->st, err, errlen));
     if (e->st_open && changed) cm_store_checkpoint(&e->st);
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
-    stats->changed = changed || full;
 out:
-    if (e->ahead_versioned && !stats->changed) { /* another process wrote since the look */
-        char m[256];
-        int64_t v =
-            cm_engine_ensure_store(e, m, sizeof m) == CM_OK ? cm_store_data_version(&e->st) : -1;
-        stats->changed = v != e->ahead_version;
-    }
-    e->ahead_versioned = false;
-    cm_engine_sync_ahead_drop(e); /* a look ahead this sync did not use is stale after it */
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     e->batch_progress = NULL;
     cm_engine_lock_release(lock);
