@@ -290,6 +290,22 @@ static bool settle(world *w)
     return false;
 }
 
+/* Waits (bounded) until the gate's counter (its runs started or finished)
+ * reaches n. */
+static bool wait_gate(world *w, const int *count, int n)
+{
+    pthread_mutex_lock(&w->gate.mu);
+    for (int i = 0; i < 100 && *count < n; i++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&w->gate.cv, &w->gate.mu, &ts);
+    }
+    bool ok = *count >= n;
+    pthread_mutex_unlock(&w->gate.mu);
+    return ok;
+}
+
 static char *msg_json(const char *peer, const char *id, const char *text)
 {
     json_t *o =
@@ -378,15 +394,7 @@ TEST(gateway_run_collect_while_a_run_is_active)
     w.gate.closed = true;
     EXPECT_INT(post_text(&w, "carol", "c1", "question one"), 202);
     cm_gw_runtime_tick(w.rt);
-    pthread_mutex_lock(&w.gate.mu);
-    for (int i = 0; i < 500 && w.gate.started < 1; i++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&w.gate.cv, &w.gate.mu, &ts);
-    }
-    pthread_mutex_unlock(&w.gate.mu);
-    EXPECT_INT(w.gate.started, 1);
+    EXPECT(wait_gate(&w, &w.gate.started, 1));
     /* mid-run: collect (the default) queues them */
     EXPECT_INT(post_text(&w, "carol", "c2", "followup A"), 202);
     EXPECT_INT(post_text(&w, "carol", "c3", "followup B"), 202);
@@ -990,21 +998,6 @@ TEST(gateway_run_interrupt_cancels_the_model_call)
     world_stop(&w);
 }
 
-/* Waits (bounded) until the gate has seen n runs start. */
-static bool wait_started(world *w, int n)
-{
-    pthread_mutex_lock(&w->gate.mu);
-    for (int i = 0; i < 100 && w->gate.started < n; i++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&w->gate.cv, &w->gate.mu, &ts);
-    }
-    bool ok = w->gate.started >= n;
-    pthread_mutex_unlock(&w->gate.mu);
-    return ok;
-}
-
 /* Both workers are busy, so a third session's run waits for one; an
  * interrupt meanwhile aborts that waiting run: it never asks the model,
  * and only the interrupting message is answered. */
@@ -1020,7 +1013,7 @@ TEST(gateway_run_interrupt_aborts_a_run_still_waiting_for_a_worker)
     EXPECT_INT(post_text(&w, "xavier", "x1", "first busy question"), 202);
     EXPECT_INT(post_text(&w, "yara", "y1", "second busy question"), 202);
     cm_gw_runtime_tick(w.rt);
-    EXPECT(wait_started(&w, 2)); /* both workers hold a run at the gate */
+    EXPECT(wait_gate(&w, &w.gate.started, 2)); /* both workers hold a run at the gate */
     EXPECT_INT(post_text(&w, "zed", "z1", "the waiting question"), 202);
     cm_gw_runtime_tick(w.rt);
     EXPECT_INT(post_text(&w, "zed", "z2", "the interrupting question"), 202);
@@ -1108,7 +1101,7 @@ TEST(gateway_run_queue_override_outlives_a_restart)
     w.gate.closed = true;
     EXPECT_INT(post_text(&w, "lena", "l2", "first question"), 202);
     cm_gw_runtime_tick(w.rt);
-    EXPECT(wait_started(&w, 1));
+    EXPECT(wait_gate(&w, &w.gate.started, 1));
     EXPECT_INT(post_text(&w, "lena", "l3", "second question"), 202);
     pthread_mutex_lock(&w.gate.mu);
     w.gate.closed = false;
@@ -1141,7 +1134,7 @@ TEST(gateway_run_stop_drops_the_run_an_interrupt_left_waiting)
     w.gate.closed = true;
     EXPECT_INT(post_text(&w, "mia", "m1", "first question"), 202);
     cm_gw_runtime_tick(w.rt);
-    EXPECT(wait_started(&w, 1));
+    EXPECT(wait_gate(&w, &w.gate.started, 1));
     EXPECT_INT(post_text(&w, "mia", "m2", "second question"), 202);
     EXPECT_INT(post_text(&w, "mia", "m3", "stop"), 202);
     pthread_mutex_lock(&w.gate.mu);
@@ -1181,15 +1174,7 @@ TEST(gateway_run_steer_lands_in_the_next_model_request)
     w.gate.closed = true;
     EXPECT_INT(post_text(&w, "kim", "k1", "what is the dog called"), 202);
     cm_gw_runtime_tick(w.rt);
-    pthread_mutex_lock(&w.gate.mu);
-    for (int i = 0; i < 500 && w.gate.started < 1; i++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&w.gate.cv, &w.gate.mu, &ts);
-    }
-    pthread_mutex_unlock(&w.gate.mu);
-    EXPECT_INT(w.gate.started, 1);
+    EXPECT(wait_gate(&w, &w.gate.started, 1));
     /* the run is executing: this one steers it */
     EXPECT_INT(post_text(&w, "kim", "k2", "answer in French please"), 202);
     json_t *st = cm_gw_runtime_status(w.rt);
@@ -1228,15 +1213,7 @@ TEST(gateway_run_steer_after_the_last_model_call_becomes_a_followup)
     w.gate.hold = true; /* the run answers, then waits before it ends */
     EXPECT_INT(post_text(&w, "leo", "l1", "first question"), 202);
     cm_gw_runtime_tick(w.rt);
-    pthread_mutex_lock(&w.gate.mu);
-    for (int i = 0; i < 500 && w.gate.finished < 1; i++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&w.gate.cv, &w.gate.mu, &ts);
-    }
-    pthread_mutex_unlock(&w.gate.mu);
-    EXPECT_INT(w.gate.finished, 1);
+    EXPECT(wait_gate(&w, &w.gate.finished, 1));
     /* still running, but past its last model call */
     EXPECT_INT(post_text(&w, "leo", "l2", "one more thing"), 202);
     pthread_mutex_lock(&w.gate.mu);
