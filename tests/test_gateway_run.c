@@ -306,6 +306,15 @@ static bool wait_gate(world *w, const int *count, int n)
     return ok;
 }
 
+/* Lets the runs waiting at the gate go on. */
+static void gate_open(world *w)
+{
+    pthread_mutex_lock(&w->gate.mu);
+    w->gate.closed = false;
+    pthread_cond_broadcast(&w->gate.cv);
+    pthread_mutex_unlock(&w->gate.mu);
+}
+
 static char *msg_json(const char *peer, const char *id, const char *text)
 {
     json_t *o =
@@ -404,10 +413,7 @@ TEST(gateway_run_collect_while_a_run_is_active)
     EXPECT(json_is_true(json_object_get(s0, "active")));
     EXPECT_INT(json_integer_value(json_object_get(s0, "queued")), 2);
     json_decref(st);
-    pthread_mutex_lock(&w.gate.mu);
-    w.gate.closed = false;
-    pthread_cond_broadcast(&w.gate.cv);
-    pthread_mutex_unlock(&w.gate.mu);
+    gate_open(&w);
     EXPECT(cm_gw_runtime_wait_idle(w.rt, 20000));
     EXPECT_INT(fake_count(w.fs), 1);
     cm_gw_runtime_tick(w.rt); /* the queue's 1000 ms quiet time has not passed */
@@ -1018,10 +1024,10 @@ TEST(gateway_run_interrupt_aborts_a_run_still_waiting_for_a_worker)
     cm_gw_runtime_tick(w.rt);
     EXPECT_INT(post_text(&w, "zed", "z2", "the interrupting question"), 202);
     pthread_mutex_lock(&w.gate.mu);
-    EXPECT_INT(w.gate.started, 2); /* z1 never reached a worker before the interrupt */
-    w.gate.closed = false;
-    pthread_cond_broadcast(&w.gate.cv);
+    int started = w.gate.started;
     pthread_mutex_unlock(&w.gate.mu);
+    EXPECT_INT(started, 2); /* z1 never reached a worker before the interrupt */
+    gate_open(&w);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 3); /* x1, y1, z2: z1 never asked the model */
     json_t *r = t_replies(w.addr, "zed");
@@ -1103,10 +1109,7 @@ TEST(gateway_run_queue_override_outlives_a_restart)
     cm_gw_runtime_tick(w.rt);
     EXPECT(wait_gate(&w, &w.gate.started, 1));
     EXPECT_INT(post_text(&w, "lena", "l3", "second question"), 202);
-    pthread_mutex_lock(&w.gate.mu);
-    w.gate.closed = false;
-    pthread_cond_broadcast(&w.gate.cv);
-    pthread_mutex_unlock(&w.gate.mu);
+    gate_open(&w);
     EXPECT(settle(&w));
     json_t *r = t_replies(w.addr, "lena");
     EXPECT_INT(json_array_size(r), 1); /* the first run was aborted */
@@ -1137,10 +1140,7 @@ TEST(gateway_run_stop_drops_the_run_an_interrupt_left_waiting)
     EXPECT(wait_gate(&w, &w.gate.started, 1));
     EXPECT_INT(post_text(&w, "mia", "m2", "second question"), 202);
     EXPECT_INT(post_text(&w, "mia", "m3", "stop"), 202);
-    pthread_mutex_lock(&w.gate.mu);
-    w.gate.closed = false;
-    pthread_cond_broadcast(&w.gate.cv);
-    pthread_mutex_unlock(&w.gate.mu);
+    gate_open(&w);
     EXPECT(settle(&w));
     EXPECT(fake_count(w.fs) <= 1); /* the first run only, if it got as far as the model */
     json_t *r = t_replies(w.addr, "mia");
@@ -1182,10 +1182,7 @@ TEST(gateway_run_steer_lands_in_the_next_model_request)
                    json_object_get(json_array_get(json_object_get(st, "sessions"), 0), "queued")),
                0);
     json_decref(st);
-    pthread_mutex_lock(&w.gate.mu);
-    w.gate.closed = false;
-    pthread_cond_broadcast(&w.gate.cv);
-    pthread_mutex_unlock(&w.gate.mu);
+    gate_open(&w);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 2); /* one run, two model calls: no followup turn */
     char *first = t_request_text(w.fs, 0), *second = t_request_text(w.fs, 1);
