@@ -1,8 +1,8 @@
 /*
  * conn.c — the engine's connection to its index: opened on demand, reopened
  * when another process swapped a rebuilt file in (a PostgreSQL index: one
- * connection kept), closed with the vectors it
- * loaded, or dropped; and the checks that the workspace exists and is the one the index
+ * connection kept), closed with the vectors it loaded, or dropped (index
+ * --drop); and the checks that the workspace exists and is the one the index
  * holds, which search, get and status make before they answer.
  */
 #include <jansson.h>
