@@ -405,6 +405,11 @@ TEST(tg_html_renders_markdown)
          "<blockquote>quoted <i>line</i>\ntwo</blockquote>\n\nout"},
         {"a\n\n\n\nb", "a\n\nb"},
         {"---", "───"},
+        {"Edit README.md and src/main.go.",
+         "Edit <code>README.md</code> and <code>src/main.go</code>."},
+        {"**see notes.md.bak** or file.txt", "<b>see <code>notes.md</code>.bak</b> or file.txt"},
+        {"https://x.org/a.md [README.md](https://y.dev)",
+         "https://x.org/a.md <a href=\"https://y.dev\">README.md</a>"},
         {"", ""},
     };
     buf b = BUF_INIT;

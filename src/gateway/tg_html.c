@@ -3,7 +3,8 @@
  * takes, the way 2026.3.22 renders it (extensions/telegram format.ts over
  * its Markdown IR): **bold** <b>, *italic* <i>, ~~strike~~ <s>, `code`
  * <code>, fenced blocks <pre><code>, ||spoiler|| <tg-spoiler>, > quotes
- * <blockquote>, [label](url) <a href>; headings lose their #s, list items
+ * <blockquote>, [label](url) <a href>, file names that look like domains
+ * ("README.md") <code>; headings lose their #s, list items
  * become "• " (numbers kept), a rule "───"; everything else is text with &,
  * < and > escaped. A marker without its closing twin stays as written. The
  * channel falls back to plain text when Telegram refuses the entities.
@@ -12,6 +13,7 @@
 
 #include <ctype.h>
 #include <string.h>
+#include <strings.h>
 
 /* Shortens b to len (never past its end: an empty b owns nothing). */
 static void S_cut(buf *b, size_t len)
@@ -35,6 +37,62 @@ static cm_rc S_esc(buf *out, const char *s, size_t n, bool attr)
                                 : cm_buf_addc(out, c);
     }
     return rc;
+}
+
+/* File names whose extension is also a top-level domain ("README.md",
+ * "main.go"): Telegram would link them to a website and preview it, so they
+ * go in <code> (2026.3.22's FILE_REF_EXTENSIONS_WITH_TLD). */
+static const char *const S_tld_exts[] = {"md", "go", "py", "pl", "sh", "am", "at", "be", "cc"};
+
+static bool S_name_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.' || c == '/';
+}
+
+/* The length of the longest file reference at the start of run (a run of
+ * name characters): ending in ".<ext>" of S_tld_exts, followed by the run's
+ * end or a '.'; 0 when none. A run starting "//" is part of a URL. */
+static size_t S_file_ref(const char *run, size_t n)
+{
+    if (n >= 2 && run[0] == '/' && run[1] == '/') return 0;
+    for (size_t end = n; end > 0; end--) {
+        if (end < n && run[end] != '.') continue;
+        const char *dot = NULL;
+        for (size_t i = end; i > 0; i--)
+            if (run[i - 1] == '.') {
+                dot = run + i - 1;
+                break;
+            }
+        if (!dot || dot == run) continue;
+        size_t el = (size_t)(run + end - dot - 1);
+        for (size_t k = 0; k < ARRAY_LEN(S_tld_exts); k++)
+            if (el == strlen(S_tld_exts[k]) && !strncasecmp(dot + 1, S_tld_exts[k], el)) return end;
+    }
+    return 0;
+}
+
+/* Plain text: escaped, its file references in <code>. */
+static cm_rc S_text(buf *out, const char *s, size_t n, bool in_link)
+{
+    cm_rc rc = CM_OK;
+    size_t i = 0, from = 0;
+    while (i < n && !rc && !in_link) {
+        if (!S_name_char(s[i])) {
+            i++;
+            continue;
+        }
+        size_t run = i;
+        while (i < n && S_name_char(s[i]))
+            i++;
+        size_t ref = S_file_ref(s + run, i - run);
+        if (!ref) continue;
+        rc = S_esc(out, s + from, run - from, false);
+        if (!rc) rc = cm_buf_adds(out, "<code>");
+        if (!rc) rc = S_esc(out, s + run, ref, false);
+        if (!rc) rc = cm_buf_adds(out, "</code>");
+        from = run + ref;
+    }
+    return rc ? rc : S_esc(out, s + from, n - from, false);
 }
 
 /* The paired inline markers, longest first; the HTML each becomes. */
@@ -107,7 +165,7 @@ static cm_rc S_inline(buf *out, const char *s, size_t n, int depth, bool in_link
     while (i < n && !rc) {
         size_t next = 0;
         if (s[i] == '\\' && i + 1 < n && ispunct((unsigned char)s[i + 1])) {
-            rc = S_esc(out, s + text, i - text, false);
+            rc = S_text(out, s + text, i - text, in_link);
             text = i + 1; /* the escaped character is written as text */
             i += 2;
             continue;
@@ -120,7 +178,7 @@ static cm_rc S_inline(buf *out, const char *s, size_t n, int depth, bool in_link
                 if (memcmp(s + j, s + i, ticks) != 0) continue;
                 if (j + ticks < n && s[j + ticks] == '`') continue;
                 if (j > i + ticks) { /* not empty */
-                    rc = S_esc(out, s + text, i - text, false);
+                    rc = S_text(out, s + text, i - text, in_link);
                     if (!rc) rc = cm_buf_adds(out, "<code>");
                     if (!rc) rc = S_esc(out, s + i + ticks, j - i - ticks, false);
                     if (!rc) rc = cm_buf_adds(out, "</code>");
@@ -137,7 +195,7 @@ static cm_rc S_inline(buf *out, const char *s, size_t n, int depth, bool in_link
         }
         if (s[i] == '[' && depth < 8 && !in_link) {
             size_t at = out->len;
-            rc = S_esc(out, s + text, i - text, false);
+            rc = S_text(out, s + text, i - text, in_link);
             if (!rc && (next = S_link(out, s, n, i, depth, &rc)) != 0) {
                 text = i = next;
                 continue;
@@ -150,7 +208,7 @@ static cm_rc S_inline(buf *out, const char *s, size_t n, int depth, bool in_link
             if (S_pairs[k].mark[0] == '_' && i > 0 && S_word(s[i - 1])) continue;
             size_t j = S_close_of(s, n, i, S_pairs[k].mark, ml);
             if (!j) continue;
-            rc = S_esc(out, s + text, i - text, false);
+            rc = S_text(out, s + text, i - text, in_link);
             if (!rc) rc = cm_buf_adds(out, S_pairs[k].open);
             if (!rc) rc = S_inline(out, s + i + ml, j - i - ml, depth + 1, in_link);
             if (!rc) rc = cm_buf_adds(out, S_pairs[k].close);
@@ -167,7 +225,7 @@ static cm_rc S_inline(buf *out, const char *s, size_t n, int depth, bool in_link
             while (i < n && s[i] == c)
                 i++;
     }
-    if (!rc) rc = S_esc(out, s + text, n - text, false);
+    if (!rc) rc = S_text(out, s + text, n - text, in_link);
     return rc;
 }
 
