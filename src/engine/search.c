@@ -215,7 +215,7 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
     size_t cap = hits.n;
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
     if (hits.n && !(bm = malloc(hits.n * sizeof *bm))) CHECK(CM_ENOMEM);
-    keyword_scores(e, &hits, match.data ? match.data : "", bm);
+    keyword_scores(e, &hits, match.data, bm);
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
         v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,

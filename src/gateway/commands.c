@@ -140,10 +140,10 @@ bool cm_gw_is_abort_request(const char *text)
         int32_t cp;
         cm_utf8_decode(b.data + at, b.len - at, &cp);
         if (!S_trailing_punct(cp)) break;
-        b.len = at;
+        b.data[b.len = at] = 0;
     }
     while (ok && b.len && b.data[b.len - 1] == ' ')
-        b.len--;
+        b.data[--b.len] = 0;
     bool hit = false;
     for (size_t i = 0; ok && !hit && i < ARRAY_LEN(S_abort_words); i++)
         hit = b.len == strlen(S_abort_words[i]) && !memcmp(b.data, S_abort_words[i], b.len);

@@ -151,24 +151,11 @@ static cm_rc flush_files(store *s, char *err, size_t errlen);
 cm_rc cm_store_pg_run(store *s, const char *sql, int n, const char *const *v, const char *what,
                       PGresult **res, char *err, size_t errlen)
 {
-    if (s->pg->npend) {
-        cm_rc rc = flush_files(s, err, errlen);
-        if (rc) return rc;
-    }
-    PGresult *r = exec_sql(s, sql, n, v, NULL, 0);
-    if (!ok_status(r)) {
-        cm_rc rc = pg_fail(s, r, what, err, errlen);
-        if (r) cm_store_pg_lib.clear(r);
-        return rc;
-    }
-    if (res)
-        *res = r;
-    else
-        cm_store_pg_lib.clear(r);
-    return CM_OK;
+    return cm_store_pg_run_bin(s, sql, n, v, NULL, 0, what, res, err, errlen);
 }
 
-/* run with binary parameters where lens[i] > 0 (bytea), binary results when bin. */
+/* run with binary parameters where lens[i] > 0 (bytea; lens NULL: none), binary results
+ * when bin. */
 cm_rc cm_store_pg_run_bin(store *s, const char *sql, int n, const char *const *v, const int *lens,
                           int bin, const char *what, PGresult **res, char *err, size_t errlen)
 {
