@@ -2,7 +2,6 @@
  * test_base.c — buf, UTF-8, SHA-256 and the JSON5 reader.
  */
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "../src/base/fs.h"
 #include "../src/base/json5.h"
@@ -115,49 +114,75 @@ TEST(utf8_cjk_expand_bigrams)
     cm_buf_release(&b);
 }
 
-TEST(sha256_known_vector)
+/* FIPS 180-4's examples (one block, two blocks, a million bytes) and the
+ * empty message. */
+TEST(sha256_known_vectors)
 {
+    static const struct {
+        const char *msg;
+        const char *hex;
+    } v[] = {
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlm"
+         "nopqrsmnopqrstnopqrstu",
+         "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+    };
     char hex[65];
-    cm_sha256_hex("abc", 3, hex);
-    EXPECT_STR(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+        cm_sha256_hex(v[i].msg, strlen(v[i].msg), hex);
+        EXPECT_STR(hex, v[i].hex);
+    }
+    char *a = malloc(1000000);
+    EXPECT(a != NULL);
+    memset(a, 'a', 1000000);
+    cm_sha256_hex(a, 1000000, hex);
+    EXPECT_STR(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    free(a);
 }
 
-/* The built-in SHA-256 (a process's first SHA256_SMALL bytes) against
- * libcrypto's at every tail length around the one- and two-block padding,
- * and cm_sha256_hex the same before and after libcrypto takes over. */
-TEST(sha256_builtin_matches_libcrypto)
+/* The built-in code against libcrypto's at every length up to five blocks
+ * (every padding case) and at odd addresses, once the process's built-in
+ * share is spent; and one digest against coreutils' sha256sum, a reference
+ * outside both. */
+TEST(sha256_builtin_matches_libcrypto_and_sha256sum)
 {
-    size_t n = 3 * SHA256_SMALL;
-    unsigned char *data = malloc(n);
+    EXPECT(cm_sha256_uses_libcrypto());
+    size_t n = 1 << 20;
+    unsigned char *data = malloc(n + 1);
     EXPECT(data != NULL);
-    for (size_t i = 0; i < n; i++)
-        data[i] = (unsigned char)(i * 131 + (i >> 9));
-    size_t lens[] = {0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 1000, 4096, 65537};
-    for (size_t k = 0; k < sizeof lens / sizeof *lens + 130; k++) {
-        size_t len = k < sizeof lens / sizeof *lens ? lens[k] : k; /* and 16..145 */
-        unsigned char a[32], b[32];
-        unsigned int blen = 0;
-        cm_sha256_small(data, len, a);
-        EXPECT(EVP_Digest(data, len, b, &blen, EVP_sha256(), NULL) == 1);
-        EXPECT_INT(blen, 32);
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i <= n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        data[i] = (unsigned char)x;
+    }
+    unsigned char a[32], b[32];
+    cm_sha256(data, SHA256_SMALL, a); /* spends what is left of the built-in share */
+    cm_sha256(data, SHA256_SMALL, b); /* by libcrypto */
+    EXPECT(memcmp(a, b, 32) == 0);
+    for (size_t len = 0; len <= 5 * 64; len++) {
+        cm_sha256(data + (len & 1), len, a);
+        cm_sha256_portable(data + (len & 1), len, b);
         EXPECT(memcmp(a, b, 32) == 0);
     }
-    char first[65], again[65];
-    cm_sha256_hex(data, 1000, first);
-    char big[65];
-    cm_sha256_hex(data, n, big); /* over SHA256_SMALL: libcrypto from here on */
-    cm_sha256_hex(data, 1000, again);
-    EXPECT_STR(first, again);
-    unsigned char md[32];
-    cm_sha256_small(data, n, md);
-    static const char digits[] = "0123456789abcdef";
-    char want[65];
-    for (int i = 0; i < 32; i++) {
-        want[2 * i] = digits[md[i] >> 4];
-        want[2 * i + 1] = digits[md[i] & 15];
-    }
-    want[64] = 0;
-    EXPECT_STR(big, want);
+    cm_sha256(data + 1, n, a);
+    cm_sha256_portable(data + 1, n, b);
+    EXPECT(memcmp(a, b, 32) == 0);
+
+    char *dir = tmp_dir();
+    write_bytes(dir, "data", data, n);
+    run_result r = run_cmd(NULL, (const char *const[]){"sha256sum", path_in(dir, "data"), NULL});
+    EXPECT_INT(r.status, 0);
+    EXPECT(r.out && strlen(r.out) > 64);
+    char line[65];
+    memcpy(line, r.out, 64);
+    line[64] = 0;
+    run_result_release(&r);
+    char hex[65];
+    cm_sha256_hex(data, n, hex);
+    EXPECT_STR(hex, line);
     free(data);
 }
 

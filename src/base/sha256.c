@@ -1,14 +1,17 @@
 /*
- * sha256.c — one-shot SHA-256, hex-encoded. The first SHA256_SMALL bytes a
- * process hashes go through this file's own code (FIPS 180-4), so a process
- * that hashes little (a search: the fingerprint, its hits' ids) never
- * initialises libcrypto, whose first EVP call loads the OpenSSL
- * configuration and fetches the digest's provider — about 1 ms, a tenth of
- * a whole `clawmem search`. Past that amount (indexing) EVP takes over: its
- * SHA extensions are several times faster. Both give the same digest
- * (test_sha256_*).
+ * sha256.c — one-shot SHA-256. The first SHA256_SMALL bytes a process hashes
+ * go through this file's own code (FIPS 180-4), so a process that hashes
+ * little (a search: the fingerprint, its hits' ids) never meets libcrypto.
+ * Past that amount (indexing) OpenSSL's libcrypto takes over, loaded with
+ * dlopen() then: its SHA extensions are several times faster, and linking
+ * it would cost every process its start-up (17,000 of the program's 20,000
+ * relocations when linked statically) and its initialisation on the first
+ * digest. Without libcrypto the built-in code serves all. Both give the same
+ * digest (test_sha256_*).
  */
+#include <dlfcn.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "sha256.h"
@@ -28,55 +31,78 @@ static uint32_t ror(uint32_t x, int n)
     return (x >> n) | (x << (32 - n));
 }
 
-/* One 64-byte block into the state h. */
-static void block(uint32_t h[8], const unsigned char *p)
+/* n 64-byte blocks into the state h, in portable C. */
+static void blocks_c(uint32_t h[8], const unsigned char *p, size_t n)
 {
-    uint32_t w[64], s[8];
-    for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
-               (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
-    for (int i = 16; i < 64; i++) {
-        uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
-        uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    for (; n; n--, p += 64) {
+        uint32_t w[64], s[8];
+        for (int i = 0; i < 16; i++)
+            w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+                   (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+        for (int i = 16; i < 64; i++) {
+            uint32_t s0 = ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
+            uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+        }
+        uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+        for (int i = 0; i < 64; i++) {
+            uint32_t t1 =
+                k + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+            uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+            k = g;
+            g = f;
+            f = e;
+            e = d + t1;
+            d = c;
+            c = b;
+            b = a;
+            a = t1 + t2;
+        }
+        s[0] = a, s[1] = b, s[2] = c, s[3] = d, s[4] = e, s[5] = f, s[6] = g, s[7] = k;
+        for (int i = 0; i < 8; i++)
+            h[i] += s[i];
     }
-    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
-    for (int i = 0; i < 64; i++) {
-        uint32_t t1 =
-            k + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
-        uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-        k = g;
-        g = f;
-        f = e;
-        e = d + t1;
-        d = c;
-        c = b;
-        b = a;
-        a = t1 + t2;
-    }
-    s[0] = a, s[1] = b, s[2] = c, s[3] = d, s[4] = e, s[5] = f, s[6] = g, s[7] = k;
-    for (int i = 0; i < 8; i++)
-        h[i] += s[i];
 }
 
-void cm_sha256_small(const void *data, size_t n, unsigned char md[32])
+/* libcrypto's EVP_Digest and EVP_sha256, resolved at run time. */
+typedef int evp_digest_fn(const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *,
+                          ENGINE *);
+static struct {
+    evp_digest_fn *digest;
+    const EVP_MD *(*sha256)(void);
+} evp;
+static pthread_once_t evp_once = PTHREAD_ONCE_INIT;
+
+static void load_libcrypto(void)
+{
+    void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return; /* the built-in code serves: the same digest, slower */
+    evp_digest_fn *digest = (evp_digest_fn *)dlsym(h, "EVP_Digest");
+    const EVP_MD *(*sha256)(void) = (const EVP_MD *(*)(void))dlsym(h, "EVP_sha256");
+    if (!digest || !sha256) {
+        dlclose(h);
+        return;
+    }
+    evp.sha256 = sha256;
+    evp.digest = digest;
+}
+
+void cm_sha256_portable(const void *data, size_t n, unsigned char md[32])
 {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     const unsigned char *p = data;
-    size_t i = 0;
-    for (; n - i >= 64; i += 64)
-        block(h, p + i);
+    size_t whole = n / 64;
+    blocks_c(h, p, whole);
     /* the tail, the 0x80 byte, zeros and the length in bits: one or two blocks */
     unsigned char last[128] = {0};
-    size_t rest = n - i, nb = rest < 56 ? 64 : 128;
-    if (rest) memcpy(last, p + i, rest);
+    size_t rest = n - whole * 64, nb = rest < 56 ? 64 : 128;
+    if (rest) memcpy(last, p + whole * 64, rest);
     last[rest] = 0x80;
     uint64_t bits = (uint64_t)n * 8;
     for (int k = 0; k < 8; k++)
         last[nb - 1 - k] = (unsigned char)(bits >> (8 * k));
-    block(h, last);
-    if (nb == 128) block(h, last + 64);
+    blocks_c(h, last, nb / 64);
     for (int k = 0; k < 8; k++) {
         md[4 * k] = (unsigned char)(h[k] >> 24);
         md[4 * k + 1] = (unsigned char)(h[k] >> 16);
@@ -85,17 +111,31 @@ void cm_sha256_small(const void *data, size_t n, unsigned char md[32])
     }
 }
 
+void cm_sha256(const void *data, size_t n, unsigned char md[32])
+{
+    static atomic_size_t hashed; /* bytes hashed by the built-in code so far */
+    if (n <= SHA256_SMALL && atomic_load_explicit(&hashed, memory_order_relaxed) < SHA256_SMALL &&
+        atomic_fetch_add_explicit(&hashed, n, memory_order_relaxed) + n <= SHA256_SMALL) {
+        cm_sha256_portable(data, n, md);
+        return;
+    }
+    pthread_once(&evp_once, load_libcrypto);
+    unsigned int len = 0;
+    if (evp.digest && evp.digest(data, n, md, &len, evp.sha256(), NULL) == 1 && len == 32) return;
+    cm_sha256_portable(data, n, md);
+}
+
+bool cm_sha256_uses_libcrypto(void)
+{
+    pthread_once(&evp_once, load_libcrypto);
+    return evp.digest != NULL;
+}
+
 void cm_sha256_hex(const void *data, size_t n, char hex[SHA256_HEX_LEN + 1])
 {
     static const char digits[] = "0123456789abcdef";
     unsigned char md[32];
-    unsigned int mdlen = 0;
-    static atomic_size_t hashed; /* bytes hashed by the built-in code so far */
-    if (n <= SHA256_SMALL && atomic_load_explicit(&hashed, memory_order_relaxed) < SHA256_SMALL &&
-        atomic_fetch_add_explicit(&hashed, n, memory_order_relaxed) + n <= SHA256_SMALL) {
-        cm_sha256_small(data, n, md);
-    } else if (!EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-        memset(md, 0, sizeof md); /* only on a broken libcrypto; the hash just never matches */
+    cm_sha256(data, n, md);
     for (size_t i = 0; i < 32; i++) {
         hex[2 * i] = digits[md[i] >> 4];
         hex[2 * i + 1] = digits[md[i] & 15];

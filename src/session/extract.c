@@ -7,11 +7,11 @@
  * BEGIN marker to the key=value pattern and the key's body stays.
  */
 #include <jansson.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <regex.h>
 #include <strings.h>
 
+#include "../base/sha256.h"
 #include "../base/utf8.h"
 #include "extract.h"
 
@@ -413,10 +413,7 @@ cm_rc cm_session_extract(const char *jsonl, size_t len, session_doc *d)
     for (size_t k = 0; k < d->n && !rc; k++)
         rc = cm_buf_printf(&h, "%s%d", k ? "," : "", d->line_map[k]);
     if (!rc) {
-        unsigned char md[SHA256_DIGEST_LENGTH];
-        SHA256((const unsigned char *)h.data, h.len, md);
-        for (int k = 0; k < SHA256_DIGEST_LENGTH; k++)
-            snprintf(d->hash + 2 * k, 3, "%02x", md[k]);
+        cm_sha256_hex(h.data, h.len, d->hash);
     }
     cm_buf_release(&msg);
     cm_buf_release(&red);

@@ -4,13 +4,13 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <math.h>
-#include <openssl/sha.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "flush.h"
+#include "../base/sha256.h"
 
 #define TAIL_BYTES (64 * 1024)
 
@@ -201,8 +201,8 @@ void cm_flush_context_hash(const json_t *messages, char out[17])
         }
     }
     if (rc) cm_buf_reset(&p); /* out of memory: the hash of nothing, which matches no stored hash */
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)p.data, p.len, md);
+    unsigned char md[32];
+    cm_sha256(p.data, p.len, md);
     for (int i = 0; i < 8; i++)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
     cm_buf_release(&p);

@@ -4,7 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/rand.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,7 +43,7 @@ cm_rc cm_transcript_path(buf *out, const char *dir, const char *session_id, cons
 void cm_transcript_uuid(char out[37])
 {
     unsigned char b[16];
-    if (RAND_bytes(b, sizeof b) != 1) /* never in practice; still unique enough */
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) /* never in practice; still unique enough */
         for (size_t i = 0; i < sizeof b; i++)
             b[i] = (unsigned char)(rand() ^ (int)(cm_now_ms() >> (i % 8)));
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
