@@ -344,42 +344,27 @@ static int status_text(json_t *s)
     return 0;
 }
 
-static int search_text(json_t *s)
+/* One result of the text output (cm_memory_search_each); *ctx counts them. */
+static int search_line(void *ctx, const cm_search_result *r)
 {
-    if (json_is_true(json_object_get(s, "disabled"))) {
-        fputs("clawmem: search unavailable: ", stderr);
-        put_safe(stderr, jstr(s, "error"), 0);
-        fputc('\n', stderr);
-        return 1;
+    size_t *shown = ctx;
+    printf("%s%.3f ", (*shown)++ ? "\n" : "", r->score);
+    out_line("%s", r->path);
+    printf(":%d-%d\n", r->start_line, r->end_line);
+    /* The snippet keeps its lines; its "Source: <citation>" footer is a
+     * file name, escaped like the one above. */
+    const char *snip = r->snippet, *cite = r->citation;
+    size_t sl = strlen(snip), cl = strlen(cite), fl = strlen("\n\nSource: ") + cl;
+    if (cl && sl >= fl && !strncmp(snip + sl - fl, "\n\nSource: ", fl - cl) &&
+        !strcmp(snip + sl - cl, cite)) {
+        char *body = strndup(snip, sl - fl);
+        put_safe(stdout, body ? body : "", 1);
+        free(body);
+        out_line("\n\nSource: %s", cite);
+    } else {
+        put_safe(stdout, snip, 1);
     }
-    json_t *res = json_object_get(s, "results");
-    if (!json_array_size(res)) {
-        printf("No matches.\n");
-        return 0;
-    }
-    size_t i;
-    json_t *r;
-    json_array_foreach(res, i, r)
-    {
-        printf("%s%.3f ", i ? "\n" : "", json_number_value(json_object_get(r, "score")));
-        out_line("%s", jstr(r, "path"));
-        printf(":%lld-%lld\n", (long long)json_integer_value(json_object_get(r, "startLine")),
-               (long long)json_integer_value(json_object_get(r, "endLine")));
-        /* The snippet keeps its lines; its "Source: <citation>" footer is a
-         * file name, escaped like the one above. */
-        const char *snip = jstr(r, "snippet"), *cite = jstr(r, "citation");
-        size_t sl = strlen(snip), cl = strlen(cite), fl = strlen("\n\nSource: ") + cl;
-        if (cl && sl >= fl && !strncmp(snip + sl - fl, "\n\nSource: ", fl - cl) &&
-            !strcmp(snip + sl - cl, cite)) {
-            char *body = strndup(snip, sl - fl);
-            put_safe(stdout, body ? body : "", 1);
-            free(body);
-            out_line("\n\nSource: %s", cite);
-        } else {
-            put_safe(stdout, snip, 1);
-        }
-        fputc('\n', stdout);
-    }
+    fputc('\n', stdout);
     return 0;
 }
 
@@ -524,11 +509,25 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
                                      isatty(2) ? on_progress : NULL, &pr, NULL, err, sizeof err)
                     : CM_OK;
     if (rc && rc != CM_EBUSY) fprintf(stderr, "clawmem: warning: sync failed: %s\n", err);
+    if (!as_json) { /* the results straight from the engine: no payload to read back */
+        size_t shown = 0;
+        rc = cm_memory_search_each(e, query, &o, session_key, search_line, &shown, err, sizeof err);
+        if (rc == CM_EUNAVAILABLE) {
+            fputs("clawmem: search unavailable: ", stderr);
+            put_safe(stderr, err, 0);
+            fputc('\n', stderr);
+            return 1;
+        }
+        if (rc) return die("%s", err);
+        if (!shown) printf("No matches.\n");
+        return 0;
+    }
     if (cm_memory_search_session(e, query, &o, session_key, &json, err, sizeof err))
         return die("%s", err);
-    int r = print_json_or(json, as_json, search_text);
+    fputs(json, stdout);
+    fputc('\n', stdout);
     cm_free(json);
-    return r;
+    return 0;
 }
 
 static int cmd_get(cm_engine *e, int argc, char **argv)

@@ -35,10 +35,11 @@ typedef enum cm_rc {
     CM_ECANCELED, /* the caller asked to stop (a progress callback returned nonzero) */
     /* A model or embedding call that failed for good (every profile and
      * fallback tried), by the class of its last failure: */
-    CM_EAUTH,      /* credentials refused or expired */
-    CM_ERATELIMIT, /* rate-limited or overloaded */
-    CM_ETIMEOUT,   /* no answer in time */
-    CM_EBILLING    /* out of credit or billing disabled */
+    CM_EAUTH,       /* credentials refused or expired */
+    CM_ERATELIMIT,  /* rate-limited or overloaded */
+    CM_ETIMEOUT,    /* no answer in time */
+    CM_EBILLING,    /* out of credit or billing disabled */
+    CM_EUNAVAILABLE /* the search cannot run (memory_search's "disabled"): the error says why */
 } cm_rc;
 
 /* A static, human-readable name for rc. Never NULL. */
@@ -138,7 +139,6 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
  * index (may be NULL). */
 cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen);
 
-
 typedef struct cm_search_opts {
     int max_results;  /* <= 0: memorySearch.query.maxResults */
     double min_score; /* < 0 or NaN: memorySearch.query.minScore */
@@ -172,6 +172,25 @@ cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *op
  * "backend": "builtin". */
 cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_opts *opts,
                                const char *session_key, char **json, char *err, size_t errlen);
+
+/* One result of cm_memory_search_each: the payload's fields but "id" and
+ * "textScore" (the snippet cut and cited as there; citation "" when the
+ * results carry none). Valid during the callback only. */
+typedef struct cm_search_result {
+    const char *path, *snippet, *source, *citation;
+    int start_line, end_line;
+    double score;
+} cm_search_result;
+typedef int (*cm_search_result_fn)(void *ctx, const cm_search_result *r);
+
+/* cm_memory_search_session without the JSON: fn(ctx, r) on each result in
+ * rank order (a nonzero return stops, CM_ECANCELED). A search that cannot
+ * run returns CM_EUNAVAILABLE and err says why (the payload's "disabled"
+ * and "error"). For a caller that shows the results itself (the CLI's text
+ * output): no payload is written nor read back, and no ids computed. */
+cm_rc cm_memory_search_each(cm_engine *e, const char *query, const cm_search_opts *opts,
+                            const char *session_key, cm_search_result_fn fn, void *ctx, char *err,
+                            size_t errlen);
 
 /* memory_get: *json receives {"path","text"} for lines [from, from+lines) of a
  * memory file (from is 1-based; 0 means 1; lines 0 means to the end). A missing

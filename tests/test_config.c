@@ -649,6 +649,13 @@ TEST(config_overlay_static_provider_end_to_end)
     run_result_release(&r);
 }
 
+static int count_result(void *ctx, const cm_search_result *r)
+{
+    (void)r;
+    ++*(int *)ctx;
+    return 0;
+}
+
 TEST(config_missing_workspace_is_an_error)
 {
     char *d = tmp_dir();
@@ -702,6 +709,12 @@ TEST(config_missing_workspace_is_an_error)
     EXPECT(strstr(js, "MEMORY.md") == NULL);
     cm_free(js);
     js = NULL;
+    int calls = 0;
+    EXPECT_INT(
+        cm_memory_search_each(e, "Biscuit", NULL, NULL, count_result, &calls, err, sizeof err),
+        CM_EUNAVAILABLE);
+    EXPECT_CONTAINS(err, "gone does not exist");
+    EXPECT_INT(calls, 0);
     EXPECT_INT(cm_memory_get(e, "MEMORY.md", 0, 0, &js, err, sizeof err), CM_ENOTFOUND);
     EXPECT_CONTAINS(err, "gone does not exist");
     EXPECT_INT(cm_engine_status(e, 0, &js, err, sizeof err), CM_ENOTFOUND);

@@ -93,6 +93,67 @@ TEST(tools_chat_type_from_session_key)
     EXPECT(!cm_tools_cite(CM_CITE_AUTO, "agent:main:telegram:group:1"));
 }
 
+typedef struct seen {
+    json_t *arr; /* what each result was, as the payload would show it */
+    int stop_after;
+} seen;
+
+static int collect(void *ctx, const cm_search_result *r)
+{
+    seen *s = ctx;
+    json_t *o = json_pack("{s:s, s:i, s:i, s:f, s:s, s:s}", "path", r->path, "startLine",
+                          r->start_line, "endLine", r->end_line, "score", r->score, "snippet",
+                          r->snippet, "source", r->source);
+    if (*r->citation) json_object_set_new(o, "citation", json_string(r->citation));
+    json_array_append_new(s->arr, o);
+    return s->stop_after && (int)json_array_size(s->arr) >= s->stop_after;
+}
+
+/* cm_tools_search_each hands out what the payload holds, field by field
+ * (bar "id" and "textScore"), cited or not, for long CJK text too; a
+ * nonzero return stops it. */
+TEST(tools_search_each_matches_the_payload)
+{
+    buf t = BUF_INIT;
+    for (int i = 0; i < 800; i++)
+        cm_buf_adds(&t, "漢");
+    search_hit v[3] = {mk("memory/2026-02-10.md", 12, 30, 0.734, "Router \"Omada\"\nVLAN 10"),
+                       mk("MEMORY.md", 3, 3, 0.5, "one line"),
+                       mk("memory/long.md", 1, 9, 0.123456789, t.data)};
+    v[0].has_text = true;
+    v[0].text_score = 0.8;
+    for (int cite = 0; cite < 2; cite++) {
+        buf b = BUF_INIT;
+        tools_head head = {"none", "", NULL, cite ? CM_CITE_ON : CM_CITE_OFF, NULL};
+        EXPECT_INT(cm_tools_search_payload(v, 3, &head, &b), CM_OK);
+        json_t *root = json_loads(b.data, 0, NULL), *want = json_object_get(root, "results");
+        seen s = {json_array(), 0};
+        EXPECT_INT(cm_tools_search_each(v, 3, cite, collect, &s), CM_OK);
+        EXPECT_INT(json_array_size(s.arr), 3);
+        for (size_t i = 0; i < 3; i++) {
+            json_t *w = json_array_get(want, i), *g = json_array_get(s.arr, i);
+            json_object_del(w, "id");
+            json_object_del(w, "textScore");
+            EXPECT_NEAR(json_real_value(json_object_get(g, "score")),
+                        json_number_value(json_object_get(w, "score")), 1e-6);
+            json_object_del(w, "score");
+            json_object_del(g, "score");
+            char *ws = json_dumps(w, JSON_SORT_KEYS), *gs = json_dumps(g, JSON_SORT_KEYS);
+            EXPECT_STR(gs, ws);
+            free(ws);
+            free(gs);
+        }
+        json_decref(s.arr);
+        s = (seen){json_array(), 1};
+        EXPECT_INT(cm_tools_search_each(v, 3, cite, collect, &s), CM_ECANCELED);
+        EXPECT_INT(json_array_size(s.arr), 1);
+        json_decref(s.arr);
+        json_decref(root);
+        cm_buf_release(&b);
+    }
+    cm_buf_release(&t);
+}
+
 TEST(tools_citations_auto_by_session)
 {
     search_hit v = mk("memory/a.md", 1, 2, 0.9, "text");

@@ -19,6 +19,38 @@ static float frand(void)
     return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
+/* The kernel chosen from cpuid and xgetbv is the one the kernel's own view
+ * of the processor (/proc/cpuinfo's flags) allows. */
+static bool cpu_flag(const char *flags, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = flags; (p = strstr(p, name)); p += n)
+        if ((p == flags || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\n' || !p[n])) return true;
+    return false;
+}
+
+TEST(vector_kernels_follow_cpuinfo)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) SKIP("/proc/cpuinfo", "no /proc/cpuinfo here");
+    static char line[8192];
+    const char *flags = NULL;
+    while (!flags && fgets(line, sizeof line, f))
+        if (!strncmp(line, "flags", 5)) flags = line;
+    fclose(f);
+    if (!flags) SKIP("/proc/cpuinfo", "no flags line (not x86?)");
+    bool avx512 =
+        cpu_flag(flags, "avx512f") && cpu_flag(flags, "avx512bw") && cpu_flag(flags, "popcnt");
+    bool vnni = avx512 && cpu_flag(flags, "avx512_vnni");
+    const char *want =
+        vnni && cpu_flag(flags, "avx512_vpopcntdq") ? "avx512vnni+vpopcntdq"
+        : vnni                                      ? "avx512vnni"
+        : avx512                                    ? "avx512"
+        : cpu_flag(flags, "avx2") && cpu_flag(flags, "fma") && cpu_flag(flags, "popcnt") ? "avx2"
+                                                                                         : "scalar";
+    EXPECT_STR(cm_vec_kernels_best()->name, want);
+}
+
 TEST(vector_kernels_match_scalar)
 {
     const vec_kernels *k[5];

@@ -42,6 +42,8 @@ const char *cm_strerror(cm_rc rc)
         return "timed out";
     case CM_EBILLING:
         return "billing";
+    case CM_EUNAVAILABLE:
+        return "search unavailable";
     }
     return "unknown error";
 }

@@ -95,6 +95,36 @@ static cm_rc chunk_id(const search_hit *h, const char *model, buf *tmp,
     return rc;
 }
 
+/* A hit's citation into c, and its snippet into snip: the first
+ * TOOLS_SNIPPET_CHARS characters, then "Source: <citation>" when cited. */
+static cm_rc shape_hit(const search_hit *h, bool cite, buf *c, buf *snip)
+{
+    cm_buf_reset(c);
+    cm_buf_reset(snip);
+    cm_rc rc = cm_tools_citation(c, h->path, h->start_line, h->end_line);
+    size_t tl = strlen(h->text);
+    if (!rc) rc = cm_buf_add(snip, h->text, prefix_chars(h->text, tl, TOOLS_SNIPPET_CHARS));
+    if (!rc && cite) rc = cm_buf_printf(snip, "\n\nSource: %s", c->data);
+    return rc;
+}
+
+cm_rc cm_tools_search_each(const search_hit *v, size_t n, bool cite, cm_search_result_fn fn,
+                           void *ctx)
+{
+    cm_rc rc = CM_OK;
+    buf c = BUF_INIT, snip = BUF_INIT;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const search_hit *h = &v[i];
+        rc = shape_hit(h, cite, &c, &snip);
+        cm_search_result r = {h->path,       snip.data,   h->source, cite ? c.data : "",
+                              h->start_line, h->end_line, h->score};
+        if (!rc && fn(ctx, &r)) rc = CM_ECANCELED;
+    }
+    cm_buf_release(&c);
+    cm_buf_release(&snip);
+    return rc;
+}
+
 cm_rc cm_tools_search_payload(const search_hit *v, size_t n, const tools_head *head, buf *out)
 {
     cm_rc rc = cm_buf_adds(out, "{\"results\":[");
@@ -103,12 +133,7 @@ cm_rc cm_tools_search_payload(const search_hit *v, size_t n, const tools_head *h
     char id[SHA256_HEX_LEN + 1];
     for (size_t i = 0; i < n && !rc; i++) {
         const search_hit *h = &v[i];
-        cm_buf_reset(&c);
-        cm_buf_reset(&snip);
-        rc = cm_tools_citation(&c, h->path, h->start_line, h->end_line);
-        size_t tl = strlen(h->text);
-        if (!rc) rc = cm_buf_add(&snip, h->text, prefix_chars(h->text, tl, TOOLS_SNIPPET_CHARS));
-        if (!rc && cite) rc = cm_buf_printf(&snip, "\n\nSource: %s", c.data);
+        rc = shape_hit(h, cite, &c, &snip);
         if (!rc) rc = chunk_id(h, head->model, &tmp, id);
         if (!rc && i) rc = cm_buf_addc(out, ',');
         if (!rc) rc = cm_buf_printf(out, "{\"id\":\"%s\",\"path\":", id);

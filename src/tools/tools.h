@@ -50,6 +50,12 @@ const char *cm_tools_search_mode(const char *provider);
  * before weighting and decay) is on every hit the keyword side found. */
 cm_rc cm_tools_search_payload(const search_hit *v, size_t n, const tools_head *h, buf *out);
 
+/* The same results, each to fn (cm_memory_search_each): snippet and
+ * citation as in the payload (citation "" unless cite), no id. A nonzero
+ * return from fn stops with CM_ECANCELED. */
+cm_rc cm_tools_search_each(const search_hit *v, size_t n, bool cite, cm_search_result_fn fn,
+                           void *ctx);
+
 /* {"results":[],"disabled":true,"error":msg,...}: a search that could not run. */
 cm_rc cm_tools_search_error(const char *msg, const tools_head *h, buf *out);
 

@@ -61,6 +61,23 @@ cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_
     return rc;
 }
 
+cm_rc cm_memory_search_each(cm_engine *e, const char *query, const cm_search_opts *opts,
+                            const char *session_key, cm_search_result_fn fn, void *ctx, char *err,
+                            size_t errlen)
+{
+    engine_result r = {0};
+    cm_rc rc = cm_engine_search(e, query, opts, session_key, &r, err, errlen);
+    if (!rc && r.error) rc = cm_seterr(err, errlen, CM_EUNAVAILABLE, "%s", r.error);
+    if (!rc) {
+        bool cite = cm_tools_cite(cm_engine_config(e)->citations, session_key);
+        rc = cm_tools_search_each(r.v, r.n, cite, fn, ctx);
+        if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+        if (rc == CM_ECANCELED) cm_seterr(err, errlen, rc, "stopped by the caller");
+    }
+    cm_engine_result_release(&r);
+    return rc;
+}
+
 cm_rc cm_memory_get(cm_engine *e, const char *path, long from, long lines, char **json, char *err,
                     size_t errlen)
 {

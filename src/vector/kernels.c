@@ -6,7 +6,9 @@
  * Chosen once from cpuid by cm_vec_kernels_best(). SIMD dot variants need n to
  * be a multiple of 16; Hamming variants take any number of words.
  */
+#include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 
 #include "vector.h"
 
@@ -220,39 +222,63 @@ static const vec_kernels k_vnni = {"avx512vnni", dot_avx512, dot_i8_vnni, hammin
 static const vec_kernels k_vpopcnt = {"avx512vnni+vpopcntdq", dot_avx512, dot_i8_vnni,
                                       hamming_vpopcnt, select_avx512};
 
+/* What the processor and the kernel support, asked with cpuid (and xgetbv:
+ * the kernel must save the wide registers) the first time a kernel is
+ * chosen. Not __builtin_cpu_supports: it brings libgcc's start-up
+ * constructor, whose dozen cpuid instructions (each a trap to the
+ * hypervisor in a virtual machine) every process paid, vectors or not. */
+enum { F_AVX2 = 1, F_AVX512 = 2, F_VNNI = 4, F_VPOPCNT = 8, F_KNOWN = 16 };
+
+static unsigned cpu_features(void)
+{
+    static atomic_uint known;
+    unsigned f = atomic_load_explicit(&known, memory_order_relaxed);
+    if (f) return f;
+    f = F_KNOWN;
+    unsigned a, b, c, d;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE)) {
+        bool fma = c & bit_FMA, popcnt = c & bit_POPCNT;
+        unsigned lo, hi;
+        __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        bool ymm = (lo & 0x6) == 0x6, zmm = (lo & 0xe6) == 0xe6;
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+            if (ymm && fma && popcnt && (b & bit_AVX2)) f |= F_AVX2;
+            if (zmm && popcnt && (b & bit_AVX512F) && (b & bit_AVX512BW)) f |= F_AVX512;
+            if ((f & F_AVX512) && (c & bit_AVX512VNNI)) f |= F_VNNI;
+            if ((f & F_VNNI) && (c & bit_AVX512VPOPCNTDQ)) f |= F_VPOPCNT;
+        }
+    }
+    atomic_store_explicit(&known, f, memory_order_relaxed);
+    return f;
+}
+
 static bool has_avx2(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("popcnt");
+    return cpu_features() & F_AVX2;
 }
 
 static bool has_avx512(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    return cpu_features() & F_AVX512;
 }
 
 static bool has_vnni(void)
 {
-    return has_avx512() && __builtin_cpu_supports("avx512vnni");
+    return cpu_features() & F_VNNI;
 }
 
 static bool has_vpopcnt(void)
 {
-    return has_vnni() && __builtin_cpu_supports("avx512vpopcntdq");
+    return cpu_features() & F_VPOPCNT;
 }
 
 const vec_kernels *cm_vec_kernels_best(void)
 {
-    static const vec_kernels *best;
-    if (!best)
-        best = has_vpopcnt()  ? &k_vpopcnt
-               : has_vnni()   ? &k_vnni
-               : has_avx512() ? &k_avx512
-               : has_avx2()   ? &k_avx2
-                              : &k_scalar;
-    return best;
+    return has_vpopcnt()  ? &k_vpopcnt
+           : has_vnni()   ? &k_vnni
+           : has_avx512() ? &k_avx512
+           : has_avx2()   ? &k_avx2
+                          : &k_scalar;
 }
 
 size_t cm_vec_kernels_all(const vec_kernels **out, size_t max)
