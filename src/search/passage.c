@@ -77,15 +77,26 @@ size_t cm_rank_passage_terms(const char *match, passage_terms *out)
     return out->n;
 }
 
-/* Whether text[i..n) starts with a word character (not CJK); its length in *l. */
-static bool word_at(const char *text, size_t i, size_t n, size_t *l, int32_t *cp)
+/* ASCII word characters: digits, letters, '_'. */
+static const bool ascii_word[128] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['_'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1,
+    ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1,
+    ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1,
+    ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1,
+    ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
+    ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1};
+
+/* Whether text[i..n) starts with a word character (not CJK); its length in
+ * *l. Inline: it is asked of every character of the best hits' text. */
+static inline bool word_at(const char *text, size_t i, size_t n, size_t *l, int32_t *cp)
 {
     unsigned char b = (unsigned char)text[i];
     if (b < 0x80) {
         *l = 1;
         *cp = b;
-        return (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ||
-               b == '_';
+        return ascii_word[b];
     }
     *l = cm_utf8_decode(text + i, n - i, cp);
     return cm_utf8_is_word(*cp) && !cm_utf8_is_cjk(*cp);
