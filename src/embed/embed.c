@@ -23,7 +23,8 @@ typedef struct kind_info {
 } kind_info;
 
 static const kind_info kinds[CM_PROV_N] = {
-    [CM_PROV_OPENAI] = {"https://api.openai.com/v1", "text-embedding-3-small", "OPENAI_API_KEY", 256},
+    [CM_PROV_OPENAI] = {"https://api.openai.com/v1", "text-embedding-3-small", "OPENAI_API_KEY",
+                        256},
     [CM_PROV_GEMINI] = {"https://generativelanguage.googleapis.com/v1beta", "gemini-embedding-001",
                         "GEMINI_API_KEY", 100},
     [CM_PROV_VOYAGE] = {"https://api.voyageai.com/v1", "voyage-4-large", "VOYAGE_API_KEY", 128},
@@ -68,8 +69,8 @@ static cm_rc open_static(const cm_config *cfg, embed_provider *p, char *err, siz
     uint32_t dims = 0, words = 0, sum = 0;
     cm_rc rc = cm_static_model_peek(path, &dims, &words, &sum, err, errlen);
     if (rc == CM_ENOTFOUND)
-        cm_seterr(err, errlen, rc, "static model %s is not installed (run scripts/install-static-model.sh)",
-                  path);
+        cm_seterr(err, errlen, rc,
+                  "static model %s is not installed (run scripts/install-static-model.sh)", path);
     if (!rc) {
         p->kind = EMBED_STATIC;
         p->dims = (int)dims;
@@ -169,14 +170,12 @@ static const char *auth_provider(int k)
     return k == CM_PROV_GEMINI ? "google" : cm_provider_names[k];
 }
 
-/* The provider's auth profiles in order (NULL when none) and, in *first,
- * the first usable one (else 0). */
-static char **profiles_for(const cm_config *cfg, int k, auth_store *st, size_t *first)
+/* The provider's auth profiles in order from the store st (NULL when none)
+ * and, in *first, the first usable one (else 0). */
+static char **profile_order(const cm_config *cfg, int k, auth_store *st, size_t *first)
 {
-    char err[256], **order = NULL;
+    char **order = NULL;
     *first = 0;
-    if (!cfg->state_dir || cm_auth_store_init(st, cfg->state_dir, cfg->agent_id, err, sizeof err))
-        return NULL;
     int64_t now = cm_wall_ms();
     if (cm_auth_profile_order(st, json_object_get(cfg->root, "auth"), auth_provider(k), NULL, now,
                               &order) ||
@@ -188,6 +187,16 @@ static char **profiles_for(const cm_config *cfg, int k, auth_store *st, size_t *
         (*first)++;
     if (!order[*first]) *first = 0; /* all cooling: try the soonest anyway */
     return order;
+}
+
+/* The same, the store read into st first (release it also when NULL). */
+static char **profiles_for(const cm_config *cfg, int k, auth_store *st, size_t *first)
+{
+    char err[256];
+    *first = 0;
+    if (!cfg->state_dir || cm_auth_store_init(st, cfg->state_dir, cfg->agent_id, err, sizeof err))
+        return NULL;
+    return profile_order(cfg, k, st, first);
 }
 
 const char *cm_embed_auto(const cm_config *cfg)
@@ -204,17 +213,29 @@ const char *cm_embed_auto(const cm_config *cfg)
         if (there) return "local";
     }
     static const int order[] = {CM_PROV_OPENAI, CM_PROV_GEMINI, CM_PROV_VOYAGE, CM_PROV_MISTRAL};
-    for (size_t i = 0; i < ARRAY_LEN(order); i++) {
-        if (key_for(cfg, order[i], true)) return cm_provider_names[order[i]];
-        auth_store st = {0};
+    auth_store st = {0};
+    int store = 0; /* read at the first provider without a key: 1 read, -1 none */
+    const char *found = NULL;
+    for (size_t i = 0; i < ARRAY_LEN(order) && !found; i++) {
+        if (key_for(cfg, order[i], true)) {
+            found = cm_provider_names[order[i]];
+            break;
+        }
+        char err[256];
+        if (!store)
+            store = cfg->state_dir &&
+                            !cm_auth_store_init(&st, cfg->state_dir, cfg->agent_id, err, sizeof err)
+                        ? 1
+                        : -1;
+        if (store < 0) continue; /* no store: keys only */
         size_t first;
-        char **profiles = profiles_for(cfg, order[i], &st, &first);
-        bool have = profiles && cm_auth_profile_secret(&st, profiles[first]);
+        char **profiles = profile_order(cfg, order[i], &st, &first);
+        if (profiles && cm_auth_profile_secret(&st, profiles[first]))
+            found = cm_provider_names[order[i]];
         cm_auth_strv_free(profiles);
-        cm_auth_store_release(&st);
-        if (have) return cm_provider_names[order[i]];
     }
-    return NULL;
+    cm_auth_store_release(&st);
+    return found;
 }
 
 void cm_embed_close(embed_provider *p)
@@ -253,7 +274,8 @@ cm_rc cm_embed_open(const cm_config *cfg, const char *name, embed_provider *p, c
     /* The key: remote.apiKey, else the agent's auth profiles, else
      * models.providers.<k>.apiKey or the environment. */
     auth_store st = {0};
-    const char *key = primary && cfg->remote_api_key && *cfg->remote_api_key ? cfg->remote_api_key : NULL;
+    const char *key =
+        primary && cfg->remote_api_key && *cfg->remote_api_key ? cfg->remote_api_key : NULL;
     if (!key && k != CM_PROV_OLLAMA) {
         p->profiles = profiles_for(cfg, k, &st, &p->cur);
         if (p->profiles) key = cm_auth_profile_secret(&st, p->profiles[p->cur]);
@@ -270,9 +292,10 @@ cm_rc cm_embed_open(const cm_config *cfg, const char *name, embed_provider *p, c
     if (!key && k != CM_PROV_OLLAMA)
         FAIL(CM_ENOTFOUND, "%s: no API key (set %s, models.providers.%s.apiKey or remote.apiKey)",
              name, kinds[k].env_key, k == CM_PROV_GEMINI ? "google" : name);
-    const char *base = primary && cfg->remote_base_url && *cfg->remote_base_url ? cfg->remote_base_url
-                       : cfg->providers[k].base_url                             ? cfg->providers[k].base_url
-                                                                                : kinds[k].base;
+    const char *base = primary && cfg->remote_base_url && *cfg->remote_base_url
+                           ? cfg->remote_base_url
+                       : cfg->providers[k].base_url ? cfg->providers[k].base_url
+                                                    : kinds[k].base;
     p->base_url = cm_strdup(base);
     p->model = cm_strdup(primary && cfg->model && *cfg->model ? cfg->model : kinds[k].model);
     p->api_key = key ? cm_strdup(key) : NULL;
@@ -322,7 +345,8 @@ static json_t *gemini_part(const embed_provider *p, const char *text, bool query
     snprintf(model, sizeof model, "models/%s", p->model);
     json_t *r = json_pack("{s:s, s:{s:[{s:s}]}, s:s}", "model", model, "content", "parts", "text",
                           text, "taskType", query ? "RETRIEVAL_QUERY" : "RETRIEVAL_DOCUMENT");
-    if (r && p->dims_wanted) json_object_set_new(r, "outputDimensionality", json_integer(p->dims_wanted));
+    if (r && p->dims_wanted)
+        json_object_set_new(r, "outputDimensionality", json_integer(p->dims_wanted));
     return r;
 }
 
@@ -340,7 +364,8 @@ static cm_rc build(const embed_provider *p, const char *const *texts, size_t n, 
         } else {
             rc = cm_buf_printf(url, "%s/models/%s:batchEmbedContents", p->base_url, p->model);
             arr = json_array();
-            for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, gemini_part(p, texts[i], query));
+            for (size_t i = 0; arr && i < n; i++)
+                json_array_append_new(arr, gemini_part(p, texts[i], query));
             j = json_pack("{s:o}", "requests", arr);
         }
         break;
@@ -351,7 +376,8 @@ static cm_rc build(const embed_provider *p, const char *const *texts, size_t n, 
     default: /* openai, voyage, mistral: {"model", "input": [...]} */
         rc = cm_buf_printf(url, "%s/embeddings", p->base_url);
         arr = json_array();
-        for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, json_string(texts[i]));
+        for (size_t i = 0; arr && i < n; i++)
+            json_array_append_new(arr, json_string(texts[i]));
         j = json_pack("{s:s, s:o}", "model", p->model, "input", arr);
         if (j && p->kind == CM_PROV_OPENAI) {
             json_object_set_new(j, "encoding_format", json_string("float"));
@@ -378,7 +404,8 @@ static const char *read_vector(json_t *v, embed_provider *p, float *out)
     for (size_t i = 0; i < d; i++) {
         json_t *x = json_array_get(v, i);
         double f = json_number_value(x);
-        if (!json_is_number(x) || !isfinite(f) || fabs(f) > 1e30) return "a vector holds a non-number";
+        if (!json_is_number(x) || !isfinite(f) || fabs(f) > 1e30)
+            return "a vector holds a non-number";
         out[i] = (float)f;
     }
     return NULL;
@@ -421,10 +448,12 @@ const char *cm_embed_parse(embed_provider *p, const char *body, size_t len, size
     json_array_foreach(list, i, item)
     {
         size_t at = i;
-        json_t *vec = json_object_get(item, p->kind == CM_PROV_GEMINI || p->kind == CM_PROV_OLLAMA ? "values" : "embedding");
+        json_t *vec = json_object_get(
+            item, p->kind == CM_PROV_GEMINI || p->kind == CM_PROV_OLLAMA ? "values" : "embedding");
         json_t *idx = json_object_get(item, "index");
         if (idx) {
-            if (!json_is_integer(idx) || json_integer_value(idx) < 0 || (size_t)json_integer_value(idx) >= n) {
+            if (!json_is_integer(idx) || json_integer_value(idx) < 0 ||
+                (size_t)json_integer_value(idx) >= n) {
                 why = "the answer has a bad index";
                 goto out;
             }
@@ -557,11 +586,13 @@ static cm_rc run(embed_provider *p, const char *const *texts, size_t n, bool que
     }
     float *m = malloc((n ? n : 1) * (size_t)p->dims * sizeof *m);
     if (!m) CHECK(CM_ENOMEM);
-    for (size_t i = 0; i < n; i++) memcpy(m + i * (size_t)p->dims, rows[i], (size_t)p->dims * sizeof *m);
+    for (size_t i = 0; i < n; i++)
+        memcpy(m + i * (size_t)p->dims, rows[i], (size_t)p->dims * sizeof *m);
     *out = m;
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
-    for (size_t i = 0; rows && i < n; i++) free(rows[i]);
+    for (size_t i = 0; rows && i < n; i++)
+        free(rows[i]);
     free(rows);
     for (size_t b = 0; reqs && b < nb; b++) {
         cm_buf_release(&reqs[b].resp);
