@@ -4,14 +4,16 @@
  * its Markdown IR): **bold** <b>, *italic* <i>, ~~strike~~ <s>, `code`
  * <code>, fenced blocks <pre><code>, ||spoiler|| <tg-spoiler>, > quotes
  * <blockquote>, [label](url) <a href>, file names that look like domains
- * ("README.md") <code>; headings lose their #s, list items
- * become "• " (numbers kept), a rule "───"; everything else is text with &,
- * < and > escaped. A marker without its closing twin stays as written. The
- * channel falls back to plain text when Telegram refuses the entities.
+ * ("README.md") <code>; headings lose their #s, list items become "• " or
+ * are numbered on from their list's first number, a rule "───"; everything
+ * else is text with &, < and > escaped. A marker without its closing twin
+ * stays as written. The channel falls back to plain text when Telegram
+ * refuses the entities.
  */
 #include "channel.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -257,6 +259,8 @@ static bool S_rule(const char *p, size_t n)
     return marks >= 3;
 }
 
+#define LIST_LEVELS 8 /* nesting levels of ordered lists numbered apart */
+
 /* "- ", "* ", "+ " or "12. " / "12) ": the item text's offset, else 0. */
 static size_t S_item(const char *p, size_t n, bool *ordered, size_t *num_len)
 {
@@ -279,6 +283,11 @@ cm_rc cm_gw_telegram_html(const char *md, buf *out)
     cm_buf_reset(out);
     const char *s = md ? md : "";
     bool in_code = false, in_quote = false, blank = false;
+    /* Ordered lists by nesting level: the last number shown and the
+     * delimiter ('.' or ')'; 0: no ordered list open at that level). Items
+     * are numbered on from the first one's number, as 2026.3.22 does. */
+    long list_num[LIST_LEVELS] = {0};
+    char list_delim[LIST_LEVELS] = {0};
     size_t fence_len = 0;
     char fence_ch = 0;
     while (*s && !rc) {
@@ -320,7 +329,14 @@ cm_rc cm_gw_telegram_html(const char *md, buf *out)
             continue;
         }
         if (blank && !in_quote) rc = cm_buf_addc(out, '\n');
+        bool after_blank = blank;
         blank = false;
+        bool item_line = S_item(p, pn, &(bool){false}, &(size_t){0}) != 0;
+        /* an unindented line that is not an item ends the lists, unless it
+         * continues an item's paragraph (no blank line before, plain text) */
+        if (!item_line && ind == 0 &&
+            (after_blank || quote || p[0] == '#' || S_rule(p, pn) || S_fence(p, pn, ind)))
+            memset(list_delim, 0, sizeof list_delim);
         if (!rc && S_fence(p, pn, ind)) {
             fence_ch = p[0];
             fence_len = 0;
@@ -368,9 +384,19 @@ cm_rc cm_gw_telegram_html(const char *md, buf *out)
             bool ordered;
             size_t num_len = 0, item = S_item(p, pn, &ordered, &num_len);
             if (item) {
+                size_t level = CM_MIN(ind / 2, (size_t)LIST_LEVELS - 1);
                 for (size_t k = 0; k < ind / 2 && !rc; k++)
                     rc = cm_buf_adds(out, "  ");
-                if (!rc && ordered) rc = cm_buf_printf(out, "%.*s. ", (int)num_len, p);
+                memset(list_delim + level + 1, 0, LIST_LEVELS - level - 1); /* nested lists end */
+                if (ordered && list_delim[level] == p[num_len]) {
+                    list_num[level]++;
+                } else if (ordered) {
+                    list_num[level] = strtol(p, NULL, 10); /* at most 9 digits */
+                    list_delim[level] = p[num_len];
+                } else {
+                    list_delim[level] = 0;
+                }
+                if (!rc && ordered) rc = cm_buf_printf(out, "%ld. ", list_num[level]);
                 if (!rc && !ordered) rc = cm_buf_adds(out, "• ");
                 if (!rc) rc = S_inline(out, p + item, pn - item, 0, false);
             } else {
