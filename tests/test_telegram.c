@@ -406,6 +406,10 @@ TEST(tg_html_renders_markdown)
         {"1. a\nlazy\n1. b", "1. a\nlazy\n2. b"},
         {"1. a\n\ntext\n\n1. b", "1. a\n\ntext\n\n1. b"},
         {"1. a\n# H\n1. b", "1. a\nH\n1. b"},
+        /* setext headings: the underline goes, a lone rule stays */
+        {"Title\n=====\nText", "Title\nText"},
+        {"Sub *x*\n---\n\n---", "Sub <i>x</i>\n\n───"},
+        {"- item\n---", "• item\n───"},
         {"```python\nif a < b:\n    **x**\n```\nafter",
          "<pre><code>if a &lt; b:\n    **x**</code></pre>\nafter"},
         {"```\nunclosed <", "<pre><code>unclosed &lt;</code></pre>"},

@@ -4,11 +4,11 @@
  * its Markdown IR): **bold** <b>, *italic* <i>, ~~strike~~ <s>, `code`
  * <code>, fenced blocks <pre><code>, ||spoiler|| <tg-spoiler>, > quotes
  * <blockquote>, [label](url) <a href>, file names that look like domains
- * ("README.md") <code>; headings lose their #s, list items become "• " or
- * are numbered on from their list's first number, a rule "───"; everything
- * else is text with &, < and > escaped. A marker without its closing twin
- * stays as written. The channel falls back to plain text when Telegram
- * refuses the entities.
+ * ("README.md") <code>; headings lose their #s (a setext heading its
+ * underline), list items become "• " or are numbered on from their list's
+ * first number, a rule "───"; everything else is text with &, < and >
+ * escaped. A marker without its closing twin stays as written. The channel
+ * falls back to plain text when Telegram refuses the entities.
  */
 #include "channel.h"
 
@@ -259,6 +259,22 @@ static bool S_rule(const char *p, size_t n)
     return marks >= 3;
 }
 
+/* Whether the line s (up to its newline) underlines a paragraph line into a
+ * setext heading: up to 3 spaces, a run of '=' or of '-', blanks. */
+static bool S_setext(const char *s)
+{
+    size_t i = 0;
+    while (i < 3 && s[i] == ' ')
+        i++;
+    char c = s[i];
+    if (c != '=' && c != '-') return false;
+    while (s[i] == c)
+        i++;
+    while (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')
+        i++;
+    return s[i] == '\n' || s[i] == '\0';
+}
+
 #define LIST_LEVELS 8 /* nesting levels of ordered lists numbered apart */
 
 /* "- ", "* ", "+ " or "12. " / "12) ": the item text's offset, else 0. */
@@ -401,6 +417,12 @@ cm_rc cm_gw_telegram_html(const char *md, buf *out)
                 if (!rc) rc = S_inline(out, p + item, pn - item, 0, false);
             } else {
                 rc = S_inline(out, s, ln, 0, false);
+                /* a setext heading's text, as plain as an ATX one's: its
+                 * underline is dropped (not a rule, not text) */
+                if (!in_quote && ind <= 3 && *next && S_setext(next)) {
+                    const char *unl = strchr(next, '\n');
+                    next = unl ? unl + 1 : next + strlen(next);
+                }
             }
             if (!rc) rc = cm_buf_addc(out, '\n');
         }
