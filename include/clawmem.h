@@ -175,7 +175,10 @@ cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_
 
 /* One result of cm_memory_search_each: the payload's fields but "id" and
  * "textScore" (the snippet cut and cited as there; citation "" when the
- * results carry none). Valid during the callback only. */
+ * results carry none). The strings are the index's bytes: a file name that
+ * is not valid UTF-8 comes as it is (the payload shows U+FFFD for such
+ * bytes), so it can be passed back to cm_memory_get. Valid during the
+ * callback only. */
 typedef struct cm_search_result {
     const char *path, *snippet, *source, *citation;
     int start_line, end_line;

@@ -7,7 +7,7 @@
 # for the npm downloads of llama.cpp and the static model, unless npm is there)
 # Needs root or sudo only when something is missing.
 set -eu
-pkgs="libsqlite3-dev libcurl4-openssl-dev libjansson-dev libssl-dev libpq-dev pkg-config make gcc"
+pkgs="libsqlite3-dev libcurl4-openssl-dev libjansson-dev libpq-dev pkg-config make gcc"
 [ "${1:-}" = "--fuzz" ] && pkgs="$pkgs clang"
 [ "${1:-}" = "--eval" ] && pkgs="$pkgs gnuplot-nox"
 [ "${1:-}" = "--pg" ] && pkgs="postgresql-15 postgresql-contrib"

@@ -146,10 +146,11 @@ TEST(sha256_known_vectors)
 /* The built-in code against libcrypto's at every length up to five blocks
  * (every padding case) and at odd addresses, once the process's built-in
  * share is spent; and one digest against coreutils' sha256sum, a reference
- * outside both. */
+ * outside both. Without libcrypto the built-in code serves all: the
+ * comparisons still hold, and the test says libcrypto was not there. */
 TEST(sha256_builtin_matches_libcrypto_and_sha256sum)
 {
-    EXPECT(cm_sha256_uses_libcrypto());
+    bool lib = cm_sha256_uses_libcrypto();
     size_t n = 1 << 20;
     unsigned char *data = malloc(n + 1);
     EXPECT(data != NULL);
@@ -184,6 +185,7 @@ TEST(sha256_builtin_matches_libcrypto_and_sha256sum)
     cm_sha256_hex(data, n, hex);
     EXPECT_STR(hex, line);
     free(data);
+    if (!lib) SKIP("libcrypto", "libcrypto.so.3 could not be loaded: the built-in code served all");
 }
 
 static char *parse_err(const char *text)

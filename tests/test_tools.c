@@ -109,6 +109,13 @@ static int collect(void *ctx, const cm_search_result *r)
     return s->stop_after && (int)json_array_size(s->arr) >= s->stop_after;
 }
 
+static int raw_path(void *ctx, const cm_search_result *r)
+{
+    /* the bytes as they are: jansson's json_stringn_nocheck keeps them */
+    json_array_append_new(((seen *)ctx)->arr, json_stringn_nocheck(r->path, strlen(r->path)));
+    return 0;
+}
+
 /* cm_tools_search_each hands out what the payload holds, field by field
  * (bar "id" and "textScore"), cited or not, for long CJK text too; a
  * nonzero return stops it. */
@@ -152,6 +159,12 @@ TEST(tools_search_each_matches_the_payload)
         cm_buf_release(&b);
     }
     cm_buf_release(&t);
+    /* a name that is not UTF-8 comes as its bytes (the payload's is U+FFFD) */
+    search_hit bad = mk("memory/bad\xff.md", 1, 1, 0.5, "t");
+    seen s = {json_array(), 0};
+    EXPECT_INT(cm_tools_search_each(&bad, 1, false, raw_path, &s), CM_OK);
+    EXPECT_STR(json_string_value(json_array_get(s.arr, 0)), "memory/bad\xff.md");
+    json_decref(s.arr);
 }
 
 TEST(tools_citations_auto_by_session)

@@ -10,7 +10,6 @@
  * digest (test_sha256_*).
  */
 #include <dlfcn.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -64,12 +63,14 @@ static void blocks_c(uint32_t h[8], const unsigned char *p, size_t n)
     }
 }
 
-/* libcrypto's EVP_Digest and EVP_sha256, resolved at run time. */
-typedef int evp_digest_fn(const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *,
-                          ENGINE *);
+/* libcrypto's EVP_Digest and EVP_sha256, resolved at run time; its EVP_MD
+ * and ENGINE are opaque pointers here (OpenSSL 3's signatures), so no
+ * OpenSSL header is needed to build. */
+typedef int evp_digest_fn(const void *data, size_t n, unsigned char *md, unsigned int *len,
+                          const void *type, void *engine);
 static struct {
     evp_digest_fn *digest;
-    const EVP_MD *(*sha256)(void);
+    const void *(*sha256)(void);
 } evp;
 static pthread_once_t evp_once = PTHREAD_ONCE_INIT;
 
@@ -78,7 +79,7 @@ static void load_libcrypto(void)
     void *h = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!h) return; /* the built-in code serves: the same digest, slower */
     evp_digest_fn *digest = (evp_digest_fn *)dlsym(h, "EVP_Digest");
-    const EVP_MD *(*sha256)(void) = (const EVP_MD *(*)(void))dlsym(h, "EVP_sha256");
+    const void *(*sha256)(void) = (const void *(*)(void))dlsym(h, "EVP_sha256");
     if (!digest || !sha256) {
         dlclose(h);
         return;

@@ -80,9 +80,8 @@ void cm_engine_lock_release(int fd)
 
 /* What the record vouches for: this workspace indexed with these settings
  * (the fields of meta_json's fingerprint, the extra paths themselves rather
- * than their hash), as 16 hex digits of a 64-bit FNV-1a: no SHA-256 here,
- * whose first use costs a search process about a millisecond of libcrypto
- * set-up. */
+ * than their hash), as 16 hex digits of a 64-bit FNV-1a: a name, not a
+ * secret, so no SHA-256 is needed. */
 static void watch_identity(const cm_engine *e, char id[SHA256_HEX_LEN + 1])
 {
     const cm_config *c = &e->cfg;

@@ -3,7 +3,7 @@
  * AVX2+FMA (with the POPCNT instruction), AVX-512, AVX-512 VNNI (int8) and
  * AVX-512 VPOPCNTDQ (sign-bit codes) variants compiled for their targets with
  * function attributes (the rest of the program needs no special flags).
- * Chosen once from cpuid by cm_vec_kernels_best(). SIMD dot variants need n to
+ * Chosen from cpuid (asked once) by cm_vec_kernels_best(). SIMD dot variants need n to
  * be a multiple of 16; Hamming variants take any number of words.
  */
 #include <cpuid.h>
