@@ -126,7 +126,8 @@ TEST(sha256_known_vectors)
         {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
         {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
-        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlm"
+        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrl"
+         "m"
          "nopqrsmnopqrstnopqrstu",
          "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
     };
@@ -186,6 +187,40 @@ TEST(sha256_builtin_matches_libcrypto_and_sha256sum)
     EXPECT_STR(hex, line);
     free(data);
     if (!lib) SKIP("libcrypto", "libcrypto.so.3 could not be loaded: the built-in code served all");
+}
+
+/* The command loads libcrypto (and libcurl) only when it needs them, so a
+ * search process never pays for their relocations: neither is a dynamic
+ * dependency, nor is libcrypto linked in statically (its symbol names would
+ * be in the program's symbol table). */
+TEST(sha256_command_does_not_link_libcrypto)
+{
+    const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";
+    run_result r = run_cmd(NULL, (const char *const[]){"ldd", bin, NULL});
+    EXPECT_INT(r.status, 0);
+    EXPECT(r.out && strstr(r.out, "libc.so") != NULL); /* ldd did list the libraries */
+    EXPECT(strstr(r.out, "libcrypto") == NULL);
+    EXPECT(strstr(r.out, "libcurl") == NULL);
+    run_result_release(&r);
+    FILE *f = fopen(bin, "rb");
+    EXPECT(f != NULL);
+    static char chunk[1 << 16];
+    static const char sym[] = "OPENSSL_init_crypto";
+    size_t have = 0, got;
+    bool found = false, has_main = false;
+    while ((got = fread(chunk + have, 1, sizeof chunk - have, f)) > 0) {
+        have += got;
+        found = found || memmem(chunk, have, sym, sizeof sym - 1) != NULL;
+        has_main = has_main || memmem(chunk, have, "cm_engine_open", 14) != NULL;
+        size_t keep = sizeof sym; /* a name across two reads */
+        if (have > keep) {
+            memmove(chunk, chunk + have - keep, keep);
+            have = keep;
+        }
+    }
+    fclose(f);
+    EXPECT(has_main); /* the symbol table is there to look in */
+    EXPECT(!found);
 }
 
 static char *parse_err(const char *text)
