@@ -17,6 +17,8 @@
 
 #include <sqlite3.h>
 
+#include <jansson.h>
+
 #include "../src/base/fs.h"
 #include "../src/store/store.h"
 #include "test.h"
@@ -369,4 +371,20 @@ bool pg_integrity_ok(const char *agent)
     if (cm_store_check(&s, &ok, err, sizeof err) != CM_OK) ok = false;
     cm_store_close(&s);
     return ok;
+}
+
+json_t *sync_search(const char *ws, const char *state, const char *cfg, const char *query)
+{
+    cm_options o = {NULL, ws, cfg, state, NULL, NULL, 0};
+    cm_engine *eng = NULL;
+    char err[512], *js = NULL;
+    json_t *p = NULL;
+    if (cm_engine_open(&o, &eng, err, sizeof err) != CM_OK) return NULL;
+    cm_search_opts so = {10, 0, 0};
+    if (cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err) == CM_OK &&
+        cm_memory_search(eng, query, &so, &js, err, sizeof err) == CM_OK)
+        p = json_loads(js, 0, NULL);
+    cm_free(js);
+    cm_engine_close(eng);
+    return p;
 }

@@ -98,6 +98,10 @@ void set_mtime(const char *path, long t);
  * first). Returns the child's exit code (fn's result), 90 when it could not
  * drop, 100 when it did not exit. */
 int run_unprivileged(const char *tree, int (*fn)(void *), void *arg);
+/* Opens an engine on workspace ws, state dir state and config cfg, syncs,
+ * runs memory_search (10 results, minScore 0) and closes it: the payload
+ * parsed (json_decref it), or NULL when any step fails. */
+struct json_t *sync_search(const char *ws, const char *state, const char *cfg, const char *query);
 
 typedef struct run_result {
     int status; /* exit code, or 128+signal */

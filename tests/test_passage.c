@@ -75,22 +75,6 @@ TEST(passage_sentences_split_long_lines_only)
 
 /* ---- through the engine ---------------------------------------------------- */
 
-static json_t *search(const char *ws, const char *state, const char *cfg, const char *query)
-{
-    cm_options o = {NULL, ws, cfg, state, NULL, NULL, 0};
-    cm_engine *eng = NULL;
-    char err[512], *js = NULL;
-    json_t *p = NULL;
-    if (cm_engine_open(&o, &eng, err, sizeof err) != CM_OK) return NULL;
-    cm_search_opts so = {10, 0, 0};
-    if (cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err) == CM_OK &&
-        cm_memory_search(eng, query, &so, &js, err, sizeof err) == CM_OK)
-        p = json_loads(js, 0, NULL);
-    cm_free(js);
-    cm_engine_close(eng);
-    return p;
-}
-
 static json_t *result(json_t *p, size_t i)
 {
     return json_array_get(json_object_get(p, "results"), i);
@@ -116,7 +100,7 @@ TEST(search_keywords_on_one_line_beat_scattered)
         write_file(ws, "memory/2026-01-02.md",
                    "We talked about today.\nThe was full.\nMelanie signed a pottery class "
                    "form.\n");
-        json_t *p = search(ws, state, cfg, "When did Melanie sign up for the pottery class?");
+        json_t *p = sync_search(ws, state, cfg, "When did Melanie sign up for the pottery class?");
         EXPECT(p != NULL);
         EXPECT_INT(json_array_size(json_object_get(p, "results")), 2);
         EXPECT_STR(json_string_value(json_object_get(result(p, 0), "path")),
@@ -126,7 +110,7 @@ TEST(search_keywords_on_one_line_beat_scattered)
         EXPECT(s0 > s1);
         json_decref(p);
         /* one keyword: every hit holds it on a line, nothing changes */
-        p = search(ws, state, cfg, "pottery");
+        p = sync_search(ws, state, cfg, "pottery");
         EXPECT(p != NULL);
         EXPECT_INT(json_array_size(json_object_get(p, "results")), 2);
         s0 = json_number_value(json_object_get(result(p, 0), "score"));

@@ -297,18 +297,7 @@ static void qenv_init(qenv *e, const char *config)
 /* Syncs, then searches (minScore 0, 10 results); the payload or NULL. */
 static json_t *qsearch(const qenv *e, const char *query)
 {
-    cm_options o = {NULL, e->ws, e->cfg, e->state, NULL, NULL, 0};
-    cm_engine *eng = NULL;
-    char err[512], *js = NULL;
-    json_t *p = NULL;
-    if (cm_engine_open(&o, &eng, err, sizeof err) != CM_OK) return NULL;
-    cm_search_opts so = {10, 0, 0};
-    if (cm_engine_sync(eng, 0, NULL, NULL, NULL, err, sizeof err) == CM_OK &&
-        cm_memory_search(eng, query, &so, &js, err, sizeof err) == CM_OK)
-        p = json_loads(js, 0, NULL);
-    cm_free(js);
-    cm_engine_close(eng);
-    return p;
+    return sync_search(e->ws, e->state, e->cfg, query);
 }
 
 static const char *qpath(json_t *p, size_t i)
