@@ -793,6 +793,7 @@ static int cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    cm_process_init();
     cm_options opt = {0};
     opt.log = on_log;
     int i = 1;

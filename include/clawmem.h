@@ -45,6 +45,12 @@ typedef enum cm_rc {
 /* A static, human-readable name for rc. Never NULL. */
 const char *cm_strerror(cm_rc rc);
 
+/* Optional, for a program: call once at its start, before it starts a
+ * thread or uses SQLite in any other way. Sets SQLite's process-wide options
+ * for a short-lived process (no page-cache preallocation, no memory
+ * statistics); a program that uses SQLite itself may leave it out. */
+void cm_process_init(void);
+
 /* The size of a message buffer (char err[CM_ERR_SIZE]) that holds every
  * message clawmem writes; a smaller one gets the message cut at a UTF-8
  * boundary. A message is written only when the call fails, and it is the

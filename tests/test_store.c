@@ -1,8 +1,11 @@
 /*
  * test_store.c — the store directly: cm_bm25 scores, contentless FTS deletes,
- * leftovers of dead rebuilds.
+ * leftovers of dead rebuilds, bulk builds, process-wide SQLite options.
  */
+#include <fcntl.h>
 #include <math.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../src/store/fts_rank.h"
@@ -209,4 +212,142 @@ TEST(store_cm_bm25_top_k_is_exact)
     }
     EXPECT(skipped > 0);
     cm_store_close(&s);
+}
+
+/* One value of a single-row query on s (the test's own SQL). */
+static int64_t store_int(store *s, const char *sql)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+/* A bulk build (a rebuild's private file) writes the keyword entries after
+ * every chunk, in one pass: before cm_store_bulk_keywords nothing is found,
+ * after it every query ranks the same rows with the same scores as a store
+ * written file by file, the keyword tables' pages all lie past the chunks'
+ * (file by file they are spread among them), FTS5's integrity check passes
+ * and its pending-data bound is back to its default. */
+TEST(store_bulk_build_writes_keywords_after_the_chunks)
+{
+    char *d = tmp_dir();
+    const char *words[] = {"harbor", "lantern", "quartz", "meadow", "cobalt", "ember", "falcon",
+                           "glacier", "hollow", "indigo", "juniper", "kestrel", "lagoon", "marble",
+                           "nectar", "orchid", "pepper", "quiver", "raven", "saffron"};
+    store one, bulk;
+    char err[256];
+    EXPECT_INT(cm_store_open(&one, path_in(d, "one.sqlite"), "porter", STORE_CREATE, 1000, err,
+                             sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_open(&bulk, path_in(d, "bulk.sqlite"), "porter",
+                             STORE_CREATE | STORE_BULK, 1000, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_begin(&one, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_begin(&bulk, err, sizeof err), CM_OK);
+    buf text = BUF_INIT;
+    uint32_t x = 12345;
+    for (int f = 0; f < 2000; f++) {
+        cm_buf_reset(&text);
+        for (int w = 0; w < 30; w++) {
+            x = x * 1103515245u + 12345u;
+            EXPECT_INT(cm_buf_printf(&text, "%s%s", w ? " " : "", words[(x >> 16) % 20]), CM_OK);
+        }
+        chunk_list c = one_chunk(text.data);
+        char path[32];
+        snprintf(path, sizeof path, "memory/%04d.md", f);
+        EXPECT_INT(cm_store_file_replace(&one, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+                   CM_OK);
+        EXPECT_INT(
+            cm_store_file_replace(&bulk, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+            CM_OK);
+        cm_chunk_list_release(&c);
+    }
+    cm_buf_release(&text);
+    fts_hits h = {0}, w = {0};
+    EXPECT_INT(cm_store_fts_search(&bulk, "\"harbor\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 0); /* no keyword entries yet */
+    cm_fts_hits_release(&h);
+    EXPECT_INT(cm_store_bulk_keywords(&bulk, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_bulk_keywords(&one, err, sizeof err), CM_OK); /* not bulk: nothing */
+    EXPECT_INT(cm_store_commit(&one, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_commit(&bulk, err, sizeof err), CM_OK);
+    const char *queries[] = {"\"harbor\"", "\"lantern\" AND \"quartz\"", "\"meadow\" OR \"ember\"",
+                             "\"falcon\" \"glacier\" \"hollow\""};
+    for (size_t qi = 0; qi < sizeof queries / sizeof *queries; qi++) {
+        EXPECT_INT(cm_store_fts_search(&one, queries[qi], 50, &w, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&bulk, queries[qi], 50, &h, err, sizeof err), CM_OK);
+        EXPECT(w.n > 10);
+        EXPECT_INT(h.n, w.n);
+        for (size_t i = 0; i < h.n && i < w.n; i++) {
+            EXPECT_INT(h.v[i].id, w.v[i].id);
+            EXPECT_NEAR(h.v[i].rank, w.v[i].rank, 1e-12);
+            EXPECT_STR(h.v[i].path, w.v[i].path);
+        }
+        cm_fts_hits_release(&h);
+        cm_fts_hits_release(&w);
+    }
+    /* the pages of the length table (~6 bytes a row) among the chunks': its
+     * root only (made with the schema), or more of them */
+    const char *among = "SELECT count(*) FROM dbstat WHERE name = 'chunks_fts_docsize' AND pageno < "
+                        "(SELECT max(pageno) FROM dbstat WHERE name = 'chunks')";
+    EXPECT(store_int(&bulk, "SELECT count(*) FROM dbstat WHERE name = 'chunks_fts_docsize'") > 3);
+    EXPECT(store_int(&bulk, "SELECT count(*) FROM dbstat WHERE name = 'chunks'") > 50);
+    EXPECT_INT(store_int(&bulk, among), 1);
+    EXPECT(store_int(&one, among) > 3);
+    EXPECT_INT(store_int(&bulk, "SELECT v FROM chunks_fts_config WHERE k = 'hashsize'"), 1048576);
+    bool ok = false;
+    EXPECT_INT(cm_store_check(&bulk, &ok, err, sizeof err), CM_OK);
+    EXPECT(ok);
+    cm_store_close(&one);
+    cm_store_close(&bulk);
+}
+
+/* cm_process_init, called first in a fresh process (the runner run again
+ * for this test alone), sets SQLite's process-wide options: no memory
+ * statistics, so a store's allocations leave sqlite3_memory_used at 0.
+ * Called once SQLite has started (this process), it changes nothing and the
+ * store still works. */
+TEST(store_process_init_sets_sqlite_options_only_first)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    chunk_list c = one_chunk("a process of its own");
+    bool fresh = getenv("CLAWMEM_TEST_FRESH_PROCESS") != NULL;
+    if (fresh) cm_process_init();
+    EXPECT_INT(cm_store_open(&s, path_in(d, "i.sqlite"), "porter", STORE_CREATE, 1000, err,
+                             sizeof err),
+               CM_OK);
+    if (!fresh) cm_process_init();
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_file_replace(&s, "a.md", "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+    fts_hits h = {0};
+    EXPECT_INT(cm_store_fts_search(&s, "\"process\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    cm_fts_hits_release(&h);
+    if (fresh) {
+        EXPECT_INT(sqlite3_memory_used(), 0);
+    } else {
+        EXPECT(sqlite3_memory_used() > 0);
+        pid_t pid = fork();
+        EXPECT(pid >= 0);
+        if (pid == 0) {
+            setenv("CLAWMEM_TEST_FRESH_PROCESS", "1", 1);
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0) dup2(null, 1);
+            execl("/proc/self/exe", "test_runner", "store_process_init_sets_sqlite_options_only_first",
+                  (char *)NULL);
+            _exit(127);
+        }
+        int st = 0;
+        EXPECT(waitpid(pid, &st, 0) == pid);
+        EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    cm_store_close(&s);
+    cm_chunk_list_release(&c);
 }

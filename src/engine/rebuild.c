@@ -196,6 +196,7 @@ cm_rc cm_engine_rebuild(sync_run *r, const file_list *files, const char *meta, c
         pthread_join(reader_tid, NULL);
         reader = false;
     }
+    CHECK(cm_store_bulk_keywords(&tmp, err, errlen));
     CHECK(cm_store_meta_set(&tmp, STORE_META_KEY, meta, err, errlen));
     CHECK(cm_engine_save_problems(&tmp, &r->problems, err, errlen));
     CHECK(cm_store_commit(&tmp, err, errlen));

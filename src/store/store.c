@@ -179,6 +179,19 @@ static cm_rc stmt(store *s, int id, sqlite3_stmt **out, char *err, size_t errlen
     return CM_OK;
 }
 
+/* For a program, before any thread and any other use of SQLite (public:
+ * include/clawmem.h). Each connection's page cache would otherwise set aside
+ * 20 pages at its first read, and a search touches one of them (the index is
+ * read through a memory map): ~40 of a search process's 280 page faults. The
+ * per-allocation statistics clawmem never reads cost a mutex each. Both are
+ * process-wide, so a library call leaves them to the program; a call after
+ * SQLite has started changes nothing (SQLITE_MISUSE, ignored). */
+void cm_process_init(void)
+{
+    sqlite3_config(SQLITE_CONFIG_PAGECACHE, (void *)0, 0, 0);
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 /* Whether an open failed for lack of write access (a read-only state dir
  * or index file), which a read-only connection may get around. */
 static bool no_write_access(int code)
@@ -266,6 +279,7 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
     r = cm_fts_rank_register(s->db);
     if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "register cm_bm25", err, errlen));
     if (flags & STORE_BULK) {
+        s->bulk = true;
         CHECK(exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-65536;",
                    "set up a new index", err, errlen));
     } else if (!s->readonly && existing && sqlite3_db_readonly(s->db, "main") == 1) {
@@ -562,6 +576,7 @@ cm_rc cm_store_file_replace(store *s, const char *path, const char *source, cons
         sqlite3_bind_text(ic, 6, c->text, (int)c->len, SQLITE_STATIC);
         sqlite3_bind_int64(ic, 7, c->time_s ? c->time_s : now);
         CHECK(step_done(s, ic, "insert chunk", err, errlen));
+        if (s->bulk) continue; /* cm_store_bulk_keywords */
         int64_t id = sqlite3_last_insert_rowid(s->db);
         CHECK(cm_store_keyword_text(s, &s->scratch, c->text, c->len));
         sqlite3_bind_int64(ins_fts, 1, id);
@@ -576,6 +591,36 @@ cm_rc cm_store_file_replace(store *s, const char *path, const char *source, cons
     if (problem) sqlite3_bind_text(q, 6, problem, -1, SQLITE_STATIC);
     CHECK(step_done(s, q, "write file row", err, errlen));
 out:
+    return rc;
+}
+
+cm_rc cm_store_bulk_keywords(store *s, char *err, size_t errlen)
+{
+    if (!s->bulk) return CM_OK;
+    cm_rc rc = CM_OK;
+    sqlite3_stmt *q = NULL, *ins = NULL;
+    /* FTS5 keeps up to 'hashsize' bytes of postings in memory before it
+     * writes a segment (1 MiB unless set); here up to 64 MiB */
+    CHECK(exec(s, "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 67108864)",
+               "set up the keyword table", err, errlen));
+    CHECK(stmt(s, INS_FTS, &ins, err, errlen));
+    int r = sqlite3_prepare_v2(s->db, "SELECT id, text FROM chunks ORDER BY id", -1, &q, NULL);
+    if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "read chunks", err, errlen));
+    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *text = (const char *)sqlite3_column_text(q, 1);
+        int len = sqlite3_column_bytes(q, 1);
+        CHECK(cm_store_keyword_text(s, &s->scratch, text ? text : "", (size_t)len));
+        sqlite3_bind_int64(ins, 1, sqlite3_column_int64(q, 0));
+        sqlite3_bind_text(ins, 2, s->scratch.data, (int)s->scratch.len, SQLITE_STATIC);
+        CHECK(step_done(s, ins, "insert keyword entry", err, errlen));
+    }
+    if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read chunks", err, errlen));
+    /* the pending postings are written here, and later writers keep FTS5's
+     * own bound */
+    CHECK(exec(s, "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 1048576)",
+               "write the keyword table", err, errlen));
+out:
+    sqlite3_finalize(q);
     return rc;
 }
 
