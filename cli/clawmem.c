@@ -77,8 +77,9 @@ static const char usage_index[] =
     "usage: clawmem index [--force | --drop] [--verbose] [--json]\n"
     "Syncs the index with the memory files: unchanged files cost one stat, changed files are\n"
     "re-chunked. --force rebuilds the whole index into a new file (also repairs a corrupt one).\n"
-    "--drop removes the agent's index (a PostgreSQL index: every row of the agent) and leaves\n"
-    "the memory files as they are; the next `clawmem index` builds it again.\n";
+    "--drop removes the agent's index (a PostgreSQL index: every row of the agent; with the QMD\n"
+    "backend also QMD's own) and leaves the memory files as they are; the next `clawmem index`\n"
+    "builds it again.\n";
 static const char usage_search[] =
     "usage: clawmem search QUERY [--max-results N] [--min-score X] [--json] [--no-sync]\n"
     "                      [--session-key KEY]\n"

@@ -139,8 +139,9 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
 
 /* Removes the agent's index, waiting for the writer lock like a sync: its
  * rows in a PostgreSQL index (every table), else the SQLite file with its
- * -wal and -shm (the builtin index: a QMD backend's own index stays). The
- * memory files are untouched; the next sync rebuilds the index. CM_EBUSY
+ * -wal and -shm; with memory.backend "qmd" also QMD's own index (its
+ * collections stay registered). The memory files are untouched; the next
+ * sync rebuilds the index. CM_EBUSY
  * while a live watcher keeps the index. *dropped is 1 when there was an
  * index (may be NULL). */
 cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen);

@@ -444,6 +444,51 @@ TEST(qmd_real_scope)
     qenv_release(&q);
 }
 
+/* `index --drop` with the QMD backend removes QMD's own index as well as the
+ * builtin one, and forgets the last update; the next sync builds both
+ * again and QMD answers as before. */
+TEST(qmd_real_drop)
+{
+    NEED_QMD(qmd);
+    qenv q;
+    qenv_init(&q, "{}");
+    real_config(&q, qmd, "update: {debounceMs: 3600000}");
+    char qidx[1200], builtin[1200], state[1200];
+    snprintf(qidx, sizeof qidx, "%s/agents/main/qmd/xdg-cache/qmd/index.sqlite", q.state);
+    snprintf(builtin, sizeof builtin, "%s/memory/main.sqlite", q.state);
+    snprintf(state, sizeof state, "%s/agents/main/qmd/clawmem-state", q.state);
+    cm_engine *e = qopen(&q);
+    EXPECT(e);
+    char err[512];
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    json_t *o = qsearch(e, "router VLAN", DIRECT);
+    EXPECT(o && nresults(o) == 1 && !json_object_get(o, "fallback"));
+    json_decref(o);
+    EXPECT(access(qidx, F_OK) == 0);
+    EXPECT(access(builtin, F_OK) == 0);
+    EXPECT(access(state, F_OK) == 0);
+    int dropped = 0;
+    EXPECT_INT(cm_engine_drop_index(e, &dropped, err, sizeof err), CM_OK);
+    EXPECT_INT(dropped, 1);
+    EXPECT(access(qidx, F_OK) != 0);
+    EXPECT(access(builtin, F_OK) != 0);
+    EXPECT(access(state, F_OK) != 0);
+    cm_engine_close(e);
+    EXPECT_NO_LEFTOVERS(&q);
+    /* built again by the next sync, within the debounce of the last update */
+    e = qopen(&q);
+    EXPECT(e);
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    EXPECT(access(qidx, F_OK) == 0);
+    o = qsearch(e, "router VLAN", DIRECT);
+    EXPECT(o && nresults(o) == 1 && !json_object_get(o, "fallback"));
+    EXPECT_STR(json_string_value(json_object_get(o, "provider")), "qmd");
+    json_decref(o);
+    cm_engine_close(e);
+    EXPECT_NO_LEFTOVERS(&q);
+    qenv_release(&q);
+}
+
 TEST(qmd_real_sessions)
 {
     NEED_QMD(qmd);

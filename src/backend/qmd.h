@@ -160,6 +160,11 @@ cm_rc cm_backend_qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_
 /* Registers the collections again after QMD said one is missing (`qmd
  * collection list` consulted whatever the record says). */
 cm_rc cm_backend_qmd_sidecar_repair(qmd_sidecar *q, char *err, size_t errlen);
+/* Removes QMD's index (index.sqlite with its -wal and -shm) once this
+ * process's update and any other process's (the update lock) are done, and
+ * forgets the last update and embedding, so the next update builds it
+ * again. The collections stay registered. *dropped: there was an index. */
+cm_rc cm_backend_qmd_sidecar_drop(qmd_sidecar *q, int *dropped, char *err, size_t errlen);
 /* Wakes the schedule's thread to look at the clock again (tests that move it). */
 void cm_backend_qmd_sidecar_poke(qmd_sidecar *q);
 /* Stops the thread (killing a run in progress) and frees q. */

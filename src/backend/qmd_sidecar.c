@@ -590,6 +590,42 @@ cm_rc cm_backend_qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_
     return rc;
 }
 
+cm_rc cm_backend_qmd_sidecar_drop(qmd_sidecar *q, int *dropped, char *err, size_t errlen)
+{
+    static const char *const tails[] = {"", "-wal", "-shm"};
+    cm_rc rc = CM_OK;
+    *dropped = 0;
+    pthread_mutex_lock(&q->mu); /* after this process's update, as an updater */
+    while (q->updating && !q->stop)
+        pthread_cond_wait(&q->cv, &q->mu);
+    q->updating = true;
+    pthread_mutex_unlock(&q->mu);
+    int fd = lock_updates(q, true); /* and after any other process's */
+    for (size_t i = 0; i < ARRAY_LEN(tails) && !rc; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/qmd/index.sqlite%s", q->xdg_cache, tails[i]);
+        if (unlink(path) == 0) {
+            if (!i) *dropped = 1;
+        } else if (errno != ENOENT) {
+            char clip[FS_CLIP_MAX + 1];
+            rc = cm_seterr(err, errlen, CM_EIO, "cannot remove %s: %s", cm_fs_clip(path, clip),
+                           strerror(errno));
+        }
+    }
+    if (!rc) { /* the next update and embedding run whatever the debounce */
+        char path[4200];
+        snprintf(path, sizeof path, "%s/" QMD_STATE, q->dir);
+        unlink(path);
+    }
+    if (fd >= 0) close(fd);
+    pthread_mutex_lock(&q->mu);
+    if (!rc) q->last_update_ms = q->last_embed_ms = 0;
+    q->updating = false;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
 static void *schedule_main(void *arg)
 {
     qmd_sidecar *q = arg;

@@ -117,6 +117,9 @@ extern const engine_backend cm_engine_qmd_backend;
 void cm_engine_qmd_test_clock(int64_t (*clock)(void *ctx), void *ctx);
 int cm_engine_qmd_updates(cm_engine *e);
 void cm_engine_qmd_poke(cm_engine *e);
+/* A QMD backend's own index removed (cm_backend_qmd_sidecar_drop); any other
+ * backend: nothing, *dropped 0. */
+cm_rc cm_engine_qmd_drop(cm_engine *e, int *dropped, char *err, size_t errlen);
 
 /* ---- conn.c: the index connection --------------------------------------- */
 
