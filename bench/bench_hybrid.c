@@ -8,7 +8,8 @@
  * edit synced by another engine (as the MCP server's writer thread does):
  * the warm engine applies the vector log's changes, against the first search
  * of an engine that loads all 100k vectors (what every edit cost before the
- * log). Prints one JSON object.
+ * log). Prints one JSON object. With CLAWMEM_BENCH_PG_DSN set, the index
+ * is the PostgreSQL store of that database.
  * Usage: bench_hybrid WORKDIR
  */
 #include <stdio.h>
@@ -66,11 +67,16 @@ int main(int argc, char **argv)
     snprintf(state, sizeof state, "%s/state", argv[1]);
     snprintf(cfgp, sizeof cfgp, "%s/qc.json", argv[1]);
     fake_server *srv = fake_start(384, base);
+    /* the PostgreSQL store instead of SQLite: CLAWMEM_BENCH_PG_DSN (e.g. the
+     * cluster of scripts/pg-test-cluster.sh) */
+    const char *dsn = getenv("CLAWMEM_BENCH_PG_DSN");
+    char store[1200] = "";
+    if (dsn && *dsn) snprintf(store, sizeof store, ",store:{driver:'postgres',dsn:'%s'}", dsn);
     FILE *f = fopen(cfgp, "w");
     fprintf(f,
             "{agents:{defaults:{memorySearch:{provider:'openai',remote:{baseUrl:'%s',apiKey:'k',"
-            "batch:{concurrency:2}},chunking:{tokens:32,overlap:0}}}}}",
-            base);
+            "batch:{concurrency:2}},chunking:{tokens:32,overlap:0}%s}}}}",
+            base, store);
     fclose(f);
     /* 10,000 notes of 10 lines of 12 words from a 4,000-word vocabulary */
     char dir[4200];

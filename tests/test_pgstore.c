@@ -39,6 +39,16 @@ static long atoi_ok(const char *s)
     return end == s ? -1 : v;
 }
 
+/* The number psql answers to sql, or -1. */
+static long psql_long(const char *sql)
+{
+    const char *cmd[] = {"psql", pg_dsn, "-Atc", sql, NULL};
+    run_result k = run_cmd(NULL, cmd);
+    long v = k.status == 0 && k.out ? atoi_ok(k.out) : -1;
+    run_result_release(&k);
+    return v;
+}
+
 static chunk_list chunks_of(const char *text)
 {
     chunk_list l = {0};
@@ -189,9 +199,13 @@ TEST_PG(pgstore_deleting_an_agent_removes_all_its_rows)
     EXPECT_INT(n, 2);
     EXPECT_INT(cm_store_count(&s, "embedding_cache", &n, err, sizeof err), CM_OK);
     EXPECT_INT(n, 1);
+    EXPECT_INT(psql_long("SELECT count(*) FROM clawmem_vector_log WHERE agent_id = 'victim'"), 2);
     EXPECT_INT(cm_store_drop_agent(&s, err, sizeof err), CM_OK);
     /* every table: files, chunks (and their keyword entries), vectors, cache,
-     * meta, and the agent's row */
+     * meta, the vector log and the agent's row */
+    EXPECT_INT(psql_long("SELECT count(*) FROM clawmem_vector_log WHERE agent_id = 'victim'"), 0);
+    EXPECT_INT(psql_long("SELECT count(*) FROM clawmem_vector_log WHERE agent_id = 'bystander'"),
+               2);
     static const char *const tables[] = {"files", "chunks", "vectors", "embedding_cache"};
     for (size_t i = 0; i < ARRAY_LEN(tables); i++) {
         EXPECT_INT(cm_store_count(&s, tables[i], &n, err, sizeof err), CM_OK);
@@ -217,6 +231,39 @@ TEST_PG(pgstore_deleting_an_agent_removes_all_its_rows)
     cm_fts_hits_release(&h);
     cm_store_close(&s);
     drop("bystander");
+}
+
+/* A database made before the vector log (no clawmem_vector_log, no
+ * log_seq) gets both at the next open; its agents' rows stay, and writes
+ * are logged from then on. */
+TEST_PG(pgstore_adds_the_vector_log_to_an_older_schema)
+{
+    const char *paths[] = {"MEMORY.md"};
+    const char *texts[] = {"an older schema\n"};
+    drop("older");
+    EXPECT_INT(fill("older", "unicode61", 1, paths, texts), CM_OK);
+    const char *cmd[] = {"psql", pg_dsn, "-Atc",
+                         "ALTER TABLE clawmem_agents DROP COLUMN log_seq; DROP TABLE "
+                         "clawmem_vector_log",
+                         NULL};
+    run_result k = run_cmd(NULL, cmd);
+    EXPECT_INT(k.status, 0);
+    run_result_release(&k);
+    EXPECT_INT(psql_long("SELECT count(*) FROM pg_class WHERE relname = 'clawmem_vector_log'"), 0);
+    store s;
+    char err[256];
+    EXPECT_INT(open_pg(&s, "older", 0), CM_OK);
+    EXPECT_INT(psql_long("SELECT count(*) FROM pg_class WHERE relname = 'clawmem_vector_log'"), 1);
+    fts_hits h = {0};
+    EXPECT_INT(cm_store_fts_search(&s, "\"older\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    float v[3] = {1, 0, 0};
+    if (h.n) EXPECT_INT(cm_store_vector_put(&s, h.v[0].id, v, 3, err, sizeof err), CM_OK);
+    cm_fts_hits_release(&h);
+    EXPECT_INT(psql_long("SELECT count(*) FROM clawmem_vector_log WHERE agent_id = 'older'"), 1);
+    EXPECT_INT(psql_long("SELECT log_seq FROM clawmem_agents WHERE agent_id = 'older'"), 1);
+    cm_store_close(&s);
+    drop("older");
 }
 
 TEST_PG(pgstore_rebuild_is_invisible_until_it_commits)

@@ -225,9 +225,11 @@ cm_rc cm_store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char
 /* Applies to x the vector changes logged after *seq (each changed chunk id
  * looked up: replaced, added or removed) and advances *seq. *reload is set,
  * and x left as it was, when the log cannot say (no log, trimmed past *seq,
- * another file) or a reload would be cheaper. */
+ * another file, a PostgreSQL rebuild's gap) or a reload would be cheaper. */
 cm_rc cm_store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload,
                               char *err, size_t errlen);
+/* Entries the vector log keeps (both stores); a reader further behind reloads. */
+#define VECTOR_LOG_KEEP 100000
 /* Creates the vector log and its triggers when the index has none (a write;
  * the writer holds the lock). */
 cm_rc cm_store_vector_log_ensure(store *s, char *err, size_t errlen);

@@ -18,6 +18,10 @@
  *   clawmem_vectors(agent_id, chunk_id, dims, embedding)  little-endian float32
  *   clawmem_cache(agent_id, provider, model, provider_key, hash, dims, embedding,
  *                 updated_at)
+ *   clawmem_vector_log(agent_id, seq, chunk_id)   a chunk whose vector was
+ *                                   written or deleted, numbered per agent in
+ *                                   commit order; clawmem_agents.log_seq is the
+ *                                   last number (a gap after a rebuild)
  * Keyword ranking is cm_bm25 (fts_rank.c) computed in SQL: the same IDF,
  * length normalisation and coverage penalty over PostgreSQL's lexemes.
  * Writers take a transaction-scoped advisory lock of their agent, so many
@@ -196,19 +200,28 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS clawmem_cache(agent_id text NOT NULL, provider text NOT NULL, "
     "model text NOT NULL, provider_key text NOT NULL, hash text NOT NULL, dims int NOT NULL, "
     "embedding bytea NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY(agent_id, provider, "
-    "model, provider_key, hash));";
+    "model, provider_key, hash));"
+    "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS log_seq bigint NOT NULL DEFAULT 0;"
+    "CREATE TABLE IF NOT EXISTS clawmem_vector_log(agent_id text NOT NULL, seq bigint NOT NULL, "
+    "chunk_id bigint NOT NULL, PRIMARY KEY(agent_id, seq));";
 
-/* The keyword index: GIN over (agent_id, tsv) with btree_gin when the
- * extension can be had, else over tsv alone. */
-static cm_rc ensure_schema(store *s, char *err, size_t errlen)
+/* The tables (create: when absent), or what a database made by an earlier
+ * version lacks (the vector log) at any open. The keyword index: GIN over
+ * (agent_id, tsv) with btree_gin when the extension can be had, else over
+ * tsv alone. */
+static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
 {
     PGresult *r = NULL;
-    cm_rc rc = cm_store_pg_run(s, "SELECT to_regclass('clawmem_chunks_tsv') IS NOT NULL", 0, NULL,
-                               "read the schema", &r, err, errlen);
+    cm_rc rc = cm_store_pg_run(s,
+                               "SELECT to_regclass('clawmem_chunks_tsv') IS NOT NULL AND "
+                               "to_regclass('clawmem_vector_log') IS NOT NULL, "
+                               "to_regclass('clawmem_chunks') IS NOT NULL",
+                               0, NULL, "read the schema", &r, err, errlen);
     if (rc) return rc;
     bool have = cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't';
+    bool tables = cm_store_pg_lib.getvalue(r, 0, 1)[0] == 't';
     cm_store_pg_lib.clear(r);
-    if (have) return CM_OK;
+    if (have || (!create && !tables)) return CM_OK; /* else created, or added to */
     rc = cm_store_pg_run(s, "BEGIN", 0, NULL, "create the tables", NULL, err, errlen);
     if (!rc) rc = cm_store_pg_run(s, schema_sql, -1, NULL, "create the tables", NULL, err, errlen);
     if (!rc) rc = cm_store_pg_run(s, "COMMIT", 0, NULL, "create the tables", NULL, err, errlen);
@@ -259,7 +272,7 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     const char *p1[] = {s->pg->lock_ms};
     CHECK(cm_store_pg_run(s, "SELECT set_config('lock_timeout', $1, false)", 1, p1,
                           "set the lock timeout", NULL, err, errlen));
-    if (flags & STORE_CREATE) CHECK(ensure_schema(s, err, errlen));
+    CHECK(ensure_schema(s, (flags & STORE_CREATE) != 0, err, errlen));
     const char *pa[] = {agent};
     rc = cm_store_pg_run(s, "SELECT tokenizer FROM clawmem_agents WHERE agent_id = $1", 1, pa,
                          "read the agent", &r, err, errlen);
@@ -303,6 +316,8 @@ cm_rc cm_store_pg_begin(store *s, char *err, size_t errlen)
     if (p->depth++) return CM_OK;
     p->dirty = false;
     p->dchunks = p->dntok = 0;
+    p->log_known = false;
+    p->nlog = 0;
     const char *pa[] = {p->agent};
     cm_rc rc = cm_store_pg_run(s, "BEGIN", 0, NULL, "begin", NULL, err, errlen);
     /* writers of one agent take turns, across processes and hosts */
@@ -330,16 +345,25 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     }
     /* One update of the agent's row a transaction: updating one row for
      * each file of a rebuild would grow its version chain quadratically. */
-    char dc[32], dt[32];
+    char dc[32], dt[32], dl[32], keep[32];
     snprintf(dc, sizeof dc, "%lld", (long long)p->dchunks);
     snprintf(dt, sizeof dt, "%lld", (long long)p->dntok);
-    const char *pu[] = {p->agent, dc, dt};
+    snprintf(dl, sizeof dl, "%lld", (long long)(p->log_known ? p->log_base + p->nlog : -1));
+    snprintf(keep, sizeof keep, "%d", VECTOR_LOG_KEEP);
+    const char *pu[] = {p->agent, dc, dt, dl};
     if (p->dirty)
         rc = cm_store_pg_run(
             s,
             "UPDATE clawmem_agents SET version = version + 1, nchunks = nchunks + $2, ntok = "
-            "ntok + $3 WHERE agent_id = $1",
-            3, pu, "commit", NULL, err, errlen);
+            "ntok + $3, log_seq = CASE WHEN $4::bigint < 0 THEN log_seq ELSE $4::bigint END "
+            "WHERE agent_id = $1",
+            4, pu, "commit", NULL, err, errlen);
+    const char *pt[] = {p->agent, dl, keep};
+    if (!rc && p->dirty && p->nlog) /* the log keeps its last entries */
+        rc = cm_store_pg_run(s,
+                             "DELETE FROM clawmem_vector_log WHERE agent_id = $1 AND seq <= "
+                             "$2::bigint - $3::bigint",
+                             3, pt, "trim the vector log", NULL, err, errlen);
     if (!rc) rc = cm_store_pg_run(s, "COMMIT", 0, NULL, "commit", NULL, err, errlen);
     if (rc) cm_store_pg_rollback(s);
     p->depth = 0;
@@ -393,12 +417,17 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
     const char *pa[] = {s->pg->agent, tokenizer ? tokenizer : "porter"};
     static const char *const sql[] = {
         "DELETE FROM clawmem_vectors WHERE agent_id = $1",
+        "DELETE FROM clawmem_vector_log WHERE agent_id = $1",
         "DELETE FROM clawmem_chunks WHERE agent_id = $1",
         "DELETE FROM clawmem_files WHERE agent_id = $1",
         "DELETE FROM clawmem_meta WHERE agent_id = $1",
     };
     for (size_t i = 0; !rc && i < ARRAY_LEN(sql); i++)
         rc = cm_store_pg_run(s, sql[i], 1, pa, "clear the index for a rebuild", NULL, err, errlen);
+    /* a number without an entry: a reader that loaded the old vectors finds
+     * the gap and loads them all again */
+    int64_t gap;
+    if (!rc) rc = cm_store_pg_log_next(s, &gap, err, errlen);
     if (!rc)
         rc = cm_store_pg_run(
             s,
@@ -423,6 +452,7 @@ cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen)
     const char *pa[] = {s->pg->agent};
     static const char *const sql[] = {
         "DELETE FROM clawmem_vectors WHERE agent_id = $1",
+        "DELETE FROM clawmem_vector_log WHERE agent_id = $1",
         "DELETE FROM clawmem_chunks WHERE agent_id = $1",
         "DELETE FROM clawmem_files WHERE agent_id = $1",
         "DELETE FROM clawmem_meta WHERE agent_id = $1",
@@ -499,12 +529,27 @@ out:
 static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
 {
     PGresult *r = NULL;
-    const char *pa[] = {s->pg->agent, path};
-    cm_rc rc = cm_store_pg_run(
+    int64_t next;
+    cm_rc rc = cm_store_pg_log_next(s, &next, err, errlen);
+    if (rc) return rc;
+    char base[32];
+    snprintf(base, sizeof base, "%lld", (long long)(next - 1));
+    const char *pa[] = {s->pg->agent, path, base};
+    /* each deleted vector logged, numbered on from the last entry */
+    rc = cm_store_pg_run(
         s,
-        "DELETE FROM clawmem_vectors v USING clawmem_chunks c WHERE v.agent_id = $1 AND "
-        "c.agent_id = $1 AND c.path = $2 AND v.chunk_id = c.id",
-        2, pa, "delete vectors", NULL, err, errlen);
+        "WITH d AS (DELETE FROM clawmem_vectors v USING clawmem_chunks c WHERE v.agent_id = $1 "
+        "AND c.agent_id = $1 AND c.path = $2 AND v.chunk_id = c.id RETURNING v.chunk_id), l AS "
+        "(INSERT INTO clawmem_vector_log(agent_id, seq, chunk_id) SELECT $1, $3::bigint + "
+        "row_number() OVER (ORDER BY chunk_id), chunk_id FROM d RETURNING 1) SELECT count(*) "
+        "FROM l",
+        3, pa, "delete vectors", &r, err, errlen);
+    if (!rc) {
+        /* log_next took one number; the entries took count */
+        s->pg->nlog += strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10) - 1;
+        cm_store_pg_lib.clear(r);
+        r = NULL;
+    }
     if (!rc)
         rc = cm_store_pg_run(
             s,

@@ -36,7 +36,10 @@ cm_rc cm_store_pg_cache_put(store *s, const char *provider, const char *model, c
 cm_rc cm_store_pg_cache_trim(store *s, int max_entries, char *err, size_t errlen);
 cm_rc cm_store_pg_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
                              size_t errlen);
-cm_rc cm_store_pg_vectors_load(store *s, int dims, vec_index *x, char *err, size_t errlen);
+cm_rc cm_store_pg_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err,
+                               size_t errlen);
+cm_rc cm_store_pg_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload,
+                                 char *err, size_t errlen);
 cm_rc cm_store_pg_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
 int64_t cm_store_pg_data_version(store *s);
 

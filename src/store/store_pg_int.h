@@ -43,6 +43,11 @@ struct store_pg {
     bool fresh;             /* a rebuild's transaction: the agent has no rows to replace */
     char lock_ms[16];       /* lock_timeout, set again after a reconnect */
     int64_t dchunks, dntok; /* the open transaction's change to the agent's totals */
+    /* The vector log (store_pg_vectors.c): the open transaction's entries
+     * take the numbers after log_base (read at its first entry), nlog of
+     * them so far; the agent's log_seq moves on by nlog at commit. */
+    int64_t log_base, nlog;
+    bool log_known;
     /* A rebuild's files not yet sent (store_pg.c): their chunks' and rows'
      * columns as array literals, written by one statement each per batch,
      * before any other statement runs. */
@@ -63,6 +68,9 @@ cm_rc cm_store_pg_run_bin(store *s, const char *sql, int n, const char *const *v
  * when it opened one, end commits it (or rolls it back when rc failed). */
 cm_rc cm_store_pg_w_begin(store *s, bool *own, char *err, size_t errlen);
 cm_rc cm_store_pg_w_end(store *s, bool own, cm_rc rc, char *err, size_t errlen);
+/* The number before the open transaction's next vector log entry (reads
+ * the agent's log head at the first call of a transaction). */
+cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen);
 /* Appends s[0..n) to b as the next element of a PostgreSQL array literal
  * (quoted, escaped; a comma before all but the first). */
 cm_rc cm_store_pg_array_elem(buf *b, const char *s, size_t n);

@@ -1,7 +1,9 @@
 /*
  * store_pg_vectors.c — vectors and the embedding cache in PostgreSQL:
  * little-endian float32 blobs, one per chunk; loaded whole into the
- * in-process index (no pgvector).
+ * in-process index (no pgvector), then kept current from the agent's vector
+ * log (each written or deleted vector's chunk id, numbered per agent under
+ * its write lock, so in commit order).
  */
 #include <endian.h>
 #include <time.h>
@@ -152,32 +154,181 @@ cm_rc cm_store_pg_cache_trim(store *s, int max_entries, char *err, size_t errlen
     return cm_store_pg_w_end(s, own, rc, err, errlen);
 }
 
+cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    if (!p->log_known) {
+        /* the agent's head; for an agent without its row yet (a first
+         * rebuild, or one after a drop) the clock in microseconds, so that
+         * numbers never repeat for a reader that loaded the dropped agent */
+        PGresult *r = NULL;
+        const char *pa[] = {p->agent};
+        cm_rc rc = cm_store_pg_run(
+            s,
+            "SELECT coalesce((SELECT log_seq FROM clawmem_agents WHERE agent_id = $1), "
+            "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint)",
+            1, pa, "read the vector log", &r, err, errlen);
+        if (rc) return rc;
+        p->log_base = strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
+        cm_store_pg_lib.clear(r);
+        p->log_known = true;
+        p->nlog = 0;
+    }
+    *seq = p->log_base + ++p->nlog;
+    return CM_OK;
+}
+
 cm_rc cm_store_pg_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
                              size_t errlen)
 {
     char *blob = le_blob(v, dims);
     if (!blob) return CM_ENOMEM;
-    char id[32], d[16];
+    char id[32], d[16], sq[32];
     snprintf(id, sizeof id, "%lld", (long long)chunk_id);
     snprintf(d, sizeof d, "%d", dims);
-    const char *pa[] = {s->pg->agent, id, d, dims ? blob : ""};
-    int lens[] = {0, 0, 0, dims * 4};
+    const char *pa[] = {s->pg->agent, id, d, dims ? blob : "", sq};
+    int lens[] = {0, 0, 0, dims * 4, 0};
     bool own;
+    int64_t seq = 0;
     cm_rc rc = cm_store_pg_w_begin(s, &own, err, errlen);
     if (!rc) {
-        rc = cm_store_pg_run_bin(
-            s,
-            "INSERT INTO clawmem_vectors(agent_id, chunk_id, dims, embedding) VALUES($1, "
-            "$2, $3, $4) ON CONFLICT (agent_id, chunk_id) DO UPDATE SET dims = "
-            "excluded.dims, embedding = excluded.embedding",
-            4, pa, lens, 0, "write a vector", NULL, err, errlen);
+        rc = cm_store_pg_log_next(s, &seq, err, errlen);
+        snprintf(sq, sizeof sq, "%lld", (long long)seq);
+        if (!rc)
+            rc = cm_store_pg_run_bin(
+                s,
+                "WITH v AS (INSERT INTO clawmem_vectors(agent_id, chunk_id, dims, embedding) "
+                "VALUES($1, $2, $3, $4) ON CONFLICT (agent_id, chunk_id) DO UPDATE SET dims = "
+                "excluded.dims, embedding = excluded.embedding RETURNING chunk_id) INSERT INTO "
+                "clawmem_vector_log(agent_id, seq, chunk_id) SELECT $1, $5, chunk_id FROM v",
+                5, pa, lens, 0, "write a vector", NULL, err, errlen);
         rc = cm_store_pg_w_end(s, own, rc, err, errlen);
     }
     free(blob);
     return rc;
 }
 
-cm_rc cm_store_pg_vectors_load(store *s, int dims, vec_index *x, char *err, size_t errlen)
+/* A read-only snapshot for a load or an update (the head and the rows it
+ * reads agree), unless a transaction of this store is open. */
+static bool snap_begin(store *s)
+{
+    char ignore[8];
+    return s->pg->depth == 0 &&
+           cm_store_pg_run(s, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, "",
+                           NULL, ignore, sizeof ignore) == CM_OK;
+}
+
+static void snap_end(store *s, bool begun)
+{
+    char ignore[8];
+    if (begun) cm_store_pg_run(s, "COMMIT", 0, NULL, "", NULL, ignore, sizeof ignore);
+}
+
+/* The agent's vector log head in the snapshot: -1 when it has no row. */
+static cm_rc log_head(store *s, int64_t *head, char *err, size_t errlen)
+{
+    PGresult *r = NULL;
+    const char *pa[] = {s->pg->agent};
+    cm_rc rc = cm_store_pg_run(s, "SELECT log_seq FROM clawmem_agents WHERE agent_id = $1", 1, pa,
+                               "read the vector log", &r, err, errlen);
+    if (rc) return rc;
+    *head = cm_store_pg_lib.ntuples(r) ? strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10) : -1;
+    cm_store_pg_lib.clear(r);
+    return CM_OK;
+}
+
+/* Row i of a (chunk_id int8, embedding bytea, is-session bool) binary
+ * result: its id and vector into v; false for a row of another length. */
+static bool vector_row(PGresult *r, int i, int dims, int64_t *id, float *v, uint8_t *src)
+{
+    if (cm_store_pg_lib.getlength(r, i, 0) != 8 || cm_store_pg_lib.getlength(r, i, 1) != dims * 4)
+        return false;
+    uint64_t u;
+    memcpy(&u, cm_store_pg_lib.getvalue(r, i, 0), 8);
+    *id = (int64_t)be64toh(u);
+    memcpy(v, cm_store_pg_lib.getvalue(r, i, 1), (size_t)dims * 4);
+    le_floats(v, (size_t)dims);
+    *src = cm_store_pg_lib.getlength(r, i, 2) == 1 && cm_store_pg_lib.getvalue(r, i, 2)[0] ? 1 : 0;
+    return true;
+}
+
+cm_rc cm_store_pg_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload,
+                                 char *err, size_t errlen)
+{
+    PGresult *r = NULL;
+    cm_rc rc = CM_OK;
+    int64_t head = -1, *ids = NULL;
+    float *v = NULL;
+    *reload = *seq < 0;
+    if (*reload) return CM_OK;
+    bool begun = snap_begin(s);
+    CHECK(log_head(s, &head, err, errlen));
+    if (head == *seq) goto out;
+    if (head < *seq) { /* the agent was dropped and made again */
+        *reload = true;
+        goto out;
+    }
+    char after[32], d[16];
+    snprintf(after, sizeof after, "%lld", (long long)*seq);
+    snprintf(d, sizeof d, "%d", dims);
+    const char *pa[] = {s->pg->agent, after, d};
+    CHECK(cm_store_pg_run(s,
+                          "SELECT seq, chunk_id FROM clawmem_vector_log WHERE agent_id = $1 AND "
+                          "seq > $2 ORDER BY seq",
+                          2, pa, "read the vector log", &r, err, errlen));
+    size_t n = (size_t)cm_store_pg_lib.ntuples(r);
+    /* every number from *seq + 1 to the head has its entry, else entries
+     * were trimmed or a rebuild left its gap; or so many changes that
+     * loading everything is cheaper */
+    if ((int64_t)n != head - *seq || n > x->n / 2 + 1024 ||
+        strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10) != *seq + 1) {
+        *reload = true;
+        goto out;
+    }
+    if (!(ids = malloc(n * sizeof *ids)) || !(v = malloc((size_t)dims * 4))) CHECK(CM_ENOMEM);
+    buf arr = BUF_INIT; /* the ids as an array literal */
+    rc = cm_buf_addc(&arr, '{');
+    for (size_t i = 0; i < n && !rc; i++) {
+        ids[i] = strtoll(cm_store_pg_lib.getvalue(r, (int)i, 1), NULL, 10);
+        rc = cm_buf_printf(&arr, "%s%lld", i ? "," : "", (long long)ids[i]);
+    }
+    if (!rc) rc = cm_buf_addc(&arr, '}');
+    cm_store_pg_lib.clear(r);
+    r = NULL;
+    const char *pv[] = {s->pg->agent, arr.data, d};
+    if (!rc)
+        rc = cm_store_pg_run_bin(
+            s,
+            "SELECT v.chunk_id, v.embedding, c.source = 'sessions' FROM clawmem_vectors v "
+            "JOIN clawmem_chunks c ON c.agent_id = v.agent_id AND c.id = v.chunk_id "
+            "WHERE v.agent_id = $1 AND v.chunk_id = ANY($2::bigint[]) AND v.dims = $3",
+            3, pv, NULL, 1, "read vectors", &r, err, errlen);
+    cm_buf_release(&arr);
+    CHECK(rc);
+    /* the ids with a vector now are put, the others removed */
+    for (size_t i = 0; i < n; i++) {
+        bool removed;
+        CHECK(cm_vec_index_remove(x, ids[i], &removed));
+    }
+    for (int i = 0; i < cm_store_pg_lib.ntuples(r); i++) {
+        int64_t id;
+        uint8_t src;
+        if (!vector_row(r, i, dims, &id, v, &src)) continue;
+        rc = cm_vec_index_put(x, id, v, src);
+        if (rc == CM_EINVAL) rc = CM_OK; /* a zero vector is not searchable: as absent */
+        CHECK(rc);
+    }
+    *seq = head;
+out:
+    if (r) cm_store_pg_lib.clear(r);
+    snap_end(s, begun);
+    free(ids);
+    free(v);
+    return rc;
+}
+
+cm_rc cm_store_pg_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err,
+                               size_t errlen)
 {
     PGresult *r = NULL;
     char d[16];
@@ -187,6 +338,8 @@ cm_rc cm_store_pg_vectors_load(store *s, int dims, vec_index *x, char *err, size
     if (rc) return cm_seterr(err, errlen, rc, "bad vector dimensions %d", dims);
     float *v = malloc((size_t)dims * 4);
     if (!v) rc = CM_ENOMEM;
+    bool begun = snap_begin(s);
+    if (!rc) rc = log_head(s, seq, err, errlen);
     if (!rc)
         rc = cm_store_pg_run_bin(
             s,
@@ -195,20 +348,14 @@ cm_rc cm_store_pg_vectors_load(store *s, int dims, vec_index *x, char *err, size
             "WHERE v.agent_id = $1 AND v.dims = $2",
             2, pa, NULL, 1, "load vectors", &r, err, errlen);
     for (int i = 0; !rc && i < cm_store_pg_lib.ntuples(r); i++) {
-        if (cm_store_pg_lib.getlength(r, i, 0) != 8 ||
-            cm_store_pg_lib.getlength(r, i, 1) != dims * 4)
-            continue;
-        uint64_t id;
-        memcpy(&id, cm_store_pg_lib.getvalue(r, i, 0), 8);
-        id = be64toh(id);
-        memcpy(v, cm_store_pg_lib.getvalue(r, i, 1), (size_t)dims * 4);
-        le_floats(v, (size_t)dims);
-        uint8_t src =
-            cm_store_pg_lib.getlength(r, i, 2) == 1 && cm_store_pg_lib.getvalue(r, i, 2)[0] ? 1 : 0;
-        cm_rc ar = cm_vec_index_add(x, (int64_t)id, v, src);
+        int64_t id;
+        uint8_t src;
+        if (!vector_row(r, i, dims, &id, v, &src)) continue;
+        cm_rc ar = cm_vec_index_add(x, id, v, src);
         if (ar == CM_ENOMEM) rc = ar;
     }
     if (r) cm_store_pg_lib.clear(r);
+    snap_end(s, begun);
     free(v);
     if (rc) cm_vec_index_release(x);
     return rc;

@@ -197,8 +197,6 @@ cm_rc cm_store_cache_import(store *s, const char *old_path, char *err, size_t er
     return CM_OK;
 }
 
-#define VECTOR_LOG_KEEP 100000
-
 static const char vector_log_sql[] =
     "CREATE TABLE IF NOT EXISTS vector_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_id "
     "INTEGER NOT NULL);"
@@ -226,7 +224,7 @@ static int has_log(store *s)
 
 cm_rc cm_store_vector_log_ensure(store *s, char *err, size_t errlen)
 {
-    if (s->pg) return CM_OK; /* no log: readers reload on a new version */
+    if (s->pg) return CM_OK; /* part of the schema (store_pg.c) */
     int have = has_log(s);
     if (have == 1) return CM_OK;
     int r = have < 0 ? SQLITE_ERROR : sqlite3_exec(s->db, vector_log_sql, NULL, NULL, NULL);
@@ -235,7 +233,7 @@ cm_rc cm_store_vector_log_ensure(store *s, char *err, size_t errlen)
 
 cm_rc cm_store_vector_log_trim(store *s, char *err, size_t errlen)
 {
-    if (s->pg) return CM_OK;
+    if (s->pg) return CM_OK; /* at each commit (store_pg.c) */
     if (has_log(s) != 1) return CM_OK;
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(s->db,
@@ -285,10 +283,7 @@ static void read_end(store *s, bool begun)
 cm_rc cm_store_vectors_update(store *s, int dims, vec_index *x, int64_t *seq, bool *reload,
                               char *err, size_t errlen)
 {
-    if (s->pg) {
-        *reload = true;
-        return CM_OK;
-    }
+    if (s->pg) return cm_store_pg_vectors_update(s, dims, x, seq, reload, err, errlen);
     cm_rc rc = CM_OK;
     sqlite3_stmt *q = NULL, *g = NULL;
     int64_t *ids = NULL;
@@ -365,10 +360,7 @@ out:
 cm_rc cm_store_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, char *err,
                             size_t errlen)
 {
-    if (s->pg) {
-        *seq = -1;
-        return cm_store_pg_vectors_load(s, dims, x, err, errlen);
-    }
+    if (s->pg) return cm_store_pg_vectors_load(s, dims, x, seq, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = cm_vec_index_init(x, (size_t)dims);
     if (rc) return cm_seterr(err, errlen, rc, "bad vector dimensions %d", dims);
