@@ -296,6 +296,22 @@ static char *search_text(cm_engine *e, const char *q)
     return js;
 }
 
+/* Each of the n queries answers the same from the warm engine as from an
+ * engine opened now (which loads every vector afresh). */
+static void expect_as_fresh(hy *h, cm_engine *warm, const char *const *queries, size_t n)
+{
+    for (size_t q = 0; q < n; q++) {
+        char *a = search_text(warm, queries[q]);
+        cm_engine *fresh = hy_open(h);
+        char *b = search_text(fresh, queries[q]);
+        cm_engine_close(fresh);
+        EXPECT(a && b);
+        if (a && b) EXPECT_STR(a, b);
+        cm_free(a);
+        cm_free(b);
+    }
+}
+
 /* A warm reader (as the MCP server's) and its writer, or the warm engine's
  * own syncs, after randomised edits: the warm engine's results equal those
  * of an engine that loads every vector afresh, and it loaded them once. */
@@ -337,16 +353,7 @@ TEST_BOTH(hybrid_warm_engine_follows_edits_without_reload)
         /* odd rounds: another connection writes; even: the warm engine itself */
         cm_rc rc = cm_engine_sync(round % 2 ? writer : warm, 0, NULL, NULL, NULL, err, sizeof err);
         EXPECT_INT(rc, CM_OK);
-        for (size_t q = 0; q < 3; q++) {
-            char *a = search_text(warm, queries[q]);
-            cm_engine *fresh = hy_open(&h);
-            char *b = search_text(fresh, queries[q]);
-            cm_engine_close(fresh);
-            EXPECT(a && b);
-            if (a && b) EXPECT_STR(a, b);
-            cm_free(a);
-            cm_free(b);
-        }
+        expect_as_fresh(&h, warm, queries, 3);
     }
     char *st = NULL;
     EXPECT_INT(cm_engine_status(warm, 0, &st, err, sizeof err), CM_OK);
@@ -406,16 +413,7 @@ TEST_BOTH(hybrid_warm_engine_reloads_after_a_rebuild_or_drop)
                        CM_OK);
         }
         const char *queries[] = {"router beach", "coffee friends", "dentist monday"};
-        for (size_t q = 0; q < 3; q++) {
-            char *a = search_text(warm, queries[q]);
-            cm_engine *fresh = hy_open(&h);
-            char *b = search_text(fresh, queries[q]);
-            cm_engine_close(fresh);
-            EXPECT(a && b);
-            if (a && b) EXPECT_STR(a, b);
-            cm_free(a);
-            cm_free(b);
-        }
+        expect_as_fresh(&h, warm, queries, 3);
         EXPECT_INT(full_loads(warm), 2 + step);
     }
     cm_engine_close(warm);

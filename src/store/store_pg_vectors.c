@@ -237,8 +237,14 @@ static cm_rc log_head(store *s, int64_t *head, char *err, size_t errlen)
     return CM_OK;
 }
 
-/* Row i of a (chunk_id int8, embedding bytea, is-session bool) binary
- * result: its id and vector into v; false for a row of another length. */
+/* The agent's ($1) vectors with their chunk's source, as vector_row reads
+ * them; the caller's condition follows. */
+#define VECTOR_ROWS_SQL                                                                            \
+    "SELECT v.chunk_id, v.embedding, c.source = 'sessions' FROM clawmem_vectors v JOIN "           \
+    "clawmem_chunks c ON c.agent_id = v.agent_id AND c.id = v.chunk_id WHERE v.agent_id = $1 AND "
+
+/* Row i of a VECTOR_ROWS_SQL binary result: its id, vector (into v) and
+ * source; false for a row of another length. */
 static bool vector_row(PGresult *r, int i, int dims, int64_t *id, float *v, uint8_t *src)
 {
     if (cm_store_pg_lib.getlength(r, i, 0) != 8 || cm_store_pg_lib.getlength(r, i, 1) != dims * 4)
@@ -299,9 +305,7 @@ cm_rc cm_store_pg_vectors_update(store *s, int dims, vec_index *x, int64_t *seq,
     if (!rc)
         rc = cm_store_pg_run_bin(
             s,
-            "SELECT v.chunk_id, v.embedding, c.source = 'sessions' FROM clawmem_vectors v "
-            "JOIN clawmem_chunks c ON c.agent_id = v.agent_id AND c.id = v.chunk_id "
-            "WHERE v.agent_id = $1 AND v.chunk_id = ANY($2::bigint[]) AND v.dims = $3",
+            VECTOR_ROWS_SQL "v.chunk_id = ANY($2::bigint[]) AND v.dims = $3",
             3, pv, NULL, 1, "read vectors", &r, err, errlen);
     cm_buf_release(&arr);
     CHECK(rc);
@@ -343,9 +347,7 @@ cm_rc cm_store_pg_vectors_load(store *s, int dims, vec_index *x, int64_t *seq, c
     if (!rc)
         rc = cm_store_pg_run_bin(
             s,
-            "SELECT v.chunk_id, v.embedding, c.source = 'sessions' FROM clawmem_vectors v "
-            "JOIN clawmem_chunks c ON c.agent_id = v.agent_id AND c.id = v.chunk_id "
-            "WHERE v.agent_id = $1 AND v.dims = $2",
+            VECTOR_ROWS_SQL "v.dims = $2",
             2, pa, NULL, 1, "load vectors", &r, err, errlen);
     for (int i = 0; !rc && i < cm_store_pg_lib.ntuples(r); i++) {
         int64_t id;
