@@ -25,5 +25,5 @@ static void builtin_close(cm_engine *e)
 
 const engine_backend cm_engine_builtin = {
     "builtin",     builtin_open, cm_builtin_sync, cm_builtin_search, cm_builtin_status,
-    builtin_close, NULL,
+    builtin_close, NULL,          NULL,
 };

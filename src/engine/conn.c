@@ -66,9 +66,9 @@ cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen)
         return cm_seterr(err, errlen, CM_EBUSY,
                          "a `clawmem watch` or `clawmem mcp` keeps this index; stop it first");
     CHECK(cm_engine_lock_acquire(e, true, &lock, err, errlen));
-    int had_qmd = 0; /* a QMD backend's own index goes too */
-    CHECK(cm_engine_qmd_drop(e, &had_qmd, err, errlen));
-    if (dropped) *dropped = had_qmd;
+    int had_own = 0; /* a QMD backend's own index goes too */
+    if (e->be->drop_own) CHECK(e->be->drop_own(e, &had_own, err, errlen));
+    if (dropped) *dropped = had_own;
     rc = cm_engine_ensure_store(e, err, errlen);
     if (rc == CM_ENOTFOUND) { /* no builtin index: nothing more to drop */
         rc = CM_OK;

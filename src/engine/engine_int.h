@@ -49,6 +49,9 @@ typedef struct engine_backend {
     /* memory_get's text, or NULL: the memory files' rules (cm_index_memfile_read) */
     cm_rc (*get)(cm_engine *e, const char *path, long from, long offset, long lines,
                  memfile_text *out, char *err, size_t errlen);
+    /* removes the backend's own index besides the builtin one (`index
+     * --drop`; *dropped: there was one), or NULL: it has none */
+    cm_rc (*drop_own)(cm_engine *e, int *dropped, char *err, size_t errlen);
 } engine_backend;
 
 struct cm_engine {
@@ -117,9 +120,6 @@ extern const engine_backend cm_engine_qmd_backend;
 void cm_engine_qmd_test_clock(int64_t (*clock)(void *ctx), void *ctx);
 int cm_engine_qmd_updates(cm_engine *e);
 void cm_engine_qmd_poke(cm_engine *e);
-/* A QMD backend's own index removed (cm_backend_qmd_sidecar_drop); any other
- * backend: nothing, *dropped 0. */
-cm_rc cm_engine_qmd_drop(cm_engine *e, int *dropped, char *err, size_t errlen);
 
 /* ---- conn.c: the index connection --------------------------------------- */
 

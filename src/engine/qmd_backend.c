@@ -603,7 +603,8 @@ static cm_rc qmd_get(cm_engine *e, const char *path, long from, long offset, lon
     return rc;
 }
 
-cm_rc cm_engine_qmd_drop(cm_engine *e, int *dropped, char *err, size_t errlen)
+/* QMD's own index (the builtin one is the caller's). */
+static cm_rc qmd_drop(cm_engine *e, int *dropped, char *err, size_t errlen)
 {
     *dropped = 0;
     if (!e->qmd || !e->qmd->sc_init) return CM_OK;
@@ -611,5 +612,5 @@ cm_rc cm_engine_qmd_drop(cm_engine *e, int *dropped, char *err, size_t errlen)
 }
 
 const engine_backend cm_engine_qmd_backend = {
-    "qmd", qmd_open, qmd_sync, qmd_search, qmd_status, qmd_close, qmd_get,
+    "qmd", qmd_open, qmd_sync, qmd_search, qmd_status, qmd_close, qmd_get, qmd_drop,
 };

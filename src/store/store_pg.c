@@ -370,6 +370,30 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     return rc;
 }
 
+cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    if (!p->log_known) {
+        /* the agent's head; for an agent without its row yet (a first
+         * rebuild, or one after a drop) the clock in microseconds, so that
+         * numbers never repeat for a reader that loaded the dropped agent */
+        PGresult *r = NULL;
+        const char *pa[] = {p->agent};
+        cm_rc rc = cm_store_pg_run(
+            s,
+            "SELECT coalesce((SELECT log_seq FROM clawmem_agents WHERE agent_id = $1), "
+            "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint)",
+            1, pa, "read the vector log", &r, err, errlen);
+        if (rc) return rc;
+        p->log_base = strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
+        cm_store_pg_lib.clear(r);
+        p->log_known = true;
+        p->nlog = 0;
+    }
+    *seq = p->log_base + ++p->nlog;
+    return CM_OK;
+}
+
 static void drop_pending(struct store_pg *p)
 {
     for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)

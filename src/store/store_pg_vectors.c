@@ -154,30 +154,6 @@ cm_rc cm_store_pg_cache_trim(store *s, int max_entries, char *err, size_t errlen
     return cm_store_pg_w_end(s, own, rc, err, errlen);
 }
 
-cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen)
-{
-    struct store_pg *p = s->pg;
-    if (!p->log_known) {
-        /* the agent's head; for an agent without its row yet (a first
-         * rebuild, or one after a drop) the clock in microseconds, so that
-         * numbers never repeat for a reader that loaded the dropped agent */
-        PGresult *r = NULL;
-        const char *pa[] = {p->agent};
-        cm_rc rc = cm_store_pg_run(
-            s,
-            "SELECT coalesce((SELECT log_seq FROM clawmem_agents WHERE agent_id = $1), "
-            "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint)",
-            1, pa, "read the vector log", &r, err, errlen);
-        if (rc) return rc;
-        p->log_base = strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
-        cm_store_pg_lib.clear(r);
-        p->log_known = true;
-        p->nlog = 0;
-    }
-    *seq = p->log_base + ++p->nlog;
-    return CM_OK;
-}
-
 cm_rc cm_store_pg_vector_put(store *s, int64_t chunk_id, const float *v, int dims, char *err,
                              size_t errlen)
 {
