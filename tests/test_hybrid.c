@@ -420,3 +420,30 @@ TEST_BOTH(hybrid_warm_engine_reloads_after_a_rebuild_or_drop)
     cm_engine_close(writer);
     fake_stop(h.srv);
 }
+
+/* The index dropped and built again right away (on PostgreSQL the agent's
+ * row is made anew): the warm engine loads again and answers as a fresh
+ * one, though nothing else happened in between. */
+TEST_BOTH(hybrid_warm_engine_reloads_after_a_drop_alone)
+{
+    hy h;
+    hy_init(&h);
+    hy_config(&h, ",query:{hybrid:{enabled:false},minScore:0}");
+    write_file(h.ws, "memory/a.md", "the router uses vlan twenty\n");
+    write_file(h.ws, "memory/b.md", "the beach trip was on friday\n");
+    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
+    cm_engine *warm = hy_open(&h), *writer = hy_open(&h);
+    char *js = search_text(warm, "router beach");
+    cm_free(js);
+    char err[512];
+    int dropped = 0;
+    EXPECT_INT(cm_engine_drop_index(writer, &dropped, err, sizeof err), CM_OK);
+    write_file(h.ws, "memory/a.md", "a dentist visit on monday\n");
+    EXPECT_INT(cm_engine_sync(writer, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    const char *queries[] = {"router beach", "dentist monday"};
+    expect_as_fresh(&h, warm, queries, 2);
+    EXPECT_INT(full_loads(warm), 2);
+    cm_engine_close(warm);
+    cm_engine_close(writer);
+    fake_stop(h.srv);
+}

@@ -262,6 +262,98 @@ TEST_PG(pgstore_adds_the_vector_log_to_an_older_schema)
     drop("older");
 }
 
+/* A role that may only read opens a database from before the vector log
+ * (which it may not add): it searches as before; a write says why it
+ * cannot. The owner's next open adds the log. */
+TEST_PG(pgstore_reader_role_opens_an_older_schema)
+{
+    const char *paths[] = {"MEMORY.md"};
+    const char *texts[] = {"an older schema\n"};
+    drop("ro");
+    EXPECT_INT(fill("ro", "unicode61", 1, paths, texts), CM_OK);
+    EXPECT_INT(psql_long("ALTER TABLE clawmem_agents DROP COLUMN log_seq, DROP COLUMN "
+                         "log_version; DROP TABLE clawmem_vector_log; DROP ROLE IF EXISTS "
+                         "cm_reader; CREATE ROLE cm_reader LOGIN; GRANT SELECT ON ALL TABLES IN "
+                         "SCHEMA public TO cm_reader; SELECT 1"),
+               1);
+    char dsn[1200];
+    snprintf(dsn, sizeof dsn, "%s user=cm_reader", pg_dsn);
+    store s;
+    char err[512];
+    EXPECT_INT(cm_store_open_pg(&s, dsn, "ro", "unicode61", 0, 5000, err, sizeof err), CM_OK);
+    fts_hits h = {0};
+    EXPECT_INT(cm_store_fts_search(&s, "\"older\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    vec_index x;
+    int64_t seq = 0;
+    EXPECT_INT(cm_store_vectors_load(&s, 3, &x, &seq, err, sizeof err), CM_OK);
+    EXPECT_INT(seq, -1); /* no log: loads whole on each new version */
+    cm_vec_index_release(&x);
+    float v[3] = {1, 0, 0};
+    if (h.n)
+        EXPECT_INT(cm_store_vector_put(&s, h.v[0].id, v, 3, err, sizeof err), CM_EIO);
+    EXPECT_CONTAINS(err, "predates the vector log");
+    cm_fts_hits_release(&h);
+    cm_store_close(&s);
+    EXPECT_INT(open_pg(&s, "ro", 0), CM_OK); /* the owner: adds it */
+    cm_store_close(&s);
+    EXPECT_INT(psql_long("SELECT count(*) FROM pg_class WHERE relname = 'clawmem_vector_log'"), 1);
+    drop("ro");
+}
+
+/* A writer that keeps no log (an older clawmem) commits after the warm
+ * reader loaded: its version without a matching log_version tells the
+ * reader to load again; the next writer with the log leaves a gap, so the
+ * change is never skipped. */
+TEST_PG(pgstore_a_writer_without_the_log_makes_readers_load)
+{
+    const char *paths[] = {"MEMORY.md"};
+    const char *texts[] = {"mixed writers\n"};
+    drop("mixed");
+    EXPECT_INT(fill("mixed", "unicode61", 1, paths, texts), CM_OK);
+    store s;
+    char err[256];
+    EXPECT_INT(open_pg(&s, "mixed", 0), CM_OK);
+    fts_hits h = {0};
+    EXPECT_INT(cm_store_fts_search(&s, "\"mixed\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    int64_t id = h.n ? h.v[0].id : 0;
+    cm_fts_hits_release(&h);
+    float v[3] = {1, 0, 0};
+    EXPECT_INT(cm_store_vector_put(&s, id, v, 3, err, sizeof err), CM_OK);
+    vec_index x;
+    int64_t seq = -1;
+    bool reload = false;
+    EXPECT_INT(cm_store_vectors_load(&s, 3, &x, &seq, err, sizeof err), CM_OK);
+    EXPECT(seq > 0);
+    EXPECT_INT(x.n, 1);
+    /* the older writer: deletes the vector, bumps the version, logs nothing */
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "DELETE FROM clawmem_vectors WHERE agent_id = 'mixed'; UPDATE clawmem_agents SET "
+             "version = version + 1 WHERE agent_id = 'mixed'; SELECT 1");
+    EXPECT_INT(psql_long(sql), 1);
+    EXPECT_INT(cm_store_vectors_update(&s, 3, &x, &seq, &reload, err, sizeof err), CM_OK);
+    EXPECT(reload);
+    /* loaded again; then a writer with the log puts the vector back */
+    cm_vec_index_release(&x);
+    EXPECT_INT(cm_store_vectors_load(&s, 3, &x, &seq, err, sizeof err), CM_OK);
+    EXPECT_INT(x.n, 0);
+    EXPECT_INT(psql_long("DELETE FROM clawmem_vectors WHERE agent_id = 'mixed'; UPDATE "
+                         "clawmem_agents SET version = version + 1 WHERE agent_id = 'mixed'; "
+                         "SELECT 1"),
+               1);
+    int64_t before = seq;
+    EXPECT_INT(cm_store_vector_put(&s, id, v, 3, err, sizeof err), CM_OK);
+    reload = false;
+    EXPECT_INT(cm_store_vectors_update(&s, 3, &x, &seq, &reload, err, sizeof err), CM_OK);
+    EXPECT(reload); /* the gap of the older writer's commit */
+    EXPECT(psql_long("SELECT log_seq FROM clawmem_agents WHERE agent_id = 'mixed'") >= before + 2);
+    cm_vec_index_release(&x);
+    cm_store_close(&s);
+    drop("mixed");
+}
+
 TEST_PG(pgstore_rebuild_is_invisible_until_it_commits)
 {
     const char *paths[] = {"MEMORY.md"};

@@ -130,7 +130,7 @@ cm_rc cm_store_commit(store *s, char *err, size_t errlen);
  * inside the caller's transaction. The keyword tables then lie in
  * contiguous pages after the chunks (a search reads a few hundred of their
  * rows: ~50 fewer page faults than when they are spread among the chunks)
- * and FTS5 writes its postings as one segment when they fit in 64 MiB.
+ * and FTS5 writes its postings in segments of up to 16 MiB.
  * Any other store: nothing to do. */
 cm_rc cm_store_bulk_keywords(store *s, char *err, size_t errlen);
 void cm_store_rollback(store *s);

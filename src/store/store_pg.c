@@ -21,7 +21,10 @@
  *   clawmem_vector_log(agent_id, seq, chunk_id)   a chunk whose vector was
  *                                   written or deleted, numbered per agent in
  *                                   commit order; clawmem_agents.log_seq is the
- *                                   last number (a gap after a rebuild)
+ *                                   last number (a gap after a rebuild), and
+ *                                   log_version the version whose commit set
+ *                                   it: another version means a writer that
+ *                                   keeps no log (an older clawmem) wrote
  * Keyword ranking is cm_bm25 (fts_rank.c) computed in SQL: the same IDF,
  * length normalisation and coverage penalty over PostgreSQL's lexemes.
  * Writers take a transaction-scoped advisory lock of their agent, so many
@@ -202,33 +205,43 @@ static const char schema_sql[] =
     "embedding bytea NOT NULL, updated_at bigint NOT NULL, PRIMARY KEY(agent_id, provider, "
     "model, provider_key, hash));"
     "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS log_seq bigint NOT NULL DEFAULT 0;"
+    "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS log_version bigint NOT NULL DEFAULT -1;"
     "CREATE TABLE IF NOT EXISTS clawmem_vector_log(agent_id text NOT NULL, seq bigint NOT NULL, "
     "chunk_id bigint NOT NULL, PRIMARY KEY(agent_id, seq));";
 
 /* The tables (create: when absent), or what a database made by an earlier
- * version lacks (the vector log) at any open. The keyword index: GIN over
- * (agent_id, tsv) with btree_gin when the extension can be had, else over
- * tsv alone. */
+ * version lacks (the vector log) at any open; s->pg->has_log says whether
+ * the log is there. An open that need not create, by a role that may not
+ * add the log, goes on without it (readers then load the vectors whole on
+ * each new version, and a write says why it cannot). The keyword index: GIN
+ * over (agent_id, tsv) with btree_gin when the extension can be had, else
+ * over tsv alone. */
 static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
 {
     PGresult *r = NULL;
-    cm_rc rc = cm_store_pg_run(s,
-                               "SELECT to_regclass('clawmem_chunks_tsv') IS NOT NULL AND "
-                               "to_regclass('clawmem_vector_log') IS NOT NULL, "
-                               "to_regclass('clawmem_chunks') IS NOT NULL",
-                               0, NULL, "read the schema", &r, err, errlen);
+    cm_rc rc = cm_store_pg_run(
+        s,
+        "SELECT to_regclass('clawmem_chunks_tsv') IS NOT NULL AND to_regclass("
+        "'clawmem_vector_log') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_attribute WHERE "
+        "attrelid = to_regclass('clawmem_agents') AND attname = 'log_version' AND NOT "
+        "attisdropped), to_regclass('clawmem_chunks') IS NOT NULL",
+        0, NULL, "read the schema", &r, err, errlen);
     if (rc) return rc;
     bool have = cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't';
     bool tables = cm_store_pg_lib.getvalue(r, 0, 1)[0] == 't';
     cm_store_pg_lib.clear(r);
+    s->pg->has_log = have;
     if (have || (!create && !tables)) return CM_OK; /* else created, or added to */
-    rc = cm_store_pg_run(s, "BEGIN", 0, NULL, "create the tables", NULL, err, errlen);
-    if (!rc) rc = cm_store_pg_run(s, schema_sql, -1, NULL, "create the tables", NULL, err, errlen);
-    if (!rc) rc = cm_store_pg_run(s, "COMMIT", 0, NULL, "create the tables", NULL, err, errlen);
+    char why[256];
+    rc = cm_store_pg_run(s, "BEGIN", 0, NULL, "create the tables", NULL, why, sizeof why);
+    if (!rc) rc = cm_store_pg_run(s, schema_sql, -1, NULL, "create the tables", NULL, why, sizeof why);
+    if (!rc) rc = cm_store_pg_run(s, "COMMIT", 0, NULL, "create the tables", NULL, why, sizeof why);
     if (rc) {
         cm_store_pg_run(s, "ROLLBACK", 0, NULL, "", NULL, NULL, 0);
-        return rc;
+        if (!create && tables) return CM_OK; /* without the log */
+        return cm_seterr(err, errlen, rc, "%s", why);
     }
+    s->pg->has_log = true;
     char ignore[8];
     if (cm_store_pg_run(s, "CREATE EXTENSION IF NOT EXISTS btree_gin", 0, NULL, "", NULL, ignore,
                         sizeof ignore) == CM_OK &&
@@ -351,13 +364,21 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     snprintf(dl, sizeof dl, "%lld", (long long)(p->log_known ? p->log_base + p->nlog : -1));
     snprintf(keep, sizeof keep, "%d", VECTOR_LOG_KEEP);
     const char *pu[] = {p->agent, dc, dt, dl};
-    if (p->dirty)
+    /* the log's head moves past this transaction's entries, and one more
+     * (a gap: readers load again) when a writer without the log committed
+     * since the last one with it */
+    if (p->dirty && p->has_log)
         rc = cm_store_pg_run(
             s,
             "UPDATE clawmem_agents SET version = version + 1, nchunks = nchunks + $2, ntok = "
-            "ntok + $3, log_seq = CASE WHEN $4::bigint < 0 THEN log_seq ELSE $4::bigint END "
-            "WHERE agent_id = $1",
+            "ntok + $3, log_seq = greatest(log_seq, $4::bigint) + CASE WHEN log_version = "
+            "version THEN 0 ELSE 1 END, log_version = version + 1 WHERE agent_id = $1",
             4, pu, "commit", NULL, err, errlen);
+    else if (p->dirty)
+        rc = cm_store_pg_run(s,
+                             "UPDATE clawmem_agents SET version = version + 1, nchunks = nchunks "
+                             "+ $2, ntok = ntok + $3 WHERE agent_id = $1",
+                             3, pu, "commit", NULL, err, errlen);
     const char *pt[] = {p->agent, dl, keep};
     if (!rc && p->dirty && p->nlog) /* the log keeps its last entries */
         rc = cm_store_pg_run(s,
@@ -373,6 +394,12 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
 cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen)
 {
     struct store_pg *p = s->pg;
+    if (!p->has_log)
+        return cm_seterr(err, errlen, CM_EIO,
+                         "postgres index of agent %s: the database predates the vector log and "
+                         "this role may not add it; open it once as a role that may create "
+                         "tables (any `clawmem index` run by the tables' owner does)",
+                         p->agent);
     if (!p->log_known) {
         /* the agent's head; for an agent without its row yet (a first
          * rebuild, or one after a drop) the clock in microseconds, so that
@@ -455,8 +482,13 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
     if (!rc)
         rc = cm_store_pg_run(
             s,
-            "INSERT INTO clawmem_agents(agent_id, tokenizer) VALUES($1, $2) ON CONFLICT "
-            "(agent_id) DO UPDATE SET tokenizer = excluded.tokenizer, nchunks = 0, ntok = 0",
+            /* a new agent's version starts from the clock (microseconds): an
+             * agent dropped and made again never shows an engine that loaded
+             * the old one the version it saw */
+            "INSERT INTO clawmem_agents(agent_id, tokenizer, version, log_version) VALUES($1, $2, "
+            "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, (extract(epoch FROM "
+            "clock_timestamp()) * 1000000)::bigint) ON CONFLICT (agent_id) DO UPDATE SET "
+            "tokenizer = excluded.tokenizer, nchunks = 0, ntok = 0",
             2, pa, "register the agent", NULL, err, errlen);
     if (rc) cm_store_pg_rollback(s);
     if (!rc) s->pg->fresh = true;
@@ -476,13 +508,15 @@ cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen)
     const char *pa[] = {s->pg->agent};
     static const char *const sql[] = {
         "DELETE FROM clawmem_vectors WHERE agent_id = $1",
-        "DELETE FROM clawmem_vector_log WHERE agent_id = $1",
         "DELETE FROM clawmem_chunks WHERE agent_id = $1",
         "DELETE FROM clawmem_files WHERE agent_id = $1",
         "DELETE FROM clawmem_meta WHERE agent_id = $1",
         "DELETE FROM clawmem_cache WHERE agent_id = $1",
         "DELETE FROM clawmem_agents WHERE agent_id = $1",
     };
+    if (s->pg->has_log)
+        rc = cm_store_pg_run(s, "DELETE FROM clawmem_vector_log WHERE agent_id = $1", 1, pa,
+                             "delete the agent", NULL, err, errlen);
     for (size_t i = 0; !rc && i < ARRAY_LEN(sql); i++)
         rc = cm_store_pg_run(s, sql[i], 1, pa, "delete the agent", NULL, err, errlen);
     s->pg->dirty = false; /* its version row is gone */

@@ -48,6 +48,7 @@ struct store_pg {
      * them so far; the agent's log_seq moves on by nlog at commit. */
     int64_t log_base, nlog;
     bool log_known;
+    bool has_log; /* the database has the vector log (ensure_schema) */
     /* A rebuild's files not yet sent (store_pg.c): their chunks' and rows'
      * columns as array literals, written by one statement each per batch,
      * before any other statement runs. */

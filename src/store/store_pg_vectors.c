@@ -167,19 +167,27 @@ cm_rc cm_store_pg_vector_put(store *s, int64_t chunk_id, const float *v, int dim
     bool own;
     int64_t seq = 0;
     cm_rc rc = cm_store_pg_w_begin(s, &own, err, errlen);
-    if (!rc) {
-        rc = cm_store_pg_log_next(s, &seq, err, errlen);
-        snprintf(sq, sizeof sq, "%lld", (long long)seq);
-        if (!rc)
-            rc = cm_store_pg_run_bin(
-                s,
-                "WITH v AS (INSERT INTO clawmem_vectors(agent_id, chunk_id, dims, embedding) "
-                "VALUES($1, $2, $3, $4) ON CONFLICT (agent_id, chunk_id) DO UPDATE SET dims = "
-                "excluded.dims, embedding = excluded.embedding RETURNING chunk_id) INSERT INTO "
-                "clawmem_vector_log(agent_id, seq, chunk_id) SELECT $1, $5, chunk_id FROM v",
-                5, pa, lens, 0, "write a vector", NULL, err, errlen);
-        rc = cm_store_pg_w_end(s, own, rc, err, errlen);
+    if (rc) {
+        free(blob);
+        return rc;
     }
+    /* a rebuild's vectors are not logged: its gap sends readers to load */
+    bool logged = !s->pg->fresh;
+    if (logged) rc = cm_store_pg_log_next(s, &seq, err, errlen);
+    snprintf(sq, sizeof sq, "%lld", (long long)seq);
+    if (!rc)
+        rc = cm_store_pg_run_bin(
+            s,
+            logged ? "WITH v AS (INSERT INTO clawmem_vectors(agent_id, chunk_id, dims, embedding) "
+                     "VALUES($1, $2, $3, $4) ON CONFLICT (agent_id, chunk_id) DO UPDATE SET dims "
+                     "= excluded.dims, embedding = excluded.embedding RETURNING chunk_id) INSERT "
+                     "INTO clawmem_vector_log(agent_id, seq, chunk_id) SELECT $1, $5, chunk_id "
+                     "FROM v"
+                   : "INSERT INTO clawmem_vectors(agent_id, chunk_id, dims, embedding) VALUES($1, "
+                     "$2, $3, $4) ON CONFLICT (agent_id, chunk_id) DO UPDATE SET dims = "
+                     "excluded.dims, embedding = excluded.embedding",
+            logged ? 5 : 4, pa, lens, 0, "write a vector", NULL, err, errlen);
+    rc = cm_store_pg_w_end(s, own, rc, err, errlen);
     free(blob);
     return rc;
 }
@@ -200,15 +208,19 @@ static void snap_end(store *s, bool begun)
     if (begun) cm_store_pg_run(s, "COMMIT", 0, NULL, "", NULL, ignore, sizeof ignore);
 }
 
-/* The agent's vector log head in the snapshot: -1 when it has no row. */
+/* The agent's vector log head in the snapshot: -1 when the log cannot
+ * say (no log, no row, or a writer without the log committed last). */
 static cm_rc log_head(store *s, int64_t *head, char *err, size_t errlen)
 {
     PGresult *r = NULL;
     const char *pa[] = {s->pg->agent};
-    cm_rc rc = cm_store_pg_run(s, "SELECT log_seq FROM clawmem_agents WHERE agent_id = $1", 1, pa,
-                               "read the vector log", &r, err, errlen);
+    *head = -1;
+    if (!s->pg->has_log) return CM_OK;
+    cm_rc rc = cm_store_pg_run(
+        s, "SELECT log_seq FROM clawmem_agents WHERE agent_id = $1 AND log_version = version", 1,
+        pa, "read the vector log", &r, err, errlen);
     if (rc) return rc;
-    *head = cm_store_pg_lib.ntuples(r) ? strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10) : -1;
+    if (cm_store_pg_lib.ntuples(r)) *head = strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
     cm_store_pg_lib.clear(r);
     return CM_OK;
 }
@@ -246,7 +258,7 @@ cm_rc cm_store_pg_vectors_update(store *s, int dims, vec_index *x, int64_t *seq,
     bool begun = snap_begin(s);
     CHECK(log_head(s, &head, err, errlen));
     if (head == *seq) goto out;
-    if (head < *seq) { /* the agent was dropped and made again */
+    if (head < *seq) { /* the log cannot say, or the agent was dropped and made again */
         *reload = true;
         goto out;
     }
