@@ -47,8 +47,11 @@ const char *cm_strerror(cm_rc rc);
 
 /* Optional, for a program: call once at its start, before it starts a
  * thread or uses SQLite in any other way. Sets SQLite's process-wide options
- * for a short-lived process (no page-cache preallocation, no memory
- * statistics); a program that uses SQLite itself may leave it out. */
+ * for a short-lived process: no page-cache preallocation, no memory
+ * statistics (so sqlite3_memory_used() stays 0 and a soft heap limit is not
+ * enforced). A program that uses SQLite itself may leave it out; called
+ * after SQLite has started it changes nothing, though SQLite reports the
+ * call as a misuse to a SQLITE_CONFIG_LOG callback. */
 void cm_process_init(void);
 
 /* The size of a message buffer (char err[CM_ERR_SIZE]) that holds every

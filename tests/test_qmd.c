@@ -486,6 +486,19 @@ TEST(qmd_real_drop)
     json_decref(o);
     cm_engine_close(e);
     EXPECT_NO_LEFTOVERS(&q);
+    /* a drop right after open (`index --drop`) calls off the boot's update,
+     * which would otherwise start after it and be killed at close */
+    real_config(&q, qmd, "");
+    for (int i = 0; i < 3; i++) {
+        cm_buf_reset(&q.log);
+        e = qopen(&q);
+        EXPECT(e);
+        EXPECT_INT(cm_engine_drop_index(e, &dropped, err, sizeof err), CM_OK);
+        cm_engine_close(e);
+        EXPECT(!q.log.data || !strstr(q.log.data, "qmd update failed"));
+        EXPECT(access(qidx, F_OK) != 0);
+    }
+    EXPECT_NO_LEFTOVERS(&q);
     qenv_release(&q);
 }
 

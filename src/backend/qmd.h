@@ -134,6 +134,7 @@ typedef struct qmd_sidecar {
     pthread_cond_t cv;
     pthread_t thread;
     bool thread_started, stop, updating, kick, force;
+    unsigned drops; /* cm_backend_qmd_sidecar_drop calls so far (under mu) */
     int64_t last_update_ms, last_embed_ms, embed_backoff_until_ms;
     int embed_failures;
     unsigned updates; /* updates finished (succeeded or not) */
@@ -161,9 +162,11 @@ cm_rc cm_backend_qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_
  * collection list` consulted whatever the record says). */
 cm_rc cm_backend_qmd_sidecar_repair(qmd_sidecar *q, char *err, size_t errlen);
 /* Removes QMD's index (index.sqlite with its -wal and -shm) once this
- * process's update and any other process's (the update lock) are done, and
- * forgets the last update and embedding, so the next update builds it
- * again. The collections stay registered. *dropped: there was an index. */
+ * process's update and any other process's (the update lock) are done; the
+ * record of the last update and embedding goes (this process keeps its
+ * schedule's time but embeds at the next update), so the next update builds
+ * it again. An update asked for and not begun (the boot's) is called off.
+ * The collections stay registered. *dropped: there was an index. */
 cm_rc cm_backend_qmd_sidecar_drop(qmd_sidecar *q, int *dropped, char *err, size_t errlen);
 /* Wakes the schedule's thread to look at the clock again (tests that move it). */
 void cm_backend_qmd_sidecar_poke(qmd_sidecar *q);

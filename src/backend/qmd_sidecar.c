@@ -557,9 +557,12 @@ static int lock_updates(const qmd_sidecar *q, bool wait)
 cm_rc cm_backend_qmd_sidecar_update(qmd_sidecar *q, bool force, char *err, size_t errlen)
 {
     pthread_mutex_lock(&q->mu);
+    unsigned drops = q->drops;
     while (q->updating && force && !q->stop)
         pthread_cond_wait(&q->cv, &q->mu);
-    if (q->updating || q->stop) {
+    /* another update runs, or the index was dropped while this one waited
+     * (an update asked for before the drop: the next sync builds it) */
+    if (q->updating || q->stop || q->drops != drops) {
         pthread_mutex_unlock(&q->mu);
         return CM_OK;
     }
@@ -599,6 +602,8 @@ cm_rc cm_backend_qmd_sidecar_drop(qmd_sidecar *q, int *dropped, char *err, size_
     while (q->updating && !q->stop)
         pthread_cond_wait(&q->cv, &q->mu);
     q->updating = true;
+    q->drops++;
+    q->kick = q->force = false; /* an update asked for before (the boot's) is off */
     pthread_mutex_unlock(&q->mu);
     int fd = lock_updates(q, true); /* and after any other process's */
     for (size_t i = 0; i < ARRAY_LEN(tails) && !rc; i++) {
@@ -612,14 +617,16 @@ cm_rc cm_backend_qmd_sidecar_drop(qmd_sidecar *q, int *dropped, char *err, size_
                            strerror(errno));
         }
     }
-    if (!rc) { /* the next update and embedding run whatever the debounce */
+    if (!rc) { /* the next process's update and embedding run whatever the debounce */
         char path[4200];
         snprintf(path, sizeof path, "%s/" QMD_STATE, q->dir);
         unlink(path);
     }
     if (fd >= 0) close(fd);
     pthread_mutex_lock(&q->mu);
-    if (!rc) q->last_update_ms = q->last_embed_ms = 0;
+    /* the embedding is due again; the schedule keeps its time (an update it
+     * ran now would start a rebuild no one asked for) */
+    if (!rc) q->last_embed_ms = 0;
     q->updating = false;
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);

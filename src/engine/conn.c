@@ -66,13 +66,10 @@ cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen)
         return cm_seterr(err, errlen, CM_EBUSY,
                          "a `clawmem watch` or `clawmem mcp` keeps this index; stop it first");
     CHECK(cm_engine_lock_acquire(e, true, &lock, err, errlen));
-    int had_own = 0; /* a QMD backend's own index goes too */
-    if (e->be->drop_own) CHECK(e->be->drop_own(e, &had_own, err, errlen));
-    if (dropped) *dropped = had_own;
     rc = cm_engine_ensure_store(e, err, errlen);
-    if (rc == CM_ENOTFOUND) { /* no builtin index: nothing more to drop */
+    if (rc == CM_ENOTFOUND) { /* no builtin index: only the backend's own, if any */
         rc = CM_OK;
-        goto out;
+        goto own;
     }
     CHECK(rc);
     if (engine_pg(e)) {
@@ -92,6 +89,10 @@ cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen)
     }
     cm_engine_close_store(e);
     if (dropped) *dropped = 1;
+own:; /* then a QMD backend's own index (the builtin one answered for it) */
+    int had_own = 0;
+    if (e->be->drop_own) CHECK(e->be->drop_own(e, &had_own, err, errlen));
+    if (dropped && had_own) *dropped = 1;
 out:
     cm_engine_lock_release(lock);
     return rc;
