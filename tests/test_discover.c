@@ -97,13 +97,13 @@ TEST(discover_ignores_symlinks_and_duplicates)
     release(&c);
 }
 
-/* A flat directory of many notes is statted in batches by the pool's
- * threads: every note once, sorted, sizes right; hard links and a root
- * reached twice keep one entry, the smallest path. */
+/* A flat directory of many notes (past SPLIT_MIN) is statted in batches by
+ * the pool's threads: every note once, sorted, sizes right; hard links and a
+ * root reached twice keep one entry, the smallest path. */
 TEST(discover_large_directory_in_batches)
 {
     char *d = tmp_dir();
-    enum { N = 700 }; /* several batches of 128 */
+    enum { N = 4500 }; /* past 4,096: batches of 128 */
     char rel[64], text[32];
     for (int i = 0; i < N; i++) {
         snprintf(rel, sizeof rel, "ws/memory/n%04d.md", i);
@@ -139,9 +139,41 @@ TEST(discover_large_directory_in_batches)
     for (size_t i = 0; i < l.n; i++)
         total += (uint64_t)l.v[i].size;
     EXPECT_INT(l.total_bytes, total);
+    if (sysconf(_SC_NPROCESSORS_ONLN) > 1) EXPECT(l.helpers >= 1);
     cm_index_file_list_release(&l);
     cm_index_problem_list_release(&p);
     release(&c);
+}
+
+/* Helpers start only when work waits: one directory of 1,000 notes is
+ * walked by the calling thread alone; many directories bring helpers in
+ * (on more than one core), and both list every note. */
+TEST(discover_starts_helpers_only_for_waiting_work)
+{
+    char *d = tmp_dir();
+    char rel[64];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(rel, sizeof rel, "flat/memory/n%04d.md", i);
+        write_file(d, rel, "x\n");
+    }
+    for (int i = 0; i < 40; i++)
+        for (int j = 0; j < 25; j++) {
+            snprintf(rel, sizeof rel, "deep/memory/d%02d/n%02d.md", i, j);
+            write_file(d, rel, "x\n");
+        }
+    const char *ws[] = {"flat", "deep"};
+    for (int k = 0; k < 2; k++) {
+        cm_config c = cfg_for(path_in(d, ws[k]));
+        file_list l;
+        problem_list p = {0};
+        EXPECT_INT(cm_discover_files(&c, &l, &p), CM_OK);
+        EXPECT_INT(l.n, 1000);
+        if (k == 0) EXPECT_INT(l.helpers, 0);
+        if (k == 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1) EXPECT(l.helpers >= 1);
+        cm_index_file_list_release(&l);
+        cm_index_problem_list_release(&p);
+        release(&c);
+    }
 }
 
 TEST(discover_reports_oversized_and_unreadable)
