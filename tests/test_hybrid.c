@@ -7,6 +7,7 @@
  * the PostgreSQL store too.
  */
 #include <jansson.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fakeserver.h"
@@ -445,5 +446,69 @@ TEST_BOTH(hybrid_warm_engine_reloads_after_a_drop_alone)
     EXPECT_INT(full_loads(warm), 2);
     cm_engine_close(warm);
     cm_engine_close(writer);
+    fake_stop(h.srv);
+}
+
+/* Two writer processes sync edits at once while the warm engine searches
+ * throughout, applying the log as it goes: afterwards it answers as a fresh
+ * engine, having loaded the vectors once (the log's numbers follow commit
+ * order under the writers' lock, so no change is skipped or applied out of
+ * order). */
+TEST_BOTH(hybrid_warm_engine_follows_concurrent_writers)
+{
+    static const char *words[] = {"router", "beach",  "dentist", "friday", "garden", "schema",
+                                  "freeze", "budget", "python",  "piano",  "coffee", "train"};
+    hy h;
+    hy_init(&h);
+    hy_config(&h, ",query:{hybrid:{enabled:false},minScore:0}");
+    char name[64], text[256];
+    for (int f = 0; f < 20; f++) {
+        snprintf(name, sizeof name, "memory/n%02d.md", f);
+        snprintf(text, sizeof text, "note %d: %s %s\n", f, words[f % 12], words[(f * 5) % 12]);
+        write_file(h.ws, name, text);
+    }
+    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
+    cm_engine *warm = hy_open(&h);
+    char *js = search_text(warm, "router beach");
+    cm_free(js);
+    pid_t kid[2];
+    for (int k = 0; k < 2; k++) {
+        kid[k] = fork();
+        if (kid[k] == 0) {
+            int bad = 0;
+            for (int round = 0; round < 8 && !bad; round++) {
+                for (int j = 0; j < 2; j++) {
+                    int f = k * 10 + (round * 3 + j) % 10;
+                    snprintf(name, sizeof name, "memory/n%02d.md", f);
+                    snprintf(text, sizeof text, "note %d by %d round %d: %s %s\n", f, k, round,
+                             words[(round + j + k) % 12], words[(round * 7 + f) % 12]);
+                    write_file(h.ws, name, text);
+                }
+                cm_engine *w = hy_open(&h);
+                char err[512];
+                bad = !w || cm_engine_sync(w, 0, NULL, NULL, NULL, err, sizeof err) != CM_OK;
+                cm_engine_close(w);
+            }
+            _exit(bad);
+        }
+        EXPECT(kid[k] > 0);
+    }
+    int running = 2, status;
+    for (int spins = 0; running > 0 && spins < 4000; spins++) {
+        char *a = search_text(warm, words[spins % 12]);
+        EXPECT(a != NULL);
+        cm_free(a);
+        for (int k = 0; k < 2; k++)
+            if (kid[k] > 0 && waitpid(kid[k], &status, WNOHANG) == kid[k]) {
+                EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+                kid[k] = -1;
+                running--;
+            }
+    }
+    EXPECT_INT(running, 0);
+    const char *queries[] = {"router beach", "schema freeze", "coffee train", "python piano"};
+    expect_as_fresh(&h, warm, queries, 4);
+    EXPECT_INT(full_loads(warm), 1);
+    cm_engine_close(warm);
     fake_stop(h.srv);
 }
