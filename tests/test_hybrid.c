@@ -385,6 +385,21 @@ static long long full_loads(cm_engine *e)
     return n;
 }
 
+/* Two notes synced, then two engines on them: warm, which has searched
+ * (its vectors loaded), and writer. */
+static void warm_and_writer(hy *h, cm_engine **warm, cm_engine **writer)
+{
+    hy_init(h);
+    hy_config(h, ",query:{hybrid:{enabled:false},minScore:0}");
+    write_file(h->ws, "memory/a.md", "the router uses vlan twenty\n");
+    write_file(h->ws, "memory/b.md", "the beach trip was on friday\n");
+    EXPECT_INT(hy_sync(h, NULL), CM_OK);
+    *warm = hy_open(h);
+    *writer = hy_open(h);
+    char *js = search_text(*warm, "router beach");
+    cm_free(js);
+}
+
 /* A rebuild by another connection (on PostgreSQL: one transaction that
  * replaces every row, leaving a gap in the agent's log; on SQLite: a new
  * file), and the index dropped and built again: the warm engine loads the
@@ -392,14 +407,8 @@ static long long full_loads(cm_engine *e)
 TEST_BOTH(hybrid_warm_engine_reloads_after_a_rebuild_or_drop)
 {
     hy h;
-    hy_init(&h);
-    hy_config(&h, ",query:{hybrid:{enabled:false},minScore:0}");
-    write_file(h.ws, "memory/a.md", "the router uses vlan twenty\n");
-    write_file(h.ws, "memory/b.md", "the beach trip was on friday\n");
-    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
-    cm_engine *warm = hy_open(&h), *writer = hy_open(&h);
-    char *js = search_text(warm, "router beach");
-    cm_free(js);
+    cm_engine *warm, *writer;
+    warm_and_writer(&h, &warm, &writer);
     EXPECT_INT(full_loads(warm), 1);
     char err[512];
     for (int step = 0; step < 2; step++) {
@@ -428,14 +437,8 @@ TEST_BOTH(hybrid_warm_engine_reloads_after_a_rebuild_or_drop)
 TEST_BOTH(hybrid_warm_engine_reloads_after_a_drop_alone)
 {
     hy h;
-    hy_init(&h);
-    hy_config(&h, ",query:{hybrid:{enabled:false},minScore:0}");
-    write_file(h.ws, "memory/a.md", "the router uses vlan twenty\n");
-    write_file(h.ws, "memory/b.md", "the beach trip was on friday\n");
-    EXPECT_INT(hy_sync(&h, NULL), CM_OK);
-    cm_engine *warm = hy_open(&h), *writer = hy_open(&h);
-    char *js = search_text(warm, "router beach");
-    cm_free(js);
+    cm_engine *warm, *writer;
+    warm_and_writer(&h, &warm, &writer);
     char err[512];
     int dropped = 0;
     EXPECT_INT(cm_engine_drop_index(writer, &dropped, err, sizeof err), CM_OK);
