@@ -144,9 +144,8 @@ cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void
  * rows in a PostgreSQL index (every table), else the SQLite file with its
  * -wal and -shm; with memory.backend "qmd" also QMD's own index (its
  * collections stay registered). The memory files are untouched; the next
- * sync rebuilds the index. CM_EBUSY
- * while a live watcher keeps the index. *dropped is 1 when there was an
- * index (may be NULL). */
+ * sync rebuilds the index. CM_EBUSY while a live watcher keeps the index.
+ * *dropped is 1 when there was an index (may be NULL). */
 cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen);
 
 typedef struct cm_search_opts {

@@ -219,7 +219,7 @@ const char *cm_embed_auto(const cm_config *cfg)
     for (size_t i = 0; i < ARRAY_LEN(order) && !found; i++) {
         if (key_for(cfg, order[i], true)) {
             found = cm_provider_names[order[i]];
-            break;
+            continue;
         }
         char err[256];
         if (!store)
