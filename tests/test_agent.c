@@ -68,7 +68,7 @@ static bool world_start(world *w, const char *models_json)
     }
     snprintf(w->store, sizeof w->store, "%s/agents/main/sessions/sessions.json", w->state);
     w->a = (agent_ctx){w->cfg, w->state,  "main", w->store,   w->ws,
-                       w->eng, w->runner, true,   fake_clock, NULL};
+                       w->eng, w->runner, true,   fake_clock, NULL, NULL};
     return true;
 }
 
@@ -107,7 +107,7 @@ TEST(agent_turn_runs_the_memory_tools)
     call(&w, "c2", "memory_get", "{\"path\":\"../etc/passwd\"}");
     say(&w, "The dog is called Biscuit.", 100);
     llm_pin pin = {"", false};
-    agent_tools tools = {w.eng, "agent:main:main", false, NULL};
+    agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
     agent_turn_in in = {w.runner,
                         {NULL, false, &pin},
                         "Be brief.",
@@ -425,7 +425,7 @@ TEST(agent_tool_result_cut_keeps_characters_whole)
     call(&w, "c1", "memory_get", "{\"path\":\"memory/big.md\"}");
     say(&w, "done", 100);
     llm_pin pin = {"", false};
-    agent_tools tools = {w.eng, "agent:main:main", false, NULL};
+    agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
     agent_turn_in in = {
         w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL, NULL, NULL, NULL};
     agent_turn_out out;

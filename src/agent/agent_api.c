@@ -16,6 +16,7 @@ struct cm_agent {
     llm_runner *runner;
     char *store_path;
     agent_ctx ctx;
+    tool_policy tools;
 };
 
 static void log_to(void *ctx, cm_log_level level, const char *msg)
@@ -42,6 +43,7 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
     CHECK(cm_llm_runner_open(&ro, &a->runner, err, errlen));
     CHECK(cm_session_store_path(&p, a->cfg.state_dir, a->cfg.agent_id) ? CM_ENOMEM : CM_OK);
     a->store_path = cm_buf_detach(&p);
+    CHECK(cm_tool_policy_init(&a->tools, a->cfg.root, a->cfg.agent_id));
     a->ctx = (agent_ctx){a->cfg.root,
                          a->cfg.state_dir,
                          a->cfg.agent_id,
@@ -51,7 +53,8 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
                          a->runner,
                          true,
                          NULL,
-                         NULL};
+                         NULL,
+                         &a->tools};
     *out = a;
     a = NULL;
 out:
@@ -67,6 +70,7 @@ void cm_agent_close(cm_agent *a)
     cm_llm_runner_close(a->runner);
     cm_engine_close(a->engine);
     cm_config_release(&a->cfg);
+    cm_tool_policy_release(&a->tools);
     free(a->store_path);
     free(a);
 }
@@ -111,7 +115,11 @@ cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, con
         return rc;
     }
     /* no session: one turn, nothing recorded */
-    agent_tools tools = {a->engine, NULL, cm_engine_writable(a->engine) != 0, NULL};
+    agent_tools tools = {.engine = a->engine,
+                         .allow_write = cm_engine_writable(a->engine) != 0,
+                         .workspace = a->cfg.workspace,
+                         .fs_write = true,
+                         .policy = &a->tools};
     agent_turn_in in = {
         a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx, NULL, NULL, hooks};
     agent_turn_out t;

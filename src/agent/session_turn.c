@@ -302,7 +302,10 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
     hist = history_of(recs);
     llm_pin pin;
     pin_of(e, &pin);
-    agent_tools tools = {a->engine, s->key, true, target.data};
+    agent_tools tools = {.engine = a->engine,
+                         .session_key = s->key,
+                         .allow_write = true,
+                         .write_only_to = target.data}; /* the flush writes only there */
     agent_turn_in ti = {a->runner,
                         {NULL, false, &pin},
                         fs.system_prompt,
@@ -624,7 +627,12 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         json_t *e = cm_session_store_get(&s.st, s.key);
         llm_pin pin;
         pin_of(e, &pin);
-        agent_tools tools = {a->engine, s.key, a->engine && cm_engine_writable(a->engine), NULL};
+        agent_tools tools = {.engine = a->engine,
+                             .session_key = s.key,
+                             .allow_write = a->engine && cm_engine_writable(a->engine),
+                             .workspace = a->workspace,
+                             .fs_write = a->writable,
+                             .policy = a->tools};
         agent_prompt_in pi = {a->config,
                               a->workspace,
                               a->agent_id,

@@ -30,6 +30,7 @@ typedef struct agent_ctx {
     bool writable;      /* the agent may write its workspace */
     llm_clock_fn clock; /* NULL: the real clock */
     void *clock_ctx;
+    const tool_policy *tools; /* tools.profile/allow/deny (parsed once); NULL: every tool */
 } agent_ctx;
 
 typedef struct agent_reply {

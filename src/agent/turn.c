@@ -2,32 +2,48 @@
  * turn.c — one agent turn (turn.h): messages between the transcript's
  * format and the chat clients' model, the tool loop, the memory tools.
  */
-#include <pthread.h>
 
 #include "../base/utf8.h"
 #include "turn.h"
 #include "../base/caps.h"
+#include "../tools/fs_tools.h"
 
 #define DEFAULT_MAX_STEPS 12
 #define TOOL_TEXT_MAX     CM_CAP_TOOL_RESULT /* what a tool result may hand the model */
 
-/* The memory tools as the MCP server describes them (tools/defs.c). */
-static llm_tool_def defs[3];
-static pthread_once_t defs_once = PTHREAD_ONCE_INIT;
-
-static void load_defs(void)
+/* One tool as the model is told of it, if the policy allows it. */
+static void offer(const agent_tools *t, const cm_tool_def *d, llm_tool_def *out, size_t cap,
+                  size_t *n)
 {
-    size_t n;
-    const cm_tool_def *d = cm_tool_defs(&n);
-    for (size_t i = 0; i < n && i < 3; i++)
-        defs[i] = (llm_tool_def){d[i].name, d[i].description, d[i].input_schema};
+    if (*n < cap && (!t->policy || cm_tool_policy_allows(t->policy, d->name)))
+        out[(*n)++] = (llm_tool_def){d->name, d->description, d->input_schema};
 }
 
-const llm_tool_def *cm_agent_tool_defs(bool with_write, size_t *n)
+size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t cap)
 {
-    pthread_once(&defs_once, load_defs);
-    *n = with_write ? 3 : 2;
-    return defs;
+    size_t n = 0, nf, nm;
+    if (!t) return 0;
+    if (t->workspace) { /* read, edit, write: first, as the reference lists them */
+        const cm_tool_def *f = cm_tool_fs_defs(&nf);
+        for (size_t i = 0; i < nf; i++)
+            if (f[i].read_only || t->fs_write) offer(t, &f[i], out, cap, &n);
+    }
+    if (t->engine) { /* memory_search, memory_get, memory_write (tools/defs.c) */
+        const cm_tool_def *m = cm_tool_defs(&nm);
+        for (size_t i = 0; i < nm; i++)
+            if (m[i].read_only || t->allow_write) offer(t, &m[i], out, cap, &n);
+    }
+    return n;
+}
+
+/* Whether t offers the tool called name. */
+static bool offered(const agent_tools *t, const char *name)
+{
+    llm_tool_def d[AGENT_TOOLS_MAX];
+    size_t n = cm_agent_tools_offered(t, d, AGENT_TOOLS_MAX);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(d[i].name, name)) return true;
+    return false;
 }
 
 void cm_agent_turn_out_release(agent_turn_out *o)
@@ -189,11 +205,24 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         wrc = cm_buf_printf(&out, "%s: the arguments are not a JSON object", call->name);
         goto out;
     }
-    if (!t->engine) {
-        wrc = cm_buf_printf(&out, "%s: no memory is available to this agent", call->name);
+    if (!offered(t, call->name)) {
+        wrc = cm_buf_printf(&out, "Tool %.64s not found", call->name);
         goto out;
     }
-    if (!strcmp(call->name, "memory_search")) {
+    if (!strcmp(call->name, "read") || !strcmp(call->name, "write") ||
+        !strcmp(call->name, "edit")) {
+        cm_rc (*fn)(const char *, const json_t *, buf *, char *, size_t) =
+            call->name[0] == 'r' ? cm_tool_read : call->name[0] == 'w' ? cm_tool_write
+                                                                       : cm_tool_edit;
+        buf res = BUF_INIT;
+        rc = fn(t->workspace, args, &res, err, sizeof err);
+        payload = rc ? NULL : cm_buf_detach(&res);
+        cm_buf_release(&res);
+        if (!rc && !payload) rc = CM_ENOMEM;
+    } else if (!t->engine) {
+        wrc = cm_buf_printf(&out, "%s: no memory is available to this agent", call->name);
+        goto out;
+    } else if (!strcmp(call->name, "memory_search")) {
         const char *q = json_string_value(json_object_get(args, "query"));
         if (!q || !*q) {
             wrc = cm_buf_adds(&out, "memory_search: query (a non-empty string) is required");
@@ -312,9 +341,8 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
         json_pack("{s:s,s:[{s:s,s:s}],s:I}", "role", "user", "content", "type", "text", "text",
                   in->user_text ? in->user_text : "", "timestamp", (json_int_t)now);
     if (!user || json_array_append_new(out->messages, user)) FAIL(CM_ENOMEM, "out of memory");
-    size_t nt;
-    const llm_tool_def *td = cm_agent_tool_defs(tools && tools->allow_write, &nt);
-    if (!tools || !tools->engine) nt = 0;
+    llm_tool_def td[AGENT_TOOLS_MAX];
+    size_t nt = cm_agent_tools_offered(tools, td, AGENT_TOOLS_MAX);
     int max = in->max_steps > 0 ? in->max_steps : DEFAULT_MAX_STEPS;
     llm_turn turn = in->turn;
     const agent_hooks *hk = in->hooks;

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "../llm/runner.h"
+#include "../tools/policy.h"
 
 typedef struct agent_tools {
     cm_engine *engine;       /* NULL: no memory tools */
@@ -26,6 +27,11 @@ typedef struct agent_tools {
     /* Only for a flush turn: memory_write may only append to this path
      * (e.g. "memory/2026-11-30.md"); NULL: any memory file. */
     const char *write_only_to;
+    /* The file tools (read; edit and write with fs_write) in this workspace
+     * (absolute); NULL: none. */
+    const char *workspace;
+    bool fs_write;
+    const tool_policy *policy; /* tools.profile/allow/deny; NULL: every tool */
 } agent_tools;
 
 /* A running turn's controls, from its caller (any may be NULL):
@@ -69,7 +75,9 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                         char *err, size_t errlen);
 void cm_agent_turn_out_release(agent_turn_out *o);
 
-/* The tools offered (llm_tool_def array, static strings), and how many. */
-const llm_tool_def *cm_agent_tool_defs(bool with_write, size_t *n);
+/* The tools t offers (static strings) into out[0..cap), in the reference's
+ * order, each allowed by t->policy; returns how many. */
+#define AGENT_TOOLS_MAX 16
+size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t cap);
 
 #endif

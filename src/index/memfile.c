@@ -20,6 +20,7 @@
 
 #include "../base/fs.h"
 #include "../base/path.h"
+#include "../base/replace.h"
 #include "../base/utf8.h"
 #include "discover.h"
 #include "media.h"
@@ -363,68 +364,6 @@ static int count_lines(const char *s, size_t n)
     return lines;
 }
 
-/* Temporary files are ".clawmem-" + 16 random hex digits + ".tmp" (29 bytes,
- * whatever the note's name); earlier versions used
- * ".<name>.clawmem-<pid>.tmp". */
-#define TMP_PREFIX ".clawmem-"
-#define TMP_HEX    16
-
-static bool is_temp_name(const char *name)
-{
-    size_t n = strlen(name), p = strlen(TMP_PREFIX);
-    if (n == p + TMP_HEX + 4 && !strncmp(name, TMP_PREFIX, p) && !strcmp(name + n - 4, ".tmp")) {
-        for (size_t i = p; i < p + TMP_HEX; i++)
-            if (!strchr("0123456789abcdef", name[i])) return false;
-        return true;
-    }
-    /* the old pattern */
-    const char *c = strstr(name, ".clawmem-");
-    if (name[0] != '.' || !c || c == name || n < 5 || strcmp(name + n - 4, ".tmp")) return false;
-    for (const char *d = c + 9; d < name + n - 4; d++)
-        if (*d < '0' || *d > '9') return false;
-    return c + 9 < name + n - 4;
-}
-
-/* Removes temporary files of writers that were killed. Called with the
- * directory's lock held: every writer holds it while its temporary file
- * exists, so any left now is stale, whatever its age or pid. */
-static void remove_stale_temps(int dir)
-{
-    int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0) close(fd);
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL)
-        if (de->d_name[0] == '.' && is_temp_name(de->d_name)) unlinkat(dir, de->d_name, 0);
-    closedir(d);
-}
-
-/* Creates a temporary file in dir with O_EXCL and an unpredictable name. */
-static cm_rc create_temp(int dir, char name[64], int *fd, char *err, size_t errlen)
-{
-    cm_rc rc = CM_OK;
-    for (int tries = 0; tries < 16; tries++) {
-        unsigned char r[TMP_HEX / 2];
-        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
-            struct timespec t;
-            clock_gettime(CLOCK_REALTIME, &t);
-            uint64_t x = (uint64_t)t.tv_nsec * 6364136223846793005u ^ (uint64_t)getpid() << 32 ^
-                         (uint64_t)tries;
-            memcpy(r, &x, sizeof r);
-        }
-        int k = snprintf(name, 64, TMP_PREFIX);
-        for (size_t i = 0; i < sizeof r; i++)
-            k += snprintf(name + k, (size_t)(64 - k), "%02x", r[i]);
-        snprintf(name + k, (size_t)(64 - k), ".tmp");
-        rc = cm_path_open_file(dir, name, O_WRONLY | O_CREAT | O_EXCL, 0644, fd, NULL, err, errlen);
-        if (rc != CM_EIO || errno != EEXIST) return rc;
-    }
-    return cm_seterr(err, errlen, CM_EIO, "cannot create a temporary file");
-}
-
 cm_rc cm_index_memfile_write(const cm_config *cfg, const char *path, const char *text, int64_t now,
                              memfile_note *out, char *err, size_t errlen)
 {
@@ -485,7 +424,7 @@ cm_rc cm_index_memfile_write(const cm_config *cfg, const char *path, const char 
     /* Writers serialise on the directory (its inode, unlike the file's, is
      * not replaced by the rename). */
     if (flock(dir, LOCK_EX) < 0) FAIL(CM_EIO, "lock %s: %s", loc.rel, strerror(errno));
-    remove_stale_temps(dir);
+    cm_replace_sweep(dir);
     struct stat ost;
     rc = cm_path_open_file(dir, leaf, O_RDONLY, 0, &ofd, &ost, err, errlen);
     if (rc == CM_ENOTFOUND) rc = CM_OK; /* a new file */
@@ -495,7 +434,7 @@ cm_rc cm_index_memfile_write(const cm_config *cfg, const char *path, const char 
     /* The note becomes a paragraph of its own. */
     const char *sep = old.len == 0 ? "" : old.data[old.len - 1] == '\n' ? "\n" : "\n\n";
     int start = count_lines(old.data, old.len) + (int)strlen(sep) + 1;
-    CHECK(create_temp(dir, tmp, &tfd, err, errlen));
+    CHECK(cm_replace_temp(dir, tmp, &tfd, err, errlen));
     if (ofd >= 0) fchmod(tfd, ost.st_mode & 07777); /* keep the note's permissions */
     CHECK(cm_buf_add(&all, old.data, old.len));
     CHECK(cm_buf_adds(&all, sep));
