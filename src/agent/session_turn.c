@@ -632,7 +632,11 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                              .allow_write = a->engine && cm_engine_writable(a->engine),
                              .workspace = a->workspace,
                              .fs_write = a->writable,
-                             .policy = a->tools};
+                             .policy = a->tools,
+                             .store_path = a->store_path,
+                             .config = a->config,
+                             .agent_id = a->agent_id,
+                             .now_ms = now_of(a)};
         agent_prompt_in pi = {a->config,
                               a->workspace,
                               a->agent_id,

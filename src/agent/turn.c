@@ -7,6 +7,7 @@
 #include "turn.h"
 #include "../base/caps.h"
 #include "../tools/fs_tools.h"
+#include "../tools/session_tools.h"
 
 #define DEFAULT_MAX_STEPS 12
 #define TOOL_TEXT_MAX     CM_CAP_TOOL_RESULT /* what a tool result may hand the model */
@@ -27,6 +28,11 @@ size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t ca
         const cm_tool_def *f = cm_tool_fs_defs(&nf);
         for (size_t i = 0; i < nf; i++)
             if (f[i].read_only || t->fs_write) offer(t, &f[i], out, cap, &n);
+    }
+    if (t->store_path) { /* sessions_list, sessions_history, session_status, agents_list */
+        const cm_tool_def *sd = cm_tool_session_defs(&nf);
+        for (size_t i = 0; i < nf; i++)
+            offer(t, &sd[i], out, cap, &n);
     }
     if (t->engine) { /* memory_search, memory_get, memory_write (tools/defs.c) */
         const cm_tool_def *m = cm_tool_defs(&nm);
@@ -216,6 +222,18 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
                                                                        : cm_tool_edit;
         buf res = BUF_INIT;
         rc = fn(t->workspace, args, &res, err, sizeof err);
+        payload = rc ? NULL : cm_buf_detach(&res);
+        cm_buf_release(&res);
+        if (!rc && !payload) rc = CM_ENOMEM;
+    } else if (!strncmp(call->name, "session", 7) || !strcmp(call->name, "agents_list")) {
+        session_tool_env env = {t->config, t->store_path, t->agent_id, t->session_key, t->now_ms};
+        cm_rc (*fn)(const session_tool_env *, const json_t *, buf *, char *, size_t) =
+            !strcmp(call->name, "sessions_list")      ? cm_tool_sessions_list
+            : !strcmp(call->name, "sessions_history") ? cm_tool_sessions_history
+            : !strcmp(call->name, "session_status")   ? cm_tool_session_status
+                                                      : cm_tool_agents_list;
+        buf res = BUF_INIT;
+        rc = fn(&env, args, &res, err, sizeof err);
         payload = rc ? NULL : cm_buf_detach(&res);
         cm_buf_release(&res);
         if (!rc && !payload) rc = CM_ENOMEM;

@@ -32,6 +32,12 @@ typedef struct agent_tools {
     const char *workspace;
     bool fs_write;
     const tool_policy *policy; /* tools.profile/allow/deny; NULL: every tool */
+    /* The session tools (sessions_list, sessions_history, session_status,
+     * agents_list) over this sessions.json; NULL: none. */
+    const char *store_path;
+    const json_t *config; /* tools.sessions.visibility, agents.list */
+    const char *agent_id;
+    int64_t now_ms;
 } agent_tools;
 
 /* A running turn's controls, from its caller (any may be NULL):

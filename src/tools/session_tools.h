@@ -1,0 +1,46 @@
+/*
+ * session_tools.h — the agent's session tools `sessions_list`,
+ * `sessions_history`, `session_status` and `agents_list`, with QuantumClaw
+ * 2026.3.22's names, parameters and JSON results, over the agent's
+ * sessions.json and transcripts. What a session may see follows
+ * `tools.sessions.visibility` (self | tree | agent | all; default tree):
+ * clawmem runs no sub-agents, so self and tree show the caller's own
+ * session, agent and all every session of the caller's agent (other agents'
+ * stores are never read: the reference needs `tools.agentToAgent` for them,
+ * which clawmem does not implement). Transcripts are read from their end,
+ * at most SESSION_TOOLS_TAIL_BYTES, whatever their size.
+ */
+#ifndef CM_SESSION_TOOLS_H
+#define CM_SESSION_TOOLS_H
+
+#include <jansson.h>
+
+#include "../base/buf.h"
+#include "clawmem.h"
+
+#define SESSION_TOOLS_HISTORY_MAX_BYTES (80 * 1024) /* sessions_history's result */
+#define SESSION_TOOLS_TEXT_MAX_CHARS    4000        /* one text block in it */
+#define SESSION_TOOLS_TAIL_BYTES        (8u << 20)  /* of a transcript read */
+
+typedef struct session_tool_env {
+    const json_t *config;    /* the whole config (borrowed) */
+    const char *store_path;  /* the agent's sessions.json */
+    const char *agent_id;    /* the caller's agent */
+    const char *session_key; /* the caller's session (store key), may be NULL */
+    int64_t now_ms;
+} session_tool_env;
+
+cm_rc cm_tool_sessions_list(const session_tool_env *env, const json_t *args, buf *out, char *err,
+                            size_t errlen);
+cm_rc cm_tool_sessions_history(const session_tool_env *env, const json_t *args, buf *out,
+                               char *err, size_t errlen);
+cm_rc cm_tool_session_status(const session_tool_env *env, const json_t *args, buf *out,
+                             char *err, size_t errlen);
+cm_rc cm_tool_agents_list(const session_tool_env *env, const json_t *args, buf *out, char *err,
+                          size_t errlen);
+
+/* sessions_list, sessions_history, session_status, agents_list as the model
+ * is told of them (all read-only). */
+const cm_tool_def *cm_tool_session_defs(size_t *n);
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * test_session_tools.c — sessions_list, sessions_history, session_status and
+ * agents_list (src/tools/session_tools.c): the reference's result shapes,
+ * tools.sessions.visibility (tree: the caller's own session only), tool
+ * messages left out unless asked for, secrets masked, the byte cap, and a
+ * transcript larger than the tail that is read.
+ */
+#include <jansson.h>
+#include <stdio.h>
+
+#include "../src/base/fs.h"
+#include "../src/session/sessions.h"
+#include "../src/tools/session_tools.h"
+#include "test.h"
+
+#define NOW 1800000000000LL
+
+typedef struct fixture {
+    char *dir;
+    char store[2048];
+    json_t *cfg;
+} fixture;
+
+/* Two sessions of agent main: the main one (a DM) and a Telegram group. */
+static void setup(fixture *f, const char *cfg)
+{
+    f->dir = tmp_dir();
+    snprintf(f->store, sizeof f->store, "%s/agents/main/sessions/sessions.json", f->dir);
+    f->cfg = json_loads(cfg, 0, NULL);
+    session_store st;
+    char err[256], id[160];
+    EXPECT_INT(cm_session_store_read(&st, f->store, err, sizeof err), CM_OK);
+    json_t *p = json_pack("{s:s,s:i}", "model", "gpt-t", "totalTokens", 321);
+    EXPECT_INT(cm_session_touch(&st, "agent:main:main", p, NOW - 1000, id, err, sizeof err), CM_OK);
+    json_decref(p);
+    buf t = BUF_INIT;
+    json_t *e = cm_session_store_get(&st, "agent:main:main");
+    cm_session_transcript_of(&st, e, &t);
+    FILE *fp = fopen(t.data, "w");
+    fprintf(fp, "{\"type\":\"session\",\"version\":3,\"id\":\"x\"}\n"
+                "{\"type\":\"message\",\"id\":\"a1\",\"message\":{\"role\":\"user\",\"content\":"
+                "[{\"type\":\"text\",\"text\":\"my key is sk-abcdefghijklmnopqrstuvwxyz123456\"}]}}\n"
+                "{\"type\":\"message\",\"id\":\"a2\",\"message\":{\"role\":\"assistant\",\"content\":"
+                "[{\"type\":\"toolCall\",\"id\":\"c1\",\"name\":\"read\",\"arguments\":{}}]}}\n"
+                "{\"type\":\"message\",\"id\":\"a3\",\"message\":{\"role\":\"toolResult\","
+                "\"toolCallId\":\"c1\",\"content\":[{\"type\":\"text\",\"text\":\"file body\"}]}}\n"
+                "{\"type\":\"message\",\"id\":\"a4\",\"message\":{\"role\":\"assistant\",\"content\":"
+                "[{\"type\":\"text\",\"text\":\"Noted.\"}]}}\n");
+    fclose(fp);
+    cm_buf_release(&t);
+    EXPECT_INT(cm_session_touch(&st, "agent:main:telegram:group:-100", NULL, NOW - 5000, id, err,
+                                sizeof err),
+               CM_OK);
+    cm_session_store_release(&st);
+}
+
+static json_t *call(fixture *f, const char *key,
+                    cm_rc (*fn)(const session_tool_env *, const json_t *, buf *, char *, size_t),
+                    const char *args)
+{
+    session_tool_env env = {f->cfg, f->store, "main", key, NOW};
+    json_t *a = json_loads(args, 0, NULL);
+    buf out = BUF_INIT;
+    char err[512];
+    cm_rc rc = fn(&env, a, &out, err, sizeof err);
+    json_decref(a);
+    json_t *j = rc ? json_pack("{s:s}", "ERR", err) : json_loads(out.data, 0, NULL);
+    if (!rc && !j) j = json_pack("{s:s}", "TEXT", out.data);
+    cm_buf_release(&out);
+    return j;
+}
+
+TEST(session_tools_tree_visibility_is_the_callers_session)
+{
+    fixture f;
+    setup(&f, "{}");
+    json_t *l = call(&f, "agent:main:main", cm_tool_sessions_list, "{}");
+    EXPECT_INT(json_integer_value(json_object_get(l, "count")), 1);
+    json_t *row = json_array_get(json_object_get(l, "sessions"), 0);
+    EXPECT_STR(json_string_value(json_object_get(row, "key")), "main");
+    EXPECT_STR(json_string_value(json_object_get(row, "kind")), "main");
+    EXPECT_INT(json_integer_value(json_object_get(row, "totalTokens")), 321);
+    EXPECT(json_is_string(json_object_get(row, "sessionId")));
+    json_decref(l);
+    /* the group cannot read the DM */
+    json_t *h = call(&f, "agent:main:telegram:group:-100", cm_tool_sessions_history,
+                     "{\"sessionKey\":\"main\"}");
+    EXPECT_STR(json_string_value(json_object_get(h, "status")), "forbidden");
+    json_decref(h);
+    json_decref(f.cfg);
+}
+
+TEST(session_tools_agent_visibility_lists_every_session)
+{
+    fixture f;
+    setup(&f, "{\"tools\":{\"sessions\":{\"visibility\":\"agent\"}}}");
+    json_t *l = call(&f, "agent:main:main", cm_tool_sessions_list, "{}");
+    EXPECT_INT(json_integer_value(json_object_get(l, "count")), 2);
+    json_t *g = json_array_get(json_object_get(l, "sessions"), 1); /* older: second */
+    EXPECT_STR(json_string_value(json_object_get(g, "kind")), "group");
+    EXPECT_STR(json_string_value(json_object_get(g, "channel")), "telegram");
+    json_decref(l);
+    l = call(&f, "agent:main:main", cm_tool_sessions_list, "{\"kinds\":[\"group\"]}");
+    EXPECT_INT(json_integer_value(json_object_get(l, "count")), 1);
+    json_decref(l);
+    l = call(&f, "agent:main:main", cm_tool_sessions_list, "{\"activeMinutes\":1,\"limit\":5}");
+    EXPECT_INT(json_integer_value(json_object_get(l, "count")), 2);
+    json_decref(l);
+    /* another agent's session is never shown */
+    json_t *h = call(&f, "agent:main:main", cm_tool_sessions_history,
+                     "{\"sessionKey\":\"agent:ops:main\"}");
+    EXPECT_STR(json_string_value(json_object_get(h, "status")), "forbidden");
+    json_decref(h);
+    json_decref(f.cfg);
+}
+
+TEST(session_tools_history_strips_tools_and_masks_secrets)
+{
+    fixture f;
+    setup(&f, "{}");
+    json_t *h = call(&f, "agent:main:main", cm_tool_sessions_history, "{\"sessionKey\":\"main\"}");
+    json_t *m = json_object_get(h, "messages");
+    EXPECT_INT(json_array_size(m), 3); /* user, the call, the answer: no toolResult */
+    char *s = json_dumps(h, 0);
+    EXPECT(!strstr(s, "abcdefghijklmnopqrstuvwxyz123456"));
+    EXPECT(!strstr(s, "file body"));
+    EXPECT(json_is_true(json_object_get(h, "contentRedacted")));
+    free(s);
+    json_decref(h);
+    h = call(&f, "agent:main:main", cm_tool_sessions_history,
+             "{\"sessionKey\":\"current\",\"includeTools\":true,\"limit\":2}");
+    EXPECT_INT(json_array_size(json_object_get(h, "messages")), 2);
+    s = json_dumps(h, 0);
+    EXPECT_CONTAINS(s, "file body");
+    free(s);
+    json_decref(h);
+    h = call(&f, "agent:main:main", cm_tool_sessions_history, "{}");
+    EXPECT_CONTAINS(json_string_value(json_object_get(h, "ERR")), "sessionKey required");
+    json_decref(h);
+    json_decref(f.cfg);
+}
+
+TEST(session_tools_history_reads_only_the_tail_and_caps_bytes)
+{
+    fixture f;
+    setup(&f, "{}");
+    session_store st;
+    char err[256];
+    buf t = BUF_INIT, line = BUF_INIT;
+    cm_session_store_read(&st, f.store, err, sizeof err);
+    cm_session_transcript_of(&st, cm_session_store_get(&st, "agent:main:main"), &t);
+    cm_session_store_release(&st);
+    /* 12 MiB of 3,000-character messages: past the 8 MiB tail and the 80 KB cap */
+    FILE *fp = fopen(t.data, "a");
+    cm_buf_adds(&line, "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"");
+    for (int i = 0; i < 3000; i++)
+        cm_buf_addc(&line, 'x');
+    cm_buf_adds(&line, "\"}}\n");
+    for (int i = 0; i < 4200; i++)
+        fwrite(line.data, 1, line.len, fp);
+    fputs("{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"LAST\"}}\n", fp);
+    fclose(fp);
+    json_t *h = call(&f, "agent:main:main", cm_tool_sessions_history, "{\"sessionKey\":\"main\"}");
+    json_t *m = json_object_get(h, "messages");
+    EXPECT(json_array_size(m) > 1 && json_array_size(m) < 30);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(m, json_array_size(m) - 1),
+                                                 "content")),
+               "LAST");
+    EXPECT(json_is_true(json_object_get(h, "droppedMessages")));
+    EXPECT(json_integer_value(json_object_get(h, "bytes")) <= SESSION_TOOLS_HISTORY_MAX_BYTES);
+    json_decref(h);
+    cm_buf_release(&t);
+    cm_buf_release(&line);
+    json_decref(f.cfg);
+}
+
+TEST(session_tools_status_and_agents_list)
+{
+    fixture f;
+    setup(&f, "{\"agents\":{\"list\":[{\"id\":\"main\",\"name\":\"Molty\"}]}}");
+    json_t *s = call(&f, "agent:main:main", cm_tool_session_status, "{}");
+    const char *text = json_string_value(json_object_get(s, "TEXT"));
+    EXPECT_CONTAINS(text, "Session: agent:main:main");
+    EXPECT_CONTAINS(text, "gpt-t");
+    json_decref(s);
+    s = call(&f, "agent:main:main", cm_tool_session_status, "{\"model\":\"x/y\"}");
+    EXPECT_CONTAINS(json_string_value(json_object_get(s, "ERR")), "/model");
+    json_decref(s);
+    json_t *a = call(&f, "agent:main:main", cm_tool_agents_list, "{}");
+    EXPECT_STR(json_string_value(json_object_get(a, "requester")), "main");
+    json_t *row = json_array_get(json_object_get(a, "agents"), 0);
+    EXPECT_STR(json_string_value(json_object_get(row, "name")), "Molty");
+    EXPECT(json_is_true(json_object_get(row, "configured")));
+    json_decref(a);
+    json_decref(f.cfg);
+}
