@@ -106,3 +106,17 @@ TEST(fuzz_pathological_inputs)
     fuzz_config((const uint8_t *)b.data, b.len);
     cm_buf_release(&b);
 }
+
+TEST(fuzz_corpus_web_html)
+{
+    EXPECT(replay("web_html", fuzz_web_html) >= 5);
+    /* pathological: 2 MB of '<' and of nested tags end in time */
+    size_t n = 2u << 20;
+    char *p = malloc(n);
+    memset(p, '<', n);
+    fuzz_web_html((const uint8_t *)p, n);
+    for (size_t i = 0; i + 3 <= n; i += 3)
+        memcpy(p + i, "<a>", 3);
+    fuzz_web_html((const uint8_t *)p, n);
+    free(p);
+}

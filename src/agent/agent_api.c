@@ -17,6 +17,7 @@ struct cm_agent {
     char *store_path;
     agent_ctx ctx;
     tool_policy tools;
+    web_fetch_cfg web;
 };
 
 static void log_to(void *ctx, cm_log_level level, const char *msg)
@@ -44,6 +45,7 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
     CHECK(cm_session_store_path(&p, a->cfg.state_dir, a->cfg.agent_id) ? CM_ENOMEM : CM_OK);
     a->store_path = cm_buf_detach(&p);
     CHECK(cm_tool_policy_init(&a->tools, a->cfg.root, a->cfg.agent_id));
+    cm_web_fetch_cfg_init(&a->web, a->cfg.root);
     a->ctx = (agent_ctx){a->cfg.root,
                          a->cfg.state_dir,
                          a->cfg.agent_id,
@@ -54,7 +56,8 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
                          true,
                          NULL,
                          NULL,
-                         &a->tools};
+                         &a->tools,
+                         &a->web};
     *out = a;
     a = NULL;
 out:
@@ -119,7 +122,8 @@ cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, con
                          .allow_write = cm_engine_writable(a->engine) != 0,
                          .workspace = a->cfg.workspace,
                          .fs_write = true,
-                         .policy = &a->tools};
+                         .policy = &a->tools,
+                         .web = &a->web};
     agent_turn_in in = {
         a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx, NULL, NULL, hooks};
     agent_turn_out t;

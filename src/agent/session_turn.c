@@ -636,7 +636,8 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                              .store_path = a->store_path,
                              .config = a->config,
                              .agent_id = a->agent_id,
-                             .now_ms = now_of(a)};
+                             .now_ms = now_of(a),
+                             .web = a->web};
         agent_prompt_in pi = {a->config,
                               a->workspace,
                               a->agent_id,

@@ -31,6 +31,7 @@ typedef struct agent_ctx {
     llm_clock_fn clock; /* NULL: the real clock */
     void *clock_ctx;
     const tool_policy *tools; /* tools.profile/allow/deny (parsed once); NULL: every tool */
+    const web_fetch_cfg *web; /* tools.web.fetch (parsed once); NULL: no web_fetch */
 } agent_ctx;
 
 typedef struct agent_reply {

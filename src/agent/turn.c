@@ -34,6 +34,7 @@ size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t ca
         for (size_t i = 0; i < nf; i++)
             offer(t, &sd[i], out, cap, &n);
     }
+    if (t->web && t->web->enabled) offer(t, cm_tool_web_fetch_def(), out, cap, &n);
     if (t->engine) { /* memory_search, memory_get, memory_write (tools/defs.c) */
         const cm_tool_def *m = cm_tool_defs(&nm);
         for (size_t i = 0; i < nm; i++)
@@ -222,6 +223,13 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
                                                                        : cm_tool_edit;
         buf res = BUF_INIT;
         rc = fn(t->workspace, args, &res, err, sizeof err);
+        payload = rc ? NULL : cm_buf_detach(&res);
+        cm_buf_release(&res);
+        if (!rc && !payload) rc = CM_ENOMEM;
+    } else if (!strcmp(call->name, "web_fetch")) {
+        buf res = BUF_INIT;
+        rc = cm_tool_web_fetch(t->web, args, t->now_ms ? t->now_ms : cm_wall_ms(), &res, err,
+                               sizeof err);
         payload = rc ? NULL : cm_buf_detach(&res);
         cm_buf_release(&res);
         if (!rc && !payload) rc = CM_ENOMEM;

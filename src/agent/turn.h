@@ -19,6 +19,7 @@
 
 #include "../llm/runner.h"
 #include "../tools/policy.h"
+#include "../tools/web_fetch.h"
 
 typedef struct agent_tools {
     cm_engine *engine;       /* NULL: no memory tools */
@@ -38,6 +39,7 @@ typedef struct agent_tools {
     const json_t *config; /* tools.sessions.visibility, agents.list */
     const char *agent_id;
     int64_t now_ms;
+    const web_fetch_cfg *web; /* web_fetch (when enabled); NULL: none */
 } agent_tools;
 
 /* A running turn's controls, from its caller (any may be NULL):

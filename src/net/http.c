@@ -453,6 +453,16 @@ static int fetch_xferinfo(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_o
     return 0;
 }
 
+/* Before each request: the address it connected to must be allowed. */
+static int fetch_prereq(void *ud, char *ip, char *local_ip, int remote_port, int local_port)
+{
+    (void)local_ip, (void)remote_port, (void)local_port;
+    http_fetch *f = ((fetch_run *)ud)->f;
+    if (f->allow_ip(ip, f->ctx)) return CURL_PREREQFUNC_OK;
+    f->refused = true;
+    return CURL_PREREQFUNC_ABORT;
+}
+
 cm_rc cm_http_fetch_run(http_fetch *f, char *err, size_t errlen)
 {
     pthread_once(&curl_once, load_curl);
@@ -462,6 +472,8 @@ cm_rc cm_http_fetch_run(http_fetch *f, char *err, size_t errlen)
     f->retry_after_ms = -1;
     f->content_type[0] = 0;
     f->retryable = false;
+    f->refused = false;
+    f->final_url[0] = 0;
     cm_rc rc = CM_OK;
     struct curl_slist *hdrs = NULL, *t;
     fetch_run run = {f, false};
@@ -476,9 +488,13 @@ cm_rc cm_http_fetch_run(http_fetch *f, char *err, size_t errlen)
     long stall_s = f->stall_ms > 0 ? CM_MAX(1L, f->stall_ms / 1000) : 60;
     cu.easy_setopt(e, CURLOPT_URL, f->url);
     cu.easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
-    cu.easy_setopt(e, CURLOPT_USERAGENT, "clawmem/" CM_VERSION);
-    cu.easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
-    cu.easy_setopt(e, CURLOPT_MAXREDIRS, 10L);
+    cu.easy_setopt(e, CURLOPT_USERAGENT, f->user_agent ? f->user_agent : "clawmem/" CM_VERSION);
+    cu.easy_setopt(e, CURLOPT_FOLLOWLOCATION, f->max_redirects < 0 ? 0L : 1L);
+    cu.easy_setopt(e, CURLOPT_MAXREDIRS, f->max_redirects > 0 ? f->max_redirects : 10L);
+    if (f->allow_ip) {
+        cu.easy_setopt(e, CURLOPT_PREREQFUNCTION, fetch_prereq);
+        cu.easy_setopt(e, CURLOPT_PREREQDATA, &run);
+    }
 #if LIBCURL_VERSION_NUM >= 0x075500
     cu.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     cu.easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -508,6 +524,10 @@ cm_rc cm_http_fetch_run(http_fetch *f, char *err, size_t errlen)
     cu.easy_setopt(e, CURLOPT_XFERINFOFUNCTION, fetch_xferinfo);
     cu.easy_setopt(e, CURLOPT_XFERINFODATA, &run);
     CURLcode cc = cu.easy_perform(e);
+    char *eff = NULL;
+    if (cu.easy_getinfo(e, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff)
+        snprintf(f->final_url, sizeof f->final_url, "%s", eff);
+    if (f->refused) FAIL(CM_EINVAL, "%s: the address is not allowed", url);
     if (run.aborted) FAIL(CM_ECANCELED, "%s: transfer stopped", url);
     if (cc != CURLE_OK) {
         f->retryable = retryable(cc, 0);

@@ -86,6 +86,12 @@ struct http_fetch {
      * stalls), or NULL. Returns false to abort. */
     bool (*on_tick)(http_fetch *f);
     void *ctx;
+    long max_redirects;     /* a GET's redirects: 0 → 10, < 0 → none */
+    const char *user_agent; /* NULL: "clawmem/<version>" */
+    /* Asked with the numeric address of every connection before its request
+     * is sent (redirects included); false refuses it (the transfer fails
+     * with CM_EINVAL). NULL: every address. */
+    bool (*allow_ip)(const char *ip, void *ctx);
     /* results, of the final response */
     long status;                      /* 0 when none came */
     int64_t content_length;           /* -1 when absent */
@@ -96,6 +102,8 @@ struct http_fetch {
     /* X-Linked-Etag of any response on the way (Hugging Face sends the
      * sha256 of an LFS file on its redirect), unquoted; "" when none. */
     char linked_etag[72];
+    char final_url[2048]; /* the URL of the final response (after redirects); may be cut */
+    bool refused;         /* allow_ip refused an address */
 };
 
 /* Performs f. CM_OK when a response came, whatever its status; CM_ECANCELED

@@ -473,6 +473,10 @@ out:
 }
 
 static const cm_tool_def defs[] = {
+    {"agents_list", "Agents",
+     "List OpenClaw agent ids you can target with `sessions_spawn` when `runtime=\"subagent\"` "
+     "(based on subagent allowlists).",
+     "{\"type\":\"object\",\"properties\":{}}", NULL, 1},
     {"sessions_list", "Sessions", "List sessions with optional filters and last messages.",
      "{\"type\":\"object\",\"properties\":{"
      "\"kinds\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
@@ -492,10 +496,6 @@ static const cm_tool_def defs[] = {
      "{\"type\":\"object\",\"properties\":{"
      "\"sessionKey\":{\"type\":\"string\"},\"model\":{\"type\":\"string\"}}}",
      NULL, 1},
-    {"agents_list", "Agents",
-     "List OpenClaw agent ids you can target with `sessions_spawn` when `runtime=\"subagent\"` "
-     "(based on subagent allowlists).",
-     "{\"type\":\"object\",\"properties\":{}}", NULL, 1},
 };
 
 const cm_tool_def *cm_tool_session_defs(size_t *n)

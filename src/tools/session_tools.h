@@ -39,8 +39,8 @@ cm_rc cm_tool_session_status(const session_tool_env *env, const json_t *args, bu
 cm_rc cm_tool_agents_list(const session_tool_env *env, const json_t *args, buf *out, char *err,
                           size_t errlen);
 
-/* sessions_list, sessions_history, session_status, agents_list as the model
- * is told of them (all read-only). */
+/* agents_list, sessions_list, sessions_history and session_status (the
+ * reference's order) as the model is told of them (all read-only). */
 const cm_tool_def *cm_tool_session_defs(size_t *n);
 
 #endif
