@@ -52,7 +52,7 @@ const char *cm_config_type_name(const json_t *v);
 /* For messages: v as written ("\"rfr\"", 1.5, true), cut after 64 bytes;
  * an object or array by its kind ("an object"), and so is any value when the
  * last part of path names a credential or a header (apiKey, token, secret,
- * password, dsn, headers.*), so that no secret reaches an error. Returns out
+ * password, dsn, url, headers.*), so that no secret reaches an error. Returns out
  * or a static string. */
 const char *cm_config_value_text(const json_t *v, const char *path, char *out, size_t outlen);
 

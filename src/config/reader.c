@@ -9,16 +9,20 @@
 #include "../base/buf.h"
 #include "config_int.h"
 
-/* Whether the last part of path names a credential (apiKey, token, secret,
- * password, a DSN) or a header: its value never goes into a message. */
+/* Whether the last part of path names a credential (apiKey, accessToken,
+ * clientSecret, password, dsn, a URL that may carry one) or path is inside
+ * headers: its value never goes into a message. */
 static bool secret_path(const char *path)
 {
-    static const char *const words[] = {"key", "token", "secret", "password", "dsn", "header"};
+    static const char *const words[] = {"key", "token", "secret", "password", "dsn", "url"};
     const char *last = strrchr(path, '.');
     last = last ? last + 1 : path;
-    for (size_t i = 0; i < ARRAY_LEN(words); i++)
-        if (strcasestr(last, words[i]) || (i == 5 && strcasestr(path, "headers"))) return true;
-    return false;
+    size_t n = strlen(last);
+    for (size_t i = 0; i < ARRAY_LEN(words); i++) {
+        size_t w = strlen(words[i]);
+        if (n >= w && !strcasecmp(last + n - w, words[i])) return true;
+    }
+    return strstr(path, "headers") != NULL;
 }
 
 const char *cm_config_value_text(const json_t *v, const char *path, char *out, size_t outlen)

@@ -90,11 +90,14 @@ cm_rc cm_engine_search(cm_engine *e, const char *query, const cm_search_opts *op
     memset(out, 0, sizeof *out);
     size_t n = query ? strlen(query) : 0;
     if (n == strspn(query ? query : "", " \t\r\n\f\v")) { /* QuantumClaw trims it first */
-        char clip[48];
-        snprintf(clip, sizeof clip, "%s", query ? query : "");
-        return cm_seterr(err, errlen, CM_EINVAL,
-                         "query is empty: give the words to look for (got \"%s%s\")",
-                         n < sizeof clip ? clip : "", n < sizeof clip ? "" : "...");
+        json_t *q = json_string(n <= 40 ? (query ? query : "") : "...");
+        char *shown = q ? json_dumps(q, JSON_ENCODE_ANY) : NULL; /* quoted, \t escaped */
+        cm_rc rc = cm_seterr(err, errlen, CM_EINVAL,
+                             "query is empty: give the words to look for (got %s)",
+                             shown ? shown : "\"\"");
+        free(shown);
+        json_decref(q);
+        return rc;
     }
     return e->be->search(e, query, opts, session_key, out, err, errlen);
 }
