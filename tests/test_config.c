@@ -829,7 +829,7 @@ TEST(config_errors_quote_the_bad_value)
         {"{clawmem: {localThreads: 0}}",
          "qc.json:1:12: clawmem.localThreads: expected an integer from 1 to 256, got 0"},
         {"{memory: {qmd: {update: {interval: 'soon'}}}}",
-         "qc.json:1:25: memory.qmd.update.interval: expected a duration such as \"5m\", \"90s\" or "
+         "qc.json:1:26: memory.qmd.update.interval: expected a duration such as \"5m\", \"90s\" or "
          "\"1h\", got \"soon\""},
         {"{agents: {defaults: {memorySearch: {query: {maxResults: 'six'}}}}}",
          "qc.json:1:45: agents.defaults.memorySearch.query.maxResults: expected a number, got "
