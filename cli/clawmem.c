@@ -2,8 +2,12 @@
  * clawmem.c — the clawmem command line: status, index, search, get, watch, mcp,
  * help. Global options go before or after the command. Uses only
  * the public header; turns the engine's JSON payloads into the text output of
- * `openclaw memory …` unless --json is given. Exit 0 on success, 1 on a usage
- * or runtime error, with one line on stderr.
+ * `openclaw memory …` unless --json is given. Exit 0 on success (a search
+ * that found nothing included), 1 on a usage or runtime error (a search that
+ * could not run, --json or not), with one "clawmem: error: …" line on
+ * stderr; what goes wrong without stopping the command is a "clawmem:
+ * warning: …". Commands are a table; a mistyped command or option gets
+ * "did you mean …?" (src/base/suggest.h).
  */
 #include <errno.h>
 #include <stdarg.h>
