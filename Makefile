@@ -18,6 +18,9 @@
 BUILD    ?= build
 PREFIX   ?= /usr/local
 DESTDIR  ?=
+# Run by `make install` when PREFIX/lib is one of the loader's directories
+# (scripts/install-ldconfig.sh).
+LDCONFIG ?= ldconfig
 VERSION  := $(shell sed -n 's/^\#define CM_VERSION "\(.*\)"/\1/p' include/clawmem.h)
 CC       ?= cc
 OPT      ?= -O2
@@ -154,7 +157,10 @@ $(BUILD)/clawmem: $(CLI_OBJ) $(BUILD)/libclawmem.a
 
 # Relative to PREFIX: llama.cpp in lib/clawmem/llama/, the static model in
 # share/clawmem/; the installed program and library look there (from their
-# own location at run time), so a prefix can be moved or copied whole.
+# own location at run time), and clawmem.pc finds the prefix from its own
+# place (${pcfiledir}), so a prefix can be moved or copied whole. Last,
+# ldconfig when PREFIX/lib is a directory the loader searches (and DESTDIR
+# is empty); else a note on the rpath or LD_LIBRARY_PATH a program needs.
 DEST := $(DESTDIR)$(PREFIX)
 install: all $(BUILD)/$(SONAME)
 	install -d $(DEST)/bin $(DEST)/lib/pkgconfig $(DEST)/include/clawmem $(DEST)/share/man/man1
@@ -164,8 +170,7 @@ install: all $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(DEST)/lib/libclawmem.so
 	install -m 644 include/clawmem.h $(DEST)/include/clawmem.h
 	install -m 644 include/clawmem/*.h $(DEST)/include/clawmem/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' scripts/clawmem.pc.in \
-	  >$(DEST)/lib/pkgconfig/clawmem.pc
+	sed -e 's|@VERSION@|$(VERSION)|' scripts/clawmem.pc.in >$(DEST)/lib/pkgconfig/clawmem.pc
 	install -m 644 docs/clawmem.1 $(DEST)/share/man/man1/clawmem.1
 	@if [ -z "$$(pkg-config --exists llama 2>/dev/null && echo y)" ] && \
 	    ls $(LLAMA_DIR)/.installed-* >/dev/null 2>&1; then \
@@ -176,6 +181,7 @@ install: all $(BUILD)/$(SONAME)
 	  echo "install -m 644 $(STATIC_MODEL) $(DEST)/share/clawmem/"; \
 	  install -d $(DEST)/share/clawmem && install -m 644 $(STATIC_MODEL) $(DEST)/share/clawmem/; \
 	fi
+	@LDCONFIG=$(LDCONFIG) scripts/install-ldconfig.sh "$(DESTDIR)" "$(PREFIX)/lib"
 
 uninstall:
 	rm -f $(DEST)/bin/clawmem $(DEST)/lib/libclawmem.a $(DEST)/lib/$(SONAME) \

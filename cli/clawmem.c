@@ -2,8 +2,12 @@
  * clawmem.c — the clawmem command line: status, index, search, get, watch, mcp,
  * help. Global options go before or after the command. Uses only
  * the public header; turns the engine's JSON payloads into the text output of
- * `openclaw memory …` unless --json is given. Exit 0 on success, 1 on a usage
- * or runtime error, with one line on stderr.
+ * `openclaw memory …` unless --json is given. Exit 0 on success (a search
+ * that found nothing included), 1 on a usage or runtime error (a search that
+ * could not run, --json or not), with one "clawmem: error: …" line on
+ * stderr; what goes wrong without stopping the command is a "clawmem:
+ * warning: …". Commands are a table; a mistyped command or option gets
+ * "did you mean …?" (src/base/suggest.h).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -19,6 +23,7 @@
 
 #include "../server/mcp.h"
 #include "../server/serve.h"
+#include "../src/base/suggest.h"
 #include "cli.h"
 #include "clawmem.h"
 
@@ -140,7 +145,8 @@ static void on_log(void *ctx, cm_log_level level, const char *msg)
 {
     (void)ctx;
     if (level < CM_LOG_WARN && !verbose) return;
-    fprintf(stderr, "clawmem: %s", level >= CM_LOG_WARN ? "warning: " : "");
+    fprintf(stderr, "clawmem: %s",
+            level >= CM_LOG_ERROR ? "error: " : level == CM_LOG_WARN ? "warning: " : "");
     put_safe(stderr, msg, 0);
     fputc('\n', stderr);
 }
@@ -375,7 +381,8 @@ static int get_text(json_t *s)
     fputs(t, stdout);
     if (*t && t[strlen(t) - 1] != '\n') fputc('\n', stdout);
     if (json_is_true(json_object_get(s, "truncated")))
-        fprintf(stderr, "clawmem: output cut at 1 MiB; continue with --from %lld%s%.0lld\n",
+        fprintf(stderr,
+                "clawmem: warning: output cut at 1 MiB; continue with --from %lld%s%.0lld\n",
                 (long long)json_integer_value(json_object_get(s, "nextFrom")),
                 json_object_get(s, "nextOffset") ? " --offset " : "",
                 (long long)json_integer_value(json_object_get(s, "nextOffset")));
@@ -393,7 +400,7 @@ static int cmd_status(cm_engine *e, int argc, char **argv)
         else if (!strcmp(argv[i], "--help"))
             return fputs(usage_status, stdout), 0;
         else
-            return die("status: unknown option %s (see clawmem status --help)", argv[i]);
+            return unknown_option("status", argv[i], "--json|--deep|--help");
     }
     char err[CM_ERR_SIZE], *json = NULL;
     if (cm_engine_status(e, deep, &json, err, sizeof err)) return die("%s", err);
@@ -417,7 +424,7 @@ static int cmd_index(cm_engine *e, int argc, char **argv)
         else if (!strcmp(argv[i], "--help"))
             return fputs(usage_index, stdout), 0;
         else
-            return die("index: unknown option %s (see clawmem index --help)", argv[i]);
+            return unknown_option("index", argv[i], "--force|--drop|--verbose|--json|--help");
     }
     if (drop && force) return die("index: --drop and --force do not go together");
     if (drop) {
@@ -492,42 +499,57 @@ static int cmd_search(cm_engine *e, int argc, char **argv)
             if (*end || end == argv[i] || !(o.min_score >= 0 && o.min_score <= 1))
                 return die("search: --min-score needs a number from 0 to 1");
         } else if (argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2]) {
-            return die("search: unknown option %s (see clawmem search --help)", argv[i]);
+            return unknown_option("search", argv[i],
+                                  "--json|--no-sync|--session-key|--max-results|--min-score|--help");
         } else if (!query) {
             query = argv[i];
         } else {
             return die("search: one QUERY only (quote it: clawmem search \"%s ...\")", query);
         }
     }
-    if (!query) return die("search: missing QUERY (see clawmem search --help)");
-    char err[CM_ERR_SIZE], *json = NULL;
+    if (!query) return die("search: missing QUERY (see clawmem help search)");
+    char err[CM_ERR_SIZE], sync_err[CM_ERR_SIZE] = "", *json = NULL;
     /* Sync first, without waiting: if another process is writing, search the
-     * last committed state rather than block. */
+     * last committed state rather than block. A failed sync is a warning,
+     * shown only when the search then answers (a search that cannot run
+     * says why itself: one line, not two). */
     progress pr = {.downloads_only = 1};
     clock_gettime(CLOCK_MONOTONIC, &pr.t0);
     pr.last = pr.t0;
     cm_rc rc = sync ? cm_engine_sync(e, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED,
-                                     isatty(2) ? on_progress : NULL, &pr, NULL, err, sizeof err)
+                                     isatty(2) ? on_progress : NULL, &pr, NULL, sync_err,
+                                     sizeof sync_err)
                     : CM_OK;
-    if (rc && rc != CM_EBUSY) fprintf(stderr, "clawmem: warning: sync failed: %s\n", err);
-    if (!as_json) { /* the results straight from the engine: no payload to read back */
-        size_t shown = 0;
+    if (rc == CM_EBUSY) sync_err[0] = 0;
+    /* Exit 0: the search answered (no match included); 1: it could not run,
+     * with one error line and nothing on stdout, --json or not. */
+    size_t shown = 0;
+    if (as_json)
+        rc = cm_memory_search_session(e, query, &o, session_key, &json, err, sizeof err);
+    else
         rc = cm_memory_search_each(e, query, &o, session_key, search_line, &shown, err, sizeof err);
-        if (rc == CM_EUNAVAILABLE) {
-            fputs("clawmem: search unavailable: ", stderr);
-            put_safe(stderr, err, 0);
-            fputc('\n', stderr);
-            return 1;
+    if (!rc && json) { /* the payload of a search that could not run */
+        json_t *p = json_loads(json, 0, NULL);
+        if (json_is_true(json_object_get(p, "disabled"))) {
+            const char *why = json_string_value(json_object_get(p, "error"));
+            snprintf(err, sizeof err, "%s", why ? why : "the index cannot be searched");
+            rc = CM_EUNAVAILABLE;
         }
-        if (rc) return die("%s", err);
-        if (!shown) printf("No matches.\n");
-        return 0;
+        json_decref(p);
     }
-    if (cm_memory_search_session(e, query, &o, session_key, &json, err, sizeof err))
-        return die("%s", err);
-    fputs(json, stdout);
-    fputc('\n', stdout);
-    cm_free(json);
+    if (rc == CM_EUNAVAILABLE) {
+        cm_free(json);
+        return die("search unavailable: %s", err);
+    }
+    if (rc) return die("search: %s", err);
+    if (sync_err[0]) warn("sync failed: %s", sync_err);
+    if (json) {
+        fputs(json, stdout);
+        fputc('\n', stdout);
+        cm_free(json);
+    } else if (!shown) {
+        printf("No matches.\n");
+    }
     return 0;
 }
 
@@ -551,7 +573,7 @@ static int cmd_get(cm_engine *e, int argc, char **argv)
                 return die("get: --offset needs a number >= 0");
             i++;
         } else if (argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2]) {
-            return die("get: unknown option %s (see clawmem get --help)", argv[i]);
+            return unknown_option("get", argv[i], "--json|--from|--lines|--offset|--help");
         } else if (!path) {
             path = argv[i];
         } else {
@@ -580,7 +602,7 @@ static void on_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *er
 {
     (void)ctx;
     if (rc) {
-        fprintf(stderr, "clawmem: sync failed: %s\n", err);
+        warn("sync failed: %s", err);
         return;
     }
     if (quiet) return;
@@ -618,7 +640,7 @@ static int cmd_watch(cm_engine *e, int argc, char **argv)
             if (parse_debounce(argc, argv, &i, &o.debounce_ms))
                 return die("watch: --debounce needs milliseconds (0..3600000)");
         } else
-            return die("watch: unknown option %s (see clawmem watch --help)", argv[i]);
+            return unknown_option("watch", argv[i], "--debounce|--quiet|--verbose|--help");
     }
     struct sigaction sa = {0};
     sa.sa_handler = on_stop;
@@ -649,12 +671,18 @@ static int cmd_mcp(const cm_options *base, int argc, char **argv)
             if (parse_debounce(argc, argv, &i, &mo.debounce_ms))
                 return die("mcp: --debounce needs milliseconds (0..3600000)");
         } else
-            return die("mcp: unknown option %s (see clawmem mcp --help)", argv[i]);
+            return unknown_option("mcp", argv[i],
+                                  "--allow-write|--no-watch|--debounce|--session-key|--verbose|"
+                                  "--help");
     }
     return mcp_serve(&opt, &mo);
 }
 
 static int serve_pipe[2] = {-1, -1};
+
+#define SERVE_OPTIONS                                                                             \
+    "--listen|--tokens|--allow-write|--allow-origin|--max-engines|--max-conns|--no-watch|"        \
+    "--debounce|--verbose|--help"
 
 static void on_serve_stop(int sig)
 {
@@ -705,8 +733,11 @@ static int cmd_serve(const cm_options *base, int argc, char **argv)
             }
             *(!strcmp(a, "--max-engines") ? &so.max_engines : &so.max_conns) = (int)n;
             i++;
+        } else if (!v && option_in("--listen|--tokens|--allow-origin|--max-engines|--max-conns", a)) {
+            die("serve: %s needs a value", a);
+            goto out;
         } else {
-            die("serve: unknown option or missing value: %s (see clawmem serve --help)", a);
+            unknown_option("serve", a, SERVE_OPTIONS);
             goto out;
         }
     }
@@ -757,38 +788,62 @@ static int take_global_opts(cm_options *opt, int *argc, char **argv)
     return 0;
 }
 
-static int (*command(const char *cmd))(cm_engine *, int, char **)
+/* The commands: those that run on the agent's open engine (engine_fn), and
+ * those that open what they need themselves (own_fn). */
+typedef struct command {
+    const char *name;
+    int (*engine_fn)(cm_engine *e, int argc, char **argv);
+    int (*own_fn)(const cm_options *opt, int argc, char **argv);
+    const char *usage;
+} command;
+
+static int cmd_help(const cm_options *opt, int argc, char **argv);
+
+static const command commands[] = {
+    {"status", cmd_status, NULL, usage_status},
+    {"index", cmd_index, NULL, usage_index},
+    {"search", cmd_search, NULL, usage_search},
+    {"get", cmd_get, NULL, usage_get},
+    {"watch", cmd_watch, NULL, usage_watch},
+    {"mcp", NULL, cmd_mcp, usage_mcp},
+    {"serve", NULL, cmd_serve, usage_serve},
+    {"sessions", NULL, cmd_sessions, usage_sessions},
+    {"models", NULL, cmd_models, usage_models},
+    {"pairing", NULL, cmd_pairing, usage_pairing},
+    {"gateway", NULL, cmd_gateway, usage_gateway},
+    {"chat", NULL, cmd_chat, usage_chat},
+    {"help", NULL, cmd_help, usage_main},
+};
+
+static const command *find_command(const char *name)
 {
-    return !strcmp(cmd, "status")   ? cmd_status
-           : !strcmp(cmd, "index")  ? cmd_index
-           : !strcmp(cmd, "search") ? cmd_search
-           : !strcmp(cmd, "get")    ? cmd_get
-           : !strcmp(cmd, "watch")  ? cmd_watch
-                                    : NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    return NULL;
+}
+
+/* die() about an unknown command, with the closest one when it is a typo. */
+static int unknown_command(const char *prefix, const char *name)
+{
+    suggest sg;
+    char near[SUGGEST_MAX_LEN + 1];
+    cm_suggest_init(&sg, name);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        cm_suggest_add(&sg, commands[i].name, strlen(commands[i].name));
+    if (cm_suggest_result(&sg, near, sizeof near))
+        return die("%sunknown command '%s' (did you mean %s?)", prefix, name, near);
+    return die("%sunknown command '%s' (see clawmem help)", prefix, name);
 }
 
 /* clawmem help [COMMAND] */
-static int cmd_help(int argc, char **argv)
+static int cmd_help(const cm_options *opt, int argc, char **argv)
 {
+    (void)opt;
     if (argc == 0) return fputs(usage_main, stdout), 0;
     if (argc > 1) return die("help: one COMMAND only (see clawmem help)");
-    const char *c = argv[0];
-    const char *u = !strcmp(c, "status")     ? usage_status
-                    : !strcmp(c, "index")    ? usage_index
-                    : !strcmp(c, "search")   ? usage_search
-                    : !strcmp(c, "get")      ? usage_get
-                    : !strcmp(c, "watch")    ? usage_watch
-                    : !strcmp(c, "mcp")      ? usage_mcp
-                    : !strcmp(c, "serve")    ? usage_serve
-                    : !strcmp(c, "sessions") ? usage_sessions
-                    : !strcmp(c, "models")   ? usage_models
-                    : !strcmp(c, "pairing")  ? usage_pairing
-                    : !strcmp(c, "gateway")  ? usage_gateway
-                    : !strcmp(c, "chat")     ? usage_chat
-                    : !strcmp(c, "help")     ? usage_main
-                                             : NULL;
-    if (!u) return die("help: unknown command '%s' (see clawmem help)", c);
-    fputs(u, stdout);
+    const command *c = find_command(argv[0]);
+    if (!c) return unknown_command("help: ", argv[0]);
+    fputs(c->usage, stdout);
     return 0;
 }
 
@@ -811,35 +866,26 @@ int main(int argc, char **argv)
             printf("clawmem %s\n", CM_VERSION);
             return 0;
         } else {
-            return die("unknown option %s (see clawmem help)", a);
+            return unknown_option("", a, "--version");
         }
     }
     if (i >= argc)
         return die("missing COMMAND: status, index, search, get, watch, mcp, serve, sessions, "
                    "models, pairing, gateway, chat or help (see clawmem help)");
-    const char *cmd = argv[i++];
+    const char *name = argv[i++];
     int nargs = argc - i;
     char **args = argv + i;
-    if (!strcmp(cmd, "help")) return cmd_help(nargs, args);
-    int (*fn)(cm_engine *, int, char **) = command(cmd);
-    bool own = !strcmp(cmd, "mcp") || !strcmp(cmd, "serve") || !strcmp(cmd, "sessions") ||
-               !strcmp(cmd, "models") || !strcmp(cmd, "pairing") || !strcmp(cmd, "gateway") ||
-               !strcmp(cmd, "chat");
-    if (!fn && !own) return die("unknown command '%s' (see clawmem help)", cmd);
+    const command *c = find_command(name);
+    if (!c) return unknown_command("", name);
+    if (c->own_fn == cmd_help) return cmd_help(&opt, nargs, args);
     if (take_global_opts(&opt, &nargs, args)) return 1;
-    if (!strcmp(cmd, "mcp")) return cmd_mcp(&opt, nargs, args);
-    if (!strcmp(cmd, "serve")) return cmd_serve(&opt, nargs, args);
-    if (!strcmp(cmd, "sessions")) return cmd_sessions(&opt, nargs, args);
-    if (!strcmp(cmd, "models")) return cmd_models(&opt, nargs, args);
-    if (!strcmp(cmd, "pairing")) return cmd_pairing(&opt, nargs, args);
-    if (!strcmp(cmd, "gateway")) return cmd_gateway(&opt, nargs, args);
-    if (!strcmp(cmd, "chat")) return cmd_chat(&opt, nargs, args);
+    if (c->own_fn) return c->own_fn(&opt, nargs, args);
     for (int k = 0; k < nargs; k++) /* --help needs no engine (and no valid config) */
-        if (!strcmp(args[k], "--help")) return fn(NULL, nargs, args);
+        if (!strcmp(args[k], "--help")) return c->engine_fn(NULL, nargs, args);
     char err[CM_ERR_SIZE];
     cm_engine *e = NULL;
     if (cm_engine_open(&opt, &e, err, sizeof err)) return die("%s", err);
-    int r = fn(e, nargs, args);
+    int r = c->engine_fn(e, nargs, args);
     cm_engine_close(e);
     return r;
 }

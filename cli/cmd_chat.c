@@ -48,7 +48,7 @@ int cmd_chat(const cm_options *base, int argc, char **argv)
             if (*end || timeout_ms <= 0 || timeout_ms > 86400000L)
                 return die("chat: --timeout: milliseconds are needed");
         } else if (a[0] == '-' && a[1]) {
-            return die("chat: unknown option %s (see clawmem help chat)", a);
+            return unknown_option("chat", a, "--timeout|--help");
         } else if (!msg) {
             msg = a;
         } else {

@@ -111,7 +111,7 @@ int cmd_gateway(const cm_options *base, int argc, char **argv)
             else
                 drain_ms = n;
         } else if (a[0] == '-' && a[1]) {
-            return die("gateway: unknown option %s (see clawmem help gateway)", a);
+            return unknown_option("gateway", a, "--json|--listen|--workers|--drain-timeout|--help");
         } else if (!sub) {
             sub = a;
         } else {
@@ -149,8 +149,8 @@ int cmd_gateway(const cm_options *base, int argc, char **argv)
     fprintf(stderr, "clawmem: gateway: %s: draining\n", sig == SIGINT ? "interrupt" : "SIGTERM");
     int all = cm_gateway_drain(g, (int)drain_ms);
     if (!all)
-        fprintf(stderr, "clawmem: gateway: stopped with unanswered messages left in the journal "
-                        "(they run at the next start)\n");
+        warn("gateway: stopped with unanswered messages left in the journal (they run at the next "
+             "start)");
     cm_gateway_free(g);
     return 0;
 }

@@ -97,7 +97,7 @@ int cmd_models(const cm_options *opt, int argc, char **argv)
             else
                 model = argv[++i];
         } else if (a[0] == '-' && a[1]) {
-            return die("models: unknown option %s (see clawmem models --help)", a);
+            return unknown_option("models", a, "--json|--session|--model|--help");
         } else if (!sub)
             sub = a;
         else if (!prompt)

@@ -27,7 +27,7 @@ int cmd_pairing(const cm_options *opt, int argc, char **argv)
         if (!strcmp(a, "--json"))
             json = 1;
         else if (a[0] == '-' && a[1])
-            return die("pairing: unknown option %s (see clawmem help pairing)", a);
+            return unknown_option("pairing", a, "--json|--help");
         else if (npos < 3)
             pos[npos++] = a;
         else

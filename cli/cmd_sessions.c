@@ -167,7 +167,9 @@ int cmd_sessions(const cm_options *opt, int argc, char **argv)
                     cw = n;
             }
         } else if (a[0] == '-' && a[1]) {
-            return die("sessions: unknown option %s (see clawmem sessions --help)", a);
+            return unknown_option("sessions", a,
+                                  "--json|--dry-run|--read-only|--role|--last|--prompt|"
+                                  "--context-window|--help");
         } else if (!sub)
             sub = a;
         else if (!key)

@@ -1,9 +1,12 @@
 /*
- * print.c — what every command prints through: one-line errors on stderr and
- * text with control characters escaped (cli.h).
+ * print.c — what every command prints through: one-line errors and warnings
+ * on stderr ("clawmem: error: …", "clawmem: warning: …"), the "did you mean"
+ * of an unknown option, and text with control characters escaped (cli.h).
  */
 #include <stdarg.h>
+#include <string.h>
 
+#include "../src/base/suggest.h"
 #include "cli.h"
 
 /* Writes s to f with control characters escaped — "\\n", "\\r", "\\t", other
@@ -45,15 +48,55 @@ void put_safe(FILE *f, const char *s, int keep_lines)
     }
 }
 
-int die(const char *fmt, ...)
+/* "clawmem: <label>: <message>" on stderr, the message escaped. */
+static void say(const char *label, const char *fmt, va_list ap)
 {
     char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fputs("clawmem: ", stderr);
+    fprintf(stderr, "clawmem: %s: ", label);
     put_safe(stderr, msg, 0);
     fputc('\n', stderr);
+}
+
+int die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say("error", fmt, ap);
+    va_end(ap);
     return 1;
+}
+
+void warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    say("warning", fmt, ap);
+    va_end(ap);
+}
+
+bool option_in(const char *list, const char *a)
+{
+    size_t n = strlen(a);
+    for (const char *p = list; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !memcmp(p, a, n)) return true;
+        p += len + (bar != NULL);
+    }
+    return false;
+}
+
+int unknown_option(const char *cmd, const char *arg, const char *known)
+{
+    char near[SUGGEST_MAX_LEN + 1], where[64] = "";
+    suggest s;
+    cm_suggest_init(&s, arg);
+    cm_suggest_add_list(&s, known);
+    cm_suggest_add_list(&s, GLOBAL_OPTIONS);
+    if (*cmd) snprintf(where, sizeof where, "%s: ", cmd);
+    if (cm_suggest_result(&s, near, sizeof near))
+        return die("%sunknown option %s (did you mean %s?)", where, arg, near);
+    if (!*cmd) return die("unknown option %s (see clawmem help)", arg);
+    return die("%sunknown option %s (see clawmem help %s)", where, arg, cmd);
 }

@@ -163,8 +163,10 @@ typedef struct cm_search_opts {
  * computes it, 64 hex digits; "textScore": the keyword side's score, on hits
  * the keyword side found) (free with cm_free). File names that are not valid
  * UTF-8 are shown with U+FFFD. A search never fails hard: a broken index
- * yields {"results":[],"disabled":true,"error":...} and CM_OK. opts may be
- * NULL. */
+ * yields {"results":[],"disabled":true,"error":...} and CM_OK. A query that
+ * is NULL, empty or only white space is a bad argument: CM_EINVAL, err
+ * saying so (every caller, CLI and MCP included, relies on this one check).
+ * opts may be NULL. */
 cm_rc cm_memory_search(cm_engine *e, const char *query, const cm_search_opts *opts, char **json,
                        char *err, size_t errlen);
 

@@ -140,14 +140,15 @@ static void *sync_main(void *arg)
     syncer *y = arg;
     char err[CM_ERR_SIZE];
     cm_engine *e = NULL;
+    /* The server goes on without its background sync: a warning. */
     if (cm_engine_open(&y->opt, &e, err, sizeof err)) {
-        if (y->opt.log) y->opt.log(y->opt.log_ctx, CM_LOG_ERROR, err);
+        if (y->opt.log) y->opt.log(y->opt.log_ctx, CM_LOG_WARN, err);
         return NULL;
     }
     if (y->mo.watch) {
         cm_watch_opts wo = {&y->stop, y->wake[0], y->mo.debounce_ms, log_sync, y, 0};
         if (cm_engine_watch(e, &wo, err, sizeof err) && y->opt.log)
-            y->opt.log(y->opt.log_ctx, CM_LOG_ERROR, err);
+            y->opt.log(y->opt.log_ctx, CM_LOG_WARN, err);
     } else {
         cm_sync_stats st;
         cm_rc rc = cm_engine_sync(e, 0, stop_sync, y, &st, err, sizeof err);

@@ -193,8 +193,8 @@ static json_t *search_tool(const mcp_rpc *s, json_t *args)
     cm_search_opts o = {0, -1, 0};
     json_t *ms = json_object_get(args, "minScore");
     char err[CM_ERR_SIZE], *payload = NULL;
-    /* the schema says minLength 1: an empty query is a bad argument, not "no results" */
-    if (!q || !*q)
+    /* not a string: the JSON's fault; an empty one the library refuses (below) */
+    if (!q)
         return arg_error(t, "query", "a non-empty string, the words to look for in the notes",
                          json_object_get(args, "query"));
     if (int_arg(args, "maxResults", 1, 1000, false, &max))
@@ -213,8 +213,13 @@ static json_t *search_tool(const mcp_rpc *s, json_t *args)
     if (sk && !json_is_null(sk) && (!json_is_string(sk) || !*json_string_value(sk)))
         return arg_error(t, "sessionKey", "a session key string, or left out", sk);
     const char *key = json_is_string(sk) ? json_string_value(sk) : s->session_key;
-    if (cm_memory_search_session(s->engine, q, &o, key, &payload, err, sizeof err))
-        return error_result(err);
+    cm_rc rc = cm_memory_search_session(s->engine, q, &o, key, &payload, err, sizeof err);
+    if (rc == CM_EINVAL) { /* a bad query (empty): worded as the CLI words it */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s: %.900s", t, err);
+        return error_result(msg);
+    }
+    if (rc) return error_result(err);
     return payload_result(payload);
 }
 

@@ -6,6 +6,7 @@
 #include "../src/base/fs.h"
 #include "../src/base/json5.h"
 #include "../src/base/sha256.h"
+#include "../src/base/suggest.h"
 #include "../src/base/utf8.h"
 #include "test.h"
 
@@ -313,4 +314,34 @@ TEST(base_deadline_in_is_ms_from_now)
         EXPECT(t.tv_nsec >= 0 && t.tv_nsec < 1000000000L);
         EXPECT(at >= before + ms && at <= cm_now_ms() + ms + 1);
     }
+}
+
+TEST(suggest_edit_distance_and_closest)
+{
+    EXPECT_INT(cm_edit_distance("serch", 5, "search", 6), 1);
+    EXPECT_INT(cm_edit_distance("stauts", 6, "status", 6), 1); /* a swap costs 1 */
+    EXPECT_INT(cm_edit_distance("kitten", 6, "sitting", 7), 3);
+    EXPECT_INT(cm_edit_distance("", 0, "abc", 3), 3);
+    EXPECT_INT(cm_edit_distance("MemorySearch", 12, "memorysearch", 12), 0); /* case folded */
+    char big[SUGGEST_MAX_LEN + 2];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    EXPECT(cm_edit_distance(big, strlen(big), "a", 1) == SIZE_MAX);
+    suggest s;
+    char out[SUGGEST_MAX_LEN + 1];
+    cm_suggest_init(&s, "--max-result");
+    cm_suggest_add_list(&s, "--json|--max-results|--min-score");
+    EXPECT(cm_suggest_result(&s, out, sizeof out));
+    EXPECT_STR(out, "--max-results");
+    cm_suggest_init(&s, "x"); /* too short to guess from */
+    cm_suggest_add_list(&s, "a|b");
+    EXPECT(!cm_suggest_result(&s, out, sizeof out));
+    EXPECT_STR(out, "");
+    cm_suggest_init(&s, "get"); /* the word itself is no suggestion */
+    cm_suggest_add_list(&s, "get");
+    EXPECT(!cm_suggest_result(&s, out, sizeof out));
+    cm_suggest_init(&s, "indx"); /* the closest wins, the first on a tie */
+    cm_suggest_add_list(&s, "inbox|index|indy");
+    EXPECT(cm_suggest_result(&s, out, sizeof out));
+    EXPECT_STR(out, "index");
 }

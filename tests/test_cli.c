@@ -186,7 +186,7 @@ TEST(cli_malformed_config_is_one_clear_line)
     EXPECT_INT(r.status, 1);
     char want[2048];
     snprintf(want, sizeof want,
-             "clawmem: %s:3:42: agents.defaults.memorySearch.query.minScore: expected a number "
+             "clawmem: error: %s:3:42: agents.defaults.memorySearch.query.minScore: expected a number "
              "between 0 and 1, got 2\n",
              c.cfg);
     EXPECT_STR(r.err, want);
@@ -420,7 +420,7 @@ TEST(cli_global_options_after_the_command)
     const char *e[] = {"status", "--workspace", NULL};
     r = run_clawmem(NULL, e);
     EXPECT_INT(r.status, 1);
-    EXPECT_STR(r.err, "clawmem: --workspace needs a value\n");
+    EXPECT_STR(r.err, "clawmem: error: --workspace needs a value\n");
     run_result_release(&r);
 }
 
@@ -447,13 +447,13 @@ TEST(cli_help_command_and_bare_clawmem)
     const char *bad[] = {"help", "frobnicate", NULL};
     r = run_clawmem(NULL, bad);
     EXPECT_INT(r.status, 1);
-    EXPECT_STR(r.err, "clawmem: help: unknown command 'frobnicate' (see clawmem help)\n");
+    EXPECT_STR(r.err, "clawmem: error: help: unknown command 'frobnicate' (see clawmem help)\n");
     run_result_release(&r);
     const char *none[] = {NULL};
     r = run_clawmem(NULL, none);
     EXPECT_INT(r.status, 1);
     EXPECT_STR(r.out, "");
-    EXPECT_CONTAINS(r.err, "clawmem: missing COMMAND");
+    EXPECT_CONTAINS(r.err, "clawmem: error: missing COMMAND");
     EXPECT_CONTAINS(r.err, "clawmem help");
     EXPECT(strchr(r.err, '\n') == r.err + strlen(r.err) - 1); /* one line */
     run_result_release(&r);
@@ -497,4 +497,188 @@ TEST(cli_watch_prints_one_line_per_sync)
     EXPECT(l == NULL);
     free(l);
     EXPECT_INT(proc_stop(&p, SIGTERM, 10000), 0);
+}
+
+/* The number of lines of s. */
+static size_t lines_of(const char *s)
+{
+    size_t n = 0;
+    for (; s && *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* A fatal error says "clawmem: error:", a warning "clawmem: warning:" (the
+ * program carries on): `serve` refusing its tokens file exits 1 with an error,
+ * an unknown config key is a warning and the command succeeds. */
+TEST(cli_errors_and_warnings_are_labelled)
+{
+    cli c;
+    cli_init(&c);
+    write_file(c.dir, "tokens.json", "{ 'short': {agent: 'main'} }");
+    run_result r = cm(&c, NULL, "serve", "--tokens", path_in(c.dir, "tokens.json"), NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT(strncmp(r.err, "clawmem: error: ", 16) == 0);
+    EXPECT_CONTAINS(r.err, "a token must have at least 16 characters");
+    EXPECT(strstr(r.err, "short") == NULL); /* a token is never shown */
+    EXPECT_INT(lines_of(r.err), 1);
+    run_result_release(&r);
+    r = cm(&c, NULL, "status", "--bogus", NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_STR(r.err, "clawmem: error: status: unknown option --bogus (see clawmem help status)\n");
+    run_result_release(&r);
+    write_file(c.dir, "qc.json", "{agents: {defaults: {memorySearch: {chunkin: {}}}}}");
+    r = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT(strncmp(r.err, "clawmem: warning: ", 18) == 0);
+    run_result_release(&r);
+}
+
+/* "did you mean": a mistyped command, option or config key names the one
+ * meant (by edit distance); a word far from all of them gets no guess. */
+TEST(cli_did_you_mean)
+{
+    cli c;
+    cli_init(&c);
+    run_result r = cm(&c, NULL, "serch", "dog", NULL, NULL);
+    EXPECT_INT(r.status, 1);
+    EXPECT_STR(r.err, "clawmem: error: unknown command 'serch' (did you mean search?)\n");
+    run_result_release(&r);
+    r = cm(&c, NULL, "stauts", NULL, NULL, NULL); /* two letters swapped */
+    EXPECT_STR(r.err, "clawmem: error: unknown command 'stauts' (did you mean status?)\n");
+    run_result_release(&r);
+    r = cm(&c, NULL, "frobnicate", NULL, NULL, NULL);
+    EXPECT_STR(r.err, "clawmem: error: unknown command 'frobnicate' (see clawmem help)\n");
+    run_result_release(&r);
+    r = cm(&c, NULL, "search", "dog", "--max-result", "3");
+    EXPECT_INT(r.status, 1);
+    EXPECT_STR(r.err,
+               "clawmem: error: search: unknown option --max-result (did you mean --max-results?)\n");
+    run_result_release(&r);
+    r = cm(&c, NULL, "get", "MEMORY.md", "--workspac", "x"); /* a global option too */
+    EXPECT_STR(r.err, "clawmem: error: get: unknown option --workspac (did you mean --workspace?)\n");
+    run_result_release(&r);
+    const char *pre[] = {"--stat-dir", "x", "status", NULL};
+    r = run_clawmem(NULL, pre);
+    EXPECT_STR(r.err, "clawmem: error: unknown option --stat-dir (did you mean --state-dir?)\n");
+    run_result_release(&r);
+    r = cm(&c, NULL, "serve", "--max-engine", "3", NULL);
+    EXPECT_STR(r.err,
+               "clawmem: error: serve: unknown option --max-engine (did you mean --max-engines?)\n");
+    run_result_release(&r);
+    r = cm(&c, NULL, "serve", "--listen", NULL, NULL);
+    EXPECT_STR(r.err, "clawmem: error: serve: --listen needs a value\n");
+    run_result_release(&r);
+    write_file(c.dir, "qc.json",
+               "{\n agents: {defaults: {memorySerch: {}, memorySearch: {qurey: {}}}},\n"
+               " clawmem: {hybridMerj: 'rrf'}, zzzzzzzz: 1\n}\n");
+    r = cm(&c, NULL, "status", NULL, NULL, NULL);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.err, "unknown key agents.defaults.memorySerch (ignored): did you mean "
+                           "memorySearch?\n");
+    EXPECT_CONTAINS(r.err, "unknown key agents.defaults.memorySearch.qurey (ignored): did you "
+                           "mean query?\n");
+    EXPECT_CONTAINS(r.err, "unknown key clawmem.hybridMerj (ignored): did you mean hybridMerge?\n");
+    EXPECT_CONTAINS(r.err, "unknown key zzzzzzzz (ignored)\n");
+    run_result_release(&r);
+}
+
+/* The hint of a missing workspace follows where its path came from: one
+ * given with --workspace is not answered with "give --workspace". */
+TEST(cli_missing_workspace_hint)
+{
+    cli c;
+    cli_init(&c);
+    const char *a[] = {"--workspace", path_in(c.dir, "gone"), "--state-dir", c.state,
+                       "--config",    c.cfg,                  "status",      NULL};
+    run_result r = run_clawmem(NULL, a);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "gone does not exist (given with --workspace: create it or correct "
+                           "the path)\n");
+    EXPECT(strstr(r.err, "give --workspace") == NULL);
+    run_result_release(&r);
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "{agents: {list: [{id: 'main', workspace: '%s/gone2'}]}}", c.dir);
+    write_file(c.dir, "qc.json", cfg);
+    const char *b[] = {"--state-dir", c.state, "--config", c.cfg, "search", "dog", NULL};
+    r = run_clawmem(NULL, b);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "gone2 does not exist (set by agents.list[0].workspace in the config: "
+                           "create it, correct that path or give --workspace)\n");
+    run_result_release(&r);
+    write_file(c.dir, "qc.json", "{}");
+    r = run_clawmem(NULL, b);
+    EXPECT_INT(r.status, 1);
+    EXPECT_CONTAINS(r.err, "state/workspace does not exist (the default: create it, set "
+                           "agents.defaults.workspace or give --workspace)\n");
+    run_result_release(&r);
+}
+
+/* One exit-code rule for search, text and --json alike: 0 when it answered
+ * (no match included), 1 with one error line and nothing on stdout when it
+ * could not search. */
+TEST(cli_search_exit_codes)
+{
+    cli c;
+    cli_init(&c);
+    run_result ix = cm(&c, NULL, "index", NULL, NULL, NULL);
+    EXPECT_INT(ix.status, 0);
+    run_result_release(&ix);
+    const char *modes[] = {NULL, "--json"};
+    for (size_t m = 0; m < 2; m++) {
+        run_result r = cm(&c, NULL, "search", "zebra", modes[m], NULL);
+        EXPECT_INT(r.status, 0);
+        EXPECT_STR(r.err, "");
+        EXPECT_CONTAINS(r.out, m ? "\"results\":[]" : "No matches.");
+        run_result_release(&r);
+        const char *a[] = {"--workspace", path_in(c.dir, "gone"), "--state-dir", c.state,
+                           "--config",    c.cfg,                  "search",      "dog",
+                           modes[m],      NULL};
+        r = run_clawmem(NULL, a);
+        EXPECT_INT(r.status, 1);
+        EXPECT_STR(r.out, "");
+        EXPECT_INT(lines_of(r.err), 1);
+        EXPECT(strncmp(r.err, "clawmem: error: search unavailable: workspace ", 46) == 0);
+        EXPECT_CONTAINS(r.err, "gone does not exist");
+        run_result_release(&r);
+    }
+}
+
+/* An empty (or blank) query is a bad argument wherever it comes from: the
+ * engine refuses it, and the CLI says so as MCP does (test_mcp.c). */
+TEST(cli_empty_query_is_an_error)
+{
+    cli c;
+    cli_init(&c);
+    const char *queries[] = {"", " \t"};
+    const char *shown[] = {"(got \"\")", "(got \" \\t\")"};
+    for (size_t q = 0; q < 2; q++) {
+        for (int json = 0; json < 2; json++) {
+            run_result r = cm(&c, NULL, "search", queries[q], json ? "--json" : NULL, NULL);
+            EXPECT_INT(r.status, 1);
+            EXPECT_STR(r.out, "");
+            char want[200];
+            snprintf(want, sizeof want,
+                     "clawmem: error: search: query is empty: give the words to look for %s\n",
+                     shown[q]);
+            EXPECT_STR(r.err, want);
+            run_result_release(&r);
+        }
+    }
+    /* the library itself */
+    cm_options o = {0};
+    o.workspace = c.ws;
+    o.state_dir = c.state;
+    o.config_path = c.cfg;
+    cm_engine *e = NULL;
+    char err[CM_ERR_SIZE], *js = NULL;
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_memory_search(e, "", NULL, &js, err, sizeof err), CM_EINVAL);
+    EXPECT(js == NULL);
+    EXPECT_STR(err, "query is empty: give the words to look for (got \"\")");
+    EXPECT_INT(cm_memory_search(e, NULL, NULL, &js, err, sizeof err), CM_EINVAL);
+    EXPECT_INT(cm_memory_search_each(e, "\n", NULL, NULL, NULL, NULL, err, sizeof err), CM_EINVAL);
+    EXPECT_INT(cm_memory_search(e, "dog", NULL, &js, err, sizeof err), CM_OK);
+    cm_free(js);
+    cm_engine_close(e);
 }

@@ -119,7 +119,7 @@ TEST(config_bad_value_names_key_path_and_position)
     text = "{agents: {list: [{id: 'main', memorySearch: {query: {maxResults: 'six'}}}]}}";
     EXPECT_INT(parse(text, NULL, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_STR(err, "qc.json:1:54: agents.list[0].memorySearch.query.maxResults: expected a "
-                    "number, got a string");
+                    "number, got \"six\"");
     text = "{agents: {defaults: {memorySearch: {query: {hybrid: {candidateMultiplier: 2.5}}}}}}";
     EXPECT_INT(parse(text, NULL, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "candidateMultiplier: expected an integer");
@@ -134,7 +134,7 @@ TEST(config_bad_value_names_key_path_and_position)
     EXPECT_CONTAINS(err, "memory.citations");
     text = "{agents: {defaults: {memorySearch: {query: 5}}}}";
     EXPECT_INT(parse(text, NULL, &c, err, sizeof err), CM_ECONFIG);
-    EXPECT_CONTAINS(err, "agents.defaults.memorySearch.query: expected an object, got a number");
+    EXPECT_CONTAINS(err, "agents.defaults.memorySearch.query: expected an object, got 5");
 }
 
 TEST(config_malformed_file_is_one_line)
@@ -263,7 +263,8 @@ TEST(config_overlay_errors_name_the_overlay)
                     "number between 0 and 1, got 2");
     EXPECT_INT(parse2(qc, "{\n clawmem: { hybridMerge: 'best' } }", NULL, &c, err, sizeof err),
                CM_ECONFIG);
-    EXPECT_STR(err, "clawmem.json:2:13: clawmem.hybridMerge: expected weighted, minmax or rrf");
+    EXPECT_STR(err, "clawmem.json:2:13: clawmem.hybridMerge: expected weighted, minmax or rrf, "
+                    "got \"best\"");
     EXPECT_INT(parse2(qc, "{ clawmem: { , } }", NULL, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_STR(err, "clawmem.json:1:14: expected a key or '}'");
     EXPECT_INT(parse2(qc, "[1]", NULL, &c, err, sizeof err), CM_ECONFIG);
@@ -797,5 +798,80 @@ TEST(config_env_substitution)
     EXPECT_INT(
         parse2("{gateway: {auth: {token: '${CM_TEST_UNSET}'}}}", NULL, NULL, &c, err, sizeof err),
         CM_OK);
+    cm_config_release(&c);
+}
+
+/* Every config error quotes the value as written (after the key path and
+ * line:column), but never the value of a credential or a header. */
+TEST(config_errors_quote_the_bad_value)
+{
+    cm_config c;
+    char err[512];
+    const char *qc = "{}";
+    EXPECT_INT(parse2(qc, "{\n clawmem: { hybridMerge: 'rfr' } }", NULL, &c, err, sizeof err),
+               CM_ECONFIG);
+    EXPECT_STR(err, "clawmem.json:2:13: clawmem.hybridMerge: expected weighted, minmax or rrf, "
+                    "got \"rfr\"");
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"{memory: {backend: 'sqlite'}}",
+         "qc.json:1:11: memory.backend: expected \"builtin\" or \"qmd\", got \"sqlite\""},
+        {"{memory: {citations: 'sometimes'}}",
+         "qc.json:1:11: memory.citations: expected auto, on or off, got \"sometimes\""},
+        {"{agents: {defaults: {memorySearch: {store: {fts: {tokenizer: 'icu'}}}}}}",
+         "qc.json:1:51: agents.defaults.memorySearch.store.fts.tokenizer: expected one of "
+         "unicode61|trigram|porter, got \"icu\""},
+        {"{agents: {defaults: {memorySearch: {extraPaths: ['a', 3]}}}}",
+         "qc.json:1:55: agents.defaults.memorySearch.extraPaths[1]: expected a string, got 3"},
+        {"{agents: {defaults: {workspace: 7}}}",
+         "qc.json:1:22: agents.defaults.workspace: expected a string, got 7"},
+        {"{clawmem: {localThreads: 0}}",
+         "qc.json:1:12: clawmem.localThreads: expected an integer from 1 to 256, got 0"},
+        {"{memory: {qmd: {update: {interval: 'soon'}}}}",
+         "qc.json:1:26: memory.qmd.update.interval: expected a duration such as \"5m\", \"90s\" or "
+         "\"1h\", got \"soon\""},
+        {"{agents: {defaults: {memorySearch: {query: {maxResults: 'six'}}}}}",
+         "qc.json:1:45: agents.defaults.memorySearch.query.maxResults: expected a number, got "
+         "\"six\""},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        EXPECT_INT(parse(cases[i].text, NULL, &c, err, sizeof err), CM_ECONFIG);
+        EXPECT_STR(err, cases[i].want);
+    }
+    /* a header's value may be a credential: named, never shown */
+    EXPECT_INT(parse("{agents: {defaults: {memorySearch: {remote: {headers: "
+                     "{'X-Key': 'Bearer s3cr3t\\nx'}}}}}}",
+                     NULL, &c, err, sizeof err),
+               CM_ECONFIG);
+    EXPECT_CONTAINS(err, "remote.headers.X-Key: a header name or value with ':' or a newline");
+    EXPECT(strstr(err, "s3cr3t") == NULL);
+    EXPECT_INT(parse("{agents: {defaults: {memorySearch: {remote: {apiKey: "
+                     "{source: 'env', provider: 'default', id: 'CM_TEST_NO_SUCH_KEY'}}}}}}",
+                     NULL, &c, err, sizeof err),
+               CM_ECONFIG);
+    EXPECT(strstr(err, "got ") == NULL);
+}
+
+/* An unknown key names the one meant when it is a typo of a key known at
+ * its level: QuantumClaw's sections, memorySearch's fields, clawmem's own. */
+TEST(config_unknown_key_did_you_mean)
+{
+    cm_config c;
+    char err[512];
+    const char *text = "{\n agents: {defaults: {memorySerch: {},\n"
+                       "  memorySearch: {qurey: {maxResult: 3}, chunking: {token: 9}}}},\n"
+                       " memroy: {}, clawmem: {localThread: 2}, zzzzzzzz: 1\n}\n";
+    EXPECT_INT(parse(text, NULL, &c, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(warnings, "qc.json:2:22: unknown key agents.defaults.memorySerch (ignored): "
+                              "did you mean memorySearch?\n");
+    EXPECT_CONTAINS(warnings, "unknown key agents.defaults.memorySearch.qurey (ignored): did you "
+                              "mean query?\n");
+    EXPECT_CONTAINS(warnings, "unknown key agents.defaults.memorySearch.chunking.token (ignored): "
+                              "did you mean tokens?\n");
+    EXPECT_CONTAINS(warnings, "unknown key memroy (ignored): did you mean memory?\n");
+    EXPECT_CONTAINS(warnings, "unknown key clawmem.localThread (ignored): did you mean "
+                              "localThreads?\n");
+    EXPECT_CONTAINS(warnings, "unknown key zzzzzzzz (ignored)\n");
     cm_config_release(&c);
 }

@@ -2,7 +2,10 @@
  * test_install.c — `make install` into a temporary DESTDIR/PREFIX, the prefix
  * then moved elsewhere: the moved program still finds llama.cpp and the
  * static model beside itself (no path of the build tree in it), and a tiny
- * program compiles and links against the installed library with pkg-config.
+ * program compiles and links against the installed library with nothing but
+ * `pkg-config --cflags --libs clawmem` (clawmem.pc finds the moved prefix
+ * from its own place) and runs with LD_LIBRARY_PATH or an rpath, as `make
+ * install`'s note says. Also: when `make install` runs ldconfig.
  * Uses the build of the suite ($CLAWMEM_BIN's directory), already complete,
  * so make only copies files.
  */
@@ -70,6 +73,10 @@ TEST(install_moved_prefix_finds_its_files)
                         "STATIC_DONE=", "install", NULL};
     run_result r = run_cmd(NULL, mk);
     EXPECT_INT(r.status, 0);
+    /* /opt/clawmem/lib is no directory of the loader's: no ldconfig, a note */
+    EXPECT_CONTAINS(r.out, "make install: note: /opt/clawmem/lib is not a directory the loader "
+                           "searches: link programs with -Wl,-rpath,/opt/clawmem/lib");
+    EXPECT_CONTAINS(r.out, "LD_LIBRARY_PATH=/opt/clawmem/lib");
     run_result_release(&r);
     char prefix[1200], moved[1200];
     snprintf(prefix, sizeof prefix, "%s/dest/opt/clawmem", d);
@@ -84,7 +91,8 @@ TEST(install_moved_prefix_finds_its_files)
     for (size_t i = 0; files[i]; i++)
         if (!exists(path_in(prefix, files[i])))
             test_fail(__FILE__, __LINE__, "not installed: %s", files[i]);
-    EXPECT(file_has(path_in(prefix, "lib/pkgconfig/clawmem.pc"), "prefix=/opt/clawmem\n"));
+    EXPECT(file_has(path_in(prefix, "lib/pkgconfig/clawmem.pc"), "prefix=${pcfiledir}/../..\n"));
+    EXPECT(!file_has(path_in(prefix, "lib/pkgconfig/clawmem.pc"), "/opt/clawmem"));
     char llama_abs[4200];
     snprintf(llama_abs, sizeof llama_abs, "%s/%s/llama", cwd, build);
     EXPECT(!file_has(path_in(prefix, "bin/clawmem"), llama_abs));
@@ -162,15 +170,17 @@ TEST(install_moved_prefix_finds_its_files)
         EXPECT_CONTAINS(r.out, "Vectors: 2 ");
         run_result_release(&r);
     }
-    /* pkg-config, compile and link against the installed (moved) library */
+    /* pkg-config, compile and link against the installed (moved) library:
+     * prog found at run time by LD_LIBRARY_PATH, prog_rpath by its rpath */
     write_file(d, "prog.c", prog);
-    char pcpath[1400], defprefix[1400], script[8000];
+    char pcpath[1400], script[8000];
     snprintf(pcpath, sizeof pcpath, "PKG_CONFIG_PATH=%s/lib/pkgconfig", moved);
-    snprintf(defprefix, sizeof defprefix, "--define-variable=prefix=%s", moved);
     const char *san = getenv("CLAWMEM_SAN");
     snprintf(script, sizeof script,
-             "cc -std=c11 %s %s/prog.c -o %s/prog $(pkg-config %s --cflags --libs clawmem)",
-             san ? san : "", d, d, defprefix);
+             "cc -std=c11 %s %s/prog.c -o %s/prog $(pkg-config --cflags --libs clawmem) && "
+             "cc -std=c11 %s %s/prog.c -o %s/prog_rpath $(pkg-config --cflags --libs clawmem) "
+             "-Wl,-rpath,$(pkg-config --variable=libdir clawmem)",
+             san ? san : "", d, d, san ? san : "", d, d);
     const char *pc_env[] = {pcpath, NULL};
     const char *cc[] = {"sh", "-c", script, NULL};
     r = run_cmd(pc_env, cc);
@@ -187,5 +197,53 @@ TEST(install_moved_prefix_finds_its_files)
     EXPECT_CONTAINS(r.out, "\"provider\":\"static\"");
     EXPECT_CONTAINS(r.out, "\"search\":\"hybrid\"");
     run_result_release(&r);
+    const char *no_ld[] = {"LD_LIBRARY_PATH=", NULL};
+    const char *run2[] = {path_in(d, "prog_rpath"), path_in(d, "ws"), path_in(d, "s4"),
+                          path_in(d, "static.json"), NULL};
+    r = run_cmd(no_ld, run2);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "\"provider\":\"static\"");
+    run_result_release(&r);
     free(build);
+}
+
+/* The last step of `make install` (scripts/install-ldconfig.sh) with a fake
+ * ldconfig that lists one directory: into a directory the loader searches,
+ * ldconfig runs; staged in a DESTDIR, or anywhere else, it does not and a
+ * note says what to do. */
+TEST(install_ldconfig_only_in_a_loader_directory)
+{
+    char *d = tmp_dir();
+    write_file(d, "ldconfig",
+               "#!/bin/sh\n"
+               "if [ \"$1\" = -v ]; then printf '%s: (from fake.conf:1)\\n\\tlibc.so.6 -> "
+               "libc.so.6\\n' \"$LISTED\"; exit 0; fi\n"
+               "echo \"ran $*\" >>\"$MARK\"\n");
+    EXPECT(chmod(path_in(d, "ldconfig"), 0755) == 0);
+    char ldc[1200], mark[1200], listed[1300], lib[1200], other[1300];
+    snprintf(ldc, sizeof ldc, "LDCONFIG=%s/ldconfig", d);
+    snprintf(mark, sizeof mark, "MARK=%s/mark", d);
+    snprintf(lib, sizeof lib, "%s/p/lib", d);
+    EXPECT(mkdir(path_in(d, "p"), 0755) == 0 && mkdir(lib, 0755) == 0);
+    snprintf(listed, sizeof listed, "LISTED=%s", lib);
+    snprintf(other, sizeof other, "LISTED=%s/elsewhere", d);
+    const char *env_in[] = {ldc, mark, listed, NULL};
+    const char *env_out[] = {ldc, mark, other, NULL};
+    const char *sys[] = {"scripts/install-ldconfig.sh", "", lib, NULL};
+    const char *staged[] = {"scripts/install-ldconfig.sh", path_in(d, "stage"), lib, NULL};
+    run_result r = run_cmd(env_in, staged);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "staged in DESTDIR: run ldconfig once the files are in ");
+    EXPECT(!exists(path_in(d, "mark")));
+    run_result_release(&r);
+    r = run_cmd(env_out, sys);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "is not a directory the loader searches");
+    EXPECT(!exists(path_in(d, "mark")));
+    run_result_release(&r);
+    r = run_cmd(env_in, sys);
+    EXPECT_INT(r.status, 0);
+    EXPECT_CONTAINS(r.out, "is in the loader's cache");
+    EXPECT(file_has(path_in(d, "mark"), "ran \n"));
+    run_result_release(&r);
 }

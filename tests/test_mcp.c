@@ -332,9 +332,11 @@ TEST(mcp_bad_arguments_are_tool_errors)
         {"memory_search", "{}",
          "memory_search: query is required: a non-empty string, the words to look for in the "
          "notes."},
+        /* an empty query: the library's check, worded as `clawmem search ''` words it */
         {"memory_search", "{\"query\":\"\"}",
-         "memory_search: query must be a non-empty string, the words to look for in the notes "
-         "(got \"\")."},
+         "memory_search: query is empty: give the words to look for (got \"\")"},
+        {"memory_search", "{\"query\":\" \\t\"}",
+         "memory_search: query is empty: give the words to look for (got \" \\t\")"},
         {"memory_search", "{\"query\":42}",
          "memory_search: query must be a non-empty string, the words to look for in the notes "
          "(got 42)."},
@@ -494,8 +496,7 @@ TEST(mcp_stateless_2026_07_28_beside_initialize)
                 "\"memory_search\",\"arguments\":{\"query\":\"\"}," ENVELOPE("2026-07-28") "}}");
     want = json_pack("{s:s, s:i, s:{s:[{s:s, s:s}], s:b, s:s, s:{s:{s:s, s:s, s:s}}}}", "jsonrpc",
                      "2.0", "id", 3, "result", "content", "type", "text", "text",
-                     "memory_search: query must be a non-empty string, the words to look for in "
-                     "the notes (got \"\").",
+                     "memory_search: query is empty: give the words to look for (got \"\")",
                      "isError", 1, "resultType", "complete", "_meta",
                      "io.modelcontextprotocol/serverInfo", "name", "clawmem", "title",
                      "clawmem agent memory", "version", CM_VERSION);

@@ -250,7 +250,7 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         goto out;
     } else if (!strcmp(call->name, "memory_search")) {
         const char *q = json_string_value(json_object_get(args, "query"));
-        if (!q || !*q) {
+        if (!q) { /* an empty one: the library's error, as the CLI and MCP say it */
             wrc = cm_buf_adds(&out, "memory_search: query (a non-empty string) is required");
             goto out;
         }

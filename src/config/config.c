@@ -65,12 +65,21 @@ static cm_rc get_str(ctx *c, const json_t *obj, const char *key, const char *pat
     return CM_OK;
 }
 
+/* The workspace key of obj (path names it), remembered as where it came from. */
+static cm_rc get_workspace(ctx *c, const json_t *obj, const char *path)
+{
+    if (!json_object_get(obj, "workspace")) return CM_OK;
+    snprintf(c->cfg->workspace_from, sizeof c->cfg->workspace_from, "%.95s", path);
+    return get_str(c, obj, "workspace", path, &c->cfg->workspace);
+}
+
 static cm_rc get_obj(ctx *c, const json_t *obj, const char *key, const char *path, json_t **out)
 {
     *out = obj ? json_object_get(obj, key) : NULL;
     if (*out && !json_is_object(*out)) {
-        char what[128];
-        snprintf(what, sizeof what, "expected an object, got %s", cm_config_type_name(*out));
+        char what[128], val[80];
+        snprintf(what, sizeof what, "expected an object, got %s",
+                 cm_config_value_text(*out, path, val, sizeof val));
         return cm_config_bad(c, obj, key, path, what);
     }
     return CM_OK;
@@ -114,7 +123,10 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     cm_rc rc = CM_OK;
     char *ws = NULL;
     buf b = BUF_INIT;
-    if (args->workspace) CHECK(cm_config_set_str(&cfg->workspace, args->workspace));
+    if (args->workspace) {
+        CHECK(cm_config_set_str(&cfg->workspace, args->workspace));
+        snprintf(cfg->workspace_from, sizeof cfg->workspace_from, "--workspace");
+    }
     if (!cfg->workspace) {
         CHECK(cm_fs_join(&b, cfg->state_dir, "workspace"));
         cfg->workspace = cm_buf_detach(&b);
@@ -302,7 +314,7 @@ static cm_rc read_defaults(ctx *c, const json_t *root)
     CHECK(get_obj(c, root, "agents", "agents", &agents));
     CHECK(get_obj(c, agents, "defaults", "agents.defaults", &defaults));
     if (defaults)
-        CHECK(get_str(c, defaults, "workspace", "agents.defaults.workspace", &c->cfg->workspace));
+        CHECK(get_workspace(c, defaults, "agents.defaults.workspace"));
     CHECK(read_ms(c, defaults, "memorySearch", "agents.defaults.memorySearch"));
     CHECK(get_obj(c, root, "memory", "memory", &memory));
     if (memory && json_object_get(memory, "search")) {
@@ -353,7 +365,8 @@ static cm_rc read_agent(ctx *c, const json_t *root)
             check_other(c, entry, path);
             continue;
         }
-        CHECK(get_str(c, entry, "workspace", path, &cfg->workspace));
+        snprintf(path, sizeof path, "agents.list[%zu].workspace", i);
+        CHECK(get_workspace(c, entry, path));
         snprintf(path, sizeof path, "agents.list[%zu].memorySearch", i);
         CHECK(read_ms(c, entry, "memorySearch", path));
     }
@@ -365,7 +378,7 @@ static cm_rc read_agent(ctx *c, const json_t *root)
     CHECK(get_obj(c, entries, cfg->agent_id, path, &mine));
     if (!mine) goto out;
     snprintf(path, sizeof path, "agents.entries.%s.workspace", cfg->agent_id);
-    CHECK(get_str(c, mine, "workspace", path, &cfg->workspace));
+    CHECK(get_workspace(c, mine, path));
     snprintf(path, sizeof path, "agents.entries.%s.memorySearch", cfg->agent_id);
     CHECK(read_ms(c, mine, "memorySearch", path));
     snprintf(path, sizeof path, "agents.entries.%s.memory", cfg->agent_id);
@@ -416,7 +429,11 @@ static cm_rc read_clawmem(ctx *c, const json_t *ours)
                 CHECK(cm_config_bad(c, ours, k, path, "expected an integer from 1 to 4096"));
             cfg->embed_max_inputs = (int)d;
         } else if (strcmp(k, "memoryWrite") != 0) {
-            cm_config_warn(c, ours, k, 0, "unknown key %s (ignored)", path);
+            suggest near;
+            cm_suggest_init(&near, k);
+            cm_suggest_add_list(&near, "staticModel|localThreads|hybridMerge|embedMaxInputs|"
+                                       "memoryWrite");
+            cm_config_warn_unknown(c, ours, k, path, &near);
         } else if (!json_is_boolean(v)) {
             CHECK(cm_config_bad(c, ours, k, path, "expected true or false"));
         } else {

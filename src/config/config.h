@@ -88,6 +88,10 @@ typedef struct cm_config {
     char *overlay_path; /* clawmem.json: clawmem's own settings over config_path's */
     bool overlay_found;
     char *workspace; /* absolute */
+    /* where workspace came from, for hints: "--workspace" (the caller's
+     * argument), the config key that set it ("agents.defaults.workspace"), or
+     * "" (the default, <stateDir>/workspace) */
+    char workspace_from[96];
 
     /* agents.*.memorySearch */
     bool enabled;

@@ -9,6 +9,7 @@
 #define CM_CONFIG_INT_H
 
 #include "../base/json5.h"
+#include "../base/suggest.h"
 #include "config.h"
 #include "secret.h"
 
@@ -29,7 +30,9 @@ typedef struct ctx {
 /* ---- reader.c ----------------------------------------------------------- */
 
 /* CM_ECONFIG with "file:line:col: path: what" in c->err, about the member key
- * of parent ("file: path: what" when its position is unknown). */
+ * of parent ("file: path: what" when its position is unknown). Unless what
+ * shows the value already ("got …"), the value as written is added to it
+ * (", got \"rfr\""; see cm_config_value_text). */
 cm_rc cm_config_bad(ctx *c, const json_t *parent, const char *key, const char *path,
                     const char *what);
 
@@ -45,6 +48,13 @@ void cm_config_warn(ctx *c, const json_t *parent, const char *key, size_t index,
 
 /* "an object", "a string", … for messages. */
 const char *cm_config_type_name(const json_t *v);
+
+/* For messages: v as written ("\"rfr\"", 1.5, true), cut after 64 bytes;
+ * an object or array by its kind ("an object"), and so is any value when the
+ * last part of path names a credential or a header (apiKey, token, secret,
+ * password, dsn, url, headers.*), so that no secret reaches an error. Returns out
+ * or a static string. */
+const char *cm_config_value_text(const json_t *v, const char *path, char *out, size_t outlen);
 
 /* Whether s is one of choices, written "a|b|c". */
 bool cm_config_in_choices(const char *choices, const char *s);
@@ -78,6 +88,12 @@ cm_rc cm_config_read_qmd(ctx *c, const json_t *qmd);
 void cm_config_qmd_release(cm_qmd_config *q);
 
 /* ---- known_keys.c ------------------------------------------------------- */
+
+/* Warns "file:line:col: unknown key <path> (ignored)" about the member key
+ * of obj, with ": did you mean X?" when near (candidates offered by the
+ * caller: the keys known at that level) holds a close one. */
+void cm_config_warn_unknown(ctx *c, const json_t *obj, const char *key, const char *path,
+                            const suggest *near);
 
 /* Warns about each key of root, in the sections clawmem reads, that
  * QuantumClaw 2026.3.22's schema does not know (a typo). */

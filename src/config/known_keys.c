@@ -57,8 +57,24 @@ static void check_keys(ctx *c, const json_t *obj, const char *path, const char *
     {
         if (cm_config_in_choices(known, k) || (handled && cm_config_in_choices(handled, k)))
             continue;
-        cm_config_warn(c, obj, k, 0, "unknown key %s%s%.200s (ignored)", path, *path ? "." : "", k);
+        char full[512];
+        snprintf(full, sizeof full, "%s%s%.200s", path, *path ? "." : "", k);
+        suggest near;
+        cm_suggest_init(&near, k);
+        cm_suggest_add_list(&near, known);
+        cm_suggest_add_list(&near, handled);
+        cm_config_warn_unknown(c, obj, k, full, &near);
     }
+}
+
+void cm_config_warn_unknown(ctx *c, const json_t *obj, const char *key, const char *path,
+                            const suggest *near)
+{
+    char best[SUGGEST_MAX_LEN + 1];
+    if (cm_suggest_result(near, best, sizeof best))
+        cm_config_warn(c, obj, key, 0, "unknown key %s (ignored): did you mean %s?", path, best);
+    else
+        cm_config_warn(c, obj, key, 0, "unknown key %s (ignored)", path);
 }
 
 /* Typos: every section clawmem reads, checked against 2026.3.22's keys. */

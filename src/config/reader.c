@@ -9,10 +9,55 @@
 #include "../base/buf.h"
 #include "config_int.h"
 
+/* Whether the last part of path names a credential (apiKey, accessToken,
+ * clientSecret, password, dsn, a URL that may carry one) or path is inside
+ * headers: its value never goes into a message. */
+static bool secret_path(const char *path)
+{
+    static const char *const words[] = {"key", "token", "secret", "password", "dsn", "url"};
+    const char *last = strrchr(path, '.');
+    last = last ? last + 1 : path;
+    size_t n = strlen(last);
+    for (size_t i = 0; i < ARRAY_LEN(words); i++) {
+        size_t w = strlen(words[i]);
+        if (n >= w && !strcasecmp(last + n - w, words[i])) return true;
+    }
+    return strstr(path, "headers") != NULL;
+}
+
+const char *cm_config_value_text(const json_t *v, const char *path, char *out, size_t outlen)
+{
+    if (!v) return "nothing";
+    if (json_is_object(v) || json_is_array(v) || (path && secret_path(path)))
+        return cm_config_type_name(v);
+    char *d = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!d) return cm_config_type_name(v);
+    size_t n = strlen(d), cap = 64;
+    if (n <= cap || outlen < cap + 5) {
+        snprintf(out, outlen, "%s", d);
+    } else { /* cut at a character boundary, the quote kept */
+        size_t cut = cap;
+        while (cut > 1 && ((unsigned char)d[cut] & 0xC0) == 0x80)
+            cut--;
+        snprintf(out, outlen, "%.*s...%s", (int)cut, d, json_is_string(v) ? "\"" : "");
+    }
+    free(d);
+    return out;
+}
+
 cm_rc cm_config_bad(ctx *c, const json_t *parent, const char *key, const char *path,
                     const char *what)
 {
     int line = 0, col = 0;
+    char full[1200], val[80];
+    const json_t *v = key && json_is_object(parent) ? json_object_get(parent, key) : NULL;
+    /* the value as written, unless the message shows it already */
+    if (v && !strstr(what, "got ") && !secret_path(path)) {
+        bool expected = strncmp(what, "expected", 8) == 0;
+        snprintf(full, sizeof full, "%s%s%s%s", what, expected ? ", got " : " (got ",
+                 cm_config_value_text(v, path, val, sizeof val), expected ? "" : ")");
+        what = full;
+    }
     if (cm_json5_where(c->doc, parent, key, 0, &line, &col))
         return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s: %s", c->file, line, col,
                          path, what);

@@ -116,7 +116,7 @@ static void warn_ours(ctx *c, const json_t *parent, const char *key, const char 
 static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key, const json_t *v,
                    const char *path)
 {
-    char what[1024];
+    char what[1024], shown[80];
     void *dst = f->off == NO_DEST ? NULL : (char *)c->cfg + f->off;
     if (f->flags & F_OURS) warn_ours(c, parent, key, path);
     switch (f->kind) {
@@ -163,8 +163,8 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
     case K_ENUM: {
         if (!json_is_string(v)) goto type;
         if (f->kind == K_ENUM && !cm_config_in_choices(f->choices, json_string_value(v))) {
-            snprintf(what, sizeof what, "expected one of %s, got \"%.80s\"", f->choices,
-                     json_string_value(v));
+            snprintf(what, sizeof what, "expected one of %s, got %s", f->choices,
+                     cm_config_value_text(v, path, shown, sizeof shown));
             return cm_config_bad(c, parent, key, path, what);
         }
         if (f->qc_choices && !cm_config_in_choices(f->qc_choices, json_string_value(v))) {
@@ -192,8 +192,9 @@ static cm_rc apply(ctx *c, const field *f, const json_t *parent, const char *key
                 int line = 0, col = 0;
                 cm_json5_where(c->doc, v, NULL, i, &line, &col);
                 cm_config_strlist_release(&fresh);
-                snprintf(what, sizeof what, "%s[%zu]: expected %s%s", path, i,
-                         f->choices ? "one of " : "a string", f->choices ? f->choices : "");
+                snprintf(what, sizeof what, "%s[%zu]: expected %s%s, got %s", path, i,
+                         f->choices ? "one of " : "a string", f->choices ? f->choices : "",
+                         cm_config_value_text(e, path, shown, sizeof shown));
                 return cm_seterr(c->err, c->errlen, CM_ECONFIG, "%s:%d:%d: %s", c->file, line, col,
                                  what);
             }
@@ -258,7 +259,7 @@ type:
              : f->kind == K_STRLIST                                      ? "an array of strings"
              : f->kind == K_MAP                                          ? "an object"
                                                                          : "a string",
-             cm_config_type_name(v));
+             cm_config_value_text(v, path, shown, sizeof shown));
     return cm_config_bad(c, parent, key, path, what);
 }
 
@@ -286,16 +287,25 @@ cm_rc cm_config_walk(ctx *c, const json_t *obj, const char *prefix, const char *
             rc = apply(c, f, obj, key, v, path);
         } else if (is_prefix) {
             if (!json_is_object(v)) {
-                char what[128];
-                snprintf(what, sizeof what, "expected an object, got %s", cm_config_type_name(v));
+                char what[128], val[80];
+                snprintf(what, sizeof what, "expected an object, got %s",
+                         cm_config_value_text(v, path, val, sizeof val));
                 return cm_config_bad(c, obj, key, path, what);
             }
             rc = cm_config_walk(c, v, prefix, relpath);
-        } else {
-            int line = 0, col = 0;
-            cm_json5_where(c->doc, obj, key, 0, &line, &col);
-            cm_logf(c->lg, CM_LOG_WARN, "%s:%d:%d: unknown key %s (ignored)", c->file, line, col,
-                    path);
+        } else { /* a typo of one of the keys at this level? */
+            suggest near;
+            cm_suggest_init(&near, key);
+            size_t rel_len = *rel ? strlen(rel) + 1 : 0;
+            for (size_t i = 0; i < ARRAY_LEN(fields); i++) {
+                const char *fp = fields[i].path;
+                if (rel_len && (strncmp(fp, rel, rel_len - 1) != 0 || fp[rel_len - 1] != '.'))
+                    continue;
+                const char *dot = strchr(fp + rel_len, '.');
+                cm_suggest_add(&near, fp + rel_len,
+                               dot ? (size_t)(dot - fp - rel_len) : strlen(fp + rel_len));
+            }
+            cm_config_warn_unknown(c, obj, key, path, &near);
         }
         if (rc) return rc;
     }

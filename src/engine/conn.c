@@ -99,14 +99,29 @@ out:
 }
 
 /* CM_ENOTFOUND when the configured workspace is not a directory: search, get
- * and status then fail rather than answer from an index of another workspace. */
+ * and status then fail rather than answer from an index of another workspace.
+ * The hint follows where the path came from: a workspace given with
+ * --workspace is not answered with "give --workspace". */
 cm_rc cm_engine_workspace_exists(const cm_engine *e, char *err, size_t errlen)
 {
     struct stat st;
+    char clip[FS_CLIP_MAX + 1];
+    const char *from = e->cfg.workspace_from, *ws = cm_fs_clip(e->cfg.workspace, clip);
     if (stat(e->cfg.workspace, &st) == 0 && S_ISDIR(st.st_mode)) return CM_OK;
+    if (!strcmp(from, "--workspace"))
+        return cm_seterr(err, errlen, CM_ENOTFOUND,
+                         "workspace %s does not exist (given with --workspace: create it or "
+                         "correct the path)",
+                         ws);
+    if (*from)
+        return cm_seterr(err, errlen, CM_ENOTFOUND,
+                         "workspace %s does not exist (set by %s in the config: create it, "
+                         "correct that path or give --workspace)",
+                         ws, from);
     return cm_seterr(err, errlen, CM_ENOTFOUND,
-                     "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
-                     e->cfg.workspace);
+                     "workspace %s does not exist (the default: create it, set "
+                     "agents.defaults.workspace or give --workspace)",
+                     ws);
 }
 
 /* CM_ENOTFOUND when the open index records another workspace in its meta

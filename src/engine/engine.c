@@ -87,6 +87,18 @@ void cm_engine_result_release(engine_result *r)
 cm_rc cm_engine_search(cm_engine *e, const char *query, const cm_search_opts *opts,
                        const char *session_key, engine_result *out, char *err, size_t errlen)
 {
+    memset(out, 0, sizeof *out);
+    size_t n = query ? strlen(query) : 0;
+    if (n == strspn(query ? query : "", " \t\r\n\f\v")) { /* QuantumClaw trims it first */
+        json_t *q = json_string(n <= 40 ? (query ? query : "") : "...");
+        char *shown = q ? json_dumps(q, JSON_ENCODE_ANY) : NULL; /* quoted, \t escaped */
+        cm_rc rc = cm_seterr(err, errlen, CM_EINVAL,
+                             "query is empty: give the words to look for (got %s)",
+                             shown ? shown : "\"\"");
+        free(shown);
+        json_decref(q);
+        return rc;
+    }
     return e->be->search(e, query, opts, session_key, out, err, errlen);
 }
 

@@ -25,8 +25,10 @@ typedef struct engine_result {
 void cm_engine_result_release(engine_result *r);
 
 /* The backend's search (memory_search) for the caller's session (may be
- * NULL). A search that cannot run is not a failure: out->error says why;
- * the return is CM_OK then, and an error only for what fails the call
+ * NULL). A query that is NULL, empty or only white space is a bad argument:
+ * CM_EINVAL, err quoting it (the one check every caller — CLI, MCP, agent —
+ * relies on). A search that cannot run is not a failure: out->error says
+ * why; the return is CM_OK then, and an error only for what fails the call
  * (CM_ENOMEM). Release *out with cm_engine_result_release (also after a
  * failure). */
 cm_rc cm_engine_search(cm_engine *e, const char *query, const cm_search_opts *opts,

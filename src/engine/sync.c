@@ -292,12 +292,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     cm_index_file_reader_init(&rd, &files);
     sync_run r = {e,        progress, progress_ctx, {0}, stats, {0}, BUF_INIT,
                   BUF_INIT, {0},      &rd,          0,   0,     NULL};
-    struct stat st;
-    char clip[FS_CLIP_MAX + 1];
-    if (stat(e->cfg.workspace, &st) < 0 || !S_ISDIR(st.st_mode))
-        FAIL(CM_ENOTFOUND,
-             "workspace %s does not exist (set agents.defaults.workspace or --workspace)",
-             cm_fs_clip(e->cfg.workspace, clip));
+    CHECK(cm_engine_workspace_exists(e, err, errlen));
     if ((flags & CM_SYNC_UNLESS_WATCHED) && !(flags & CM_SYNC_FORCE) && cm_engine_watched_fresh(e))
         goto out; /* a live watcher keeps the index fresh */
     cm_engine_provider_ready(e, true, progress,
