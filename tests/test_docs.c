@@ -151,7 +151,7 @@ static size_t doc_pages(char pages[][64], size_t max)
     while (d && (de = readdir(d)) && n < max) {
         size_t k = strlen(de->d_name);
         if (k > 3 && k < 64 && !strcmp(de->d_name + k - 3, ".md"))
-            snprintf(pages[n++], 64, "%s", de->d_name);
+            snprintf(pages[n++], 64, "%.63s", de->d_name);
     }
     if (d) closedir(d);
     return n;
