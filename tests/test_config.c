@@ -530,6 +530,18 @@ TEST(config_unknown_keys_warn_at_every_level)
         EXPECT(strstr(warnings, k) == NULL);
     }
     cm_config_release(&c);
+    /* clawmem's old name for channels.telegram.apiRoot: read, but named */
+    EXPECT_INT(
+        parse2("{channels: {telegram: {apiBaseUrl: 'http://x',\n"
+               "  accounts: {two: {apiBaseUrl: 'http://y'}, three: {apiRoot: 'http://z'}}}}}",
+               NULL, NULL, &c, err, sizeof err),
+        CM_OK);
+    EXPECT_CONTAINS(warnings, "qc.json:1:24: channels.telegram.apiBaseUrl is not a QuantumClaw "
+                              "2026.3.22 key (it rejects this file): rename it to "
+                              "channels.telegram.apiRoot");
+    EXPECT_CONTAINS(warnings, "rename it to channels.telegram.accounts.two.apiRoot");
+    EXPECT(strstr(warnings, "three") == NULL);
+    cm_config_release(&c);
     /* a top-level memorySearch is named, not silently dropped */
     EXPECT_INT(parse2("{memorySearch: {provider: 'openai'}}", NULL, NULL, &c, err, sizeof err),
                CM_OK);
