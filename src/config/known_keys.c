@@ -136,6 +136,14 @@ void cm_config_check_all(ctx *c, const json_t *root)
                            "channels.telegram.accounts.%.200s.apiRoot (read for now)",
                            k, k);
     }
+    /* channels.http, clawmem's HTTP channel, is no channel of QuantumClaw's:
+     * it rejects the file ("unknown channel id: http") */
+    const json_t *chs = json_object_get(root, "channels");
+    if (!c->overlay && json_object_get(chs, "http"))
+        cm_config_warn(c, chs, "http", 0,
+                       "channels.http makes QuantumClaw 2026.3.22 reject this file (unknown "
+                       "channel id): move it to %s (read from here for now)",
+                       c->overlay_path ? c->overlay_path : "<stateDir>/clawmem.json");
     const json_t *sec = json_object_get(root, "secrets");
     check_keys(c, sec, "secrets", SECRETS_KEYS, NULL);
     check_keys(c, json_object_get(sec, "defaults"), "secrets.defaults", "env|file|exec", NULL);
