@@ -12,6 +12,8 @@
 #                   the PostgreSQL store against SQLite (make bench-pg: that part alone)
 #   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
+#   make compat     every example quantumclaw.json through the reference's own
+#                   `openclaw config validate` (openclaw@2026.3.22, installed into build/peers)
 #   make format     clang-format every source file
 # WERROR=1 turns warnings into errors (CI sets it).
 
@@ -76,7 +78,7 @@ QMD_PEER := $(CURDIR)/build/peers/qmd-2.8.3-bun-1.4.5/bin/qmd
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: tsan all build deps node-deps llama static-model shared install uninstall demo test test-run \
+.PHONY: tsan all build deps node-deps llama static-model shared install uninstall demo test test-run compat \
         asan bench bench-run bench-serve bench-pg eval fuzz format clean
 
 all: build $(STATIC_DONE)
@@ -264,6 +266,12 @@ test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME)
 	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) CLAWMEM_SAN="$(SAN)" \
 	  CLAWMEM_TEST_QMD=$(QMD_PEER) \
 	  scripts/pg-test-cluster.sh $(BUILD)/test_runner $(TESTS)
+
+# The example configs against QuantumClaw 2026.3.22's own validator (not in
+# make test: about 2 s a config, and the reference is a 550 MB install).
+compat: build $(BUILD)/test_runner
+	@scripts/install-reference.sh
+	CLAWMEM_COMPAT=1 $(BUILD)/test_runner compat_
 
 $(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c | $(LLAMA_READY)
 	@mkdir -p $(dir $@)

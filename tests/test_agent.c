@@ -301,9 +301,11 @@ TEST(agent_compaction_summarises_before_a_user_message)
         cm_buf_release(&msg);
     }
     free(big);
+    say(&w, "NO_REPLY", 500); /* the memory flush of the cycle comes first */
     say(&w, "## Goal\nThe user sent six long messages.", 500);
     EXPECT_INT(cm_agent_session_compact(&w.a, "main", &r, err, sizeof err), CM_OK);
     EXPECT(r.compacted);
+    EXPECT(r.flushed);
     cm_agent_reply_release(&r);
     json_t *e = entry_of(&w, "agent:main:main");
     EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 1);
@@ -318,10 +320,10 @@ TEST(agent_compaction_summarises_before_a_user_message)
             json_array_get(json_object_get(json_array_get(hist, 0), "content"), 0), "text")),
         "<summary>\n## Goal\nThe user sent six long messages.\n</summary>");
     EXPECT_STR(json_string_value(json_object_get(json_array_get(hist, 1), "role")), "user");
-    EXPECT_INT(json_array_size(hist), 1 + 2 * 4);
+    EXPECT_INT(json_array_size(hist), 1 + 2 * 4 + 2); /* + the flush's prompt and NO_REPLY */
     json_decref(hist);
     /* The summariser got the conversation as text, not as turns to continue. */
-    json_t *b = request_body(&w, 6);
+    json_t *b = request_body(&w, 7);
     json_t *msgs = json_object_get(b, "messages");
     EXPECT_INT(json_array_size(msgs), 2); /* system + one user message */
     EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(msgs, 1), "content")),

@@ -531,6 +531,34 @@ TEST(config_unknown_keys_warn_at_every_level)
         EXPECT(strstr(warnings, k) == NULL);
     }
     cm_config_release(&c);
+    /* clawmem's old name for channels.telegram.apiRoot: read, but named */
+    EXPECT_INT(
+        parse2("{channels: {telegram: {apiBaseUrl: 'http://x',\n"
+               "  accounts: {two: {apiBaseUrl: 'http://y'}, three: {apiRoot: 'http://z'}}}}}",
+               NULL, NULL, &c, err, sizeof err),
+        CM_OK);
+    EXPECT_CONTAINS(warnings, "qc.json:1:24: channels.telegram.apiBaseUrl is not a QuantumClaw "
+                              "2026.3.22 key (it rejects this file): rename it to "
+                              "channels.telegram.apiRoot");
+    EXPECT_CONTAINS(warnings, "rename it to channels.telegram.accounts.two.apiRoot");
+    EXPECT(strstr(warnings, "three") == NULL);
+    EXPECT(strstr(warnings, "channels.http") == NULL);
+    cm_config_release(&c);
+    /* channels.http is clawmem's own: named in quantumclaw.json, at home in clawmem.json */
+    EXPECT_INT(parse2("{channels: {http: {enabled: true}}}",
+                      "{channels: {http: {callbackUrl: "
+                      "'http://cb'}}}",
+                      NULL, &c, err, sizeof err),
+               CM_OK);
+    EXPECT_CONTAINS(warnings, "qc.json:1:13: channels.http makes QuantumClaw 2026.3.22 reject "
+                              "this file (unknown channel id): move it to");
+    EXPECT(strstr(warnings, "clawmem.json:1") == NULL);
+    EXPECT(json_is_true(
+        json_object_get(json_object_get(json_object_get(c.root, "channels"), "http"), "enabled")));
+    EXPECT_STR(json_string_value(json_object_get(
+                   json_object_get(json_object_get(c.root, "channels"), "http"), "callbackUrl")),
+               "http://cb");
+    cm_config_release(&c);
     /* a top-level memorySearch is named, not silently dropped */
     EXPECT_INT(parse2("{memorySearch: {provider: 'openai'}}", NULL, NULL, &c, err, sizeof err),
                CM_OK);

@@ -165,6 +165,12 @@ TEST(gw_in_control_commands)
     }
     json_t *root = json_pack("{s:{s:b}}", "commands", "bash", 1);
     EXPECT(root);
+    /* "/plugin" is gated by commands.plugins, as "/plugins" is */
+    json_t *pl = json_pack("{s:{s:b}}", "commands", "plugins", 1);
+    EXPECT(cm_gw_is_control_command("/plugin list", pl));
+    EXPECT(cm_gw_is_control_command("/plugins list", pl));
+    EXPECT(!cm_gw_is_control_command("/plugin list", NULL));
+    json_decref(pl);
     bool bash = cm_gw_is_control_command("/bash ls", root);
     json_decref(root);
     EXPECT(bash);

@@ -881,7 +881,7 @@ TEST(gateway_run_telegram_group_end_to_end)
     fake_handler(tg, tgfake_handler, &f);
     char extra[512];
     snprintf(extra, sizeof extra,
-             "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiBaseUrl\":\"%s/\","
+             "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiRoot\":\"%s/\","
              "\"groupPolicy\":\"open\",\"timeoutSeconds\":5}}}",
              TGFAKE_TOKEN, url);
     g_telegram = true;
@@ -1259,7 +1259,7 @@ TEST(gateway_run_status_shows_the_telegram_last_error)
                "\"memorySearch\":{\"provider\":\"none\"}}},"
                "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]},"
                "\"telegram\":{\"botToken\":\"424242:sekret-tg-token\","
-               "\"apiBaseUrl\":\"http://127.0.0.1:1/\",\"timeoutSeconds\":1}}}");
+               "\"apiRoot\":\"http://127.0.0.1:1/\",\"timeoutSeconds\":1}}}");
     write_file(dir, "ws/MEMORY.md", "# Facts\n");
     char *state = cm_strdup(path_in(dir, "state")), *ws = cm_strdup(path_in(dir, "ws"));
     const char *args[] = {"--state-dir", state,      "--workspace", ws,

@@ -658,6 +658,45 @@ TEST(session_flush_decision_table)
     cm_flush_settings_release(&s);
 }
 
+TEST(session_flush_counts_the_incoming_message_and_tool_outputs)
+{
+    flush_settings s;
+    char err[256];
+    EXPECT_INT(cm_flush_settings_init(&s, NULL, err, sizeof err), CM_OK);
+    /* no usage known yet: a long first message alone reaches the threshold */
+    json_t *e = json_pack("{s:i}", "compactionCount", 0);
+    char *big = malloc(4 * 176000 + 1);
+    memset(big, 'w', 4 * 176000);
+    big[4 * 176000] = 0;
+    flush_decision d = decide(&s, e, NULL, big, true);
+    EXPECT(d.due);
+    EXPECT_INT(d.tokens, 176000);
+    free(big);
+    /* tool outputs written after the last usage (a turn cut short) count */
+    char *dir = tmp_dir();
+    buf t = BUF_INIT;
+    cm_buf_adds(
+        &t, "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"x\",\"cwd\":\"/\"}\n"
+            "{\"type\":\"message\",\"id\":\"b\",\"parentId\":null,\"timestamp\":\"x\","
+            "\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"toolCall\","
+            "\"id\":\"c1\",\"name\":\"memory_get\",\"arguments\":{}}],\"usage\":{\"input\":"
+            "170000,\"output\":100}}}\n"
+            "{\"type\":\"message\",\"id\":\"c\",\"parentId\":\"b\",\"timestamp\":\"x\","
+            "\"message\":{\"role\":\"toolResult\",\"toolCallId\":\"c1\",\"content\":\"");
+    for (int i = 0; i < 24000; i++)
+        cm_buf_addc(&t, 'r');
+    cm_buf_adds(&t, "\"}}\n");
+    write_file(dir, "s.jsonl", t.data);
+    cm_buf_release(&t);
+    char *tp = cm_strdup(path_in(dir, "s.jsonl"));
+    d = decide(&s, e, tp, "next", true);
+    EXPECT(d.due);
+    EXPECT_INT(d.tokens, 170000 + 100 + 6001 + 1); /* usage, output, tool output, prompt */
+    free(tp);
+    json_decref(e);
+    cm_flush_settings_release(&s);
+}
+
 /* ---- what session memory search indexes ---- */
 
 #include "../src/session/extract.h"

@@ -96,8 +96,7 @@ static void rig_start(rig *r, const char *extra)
     fake_handler(r->srv, tgfake_handler, &r->f);
     r->state = tmp_dir();
     buf b = BUF_INIT;
-    cm_buf_printf(&b,
-                  "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiBaseUrl\":\"%s/\"%s%s}}}",
+    cm_buf_printf(&b, "{\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiRoot\":\"%s/\"%s%s}}}",
                   TOKEN, r->url, extra ? "," : "", extra ? extra : "");
     r->root = json_loads(b.data, 0, NULL);
     cm_buf_release(&b);
@@ -591,7 +590,7 @@ TEST(tg_token_never_shown)
     ch->ops->close(ch);
     r.f.getme_fail = NULL;
     json_t *tg = json_object_get(json_object_get(r.root, "channels"), "telegram");
-    json_object_set_new(tg, "apiBaseUrl", json_string("http://127.0.0.1:1"));
+    json_object_set_new(tg, "apiRoot", json_string("http://127.0.0.1:1"));
     EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
     EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_EIO);
     EXPECT(err[0]);
@@ -647,5 +646,32 @@ TEST(tg_config_tokens)
     json_object_set_new(tg, "apiBaseUrl", json_string("ftp://x"));
     EXPECT_INT(cm_gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "apiBaseUrl");
+    json_decref(root);
+}
+
+TEST(tg_config_api_root_is_the_key)
+{
+    /* QuantumClaw's apiRoot, per account too; the old apiBaseUrl only
+     * where no apiRoot is set at the same level or above */
+    char *dir = tmp_dir();
+    char err[512] = "";
+    gw_channel *ch = NULL;
+    json_t *root = json_loads("{\"channels\":{\"telegram\":{\"botToken\":\"12:ab\","
+                              "\"apiRoot\":\"ftp://root\",\"accounts\":{\"two\":{"
+                              "\"apiRoot\":\"http://127.0.0.1:1/\"},\"three\":{"
+                              "\"apiBaseUrl\":\"gopher://old\"}}}}}",
+                              0, NULL);
+    EXPECT_INT(cm_gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "channels.telegram.apiRoot");
+    EXPECT_INT(cm_gw_telegram_open(root, "two", dir, &ch, err, sizeof err), CM_OK);
+    ch->ops->close(ch);
+    EXPECT_INT(cm_gw_telegram_open(root, "three", dir, &ch, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "apiBaseUrl");
+    /* apiRoot wins over apiBaseUrl at the same level */
+    json_t *tg = json_object_get(json_object_get(root, "channels"), "telegram");
+    json_object_set_new(tg, "apiRoot", json_string("http://127.0.0.1:1"));
+    json_object_set_new(tg, "apiBaseUrl", json_string("ftp://x"));
+    EXPECT_INT(cm_gw_telegram_open(root, NULL, dir, &ch, err, sizeof err), CM_OK);
+    ch->ops->close(ch);
     json_decref(root);
 }

@@ -267,9 +267,50 @@ static void pin_of(const json_t *e, llm_pin *pin)
     pin->user = src && !strcmp(src, "user");
 }
 
+/* About 4 characters a token: a message's content as JSON. */
+static int64_t estimate_tokens(const json_t *msg)
+{
+    char *t = json_dumps(json_object_get(msg, "content"), JSON_COMPACT | JSON_ENCODE_ANY);
+    int64_t n = t ? (int64_t)(strlen(t) + 3) / 4 : 0;
+    free(t);
+    return n;
+}
+
 /* ---- the memory flush ---- */
 
-static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool force,
+#define FLUSH_TRIMS 5 /* shorter histories tried when the flush itself overflows */
+
+typedef enum flush_mode {
+    FLUSH_IF_DUE,           /* before a turn: when cm_flush_decide says so */
+    FLUSH_FORCE,            /* asked for: whenever memory is writable (an error otherwise) */
+    FLUSH_BEFORE_COMPACTION /* a compaction follows: once per cycle, when enabled and writable */
+} flush_mode;
+
+/* The most recent part of hist (a new array) of about max_tokens, starting
+ * at a user message so a tool call and its result stay together; always
+ * shorter than hist (empty when no later user message starts one). */
+static json_t *recent_part(const json_t *hist, int64_t max_tokens)
+{
+    size_t n = json_array_size(hist), from = n;
+    int64_t sum = 0;
+    for (size_t i = n; i-- > 0;) {
+        sum += estimate_tokens(json_array_get(hist, i));
+        if (sum > max_tokens) break;
+        from = i;
+    }
+    if (from == 0) from = 1; /* strictly shorter */
+    while (from < n) {
+        const char *role = json_string_value(json_object_get(json_array_get(hist, from), "role"));
+        if (role && !strcmp(role, "user")) break;
+        from++;
+    }
+    json_t *out = json_array();
+    for (size_t i = from; out && i < n; i++)
+        json_array_append(out, json_array_get(hist, i));
+    return out;
+}
+
+static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, flush_mode mode,
                           agent_reply *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
@@ -290,9 +331,17 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
         e, s->transcript.data, prompt, cm_agent_context_window(a->config, first), can_write, false};
     flush_decision d;
     cm_flush_decide(&fs, &in, &d);
-    if (!force && !d.due) goto out;
-    if (force && !can_write)
+    if (mode == FLUSH_IF_DUE && !d.due) goto out;
+    if (mode == FLUSH_FORCE && !can_write)
         FAIL(CM_EINVAL, "the memory flush needs a writable workspace and memory writes enabled");
+    if (mode == FLUSH_BEFORE_COMPACTION) {
+        json_t *cc = json_object_get(e, "compactionCount"),
+               *fc = json_object_get(e, "memoryFlushCompactionCount");
+        if (!fs.enabled || !can_write ||
+            (json_is_integer(fc) &&
+             json_integer_value(fc) == (json_is_integer(cc) ? json_integer_value(cc) : 0)))
+            goto out; /* off, or already flushed in this cycle */
+    }
     int64_t now = now_of(a);
     const char *tz = json_string_value(json_object_get(
         json_object_get(json_object_get(a->config, "agents"), "defaults"), "userTimezone"));
@@ -318,7 +367,22 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, bool for
                         NULL,
                         NULL,
                         NULL};
-    CHECK(cm_agent_turn_run(&tools, &ti, &t, err, errlen));
+    /* the whole history first; when even that overflows the model, the
+     * most recent part that fits (half as much each time) */
+    int64_t budget = 0;
+    for (size_t i = 0; i < json_array_size(hist); i++)
+        budget += estimate_tokens(json_array_get(hist, i));
+    for (int trim = 0;; trim++) {
+        cm_agent_turn_out_release(&t);
+        rc = cm_agent_turn_run(&tools, &ti, &t, err, errlen);
+        if (rc != CM_ETOOBIG || trim == FLUSH_TRIMS || !json_array_size(hist)) break;
+        budget /= 2;
+        json_t *shorter = recent_part(hist, budget);
+        if (!shorter) FAIL(CM_ENOMEM, "out of memory");
+        json_decref(hist);
+        ti.history = hist = shorter;
+    }
+    if (rc) goto out;
     CHECK(append_messages(a, s, t.messages, now, err, errlen));
     /* the bookkeeping: once per compaction cycle, and the context it saw */
     char hash[17] = "";
@@ -352,21 +416,13 @@ cm_rc cm_agent_session_flush(agent_ctx *a, const char *key, const char *prompt, 
     session s;
     memset(out, 0, sizeof *out);
     cm_rc rc = session_open(a, key, false, &s, err, errlen);
-    if (!rc) rc = flush_locked(a, &s, prompt, force, out, err, errlen);
+    if (!rc) rc = flush_locked(a, &s, prompt, force ? FLUSH_FORCE : FLUSH_IF_DUE, out, err, errlen);
     if (!out->text) out->text = cm_strdup("");
     session_release(&s);
     return rc;
 }
 
 /* ---- compaction ---- */
-
-static int64_t estimate_tokens(const json_t *msg)
-{
-    char *t = json_dumps(json_object_get(msg, "content"), JSON_COMPACT | JSON_ENCODE_ANY);
-    int64_t n = t ? (int64_t)(strlen(t) + 3) / 4 : 0;
-    free(t);
-    return n;
-}
 
 /* The conversation as text for the summariser (so it does not continue it). */
 static cm_rc serialize(const json_t *recs, size_t from, size_t to, buf *out)
@@ -493,13 +549,27 @@ out:
     return rc;
 }
 
+/* Every compaction (before a turn's retry, after a turn, asked for) comes
+ * after the memory flush of its cycle, run with the history it is about to
+ * summarise; a flush that fails does not stop the compaction. */
+static cm_rc compact_flushed(agent_ctx *a, session *s, agent_reply *out, char *err, size_t errlen)
+{
+    char ferr[512];
+    agent_reply fr = {0};
+    if (flush_locked(a, s, NULL, FLUSH_BEFORE_COMPACTION, &fr, ferr, sizeof ferr) == CM_OK &&
+        fr.flushed)
+        out->flushed = true;
+    cm_agent_reply_release(&fr);
+    return compact_locked(a, s, out, err, errlen);
+}
+
 cm_rc cm_agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
                                size_t errlen)
 {
     session s;
     memset(out, 0, sizeof *out);
     cm_rc rc = session_open(a, key, false, &s, err, errlen);
-    if (!rc) rc = compact_locked(a, &s, out, err, errlen);
+    if (!rc) rc = compact_flushed(a, &s, out, err, errlen);
     if (!out->text) out->text = cm_strdup("");
     session_release(&s);
     return rc;
@@ -616,7 +686,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
     /* the memory flush before the turn, when due; its failure does not stop the turn */
     char ferr[512];
     agent_reply fr = {0};
-    if (flush_locked(a, &s, prompt, false, &fr, ferr, sizeof ferr) == CM_OK && fr.flushed)
+    if (flush_locked(a, &s, prompt, FLUSH_IF_DUE, &fr, ferr, sizeof ferr) == CM_OK && fr.flushed)
         out->flushed = true;
     for (int attempt = 0;; attempt++) {
         json_decref(recs);
@@ -676,10 +746,12 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
             /* the prompt is over the context: compact, then once more */
             agent_reply cr = {0};
             char cerr[256];
-            if (compact_locked(a, &s, &cr, cerr, sizeof cerr) == CM_OK) {
+            if (compact_flushed(a, &s, &cr, cerr, sizeof cerr) == CM_OK) {
                 out->compacted = true;
+                out->flushed |= cr.flushed;
                 continue;
             }
+            out->flushed |= cr.flushed;
             rc = CM_ETOOBIG; /* err still says the prompt was too long */
         }
         if (rc) goto out;
@@ -710,7 +782,8 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         int64_t used = t.usage.input + t.usage.cache_read + t.usage.cache_write + t.usage.output;
         if (used > cm_agent_context_window(a->config, t.outcome.model) - fs.reserve_floor) {
             agent_reply cr = {0};
-            if (compact_locked(a, &s, &cr, ferr, sizeof ferr) == CM_OK) out->compacted = true;
+            if (compact_flushed(a, &s, &cr, ferr, sizeof ferr) == CM_OK) out->compacted = true;
+            out->flushed |= cr.flushed;
         }
         cm_flush_settings_release(&fs);
     }

@@ -10,6 +10,13 @@
  * when the context has grown past contextWindow − reserveTokensFloor (and
  * once more when the model says the prompt is too long).
  *
+ * Every compaction — after a turn, on the model's overflow, or asked for —
+ * is preceded by the memory flush of its compaction cycle unless one already
+ * ran in it: silent, with the history about to be summarised (when that
+ * overflows the model too, the most recent part that fits, halved up to 5
+ * times); a flush that fails never stops the turn or the compaction, and
+ * the compacted messages stay in the transcript file.
+ *
  * Compaction summarises the turns before a cut that keeps about 20,000
  * tokens of recent messages, cut only before a user message so a tool call
  * and its result are never separated, into a `compaction` record
@@ -37,7 +44,7 @@ typedef struct agent_ctx {
 typedef struct agent_reply {
     char *text;      /* what to deliver ("" when silent) */
     bool silent;     /* the model answered NO_REPLY */
-    bool flushed;    /* a memory flush ran before the turn */
+    bool flushed;    /* a memory flush ran (before the turn or a compaction) */
     bool compacted;  /* a compaction ran */
     char model[192]; /* the model that answered */
     llm_usage usage; /* the last call's */
@@ -93,7 +100,8 @@ cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const ch
 cm_rc cm_agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,
                              agent_reply *out, char *err, size_t errlen);
 
-/* Compacts the session now. */
+/* Compacts the session now, after the memory flush of the cycle when none
+ * ran in it yet (out->flushed). */
 cm_rc cm_agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
                                size_t errlen);
 

@@ -134,6 +134,32 @@ void cm_config_check_all(ctx *c, const json_t *root)
         snprintf(path, sizeof path, "models.providers.%.200s", k);
         check_keys(c, v, path, PROVIDER_KEYS, NULL);
     }
+    /* channels.telegram.apiBaseUrl (and per account): clawmem's old name
+     * for apiRoot, read still; QuantumClaw rejects the file with it */
+    const json_t *tg = json_object_get(json_object_get(root, "channels"), "telegram");
+    if (json_object_get(tg, "apiBaseUrl"))
+        cm_config_warn(c, tg, "apiBaseUrl", 0,
+                       "channels.telegram.apiBaseUrl is not a QuantumClaw 2026.3.22 key (it "
+                       "rejects this file): rename it to channels.telegram.apiRoot (read for now)");
+    json_object_foreach(
+        json_is_object(json_object_get(tg, "accounts")) ? json_object_get(tg, "accounts") : NULL, k,
+        v)
+    {
+        if (json_object_get(v, "apiBaseUrl"))
+            cm_config_warn(c, v, "apiBaseUrl", 0,
+                           "channels.telegram.accounts.%.200s.apiBaseUrl is not a QuantumClaw "
+                           "2026.3.22 key (it rejects this file): rename it to "
+                           "channels.telegram.accounts.%.200s.apiRoot (read for now)",
+                           k, k);
+    }
+    /* channels.http, clawmem's HTTP channel, is no channel of QuantumClaw's:
+     * it rejects the file ("unknown channel id: http") */
+    const json_t *chs = json_object_get(root, "channels");
+    if (!c->overlay && json_object_get(chs, "http"))
+        cm_config_warn(c, chs, "http", 0,
+                       "channels.http makes QuantumClaw 2026.3.22 reject this file (unknown "
+                       "channel id): move it to %s (read from here for now)",
+                       c->overlay_path ? c->overlay_path : "<stateDir>/clawmem.json");
     const json_t *sec = json_object_get(root, "secrets");
     check_keys(c, sec, "secrets", SECRETS_KEYS, NULL);
     check_keys(c, json_object_get(sec, "defaults"), "secrets.defaults", "env|file|exec", NULL);

@@ -54,8 +54,9 @@ struct gw_channel {
 };
 
 /* The Telegram Bot API channel of channels.telegram (and its
- * accounts.<account> overrides): long-polling getUpdates at apiBaseUrl
- * (default https://api.telegram.org) with botToken, sendMessage replies.
+ * accounts.<account> overrides): long-polling getUpdates at apiRoot
+ * (default https://api.telegram.org; the older apiBaseUrl is still read)
+ * with botToken, sendMessage replies.
  * state_dir keeps the update offset. Implemented in telegram.c. */
 cm_rc cm_gw_telegram_open(const json_t *root, const char *account, const char *state_dir,
                           gw_channel **out, char *err, size_t errlen);

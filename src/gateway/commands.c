@@ -218,7 +218,8 @@ bool cm_gw_is_control_command(const char *text, const json_t *root)
         if (gated) {
             char name[32];
             snprintf(name, sizeof name, "%.*s", (int)(clen - 1), c + 1);
-            return S_flag_on(root, name);
+            /* "/plugin" is an alias of "/plugins": commands.plugins gates both */
+            return S_flag_on(root, strcmp(name, "plugin") ? name : "plugins");
         }
         return true;
     }

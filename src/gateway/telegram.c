@@ -736,10 +736,18 @@ cm_rc cm_gw_telegram_open(const json_t *root, const char *account, const char *s
             t->bot_id[0] = 0;
             break;
         }
-    const json_t *base = acct_get(tg, account, "apiBaseUrl");
+    /* apiRoot, QuantumClaw's key (the account's first); apiBaseUrl, which
+     * QuantumClaw rejects, is still read (config/known_keys.c warns) */
+    const json_t *acct = json_object_get(json_object_get(tg, "accounts"), account);
+    const char *bkey = "apiRoot";
+    const json_t *base = json_object_get(acct, "apiRoot");
+    if (!base && (base = json_object_get(acct, "apiBaseUrl"))) bkey = "apiBaseUrl";
+    if (!base && !(base = json_object_get(tg, "apiRoot")) &&
+        (base = json_object_get(tg, "apiBaseUrl")))
+        bkey = "apiBaseUrl";
     const char *b = json_string_value(base);
     if (base && (!b || (strncmp(b, "http://", 7) && strncmp(b, "https://", 8))))
-        FAIL(CM_ECONFIG, "channels.telegram.apiBaseUrl: an http(s) URL is needed");
+        FAIL(CM_ECONFIG, "channels.telegram.%s: an http(s) URL is needed", bkey);
     if (!(t->api_base = cm_strdup(b ? b : TG_DEFAULT_BASE))) FAIL(CM_ENOMEM, "out of memory");
     for (size_t n = strlen(t->api_base); n > 8 && t->api_base[n - 1] == '/'; n--)
         t->api_base[n - 1] = 0;

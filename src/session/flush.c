@@ -275,9 +275,20 @@ static double num(const json_t *o, const char *const *keys)
     return NAN;
 }
 
+/* About 4 characters a token: a message's content as JSON. */
+static int64_t content_tokens(const json_t *msg)
+{
+    char *t = json_dumps(json_object_get(msg, "content"), JSON_COMPACT | JSON_ENCODE_ANY);
+    int64_t n = t ? (int64_t)(strlen(t) + 3) / 4 : 0;
+    free(t);
+    return n;
+}
+
 /* The last non-zero usage in the transcript's tail: prompt tokens (input +
- * cache read + cache write) and output tokens. */
-static void last_usage(const char *tail, int64_t *prompt, int64_t *output)
+ * cache read + cache write) and output tokens; *after, an estimate of the
+ * user messages and tool outputs written after it (no model call has
+ * counted them yet: a turn cut short, a provider that sent no usage). */
+static void last_usage(const char *tail, int64_t *prompt, int64_t *output, int64_t *after)
 {
     static const char *const in_k[] = {"input",        "inputTokens",   "input_tokens",
                                        "promptTokens", "prompt_tokens", NULL};
@@ -288,7 +299,7 @@ static void last_usage(const char *tail, int64_t *prompt, int64_t *output)
     static const char *const cw_k[] = {"cacheWrite", "cache_write", "cache_creation_input_tokens",
                                        NULL};
     static const char *const tot_k[] = {"total", "totalTokens", "total_tokens", NULL};
-    *prompt = *output = 0;
+    *prompt = *output = *after = 0;
     for (const char *end = tail + strlen(tail); end > tail;) {
         const char *s = end;
         while (s > tail && s[-1] != '\n')
@@ -309,6 +320,10 @@ static void last_usage(const char *tail, int64_t *prompt, int64_t *output)
                 return;
             }
         }
+        const json_t *m = json_object_get(rec, "message");
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role && (!strcmp(role, "user") || !strcmp(role, "toolResult")))
+            *after += content_tokens(m);
         json_decref(rec);
         end = s > tail ? s - 1 : tail;
     }
@@ -341,12 +356,12 @@ void cm_flush_decide(const flush_settings *s, const flush_input *in, flush_decis
     int64_t persisted =
         json_is_number(tt) && json_number_value(tt) > 0 ? (int64_t)json_number_value(tt) : 0;
     bool fresh = persisted > 0 && json_is_true(json_object_get(e, "totalTokensFresh"));
-    int64_t t_prompt = 0, t_output = 0;
+    int64_t t_prompt = 0, t_output = 0, t_after = 0;
     off_t size = 0;
     char *tail = in->transcript ? tail_of(in->transcript, &size) : NULL;
     if (tail) {
         d->transcript_bytes = size;
-        last_usage(tail, &t_prompt, &t_output);
+        last_usage(tail, &t_prompt, &t_output, &t_after);
     }
     /* pi's estimate: about 4 characters a token */
     int64_t estimate = 0;
@@ -359,12 +374,16 @@ void cm_flush_decide(const flush_settings *s, const flush_input *in, flush_decis
     int64_t base = fresh ? persisted : 0;
     if (t_prompt > base) base = t_prompt;
     if (base > 0) {
-        d->tokens = base + t_output + estimate;
+        d->tokens = base + t_output;
     } else {
         /* the entry's count, unless it is known to be stale */
         json_t *f = json_object_get(e, "totalTokensFresh");
         d->tokens = persisted > 0 && !json_is_false(f) ? persisted : 0;
     }
+    /* what no usage has counted yet: the incoming message (QuantumClaw adds
+     * it only to a known count; a long first message counts here too), the
+     * tool outputs after the last usage */
+    d->tokens += estimate + t_after;
     json_t *cc = json_object_get(e, "compactionCount"),
            *fc = json_object_get(e, "memoryFlushCompactionCount");
     int64_t compactions = json_is_number(cc) ? (int64_t)json_number_value(cc) : 0;

@@ -7,7 +7,10 @@
  *   - the threshold contextWindow − reserveTokensFloor − softThresholdTokens;
  *   - the token count: the larger of the fresh persisted totalTokens and the
  *     last non-zero usage in the transcript (input + cache), plus that turn's
- *     output, plus an estimate of the new prompt;
+ *     output, plus an estimate of what no usage has counted yet: the new
+ *     prompt and the user messages and tool outputs written after that
+ *     usage (clawmem counts these even when no usage is known, where
+ *     QuantumClaw adds the prompt only to a known count);
  *   - or a transcript of forceFlushTranscriptBytes or more;
  *   - once per compaction cycle (memoryFlushCompactionCount), and not again
  *     for the same context (memoryFlushContextHash over the transcript's
