@@ -245,8 +245,8 @@ TEST(serve_tokens_and_agents)
                INIT);
     EXPECT_INT(r.status, 403);
     reply_release(&r);
-    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.sqlite")));
-    EXPECT(!S_exists(path_in(s.dir, "state/memory/alpha.sqlite")));
+    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.clawmem.sqlite")));
+    EXPECT(!S_exists(path_in(s.dir, "state/memory/alpha.clawmem.sqlite")));
 
     /* alpha's token: alpha's memory only */
     sid = S_init(&s, TOK_A, "/mcp/alpha");
@@ -264,12 +264,12 @@ TEST(serve_tokens_and_agents)
     r = S_post(&s, TOK_A, sid, NULL, search_tiger);
     EXPECT_INT(S_nresults(r.body), 0);
     reply_release(&r);
-    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.sqlite")));
+    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.clawmem.sqlite")));
     /* alpha's session is not beta's */
     r = S_post(&s, TOK_B, sid, NULL, search_tiger);
     EXPECT_INT(r.status, 404);
     reply_release(&r);
-    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.sqlite")));
+    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.clawmem.sqlite")));
 
     /* memory_write: listed and served for alpha's write token */
     static const char list[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}";
