@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fakeserver.h"
@@ -363,6 +364,46 @@ TEST(serve_workspace_and_config_are_the_default_agents)
     EXPECT_CONTAINS(err, "warning: agent main: workspace ");
     EXPECT_CONTAINS(err, "nowhere does not exist");
     free(err);
+}
+
+TEST(serve_reports_another_programs_index)
+{
+    /* store.path names QuantumClaw's own index: the search says so, and the
+     * file is left as it is */
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "# Facts\n\nThe dog is called Biscuit.\n");
+    write_file(d, "qc.json", "{}");
+    write_file(d, "state/clawmem.json",
+               "{agents: {defaults: {memorySearch: {store: {path: 'memory/{agentId}.sqlite'}}}}}");
+    char ws[1024], cfg[1024], state[1024], qc[1100];
+    snprintf(ws, sizeof ws, "%s", path_in(d, "ws"));
+    snprintf(cfg, sizeof cfg, "%s", path_in(d, "qc.json"));
+    snprintf(state, sizeof state, "%s", path_in(d, "state"));
+    snprintf(qc, sizeof qc, "%s/memory/main.sqlite", state);
+    write_file(state, "memory/notes.txt", "");
+    qc_index_sync(qc, "MEMORY.md", "The dog is called Biscuit.");
+    set_mtime(qc, 1700000000);
+    struct stat before, after;
+    EXPECT(stat(qc, &before) == 0);
+    server s;
+    const char *args[] = {"--workspace", ws,         "--config", cfg,           "--state-dir",
+                          state,         "serve",    "--listen", "127.0.0.1:0", NULL};
+    start_args(&s, args);
+    EXPECT(s.port > 0);
+    char *sid = S_init(&s, NULL, "/mcp");
+    EXPECT(sid != NULL);
+    reply r = S_post(&s, NULL, sid, NULL, search_biscuit);
+    EXPECT_INT(r.status, 200);
+    EXPECT_CONTAINS(r.body, "another program's index (QuantumClaw's)");
+    EXPECT_CONTAINS(r.body, "memorySearch.store.path");
+    EXPECT_INT(S_nresults(r.body), 0);
+    reply_release(&r);
+    free(sid);
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
+    EXPECT(stat(qc, &after) == 0);
+    EXPECT(after.st_size == before.st_size && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+           after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+    EXPECT(access(path_in(state, "memory/main.sqlite-wal"), F_OK) != 0);
 }
 
 /* The embedding server answers its first request after *ctx milliseconds (a
