@@ -84,7 +84,7 @@ static int run(const char *ws, const char *state, const char *cfg, side *out)
     out->index_s = (now_ms() - t0) / 1e3;
     out->chunks = st0.chunks_written;
     char db[4200];
-    snprintf(db, sizeof db, "%s/memory/main.sqlite", state);
+    snprintf(db, sizeof db, "%s/memory/main.clawmem.sqlite", state);
     struct stat st;
     out->bytes = stat(db, &st) == 0 ? (long long)st.st_size : -1;
     enum { NQ = 200 };

@@ -124,7 +124,7 @@ int main(int argc, char **argv)
     qsort(lat, nq, sizeof *lat, cmp_double);
     getrusage(RUSAGE_SELF, &ru);
     char dbpath[4096];
-    snprintf(dbpath, sizeof dbpath, "%s/memory/main.sqlite", argv[2]);
+    snprintf(dbpath, sizeof dbpath, "%s/memory/main.clawmem.sqlite", argv[2]);
     struct stat sb;
     long long dbbytes = stat(dbpath, &sb) == 0 ? (long long)sb.st_size : -1;
     printf("{\"files\":%zu,\"bytes\":%llu,\"chunks\":%zu,\"index_s\":%.3f,\"index_mb_s\":%.1f,"

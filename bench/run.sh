@@ -68,7 +68,7 @@ cli_nosync_p50=$(cli_p50 --no-sync) # like `qmd search`, which never looks at th
 # the search trusts the watcher's liveness record and looks at no file.
 build/clawmem --workspace "$work/ws" --state-dir "$work/cli-state" watch 2>/dev/null &
 watch_pid=$!
-rec=$work/cli-state/memory/main.sqlite.watch
+rec=$work/cli-state/memory/main.clawmem.sqlite.watch
 for _ in $(seq 600); do grep -q '^clawmem-watch 1 fresh' "$rec" 2>/dev/null && break; sleep 0.1; done
 cli_watched_p50=$(cli_p50)
 kill "$watch_pid"; wait "$watch_pid" 2>/dev/null || true
@@ -121,7 +121,7 @@ for (let i = 0; i < docs.length; i += 4)
   ws1300_nosync_p50=$(cli_p50 --no-sync) # the search alone
   build/clawmem --workspace "$cws" --state-dir "$cst" watch 2>/dev/null &
   watch_pid=$!
-  for _ in $(seq 600); do grep -q '^clawmem-watch 1 fresh' "$cst/memory/main.sqlite.watch" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 600); do grep -q '^clawmem-watch 1 fresh' "$cst/memory/main.clawmem.sqlite.watch" 2>/dev/null && break; sleep 0.1; done
   ws1300_watched_p50=$(cli_p50)
   kill "$watch_pid"; wait "$watch_pid" 2>/dev/null || true
   cws=$work/ws cst=$work/cli-state cq=$queries

@@ -111,18 +111,20 @@ static const char usage_watch[] =
     "none); a failed sync is one line on stderr.\n";
 static const char usage_mcp[] =
     "usage: clawmem mcp [--allow-write] [--no-watch] [--debounce MS] [--session-key KEY]\n"
-    "                   [--verbose]\n"
+    "                   [--first-sync-wait MS] [--verbose]\n"
     "Serves the memory tools over MCP (JSON-RPC on stdin/stdout) to an agent. The index is\n"
     "kept fresh in the background (the watcher, unless --no-watch or sync.watch is false)\n"
-    "and searches never wait for it. --allow-write adds memory_write (also config\n"
-    "clawmem.memoryWrite: true). Logs go to stderr. --session-key KEY: the session\n"
+    "and searches never wait for it, except those before the first sync ended: they wait\n"
+    "up to --first-sync-wait MS (5000; 0: no wait), then say so in the payload's \"status\".\n"
+    "--allow-write adds memory_write (also config clawmem.memoryWrite: true). Logs go to\n"
+    "stderr. --session-key KEY: the session\n"
     "memory_search runs as (memory.citations \"auto\", memory.qmd.scope) unless a call passes\n"
     "its own \"sessionKey\" argument.\n";
 
 static const char usage_serve[] =
     "usage: clawmem serve [--listen ADDR:PORT] [--tokens FILE] [--allow-write]\n"
     "                     [--allow-origin ORIGIN]... [--max-engines N] [--max-conns N]\n"
-    "                     [--no-watch] [--debounce MS] [--verbose]\n"
+    "                     [--no-watch] [--debounce MS] [--first-sync-wait MS] [--verbose]\n"
     "Serves the memory tools of every agent in the config's agents.list[] over MCP\n"
     "Streamable HTTP (protocol 2025-11-25 with sessions, and the stateless 2026-07-28) at\n"
     "http://ADDR:PORT/mcp, until SIGINT or SIGTERM. Prints \"listening on URL\" once bound.\n"
@@ -137,7 +139,9 @@ static const char usage_serve[] =
     "  --allow-origin O     a browser Origin allowed besides loopback ones (DNS rebinding)\n"
     "  --max-engines N      agents' engines open at once, least recently used closed (32)\n"
     "  --max-conns N        connections at once (256)\n"
-    "  --no-watch           no watchers (else one per open agent on a local file system)\n";
+    "  --no-watch           no watchers (else one per open agent on a local file system)\n"
+    "  --first-sync-wait MS an agent's first searches wait this long for its first sync\n"
+    "                       (default 5000; 0: no wait)\n";
 
 static int verbose, quiet;
 
@@ -654,7 +658,7 @@ static int cmd_watch(cm_engine *e, int argc, char **argv)
 static int cmd_mcp(const cm_options *base, int argc, char **argv)
 {
     cm_options opt = *base;
-    mcp_opts mo = {-1, -1, NULL};
+    mcp_opts mo = {-1, -1, NULL, -1};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help"))
             return fputs(usage_mcp, stdout), 0;
@@ -670,6 +674,9 @@ static int cmd_mcp(const cm_options *base, int argc, char **argv)
         } else if (!strcmp(argv[i], "--debounce")) {
             if (parse_debounce(argc, argv, &i, &mo.debounce_ms))
                 return die("mcp: --debounce needs milliseconds (0..3600000)");
+        } else if (!strcmp(argv[i], "--first-sync-wait")) {
+            if (parse_debounce(argc, argv, &i, &mo.first_sync_wait_ms))
+                return die("mcp: --first-sync-wait needs milliseconds (0..3600000)");
         } else
             return unknown_option("mcp", argv[i],
                                   "--allow-write|--no-watch|--debounce|--session-key|--verbose|"
@@ -696,7 +703,7 @@ static void on_serve_stop(int sig)
 static int cmd_serve(const cm_options *base, int argc, char **argv)
 {
     cm_options opt = *base;
-    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1};
+    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1, -1};
     const char **origins = calloc((size_t)argc + 1, sizeof *origins);
     size_t norigins = 0;
     int rc = 1;
@@ -717,6 +724,11 @@ static int cmd_serve(const cm_options *base, int argc, char **argv)
         else if (!strcmp(a, "--debounce")) {
             if (parse_debounce(argc, argv, &i, &so.debounce_ms)) {
                 die("serve: --debounce needs milliseconds (0..3600000)");
+                goto out;
+            }
+        } else if (!strcmp(a, "--first-sync-wait")) {
+            if (parse_debounce(argc, argv, &i, &so.first_sync_wait_ms)) {
+                die("serve: --first-sync-wait needs milliseconds (0..3600000)");
                 goto out;
             }
         } else if (!strcmp(a, "--listen") && v) {

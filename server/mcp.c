@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "first_sync.h"
 #include "mcp.h"
 #include "mcp_rpc.h"
 /* the functions too easy to misuse are compile errors here too (macros only) */
@@ -95,14 +96,30 @@ static int send_json(json_t *msg)
     return rc;
 }
 
-/* Handles one message (a line). Returns -1 when stdout is gone (or a signal
- * interrupted the answer). */
-static int handle(const mcp_rpc *s, const char *line, size_t n)
+/* Whether msg calls memory_search. */
+static bool is_search(json_t *msg)
+{
+    const char *m = json_string_value(json_object_get(msg, "method"));
+    const char *t = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+    return m && t && !strcmp(m, "tools/call") && !strcmp(t, "memory_search");
+}
+
+/* Handles one message (a line): a memory_search waits (bounded) for the
+ * first sync first. Returns -1 when stdout is gone (or a signal interrupted
+ * the answer). */
+static int handle(mcp_rpc *s, first_sync *fs, int wait_ms, const char *line, size_t n)
 {
     json_error_t je;
+    char status[256];
     json_t *msg = json_loadb(line, n, JSON_ALLOW_NUL, &je);
     if (!msg) return send_json(mcp_rpc_parse_error(je.text));
+    s->search_status = NULL;
+    if (is_search(msg) && !mcp_first_sync_wait(fs, wait_ms, sig_pipe[0])) {
+        mcp_first_sync_status(status, sizeof status, wait_ms);
+        s->search_status = status;
+    }
     int rc = send_json(mcp_rpc_answer(s, msg));
+    s->search_status = NULL;
     json_decref(msg);
     return rc;
 }
@@ -114,11 +131,13 @@ typedef struct syncer {
     mcp_opts mo;
     volatile int stop;
     int wake[2];
+    first_sync first; /* searches wait for the first sync */
 } syncer;
 
 static void log_sync(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err)
 {
-    const syncer *y = ctx;
+    syncer *y = ctx;
+    mcp_first_sync_done(&y->first);
     if (!y->opt.log) return;
     char msg[1200];
     if (rc)
@@ -143,6 +162,7 @@ static void *sync_main(void *arg)
     /* The server goes on without its background sync: a warning. */
     if (cm_engine_open(&y->opt, &e, err, sizeof err)) {
         if (y->opt.log) y->opt.log(y->opt.log_ctx, CM_LOG_WARN, err);
+        mcp_first_sync_done(&y->first);
         return NULL;
     }
     if (y->mo.watch) {
@@ -155,6 +175,7 @@ static void *sync_main(void *arg)
         if (rc != CM_ECANCELED) log_sync(y, rc, &st, err);
     }
     cm_engine_close(e);
+    mcp_first_sync_done(&y->first);
     return NULL;
 }
 
@@ -165,12 +186,15 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
     int status = 0;
     char err[CM_ERR_SIZE];
     mcp_rpc s = {0};
-    syncer y = {*opt, *mo, 0, {-1, -1}};
+    syncer y = {.opt = *opt, .mo = *mo, .wake = {-1, -1}};
+    int wait_ms = mo->first_sync_wait_ms < 0 ? FIRST_SYNC_WAIT_MS : mo->first_sync_wait_ms;
     pthread_t tid;
     bool thread = false;
     char *in = NULL;
+    mcp_first_sync_init(&y.first);
     if (cm_engine_open(opt, &s.engine, err, sizeof err)) {
         if (opt->log) opt->log(opt->log_ctx, CM_LOG_ERROR, err);
+        mcp_first_sync_release(&y.first);
         return 1;
     }
     /* memory_write is listed only when it is enabled. */
@@ -208,6 +232,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
     pthread_sigmask(SIG_BLOCK, &block, &old);
     thread = pthread_create(&tid, NULL, sync_main, &y) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!thread) mcp_first_sync_done(&y.first); /* no sync will come */
 
     size_t cap = 64 * 1024, len = 0;
     bool skipping = false; /* discarding the rest of an oversized message */
@@ -236,7 +261,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
         ssize_t r = read(0, in + len, cap - len);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) { /* end of input: a last message may lack its newline */
-            if (len && !skipping) handle(&s, in, len);
+            if (len && !skipping) handle(&s, &y.first, wait_ms, in, len);
             break;
         }
         len += (size_t)r;
@@ -248,7 +273,7 @@ int mcp_serve(const cm_options *opt, const mcp_opts *mo)
             if (skipping) {
                 skipping = false;
             } else if (n > 0 && !(n == 1 && in[start] == '\r')) {
-                if (handle(&s, in + start, n) < 0) goto out;
+                if (handle(&s, &y.first, wait_ms, in + start, n) < 0) goto out;
             }
             start += n + 1;
         }
@@ -277,5 +302,6 @@ out:
         if (y.wake[i] >= 0) close(y.wake[i]);
         sig_pipe[i] = -1;
     }
+    mcp_first_sync_release(&y.first);
     return status;
 }

@@ -15,6 +15,9 @@ typedef struct mcp_opts {
     /* the session memory_search runs as (memory.citations "auto", memory.qmd.scope),
      * unless a call names one in its "sessionKey" argument; NULL: none */
     const char *session_key;
+    /* how long the first memory_search waits for the first sync (first_sync.h);
+     * < 0: FIRST_SYNC_WAIT_MS, 0: no wait */
+    int first_sync_wait_ms;
 } mcp_opts;
 
 /* Serves on stdin/stdout until end of input or SIGTERM/SIGINT. Diagnostics go

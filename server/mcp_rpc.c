@@ -131,6 +131,21 @@ static json_t *payload_result(char *payload)
     return r;
 }
 
+/* payload with "status": status added (payload is freed then), or payload
+ * itself when that cannot be done. The result is freed with cm_free (json_dumps
+ * allocates with malloc, as the library does). */
+static char *with_status(char *payload, const char *status)
+{
+    json_t *o = json_loads(payload, 0, NULL);
+    char *s = NULL;
+    if (json_is_object(o) && !json_object_set_new(o, "status", json_string(status)))
+        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!s) return payload;
+    cm_free(payload);
+    return s;
+}
+
 static json_t *error_result(const char *msg)
 {
     char m[1024];
@@ -220,6 +235,7 @@ static json_t *search_tool(const mcp_rpc *s, json_t *args)
         return error_result(msg);
     }
     if (rc) return error_result(err);
+    if (s->search_status) return payload_result(with_status(payload, s->search_status));
     return payload_result(payload);
 }
 

@@ -24,6 +24,9 @@ typedef struct mcp_rpc {
     /* the session memory_search runs as (memory.citations "auto",
      * memory.qmd.scope) unless a call names one in "sessionKey"; NULL: none */
     const char *session_key;
+    /* set by the server for one call: memory_search's payload then carries it
+     * as "status" (e.g. the first sync has not finished); NULL: none */
+    const char *search_status;
 } mcp_rpc;
 
 /* The tools/list array: memory_search, memory_get and, with can_write,

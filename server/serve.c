@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@
 #include "../src/base/json5.h"
 #include "../src/config/config.h"
 #include "../src/net/httpd.h"
+#include "first_sync.h"
 #include "mcp.h"
 #include "mcp_rpc.h"
 #include "serve.h"
@@ -63,7 +65,9 @@ typedef struct slot {
     pthread_t thr;
     volatile int stop;
     int wake[2];
+    int debounce_ms;
     cm_options wopt;
+    first_sync first; /* its searches wait for the watcher's first sync */
     struct slot *next;
 } slot;
 
@@ -76,7 +80,8 @@ typedef struct session {
 typedef struct srv {
     cm_options opt;
     serve_opts so;
-    char **agents; /* agents.list[].id, or the one default agent */
+    char *default_agent; /* the config's default agent: --workspace is its workspace */
+    char **agents;       /* agents.list[].id, or the one default agent */
     size_t nagents;
     token *tokens;
     size_t ntokens;
@@ -136,9 +141,43 @@ static cm_rc S_load_agents(srv *s, char *err, size_t errlen)
     /* With no list (or --agent naming one outside it): the default agent. */
     if (s->nagents == 0 || (s->opt.agent_id && !S_known_agent(s, s->opt.agent_id)))
         s->agents[s->nagents++] = cm_strdup(cfg.agent_id);
+    s->default_agent = cm_strdup(cfg.agent_id);
+    for (i = 0; i < s->nagents; i++)
+        if (!s->agents[i]) FAIL(CM_ENOMEM, "out of memory");
+    if (!s->default_agent) FAIL(CM_ENOMEM, "out of memory");
 out:
     cm_config_release(&cfg);
     return rc;
+}
+
+/* Says at start where each agent's memory is, and warns of a workspace that
+ * does not exist (its searches would answer "disabled" until it does). */
+static void S_report_agents(const srv *s)
+{
+    for (size_t i = 0; i < s->nagents; i++) {
+        const char *id = s->agents[i];
+        bool dflt = !strcmp(id, s->default_agent);
+        char err[CM_ERR_SIZE];
+        cm_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cm_config_args a = {id, dflt ? s->opt.workspace : NULL, s->opt.config_path,
+                            s->opt.state_dir};
+        cm_logger lg = {NULL, NULL};
+        struct stat st;
+        if (cm_config_init(&a, &lg, &cfg, err, sizeof err) != CM_OK)
+            S_log(s, CM_LOG_WARN, "agent %s: %s", id, err);
+        else if (stat(cfg.workspace, &st) != 0 || !S_ISDIR(st.st_mode))
+            S_log(s, CM_LOG_WARN,
+                  "agent %s: workspace %s does not exist; its memory_search answers "
+                  "\"disabled\" until it does (set %s)",
+                  id, cfg.workspace,
+                  dflt ? "--workspace or agents.defaults.workspace" : "agents.list[].workspace");
+        else
+            S_log(s, CM_LOG_INFO, "agent %s: workspace %s, index %s", id, cfg.workspace,
+                  strcmp(cfg.store_driver, "postgres") ? cfg.store_path
+                                                       : "postgres (memorySearch.store.dsn)");
+        cm_config_release(&cfg);
+    }
 }
 
 /* --tokens FILE: a JSON5 object {"<token>": {agent: "<id>", write: bool}}. */
@@ -203,16 +242,25 @@ static const token *S_find_token(const srv *s, const char *given)
 
 /* ---- engines -------------------------------------------------------------- */
 
+static void S_synced(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err)
+{
+    (void)rc;
+    (void)st;
+    (void)err;
+    mcp_first_sync_done(&((slot *)ctx)->first);
+}
+
 static void *S_watch_main(void *arg)
 {
     slot *sl = arg;
     char err[CM_ERR_SIZE];
     cm_engine *e = NULL;
     if (cm_engine_open(&sl->wopt, &e, err, sizeof err) == CM_OK) {
-        cm_watch_opts wo = {&sl->stop, sl->wake[0], -1, NULL, NULL, 0};
+        cm_watch_opts wo = {&sl->stop, sl->wake[0], sl->debounce_ms, S_synced, sl, 0};
         cm_engine_watch(e, &wo, err, sizeof err);
         cm_engine_close(e);
     }
+    mcp_first_sync_done(&sl->first); /* no (more) sync will come */
     return NULL;
 }
 
@@ -249,6 +297,7 @@ static void S_slot_close(slot *sl)
     if (sl->wake[1] >= 0) close(sl->wake[1]);
     cm_engine_close(sl->engine);
     pthread_mutex_destroy(&sl->use);
+    mcp_first_sync_release(&sl->first);
     free(sl->agent);
     free(sl);
 }
@@ -259,11 +308,14 @@ static slot *S_slot_open(srv *s, const char *agent, char *err, size_t errlen)
     if (!sl) return NULL;
     sl->wake[0] = sl->wake[1] = -1;
     pthread_mutex_init(&sl->use, NULL);
+    mcp_first_sync_init(&sl->first);
+    sl->debounce_ms = s->so.debounce_ms;
     sl->agent = cm_strdup(agent);
     cm_options o = s->opt;
     o.agent_id = sl->agent;
-    /* the agent's own workspace from agents.list (--workspace only for the default) */
-    if (s->opt.agent_id == NULL || strcmp(agent, s->opt.agent_id) != 0) o.workspace = NULL;
+    /* --workspace is the default agent's, as for every other command; the
+     * others have their own from agents.list */
+    if (strcmp(agent, s->default_agent) != 0) o.workspace = NULL;
     if (!sl->agent || cm_engine_open(&o, &sl->engine, err, errlen) != CM_OK) {
         S_slot_close(sl);
         return NULL;
@@ -285,6 +337,7 @@ static slot *S_slot_open(srv *s, const char *agent, char *err, size_t errlen)
         sl->wopt = o;
         sl->watching = pthread_create(&sl->thr, NULL, S_watch_main, sl) == 0;
     }
+    if (!sl->watching) mcp_first_sync_done(&sl->first); /* each search syncs itself */
     return sl;
 }
 
@@ -624,13 +677,21 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         goto out;
     }
     mcp_rpc r = {sl->engine, may_write && sl->writable,
-                 may_write && sl->writable ? s->tools_rw : s->tools_ro, NULL};
+                 may_write && sl->writable ? s->tools_rw : s->tools_ro, NULL, NULL};
+    const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
+    bool search = method && !strcmp(method, "tools/call") && tool && !strcmp(tool, "memory_search");
+    /* The agent's first search waits (bounded) for its watcher's first sync:
+     * an index that is missing or stale does not answer for it. */
+    char status[256];
+    int wait_ms = s->so.first_sync_wait_ms < 0 ? FIRST_SYNC_WAIT_MS : s->so.first_sync_wait_ms;
+    if (search && !mcp_first_sync_wait(&sl->first, wait_ms, s->so.stop_fd)) {
+        mcp_first_sync_status(status, sizeof status, wait_ms);
+        r.search_status = status;
+    }
     pthread_mutex_lock(&sl->use);
     /* Without a watcher a search brings the index up to date first, as
      * `clawmem search` does (one stat per file when nothing changed). */
-    const char *tool = json_string_value(json_object_get(json_object_get(msg, "params"), "name"));
-    if (!sl->watching && method && !strcmp(method, "tools/call") && tool &&
-        !strcmp(tool, "memory_search"))
+    if (!sl->watching && search)
         cm_engine_sync(sl->engine, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED, NULL, NULL, NULL, err,
                        sizeof err);
     ans = mcp_rpc_answer(&r, msg);
@@ -685,6 +746,7 @@ int mcp_serve_http(const cm_options *opt, const serve_opts *so)
         S_log(&s, CM_LOG_ERROR, "%s", err);
         goto out;
     }
+    S_report_agents(&s);
     httpd_opts ho = cm_net_httpd_defaults();
     ho.listen = so->listen ? so->listen : "127.0.0.1:8765";
     if (so->max_conns > 0) ho.max_conns = so->max_conns;
@@ -732,6 +794,7 @@ out:
     for (size_t i = 0; i < s.nagents; i++)
         free(s.agents[i]);
     free(s.agents);
+    free(s.default_agent);
     for (size_t i = 0; i < s.ntokens; i++) {
         /* the token leaves memory wiped */
         if (s.tokens[i].token) memset(s.tokens[i].token, 0, strlen(s.tokens[i].token));

@@ -18,6 +18,8 @@ typedef struct serve_opts {
     int watch;                  /* 1 watch local workspaces, 0 never, -1: as sync.watch says */
     int debounce_ms;            /* < 0: sync.watchDebounceMs */
     int stop_fd;                /* readable = stop (the CLI's signal pipe); -1: none */
+    int first_sync_wait_ms; /* an agent's first memory_search waits this long for its first
+                               sync (first_sync.h); < 0: FIRST_SYNC_WAIT_MS, 0: no wait */
 } serve_opts;
 
 /* Serves until stop_fd becomes readable. Prints "listening on

@@ -342,6 +342,61 @@ bool db_integrity_ok(const char *path)
     return ok;
 }
 
+/* QuantumClaw 2026.3.22's memory index (dist/pi-embedded-*.js,
+ * ensureMemoryIndexSchema with full-text search and the embedding cache on,
+ * in its default rollback-journal mode), as its statements create it. */
+static const char qc_schema[] =
+    "CREATE TABLE IF NOT EXISTS meta (\n  key TEXT PRIMARY KEY,\n  value TEXT NOT NULL\n);"
+    "CREATE TABLE IF NOT EXISTS files (\n  path TEXT PRIMARY KEY,\n  source TEXT NOT NULL "
+    "DEFAULT 'memory',\n  hash TEXT NOT NULL,\n  mtime INTEGER NOT NULL,\n  size INTEGER NOT "
+    "NULL\n);"
+    "CREATE TABLE IF NOT EXISTS chunks (\n  id TEXT PRIMARY KEY,\n  path TEXT NOT NULL,\n  "
+    "source TEXT NOT NULL DEFAULT 'memory',\n  start_line INTEGER NOT NULL,\n  end_line "
+    "INTEGER NOT NULL,\n  hash TEXT NOT NULL,\n  model TEXT NOT NULL,\n  text TEXT NOT "
+    "NULL,\n  embedding TEXT NOT NULL,\n  updated_at INTEGER NOT NULL\n);"
+    "CREATE TABLE IF NOT EXISTS embedding_cache (\n  provider TEXT NOT NULL,\n  model TEXT NOT "
+    "NULL,\n  provider_key TEXT NOT NULL,\n  hash TEXT NOT NULL,\n  embedding TEXT NOT "
+    "NULL,\n  dims INTEGER,\n  updated_at INTEGER NOT NULL,\n  PRIMARY KEY (provider, model, "
+    "provider_key, hash)\n);"
+    "CREATE INDEX IF NOT EXISTS idx_embedding_cache_updated_at ON embedding_cache(updated_at);"
+    "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(\n  text,\n  id UNINDEXED,\n  "
+    "path UNINDEXED,\n  source UNINDEXED,\n  model UNINDEXED,\n  start_line UNINDEXED,\n  "
+    "end_line UNINDEXED\n);"
+    "CREATE INDEX IF NOT EXISTS idx_chunks_path ON chunks(path);"
+    "CREATE INDEX IF NOT EXISTS idx_chunks_source ON chunks(source);";
+
+void qc_index_sync(const char *path, const char *rel, const char *text)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    static const char *const sql[] = {
+        "INSERT OR REPLACE INTO files (path, source, hash, mtime, size) VALUES (?1, 'memory', "
+        "'h-' || ?1, 1700000000000, length(?2))",
+        "INSERT OR REPLACE INTO chunks (id, path, source, start_line, end_line, hash, model, "
+        "text, embedding, updated_at) VALUES ('c-' || ?1, ?1, 'memory', 1, 1, 'h-' || ?1, "
+        "'fts-only', ?2, '[]', 1700000000000)",
+        "INSERT INTO chunks_fts (text, id, path, source, model, start_line, end_line) VALUES "
+        "(?2, 'c-' || ?1, ?1, 'memory', 'fts-only', 1, 1)",
+        "INSERT INTO meta (key, value) VALUES ('memory_index_meta_v1', "
+        "'{\"model\":\"fts-only\",\"provider\":\"none\",\"sources\":[\"memory\"],"
+        "\"scopeHash\":\"x\",\"chunkTokens\":400,\"chunkOverlap\":80}') "
+        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+    };
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK &&
+        sqlite3_exec(db, "PRAGMA busy_timeout = 5000", NULL, NULL, NULL) == SQLITE_OK &&
+        sqlite3_exec(db, qc_schema, NULL, NULL, NULL) == SQLITE_OK) {
+        for (size_t i = 0; i < ARRAY_LEN(sql); i++) {
+            if (sqlite3_prepare_v2(db, sql[i], -1, &q, NULL) != SQLITE_OK) break;
+            sqlite3_bind_text(q, 1, rel, -1, SQLITE_STATIC);
+            sqlite3_bind_text(q, 2, text, -1, SQLITE_STATIC);
+            sqlite3_step(q);
+            sqlite3_finalize(q);
+            q = NULL;
+        }
+    }
+    sqlite3_close(db);
+}
+
 const char *pg_dsn;
 
 void pg_overlay(const char *state, const char *agent)

@@ -134,6 +134,11 @@ int proc_stop(proc *p, int sig, int timeout_ms);
 /* What the process wrote to stderr so far (malloc'd). */
 char *proc_stderr(const proc *p);
 
+/* What QuantumClaw 2026.3.22's memory sync does to its index at path (the
+ * file and its schema created first when absent): a files row for rel, its
+ * chunk with text, the chunk's FTS row and its meta row. */
+void qc_index_sync(const char *path, const char *rel, const char *text);
+
 /* PRAGMA integrity_check of the SQLite file at path says "ok" (opened
  * read-write, so a WAL left by a killed writer is recovered first). */
 bool db_integrity_ok(const char *path);

@@ -122,7 +122,7 @@ TEST(cli_index_drop)
     EXPECT_INT(r.status, 0);
     EXPECT_STR(r.out, "{\"dropped\":true}\n");
     run_result_release(&r);
-    EXPECT(access(path_in(c.state, "memory/main.sqlite"), F_OK) != 0);
+    EXPECT(access(path_in(c.state, "memory/main.clawmem.sqlite"), F_OK) != 0);
     EXPECT(access(path_in(c.ws, "MEMORY.md"), F_OK) == 0);
     r = cm(&c, NULL, "index", "--drop", "--force", NULL);
     EXPECT_INT(r.status, 1);
@@ -227,7 +227,7 @@ TEST(cli_locked_index)
     EXPECT(pipe(pipefd) == 0);
     pid_t pid = fork();
     if (pid == 0) {
-        int fd = open(path_in(c.state, "memory/main.sqlite.lock"), O_RDWR | O_CREAT, 0600);
+        int fd = open(path_in(c.state, "memory/main.clawmem.sqlite.lock"), O_RDWR | O_CREAT, 0600);
         flock(fd, LOCK_EX);
         if (write(pipefd[1], "x", 1) < 0) _exit(1);
         pause();
@@ -258,9 +258,9 @@ TEST(cli_corrupt_index_then_force)
     cli_init(&c);
     run_result r = cm(&c, NULL, "index", NULL, NULL, NULL);
     run_result_release(&r);
-    unlink(path_in(c.state, "memory/main.sqlite-wal"));
-    unlink(path_in(c.state, "memory/main.sqlite-shm"));
-    write_file(c.state, "memory/main.sqlite",
+    unlink(path_in(c.state, "memory/main.clawmem.sqlite-wal"));
+    unlink(path_in(c.state, "memory/main.clawmem.sqlite-shm"));
+    write_file(c.state, "memory/main.clawmem.sqlite",
                "this is not a database, just some text of enough length");
     r = cm(&c, NULL, "index", NULL, NULL, NULL);
     EXPECT_INT(r.status, 1);

@@ -38,7 +38,7 @@ TEST(config_defaults_without_file)
     EXPECT_INT(parse(NULL, NULL, &c, err, sizeof err), CM_OK);
     EXPECT_STR(c.agent_id, "main");
     EXPECT_STR(c.workspace, "/tmp/qc-state/workspace");
-    EXPECT_STR(c.store_path, "/tmp/qc-state/memory/main.sqlite");
+    EXPECT_STR(c.store_path, "/tmp/qc-state/memory/main.clawmem.sqlite");
     EXPECT_STR(c.provider, "auto");
     EXPECT_STR(c.fts_tokenizer, "porter");
     EXPECT_INT(c.max_results, 6);
@@ -174,7 +174,7 @@ TEST(config_load_reads_env_paths)
     EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_OK);
     EXPECT(c.config_found);
     EXPECT_STR(c.state_dir, path_in(d, "state"));
-    EXPECT_STR(c.store_path, path_in(d, "state/memory/main.sqlite"));
+    EXPECT_STR(c.store_path, path_in(d, "state/memory/main.clawmem.sqlite"));
     cm_config_release(&c);
     setenv("QUANTUMCLAW_CONFIG_PATH", path_in(d, "other.json"), 1);
     EXPECT_INT(cm_config_init(&a, &lg, &c, err, sizeof err), CM_OK);

@@ -28,7 +28,7 @@ static void env_init(env *e)
     snprintf(e->ws, sizeof e->ws, "%s/ws", e->dir);
     snprintf(e->state, sizeof e->state, "%s/state", e->dir);
     snprintf(e->cfg, sizeof e->cfg, "%s/config.json", e->dir);
-    snprintf(e->db, sizeof e->db, "%s/state/memory/main.sqlite", e->dir);
+    snprintf(e->db, sizeof e->db, "%s/state/memory/main.clawmem.sqlite", e->dir);
     write_file(e->dir, "config.json", "{}");
     if (pg_dsn) pg_overlay(e->state, "main");
 }
@@ -282,9 +282,9 @@ TEST(engine_corrupt_index_is_reported_and_force_recovers)
     EXPECT_INT(sync_e(&e, 0, NULL), CM_OK);
     char junk[8192];
     memset(junk, 'Z', sizeof junk);
-    unlink(path_in(e.state, "memory/main.sqlite-wal"));
-    unlink(path_in(e.state, "memory/main.sqlite-shm"));
-    write_bytes(e.state, "memory/main.sqlite", junk, sizeof junk);
+    unlink(path_in(e.state, "memory/main.clawmem.sqlite-wal"));
+    unlink(path_in(e.state, "memory/main.clawmem.sqlite-shm"));
+    write_bytes(e.state, "memory/main.clawmem.sqlite", junk, sizeof junk);
     json_t *p = search_e(&e, "milk");
     EXPECT(json_is_true(json_object_get(p, "disabled")));
     EXPECT_CONTAINS(json_string_value(json_object_get(p, "error")), "clawmem index --force");

@@ -26,7 +26,7 @@ static void fr_init(fr *f)
     snprintf(f->ws, sizeof f->ws, "%s/ws", f->dir);
     snprintf(f->state, sizeof f->state, "%s/state", f->dir);
     snprintf(f->cfg, sizeof f->cfg, "%s/qc.json", f->dir);
-    snprintf(f->db, sizeof f->db, "%s/memory/main.sqlite", f->state);
+    snprintf(f->db, sizeof f->db, "%s/memory/main.clawmem.sqlite", f->state);
     write_file(f->dir, "qc.json", "{}");
     for (int i = 0; i < 20; i++) {
         char rel[64], text[64];

@@ -33,7 +33,7 @@ static void henv_init(henv *e)
     snprintf(e->ws, sizeof e->ws, "%s/ws", e->dir);
     snprintf(e->state, sizeof e->state, "%s/state", e->dir);
     snprintf(e->cfg, sizeof e->cfg, "%s/config.json", e->dir);
-    snprintf(e->db, sizeof e->db, "%s/state/memory/main.sqlite", e->dir);
+    snprintf(e->db, sizeof e->db, "%s/state/memory/main.clawmem.sqlite", e->dir);
     write_file(e->dir, "config.json", "{}");
 }
 

@@ -9,11 +9,13 @@
  */
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "../src/base/fs.h"
+#include "fakeserver.h"
 #include "test.h"
 
 typedef struct session {
@@ -158,6 +160,78 @@ TEST(mcp_tools_answer_with_payloads)
     write_file(s.ws, "memory/projects/kiln.md", "Kiln firmware notes.\n");
     EXPECT(eventually_found(&s, "Kiln", true, 5000));
     EXPECT_INT(proc_stop(&s.p, SIGTERM, 5000), 0);
+}
+
+/* The embedding server answers its first request after *ctx milliseconds (a
+ * slow first sync; the queries' embeddings come at once). */
+static bool slow_embed(void *ctx, const char *method, const char *path, const char *body,
+                       size_t body_len, int *status, const char **ctype, char **out,
+                       size_t *out_len)
+{
+    (void)method, (void)body, (void)body_len, (void)status, (void)ctype, (void)out, (void)out_len;
+    int ms = __atomic_exchange_n((int *)ctx, 0, __ATOMIC_ACQ_REL);
+    if (strstr(path, "embeddings") && ms > 0) poll(NULL, 0, ms);
+    return false;
+}
+
+/* mcp over a workspace whose index does not exist yet and whose first sync
+ * takes *delay ms (embeddings), with --first-sync-wait wait. */
+static void start_slow(session *s, fake_server **fs, int *delay, const char *wait)
+{
+    char base[64], text[1024];
+    *fs = fake_start(16, base);
+    fake_handler(*fs, slow_embed, delay);
+    s->dir = tmp_dir();
+    snprintf(s->ws, sizeof s->ws, "%s/ws", s->dir);
+    snprintf(s->state, sizeof s->state, "%s/state", s->dir);
+    write_file(s->ws, "MEMORY.md", "# Facts\n\n- The dog is called Biscuit.\n");
+    snprintf(text, sizeof text,
+             "{agents: {defaults: {memorySearch: {provider: 'openai', remote: {baseUrl: "
+             "'%s/v1', apiKey: 'k'}}}}}",
+             base);
+    write_file(s->dir, "qc.json", text);
+    const char *args[] = {"--workspace",       s->ws, "--state-dir", s->state, "--config",
+                          path_in(s->dir, "qc.json"), "mcp", "--first-sync-wait", wait, NULL};
+    proc_start(&s->p, NULL, args);
+}
+
+static const char *search_status(json_t *r)
+{
+    return json_string_value(json_object_get(
+        json_object_get(json_object_get(r, "result"), "structuredContent"), "status"));
+}
+
+TEST(mcp_first_search_waits_for_the_first_sync)
+{
+    /* the first search, sent at once, waits for the first sync (1 s of
+     * embeddings) rather than answering results: [] */
+    session s;
+    fake_server *fs = NULL;
+    int delay = 1000;
+    start_slow(&s, &fs, &delay, "30000");
+    json_t *r = search(&s, "Biscuit");
+    EXPECT_INT(hits(r), 1);
+    EXPECT(search_status(r) == NULL);
+    json_decref(r);
+    EXPECT_INT(proc_stop(&s.p, 0, 5000), 0);
+    fake_stop(fs);
+
+    /* bounded: past the wait the payload's status says so; later it is found */
+    delay = 2000;
+    start_slow(&s, &fs, &delay, "200");
+    int64_t t0 = cm_now_ms();
+    r = search(&s, "Biscuit");
+    EXPECT_INT(hits(r), 0);
+    EXPECT_CONTAINS(search_status(r),
+                    "the first sync of this agent's memory had not finished after 200 ms");
+    EXPECT(cm_now_ms() - t0 < 1800);
+    json_decref(r);
+    EXPECT(eventually_found(&s, "Biscuit", true, 10000));
+    r = search(&s, "Biscuit");
+    EXPECT(search_status(r) == NULL);
+    json_decref(r);
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 5000), 0);
+    fake_stop(fs);
 }
 
 TEST(mcp_json_rpc_errors)

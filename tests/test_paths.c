@@ -566,7 +566,7 @@ TEST(paths_lock_file_symlink_is_not_followed)
     write_file(env.dir, "target.txt", "KEEP ME\n");
     char lock[1200], err[512];
     write_file(env.state, "memory/.keep", "");
-    snprintf(lock, sizeof lock, "%s/memory/main.sqlite.lock", env.state);
+    snprintf(lock, sizeof lock, "%s/memory/main.clawmem.sqlite.lock", env.state);
     EXPECT(symlink(path_in(env.dir, "target.txt"), lock) == 0);
     EXPECT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err) != CM_OK);
     EXPECT_CONTAINS(err, "symbolic link");

@@ -455,7 +455,7 @@ TEST(qmd_real_drop)
     real_config(&q, qmd, "update: {debounceMs: 3600000}");
     char qidx[1200], builtin[1200], state[1200];
     snprintf(qidx, sizeof qidx, "%s/agents/main/qmd/xdg-cache/qmd/index.sqlite", q.state);
-    snprintf(builtin, sizeof builtin, "%s/memory/main.sqlite", q.state);
+    snprintf(builtin, sizeof builtin, "%s/memory/main.clawmem.sqlite", q.state);
     snprintf(state, sizeof state, "%s/agents/main/qmd/clawmem-state", q.state);
     cm_engine *e = qopen(&q);
     EXPECT(e);

@@ -14,8 +14,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "fakeserver.h"
 #include "test.h"
 
 #define TOK_A "tok-alpha-0123456789"
@@ -27,6 +29,18 @@ typedef struct server {
     int port;
     char url[128];
 } server;
+
+/* Runs clawmem with args (NULL-terminated) and reads the port it listens on. */
+static void start_args(server *s, const char *const *args)
+{
+    proc_start(&s->p, NULL, args);
+    char *line = proc_line(&s->p, 10000);
+    s->port = 0;
+    if (line && !strncmp(line, "listening on http://127.0.0.1:", 30))
+        s->port = (int)strtol(line + 30, NULL, 10);
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/mcp", s->port);
+    free(line);
+}
 
 /* Two agents (alpha: a note about Biscuit; beta: one about Tiger) and their
  * tokens; extra: more arguments to serve (NULL-terminated, may be NULL). */
@@ -58,13 +72,7 @@ static void start(server *s, bool tokens, const char *const *extra)
     for (size_t i = 0; extra && extra[i] && n < 30; i++)
         args[n++] = extra[i];
     args[n] = NULL;
-    proc_start(&s->p, NULL, args);
-    char *line = proc_line(&s->p, 10000);
-    s->port = 0;
-    if (line && !strncmp(line, "listening on http://127.0.0.1:", 30))
-        s->port = (int)strtol(line + 30, NULL, 10);
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/mcp", s->port);
-    free(line);
+    start_args(s, args);
 }
 
 static int S_connect(int port)
@@ -238,8 +246,8 @@ TEST(serve_tokens_and_agents)
                INIT);
     EXPECT_INT(r.status, 403);
     reply_release(&r);
-    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.sqlite")));
-    EXPECT(!S_exists(path_in(s.dir, "state/memory/alpha.sqlite")));
+    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.clawmem.sqlite")));
+    EXPECT(!S_exists(path_in(s.dir, "state/memory/alpha.clawmem.sqlite")));
 
     /* alpha's token: alpha's memory only */
     sid = S_init(&s, TOK_A, "/mcp/alpha");
@@ -257,12 +265,12 @@ TEST(serve_tokens_and_agents)
     r = S_post(&s, TOK_A, sid, NULL, search_tiger);
     EXPECT_INT(S_nresults(r.body), 0);
     reply_release(&r);
-    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.sqlite")));
+    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.clawmem.sqlite")));
     /* alpha's session is not beta's */
     r = S_post(&s, TOK_B, sid, NULL, search_tiger);
     EXPECT_INT(r.status, 404);
     reply_release(&r);
-    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.sqlite")));
+    EXPECT(!S_exists(path_in(s.dir, "state/memory/beta.clawmem.sqlite")));
 
     /* memory_write: listed and served for alpha's write token */
     static const char list[] = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}";
@@ -300,6 +308,195 @@ TEST(serve_tokens_and_agents)
     free(sid);
     free(sid_b);
     EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
+}
+
+/* The "status" of a tools/call memory_search reply body (malloc'd), or NULL. */
+static char *S_status(const char *body)
+{
+    json_t *j = json_loads(body, 0, NULL);
+    const char *st = json_string_value(json_object_get(
+        json_object_get(json_object_get(j, "result"), "structuredContent"), "status"));
+    char *out = st ? cm_strdup(st) : NULL;
+    json_decref(j);
+    return out;
+}
+
+TEST(serve_workspace_and_config_are_the_default_agents)
+{
+    /* no --agent and no agents.list: --workspace and --config apply to the
+     * default agent, as for every other command */
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "# Facts\n\nThe dog is called Biscuit.\n");
+    write_file(d, "ws/memory/park.md", "Biscuit likes the park.\n");
+    write_file(d, "qc.json", "{agents: {defaults: {memorySearch: {query: {maxResults: 1}}}}}");
+    char ws[1024], cfg[1024], state[1024];
+    snprintf(ws, sizeof ws, "%s", path_in(d, "ws"));
+    snprintf(cfg, sizeof cfg, "%s", path_in(d, "qc.json"));
+    snprintf(state, sizeof state, "%s", path_in(d, "state"));
+    server s;
+    const char *args[] = {"--workspace", ws,         "--config", cfg,           "--state-dir",
+                          state,         "serve",    "--listen", "127.0.0.1:0", "--verbose",
+                          NULL};
+    start_args(&s, args);
+    EXPECT(s.port > 0);
+    char *sid = S_init(&s, NULL, "/mcp");
+    EXPECT(sid != NULL);
+    reply r = S_post(&s, NULL, sid, NULL, search_biscuit);
+    EXPECT_INT(r.status, 200);
+    EXPECT(strstr(r.body, "does not exist") == NULL);
+    EXPECT_INT(S_nresults(r.body), 1); /* the first search already, and maxResults from --config */
+    reply_release(&r);
+    free(sid);
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
+    /* start says where the memory is */
+    char *err = proc_stderr(&s.p);
+    EXPECT_CONTAINS(err, "agent main: workspace ");
+    EXPECT_CONTAINS(err, ws);
+    free(err);
+
+    /* a workspace that does not exist is a warning at start */
+    const char *bad[] = {"--workspace", path_in(d, "nowhere"), "--config", cfg, "--state-dir",
+                         state,         "serve",  "--listen",   "127.0.0.1:0", NULL};
+    start_args(&s, bad);
+    EXPECT(s.port > 0);
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
+    err = proc_stderr(&s.p);
+    EXPECT_CONTAINS(err, "warning: agent main: workspace ");
+    EXPECT_CONTAINS(err, "nowhere does not exist");
+    free(err);
+}
+
+TEST(serve_reports_another_programs_index)
+{
+    /* store.path names QuantumClaw's own index: the search says so, and the
+     * file is left as it is */
+    char *d = tmp_dir();
+    write_file(d, "ws/MEMORY.md", "# Facts\n\nThe dog is called Biscuit.\n");
+    write_file(d, "qc.json", "{}");
+    write_file(d, "state/clawmem.json",
+               "{agents: {defaults: {memorySearch: {store: {path: 'memory/{agentId}.sqlite'}}}}}");
+    char ws[1024], cfg[1024], state[1024], qc[1100];
+    snprintf(ws, sizeof ws, "%s", path_in(d, "ws"));
+    snprintf(cfg, sizeof cfg, "%s", path_in(d, "qc.json"));
+    snprintf(state, sizeof state, "%s", path_in(d, "state"));
+    snprintf(qc, sizeof qc, "%s/memory/main.sqlite", state);
+    write_file(state, "memory/notes.txt", "");
+    qc_index_sync(qc, "MEMORY.md", "The dog is called Biscuit.");
+    set_mtime(qc, 1700000000);
+    struct stat before, after;
+    EXPECT(stat(qc, &before) == 0);
+    server s;
+    const char *args[] = {"--workspace", ws,         "--config", cfg,           "--state-dir",
+                          state,         "serve",    "--listen", "127.0.0.1:0", NULL};
+    start_args(&s, args);
+    EXPECT(s.port > 0);
+    char *sid = S_init(&s, NULL, "/mcp");
+    EXPECT(sid != NULL);
+    reply r = S_post(&s, NULL, sid, NULL, search_biscuit);
+    EXPECT_INT(r.status, 200);
+    EXPECT_CONTAINS(r.body, "another program's index (QuantumClaw's)");
+    EXPECT_CONTAINS(r.body, "memorySearch.store.path");
+    EXPECT_INT(S_nresults(r.body), 0);
+    reply_release(&r);
+    free(sid);
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
+    EXPECT(stat(qc, &after) == 0);
+    EXPECT(after.st_size == before.st_size && after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+           after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+    EXPECT(access(path_in(state, "memory/main.sqlite-wal"), F_OK) != 0);
+}
+
+/* The embedding server answers its first request after *ctx milliseconds (a
+ * slow first sync; the queries' embeddings come at once). */
+static bool S_slow_embed(void *ctx, const char *method, const char *path, const char *body,
+                         size_t body_len, int *status, const char **ctype, char **out,
+                         size_t *out_len)
+{
+    (void)method, (void)body, (void)body_len, (void)status, (void)ctype, (void)out, (void)out_len;
+    int *delay = ctx;
+    int ms = __atomic_exchange_n(delay, 0, __ATOMIC_ACQ_REL);
+    if (strstr(path, "embeddings") && ms > 0) poll(NULL, 0, ms);
+    return false;
+}
+
+/* serve for agent alpha (agents.list) whose index does not exist yet and
+ * whose first sync takes delay ms (embeddings), with --first-sync-wait wait. */
+static void start_slow(server *s, fake_server **fs, int *delay, const char *wait)
+{
+    char base[64], text[2048];
+    *fs = fake_start(16, base);
+    fake_handler(*fs, S_slow_embed, delay);
+    s->dir = tmp_dir();
+    write_file(s->dir, "ws-a/MEMORY.md", "# Alpha\n\nThe dog is called Biscuit.\n");
+    snprintf(text, sizeof text,
+             "{agents: {defaults: {memorySearch: {provider: 'openai', remote: {baseUrl: "
+             "'%s/v1', apiKey: 'k'}}}, list: [{id: 'alpha', workspace: '%s'}]}}",
+             base, path_in(s->dir, "ws-a"));
+    write_file(s->dir, "qc.json", text);
+    char cfg[1024], state[1024];
+    snprintf(cfg, sizeof cfg, "%s", path_in(s->dir, "qc.json"));
+    snprintf(state, sizeof state, "%s", path_in(s->dir, "state"));
+    const char *args[] = {"--config", cfg,           "--state-dir",       state, "serve",
+                          "--listen", "127.0.0.1:0", "--first-sync-wait", wait,  NULL};
+    start_args(s, args);
+}
+
+TEST(serve_first_search_waits_for_the_first_sync)
+{
+    /* the first search of an agent without an index waits for its first sync
+     * (1 s of embeddings) rather than answering results: [] */
+    server s;
+    fake_server *fs = NULL;
+    int delay = 1000;
+    start_slow(&s, &fs, &delay, "30000");
+    EXPECT(s.port > 0);
+    char *sid = S_init(&s, NULL, "/mcp/alpha");
+    EXPECT(sid != NULL);
+    buf h = BUF_INIT;
+    cm_buf_printf(&h, JSON_HDRS "Mcp-Session-Id: %s\r\n", sid);
+    reply r = S_http(s.port, "POST", "/mcp/alpha", h.data, search_biscuit);
+    EXPECT_INT(r.status, 200);
+    EXPECT_INT(S_nresults(r.body), 1);
+    char *st = S_status(r.body);
+    EXPECT(st == NULL);
+    reply_release(&r);
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
+    fake_stop(fs);
+
+    /* the wait is bounded: past it the payload's status says the first sync
+     * has not finished, and a later search finds the note */
+    delay = 2000;
+    start_slow(&s, &fs, &delay, "200");
+    EXPECT(s.port > 0);
+    free(sid);
+    sid = S_init(&s, NULL, "/mcp/alpha");
+    EXPECT(sid != NULL);
+    cm_buf_reset(&h);
+    cm_buf_printf(&h, JSON_HDRS "Mcp-Session-Id: %s\r\n", sid);
+    int64_t t0 = cm_now_ms();
+    r = S_http(s.port, "POST", "/mcp/alpha", h.data, search_biscuit);
+    EXPECT_INT(r.status, 200);
+    EXPECT_INT(S_nresults(r.body), 0);
+    st = S_status(r.body);
+    EXPECT_CONTAINS(st, "the first sync of this agent's memory had not finished after 200 ms");
+    free(st);
+    EXPECT(cm_now_ms() - t0 < 2500);
+    reply_release(&r);
+    int n = 0;
+    for (int i = 0; i < 200 && n <= 0; i++) {
+        r = S_http(s.port, "POST", "/mcp/alpha", h.data, search_biscuit);
+        n = S_nresults(r.body);
+        st = S_status(r.body);
+        if (n > 0) EXPECT(st == NULL);
+        free(st);
+        reply_release(&r);
+        if (n <= 0) poll(NULL, 0, 50);
+    }
+    EXPECT_INT(n, 1);
+    cm_buf_release(&h);
+    free(sid);
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
+    fake_stop(fs);
 }
 
 TEST(serve_streamable_http_rules)

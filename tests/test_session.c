@@ -1321,7 +1321,7 @@ TEST(session_memory_small_growth_needs_no_lock)
     char err[512];
     cm_sync_stats st;
     EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
-    int fd = open(path_in(state, "memory/main.sqlite.lock"), O_RDWR);
+    int fd = open(path_in(state, "memory/main.clawmem.sqlite.lock"), O_RDWR);
     EXPECT(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0);
     append_msgs(state, ws, 1, "tiny"); /* below deltaBytes and deltaMessages */
     EXPECT_INT(cm_engine_sync(e, CM_SYNC_NOWAIT, NULL, NULL, &st, err, sizeof err), CM_OK);

@@ -28,7 +28,7 @@ static void ws_init(ws *w, const char *config)
     snprintf(w->ws, sizeof w->ws, "%s/ws", w->dir);
     snprintf(w->state, sizeof w->state, "%s/state", w->dir);
     snprintf(w->cfg, sizeof w->cfg, "%s/qc.json", w->dir);
-    snprintf(w->db, sizeof w->db, "%s/memory/main.sqlite", w->state);
+    snprintf(w->db, sizeof w->db, "%s/memory/main.clawmem.sqlite", w->state);
     write_file(w->dir, "qc.json", config ? config : "{}");
 }
 

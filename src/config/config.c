@@ -159,8 +159,14 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
     cfg->workspace = ws;
     ws = NULL;
 
-    /* store.path: {agentId} token, ~ expansion, default <stateDir>/memory/<agentId>.sqlite */
+    /* store.path: {agentId} token, ~ expansion, default
+     * <stateDir>/memory/<agentId>.clawmem.sqlite: QuantumClaw's own index is
+     * <stateDir>/memory/<agentId>.sqlite, with other tables under the same
+     * names, so clawmem keeps a file of its own beside it (an index of
+     * clawmem's found at that older default is moved once, engine/open) */
     cm_buf_reset(&b);
+    free(cfg->store_path_legacy);
+    cfg->store_path_legacy = NULL;
     if (cfg->store_path) {
         char *expanded = cm_fs_expand_home(cfg->store_path);
         if (!expanded) CHECK(CM_ENOMEM);
@@ -182,6 +188,8 @@ static cm_rc resolve_paths(cm_config *cfg, const cm_config_args *args, char *err
         }
     } else {
         CHECK(cm_buf_printf(&b, "%s/memory/%s.sqlite", cfg->state_dir, cfg->agent_id));
+        cfg->store_path_legacy = cm_buf_detach(&b);
+        CHECK(cm_buf_printf(&b, "%s/memory/%s.clawmem.sqlite", cfg->state_dir, cfg->agent_id));
     }
     free(cfg->store_path);
     cfg->store_path = cm_buf_detach(&b);
@@ -712,6 +720,7 @@ void cm_config_release(cm_config *cfg)
     cm_config_strlist_release(&cfg->multimodal_modalities);
     cm_config_strlist_release(&cfg->sources);
     free(cfg->store_path);
+    free(cfg->store_path_legacy);
     free(cfg->store_driver);
     free(cfg->store_dsn);
     free(cfg->sessions_dir);

@@ -118,7 +118,11 @@ typedef struct cm_config {
     bool session_memory; /* experimental.sessionMemory: transcripts are indexed (with "sessions") */
     char *sessions_dir;  /* <stateDir>/agents/<agentId>/sessions, absolute */
     int sessions_delta_bytes, sessions_delta_messages; /* sync.sessions.*: 100000, 50 */
-    char *store_path;                                  /* absolute, {agentId} expanded */
+    char *store_path; /* absolute, {agentId} expanded; default <stateDir>/memory/<agentId>.clawmem.sqlite */
+    /* store.path not set: clawmem's earlier default,
+     * <stateDir>/memory/<agentId>.sqlite (QuantumClaw's own index's path), from
+     * which an index of clawmem's is moved once; NULL when store.path is set */
+    char *store_path_legacy;
     char *store_driver; /* "sqlite" (default) or "postgres" (store.dsn then names the database) */
     char *store_dsn;    /* libpq connection string (a secret input), for "postgres" */
     char *fts_tokenizer; /* "porter" (default), "unicode61" or "trigram" */

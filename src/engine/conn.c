@@ -141,3 +141,14 @@ cm_rc cm_engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen)
     free(stored);
     return rc;
 }
+
+void cm_engine_warn_foreign(cm_engine *e)
+{
+    if (e->foreign_checked || engine_pg(e)) return;
+    e->foreign_checked = true;
+    bool qc = false;
+    char msg[1024];
+    if (cm_store_owner(e->cfg.store_path, &qc) != STORE_OWNER_OTHER) return;
+    cm_store_foreign(e->cfg.store_path, qc, msg, sizeof msg);
+    cm_logf(&e->lg, CM_LOG_WARN, "%s", msg);
+}

@@ -6,6 +6,8 @@
  * (index/memfile.h). The engine's jobs live beside it, one a file, and share
  * engine_int.h.
  */
+#include <sys/stat.h>
+
 #include "engine_int.h"
 
 #define DEFAULT_BUSY_MS 10000
@@ -17,6 +19,31 @@ static int busy_ms_from_env(void)
     char *end;
     long ms = strtol(v, &end, 10);
     return (*end || ms < 0 || ms > 3600000) ? DEFAULT_BUSY_MS : (int)ms;
+}
+
+/* store.path unset: an index of clawmem's at the earlier default path
+ * (<stateDir>/memory/<agentId>.sqlite, QuantumClaw's own index's path) moves
+ * to clawmem's (<agentId>.clawmem.sqlite) once; one that cannot move (a
+ * read-only state dir) is used where it is. One stat when the index is in
+ * place. */
+static void move_legacy_index(cm_engine *e)
+{
+    struct stat st;
+    const cm_config *c = &e->cfg;
+    if (!c->store_path_legacy || engine_pg(e) || stat(c->store_path, &st) == 0) return;
+    char msg[512] = "";
+    store_move how = STORE_MOVE_NONE;
+    cm_store_migrate(c->store_path_legacy, c->store_path, &how, msg, sizeof msg);
+    if (how == STORE_MOVE_DONE) {
+        cm_logf(&e->lg, CM_LOG_INFO,
+                "moved clawmem's index %s to %s (QuantumClaw keeps its own index at the old path)",
+                c->store_path_legacy, c->store_path);
+    } else if (how == STORE_MOVE_STAY) {
+        cm_logf(&e->lg, CM_LOG_WARN, "%s; using it where it is", msg);
+        char *p = e->cfg.store_path;
+        e->cfg.store_path = e->cfg.store_path_legacy;
+        e->cfg.store_path_legacy = p;
+    }
 }
 
 cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t errlen)
@@ -33,6 +60,7 @@ cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t e
     e->allow_write = opt->allow_write != 0;
     cm_config_args args = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(cm_config_init(&args, &e->lg, &e->cfg, err, errlen));
+    move_legacy_index(e);
     e->be = strcmp(e->cfg.backend, "qmd") == 0 ? &cm_engine_qmd_backend : &cm_engine_builtin;
     CHECK(e->be->open(e, err, errlen));
 out:
@@ -106,6 +134,7 @@ cm_rc cm_engine_get(cm_engine *e, const char *path, long from, long offset, long
                     memfile_text *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
+    cm_engine_warn_foreign(e);
     cm_rc rc = cm_engine_workspace_exists(e, err, errlen);
     if (!rc && e->be->get)
         rc = e->be->get(e, path, from, offset, lines, out, err, errlen);

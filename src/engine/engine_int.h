@@ -66,6 +66,7 @@ struct cm_engine {
     bool st_open;
     dev_t st_dev; /* identity of the index file the connection has open */
     ino_t st_ino;
+    bool foreign_checked; /* cm_engine_warn_foreign looked at the index file */
     /* provider.c: the embedding provider */
     char provider[32], model[128];
     char *provider_note; /* why the effective provider differs from the requested one */
@@ -131,6 +132,9 @@ cm_rc cm_engine_ensure_store(cm_engine *e, char *err, size_t errlen);
 cm_rc cm_engine_workspace_exists(const cm_engine *e, char *err, size_t errlen);
 /* CM_ENOTFOUND when the open index records another workspace. */
 cm_rc cm_engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen);
+/* Once per engine, for what does not open the index (memory_get): a warning
+ * through the logger when the index file is another program's. */
+void cm_engine_warn_foreign(cm_engine *e);
 
 /* ---- provider.c: the embedding provider --------------------------------- */
 

@@ -240,6 +240,7 @@ cm_rc cm_store_batches_import(store *s, const char *old_path, char *err, size_t 
 {
     sqlite3_stmt *q = NULL;
     if (access(old_path, R_OK) != 0) return CM_OK; /* ATTACH would create it */
+    if (cm_store_owner(old_path, NULL) != STORE_OWNER_CLAWMEM) return CM_OK; /* not ours */
     int r = sqlite3_prepare_v2(s->db, "ATTACH DATABASE ?1 AS oldb", -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_text(q, 1, old_path, -1, SQLITE_STATIC);

@@ -276,6 +276,14 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
     if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "open", err, errlen));
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, busy_ms);
+    if (!(flags & STORE_BULK)) {
+        /* Before anything is written (the journal mode is): another program's
+         * index (QuantumClaw's, same table names) is left as it is. */
+        store_owner who = STORE_OWNER_UNKNOWN;
+        bool qc = false;
+        if (cm_store_schema_owner(s->db, &who, &qc) == SQLITE_OK && who == STORE_OWNER_OTHER)
+            CHECK(cm_store_foreign(path, qc, err, errlen));
+    }
     r = cm_fts_rank_register(s->db);
     if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "register cm_bm25", err, errlen));
     if (flags & STORE_BULK) {

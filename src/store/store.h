@@ -270,6 +270,42 @@ cm_rc cm_store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, c
 /* Copies the batches of the index at old_path (a rebuild keeps them). */
 cm_rc cm_store_batches_import(store *s, const char *old_path, char *err, size_t errlen);
 
+/* ---- whose index a file is (store_owner.c) ---- */
+
+typedef enum store_owner {
+    STORE_OWNER_NONE,    /* no file */
+    STORE_OWNER_CLAWMEM, /* an index with clawmem's schema */
+    STORE_OWNER_OTHER,   /* an SQLite database whose tables are another program's
+                            (QuantumClaw's memory index has the same table names) */
+    STORE_OWNER_UNKNOWN, /* cannot tell: empty, not SQLite, unreadable */
+} store_owner;
+
+/* Who made the file at path, read without writing anything to it or beside
+ * it (no lock, no -wal, no -shm). *quantumclaw (may be NULL) is set when an
+ * OTHER file has QuantumClaw's memory-index tables. */
+store_owner cm_store_owner(const char *path, bool *quantumclaw);
+/* The same for the database open on db (reads sqlite_master only); returns
+ * the SQLite code (SQLITE_OK when *out was set). */
+int cm_store_schema_owner(sqlite3 *db, store_owner *out, bool *quantumclaw);
+/* CM_EDB with the message for an index of another program at path: what it
+ * is and the two ways out (a store.path of clawmem's own, or --force). */
+cm_rc cm_store_foreign(const char *path, bool quantumclaw, char *err, size_t errlen);
+
+typedef enum store_move {
+    STORE_MOVE_NONE, /* nothing moved: path exists, or old_path holds no index of clawmem's */
+    STORE_MOVE_DONE, /* clawmem's index (with its -wal and -shm) is now at path */
+    STORE_MOVE_STAY, /* clawmem's index is at old_path and could not be moved (err says why) */
+} store_move;
+/* Moves clawmem's index from old_path to path (a new name in its directory),
+ * when path does not exist and old_path holds an index of clawmem's; a file
+ * of another program is never moved. Its WAL is checkpointed into the main
+ * file, then -wal and -shm move, then the main file (the rename that moves
+ * the index, never replacing a file at path). Processes that race serialise
+ * on an flock() of the old file: the second finds the index moved. *how says
+ * what happened; CM_EIO only with STORE_MOVE_STAY. */
+cm_rc cm_store_migrate(const char *old_path, const char *path, store_move *how, char *err,
+                       size_t errlen);
+
 /* Rebuild plumbing. The temporary file for a rebuild of path is
  * "<path>.rebuild-<pid>"; cm_store_swap makes it the index atomically (after the
  * old index's WAL has been checkpointed away); cm_store_remove_leftovers deletes

@@ -178,6 +178,8 @@ cm_rc cm_store_cache_import(store *s, const char *old_path, char *err, size_t er
     if (s->pg) return CM_OK; /* the agent's cache stays through a rebuild */
     sqlite3_stmt *q = NULL;
     if (access(old_path, R_OK) != 0) return CM_OK; /* ATTACH would create it */
+    /* another program's embedding_cache has other columns (--force over it) */
+    if (cm_store_owner(old_path, NULL) != STORE_OWNER_CLAWMEM) return CM_OK;
     int r = sqlite3_prepare_v2(s->db, "ATTACH DATABASE ?1 AS old", -1, &q, NULL);
     if (r == SQLITE_OK) {
         sqlite3_bind_text(q, 1, old_path, -1, SQLITE_STATIC);
