@@ -186,7 +186,7 @@ static bool fc_start(fc_world *w, const char *models_json)
     }
     snprintf(w->store, sizeof w->store, "%s/agents/main/sessions/sessions.json", w->state);
     w->a = (agent_ctx){w->cfg, w->state,  "main", w->store, w->ws,
-                       w->eng, w->runner, true,   fc_clock, NULL};
+                       w->eng, w->runner, true,   fc_clock, NULL, NULL, NULL};
     return true;
 }
 
