@@ -18,6 +18,7 @@
 #define CM_CAP_PAIRING_FILE    (4u << 20)          /* a pairing or allow-from store */
 #define CM_CAP_TRANSCRIPT      (512u << 20)        /* a transcript an agent turn reads */
 #define CM_CAP_TRANSCRIPT_TAIL (16u << 20)         /* the longest last line looked back over */
+#define CM_CAP_ZONE_FILE       (1u << 20)          /* a TZif file under /usr/share/zoneinfo */
 #define CM_CAP_MEMORY_FILE     ((int64_t)64 << 20) /* a memory file: larger ones are skipped */
 
 /* Servers. */

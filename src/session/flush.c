@@ -4,13 +4,13 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "flush.h"
 #include "../base/sha256.h"
+#include "../base/zone.h"
 
 #define TAIL_BYTES (64 * 1024)
 
@@ -112,29 +112,11 @@ void cm_flush_settings_release(flush_settings *s)
     s->prompt = s->system_prompt = NULL;
 }
 
-/* Broken-down local time of now_ms in tz (NULL or "": UTC). */
+/* Broken-down local time of now_ms in tz (NULL or "": UTC; an unknown zone
+ * reads as UTC), without touching the process's TZ (base/zone). */
 static void local_tm(int64_t now_ms, const char *tz, struct tm *tm)
 {
-    time_t t = (time_t)(now_ms / 1000);
-    if (!tz || !*tz) {
-        gmtime_r(&t, tm);
-        return;
-    }
-    /* TZ is process-wide: one caller at a time changes and restores it
-     * (libc offers no time-zone-by-name conversion without it). */
-    static pthread_mutex_t tz_lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&tz_lock);
-    char *old = getenv("TZ") ? cm_strdup(getenv("TZ")) : NULL;
-    setenv("TZ", tz, 1);
-    tzset();
-    localtime_r(&t, tm);
-    if (old)
-        setenv("TZ", old, 1);
-    else
-        unsetenv("TZ");
-    tzset();
-    pthread_mutex_unlock(&tz_lock);
-    free(old);
+    cm_zone_localtime(tz, now_ms / 1000, tm);
 }
 
 cm_rc cm_flush_target_path(int64_t now_ms, const char *tz, buf *out)
