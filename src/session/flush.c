@@ -10,6 +10,7 @@
 
 #include "flush.h"
 #include "../base/sha256.h"
+#include "../base/jnum.h"
 #include "../base/zone.h"
 
 #define TAIL_BYTES (64 * 1024)
@@ -54,7 +55,7 @@ static int64_t byte_size(const json_t *v, int64_t dflt)
 {
     if (json_is_number(v)) {
         double d = json_number_value(v);
-        return isfinite(d) && d >= 0 ? (int64_t)floor(d) : dflt;
+        return isfinite(d) && d >= 0 ? cm_jnum_int64(v, 0, INT64_MAX, dflt) : dflt;
     }
     const char *s = json_string_value(v);
     if (!s) return dflt;
@@ -79,8 +80,8 @@ static int64_t byte_size(const json_t *v, int64_t dflt)
 static int64_t nonneg_int(const json_t *v, int64_t dflt)
 {
     if (!json_is_number(v)) return dflt;
-    double d = floor(json_number_value(v));
-    return isfinite(d) && d >= 0 ? (int64_t)d : dflt;
+    double d = json_number_value(v);
+    return isfinite(d) && d >= 0 ? cm_jnum_int64(v, 0, INT64_MAX, dflt) : dflt;
 }
 
 cm_rc cm_flush_settings_init(flush_settings *s, const json_t *cfg, char *err, size_t errlen)
@@ -320,8 +321,7 @@ void cm_flush_decide(const flush_settings *s, const flush_input *in, flush_decis
         return;
     }
     json_t *tt = json_object_get(e, "totalTokens");
-    int64_t persisted =
-        json_is_number(tt) && json_number_value(tt) > 0 ? (int64_t)json_number_value(tt) : 0;
+    int64_t persisted = cm_jnum_int64(tt, 0, INT64_MAX, 0);
     bool fresh = persisted > 0 && json_is_true(json_object_get(e, "totalTokensFresh"));
     int64_t t_prompt = 0, t_output = 0;
     off_t size = 0;
@@ -349,8 +349,9 @@ void cm_flush_decide(const flush_settings *s, const flush_input *in, flush_decis
     }
     json_t *cc = json_object_get(e, "compactionCount"),
            *fc = json_object_get(e, "memoryFlushCompactionCount");
-    int64_t compactions = json_is_number(cc) ? (int64_t)json_number_value(cc) : 0;
-    bool flushed_this_cycle = json_is_number(fc) && (int64_t)json_number_value(fc) == compactions;
+    int64_t compactions = cm_jnum_int64(cc, INT64_MIN, INT64_MAX, 0);
+    bool flushed_this_cycle =
+        json_is_number(fc) && cm_jnum_int64(fc, INT64_MIN, INT64_MAX, 0) == compactions;
     bool by_tokens = d->threshold > 0 && d->tokens > 0 && d->tokens >= d->threshold;
     bool by_size =
         s->force_bytes > 0 && d->transcript_bytes >= 0 && d->transcript_bytes >= s->force_bytes;
