@@ -6,8 +6,11 @@
 #include <jansson.h>
 
 #include "../src/base/buf.h"
+#include "../src/base/caps.h"
 #include "../src/base/jnum.h"
+#include "../src/llm/llm.h"
 #include "../src/session/sessions.h"
+#include "fakeserver.h"
 #include "test.h"
 
 #define T0 1800000000000LL
@@ -61,4 +64,60 @@ TEST(caps_session_numbers_range_checked)
     EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 1);
     EXPECT_INT(json_integer_value(json_object_get(e, "updatedAt")), T0);
     cm_session_store_release(&s);
+}
+
+static void count_delta(void *ctx, const char *text, size_t n)
+{
+    (void)text;
+    *(size_t *)ctx += n;
+}
+
+/* One chat call against a server streaming chunk for ever. */
+static void endless_call(llm_api api, const char *chunk, const char *what)
+{
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    fake_push_endless(fs, chunk);
+    static const llm_message hi[] = {{LLM_USER, "hi", NULL, 0, NULL, NULL, false}};
+    llm_endpoint ep = {api, base, "sk-test", false, NULL, 60000, 60000};
+    size_t text = 0, reasoning = 0;
+    llm_request rq = {"m", "sys", hi, 1, NULL, 0, 0, true, count_delta, &reasoning, NULL, NULL};
+    llm_response out;
+    llm_error e;
+    char err[512];
+    cm_rc rc = cm_llm_chat(&ep, &rq, count_delta, &text, &out, &e, err, sizeof err);
+    long long sent = fake_endless_sent(fs);
+    fake_stop(fs);
+    EXPECT_INT(rc, CM_ETOOBIG);
+    EXPECT_CONTAINS(err, "longer than");
+    EXPECT_STR(out.stop_reason, "length");
+    EXPECT(!e.retryable);
+    EXPECT(out.text.len + out.reasoning.len <= CM_CAP_LLM_STREAMED);
+    EXPECT(text + reasoning <= CM_CAP_LLM_STREAMED);
+    EXPECT(out.text.len + out.reasoning.len + 64 * 1024 > CM_CAP_LLM_STREAMED ||
+           out.ncalls == CM_CAP_LLM_CALLS || strcmp(what, "calls") == 0);
+    /* the read stopped soon after the cap (socket buffers aside) */
+    EXPECT(sent < (long long)CM_CAP_LLM_STREAMED * 3);
+    cm_llm_response_release(&out);
+}
+
+/* A model streaming deltas without end: the answer stops at the cap with
+ * stop reason "length" (was: grew until memory ran out, 803 MiB in 20 s). */
+TEST(caps_llm_endless_stream_stops_at_the_cap)
+{
+    char chunk[8300];
+    char xs[8001];
+    memset(xs, 'x', 8000);
+    xs[8000] = 0;
+    snprintf(chunk, sizeof chunk, "data: {\"choices\":[{\"delta\":{\"content\":\"%s\"}}]}\n\n",
+             xs);
+    endless_call(LLM_API_OPENAI, chunk, "text");
+    snprintf(chunk, sizeof chunk,
+             "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"%s\"}}]}\n\n", xs);
+    endless_call(LLM_API_OPENAI, chunk, "reasoning");
+    /* tool calls without end: each a new call */
+    endless_call(LLM_API_ANTHROPIC,
+                 "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+                 "\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\"}}\n\n",
+                 "calls");
 }
