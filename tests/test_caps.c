@@ -8,6 +8,7 @@
 #include "../src/base/buf.h"
 #include "../src/base/caps.h"
 #include "../src/base/jnum.h"
+#include "../src/base/utf8.h"
 #include "../src/llm/llm.h"
 #include "../src/session/sessions.h"
 #include "fakeserver.h"
@@ -120,4 +121,35 @@ TEST(caps_llm_endless_stream_stops_at_the_cap)
                  "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
                  "\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"n\"}}\n\n",
                  "calls");
+}
+
+/* The lenient reading of Telegram answers, case by case (same length). */
+TEST(caps_json_tolerate_rewrites_only_what_jansson_refuses)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"{\"a\":\"x\\u0000y\"}", "{\"a\":\"x\\ufffdy\"}"},
+        {"{\"a\":\"\\ud83d\"}", "{\"a\":\"\\ufffd\"}"},
+        {"{\"a\":\"\\uDC00\\ud83d\\ude00\"}", "{\"a\":\"\\ufffd\\ud83d\\ude00\"}"},
+        {"{\"a\":\"\\\\u0000\"}", "{\"a\":\"\\\\u0000\"}"}, /* an escaped backslash */
+        {"{\"\\u0000\":1}", "{\"\\ufffd\":1}"},              /* keys too */
+        {"{\"a\":\"\\ud83d\\u0041\"}", "{\"a\":\"\\ufffd\\u0041\"}"},
+        {"{\"a\":\"t\tb\"}", "{\"a\":\"t b\"}"},
+        {"{\"a\":\"\xff\xc3\xa9\"}", "{\"a\":\"?\xc3\xa9\"}"},
+        {"{\"a\":\"\\ud83d", "{\"a\":\"\\ufffd"}, /* cut: still rewritten, parser refuses */
+        {"{\"a\":\"\\u00", "{\"a\":\"\\u00"},
+        {"[\"\\\"\\u0000\"]", "[\"\\\"\\ufffd\"]"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char *s = cm_strdup(cases[i].in);
+        cm_utf8_json_tolerate(s, strlen(s));
+        EXPECT_STR(s, cases[i].out);
+        free(s);
+    }
+    char doc[] = "{\"ok\":true,\"result\":[{\"t\":\"a\\u0000\\udfff\\ud800\"}]}";
+    cm_utf8_json_tolerate(doc, strlen(doc));
+    json_t *j = json_loads(doc, 0, NULL);
+    EXPECT(j != NULL);
+    json_decref(j);
 }
