@@ -707,3 +707,31 @@ TEST(tg_odd_updates_never_stop_polling)
     EXPECT_STR(last, "");
     rig_stop(&r);
 }
+
+/* A long apiBaseUrl: the failing request's URL in lastError (what `gateway
+ * status` shows) is cut, and the cut used to fall inside the token, which
+ * the exact-token redactor then missed. */
+TEST(tg_long_base_url_never_shows_the_token)
+{
+    rig r;
+    rig_start(&r, NULL);
+    char err[512] = "", last[512] = "";
+    for (size_t pad = 100; pad < 150; pad += 7) {
+        buf base = BUF_INIT;
+        (void)!cm_buf_adds(&base, "http://127.0.0.1:1/");
+        for (size_t k = 0; k < pad; k++)
+            (void)!cm_buf_addc(&base, 'p');
+        json_t *tg = json_object_get(json_object_get(r.root, "channels"), "telegram");
+        json_object_set_new(tg, "apiBaseUrl", json_string(base.data));
+        gw_channel *ch = NULL;
+        EXPECT_INT(cm_gw_telegram_open(r.root, NULL, r.state, &ch, err, sizeof err), CM_OK);
+        EXPECT_INT(ch->ops->start(ch, sink_fn, &r.s, err, sizeof err), CM_OK);
+        cm_gw_telegram_last_error(ch, last, sizeof last);
+        ch->ops->close(ch);
+        EXPECT(last[0]);
+        if (strstr(last, "AAE") || strstr(last, "secret") || strstr(last, "123456:"))
+            test_fail(__FILE__, __LINE__, "pad %zu: %s", pad, last);
+        cm_buf_release(&base);
+    }
+    rig_stop(&r);
+}
