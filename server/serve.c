@@ -738,6 +738,7 @@ int mcp_serve_http(const cm_options *opt, const serve_opts *so)
     httpd_opts ho = cm_net_httpd_defaults();
     ho.listen = so->listen ? so->listen : "127.0.0.1:8765";
     if (so->max_conns > 0) ho.max_conns = so->max_conns;
+    if (so->max_conns_per_addr > 0) ho.max_conns_per_addr = so->max_conns_per_addr;
     ho.max_body = MCP_MAX_MESSAGE;
     ho.handler = S_handle;
     ho.ctx = &s;

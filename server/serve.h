@@ -18,6 +18,8 @@ typedef struct serve_opts {
     int watch;                  /* 1 watch local workspaces, 0 never, -1: as sync.watch says */
     int debounce_ms;            /* < 0: sync.watchDebounceMs */
     int stop_fd;                /* readable = stop (the CLI's signal pipe); -1: none */
+    int max_conns_per_addr;     /* open connections from one client address; <= 0: httpd's
+                                   default (a quarter of max_conns, at least 8) */
 } serve_opts;
 
 /* Serves until stop_fd becomes readable. Prints "listening on
