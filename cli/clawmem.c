@@ -124,7 +124,8 @@ static const char usage_mcp[] =
 static const char usage_serve[] =
     "usage: clawmem serve [--listen ADDR:PORT] [--tokens FILE] [--allow-write]\n"
     "                     [--allow-origin ORIGIN]... [--max-engines N] [--max-conns N]\n"
-    "                     [--no-watch] [--debounce MS] [--first-sync-wait MS] [--verbose]\n"
+    "                     [--max-conns-per-addr N] [--no-watch] [--debounce MS]\n"
+    "                     [--first-sync-wait MS] [--verbose]\n"
     "Serves the memory tools of every agent in the config's agents.list[] over MCP\n"
     "Streamable HTTP (protocol 2025-11-25 with sessions, and the stateless 2026-07-28) at\n"
     "http://ADDR:PORT/mcp, until SIGINT or SIGTERM. Prints \"listening on URL\" once bound.\n"
@@ -139,6 +140,9 @@ static const char usage_serve[] =
     "  --allow-origin O     a browser Origin allowed besides loopback ones (DNS rebinding)\n"
     "  --max-engines N      agents' engines open at once, least recently used closed (32)\n"
     "  --max-conns N        connections at once (256)\n"
+    "  --max-conns-per-addr N  ... from one client address (a quarter of --max-conns, at\n"
+    "                       least 8); behind a reverse proxy every client has its address:\n"
+    "                       give --max-conns there\n"
     "  --no-watch           no watchers (else one per open agent on a local file system)\n"
     "  --first-sync-wait MS an agent's first searches wait this long for its first sync\n"
     "                       (default 5000; 0: no wait)\n";
@@ -703,7 +707,7 @@ static void on_serve_stop(int sig)
 static int cmd_serve(const cm_options *base, int argc, char **argv)
 {
     cm_options opt = *base;
-    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1, -1};
+    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1, -1, 0};
     const char **origins = calloc((size_t)argc + 1, sizeof *origins);
     size_t norigins = 0;
     int rc = 1;
@@ -737,13 +741,17 @@ static int cmd_serve(const cm_options *base, int argc, char **argv)
             so.tokens_path = argv[++i];
         } else if (!strcmp(a, "--allow-origin") && v) {
             origins[norigins++] = argv[++i];
-        } else if ((!strcmp(a, "--max-engines") || !strcmp(a, "--max-conns")) && v) {
+        } else if ((!strcmp(a, "--max-engines") || !strcmp(a, "--max-conns") ||
+                    !strcmp(a, "--max-conns-per-addr")) &&
+                   v) {
             long n = strtol(v, &end, 10);
             if (!*v || *end || n < 1 || n > 100000) {
                 die("serve: %s needs a number from 1 to 100000", a);
                 goto out;
             }
-            *(!strcmp(a, "--max-engines") ? &so.max_engines : &so.max_conns) = (int)n;
+            *(!strcmp(a, "--max-engines")        ? &so.max_engines
+              : !strcmp(a, "--max-conns-per-addr") ? &so.max_conns_per_addr
+                                                   : &so.max_conns) = (int)n;
             i++;
         } else if (!v && option_in("--listen|--tokens|--allow-origin|--max-engines|--max-conns", a)) {
             die("serve: %s needs a value", a);

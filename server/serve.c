@@ -43,7 +43,10 @@
 #include "mcp_rpc.h"
 #include "serve.h"
 
-#define SESSION_MAX     4096
+#define SESSION_MAX       4096 /* MCP sessions in all */
+#define SESSION_PER_AGENT 1024 /* ... of one agent */
+#define SESSION_PER_TOKEN 256  /* ... opened with one token */
+#define OWNER_LARGEST     (-2) /* S_session_lru: whoever holds the most */
 #define SESSION_IDLE_MS (60LL * 60 * 1000)
 #define ENGINE_WAIT_MS  10000 /* for an engine to become idle at the cap, then 503 */
 
@@ -74,6 +77,7 @@ typedef struct slot {
 typedef struct session {
     char id[33];
     char *agent;
+    long owner; /* the token's index in srv.tokens; -1 without --tokens */
     int64_t last_ms;
 } session;
 
@@ -420,8 +424,40 @@ static void S_release(srv *s, slot *sl)
 
 /* ---- sessions ------------------------------------------------------------- */
 
-/* A new session for agent: its id in out[33]. */
-static bool S_session_new(srv *s, const char *agent, char out[33])
+/* Under s->mu: the least recently used session among those of agent (NULL:
+ * any) held by owner, or with OWNER_LARGEST by the owner holding the most of
+ * them; SIZE_MAX when there is none. */
+static size_t S_session_lru(const srv *s, const char *agent, long owner)
+{
+    if (owner == OWNER_LARGEST) {
+        size_t *held = calloc(s->ntokens + 1, sizeof *held), best = 0;
+        for (size_t i = 0; held && i < s->nsessions; i++)
+            if (!agent || !strcmp(s->sessions[i].agent, agent))
+                held[s->sessions[i].owner + 1]++;
+        for (size_t k = 0; held && k <= s->ntokens; k++)
+            if (held[k] > best) {
+                best = held[k];
+                owner = (long)k - 1;
+            }
+        free(held); /* out of memory: the least recently used of all */
+    }
+    size_t old = SIZE_MAX;
+    for (size_t i = 0; i < s->nsessions; i++) {
+        const session *se = &s->sessions[i];
+        if ((agent && strcmp(se->agent, agent) != 0) ||
+            (owner != OWNER_LARGEST && se->owner != owner))
+            continue;
+        if (old == SIZE_MAX || se->last_ms < s->sessions[old].last_ms) old = i;
+    }
+    return old;
+}
+
+/* A new session for agent opened with token owner (-1: none): its id in
+ * out[33]. At a cap the least recently used session goes: the token's own
+ * at SESSION_PER_TOKEN; at SESSION_PER_AGENT or SESSION_MAX, one of the
+ * token holding the most (of that agent, or of all), so a tenant cannot
+ * push out another's sessions by opening many of its own. */
+static bool S_session_new(srv *s, const char *agent, long owner, char out[33])
 {
     unsigned char rnd[16];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return false;
@@ -439,10 +475,19 @@ static bool S_session_new(srv *s, const char *agent, char out[33])
             i++;
         }
     }
-    if (s->nsessions >= SESSION_MAX) {
-        size_t old = 0;
-        for (size_t i = 1; i < s->nsessions; i++)
-            if (s->sessions[i].last_ms < s->sessions[old].last_ms) old = i;
+    size_t mine = 0, agents = 0;
+    for (size_t i = 0; i < s->nsessions; i++) {
+        mine += s->sessions[i].owner == owner;
+        agents += !strcmp(s->sessions[i].agent, agent);
+    }
+    size_t old = SIZE_MAX;
+    if (owner >= 0 && mine >= SESSION_PER_TOKEN)
+        old = S_session_lru(s, NULL, owner);
+    else if (agents >= SESSION_PER_AGENT)
+        old = S_session_lru(s, agent, OWNER_LARGEST);
+    else if (s->nsessions >= SESSION_MAX)
+        old = S_session_lru(s, NULL, OWNER_LARGEST);
+    if (old != SIZE_MAX) {
         free(s->sessions[old].agent);
         s->sessions[old] = s->sessions[--s->nsessions];
     }
@@ -450,6 +495,7 @@ static bool S_session_new(srv *s, const char *agent, char out[33])
     se->agent = cm_strdup(agent);
     if (se->agent) {
         memcpy(se->id, out, 33);
+        se->owner = owner;
         se->last_ms = now;
         s->nsessions++;
         ok = true;
@@ -458,15 +504,17 @@ static bool S_session_new(srv *s, const char *agent, char out[33])
     return ok;
 }
 
-/* Whether session id exists for agent (touching it); with drop, ends it. */
-static bool S_session_use(srv *s, const char *id, const char *agent, bool drop)
+/* Whether session id exists for agent and token owner (touching it); with
+ * drop, ends it. */
+static bool S_session_use(srv *s, const char *id, const char *agent, long owner, bool drop)
 {
     bool found = false;
     int64_t now = cm_now_ms();
     pthread_mutex_lock(&s->mu);
     for (size_t i = 0; i < s->nsessions; i++) {
         session *se = &s->sessions[i];
-        if (strcmp(se->id, id) != 0 || strcmp(se->agent, agent) != 0) continue;
+        if (strcmp(se->id, id) != 0 || strcmp(se->agent, agent) != 0 || se->owner != owner)
+            continue;
         if (now - se->last_ms > SESSION_IDLE_MS) break;
         found = true;
         se->last_ms = now;
@@ -560,6 +608,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     /* who */
     const char *agent = path_agent;
     bool may_write = true;
+    long owner = -1; /* the token's index */
     if (s->auth) {
         const char *az = cm_net_httpd_header_get(rq, "Authorization");
         const token *t = NULL;
@@ -576,6 +625,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         }
         agent = t->agent;
         may_write = t->write;
+        owner = (long)(t - s->tokens);
     } else if (!agent) {
         agent = s->opt.agent_id ? s->opt.agent_id : s->agents[0];
     }
@@ -587,7 +637,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     if (!strcmp(rq->method, "DELETE")) {
         if (!sid)
             S_plain(c, 400, NULL, "Bad Request: Mcp-Session-Id is required");
-        else if (!S_session_use(s, sid, agent, true))
+        else if (!S_session_use(s, sid, agent, owner, true))
             S_plain(c, 404, NULL, "Not Found: no such session");
         else
             cm_net_httpd_respond(c, 204, NULL, NULL, 0);
@@ -648,7 +698,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     }
     if (is_init) {
         char id[33];
-        if (!S_session_new(s, agent, id)) {
+        if (!S_session_new(s, agent, owner, id)) {
             S_rpc_fail(c, 503, "Service Unavailable: no session could be made");
             goto out;
         }
@@ -658,7 +708,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
             S_rpc_fail(c, 400, "Bad Request: Mcp-Session-Id is required (initialize first)");
             goto out;
         }
-        if (!S_session_use(s, sid, agent, false)) {
+        if (!S_session_use(s, sid, agent, owner, false)) {
             S_rpc_fail(c, 404, "Not Found: no such session (initialize again)");
             goto out;
         }
@@ -750,6 +800,7 @@ int mcp_serve_http(const cm_options *opt, const serve_opts *so)
     httpd_opts ho = cm_net_httpd_defaults();
     ho.listen = so->listen ? so->listen : "127.0.0.1:8765";
     if (so->max_conns > 0) ho.max_conns = so->max_conns;
+    if (so->max_conns_per_addr > 0) ho.max_conns_per_addr = so->max_conns_per_addr;
     ho.max_body = MCP_MAX_MESSAGE;
     ho.handler = S_handle;
     ho.ctx = &s;

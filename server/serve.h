@@ -20,6 +20,8 @@ typedef struct serve_opts {
     int stop_fd;                /* readable = stop (the CLI's signal pipe); -1: none */
     int first_sync_wait_ms; /* an agent's first memory_search waits this long for its first
                                sync (first_sync.h); < 0: FIRST_SYNC_WAIT_MS, 0: no wait */
+    int max_conns_per_addr;     /* open connections from one client address; <= 0: httpd's
+                                   default (a quarter of max_conns, at least 8) */
 } serve_opts;
 
 /* Serves until stop_fd becomes readable. Prints "listening on

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../src/base/buf.h"
 #include "../src/base/common.h"
 #include "fake_telegram.h"
 
@@ -15,6 +16,33 @@ static bool tg_answer(int st, const char *body, int *status, char **answer, size
     *answer = cm_strdup(body);
     *answer_len = strlen(body);
     return true;
+}
+
+/* {"ok":true,"result":[...]}: the updates of keep (objects) and raw
+ * ({"id","text"}) merged in id order, at most limit of them. */
+static char *answer_of(json_t *keep, json_t *raw, long limit)
+{
+    buf b = BUF_INIT;
+    size_t i = 0, k = 0;
+    long n = 0;
+    cm_buf_adds(&b, "{\"ok\":true,\"result\":[");
+    while ((i < json_array_size(keep) || k < json_array_size(raw)) && n < limit) {
+        json_t *u = json_array_get(keep, i), *r = json_array_get(raw, k);
+        json_int_t uid = json_integer_value(json_object_get(u, "update_id"));
+        json_int_t rid = json_integer_value(json_object_get(r, "id"));
+        if (n++) cm_buf_addc(&b, ',');
+        if (u && (!r || uid < rid)) {
+            char *t = json_dumps(u, JSON_COMPACT);
+            cm_buf_adds(&b, t);
+            free(t);
+            i++;
+        } else {
+            cm_buf_adds(&b, json_string_value(json_object_get(r, "text")));
+            k++;
+        }
+    }
+    cm_buf_adds(&b, "]}");
+    return cm_buf_detach(&b);
 }
 
 bool tgfake_handler(void *ctx, const char *method, const char *path, const char *body,
@@ -60,17 +88,25 @@ bool tgfake_handler(void *ctx, const char *method, const char *path, const char 
             }
             json_decref(f->updates);
             f->updates = keep;
-            size_t n = json_array_size(keep);
+            json_t *rkeep = json_array();
+            json_array_foreach(f->raw, i, u)
+            {
+                if (!json_is_integer(off) ||
+                    json_integer_value(json_object_get(u, "id")) >= json_integer_value(off))
+                    json_array_append(rkeep, u);
+            }
+            json_decref(f->raw);
+            f->raw = rkeep;
+            size_t n = json_array_size(keep) + json_array_size(rkeep);
+            long limit = json_is_integer(json_object_get(in, "limit"))
+                             ? (long)json_integer_value(json_object_get(in, "limit"))
+                             : 100;
             if (n || waited >= hold || atomic_load(&f->stop)) {
                 f->polls++;
                 json_array_append_new(
                     f->offsets, json_integer(json_is_integer(off) ? json_integer_value(off) : -1));
-                json_t *ans = json_pack("{s:b,s:O}", "ok", 1, "result", keep);
-                char *t = json_dumps(ans, JSON_COMPACT);
-                json_decref(ans);
+                out = answer_of(keep, rkeep, limit);
                 pthread_mutex_unlock(&f->mu);
-                out = cm_strdup(t);
-                free(t);
                 break;
             }
             pthread_mutex_unlock(&f->mu);
@@ -98,6 +134,7 @@ void tgfake_init(tgfake *f)
     memset(f, 0, sizeof *f);
     pthread_mutex_init(&f->mu, NULL);
     f->updates = json_array();
+    f->raw = json_array();
     f->sent = json_array();
     f->offsets = json_array();
     f->hold_ms = 100;
@@ -106,6 +143,7 @@ void tgfake_init(tgfake *f)
 void tgfake_release(tgfake *f)
 {
     json_decref(f->updates);
+    json_decref(f->raw);
     json_decref(f->sent);
     json_decref(f->offsets);
     pthread_mutex_destroy(&f->mu);
@@ -118,6 +156,13 @@ void tgfake_add_update(tgfake *f, const char *json)
     if (!u) fprintf(stderr, "bad test update: %s\n", je.text);
     pthread_mutex_lock(&f->mu);
     json_array_append_new(f->updates, u);
+    pthread_mutex_unlock(&f->mu);
+}
+
+void tgfake_add_raw_update(tgfake *f, long long id, const char *text)
+{
+    pthread_mutex_lock(&f->mu);
+    json_array_append_new(f->raw, json_pack("{s:I,s:s}", "id", (json_int_t)id, "text", text));
     pthread_mutex_unlock(&f->mu);
 }
 

@@ -19,6 +19,7 @@
 typedef struct tgfake {
     pthread_mutex_t mu;
     json_t *updates; /* pending: dropped once an offset confirms them */
+    json_t *raw;     /* pending raw updates: [{"id":N,"text":"<JSON text as sent>"}] */
     json_t *sent;    /* sendMessage parameters */
     json_t *offsets; /* the offset of every getUpdates (-1: none) */
     int polls, getme;
@@ -32,6 +33,9 @@ void tgfake_init(tgfake *f);
 void tgfake_release(tgfake *f);
 /* Queues an update (JSON text). */
 void tgfake_add_update(tgfake *f, const char *json);
+/* Queues an update sent exactly as text (which jansson may refuse, e.g.
+ * "\u0000"), with update_id id; answers put updates in id order. */
+void tgfake_add_raw_update(tgfake *f, long long id, const char *text);
 int tgfake_polls(tgfake *f);
 /* The fakeserver handler: fake_handler(srv, tgfake_handler, f). */
 bool tgfake_handler(void *ctx, const char *method, const char *path, const char *body,

@@ -22,7 +22,8 @@ struct fake_server {
     pthread_mutex_t mu;
     enum fake_fault faults[64];
     int fstatus[64], fretry[64], nfaults;
-    char *fraw[64]; /* FAKE_RAW answers */
+    char *fraw[64]; /* FAKE_RAW answers, FAKE_ENDLESS chunks */
+    atomic_llong endless_sent;
     fake_request reqs[256];
     int nreqs;
     struct fake_file {
@@ -359,6 +360,26 @@ static void *serve(void *arg)
             if (status) goto done; /* status carries "close" */
             continue;
         }
+        if (f == FAKE_ENDLESS) {
+            const char *sh = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+            send_all(c->fd, sh, strlen(sh));
+            size_t n = strlen(raw);
+            for (bool up = true; up && !s->stop;) {
+                for (size_t off = 0; off < n;) {
+                    ssize_t w = send(c->fd, raw + off, n - off, MSG_NOSIGNAL);
+                    if (w <= 0) {
+                        up = false;
+                        break;
+                    }
+                    off += (size_t)w;
+                    s->endless_sent += w;
+                }
+            }
+            free(raw);
+            free(body);
+            free(hdrs);
+            goto done;
+        }
         if (f == FAKE_HANG) {
             while (!s->stop)
                 usleep(10000);
@@ -576,6 +597,24 @@ void fake_push_raw(fake_server *s, const char *raw, bool close)
         s->nfaults++;
     }
     pthread_mutex_unlock(&s->mu);
+}
+
+void fake_push_endless(fake_server *s, const char *chunk)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->nfaults < 64) {
+        s->faults[s->nfaults] = FAKE_ENDLESS;
+        s->fstatus[s->nfaults] = 200;
+        s->fretry[s->nfaults] = -1;
+        s->fraw[s->nfaults] = cm_strdup(chunk);
+        s->nfaults++;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+long long fake_endless_sent(fake_server *s)
+{
+    return s->endless_sent;
 }
 
 int fake_count(fake_server *s)

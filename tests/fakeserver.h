@@ -37,6 +37,8 @@ enum fake_fault {
     FAKE_REDIRECT,     /* 302 to "/cdn<path>?sig=fake", with X-Linked-Etag */
     FAKE_WRONG_RANGE,  /* 206 with the whole file (Content-Range from 0) whatever Range asked */
     FAKE_RAW,          /* the bytes given to fake_push_raw, as they are (any request) */
+    FAKE_ENDLESS,      /* 200 text/event-stream, then fake_push_endless's chunk again and
+                          again until the client goes away (or the server stops) */
 };
 
 typedef struct fake_request {
@@ -63,6 +65,11 @@ void fake_push(fake_server *s, enum fake_fault f, int status, int retry_after);
  * headers, body — e.g. an SSE stream) are sent as they are; then the
  * connection is closed when close is true, else kept for the next request. */
 void fake_push_raw(fake_server *s, const char *raw, bool close);
+/* Queues an event stream without end for the next request: chunk (e.g.
+ * "data: {...}\n\n") is sent until a send fails; the bytes sent are counted
+ * (fake_endless_sent). */
+void fake_push_endless(fake_server *s, const char *chunk);
+long long fake_endless_sent(fake_server *s);
 /* A chat model's next answer, OpenAI-style streamed: text with its usage
  * (prompt_tokens, 10 completion tokens), or one tool call (arguments as
  * JSON text). */

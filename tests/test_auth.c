@@ -13,6 +13,7 @@
 
 #include "../src/auth/auth.h"
 #include "../src/base/fs.h"
+#include "../src/base/jnum.h"
 #include "test.h"
 
 #define MIN  60000LL
@@ -495,4 +496,62 @@ TEST(auth_store_survives_kill9)
     if (dir) closedir(dir);
     EXPECT_INT(leftovers, 0);
     free(path);
+}
+
+/* Numbers in auth-profiles.json are range-checked before they become
+ * int64_t: cooldownUntil 1e300 was cast as it was (undefined; on x86 it
+ * read as INT64_MIN, so the profile looked usable). Huge times mean "not
+ * before the far future", negative ones "not set". */
+TEST(auth_state_numbers_range_checked)
+{
+    static const struct {
+        const char *stats; /* the profile's usageStats */
+        bool unusable;
+    } cases[] = {
+        {"{\"cooldownUntil\":1e300}", true},
+        {"{\"cooldownUntil\":1.7976931348623157e308}", true},
+        {"{\"disabledUntil\":1e19}", true},
+        {"{\"cooldownUntil\":9223372036854775807}", true},
+        {"{\"cooldownUntil\":-1e300}", false},
+        {"{\"cooldownUntil\":-5}", false},
+        {"{\"cooldownUntil\":-9223372036854775807}", false},
+        {"{\"cooldownUntil\":\"1e300\"}", false},
+        {"{\"cooldownUntil\":null,\"disabledUntil\":-1e19}", false},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char doc[512];
+        snprintf(doc, sizeof doc,
+                 "{\"version\":1,\"profiles\":{\"openai:k\":{\"type\":\"api_key\","
+                 "\"provider\":\"openai\",\"key\":\"sk\"}},\"usageStats\":{\"openai:k\":%s}}",
+                 cases[i].stats);
+        auth_store s = store_of(doc);
+        if (cm_auth_profile_unusable(&s, "openai:k", T0) != cases[i].unusable)
+            test_fail(__FILE__, __LINE__, "%s: unusable should be %d", cases[i].stats,
+                      cases[i].unusable);
+        int64_t until = cm_auth_profile_unusable_until(&s, "openai:k");
+        EXPECT(until >= 0 && until <= CM_JNUM_MS_MAX);
+        json_decref(s.doc);
+    }
+    /* A token's expiry: 1e300 is valid for ever, -1e300 long expired. */
+    auth_store s = store_of("{\"version\":1,\"profiles\":{"
+                            "\"openai:a\":{\"type\":\"token\",\"provider\":\"openai\",\"token\":"
+                            "\"t\",\"expires\":1e300},"
+                            "\"openai:b\":{\"type\":\"token\",\"provider\":\"openai\",\"token\":"
+                            "\"t\",\"expires\":-1e300}}}");
+    ORDER(&s, NULL, "openai", NULL, T0, "openai:a");
+    json_decref(s.doc);
+    /* Counters out of range: the next failure still cools down from now. */
+    json_t *st = json_loads("{\"errorCount\":1e300,\"failureCounts\":{\"rate_limit\":-1e300},"
+                            "\"lastFailureAt\":1e300}",
+                            0, NULL);
+    json_t *next = cm_auth_stats_after_failure(st, "openai", AUTH_R_RATE_LIMIT, NULL, T0);
+    EXPECT(next);
+    json_int_t cu = json_integer_value(json_object_get(next, "cooldownUntil"));
+    EXPECT(cu > T0 && cu <= T0 + 24 * 60 * MIN);
+    EXPECT(json_integer_value(json_object_get(next, "errorCount")) > 0);
+    EXPECT_INT(json_integer_value(json_object_get(json_object_get(next, "failureCounts"),
+                                                  "rate_limit")),
+               1);
+    json_decref(st);
+    json_decref(next);
 }

@@ -611,3 +611,92 @@ TEST(httpd_graceful_stop)
     EXPECT_INT(cm_net_httpd_start(&o, &h, err, sizeof err), CM_EINVAL);
     EXPECT_CONTAINS(err, "listen address");
 }
+
+/* A connection to 127.0.0.1:port from source address src (any 127/8
+ * address is loopback on Linux), or -1. */
+static int S_connect_from(int port, uint32_t src)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(src);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One client address holding idle connections used to take every slot
+ * (256, each held 10 s by the header timeout) and everyone else got 503:
+ * now it gets max_conns_per_addr of them and another address still gets in. */
+TEST(httpd_one_address_cannot_take_every_connection)
+{
+    echo_ctx x = {0};
+    httpd_opts o = cm_net_httpd_defaults();
+    o.max_conns = 8;
+    o.max_conns_per_addr = 4;
+    httpd *h = S_start(&x, &o);
+    EXPECT(h != NULL);
+    int port = cm_net_httpd_port(h);
+    int idle[8], refused = 0;
+    for (int i = 0; i < 8; i++) {
+        idle[i] = S_connect_from(port, 0x7f000002);
+        if (idle[i] < 0) SKIP("127.0.0.2", "cannot bind 127.0.0.2");
+    }
+    for (int i = 4; i < 8; i++) { /* past the address's share: 503 at once */
+        char *r = S_read_all(idle[i], 5000);
+        refused += S_status(r) == 503;
+        free(r);
+    }
+    EXPECT_INT(refused, 4);
+    int f = S_connect_from(port, 0x7f000001);
+    EXPECT(f >= 0);
+    S_send(f, "GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    char *r = S_read_response(f, 5000);
+    EXPECT_INT(S_status(r), 200);
+    free(r);
+    close(f);
+    for (int i = 0; i < 8; i++)
+        close(idle[i]);
+    cm_net_httpd_stop(h, 1000);
+    /* the default share: a quarter of max_conns, at least 8 */
+    o = cm_net_httpd_defaults();
+    EXPECT_INT(o.max_conns, 256);
+}
+
+/* A connection that sends nothing is closed after first_byte_timeout_ms,
+ * well before header_timeout_ms (10 s): it holds a slot only briefly. */
+TEST(httpd_silent_connection_closed_early)
+{
+    echo_ctx x = {0};
+    httpd_opts o = cm_net_httpd_defaults();
+    o.first_byte_timeout_ms = 200;
+    httpd *h = S_start(&x, &o);
+    EXPECT(h != NULL);
+    int f = S_connect(cm_net_httpd_port(h));
+    int64_t t0 = cm_now_ms();
+    char *r = S_read_all(f, 8000); /* returns when the server closes */
+    int64_t took = cm_now_ms() - t0;
+    free(r);
+    close(f);
+    EXPECT(took < 5000);
+    /* a request that started in time still has the whole header timeout */
+    f = S_connect(cm_net_httpd_port(h));
+    S_send(f, "GET / HTTP/1.1\r\n");
+    struct pollfd p = {f, POLLIN, 0};
+    EXPECT_INT(poll(&p, 1, 600), 0); /* still open past 200 ms */
+    S_send(f, "Host: h\r\n\r\n");
+    r = S_read_response(f, 5000);
+    EXPECT_INT(S_status(r), 200);
+    free(r);
+    close(f);
+    cm_net_httpd_stop(h, 1000);
+}

@@ -109,3 +109,51 @@ TEST(redact_json_strings_always_valid)
     json_decref(j);
     cm_buf_release(&b);
 }
+
+/* A Telegram bot token in a URL cut for a message: the URL used to be cut at
+ * 150 characters before anything was redacted, so with a long base URL the
+ * exact-token redactor missed the cut token (bot id + 23 secret characters
+ * in `gateway status`). Every cut position now shows none of it. */
+TEST(redact_bot_token_before_any_cut)
+{
+    static const char token[] = "123456789:AAE-secretTokenValue_xyz0123456789ab";
+    for (size_t pad = 100; pad < 160; pad++) {
+        buf url = BUF_INIT;
+        (void)!cm_buf_adds(&url, "https://api.example/");
+        for (size_t k = 0; k < pad; k++)
+            (void)!cm_buf_addc(&url, 'p');
+        (void)!cm_buf_printf(&url, "/bot%s/getUpdates?offset=1", token);
+        char u[151];
+        cm_redact_url_to(url.data, u, sizeof u);
+        if (strstr(u, "AAE") || strstr(u, "3456789:") || strstr(u, "secret"))
+            test_fail(__FILE__, __LINE__, "pad %zu: %s", pad, u);
+        /* the same through cm_redact_text, cut at any length */
+        buf o = BUF_INIT;
+        EXPECT_INT(cm_redact_text(NULL, url.data, url.len, pad, &o), CM_OK);
+        if (strstr(o.data, "AAE") || strstr(o.data, "secret"))
+            test_fail(__FILE__, __LINE__, "pad %zu: %s", pad, o.data);
+        cm_buf_release(&o);
+        cm_buf_release(&url);
+    }
+    char u[300];
+    cm_redact_url_to("https://api.telegram.org/bot123456:AAE-x/getMe", u, sizeof u);
+    EXPECT_STR(u, "https://api.telegram.org/bot[redacted]/getMe");
+    /* text already cut by someone else, and the bare token shape */
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"GET /bot123456:AAE-sec", "GET /bot[redacted]"},
+        {"GET /bot1234567", "GET /bot[redacted]"},
+        {"GET /bot1234567\xE2\x80\xA6", "GET /bot[redacted]\xE2\x80\xA6"},
+        {"token 123456789:AAE-secretTokenValue_xyz0123456789ab here",
+         "token [redacted] here"},
+        {"meet at 10:30, robot 12:3", "meet at 10:30, robot 12:3"},
+        {"/bots/list and /bot/x", "/bots/list and /bot/x"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        buf o = BUF_INIT;
+        EXPECT_INT(cm_redact_text(NULL, cases[i].in, strlen(cases[i].in), 0, &o), CM_OK);
+        EXPECT_STR(o.data, cases[i].out);
+        cm_buf_release(&o);
+    }
+}

@@ -779,3 +779,56 @@ TEST(serve_conformance_suite)
     }
     EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
 }
+
+/* Sessions are shared fairly: one LRU of 4,096 MCP sessions used to serve
+ * every agent and token, so one read-only token opening 4,100 sessions
+ * logged every other tenant out. Now a token holds at most 256 (its own
+ * oldest go first), an agent 1,024, and at a cap the biggest holder loses
+ * one; a session answers only the token that opened it. */
+TEST(serve_sessions_fair_between_tokens)
+{
+    char *dir = tmp_dir();
+    write_file(dir, "tokens.json",
+               "{'tok-a1-0123456789abcdef': {agent: 'alpha'},"
+               " 'tok-a2-0123456789abcdef': {agent: 'alpha'},"
+               " 'tok-b-0123456789abcdefg': {agent: 'beta'}}");
+    const char *extra[] = {"--tokens", path_in(dir, "tokens.json"), NULL};
+    server s;
+    start(&s, false, extra);
+    EXPECT(s.port > 0);
+    char *sid_b = S_init(&s, "tok-b-0123456789abcdefg", "/mcp");
+    char *sid_a2 = S_init(&s, "tok-a2-0123456789abcdef", "/mcp");
+    char *first_a1 = S_init(&s, "tok-a1-0123456789abcdef", "/mcp");
+    EXPECT(sid_b && sid_a2 && first_a1);
+    /* the same agent, another token: not its session */
+    reply r = S_post(&s, "tok-a2-0123456789abcdef", first_a1, NULL,
+                     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+    EXPECT_INT(r.status, 404);
+    reply_release(&r);
+    int made = 0;
+    char *last_a1 = NULL;
+    for (int i = 0; i < 4100; i++) {
+        free(last_a1);
+        last_a1 = S_init(&s, "tok-a1-0123456789abcdef", "/mcp");
+        made += last_a1 != NULL;
+    }
+    EXPECT_INT(made, 4100);
+    static const char list[] = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}";
+    r = S_post(&s, "tok-b-0123456789abcdefg", sid_b, NULL, list);
+    EXPECT_INT(r.status, 200);
+    reply_release(&r);
+    r = S_post(&s, "tok-a2-0123456789abcdef", sid_a2, NULL, list);
+    EXPECT_INT(r.status, 200);
+    reply_release(&r);
+    r = S_post(&s, "tok-a1-0123456789abcdef", last_a1, NULL, list);
+    EXPECT_INT(r.status, 200);
+    reply_release(&r);
+    r = S_post(&s, "tok-a1-0123456789abcdef", first_a1, NULL, list); /* its own oldest went */
+    EXPECT_INT(r.status, 404);
+    reply_release(&r);
+    free(sid_b);
+    free(sid_a2);
+    free(first_a1);
+    free(last_a1);
+    EXPECT_INT(proc_stop(&s.p, SIGTERM, 10000), 0);
+}

@@ -49,3 +49,28 @@ TEST(symbols_exported_start_with_cm)
     cm_buf_release(&bad);
     run_result_release(&r);
 }
+
+/* The library never changes the process environment: setenv("TZ") and
+ * tzset() raced with every other thread's localtime_r and getenv (issue 27). */
+TEST(symbols_library_leaves_the_environment_alone)
+{
+    const char *bin = getenv("CLAWMEM_BIN");
+    char dir[4096], lib[4200];
+    snprintf(dir, sizeof dir, "%s", bin && *bin ? bin : "build/clawmem");
+    snprintf(lib, sizeof lib, "%s/libclawmem.a", dirname(dir));
+    const char *argv[] = {"nm", "-u", lib, NULL};
+    run_result r = run_cmd(NULL, argv);
+    EXPECT_INT(r.status, 0);
+    static const char *const banned[] = {"setenv", "unsetenv", "putenv", "tzset", "clearenv"};
+    for (const char *line = r.out ? r.out : ""; *line;) {
+        size_t len = strcspn(line, "\n");
+        const char *name = memrchr(line, ' ', len);
+        name = name ? name + 1 : line;
+        size_t nl = (size_t)(line + len - name);
+        for (size_t i = 0; i < ARRAY_LEN(banned); i++)
+            if (nl == strlen(banned[i]) && !memcmp(name, banned[i], nl))
+                test_fail(__FILE__, __LINE__, "libclawmem.a calls %s", banned[i]);
+        line += len + (line[len] == '\n');
+    }
+    run_result_release(&r);
+}

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "auth.h"
+#include "../base/jnum.h"
 
 #define OOM()                                                                                      \
     do {                                                                                           \
@@ -73,9 +74,11 @@ int64_t cm_auth_cooldown_ms(int64_t n)
     return ms < HOUR_MS ? ms : HOUR_MS;
 }
 
+/* v hours when a positive finite number (at most a million: about 114
+ * years, so the ms never overflow), else dflt. */
 static double hours_or(double v, double dflt)
 {
-    return isfinite(v) && v > 0 ? v : dflt;
+    return isfinite(v) && v > 0 ? (v > 1e6 ? 1e6 : v) : dflt;
 }
 
 int64_t cm_auth_billing_disable_ms(const auth_cooldowns *c, const char *provider, int64_t n)
@@ -102,13 +105,11 @@ int64_t cm_auth_billing_disable_ms(const auth_cooldowns *c, const char *provider
     return ms < max ? ms : max;
 }
 
-/* A number field of an object as ms, 0 when absent or not a positive finite number. */
+/* A number field of an object as ms: 0 when absent, not a number or not
+ * positive; a time past CM_JNUM_MS_MAX (1e300) reads as that, i.e. never. */
 static int64_t get_ms(const json_t *o, const char *key)
 {
-    json_t *v = json_object_get(o, key);
-    if (!json_is_number(v)) return 0;
-    double d = json_number_value(v);
-    return isfinite(d) && d > 0 ? (int64_t)d : 0;
+    return cm_jnum_int64(json_object_get(o, key), 0, CM_JNUM_MS_MAX, 0);
 }
 
 static json_t *stats_of(const auth_store *s, const char *id)
@@ -197,8 +198,8 @@ static bool credential_ok(const json_t *p, int64_t now)
         if (!str_field(p, "token") && !json_is_object(json_object_get(p, "tokenRef"))) return false;
         json_t *e = json_object_get(p, "expires");
         if (!e) return true;
-        if (!json_is_number(e) || !(json_number_value(e) > 0)) return false;
-        return now < (int64_t)json_number_value(e);
+        int64_t until = cm_jnum_int64(e, 0, CM_JNUM_MS_MAX, 0);
+        return until > 0 && now < until;
     }
     if (strcmp(type, "oauth") == 0) return str_field(p, "access") || str_field(p, "refresh");
     return false;
@@ -405,13 +406,13 @@ json_t *cm_auth_stats_after_failure(const json_t *existing, const char *provider
     int64_t last_fail = get_ms(st, "lastFailureAt");
     bool reset = last_fail > 0 && now - last_fail > (int64_t)(window_h * HOUR_MS);
     json_t *ec = json_object_get(st, "errorCount");
-    int64_t errors = (reset || !json_is_number(ec)) ? 0 : (int64_t)json_number_value(ec);
+    int64_t errors = reset ? 0 : cm_jnum_int64(ec, 0, INT32_MAX, 0);
     errors++;
     json_t *counts = reset ? NULL : json_object_get(st, "failureCounts");
     counts = json_is_object(counts) ? json_deep_copy(counts) : json_object();
     const char *name = cm_auth_reason_name(r < 0 ? AUTH_R_UNKNOWN : r);
     json_t *prev = json_object_get(counts, name);
-    int64_t this_count = (json_is_number(prev) ? (int64_t)json_number_value(prev) : 0) + 1;
+    int64_t this_count = cm_jnum_int64(prev, 0, INT32_MAX, 0) + 1;
     json_object_set_new(counts, name, json_integer(this_count));
     json_object_set_new(st, "errorCount", json_integer(errors));
     json_object_set_new(st, "failureCounts", counts);

@@ -18,10 +18,13 @@
 #define CM_CAP_PAIRING_FILE    (4u << 20)          /* a pairing or allow-from store */
 #define CM_CAP_TRANSCRIPT      (512u << 20)        /* a transcript an agent turn reads */
 #define CM_CAP_TRANSCRIPT_TAIL (16u << 20)         /* the longest last line looked back over */
+#define CM_CAP_ZONE_FILE       (1u << 20)          /* a TZif file under /usr/share/zoneinfo */
 #define CM_CAP_MEMORY_FILE     ((int64_t)64 << 20) /* a memory file: larger ones are skipped */
 
 /* Servers. */
 #define CM_CAP_LLM_ANSWER     (32u << 20) /* a whole model answer or one stream event */
+#define CM_CAP_LLM_STREAMED   (16u << 20) /* a streamed answer's text + reasoning + tool arguments */
+#define CM_CAP_LLM_CALLS      256         /* tool calls in one answer */
 #define CM_CAP_LLM_ERROR_BODY (64u << 10) /* what is kept of a model's error answer */
 #define CM_CAP_OAUTH_ANSWER   (1u << 20)  /* a token endpoint's answer */
 #define CM_CAP_SSE_EVENT      (4u << 20)  /* an event stream's line or data, by default */

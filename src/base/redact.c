@@ -211,14 +211,53 @@ static size_t value_start(const char *s, size_t n, size_t p, bool colon_ok, char
     return p;
 }
 
+static bool digitc(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* At s[i], the end of a Telegram bot token to mask, or 0: "/bot" then digits
+ * then ":" and the secret's characters (any number: a cut one too), or
+ * "/bot" and digits up to the end of s or a "…" cut mark; at a word start
+ * without "/bot", 6+ digits, ":" and 30+ token characters. *keep is how many
+ * bytes stay shown ("/bot"). */
+static size_t bot_token_end(const char *s, size_t n, size_t i, bool start, size_t *keep)
+{
+    size_t d = i;
+    *keep = 0;
+    if (n - i > 4 && !memcmp(s + i, "/bot", 4)) {
+        *keep = 4;
+        d = i + 4;
+    } else if (!start) {
+        return 0;
+    }
+    size_t e = d;
+    while (e < n && digitc(s[e]))
+        e++;
+    if (e == d) return 0;
+    if (*keep && (e == n || (n - e >= 3 && !memcmp(s + e, "\xE2\x80\xA6", 3)))) return e;
+    if (e >= n || s[e] != ':') return 0;
+    size_t v = ++e;
+    while (e < n && wordc((unsigned char)s[e]))
+        e++;
+    if (*keep) return e;
+    return e - d >= 7 && e - v >= 30 && (e == n || !wordc((unsigned char)s[e])) ? e : 0;
+}
+
 static cm_rc patterns(unsigned which, const char *s, size_t n, buf *out)
 {
     cm_rc rc = CM_OK;
     size_t i = 0;
     while (i < n && !rc) {
         bool start = i == 0 || !wordc((unsigned char)s[i - 1]);
-        size_t l;
+        size_t l, keep;
         char q;
+        if ((which & REDACT_BOT) && (l = bot_token_end(s, n, i, start, &keep))) {
+            rc = cm_buf_add(out, s + i, keep);
+            if (!rc) rc = cm_buf_adds(out, REDACTED);
+            i = l;
+            continue;
+        }
         if (!start) {
             rc = cm_buf_addc(out, s[i++]);
             continue;
@@ -377,7 +416,7 @@ out:
 cm_rc cm_redact_url(const char *url, size_t max_chars, buf *out)
 {
     cm_rc rc = CM_OK;
-    buf tmp = BUF_INIT;
+    buf tmp = BUF_INIT, masked = BUF_INIT;
     if (!url) url = "";
     size_t end = strcspn(url, "?#"), a, b;
     if (authority(url, &a, &b) && b <= end) {
@@ -388,6 +427,11 @@ cm_rc cm_redact_url(const char *url, size_t max_chars, buf *out)
     } else {
         CHECK(cm_buf_add(&tmp, url, end));
     }
+    /* masked whole, then cut */
+    CHECK(patterns(REDACT_SK | REDACT_BOT, tmp.data, tmp.len, &masked));
+    cm_buf_release(&tmp);
+    tmp = masked;
+    masked = (buf)BUF_INIT;
     size_t chars = 0, i = 0;
     while (i < tmp.len && (!max_chars || chars < max_chars)) {
         int32_t cp;
@@ -398,6 +442,7 @@ cm_rc cm_redact_url(const char *url, size_t max_chars, buf *out)
     if (i < tmp.len) CHECK(cm_buf_adds(out, "\xE2\x80\xA6"));
 out:
     cm_buf_release(&tmp);
+    cm_buf_release(&masked);
     return rc;
 }
 

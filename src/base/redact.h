@@ -28,6 +28,8 @@ enum {
     REDACT_SK = 1 << 1,      /* sk-…, sk_…, hf_…, AIza…, gsk_…, xai-… key shapes */
     REDACT_PARAMS = 1 << 2,  /* key=, api_key=, token=, access_token=, password=, secret=, sig= */
     REDACT_HEADERS = 1 << 3, /* Authorization, x-goog-api-key, x-api-key, api-key, cookie, … */
+    REDACT_BOT = 1 << 4,     /* Telegram bot tokens: "/bot<id>:<secret>" (also cut short, even
+                                to "/bot<id>" at the end), "<id>:<30+ token characters>" */
     REDACT_ALL = 0xff
 };
 
@@ -54,8 +56,9 @@ cm_rc cm_redact_add_url(redact *r, const char *url);
 cm_rc cm_redact_text(const redact *r, const char *s, size_t n, size_t max_chars, buf *out);
 
 /* Appends url for a message: without userinfo and without its query string
- * and fragment (either may carry a key), at most max_chars characters
- * (0: no cap), control characters escaped. */
+ * and fragment (either may carry a key), the key shapes of REDACT_SK and
+ * REDACT_BOT masked (before the cut: a cut token is never half shown), at
+ * most max_chars characters (0: no cap), control characters escaped. */
 cm_rc cm_redact_url(const char *url, size_t max_chars, buf *out);
 
 /* cm_redact_url into a fixed buffer (always NUL-terminated). */

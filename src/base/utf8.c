@@ -286,3 +286,70 @@ void cm_jw_printf(jw *w, const char *fmt, ...)
     w->rc = cm_buf_vprintf(w->b, fmt, ap);
     va_end(ap);
 }
+
+/* The value of 4 hex digits at p; -1 when they are not. */
+static int32_t hex4(const char *p)
+{
+    int32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+size_t cm_utf8_json_tolerate(char *s, size_t n)
+{
+    size_t fixed = 0;
+    bool in = false; /* inside a string */
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x80) {
+            int32_t cp;
+            size_t l = cm_utf8_decode(s + i, n - i, &cp);
+            if (cp < 0) {
+                s[i] = '?';
+                fixed++;
+                l = 1;
+            }
+            i += l;
+            continue;
+        }
+        if (!in || c == '"') {
+            in = in ? false : c == '"';
+            i++;
+            continue;
+        }
+        if (c < 0x20) {
+            s[i++] = ' ';
+            fixed++;
+            continue;
+        }
+        if (c != '\\') {
+            i++;
+            continue;
+        }
+        int32_t u = i + 6 <= n && s[i + 1] == 'u' ? hex4(s + i + 2) : -1;
+        if (u < 0) { /* another escape (or a bad one, left to the parser) */
+            i += 2;
+            continue;
+        }
+        bool pair = u >= 0xD800 && u <= 0xDBFF && i + 12 <= n && s[i + 6] == '\\' &&
+                    s[i + 7] == 'u' && hex4(s + i + 8) >= 0xDC00 && hex4(s + i + 8) <= 0xDFFF;
+        if (pair) {
+            i += 12;
+            continue;
+        }
+        if (u == 0 || (u >= 0xD800 && u <= 0xDFFF)) {
+            memcpy(s + i, "\\ufffd", 6);
+            fixed++;
+        }
+        i += 6;
+    }
+    return fixed;
+}

@@ -18,6 +18,13 @@ size_t cm_utf8_valid_prefix(const char *s, size_t n);
 /* Appends s with every invalid byte replaced by U+FFFD. */
 cm_rc cm_utf8_repair(buf *out, const char *s, size_t n);
 
+/* Rewrites JSON text s[0..n) in place, at the same length, so that jansson's
+ * defaults read what a lenient sender wrote: inside strings, the escapes
+ * \u0000 and lone surrogates (\ud83d without its low half, or a low half
+ * alone) become \ufffd and raw control bytes a space; anywhere, a byte that
+ * is not UTF-8 becomes '?'. Returns how many places it rewrote. */
+size_t cm_utf8_json_tolerate(char *s, size_t n);
+
 /* Appends s for a one-line message or a terminal: control characters
  * (C0, DEL, C1) are escaped ("\\n", "\\r", "\\t", others "\\xNN", C1
  * "\\u0085"), and so is every byte of invalid UTF-8 ("\\xff"), so a file name

@@ -66,6 +66,11 @@ cm_rc cm_gw_telegram_open(const json_t *root, const char *account, const char *s
  * For status output. */
 void cm_gw_telegram_last_error(gw_channel *ch, char *out, size_t n);
 
+/* Where a Telegram channel logs what it skips (an update it cannot read or
+ * that the gateway refuses for good); copied. Call before start. */
+struct cm_logger;
+void cm_gw_telegram_set_logger(gw_channel *ch, const struct cm_logger *lg);
+
 /* md, a reply's Markdown, as Telegram HTML (parse_mode "HTML") in out
  * (reset first): tg_html.c. */
 cm_rc cm_gw_telegram_html(const char *md, buf *out);

@@ -176,6 +176,7 @@ static cm_rc S_open_telegram(cm_gateway *g, const json_t *root, const char *acco
     if (g->nch >= GW_MAX_OPEN)
         FAIL(CM_ECONFIG, "too many channel accounts (at most %d)", GW_MAX_OPEN);
     CHECK(cm_gw_telegram_open(root, account, g->cfg.state_dir, &t, err, errlen));
+    cm_gw_telegram_set_logger(t, &g->log);
     g->ch[g->nch++] = t;
     CHECK(cm_gw_runtime_add_channel(g->rt, t, NULL, account, err, errlen));
 out:

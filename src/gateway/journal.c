@@ -145,12 +145,12 @@ static cm_rc S_replay(const buf *b, int64_t now_ms, int64_t keep_ms, json_t *pen
             buf k = BUF_INIT;
             gw_msg m;
             cm_gw_journal_msg(json_object_get(e, "msg"), &m);
-            if (e && now_ms - ts < keep_ms && cm_gw_dedupe_key(&m, &k))
+            if (e && ts > now_ms - keep_ms && cm_gw_dedupe_key(&m, &k))
                 json_array_append_new(seen, json_pack("{s:s,s:I}", "key", k.data, "ts", ts));
             cm_buf_release(&k);
             json_object_del(by_id, idk);
         } else if (t && !strcmp(t, "seen") &&
-                   now_ms - json_integer_value(json_object_get(o, "ts")) < keep_ms) {
+                   json_integer_value(json_object_get(o, "ts")) > now_ms - keep_ms) {
             json_array_append(seen, o);
         }
         json_decref(o);

@@ -8,6 +8,9 @@
  * parameters.retry_after; 5xx, network failures and unreadable answers are
  * retried with doubling backoff. The bot token is part of every request's
  * URL path, so every message built here goes through a redactor holding it.
+ * Answers are read leniently (\u0000 and lone surrogates become U+FFFD); an
+ * update that still cannot be read, or that the gateway refuses for good, is
+ * skipped past with a log line so one odd update cannot stop the channel.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +21,9 @@
 #include <unistd.h>
 
 #include "../base/fs.h"
+#include "../base/log.h"
 #include "../base/redact.h"
+#include "../base/utf8.h"
 #include "../config/secret.h"
 #include "../net/http.h"
 #include "channel.h"
@@ -50,7 +55,8 @@ typedef struct tg_chan {
     pthread_mutex_t mu;  /* guards last_err and the stop wait */
     pthread_cond_t cv;
     char last_err[512];
-    redact red; /* the token */
+    redact red;    /* the token */
+    cm_logger log; /* cm_gw_telegram_set_logger; set before start */
 } tg_chan;
 
 /* ---- config ---- */
@@ -145,6 +151,8 @@ typedef struct call_res {
     long status;
     long retry_after_ms; /* parameters.retry_after or Retry-After; -1 none */
     bool retryable;
+    bool unreadable;  /* a 2xx answer that is not JSON even read leniently */
+    int64_t first_id; /* then: the first "update_id" number in it, or -1 */
     json_t *result; /* "result" of an ok answer (owned) */
 } call_res;
 
@@ -166,6 +174,27 @@ static bool on_data(http_fetch *f, const char *p, size_t n)
     return cm_buf_add(&c->body, p, n) == CM_OK && !atomic_load(c->watch);
 }
 
+/* The number after the first "update_id": in an answer jansson could not
+ * read, or -1. */
+static int64_t first_update_id(const char *s)
+{
+    const char *p = strstr(s, "\"update_id\"");
+    if (!p) return -1;
+    p += 11;
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+        p++;
+    if (*p++ != ':') return -1;
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+        p++;
+    int64_t v = 0;
+    if (*p < '0' || *p > '9') return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (INT64_MAX - 9) / 10) return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v;
+}
+
 /* One attempt of method with params (a JSON object, may be NULL) within
  * limit_ms. CM_OK with r->result on {"ok":true}; otherwise a code and err
  * (token redacted): CM_ERATELIMIT (429), CM_EAUTH (401/403/404: the token),
@@ -182,6 +211,7 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
     fetch_ctx fc = {BUF_INIT, watch};
     memset(r, 0, sizeof *r);
     r->retry_after_ms = -1;
+    r->first_id = -1;
     if (cm_buf_printf(&url, "%s/bot%s/%s", t->api_base, t->token, method))
         FAIL(CM_ENOMEM, "out of memory");
     body = params ? json_dumps(params, JSON_COMPACT) : cm_strdup("{}");
@@ -209,7 +239,12 @@ static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long 
         rc = tg_err(t, err, errlen, CM_EIO, said ? msg.data : "telegram: network failure");
         goto out;
     }
+    cm_utf8_json_tolerate(fc.body.data, fc.body.len);
     doc = json_loadb(fc.body.data, fc.body.len, 0, NULL);
+    if (!doc && f.status >= 200 && f.status < 300) {
+        r->unreadable = true;
+        r->first_id = first_update_id(fc.body.data);
+    }
     bool ok = json_is_true(json_object_get(doc, "ok"));
     if (f.status >= 200 && f.status < 300 && ok && json_object_get(doc, "result")) {
         r->result = json_incref(json_object_get(doc, "result"));
@@ -503,6 +538,7 @@ static void *poll_main(void *arg)
     char err[512];
     bool have_me = t->bot_uid != 0;
     json_t *allowed = json_pack("[s,s]", "message", "channel_post");
+    bool isolate = false; /* the last answer was unreadable: ask for one update */
     while (!atomic_load(&t->stop)) {
         call_res r;
         cm_rc rc;
@@ -519,11 +555,22 @@ static void *poll_main(void *arg)
         json_t *p = json_pack("{s:i,s:O}", "timeout", (int)t->poll_s, "allowed_updates", allowed);
         if (p && t->last_update >= 0)
             json_object_set_new(p, "offset", json_integer((json_int_t)(t->last_update + 1)));
+        if (p && isolate) json_object_set_new(p, "limit", json_integer(1));
         rc = p ? tg_call(t, "getUpdates", p, t->poll_s * 1000 + t->req_ms, &t->stop, &r, err,
                          sizeof err)
                : CM_ENOMEM;
         json_decref(p);
         if (rc == CM_ECANCELED) break;
+        if (rc && r.unreadable && isolate && r.first_id > t->last_update) {
+            /* one update alone and still not JSON: skipped past */
+            cm_logf(&t->log, CM_LOG_WARN, "telegram: update %lld cannot be read; skipped",
+                    (long long)r.first_id);
+            t->last_update = r.first_id;
+            if (offset_save(t, r.first_id, err, sizeof err)) set_last_err(t, err);
+            isolate = false;
+            continue;
+        }
+        if (rc && r.unreadable) isolate = true;
         if (rc || !json_is_array(r.result)) {
             if (!rc) snprintf(err, sizeof err, "telegram getUpdates: the result is not a list");
             set_last_err(t, rc == CM_ENOMEM ? "telegram: out of memory" : err);
@@ -532,6 +579,8 @@ static void *poll_main(void *arg)
             continue;
         }
         fails = 0;
+        isolate = false;
+        set_last_err(t, ""); /* polling works again */
         size_t i;
         json_t *u;
         bool refused = false;
@@ -541,7 +590,11 @@ static void *poll_main(void *arg)
             if (!json_is_integer(uid) || json_integer_value(uid) < 0) continue;
             int64_t id = (int64_t)json_integer_value(uid);
             if (id <= t->last_update) continue; /* already accepted */
-            if (deliver(t, u) != CM_OK) {
+            cm_rc drc = deliver(t, u);
+            if (drc == CM_EINVAL || drc == CM_ETOOBIG) { /* refused for good */
+                cm_logf(&t->log, CM_LOG_WARN, "telegram: update %lld refused (%s); skipped",
+                        (long long)id, cm_strerror(drc));
+            } else if (drc) {
                 refused = true; /* asked again from this update on */
                 break;
             }
@@ -697,6 +750,12 @@ void cm_gw_telegram_last_error(gw_channel *ch, char *out, size_t n)
     pthread_mutex_lock(&t->mu);
     snprintf(out, n, "%s", t->last_err);
     pthread_mutex_unlock(&t->mu);
+}
+
+void cm_gw_telegram_set_logger(gw_channel *ch, const cm_logger *lg)
+{
+    tg_chan *t = (tg_chan *)ch;
+    if (lg) t->log = *lg;
 }
 
 void cm_gw_telegram_bot_username(gw_channel *ch, char *out, size_t n)

@@ -186,7 +186,7 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
             int ci = block_call(st, b);
             const char *pj = json_string_value(json_object_get(delta, "partial_json"));
             if (ci < 0) return false;
-            return !(pj && cm_buf_adds(&st->args[ci], pj));
+            return !(pj && cm_llm_stream_args(st, (size_t)ci, pj));
         }
         if (dt && !strcmp(dt, "thinking_delta")) {
             const char *t = json_string_value(json_object_get(delta, "thinking"));

@@ -13,6 +13,7 @@
 
 #define ERROR_BODY_MAX CM_CAP_LLM_ERROR_BODY /* what is kept of an error answer */
 #define ANSWER_MAX     CM_CAP_LLM_ANSWER     /* a whole answer or one stream event */
+#define STREAMED_MAX   CM_CAP_LLM_STREAMED   /* a streamed answer's text + reasoning + arguments */
 
 static const llm_format *const formats[LLM_API_N] = {&cm_llm_openai_format,
                                                      &cm_llm_anthropic_format};
@@ -48,6 +49,10 @@ void cm_llm_response_release(llm_response *r)
 llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i)
 {
     llm_response *o = st->out;
+    if (i >= CM_CAP_LLM_CALLS) {
+        st->too_long = true;
+        return NULL;
+    }
     if (i >= o->ncalls) {
         llm_tool_call *c = realloc(o->calls, (i + 1) * sizeof *c);
         if (!c) return NULL;
@@ -74,18 +79,38 @@ json_t *cm_llm_json_object(const char *text)
     return j;
 }
 
+/* Counts n more streamed bytes; CM_ETOOBIG (and too_long) past the cap. */
+static cm_rc stream_budget(llm_stream *st, size_t n)
+{
+    if (n > STREAMED_MAX - st->streamed) {
+        st->too_long = true;
+        return CM_ETOOBIG;
+    }
+    st->streamed += n;
+    return CM_OK;
+}
+
 cm_rc cm_llm_stream_text(llm_stream *st, const char *s, size_t n)
 {
-    cm_rc rc = cm_buf_add(&st->out->text, s, n);
+    cm_rc rc = stream_budget(st, n);
+    if (!rc) rc = cm_buf_add(&st->out->text, s, n);
     if (!rc && st->on_delta) st->on_delta(st->ctx, s, n);
     return rc;
 }
 
 cm_rc cm_llm_stream_reasoning(llm_stream *st, const char *s, size_t n)
 {
-    cm_rc rc = cm_buf_add(&st->out->reasoning, s, n);
+    cm_rc rc = stream_budget(st, n);
+    if (!rc) rc = cm_buf_add(&st->out->reasoning, s, n);
     if (!rc && st->on_reasoning) st->on_reasoning(st->reasoning_ctx, s, n);
     return rc;
+}
+
+cm_rc cm_llm_stream_args(llm_stream *st, size_t i, const char *s)
+{
+    size_t n = strlen(s);
+    cm_rc rc = stream_budget(st, n);
+    return rc ? rc : cm_buf_add(&st->args[i], s, n);
 }
 
 typedef struct chat_run {
@@ -123,7 +148,7 @@ static bool on_event(void *ctx, const char *event, const char *data, size_t len)
     json_t *j = json_loadb(data, len, 0, NULL);
     bool ok = r->fmt->event(&r->st, event, j);
     json_decref(j);
-    if (!ok) r->bad = true;
+    if (!ok && !r->st.too_long) r->bad = true;
     return ok && !r->st.error[0];
 }
 
@@ -199,6 +224,10 @@ cm_rc cm_llm_parse(llm_api api, bool stream, const char *data, size_t n, llm_res
         rc = cm_sse_feed(&r.sse, data, n);
         cm_sse_finish(&r.sse);
         if (r.st.error[0]) FAIL(CM_EIO, "error in the stream");
+        if (r.st.too_long) {
+            snprintf(out->stop_reason, sizeof out->stop_reason, "length");
+            FAIL(CM_ETOOBIG, "the streamed answer is longer than %u bytes", STREAMED_MAX);
+        }
         if (rc || r.bad) FAIL(CM_EIO, "unreadable stream event");
         if (!r.st.done) FAIL(CM_EIO, "the stream ended before the answer did");
     } else {
@@ -294,6 +323,14 @@ cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on
         e->reason = AUTH_R_NONE;
         e->retryable = false;
         FAIL(CM_ECANCELED, "%s: the request was cancelled", where);
+    }
+    if (r.st.too_long) { /* we stopped the read: the answer would not end */
+        e->reason = AUTH_R_NONE;
+        e->retryable = false;
+        snprintf(out->stop_reason, sizeof out->stop_reason, "length");
+        FAIL(CM_ETOOBIG, "%s: the streamed answer is longer than %u bytes (text, reasoning and "
+             "tool arguments; %zu tool calls at most): stopped",
+             where, STREAMED_MAX, (size_t)CM_CAP_LLM_CALLS);
     }
     if (rc == CM_ECANCELED && r.st.error[0]) rc = CM_OK; /* handled below */
     if (rc == CM_ECANCELED && r.bad) {

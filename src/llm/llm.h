@@ -136,6 +136,11 @@ typedef struct llm_stream {
     int *block_call; /* Anthropic: content block index → call index (-1) */
     size_t nblocks;
     bool done;       /* the format's end marker was seen */
+    /* Bytes of text, reasoning and tool arguments kept so far; past
+     * CM_CAP_LLM_STREAMED (or CM_CAP_LLM_CALLS calls) too_long is set, the
+     * event fails and the request stops with stop_reason "length". */
+    size_t streamed;
+    bool too_long;
     char error[300]; /* an error event's text */
 } llm_stream;
 
@@ -153,8 +158,11 @@ typedef struct llm_format {
 extern const llm_format cm_llm_openai_format, cm_llm_anthropic_format;
 
 /* Shared by the formats: the call at index i (grown as needed), with its
- * argument buffer; NULL on ENOMEM. */
+ * argument buffer; NULL on ENOMEM or past CM_CAP_LLM_CALLS (too_long). */
 llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i);
+/* Appends s to call i's streamed arguments (the call exists), within the
+ * stream's budget. */
+cm_rc cm_llm_stream_args(llm_stream *st, size_t i, const char *s);
 /* Appends text to the answer and passes it to the delta callback. */
 cm_rc cm_llm_stream_text(llm_stream *st, const char *s, size_t n);
 /* Appends text to the reasoning and passes it to the reasoning callback. */

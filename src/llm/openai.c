@@ -148,7 +148,7 @@ static bool openai_event(llm_stream *st, const char *name, json_t *d)
         const char *args = json_string_value(json_object_get(fn, "arguments"));
         if (cid && *cid && !c->id && !(c->id = cm_strdup(cid))) return false;
         if (fname && *fname && !c->name && !(c->name = cm_strdup(fname))) return false;
-        if (args && cm_buf_adds(&st->args[i], args)) return false;
+        if (args && cm_llm_stream_args(st, i, args)) return false;
     }
     const char *finish = json_string_value(json_object_get(choice, "finish_reason"));
     if (finish) {

@@ -30,6 +30,7 @@ struct httpd_conn {
     httpd *h;
     int fd;
     char peer[80];
+    char host[72]; /* peer without the port: what max_conns_per_addr counts */
     pthread_mutex_t mu; /* state, holds and every write */
     pthread_cond_t cv;  /* signalled by the last release */
     int holds;
@@ -65,6 +66,7 @@ httpd_opts cm_net_httpd_defaults(void)
     o.max_headers = 100;
     o.max_body = 4u << 20;
     o.header_timeout_ms = 10000;
+    o.first_byte_timeout_ms = 3000;
     o.body_timeout_ms = 30000;
     o.idle_timeout_ms = 60000;
     o.write_timeout_ms = 30000;
@@ -619,7 +621,8 @@ static void S_serve_conn(httpd_conn *c)
             bool idle = in.len == 0;
             if (!idle && head_deadline < 0) head_deadline = cm_now_ms() + o->header_timeout_ms;
             int64_t deadline =
-                idle ? start + (first ? o->header_timeout_ms : o->idle_timeout_ms) : head_deadline;
+                idle ? start + (first ? o->first_byte_timeout_ms : o->idle_timeout_ms)
+                     : head_deadline;
             int r = S_read_more(c, &in, deadline, idle);
             if (r < 0) goto out;
             if (r == 0) {
@@ -741,6 +744,14 @@ static void *S_conn_thread(void *arg)
     return NULL;
 }
 
+/* The address without its port ("127.0.0.1", "[::1]"). */
+static void S_host_of(const char *peer, char *out, size_t size)
+{
+    const char *colon = strrchr(peer, ':');
+    size_t n = colon && peer[0] != '?' ? (size_t)(colon - peer) : strlen(peer);
+    snprintf(out, size, "%.*s", (int)CM_MIN(n, size - 1), peer);
+}
+
 static void S_format_addr(const struct sockaddr *sa, char *out, size_t size, int *port)
 {
     char host[INET6_ADDRSTRLEN] = "?";
@@ -792,11 +803,23 @@ static void *S_accept_thread(void *arg)
             }
             continue;
         }
+        char peer[80], host[72];
+        S_format_addr((struct sockaddr *)&ss, peer, sizeof peer, NULL);
+        S_host_of(peer, host, sizeof host);
         pthread_mutex_lock(&h->mu);
         bool full = h->nconns >= h->o.max_conns;
+        int same = 0;
+        for (httpd_conn *o = h->conns; o && !full; o = o->next)
+            same += !strcmp(o->host, host);
         pthread_mutex_unlock(&h->mu);
-        if (full) {
-            cm_logf(&h->o.log, CM_LOG_DEBUG, "httpd: connection refused: %d open", h->o.max_conns);
+        if (full || same >= h->o.max_conns_per_addr) {
+            if (full)
+                cm_logf(&h->o.log, CM_LOG_DEBUG, "httpd: connection refused: %d open",
+                        h->o.max_conns);
+            else
+                cm_logf(&h->o.log, CM_LOG_DEBUG,
+                        "httpd: connection from %s refused: %d open from that address", host,
+                        same);
             S_refuse(fd, 503);
             continue;
         }
@@ -813,7 +836,8 @@ static void *S_accept_thread(void *arg)
         c->fd = fd;
         c->minor = 1;
         atomic_init(&c->gone, false);
-        S_format_addr((struct sockaddr *)&ss, c->peer, sizeof c->peer, NULL);
+        memcpy(c->peer, peer, sizeof c->peer);
+        memcpy(c->host, host, sizeof c->host);
         pthread_mutex_init(&c->mu, NULL);
         pthread_cond_init(&c->cv, NULL);
         pthread_mutex_lock(&h->mu);
@@ -885,10 +909,15 @@ cm_rc cm_net_httpd_start(const httpd_opts *o, httpd **out, char *err, size_t err
     httpd_opts d = cm_net_httpd_defaults();
     if (!h->o.listen) h->o.listen = d.listen;
     if (h->o.max_conns <= 0) h->o.max_conns = d.max_conns;
+    if (h->o.max_conns_per_addr <= 0)
+        h->o.max_conns_per_addr = CM_MIN(h->o.max_conns, CM_MAX(8, h->o.max_conns / 4));
+    if (h->o.max_conns_per_addr > h->o.max_conns) h->o.max_conns_per_addr = h->o.max_conns;
     if (!h->o.max_header_bytes) h->o.max_header_bytes = d.max_header_bytes;
     if (h->o.max_headers <= 0) h->o.max_headers = d.max_headers;
     if (!h->o.max_body) h->o.max_body = d.max_body;
     if (h->o.header_timeout_ms <= 0) h->o.header_timeout_ms = d.header_timeout_ms;
+    if (h->o.first_byte_timeout_ms <= 0)
+        h->o.first_byte_timeout_ms = CM_MIN(d.first_byte_timeout_ms, h->o.header_timeout_ms);
     if (h->o.body_timeout_ms <= 0) h->o.body_timeout_ms = d.body_timeout_ms;
     if (h->o.idle_timeout_ms <= 0) h->o.idle_timeout_ms = d.idle_timeout_ms;
     if (h->o.write_timeout_ms <= 0) h->o.write_timeout_ms = d.write_timeout_ms;

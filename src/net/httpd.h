@@ -49,10 +49,14 @@ typedef struct httpd_opts {
     const char *listen;      /* "ADDR:PORT", "[v6]:PORT", "host:PORT"; NULL = "127.0.0.1:0"
                                 (port 0: the kernel picks one, see cm_net_httpd_port) */
     int max_conns;           /* open connections; more get a 503 and are closed */
+    int max_conns_per_addr;  /* open connections from one client address (so one client
+                                cannot take them all; behind a reverse proxy every client
+                                has the proxy's address: raise it to max_conns) */
     size_t max_header_bytes; /* request line + headers; more → 431 */
     int max_headers;         /* header lines; more → 431 */
     size_t max_body;         /* Content-Length above it → 413 */
     int header_timeout_ms;   /* from a request's first byte to its blank line → 408 */
+    int first_byte_timeout_ms; /* a new connection that sends nothing is closed after it */
     int body_timeout_ms;     /* to receive the whole body → 408 */
     int idle_timeout_ms;     /* keep-alive wait for the next request; then closed */
     int write_timeout_ms;    /* a blocked write after that marks the client gone */
@@ -61,9 +65,11 @@ typedef struct httpd_opts {
     cm_logger log; /* connection errors at debug level; may be empty */
 } httpd_opts;
 
-/* Defaults: loopback port 0, 256 connections, 16 KiB / 100 headers, 4 MiB
- * body, 10 s headers, 30 s body, 60 s idle, 30 s writes. A limit left 0 in
- * the options given to cm_net_httpd_start takes its default. */
+/* Defaults: loopback port 0, 256 connections, a quarter of max_conns (at
+ * least 8, at most max_conns) per client address, 16 KiB / 100 headers,
+ * 4 MiB body, 3 s to a new connection's first byte, 10 s headers, 30 s body,
+ * 60 s idle, 30 s writes. A limit left 0 in the options given to
+ * cm_net_httpd_start takes its default. */
 httpd_opts cm_net_httpd_defaults(void);
 
 /* Binds, listens and starts the accept thread. CM_EIO with a message when the

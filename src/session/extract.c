@@ -11,6 +11,7 @@
 #include <regex.h>
 #include <strings.h>
 
+#include "../base/jnum.h"
 #include "../base/sha256.h"
 #include "../base/utf8.h"
 #include "extract.h"
@@ -339,7 +340,7 @@ static cm_rc message_text(const json_t *content, buf *out)
 static int64_t timestamp_of(const json_t *rec, const json_t *msg)
 {
     json_t *t = json_object_get(msg, "timestamp");
-    if (json_is_number(t)) return (int64_t)json_number_value(t);
+    if (json_is_number(t)) return cm_jnum_int64(t, -CM_JNUM_MS_MAX, CM_JNUM_MS_MAX, 0);
     const char *iso = json_string_value(json_object_get(rec, "timestamp"));
     struct tm tm = {0};
     int ms = 0;

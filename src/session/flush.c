@@ -4,13 +4,14 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "flush.h"
 #include "../base/sha256.h"
+#include "../base/jnum.h"
+#include "../base/zone.h"
 
 #define TAIL_BYTES (64 * 1024)
 
@@ -54,7 +55,7 @@ static int64_t byte_size(const json_t *v, int64_t dflt)
 {
     if (json_is_number(v)) {
         double d = json_number_value(v);
-        return isfinite(d) && d >= 0 ? (int64_t)floor(d) : dflt;
+        return isfinite(d) && d >= 0 ? cm_jnum_int64(v, 0, INT64_MAX, dflt) : dflt;
     }
     const char *s = json_string_value(v);
     if (!s) return dflt;
@@ -79,8 +80,8 @@ static int64_t byte_size(const json_t *v, int64_t dflt)
 static int64_t nonneg_int(const json_t *v, int64_t dflt)
 {
     if (!json_is_number(v)) return dflt;
-    double d = floor(json_number_value(v));
-    return isfinite(d) && d >= 0 ? (int64_t)d : dflt;
+    double d = json_number_value(v);
+    return isfinite(d) && d >= 0 ? cm_jnum_int64(v, 0, INT64_MAX, dflt) : dflt;
 }
 
 cm_rc cm_flush_settings_init(flush_settings *s, const json_t *cfg, char *err, size_t errlen)
@@ -112,29 +113,11 @@ void cm_flush_settings_release(flush_settings *s)
     s->prompt = s->system_prompt = NULL;
 }
 
-/* Broken-down local time of now_ms in tz (NULL or "": UTC). */
+/* Broken-down local time of now_ms in tz (NULL or "": UTC; an unknown zone
+ * reads as UTC), without touching the process's TZ (base/zone). */
 static void local_tm(int64_t now_ms, const char *tz, struct tm *tm)
 {
-    time_t t = (time_t)(now_ms / 1000);
-    if (!tz || !*tz) {
-        gmtime_r(&t, tm);
-        return;
-    }
-    /* TZ is process-wide: one caller at a time changes and restores it
-     * (libc offers no time-zone-by-name conversion without it). */
-    static pthread_mutex_t tz_lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&tz_lock);
-    char *old = getenv("TZ") ? cm_strdup(getenv("TZ")) : NULL;
-    setenv("TZ", tz, 1);
-    tzset();
-    localtime_r(&t, tm);
-    if (old)
-        setenv("TZ", old, 1);
-    else
-        unsetenv("TZ");
-    tzset();
-    pthread_mutex_unlock(&tz_lock);
-    free(old);
+    cm_zone_localtime(tz, now_ms / 1000, tm);
 }
 
 cm_rc cm_flush_target_path(int64_t now_ms, const char *tz, buf *out)
@@ -353,8 +336,7 @@ void cm_flush_decide(const flush_settings *s, const flush_input *in, flush_decis
         return;
     }
     json_t *tt = json_object_get(e, "totalTokens");
-    int64_t persisted =
-        json_is_number(tt) && json_number_value(tt) > 0 ? (int64_t)json_number_value(tt) : 0;
+    int64_t persisted = cm_jnum_int64(tt, 0, INT64_MAX, 0);
     bool fresh = persisted > 0 && json_is_true(json_object_get(e, "totalTokensFresh"));
     int64_t t_prompt = 0, t_output = 0, t_after = 0;
     off_t size = 0;
@@ -386,8 +368,9 @@ void cm_flush_decide(const flush_settings *s, const flush_input *in, flush_decis
     d->tokens += estimate + t_after;
     json_t *cc = json_object_get(e, "compactionCount"),
            *fc = json_object_get(e, "memoryFlushCompactionCount");
-    int64_t compactions = json_is_number(cc) ? (int64_t)json_number_value(cc) : 0;
-    bool flushed_this_cycle = json_is_number(fc) && (int64_t)json_number_value(fc) == compactions;
+    int64_t compactions = cm_jnum_int64(cc, INT64_MIN, INT64_MAX, 0);
+    bool flushed_this_cycle =
+        json_is_number(fc) && cm_jnum_int64(fc, INT64_MIN, INT64_MAX, 0) == compactions;
     bool by_tokens = d->threshold > 0 && d->tokens > 0 && d->tokens >= d->threshold;
     bool by_size =
         s->force_bytes > 0 && d->transcript_bytes >= 0 && d->transcript_bytes >= s->force_bytes;

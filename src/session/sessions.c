@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "../base/fs.h"
+#include "../base/jnum.h"
 #include "../base/lockfile.h"
 #include "keys.h"
 #include "sessions.h"
@@ -173,7 +174,7 @@ static cm_rc new_session(json_t *entry, const char *dir, char id_out[160])
 static void set_updated(json_t *entry, int64_t now)
 {
     json_t *u = json_object_get(entry, "updatedAt");
-    int64_t prev = json_is_number(u) ? (int64_t)json_number_value(u) : 0;
+    int64_t prev = cm_jnum_int64(u, 0, CM_JNUM_MS_MAX, 0);
     json_object_set_new(entry, "updatedAt", json_integer(prev > now ? prev : now));
 }
 
@@ -252,7 +253,7 @@ static cm_rc touch_fn(json_t *store, const char *dir, void *vctx, int64_t now, b
         json_t *cc = json_object_get(e, "compactionCount");
         json_object_set_new(
             e, "compactionCount",
-            json_integer((json_is_number(cc) ? (int64_t)json_number_value(cc) : 0) + 1));
+            json_integer(cm_jnum_int64(cc, 0, INT32_MAX, 0) + 1));
         if (c->tokens_after > 0) {
             json_object_set_new(e, "totalTokens", json_integer(c->tokens_after));
             json_object_set_new(e, "totalTokensFresh", json_true());
@@ -280,7 +281,7 @@ static cm_rc touch_fn(json_t *store, const char *dir, void *vctx, int64_t now, b
     }
     set_updated(e, now);
     json_t *pu = json_object_get(c->patch, "updatedAt");
-    if (json_is_number(pu)) set_updated(e, (int64_t)json_number_value(pu));
+    if (json_is_number(pu)) set_updated(e, cm_jnum_int64(pu, 0, CM_JNUM_MS_MAX, 0));
     if (!c->id[0])
         snprintf(c->id, sizeof c->id, "%s",
                  json_string_value(json_object_get(e, "sessionId")) ?: "");
