@@ -120,3 +120,8 @@ TEST(fuzz_corpus_web_html)
     fuzz_web_html((const uint8_t *)p, n);
     free(p);
 }
+
+TEST(fuzz_corpus_wsframe)
+{
+    EXPECT(replay("wsframe", fuzz_wsframe) >= 5);
+}

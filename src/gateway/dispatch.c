@@ -535,7 +535,7 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
     cm_gw_ids_add(&ids, jid);
     gw_access_result ar;
     memset(&ar, 0, sizeof ar);
-    if (m->channel && !strcmp(m->channel, "terminal"))
+    if (m->channel && (!strcmp(m->channel, "terminal") || !strcmp(m->channel, "webchat")))
         ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token */
     else
         rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(), &ar, err,

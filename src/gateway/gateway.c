@@ -18,6 +18,7 @@
 #include "../config/secret.h"
 #include "../agent/session_turn.h"
 #include "../net/http.h"
+#include "gw_ws.h"
 #include "http_channel.h"
 #include "runtime.h"
 
@@ -149,6 +150,7 @@ struct cm_gateway {
     gw_channel *ch[GW_MAX_OPEN];
     size_t nch;
     gw_channel *http;
+    gw_ws *ws; /* the gateway protocol and Control UI on the HTTP port */
     char *status_path;
     int64_t started;
     pthread_t status_thr;
@@ -156,12 +158,21 @@ struct cm_gateway {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     cm_logger log;
+    const cm_options *log_opt;
 };
 
 static void log_to(void *ctx, cm_log_level level, const char *msg)
 {
     const cm_options *o = ctx;
     if (o->log) o->log(o->log_ctx, level, msg);
+}
+
+/* The gateway's own log: the caller's, and logs.tail's lines. */
+static void log_gw(void *ctx, cm_log_level level, const char *msg)
+{
+    cm_gateway *g = ctx;
+    log_to((void *)g->log_opt, level, msg);
+    if (g->ws) cm_gw_ws_log(g->ws, level, msg);
 }
 
 /* The channels the config enables, opened and registered with the runtime.
@@ -183,18 +194,22 @@ out:
     return rc;
 }
 
+/* Whether the HTTP channel (and the gateway protocol on its port) runs. */
+static bool S_http_wanted(const json_t *root)
+{
+    const json_t *hc = json_object_get(json_object_get(root, "channels"), "http");
+    const json_t *gw = json_object_get(root, "gateway");
+    return json_is_true(json_object_get(hc, "enabled")) ||
+           (!json_is_false(json_object_get(hc, "enabled")) &&
+            (json_object_get(json_object_get(gw, "auth"), "token") ||
+             (getenv("QUANTUMCLAW_GATEWAY_TOKEN") && *getenv("QUANTUMCLAW_GATEWAY_TOKEN"))));
+}
+
 static cm_rc S_open_channels(cm_gateway *g, const cm_gateway_opts *go, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     const json_t *root = g->cfg.root;
-    const json_t *hc = json_object_get(json_object_get(root, "channels"), "http");
-    const json_t *gw = json_object_get(root, "gateway");
-    bool want_http =
-        json_is_true(json_object_get(hc, "enabled")) ||
-        (!json_is_false(json_object_get(hc, "enabled")) &&
-         (json_object_get(json_object_get(gw, "auth"), "token") ||
-          (getenv("QUANTUMCLAW_GATEWAY_TOKEN") && *getenv("QUANTUMCLAW_GATEWAY_TOKEN"))));
-    if (want_http) {
+    if (S_http_wanted(root)) {
         CHECK(cm_gw_http_open(root, go ? go->listen : NULL, &g->http, err, errlen));
         g->ch[g->nch++] = g->http;
         CHECK(cm_gw_runtime_add_channel(g->rt, g->http, NULL, NULL, err, errlen));
@@ -223,7 +238,7 @@ out:
     return rc;
 }
 
-static char *S_status_text(cm_gateway *g, bool running)
+static json_t *S_status_json(cm_gateway *g, bool running)
 {
     json_t *o = cm_gw_runtime_status(g->rt);
     if (!o) return NULL;
@@ -248,7 +263,18 @@ static char *S_status_text(cm_gateway *g, bool running)
     if (addr) json_object_set_new(o, "address", json_string(addr));
     json_object_set_new(o, "startedAt", json_integer(g->started));
     json_object_set_new(o, "updatedAt", json_integer(cm_wall_ms()));
-    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    return o;
+}
+
+static json_t *S_ws_status(void *ctx)
+{
+    return S_status_json(ctx, true);
+}
+
+static char *S_status_text(cm_gateway *g, bool running)
+{
+    json_t *o = S_status_json(g, running);
+    char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     return s;
 }
@@ -298,15 +324,19 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     if (!g) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
-    g->log = (cm_logger){log_to, (void *)opt};
+    g->log_opt = opt;
+    g->log = (cm_logger){log_gw, g};
     g->started = cm_wall_ms();
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(cm_config_init(&ca, &g->log, &g->cfg, err, errlen));
     if (cm_gw_agents_new(opt, &g->agents)) FAIL(CM_ENOMEM, "out of memory");
+    gw_ws_opts wo = {g->cfg.root,     opt,         g->cfg.config_path, cm_gw_agents_run,
+                     g->agents,       S_ws_status, g,                  CM_VERSION};
+    if (S_http_wanted(g->cfg.root)) CHECK(cm_gw_ws_new(&wo, &g->ws, err, errlen));
     gw_runtime_opts ro = {g->cfg.root,
                           g->cfg.state_dir,
-                          cm_gw_agents_run,
-                          g->agents,
+                          g->ws ? cm_gw_ws_run : cm_gw_agents_run,
+                          g->ws ? (void *)g->ws : (void *)g->agents,
                           NULL,
                           NULL,
                           go ? go->workers : 0,
@@ -316,6 +346,11 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     CHECK(cm_gw_runtime_new(&ro, &g->rt, err, errlen));
     CHECK(S_open_channels(g, go, err, errlen));
     if (g->http) cm_gw_http_set_status(g->http, S_http_status, g);
+    if (g->http && g->ws) {
+        cm_gw_ws_set_runtime(g->ws, g->rt);
+        cm_gw_http_set_route(g->http, cm_gw_ws_route, g->ws);
+        CHECK(cm_gw_runtime_add_channel(g->rt, cm_gw_ws_channel(g->ws), NULL, NULL, err, errlen));
+    }
     CHECK(cm_fs_join(&p, g->cfg.state_dir, "gateway/status.json") ? CM_ENOMEM : CM_OK);
     g->status_path = cm_buf_detach(&p);
     CHECK(cm_gw_runtime_start(g->rt, err, errlen));
@@ -353,10 +388,12 @@ void cm_gateway_free(cm_gateway *g)
         pthread_join(g->status_thr, NULL);
     }
     if (g->rt && g->status_path) S_write_status(g, false);
+    cm_gw_ws_detach(g->ws);
     cm_gw_runtime_free(g->rt);
     for (size_t i = 0; i < g->nch; i++)
         g->ch[i]->ops->close(g->ch[i]);
     cm_gw_agents_free(g->agents);
+    cm_gw_ws_free(g->ws);
     cm_config_release(&g->cfg);
     free(g->status_path);
     pthread_mutex_destroy(&g->mu);

@@ -40,6 +40,8 @@ typedef struct gw_http {
     void *sink_ctx;
     gw_http_status_fn status;
     void *status_ctx;
+    gw_http_route_fn route;
+    void *route_ctx;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     hconv *conv[HC_BUCKETS];
@@ -361,6 +363,7 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
 {
     gw_http *h = ctx;
     bool get = !strcmp(rq->method, "GET"), post = !strcmp(rq->method, "POST");
+    if (h->route && h->route(h->route_ctx, rq, c)) return;
     if (get && !strcmp(rq->path, "/healthz")) {
         cm_net_httpd_respond(c, 200, NULL, "ok\n", 3);
         return;
@@ -514,6 +517,13 @@ void cm_gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx)
     gw_http *h = (gw_http *)ch;
     h->status = fn;
     h->status_ctx = ctx;
+}
+
+void cm_gw_http_set_route(gw_channel *ch, gw_http_route_fn fn, void *ctx)
+{
+    gw_http *h = (gw_http *)ch;
+    h->route = fn;
+    h->route_ctx = ctx;
 }
 
 const char *cm_gw_http_address(gw_channel *ch)

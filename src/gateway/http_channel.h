@@ -20,6 +20,7 @@
 #ifndef CM_GW_HTTP_CHANNEL_H
 #define CM_GW_HTTP_CHANNEL_H
 
+#include "../net/httpd.h"
 #include "channel.h"
 
 #define GW_HTTP_KEEP         256   /* replies kept per conversation */
@@ -40,6 +41,12 @@ cm_rc cm_gw_http_open(const json_t *root, const char *listen, gw_channel **out, 
 
 /* Sets what GET /v1/status answers (before start). */
 void cm_gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx);
+
+/* Another handler for the same port, asked first for every request (the
+ * gateway protocol's WebSocket upgrade and the Control UI, gw_ws.h): it
+ * returns false for a request it does not take. Before start. */
+typedef bool (*gw_http_route_fn)(void *ctx, const httpd_req *rq, httpd_conn *c);
+void cm_gw_http_set_route(gw_channel *ch, gw_http_route_fn fn, void *ctx);
 
 /* The bound address "ADDR:PORT" once started, else NULL. */
 const char *cm_gw_http_address(gw_channel *ch);

@@ -78,6 +78,8 @@ const char *cm_net_httpd_reason(int status)
     switch (status) {
     case 100:
         return "Continue";
+    case 101:
+        return "Switching Protocols";
     case 200:
         return "OK";
     case 201:
@@ -355,6 +357,36 @@ void cm_net_httpd_conn_release(httpd_conn *c)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* ---- upgraded connections ---- */
+
+cm_rc cm_net_httpd_upgrade(httpd_conn *c, const char *const *headers)
+{
+    cm_rc rc = CM_OK;
+    buf b = BUF_INIT;
+    pthread_mutex_lock(&c->mu);
+    if (c->state != ST_NONE) {
+        rc = CM_EINVAL;
+        goto out;
+    }
+    CHECK(S_status_and_headers(c, &b, 101, headers));
+    CHECK(cm_buf_adds(&b, "\r\n"));
+    c->state = ST_RESPONDED;
+    c->keep_alive = false; /* closed once the handler returns */
+    CHECK(S_send_all(c, b.data, b.len));
+out:
+    pthread_mutex_unlock(&c->mu);
+    cm_buf_release(&b);
+    return rc;
+}
+
+cm_rc cm_net_httpd_raw_write(httpd_conn *c, const void *p, size_t n)
+{
+    pthread_mutex_lock(&c->mu);
+    cm_rc rc = S_send_all(c, p, n);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
+}
+
 /* ---- reading ---- */
 
 /* Polls the connection and the stop pipe until deadline (ms on the monotonic
@@ -395,6 +427,22 @@ static int S_read_more(httpd_conn *c, buf *in, int64_t deadline, bool stop_ends)
     in->len += (size_t)r;
     in->data[in->len] = 0;
     return 1;
+}
+
+long cm_net_httpd_raw_read(httpd_conn *c, void *p, size_t n, int timeout_ms)
+{
+    if (atomic_load(&c->gone)) return -1;
+    int w = S_wait_readable(c, timeout_ms < 0 ? -1 : cm_now_ms() + timeout_ms, true);
+    if (w <= 0) return w;
+    ssize_t r;
+    do
+        r = recv(c->fd, p, n, 0);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0) {
+        S_mark_gone(c);
+        return -1;
+    }
+    return (long)r;
 }
 
 /* Where the head (request line + headers + blank line) ends in p[0..n), or 0

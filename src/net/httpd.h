@@ -119,6 +119,22 @@ void cm_net_httpd_conn_hold(httpd_conn *c);
  * caller may touch afterwards: c is invalid after its last release). */
 void cm_net_httpd_conn_release(httpd_conn *c);
 
+/* Switches the connection to another protocol (a WebSocket upgrade): sends
+ * "101 Switching Protocols" with headers (NULL-terminated "Name: value"
+ * lines). From then on the handler, on its own thread, reads raw bytes with
+ * cm_net_httpd_raw_read and any thread writes with cm_net_httpd_raw_write;
+ * the connection is closed when the handler returns. Bytes the client sent
+ * before the 101 are dropped (RFC 6455 forbids them). CM_EINVAL after a
+ * response, CM_EIO when the client is gone. */
+cm_rc cm_net_httpd_upgrade(httpd_conn *c, const char *const *headers);
+/* Reads at most n bytes of an upgraded connection, waiting at most
+ * timeout_ms (< 0: no limit). > 0: bytes read, 0: timeout, -1: closed,
+ * failed, or the server is stopping. Only the handler's thread reads. */
+long cm_net_httpd_raw_read(httpd_conn *c, void *p, size_t n, int timeout_ms);
+/* Writes all of p[0..n) on an upgraded connection; thread-safe (writes never
+ * interleave). CM_EIO when the client is gone. */
+cm_rc cm_net_httpd_raw_write(httpd_conn *c, const void *p, size_t n);
+
 /* The reason phrase of a status code ("OK", "Not Found", ...). */
 const char *cm_net_httpd_reason(int status);
 

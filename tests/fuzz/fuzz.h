@@ -24,6 +24,7 @@ int fuzz_httpd(const uint8_t *data, size_t size);
 void fuzz_httpd_stop(void);
 int fuzz_batch(const uint8_t *data, size_t size);
 int fuzz_web_html(const uint8_t *data, size_t size);
+int fuzz_wsframe(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_MAIN
 #define FUZZ_ENTRY(fn)                                                                             \

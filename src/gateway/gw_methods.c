@@ -1,0 +1,475 @@
+/*
+ * gw_methods.c — the gateway protocol's methods (gw_ws_int.h's table), with
+ * QuantumClaw 2026.3.22's names, scopes (method-scopes: read or write) and
+ * payload shapes where clawmem has the data: health, status,
+ * channels.status, sessions.list, chat.history, chat.send, chat.abort,
+ * models.list, logs.tail, config.get.
+ */
+#include <ctype.h>
+#include <strings.h>
+
+#include "gw_ws_int.h"
+
+#define HISTORY_DEFAULT   200
+#define HISTORY_MAX       1000
+#define HISTORY_ONE_BYTES (128 * 1024) /* the reference's per-message cap */
+#define LOGS_DEFAULT      500
+#define LOGS_MAX          5000
+#define LOGS_BYTES        250000
+#define REDACTED          "__QUANTUMCLAW_REDACTED__"
+
+static const char *S_str(const json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s && *s ? s : NULL;
+}
+
+static json_int_t S_int(const json_t *o, const char *k, json_int_t def, json_int_t lo,
+                        json_int_t hi)
+{
+    const json_t *v = json_object_get(o, k);
+    json_int_t n = json_is_number(v) ? (json_int_t)json_number_value(v) : def;
+    return n < lo ? lo : n > hi ? hi : n;
+}
+
+static void S_bad(gw_ws_client *cl, const char *id, const char *method, const char *why)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "invalid %s params: %s", method, why);
+    cm_gw_ws_fail(cl, id, "INVALID_REQUEST", msg, NULL);
+}
+
+/* ---- health, status, channels ------------------------------------------------- */
+
+static void m_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    (void)p;
+    json_t *s = cm_gw_ws_status(w);
+    if (!s) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "the gateway is stopping", NULL);
+    json_object_set_new(s, "uptimeMs", json_integer(cm_wall_ms() - w->started));
+    json_object_set_new(s, "defaultAgentId", json_string(w->agent_id0));
+    cm_gw_ws_ok(cl, id, s);
+}
+
+static void m_health(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    (void)p;
+    int64_t t0 = cm_now_ms();
+    json_t *s = cm_gw_ws_status(w);
+    if (!s) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "the gateway is stopping", NULL);
+    json_t *ch = json_object();
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(s, "channels"), i, c)
+    {
+        const char *why = S_str(c, "lastError");
+        json_object_set_new(ch, json_string_value(json_object_get(c, "channel")),
+                            json_pack("{s:b,s:b,s:s*}", "configured", 1, "running", 1,
+                                      "lastError", why));
+    }
+    cm_gw_ws_ok(cl, id,
+                json_pack("{s:b,s:I,s:I,s:o,s:s,s:{s:O}}", "ok",
+                          json_is_true(json_object_get(s, "accepting")), "ts",
+                          (json_int_t)cm_wall_ms(), "durationMs", (json_int_t)(cm_now_ms() - t0),
+                          "channels", ch, "defaultAgentId", w->agent_id0, "sessions", "count",
+                          json_object_get(s, "knownSessions")));
+    json_decref(s);
+}
+
+static void m_channels_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    (void)p;
+    json_t *s = cm_gw_ws_status(w);
+    if (!s) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "the gateway is stopping", NULL);
+    json_t *order = json_array(), *chans = json_object(), *accts = json_object();
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(s, "channels"), i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "channel"));
+        const char *acc = json_string_value(json_object_get(c, "account"));
+        const char *why = S_str(c, "lastError");
+        if (!name) continue;
+        json_t *list = json_object_get(accts, name);
+        if (!list) {
+            json_array_append_new(order, json_string(name));
+            json_object_set_new(chans, name,
+                                json_pack("{s:b,s:b,s:s*}", "configured", 1, "running", 1,
+                                          "lastError", why));
+            json_object_set_new(accts, name, list = json_array());
+        } else if (why) {
+            json_object_set_new(json_object_get(chans, name), "lastError", json_string(why));
+        }
+        json_array_append_new(list, json_pack("{s:s,s:b,s:b,s:s*}", "accountId",
+                                              acc ? acc : "default", "configured", 1, "running",
+                                              1, "lastError", why));
+    }
+    cm_gw_ws_ok(cl, id,
+                json_pack("{s:I,s:o,s:o,s:o}", "ts", (json_int_t)cm_wall_ms(), "channelOrder",
+                          order, "channels", chans, "channelAccounts", accts));
+    json_decref(s);
+}
+
+/* ---- sessions ------------------------------------------------------------------ */
+
+static cm_rc S_sessions(gw_ws *w, cm_sessions **s, char *err, size_t errlen)
+{
+    cm_options o = w->opt;
+    o.agent_id = w->agent_id0;
+    return cm_sessions_open(&o, s, err, errlen);
+}
+
+static const char *S_kind(const char *key)
+{
+    return strstr(key, ":group:") ? "group" : strstr(key, ":channel:") ? "channel" : "direct";
+}
+
+static void m_sessions_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    char err[512], *js = NULL;
+    cm_sessions *s = NULL;
+    json_int_t limit = S_int(p, "limit", 500, 1, 5000);
+    if (S_sessions(w, &s, err, sizeof err) || cm_sessions_list(s, &js, err, sizeof err)) {
+        cm_sessions_close(s);
+        return cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
+    }
+    cm_sessions_close(s);
+    json_t *o = json_loads(js, 0, NULL), *out = json_array();
+    cm_free(js);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "sessions"), i, e)
+    {
+        if ((json_int_t)i >= limit) break;
+        const char *key = json_string_value(json_object_get(e, "key"));
+        if (!key) continue;
+        json_t *row = json_pack("{s:s,s:s,s:O*,s:O*,s:O*,s:O*}", "key", key, "kind", S_kind(key),
+                                "sessionId", json_object_get(e, "sessionId"), "updatedAt",
+                                json_object_get(e, "updatedAt"), "chatType",
+                                json_object_get(e, "chatType"), "totalTokens",
+                                json_object_get(e, "totalTokens"));
+        json_array_append_new(out, row);
+    }
+    cm_gw_ws_ok(cl, id,
+                json_pack("{s:I,s:O*,s:I,s:{s:s},s:o}", "ts", (json_int_t)cm_wall_ms(), "path",
+                          json_object_get(o, "store"), "count", (json_int_t)json_array_size(out),
+                          "defaults", "agentId", w->agent_id0, "sessions", out));
+    json_decref(o);
+}
+
+static void m_chat_history(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    const char *key0 = S_str(p, "sessionKey");
+    if (!key0) return S_bad(cl, id, "chat.history", "sessionKey is required");
+    json_int_t limit = S_int(p, "limit", HISTORY_DEFAULT, 1, HISTORY_MAX);
+    char err[512], *js = NULL, *key = cm_gw_ws_session_key(w, key0);
+    cm_sessions *s = NULL;
+    json_t *msgs = json_array(), *o = NULL;
+    const char *sid = NULL;
+    cm_rc rc = key ? S_sessions(w, &s, err, sizeof err) : CM_ENOMEM;
+    if (!rc) rc = cm_sessions_show(s, key, (unsigned)limit, &js, err, sizeof err);
+    cm_sessions_close(s);
+    if (rc && rc != CM_ENOTFOUND) {
+        json_decref(msgs);
+        free(key);
+        return cm_gw_ws_fail(cl, id, "UNAVAILABLE", rc == CM_ENOMEM ? "out of memory" : err,
+                             NULL);
+    }
+    if (!rc) {
+        o = json_loads(js, 0, NULL);
+        cm_free(js);
+        sid = json_string_value(json_object_get(json_object_get(o, "entry"), "sessionId"));
+        size_t i;
+        json_t *r;
+        json_array_foreach(json_object_get(o, "records"), i, r)
+        {
+            json_t *m = json_object_get(r, "message");
+            if (!json_is_object(m) || !S_str(m, "role")) continue;
+            char *one = json_dumps(m, JSON_COMPACT);
+            if (one && strlen(one) > HISTORY_ONE_BYTES)
+                json_array_append_new(
+                    msgs, json_pack("{s:O,s:[{s:s,s:s}]}", "role", json_object_get(m, "role"),
+                                    "content", "type", "text", "text",
+                                    "[chat.history omitted: message too large]"));
+            else
+                json_array_append(msgs, m);
+            free(one);
+        }
+    }
+    /* size-bounded: the oldest messages go first */
+    size_t total = 0, keep_from = json_array_size(msgs);
+    while (keep_from > 0) {
+        char *one = json_dumps(json_array_get(msgs, keep_from - 1), JSON_COMPACT);
+        size_t n = one ? strlen(one) + 1 : 0;
+        free(one);
+        if (total + n > GW_WS_HISTORY_BYTES) break;
+        total += n;
+        keep_from--;
+    }
+    for (size_t i = 0; i < keep_from; i++)
+        json_array_remove(msgs, 0);
+    cm_gw_ws_ok(cl, id,
+                json_pack("{s:s,s:s*,s:o}", "sessionKey", key, "sessionId", sid, "messages", msgs));
+    json_decref(o);
+    free(key);
+}
+
+/* ---- chat ------------------------------------------------------------------------ */
+
+static void S_abort(gw_ws *w, gw_ws_client *cl, const char *id, const char *key,
+                    const char *run_id)
+{
+    json_t *ids = json_array();
+    pthread_mutex_lock(&w->mu);
+    for (gw_ws_run *r = w->runs; r; r = r->next)
+        if (r->running && !strcmp(r->key, key) && (!run_id || !strcmp(r->run_id, run_id)))
+            json_array_append_new(ids, json_string(r->run_id));
+    char mid[48];
+    snprintf(mid, sizeof mid, "abort-%llu", (unsigned long long)++w->counter);
+    pthread_mutex_unlock(&w->mu);
+    if (json_array_size(ids)) {
+        gw_msg m = {"webchat", "default", key, key, NULL, mid, "operator", "/stop",
+                    false,     false,     false};
+        if (cm_gw_ws_sink(w, &m)) json_array_clear(ids);
+    }
+    cm_gw_ws_ok(cl, id,
+                json_pack("{s:b,s:b,s:o}", "ok", 1, "aborted", json_array_size(ids) > 0, "runIds",
+                          ids));
+}
+
+static void m_chat_abort(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    const char *key0 = S_str(p, "sessionKey");
+    if (!key0) return S_bad(cl, id, "chat.abort", "sessionKey is required");
+    char *key = cm_gw_ws_session_key(w, key0);
+    if (!key) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "out of memory", NULL);
+    S_abort(w, cl, id, key, S_str(p, "runId"));
+    free(key);
+}
+
+static bool S_is_stop(const char *t)
+{
+    while (isspace((unsigned char)*t))
+        t++;
+    size_t n = strlen(t);
+    while (n && isspace((unsigned char)t[n - 1]))
+        n--;
+    return n == 5 && !strncasecmp(t, "/stop", 5);
+}
+
+static void m_chat_send(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    const char *key0 = S_str(p, "sessionKey"), *text = S_str(p, "message");
+    const char *idem = S_str(p, "idempotencyKey");
+    if (!key0) return S_bad(cl, id, "chat.send", "sessionKey is required");
+    if (!idem) return S_bad(cl, id, "chat.send", "idempotencyKey is required");
+    if (!text) return cm_gw_ws_fail(cl, id, "INVALID_REQUEST", "message or attachment required",
+                                    NULL);
+    if (strlen(idem) > 200) return S_bad(cl, id, "chat.send", "idempotencyKey is too long");
+    char *key = cm_gw_ws_session_key(w, key0);
+    if (!key) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "out of memory", NULL);
+    if (S_is_stop(text)) {
+        S_abort(w, cl, id, key, NULL);
+        free(key);
+        return;
+    }
+    gw_ws_run *r = calloc(1, sizeof *r);
+    bool dup = false;
+    pthread_mutex_lock(&w->mu);
+    for (gw_ws_run *q = w->runs; q; q = q->next)
+        dup |= !strcmp(q->run_id, idem);
+    if (!dup && r && (r->key = cm_strdup(key)) && (r->run_id = cm_strdup(idem))) {
+        r->next = w->runs;
+        w->runs = r;
+    } else if (r) {
+        free(r->key), free(r->run_id), free(r);
+        r = NULL;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (dup) {
+        cm_gw_ws_ok(cl, id, json_pack("{s:s,s:s}", "runId", idem, "status", "in_flight"));
+        free(key);
+        return;
+    }
+    if (!r) {
+        free(key);
+        return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "out of memory", NULL);
+    }
+    gw_msg m = {"webchat", "default", key, key, NULL, idem, "operator", text, false, false, false};
+    cm_rc rc = cm_gw_ws_sink(w, &m);
+    if (rc) {
+        pthread_mutex_lock(&w->mu);
+        for (gw_ws_run **q = &w->runs; *q; q = &(*q)->next)
+            if (*q == r) {
+                *q = r->next;
+                break;
+            }
+        pthread_mutex_unlock(&w->mu);
+        free(r->key), free(r->run_id), free(r);
+        cm_gw_ws_fail(cl, id, "UNAVAILABLE",
+                      rc == CM_EBUSY ? "the gateway is shutting down; send again later"
+                                     : "the message could not be recorded",
+                      json_pack("{s:b}", "retryable", 1));
+    } else {
+        cm_gw_ws_ok(cl, id, json_pack("{s:s,s:s}", "runId", idem, "status", "started"));
+    }
+    free(key);
+}
+
+/* ---- models, logs, config ------------------------------------------------------------ */
+
+static void S_add_model(json_t *out, const char *ref, const char *name)
+{
+    if (!ref || !*ref) return;
+    const char *slash = strchr(ref, '/');
+    size_t i;
+    json_t *m;
+    json_array_foreach(out, i, m)
+    {
+        const char *p = S_str(m, "provider"), *mid = S_str(m, "id");
+        if (slash && p && mid && strlen(p) == (size_t)(slash - ref) &&
+            !strncmp(p, ref, strlen(p)) && !strcmp(mid, slash + 1))
+            return;
+    }
+    char prov[128];
+    snprintf(prov, sizeof prov, "%.*s", slash ? (int)(slash - ref) : 0, ref);
+    json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "id", slash ? slash + 1 : ref, "name",
+                                         name ? name : (slash ? slash + 1 : ref), "provider",
+                                         prov));
+}
+
+static void m_models_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    (void)p;
+    json_t *out = json_array();
+    const json_t *root = w->o.config;
+    const json_t *dm =
+        json_object_get(json_object_get(json_object_get(root, "agents"), "defaults"), "model");
+    if (json_is_string(dm)) S_add_model(out, json_string_value(dm), NULL);
+    S_add_model(out, S_str(dm, "primary"), NULL);
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(dm, "fallbacks"), i, v)
+    {
+        S_add_model(out, json_string_value(v), NULL);
+    }
+    const char *prov;
+    json_t *pv;
+    json_object_foreach((json_t *)json_object_get(json_object_get(root, "models"), "providers"),
+                        prov, pv)
+    {
+        json_array_foreach(json_object_get(pv, "models"), i, v)
+        {
+            const char *mid = S_str(v, "id");
+            if (!mid) continue;
+            buf ref = BUF_INIT;
+            if (!cm_buf_printf(&ref, "%s/%s", prov, mid)) S_add_model(out, ref.data, S_str(v, "name"));
+            cm_buf_release(&ref);
+        }
+    }
+    cm_gw_ws_ok(cl, id, json_pack("{s:o}", "models", out));
+}
+
+static void m_logs_tail(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    json_int_t limit = S_int(p, "limit", LOGS_DEFAULT, 1, LOGS_MAX);
+    json_int_t max_bytes = S_int(p, "maxBytes", LOGS_BYTES, 1, 1000000);
+    const json_t *cur = json_object_get(p, "cursor");
+    json_t *lines = json_array();
+    pthread_mutex_lock(&w->mu);
+    uint64_t end = w->log_next;
+    uint64_t oldest = end > GW_WS_LOG_LINES ? end - GW_WS_LOG_LINES : 0;
+    uint64_t from = json_is_integer(cur) && json_integer_value(cur) >= 0
+                        ? (uint64_t)json_integer_value(cur)
+                        : (end > (uint64_t)limit ? end - (uint64_t)limit : 0);
+    bool reset = from < oldest || from > end;
+    if (reset) from = end > (uint64_t)limit ? end - (uint64_t)limit : 0;
+    if (from < oldest) from = oldest;
+    bool truncated = end - from > (uint64_t)limit;
+    if (truncated) from = end - (uint64_t)limit;
+    /* newest lines within maxBytes */
+    uint64_t first = end;
+    size_t bytes = 0;
+    while (first > from) {
+        size_t n = strlen(w->log[(first - 1) % GW_WS_LOG_LINES]) + 1;
+        if (bytes + n > (size_t)max_bytes) {
+            truncated = true;
+            break;
+        }
+        bytes += n;
+        first--;
+    }
+    for (uint64_t i = first; i < end; i++)
+        json_array_append_new(lines, json_string(w->log[i % GW_WS_LOG_LINES]));
+    pthread_mutex_unlock(&w->mu);
+    cm_gw_ws_ok(cl, id,
+                json_pack("{s:s,s:I,s:I,s:o,s:b,s:b}", "file", "(memory)", "cursor",
+                          (json_int_t)end, "size", (json_int_t)end, "lines", lines, "truncated",
+                          truncated, "reset", reset));
+}
+
+static bool S_sensitive(const char *k)
+{
+    static const char *const words[] = {"token",  "secret",   "password", "apikey",
+                                        "api_key", "cookie",  "credential", "authorization",
+                                        "privatekey", "passphrase"};
+    char low[128];
+    size_t n = 0;
+    for (; k[n] && n + 1 < sizeof low; n++)
+        low[n] = (char)tolower((unsigned char)k[n]);
+    low[n] = 0;
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strstr(low, words[i])) return true;
+    return false;
+}
+
+/* A copy of v with the values under sensitive keys replaced. */
+static json_t *S_redact(const json_t *v)
+{
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)
+        {
+            json_object_set_new(o, k,
+                                S_sensitive(k) && !json_is_boolean(x) && !json_is_null(x)
+                                    ? json_string(REDACTED)
+                                    : S_redact(x));
+        }
+        return o;
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            json_array_append_new(a, S_redact(x));
+        }
+        return a;
+    }
+    return json_deep_copy(v);
+}
+
+static void m_config_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    (void)p;
+    cm_gw_ws_ok(cl, id,
+                json_pack("{s:s*,s:b,s:b,s:o}", "path", w->config_path, "exists",
+                          w->o.config != NULL, "valid", 1, "config", S_redact(w->o.config)));
+}
+
+const gw_ws_method cm_gw_ws_methods[] = {
+    {"health", GW_SCOPE_READ, m_health},
+    {"status", GW_SCOPE_READ, m_status},
+    {"channels.status", GW_SCOPE_READ, m_channels_status},
+    {"sessions.list", GW_SCOPE_READ, m_sessions_list},
+    {"chat.history", GW_SCOPE_READ, m_chat_history},
+    {"chat.send", GW_SCOPE_WRITE, m_chat_send},
+    {"chat.abort", GW_SCOPE_WRITE, m_chat_abort},
+    {"models.list", GW_SCOPE_READ, m_models_list},
+    {"logs.tail", GW_SCOPE_READ, m_logs_tail},
+    {"config.get", GW_SCOPE_READ, m_config_get},
+    {NULL, GW_SCOPE_READ, NULL},
+};

@@ -1,0 +1,399 @@
+/*
+ * test_gateway_ws.c — the gateway protocol over a real socket: `clawmem
+ * gateway` (cm_gateway_start) on a loopback port with the fake model, a
+ * small WebSocket client here; the handshake, a wrong token, a read-only
+ * client refused chat.send, chat.send streaming the model's reply, and the
+ * Control UI page with its Content-Security-Policy.
+ */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../include/clawmem.h"
+#include "../src/net/wsframe.h"
+#include "fakeserver.h"
+#include "test.h"
+
+#define WTOKEN "tok-ws-test-9137"
+
+typedef struct wsgw {
+    fake_server *fs;
+    char base[64], *dir, *ws, *state;
+    cm_gateway *g;
+    int port;
+} wsgw;
+
+static bool gw_up(wsgw *w)
+{
+    memset(w, 0, sizeof *w);
+    w->fs = fake_start(8, w->base);
+    w->dir = tmp_dir();
+    w->ws = cm_strdup(path_in(w->dir, "ws"));
+    w->state = cm_strdup(path_in(w->dir, "state"));
+    write_file(w->dir, "ws/MEMORY.md", "# Facts\n");
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "{\"gateway\":{\"auth\":{\"token\":\"" WTOKEN "\"}},"
+             "\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\",\"memorySearch\":{"
+             "\"provider\":\"none\"}}},"
+             "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
+             "\"apiKey\":\"sk-test-ws-0001\",\"models\":[]}}},"
+             "\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
+             w->base);
+    write_file(w->dir, "state/quantumclaw.json", cfg);
+    cm_options o = {NULL, w->ws, NULL, w->state, NULL, NULL, 1};
+    cm_gateway_opts go = {"127.0.0.1:0", 1};
+    char err[512];
+    if (cm_gateway_start(&o, &go, &w->g, err, sizeof err)) {
+        test_fail(__FILE__, __LINE__, "gateway: %s", err);
+        return false;
+    }
+    const char *a = cm_gateway_address(w->g);
+    const char *colon = a ? strrchr(a, ':') : NULL;
+    w->port = colon ? (int)strtol(colon + 1, NULL, 10) : 0;
+    return true;
+}
+
+static void gw_down(wsgw *w)
+{
+    cm_gateway_drain(w->g, 5000);
+    cm_gateway_free(w->g);
+    fake_stop(w->fs);
+    free(w->ws);
+    free(w->state);
+}
+
+/* ---- a small client ---------------------------------------------------------- */
+
+typedef struct wsc {
+    int fd;
+    buf in;
+} wsc;
+
+static int t_dial(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Reads until the HTTP head ends; returns it (malloc'd), or NULL. */
+static char *t_read_head(int fd, buf *rest)
+{
+    buf b = BUF_INIT;
+    char tmp[4096];
+    for (int i = 0; i < 200; i++) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 5000) <= 0) break;
+        ssize_t r = recv(fd, tmp, sizeof tmp, 0);
+        if (r <= 0) break;
+        cm_buf_add(&b, tmp, (size_t)r);
+        char *end = strstr(b.data, "\r\n\r\n");
+        if (end) {
+            size_t hl = (size_t)(end - b.data) + 4;
+            cm_buf_add(rest, b.data + hl, b.len - hl);
+            b.len = hl;
+            b.data[hl] = 0;
+            return cm_buf_detach(&b);
+        }
+    }
+    cm_buf_release(&b);
+    return NULL;
+}
+
+static bool ws_open(wsc *c, int port, const char *origin, char **head_out)
+{
+    memset(c, 0, sizeof c[0]);
+    c->fd = t_dial(port);
+    if (c->fd < 0) return false;
+    char req[512];
+    snprintf(req, sizeof req,
+             "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: "
+             "Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+             "Sec-WebSocket-Version: 13\r\n%s%s%s\r\n",
+             port, origin ? "Origin: " : "", origin ? origin : "", origin ? "\r\n" : "");
+    send(c->fd, req, strlen(req), MSG_NOSIGNAL);
+    char *head = t_read_head(c->fd, &c->in);
+    bool ok = head && !strncmp(head, "HTTP/1.1 101", 12) &&
+              strstr(head, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    if (head_out)
+        *head_out = head;
+    else
+        free(head);
+    return ok;
+}
+
+static void ws_close(wsc *c)
+{
+    if (c->fd >= 0) close(c->fd);
+    cm_buf_release(&c->in);
+}
+
+static void ws_send(wsc *c, const char *text)
+{
+    static const uint8_t key[4] = {0x12, 0x34, 0x56, 0x78};
+    buf f = BUF_INIT;
+    cm_ws_frame_encode(&f, WS_OP_TEXT, text, strlen(text), true, key);
+    send(c->fd, f.data, f.len, MSG_NOSIGNAL);
+    cm_buf_release(&f);
+}
+
+/* The next text frame as JSON (NULL on close or after timeout_ms). */
+static json_t *ws_recv(wsc *c, int timeout_ms)
+{
+    for (;;) {
+        ws_frame fr;
+        long k = cm_ws_frame_parse((uint8_t *)c->in.data, c->in.len, false, 1 << 24, &fr);
+        if (k < 0) return NULL;
+        if (k > 0) {
+            json_t *o = fr.opcode == WS_OP_TEXT ? json_loadb((char *)fr.payload, fr.len, 0, NULL)
+                                                : NULL;
+            bool closing = fr.opcode == WS_OP_CLOSE;
+            memmove(c->in.data, c->in.data + k, c->in.len - (size_t)k);
+            c->in.len -= (size_t)k;
+            if (closing) return NULL;
+            if (o) return o;
+            continue;
+        }
+        struct pollfd p = {c->fd, POLLIN, 0};
+        if (poll(&p, 1, timeout_ms) <= 0) return NULL;
+        char tmp[8192];
+        ssize_t r = recv(c->fd, tmp, sizeof tmp, 0);
+        if (r <= 0) return NULL;
+        cm_buf_add(&c->in, tmp, (size_t)r);
+    }
+}
+
+/* The next res frame (events skipped) or NULL. */
+static json_t *ws_res(wsc *c)
+{
+    for (int i = 0; i < 100; i++) {
+        json_t *o = ws_recv(c, 10000);
+        if (!o) return NULL;
+        const char *t = json_string_value(json_object_get(o, "type"));
+        if (t && !strcmp(t, "res")) return o;
+        json_decref(o);
+    }
+    return NULL;
+}
+
+static json_t *ws_connect(wsc *c, const char *token, const char *scopes)
+{
+    json_t *ch = ws_recv(c, 5000);
+    bool challenged =
+        ch && !strcmp(json_string_value(json_object_get(ch, "event")), "connect.challenge");
+    json_decref(ch);
+    if (!challenged) return NULL;
+    char req[1024];
+    snprintf(req, sizeof req,
+             "{\"type\":\"req\",\"id\":\"1\",\"method\":\"connect\",\"params\":{"
+             "\"minProtocol\":3,\"maxProtocol\":3,\"client\":{\"id\":\"test\",\"version\":\"1\","
+             "\"platform\":\"linux\",\"mode\":\"test\"},\"role\":\"operator\",\"scopes\":%s,"
+             "\"auth\":{\"token\":\"%s\"}}}",
+             scopes, token);
+    ws_send(c, req);
+    return ws_res(c);
+}
+
+static json_t *ws_call(wsc *c, const char *id, const char *method, const char *params)
+{
+    char req[2048];
+    snprintf(req, sizeof req, "{\"type\":\"req\",\"id\":\"%s\",\"method\":\"%s\",\"params\":%s}",
+             id, method, params);
+    ws_send(c, req);
+    return ws_res(c);
+}
+
+/* ---- tests -------------------------------------------------------------------- */
+
+TEST(gateway_ws_accept_key_rfc_example)
+{
+    char out[29];
+    cm_ws_accept_key("dGhlIHNhbXBsZSBub25jZQ==", out);
+    EXPECT_STR(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    unsigned char md[20];
+    cm_ws_sha1("abc", 3, md);
+    EXPECT_INT(md[0], 0xa9);
+    EXPECT_INT(md[19], 0x9d);
+}
+
+TEST(gateway_ws_frames_masked_fragmented_and_refused)
+{
+    uint8_t k[4] = {1, 2, 3, 4};
+    buf f = BUF_INIT;
+    char big[70000];
+    memset(big, 'x', sizeof big);
+    EXPECT(!cm_ws_frame_encode(&f, WS_OP_TEXT, big, sizeof big, true, k));
+    ws_frame fr;
+    EXPECT_INT(cm_ws_frame_parse((uint8_t *)f.data, f.len - 1, true, 1 << 20, &fr), 0);
+    EXPECT_INT(cm_ws_frame_parse((uint8_t *)f.data, f.len, true, 1 << 20, &fr), (long)f.len);
+    EXPECT(fr.len == sizeof big && fr.payload[0] == 'x' && fr.payload[69999] == 'x');
+    EXPECT_INT(cm_ws_frame_parse((uint8_t *)f.data, f.len, true, 1000, &fr), -WS_CLOSE_TOO_BIG);
+    uint8_t unmasked[] = {0x81, 0x02, 'h', 'i'};
+    EXPECT_INT(cm_ws_frame_parse(unmasked, 4, true, 100, &fr), -WS_CLOSE_PROTOCOL);
+    uint8_t rsv[] = {0xC1, 0x80, 0, 0, 0, 0};
+    EXPECT_INT(cm_ws_frame_parse(rsv, 6, true, 100, &fr), -WS_CLOSE_PROTOCOL);
+    uint8_t frag_ping[] = {0x09, 0x80, 0, 0, 0, 0};
+    EXPECT_INT(cm_ws_frame_parse(frag_ping, 6, true, 100, &fr), -WS_CLOSE_PROTOCOL);
+    cm_buf_release(&f);
+}
+
+TEST(gateway_ws_handshake_hello_ok_and_bad_token)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.read\",\"operator.write\"]");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_t *pl = json_object_get(r, "payload");
+    EXPECT_STR(json_string_value(json_object_get(pl, "type")), "hello-ok");
+    EXPECT_INT(json_integer_value(json_object_get(pl, "protocol")), 3);
+    char *m = json_dumps(json_object_get(json_object_get(pl, "features"), "methods"), 0);
+    EXPECT(m && strstr(m, "\"chat.send\"") && strstr(m, "\"chat.history\"") &&
+           strstr(m, "\"logs.tail\""));
+    free(m);
+    json_decref(r);
+    r = ws_call(&c, "2", "config.get", "{}");
+    char *s = r ? json_dumps(r, 0) : NULL;
+    EXPECT(s && strstr(s, "__QUANTUMCLAW_REDACTED__") && !strstr(s, WTOKEN) &&
+           !strstr(s, "sk-test-ws-0001"));
+    free(s);
+    json_decref(r);
+    ws_close(&c);
+
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    r = ws_connect(&c, "wrong-token", "[\"operator.read\"]");
+    EXPECT(r && json_is_false(json_object_get(r, "ok")));
+    json_t *e = json_object_get(r, "error");
+    EXPECT_STR(json_string_value(json_object_get(e, "code")), "INVALID_REQUEST");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(e, "details"), "code")),
+               "AUTH_TOKEN_MISMATCH");
+    json_decref(r);
+    EXPECT(ws_recv(&c, 5000) == NULL); /* closed */
+    ws_close(&c);
+
+    /* a browser of another origin is refused at the upgrade */
+    char *head = NULL;
+    EXPECT(!ws_open(&c, w.port, "http://evil.example", &head));
+    EXPECT(head && !strncmp(head, "HTTP/1.1 403", 12));
+    free(head);
+    ws_close(&c);
+    gw_down(&w);
+}
+
+TEST(gateway_ws_read_scope_cannot_chat_send_node_refused)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.read\"]");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = ws_call(&c, "2", "chat.send",
+                "{\"sessionKey\":\"main\",\"message\":\"hi\",\"idempotencyKey\":\"k1\"}");
+    EXPECT(r && json_is_false(json_object_get(r, "ok")));
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+               "missing scope: operator.write");
+    json_decref(r);
+    r = ws_call(&c, "3", "sessions.list", "{}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    EXPECT_INT(fake_count(w.fs), 0);
+    ws_close(&c);
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *ch = ws_recv(&c, 5000);
+    json_decref(ch);
+    ws_send(&c, "{\"type\":\"req\",\"id\":\"1\",\"method\":\"connect\",\"params\":{"
+                "\"minProtocol\":3,\"maxProtocol\":3,\"client\":{\"id\":\"n\",\"version\":\"1\","
+                "\"platform\":\"ios\",\"mode\":\"node\"},\"role\":\"node\",\"auth\":{\"token\":\"" WTOKEN
+                "\"}}}");
+    r = ws_res(&c);
+    EXPECT(r && json_is_false(json_object_get(r, "ok")));
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
+               "NOT_PAIRED");
+    json_decref(r);
+    ws_close(&c);
+    gw_down(&w);
+}
+
+TEST(gateway_ws_chat_send_streams_reply_and_history)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    fake_push_chat_text(w.fs, "The dog is called Biscuit, as your notes say.", 50);
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.write\"]");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    ws_send(&c, "{\"type\":\"req\",\"id\":\"2\",\"method\":\"chat.send\",\"params\":{"
+                "\"sessionKey\":\"main\",\"message\":\"What is the dog called?\","
+                "\"idempotencyKey\":\"idem-1\"}}");
+    int deltas = 0;
+    bool res_ok = false;
+    char *final = NULL;
+    for (int i = 0; i < 200 && !final; i++) {
+        json_t *o = ws_recv(&c, 20000);
+        if (!o) break;
+        const char *t = json_string_value(json_object_get(o, "type"));
+        json_t *p = json_object_get(o, "payload");
+        if (!strcmp(t, "res")) {
+            res_ok = json_is_true(json_object_get(o, "ok")) &&
+                     !strcmp(json_string_value(json_object_get(p, "runId")), "idem-1") &&
+                     !strcmp(json_string_value(json_object_get(p, "status")), "started");
+        } else if (!strcmp(json_string_value(json_object_get(o, "event")), "chat")) {
+            const char *st = json_string_value(json_object_get(p, "state"));
+            EXPECT_STR(json_string_value(json_object_get(p, "runId")), "idem-1");
+            EXPECT_STR(json_string_value(json_object_get(p, "sessionKey")), "agent:main:main");
+            json_t *txt = json_object_get(
+                json_array_get(json_object_get(json_object_get(p, "message"), "content"), 0),
+                "text");
+            if (!strcmp(st, "delta")) deltas++;
+            if (!strcmp(st, "final")) final = cm_strdup(json_string_value(txt));
+        }
+        json_decref(o);
+    }
+    EXPECT(res_ok);
+    EXPECT(deltas >= 1);
+    EXPECT_STR(final, "The dog is called Biscuit, as your notes say.");
+    free(final);
+    r = ws_call(&c, "3", "chat.history", "{\"sessionKey\":\"main\"}");
+    char *s = r ? json_dumps(json_object_get(r, "payload"), 0) : NULL;
+    EXPECT(s && strstr(s, "What is the dog called?") && strstr(s, "Biscuit"));
+    free(s);
+    json_decref(r);
+    ws_close(&c);
+    gw_down(&w);
+}
+
+TEST(gateway_ws_control_ui_page_with_csp)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    int fd = t_dial(w.port);
+    char req[256];
+    snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n",
+             w.port);
+    send(fd, req, strlen(req), MSG_NOSIGNAL);
+    buf rest = BUF_INIT;
+    char *head = t_read_head(fd, &rest);
+    EXPECT(head && !strncmp(head, "HTTP/1.1 200", 12));
+    EXPECT(head && strstr(head, "Content-Security-Policy: default-src 'none'; script-src 'self'"));
+    EXPECT(head && strstr(head, "frame-ancestors 'none'"));
+    free(head);
+    cm_buf_release(&rest);
+    close(fd);
+    gw_down(&w);
+}
