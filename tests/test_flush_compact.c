@@ -152,6 +152,7 @@ typedef struct fc_world {
     char store[2048];
     agent_ctx a;
     standin si;
+    tool_policy tools; /* the memory tools only: the sizes below assume them */
 } fc_world;
 
 static bool fc_start(fc_world *w, const char *models_json)
@@ -185,14 +186,17 @@ static bool fc_start(fc_world *w, const char *models_json)
         return false;
     }
     snprintf(w->store, sizeof w->store, "%s/agents/main/sessions/sessions.json", w->state);
-    w->a = (agent_ctx){w->cfg, w->state,  "main", w->store, w->ws,
-                       w->eng, w->runner, true,   fc_clock, NULL, NULL, NULL};
+    json_t *pol = json_loads("{\"tools\":{\"allow\":[\"group:memory\"]}}", 0, NULL);
+    cm_tool_policy_init(&w->tools, pol, "main");
+    json_decref(pol);
+    w->a = (agent_ctx){w->cfg, w->state,  "main",    w->store, w->ws,
+                       w->eng, w->runner, true,      fc_clock, NULL, &w->tools, NULL};
     return true;
 }
 
 static void fc_stop(fc_world *w)
 {
-
+    cm_tool_policy_release(&w->tools);
     cm_llm_runner_close(w->runner);
     cm_engine_close(w->eng);
     json_decref(w->cfg);
