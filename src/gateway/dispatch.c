@@ -301,9 +301,11 @@ static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, buf *o
     return rc;
 }
 
-/* A turn out of the debouncer (or straight from the sink) with the journal
- * ids it answers; takes them (under mu). */
-static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now)
+/* A turn out of the debouncer (or straight from the sink, with what was
+ * decided before the lock: pre) with the journal ids it answers; takes them
+ * (under mu). */
+static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now,
+                       const gw_pre *pre)
 {
     cm_rc rc = CM_OK;
     buf agent = BUF_INIT, key = BUF_INIT, prompt = BUF_INIT;
@@ -317,15 +319,16 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
                                   t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
-    /* /new and /reset: the transcript is archived; text after the command
-     * is the new session's first message. */
+    /* /new and /reset: the transcript was archived (cm_gw_rt_prepare, before
+     * the lock); text after the command is the new session's first message. */
     if (S_is_cmd(text, "/new", &rest) || S_is_cmd(text, "/reset", &rest)) {
-        char err[256];
         cm_gw_queue_clear(s->q);
         for (size_t i = 0; i < s->ngroups; i++)
             cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
         S_group_take(s, s->ngroups, &(gw_ids){0});
-        cm_rc r = cm_gw_rt_reset_session(rt, s, now, err, sizeof err);
+        cm_rc r = pre && pre->reset ? pre->reset_rc : CM_EINVAL;
+        if (!pre || !pre->reset) /* a command is never batched: only from the sink */
+            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: a reset without its preparation ignored");
         if (!*rest) {
             cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
                             r ? "⚠️ The session could not be reset." : "✅ New session started.",
@@ -504,18 +507,20 @@ static cm_rc S_turn_dkey(buf *k, const char *channel, const char *account, const
 
 /* Dispatches turns out of the debouncer: each takes its batch's ids (the
  * extra, a message that was not batched, is given by one). */
-static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, int64_t now)
+static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, int64_t now,
+                             const gw_pre *pre)
 {
     buf k = BUF_INIT;
     for (size_t i = 0; i < ready->n; i++) {
         gw_turn *t = &ready->v[i];
         gw_ids ids = {0};
-        if (single && i == ready->n - 1) {
+        bool mine = single && i == ready->n - 1;
+        if (mine) {
             cm_gw_ids_move(&ids, single);
         } else if (!S_turn_dkey(&k, t->channel, t->account, t->peer, t->thread, t->sender)) {
             S_take_pending_ids(rt, k.data, &ids);
         }
-        S_dispatch(rt, t, &ids, now);
+        S_dispatch(rt, t, &ids, now, mine ? pre : NULL);
         cm_gw_rt_done_all(rt, &ids, "failed"); /* none left unless dispatch failed */
         cm_gw_ids_release(&ids);
     }
@@ -523,25 +528,49 @@ static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, in
     cm_buf_release(&k);
 }
 
-/* One accepted message (journal id jid) through dedupe record, access and
- * debounce (under mu). */
-void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now)
+void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
 {
-    cm_rc rc = CM_OK;
+    buf agent = BUF_INIT, key = BUF_INIT;
+    const char *rest;
     char err[256];
+    memset(pre, 0, sizeof *pre);
+    if (m->channel && !strcmp(m->channel, "terminal"))
+        pre->ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token */
+    else
+        pre->access_rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(),
+                                            &pre->ar, pre->access_err, sizeof pre->access_err);
+    if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW) return;
+    if (!S_is_cmd(m->text, "/new", &rest) && !S_is_cmd(m->text, "/reset", &rest)) return;
+    /* the session key S_dispatch routes the turn to */
+    pre->reset = true;
+    pre->reset_rc =
+        cm_gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, m->is_group);
+    if (!pre->reset_rc)
+        pre->reset_rc = m->session && *m->session
+                            ? cm_buf_adds(&key, m->session)
+                            : cm_gw_route_session(&key, rt->o.config, agent.data, m->channel,
+                                                  m->account, m->peer, m->thread, m->is_group);
+    if (!pre->reset_rc)
+        pre->reset_rc = cm_gw_rt_reset_session(rt, agent.data, key.data, err, sizeof err);
+    if (pre->reset_rc)
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: the session could not be reset: %s",
+                pre->reset_rc == CM_ENOMEM ? "out of memory" : err);
+    cm_buf_release(&agent);
+    cm_buf_release(&key);
+}
+
+/* One accepted message (journal id jid) through access (decided in pre) and
+ * debounce (under mu). */
+void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now,
+                      const gw_pre *pre)
+{
     gw_ids ids = {0};
     buf k = BUF_INIT;
     gw_turns ready = {0};
     cm_gw_ids_add(&ids, jid);
-    gw_access_result ar;
-    memset(&ar, 0, sizeof ar);
-    if (m->channel && !strcmp(m->channel, "terminal"))
-        ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token */
-    else
-        rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(), &ar, err,
-                                sizeof err);
-    if (rc) {
-        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: access check failed: %s", err);
+    gw_access_result ar = pre->ar;
+    if (pre->access_rc) {
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: access check failed: %s", pre->access_err);
         cm_gw_rt_done_all(rt, &ids, "denied");
         goto out;
     }
@@ -593,7 +622,7 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
         cm_gw_rt_done_all(rt, &ids, "failed");
         goto out;
     }
-    S_dispatch_turns(rt, &ready, batched ? NULL : &ids, now);
+    S_dispatch_turns(rt, &ready, batched ? NULL : &ids, now, pre);
     pthread_cond_signal(&rt->timer_cv);
 out:
     cm_gw_turns_release(&ready);
@@ -664,7 +693,7 @@ void cm_gw_rt_tick_locked(gw_runtime *rt, bool force)
     gw_turns ready = {0};
     if (!(force ? cm_gw_debounce_flush_all(rt->debounce, &ready)
                 : cm_gw_debounce_due(rt->debounce, now, &ready)))
-        S_dispatch_turns(rt, &ready, NULL, now);
+        S_dispatch_turns(rt, &ready, NULL, now, NULL);
     cm_gw_turns_release(&ready);
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess *s = rt->sess[b]; s; s = s->next)
