@@ -282,6 +282,19 @@ static void *S_stranger(void *arg)
     return NULL;
 }
 
+typedef struct allowed {
+    guard *g;
+    cm_rc ra, rb;
+} allowed;
+
+static void *S_allowed(void *arg)
+{
+    allowed *a = arg;
+    a->ra = g_send(a->g, "alice", "a1", "ping from alice");
+    a->rb = g_send(a->g, "bob", "b1", "ping from bob");
+    return NULL;
+}
+
 /* True once the journal on disk holds text (the sink journals before it
  * decides access); waits at most ms. */
 static bool S_journaled(guard *g, const char *text, int64_t ms)
@@ -323,8 +336,10 @@ TEST(gateway_guard_pairing_lock_stalls_no_other_conversation)
     /* the stranger's message is journaled: its access check now waits */
     bool waiting = S_journaled(&g, "who are you", 5000);
     int64_t t1 = cm_now_ms();
-    cm_rc ra = g_send(&g, "alice", "a1", "ping from alice");
-    cm_rc rb = g_send(&g, "bob", "b1", "ping from bob");
+    /* from another thread: a sink stuck behind the lock must not hang the test */
+    allowed al = {&g, CM_EIO, CM_EIO};
+    pthread_t ath;
+    pthread_create(&ath, NULL, S_allowed, &al);
     char *a = f_wait(&g.ch, "alice", 5000);
     char *b = f_wait(&g.ch, "bob", 5000);
     int64_t answered_ms = cm_now_ms() - t1;
@@ -333,6 +348,8 @@ TEST(gateway_guard_pairing_lock_stalls_no_other_conversation)
     int64_t held_ms = cm_now_ms() - t0;
     cm_lockfile_release(&l);
     pthread_join(th, NULL);
+    pthread_join(ath, NULL);
+    cm_rc ra = al.ra, rb = al.rb;
     char *code = f_wait(&g.ch, "stranger", 5000);
     g_stop(&g);
     bool got_a = a && strstr(a, "ping from alice"), got_b = b && strstr(b, "ping from bob");
