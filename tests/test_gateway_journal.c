@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -419,4 +420,91 @@ TEST(gw_journal_old_dedupe_keys_read_back)
         EXPECT_STR(keys[round][0], legacy);
         EXPECT_STR(keys[round][1], "8:telegram|0:|0:|2:bo|0:|1:1");
     }
+}
+
+/* ---- compaction while other threads accept and answer ---------------------------- */
+
+typedef struct cycler {
+    gw_journal *j;
+    int t, refused, failed;
+} cycler;
+
+static void *S_cycle(void *arg)
+{
+    cycler *c = arg;
+    char id[32], err[256];
+    for (int i = 0; i < 800; i++) {
+        snprintf(id, sizeof id, "t%d-%d", c->t, i);
+        uint64_t jid = 0;
+        if (t_accept(c->j, id, "some text of a message, not long", &jid)) {
+            c->refused++;
+            continue;
+        }
+        cm_gw_journal_run(c->j, jid);
+        if (i % 50) cm_gw_journal_done(c->j, jid, "answered"); /* every 50th stays */
+        if (cm_gw_journal_compact(c->j, NOW, false, err, sizeof err)) c->failed++;
+    }
+    return NULL;
+}
+
+TEST(gw_journal_compaction_races_accepts_and_answers)
+{
+    char *dir = tmp_dir();
+    char *state = cm_strdup(path_in(dir, "state"));
+    json_t *pending = NULL, *seen = NULL;
+    gw_journal *j = t_open(state, &pending, &seen);
+    json_decref(pending);
+    json_decref(seen);
+    if (!j) return;
+    cm_gw_journal_set_limit(j, 64u << 10);
+    cycler c[4];
+    pthread_t th[4];
+    for (int t = 0; t < 4; t++) {
+        c[t] = (cycler){j, t, 0, 0};
+        pthread_create(&th[t], NULL, S_cycle, &c[t]);
+    }
+    for (int t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+    gw_journal_stats st;
+    cm_gw_journal_stats(j, &st);
+    cm_gw_journal_close(j);
+    j = t_open(state, &pending, &seen);
+    free(state);
+    /* exactly the unanswered ones, each once, each with its run */
+    buf want = BUF_INIT;
+    int bad_runs = 0, n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(pending, i, e) bad_runs += json_integer_value(json_object_get(e, "runs")) != 1;
+    for (int t = 0; t < 4; t++)
+        for (int k = 0; k < 800; k += 50, n++)
+            cm_buf_printf(&want, "t%d-%d\n", t, k);
+    char *ids = t_pending_ids(pending);
+    int found = 0;
+    for (char *s = want.data; s && *s;) {
+        char *nl = strchr(s, '\n');
+        *nl = 0;
+        char pat[40];
+        snprintf(pat, sizeof pat, " %s ", s);
+        buf hay = BUF_INIT;
+        cm_buf_printf(&hay, " %s ", ids);
+        found += strstr(hay.data, pat) != NULL;
+        cm_buf_release(&hay);
+        s = nl + 1;
+    }
+    size_t npending = json_array_size(pending);
+    cm_gw_journal_close(j);
+    json_decref(pending);
+    json_decref(seen);
+    free(ids);
+    cm_buf_release(&want);
+    for (int t = 0; t < 4; t++) {
+        EXPECT_INT(c[t].refused, 0);
+        EXPECT_INT(c[t].failed, 0);
+    }
+    EXPECT(st.compactions >= 5);
+    EXPECT(st.bytes <= 2 * (64u << 10));
+    EXPECT_INT(npending, n);
+    EXPECT_INT(found, n);
+    EXPECT_INT(bad_runs, 0);
 }
