@@ -304,13 +304,13 @@ TEST(gw_journal_many_cycles_stay_bounded)
     text[200] = 0;
     uint64_t max_bytes = 0, jid = 0;
     int refused = 0;
-    /* three never answered (a run stuck on them), then 1,500 answered */
+    /* three never answered (a run stuck on them), then 800 answered */
     for (int i = 0; i < 3; i++) {
         snprintf(id, sizeof id, "stuck%d", i);
         refused += t_accept(j, id, text, &jid) != CM_OK;
         cm_gw_journal_run(j, jid);
     }
-    for (int i = 0; i < 1500; i++) {
+    for (int i = 0; i < 800; i++) {
         snprintf(id, sizeof id, "m%d", i);
         if (t_accept(j, id, text, &jid)) {
             refused++;

@@ -108,29 +108,41 @@ out:
     cm_buf_release(&p);
 }
 
-/* Writes s's override (or its absence: the fields removed) to its entry. */
-static cm_rc S_queue_save(gw_runtime *rt, gw_sess *s, char *err, size_t errlen)
+/* Writes a session's /queue override (or its absence: the fields removed)
+ * to its entry (file I/O: never under mu). */
+static cm_rc S_queue_save(gw_runtime *rt, const gw_qsave *q, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
     session_store st;
     memset(&st, 0, sizeof st);
-    bool on = s->has_ov;
+    bool on = q->on;
     json_t *patch =
         json_pack("{s:o,s:o,s:o,s:o}", "queueMode",
-                  on && s->ov_mode[0] ? json_string(s->ov_mode) : json_null(), "queueDrop",
-                  on && s->ov_drop[0] ? json_string(s->ov_drop) : json_null(), "queueDebounceMs",
-                  on && s->ov_debounce >= 0 ? json_integer(s->ov_debounce) : json_null(),
-                  "queueCap", on && s->ov_cap > 0 ? json_integer(s->ov_cap) : json_null());
+                  on && q->mode[0] ? json_string(q->mode) : json_null(), "queueDrop",
+                  on && q->drop[0] ? json_string(q->drop) : json_null(), "queueDebounceMs",
+                  on && q->debounce >= 0 ? json_integer(q->debounce) : json_null(), "queueCap",
+                  on && q->cap > 0 ? json_integer(q->cap) : json_null());
     if (!patch) CHECK(CM_ENOMEM);
-    CHECK(cm_session_store_path(&p, rt->o.state_dir, s->agent_id) ? CM_ENOMEM : CM_OK);
+    CHECK(cm_session_store_path(&p, rt->o.state_dir, q->agent_id) ? CM_ENOMEM : CM_OK);
     CHECK(cm_session_store_read(&st, p.data, err, errlen));
-    CHECK(cm_session_touch(&st, s->key, patch, cm_wall_ms(), NULL, err, errlen));
+    CHECK(cm_session_touch(&st, q->key, patch, cm_wall_ms(), NULL, err, errlen));
 out:
     json_decref(patch);
     cm_session_store_release(&st);
     cm_buf_release(&p);
     return rc;
+}
+
+void cm_gw_rt_finish(gw_runtime *rt, gw_pre *pre)
+{
+    gw_qsave *q = &pre->qsave;
+    char why[256];
+    if (q->key && S_queue_save(rt, q, why, sizeof why))
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session: %s", why);
+    free(q->agent_id);
+    free(q->key);
+    memset(q, 0, sizeof *q);
 }
 
 static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
@@ -304,8 +316,7 @@ static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, buf *o
 /* A turn out of the debouncer (or straight from the sink, with what was
  * decided before the lock: pre) with the journal ids it answers; takes them
  * (under mu). */
-static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now,
-                       const gw_pre *pre)
+static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now, gw_pre *pre)
 {
     cm_rc rc = CM_OK;
     buf agent = BUF_INIT, key = BUF_INIT, prompt = BUF_INIT;
@@ -356,9 +367,17 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
             if (ov.debounce_ms >= 0) s->ov_debounce = ov.debounce_ms;
             if (ov.cap > 0) s->ov_cap = ov.cap;
         }
-        char why[256];
-        if (S_queue_save(rt, s, why, sizeof why))
-            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session: %s", why);
+        /* saved by cm_gw_rt_finish once the lock is released */
+        gw_qsave *q = pre ? &pre->qsave : NULL;
+        if (q && !q->key && (q->agent_id = cm_strdup(s->agent_id)) && (q->key = cm_strdup(s->key))) {
+            q->on = s->has_ov;
+            snprintf(q->mode, sizeof q->mode, "%s", s->ov_mode);
+            snprintf(q->drop, sizeof q->drop, "%s", s->ov_drop);
+            q->debounce = s->ov_debounce;
+            q->cap = s->ov_cap;
+        } else {
+            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session");
+        }
         if (!reset) {
             gw_queue_settings qs;
             S_settings(rt, s, t->channel, &qs);
@@ -508,7 +527,7 @@ static cm_rc S_turn_dkey(buf *k, const char *channel, const char *account, const
 /* Dispatches turns out of the debouncer: each takes its batch's ids (the
  * extra, a message that was not batched, is given by one). */
 static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, int64_t now,
-                             const gw_pre *pre)
+                             gw_pre *pre)
 {
     buf k = BUF_INIT;
     for (size_t i = 0; i < ready->n; i++) {
@@ -561,8 +580,7 @@ void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
 
 /* One accepted message (journal id jid) through access (decided in pre) and
  * debounce (under mu). */
-void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now,
-                      const gw_pre *pre)
+void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now, gw_pre *pre)
 {
     gw_ids ids = {0};
     buf k = BUF_INIT;

@@ -65,6 +65,7 @@ cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
     rt->accepted++;
     cm_gw_rt_process(rt, m, jid, now, &pre);
     pthread_mutex_unlock(&rt->mu);
+    cm_gw_rt_finish(rt, &pre);
 compact:
     S_compact(rt);
 out:
@@ -253,7 +254,6 @@ cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
         }
         cm_gw_rt_process(rt, &m, jid, now, &pres[i]);
     }
-    free(pres);
     json_decref(rt->pending);
     json_decref(rt->seen);
     rt->pending = rt->seen = NULL;
@@ -273,6 +273,9 @@ cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
             rt->has_timer = true;
     }
     pthread_mutex_unlock(&rt->mu);
+    for (size_t p = 0; p < np; p++)
+        cm_gw_rt_finish(rt, &pres[p]);
+    free(pres);
     for (size_t c = 0; !rc && c < rt->nch; c++) {
         if (rt->ch[c].started) continue; /* an alias of a channel started above */
         rc = rt->ch[c].ch->ops->start(rt->ch[c].ch, cm_gw_runtime_sink, rt, err, errlen);
