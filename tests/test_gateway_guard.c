@@ -41,8 +41,8 @@ static cm_rc f_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errl
     (void)err, (void)errlen;
     fake_ch *f = (fake_ch *)ch;
     pthread_mutex_lock(&f->mu);
-    json_array_append_new(f->sent, json_pack("{s:s,s:s}", "peer", o->peer ? o->peer : "", "text",
-                                             o->text));
+    json_array_append_new(f->sent,
+                          json_pack("{s:s,s:s}", "peer", o->peer ? o->peer : "", "text", o->text));
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
     return CM_OK;
@@ -64,9 +64,9 @@ static char *f_wait(fake_ch *f, const char *peer, int64_t ms)
     for (;;) {
         size_t i;
         json_t *e;
-        json_array_foreach(f->sent, i, e) if (!strcmp(json_string_value(json_object_get(e, "peer")),
-                                                      peer)) out =
-            cm_strdup(json_string_value(json_object_get(e, "text")));
+        json_array_foreach(f->sent, i,
+                           e) if (!strcmp(json_string_value(json_object_get(e, "peer")), peer))
+            out = cm_strdup(json_string_value(json_object_get(e, "text")));
         int64_t left = end - cm_now_ms();
         if (out || left <= 0) break;
         struct timespec ts;
@@ -243,7 +243,8 @@ TEST(gateway_guard_failure_notice_has_no_path_or_url)
 {
     buf mlog = BUF_INIT, slog = BUF_INIT;
     char mdir[4096], sdir[4096];
-    char *model = S_failed_turn(false, &mlog, mdir, sizeof mdir); /* nothing listens on the model's port */
+    char *model =
+        S_failed_turn(false, &mlog, mdir, sizeof mdir); /* nothing listens on the model's port */
     char *state = S_failed_turn(true, &slog, sdir, sizeof sdir);
     char m[512], s[512], ml[1024] = "", sl[1024] = "";
     snprintf(m, sizeof m, "%s", model ? model : "(none)");
@@ -305,8 +306,8 @@ static bool S_journaled(guard *g, const char *text, int64_t ms)
     do {
         buf b = BUF_INIT;
         char err[128];
-        bool hit = !cm_fs_read_file(path, 1u << 20, &b, err, sizeof err) && b.data &&
-                   strstr(b.data, text);
+        bool hit =
+            !cm_fs_read_file(path, 1u << 20, &b, err, sizeof err) && b.data && strstr(b.data, text);
         cm_buf_release(&b);
         if (hit) return true;
         struct timespec ts = {0, 5 * 1000000L};
@@ -425,8 +426,7 @@ static int t_post(const char *addr, const char *body, buf *resp)
 TEST(gateway_guard_journal_full_answers_503_retry_after)
 {
     guard g;
-    if (!g_start(&g, "{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}", false, true, 16u << 10,
-                 NULL))
+    if (!g_start(&g, "{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}", false, true, 16u << 10, NULL))
         return;
     g_gate(&g, true); /* runs wait: the journal fills with unanswered messages */
     const char *addr = cm_gw_http_address(g.http);
@@ -468,8 +468,7 @@ TEST(gateway_guard_older_journal_key_still_a_duplicate)
     snprintf(pre, sizeof pre, "{\"j\":\"seen\",\"key\":\"http|alice|42\",\"ts\":%lld}\n",
              (long long)(cm_wall_ms() - 60000));
     guard g;
-    if (!g_start(&g, "{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}", false, false, 0, pre))
-        return;
+    if (!g_start(&g, "{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}", false, false, 0, pre)) return;
     EXPECT_INT(g_send(&g, "alice", "42", "redelivered"), CM_OK);
     EXPECT_INT(g_send(&g, "alice", "43", "new one"), CM_OK);
     cm_gw_runtime_wait_idle(g.rt, 10000);

@@ -62,13 +62,15 @@ TEST(gw_journal_torn_lines_skipped_not_the_lines_after)
 {
     char *dir = tmp_dir();
     char *state = cm_strdup(path_in(dir, "state"));
-#define IN(id) "{\"j\":\"in\",\"id\":" #id ",\"ts\":1,\"msg\":{\"channel\":\"http\",\"peer\":\"p\","
+#define IN(id)  "{\"j\":\"in\",\"id\":" #id ",\"ts\":1,\"msg\":{\"channel\":\"http\",\"peer\":\"p\","
 #define MID(id) "\"messageId\":\"m" #id "\",\"text\":\"t\"}}"
     /* 2 torn by a failed write and 3 appended to the same line (what an
      * older version left), a torn last line */
     write_file(dir, "state/gateway/journal.jsonl",
-               IN(1) MID(1) "\n" IN(2) "\"messageId\":\"m2\",\"te" IN(3) MID(3) "\n"
-               "\n" IN(4) MID(4) "\n{\"j\":\"run\",\"id\":4}\n{\"j\":\"done\",\"id\":1,\"sta");
+               IN(1) MID(1) "\n" IN(2) "\"messageId\":\"m2\",\"te" IN(3)
+                   MID(3) "\n"
+                          "\n" IN(4)
+                              MID(4) "\n{\"j\":\"run\",\"id\":4}\n{\"j\":\"done\",\"id\":1,\"sta");
     json_t *pending = NULL, *seen = NULL;
     gw_journal *j = t_open(state, &pending, &seen);
     if (!j) return;
@@ -458,8 +460,7 @@ static void *S_cycle(void *arg)
         }
         cm_gw_journal_run(c->j, jid);
         if (i % 50) cm_gw_journal_done(c->j, jid, "answered"); /* every 50th stays */
-        if (cm_gw_journal_compact(c->j, NOW, false, err, sizeof err) && !c->failed++ &&
-            !c->refused)
+        if (cm_gw_journal_compact(c->j, NOW, false, err, sizeof err) && !c->failed++ && !c->refused)
             snprintf(c->why, sizeof c->why, "%s", err);
     }
     return NULL;
@@ -493,7 +494,8 @@ TEST(gw_journal_compaction_races_accepts_and_answers)
     int bad_runs = 0, n = 0;
     size_t i;
     json_t *e;
-    json_array_foreach(pending, i, e) bad_runs += json_integer_value(json_object_get(e, "runs")) != 1;
+    json_array_foreach(pending, i, e) bad_runs +=
+        json_integer_value(json_object_get(e, "runs")) != 1;
     for (int t = 0; t < 4; t++)
         for (int k = 0; k < 800; k += 50, n++)
             cm_buf_printf(&want, "t%d-%d\n", t, k);

@@ -209,8 +209,8 @@ static bool S_key(const gw_msg *m, buf *out, bool legacy)
     if (S_blank(m->channel) || S_blank(m->message_id) || S_blank(m->peer)) return false;
     if (legacy) CHECK(cm_buf_adds(out, GW_DEDUPE_LEGACY_PREFIX));
     CHECK(S_add_part(out, m->channel, strlen(m->channel), true, legacy, true));
-    CHECK(S_add_part(out, m->account ? m->account : "", m->account ? strlen(m->account) : 0,
-                     false, legacy, false));
+    CHECK(S_add_part(out, m->account ? m->account : "", m->account ? strlen(m->account) : 0, false,
+                     legacy, false));
     /* "agent:<id>:<rest>" scopes to the agent, so one message routed to two
      * sessions of the same agent is still one message */
     const char *s = m->session ? m->session : "";

@@ -117,12 +117,11 @@ static cm_rc S_queue_save(gw_runtime *rt, const gw_qsave *q, char *err, size_t e
     session_store st;
     memset(&st, 0, sizeof st);
     bool on = q->on;
-    json_t *patch =
-        json_pack("{s:o,s:o,s:o,s:o}", "queueMode",
-                  on && q->mode[0] ? json_string(q->mode) : json_null(), "queueDrop",
-                  on && q->drop[0] ? json_string(q->drop) : json_null(), "queueDebounceMs",
-                  on && q->debounce >= 0 ? json_integer(q->debounce) : json_null(), "queueCap",
-                  on && q->cap > 0 ? json_integer(q->cap) : json_null());
+    json_t *patch = json_pack(
+        "{s:o,s:o,s:o,s:o}", "queueMode", on && q->mode[0] ? json_string(q->mode) : json_null(),
+        "queueDrop", on && q->drop[0] ? json_string(q->drop) : json_null(), "queueDebounceMs",
+        on && q->debounce >= 0 ? json_integer(q->debounce) : json_null(), "queueCap",
+        on && q->cap > 0 ? json_integer(q->cap) : json_null());
     if (!patch) CHECK(CM_ENOMEM);
     CHECK(cm_session_store_path(&p, rt->o.state_dir, q->agent_id) ? CM_ENOMEM : CM_OK);
     CHECK(cm_session_store_read(&st, p.data, err, errlen));
@@ -369,7 +368,8 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         }
         /* saved by cm_gw_rt_finish once the lock is released */
         gw_qsave *q = pre ? &pre->qsave : NULL;
-        if (q && !q->key && (q->agent_id = cm_strdup(s->agent_id)) && (q->key = cm_strdup(s->key))) {
+        if (q && !q->key && (q->agent_id = cm_strdup(s->agent_id)) &&
+            (q->key = cm_strdup(s->key))) {
             q->on = s->has_ov;
             snprintf(q->mode, sizeof q->mode, "%s", s->ov_mode);
             snprintf(q->drop, sizeof q->drop, "%s", s->ov_drop);

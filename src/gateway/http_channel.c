@@ -266,8 +266,7 @@ static void S_post_message(gw_http *h, const httpd_req *rq, httpd_conn *c)
     if (rc == CM_EBUSY)
         S_error(c, 503, "the gateway is shutting down; send again later");
     else if (rc == CM_ERATELIMIT)
-        S_error_retry(c, 503,
-                      "the gateway has too many unanswered messages; send again later",
+        S_error_retry(c, 503, "the gateway has too many unanswered messages; send again later",
                       GW_HTTP_RETRY_FULL_S);
     else if (rc == CM_ETOOBIG)
         S_error(c, 413, "the message is too large for the gateway's journal");

@@ -31,9 +31,9 @@ struct gw_journal {
     char *path;
     uint64_t next_id;
     size_t backlog;
-    uint64_t bytes;      /* the file's length: whole lines only */
-    uint64_t live;       /* bytes of the "in" lines of entries not done */
-    json_t *lens;        /* entry id → the length of its "in" line, entries not done */
+    uint64_t bytes; /* the file's length: whole lines only */
+    uint64_t live;  /* bytes of the "in" lines of entries not done */
+    json_t *lens;   /* entry id → the length of its "in" line, entries not done */
     uint64_t pending_max, file_max, compact_min;
     uint64_t compact_after; /* no compaction before bytes reach this (one failed) */
     int64_t keep_ms;
@@ -391,8 +391,7 @@ out:
 /* The journal kept without a rewrite: cut after its last whole line of
  * data (its content); the lengths of the pending entries taken from their
  * serialized form. */
-static cm_rc S_keep_as_is(gw_journal *j, const buf *data, const json_t *pending,
-                          const json_t *seen)
+static cm_rc S_keep_as_is(gw_journal *j, const buf *data, const json_t *pending, const json_t *seen)
 {
     const char *last = data->len ? memrchr(data->data, '\n', data->len) : NULL;
     uint64_t whole = last ? (uint64_t)(last - data->data) + 1 : 0;
@@ -548,8 +547,7 @@ cm_rc cm_gw_journal_accept(gw_journal *j, const gw_msg *m, int64_t ts, uint64_t 
     if (S_sync(j)) {
         /* not acknowledged: marked answered, so that a replay does not
          * answer what its sender was told failed */
-        rc = cm_seterr(err, errlen, CM_EIO, "cannot sync the gateway journal: %s",
-                       strerror(errno));
+        rc = cm_seterr(err, errlen, CM_EIO, "cannot sync the gateway journal: %s", strerror(errno));
         S_append(j, json_pack("{s:s,s:I,s:s}", "j", "done", "id", (json_int_t)my, "status",
                               "unrecorded"));
         S_forget(j, my);
@@ -574,8 +572,8 @@ cm_rc cm_gw_journal_run(gw_journal *j, uint64_t id)
 cm_rc cm_gw_journal_done(gw_journal *j, uint64_t id, const char *status)
 {
     pthread_mutex_lock(&j->mu);
-    cm_rc rc =
-        S_append(j, json_pack("{s:s,s:I,s:s}", "j", "done", "id", (json_int_t)id, "status", status));
+    cm_rc rc = S_append(
+        j, json_pack("{s:s,s:I,s:s}", "j", "done", "id", (json_int_t)id, "status", status));
     if (j->backlog) j->backlog--;
     S_forget(j, id);
     pthread_mutex_unlock(&j->mu);
@@ -649,7 +647,7 @@ cm_rc cm_gw_journal_compact(gw_journal *j, int64_t now_ms, bool force, char *err
     j->fd = tfd; /* opened O_APPEND; the inode renamed into place */
     tfd = -1;
     j->bytes = out.len + (end - snap);
-    j->broken = false; /* torn bytes past the old end stayed behind */
+    j->broken = false;      /* torn bytes past the old end stayed behind */
     j->synced = j->written; /* the fsync above covered every line */
     j->compactions++;
     pthread_cond_broadcast(&j->synced_cv);

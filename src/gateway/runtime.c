@@ -365,12 +365,11 @@ json_t *cm_gw_runtime_status(gw_runtime *rt)
         "{s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepting", rt->accepting,
         "channels", chs, "sessions", ss, "knownSessions", (json_int_t)rt->nsess, "activeRuns",
         (json_int_t)active, "readyJobs", (json_int_t)rt->ready_n, "debouncePending",
-        (json_int_t)cm_gw_debounce_pending(rt->debounce), "journalBacklog",
-        (json_int_t)js.backlog, "journalBytes", (json_int_t)js.bytes, "journalPendingBytes",
-        (json_int_t)js.live_bytes, "accepted", (json_int_t)rt->accepted,
-        "duplicates", (json_int_t)rt->duplicates, "recovered", (json_int_t)rt->recovered, "runs",
-        (json_int_t)__atomic_load_n(&rt->runs, __ATOMIC_RELAXED), "replies",
-        (json_int_t)__atomic_load_n(&rt->replies, __ATOMIC_RELAXED));
+        (json_int_t)cm_gw_debounce_pending(rt->debounce), "journalBacklog", (json_int_t)js.backlog,
+        "journalBytes", (json_int_t)js.bytes, "journalPendingBytes", (json_int_t)js.live_bytes,
+        "accepted", (json_int_t)rt->accepted, "duplicates", (json_int_t)rt->duplicates, "recovered",
+        (json_int_t)rt->recovered, "runs", (json_int_t)__atomic_load_n(&rt->runs, __ATOMIC_RELAXED),
+        "replies", (json_int_t)__atomic_load_n(&rt->replies, __ATOMIC_RELAXED));
     pthread_mutex_unlock(&rt->mu);
     return o;
 }
