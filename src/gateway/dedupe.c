@@ -2,10 +2,10 @@
  * dedupe.c — the inbound dedupe cache: a redelivered message (same channel,
  * account, session scope, peer, thread and message id) seen within the TTL is
  * a duplicate and never starts a second run. Keys are length-prefixed parts
- * (an older '|'-joined form is still produced for keys read back from an
- * older journal). A chained hash table for O(1)
- * lookups plus a list in last-seen order, so expiry and the size cap pop from
- * its head (2026.3.22's Map with touch-on-read, prune on insert).
+ * (the older '|'-joined form is still made, to match keys read back from an
+ * older journal). A chained hash table for O(1) lookups plus a list in
+ * last-seen order, so expiry and the size cap pop from its head (2026.3.22's
+ * Map with touch-on-read, prune on insert).
  */
 #include "inbound.h"
 #include "../base/caps.h"
