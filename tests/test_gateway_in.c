@@ -18,16 +18,16 @@ TEST(gw_in_dedupe_key)
         const char *want; /* NULL: no key */
     } cases[] = {
         {{.channel = " Telegram ", .account = "default", .peer = "42", .message_id = "7"},
-         "telegram|default|42|7"},
+         "8:telegram|7:default|0:|2:42|0:|1:7"},
         {{.channel = "telegram", .peer = "42", .thread = "3", .message_id = "7"},
-         "telegram|42|3|7"},
+         "8:telegram|0:|0:|2:42|1:3|1:7"},
         {{.channel = "http",
           .session = "agent:main:telegram:group:9",
           .peer = "9",
           .message_id = "m1"},
-         "http|agent:main|9|m1"},
+         "4:http|0:|10:agent:main|1:9|0:|2:m1"},
         {{.channel = "http", .session = "custom-key", .peer = "9", .message_id = "m1"},
-         "http|custom-key|9|m1"},
+         "4:http|0:|10:custom-key|1:9|0:|2:m1"},
         {{.channel = "telegram", .peer = "42"}, NULL},
         {{.peer = "42", .message_id = "7"}, NULL},
         {{.channel = "telegram", .message_id = "7", .peer = "  "}, NULL},
@@ -47,6 +47,49 @@ TEST(gw_in_dedupe_key)
         EXPECT_STR(b.data, cases[i].want);
     }
     cm_buf_release(&b);
+}
+
+/* Parts containing the old separator: two different messages once made one
+ * key ("alice|7" as a peer, or peer "alice" in thread "7"). */
+TEST(gw_in_dedupe_key_unambiguous)
+{
+    static const struct {
+        gw_msg a, b;
+    } pairs[] = {
+        {{.channel = "telegram", .peer = "alice|7", .message_id = "42"},
+         {.channel = "telegram", .peer = "alice", .thread = "7", .message_id = "42"}},
+        {{.channel = "http", .account = "x|y", .peer = "p", .message_id = "1"},
+         {.channel = "http", .account = "x", .session = "y", .peer = "p", .message_id = "1"}},
+        {{.channel = "http", .peer = "p", .thread = "t|1", .message_id = "2"},
+         {.channel = "http", .peer = "p", .thread = "t", .message_id = "1|2"}},
+    };
+    buf ka = BUF_INIT, kb = BUF_INIT, la = BUF_INIT, lb = BUF_INIT;
+    bool distinct = true, legacy_same = true, cache_ok = true;
+    for (size_t i = 0; i < ARRAY_LEN(pairs); i++) {
+        distinct = distinct && cm_gw_dedupe_key(&pairs[i].a, &ka) &&
+                   cm_gw_dedupe_key(&pairs[i].b, &kb) && strcmp(ka.data, kb.data) != 0;
+        /* the old form made them one (what an older journal holds) */
+        legacy_same = legacy_same && cm_gw_dedupe_key_legacy(&pairs[i].a, &la) &&
+                      cm_gw_dedupe_key_legacy(&pairs[i].b, &lb) && !strcmp(la.data, lb.data);
+        gw_dedupe *d = NULL;
+        if (cm_gw_dedupe_open(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &d)) return;
+        bool first = cm_gw_dedupe_check_msg(d, &pairs[i].a, 1000);
+        bool second = cm_gw_dedupe_check_msg(d, &pairs[i].b, 1001);
+        bool again = cm_gw_dedupe_check_msg(d, &pairs[i].b, 1002);
+        cm_gw_dedupe_close(d);
+        cache_ok = cache_ok && !first && !second && again;
+    }
+    cm_gw_dedupe_key_legacy(&pairs[0].a, &la);
+    char legacy0[64];
+    snprintf(legacy0, sizeof legacy0, "%s", la.data ? la.data : "");
+    cm_buf_release(&ka);
+    cm_buf_release(&kb);
+    cm_buf_release(&la);
+    cm_buf_release(&lb);
+    EXPECT(distinct);
+    EXPECT(legacy_same);
+    EXPECT(cache_ok);
+    EXPECT_STR(legacy0, GW_DEDUPE_LEGACY_PREFIX "telegram|alice|7|42");
 }
 
 TEST(gw_in_dedupe_ttl)

@@ -1,9 +1,11 @@
 /*
  * dedupe.c — the inbound dedupe cache: a redelivered message (same channel,
  * account, session scope, peer, thread and message id) seen within the TTL is
- * a duplicate and never starts a second run. A chained hash table for O(1)
- * lookups plus a list in last-seen order, so expiry and the size cap pop from
- * its head (2026.3.22's Map with touch-on-read, prune on insert).
+ * a duplicate and never starts a second run. Keys are length-prefixed parts
+ * (the older '|'-joined form is still made, to match keys read back from an
+ * older journal). A chained hash table for O(1) lookups plus a list in
+ * last-seen order, so expiry and the size cap pop from its head (2026.3.22's
+ * Map with touch-on-read, prune on insert).
  */
 #include "inbound.h"
 #include "../base/caps.h"
@@ -164,17 +166,28 @@ bool cm_gw_dedupe_check(gw_dedupe *d, const char *key, int64_t now_ms)
     return false;
 }
 
-/* Appends s trimmed of ASCII whitespace, lower-cased when lower; '|' before
- * it when something precedes. Empty parts are skipped. */
-static cm_rc S_add_part(buf *b, const char *s, size_t n, bool lower)
+/* s[0..n) trimmed of ASCII whitespace. */
+static void S_trim(const char **s, size_t *n)
+{
+    while (*n && isspace((unsigned char)**s))
+        (*s)++, (*n)--;
+    while (*n && isspace((unsigned char)(*s)[*n - 1]))
+        (*n)--;
+}
+
+/* Appends s trimmed, lower-cased when lower: legacy, '|' before it when
+ * something precedes and nothing for an empty part; else as
+ * <length>:<bytes>, '|' before every part but the first. */
+static cm_rc S_add_part(buf *b, const char *s, size_t n, bool lower, bool legacy, bool first)
 {
     cm_rc rc = CM_OK;
-    while (n && isspace((unsigned char)*s))
-        s++, n--;
-    while (n && isspace((unsigned char)s[n - 1]))
-        n--;
-    if (!n) return CM_OK;
-    if (b->len) CHECK(cm_buf_addc(b, '|'));
+    S_trim(&s, &n);
+    if (legacy) {
+        if (!n) return CM_OK;
+        if (b->len > strlen(GW_DEDUPE_LEGACY_PREFIX)) CHECK(cm_buf_addc(b, '|'));
+    } else {
+        CHECK(cm_buf_printf(b, "%s%zu:", first ? "" : "|", n));
+    }
     for (size_t i = 0; i < n; i++)
         CHECK(cm_buf_addc(b, lower ? (char)tolower((unsigned char)s[i]) : s[i]));
 out:
@@ -189,32 +202,43 @@ static bool S_blank(const char *s)
     return true;
 }
 
-bool cm_gw_dedupe_key(const gw_msg *m, buf *out)
+static bool S_key(const gw_msg *m, buf *out, bool legacy)
 {
     cm_rc rc = CM_OK;
     cm_buf_reset(out);
     if (S_blank(m->channel) || S_blank(m->message_id) || S_blank(m->peer)) return false;
-    CHECK(S_add_part(out, m->channel, strlen(m->channel), true));
-    if (m->account) CHECK(S_add_part(out, m->account, strlen(m->account), false));
-    if (m->session) {
-        /* "agent:<id>:<rest>" scopes to the agent, so one message routed to two
-         * sessions of the same agent is still one message */
-        const char *s = m->session;
-        while (isspace((unsigned char)*s))
-            s++;
-        size_t n = strlen(s);
-        if (strncmp(s, "agent:", 6) == 0) {
-            const char *colon = strchr(s + 6, ':');
-            if (colon && colon > s + 6 && colon[1]) n = (size_t)(colon - s);
-        }
-        CHECK(S_add_part(out, s, n, false));
+    if (legacy) CHECK(cm_buf_adds(out, GW_DEDUPE_LEGACY_PREFIX));
+    CHECK(S_add_part(out, m->channel, strlen(m->channel), true, legacy, true));
+    CHECK(S_add_part(out, m->account ? m->account : "", m->account ? strlen(m->account) : 0, false,
+                     legacy, false));
+    /* "agent:<id>:<rest>" scopes to the agent, so one message routed to two
+     * sessions of the same agent is still one message */
+    const char *s = m->session ? m->session : "";
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    if (strncmp(s, "agent:", 6) == 0) {
+        const char *colon = strchr(s + 6, ':');
+        if (colon && colon > s + 6 && colon[1]) n = (size_t)(colon - s);
     }
-    CHECK(S_add_part(out, m->peer, strlen(m->peer), false));
-    if (m->thread) CHECK(S_add_part(out, m->thread, strlen(m->thread), false));
-    CHECK(S_add_part(out, m->message_id, strlen(m->message_id), false));
+    CHECK(S_add_part(out, s, n, false, legacy, false));
+    CHECK(S_add_part(out, m->peer, strlen(m->peer), false, legacy, false));
+    CHECK(S_add_part(out, m->thread ? m->thread : "", m->thread ? strlen(m->thread) : 0, false,
+                     legacy, false));
+    CHECK(S_add_part(out, m->message_id, strlen(m->message_id), false, legacy, false));
 out:
     if (rc) cm_buf_reset(out);
     return rc == CM_OK && out->len > 0;
+}
+
+bool cm_gw_dedupe_key(const gw_msg *m, buf *out)
+{
+    return S_key(m, out, false);
+}
+
+bool cm_gw_dedupe_key_legacy(const gw_msg *m, buf *out)
+{
+    return S_key(m, out, true);
 }
 
 bool cm_gw_dedupe_check_msg(gw_dedupe *d, const gw_msg *m, int64_t now_ms)

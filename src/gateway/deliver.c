@@ -159,6 +159,39 @@ static void S_delta(void *ctx, const char *text, size_t n)
     cm_gw_pieces_release(&p);
 }
 
+const char *cm_gw_failure_reason(cm_rc rc)
+{
+    switch (rc) {
+    case CM_ERATELIMIT:
+        return "the model is unavailable (rate limited)";
+    case CM_EAUTH:
+        return "the model is unavailable (credentials refused)";
+    case CM_EBILLING:
+        return "the model is unavailable (billing)";
+    case CM_ETIMEOUT:
+        return "the model did not answer in time";
+    case CM_EIO:
+    case CM_EDB:
+    case CM_ECORRUPT:
+    case CM_ENOTFOUND:
+        return "the agent's state could not be read or written";
+    case CM_ECONFIG:
+        return "the agent's configuration is invalid";
+    case CM_ENOMEM:
+        return "the gateway ran out of memory";
+    default:
+        return "an internal error";
+    }
+}
+
+/* A short random id tying a chat's failure notice to its log line. */
+static void S_error_id(char out[16])
+{
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) r = (uint32_t)cm_now_ms();
+    snprintf(out, 16, "%08x", r);
+}
+
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {
     const json_t *cfg = rt->o.config;
@@ -198,11 +231,16 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
         status = "aborted"; /* interrupt or /stop: no reply of this run */
         rc = CM_OK;
     } else if (rc) {
-        buf msg = BUF_INIT;
-        bool said = cm_buf_printf(&msg, "⚠️ Agent failed before reply: %s",
-                                  err[0] ? err : cm_strerror(rc)) == CM_OK;
-        S_send_text(d, said ? msg.data : "⚠️ Agent failed before reply.");
-        cm_buf_release(&msg);
+        /* the chat gets a short reason and an id; the error itself (paths,
+         * model URLs) goes to the log under that id only */
+        char eid[16], text[256];
+        S_error_id(eid);
+        cm_logf(rt->o.log, CM_LOG_ERROR, "gateway: turn failed [error %s] (%s, session %s): %s",
+                eid, j->agent_id, j->key, err[0] ? err : cm_strerror(rc));
+        snprintf(text, sizeof text,
+                 "⚠️ Agent failed before reply: %s.\nError id: %s (in the gateway's log).",
+                 cm_gw_failure_reason(rc), eid);
+        S_send_text(d, text);
         status = "failed";
     } else if (res.silent || cm_gw_reply_is_silent(res.text)) {
         status = "silent";
@@ -250,18 +288,18 @@ void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
     cm_buf_release(&d.held);
 }
 
-cm_rc cm_gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, size_t errlen)
+cm_rc cm_gw_rt_reset_session(gw_runtime *rt, const char *agent_id, const char *key, char *err,
+                             size_t errlen)
 {
-    (void)now;
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
     session_store st;
     memset(&st, 0, sizeof st);
     char id[160];
-    CHECK(cm_session_store_path(&p, rt->o.state_dir, s->agent_id) ? CM_ENOMEM : CM_OK);
+    CHECK(cm_session_store_path(&p, rt->o.state_dir, agent_id) ? CM_ENOMEM : CM_OK);
     CHECK(cm_session_store_read(&st, p.data, err, errlen));
-    if (cm_session_store_get(&st, s->key))
-        CHECK(cm_session_reset(&st, s->key, cm_wall_ms(), id, err, errlen));
+    if (cm_session_store_get(&st, key))
+        CHECK(cm_session_reset(&st, key, cm_wall_ms(), id, err, errlen));
 out:
     cm_session_store_release(&st);
     cm_buf_release(&p);

@@ -108,29 +108,40 @@ out:
     cm_buf_release(&p);
 }
 
-/* Writes s's override (or its absence: the fields removed) to its entry. */
-static cm_rc S_queue_save(gw_runtime *rt, gw_sess *s, char *err, size_t errlen)
+/* Writes a session's /queue override (or its absence: the fields removed)
+ * to its entry (file I/O: never under mu). */
+static cm_rc S_queue_save(gw_runtime *rt, const gw_qsave *q, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
     session_store st;
     memset(&st, 0, sizeof st);
-    bool on = s->has_ov;
-    json_t *patch =
-        json_pack("{s:o,s:o,s:o,s:o}", "queueMode",
-                  on && s->ov_mode[0] ? json_string(s->ov_mode) : json_null(), "queueDrop",
-                  on && s->ov_drop[0] ? json_string(s->ov_drop) : json_null(), "queueDebounceMs",
-                  on && s->ov_debounce >= 0 ? json_integer(s->ov_debounce) : json_null(),
-                  "queueCap", on && s->ov_cap > 0 ? json_integer(s->ov_cap) : json_null());
+    bool on = q->on;
+    json_t *patch = json_pack(
+        "{s:o,s:o,s:o,s:o}", "queueMode", on && q->mode[0] ? json_string(q->mode) : json_null(),
+        "queueDrop", on && q->drop[0] ? json_string(q->drop) : json_null(), "queueDebounceMs",
+        on && q->debounce >= 0 ? json_integer(q->debounce) : json_null(), "queueCap",
+        on && q->cap > 0 ? json_integer(q->cap) : json_null());
     if (!patch) CHECK(CM_ENOMEM);
-    CHECK(cm_session_store_path(&p, rt->o.state_dir, s->agent_id) ? CM_ENOMEM : CM_OK);
+    CHECK(cm_session_store_path(&p, rt->o.state_dir, q->agent_id) ? CM_ENOMEM : CM_OK);
     CHECK(cm_session_store_read(&st, p.data, err, errlen));
-    CHECK(cm_session_touch(&st, s->key, patch, cm_wall_ms(), NULL, err, errlen));
+    CHECK(cm_session_touch(&st, q->key, patch, cm_wall_ms(), NULL, err, errlen));
 out:
     json_decref(patch);
     cm_session_store_release(&st);
     cm_buf_release(&p);
     return rc;
+}
+
+void cm_gw_rt_finish(gw_runtime *rt, gw_pre *pre)
+{
+    gw_qsave *q = &pre->qsave;
+    char why[256];
+    if (q->key && S_queue_save(rt, q, why, sizeof why))
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session: %s", why);
+    free(q->agent_id);
+    free(q->key);
+    memset(q, 0, sizeof *q);
 }
 
 static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
@@ -301,9 +312,10 @@ static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, buf *o
     return rc;
 }
 
-/* A turn out of the debouncer (or straight from the sink) with the journal
- * ids it answers; takes them (under mu). */
-static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now)
+/* A turn out of the debouncer (or straight from the sink, with what was
+ * decided before the lock: pre) with the journal ids it answers; takes them
+ * (under mu). */
+static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now, gw_pre *pre)
 {
     cm_rc rc = CM_OK;
     buf agent = BUF_INIT, key = BUF_INIT, prompt = BUF_INIT;
@@ -317,15 +329,16 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
                                   t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
-    /* /new and /reset: the transcript is archived; text after the command
-     * is the new session's first message. */
+    /* /new and /reset: the transcript was archived (cm_gw_rt_prepare, before
+     * the lock); text after the command is the new session's first message. */
     if (S_is_cmd(text, "/new", &rest) || S_is_cmd(text, "/reset", &rest)) {
-        char err[256];
         cm_gw_queue_clear(s->q);
         for (size_t i = 0; i < s->ngroups; i++)
             cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
         S_group_take(s, s->ngroups, &(gw_ids){0});
-        cm_rc r = cm_gw_rt_reset_session(rt, s, now, err, sizeof err);
+        cm_rc r = pre && pre->reset ? pre->reset_rc : CM_EINVAL;
+        if (!pre || !pre->reset) /* a command is never batched: only from the sink */
+            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: a reset without its preparation ignored");
         if (!*rest) {
             cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
                             r ? "⚠️ The session could not be reset." : "✅ New session started.",
@@ -353,9 +366,18 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
             if (ov.debounce_ms >= 0) s->ov_debounce = ov.debounce_ms;
             if (ov.cap > 0) s->ov_cap = ov.cap;
         }
-        char why[256];
-        if (S_queue_save(rt, s, why, sizeof why))
-            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session: %s", why);
+        /* saved by cm_gw_rt_finish once the lock is released */
+        gw_qsave *q = pre ? &pre->qsave : NULL;
+        if (q && !q->key && (q->agent_id = cm_strdup(s->agent_id)) &&
+            (q->key = cm_strdup(s->key))) {
+            q->on = s->has_ov;
+            snprintf(q->mode, sizeof q->mode, "%s", s->ov_mode);
+            snprintf(q->drop, sizeof q->drop, "%s", s->ov_drop);
+            q->debounce = s->ov_debounce;
+            q->cap = s->ov_cap;
+        } else {
+            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session");
+        }
         if (!reset) {
             gw_queue_settings qs;
             S_settings(rt, s, t->channel, &qs);
@@ -504,18 +526,20 @@ static cm_rc S_turn_dkey(buf *k, const char *channel, const char *account, const
 
 /* Dispatches turns out of the debouncer: each takes its batch's ids (the
  * extra, a message that was not batched, is given by one). */
-static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, int64_t now)
+static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, int64_t now,
+                             gw_pre *pre)
 {
     buf k = BUF_INIT;
     for (size_t i = 0; i < ready->n; i++) {
         gw_turn *t = &ready->v[i];
         gw_ids ids = {0};
-        if (single && i == ready->n - 1) {
+        bool mine = single && i == ready->n - 1;
+        if (mine) {
             cm_gw_ids_move(&ids, single);
         } else if (!S_turn_dkey(&k, t->channel, t->account, t->peer, t->thread, t->sender)) {
             S_take_pending_ids(rt, k.data, &ids);
         }
-        S_dispatch(rt, t, &ids, now);
+        S_dispatch(rt, t, &ids, now, mine ? pre : NULL);
         cm_gw_rt_done_all(rt, &ids, "failed"); /* none left unless dispatch failed */
         cm_gw_ids_release(&ids);
     }
@@ -523,25 +547,48 @@ static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, in
     cm_buf_release(&k);
 }
 
-/* One accepted message (journal id jid) through dedupe record, access and
- * debounce (under mu). */
-void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now)
+void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
 {
-    cm_rc rc = CM_OK;
+    buf agent = BUF_INIT, key = BUF_INIT;
+    const char *rest;
     char err[256];
+    memset(pre, 0, sizeof *pre);
+    if (m->channel && (!strcmp(m->channel, "terminal") || !strcmp(m->channel, "webchat")))
+        pre->ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token */
+    else
+        pre->access_rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(),
+                                            &pre->ar, pre->access_err, sizeof pre->access_err);
+    if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW) return;
+    if (!S_is_cmd(m->text, "/new", &rest) && !S_is_cmd(m->text, "/reset", &rest)) return;
+    /* the session key S_dispatch routes the turn to */
+    pre->reset = true;
+    pre->reset_rc =
+        cm_gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, m->is_group);
+    if (!pre->reset_rc)
+        pre->reset_rc = m->session && *m->session
+                            ? cm_buf_adds(&key, m->session)
+                            : cm_gw_route_session(&key, rt->o.config, agent.data, m->channel,
+                                                  m->account, m->peer, m->thread, m->is_group);
+    if (!pre->reset_rc)
+        pre->reset_rc = cm_gw_rt_reset_session(rt, agent.data, key.data, err, sizeof err);
+    if (pre->reset_rc)
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: the session could not be reset: %s",
+                pre->reset_rc == CM_ENOMEM ? "out of memory" : err);
+    cm_buf_release(&agent);
+    cm_buf_release(&key);
+}
+
+/* One accepted message (journal id jid) through access (decided in pre) and
+ * debounce (under mu). */
+void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now, gw_pre *pre)
+{
     gw_ids ids = {0};
     buf k = BUF_INIT;
     gw_turns ready = {0};
     cm_gw_ids_add(&ids, jid);
-    gw_access_result ar;
-    memset(&ar, 0, sizeof ar);
-    if (m->channel && (!strcmp(m->channel, "terminal") || !strcmp(m->channel, "webchat")))
-        ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token */
-    else
-        rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(), &ar, err,
-                                sizeof err);
-    if (rc) {
-        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: access check failed: %s", err);
+    gw_access_result ar = pre->ar;
+    if (pre->access_rc) {
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: access check failed: %s", pre->access_err);
         cm_gw_rt_done_all(rt, &ids, "denied");
         goto out;
     }
@@ -593,7 +640,7 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
         cm_gw_rt_done_all(rt, &ids, "failed");
         goto out;
     }
-    S_dispatch_turns(rt, &ready, batched ? NULL : &ids, now);
+    S_dispatch_turns(rt, &ready, batched ? NULL : &ids, now, pre);
     pthread_cond_signal(&rt->timer_cv);
 out:
     cm_gw_turns_release(&ready);
@@ -664,7 +711,7 @@ void cm_gw_rt_tick_locked(gw_runtime *rt, bool force)
     gw_turns ready = {0};
     if (!(force ? cm_gw_debounce_flush_all(rt->debounce, &ready)
                 : cm_gw_debounce_due(rt->debounce, now, &ready)))
-        S_dispatch_turns(rt, &ready, NULL, now);
+        S_dispatch_turns(rt, &ready, NULL, now, NULL);
     cm_gw_turns_release(&ready);
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess *s = rt->sess[b]; s; s = s->next)

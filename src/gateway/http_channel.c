@@ -15,6 +15,11 @@
 #include "../net/httpd.h"
 
 #define GW_HTTP_PING_MS 15000
+/* Retry-After (seconds) of a POST refused while the journal is full (runs
+ * answering the backlog make room) and after a failed journal write (a
+ * full disk). */
+#define GW_HTTP_RETRY_FULL_S 30
+#define GW_HTTP_RETRY_IO_S   10
 
 typedef struct hreply {
     uint64_t seq;
@@ -164,6 +169,22 @@ static void S_error(httpd_conn *c, int status, const char *msg)
     S_json(c, status, json_pack("{s:b,s:s}", "accepted", 0, "error", msg));
 }
 
+/* A refusal the client should try again after retry_s seconds. */
+static void S_error_retry(httpd_conn *c, int status, const char *msg, int retry_s)
+{
+    char ra[40];
+    snprintf(ra, sizeof ra, "Retry-After: %d", retry_s);
+    const char *const hdr[] = {"Content-Type: application/json", ra, NULL};
+    json_t *o = json_pack("{s:b,s:s,s:i}", "accepted", 0, "error", msg, "retryAfter", retry_s);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (s)
+        cm_net_httpd_respond(c, status, hdr, s, strlen(s));
+    else
+        cm_net_httpd_respond(c, 500, hdr, "{\"error\":\"out of memory\"}", 25);
+    free(s);
+}
+
 /* Constant-time comparison of the bearer token. */
 static bool S_authorized(gw_http *h, const httpd_req *rq)
 {
@@ -243,8 +264,17 @@ static void S_post_message(gw_http *h, const httpd_req *rq, httpd_conn *c)
         pthread_cond_broadcast(&h->cv);
         pthread_mutex_unlock(&h->mu);
     }
+    /* a refusal never acknowledges: the message was not recorded */
     if (rc == CM_EBUSY)
         S_error(c, 503, "the gateway is shutting down; send again later");
+    else if (rc == CM_ERATELIMIT)
+        S_error_retry(c, 503, "the gateway has too many unanswered messages; send again later",
+                      GW_HTTP_RETRY_FULL_S);
+    else if (rc == CM_ETOOBIG)
+        S_error(c, 413, "the message is too large for the gateway's journal");
+    else if (rc == CM_EIO)
+        S_error_retry(c, 503, "the message could not be recorded; send again later",
+                      GW_HTTP_RETRY_IO_S);
     else if (rc)
         S_error(c, 500, "the message could not be recorded");
     else

@@ -1,9 +1,11 @@
 /*
  * http_channel.h — the gateway's HTTP channel, on net/httpd: a client POSTs
  * an inbound message as JSON and gets 202 once the gateway accepted it
- * (journaled), 503 while it drains; replies come back on a per-conversation
- * server-sent-events stream, by polling, and, when channels.http.callbackUrl
- * is set, as a POST of each reply. Every /v1 route needs
+ * (journaled), 503 while it drains, 503 with Retry-After while the journal
+ * is full of unanswered messages or cannot be written (nothing recorded:
+ * send again), 413 for a message above the journal's limit; replies come
+ * back on a per-conversation server-sent-events stream, by polling, and,
+ * when channels.http.callbackUrl is set, as a POST of each reply. Every /v1 route needs
  * "Authorization: Bearer <gateway.auth.token>"; the token is never logged.
  *
  *   POST /v1/messages  {"peer", "text", "messageId", "sender", "chatType":

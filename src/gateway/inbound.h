@@ -44,12 +44,21 @@ typedef struct gw_dedupe gw_dedupe;
 cm_rc cm_gw_dedupe_open(int64_t ttl_ms, size_t max, gw_dedupe **out);
 void cm_gw_dedupe_close(gw_dedupe *d);
 
-/* Writes m's dedupe key into out (reset first): the non-empty parts of
- * channel (trimmed, lower-cased), account, session scope ("agent:<id>" for an
- * "agent:<id>:…" session key, else the key), peer, thread and message id,
- * joined with '|'. Returns false (out empty) when the message has no channel,
- * message id or peer — such a message is never treated as a duplicate. */
+/* Writes m's dedupe key into out (reset first): channel (trimmed,
+ * lower-cased), account, session scope ("agent:<id>" for an "agent:<id>:…"
+ * session key, else the key), peer, thread and message id, each trimmed and
+ * written as <length>:<bytes> (an absent part "0:"), joined with '|' — the
+ * length prefixes make the key unambiguous whatever the parts contain.
+ * Returns false (out empty) when the message has no channel, message id or
+ * peer — such a message is never treated as a duplicate. */
 bool cm_gw_dedupe_key(const gw_msg *m, buf *out);
+
+/* Keys journaled by versions before the length-prefixed form: the non-empty
+ * parts joined with '|' (ambiguous: "alice|7" as a peer or "alice" and
+ * thread "7"), behind this prefix so that they never equal a current key.
+ * Read back from an older journal and checked only until they expire. */
+#define GW_DEDUPE_LEGACY_PREFIX "v1|"
+bool cm_gw_dedupe_key_legacy(const gw_msg *m, buf *out);
 
 /* Returns true when key was seen less than ttl ago (a duplicate: drop it);
  * either way key is recorded as seen at now_ms. On out of memory the key is

@@ -9,12 +9,21 @@
 
 #include <time.h>
 
+/* A compaction of the journal when its answered lines make up half of it
+ * (no lock held: it reads and writes the file). */
+static void S_compact(gw_runtime *rt)
+{
+    char err[256];
+    if (cm_gw_journal_compact(rt->journal, cm_gw_rt_now(rt), false, err, sizeof err))
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: the journal was not compacted: %s", err);
+}
+
 cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
 {
     gw_runtime *rt = ctx;
     cm_rc rc = CM_OK;
     char err[256];
-    buf k = BUF_INIT;
+    buf k = BUF_INIT, lk = BUF_INIT;
     pthread_mutex_lock(&rt->mu);
     if (!rt->accepting) {
         pthread_mutex_unlock(&rt->mu);
@@ -22,8 +31,11 @@ cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
     }
     int64_t now = cm_gw_rt_now(rt);
     bool keyed = cm_gw_dedupe_key(m, &k);
-    if (keyed && cm_gw_dedupe_peek(rt->dedupe, k.data, now)) {
-        cm_gw_dedupe_check(rt->dedupe, k.data, now); /* refreshes its time */
+    /* a key an older version journaled (until they expire) */
+    bool legacy = rt->legacy_keys && cm_gw_dedupe_key_legacy(m, &lk);
+    if ((keyed && cm_gw_dedupe_peek(rt->dedupe, k.data, now)) ||
+        (legacy && cm_gw_dedupe_peek(rt->dedupe, lk.data, now))) {
+        if (keyed) cm_gw_dedupe_check(rt->dedupe, k.data, now); /* refreshes its time */
         rt->duplicates++;
         pthread_mutex_unlock(&rt->mu);
         goto out;
@@ -34,21 +46,31 @@ cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
     uint64_t jid = 0;
     rc = cm_gw_journal_accept(rt->journal, m, now, &jid, err, sizeof err);
     if (rc) {
-        cm_logf(rt->o.log, CM_LOG_ERROR, "gateway: %s", err);
-        goto out;
+        cm_logf(rt->o.log, rc == CM_ERATELIMIT ? CM_LOG_WARN : CM_LOG_ERROR, "gateway: %s", err);
+        goto compact;
     }
     pthread_mutex_lock(&rt->mu);
-    if (keyed && cm_gw_dedupe_check(rt->dedupe, k.data, now)) {
-        /* the same message came in on another thread meanwhile */
-        cm_gw_journal_done(rt->journal, jid, "duplicate");
-        rt->duplicates++;
-    } else {
-        rt->accepted++;
-        cm_gw_rt_process(rt, m, jid, now);
-    }
+    bool dup = keyed && cm_gw_dedupe_check(rt->dedupe, k.data, now);
+    if (dup) rt->duplicates++; /* the same message came in on another thread meanwhile */
     pthread_mutex_unlock(&rt->mu);
+    if (dup) {
+        cm_gw_journal_done(rt->journal, jid, "duplicate");
+        goto compact;
+    }
+    /* access (the pairing store's files) and a /new's session reset are
+     * decided here, without the lock: other conversations go on */
+    gw_pre pre;
+    cm_gw_rt_prepare(rt, m, &pre);
+    pthread_mutex_lock(&rt->mu);
+    rt->accepted++;
+    cm_gw_rt_process(rt, m, jid, now, &pre);
+    pthread_mutex_unlock(&rt->mu);
+    cm_gw_rt_finish(rt, &pre);
+compact:
+    S_compact(rt);
 out:
     cm_buf_release(&k);
+    cm_buf_release(&lk);
     return rc;
 }
 
@@ -95,6 +117,7 @@ static void *S_worker(void *arg)
         if (j->sess && j->kind == GW_JOB_RUN) j->sess->running = j;
         pthread_mutex_unlock(&rt->mu);
         cm_gw_rt_execute(rt, j, wa->idx);
+        S_compact(rt);
         pthread_mutex_lock(&rt->mu);
         rt->running--;
         gw_sess *s = j->sess;
@@ -142,12 +165,27 @@ cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, s
     CHECK(cm_gw_debounce_open(o->config, &rt->debounce));
     CHECK(cm_gw_journal_open(o->state_dir, cm_gw_rt_now(rt), GW_DEDUPE_TTL_MS, &rt->journal,
                              &rt->pending, &rt->seen, err, errlen));
+    gw_journal_stats js;
+    cm_gw_journal_stats(rt->journal, &js);
+    if (js.torn)
+        cm_logf(rt->o.log, CM_LOG_WARN,
+                "gateway: %zu torn line%s of the journal skipped at replay (never acknowledged, "
+                "or cut by a failed write)",
+                js.torn, js.torn == 1 ? "" : "s");
+    if (js.unrewritten)
+        cm_logf(rt->o.log, CM_LOG_WARN,
+                "gateway: no room to rewrite the journal at start (a full disk?): kept as it was");
     *out = rt;
     rt = NULL;
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     cm_gw_runtime_free(rt);
     return rc;
+}
+
+void cm_gw_runtime_set_journal_limit(gw_runtime *rt, uint64_t bytes)
+{
+    cm_gw_journal_set_limit(rt->journal, bytes);
 }
 
 cm_rc cm_gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name,
@@ -168,15 +206,28 @@ cm_rc cm_gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name
 cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    pthread_mutex_lock(&rt->mu);
-    int64_t now = cm_gw_rt_now(rt);
     size_t i;
     json_t *e;
+    /* the recovered messages' access and resets, decided before the lock */
+    size_t np = json_array_size(rt->pending);
+    gw_pre *pres = np ? calloc(np, sizeof *pres) : NULL;
+    if (np && !pres) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    json_array_foreach(rt->pending, i, e)
+    {
+        if (json_integer_value(json_object_get(e, "runs")) >= rt->o.max_attempts) continue;
+        gw_msg m;
+        cm_gw_journal_msg(json_object_get(e, "msg"), &m);
+        cm_gw_rt_prepare(rt, &m, &pres[i]);
+    }
+    pthread_mutex_lock(&rt->mu);
+    int64_t now = cm_gw_rt_now(rt);
     json_array_foreach(rt->seen, i, e)
     {
         json_int_t ts = json_integer_value(json_object_get(e, "ts"));
         const char *k = json_string_value(json_object_get(e, "key"));
         if (k) cm_gw_dedupe_check(rt->dedupe, k, ts > now ? now : ts);
+        if (k && !strncmp(k, GW_DEDUPE_LEGACY_PREFIX, strlen(GW_DEDUPE_LEGACY_PREFIX)))
+            rt->legacy_keys = true;
     }
     rt->accepting = true;
     /* Crash recovery: what was accepted and not answered runs again, unless
@@ -201,7 +252,7 @@ cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
             cm_gw_ids_release(&ids);
             continue;
         }
-        cm_gw_rt_process(rt, &m, jid, now);
+        cm_gw_rt_process(rt, &m, jid, now, &pres[i]);
     }
     json_decref(rt->pending);
     json_decref(rt->seen);
@@ -222,6 +273,9 @@ cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen)
             rt->has_timer = true;
     }
     pthread_mutex_unlock(&rt->mu);
+    for (size_t p = 0; p < np; p++)
+        cm_gw_rt_finish(rt, &pres[p]);
+    free(pres);
     for (size_t c = 0; !rc && c < rt->nch; c++) {
         if (rt->ch[c].started) continue; /* an alias of a channel started above */
         rc = rt->ch[c].ch->ops->start(rt->ch[c].ch, cm_gw_runtime_sink, rt, err, errlen);
@@ -293,6 +347,8 @@ bool cm_gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms)
 json_t *cm_gw_runtime_status(gw_runtime *rt)
 {
     json_t *chs = json_array(), *ss = json_array();
+    gw_journal_stats js; /* taken before mu: the journal's lock is never inside it */
+    cm_gw_journal_stats(rt->journal, &js);
     pthread_mutex_lock(&rt->mu);
     for (size_t c = 0; c < rt->nch; c++)
         json_array_append_new(
@@ -306,14 +362,14 @@ json_t *cm_gw_runtime_status(gw_runtime *rt)
                                                 "queued", (json_int_t)cm_gw_queue_depth(s->q)));
         }
     json_t *o = json_pack(
-        "{s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepting", rt->accepting,
+        "{s:b,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "accepting", rt->accepting,
         "channels", chs, "sessions", ss, "knownSessions", (json_int_t)rt->nsess, "activeRuns",
         (json_int_t)active, "readyJobs", (json_int_t)rt->ready_n, "debouncePending",
-        (json_int_t)cm_gw_debounce_pending(rt->debounce), "journalBacklog",
-        (json_int_t)cm_gw_journal_backlog(rt->journal), "accepted", (json_int_t)rt->accepted,
-        "duplicates", (json_int_t)rt->duplicates, "recovered", (json_int_t)rt->recovered, "runs",
-        (json_int_t)__atomic_load_n(&rt->runs, __ATOMIC_RELAXED), "replies",
-        (json_int_t)__atomic_load_n(&rt->replies, __ATOMIC_RELAXED));
+        (json_int_t)cm_gw_debounce_pending(rt->debounce), "journalBacklog", (json_int_t)js.backlog,
+        "journalBytes", (json_int_t)js.bytes, "journalPendingBytes", (json_int_t)js.live_bytes,
+        "accepted", (json_int_t)rt->accepted, "duplicates", (json_int_t)rt->duplicates, "recovered",
+        (json_int_t)rt->recovered, "runs", (json_int_t)__atomic_load_n(&rt->runs, __ATOMIC_RELAXED),
+        "replies", (json_int_t)__atomic_load_n(&rt->replies, __ATOMIC_RELAXED));
     pthread_mutex_unlock(&rt->mu);
     return o;
 }

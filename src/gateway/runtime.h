@@ -71,6 +71,12 @@ typedef struct gw_runtime gw_runtime;
  * cm_gw_runtime_start. */
 cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen);
 
+/* Bytes of accepted, unanswered messages in the journal before new ones are
+ * refused (the sink's CM_ERATELIMIT: HTTP 503 with Retry-After, a Telegram
+ * update asked again later); 0 or above it: GW_JOURNAL_PENDING_MAX (64 MiB).
+ * The journal file may grow to twice it before a compaction. */
+void cm_gw_runtime_set_journal_limit(gw_runtime *rt, uint64_t bytes);
+
 /* Registers a channel (borrowed; the runtime sends through it and stops it
  * at drain) for account (NULL: "default"), under the name its ops give or
  * name (not NULL: replies to messages of that channel name go through ch
@@ -85,7 +91,10 @@ cm_rc cm_gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name
 cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen);
 
 /* The sink channels call (ctx = the runtime): CM_OK once m is journaled
- * (a duplicate is CM_OK without a new entry); CM_EBUSY while draining.
+ * (a duplicate is CM_OK without a new entry); CM_EBUSY while draining;
+ * CM_ERATELIMIT while the journal is full (answers make room); CM_ETOOBIG
+ * for a message larger than the journal's limit; CM_EIO when it could not be
+ * written.
  * Messages of channel "terminal" (`clawmem chat`, through the HTTP
  * channel's bearer token: the owner) skip access control. */
 cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m);

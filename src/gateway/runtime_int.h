@@ -86,6 +86,7 @@ struct gw_runtime {
     pthread_mutex_t mu;
     pthread_cond_t work_cv, idle_cv, timer_cv;
     bool inited, accepting, stopping, has_timer;
+    bool legacy_keys; /* the journal gave back dedupe keys of the older form */
     gw_journal *journal;
     json_t *pending, *seen; /* from the journal, until start */
     gw_dedupe *dedupe, *recent;
@@ -119,9 +120,39 @@ void cm_gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status);
 /* The channel registered for (name, account), else any of that name. */
 gw_channel *cm_gw_rt_channel(gw_runtime *rt, const char *name, const char *account);
 
+/* A /queue override to write to the session's sessions.json entry. */
+typedef struct gw_qsave {
+    char *agent_id, *key; /* NULL: nothing to save */
+    bool on;
+    char mode[32], drop[32];
+    int64_t debounce;
+    long cap;
+} gw_qsave;
+
+/* The file I/O of an accepted message, kept out of mu: decided before it
+ * (cm_gw_rt_prepare: the access verdict — the allow-from and pairing stores
+ * read, locked up to 10 s, written — and a /new or /reset's session reset,
+ * sessions.json rewritten) or after it (cm_gw_rt_finish: a /queue override
+ * saved). */
+typedef struct gw_pre {
+    cm_rc access_rc;
+    char access_err[256];
+    gw_access_result ar;
+    bool reset; /* m is an allowed /new or /reset: reset_rc its reset's outcome */
+    cm_rc reset_rc;
+    gw_qsave qsave; /* set under mu by a /queue command */
+} gw_pre;
+
+/* dispatch.c, with no lock held: fills pre for m. */
+void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre);
+/* dispatch.c, with no lock held, after cm_gw_rt_process: does what it left
+ * to do and releases pre. */
+void cm_gw_rt_finish(gw_runtime *rt, gw_pre *pre);
+
 /* dispatch.c, all under rt->mu: */
-/* One accepted message (journal id jid) through access and debounce. */
-void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now);
+/* One accepted message (journal id jid) through access (pre's verdict) and
+ * debounce. */
+void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now, gw_pre *pre);
 /* A notice to a route; its job takes ids (marked status once sent). */
 void cm_gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
                      const char *thread, const char *reply_to, const char *text, gw_ids *ids,
@@ -139,10 +170,17 @@ void cm_gw_rt_tick_locked(gw_runtime *rt, bool force);
 int64_t cm_gw_rt_next_deadline(gw_runtime *rt);
 void cm_gw_sess_free(gw_sess *s);
 
+/* deliver.c: what a chat is told of a failed turn, by its code: a short
+ * static reason without paths or URLs ("the model is unavailable (rate
+ * limited)"). */
+const char *cm_gw_failure_reason(cm_rc rc);
+
 /* deliver.c: runs a job on a worker thread (no lock held) and marks its
  * journal ids. */
 void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker);
-/* deliver.c: /new and /reset — the session's transcript archived (under mu). */
-cm_rc cm_gw_rt_reset_session(gw_runtime *rt, gw_sess *s, int64_t now, char *err, size_t errlen);
+/* deliver.c: /new and /reset — the session key's transcript archived
+ * (file I/O: never under mu). */
+cm_rc cm_gw_rt_reset_session(gw_runtime *rt, const char *agent_id, const char *key, char *err,
+                             size_t errlen);
 
 #endif
