@@ -13,7 +13,10 @@
 #   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
 #   make compat     every example quantumclaw.json through the reference's own
-#                   `openclaw config validate` (openclaw@2026.3.22, installed into build/peers)
+#                   `openclaw config validate` (openclaw@2026.3.22, installed into build/peers),
+#                   then both gateways side by side on the scenarios of tests/compat/ against
+#                   loopback stand-ins, written to docs/COMPAT.md (minutes; not part of test).
+#                   COMPAT_RECORD=1 also re-records tests/compat/fixtures/reference-dm.json
 #   make format     clang-format every source file
 # WERROR=1 turns warnings into errors (CI sets it).
 
@@ -272,6 +275,7 @@ test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME)
 compat: build $(BUILD)/test_runner
 	@scripts/install-reference.sh
 	CLAWMEM_COMPAT=1 $(BUILD)/test_runner compat_
+	@scripts/compat.sh
 
 $(BUILD)/make-bert-gguf: tests/tools/make_bert_gguf.c | $(LLAMA_READY)
 	@mkdir -p $(dir $@)
