@@ -38,7 +38,13 @@ const JUDGES = {
             `clawmem: Conversation info ${cb.conversation_info ? "yes" : "no"}, Sender ${cb.sender ? "yes" : "no"}.` +
             (same(rb, cb) ? "" : " Without them the model does not know who writes or when.")));
         const rh = r.request?.system_headings ?? [], ch = c.request?.system_headings ?? [];
-        const norm = (h) => h.filter((x) => x.startsWith("## ") && !x.includes("/"));
+        // the program's own sections: before "# Project Context" (the
+        // workspace files' contents) and from "## Silent Replies" on
+        const norm = (h) => {
+            const a = h.indexOf("# Project Context"), b = h.indexOf("## Silent Replies");
+            const own = a < 0 ? h : [...h.slice(0, a), ...(b < 0 ? [] : h.slice(b))];
+            return own.filter((x) => x.startsWith("## "));
+        };
         const mh = minus(norm(rh), norm(ch));
         out.push(v("system prompt sections", mh.length ? "different" : "same",
             `reference ${r.request?.system_chars ?? 0} chars, clawmem ${c.request?.system_chars ?? 0}. ` +
@@ -112,8 +118,7 @@ const JUDGES = {
         return out;
     },
     new(r, c) {
-        const out = [v("/new notice", r.texts?.[0]?.startsWith("✅ New session started") === c.texts?.[0]?.startsWith("✅ New session started")
-            ? "same" : "different", `reference: ${JSON.stringify(r.texts?.[0] ?? null)}; clawmem: ${JSON.stringify(c.texts?.[0] ?? null)}.`)];
+        const out = [v("/new notice", r.texts?.[0] === c.texts?.[0] ? "same" : "different", `reference: ${JSON.stringify(r.texts?.[0] ?? null)}; clawmem: ${JSON.stringify(c.texts?.[0] ?? null)}.`)];
         out.push(v("greeting turn", r.model_requests && !c.model_requests ? "gap" : "same",
             `model requests after /new: reference ${r.model_requests}, clawmem ${c.model_requests}; messages: reference ${r.sends}, clawmem ${c.sends}.`));
         return out;
@@ -124,14 +129,14 @@ const JUDGES = {
             [r.primary_attempts, r.fallback_attempts], [c.primary_attempts, c.fallback_attempts]) ? "same" : "different",
         `primary attempts: reference ${r.primary_attempts} over ${(r.primary_retry_span_ms / 1000).toFixed(1)} s, clawmem ${c.primary_attempts}; ` +
             `fallback attempts: reference ${r.fallback_attempts}, clawmem ${c.fallback_attempts}; turn took reference ${(r.turn_ms / 1000).toFixed(1)} s, ` +
-            `clawmem ${(c.turn_ms / 1000).toFixed(1)} s. clawmem tries a rate-limited key once, cools it down (persisted) and moves on.`)];
+            `clawmem ${(c.turn_ms / 1000).toFixed(1)} s (each with ~4 s of quiet waited for at the end). clawmem tries a rate-limited key once, cools it down (persisted) and moves on.`)];
     },
 };
 
 const TITLES = {
     dm: "DM text turn", redelivery: "Redelivered update", debounce: "Two quick messages (debounce 1500 ms)",
     pairing: "Unknown sender (dmPolicy pairing)", group_no_mention: "Group message without a mention",
-    group_mention: "Group message mentioning the bot", long_reply: "Long reply (~19,000 characters, indented code)",
+    group_mention: "Group message mentioning the bot", long_reply: "Long reply (~14,000 characters, indented code)",
     new: "/new", rate_limit: "429 from the primary model",
 };
 
@@ -171,8 +176,8 @@ md.push("Written by `make compat` (tests/compat/run.mjs, scenarios.mjs, report.m
     "- **better**: clawmem differs on purpose, for the user's good;",
     "- **gap**: the reference does it and clawmem does not (yet).", "");
 md.push(`Run: ${new Date().toISOString().slice(0, 10)}. Start-up until the first Telegram poll: reference ` +
-    `${ref.startup_ms ?? "—"} ms, clawmem ${cm.startup_ms ?? "—"} ms. Workspace files created on first start: ` +
-    `reference ${list(ref.bootstrap_files)}; clawmem ${list(cm.bootstrap_files)}.`, "");
+    `${ref.startup_ms ?? "—"} ms, clawmem ${cm.startup_ms ?? "—"} ms. Workspace files after the run (created by ` +
+    `the gateway): reference ${list(ref.workspace_files)}; clawmem ${list(cm.workspace_files)}.`, "");
 if (ref.error) md.push(`**Reference run error:** ${ref.error}`, "");
 if (cm.error) md.push(`**clawmem run error:** ${cm.error}`, "");
 
@@ -198,11 +203,26 @@ for (const j of judged) {
 }
 const rs = ref.state_files ?? [], cs = cm.state_files ?? [];
 const shape = (f) => f.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<id>")
-    .replace(/\d{4}-\d{2}-\d{2}/g, "<date>");
+    .replace(/\d{4}-\d{2}-\d{2}T[\d-]+\.\d+Z/g, "<time>").replace(/\d{4}-\d{2}-\d{2}/g, "<date>")
+    .replace(/-[0-9a-f]{16}\.txt$/, "-<hash>.txt");
 const rss = [...new Set(rs.map(shape))], css = [...new Set(cs.map(shape))];
 md.push("## State directory after the run", "",
     `Both: ${list(rss.filter((f) => css.includes(f)))}.`, "",
     `Only the reference: ${list(rss.filter((f) => !css.includes(f)))}.`, "",
     `Only clawmem: ${list(css.filter((f) => !rss.includes(f)))}.`, "");
+md.push("## Deliberate differences", "",
+    "- **Failover**: a rate-limited (429) or billing-failed key is tried once, put on a cooldown that is saved in",
+    "  auth-profiles.json, and the next profile or fallback model answers; the reference retried the same key",
+    "  and saved no cooldown (QUANTUMCLAW-RUNTIME.md, \"Failover as observed\").",
+    "- **Long replies**: pieces filled to Telegram's limit at line breaks with code fences closed and reopened, so",
+    "  fewer messages arrive and every piece renders.",
+    "- **Memory flush before every compaction** (issue 28 item 6): not exercised by these scenarios.",
+    "- **State files**: clawmem keeps a journal of accepted messages (gateway/journal.jsonl, answered after a",
+    "  crash), a status file for `clawmem gateway status`, and its memory index in memory/main.sqlite; the config",
+    "  file is quantumclaw.json where the reference reads openclaw.json (the QuantumClaw renaming).",
+    "- **Pairing reply** names `clawmem pairing approve`; the request store is the reference's file, so either",
+    "  program approves the other's requests.",
+    "- **Tools left out**: browser, canvas, tts, web_search, nodes, cron, gateway and the sub-agent tools",
+    "  (sessions_spawn, sessions_yield, subagents) are not offered (issue 28 item 2).", "");
 writeFileSync(outPath, md.join("\n"));
 console.error(`compat: wrote ${outPath} (${order.map((o) => `${counts[o]} ${o}`).join(", ")})`);

@@ -269,7 +269,6 @@ async function main() {
     if (result.startup_ms === null) {
         result.error = `the gateway did not poll Telegram (exit ${gw.exitCode}); see ${relative(repo, dir)}/gateway.log`;
     } else {
-        result.bootstrap_files = readdirSync(ws).sort();
         await sleep(1500); // let start-up calls (setMyCommands, …) finish
         for (const s of SCENARIOS) {
             if (only && !only.includes(s.id)) continue;
@@ -288,6 +287,7 @@ async function main() {
                 break;
             }
         }
+        result.workspace_files = readdirSync(ws).sort();
         result.state_files = world.files().filter((f) => !/\.(bak|lock)(\.\d+)?$/.test(f));
     }
     await stop(gw);
