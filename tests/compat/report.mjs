@@ -190,6 +190,15 @@ for (const id of Object.keys(JUDGES)) {
     else aspects = JUDGES[id](r, c);
     judged.push({ id, r, c, aspects });
 }
+{
+    const boot = ["AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEARTBEAT.md"];
+    const rw = ref.workspace_files ?? [], cw = cm.workspace_files ?? [];
+    const miss = boot.filter((f) => rw.includes(f) && !cw.includes(f));
+    judged.unshift({ id: "first_start", r: { workspace_files: rw }, c: { workspace_files: cw },
+        aspects: [v("workspace bootstrap files created when missing", miss.length ? "gap" : "same",
+            `missing in clawmem's workspace: ${list(miss)} (the reference also creates BOOTSTRAP.md and a git repository).`)] });
+    TITLES.first_start = "First start";
+}
 md.push("## Summary", "", "| scenario | aspect | verdict |", "|---|---|---|");
 for (const j of judged)
     for (const a of j.aspects) md.push(`| ${TITLES[j.id] ?? j.id} | ${a.aspect} | ${a.verdict} |`);
