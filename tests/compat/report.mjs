@@ -153,6 +153,7 @@ function rows(a, b, prefix = "") {
         }
         const show = (z) => {
             if (z === undefined) return "—";
+            if (k === "greeting_prompt" && typeof z === "string") return `(a prompt of ${z.length} characters)`;
             let s = Array.isArray(z) ? (z.length > 12 ? `${z.length} items` : z.map((e) =>
                 typeof e === "object" ? JSON.stringify(e) : e).join(", ")) : String(z);
             if (s.length > 160) s = s.slice(0, 157) + "…";

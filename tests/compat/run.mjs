@@ -211,6 +211,23 @@ function config(port, ws, gwPort) {
     };
 }
 
+// The fixture as kept in the repository: the reference's facts, not its
+// prose — the system message reduced to its length, tool and parameter
+// descriptions dropped (names, types and required lists stay).
+export function slim(fx) {
+    const strip = (o) => {
+        if (Array.isArray(o)) return o.map(strip);
+        if (!o || typeof o !== "object") return o;
+        return Object.fromEntries(Object.entries(o).filter(([k]) => k !== "description").map(([k, x]) => [k, strip(x)]));
+    };
+    const rq = fx.model_request;
+    if (!rq) return fx;
+    return { ...fx, model_request: { ...rq,
+        messages: rq.messages.map((m) => (m.role === "system"
+            ? { role: m.role, content: `(${String(m.content).length} characters)` } : m)),
+        tools: strip(rq.tools) } };
+}
+
 // ---- one run --------------------------------------------------------------------------------
 
 async function main() {
@@ -297,14 +314,14 @@ async function main() {
     if (record && which === "ref" && world.fixture) {
         const fx = join(here, "fixtures");
         mkdirSync(fx, { recursive: true });
-        const text = JSON.stringify(world.fixture, null, 1).replaceAll(dir, "<dir>")
+        const text = JSON.stringify(slim(world.fixture), null, 1).replaceAll(dir, "<dir>")
             .replaceAll(String(port), "<port>");
         writeFileSync(join(fx, "reference-dm.json"), text + "\n");
     }
     console.error(`compat ${which}: wrote build/compat/${which}.json`);
 }
 
-main().catch((e) => {
+if (process.argv[1] === fileURLToPath(import.meta.url)) main().catch((e) => {
     console.error(e);
     killAll();
     process.exit(1);
