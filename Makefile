@@ -13,7 +13,10 @@
 #   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
 #   make compat     every example quantumclaw.json through the reference's own
-#                   `openclaw config validate` (openclaw@2026.3.22, installed into build/peers)
+#                   `openclaw config validate` (openclaw@2026.3.22, installed into build/peers),
+#                   then both gateways side by side on the scenarios of tests/compat/ against
+#                   loopback stand-ins, written to docs/COMPAT.md (minutes; not part of test).
+#                   COMPAT_RECORD=1 also re-records tests/compat/fixtures/reference-dm.json
 #   make format     clang-format every source file
 # WERROR=1 turns warnings into errors (CI sets it).
 
@@ -288,6 +291,7 @@ test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME) | $(NODE_P
 compat: build $(BUILD)/test_runner
 	@scripts/install-reference.sh
 	CLAWMEM_COMPAT=1 $(NODE_ENV) $(BUILD)/test_runner compat_
+	@$(NODE_ENV) scripts/compat.sh
 
 # Without it the tests that run Node.js fail (and say so); the rest run.
 $(NODE_PEER):

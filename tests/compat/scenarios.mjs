@@ -1,0 +1,261 @@
+// scenarios.mjs — the table run.mjs plays against each gateway, in order, in
+// one gateway process (start-up of the reference takes ~20 s). Each
+// scenario acts through the World (Telegram updates in, model answers
+// queued) and returns facts: counts and shapes of what reached the model
+// and Telegram, never timestamps or ids, so that the two gateways compare.
+// Senders: 111 (Alice, allowed), 222 (unknown), 333 (second allowed DM is
+// not configured: 333 is unknown too); the group is -100.
+
+const isChat = (r) => r.svc === "model" && r.path.endsWith("/chat/completions");
+const isTg = (m) => (r) => r.svc === "tg" && r.path.endsWith(`/${m}`);
+const tgTo = (chat) => (r) => r.svc === "tg" && r.body && String(r.body.chat_id) === String(chat);
+const method = (r) => r.path.split("/").pop();
+
+// The text of a chat message's content (a string or parts).
+export function contentText(c) {
+    if (typeof c === "string") return c;
+    if (Array.isArray(c)) return c.map((p) => (typeof p === "string" ? p : p.text ?? "")).join("");
+    return "";
+}
+
+// The facts of one chat request body.
+export function modelFacts(body) {
+    const msgs = body.messages || [];
+    const sys = msgs.filter((m) => m.role === "system" || m.role === "developer").map((m) => contentText(m.content))
+        .join("\n");
+    const last = msgs.filter((m) => m.role === "user").pop();
+    const user = last ? contentText(last.content) : "";
+    return {
+        model: body.model,
+        stream: body.stream ?? false,
+        keys: Object.keys(body).sort(),
+        roles: msgs.map((m) => m.role),
+        system_chars: sys.length,
+        system_headings: (sys.match(/^#{1,3} .+$/gm) || []).map((h) => h.trim()),
+        tools: (body.tools || []).map((t) => t.function?.name ?? t.name).filter(Boolean),
+        user_text: user,
+        user_blocks: {
+            conversation_info: user.includes("Conversation info (untrusted metadata)"),
+            sender: /(^|\n)Sender\b/.test(user),
+            chat_history: user.includes("Chat history since last reply") || user.includes("[Chat messages since"),
+        },
+    };
+}
+
+// What Telegram received (the long polls left out): method names in order,
+// and the outgoing texts with their parse modes.
+function tgFacts(recs, chat) {
+    const mine = recs.filter((r) => r.svc === "tg" && (chat === undefined || tgTo(chat)(r)));
+    return {
+        methods: mine.map(method),
+        sends: mine.filter(isTg("sendMessage")).map((r) => ({
+            chars: (r.body.text || "").length, parse_mode: r.body.parse_mode ?? null,
+            reply_to: r.body.reply_to_message_id ?? r.body.reply_parameters?.message_id ?? null,
+            text: (r.body.text || "").slice(0, 160),
+        })),
+        edits: mine.filter(isTg("editMessageText")).length,
+        actions: mine.filter(isTg("sendChatAction")).map((r) => r.body.action),
+        reactions: mine.filter(isTg("setMessageReaction")).map((r) => r.body.reaction),
+        deletes: mine.filter(isTg("deleteMessage")).length,
+    };
+}
+
+function count(recs, pred) {
+    return recs.filter(pred).length;
+}
+
+const DM_ANSWER = "Hi Alice! I can **help** with that.\n\n```\nmake test\n```\nAnything else?";
+const LONG_LINES = 260;
+
+export const SCENARIOS = [
+    {
+        id: "dm",
+        title: "DM text turn",
+        async run(w) {
+            await w.answer({ text: DM_ANSWER });
+            await w.send(w.message(111, 111, "Hello there, what can you do?"));
+            const { recs, met } = await w.settle((r) => r.some(isTg("sendMessage")) && r.some(isChat));
+            const chats = recs.filter(isChat);
+            const sessions = w.files("agents");
+            const store = sessions.find((f) => f.endsWith("sessions.json"));
+            const sj = store ? w.readJson(store) : null;
+            const entry = sj ? Object.values(sj)[0] : null;
+            const transcript = sessions.find((f) => f.endsWith(".jsonl"));
+            let lineTypes = [];
+            if (transcript) {
+                const { readFileSync } = await import("node:fs");
+                lineTypes = readFileSync(`${w.state}/${transcript}`, "utf8").split("\n").filter(Boolean)
+                    .map((l) => JSON.parse(l).type);
+            }
+            w.fixture = {
+                note: "recorded by tests/compat/run.mjs --record from openclaw@2026.3.22: one DM turn",
+                inbound_text: "Hello there, what can you do?",
+                answer_text: DM_ANSWER,
+                model_request: chats[0]?.body ?? null,
+                telegram: recs.filter((r) => r.svc === "tg").map((r) => ({ method: method(r), body: r.body })),
+                session_files: sessions,
+                session_keys: sj ? Object.keys(sj) : [],
+                session_entry_fields: entry ? Object.keys(entry).sort() : [],
+                transcript_line_types: lineTypes,
+            };
+            return {
+                replied: met,
+                model_requests: chats.length,
+                request: chats[0] ? modelFacts(chats[0].body) : null,
+                telegram: tgFacts(recs, 111),
+                session_files: sessions,
+                session_keys: sj ? Object.keys(sj) : [],
+                session_entry_fields: entry ? Object.keys(entry).sort() : [],
+                transcript_line_types: [...new Set(lineTypes)],
+            };
+        },
+    },
+    {
+        id: "redelivery",
+        title: "Redelivered update dropped",
+        async run(w) {
+            const m = w.message(111, 111, "ping once");
+            await w.send(m);
+            const first = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 30000 });
+            await w.begin();
+            await w.send(m); // same message, a new update_id
+            const again = await w.settle(() => false, { timeoutMs: 6000, quietMs: 6000 });
+            return {
+                first_model_requests: count(first.recs, isChat),
+                redelivered_model_requests: count(again.recs, isChat),
+                redelivered_sends: count(again.recs, isTg("sendMessage")),
+            };
+        },
+    },
+    {
+        id: "debounce",
+        title: "Two quick messages (debounce 1500 ms)",
+        async run(w) {
+            await w.send(w.message(111, 111, "first part of my question"));
+            await new Promise((r) => setTimeout(r, 300));
+            await w.send(w.message(111, 111, "and the second part"));
+            const { recs } = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 30000, quietMs: 4000 });
+            const chats = recs.filter(isChat);
+            const u = chats[0] ? modelFacts(chats[0].body).user_text : "";
+            return {
+                model_requests: chats.length,
+                first_request_has_both: u.includes("first part") && u.includes("second part"),
+                sends: count(recs, isTg("sendMessage")),
+            };
+        },
+    },
+    {
+        id: "pairing",
+        title: "Unknown sender asks to pair",
+        async run(w) {
+            await w.send(w.message(222, 222, "hi, who are you?"));
+            const { recs } = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 20000 });
+            const creds = w.files("credentials");
+            const sends = recs.filter(isTg("sendMessage"));
+            const text = sends[0]?.body.text ?? "";
+            return {
+                model_requests: count(recs, isChat),
+                sends: sends.length,
+                reply_mentions_code: /\b[A-Z0-9]{6,10}\b/.test(text),
+                reply_mentions_command: /pairing approve/.test(text),
+                reply_excerpt: text.slice(0, 200),
+                credential_files: creds,
+            };
+        },
+    },
+    {
+        id: "group_no_mention",
+        title: "Group message without a mention",
+        async run(w) {
+            await w.send(w.message(111, -100, "just chatting about lunch"));
+            const { recs } = await w.settle(() => false, { timeoutMs: 5000, quietMs: 5000 });
+            return { model_requests: count(recs, isChat), telegram: tgFacts(recs, -100) };
+        },
+    },
+    {
+        id: "group_mention",
+        title: "Group message mentioning the bot",
+        async run(w) {
+            await w.answer({ text: "Pizza sounds good." });
+            const text = "@ClawBot what should we eat?";
+            await w.send(w.message(111, -100, text, { entities: [{ type: "mention", offset: 0, length: 8 }] }));
+            const { recs, met } = await w.settle((r) => r.some(isTg("sendMessage")) && r.some(isChat),
+                { timeoutMs: 40000 });
+            const chats = recs.filter(isChat);
+            const f = chats[0] ? modelFacts(chats[0].body) : null;
+            return {
+                replied: met,
+                model_requests: chats.length,
+                history_in_prompt: f ? f.user_text.includes("just chatting about lunch") : false,
+                user_blocks: f?.user_blocks ?? null,
+                user_excerpt: f ? f.user_text.slice(-400) : "",
+                telegram: tgFacts(recs, -100),
+                group_session_keys: Object.keys(w.readJson("agents/main/sessions/sessions.json") || {})
+                    .filter((k) => k.includes("group")),
+            };
+        },
+    },
+    {
+        id: "long_reply",
+        title: "Long reply with an indented code block",
+        async run(w) {
+            const lines = ["Here is the listing:", "", "```python", "def main():"];
+            for (let i = 0; i < LONG_LINES; i++) lines.push(`    value_${i} = compute(${i})  # step ${i} of the listing`);
+            lines.push("```", "", "That is all.");
+            const text = lines.join("\n");
+            await w.answer({ text, delayMs: 20 });
+            await w.send(w.message(111, 111, "show me the long listing"));
+            const { recs } = await w.settle((r) => r.filter(isTg("sendMessage")).some((x) =>
+                (x.body.text || "").includes("That is all")), { timeoutMs: 40000, quietMs: 4000 });
+            const sends = recs.filter(isTg("sendMessage")).map((r) => r.body.text || "");
+            const edits = recs.filter(isTg("editMessageText")).map((r) => r.body.text || "");
+            const all = sends.join("\n");
+            return {
+                answer_chars: text.length,
+                sends: sends.length,
+                edits: edits.length,
+                max_chars: Math.max(0, ...sends.map((s) => s.length)),
+                indentation_kept: all.includes("    value_100 = compute(100)"),
+                first_and_last_line: all.includes("value_0 = compute(0)") && all.includes(`value_${LONG_LINES - 1} =`),
+            };
+        },
+    },
+    {
+        id: "new",
+        title: "/new",
+        async run(w) {
+            await w.send(w.message(111, 111, "/new", { entities: [{ type: "bot_command", offset: 0, length: 4 }] }));
+            const { recs } = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 30000, quietMs: 5000 });
+            const sends = recs.filter(isTg("sendMessage")).map((r) => r.body.text || "");
+            const chats = recs.filter(isChat);
+            return {
+                sends: sends.length,
+                texts: sends.map((s) => s.slice(0, 120)),
+                model_requests: chats.length,
+                greeting_prompt: chats[0] ? modelFacts(chats[0].body).user_text.slice(0, 200) : null,
+            };
+        },
+    },
+    {
+        id: "rate_limit",
+        title: "429 from the primary model (fallback configured)",
+        async run(w) {
+            await w.fail({ model: "compat-model", status: 429, count: 100, headers: { "retry-after": "1" },
+                body: { error: { message: "Rate limit reached", type: "rate_limit_error", code: "rate_limit_exceeded" } } });
+            const t = Date.now();
+            await w.send(w.message(111, 111, "are you there?"));
+            const { recs } = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 90000, quietMs: 4000 });
+            const chats = recs.filter(isChat);
+            const first = chats[0]?.t ?? 0, lastPrimary = chats.filter((r) => r.body.model === "compat-model").pop();
+            const sends = recs.filter(isTg("sendMessage")).map((r) => r.body.text || "");
+            return {
+                primary_attempts: chats.filter((r) => r.body.model === "compat-model").length,
+                fallback_attempts: chats.filter((r) => r.body.model === "compat-fallback").length,
+                primary_retry_span_ms: lastPrimary ? lastPrimary.t - first : 0,
+                reply: sends[0]?.slice(0, 120) ?? null,
+                turn_ms: Date.now() - t,
+                auth_state: w.files("agents").filter((f) => /auth/.test(f)),
+            };
+        },
+    },
+];
