@@ -157,8 +157,8 @@ TEST(gw_meta_console_and_empty)
 
 TEST(gw_meta_timestamps_in_the_configured_zone)
 {
-    json_t *cfg = json_loads("{\"agents\":{\"defaults\":{\"envelopeTimezone\":\"America/New_York\"}}}",
-                             0, NULL);
+    json_t *cfg = json_loads(
+        "{\"agents\":{\"defaults\":{\"envelopeTimezone\":\"America/New_York\"}}}", 0, NULL);
     gw_ts_opts o;
     buf b = BUF_INIT;
     cm_gw_ts_opts_read(cfg, &o);
@@ -195,8 +195,9 @@ TEST(gw_meta_system_prompt_inbound_context)
 {
     char *dir = tmp_dir();
     agent_inbound ib = {"telegram:-100", "default", "telegram", "telegram", "telegram", "group"};
-    agent_prompt_in in = {NULL, dir, "main", "agent:main:telegram:group:-100", 0, false, false,
-                          AGENT_REASONING_OFF, &ib};
+    agent_prompt_in in = {NULL, dir,   "main", "agent:main:telegram:group:-100",
+                          0,    false, false,  AGENT_REASONING_OFF,
+                          &ib};
     buf b = BUF_INIT;
     EXPECT_INT(cm_agent_system_prompt(&in, &b), CM_OK);
     EXPECT_CONTAINS(b.data, "## Inbound Context (trusted metadata)\n");
@@ -221,9 +222,16 @@ TEST(gw_meta_journal_keeps_the_sender_for_replay)
     EXPECT_INT(cm_gw_journal_open(state, TS, 0, &j, &pending, &seen, err, sizeof err), CM_OK);
     json_decref(pending);
     json_decref(seen);
-    gw_msg m = {.channel = "telegram", .peer = "-100", .sender = "42", .message_id = "9",
-                .text = "hi", .is_group = true, .sender_name = "Ann \"A\" Lee",
-                .sender_username = "ann", .chat_title = "Team", .ts_ms = TS - 5000};
+    gw_msg m = {.channel = "telegram",
+                .peer = "-100",
+                .sender = "42",
+                .message_id = "9",
+                .text = "hi",
+                .is_group = true,
+                .sender_name = "Ann \"A\" Lee",
+                .sender_username = "ann",
+                .chat_title = "Team",
+                .ts_ms = TS - 5000};
     uint64_t id = 0;
     EXPECT_INT(cm_gw_journal_accept(j, &m, TS, &id, err, sizeof err), CM_OK);
     cm_gw_journal_close(j);

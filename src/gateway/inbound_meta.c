@@ -80,8 +80,8 @@ void cm_gw_ts_opts_read(const json_t *root, gw_ts_opts *o)
  * abbreviations and UTC by name, everything else as an offset from GMT. */
 static cm_rc add_zone_name(buf *out, const struct tm *tm, const char *zone)
 {
-    static const char *const us[] = {"EST",  "EDT",  "CST", "CDT", "MST", "MDT",
-                                     "PST",  "PDT",  "AKST", "AKDT", "HST"};
+    static const char *const us[] = {"EST", "EDT", "CST",  "CDT",  "MST", "MDT",
+                                     "PST", "PDT", "AKST", "AKDT", "HST"};
     const char *abbr = tm->tm_zone ? tm->tm_zone : "";
     for (size_t i = 0; i < ARRAY_LEN(us); i++)
         if (!strcmp(abbr, us[i])) return cm_buf_adds(out, abbr);
@@ -215,7 +215,8 @@ cm_rc cm_gw_meta_prefix(buf *out, const gw_meta *m, const gw_ts_opts *o)
 {
     cm_rc rc = CM_OK;
     buf j = BUF_INIT, ts = BUF_INIT, label = BUF_INIT, full = BUF_INIT;
-    bool console = m->channel && (!strcmp(m->channel, "webchat") || !strcmp(m->channel, "terminal"));
+    bool console =
+        m->channel && (!strcmp(m->channel, "webchat") || !strcmp(m->channel, "terminal"));
     bool ids = m->is_group || (has(m->channel) && !console);
     CHECK(cm_gw_ts_format(&ts, m->ts_ms, o));
     CHECK(cm_buf_adds(&full, ""));
@@ -225,7 +226,8 @@ cm_rc cm_gw_meta_prefix(buf *out, const gw_meta *m, const gw_ts_opts *o)
         CHECK(str_field(&c, "message_id", m->message_id, GW_META_NAME_MAX));
         CHECK(str_field(&c, "sender_id", m->sender_id, GW_META_NAME_MAX));
     }
-    if (m->is_group) CHECK(str_field(&c, "conversation_label", m->conversation_label, 2 * GW_META_NAME_MAX));
+    if (m->is_group)
+        CHECK(str_field(&c, "conversation_label", m->conversation_label, 2 * GW_META_NAME_MAX));
     if (ids) {
         const char *who = has(m->sender_name) ? m->sender_name
                           : has(m->sender_id) ? m->sender_id
