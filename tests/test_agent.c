@@ -566,7 +566,8 @@ TEST(agent_prompt_bootstrap_caps)
     json_t *cfg = json_loads("{\"agents\":{\"defaults\":{\"bootstrapMaxChars\":500,"
                              "\"bootstrapTotalMaxChars\":700}}}",
                              0, NULL);
-    agent_prompt_in in = {cfg, dir, "main", "agent:main:main", 0, true, false, AGENT_REASONING_OFF};
+    agent_prompt_in in = {cfg,   dir,   "main", "agent:main:main", 0,
+                          true,  false, AGENT_REASONING_OFF, NULL};
     buf p = BUF_INIT;
     EXPECT_INT(cm_agent_system_prompt(&in, &p), CM_OK);
     /* AGENTS.md cut to 500 characters: 350 from the head, 100 from the tail */
@@ -641,7 +642,7 @@ TEST(agent_reasoning_off_on_stream)
     agent_reply r;
     drafts d = {0};
     const char *key = "agent:main:main";
-    agent_turn_opts o = {"why?", NULL, NULL, NULL, on_draft, &d, NULL};
+    agent_turn_opts o = {"why?", NULL, NULL, NULL, on_draft, &d, NULL, NULL};
     /* off (the default): dropped */
     say_reasoning(&w, "think first", "Because.");
     EXPECT_INT(cm_agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);

@@ -744,6 +744,7 @@ TEST(gateway_run_group_history_until_mentioned)
     buf r = BUF_INIT;
     EXPECT_INT(t_post(w.addr,
                       "{\"peer\":\"team\",\"chatType\":\"group\",\"sender\":\"ann\","
+                      "\"senderName\":\"Ann\",\"timestamp\":1800000000000,"
                       "\"messageId\":\"g1\",\"text\":\"lunch at noon?\"}",
                       &r),
                202);
@@ -758,9 +759,17 @@ TEST(gateway_run_group_history_until_mentioned)
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 1);
     char *sent = t_request_text(w.fs, 0);
-    EXPECT_CONTAINS(sent, "[Chat messages since your last reply - for context]");
-    EXPECT_CONTAINS(sent, "lunch at noon?");
-    EXPECT_CONTAINS(sent, "[Current message - respond to this]\nben: @bot what did ann say?");
+    /* 2026.3.22's layout: the pending history as a JSON block, then the text */
+    EXPECT_CONTAINS(sent, "  \"conversation_label\": \"group:team\",\n  \"sender\": \"ben\",\n");
+    EXPECT_CONTAINS(sent, "  \"is_group_chat\": true,\n  \"was_mentioned\": true,\n"
+                          "  \"history_count\": 1\n}\n```");
+    EXPECT_CONTAINS(sent, "Chat history since last reply (untrusted, for context):\n```json\n[\n"
+                          "  {\n    \"sender\": \"Ann id:ann\",\n"
+                          "    \"timestamp_ms\": 1800000000000,\n"
+                          "    \"body\": \"lunch at noon?\"\n  }\n]\n```\n\n"
+                          "@bot what did ann say?");
+    EXPECT_CONTAINS(sent, "\"chat_id\": \"http:team\"");
+    EXPECT_CONTAINS(sent, "\"chat_type\": \"group\"");
     free(sent);
     json_t *rep = t_replies(w.addr, "team");
     EXPECT_INT(json_array_size(rep), 1);
@@ -774,6 +783,63 @@ TEST(gateway_run_group_history_until_mentioned)
     EXPECT(cm_session_store_get(&st, "agent:main:main") == NULL);
     cm_session_store_release(&st);
     cm_buf_release(&r);
+    world_stop(&w);
+}
+
+TEST(gateway_run_dm_prompt_tells_who_is_writing)
+{
+    world w;
+    if (!world_start(&w, "{\"agents\":{\"defaults\":{\"envelopeTimezone\":\"utc\"}}}")) return;
+    fake_push_chat_text(w.fs, "Hello Alice.", 50);
+    buf r = BUF_INIT;
+    EXPECT_INT(t_post(w.addr,
+                      "{\"peer\":\"alice\",\"sender\":\"42\",\"senderName\":\"Alice "
+                      "Liddell\",\"senderUsername\":\"alice_l\",\"timestamp\":1800000000000,"
+                      "\"messageId\":\"m1\",\"text\":\"hi there\"}",
+                      &r),
+               202);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 1);
+    char *sent = t_request_text(w.fs, 0);
+    EXPECT_CONTAINS(sent, "Conversation info (untrusted metadata):\n```json\n{\n"
+                          "  \"message_id\": \"m1\",\n  \"sender_id\": \"42\",\n"
+                          "  \"sender\": \"Alice Liddell\",\n"
+                          "  \"timestamp\": \"Fri 2027-01-15T08:00Z\"\n}\n```\n\n"
+                          "Sender (untrusted metadata):\n```json\n{\n"
+                          "  \"label\": \"Alice Liddell (42)\",\n  \"id\": \"42\",\n"
+                          "  \"name\": \"Alice Liddell\",\n  \"username\": \"alice_l\"\n}\n```"
+                          "\n\nhi there");
+    /* the system prompt: where it came from, trusted */
+    EXPECT_CONTAINS(sent, "## Inbound Context (trusted metadata)\n");
+    EXPECT_CONTAINS(sent, "  \"schema\": \"openclaw.inbound_meta.v1\",\n"
+                          "  \"chat_id\": \"http:alice\",\n  \"account_id\": \"default\",\n"
+                          "  \"channel\": \"http\",\n  \"provider\": \"http\",\n"
+                          "  \"surface\": \"http\",\n  \"chat_type\": \"direct\"\n}");
+    free(sent);
+    cm_buf_release(&r);
+    world_stop(&w);
+}
+
+TEST(gateway_run_replayed_message_keeps_its_sender)
+{
+    g_prejournal =
+        "{\"j\":\"in\",\"id\":7,\"ts\":1800000000000,\"msg\":{\"channel\":\"http\","
+        "\"peer\":\"ivy\",\"sender\":\"77\",\"senderName\":\"Ivy \\\"Poison\\\" Ng\","
+        "\"senderUsername\":\"ivy_ng\",\"timestamp\":1799999000000,\"messageId\":\"i1\","
+        "\"text\":\"first\"}}\n";
+    world w;
+    t_say_later = "Recovered.";
+    bool ok = world_start(&w, "{\"agents\":{\"defaults\":{\"envelopeTimezone\":\"utc\"}}}");
+    g_prejournal = NULL;
+    if (!ok) return;
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 1);
+    char *sent = t_request_text(w.fs, 0);
+    EXPECT_CONTAINS(sent, "  \"sender\": \"Ivy \\\"Poison\\\" Ng\",\n"
+                          "  \"timestamp\": \"Fri 2027-01-15T07:43Z\"\n}");
+    EXPECT_CONTAINS(sent, "  \"label\": \"Ivy \\\"Poison\\\" Ng (77)\",\n  \"id\": \"77\",\n"
+                          "  \"name\": \"Ivy \\\"Poison\\\" Ng\",\n  \"username\": \"ivy_ng\"");
+    free(sent);
     world_stop(&w);
 }
 
@@ -896,8 +962,10 @@ TEST(gateway_run_telegram_group_end_to_end)
         cm_buf_adds(&ans, "```\nThat is all.");
         fake_push_chat_text(w.fs, ans.data, 50);
         static const char up_fmt[] =
-            "{\"update_id\":%d,\"message\":{\"message_id\":10,\"from\":{\"id\":43},"
-            "\"chat\":{\"id\":-100,\"type\":\"group\"},\"text\":\"@clawbot show me the code\","
+            "{\"update_id\":%d,\"message\":{\"message_id\":10,\"from\":{\"id\":43,"
+            "\"first_name\":\"Tom\",\"last_name\":\"Lee\",\"username\":\"tlee\"},"
+            "\"date\":1800000000,\"chat\":{\"id\":-100,\"type\":\"group\",\"title\":\"Devs\"},"
+            "\"text\":\"@clawbot show me the code\","
             "\"entities\":[{\"type\":\"mention\",\"offset\":0,\"length\":8}]}}";
         char u[512];
         snprintf(u, sizeof u, up_fmt, 1);
@@ -915,6 +983,15 @@ TEST(gateway_run_telegram_group_end_to_end)
         EXPECT_INT((int)dups, 1);
         EXPECT(settle(&w));
         EXPECT_INT(fake_count(w.fs), 1);
+        char *sent = t_request_text(w.fs, 0); /* who wrote it, from the update */
+        EXPECT_CONTAINS(sent, "  \"message_id\": \"10\",\n  \"sender_id\": \"43\",\n"
+                              "  \"conversation_label\": \"Devs id:-100\",\n"
+                              "  \"sender\": \"Tom Lee\",\n");
+        EXPECT_CONTAINS(sent, "  \"group_subject\": \"Devs\",\n");
+        EXPECT_CONTAINS(sent, "  \"label\": \"Tom Lee (43)\",\n  \"id\": \"43\",\n"
+                              "  \"name\": \"Tom Lee\",\n  \"username\": \"tlee\"\n}");
+        EXPECT_CONTAINS(sent, "\"chat_id\": \"telegram:-100\"");
+        free(sent);
         pthread_mutex_lock(&f.mu);
         size_t n = json_array_size(f.sent), i;
         json_t *m;

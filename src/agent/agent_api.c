@@ -95,19 +95,20 @@ static json_t *usage_json(const llm_usage *u)
 cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char *model,
                     cm_text_fn on_text, void *ctx, char **json, char *err, size_t errlen)
 {
-    return cm_agent_turn_hooked(a, key, prompt, model, on_text, ctx, NULL, json, err, errlen);
+    return cm_agent_turn_hooked(a, key, prompt, model, on_text, ctx, NULL, NULL, json, err,
+                                errlen);
 }
 
 cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, const char *model,
-                           cm_text_fn on_text, void *ctx, const agent_hooks *hooks, char **json,
-                           char *err, size_t errlen)
+                           cm_text_fn on_text, void *ctx, const agent_hooks *hooks,
+                           const agent_inbound *inbound, char **json, char *err, size_t errlen)
 {
     cm_rc rc;
     *json = NULL;
     if (!prompt) prompt = "";
     if (key && *key) {
         agent_reply r;
-        agent_turn_opts o = {prompt, model, on_text, ctx, NULL, NULL, hooks};
+        agent_turn_opts o = {prompt, model, on_text, ctx, NULL, NULL, hooks, inbound};
         rc = cm_agent_session_turn_opts(&a->ctx, key, &o, &r, err, errlen);
         if (!rc)
             rc = dump(json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", r.text, "silent",

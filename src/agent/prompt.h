@@ -43,6 +43,16 @@ const char *cm_agent_reasoning_name(agent_reasoning r);
  * nothing when the text is blank. */
 cm_rc cm_agent_reasoning_format(const char *text, buf *out);
 
+/* Where a turn's message came from, told to the model as trusted metadata
+ * (2026.3.22's "openclaw.inbound_meta.v1"): each NULL when unknown. Who
+ * wrote it is not here: that is untrusted and goes with the user message. */
+typedef struct agent_inbound {
+    const char *chat_id;    /* "<channel>:<chat>", e.g. "telegram:-100" */
+    const char *account_id; /* the channel account ("default") */
+    const char *channel, *provider, *surface;
+    const char *chat_type; /* "direct", "group" */
+} agent_inbound;
+
 typedef struct agent_prompt_in {
     const json_t *config; /* agents.defaults.{bootstrapMaxChars,bootstrapTotalMaxChars,
                              userTimezone}; may be NULL */
@@ -54,6 +64,9 @@ typedef struct agent_prompt_in {
     bool memory_tools;        /* memory_search and memory_get are offered */
     bool memory_write;        /* memory_write too */
     agent_reasoning reasoning;
+    /* NULL: no "## Inbound Context (trusted metadata)" section. Else that
+     * section, before the workspace files, with the fields as JSON. */
+    const agent_inbound *inbound;
 } agent_prompt_in;
 
 /* True when key is the agent's main session (`agent:<id>:main`): direct

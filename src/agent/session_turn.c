@@ -617,7 +617,7 @@ cm_rc cm_agent_session_turn(agent_ctx *a, const char *key, const char *prompt, c
                             llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
                             size_t errlen)
 {
-    agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL, NULL};
+    agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL, NULL, NULL};
     return cm_agent_session_turn_opts(a, key, &o, out, err, errlen);
 }
 
@@ -715,7 +715,8 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                               session_start(a, recs),
                               a->engine != NULL,
                               tools.allow_write,
-                              out->reasoning_level};
+                              out->reasoning_level,
+                              o->inbound};
         cm_buf_reset(&sys);
         if (cm_agent_system_prompt(&pi, &sys)) FAIL(CM_ENOMEM, "out of memory");
         bool stream = out->reasoning_level == AGENT_REASONING_STREAM && rs.fn;

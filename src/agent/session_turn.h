@@ -80,6 +80,9 @@ typedef struct agent_turn_opts {
      * CM_ECANCELED and records the user message and the steps completed
      * before it (never a half answer). */
     const agent_hooks *hooks;
+    /* Where the message came from, for the system prompt's inbound
+     * context (prompt.h); NULL: none. */
+    const agent_inbound *inbound;
 } agent_turn_opts;
 
 /* cm_agent_session_turn with reasoning: the system prompt of prompt.h (the
@@ -113,10 +116,12 @@ cm_rc cm_agent_session_history(const char *transcript, json_t **out, char *err, 
 int64_t cm_agent_context_window(const json_t *config, const char *model);
 
 /* cm_agent_turn (include/clawmem/agent.h) with a running turn's cancel
- * and steer hooks (NULL: none); a cancelled turn fails with CM_ECANCELED. */
+ * and steer hooks (NULL: none; a cancelled turn fails with CM_ECANCELED)
+ * and where the message came from (NULL: not told; session turns only). */
 struct cm_agent;
 cm_rc cm_agent_turn_hooked(struct cm_agent *a, const char *key, const char *prompt,
                            const char *model, llm_delta_fn on_text, void *ctx,
-                           const agent_hooks *hooks, char **json, char *err, size_t errlen);
+                           const agent_hooks *hooks, const agent_inbound *inbound, char **json,
+                           char *err, size_t errlen);
 
 #endif

@@ -271,6 +271,13 @@ size_t cm_gw_history_count(const gw_history *h, const char *key)
     return c ? c->n : 0;
 }
 
+const gw_history_entry *cm_gw_history_entries(const gw_history *h, const char *key, size_t *n)
+{
+    const gw_history_conv *c = h->limit > 0 && key ? conv_find(h, key) : NULL;
+    *n = c ? c->n : 0;
+    return *n ? c->v : NULL;
+}
+
 cm_rc cm_gw_history_build(buf *out, const gw_history *h, const char *key, const gw_history_fmt *fmt,
                           const char *current)
 {

@@ -93,6 +93,9 @@ cm_rc cm_gw_history_record(gw_history *h, const char *key, const char *sender, c
  * prompt, so they are never sent twice (they are in the transcript now). */
 void cm_gw_history_clear(gw_history *h, const char *key);
 size_t cm_gw_history_count(const gw_history *h, const char *key);
+/* The key's pending entries, oldest first (*n of them; NULL when none).
+ * Valid until the next record, clear or release. */
+const gw_history_entry *cm_gw_history_entries(const gw_history *h, const char *key, size_t *n);
 
 /* How history entries are wrapped: each is an envelope of channel/from,
  * chat not direct, the entry's sender as label, its time, and its body

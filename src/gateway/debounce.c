@@ -49,6 +49,7 @@ static void S_turn_release(gw_turn *t)
 {
     free(t->channel), free(t->account), free(t->peer), free(t->session), free(t->thread);
     free(t->message_id), free(t->sender), free(t->text);
+    free(t->sender_name), free(t->sender_username), free(t->chat_title);
     memset(t, 0, sizeof *t);
 }
 
@@ -80,6 +81,10 @@ static cm_rc S_turn_meta(gw_turn *t, const gw_msg *m)
     CHECK(S_dup(&t->thread, m->thread));
     CHECK(S_dup(&t->message_id, m->message_id));
     CHECK(S_dup(&t->sender, m->sender));
+    CHECK(S_dup(&t->sender_name, m->sender_name));
+    CHECK(S_dup(&t->sender_username, m->sender_username));
+    CHECK(S_dup(&t->chat_title, m->chat_title));
+    t->ts_ms = m->ts_ms;
     t->is_group = m->is_group;
     t->has_media = m->has_media;
     t->mentioned = t->mentioned || m->mentioned;

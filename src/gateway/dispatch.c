@@ -7,6 +7,7 @@
  */
 #include "runtime_int.h"
 #include "../session/sessions.h"
+#include "inbound_meta.h"
 
 #include <ctype.h>
 #include <strings.h>
@@ -291,24 +292,36 @@ static void S_start(gw_runtime *rt, gw_sess *s, gw_job *j)
     S_ready(rt, j);
 }
 
-/* The prompt of a turn: group messages carry the sender label and the
- * pending history; direct ones are the text. */
-static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, buf *out)
+/* The prompt of a turn, as 2026.3.22 builds it for the agent: the
+ * untrusted-metadata blocks (who wrote it, when, where; in groups the
+ * pending history, which the turn takes), a blank line, then the text. */
+static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, int64_t now, buf *out)
 {
     cm_rc rc = CM_OK;
     const char *text = t->text && *t->text ? t->text : (t->has_media ? "<media:attachment>" : "");
-    if (!t->is_group) return cm_buf_adds(out, text);
-    buf cur = BUF_INIT, from = BUF_INIT;
-    if (t->sender && *t->sender)
-        rc = cm_buf_printf(&cur, "%s: %s", t->sender, text);
-    else
-        rc = cm_buf_adds(&cur, text);
-    if (!rc) rc = cm_gw_from_label(&from, true, NULL, t->peer);
-    gw_history_fmt f = {t->channel, from.data, {GW_TZ_UTC, false, false}};
-    if (!rc) rc = cm_gw_history_build(out, &rt->history, conv, &f, cur.data);
-    if (!rc) cm_gw_history_clear(&rt->history, conv);
-    cm_buf_release(&cur);
-    cm_buf_release(&from);
+    buf label = BUF_INIT, meta = BUF_INIT;
+    gw_ts_opts to;
+    cm_gw_ts_opts_read(rt->o.config, &to);
+    gw_meta m = {t->channel,     t->is_group,       t->mentioned,  t->message_id, t->sender,
+                 t->sender_name, t->sender_username, NULL,          t->chat_title, t->thread,
+                 t->ts_ms > 0 ? t->ts_ms : now,     NULL,          0};
+    if (t->is_group) {
+        const char *title = t->chat_title;
+        while (title && (*title == ' ' || *title == '\t'))
+            title++;
+        if (title && *title)
+            rc = cm_buf_printf(&label, "%s id:%s", title, t->peer ? t->peer : "");
+        else
+            rc = cm_buf_printf(&label, "group:%s", t->peer ? t->peer : "");
+        m.conversation_label = label.data;
+        m.history = cm_gw_history_entries(&rt->history, conv, &m.nhistory);
+    }
+    if (!rc) rc = cm_gw_meta_prefix(&meta, &m, &to);
+    if (!rc && meta.len) rc = cm_buf_printf(out, "%s\n\n", meta.data);
+    if (!rc) rc = cm_buf_adds(out, text);
+    if (!rc && t->is_group) cm_gw_history_clear(&rt->history, conv);
+    cm_buf_release(&label);
+    cm_buf_release(&meta);
     return rc;
 }
 
@@ -411,7 +424,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     }
     gw_turn cur = *t;
     cur.text = (char *)text;
-    CHECK(S_prompt(rt, &cur, key.data, &prompt));
+    CHECK(S_prompt(rt, &cur, key.data, now, &prompt));
     gw_queue_settings qs;
     S_settings(rt, s, t->channel, &qs);
     gw_queue_item item = {prompt.data, t->message_id, t->channel, t->peer, t->account, t->thread};
@@ -608,9 +621,13 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
         buf conv = BUF_INIT, agent = BUF_INIT;
         if (!cm_gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, true) &&
             !cm_gw_route_session(&conv, rt->o.config, agent.data, m->channel, m->account, m->peer,
-                                 m->thread, true))
-            cm_gw_history_record(&rt->history, conv.data, m->sender, m->text ? m->text : "",
-                                 m->message_id, now);
+                                 m->thread, true)) {
+            buf who = BUF_INIT; /* out of memory: recorded without a sender */
+            cm_gw_meta_sender_label(&who, m->sender_name, m->sender_username, m->sender);
+            cm_gw_history_record(&rt->history, conv.data, who.data, m->text ? m->text : "",
+                                 m->message_id, m->ts_ms > 0 ? m->ts_ms : now);
+            cm_buf_release(&who);
+        }
         cm_buf_release(&conv);
         cm_buf_release(&agent);
         cm_gw_rt_done_all(rt, &ids, "history");

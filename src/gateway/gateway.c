@@ -123,8 +123,18 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     if (!a) return CM_EIO;
     char *json = NULL;
     agent_hooks hk = {rq->cancelled, rq->steer, rq->hook_ctx};
+    /* the trusted inbound context of the system prompt (2026.3.22's
+     * chat_id is "<channel>:<chat>") */
+    buf chat = BUF_INIT;
+    agent_inbound in = {NULL, rq->account && *rq->account ? rq->account : "default",
+                        rq->channel, rq->channel, rq->channel,
+                        rq->is_group ? "group" : "direct"};
+    if (rq->channel && rq->peer && !cm_buf_printf(&chat, "%s:%s", rq->channel, rq->peer))
+        in.chat_id = chat.data;
     cm_rc rc = cm_agent_turn_hooked(a, rq->session_key, rq->prompt, NULL, rq->on_delta,
-                                    rq->delta_ctx, &hk, &json, err, errlen);
+                                    rq->delta_ctx, &hk, rq->channel ? &in : NULL, &json, err,
+                                    errlen);
+    cm_buf_release(&chat);
     if (rc) return rc;
     json_t *o = json_loads(json, 0, NULL);
     cm_free(json);

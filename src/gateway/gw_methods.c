@@ -228,8 +228,8 @@ static void S_abort(gw_ws *w, gw_ws_client *cl, const char *id, const char *key,
     snprintf(mid, sizeof mid, "abort-%llu", (unsigned long long)++w->counter);
     pthread_mutex_unlock(&w->mu);
     if (json_array_size(ids)) {
-        gw_msg m = {"webchat", "default", key, key, NULL, mid, "operator", "/stop",
-                    false,     false,     false};
+        gw_msg m = {"webchat", "default", key,   key,   NULL, mid,  "operator", "/stop",
+                    false,     false,     false, NULL,  NULL, NULL, 0};
         if (cm_gw_ws_sink(w, &m)) json_array_clear(ids);
     }
     cm_gw_ws_ok(cl, id,
@@ -295,7 +295,8 @@ static void m_chat_send(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         free(key);
         return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "out of memory", NULL);
     }
-    gw_msg m = {"webchat", "default", key, key, NULL, idem, "operator", text, false, false, false};
+    gw_msg m = {"webchat", "default", key,  key,  NULL, idem, "operator", text,
+                false,     false,     false, NULL, NULL, NULL, 0};
     cm_rc rc = cm_gw_ws_sink(w, &m);
     if (rc) {
         pthread_mutex_lock(&w->mu);

@@ -243,7 +243,18 @@ static void S_post_message(gw_http *h, const httpd_req *rq, httpd_conn *c)
                 type && strcmp(type, "direct"),
                 (json_is_array(media) && json_array_size(media)) ||
                     (json_is_string(media) && *json_string_value(media)),
-                json_is_true(json_object_get(o, "mentioned"))};
+                json_is_true(json_object_get(o, "mentioned")),
+                NULL,
+                NULL,
+                NULL,
+                0};
+    m.sender_name = S_str(o, "senderName");
+    m.sender_username = S_str(o, "senderUsername");
+    m.chat_title = S_str(o, "chatTitle");
+    const json_t *ts = json_object_get(o, "timestamp"); /* Unix ms */
+    if (json_is_integer(ts) && json_integer_value(ts) > 0 &&
+        json_integer_value(ts) < 253402300800000LL)
+        m.ts_ms = (int64_t)json_integer_value(ts);
     if (!m.peer) {
         json_decref(o);
         return S_error(c, 400, "peer is required");

@@ -28,6 +28,12 @@ typedef struct gw_msg {
     bool is_group;          /* group or channel chat (else direct) */
     bool has_media;         /* carries media or attachments */
     bool mentioned;         /* the bot was mentioned (groups) */
+    /* Who wrote it, as the channel tells (untrusted, any bytes; NULL when
+     * unknown): display name ("First Last"), username without '@', the
+     * chat's title (groups), and when it was written (Unix ms; 0: unknown —
+     * the runtime stamps the time it accepted the message). */
+    const char *sender_name, *sender_username, *chat_title;
+    int64_t ts_ms;
 } gw_msg;
 
 /* ---- dedupe (dedupe.c) -------------------------------------------------- */
@@ -119,6 +125,8 @@ typedef struct gw_turn {
     bool is_group, has_media;
     bool mentioned; /* any message of the batch mentioned the bot */
     size_t count;   /* messages merged into this turn */
+    char *sender_name, *sender_username, *chat_title; /* the newest message's */
+    int64_t ts_ms;                                    /* the newest message's */
 } gw_turn;
 
 typedef struct gw_turns {

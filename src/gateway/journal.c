@@ -47,16 +47,19 @@ static json_t *S_msg_json(const gw_msg *m)
 {
     json_t *o = json_object();
     if (!o) return NULL;
-    const char *k[] = {"channel", "account",   "peer",   "session",
-                       "thread",  "messageId", "sender", "text"};
-    const char *v[] = {m->channel, m->account,    m->peer,   m->session,
-                       m->thread,  m->message_id, m->sender, m->text};
+    const char *k[] = {"channel",   "account", "peer",       "session",        "thread",
+                       "messageId", "sender",  "senderName", "senderUsername", "chatTitle",
+                       "text"};
+    const char *v[] = {m->channel,    m->account, m->peer,        m->session,
+                       m->thread,     m->message_id, m->sender,   m->sender_name,
+                       m->sender_username, m->chat_title, m->text};
     bool ok = true;
     for (size_t i = 0; i < ARRAY_LEN(k); i++)
         if (v[i]) ok = ok && !json_object_set_new(o, k[i], json_string(v[i]));
     ok = ok && !json_object_set_new(o, "group", json_boolean(m->is_group)) &&
          !json_object_set_new(o, "media", json_boolean(m->has_media)) &&
          !json_object_set_new(o, "mentioned", json_boolean(m->mentioned));
+    if (m->ts_ms > 0) ok = ok && !json_object_set_new(o, "timestamp", json_integer(m->ts_ms));
     if (!ok) {
         json_decref(o);
         return NULL;
@@ -74,6 +77,13 @@ void cm_gw_journal_msg(const json_t *msg, gw_msg *m)
     m->thread = json_string_value(json_object_get(msg, "thread"));
     m->message_id = json_string_value(json_object_get(msg, "messageId"));
     m->sender = json_string_value(json_object_get(msg, "sender"));
+    m->sender_name = json_string_value(json_object_get(msg, "senderName"));
+    m->sender_username = json_string_value(json_object_get(msg, "senderUsername"));
+    m->chat_title = json_string_value(json_object_get(msg, "chatTitle"));
+    json_t *ts = json_object_get(msg, "timestamp");
+    if (json_is_integer(ts) && json_integer_value(ts) > 0 &&
+        json_integer_value(ts) < 253402300800000LL) /* before the year 10000 */
+        m->ts_ms = (int64_t)json_integer_value(ts);
     m->text = json_string_value(json_object_get(msg, "text"));
     m->is_group = json_is_true(json_object_get(msg, "group"));
     m->has_media = json_is_true(json_object_get(msg, "media"));

@@ -33,8 +33,9 @@ typedef struct gw_journal gw_journal;
 
 /* Opens (creating) <state_dir>/gateway/journal.jsonl. *pending receives a
  * new array of the unanswered entries, oldest first: {"id","ts","runs",
- * "msg":{channel, account, peer, session, thread, messageId, sender, text,
- * group, media, mentioned}}; *seen a new array of {"key","ts"}: dedupe keys
+ * "msg":{channel, account, peer, session, thread, messageId, sender,
+ * senderName, senderUsername, chatTitle, text, group, media, mentioned,
+ * timestamp}}; *seen a new array of {"key","ts"}: dedupe keys
  * (as cm_gw_dedupe_key writes them; a key persisted by an older version is
  * cm_gw_dedupe_key_legacy's) of answered messages younger than keep_ms at
  * now_ms. CM_EBUSY when another gateway holds the journal. */

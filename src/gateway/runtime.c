@@ -18,9 +18,10 @@ static void S_compact(gw_runtime *rt)
         cm_logf(rt->o.log, CM_LOG_WARN, "gateway: the journal was not compacted: %s", err);
 }
 
-cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
+cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *msg)
 {
     gw_runtime *rt = ctx;
+    gw_msg stamped = *msg, *m = &stamped;
     cm_rc rc = CM_OK;
     char err[256];
     buf k = BUF_INIT, lk = BUF_INIT;
@@ -30,6 +31,7 @@ cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m)
         return CM_EBUSY;
     }
     int64_t now = cm_gw_rt_now(rt);
+    if (m->ts_ms <= 0) m->ts_ms = now; /* journaled: a replay keeps the time it came */
     bool keyed = cm_gw_dedupe_key(m, &k);
     /* a key an older version journaled (until they expire) */
     bool legacy = rt->legacy_keys && cm_gw_dedupe_key_legacy(m, &lk);

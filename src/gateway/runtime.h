@@ -37,6 +37,8 @@ typedef struct gw_run_req {
     bool (*cancelled)(void *ctx);
     char *(*steer)(void *ctx);
     void *hook_ctx;
+    const char *peer; /* the conversation (the chat id the system prompt names) */
+    bool is_group;
 } gw_run_req;
 
 typedef struct gw_run_res {

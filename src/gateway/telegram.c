@@ -498,11 +498,31 @@ static cm_rc deliver(tg_chan *t, const json_t *upd)
     m.is_group = group;
     m.has_media = ph != NULL;
     m.mentioned = mentions_bot(t, msg, text);
+    /* who wrote it: "first last" (else the username), as 2026.3.22 names a sender */
+    buf name = BUF_INIT;
+    const char *first = json_string_value(json_object_get(from, "first_name"));
+    const char *last = json_string_value(json_object_get(from, "last_name"));
+    if (cm_buf_printf(&name, "%s%s%s", first ? first : "", first && last ? " " : "",
+                      last ? last : ""))
+        return CM_ENOMEM;
+    m.sender_name = name.len ? name.data : NULL;
+    m.sender_username = json_string_value(json_object_get(from, "username"));
+    m.chat_title = group ? json_string_value(json_object_get(chat, "title")) : NULL;
+    json_t *date = json_object_get(msg, "date");
+    if (json_is_integer(date) && json_integer_value(date) > 0 &&
+        json_integer_value(date) < 253402300800LL)
+        m.ts_ms = (int64_t)json_integer_value(date) * 1000;
     /* "/cmd@<our bot>" reaches the gateway as "/cmd"; another bot's stays */
     char *bare = NULL; /* bot_username: written by this thread (get_me) */
-    if (cm_gw_command_unaddress(m.text, t->bot_username, &bare)) return CM_ENOMEM;
+    if (cm_gw_command_unaddress(m.text, t->bot_username, &bare)) {
+        cm_buf_release(&name);
+        return CM_ENOMEM;
+    }
     if (!bare && group && t->bot_username[0]) { /* "@bot stop": an abort, as 2026.3.22 */
-        if (!(bare = without_mentions(m.text, t->bot_username))) return CM_ENOMEM;
+        if (!(bare = without_mentions(m.text, t->bot_username))) {
+            cm_buf_release(&name);
+            return CM_ENOMEM;
+        }
         if (!cm_gw_is_abort_request(bare)) {
             free(bare);
             bare = NULL;
@@ -511,6 +531,7 @@ static cm_rc deliver(tg_chan *t, const json_t *upd)
     if (bare) m.text = bare;
     cm_rc rc = t->sink(t->ctx, &m);
     free(bare);
+    cm_buf_release(&name);
     return rc;
 }
 
