@@ -432,12 +432,7 @@ cm_rc cm_redact_url(const char *url, size_t max_chars, buf *out)
     cm_buf_release(&tmp);
     tmp = masked;
     masked = (buf)BUF_INIT;
-    size_t chars = 0, i = 0;
-    while (i < tmp.len && (!max_chars || chars < max_chars)) {
-        int32_t cp;
-        i += cm_utf8_decode(tmp.data + i, tmp.len - i, &cp);
-        chars++;
-    }
+    size_t i = cm_utf8_prefix_chars(tmp.data, tmp.len, max_chars ? max_chars : SIZE_MAX, NULL);
     CHECK(cm_utf8_escape_line(out, tmp.data, i));
     if (i < tmp.len) CHECK(cm_buf_adds(out, "\xE2\x80\xA6"));
 out:

@@ -353,3 +353,15 @@ size_t cm_utf8_json_tolerate(char *s, size_t n)
     }
     return fixed;
 }
+
+size_t cm_utf8_prefix_chars(const char *s, size_t n, size_t max, size_t *chars)
+{
+    size_t i = 0, k = 0;
+    while (i < n && k < max) {
+        int32_t cp;
+        i += cm_utf8_decode(s + i, n - i, &cp); /* >= 1 */
+        k++;
+    }
+    if (chars) *chars = k;
+    return i;
+}

@@ -15,6 +15,10 @@ size_t cm_utf8_decode(const char *s, size_t n, int32_t *cp);
 /* Byte length of a valid prefix of s[0..n) (the first invalid byte's index). */
 size_t cm_utf8_valid_prefix(const char *s, size_t n);
 
+/* Byte length of the first max code points of s[0..n) (an invalid byte
+ * counts as one); *chars (may be NULL) receives how many were counted. */
+size_t cm_utf8_prefix_chars(const char *s, size_t n, size_t max, size_t *chars);
+
 /* Appends s with every invalid byte replaced by U+FFFD. */
 cm_rc cm_utf8_repair(buf *out, const char *s, size_t n);
 

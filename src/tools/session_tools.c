@@ -184,13 +184,7 @@ static json_t *history_text(const char *s, bool *cut, bool *redacted)
     json_t *j = NULL;
     if (cm_session_redact(s, strlen(s), &masked)) goto out;
     if (strcmp(masked.data, s) != 0) *redacted = true;
-    size_t i = 0, chars = 0;
-    while (i < masked.len && chars < SESSION_TOOLS_TEXT_MAX_CHARS) {
-        int32_t cp;
-        size_t k = cm_utf8_decode(masked.data + i, masked.len - i, &cp);
-        i += k ? k : 1;
-        chars++;
-    }
+    size_t i = cm_utf8_prefix_chars(masked.data, masked.len, SESSION_TOOLS_TEXT_MAX_CHARS, NULL);
     if (cm_buf_add(&o, masked.data, i)) goto out;
     if (i < masked.len) {
         *cut = true;

@@ -13,18 +13,6 @@ cm_rc cm_tools_citation(buf *out, const char *path, int start_line, int end_line
     return cm_buf_printf(out, "%s#L%d-L%d", path, start_line, end_line);
 }
 
-/* Byte length of the first max code points of s. */
-static size_t prefix_chars(const char *s, size_t n, size_t max)
-{
-    size_t i = 0, k = 0;
-    while (i < n && k < max) {
-        int32_t cp;
-        i += cm_utf8_decode(s + i, n - i, &cp);
-        k++;
-    }
-    return i;
-}
-
 static cm_rc add_head(buf *out, const tools_head *h)
 {
     jw w = {out, CM_OK};
@@ -103,7 +91,7 @@ static cm_rc shape_hit(const search_hit *h, bool cite, buf *c, buf *snip)
     cm_buf_reset(snip);
     cm_rc rc = cm_tools_citation(c, h->path, h->start_line, h->end_line);
     size_t tl = strlen(h->text);
-    if (!rc) rc = cm_buf_add(snip, h->text, prefix_chars(h->text, tl, TOOLS_SNIPPET_CHARS));
+    if (!rc) rc = cm_buf_add(snip, h->text, cm_utf8_prefix_chars(h->text, tl, TOOLS_SNIPPET_CHARS, NULL));
     if (!rc && cite) rc = cm_buf_printf(snip, "\n\nSource: %s", c->data);
     return rc;
 }

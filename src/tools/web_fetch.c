@@ -420,14 +420,7 @@ static cm_rc wrap(buf *out, const char *text, size_t n, long max_chars, bool war
     CHECK(cm_buf_printf(&tail, "\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\"%s\">>>", id));
     CHECK(defuse(&body, text, n));
     size_t room = (size_t)CM_MAX(0L, max_chars - (long)(head.len + tail.len));
-    /* characters, not bytes: cut at a code point */
-    size_t i = 0, chars = 0;
-    while (i < body.len && chars < room) {
-        int32_t cp;
-        size_t k = cm_utf8_decode(body.data + i, body.len - i, &cp);
-        i += k ? k : 1;
-        chars++;
-    }
+    size_t chars, i = cm_utf8_prefix_chars(body.data, body.len, room, &chars); /* characters */
     *cut = i < body.len;
     *raw_len = chars;
     CHECK(cm_buf_add(out, head.data, head.len));
