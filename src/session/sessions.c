@@ -305,6 +305,15 @@ cm_rc cm_session_touch(session_store *s, const char *key, const json_t *patch, i
                        char id_out[160], char *err, size_t errlen)
 {
     touch_ctx c = {.patch = patch, .what = TOUCH, .now = now};
+    cm_rc rc = change(s, key, &c, false, err, errlen);
+    if (!rc && id_out) snprintf(id_out, 160, "%s", c.id);
+    return rc;
+}
+
+cm_rc cm_session_note(session_store *s, const char *key, const json_t *patch, int64_t now,
+                      char id_out[160], char *err, size_t errlen)
+{
+    touch_ctx c = {.patch = patch, .what = TOUCH, .now = now};
     cm_rc rc = change(s, key, &c, true, err, errlen);
     if (!rc && id_out) snprintf(id_out, 160, "%s", c.id);
     return rc;

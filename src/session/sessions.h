@@ -41,11 +41,10 @@ typedef struct session_store {
 typedef struct session_store_config {
     cm_session_maint maint; /* session.maintenance (cm_session_maint_defaults) */
     /* 0: every change is written before the call returns. > 0: a turn's
-     * bookkeeping (cm_session_touch of an existing entry: updatedAt, token
-     * counts, model, flags, the memory-flush fields) is written within
+     * bookkeeping (cm_session_note of an existing entry) is written within
      * flush_ms, many turns' changes in one write; a crash loses at most the
-     * last flush_ms of those. New entries, resets, deletions and
-     * compactions are always written at once. */
+     * last flush_ms of those. Every other change (cm_session_touch, new
+     * entries, resets, deletions, compactions) is written at once. */
     int64_t flush_ms;
     cm_logger log; /* maintenance warnings (fn NULL: none) */
 } session_store_config;
@@ -84,6 +83,13 @@ json_t *cm_session_store_snapshot(const session_store *s);
  * id_out. */
 cm_rc cm_session_touch(session_store *s, const char *key, const json_t *patch, int64_t now_ms,
                        char id_out[160], char *err, size_t errlen);
+
+/* cm_session_touch for a turn's bookkeeping (updatedAt, token counts,
+ * model, flags, the memory-flush fields): with the store's flush_ms > 0 an
+ * existing entry's change is written by the writer thread within flush_ms
+ * (visible to this process at once); a new entry is written at once. */
+cm_rc cm_session_note(session_store *s, const char *key, const json_t *patch, int64_t now_ms,
+                      char id_out[160], char *err, size_t errlen);
 
 /* /new and /reset: the transcript is archived, the entry gets a new
  * sessionId and transcript, its counters, token counts, flush bookkeeping
