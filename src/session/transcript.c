@@ -221,7 +221,7 @@ cm_rc cm_transcript_read_from(const char *path, int64_t from, size_t max,
              (long long)(size - from), max);
     int line = 0;
     int64_t off = from, done = 0;
-    bool go = true;
+    bool go = true, skipping = false;
     while (go) {
         if (cm_buf_grow(&b, READ_BLOCK)) FAIL(CM_ENOMEM, "%s: out of memory", path);
         ssize_t r = pread(fd, b.data + b.len, READ_BLOCK, off);
@@ -235,7 +235,9 @@ cm_rc cm_transcript_read_from(const char *path, int64_t from, size_t max,
         for (char *nl; go && (nl = memchr(b.data + i, '\n', b.len - i));) {
             size_t e = (size_t)(nl - b.data);
             line++;
-            if (e > i) {
+            if (skipping) {
+                skipping = false;
+            } else if (e > i) {
                 json_t *j = json_loadb(b.data + i, e - i, 0, NULL);
                 if (json_is_object(j)) go = fn(ctx, line, j);
                 json_decref(j);
@@ -244,6 +246,11 @@ cm_rc cm_transcript_read_from(const char *path, int64_t from, size_t max,
         }
         memmove(b.data, b.data + i, b.len - i);
         b.len -= i;
+        /* a line past the cap is not a record anyone wrote: skipped to its end */
+        if (b.len > CM_CAP_TRANSCRIPT_TAIL) {
+            b.len = 0;
+            skipping = true;
+        }
         if (r == 0 || (uint64_t)done > max) break; /* a torn last line is skipped */
     }
 out:
