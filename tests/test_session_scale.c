@@ -182,6 +182,21 @@ TEST(session_maintenance_enforce_prunes_and_caps)
     EXPECT(exists(dir, name));
     EXPECT(!exists(dir, "old.jsonl.reset.2026-12-01T00-00-00.000Z"));
     EXPECT(exists(dir, "new.jsonl.reset.2027-01-14T00-00-00.000Z"));
+    /* the text is what json_dumps (JSON.stringify(store, null, 2)) makes,
+     * entries reused from the last write included */
+    json_t *nested = json_pack("{s:{s:s,s:[i,{}]},s:s}", "deliveryContext", "channel", "tg", "x",
+                               1, "label", "a \"q\"\nline");
+    EXPECT_INT(cm_session_touch(&s, "agent:main:c", nested, T0, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_session_touch(&s, "agent:main:d", NULL, T0, NULL, err, sizeof err), CM_OK);
+    json_decref(nested);
+    buf text = BUF_INIT;
+    EXPECT_INT(cm_fs_read_file(path, 1 << 20, &text, err, sizeof err), CM_OK);
+    d = json_loads(text.data, 0, NULL);
+    char *again = json_dumps(d, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    EXPECT_STR(text.data, again);
+    free(again);
+    json_decref(d);
+    cm_buf_release(&text);
     store_ix_stats x;
     cm_store_ix_stats_get(s.ix, &x);
     EXPECT_INT(x.pruned, 1);

@@ -72,18 +72,25 @@ cm_rc cm_session_maint_entries(json_t *store, const cm_session_maint *m, int64_t
     size_t n = json_object_size(store);
     if (!m->enforce) {
         /* warn: would a session being written be evicted? */
+        json_t *capped = json_object();
+        if (!capped) return CM_ENOMEM;
+        if ((int64_t)n > m->max_entries && json_object_size(active)) {
+            if (!(k = sorted_keys(store, &n))) {
+                json_decref(capped);
+                return CM_ENOMEM;
+            }
+            for (size_t i = (size_t)m->max_entries; i < n; i++)
+                if (json_object_get(active, k[i].key))
+                    json_object_set_new(capped, k[i].key, json_true());
+        }
         const char *key;
         json_t *v;
         json_object_foreach((json_t *)active, key, v)
         {
             json_t *e = json_object_get(store, key);
             if (!e) continue;
-            bool prune = updated_of(e, INFINITY) < cutoff, cap = false;
-            if ((int64_t)n > m->max_entries) {
-                if (!k && !(k = sorted_keys(store, &n))) return CM_ENOMEM;
-                for (size_t i = (size_t)m->max_entries; i < n && !cap; i++)
-                    cap = !strcmp(k[i].key, key);
-            }
+            bool prune = updated_of(e, INFINITY) < cutoff;
+            bool cap = json_object_get(capped, key) != NULL;
             if (prune || cap) {
                 cm_logf(lg, CM_LOG_WARN,
                         "session maintenance would evict active session; skipping enforcement "
@@ -94,6 +101,7 @@ cm_rc cm_session_maint_entries(json_t *store, const cm_session_maint *m, int64_t
                 r->warned = true;
             }
         }
+        json_decref(capped);
         goto out;
     }
     /* enforce: prune, then cap */

@@ -28,9 +28,14 @@ struct store_ix {
     json_t *dirty;      /* unwritten: key -> true (ours wins whole) | a patch of fields */
     file_id id;         /* of the file doc reflects */
     bool loaded;
+    int writing;      /* writes of this process in progress (the lock is held) */
     int64_t last_now; /* the latest now_ms of an update */
     store_ix_opts o;
     store_ix_stats st;
+    /* "<entry address>" -> [entry, its text]: the entries' text from the last
+     * write, reused while the entry is the same object (entries never
+     * change). Used only by writes, which hold the store's lock file. */
+    json_t *texts;
     struct store_ix *next;
 };
 
@@ -215,7 +220,8 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     file_id now;
     id_of(ix->path, &now);
     pthread_mutex_lock(&ix->mu);
-    bool fresh = ix->loaded && same_id(&now, &ix->id);
+    /* while this process writes (holding the lock) the file is its own */
+    bool fresh = ix->loaded && (ix->writing || same_id(&now, &ix->id));
     pthread_mutex_unlock(&ix->mu);
     if (fresh) return CM_OK;
     json_t *doc;
@@ -277,6 +283,83 @@ static void record(store_ix *ix, const char *key, json_t *old, json_t *e, int64_
     if (now > ix->last_now) ix->last_now = now;
 }
 
+/* Appends the text of e as json_dumps(store, JSON_INDENT(2)) writes a
+ * member's value: its own lines indented one level more. */
+static cm_rc add_indented(buf *out, const char *t)
+{
+    cm_rc rc = CM_OK;
+    for (const char *p = t; *p && !rc;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        rc = cm_buf_add(out, p, n);
+        if (!rc && nl) rc = cm_buf_adds(out, "\n  ");
+        p += n + (nl != NULL);
+    }
+    return rc;
+}
+
+/* The store's text, byte for byte what json_dumps(snap, JSON_INDENT(2) |
+ * JSON_PRESERVE_ORDER) gives, with each unchanged entry's text taken from
+ * the last write instead of made again. */
+static cm_rc serialise(store_ix *ix, const json_t *snap, char **out)
+{
+    cm_rc rc = CM_OK;
+    buf b = BUF_INIT;
+    json_t *texts = json_object();
+    *out = NULL;
+    if (!texts) return CM_ENOMEM;
+    if (!json_object_size(snap)) {
+        rc = cm_buf_adds(&b, "{}");
+        goto done;
+    }
+    rc = cm_buf_adds(&b, "{\n");
+    const char *key;
+    json_t *e;
+    size_t i = 0, n = json_object_size(snap);
+    json_object_foreach((json_t *)snap, key, e)
+    {
+        if (rc) break;
+        char addr[32];
+        snprintf(addr, sizeof addr, "%p", (void *)e);
+        json_t *pair = json_object_get(ix->texts, addr);
+        if (!pair || json_array_get(pair, 0) != e) {
+            char *t = json_dumps(e, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+            pair = t ? json_pack("[O,s]", e, t) : NULL;
+            free(t);
+            if (!pair || json_object_set_new(texts, addr, pair)) {
+                rc = CM_ENOMEM;
+                break;
+            }
+        } else if (json_object_set(texts, addr, pair)) {
+            rc = CM_ENOMEM;
+            break;
+        }
+        json_t *k = json_string(key);
+        char *kt = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL;
+        json_decref(k);
+        if (!kt) {
+            rc = CM_ENOMEM;
+            break;
+        }
+        rc = cm_buf_printf(&b, "  %s: ", kt);
+        free(kt);
+        if (!rc) rc = add_indented(&b, json_string_value(json_array_get(pair, 1)));
+        if (!rc) rc = cm_buf_adds(&b, ++i < n ? ",\n" : "\n");
+    }
+    if (!rc) rc = cm_buf_addc(&b, '}');
+done:
+    if (!rc) {
+        json_decref(ix->texts);
+        ix->texts = texts;
+        texts = NULL;
+        *out = cm_buf_detach(&b);
+        if (!*out) rc = CM_ENOMEM;
+    }
+    json_decref(texts);
+    cm_buf_release(&b);
+    return rc;
+}
+
 /* Writes the unwritten changes; the store's lock l is held. */
 static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
 {
@@ -293,6 +376,7 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
     snap = json_copy(ix->doc);
     pending = ix->dirty;
     ix->dirty = json_object();
+    ix->writing++;
     int64_t now = ix->last_now;
     store_ix_opts o = ix->o;
     pthread_mutex_unlock(&ix->mu);
@@ -301,21 +385,21 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
               ? cm_seterr(err, errlen, CM_ENOMEM, "out of memory")
               : CM_OK);
     /* QuantumClaw's JSON.stringify(store, null, 2): no final newline. */
-    text = json_dumps(snap, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (!text) FAIL(CM_ENOMEM, "out of memory");
+    if (serialise(ix, snap, &text)) FAIL(CM_ENOMEM, "out of memory");
     bool rewrite = false;
     cm_session_maint_files(snap, ix->path, &o.maint, now, pending, strlen(text), &o.log, &r,
                            &rewrite);
     if (rewrite) {
         free(text);
-        if (!(text = json_dumps(snap, JSON_INDENT(2) | JSON_PRESERVE_ORDER)))
-            FAIL(CM_ENOMEM, "out of memory");
+        text = NULL;
+        if (serialise(ix, snap, &text)) FAIL(CM_ENOMEM, "out of memory");
     }
     CHECK(cm_lockfile_replace(l, text, strlen(text), err, errlen));
     file_id fid;
     id_of(ix->path, &fid);
     pthread_mutex_lock(&ix->mu);
     ix->id = fid;
+    ix->writing--;
     const char *key;
     json_t *e;
     json_object_foreach(r.removed, key, e)
@@ -335,6 +419,7 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
 out:
     if (pending) { /* not written: keep the changes for the next write */
         pthread_mutex_lock(&ix->mu);
+        ix->writing--;
         const char *pk;
         json_t *mark;
         json_object_foreach(pending, pk, mark)
