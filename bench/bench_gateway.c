@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
+#include "../src/session/sessions.h"
 #include "../src/session/transcript.h"
 #include "../src/gateway/http_channel.h"
 #include "../src/gateway/runtime.h"
@@ -296,6 +297,14 @@ int main(int argc, char **argv)
     cm_fs_mkdirs(state.data, NULL, 0);
     cm_fs_mkdirs(ws.data, NULL, 0);
     if (entries > 0 && !populate(state.data, entries < g_convs ? g_convs : entries)) return 1;
+    if (entries > 0) { /* a running gateway has read its store once already */
+        buf sp = BUF_INIT;
+        session_store warm;
+        cm_session_store_path(&sp, state.data, "main");
+        if (cm_session_store_read(&warm, sp.data, err, sizeof err)) return 1;
+        cm_session_store_release(&warm);
+        cm_buf_release(&sp);
+    }
     buf j = BUF_INIT;
     cm_fs_join(&j, state.data, "gateway/journal.jsonl");
     unlink(j.data);

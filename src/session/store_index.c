@@ -28,6 +28,8 @@ struct store_ix {
     json_t *dirty;      /* unwritten: key -> true (ours wins whole) | a patch of fields */
     file_id id;         /* of the file doc reflects */
     bool loaded;
+    bool loading;        /* a thread is reading the file: the others wait for it */
+    pthread_cond_t cv;   /* loading ended */
     int writing;      /* writes of this process in progress (the lock is held) */
     int64_t last_now; /* the latest now_ms of an update */
     store_ix_opts o;
@@ -122,6 +124,7 @@ cm_rc cm_store_ix_get(const char *path, store_ix **out, char *err, size_t errlen
             ix = NULL;
         } else {
             pthread_mutex_init(&ix->mu, NULL);
+            pthread_cond_init(&ix->cv, NULL);
             ix->next = g_list;
             g_list = ix;
         }
@@ -220,23 +223,29 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     file_id now;
     id_of(ix->path, &now);
     pthread_mutex_lock(&ix->mu);
+    while (ix->loading) /* one reader of the file at a time; the others use its result */
+        pthread_cond_wait(&ix->cv, &ix->mu);
     /* while this process writes (holding the lock) the file is its own */
     bool fresh = ix->loaded && (ix->writing || same_id(&now, &ix->id));
+    if (!fresh) ix->loading = true;
     pthread_mutex_unlock(&ix->mu);
     if (fresh) return CM_OK;
     json_t *doc;
     file_id fid;
     cm_rc rc = load(ix->path, &doc, &fid, err, errlen);
-    if (rc) return rc;
     pthread_mutex_lock(&ix->mu);
-    merge_dirty(ix, doc);
-    json_decref(ix->doc);
-    ix->doc = doc;
-    ix->id = fid;
-    ix->loaded = true;
-    ix->st.loads++;
+    if (!rc) {
+        merge_dirty(ix, doc);
+        json_decref(ix->doc);
+        ix->doc = doc;
+        ix->id = fid;
+        ix->loaded = true;
+        ix->st.loads++;
+    }
+    ix->loading = false;
+    pthread_cond_broadcast(&ix->cv);
     pthread_mutex_unlock(&ix->mu);
-    return CM_OK;
+    return rc;
 }
 
 json_t *cm_store_ix_entry(store_ix *ix, const char *key)
