@@ -469,7 +469,10 @@ static cm_rc sync_every(char *err, size_t errlen)
         char e[512];
         cm_rc rc = cm_store_ix_sync(ix, e, sizeof e);
         if (rc) {
-            cm_logf(&ix->o.log, CM_LOG_WARN, "sessions: %s", e);
+            pthread_mutex_lock(&ix->mu);
+            cm_logger lg = ix->o.log;
+            pthread_mutex_unlock(&ix->mu);
+            cm_logf(&lg, CM_LOG_WARN, "sessions: %s", e);
             if (!first) first = cm_seterr(err, errlen, rc, "%s", e);
         }
     }
