@@ -13,7 +13,10 @@
  * (sessions.json, transcripts, the runner) against a zero-latency loopback
  * model (an httpd answering every chat request at once): the whole path of
  * a message.
- * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent]
+ * With ENTRIES after "agent", sessions.json starts with that many entries
+ * (the conversations' own among them, so every turn finds its session; the
+ * rest other sessions of the same shape): the per-turn cost of the store.
+ * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent [ENTRIES]]
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -28,6 +31,8 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
+#include "../src/session/sessions.h"
+#include "../src/session/transcript.h"
 #include "../src/gateway/http_channel.h"
 #include "../src/gateway/runtime.h"
 #include "../src/net/httpd.h"
@@ -101,7 +106,8 @@ static cm_rc t_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errl
     if (i >= 0 && i < g_n && g_reply[i] == 0) {
         g_reply[i] = now;
         g_replies++;
-        g_failed += strstr(o->text, "Agent failed") != NULL;
+        if (strstr(o->text, "Agent failed") && !g_failed++)
+            fprintf(stderr, "bench_gateway: first failed run: %.300s\n", o->text);
         pthread_cond_broadcast(&g_cv);
     }
     pthread_mutex_unlock(&g_mu);
@@ -204,6 +210,43 @@ static void *client(void *arg)
     return (void *)errors;
 }
 
+/* sessions.json with n entries, the conversations' first (as clawmem's
+ * turns leave them: id, file, counters, tokens, model). */
+static bool populate(const char *state, int64_t n)
+{
+    buf dir = BUF_INIT, path = BUF_INIT, key = BUF_INIT;
+    cm_buf_printf(&dir, "%s/agents/main/sessions", state);
+    cm_fs_mkdirs(dir.data, NULL, 0);
+    cm_buf_printf(&path, "%s/sessions.json", dir.data);
+    json_t *st = json_object();
+    for (int64_t i = 0; i < n; i++) {
+        char id[37];
+        cm_transcript_uuid(id);
+        cm_buf_reset(&key);
+        if (i < g_convs)
+            cm_buf_printf(&key, "agent:main:http:direct:user%lld", (long long)i);
+        else
+            cm_buf_printf(&key, "agent:main:telegram:direct:%lld", (long long)(100000000 + i));
+        json_t *e = json_pack(
+            "{s:s,s:I,s:s,s:i,s:s,s:i,s:b,s:i,s:i,s:i,s:i,s:s,s:s,s:s}", "sessionId", id,
+            "updatedAt", (json_int_t)(1790000000000LL + i), "sessionFile", "", "compactionCount", 0,
+            "chatType", "direct", "totalTokens", 1200, "totalTokensFresh", 1, "inputTokens", 1100,
+            "outputTokens", 100, "cacheRead", 0, "cacheWrite", 0, "model", "fake", "modelProvider",
+            "openai", "lastChannel", i < g_convs ? "http" : "telegram");
+        buf f = BUF_INIT;
+        cm_buf_printf(&f, "%s/%s.jsonl", dir.data, id);
+        json_object_set_new(e, "sessionFile", json_string(f.data));
+        cm_buf_release(&f);
+        json_object_set_new(st, key.data, e);
+    }
+    bool ok = json_dump_file(st, path.data, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0;
+    json_decref(st);
+    cm_buf_release(&dir);
+    cm_buf_release(&path);
+    cm_buf_release(&key);
+    return ok;
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -240,6 +283,7 @@ int main(int argc, char **argv)
     g_n = argc > 2 ? strtoll(argv[2], NULL, 10) : 10000;
     g_convs = argc > 3 ? strtoll(argv[3], NULL, 10) : 1000;
     bool agent = argc > 4 && !strcmp(argv[4], "agent");
+    int64_t entries = agent && argc > 5 ? strtoll(argv[5], NULL, 10) : 0;
     char err[512];
     buf state = BUF_INIT, ws = BUF_INIT;
     cm_fs_join(&state, argv[1], agent ? "gateway-agent-state" : "gateway-state");
@@ -252,6 +296,15 @@ int main(int argc, char **argv)
     }
     cm_fs_mkdirs(state.data, NULL, 0);
     cm_fs_mkdirs(ws.data, NULL, 0);
+    if (entries > 0 && !populate(state.data, entries < g_convs ? g_convs : entries)) return 1;
+    if (entries > 0) { /* a running gateway has read its store once already */
+        buf sp = BUF_INIT;
+        session_store warm;
+        cm_session_store_path(&sp, state.data, "main");
+        if (cm_session_store_read(&warm, sp.data, err, sizeof err)) return 1;
+        cm_session_store_release(&warm);
+        cm_buf_release(&sp);
+    }
     buf j = BUF_INIT;
     cm_fs_join(&j, state.data, "gateway/journal.jsonl");
     unlink(j.data);
@@ -339,8 +392,9 @@ int main(int argc, char **argv)
         if (g_reply[i] > 0) lat[n++] = g_reply[i] - g_sent[i];
     qsort(lat, (size_t)n, sizeof *lat, cmp);
     json_t *out = json_pack(
-        "{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "model",
-        agent ? "agent turns, loopback fake model" : "in-process, zero latency", "messages",
+        "{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "model",
+        agent ? "agent turns, loopback fake model" : "in-process, zero latency", "store_entries",
+        (json_int_t)entries, "messages",
         (json_int_t)g_n, "conversations", (json_int_t)g_convs, "sessions", sessions, "replies",
         (json_int_t)got, "failed_runs", (json_int_t)g_failed, "post_errors", (json_int_t)errors,
         "accept_per_s", (double)g_n / ((posted - t0) / 1e6), "messages_per_s",

@@ -18,6 +18,7 @@ struct cm_agent {
     agent_ctx ctx;
     tool_policy tools;
     web_fetch_cfg web;
+    cm_logger log;
 };
 
 static void log_to(void *ctx, cm_log_level level, const char *msg)
@@ -35,6 +36,7 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
     if (!a) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     cm_logger lg = {log_to, (void *)opt};
+    a->log = (cm_logger){opt->log, opt->log_ctx};
     CHECK(cm_config_init(&ca, &lg, &a->cfg, err, errlen));
     CHECK(cm_engine_open(opt, &a->engine, err, errlen));
     char serr[512];
@@ -46,6 +48,9 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
     a->store_path = cm_buf_detach(&p);
     CHECK(cm_tool_policy_init(&a->tools, a->cfg.root, a->cfg.agent_id));
     cm_web_fetch_cfg_init(&a->web, a->cfg.root);
+    /* a long-lived agent coalesces its turns' bookkeeping (sessions.h) */
+    session_store_config sc = {a->cfg.session_maint, CM_SESSION_FLUSH_MS, a->log};
+    CHECK(cm_session_store_configure(a->store_path, &sc, err, errlen));
     a->ctx = (agent_ctx){a->cfg.root,
                          a->cfg.state_dir,
                          a->cfg.agent_id,
@@ -70,6 +75,13 @@ out:
 void cm_agent_close(cm_agent *a)
 {
     if (!a) return;
+    char err[512];
+    if (a->store_path && cm_session_store_sync(a->store_path, err, sizeof err))
+        cm_logf(&a->log, CM_LOG_WARN, "sessions: %s", err);
+    if (a->store_path) { /* the caller's logger may not outlive the agent */
+        session_store_config sc = {a->cfg.session_maint, CM_SESSION_FLUSH_MS, {NULL, NULL}};
+        cm_session_store_configure(a->store_path, &sc, err, sizeof err);
+    }
     cm_llm_runner_close(a->runner);
     cm_engine_close(a->engine);
     cm_config_release(&a->cfg);

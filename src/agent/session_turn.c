@@ -87,11 +87,17 @@ static bool keep_record(void *ctx, int line, json_t *rec)
     return true;
 }
 
+/* The records the model's context is made of: from the last compaction's
+ * first kept record on (cm_transcript_context_offset), so a turn reads the
+ * same whatever the transcript's length; every record when there is no
+ * compaction. */
 static cm_rc read_records(const char *path, json_t **out, char *err, size_t errlen)
 {
     records r = {json_array()};
-    cm_rc rc =
-        r.all ? cm_transcript_read(path, TRANSCRIPT_MAX, keep_record, &r, err, errlen) : CM_ENOMEM;
+    int64_t from = 0;
+    cm_rc rc = r.all ? cm_transcript_context_offset(path, &from, err, errlen) : CM_ENOMEM;
+    if (!rc)
+        rc = cm_transcript_read_from(path, from, TRANSCRIPT_MAX, keep_record, &r, err, errlen);
     if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing written yet */
     if (rc) {
         json_decref(r.all);
@@ -198,7 +204,7 @@ static cm_rc session_open(agent_ctx *a, const char *key, bool create, session *s
     key = s->key;
     CHECK(cm_session_store_read(&s->st, a->store_path, err, errlen));
     if (create || cm_session_store_get(&s->st, key))
-        CHECK(cm_session_touch(&s->st, key, NULL, now_of(a), s->sid, err, errlen));
+        CHECK(cm_session_note(&s->st, key, NULL, now_of(a), s->sid, err, errlen));
     else
         FAIL(CM_ENOTFOUND, "no session %s", key);
     json_t *e = cm_session_store_get(&s->st, key);
@@ -252,7 +258,7 @@ static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin
         json_object_set_new(patch, "authProfileOverrideCompactionCount",
                             json_integer(json_is_integer(cc) ? json_integer_value(cc) : 0));
     }
-    cm_rc rc = cm_session_touch(&s->st, s->key, patch, now, NULL, err, errlen);
+    cm_rc rc = cm_session_note(&s->st, s->key, patch, now, NULL, err, errlen);
     json_decref(patch);
     return rc;
 }
@@ -395,7 +401,7 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, flush_mo
         json_pack("{s:I,s:I}", "memoryFlushAt", (json_int_t)now_of(a), "memoryFlushCompactionCount",
                   (json_int_t)(json_is_integer(cc) ? json_integer_value(cc) : 0));
     if (patch && hash[0]) json_object_set_new(patch, "memoryFlushContextHash", json_string(hash));
-    rc = patch ? cm_session_touch(&s->st, s->key, patch, now_of(a), NULL, err, errlen) : CM_ENOMEM;
+    rc = patch ? cm_session_note(&s->st, s->key, patch, now_of(a), NULL, err, errlen) : CM_ENOMEM;
     json_decref(patch);
     if (rc) goto out;
     out->flushed = true;
@@ -577,17 +583,23 @@ cm_rc cm_agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, 
 
 /* ---- the turn ---- */
 
-/* When the session started: its first message's timestamp, else now. */
-static int64_t session_start(const agent_ctx *a, const json_t *recs)
+static bool first_message_time(void *ctx, int line, json_t *r)
 {
-    size_t i;
-    json_t *r;
-    json_array_foreach((json_t *)recs, i, r)
-    {
-        json_t *ts = json_object_get(json_object_get(r, "message"), "timestamp");
-        if (json_is_integer(ts) && json_integer_value(ts) > 0) return json_integer_value(ts);
-    }
-    return now_of(a);
+    (void)line;
+    json_t *ts = json_object_get(json_object_get(r, "message"), "timestamp");
+    if (!json_is_integer(ts) || json_integer_value(ts) <= 0) return true;
+    *(int64_t *)ctx = json_integer_value(ts);
+    return false;
+}
+
+/* When the session started: its first message's timestamp (read from the
+ * transcript's head, however long it is), else now. */
+static int64_t session_start(const agent_ctx *a, const char *transcript)
+{
+    int64_t t = 0;
+    char err[256];
+    cm_transcript_read_from(transcript, 0, SIZE_MAX, first_message_time, &t, err, sizeof err);
+    return t > 0 ? t : now_of(a);
 }
 
 /* The session's reasoningLevel (off when unset or unknown). */
@@ -712,7 +724,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                               a->workspace,
                               a->agent_id,
                               s.key,
-                              session_start(a, recs),
+                              session_start(a, s.transcript.data),
                               a->engine != NULL,
                               tools.allow_write,
                               out->reasoning_level,
@@ -738,7 +750,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
             char aerr[256];
             if (append_messages(a, &s, t.messages, now_of(a), aerr, sizeof aerr) == CM_OK) {
                 json_t *ab = json_pack("{s:b}", "abortedLastRun", 1);
-                if (ab) cm_session_touch(&s.st, s.key, ab, now_of(a), NULL, aerr, sizeof aerr);
+                if (ab) cm_session_note(&s.st, s.key, ab, now_of(a), NULL, aerr, sizeof aerr);
                 json_decref(ab);
             }
             goto out;

@@ -112,6 +112,7 @@ static void set_defaults(cm_config *cfg)
     cfg->batch_timeout_min = 60;
     cfg->citations = CM_CITE_AUTO;
     cm_config_qmd_defaults(cfg);
+    cm_session_maint_defaults(&cfg->session_maint);
     cfg->sessions_delta_bytes = 100000;
     cfg->sessions_delta_messages = 50;
 }
@@ -214,6 +215,7 @@ static void finish(cm_config *cfg)
     cfg->chunk_tokens = CM_MIN(cfg->chunk_tokens, 100000);
     cfg->batch_concurrency = CM_MIN(cfg->batch_concurrency, 64);
     cfg->output_dims = CM_MIN(cfg->output_dims, 65536);
+    cm_config_session_maint_finish(&cfg->session_maint);
     if (!cfg->provider) cfg->provider = cm_strdup("auto");
     if (!cfg->fts_tokenizer) cfg->fts_tokenizer = cm_strdup("porter");
     if (!cfg->store_driver) cfg->store_driver = cm_strdup("sqlite");
@@ -495,6 +497,7 @@ static cm_rc read_rest(ctx *c, const json_t *root)
         CHECK(get_obj(c, memory, "qmd", "memory.qmd", &qmd));
         CHECK(cm_config_read_qmd(c, qmd));
     }
+    CHECK(cm_config_read_session_maint(c, root));
     CHECK(get_obj(c, root, "clawmem", "clawmem", &ours));
     if (ours) CHECK(read_clawmem(c, ours));
     /* models.providers.<name>: apiKey, baseUrl, headers (google is Gemini) */

@@ -80,6 +80,31 @@ typedef struct cm_qmd_config {
     size_t nrules;
 } cm_qmd_config;
 
+/* session.maintenance (QuantumClaw 2026.3.22, src/config/sessions/store-maintenance.ts):
+ * applied whenever sessions.json is written. "warn" only reports; "enforce"
+ * prunes entries idle longer than prune_after_ms, caps the store to the
+ * max_entries most recently updated, archives their transcripts, deletes
+ * `.deleted.`/`.reset.` archives past their retention, rotates sessions.json
+ * past rotate_bytes, and keeps the sessions directory under max_disk_bytes. */
+typedef struct cm_session_maint {
+    bool enforce;                /* mode: "warn" (default) or "enforce" */
+    int64_t prune_after_ms;      /* pruneAfter (or the older pruneDays): 30 days */
+    int64_t max_entries;         /* maxEntries: 500 */
+    int64_t rotate_bytes;        /* rotateBytes: 10 MiB */
+    int64_t reset_retention_ms;  /* resetArchiveRetention: pruneAfter; -1: false (kept) */
+    int64_t max_disk_bytes;      /* maxDiskBytes: -1 (no budget) */
+    int64_t high_water_bytes;    /* highWaterBytes: 80% of maxDiskBytes, at most it; -1: none */
+    bool reset_retention_set, high_water_set; /* given (else derived by finish) */
+} cm_session_maint;
+
+/* 2026.3.22's defaults (the derived fields resolved). */
+void cm_session_maint_defaults(cm_session_maint *m);
+
+/* Parses a QuantumClaw byte size ("10mb", "1.5g", 4096; units b, kb/k, mb/m,
+ * gb/g, tb/t of 1024; a bare number in bytes) into *bytes; false when
+ * malformed. */
+bool cm_config_byte_size(const char *s, int64_t *bytes);
+
 typedef struct cm_config {
     char *agent_id;
     char *state_dir;   /* absolute */
@@ -143,6 +168,8 @@ typedef struct cm_config {
     double half_life_days;
     bool cache_enabled;
     int cache_max_entries;
+
+    cm_session_maint session_maint; /* session.maintenance */
 
     /* memory.* */
     char *backend; /* "builtin" or "qmd" */

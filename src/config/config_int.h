@@ -87,6 +87,14 @@ void cm_config_qmd_defaults(cm_config *cfg);
 cm_rc cm_config_read_qmd(ctx *c, const json_t *qmd);
 void cm_config_qmd_release(cm_qmd_config *q);
 
+/* ---- session_maint.c ---------------------------------------------------- */
+
+/* Applies session.maintenance of one file (root's) over c->cfg->session_maint;
+ * a bad value fails with cm_config_bad(), an unknown key warns. */
+cm_rc cm_config_read_session_maint(ctx *c, const json_t *root);
+/* The derived defaults once every file is read. */
+void cm_config_session_maint_finish(cm_session_maint *m);
+
 /* ---- known_keys.c ------------------------------------------------------- */
 
 /* Warns "file:line:col: unknown key <path> (ignored)" about the member key

@@ -111,15 +111,16 @@ cm_rc cm_sessions_list(cm_sessions *s, char **json, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     session_store st = {0};
-    json_t **rows = NULL, *out = NULL;
+    json_t **rows = NULL, *out = NULL, *all = NULL;
     *json = NULL;
     CHECK(cm_session_store_read(&st, s->store_path, err, errlen));
-    size_t n = json_object_size(st.doc), k = 0;
+    if (!(all = cm_session_store_snapshot(&st))) FAIL(CM_ENOMEM, "out of memory");
+    size_t n = json_object_size(all), k = 0;
     rows = calloc(n ? n : 1, sizeof *rows);
     if (!rows) FAIL(CM_ENOMEM, "out of memory");
     const char *key;
     json_t *e;
-    json_object_foreach(st.doc, key, e)
+    json_object_foreach(all, key, e)
     {
         if (!json_is_object(e)) continue;
         json_t *r = json_pack("{s:s}", "key", key);
@@ -155,6 +156,7 @@ out:
         json_decref(rows[i]);
     free(rows);
     json_decref(out);
+    json_decref(all);
     cm_session_store_release(&st);
     return rc;
 }

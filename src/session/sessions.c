@@ -7,13 +7,12 @@
 
 #include "../base/fs.h"
 #include "../base/jnum.h"
-#include "../base/lockfile.h"
 #include "keys.h"
 #include "sessions.h"
+#include "store_index.h"
 #include "transcript.h"
 #include "../base/caps.h"
 
-#define STORE_MAX CM_CAP_SESSIONS_FILE
 
 cm_rc cm_session_store_path(buf *out, const char *state_dir, const char *agent_id)
 {
@@ -28,44 +27,41 @@ void cm_session_store_release(session_store *s)
     free(s->path);
     free(s->dir);
     json_decref(s->doc);
+    json_decref(s->old);
     memset(s, 0, sizeof *s);
-}
-
-static cm_rc read_doc(const char *path, json_t **out, char *err, size_t errlen)
-{
-    cm_rc rc = CM_OK;
-    buf b = BUF_INIT;
-    *out = NULL;
-    rc = cm_fs_read_file(path, STORE_MAX, &b, err, errlen);
-    if (rc == CM_ENOTFOUND || (!rc && b.len == 0)) {
-        *out = json_object();
-        rc = *out ? CM_OK : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-        goto out;
-    }
-    if (rc) goto out;
-    json_error_t je;
-    *out = json_loadb(b.data, b.len, 0, &je);
-    if (!json_is_object(*out)) {
-        json_decref(*out);
-        *out = NULL;
-        FAIL(CM_ECORRUPT, "%s:%d:%d: not a session store (%s)", path, je.line, je.column,
-             je.text[0] ? "a JSON object is expected" : "not JSON");
-    }
-out:
-    cm_buf_release(&b);
-    return rc;
 }
 
 cm_rc cm_session_store_read(session_store *s, const char *path, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     memset(s, 0, sizeof *s);
-    if (!(s->path = cm_strdup(path)) || !(s->dir = cm_fs_dirname(path)))
+    if (!(s->path = cm_strdup(path)) || !(s->dir = cm_fs_dirname(path)) ||
+        !(s->doc = json_object()) || !(s->old = json_array()))
         FAIL(CM_ENOMEM, "out of memory");
-    CHECK(read_doc(path, &s->doc, err, errlen));
+    CHECK(cm_store_ix_get(path, &s->ix, err, errlen));
+    CHECK(cm_store_ix_refresh(s->ix, err, errlen));
 out:
     if (rc) cm_session_store_release(s);
     return rc;
+}
+
+cm_rc cm_session_store_configure(const char *path, const session_store_config *c, char *err,
+                                 size_t errlen)
+{
+    store_ix *ix;
+    cm_rc rc = cm_store_ix_get(path, &ix, err, errlen);
+    if (rc) return rc;
+    store_ix_opts o = {c->maint, c->flush_ms, c->log};
+    cm_store_ix_configure(ix, &o);
+    return CM_OK;
+}
+
+cm_rc cm_session_store_sync(const char *path, char *err, size_t errlen)
+{
+    if (!path) return cm_store_ix_sync_all(err, errlen);
+    store_ix *ix;
+    cm_rc rc = cm_store_ix_get(path, &ix, err, errlen);
+    return rc ? rc : cm_store_ix_sync(ix, err, errlen);
 }
 
 static cm_rc norm_key(buf *out, const char *key)
@@ -85,37 +81,32 @@ static cm_rc norm_key(buf *out, const char *key)
 json_t *cm_session_store_get(const session_store *s, const char *key)
 {
     buf k = BUF_INIT;
-    json_t *e = norm_key(&k, key) ? NULL : json_object_get(s->doc, k.data);
+    json_t *e = NULL;
+    if (norm_key(&k, key) || !k.len) goto out;
+    if ((e = json_object_get(s->doc, k.data))) goto out;
+    e = cm_store_ix_entry(s->ix, k.data);
+    if (e && json_object_set_new(s->doc, k.data, e)) e = NULL;
+out:
     cm_buf_release(&k);
     return json_is_object(e) ? e : NULL;
 }
 
-cm_rc cm_session_store_update(session_store *s, int64_t now, session_update_fn fn, void *ctx,
-                              char *err, size_t errlen)
+json_t *cm_session_store_snapshot(const session_store *s)
 {
-    cm_rc rc = CM_OK;
-    lockfile l;
-    json_t *doc = NULL;
-    char *text = NULL;
-    bool changed = false;
-    CHECK(cm_lockfile_take(&l, s->path, LOCKFILE_REPLACE, NULL, err, errlen));
-    rc = read_doc(s->path, &doc, err, errlen);
-    if (!rc) rc = fn(doc, s->dir, ctx, now, &changed, err, errlen);
-    if (!rc && changed) {
-        /* QuantumClaw's JSON.stringify(store, null, 2): no final newline. */
-        text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        rc = text ? cm_lockfile_replace(&l, text, strlen(text), err, errlen)
-                  : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    return cm_store_ix_snapshot(s->ix);
+}
+
+/* After an update through s: the entries looked at so far stay alive (their
+ * callers may still hold them) but are looked up afresh. */
+static void forget(session_store *s)
+{
+    if (!json_object_size(s->doc)) return;
+    json_t *fresh = json_object();
+    if (!fresh || json_array_append_new(s->old, s->doc)) {
+        json_decref(fresh);
+        return; /* out of memory: keep the old view */
     }
-    cm_lockfile_release(&l);
-    if (rc) goto out;
-    json_decref(s->doc);
-    s->doc = doc;
-    doc = NULL;
-out:
-    json_decref(doc);
-    free(text);
-    return rc;
+    s->doc = fresh;
 }
 
 void cm_session_archive_stamp(int64_t ms, char out[32])
@@ -125,8 +116,7 @@ void cm_session_archive_stamp(int64_t ms, char out[32])
         if (*p == ':') *p = '-';
 }
 
-/* The transcript path of an entry in dir (see cm_session_transcript_of). */
-static cm_rc transcript_of(const char *dir, const json_t *entry, buf *out)
+cm_rc cm_session_transcript_in(const char *dir, const json_t *entry, buf *out)
 {
     const char *file = json_string_value(json_object_get(entry, "sessionFile"));
     size_t dl = strlen(dir);
@@ -140,20 +130,23 @@ static cm_rc transcript_of(const char *dir, const json_t *entry, buf *out)
 
 cm_rc cm_session_transcript_of(const session_store *s, const json_t *entry, buf *out)
 {
-    return transcript_of(s->dir, entry, out);
+    return cm_session_transcript_in(s->dir, entry, out);
 }
 
-/* Renames the entry's transcript to <file>.<reason>.<stamp>, if it exists. */
-static void archive(const char *dir, const json_t *entry, const char *reason, int64_t now)
+/* The archive name of the entry's transcript (<file>.<reason>.<stamp>) into
+ * from/to; the rename is done once the store is written. */
+static void archive_names(const char *dir, const json_t *entry, const char *reason, int64_t now,
+                          buf *from, buf *to)
 {
-    buf from = BUF_INIT, to = BUF_INIT;
     char stamp[32];
     cm_session_archive_stamp(now, stamp);
-    if (!transcript_of(dir, entry, &from) &&
-        !cm_buf_printf(&to, "%s.%s.%s", from.data, reason, stamp))
-        rename(from.data, to.data); /* ENOENT: nothing was written yet */
-    cm_buf_release(&from);
-    cm_buf_release(&to);
+    cm_buf_reset(from);
+    cm_buf_reset(to);
+    if (cm_session_transcript_in(dir, entry, from) ||
+        cm_buf_printf(to, "%s.%s.%s", from->data, reason, stamp)) {
+        cm_buf_reset(from);
+        cm_buf_reset(to);
+    }
 }
 
 /* Sets a fresh sessionId and sessionFile on entry. */
@@ -197,33 +190,31 @@ static const char *const per_session_fields[] = {"memoryFlushCompactionCount",
                                                  NULL};
 
 typedef struct touch_ctx {
-    const char *key;
+    const char *key; /* normalised */
+    const char *dir;
     const json_t *patch;
     enum { TOUCH, RESET, DELETE, COMPACTED } what;
-    int64_t tokens_after;
+    int64_t tokens_after, now;
     char id[160];
     bool missing;
+    buf from, to; /* a transcript to archive once written */
 } touch_ctx;
 
-static cm_rc touch_fn(json_t *store, const char *dir, void *vctx, int64_t now, bool *changed,
-                      char *err, size_t errlen)
+static cm_rc touch_fn(json_t **ep, void *vctx, char *err, size_t errlen)
 {
     touch_ctx *c = vctx;
     cm_rc rc = CM_OK;
-    buf k = BUF_INIT;
-    if (norm_key(&k, c->key)) FAIL(CM_ENOMEM, "out of memory");
-    if (!k.len) FAIL(CM_EINVAL, "an empty session key");
-    json_t *e = json_object_get(store, k.data);
-    if (e && !json_is_object(e))
-        FAIL(CM_ECORRUPT, "session %s: the entry is not an object", k.data);
+    json_t *e = *ep;
+    int64_t now = c->now;
+    if (e && !json_is_object(e)) FAIL(CM_ECORRUPT, "session %s: the entry is not an object", c->key);
     if (c->what == DELETE) {
         if (!e) {
             c->missing = true;
             goto out;
         }
-        archive(dir, e, "deleted", now);
-        json_object_del(store, k.data);
-        *changed = true;
+        archive_names(c->dir, e, "deleted", now, &c->from, &c->to);
+        json_decref(e);
+        *ep = NULL;
         goto out;
     }
     if (!e) {
@@ -232,20 +223,20 @@ static cm_rc touch_fn(json_t *store, const char *dir, void *vctx, int64_t now, b
             goto out;
         }
         e = json_object();
-        session_chat chat = cm_session_chat_of(k.data);
-        if (!e || new_session(e, dir, c->id) ||
+        session_chat chat = cm_session_chat_of(c->key);
+        if (!e || new_session(e, c->dir, c->id) ||
             json_object_set_new(e, "compactionCount", json_integer(0)) ||
             json_object_set_new(e, "chatType",
                                 json_string(chat == SESSION_CHAT_GROUP     ? "group"
                                             : chat == SESSION_CHAT_CHANNEL ? "channel"
-                                                                           : "direct")) ||
-            json_object_set_new(store, k.data, e)) {
+                                                                           : "direct"))) {
             json_decref(e);
             FAIL(CM_ENOMEM, "out of memory");
         }
+        *ep = e;
     } else if (c->what == RESET) {
-        archive(dir, e, "reset", now);
-        if (new_session(e, dir, c->id)) FAIL(CM_ENOMEM, "out of memory");
+        archive_names(c->dir, e, "reset", now, &c->from, &c->to);
+        if (new_session(e, c->dir, c->id)) FAIL(CM_ENOMEM, "out of memory");
         for (size_t i = 0; per_session_fields[i]; i++)
             json_object_del(e, per_session_fields[i]);
         json_object_set_new(e, "compactionCount", json_integer(0));
@@ -285,8 +276,28 @@ static cm_rc touch_fn(json_t *store, const char *dir, void *vctx, int64_t now, b
     if (!c->id[0])
         snprintf(c->id, sizeof c->id, "%s",
                  json_string_value(json_object_get(e, "sessionId")) ?: "");
-    *changed = true;
 out:
+    return rc;
+}
+
+/* One change to key's entry through s; bookkeeping (deferrable) may wait
+ * for the writer. */
+static cm_rc change(session_store *s, const char *key, touch_ctx *c, bool deferrable,
+                    char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf k = BUF_INIT;
+    if (norm_key(&k, key)) FAIL(CM_ENOMEM, "out of memory");
+    if (!k.len) FAIL(CM_EINVAL, "an empty session key");
+    c->key = k.data;
+    c->dir = s->dir;
+    rc = cm_store_ix_update(s->ix, k.data, !deferrable, c->now, touch_fn, c, err, errlen);
+    forget(s);
+    if (!rc && c->from.len) rename(c->from.data, c->to.data); /* ENOENT: nothing written yet */
+out:
+    c->key = NULL;
+    cm_buf_release(&c->from);
+    cm_buf_release(&c->to);
     cm_buf_release(&k);
     return rc;
 }
@@ -294,8 +305,17 @@ out:
 cm_rc cm_session_touch(session_store *s, const char *key, const json_t *patch, int64_t now,
                        char id_out[160], char *err, size_t errlen)
 {
-    touch_ctx c = {key, patch, TOUCH, 0, "", false};
-    cm_rc rc = cm_session_store_update(s, now, touch_fn, &c, err, errlen);
+    touch_ctx c = {.patch = patch, .what = TOUCH, .now = now};
+    cm_rc rc = change(s, key, &c, false, err, errlen);
+    if (!rc && id_out) snprintf(id_out, 160, "%s", c.id);
+    return rc;
+}
+
+cm_rc cm_session_note(session_store *s, const char *key, const json_t *patch, int64_t now,
+                      char id_out[160], char *err, size_t errlen)
+{
+    touch_ctx c = {.patch = patch, .what = TOUCH, .now = now};
+    cm_rc rc = change(s, key, &c, true, err, errlen);
     if (!rc && id_out) snprintf(id_out, 160, "%s", c.id);
     return rc;
 }
@@ -303,16 +323,16 @@ cm_rc cm_session_touch(session_store *s, const char *key, const json_t *patch, i
 cm_rc cm_session_reset(session_store *s, const char *key, int64_t now, char id_out[160], char *err,
                        size_t errlen)
 {
-    touch_ctx c = {key, NULL, RESET, 0, "", false};
-    cm_rc rc = cm_session_store_update(s, now, touch_fn, &c, err, errlen);
+    touch_ctx c = {.what = RESET, .now = now};
+    cm_rc rc = change(s, key, &c, false, err, errlen);
     if (!rc && id_out) snprintf(id_out, 160, "%s", c.id);
     return rc;
 }
 
 cm_rc cm_session_delete(session_store *s, const char *key, int64_t now, char *err, size_t errlen)
 {
-    touch_ctx c = {key, NULL, DELETE, 0, "", false};
-    cm_rc rc = cm_session_store_update(s, now, touch_fn, &c, err, errlen);
+    touch_ctx c = {.what = DELETE, .now = now};
+    cm_rc rc = change(s, key, &c, false, err, errlen);
     if (!rc && c.missing) rc = cm_seterr(err, errlen, CM_ENOTFOUND, "no session %s", key);
     return rc;
 }
@@ -320,8 +340,8 @@ cm_rc cm_session_delete(session_store *s, const char *key, int64_t now, char *er
 cm_rc cm_session_compacted(session_store *s, const char *key, int64_t tokens_after, int64_t now,
                            char *err, size_t errlen)
 {
-    touch_ctx c = {key, NULL, COMPACTED, tokens_after, "", false};
-    cm_rc rc = cm_session_store_update(s, now, touch_fn, &c, err, errlen);
+    touch_ctx c = {.what = COMPACTED, .tokens_after = tokens_after, .now = now};
+    cm_rc rc = change(s, key, &c, false, err, errlen);
     if (!rc && c.missing) rc = cm_seterr(err, errlen, CM_ENOTFOUND, "no session %s", key);
     return rc;
 }

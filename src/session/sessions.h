@@ -5,10 +5,15 @@
  * token counts, compactionCount, the memory-flush bookkeeping, …}), written
  * as JSON with two-space indent. Fields clawmem does not know are kept.
  *
- * Every change is a locked read-modify-write through base/lockfile (shared
- * with QuantumClaw's own `sessions.json.lock`) and an atomic replace, so any
- * number of processes updating different sessions lose nothing. Transcripts
- * are archived on reset (`<file>.reset.<ISO time with "-" for ":">`) and on
+ * The file is parsed once per process and kept in memory (store_index.h):
+ * reading an entry costs the same with 10 or 100,000 entries, and the file
+ * is re-read only when another process replaced it. Every change is written
+ * through base/lockfile (shared with QuantumClaw's own `sessions.json.lock`)
+ * and an atomic replace, so any number of processes updating different
+ * sessions lose nothing; with cm_session_store_configure's flush_ms a turn's
+ * bookkeeping is written by a writer thread within flush_ms, coalesced with
+ * other turns'. session.maintenance runs on every write. Transcripts are
+ * archived on reset (`<file>.reset.<ISO time with "-" for ":">`) and on
  * delete (`.deleted.`), as QuantumClaw names them. Time is passed in.
  */
 #ifndef CM_SESSION_STORE_H
@@ -17,33 +22,59 @@
 #include <jansson.h>
 
 #include "../base/buf.h"
+#include "../base/log.h"
+#include "../config/config.h"
 
+struct store_ix;
+
+/* A handle on the store: the entries looked at through it are kept (shared,
+ * read-only) until the next update through it. */
 typedef struct session_store {
     char *path; /* sessions.json */
     char *dir;  /* its directory: the transcripts' */
-    json_t *doc;
+    json_t *doc;  /* the entries looked at (lower-cased key -> entry) */
+    json_t *old;  /* entries looked at before an update (still borrowed by callers) */
+    struct store_ix *ix;
 } session_store;
+
+/* How this process writes the store at a path (every handle on it). */
+typedef struct session_store_config {
+    cm_session_maint maint; /* session.maintenance (cm_session_maint_defaults) */
+    /* 0: every change is written before the call returns. > 0: a turn's
+     * bookkeeping (cm_session_note of an existing entry) is written within
+     * flush_ms, many turns' changes in one write; a crash loses at most the
+     * last flush_ms of those. Every other change (cm_session_touch, new
+     * entries, resets, deletions, compactions) is written at once. */
+    int64_t flush_ms;
+    cm_logger log; /* maintenance warnings (fn NULL: none) */
+} session_store_config;
+
+/* The default flush_ms of a long-running process (the agent API, the gateway). */
+#define CM_SESSION_FLUSH_MS 500
+
+/* Applies c to the store at path (until changed again). */
+cm_rc cm_session_store_configure(const char *path, const session_store_config *c, char *err,
+                                 size_t errlen);
+
+/* Writes the store's (path; NULL: every store's) unwritten changes now. */
+cm_rc cm_session_store_sync(const char *path, char *err, size_t errlen);
 
 /* Appends <stateDir>/agents/<agentId>/sessions/sessions.json. */
 cm_rc cm_session_store_path(buf *out, const char *state_dir, const char *agent_id);
 
-/* Reads the store at path (a missing file is an empty store; CM_ECORRUPT
- * names file:line:column when it is not a JSON object). */
+/* Opens the store at path (a missing file is an empty store; CM_ECORRUPT
+ * names file:line:column when it is not a JSON object): parsed only when
+ * this process has not seen the file's current version yet. */
 cm_rc cm_session_store_read(session_store *s, const char *path, char *err, size_t errlen);
 void cm_session_store_release(session_store *s);
 
-/* The entry of key (looked up lower-cased), borrowed until the next update
- * of s (every update replaces s->doc with the file's fresh content); NULL
+/* The entry of key (looked up lower-cased; read-only), borrowed until s is
+ * released; an update through s makes later calls see the new entry. NULL
  * when none. */
 json_t *cm_session_store_get(const session_store *s, const char *key);
 
-/* fn changes the store object in place and sets *changed. */
-typedef cm_rc (*session_update_fn)(json_t *store, const char *dir, void *ctx, int64_t now_ms,
-                                   bool *changed, char *err, size_t errlen);
-/* Locks, re-reads, applies fn, writes when changed, unlocks; s (may not be
- * NULL) holds the fresh store afterwards. */
-cm_rc cm_session_store_update(session_store *s, int64_t now_ms, session_update_fn fn, void *ctx,
-                              char *err, size_t errlen);
+/* Every entry (a new object; the entries are shared and read-only). */
+json_t *cm_session_store_snapshot(const session_store *s);
 
 /* The entry of key, made when missing (a new sessionId, its sessionFile,
  * compactionCount 0, chatType from the key), with patch's members merged in
@@ -52,6 +83,13 @@ cm_rc cm_session_store_update(session_store *s, int64_t now_ms, session_update_f
  * id_out. */
 cm_rc cm_session_touch(session_store *s, const char *key, const json_t *patch, int64_t now_ms,
                        char id_out[160], char *err, size_t errlen);
+
+/* cm_session_touch for a turn's bookkeeping (updatedAt, token counts,
+ * model, flags, the memory-flush fields): with the store's flush_ms > 0 an
+ * existing entry's change is written by the writer thread within flush_ms
+ * (visible to this process at once); a new entry is written at once. */
+cm_rc cm_session_note(session_store *s, const char *key, const json_t *patch, int64_t now_ms,
+                      char id_out[160], char *err, size_t errlen);
 
 /* /new and /reset: the transcript is archived, the entry gets a new
  * sessionId and transcript, its counters, token counts, flush bookkeeping
@@ -73,6 +111,8 @@ cm_rc cm_session_compacted(session_store *s, const char *key, int64_t tokens_aft
 /* The transcript path of an entry: its sessionFile when that resolves inside
  * the store's directory, else <dir>/<sessionId>.jsonl. */
 cm_rc cm_session_transcript_of(const session_store *s, const json_t *entry, buf *out);
+/* The same for a store whose directory is dir. */
+cm_rc cm_session_transcript_in(const char *dir, const json_t *entry, buf *out);
 
 /* "<ISO time with '-' for ':'>", QuantumClaw's archive suffix, into out[32]. */
 void cm_session_archive_stamp(int64_t ms, char out[32]);

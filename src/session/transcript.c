@@ -187,30 +187,193 @@ out:
     return rc;
 }
 
+/* Opens path for reading (no symbolic link), its size in *size. */
+static cm_rc open_read(const char *path, int *fd, int64_t *size, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    struct stat st;
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+    if (*fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) FAIL(CM_ENOTFOUND, "%s: no such file", path);
+        FAIL(CM_EIO, "%s: %s", path, strerror(errno));
+    }
+    if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)) FAIL(CM_EIO, "%s: not a regular file", path);
+    *size = st.st_size;
+out:
+    if (rc && *fd >= 0) close(*fd);
+    if (rc) *fd = -1;
+    return rc;
+}
+
+#define READ_BLOCK (1 << 20)
+
+cm_rc cm_transcript_read_from(const char *path, int64_t from, size_t max,
+                              transcript_record_fn fn, void *ctx, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    int fd = -1;
+    int64_t size;
+    buf b = BUF_INIT;
+    CHECK(open_read(path, &fd, &size, err, errlen));
+    if (from < 0 || from > size) from = size;
+    if ((uint64_t)(size - from) > max)
+        FAIL(CM_ETOOBIG, "%s: %lld bytes to read, over the %zu-byte cap", path,
+             (long long)(size - from), max);
+    int line = 0;
+    int64_t off = from, done = 0;
+    bool go = true, skipping = false;
+    while (go) {
+        if (cm_buf_grow(&b, READ_BLOCK)) FAIL(CM_ENOMEM, "%s: out of memory", path);
+        ssize_t r = pread(fd, b.data + b.len, READ_BLOCK, off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
+        off += r;
+        b.len += (size_t)r;
+        done += r;
+        /* every complete line in b; the rest waits for the next block */
+        size_t i = 0;
+        for (char *nl; go && (nl = memchr(b.data + i, '\n', b.len - i));) {
+            size_t e = (size_t)(nl - b.data);
+            line++;
+            if (skipping) {
+                skipping = false;
+            } else if (e > i) {
+                json_t *j = json_loadb(b.data + i, e - i, 0, NULL);
+                if (json_is_object(j)) go = fn(ctx, line, j);
+                json_decref(j);
+            }
+            i = e + 1;
+        }
+        memmove(b.data, b.data + i, b.len - i);
+        b.len -= i;
+        /* a line past the cap is not a record anyone wrote: skipped to its end */
+        if (b.len > CM_CAP_TRANSCRIPT_TAIL) {
+            b.len = 0;
+            skipping = true;
+        }
+        if (r == 0 || (uint64_t)done > max) break; /* a torn last line is skipped */
+    }
+out:
+    if (fd >= 0) close(fd);
+    cm_buf_release(&b);
+    return rc;
+}
+
 cm_rc cm_transcript_read(const char *path, size_t max, transcript_record_fn fn, void *ctx,
                          char *err, size_t errlen)
 {
+    return cm_transcript_read_from(path, 0, max, fn, ctx, err, errlen);
+}
+
+/* Complete lines of fd before `end`, last first: fn(ctx, offset, line, len)
+ * until it returns false. A line longer than max ends the scan. */
+typedef bool (*back_fn)(void *ctx, int64_t offset, const char *line, size_t len);
+static cm_rc scan_back(int fd, int64_t end, size_t max, back_fn fn, void *ctx, char *err,
+                       size_t errlen)
+{
     cm_rc rc = CM_OK;
-    buf b = BUF_INIT;
-    CHECK(cm_fs_read_file(path, max, &b, err, errlen));
-    int line = 0;
-    for (size_t i = 0; i < b.len;) {
-        size_t e = i;
-        while (e < b.len && b.data[e] != '\n')
-            e++;
-        line++;
-        bool complete = e < b.len;
-        if (complete && e > i) {
-            json_t *j = json_loadb(b.data + i, e - i, 0, NULL);
-            bool go = true;
-            if (json_is_object(j)) go = fn(ctx, line, j);
-            json_decref(j);
-            if (!go) break;
+    buf b = BUF_INIT;    /* the bytes [pos, pos + b.len) */
+    int64_t pos = end;
+    bool first = true;   /* the part after the file's last newline is torn: skipped */
+    for (bool go = true; go && pos > 0;) {
+        size_t n = (size_t)CM_MIN((int64_t)READ_BLOCK, pos);
+        if (b.len + n > max) break;
+        if (cm_buf_grow(&b, n)) FAIL(CM_ENOMEM, "out of memory");
+        memmove(b.data + n, b.data, b.len);
+        pos -= (int64_t)n;
+        for (size_t got = 0; got < n;) {
+            ssize_t r = pread(fd, b.data + got, n - got, pos + (int64_t)got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) FAIL(CM_EIO, "read: %s", r < 0 ? strerror(errno) : "the file shrank");
+            got += (size_t)r;
         }
-        i = e + 1;
+        b.len += n;
+        /* lines that end in b and start after a newline in b (or at 0) */
+        size_t e = b.len;
+        if (first) {
+            char *nl = memrchr(b.data, '\n', b.len);
+            if (!nl && pos > 0) continue;
+            e = nl ? (size_t)(nl - b.data) : 0;
+            first = false;
+        }
+        while (go) {
+            char *nl = e ? memrchr(b.data, '\n', e) : NULL;
+            size_t s0 = nl ? (size_t)(nl - b.data) + 1 : 0;
+            if (!nl && pos > 0) break; /* starts in an earlier block */
+            if (e > s0) go = fn(ctx, pos + (int64_t)s0, b.data + s0, e - s0);
+            if (!nl) {
+                pos = 0;
+                break;
+            }
+            e = s0 - 1;
+        }
+        b.len = e; /* what is left: the start of a line, or nothing */
     }
 out:
     cm_buf_release(&b);
+    return rc;
+}
+
+/* The scan for the last compaction, then its first kept record. */
+typedef struct ctx_scan {
+    int64_t comp_at, kept_at;
+    char kept[64]; /* firstKeptEntryId; "" when none */
+} ctx_scan;
+
+static bool top_type_is(const char *line, size_t len, const char *type, json_t **out)
+{
+    json_t *j = json_loadb(line, len, 0, NULL);
+    const char *t = json_string_value(json_object_get(j, "type"));
+    bool yes = json_is_object(j) && t && !strcmp(t, type);
+    if (yes && out)
+        *out = j;
+    else
+        json_decref(j);
+    return yes;
+}
+
+static bool find_compaction(void *vctx, int64_t off, const char *line, size_t len)
+{
+    ctx_scan *c = vctx;
+    json_t *j = NULL;
+    if (!memmem(line, len, "\"compaction\"", 12) || !top_type_is(line, len, "compaction", &j))
+        return true;
+    c->comp_at = off;
+    const char *k = json_string_value(json_object_get(j, "firstKeptEntryId"));
+    snprintf(c->kept, sizeof c->kept, "%s", k && strlen(k) < sizeof c->kept ? k : "");
+    json_decref(j);
+    return false;
+}
+
+static bool find_kept(void *vctx, int64_t off, const char *line, size_t len)
+{
+    ctx_scan *c = vctx;
+    char q[80];
+    int n = snprintf(q, sizeof q, "\"%s\"", c->kept);
+    if (!memmem(line, len, q, (size_t)n)) return true;
+    json_t *j = json_loadb(line, len, 0, NULL);
+    bool hit = json_is_object(j) &&
+               !strcmp(json_string_value(json_object_get(j, "id")) ?: "", c->kept);
+    json_decref(j);
+    if (hit) c->kept_at = off;
+    return !hit;
+}
+
+cm_rc cm_transcript_context_offset(const char *path, int64_t *offset, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    int fd = -1;
+    int64_t size;
+    ctx_scan c = {-1, -1, ""};
+    *offset = 0;
+    CHECK(open_read(path, &fd, &size, err, errlen));
+    CHECK(scan_back(fd, size, CM_CAP_TRANSCRIPT, find_compaction, &c, err, errlen));
+    if (c.comp_at < 0) goto out;
+    *offset = c.comp_at;
+    if (c.kept[0]) CHECK(scan_back(fd, c.comp_at, CM_CAP_TRANSCRIPT, find_kept, &c, err, errlen));
+    if (c.kept_at >= 0) *offset = c.kept_at;
+out:
+    if (fd >= 0) close(fd);
     return rc;
 }
 

@@ -52,6 +52,20 @@ typedef bool (*transcript_record_fn)(void *ctx, int line, json_t *record);
 cm_rc cm_transcript_read(const char *path, size_t max, transcript_record_fn fn, void *ctx,
                          char *err, size_t errlen);
 
+/* cm_transcript_read from byte offset `from` (a line start; line numbers
+ * count from there), reading block by block: fn's records are parsed one
+ * line at a time, and stopping early reads no further. max caps the bytes
+ * from `from` to the end (CM_ETOOBIG). */
+cm_rc cm_transcript_read_from(const char *path, int64_t from, size_t max,
+                              transcript_record_fn fn, void *ctx, char *err, size_t errlen);
+
+/* Where the model's context starts, found by reading back from the end and
+ * parsing only candidate lines: the offset of the line of the last
+ * `compaction` record's firstKeptEntryId record (which is before it), else
+ * of that compaction record itself; 0 when there is no compaction. Reading
+ * from there gives the same context as reading the whole file. */
+cm_rc cm_transcript_context_offset(const char *path, int64_t *offset, char *err, size_t errlen);
+
 /* Message bodies as pi-coding-agent writes them (new objects). */
 json_t *cm_transcript_user_message(const char *text, int64_t now_ms);
 json_t *cm_transcript_assistant_message(const char *text, const char *api, const char *provider,

@@ -1,0 +1,592 @@
+/*
+ * store_index.c — the in-process index of sessions.json (store_index.h).
+ */
+#include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "../base/caps.h"
+#include "../base/fs.h"
+#include "../base/lockfile.h"
+#include "maintenance.h"
+#include "store_index.h"
+
+#define STORE_MAX CM_CAP_SESSIONS_FILE
+
+typedef struct file_id {
+    bool exists;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} file_id;
+
+struct store_ix {
+    char *path;
+    pthread_mutex_t mu; /* guards every field below */
+    json_t *doc;        /* key -> entry (entries never change once here) */
+    json_t *dirty;      /* unwritten: key -> true (ours wins whole) | a patch of fields */
+    file_id id;         /* of the file doc reflects */
+    bool loaded;
+    bool loading;        /* a thread is reading the file: the others wait for it */
+    pthread_cond_t cv;   /* loading ended */
+    int writing;      /* writes of this process in progress (the lock is held) */
+    int64_t last_now; /* the latest now_ms of an update */
+    store_ix_opts o;
+    store_ix_stats st;
+    /* "<entry address>" -> [entry, its text]: the entries' text from the last
+     * write, reused while the entry is the same object (entries never
+     * change). Used only by writes, which hold the store's lock file. */
+    json_t *texts;
+    struct store_ix *next;
+};
+
+/* the registry and the writer thread */
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv;
+static store_ix *g_list;
+static bool g_writer, g_stop, g_pending;
+static int64_t g_due_ms; /* monotonic ms when the pending changes are due */
+static pthread_t g_thread;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&g_mu);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void atfork_child(void)
+{
+    g_writer = false; /* the thread is not in the child */
+    g_pending = false;
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void init_once(void)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static void id_of(const char *path, file_id *f)
+{
+    struct stat st;
+    memset(f, 0, sizeof *f);
+    if (stat(path, &st)) return;
+    f->exists = true;
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
+    f->size = st.st_size;
+    f->mtime = st.st_mtim;
+}
+
+static bool same_id(const file_id *a, const file_id *b)
+{
+    if (a->exists != b->exists) return false;
+    return !a->exists || (a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+                          a->mtime.tv_sec == b->mtime.tv_sec &&
+                          a->mtime.tv_nsec == b->mtime.tv_nsec);
+}
+
+cm_rc cm_store_ix_get(const char *path, store_ix **out, char *err, size_t errlen)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+    store_ix *ix = g_list;
+    while (ix && strcmp(ix->path, path))
+        ix = ix->next;
+    if (!ix && (ix = calloc(1, sizeof *ix))) {
+        ix->path = cm_strdup(path);
+        ix->doc = json_object();
+        ix->dirty = json_object();
+        cm_session_maint_defaults(&ix->o.maint);
+        if (!ix->path || !ix->doc || !ix->dirty) {
+            free(ix->path);
+            json_decref(ix->doc);
+            json_decref(ix->dirty);
+            free(ix);
+            ix = NULL;
+        } else {
+            pthread_mutex_init(&ix->mu, NULL);
+            pthread_cond_init(&ix->cv, NULL);
+            ix->next = g_list;
+            g_list = ix;
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+    *out = ix;
+    return ix ? CM_OK : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+}
+
+void cm_store_ix_configure(store_ix *ix, const store_ix_opts *o)
+{
+    pthread_mutex_lock(&ix->mu);
+    ix->o = *o;
+    pthread_mutex_unlock(&ix->mu);
+}
+
+void cm_store_ix_stats_get(store_ix *ix, store_ix_stats *out)
+{
+    pthread_mutex_lock(&ix->mu);
+    *out = ix->st;
+    pthread_mutex_unlock(&ix->mu);
+}
+
+/* Reads and parses the file (no lock held): a whole, stable version. */
+static cm_rc load(const char *path, json_t **doc, file_id *fid, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf b = BUF_INIT;
+    *doc = NULL;
+    for (int attempt = 0;; attempt++) {
+        file_id before;
+        id_of(path, &before);
+        cm_buf_reset(&b);
+        rc = cm_fs_read_file(path, STORE_MAX, &b, err, errlen);
+        id_of(path, fid);
+        if (rc == CM_ENOTFOUND) fid->exists = false;
+        /* replaced while read: read again (the rename is atomic) */
+        if (!same_id(&before, fid) && attempt < 3) continue;
+        break;
+    }
+    if (rc == CM_ENOTFOUND || (!rc && b.len == 0)) {
+        rc = (*doc = json_object()) ? CM_OK : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (rc) goto out;
+    json_error_t je;
+    *doc = json_loadb(b.data, b.len, 0, &je);
+    if (!json_is_object(*doc)) {
+        json_decref(*doc);
+        *doc = NULL;
+        FAIL(CM_ECORRUPT, "%s:%d:%d: not a session store (%s)", path, je.line, je.column,
+             je.text[0] ? "a JSON object is expected" : "not JSON");
+    }
+out:
+    cm_buf_release(&b);
+    return rc;
+}
+
+/* This process's unwritten changes over a fresh doc (under ix->mu). */
+static void merge_dirty(store_ix *ix, json_t *fresh)
+{
+    const char *key;
+    json_t *mark;
+    void *tmp;
+    json_object_foreach_safe(ix->dirty, tmp, key, mark)
+    {
+        if (json_is_true(mark)) {
+            json_t *ours = json_object_get(ix->doc, key);
+            if (ours)
+                json_object_set(fresh, key, ours);
+            else
+                json_object_del(fresh, key);
+            continue;
+        }
+        json_t *theirs = json_object_get(fresh, key);
+        if (!json_is_object(theirs)) { /* removed there: a field change does not revive it */
+            json_object_del(ix->dirty, key);
+            continue;
+        }
+        json_t *e = json_copy(theirs);
+        const char *f;
+        json_t *v;
+        json_object_foreach(mark, f, v)
+        {
+            if (json_is_null(v))
+                json_object_del(e, f);
+            else
+                json_object_set(e, f, v);
+        }
+        json_object_set_new(fresh, key, e);
+    }
+}
+
+cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
+{
+    file_id now;
+    id_of(ix->path, &now);
+    pthread_mutex_lock(&ix->mu);
+    while (ix->loading) /* one reader of the file at a time; the others use its result */
+        pthread_cond_wait(&ix->cv, &ix->mu);
+    /* while this process writes (holding the lock) the file is its own */
+    bool fresh = ix->loaded && (ix->writing || same_id(&now, &ix->id));
+    if (!fresh) ix->loading = true;
+    pthread_mutex_unlock(&ix->mu);
+    if (fresh) return CM_OK;
+    json_t *doc;
+    file_id fid;
+    cm_rc rc = load(ix->path, &doc, &fid, err, errlen);
+    pthread_mutex_lock(&ix->mu);
+    if (!rc) {
+        merge_dirty(ix, doc);
+        json_decref(ix->doc);
+        ix->doc = doc;
+        ix->id = fid;
+        ix->loaded = true;
+        ix->st.loads++;
+    }
+    ix->loading = false;
+    pthread_cond_broadcast(&ix->cv);
+    pthread_mutex_unlock(&ix->mu);
+    return rc;
+}
+
+json_t *cm_store_ix_entry(store_ix *ix, const char *key)
+{
+    pthread_mutex_lock(&ix->mu);
+    json_t *e = json_incref(json_object_get(ix->doc, key));
+    pthread_mutex_unlock(&ix->mu);
+    return e;
+}
+
+json_t *cm_store_ix_snapshot(store_ix *ix)
+{
+    pthread_mutex_lock(&ix->mu);
+    json_t *s = json_copy(ix->doc);
+    pthread_mutex_unlock(&ix->mu);
+    return s;
+}
+
+/* Puts e (a new reference, or NULL: removal) in place of old and notes the
+ * change as unwritten (under ix->mu). */
+static void record(store_ix *ix, const char *key, json_t *old, json_t *e, int64_t now)
+{
+    json_t *mark = json_object_get(ix->dirty, key);
+    if (!old || !e || json_is_true(mark)) {
+        json_object_set_new(ix->dirty, key, json_true());
+    } else {
+        json_t *patch = json_is_object(mark) ? json_incref(mark) : json_object();
+        const char *f;
+        json_t *v;
+        json_object_foreach(e, f, v)
+        {
+            if (!json_equal(json_object_get(old, f), v)) json_object_set(patch, f, v);
+        }
+        json_object_foreach(old, f, v)
+        {
+            if (!json_object_get(e, f)) json_object_set_new(patch, f, json_null());
+        }
+        json_object_set_new(ix->dirty, key, patch);
+    }
+    if (e)
+        json_object_set_new(ix->doc, key, e);
+    else
+        json_object_del(ix->doc, key);
+    if (now > ix->last_now) ix->last_now = now;
+}
+
+/* Appends the text of e as json_dumps(store, JSON_INDENT(2)) writes a
+ * member's value: its own lines indented one level more. */
+static cm_rc add_indented(buf *out, const char *t)
+{
+    cm_rc rc = CM_OK;
+    for (const char *p = t; *p && !rc;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        rc = cm_buf_add(out, p, n);
+        if (!rc && nl) rc = cm_buf_adds(out, "\n  ");
+        p += n + (nl != NULL);
+    }
+    return rc;
+}
+
+/* The store's text, byte for byte what json_dumps(snap, JSON_INDENT(2) |
+ * JSON_PRESERVE_ORDER) gives, with each unchanged entry's text taken from
+ * the last write instead of made again. */
+static cm_rc serialise(store_ix *ix, const json_t *snap, char **out)
+{
+    cm_rc rc = CM_OK;
+    buf b = BUF_INIT;
+    json_t *texts = json_object();
+    *out = NULL;
+    if (!texts) return CM_ENOMEM;
+    if (!json_object_size(snap)) {
+        rc = cm_buf_adds(&b, "{}");
+        goto done;
+    }
+    rc = cm_buf_adds(&b, "{\n");
+    const char *key;
+    json_t *e;
+    size_t i = 0, n = json_object_size(snap);
+    json_object_foreach((json_t *)snap, key, e)
+    {
+        if (rc) break;
+        char addr[32];
+        snprintf(addr, sizeof addr, "%p", (void *)e);
+        json_t *pair = json_object_get(ix->texts, addr);
+        if (!pair || json_array_get(pair, 0) != e) {
+            char *t = json_dumps(e, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+            pair = t ? json_pack("[O,s]", e, t) : NULL;
+            free(t);
+            if (!pair || json_object_set_new(texts, addr, pair)) {
+                rc = CM_ENOMEM;
+                break;
+            }
+        } else if (json_object_set(texts, addr, pair)) {
+            rc = CM_ENOMEM;
+            break;
+        }
+        json_t *k = json_string(key);
+        char *kt = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL;
+        json_decref(k);
+        if (!kt) {
+            rc = CM_ENOMEM;
+            break;
+        }
+        rc = cm_buf_printf(&b, "  %s: ", kt);
+        free(kt);
+        if (!rc) rc = add_indented(&b, json_string_value(json_array_get(pair, 1)));
+        if (!rc) rc = cm_buf_adds(&b, ++i < n ? ",\n" : "\n");
+    }
+    if (!rc) rc = cm_buf_addc(&b, '}');
+done:
+    if (!rc) {
+        json_decref(ix->texts);
+        ix->texts = texts;
+        texts = NULL;
+        *out = cm_buf_detach(&b);
+        if (!*out) rc = CM_ENOMEM;
+    }
+    json_decref(texts);
+    cm_buf_release(&b);
+    return rc;
+}
+
+/* Writes the unwritten changes; the store's lock l is held. */
+static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json_t *snap = NULL, *pending = NULL;
+    char *text = NULL;
+    maint_result r = {0};
+    CHECK(cm_store_ix_refresh(ix, err, errlen));
+    pthread_mutex_lock(&ix->mu);
+    if (!json_object_size(ix->dirty)) {
+        pthread_mutex_unlock(&ix->mu);
+        goto out;
+    }
+    snap = json_copy(ix->doc);
+    pending = ix->dirty;
+    ix->dirty = json_object();
+    ix->writing++;
+    int64_t now = ix->last_now;
+    store_ix_opts o = ix->o;
+    pthread_mutex_unlock(&ix->mu);
+    if (!snap || !ix->dirty) FAIL(CM_ENOMEM, "out of memory");
+    CHECK(cm_session_maint_entries(snap, &o.maint, now, pending, &o.log, &r)
+              ? cm_seterr(err, errlen, CM_ENOMEM, "out of memory")
+              : CM_OK);
+    /* QuantumClaw's JSON.stringify(store, null, 2): no final newline. */
+    if (serialise(ix, snap, &text)) FAIL(CM_ENOMEM, "out of memory");
+    bool rewrite = false;
+    cm_session_maint_files(snap, ix->path, &o.maint, now, pending, strlen(text), &o.log, &r,
+                           &rewrite);
+    if (rewrite) {
+        free(text);
+        text = NULL;
+        if (serialise(ix, snap, &text)) FAIL(CM_ENOMEM, "out of memory");
+    }
+    CHECK(cm_lockfile_replace(l, text, strlen(text), err, errlen));
+    file_id fid;
+    id_of(ix->path, &fid);
+    pthread_mutex_lock(&ix->mu);
+    ix->id = fid;
+    ix->writing--;
+    const char *key;
+    json_t *e;
+    json_object_foreach(r.removed, key, e)
+    {
+        /* removed by maintenance: unless it changed since the snapshot */
+        if (json_object_get(ix->doc, key) == e && !json_object_get(ix->dirty, key))
+            json_object_del(ix->doc, key);
+    }
+    ix->st.writes++;
+    ix->st.pruned += r.pruned;
+    ix->st.capped += r.capped;
+    ix->st.warnings += r.warned;
+    ix->st.rotations += r.rotated;
+    pthread_mutex_unlock(&ix->mu);
+    json_decref(pending);
+    pending = NULL;
+out:
+    if (pending) { /* not written: keep the changes for the next write */
+        pthread_mutex_lock(&ix->mu);
+        ix->writing--;
+        const char *pk;
+        json_t *mark;
+        json_object_foreach(pending, pk, mark)
+        {
+            if (!json_object_get(ix->dirty, pk)) json_object_set(ix->dirty, pk, mark);
+        }
+        pthread_mutex_unlock(&ix->mu);
+        json_decref(pending);
+    }
+    cm_session_maint_result_release(&r);
+    json_decref(snap);
+    free(text);
+    return rc;
+}
+
+cm_rc cm_store_ix_sync(store_ix *ix, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&ix->mu);
+    bool dirty = json_object_size(ix->dirty) > 0;
+    pthread_mutex_unlock(&ix->mu);
+    if (!dirty) return CM_OK;
+    lockfile l;
+    cm_rc rc = cm_lockfile_take(&l, ix->path, LOCKFILE_REPLACE, NULL, err, errlen);
+    if (rc) return rc;
+    rc = flush_locked(ix, &l, err, errlen);
+    cm_lockfile_release(&l);
+    return rc;
+}
+
+/* Writes every store with unwritten changes; the first error is kept. */
+static cm_rc sync_every(char *err, size_t errlen)
+{
+    cm_rc first = CM_OK;
+    pthread_mutex_lock(&g_mu);
+    store_ix *list = g_list; /* stores are never freed; new ones go in front */
+    pthread_mutex_unlock(&g_mu);
+    for (store_ix *ix = list; ix; ix = ix->next) {
+        char e[512];
+        cm_rc rc = cm_store_ix_sync(ix, e, sizeof e);
+        if (rc) {
+            pthread_mutex_lock(&ix->mu);
+            cm_logger lg = ix->o.log;
+            pthread_mutex_unlock(&ix->mu);
+            cm_logf(&lg, CM_LOG_WARN, "sessions: %s", e);
+            if (!first) first = cm_seterr(err, errlen, rc, "%s", e);
+        }
+    }
+    return first;
+}
+
+static void *writer(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&g_mu);
+    while (!g_stop) {
+        if (!g_pending) {
+            pthread_cond_wait(&g_cv, &g_mu);
+            continue;
+        }
+        int64_t left = g_due_ms - mono_ms();
+        if (left > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += left / 1000;
+            ts.tv_nsec += (left % 1000) * 1000000;
+            if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&g_cv, &g_mu, &ts);
+            continue;
+        }
+        g_pending = false;
+        pthread_mutex_unlock(&g_mu);
+        char err[512];
+        cm_rc rc = sync_every(err, sizeof err);
+        pthread_mutex_lock(&g_mu);
+        if (rc && !g_pending) { /* try again a second later */
+            g_pending = true;
+            g_due_ms = mono_ms() + 1000;
+        }
+    }
+    pthread_mutex_unlock(&g_mu);
+    return NULL;
+}
+
+/* A deferred change is waiting: the writer writes it within flush_ms. */
+static void schedule(int64_t flush_ms)
+{
+    pthread_mutex_lock(&g_mu);
+    if (!g_pending || g_due_ms > mono_ms() + flush_ms) {
+        g_pending = true;
+        g_due_ms = mono_ms() + flush_ms;
+        pthread_cond_broadcast(&g_cv);
+    }
+    if (!g_writer) {
+        g_stop = false;
+        g_writer = pthread_create(&g_thread, NULL, writer, NULL) == 0;
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
+cm_rc cm_store_ix_sync_all(char *err, size_t errlen)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+    bool running = g_writer;
+    g_stop = true;
+    pthread_cond_broadcast(&g_cv);
+    pthread_mutex_unlock(&g_mu);
+    if (running) pthread_join(g_thread, NULL);
+    pthread_mutex_lock(&g_mu);
+    g_writer = false;
+    g_pending = false;
+    pthread_mutex_unlock(&g_mu);
+    return sync_every(err, errlen);
+}
+
+cm_rc cm_store_ix_update(store_ix *ix, const char *key, bool durable, int64_t now,
+                         store_ix_fn fn, void *ctx, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    pthread_mutex_lock(&ix->mu);
+    int64_t flush_ms = ix->o.flush_ms;
+    pthread_mutex_unlock(&ix->mu);
+    if (!durable && flush_ms > 0) {
+        CHECK(cm_store_ix_refresh(ix, err, errlen));
+        pthread_mutex_lock(&ix->mu);
+        json_t *old = json_object_get(ix->doc, key);
+        if (old) {
+            json_t *e = json_copy(old);
+            rc = e ? fn(&e, ctx, err, errlen) : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+            if (!rc)
+                record(ix, key, old, e, now);
+            else
+                json_decref(e);
+            pthread_mutex_unlock(&ix->mu);
+            if (!rc) schedule(flush_ms);
+            return rc;
+        }
+        pthread_mutex_unlock(&ix->mu); /* a new entry: written at once */
+    }
+    lockfile l;
+    CHECK(cm_lockfile_take(&l, ix->path, LOCKFILE_REPLACE, NULL, err, errlen));
+    rc = cm_store_ix_refresh(ix, err, errlen);
+    if (!rc) {
+        pthread_mutex_lock(&ix->mu);
+        json_t *old = json_object_get(ix->doc, key);
+        json_t *e = old ? json_copy(old) : NULL;
+        if (old && !e)
+            rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        else
+            rc = fn(&e, ctx, err, errlen);
+        if (!rc && (e || old))
+            record(ix, key, old, e, now);
+        else
+            json_decref(e);
+        pthread_mutex_unlock(&ix->mu);
+    }
+    if (!rc) rc = flush_locked(ix, &l, err, errlen);
+    cm_lockfile_release(&l);
+out:
+    return rc;
+}

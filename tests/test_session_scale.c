@@ -1,0 +1,437 @@
+/*
+ * test_session_scale.c — sessions at scale: session.maintenance (config,
+ * warn and enforce with an injected clock), the in-process index of
+ * sessions.json (parsed once, another process's write seen and merged), and
+ * transcripts read from the last compaction on.
+ */
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../src/agent/session_turn.h"
+#include "../src/base/fs.h"
+#include "../src/config/config.h"
+#include "../src/session/sessions.h"
+#include "../src/session/store_index.h"
+#include "../src/session/transcript.h"
+#include "test.h"
+
+#define T0     1800000000000LL
+#define DAY_MS (24LL * 3600 * 1000)
+
+static char logged[4096];
+
+static void collect(void *ctx, cm_log_level lv, const char *msg)
+{
+    (void)ctx;
+    (void)lv;
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof logged - n, "%s\n", msg);
+}
+
+static cm_rc parse_cfg(const char *text, cm_config *cfg, char *err, size_t errlen)
+{
+    cm_config_args a = {NULL, NULL, NULL, "/tmp/qc-state"};
+    cm_logger lg = {collect, NULL};
+    logged[0] = 0;
+    return cm_config_parse(text, text ? strlen(text) : 0, "qc.json", &a, &lg, cfg, err, errlen);
+}
+
+TEST(session_maintenance_config_keys_and_defaults)
+{
+    cm_config c;
+    char err[512];
+    EXPECT_INT(parse_cfg(NULL, &c, err, sizeof err), CM_OK);
+    cm_session_maint *m = &c.session_maint;
+    EXPECT(!m->enforce);
+    EXPECT_INT(m->prune_after_ms, 30 * DAY_MS);
+    EXPECT_INT(m->max_entries, 500);
+    EXPECT_INT(m->rotate_bytes, 10485760);
+    EXPECT_INT(m->reset_retention_ms, 30 * DAY_MS); /* defaults to pruneAfter */
+    EXPECT_INT(m->max_disk_bytes, -1);
+    EXPECT_INT(m->high_water_bytes, -1);
+    cm_config_release(&c);
+
+    EXPECT_INT(parse_cfg("{session: {maintenance: {mode: 'enforce', pruneAfter: '7d', "
+                         "maxEntries: 50, rotateBytes: '1mb', resetArchiveRetention: false, "
+                         "maxDiskBytes: '500mb'}}}",
+                         &c, err, sizeof err),
+               CM_OK);
+    EXPECT(m->enforce);
+    EXPECT_INT(m->prune_after_ms, 7 * DAY_MS);
+    EXPECT_INT(m->max_entries, 50);
+    EXPECT_INT(m->rotate_bytes, 1048576);
+    EXPECT_INT(m->reset_retention_ms, -1);
+    EXPECT_INT(m->max_disk_bytes, 524288000);
+    EXPECT_INT(m->high_water_bytes, 419430400); /* 80% */
+    cm_config_release(&c);
+
+    /* a bare number of pruneAfter is days; highWaterBytes at most maxDiskBytes */
+    EXPECT_INT(parse_cfg("{session: {maintenance: {pruneAfter: 12, resetArchiveRetention: '36h', "
+                         "maxDiskBytes: 1000, highWaterBytes: '2kb', pruneDays: 3}}}",
+                         &c, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(m->prune_after_ms, 12 * DAY_MS);
+    EXPECT_INT(m->reset_retention_ms, 36 * 3600 * 1000LL);
+    EXPECT_INT(m->high_water_bytes, 1000);
+    cm_config_release(&c);
+    EXPECT_INT(parse_cfg("{session: {maintenance: {pruneDays: 3}}}", &c, err, sizeof err), CM_OK);
+    EXPECT_INT(m->prune_after_ms, 3 * DAY_MS);
+    cm_config_release(&c);
+
+    EXPECT_INT(parse_cfg("{session: {maintenance: {mode: 'off'}}}", &c, err, sizeof err),
+               CM_ECONFIG);
+    EXPECT_CONTAINS(err, "qc.json:1:");
+    EXPECT_CONTAINS(err, "session.maintenance.mode");
+    EXPECT_INT(parse_cfg("{session: {maintenance: {rotateBytes: '10 parsecs'}}}", &c, err,
+                         sizeof err),
+               CM_ECONFIG);
+    EXPECT_CONTAINS(err, "session.maintenance.rotateBytes");
+    EXPECT_INT(parse_cfg("{session: {maintenance: {maxEntries: 0}}}", &c, err, sizeof err),
+               CM_ECONFIG);
+    EXPECT_INT(parse_cfg("{session: {maintenance: {pruneAfter: 'soon'}}}", &c, err, sizeof err),
+               CM_ECONFIG);
+    EXPECT_INT(parse_cfg("{session: {maintenance: {maxEntriez: 5}}}", &c, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(logged, "session.maintenance.maxEntriez");
+    cm_config_release(&c);
+}
+
+/* ---- the store -------------------------------------------------------------- */
+
+static char *store_path(const char *state)
+{
+    buf p = BUF_INIT;
+    cm_session_store_path(&p, state, "main");
+    return cm_buf_detach(&p);
+}
+
+static void entry(json_t *store, const char *key, const char *id, int64_t updated)
+{
+    json_t *e = json_pack("{s:s}", "sessionId", id);
+    if (updated) json_object_set_new(e, "updatedAt", json_integer(updated));
+    json_object_set_new(store, key, e);
+}
+
+static void write_store(const char *path, json_t *store)
+{
+    char *text = json_dumps(store, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.other", path);
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+    rename(tmp, path); /* as QuantumClaw writes it: whole, then renamed */
+    free(text);
+}
+
+static json_t *disk(const char *path)
+{
+    return json_load_file(path, 0, NULL);
+}
+
+static void configure(const char *path, bool enforce, int64_t max_entries, int64_t flush_ms)
+{
+    session_store_config c = {{0}, flush_ms, {collect, NULL}};
+    cm_session_maint_defaults(&c.maint);
+    c.maint.enforce = enforce;
+    c.maint.max_entries = max_entries;
+    char err[256];
+    cm_session_store_configure(path, &c, err, sizeof err);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    return access(path_in(dir, name), F_OK) == 0;
+}
+
+TEST(session_maintenance_enforce_prunes_and_caps)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    entry(st, "agent:main:a", "ida", T0 - 40 * DAY_MS); /* stale */
+    entry(st, "agent:main:b", "idb", T0 - 1 * DAY_MS);
+    entry(st, "agent:main:c", "idc", T0 - 2 * DAY_MS);
+    entry(st, "agent:main:d", "idd", T0 - 3 * DAY_MS);
+    entry(st, "agent:main:e", "ide", 0); /* no updatedAt: never stale, capped first */
+    write_store(path, st);
+    json_decref(st);
+    write_file(dir, "ida.jsonl", "{}\n");
+    write_file(dir, "ide.jsonl", "{}\n");
+    write_file(dir, "old.jsonl.reset.2026-12-01T00-00-00.000Z", "{}\n"); /* > 30 days */
+    write_file(dir, "new.jsonl.reset.2027-01-14T00-00-00.000Z", "{}\n"); /* 1 day */
+    configure(path, true, 3, 0);
+    session_store s;
+    char err[256];
+    EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_session_touch(&s, "agent:main:b", NULL, T0, NULL, err, sizeof err), CM_OK);
+    json_t *d = disk(path);
+    EXPECT_INT(json_object_size(d), 3);
+    EXPECT(json_object_get(d, "agent:main:a") == NULL); /* pruned */
+    EXPECT(json_object_get(d, "agent:main:e") == NULL); /* capped */
+    EXPECT(json_object_get(d, "agent:main:b") && json_object_get(d, "agent:main:d"));
+    json_decref(d);
+    EXPECT(cm_session_store_get(&s, "agent:main:a") == NULL);
+    char stamp[32], name[128];
+    cm_session_archive_stamp(T0, stamp);
+    snprintf(name, sizeof name, "ida.jsonl.deleted.%s", stamp);
+    EXPECT(exists(dir, name));
+    snprintf(name, sizeof name, "ide.jsonl.deleted.%s", stamp);
+    EXPECT(exists(dir, name));
+    EXPECT(!exists(dir, "old.jsonl.reset.2026-12-01T00-00-00.000Z"));
+    EXPECT(exists(dir, "new.jsonl.reset.2027-01-14T00-00-00.000Z"));
+    /* the text is what json_dumps (JSON.stringify(store, null, 2)) makes,
+     * entries reused from the last write included */
+    json_t *nested = json_pack("{s:{s:s,s:[i,{}]},s:s}", "deliveryContext", "channel", "tg", "x",
+                               1, "label", "a \"q\"\nline");
+    EXPECT_INT(cm_session_touch(&s, "agent:main:c", nested, T0, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_session_touch(&s, "agent:main:d", NULL, T0, NULL, err, sizeof err), CM_OK);
+    json_decref(nested);
+    buf text = BUF_INIT;
+    EXPECT_INT(cm_fs_read_file(path, 1 << 20, &text, err, sizeof err), CM_OK);
+    d = json_loads(text.data, 0, NULL);
+    char *again = json_dumps(d, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    EXPECT_STR(text.data, again);
+    free(again);
+    json_decref(d);
+    cm_buf_release(&text);
+    store_ix_stats x;
+    cm_store_ix_stats_get(s.ix, &x);
+    EXPECT_INT(x.pruned, 1);
+    EXPECT_INT(x.capped, 1);
+    cm_session_store_release(&s);
+    free(dir);
+    free(path);
+}
+
+TEST(session_maintenance_warn_keeps_everything_and_warns)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    entry(st, "agent:main:a", "ida", T0 - 40 * DAY_MS);
+    entry(st, "agent:main:b", "idb", T0 - DAY_MS);
+    entry(st, "agent:main:c", "idc", T0 + 3600000); /* newer than the injected now */
+    entry(st, "agent:main:d", "idd", T0 + 7200000);
+    write_store(path, st);
+    json_decref(st);
+    configure(path, false, 2, 0);
+    session_store s;
+    char err[256];
+    EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK);
+    logged[0] = 0;
+    /* b, written at T0, is not among the 2 most recent: it would be capped */
+    EXPECT_INT(cm_session_touch(&s, "agent:main:b", NULL, T0, NULL, err, sizeof err), CM_OK);
+    EXPECT_CONTAINS(logged, "would evict active session");
+    EXPECT_CONTAINS(logged, "agent:main:b");
+    json_t *d = disk(path);
+    EXPECT_INT(json_object_size(d), 4); /* warn removes nothing */
+    json_decref(d);
+    /* a touch of the newest says nothing */
+    logged[0] = 0;
+    EXPECT_INT(cm_session_touch(&s, "agent:main:d", NULL, T0, NULL, err, sizeof err), CM_OK);
+    EXPECT_STR(logged, "");
+    /* the same store in enforce mode at a later time prunes a and caps b */
+    configure(path, true, 2, 0);
+    EXPECT_INT(cm_session_touch(&s, "agent:main:c", NULL, T0 + DAY_MS, NULL, err, sizeof err),
+               CM_OK);
+    d = disk(path);
+    EXPECT_INT(json_object_size(d), 2);
+    EXPECT(json_object_get(d, "agent:main:c") && json_object_get(d, "agent:main:d"));
+    json_decref(d);
+    cm_session_store_release(&s);
+    free(dir);
+    free(path);
+}
+
+TEST(session_store_parses_once_and_sees_another_process)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    entry(st, "agent:main:k1", "id1", T0);
+    json_object_set_new(json_object_get(st, "agent:main:k1"), "label", json_string("one"));
+    write_store(path, st);
+    session_store s;
+    char err[256];
+    for (int i = 0; i < 4; i++) { /* unchanged: parsed once */
+        EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK);
+        EXPECT_STR(json_string_value(
+                       json_object_get(cm_session_store_get(&s, "agent:main:k1"), "label")),
+                   "one");
+        store_ix_stats x;
+        cm_store_ix_stats_get(s.ix, &x);
+        EXPECT_INT(x.loads, 1);
+        cm_session_store_release(&s);
+    }
+    /* another process replaces the file */
+    pid_t pid = fork();
+    if (pid == 0) {
+        json_object_set_new(json_object_get(st, "agent:main:k1"), "label", json_string("two"));
+        entry(st, "agent:main:k2", "id2", T0);
+        write_store(path, st);
+        _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK);
+    EXPECT_STR(json_string_value(json_object_get(cm_session_store_get(&s, "agent:main:k1"), "label")),
+               "two");
+    EXPECT(cm_session_store_get(&s, "agent:main:k2") != NULL);
+
+    /* a deferred change is seen here at once, written later, merged with the
+     * other process's write field by field */
+    configure(path, false, 500, 60000);
+    json_t *patch = json_pack("{s:i}", "totalTokens", 7);
+    EXPECT_INT(cm_session_note(&s, "agent:main:k1", patch, T0 + 5, NULL, err, sizeof err), CM_OK);
+    json_decref(patch);
+    EXPECT_INT(json_integer_value(
+                   json_object_get(cm_session_store_get(&s, "agent:main:k1"), "totalTokens")),
+               7);
+    json_t *d = disk(path);
+    EXPECT(json_object_get(json_object_get(d, "agent:main:k1"), "totalTokens") == NULL);
+    json_decref(d);
+    pid = fork();
+    if (pid == 0) {
+        json_object_set_new(json_object_get(st, "agent:main:k1"), "label", json_string("three"));
+        entry(st, "agent:main:k3", "id3", T0);
+        write_store(path, st);
+        _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    EXPECT_INT(cm_session_store_sync(path, err, sizeof err), CM_OK);
+    d = disk(path);
+    json_t *k1 = json_object_get(d, "agent:main:k1");
+    EXPECT_STR(json_string_value(json_object_get(k1, "label")), "three");
+    EXPECT_INT(json_integer_value(json_object_get(k1, "totalTokens")), 7);
+    EXPECT_INT(json_integer_value(json_object_get(k1, "updatedAt")), T0 + 5);
+    EXPECT(json_object_get(d, "agent:main:k3") != NULL);
+    EXPECT(json_object_get(d, "agent:main:k2") == NULL); /* removed there, untouched here */
+    json_decref(d);
+    configure(path, false, 500, 0);
+    cm_session_store_release(&s);
+    json_decref(st);
+    free(dir);
+    free(path);
+}
+
+/* ---- transcripts ---------------------------------------------------------- */
+
+static void append(const char *path, const char *type, json_t *fields, char id[40])
+{
+    char err[256];
+    if (cm_transcript_append(path, "sid", "/", type, fields, T0, id, err, sizeof err))
+        test_fail(__FILE__, __LINE__, "append: %s", err);
+    json_decref(fields);
+}
+
+static void say(const char *path, const char *role, const char *text, char id[40])
+{
+    json_t *m = !strcmp(role, "user")
+                    ? cm_transcript_user_message(text, T0)
+                    : cm_transcript_assistant_message(text, "openai-completions", "openai", "m",
+                                                      "stop", T0);
+    append(path, "message", json_pack("{s:o}", "message", m), id);
+}
+
+/* The texts of a history, joined by "|" (the summary as "S:<summary>"). */
+static void texts(const json_t *hist, char *out, size_t n)
+{
+    out[0] = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach((json_t *)hist, i, m)
+    {
+        const char *t = json_string_value(
+            json_object_get(json_array_get(json_object_get(m, "content"), 0), "text"));
+        const char *sum = t ? strstr(t, "<summary>\n") : NULL;
+        size_t l = strlen(out);
+        if (sum)
+            snprintf(out + l, n - l, "%sS:%.*s", i ? "|" : "", (int)strcspn(sum + 10, "\n"),
+                     sum + 10);
+        else
+            snprintf(out + l, n - l, "%s%s", i ? "|" : "", t ? t : "?");
+    }
+}
+
+/* A transcript: m1..m4, a compaction keeping from m3, a decoy record with a
+ * nested {"type":"compaction"}, m5, m6. */
+static void build(const char *path, bool kept_known)
+{
+    char id[40], kept[40];
+    say(path, "user", "m1", id);
+    say(path, "assistant", "m2", id);
+    say(path, "user", "m3", kept);
+    say(path, "assistant", "m4", id);
+    append(path, "compaction",
+           json_pack("{s:s,s:s,s:i}", "summary", "the gist", "firstKeptEntryId",
+                     kept_known ? kept : "ffffffff", "tokensBefore", 10),
+           id);
+    say(path, "user", "m5 says \"type\":\"compaction\"", id);
+    append(path, "custom",
+           json_pack("{s:s,s:{s:s,s:s}}", "customType", "x", "data", "type", "compaction", "id",
+                     kept),
+           id);
+    say(path, "assistant", "m6", id);
+}
+
+TEST(session_transcript_context_from_the_last_compaction)
+{
+    char *d = tmp_dir(), err[256], got[512];
+    const char *f = path_in(d, "t.jsonl");
+    char *p = cm_strdup(f);
+    build(p, true);
+    json_t *hist = NULL;
+    EXPECT_INT(cm_agent_session_history(p, &hist, err, sizeof err), CM_OK);
+    texts(hist, got, sizeof got);
+    EXPECT_STR(got, "S:the gist|m3|m4|m5 says \"type\":\"compaction\"|m6");
+    json_decref(hist);
+    int64_t off = -1;
+    EXPECT_INT(cm_transcript_context_offset(p, &off, err, sizeof err), CM_OK);
+    EXPECT(off > 0);
+    free(p);
+
+    /* an unknown kept id: the messages after the compaction */
+    p = cm_strdup(path_in(d, "u.jsonl"));
+    build(p, false);
+    EXPECT_INT(cm_agent_session_history(p, &hist, err, sizeof err), CM_OK);
+    texts(hist, got, sizeof got);
+    EXPECT_STR(got, "S:the gist|m5 says \"type\":\"compaction\"|m6");
+    json_decref(hist);
+    free(p);
+
+    /* no compaction: everything, from offset 0 */
+    p = cm_strdup(path_in(d, "v.jsonl"));
+    char id[40];
+    say(p, "user", "a", id);
+    say(p, "assistant", "b", id);
+    EXPECT_INT(cm_transcript_context_offset(p, &off, err, sizeof err), CM_OK);
+    EXPECT_INT(off, 0);
+    EXPECT_INT(cm_agent_session_history(p, &hist, err, sizeof err), CM_OK);
+    texts(hist, got, sizeof got);
+    EXPECT_STR(got, "a|b");
+    json_decref(hist);
+    free(p);
+}
+
+/* Over the old whole-file cap (512 MiB) before the compaction: the context
+ * is still read (a sparse file: no disk used). */
+TEST(session_transcript_huge_prefix_is_not_read)
+{
+    char *d = tmp_dir(), err[256], got[512];
+    char *p = cm_strdup(path_in(d, "big.jsonl"));
+    char id[40];
+    say(p, "user", "first", id);
+    int fd = open(p, O_WRONLY);
+    EXPECT(fd >= 0 && lseek(fd, 600LL << 20, SEEK_END) > 0 && write(fd, "\n", 1) == 1);
+    close(fd);
+    build(p, true);
+    json_t *hist = NULL;
+    EXPECT_INT(cm_agent_session_history(p, &hist, err, sizeof err), CM_OK);
+    texts(hist, got, sizeof got);
+    EXPECT_STR(got, "S:the gist|m3|m4|m5 says \"type\":\"compaction\"|m6");
+    json_decref(hist);
+    unlink(p);
+    free(p);
+}
