@@ -331,7 +331,8 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     CHECK(cm_config_init(&ca, &g->log, &g->cfg, err, errlen));
     if (cm_gw_agents_new(opt, &g->agents)) FAIL(CM_ENOMEM, "out of memory");
     gw_ws_opts wo = {g->cfg.root,     opt,         g->cfg.config_path, cm_gw_agents_run,
-                     g->agents,       S_ws_status, g,                  CM_VERSION};
+                     g->agents,       S_ws_status, g,                  CM_VERSION,
+                     &g->log};
     if (S_http_wanted(g->cfg.root)) CHECK(cm_gw_ws_new(&wo, &g->ws, err, errlen));
     gw_runtime_opts ro = {g->cfg.root,
                           g->cfg.state_dir,
