@@ -158,7 +158,8 @@ struct cm_gateway {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     cm_logger log;
-    const cm_options *log_opt;
+    cm_log_fn log_fn; /* the caller's logger, copied: opt need not outlive the gateway */
+    void *log_ctx;
 };
 
 static void log_to(void *ctx, cm_log_level level, const char *msg)
@@ -171,7 +172,7 @@ static void log_to(void *ctx, cm_log_level level, const char *msg)
 static void log_gw(void *ctx, cm_log_level level, const char *msg)
 {
     cm_gateway *g = ctx;
-    log_to((void *)g->log_opt, level, msg);
+    if (g->log_fn) g->log_fn(g->log_ctx, level, msg);
     if (g->ws) cm_gw_ws_log(g->ws, level, msg);
 }
 
@@ -324,7 +325,8 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     if (!g) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
-    g->log_opt = opt;
+    g->log_fn = opt->log;
+    g->log_ctx = opt->log_ctx;
     g->log = (cm_logger){log_gw, g};
     g->started = cm_wall_ms();
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
