@@ -12,6 +12,7 @@
  */
 #include <libgen.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../include/clawmem.h"
 #include "cdp.h"
@@ -32,7 +33,15 @@ static bool ui_up(uigw *u)
     memset(u, 0, sizeof *u);
     u->fs = fake_start(8, u->base);
     u->dir = tmp_dir();
-    write_file(u->dir, "ws/MEMORY.md", "# Facts\nThe dog is called Biscuit.\n");
+    write_file(u->dir, "ws/MEMORY.md",
+               "# Facts\n\nThe dog is called Biscuit.\nHe likes the beach.\n\n# Work\n\n"
+               "Standup at nine.\n");
+    char today[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(today, sizeof today, "ws/memory/%Y-%m-%d.md", &tm);
+    write_file(u->dir, today, "# Today\n\nWalked Biscuit on the beach at seven.\n");
     char cfg[2048];
     snprintf(cfg, sizeof cfg,
              "{\"gateway\":{\"auth\":{\"token\":\"" UTOKEN "\"}},"
@@ -127,11 +136,12 @@ static const char S_refusals_js[] =
     "    s.onclose = () => ok(null);\n"
     "  });\n"
     "  const methods = ['health','status','channels.status','sessions.list','chat.history',\n"
-    "    'chat.send','chat.abort','models.list','logs.tail','config.get'];\n"
+    "    'chat.send','chat.abort','models.list','logs.tail','config.get','memory.search',\n"
+    "    'memory.get'];\n"
     "  const out = [];\n"
     "  for (const m of methods) {\n"
     "    const f = await one({type:'req', id:'1', method:m, params:{sessionKey:'main',\n"
-    "      message:'hi', idempotencyKey:'x'}});\n"
+    "      message:'hi', idempotencyKey:'x', query:'Biscuit', path:'MEMORY.md'}});\n"
     "    out.push(m + '=' + (f && f.ok === false ? 'refused' : 'ANSWERED'));\n"
     "  }\n"
     "  const c = await one({type:'req', id:'1', method:'connect', params:{minProtocol:3,\n"
@@ -189,7 +199,7 @@ TEST(control_ui_browser_token_chat_sessions_gateway)
     /* without the token: the login form, no page opens, every method refused */
     WAIT(&c, "!document.getElementById('login').hidden", 10000);
     SHOT(&c, "login");
-    static const char *const pages[] = {"chat", "sessions", "gateway"};
+    static const char *const pages[] = {"chat", "sessions", "memory", "gateway"};
     for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
         char js[512];
         snprintf(js, sizeof js,
@@ -256,6 +266,28 @@ TEST(control_ui_browser_token_chat_sessions_gateway)
          10000);
     SHOT(&c, "sessions");
 
+    /* Memory: a search finds the note (score, snippet), a click opens it at its
+     * lines; today's daily note opens from its button */
+    MUST(js_true(&c, "document.getElementById('nav-memory').click(), true"));
+    MUST(type_enter(&c, "mquery", "Biscuit"));
+    WAIT(&c, "document.querySelectorAll('#mresults li').length > 0", 20000);
+    MUST(js_true(&c, "[...document.querySelectorAll('#mresults li')].some(li => "
+                     "li.textContent.indexOf('MEMORY.md:') >= 0 && "
+                     "li.querySelector('.snippet').textContent.indexOf('Biscuit') >= 0 && "
+                     "/score \\d\\.\\d{3}/.test(li.querySelector('.score').textContent))"));
+    MUST(js_true(&c, "[...document.querySelectorAll('#mresults .link')].find(b => "
+                     "b.textContent.indexOf('MEMORY.md:') === 0).click(), true"));
+    WAIT(&c, "[...document.querySelectorAll('#note-text .hit')].some(e => "
+             "e.textContent.indexOf('The dog is called Biscuit.') >= 0)",
+         10000);
+    MUST(js_true(&c, "document.getElementById('note-title').textContent === 'MEMORY.md' && "
+                     "document.getElementById('note-text').textContent.indexOf('Standup at nine.') "
+                     ">= 0"));
+    SHOT(&c, "memory");
+    MUST(js_true(&c, "document.getElementById('today').click(), true"));
+    WAIT(&c, "document.getElementById('note-text').textContent.indexOf('Walked Biscuit') >= 0",
+         10000);
+
     /* Gateway: the channels and the log tail */
     MUST(js_true(&c, "document.getElementById('nav-gateway').click(), true"));
     WAIT(&c,
@@ -278,6 +310,8 @@ TEST(control_ui_browser_token_chat_sessions_gateway)
         WAIT(&c, "document.readyState === 'complete'", 5000);
         if (!strcmp(pages[k], "gateway"))
             WAIT(&c, "document.getElementById('gw-log').textContent.length > 0", 10000);
+        if (!strcmp(pages[k], "memory"))
+            WAIT(&c, "document.querySelectorAll('#mresults li').length > 0", 10000);
         if (!strcmp(pages[k], "sessions"))
             WAIT(&c, "document.querySelectorAll('#sessions li').length > 0", 10000);
         if (!js_true(&c, FITS))

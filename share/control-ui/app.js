@@ -145,7 +145,57 @@
     pollLog();
     if (!logTimer) logTimer = setInterval(pollLog, 2000);
   }
-  var TABS = ["chat", "sessions", "gateway"];
+  /* ---- memory (clawmem's memory.search / memory.get) ---- */
+  function search(q) {
+    var list = $("mresults"); list.textContent = ""; $("mmeta").textContent = "searching…";
+    call("memory.search", { query: q, maxResults: 10 }).then(function (r) {
+      var res = r.results || [];
+      $("mmeta").textContent = res.length + " result" + (res.length === 1 ? "" : "s") +
+        " · " + (r.mode || "") + (r.provider ? " · " + r.provider : "") + (r.error ? " · " + r.error : "");
+      res.forEach(function (h) {
+        var li = el("li");
+        li.appendChild(el("span", "score", "score " + Number(h.score).toFixed(3)));
+        var a = el("button", "link", h.path + ":" + h.startLine + "-" + h.endLine);
+        a.onclick = function () { openNote(h.path, h.startLine, h.endLine); };
+        li.appendChild(a);
+        if (h.citation) li.appendChild(el("span", "muted", h.citation));
+        li.appendChild(el("p", "snippet", h.snippet || ""));
+        list.appendChild(li);
+      });
+    }, function (e) { $("mmeta").textContent = ""; list.appendChild(el("li", "error", e.message)); });
+  }
+  function openNote(path, from, to) {
+    $("note").hidden = false;
+    $("note-title").textContent = path;
+    var pre = $("note-text"); pre.textContent = "";
+    call("memory.get", { path: path }).then(function (r) {
+      var lines = (r.text || "").split("\n"), first = null;
+      if (!r.text) pre.textContent = "(empty or missing)";
+      lines.forEach(function (t, i) {
+        var n = i + 1, hit = from && n >= from && n <= (to || from);
+        var row = el("span", hit ? "line hit" : "line");
+        row.appendChild(el("span", "ln", String(n).padStart(4, " ") + "  "));
+        row.appendChild(document.createTextNode(t));
+        pre.appendChild(row);
+        if (hit && !first) first = row;
+      });
+      if (first) pre.scrollTop = first.offsetTop - pre.offsetTop - 20;
+    }, function (e) { pre.textContent = e.message; });
+  }
+  function daily(back) {
+    var d = new Date(Date.now() - back * 86400000);
+    var p = function (n) { return String(n).padStart(2, "0"); };
+    openNote("memory/" + d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + ".md");
+  }
+  $("msearch").onsubmit = function (e) {
+    e.preventDefault();
+    var q = $("mquery").value.trim();
+    if (q) search(q);
+  };
+  $("today").onclick = function () { daily(0); };
+  $("yesterday").onclick = function () { daily(1); };
+  $("nav-memory").onclick = function () { showTab("memory"); };
+  var TABS = ["chat", "sessions", "memory", "gateway"];
   /* Every page needs the token: until the gateway accepted it only the login
      form shows. */
   function showTab(t) {
@@ -159,6 +209,7 @@
     if (!connected) { $("token").focus(); return; }
     if (t === "chat") loadHistory();
     if (t === "sessions") loadSessions();
+    if (t === "memory") $("mquery").focus();
     if (t === "gateway") loadGateway();
   }
   $("nav-chat").onclick = function () { showTab("chat"); };
