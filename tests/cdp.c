@@ -45,6 +45,13 @@ static bool high_pipe(int fds[2])
     return fds[0] >= 0 && fds[1] >= 0;
 }
 
+/* json_string_value(o[k]), or dflt when absent. */
+static const char *str_or(const json_t *o, const char *k, const char *dflt)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : dflt;
+}
+
 static void add_problem(cdp *c, const char *kind, const char *text)
 {
     char line[2048];
@@ -64,12 +71,14 @@ static void console_problem(cdp *c, json_t *p)
         const char *d = json_string_value(json_object_get(a, "description"));
         char *s = json_is_string(v) ? NULL : v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
         cm_buf_printf(&b, "%s%s", i ? " " : "",
-                      json_is_string(v) ? json_string_value(v) : s ? s : d ? d : "?");
+                      json_is_string(v) ? json_string_value(v)
+                      : s               ? s
+                      : d               ? d
+                                        : "?");
         free(s);
     }
     char kind[64];
-    snprintf(kind, sizeof kind, "console.%s",
-             json_string_value(json_object_get(p, "type")) ?: "log");
+    snprintf(kind, sizeof kind, "console.%s", str_or(p, "type", "log"));
     add_problem(c, kind, b.data);
     cm_buf_release(&b);
 }
@@ -90,9 +99,7 @@ static void on_event(cdp *c, json_t *m)
     } else if (!strcmp(method, "Log.entryAdded")) {
         json_t *e = json_object_get(p, "entry");
         char kind[96];
-        snprintf(kind, sizeof kind, "log.%s (%s)",
-                 json_string_value(json_object_get(e, "level")) ?: "?",
-                 json_string_value(json_object_get(e, "url")) ?: "");
+        snprintf(kind, sizeof kind, "log.%s (%s)", str_or(e, "level", "?"), str_or(e, "url", ""));
         add_problem(c, kind, json_string_value(json_object_get(e, "text")));
     } else if (!strcmp(method, "Network.webSocketFrameReceived")) {
         const char *d =
@@ -201,17 +208,16 @@ json_t *cdp_call(cdp *c, bool page, const char *method, json_t *params, int time
 
 json_t *cdp_eval(cdp *c, const char *expr, int timeout_ms)
 {
-    json_t *r = cdp_call(c, true, "Runtime.evaluate",
-                         json_pack("{s:s,s:b,s:b}", "expression", expr, "awaitPromise", 1,
-                                   "returnByValue", 1),
-                         timeout_ms);
+    json_t *r = cdp_call(
+        c, true, "Runtime.evaluate",
+        json_pack("{s:s,s:b,s:b}", "expression", expr, "awaitPromise", 1, "returnByValue", 1),
+        timeout_ms);
     if (!r) return NULL;
     json_t *ex = json_object_get(r, "exceptionDetails");
     if (ex) {
         const char *d =
             json_string_value(json_object_get(json_object_get(ex, "exception"), "description"));
-        snprintf(c->err, sizeof c->err, "%s threw: %s", expr,
-                 d ? d : json_string_value(json_object_get(ex, "text")) ?: "?");
+        snprintf(c->err, sizeof c->err, "%s threw: %s", expr, d ? d : str_or(ex, "text", "?"));
         json_decref(r);
         return NULL;
     }
@@ -249,11 +255,10 @@ bool cdp_goto(cdp *c, const char *url, int timeout_ms)
 
 bool cdp_viewport(cdp *c, int width, int height)
 {
-    json_t *r =
-        cdp_call(c, true, "Emulation.setDeviceMetricsOverride",
-                 json_pack("{s:i,s:i,s:i,s:b}", "width", width, "height", height,
-                           "deviceScaleFactor", 1, "mobile", width < 600),
-                 10000);
+    json_t *r = cdp_call(c, true, "Emulation.setDeviceMetricsOverride",
+                         json_pack("{s:i,s:i,s:i,s:b}", "width", width, "height", height,
+                                   "deviceScaleFactor", 1, "mobile", width < 600),
+                         10000);
     json_decref(r);
     return r != NULL;
 }
@@ -270,8 +275,8 @@ static int b64val(int ch)
 
 bool cdp_screenshot(cdp *c, const char *path)
 {
-    json_t *r = cdp_call(c, true, "Page.captureScreenshot", json_pack("{s:s}", "format", "png"),
-                         30000);
+    json_t *r =
+        cdp_call(c, true, "Page.captureScreenshot", json_pack("{s:s}", "format", "png"), 30000);
     const char *d = json_string_value(json_object_get(r, "data"));
     bool ok = false;
     buf png = BUF_INIT;
@@ -359,8 +364,8 @@ bool cdp_launch(cdp *c, const char *chromium, int width, int height)
         snprintf(c->err, sizeof c->err, "cannot run %s: %s", chromium, strerror(rc));
         return false;
     }
-    json_t *t = cdp_call(c, false, "Target.createTarget", json_pack("{s:s}", "url", "about:blank"),
-                         60000);
+    json_t *t =
+        cdp_call(c, false, "Target.createTarget", json_pack("{s:s}", "url", "about:blank"), 60000);
     const char *tid = json_string_value(json_object_get(t, "targetId"));
     json_t *a = tid ? cdp_call(c, false, "Target.attachToTarget",
                                json_pack("{s:s,s:b}", "targetId", tid, "flatten", 1), 20000)

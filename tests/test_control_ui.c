@@ -95,8 +95,8 @@ static bool type_enter(cdp *c, const char *id, const char *text)
     char js[256];
     snprintf(js, sizeof js, "document.getElementById('%s').focus(), true", id);
     json_t *v = cdp_eval(c, js, 5000);
-    json_t *r = v ? cdp_call(c, true, "Input.insertText", json_pack("{s:s}", "text", text), 5000)
-                  : NULL;
+    json_t *r =
+        v ? cdp_call(c, true, "Input.insertText", json_pack("{s:s}", "text", text), 5000) : NULL;
     json_decref(v);
     if (!r) return false;
     json_decref(r);
@@ -130,7 +130,8 @@ static const char S_refusals_js[] =
     "    const s = new WebSocket(url);\n"
     "    s.onmessage = (ev) => {\n"
     "      const f = JSON.parse(ev.data);\n"
-    "      if (f.type === 'event' && f.event === 'connect.challenge') s.send(JSON.stringify(frame));\n"
+    "      if (f.type === 'event' && f.event === 'connect.challenge') "
+    "s.send(JSON.stringify(frame));\n"
     "      else if (f.type === 'res') { s.close(); ok(f); }\n"
     "    };\n"
     "    s.onclose = () => ok(null);\n"
@@ -211,15 +212,15 @@ TEST(control_ui_browser_token_chat_sessions_gateway)
     }
     json_t *v = cdp_eval(&c, S_refusals_js, 60000);
     const char *got = json_string_value(v);
-    bool refused = got && !strstr(got, "ANSWERED") &&
-                   strstr(got, "connect=AUTH_TOKEN_MISSING") && strstr(got, "config.get=refused");
+    bool refused = got && !strstr(got, "ANSWERED") && strstr(got, "connect=AUTH_TOKEN_MISSING") &&
+                   strstr(got, "config.get=refused");
     if (!refused) test_fail(__FILE__, __LINE__, "without a token: %s", got ? got : c.err);
     json_decref(v);
     if (!refused) goto out;
     MUST(type_enter(&c, "token", "not-the-token"));
     WAIT(&c, "document.getElementById('status').textContent.indexOf('refused') >= 0", 10000);
     MUST(js_true(&c, "!document.getElementById('login').hidden && "
-                      "document.getElementById('tab-chat').hidden"));
+                     "document.getElementById('tab-chat').hidden"));
     SHOT(&c, "refused");
     EXPECT_INT(fake_count(u.fs), 0);
 
@@ -232,16 +233,17 @@ TEST(control_ui_browser_token_chat_sessions_gateway)
     MUST(js_true(&c, "document.getElementById('nav-chat').click(), "
                      "!document.getElementById('tab-chat').hidden"));
     MUST(js_true(&c, "sessionStorage.getItem('qc.token') === '" UTOKEN "' && "
-                      "localStorage.length === 0 && document.cookie === '' && "
-                      "location.href.indexOf('" UTOKEN "') < 0"));
+                     "localStorage.length === 0 && document.cookie === '' && "
+                     "location.href.indexOf('" UTOKEN "') < 0"));
 
     /* a chat message: the reply streams in (delta events), then is final */
     MUST(type_enter(&c, "text", "What is my dog called?"));
-    WAIT(&c, "[...document.querySelectorAll('#log .assistant')].some(e => e.textContent === '" REPLY
-             "')",
+    WAIT(&c,
+         "[...document.querySelectorAll('#log .assistant')].some(e => e.textContent === '" REPLY
+         "')",
          30000);
     MUST(js_true(&c, "[...document.querySelectorAll('#log .user')].some(e => e.textContent === "
-                      "'What is my dog called?')"));
+                     "'What is my dog called?')"));
     WAIT(&c, "document.getElementById('stop').disabled", 10000); /* the final event came */
     size_t deltas = 0, finals = 0, i;
     json_t *f;
@@ -277,8 +279,9 @@ TEST(control_ui_browser_token_chat_sessions_gateway)
                      "/score \\d\\.\\d{3}/.test(li.querySelector('.score').textContent))"));
     MUST(js_true(&c, "[...document.querySelectorAll('#mresults .link')].find(b => "
                      "b.textContent.indexOf('MEMORY.md:') === 0).click(), true"));
-    WAIT(&c, "[...document.querySelectorAll('#note-text .hit')].some(e => "
-             "e.textContent.indexOf('The dog is called Biscuit.') >= 0)",
+    WAIT(&c,
+         "[...document.querySelectorAll('#note-text .hit')].some(e => "
+         "e.textContent.indexOf('The dog is called Biscuit.') >= 0)",
          10000);
     MUST(js_true(&c, "document.getElementById('note-title').textContent === 'MEMORY.md' && "
                      "document.getElementById('note-text').textContent.indexOf('Standup at nine.') "

@@ -78,7 +78,6 @@ void cm_gw_ws_memory_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     if (!rc) rc = cm_memory_get(e, path, from, lines, &js, err, sizeof err);
     cm_engine_close(e);
     if (rc)
-        return cm_gw_ws_fail(cl, id, rc == CM_EPATH ? "INVALID_REQUEST" : "UNAVAILABLE", err,
-                             NULL);
+        return cm_gw_ws_fail(cl, id, rc == CM_EPATH ? "INVALID_REQUEST" : "UNAVAILABLE", err, NULL);
     S_answer(cl, id, js, NULL, NULL);
 }
