@@ -4,7 +4,8 @@
  * Chromium driven over the DevTools protocol (cdp.h). Without the token every
  * page and method is refused; with it the token is entered with the keyboard,
  * a chat message streams the model's reply, the Sessions page lists the
- * session, the Gateway page shows the channels and the log tail; no console
+ * session, the Memory page finds a note and opens it at its lines, the
+ * Gateway page shows the channels and the log tail; no console
  * message, log entry or exception on the way. Screenshots of each page, at
  * desktop and phone width, are kept in <build>/test-artifacts/. Chromium is
  * installed by `make test` (scripts/install-deps.sh --chromium) when missing;
@@ -178,7 +179,7 @@ static const char S_refusals_js[] =
 /* No horizontal scrolling: the page fits its viewport. */
 #define FITS "document.documentElement.scrollWidth <= window.innerWidth"
 
-TEST(control_ui_browser_token_chat_sessions_gateway)
+TEST(control_ui_browser_token_chat_sessions_memory_gateway)
 {
     const char *chromium = cdp_find_chromium();
     if (!chromium)
