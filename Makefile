@@ -279,6 +279,8 @@ test: | $(DEPS_STAMP)
 	@scripts/install-node-deps.sh
 	@scripts/install-qmd.sh >/dev/null || \
 	  echo "make: warning: QMD not installed: the QMD backend's tests against it are skipped" >&2
+	@[ -n "$$CLAWMEM_TEST_CHROMIUM" ] || [ -x /usr/bin/chromium ] || scripts/install-deps.sh --chromium || \
+	  echo "make: warning: Chromium not installed: the Control UI's browser test is skipped" >&2
 	@$(MAKE) --no-print-directory llama
 	@$(MAKE) --no-print-directory test-run
 

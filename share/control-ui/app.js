@@ -2,7 +2,7 @@
 (function () {
   var base = document.body.getAttribute("data-base") || "";
   var $ = function (id) { return document.getElementById(id); };
-  var ws = null, nextId = 1, pending = {}, session = "main", runs = {};
+  var ws = null, nextId = 1, pending = {}, session = "main", runs = {}, connected = false, tab = "chat";
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -26,15 +26,16 @@
   function connect() {
     var token = sessionStorage.getItem("qc.token") || "";
     var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + base + "/";
-    ws = new WebSocket(url);
+    var sock = ws = new WebSocket(url);
     status("connecting…");
-    ws.onmessage = function (ev) {
+    sock.onmessage = function (ev) {
+      if (sock !== ws) return;
       var f; try { f = JSON.parse(ev.data); } catch (e) { return; }
       if (f.type === "event" && f.event === "connect.challenge") {
         var id = String(nextId++);
-        pending[id] = { ok: function () { status("connected"); $("login").hidden = true; showTab("chat"); },
-                        fail: function (e) { status("refused: " + e.message); $("login").hidden = false; } };
-        ws.send(JSON.stringify({ type: "req", id: id, method: "connect", params: {
+        pending[id] = { ok: function () { connected = true; status("connected"); showTab(tab); },
+                        fail: function (e) { status("refused: " + e.message); } };
+        sock.send(JSON.stringify({ type: "req", id: id, method: "connect", params: {
           minProtocol: 3, maxProtocol: 3,
           client: { id: "clawmem-control-ui", version: "1", platform: navigator.platform || "web", mode: "webchat" },
           role: "operator", scopes: ["operator.read", "operator.write"], auth: { token: token } } }));
@@ -45,7 +46,12 @@
         onChat(f.payload);
       }
     };
-    ws.onclose = function () { status("disconnected"); ws = null; };
+    sock.onclose = function () {
+      if (sock !== ws) return; /* replaced by a newer connection */
+      if (connected) status("disconnected");
+      ws = null; connected = false; pending = {};
+      showTab(tab);
+    };
   }
   /* ---- chat ---- */
   function bubble(role, text) {
@@ -80,47 +86,130 @@
       .catch(function (e) { bubble("error", e.message); });
   }
   /* ---- sessions ---- */
+  function when(ms) { return ms ? new Date(ms).toLocaleString() : "never"; }
   function loadSessions() {
     var list = $("sessions"); list.textContent = "";
     call("sessions.list", {}).then(function (r) {
+      if (!(r.sessions || []).length) list.appendChild(el("li", "muted", "no sessions yet"));
       (r.sessions || []).forEach(function (s) {
         var li = el("li"), a = el("button", "link", s.key);
         a.onclick = function () { session = s.key; $("session").value = s.key; showTab("chat"); };
         li.appendChild(a);
-        li.appendChild(el("span", "muted", " " + (s.updatedAt ? new Date(s.updatedAt).toLocaleString() : "")));
+        var facts = [s.chatType || s.kind, "last activity " + when(s.updatedAt)];
+        if (typeof s.totalTokens === "number") facts.push(s.totalTokens.toLocaleString() + " tokens");
+        li.appendChild(el("span", "muted", facts.join(" · ")));
         list.appendChild(li);
       });
     }, function (e) { list.appendChild(el("li", "error", e.message)); });
   }
-  /* ---- gateway ---- */
+  /* ---- gateway: the summary, channels and a live log tail ---- */
+  var logCursor = null, logTimer = null;
+  function pollLog() {
+    if (!connected || tab !== "gateway") return;
+    var params = { limit: 200 };
+    if (logCursor !== null) params.cursor = logCursor;
+    call("logs.tail", params).then(function (l) {
+      var pre = $("gw-log");
+      if (l.reset || logCursor === null) pre.textContent = "";
+      logCursor = l.cursor;
+      if ((l.lines || []).length) {
+        var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        pre.appendChild(document.createTextNode(l.lines.join("\n") + "\n"));
+        if (atEnd) pre.scrollTop = pre.scrollHeight;
+      } else if (!pre.textContent) {
+        pre.textContent = "(no log lines yet)\n";
+      }
+    }, function () {});
+  }
   function loadGateway() {
-    var g = $("gw"); g.textContent = "";
+    $("gw-summary").textContent = "";
+    $("gw-channels").textContent = "";
     call("status", {}).then(function (s) {
-      g.appendChild(el("p", "", "uptime " + Math.round((s.uptimeMs || 0) / 1000) + " s, active runs " +
-        (s.activeRuns || 0) + ", journal backlog " + (s.journalBacklog || 0)));
-    });
+      $("gw-summary").textContent = "Up " + Math.round((s.uptimeMs || 0) / 1000) + " s · " +
+        (s.activeRuns || 0) + " active runs · journal backlog " + (s.journalBacklog || 0);
+    }, function (e) { $("gw-summary").textContent = e.message; });
     call("channels.status", {}).then(function (c) {
-      var ul = el("ul");
+      var ul = $("gw-channels");
       (c.channelOrder || []).forEach(function (n) {
-        (c.channelAccounts[n] || []).forEach(function (a) {
-          ul.appendChild(el("li", a.lastError ? "error" : "", n + "/" + a.accountId +
-            (a.lastError ? " — last error: " + a.lastError : " — ok")));
+        ((c.channelAccounts || {})[n] || []).forEach(function (a) {
+          var li = el("li");
+          li.appendChild(el("strong", "", n + " / " + a.accountId + " "));
+          li.appendChild(el("span", a.lastError ? "error" : "ok", a.lastError ? "error" : (a.running ? "running" : "stopped")));
+          if (a.lastError) li.appendChild(el("span", "muted", "last error: " + a.lastError));
+          if (a.lastEventAt) li.appendChild(el("span", "muted", "last update " + when(a.lastEventAt)));
+          ul.appendChild(li);
         });
       });
-      g.appendChild(ul);
-    });
-    call("logs.tail", { limit: 200 }).then(function (l) {
-      g.appendChild(el("pre", "logs", (l.lines || []).join("\n")));
-    });
+    }, function (e) { $("gw-channels").appendChild(el("li", "error", e.message)); });
+    logCursor = null;
+    pollLog();
+    if (!logTimer) logTimer = setInterval(pollLog, 2000);
   }
+  /* ---- memory (clawmem's memory.search / memory.get) ---- */
+  function search(q) {
+    var list = $("mresults"); list.textContent = ""; $("mmeta").textContent = "searching…";
+    call("memory.search", { query: q, maxResults: 10 }).then(function (r) {
+      var res = r.results || [];
+      $("mmeta").textContent = res.length + " result" + (res.length === 1 ? "" : "s") +
+        " · " + (r.mode || "") + (r.provider ? " · " + r.provider : "") + (r.error ? " · " + r.error : "");
+      res.forEach(function (h) {
+        var li = el("li");
+        li.appendChild(el("span", "score", "score " + Number(h.score).toFixed(3)));
+        var a = el("button", "link", h.path + ":" + h.startLine + "-" + h.endLine);
+        a.onclick = function () { openNote(h.path, h.startLine, h.endLine); };
+        li.appendChild(a);
+        if (h.citation) li.appendChild(el("span", "muted", h.citation));
+        li.appendChild(el("p", "snippet", h.snippet || ""));
+        list.appendChild(li);
+      });
+    }, function (e) { $("mmeta").textContent = ""; list.appendChild(el("li", "error", e.message)); });
+  }
+  function openNote(path, from, to) {
+    $("note").hidden = false;
+    $("note-title").textContent = path;
+    var pre = $("note-text"); pre.textContent = "";
+    call("memory.get", { path: path }).then(function (r) {
+      var lines = (r.text || "").split("\n"), first = null;
+      if (!r.text) pre.textContent = "(empty or missing)";
+      lines.forEach(function (t, i) {
+        var n = i + 1, hit = from && n >= from && n <= (to || from);
+        var row = el("span", hit ? "line hit" : "line");
+        row.appendChild(el("span", "ln", String(n).padStart(4, " ") + "  "));
+        row.appendChild(document.createTextNode(t));
+        pre.appendChild(row);
+        if (hit && !first) first = row;
+      });
+      if (first) pre.scrollTop = first.offsetTop - pre.offsetTop - 20;
+    }, function (e) { pre.textContent = e.message; });
+  }
+  function daily(back) {
+    var d = new Date(Date.now() - back * 86400000);
+    var p = function (n) { return String(n).padStart(2, "0"); };
+    openNote("memory/" + d.getFullYear() + "-" + p(d.getMonth() + 1) + "-" + p(d.getDate()) + ".md");
+  }
+  $("msearch").onsubmit = function (e) {
+    e.preventDefault();
+    var q = $("mquery").value.trim();
+    if (q) search(q);
+  };
+  $("today").onclick = function () { daily(0); };
+  $("yesterday").onclick = function () { daily(1); };
+  $("nav-memory").onclick = function () { showTab("memory"); };
+  var TABS = ["chat", "sessions", "memory", "gateway"];
+  /* Every page needs the token: until the gateway accepted it only the login
+     form shows. */
   function showTab(t) {
-    ["chat", "sessions", "gateway"].forEach(function (n) {
-      $("tab-" + n).hidden = n !== t;
+    tab = t;
+    $("login").hidden = connected;
+    TABS.forEach(function (n) {
+      $("tab-" + n).hidden = !connected || n !== t;
       $("nav-" + n).setAttribute("aria-current", n === t ? "page" : "false");
     });
-    if (!ws) return;
+    if (t !== "gateway" && logTimer) { clearInterval(logTimer); logTimer = null; }
+    if (!connected) { $("token").focus(); return; }
     if (t === "chat") loadHistory();
     if (t === "sessions") loadSessions();
+    if (t === "memory") $("mquery").focus();
     if (t === "gateway") loadGateway();
   }
   $("nav-chat").onclick = function () { showTab("chat"); };
@@ -130,8 +219,10 @@
     e.preventDefault();
     sessionStorage.setItem("qc.token", $("token").value);
     $("token").value = "";
-    if (ws) ws.close();
+    var old = ws;
+    connected = false;
     connect();
+    if (old) old.close();
   };
   $("composer").onsubmit = function (e) {
     e.preventDefault();
@@ -143,5 +234,5 @@
   $("stop").onclick = function () { call("chat.abort", { sessionKey: session }); };
   $("new").onclick = function () { send("/new"); };
   $("session").onchange = function () { session = $("session").value.trim() || "main"; loadHistory(); };
-  if (sessionStorage.getItem("qc.token") !== null) { $("login").hidden = true; connect(); }
+  if (sessionStorage.getItem("qc.token") !== null) connect(); else showTab(tab);
 })();

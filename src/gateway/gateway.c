@@ -168,7 +168,8 @@ struct cm_gateway {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     cm_logger log;
-    const cm_options *log_opt;
+    cm_log_fn log_fn; /* the caller's logger, copied: opt need not outlive the gateway */
+    void *log_ctx;
 };
 
 static void log_to(void *ctx, cm_log_level level, const char *msg)
@@ -181,7 +182,7 @@ static void log_to(void *ctx, cm_log_level level, const char *msg)
 static void log_gw(void *ctx, cm_log_level level, const char *msg)
 {
     cm_gateway *g = ctx;
-    log_to((void *)g->log_opt, level, msg);
+    if (g->log_fn) g->log_fn(g->log_ctx, level, msg);
     if (g->ws) cm_gw_ws_log(g->ws, level, msg);
 }
 
@@ -334,14 +335,16 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     if (!g) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
-    g->log_opt = opt;
+    g->log_fn = opt->log;
+    g->log_ctx = opt->log_ctx;
     g->log = (cm_logger){log_gw, g};
     g->started = cm_wall_ms();
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(cm_config_init(&ca, &g->log, &g->cfg, err, errlen));
     if (cm_gw_agents_new(opt, &g->agents)) FAIL(CM_ENOMEM, "out of memory");
     gw_ws_opts wo = {g->cfg.root,     opt,         g->cfg.config_path, cm_gw_agents_run,
-                     g->agents,       S_ws_status, g,                  CM_VERSION};
+                     g->agents,       S_ws_status, g,                  CM_VERSION,
+                     &g->log};
     if (S_http_wanted(g->cfg.root)) CHECK(cm_gw_ws_new(&wo, &g->ws, err, errlen));
     gw_runtime_opts ro = {g->cfg.root,
                           g->cfg.state_dir,

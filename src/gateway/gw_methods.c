@@ -472,5 +472,7 @@ const gw_ws_method cm_gw_ws_methods[] = {
     {"models.list", GW_SCOPE_READ, m_models_list},
     {"logs.tail", GW_SCOPE_READ, m_logs_tail},
     {"config.get", GW_SCOPE_READ, m_config_get},
+    {"memory.search", GW_SCOPE_READ, cm_gw_ws_memory_search}, /* clawmem's own */
+    {"memory.get", GW_SCOPE_READ, cm_gw_ws_memory_get},       /* clawmem's own */
     {NULL, GW_SCOPE_READ, NULL},
 };

@@ -6,6 +6,7 @@
  */
 #include "gw_ws_int.h"
 
+#include <ctype.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,6 +117,16 @@ static bool S_secret_eq(const char *a, const char *b)
     return d == 0;
 }
 
+/* A client-chosen name for the log: at most 64 of [A-Za-z0-9._:-], the rest
+ * as '?' (no control characters or fake log lines). */
+static void S_log_name(const char *in, char out[65])
+{
+    size_t n = 0;
+    for (; in && in[n] && n < 64; n++)
+        out[n] = isalnum((unsigned char)in[n]) || strchr("._:-", in[n]) ? in[n] : '?';
+    out[n] = 0;
+}
+
 /* The connect req: true when the client may go on. */
 static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 {
@@ -164,6 +175,10 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         char msg[256];
         snprintf(msg, sizeof msg, "unauthorized: %s (%s)", reason,
                  w->mode == GW_AUTH_PASSWORD ? "enter the password in Control UI settings" : hint);
+        char who[65];
+        S_log_name(json_string_value(json_object_get(client, "id")), who);
+        cm_logf(w->o.log, CM_LOG_WARN, "gateway: ws client %s refused (%s): %s", who, cl->conn_id,
+                reason);
         cm_gw_ws_fail(cl, id, "INVALID_REQUEST", msg,
                       json_pack("{s:s,s:b,s:s}", "code", code, "canRetryWithDeviceToken", 0,
                                 "recommendedNextStep", "update_auth_credentials"));
@@ -197,6 +212,14 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         "auth", "role", "operator", "scopes", json_incref(scopes ? scopes : json_array()));
     if (!scopes) json_decref(json_object_get(json_object_get(hello, "auth"), "scopes"));
     cm_gw_ws_ok(cl, id, hello);
+    char who[65];
+    S_log_name(json_string_value(json_object_get(client, "id")), who);
+    cm_logf(w->o.log, CM_LOG_INFO, "gateway: ws client %s connected (%s, scopes %s)", who,
+            cl->conn_id,
+            cl->scope_admin   ? "admin"
+            : cl->scope_write ? "read, write"
+            : cl->scope_read  ? "read"
+                              : "none");
     pthread_mutex_lock(&w->mu);
     cl->ready = true;
     pthread_mutex_unlock(&w->mu);
@@ -351,6 +374,7 @@ static void S_serve(gw_ws *w, httpd_conn *c)
     while (cl.refs)
         pthread_cond_wait(&w->cv, &w->mu);
     pthread_mutex_unlock(&w->mu);
+    if (cl.ready) cm_logf(w->o.log, CM_LOG_INFO, "gateway: ws client gone (%s)", cl.conn_id);
     cm_buf_release(&in);
     cm_buf_release(&msg);
 }

@@ -38,6 +38,7 @@ typedef struct gw_ws_opts {
     gw_ws_status_fn status; /* may be NULL */
     void *status_ctx;
     const char *version; /* server.version in hello-ok */
+    const cm_logger *log; /* clients connected, refused, gone; may be NULL */
 } gw_ws_opts;
 
 typedef struct gw_ws gw_ws;

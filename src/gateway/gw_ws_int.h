@@ -65,6 +65,10 @@ typedef struct gw_ws_method {
 /* gw_methods.c: the table, NULL-name terminated. */
 extern const gw_ws_method cm_gw_ws_methods[];
 
+/* gw_memory.c: clawmem's memory.search and memory.get (not QuantumClaw's). */
+void cm_gw_ws_memory_search(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+void cm_gw_ws_memory_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+
 /* Sends {"type":"res","id","ok":true,"payload"} (payload stolen). */
 void cm_gw_ws_ok(gw_ws_client *cl, const char *id, json_t *payload);
 /* Sends {"type":"res","id","ok":false,"error":{"code","message"[,"details"]}}
