@@ -116,8 +116,27 @@ bool tgfake_handler(void *ctx, const char *method, const char *path, const char 
     } else if (!strcmp(m, "sendMessage")) {
         pthread_mutex_lock(&f->mu);
         json_array_append(f->sent, in);
+        json_array_append_new(f->calls, json_pack("{s:s,s:O}", "method", m, "params", in));
+        int id = f->next_id++;
         pthread_mutex_unlock(&f->mu);
-        out = cm_strdup("{\"ok\":true,\"result\":{\"message_id\":900}}");
+        char a[96];
+        snprintf(a, sizeof a, "{\"ok\":true,\"result\":{\"message_id\":%d}}", id);
+        out = cm_strdup(a);
+    } else if (!strcmp(m, "editMessageText") || !strcmp(m, "deleteMessage") ||
+               !strcmp(m, "sendChatAction") || !strcmp(m, "setMessageReaction")) {
+        pthread_mutex_lock(&f->mu);
+        bool limited = !strcmp(m, "editMessageText") && f->edit_429 > 0;
+        if (limited) {
+            f->edit_429--;
+            st = 429;
+            out = cm_strdup("{\"ok\":false,\"error_code\":429,\"description\":\"Too Many "
+                            "Requests: retry after 2\",\"parameters\":{\"retry_after\":2}}");
+        } else {
+            out = cm_strdup("{\"ok\":true,\"result\":true}");
+        }
+        json_array_append_new(f->calls, json_pack("{s:s,s:O,s:b}", "method", m, "params", in,
+                                                  "limited", limited));
+        pthread_mutex_unlock(&f->mu);
     } else {
         st = 404;
         out = cm_strdup("{\"ok\":false,\"error_code\":404,\"description\":\"Not Found\"}");
@@ -137,6 +156,8 @@ void tgfake_init(tgfake *f)
     f->raw = json_array();
     f->sent = json_array();
     f->offsets = json_array();
+    f->calls = json_array();
+    f->next_id = 900;
     f->hold_ms = 100;
 }
 
@@ -146,6 +167,7 @@ void tgfake_release(tgfake *f)
     json_decref(f->raw);
     json_decref(f->sent);
     json_decref(f->offsets);
+    json_decref(f->calls);
     pthread_mutex_destroy(&f->mu);
 }
 
@@ -170,6 +192,21 @@ int tgfake_polls(tgfake *f)
 {
     pthread_mutex_lock(&f->mu);
     int n = f->polls;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+int tgfake_count(tgfake *f, const char *method)
+{
+    pthread_mutex_lock(&f->mu);
+    int n = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(f->calls, i, c)
+    {
+        const char *m = json_string_value(json_object_get(c, "method"));
+        n += !method || (m && !strcmp(m, method));
+    }
     pthread_mutex_unlock(&f->mu);
     return n;
 }

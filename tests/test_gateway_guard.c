@@ -53,7 +53,8 @@ static void f_stop(gw_channel *ch)
     (void)ch;
 }
 
-static const gw_channel_ops f_ops = {"http", 0, f_start, f_send, f_stop, f_stop};
+static const gw_channel_ops f_ops = {"http", 0,    f_start, f_send, f_stop,
+                                     f_stop, NULL, NULL,    NULL,   NULL};
 
 /* The text sent to peer (a new string), waiting at most ms real time. */
 static char *f_wait(fake_ch *f, const char *peer, int64_t ms)

@@ -498,25 +498,27 @@ TEST(gateway_run_memory_written_is_found_in_a_new_session)
     EXPECT_INT(post_text(&w, "erin", "e1", "Remember: the boat is called Nautilus."), 202);
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 2);
+    fake_push_chat_text(w.fs, "Hello again. What shall we do?", 50); /* the greeting */
     EXPECT_INT(post_text(&w, "erin", "e2", "/new"), 202);
     EXPECT(settle(&w));
-    EXPECT_INT(fake_count(w.fs), 2); /* /new answers without the model */
+    EXPECT_INT(fake_count(w.fs), 3); /* /new: the notice, then a greeting turn */
+    char *greet = t_request_text(w.fs, 2);
+    EXPECT(!strstr(greet, "Remember: the boat")); /* a new session: the old turn is gone */
+    EXPECT_CONTAINS(greet, "/new or /reset");
+    free(greet);
     fake_push_chat_call(w.fs, "s1", "memory_search", "{\"query\":\"boat called\"}");
     fake_push_chat_text(w.fs, "The boat is called Nautilus.", 50);
     EXPECT_INT(post_text(&w, "erin", "e3", "What is the boat called?"), 202);
     EXPECT(settle(&w));
-    EXPECT_INT(fake_count(w.fs), 4);
-    char *first = t_request_text(w.fs, 2);
-    EXPECT(!strstr(first, "Remember: the boat")); /* a new session: the old turn is gone */
-    free(first);
-    char *sent = t_request_text(w.fs, 3); /* carries the tool result */
-    const fake_request *q = fake_get(w.fs, 3);
+    EXPECT_INT(fake_count(w.fs), 5);
+    const fake_request *q = fake_get(w.fs, 4); /* carries the tool result */
     EXPECT_CONTAINS(q->body, "Nautilus");
-    free(sent);
     json_t *r = t_replies(w.addr, "erin");
-    EXPECT_INT(json_array_size(r), 3);
-    EXPECT_CONTAINS(json_string_value(json_object_get(json_array_get(r, 1), "text")),
-                    "New session started");
+    EXPECT_INT(json_array_size(r), 4);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 1), "text")),
+               "\xe2\x9c\x85 New session started \xc2\xb7 model: openai/gpt-t");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 2), "text")),
+               "Hello again. What shall we do?");
     json_decref(r);
     /* the old transcript was archived */
     world_stop(&w);

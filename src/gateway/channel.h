@@ -46,6 +46,27 @@ typedef struct gw_channel_ops {
     void (*stop)(gw_channel *ch);
     /* Frees the channel (stopped first when it still runs). */
     void (*close)(gw_channel *ch);
+    /* The signs of life (feel.h); each optional, NULL when the channel has
+     * none. */
+    /* The typing indicator of o's conversation (peer, thread): shown now and
+     * refreshed every interval_ms until called with 0, for at most
+     * GW_TYPING_TTL_MS. Never blocks; at most one request in flight per
+     * conversation; failures are logged once and otherwise ignored. */
+    void (*typing)(gw_channel *ch, const gw_outbound *o, int64_t interval_ms);
+    /* An emoji reaction on message o->reply_to of o->peer. Never blocks;
+     * failures are logged. */
+    void (*react)(gw_channel *ch, const gw_outbound *o, const char *emoji);
+    /* A preview of a reply: o->text (Markdown, formatted as send formats it,
+     * as plain text when the formatting is refused) sent as a new message
+     * when message_id is NULL (its id written to id), else message_id
+     * edited to it ("not modified" counts as done). One attempt, unless
+     * final: then retried as send retries. CM_ERATELIMIT sets
+     * *retry_after_ms; CM_ETOOBIG when o->text is over text_limit. */
+    cm_rc (*preview)(gw_channel *ch, const gw_outbound *o, const char *message_id, bool final,
+                     char *id, size_t idlen, long *retry_after_ms, char *err, size_t errlen);
+    /* Deletes message_id of o->peer (a preview no longer wanted). */
+    cm_rc (*unsend)(gw_channel *ch, const gw_outbound *o, const char *message_id, char *err,
+                    size_t errlen);
 } gw_channel_ops;
 
 /* Every channel implementation starts with this header. */
@@ -70,6 +91,11 @@ void cm_gw_telegram_last_error(gw_channel *ch, char *out, size_t n);
  * that the gateway refuses for good); copied. Call before start. */
 struct cm_logger;
 void cm_gw_telegram_set_logger(gw_channel *ch, const struct cm_logger *lg);
+
+/* The clock (ms, monotonic) a Telegram channel paces its typing refreshes
+ * with; NULL: the real one. Tests inject theirs: the typing thread reads it
+ * at least every 50 ms then. Call before start. */
+void cm_gw_telegram_set_clock(gw_channel *ch, int64_t (*clock)(void *ctx), void *ctx);
 
 /* md, a reply's Markdown, as Telegram HTML (parse_mode "HTML") in out
  * (reset first): tg_html.c. */

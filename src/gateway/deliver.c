@@ -5,6 +5,12 @@
  * the channel's text limit with code fences closed and reopened, block
  * streaming when enabled), sent through the channel; or a notice sent as it
  * is. The job's journal entries are marked answered (or failed) after.
+ * While a run goes on, the channel shows signs of life when it has them
+ * (feel.h): the typing indicator from the run's start (or its first text)
+ * until the reply is out, and — without block streaming — a preview of the
+ * answer sent and edited in place as it streams, which the final reply
+ * then replaces: edited into it when it fits one message, else deleted once
+ * the pieces are out (2026.3.22's Telegram draft lane).
  */
 #include "runtime_int.h"
 
@@ -13,6 +19,8 @@
 #include <time.h>
 
 #include "../session/sessions.h"
+#include "feel.h"
+#include "preview.h"
 
 typedef struct deliver {
     gw_runtime *rt;
@@ -27,6 +35,11 @@ typedef struct deliver {
     buf held; /* streamed text held back while it may still be NO_REPLY */
     gw_delay_mode delay;
     int delay_min, delay_max;
+    gw_typing_mode tmode;
+    int64_t tinterval;
+    bool typing;     /* the typing indicator was turned on */
+    bool previewing; /* a preview stream (channel preview ops, no block streaming) */
+    gw_preview pv;
 } deliver;
 
 /* agents.defaults.humanDelay {mode: off|natural|custom, minMs, maxMs}. */
@@ -57,7 +70,27 @@ static void S_human_pause(deliver *d)
         ;
 }
 
-static void S_send(deliver *d, const char *text)
+/* The route of the job as an outbound message with text (reply_to per
+ * replyToMode for the next piece). */
+static gw_outbound S_route(const deliver *d, const char *text, bool plain)
+{
+    bool reply = d->mode == GW_REPLYTO_ALL || (d->mode == GW_REPLYTO_FIRST && d->sent == 0);
+    gw_outbound o = {d->j->account, d->j->peer, d->j->thread, reply ? d->j->reply_to : NULL,
+                     text,          plain};
+    return o;
+}
+
+/* The typing indicator on (refreshed by the channel) or off. */
+static void S_typing(deliver *d, bool on)
+{
+    if (!d->ch || !d->ch->ops->typing || on == d->typing || d->tinterval <= 0) return;
+    if (on && d->tmode == GW_TYPING_NEVER) return;
+    d->typing = on;
+    gw_outbound o = S_route(d, "", true);
+    d->ch->ops->typing(d->ch, &o, on ? d->tinterval : 0);
+}
+
+static void S_send_as(deliver *d, const char *text, bool plain)
 {
     const char *p = text;
     while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
@@ -67,10 +100,7 @@ static void S_send(deliver *d, const char *text)
         return;
     }
     S_human_pause(d);
-    bool reply = d->mode == GW_REPLYTO_ALL || (d->mode == GW_REPLYTO_FIRST && d->sent == 0);
-    gw_outbound o = {d->j->account, d->j->peer,
-                     d->j->thread,  reply ? d->j->reply_to : NULL,
-                     text,          d->j->kind == GW_JOB_NOTICE};
+    gw_outbound o = S_route(d, text, plain);
     char err[256];
     if (d->ch->ops->send(d->ch, &o, err, sizeof err)) {
         d->failed++;
@@ -80,6 +110,11 @@ static void S_send(deliver *d, const char *text)
     }
     d->sent++;
     __atomic_fetch_add(&d->rt->replies, 1, __ATOMIC_RELAXED);
+}
+
+static void S_send(deliver *d, const char *text)
+{
+    S_send_as(d, text, d->j->kind == GW_JOB_NOTICE);
 }
 
 static void S_send_pieces(deliver *d, gw_pieces *p)
@@ -138,24 +173,53 @@ static char *S_steer(void *ctx)
     return t;
 }
 
+/* The preview brought up to date when its pacing allows (preview.h). */
+static void S_preview_step(deliver *d, int64_t now)
+{
+    gw_preview_act a = cm_gw_preview_next(&d->pv, now);
+    if (a == GW_PREVIEW_NONE) return;
+    gw_outbound o = S_route(d, cm_gw_preview_text(&d->pv), false);
+    char id[32] = "", err[256];
+    long ra = -1;
+    cm_rc rc = d->ch->ops->preview(d->ch, &o, a == GW_PREVIEW_EDIT ? d->pv.id : NULL, false, id,
+                                   sizeof id, &ra, err, sizeof err);
+    if (!rc) {
+        cm_gw_preview_done(&d->pv, a == GW_PREVIEW_SEND ? id : NULL, now);
+        return;
+    }
+    cm_gw_preview_failed(&d->pv, rc == CM_ERATELIMIT ? ra : -1, now);
+    if (rc != CM_ERATELIMIT)
+        cm_logf(d->rt->o.log, CM_LOG_INFO, "gateway: %s: the preview stopped: %s",
+                d->ch->ops->name, err);
+}
+
 static void S_delta(void *ctx, const char *text, size_t n)
 {
     deliver *d = ctx;
-    if (!d->streaming || S_cancelled(d)) return; /* an aborted run says nothing more */
+    if (S_cancelled(d)) return; /* an aborted run says nothing more */
+    bool typing_on_text = d->tmode == GW_TYPING_MESSAGE || d->tmode == GW_TYPING_THINKING;
+    if (!d->streaming && !d->previewing && !typing_on_text) return;
     gw_pieces p;
     cm_gw_pieces_init(&p);
     int64_t now = cm_gw_rt_now(d->rt);
+    bool first = false;
     if (!d->released) {
         if (cm_buf_add(&d->held, text, n)) return;
         if (S_maybe_silent(d->held.data, d->held.len)) return;
-        d->released = true;
-        if (d->prefix.len) cm_gw_stream_delta(&d->st, d->prefix.data, d->prefix.len, now, &p);
-        cm_gw_stream_delta(&d->st, d->held.data, d->held.len, now, &p);
-    } else {
-        cm_gw_stream_delta(&d->st, text, n, now, &p);
+        d->released = first = true;
+        text = d->held.data;
+        n = d->held.len;
     }
-    cm_gw_stream_due(&d->st, now, &p);
-    S_send_pieces(d, &p);
+    if (typing_on_text) S_typing(d, true); /* the first text that is not NO_REPLY */
+    if (d->streaming) {
+        if (first && d->prefix.len)
+            cm_gw_stream_delta(&d->st, d->prefix.data, d->prefix.len, now, &p);
+        cm_gw_stream_delta(&d->st, text, n, now, &p);
+        cm_gw_stream_due(&d->st, now, &p);
+        S_send_pieces(d, &p);
+    } else if (d->previewing) {
+        if (cm_gw_preview_add(&d->pv, text, n) == CM_OK) S_preview_step(d, now);
+    }
     cm_gw_pieces_release(&p);
 }
 
@@ -192,6 +256,58 @@ static void S_error_id(char out[16])
     snprintf(out, 16, "%08x", r);
 }
 
+static size_t S_chars(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
+/* The end of a preview run: text (the final reply, NULL when there is none
+ * to send) edited into the preview message when it fits one, else sent as
+ * usual and the preview deleted (as it is when there is nothing to say). */
+static void S_preview_finish(deliver *d, const char *text)
+{
+    bool have = d->pv.id[0] != 0;
+    if (text && have) {
+        buf all = BUF_INIT;
+        const char *p = text;
+        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+            p++;
+        if (*p && !cm_buf_add(&all, d->prefix.data ? d->prefix.data : "", d->prefix.len) &&
+            !cm_buf_adds(&all, p)) {
+            while (all.len && strchr(" \n\t\r", all.data[all.len - 1]))
+                all.data[--all.len] = 0;
+            if (S_chars(all.data) <= d->pv.max_chars &&
+                (d->limit <= 0 || S_chars(all.data) <= (size_t)d->limit)) {
+                gw_outbound o = S_route(d, all.data, false);
+                char err[256];
+                cm_rc rc = d->ch->ops->preview(d->ch, &o, d->pv.id, true, NULL, 0, NULL, err,
+                                               sizeof err);
+                if (!rc) {
+                    d->sent++;
+                    __atomic_fetch_add(&d->rt->replies, 1, __ATOMIC_RELAXED);
+                    cm_buf_release(&all);
+                    return;
+                }
+                cm_logf(d->rt->o.log, CM_LOG_WARN,
+                        "gateway: %s: the preview could not become the reply (%s); sent anew",
+                        d->ch->ops->name, err);
+            }
+        }
+        cm_buf_release(&all);
+    }
+    if (text) S_send_text(d, text);
+    if (have && d->ch->ops->unsend) {
+        gw_outbound o = S_route(d, "", true);
+        char err[256];
+        if (d->ch->ops->unsend(d->ch, &o, d->pv.id, err, sizeof err))
+            cm_logf(d->rt->o.log, CM_LOG_INFO, "gateway: %s: a preview was not deleted: %s",
+                    d->ch->ops->name, err);
+    }
+}
+
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {
     const json_t *cfg = rt->o.config;
@@ -202,7 +318,18 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     for (size_t i = 0; i < j->ids.n; i++)
         cm_gw_journal_run(rt->journal, j->ids.v[i]);
     __atomic_fetch_add(&rt->runs, 1, __ATOMIC_RELAXED);
+    if (j->text) S_send_as(d, j->text, true); /* /new's notice before its greeting */
     d->streaming = cm_gw_reply_block_streaming(cfg, j->channel, j->account);
+    d->tmode = cm_gw_typing_mode(cfg, j->is_group, j->mentioned, &d->tinterval);
+    /* 2026.3.22: block streaming, when on, replaces the preview */
+    d->previewing = !d->streaming && d->ch && d->ch->ops->preview &&
+                    cm_gw_preview_enabled(cfg, j->channel, j->account);
+    if (d->previewing) {
+        size_t max = GW_PREVIEW_MAX_CHARS;
+        if (d->limit > 0 && (size_t)d->limit < max) max = (size_t)d->limit;
+        cm_gw_preview_init(&d->pv, GW_PREVIEW_THROTTLE_MS, GW_PREVIEW_MIN_CHARS, max);
+    }
+    if (d->tmode == GW_TYPING_INSTANT) S_typing(d, true);
     if (d->streaming) {
         gw_stream_break brk;
         gw_stream_cfg sc;
@@ -231,6 +358,7 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     if (S_cancelled(d)) {
         status = "aborted"; /* interrupt or /stop: no reply of this run */
         rc = CM_OK;
+        if (d->previewing) S_preview_finish(d, NULL);
     } else if (rc) {
         /* the chat gets a short reason and an id; the error itself (paths,
          * model URLs) goes to the log under that id only */
@@ -242,9 +370,11 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
                  "⚠️ Agent failed before reply: %s.\nError id: %s (in the gateway's log).",
                  cm_gw_failure_reason(rc), eid);
         S_send_text(d, text);
+        if (d->previewing) S_preview_finish(d, NULL); /* an error never edits the preview */
         status = "failed";
     } else if (res.silent || cm_gw_reply_is_silent(res.text)) {
         status = "silent";
+        if (d->previewing) S_preview_finish(d, NULL);
     } else if (d->streaming && d->released) {
         gw_pieces p;
         cm_gw_pieces_init(&p);
@@ -260,8 +390,15 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
                 d->prefix.len && cm_buf_addc(&d->prefix, ' '))
                 cm_buf_reset(&d->prefix);
         }
-        S_send_text(d, res.text);
+        if (d->previewing)
+            S_preview_finish(d, res.text);
+        else
+            S_send_text(d, res.text);
+    } else if (d->previewing) {
+        S_preview_finish(d, NULL);
     }
+    S_typing(d, false);
+    if (d->previewing) cm_gw_preview_release(&d->pv);
     if (!rc && d->failed) status = "undelivered";
     cm_gw_rt_done_all(rt, &j->ids, status);
     if (d->streaming) cm_gw_stream_release(&d->st);

@@ -7,6 +7,7 @@
  */
 #include "runtime_int.h"
 #include "../session/sessions.h"
+#include "feel.h"
 #include "inbound_meta.h"
 
 #include <ctype.h>
@@ -265,6 +266,7 @@ void cm_gw_rt_steer_leftover(gw_runtime *rt, gw_sess *s, gw_job *j)
         !(f->key = cm_strdup(j->key)) || cm_gw_ids_move(&f->ids, &j->steer_ids))
         goto drop;
     f->is_group = j->is_group;
+    f->mentioned = j->mentioned;
     f->sess = s;
     s->next_job = f;
     return;
@@ -353,9 +355,32 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
         if (!pre || !pre->reset) /* a command is never batched: only from the sink */
             cm_logf(rt->o.log, CM_LOG_WARN, "gateway: a reset without its preparation ignored");
         if (!*rest) {
-            cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                            r ? "⚠️ The session could not be reset." : "✅ New session started.",
-                            ids, "answered");
+            /* 2026.3.22: the notice names the model, then the agent greets
+             * in a turn of the new session (after the run still going, if
+             * any, has been answered: then the notice alone) */
+            buf model = BUF_INIT, note = BUF_INIT, greet = BUF_INIT;
+            bool ok = !r && !cm_gw_agent_model(&model, rt->o.config, agent.data) &&
+                      !cm_gw_new_session_notice(&note, model.data);
+            if (ok && !s->active && !cm_gw_greeting_prompt(&greet, cm_wall_ms()) &&
+                (j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread,
+                               t->message_id)) &&
+                (j->prompt = cm_buf_detach(&greet)) && (j->text = cm_buf_detach(&note)) &&
+                (j->agent_id = cm_strdup(agent.data)) && (j->key = cm_strdup(key.data))) {
+                j->is_group = t->is_group;
+                j->mentioned = t->mentioned;
+                cm_gw_ids_move(&j->ids, ids);
+                S_start(rt, s, j);
+                j = NULL;
+            } else {
+                cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                                r    ? "⚠️ The session could not be reset."
+                                : ok ? note.data
+                                     : "✅ New session started.",
+                                ids, "answered");
+            }
+            cm_buf_release(&model);
+            cm_buf_release(&note);
+            cm_buf_release(&greet);
             goto out;
         }
         text = rest;
@@ -439,6 +464,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
             !(j->key = cm_strdup(key.data)))
             CHECK(CM_ENOMEM);
         j->is_group = t->is_group;
+        j->mentioned = t->mentioned;
         cm_gw_ids_move(&j->ids, ids);
         if (act == GW_QACT_RUN_NOW) {
             S_start(rt, s, j);
@@ -560,6 +586,22 @@ static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, in
     cm_buf_release(&k);
 }
 
+/* The ack reaction on an allowed message (feel.h), handed to its channel,
+ * which sends it on a thread of its own (under mu: nothing here waits). */
+static void S_ack(gw_runtime *rt, const gw_msg *m)
+{
+    gw_channel *ch = cm_gw_rt_channel(rt, m->channel, m->account);
+    if (!ch || !ch->ops->react || !m->message_id || !m->peer) return;
+    buf agent = BUF_INIT;
+    if (!cm_gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, m->is_group)) {
+        const char *e = cm_gw_ack_reaction(rt->o.config, agent.data, m->channel, m->account,
+                                           m->peer, m->is_group, m->mentioned);
+        gw_outbound o = {m->account, m->peer, m->thread, m->message_id, "", false};
+        if (e) ch->ops->react(ch, &o, e);
+    }
+    cm_buf_release(&agent);
+}
+
 void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
 {
     buf agent = BUF_INIT, key = BUF_INIT;
@@ -607,6 +649,7 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
     }
     switch (ar.verdict) {
     case GW_ACCESS_ALLOW:
+        S_ack(rt, m);
         break;
     case GW_ACCESS_PAIRING_ISSUED: {
         char text[512];

@@ -608,7 +608,8 @@ static void S_ch_close(gw_channel *ch)
     (void)ch; /* owned by the gw_ws */
 }
 
-static const gw_channel_ops S_ops = {"webchat", 0, S_ch_start, S_ch_send, S_ch_stop, S_ch_close};
+static const gw_channel_ops S_ops = {"webchat", 0,    S_ch_start, S_ch_send, S_ch_stop,
+                                     S_ch_close, NULL, NULL,       NULL,      NULL};
 
 gw_channel *cm_gw_ws_channel(gw_ws *w)
 {

@@ -551,7 +551,8 @@ static void S_close(gw_channel *ch)
     free(h);
 }
 
-static const gw_channel_ops S_ops = {"http", GW_TEXT_LIMIT_HTTP, S_start, S_send, S_stop, S_close};
+static const gw_channel_ops S_ops = {"http", GW_TEXT_LIMIT_HTTP, S_start, S_send, S_stop,
+                                     S_close, NULL, NULL, NULL, NULL};
 
 void cm_gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx)
 {

@@ -43,7 +43,8 @@ typedef struct gw_job {
     char *agent_id, *key, *prompt;
     char *channel, *account, *peer, *thread, *reply_to;
     bool is_group;
-    char *text;         /* GW_JOB_NOTICE */
+    bool mentioned;     /* the turn mentioned the bot (typing mode, feel.h) */
+    char *text;         /* GW_JOB_NOTICE; GW_JOB_RUN: a notice sent before the run (or NULL) */
     const char *status; /* GW_JOB_NOTICE: the journal status of its ids */
     gw_ids ids;
     struct gw_job *next;

@@ -26,38 +26,7 @@
 #include "../base/utf8.h"
 #include "../config/secret.h"
 #include "../net/http.h"
-#include "channel.h"
-
-#define TG_DEFAULT_BASE   "https://api.telegram.org"
-#define TG_POLL_S         30 /* 2026.3.22 extensions/telegram/src/monitor.ts fetch.timeout */
-#define TG_REQ_TIMEOUT_MS 30000L
-#define TG_TEXT_LIMIT     4096
-#define TG_BODY_MAX       (16u << 20)
-#define TG_SEND_ATTEMPTS  4
-#define TG_MAX_BACKOFF_MS 30000L
-#define TG_MAX_WAIT_MS    3600000L /* a retry_after longer than an hour is capped */
-#define TG_OFFSET_VERSION 2
-
-typedef struct tg_chan {
-    gw_channel base;
-    char *token, *api_base, *account, *offset_path;
-    char bot_id[32];        /* the digits before ':' in the token */
-    char bot_username[128]; /* from getMe */
-    int64_t bot_uid;
-    long poll_s, req_ms, backoff_ms;
-    int64_t last_update; /* -1: none confirmed yet */
-    gw_sink_fn sink;
-    void *ctx;
-    pthread_t tid;
-    bool running;
-    atomic_bool stop;    /* polling: set by stop() */
-    atomic_bool closing; /* sends: set by close() (a send may outlive stop()) */
-    pthread_mutex_t mu;  /* guards last_err and the stop wait */
-    pthread_cond_t cv;
-    char last_err[512];
-    redact red;    /* the token */
-    cm_logger log; /* cm_gw_telegram_set_logger; set before start */
-} tg_chan;
+#include "telegram_int.h"
 
 /* ---- config ---- */
 
@@ -147,14 +116,6 @@ static cm_rc tg_err(const tg_chan *t, char *err, size_t errlen, cm_rc code, cons
     return code;
 }
 
-typedef struct call_res {
-    long status;
-    long retry_after_ms; /* parameters.retry_after or Retry-After; -1 none */
-    bool retryable;
-    bool unreadable;  /* a 2xx answer that is not JSON even read leniently */
-    int64_t first_id; /* then: the first "update_id" number in it, or -1 */
-    json_t *result; /* "result" of an ok answer (owned) */
-} call_res;
 
 typedef struct fetch_ctx {
     buf body;
@@ -199,7 +160,7 @@ static int64_t first_update_id(const char *s)
  * limit_ms. CM_OK with r->result on {"ok":true}; otherwise a code and err
  * (token redacted): CM_ERATELIMIT (429), CM_EAUTH (401/403/404: the token),
  * CM_EIO (retryable when r->retryable), CM_ECANCELED (*watch was set). */
-static cm_rc tg_call(tg_chan *t, const char *method, const json_t *params, long limit_ms,
+cm_rc cm_gw_tg_call(tg_chan *t, const char *method, const json_t *params, long limit_ms,
                      atomic_bool *watch, call_res *r, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
@@ -282,7 +243,7 @@ out:
 }
 
 /* Waits ms unless *watch is set first (stop or close); false then. */
-static bool tg_wait(tg_chan *t, long ms, atomic_bool *watch)
+bool cm_gw_tg_wait(tg_chan *t, long ms, atomic_bool *watch)
 {
     struct timespec ts = cm_deadline_in(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&t->mu);
@@ -293,7 +254,7 @@ static bool tg_wait(tg_chan *t, long ms, atomic_bool *watch)
 }
 
 /* The delay before retry number `attempt` (0-based) after a failure r. */
-static long retry_delay(const tg_chan *t, const call_res *r, int attempt)
+long cm_gw_tg_retry_delay(const tg_chan *t, const call_res *r, int attempt)
 {
     if (r->retry_after_ms >= 0) return CM_MAX(r->retry_after_ms, 1L);
     long d = t->backoff_ms;
@@ -539,7 +500,7 @@ static cm_rc deliver(tg_chan *t, const json_t *upd)
 
 static cm_rc get_me(tg_chan *t, call_res *r, char *err, size_t errlen)
 {
-    cm_rc rc = tg_call(t, "getMe", NULL, t->req_ms, &t->stop, r, err, errlen);
+    cm_rc rc = cm_gw_tg_call(t, "getMe", NULL, t->req_ms, &t->stop, r, err, errlen);
     if (rc) return rc;
     const char *u = json_string_value(json_object_get(r->result, "username"));
     json_t *id = json_object_get(r->result, "id");
@@ -568,7 +529,7 @@ static void *poll_main(void *arg)
             if (rc == CM_ECANCELED) break;
             if (rc) {
                 set_last_err(t, err);
-                if (!tg_wait(t, retry_delay(t, &r, fails++), &t->stop)) break;
+                if (!cm_gw_tg_wait(t, cm_gw_tg_retry_delay(t, &r, fails++), &t->stop)) break;
                 continue;
             }
             have_me = true;
@@ -577,7 +538,7 @@ static void *poll_main(void *arg)
         if (p && t->last_update >= 0)
             json_object_set_new(p, "offset", json_integer((json_int_t)(t->last_update + 1)));
         if (p && isolate) json_object_set_new(p, "limit", json_integer(1));
-        rc = p ? tg_call(t, "getUpdates", p, t->poll_s * 1000 + t->req_ms, &t->stop, &r, err,
+        rc = p ? cm_gw_tg_call(t, "getUpdates", p, t->poll_s * 1000 + t->req_ms, &t->stop, &r, err,
                          sizeof err)
                : CM_ENOMEM;
         json_decref(p);
@@ -596,7 +557,7 @@ static void *poll_main(void *arg)
             if (!rc) snprintf(err, sizeof err, "telegram getUpdates: the result is not a list");
             set_last_err(t, rc == CM_ENOMEM ? "telegram: out of memory" : err);
             json_decref(r.result);
-            if (!tg_wait(t, retry_delay(t, &r, fails++), &t->stop)) break;
+            if (!cm_gw_tg_wait(t, cm_gw_tg_retry_delay(t, &r, fails++), &t->stop)) break;
             continue;
         }
         fails = 0;
@@ -625,7 +586,7 @@ static void *poll_main(void *arg)
         json_decref(r.result);
         if (refused) {
             set_last_err(t, "telegram: the gateway did not accept an update; it is asked again");
-            if (!tg_wait(t, t->backoff_ms, &t->stop)) break;
+            if (!cm_gw_tg_wait(t, t->backoff_ms, &t->stop)) break;
         }
     }
     json_decref(allowed);
@@ -666,82 +627,6 @@ static void tg_stop(gw_channel *ch)
     t->running = false;
 }
 
-static size_t utf8_chars(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xc0) != 0x80;
-    return n;
-}
-
-/* Telegram's refusal of a message's HTML (2026.3.22's PARSE_ERR_RE and
- * EMPTY_TEXT_ERR_RE). */
-static bool S_entity_error(const char *err)
-{
-    return strcasestr(err, "can't parse entities") || strcasestr(err, "parse entities") ||
-           strcasestr(err, "find end of the entity") ||
-           strcasestr(err, "message text is empty"); /* HTML of nothing but markup */
-}
-
-static cm_rc tg_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errlen)
-{
-    tg_chan *t = (tg_chan *)ch;
-    cm_rc rc = CM_OK;
-    json_t *p = NULL;
-    if (!o || !o->peer || !o->text)
-        return cm_seterr(err, errlen, CM_EINVAL, "telegram: a message needs a peer and a text");
-    if (utf8_chars(o->text) > TG_TEXT_LIMIT)
-        return cm_seterr(err, errlen, CM_ETOOBIG, "telegram: a message is at most %d characters",
-                         TG_TEXT_LIMIT);
-    char *end;
-    long long chat = strtoll(o->peer, &end, 10);
-    p = json_pack("{s:o,s:s}", "chat_id",
-                  *o->peer && !*end ? json_integer(chat) : json_string(o->peer), "text", o->text);
-    if (!p) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-    if (o->reply_to && *o->reply_to) {
-        long long rid = strtoll(o->reply_to, &end, 10);
-        if (!*end && rid > 0) {
-            json_object_set_new(p, "reply_to_message_id", json_integer(rid));
-            json_object_set_new(p, "allow_sending_without_reply", json_true());
-        }
-    }
-    if (o->thread && *o->thread) {
-        long long th = strtoll(o->thread, &end, 10);
-        /* the General topic of a forum (1) takes no thread id; a group's
-         * peer is negative, a direct chat's positive */
-        bool general = th == 1 && o->peer[0] == '-';
-        if (!*end && th > 0 && !general)
-            json_object_set_new(p, "message_thread_id", json_integer(th));
-    }
-    /* As HTML (2026.3.22's rendering of the Markdown); when Telegram cannot
-     * parse the entities, the same text again as plain text. */
-    buf html = BUF_INIT;
-    bool as_html = !o->plain && cm_gw_telegram_html(o->text, &html) == CM_OK && html.len &&
-                   !json_object_set_new(p, "text", json_string(html.data)) &&
-                   !json_object_set_new(p, "parse_mode", json_string("HTML"));
-    cm_buf_release(&html);
-    if (!as_html) json_object_set_new(p, "text", json_string(o->text));
-    for (int attempt = 0;; attempt++) {
-        call_res r;
-        rc = tg_call(t, "sendMessage", p, t->req_ms, &t->closing, &r, err, errlen);
-        json_decref(r.result);
-        if (rc && as_html && r.status == 400 && S_entity_error(err)) {
-            json_object_del(p, "parse_mode");
-            json_object_set_new(p, "text", json_string(o->text));
-            as_html = false;
-            attempt--; /* the plain text gets its own attempts */
-            continue;
-        }
-        if (!rc || !r.retryable || attempt + 1 >= TG_SEND_ATTEMPTS) break;
-        if (!tg_wait(t, retry_delay(t, &r, attempt), &t->closing)) {
-            rc = cm_seterr(err, errlen, CM_ECANCELED, "telegram sendMessage: stopped");
-            break;
-        }
-    }
-    json_decref(p);
-    return rc;
-}
-
 static void tg_close(gw_channel *ch)
 {
     tg_chan *t = (tg_chan *)ch;
@@ -751,6 +636,7 @@ static void tg_close(gw_channel *ch)
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
     tg_stop(ch);
+    cm_gw_tg_signals_stop(t);
     if (t->token) memset(t->token, 0, strlen(t->token));
     free(t->token);
     free(t->api_base);
@@ -762,8 +648,16 @@ static void tg_close(gw_channel *ch)
     free(t);
 }
 
-static const gw_channel_ops tg_ops = {"telegram", TG_TEXT_LIMIT, tg_start,
-                                      tg_send,    tg_stop,       tg_close};
+static const gw_channel_ops tg_ops = {
+    "telegram",      TG_TEXT_LIMIT,  tg_start,          cm_gw_tg_send,  tg_stop, tg_close,
+    cm_gw_tg_typing, cm_gw_tg_react, cm_gw_tg_preview, cm_gw_tg_unsend};
+
+void cm_gw_telegram_set_clock(gw_channel *ch, int64_t (*clock)(void *ctx), void *ctx)
+{
+    tg_chan *t = (tg_chan *)ch;
+    t->clock = clock;
+    t->clock_ctx = ctx;
+}
 
 void cm_gw_telegram_last_error(gw_channel *ch, char *out, size_t n)
 {
