@@ -124,7 +124,7 @@ typedef struct step {
 typedef struct script {
     const step *steps;
     const char *final;
-    char prompts[4][512]; /* the prompts the runs got */
+    char prompts[4][4096]; /* the prompts the runs got */
     int runs;
     tgfake *f;
     int calls_at_final; /* the fake's call count when the run returned */
@@ -484,7 +484,10 @@ TEST(tg_feel_new_answers_with_the_model_then_greets)
     /* another bot's /new is no command of ours: an ordinary turn */
     EXPECT(tw_say(&w, 2, DM, "/new@AnotherBot", NULL));
     EXPECT_INT(g_script.runs, 2);
-    EXPECT_STR(g_script.prompts[1], "/new@AnotherBot");
+    /* the message itself, after the untrusted-metadata blocks (inbound_meta.h) */
+    const char *p1 = g_script.prompts[1];
+    size_t n1 = strlen(p1);
+    EXPECT(n1 >= 16 && !strcmp(p1 + n1 - 16, "\n/new@AnotherBot"));
     /* our own, addressed: a reset and a greeting again */
     EXPECT(tw_say(&w, 3, DM, "/new@ClawBot", NULL));
     EXPECT_INT(g_script.runs, 3);

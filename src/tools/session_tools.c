@@ -235,7 +235,7 @@ cm_rc cm_tool_sessions_list(const session_tool_env *env, const json_t *args, buf
     cm_rc rc = CM_OK;
     session_store st = {0};
     buf main_key = BUF_INIT, tp = BUF_INIT;
-    json_t *rows = json_array();
+    json_t *rows = json_array(), *all = NULL;
     if (!rows) FAIL(CM_ENOMEM, "out of memory");
     CHECK(cm_session_store_read(&st, env->store_path, err, errlen));
     CHECK(cm_session_main_key(&main_key, env->agent_id));
@@ -245,7 +245,8 @@ cm_rc cm_tool_sessions_list(const session_tool_env *env, const json_t *args, buf
     const json_t *kinds = json_object_get(args, "kinds");
     const char *key;
     json_t *e;
-    json_object_foreach(st.doc, key, e)
+    if (!(all = cm_session_store_snapshot(&st))) FAIL(CM_ENOMEM, "out of memory");
+    json_object_foreach(all, key, e)
     {
         const char *why;
         if (!json_is_object(e) || !visible(env, key, &why)) continue;
@@ -283,17 +284,17 @@ cm_rc cm_tool_sessions_list(const session_tool_env *env, const json_t *args, buf
         if (!cm_session_transcript_of(&st, e, &tp) && tp.len)
             json_object_set_new(row, "transcriptPath", json_string(tp.data));
         if (msg_limit > 0 && tp.len) {
-            json_t *all = tail_messages(tp.data), *last = json_array();
-            size_t n = json_array_size(all), from = n > (size_t)msg_limit ? n - (size_t)msg_limit : 0;
+            json_t *msgs = tail_messages(tp.data), *last = json_array();
+            size_t n = json_array_size(msgs), from = n > (size_t)msg_limit ? n - (size_t)msg_limit : 0;
             bool cut = false, red = false;
             for (size_t i = from; i < n; i++) {
                 const char *role =
-                    json_string_value(json_object_get(json_array_get(all, i), "role"));
+                    json_string_value(json_object_get(json_array_get(msgs, i), "role"));
                 if (role && (!strcmp(role, "toolResult") || !strcmp(role, "tool"))) continue;
-                json_array_append_new(last, history_message(json_array_get(all, i), &cut, &red));
+                json_array_append_new(last, history_message(json_array_get(msgs, i), &cut, &red));
             }
             json_object_set_new(row, "messages", last);
-            json_decref(all);
+            json_decref(msgs);
         }
         json_array_append_new(rows, row);
     }
@@ -315,6 +316,7 @@ cm_rc cm_tool_sessions_list(const session_tool_env *env, const json_t *args, buf
     if (rc) FAIL(rc, "out of memory");
 out:
     json_decref(rows);
+    json_decref(all);
     cm_session_store_release(&st);
     cm_buf_release(&main_key);
     cm_buf_release(&tp);
