@@ -205,6 +205,10 @@ say "gateway: 10,000 messages over 1,000 conversations through the HTTP channel,
 mkdir -p "$work/gateway"
 gateway=$(nice -n 10 build/bench_gateway "$work/gateway") || gateway='null'
 
+say "http: TCP connections per 100 model turns and per 100 Telegram sends (loopback), pooled vs new per call"
+rm -rf "$work/http"; mkdir -p "$work/http"
+http=$(build/bench_http "$work/http") || http='null'
+
 say "sessions: indexing ${CLAWMEM_BENCH_SESSIONS_MB:-200} MB of transcripts, 50 appended messages to a hit"
 sessions=$(bench/sessions.sh "$work/sessions") || sessions='null'
 
@@ -230,10 +234,11 @@ const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]), mc
 const sync = Number(process.argv[3]), nosync = Number(process.argv[7]), watched = Number(process.argv[12]),
   scifact = JSON.parse(process.argv[13]), scale = JSON.parse(process.argv[14]),
   runner = JSON.parse(process.argv[15]), sessions = JSON.parse(process.argv[16]),
-  batch = JSON.parse(process.argv[17]), gateway = JSON.parse(process.argv[18]);
+  batch = JSON.parse(process.argv[17]), gateway = JSON.parse(process.argv[18]),
+  http = JSON.parse(process.argv[19]);
 const out = {machine: process.argv[6], corpus: process.argv[5], clawmem: ours,
   clawmem_cli_search_wall_p50_s: sync, clawmem_cli_search_nosync_wall_p50_s: nosync,
-  clawmem_cli_search_watched_wall_p50_s: watched, scifact, scale, runner, sessions, batch, gateway,
+  clawmem_cli_search_watched_wall_p50_s: watched, scifact, scale, runner, sessions, batch, gateway, http,
   clawmem_cli_index_peak_rss_mb: +(Number(process.argv[4]) / 1024).toFixed(1), clawmem_mcp: mcp, vectors, hybrid, local_embeddings, qmd: peer};
 if (peer) out.ratios = {
   full_index_speedup: +(peer.index_s / ours.index_s).toFixed(1),
@@ -247,4 +252,4 @@ if (peer) out.ratios = {
   index_size_ratio: +(peer.index_bytes / ours.index_bytes).toFixed(2)};
 out.qmd_backend = JSON.parse(process.env.QMD_BACKEND_JSON || "null");
 console.log(JSON.stringify(out, null, 2));
-' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci" "$scale" "$runner" "$sessions" "$batch" "$gateway"
+' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci" "$scale" "$runner" "$sessions" "$batch" "$gateway" "$http"

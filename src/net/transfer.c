@@ -370,12 +370,15 @@ static void settle(job *j, cm_rc rc, CURLcode cc)
     } else if (rc == CM_ECANCELED) {
         snprintf(f->error, sizeof f->error, "%s: transfer stopped", url);
     } else if (rc == CM_EIO) {
+        /* libcurl's name for the failure, then its detail (which may quote
+         * the URL: redacted) */
         buf shown = BUF_INIT;
-        const char *why = j->cerr[0] ? j->cerr : cu.easy_strerror(cc);
-        if (cm_http_error_text(f->url, f->headers, why, strlen(why), 200, &shown) == CM_OK)
-            snprintf(f->error, sizeof f->error, "%s: %s", url, shown.data);
+        const char *what = cu.easy_strerror(cc);
+        if (j->cerr[0] && strcmp(j->cerr, what) != 0 &&
+            cm_http_error_text(f->url, f->headers, j->cerr, strlen(j->cerr), 200, &shown) == CM_OK)
+            snprintf(f->error, sizeof f->error, "%s: %s (%s)", url, what, shown.data);
         else
-            snprintf(f->error, sizeof f->error, "%s: %s", url, cu.easy_strerror(cc));
+            snprintf(f->error, sizeof f->error, "%s: %s", url, what);
         cm_buf_release(&shown);
     } else {
         snprintf(f->error, sizeof f->error, "%s: %s", url, cm_strerror(rc));
