@@ -205,7 +205,6 @@ out:
     fake_stop(srv);
     tgfake_release(&f);
     json_decref(root);
-    free(state);
 }
 
 typedef struct par {
