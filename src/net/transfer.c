@@ -12,7 +12,10 @@
  */
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "http_headers.h"
 #include "transfer.h"
@@ -134,8 +137,30 @@ static CURLM *pool_take(void)
     if (pool.n > 0) m = pool.idle[--pool.n];
     pthread_mutex_unlock(&pool.mu);
     if (m) return m;
+    /* libcurl 7.x opens the multi handle's wake-up socketpair without
+     * close-on-exec; a pooled handle lives long, so a child process would
+     * inherit it. It takes the lowest free descriptors: mark those. */
+    int lo = fcntl(0, F_DUPFD_CLOEXEC, 3);
+    if (lo >= 0) close(lo);
     if ((m = cu.multi_init())) cu.multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)POOL_MAX_CONNS);
+    for (int fd = lo; m && lo >= 0 && fd < lo + 4; fd++) {
+        int dom = 0, fl = fcntl(fd, F_GETFD);
+        socklen_t dl = sizeof dom;
+        if (fl >= 0 && !(fl & FD_CLOEXEC) &&
+            getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &dl) == 0 && dom == AF_UNIX)
+            fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+    }
     return m;
+}
+
+/* Every connection's socket is close-on-exec: a pooled connection outlives
+ * the call, and a child process must not inherit it. */
+static int on_sockopt(void *ud, curl_socket_t fd, curlsocktype purpose)
+{
+    (void)ud, (void)purpose;
+    int fl = fcntl(fd, F_GETFD);
+    if (fl >= 0) fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+    return CURL_SOCKOPT_OK;
 }
 
 static void pool_give(CURLM *m)
@@ -283,6 +308,7 @@ static cm_rc set_options(job *j)
     cu.easy_setopt(e, CURLOPT_HTTPHEADER, j->hdrs);
     cu.easy_setopt(e, CURLOPT_USERAGENT, f->user_agent ? f->user_agent : "clawmem/" CM_VERSION);
     if (pool.share) cu.easy_setopt(e, CURLOPT_SHARE, pool.share);
+    cu.easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, on_sockopt);
     /* a GET follows redirects; a POST is never redirected */
     cu.easy_setopt(e, CURLOPT_FOLLOWLOCATION, f->max_redirects < 0 || f->body ? 0L : 1L);
     cu.easy_setopt(e, CURLOPT_MAXREDIRS, f->max_redirects > 0 ? f->max_redirects : 10L);
