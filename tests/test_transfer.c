@@ -125,7 +125,7 @@ TEST(transfer_model_calls_reuse_connections)
     cm_http_pool_drain();
     fake_server *fs = fake_start(8, base);
     for (int i = 0; i < 20; i++) {
-        char want[16];
+        char want[32];
         snprintf(want, sizeof want, "turn %d", i);
         push_kept_answer(fs, want);
         EXPECT_INT(model_call(base, text, sizeof text, err, sizeof err), CM_OK);
