@@ -238,6 +238,9 @@ $(BUILD)/bench_transcript: $(BUILD)/obj/bench/bench_transcript.o $(BUILD)/libcla
 $(BUILD)/bench_gateway: $(BUILD)/obj/bench/bench_gateway.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_http: $(BUILD)/obj/bench/bench_http.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/obj/tests/fake_telegram.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_scale: $(BUILD)/obj/bench/bench_scale.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
@@ -326,7 +329,7 @@ bench: | $(DEPS_STAMP)
 
 bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid $(BUILD)/bench_scale \
            $(BUILD)/bench_runner $(BUILD)/bench_qmd $(BUILD)/bench_batch \
-           $(BUILD)/bench_gateway $(BUILD)/bench_transcript \
+           $(BUILD)/bench_gateway $(BUILD)/bench_transcript $(BUILD)/bench_http \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf $(BUILD)/bench_serve
 	$(NODE_ENV) bench/run.sh
 	bench/serve.sh

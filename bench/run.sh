@@ -215,6 +215,9 @@ store_scale+=']'
 transcript_sizes="1 100"; [[ ${CLAWMEM_BENCH_TRANSCRIPT_GB:-1} == 0 ]] || transcript_sizes+=" 1024"
 transcripts=$(nice -n 10 build/bench_transcript "$work" $transcript_sizes) || transcripts='null'
 export STORE_SCALE_JSON="$store_scale" TRANSCRIPT_JSON="$transcripts"
+say "http: TCP connections per 100 model turns and per 100 Telegram sends (loopback), pooled vs new per call"
+rm -rf "$work/http"; mkdir -p "$work/http"
+http=$(build/bench_http "$work/http") || http='null'
 
 say "sessions: indexing ${CLAWMEM_BENCH_SESSIONS_MB:-200} MB of transcripts, 50 appended messages to a hit"
 sessions=$(bench/sessions.sh "$work/sessions") || sessions='null'
@@ -241,10 +244,11 @@ const ours = JSON.parse(process.argv[1]), peer = JSON.parse(process.argv[2]), mc
 const sync = Number(process.argv[3]), nosync = Number(process.argv[7]), watched = Number(process.argv[12]),
   scifact = JSON.parse(process.argv[13]), scale = JSON.parse(process.argv[14]),
   runner = JSON.parse(process.argv[15]), sessions = JSON.parse(process.argv[16]),
-  batch = JSON.parse(process.argv[17]), gateway = JSON.parse(process.argv[18]);
+  batch = JSON.parse(process.argv[17]), gateway = JSON.parse(process.argv[18]),
+  http = JSON.parse(process.argv[19]);
 const out = {machine: process.argv[6], corpus: process.argv[5], clawmem: ours,
   clawmem_cli_search_wall_p50_s: sync, clawmem_cli_search_nosync_wall_p50_s: nosync,
-  clawmem_cli_search_watched_wall_p50_s: watched, scifact, scale, runner, sessions, batch, gateway,
+  clawmem_cli_search_watched_wall_p50_s: watched, scifact, scale, runner, sessions, batch, gateway, http,
   clawmem_cli_index_peak_rss_mb: +(Number(process.argv[4]) / 1024).toFixed(1), clawmem_mcp: mcp, vectors, hybrid, local_embeddings, qmd: peer};
 if (peer) out.ratios = {
   full_index_speedup: +(peer.index_s / ours.index_s).toFixed(1),
@@ -260,4 +264,4 @@ out.qmd_backend = JSON.parse(process.env.QMD_BACKEND_JSON || "null");
 out.sessions_store_scale = JSON.parse(process.env.STORE_SCALE_JSON || "null");
 out.transcript_turn_read = JSON.parse(process.env.TRANSCRIPT_JSON || "null");
 console.log(JSON.stringify(out, null, 2));
-' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci" "$scale" "$runner" "$sessions" "$batch" "$gateway"
+' "$ours" "$peer" "$cli_sync_p50" "$rss_kb" "$corpus" "$(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n1)" "$cli_nosync_p50" "$mcp" "$vectors" "$hybrid" "$local_embed" "$cli_watched_p50" "$sci" "$scale" "$runner" "$sessions" "$batch" "$gateway" "$http"

@@ -34,6 +34,7 @@ struct fake_server {
     int nfiles;
     int conns[256]; /* open connections' descriptors */
     int nconns;
+    atomic_int accepted; /* connections accepted since the start */
     pthread_cond_t idle; /* nconns fell */
     atomic_int stop;
     fake_handler_fn handler; /* fake_handler */
@@ -472,6 +473,7 @@ static void *accept_loop(void *arg)
     while (!s->stop) {
         int fd = accept(s->fd, NULL, NULL);
         if (fd < 0) continue;
+        atomic_fetch_add(&s->accepted, 1);
         if (s->stop) {
             close(fd);
             break;
@@ -515,6 +517,11 @@ fake_server *fake_start(int dims, char base_url[64])
     snprintf(base_url, 64, "http://127.0.0.1:%d", ntohs(a.sin_port));
     pthread_create(&s->tid, NULL, accept_loop, s);
     return s;
+}
+
+int fake_accepted(fake_server *s)
+{
+    return atomic_load(&s->accepted);
 }
 
 void fake_stop(fake_server *s)

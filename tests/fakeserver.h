@@ -83,6 +83,8 @@ typedef bool (*fake_handler_fn)(void *ctx, const char *method, const char *path,
                                 size_t body_len, int *status, const char **ctype, char **out,
                                 size_t *out_len);
 void fake_handler(fake_server *s, fake_handler_fn fn, void *ctx);
+/* TCP connections accepted since fake_start (connection reuse shows here). */
+int fake_accepted(fake_server *s);
 /* Requests received so far, and the i-th (valid until fake_stop). */
 int fake_count(fake_server *s);
 const fake_request *fake_get(fake_server *s, int i);

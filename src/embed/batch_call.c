@@ -137,7 +137,10 @@ cm_rc cm_embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t er
     }
     if (c->extra_header) CHECK(cm_config_header_set(&h, c->extra_header));
     CHECK(cm_config_header_set(&h, "Expect:")); /* no 100-continue wait on an upload */
-    long delay = BATCH_BACKOFF_MS;
+    /* the one retry policy (net/http_retry.h): backoff with jitter,
+     * Retry-After honoured up to a minute */
+    http_retry policy = {BATCH_ATTEMPTS, BATCH_BACKOFF_MS, 60000, 60000, false, false};
+    uint64_t seed = (uint64_t)cm_now_ms() ^ (uint64_t)(uintptr_t)c;
     for (int attempt = 1;; attempt++) {
         http_fetch f = {0};
         f.url = c->url;
@@ -164,9 +167,7 @@ cm_rc cm_embed_batch_http(embed_provider *p, batch_call *c, char *err, size_t er
         if (!rc && f.status >= 200 && f.status < 300) break;
         bool again = f.retryable && attempt < BATCH_ATTEMPTS && !s.delivered;
         if (again) {
-            long wait = f.retry_after_ms >= 0 ? CM_MIN(f.retry_after_ms, 60000L) : delay;
-            cm_embed_batch_sleep(wait);
-            delay *= 2;
+            cm_embed_batch_sleep(cm_http_backoff_ms(&policy, attempt, f.retry_after_ms, &seed));
             continue;
         }
         if (rc) FAIL(CM_EIO, "%s failed: %s", c->what, msg);

@@ -26,6 +26,7 @@
 #include "../base/utf8.h"
 #include "../config/secret.h"
 #include "../net/http.h"
+#include "../net/http_retry.h"
 #include "telegram_int.h"
 
 /* ---- config ---- */
@@ -253,14 +254,17 @@ bool cm_gw_tg_wait(tg_chan *t, long ms, atomic_bool *watch)
     return !atomic_load(watch);
 }
 
-/* The delay before retry number `attempt` (0-based) after a failure r. */
+/* The delay before retry number `attempt` (0-based) after a failure r: the
+ * one retry policy's (net/http_retry.h), with Telegram's retry_after (or the
+ * Retry-After header) honoured up to TG_MAX_WAIT_MS. */
 long cm_gw_tg_retry_delay(const tg_chan *t, const call_res *r, int attempt)
 {
-    if (r->retry_after_ms >= 0) return CM_MAX(r->retry_after_ms, 1L);
-    long d = t->backoff_ms;
-    for (int i = 0; i < attempt && d < TG_MAX_BACKOFF_MS; i++)
-        d *= 2;
-    return CM_MIN(d, TG_MAX_BACKOFF_MS);
+    http_retry p = {.max_attempts = attempt + 2,
+                    .backoff_ms = t->backoff_ms,
+                    .max_backoff_ms = TG_MAX_BACKOFF_MS,
+                    .max_retry_after_ms = TG_MAX_WAIT_MS};
+    uint64_t seed = (uint64_t)cm_now_ms() ^ (uint64_t)(uintptr_t)r;
+    return CM_MAX(cm_http_backoff_ms(&p, attempt + 1, r->retry_after_ms, &seed), 1L);
 }
 
 /* ---- the update offset ---- */

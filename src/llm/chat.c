@@ -269,6 +269,21 @@ static void error_text(const buf *b, const redact *rd, char *out, size_t max)
     json_decref(j);
 }
 
+/* A model call is repeated in place only when the server asks for a short
+ * wait (429/5xx with Retry-After ≤ LLM_RETRY_WAIT_MAX_MS) before any byte of
+ * the answer arrived; every other failure goes back to the runner, whose
+ * failover (another profile or model) and cooldowns decide. */
+#define LLM_RETRY_WAIT_MAX_MS 5000L
+static http_retry llm_retry(void)
+{
+    return (http_retry){.max_attempts = 3,
+                        .backoff_ms = 250,
+                        .max_backoff_ms = LLM_RETRY_WAIT_MAX_MS,
+                        .max_retry_after_ms = LLM_RETRY_WAIT_MAX_MS,
+                        .longer_fails = true,
+                        .only_when_asked = true};
+}
+
 cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on_delta, void *ctx,
                   llm_response *out, llm_error *e, char *err, size_t errlen)
 {
@@ -314,7 +329,8 @@ cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on
                     .stall_ms = ep->stall_ms > 0 ? ep->stall_ms : 90000,
                     .on_data = on_data,
                     .on_tick = r.cancelled ? on_tick : NULL,
-                    .ctx = &r};
+                    .ctx = &r,
+                    .retry = llm_retry()};
     char why[400];
     rc = cm_http_fetch_run(&f, why, sizeof why);
     e->status = f.status;

@@ -1,9 +1,10 @@
 /*
- * http.h — the HTTP client of the embedding providers, on libcurl's multi
- * interface: several requests in flight at once over reused connections, a
- * timeout per attempt, retries of 429, 5xx and network failures with
- * exponential backoff and jitter that honour Retry-After, and a cap on the
- * size of a response body.
+ * http.h — the HTTP client: one request (cm_http_fetch_run, streamed through
+ * on_data) or a batch of POSTs answered whole (cm_http_post_all, the
+ * embedding providers: several in flight at once, a cap on each body).
+ * Both run on the one transfer engine of transfer.h: a shared pool of
+ * reused connections, one option set, one header parser and one retry
+ * policy (http_retry.h: exponential backoff with jitter, Retry-After).
  */
 #ifndef CM_HTTP_H
 #define CM_HTTP_H
@@ -11,6 +12,7 @@
 #include "../base/buf.h"
 #include "../base/redact.h"
 #include "../config/config.h"
+#include "http_retry.h"
 
 typedef struct http_opts {
     long timeout_ms;     /* per attempt */
@@ -56,7 +58,8 @@ typedef struct http_client http_client;
 cm_rc cm_http_client_open(http_client **out, char *err, size_t errlen);
 void cm_http_client_close(http_client *c);
 
-/* POSTs every request, at most o->concurrency at a time, retrying as above.
+/* POSTs every request, at most o->concurrency at a time, retrying 429, 5xx
+ * and network failures (an embedding may be asked again) per http_retry.h.
  * Returns CM_OK when all got a 2xx answer; otherwise CM_EIO (or CM_ETOOBIG)
  * with err naming the first failure (URL without its query string, status,
  * attempts). Each request's status, body and err are filled either way. */
@@ -104,12 +107,21 @@ struct http_fetch {
     char linked_etag[72];
     char final_url[2048]; /* the URL of the final response (after redirects); may be cut */
     bool refused;         /* allow_ip refused an address */
+    /* The retry policy (http_retry.h); all zero: one attempt. An attempt
+     * whose answer will be retried never reaches on_data; once bytes were
+     * given to on_data, another attempt needs on_restart (called first, to
+     * forget them), else there is none. */
+    http_retry retry;
+    void (*on_restart)(http_fetch *f);
+    bool compressed; /* asks for any encoding libcurl decodes (not with ranges) */
+    int attempts;    /* result: attempts made */
+    char error[320]; /* result: why the fetch failed, when it did (as err) */
 };
 
 /* Performs f. CM_OK when a response came, whatever its status; CM_ECANCELED
  * when a callback aborted; CM_EIO on a network failure (or when libcurl
  * cannot be loaded), with err naming the URL (without its query string) and
- * the cause. Thread-safe; each call uses its own connection. */
+ * the cause. Thread-safe; a connection of the shared pool (transfer.h). */
 cm_rc cm_http_fetch_run(http_fetch *f, char *err, size_t errlen);
 
 #endif

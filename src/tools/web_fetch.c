@@ -195,18 +195,18 @@ static int32_t entity(const char *s, size_t n, size_t *used)
     if (n > 2 && s[0] == '#') {
         int base = (s[1] == 'x' || s[1] == 'X') ? 16 : 10;
         size_t i = base == 16 ? 2 : 1;
-        int32_t v = 0;
+        int64_t v = 0; /* at most 8 hex digits: no overflow */
         size_t start = i;
         while (i < n && i < 10 && isxdigit((unsigned char)s[i]) &&
                (base == 16 || isdigit((unsigned char)s[i]))) {
-            v = v * base + (int32_t)(isdigit((unsigned char)s[i]) ? s[i] - '0'
+            v = v * base + (int64_t)(isdigit((unsigned char)s[i]) ? s[i] - '0'
                                                                   : (tolower((unsigned char)s[i]) - 'a' + 10));
             i++;
         }
         if (i == start) return 0;
         if (i < n && s[i] == ';') i++;
         *used = i;
-        return v > 0 && v <= 0x10FFFF && !(v >= 0xD800 && v <= 0xDFFF) ? v : 0xFFFD;
+        return v > 0 && v <= 0x10FFFF && !(v >= 0xD800 && v <= 0xDFFF) ? (int32_t)v : 0xFFFD;
     }
     for (size_t k = 0; k < sizeof named / sizeof named[0]; k++) {
         size_t l = strlen(named[k].name);
