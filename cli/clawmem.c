@@ -58,6 +58,7 @@ static const char usage_main[] =
     "  gateway [run|status] [--listen ADDR:PORT] [--workers N] [--json]\n"
     "                                 chat channels in, agent replies out (until SIGTERM)\n"
     "  chat [MESSAGE]                 talk to the agent: through a running gateway, else here\n"
+    "  agents list|delete ID [--yes]  the agents the store holds; delete: every row of one\n"
     "  help [COMMAND]                 this text, or one command's\n"
     "\n"
     "options (before or after the command):\n"
@@ -822,6 +823,7 @@ static const command commands[] = {
     {"sessions", NULL, cmd_sessions, usage_sessions},
     {"models", NULL, cmd_models, usage_models},
     {"pairing", NULL, cmd_pairing, usage_pairing},
+    {"agents", NULL, cmd_agents, usage_agents},
     {"gateway", NULL, cmd_gateway, usage_gateway},
     {"chat", NULL, cmd_chat, usage_chat},
     {"help", NULL, cmd_help, usage_main},
@@ -883,7 +885,7 @@ int main(int argc, char **argv)
     }
     if (i >= argc)
         return die("missing COMMAND: status, index, search, get, watch, mcp, serve, sessions, "
-                   "models, pairing, gateway, chat or help (see clawmem help)");
+                   "models, pairing, agents, gateway, chat or help (see clawmem help)");
     const char *name = argv[i++];
     int nargs = argc - i;
     char **args = argv + i;

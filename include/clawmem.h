@@ -279,5 +279,6 @@ void cm_free(void *p);
 #include "clawmem/agent.h"
 #include "clawmem/gateway.h"
 #include "clawmem/session.h"
+#include "clawmem/agents.h"
 
 #endif

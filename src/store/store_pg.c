@@ -289,11 +289,14 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     const char *pa[] = {agent};
     rc = cm_store_pg_run(s, "SELECT tokenizer FROM clawmem_agents WHERE agent_id = $1", 1, pa,
                          "read the agent", &r, err, errlen);
+    if (rc == CM_ECORRUPT && (flags & STORE_ANY_AGENT))
+        FAIL(CM_ENOTFOUND, "the database holds no clawmem tables");
     if (rc == CM_ECORRUPT && !(flags & STORE_CREATE))
         FAIL(CM_ENOTFOUND, "postgres index of agent %s does not exist yet", agent);
     CHECK(rc);
     const char *tok = cm_store_pg_lib.ntuples(r) ? cm_store_pg_lib.getvalue(r, 0, 0) : NULL;
-    if (!tok && !(flags & STORE_CREATE))
+    /* STORE_ANY_AGENT (agents list|delete): the tables, whatever rows they hold */
+    if (!tok && !(flags & (STORE_CREATE | STORE_ANY_AGENT)))
         FAIL(CM_ENOTFOUND, "postgres index of agent %s does not exist yet", agent);
     if (!tok) tok = tokenizer;
     /* trigram has no tsvector counterpart: unicode61 with CJK bigrams serves */
@@ -498,33 +501,6 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
 bool cm_store_pg_connected(const store *s)
 {
     return s->pg && s->pg->conn && cm_store_pg_lib.status(s->pg->conn) == CONNECTION_OK;
-}
-
-cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen)
-{
-    if (!s->pg) return cm_seterr(err, errlen, CM_EINVAL, "not a postgres index");
-    cm_rc rc = cm_store_pg_begin(s, err, errlen);
-    if (rc) return rc;
-    const char *pa[] = {s->pg->agent};
-    static const char *const sql[] = {
-        "DELETE FROM clawmem_vectors WHERE agent_id = $1",
-        "DELETE FROM clawmem_chunks WHERE agent_id = $1",
-        "DELETE FROM clawmem_files WHERE agent_id = $1",
-        "DELETE FROM clawmem_meta WHERE agent_id = $1",
-        "DELETE FROM clawmem_cache WHERE agent_id = $1",
-        "DELETE FROM clawmem_agents WHERE agent_id = $1",
-    };
-    if (s->pg->has_log)
-        rc = cm_store_pg_run(s, "DELETE FROM clawmem_vector_log WHERE agent_id = $1", 1, pa,
-                             "delete the agent", NULL, err, errlen);
-    for (size_t i = 0; !rc && i < ARRAY_LEN(sql); i++)
-        rc = cm_store_pg_run(s, sql[i], 1, pa, "delete the agent", NULL, err, errlen);
-    s->pg->dirty = false; /* its version row is gone */
-    if (rc) {
-        cm_store_pg_rollback(s);
-        return rc;
-    }
-    return cm_store_pg_commit(s, err, errlen);
 }
 
 /* ---- meta and files ---------------------------------------------------------- */
