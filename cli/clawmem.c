@@ -124,7 +124,8 @@ static const char usage_mcp[] =
 
 static const char usage_serve[] =
     "usage: clawmem serve [--listen ADDR:PORT] [--tokens FILE] [--allow-write]\n"
-    "                     [--allow-origin ORIGIN]... [--max-engines N] [--max-conns N]\n"
+    "                     [--allow-origin ORIGIN]... [--max-engines N] [--max-engine-mb MB]\n"
+    "                     [--max-conns N]\n"
     "                     [--no-watch] [--debounce MS] [--first-sync-wait MS] [--verbose]\n"
     "Serves the memory tools of every agent in the config's agents.list[] over MCP\n"
     "Streamable HTTP (protocol 2025-11-25 with sessions, and the stateless 2026-07-28) at\n"
@@ -139,10 +140,15 @@ static const char usage_serve[] =
     "  --allow-write        enable memory_write (also config clawmem.memoryWrite: true)\n"
     "  --allow-origin O     a browser Origin allowed besides loopback ones (DNS rebinding)\n"
     "  --max-engines N      agents' engines open at once, least recently used closed (32)\n"
+    "  --max-engine-mb MB   their estimated memory (vectors, page cache) at most MB: the\n"
+    "                       least recently used idle ones closed above it (default: none)\n"
     "  --max-conns N        connections at once (256)\n"
     "  --no-watch           no watchers (else one per open agent on a local file system)\n"
     "  --first-sync-wait MS an agent's first searches wait this long for its first sync\n"
-    "                       (default 5000; 0: no wait)\n";
+    "                       (default 5000; 0: no wait)\n"
+    "GET /healthz answers 200 while the process runs, with the open engines and their\n"
+    "estimated MB; GET /readyz answers 200 when every store the agents use answers (each\n"
+    "PostgreSQL server a SELECT 1), else 503: probes for a load balancer, no token needed.\n";
 
 static int verbose, quiet;
 
@@ -689,8 +695,8 @@ static int cmd_mcp(const cm_options *base, int argc, char **argv)
 static int serve_pipe[2] = {-1, -1};
 
 #define SERVE_OPTIONS                                                                             \
-    "--listen|--tokens|--allow-write|--allow-origin|--max-engines|--max-conns|--no-watch|"        \
-    "--debounce|--verbose|--help"
+    "--listen|--tokens|--allow-write|--allow-origin|--max-engines|--max-engine-mb|--max-conns|"   \
+    "--no-watch|--debounce|--first-sync-wait|--verbose|--help"
 
 static void on_serve_stop(int sig)
 {
@@ -704,7 +710,7 @@ static void on_serve_stop(int sig)
 static int cmd_serve(const cm_options *base, int argc, char **argv)
 {
     cm_options opt = *base;
-    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1, -1};
+    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1, -1, 0};
     const char **origins = calloc((size_t)argc + 1, sizeof *origins);
     size_t norigins = 0;
     int rc = 1;
@@ -746,7 +752,17 @@ static int cmd_serve(const cm_options *base, int argc, char **argv)
             }
             *(!strcmp(a, "--max-engines") ? &so.max_engines : &so.max_conns) = (int)n;
             i++;
-        } else if (!v && option_in("--listen|--tokens|--allow-origin|--max-engines|--max-conns", a)) {
+        } else if (!strcmp(a, "--max-engine-mb") && v) {
+            long n = strtol(v, &end, 10);
+            if (!*v || *end || n < 1 || n > 1048576) {
+                die("serve: --max-engine-mb needs megabytes from 1 to 1048576");
+                goto out;
+            }
+            so.max_engine_bytes = (size_t)n << 20;
+            i++;
+        } else if (!v && option_in("--listen|--tokens|--allow-origin|--max-engines|--max-conns|"
+                                   "--max-engine-mb",
+                                   a)) {
             die("serve: %s needs a value", a);
             goto out;
         } else {

@@ -20,6 +20,8 @@ typedef struct serve_opts {
     int stop_fd;                /* readable = stop (the CLI's signal pipe); -1: none */
     int first_sync_wait_ms; /* an agent's first memory_search waits this long for its first
                                sync (first_sync.h); < 0: FIRST_SYNC_WAIT_MS, 0: no wait */
+    size_t max_engine_bytes; /* the open engines' estimated memory (cm_engine_memory), least
+                                recently used idle ones closed above it; 0: no bound */
 } serve_opts;
 
 /* Serves until stop_fd becomes readable. Prints "listening on

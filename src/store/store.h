@@ -92,6 +92,10 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
  * agent's rows (its embedding cache stays) and records tokenizer; nothing of
  * it is visible to other connections until its cm_store_commit. */
 cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t errlen);
+/* Whether the PostgreSQL server of dsn answers (a connection of its own,
+ * waiting at most timeout_s seconds for it, and SELECT 1): readiness for a
+ * load balancer. The message never holds the DSN's password. */
+cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen);
 /* Whether a PostgreSQL store's connection is still up (false after the
  * server went away: reopen it). */
 bool cm_store_pg_connected(const store *s);

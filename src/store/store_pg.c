@@ -58,6 +58,7 @@ static void pq_load(void)
     if (!cm_store_pg_lib.h) return;
     bool ok = true;
     PQ_SYM(connectdb, "PQconnectdb");
+    PQ_SYM(connectdb_params, "PQconnectdbParams");
     PQ_SYM(status, "PQstatus");
     PQ_SYM(error_message, "PQerrorMessage");
     PQ_SYM(finish, "PQfinish");
@@ -495,6 +496,36 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
             2, pa, "register the agent", NULL, err, errlen);
     if (rc) cm_store_pg_rollback(s);
     if (!rc) s->pg->fresh = true;
+    return rc;
+}
+
+cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen)
+{
+    pthread_once(&pq_once, pq_load);
+    if (!cm_store_pg_lib.ok) return cm_seterr(err, errlen, CM_EIO, "libpq (libpq.so.5) is missing");
+    char to[16];
+    snprintf(to, sizeof to, "%d", timeout_s > 0 ? timeout_s : 2);
+    /* dbname expands the DSN (keywords or a URI); the timeout after it wins */
+    const char *const keys[] = {"dbname", "connect_timeout", NULL};
+    const char *const vals[] = {dsn, to, NULL};
+    PGconn *c = cm_store_pg_lib.connectdb_params(keys, vals, 1);
+    cm_rc rc = CM_OK;
+    if (!c) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    if (cm_store_pg_lib.status(c) != CONNECTION_OK) {
+        const char *m = cm_store_pg_lib.error_message(c);
+        rc = cm_seterr(err, errlen, CM_EIO, "postgres: cannot connect: %.*s", (int)strcspn(m, "\n"),
+                       m);
+    } else {
+        cm_store_pg_lib.set_notice_processor(c, no_notices, NULL);
+        PGresult *r = cm_store_pg_lib.exec(c, "SELECT 1");
+        if (!ok_status(r)) {
+            const char *m = cm_store_pg_lib.error_message(c);
+            rc = cm_seterr(err, errlen, CM_EIO, "postgres: SELECT 1 failed: %.*s",
+                           (int)strcspn(m, "\n"), m);
+        }
+        if (r) cm_store_pg_lib.clear(r);
+    }
+    cm_store_pg_lib.finish(c);
     return rc;
 }
 

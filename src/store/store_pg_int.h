@@ -15,6 +15,7 @@
 typedef struct store_pg_lib {
     void *h;
     PGconn *(*connectdb)(const char *);
+    PGconn *(*connectdb_params)(const char *const *, const char *const *, int);
     ConnStatusType (*status)(const PGconn *);
     char *(*error_message)(const PGconn *);
     void (*finish)(PGconn *);
