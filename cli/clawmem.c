@@ -753,12 +753,12 @@ static int cmd_serve(const cm_options *base, int argc, char **argv)
             *(!strcmp(a, "--max-engines") ? &so.max_engines : &so.max_conns) = (int)n;
             i++;
         } else if (!strcmp(a, "--max-engine-mb") && v) {
-            long n = strtol(v, &end, 10);
-            if (!*v || *end || n < 1 || n > 1048576) {
-                die("serve: --max-engine-mb needs megabytes from 1 to 1048576");
+            double mb = strtod(v, &end);
+            if (!*v || *end || !(mb >= 0.1 && mb <= 1048576)) {
+                die("serve: --max-engine-mb needs megabytes from 0.1 to 1048576");
                 goto out;
             }
-            so.max_engine_bytes = (size_t)n << 20;
+            so.max_engine_bytes = (size_t)(mb * 1048576.0);
             i++;
         } else if (!v && option_in("--listen|--tokens|--allow-origin|--max-engines|--max-conns|"
                                    "--max-engine-mb",

@@ -88,7 +88,8 @@ static int agents_delete(const cm_options *opt, const char *id, bool yes, bool j
             bool first = true;
             json_object_foreach(rows, k, v)
             {
-                fprintf(stderr, "%s%s %lld", first ? "" : ", ", k, (long long)json_integer_value(v));
+                fprintf(stderr, "%s%s %lld", first ? "" : ", ", k,
+                        (long long)json_integer_value(v));
                 first = false;
             }
             fputs(")", stderr);

@@ -160,8 +160,8 @@ static bool ready(serve_health *h, int64_t now_ms)
 void serve_health_answer(serve_health *h, const httpd_req *rq, httpd_conn *c,
                          const serve_figures *f, int64_t now_ms)
 {
-    static const char *const hdrs[] = {"Content-Type: application/json",
-                                       "Cache-Control: no-store", NULL};
+    static const char *const hdrs[] = {"Content-Type: application/json", "Cache-Control: no-store",
+                                       NULL};
     bool head = !strcmp(rq->method, "HEAD");
     if (!head && strcmp(rq->method, "GET") != 0) {
         static const char msg[] = "Method Not Allowed: GET or HEAD\n";
@@ -176,7 +176,8 @@ void serve_health_answer(serve_health *h, const httpd_req *rq, httpd_conn *c,
     if (!strcmp(rq->path, "/readyz")) {
         bool ok = ready(h, now_ms);
         status = ok ? 200 : 503;
-        j = json_pack("{s:s,s:I}", "status", ok ? "ready" : "not ready", "stores", (json_int_t)h->n);
+        j = json_pack("{s:s,s:I}", "status", ok ? "ready" : "not ready", "stores",
+                      (json_int_t)h->n);
     } else {
         j = json_pack("{s:s,s:{s:I,s:I,s:f,s:f},s:I}", "status", "ok", "engines", "open",
                       (json_int_t)f->engines, "max", (json_int_t)f->max_engines, "estimatedMb",

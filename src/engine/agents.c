@@ -18,7 +18,7 @@
 
 /* The tables of a SQLite index that hold the agent's rows. */
 static const char *const lite_tables[] = {
-    "meta",   "files",         "chunks",        "vectors",
+    "meta",       "files",           "chunks",        "vectors",
     "vector_log", "embedding_cache", "embed_batches", "embed_batch_items",
 };
 
@@ -56,9 +56,9 @@ static bool is_pg(const cm_config *c)
 
 typedef struct lister {
     const cm_options *opt;
-    json_t *byid;  /* id -> entry */
-    json_t *dsns;  /* DSNs already listed (kept in memory only) */
-    bool scanned;  /* the default SQLite directory */
+    json_t *byid; /* id -> entry */
+    json_t *dsns; /* DSNs already listed (kept in memory only) */
+    bool scanned; /* the default SQLite directory */
 } lister;
 
 static json_t *entry(lister *l, const char *id)

@@ -8,7 +8,7 @@
 #include "store_pg_int.h"
 
 const char *const cm_store_pg_tables[STORE_PG_NTABLES] = {
-    "clawmem_agents", "clawmem_meta",       "clawmem_files", "clawmem_chunks",
+    "clawmem_agents",  "clawmem_meta",       "clawmem_files", "clawmem_chunks",
     "clawmem_vectors", "clawmem_vector_log", "clawmem_cache",
 };
 
@@ -71,10 +71,12 @@ cm_rc cm_store_pg_agents(store *s, store_pg_agent **out, size_t *n, char *err, s
     /* one row per (agent, table) with rows, pivoted here */
     for (size_t k = 0; k < STORE_PG_NTABLES; k++) {
         if (k == LOG_TABLE && !s->pg->has_log) continue;
-        CHECK(cm_buf_printf(&sql, "%sSELECT agent_id, %zu, count(*) FROM %s GROUP BY agent_id",
-                            sql.len ? " UNION ALL " : "", k, cm_store_pg_tables[k]));
+        CHECK(cm_buf_printf(&sql,
+                            "%sSELECT agent_id, %zu AS k, count(*) AS n FROM %s GROUP BY "
+                            "agent_id",
+                            sql.len ? " UNION ALL " : "SELECT * FROM (", k, cm_store_pg_tables[k]));
     }
-    CHECK(cm_buf_adds(&sql, " ORDER BY 1 COLLATE \"C\", 2"));
+    CHECK(cm_buf_adds(&sql, ") u ORDER BY agent_id COLLATE \"C\", k"));
     CHECK(cm_store_pg_run(s, sql.data, 0, NULL, "list the agents", &r, err, errlen));
     int nt = cm_store_pg_lib.ntuples(r);
     if (nt && !(*out = calloc((size_t)nt, sizeof **out))) FAIL(CM_ENOMEM, "out of memory");
