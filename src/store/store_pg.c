@@ -65,6 +65,8 @@ static void pq_load(void)
     PQ_SYM(exec, "PQexec");
     PQ_SYM(reset, "PQreset");
     PQ_SYM(exec_params, "PQexecParams");
+    PQ_SYM(prepare, "PQprepare");
+    PQ_SYM(exec_prepared, "PQexecPrepared");
     PQ_SYM(result_status, "PQresultStatus");
     PQ_SYM(result_error_field, "PQresultErrorField");
     PQ_SYM(clear, "PQclear");
@@ -116,6 +118,13 @@ static bool ok_status(const PGresult *r)
     return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 }
 
+/* A session's settings: the lock timeout ($1 ms), and generic plans for
+ * prepared statements: the search's plan does not depend on its
+ * parameters' values, and planning it costs more than running it. */
+static const char session_sql[] =
+    "SELECT set_config('lock_timeout', $1, false), set_config('plan_cache_mode', "
+    "'force_generic_plan', false)";
+
 /* Executes sql (n < 0: several statements without parameters; lens[i] > 0:
  * parameter i is binary; bin: binary results). Outside a transaction, a
  * connection the server dropped (a restart, a failover) is reset and the
@@ -141,8 +150,8 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
     if (cm_store_pg_lib.status(s->pg->conn) != CONNECTION_OK) return r;
     cm_store_pg_lib.set_notice_processor(s->pg->conn, no_notices, NULL);
     const char *p1[] = {s->pg->lock_ms};
-    PGresult *t = cm_store_pg_lib.exec_params(
-        s->pg->conn, "SELECT set_config('lock_timeout', $1, false)", 1, NULL, p1, NULL, NULL, 0);
+    s->pg->prepared = 0; /* a new session: nothing prepared */
+    PGresult *t = cm_store_pg_lib.exec_params(s->pg->conn, session_sql, 1, NULL, p1, NULL, NULL, 0);
     bool set = ok_status(t);
     if (t) cm_store_pg_lib.clear(t);
     if (!set) return r;
@@ -151,6 +160,52 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
 }
 
 static cm_rc flush_files(store *s, char *err, size_t errlen);
+
+static const char *const stmt_names[PG_STMT_N] = {"cm_search"};
+
+/* Prepares statement id on the connection unless it has it. */
+static PGresult *prepare_once(store *s, int id, const char *sql, int n)
+{
+    if (s->pg->prepared & (1u << id)) return NULL;
+    PGresult *r = cm_store_pg_lib.prepare(s->pg->conn, stmt_names[id], sql, n, NULL);
+    if (!ok_status(r)) return r;
+    cm_store_pg_lib.clear(r);
+    s->pg->prepared |= 1u << id;
+    return NULL;
+}
+
+cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const char *const *v,
+                               const char *what, PGresult **res, char *err, size_t errlen)
+{
+    if (s->pg->npend) {
+        cm_rc rc = flush_files(s, err, errlen);
+        if (rc) return rc;
+    }
+    PGresult *r = NULL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (r) cm_store_pg_lib.clear(r);
+        r = prepare_once(s, id, sql, n);
+        if (!r) r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_names[id], n, v, NULL, NULL, 0);
+        if (ok_status(r) || s->pg->depth ||
+            cm_store_pg_lib.status(s->pg->conn) != CONNECTION_BAD)
+            break;
+        /* the server dropped the connection: a new session, prepared again */
+        PGresult *t = exec_sql(s, "SELECT 1", 0, NULL, NULL, 0);
+        bool up = ok_status(t);
+        if (t) cm_store_pg_lib.clear(t);
+        if (!up) break;
+    }
+    if (!ok_status(r)) {
+        cm_rc rc = pg_fail(s, r, what, err, errlen);
+        if (r) cm_store_pg_lib.clear(r);
+        return rc;
+    }
+    if (res)
+        *res = r;
+    else
+        cm_store_pg_lib.clear(r);
+    return CM_OK;
+}
 
 /* Runs sql with text parameters (a NULL value is SQL NULL); *res receives
  * the result when the caller wants rows (then it must clear it). n < 0: sql
@@ -284,8 +339,7 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     cm_store_pg_lib.set_notice_processor(s->pg->conn, no_notices, NULL);
     snprintf(s->pg->lock_ms, sizeof s->pg->lock_ms, "%d", busy_ms > 0 ? busy_ms : 1);
     const char *p1[] = {s->pg->lock_ms};
-    CHECK(cm_store_pg_run(s, "SELECT set_config('lock_timeout', $1, false)", 1, p1,
-                          "set the lock timeout", NULL, err, errlen));
+    CHECK(cm_store_pg_run(s, session_sql, 1, p1, "set the lock timeout", NULL, err, errlen));
     CHECK(ensure_schema(s, (flags & STORE_CREATE) != 0, err, errlen));
     const char *pa[] = {agent};
     rc = cm_store_pg_run(s, "SELECT tokenizer FROM clawmem_agents WHERE agent_id = $1", 1, pa,
