@@ -66,6 +66,8 @@ static void pq_load(void)
     PQ_SYM(reset, "PQreset");
     PQ_SYM(exec_params, "PQexecParams");
     PQ_SYM(prepare, "PQprepare");
+    PQ_SYM(send_query_params, "PQsendQueryParams");
+    PQ_SYM(get_result, "PQgetResult");
     PQ_SYM(exec_prepared, "PQexecPrepared");
     PQ_SYM(result_status, "PQresultStatus");
     PQ_SYM(result_error_field, "PQresultErrorField");
@@ -160,6 +162,7 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
 }
 
 static cm_rc flush_files(store *s, char *err, size_t errlen);
+static cm_rc collect_batch(store *s, char *err, size_t errlen);
 
 static const char *const stmt_names[PG_STMT_N] = {"cm_search"};
 
@@ -177,10 +180,9 @@ static PGresult *prepare_once(store *s, int id, const char *sql, int n)
 cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const char *const *v,
                                const char *what, PGresult **res, char *err, size_t errlen)
 {
-    if (s->pg->npend) {
-        cm_rc rc = flush_files(s, err, errlen);
-        if (rc) return rc;
-    }
+    cm_rc frc = s->pg->npend ? flush_files(s, err, errlen) : CM_OK;
+    if (!frc && s->pg->inflight) frc = collect_batch(s, err, errlen);
+    if (frc) return frc;
     PGresult *r = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (r) cm_store_pg_lib.clear(r);
@@ -222,10 +224,9 @@ cm_rc cm_store_pg_run(store *s, const char *sql, int n, const char *const *v, co
 cm_rc cm_store_pg_run_bin(store *s, const char *sql, int n, const char *const *v, const int *lens,
                           int bin, const char *what, PGresult **res, char *err, size_t errlen)
 {
-    if (s->pg->npend) {
-        cm_rc rc = flush_files(s, err, errlen);
-        if (rc) return rc;
-    }
+    cm_rc frc = s->pg->npend ? flush_files(s, err, errlen) : CM_OK;
+    if (!frc && s->pg->inflight) frc = collect_batch(s, err, errlen);
+    if (frc) return frc;
     PGresult *r = exec_sql(s, sql, n, v, lens, bin);
     if (!ok_status(r)) {
         cm_rc rc = pg_fail(s, r, what, err, errlen);
@@ -409,7 +410,9 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     }
     if (p->depth == 0) return CM_OK;
     p->fresh = false;
-    cm_rc rc = p->npend ? flush_files(s, err, errlen) : CM_OK; /* before the totals are read */
+    /* the last batch, before the totals are read */
+    cm_rc rc = p->npend ? flush_files(s, err, errlen) : CM_OK;
+    if (!rc && p->inflight) rc = collect_batch(s, err, errlen);
     if (rc) {
         cm_store_pg_rollback(s);
         return rc;
@@ -492,6 +495,10 @@ void cm_store_pg_rollback(store *s)
 {
     if (!s->pg || !s->pg->depth) return;
     drop_pending(s->pg); /* never sent: the transaction ends without them */
+    if (s->pg->inflight) { /* sent: its result read and dropped */
+        char ignore0[8];
+        collect_batch(s, ignore0, sizeof ignore0);
+    }
     s->pg->depth = 0;
     s->pg->fresh = false;
     char ignore[8];
@@ -687,15 +694,33 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
  * element per chunk, its file's path and source repeated), the tsvector and
  * its token count computed by the server; the agent's chunk and token
  * totals (BM25's N and average length) change by what each insert and
- * delete returns, applied at commit. */
+ * delete returns, applied at commit. OFFSET 0 keeps the lateral subquery
+ * whole: pulled up, its to_tsvector would run once for each use of tsv. */
 static const char insert_chunks_sql[] =
     "WITH i AS (INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, "
     "text, updated_at, tsv, ntok) SELECT $1, t.p, t.so, t.sl, t.el, t.h, t.tx, t.u, v.tsv, "
     "(SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(v.tsv)) FROM unnest($2::text[], "
     "$3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH "
     "ORDINALITY AS t(p, so, sl, el, h, tx, u, kw, i) CROSS JOIN LATERAL (SELECT "
-    "to_tsvector($10::regconfig, t.kw) AS tsv) v ORDER BY t.i RETURNING ntok) SELECT count(*), "
+    "to_tsvector($10::regconfig, t.kw) AS tsv OFFSET 0) v ORDER BY t.i RETURNING ntok) SELECT "
+    "count(*), "
     "coalesce(sum(ntok), 0) FROM i";
+
+/* A rebuild's batch, one statement sent without waiting for it (the next
+ * statement reads its result first): the chunks as insert_chunks_sql
+ * ($1..$10), the files' rows as upsert_files_sql ($11..$16; a rebuild's
+ * agent has none to conflict with). */
+static const char insert_batch_sql[] =
+    "WITH i AS (INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, "
+    "text, updated_at, tsv, ntok) SELECT $1, t.p, t.so, t.sl, t.el, t.h, t.tx, t.u, v.tsv, "
+    "(SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(v.tsv)) FROM unnest($2::text[], "
+    "$3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH "
+    "ORDINALITY AS t(p, so, sl, el, h, tx, u, kw, i) CROSS JOIN LATERAL (SELECT "
+    "to_tsvector($10::regconfig, t.kw) AS tsv OFFSET 0) v ORDER BY t.i RETURNING ntok), "
+    "f AS (INSERT INTO clawmem_files(agent_id, path, source, hash, mtime, size, problem) SELECT "
+    "$1, t.p, t.so, t.h, t.m, t.sz, t.pr FROM unnest($11::text[], $12::text[], $13::text[], "
+    "$14::bigint[], $15::bigint[], $16::text[]) AS t(p, so, h, m, sz, pr) RETURNING 1) "
+    "SELECT count(*), coalesce(sum(ntok), 0), (SELECT count(*) FROM f) FROM i";
 
 /* The files' rows of a batch, one statement. */
 static const char upsert_files_sql[] =
@@ -754,8 +779,55 @@ static cm_rc array_null(buf *b)
     return rc ? rc : cm_buf_adds(b, "NULL");
 }
 
+/* Reads the result of the batch in flight: its chunk and token totals
+ * count, its failure is this call's. */
+static cm_rc collect_batch(store *s, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    cm_rc rc = CM_OK;
+    PGresult *r;
+    p->inflight = false;
+    while ((r = cm_store_pg_lib.get_result(p->conn)) != NULL) {
+        if (!rc && !ok_status(r)) {
+            rc = pg_fail(s, r, "insert chunks", err, errlen);
+        } else if (!rc && cm_store_pg_lib.ntuples(r) == 1) {
+            p->dchunks += strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
+            p->dntok += strtoll(cm_store_pg_lib.getvalue(r, 0, 1), NULL, 10);
+        }
+        cm_store_pg_lib.clear(r);
+    }
+    return rc;
+}
+
+/* A rebuild's batch: sent with the arrays closed, read by the next
+ * statement (collect_batch), so the server indexes it while this process
+ * reads and chunks the next files. */
+static cm_rc send_batch(store *s, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    cm_rc rc = CM_OK;
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+        CHECK(p->pend_chunks[k].len ? cm_buf_addc(&p->pend_chunks[k], '}')
+                                    : cm_buf_adds(&p->pend_chunks[k], "{}"));
+    const char *pa[16] = {p->agent};
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+        pa[1 + k] = p->pend_chunks[k].data;
+    pa[9] = p->tsconfig;
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
+        pa[10 + k] = p->pend_files[k].data;
+    if (!cm_store_pg_lib.send_query_params(p->conn, insert_batch_sql, 16, NULL, pa, NULL, NULL,
+                                           0)) {
+        rc = pg_fail(s, NULL, "insert chunks", err, errlen);
+        goto out;
+    }
+    p->inflight = true;
+out:
+    return rc;
+}
+
 /* Closes the pending arrays and writes them: the chunks of every pending
- * file in one statement, their rows in another. */
+ * file in one statement, their rows in another (a rebuild: one statement,
+ * not waited for). */
 static cm_rc flush_files(store *s, char *err, size_t errlen)
 {
     struct store_pg *p = s->pg;
@@ -763,8 +835,13 @@ static cm_rc flush_files(store *s, char *err, size_t errlen)
     size_t nfiles = p->npend;
     p->npend = 0; /* the statements below run through cm_store_pg_run */
     if (!nfiles) return CM_OK;
+    if (p->inflight) CHECK(collect_batch(s, err, errlen)); /* one statement at a time */
     for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
         CHECK(cm_buf_addc(&p->pend_files[k], '}'));
+    if (p->fresh) {
+        CHECK(send_batch(s, err, errlen));
+        goto out;
+    }
     if (p->pend_chunks[0].len) {
         for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
             CHECK(cm_buf_addc(&p->pend_chunks[k], '}'));

@@ -23,6 +23,9 @@ typedef struct store_pg_lib {
     void (*reset)(PGconn *);
     PGresult *(*exec_params)(PGconn *, const char *, int, const Oid *, const char *const *,
                              const int *, const int *, int);
+    int (*send_query_params)(PGconn *, const char *, int, const Oid *, const char *const *,
+                             const int *, const int *, int);
+    PGresult *(*get_result)(PGconn *);
     PGresult *(*prepare)(PGconn *, const char *, const char *, int, const Oid *);
     PGresult *(*exec_prepared)(PGconn *, const char *, int, const char *const *, const int *,
                                const int *, int);
@@ -59,6 +62,7 @@ struct store_pg {
     buf pend_chunks[8], pend_files[6];
     size_t npend;
     unsigned prepared; /* the statements of cm_store_pg_run_prepared this connection has */
+    bool inflight;     /* a rebuild's batch sent, its result not read yet (store_pg.c) */
 };
 
 /* Statements prepared once per connection (cm_store_pg_run_prepared). */
