@@ -422,23 +422,22 @@ static slot *S_acquire(srv *s, const char *agent, bool *busy, char *err, size_t 
  * the caller closes them outside it. */
 static slot *S_over_budget(srv *s, const slot *keep)
 {
-    lru_item items[256];
-    bool close[256];
-    slot *ptr[256], *victims = NULL;
-    size_t n = 0, k = SIZE_MAX;
-    if (!s->so.max_engine_bytes || s->mem <= s->so.max_engine_bytes) return NULL;
-    for (slot *sl = s->slots; sl && n < ARRAY_LEN(items); sl = sl->next, n++) {
+    slot *victims = NULL;
+    size_t n = 0, k = SIZE_MAX, cap = (size_t)s->nslots;
+    if (!s->so.max_engine_bytes || s->mem <= s->so.max_engine_bytes || !cap) return NULL;
+    lru_item *items = calloc(cap, sizeof *items);
+    bool *close = calloc(cap, sizeof *close);
+    if (!items || !close) goto out; /* no budget this time: the next release tries again */
+    for (slot *sl = s->slots; sl && n < cap; sl = sl->next, n++) {
         items[n] = (lru_item){sl->last_used, sl->mem, sl->refs > 0};
-        ptr[n] = sl;
         if (sl == keep) k = n;
     }
-    if (!cm_engine_lru_over(items, n, s->so.max_engine_bytes, k, close)) return NULL;
-    for (slot **p = &s->slots; *p;) {
+    if (!cm_engine_lru_over(items, n, s->so.max_engine_bytes, k, close)) goto out;
+    /* the list in the same order: item i is the i-th slot */
+    size_t i = 0;
+    for (slot **p = &s->slots; *p && i < n; i++) {
         slot *sl = *p;
-        size_t i = 0;
-        while (i < n && ptr[i] != sl)
-            i++;
-        if (i < n && close[i]) {
+        if (close[i]) {
             *p = sl->next;
             s->nslots--;
             s->mem -= sl->mem;
@@ -448,6 +447,9 @@ static slot *S_over_budget(srv *s, const slot *keep)
             p = &sl->next;
         }
     }
+out:
+    free(items);
+    free(close);
     return victims;
 }
 
