@@ -58,6 +58,7 @@ static const char usage_main[] =
     "  gateway [run|status] [--listen ADDR:PORT] [--workers N] [--json]\n"
     "                                 chat channels in, agent replies out (until SIGTERM)\n"
     "  chat [MESSAGE]                 talk to the agent: through a running gateway, else here\n"
+    "  agents list|delete ID [--yes]  the agents the store holds; delete: every row of one\n"
     "  help [COMMAND]                 this text, or one command's\n"
     "\n"
     "options (before or after the command):\n"
@@ -123,8 +124,8 @@ static const char usage_mcp[] =
 
 static const char usage_serve[] =
     "usage: clawmem serve [--listen ADDR:PORT] [--tokens FILE] [--allow-write]\n"
-    "                     [--allow-origin ORIGIN]... [--max-engines N] [--max-conns N]\n"
-    "                     [--max-conns-per-addr N] [--no-watch] [--debounce MS]\n"
+    "                     [--allow-origin ORIGIN]... [--max-engines N] [--max-engine-mb MB]\n"
+    "                     [--max-conns N] [--max-conns-per-addr N] [--no-watch] [--debounce MS]\n"
     "                     [--first-sync-wait MS] [--verbose]\n"
     "Serves the memory tools of every agent in the config's agents.list[] over MCP\n"
     "Streamable HTTP (protocol 2025-11-25 with sessions, and the stateless 2026-07-28) at\n"
@@ -139,13 +140,18 @@ static const char usage_serve[] =
     "  --allow-write        enable memory_write (also config clawmem.memoryWrite: true)\n"
     "  --allow-origin O     a browser Origin allowed besides loopback ones (DNS rebinding)\n"
     "  --max-engines N      agents' engines open at once, least recently used closed (32)\n"
+    "  --max-engine-mb MB   their estimated memory (vectors, page cache) at most MB: the\n"
+    "                       least recently used idle ones closed above it (default: none)\n"
     "  --max-conns N        connections at once (256)\n"
     "  --max-conns-per-addr N  ... from one client address (a quarter of --max-conns, at\n"
     "                       least 8); behind a reverse proxy every client has its address:\n"
     "                       give --max-conns there\n"
     "  --no-watch           no watchers (else one per open agent on a local file system)\n"
     "  --first-sync-wait MS an agent's first searches wait this long for its first sync\n"
-    "                       (default 5000; 0: no wait)\n";
+    "                       (default 5000; 0: no wait)\n"
+    "GET /healthz answers 200 while the process runs, with the open engines and their\n"
+    "estimated MB; GET /readyz answers 200 when every store the agents use answers (each\n"
+    "PostgreSQL server a SELECT 1), else 503: probes for a load balancer, no token needed.\n";
 
 static int verbose, quiet;
 
@@ -692,8 +698,9 @@ static int cmd_mcp(const cm_options *base, int argc, char **argv)
 static int serve_pipe[2] = {-1, -1};
 
 #define SERVE_OPTIONS                                                                             \
-    "--listen|--tokens|--allow-write|--allow-origin|--max-engines|--max-conns|--no-watch|"        \
-    "--debounce|--verbose|--help"
+    "--listen|--tokens|--allow-write|--allow-origin|--max-engines|--max-engine-mb|--max-conns|"   \
+    "--max-conns-per-addr|"                                                                       \
+    "--no-watch|--debounce|--first-sync-wait|--verbose|--help"
 
 static void on_serve_stop(int sig)
 {
@@ -707,7 +714,7 @@ static void on_serve_stop(int sig)
 static int cmd_serve(const cm_options *base, int argc, char **argv)
 {
     cm_options opt = *base;
-    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1, -1, 0};
+    serve_opts so = {NULL, NULL, NULL, 0, 0, -1, -1, -1, -1, 0, 0};
     const char **origins = calloc((size_t)argc + 1, sizeof *origins);
     size_t norigins = 0;
     int rc = 1;
@@ -753,7 +760,17 @@ static int cmd_serve(const cm_options *base, int argc, char **argv)
               : !strcmp(a, "--max-conns-per-addr") ? &so.max_conns_per_addr
                                                    : &so.max_conns) = (int)n;
             i++;
-        } else if (!v && option_in("--listen|--tokens|--allow-origin|--max-engines|--max-conns", a)) {
+        } else if (!strcmp(a, "--max-engine-mb") && v) {
+            double mb = strtod(v, &end);
+            if (!*v || *end || !(mb >= 0.1 && mb <= 1048576)) {
+                die("serve: --max-engine-mb needs megabytes from 0.1 to 1048576");
+                goto out;
+            }
+            so.max_engine_bytes = (size_t)(mb * 1048576.0);
+            i++;
+        } else if (!v && option_in("--listen|--tokens|--allow-origin|--max-engines|--max-conns|"
+                                   "--max-engine-mb|--max-conns-per-addr",
+                                   a)) {
             die("serve: %s needs a value", a);
             goto out;
         } else {
@@ -830,6 +847,7 @@ static const command commands[] = {
     {"sessions", NULL, cmd_sessions, usage_sessions},
     {"models", NULL, cmd_models, usage_models},
     {"pairing", NULL, cmd_pairing, usage_pairing},
+    {"agents", NULL, cmd_agents, usage_agents},
     {"gateway", NULL, cmd_gateway, usage_gateway},
     {"chat", NULL, cmd_chat, usage_chat},
     {"help", NULL, cmd_help, usage_main},
@@ -891,7 +909,7 @@ int main(int argc, char **argv)
     }
     if (i >= argc)
         return die("missing COMMAND: status, index, search, get, watch, mcp, serve, sessions, "
-                   "models, pairing, gateway, chat or help (see clawmem help)");
+                   "models, pairing, agents, gateway, chat or help (see clawmem help)");
     const char *name = argv[i++];
     int nargs = argc - i;
     char **args = argv + i;

@@ -36,7 +36,8 @@ int unknown_option(const char *cmd, const char *arg, const char *known);
  * keep_lines leaves '\n' and '\t' as they are. */
 void put_safe(FILE *f, const char *s, int keep_lines);
 
-extern const char usage_sessions[], usage_models[], usage_pairing[], usage_gateway[], usage_chat[];
+extern const char usage_sessions[], usage_models[], usage_pairing[], usage_gateway[], usage_chat[],
+    usage_agents[];
 
 /* clawmem sessions … (cmd_sessions.c) */
 int cmd_sessions(const cm_options *opt, int argc, char **argv);
@@ -46,6 +47,8 @@ int cmd_models(const cm_options *opt, int argc, char **argv);
 int cmd_pairing(const cm_options *opt, int argc, char **argv);
 /* clawmem gateway [run|status] (cmd_gateway.c) */
 int cmd_gateway(const cm_options *opt, int argc, char **argv);
+/* clawmem agents list|delete (cmd_agents.c) */
+int cmd_agents(const cm_options *opt, int argc, char **argv);
 /* clawmem chat (cmd_chat.c) */
 int cmd_chat(const cm_options *opt, int argc, char **argv);
 

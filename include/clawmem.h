@@ -234,6 +234,13 @@ cm_rc cm_memory_write(cm_engine *e, const char *path, const char *text, int64_t 
 /* Nonzero when memory_write is enabled for this engine. */
 int cm_engine_writable(const cm_engine *e);
 
+/* An estimate of the heap the engine holds, in bytes: the vectors it loaded,
+ * its SQLite connection's page cache and statements, and a fixed share for
+ * the engine itself (its config, provider and connection). For an LRU of
+ * engines bounded by memory (`clawmem serve --max-engine-mb`). Not thread
+ * safe against a call running on the same engine. */
+size_t cm_engine_memory(const cm_engine *e);
+
 typedef struct cm_watch_opts {
     volatile int *stop; /* set nonzero to return: from a signal handler, or from another
                            thread with an atomic store (__atomic_store_n); read atomically */
@@ -279,5 +286,6 @@ void cm_free(void *p);
 #include "clawmem/agent.h"
 #include "clawmem/gateway.h"
 #include "clawmem/session.h"
+#include "clawmem/agents.h"
 
 #endif

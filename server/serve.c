@@ -38,7 +38,9 @@
 #include "../src/base/json5.h"
 #include "../src/config/config.h"
 #include "../src/net/httpd.h"
+#include "engine_lru.h"
 #include "first_sync.h"
+#include "health.h"
 #include "mcp.h"
 #include "mcp_rpc.h"
 #include "serve.h"
@@ -63,6 +65,7 @@ typedef struct slot {
     pthread_mutex_t use; /* one request at a time on the engine */
     int refs;            /* requests holding it (under srv.mu) */
     uint64_t last_used;
+    size_t mem; /* cm_engine_memory after its last request (under srv.mu) */
     /* the watcher */
     bool watching;
     pthread_t thr;
@@ -96,6 +99,8 @@ typedef struct srv {
     pthread_cond_t idle; /* an engine's last request ended */
     slot *slots;
     int nslots;
+    size_t mem; /* the slots' mem, summed */
+    serve_health *health;
     uint64_t tick;
     session *sessions;
     size_t nsessions;
@@ -383,6 +388,7 @@ static slot *S_acquire(srv *s, const char *agent, bool *busy, char *err, size_t 
             victim = *vp;
             *vp = victim->next;
             s->nslots--;
+            s->mem -= victim->mem;
             break;
         }
         int64_t left = deadline - cm_now_ms();
@@ -415,10 +421,68 @@ static slot *S_acquire(srv *s, const char *agent, bool *busy, char *err, size_t 
     return sl;
 }
 
-static void S_release(srv *s, slot *sl)
+/* Unlinks the idle engines that must close for the open ones to fit
+ * --max-engine-mb (never keep), least recently used first (under s->mu);
+ * the caller closes them outside it. */
+static slot *S_over_budget(srv *s, const slot *keep)
+{
+    slot *victims = NULL;
+    size_t n = 0, k = SIZE_MAX, cap = (size_t)s->nslots;
+    if (!s->so.max_engine_bytes || s->mem <= s->so.max_engine_bytes || !cap) return NULL;
+    lru_item *items = calloc(cap, sizeof *items);
+    bool *close = calloc(cap, sizeof *close);
+    if (!items || !close) goto out; /* no budget this time: the next release tries again */
+    for (slot *sl = s->slots; sl && n < cap; sl = sl->next, n++) {
+        items[n] = (lru_item){sl->last_used, sl->mem, sl->refs > 0};
+        if (sl == keep) k = n;
+    }
+    if (!cm_engine_lru_over(items, n, s->so.max_engine_bytes, k, close)) goto out;
+    /* the list in the same order: item i is the i-th slot */
+    size_t i = 0;
+    for (slot **p = &s->slots; *p && i < n; i++) {
+        slot *sl = *p;
+        if (close[i]) {
+            *p = sl->next;
+            s->nslots--;
+            s->mem -= sl->mem;
+            sl->next = victims;
+            victims = sl;
+        } else {
+            p = &sl->next;
+        }
+    }
+out:
+    free(items);
+    free(close);
+    return victims;
+}
+
+/* Ends a request's hold on sl; mem: the engine's memory after it. */
+static void S_release(srv *s, slot *sl, size_t mem)
 {
     pthread_mutex_lock(&s->mu);
+    s->mem = s->mem - sl->mem + mem;
+    sl->mem = mem;
     if (--sl->refs == 0) pthread_cond_signal(&s->idle);
+    slot *victims = S_over_budget(s, sl);
+    pthread_mutex_unlock(&s->mu);
+    while (victims) {
+        slot *next = victims->next;
+        S_log(s, CM_LOG_DEBUG, "agent %s: engine closed (--max-engine-mb)", victims->agent);
+        S_slot_close(victims);
+        victims = next;
+    }
+}
+
+/* The figures /healthz shows. */
+static void S_figures(srv *s, serve_figures *f)
+{
+    pthread_mutex_lock(&s->mu);
+    f->engines = (size_t)s->nslots;
+    f->max_engines = (size_t)s->so.max_engines;
+    f->bytes = s->mem;
+    f->max_bytes = s->so.max_engine_bytes;
+    f->sessions = s->nsessions;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -592,6 +656,12 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     char err[CM_ERR_SIZE];
     const char *path_agent = NULL;
 
+    if (serve_health_path(rq->path)) { /* a load balancer's probes: no token */
+        serve_figures f;
+        S_figures(s, &f);
+        serve_health_answer(s->health, rq, c, &f, cm_now_ms());
+        goto out;
+    }
     /* DNS rebinding: a page elsewhere must not reach a loopback server */
     if (!S_origin_ok(s, cm_net_httpd_header_get(rq, "Origin"))) {
         S_plain(c, 403, NULL, "Forbidden: Origin not allowed (see clawmem serve --allow-origin)");
@@ -745,8 +815,9 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
         cm_engine_sync(sl->engine, CM_SYNC_NOWAIT | CM_SYNC_UNLESS_WATCHED, NULL, NULL, NULL, err,
                        sizeof err);
     ans = mcp_rpc_answer(&r, msg);
+    size_t mem = cm_engine_memory(sl->engine);
     pthread_mutex_unlock(&sl->use);
-    S_release(s, sl);
+    S_release(s, sl, mem);
     if (!ans) { /* a notification or a response */
         cm_net_httpd_respond(c, 202, NULL, NULL, 0);
         goto out;
@@ -797,6 +868,11 @@ int mcp_serve_http(const cm_options *opt, const serve_opts *so)
         goto out;
     }
     S_report_agents(&s);
+    if (serve_health_open(&s.opt, s.agents, s.nagents, s.default_agent, &s.health, err,
+                          sizeof err) != CM_OK) {
+        S_log(&s, CM_LOG_ERROR, "%s", err);
+        goto out;
+    }
     httpd_opts ho = cm_net_httpd_defaults();
     ho.listen = so->listen ? so->listen : "127.0.0.1:8765";
     if (so->max_conns > 0) ho.max_conns = so->max_conns;
@@ -853,6 +929,7 @@ out:
         free(s.tokens[i].agent);
     }
     free(s.tokens);
+    serve_health_free(s.health);
     json_decref(s.tools_ro);
     json_decref(s.tools_rw);
     pthread_mutex_destroy(&s.mu);

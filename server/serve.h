@@ -22,6 +22,8 @@ typedef struct serve_opts {
                                sync (first_sync.h); < 0: FIRST_SYNC_WAIT_MS, 0: no wait */
     int max_conns_per_addr;     /* open connections from one client address; <= 0: httpd's
                                    default (a quarter of max_conns, at least 8) */
+    size_t max_engine_bytes; /* the open engines' estimated memory (cm_engine_memory), least
+                                recently used idle ones closed above it; 0: no bound */
 } serve_opts;
 
 /* Serves until stop_fd becomes readable. Prints "listening on

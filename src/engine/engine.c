@@ -96,6 +96,27 @@ int cm_engine_writable(const cm_engine *e)
     return engine_writable(e);
 }
 
+/* The engine's own share: its struct, config, provider state and the
+ * connection's buffers, measured at about this for a small workspace. */
+#define ENGINE_BASE_BYTES (256u << 10)
+
+size_t cm_engine_memory(const cm_engine *e)
+{
+    if (!e) return 0;
+    size_t n = ENGINE_BASE_BYTES;
+    if (e->vx_loaded) n += cm_vec_index_bytes(&e->vx);
+    if (e->st_open && e->st.db) {
+        static const int ops[] = {SQLITE_DBSTATUS_CACHE_USED, SQLITE_DBSTATUS_SCHEMA_USED,
+                                  SQLITE_DBSTATUS_STMT_USED};
+        for (size_t i = 0; i < ARRAY_LEN(ops); i++) {
+            int cur = 0, hi = 0;
+            if (sqlite3_db_status(e->st.db, ops[i], &cur, &hi, 0) == SQLITE_OK && cur > 0)
+                n += (size_t)cur;
+        }
+    }
+    return n;
+}
+
 const cm_config *cm_engine_config(const cm_engine *e)
 {
     return &e->cfg;

@@ -20,6 +20,9 @@
 enum {
     STORE_CREATE = 1 << 0, /* create the file and the schema when absent */
     STORE_BULK = 1 << 1,   /* a private file being built: no journal, no fsync */
+    /* PostgreSQL: open the tables for an agent that may have no index
+     * (agents list|delete); never creates them */
+    STORE_ANY_AGENT = 1 << 2,
 };
 
 struct store_pg;
@@ -89,11 +92,31 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
  * agent's rows (its embedding cache stays) and records tokenizer; nothing of
  * it is visible to other connections until its cm_store_commit. */
 cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size_t errlen);
+/* Whether the PostgreSQL server of dsn answers (a connection of its own,
+ * waiting at most timeout_s seconds for it, and SELECT 1): readiness for a
+ * load balancer. The message never holds the DSN's password. */
+cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen);
 /* Whether a PostgreSQL store's connection is still up (false after the
  * server went away: reopen it). */
 bool cm_store_pg_connected(const store *s);
 /* Deletes every row of the agent of a PostgreSQL index, cache included. */
 cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen);
+
+/* The tables of a PostgreSQL index, in the order of the counts below. */
+#define STORE_PG_NTABLES 7
+extern const char *const cm_store_pg_tables[STORE_PG_NTABLES];
+/* cm_store_drop_agent in one transaction under the agent's write lock,
+ * rows[i] receiving how many rows of cm_store_pg_tables[i] went. */
+cm_rc cm_store_pg_drop_counted(store *s, int64_t rows[STORE_PG_NTABLES], char *err, size_t errlen);
+/* One agent's rows in each table of a PostgreSQL index. */
+typedef struct store_pg_agent {
+    char *id;
+    int64_t rows[STORE_PG_NTABLES];
+} store_pg_agent;
+/* Every agent that has a row in any table (sorted by id); the caller frees
+ * with cm_store_pg_agents_release. One statement. */
+cm_rc cm_store_pg_agents(store *s, store_pg_agent **out, size_t *n, char *err, size_t errlen);
+void cm_store_pg_agents_release(store_pg_agent *v, size_t n);
 static inline bool store_is_pg(const store *s)
 {
     return s->pg != NULL;

@@ -58,12 +58,17 @@ static void pq_load(void)
     if (!cm_store_pg_lib.h) return;
     bool ok = true;
     PQ_SYM(connectdb, "PQconnectdb");
+    PQ_SYM(connectdb_params, "PQconnectdbParams");
     PQ_SYM(status, "PQstatus");
     PQ_SYM(error_message, "PQerrorMessage");
     PQ_SYM(finish, "PQfinish");
     PQ_SYM(exec, "PQexec");
     PQ_SYM(reset, "PQreset");
     PQ_SYM(exec_params, "PQexecParams");
+    PQ_SYM(prepare, "PQprepare");
+    PQ_SYM(send_query_params, "PQsendQueryParams");
+    PQ_SYM(get_result, "PQgetResult");
+    PQ_SYM(exec_prepared, "PQexecPrepared");
     PQ_SYM(result_status, "PQresultStatus");
     PQ_SYM(result_error_field, "PQresultErrorField");
     PQ_SYM(clear, "PQclear");
@@ -115,6 +120,13 @@ static bool ok_status(const PGresult *r)
     return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 }
 
+/* A session's settings: the lock timeout ($1 ms), and generic plans for
+ * prepared statements: the search's plan does not depend on its
+ * parameters' values, and planning it costs more than running it. */
+static const char session_sql[] =
+    "SELECT set_config('lock_timeout', $1, false), set_config('plan_cache_mode', "
+    "'force_generic_plan', false)";
+
 /* Executes sql (n < 0: several statements without parameters; lens[i] > 0:
  * parameter i is binary; bin: binary results). Outside a transaction, a
  * connection the server dropped (a restart, a failover) is reset and the
@@ -140,8 +152,8 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
     if (cm_store_pg_lib.status(s->pg->conn) != CONNECTION_OK) return r;
     cm_store_pg_lib.set_notice_processor(s->pg->conn, no_notices, NULL);
     const char *p1[] = {s->pg->lock_ms};
-    PGresult *t = cm_store_pg_lib.exec_params(
-        s->pg->conn, "SELECT set_config('lock_timeout', $1, false)", 1, NULL, p1, NULL, NULL, 0);
+    s->pg->prepared = 0; /* a new session: nothing prepared */
+    PGresult *t = cm_store_pg_lib.exec_params(s->pg->conn, session_sql, 1, NULL, p1, NULL, NULL, 0);
     bool set = ok_status(t);
     if (t) cm_store_pg_lib.clear(t);
     if (!set) return r;
@@ -150,6 +162,52 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
 }
 
 static cm_rc flush_files(store *s, char *err, size_t errlen);
+static cm_rc collect_batch(store *s, char *err, size_t errlen);
+
+static const char *const stmt_names[PG_STMT_N] = {"cm_search"};
+
+/* Prepares statement id on the connection unless it has it. */
+static PGresult *prepare_once(store *s, int id, const char *sql, int n)
+{
+    if (s->pg->prepared & (1u << id)) return NULL;
+    PGresult *r = cm_store_pg_lib.prepare(s->pg->conn, stmt_names[id], sql, n, NULL);
+    if (!ok_status(r)) return r;
+    cm_store_pg_lib.clear(r);
+    s->pg->prepared |= 1u << id;
+    return NULL;
+}
+
+cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const char *const *v,
+                               const char *what, PGresult **res, char *err, size_t errlen)
+{
+    cm_rc frc = s->pg->npend ? flush_files(s, err, errlen) : CM_OK;
+    if (!frc && s->pg->inflight) frc = collect_batch(s, err, errlen);
+    if (frc) return frc;
+    PGresult *r = NULL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (r) cm_store_pg_lib.clear(r);
+        r = prepare_once(s, id, sql, n);
+        if (!r) r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_names[id], n, v, NULL, NULL, 0);
+        if (ok_status(r) || s->pg->depth ||
+            cm_store_pg_lib.status(s->pg->conn) != CONNECTION_BAD)
+            break;
+        /* the server dropped the connection: a new session, prepared again */
+        PGresult *t = exec_sql(s, "SELECT 1", 0, NULL, NULL, 0);
+        bool up = ok_status(t);
+        if (t) cm_store_pg_lib.clear(t);
+        if (!up) break;
+    }
+    if (!ok_status(r)) {
+        cm_rc rc = pg_fail(s, r, what, err, errlen);
+        if (r) cm_store_pg_lib.clear(r);
+        return rc;
+    }
+    if (res)
+        *res = r;
+    else
+        cm_store_pg_lib.clear(r);
+    return CM_OK;
+}
 
 /* Runs sql with text parameters (a NULL value is SQL NULL); *res receives
  * the result when the caller wants rows (then it must clear it). n < 0: sql
@@ -166,10 +224,9 @@ cm_rc cm_store_pg_run(store *s, const char *sql, int n, const char *const *v, co
 cm_rc cm_store_pg_run_bin(store *s, const char *sql, int n, const char *const *v, const int *lens,
                           int bin, const char *what, PGresult **res, char *err, size_t errlen)
 {
-    if (s->pg->npend) {
-        cm_rc rc = flush_files(s, err, errlen);
-        if (rc) return rc;
-    }
+    cm_rc frc = s->pg->npend ? flush_files(s, err, errlen) : CM_OK;
+    if (!frc && s->pg->inflight) frc = collect_batch(s, err, errlen);
+    if (frc) return frc;
     PGresult *r = exec_sql(s, sql, n, v, lens, bin);
     if (!ok_status(r)) {
         cm_rc rc = pg_fail(s, r, what, err, errlen);
@@ -283,17 +340,19 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     cm_store_pg_lib.set_notice_processor(s->pg->conn, no_notices, NULL);
     snprintf(s->pg->lock_ms, sizeof s->pg->lock_ms, "%d", busy_ms > 0 ? busy_ms : 1);
     const char *p1[] = {s->pg->lock_ms};
-    CHECK(cm_store_pg_run(s, "SELECT set_config('lock_timeout', $1, false)", 1, p1,
-                          "set the lock timeout", NULL, err, errlen));
+    CHECK(cm_store_pg_run(s, session_sql, 1, p1, "set the lock timeout", NULL, err, errlen));
     CHECK(ensure_schema(s, (flags & STORE_CREATE) != 0, err, errlen));
     const char *pa[] = {agent};
     rc = cm_store_pg_run(s, "SELECT tokenizer FROM clawmem_agents WHERE agent_id = $1", 1, pa,
                          "read the agent", &r, err, errlen);
+    if (rc == CM_ECORRUPT && (flags & STORE_ANY_AGENT))
+        FAIL(CM_ENOTFOUND, "the database holds no clawmem tables");
     if (rc == CM_ECORRUPT && !(flags & STORE_CREATE))
         FAIL(CM_ENOTFOUND, "postgres index of agent %s does not exist yet", agent);
     CHECK(rc);
     const char *tok = cm_store_pg_lib.ntuples(r) ? cm_store_pg_lib.getvalue(r, 0, 0) : NULL;
-    if (!tok && !(flags & STORE_CREATE))
+    /* STORE_ANY_AGENT (agents list|delete): the tables, whatever rows they hold */
+    if (!tok && !(flags & (STORE_CREATE | STORE_ANY_AGENT)))
         FAIL(CM_ENOTFOUND, "postgres index of agent %s does not exist yet", agent);
     if (!tok) tok = tokenizer;
     /* trigram has no tsvector counterpart: unicode61 with CJK bigrams serves */
@@ -351,7 +410,9 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     }
     if (p->depth == 0) return CM_OK;
     p->fresh = false;
-    cm_rc rc = p->npend ? flush_files(s, err, errlen) : CM_OK; /* before the totals are read */
+    /* the last batch, before the totals are read */
+    cm_rc rc = p->npend ? flush_files(s, err, errlen) : CM_OK;
+    if (!rc && p->inflight) rc = collect_batch(s, err, errlen);
     if (rc) {
         cm_store_pg_rollback(s);
         return rc;
@@ -434,6 +495,10 @@ void cm_store_pg_rollback(store *s)
 {
     if (!s->pg || !s->pg->depth) return;
     drop_pending(s->pg); /* never sent: the transaction ends without them */
+    if (s->pg->inflight) { /* sent: its result read and dropped */
+        char ignore0[8];
+        collect_batch(s, ignore0, sizeof ignore0);
+    }
     s->pg->depth = 0;
     s->pg->fresh = false;
     char ignore[8];
@@ -495,36 +560,39 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
     return rc;
 }
 
+cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen)
+{
+    pthread_once(&pq_once, pq_load);
+    if (!cm_store_pg_lib.ok) return cm_seterr(err, errlen, CM_EIO, "libpq (libpq.so.5) is missing");
+    char to[16];
+    snprintf(to, sizeof to, "%d", timeout_s > 0 ? timeout_s : 2);
+    /* dbname expands the DSN (keywords or a URI); the timeout after it wins */
+    const char *const keys[] = {"dbname", "connect_timeout", NULL};
+    const char *const vals[] = {dsn, to, NULL};
+    PGconn *c = cm_store_pg_lib.connectdb_params(keys, vals, 1);
+    cm_rc rc = CM_OK;
+    if (!c) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    if (cm_store_pg_lib.status(c) != CONNECTION_OK) {
+        const char *m = cm_store_pg_lib.error_message(c);
+        rc = cm_seterr(err, errlen, CM_EIO, "postgres: cannot connect: %.*s", (int)strcspn(m, "\n"),
+                       m);
+    } else {
+        cm_store_pg_lib.set_notice_processor(c, no_notices, NULL);
+        PGresult *r = cm_store_pg_lib.exec(c, "SELECT 1");
+        if (!ok_status(r)) {
+            const char *m = cm_store_pg_lib.error_message(c);
+            rc = cm_seterr(err, errlen, CM_EIO, "postgres: SELECT 1 failed: %.*s",
+                           (int)strcspn(m, "\n"), m);
+        }
+        if (r) cm_store_pg_lib.clear(r);
+    }
+    cm_store_pg_lib.finish(c);
+    return rc;
+}
+
 bool cm_store_pg_connected(const store *s)
 {
     return s->pg && s->pg->conn && cm_store_pg_lib.status(s->pg->conn) == CONNECTION_OK;
-}
-
-cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen)
-{
-    if (!s->pg) return cm_seterr(err, errlen, CM_EINVAL, "not a postgres index");
-    cm_rc rc = cm_store_pg_begin(s, err, errlen);
-    if (rc) return rc;
-    const char *pa[] = {s->pg->agent};
-    static const char *const sql[] = {
-        "DELETE FROM clawmem_vectors WHERE agent_id = $1",
-        "DELETE FROM clawmem_chunks WHERE agent_id = $1",
-        "DELETE FROM clawmem_files WHERE agent_id = $1",
-        "DELETE FROM clawmem_meta WHERE agent_id = $1",
-        "DELETE FROM clawmem_cache WHERE agent_id = $1",
-        "DELETE FROM clawmem_agents WHERE agent_id = $1",
-    };
-    if (s->pg->has_log)
-        rc = cm_store_pg_run(s, "DELETE FROM clawmem_vector_log WHERE agent_id = $1", 1, pa,
-                             "delete the agent", NULL, err, errlen);
-    for (size_t i = 0; !rc && i < ARRAY_LEN(sql); i++)
-        rc = cm_store_pg_run(s, sql[i], 1, pa, "delete the agent", NULL, err, errlen);
-    s->pg->dirty = false; /* its version row is gone */
-    if (rc) {
-        cm_store_pg_rollback(s);
-        return rc;
-    }
-    return cm_store_pg_commit(s, err, errlen);
 }
 
 /* ---- meta and files ---------------------------------------------------------- */
@@ -626,15 +694,33 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
  * element per chunk, its file's path and source repeated), the tsvector and
  * its token count computed by the server; the agent's chunk and token
  * totals (BM25's N and average length) change by what each insert and
- * delete returns, applied at commit. */
+ * delete returns, applied at commit. OFFSET 0 keeps the lateral subquery
+ * whole: pulled up, its to_tsvector would run once for each use of tsv. */
 static const char insert_chunks_sql[] =
     "WITH i AS (INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, "
     "text, updated_at, tsv, ntok) SELECT $1, t.p, t.so, t.sl, t.el, t.h, t.tx, t.u, v.tsv, "
     "(SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(v.tsv)) FROM unnest($2::text[], "
     "$3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH "
     "ORDINALITY AS t(p, so, sl, el, h, tx, u, kw, i) CROSS JOIN LATERAL (SELECT "
-    "to_tsvector($10::regconfig, t.kw) AS tsv) v ORDER BY t.i RETURNING ntok) SELECT count(*), "
+    "to_tsvector($10::regconfig, t.kw) AS tsv OFFSET 0) v ORDER BY t.i RETURNING ntok) SELECT "
+    "count(*), "
     "coalesce(sum(ntok), 0) FROM i";
+
+/* A rebuild's batch, one statement sent without waiting for it (the next
+ * statement reads its result first): the chunks as insert_chunks_sql
+ * ($1..$10), the files' rows as upsert_files_sql ($11..$16; a rebuild's
+ * agent has none to conflict with). */
+static const char insert_batch_sql[] =
+    "WITH i AS (INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, "
+    "text, updated_at, tsv, ntok) SELECT $1, t.p, t.so, t.sl, t.el, t.h, t.tx, t.u, v.tsv, "
+    "(SELECT coalesce(sum(cardinality(positions)), 0) FROM unnest(v.tsv)) FROM unnest($2::text[], "
+    "$3::text[], $4::int[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::text[]) WITH "
+    "ORDINALITY AS t(p, so, sl, el, h, tx, u, kw, i) CROSS JOIN LATERAL (SELECT "
+    "to_tsvector($10::regconfig, t.kw) AS tsv OFFSET 0) v ORDER BY t.i RETURNING ntok), "
+    "f AS (INSERT INTO clawmem_files(agent_id, path, source, hash, mtime, size, problem) SELECT "
+    "$1, t.p, t.so, t.h, t.m, t.sz, t.pr FROM unnest($11::text[], $12::text[], $13::text[], "
+    "$14::bigint[], $15::bigint[], $16::text[]) AS t(p, so, h, m, sz, pr) RETURNING 1) "
+    "SELECT count(*), coalesce(sum(ntok), 0), (SELECT count(*) FROM f) FROM i";
 
 /* The files' rows of a batch, one statement. */
 static const char upsert_files_sql[] =
@@ -693,8 +779,55 @@ static cm_rc array_null(buf *b)
     return rc ? rc : cm_buf_adds(b, "NULL");
 }
 
+/* Reads the result of the batch in flight: its chunk and token totals
+ * count, its failure is this call's. */
+static cm_rc collect_batch(store *s, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    cm_rc rc = CM_OK;
+    PGresult *r;
+    p->inflight = false;
+    while ((r = cm_store_pg_lib.get_result(p->conn)) != NULL) {
+        if (!rc && !ok_status(r)) {
+            rc = pg_fail(s, r, "insert chunks", err, errlen);
+        } else if (!rc && cm_store_pg_lib.ntuples(r) == 1) {
+            p->dchunks += strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
+            p->dntok += strtoll(cm_store_pg_lib.getvalue(r, 0, 1), NULL, 10);
+        }
+        cm_store_pg_lib.clear(r);
+    }
+    return rc;
+}
+
+/* A rebuild's batch: sent with the arrays closed, read by the next
+ * statement (collect_batch), so the server indexes it while this process
+ * reads and chunks the next files. */
+static cm_rc send_batch(store *s, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    cm_rc rc = CM_OK;
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+        CHECK(p->pend_chunks[k].len ? cm_buf_addc(&p->pend_chunks[k], '}')
+                                    : cm_buf_adds(&p->pend_chunks[k], "{}"));
+    const char *pa[16] = {p->agent};
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+        pa[1 + k] = p->pend_chunks[k].data;
+    pa[9] = p->tsconfig;
+    for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
+        pa[10 + k] = p->pend_files[k].data;
+    if (!cm_store_pg_lib.send_query_params(p->conn, insert_batch_sql, 16, NULL, pa, NULL, NULL,
+                                           0)) {
+        rc = pg_fail(s, NULL, "insert chunks", err, errlen);
+        goto out;
+    }
+    p->inflight = true;
+out:
+    return rc;
+}
+
 /* Closes the pending arrays and writes them: the chunks of every pending
- * file in one statement, their rows in another. */
+ * file in one statement, their rows in another (a rebuild: one statement,
+ * not waited for). */
 static cm_rc flush_files(store *s, char *err, size_t errlen)
 {
     struct store_pg *p = s->pg;
@@ -702,8 +835,13 @@ static cm_rc flush_files(store *s, char *err, size_t errlen)
     size_t nfiles = p->npend;
     p->npend = 0; /* the statements below run through cm_store_pg_run */
     if (!nfiles) return CM_OK;
+    if (p->inflight) CHECK(collect_batch(s, err, errlen)); /* one statement at a time */
     for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
         CHECK(cm_buf_addc(&p->pend_files[k], '}'));
+    if (p->fresh) {
+        CHECK(send_batch(s, err, errlen));
+        goto out;
+    }
     if (p->pend_chunks[0].len) {
         for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
             CHECK(cm_buf_addc(&p->pend_chunks[k], '}'));

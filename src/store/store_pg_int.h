@@ -15,6 +15,7 @@
 typedef struct store_pg_lib {
     void *h;
     PGconn *(*connectdb)(const char *);
+    PGconn *(*connectdb_params)(const char *const *, const char *const *, int);
     ConnStatusType (*status)(const PGconn *);
     char *(*error_message)(const PGconn *);
     void (*finish)(PGconn *);
@@ -22,6 +23,12 @@ typedef struct store_pg_lib {
     void (*reset)(PGconn *);
     PGresult *(*exec_params)(PGconn *, const char *, int, const Oid *, const char *const *,
                              const int *, const int *, int);
+    int (*send_query_params)(PGconn *, const char *, int, const Oid *, const char *const *,
+                             const int *, const int *, int);
+    PGresult *(*get_result)(PGconn *);
+    PGresult *(*prepare)(PGconn *, const char *, const char *, int, const Oid *);
+    PGresult *(*exec_prepared)(PGconn *, const char *, int, const char *const *, const int *,
+                               const int *, int);
     ExecStatusType (*result_status)(const PGresult *);
     char *(*result_error_field)(const PGresult *, int);
     void (*clear)(PGresult *);
@@ -54,7 +61,12 @@ struct store_pg {
      * before any other statement runs. */
     buf pend_chunks[8], pend_files[6];
     size_t npend;
+    unsigned prepared; /* the statements of cm_store_pg_run_prepared this connection has */
+    bool inflight;     /* a rebuild's batch sent, its result not read yet (store_pg.c) */
 };
+
+/* Statements prepared once per connection (cm_store_pg_run_prepared). */
+enum { PG_STMT_SEARCH, PG_STMT_N };
 
 /* Runs sql with n text parameters v (n < 0: several statements without
  * parameters); *res receives the rows when res is not NULL (the caller
@@ -65,6 +77,10 @@ cm_rc cm_store_pg_run(store *s, const char *sql, int n, const char *const *v, co
  * results when bin. */
 cm_rc cm_store_pg_run_bin(store *s, const char *sql, int n, const char *const *v, const int *lens,
                           int bin, const char *what, PGresult **res, char *err, size_t errlen);
+/* cm_store_pg_run for a statement prepared once per connection under the
+ * name of id (its generic plan: no planning per call, one round trip). */
+cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const char *const *v,
+                               const char *what, PGresult **res, char *err, size_t errlen);
 /* A write outside a transaction runs in one of its own: begin sets *own
  * when it opened one, end commits it (or rolls it back when rc failed). */
 cm_rc cm_store_pg_w_begin(store *s, bool *own, char *err, size_t errlen);

@@ -73,64 +73,45 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
 #define STR_(x) #x
 #define STR(x)  STR_(x)
 
-/* cm_bm25 in SQL. One index scan fetches the agent's chunks that hold any
- * phrase of the query (u; hit: those that match the query itself): every
- * chunk with a phrase is among them, so each phrase's document frequency
- * (its IDF: Robertson–Spärck Jones', at least FTS_RANK_IDF_FLOOR, N at
- * least FTS_RANK_MIN_ROWS) is counted there rather than by an
- * index scan of its own. Per hit, the phrase's frequency is ts_rank_cd with
- * every weight 1 and no normalisation: each cover of the phrase (an
- * occurrence; for a prefix, of any lexeme it starts) adds exactly 1, so it
- * counts FTS5's phrase instances, in C (0: the chunk lacks the phrase). Then BM25 with k1 1.2, b
- * 0.75 over the chunk's token count, and the coverage penalty of 6. */
+/* cm_bm25 in SQL, one prepared statement (a generic plan: nothing planned
+ * per search). The query's tsqueries are made once (qq, php). One index
+ * scan fetches the agent's chunks that hold any phrase of the query (u;
+ * hit: those that match the query itself) and, in the same pass, each
+ * phrase's frequency in each (tfs): every chunk with a phrase is among
+ * them, so each phrase's document frequency (its IDF: Robertson–Spärck
+ * Jones', at least FTS_RANK_IDF_FLOOR, N at least FTS_RANK_MIN_ROWS) is
+ * counted there rather than by an index scan of its own. A phrase's
+ * frequency is ts_rank_cd with every weight 1 and no normalisation: each
+ * cover of the phrase (an occurrence; for a prefix, of any lexeme it
+ * starts) adds exactly 1, so it counts FTS5's phrase instances, in C (0:
+ * the chunk lacks the phrase). Then BM25 with k1 1.2, b 0.75 over the
+ * chunk's token count, and the coverage penalty of 6. */
 static const char search_sql[] =
-    "WITH ph AS (SELECT t.i, to_tsquery($6::regconfig, t.q) AS q FROM unnest($2::text[]) WITH "
-    "ORDINALITY AS t(q, i)), "
-    "php AS (SELECT * FROM ph WHERE numnode(q) > 0), "
-    "st AS (SELECT greatest(nchunks, " STR(
-        FTS_RANK_MIN_ROWS) ")::float8 AS n, CASE WHEN nchunks > "
-                           "0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS avgdl FROM "
-                           "clawmem_agents WHERE "
-                           "agent_id = $1), "
-                           "u AS (SELECT c.id, c.ntok, c.tsv, c.tsv @@ to_tsquery($6::regconfig, "
-                           "$4) AS hit FROM "
-                           "clawmem_chunks c WHERE c.agent_id = $1 AND c.tsv @@ "
-                           "to_tsquery($6::regconfig, $3)), "
-                           "tf AS (SELECT u.id, u.ntok, u.hit, php.i, ts_rank_cd('{1,1,1,1}', "
-                           "u.tsv, php.q, 0)::float8 AS tf FROM u CROSS JOIN php), "
-                           "idf AS (SELECT d.i, greatest(" STR(
-                               FTS_RANK_IDF_FLOOR) ", ln((st.n - d.n + 0.5) / "
-                                                   "(d.n + 0.5))) AS idf "
-                                                   "FROM (SELECT i, "
-                                                   "count(*) FILTER (WHERE tf > 0)::float8 AS n "
-                                                   "FROM tf GROUP BY i) d "
-                                                   "CROSS JOIN st), "
-                                                   "sc AS (SELECT tf.id, sum(CASE WHEN tf.tf > 0 "
-                                                   "THEN idf.idf * tf.tf * "
-                                                   "2.2 / (tf.tf + 1.2 * "
-                                                   "(0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 "
-                                                   "END) AS s, sum(CASE WHEN "
-                                                   "tf.tf > 0 THEN idf.idf "
-                                                   "ELSE 0 END) AS have, sum(idf.idf) AS alli FROM "
-                                                   "tf JOIN idf ON idf.i = "
-                                                   "tf.i CROSS JOIN st "
-                                                   "WHERE tf.hit GROUP BY tf.id), "
-                                                   "r AS (SELECT id, CASE WHEN alli > 0 AND have < "
-                                                   "alli THEN greatest(s - "
-                                                   "6 * (1 - have / alli), "
-                                                   "s * 0.001) ELSE s END AS score FROM sc ORDER "
-                                                   "BY 2 DESC, id LIMIT $5) "
-                                                   "SELECT c.id, c.path, c.source, c.start_line, "
-                                                   "c.end_line, c.text, "
-                                                   "-r.score, CASE WHEN "
-                                                   "c.source = 'sessions' THEN c.updated_at * "
-                                                   "1000000000 ELSE (SELECT "
-                                                   "f.mtime FROM clawmem_files "
-                                                   "f WHERE f.agent_id = $1 AND f.path = c.path) "
-                                                   "END FROM r JOIN "
-                                                   "clawmem_chunks c ON c.agent_id "
-                                                   "= $1 AND c.id = r.id ORDER BY r.score DESC, "
-                                                   "c.id";
+    "WITH php AS MATERIALIZED (SELECT t.i, q FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) "
+    "CROSS JOIN LATERAL to_tsquery($6::regconfig, t.s) AS q WHERE numnode(q) > 0), "
+    "qq AS MATERIALIZED (SELECT to_tsquery($6::regconfig, $3::text) AS qor, "
+    "to_tsquery($6::regconfig, $4::text) AS qand), "
+    "st AS MATERIALIZED (SELECT greatest(nchunks, " STR(FTS_RANK_MIN_ROWS) ")::float8 AS n, "
+    "CASE WHEN nchunks > 0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS avgdl "
+    "FROM clawmem_agents WHERE agent_id = $1::text), "
+    "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv @@ qq.qand AS hit, ARRAY(SELECT "
+    "ts_rank_cd('{1,1,1,1}', c.tsv, php.q, 0)::float8 FROM php ORDER BY php.i) AS tfs FROM "
+    "clawmem_chunks c, qq WHERE c.agent_id = $1::text AND c.tsv @@ qq.qor), "
+    "tf AS (SELECT u.id, u.ntok, u.hit, p.i, u.tfs[p.k] AS tf FROM u CROSS JOIN (SELECT i, "
+    "row_number() OVER (ORDER BY i) AS k FROM php) p), "
+    "idf AS (SELECT d.i, greatest(" STR(FTS_RANK_IDF_FLOOR) ", ln((st.n - d.n + 0.5) / "
+    "(d.n + 0.5))) AS idf FROM (SELECT i, count(*) FILTER (WHERE tf > 0)::float8 AS n FROM tf "
+    "GROUP BY i) d CROSS JOIN st), "
+    "sc AS (SELECT tf.id, sum(CASE WHEN tf.tf > 0 THEN idf.idf * tf.tf * 2.2 / (tf.tf + 1.2 * "
+    "(0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS s, sum(CASE WHEN tf.tf > 0 THEN "
+    "idf.idf ELSE 0 END) AS have, sum(idf.idf) AS alli FROM tf JOIN idf ON idf.i = tf.i "
+    "CROSS JOIN st WHERE tf.hit GROUP BY tf.id), "
+    "r AS (SELECT id, CASE WHEN alli > 0 AND have < alli THEN greatest(s - 6 * (1 - have / "
+    "alli), s * 0.001) ELSE s END AS score FROM sc ORDER BY 2 DESC, id LIMIT $5::int) "
+    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, -r.score, CASE WHEN "
+    "c.source = 'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT f.mtime FROM "
+    "clawmem_files f WHERE f.agent_id = $1::text AND f.path = c.path) END FROM r JOIN "
+    "clawmem_chunks c ON c.agent_id = $1::text AND c.id = r.id ORDER BY r.score DESC, c.id";
 
 static const char hit_sql[] =
     "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, 0, CASE WHEN c.source = "
@@ -166,7 +147,8 @@ cm_rc cm_store_pg_fts_search(store *s, const char *match, int limit, fts_hits *o
     char lim[16];
     snprintf(lim, sizeof lim, "%d", limit);
     const char *pa[] = {s->pg->agent, aq.data, tor.data, tsq.data, lim, s->pg->tsconfig};
-    rc = cm_store_pg_run(s, search_sql, 6, pa, "keyword search", &r, err, errlen);
+    rc = cm_store_pg_run_prepared(s, PG_STMT_SEARCH, search_sql, 6, pa, "keyword search", &r,
+                                  err, errlen);
     if (rc == CM_EDB) rc = CM_EINVAL; /* the query itself: a syntax error */
     if (rc) goto out;
     int n = cm_store_pg_lib.ntuples(r);

@@ -33,6 +33,13 @@ cm_rc cm_vec_index_init(vec_index *x, size_t dims)
     return CM_OK;
 }
 
+size_t cm_vec_index_bytes(const vec_index *x)
+{
+    size_t row = x->stride * sizeof(float) + x->stride + sizeof(float) + x->words * 8 +
+                 sizeof(int64_t) + 1;
+    return x->cap * row + x->map_cap * (sizeof(int64_t) + sizeof(uint32_t));
+}
+
 void cm_vec_index_release(vec_index *x)
 {
     free(x->m);

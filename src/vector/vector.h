@@ -61,6 +61,8 @@ size_t cm_vec_kernels_all(const vec_kernels **out, size_t max);
 
 cm_rc cm_vec_index_init(vec_index *x, size_t dims);
 void cm_vec_index_release(vec_index *x);
+/* The bytes x holds on the heap (its arrays at their capacity and the id map). */
+size_t cm_vec_index_bytes(const vec_index *x);
 
 /* Appends a row (normalised here; an all-zero or non-finite vector is
  * refused with CM_EINVAL). */
