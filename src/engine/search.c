@@ -6,6 +6,7 @@
 #include "../search/passage.h"
 #include "../search/query.h"
 #include "../search/rank.h"
+#include "../search/stopwords.h"
 #include "engine_int.h"
 
 typedef struct expand_ctx {
@@ -21,17 +22,90 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
     return cm_store_trigram_terms(x->st, term, len, out, x->err, x->errlen);
 }
 
+/* Vocabulary bridging (query.h): each keyword's family in the static model
+ * ("allergies": allergic; "wifi": wi-fi) at VARIANT_MORPH_WEIGHT, and its
+ * VARIANT_NEIGHBOURS nearest words at VARIANT_NEIGHBOUR_WEIGHT, under the
+ * keyword itself, which keeps weight 1 (docs/QUALITY.md, issue 30). */
+#define VARIANT_MORPH_WEIGHT    0.5
+#define VARIANT_MORPH_MIN_COS   0.5
+#define VARIANT_NEIGHBOURS      0
+#define VARIANT_NEIGHBOUR_WEIGHT 0.3
+#define VARIANT_NEIGHBOUR_COS   0.7
+#define VARIANT_AMONG           100000
+
+typedef struct variant_ctx {
+    const static_model *m;
+    static_variant_opts o;
+    double w_morph, w_near;
+} variant_ctx;
+
+/* The static model's vocabulary, mapped once (NULL when not installed). */
+static const static_model *query_model(cm_engine *e)
+{
+    if (!e->qm_state) {
+        char msg[256];
+        char *path = cm_embed_static_path(&e->cfg);
+        e->qm_state = path && !cm_static_model_map(&e->qm, path, msg, sizeof msg) ? 1 : -1;
+        free(path);
+    }
+    return e->qm_state > 0 ? &e->qm : NULL;
+}
+
+/* query_variants_fn over the static model: its variants less those the
+ * stemmers already equate with the keyword, and stop words. */
+static size_t model_variants(void *ctx, const char *kw, size_t len, query_variant *out, size_t cap)
+{
+    variant_ctx *x = ctx;
+    static_variant v[QUERY_MAX_VARIANTS];
+    size_t nv = cm_static_model_variants(x->m, kw, len, &x->o, v, QUERY_MAX_VARIANTS), n = 0;
+    char a[64], b[64];
+    size_t la = len < sizeof a ? len : sizeof a - 1;
+    memcpy(a, kw, la);
+    la = cm_rank_passage_stem(a, la);
+    for (size_t i = 0; i < nv && n < cap; i++) {
+        size_t lb = strlen(v[i].text);
+        memcpy(b, v[i].text, lb);
+        if (cm_stopword_is(b, lb)) continue;
+        lb = cm_rank_passage_stem(b, lb);
+        if (lb == la && memcmp(a, b, la) == 0) continue; /* the same stem: found anyway */
+        memcpy(out[n].text, v[i].text, strlen(v[i].text) + 1);
+        out[n++].weight = v[i].morph ? x->w_morph : x->w_near;
+    }
+    return n;
+}
+
 /* Keyword hits for query, and the FTS5 expression that found them in *match
- * (the caller releases it). */
+ * and its weights in *weights (the caller releases both). */
 static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, buf *match,
-                          char *err, size_t errlen)
+                          buf *weights, char *err, size_t errlen)
 {
     size_t ntok = 0;
     query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
     expand_ctx xc = {&e->st, err, errlen};
-    cm_rc rc =
-        cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_AND, x, &xc, match, &ntok);
-    if (!rc && match->len) rc = cm_store_fts_search(&e->st, match->data, limit, hits, err, errlen);
+    variant_ctx vc = {NULL,
+                      {VARIANT_MORPH_MIN_COS, VARIANT_NEIGHBOURS, VARIANT_NEIGHBOUR_COS,
+                       VARIANT_AMONG},
+                      VARIANT_MORPH_WEIGHT,
+                      VARIANT_NEIGHBOUR_WEIGHT};
+    const char *knob = getenv("CLAWMEM_EVAL_VARIANTS"); /* TEMPORARY: eval sweep */
+    if (knob) {
+        double a[6] = {0};
+        if (sscanf(knob, "%lf,%lf,%lf,%lf,%lf,%lf", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]) ==
+            6) {
+            vc.w_morph = a[0];
+            vc.o.min_cos_morph = (float)a[1];
+            vc.o.neighbours = (size_t)a[2];
+            vc.w_near = a[3];
+            vc.o.min_cos = (float)a[4];
+            vc.o.among = (uint32_t)a[5];
+        }
+    }
+    bool bridge = !e->st.trigram && !e->st.pg && vc.w_morph > 0 && (vc.m = query_model(e));
+    query_opts o = {e->st.trigram, QUERY_AND,     x,      &xc,
+                    bridge ? model_variants : NULL, &vc, weights};
+    cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
+    if (!rc && match->len)
+        rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
     if (!rc && hits->n < (size_t)limit && ntok > 1) {
         /* Too few chunks have every word: rank those with some of them too.
          * The OR query scores every chunk exactly as the AND query did (BM25
@@ -39,9 +113,11 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
          * hits at their ranks and only adds to them. */
         cm_fts_hits_release(hits);
         cm_buf_reset(match);
-        rc = cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_OR, x, &xc, match, &ntok);
+        cm_buf_reset(weights);
+        o.join = QUERY_OR;
+        rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
         if (!rc && match->len)
-            rc = cm_store_fts_search(&e->st, match->data, limit, hits, err, errlen);
+            rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
     }
     return rc;
 }
@@ -56,12 +132,13 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
 
 /* The BM25 scores of hits (positive, higher is better) into s, with the
  * passage bonus; not with trigram, whose terms match inside words. */
-static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char *match, double *s)
+static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char *match,
+                           const char *weights, double *s)
 {
     for (size_t i = 0; i < hits->n; i++)
         s[i] = -hits->v[i].rank;
     passage_terms t;
-    if (e->st.trigram || cm_rank_passage_terms(match, &t) < 2) return;
+    if (e->st.trigram || cm_rank_passage_groups(match, weights, &t) < 2) return;
     for (size_t i = 0; i < hits->n && i < PASSAGE_TOP; i++)
         s[i] += PASSAGE_BETA * cm_rank_passage_best(hits->v[i].text, &t, PASSAGE_SENTENCE_OVER);
 }
@@ -171,7 +248,7 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
 {
     cm_rc rc = CM_OK;
     fts_hits hits = {0};
-    buf match = BUF_INIT;
+    buf match = BUF_INIT, weights = BUF_INIT;
     double *bm = NULL;
     search_hit *v = NULL;
     size_t n = 0;
@@ -204,8 +281,8 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
         goto out;
     }
     if (!rc)
-        rc = keyword_hits(e, query, cm_config_candidates(c, max_results), &hits, &match, msg,
-                          sizeof msg);
+        rc = keyword_hits(e, query, cm_config_candidates(c, max_results), &hits, &match, &weights,
+                          msg, sizeof msg);
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {
         rc = CM_OK;
@@ -215,7 +292,7 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
     size_t cap = hits.n;
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
     if (hits.n && !(bm = malloc(hits.n * sizeof *bm))) CHECK(CM_ENOMEM);
-    keyword_scores(e, &hits, match.data, bm);
+    keyword_scores(e, &hits, match.data, weights.data, bm);
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
         v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,
@@ -261,6 +338,7 @@ out:
     free(v);
     cm_fts_hits_release(&hits);
     cm_buf_release(&match);
+    cm_buf_release(&weights);
     free(bm);
     return rc;
 }

@@ -39,4 +39,38 @@ typedef cm_rc (*query_expand_fn)(void *ctx, const char *term, size_t len, buf *o
 cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
                         query_expand_fn expand, void *ctx, buf *out, size_t *ntokens);
 
+/* Query-side vocabulary bridging: the variants of one keyword (lower-cased;
+ * the tokens of a hyphenated keyword such as "wi-fi" joined by one space),
+ * each a phrase (tokens separated by spaces) with a weight in (0, 1).
+ * Returns how many were written to out (at most cap). */
+#define QUERY_VARIANT_MAX 64 /* bytes of a variant, its NUL included */
+typedef struct query_variant {
+    char text[QUERY_VARIANT_MAX];
+    double weight;
+} query_variant;
+typedef size_t (*query_variants_fn)(void *ctx, const char *kw, size_t len, query_variant *out,
+                                    size_t cap);
+#define QUERY_MAX_VARIANTS 8 /* per keyword */
+
+/* Everything cm_query_build_opts reads besides the query. */
+typedef struct query_opts {
+    bool trigram;
+    query_join join;
+    query_expand_fn expand; /* see cm_query_build_ex; NULL: none */
+    void *expand_ctx;
+    /* NULL: none. Each keyword becomes the group ("kw" OR "v1" OR "v2") (under
+     * AND; its members under OR), and *weights receives one weight a phrase
+     * of the expression, in order ("1 1 0.4 ..."; 1 opens a group, a weight
+     * under 1 is a variant of the group before it), for cm_bm25. weights is
+     * left empty when no keyword has a variant. Not with trigram. */
+    query_variants_fn variants;
+    void *variants_ctx;
+    buf *weights;
+} query_opts;
+
+/* cm_query_build_ex with variants; also joins a hyphenated word of the
+ * query ("wi-fi", "e-mail") into one keyword, the phrase of its parts. */
+cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out,
+                          size_t *ntokens);
+
 #endif

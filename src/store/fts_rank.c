@@ -27,6 +27,11 @@ typedef struct rank_data {
     double avgdl;
     double *idf;  /* per phrase */
     double *freq; /* per phrase, scratch for one row */
+    /* cm_bm25(k, 'weights'): per phrase its weight and group (NULL: each
+     * phrase its own group, weight 1); a group scores its best member */
+    double *w;
+    int *grp, ngrp;
+    double *gbest, *gcov; /* per group, scratch */
     /* the k best scores so far (a min-heap), k from cm_bm25(k); k = 0: none */
     double *best;
     int k, nbest;
@@ -47,10 +52,44 @@ static void rank_data_free(void *p)
     free(d->idf);
     free(d->freq);
     free(d->best);
+    free(d->w);
+    free(d->grp);
+    free(d->gbest);
+    free(d->gcov);
     free(d);
 }
 
-static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, rank_data **out)
+/* Reads the weights "1 1 0.4 ..." (one a phrase; 1 opens a group, less joins
+ * the group before) into d; a missing, short or malformed list leaves the
+ * rest at weight 1, each its own group. */
+static int weights_parse(rank_data *d, const char *spec)
+{
+    int n = d->nphrase ? d->nphrase : 1;
+    d->w = malloc((size_t)n * sizeof *d->w);
+    d->grp = malloc((size_t)n * sizeof *d->grp);
+    d->gbest = malloc((size_t)n * sizeof *d->gbest);
+    d->gcov = malloc((size_t)n * sizeof *d->gcov);
+    if (!d->w || !d->grp || !d->gbest || !d->gcov) return SQLITE_NOMEM;
+    const char *c = spec;
+    d->ngrp = 0;
+    for (int i = 0; i < d->nphrase; i++) {
+        char *end = NULL;
+        double x = c && *c ? strtod(c, &end) : 1.0;
+        if (!end || end == c || !(x > 0 && x <= 1)) {
+            x = 1.0;
+            c = NULL; /* malformed: the rest are plain */
+        } else {
+            c = end;
+        }
+        d->w[i] = x;
+        if (x >= 1 || !d->ngrp) d->ngrp++;
+        d->grp[i] = d->ngrp - 1;
+    }
+    return SQLITE_OK;
+}
+
+static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, const char *spec,
+                         rank_data **out)
 {
     rank_data *d = api->xGetAuxdata(fts, 0);
     if (d) {
@@ -76,6 +115,7 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, r
         double N = (double)(nrow > FTS_RANK_MIN_ROWS ? nrow : FTS_RANK_MIN_ROWS);
         d->idf[i] = fmax(FTS_RANK_IDF_FLOOR, log((N - (double)n + 0.5) / ((double)n + 0.5)));
     }
+    if (rc == SQLITE_OK && spec) rc = weights_parse(d, spec);
     if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, d, rank_data_free);
     if (rc != SQLITE_OK) {
         rank_data_free(d);
@@ -121,12 +161,54 @@ static double covered(double s, double have, double all)
     return s;
 }
 
+/* A row's BM25 sum (over the phrases, or with weights over the groups, each
+ * scoring its best member at the member's weight) and its coverage: *have
+ * and *all, the IDF mass it holds and the query's (a group's, its first
+ * phrase's IDF; a group held by a variant only counts at the variant's
+ * weight). norm: k1 (1 − b + b·dl/avgdl). */
+static double row_score(const rank_data *d, double norm, double *have, double *all)
+{
+    double score = 0;
+    *have = *all = 0;
+    if (!d->w) {
+        for (int i = 0; i < d->nphrase; i++) {
+            double tf = d->freq[i];
+            *all += d->idf[i];
+            if (tf > 0) {
+                score += d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
+                *have += d->idf[i];
+            }
+        }
+        return score;
+    }
+    for (int g = 0; g < d->ngrp; g++)
+        d->gbest[g] = d->gcov[g] = 0;
+    for (int i = 0; i < d->nphrase; i++) {
+        double tf = d->freq[i];
+        int g = d->grp[i];
+        if (i == 0 || g != d->grp[i - 1]) *all += d->idf[i];
+        if (tf <= 0) continue;
+        double s = d->w[i] * d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
+        if (s > d->gbest[g]) d->gbest[g] = s;
+        if (d->w[i] > d->gcov[g]) d->gcov[g] = d->w[i];
+    }
+    for (int i = 0; i < d->nphrase; i++) {
+        int g = d->grp[i];
+        if (i == 0 || g != d->grp[i - 1]) {
+            score += d->gbest[g];
+            *have += d->idf[i] * d->gcov[g];
+        }
+    }
+    return score;
+}
+
 static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc,
                     sqlite3_value **argv)
 {
     rank_data *d = NULL;
     int k = argc > 0 ? sqlite3_value_int(argv[0]) : 0;
-    int rc = rank_data_get(api, fts, k, &d);
+    const char *spec = argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
+    int rc = rank_data_get(api, fts, k, spec && *spec ? spec : NULL, &d);
     int ninst = 0, dl = 0;
     if (rc == SQLITE_OK) rc = api->xInstCount(fts, &ninst);
     if (rc != SQLITE_OK) {
@@ -140,24 +222,14 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
             phrase < d->nphrase)
             d->freq[phrase] += 1.0;
     }
-    double score = 0, have = 0, all = 0;
+    double have = 0, all = 0;
     if (d->k && d->nbest == d->k) {
         /* the bound: the row as if it had no length (norm at its least) */
-        double lo = K1 * (1.0 - B), ub = 0;
-        for (int i = 0; i < d->nphrase; i++) {
-            double tf = d->freq[i];
-            all += d->idf[i];
-            if (tf > 0) {
-                ub += d->idf[i] * tf * (K1 + 1.0) / (tf + lo);
-                have += d->idf[i];
-            }
-        }
-        ub = covered(ub, have, all);
+        double ub = covered(row_score(d, K1 * (1.0 - B), &have, &all), have, all);
         if (ub < d->best[0]) {
             sqlite3_result_double(ctx, -ub);
             return;
         }
-        have = all = 0;
     }
     rc = api->xColumnSize(fts, -1, &dl);
     if (rc != SQLITE_OK) {
@@ -165,15 +237,7 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
         return;
     }
     double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl);
-    for (int i = 0; i < d->nphrase; i++) {
-        double tf = d->freq[i];
-        all += d->idf[i];
-        if (tf > 0) {
-            score += d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
-            have += d->idf[i];
-        }
-    }
-    score = covered(score, have, all);
+    double score = covered(row_score(d, norm, &have, &all), have, all);
     if (d->k) best_add(d, score);
     sqlite3_result_double(ctx, -score);
 }

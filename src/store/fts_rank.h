@@ -13,7 +13,11 @@
  * a one-note workspace is "common" and no match clears minScore. A row that
  * holds only some of the query's phrases (the OR fallback) loses BM25 units
  * in proportion to the IDF mass it lacks, so that chunks with more of the
- * keywords rank higher. Like bm25() it returns the negated score, so ORDER BY
+ * keywords rank higher. cm_bm25(k, 'weights') takes one weight a phrase
+ * ("1 1 0.4 0.4 1"): a phrase of weight 1 opens a group, one under 1 is a
+ * variant of the group before it (query.h's vocabulary bridging); a group
+ * scores its best member at that member's weight, and a group held only by
+ * a variant counts that weight of its IDF for coverage. Like bm25() it returns the negated score, so ORDER BY
  * rank puts the best first.
  */
 #ifndef CM_FTS_RANK_H

@@ -146,7 +146,7 @@ static const char *const stmt_sql[] = {
     [SEARCH] =
         "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, " STORE_HIT_TIME(
             "c") " FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
-                 "rank MATCH 'cm_bm25(' || ?2 || ')' ORDER BY rank LIMIT ?2) AS f "
+                 "rank MATCH 'cm_bm25(' || ?2 || ?3 || ')' ORDER BY rank LIMIT ?2) AS f "
                  "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
 };
 
@@ -696,15 +696,24 @@ out:
     return rc;
 }
 
-cm_rc cm_store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
-                          size_t errlen)
+cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int limit,
+                          fts_hits *out, char *err, size_t errlen)
 {
     if (s->pg) return cm_store_pg_fts_search(s, match, limit, out, err, errlen);
     sqlite3_stmt *q = NULL;
+    char arg[QUERY_WEIGHTS_MAX + 8] = "";
+    /* the weights become part of the rank function's SQL: digits and the
+     * characters of a number only */
+    size_t wl = weights ? strlen(weights) : 0;
+    bool ok = wl && wl <= QUERY_WEIGHTS_MAX;
+    for (size_t i = 0; ok && i < wl; i++)
+        ok = strchr("0123456789. e+-", weights[i]) != NULL;
+    if (ok) snprintf(arg, sizeof arg, ", '%s'", weights);
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;
     sqlite3_bind_text(q, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 2, limit);
+    sqlite3_bind_text(q, 3, arg, -1, SQLITE_TRANSIENT);
     int r;
     while ((r = sqlite3_step(q)) == SQLITE_ROW) {
         if (out->n == out->cap) {
