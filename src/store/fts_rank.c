@@ -225,7 +225,8 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     double have = 0, all = 0;
     if (d->k && d->nbest == d->k) {
         /* the bound: the row as if it had no length (norm at its least) */
-        double ub = covered(row_score(d, K1 * (1.0 - B), &have, &all), have, all);
+        double ub = row_score(d, K1 * (1.0 - B), &have, &all);
+        ub = covered(ub, have, all);
         if (ub < d->best[0]) {
             sqlite3_result_double(ctx, -ub);
             return;
@@ -237,7 +238,8 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
         return;
     }
     double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl);
-    double score = covered(row_score(d, norm, &have, &all), have, all);
+    double score = row_score(d, norm, &have, &all);
+    score = covered(score, have, all);
     if (d->k) best_add(d, score);
     sqlite3_result_double(ctx, -score);
 }
