@@ -7,6 +7,7 @@
 #include "../search/query.h"
 #include "../search/rank.h"
 #include "../search/stopwords.h"
+#include "../search/when.h"
 #include "engine_int.h"
 
 typedef struct expand_ctx {
@@ -87,11 +88,13 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
                        VARIANT_AMONG},
                       VARIANT_MORPH_WEIGHT,
                       VARIANT_NEIGHBOUR_WEIGHT};
+    bool join = true;
     const char *knob = getenv("CLAWMEM_EVAL_VARIANTS"); /* TEMPORARY: eval sweep */
     if (knob) {
-        double a[6] = {0};
-        if (sscanf(knob, "%lf,%lf,%lf,%lf,%lf,%lf", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]) ==
-            6) {
+        double a[7] = {0, 0, 0, 0, 0, 0, 1};
+        if (sscanf(knob, "%lf,%lf,%lf,%lf,%lf,%lf,%lf", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
+                   &a[6]) >= 6) {
+            join = a[6] > 0;
             vc.w_morph = a[0];
             vc.o.min_cos_morph = (float)a[1];
             vc.o.neighbours = (size_t)a[2];
@@ -101,8 +104,8 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
         }
     }
     bool bridge = !e->st.trigram && !e->st.pg && vc.w_morph > 0 && (vc.m = query_model(e));
-    query_opts o = {e->st.trigram, QUERY_AND,     x,      &xc,
-                    bridge ? model_variants : NULL, &vc, weights};
+    query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
+                    join};
     cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
     if (!rc && match->len)
         rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
@@ -141,6 +144,87 @@ static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char 
     if (e->st.trigram || cm_rank_passage_groups(match, weights, &t) < 2) return;
     for (size_t i = 0; i < hits->n && i < PASSAGE_TOP; i++)
         s[i] += PASSAGE_BETA * cm_rank_passage_best(hits->v[i].text, &t, PASSAGE_SENTENCE_OVER);
+}
+
+/* Dates in the question (when.h): daily notes and session chunks of the
+ * days it names gain WHEN_BONUS BM25 units when the keywords found them, and
+ * enter with WHEN_BASE units (a score of 0.75) when they did not, at most
+ * WHEN_MAX_CHUNKS of them, while the keyword hits of other days keep
+ * WHEN_OUTSIDE of their units, so "what did I decide last Tuesday" finds
+ * Tuesday's note first; a date that names no note or session leaves the query as
+ * it was. */
+#define WHEN_BONUS      3.0
+#define WHEN_BASE       3.0
+#define WHEN_OUTSIDE    0.5
+#define WHEN_MAX_CHUNKS 200
+#define WHEN_MAX_DAYS   400
+
+/* Local midnight of a day number, in unix seconds. */
+static int64_t local_midnight(int64_t day)
+{
+    int y, m, d;
+    cm_when_civil(day, &y, &m, &d);
+    struct tm tm = {0};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = m - 1;
+    tm.tm_mday = d;
+    tm.tm_isdst = -1;
+    time_t t = mktime(&tm);
+    return t == (time_t)-1 ? day * 86400 : (int64_t)t;
+}
+
+/* The local day of unix time t. */
+static int64_t local_day(int64_t t)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!localtime_r(&tt, &tm)) return t / 86400;
+    return cm_when_day(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+/* The day a chunk is of: a daily note's date, a session chunk's local day
+ * (mtime_ns holds its update time); INT64_MIN for anything else. */
+static int64_t chunk_day(const char *path, const char *source, int64_t mtime_ns)
+{
+    int y, m, d;
+    if (cm_discover_daily_date(path, &y, &m, &d)) return cm_when_day(y, m, d);
+    if (source && strcmp(source, "sessions") == 0) return local_day(mtime_ns / 1000000000);
+    return INT64_MIN;
+}
+
+/* The chunks of the days of r (daily notes and sessions) into *out. */
+static cm_rc dated_chunks(cm_engine *e, when_range r, fts_hits *out, char *err, size_t errlen)
+{
+    char from[32], to[32];
+    int y, m, d;
+    if (r.last - r.first > WHEN_MAX_DAYS) r.first = r.last - WHEN_MAX_DAYS;
+    cm_when_civil(r.first, &y, &m, &d);
+    snprintf(from, sizeof from, "memory/%04d-%02d-%02d", y, m, d);
+    cm_when_civil(r.last + 1, &y, &m, &d);
+    snprintf(to, sizeof to, "memory/%04d-%02d-%02d", y, m, d);
+    return cm_store_chunks_dated(&e->st, from, to, local_midnight(r.first),
+                                 local_midnight(r.last + 1), WHEN_MAX_CHUNKS, out, err, errlen);
+}
+
+/* Adds the dated chunks the keywords did not find to hits (rank 0). */
+static cm_rc add_dated(fts_hits *hits, fts_hits *dated)
+{
+    for (size_t i = 0; i < dated->n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < hits->n && !seen; j++)
+            seen = hits->v[j].id == dated->v[i].id;
+        if (seen) continue;
+        if (hits->n == hits->cap) {
+            size_t cap = hits->cap ? hits->cap * 2 : 16;
+            fts_hit *nv = realloc(hits->v, cap * sizeof *nv);
+            if (!nv) return CM_ENOMEM;
+            hits->v = nv;
+            hits->cap = cap;
+        }
+        hits->v[hits->n++] = dated->v[i];
+        memset(&dated->v[i], 0, sizeof dated->v[i]); /* moved */
+    }
+    return CM_OK;
 }
 
 /* Loads the vectors of the open index when they are not loaded; when
@@ -249,6 +333,8 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
     cm_rc rc = CM_OK;
     fts_hits hits = {0};
     buf match = BUF_INIT, weights = BUF_INIT;
+    fts_hits dhits = {0};
+    char *rest = NULL;
     double *bm = NULL;
     search_hit *v = NULL;
     size_t n = 0;
@@ -280,9 +366,18 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
         CHECK(set_error(out, msg));
         goto out;
     }
-    if (!rc)
-        rc = keyword_hits(e, query, cm_config_candidates(c, max_results), &hits, &match, &weights,
-                          msg, sizeof msg);
+    /* a date in the question: its words are no keywords when it names notes */
+    int64_t now = opts && opts->now ? opts->now : (int64_t)time(NULL);
+    size_t qlen = strlen(query);
+    when_range wr = {0, -1};
+    if (!rc && !(rest = malloc(qlen + 1))) CHECK(CM_ENOMEM);
+    bool dated = !rc && cm_when_find(query, qlen, local_day(now), rest, &wr);
+    if (dated) rc = dated_chunks(e, wr, &dhits, msg, sizeof msg);
+    dated = dated && !rc && dhits.n;
+    if (!rc && (!dated || cm_query_has_keyword(rest, qlen)))
+        rc = keyword_hits(e, dated ? rest : query, cm_config_candidates(c, max_results), &hits,
+                          &match, &weights, msg, sizeof msg);
+    if (!rc && dated) rc = add_dated(&hits, &dhits);
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {
         rc = CM_OK;
@@ -293,6 +388,13 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
     if (hits.n && !(bm = malloc(hits.n * sizeof *bm))) CHECK(CM_ENOMEM);
     keyword_scores(e, &hits, match.data, weights.data, bm);
+    for (size_t i = 0; dated && i < hits.n; i++) {
+        int64_t day = chunk_day(hits.v[i].path, hits.v[i].source, hits.v[i].mtime_ns);
+        if (day >= wr.first && day <= wr.last)
+            bm[i] += hits.v[i].rank < 0 ? WHEN_BONUS : WHEN_BASE;
+        else
+            bm[i] *= WHEN_OUTSIDE;
+    }
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
         v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,
@@ -339,6 +441,8 @@ out:
     cm_fts_hits_release(&hits);
     cm_buf_release(&match);
     cm_buf_release(&weights);
+    cm_fts_hits_release(&dhits);
+    free(rest);
     free(bm);
     return rc;
 }

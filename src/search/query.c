@@ -191,6 +191,44 @@ static bool same_word(const char *q, const span *a, const span *b)
     return memcmp(q + a->start, q + b->start, a->len) == 0;
 }
 
+/* The query's tokens (at most QUERY_MAX_BYTES of it); join: hyphenated
+ * words as one token. */
+static void tokenize(const char *q, size_t n, bool join, tokens *t)
+{
+    if (n > QUERY_MAX_BYTES) n = cm_utf8_valid_prefix(q, QUERY_MAX_BYTES);
+    size_t i = 0;
+    while (i < n && t->n < QUERY_MAX_TOKENS) {
+        int32_t cp;
+        size_t l = cm_utf8_decode(q + i, n - i, &cp);
+        if (!cm_utf8_is_word(cp)) {
+            i += l;
+            continue;
+        }
+        bool cjk = cm_utf8_is_cjk(cp);
+        size_t start = i;
+        while (i < n) {
+            l = cm_utf8_decode(q + i, n - i, &cp);
+            if (!cm_utf8_is_word(cp) || cm_utf8_is_cjk(cp) != cjk) break;
+            i += l;
+        }
+        if (cjk) {
+            cjk_words(t, q, start, i - start);
+        } else {
+            push(t, q, start, i - start, false);
+            if (join) join_hyphen(t, q);
+        }
+    }
+}
+
+bool cm_query_has_keyword(const char *q, size_t n)
+{
+    tokens t = {0};
+    tokenize(q, n, false, &t);
+    for (size_t k = 0; k < t.n; k++)
+        if (!t.stop[k]) return true;
+    return false;
+}
+
 cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf *out,
                      size_t *ntokens)
 {
@@ -200,7 +238,7 @@ cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf
 cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
                         query_expand_fn expand, void *ctx, buf *out, size_t *ntokens)
 {
-    query_opts o = {trigram, join, expand, ctx, NULL, NULL, NULL};
+    query_opts o = {trigram, join, expand, ctx, NULL, NULL, NULL, false};
     return cm_query_build_opts(q, n, &o, out, ntokens);
 }
 
@@ -242,29 +280,7 @@ cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out
     bool variants = o->variants && o->weights && !trigram, any_variant = false;
     size_t wstart = variants ? o->weights->len : 0;
     tokens t = {0};
-    if (n > QUERY_MAX_BYTES) n = cm_utf8_valid_prefix(q, QUERY_MAX_BYTES);
-    size_t i = 0;
-    while (i < n && t.n < QUERY_MAX_TOKENS) {
-        int32_t cp;
-        size_t l = cm_utf8_decode(q + i, n - i, &cp);
-        if (!cm_utf8_is_word(cp)) {
-            i += l;
-            continue;
-        }
-        bool cjk = cm_utf8_is_cjk(cp);
-        size_t start = i;
-        while (i < n) {
-            l = cm_utf8_decode(q + i, n - i, &cp);
-            if (!cm_utf8_is_word(cp) || cm_utf8_is_cjk(cp) != cjk) break;
-            i += l;
-        }
-        if (cjk) {
-            cjk_words(&t, q, start, i - start);
-        } else {
-            push(&t, q, start, i - start, false);
-            if (variants) join_hyphen(&t, q);
-        }
-    }
+    tokenize(q, n, variants && o->join_hyphens, &t);
     /* Keywords are the tokens that are not stop words; a query made only of
      * stop words uses them all. */
     bool drop_short = trigram && !expand, any = false;

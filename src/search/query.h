@@ -28,6 +28,9 @@ typedef enum query_join { QUERY_AND, QUERY_OR } query_join;
 cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf *out,
                      size_t *ntokens);
 
+/* Whether q[0..n) holds a token that is not a stop word. */
+bool cm_query_has_keyword(const char *q, size_t n);
+
 /* With the trigram tokenizer, a term of one or two characters (lower-cased,
  * term[0..len)) has no trigram of its own: the expander appends to out an FTS5
  * expression matching the rows that hold it as a substring (the OR of the
@@ -66,10 +69,11 @@ typedef struct query_opts {
     query_variants_fn variants;
     void *variants_ctx;
     buf *weights;
+    bool join_hyphens; /* with variants: "wi-fi" is one keyword, the phrase "wi fi" */
 } query_opts;
 
-/* cm_query_build_ex with variants; also joins a hyphenated word of the
- * query ("wi-fi", "e-mail") into one keyword, the phrase of its parts. */
+/* cm_query_build_ex with variants; with join_hyphens, a hyphenated word of
+ * the query ("wi-fi", "e-mail") is one keyword, the phrase of its parts. */
 cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out,
                           size_t *ntokens);
 

@@ -739,6 +739,41 @@ out:
     return rc;
 }
 
+cm_rc cm_store_chunks_dated(store *s, const char *from, const char *to, int64_t t0, int64_t t1,
+                            int limit, fts_hits *out, char *err, size_t errlen)
+{
+    if (s->pg) return CM_OK; /* not kept in PostgreSQL: the keyword hits' dates only */
+    sqlite3_stmt *q = NULL;
+    cm_rc rc = CM_OK;
+    int r = sqlite3_prepare_v2(
+        s->db,
+        "SELECT id, path, source, start_line, end_line, text, 0, " STORE_HIT_TIME(
+            "chunks") " FROM chunks WHERE (path >= ?1 AND path < ?2) OR (source = 'sessions' AND "
+                      "updated_at >= ?3 AND updated_at < ?4) ORDER BY path, start_line LIMIT ?5",
+        -1, &q, NULL);
+    if (r != SQLITE_OK) return cm_store_fail(s, r, "read dated chunks", err, errlen);
+    sqlite3_bind_text(q, 1, from, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, to, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, t0);
+    sqlite3_bind_int64(q, 4, t1);
+    sqlite3_bind_int(q, 5, limit);
+    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+        if (out->n == out->cap) {
+            size_t cap = out->cap ? out->cap * 2 : 16;
+            fts_hit *nv = realloc(out->v, cap * sizeof *nv);
+            if (!nv) FAIL(CM_ENOMEM, "out of memory");
+            out->v = nv;
+            out->cap = cap;
+        }
+        CHECK(cm_store_hit_row(s, q, 1, out->v + out->n, err, errlen));
+        out->v[out->n++].rank = 0;
+    }
+    if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read dated chunks", err, errlen));
+out:
+    sqlite3_finalize(q);
+    return rc;
+}
+
 void cm_fts_hits_release(fts_hits *h)
 {
     for (size_t i = 0; i < h->n; i++) {
