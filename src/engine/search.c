@@ -34,6 +34,12 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
 #define VARIANT_NEIGHBOUR_COS   0.7
 #define VARIANT_AMONG           100000
 
+/* The weak-result fallback's nearest words (search.c's cm_builtin_search). */
+#define FALLBACK_NEIGHBOURS       3
+#define FALLBACK_NEIGHBOUR_WEIGHT 0.5
+#define FALLBACK_NEIGHBOUR_COS    0.6
+#define FALLBACK_AMONG            50000
+
 typedef struct variant_ctx {
     const static_model *m;
     static_variant_opts o;
@@ -77,8 +83,8 @@ static size_t model_variants(void *ctx, const char *kw, size_t len, query_varian
 
 /* Keyword hits for query, and the FTS5 expression that found them in *match
  * and its weights in *weights (the caller releases both). */
-static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, buf *match,
-                          buf *weights, char *err, size_t errlen)
+static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallback,
+                          fts_hits *hits, buf *match, buf *weights, char *err, size_t errlen)
 {
     size_t ntok = 0;
     query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
@@ -102,6 +108,13 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
             vc.o.min_cos = (float)a[4];
             vc.o.among = (uint32_t)a[5];
         }
+    }
+    if (fallback) {
+        vc.o.neighbours = FALLBACK_NEIGHBOURS;
+        vc.w_near = FALLBACK_NEIGHBOUR_WEIGHT;
+        vc.o.min_cos = (float)FALLBACK_NEIGHBOUR_COS;
+        vc.o.among = FALLBACK_AMONG;
+        if (vc.w_morph <= 0) vc.w_morph = VARIANT_MORPH_WEIGHT;
     }
     bool bridge = !e->st.trigram && !e->st.pg && vc.w_morph > 0 && (vc.m = query_model(e));
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
@@ -158,6 +171,12 @@ static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char 
 #define WHEN_OUTSIDE    0.5
 #define WHEN_MAX_CHUNKS 200
 #define WHEN_MAX_DAYS   400
+
+/* A question that asks when ("when is Maya coming"): of the ASK_TOP best
+ * keyword hits, those that speak of a time outside their headings (a
+ * weekday, a date, 6pm, "last week": when.h) gain ASK_BONUS BM25 units. */
+#define ASK_BONUS 0.5
+#define ASK_TOP   20
 
 /* Local midnight of a day number, in unix seconds. */
 static int64_t local_midnight(int64_t day)
@@ -327,63 +346,42 @@ static cm_rc set_error(engine_result *r, const char *why)
     return (r->error = cm_strdup(why)) ? CM_OK : CM_ENOMEM;
 }
 
-cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                        const char *session_key, engine_result *out, char *err, size_t errlen)
+/* What one ranking pass reads besides the engine. */
+typedef struct search_pass {
+    const char *query;
+    int max_results;
+    double min_score;
+    int64_t now;        /* the search's clock, unix seconds */
+    int64_t opts_now;   /* opts->now as given (0: decay reads the clock) */
+    bool fallback;      /* the weak-result fallback: nearest words, no vector side */
+} search_pass;
+
+/* One pass: the keyword hits (with the dated chunks of a question about a
+ * time), the vector side when there is one, merged and ranked into *out
+ * (*n hits). A failed keyword query leaves *why set and no hits. */
+static cm_rc ranked(cm_engine *e, const search_pass *p, search_hit **out, size_t *nout, char *why,
+                    size_t whylen)
 {
     cm_rc rc = CM_OK;
-    fts_hits hits = {0};
+    const cm_config *c = &e->cfg;
+    fts_hits hits = {0}, dhits = {0};
     buf match = BUF_INIT, weights = BUF_INIT;
-    fts_hits dhits = {0};
     char *rest = NULL;
     double *bm = NULL;
     search_hit *v = NULL;
-    size_t n = 0;
-    char msg[512] = "";
-    (void)session_key; /* the payload's citations: the caller's */
-    memset(out, 0, sizeof *out);
-    if (!query) query = "";
-    const cm_config *c = &e->cfg;
-    cm_engine_provider_ready(e, false, NULL,
-                             NULL); /* the fallback, when the local model cannot serve */
-    CHECK(set_head(e, out));
-    int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
-    double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
-    if (!c->enabled) {
-        CHECK(set_error(out, "memory search is disabled (memorySearch.enabled is false)"));
-        goto out;
-    }
-    if (cm_engine_workspace_exists(e, msg, sizeof msg)) {
-        CHECK(set_error(out, msg));
-        goto out;
-    }
-    rc = cm_engine_ensure_store(e, msg, sizeof msg);
-    if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
-        rc = CM_OK;
-        goto out;
-    }
-    if (!rc && cm_engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
-        rc = CM_OK;
-        CHECK(set_error(out, msg));
-        goto out;
-    }
+    size_t n = 0, qlen = strlen(p->query);
+    int cand = cm_config_candidates(c, p->max_results);
     /* a date in the question: its words are no keywords when it names notes */
-    int64_t now = opts && opts->now ? opts->now : (int64_t)time(NULL);
-    size_t qlen = strlen(query);
     when_range wr = {0, -1};
-    if (!rc && !(rest = malloc(qlen + 1))) CHECK(CM_ENOMEM);
-    bool dated = !rc && cm_when_find(query, qlen, local_day(now), rest, &wr);
-    if (dated) rc = dated_chunks(e, wr, &dhits, msg, sizeof msg);
+    if (!(rest = malloc(qlen + 1))) CHECK(CM_ENOMEM);
+    bool dated = cm_when_find(p->query, qlen, local_day(p->now), rest, &wr);
+    if (dated) rc = dated_chunks(e, wr, &dhits, why, whylen);
     dated = dated && !rc && dhits.n;
     if (!rc && (!dated || cm_query_has_keyword(rest, qlen)))
-        rc = keyword_hits(e, dated ? rest : query, cm_config_candidates(c, max_results), &hits,
-                          &match, &weights, msg, sizeof msg);
+        rc = keyword_hits(e, dated ? rest : p->query, cand, p->fallback, &hits, &match, &weights,
+                          why, whylen);
     if (!rc && dated) rc = add_dated(&hits, &dhits);
-    if (rc == CM_ENOMEM) CHECK(rc);
-    if (rc) {
-        rc = CM_OK;
-        CHECK(set_error(out, msg));
-        goto out;
-    }
+    if (rc) goto out;
     size_t cap = hits.n;
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
     if (hits.n && !(bm = malloc(hits.n * sizeof *bm))) CHECK(CM_ENOMEM);
@@ -394,6 +392,13 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
             bm[i] += hits.v[i].rank < 0 ? WHEN_BONUS : WHEN_BASE;
         else
             bm[i] *= WHEN_OUTSIDE;
+    }
+    if (cm_when_asks(p->query, qlen)) {
+        double bonus = ASK_BONUS;
+        const char *knob = getenv("CLAWMEM_EVAL_ASK"); /* TEMPORARY: eval sweep */
+        if (knob) bonus = strtod(knob, NULL);
+        for (size_t i = 0; i < hits.n && i < ASK_TOP; i++)
+            if (cm_when_mentions(hits.v[i].text, strlen(hits.v[i].text))) bm[i] += bonus;
     }
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
@@ -406,7 +411,7 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
     n = hits.n;
     /* Hybrid: the vector side's candidates, merged by chunk id with the
      * normalised weights; without hybrid, the vector side alone. */
-    if (vector_hits(e, query, cm_config_candidates(c, max_results), &v, &n, &cap)) {
+    if (!p->fallback && vector_hits(e, p->query, cand, &v, &n, &cap)) {
         if (!c->hybrid_enabled) {
             size_t w = 0;
             for (size_t i = 0; i < n; i++) {
@@ -425,24 +430,80 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
                     : cm_rank_merge(v, n, c->vector_weight, c->text_weight);
         }
     }
-    rank_opts ro = {c->text_weight,   min_score,         max_results,
-                    c->decay_enabled, c->half_life_days, opts ? opts->now : 0,
+    rank_opts ro = {c->text_weight,   p->min_score,      p->max_results,
+                    c->decay_enabled, c->half_life_days, p->opts_now,
                     c->mmr_enabled,   c->mmr_lambda};
     n = cm_rank_finish(v, n, &ro);
-    out->v = v; /* moved */
-    out->n = n;
+    *out = v; /* moved */
+    *nout = n;
     v = NULL;
     n = 0;
 out:
-    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     for (size_t i = 0; v && i < n; i++)
         cm_search_hit_release(&v[i]);
     free(v);
     cm_fts_hits_release(&hits);
+    cm_fts_hits_release(&dhits);
     cm_buf_release(&match);
     cm_buf_release(&weights);
-    cm_fts_hits_release(&dhits);
     free(rest);
     free(bm);
+    return rc;
+}
+
+cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                        const char *session_key, engine_result *out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    char msg[512] = "";
+    (void)session_key; /* the payload's citations: the caller's */
+    memset(out, 0, sizeof *out);
+    if (!query) query = "";
+    const cm_config *c = &e->cfg;
+    cm_engine_provider_ready(e, false, NULL,
+                             NULL); /* the fallback, when the local model cannot serve */
+    CHECK(set_head(e, out));
+    search_pass p = {query,
+                     opts && opts->max_results > 0 ? opts->max_results : c->max_results,
+                     opts && opts->min_score >= 0 ? opts->min_score : c->min_score,
+                     opts && opts->now ? opts->now : (int64_t)time(NULL),
+                     opts ? opts->now : 0,
+                     false};
+    if (!c->enabled) {
+        CHECK(set_error(out, "memory search is disabled (memorySearch.enabled is false)"));
+        goto out;
+    }
+    if (cm_engine_workspace_exists(e, msg, sizeof msg)) {
+        CHECK(set_error(out, msg));
+        goto out;
+    }
+    rc = cm_engine_ensure_store(e, msg, sizeof msg);
+    if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
+        rc = CM_OK;
+        goto out;
+    }
+    if (!rc && cm_engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
+        rc = CM_OK;
+        CHECK(set_error(out, msg));
+        goto out;
+    }
+    if (!rc) rc = ranked(e, &p, &out->v, &out->n, msg, sizeof msg);
+    /* The weak-result fallback: keywords alone found nothing above
+     * minScore, no embedding provider serves, the static model is at hand:
+     * the keywords' nearest words in its vectors join the query. */
+    if (!rc && !out->n && !e->have_prov && !e->st.trigram && !e->st.pg && query_model(e)) {
+        free(out->v);
+        out->v = NULL;
+        p.fallback = true;
+        rc = ranked(e, &p, &out->v, &out->n, msg, sizeof msg);
+        if (!rc && out->n) out->mode = "static-fallback";
+    }
+    if (rc == CM_ENOMEM) CHECK(rc);
+    if (rc) {
+        rc = CM_OK;
+        CHECK(set_error(out, msg));
+    }
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     return rc;
 }

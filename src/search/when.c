@@ -335,3 +335,61 @@ bool cm_when_find(const char *q, size_t n, int64_t today, char *rest, when_range
     }
     return false;
 }
+
+bool cm_when_asks(const char *q, size_t n)
+{
+    word v[1];
+    if (!words_of(q, n, v)) return false;
+    return !strcmp(v[0].w, "when") || !strcmp(v[0].w, "cuándo") || !strcmp(v[0].w, "cuando") ||
+           !strcmp(v[0].w, "quando");
+}
+
+/* Whether the word at v[i] (of n) speaks of a time. */
+static bool time_word(const word *v, size_t n, size_t i)
+{
+    static const char *const rel[] = {
+        "today|tonight|tomorrow|yesterday|hoy|mañana|ayer|hoje|amanhã|ontem|weekend", NULL};
+    static const char *const unit[] = {"week|weeks|month|months|year|years|semana|mes|mês", NULL};
+    static const char *const around[] = {"last|next|ago|pasado|pasada|passado|passada|próximo",
+                                         NULL};
+    const char *w = v[i].w;
+    if (find(w, rel) >= 0 || find(w, weekdays) >= 0) return true;
+    if (find(w, months) >= 0) {
+        bool beside = (i + 1 < n && v[i + 1].num > 0) || (i > 0 && v[i - 1].num > 0);
+        return beside || (full_month(w) && strcmp(w, "may") != 0);
+    }
+    if (find(w, unit) >= 0)
+        return (i > 0 && find(v[i - 1].w, around) >= 0) || (i + 1 < n && find(v[i + 1].w, around) >= 0);
+    if (v[i].num >= 0) { /* 6pm, 18:30 (18 then 30), 2023 */
+        const char *suf = w;
+        while (*suf >= '0' && *suf <= '9')
+            suf++;
+        if (!strcmp(suf, "am") || !strcmp(suf, "pm") || !strcmp(suf, "h")) return true;
+        if (i + 1 < n && (!strcmp(v[i + 1].w, "am") || !strcmp(v[i + 1].w, "pm"))) return true;
+        if (v[i].num >= 1900 && v[i].num <= 2099 && strlen(w) == 4) return true;
+        if (i + 1 < n && v[i + 1].start == v[i].end + 1 && v[i].num <= 24 &&
+            v[i + 1].num >= 0 && v[i + 1].num < 60 && strlen(v[i + 1].w) == 2)
+            return true; /* hh:mm (the separator is one byte) */
+    }
+    return false;
+}
+
+bool cm_when_mentions(const char *text, size_t n)
+{
+    word v[MAX_WORDS];
+    for (size_t line = 0; line < n;) {
+        const char *nl = memchr(text + line, '\n', n - line);
+        size_t end = nl ? (size_t)(nl - text) : n;
+        if (text[line] != '#') { /* headings (a file's date, a session's time) say nothing */
+            for (size_t at = line; at < end;) {
+                size_t nw = words_of(text + at, end - at, v);
+                if (!nw) break;
+                for (size_t i = 0; i < nw; i++)
+                    if (time_word(v, nw, i)) return true;
+                at += nw < MAX_WORDS ? end - at : v[nw - 1].start;
+            }
+        }
+        line = end + 1;
+    }
+    return false;
+}

@@ -24,6 +24,15 @@ typedef struct when_range {
  * A range never ends after today. */
 bool cm_when_find(const char *q, size_t n, int64_t today, char *rest, when_range *out);
 
+/* Whether q asks when: its first word is "when" ("cuándo", "quando"). */
+bool cm_when_asks(const char *q, size_t n);
+
+/* Whether text[0..n) speaks of a time outside its headings: a weekday, a
+ * month (beside a number, or a full name other than "may"), today,
+ * yesterday, tomorrow, "last week", "next month", a clock time (6pm,
+ * 18:30) or a year. */
+bool cm_when_mentions(const char *text, size_t n);
+
 /* The day number of a civil date, and back. */
 int64_t cm_when_day(int y, int m, int d);
 void cm_when_civil(int64_t day, int *y, int *m, int *d);

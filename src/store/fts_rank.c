@@ -164,8 +164,8 @@ static double covered(double s, double have, double all)
 /* A row's BM25 sum (over the phrases, or with weights over the groups, each
  * scoring its best member at the member's weight) and its coverage: *have
  * and *all, the IDF mass it holds and the query's (a group's, its first
- * phrase's IDF; a group held by a variant only counts at the variant's
- * weight). norm: k1 (1 − b + b·dl/avgdl). */
+ * phrase's IDF; a group held by a variant only counts whole: the variant's
+ * weight acts on its BM25 term only). norm: k1 (1 − b + b·dl/avgdl). */
 static double row_score(const rank_data *d, double norm, double *have, double *all)
 {
     double score = 0;
@@ -190,7 +190,7 @@ static double row_score(const rank_data *d, double norm, double *have, double *a
         if (tf <= 0) continue;
         double s = d->w[i] * d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
         if (s > d->gbest[g]) d->gbest[g] = s;
-        if (d->w[i] > d->gcov[g]) d->gcov[g] = d->w[i];
+        d->gcov[g] = 1.0; /* the group's concept is there */
     }
     for (int i = 0; i < d->nphrase; i++) {
         int g = d->grp[i];

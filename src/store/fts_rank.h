@@ -17,7 +17,7 @@
  * ("1 1 0.4 0.4 1"): a phrase of weight 1 opens a group, one under 1 is a
  * variant of the group before it (query.h's vocabulary bridging); a group
  * scores its best member at that member's weight, and a group held only by
- * a variant counts that weight of its IDF for coverage. Like bm25() it returns the negated score, so ORDER BY
+ * a variant counts as held for coverage. Like bm25() it returns the negated score, so ORDER BY
  * rank puts the best first.
  */
 #ifndef CM_FTS_RANK_H
