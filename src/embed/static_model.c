@@ -297,7 +297,7 @@ size_t cm_static_model_variants(const static_model *m, const char *w, size_t n,
         uint32_t idx[32];
         float cos[32];
         size_t want = o->neighbours + nv < 32 ? o->neighbours + nv : 32;
-        size_t k = cm_static_model_neighbours(m, (uint32_t)self, o->among, want, o->min_cos,
+        size_t k = cm_static_model_neighbours(m, (uint32_t)self, o->among ? o->among : m->words, want, o->min_cos,
                                               idx, cos);
         size_t added = 0;
         for (size_t i = 0; i < k && added < o->neighbours && nv < cap; i++) {

@@ -94,10 +94,10 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
                        VARIANT_AMONG},
                       VARIANT_MORPH_WEIGHT,
                       VARIANT_NEIGHBOUR_WEIGHT};
-    bool join = true;
+    bool join = false;
     const char *knob = getenv("CLAWMEM_EVAL_VARIANTS"); /* TEMPORARY: eval sweep */
     if (knob) {
-        double a[7] = {0, 0, 0, 0, 0, 0, 1};
+        double a[7] = {0, 0, 0, 0, 0, 0, 0};
         if (sscanf(knob, "%lf,%lf,%lf,%lf,%lf,%lf,%lf", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
                    &a[6]) >= 6) {
             join = a[6] > 0;

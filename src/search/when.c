@@ -107,11 +107,16 @@ static int number(const word *v, size_t n, size_t i)
     return find(v[i].w, numbers);
 }
 
-static size_t words_of(const char *q, size_t n, word *v)
+/* The words of q[0..n), at most max of them, into v. */
+static size_t words_of(const char *q, size_t n, word *v, size_t max)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n && k < MAX_WORDS;) {
+    for (size_t i = 0; i < n && k < max;) {
         unsigned char c = (unsigned char)q[i];
+        if (c == 0xC2 && i + 1 < n && (q[i + 1] == '\xBF' || q[i + 1] == '\xA1')) {
+            i += 2; /* ¿ ¡ */
+            continue;
+        }
         bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                      c >= 0x80;
         if (!alnum) {
@@ -322,7 +327,7 @@ bool cm_when_find(const char *q, size_t n, int64_t today, char *rest, when_range
             return true;
         }
     }
-    size_t nw = words_of(q, n, v);
+    size_t nw = words_of(q, n, v, MAX_WORDS);
     for (size_t i = 0; i < nw; i++) {
         size_t a, b;
         when_range r;
@@ -339,7 +344,7 @@ bool cm_when_find(const char *q, size_t n, int64_t today, char *rest, when_range
 bool cm_when_asks(const char *q, size_t n)
 {
     word v[1];
-    if (!words_of(q, n, v)) return false;
+    if (!words_of(q, n, v, 1)) return false;
     return !strcmp(v[0].w, "when") || !strcmp(v[0].w, "cuándo") || !strcmp(v[0].w, "cuando") ||
            !strcmp(v[0].w, "quando");
 }
@@ -360,11 +365,12 @@ static bool time_word(const word *v, size_t n, size_t i)
     }
     if (find(w, unit) >= 0)
         return (i > 0 && find(v[i - 1].w, around) >= 0) || (i + 1 < n && find(v[i + 1].w, around) >= 0);
-    if (v[i].num >= 0) { /* 6pm, 18:30 (18 then 30), 2023 */
-        const char *suf = w;
-        while (*suf >= '0' && *suf <= '9')
-            suf++;
-        if (!strcmp(suf, "am") || !strcmp(suf, "pm") || !strcmp(suf, "h")) return true;
+    const char *suf = w;
+    while (*suf >= '0' && *suf <= '9')
+        suf++;
+    if (suf > w && suf - w <= 2 && (!strcmp(suf, "am") || !strcmp(suf, "pm") || !strcmp(suf, "h")))
+        return true; /* 6pm, 9am, 18h */
+    if (v[i].num >= 0) { /* 6 pm, 18:30 (18 then 30), 2023 */
         if (i + 1 < n && (!strcmp(v[i + 1].w, "am") || !strcmp(v[i + 1].w, "pm"))) return true;
         if (v[i].num >= 1900 && v[i].num <= 2099 && strlen(w) == 4) return true;
         if (i + 1 < n && v[i + 1].start == v[i].end + 1 && v[i].num <= 24 &&
@@ -382,7 +388,7 @@ bool cm_when_mentions(const char *text, size_t n)
         size_t end = nl ? (size_t)(nl - text) : n;
         if (text[line] != '#') { /* headings (a file's date, a session's time) say nothing */
             for (size_t at = line; at < end;) {
-                size_t nw = words_of(text + at, end - at, v);
+                size_t nw = words_of(text + at, end - at, v, MAX_WORDS);
                 if (!nw) break;
                 for (size_t i = 0; i < nw; i++)
                     if (time_word(v, nw, i)) return true;
