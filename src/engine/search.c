@@ -81,6 +81,24 @@ static size_t model_variants(void *ctx, const char *kw, size_t len, query_varian
     return n;
 }
 
+/* The fallback's weights: no coverage penalty (fts_rank.h's "c0"), so a
+ * hit holding a variant of one keyword of the question is not pushed under
+ * minScore for lacking the others. */
+static cm_rc no_coverage(buf *weights)
+{
+    if (!weights->len) return CM_OK;
+    buf b = BUF_INIT;
+    cm_rc rc = cm_buf_adds(&b, "c0 ");
+    if (!rc) rc = cm_buf_add(&b, weights->data, weights->len);
+    if (!rc) {
+        cm_buf_release(weights);
+        *weights = b;
+    } else {
+        cm_buf_release(&b);
+    }
+    return rc;
+}
+
 /* Keyword hits for query, and the FTS5 expression that found them in *match
  * and its weights in *weights (the caller releases both). */
 static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallback,
@@ -120,6 +138,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
                     join};
     cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
+    if (!rc && fallback) rc = no_coverage(weights);
     if (!rc && match->len)
         rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
     if (!rc && hits->n < (size_t)limit && ntok > 1) {
@@ -132,6 +151,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
         cm_buf_reset(weights);
         o.join = QUERY_OR;
         rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
+        if (!rc && fallback) rc = no_coverage(weights);
         if (!rc && match->len)
             rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
     }

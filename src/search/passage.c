@@ -70,6 +70,8 @@ size_t cm_rank_passage_groups(const char *match, const char *weights, passage_te
 {
     memset(out, 0, sizeof *out);
     const char *wc = weights && *weights ? weights : NULL;
+    if (wc && *wc == 'c') /* "c<x> ": the coverage share, not a phrase's weight */
+        wc = strchr(wc, ' ') ? strchr(wc, ' ') + 1 : NULL;
     int group = -1, last = -1; /* the phrase's group; the last group given a number */
     for (const char *c = match ? match : ""; *c; c++) {
         if (*c != '"') continue;

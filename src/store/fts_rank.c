@@ -32,6 +32,7 @@ typedef struct rank_data {
     double *w;
     int *grp, ngrp;
     double *gbest, *gcov; /* per group, scratch */
+    double coverage;      /* the coverage penalty's share (1; 'c0 …' in the weights: 0) */
     /* the k best scores so far (a min-heap), k from cm_bm25(k); k = 0: none */
     double *best;
     int k, nbest;
@@ -71,6 +72,12 @@ static int weights_parse(rank_data *d, const char *spec)
     d->gcov = malloc((size_t)n * sizeof *d->gcov);
     if (!d->w || !d->grp || !d->gbest || !d->gcov) return SQLITE_NOMEM;
     const char *c = spec;
+    if (*c == 'c') { /* "c<share> ...": the coverage penalty's share, 0..1 */
+        char *end = NULL;
+        double x = strtod(c + 1, &end);
+        if (end != c + 1 && x >= 0 && x <= 1) d->coverage = x;
+        c = end != c + 1 ? end : c + 1;
+    }
     d->ngrp = 0;
     for (int i = 0; i < d->nphrase; i++) {
         char *end = NULL;
@@ -102,6 +109,7 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, c
     d->idf = calloc((size_t)(d->nphrase ? d->nphrase : 1), sizeof *d->idf);
     d->freq = calloc((size_t)(d->nphrase ? d->nphrase : 1), sizeof *d->freq);
     d->k = k > 0 && k <= FTS_RANK_MAX_K ? k : 0;
+    d->coverage = 1.0;
     d->best = d->k ? malloc((size_t)d->k * sizeof *d->best) : NULL;
     sqlite3_int64 nrow = 0, ntok = 0;
     int rc =
@@ -155,9 +163,10 @@ static void best_add(rank_data *d, double score)
 /* What the coverage rule leaves of a row's BM25 sum s (have, all: its and the
  * query's IDF mass); kept above 0, a thousandth of BM25 at least: rank 0
  * would map to 1. Monotonic in s. */
-static double covered(double s, double have, double all)
+static double covered(const rank_data *d, double s, double have, double all)
 {
-    if (all > 0 && have < all) return fmax(s - COVERAGE_PENALTY * (1.0 - have / all), s * 1e-3);
+    double pen = COVERAGE_PENALTY * d->coverage;
+    if (all > 0 && have < all) return fmax(s - pen * (1.0 - have / all), s * 1e-3);
     return s;
 }
 
@@ -226,7 +235,7 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     if (d->k && d->nbest == d->k) {
         /* the bound: the row as if it had no length (norm at its least) */
         double ub = row_score(d, K1 * (1.0 - B), &have, &all);
-        ub = covered(ub, have, all);
+        ub = covered(d, ub, have, all);
         if (ub < d->best[0]) {
             sqlite3_result_double(ctx, -ub);
             return;
@@ -239,7 +248,7 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     }
     double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl);
     double score = row_score(d, norm, &have, &all);
-    score = covered(score, have, all);
+    score = covered(d, score, have, all);
     if (d->k) best_add(d, score);
     sqlite3_result_double(ctx, -score);
 }

@@ -17,7 +17,9 @@
  * ("1 1 0.4 0.4 1"): a phrase of weight 1 opens a group, one under 1 is a
  * variant of the group before it (query.h's vocabulary bridging); a group
  * scores its best member at that member's weight, and a group held only by
- * a variant counts as held for coverage. Like bm25() it returns the negated score, so ORDER BY
+ * a variant counts as held for coverage. A list that starts "c<x> " scales
+ * the coverage penalty by x (0..1; the weak-result fallback's c0: any part
+ * of the question may answer). Like bm25() it returns the negated score, so ORDER BY
  * rank puts the best first.
  */
 #ifndef CM_FTS_RANK_H

@@ -707,7 +707,7 @@ cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int 
     size_t wl = weights ? strlen(weights) : 0;
     bool ok = wl && wl <= QUERY_WEIGHTS_MAX;
     for (size_t i = 0; ok && i < wl; i++)
-        ok = strchr("0123456789. e+-", weights[i]) != NULL;
+        ok = strchr("0123456789. e+-c", weights[i]) != NULL;
     if (ok) snprintf(arg, sizeof arg, ", '%s'", weights);
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;
