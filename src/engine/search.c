@@ -24,15 +24,14 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
 }
 
 /* Vocabulary bridging (query.h): each keyword's family in the static model
- * ("allergies": allergic; "wifi": wi-fi) at VARIANT_MORPH_WEIGHT, and its
- * VARIANT_NEIGHBOURS nearest words at VARIANT_NEIGHBOUR_WEIGHT, under the
- * keyword itself, which keeps weight 1 (docs/QUALITY.md, issue 30). */
-#define VARIANT_MORPH_WEIGHT    0.5
-#define VARIANT_MORPH_MIN_COS   0.5
-#define VARIANT_NEIGHBOURS      0
-#define VARIANT_NEIGHBOUR_WEIGHT 0.3
-#define VARIANT_NEIGHBOUR_COS   0.7
-#define VARIANT_AMONG           100000
+ * ("allergies": allergic; "wifi": wi-fi), words with a cosine of at least
+ * VARIANT_MORPH_MIN_COS among its VARIANT_AMONG most frequent, at
+ * VARIANT_MORPH_WEIGHT under the keyword itself, which keeps weight 1. No
+ * nearest words in an ordinary search: they lost on LoCoMo (docs/QUALITY.md,
+ * issue 30); the weak-result fallback below adds them. */
+#define VARIANT_MORPH_WEIGHT  0.5
+#define VARIANT_MORPH_MIN_COS 0.5
+#define VARIANT_AMONG         100000
 
 /* The weak-result fallback's nearest words (search.c's cm_builtin_search). */
 #define FALLBACK_NEIGHBOURS       3
@@ -108,35 +107,18 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
     query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
     expand_ctx xc = {&e->st, err, errlen};
     variant_ctx vc = {NULL,
-                      {VARIANT_MORPH_MIN_COS, VARIANT_NEIGHBOURS, VARIANT_NEIGHBOUR_COS,
-                       VARIANT_AMONG},
+                      {VARIANT_MORPH_MIN_COS, 0, 1.0f, VARIANT_AMONG},
                       VARIANT_MORPH_WEIGHT,
-                      VARIANT_NEIGHBOUR_WEIGHT};
-    bool join = false;
-    const char *knob = getenv("CLAWMEM_EVAL_VARIANTS"); /* TEMPORARY: eval sweep */
-    if (knob) {
-        double a[7] = {0, 0, 0, 0, 0, 0, 0};
-        if (sscanf(knob, "%lf,%lf,%lf,%lf,%lf,%lf,%lf", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
-                   &a[6]) >= 6) {
-            join = a[6] > 0;
-            vc.w_morph = a[0];
-            vc.o.min_cos_morph = (float)a[1];
-            vc.o.neighbours = (size_t)a[2];
-            vc.w_near = a[3];
-            vc.o.min_cos = (float)a[4];
-            vc.o.among = (uint32_t)a[5];
-        }
-    }
+                      0};
     if (fallback) {
         vc.o.neighbours = FALLBACK_NEIGHBOURS;
         vc.w_near = FALLBACK_NEIGHBOUR_WEIGHT;
         vc.o.min_cos = (float)FALLBACK_NEIGHBOUR_COS;
         vc.o.among = FALLBACK_AMONG;
-        if (vc.w_morph <= 0) vc.w_morph = VARIANT_MORPH_WEIGHT;
     }
-    bool bridge = !e->st.trigram && !e->st.pg && vc.w_morph > 0 && (vc.m = query_model(e));
+    bool bridge = !e->st.trigram && !e->st.pg && (vc.m = query_model(e));
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
-                    join};
+                    false};
     cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
     if (!rc && fallback) rc = no_coverage(weights);
     if (!rc && match->len)
@@ -195,7 +177,7 @@ static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char 
 /* A question that asks when ("when is Maya coming"): of the ASK_TOP best
  * keyword hits, those that speak of a time outside their headings (a
  * weekday, a date, 6pm, "last week": when.h) gain ASK_BONUS BM25 units. */
-#define ASK_BONUS 0.5
+#define ASK_BONUS 1.0
 #define ASK_TOP   20
 
 /* Local midnight of a day number, in unix seconds. */
@@ -414,11 +396,8 @@ static cm_rc ranked(cm_engine *e, const search_pass *p, search_hit **out, size_t
             bm[i] *= WHEN_OUTSIDE;
     }
     if (cm_when_asks(p->query, qlen)) {
-        double bonus = ASK_BONUS;
-        const char *knob = getenv("CLAWMEM_EVAL_ASK"); /* TEMPORARY: eval sweep */
-        if (knob) bonus = strtod(knob, NULL);
         for (size_t i = 0; i < hits.n && i < ASK_TOP; i++)
-            if (cm_when_mentions(hits.v[i].text, strlen(hits.v[i].text))) bm[i] += bonus;
+            if (cm_when_mentions(hits.v[i].text, strlen(hits.v[i].text))) bm[i] += ASK_BONUS;
     }
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
