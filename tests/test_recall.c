@@ -246,17 +246,20 @@ static void ws_open(ws *w, bool with_model)
     write_file(w->d, "ws/MEMORY.md", "# Memory\n");
 }
 
+/* The payload of query q against w's workspace (opened and synced on first
+ * use), searched at clock now; NULL when the engine fails (the caller's
+ * expectations then fail). */
 static json_t *ask(ws *w, const char *q, int64_t now)
 {
     char err[512], *js = NULL;
     if (!w->e) {
         cm_options o = {NULL, path_in(w->d, "ws"), path_in(w->d, "qc.json"),
                         path_in(w->d, "state"), NULL, NULL, 0};
-        EXPECT_INT(cm_engine_open(&o, &w->e, err, sizeof err), CM_OK);
-        EXPECT_INT(cm_engine_sync(w->e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+        if (cm_engine_open(&o, &w->e, err, sizeof err) != CM_OK) return NULL;
+        if (cm_engine_sync(w->e, 0, NULL, NULL, NULL, err, sizeof err) != CM_OK) return NULL;
     }
     cm_search_opts so = {5, -1, now};
-    EXPECT_INT(cm_memory_search(w->e, q, &so, &js, err, sizeof err), CM_OK);
+    if (cm_memory_search(w->e, q, &so, &js, err, sizeof err) != CM_OK) return NULL;
     json_t *p = json_loads(js ? js : "{}", 0, NULL);
     cm_free(js);
     return p;
