@@ -8,6 +8,7 @@
 #include "../search/rank.h"
 #include "../search/stopwords.h"
 #include "../search/when.h"
+#include "../store/fts_rank.h"
 #include "engine_int.h"
 
 typedef struct expand_ctx {
@@ -43,7 +44,52 @@ typedef struct variant_ctx {
     const static_model *m;
     static_variant_opts o;
     double w_morph, w_near;
+    fts5_api *porter; /* the index stems with porter: its API, else NULL */
 } variant_ctx;
+
+/* Drops from v[0..n) the one-word variants that the index's porter stemmer
+ * makes the keyword itself or an earlier variant ("arrival" for "arrives"):
+ * their phrases would match the same rows again at a lower weight, a cost
+ * with no effect on any score. Returns the new n. */
+static size_t porter_unique(fts5_api *api, const char *kw, size_t len, static_variant *v, size_t n)
+{
+    char text[QUERY_MAX_VARIANTS * 50 + 64], stems[sizeof text];
+    size_t at = 0;
+    if (len >= 64) return n;
+    memcpy(text, kw, len);
+    at = len;
+    for (size_t i = 0; i < n; i++) {
+        if (strchr(v[i].text, ' ')) continue; /* a phrase: kept as it is */
+        size_t l = strlen(v[i].text);
+        text[at++] = ' ';
+        memcpy(text + at, v[i].text, l);
+        at += l;
+    }
+    if (strchr(kw, ' ') || cm_fts_stem(api, text, (int)at, stems, sizeof stems) != SQLITE_OK)
+        return n;
+    const char *seen[QUERY_MAX_VARIANTS + 1];
+    size_t seen_len[QUERY_MAX_VARIANTS + 1], ns = 0, w = 0;
+    const char *p = stems;
+    for (size_t i = 0; i <= n; i++) {
+        bool phrase = i > 0 && strchr(v[i - 1].text, ' ');
+        if (phrase) {
+            v[w++] = v[i - 1];
+            continue;
+        }
+        const char *sp = strchr(p, ' ');
+        size_t sl = sp ? (size_t)(sp - p) : strlen(p);
+        bool dup = false;
+        for (size_t j = 0; j < ns && !dup; j++)
+            dup = seen_len[j] == sl && memcmp(seen[j], p, sl) == 0;
+        if (!dup) {
+            seen[ns] = p;
+            seen_len[ns++] = sl;
+            if (i > 0) v[w++] = v[i - 1];
+        }
+        p = sp ? sp + 1 : p + sl;
+    }
+    return w;
+}
 
 /* The static model's vocabulary, mapped once (NULL when not installed). */
 static const static_model *query_model(cm_engine *e)
@@ -64,6 +110,7 @@ static size_t model_variants(void *ctx, const char *kw, size_t len, query_varian
     variant_ctx *x = ctx;
     static_variant v[QUERY_MAX_VARIANTS];
     size_t nv = cm_static_model_variants(x->m, kw, len, &x->o, v, QUERY_MAX_VARIANTS), n = 0;
+    if (nv && x->porter) nv = porter_unique(x->porter, kw, len, v, nv);
     char a[64], b[64];
     size_t la = len < sizeof a ? len : sizeof a - 1;
     memcpy(a, kw, la);
@@ -109,7 +156,8 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
     variant_ctx vc = {NULL,
                       {VARIANT_MORPH_MIN_COS, 0, 1.0f, VARIANT_AMONG},
                       VARIANT_MORPH_WEIGHT,
-                      0};
+                      0,
+                      NULL};
     if (fallback) {
         vc.o.neighbours = FALLBACK_NEIGHBOURS;
         vc.w_near = FALLBACK_NEIGHBOUR_WEIGHT;
@@ -117,6 +165,8 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
         vc.o.among = FALLBACK_AMONG;
     }
     bool bridge = !e->st.trigram && !e->st.pg && (vc.m = query_model(e));
+    if (bridge && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
+        vc.porter = cm_fts_api(e->st.db);
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
                     false};
     cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);

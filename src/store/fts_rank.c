@@ -268,3 +268,55 @@ int cm_fts_rank_register(sqlite3 *db)
     if (!api || api->iVersion < 2) return SQLITE_ERROR;
     return api->xCreateFunction(api, "cm_bm25", NULL, cm_bm25, NULL);
 }
+
+/* ---- the porter stems of words (for the query's variants) ------------------ */
+
+typedef struct stem_out {
+    char *out;
+    size_t cap, len;
+} stem_out;
+
+static int stem_token(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+    (void)flags;
+    (void)start;
+    (void)end;
+    stem_out *o = ctx;
+    size_t need = (size_t)n + (o->len ? 1 : 0);
+    if (n < 0 || o->len + need + 1 > o->cap) return SQLITE_OK; /* cut: no more room */
+    if (o->len) o->out[o->len++] = ' ';
+    memcpy(o->out + o->len, tok, (size_t)n);
+    o->len += (size_t)n;
+    o->out[o->len] = '\0';
+    return SQLITE_OK;
+}
+
+fts5_api *cm_fts_api(sqlite3 *db)
+{
+    fts5_api *api = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_pointer(q, 1, (void *)&api, "fts5_api_ptr", NULL);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? api : NULL;
+}
+
+int cm_fts_stem(fts5_api *api, const char *text, int n, char *out, size_t cap)
+{
+    if (!cap || !api) return SQLITE_MISUSE;
+    out[0] = '\0';
+    int rc;
+    void *ud = NULL;
+    fts5_tokenizer t;
+    Fts5Tokenizer *tok = NULL;
+    rc = api->xFindTokenizer(api, "porter", &ud, &t);
+    if (rc == SQLITE_OK) rc = t.xCreate(ud, NULL, 0, &tok);
+    if (rc != SQLITE_OK) return rc;
+    stem_out o = {out, cap, 0};
+    rc = t.xTokenize(tok, &o, FTS5_TOKENIZE_QUERY, text, n, stem_token);
+    t.xDelete(tok);
+    return rc;
+}

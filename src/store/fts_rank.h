@@ -26,6 +26,7 @@
 #define CM_FTS_RANK_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 
 #define FTS_RANK_MIN_ROWS  100
 #define FTS_RANK_IDF_FLOOR 0.5    /* 0.3..0.6 all gained on both datasets; 0.5 most */
@@ -33,5 +34,13 @@
 
 /* Registers cm_bm25() on db. Returns an SQLite result code. */
 int cm_fts_rank_register(sqlite3 *db);
+
+/* db's FTS5 API (NULL when it has none), for cm_fts_stem; valid while db is open. */
+fts5_api *cm_fts_api(sqlite3 *db);
+
+/* The stems SQLite's porter tokenizer (over unicode61) gives text[0..n),
+ * separated by spaces, into out (cap bytes, NUL-terminated; tokens that do
+ * not fit are left out). Returns an SQLite result code. */
+int cm_fts_stem(fts5_api *api, const char *text, int n, char *out, size_t cap);
 
 #endif
