@@ -203,10 +203,12 @@ size_t cm_static_model_neighbours(const static_model *m, uint32_t i, uint32_t am
 /* English suffixes for a word's family: a root is the word less one of them,
  * a candidate is a root plus one of them ("allergies" → allerg → allergic).
  * Each candidate is a lookup, a page fault or two in a cold process, so
- * the list holds the common ones only, and words under MIN_WORD letters
- * have no family. */
-static const char *const suffixes[] = {"",   "s",  "es",  "e",   "ed",    "ing",  "er", "y",
-                                       "ies", "ic", "al",  "ion", "ation", "ment", "ly", "ity"};
+ * words under MIN_WORD letters have no family. */
+static const char *const suffixes[] = {
+    "",      "s",    "es",    "e",    "ed",   "d",     "ing",  "er",  "ers", "y",
+    "ies",   "ied",  "ic",    "ics",  "ical", "al",    "ally", "ly",  "ion", "ions",
+    "ation", "ment", "ments", "ness", "ity",  "ities", "ist",  "ists", "ism", "ive",
+    "age",   "ous",  "ful",   "en",   "able", "ically", "ations"};
 #define NSUFFIX (sizeof suffixes / sizeof *suffixes)
 #define MIN_ROOT 3
 #define MIN_WORD 4
