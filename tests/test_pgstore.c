@@ -216,7 +216,7 @@ TEST_PG(pgstore_deleting_an_agent_removes_all_its_rows)
     EXPECT(meta == NULL);
     EXPECT_INT(cm_store_data_version(&s), -1);
     fts_hits h = {0};
-    EXPECT_INT(cm_store_fts_search(&s, "\"four\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"four\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
     cm_store_close(&s);
     store o;
@@ -226,7 +226,7 @@ TEST_PG(pgstore_deleting_an_agent_removes_all_its_rows)
     EXPECT_INT(open_pg(&s, "bystander", 0), CM_OK);
     EXPECT_INT(cm_store_count(&s, "vectors", &n, err, sizeof err), CM_OK);
     EXPECT_INT(n, 2);
-    EXPECT_INT(cm_store_fts_search(&s, "\"four\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"four\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     cm_fts_hits_release(&h);
     cm_store_close(&s);
@@ -251,7 +251,7 @@ TEST_PG(pgstore_adds_the_vector_log_to_an_older_schema)
     EXPECT_INT(open_pg(&s, "older", 0), CM_OK);
     EXPECT_INT(psql_long("SELECT count(*) FROM pg_class WHERE relname = 'clawmem_vector_log'"), 1);
     fts_hits h = {0};
-    EXPECT_INT(cm_store_fts_search(&s, "\"older\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"older\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     float v[3] = {1, 0, 0};
     if (h.n) EXPECT_INT(cm_store_vector_put(&s, h.v[0].id, v, 3, err, sizeof err), CM_OK);
@@ -282,7 +282,7 @@ TEST_PG(pgstore_reader_role_opens_an_older_schema)
     char err[512];
     EXPECT_INT(cm_store_open_pg(&s, dsn, "ro", "unicode61", 0, 5000, err, sizeof err), CM_OK);
     fts_hits h = {0};
-    EXPECT_INT(cm_store_fts_search(&s, "\"older\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"older\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     vec_index x;
     int64_t seq = 0;
@@ -315,7 +315,7 @@ TEST_PG(pgstore_a_writer_without_the_log_makes_readers_load)
     char err[256];
     EXPECT_INT(open_pg(&s, "mixed", 0), CM_OK);
     fts_hits h = {0};
-    EXPECT_INT(cm_store_fts_search(&s, "\"mixed\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"mixed\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     int64_t id = h.n ? h.v[0].id : 0;
     cm_fts_hits_release(&h);
@@ -375,10 +375,10 @@ TEST_PG(pgstore_rebuild_is_invisible_until_it_commits)
     fts_hits h = {0};
     char *meta = NULL;
     /* while it runs, a reader sees the old index whole */
-    EXPECT_INT(cm_store_fts_search(&r, "\"oldword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"oldword\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     cm_fts_hits_release(&h);
-    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
     EXPECT_INT(cm_store_meta_get(&r, STORE_META_KEY, &meta, err, sizeof err), CM_OK);
     EXPECT_STR(meta, "{}");
@@ -386,16 +386,16 @@ TEST_PG(pgstore_rebuild_is_invisible_until_it_commits)
     EXPECT_INT(cm_store_data_version(&r), v0);
     EXPECT_INT(cm_store_commit(&w, err, sizeof err), CM_OK);
     /* after the commit: the new one, and a new data version */
-    EXPECT_INT(cm_store_fts_search(&r, "\"oldword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"oldword\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
-    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     cm_fts_hits_release(&h);
     EXPECT(cm_store_data_version(&r) > v0);
     /* a rebuild rolled back leaves nothing */
     EXPECT_INT(cm_store_pg_rebuild_begin(&w, "unicode61", err, sizeof err), CM_OK);
     cm_store_rollback(&w);
-    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"newword\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     cm_fts_hits_release(&h);
     cm_store_close(&w);
@@ -515,8 +515,8 @@ TEST_PG(pgstore_bm25_equals_the_sqlite_store)
         "\"mail\" OR \"example\" OR \"14\" OR \"b\""};
     for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
         fts_hits a = {0}, b = {0};
-        EXPECT_INT(cm_store_fts_search(&lite, queries[q], 10, &a, err, sizeof err), CM_OK);
-        EXPECT_INT(cm_store_fts_search(&pg, queries[q], 10, &b, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&lite, queries[q], NULL, 10, &a, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&pg, queries[q], NULL, 10, &b, err, sizeof err), CM_OK);
         EXPECT(a.n > 0);
         EXPECT_INT(b.n, a.n);
         for (size_t i = 0; i < a.n; i++) {
@@ -590,8 +590,8 @@ TEST_PG(pgstore_rebuild_in_batches_matches_sqlite)
                                           "\"word1299\" OR \"word7\" OR \"tide\""};
     for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
         fts_hits a = {0}, b = {0};
-        EXPECT_INT(cm_store_fts_search(&lite, queries[q], 10, &a, err, sizeof err), CM_OK);
-        EXPECT_INT(cm_store_fts_search(&pg, queries[q], 10, &b, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&lite, queries[q], NULL, 10, &a, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&pg, queries[q], NULL, 10, &b, err, sizeof err), CM_OK);
         EXPECT(a.n > 0);
         EXPECT_INT(b.n, a.n);
         for (size_t i = 0; i < a.n && i < b.n; i++)
@@ -684,7 +684,7 @@ TEST_PG(pgstore_reconnects_after_the_server_drops_it)
     char err[256];
     fts_hits h = {0};
     EXPECT_INT(open_pg(&r, "reconnect", 0), CM_OK);
-    EXPECT_INT(cm_store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"phoenix\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     cm_fts_hits_release(&h);
     /* the server ends every other session (as a restart or a failover would) */
@@ -696,7 +696,7 @@ TEST_PG(pgstore_reconnects_after_the_server_drops_it)
     EXPECT_INT(k.status, 0);
     EXPECT(k.out && atoi_ok(k.out) >= 1);
     run_result_release(&k);
-    EXPECT_INT(cm_store_fts_search(&r, "\"phoenix\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&r, "\"phoenix\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     cm_fts_hits_release(&h);
     EXPECT(cm_store_pg_connected(&r));

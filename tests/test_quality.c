@@ -1,8 +1,11 @@
 /*
  * test_quality.c — the alternative hybrid merges of clawmem.hybridMerge
  * (docs/QUALITY.md): min-max normalised weighting and reciprocal-rank fusion,
- * the config key that picks them, and the static provider's default merge.
+ * the config key that picks them, the static provider's default merge, and
+ * the everyday-notes check of issue 30.
  */
+#include <jansson.h>
+
 #include "../src/config/config.h"
 #include "../src/search/rank.h"
 #include "test.h"
@@ -124,4 +127,51 @@ TEST(config_static_provider_defaults_to_minmax)
     EXPECT_INT(c.hybrid_merge, CM_MERGE_WEIGHTED);
     EXPECT_NEAR(c.vector_weight, 0.7, 1e-12);
     cm_config_release(&c);
+}
+
+/* Issue 30's user-level check: a small workspace of everyday notes and
+ * questions worded differently from them (allergies / allergic, wifi /
+ * Wi-Fi, vehicle / car, "when is Maya coming" / arrives); with the default
+ * configuration and the static model `make` installs, the note that answers
+ * must come first. */
+TEST(quality_everyday_notes_answer_paraphrased_questions)
+{
+    char *d = tmp_dir();
+    write_file(d, "qc.json", "{}\n");
+    write_file(d, "ws/MEMORY.md", "# Memory\n");
+    write_file(d, "ws/memory/2026-11-20.md", "Maya arrives on Friday at 6pm; pick her up at the station.\n");
+    write_file(d, "ws/memory/2026-11-21.md", "Maya is allergic to peanuts, so no satay at the dinner party.\n");
+    write_file(d, "ws/memory/cabin.md", "The Wi-Fi password at the cabin is bluefern42.\n");
+    write_file(d, "ws/memory/parking.md", "Parked the car on level 3 of the airport garage, row F.\n");
+    write_file(d, "ws/memory/maya.md", "Maya loves chess and long walks by the river with her dog.\n");
+    write_file(d, "ws/memory/bank.md", "Online banking password changes every ninety days.\n");
+    write_file(d, "ws/memory/shopping.md", "Buy peanut butter, bread and coffee.\n");
+    static const char *const qa[][2] = {
+        {"does maya have any allergies", "memory/2026-11-21.md"},
+        {"peanut allergies", "memory/2026-11-21.md"},
+        {"wifi password", "memory/cabin.md"},
+        {"what is the wi-fi password", "memory/cabin.md"},
+        {"where did I leave the vehicle", "memory/parking.md"},
+        {"when is Maya coming", "memory/2026-11-20.md"},
+    };
+    cm_options o = {NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"), NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512];
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    for (size_t i = 0; i < sizeof qa / sizeof *qa; i++) {
+        char *js = NULL;
+        cm_search_opts so = {6, -1, 0}; /* the default minScore */
+        EXPECT_INT(cm_memory_search(e, qa[i][0], &so, &js, err, sizeof err), CM_OK);
+        json_t *p = json_loads(js ? js : "{}", 0, NULL);
+        const char *first = json_string_value(
+            json_object_get(json_array_get(json_object_get(p, "results"), 0), "path"));
+        if (!first || strcmp(first, qa[i][1]) != 0)
+            fprintf(stderr, "  %s: first %s, want %s\n", qa[i][0], first ? first : "(none)",
+                    qa[i][1]);
+        EXPECT(first && strcmp(first, qa[i][1]) == 0);
+        json_decref(p);
+        cm_free(js);
+    }
+    cm_engine_close(e);
 }

@@ -35,7 +35,7 @@ TEST(store_cm_bm25_uses_rsj_idf_with_a_prior)
                CM_OK);
     EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     fts_hits h = {0};
-    EXPECT_INT(cm_store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"biscuit\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     /* 2 rows count as FTS_RANK_MIN_ROWS (100), n=1: idf = ln(99.5/1.5);
      * tf=1, dl=3, avgdl=4 */
@@ -43,7 +43,7 @@ TEST(store_cm_bm25_uses_rsj_idf_with_a_prior)
     EXPECT_NEAR(h.v[0].rank, -log(99.5 / 1.5) * 2.2 / (1 + norm), 1e-9);
     cm_fts_hits_release(&h);
     /* a term in every row still scores above zero */
-    EXPECT_INT(cm_store_fts_search(&s, "\"the\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"the\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 2);
     EXPECT(h.v[0].rank < 0);
     cm_fts_hits_release(&h);
@@ -51,12 +51,12 @@ TEST(store_cm_bm25_uses_rsj_idf_with_a_prior)
     EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
     EXPECT_INT(cm_store_file_delete(&s, "a.md", err, sizeof err), CM_OK);
     EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
-    EXPECT_INT(cm_store_fts_search(&s, "\"biscuit\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"biscuit\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0);
     bool ok = false;
     EXPECT_INT(cm_store_check(&s, &ok, err, sizeof err), CM_OK);
     EXPECT(ok);
-    EXPECT_INT(cm_store_fts_search(&s, "\"unbalanced", 10, &h, err, sizeof err), CM_EINVAL);
+    EXPECT_INT(cm_store_fts_search(&s, "\"unbalanced", NULL, 10, &h, err, sizeof err), CM_EINVAL);
     cm_store_close(&s);
     cm_chunk_list_release(&a);
     cm_chunk_list_release(&b);
@@ -98,7 +98,7 @@ TEST(store_cm_bm25_idf_floor)
     }
     EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     fts_hits h = {0};
-    EXPECT_INT(cm_store_fts_search(&s, "\"common\"", 5, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"common\"", NULL, 5, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 5);
     EXPECT_NEAR(h.v[0].rank, -FTS_RANK_IDF_FLOOR, 1e-9);
     cm_fts_hits_release(&h);
@@ -180,7 +180,7 @@ TEST(store_cm_bm25_top_k_is_exact)
     int skipped = 0;
     for (size_t qi = 0; qi < sizeof queries / sizeof *queries; qi++) {
         fts_hits h = {0};
-        EXPECT_INT(cm_store_fts_search(&s, queries[qi], 10, &h, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&s, queries[qi], NULL, 10, &h, err, sizeof err), CM_OK);
         sqlite3_stmt *ref = NULL, *all = NULL;
         EXPECT(sqlite3_prepare_v2(s.db,
                                   "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 "
@@ -267,7 +267,7 @@ TEST(store_bulk_build_writes_keywords_after_the_chunks)
     }
     cm_buf_release(&text);
     fts_hits h = {0}, w = {0};
-    EXPECT_INT(cm_store_fts_search(&bulk, "\"harbor\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&bulk, "\"harbor\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 0); /* no keyword entries yet */
     cm_fts_hits_release(&h);
     EXPECT_INT(cm_store_bulk_keywords(&bulk, err, sizeof err), CM_OK);
@@ -277,8 +277,8 @@ TEST(store_bulk_build_writes_keywords_after_the_chunks)
     const char *queries[] = {"\"harbor\"", "\"lantern\" AND \"quartz\"", "\"meadow\" OR \"ember\"",
                              "\"falcon\" \"glacier\" \"hollow\""};
     for (size_t qi = 0; qi < sizeof queries / sizeof *queries; qi++) {
-        EXPECT_INT(cm_store_fts_search(&one, queries[qi], 50, &w, err, sizeof err), CM_OK);
-        EXPECT_INT(cm_store_fts_search(&bulk, queries[qi], 50, &h, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&one, queries[qi], NULL, 50, &w, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&bulk, queries[qi], NULL, 50, &h, err, sizeof err), CM_OK);
         EXPECT(w.n > 10);
         EXPECT_INT(h.n, w.n);
         for (size_t i = 0; i < h.n && i < w.n; i++) {
@@ -327,7 +327,7 @@ TEST(store_process_init_sets_sqlite_options_only_first)
                CM_OK);
     EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     fts_hits h = {0};
-    EXPECT_INT(cm_store_fts_search(&s, "\"process\"", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"process\"", NULL, 10, &h, err, sizeof err), CM_OK);
     EXPECT_INT(h.n, 1);
     cm_fts_hits_release(&h);
     if (fresh) {

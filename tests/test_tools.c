@@ -28,7 +28,7 @@ TEST(tools_search_payload_exact)
     v[0].text_score = 0.8;
     buf b = BUF_INIT;
     EXPECT_INT(
-        cm_tools_search_payload(v, 2, &(tools_head){"none", "", NULL, CM_CITE_AUTO, NULL}, &b),
+        cm_tools_search_payload(v, 2, &(tools_head){"none", "", NULL, CM_CITE_AUTO, NULL, NULL}, &b),
         CM_OK);
     /* ids: sha256 hex of "memory:<path>:<start>:<end>:<sha256 of text>:fts-only" */
     EXPECT_STR(b.data,
@@ -46,7 +46,7 @@ TEST(tools_search_payload_exact)
                "\"model\":\"\",\"citations\":\"auto\",\"mode\":\"fts-only\"}");
     cm_buf_reset(&b);
     EXPECT_INT(
-        cm_tools_search_payload(v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
+        cm_tools_search_payload(v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL, NULL}, &b),
         CM_OK);
     EXPECT(strstr(b.data, "Source:") == NULL);
     EXPECT(strstr(b.data, "\"citation\"") == NULL);
@@ -54,14 +54,14 @@ TEST(tools_search_payload_exact)
     cm_buf_reset(&b);
     /* With a provider: mode hybrid, the model in the id. */
     EXPECT_INT(cm_tools_search_payload(v + 1, 1,
-                                       &(tools_head){"openai", "m1", NULL, CM_CITE_OFF, NULL}, &b),
+                                       &(tools_head){"openai", "m1", NULL, CM_CITE_OFF, NULL, NULL}, &b),
                CM_OK);
     EXPECT_CONTAINS(b.data, "\"mode\":\"hybrid\"");
     EXPECT(strstr(b.data, "617b4aaa772f") == NULL);
     EXPECT(strstr(b.data, "textScore") == NULL); /* a vector-only hit */
     cm_buf_reset(&b);
     EXPECT_INT(cm_tools_search_error("index is corrupt",
-                                     &(tools_head){"none", "", NULL, CM_CITE_ON, NULL}, &b),
+                                     &(tools_head){"none", "", NULL, CM_CITE_ON, NULL, NULL}, &b),
                CM_OK);
     EXPECT_STR(b.data, "{\"results\":[],\"disabled\":true,\"error\":\"index is corrupt\","
                        "\"provider\":\"none\",\"model\":\"\",\"citations\":\"on\","
@@ -131,7 +131,7 @@ TEST(tools_search_each_matches_the_payload)
     v[0].text_score = 0.8;
     for (int cite = 0; cite < 2; cite++) {
         buf b = BUF_INIT;
-        tools_head head = {"none", "", NULL, cite ? CM_CITE_ON : CM_CITE_OFF, NULL};
+        tools_head head = {"none", "", NULL, cite ? CM_CITE_ON : CM_CITE_OFF, NULL, NULL};
         EXPECT_INT(cm_tools_search_payload(v, 3, &head, &b), CM_OK);
         json_t *root = json_loads(b.data, 0, NULL), *want = json_object_get(root, "results");
         seen s = {json_array(), 0};
@@ -176,7 +176,7 @@ TEST(tools_citations_auto_by_session)
     for (size_t i = 0; i < 4; i++) {
         buf b = BUF_INIT;
         EXPECT_INT(cm_tools_search_payload(
-                       &v, 1, &(tools_head){"none", "", NULL, CM_CITE_AUTO, keys[i]}, &b),
+                       &v, 1, &(tools_head){"none", "", NULL, CM_CITE_AUTO, keys[i], NULL}, &b),
                    CM_OK);
         EXPECT_CONTAINS(b.data, "\"citations\":\"auto\"");
         EXPECT_INT(strstr(b.data, "\"citation\":\"memory/a.md#L1-L2\"") != NULL, cited[i]);
@@ -204,7 +204,7 @@ TEST(tools_payload_names_not_utf8_or_controls)
     v.has_text = true;
     buf b = BUF_INIT;
     EXPECT_INT(
-        cm_tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_ON, NULL}, &b),
+        cm_tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_ON, NULL, NULL}, &b),
         CM_OK);
     EXPECT(clean_bytes(b.data));
     json_t *j = json_loads(b.data, 0, NULL);
@@ -224,7 +224,7 @@ TEST(tools_snippet_is_700_characters)
         cm_buf_adds(&t, "漢");
     search_hit v = mk("memory/a.md", 1, 1, 1, t.data);
     EXPECT_INT(
-        cm_tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL}, &b),
+        cm_tools_search_payload(&v, 1, &(tools_head){"none", "", NULL, CM_CITE_OFF, NULL, NULL}, &b),
         CM_OK);
     json_t *j = json_loads(b.data, 0, NULL);
     const char *snip = json_string_value(

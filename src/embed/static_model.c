@@ -67,7 +67,9 @@ cm_rc cm_static_model_peek(const char *path, uint32_t *dims, uint32_t *words, ui
     return CM_OK;
 }
 
-cm_rc cm_static_model_open(static_model *m, const char *path, char *err, size_t errlen)
+/* Maps the model and checks its header and sizes; the checksum too when
+ * check is set (it reads all 44 MB). */
+static cm_rc map_model(static_model *m, const char *path, bool check, char *err, size_t errlen)
 {
     memset(m, 0, sizeof *m);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -95,14 +97,14 @@ cm_rc cm_static_model_open(static_model *m, const char *path, char *err, size_t 
     uint64_t need = HEADER + (uint64_t)m->slots * 4 + (uint64_t)m->words * 4 +
                     (uint64_t)m->words * row_bytes(m->dims) + m->pool_bytes;
     if (memcmp(h, "CMSTATIC", 8) != 0 || version != 2 || !m->dims || m->dims > 4096 || !m->words ||
-        m->slots < m->words || need != m->size) {
+        m->slots < m->words || !m->pool_bytes || need != m->size) {
         cm_static_model_close(m);
         return cm_seterr(err, errlen, CM_ECORRUPT,
                          "%s: not a clawmem static model, or damaged (rebuild it with "
                          "scripts/install-static-model.sh)",
                          path);
     }
-    if (crc(h + HEADER, m->size - HEADER) != m->checksum) {
+    if (check && crc(h + HEADER, m->size - HEADER) != m->checksum) {
         cm_static_model_close(m);
         return cm_seterr(err, errlen, CM_ECORRUPT, "%s: checksum mismatch (damaged file)", path);
     }
@@ -110,7 +112,21 @@ cm_rc cm_static_model_open(static_model *m, const char *path, char *err, size_t 
     m->offsets = m->table + m->slots;
     m->rows = (const uint8_t *)(m->offsets + m->words);
     m->pool = (const char *)(m->rows + (size_t)m->words * row_bytes(m->dims));
+    if (m->pool[m->pool_bytes - 1] != 0) { /* every lookup's strncmp ends in the pool */
+        cm_static_model_close(m);
+        return cm_seterr(err, errlen, CM_ECORRUPT, "%s: damaged word list", path);
+    }
     return CM_OK;
+}
+
+cm_rc cm_static_model_map(static_model *m, const char *path, char *err, size_t errlen)
+{
+    return map_model(m, path, false, err, errlen);
+}
+
+cm_rc cm_static_model_open(static_model *m, const char *path, char *err, size_t errlen)
+{
+    return map_model(m, path, true, err, errlen);
 }
 
 static int64_t lookup(const static_model *m, const char *w, size_t n)
@@ -125,6 +141,178 @@ static int64_t lookup(const static_model *m, const char *w, size_t n)
         i = (i + 1) % m->slots;
     }
     return -1;
+}
+
+int64_t cm_static_model_lookup(const static_model *m, const char *w, size_t n)
+{
+    return n && n < 64 ? lookup(m, w, n) : -1;
+}
+
+const char *cm_static_model_word(const static_model *m, uint32_t i)
+{
+    uint32_t off = i < m->words ? m->offsets[i] : UINT32_MAX;
+    return off < m->pool_bytes ? m->pool + off : "";
+}
+
+/* The int8 dot product of two rows and a row's squared length. */
+static int32_t dot8(const int8_t *a, const int8_t *b, uint32_t dims)
+{
+    int32_t s = 0;
+    for (uint32_t d = 0; d < dims; d++) s += (int32_t)a[d] * (int32_t)b[d];
+    return s;
+}
+
+float cm_static_model_cosine(const static_model *m, uint32_t i, uint32_t j)
+{
+    if (i >= m->words || j >= m->words) return 0;
+    size_t rb = row_bytes(m->dims);
+    const int8_t *a = (const int8_t *)(m->rows + i * rb), *b = (const int8_t *)(m->rows + j * rb);
+    double na = dot8(a, a, m->dims), nb = dot8(b, b, m->dims);
+    return na > 0 && nb > 0 ? (float)(dot8(a, b, m->dims) / sqrt(na * nb)) : 0;
+}
+
+size_t cm_static_model_neighbours(const static_model *m, uint32_t i, uint32_t among, size_t k,
+                                  float min_cos, uint32_t *idx, float *cos)
+{
+    if (i >= m->words || !k) return 0;
+    if (among > m->words) among = m->words;
+    size_t rb = row_bytes(m->dims), n = 0;
+    const int8_t *q = (const int8_t *)(m->rows + i * rb);
+    double nq = dot8(q, q, m->dims);
+    if (nq <= 0) return 0;
+    for (uint32_t j = 0; j < among; j++) {
+        if (j == i) continue;
+        const int8_t *r = (const int8_t *)(m->rows + j * rb);
+        int32_t d = dot8(q, r, m->dims);
+        if (d <= 0) continue;
+        double nr = dot8(r, r, m->dims);
+        float c = nr > 0 ? (float)(d / sqrt(nq * nr)) : 0;
+        if (c < min_cos || (n == k && c <= cos[n - 1])) continue;
+        size_t at = n < k ? n++ : n - 1; /* insertion into the sorted list */
+        while (at > 0 && cos[at - 1] < c) {
+            cos[at] = cos[at - 1];
+            idx[at] = idx[at - 1];
+            at--;
+        }
+        cos[at] = c;
+        idx[at] = j;
+    }
+    return n;
+}
+
+/* English suffixes for a word's family: a root is the word less one of them,
+ * a candidate is a root plus one of them ("allergies" → allerg → allergic).
+ * Each candidate is a lookup, a page fault or two in a cold process, so
+ * words under MIN_WORD letters have no family. */
+static const char *const suffixes[] = {
+    "",      "s",    "es",    "e",    "ed",   "d",     "ing",  "er",  "ers", "y",
+    "ies",   "ied",  "ic",    "ics",  "ical", "al",    "ally", "ly",  "ion", "ions",
+    "ation", "ment", "ments", "ness", "ity",  "ities", "ist",  "ists", "ism", "ive",
+    "age",   "ous",  "ful",   "en",   "able", "ically", "ations"};
+#define NSUFFIX (sizeof suffixes / sizeof *suffixes)
+#define MIN_ROOT 3
+#define MIN_WORD 4
+
+static bool has_variant(const static_variant *v, size_t n, const char *text)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].text, text) == 0) return true;
+    return false;
+}
+
+/* Adds text to v (n of cap) when new, keeping v sorted by cosine, best first;
+ * '-' in text becomes a space (a phrase of its parts). */
+static void add_variant(static_variant *v, size_t *n, size_t cap, const char *text, float cos,
+                        bool morph)
+{
+    static_variant x = {{0}, cos, morph};
+    size_t len = strlen(text);
+    if (len >= sizeof x.text) return;
+    for (size_t i = 0; i < len; i++)
+        x.text[i] = text[i] == '-' ? ' ' : text[i];
+    if (has_variant(v, *n, x.text)) return;
+    if (*n == cap && (!cap || v[cap - 1].cos >= cos)) return;
+    size_t at = *n < cap ? (*n)++ : cap - 1;
+    while (at > 0 && v[at - 1].cos < cos) {
+        v[at] = v[at - 1];
+        at--;
+    }
+    v[at] = x;
+}
+
+static bool plain_word(const char *w, size_t n, bool spaces)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((w[i] >= 'a' && w[i] <= 'z') || (w[i] >= '0' && w[i] <= '9') ||
+              (spaces && w[i] == ' ')))
+            return false;
+    return n > 0;
+}
+
+size_t cm_static_model_variants(const static_model *m, const char *w, size_t n,
+                                const static_variant_opts *o, static_variant *out, size_t cap)
+{
+    size_t nv = 0;
+    char cand[64];
+    if (!m->map || !cap || n < MIN_ROOT || n >= sizeof cand - 8 || !plain_word(w, n, true))
+        return 0;
+    if (memchr(w, ' ', n)) { /* "wi fi": the joined word, when the model knows it */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (w[i] != ' ') cand[k++] = w[i];
+        int64_t j = lookup(m, cand, k);
+        if (j >= 0) {
+            cand[k] = 0;
+            add_variant(out, &nv, cap, cand, 1.0f, true);
+        }
+        return nv;
+    }
+    if (n < MIN_WORD) return 0;
+    int64_t self = lookup(m, w, n);
+    if (self < 0) return 0;
+    /* hyphenated forms the model knows: wifi → wi-fi */
+    for (size_t i = 2; i + 2 <= n; i++) {
+        memcpy(cand, w, i);
+        cand[i] = '-';
+        memcpy(cand + i + 1, w + i, n - i);
+        cand[n + 1] = 0;
+        int64_t j = lookup(m, cand, n + 1);
+        float c = j >= 0 ? cm_static_model_cosine(m, (uint32_t)self, (uint32_t)j) : 0;
+        if (j >= 0 && c >= o->min_cos_morph) add_variant(out, &nv, cap, cand, c, true);
+    }
+    /* the word's family: roots × suffixes */
+    for (size_t r = 0; r < NSUFFIX; r++) {
+        size_t sl = strlen(suffixes[r]);
+        if (n < sl + MIN_ROOT || memcmp(w + n - sl, suffixes[r], sl) != 0) continue;
+        size_t rl = n - sl;
+        for (size_t a = 0; a < NSUFFIX; a++) {
+            size_t al = strlen(suffixes[a]);
+            if (a == r || rl + al >= sizeof cand) continue;
+            memcpy(cand, w, rl);
+            memcpy(cand + rl, suffixes[a], al + 1);
+            int64_t j = lookup(m, cand, rl + al);
+            if (j < 0 || j == self || (o->among && (uint64_t)j >= o->among)) continue;
+            float c = cm_static_model_cosine(m, (uint32_t)self, (uint32_t)j);
+            if (c >= o->min_cos_morph) add_variant(out, &nv, cap, cand, c, true);
+        }
+    }
+    /* the nearest words */
+    if (o->neighbours > 0) {
+        uint32_t idx[32];
+        float cos[32];
+        size_t want = o->neighbours + nv < 32 ? o->neighbours + nv : 32;
+        size_t k = cm_static_model_neighbours(m, (uint32_t)self, o->among ? o->among : m->words, want, o->min_cos,
+                                              idx, cos);
+        size_t added = 0;
+        for (size_t i = 0; i < k && added < o->neighbours && nv < cap; i++) {
+            const char *t = cm_static_model_word(m, idx[i]);
+            size_t before = nv;
+            if (strlen(t) < sizeof cand && plain_word(t, strlen(t), false))
+                add_variant(out, &nv, cap, t, cos[i], false);
+            added += nv > before;
+        }
+    }
+    return nv;
 }
 
 size_t cm_static_model_embed(const static_model *m, const char *text, float *out)

@@ -76,6 +76,7 @@ void cm_engine_close(cm_engine *e)
 {
     if (!e) return;
     if (e->be) e->be->close(e);
+    cm_static_model_close(&e->qm);
     cm_config_release(&e->cfg);
     free(e);
 }

@@ -21,6 +21,7 @@ typedef struct engine_result {
     char *fallback;                /* why a fallback provider serves, or NULL */
     char *error;                   /* the search could not run: why (no hits then), else NULL */
     char *qmd_why;                 /* QMD failed and the builtin index answered: why, else NULL */
+    const char *mode; /* the payload's "mode" when not the provider's (static), or NULL */
 } engine_result;
 void cm_engine_result_release(engine_result *r);
 

@@ -81,6 +81,10 @@ struct cm_engine {
     int64_t vx_seq;                /* the vector log position vx reflects (-1: no log) */
     bool vx_stale;                 /* this engine's own sync changed vectors since */
     unsigned vx_loads, vx_updates; /* full loads; updates applied from the log */
+    /* search.c: the static model's vocabulary for the query's variants,
+     * mapped on the first search (qm_state 1; -1: not installed) */
+    static_model qm;
+    int qm_state;
     /* qmd_backend.c: the QMD sidecar (memory.backend = "qmd") */
     struct engine_qmd *qmd;
     /* batch_fill.c: the batch APIs during a sync (set by cm_builtin_sync) */

@@ -6,6 +6,9 @@
 #include "../search/passage.h"
 #include "../search/query.h"
 #include "../search/rank.h"
+#include "../search/stopwords.h"
+#include "../search/when.h"
+#include "../store/fts_rank.h"
 #include "engine_int.h"
 
 typedef struct expand_ctx {
@@ -21,17 +24,155 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
     return cm_store_trigram_terms(x->st, term, len, out, x->err, x->errlen);
 }
 
+/* Vocabulary bridging (query.h): each keyword's family in the static model
+ * ("allergies": allergic; "wifi": wi-fi), words with a cosine of at least
+ * VARIANT_MORPH_MIN_COS among its VARIANT_AMONG most frequent, at
+ * VARIANT_MORPH_WEIGHT under the keyword itself, which keeps weight 1. No
+ * nearest words in an ordinary search: they lost on LoCoMo (docs/QUALITY.md,
+ * issue 30); the weak-result fallback below adds them. */
+#define VARIANT_MORPH_WEIGHT  0.5
+#define VARIANT_MORPH_MIN_COS 0.5
+#define VARIANT_AMONG         100000
+
+/* The weak-result fallback's nearest words (search.c's cm_builtin_search). */
+#define FALLBACK_NEIGHBOURS       3
+#define FALLBACK_NEIGHBOUR_WEIGHT 0.5
+#define FALLBACK_NEIGHBOUR_COS    0.6
+#define FALLBACK_AMONG            50000
+
+typedef struct variant_ctx {
+    const static_model *m;
+    static_variant_opts o;
+    double w_morph, w_near;
+    fts5_api *porter; /* the index stems with porter: its API, else NULL */
+} variant_ctx;
+
+/* Drops from v[0..n) the one-word variants that the index's porter stemmer
+ * makes the keyword itself or an earlier variant ("arrival" for "arrives"):
+ * their phrases would match the same rows again at a lower weight, a cost
+ * with no effect on any score. Returns the new n. */
+static size_t porter_unique(fts5_api *api, const char *kw, size_t len, static_variant *v, size_t n)
+{
+    char text[QUERY_MAX_VARIANTS * 50 + 64], stems[sizeof text];
+    size_t at = 0;
+    if (len >= 64) return n;
+    memcpy(text, kw, len);
+    at = len;
+    for (size_t i = 0; i < n; i++) {
+        if (strchr(v[i].text, ' ')) continue; /* a phrase: kept as it is */
+        size_t l = strlen(v[i].text);
+        text[at++] = ' ';
+        memcpy(text + at, v[i].text, l);
+        at += l;
+    }
+    if (strchr(kw, ' ') || cm_fts_stem(api, text, (int)at, stems, sizeof stems) != SQLITE_OK)
+        return n;
+    const char *seen[QUERY_MAX_VARIANTS + 1];
+    size_t seen_len[QUERY_MAX_VARIANTS + 1], ns = 0, w = 0;
+    const char *p = stems;
+    for (size_t i = 0; i <= n; i++) {
+        bool phrase = i > 0 && strchr(v[i - 1].text, ' ');
+        if (phrase) {
+            v[w++] = v[i - 1];
+            continue;
+        }
+        const char *sp = strchr(p, ' ');
+        size_t sl = sp ? (size_t)(sp - p) : strlen(p);
+        bool dup = false;
+        for (size_t j = 0; j < ns && !dup; j++)
+            dup = seen_len[j] == sl && memcmp(seen[j], p, sl) == 0;
+        if (!dup) {
+            seen[ns] = p;
+            seen_len[ns++] = sl;
+            if (i > 0) v[w++] = v[i - 1];
+        }
+        p = sp ? sp + 1 : p + sl;
+    }
+    return w;
+}
+
+/* The static model's vocabulary, mapped once (NULL when not installed). */
+static const static_model *query_model(cm_engine *e)
+{
+    if (!e->qm_state) {
+        char msg[256];
+        char *path = cm_embed_static_path(&e->cfg);
+        e->qm_state = path && !cm_static_model_map(&e->qm, path, msg, sizeof msg) ? 1 : -1;
+        free(path);
+    }
+    return e->qm_state > 0 ? &e->qm : NULL;
+}
+
+/* query_variants_fn over the static model: its variants less those the
+ * stemmers already equate with the keyword, and stop words. */
+static size_t model_variants(void *ctx, const char *kw, size_t len, query_variant *out, size_t cap)
+{
+    variant_ctx *x = ctx;
+    static_variant v[QUERY_MAX_VARIANTS];
+    size_t nv = cm_static_model_variants(x->m, kw, len, &x->o, v, QUERY_MAX_VARIANTS), n = 0;
+    if (nv && x->porter) nv = porter_unique(x->porter, kw, len, v, nv);
+    char a[64], b[64];
+    size_t la = len < sizeof a ? len : sizeof a - 1;
+    memcpy(a, kw, la);
+    la = cm_rank_passage_stem(a, la);
+    for (size_t i = 0; i < nv && n < cap; i++) {
+        size_t lb = strlen(v[i].text);
+        memcpy(b, v[i].text, lb);
+        if (cm_stopword_is(b, lb)) continue;
+        lb = cm_rank_passage_stem(b, lb);
+        if (lb == la && memcmp(a, b, la) == 0) continue; /* the same stem: found anyway */
+        memcpy(out[n].text, v[i].text, strlen(v[i].text) + 1);
+        out[n++].weight = v[i].morph ? x->w_morph : x->w_near;
+    }
+    return n;
+}
+
+/* The fallback's weights: no coverage penalty (fts_rank.h's "c0"), so a
+ * hit holding a variant of one keyword of the question is not pushed under
+ * minScore for lacking the others. */
+static cm_rc no_coverage(buf *weights)
+{
+    if (!weights->len) return CM_OK;
+    buf b = BUF_INIT;
+    cm_rc rc = cm_buf_adds(&b, "c0 ");
+    if (!rc) rc = cm_buf_add(&b, weights->data, weights->len);
+    if (!rc) {
+        cm_buf_release(weights);
+        *weights = b;
+    } else {
+        cm_buf_release(&b);
+    }
+    return rc;
+}
+
 /* Keyword hits for query, and the FTS5 expression that found them in *match
- * (the caller releases it). */
-static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *hits, buf *match,
-                          char *err, size_t errlen)
+ * and its weights in *weights (the caller releases both). */
+static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallback,
+                          fts_hits *hits, buf *match, buf *weights, char *err, size_t errlen)
 {
     size_t ntok = 0;
     query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
     expand_ctx xc = {&e->st, err, errlen};
-    cm_rc rc =
-        cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_AND, x, &xc, match, &ntok);
-    if (!rc && match->len) rc = cm_store_fts_search(&e->st, match->data, limit, hits, err, errlen);
+    variant_ctx vc = {NULL,
+                      {VARIANT_MORPH_MIN_COS, 0, 1.0f, VARIANT_AMONG},
+                      VARIANT_MORPH_WEIGHT,
+                      0,
+                      NULL};
+    if (fallback) {
+        vc.o.neighbours = FALLBACK_NEIGHBOURS;
+        vc.w_near = FALLBACK_NEIGHBOUR_WEIGHT;
+        vc.o.min_cos = (float)FALLBACK_NEIGHBOUR_COS;
+        vc.o.among = FALLBACK_AMONG;
+    }
+    bool bridge = !e->st.trigram && !e->st.pg && (vc.m = query_model(e));
+    if (bridge && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
+        vc.porter = cm_fts_api(e->st.db);
+    query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
+                    false};
+    cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
+    if (!rc && fallback) rc = no_coverage(weights);
+    if (!rc && match->len)
+        rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
     if (!rc && hits->n < (size_t)limit && ntok > 1) {
         /* Too few chunks have every word: rank those with some of them too.
          * The OR query scores every chunk exactly as the AND query did (BM25
@@ -39,9 +180,12 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
          * hits at their ranks and only adds to them. */
         cm_fts_hits_release(hits);
         cm_buf_reset(match);
-        rc = cm_query_build_ex(query, strlen(query), e->st.trigram, QUERY_OR, x, &xc, match, &ntok);
+        cm_buf_reset(weights);
+        o.join = QUERY_OR;
+        rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
+        if (!rc && fallback) rc = no_coverage(weights);
         if (!rc && match->len)
-            rc = cm_store_fts_search(&e->st, match->data, limit, hits, err, errlen);
+            rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
     }
     return rc;
 }
@@ -56,14 +200,102 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, fts_hits *
 
 /* The BM25 scores of hits (positive, higher is better) into s, with the
  * passage bonus; not with trigram, whose terms match inside words. */
-static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char *match, double *s)
+static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char *match,
+                           const char *weights, double *s)
 {
     for (size_t i = 0; i < hits->n; i++)
         s[i] = -hits->v[i].rank;
     passage_terms t;
-    if (e->st.trigram || cm_rank_passage_terms(match, &t) < 2) return;
+    if (e->st.trigram || cm_rank_passage_groups(match, weights, &t) < 2) return;
     for (size_t i = 0; i < hits->n && i < PASSAGE_TOP; i++)
         s[i] += PASSAGE_BETA * cm_rank_passage_best(hits->v[i].text, &t, PASSAGE_SENTENCE_OVER);
+}
+
+/* Dates in the question (when.h): daily notes and session chunks of the
+ * days it names gain WHEN_BONUS BM25 units when the keywords found them, and
+ * enter with WHEN_BASE units (a score of 0.75) when they did not, at most
+ * WHEN_MAX_CHUNKS of them, while the keyword hits of other days keep
+ * WHEN_OUTSIDE of their units, so "what did I decide last Tuesday" finds
+ * Tuesday's note first; a date that names no note or session leaves the query as
+ * it was. */
+#define WHEN_BONUS      3.0
+#define WHEN_BASE       3.0
+#define WHEN_OUTSIDE    0.5
+#define WHEN_MAX_CHUNKS 200
+#define WHEN_MAX_DAYS   400
+
+/* A question that asks when ("when is Maya coming"): of the ASK_TOP best
+ * keyword hits, those that speak of a time outside their headings (a
+ * weekday, a date, 6pm, "last week": when.h) gain ASK_BONUS BM25 units. */
+#define ASK_BONUS 1.0
+#define ASK_TOP   20
+
+/* Local midnight of a day number, in unix seconds. */
+static int64_t local_midnight(int64_t day)
+{
+    int y, m, d;
+    cm_when_civil(day, &y, &m, &d);
+    struct tm tm = {0};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = m - 1;
+    tm.tm_mday = d;
+    tm.tm_isdst = -1;
+    time_t t = mktime(&tm);
+    return t == (time_t)-1 ? day * 86400 : (int64_t)t;
+}
+
+/* The local day of unix time t. */
+static int64_t local_day(int64_t t)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!localtime_r(&tt, &tm)) return t / 86400;
+    return cm_when_day(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+/* The day a chunk is of: a daily note's date, a session chunk's local day
+ * (mtime_ns holds its update time); INT64_MIN for anything else. */
+static int64_t chunk_day(const char *path, const char *source, int64_t mtime_ns)
+{
+    int y, m, d;
+    if (cm_discover_daily_date(path, &y, &m, &d)) return cm_when_day(y, m, d);
+    if (source && strcmp(source, "sessions") == 0) return local_day(mtime_ns / 1000000000);
+    return INT64_MIN;
+}
+
+/* The chunks of the days of r (daily notes and sessions) into *out. */
+static cm_rc dated_chunks(cm_engine *e, when_range r, fts_hits *out, char *err, size_t errlen)
+{
+    char from[32], to[32];
+    int y, m, d;
+    if (r.last - r.first > WHEN_MAX_DAYS) r.first = r.last - WHEN_MAX_DAYS;
+    cm_when_civil(r.first, &y, &m, &d);
+    snprintf(from, sizeof from, "memory/%04d-%02d-%02d", y, m, d);
+    cm_when_civil(r.last + 1, &y, &m, &d);
+    snprintf(to, sizeof to, "memory/%04d-%02d-%02d", y, m, d);
+    return cm_store_chunks_dated(&e->st, from, to, local_midnight(r.first),
+                                 local_midnight(r.last + 1), WHEN_MAX_CHUNKS, out, err, errlen);
+}
+
+/* Adds the dated chunks the keywords did not find to hits (rank 0). */
+static cm_rc add_dated(fts_hits *hits, fts_hits *dated)
+{
+    for (size_t i = 0; i < dated->n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < hits->n && !seen; j++)
+            seen = hits->v[j].id == dated->v[i].id;
+        if (seen) continue;
+        if (hits->n == hits->cap) {
+            size_t cap = hits->cap ? hits->cap * 2 : 16;
+            fts_hit *nv = realloc(hits->v, cap * sizeof *nv);
+            if (!nv) return CM_ENOMEM;
+            hits->v = nv;
+            hits->cap = cap;
+        }
+        hits->v[hits->n++] = dated->v[i];
+        memset(&dated->v[i], 0, sizeof dated->v[i]); /* moved */
+    }
+    return CM_OK;
 }
 
 /* Loads the vectors of the open index when they are not loaded; when
@@ -166,56 +398,57 @@ static cm_rc set_error(engine_result *r, const char *why)
     return (r->error = cm_strdup(why)) ? CM_OK : CM_ENOMEM;
 }
 
-cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
-                        const char *session_key, engine_result *out, char *err, size_t errlen)
+/* What one ranking pass reads besides the engine. */
+typedef struct search_pass {
+    const char *query;
+    int max_results;
+    double min_score;
+    int64_t now;        /* the search's clock, unix seconds */
+    int64_t opts_now;   /* opts->now as given (0: decay reads the clock) */
+    bool fallback;      /* the weak-result fallback: nearest words, no vector side */
+} search_pass;
+
+/* One pass: the keyword hits (with the dated chunks of a question about a
+ * time), the vector side when there is one, merged and ranked into *out
+ * (*n hits). A failed keyword query leaves *why set and no hits. */
+static cm_rc ranked(cm_engine *e, const search_pass *p, search_hit **out, size_t *nout, char *why,
+                    size_t whylen)
 {
     cm_rc rc = CM_OK;
-    fts_hits hits = {0};
-    buf match = BUF_INIT;
+    const cm_config *c = &e->cfg;
+    fts_hits hits = {0}, dhits = {0};
+    buf match = BUF_INIT, weights = BUF_INIT;
+    char *rest = NULL;
     double *bm = NULL;
     search_hit *v = NULL;
-    size_t n = 0;
-    char msg[512] = "";
-    (void)session_key; /* the payload's citations: the caller's */
-    memset(out, 0, sizeof *out);
-    if (!query) query = "";
-    const cm_config *c = &e->cfg;
-    cm_engine_provider_ready(e, false, NULL,
-                             NULL); /* the fallback, when the local model cannot serve */
-    CHECK(set_head(e, out));
-    int max_results = opts && opts->max_results > 0 ? opts->max_results : c->max_results;
-    double min_score = opts && opts->min_score >= 0 ? opts->min_score : c->min_score;
-    if (!c->enabled) {
-        CHECK(set_error(out, "memory search is disabled (memorySearch.enabled is false)"));
-        goto out;
-    }
-    if (cm_engine_workspace_exists(e, msg, sizeof msg)) {
-        CHECK(set_error(out, msg));
-        goto out;
-    }
-    rc = cm_engine_ensure_store(e, msg, sizeof msg);
-    if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
-        rc = CM_OK;
-        goto out;
-    }
-    if (!rc && cm_engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
-        rc = CM_OK;
-        CHECK(set_error(out, msg));
-        goto out;
-    }
-    if (!rc)
-        rc = keyword_hits(e, query, cm_config_candidates(c, max_results), &hits, &match, msg,
-                          sizeof msg);
-    if (rc == CM_ENOMEM) CHECK(rc);
-    if (rc) {
-        rc = CM_OK;
-        CHECK(set_error(out, msg));
-        goto out;
-    }
+    size_t n = 0, qlen = strlen(p->query);
+    int cand = cm_config_candidates(c, p->max_results);
+    /* a date in the question: its words are no keywords when it names notes */
+    when_range wr = {0, -1};
+    if (!(rest = malloc(qlen + 1))) CHECK(CM_ENOMEM);
+    bool dated = cm_when_find(p->query, qlen, local_day(p->now), rest, &wr);
+    if (dated) rc = dated_chunks(e, wr, &dhits, why, whylen);
+    dated = dated && !rc && dhits.n;
+    if (!rc && (!dated || cm_query_has_keyword(rest, qlen)))
+        rc = keyword_hits(e, dated ? rest : p->query, cand, p->fallback, &hits, &match, &weights,
+                          why, whylen);
+    if (!rc && dated) rc = add_dated(&hits, &dhits);
+    if (rc) goto out;
     size_t cap = hits.n;
     if (hits.n && !(v = calloc(hits.n, sizeof *v))) CHECK(CM_ENOMEM);
     if (hits.n && !(bm = malloc(hits.n * sizeof *bm))) CHECK(CM_ENOMEM);
-    keyword_scores(e, &hits, match.data, bm);
+    keyword_scores(e, &hits, match.data, weights.data, bm);
+    for (size_t i = 0; dated && i < hits.n; i++) {
+        int64_t day = chunk_day(hits.v[i].path, hits.v[i].source, hits.v[i].mtime_ns);
+        if (day >= wr.first && day <= wr.last)
+            bm[i] += hits.v[i].rank < 0 ? WHEN_BONUS : WHEN_BASE;
+        else
+            bm[i] *= WHEN_OUTSIDE;
+    }
+    if (cm_when_asks(p->query, qlen)) {
+        for (size_t i = 0; i < hits.n && i < ASK_TOP; i++)
+            if (cm_when_mentions(hits.v[i].text, strlen(hits.v[i].text))) bm[i] += ASK_BONUS;
+    }
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
         v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,
@@ -227,7 +460,7 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
     n = hits.n;
     /* Hybrid: the vector side's candidates, merged by chunk id with the
      * normalised weights; without hybrid, the vector side alone. */
-    if (vector_hits(e, query, cm_config_candidates(c, max_results), &v, &n, &cap)) {
+    if (!p->fallback && vector_hits(e, p->query, cand, &v, &n, &cap)) {
         if (!c->hybrid_enabled) {
             size_t w = 0;
             for (size_t i = 0; i < n; i++) {
@@ -246,21 +479,80 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
                     : cm_rank_merge(v, n, c->vector_weight, c->text_weight);
         }
     }
-    rank_opts ro = {c->text_weight,   min_score,         max_results,
-                    c->decay_enabled, c->half_life_days, opts ? opts->now : 0,
+    rank_opts ro = {c->text_weight,   p->min_score,      p->max_results,
+                    c->decay_enabled, c->half_life_days, p->opts_now,
                     c->mmr_enabled,   c->mmr_lambda};
     n = cm_rank_finish(v, n, &ro);
-    out->v = v; /* moved */
-    out->n = n;
+    *out = v; /* moved */
+    *nout = n;
     v = NULL;
     n = 0;
 out:
-    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     for (size_t i = 0; v && i < n; i++)
         cm_search_hit_release(&v[i]);
     free(v);
     cm_fts_hits_release(&hits);
+    cm_fts_hits_release(&dhits);
     cm_buf_release(&match);
+    cm_buf_release(&weights);
+    free(rest);
     free(bm);
+    return rc;
+}
+
+cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
+                        const char *session_key, engine_result *out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    char msg[512] = "";
+    (void)session_key; /* the payload's citations: the caller's */
+    memset(out, 0, sizeof *out);
+    if (!query) query = "";
+    const cm_config *c = &e->cfg;
+    cm_engine_provider_ready(e, false, NULL,
+                             NULL); /* the fallback, when the local model cannot serve */
+    CHECK(set_head(e, out));
+    search_pass p = {query,
+                     opts && opts->max_results > 0 ? opts->max_results : c->max_results,
+                     opts && opts->min_score >= 0 ? opts->min_score : c->min_score,
+                     opts && opts->now ? opts->now : (int64_t)time(NULL),
+                     opts ? opts->now : 0,
+                     false};
+    if (!c->enabled) {
+        CHECK(set_error(out, "memory search is disabled (memorySearch.enabled is false)"));
+        goto out;
+    }
+    if (cm_engine_workspace_exists(e, msg, sizeof msg)) {
+        CHECK(set_error(out, msg));
+        goto out;
+    }
+    rc = cm_engine_ensure_store(e, msg, sizeof msg);
+    if (rc == CM_ENOTFOUND) { /* nothing indexed yet */
+        rc = CM_OK;
+        goto out;
+    }
+    if (!rc && cm_engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
+        rc = CM_OK;
+        CHECK(set_error(out, msg));
+        goto out;
+    }
+    if (!rc) rc = ranked(e, &p, &out->v, &out->n, msg, sizeof msg);
+    /* The weak-result fallback: keywords alone found nothing above
+     * minScore, no embedding provider serves, the static model is at hand:
+     * the keywords' nearest words in its vectors join the query. */
+    if (!rc && !out->n && !e->have_prov && !e->st.trigram && !e->st.pg && query_model(e)) {
+        free(out->v);
+        out->v = NULL;
+        p.fallback = true;
+        rc = ranked(e, &p, &out->v, &out->n, msg, sizeof msg);
+        if (!rc && out->n) out->mode = "static-fallback";
+    }
+    if (rc == CM_ENOMEM) CHECK(rc);
+    if (rc) {
+        rc = CM_OK;
+        CHECK(set_error(out, msg));
+    }
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     return rc;
 }

@@ -55,9 +55,24 @@ static size_t fold(const char *s, size_t len, char *w)
     return stem(w, len);
 }
 
+size_t cm_rank_passage_stem(char *w, size_t n)
+{
+    return stem(w, n);
+}
+
 size_t cm_rank_passage_terms(const char *match, passage_terms *out)
 {
+    cm_rank_passage_groups(match, NULL, out);
+    return out->n;
+}
+
+size_t cm_rank_passage_groups(const char *match, const char *weights, passage_terms *out)
+{
     memset(out, 0, sizeof *out);
+    const char *wc = weights && *weights ? weights : NULL;
+    if (wc && *wc == 'c') /* "c<x> ": the coverage share, not a phrase's weight */
+        wc = strchr(wc, ' ') ? strchr(wc, ' ') + 1 : NULL;
+    int group = -1, last = -1; /* the phrase's group; the last group given a number */
     for (const char *c = match ? match : ""; *c; c++) {
         if (*c != '"') continue;
         const char *s = ++c;
@@ -69,12 +84,22 @@ size_t cm_rank_passage_terms(const char *match, passage_terms *out)
         if (!*c) break;
         size_t len = (size_t)(c - s);
         if (c[1] == '*') simple = false;
+        double w = 1.0;
+        if (wc) {
+            char *end = NULL;
+            w = strtod(wc, &end);
+            wc = end && end != wc ? end : NULL;
+        }
+        if (!wc || w >= 1 || group < 0) group++; /* a keyword: a group of its own */
         if (!simple || len == 0 || len > PASSAGE_TERM_MAX || out->n == PASSAGE_MAX_TERMS) continue;
+        if (group != last) out->ngroups++;
+        last = group;
+        out->group[out->n] = (unsigned char)(out->ngroups - 1);
         char *t = out->term[out->n++];
         t[fold(s, len, t)] = '\0';
         out->first[(unsigned char)t[0]] = true;
     }
-    return out->n;
+    return out->ngroups;
 }
 
 /* ASCII word characters: digits, letters, '_'. */
@@ -111,7 +136,7 @@ static uint64_t word_terms(const char *s, size_t len, const passage_terms *t)
     size_t n = fold(s, len, w);
     uint64_t m = 0;
     for (size_t i = 0; i < t->n; i++)
-        if (strncmp(t->term[i], w, n) == 0 && t->term[i][n] == '\0') m |= 1ull << i;
+        if (strncmp(t->term[i], w, n) == 0 && t->term[i][n] == '\0') m |= 1ull << t->group[i];
     return m;
 }
 
@@ -155,5 +180,5 @@ double cm_rank_passage_best(const char *text, const passage_terms *t, size_t sen
         if (cp == '\n') line = i + 1;
         i += l;
     }
-    return (double)best / (double)t->n;
+    return (double)best / (double)t->ngroups;
 }

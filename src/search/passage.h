@@ -21,8 +21,9 @@
 #define PASSAGE_TERM_MAX  48 /* bytes of a term; longer ones are not matched */
 
 typedef struct passage_terms {
-    size_t n;
+    size_t n, ngroups;
     char term[PASSAGE_MAX_TERMS][PASSAGE_TERM_MAX + 1]; /* lower-cased, stemmed */
+    unsigned char group[PASSAGE_MAX_TERMS]; /* a keyword and its variants share one */
     bool first[256]; /* the first bytes of the terms: other words are skipped */
 } passage_terms;
 
@@ -32,7 +33,17 @@ typedef struct passage_terms {
  * Returns out->n. */
 size_t cm_rank_passage_terms(const char *match, passage_terms *out);
 
-/* The share (0..1) of t's terms that the best passage of text holds: a line,
+/* cm_rank_passage_terms for an expression with variants: weights (query.h,
+ * one a phrase; NULL or "": none) puts each variant in its keyword's group,
+ * and a passage scores the share of the groups it holds. Returns the number
+ * of groups. */
+size_t cm_rank_passage_groups(const char *match, const char *weights, passage_terms *out);
+
+/* The light stemmer of the passages, over w[0..n) lower-case (w changes);
+ * the stem's length. */
+size_t cm_rank_passage_stem(char *w, size_t n);
+
+/* The share (0..1) of t's groups (terms, without variants) that the best passage of text holds: a line,
  * or for a line longer than sentence_over bytes (0: none), a sentence of it
  * (ended by '.', '?' or '!' before a space or the line's end). */
 double cm_rank_passage_best(const char *text, const passage_terms *t, size_t sentence_over);

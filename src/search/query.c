@@ -12,6 +12,7 @@ typedef struct span {
     size_t start, len; /* bytes in the query */
     size_t chars;
     bool cjk;
+    size_t parts; /* > 1: a hyphenated word of this many parts, q[start..start+len) */
 } span;
 
 /* Writes one token as an FTS5 string (a phrase of bigrams for a CJK run). */
@@ -43,7 +44,8 @@ static cm_rc put_token(buf *out, const char *q, const span *t, bool trigram)
         }
         cm_buf_release(&tmp);
     } else if (!rc) {
-        rc = cm_buf_add(out, q + t->start, t->len);
+        for (size_t i = 0; i < t->len && !rc; i++) /* a hyphenated word: its parts */
+            rc = cm_buf_addc(out, t->parts > 1 && q[t->start + i] == '-' ? ' ' : q[t->start + i]);
     }
     if (!rc) rc = cm_buf_addc(out, '"');
     return rc;
@@ -94,9 +96,23 @@ static void push(tokens *t, const char *q, size_t start, size_t len, bool cjk)
     size_t chars = 0;
     for (size_t i = 0; i < len; i++)
         chars += ((unsigned char)q[start + i] & 0xC0) != 0x80;
-    t->v[t->n] = (span){start, len, chars, cjk};
+    t->v[t->n] = (span){start, len, chars, cjk, 1};
     t->stop[t->n] = is_stop(q + start, len);
     t->n++;
+}
+
+/* Joins the token just pushed to the one before it, when a single '-'
+ * separates them ("wi-fi"): one keyword, never a stop word. */
+static void join_hyphen(tokens *t, const char *q)
+{
+    if (t->n < 2) return;
+    span *a = &t->v[t->n - 2], *b = &t->v[t->n - 1];
+    if (a->cjk || b->cjk || a->start + a->len + 1 != b->start || q[b->start - 1] != '-') return;
+    a->len = b->start + b->len - a->start;
+    a->chars += b->chars + 1;
+    a->parts++;
+    t->stop[t->n - 2] = false;
+    t->n--;
 }
 
 /* 0 kanji/other, 1 hiragana, 2 katakana (with the long-vowel mark) */
@@ -175,20 +191,13 @@ static bool same_word(const char *q, const span *a, const span *b)
     return memcmp(q + a->start, q + b->start, a->len) == 0;
 }
 
-cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf *out,
-                     size_t *ntokens)
+/* The query's tokens (at most QUERY_MAX_BYTES of it); join: hyphenated
+ * words as one token. */
+static void tokenize(const char *q, size_t n, bool join, tokens *t)
 {
-    return cm_query_build_ex(q, n, trigram, join, NULL, NULL, out, ntokens);
-}
-
-cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
-                        query_expand_fn expand, void *ctx, buf *out, size_t *ntokens)
-{
-    cm_rc rc = CM_OK;
-    tokens t = {0};
     if (n > QUERY_MAX_BYTES) n = cm_utf8_valid_prefix(q, QUERY_MAX_BYTES);
     size_t i = 0;
-    while (i < n && t.n < QUERY_MAX_TOKENS) {
+    while (i < n && t->n < QUERY_MAX_TOKENS) {
         int32_t cp;
         size_t l = cm_utf8_decode(q + i, n - i, &cp);
         if (!cm_utf8_is_word(cp)) {
@@ -202,11 +211,76 @@ cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
             if (!cm_utf8_is_word(cp) || cm_utf8_is_cjk(cp) != cjk) break;
             i += l;
         }
-        if (cjk)
-            cjk_words(&t, q, start, i - start);
-        else
-            push(&t, q, start, i - start, false);
+        if (cjk) {
+            cjk_words(t, q, start, i - start);
+        } else {
+            push(t, q, start, i - start, false);
+            if (join) join_hyphen(t, q);
+        }
     }
+}
+
+bool cm_query_has_keyword(const char *q, size_t n)
+{
+    tokens t = {0};
+    tokenize(q, n, false, &t);
+    for (size_t k = 0; k < t.n; k++)
+        if (!t.stop[k]) return true;
+    return false;
+}
+
+cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf *out,
+                     size_t *ntokens)
+{
+    return cm_query_build_ex(q, n, trigram, join, NULL, NULL, out, ntokens);
+}
+
+cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
+                        query_expand_fn expand, void *ctx, buf *out, size_t *ntokens)
+{
+    query_opts o = {trigram, join, expand, ctx, NULL, NULL, NULL, false};
+    return cm_query_build_opts(q, n, &o, out, ntokens);
+}
+
+/* Writes a keyword's variants after it (the group's members) and their
+ * weights; *any is set when there was one. */
+static cm_rc put_variants(const query_opts *o, const char *q, const span *k, buf *out, bool *any)
+{
+    char low[QUERY_VARIANT_MAX];
+    size_t m = 0;
+    query_variant v[QUERY_MAX_VARIANTS];
+    if (k->cjk || !lower(q + k->start, k->len, low, sizeof low, &m)) return CM_OK;
+    for (size_t i = 0; i < m; i++)
+        if (low[i] == '-') low[i] = ' ';
+    size_t nv = o->variants(o->variants_ctx, low, m, v, QUERY_MAX_VARIANTS);
+    cm_rc rc = CM_OK;
+    for (size_t i = 0; i < nv && !rc; i++) {
+        size_t len = strnlen(v[i].text, sizeof v[i].text);
+        bool ok = len && len < sizeof v[i].text && v[i].weight > 0 && v[i].weight < 1;
+        for (size_t j = 0; ok && j < len; j++) /* a phrase of word tokens, nothing else */
+            ok = v[i].text[j] != '"';
+        if (!ok) continue;
+        rc = cm_buf_adds(out, " OR \"");
+        if (!rc) rc = cm_buf_add(out, v[i].text, len);
+        if (!rc) rc = cm_buf_addc(out, '"');
+        if (!rc) rc = cm_buf_printf(o->weights, " %.3g", v[i].weight);
+        *any = true;
+    }
+    return rc;
+}
+
+cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out,
+                          size_t *ntokens)
+{
+    cm_rc rc = CM_OK;
+    bool trigram = o->trigram;
+    query_join join = o->join;
+    query_expand_fn expand = o->expand;
+    void *ctx = o->expand_ctx;
+    bool variants = o->variants && o->weights && !trigram, any_variant = false;
+    size_t wstart = variants ? o->weights->len : 0;
+    tokens t = {0};
+    tokenize(q, n, variants && o->join_hyphens, &t);
     /* Keywords are the tokens that are not stop words; a query made only of
      * stop words uses them all. */
     bool drop_short = trigram && !expand, any = false;
@@ -230,9 +304,26 @@ cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
         if (!rc && trigram && keys[k].chars < 3 &&
             lower(q + keys[k].start, keys[k].len, low, sizeof low, &m))
             rc = expand(ctx, low, m, out);
+        if (variants) { /* a group: ("kw" OR "v1" ...) */
+            size_t open = out->len;
+            if (!rc) rc = cm_buf_addc(out, '(');
+            if (!rc) rc = put_token(out, q, &keys[k], trigram);
+            if (!rc) rc = cm_buf_adds(o->weights, o->weights->len > wstart ? " 1" : "1");
+            size_t before = out->len;
+            if (!rc) rc = put_variants(o, q, &keys[k], out, &any_variant);
+            if (!rc && (out->len == before || join == QUERY_OR)) { /* no parentheses */
+                memmove(out->data + open, out->data + open + 1, out->len - open - 1);
+                out->data[--out->len] = '\0';
+            } else if (!rc) {
+                rc = cm_buf_addc(out, ')');
+            }
+            continue;
+        }
         /* no expansion: the term as written (which matches nothing if short) */
         if (!rc && out->len == at) rc = put_token(out, q, &keys[k], trigram);
     }
+    if (variants && !any_variant && o->weights->cap) /* plain BM25: no weights */
+        o->weights->data[o->weights->len = wstart] = '\0';
     if (ntokens) *ntokens = nk;
     return rc;
 }

@@ -28,6 +28,9 @@ typedef enum query_join { QUERY_AND, QUERY_OR } query_join;
 cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf *out,
                      size_t *ntokens);
 
+/* Whether q[0..n) holds a token that is not a stop word. */
+bool cm_query_has_keyword(const char *q, size_t n);
+
 /* With the trigram tokenizer, a term of one or two characters (lower-cased,
  * term[0..len)) has no trigram of its own: the expander appends to out an FTS5
  * expression matching the rows that hold it as a substring (the OR of the
@@ -38,5 +41,40 @@ typedef cm_rc (*query_expand_fn)(void *ctx, const char *term, size_t len, buf *o
  * dropped, as cm_query_build does). */
 cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
                         query_expand_fn expand, void *ctx, buf *out, size_t *ntokens);
+
+/* Query-side vocabulary bridging: the variants of one keyword (lower-cased;
+ * the tokens of a hyphenated keyword such as "wi-fi" joined by one space),
+ * each a phrase (tokens separated by spaces) with a weight in (0, 1).
+ * Returns how many were written to out (at most cap). */
+#define QUERY_VARIANT_MAX 64 /* bytes of a variant, its NUL included */
+typedef struct query_variant {
+    char text[QUERY_VARIANT_MAX];
+    double weight;
+} query_variant;
+typedef size_t (*query_variants_fn)(void *ctx, const char *kw, size_t len, query_variant *out,
+                                    size_t cap);
+#define QUERY_MAX_VARIANTS 8 /* per keyword */
+
+/* Everything cm_query_build_opts reads besides the query. */
+typedef struct query_opts {
+    bool trigram;
+    query_join join;
+    query_expand_fn expand; /* see cm_query_build_ex; NULL: none */
+    void *expand_ctx;
+    /* NULL: none. Each keyword becomes the group ("kw" OR "v1" OR "v2") (under
+     * AND; its members under OR), and *weights receives one weight a phrase
+     * of the expression, in order ("1 1 0.4 ..."; 1 opens a group, a weight
+     * under 1 is a variant of the group before it), for cm_bm25. weights is
+     * left empty when no keyword has a variant. Not with trigram. */
+    query_variants_fn variants;
+    void *variants_ctx;
+    buf *weights;
+    bool join_hyphens; /* with variants: "wi-fi" is one keyword, the phrase "wi fi" */
+} query_opts;
+
+/* cm_query_build_ex with variants; with join_hyphens, a hyphenated word of
+ * the query ("wi-fi", "e-mail") is one keyword, the phrase of its parts. */
+cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out,
+                          size_t *ntokens);
 
 #endif

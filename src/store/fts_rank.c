@@ -27,6 +27,12 @@ typedef struct rank_data {
     double avgdl;
     double *idf;  /* per phrase */
     double *freq; /* per phrase, scratch for one row */
+    /* cm_bm25(k, 'weights'): per phrase its weight and group (NULL: each
+     * phrase its own group, weight 1); a group scores its best member */
+    double *w;
+    int *grp, ngrp;
+    double *gbest, *gcov; /* per group, scratch */
+    double coverage;      /* the coverage penalty's share (1; 'c0 …' in the weights: 0) */
     /* the k best scores so far (a min-heap), k from cm_bm25(k); k = 0: none */
     double *best;
     int k, nbest;
@@ -47,10 +53,50 @@ static void rank_data_free(void *p)
     free(d->idf);
     free(d->freq);
     free(d->best);
+    free(d->w);
+    free(d->grp);
+    free(d->gbest);
+    free(d->gcov);
     free(d);
 }
 
-static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, rank_data **out)
+/* Reads the weights "1 1 0.4 ..." (one a phrase; 1 opens a group, less joins
+ * the group before) into d; a missing, short or malformed list leaves the
+ * rest at weight 1, each its own group. */
+static int weights_parse(rank_data *d, const char *spec)
+{
+    int n = d->nphrase ? d->nphrase : 1;
+    d->w = malloc((size_t)n * sizeof *d->w);
+    d->grp = malloc((size_t)n * sizeof *d->grp);
+    d->gbest = malloc((size_t)n * sizeof *d->gbest);
+    d->gcov = malloc((size_t)n * sizeof *d->gcov);
+    if (!d->w || !d->grp || !d->gbest || !d->gcov) return SQLITE_NOMEM;
+    const char *c = spec;
+    if (*c == 'c') { /* "c<share> ...": the coverage penalty's share, 0..1 */
+        char *end = NULL;
+        double x = strtod(c + 1, &end);
+        if (end != c + 1 && x >= 0 && x <= 1) d->coverage = x;
+        c = end != c + 1 ? end : c + 1;
+    }
+    d->ngrp = 0;
+    for (int i = 0; i < d->nphrase; i++) {
+        char *end = NULL;
+        double x = c && *c ? strtod(c, &end) : 1.0;
+        if (!end || end == c || !(x > 0 && x <= 1)) {
+            x = 1.0;
+            c = NULL; /* malformed: the rest are plain */
+        } else {
+            c = end;
+        }
+        d->w[i] = x;
+        if (x >= 1 || !d->ngrp) d->ngrp++;
+        d->grp[i] = d->ngrp - 1;
+    }
+    return SQLITE_OK;
+}
+
+static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, const char *spec,
+                         rank_data **out)
 {
     rank_data *d = api->xGetAuxdata(fts, 0);
     if (d) {
@@ -63,6 +109,7 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, r
     d->idf = calloc((size_t)(d->nphrase ? d->nphrase : 1), sizeof *d->idf);
     d->freq = calloc((size_t)(d->nphrase ? d->nphrase : 1), sizeof *d->freq);
     d->k = k > 0 && k <= FTS_RANK_MAX_K ? k : 0;
+    d->coverage = 1.0;
     d->best = d->k ? malloc((size_t)d->k * sizeof *d->best) : NULL;
     sqlite3_int64 nrow = 0, ntok = 0;
     int rc =
@@ -76,6 +123,7 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, r
         double N = (double)(nrow > FTS_RANK_MIN_ROWS ? nrow : FTS_RANK_MIN_ROWS);
         d->idf[i] = fmax(FTS_RANK_IDF_FLOOR, log((N - (double)n + 0.5) / ((double)n + 0.5)));
     }
+    if (rc == SQLITE_OK && spec) rc = weights_parse(d, spec);
     if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, d, rank_data_free);
     if (rc != SQLITE_OK) {
         rank_data_free(d);
@@ -115,10 +163,52 @@ static void best_add(rank_data *d, double score)
 /* What the coverage rule leaves of a row's BM25 sum s (have, all: its and the
  * query's IDF mass); kept above 0, a thousandth of BM25 at least: rank 0
  * would map to 1. Monotonic in s. */
-static double covered(double s, double have, double all)
+static double covered(const rank_data *d, double s, double have, double all)
 {
-    if (all > 0 && have < all) return fmax(s - COVERAGE_PENALTY * (1.0 - have / all), s * 1e-3);
+    double pen = COVERAGE_PENALTY * d->coverage;
+    if (all > 0 && have < all) return fmax(s - pen * (1.0 - have / all), s * 1e-3);
     return s;
+}
+
+/* A row's BM25 sum (over the phrases, or with weights over the groups, each
+ * scoring its best member at the member's weight) and its coverage: *have
+ * and *all, the IDF mass it holds and the query's (a group's, its first
+ * phrase's IDF; a group held by a variant only counts whole: the variant's
+ * weight acts on its BM25 term only). norm: k1 (1 − b + b·dl/avgdl). */
+static double row_score(const rank_data *d, double norm, double *have, double *all)
+{
+    double score = 0;
+    *have = *all = 0;
+    if (!d->w) {
+        for (int i = 0; i < d->nphrase; i++) {
+            double tf = d->freq[i];
+            *all += d->idf[i];
+            if (tf > 0) {
+                score += d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
+                *have += d->idf[i];
+            }
+        }
+        return score;
+    }
+    for (int g = 0; g < d->ngrp; g++)
+        d->gbest[g] = d->gcov[g] = 0;
+    for (int i = 0; i < d->nphrase; i++) {
+        double tf = d->freq[i];
+        int g = d->grp[i];
+        if (i == 0 || g != d->grp[i - 1]) *all += d->idf[i];
+        if (tf <= 0) continue;
+        double s = d->w[i] * d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
+        if (s > d->gbest[g]) d->gbest[g] = s;
+        d->gcov[g] = 1.0; /* the group's concept is there */
+    }
+    for (int i = 0; i < d->nphrase; i++) {
+        int g = d->grp[i];
+        if (i == 0 || g != d->grp[i - 1]) {
+            score += d->gbest[g];
+            *have += d->idf[i] * d->gcov[g];
+        }
+    }
+    return score;
 }
 
 static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int argc,
@@ -126,7 +216,8 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
 {
     rank_data *d = NULL;
     int k = argc > 0 ? sqlite3_value_int(argv[0]) : 0;
-    int rc = rank_data_get(api, fts, k, &d);
+    const char *spec = argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
+    int rc = rank_data_get(api, fts, k, spec && *spec ? spec : NULL, &d);
     int ninst = 0, dl = 0;
     if (rc == SQLITE_OK) rc = api->xInstCount(fts, &ninst);
     if (rc != SQLITE_OK) {
@@ -140,24 +231,15 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
             phrase < d->nphrase)
             d->freq[phrase] += 1.0;
     }
-    double score = 0, have = 0, all = 0;
+    double have = 0, all = 0;
     if (d->k && d->nbest == d->k) {
         /* the bound: the row as if it had no length (norm at its least) */
-        double lo = K1 * (1.0 - B), ub = 0;
-        for (int i = 0; i < d->nphrase; i++) {
-            double tf = d->freq[i];
-            all += d->idf[i];
-            if (tf > 0) {
-                ub += d->idf[i] * tf * (K1 + 1.0) / (tf + lo);
-                have += d->idf[i];
-            }
-        }
-        ub = covered(ub, have, all);
+        double ub = row_score(d, K1 * (1.0 - B), &have, &all);
+        ub = covered(d, ub, have, all);
         if (ub < d->best[0]) {
             sqlite3_result_double(ctx, -ub);
             return;
         }
-        have = all = 0;
     }
     rc = api->xColumnSize(fts, -1, &dl);
     if (rc != SQLITE_OK) {
@@ -165,15 +247,8 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
         return;
     }
     double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl);
-    for (int i = 0; i < d->nphrase; i++) {
-        double tf = d->freq[i];
-        all += d->idf[i];
-        if (tf > 0) {
-            score += d->idf[i] * tf * (K1 + 1.0) / (tf + norm);
-            have += d->idf[i];
-        }
-    }
-    score = covered(score, have, all);
+    double score = row_score(d, norm, &have, &all);
+    score = covered(d, score, have, all);
     if (d->k) best_add(d, score);
     sqlite3_result_double(ctx, -score);
 }
@@ -192,4 +267,56 @@ int cm_fts_rank_register(sqlite3 *db)
     if (rc != SQLITE_OK) return rc;
     if (!api || api->iVersion < 2) return SQLITE_ERROR;
     return api->xCreateFunction(api, "cm_bm25", NULL, cm_bm25, NULL);
+}
+
+/* ---- the porter stems of words (for the query's variants) ------------------ */
+
+typedef struct stem_out {
+    char *out;
+    size_t cap, len;
+} stem_out;
+
+static int stem_token(void *ctx, int flags, const char *tok, int n, int start, int end)
+{
+    (void)flags;
+    (void)start;
+    (void)end;
+    stem_out *o = ctx;
+    size_t need = (size_t)n + (o->len ? 1 : 0);
+    if (n < 0 || o->len + need + 1 > o->cap) return SQLITE_OK; /* cut: no more room */
+    if (o->len) o->out[o->len++] = ' ';
+    memcpy(o->out + o->len, tok, (size_t)n);
+    o->len += (size_t)n;
+    o->out[o->len] = '\0';
+    return SQLITE_OK;
+}
+
+fts5_api *cm_fts_api(sqlite3 *db)
+{
+    fts5_api *api = NULL;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_pointer(q, 1, (void *)&api, "fts5_api_ptr", NULL);
+        rc = sqlite3_step(q);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? api : NULL;
+}
+
+int cm_fts_stem(fts5_api *api, const char *text, int n, char *out, size_t cap)
+{
+    if (!cap || !api) return SQLITE_MISUSE;
+    out[0] = '\0';
+    int rc;
+    void *ud = NULL;
+    fts5_tokenizer t;
+    Fts5Tokenizer *tok = NULL;
+    rc = api->xFindTokenizer(api, "porter", &ud, &t);
+    if (rc == SQLITE_OK) rc = t.xCreate(ud, NULL, 0, &tok);
+    if (rc != SQLITE_OK) return rc;
+    stem_out o = {out, cap, 0};
+    rc = t.xTokenize(tok, &o, FTS5_TOKENIZE_QUERY, text, n, stem_token);
+    t.xDelete(tok);
+    return rc;
 }

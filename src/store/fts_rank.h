@@ -13,13 +13,20 @@
  * a one-note workspace is "common" and no match clears minScore. A row that
  * holds only some of the query's phrases (the OR fallback) loses BM25 units
  * in proportion to the IDF mass it lacks, so that chunks with more of the
- * keywords rank higher. Like bm25() it returns the negated score, so ORDER BY
+ * keywords rank higher. cm_bm25(k, 'weights') takes one weight a phrase
+ * ("1 1 0.4 0.4 1"): a phrase of weight 1 opens a group, one under 1 is a
+ * variant of the group before it (query.h's vocabulary bridging); a group
+ * scores its best member at that member's weight, and a group held only by
+ * a variant counts as held for coverage. A list that starts "c<x> " scales
+ * the coverage penalty by x (0..1; the weak-result fallback's c0: any part
+ * of the question may answer). Like bm25() it returns the negated score, so ORDER BY
  * rank puts the best first.
  */
 #ifndef CM_FTS_RANK_H
 #define CM_FTS_RANK_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 
 #define FTS_RANK_MIN_ROWS  100
 #define FTS_RANK_IDF_FLOOR 0.5    /* 0.3..0.6 all gained on both datasets; 0.5 most */
@@ -27,5 +34,13 @@
 
 /* Registers cm_bm25() on db. Returns an SQLite result code. */
 int cm_fts_rank_register(sqlite3 *db);
+
+/* db's FTS5 API (NULL when it has none), for cm_fts_stem; valid while db is open. */
+fts5_api *cm_fts_api(sqlite3 *db);
+
+/* The stems SQLite's porter tokenizer (over unicode61) gives text[0..n),
+ * separated by spaces, into out (cap bytes, NUL-terminated; tokens that do
+ * not fit are left out). Returns an SQLite result code. */
+int cm_fts_stem(fts5_api *api, const char *text, int n, char *out, size_t cap);
 
 #endif

@@ -146,7 +146,7 @@ static const char *const stmt_sql[] = {
     [SEARCH] =
         "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, " STORE_HIT_TIME(
             "c") " FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
-                 "rank MATCH 'cm_bm25(' || ?2 || ')' ORDER BY rank LIMIT ?2) AS f "
+                 "rank MATCH 'cm_bm25(' || ?2 || ?3 || ')' ORDER BY rank LIMIT ?2) AS f "
                  "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
 };
 
@@ -704,15 +704,24 @@ out:
     return rc;
 }
 
-cm_rc cm_store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
-                          size_t errlen)
+cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int limit,
+                          fts_hits *out, char *err, size_t errlen)
 {
     if (s->pg) return cm_store_pg_fts_search(s, match, limit, out, err, errlen);
     sqlite3_stmt *q = NULL;
+    char arg[QUERY_WEIGHTS_MAX + 8] = "";
+    /* the weights become part of the rank function's SQL: digits and the
+     * characters of a number only */
+    size_t wl = weights ? strlen(weights) : 0;
+    bool ok = wl && wl <= QUERY_WEIGHTS_MAX;
+    for (size_t i = 0; ok && i < wl; i++)
+        ok = strchr("0123456789. e+-c", weights[i]) != NULL;
+    if (ok) snprintf(arg, sizeof arg, ", '%s'", weights);
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;
     sqlite3_bind_text(q, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 2, limit);
+    sqlite3_bind_text(q, 3, arg, -1, SQLITE_TRANSIENT);
     int r;
     while ((r = sqlite3_step(q)) == SQLITE_ROW) {
         if (out->n == out->cap) {
@@ -735,6 +744,41 @@ cm_rc cm_store_fts_search(store *s, const char *match, int limit, fts_hits *out,
 out:
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
+    return rc;
+}
+
+cm_rc cm_store_chunks_dated(store *s, const char *from, const char *to, int64_t t0, int64_t t1,
+                            int limit, fts_hits *out, char *err, size_t errlen)
+{
+    if (s->pg) return CM_OK; /* not kept in PostgreSQL: the keyword hits' dates only */
+    sqlite3_stmt *q = NULL;
+    cm_rc rc = CM_OK;
+    int r = sqlite3_prepare_v2(
+        s->db,
+        "SELECT id, path, source, start_line, end_line, text, 0, " STORE_HIT_TIME(
+            "chunks") " FROM chunks WHERE (path >= ?1 AND path < ?2) OR (source = 'sessions' AND "
+                      "updated_at >= ?3 AND updated_at < ?4) ORDER BY path, start_line LIMIT ?5",
+        -1, &q, NULL);
+    if (r != SQLITE_OK) return cm_store_fail(s, r, "read dated chunks", err, errlen);
+    sqlite3_bind_text(q, 1, from, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, to, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, t0);
+    sqlite3_bind_int64(q, 4, t1);
+    sqlite3_bind_int(q, 5, limit);
+    while ((r = sqlite3_step(q)) == SQLITE_ROW) {
+        if (out->n == out->cap) {
+            size_t cap = out->cap ? out->cap * 2 : 16;
+            fts_hit *nv = realloc(out->v, cap * sizeof *nv);
+            if (!nv) FAIL(CM_ENOMEM, "out of memory");
+            out->v = nv;
+            out->cap = cap;
+        }
+        CHECK(cm_store_hit_row(s, q, 1, out->v + out->n, err, errlen));
+        out->v[out->n++].rank = 0;
+    }
+    if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read dated chunks", err, errlen));
+out:
+    sqlite3_finalize(q);
     return rc;
 }
 

@@ -184,10 +184,19 @@ cm_rc cm_store_file_delete(store *s, const char *path, char *err, size_t errlen)
 cm_rc cm_store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
                              size_t errlen);
 /* Runs an FTS5 MATCH expression; appends up to limit hits, best first. A
- * syntax error in match is CM_EINVAL. */
-cm_rc cm_store_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
-                          size_t errlen);
+ * syntax error in match is CM_EINVAL. weights: NULL or "" (plain), or one
+ * weight a phrase of match for cm_bm25 (fts_rank.h; query.h writes them);
+ * PostgreSQL ignores them. */
+#define QUERY_WEIGHTS_MAX 2048
+cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int limit,
+                          fts_hits *out, char *err, size_t errlen);
 void cm_fts_hits_release(fts_hits *h);
+/* Appends up to limit chunks (rank 0) of the files whose path p has from <=
+ * p < to (daily notes: "memory/2026-11-20" to "memory/2026-11-23") and of
+ * session transcripts updated in [t0, t1) (unix seconds). Nothing from
+ * PostgreSQL. */
+cm_rc cm_store_chunks_dated(store *s, const char *from, const char *to, int64_t t0, int64_t t1,
+                            int limit, fts_hits *out, char *err, size_t errlen);
 /* Reads a hit from columns i-1..i+6 of q (id, path, source, start_line,
  * end_line, text, -, mtime), checking each; CM_ECORRUPT when one is invalid. */
 cm_rc cm_store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen);

@@ -25,7 +25,7 @@ static cm_rc add_head(buf *out, const tools_head *h)
         cm_jw_str(&w, h->fallback);
     }
     cm_jw_printf(&w, ",\"citations\":\"%s\",\"mode\":\"%s\"}", config_citations_name(h->citations),
-                 cm_tools_search_mode(h->provider));
+                 h->mode ? h->mode : cm_tools_search_mode(h->provider));
     return w.rc;
 }
 

@@ -23,6 +23,7 @@ typedef struct tools_head {
     const char *fallback; /* why a fallback provider serves, or NULL */
     cm_citations citations;
     const char *session_key; /* the caller's session, or NULL: decides "auto" citations */
+    const char *mode;        /* the payload's "mode" (NULL: cm_tools_search_mode's) */
 } tools_head;
 
 /* The chat type QuantumClaw 2026.3.22's memory_search derives from a session

@@ -48,8 +48,8 @@ cm_rc cm_memory_search_session(cm_engine *e, const char *query, const cm_search_
     *json = NULL;
     cm_rc rc = cm_engine_search(e, query, opts, session_key, &r, err, errlen);
     if (!rc) {
-        tools_head head = {r.provider, r.model, r.fallback, cm_engine_config(e)->citations,
-                           session_key};
+        tools_head head = {r.provider, r.model,   r.fallback, cm_engine_config(e)->citations,
+                           session_key, r.mode};
         rc = r.error ? cm_tools_search_error(r.error, &head, &out)
                      : cm_tools_search_payload(r.v, r.n, &head, &out);
         if (!rc && r.qmd_why) rc = add_qmd_fallback(&out, r.qmd_why);
