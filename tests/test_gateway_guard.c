@@ -159,7 +159,8 @@ static bool g_start(guard *g, const char *channels_http, bool agents, bool http,
              "\"memorySearch\":{\"provider\":\"none\"}}},"
              "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"http://127.0.0.1:9/v1\","
              "\"apiKey\":\"sk-guard-0001\",\"models\":[]}}},"
-             "\"channels\":{\"http\":%s},\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
+             "\"channels\":{\"http\":%s},\"messages\":{\"inbound\":{\"debounceMs\":0}},"
+             "\"session\":{\"dmScope\":\"per-peer\"}}",  /* each sender its own conversation */
              channels_http);
     g->cfg = json_loads(cfg, 0, NULL);
     write_file(g->dir, "state/quantumclaw.json", cfg); /* what the agents read */
@@ -319,13 +320,6 @@ static bool S_journaled(guard *g, const char *text, int64_t ms)
 
 TEST(gateway_guard_pairing_lock_stalls_no_other_conversation)
 {
-    /* Known bug, open (issue 27): in about one run in four, the second
-     * allowed sender's message (bob) is accepted (the sink returns CM_OK)
-     * and never answered, even after the lock is released. Run it with
-     * CLAWMEM_TEST_KNOWN_BUGS=1 to reproduce. */
-    if (!getenv("CLAWMEM_TEST_KNOWN_BUGS"))
-        SKIP("known-bug-27", "an allowed message can go unanswered while another sender's "
-                             "access check waits on a held pairing lock (issue 27)");
     guard g;
     if (!g_start(&g, "{\"dmPolicy\":\"pairing\",\"allowFrom\":[\"alice\",\"bob\"]}", false, false,
                  0, NULL))
