@@ -289,7 +289,7 @@ test: | $(DEPS_STAMP)
 
 # The PostgreSQL store's tests run against a private cluster that
 # scripts/pg-test-cluster.sh starts (and stops) around the runner.
-test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME) | $(NODE_PEER)
+test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME) $(STATIC_DONE) | $(NODE_PEER)
 	CLAWMEM_BIN=$(BUILD)/clawmem CLAWMEM_TEST_GGUF=$(TEST_MODEL) CLAWMEM_SAN="$(SAN)" \
 	  CLAWMEM_TEST_QMD=$(QMD_PEER) $(NODE_ENV) \
 	  scripts/pg-test-cluster.sh $(BUILD)/test_runner $(TESTS)

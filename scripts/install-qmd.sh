@@ -27,7 +27,7 @@ if [ ! -x "$bun" ] || [ ! -f "$js" ]; then
     mkdir -p "$parent"
     tmp=$(mktemp -d "$parent/.qmd-install.XXXXXX")
     echo "install-qmd: @tobilu/qmd@$QMD_VERSION and bun@$BUN_VERSION into $dir" >&2
-    if ! timeout 900 npm install --prefix "$tmp" --ignore-scripts --no-audit --no-fund \
+    if ! timeout 900 "$root/scripts/npm-run.sh" install-qmd install --prefix "$tmp" --ignore-scripts --no-audit --no-fund \
             --loglevel=error "@tobilu/qmd@$QMD_VERSION" "bun@$BUN_VERSION" >&2 ||
         ! (cd "$tmp/node_modules/bun" && timeout 300 node install.js) >&2; then
         rm -rf "$tmp"

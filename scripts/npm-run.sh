@@ -17,6 +17,12 @@ if [ "$rc" -ne 0 ]; then
     [ -n "$lines" ] || lines=$(grep -v '^$' "$err" | tail -n 3)
     [ -n "$lines" ] || lines="exit status $rc, no message"
     printf '%s\n' "$lines" | sed "s|^|$tag: npm failed: |" >&2
+    # A registry behind a TLS-inspecting proxy needs npm's cafile; when the
+    # file it names is gone, every fetch fails (SELF_SIGNED_CERT_IN_CHAIN).
+    ca=$(npm config get cafile 2>/dev/null)
+    case $ca in "" | null | undefined) ;; *)
+        [ -r "$ca" ] || echo "$tag: npm's cafile $ca is missing: npm cannot verify the registry (restore it, e.g. update-ca-certificates, or npm config delete cafile)" >&2 ;;
+    esac
 fi
 rm -f "$err"
 exit "$rc"

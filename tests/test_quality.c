@@ -6,7 +6,9 @@
  */
 #include <jansson.h>
 
+#include <unistd.h>
 #include "../src/config/config.h"
+#include "../src/embed/embed.h"
 #include "../src/search/rank.h"
 #include "test.h"
 
@@ -158,6 +160,17 @@ TEST(quality_everyday_notes_answer_paraphrased_questions)
     cm_engine *e = NULL;
     char err[512];
     EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    {
+        cm_config c = {0}; /* only the model's lookup: the state dir, then beside the program */
+        c.state_dir = path_in(d, "state");
+        char *model = cm_embed_static_path(&c);
+        int have = model && access(model, F_OK) == 0;
+        cm_free(model);
+        if (!have) {
+            cm_engine_close(e);
+            SKIP("static", "the static model is not installed (make static-model)");
+        }
+    }
     EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
     for (size_t i = 0; i < sizeof qa / sizeof *qa; i++) {
         char *js = NULL;
