@@ -162,7 +162,7 @@ TEST(quality_everyday_notes_answer_paraphrased_questions)
     EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
     {
         cm_config c = {0}; /* only the model's lookup: the state dir, then beside the program */
-        c.state_dir = path_in(d, "state");
+        c.state_dir = (char *)path_in(d, "state");
         char *model = cm_embed_static_path(&c);
         int have = model && access(model, F_OK) == 0;
         cm_free(model);
