@@ -115,6 +115,69 @@ TEST(utf8_cjk_expand_bigrams)
     cm_buf_release(&b);
 }
 
+/* The expansion copies the bytes between CJK runs in one piece; checked
+ * against a character-at-a-time model on random mixes of ASCII, Latin,
+ * Cyrillic, characters just below and above U+1100, CJK, Hangul, emoji and
+ * invalid bytes, and on the empty string. */
+static void cjk_model(buf *out, const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        int32_t cp;
+        size_t l = cm_utf8_decode(s + i, n - i, &cp);
+        if (!cm_utf8_is_cjk(cp)) {
+            cm_buf_add(out, s + i, l);
+            i += l;
+            continue;
+        }
+        size_t prev = i, prevlen = l;
+        i += l;
+        cm_buf_addc(out, ' ');
+        for (;;) {
+            int32_t next;
+            size_t nl = i < n ? cm_utf8_decode(s + i, n - i, &next) : 0;
+            if (!nl || !cm_utf8_is_cjk(next)) break;
+            cm_buf_add(out, s + prev, prevlen + nl);
+            cm_buf_addc(out, ' ');
+            prev = i;
+            prevlen = nl;
+            i += nl;
+        }
+        cm_buf_add(out, s + prev, prevlen);
+        cm_buf_addc(out, ' ');
+    }
+}
+
+TEST(utf8_cjk_expand_matches_a_per_character_model)
+{
+    static const char *const parts[] = {"a", " ", "é", "ж", "\xE0\xBF\xBF", "\xE1\x83\xBF",
+                                        "\xE1\x84\x80", "\xE1\xB8\x80", "東", "京", "서",
+                                        "\xF0\x9F\x98\x80", "\xF0\xA0\x80\x80", "\xFF",
+                                        "\xE1", "\x80", "\xE4\xB8"};
+    buf got = BUF_INIT, want = BUF_INIT, in = BUF_INIT;
+    unsigned seed = 12345;
+    EXPECT_INT(cm_utf8_cjk_expand(&got, "", 0), CM_OK);
+    EXPECT_INT((int)got.len, 0);
+    for (int round = 0; round < 2000; round++) {
+        cm_buf_reset(&in);
+        cm_buf_reset(&got);
+        cm_buf_reset(&want);
+        int k = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 12;
+        for (int j = 0; j < k; j++) {
+            seed = seed * 1103515245u + 12345u;
+            const char *p = parts[(seed >> 16) % (sizeof parts / sizeof *parts)];
+            cm_buf_add(&in, p, strlen(p));
+        }
+        EXPECT_INT(cm_utf8_cjk_expand(&got, in.data ? in.data : "", in.len), CM_OK);
+        cjk_model(&want, in.data ? in.data : "", in.len);
+        EXPECT_INT((int)got.len, (int)want.len);
+        EXPECT(got.len == want.len && (got.len == 0 || memcmp(got.data, want.data, got.len) == 0));
+    }
+    cm_buf_release(&got);
+    cm_buf_release(&want);
+    cm_buf_release(&in);
+}
+
 /* FIPS 180-4's examples (one block, two blocks, a million bytes) and the
  * empty message. */
 TEST(sha256_known_vectors)

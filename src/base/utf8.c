@@ -182,19 +182,25 @@ bool cm_utf8_is_word(int32_t cp)
 cm_rc cm_utf8_cjk_expand(buf *out, const char *s, size_t n)
 {
     cm_rc rc = CM_OK;
-    size_t i = 0;
+    size_t i = 0, run = 0; /* run: start of the bytes copied as they are */
     while (i < n && !rc) {
+        /* Below 0xE1 a byte is ASCII, a continuation, or the lead of a
+         * character before U+1000: never CJK (the first range is U+1100) */
+        if ((unsigned char)s[i] < 0xE1) {
+            i++;
+            continue;
+        }
         int32_t cp;
         size_t l = cm_utf8_decode(s + i, n - i, &cp);
         if (!cm_utf8_is_cjk(cp)) {
-            rc = cm_buf_add(out, s + i, l);
             i += l;
             continue;
         }
+        rc = cm_buf_add(out, s + run, i - run);
         /* A run of CJK characters: emit "ab bc cd d". */
         size_t prev = i, prevlen = l;
         i += l;
-        rc = cm_buf_addc(out, ' ');
+        if (!rc) rc = cm_buf_addc(out, ' ');
         for (;;) {
             int32_t next;
             size_t nl = i < n ? cm_utf8_decode(s + i, n - i, &next) : 0;
@@ -207,7 +213,9 @@ cm_rc cm_utf8_cjk_expand(buf *out, const char *s, size_t n)
         }
         if (!rc) rc = cm_buf_add(out, s + prev, prevlen);
         if (!rc) rc = cm_buf_addc(out, ' ');
+        run = i;
     }
+    if (!rc) rc = cm_buf_add(out, s + run, n - run);
     return rc;
 }
 
