@@ -17,8 +17,8 @@
 
 #include "../src/base/fs.h"
 #include "../src/base/lockfile.h"
-#include "../src/gateway/http_channel.h"
-#include "../src/gateway/runtime.h"
+#include "../src/gateway/channels/http_channel.h"
+#include "../src/gateway/core/runtime.h"
 #include "test.h"
 
 /* ---- a channel that keeps what it is asked to send ------------------------ */

@@ -5,7 +5,7 @@
 #include "test.h"
 
 #include "../src/base/fs.h"
-#include "../src/gateway/inbound.h"
+#include "../src/gateway/core/inbound.h"
 
 #include <ctype.h>
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
-#include "../src/gateway/journal.h"
+#include "../src/gateway/core/journal.h"
 #include "test.h"
 
 #define NOW 1800000000000LL

@@ -8,8 +8,8 @@
 #include "test.h"
 
 #include "../src/base/utf8.h"
-#include "../src/gateway/body.h"
-#include "../src/gateway/blocks.h"
+#include "../src/gateway/shaping/body.h"
+#include "../src/gateway/shaping/blocks.h"
 
 /* Joins pieces with "|" for compact expectations. */
 static char *joined(const gw_pieces *p)

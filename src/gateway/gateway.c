@@ -18,9 +18,9 @@
 #include "../config/secret.h"
 #include "../agent/session_turn.h"
 #include "../net/http.h"
-#include "gw_ws.h"
-#include "http_channel.h"
-#include "runtime.h"
+#include "control/gw_ws.h"
+#include "channels/http_channel.h"
+#include "core/runtime.h"
 
 /* ---- the agents ------------------------------------------------------------ */
 

@@ -8,7 +8,7 @@
  * Map with touch-on-read, prune on insert).
  */
 #include "inbound.h"
-#include "../base/caps.h"
+#include "../../base/caps.h"
 
 #include <ctype.h>
 

@@ -5,7 +5,7 @@
  * dispatch.c's.
  */
 #include "inbound.h"
-#include "../base/utf8.h"
+#include "../../base/utf8.h"
 
 #include <ctype.h>
 #include <strings.h>

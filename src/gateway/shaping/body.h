@@ -9,7 +9,7 @@
 #ifndef CM_GW_BODY_H
 #define CM_GW_BODY_H
 
-#include "../base/buf.h"
+#include "../../base/buf.h"
 
 /* The two wrapper headers (seed 001 "Messages"). */
 #define GW_HISTORY_MARKER "[Chat messages since your last reply - for context]"

@@ -6,7 +6,7 @@
  */
 #include "blocks.h"
 
-#include "../base/utf8.h"
+#include "../../base/utf8.h"
 
 gw_break_pref cm_gw_break_pref_parse(const char *s)
 {

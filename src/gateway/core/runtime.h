@@ -18,9 +18,9 @@
 
 #include <jansson.h>
 
-#include "../llm/llm.h"
-#include "blocks.h"
-#include "channel.h"
+#include "../../llm/llm.h"
+#include "../shaping/blocks.h"
+#include "../channels/channel.h"
 
 typedef int64_t (*gw_clock_fn)(void *ctx);
 

@@ -10,8 +10,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../base/log.h"
-#include "../base/redact.h"
+#include "../../base/log.h"
+#include "../../base/redact.h"
 #include "channel.h"
 
 #define TG_DEFAULT_BASE   "https://api.telegram.org"

@@ -11,8 +11,8 @@
 #ifndef CM_GW_PREVIEW_H
 #define CM_GW_PREVIEW_H
 
-#include "../base/buf.h"
-#include "../base/common.h"
+#include "../../base/buf.h"
+#include "../../base/common.h"
 
 typedef struct gw_preview {
     buf text;        /* the answer so far */

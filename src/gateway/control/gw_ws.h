@@ -16,8 +16,8 @@
 #ifndef CM_GW_WS_H
 #define CM_GW_WS_H
 
-#include "../net/httpd.h"
-#include "runtime.h"
+#include "../../net/httpd.h"
+#include "../core/runtime.h"
 
 #define GW_WS_PROTOCOL      3
 #define GW_WS_MAX_PAYLOAD   (4u << 20) /* bytes of one message, in or out (reference: 25 MiB) */

@@ -22,7 +22,7 @@
 #ifndef CM_GW_HTTP_CHANNEL_H
 #define CM_GW_HTTP_CHANNEL_H
 
-#include "../net/httpd.h"
+#include "../../net/httpd.h"
 #include "channel.h"
 
 #define GW_HTTP_KEEP         256   /* replies kept per conversation */

@@ -9,8 +9,8 @@
 
 #include <pthread.h>
 
-#include "../base/log.h"
-#include "body.h"
+#include "../../base/log.h"
+#include "../shaping/body.h"
 #include "journal.h"
 #include "runtime.h"
 

@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../base/redact.h"
-#include "../config/secret.h"
-#include "../net/wsframe.h"
+#include "../../base/redact.h"
+#include "../../config/secret.h"
+#include "../../net/wsframe.h"
 
 /* ---- sending ---------------------------------------------------------------- */
 

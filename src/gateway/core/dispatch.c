@@ -6,9 +6,9 @@
  * ready list the workers take jobs from.
  */
 #include "runtime_int.h"
-#include "../session/sessions.h"
-#include "feel.h"
-#include "inbound_meta.h"
+#include "../../session/sessions.h"
+#include "../channels/feel.h"
+#include "../shaping/inbound_meta.h"
 
 #include <ctype.h>
 #include <strings.h>

@@ -8,8 +8,8 @@
 #include <ctype.h>
 #include <strings.h>
 
-#include "../session/keys.h"
-#include "runtime.h"
+#include "../../session/keys.h"
+#include "../core/runtime.h"
 
 bool cm_gw_reply_is_silent(const char *text)
 {

@@ -10,9 +10,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "../config/secret.h"
-#include "../net/http.h"
-#include "../net/httpd.h"
+#include "../../config/secret.h"
+#include "../../net/http.h"
+#include "../../net/httpd.h"
 
 #define GW_HTTP_PING_MS 15000
 /* Retry-After (seconds) of a POST refused while the journal is full (runs

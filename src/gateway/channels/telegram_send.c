@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "../base/log.h"
+#include "../../base/log.h"
 #include "feel.h"
 #include "telegram_int.h"
 

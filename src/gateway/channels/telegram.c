@@ -20,13 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../base/fs.h"
-#include "../base/log.h"
-#include "../base/redact.h"
-#include "../base/utf8.h"
-#include "../config/secret.h"
-#include "../net/http.h"
-#include "../net/http_retry.h"
+#include "../../base/fs.h"
+#include "../../base/log.h"
+#include "../../base/redact.h"
+#include "../../base/utf8.h"
+#include "../../config/secret.h"
+#include "../../net/http.h"
+#include "../../net/http_retry.h"
 #include "telegram_int.h"
 
 /* ---- config ---- */

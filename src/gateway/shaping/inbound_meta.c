@@ -10,8 +10,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "../base/utf8.h"
-#include "../base/zone.h"
+#include "../../base/utf8.h"
+#include "../../base/zone.h"
 
 static bool is_ws(char c)
 {

@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "inbound.h"
+#include "../core/inbound.h"
 
 typedef struct gw_channel gw_channel;
 

@@ -11,8 +11,8 @@
 
 #include <jansson.h>
 
-#include "../base/buf.h"
-#include "../base/common.h"
+#include "../../base/buf.h"
+#include "../../base/common.h"
 
 /* One inbound message as a channel adapter hands it over. Strings are
  * borrowed (the caller keeps them alive for the call); NULL means absent. */

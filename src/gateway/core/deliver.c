@@ -18,9 +18,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "../session/sessions.h"
-#include "feel.h"
-#include "preview.h"
+#include "../../session/sessions.h"
+#include "../channels/feel.h"
+#include "../channels/preview.h"
 
 typedef struct deliver {
     gw_runtime *rt;

@@ -15,9 +15,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "../base/fs.h"
-#include "../base/lockfile.h"
-#include "../base/caps.h"
+#include "../../base/fs.h"
+#include "../../base/lockfile.h"
+#include "../../base/caps.h"
 
 /* An allow-list entry as a trimmed string in out; false when blank. */
 bool cm_gw_allow_entry(const json_t *v, char *out, size_t n)

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "../base/buf.h"
+#include "../../base/buf.h"
 #include "body.h"
 
 #define GW_META_CONVERSATION_HEADER "Conversation info (untrusted metadata):"

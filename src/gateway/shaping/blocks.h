@@ -15,7 +15,7 @@
 #ifndef CM_GW_BLOCKS_H
 #define CM_GW_BLOCKS_H
 
-#include "../base/buf.h"
+#include "../../base/buf.h"
 
 /* agents.defaults.blockStreamingChunk and blockStreamingCoalesce defaults. */
 #define GW_CHUNK_MIN_DEFAULT        800

@@ -13,7 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "../base/fs.h"
+#include "../../base/fs.h"
 
 /* Lines appended during a compaction are copied over without the lock
  * until at most this much is left, then under it. */

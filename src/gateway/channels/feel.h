@@ -12,8 +12,8 @@
 
 #include <jansson.h>
 
-#include "../base/buf.h"
-#include "../base/common.h"
+#include "../../base/buf.h"
+#include "../../base/common.h"
 
 /* 2026.3.22 createTypingController: refresh every 6 s, give up after 2 min. */
 #define GW_TYPING_INTERVAL_MS 6000

@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-#include "channel.h"
+#include "../channels/channel.h"
 #include "gw_ws.h"
 
 typedef struct gw_ws_client {
