@@ -1,28 +1,80 @@
 /*
- * commands.c — which inbound texts are commands: 2026.3.22's control
- * commands (a standalone turn, never debounced), the abort words that act as
- * /stop, and a channel's "/cmd@<bot>" made bare. What each command does is
- * dispatch.c's.
+ * commands.c — which inbound texts are commands (commands.h): 2026.3.22's
+ * command registry as a table (a standalone turn, never debounced), the
+ * abort words that act as /stop, a channel's "/cmd@<bot>" made bare, and the
+ * lookup in a table of handlers. What each command the gateway answers
+ * itself does is dispatch.c's table.
  */
-#include "inbound.h"
+#include "commands.h"
+
+#include "../../base/buf.h"
 #include "../../base/utf8.h"
 
 #include <ctype.h>
 #include <strings.h>
 
-/* 2026.3.22 commands-registry.data: every text alias, '+' when the command
- * takes arguments; '?' marks one enabled only by commands.<name>: true. */
-static const char *const S_commands[] = {
-    "/help",        "/commands",  "/skill+",          "/status",  "/allowlist+", "/approve+",
-    "/context+",    "/btw+",      "/export-session+", "/export+", "/tts+",       "/whoami",
-    "/id",          "/session+",  "/subagents+",      "/acp+",    "/focus+",     "/unfocus",
-    "/agents",      "/kill+",     "/steer+",          "/tell+",   "?/config+",   "?/mcp+",
-    "?/plugins+",   "?/plugin+",  "?/debug+",         "/usage+",  "/stop",       "/restart",
-    "/activation+", "/send+",     "/reset+",          "/new+",    "/compact+",   "/think+",
-    "/thinking+",   "/t+",        "/verbose+",        "/v+",      "/fast+",      "/reasoning+",
-    "/reason+",     "/elevated+", "/elev+",           "/exec+",   "/model+",     "/models+",
-    "/queue+",      "?/bash+",
+/* 2026.3.22 commands-registry.data's text commands: the name, its text
+ * aliases (registerAlias and textAliases), whether it takes arguments and
+ * whether it counts only when commands.<gate> is true. */
+typedef struct reg_command {
+    const char *name;
+    const char *aliases[3];
+    bool args;
+    const char *gate;
+} reg_command;
+
+static const reg_command S_registry[] = {
+    {"/help", {NULL}, false, NULL},
+    {"/commands", {NULL}, false, NULL},
+    {"/skill", {NULL}, true, NULL},
+    {"/status", {NULL}, false, NULL},
+    {"/allowlist", {NULL}, true, NULL},
+    {"/approve", {NULL}, true, NULL},
+    {"/context", {NULL}, true, NULL},
+    {"/btw", {NULL}, true, NULL},
+    {"/export-session", {"/export", NULL}, true, NULL},
+    {"/tts", {NULL}, true, NULL},
+    {"/whoami", {"/id", NULL}, false, NULL},
+    {"/session", {NULL}, true, NULL},
+    {"/subagents", {NULL}, true, NULL},
+    {"/acp", {NULL}, true, NULL},
+    {"/focus", {NULL}, true, NULL},
+    {"/unfocus", {NULL}, false, NULL},
+    {"/agents", {NULL}, false, NULL},
+    {"/kill", {NULL}, true, NULL},
+    {"/steer", {"/tell", NULL}, true, NULL},
+    {"/config", {NULL}, true, "config"},
+    {"/mcp", {NULL}, true, "mcp"},
+    {"/plugins", {"/plugin", NULL}, true, "plugins"},
+    {"/debug", {NULL}, true, "debug"},
+    {"/usage", {NULL}, true, NULL},
+    {"/stop", {NULL}, false, NULL},
+    {"/restart", {NULL}, false, NULL},
+    {"/activation", {NULL}, true, NULL},
+    {"/send", {NULL}, true, NULL},
+    {"/reset", {NULL}, true, NULL},
+    {"/new", {NULL}, true, NULL},
+    {"/compact", {NULL}, true, NULL},
+    {"/think", {"/thinking", "/t", NULL}, true, NULL},
+    {"/verbose", {"/v", NULL}, true, NULL},
+    {"/fast", {NULL}, true, NULL},
+    {"/reasoning", {"/reason", NULL}, true, NULL},
+    {"/elevated", {"/elev", NULL}, true, NULL},
+    {"/exec", {NULL}, true, NULL},
+    {"/model", {NULL}, true, NULL},
+    {"/models", {NULL}, true, NULL},
+    {"/queue", {NULL}, true, NULL},
+    {"/bash", {NULL}, true, "bash"},
 };
+
+/* True when the command word s[0..n) is c's name or one of its aliases. */
+static bool S_reg_match(const reg_command *c, const char *s, size_t n)
+{
+    if (strlen(c->name) == n && !strncasecmp(c->name, s, n)) return true;
+    for (size_t i = 0; i < ARRAY_LEN(c->aliases) && c->aliases[i]; i++)
+        if (strlen(c->aliases[i]) == n && !strncasecmp(c->aliases[i], s, n)) return true;
+    return false;
+}
 
 static bool S_flag_on(const json_t *root, const char *name)
 {
@@ -206,22 +258,42 @@ bool cm_gw_is_control_command(const char *text, const json_t *root)
         if (r == rest) return false; /* something glued to the token */
         has_args = true;
     }
-    for (size_t i = 0; i < ARRAY_LEN(S_commands); i++) {
-        const char *c = S_commands[i];
-        bool gated = *c == '?';
-        if (gated) c++;
-        size_t clen = strlen(c);
-        bool args_ok = c[clen - 1] == '+';
-        if (args_ok) clen--;
-        if (clen != toklen || strncasecmp(c, s, toklen) != 0) continue;
-        if (has_args && !args_ok) return false;
-        if (gated) {
-            char name[32];
-            snprintf(name, sizeof name, "%.*s", (int)(clen - 1), c + 1);
-            /* "/plugin" is an alias of "/plugins": commands.plugins gates both */
-            return S_flag_on(root, strcmp(name, "plugin") ? name : "plugins");
-        }
-        return true;
+    for (size_t i = 0; i < ARRAY_LEN(S_registry); i++) {
+        const reg_command *c = &S_registry[i];
+        if (!S_reg_match(c, s, toklen)) continue;
+        if (has_args && !c->args) return false;
+        return !c->gate || S_flag_on(root, c->gate);
     }
     return false;
+}
+
+bool cm_gw_command_word(const char *text, const char *word, const char **rest)
+{
+    while (text && isspace((unsigned char)*text))
+        text++;
+    size_t n = strlen(word);
+    if (!text || strncasecmp(text, word, n)) return false;
+    const char *p = text + n; /* "/cmd@other": another bot's */
+    if (*p && !isspace((unsigned char)*p) && *p != ':') return false;
+    if (*p == ':') p++;
+    while (isspace((unsigned char)*p))
+        p++;
+    *rest = p;
+    return true;
+}
+
+const gw_command *cm_gw_command_find(const gw_command *table, size_t n, const char *text,
+                                     const char **rest)
+{
+    for (size_t i = 0; i < n; i++) {
+        const gw_command *c = &table[i];
+        if (cm_gw_command_word(text, c->name, rest)) return c;
+        for (const char *const *a = c->aliases; a && *a; a++)
+            if (cm_gw_command_word(text, *a, rest)) return c;
+        if (c->also && c->also(text)) {
+            *rest = "";
+            return c;
+        }
+    }
+    return NULL;
 }

@@ -1,11 +1,12 @@
 /*
  * dispatch.c — the runtime's pipeline under its lock (runtime_int.h): an
  * accepted message through access and debounce, turns routed to sessions
- * (control commands /new, /reset, /queue, /stop answered here), the
- * session's queue actions, followup turns when their delay is over, and the
- * ready list the workers take jobs from.
+ * (the commands /new, /reset, /queue and /stop answered here, from a table
+ * of handlers: S_commands), the session's queue actions, followup turns
+ * when their delay is over, and the ready list the workers take jobs from.
  */
 #include "runtime_int.h"
+#include "commands.h"
 #include "../../session/sessions.h"
 #include "../channels/feel.h"
 #include "../shaping/inbound_meta.h"
@@ -219,23 +220,6 @@ static void S_group_take(gw_sess *s, size_t n, gw_ids *to)
 
 /* ---- turns → sessions ---------------------------------------------------- */
 
-/* Skips blanks; true when text starts with the command word cmd (then end
- * of text, blank or ':'), *rest after it. */
-static bool S_is_cmd(const char *text, const char *cmd, const char **rest)
-{
-    while (text && isspace((unsigned char)*text))
-        text++;
-    size_t n = strlen(cmd);
-    if (!text || strncasecmp(text, cmd, n)) return false;
-    const char *p = text + n; /* "/cmd@other": another bot's */
-    if (*p && !isspace((unsigned char)*p) && *p != ':') return false;
-    if (*p == ':') p++;
-    while (isspace((unsigned char)*p))
-        p++;
-    *rest = p;
-    return true;
-}
-
 /* Adds a steered text to the running job of s (under mu); ids, when given,
  * move to the job and are answered with it. */
 static cm_rc S_steer_add(gw_sess *s, const char *text, gw_ids *ids)
@@ -327,6 +311,167 @@ static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, int64_
     return rc;
 }
 
+/* ---- the commands the gateway answers itself ------------------------------ */
+
+/* What a command handler works on (under mu): the turn, its journal ids
+ * (taken when the command answers), what was decided before the lock, the
+ * session with its agent and key, and the turn's text, which a handler may
+ * move past its command word; rc is a failure that fails the ids. */
+typedef struct cmd_call {
+    gw_runtime *rt;
+    const gw_turn *t;
+    gw_ids *ids;
+    gw_pre *pre;
+    gw_sess *s;
+    const char *agent, *key;
+    const char *text;
+    cm_rc rc;
+} cmd_call;
+
+/* Drops what s has queued (under mu): the queue and its groups' ids. */
+static void S_drop_queued(gw_runtime *rt, gw_sess *s)
+{
+    for (size_t i = 0; i < s->ngroups; i++)
+        cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
+    S_group_take(s, s->ngroups, &(gw_ids){0});
+}
+
+/* /new and /reset: the transcript was archived (cm_gw_rt_prepare, before
+ * the lock); text after the command is the new session's first message. */
+static bool S_cmd_new(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    gw_runtime *rt = c->rt;
+    const gw_turn *t = c->t;
+    gw_sess *s = c->s;
+    cm_gw_queue_clear(s->q);
+    S_drop_queued(rt, s);
+    cm_rc r = c->pre && c->pre->reset ? c->pre->reset_rc : CM_EINVAL;
+    if (!c->pre || !c->pre->reset) /* a command is never batched: only from the sink */
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: a reset without its preparation ignored");
+    if (*rest) {
+        c->text = rest;
+        return false;
+    }
+    /* 2026.3.22: the notice names the model, then the agent greets in a turn
+     * of the new session (after the run still going, if any, has been
+     * answered: then the notice alone) */
+    buf model = BUF_INIT, note = BUF_INIT, greet = BUF_INIT;
+    gw_job *j = NULL;
+    bool ok = !r && !cm_gw_agent_model(&model, rt->o.config, c->agent) &&
+              !cm_gw_new_session_notice(&note, model.data);
+    if (ok && !s->active && !cm_gw_greeting_prompt(&greet, cm_wall_ms()) &&
+        (j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id)) &&
+        (j->prompt = cm_buf_detach(&greet)) && (j->text = cm_buf_detach(&note)) &&
+        (j->agent_id = cm_strdup(c->agent)) && (j->key = cm_strdup(c->key))) {
+        j->is_group = t->is_group;
+        j->mentioned = t->mentioned;
+        cm_gw_ids_move(&j->ids, c->ids);
+        S_start(rt, s, j);
+        j = NULL;
+    } else {
+        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                        r    ? "⚠️ The session could not be reset."
+                        : ok ? note.data
+                             : "✅ New session started.",
+                        c->ids, "answered");
+    }
+    cm_gw_job_free(j);
+    cm_buf_release(&model);
+    cm_buf_release(&note);
+    cm_buf_release(&greet);
+    return true;
+}
+
+/* /queue: the session's queue settings (cm_gw_queue_parse_command), saved
+ * to the session store by cm_gw_rt_finish once the lock is released. */
+static bool S_cmd_queue(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    gw_runtime *rt = c->rt;
+    const gw_turn *t = c->t;
+    gw_sess *s = c->s;
+    gw_queue_override ov;
+    bool reset = false;
+    (void)rest;
+    if (!cm_gw_queue_parse_command(c->text, &ov, &reset)) return false;
+    buf msg = BUF_INIT;
+    cm_rc rc = CM_OK;
+    if (reset) {
+        s->has_ov = false;
+        rc = cm_buf_adds(&msg, "Queue settings reset to the defaults.");
+    } else {
+        if (!s->has_ov) {
+            s->has_ov = true;
+            s->ov_mode[0] = s->ov_drop[0] = 0;
+            s->ov_debounce = -1;
+            s->ov_cap = 0;
+        }
+        if (ov.mode) snprintf(s->ov_mode, sizeof s->ov_mode, "%s", ov.mode);
+        if (ov.drop) snprintf(s->ov_drop, sizeof s->ov_drop, "%s", ov.drop);
+        if (ov.debounce_ms >= 0) s->ov_debounce = ov.debounce_ms;
+        if (ov.cap > 0) s->ov_cap = ov.cap;
+    }
+    gw_qsave *q = c->pre ? &c->pre->qsave : NULL;
+    if (q && !q->key && (q->agent_id = cm_strdup(s->agent_id)) && (q->key = cm_strdup(s->key))) {
+        q->on = s->has_ov;
+        snprintf(q->mode, sizeof q->mode, "%s", s->ov_mode);
+        snprintf(q->drop, sizeof q->drop, "%s", s->ov_drop);
+        q->debounce = s->ov_debounce;
+        q->cap = s->ov_cap;
+    } else {
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session");
+    }
+    if (!reset) {
+        gw_queue_settings qs;
+        S_settings(rt, s, t->channel, &qs);
+        static const char *const names[] = {"collect", "followup", "steer", "steer-backlog",
+                                            "interrupt"};
+        rc = cm_buf_printf(&msg, "Queue mode set to %s (debounce %lldms, cap %zu).", names[qs.mode],
+                           (long long)qs.debounce_ms, qs.cap);
+    }
+    cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                    msg.data ? msg.data : "Queue settings updated.", c->ids, "answered");
+    cm_buf_release(&msg);
+    c->rc = rc;
+    return true;
+}
+
+/* /stop and the abort words: the session's runs aborted, its queue dropped. */
+static bool S_cmd_stop(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    gw_runtime *rt = c->rt;
+    const gw_turn *t = c->t;
+    gw_sess *s = c->s;
+    (void)rest;
+    S_cancel_runs(rt, s);
+    size_t n = cm_gw_queue_clear(s->q);
+    S_drop_queued(rt, s);
+    if (s->next_job) { /* an interrupt's run waiting for the aborted one */
+        cm_gw_rt_done_all(rt, &s->next_job->ids, "dropped");
+        cm_gw_job_free(s->next_job);
+        s->next_job = NULL;
+        n++;
+    }
+    cm_logf(rt->o.log, CM_LOG_INFO, "gateway: /stop: %zu queued message%s dropped", n,
+            n == 1 ? "" : "s");
+    /* QuantumClaw's answer (the running run, if any, is aborted above) */
+    cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                    "⚙️ Agent was aborted.", c->ids, "answered");
+    return true;
+}
+
+static const char *const S_new_aliases[] = {"/reset", NULL};
+
+/* The commands the gateway answers itself, in the order they are tried;
+ * every other text (2026.3.22's other commands included) is a turn. */
+static const gw_command S_commands[] = {
+    {"/new", S_new_aliases, S_cmd_new, NULL},
+    {"/queue", NULL, S_cmd_queue, NULL},
+    {"/stop", NULL, S_cmd_stop, cm_gw_is_abort_request},
+};
+
 /* A turn out of the debouncer (or straight from the sink, with what was
  * decided before the lock: pre) with the journal ids it answers; takes them
  * (under mu). */
@@ -335,7 +480,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     cm_rc rc = CM_OK;
     buf agent = BUF_INIT, key = BUF_INIT, prompt = BUF_INIT;
     gw_job *j = NULL;
-    const char *text = t->text ? t->text : "", *rest = NULL;
+    const char *text = t->text ? t->text : "";
     CHECK(cm_gw_route_agent(&agent, rt->o.config, t->channel, t->account, t->peer, t->is_group));
     if (t->session && *t->session)
         CHECK(cm_buf_adds(&key, t->session));
@@ -344,109 +489,15 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
                                   t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
-    /* /new and /reset: the transcript was archived (cm_gw_rt_prepare, before
-     * the lock); text after the command is the new session's first message. */
-    if (S_is_cmd(text, "/new", &rest) || S_is_cmd(text, "/reset", &rest)) {
-        cm_gw_queue_clear(s->q);
-        for (size_t i = 0; i < s->ngroups; i++)
-            cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
-        S_group_take(s, s->ngroups, &(gw_ids){0});
-        cm_rc r = pre && pre->reset ? pre->reset_rc : CM_EINVAL;
-        if (!pre || !pre->reset) /* a command is never batched: only from the sink */
-            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: a reset without its preparation ignored");
-        if (!*rest) {
-            /* 2026.3.22: the notice names the model, then the agent greets
-             * in a turn of the new session (after the run still going, if
-             * any, has been answered: then the notice alone) */
-            buf model = BUF_INIT, note = BUF_INIT, greet = BUF_INIT;
-            bool ok = !r && !cm_gw_agent_model(&model, rt->o.config, agent.data) &&
-                      !cm_gw_new_session_notice(&note, model.data);
-            if (ok && !s->active && !cm_gw_greeting_prompt(&greet, cm_wall_ms()) &&
-                (j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread,
-                               t->message_id)) &&
-                (j->prompt = cm_buf_detach(&greet)) && (j->text = cm_buf_detach(&note)) &&
-                (j->agent_id = cm_strdup(agent.data)) && (j->key = cm_strdup(key.data))) {
-                j->is_group = t->is_group;
-                j->mentioned = t->mentioned;
-                cm_gw_ids_move(&j->ids, ids);
-                S_start(rt, s, j);
-                j = NULL;
-            } else {
-                cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                                r    ? "⚠️ The session could not be reset."
-                                : ok ? note.data
-                                     : "✅ New session started.",
-                                ids, "answered");
-            }
-            cm_buf_release(&model);
-            cm_buf_release(&note);
-            cm_buf_release(&greet);
-            goto out;
-        }
-        text = rest;
-    } else if (cm_gw_queue_parse_command(text, &(gw_queue_override){0}, &(bool){0})) {
-        gw_queue_override ov;
-        bool reset = false;
-        cm_gw_queue_parse_command(text, &ov, &reset);
-        buf msg = BUF_INIT;
-        if (reset) {
-            s->has_ov = false;
-            rc = cm_buf_adds(&msg, "Queue settings reset to the defaults.");
-        } else {
-            if (!s->has_ov) {
-                s->has_ov = true;
-                s->ov_mode[0] = s->ov_drop[0] = 0;
-                s->ov_debounce = -1;
-                s->ov_cap = 0;
-            }
-            if (ov.mode) snprintf(s->ov_mode, sizeof s->ov_mode, "%s", ov.mode);
-            if (ov.drop) snprintf(s->ov_drop, sizeof s->ov_drop, "%s", ov.drop);
-            if (ov.debounce_ms >= 0) s->ov_debounce = ov.debounce_ms;
-            if (ov.cap > 0) s->ov_cap = ov.cap;
-        }
-        /* saved by cm_gw_rt_finish once the lock is released */
-        gw_qsave *q = pre ? &pre->qsave : NULL;
-        if (q && !q->key && (q->agent_id = cm_strdup(s->agent_id)) &&
-            (q->key = cm_strdup(s->key))) {
-            q->on = s->has_ov;
-            snprintf(q->mode, sizeof q->mode, "%s", s->ov_mode);
-            snprintf(q->drop, sizeof q->drop, "%s", s->ov_drop);
-            q->debounce = s->ov_debounce;
-            q->cap = s->ov_cap;
-        } else {
-            cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session");
-        }
-        if (!reset) {
-            gw_queue_settings qs;
-            S_settings(rt, s, t->channel, &qs);
-            static const char *const names[] = {"collect", "followup", "steer", "steer-backlog",
-                                                "interrupt"};
-            rc = cm_buf_printf(&msg, "Queue mode set to %s (debounce %lldms, cap %zu).",
-                               names[qs.mode], (long long)qs.debounce_ms, qs.cap);
-        }
-        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                        msg.data ? msg.data : "Queue settings updated.", ids, "answered");
-        cm_buf_release(&msg);
-        goto out;
-    } else if (S_is_cmd(text, "/stop", &rest) || cm_gw_is_abort_request(text)) {
-        S_cancel_runs(rt, s);
-        size_t n = cm_gw_queue_clear(s->q);
-        for (size_t i = 0; i < s->ngroups; i++)
-            cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
-        S_group_take(s, s->ngroups, &(gw_ids){0});
-        if (s->next_job) { /* an interrupt's run waiting for the aborted one */
-            cm_gw_rt_done_all(rt, &s->next_job->ids, "dropped");
-            cm_gw_job_free(s->next_job);
-            s->next_job = NULL;
-            n++;
-        }
-        cm_logf(rt->o.log, CM_LOG_INFO, "gateway: /stop: %zu queued message%s dropped", n,
-                n == 1 ? "" : "s");
-        /* QuantumClaw's answer (the running run, if any, is aborted above) */
-        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                        "⚙️ Agent was aborted.", ids, "answered");
+    cmd_call call = {rt, t, ids, pre, s, agent.data, key.data, text, CM_OK};
+    const char *rest = NULL;
+    const gw_command *cmd = cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), text, &rest);
+    if (cmd && cmd->handler(&call, rest)) {
+        rc = call.rc;
         goto out;
     }
+    CHECK(call.rc);
+    text = call.text;
     gw_turn cur = *t;
     cur.text = (char *)text;
     CHECK(S_prompt(rt, &cur, key.data, now, &prompt));
@@ -614,7 +665,8 @@ void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
         pre->access_rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(),
                                             &pre->ar, pre->access_err, sizeof pre->access_err);
     if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW) return;
-    if (!S_is_cmd(m->text, "/new", &rest) && !S_is_cmd(m->text, "/reset", &rest)) return;
+    if (cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), m->text, &rest) != &S_commands[0])
+        return;
     /* the session key S_dispatch routes the turn to */
     pre->reset = true;
     pre->reset_rc =

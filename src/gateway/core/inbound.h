@@ -13,6 +13,7 @@
 
 #include "../../base/buf.h"
 #include "../../base/common.h"
+#include "commands.h"
 
 /* One inbound message as a channel adapter hands it over. Strings are
  * borrowed (the caller keeps them alive for the call); NULL means absent. */
@@ -93,29 +94,6 @@ size_t cm_gw_dedupe_size(const gw_dedupe *d);
  * else messages.inbound.debounceMs, else GW_DEBOUNCE_MS_DEFAULT; a negative
  * value counts as 0 (off), fractions are truncated. root may be NULL. */
 int64_t cm_gw_debounce_ms(const json_t *root, const char *channel);
-
-/* True when text is a control command that must stay a standalone turn:
- * after trimming, its first line ("/cmd: args" read as "/cmd args") is one
- * of 2026.3.22's text command aliases, alone or — for a command taking
- * arguments — followed by whitespace. /config, /mcp, /plugins, /debug and
- * /bash count only when commands.<name> is true in root (may be NULL).
- * "/cmd@name" is another bot's: the channel has already made our own bare
- * (cm_gw_command_unaddress). */
-bool cm_gw_is_control_command(const char *text, const json_t *root);
-
-/* True when text asks to abort the running run as /stop does: "/stop", or
- * one of 2026.3.22's abort words alone ("stop", "wait", "abort", "please
- * stop", "arrête", "стоп", "停止", …), compared trimmed, lower-cased, blanks
- * collapsed and one trailing run of punctuation dropped (2026.3.22's
- * normalizeAbortTriggerText). Unlike the control commands they are debounced
- * like any text, as 2026.3.22 does. */
-bool cm_gw_is_abort_request(const char *text);
-
-/* A channel's inbound text addressed to its bot as "/cmd@<bot>" (any case,
- * the first token after leading whitespace, followed by the end, whitespace
- * or ':'): *out gets a copy without "@<bot>", so that the gateway sees its
- * own commands bare; otherwise *out is NULL (bot NULL or "": never). */
-cm_rc cm_gw_command_unaddress(const char *text, const char *bot, char **out);
 
 /* One agent turn out of the debouncer: the newest message's fields (its id is
  * the one to reply to) with the texts of the batch joined by '\n' (empty
