@@ -1,6 +1,6 @@
 /*
- * test_gateway_out.c — the gateway's outbound text (src/gateway/blocks.c) and
- * prompt bodies (src/gateway/body.c): break preferences, fences closed and
+ * test_gateway_out.c — the gateway's outbound text (src/gateway/shaping/blocks.c) and
+ * prompt bodies (src/gateway/shaping/body.c): break preferences, fences closed and
  * reopened, UTF-16 counting at CJK and emoji boundaries, a property test over
  * random texts, coalescing over an injected clock, envelopes, history
  * wrappers and directive stripping from tables.

@@ -1,5 +1,5 @@
 /*
- * test_telegram.c — the Telegram channel (src/gateway/telegram.c) against a
+ * test_telegram.c — the Telegram channel (src/gateway/channels/telegram.c) against a
  * loopback fake Bot API (fakeserver.c with a handler): updates mapped per
  * chat type, the offset kept across reopen and moved only past accepted
  * updates, 429 and 5xx retries, garbage answers, a hung poll, a prompt
