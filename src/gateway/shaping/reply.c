@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "../../session/keys.h"
-#include "../core/runtime.h"
+#include "reply.h"
 
 bool cm_gw_reply_is_silent(const char *text)
 {
