@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "../core/inbound.h"
+#include "tg_html.h"
 
 typedef struct gw_channel gw_channel;
 
@@ -96,10 +97,6 @@ void cm_gw_telegram_set_logger(gw_channel *ch, const struct cm_logger *lg);
  * with; NULL: the real one. Tests inject theirs: the typing thread reads it
  * at least every 50 ms then. Call before start. */
 void cm_gw_telegram_set_clock(gw_channel *ch, int64_t (*clock)(void *ctx), void *ctx);
-
-/* md, a reply's Markdown, as Telegram HTML (parse_mode "HTML") in out
- * (reset first): tg_html.c. */
-cm_rc cm_gw_telegram_html(const char *md, buf *out);
 
 /* The bot's username from getMe (without "@"), "" until start() or the
  * polling thread got it: for cm_gw_debounce_open's "/cmd@<bot>" commands. */

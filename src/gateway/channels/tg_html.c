@@ -10,7 +10,7 @@
  * escaped. A marker without its closing twin stays as written. The channel
  * falls back to plain text when Telegram refuses the entities.
  */
-#include "channel.h"
+#include "tg_html.h"
 
 #include <ctype.h>
 #include <stdlib.h>
