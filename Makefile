@@ -50,7 +50,7 @@ LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lsqlite3 -lja
 # process its start-up), and needs no OpenSSL header.
 CLI_LIBS := -Wl,-Bstatic -lsqlite3 -ljansson -Wl,-Bdynamic -lm -lpthread -ldl
 
-LIB_SRC  := $(sort $(wildcard src/*/*.c))
+LIB_SRC  := $(sort $(wildcard src/*/*.c src/*/*/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard cli/*.c)) $(wildcard server/*.c))
 TEST_SRC := $(sort $(wildcard tests/*.c)) $(sort $(wildcard tests/fuzz/fuzz_*.c))

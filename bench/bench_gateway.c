@@ -33,8 +33,8 @@
 #include "../src/base/fs.h"
 #include "../src/session/sessions.h"
 #include "../src/session/transcript.h"
-#include "../src/gateway/http_channel.h"
-#include "../src/gateway/runtime.h"
+#include "../src/gateway/channels/http_channel.h"
+#include "../src/gateway/core/runtime.h"
 #include "../src/net/httpd.h"
 
 #define CLIENTS 8

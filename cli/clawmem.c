@@ -873,10 +873,13 @@ static int unknown_command(const char *prefix, const char *name)
     return die("%sunknown command '%s' (see clawmem help)", prefix, name);
 }
 
-/* clawmem help [COMMAND] */
+/* clawmem help [COMMAND]; --help (or -h) anywhere: this text, as every
+ * command answers its --help. */
 static int cmd_help(const cm_options *opt, int argc, char **argv)
 {
     (void)opt;
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) argc = 0;
     if (argc == 0) return fputs(usage_main, stdout), 0;
     if (argc > 1) return die("help: one COMMAND only (see clawmem help)");
     const command *c = find_command(argv[0]);

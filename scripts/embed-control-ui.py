@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the embedded assets of src/gateway/control_ui.c from
+"""Regenerates the embedded assets of src/gateway/control/control_ui.c from
 share/control-ui/ (index.html, app.css, app.js, favicon.svg): the C strings between the
 clang-format off/on markers. Run after editing an asset; no build step runs
 at make or run time."""
@@ -17,7 +17,7 @@ body = "\n".join([cstr("S_html", os.path.join(share, "index.html")),
                   cstr("S_css", os.path.join(share, "app.css")),
                   cstr("S_js", os.path.join(share, "app.js")),
                   cstr("S_icon", os.path.join(share, "favicon.svg"))])
-src = os.path.join(root, "src", "gateway", "control_ui.c")
+src = os.path.join(root, "src", "gateway", "control", "control_ui.c")
 text = open(src).read()
 new = re.sub(r"(/\* clang-format off \*/\n).*?(/\* clang-format on \*/)",
              lambda m: m.group(1) + body + m.group(2), text, flags=re.S)

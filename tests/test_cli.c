@@ -444,6 +444,15 @@ TEST(cli_help_command_and_bare_clawmem)
         EXPECT_STR(r.err, "");
         run_result_release(&r);
     }
+    const char *self[][4] = {
+        {"help", "--help", NULL}, {"help", "-h", NULL}, {"help", "get", "--help", NULL}};
+    for (size_t i = 0; i < 3; i++) { /* help's own --help, as every command's */
+        r = run_clawmem(NULL, self[i]);
+        EXPECT_INT(r.status, 0);
+        EXPECT_CONTAINS(r.out, "help [COMMAND]");
+        EXPECT_STR(r.err, "");
+        run_result_release(&r);
+    }
     const char *bad[] = {"help", "frobnicate", NULL};
     r = run_clawmem(NULL, bad);
     EXPECT_INT(r.status, 1);

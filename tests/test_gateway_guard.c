@@ -17,8 +17,8 @@
 
 #include "../src/base/fs.h"
 #include "../src/base/lockfile.h"
-#include "../src/gateway/http_channel.h"
-#include "../src/gateway/runtime.h"
+#include "../src/gateway/channels/http_channel.h"
+#include "../src/gateway/core/runtime.h"
 #include "test.h"
 
 /* ---- a channel that keeps what it is asked to send ------------------------ */
@@ -160,7 +160,7 @@ static bool g_start(guard *g, const char *channels_http, bool agents, bool http,
              "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"http://127.0.0.1:9/v1\","
              "\"apiKey\":\"sk-guard-0001\",\"models\":[]}}},"
              "\"channels\":{\"http\":%s},\"messages\":{\"inbound\":{\"debounceMs\":0}},"
-             "\"session\":{\"dmScope\":\"per-peer\"}}",  /* each sender its own conversation */
+             "\"session\":{\"dmScope\":\"per-peer\"}}", /* each sender its own conversation */
              channels_http);
     g->cfg = json_loads(cfg, 0, NULL);
     write_file(g->dir, "state/quantumclaw.json", cfg); /* what the agents read */

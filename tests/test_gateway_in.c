@@ -1,11 +1,11 @@
 /*
- * test_gateway_in.c — the gateway's inbound rules (src/gateway/inbound.h):
+ * test_gateway_in.c — the gateway's inbound rules (src/gateway/core/inbound.h):
  * dedupe, debounce and access, each from a table of events over a fake clock.
  */
 #include "test.h"
 
 #include "../src/base/fs.h"
-#include "../src/gateway/inbound.h"
+#include "../src/gateway/core/inbound.h"
 
 #include <ctype.h>
 
@@ -289,6 +289,56 @@ TEST(gw_in_command_unaddress)
     EXPECT(!got);
     EXPECT_INT(cm_gw_command_unaddress("/new@clawbot", "", &got), CM_OK);
     EXPECT(!got);
+}
+
+/* The gateway's own commands are a table (name, aliases, handler): a text
+ * reaches the first entry whose name or alias is its command word (any
+ * case, then the end, a blank or ':'), or whose also form it is; rest is
+ * what follows. */
+static bool S_is_stop_word(const char *text)
+{
+    return text && !strcmp(text, "halt");
+}
+static bool S_cmd_record(void *ctx, const char *rest)
+{
+    snprintf(ctx, 64, "%s", rest);
+    return true;
+}
+TEST(gw_in_command_table)
+{
+    static const char *const new_aliases[] = {"/reset", NULL};
+    const gw_command table[] = {
+        {"/new", new_aliases, S_cmd_record, NULL},
+        {"/stop", NULL, S_cmd_record, S_is_stop_word},
+    };
+    static const struct {
+        const char *text;
+        int want; /* index into table, -1: none */
+        const char *rest;
+    } cases[] = {
+        {"/new", 0, ""},      {"  /NEW hello", 0, "hello"}, {"/reset: hi there", 0, "hi there"},
+        {"/newer", -1, NULL}, {"/new@otherbot", -1, NULL},  {"/stop", 1, ""},
+        {"halt", 1, ""},      {"halt now", -1, NULL},       {"please /new", -1, NULL},
+        {"", -1, NULL},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        const char *rest = NULL;
+        const gw_command *c = cm_gw_command_find(table, ARRAY_LEN(table), cases[i].text, &rest);
+        int got = c ? (int)(c - table) : -1;
+        if (got != cases[i].want || (c && strcmp(rest, cases[i].rest)))
+            test_fail(__FILE__, __LINE__, "\"%s\": got entry %d rest \"%s\", want %d \"%s\"",
+                      cases[i].text, got, c ? rest : "", cases[i].want,
+                      cases[i].rest ? cases[i].rest : "");
+        char seen[64] = "";
+        if (c) EXPECT(c->handler(seen, rest) && !strcmp(seen, rest));
+    }
+    const char *rest = NULL;
+    EXPECT(!cm_gw_command_find(table, ARRAY_LEN(table), NULL, &rest));
+    /* 2026.3.22's registry: aliases count as their command */
+    EXPECT(cm_gw_is_control_command("/tell main go on", NULL));
+    EXPECT(cm_gw_is_control_command("/export", NULL));
+    EXPECT(cm_gw_is_control_command("/ID", NULL));
+    EXPECT(!cm_gw_is_control_command("/id me", NULL)); /* /whoami takes no arguments */
 }
 
 TEST(gw_in_debounce_window_config)

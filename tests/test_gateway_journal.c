@@ -1,5 +1,5 @@
 /*
- * test_gateway_journal.c — the gateway's journal (src/gateway/journal.h):
+ * test_gateway_journal.c — the gateway's journal (src/gateway/core/journal.h):
  * a disk filling up mid-append on a small tmpfs, then a crash (the writer
  * process exits without closing) — every acknowledged message replayed
  * exactly once; a short write that cannot even be cut back (injected);
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
-#include "../src/gateway/journal.h"
+#include "../src/gateway/core/journal.h"
 #include "test.h"
 
 #define NOW 1800000000000LL

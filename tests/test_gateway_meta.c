@@ -8,8 +8,8 @@
 #include <jansson.h>
 
 #include "../src/agent/prompt.h"
-#include "../src/gateway/inbound_meta.h"
-#include "../src/gateway/journal.h"
+#include "../src/gateway/shaping/inbound_meta.h"
+#include "../src/gateway/core/journal.h"
 #include "test.h"
 
 #define TS 1800000000000LL /* Fri 2027-01-15 08:00:00 UTC */

@@ -1,6 +1,6 @@
 /*
- * test_gateway_out.c — the gateway's outbound text (src/gateway/blocks.c) and
- * prompt bodies (src/gateway/body.c): break preferences, fences closed and
+ * test_gateway_out.c — the gateway's outbound text (src/gateway/shaping/blocks.c) and
+ * prompt bodies (src/gateway/shaping/body.c): break preferences, fences closed and
  * reopened, UTF-16 counting at CJK and emoji boundaries, a property test over
  * random texts, coalescing over an injected clock, envelopes, history
  * wrappers and directive stripping from tables.
@@ -8,8 +8,8 @@
 #include "test.h"
 
 #include "../src/base/utf8.h"
-#include "../src/gateway/body.h"
-#include "../src/gateway/blocks.h"
+#include "../src/gateway/shaping/body.h"
+#include "../src/gateway/shaping/blocks.h"
 
 /* Joins pieces with "|" for compact expectations. */
 static char *joined(const gw_pieces *p)

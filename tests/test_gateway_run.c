@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
-#include "../src/gateway/http_channel.h"
-#include "../src/gateway/runtime.h"
+#include "../src/gateway/channels/http_channel.h"
+#include "../src/gateway/core/runtime.h"
 #include "../src/session/sessions.h"
-#include "../src/gateway/channel.h"
+#include "../src/gateway/channels/channel.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"
 #include "test.h"

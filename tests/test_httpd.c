@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../src/net/httpd.h"
+#include "../src/net/httpd_parse.h"
 #include "test.h"
 
 static int S_connect(int port)
@@ -699,4 +700,58 @@ TEST(httpd_silent_connection_closed_early)
     free(r);
     close(f);
     cm_net_httpd_stop(h, 1000);
+}
+
+/* Request heads parsed without a socket (httpd_parse.c): the answer to each
+ * malformed head, and a good one's fields. */
+TEST(httpd_parse_head_statuses)
+{
+    static const struct {
+        const char *head;
+        int want;
+    } cases[] = {
+        {"GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+        {"GET / HTTP/1.0\r\n\r\n", 0},
+        {"GET / HTTP/1.1\r\n\r\n", 400},                       /* no Host */
+        {"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400}, /* two */
+        {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+        {"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400},            /* method token */
+        {"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 400}, /* obs-fold */
+        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 411},
+        {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9999\r\n\r\n", 413},
+        {"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
+        {"GET / HTTP/1.1\r\nHost: a\r\nExpect: nothing\r\n\r\n", 417},
+        {"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n", 431},
+        {"GET / HTTP/1.1\rHost: a\r\n\r\n", 400}, /* a bare CR */
+    };
+    httpd_opts o = cm_net_httpd_defaults();
+    o.max_headers = 3;
+    o.max_body = 100;
+    httpd_header hdrs[4];
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char *head = cm_strdup(cases[i].head);
+        httpd_parsed pr;
+        memset(&pr, 0, sizeof pr);
+        pr.hdrs = hdrs;
+        int got = cm_net_httpd_parse_head(head, &o, &pr);
+        if (got != cases[i].want)
+            test_fail(__FILE__, __LINE__, "case %zu: got %d, want %d", i, got, cases[i].want);
+        free(head);
+    }
+    char *head = cm_strdup("\r\nPOST http://h/x?y=1 HTTP/1.1\nHost:  h \nConnection: close\n"
+                           "Content-Length: 12\n\n");
+    httpd_parsed pr;
+    memset(&pr, 0, sizeof pr);
+    pr.hdrs = hdrs;
+    EXPECT_INT(cm_net_httpd_parse_head(head, &o, &pr), 0);
+    EXPECT_STR(pr.rq.method, "POST");
+    EXPECT_STR(pr.rq.target, "/x?y=1"); /* absolute-form: the path */
+    EXPECT_STR(cm_net_httpd_header_get(&pr.rq, "host"), "h");
+    EXPECT(pr.content_length == 12 && !pr.keep_alive);
+    free(head);
+    const char *in = "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET";
+    EXPECT(cm_net_httpd_head_end(in, strlen(in), 0) == strlen(in) - 3);
+    EXPECT(cm_net_httpd_head_end(in, 20, 0) == 0);
+    EXPECT_STR(cm_net_httpd_reason(431), "Request Header Fields Too Large");
 }

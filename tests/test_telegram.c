@@ -1,5 +1,5 @@
 /*
- * test_telegram.c — the Telegram channel (src/gateway/telegram.c) against a
+ * test_telegram.c — the Telegram channel (src/gateway/channels/telegram.c) against a
  * loopback fake Bot API (fakeserver.c with a handler): updates mapped per
  * chat type, the offset kept across reopen and moved only past accepted
  * updates, 429 and 5xx retries, garbage answers, a hung poll, a prompt
@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
-#include "../src/gateway/channel.h"
+#include "../src/gateway/channels/channel.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"
 #include "test.h"

@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/gateway/channel.h"
-#include "../src/gateway/feel.h"
-#include "../src/gateway/preview.h"
-#include "../src/gateway/runtime.h"
+#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/channels/feel.h"
+#include "../src/gateway/channels/preview.h"
+#include "../src/gateway/core/runtime.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"
 #include "test.h"

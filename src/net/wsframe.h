@@ -3,7 +3,7 @@
  * handshake's Sec-WebSocket-Accept value, one frame parsed from a buffer
  * (incremental: "need more" until the whole frame is there) and one frame
  * encoded. No sockets and no allocation except into the caller's buf; the
- * gateway's connection loop (gateway/gw_ws.c) drives it. Thread safe.
+ * gateway's connection loop (gateway/control/gw_ws.c) drives it. Thread safe.
  */
 #ifndef CM_WSFRAME_H
 #define CM_WSFRAME_H

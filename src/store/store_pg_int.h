@@ -1,8 +1,9 @@
 /*
  * store_pg_int.h — what the files of the PostgreSQL store share
- * (store_pg.c: libpq, the connection, transactions, files and status;
- * store_pg_search.c: keyword search; store_pg_vectors.c: vectors and the
- * embedding cache). Not for other callers: they use store_pg.h.
+ * (store_pg.c: libpq, the connection, transactions, file writes;
+ * store_pg_meta.c: meta, file rows and status; store_pg_search.c: keyword
+ * search; store_pg_vectors.c: vectors and the embedding cache). Not for
+ * other callers: they use store_pg.h.
  */
 #ifndef CM_STORE_PG_INT_H
 #define CM_STORE_PG_INT_H

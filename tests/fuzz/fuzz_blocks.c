@@ -5,7 +5,7 @@
  * on valid UTF-8 every piece is valid UTF-8.
  */
 #include "../../src/base/utf8.h"
-#include "../../src/gateway/blocks.h"
+#include "../../src/gateway/shaping/blocks.h"
 #include "fuzz.h"
 
 int fuzz_blocks(const uint8_t *data, size_t size)

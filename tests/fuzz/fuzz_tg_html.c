@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../../src/base/utf8.h"
-#include "../../src/gateway/channel.h"
+#include "../../src/gateway/channels/channel.h"
 #include "fuzz.h"
 
 static const char *const tags[] = {"b", "i", "s", "code", "pre", "a", "tg-spoiler", "blockquote"};

@@ -1,0 +1,139 @@
+/*
+ * runtime.h — the running gateway: channels hand inbound messages to the
+ * sink, which writes each to a durable journal (<stateDir>/gateway/
+ * journal.jsonl, fsynced before it returns), then dedupe, access (pairing
+ * codes go back through the channel), debounce, routing to a session key
+ * (bindings / agents.list pick the agent), the session's queue (queue modes,
+ * /queue overrides), agent runs on a worker pool — one run per session at a
+ * time —, and the reply shaped (NO_REPLY, responsePrefix, replyToMode,
+ * chunked to the channel's limit, block streaming) and sent back.
+ *
+ * Time comes from the options' clock. With manual set no timer thread runs:
+ * the caller drives debounce windows and queue delays with cm_gw_runtime_tick
+ * (tests advance a fake clock and never sleep). Thread safe: the sink may be
+ * called from any channel thread.
+ */
+#ifndef CM_GW_RUNTIME_H
+#define CM_GW_RUNTIME_H
+
+#include <jansson.h>
+
+#include "../../llm/llm.h"
+#include "../shaping/blocks.h"
+#include "../shaping/reply.h"
+#include "../channels/channel.h"
+
+typedef int64_t (*gw_clock_fn)(void *ctx);
+
+/* One agent run as the runtime asks for it (strings borrowed). */
+typedef struct gw_run_req {
+    const char *agent_id, *session_key, *prompt;
+    const char *channel, *account;
+    int worker;            /* the worker thread running it, 0 .. workers - 1 */
+    llm_delta_fn on_delta; /* streamed text (block streaming); may be ignored */
+    void *delta_ctx;
+    /* The run's controls: cancelled true once an interrupt or /stop aborts
+     * it (stop, fail with CM_ECANCELED); steer the next steered text
+     * (malloc'd) or NULL. hook_ctx is theirs. */
+    bool (*cancelled)(void *ctx);
+    char *(*steer)(void *ctx);
+    void *hook_ctx;
+    const char *peer; /* the conversation (the chat id the system prompt names) */
+    bool is_group;
+} gw_run_req;
+
+typedef struct gw_run_res {
+    char *text;      /* malloc'd; NULL or "" when nothing to say */
+    bool silent;     /* the model answered NO_REPLY */
+    char model[192]; /* "provider/model" that answered, or "" */
+} gw_run_res;
+
+/* Runs one agent turn; called on a worker thread, never twice at once for
+ * the same session key. */
+typedef cm_rc (*gw_run_fn)(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err,
+                           size_t errlen);
+
+typedef struct gw_runtime_opts {
+    const json_t *config; /* the whole config (borrowed, outlives the runtime) */
+    const char *state_dir;
+    gw_run_fn run;
+    void *run_ctx;
+    gw_clock_fn clock; /* NULL: wall clock (ms) */
+    void *clock_ctx;
+    int workers;          /* agent runs at once; 0: 4 */
+    bool manual;          /* no timer thread: the caller calls cm_gw_runtime_tick */
+    int max_attempts;     /* runs of one journaled message before it is answered as
+                             failed at recovery; 0: 2 */
+    const cm_logger *log; /* may be NULL */
+} gw_runtime_opts;
+
+typedef struct gw_runtime gw_runtime;
+
+/* Opens the journal (creating <stateDir>/gateway/) and starts the workers
+ * (and the timer unless manual). Nothing is accepted before
+ * cm_gw_runtime_start. */
+cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen);
+
+/* Bytes of accepted, unanswered messages in the journal before new ones are
+ * refused (the sink's CM_ERATELIMIT: HTTP 503 with Retry-After, a Telegram
+ * update asked again later); 0 or above it: GW_JOURNAL_PENDING_MAX (64 MiB).
+ * The journal file may grow to twice it before a compaction. */
+void cm_gw_runtime_set_journal_limit(gw_runtime *rt, uint64_t bytes);
+
+/* Registers a channel (borrowed; the runtime sends through it and stops it
+ * at drain) for account (NULL: "default"), under the name its ops give or
+ * name (not NULL: replies to messages of that channel name go through ch
+ * too; the HTTP channel carries "terminal", `clawmem chat`). Before
+ * cm_gw_runtime_start. */
+cm_rc cm_gw_runtime_add_channel(gw_runtime *rt, gw_channel *ch, const char *name,
+                                const char *account, char *err, size_t errlen);
+
+/* Recovers the journal — every accepted message not marked answered is run
+ * again, or answered as failed (visibly) once it has used up its attempts —
+ * then starts the channels. */
+cm_rc cm_gw_runtime_start(gw_runtime *rt, char *err, size_t errlen);
+
+/* The sink channels call (ctx = the runtime): CM_OK once m is journaled
+ * (a duplicate is CM_OK without a new entry); CM_EBUSY while draining;
+ * CM_ERATELIMIT while the journal is full (answers make room); CM_ETOOBIG
+ * for a message larger than the journal's limit; CM_EIO when it could not be
+ * written.
+ * Messages of channel "terminal" (`clawmem chat`, through the HTTP
+ * channel's bearer token: the owner) skip access control. */
+cm_rc cm_gw_runtime_sink(void *ctx, const gw_msg *m);
+
+/* Due debounce batches and queued followup turns at the clock's now. */
+void cm_gw_runtime_tick(gw_runtime *rt);
+
+/* Waits (real time, at most timeout_ms) until no run is active or ready;
+ * true when idle. Does not flush debounce or queue delays. */
+bool cm_gw_runtime_wait_idle(gw_runtime *rt, int64_t timeout_ms);
+
+/* Drains: new messages are refused (CM_EBUSY), channels stop receiving,
+ * pending debounce batches and queued turns run at once, active runs finish.
+ * Waits at most timeout_ms (real time; what is left stays journaled and is
+ * recovered at the next start). True when everything was answered. */
+bool cm_gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms);
+
+/* {"accepting","channels":[{"channel","account"}],"sessions":[{"key",
+ * "active","queued"}] (those running or with a queue),"knownSessions",
+ * "activeRuns","readyJobs","debouncePending","journalBacklog","accepted",
+ * "duplicates","recovered","runs","replies"} — a new object. */
+json_t *cm_gw_runtime_status(gw_runtime *rt);
+
+/* Stops everything (drain first for a clean stop) and frees. */
+void cm_gw_runtime_free(gw_runtime *rt);
+
+/* ---- the agents (gateway.c) ---------------------------------------------- */
+
+/* The agents a gateway runs: one cm_agent per (worker, agent id), opened on
+ * first use with opt's paths (copied). cm_gw_agents_run is a gw_run_fn over
+ * it (ctx = the gw_agents): the turn in the session, its reply. */
+typedef struct gw_agents gw_agents;
+cm_rc cm_gw_agents_new(const cm_options *opt, gw_agents **out);
+void cm_gw_agents_free(gw_agents *g);
+/* Agents opened so far (each opened its memory engine). */
+size_t cm_gw_agents_opened(gw_agents *g);
+cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen);
+
+#endif
