@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
+#include "../src/embed/static_model.h"
 #include "../src/engine/engine_int.h"
 #include "../src/gateway/runtime.h"
 #include "fakeserver.h"
@@ -230,4 +231,30 @@ TEST(engine_share_gateway_8_workers_2_agents_open_2_engines)
     cm_gw_agents_free(ag);
 out:
     share_stop(&w);
+}
+
+/* ---- the static model: one mapping a process -------------------------- */
+
+TEST(engine_share_static_model_mapped_once)
+{
+    static const char *const words[] = {"cat", "dog", "fish"};
+    static const float vecs[] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0};
+    char *d = tmp_dir(), path[4096], err[512];
+    snprintf(path, sizeof path, "%s/m.bin", d);
+    EXPECT_INT(cm_static_model_write(path, words, vecs, 3, 4, err, sizeof err), CM_OK);
+    static_model a, b, c;
+    EXPECT_INT(cm_static_model_open(&a, path, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_static_model_map(&b, path, err, sizeof err), CM_OK);
+    EXPECT(a.map && a.map == b.map); /* views and engines share the pages */
+    cm_static_model_close(&a);
+    EXPECT(cm_static_model_lookup(&b, "dog", 3) >= 0); /* still mapped for b */
+    /* a new file at the path (another inode): its own mapping */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.new", path);
+    EXPECT_INT(cm_static_model_write(tmp, words, vecs, 3, 4, err, sizeof err), CM_OK);
+    EXPECT_INT(rename(tmp, path), 0);
+    EXPECT_INT(cm_static_model_map(&c, path, err, sizeof err), CM_OK);
+    EXPECT(c.map && c.map != b.map);
+    cm_static_model_close(&b);
+    cm_static_model_close(&c);
 }
