@@ -10,7 +10,8 @@
  * full rebuild and its reader thread), load.c (one file read and chunked),
  * lock.c (the writer lock, the watcher's record), provider.c (the embedding
  * provider and the vector filling), batch_fill.c (the vector filling through
- * the providers' batch APIs), conn.c (the index connection).
+ * the providers' batch APIs), conn.c (the index connection), share.c (a
+ * shared engine's pool of views and its vector snapshot).
  */
 #ifndef CM_ENGINE_INT_H
 #define CM_ENGINE_INT_H
