@@ -88,6 +88,16 @@ cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t e
 /* Closes the index and frees the engine. NULL is a no-op. */
 void cm_engine_close(cm_engine *e);
 
+/* cm_engine_open for an engine that serves concurrent callers (every thread
+ * of a gateway): each call (sync, search, get, write, status, drop) leases a
+ * view from the engine's pool (its own SQLite connection and embedding
+ * client, the config borrowed) and returns it after; the loaded vectors are
+ * one read-only snapshot shared by the views, replaced copy-on-write when the
+ * index changes. A view is made only when every other is busy, so their
+ * number is the peak of concurrent calls. cm_engine_watch and
+ * cm_engine_memory stay one-caller calls. */
+cm_rc cm_engine_open_shared(const cm_options *opt, cm_engine **out, char *err, size_t errlen);
+
 typedef struct cm_progress {
     size_t files_done, files_total;
     uint64_t bytes_done, bytes_total;

@@ -20,6 +20,12 @@ typedef struct cm_agent cm_agent;
  * it) and runner. The engine is synced on open without waiting for another
  * writer. */
 cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t errlen);
+
+/* cm_agent_open for an agent that runs turns on many threads at once (a
+ * gateway's workers): its engine is opened shared (cm_engine_open_shared);
+ * the config, runner and tool settings are read-only after open. Turns of
+ * one session key must still not overlap (the gateway's queue sees to it). */
+cm_rc cm_agent_open_shared(const cm_options *opt, cm_agent **out, char *err, size_t errlen);
 void cm_agent_close(cm_agent *a);
 
 /* Streamed reply text. */

@@ -27,7 +27,8 @@ static void log_to(void *ctx, cm_log_level level, const char *msg)
     if (o->log) o->log(o->log_ctx, level, msg);
 }
 
-cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t errlen)
+static cm_rc agent_open(const cm_options *opt, bool shared, cm_agent **out, char *err,
+                        size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
@@ -38,7 +39,7 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
     cm_logger lg = {log_to, (void *)opt};
     a->log = (cm_logger){opt->log, opt->log_ctx};
     CHECK(cm_config_init(&ca, &lg, &a->cfg, err, errlen));
-    CHECK(cm_engine_open(opt, &a->engine, err, errlen));
+    CHECK((shared ? cm_engine_open_shared : cm_engine_open)(opt, &a->engine, err, errlen));
     char serr[512];
     cm_rc sr = cm_engine_sync(a->engine, CM_SYNC_NOWAIT, NULL, NULL, NULL, serr, sizeof serr);
     if (sr && sr != CM_EBUSY && opt->log) opt->log(opt->log_ctx, CM_LOG_WARN, serr);
@@ -70,6 +71,16 @@ out:
     cm_buf_release(&p);
     cm_agent_close(a);
     return rc;
+}
+
+cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t errlen)
+{
+    return agent_open(opt, false, out, err, errlen);
+}
+
+cm_rc cm_agent_open_shared(const cm_options *opt, cm_agent **out, char *err, size_t errlen)
+{
+    return agent_open(opt, true, out, err, errlen);
 }
 
 void cm_agent_close(cm_agent *a)

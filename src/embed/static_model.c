@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,9 +42,73 @@ static size_t row_bytes(uint32_t dims)
     return dims + 8;
 }
 
+/* The process's mappings, one a model file (by device, inode, size and
+ * mtime), counted by users: every engine, view and provider of a process
+ * reads one mapping of a file instead of mapping its 44 MB again. The mutex
+ * guards the table only; open, fstat and mmap run outside it. */
+#define MAPS_MAX 8
+typedef struct model_map {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    const uint8_t *map;
+    size_t refs;
+} model_map;
+static model_map maps[MAPS_MAX];
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool same_file(const model_map *e, const struct stat *st)
+{
+    return e->refs && e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
+           e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* A mapping of fd's file (st): the process's one, or a new one entered in
+ * the table (kept private when the table is full); MAP_FAILED on failure. */
+static const uint8_t *map_shared(int fd, const struct stat *st)
+{
+    pthread_mutex_lock(&maps_mu);
+    for (size_t i = 0; i < MAPS_MAX; i++)
+        if (same_file(&maps[i], st)) {
+            maps[i].refs++;
+            pthread_mutex_unlock(&maps_mu);
+            return maps[i].map;
+        }
+    pthread_mutex_unlock(&maps_mu);
+    void *map = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) return map;
+    const uint8_t *use = map;
+    pthread_mutex_lock(&maps_mu);
+    model_map *free_slot = NULL;
+    for (size_t i = 0; i < MAPS_MAX && use == map; i++) {
+        if (same_file(&maps[i], st)) { /* another thread mapped it meanwhile */
+            maps[i].refs++;
+            use = maps[i].map;
+        } else if (!maps[i].refs && !free_slot) {
+            free_slot = &maps[i];
+        }
+    }
+    if (use == map && free_slot)
+        *free_slot = (model_map){st->st_dev, st->st_ino, st->st_size, st->st_mtim, map, 1};
+    pthread_mutex_unlock(&maps_mu);
+    if (use != map) munmap(map, (size_t)st->st_size);
+    return use;
+}
+
 void cm_static_model_close(static_model *m)
 {
-    if (m->map) munmap((void *)m->map, m->size);
+    if (m->map) {
+        bool unmap = true;
+        pthread_mutex_lock(&maps_mu);
+        for (size_t i = 0; i < MAPS_MAX; i++)
+            if (maps[i].refs && maps[i].map == m->map) {
+                unmap = --maps[i].refs == 0;
+                break;
+            }
+        pthread_mutex_unlock(&maps_mu);
+        if (unmap) munmap((void *)m->map, m->size);
+    }
     memset(m, 0, sizeof *m);
 }
 
@@ -81,7 +146,7 @@ static cm_rc map_model(static_model *m, const char *path, bool check, char *err,
         close(fd);
         return cm_seterr(err, errlen, CM_ECORRUPT, "%s: not a clawmem static model (too short)", path);
     }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    const uint8_t *map = map_shared(fd, &st);
     close(fd);
     if (map == MAP_FAILED) return cm_seterr(err, errlen, CM_EIO, "%s: %s", path, strerror(errno));
     m->map = map;

@@ -29,7 +29,9 @@ typedef struct static_model {
 } static_model;
 
 /* Maps and checks a model file: CM_ENOTFOUND when absent, CM_ECORRUPT with a
- * message when the header, sizes or checksum are wrong. */
+ * message when the header, sizes or checksum are wrong. The process keeps
+ * one mapping of a file (same device, inode, size and mtime) for all its
+ * users, counted; cm_static_model_close drops one use. Thread safe. */
 cm_rc cm_static_model_open(static_model *m, const char *path, char *err, size_t errlen);
 void cm_static_model_close(static_model *m);
 

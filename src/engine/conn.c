@@ -17,8 +17,7 @@ void cm_engine_close_store(cm_engine *e)
 {
     if (e->st_open) cm_store_close(&e->st);
     e->st_open = false;
-    if (e->vx_loaded) cm_vec_index_release(&e->vx);
-    e->vx_loaded = false;
+    cm_engine_drop_vectors(e);
 }
 
 /* Opens the index for reading and writing; reopens it when another process
@@ -57,7 +56,7 @@ cm_rc cm_engine_ensure_store(cm_engine *e, char *err, size_t errlen)
     return CM_OK;
 }
 
-cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen)
+static cm_rc drop_index(cm_engine *e, int *dropped, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     int lock = -1;
@@ -151,4 +150,14 @@ void cm_engine_warn_foreign(cm_engine *e)
     if (cm_store_owner(e->cfg.store_path, &qc) != STORE_OWNER_OTHER) return;
     cm_store_foreign(e->cfg.store_path, qc, msg, sizeof msg);
     cm_logf(&e->lg, CM_LOG_WARN, "%s", msg);
+}
+
+cm_rc cm_engine_drop_index(cm_engine *e, int *dropped, char *err, size_t errlen)
+{
+    cm_engine *v;
+    cm_rc rc = cm_engine_lease(e, &v, err, errlen);
+    if (rc) return rc;
+    rc = drop_index(v, dropped, err, errlen);
+    cm_engine_unlease(e, v);
+    return rc;
 }

@@ -46,9 +46,17 @@ static void move_legacy_index(cm_engine *e)
     }
 }
 
+static size_t engines_opened;
+
+size_t cm_engine_opened_count(void)
+{
+    return __atomic_load_n(&engines_opened, __ATOMIC_RELAXED);
+}
+
 cm_rc cm_engine_open(const cm_options *opt, cm_engine **out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
+    __atomic_add_fetch(&engines_opened, 1, __ATOMIC_RELAXED);
     *out = NULL;
     cm_engine *e = calloc(1, sizeof *e);
     if (!e) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
@@ -72,24 +80,48 @@ out:
     return CM_OK;
 }
 
+cm_rc cm_engine_open_shared(const cm_options *opt, cm_engine **out, char *err, size_t errlen)
+{
+    cm_rc rc = cm_engine_open(opt, out, err, errlen);
+    if (!rc && cm_engine_pool_init(*out)) {
+        cm_engine_close(*out);
+        *out = NULL;
+        rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    }
+    return rc;
+}
+
 void cm_engine_close(cm_engine *e)
 {
     if (!e) return;
+    cm_engine_pool_free(e); /* the views first: they borrow e->cfg */
     if (e->be) e->be->close(e);
     cm_static_model_close(&e->qm);
     cm_config_release(&e->cfg);
     free(e);
 }
 
+/* Each entry point below runs on the engine cm_engine_lease gives: e itself,
+ * or a shared engine's view. */
 cm_rc cm_engine_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
                      cm_sync_stats *stats, char *err, size_t errlen)
 {
-    return e->be->sync(e, flags, progress, progress_ctx, stats, err, errlen);
+    cm_engine *v;
+    cm_rc rc = cm_engine_lease(e, &v, err, errlen);
+    if (rc) return rc;
+    rc = v->be->sync(v, flags, progress, progress_ctx, stats, err, errlen);
+    cm_engine_unlease(e, v);
+    return rc;
 }
 
 cm_rc cm_engine_status(cm_engine *e, int deep, char **json, char *err, size_t errlen)
 {
-    return e->be->status(e, deep, json, err, errlen);
+    cm_engine *v;
+    cm_rc rc = cm_engine_lease(e, &v, err, errlen);
+    if (rc) return rc;
+    rc = v->be->status(v, deep, json, err, errlen);
+    cm_engine_unlease(e, v);
+    return rc;
 }
 
 int cm_engine_writable(const cm_engine *e)
@@ -101,11 +133,10 @@ int cm_engine_writable(const cm_engine *e)
  * connection's buffers, measured at about this for a small workspace. */
 #define ENGINE_BASE_BYTES (256u << 10)
 
-size_t cm_engine_memory(const cm_engine *e)
+/* A connection's share: the engine's base, the SQLite page cache and statements. */
+static size_t conn_bytes(const cm_engine *e)
 {
-    if (!e) return 0;
     size_t n = ENGINE_BASE_BYTES;
-    if (e->vx_loaded) n += cm_vec_index_bytes(&e->vx);
     if (e->st_open && e->st.db) {
         static const int ops[] = {SQLITE_DBSTATUS_CACHE_USED, SQLITE_DBSTATUS_SCHEMA_USED,
                                   SQLITE_DBSTATUS_STMT_USED};
@@ -116,6 +147,14 @@ size_t cm_engine_memory(const cm_engine *e)
         }
     }
     return n;
+}
+
+size_t cm_engine_memory(const cm_engine *e)
+{
+    if (!e) return 0;
+    size_t n = conn_bytes(e);
+    if (e->vx_loaded && !e->snap) n += cm_vec_index_bytes(&e->vx);
+    return n + cm_engine_pool_memory((cm_engine *)e, conn_bytes);
 }
 
 const cm_config *cm_engine_config(const cm_engine *e)
@@ -149,27 +188,40 @@ cm_rc cm_engine_search(cm_engine *e, const char *query, const cm_search_opts *op
         json_decref(q);
         return rc;
     }
-    return e->be->search(e, query, opts, session_key, out, err, errlen);
+    cm_engine *v;
+    cm_rc rc = cm_engine_lease(e, &v, err, errlen);
+    if (rc) return rc;
+    rc = v->be->search(v, query, opts, session_key, out, err, errlen);
+    cm_engine_unlease(e, v);
+    return rc;
 }
 
 cm_rc cm_engine_get(cm_engine *e, const char *path, long from, long offset, long lines,
                     memfile_text *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    cm_engine_warn_foreign(e);
-    cm_rc rc = cm_engine_workspace_exists(e, err, errlen);
-    if (!rc && e->be->get)
-        rc = e->be->get(e, path, from, offset, lines, out, err, errlen);
+    cm_engine *v;
+    cm_rc rc = cm_engine_lease(e, &v, err, errlen);
+    if (rc) return rc;
+    cm_engine_warn_foreign(v);
+    rc = cm_engine_workspace_exists(v, err, errlen);
+    if (!rc && v->be->get)
+        rc = v->be->get(v, path, from, offset, lines, out, err, errlen);
     else if (!rc)
-        rc = cm_index_memfile_read(&e->cfg, path, strlen(path), from, offset, lines, out, err,
+        rc = cm_index_memfile_read(&v->cfg, path, strlen(path), from, offset, lines, out, err,
                                    errlen);
+    cm_engine_unlease(e, v);
     return rc;
 }
 
 cm_rc cm_engine_write(cm_engine *e, const char *path, const char *text, int64_t now,
                       memfile_note *out, char *err, size_t errlen)
 {
-    cm_rc rc = cm_index_memfile_write(&e->cfg, path, text, now, out, err, errlen);
-    if (!rc) cm_engine_index_written(e, out->path);
+    cm_engine *v;
+    cm_rc rc = cm_engine_lease(e, &v, err, errlen);
+    if (rc) return rc;
+    rc = cm_index_memfile_write(&v->cfg, path, text, now, out, err, errlen);
+    if (!rc) cm_engine_index_written(v, out->path);
+    cm_engine_unlease(e, v);
     return rc;
 }

@@ -47,6 +47,11 @@ cm_rc cm_engine_get(cm_engine *e, const char *path, long from, long offset, long
 cm_rc cm_engine_write(cm_engine *e, const char *path, const char *text, int64_t now,
                       memfile_note *out, char *err, size_t errlen);
 
+/* Engines opened in this process so far (cm_engine_open and
+ * cm_engine_open_shared; a shared engine's views are not engines): for
+ * tests that count them. */
+size_t cm_engine_opened_count(void);
+
 /* The engine's settings. */
 const cm_config *cm_engine_config(const cm_engine *e);
 

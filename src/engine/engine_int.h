@@ -10,7 +10,8 @@
  * full rebuild and its reader thread), load.c (one file read and chunked),
  * lock.c (the writer lock, the watcher's record), provider.c (the embedding
  * provider and the vector filling), batch_fill.c (the vector filling through
- * the providers' batch APIs), conn.c (the index connection).
+ * the providers' batch APIs), conn.c (the index connection), share.c (a
+ * shared engine's pool of views and its vector snapshot).
  */
 #ifndef CM_ENGINE_INT_H
 #define CM_ENGINE_INT_H
@@ -92,6 +93,12 @@ struct cm_engine {
     void *batch_pctx;
     bool batch_nowait;     /* a search's or watcher's sync: submit and poll, never wait */
     char batch_error[512]; /* the last batch failure, for status */
+    /* share.c: an engine opened shared (cm_engine_open_shared) keeps a pool
+     * of views; a view borrows its owner's cfg and lg and reads the pool's
+     * vector snapshot through vx (a shallow copy of snap->vx then) */
+    struct engine_pool *pool; /* the shared engine's; NULL otherwise */
+    cm_engine *owner;         /* a view's shared engine; NULL otherwise */
+    struct vec_snap *snap;    /* the snapshot a view's vx borrows; NULL: vx is its own */
 };
 
 /* Whether the index is in PostgreSQL (memorySearch.store.driver). */
@@ -125,6 +132,30 @@ extern const engine_backend cm_engine_qmd_backend;
 void cm_engine_qmd_test_clock(int64_t (*clock)(void *ctx), void *ctx);
 int cm_engine_qmd_updates(cm_engine *e);
 void cm_engine_qmd_poke(cm_engine *e);
+
+/* ---- share.c: one engine for concurrent callers --------------------------- */
+
+/* Makes e a shared engine (an empty pool); CM_ENOMEM. */
+cm_rc cm_engine_pool_init(cm_engine *e);
+/* Closes the views and the snapshot (no call may be running). */
+void cm_engine_pool_free(cm_engine *e);
+/* *v: the engine a call runs on: e itself when e is not shared, else an
+ * idle view (made when none is idle; a failure to make one is returned with
+ * err set). Give it back with cm_engine_unlease. Thread safe. */
+cm_rc cm_engine_lease(cm_engine *e, cm_engine **v, char *err, size_t errlen);
+void cm_engine_unlease(cm_engine *e, cm_engine *v);
+/* A view's ensure_vectors (SQLite): adopts the pool's snapshot when it is at
+ * the index's vector log head, else brings a copy of it (or a fresh load) up
+ * to date and publishes it. Does the index I/O outside the pool's lock. */
+cm_rc cm_engine_share_vectors(cm_engine *e, int dims, char *err, size_t errlen);
+/* Drops the vectors e holds: its own, or its reference to a snapshot. */
+void cm_engine_drop_vectors(cm_engine *e);
+/* For tests and status: views made so far; vector snapshots loaded or copied
+ * (each one a full load or a copy-on-write update). */
+size_t cm_engine_pool_views(cm_engine *e);
+size_t cm_engine_pool_snapshots(cm_engine *e);
+/* The heap of the pool: the snapshot once, and conn_bytes of each view. */
+size_t cm_engine_pool_memory(cm_engine *e, size_t (*conn_bytes)(const cm_engine *v));
 
 /* ---- conn.c: the index connection --------------------------------------- */
 

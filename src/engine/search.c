@@ -310,6 +310,19 @@ static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
     cm_rc rc = cm_store_meta_get(&e->st, VECTOR_DIMS_KEY, &dims, err, errlen);
     int d = dims ? (int)strtol(dims, NULL, 10) : 0;
     free(dims);
+    if (e->owner && !engine_pg(e)) { /* a shared engine's view: the pool's snapshot */
+        if (!rc && d > 0) {
+            if (!e->prov.dims) e->prov.dims = d;
+            rc = cm_engine_share_vectors(e, d, err, errlen);
+        } else {
+            cm_engine_drop_vectors(e);
+        }
+        if (!rc) {
+            e->vx_version = version;
+            e->vx_stale = false;
+        }
+        return rc;
+    }
     if (!rc && d > 0 && e->vx_loaded && (int)e->vx.dims == d) {
         bool reload = false;
         rc = cm_store_vectors_update(&e->st, d, &e->vx, &e->vx_seq, &reload, err, errlen);
@@ -322,8 +335,7 @@ static cm_rc ensure_vectors(cm_engine *e, char *err, size_t errlen)
         if (rc == CM_ENOMEM) return rc; /* else a reload serves */
         rc = CM_OK;
     }
-    if (e->vx_loaded) cm_vec_index_release(&e->vx);
-    e->vx_loaded = false;
+    cm_engine_drop_vectors(e);
     if (rc || d <= 0) return rc; /* nothing embedded yet */
     if (!e->prov.dims) e->prov.dims = d;
     if ((rc = cm_store_vectors_load(&e->st, d, &e->vx, &e->vx_seq, err, errlen))) return rc;

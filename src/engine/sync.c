@@ -408,8 +408,7 @@ void cm_engine_index_written(cm_engine *e, const char *rel)
         if (rc) cm_store_rollback(&e->st);
     }
     if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
-        cm_vec_index_release(&e->vx);
-        e->vx_loaded = false;
+        cm_engine_drop_vectors(e);
     }
     if (rc && rc != CM_ENOTFOUND)
         cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);

@@ -1,9 +1,9 @@
 /*
  * gateway.c — `clawmem gateway` behind the public API
- * (include/clawmem/gateway.h): the agents the runtime runs (one cm_agent
- * per worker and agent id: an engine is not thread safe), the channels
- * opened from the config and the status file (gateway_int.h: read by
- * chat_client.c, the terminal chat client).
+ * (include/clawmem/gateway.h): the agents the runtime runs (one shared
+ * cm_agent per agent id, serving every worker), the channels opened from
+ * the config and the status file (gateway_int.h: read by chat_client.c,
+ * the terminal chat client).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,15 +25,15 @@
 /* ---- the agents ------------------------------------------------------------ */
 
 typedef struct gw_agent_slot {
-    int worker;
     char id[80];
-    cm_agent *a;
+    cm_agent *a; /* NULL while its first user opens it */
 } gw_agent_slot;
 
 struct gw_agents {
     cm_options opt;
     char *agent_id0, *workspace, *config_path, *state_dir;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu; /* guards v and n only; an agent is opened outside it */
+    pthread_cond_t opened; /* an open finished (or failed) */
     gw_agent_slot *v;
     size_t n, cap;
 };
@@ -52,6 +52,7 @@ cm_rc cm_gw_agents_new(const cm_options *opt, gw_agents **out)
     g->opt.state_dir = g->state_dir;
     g->opt.agent_id = NULL;
     pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->opened, NULL);
     *out = g;
     return CM_OK;
 }
@@ -65,6 +66,7 @@ void cm_gw_agents_free(gw_agents *g)
     free(g->workspace);
     free(g->config_path);
     free(g->state_dir);
+    pthread_cond_destroy(&g->opened);
     pthread_mutex_destroy(&g->mu);
     free(g);
 }
@@ -72,54 +74,80 @@ void cm_gw_agents_free(gw_agents *g)
 size_t cm_gw_agents_opened(gw_agents *g)
 {
     pthread_mutex_lock(&g->mu);
-    size_t n = g->n;
+    size_t n = 0;
+    for (size_t i = 0; i < g->n; i++)
+        n += g->v[i].a != NULL;
     pthread_mutex_unlock(&g->mu);
     return n;
 }
 
-/* The agent of (worker, id), opened on first use. */
-static cm_agent *S_agent(gw_agents *g, int worker, const char *id, char *err, size_t errlen)
+/* The slot of id, or NULL (g->mu held). */
+static gw_agent_slot *S_slot(gw_agents *g, const char *id)
 {
-    pthread_mutex_lock(&g->mu);
     for (size_t i = 0; i < g->n; i++)
-        if (g->v[i].worker == worker && !strcmp(g->v[i].id, id)) {
-            cm_agent *a = g->v[i].a;
-            pthread_mutex_unlock(&g->mu);
-            return a;
-        }
-    pthread_mutex_unlock(&g->mu);
-    cm_options o = g->opt;
-    o.agent_id = id;
-    /* Another agent than the default has its own workspace (agents.list). */
-    if (strcmp(id, "main")) o.workspace = NULL;
-    cm_agent *a = NULL;
-    if (cm_agent_open(&o, &a, err, errlen)) return NULL;
+        if (!strcmp(g->v[i].id, id)) return &g->v[i];
+    return NULL;
+}
+
+/* Takes sl out of the list (g->mu held). */
+static void S_slot_drop(gw_agents *g, gw_agent_slot *sl)
+{
+    *sl = g->v[--g->n];
+}
+
+/* The agent id, opened on first use by the worker that asks first: it
+ * reserves the slot, opens outside the lock and wakes the others. */
+static cm_agent *S_agent(gw_agents *g, const char *id, char *err, size_t errlen)
+{
+    if (strlen(id) >= sizeof g->v[0].id) {
+        cm_seterr(err, errlen, CM_EINVAL, "agent id too long");
+        return NULL;
+    }
     pthread_mutex_lock(&g->mu);
+    gw_agent_slot *sl;
+    while ((sl = S_slot(g, id)) && !sl->a) /* another worker is opening it */
+        pthread_cond_wait(&g->opened, &g->mu);
+    if (sl) {
+        cm_agent *a = sl->a;
+        pthread_mutex_unlock(&g->mu);
+        return a;
+    }
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 8;
         gw_agent_slot *v = realloc(g->v, cap * sizeof *v);
         if (!v) {
             pthread_mutex_unlock(&g->mu);
-            cm_agent_close(a);
             cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
             return NULL;
         }
         g->v = v;
         g->cap = cap;
     }
-    g->v[g->n].worker = worker;
     snprintf(g->v[g->n].id, sizeof g->v[0].id, "%s", id);
-    g->v[g->n].a = a;
-    g->n++;
+    g->v[g->n++].a = NULL; /* reserved: others wait */
     pthread_mutex_unlock(&g->mu);
-    return a;
+    cm_options o = g->opt;
+    o.agent_id = id;
+    /* Another agent than the default has its own workspace (agents.list). */
+    if (strcmp(id, "main")) o.workspace = NULL;
+    cm_agent *a = NULL;
+    cm_rc rc = cm_agent_open_shared(&o, &a, err, errlen);
+    pthread_mutex_lock(&g->mu);
+    sl = S_slot(g, id);
+    if (rc)
+        S_slot_drop(g, sl); /* a waiter tries again itself */
+    else
+        sl->a = a;
+    pthread_cond_broadcast(&g->opened);
+    pthread_mutex_unlock(&g->mu);
+    return rc ? NULL : a;
 }
 
 cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen)
 {
     gw_agents *g = ctx;
     memset(out, 0, sizeof *out);
-    cm_agent *a = S_agent(g, rq->worker, rq->agent_id, err, errlen);
+    cm_agent *a = S_agent(g, rq->agent_id, err, errlen);
     if (!a) return CM_EIO;
     char *json = NULL;
     agent_hooks hk = {rq->cancelled, rq->steer, rq->hook_ctx};

@@ -269,6 +269,9 @@ cm_rc cm_store_vector_log_ensure(store *s, char *err, size_t errlen);
 cm_rc cm_store_vector_log_trim(store *s, char *err, size_t errlen);
 /* One chunk by id (CM_ENOTFOUND when gone). */
 cm_rc cm_store_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
+/* The vector log's last position (0 when empty), -1 when there is no log or
+ * the index is in PostgreSQL: a snapshot loaded at this position is current. */
+int64_t cm_store_vector_log_head(store *s);
 /* Changes whenever another connection commits (PRAGMA data_version). */
 int64_t cm_store_data_version(store *s);
 

@@ -264,6 +264,11 @@ static int64_t log_head(store *s)
     return seq;
 }
 
+int64_t cm_store_vector_log_head(store *s)
+{
+    return s->pg ? -1 : log_head(s);
+}
+
 static uint8_t source_number(const char *src)
 {
     return src && !strcmp(src, "sessions") ? 1 : 0;

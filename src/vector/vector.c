@@ -40,6 +40,36 @@ size_t cm_vec_index_bytes(const vec_index *x)
     return x->cap * row + x->map_cap * (sizeof(int64_t) + sizeof(uint32_t));
 }
 
+/* n bytes of src into a new block (aligned when asked); NULL only on failure
+ * of a non-empty copy. */
+static void *dup_block(const void *src, size_t n, bool aligned)
+{
+    if (!src || !n) return NULL;
+    void *d = aligned ? alloc_aligned(n) : malloc(n);
+    if (d) memcpy(d, src, n);
+    return d;
+}
+
+cm_rc cm_vec_index_copy(vec_index *dst, const vec_index *src)
+{
+    *dst = *src;
+    size_t cap = src->cap;
+    dst->m = dup_block(src->m, cap * src->stride * sizeof *src->m, true);
+    dst->q = dup_block(src->q, cap * src->stride, true);
+    dst->qs = dup_block(src->qs, cap * sizeof *src->qs, false);
+    dst->ids = dup_block(src->ids, cap * sizeof *src->ids, false);
+    dst->src = dup_block(src->src, cap, false);
+    dst->b = dup_block(src->b, cap * src->words * sizeof *src->b, false);
+    dst->map_id = dup_block(src->map_id, src->map_cap * sizeof *src->map_id, false);
+    dst->map_row = dup_block(src->map_row, src->map_cap * sizeof *src->map_row, false);
+    bool ok = (!src->m || dst->m) && (!src->q || dst->q) && (!src->qs || dst->qs) &&
+              (!src->ids || dst->ids) && (!src->src || dst->src) && (!src->b || dst->b) &&
+              (!src->map_id || dst->map_id) && (!src->map_row || dst->map_row);
+    if (ok) return CM_OK;
+    cm_vec_index_release(dst);
+    return CM_ENOMEM;
+}
+
 void cm_vec_index_release(vec_index *x)
 {
     free(x->m);

@@ -61,6 +61,10 @@ size_t cm_vec_kernels_all(const vec_kernels **out, size_t max);
 
 cm_rc cm_vec_index_init(vec_index *x, size_t dims);
 void cm_vec_index_release(vec_index *x);
+/* A deep copy of src into dst (dst's old contents are not released), for a
+ * copy-on-write snapshot: the copy can be updated while src is searched.
+ * CM_ENOMEM leaves dst empty. */
+cm_rc cm_vec_index_copy(vec_index *dst, const vec_index *src);
 /* The bytes x holds on the heap (its arrays at their capacity and the id map). */
 size_t cm_vec_index_bytes(const vec_index *x);
 

@@ -126,9 +126,12 @@ void cm_gw_runtime_free(gw_runtime *rt);
 
 /* ---- the agents (gateway.c) ---------------------------------------------- */
 
-/* The agents a gateway runs: one cm_agent per (worker, agent id), opened on
- * first use with opt's paths (copied). cm_gw_agents_run is a gw_run_fn over
- * it (ctx = the gw_agents): the turn in the session, its reply. */
+/* The agents a gateway runs: one cm_agent per agent id, shared by every
+ * worker (cm_agent_open_shared: one engine, per-call index connections, one
+ * vector snapshot), opened on first use with opt's paths (copied); a worker
+ * asking for an agent another is opening waits for that open. cm_gw_agents_run
+ * is a gw_run_fn over it (ctx = the gw_agents): the turn in the session, its
+ * reply. */
 typedef struct gw_agents gw_agents;
 cm_rc cm_gw_agents_new(const cm_options *opt, gw_agents **out);
 void cm_gw_agents_free(gw_agents *g);
