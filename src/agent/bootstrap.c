@@ -346,7 +346,9 @@ static cm_rc state_write(int dfd, const setup_state *s, int64_t now_ms, char *er
          cm_buf_printf(&b, ",\n  \"setupCompletedAt\": \"%s\"", s->completed)) ||
         cm_buf_adds(&b, "\n}\n"))
         FAIL(CM_ENOMEM, "out of memory");
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%lld", STATE_FILE, (long)getpid(), (long long)now_ms);
+    static _Atomic unsigned seq; /* two agents of one process in the same millisecond */
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%lld-%u", STATE_FILE, (long)getpid(), (long long)now_ms,
+             seq++);
     CHECK(create_excl(sd, tmp, b.data, 0600, &made, err, errlen));
     if (!made) FAIL(CM_EIO, "workspace %s/%s: exists", STATE_DIR, tmp);
     if (renameat(sd, tmp, sd, STATE_FILE) < 0) {
