@@ -566,8 +566,11 @@ TEST(agent_prompt_bootstrap_caps)
     json_t *cfg = json_loads("{\"agents\":{\"defaults\":{\"bootstrapMaxChars\":500,"
                              "\"bootstrapTotalMaxChars\":700}}}",
                              0, NULL);
-    agent_prompt_in in = {cfg,   dir,   "main", "agent:main:main", 0,
-                          true,  false, AGENT_REASONING_OFF, NULL};
+    agent_prompt_in in = {.config = cfg,
+                          .workspace = dir,
+                          .agent_id = "main",
+                          .session_key = "agent:main:main",
+                          .memory_tools = true};
     buf p = BUF_INIT;
     EXPECT_INT(cm_agent_system_prompt(&in, &p), CM_OK);
     /* AGENTS.md cut to 500 characters: 350 from the head, 100 from the tail */

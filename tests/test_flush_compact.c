@@ -33,6 +33,7 @@ typedef struct standin {
     int order[64]; /* 'F' flush, 'S' summary, 'T' turn, 'O' overflow */
     int n;
     size_t last_turn_bytes; /* the body size of the last turn answered */
+    size_t last_turn_sys;   /* the length of that turn's system prompt */
     int extra_usage;        /* added to the prompt tokens a turn reports */
 } standin;
 
@@ -134,6 +135,7 @@ static bool standin_answer(void *ctx, const char *method, const char *path, cons
         tag = 'T';
         s->turns++;
         s->last_turn_bytes = body_len;
+        s->last_turn_sys = sys ? strlen(sys) : 0;
         *out = sse("Noted.", NULL, body_len / 4 + (size_t)s->extra_usage, out_len);
     }
     if (s->n < (int)ARRAY_LEN(s->order)) s->order[s->n++] = tag;
@@ -353,7 +355,8 @@ TEST(flush_of_an_overflowing_history_gets_the_recent_part)
         code_turn(&w, i, 800);
     /* even the history alone is now over the model's limit */
     pthread_mutex_lock(&w.si.mu);
-    w.si.limit = w.si.last_turn_bytes - 3000;
+    /* (the turn's system prompt aside: its size is not the history's) */
+    w.si.limit = w.si.last_turn_bytes - w.si.last_turn_sys - 1500;
     pthread_mutex_unlock(&w.si.mu);
     agent_reply r;
     char err[512];

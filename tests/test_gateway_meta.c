@@ -195,9 +195,10 @@ TEST(gw_meta_system_prompt_inbound_context)
 {
     char *dir = tmp_dir();
     agent_inbound ib = {"telegram:-100", "default", "telegram", "telegram", "telegram", "group"};
-    agent_prompt_in in = {NULL, dir,   "main", "agent:main:telegram:group:-100",
-                          0,    false, false,  AGENT_REASONING_OFF,
-                          &ib};
+    agent_prompt_in in = {.workspace = dir,
+                          .agent_id = "main",
+                          .session_key = "agent:main:telegram:group:-100",
+                          .inbound = &ib};
     buf b = BUF_INIT;
     EXPECT_INT(cm_agent_system_prompt(&in, &b), CM_OK);
     EXPECT_CONTAINS(b.data, "## Inbound Context (trusted metadata)\n");

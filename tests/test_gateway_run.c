@@ -817,6 +817,13 @@ TEST(gateway_run_dm_prompt_tells_who_is_writing)
                           "  \"chat_id\": \"http:alice\",\n  \"account_id\": \"default\",\n"
                           "  \"channel\": \"http\",\n  \"provider\": \"http\",\n"
                           "  \"surface\": \"http\",\n  \"chat_type\": \"direct\"\n}");
+    /* the agent's first start made the workspace files; they are injected */
+    EXPECT(access(path_in(w.ws, "AGENTS.md"), F_OK) == 0);
+    EXPECT_CONTAINS(sent, "## Group Chat Context\n## Inbound Context (trusted metadata)\n");
+    EXPECT_CONTAINS(sent, "/AGENTS.md\n\n# AGENTS.md - How You Work Here\n");
+    EXPECT_CONTAINS(sent, "today's and yesterday's daily notes");
+    const char *ctx = strstr(sent, "# Project Context\n"), *run = strstr(sent, "## Runtime\n");
+    EXPECT(ctx && run && strstr(sent, "## Safety\n") < ctx && ctx < run);
     free(sent);
     cm_buf_release(&r);
     world_stop(&w);

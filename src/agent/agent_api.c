@@ -8,6 +8,7 @@
 #include "../config/config.h"
 #include "../session/keys.h"
 #include "../session/sessions.h"
+#include "bootstrap.h"
 #include "session_turn.h"
 
 struct cm_agent {
@@ -39,6 +40,8 @@ static cm_rc agent_open(const cm_options *opt, bool shared, cm_agent **out, char
     cm_logger lg = {log_to, (void *)opt};
     a->log = (cm_logger){opt->log, opt->log_ctx};
     CHECK(cm_config_init(&ca, &lg, &a->cfg, err, errlen));
+    /* first start: the workspace bootstrap files (bootstrap.h) */
+    cm_agent_bootstrap_start(a->cfg.root, a->cfg.workspace, cm_wall_ms(), &a->log);
     CHECK((shared ? cm_engine_open_shared : cm_engine_open)(opt, &a->engine, err, errlen));
     char serr[512];
     cm_rc sr = cm_engine_sync(a->engine, CM_SYNC_NOWAIT, NULL, NULL, NULL, serr, sizeof serr);

@@ -2,10 +2,14 @@
  * prompt.c — the system prompt and its workspace bootstrap (prompt.h).
  */
 #include <ctype.h>
+#include <limits.h>
 #include <strings.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include "../base/fs.h"
 #include "../base/utf8.h"
+#include "../base/zone.h"
 #include "../session/flush.h"
 #include "../session/keys.h"
 #include "prompt.h"
@@ -173,7 +177,7 @@ static cm_rc add_file(buf *out, budget *b, const char *path, const char *name, c
             rc = cm_buf_printf(
                 &body,
                 "\n\n[...truncated, read %s for full content...]\n"
-                "...(%s cut: its first %zu and last %zu of %zu characters kept)...\n\n",
+                "\xe2\x80\xa6(truncated %s: kept %zu+%zu chars of %zu)\xe2\x80\xa6\n\n",
                 name, name, head, tail, total);
         if (!rc) rc = cm_buf_add(&body, text + tb, n - tb);
     }
@@ -285,67 +289,366 @@ out:
     return rc;
 }
 
+/* ---- the sections ---- */
+
+/* 2026.3.22's order of the core tools under "## Tooling"; any other tool
+ * follows, sorted by name. The summaries are clawmem's. */
+static const struct {
+    const char *name, *summary;
+} TOOL_ORDER[] = {
+    {"read", "read a file of the workspace"},
+    {"write", "create or replace a file of the workspace"},
+    {"edit", "replace exact text in a file of the workspace"},
+    {"exec", "run a shell command"},
+    {"process", "watch or stop a command started in the background"},
+    {"web_search", "search the web"},
+    {"web_fetch", "fetch a URL and return its readable text"},
+    {"message", "send a message or a channel action"},
+    {"agents_list", "list the agent ids you may address"},
+    {"sessions_list", "list other sessions"},
+    {"sessions_history", "read another session's messages"},
+    {"sessions_send", "send a message into another session"},
+    {"session_status", "show this session's status card: model, usage, time"},
+};
+
+static const char *extra_summary(const char *name)
+{
+    if (!strcmp(name, "memory_search")) return "search MEMORY.md and memory/*.md by meaning and words";
+    if (!strcmp(name, "memory_get")) return "read chosen lines of one memory file";
+    if (!strcmp(name, "memory_write"))
+        return "append a note to a memory file (lasting facts to MEMORY.md, the day's notes to "
+               "memory/YYYY-MM-DD.md)";
+    return NULL;
+}
+
+typedef struct toolset {
+    const char *v[32];
+    size_t n;
+} toolset;
+
+static bool has_tool(const toolset *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(t->v[i], name)) return true;
+    return false;
+}
+
+static void toolset_of(const agent_prompt_in *in, toolset *t)
+{
+    t->n = 0;
+    if (in->tools) {
+        for (size_t i = 0; i < in->n_tools && t->n < ARRAY_LEN(t->v); i++)
+            if (in->tools[i] && *in->tools[i] && !has_tool(t, in->tools[i]))
+                t->v[t->n++] = in->tools[i];
+        return;
+    }
+    if (in->memory_tools) {
+        t->v[t->n++] = "memory_search";
+        t->v[t->n++] = "memory_get";
+        if (in->memory_write) t->v[t->n++] = "memory_write";
+    }
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static cm_rc add_tool_line(buf *out, const char *name, const char *summary)
+{
+    return summary ? cm_buf_printf(out, "- %s: %s\n", name, summary)
+                   : cm_buf_printf(out, "- %s\n", name);
+}
+
+static cm_rc add_tooling(buf *out, const toolset *t)
+{
+    cm_rc rc = CM_OK;
+    const char *extra[32];
+    size_t ne = 0;
+    CHECK(cm_buf_adds(out, "## Tooling\nThe tools below are those policy lets you use now.\n"
+                           "Call each by exactly the name shown: names are case-sensitive.\n"));
+    for (size_t i = 0; i < ARRAY_LEN(TOOL_ORDER); i++)
+        if (has_tool(t, TOOL_ORDER[i].name))
+            CHECK(add_tool_line(out, TOOL_ORDER[i].name, TOOL_ORDER[i].summary));
+    for (size_t i = 0; i < t->n; i++) {
+        bool core = false;
+        for (size_t j = 0; j < ARRAY_LEN(TOOL_ORDER) && !core; j++)
+            core = !strcmp(t->v[i], TOOL_ORDER[j].name);
+        if (!core) extra[ne++] = t->v[i];
+    }
+    qsort(extra, ne, sizeof *extra, cmp_str);
+    for (size_t i = 0; i < ne; i++)
+        CHECK(add_tool_line(out, extra[i], extra_summary(extra[i])));
+    if (!t->n) CHECK(cm_buf_adds(out, "(no tools in this session)\n"));
+    CHECK(cm_buf_adds(out, "TOOLS.md is the user's notes on how to use outside tools; it does "
+                           "not add or remove any tool.\n"));
+    if (has_tool(t, "exec") || has_tool(t, "process"))
+        CHECK(cm_buf_adds(out, "For a long wait, do not poll in a tight loop: give exec a larger "
+                               "yieldMs, or call process with action=poll and a timeout in ms.\n"));
+    if (has_tool(t, "sessions_list"))
+        CHECK(cm_buf_adds(out, "Do not call sessions_list over and over; look at other sessions "
+                               "only when asked, or to debug or step in.\n"));
+    CHECK(cm_buf_addc(out, '\n'));
+out:
+    return rc;
+}
+
+static cm_rc add_fixed_sections(buf *out)
+{
+    return cm_buf_adds(
+        out,
+        "## Tool Call Style\n"
+        "By default, call routine low-risk tools without announcing them.\n"
+        "Say what you are doing only when it helps: work in several steps, a hard problem, "
+        "something sensitive such as deleting, or when the user asks you to.\n"
+        "Keep such notes short and useful, in plain words unless the setting is technical.\n"
+        "When a tool can do the job, use it rather than asking the user to run a command or "
+        "slash command themselves.\n"
+        "\n"
+        "## Safety\n"
+        "You have no aims of your own: do not seek to preserve or copy yourself, to gain "
+        "resources or power, or to plan beyond what the user asked for.\n"
+        "Put safety and human oversight before finishing a task. When instructions conflict, "
+        "stop and ask; obey requests to stop, pause or be audited, and never work around a "
+        "safeguard.\n"
+        "Never talk anyone into widening your access or turning safeguards off, and do not "
+        "change your system prompt, safety rules or tool policy unless explicitly asked.\n"
+        "\n"
+        "## QuantumClaw CLI Quick Reference\n"
+        "The gateway is run with clawmem's subcommands; never make up a command.\n"
+        "- clawmem gateway status\n"
+        "- clawmem gateway run\n"
+        "When in doubt, ask the user to run `clawmem help gateway` and share what it prints.\n"
+        "\n");
+}
+
+static cm_rc add_memory_recall(buf *out, const toolset *t, const char *cite)
+{
+    bool s = has_tool(t, "memory_search"), g = has_tool(t, "memory_get");
+    cm_rc rc = CM_OK;
+    if (!s && !g) return CM_OK;
+    CHECK(cm_buf_adds(out, "## Memory Recall\n"));
+    if (s && g)
+        CHECK(cm_buf_adds(out, "When a question touches earlier work, decisions, dates, people, "
+                               "preferences or todos, first run memory_search over MEMORY.md and "
+                               "memory/*.md, then memory_get only the lines you need. If you are "
+                               "still unsure after searching, say that you looked.\n"));
+    else if (s)
+        CHECK(cm_buf_adds(out, "When a question touches earlier work, decisions, dates, people, "
+                               "preferences or todos, first run memory_search over MEMORY.md and "
+                               "memory/*.md and answer from what it finds. If you are still "
+                               "unsure after searching, say that you looked.\n"));
+    else
+        CHECK(cm_buf_adds(out, "When a question about earlier work, decisions, dates, people, "
+                               "preferences or todos already names a memory file or note, "
+                               "memory_get just the lines you need. If you are still unsure after "
+                               "reading them, say that you looked.\n"));
+    CHECK(cm_buf_adds(out, cite && !strcmp(cite, "off")
+                               ? "Citations are off: name no file paths or line numbers unless "
+                                 "the user asks for them.\n"
+                               : "Citations: add Source: <path#line> when it helps the user "
+                                 "check a memory.\n"));
+    if (has_tool(t, "memory_write"))
+        CHECK(cm_buf_adds(out, "When the user asks you to remember something, write it down with "
+                               "memory_write: what is not in a file is forgotten.\n"));
+    CHECK(cm_buf_addc(out, '\n'));
+out:
+    return rc;
+}
+
+/* s without control and format characters (C0, DEL, C1, the zero-width
+ * and direction marks, U+2028/U+2029, U+FEFF), so that a directory name
+ * cannot start a line of its own in the prompt. */
+static cm_rc add_literal(buf *out, const char *s)
+{
+    cm_rc rc = CM_OK;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p && !rc) {
+        size_t n = 1;
+        unsigned cp = *p;
+        if (cp >= 0xc0 && (p[1] & 0xc0) == 0x80) {
+            if (cp < 0xe0) {
+                n = 2, cp = ((cp & 0x1fu) << 6) | (p[1] & 0x3fu);
+            } else if ((p[2] & 0xc0) == 0x80) {
+                if (cp < 0xf0)
+                    n = 3, cp = ((cp & 0x0fu) << 12) | ((p[1] & 0x3fu) << 6) | (p[2] & 0x3fu);
+                else
+                    n = (p[3] & 0xc0) == 0x80 ? 4 : 1, cp = 0x10000;
+            }
+        }
+        bool drop = cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0xad ||
+                    (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+                    (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff;
+        if (!drop) rc = cm_buf_add(out, (const char *)p, n);
+        p += n;
+    }
+    return rc;
+}
+
+void cm_agent_user_timezone(const json_t *config, char *out, size_t cap)
+{
+    const char *tz = json_string_value(json_object_get(
+        json_object_get(json_object_get(config, "agents"), "defaults"), "userTimezone"));
+    struct tm tm;
+    char link[PATH_MAX];
+    if (!cap) return;
+    while (tz && isspace((unsigned char)*tz))
+        tz++;
+    size_t n = tz ? strlen(tz) : 0;
+    while (n && isspace((unsigned char)tz[n - 1]))
+        n--;
+    if (n && n < cap) {
+        memcpy(out, tz, n);
+        out[n] = 0;
+        if (cm_zone_name_ok(out) && cm_zone_localtime(out, 0, &tm)) return;
+    }
+    ssize_t ln = readlink("/etc/localtime", link, sizeof link - 1);
+    if (ln > 0) {
+        link[ln] = 0;
+        const char *z = strstr(link, "zoneinfo/");
+        if (z && cm_zone_name_ok(z + 9) && strlen(z + 9) < cap) {
+            snprintf(out, cap, "%s", z + 9);
+            return;
+        }
+    }
+    snprintf(out, cap, "UTC");
+}
+
+static cm_rc add_messaging(buf *out, const toolset *t)
+{
+    cm_rc rc = CM_OK;
+    CHECK(cm_buf_adds(out, "## Messaging\n"
+                           "- A reply in this session goes back to the chat it came from "
+                           "(Telegram, the terminal, HTTP); the gateway routes it.\n"));
+    if (has_tool(t, "sessions_send"))
+        CHECK(cm_buf_adds(out, "- To reach another session, use sessions_send(sessionKey, "
+                               "message).\n"));
+    CHECK(cm_buf_adds(out, "- Never send chat messages through exec or curl; routing is the "
+                           "gateway's job.\n"));
+    if (has_tool(t, "message"))
+        CHECK(cm_buf_adds(out, "\n### message tool\n"
+                               "- Use `message` to send on your own initiative or to act on a "
+                               "channel.\n"
+                               "- With `action=send`, give `to` and `message`.\n"
+                               "- If you deliver your visible reply through `message` "
+                               "(`action=send`), answer the turn with only NO_REPLY so that the "
+                               "user does not get it twice.\n"));
+    CHECK(cm_buf_addc(out, '\n'));
+out:
+    return rc;
+}
+
+/* agents.defaults.model: a string or {primary}. */
+static const char *default_model(const json_t *cfg)
+{
+    json_t *m = json_object_get(json_object_get(json_object_get(cfg, "agents"), "defaults"), "model");
+    return json_is_string(m) ? json_string_value(m)
+                             : json_string_value(json_object_get(m, "primary"));
+}
+
+static cm_rc add_runtime(buf *out, const agent_prompt_in *in, const char *agent)
+{
+    cm_rc rc = CM_OK;
+    struct utsname u;
+    const json_t *d = json_object_get(json_object_get(in->config, "agents"), "defaults");
+    const char *think = json_string_value(json_object_get(d, "thinkingDefault"));
+    const char *model = in->model && *in->model ? in->model : default_model(in->config);
+    const char *channel = in->inbound ? in->inbound->channel : NULL;
+    CHECK(cm_buf_adds(out, "## Runtime\nRuntime: agent="));
+    CHECK(add_literal(out, agent));
+    if (uname(&u) == 0) {
+        CHECK(cm_buf_adds(out, " | os="));
+        CHECK(add_literal(out, u.sysname));
+        CHECK(cm_buf_adds(out, " "));
+        CHECK(add_literal(out, u.release));
+        CHECK(cm_buf_adds(out, " ("));
+        CHECK(add_literal(out, u.machine));
+        CHECK(cm_buf_adds(out, ")"));
+    }
+    if (model && *model) {
+        CHECK(cm_buf_adds(out, " | model="));
+        CHECK(add_literal(out, model));
+    }
+    if (channel && *channel) {
+        CHECK(cm_buf_adds(out, " | channel="));
+        for (const char *c = channel; *c; c++)
+            CHECK(cm_buf_addc(out, (char)tolower((unsigned char)*c)));
+        CHECK(cm_buf_adds(out, " | capabilities=none"));
+    }
+    CHECK(cm_buf_adds(out, " | thinking="));
+    CHECK(add_literal(out, think && *think ? think : "off"));
+    CHECK(cm_buf_printf(out,
+                        "\nReasoning: %s (hidden unless on/stream). Toggle /reasoning; /status "
+                        "shows Reasoning when enabled.\n",
+                        cm_agent_reasoning_name(in->reasoning)));
+out:
+    return rc;
+}
+
 cm_rc cm_agent_system_prompt(const agent_prompt_in *in, buf *out)
 {
     cm_rc rc = CM_OK;
-    buf ctx = BUF_INIT;
-    const char *tz = json_string_value(json_object_get(
-        json_object_get(json_object_get(in->config, "agents"), "defaults"), "userTimezone"));
+    buf ctx = BUF_INIT, agent = BUF_INIT;
+    char tz[128];
+    toolset t;
     const char *cite =
         json_string_value(json_object_get(json_object_get(in->config, "memory"), "citations"));
-    buf agent = BUF_INIT;
+    const char *hb = json_string_value(json_object_get(
+        json_object_get(json_object_get(json_object_get(in->config, "agents"), "defaults"),
+                        "heartbeat"),
+        "prompt"));
+    toolset_of(in, &t);
+    cm_agent_user_timezone(in->config, tz, sizeof tz);
     CHECK(cm_session_agent_id(&agent, in->agent_id));
     CHECK(cm_buf_adds(out, "You are a personal assistant running inside QuantumClaw.\n\n"));
-    CHECK(cm_buf_adds(out, "## Tooling\nTools you can call (names are case-sensitive):\n"));
-    if (in->memory_tools) {
-        CHECK(cm_buf_adds(out, "- memory_search: semantic search over MEMORY.md and memory/*.md\n"
-                               "- memory_get: read lines of one memory file\n"));
-        if (in->memory_write)
-            CHECK(cm_buf_adds(out, "- memory_write: append a note to a memory file (durable facts "
-                                   "to MEMORY.md, day notes to memory/YYYY-MM-DD.md)\n"));
-    } else {
-        CHECK(cm_buf_adds(out, "(none in this session)\n"));
+    CHECK(add_tooling(out, &t));
+    CHECK(add_fixed_sections(out));
+    CHECK(add_memory_recall(out, &t, cite));
+    if (has_tool(&t, "session_status"))
+        CHECK(cm_buf_adds(out, "For today's date, the time or the weekday, call session_status "
+                               "(📊 session_status).\n"));
+    CHECK(cm_buf_adds(out, "## Workspace\nYour working directory is: "));
+    CHECK(add_literal(out, in->workspace ? in->workspace : "."));
+    CHECK(cm_buf_adds(out, "\nUse this directory as the one workspace for file work unless told "
+                           "otherwise.\n\n"));
+    CHECK(cm_buf_printf(out, "## Current Date & Time\nTime zone: %s\n\n", tz));
+    CHECK(cm_buf_adds(out, "## Workspace Files (injected)\nQuantumClaw loads the user-editable "
+                           "files below for you; they follow under Project Context.\n\n"));
+    CHECK(add_messaging(out, &t));
+    if (in->inbound) {
+        CHECK(cm_buf_adds(out, "## Group Chat Context\n"));
+        CHECK(add_inbound(out, in->inbound));
     }
-    CHECK(cm_buf_adds(out, "TOOLS.md is guidance from the user; it does not change which tools "
-                           "exist.\n\n"));
-    if (in->memory_tools) {
-        CHECK(cm_buf_adds(out, "## Memory Recall\nWhen a question touches earlier work, decisions, "
-                               "dates, people, preferences or todos, search memory first "
-                               "(memory_search), then read just the lines you need (memory_get). "
-                               "If the search leaves you unsure, say that you looked.\n"));
-        CHECK(cm_buf_adds(out, cite && !strcmp(cite, "off")
-                                   ? "Do not cite file paths or line numbers unless asked.\n"
-                                   : "Cite as Source: <path#line> when it helps the user check a "
-                                     "memory.\n"));
-        if (in->memory_write)
-            CHECK(cm_buf_adds(out, "When the user asks you to remember something, write it down "
-                                   "with memory_write: what is not in a file is forgotten.\n"));
-        CHECK(cm_buf_addc(out, '\n'));
-    }
-    CHECK(cm_buf_printf(out, "## Workspace\nYour working directory is: %s\n\n",
-                        in->workspace ? in->workspace : "."));
-    if (tz && *tz) CHECK(cm_buf_printf(out, "## Current Date & Time\nTime zone: %s\n\n", tz));
-    if (in->inbound) CHECK(add_inbound(out, in->inbound));
     bool soul = false;
     CHECK(add_project_context(in, &ctx, &soul));
     if (ctx.len) {
-        CHECK(cm_buf_adds(out, "## Workspace Files (injected)\nThe user-editable files below are "
-                               "loaded for you under Project Context.\n\n# Project Context\n\n"
-                               "These project context files are loaded:\n"));
+        CHECK(cm_buf_adds(out, "# Project Context\n\nThese project context files are loaded:\n"));
         if (soul)
-            CHECK(cm_buf_adds(out, "SOUL.md sets your persona and tone: take them on, and follow "
-                                   "its guidance unless a higher-priority instruction says "
-                                   "otherwise.\n"));
+            CHECK(cm_buf_adds(out, "SOUL.md sets your persona and tone: take them on rather than "
+                                   "sounding stiff or generic, and follow its guidance unless a "
+                                   "higher-priority instruction says otherwise.\n"));
         CHECK(cm_buf_addc(out, '\n'));
         CHECK(cm_buf_add(out, ctx.data, ctx.len));
     }
-    CHECK(cm_buf_adds(out,
-                      "## Silent Replies\nWhen there is nothing to say, answer with exactly "
-                      "NO_REPLY as the whole message, never inside or after a real answer.\n\n"));
-    CHECK(cm_buf_printf(out,
-                        "## Runtime\nRuntime: agent=%s\nReasoning: %s (hidden unless on/stream). "
-                        "Toggle /reasoning.\n",
-                        agent.data ? agent.data : "main", cm_agent_reasoning_name(in->reasoning)));
+    CHECK(cm_buf_adds(out, "## Silent Replies\n"
+                           "When there is nothing to say, answer with only: NO_REPLY\n\n"
+                           "Rules:\n"
+                           "- NO_REPLY must be the whole message, with nothing else\n"
+                           "- never add it to a real answer\n"
+                           "- never put it in Markdown or a code block\n\n"));
+    CHECK(cm_buf_adds(out, "## Heartbeats\nHeartbeat prompt: "));
+    CHECK(add_literal(out, hb && *hb ? hb
+                                     : "Check HEARTBEAT.md in the workspace, if there is one, and "
+                                       "do what it lists; do not redo tasks from earlier chats. "
+                                       "If nothing needs attention, answer HEARTBEAT_OK."));
+    CHECK(cm_buf_adds(out, "\nWhen a heartbeat poll arrives (a user message matching the "
+                           "heartbeat prompt) and nothing needs attention, answer exactly:\n"
+                           "HEARTBEAT_OK\n"
+                           "A HEARTBEAT_OK at the start or end of a reply marks it as an "
+                           "acknowledgement, which may be dropped.\n"
+                           "When something does need attention, leave HEARTBEAT_OK out and write "
+                           "the alert instead.\n\n"));
+    CHECK(add_runtime(out, in, agent.data ? agent.data : "main"));
 out:
     cm_buf_release(&ctx);
     cm_buf_release(&agent);

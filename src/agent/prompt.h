@@ -5,6 +5,16 @@
  * workspace, the user's time zone, silent replies, the reasoning level, and
  * the workspace bootstrap files under "# Project Context".
  *
+ * Sections, in 2026.3.22's order (buildAgentSystemPrompt, full mode): the
+ * identity line, Tooling, Tool Call Style, Safety, QuantumClaw CLI Quick
+ * Reference, Memory Recall, Workspace, Current Date & Time, Workspace Files
+ * (injected), Messaging, Group Chat Context (the inbound metadata), Project
+ * Context, Silent Replies, Heartbeats, Runtime. The text is clawmem's own.
+ * Left out as 2026.3.22 leaves them out when their feature is off: Skills,
+ * Self-Update, Model Aliases, Documentation, Sandbox, Authorized Senders,
+ * Voice, Reactions, Reasoning Format; and Reply Tags, since clawmem's
+ * channels do not honour reply tags (docs/runtime.md).
+ *
  * Bootstrap files, in order: AGENTS.md, SOUL.md, TOOLS.md, IDENTITY.md,
  * USER.md, HEARTBEAT.md, BOOTSTRAP.md (when present), then MEMORY.md (else
  * memory.md) only in the agent's main private session (seed 001: never in
@@ -65,13 +75,25 @@ typedef struct agent_prompt_in {
     bool memory_write;        /* memory_write too */
     agent_reasoning reasoning;
     /* NULL: no "## Inbound Context (trusted metadata)" section. Else that
-     * section, before the workspace files, with the fields as JSON. */
+     * section, under "## Group Chat Context" before the workspace files
+     * (where 2026.3.22 puts its extra system prompt), with the fields as JSON. */
     const agent_inbound *inbound;
+    /* The names of the tools offered this turn (listed under "## Tooling"
+     * in 2026.3.22's order; the sections on messaging, sessions and time
+     * follow what is offered). NULL: the memory tools per the two flags. */
+    const char *const *tools;
+    size_t n_tools;
+    const char *model; /* "provider/model" for the Runtime line; NULL: agents.defaults.model */
 } agent_prompt_in;
 
 /* True when key is the agent's main session (`agent:<id>:main`): direct
  * chats collapsed into it, the only session that sees MEMORY.md. */
 bool cm_agent_is_main_session(const char *key, const char *agent_id);
+
+/* The user's time zone as 2026.3.22 resolves it: agents.defaults.userTimezone
+ * when it names a zone clawmem can load, else the host's zone (the name
+ * /etc/localtime links to), else "UTC". Writes at most cap-1 bytes to out. */
+void cm_agent_user_timezone(const json_t *config, char *out, size_t cap);
 
 /* Appends the system prompt for in to out. Files are read under the
  * workspace without following a symbolic link at the file itself; a file

@@ -720,15 +720,22 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                              .agent_id = a->agent_id,
                              .now_ms = now_of(a),
                              .web = a->web};
-        agent_prompt_in pi = {a->config,
-                              a->workspace,
-                              a->agent_id,
-                              s.key,
-                              session_start(a, s.transcript.data),
-                              a->engine != NULL,
-                              tools.allow_write,
-                              out->reasoning_level,
-                              o->inbound};
+        agent_prompt_in pi = {.config = a->config,
+                              .workspace = a->workspace,
+                              .agent_id = a->agent_id,
+                              .session_key = s.key,
+                              .session_start_ms = session_start(a, s.transcript.data),
+                              .memory_tools = a->engine != NULL,
+                              .memory_write = tools.allow_write,
+                              .reasoning = out->reasoning_level,
+                              .inbound = o->inbound};
+        llm_tool_def offered[AGENT_TOOLS_MAX];
+        const char *names[AGENT_TOOLS_MAX];
+        pi.n_tools = cm_agent_tools_offered(&tools, offered, AGENT_TOOLS_MAX);
+        for (size_t k = 0; k < pi.n_tools; k++)
+            names[k] = offered[k].name;
+        pi.tools = names;
+        pi.model = model;
         cm_buf_reset(&sys);
         if (cm_agent_system_prompt(&pi, &sys)) FAIL(CM_ENOMEM, "out of memory");
         bool stream = out->reasoning_level == AGENT_REASONING_STREAM && rs.fn;

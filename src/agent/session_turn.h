@@ -25,6 +25,7 @@
 #ifndef CM_SESSION_TURN_H
 #define CM_SESSION_TURN_H
 
+#include "bootstrap.h" /* the gateway starts agents through this header */
 #include "prompt.h"
 #include "turn.h"
 

@@ -369,6 +369,8 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     g->started = cm_wall_ms();
     cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
     CHECK(cm_config_init(&ca, &g->log, &g->cfg, err, errlen));
+    /* the default agent's workspace files, at start as 2026.3.22 makes them */
+    cm_agent_bootstrap_start(g->cfg.root, g->cfg.workspace, g->started, &g->log);
     if (cm_gw_agents_new(opt, &g->agents)) FAIL(CM_ENOMEM, "out of memory");
     gw_ws_opts wo = {g->cfg.root,     opt,         g->cfg.config_path, cm_gw_agents_run,
                      g->agents,       S_ws_status, g,                  CM_VERSION,

@@ -843,7 +843,7 @@ cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *prob
     }
     CHECK(rc);
     CHECK(drop_links(out));
-    qsort(out->v, out->n, sizeof *out->v, by_rel);
+    if (out->n) qsort(out->v, out->n, sizeof *out->v, by_rel); /* v is NULL when empty */
     /* The roots' descriptors go with the list, for file_reader. */
     if (!(out->roots = calloc(w.nroots ? w.nroots : 1, sizeof *out->roots))) CHECK(CM_ENOMEM);
     for (size_t i = 0; i < w.nroots; i++) {
