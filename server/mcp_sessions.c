@@ -23,7 +23,7 @@ typedef struct entry {
 } entry;
 
 struct mcp_sessions {
-    cm_pg_shared *pg; /* NULL: in memory */
+    cm_pg_shared *pg;  /* NULL: in memory */
     char **owner_hash; /* sha256 of token i, hex */
     size_t nowners;
     int64_t idle_ms, cache_ms;

@@ -31,8 +31,8 @@ typedef struct mcp_sessions_opts {
     const char *dsn;           /* PostgreSQL (a secret): shared sessions; NULL: in memory */
     const char *const *tokens; /* the --tokens secrets, token i = owner i (hashed, not kept) */
     size_t ntokens;
-    int64_t idle_ms;                   /* <= 0: SESSION_IDLE_MS */
-    int64_t cache_ms;                  /* < 0: SESSION_CACHE_MS; 0: always ask the database */
+    int64_t idle_ms;                    /* <= 0: SESSION_IDLE_MS */
+    int64_t cache_ms;                   /* < 0: SESSION_CACHE_MS; 0: always ask the database */
     int64_t (*now_ms)(void *clock_ctx); /* NULL: the wall clock (shared by hosts) */
     void *clock_ctx;
 } mcp_sessions_opts;

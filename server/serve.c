@@ -47,9 +47,8 @@
 #include "mcp_sessions.h"
 #include "serve.h"
 
-#define ENGINE_WAIT_MS  10000
-/* A following replica's watcher tries to take an agent's lease this often. */
-#define LEASE_RETRY_MS 1000 /* for an engine to become idle at the cap, then 503 */
+#define ENGINE_WAIT_MS 10000 /* for an engine to become idle at the cap, then 503 */
+#define LEASE_RETRY_MS 1000  /* a following watcher tries to take the agent's lease */
 
 typedef struct token {
     char *token, *agent;
@@ -296,7 +295,8 @@ static void *S_watch_main(void *arg)
         if (sl->lease && cm_pg_lease_try(sl->lease, &held, err, sizeof err) != CM_OK)
             held = false; /* the database does not answer: try again later */
         if (!held) {
-            if (!following) S_watch_log(sl, "following (another replica's watcher writes its index)");
+            if (!following)
+                S_watch_log(sl, "following (another replica's watcher writes its index)");
             following = true;
             __atomic_store_n(&sl->role, 2, __ATOMIC_RELEASE);
             mcp_first_sync_done(&sl->first); /* its searches never wait here */

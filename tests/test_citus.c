@@ -60,8 +60,9 @@ static bool make_tables(void)
 static int psql_script(const char *dir, const char *script, char **why)
 {
     write_file(dir, "script.sql", script);
-    const char *cmd[] = {"psql",  pg_dsn, "-X", "-q", "-v", "ON_ERROR_STOP=1",
-                         "-f",    path_in(dir, "script.sql"), NULL};
+    const char *cmd[] = {
+        "psql", pg_dsn, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", path_in(dir, "script.sql"),
+        NULL};
     run_result k = run_cmd(NULL, cmd);
     int st = k.status;
     *why = k.err ? cm_strdup(k.err) : NULL;

@@ -199,9 +199,13 @@ static void rep_start(replicas *R)
         snprintf(state, sizeof state, "state%d", i);
         snprintf(conf, sizeof conf, "%s", path_in(R->dir, "qc.json"));
         snprintf(tok, sizeof tok, "%s", path_in(R->dir, "tokens.json"));
-        const char *args[] = {"--config", conf,      "--state-dir",   path_in(R->dir, state),
-                              "serve",    "--listen", "127.0.0.1:0",  "--tokens",
-                              tok,        "--allow-write", "--debounce", "50", NULL};
+        const char *args[] = {"--config",    conf,
+                              "--state-dir", path_in(R->dir, state),
+                              "serve",       "--listen",
+                              "127.0.0.1:0", "--tokens",
+                              tok,           "--allow-write",
+                              "--debounce",  "50",
+                              NULL};
         proc_start(&R->p[i], NULL, args);
     }
     for (int i = 0; i < NREP; i++) {
