@@ -214,7 +214,7 @@ uninstall:
 # check each one.
 $(TEST_OBJ) $(BUILD)/obj/bench/%.o: private ALL_CFLAGS += -DBUF_MUST_CHECK=
 
-$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/obj/server/engine_lru.o $(BUILD)/libclawmem.a
+$(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/obj/server/engine_lru.o $(BUILD)/obj/server/mcp_sessions.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/convert-static-model: $(BUILD)/obj/scripts/convert-static-model.o $(BUILD)/libclawmem.a

@@ -183,6 +183,12 @@ void serve_health_answer(serve_health *h, const httpd_req *rq, httpd_conn *c,
                       (json_int_t)f->engines, "max", (json_int_t)f->max_engines, "estimatedMb",
                       (double)f->bytes / 1048576.0, "maxMb", (double)f->max_bytes / 1048576.0,
                       "sessions", (json_int_t)f->sessions);
+        /* over PostgreSQL: the agents whose index this replica's watcher
+         * writes, and those whose watcher on another replica it follows */
+        if (j)
+            json_object_set_new(j, "watchers",
+                                json_pack("{s:I,s:I}", "writing", (json_int_t)f->writing,
+                                          "following", (json_int_t)f->following));
     }
     char *body = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(4)) : NULL;
     json_decref(j);

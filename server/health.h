@@ -28,7 +28,8 @@ typedef struct serve_health serve_health;
 typedef struct serve_figures {
     size_t engines, max_engines; /* open, cap */
     size_t bytes, max_bytes;     /* their estimated memory (cm_engine_memory), cap (0: none) */
-    size_t sessions;             /* MCP sessions held */
+    size_t sessions;             /* MCP sessions held (cached, when shared) */
+    size_t writing, following;   /* watchers: writing an agent's index, following another's */
 } serve_figures;
 
 /* The distinct stores of agents[0..n) (each agent's config as opt says;

@@ -38,19 +38,17 @@
 #include "../src/base/json5.h"
 #include "../src/config/config.h"
 #include "../src/net/httpd.h"
+#include "../src/store/store_pg_shared.h"
 #include "engine_lru.h"
 #include "first_sync.h"
 #include "health.h"
 #include "mcp.h"
 #include "mcp_rpc.h"
+#include "mcp_sessions.h"
 #include "serve.h"
 
-#define SESSION_MAX       4096 /* MCP sessions in all */
-#define SESSION_PER_AGENT 1024 /* ... of one agent */
-#define SESSION_PER_TOKEN 256  /* ... opened with one token */
-#define OWNER_LARGEST     (-2) /* S_session_lru: whoever holds the most */
-#define SESSION_IDLE_MS (60LL * 60 * 1000)
-#define ENGINE_WAIT_MS  10000 /* for an engine to become idle at the cap, then 503 */
+#define ENGINE_WAIT_MS 10000 /* for an engine to become idle at the cap, then 503 */
+#define LEASE_RETRY_MS 1000  /* a following watcher tries to take the agent's lease */
 
 typedef struct token {
     char *token, *agent;
@@ -70,19 +68,16 @@ typedef struct slot {
     bool watching;
     pthread_t thr;
     volatile int stop;
+    volatile int run_stop; /* ends one cm_engine_watch: stop, or the lease was lost */
+    const char *dsn;       /* PostgreSQL (srv.dsns): the watcher writes only with the lease */
+    cm_pg_lease *lease;    /* the watcher thread's own */
+    volatile int role;     /* the watcher: 1 writes the index, 2 follows another, 0 neither */
     int wake[2];
     int debounce_ms;
     cm_options wopt;
     first_sync first; /* its searches wait for the watcher's first sync */
     struct slot *next;
 } slot;
-
-typedef struct session {
-    char id[33];
-    char *agent;
-    long owner; /* the token's index in srv.tokens; -1 without --tokens */
-    int64_t last_ms;
-} session;
 
 typedef struct srv {
     cm_options opt;
@@ -102,8 +97,9 @@ typedef struct srv {
     size_t mem; /* the slots' mem, summed */
     serve_health *health;
     uint64_t tick;
-    session *sessions;
-    size_t nsessions;
+    mcp_sessions *sessions;
+    char *sessions_dsn; /* the default agent's PostgreSQL store (a secret), or NULL */
+    char **dsns;        /* agents[i]'s PostgreSQL store (a secret), or NULL: SQLite */
 } srv;
 
 static void S_log(const srv *s, cm_log_level lv, const char *fmt, ...)
@@ -151,6 +147,10 @@ static cm_rc S_load_agents(srv *s, char *err, size_t errlen)
     if (s->nagents == 0 || (s->opt.agent_id && !S_known_agent(s, s->opt.agent_id)))
         s->agents[s->nagents++] = cm_strdup(cfg.agent_id);
     s->default_agent = cm_strdup(cfg.agent_id);
+    /* the sessions live beside the default agent's PostgreSQL index */
+    if (cfg.store_driver && !strcmp(cfg.store_driver, "postgres") && cfg.store_dsn &&
+        !(s->sessions_dsn = cm_strdup(cfg.store_dsn)))
+        FAIL(CM_ENOMEM, "out of memory");
     for (i = 0; i < s->nagents; i++)
         if (!s->agents[i]) FAIL(CM_ENOMEM, "out of memory");
     if (!s->default_agent) FAIL(CM_ENOMEM, "out of memory");
@@ -160,9 +160,11 @@ out:
 }
 
 /* Says at start where each agent's memory is, and warns of a workspace that
- * does not exist (its searches would answer "disabled" until it does). */
-static void S_report_agents(const srv *s)
+ * does not exist (its searches would answer "disabled" until it does);
+ * keeps each agent's PostgreSQL DSN (its watcher's lease) in s->dsns. */
+static void S_report_agents(srv *s)
 {
+    s->dsns = calloc(s->nagents + 1, sizeof *s->dsns);
     for (size_t i = 0; i < s->nagents; i++) {
         const char *id = s->agents[i];
         bool dflt = !strcmp(id, s->default_agent);
@@ -185,6 +187,8 @@ static void S_report_agents(const srv *s)
             S_log(s, CM_LOG_INFO, "agent %s: workspace %s, index %s", id, cfg.workspace,
                   strcmp(cfg.store_driver, "postgres") ? cfg.store_path
                                                        : "postgres (memorySearch.store.dsn)");
+        if (s->dsns && cfg.store_driver && !strcmp(cfg.store_driver, "postgres") && cfg.store_dsn)
+            s->dsns[i] = cm_strdup(cfg.store_dsn); /* NULL (no memory): no lease, it watches */
         cm_config_release(&cfg);
     }
 }
@@ -251,24 +255,72 @@ static const token *S_find_token(const srv *s, const char *given)
 
 /* ---- engines -------------------------------------------------------------- */
 
+/* After each sync: a watcher that lost its lease (the database restarted,
+ * and another replica may hold it now) stops writing and follows again. */
 static void S_synced(void *ctx, cm_rc rc, const cm_sync_stats *st, const char *err)
 {
     (void)rc;
     (void)st;
     (void)err;
-    mcp_first_sync_done(&((slot *)ctx)->first);
+    slot *sl = ctx;
+    mcp_first_sync_done(&sl->first);
+    char why[CM_ERR_SIZE];
+    bool held = true;
+    if (sl->lease && (cm_pg_lease_try(sl->lease, &held, why, sizeof why) != CM_OK || !held))
+        __atomic_store_n(&sl->run_stop, 1, __ATOMIC_RELEASE);
 }
 
+static void S_watch_log(const slot *sl, const char *what)
+{
+    if (!sl->wopt.log) return;
+    char msg[512];
+    snprintf(msg, sizeof msg, "agent %s: %s", sl->agent, what);
+    sl->wopt.log(sl->wopt.log_ctx, CM_LOG_INFO, msg);
+}
+
+/* The watcher. Over PostgreSQL one replica at a time writes an agent's
+ * index from its files: the one holding the agent's lease (an advisory
+ * lock, store_pg_shared.h); the others follow (their searches read what it
+ * commits) and try again every LEASE_RETRY_MS, so when it dies one of them
+ * takes over and its first sync indexes what the dead one left. */
 static void *S_watch_main(void *arg)
 {
     slot *sl = arg;
     char err[CM_ERR_SIZE];
-    cm_engine *e = NULL;
-    if (cm_engine_open(&sl->wopt, &e, err, sizeof err) == CM_OK) {
-        cm_watch_opts wo = {&sl->stop, sl->wake[0], sl->debounce_ms, S_synced, sl, 0};
-        cm_engine_watch(e, &wo, err, sizeof err);
-        cm_engine_close(e);
+    bool following = false;
+    if (sl->dsn && cm_pg_lease_new(sl->dsn, sl->agent, &sl->lease, err, sizeof err) != CM_OK)
+        sl->lease = NULL; /* no memory: it watches, as over SQLite */
+    while (!__atomic_load_n(&sl->stop, __ATOMIC_ACQUIRE)) {
+        bool held = true;
+        if (sl->lease && cm_pg_lease_try(sl->lease, &held, err, sizeof err) != CM_OK)
+            held = false; /* the database does not answer: try again later */
+        if (!held) {
+            if (!following)
+                S_watch_log(sl, "following (another replica's watcher writes its index)");
+            following = true;
+            __atomic_store_n(&sl->role, 2, __ATOMIC_RELEASE);
+            mcp_first_sync_done(&sl->first); /* its searches never wait here */
+            struct pollfd p = {sl->wake[0], POLLIN, 0};
+            poll(&p, 1, LEASE_RETRY_MS);
+            continue;
+        }
+        if (sl->lease) S_watch_log(sl, "this replica's watcher writes its index");
+        following = false;
+        __atomic_store_n(&sl->role, 1, __ATOMIC_RELEASE);
+        cm_engine *e = NULL;
+        if (cm_engine_open(&sl->wopt, &e, err, sizeof err) == CM_OK) {
+            cm_watch_opts wo = {&sl->run_stop, sl->wake[0], sl->debounce_ms, S_synced, sl, 0};
+            cm_engine_watch(e, &wo, err, sizeof err);
+            cm_engine_close(e);
+        }
+        if (!sl->lease || __atomic_load_n(&sl->stop, __ATOMIC_ACQUIRE) ||
+            !__atomic_load_n(&sl->run_stop, __ATOMIC_ACQUIRE))
+            break; /* stopped, or the watcher ended by itself */
+        __atomic_store_n(&sl->run_stop, 0, __ATOMIC_RELEASE); /* the lease was lost */
     }
+    __atomic_store_n(&sl->role, 0, __ATOMIC_RELEASE);
+    cm_pg_lease_free(sl->lease); /* the next replica may take it */
+    sl->lease = NULL;
     mcp_first_sync_done(&sl->first); /* no (more) sync will come */
     return NULL;
 }
@@ -298,6 +350,7 @@ static void S_slot_close(slot *sl)
     if (!sl) return;
     if (sl->watching) {
         __atomic_store_n(&sl->stop, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&sl->run_stop, 1, __ATOMIC_RELEASE);
         ssize_t w = write(sl->wake[1], "x", 1);
         (void)w;
         pthread_join(sl->thr, NULL);
@@ -344,6 +397,8 @@ static slot *S_slot_open(srv *s, const char *agent, char *err, size_t errlen)
     json_decref(st);
     if (watch && pipe2(sl->wake, O_CLOEXEC) == 0) {
         sl->wopt = o;
+        for (size_t i = 0; s->dsns && i < s->nagents; i++)
+            if (!strcmp(s->agents[i], agent)) sl->dsn = s->dsns[i];
         sl->watching = pthread_create(&sl->thr, NULL, S_watch_main, sl) == 0;
     }
     if (!sl->watching) mcp_first_sync_done(&sl->first); /* each search syncs itself */
@@ -482,114 +537,26 @@ static void S_figures(srv *s, serve_figures *f)
     f->max_engines = (size_t)s->so.max_engines;
     f->bytes = s->mem;
     f->max_bytes = s->so.max_engine_bytes;
-    f->sessions = s->nsessions;
+    f->writing = f->following = 0;
+    for (slot *sl = s->slots; sl; sl = sl->next) {
+        int role = __atomic_load_n(&sl->role, __ATOMIC_ACQUIRE);
+        f->writing += role == 1;
+        f->following += role == 2;
+    }
     pthread_mutex_unlock(&s->mu);
+    f->sessions = mcp_sessions_count(s->sessions);
 }
 
 /* ---- sessions ------------------------------------------------------------- */
 
-/* Under s->mu: the least recently used session among those of agent (NULL:
- * any) held by owner, or with OWNER_LARGEST by the owner holding the most of
- * them; SIZE_MAX when there is none. */
-static size_t S_session_lru(const srv *s, const char *agent, long owner)
+/* mcp_sessions_use; a failure (the database) is logged here. */
+static cm_rc S_session_use(srv *s, const char *sid, const char *agent, long owner, bool drop,
+                           bool *found)
 {
-    if (owner == OWNER_LARGEST) {
-        size_t *held = calloc(s->ntokens + 1, sizeof *held), best = 0;
-        for (size_t i = 0; held && i < s->nsessions; i++)
-            if (!agent || !strcmp(s->sessions[i].agent, agent))
-                held[s->sessions[i].owner + 1]++;
-        for (size_t k = 0; held && k <= s->ntokens; k++)
-            if (held[k] > best) {
-                best = held[k];
-                owner = (long)k - 1;
-            }
-        free(held); /* out of memory: the least recently used of all */
-    }
-    size_t old = SIZE_MAX;
-    for (size_t i = 0; i < s->nsessions; i++) {
-        const session *se = &s->sessions[i];
-        if ((agent && strcmp(se->agent, agent) != 0) ||
-            (owner != OWNER_LARGEST && se->owner != owner))
-            continue;
-        if (old == SIZE_MAX || se->last_ms < s->sessions[old].last_ms) old = i;
-    }
-    return old;
-}
-
-/* A new session for agent opened with token owner (-1: none): its id in
- * out[33]. At a cap the least recently used session goes: the token's own
- * at SESSION_PER_TOKEN; at SESSION_PER_AGENT or SESSION_MAX, one of the
- * token holding the most (of that agent, or of all), so a tenant cannot
- * push out another's sessions by opening many of its own. */
-static bool S_session_new(srv *s, const char *agent, long owner, char out[33])
-{
-    unsigned char rnd[16];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return false;
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
-    int64_t now = cm_now_ms();
-    bool ok = false;
-    pthread_mutex_lock(&s->mu);
-    /* drop idle sessions; when still full, the least recently used */
-    for (size_t i = 0; i < s->nsessions;) {
-        if (now - s->sessions[i].last_ms > SESSION_IDLE_MS) {
-            free(s->sessions[i].agent);
-            s->sessions[i] = s->sessions[--s->nsessions];
-        } else {
-            i++;
-        }
-    }
-    size_t mine = 0, agents = 0;
-    for (size_t i = 0; i < s->nsessions; i++) {
-        mine += s->sessions[i].owner == owner;
-        agents += !strcmp(s->sessions[i].agent, agent);
-    }
-    size_t old = SIZE_MAX;
-    if (owner >= 0 && mine >= SESSION_PER_TOKEN)
-        old = S_session_lru(s, NULL, owner);
-    else if (agents >= SESSION_PER_AGENT)
-        old = S_session_lru(s, agent, OWNER_LARGEST);
-    else if (s->nsessions >= SESSION_MAX)
-        old = S_session_lru(s, NULL, OWNER_LARGEST);
-    if (old != SIZE_MAX) {
-        free(s->sessions[old].agent);
-        s->sessions[old] = s->sessions[--s->nsessions];
-    }
-    session *se = &s->sessions[s->nsessions];
-    se->agent = cm_strdup(agent);
-    if (se->agent) {
-        memcpy(se->id, out, 33);
-        se->owner = owner;
-        se->last_ms = now;
-        s->nsessions++;
-        ok = true;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return ok;
-}
-
-/* Whether session id exists for agent and token owner (touching it); with
- * drop, ends it. */
-static bool S_session_use(srv *s, const char *id, const char *agent, long owner, bool drop)
-{
-    bool found = false;
-    int64_t now = cm_now_ms();
-    pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->nsessions; i++) {
-        session *se = &s->sessions[i];
-        if (strcmp(se->id, id) != 0 || strcmp(se->agent, agent) != 0 || se->owner != owner)
-            continue;
-        if (now - se->last_ms > SESSION_IDLE_MS) break;
-        found = true;
-        se->last_ms = now;
-        if (drop) {
-            free(se->agent);
-            *se = s->sessions[--s->nsessions];
-        }
-        break;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return found;
+    char err[CM_ERR_SIZE];
+    cm_rc rc = mcp_sessions_use(s->sessions, sid, agent, owner, drop, found, err, sizeof err);
+    if (rc) S_log(s, CM_LOG_WARN, "agent %s: sessions: %s", agent, err);
+    return rc;
 }
 
 /* ---- HTTP ------------------------------------------------------------------ */
@@ -705,9 +672,13 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     }
     const char *sid = cm_net_httpd_header_get(rq, "Mcp-Session-Id");
     if (!strcmp(rq->method, "DELETE")) {
+        bool found = false;
         if (!sid)
             S_plain(c, 400, NULL, "Bad Request: Mcp-Session-Id is required");
-        else if (!S_session_use(s, sid, agent, owner, true))
+        else if (S_session_use(s, sid, agent, owner, true, &found) != CM_OK)
+            S_plain(c, 503, (const char *const[]){"Retry-After: 1", NULL},
+                    "Service Unavailable: the session store does not answer");
+        else if (!found)
             S_plain(c, 404, NULL, "Not Found: no such session");
         else
             cm_net_httpd_respond(c, 204, NULL, NULL, 0);
@@ -768,7 +739,8 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
     }
     if (is_init) {
         char id[33];
-        if (!S_session_new(s, agent, owner, id)) {
+        if (mcp_sessions_new(s->sessions, agent, owner, id, err, sizeof err) != CM_OK) {
+            S_log(s, CM_LOG_WARN, "agent %s: no session could be made: %s", agent, err);
             S_rpc_fail(c, 503, "Service Unavailable: no session could be made");
             goto out;
         }
@@ -778,7 +750,12 @@ static void S_handle(void *ctx, const httpd_req *rq, httpd_conn *c)
             S_rpc_fail(c, 400, "Bad Request: Mcp-Session-Id is required (initialize first)");
             goto out;
         }
-        if (!S_session_use(s, sid, agent, owner, false)) {
+        bool found = false;
+        if (S_session_use(s, sid, agent, owner, false, &found) != CM_OK) {
+            S_rpc_fail(c, 503, "Service Unavailable: the session store does not answer");
+            goto out;
+        }
+        if (!found) { /* unknown, ended or expired: the client initializes again */
             S_rpc_fail(c, 404, "Not Found: no such session (initialize again)");
             goto out;
         }
@@ -858,16 +835,28 @@ int mcp_serve_http(const cm_options *opt, const serve_opts *so)
     pthread_mutex_init(&s.mu, NULL);
     pthread_mutex_init(&s.open_mu, NULL);
     pthread_cond_init(&s.idle, NULL);
-    s.sessions = calloc(SESSION_MAX, sizeof *s.sessions);
     s.tools_ro = mcp_rpc_tools(false);
     s.tools_rw = mcp_rpc_tools(true);
-    if (!s.sessions || !s.tools_ro || !s.tools_rw) goto out;
+    if (!s.tools_ro || !s.tools_rw) goto out;
     if (S_load_agents(&s, err, sizeof err) != CM_OK ||
         (so->tokens_path && S_load_tokens(&s, so->tokens_path, err, sizeof err) != CM_OK)) {
         S_log(&s, CM_LOG_ERROR, "%s", err);
         goto out;
     }
     S_report_agents(&s);
+    const char **secrets = calloc(s.ntokens + 1, sizeof *secrets);
+    for (size_t i = 0; secrets && i < s.ntokens; i++)
+        secrets[i] = s.tokens[i].token;
+    mcp_sessions_opts mso = {s.sessions_dsn, secrets, s.ntokens, 0, -1, NULL, NULL};
+    cm_rc src = secrets ? mcp_sessions_open(&mso, &s.sessions, err, sizeof err)
+                        : cm_seterr(err, sizeof err, CM_ENOMEM, "out of memory");
+    free(secrets);
+    if (src != CM_OK) {
+        S_log(&s, CM_LOG_ERROR, "sessions: %s", err);
+        goto out;
+    }
+    if (s.sessions_dsn)
+        S_log(&s, CM_LOG_INFO, "MCP sessions are kept in PostgreSQL (shared by replicas)");
     if (serve_health_open(&s.opt, s.agents, s.nagents, s.default_agent, &s.health, err,
                           sizeof err) != CM_OK) {
         S_log(&s, CM_LOG_ERROR, "%s", err);
@@ -915,11 +904,15 @@ out:
         S_slot_close(s.slots);
         s.slots = n;
     }
-    for (size_t i = 0; i < s.nsessions; i++)
-        free(s.sessions[i].agent);
-    free(s.sessions);
-    for (size_t i = 0; i < s.nagents; i++)
+    mcp_sessions_free(s.sessions);
+    if (s.sessions_dsn) memset(s.sessions_dsn, 0, strlen(s.sessions_dsn)); /* a secret */
+    free(s.sessions_dsn);
+    for (size_t i = 0; i < s.nagents; i++) {
         free(s.agents[i]);
+        if (s.dsns && s.dsns[i]) memset(s.dsns[i], 0, strlen(s.dsns[i]));
+        if (s.dsns) free(s.dsns[i]);
+    }
+    free(s.dsns);
     free(s.agents);
     free(s.default_agent);
     for (size_t i = 0; i < s.ntokens; i++) {

@@ -79,6 +79,12 @@ static void pq_load(void)
     cm_store_pg_lib.ok = ok;
 }
 
+bool cm_store_pg_lib_load(void)
+{
+    pthread_once(&pq_once, pq_load);
+    return cm_store_pg_lib.ok;
+}
+
 /* ---- the connection ------------------------------------------------------ */
 
 static void no_notices(void *arg, const char *message)

@@ -41,6 +41,8 @@ typedef struct store_pg_lib {
     bool ok;
 } store_pg_lib;
 extern store_pg_lib cm_store_pg_lib;
+/* Loads libpq once (thread safe); whether it is there. */
+bool cm_store_pg_lib_load(void);
 
 struct store_pg {
     PGconn *conn;
