@@ -10,7 +10,7 @@
 
 #include "../src/embed/static_model.h"
 #include "../src/engine/engine_int.h"
-#include "../src/gateway/runtime.h"
+#include "../src/gateway/core/runtime.h"
 #include "fakeserver.h"
 #include "test.h"
 
