@@ -126,7 +126,9 @@ static void t_close(gw_channel *ch)
     t->http->ops->close(t->http);
 }
 
-static gw_channel_ops t_ops = {"http", 4000, t_start, t_send, t_stop, t_close};
+static gw_channel_ops t_ops = {
+    .name = "http", .text_limit = 4000, .start = t_start, .send = t_send, .stop = t_stop,
+    .close = t_close};
 
 /* ---- clients ----------------------------------------------------------------- */
 
