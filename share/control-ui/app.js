@@ -145,6 +145,95 @@
     pollLog();
     if (!logTimer) logTimer = setInterval(pollLog, 2000);
   }
+  /* ---- access: pending pairing requests, allow-from lists (clawmem.pairing.*) ---- */
+  var pageTimer = null;
+  function resolveReq(ch, r, approve) {
+    call(approve ? "clawmem.pairing.approve" : "clawmem.pairing.deny",
+         { channel: ch, code: r.code, accountId: r.accountId })
+      .then(function () { loadAccess(); },
+            function (e) { $("ac-requests").appendChild(el("li", "error", e.message)); });
+  }
+  function loadAccess() {
+    call("clawmem.pairing.list", {}).then(function (r) {
+      var reqs = $("ac-requests"), allow = $("ac-allow"), n = 0;
+      reqs.textContent = ""; allow.textContent = "";
+      (r.channels || []).forEach(function (c) {
+        (c.requests || []).forEach(function (q) {
+          var li = el("li"); n++;
+          li.appendChild(el("strong", "", c.channel + " "));
+          li.appendChild(el("span", "code", q.code));
+          li.appendChild(el("span", "muted", "sender " + q.id + " · account " + q.accountId +
+            " · asked " + when(Date.parse(q.createdAt))));
+          var row = el("div", "actions"), ok = el("button", "", "Approve"), no = el("button", "", "Deny");
+          ok.id = "approve-" + q.code; no.id = "deny-" + q.code;
+          ok.setAttribute("aria-label", "approve " + q.id + " on " + c.channel);
+          no.setAttribute("aria-label", "deny " + q.id + " on " + c.channel);
+          ok.onclick = function () { ok.disabled = no.disabled = true; resolveReq(c.channel, q, true); };
+          no.onclick = function () { ok.disabled = no.disabled = true; resolveReq(c.channel, q, false); };
+          row.appendChild(ok); row.appendChild(no); li.appendChild(row);
+          reqs.appendChild(li);
+        });
+        var li = el("li");
+        li.appendChild(el("strong", "", c.channel + " "));
+        li.appendChild(el("span", "muted", "dmPolicy " + c.dmPolicy + " · allowFrom (config): " +
+          ((c.allowFrom || []).join(", ") || "none")));
+        (c.accounts || []).forEach(function (a) {
+          li.appendChild(el("span", "muted", "approved (" + a.accountId + "): " +
+            ((a.approved || []).join(", ") || "none")));
+        });
+        allow.appendChild(li);
+      });
+      if (!n) reqs.appendChild(el("li", "muted", "no pending requests"));
+      if (!(r.channels || []).length) allow.appendChild(el("li", "muted", "no channels configured"));
+    }, function (e) { $("ac-requests").textContent = ""; $("ac-requests").appendChild(el("li", "error", e.message)); });
+  }
+  /* ---- models: the chain, auth profiles with cooldowns counting down ---- */
+  var skew = 0;
+  function left(ms) {
+    var s = Math.max(0, Math.ceil(ms / 1000)), h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60);
+    return h ? h + " h " + m + " min" : m ? m + " min " + (s % 60) + " s" : s + " s";
+  }
+  function tick() {
+    var now = Date.now() + skew;
+    [].forEach.call(document.querySelectorAll("#md-providers .cd"), function (e) {
+      var until = Number(e.getAttribute("data-until"));
+      e.textContent = until > now ? e.getAttribute("data-what") + " " + left(until - now) : "ready";
+    });
+  }
+  function loadModels() {
+    call("clawmem.models.status", {}).then(function (r) {
+      skew = (r.ts || Date.now()) - Date.now();
+      $("md-chain").textContent = "Chain: " + ((r.chain || []).join(" → ") || "none") +
+        ((r.imageChain || []).length ? " · images: " + r.imageChain.join(" → ") : "");
+      $("md-store").textContent = "Auth store: " + (r.authStore || "");
+      var ul = $("md-providers"); ul.textContent = "";
+      Object.keys(r.providers || {}).forEach(function (name) {
+        var p = r.providers[name], li = el("li");
+        li.appendChild(el("strong", "", name + " "));
+        li.appendChild(el("span", "muted", (p.api || "") + (p.baseUrl ? " · " + p.baseUrl : "")));
+        if (!(p.profiles || []).length) li.appendChild(el("span", "muted", "no auth profiles (a key from the config or the environment)"));
+        (p.profiles || []).forEach(function (a, i) {
+          var row = el("div", "profile");
+          row.appendChild(el("span", "", (i + 1) + ". " + a.id + " [" + a.type + "] "));
+          var st = el("span", a.unusableUntil ? "cd" : "ok", "ready");
+          if (a.unusableUntil) {
+            st.setAttribute("data-until", String(a.unusableUntil));
+            st.setAttribute("data-what", a.disabledReason ? "disabled (" + a.disabledReason + ") for" : "cooldown");
+          }
+          row.appendChild(st);
+          var facts = [a.errorCount + " error" + (a.errorCount === 1 ? "" : "s")];
+          if (a.failureCounts) facts.push("failures: " + Object.keys(a.failureCounts).map(function (k) {
+            return k + " ×" + a.failureCounts[k]; }).join(", "));
+          if (a.lastFailureAt) facts.push("last error " + when(a.lastFailureAt));
+          facts.push("last used " + when(a.lastUsed));
+          row.appendChild(el("span", "muted", facts.join(" · ")));
+          li.appendChild(row);
+        });
+        ul.appendChild(li);
+      });
+      tick();
+    }, function (e) { $("md-chain").textContent = e.message; });
+  }
   /* ---- memory (clawmem's memory.search / memory.get) ---- */
   function search(q) {
     var list = $("mresults"); list.textContent = ""; $("mmeta").textContent = "searching…";
@@ -195,7 +284,7 @@
   $("today").onclick = function () { daily(0); };
   $("yesterday").onclick = function () { daily(1); };
   $("nav-memory").onclick = function () { showTab("memory"); };
-  var TABS = ["chat", "sessions", "memory", "gateway"];
+  var TABS = ["chat", "sessions", "memory", "access", "models", "gateway"];
   /* Every page needs the token: until the gateway accepted it only the login
      form shows. */
   function showTab(t) {
@@ -206,15 +295,24 @@
       $("nav-" + n).setAttribute("aria-current", n === t ? "page" : "false");
     });
     if (t !== "gateway" && logTimer) { clearInterval(logTimer); logTimer = null; }
+    if (pageTimer) { clearInterval(pageTimer); pageTimer = null; }
     if (!connected) { $("token").focus(); return; }
     if (t === "chat") loadHistory();
     if (t === "sessions") loadSessions();
     if (t === "memory") $("mquery").focus();
     if (t === "gateway") loadGateway();
+    if (t === "access") { loadAccess(); pageTimer = setInterval(function () { if (connected) loadAccess(); }, 3000); }
+    if (t === "models") {
+      loadModels();
+      var n = 0;
+      pageTimer = setInterval(function () { if (!connected) return; if (++n % 5) tick(); else loadModels(); }, 1000);
+    }
   }
   $("nav-chat").onclick = function () { showTab("chat"); };
   $("nav-sessions").onclick = function () { showTab("sessions"); };
   $("nav-gateway").onclick = function () { showTab("gateway"); };
+  $("nav-access").onclick = function () { showTab("access"); };
+  $("nav-models").onclick = function () { showTab("models"); };
   $("login").onsubmit = function (e) {
     e.preventDefault();
     sessionStorage.setItem("qc.token", $("token").value);

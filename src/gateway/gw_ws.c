@@ -588,6 +588,22 @@ cm_rc cm_gw_ws_sink(gw_ws *w, const gw_msg *m)
     return rc;
 }
 
+bool cm_gw_ws_notify(gw_ws *w, const char *channel, const char *account, const char *peer,
+                     const char *text)
+{
+    pthread_mutex_lock(&w->mu);
+    gw_runtime *rt = w->detached || !w->sink ? NULL : w->rt;
+    w->inflight += rt != NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (!rt) return false;
+    bool ok = cm_gw_runtime_notify(rt, channel, account, peer, text);
+    pthread_mutex_lock(&w->mu);
+    w->inflight--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return ok;
+}
+
 json_t *cm_gw_ws_status(gw_ws *w)
 {
     pthread_mutex_lock(&w->mu);

@@ -69,6 +69,11 @@ extern const gw_ws_method cm_gw_ws_methods[];
 void cm_gw_ws_memory_search(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 void cm_gw_ws_memory_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 
+/* gw_access.c: clawmem.pairing.list / .approve / .deny (the Access page). */
+void cm_gw_ws_pairing_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+void cm_gw_ws_pairing_approve(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+void cm_gw_ws_pairing_deny(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+
 /* Sends {"type":"res","id","ok":true,"payload"} (payload stolen). */
 void cm_gw_ws_ok(gw_ws_client *cl, const char *id, json_t *payload);
 /* Sends {"type":"res","id","ok":false,"error":{"code","message"[,"details"]}}
@@ -85,6 +90,10 @@ char *cm_gw_ws_session_key(gw_ws *w, const char *key);
 /* Calls the runtime's sink with m under the inflight count: CM_EBUSY once
  * stopped or detached. */
 cm_rc cm_gw_ws_sink(gw_ws *w, const gw_msg *m);
+/* cm_gw_runtime_notify under the inflight count: false once stopped or
+ * detached. */
+bool cm_gw_ws_notify(gw_ws *w, const char *channel, const char *account, const char *peer,
+                     const char *text);
 /* The gateway's status (a new object) or NULL once detached. */
 json_t *cm_gw_ws_status(gw_ws *w);
 
