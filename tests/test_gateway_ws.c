@@ -397,3 +397,112 @@ TEST(gateway_ws_control_ui_page_with_csp)
     close(fd);
     gw_down(&w);
 }
+
+static const char *S_err(const json_t *r)
+{
+    return json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+}
+
+static const char *S_entry(const json_t *r, const char *k)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(r, "payload"), "entry"), k));
+}
+
+/* sessions.patch / sessions.reset: operator.admin only (read and write
+ * clients get the reference's "missing scope: operator.admin"); values
+ * normalised as the reference does, bad ones refused with its messages; the
+ * model override is what the session's next run asks the model for; null
+ * clears; reset gives the session a new id. */
+TEST(gateway_ws_sessions_patch_reset_admin_scope)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    static const char *const weak[] = {"[\"operator.read\"]", "[\"operator.write\"]"};
+    for (int i = 0; i < 2; i++) {
+        wsc c;
+        EXPECT(ws_open(&c, w.port, NULL, NULL));
+        json_t *r = ws_connect(&c, WTOKEN, weak[i]);
+        EXPECT(r && json_is_true(json_object_get(r, "ok")));
+        json_decref(r);
+        r = ws_call(&c, "2", "sessions.patch", "{\"key\":\"main\",\"thinkingLevel\":\"high\"}");
+        EXPECT(r && json_is_false(json_object_get(r, "ok")));
+        EXPECT_STR(S_err(r), "missing scope: operator.admin");
+        json_decref(r);
+        r = ws_call(&c, "3", "sessions.reset", "{\"key\":\"main\"}");
+        EXPECT_STR(S_err(r), "missing scope: operator.admin");
+        json_decref(r);
+        ws_close(&c);
+    }
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.admin\"]");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = ws_call(&c, "2", "sessions.patch", "{\"key\":\"main\",\"thinkingLevel\":\"lots\"}");
+    EXPECT_STR(S_err(r), "invalid thinkingLevel (use off|minimal|low|medium|high|adaptive)");
+    json_decref(r);
+    r = ws_call(&c, "3", "sessions.patch", "{\"key\":\"main\",\"bogus\":1}");
+    EXPECT_STR(S_err(r), "invalid sessions.patch params: at root: unexpected property 'bogus'");
+    json_decref(r);
+    r = ws_call(&c, "4", "sessions.patch", "{\"thinkingLevel\":\"on\"}");
+    EXPECT_STR(S_err(r), "invalid sessions.patch params: must have required property 'key'");
+    json_decref(r);
+    r = ws_call(&c, "5", "sessions.patch",
+                "{\"key\":\"main\",\"thinkingLevel\":\"on\",\"responseUsage\":\"enable\","
+                "\"reasoningLevel\":\"show\",\"label\":\" Work \",\"model\":\"gpt-x\"}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_t *p = json_object_get(r, "payload");
+    EXPECT_STR(json_string_value(json_object_get(p, "key")), "agent:main:main");
+    EXPECT_CONTAINS(json_string_value(json_object_get(p, "path")), "sessions.json");
+    EXPECT_STR(S_entry(r, "thinkingLevel"), "low");
+    EXPECT_STR(S_entry(r, "responseUsage"), "tokens");
+    EXPECT_STR(S_entry(r, "reasoningLevel"), "on");
+    EXPECT_STR(S_entry(r, "label"), "Work");
+    EXPECT_STR(S_entry(r, "providerOverride"), "openai");
+    EXPECT_STR(S_entry(r, "modelOverride"), "gpt-x");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(p, "resolved"), "model")),
+               "gpt-x");
+    char sid[160];
+    snprintf(sid, sizeof sid, "%s", S_entry(r, "sessionId") ? S_entry(r, "sessionId") : "");
+    json_decref(r);
+    r = ws_call(&c, "6", "sessions.list", "{}");
+    json_t *row = json_array_get(json_object_get(json_object_get(r, "payload"), "sessions"), 0);
+    EXPECT_STR(json_string_value(json_object_get(row, "thinkingLevel")), "low");
+    EXPECT_STR(json_string_value(json_object_get(row, "modelOverride")), "gpt-x");
+    json_decref(r);
+    /* the session's next run asks for the override */
+    fake_push_chat_text(w.fs, "ok", 10);
+    r = ws_call(&c, "7", "chat.send",
+                "{\"sessionKey\":\"main\",\"message\":\"hi\",\"idempotencyKey\":\"p-1\"}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    bool final = false;
+    for (int i = 0; i < 200 && !final; i++) {
+        json_t *o = ws_recv(&c, 20000);
+        if (!o) break;
+        final = !strcmp(json_string_value(json_object_get(o, "event")) ?: "", "chat") &&
+                !strcmp(json_string_value(json_object_get(json_object_get(o, "payload"),
+                                                          "state")) ?: "", "final");
+        json_decref(o);
+    }
+    EXPECT(final);
+    EXPECT_INT(fake_count(w.fs), 1);
+    if (fake_count(w.fs) >= 1) EXPECT_CONTAINS(fake_get(w.fs, 0)->body, "\"model\":\"gpt-x\"");
+    /* null clears the model override */
+    r = ws_call(&c, "8", "sessions.patch", "{\"key\":\"main\",\"model\":null,\"label\":null}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    EXPECT(S_entry(r, "modelOverride") == NULL && S_entry(r, "label") == NULL);
+    EXPECT_STR(S_entry(r, "thinkingLevel"), "low");
+    json_decref(r);
+    r = ws_call(&c, "9", "sessions.reset", "{\"key\":\"main\",\"reason\":\"later\"}");
+    EXPECT(r && json_is_false(json_object_get(r, "ok")));
+    json_decref(r);
+    r = ws_call(&c, "10", "sessions.reset", "{\"key\":\"main\",\"reason\":\"new\"}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    EXPECT(S_entry(r, "sessionId") && strcmp(S_entry(r, "sessionId"), sid) != 0);
+    EXPECT_STR(S_entry(r, "thinkingLevel"), "low"); /* settings stay */
+    json_decref(r);
+    ws_close(&c);
+    gw_down(&w);
+}

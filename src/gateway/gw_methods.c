@@ -1,6 +1,6 @@
 /*
  * gw_methods.c — the gateway protocol's methods (gw_ws_int.h's table), with
- * QuantumClaw 2026.3.22's names, scopes (method-scopes: read or write) and
+ * QuantumClaw 2026.3.22's names, scopes (method-scopes: read, write or admin) and
  * payload shapes where clawmem has the data: health, status,
  * channels.status, sessions.list, chat.history, chat.send, chat.abort,
  * models.list, logs.tail, config.get.
@@ -150,6 +150,7 @@ static void m_sessions_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *
                                 json_object_get(e, "totalTokens"));
         json_array_append_new(out, row);
     }
+    cm_gw_ws_sessions_overrides(w, out);
     cm_gw_ws_ok(cl, id,
                 json_pack("{s:I,s:O*,s:I,s:{s:s},s:o}", "ts", (json_int_t)cm_wall_ms(), "path",
                           json_object_get(o, "store"), "count", (json_int_t)json_array_size(out),
@@ -488,6 +489,8 @@ const gw_ws_method cm_gw_ws_methods[] = {
     {"channels.status", GW_SCOPE_READ, m_channels_status},
     {"sessions.list", GW_SCOPE_READ, m_sessions_list},
     {"chat.history", GW_SCOPE_READ, m_chat_history},
+    {"sessions.patch", GW_SCOPE_ADMIN, cm_gw_ws_sessions_patch},
+    {"sessions.reset", GW_SCOPE_ADMIN, cm_gw_ws_sessions_reset},
     {"chat.send", GW_SCOPE_WRITE, m_chat_send},
     {"chat.abort", GW_SCOPE_WRITE, m_chat_abort},
     {"models.list", GW_SCOPE_READ, m_models_list},

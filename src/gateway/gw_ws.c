@@ -264,11 +264,14 @@ static bool S_message(gw_ws *w, gw_ws_client *cl, const char *text, size_t n)
         cm_gw_ws_fail(cl, id, "INVALID_REQUEST", msg, NULL);
         goto out;
     }
-    bool allowed = m->scope == GW_SCOPE_READ ? cl->scope_read : cl->scope_write;
+    bool allowed = m->scope == GW_SCOPE_READ    ? cl->scope_read
+                   : m->scope == GW_SCOPE_WRITE ? cl->scope_write
+                                                : cl->scope_admin;
     if (!allowed) {
         cm_gw_ws_fail(cl, id, "INVALID_REQUEST",
-                      m->scope == GW_SCOPE_READ ? "missing scope: operator.read"
-                                                : "missing scope: operator.write",
+                      m->scope == GW_SCOPE_READ    ? "missing scope: operator.read"
+                      : m->scope == GW_SCOPE_WRITE ? "missing scope: operator.write"
+                                                   : "missing scope: operator.admin",
                       NULL);
         goto out;
     }

@@ -54,7 +54,7 @@ struct gw_ws {
 };
 
 /* A method: its scope and handler. The handler answers with gw_ws_reply. */
-typedef enum { GW_SCOPE_READ, GW_SCOPE_WRITE } gw_ws_scope;
+typedef enum { GW_SCOPE_READ, GW_SCOPE_WRITE, GW_SCOPE_ADMIN } gw_ws_scope;
 typedef void (*gw_ws_method_fn)(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 typedef struct gw_ws_method {
     const char *name;
@@ -68,6 +68,13 @@ extern const gw_ws_method cm_gw_ws_methods[];
 /* gw_memory.c: clawmem's memory.search and memory.get (not QuantumClaw's). */
 void cm_gw_ws_memory_search(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 void cm_gw_ws_memory_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+
+/* gw_sessions.c: sessions.patch and sessions.reset (operator.admin). */
+void cm_gw_ws_sessions_patch(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+void cm_gw_ws_sessions_reset(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+/* Copies each row's per-session settings (label, model, the overrides) from
+ * the default agent's store into the sessions.list rows. */
+void cm_gw_ws_sessions_overrides(gw_ws *w, json_t *rows);
 
 /* gw_access.c: clawmem.pairing.list / .approve / .deny (the Access page). */
 void cm_gw_ws_pairing_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
