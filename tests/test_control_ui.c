@@ -338,6 +338,25 @@ out:
     ui_down(&u);
 }
 
+/* A connect with operator.read only, then sessions.patch: the error message. */
+static const char S_readonly_patch_js[] =
+    "new Promise((ok) => {\n"
+    "  const s = new WebSocket('ws://' + location.host + '/');\n"
+    "  s.onmessage = (ev) => {\n"
+    "    const f = JSON.parse(ev.data);\n"
+    "    if (f.type === 'event' && f.event === 'connect.challenge')\n"
+    "      s.send(JSON.stringify({type:'req', id:'c', method:'connect', params:{minProtocol:3,\n"
+    "        maxProtocol:3, client:{id:'t', version:'1', platform:'web', mode:'webchat'},\n"
+    "        role:'operator', scopes:['operator.read'], auth:{token:'" UTOKEN "'}}}));\n"
+    "    else if (f.type === 'res' && f.id === 'c')\n"
+    "      s.send(JSON.stringify({type:'req', id:'p', method:'sessions.patch',\n"
+    "        params:{key:'main', thinkingLevel:'low'}}));\n"
+    "    else if (f.type === 'res' && f.id === 'p') { s.close(); ok(f.ok ? 'ANSWERED' : "
+    "f.error.message); }\n"
+    "  };\n"
+    "  s.onclose = () => ok('closed');\n"
+    "})";
+
 /* POSTs a direct message of sender carol to the HTTP channel (from the page,
  * with the gateway token as the channel's Bearer): the HTTP status. */
 static int S_carol_says(cdp *c, const char *mid, const char *text)
@@ -371,7 +390,8 @@ static int S_carol_says(cdp *c, const char *mid, const char *text)
  * the sender (the reference's approval message) and lets its next message
  * through. Models: that message meets a 429 on the first profile (the next
  * one answers), and the page shows the first profile cooling down, counting
- * down, with the failure counted. */
+ * down, with the failure counted. Sessions: a session's settings saved
+ * through its form (sessions.patch); a read-only client refused. */
 TEST(control_ui_browser_access_models)
 {
     const char *chromium = cdp_find_chromium();
@@ -467,15 +487,40 @@ TEST(control_ui_browser_access_models)
     }
     SHOT(&c, "models");
 
+    /* Sessions: a session's settings saved with sessions.patch (the form
+     * submitted with Enter), shown on its card */
+    MUST(js_true(&c, "document.getElementById('nav-sessions').click(), true"));
+    WAIT(&c, "document.getElementById('edit-0') !== null", 10000);
+    MUST(js_true(&c, "document.getElementById('edit-0').click(), "
+                     "!document.getElementById('sx').hidden && "
+                     "document.activeElement.id === 'sx-label'"));
+    MUST(js_true(&c, "document.getElementById('sx-think').value = 'high', true"));
+    MUST(type_enter(&c, "sx-label", "Carol"));
+    WAIT(&c,
+         "document.getElementById('sx-status').textContent === 'saved' && "
+         "[...document.querySelectorAll('#sessions li')].some(li => "
+         "li.textContent.indexOf('thinking high') >= 0 && li.textContent.indexOf('Carol') >= 0)",
+         10000);
+    SHOT(&c, "sessions-settings");
+    /* a read-only client may not: the reference's error */
+    {
+        json_t *v = cdp_eval(&c, S_readonly_patch_js, 20000);
+        const char *got = json_string_value(v);
+        if (!got || strcmp(got, "missing scope: operator.admin"))
+            test_fail(__FILE__, __LINE__, "read-only sessions.patch: %s", got ? got : c.err);
+        json_decref(v);
+    }
+
     /* phone width */
     MUST(cdp_viewport(&c, 390, 844));
-    static const char *const pages[] = {"access", "models"};
-    for (size_t k = 0; k < 2; k++) {
+    static const char *const pages[] = {"access", "models", "sessions"};
+    for (size_t k = 0; k < 3; k++) {
         char js[256], name[64];
         snprintf(js, sizeof js, "document.getElementById('nav-%s').click(), true", pages[k]);
         MUST(js_true(&c, js));
-        WAIT(&c, k ? "document.querySelectorAll('#md-providers .profile').length > 0"
-                   : "document.querySelectorAll('#ac-allow li').length > 0",
+        WAIT(&c, k == 2   ? "document.querySelectorAll('#sessions li').length > 0"
+                 : k == 1 ? "document.querySelectorAll('#md-providers .profile').length > 0"
+                          : "document.querySelectorAll('#ac-allow li').length > 0",
              10000);
         if (!js_true(&c, FITS))
             test_fail(__FILE__, __LINE__, "%s scrolls sideways at 390 px", pages[k]);

@@ -38,7 +38,7 @@
         sock.send(JSON.stringify({ type: "req", id: id, method: "connect", params: {
           minProtocol: 3, maxProtocol: 3,
           client: { id: "clawmem-control-ui", version: "1", platform: navigator.platform || "web", mode: "webchat" },
-          role: "operator", scopes: ["operator.read", "operator.write"], auth: { token: token } } }));
+          role: "operator", scopes: ["operator.read", "operator.write", "operator.admin"], auth: { token: token } } }));
       } else if (f.type === "res" && pending[f.id]) {
         var p = pending[f.id]; delete pending[f.id];
         if (f.ok) p.ok(f.payload); else p.fail(new Error((f.error && f.error.message) || "error"));
@@ -87,21 +87,72 @@
   }
   /* ---- sessions ---- */
   function when(ms) { return ms ? new Date(ms).toLocaleString() : "never"; }
+  var OVR = [["label", "sx-label", "label"], ["thinkingLevel", "sx-think", "thinking"],
+             ["reasoningLevel", "sx-reason", "reasoning"], ["verboseLevel", "sx-verbose", "verbose"]];
+  var editing = null;
+  function modelOf(s) {
+    return s.modelOverride ? (s.providerOverride ? s.providerOverride + "/" : "") + s.modelOverride : "";
+  }
+  function editSession(s) {
+    editing = s.key;
+    $("sx").hidden = false;
+    $("sx-title").textContent = "Settings of " + s.key;
+    $("sx-status").textContent = "";
+    OVR.forEach(function (o) { $(o[1]).value = s[o[0]] || ""; });
+    $("sx-model").value = modelOf(s);
+    call("models.list", {}).then(function (r) {
+      var dl = $("sx-models"); dl.textContent = "";
+      (r.models || []).forEach(function (m) {
+        var o = el("option"); o.value = (m.provider ? m.provider + "/" : "") + m.id; dl.appendChild(o);
+      });
+    }, function () {});
+    $("sx-label").focus();
+  }
   function loadSessions() {
     var list = $("sessions"); list.textContent = "";
     call("sessions.list", {}).then(function (r) {
       if (!(r.sessions || []).length) list.appendChild(el("li", "muted", "no sessions yet"));
-      (r.sessions || []).forEach(function (s) {
+      (r.sessions || []).forEach(function (s, i) {
         var li = el("li"), a = el("button", "link", s.key);
         a.onclick = function () { session = s.key; $("session").value = s.key; showTab("chat"); };
         li.appendChild(a);
+        if (s.label) li.appendChild(el("strong", "", " " + s.label));
         var facts = [s.chatType || s.kind, "last activity " + when(s.updatedAt)];
         if (typeof s.totalTokens === "number") facts.push(s.totalTokens.toLocaleString() + " tokens");
+        if (s.model) facts.push("model " + (s.modelProvider ? s.modelProvider + "/" : "") + s.model);
         li.appendChild(el("span", "muted", facts.join(" · ")));
+        var ov = [];
+        if (modelOf(s)) ov.push("model " + modelOf(s));
+        OVR.slice(1).forEach(function (o) { if (s[o[0]]) ov.push(o[2] + " " + s[o[0]]); });
+        li.appendChild(el("span", "muted overrides", "overrides: " + (ov.join(" · ") || "none")));
+        var b = el("button", "", "Settings");
+        b.id = "edit-" + i;
+        b.setAttribute("aria-label", "settings of " + s.key);
+        b.onclick = function () { editSession(s); };
+        var row = el("div", "actions"); row.appendChild(b); li.appendChild(row);
         list.appendChild(li);
       });
     }, function (e) { list.appendChild(el("li", "error", e.message)); });
   }
+  $("sx").onsubmit = function (e) {
+    e.preventDefault();
+    if (!editing) return;
+    var p = { key: editing };
+    OVR.forEach(function (o) { var v = $(o[1]).value.trim(); p[o[0]] = v || null; });
+    p.model = $("sx-model").value.trim() || null;
+    $("sx-status").textContent = "saving…";
+    call("sessions.patch", p).then(function () {
+      $("sx-status").textContent = "saved"; loadSessions();
+    }, function (e) { $("sx-status").textContent = e.message; });
+  };
+  $("sx-reset").onclick = function () {
+    if (!editing) return;
+    call("sessions.reset", { key: editing, reason: "reset" }).then(function (r) {
+      $("sx-status").textContent = "reset: new session " + ((r.entry && r.entry.sessionId) || "");
+      loadSessions();
+    }, function (e) { $("sx-status").textContent = e.message; });
+  };
+  $("sx-close").onclick = function () { $("sx").hidden = true; editing = null; };
   /* ---- gateway: the summary, channels and a live log tail ---- */
   var logCursor = null, logTimer = null;
   function pollLog() {
