@@ -342,6 +342,7 @@ TEST(gateway_ws_chat_send_streams_reply_and_history)
                 "\"sessionKey\":\"main\",\"message\":\"What is the dog called?\","
                 "\"idempotencyKey\":\"idem-1\"}}");
     int deltas = 0;
+    json_int_t last_seq = 0; /* the reference's per-run seq: grows with each event */
     bool res_ok = false;
     char *final = NULL;
     for (int i = 0; i < 200 && !final; i++) {
@@ -360,6 +361,10 @@ TEST(gateway_ws_chat_send_streams_reply_and_history)
             json_t *txt = json_object_get(
                 json_array_get(json_object_get(json_object_get(p, "message"), "content"), 0),
                 "text");
+            json_int_t seq = json_integer_value(json_object_get(p, "seq"));
+            if (seq <= last_seq) test_fail(__FILE__, __LINE__, "chat seq %lld after %lld",
+                                           (long long)seq, (long long)last_seq);
+            last_seq = seq;
             if (!strcmp(st, "delta")) deltas++;
             if (!strcmp(st, "final")) final = cm_strdup(json_string_value(txt));
         }

@@ -104,6 +104,11 @@ bool cm_gw_ws_notify(gw_ws *w, const char *channel, const char *account, const c
 /* The gateway's status (a new object) or NULL once detached. */
 json_t *cm_gw_ws_status(gw_ws *w);
 
+/* One text message (a req frame, hostile) from cl: the handshake until cl
+ * is ready, then a method with its scope checked; the answers go to cl->c
+ * (nowhere when NULL: the fuzz target). False: close the connection. */
+bool cm_gw_ws_message(gw_ws *w, gw_ws_client *cl, const char *text, size_t n);
+
 /* control_ui.c: answers a Control UI request under base (true), or false
  * when path is not one of its pages. */
 bool cm_gw_ui_serve(const char *base, const httpd_req *rq, httpd_conn *c);
