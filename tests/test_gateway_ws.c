@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../include/clawmem.h"
+#include "../src/gateway/inbound.h"
 #include "../src/net/wsframe.h"
 #include "fakeserver.h"
 #include "test.h"
@@ -507,6 +508,55 @@ TEST(gateway_ws_sessions_patch_reset_admin_scope)
     EXPECT(r && json_is_true(json_object_get(r, "ok")));
     EXPECT(S_entry(r, "sessionId") && strcmp(S_entry(r, "sessionId"), sid) != 0);
     EXPECT_STR(S_entry(r, "thinkingLevel"), "low"); /* settings stay */
+    json_decref(r);
+    ws_close(&c);
+    gw_down(&w);
+}
+
+/* clawmem.pairing.*: a pending request listed, approve refused to a read
+ * client, deny drops it (no sender approved), a code no longer pending is
+ * NOT_FOUND. */
+TEST(gateway_ws_pairing_list_deny_scopes)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    gw_access_result ar;
+    char err[256];
+    EXPECT_INT(cm_gw_pairing_request(w.state, "telegram", "default", "dave", cm_wall_ms(), &ar,
+                                     err, sizeof err),
+               CM_OK);
+    EXPECT_INT(ar.verdict, GW_ACCESS_PAIRING_ISSUED);
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.read\"]");
+    json_decref(r);
+    r = ws_call(&c, "2", "clawmem.pairing.list", "{}");
+    char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    EXPECT(s && strstr(s, "\"channel\":\"telegram\"") && strstr(s, ar.code) &&
+           strstr(s, "\"id\":\"dave\""));
+    free(s);
+    json_decref(r);
+    char req[256];
+    snprintf(req, sizeof req, "{\"channel\":\"telegram\",\"code\":\"%s\"}", ar.code);
+    r = ws_call(&c, "3", "clawmem.pairing.approve", req);
+    EXPECT_STR(S_err(r), "missing scope: operator.write");
+    json_decref(r);
+    ws_close(&c);
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    r = ws_connect(&c, WTOKEN, "[\"operator.write\"]");
+    json_decref(r);
+    r = ws_call(&c, "4", "clawmem.pairing.deny", req);
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(r, "payload"), "id")), "dave");
+    json_decref(r);
+    r = ws_call(&c, "5", "clawmem.pairing.approve", req);
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
+               "NOT_FOUND");
+    json_decref(r);
+    r = ws_call(&c, "6", "clawmem.pairing.list", "{}");
+    s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    EXPECT(s && !strstr(s, ar.code) && !strstr(s, "dave"));
+    free(s);
     json_decref(r);
     ws_close(&c);
     gw_down(&w);

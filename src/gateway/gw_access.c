@@ -14,9 +14,12 @@
  *   clawmem.pairing.deny    {channel, code, accountId?} (operator.write)
  *       {"ok","channel","id"}: the request is dropped; the sender stays
  *       unapproved (a later message asks again)
- * A code not pending is NOT_FOUND. Each call reads the config's state dir.
+ * A code not pending is NOT_FOUND. Each call reads the config's state dir;
+ * the channels listed are the configured, the running and any with a
+ * pairing store there (QuantumClaw may have written it).
  */
 #include <ctype.h>
+#include <dirent.h>
 
 #include "../config/config.h"
 #include "gw_ws_int.h"
@@ -57,9 +60,10 @@ static bool S_in(const json_t *arr, const char *s)
     return false;
 }
 
-/* The channels to show: the configured ones, then those running (not
- * webchat, which has no access rules). */
-static json_t *S_channel_names(gw_ws *w)
+/* The channels to show: the configured ones, those running (not webchat,
+ * which has no access rules), then any with a pairing store under
+ * <state_dir>/credentials/ (<channel>-pairing.json). */
+static json_t *S_channel_names(gw_ws *w, const char *state_dir)
 {
     json_t *names = json_array();
     const char *k;
@@ -77,6 +81,22 @@ static json_t *S_channel_names(gw_ws *w)
             json_array_append_new(names, json_string(n));
     }
     json_decref(s);
+    buf dir = BUF_INIT;
+    DIR *d = cm_buf_printf(&dir, "%s/credentials", state_dir) ? NULL : opendir(dir.data);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        size_t n = strlen(de->d_name), suf = sizeof "-pairing.json" - 1;
+        if (n <= suf || n - suf >= 64 || strcmp(de->d_name + n - suf, "-pairing.json")) continue;
+        char ch[64];
+        snprintf(ch, sizeof ch, "%.*s", (int)(n - suf), de->d_name);
+        bool plain = true;
+        for (const char *q = ch; *q; q++)
+            plain &= islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_' ||
+                     *q == '-';
+        if (plain && !S_in(names, ch)) json_array_append_new(names, json_string(ch));
+    }
+    if (d) closedir(d);
+    cm_buf_release(&dir);
     return names;
 }
 
@@ -125,7 +145,7 @@ static void m_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         return cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
     }
     int64_t now = cm_wall_ms();
-    json_t *names = S_channel_names(w), *out = json_array();
+    json_t *names = S_channel_names(w, cfg.state_dir), *out = json_array();
     size_t i;
     json_t *v;
     json_array_foreach(names, i, v)
