@@ -441,8 +441,25 @@ TEST(gateway_ws_sessions_patch_reset_admin_scope)
         ws_close(&c);
     }
     wsc c;
+    /* a webchat client (not a Control UI) may not patch, even as admin */
     EXPECT(ws_open(&c, w.port, NULL, NULL));
-    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.admin\"]");
+    json_t *ch = ws_recv(&c, 5000);
+    json_decref(ch);
+    ws_send(&c, "{\"type\":\"req\",\"id\":\"1\",\"method\":\"connect\",\"params\":{"
+                "\"minProtocol\":3,\"maxProtocol\":3,\"client\":{\"id\":\"webchat-ui\","
+                "\"version\":\"1\",\"platform\":\"web\",\"mode\":\"webchat\"},\"role\":"
+                "\"operator\",\"scopes\":[\"operator.admin\"],\"auth\":{\"token\":\"" WTOKEN
+                "\"}}}");
+    json_t *r = ws_res(&c);
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = ws_call(&c, "2", "sessions.patch", "{\"key\":\"main\",\"thinkingLevel\":\"high\"}");
+    EXPECT_STR(S_err(r), "webchat clients cannot patch sessions; use chat.send for "
+                         "session-scoped updates");
+    json_decref(r);
+    ws_close(&c);
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    r = ws_connect(&c, WTOKEN, "[\"operator.admin\"]");
     EXPECT(r && json_is_true(json_object_get(r, "ok")));
     json_decref(r);
     r = ws_call(&c, "2", "sessions.patch", "{\"key\":\"main\",\"thinkingLevel\":\"lots\"}");

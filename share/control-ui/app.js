@@ -201,11 +201,17 @@
   function resolveReq(ch, r, approve) {
     call(approve ? "clawmem.pairing.approve" : "clawmem.pairing.deny",
          { channel: ch, code: r.code, accountId: r.accountId })
-      .then(function () { loadAccess(); },
-            function (e) { $("ac-requests").appendChild(el("li", "error", e.message)); });
+      .then(function () { loadAccess(true); },
+            function (e) { loadAccess(true, e.message); });
   }
-  function loadAccess() {
+  var accessSeen = "";
+  function loadAccess(force, note) {
     call("clawmem.pairing.list", {}).then(function (r) {
+      /* re-drawn only when something changed: a focused button keeps its focus */
+      var seen = JSON.stringify(r.channels || []);
+      if (!force && seen === accessSeen) return;
+      accessSeen = seen;
+      $("ac-status").textContent = note || "";
       var reqs = $("ac-requests"), allow = $("ac-allow"), n = 0;
       reqs.textContent = ""; allow.textContent = "";
       (r.channels || []).forEach(function (c) {
@@ -352,7 +358,7 @@
     if (t === "sessions") loadSessions();
     if (t === "memory") $("mquery").focus();
     if (t === "gateway") loadGateway();
-    if (t === "access") { loadAccess(); pageTimer = setInterval(function () { if (connected) loadAccess(); }, 3000); }
+    if (t === "access") { loadAccess(true); pageTimer = setInterval(function () { if (connected) loadAccess(); }, 3000); }
     if (t === "models") {
       loadModels();
       var n = 0;

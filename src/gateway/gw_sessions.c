@@ -14,7 +14,8 @@
  *   sessions.reset {key, reason?: "new"|"reset"}: a new sessionId and
  *     transcript, the old one archived (cm_session_reset). Answers {ok, key,
  *     entry}.
- * The entry is made when missing. Both broadcast "sessions.changed"
+ * A webchat client other than a Control UI may not patch (the reference's
+ * rejectWebchatSessionMutation). The entry is made when missing. Both broadcast "sessions.changed"
  * {sessionKey, reason, ts}. clawmem's runs honour model and reasoningLevel;
  * the other fields are kept for QuantumClaw reading the same store. The
  * spawn lineage fields (spawnedBy, spawnDepth, subagent*) of subagent
@@ -329,6 +330,10 @@ static void S_changed(gw_ws *w, const char *key, const char *reason)
 void cm_gw_ws_sessions_patch(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 {
     if (!S_check(cl, id, "sessions.patch", p, S_patch_known)) return;
+    if (cl->webchat)
+        return S_invalid(cl, id,
+                         "webchat clients cannot patch sessions; use chat.send for "
+                         "session-scoped updates");
     char err[512], why[512], sid[160];
     char *key = cm_gw_ws_session_key(w, json_string_value(json_object_get(p, "key")));
     session_store st;

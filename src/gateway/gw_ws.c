@@ -198,6 +198,14 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         return false;
     }
     json_t *scopes = json_object_get(p, "scopes");
+    /* the reference's isWebchatClient, its Control UI excepted */
+    const char *cmode = json_string_value(json_object_get(client, "mode"));
+    const char *cid = json_string_value(json_object_get(client, "id"));
+    cl->webchat = ((cmode && !strcasecmp(cmode, "webchat")) ||
+                   (cid && !strcmp(cid, "webchat-ui"))) &&
+                  !(cid && (!strcmp(cid, "openclaw-control-ui") ||
+                            !strcmp(cid, "quantumclaw-control-ui") ||
+                            !strcmp(cid, "clawmem-control-ui")));
     cl->scope_admin = S_has_scope(scopes, "operator.admin");
     cl->scope_write = cl->scope_admin || S_has_scope(scopes, "operator.write");
     cl->scope_read = cl->scope_write || S_has_scope(scopes, "operator.read");
