@@ -430,8 +430,8 @@ TEST(control_ui_browser_access_models)
     /* Approve, from the keyboard: focus the button, press Enter */
     MUST(js_true(&c, "document.querySelector('#ac-requests button').id.indexOf('approve-') === 0"));
     {
-        json_t *v = cdp_eval(&c, "document.querySelector('#ac-requests button').focus(), true",
-                             5000);
+        json_t *v =
+            cdp_eval(&c, "document.querySelector('#ac-requests button').focus(), true", 5000);
         json_decref(v);
         static const char *const kinds[] = {"keyDown", "keyUp"};
         for (int i = 0; i < 2; i++) {
@@ -481,8 +481,8 @@ TEST(control_ui_browser_access_models)
         snprintf(first, sizeof first, "%s", json_string_value(a) ? json_string_value(a) : "");
         json_decref(a);
         char js[256];
-        snprintf(js, sizeof js,
-                 "document.querySelector('#md-providers .cd').textContent !== '%s'", first);
+        snprintf(js, sizeof js, "document.querySelector('#md-providers .cd').textContent !== '%s'",
+                 first);
         WAIT(&c, js, 5000); /* it counts down */
     }
     SHOT(&c, "models");
@@ -518,9 +518,10 @@ TEST(control_ui_browser_access_models)
         char js[256], name[64];
         snprintf(js, sizeof js, "document.getElementById('nav-%s').click(), true", pages[k]);
         MUST(js_true(&c, js));
-        WAIT(&c, k == 2   ? "document.querySelectorAll('#sessions li').length > 0"
-                 : k == 1 ? "document.querySelectorAll('#md-providers .profile').length > 0"
-                          : "document.querySelectorAll('#ac-allow li').length > 0",
+        WAIT(&c,
+             k == 2   ? "document.querySelectorAll('#sessions li').length > 0"
+             : k == 1 ? "document.querySelectorAll('#md-providers .profile').length > 0"
+                      : "document.querySelectorAll('#ac-allow li').length > 0",
              10000);
         if (!js_true(&c, FITS))
             test_fail(__FILE__, __LINE__, "%s scrolls sideways at 390 px", pages[k]);

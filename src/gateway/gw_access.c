@@ -91,8 +91,8 @@ static json_t *S_channel_names(gw_ws *w, const char *state_dir)
         snprintf(ch, sizeof ch, "%.*s", (int)(n - suf), de->d_name);
         bool plain = true;
         for (const char *q = ch; *q; q++)
-            plain &= islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_' ||
-                     *q == '-';
+            plain &=
+                islower((unsigned char)*q) || isdigit((unsigned char)*q) || *q == '_' || *q == '-';
         if (plain && !S_in(names, ch)) json_array_append_new(names, json_string(ch));
     }
     if (d) closedir(d);
@@ -170,9 +170,9 @@ static void S_resolve(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p, boo
     cm_config cfg = {0};
     cm_rc rc = S_config(w, &cfg, err, sizeof err);
     if (!rc)
-        rc = (approve ? cm_gw_pairing_approve : cm_gw_pairing_deny)(
-            cfg.state_dir, ch, acct && *acct ? acct : NULL, code, cm_wall_ms(), sender,
-            sizeof sender, err, sizeof err);
+        rc = (approve ? cm_gw_pairing_approve
+                      : cm_gw_pairing_deny)(cfg.state_dir, ch, acct && *acct ? acct : NULL, code,
+                                            cm_wall_ms(), sender, sizeof sender, err, sizeof err);
     cm_config_release(&cfg);
     if (rc == CM_ENOTFOUND || rc == CM_EINVAL)
         return cm_gw_ws_fail(cl, id, "NOT_FOUND", "no pending pairing request with that code",
@@ -183,8 +183,8 @@ static void S_resolve(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p, boo
     json_t *res = json_pack("{s:b,s:s,s:s}", "ok", 1, "channel", ch, "id", sender);
     if (approve) {
         bool notify = !json_is_false(json_object_get(p, "notify")), sent = false;
-        if (notify) sent = cm_gw_ws_notify(w, ch, acct && *acct ? acct : NULL, sender,
-                                           APPROVED_TEXT);
+        if (notify)
+            sent = cm_gw_ws_notify(w, ch, acct && *acct ? acct : NULL, sender, APPROVED_TEXT);
         json_object_set_new(res, "notified", json_boolean(sent));
     }
     cm_gw_ws_ok(cl, id, res);

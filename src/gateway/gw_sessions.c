@@ -28,55 +28,91 @@
 #include "../session/sessions.h"
 #include "gw_ws_int.h"
 
-/* Aliases then the canonical value, pairwise, NULL-terminated. */
-static const char *const S_think[] = {
-    "off",         "off",     "on",           "low",     "enable",     "low",
-    "enabled",     "low",     "min",          "minimal", "minimal",    "minimal",
-    "low",         "low",     "thinkhard",    "low",     "think-hard", "low",
-    "think_hard",  "low",     "mid",          "medium",  "med",        "medium",
-    "medium",      "medium",  "thinkharder",  "medium",  "think-harder", "medium",
-    "harder",      "medium",  "high",         "high",    "ultra",      "high",
-    "ultrathink",  "high",    "thinkhardest", "high",    "highest",    "high",
-    "max",         "high",    "think",        "minimal", "adaptive",   "adaptive",
-    "auto",        "adaptive", "xhigh",       "xhigh",   "extrahigh",  "xhigh",
-    "extra-high",  "xhigh",   "extra_high",   "xhigh",   NULL};
-static const char *const S_onoff_full[] = {"off", "off", "false", "off", "no",  "off", "0",
-                                           "off", "on",  "on",    "true", "on",  "yes", "on",
-                                           "1",   "on",  "full",  "full", "all", "full", NULL};
-static const char *const S_reasoning[] = {
-    "off",     "off", "false",  "off",    "no",        "off",    "0",    "off",
-    "hide",    "off", "hidden", "off",    "disable",   "off",    "disabled", "off",
-    "on",      "on",  "true",   "on",     "yes",       "on",     "1",    "on",
-    "show",    "on",  "visible", "on",    "enable",    "on",     "enabled", "on",
-    "stream",  "stream", "streaming", "stream", "draft", "stream", "live", "stream", NULL};
-static const char *const S_usage[] = {
-    "off",    "off",    "false",  "off",    "no",       "off",    "0",       "off",
-    "disable", "off",   "disabled", "off",  "on",       "tokens", "true",    "tokens",
-    "yes",    "tokens", "1",      "tokens", "enable",   "tokens", "enabled", "tokens",
-    "tokens", "tokens", "token",  "tokens", "tok",      "tokens", "minimal", "tokens",
-    "min",    "tokens", "full",   "full",   "session",  "full",   NULL};
-static const char *const S_elevated[] = {
-    "off",  "off",  "false", "off", "no",   "off", "0",   "off", "full",    "full",
-    "auto", "full", "auto-approve", "full", "autoapprove", "full", "ask", "ask",
-    "prompt", "ask", "approval", "ask", "approve", "ask", "on", "on", "true", "on",
-    "yes",  "on",   "1",     "on",  NULL};
-static const char *const S_exec_host[] = {"sandbox", "sandbox", "gateway", "gateway",
-                                          "node",    "node",    NULL};
-static const char *const S_exec_sec[] = {"deny", "deny", "allowlist", "allowlist",
-                                         "full", "full", NULL};
-static const char *const S_exec_ask[] = {"off", "off", "on-miss", "on-miss", "always", "always",
-                                         NULL};
-static const char *const S_send[] = {"allow", "allow", "deny", "deny", NULL};
-static const char *const S_activation[] = {"mention", "mention", "always", "always", NULL};
+/* An alias and its canonical value; tables end with {NULL, NULL}. */
+typedef struct alias {
+    const char *from, *to;
+} alias;
+
+static const alias S_think[] = {{"off", "off"},
+                                {"on", "low"},
+                                {"enable", "low"},
+                                {"enabled", "low"},
+                                {"min", "minimal"},
+                                {"minimal", "minimal"},
+                                {"low", "low"},
+                                {"thinkhard", "low"},
+                                {"think-hard", "low"},
+                                {"think_hard", "low"},
+                                {"mid", "medium"},
+                                {"med", "medium"},
+                                {"medium", "medium"},
+                                {"thinkharder", "medium"},
+                                {"think-harder", "medium"},
+                                {"harder", "medium"},
+                                {"high", "high"},
+                                {"ultra", "high"},
+                                {"ultrathink", "high"},
+                                {"thinkhardest", "high"},
+                                {"highest", "high"},
+                                {"max", "high"},
+                                {"think", "minimal"},
+                                {"adaptive", "adaptive"},
+                                {"auto", "adaptive"},
+                                {"xhigh", "xhigh"},
+                                {"extrahigh", "xhigh"},
+                                {"extra-high", "xhigh"},
+                                {"extra_high", "xhigh"},
+                                {NULL, NULL}};
+static const alias S_onoff_full[] = {{"off", "off"},  {"false", "off"}, {"no", "off"},
+                                     {"0", "off"},    {"on", "on"},     {"true", "on"},
+                                     {"yes", "on"},   {"1", "on"},      {"full", "full"},
+                                     {"all", "full"}, {NULL, NULL}};
+static const alias S_reasoning[] = {
+    {"off", "off"},       {"false", "off"},        {"no", "off"},       {"0", "off"},
+    {"hide", "off"},      {"hidden", "off"},       {"disable", "off"},  {"disabled", "off"},
+    {"on", "on"},         {"true", "on"},          {"yes", "on"},       {"1", "on"},
+    {"show", "on"},       {"visible", "on"},       {"enable", "on"},    {"enabled", "on"},
+    {"stream", "stream"}, {"streaming", "stream"}, {"draft", "stream"}, {"live", "stream"},
+    {NULL, NULL}};
+static const alias S_usage[] = {
+    {"off", "off"},       {"false", "off"},    {"no", "off"},        {"0", "off"},
+    {"disable", "off"},   {"disabled", "off"}, {"on", "tokens"},     {"true", "tokens"},
+    {"yes", "tokens"},    {"1", "tokens"},     {"enable", "tokens"}, {"enabled", "tokens"},
+    {"tokens", "tokens"}, {"token", "tokens"}, {"tok", "tokens"},    {"minimal", "tokens"},
+    {"min", "tokens"},    {"full", "full"},    {"session", "full"},  {NULL, NULL}};
+static const alias S_elevated[] = {{"off", "off"},
+                                   {"false", "off"},
+                                   {"no", "off"},
+                                   {"0", "off"},
+                                   {"full", "full"},
+                                   {"auto", "full"},
+                                   {"auto-approve", "full"},
+                                   {"autoapprove", "full"},
+                                   {"ask", "ask"},
+                                   {"prompt", "ask"},
+                                   {"approval", "ask"},
+                                   {"approve", "ask"},
+                                   {"on", "on"},
+                                   {"true", "on"},
+                                   {"yes", "on"},
+                                   {"1", "on"},
+                                   {NULL, NULL}};
+static const alias S_exec_host[] = {
+    {"sandbox", "sandbox"}, {"gateway", "gateway"}, {"node", "node"}, {NULL, NULL}};
+static const alias S_exec_sec[] = {
+    {"deny", "deny"}, {"allowlist", "allowlist"}, {"full", "full"}, {NULL, NULL}};
+static const alias S_exec_ask[] = {
+    {"off", "off"}, {"on-miss", "on-miss"}, {"always", "always"}, {NULL, NULL}};
+static const alias S_send[] = {{"allow", "allow"}, {"deny", "deny"}, {NULL, NULL}};
+static const alias S_activation[] = {{"mention", "mention"}, {"always", "always"}, {NULL, NULL}};
 
 /* The string fields: name, table, the reference's error text. */
 static const struct {
     const char *name;
-    const char *const *table;
+    const alias *table;
     const char *why;
 } S_fields[] = {
-    {"thinkingLevel", S_think,
-     "invalid thinkingLevel (use off|minimal|low|medium|high|adaptive)"},
+    {"thinkingLevel", S_think, "invalid thinkingLevel (use off|minimal|low|medium|high|adaptive)"},
     {"verboseLevel", S_onoff_full, "invalid verboseLevel (use \"on\"|\"off\")"},
     {"reasoningLevel", S_reasoning, "invalid reasoningLevel (use \"on\"|\"off\"|\"stream\")"},
     {"responseUsage", S_usage, "invalid responseUsage (use \"off\"|\"tokens\"|\"full\")"},
@@ -88,7 +124,7 @@ static const struct {
     {"groupActivation", S_activation, "invalid groupActivation (use \"mention\"|\"always\")"},
 };
 
-static const char *S_norm(const char *raw, const char *const *t)
+static const char *S_norm(const char *raw, const alias *t)
 {
     char key[64];
     size_t n = 0;
@@ -99,8 +135,8 @@ static const char *S_norm(const char *raw, const char *const *t)
     while (n && isspace((unsigned char)key[n - 1]))
         n--;
     key[n] = 0;
-    for (size_t i = 0; t[i]; i += 2)
-        if (!strcmp(t[i], key)) return t[i + 1];
+    for (size_t i = 0; t[i].from; i++)
+        if (!strcmp(t[i].from, key)) return t[i].to;
     return NULL;
 }
 
@@ -139,8 +175,7 @@ static bool S_check(gw_ws_client *cl, const char *id, const char *method, const 
             return false;
         }
         if (strcmp(k, "key") && strcmp(k, "fastMode") && strcmp(k, "spawnDepth") &&
-            !json_is_null(v) &&
-            (!json_is_string(v) || !*json_string_value(v))) {
+            !json_is_null(v) && (!json_is_string(v) || !*json_string_value(v))) {
             char why[160];
             snprintf(why, sizeof why, "at /%.80s: must be a non-empty string or null", k);
             S_bad_params(cl, id, method, why);
@@ -234,11 +269,13 @@ static bool S_model(gw_ws *w, const json_t *v, json_t *patch, char *why, size_t 
 }
 
 static const char *const S_patch_known[] = {
-    "key",          "label",         "thinkingLevel", "fastMode",        "verboseLevel",
-    "reasoningLevel", "responseUsage", "elevatedLevel", "execHost",      "execSecurity",
-    "execAsk",      "execNode",      "model",         "spawnedBy",       "spawnedWorkspaceDir",
-    "spawnDepth",   "subagentRole",  "subagentControlScope", "sendPolicy", "groupActivation",
-    NULL};
+    "key",           "label",           "thinkingLevel",
+    "fastMode",      "verboseLevel",    "reasoningLevel",
+    "responseUsage", "elevatedLevel",   "execHost",
+    "execSecurity",  "execAsk",         "execNode",
+    "model",         "spawnedBy",       "spawnedWorkspaceDir",
+    "spawnDepth",    "subagentRole",    "subagentControlScope",
+    "sendPolicy",    "groupActivation", NULL};
 
 /* The patch for the store (null members clear), or NULL with why set. */
 static json_t *S_build(gw_ws *w, const json_t *p, const session_store *st, const char *key,
@@ -269,8 +306,14 @@ static json_t *S_build(gw_ws *w, const json_t *p, const session_store *st, const
             size_t len = strlen(raw);
             while (len && isspace((unsigned char)raw[len - 1]))
                 len--;
-            if (!len) { snprintf(why, n, "invalid label: empty"); goto bad; }
-            if (len > 512) { snprintf(why, n, "invalid label: too long (max 512)"); goto bad; }
+            if (!len) {
+                snprintf(why, n, "invalid label: empty");
+                goto bad;
+            }
+            if (len > 512) {
+                snprintf(why, n, "invalid label: too long (max 512)");
+                goto bad;
+            }
             json_t *all = cm_session_store_snapshot(st), *e;
             const char *ok;
             bool taken = false;
@@ -280,7 +323,10 @@ static json_t *S_build(gw_ws *w, const json_t *p, const session_store *st, const
                 taken |= strcasecmp(ok, key) && l && strlen(l) == len && !strncmp(l, raw, len);
             }
             json_decref(all);
-            if (taken) { snprintf(why, n, "label already in use: %.*s", (int)len, raw); goto bad; }
+            if (taken) {
+                snprintf(why, n, "label already in use: %.*s", (int)len, raw);
+                goto bad;
+            }
             json_object_set_new(patch, k, json_stringn(raw, len));
             continue;
         }
@@ -292,7 +338,10 @@ static json_t *S_build(gw_ws *w, const json_t *p, const session_store *st, const
                 if (!strcasecmp(json_string_value(v), "fast")) fm = 1;
                 if (!strcasecmp(json_string_value(v), "normal")) fm = 0;
             }
-            if (fm < 0) { snprintf(why, n, "invalid fastMode (use true or false)"); goto bad; }
+            if (fm < 0) {
+                snprintf(why, n, "invalid fastMode (use true or false)");
+                goto bad;
+            }
             json_object_set_new(patch, k, json_boolean(fm));
             continue;
         }
@@ -304,15 +353,20 @@ static json_t *S_build(gw_ws *w, const json_t *p, const session_store *st, const
         while (strcmp(S_fields[i].name, k))
             i++; /* every other known member is in S_fields */
         const char *canon = S_norm(json_string_value(v), S_fields[i].table);
-        if (!canon) { snprintf(why, n, "%s", S_fields[i].why); goto bad; }
-        if (!strcmp(k, "thinkingLevel") && !strcmp(canon, "xhigh")) {
-            snprintf(why, n, "thinkingLevel \"xhigh\" is only supported for provider models "
-                             "that advertise xhigh reasoning");
+        if (!canon) {
+            snprintf(why, n, "%s", S_fields[i].why);
             goto bad;
         }
-        json_object_set_new(patch, k, !strcmp(k, "responseUsage") && !strcmp(canon, "off")
-                                          ? json_null()
-                                          : json_string(canon));
+        if (!strcmp(k, "thinkingLevel") && !strcmp(canon, "xhigh")) {
+            snprintf(why, n,
+                     "thinkingLevel \"xhigh\" is only supported for provider models "
+                     "that advertise xhigh reasoning");
+            goto bad;
+        }
+        json_object_set_new(patch, k,
+                            !strcmp(k, "responseUsage") && !strcmp(canon, "off")
+                                ? json_null()
+                                : json_string(canon));
     }
     return patch;
 bad:
@@ -382,7 +436,8 @@ void cm_gw_ws_sessions_reset(gw_ws *w, gw_ws_client *cl, const char *id, json_t 
 {
     if (!S_check(cl, id, "sessions.reset", p, S_reset_known)) return;
     const char *reason = json_string_value(json_object_get(p, "reason"));
-    if (json_object_get(p, "reason") && (!reason || (strcmp(reason, "new") && strcmp(reason, "reset"))))
+    if (json_object_get(p, "reason") &&
+        (!reason || (strcmp(reason, "new") && strcmp(reason, "reset"))))
         return S_bad_params(cl, id, "sessions.reset", "at /reason: must be \"new\" or \"reset\"");
     char err[512], sid[160];
     char *key = cm_gw_ws_session_key(w, json_string_value(json_object_get(p, "key")));
@@ -402,9 +457,9 @@ void cm_gw_ws_sessions_reset(gw_ws *w, gw_ws_client *cl, const char *id, json_t 
         cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
         goto out;
     }
-    cm_gw_ws_ok(cl, id,
-                json_pack("{s:b,s:s,s:O}", "ok", 1, "key", key, "entry",
-                          cm_session_store_get(&st, key)));
+    cm_gw_ws_ok(
+        cl, id,
+        json_pack("{s:b,s:s,s:O}", "ok", 1, "key", key, "entry", cm_session_store_get(&st, key)));
     S_changed(w, key, reason && !strcmp(reason, "new") ? "new" : "reset");
 out:
     cm_session_store_release(&st);
@@ -415,9 +470,9 @@ out:
 void cm_gw_ws_sessions_overrides(gw_ws *w, json_t *rows)
 {
     static const char *const fields[] = {
-        "label",         "model",        "modelProvider", "providerOverride", "modelOverride",
-        "thinkingLevel", "fastMode",     "verboseLevel",  "reasoningLevel",   "responseUsage",
-        "elevatedLevel", "sendPolicy",   "groupActivation", "execHost",       "execSecurity",
+        "label",         "model",      "modelProvider",   "providerOverride", "modelOverride",
+        "thinkingLevel", "fastMode",   "verboseLevel",    "reasoningLevel",   "responseUsage",
+        "elevatedLevel", "sendPolicy", "groupActivation", "execHost",         "execSecurity",
         "execAsk",       "execNode"};
     session_store st;
     memset(&st, 0, sizeof st);

@@ -17,7 +17,7 @@ typedef struct gw_ws_client {
     bool ready; /* connect succeeded */
     bool scope_read, scope_write, scope_admin;
     bool webchat; /* a webchat client that is not a Control UI: may not patch sessions */
-    int refs; /* broadcasts writing to it (under w->mu) */
+    int refs;     /* broadcasts writing to it (under w->mu) */
     struct gw_ws_client *next;
 } gw_ws_client;
 

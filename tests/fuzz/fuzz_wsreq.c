@@ -52,9 +52,9 @@ static gw_ws *S_gateway(void)
     snprintf(S_state, sizeof S_state, "%s/state", S_dir);
     mkdir(S_ws, 0700);
     mkdir(S_state, 0700);
-    S_cfg = json_pack("{s:{s:{s:s}},s:{s:{s:s,s:{s:s}}}}", "gateway", "auth", "token", TOKEN,
-                      "agents", "defaults", "model", "openai/gpt-t", "memorySearch", "provider",
-                      "none");
+    S_cfg =
+        json_pack("{s:{s:{s:s}},s:{s:{s:s,s:{s:s}}}}", "gateway", "auth", "token", TOKEN, "agents",
+                  "defaults", "model", "openai/gpt-t", "memorySearch", "provider", "none");
     S_opt = (cm_options){NULL, S_ws, NULL, S_state, NULL, NULL, 0};
     gw_ws_opts o = {S_cfg, &S_opt, NULL, NULL, NULL, NULL, NULL, "fuzz", NULL};
     char err[256];
