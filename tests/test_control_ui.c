@@ -29,7 +29,8 @@ typedef struct uigw {
     cm_gateway *g;
 } uigw;
 
-static bool ui_up(uigw *u)
+/* profiles: the auth-profiles.json to write, or NULL (the config's key). */
+static bool ui_up(uigw *u, const char *profiles)
 {
     memset(u, 0, sizeof *u);
     u->fs = fake_start(8, u->base);
@@ -53,6 +54,7 @@ static bool ui_up(uigw *u)
              "\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
              u->base);
     write_file(u->dir, "state/quantumclaw.json", cfg);
+    if (profiles) write_file(u->dir, "state/agents/main/agent/auth-profiles.json", profiles);
     char ws[4096], state[4096];
     snprintf(ws, sizeof ws, "%s", path_in(u->dir, "ws"));
     snprintf(state, sizeof state, "%s", path_in(u->dir, "state"));
@@ -139,7 +141,8 @@ static const char S_refusals_js[] =
     "  });\n"
     "  const methods = ['health','status','channels.status','sessions.list','chat.history',\n"
     "    'chat.send','chat.abort','models.list','logs.tail','config.get','memory.search',\n"
-    "    'memory.get'];\n"
+    "    'memory.get','clawmem.pairing.list','clawmem.pairing.approve','clawmem.pairing.deny',\n"
+    "    'clawmem.models.status'];\n"
     "  const out = [];\n"
     "  for (const m of methods) {\n"
     "    const f = await one({type:'req', id:'1', method:m, params:{sessionKey:'main',\n"
@@ -186,7 +189,7 @@ TEST(control_ui_browser_token_chat_sessions_memory_gateway)
         SKIP("chromium", "no /usr/bin/chromium (apt-get install chromium, or set "
                          "CLAWMEM_TEST_CHROMIUM)");
     uigw u;
-    if (!ui_up(&u)) return;
+    if (!ui_up(&u, NULL)) return;
     fake_push_chat_text(u.fs, REPLY, 40);
     cdp c;
     bool up = cdp_launch(&c, chromium, 1100, 760);
@@ -325,6 +328,206 @@ TEST(control_ui_browser_token_chat_sessions_memory_gateway)
     }
 
     /* nothing on the console, no exception, no failed load */
+    if (json_array_size(c.problems)) {
+        char *s = json_dumps(c.problems, JSON_INDENT(2));
+        test_fail(__FILE__, __LINE__, "the page reported problems:\n%s", s);
+        free(s);
+    }
+out:
+    cdp_close(&c);
+    ui_down(&u);
+}
+
+/* A connect with operator.read only, then sessions.patch: the error message. */
+static const char S_readonly_patch_js[] =
+    "new Promise((ok) => {\n"
+    "  const s = new WebSocket('ws://' + location.host + '/');\n"
+    "  s.onmessage = (ev) => {\n"
+    "    const f = JSON.parse(ev.data);\n"
+    "    if (f.type === 'event' && f.event === 'connect.challenge')\n"
+    "      s.send(JSON.stringify({type:'req', id:'c', method:'connect', params:{minProtocol:3,\n"
+    "        maxProtocol:3, client:{id:'t', version:'1', platform:'web', mode:'webchat'},\n"
+    "        role:'operator', scopes:['operator.read'], auth:{token:'" UTOKEN "'}}}));\n"
+    "    else if (f.type === 'res' && f.id === 'c')\n"
+    "      s.send(JSON.stringify({type:'req', id:'p', method:'sessions.patch',\n"
+    "        params:{key:'main', thinkingLevel:'low'}}));\n"
+    "    else if (f.type === 'res' && f.id === 'p') { s.close(); ok(f.ok ? 'ANSWERED' : "
+    "f.error.message); }\n"
+    "  };\n"
+    "  s.onclose = () => ok('closed');\n"
+    "})";
+
+/* POSTs a direct message of sender carol to the HTTP channel (from the page,
+ * with the gateway token as the channel's Bearer): the HTTP status. */
+static int S_carol_says(cdp *c, const char *mid, const char *text)
+{
+    char js[1024];
+    snprintf(js, sizeof js,
+             "fetch('/v1/messages', {method:'POST', headers:{'Authorization':'Bearer " UTOKEN
+             "','Content-Type':'application/json'}, body:JSON.stringify({peer:'carol',"
+             "sender:'carol', chatType:'direct', messageId:'%s', text:'%s'})})"
+             ".then(r => r.status, e => -1)",
+             mid, text);
+    json_t *v = cdp_eval(c, js, 10000);
+    int st = json_is_integer(v) ? (int)json_integer_value(v) : -2;
+    json_decref(v);
+    return st;
+}
+
+/* An expression true once one of carol's replies contains what. */
+#define CAROL_GOT(what)                                                                            \
+    "fetch('/v1/replies?peer=carol&after=0', {headers:{'Authorization':'Bearer " UTOKEN "'}})"     \
+    ".then(r => r.json()).then(j => (j.replies || []).some(r => r.text.indexOf('" what             \
+    "') >= 0), e => false)"
+
+#define PROFILES_AB                                                                                \
+    "{\"version\":1,\"profiles\":{"                                                                \
+    "\"openai:a\":{\"type\":\"api_key\",\"provider\":\"openai\",\"key\":\"sk-ui-aaaa\"},"          \
+    "\"openai:b\":{\"type\":\"api_key\",\"provider\":\"openai\",\"key\":\"sk-ui-bbbb\"}},"         \
+    "\"usageStats\":{\"openai:a\":{\"lastUsed\":100},\"openai:b\":{\"lastUsed\":200}}}"
+
+/* Access: a sender's pairing request appears on the page, Approve answers
+ * the sender (the reference's approval message) and lets its next message
+ * through. Models: that message meets a 429 on the first profile (the next
+ * one answers), and the page shows the first profile cooling down, counting
+ * down, with the failure counted. Sessions: a session's settings saved
+ * through its form (sessions.patch); a read-only client refused. */
+TEST(control_ui_browser_access_models)
+{
+    const char *chromium = cdp_find_chromium();
+    if (!chromium)
+        SKIP("chromium", "no /usr/bin/chromium (apt-get install chromium, or set "
+                         "CLAWMEM_TEST_CHROMIUM)");
+    uigw u;
+    if (!ui_up(&u, PROFILES_AB)) return;
+    cdp c;
+    bool up = cdp_launch(&c, chromium, 1100, 760);
+    if (!up) {
+        test_fail(__FILE__, __LINE__, "chromium: %s", c.err);
+        goto out;
+    }
+    if (!cdp_goto(&c, u.url, 30000)) {
+        test_fail(__FILE__, __LINE__, "%s", c.err);
+        goto out;
+    }
+    WAIT(&c, "!document.getElementById('login').hidden", 10000);
+    MUST(js_true(&c, "document.getElementById('nav-access').click(),"
+                     "document.getElementById('tab-access').hidden"));
+    MUST(type_enter(&c, "token", UTOKEN));
+    WAIT(&c, "document.getElementById('status').textContent === 'connected'", 10000);
+    MUST(js_true(&c, "!document.getElementById('tab-access').hidden"));
+
+    /* carol asks: the code goes back to her, the request shows on the page */
+    EXPECT_INT(S_carol_says(&c, "m1", "hello?"), 202);
+    WAIT(&c, CAROL_GOT("Pairing code"), 20000);
+    EXPECT_INT(fake_count(u.fs), 0);
+    WAIT(&c,
+         "[...document.querySelectorAll('#ac-requests li')].some(li => "
+         "li.textContent.indexOf('sender carol') >= 0 && li.querySelector('button'))",
+         10000);
+    MUST(js_true(&c, "document.getElementById('ac-allow').textContent.indexOf('http') >= 0"));
+    SHOT(&c, "access");
+    /* Approve, from the keyboard: focus the button, press Enter */
+    MUST(js_true(&c, "document.querySelector('#ac-requests button').id.indexOf('approve-') === 0"));
+    {
+        json_t *v =
+            cdp_eval(&c, "document.querySelector('#ac-requests button').focus(), true", 5000);
+        json_decref(v);
+        static const char *const kinds[] = {"keyDown", "keyUp"};
+        for (int i = 0; i < 2; i++) {
+            json_t *k = json_pack("{s:s,s:s,s:s,s:i}", "type", kinds[i], "key", "Enter", "code",
+                                  "Enter", "windowsVirtualKeyCode", 13);
+            if (i == 0) json_object_set_new(k, "text", json_string("\r"));
+            json_t *r = cdp_call(&c, true, "Input.dispatchKeyEvent", k, 5000);
+            MUST(r);
+            json_decref(r);
+        }
+    }
+    WAIT(&c, CAROL_GOT("access approved"), 20000);
+    WAIT(&c,
+         "document.getElementById('ac-requests').textContent.indexOf('no pending requests') >= 0 "
+         "&& document.getElementById('ac-allow').textContent.indexOf('approved (default): carol') "
+         ">= 0",
+         10000);
+    SHOT(&c, "access-approved");
+
+    /* carol again: let through; the first profile gets a 429, the second answers */
+    fake_push_raw(u.fs,
+                  "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+                  "Content-Length: 47\r\nConnection: close\r\n\r\n"
+                  "{\"error\":{\"message\":\"Rate limit reached.....\"}}",
+                  true);
+    fake_push_chat_text(u.fs, "Hello carol.", 20);
+    EXPECT_INT(S_carol_says(&c, "m2", "hello again"), 202);
+    WAIT(&c, CAROL_GOT("Hello carol."), 30000);
+    EXPECT_INT(fake_count(u.fs), 2);
+
+    /* Models: the chain, openai:a cooling down (counting), openai:b ready */
+    MUST(js_true(&c, "document.getElementById('nav-models').click(), true"));
+    WAIT(&c,
+         "document.getElementById('md-chain').textContent.indexOf('openai/gpt-t') >= 0 && "
+         "[...document.querySelectorAll('#md-providers .profile')].some(p => "
+         "p.textContent.indexOf('openai:a') >= 0 && "
+         "/cooldown \\d+ (min|s)/.test(p.querySelector('.cd').textContent) && "
+         "p.textContent.indexOf('rate_limit') >= 0)",
+         10000);
+    MUST(js_true(&c, "[...document.querySelectorAll('#md-providers .profile')].some(p => "
+                     "p.textContent.indexOf('openai:b') >= 0 && "
+                     "p.textContent.indexOf('ready') >= 0)"));
+    MUST(js_true(&c, "document.getElementById('tab-models').textContent.indexOf('sk-ui-') < 0"));
+    {
+        json_t *a = cdp_eval(&c, "document.querySelector('#md-providers .cd').textContent", 5000);
+        char first[64];
+        snprintf(first, sizeof first, "%s", json_string_value(a) ? json_string_value(a) : "");
+        json_decref(a);
+        char js[256];
+        snprintf(js, sizeof js, "document.querySelector('#md-providers .cd').textContent !== '%s'",
+                 first);
+        WAIT(&c, js, 5000); /* it counts down */
+    }
+    SHOT(&c, "models");
+
+    /* Sessions: a session's settings saved with sessions.patch (the form
+     * submitted with Enter), shown on its card */
+    MUST(js_true(&c, "document.getElementById('nav-sessions').click(), true"));
+    WAIT(&c, "document.getElementById('edit-0') !== null", 10000);
+    MUST(js_true(&c, "document.getElementById('edit-0').click(), "
+                     "!document.getElementById('sx').hidden && "
+                     "document.activeElement.id === 'sx-label'"));
+    MUST(js_true(&c, "document.getElementById('sx-think').value = 'high', true"));
+    MUST(type_enter(&c, "sx-label", "Carol"));
+    WAIT(&c,
+         "document.getElementById('sx-status').textContent === 'saved' && "
+         "[...document.querySelectorAll('#sessions li')].some(li => "
+         "li.textContent.indexOf('thinking high') >= 0 && li.textContent.indexOf('Carol') >= 0)",
+         10000);
+    SHOT(&c, "sessions-settings");
+    /* a read-only client may not: the reference's error */
+    {
+        json_t *v = cdp_eval(&c, S_readonly_patch_js, 20000);
+        const char *got = json_string_value(v);
+        if (!got || strcmp(got, "missing scope: operator.admin"))
+            test_fail(__FILE__, __LINE__, "read-only sessions.patch: %s", got ? got : c.err);
+        json_decref(v);
+    }
+
+    /* phone width */
+    MUST(cdp_viewport(&c, 390, 844));
+    static const char *const pages[] = {"access", "models", "sessions"};
+    for (size_t k = 0; k < 3; k++) {
+        char js[256], name[64];
+        snprintf(js, sizeof js, "document.getElementById('nav-%s').click(), true", pages[k]);
+        MUST(js_true(&c, js));
+        WAIT(&c,
+             k == 2   ? "document.querySelectorAll('#sessions li').length > 0"
+             : k == 1 ? "document.querySelectorAll('#md-providers .profile').length > 0"
+                      : "document.querySelectorAll('#ac-allow li').length > 0",
+             10000);
+        if (!js_true(&c, FITS))
+            test_fail(__FILE__, __LINE__, "%s scrolls sideways at 390 px", pages[k]);
+        snprintf(name, sizeof name, "%s-phone", pages[k]);
+        SHOT(&c, name);
+    }
     if (json_array_size(c.problems)) {
         char *s = json_dumps(c.problems, JSON_INDENT(2));
         test_fail(__FILE__, __LINE__, "the page reported problems:\n%s", s);

@@ -125,3 +125,9 @@ TEST(fuzz_corpus_wsframe)
 {
     EXPECT(replay("wsframe", fuzz_wsframe) >= 5);
 }
+
+TEST(fuzz_corpus_wsreq)
+{
+    EXPECT(replay("wsreq", fuzz_wsreq) >= 5);
+    fuzz_wsreq_stop();
+}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../include/clawmem.h"
+#include "../src/gateway/core/inbound.h"
 #include "../src/net/wsframe.h"
 #include "fakeserver.h"
 #include "test.h"
@@ -342,6 +343,7 @@ TEST(gateway_ws_chat_send_streams_reply_and_history)
                 "\"sessionKey\":\"main\",\"message\":\"What is the dog called?\","
                 "\"idempotencyKey\":\"idem-1\"}}");
     int deltas = 0;
+    json_int_t last_seq = 0; /* the reference's per-run seq: grows with each event */
     bool res_ok = false;
     char *final = NULL;
     for (int i = 0; i < 200 && !final; i++) {
@@ -360,6 +362,10 @@ TEST(gateway_ws_chat_send_streams_reply_and_history)
             json_t *txt = json_object_get(
                 json_array_get(json_object_get(json_object_get(p, "message"), "content"), 0),
                 "text");
+            json_int_t seq = json_integer_value(json_object_get(p, "seq"));
+            if (seq <= last_seq) test_fail(__FILE__, __LINE__, "chat seq %lld after %lld",
+                                           (long long)seq, (long long)last_seq);
+            last_seq = seq;
             if (!strcmp(st, "delta")) deltas++;
             if (!strcmp(st, "final")) final = cm_strdup(json_string_value(txt));
         }
@@ -395,5 +401,180 @@ TEST(gateway_ws_control_ui_page_with_csp)
     free(head);
     cm_buf_release(&rest);
     close(fd);
+    gw_down(&w);
+}
+
+static const char *S_err(const json_t *r)
+{
+    return json_string_value(json_object_get(json_object_get(r, "error"), "message"));
+}
+
+static const char *S_entry(const json_t *r, const char *k)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(r, "payload"), "entry"), k));
+}
+
+/* sessions.patch / sessions.reset: operator.admin only (read and write
+ * clients get the reference's "missing scope: operator.admin"); values
+ * normalised as the reference does, bad ones refused with its messages; the
+ * model override is what the session's next run asks the model for; null
+ * clears; reset gives the session a new id. */
+TEST(gateway_ws_sessions_patch_reset_admin_scope)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    static const char *const weak[] = {"[\"operator.read\"]", "[\"operator.write\"]"};
+    for (int i = 0; i < 2; i++) {
+        wsc c;
+        EXPECT(ws_open(&c, w.port, NULL, NULL));
+        json_t *r = ws_connect(&c, WTOKEN, weak[i]);
+        EXPECT(r && json_is_true(json_object_get(r, "ok")));
+        json_decref(r);
+        r = ws_call(&c, "2", "sessions.patch", "{\"key\":\"main\",\"thinkingLevel\":\"high\"}");
+        EXPECT(r && json_is_false(json_object_get(r, "ok")));
+        EXPECT_STR(S_err(r), "missing scope: operator.admin");
+        json_decref(r);
+        r = ws_call(&c, "3", "sessions.reset", "{\"key\":\"main\"}");
+        EXPECT_STR(S_err(r), "missing scope: operator.admin");
+        json_decref(r);
+        ws_close(&c);
+    }
+    wsc c;
+    /* a webchat client (not a Control UI) may not patch, even as admin */
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *ch = ws_recv(&c, 5000);
+    json_decref(ch);
+    ws_send(&c, "{\"type\":\"req\",\"id\":\"1\",\"method\":\"connect\",\"params\":{"
+                "\"minProtocol\":3,\"maxProtocol\":3,\"client\":{\"id\":\"webchat-ui\","
+                "\"version\":\"1\",\"platform\":\"web\",\"mode\":\"webchat\"},\"role\":"
+                "\"operator\",\"scopes\":[\"operator.admin\"],\"auth\":{\"token\":\"" WTOKEN
+                "\"}}}");
+    json_t *r = ws_res(&c);
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = ws_call(&c, "2", "sessions.patch", "{\"key\":\"main\",\"thinkingLevel\":\"high\"}");
+    EXPECT_STR(S_err(r), "webchat clients cannot patch sessions; use chat.send for "
+                         "session-scoped updates");
+    json_decref(r);
+    ws_close(&c);
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    r = ws_connect(&c, WTOKEN, "[\"operator.admin\"]");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = ws_call(&c, "2", "sessions.patch", "{\"key\":\"main\",\"thinkingLevel\":\"lots\"}");
+    EXPECT_STR(S_err(r), "invalid thinkingLevel (use off|minimal|low|medium|high|adaptive)");
+    json_decref(r);
+    r = ws_call(&c, "3", "sessions.patch", "{\"key\":\"main\",\"bogus\":1}");
+    EXPECT_STR(S_err(r), "invalid sessions.patch params: at root: unexpected property 'bogus'");
+    json_decref(r);
+    r = ws_call(&c, "4", "sessions.patch", "{\"thinkingLevel\":\"on\"}");
+    EXPECT_STR(S_err(r), "invalid sessions.patch params: must have required property 'key'");
+    json_decref(r);
+    r = ws_call(&c, "5", "sessions.patch",
+                "{\"key\":\"main\",\"thinkingLevel\":\"on\",\"responseUsage\":\"enable\","
+                "\"reasoningLevel\":\"show\",\"label\":\" Work \",\"model\":\"gpt-x\"}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_t *p = json_object_get(r, "payload");
+    EXPECT_STR(json_string_value(json_object_get(p, "key")), "agent:main:main");
+    EXPECT_CONTAINS(json_string_value(json_object_get(p, "path")), "sessions.json");
+    EXPECT_STR(S_entry(r, "thinkingLevel"), "low");
+    EXPECT_STR(S_entry(r, "responseUsage"), "tokens");
+    EXPECT_STR(S_entry(r, "reasoningLevel"), "on");
+    EXPECT_STR(S_entry(r, "label"), "Work");
+    EXPECT_STR(S_entry(r, "providerOverride"), "openai");
+    EXPECT_STR(S_entry(r, "modelOverride"), "gpt-x");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(p, "resolved"), "model")),
+               "gpt-x");
+    char sid[160];
+    snprintf(sid, sizeof sid, "%s", S_entry(r, "sessionId") ? S_entry(r, "sessionId") : "");
+    json_decref(r);
+    r = ws_call(&c, "6", "sessions.list", "{}");
+    json_t *row = json_array_get(json_object_get(json_object_get(r, "payload"), "sessions"), 0);
+    EXPECT_STR(json_string_value(json_object_get(row, "thinkingLevel")), "low");
+    EXPECT_STR(json_string_value(json_object_get(row, "modelOverride")), "gpt-x");
+    json_decref(r);
+    /* the session's next run asks for the override */
+    fake_push_chat_text(w.fs, "ok", 10);
+    r = ws_call(&c, "7", "chat.send",
+                "{\"sessionKey\":\"main\",\"message\":\"hi\",\"idempotencyKey\":\"p-1\"}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    bool final = false;
+    for (int i = 0; i < 200 && !final; i++) {
+        json_t *o = ws_recv(&c, 20000);
+        if (!o) break;
+        final = !strcmp(json_string_value(json_object_get(o, "event")) ?: "", "chat") &&
+                !strcmp(json_string_value(json_object_get(json_object_get(o, "payload"),
+                                                          "state")) ?: "", "final");
+        json_decref(o);
+    }
+    EXPECT(final);
+    EXPECT_INT(fake_count(w.fs), 1);
+    if (fake_count(w.fs) >= 1) EXPECT_CONTAINS(fake_get(w.fs, 0)->body, "\"model\":\"gpt-x\"");
+    /* null clears the model override */
+    r = ws_call(&c, "8", "sessions.patch", "{\"key\":\"main\",\"model\":null,\"label\":null}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    EXPECT(S_entry(r, "modelOverride") == NULL && S_entry(r, "label") == NULL);
+    EXPECT_STR(S_entry(r, "thinkingLevel"), "low");
+    json_decref(r);
+    r = ws_call(&c, "9", "sessions.reset", "{\"key\":\"main\",\"reason\":\"later\"}");
+    EXPECT(r && json_is_false(json_object_get(r, "ok")));
+    json_decref(r);
+    r = ws_call(&c, "10", "sessions.reset", "{\"key\":\"main\",\"reason\":\"new\"}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    EXPECT(S_entry(r, "sessionId") && strcmp(S_entry(r, "sessionId"), sid) != 0);
+    EXPECT_STR(S_entry(r, "thinkingLevel"), "low"); /* settings stay */
+    json_decref(r);
+    ws_close(&c);
+    gw_down(&w);
+}
+
+/* clawmem.pairing.*: a pending request listed, approve refused to a read
+ * client, deny drops it (no sender approved), a code no longer pending is
+ * NOT_FOUND. */
+TEST(gateway_ws_pairing_list_deny_scopes)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    gw_access_result ar;
+    char err[256];
+    EXPECT_INT(cm_gw_pairing_request(w.state, "telegram", "default", "dave", cm_wall_ms(), &ar,
+                                     err, sizeof err),
+               CM_OK);
+    EXPECT_INT(ar.verdict, GW_ACCESS_PAIRING_ISSUED);
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.read\"]");
+    json_decref(r);
+    r = ws_call(&c, "2", "clawmem.pairing.list", "{}");
+    char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    EXPECT(s && strstr(s, "\"channel\":\"telegram\"") && strstr(s, ar.code) &&
+           strstr(s, "\"id\":\"dave\""));
+    free(s);
+    json_decref(r);
+    char req[256];
+    snprintf(req, sizeof req, "{\"channel\":\"telegram\",\"code\":\"%s\"}", ar.code);
+    r = ws_call(&c, "3", "clawmem.pairing.approve", req);
+    EXPECT_STR(S_err(r), "missing scope: operator.write");
+    json_decref(r);
+    ws_close(&c);
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    r = ws_connect(&c, WTOKEN, "[\"operator.write\"]");
+    json_decref(r);
+    r = ws_call(&c, "4", "clawmem.pairing.deny", req);
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(r, "payload"), "id")), "dave");
+    json_decref(r);
+    r = ws_call(&c, "5", "clawmem.pairing.approve", req);
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(r, "error"), "code")),
+               "NOT_FOUND");
+    json_decref(r);
+    r = ws_call(&c, "6", "clawmem.pairing.list", "{}");
+    s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    EXPECT(s && !strstr(s, ar.code) && !strstr(s, "dave"));
+    free(s);
+    json_decref(r);
+    ws_close(&c);
     gw_down(&w);
 }

@@ -52,6 +52,12 @@ cm_rc cm_agent_compact(cm_agent *a, const char *session_key, char **json, char *
  * profiles in the order they would be tried now. */
 cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen);
 
+/* The same document for opt's agent without opening it (its config and
+ * model runner only, no memory engine): the gateway's Models page. Profiles
+ * also carry "lastFailureAt" and "failureCounts" ({reason: count}) when the
+ * store has them (both forms). */
+cm_rc cm_models_status_at(const cm_options *opt, char **json, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

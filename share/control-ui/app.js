@@ -38,7 +38,7 @@
         sock.send(JSON.stringify({ type: "req", id: id, method: "connect", params: {
           minProtocol: 3, maxProtocol: 3,
           client: { id: "clawmem-control-ui", version: "1", platform: navigator.platform || "web", mode: "webchat" },
-          role: "operator", scopes: ["operator.read", "operator.write"], auth: { token: token } } }));
+          role: "operator", scopes: ["operator.read", "operator.write", "operator.admin"], auth: { token: token } } }));
       } else if (f.type === "res" && pending[f.id]) {
         var p = pending[f.id]; delete pending[f.id];
         if (f.ok) p.ok(f.payload); else p.fail(new Error((f.error && f.error.message) || "error"));
@@ -87,21 +87,72 @@
   }
   /* ---- sessions ---- */
   function when(ms) { return ms ? new Date(ms).toLocaleString() : "never"; }
+  var OVR = [["label", "sx-label", "label"], ["thinkingLevel", "sx-think", "thinking"],
+             ["reasoningLevel", "sx-reason", "reasoning"], ["verboseLevel", "sx-verbose", "verbose"]];
+  var editing = null;
+  function modelOf(s) {
+    return s.modelOverride ? (s.providerOverride ? s.providerOverride + "/" : "") + s.modelOverride : "";
+  }
+  function editSession(s) {
+    editing = s.key;
+    $("sx").hidden = false;
+    $("sx-title").textContent = "Settings of " + s.key;
+    $("sx-status").textContent = "";
+    OVR.forEach(function (o) { $(o[1]).value = s[o[0]] || ""; });
+    $("sx-model").value = modelOf(s);
+    call("models.list", {}).then(function (r) {
+      var dl = $("sx-models"); dl.textContent = "";
+      (r.models || []).forEach(function (m) {
+        var o = el("option"); o.value = (m.provider ? m.provider + "/" : "") + m.id; dl.appendChild(o);
+      });
+    }, function () {});
+    $("sx-label").focus();
+  }
   function loadSessions() {
     var list = $("sessions"); list.textContent = "";
     call("sessions.list", {}).then(function (r) {
       if (!(r.sessions || []).length) list.appendChild(el("li", "muted", "no sessions yet"));
-      (r.sessions || []).forEach(function (s) {
+      (r.sessions || []).forEach(function (s, i) {
         var li = el("li"), a = el("button", "link", s.key);
         a.onclick = function () { session = s.key; $("session").value = s.key; showTab("chat"); };
         li.appendChild(a);
+        if (s.label) li.appendChild(el("strong", "", " " + s.label));
         var facts = [s.chatType || s.kind, "last activity " + when(s.updatedAt)];
         if (typeof s.totalTokens === "number") facts.push(s.totalTokens.toLocaleString() + " tokens");
+        if (s.model) facts.push("model " + (s.modelProvider ? s.modelProvider + "/" : "") + s.model);
         li.appendChild(el("span", "muted", facts.join(" · ")));
+        var ov = [];
+        if (modelOf(s)) ov.push("model " + modelOf(s));
+        OVR.slice(1).forEach(function (o) { if (s[o[0]]) ov.push(o[2] + " " + s[o[0]]); });
+        li.appendChild(el("span", "muted overrides", "overrides: " + (ov.join(" · ") || "none")));
+        var b = el("button", "", "Settings");
+        b.id = "edit-" + i;
+        b.setAttribute("aria-label", "settings of " + s.key);
+        b.onclick = function () { editSession(s); };
+        var row = el("div", "actions"); row.appendChild(b); li.appendChild(row);
         list.appendChild(li);
       });
     }, function (e) { list.appendChild(el("li", "error", e.message)); });
   }
+  $("sx").onsubmit = function (e) {
+    e.preventDefault();
+    if (!editing) return;
+    var p = { key: editing };
+    OVR.forEach(function (o) { var v = $(o[1]).value.trim(); p[o[0]] = v || null; });
+    p.model = $("sx-model").value.trim() || null;
+    $("sx-status").textContent = "saving…";
+    call("sessions.patch", p).then(function () {
+      $("sx-status").textContent = "saved"; loadSessions();
+    }, function (e) { $("sx-status").textContent = e.message; });
+  };
+  $("sx-reset").onclick = function () {
+    if (!editing) return;
+    call("sessions.reset", { key: editing, reason: "reset" }).then(function (r) {
+      $("sx-status").textContent = "reset: new session " + ((r.entry && r.entry.sessionId) || "");
+      loadSessions();
+    }, function (e) { $("sx-status").textContent = e.message; });
+  };
+  $("sx-close").onclick = function () { $("sx").hidden = true; editing = null; };
   /* ---- gateway: the summary, channels and a live log tail ---- */
   var logCursor = null, logTimer = null;
   function pollLog() {
@@ -144,6 +195,101 @@
     logCursor = null;
     pollLog();
     if (!logTimer) logTimer = setInterval(pollLog, 2000);
+  }
+  /* ---- access: pending pairing requests, allow-from lists (clawmem.pairing.*) ---- */
+  var pageTimer = null;
+  function resolveReq(ch, r, approve) {
+    call(approve ? "clawmem.pairing.approve" : "clawmem.pairing.deny",
+         { channel: ch, code: r.code, accountId: r.accountId })
+      .then(function () { loadAccess(true); },
+            function (e) { loadAccess(true, e.message); });
+  }
+  var accessSeen = "";
+  function loadAccess(force, note) {
+    call("clawmem.pairing.list", {}).then(function (r) {
+      /* re-drawn only when something changed: a focused button keeps its focus */
+      var seen = JSON.stringify(r.channels || []);
+      if (!force && seen === accessSeen) return;
+      accessSeen = seen;
+      $("ac-status").textContent = note || "";
+      var reqs = $("ac-requests"), allow = $("ac-allow"), n = 0;
+      reqs.textContent = ""; allow.textContent = "";
+      (r.channels || []).forEach(function (c) {
+        (c.requests || []).forEach(function (q) {
+          var li = el("li"); n++;
+          li.appendChild(el("strong", "", c.channel + " "));
+          li.appendChild(el("span", "code", q.code));
+          li.appendChild(el("span", "muted", "sender " + q.id + " · account " + q.accountId +
+            " · asked " + when(Date.parse(q.createdAt))));
+          var row = el("div", "actions"), ok = el("button", "", "Approve"), no = el("button", "", "Deny");
+          ok.id = "approve-" + q.code; no.id = "deny-" + q.code;
+          ok.setAttribute("aria-label", "approve " + q.id + " on " + c.channel);
+          no.setAttribute("aria-label", "deny " + q.id + " on " + c.channel);
+          ok.onclick = function () { ok.disabled = no.disabled = true; resolveReq(c.channel, q, true); };
+          no.onclick = function () { ok.disabled = no.disabled = true; resolveReq(c.channel, q, false); };
+          row.appendChild(ok); row.appendChild(no); li.appendChild(row);
+          reqs.appendChild(li);
+        });
+        var li = el("li");
+        li.appendChild(el("strong", "", c.channel + " "));
+        li.appendChild(el("span", "muted", "dmPolicy " + c.dmPolicy + " · allowFrom (config): " +
+          ((c.allowFrom || []).join(", ") || "none")));
+        (c.accounts || []).forEach(function (a) {
+          li.appendChild(el("span", "muted", "approved (" + a.accountId + "): " +
+            ((a.approved || []).join(", ") || "none")));
+        });
+        allow.appendChild(li);
+      });
+      if (!n) reqs.appendChild(el("li", "muted", "no pending requests"));
+      if (!(r.channels || []).length) allow.appendChild(el("li", "muted", "no channels configured"));
+    }, function (e) { $("ac-requests").textContent = ""; $("ac-requests").appendChild(el("li", "error", e.message)); });
+  }
+  /* ---- models: the chain, auth profiles with cooldowns counting down ---- */
+  var skew = 0;
+  function left(ms) {
+    var s = Math.max(0, Math.ceil(ms / 1000)), h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60);
+    return h ? h + " h " + m + " min" : m ? m + " min " + (s % 60) + " s" : s + " s";
+  }
+  function tick() {
+    var now = Date.now() + skew;
+    [].forEach.call(document.querySelectorAll("#md-providers .cd"), function (e) {
+      var until = Number(e.getAttribute("data-until"));
+      e.textContent = until > now ? e.getAttribute("data-what") + " " + left(until - now) : "ready";
+    });
+  }
+  function loadModels() {
+    call("clawmem.models.status", {}).then(function (r) {
+      skew = (r.ts || Date.now()) - Date.now();
+      $("md-chain").textContent = "Chain: " + ((r.chain || []).join(" → ") || "none") +
+        ((r.imageChain || []).length ? " · images: " + r.imageChain.join(" → ") : "");
+      $("md-store").textContent = "Auth store: " + (r.authStore || "");
+      var ul = $("md-providers"); ul.textContent = "";
+      Object.keys(r.providers || {}).forEach(function (name) {
+        var p = r.providers[name], li = el("li");
+        li.appendChild(el("strong", "", name + " "));
+        li.appendChild(el("span", "muted", (p.api || "") + (p.baseUrl ? " · " + p.baseUrl : "")));
+        if (!(p.profiles || []).length) li.appendChild(el("span", "muted", "no auth profiles (a key from the config or the environment)"));
+        (p.profiles || []).forEach(function (a, i) {
+          var row = el("div", "profile");
+          row.appendChild(el("span", "", (i + 1) + ". " + a.id + " [" + a.type + "] "));
+          var st = el("span", a.unusableUntil ? "cd" : "ok", "ready");
+          if (a.unusableUntil) {
+            st.setAttribute("data-until", String(a.unusableUntil));
+            st.setAttribute("data-what", a.disabledReason ? "disabled (" + a.disabledReason + ") for" : "cooldown");
+          }
+          row.appendChild(st);
+          var facts = [a.errorCount + " error" + (a.errorCount === 1 ? "" : "s")];
+          if (a.failureCounts) facts.push("failures: " + Object.keys(a.failureCounts).map(function (k) {
+            return k + " ×" + a.failureCounts[k]; }).join(", "));
+          if (a.lastFailureAt) facts.push("last error " + when(a.lastFailureAt));
+          facts.push("last used " + when(a.lastUsed));
+          row.appendChild(el("span", "muted", facts.join(" · ")));
+          li.appendChild(row);
+        });
+        ul.appendChild(li);
+      });
+      tick();
+    }, function (e) { $("md-chain").textContent = e.message; });
   }
   /* ---- memory (clawmem's memory.search / memory.get) ---- */
   function search(q) {
@@ -195,7 +341,7 @@
   $("today").onclick = function () { daily(0); };
   $("yesterday").onclick = function () { daily(1); };
   $("nav-memory").onclick = function () { showTab("memory"); };
-  var TABS = ["chat", "sessions", "memory", "gateway"];
+  var TABS = ["chat", "sessions", "memory", "access", "models", "gateway"];
   /* Every page needs the token: until the gateway accepted it only the login
      form shows. */
   function showTab(t) {
@@ -206,15 +352,24 @@
       $("nav-" + n).setAttribute("aria-current", n === t ? "page" : "false");
     });
     if (t !== "gateway" && logTimer) { clearInterval(logTimer); logTimer = null; }
+    if (pageTimer) { clearInterval(pageTimer); pageTimer = null; }
     if (!connected) { $("token").focus(); return; }
     if (t === "chat") loadHistory();
     if (t === "sessions") loadSessions();
     if (t === "memory") $("mquery").focus();
     if (t === "gateway") loadGateway();
+    if (t === "access") { loadAccess(true); pageTimer = setInterval(function () { if (connected) loadAccess(); }, 3000); }
+    if (t === "models") {
+      loadModels();
+      var n = 0;
+      pageTimer = setInterval(function () { if (!connected) return; if (++n % 5) tick(); else loadModels(); }, 1000);
+    }
   }
   $("nav-chat").onclick = function () { showTab("chat"); };
   $("nav-sessions").onclick = function () { showTab("sessions"); };
   $("nav-gateway").onclick = function () { showTab("gateway"); };
+  $("nav-access").onclick = function () { showTab("access"); };
+  $("nav-models").onclick = function () { showTab("models"); };
   $("login").onsubmit = function (e) {
     e.preventDefault();
     sessionStorage.setItem("qc.token", $("token").value);

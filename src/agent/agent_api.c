@@ -198,7 +198,9 @@ static json_t *split(const char *s)
     return arr;
 }
 
-cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
+/* The status document of cm_models_status for cfg's agent and runner. */
+static cm_rc S_models_status(const cm_config *cfg, llm_runner *runner, char **json, char *err,
+                             size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf chain = BUF_INIT, ichain = BUF_INIT, ap = BUF_INIT;
@@ -206,11 +208,11 @@ cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
     json_t *out = NULL;
     *json = NULL;
     llm_turn t = {NULL, false, NULL}, ti = {NULL, true, NULL};
-    if (cm_llm_runner_chain(a->runner, &t, &chain) ||
-        cm_llm_runner_chain(a->runner, &ti, &ichain) ||
-        cm_auth_store_path(&ap, a->cfg.state_dir, a->cfg.agent_id))
+    if (cm_llm_runner_chain(runner, &t, &chain) ||
+        cm_llm_runner_chain(runner, &ti, &ichain) ||
+        cm_auth_store_path(&ap, cfg->state_dir, cfg->agent_id))
         FAIL(CM_ENOMEM, "out of memory");
-    CHECK(cm_auth_store_init(&st, a->cfg.state_dir, a->cfg.agent_id, err, errlen));
+    CHECK(cm_auth_store_init(&st, cfg->state_dir, cfg->agent_id, err, errlen));
     int64_t now = (int64_t)time(NULL) * 1000;
     json_t *providers = json_object();
     out = json_pack("{s:s,s:o,s:o,s:o}", "authStore", ap.data, "chain", split(chain.data),
@@ -226,7 +228,7 @@ cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
         snprintf(prov, sizeof prov, "%.*s", slash ? (int)(slash - ref) : 0, ref);
         if (json_object_get(providers, prov)) continue;
         json_t *pc = json_object_get(
-            json_object_get(json_object_get(a->cfg.root, "models"), "providers"), prov);
+            json_object_get(json_object_get(cfg->root, "models"), "providers"), prov);
         const char *api = json_string_value(json_object_get(pc, "api"));
         json_t *pj = json_pack("{s:s,s:s,s:[]}", "api",
                                api                          ? api
@@ -236,7 +238,7 @@ cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
                                "profiles");
         json_object_set_new(providers, prov, pj);
         char **order = NULL;
-        if (cm_auth_profile_order(&st, json_object_get(a->cfg.root, "auth"), prov, NULL, now,
+        if (cm_auth_profile_order(&st, json_object_get(cfg->root, "auth"), prov, NULL, now,
                                   &order))
             FAIL(CM_ENOMEM, "out of memory");
         for (size_t k = 0; order && order[k]; k++) {
@@ -253,6 +255,10 @@ cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
             if (json_is_string(dr) && until > now) json_object_set(row, "disabledReason", dr);
             json_t *lu = json_object_get(stats, "lastUsed");
             if (json_is_number(lu)) json_object_set(row, "lastUsed", lu);
+            json_t *lf = json_object_get(stats, "lastFailureAt");
+            if (json_is_number(lf)) json_object_set(row, "lastFailureAt", lf);
+            json_t *fc = json_object_get(stats, "failureCounts");
+            if (json_is_object(fc) && json_object_size(fc)) json_object_set(row, "failureCounts", fc);
             json_array_append_new(json_object_get(pj, "profiles"), row);
         }
         cm_auth_strv_free(order);
@@ -265,5 +271,28 @@ out:
     cm_buf_release(&chain);
     cm_buf_release(&ichain);
     cm_buf_release(&ap);
+    return rc;
+}
+
+cm_rc cm_models_status(cm_agent *a, char **json, char *err, size_t errlen)
+{
+    return S_models_status(&a->cfg, a->runner, json, err, errlen);
+}
+
+cm_rc cm_models_status_at(const cm_options *opt, char **json, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    cm_config cfg = {0};
+    llm_runner *runner = NULL;
+    *json = NULL;
+    cm_config_args ca = {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir};
+    cm_logger lg = {log_to, (void *)opt};
+    CHECK(cm_config_init(&ca, &lg, &cfg, err, errlen));
+    llm_runner_opts ro = {cfg.root, cfg.state_dir, cfg.agent_id, NULL, NULL};
+    CHECK(cm_llm_runner_open(&ro, &runner, err, errlen));
+    rc = S_models_status(&cfg, runner, json, err, errlen);
+out:
+    cm_llm_runner_close(runner);
+    cm_config_release(&cfg);
     return rc;
 }

@@ -695,6 +695,18 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
     memset(out, 0, sizeof *out);
     CHECK(session_open(a, key, true, &s, err, errlen));
     out->reasoning_level = reasoning_of(cm_session_store_get(&s.st, s.key));
+    /* the session's model override (sessions.patch model, as QuantumClaw
+     * keeps it: providerOverride + modelOverride) when the caller gave none */
+    char ovr[320];
+    if (!model) {
+        const json_t *e0 = cm_session_store_get(&s.st, s.key);
+        const char *po = json_string_value(json_object_get(e0, "providerOverride"));
+        const char *mo = json_string_value(json_object_get(e0, "modelOverride"));
+        if (po && *po && mo && *mo && strlen(po) < 128 && strlen(mo) < 190) {
+            snprintf(ovr, sizeof ovr, "%.127s/%.189s", po, mo);
+            model = ovr;
+        }
+    }
     /* the memory flush before the turn, when due; its failure does not stop the turn */
     char ferr[512];
     agent_reply fr = {0};

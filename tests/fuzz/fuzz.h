@@ -25,6 +25,9 @@ void fuzz_httpd_stop(void);
 int fuzz_batch(const uint8_t *data, size_t size);
 int fuzz_web_html(const uint8_t *data, size_t size);
 int fuzz_wsframe(const uint8_t *data, size_t size);
+int fuzz_wsreq(const uint8_t *data, size_t size);
+/* Frees fuzz_wsreq's gateway and removes its temporary state dir. */
+void fuzz_wsreq_stop(void);
 
 #ifdef FUZZ_MAIN
 #define FUZZ_ENTRY(fn)                                                                             \

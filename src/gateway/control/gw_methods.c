@@ -1,6 +1,6 @@
 /*
  * gw_methods.c — the gateway protocol's methods (gw_ws_int.h's table), with
- * QuantumClaw 2026.3.22's names, scopes (method-scopes: read or write) and
+ * QuantumClaw 2026.3.22's names, scopes (method-scopes: read, write or admin) and
  * payload shapes where clawmem has the data: health, status,
  * channels.status, sessions.list, chat.history, chat.send, chat.abort,
  * models.list, logs.tail, config.get.
@@ -150,6 +150,7 @@ static void m_sessions_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *
                                 json_object_get(e, "totalTokens"));
         json_array_append_new(out, row);
     }
+    cm_gw_ws_sessions_overrides(w, out);
     cm_gw_ws_ok(cl, id,
                 json_pack("{s:I,s:O*,s:I,s:{s:s},s:o}", "ts", (json_int_t)cm_wall_ms(), "path",
                           json_object_get(o, "store"), "count", (json_int_t)json_array_size(out),
@@ -371,6 +372,27 @@ static void m_models_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     cm_gw_ws_ok(cl, id, json_pack("{s:o}", "models", out));
 }
 
+/* clawmem.models.status: `clawmem models status --json` (cm_models_status_at)
+ * for the default agent, plus "ts" (the gateway's wall clock, so a client
+ * counts cooldowns down from the same now). */
+static void m_models_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    (void)p;
+    cm_options o = w->opt;
+    o.agent_id = w->agent_id0;
+    char err[512], *js = NULL;
+    if (cm_models_status_at(&o, &js, err, sizeof err))
+        return cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
+    json_t *s = json_loads(js, 0, NULL);
+    cm_free(js);
+    if (!json_is_object(s)) {
+        json_decref(s);
+        return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "out of memory", NULL);
+    }
+    json_object_set_new(s, "ts", json_integer(cm_wall_ms()));
+    cm_gw_ws_ok(cl, id, s);
+}
+
 static void m_logs_tail(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 {
     json_int_t limit = S_int(p, "limit", LOGS_DEFAULT, 1, LOGS_MAX);
@@ -467,6 +489,8 @@ const gw_ws_method cm_gw_ws_methods[] = {
     {"channels.status", GW_SCOPE_READ, m_channels_status},
     {"sessions.list", GW_SCOPE_READ, m_sessions_list},
     {"chat.history", GW_SCOPE_READ, m_chat_history},
+    {"sessions.patch", GW_SCOPE_ADMIN, cm_gw_ws_sessions_patch},
+    {"sessions.reset", GW_SCOPE_ADMIN, cm_gw_ws_sessions_reset},
     {"chat.send", GW_SCOPE_WRITE, m_chat_send},
     {"chat.abort", GW_SCOPE_WRITE, m_chat_abort},
     {"models.list", GW_SCOPE_READ, m_models_list},
@@ -474,5 +498,9 @@ const gw_ws_method cm_gw_ws_methods[] = {
     {"config.get", GW_SCOPE_READ, m_config_get},
     {"memory.search", GW_SCOPE_READ, cm_gw_ws_memory_search}, /* clawmem's own */
     {"memory.get", GW_SCOPE_READ, cm_gw_ws_memory_get},       /* clawmem's own */
+    {"clawmem.models.status", GW_SCOPE_READ, m_models_status},             /* clawmem's own */
+    {"clawmem.pairing.list", GW_SCOPE_READ, cm_gw_ws_pairing_list},       /* clawmem's own */
+    {"clawmem.pairing.approve", GW_SCOPE_WRITE, cm_gw_ws_pairing_approve}, /* clawmem's own */
+    {"clawmem.pairing.deny", GW_SCOPE_WRITE, cm_gw_ws_pairing_deny},       /* clawmem's own */
     {NULL, GW_SCOPE_READ, NULL},
 };

@@ -20,7 +20,7 @@
 /* One JSON text frame to one client (o stolen). */
 static void S_send(httpd_conn *c, json_t *o)
 {
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    char *s = o && c ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!s) return;
     buf f = BUF_INIT;
@@ -32,6 +32,7 @@ static void S_send(httpd_conn *c, json_t *o)
 
 static void S_send_close(httpd_conn *c, int code, const char *why)
 {
+    if (!c) return;
     uint8_t p[125];
     size_t n = strnlen(why, sizeof p - 2);
     p[0] = (uint8_t)(code >> 8), p[1] = (uint8_t)code;
@@ -197,6 +198,14 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         return false;
     }
     json_t *scopes = json_object_get(p, "scopes");
+    /* the reference's isWebchatClient, its Control UI excepted */
+    const char *cmode = json_string_value(json_object_get(client, "mode"));
+    const char *cid = json_string_value(json_object_get(client, "id"));
+    cl->webchat = ((cmode && !strcasecmp(cmode, "webchat")) ||
+                   (cid && !strcmp(cid, "webchat-ui"))) &&
+                  !(cid && (!strcmp(cid, "openclaw-control-ui") ||
+                            !strcmp(cid, "quantumclaw-control-ui") ||
+                            !strcmp(cid, "clawmem-control-ui")));
     cl->scope_admin = S_has_scope(scopes, "operator.admin");
     cl->scope_write = cl->scope_admin || S_has_scope(scopes, "operator.write");
     cl->scope_read = cl->scope_write || S_has_scope(scopes, "operator.read");
@@ -204,10 +213,10 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     for (const gw_ws_method *m = cm_gw_ws_methods; m->name; m++)
         json_array_append_new(methods, json_string(m->name));
     json_t *hello = json_pack(
-        "{s:s,s:i,s:{s:s,s:s},s:{s:o,s:[sss]},s:{s:I,s:I,s:i},s:{s:s,s:o}}", "type", "hello-ok",
+        "{s:s,s:i,s:{s:s,s:s},s:{s:o,s:[ssss]},s:{s:I,s:I,s:i},s:{s:s,s:o}}", "type", "hello-ok",
         "protocol", GW_WS_PROTOCOL, "server", "version", w->o.version ? w->o.version : "",
         "connId", cl->conn_id, "features", "methods", methods, "events", "connect.challenge",
-        "chat", "tick", "policy", "maxPayload", (json_int_t)GW_WS_MAX_PAYLOAD,
+        "chat", "tick", "sessions.changed", "policy", "maxPayload", (json_int_t)GW_WS_MAX_PAYLOAD,
         "maxBufferedBytes", (json_int_t)GW_WS_MAX_PAYLOAD * 2, "tickIntervalMs", GW_WS_TICK_MS,
         "auth", "role", "operator", "scopes", json_incref(scopes ? scopes : json_array()));
     if (!scopes) json_decref(json_object_get(json_object_get(hello, "auth"), "scopes"));
@@ -226,8 +235,7 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     return true;
 }
 
-/* One text message from the client. False: close the connection. */
-static bool S_message(gw_ws *w, gw_ws_client *cl, const char *text, size_t n)
+bool cm_gw_ws_message(gw_ws *w, gw_ws_client *cl, const char *text, size_t n)
 {
     json_t *f = json_loadb(text, n, 0, NULL);
     const char *type = json_string_value(json_object_get(f, "type"));
@@ -264,11 +272,14 @@ static bool S_message(gw_ws *w, gw_ws_client *cl, const char *text, size_t n)
         cm_gw_ws_fail(cl, id, "INVALID_REQUEST", msg, NULL);
         goto out;
     }
-    bool allowed = m->scope == GW_SCOPE_READ ? cl->scope_read : cl->scope_write;
+    bool allowed = m->scope == GW_SCOPE_READ    ? cl->scope_read
+                   : m->scope == GW_SCOPE_WRITE ? cl->scope_write
+                                                : cl->scope_admin;
     if (!allowed) {
         cm_gw_ws_fail(cl, id, "INVALID_REQUEST",
-                      m->scope == GW_SCOPE_READ ? "missing scope: operator.read"
-                                                : "missing scope: operator.write",
+                      m->scope == GW_SCOPE_READ    ? "missing scope: operator.read"
+                      : m->scope == GW_SCOPE_WRITE ? "missing scope: operator.write"
+                                                   : "missing scope: operator.admin",
                       NULL);
         goto out;
     }
@@ -354,7 +365,7 @@ static void S_serve(gw_ws *w, httpd_conn *c)
                         S_send_close(c, WS_CLOSE_BAD_DATA, "text frames only");
                         go = false;
                     } else {
-                        go = S_message(w, &cl, msg.data, msg.len);
+                        go = cm_gw_ws_message(w, &cl, msg.data, msg.len);
                     }
                     cm_buf_reset(&msg);
                     msg_op = 0;
@@ -445,6 +456,8 @@ typedef struct run_tap {
     buf text;
     int64_t sent_at;
     size_t sent_len;
+    int64_t seq; /* the run's agent events so far (1: its start), as the reference's
+                    chat events count them: each text chunk one, the end one */
 } run_tap;
 
 static json_t *S_message_json(const char *text)
@@ -457,6 +470,7 @@ static void S_delta(void *ctx, const char *p, size_t n)
 {
     run_tap *t = ctx;
     if (t->rq->on_delta) t->rq->on_delta(t->rq->delta_ctx, p, n);
+    t->seq++;
     if (cm_buf_add(&t->text, p, n)) return;
     int64_t now = cm_now_ms();
     if (t->sent_len && now - t->sent_at < 150) return; /* the reference's throttle */
@@ -464,7 +478,7 @@ static void S_delta(void *ctx, const char *p, size_t n)
     t->sent_len = t->text.len;
     cm_gw_ws_broadcast(t->w, "chat",
                        json_pack("{s:s,s:s,s:I,s:s,s:o}", "runId", t->run_id, "sessionKey",
-                                 t->rq->session_key, "seq", (json_int_t)0, "state", "delta",
+                                 t->rq->session_key, "seq", (json_int_t)t->seq, "state", "delta",
                                  "message", S_message_json(t->text.data)));
 }
 
@@ -492,13 +506,13 @@ cm_rc cm_gw_ws_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, 
     snprintf(own, sizeof own, "run-%llu", (unsigned long long)++w->counter);
     const char *run_id = mine ? mine->run_id : own;
     pthread_mutex_unlock(&w->mu);
-    run_tap t = {w, rq, run_id, BUF_INIT, 0, 0};
+    run_tap t = {w, rq, run_id, BUF_INIT, 0, 0, 1};
     gw_run_req r2 = *rq;
     r2.on_delta = S_delta;
     r2.delta_ctx = &t;
     cm_rc rc = w->o.run(w->o.run_ctx, &r2, out, err, errlen);
     json_t *p = json_pack("{s:s,s:s,s:I}", "runId", run_id, "sessionKey", rq->session_key, "seq",
-                          (json_int_t)0);
+                          (json_int_t)(t.seq + 1));
     if (rc == CM_ECANCELED) {
         json_object_set_new(p, "state", json_string("aborted"));
         json_object_set_new(p, "stopReason", json_string("rpc"));
@@ -548,7 +562,7 @@ static cm_rc S_ch_send(gw_channel *ch, const gw_outbound *o, char *err, size_t e
     pthread_mutex_unlock(&w->mu);
     cm_gw_ws_broadcast(w, "chat",
                        json_pack("{s:s,s:s,s:I,s:s,s:o}", "runId", id, "sessionKey", o->peer,
-                                 "seq", (json_int_t)0, "state", "final", "message",
+                                 "seq", (json_int_t)1, "state", "final", "message",
                                  S_message_json(o->text)));
     return CM_OK;
 }
@@ -586,6 +600,22 @@ cm_rc cm_gw_ws_sink(gw_ws *w, const gw_msg *m)
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     return rc;
+}
+
+bool cm_gw_ws_notify(gw_ws *w, const char *channel, const char *account, const char *peer,
+                     const char *text)
+{
+    pthread_mutex_lock(&w->mu);
+    gw_runtime *rt = w->detached || !w->sink ? NULL : w->rt;
+    w->inflight += rt != NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (!rt) return false;
+    bool ok = cm_gw_runtime_notify(rt, channel, account, peer, text);
+    pthread_mutex_lock(&w->mu);
+    w->inflight--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return ok;
 }
 
 json_t *cm_gw_ws_status(gw_ws *w)

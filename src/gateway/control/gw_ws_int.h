@@ -16,7 +16,8 @@ typedef struct gw_ws_client {
     char conn_id[40];
     bool ready; /* connect succeeded */
     bool scope_read, scope_write, scope_admin;
-    int refs; /* broadcasts writing to it (under w->mu) */
+    bool webchat; /* a webchat client that is not a Control UI: may not patch sessions */
+    int refs;     /* broadcasts writing to it (under w->mu) */
     struct gw_ws_client *next;
 } gw_ws_client;
 
@@ -54,7 +55,7 @@ struct gw_ws {
 };
 
 /* A method: its scope and handler. The handler answers with gw_ws_reply. */
-typedef enum { GW_SCOPE_READ, GW_SCOPE_WRITE } gw_ws_scope;
+typedef enum { GW_SCOPE_READ, GW_SCOPE_WRITE, GW_SCOPE_ADMIN } gw_ws_scope;
 typedef void (*gw_ws_method_fn)(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 typedef struct gw_ws_method {
     const char *name;
@@ -68,6 +69,18 @@ extern const gw_ws_method cm_gw_ws_methods[];
 /* gw_memory.c: clawmem's memory.search and memory.get (not QuantumClaw's). */
 void cm_gw_ws_memory_search(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 void cm_gw_ws_memory_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+
+/* gw_sessions.c: sessions.patch and sessions.reset (operator.admin). */
+void cm_gw_ws_sessions_patch(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+void cm_gw_ws_sessions_reset(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+/* Copies each row's per-session settings (label, model, the overrides) from
+ * the default agent's store into the sessions.list rows. */
+void cm_gw_ws_sessions_overrides(gw_ws *w, json_t *rows);
+
+/* gw_access.c: clawmem.pairing.list / .approve / .deny (the Access page). */
+void cm_gw_ws_pairing_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+void cm_gw_ws_pairing_approve(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+void cm_gw_ws_pairing_deny(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 
 /* Sends {"type":"res","id","ok":true,"payload"} (payload stolen). */
 void cm_gw_ws_ok(gw_ws_client *cl, const char *id, json_t *payload);
@@ -85,8 +98,17 @@ char *cm_gw_ws_session_key(gw_ws *w, const char *key);
 /* Calls the runtime's sink with m under the inflight count: CM_EBUSY once
  * stopped or detached. */
 cm_rc cm_gw_ws_sink(gw_ws *w, const gw_msg *m);
+/* cm_gw_runtime_notify under the inflight count: false once stopped or
+ * detached. */
+bool cm_gw_ws_notify(gw_ws *w, const char *channel, const char *account, const char *peer,
+                     const char *text);
 /* The gateway's status (a new object) or NULL once detached. */
 json_t *cm_gw_ws_status(gw_ws *w);
+
+/* One text message (a req frame, hostile) from cl: the handshake until cl
+ * is ready, then a method with its scope checked; the answers go to cl->c
+ * (nowhere when NULL: the fuzz target). False: close the connection. */
+bool cm_gw_ws_message(gw_ws *w, gw_ws_client *cl, const char *text, size_t n);
 
 /* control_ui.c: answers a Control UI request under base (true), or false
  * when path is not one of its pages. */

@@ -200,6 +200,13 @@ cm_rc cm_gw_pairing_approve(const char *state_dir, const char *channel, const ch
                             const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
                             size_t errlen);
 
+/* Denies the pending request with code (as cm_gw_pairing_approve finds it):
+ * removed without approving its sender, whose id is written into id (may be
+ * NULL). CM_ENOTFOUND when no unexpired request has that code. */
+cm_rc cm_gw_pairing_deny(const char *state_dir, const char *channel, const char *account,
+                         const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
+                         size_t errlen);
+
 /* `pairing list <channel>`: appends the unexpired pending requests of
  * <channel>-pairing.json to out as {"code","id","accountId","createdAt",
  * "lastSeenAt"} (nothing when the file is missing). */

@@ -450,6 +450,28 @@ out:
     return rc;
 }
 
+cm_rc cm_gw_pairing_deny(const char *state_dir, const char *channel, const char *account,
+                         const char *code, int64_t now_ms, char *id, size_t idlen, char *err,
+                         size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf ppath;
+    cm_buf_init(&ppath, 0);
+    char c[64], sender[512], acct[256];
+    json_t *cj = json_string(code ? code : "");
+    bool ok = cj && cm_gw_allow_entry(cj, c, sizeof c);
+    json_decref(cj);
+    if (!ok) FAIL(CM_EINVAL, "an empty pairing code");
+    if (id && idlen) id[0] = 0;
+    CHECK(S_store_path(&ppath, state_dir, channel, NULL, "-pairing.json", err, errlen));
+    CHECK(S_find_request(ppath.data, c, account, true, now_ms, sender, sizeof sender, acct,
+                         sizeof acct, err, errlen));
+    if (id) snprintf(id, idlen, "%s", sender);
+out:
+    cm_buf_release(&ppath);
+    return rc;
+}
+
 cm_rc cm_gw_pairing_list(const char *state_dir, const char *channel, int64_t now_ms, json_t *out,
                          char *err, size_t errlen)
 {

@@ -346,6 +346,18 @@ bool cm_gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms)
     return ok && cm_gw_journal_backlog(rt->journal) == 0;
 }
 
+bool cm_gw_runtime_notify(gw_runtime *rt, const char *channel, const char *account,
+                          const char *peer, const char *text)
+{
+    pthread_mutex_lock(&rt->mu);
+    bool go = rt->accepting;
+    size_t before = rt->ready_n;
+    if (go) cm_gw_rt_notice(rt, channel, account, peer, NULL, NULL, text, NULL, "answered");
+    go = go && rt->ready_n > before;
+    pthread_mutex_unlock(&rt->mu);
+    return go;
+}
+
 json_t *cm_gw_runtime_status(gw_runtime *rt)
 {
     json_t *chs = json_array(), *ss = json_array();

@@ -121,6 +121,12 @@ bool cm_gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms);
  * "duplicates","recovered","runs","replies"} — a new object. */
 json_t *cm_gw_runtime_status(gw_runtime *rt);
 
+/* Sends text to peer of (channel, account) as the gateway's own notice (sent
+ * as written, like a pairing code), through the workers: returns at once.
+ * False while draining or out of memory. */
+bool cm_gw_runtime_notify(gw_runtime *rt, const char *channel, const char *account,
+                          const char *peer, const char *text);
+
 /* Stops everything (drain first for a clean stop) and frees. */
 void cm_gw_runtime_free(gw_runtime *rt);
 
