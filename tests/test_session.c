@@ -394,7 +394,8 @@ TEST(session_store_entries_round_trip)
     EXPECT(json_object_get(e, "memoryFlushCompactionCount") == NULL);
     EXPECT(json_object_get(e, "memoryFlushContextHash") == NULL);
     EXPECT(json_object_get(e, "totalTokens") == NULL);
-    EXPECT(json_object_get(e, "systemSent") == NULL);
+    EXPECT(json_is_false(json_object_get(e, "systemSent"))); /* 2026.3.22's new session */
+    EXPECT(json_is_false(json_object_get(e, "abortedLastRun")));
     EXPECT_STR(json_string_value(json_object_get(e, "thinkingLevel")), "high");
     cm_buf_release(&path);
 
