@@ -798,6 +798,15 @@ TEST(session_cli_drives_the_store)
     EXPECT_STR(json_string_value(json_object_get(json_array_get(recs, 0), "type")), "session");
     json_decref(j);
     run_result_release(&r);
+    /* an assistant message no model wrote: QuantumClaw's delivery-mirror shape */
+    r = SESS("show", "agent:main:telegram:group:-100", "--json");
+    j = json_loads(r.out, 0, NULL);
+    json_t *am = json_object_get(json_array_get(json_object_get(j, "records"), 1), "message");
+    EXPECT_STR(json_string_value(json_object_get(am, "api")), "openai-responses");
+    EXPECT_STR(json_string_value(json_object_get(am, "provider")), "openclaw");
+    EXPECT_STR(json_string_value(json_object_get(am, "model")), "delivery-mirror");
+    json_decref(j);
+    run_result_release(&r);
     r = SESS("show", "main");
     EXPECT_INT(r.status, 0);
     EXPECT_CONTAINS(r.out, "user: Remember: the wifi is Biscuit5G");

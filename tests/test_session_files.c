@@ -15,6 +15,7 @@
 #include "../src/session/origin.h"
 #include "../src/session/sessions.h"
 #include "../src/session/transcript.h"
+#include "../src/base/utf8.h"
 #include "fakeserver.h"
 #include "test.h"
 
@@ -32,7 +33,7 @@ typedef struct world {
     fake_server *fs;
     char base[64];
     char *dir, *ws, *state;
-    char sessions[2048], store[2048];
+    char sessions[2048], store[2100];
     json_t *cfg;
     llm_runner *runner;
     agent_ctx a;
@@ -570,4 +571,47 @@ TEST(session_files_thinking_level_cost_and_context)
     EXPECT_INT(cm_agent_context_tokens(cfg, "p/r"), 32000);
     json_decref(entry);
     json_decref(cfg);
+}
+
+/* Names and titles come from chat senders: any bytes, any length. The
+ * entry gets valid JSON strings of at most 512 characters, and the origin
+ * of an earlier message is merged, not replaced. */
+TEST(session_files_origin_from_hostile_senders)
+{
+    buf big = BUF_INIT;
+    for (int i = 0; i < 100000; i++)
+        cm_buf_adds(&big, i % 7 ? "é" : "\xff\"\n");
+    json_t *prev = json_pack("{s:{s:s,s:s}}", "origin", "label", "old", "custom", "kept");
+    session_origin so = {"Telegram", NULL, "-100", "7", "group", big.data, big.data};
+    json_t *p = cm_session_origin_patch(prev, &so);
+    EXPECT(p != NULL);
+    json_t *o = json_object_get(p, "origin");
+    const char *label = json_string_value(json_object_get(o, "label"));
+    EXPECT(label != NULL);
+    size_t chars = 0;
+    if (label) cm_utf8_prefix_chars(label, strlen(label), SIZE_MAX, &chars);
+    EXPECT_INT((int)chars, 512);
+    EXPECT_STR(json_string_value(json_object_get(o, "custom")), "kept");
+    EXPECT_STR(json_string_value(json_object_get(o, "provider")), "telegram");
+    EXPECT_STR(json_string_value(json_object_get(o, "accountId")), "default");
+    EXPECT_INT(json_integer_value(json_object_get(o, "threadId")), 7);
+    EXPECT(json_string_value(json_object_get(p, "subject")) != NULL);
+    EXPECT(json_string_value(json_object_get(p, "displayName")) != NULL);
+    char *text = json_dumps(p, JSON_COMPACT);
+    EXPECT(text && strlen(text) < 16000);
+    free(text);
+    json_decref(p);
+    /* no chat: nothing to record; an unknown chat type is a direct one */
+    session_origin none = {"telegram", NULL, NULL, NULL, NULL, NULL, NULL};
+    EXPECT(cm_session_origin_patch(NULL, &none) == NULL);
+    session_origin odd = {"telegram", "work", "5", "topic-x", "weird", NULL, NULL};
+    p = cm_session_origin_patch(NULL, &odd);
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(p, "origin"), "chatType")),
+               "direct");
+    EXPECT(json_object_get(p, "groupId") == NULL);
+    EXPECT_STR(json_string_value(json_object_get(p, "lastThreadId")), "topic-x");
+    EXPECT_STR(json_string_value(json_object_get(p, "lastAccountId")), "work");
+    json_decref(p);
+    json_decref(prev);
+    cm_buf_release(&big);
 }

@@ -466,6 +466,7 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, flush_mo
         ti.history = hist = shorter;
     }
     if (rc) goto out;
+    CHECK(note_model(a, s, &t.outcome, recs, now, err, errlen));
     CHECK(append_messages(a, s, t.messages, now, err, errlen));
     /* the bookkeeping: once per compaction cycle, and the context it saw */
     char hash[17] = "";

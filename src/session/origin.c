@@ -6,14 +6,21 @@
 #include <ctype.h>
 #include <errno.h>
 
+#include "../base/utf8.h"
 #include "origin.h"
+
+/* A field's longest value in code points: names and titles come from chat
+ * senders, and every entry of the store is rewritten with each change. */
+#define FIELD_MAX_CHARS 512
 
 static bool has(const char *s)
 {
     return s && *s;
 }
 
-/* s trimmed of ASCII blanks, as a new buffer; NULL when blank. */
+/* s trimmed of ASCII blanks, cut to FIELD_MAX_CHARS code points and made
+ * valid UTF-8 (an invalid byte is U+FFFD), appended to out; nothing when
+ * blank. */
 static cm_rc trimmed(buf *out, const char *s)
 {
     if (!s) return CM_OK;
@@ -22,7 +29,8 @@ static cm_rc trimmed(buf *out, const char *s)
     size_t n = strlen(s);
     while (n && isspace((unsigned char)s[n - 1]))
         n--;
-    return n ? cm_buf_add(out, s, n) : CM_OK;
+    n = cm_utf8_prefix_chars(s, n, FIELD_MAX_CHARS, NULL);
+    return n ? cm_utf8_repair(out, s, n) : CM_OK;
 }
 
 /* normalizeHyphenSlug: lower case, every run of bytes outside
@@ -107,19 +115,26 @@ json_t *cm_session_origin_patch(const json_t *entry, const session_origin *o)
 {
     json_t *patch = NULL, *origin = NULL, *dc = NULL;
     buf to = BUF_INIT, from = BUF_INIT, gid = BUF_INIT, chan = BUF_INIT, label = BUF_INIT,
-        subj = BUF_INIT, name = BUF_INIT;
+        subj = BUF_INIT, name = BUF_INIT, peer = BUF_INIT, thr = BUF_INIT, acc = BUF_INIT;
     bool ok = false;
     if (!o || !has(o->channel) || !has(o->peer)) return NULL;
-    const char *account = has(o->account) ? o->account : "default";
-    const char *ct = has(o->chat_type) ? o->chat_type : "direct";
-    bool group = !strcmp(ct, "group") || !strcmp(ct, "channel");
+    const char *ct = has(o->chat_type) && (!strcmp(o->chat_type, "group") ||
+                                           !strcmp(o->chat_type, "channel"))
+                         ? o->chat_type
+                         : "direct";
+    bool group = strcmp(ct, "direct") != 0;
+    if (trimmed(&acc, o->account)) goto out;
+    const char *account = acc.len ? acc.data : "default";
     const char *thread = has(o->thread) ? o->thread : NULL;
-    if (trimmed(&chan, o->channel) || !chan.len) goto out;
+    if (trimmed(&chan, o->channel) || !chan.len || trimmed(&peer, o->peer) || !peer.len ||
+        (thread && trimmed(&thr, thread)))
+        goto out;
+    thread = thr.len ? thr.data : NULL;
     for (size_t i = 0; i < chan.len; i++)
         chan.data[i] = (char)tolower((unsigned char)chan.data[i]);
-    if (cm_buf_printf(&to, "%s:%s", chan.data, o->peer)) goto out;
+    if (cm_buf_printf(&to, "%s:%s", chan.data, peer.data)) goto out;
     if (group) {
-        if (cm_buf_printf(&gid, "%s", o->peer) ||
+        if (cm_buf_printf(&gid, "%s", peer.data) ||
             (thread && cm_buf_printf(&gid, ":topic:%s", thread)))
             goto out;
         for (size_t i = 0; i < gid.len; i++)
@@ -187,6 +202,9 @@ out:
     cm_buf_release(&label);
     cm_buf_release(&subj);
     cm_buf_release(&name);
+    cm_buf_release(&peer);
+    cm_buf_release(&thr);
+    cm_buf_release(&acc);
     if (!ok) {
         json_decref(patch);
         patch = NULL;
