@@ -194,7 +194,8 @@ TEST(gw_meta_timestamps_in_the_configured_zone)
 TEST(gw_meta_system_prompt_inbound_context)
 {
     char *dir = tmp_dir();
-    agent_inbound ib = {"telegram:-100", "default", "telegram", "telegram", "telegram", "group"};
+    agent_inbound ib = {"telegram:-100", "default", "telegram", "telegram", "telegram",
+                        "group",         "-100",    NULL,       NULL,       NULL};
     agent_prompt_in in = {.workspace = dir,
                           .agent_id = "main",
                           .session_key = "agent:main:telegram:group:-100",

@@ -315,6 +315,17 @@ static void gate_open(world *w)
     pthread_mutex_unlock(&w->gate.mu);
 }
 
+/* The session entry of key as on disk, every pending change written. */
+static json_t *t_disk_entry(world *w, const char *key)
+{
+    char err[256];
+    cm_session_store_sync(NULL, err, sizeof err);
+    json_t *doc = json_load_file(path_in(w->state, "agents/main/sessions/sessions.json"), 0, NULL);
+    json_t *e = json_incref(json_object_get(doc, key));
+    json_decref(doc);
+    return e;
+}
+
 static char *msg_json(const char *peer, const char *id, const char *text)
 {
     json_t *o =
@@ -826,6 +837,20 @@ TEST(gateway_run_dm_prompt_tells_who_is_writing)
     EXPECT(ctx && run && strstr(sent, "## Safety\n") < ctx && ctx < run);
     free(sent);
     cm_buf_release(&r);
+    /* the session's entry: where it came from and where replies go, as
+     * 2026.3.22 records them */
+    json_t *e = t_disk_entry(&w, "agent:main:main");
+    json_t *o = json_object_get(e, "origin");
+    EXPECT_STR(json_string_value(json_object_get(o, "label")), "Alice Liddell (@alice_l) id:42");
+    EXPECT_STR(json_string_value(json_object_get(o, "from")), "http:alice");
+    EXPECT_STR(json_string_value(json_object_get(o, "to")), "http:alice");
+    EXPECT_STR(json_string_value(json_object_get(o, "chatType")), "direct");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(e, "deliveryContext"), "to")),
+               "http:alice");
+    EXPECT_STR(json_string_value(json_object_get(e, "lastChannel")), "http");
+    EXPECT_STR(json_string_value(json_object_get(e, "status")), "done");
+    EXPECT(json_is_true(json_object_get(e, "systemSent")));
+    json_decref(e);
     world_stop(&w);
 }
 
@@ -1001,6 +1026,18 @@ TEST(gateway_run_telegram_group_end_to_end)
                               "  \"name\": \"Tom Lee\",\n  \"username\": \"tlee\"\n}");
         EXPECT_CONTAINS(sent, "\"chat_id\": \"telegram:-100\"");
         free(sent);
+        /* the group's entry, as 2026.3.22's Telegram leaves it */
+        json_t *e = t_disk_entry(&w, "agent:main:telegram:group:-100");
+        EXPECT_STR(json_string_value(json_object_get(e, "channel")), "telegram");
+        EXPECT_STR(json_string_value(json_object_get(e, "groupId")), "-100");
+        EXPECT_STR(json_string_value(json_object_get(e, "subject")), "Devs");
+        EXPECT_STR(json_string_value(json_object_get(e, "displayName")), "telegram:g-devs");
+        json_t *o = json_object_get(e, "origin");
+        EXPECT_STR(json_string_value(json_object_get(o, "label")), "Devs id:-100");
+        EXPECT_STR(json_string_value(json_object_get(o, "from")), "telegram:group:-100");
+        EXPECT_STR(json_string_value(json_object_get(o, "to")), "telegram:-100");
+        EXPECT_STR(json_string_value(json_object_get(e, "lastTo")), "telegram:-100");
+        json_decref(e);
         pthread_mutex_lock(&f.mu);
         size_t n = json_array_size(f.sent), i;
         json_t *m;

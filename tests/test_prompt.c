@@ -41,7 +41,8 @@ TEST(prompt_sections_in_the_reference_order)
     write_file(dir, "SOUL.md", "a calm voice\n");
     static const char *const tools[] = {"memory_get", "session_status", "read", "memory_search",
                                         "sessions_send", "message", "write"};
-    agent_inbound ib = {"telegram:42", "default", "telegram", "telegram", "telegram", "direct"};
+    agent_inbound ib = {.chat_id = "telegram:42", .account_id = "default", .channel = "telegram",
+                        .provider = "telegram", .surface = "telegram", .chat_type = "direct"};
     json_t *cfg = json_loads("{\"agents\":{\"defaults\":{\"userTimezone\":\"Europe/Berlin\","
                              "\"model\":{\"primary\":\"openai/gpt-t\"}}}}",
                              0, NULL);

@@ -394,7 +394,8 @@ TEST(session_store_entries_round_trip)
     EXPECT(json_object_get(e, "memoryFlushCompactionCount") == NULL);
     EXPECT(json_object_get(e, "memoryFlushContextHash") == NULL);
     EXPECT(json_object_get(e, "totalTokens") == NULL);
-    EXPECT(json_object_get(e, "systemSent") == NULL);
+    EXPECT(json_is_false(json_object_get(e, "systemSent"))); /* 2026.3.22's new session */
+    EXPECT(json_is_false(json_object_get(e, "abortedLastRun")));
     EXPECT_STR(json_string_value(json_object_get(e, "thinkingLevel")), "high");
     cm_buf_release(&path);
 
@@ -795,6 +796,15 @@ TEST(session_cli_drives_the_store)
     json_t *recs = json_object_get(j, "records");
     EXPECT_INT(json_array_size(recs), 2); /* the header and the message */
     EXPECT_STR(json_string_value(json_object_get(json_array_get(recs, 0), "type")), "session");
+    json_decref(j);
+    run_result_release(&r);
+    /* an assistant message no model wrote: QuantumClaw's delivery-mirror shape */
+    r = SESS("show", "agent:main:telegram:group:-100", "--json");
+    j = json_loads(r.out, 0, NULL);
+    json_t *am = json_object_get(json_array_get(json_object_get(j, "records"), 1), "message");
+    EXPECT_STR(json_string_value(json_object_get(am, "api")), "openai-responses");
+    EXPECT_STR(json_string_value(json_object_get(am, "provider")), "openclaw");
+    EXPECT_STR(json_string_value(json_object_get(am, "model")), "delivery-mirror");
     json_decref(j);
     run_result_release(&r);
     r = SESS("show", "main");

@@ -36,7 +36,9 @@ cm_rc cm_sessions_show(cm_sessions *s, const char *key, unsigned last, char **js
 
 /* Appends a message (role "user" or "assistant") to the session's
  * transcript, making the session when it is new: {"key", "sessionId", "id"}
- * (id: the new record's). */
+ * (id: the new record's). An assistant message is written as QuantumClaw
+ * writes one no model produced (api "openai-responses", provider
+ * "openclaw", model "delivery-mirror", zero usage). */
 cm_rc cm_sessions_append(cm_sessions *s, const char *key, const char *role, const char *text,
                          char **json, char *err, size_t errlen);
 

@@ -61,6 +61,12 @@ typedef struct agent_inbound {
     const char *account_id; /* the channel account ("default") */
     const char *channel, *provider, *surface;
     const char *chat_type; /* "direct", "group" */
+    /* Not for the prompt: the session entry's origin and delivery route
+     * (session/origin.h). peer: the chat id (NULL: no route recorded);
+     * the rest may be NULL. */
+    const char *peer, *thread_id;
+    const char *conversation_label; /* "Alice (@alice) id:111", "Dev id:-100" */
+    const char *group_subject;      /* a group's title */
 } agent_inbound;
 
 typedef struct agent_prompt_in {

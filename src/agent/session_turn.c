@@ -7,8 +7,10 @@
 
 #include "../session/flush.h"
 #include "../session/keys.h"
+#include "../session/origin.h"
 #include "../session/sessions.h"
 #include "../session/transcript.h"
+#include "run_meta.h"
 #include "session_turn.h"
 #include "../base/caps.h"
 
@@ -232,9 +234,74 @@ static cm_rc append_messages(agent_ctx *a, session *s, const json_t *msgs, int64
     return CM_OK;
 }
 
-/* The entry after a turn: token counts, model, the automatic pin. */
-static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin, int64_t now,
-                         char *err, size_t errlen)
+/* Before a turn's messages, what QuantumClaw writes about its model
+ * (cm_transcript_note_model); recs: the context's records read for it. */
+static cm_rc note_model(agent_ctx *a, session *s, const llm_outcome *oc, const json_t *recs,
+                        int64_t now, char *err, size_t errlen)
+{
+    const char *slash = strchr(oc->model, '/');
+    if (!slash) return CM_OK; /* no model was reached */
+    char prov[192];
+    snprintf(prov, sizeof prov, "%.*s", (int)(slash - oc->model), oc->model);
+    transcript_model m = {
+        prov, slash + 1, oc->api[0] ? oc->api : "openai-completions",
+        cm_agent_thinking_level(a->config, cm_session_store_get(&s->st, s->key), oc->model)};
+    return cm_transcript_note_model(s->transcript.data, s->sid, a->workspace, &m, recs, now, err,
+                                    errlen);
+}
+
+/* A run's lifecycle in the entry, as QuantumClaw's gateway keeps it: at
+ * the start status "running", startedAt, endedAt and runtimeMs removed,
+ * abortedLastRun false, systemSent true (the system prompt goes out); at
+ * the end (status "done", "failed" or "killed") endedAt, runtimeMs and
+ * abortedLastRun (true when killed). Added to patch. */
+static cm_rc lifecycle(json_t *patch, const char *status, int64_t started, int64_t now)
+{
+    bool start = !strcmp(status, "running");
+    bool killed = !strcmp(status, "killed");
+    if (json_object_set_new(patch, "status", json_string(status)) ||
+        json_object_set_new(patch, "startedAt", json_integer(started)) ||
+        json_object_set_new(patch, "endedAt", start ? json_null() : json_integer(now)) ||
+        json_object_set_new(patch, "runtimeMs",
+                            start ? json_null() : json_integer(now > started ? now - started : 0)) ||
+        json_object_set_new(patch, "abortedLastRun", json_boolean(killed)) ||
+        (start && json_object_set_new(patch, "systemSent", json_true())))
+        return CM_ENOMEM;
+    return CM_OK;
+}
+
+/* A turn's first change to the entry: the origin and delivery route of
+ * its message (when the caller tells it) and the run's start. */
+static json_t *start_patch(session *s, const agent_inbound *ib, int64_t started)
+{
+    json_t *p = NULL;
+    if (ib && ib->channel && ib->peer) {
+        session_origin so = {ib->channel, ib->account_id,         ib->peer,         ib->thread_id,
+                             ib->chat_type, ib->conversation_label, ib->group_subject};
+        p = cm_session_origin_patch(cm_session_store_get(&s->st, s->key), &so);
+    }
+    if (!p) p = json_object();
+    if (p && lifecycle(p, "running", started, started)) {
+        json_decref(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/* Notes the end of a run that did not complete (failed or killed). */
+static void record_end(agent_ctx *a, session *s, const char *status, int64_t started)
+{
+    char e[256];
+    json_t *p = json_object();
+    if (p && !lifecycle(p, status, started, now_of(a)))
+        cm_session_note(&s->st, s->key, p, now_of(a), NULL, e, sizeof e);
+    json_decref(p);
+}
+
+/* The entry after a turn: token counts, model, the automatic pin, the
+ * run's end, contextTokens and estimatedCostUsd. */
+static cm_rc record_turn(agent_ctx *a, session *s, const agent_turn_out *t, const llm_pin *pin,
+                         int64_t started, int64_t now, char *err, size_t errlen)
 {
     const llm_usage *u = &t->usage;
     int64_t prompt = u->input + u->cache_read + u->cache_write;
@@ -246,10 +313,17 @@ static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin
         prompt > 0, "inputTokens", (json_int_t)u->input, "outputTokens", (json_int_t)u->output,
         "cacheRead", (json_int_t)u->cache_read, "cacheWrite", (json_int_t)u->cache_write, "model",
         slash ? slash + 1 : model, "modelProvider", prov);
-    if (!patch) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    if (!patch || lifecycle(patch, "done", started, now) ||
+        json_object_set_new(patch, "contextTokens",
+                            json_integer(cm_agent_context_tokens(a->config, model))))
+        goto oom;
     json_t *e = cm_session_store_get(&s->st, s->key);
-    if (json_is_true(json_object_get(e, "abortedLastRun")))
-        json_object_set_new(patch, "abortedLastRun", json_false());
+    double cost;
+    if (cm_agent_run_cost(a->config, model, u, &cost)) {
+        json_t *prev = json_object_get(e, "estimatedCostUsd");
+        if (json_is_number(prev) && json_number_value(prev) > 0) cost += json_number_value(prev);
+        if (json_object_set_new(patch, "estimatedCostUsd", json_real(cost))) goto oom;
+    }
     const char *src = json_string_value(json_object_get(e, "authProfileOverrideSource"));
     if (pin && pin->profile[0] && !(src && !strcmp(src, "user"))) {
         json_t *cc = json_object_get(e, "compactionCount");
@@ -261,6 +335,9 @@ static cm_rc record_turn(session *s, const agent_turn_out *t, const llm_pin *pin
     cm_rc rc = cm_session_note(&s->st, s->key, patch, now, NULL, err, errlen);
     json_decref(patch);
     return rc;
+oom:
+    json_decref(patch);
+    return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
 }
 
 /* The session's pin from its entry. */
@@ -389,6 +466,7 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, flush_mo
         ti.history = hist = shorter;
     }
     if (rc) goto out;
+    CHECK(note_model(a, s, &t.outcome, recs, now, err, errlen));
     CHECK(append_messages(a, s, t.messages, now, err, errlen));
     /* the bookkeeping: once per compaction cycle, and the context it saw */
     char hash[17] = "";
@@ -692,6 +770,8 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
     buf sys = BUF_INIT;
     reason_stream rs = {BUF_INIT, BUF_INIT, o->on_reasoning, o->reasoning_ctx};
     const char *prompt = o->prompt, *model = o->model;
+    int64_t started = 0;
+    bool running = false; /* the entry says "running": its end is to be recorded */
     memset(out, 0, sizeof *out);
     CHECK(session_open(a, key, true, &s, err, errlen));
     out->reasoning_level = reasoning_of(cm_session_store_get(&s.st, s.key));
@@ -706,6 +786,16 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
             snprintf(ovr, sizeof ovr, "%.127s/%.189s", po, mo);
             model = ovr;
         }
+    }
+    /* where the message came from and the run's start, in the entry */
+    started = now_of(a);
+    {
+        json_t *sp = start_patch(&s, o->inbound, started);
+        rc = sp ? cm_session_note(&s.st, s.key, sp, started, NULL, err, errlen)
+                : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        json_decref(sp);
+        if (rc) goto out;
+        running = true;
     }
     /* the memory flush before the turn, when due; its failure does not stop the turn */
     char ferr[512];
@@ -767,12 +857,9 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         if (rc == CM_ECANCELED && t.messages) {
             /* aborted: the user message and the completed steps stay */
             char aerr[256];
-            if (append_messages(a, &s, t.messages, now_of(a), aerr, sizeof aerr) == CM_OK) {
-                json_t *ab = json_pack("{s:b}", "abortedLastRun", 1);
-                if (ab) cm_session_note(&s.st, s.key, ab, now_of(a), NULL, aerr, sizeof aerr);
-                json_decref(ab);
-            }
-            goto out;
+            if (note_model(a, &s, &t.outcome, recs, now_of(a), aerr, sizeof aerr) == CM_OK)
+                append_messages(a, &s, t.messages, now_of(a), aerr, sizeof aerr);
+            goto out; /* recorded as killed */
         }
         if (rc == CM_ETOOBIG && attempt == 0) {
             /* the prompt is over the context: compact, then once more */
@@ -788,8 +875,10 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         }
         if (rc) goto out;
         int64_t now = now_of(a);
+        CHECK(note_model(a, &s, &t.outcome, recs, now, err, errlen));
         CHECK(append_messages(a, &s, t.messages, now, err, errlen));
-        CHECK(record_turn(&s, &t, &pin, now, err, errlen));
+        CHECK(record_turn(a, &s, &t, &pin, started, now, err, errlen));
+        running = false;
         break;
     }
     out->silent = cm_flush_is_silent(t.reply);
@@ -820,6 +909,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         cm_flush_settings_release(&fs);
     }
 out:
+    if (running) record_end(a, &s, rc == CM_ECANCELED ? "killed" : "failed", started);
     if (!out->text) out->text = cm_strdup("");
     if (!out->reasoning) out->reasoning = cm_strdup("");
     cm_agent_turn_out_release(&t);

@@ -332,10 +332,11 @@ static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, i
         "output", (json_int_t)r->usage.output, "cacheRead", (json_int_t)r->usage.cache_read,
         "cacheWrite", (json_int_t)r->usage.cache_write, "totalTokens", (json_int_t)r->usage.total,
         "cost", "input", 0, "output", 0, "cacheRead", 0, "cacheWrite", 0, "total", 0);
-    json_t *m =
-        json_pack("{s:s,s:o,s:s,s:s,s:s,s:o,s:s,s:I}", "role", "assistant", "content", content,
-                  "api", "", "provider", provider, "model", slash ? slash + 1 : oc->model, "usage",
-                  usage, "stopReason", r->stop_reason, "timestamp", (json_int_t)now);
+    const char *api = oc->api[0] ? oc->api : "openai-completions";
+    json_t *m = json_pack("{s:s,s:o,s:s,s:s,s:s,s:o,s:s,s:I}", "role", "assistant", "content",
+                          content, "api", api, "provider", provider, "model",
+                          slash ? slash + 1 : oc->model, "usage", usage, "stopReason",
+                          r->stop_reason, "timestamp", (json_int_t)now);
     if (m && r->response_id[0]) json_object_set_new(m, "responseId", json_string(r->response_id));
     return m;
 }

@@ -154,9 +154,16 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     /* the trusted inbound context of the system prompt (2026.3.22's
      * chat_id is "<channel>:<chat>") */
     buf chat = BUF_INIT;
-    agent_inbound in = {NULL, rq->account && *rq->account ? rq->account : "default",
-                        rq->channel, rq->channel, rq->channel,
-                        rq->is_group ? "group" : "direct"};
+    agent_inbound in = {NULL,
+                        rq->account && *rq->account ? rq->account : "default",
+                        rq->channel,
+                        rq->channel,
+                        rq->channel,
+                        rq->is_group ? "group" : "direct",
+                        rq->peer,
+                        rq->thread,
+                        rq->label,
+                        rq->subject};
     if (rq->channel && rq->peer && !cm_buf_printf(&chat, "%s:%s", rq->channel, rq->peer))
         in.chat_id = chat.data;
     cm_rc rc = cm_agent_turn_hooked(a, rq->session_key, rq->prompt, NULL, rq->on_delta,

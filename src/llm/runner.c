@@ -306,6 +306,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
                 FAIL(CM_ENOMEM, "out of memory");
             continue;
         }
+        snprintf(oc->api, sizeof oc->api, "%s", cm_llm_api_name(e.ep.api));
         int64_t now = r->clock(r->clock_ctx);
         /* Candidates: the provider's profiles in order (the session's pin
          * first; a user pin alone), else the configured key. */

@@ -52,6 +52,10 @@ typedef struct llm_outcome {
     char model[192];   /* "provider/model" */
     char profile[192]; /* the auth profile, "" for a key from the config or environment */
     int attempts;      /* requests sent */
+    /* The wire API of model's provider (models.providers.<p>.api, else
+     * "anthropic-messages" for anthropic and "openai-completions" for the
+     * rest): the transcript's message "api". */
+    char api[32];
 } llm_outcome;
 
 /* The model chain of a turn as "a,b,c" (for status displays and tests). */

@@ -229,7 +229,10 @@ cm_rc cm_sessions_append(cm_sessions *s, const char *key, const char *role, cons
         FAIL(CM_ECORRUPT, "session %s has no valid sessionId", k.data);
     json_t *msg = role[0] == 'u'
                       ? cm_transcript_user_message(text, now)
-                      : cm_transcript_assistant_message(text, "", "clawmem", "", "stop", now);
+                      /* no model wrote it: QuantumClaw's delivery-mirror shape,
+                       * which its readers never take for the session's model */
+                      : cm_transcript_assistant_message(text, "openai-responses", "openclaw",
+                                                        "delivery-mirror", "stop", now);
     fields = msg ? json_pack("{s:o}", "message", msg) : NULL;
     if (!fields) FAIL(CM_ENOMEM, "out of memory");
     CHECK(cm_transcript_append(tp.data, sid, s->cfg.workspace, "message", fields, now, id, err,

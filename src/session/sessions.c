@@ -225,6 +225,8 @@ static cm_rc touch_fn(json_t **ep, void *vctx, char *err, size_t errlen)
         e = json_object();
         session_chat chat = cm_session_chat_of(c->key);
         if (!e || new_session(e, c->dir, c->id) ||
+            json_object_set_new(e, "systemSent", json_false()) ||
+            json_object_set_new(e, "abortedLastRun", json_false()) ||
             json_object_set_new(e, "compactionCount", json_integer(0)) ||
             json_object_set_new(e, "chatType",
                                 json_string(chat == SESSION_CHAT_GROUP     ? "group"
@@ -239,6 +241,8 @@ static cm_rc touch_fn(json_t **ep, void *vctx, char *err, size_t errlen)
         if (new_session(e, c->dir, c->id)) FAIL(CM_ENOMEM, "out of memory");
         for (size_t i = 0; per_session_fields[i]; i++)
             json_object_del(e, per_session_fields[i]);
+        json_object_set_new(e, "systemSent", json_false());
+        json_object_set_new(e, "abortedLastRun", json_false());
         json_object_set_new(e, "compactionCount", json_integer(0));
     } else if (c->what == COMPACTED) {
         json_t *cc = json_object_get(e, "compactionCount");

@@ -408,3 +408,106 @@ json_t *cm_transcript_tool_result(const char *call_id, const char *tool_name, co
                      call_id ? call_id : "", "toolName", tool_name ? tool_name : "", "content",
                      text_content(text), "isError", is_error, "timestamp", (json_int_t)now_ms);
 }
+
+/* ---- the run's model (cm_transcript_note_model) ---- */
+
+#define HEAD_RECORDS 32
+
+typedef struct model_seen {
+    bool message, model_change, thinking;
+    json_t *snapshot; /* the last model-snapshot's data (borrowed from its record) */
+    json_t *keep;     /* the head records kept alive for snapshot */
+    int n;
+} model_seen;
+
+static void see(model_seen *s, const json_t *rec)
+{
+    const char *t = json_string_value(json_object_get(rec, "type"));
+    if (!t) return;
+    if (!strcmp(t, "message")) s->message = true;
+    if (!strcmp(t, "model_change")) s->model_change = true;
+    if (!strcmp(t, "thinking_level_change")) s->thinking = true;
+    const char *ct = json_string_value(json_object_get(rec, "customType"));
+    json_t *data = json_object_get(rec, "data");
+    if (!strcmp(t, "custom") && ct && !strcmp(ct, "model-snapshot") && json_is_object(data))
+        s->snapshot = data;
+}
+
+static bool see_head(void *ctx, int line, json_t *rec)
+{
+    (void)line;
+    model_seen *s = ctx;
+    if (json_array_append(s->keep, rec)) return false;
+    see(s, rec);
+    return ++s->n < HEAD_RECORDS;
+}
+
+static bool keep_all(void *ctx, int line, json_t *rec)
+{
+    (void)line;
+    return json_array_append((json_t *)ctx, rec) == 0;
+}
+
+static bool same_str(const json_t *v, const char *s)
+{
+    return !strcmp(json_string_value(v) ? json_string_value(v) : "", s ? s : "");
+}
+
+cm_rc cm_transcript_note_model(const char *path, const char *session_id, const char *cwd,
+                               const transcript_model *m, const json_t *recent, int64_t now_ms,
+                               char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    model_seen s = {.keep = json_array()};
+    json_t *tail = NULL, *f = NULL;
+    if (!s.keep) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    rc = cm_transcript_read_from(path, 0, SIZE_MAX, see_head, &s, err, errlen);
+    bool fresh = rc == CM_ENOTFOUND;
+    if (fresh) rc = CM_OK;
+    if (rc) goto out;
+    if (!fresh && !recent) {
+        int64_t from = 0;
+        if (!(tail = json_array())) FAIL(CM_ENOMEM, "out of memory");
+        CHECK(cm_transcript_context_offset(path, &from, err, errlen));
+        CHECK(cm_transcript_read_from(path, from, SIZE_MAX, keep_all, tail, err, errlen));
+        recent = tail;
+    }
+    bool start = !s.message && !s.model_change;
+    size_t i;
+    json_t *rec;
+    json_array_foreach((json_t *)recent, i, rec)
+        see(&s, rec);
+    if (start) {
+        if (!(f = json_pack("{s:s,s:s}", "provider", m->provider ? m->provider : "", "modelId",
+                            m->model_id ? m->model_id : "")))
+            FAIL(CM_ENOMEM, "out of memory");
+        CHECK(cm_transcript_append(path, session_id, cwd, "model_change", f, now_ms, NULL, err,
+                                   errlen));
+        json_decref(f);
+        f = NULL;
+    }
+    if (start || !s.thinking) {
+        if (!(f = json_pack("{s:s}", "thinkingLevel",
+                            m->thinking_level ? m->thinking_level : "off")))
+            FAIL(CM_ENOMEM, "out of memory");
+        CHECK(cm_transcript_append(path, session_id, cwd, "thinking_level_change", f, now_ms, NULL,
+                                   err, errlen));
+        json_decref(f);
+        f = NULL;
+    }
+    if (!s.snapshot || !same_str(json_object_get(s.snapshot, "provider"), m->provider) ||
+        !same_str(json_object_get(s.snapshot, "modelApi"), m->api) ||
+        !same_str(json_object_get(s.snapshot, "modelId"), m->model_id)) {
+        if (!(f = json_pack("{s:s,s:{s:I,s:s,s:s,s:s}}", "customType", "model-snapshot", "data",
+                            "timestamp", (json_int_t)now_ms, "provider",
+                            m->provider ? m->provider : "", "modelApi", m->api ? m->api : "",
+                            "modelId", m->model_id ? m->model_id : "")))
+            FAIL(CM_ENOMEM, "out of memory");
+        CHECK(cm_transcript_append(path, session_id, cwd, "custom", f, now_ms, NULL, err, errlen));
+    }
+out:
+    json_decref(f);
+    json_decref(tail);
+    json_decref(s.keep);
+    return rc;
+}

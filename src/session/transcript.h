@@ -66,6 +66,29 @@ cm_rc cm_transcript_read_from(const char *path, int64_t from, size_t max,
  * from there gives the same context as reading the whole file. */
 cm_rc cm_transcript_context_offset(const char *path, int64_t *offset, char *err, size_t errlen);
 
+/* The model of a run, for cm_transcript_note_model (strings borrowed). */
+typedef struct transcript_model {
+    const char *provider, *model_id;
+    const char *api;            /* "openai-completions", "anthropic-messages", … */
+    const char *thinking_level; /* "off", "low", … */
+} transcript_model;
+
+/* The records QuantumClaw 2026.3.22 (through pi-coding-agent) writes about
+ * a run's model before the run's messages, appended when due:
+ * - at a session's start (no message and no model_change record yet):
+ *   model_change {provider, modelId} and thinking_level_change
+ *   {thinkingLevel};
+ * - in a session with messages but no thinking_level_change: one;
+ * - a custom "model-snapshot" {timestamp, provider, modelApi, modelId} when
+ *   there is none yet or the last one names another provider, api or model.
+ * Looked for in the transcript's head (its first 32 records) and in recent
+ * (the records from the context's start, cm_transcript_context_offset, in
+ * order; NULL: read here), so a turn's cost does not grow with the file.
+ * A file that does not exist yet is a session's start. */
+cm_rc cm_transcript_note_model(const char *path, const char *session_id, const char *cwd,
+                               const transcript_model *m, const json_t *recent, int64_t now_ms,
+                               char *err, size_t errlen);
+
 /* Message bodies as pi-coding-agent writes them (new objects). */
 json_t *cm_transcript_user_message(const char *text, int64_t now_ms);
 json_t *cm_transcript_assistant_message(const char *text, const char *api, const char *provider,

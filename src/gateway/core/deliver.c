@@ -347,9 +347,10 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     if (!cm_gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, model) &&
         d->prefix.len && cm_buf_addc(&d->prefix, ' '))
         cm_buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
-    gw_run_req rq = {j->agent_id, j->key, j->prompt,   j->channel, j->account, worker,
-                     S_delta,     d,      S_cancelled, S_steer,    d,
-                     j->peer,     j->is_group};
+    gw_run_req rq = {j->agent_id, j->key,      j->prompt,   j->channel, j->account,
+                     worker,      S_delta,     d,           S_cancelled, S_steer,
+                     d,           j->peer,     j->is_group, j->thread,  j->label,
+                     j->subject};
     gw_run_res res;
     memset(&res, 0, sizeof res);
     char err[512] = "";

@@ -270,6 +270,29 @@ static void S_cancel_runs(gw_runtime *rt, gw_sess *s)
             __atomic_store_n(&j->cancel, 1, __ATOMIC_RELAXED);
 }
 
+/* The conversation of t for its session entry's origin (session/origin.h),
+ * on j: the label 2026.3.22's Telegram gives it — a group's "<title>
+ * id:<chat>[ topic:<thread>]" (or "group:<chat>…"), a direct chat's sender
+ * label — and a group's title. Out of memory: left out. */
+static void S_job_origin(gw_job *j, const gw_turn *t)
+{
+    buf l = BUF_INIT;
+    cm_rc rc = CM_OK;
+    const char *title = t->chat_title;
+    while (title && (*title == ' ' || *title == '\t'))
+        title++;
+    if (t->is_group) {
+        rc = title && *title ? cm_buf_printf(&l, "%s id:%s", title, t->peer ? t->peer : "")
+                             : cm_buf_printf(&l, "group:%s", t->peer ? t->peer : "");
+        if (!rc && t->thread && *t->thread) rc = cm_buf_printf(&l, " topic:%s", t->thread);
+        if (title && *title) j->subject = cm_strdup(title);
+    } else {
+        rc = cm_gw_meta_sender_label(&l, t->sender_name, t->sender_username, t->sender);
+    }
+    if (!rc && l.len) j->label = cm_buf_detach(&l);
+    cm_buf_release(&l);
+}
+
 /* Starts a run job for s now (under mu): s becomes active. */
 static void S_start(gw_runtime *rt, gw_sess *s, gw_job *j)
 {
@@ -366,6 +389,7 @@ static bool S_cmd_new(void *ctx, const char *rest)
         (j->agent_id = cm_strdup(c->agent)) && (j->key = cm_strdup(c->key))) {
         j->is_group = t->is_group;
         j->mentioned = t->mentioned;
+        S_job_origin(j, t);
         cm_gw_ids_move(&j->ids, c->ids);
         S_start(rt, s, j);
         j = NULL;
@@ -516,6 +540,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
             CHECK(CM_ENOMEM);
         j->is_group = t->is_group;
         j->mentioned = t->mentioned;
+        S_job_origin(j, t);
         cm_gw_ids_move(&j->ids, ids);
         if (act == GW_QACT_RUN_NOW) {
             S_start(rt, s, j);

@@ -59,6 +59,8 @@ void cm_gw_job_free(gw_job *j)
     free(j->thread);
     free(j->reply_to);
     free(j->text);
+    free(j->label);
+    free(j->subject);
     cm_gw_ids_release(&j->ids);
     for (size_t i = 0; i < j->nsteer; i++)
         free(j->steer[i]);

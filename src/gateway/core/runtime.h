@@ -40,6 +40,10 @@ typedef struct gw_run_req {
     void *hook_ctx;
     const char *peer; /* the conversation (the chat id the system prompt names) */
     bool is_group;
+    /* For the session entry's origin (may be NULL): the thread, the
+     * conversation label ("Alice (@alice) id:111", "Dev id:-100") and a
+     * group's title. */
+    const char *thread, *label, *subject;
 } gw_run_req;
 
 typedef struct gw_run_res {

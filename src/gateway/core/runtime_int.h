@@ -45,6 +45,7 @@ typedef struct gw_job {
     bool is_group;
     bool mentioned;     /* the turn mentioned the bot (typing mode, feel.h) */
     char *text;         /* GW_JOB_NOTICE; GW_JOB_RUN: a notice sent before the run (or NULL) */
+    char *label, *subject; /* GW_JOB_RUN: the conversation label, a group's title (or NULL) */
     const char *status; /* GW_JOB_NOTICE: the journal status of its ids */
     gw_ids ids;
     struct gw_job *next;
