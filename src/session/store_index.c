@@ -304,13 +304,6 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     int64_t flush_ms = 0;
     pthread_mutex_lock(&ix->mu);
     if (!rc) {
-        size_t i;
-        json_t *r;
-        json_array_foreach(recs, i, r)
-        {
-            replay(ix, doc, r);
-            replayed = true;
-        }
         while (found) { /* unlinked once the store holding their records is written */
             store_wal_file *w = found;
             found = w->next;
@@ -319,6 +312,13 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
         }
         flush_ms = ix->o.flush_ms;
         merge_dirty(ix, doc);
+        size_t i;
+        json_t *r;
+        json_array_foreach(recs, i, r) /* after merge_dirty: it would undo a replayed entry */
+        {
+            replay(ix, doc, r);
+            replayed = true;
+        }
         json_decref(ix->doc);
         ix->doc = doc;
         ix->wdoc_stale = true;
