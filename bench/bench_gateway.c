@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -447,6 +448,8 @@ int main(int argc, char **argv)
         return 1;
     }
     snprintf(g_addr, sizeof g_addr, "%s", cm_gw_http_address(ch.http));
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     double t0 = now_us();
     pthread_t th[CLIENTS];
     for (long c = 0; c < CLIENTS; c++)
@@ -468,6 +471,13 @@ int main(int argc, char **argv)
     int64_t got = g_replies;
     pthread_mutex_unlock(&g_mu);
     double t1 = now_us();
+    getrusage(RUSAGE_SELF, &ru1);
+    /* the process's CPU time (user + system; the clients' share is small)
+     * per message: what the machine's load does not change much */
+    double cpu_ms = ((double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+                     (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec)) * 1e3 +
+                    ((double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
+                     (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec)) / 1e3;
     long rss1 = rss_kb();
     int fds1 = open_fds();
     json_t *st = cm_gw_runtime_status(rt);
@@ -490,6 +500,7 @@ int main(int argc, char **argv)
         "rss_kb_before", (json_int_t)rss0, "rss_kb_live", (json_int_t)rss1, "fds_before",
         (json_int_t)fds0, "fds_live", (json_int_t)fds1);
     json_object_set_new(out, "paced", json_boolean(g_paced));
+    json_object_set_new(out, "cpu_ms_per_message", json_real(got ? cpu_ms / (double)got : -1));
     if (soak) {
         json_t *marks = json_array();
         int64_t w = g_n / 20 > 0 ? g_n / 20 : 1; /* latency over 5% of the messages around */
