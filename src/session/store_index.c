@@ -288,7 +288,7 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
         pthread_cond_wait(&ix->cv, &ix->mu);
     /* while this process writes (holding the lock) the file is its own */
     bool fresh = ix->loaded && (ix->writing || same_id(&now, &ix->id));
-    bool first = !ix->loaded;
+    bool first = !ix->loaded, writer = ix->o.flush_ms > 0;
     if (!fresh) ix->loading = true;
     pthread_mutex_unlock(&ix->mu);
     if (fresh) return CM_OK;
@@ -300,6 +300,9 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     if (!rc && first)
         rc = recs ? cm_store_wal_recover(ix->path, recs, &found, err, errlen)
                   : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    /* a long-running writer's copy of the store, made here rather than
+     * under the mutex by the next write */
+    json_t *wcopy = !rc && writer ? json_copy(doc) : NULL;
     bool replayed = false;
     int64_t flush_ms = 0;
     pthread_mutex_lock(&ix->mu);
@@ -311,6 +314,7 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
             ix->wal_done = w;
         }
         flush_ms = ix->o.flush_ms;
+        bool unchanged = json_object_size(ix->dirty) == 0 && json_array_size(recs) == 0;
         merge_dirty(ix, doc);
         size_t i;
         json_t *r;
@@ -322,6 +326,12 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
         json_decref(ix->doc);
         ix->doc = doc;
         ix->wdoc_stale = true;
+        if (wcopy && unchanged) { /* doc as read: wcopy is its copy */
+            json_decref(ix->wdoc);
+            ix->wdoc = wcopy;
+            wcopy = NULL;
+            ix->wdoc_stale = false;
+        }
         ix->id = fid;
         ix->loaded = true;
         ix->st.loads++;
@@ -330,6 +340,7 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     pthread_cond_broadcast(&ix->cv);
     pthread_mutex_unlock(&ix->mu);
     json_decref(recs);
+    json_decref(wcopy);
     while (found) {
         store_wal_file *w = found;
         found = w->next;
