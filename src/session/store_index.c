@@ -790,8 +790,26 @@ static cm_rc update_deferred(store_ix *ix, const char *key, int64_t now, int64_t
     }
     pthread_mutex_unlock(&ix->mu);
     if (!w) goto out;
-    cm_rc wrc = cm_store_wal_append(w, line.data, line.len, err, errlen);
+    cm_rc wrc = cm_store_wal_write(w, line.data, line.len, err, errlen);
     pthread_mutex_lock(&ix->mu);
+    /* group commit: an fdatasync begun after this line was written covers
+     * it; one thread syncs, the others wait for it (the mutex is not held
+     * during the fdatasync) */
+    uint64_t mine = wrc ? 0 : ++w->written;
+    while (!wrc && w->synced < mine) {
+        if (w->syncing) {
+            pthread_cond_wait(&ix->cv, &ix->mu);
+            continue;
+        }
+        w->syncing = true;
+        uint64_t upto = w->written;
+        pthread_mutex_unlock(&ix->mu);
+        wrc = cm_store_wal_sync(w, err, errlen);
+        pthread_mutex_lock(&ix->mu);
+        w->syncing = false;
+        if (!wrc && upto > w->synced) w->synced = upto;
+        pthread_cond_broadcast(&ix->cv);
+    }
     w->users--;
     pthread_cond_broadcast(&ix->cv);
     pthread_mutex_unlock(&ix->mu);

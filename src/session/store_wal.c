@@ -69,8 +69,8 @@ out:
     return rc;
 }
 
-cm_rc cm_store_wal_append(store_wal_file *w, const char *text, size_t n, char *err,
-                          size_t errlen)
+cm_rc cm_store_wal_write(store_wal_file *w, const char *text, size_t n, char *err,
+                         size_t errlen)
 {
     cm_rc rc = CM_OK;
     struct stat st;
@@ -87,9 +87,14 @@ cm_rc cm_store_wal_append(store_wal_file *w, const char *text, size_t n, char *e
         }
         off += (size_t)r;
     }
-    if (fdatasync(w->fd)) FAIL(CM_EIO, "sessions journal: %s", strerror(errno));
 out:
     return rc;
+}
+
+cm_rc cm_store_wal_sync(store_wal_file *w, char *err, size_t errlen)
+{
+    if (!fdatasync(w->fd)) return CM_OK;
+    return cm_seterr(err, errlen, CM_EIO, "sessions journal: %s", strerror(errno));
 }
 
 void cm_store_wal_close(store_wal_file *w, bool unlink_it)

@@ -32,6 +32,10 @@ typedef struct store_wal_file {
     int fd;      /* -1 once closed */
     char *name;  /* its path */
     int users;   /* appends in progress (guarded by the index's mutex) */
+    /* group commit (guarded by the index's mutex): lines written, lines
+     * covered by a finished fdatasync, one in progress */
+    uint64_t written, synced;
+    bool syncing;
     struct store_wal_file *next;
 } store_wal_file;
 
@@ -40,9 +44,13 @@ typedef struct store_wal_file {
 cm_rc cm_store_wal_open(const char *store_path, int64_t gen, store_wal_file **out, char *err,
                         size_t errlen);
 
-/* Appends one line (text, with its newline) and fdatasyncs it. */
-cm_rc cm_store_wal_append(store_wal_file *w, const char *text, size_t n, char *err,
-                          size_t errlen);
+/* Appends one line (text, with its newline), not yet synced (a failed
+ * write is cut back off). */
+cm_rc cm_store_wal_write(store_wal_file *w, const char *text, size_t n, char *err,
+                         size_t errlen);
+
+/* fdatasync of w. */
+cm_rc cm_store_wal_sync(store_wal_file *w, char *err, size_t errlen);
 
 /* Closes w's descriptor (its lock goes with it); unlink: the file too. */
 void cm_store_wal_close(store_wal_file *w, bool unlink_it);
