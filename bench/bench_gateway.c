@@ -341,6 +341,12 @@ static void take_mark(void)
         if (strstr(de->d_name, ".clawmem-wal.")) m->store_wal_bytes += file_bytes(sd.data, de->d_name);
     if (d) closedir(d);
     cm_buf_release(&sd);
+    /* as it is taken, so that a long soak stopped early still tells */
+    fprintf(stderr,
+            "bench_gateway: mark %d at %lld replies: rss %ld kB, %d fds, journal %lld B, "
+            "sessions.json %lld B, its journal %lld B\n",
+            g_nmarks, (long long)m->at, m->rss_kb, m->fds, m->journal_bytes, m->store_bytes,
+            m->store_wal_bytes);
 }
 
 /* p50/p99 (ms) of the latencies of messages [from, to). */
