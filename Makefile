@@ -338,7 +338,8 @@ bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid
 
 # The gateway soak alone (bench/soak.sh): 1,000,000 messages over 10,000
 # conversations by default (CLAWMEM_SOAK_MESSAGES, CLAWMEM_SOAK_CONVERSATIONS);
-# about 40 minutes on 2 cores. make bench runs a 50,000-message one.
+# hours on a loaded 2-core machine (81 messages/s on 2026-12-01, see
+# docs/BENCHMARKS.md). make bench runs a 50,000-message one.
 soak: build $(BUILD)/bench_gateway
 	bench/soak.sh $(BUILD)/soak
 
