@@ -9,7 +9,8 @@
 #   make tsan       the suite (or TESTS=prefixes) under ThreadSanitizer
 #   make bench      indexing and search benchmark against QMD (see docs/BENCHMARKS.md),
 #                   `clawmem serve` under load (bench/serve.sh; alone: make bench-serve) and
-#                   the PostgreSQL store against SQLite (make bench-pg: that part alone)
+#                   the PostgreSQL store against SQLite (make bench-pg: that part alone);
+#                   its gateway soak is a 50,000-message one (make soak: the full 1,000,000)
 #   make eval       retrieval quality on LoCoMo and SciFact, with QMD (see docs/QUALITY.md)
 #   make fuzz       libFuzzer runs of every parser (FUZZ_SECONDS each, clang)
 #   make compat     every example quantumclaw.json through the reference's own
@@ -88,7 +89,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_SECONDS ?= 60
 
 .PHONY: tsan all build deps node-deps llama static-model shared install uninstall demo test test-run compat \
-        asan bench bench-run bench-serve bench-pg eval fuzz format clean
+        asan bench bench-run bench-serve bench-pg soak eval fuzz format clean
 
 all: build $(STATIC_DONE)
 
@@ -334,6 +335,13 @@ bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid
 	$(NODE_ENV) bench/run.sh
 	bench/serve.sh
 	@[ "$${CLAWMEM_BENCH_PG:-1}" = 0 ] || $(NODE_ENV) bench/pg.sh $(BUILD)
+
+# The gateway soak alone (bench/soak.sh): 1,000,000 messages over 10,000
+# conversations by default (CLAWMEM_SOAK_MESSAGES, CLAWMEM_SOAK_CONVERSATIONS);
+# hours on a loaded 2-core machine (81 messages/s on 2026-12-01, see
+# docs/BENCHMARKS.md). make bench runs a 50,000-message one.
+soak: build $(BUILD)/bench_gateway
+	bench/soak.sh $(BUILD)/soak
 
 # Only the `clawmem serve` load figures (bench/serve.sh).
 bench-serve: build $(BUILD)/bench_serve

@@ -16,7 +16,13 @@
  * With ENTRIES after "agent", sessions.json starts with that many entries
  * (the conversations' own among them, so every turn finds its session; the
  * rest other sessions of the same shape): the per-turn cost of the store.
- * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent [ENTRIES]]
+ * With "paced" after ENTRIES each client waits for its reply before its next
+ * message (8 in flight): the added latency is a turn's own, not a backlog's.
+ * With "soak" instead (paced too) RSS, open descriptors, the gateway
+ * journal's, sessions.json's and its journal's sizes and the added latency
+ * of the 5% of messages before each point are reported at 10%, 50% and the
+ * end of the run.
+ * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent [ENTRIES [paced|soak]]]
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -26,7 +32,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +53,20 @@ static double *g_sent;              /* µs, by message index */
 static double *g_reply;             /* µs, by message index */
 static int64_t g_replies, g_failed; /* replies; those saying a run failed */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool g_paced;                /* each client waits for its reply before the next POST */
+static const char *g_state;         /* the state dir (journal sizes) */
+
+/* ---- soak checkpoints: start (10%), middle (50%), end ---------------------- */
+
+#define MARKS 3
+typedef struct mark {
+    int64_t at;       /* replies when taken */
+    long rss_kb;
+    int fds;
+    long long journal_bytes, store_bytes, store_wal_bytes;
+} mark;
+static mark g_marks[MARKS];
+static int g_nmarks;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 
 static double now_us(void)
@@ -83,6 +105,8 @@ static void model_answer(void *ctx, const httpd_req *rq, httpd_conn *c)
     cm_net_httpd_respond(c, 200, hdr, body, sizeof body - 1);
 }
 
+static void take_mark(void);
+
 /* ---- a channel that times each reply, around the HTTP channel --------------- */
 
 typedef struct timed {
@@ -108,6 +132,8 @@ static cm_rc t_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errl
         g_replies++;
         if (strstr(o->text, "Agent failed") && !g_failed++)
             fprintf(stderr, "bench_gateway: first failed run: %.300s\n", o->text);
+        int64_t due[MARKS] = {g_n / 10, g_n / 2, g_n};
+        if (g_nmarks < MARKS && g_replies >= due[g_nmarks]) take_mark();
         pthread_cond_broadcast(&g_cv);
     }
     pthread_mutex_unlock(&g_mu);
@@ -203,7 +229,19 @@ static void *client(void *arg)
             if (w <= 0) break;
             off += (size_t)w;
         }
-        if (read_response(fd, &in) != 202) errors++;
+        if (read_response(fd, &in) != 202) {
+            errors++;
+            continue;
+        }
+        if (g_paced) { /* closed loop: the reply before the next message */
+            pthread_mutex_lock(&g_mu);
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 60;
+            while (g_reply[i] == 0 && !pthread_cond_timedwait(&g_cv, &g_mu, &ts)) {
+            }
+            pthread_mutex_unlock(&g_mu);
+        }
     }
     if (fd >= 0) close(fd);
     cm_buf_release(&in);
@@ -276,6 +314,55 @@ static int open_fds(void)
     return n - 3; /* ".", ".." and the directory itself */
 }
 
+static long long file_bytes(const char *dir, const char *name)
+{
+    buf p = BUF_INIT;
+    struct stat st;
+    cm_buf_printf(&p, "%s/%s", dir, name);
+    long long n = stat(p.data, &st) ? 0 : (long long)st.st_size;
+    cm_buf_release(&p);
+    return n;
+}
+
+/* Under g_mu, from the channel's send. */
+static void take_mark(void)
+{
+    mark *m = &g_marks[g_nmarks++];
+    m->at = g_replies;
+    m->rss_kb = rss_kb();
+    m->fds = open_fds();
+    m->journal_bytes = file_bytes(g_state, "gateway/journal.jsonl");
+    buf sd = BUF_INIT;
+    cm_buf_printf(&sd, "%s/agents/main/sessions", g_state);
+    m->store_bytes = file_bytes(sd.data, "sessions.json");
+    m->store_wal_bytes = 0;
+    DIR *d = opendir(sd.data);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strstr(de->d_name, ".clawmem-wal.")) m->store_wal_bytes += file_bytes(sd.data, de->d_name);
+    if (d) closedir(d);
+    cm_buf_release(&sd);
+    /* as it is taken, so that a long soak stopped early still tells */
+    fprintf(stderr,
+            "bench_gateway: mark %d at %lld replies: rss %ld kB, %d fds, journal %lld B, "
+            "sessions.json %lld B, its journal %lld B\n",
+            g_nmarks, (long long)m->at, m->rss_kb, m->fds, m->journal_bytes, m->store_bytes,
+            m->store_wal_bytes);
+}
+
+/* p50/p99 (ms) of the latencies of messages [from, to). */
+static void window(int64_t from, int64_t to, double *p50, double *p99)
+{
+    double *l = calloc((size_t)(to - from) + 1, sizeof *l);
+    int64_t n = 0;
+    for (int64_t i = from; l && i < to; i++)
+        if (g_reply[i] > 0) l[n++] = g_reply[i] - g_sent[i];
+    qsort(l, (size_t)n, sizeof *l, cmp);
+    *p50 = n ? l[n / 2] / 1e3 : -1;
+    *p99 = n ? l[n * 99 / 100] / 1e3 : -1;
+    free(l);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -286,6 +373,11 @@ int main(int argc, char **argv)
     g_convs = argc > 3 ? strtoll(argv[3], NULL, 10) : 1000;
     bool agent = argc > 4 && !strcmp(argv[4], "agent");
     int64_t entries = agent && argc > 5 ? strtoll(argv[5], NULL, 10) : 0;
+    /* "paced": closed loop (8 messages in flight, each client waits for its
+     * reply), so the latency is a turn's, not a backlog's; "soak": paced,
+     * with RSS, descriptors, journal sizes and latency at 10%, 50%, 100%. */
+    bool soak = argc > 6 && !strcmp(argv[6], "soak");
+    g_paced = soak || (argc > 6 && !strcmp(argv[6], "paced"));
     char err[512];
     buf state = BUF_INIT, ws = BUF_INIT;
     cm_fs_join(&state, argv[1], agent ? "gateway-agent-state" : "gateway-state");
@@ -298,6 +390,7 @@ int main(int argc, char **argv)
     }
     cm_fs_mkdirs(state.data, NULL, 0);
     cm_fs_mkdirs(ws.data, NULL, 0);
+    g_state = state.data;
     if (entries > 0 && !populate(state.data, entries < g_convs ? g_convs : entries)) return 1;
     if (entries > 0) { /* a running gateway has read its store once already */
         buf sp = BUF_INIT;
@@ -362,6 +455,8 @@ int main(int argc, char **argv)
         return 1;
     }
     snprintf(g_addr, sizeof g_addr, "%s", cm_gw_http_address(ch.http));
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     double t0 = now_us();
     pthread_t th[CLIENTS];
     for (long c = 0; c < CLIENTS; c++)
@@ -383,6 +478,13 @@ int main(int argc, char **argv)
     int64_t got = g_replies;
     pthread_mutex_unlock(&g_mu);
     double t1 = now_us();
+    getrusage(RUSAGE_SELF, &ru1);
+    /* the process's CPU time (user + system; the clients' share is small)
+     * per message: what the machine's load does not change much */
+    double cpu_ms = ((double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+                     (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec)) * 1e3 +
+                    ((double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
+                     (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec)) / 1e3;
     long rss1 = rss_kb();
     int fds1 = open_fds();
     json_t *st = cm_gw_runtime_status(rt);
@@ -404,6 +506,27 @@ int main(int argc, char **argv)
         "added_latency_p99_ms", n ? lat[n * 99 / 100] / 1e3 : -1.0, "wall_s", (t1 - t0) / 1e6,
         "rss_kb_before", (json_int_t)rss0, "rss_kb_live", (json_int_t)rss1, "fds_before",
         (json_int_t)fds0, "fds_live", (json_int_t)fds1);
+    json_object_set_new(out, "paced", json_boolean(g_paced));
+    json_object_set_new(out, "cpu_ms_per_message", json_real(got ? cpu_ms / (double)got : -1));
+    if (soak) {
+        json_t *marks = json_array();
+        int64_t w = g_n / 20 > 0 ? g_n / 20 : 1; /* latency over 5% of the messages around */
+        for (int k = 0; k < g_nmarks; k++) {
+            mark *m = &g_marks[k];
+            int64_t from = m->at - w > 0 ? m->at - w : 0;
+            double p50, p99;
+            window(from, m->at, &p50, &p99);
+            json_array_append_new(
+                marks, json_pack("{s:s,s:I,s:I,s:i,s:I,s:I,s:I,s:f,s:f}", "at",
+                                 k == 0 ? "start (10%)" : k == 1 ? "middle (50%)" : "end",
+                                 "replies", (json_int_t)m->at, "rss_kb", (json_int_t)m->rss_kb,
+                                 "fds", m->fds, "journal_bytes", (json_int_t)m->journal_bytes,
+                                 "sessions_json_bytes", (json_int_t)m->store_bytes,
+                                 "sessions_journal_bytes", (json_int_t)m->store_wal_bytes,
+                                 "added_latency_p50_ms", p50, "added_latency_p99_ms", p99));
+        }
+        json_object_set_new(out, "soak", marks);
+    }
     char *s = json_dumps(out, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     puts(s);
     free(s);

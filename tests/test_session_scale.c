@@ -4,7 +4,9 @@
  * sessions.json (parsed once, another process's write seen and merged), and
  * transcripts read from the last compaction on.
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -312,6 +314,91 @@ TEST(session_store_parses_once_and_sees_another_process)
     configure(path, false, 500, 0);
     cm_session_store_release(&s);
     json_decref(st);
+    free(dir);
+    free(path);
+}
+
+/* The journal files of the store at path left in its directory. */
+static int wal_files(const char *dir, char *name, size_t n)
+{
+    int count = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strstr(de->d_name, ".clawmem-wal.")) {
+            count++;
+            if (name) snprintf(name, n, "%s/%s", dir, de->d_name);
+        }
+    if (d) closedir(d);
+    return count;
+}
+
+/* Deferred bookkeeping is coalesced, not lost: a process killed (SIGKILL)
+ * right after its turns' notes returned leaves them in the journal only;
+ * the next process to open the store replays them (a torn last line
+ * skipped) and writes them, and the journal goes. */
+TEST(session_store_deferred_changes_survive_kill_9)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    entry(st, "agent:main:k1", "id1", T0);
+    entry(st, "agent:main:k2", "id2", T0);
+    write_store(path, st);
+    json_decref(st);
+    pid_t pid = fork();
+    if (pid == 0) { /* the gateway: turns, then kill -9 before any write */
+        session_store s;
+        char err[256];
+        configure(path, false, 500, 600000);
+        if (cm_session_store_read(&s, path, err, sizeof err) ||
+            cm_session_note(&s, "agent:main:new", NULL, T0 + 1, NULL, err, sizeof err))
+            _exit(2);
+        for (int turn = 1; turn <= 3; turn++) {
+            json_t *patch = json_pack("{s:i,s:s}", "totalTokens", 100 * turn, "model", "m");
+            if (cm_session_note(&s, "agent:main:k1", patch, T0 + turn, NULL, err, sizeof err))
+                _exit(3);
+            json_decref(patch);
+        }
+        json_t *gone = json_pack("{s:n}", "label");
+        if (cm_session_note(&s, "agent:main:k2", gone, T0 + 9, NULL, err, sizeof err)) _exit(4);
+        json_decref(gone);
+        kill(getpid(), SIGKILL);
+        _exit(5);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* coalesced: nothing of it in sessions.json yet */
+    json_t *d = disk(path);
+    EXPECT(json_object_get(json_object_get(d, "agent:main:k1"), "totalTokens") == NULL);
+    json_decref(d);
+    char wal[1024] = "";
+    if (wal_files(dir, wal, sizeof wal) == 1) { /* a torn record after the last one */
+        int fd = open(wal, O_WRONLY | O_APPEND);
+        EXPECT(fd >= 0 &&
+               write(fd, "{\"s\":99,\"k\":\"agent:main:k1\",\"p\":{\"totalTo", 40) == 40);
+        if (fd >= 0) close(fd);
+    }
+
+    /* the restart: every acknowledged change is there */
+    session_store s;
+    char err[256];
+    EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK);
+    json_t *k1 = cm_session_store_get(&s, "agent:main:k1");
+    EXPECT_INT(json_integer_value(json_object_get(k1, "totalTokens")), 300);
+    EXPECT_INT(json_integer_value(json_object_get(k1, "updatedAt")), T0 + 3);
+    EXPECT(cm_session_store_get(&s, "agent:main:new") != NULL);
+    EXPECT(json_object_get(cm_session_store_get(&s, "agent:main:k2"), "label") == NULL);
+    EXPECT_INT(cm_session_store_sync(path, err, sizeof err), CM_OK);
+    d = disk(path);
+    EXPECT_INT(json_integer_value(json_object_get(json_object_get(d, "agent:main:k1"), "totalTokens")),
+               300);
+    EXPECT(json_is_string(json_object_get(json_object_get(d, "agent:main:new"), "sessionId")));
+    EXPECT(json_object_get(json_object_get(d, "agent:main:k2"), "sessionId") != NULL);
+    json_decref(d);
+    EXPECT_INT(wal_files(dir, NULL, 0), 0);
+    cm_session_store_release(&s);
     free(dir);
     free(path);
 }

@@ -60,6 +60,8 @@ cm_rc cm_fs_read_file_follow(const char *path, size_t max, buf *out, char *err, 
 cm_rc cm_fs_mkdirs(const char *path, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
+    struct stat st;
+    if (!stat(path, &st) && S_ISDIR(st.st_mode)) return CM_OK; /* the usual case: one call */
     char *p = cm_strdup(path);
     if (!p) return CM_ENOMEM;
     for (char *s = p + 1;; s++) {

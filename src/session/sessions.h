@@ -11,7 +11,7 @@
  * through base/lockfile (shared with QuantumClaw's own `sessions.json.lock`)
  * and an atomic replace, so any number of processes updating different
  * sessions lose nothing; with cm_session_store_configure's flush_ms a turn's
- * bookkeeping is written by a writer thread within flush_ms, coalesced with
+ * bookkeeping is journalled, then written by a writer thread, coalesced with
  * other turns'. session.maintenance runs on every write. Transcripts are
  * archived on reset (`<file>.reset.<ISO time with "-" for ":">`) and on
  * delete (`.deleted.`), as QuantumClaw names them. Time is passed in.
@@ -41,10 +41,12 @@ typedef struct session_store {
 typedef struct session_store_config {
     cm_session_maint maint; /* session.maintenance (cm_session_maint_defaults) */
     /* 0: every change is written before the call returns. > 0: a turn's
-     * bookkeeping (cm_session_note of an existing entry) is written within
-     * flush_ms, many turns' changes in one write; a crash loses at most the
-     * last flush_ms of those. Every other change (cm_session_touch, new
-     * entries, resets, deletions, compactions) is written at once. */
+     * bookkeeping (cm_session_note, a new entry included) is journalled
+     * (fdatasynced beside the store) before the call returns and written to
+     * sessions.json later, many turns' changes in one write; a crash loses
+     * none of them (the journal is replayed by the next process to open the
+     * store). Every other change (cm_session_touch, resets, deletions,
+     * compactions) is written at once. */
     int64_t flush_ms;
     cm_logger log; /* maintenance warnings (fn NULL: none) */
 } session_store_config;
@@ -85,9 +87,9 @@ cm_rc cm_session_touch(session_store *s, const char *key, const json_t *patch, i
                        char id_out[160], char *err, size_t errlen);
 
 /* cm_session_touch for a turn's bookkeeping (updatedAt, token counts,
- * model, flags, the memory-flush fields): with the store's flush_ms > 0 an
- * existing entry's change is written by the writer thread within flush_ms
- * (visible to this process at once); a new entry is written at once. */
+ * model, flags, the memory-flush fields): with the store's flush_ms > 0 the
+ * change (a new entry too) is journalled at once and written to the store
+ * by the writer thread later (visible to this process at once). */
 cm_rc cm_session_note(session_store *s, const char *key, const json_t *patch, int64_t now_ms,
                       char id_out[160], char *err, size_t errlen);
 

@@ -10,8 +10,17 @@
 #include "../base/lockfile.h"
 #include "maintenance.h"
 #include "store_index.h"
+#include "store_wal.h"
 
 #define STORE_MAX CM_CAP_SESSIONS_FILE
+/* a replayed journal is written this soon when deferred writes are off */
+#define CM_STORE_IX_REPLAY_MS 1000
+
+/* A member of the last written text: its entry (a reference) and bytes. */
+typedef struct member_pos {
+    json_t *e;
+    size_t off, len;
+} member_pos;
 
 typedef struct file_id {
     bool exists;
@@ -34,10 +43,23 @@ struct store_ix {
     int64_t last_now; /* the latest now_ms of an update */
     store_ix_opts o;
     store_ix_stats st;
-    /* "<entry address>" -> [entry, its text]: the entries' text from the last
-     * write, reused while the entry is the same object (entries never
-     * change). Used only by writes, which hold the store's lock file. */
-    json_t *texts;
+    /* The last write's text and where each member's text is in it (see
+     * serialise). Used only by writes, which hold the store's lock file. */
+    char *text;
+    size_t text_len;
+    struct member_pos *mt;
+    size_t mt_n;
+    /* The journal of deferred changes (store_wal.h): wal is the generation
+     * new records go to (NULL: none open yet); wal_done the files whose
+     * records are all in memory and are unlinked after the next write of
+     * the store (earlier generations whose write failed, a crashed
+     * process's journals replayed here). */
+    store_wal_file *wal, *wal_done;
+    /* The writer's copy of the store (see flush_locked); wdoc_stale: doc was
+     * re-read since, a whole copy is due. */
+    json_t *wdoc;
+    bool wdoc_stale;
+    int64_t wal_gen, wal_seq;
     struct store_ix *next;
 };
 
@@ -47,6 +69,11 @@ static pthread_cond_t g_cv;
 static store_ix *g_list;
 static bool g_writer, g_stop, g_pending;
 static int64_t g_due_ms; /* monotonic ms when the pending changes are due */
+/* The least time between two writes: nine times the last write's length, so
+ * that the writer spends at most a tenth of its time rewriting a large store
+ * (the journal keeps what waits meanwhile). */
+static int64_t g_gap_ms;
+#define GAP_MAX_MS 30000
 static pthread_t g_thread;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -218,6 +245,40 @@ static void merge_dirty(store_ix *ix, json_t *fresh)
     }
 }
 
+/* A recovered journal record over doc, noted as unwritten (under ix->mu). */
+static void replay(store_ix *ix, json_t *doc, const json_t *r)
+{
+    const char *key = json_string_value(json_object_get(r, "k"));
+    const json_t *patch = json_object_get(r, "p");
+    if (!json_is_object(patch)) { /* a whole entry, or its removal */
+        const json_t *e = json_object_get(r, "e");
+        if (json_is_object(e))
+            json_object_set_new(doc, key, json_deep_copy(e));
+        else
+            json_object_del(doc, key);
+        json_object_set_new(ix->dirty, key, json_true());
+        return;
+    }
+    json_t *theirs = json_object_get(doc, key);
+    if (!json_is_object(theirs)) return; /* removed since: a field change does not revive it */
+    json_t *e = json_copy(theirs), *mark = json_object_get(ix->dirty, key);
+    json_t *acc = json_is_true(mark) ? NULL : json_is_object(mark) ? mark : json_object();
+    if (acc && acc != mark) json_object_set_new(ix->dirty, key, acc);
+    const char *f;
+    json_t *v;
+    json_object_foreach((json_t *)patch, f, v)
+    {
+        if (json_is_null(v))
+            json_object_del(e, f);
+        else
+            json_object_set(e, f, v);
+        if (acc) json_object_set(acc, f, v);
+    }
+    json_object_set_new(doc, key, e);
+}
+
+static void schedule(int64_t flush_ms);
+
 cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
 {
     file_id now;
@@ -227,17 +288,50 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
         pthread_cond_wait(&ix->cv, &ix->mu);
     /* while this process writes (holding the lock) the file is its own */
     bool fresh = ix->loaded && (ix->writing || same_id(&now, &ix->id));
+    bool first = !ix->loaded, writer = ix->o.flush_ms > 0;
     if (!fresh) ix->loading = true;
     pthread_mutex_unlock(&ix->mu);
     if (fresh) return CM_OK;
-    json_t *doc;
+    json_t *doc, *recs = first ? json_array() : NULL;
+    store_wal_file *found = NULL;
     file_id fid;
     cm_rc rc = load(ix->path, &doc, &fid, err, errlen);
+    /* first use in this process: a crashed writer's journal is replayed */
+    if (!rc && first)
+        rc = recs ? cm_store_wal_recover(ix->path, recs, &found, err, errlen)
+                  : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    /* a long-running writer's copy of the store, made here rather than
+     * under the mutex by the next write */
+    json_t *wcopy = !rc && writer ? json_copy(doc) : NULL;
+    bool replayed = false;
+    int64_t flush_ms = 0;
     pthread_mutex_lock(&ix->mu);
     if (!rc) {
+        while (found) { /* unlinked once the store holding their records is written */
+            store_wal_file *w = found;
+            found = w->next;
+            w->next = ix->wal_done;
+            ix->wal_done = w;
+        }
+        flush_ms = ix->o.flush_ms;
+        bool unchanged = json_object_size(ix->dirty) == 0 && json_array_size(recs) == 0;
         merge_dirty(ix, doc);
+        size_t i;
+        json_t *r;
+        json_array_foreach(recs, i, r) /* after merge_dirty: it would undo a replayed entry */
+        {
+            replay(ix, doc, r);
+            replayed = true;
+        }
         json_decref(ix->doc);
         ix->doc = doc;
+        ix->wdoc_stale = true;
+        if (wcopy && unchanged) { /* doc as read: wcopy is its copy */
+            json_decref(ix->wdoc);
+            ix->wdoc = wcopy;
+            wcopy = NULL;
+            ix->wdoc_stale = false;
+        }
         ix->id = fid;
         ix->loaded = true;
         ix->st.loads++;
@@ -245,6 +339,14 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     ix->loading = false;
     pthread_cond_broadcast(&ix->cv);
     pthread_mutex_unlock(&ix->mu);
+    json_decref(recs);
+    json_decref(wcopy);
+    while (found) {
+        store_wal_file *w = found;
+        found = w->next;
+        cm_store_wal_free(w);
+    }
+    if (replayed) schedule(flush_ms > 0 ? flush_ms : CM_STORE_IX_REPLAY_MS);
     return rc;
 }
 
@@ -307,66 +409,87 @@ static cm_rc add_indented(buf *out, const char *t)
     return rc;
 }
 
+/* One member's text ("  <key>: <value>", no separator) as json_dumps of
+ * the whole store writes it. */
+static cm_rc member_text(buf *b, const char *key, const json_t *e)
+{
+    json_t *k = json_string(key);
+    char *kt = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL;
+    char *t = kt ? json_dumps(e, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY) : NULL;
+    json_decref(k);
+    cm_rc rc = t ? cm_buf_printf(b, "  %s: ", kt) : CM_ENOMEM;
+    if (!rc) rc = add_indented(b, t);
+    free(kt);
+    free(t);
+    return rc;
+}
+
+/* How far ahead in the last write's members an entry is looked for (entries
+ * removed since: maintenance, deletions). A changed entry keeps its place
+ * (jansson replaces a member's value in place; new members come last). */
+#define SKIP_AHEAD 16
+
 /* The store's text, byte for byte what json_dumps(snap, JSON_INDENT(2) |
- * JSON_PRESERVE_ORDER) gives, with each unchanged entry's text taken from
- * the last write instead of made again. */
-static cm_rc serialise(store_ix *ix, const json_t *snap, char **out)
+ * JSON_PRESERVE_ORDER) gives. The last write's text and its members'
+ * places are kept (ix->text, ix->mt): an entry that is still the same object
+ * (entries never change, and one object is under one key only) at the same
+ * place has its text copied from there, so a write makes text only for the
+ * entries changed since (the copy of the rest is a memcpy per member). The
+ * result replaces ix->text; *out borrows it. */
+static cm_rc serialise(store_ix *ix, const json_t *snap, const char **out)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
-    json_t *texts = json_object();
+    size_t n = json_object_size(snap), j = 0, i = 0;
+    member_pos *mt = calloc(n ? n : 1, sizeof *mt);
     *out = NULL;
-    if (!texts) return CM_ENOMEM;
-    if (!json_object_size(snap)) {
-        rc = cm_buf_adds(&b, "{}");
-        goto done;
-    }
-    rc = cm_buf_adds(&b, "{\n");
+    if (!mt) return CM_ENOMEM;
+    /* the old text is about the new one's size */
+    if (ix->text_len && cm_buf_grow(&b, ix->text_len + ix->text_len / 16 + 64))
+        rc = CM_ENOMEM;
+    if (!rc) rc = cm_buf_adds(&b, n ? "{\n" : "{}");
     const char *key;
     json_t *e;
-    size_t i = 0, n = json_object_size(snap);
     json_object_foreach((json_t *)snap, key, e)
     {
         if (rc) break;
-        char addr[32];
-        snprintf(addr, sizeof addr, "%p", (void *)e);
-        json_t *pair = json_object_get(ix->texts, addr);
-        if (!pair || json_array_get(pair, 0) != e) {
-            char *t = json_dumps(e, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-            pair = t ? json_pack("[O,s]", e, t) : NULL;
-            free(t);
-            if (!pair || json_object_set_new(texts, addr, pair)) {
-                rc = CM_ENOMEM;
-                break;
-            }
-        } else if (json_object_set(texts, addr, pair)) {
-            rc = CM_ENOMEM;
-            break;
+        size_t at = j;
+        while (at < ix->mt_n && at < j + SKIP_AHEAD && ix->mt[at].e != e)
+            at++;
+        mt[i].e = json_incref(e);
+        mt[i].off = b.len;
+        if (at < ix->mt_n && ix->mt[at].e == e) {
+            rc = cm_buf_add(&b, ix->text + ix->mt[at].off, ix->mt[at].len);
+            j = at + 1;
+        } else {
+            rc = member_text(&b, key, e);
+            j++; /* most likely the entry at j, changed (replaced in place) */
         }
-        json_t *k = json_string(key);
-        char *kt = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL;
-        json_decref(k);
-        if (!kt) {
-            rc = CM_ENOMEM;
-            break;
-        }
-        rc = cm_buf_printf(&b, "  %s: ", kt);
-        free(kt);
-        if (!rc) rc = add_indented(&b, json_string_value(json_array_get(pair, 1)));
-        if (!rc) rc = cm_buf_adds(&b, ++i < n ? ",\n" : "\n");
+        mt[i].len = b.len - mt[i].off;
+        i++;
+        if (!rc) rc = cm_buf_adds(&b, i < n ? ",\n" : "\n");
     }
-    if (!rc) rc = cm_buf_addc(&b, '}');
-done:
-    if (!rc) {
-        json_decref(ix->texts);
-        ix->texts = texts;
-        texts = NULL;
-        *out = cm_buf_detach(&b);
-        if (!*out) rc = CM_ENOMEM;
+    if (!rc && n) rc = cm_buf_addc(&b, '}');
+    size_t len = b.len;
+    char *text = rc ? NULL : cm_buf_detach(&b);
+    if (!rc && !text) rc = CM_ENOMEM;
+    if (rc) {
+        for (size_t k = 0; k < i; k++)
+            json_decref(mt[k].e);
+        free(mt);
+        cm_buf_release(&b);
+        return rc;
     }
-    json_decref(texts);
-    cm_buf_release(&b);
-    return rc;
+    for (size_t k = 0; k < ix->mt_n; k++)
+        json_decref(ix->mt[k].e);
+    free(ix->mt);
+    free(ix->text);
+    ix->mt = mt;
+    ix->mt_n = i;
+    ix->text = text;
+    ix->text_len = len;
+    *out = text;
+    return CM_OK;
 }
 
 /* Writes the unwritten changes; the store's lock l is held. */
@@ -374,36 +497,69 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     json_t *snap = NULL, *pending = NULL;
-    char *text = NULL;
+    const char *text = NULL;
     maint_result r = {0};
+    store_wal_file *rotated = NULL, *done = NULL;
     CHECK(cm_store_ix_refresh(ix, err, errlen));
     pthread_mutex_lock(&ix->mu);
     if (!json_object_size(ix->dirty)) {
         pthread_mutex_unlock(&ix->mu);
         goto out;
     }
-    snap = json_copy(ix->doc);
+    /* The writer's copy of the store (ix->wdoc) follows doc through the
+     * changed keys only, so that the mutex is held for the changes, not for
+     * a copy of every entry; a whole copy only after doc was re-read. */
+    json_t *changes = NULL;
+    if (!ix->wdoc || ix->wdoc_stale) {
+        json_decref(ix->wdoc);
+        ix->wdoc = json_copy(ix->doc);
+        ix->wdoc_stale = false;
+    } else if ((changes = json_object())) {
+        const char *ck;
+        json_t *cv;
+        json_object_foreach(ix->dirty, ck, cv)
+        {
+            json_t *cur = json_object_get(ix->doc, ck);
+            json_object_set(changes, ck, cur ? cur : json_null());
+        }
+    }
+    snap = json_incref(ix->wdoc);
     pending = ix->dirty;
     ix->dirty = json_object();
     ix->writing++;
+    /* records from here on go to a new journal generation: this one's are
+     * all in snap */
+    rotated = ix->wal;
+    ix->wal = NULL;
     int64_t now = ix->last_now;
     store_ix_opts o = ix->o;
     pthread_mutex_unlock(&ix->mu);
-    if (!snap || !ix->dirty) FAIL(CM_ENOMEM, "out of memory");
+    if (!snap || !ix->dirty) {
+        json_decref(changes);
+        FAIL(CM_ENOMEM, "out of memory");
+    }
+    const char *ck;
+    json_t *cv;
+    json_object_foreach(changes, ck, cv)
+    {
+        if (json_is_null(cv))
+            json_object_del(snap, ck);
+        else
+            json_object_set(snap, ck, cv);
+    }
+    json_decref(changes);
     CHECK(cm_session_maint_entries(snap, &o.maint, now, pending, &o.log, &r)
               ? cm_seterr(err, errlen, CM_ENOMEM, "out of memory")
               : CM_OK);
     /* QuantumClaw's JSON.stringify(store, null, 2): no final newline. */
     if (serialise(ix, snap, &text)) FAIL(CM_ENOMEM, "out of memory");
     bool rewrite = false;
-    cm_session_maint_files(snap, ix->path, &o.maint, now, pending, strlen(text), &o.log, &r,
+    cm_session_maint_files(snap, ix->path, &o.maint, now, pending, ix->text_len, &o.log, &r,
                            &rewrite);
     if (rewrite) {
-        free(text);
-        text = NULL;
         if (serialise(ix, snap, &text)) FAIL(CM_ENOMEM, "out of memory");
     }
-    CHECK(cm_lockfile_replace(l, text, strlen(text), err, errlen));
+    CHECK(cm_lockfile_replace(l, text, ix->text_len, err, errlen));
     file_id fid;
     id_of(ix->path, &fid);
     pthread_mutex_lock(&ix->mu);
@@ -422,9 +578,17 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
     ix->st.capped += r.capped;
     ix->st.warnings += r.warned;
     ix->st.rotations += r.rotated;
+    /* the store now holds every record of the rotated generation and of the
+     * older files: they go once their appends in progress have ended */
+    while (rotated && rotated->users)
+        pthread_cond_wait(&ix->cv, &ix->mu);
+    done = ix->wal_done;
+    ix->wal_done = NULL;
     pthread_mutex_unlock(&ix->mu);
     json_decref(pending);
     pending = NULL;
+    if (rotated) rotated->next = done, done = rotated;
+    rotated = NULL;
 out:
     if (pending) { /* not written: keep the changes for the next write */
         pthread_mutex_lock(&ix->mu);
@@ -435,12 +599,25 @@ out:
         {
             if (!json_object_get(ix->dirty, pk)) json_object_set(ix->dirty, pk, mark);
         }
+        ix->wdoc_stale = true; /* maintenance may have changed it */
+        /* and their journal, until a write holds them */
+        while (rotated && rotated->users)
+            pthread_cond_wait(&ix->cv, &ix->mu);
+        if (rotated) {
+            rotated->next = ix->wal_done;
+            ix->wal_done = rotated;
+        }
         pthread_mutex_unlock(&ix->mu);
         json_decref(pending);
     }
+    while (done) {
+        store_wal_file *w = done;
+        done = w->next;
+        cm_store_wal_close(w, true);
+        cm_store_wal_free(w);
+    }
     cm_session_maint_result_release(&r);
     json_decref(snap);
-    free(text);
     return rc;
 }
 
@@ -501,8 +678,11 @@ static void *writer(void *arg)
         g_pending = false;
         pthread_mutex_unlock(&g_mu);
         char err[512];
+        int64_t t0 = mono_ms();
         cm_rc rc = sync_every(err, sizeof err);
+        int64_t took = mono_ms() - t0;
         pthread_mutex_lock(&g_mu);
+        g_gap_ms = took * 9 < GAP_MAX_MS ? took * 9 : GAP_MAX_MS;
         if (rc && !g_pending) { /* try again a second later */
             g_pending = true;
             g_due_ms = mono_ms() + 1000;
@@ -516,6 +696,7 @@ static void *writer(void *arg)
 static void schedule(int64_t flush_ms)
 {
     pthread_mutex_lock(&g_mu);
+    if (flush_ms < g_gap_ms) flush_ms = g_gap_ms;
     if (!g_pending || g_due_ms > mono_ms() + flush_ms) {
         g_pending = true;
         g_due_ms = mono_ms() + flush_ms;
@@ -544,6 +725,102 @@ cm_rc cm_store_ix_sync_all(char *err, size_t errlen)
     return sync_every(err, errlen);
 }
 
+/* The fields of e that differ from old (null: removed), a new object. */
+static json_t *diff_of(const json_t *old, const json_t *e)
+{
+    json_t *patch = json_object();
+    const char *f;
+    json_t *v;
+    json_object_foreach((json_t *)e, f, v)
+    {
+        if (patch && !json_equal(json_object_get(old, f), v)) json_object_set(patch, f, v);
+    }
+    json_object_foreach((json_t *)old, f, v)
+    {
+        if (patch && !json_object_get(e, f)) json_object_set_new(patch, f, json_null());
+    }
+    return patch;
+}
+
+/* A deferred update: applied in memory, its journal record appended and
+ * fdatasynced before this returns (so nothing an update returned for is lost
+ * by a crash: store_wal.h), the store written later by the writer. */
+static cm_rc update_deferred(store_ix *ix, const char *key, int64_t now, int64_t flush_ms,
+                             store_ix_fn fn, void *ctx, bool *durable, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    buf line = BUF_INIT;
+    store_wal_file *w = NULL;
+    CHECK(cm_store_ix_refresh(ix, err, errlen));
+    pthread_mutex_lock(&ix->mu);
+    while (!ix->wal) { /* a journal generation to append to (opened outside the mutex) */
+        int64_t gen = ++ix->wal_gen;
+        pthread_mutex_unlock(&ix->mu);
+        store_wal_file *nw;
+        if (cm_store_wal_open(ix->path, gen, &nw, err, errlen)) {
+            *durable = true; /* no journal: this change is written at once */
+            goto out;
+        }
+        pthread_mutex_lock(&ix->mu);
+        if (!ix->wal) {
+            ix->wal = nw;
+        } else { /* another thread opened one meanwhile */
+            cm_store_wal_close(nw, true);
+            cm_store_wal_free(nw);
+        }
+    }
+    json_t *old = json_object_get(ix->doc, key);
+    json_t *e = old ? json_copy(old) : NULL;
+    if (old && !e)
+        rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    else
+        rc = fn(&e, ctx, err, errlen);
+    if (!rc && (e || old)) {
+        json_t *patch = old && e ? diff_of(old, e) : NULL;
+        if ((old && e && !patch) || cm_store_wal_line(&line, ++ix->wal_seq, key, patch, e))
+            rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        json_decref(patch);
+    }
+    if (!rc && (e || old)) {
+        record(ix, key, old, e, now);
+        w = ix->wal;
+        w->users++;
+    } else {
+        json_decref(e);
+    }
+    pthread_mutex_unlock(&ix->mu);
+    if (!w) goto out;
+    cm_rc wrc = cm_store_wal_write(w, line.data, line.len, err, errlen);
+    pthread_mutex_lock(&ix->mu);
+    /* group commit: an fdatasync begun after this line was written covers
+     * it; one thread syncs, the others wait for it (the mutex is not held
+     * during the fdatasync) */
+    uint64_t mine = wrc ? 0 : ++w->written;
+    while (!wrc && w->synced < mine) {
+        if (w->syncing) {
+            pthread_cond_wait(&ix->cv, &ix->mu);
+            continue;
+        }
+        w->syncing = true;
+        uint64_t upto = w->written;
+        pthread_mutex_unlock(&ix->mu);
+        wrc = cm_store_wal_sync(w, err, errlen);
+        pthread_mutex_lock(&ix->mu);
+        w->syncing = false;
+        if (!wrc && upto > w->synced) w->synced = upto;
+        pthread_cond_broadcast(&ix->cv);
+    }
+    w->users--;
+    pthread_cond_broadcast(&ix->cv);
+    pthread_mutex_unlock(&ix->mu);
+    /* no journal: the change is made durable the slow way, by a write */
+    rc = wrc ? cm_store_ix_sync(ix, err, errlen) : CM_OK;
+    if (!rc) schedule(flush_ms);
+out:
+    cm_buf_release(&line);
+    return rc;
+}
+
 cm_rc cm_store_ix_update(store_ix *ix, const char *key, bool durable, int64_t now,
                          store_ix_fn fn, void *ctx, char *err, size_t errlen)
 {
@@ -552,21 +829,8 @@ cm_rc cm_store_ix_update(store_ix *ix, const char *key, bool durable, int64_t no
     int64_t flush_ms = ix->o.flush_ms;
     pthread_mutex_unlock(&ix->mu);
     if (!durable && flush_ms > 0) {
-        CHECK(cm_store_ix_refresh(ix, err, errlen));
-        pthread_mutex_lock(&ix->mu);
-        json_t *old = json_object_get(ix->doc, key);
-        if (old) {
-            json_t *e = json_copy(old);
-            rc = e ? fn(&e, ctx, err, errlen) : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-            if (!rc)
-                record(ix, key, old, e, now);
-            else
-                json_decref(e);
-            pthread_mutex_unlock(&ix->mu);
-            if (!rc) schedule(flush_ms);
-            return rc;
-        }
-        pthread_mutex_unlock(&ix->mu); /* a new entry: written at once */
+        rc = update_deferred(ix, key, now, flush_ms, fn, ctx, &durable, err, errlen);
+        if (rc || !durable) return rc;
     }
     lockfile l;
     CHECK(cm_lockfile_take(&l, ix->path, LOCKFILE_REPLACE, NULL, err, errlen));

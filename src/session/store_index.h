@@ -20,9 +20,16 @@
  *
  * An update is "durable" (written before the call returns, the change
  * applied to the file's current content under the lock) or, with flush_ms >
- * 0, "deferred": applied in memory and written, coalesced with every other
- * change, by a writer thread at most flush_ms later (cm_store_ix_sync writes
- * at once). Thread-safe throughout; the index's mutex guards memory only.
+ * 0, "deferred": applied in memory, appended to the store's journal
+ * (store_wal.h) and fdatasynced before the call returns, and written,
+ * coalesced with every other change, by a writer thread at least flush_ms
+ * later (cm_store_ix_sync writes at once). A crash loses no deferred change
+ * that returned: the next process to open the store replays the journal.
+ * The writer waits at least nine times its last write's length between two
+ * writes (at most 30 s), so rewriting a large store takes at most a tenth
+ * of its time; a write serialises only the entries changed since the last
+ * one. Thread-safe throughout; the index's mutex guards memory only (never
+ * held for a copy of the whole store, except once after a re-read).
  */
 #ifndef CM_STORE_INDEX_H
 #define CM_STORE_INDEX_H
@@ -66,8 +73,8 @@ json_t *cm_store_ix_snapshot(store_ix *ix);
 /* fn gets a private copy of key's entry in *entry (NULL when there is none)
  * and may change it, replace it or set it to NULL (removal); it runs under
  * the index's mutex, so it must do no I/O. now_ms is the time maintenance
- * uses. durable: see above (a deferred update of a missing entry is made
- * durable). fn's error is returned as is. */
+ * uses. durable: see above (a deferred update whose journal cannot be
+ * written is made durable). fn's error is returned as is. */
 typedef cm_rc (*store_ix_fn)(json_t **entry, void *ctx, char *err, size_t errlen);
 cm_rc cm_store_ix_update(store_ix *ix, const char *key, bool durable, int64_t now_ms,
                          store_ix_fn fn, void *ctx, char *err, size_t errlen);
