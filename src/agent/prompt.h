@@ -51,6 +51,10 @@ typedef struct agent_inbound {
     const char *account_id; /* the channel account ("default") */
     const char *channel, *provider, *surface;
     const char *chat_type; /* "direct", "group" */
+    /* The sender may use the tools that act on the host (exec, process):
+     * the gateway's cm_gw_access_trusted. A turn without an inbound (the
+     * local CLI) is its owner's. */
+    bool trusted_sender;
 } agent_inbound;
 
 typedef struct agent_prompt_in {

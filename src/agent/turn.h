@@ -19,6 +19,7 @@
 
 #include "../llm/runner.h"
 #include "../tools/policy.h"
+#include "../tools/exec.h"
 #include "../tools/web_fetch.h"
 
 typedef struct agent_tools {
@@ -40,6 +41,10 @@ typedef struct agent_tools {
     const char *agent_id;
     int64_t now_ms;
     const web_fetch_cfg *web; /* web_fetch (when enabled); NULL: none */
+    /* exec and process (tools.exec enabled, a workspace, and trusted);
+     * NULL: none. trusted: the sender may act on the host (default false). */
+    const exec_cfg *exec;
+    bool trusted;
 } agent_tools;
 
 /* A running turn's controls, from its caller (any may be NULL):

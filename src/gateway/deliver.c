@@ -349,7 +349,12 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
         cm_buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
     gw_run_req rq = {j->agent_id, j->key, j->prompt,   j->channel, j->account, worker,
                      S_delta,     d,      S_cancelled, S_steer,    d,
-                     j->peer,     j->is_group};
+                     j->peer,     j->is_group, false};
+    char terr[256];
+    if (cm_gw_access_trusted(cfg, rt->o.state_dir, j->channel, j->account, j->peer, j->is_group,
+                             &rq.trusted, terr, sizeof terr))
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: the sender's trust is unknown (no exec): %s",
+                terr);
     gw_run_res res;
     memset(&res, 0, sizeof res);
     char err[512] = "";

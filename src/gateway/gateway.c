@@ -128,11 +128,11 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     buf chat = BUF_INIT;
     agent_inbound in = {NULL, rq->account && *rq->account ? rq->account : "default",
                         rq->channel, rq->channel, rq->channel,
-                        rq->is_group ? "group" : "direct"};
+                        rq->is_group ? "group" : "direct", rq->trusted};
     if (rq->channel && rq->peer && !cm_buf_printf(&chat, "%s:%s", rq->channel, rq->peer))
         in.chat_id = chat.data;
     cm_rc rc = cm_agent_turn_hooked(a, rq->session_key, rq->prompt, NULL, rq->on_delta,
-                                    rq->delta_ctx, &hk, rq->channel ? &in : NULL, &json, err,
+                                    rq->delta_ctx, &hk, &in, &json, err,
                                     errlen);
     cm_buf_release(&chat);
     if (rc) return rc;

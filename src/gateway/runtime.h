@@ -39,6 +39,9 @@ typedef struct gw_run_req {
     void *hook_ctx;
     const char *peer; /* the conversation (the chat id the system prompt names) */
     bool is_group;
+    /* The sender may be offered exec and process (cm_gw_access_trusted);
+     * false unless the runtime found it so. */
+    bool trusted;
 } gw_run_req;
 
 typedef struct gw_run_res {
