@@ -125,3 +125,8 @@ TEST(fuzz_corpus_wsframe)
 {
     EXPECT(replay("wsframe", fuzz_wsframe) >= 5);
 }
+
+TEST(fuzz_corpus_exec_argv)
+{
+    EXPECT(replay("exec_argv", fuzz_exec_argv) >= 5);
+}

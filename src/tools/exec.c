@@ -490,6 +490,7 @@ static cm_rc log_text(const exec_job *j, const json_t *args, buf *out)
         }
         if (at < all.len && all.data[at] == '\n') line++;
     }
+    if (end > start && all.data[end - 1] == '\n') end--; /* lines joined, none after the last */
     if (!rc && start < end) rc = cm_buf_add(out, all.data + start, end - start);
     if (!rc && start >= end) rc = cm_buf_adds(out, "(no output yet)");
     if (!rc && dflt && lines > 200)

@@ -25,6 +25,7 @@ void fuzz_httpd_stop(void);
 int fuzz_batch(const uint8_t *data, size_t size);
 int fuzz_web_html(const uint8_t *data, size_t size);
 int fuzz_wsframe(const uint8_t *data, size_t size);
+int fuzz_exec_argv(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_MAIN
 #define FUZZ_ENTRY(fn)                                                                             \
