@@ -23,8 +23,8 @@ static exec_cfg cfg_of(const char *json)
 {
     exec_cfg c;
     json_t *root = json_loads(json, 0, NULL);
-    EXPECT(root != NULL);
-    EXPECT_INT(cm_exec_cfg_init(&c, root, "main"), CM_OK);
+    if (!root || cm_exec_cfg_init(&c, root, "main"))
+        test_fail(__FILE__, __LINE__, "config: %s", json);
     json_decref(root);
     return c;
 }
@@ -51,14 +51,14 @@ static char *run_tool(cm_rc (*fn)(const exec_env *, const json_t *, buf *, bool 
 static char *ex(const exec_env *env, const char *args_json)
 {
     json_t *a = json_loads(args_json, 0, NULL);
-    EXPECT(a != NULL);
+    if (!a) test_fail(__FILE__, __LINE__, "bad JSON: %s", args_json);
     return run_tool(cm_tool_exec, env, a);
 }
 
 static char *pr(const exec_env *env, const char *args_json)
 {
     json_t *a = json_loads(args_json, 0, NULL);
-    EXPECT(a != NULL);
+    if (!a) test_fail(__FILE__, __LINE__, "bad JSON: %s", args_json);
     return run_tool(cm_tool_process, env, a);
 }
 
@@ -637,4 +637,87 @@ TEST(exec_session_turn_untrusted_sender_cannot_run_it)
     fake_stop(fs);
     free(ws);
     free(state);
+}
+
+/* ---- message ---------------------------------------------------------------------- */
+
+typedef struct sent {
+    char channel[64], target[64], text[64];
+    int n;
+} sent;
+
+static cm_rc fake_send(void *ctx, const char *channel, const char *account, const char *target,
+                       const char *text, char *err, size_t errlen)
+{
+    sent *s = ctx;
+    (void)account;
+    if (target && !strcmp(target, "refused"))
+        return cm_seterr(err, errlen, CM_EPATH, "message: refused is not an allowed target");
+    snprintf(s->channel, sizeof s->channel, "%s", channel ? channel : "");
+    snprintf(s->target, sizeof s->target, "%s", target ? target : "");
+    snprintf(s->text, sizeof s->text, "%.63s", text);
+    s->n++;
+    return CM_OK;
+}
+
+static char *msg(sent *s, json_t *args)
+{
+    buf out = BUF_INIT;
+    char err[512];
+    cm_rc rc = cm_tool_message(fake_send, s, args, &out, err, sizeof err);
+    json_decref(args);
+    if (rc) {
+        cm_buf_reset(&out);
+        (void)!cm_buf_printf(&out, "ERR: %s", err);
+    }
+    return cm_buf_detach(&out);
+}
+
+TEST(exec_message_tool_checks_its_arguments)
+{
+    sent s = {0};
+    char *r = msg(&s, json_pack("{s:s,s:s}", "action", "send", "message", "hello"));
+    EXPECT_STR(r, "{\"ok\":true,\"action\":\"send\",\"channel\":\"current\",\"to\":\"current\"}");
+    EXPECT_INT(s.n, 1);
+    EXPECT_STR(s.text, "hello");
+    free(r);
+    r = msg(&s, json_pack("{s:s,s:s,s:s,s:s}", "action", "send", "channel", "telegram", "target",
+                          "42", "message", "hi"));
+    EXPECT_STR(r, "{\"ok\":true,\"action\":\"send\",\"channel\":\"telegram\",\"to\":\"42\"}");
+    EXPECT_STR(s.target, "42");
+    free(r);
+    buf big = BUF_INIT;
+    for (int i = 0; i <= MESSAGE_MAX_BYTES; i++)
+        EXPECT_INT(cm_buf_addc(&big, 'x'), CM_OK);
+    struct {
+        json_t *args;
+        const char *want;
+    } bad[] = {
+        {json_pack("{s:s}", "message", "hi"), "only action \"send\""},
+        {json_pack("{s:s,s:s}", "action", "react", "message", "hi"), "only action \"send\""},
+        {json_pack("{s:s}", "action", "send"), "message (a non-empty string)"},
+        {json_pack("{s:s,s:s}", "action", "send", "message", ""), "message (a non-empty string)"},
+        {json_pack("{s:s,s:o}", "action", "send", "message", json_stringn("a\0b", 3)), "NUL"},
+        {json_pack("{s:s,s:s}", "action", "send", "message", big.data), "longer than"},
+        {json_pack("{s:s,s:s,s:s}", "action", "send", "message", "hi", "target", "a\nb"),
+         "control character"},
+        {json_pack("{s:s,s:s,s:i}", "action", "send", "message", "hi", "channel", 5),
+         "must be a string"},
+        {json_pack("{s:s,s:s,s:s}", "action", "send", "message", "hi", "target", "refused"),
+         "not an allowed target"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = msg(&s, bad[i].args);
+        if (strncmp(r, "ERR: ", 5) || !strstr(r, bad[i].want))
+            test_fail(__FILE__, __LINE__, "case %zu gave %s", i, r);
+        free(r);
+    }
+    EXPECT_INT(s.n, 2);
+    cm_buf_release(&big);
+    /* without a channel (a run outside the gateway) the tool is not offered */
+    agent_tools t = {.workspace = "/tmp"};
+    EXPECT(!offers(&t, "message"));
+    agent_hooks hk = {NULL, NULL, &s, fake_send};
+    t.hooks = &hk;
+    EXPECT(offers(&t, "message"));
 }

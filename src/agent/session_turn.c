@@ -721,7 +721,8 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                              .now_ms = now_of(a),
                              .web = a->web,
                              .exec = a->exec,
-                             .trusted = !o->inbound || o->inbound->trusted_sender};
+                             .trusted = !o->inbound || o->inbound->trusted_sender,
+                             .hooks = o->hooks};
         agent_prompt_in pi = {a->config,
                               a->workspace,
                               a->agent_id,

@@ -46,6 +46,7 @@ size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t ca
             offer(t, &sd[i], out, cap, &n);
     }
     if (t->web && t->web->enabled) offer(t, cm_tool_web_fetch_def(), out, cap, &n);
+    if (t->hooks && t->hooks->send) offer(t, cm_tool_message_def(), out, cap, &n);
     if (t->engine) { /* memory_search, memory_get, memory_write (tools/defs.c) */
         const cm_tool_def *m = cm_tool_defs(&nm);
         for (size_t i = 0; i < nm; i++)
@@ -252,6 +253,12 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
                                                                    (size_t)TOOL_TEXT_MAX)));
             goto out;
         }
+    } else if (!strcmp(call->name, "message")) {
+        buf res = BUF_INIT;
+        rc = cm_tool_message(t->hooks->send, t->hooks->ctx, args, &res, err, sizeof err);
+        payload = rc ? NULL : cm_buf_detach(&res);
+        cm_buf_release(&res);
+        if (!rc && !payload) rc = CM_ENOMEM;
     } else if (!strcmp(call->name, "web_fetch")) {
         buf res = BUF_INIT;
         rc = cm_tool_web_fetch(t->web, args, t->now_ms ? t->now_ms : cm_wall_ms(), &res, err,

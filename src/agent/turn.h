@@ -20,6 +20,7 @@
 #include "../llm/runner.h"
 #include "../tools/policy.h"
 #include "../tools/exec.h"
+#include "../tools/message.h"
 #include "../tools/web_fetch.h"
 
 typedef struct agent_tools {
@@ -45,6 +46,9 @@ typedef struct agent_tools {
      * NULL: none. trusted: the sender may act on the host (default false). */
     const exec_cfg *exec;
     bool trusted;
+    /* The run's controls; the message tool is offered when hooks->send is
+     * set (a gateway run). May be NULL. */
+    const struct agent_hooks *hooks;
 } agent_tools;
 
 /* A running turn's controls, from its caller (any may be NULL):
@@ -57,6 +61,8 @@ typedef struct agent_hooks {
     bool (*cancelled)(void *ctx);
     char *(*steer)(void *ctx);
     void *ctx;
+    /* The message tool's sending (message.h), with ctx; NULL: no message tool. */
+    message_send_fn send;
 } agent_hooks;
 
 typedef struct agent_turn_in {

@@ -18,6 +18,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "../base/utf8.h"
 #include "../session/sessions.h"
 #include "feel.h"
 #include "preview.h"
@@ -40,6 +41,7 @@ typedef struct deliver {
     bool typing;     /* the typing indicator was turned on */
     bool previewing; /* a preview stream (channel preview ops, no block streaming) */
     gw_preview pv;
+    bool trusted; /* the run's sender may use the host tools and message anywhere allowed */
 } deliver;
 
 /* agents.defaults.humanDelay {mode: off|natural|custom, minMs, maxMs}. */
@@ -308,6 +310,60 @@ static void S_preview_finish(deliver *d, const char *text)
     }
 }
 
+/* Whether target is a group configured by id (not "*") in
+ * channels.<ch>[.accounts.<acct>].groups. */
+static bool S_group_listed(const json_t *cfg, const char *ch, const char *acct,
+                           const char *target)
+{
+    const json_t *c = json_object_get(json_object_get(cfg, "channels"), ch);
+    const json_t *a = json_object_get(json_object_get(c, "accounts"), acct ? acct : "default");
+    const json_t *g = json_object_get(json_object_get(a, "groups"), target);
+    if (!g) g = json_object_get(json_object_get(c, "groups"), target);
+    return json_is_object(g) && !json_is_false(json_object_get(g, "enabled")) &&
+           strcmp(target, "*") != 0;
+}
+
+/* The message tool's send (gw_run_req.send): this conversation always; any
+ * other target only for a trusted sender, and only a sender the access
+ * policy names (cm_gw_access_trusted) or a configured group. */
+static cm_rc S_tool_send(void *ctx, const char *channel, const char *account, const char *target,
+                         const char *text, char *err, size_t errlen)
+{
+    deliver *d = ctx;
+    gw_job *j = d->j;
+    const char *chn = channel ? channel : j->channel, *acct = account ? account : j->account;
+    const char *to = target ? target : j->peer;
+    if (!chn || !to) return cm_seterr(err, errlen, CM_EINVAL, "message: a target is required");
+    bool here = j->channel && !strcasecmp(chn, j->channel) && j->peer && !strcmp(to, j->peer) &&
+                !strcasecmp(acct ? acct : "default", j->account ? j->account : "default");
+    if (!here) {
+        bool ok = false;
+        char terr[256];
+        if (!d->trusted)
+            return cm_seterr(err, errlen, CM_EPATH,
+                             "message: this sender may only send to the current conversation");
+        if (cm_gw_access_trusted(d->rt->o.config, d->rt->o.state_dir, chn, acct, to, false, &ok,
+                                 terr, sizeof terr))
+            ok = false;
+        if (!ok) ok = S_group_listed(d->rt->o.config, chn, acct, to);
+        if (!ok || !strcmp(chn, "terminal") || !strcmp(chn, "webchat"))
+            return cm_seterr(err, errlen, CM_EPATH,
+                             "message: %.64s is not an allowed target on %.32s (allowFrom, a "
+                             "paired sender or a configured group)",
+                             to, chn);
+    }
+    gw_channel *ch = cm_gw_rt_channel(d->rt, chn, acct);
+    if (!ch || !ch->ops->send)
+        return cm_seterr(err, errlen, CM_ENOTFOUND, "message: no %.32s channel is running", chn);
+    size_t chars = 0;
+    cm_utf8_prefix_chars(text, strlen(text), SIZE_MAX, &chars);
+    if (ch->ops->text_limit && chars > ch->ops->text_limit)
+        return cm_seterr(err, errlen, CM_ETOOBIG, "message: %.32s takes at most %zu characters",
+                         chn, ch->ops->text_limit);
+    gw_outbound o = {acct, to, here ? j->thread : NULL, NULL, text, false};
+    return ch->ops->send(ch, &o, err, errlen);
+}
+
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {
     const json_t *cfg = rt->o.config;
@@ -349,12 +405,13 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
         cm_buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
     gw_run_req rq = {j->agent_id, j->key, j->prompt,   j->channel, j->account, worker,
                      S_delta,     d,      S_cancelled, S_steer,    d,
-                     j->peer,     j->is_group, false};
+                     j->peer,     j->is_group, false,   S_tool_send};
     char terr[256];
     if (cm_gw_access_trusted(cfg, rt->o.state_dir, j->channel, j->account, j->peer, j->is_group,
                              &rq.trusted, terr, sizeof terr))
         cm_logf(rt->o.log, CM_LOG_WARN, "gateway: the sender's trust is unknown (no exec): %s",
                 terr);
+    d->trusted = rq.trusted;
     gw_run_res res;
     memset(&res, 0, sizeof res);
     char err[512] = "";

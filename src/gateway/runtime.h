@@ -42,6 +42,9 @@ typedef struct gw_run_req {
     /* The sender may be offered exec and process (cm_gw_access_trusted);
      * false unless the runtime found it so. */
     bool trusted;
+    /* The message tool's sending (tools/message.h) with hook_ctx; may be NULL. */
+    cm_rc (*send)(void *ctx, const char *channel, const char *account, const char *target,
+                  const char *text, char *err, size_t errlen);
 } gw_run_req;
 
 typedef struct gw_run_res {
