@@ -463,6 +463,27 @@ TEST(exec_process_background_lifecycle)
     r = pr(&env, args);
     EXPECT_CONTAINS(r, "No session found");
     free(r);
+    /* a child that closed its stdin: the write fails, no SIGPIPE reaches us */
+    r = ex(&env, "{\"command\":\"exec 0<&-; echo closed; sleep 30\",\"background\":true}");
+    s = strstr(r, "(session ");
+    if (s) sscanf(s + 9, "%31[0-9a-f]", id);
+    free(r);
+    snprintf(args, sizeof args, "{\"action\":\"poll\",\"sessionId\":\"%s\",\"timeout\":200}", id);
+    for (int i = 0; i < 50; i++) {
+        r = pr(&env, args);
+        bool seen = strstr(r, "closed") != NULL;
+        free(r);
+        if (seen) break;
+    }
+    snprintf(args, sizeof args, "{\"action\":\"write\",\"sessionId\":\"%s\",\"data\":\"x\"}", id);
+    r = pr(&env, args);
+    EXPECT_CONTAINS(r, "FAILED: Session ");
+    EXPECT_CONTAINS(r, "stdin is full or closed");
+    free(r);
+    snprintf(args, sizeof args, "{\"action\":\"remove\",\"sessionId\":\"%s\"}", id);
+    r = pr(&env, args);
+    EXPECT_CONTAINS(r, "Removed session ");
+    free(r);
     /* yieldMs: a slow command goes to the background; kill ends it */
     r = ex(&env, "{\"command\":\"echo PG=$$; sleep 60\",\"yieldMs\":10}");
     EXPECT_CONTAINS(r, "Command still running");

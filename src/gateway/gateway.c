@@ -17,6 +17,7 @@
 #include "../config/config.h"
 #include "../config/secret.h"
 #include "../agent/session_turn.h"
+#include "../tools/exec.h"
 #include "../net/http.h"
 #include "gw_ws.h"
 #include "http_channel.h"
@@ -406,6 +407,7 @@ void cm_gateway_free(cm_gateway *g)
     for (size_t i = 0; i < g->nch; i++)
         g->ch[i]->ops->close(g->ch[i]);
     cm_gw_agents_free(g->agents);
+    cm_exec_jobs_shutdown(); /* exec's background commands end with the gateway */
     cm_gw_ws_free(g->ws);
     cm_config_release(&g->cfg);
     free(g->status_path);

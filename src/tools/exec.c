@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +452,28 @@ out:
 
 /* ---- process --------------------------------------------------------------------- */
 
+/* write() to a pipe whose reader may be gone, without a SIGPIPE reaching the
+ * process (library code may not assume the caller ignores it): the signal is
+ * blocked in this thread and, if the write raised it, taken back. */
+static ssize_t write_nosigpipe(int fd, const void *p, size_t n)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    bool was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    ssize_t w = write(fd, p, n);
+    int e = errno;
+    if (w < 0 && e == EPIPE && !was_pending) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
+}
+
 static const char *status_of(const exec_job *j)
 {
     if (!j->exited) return "running";
@@ -562,7 +585,7 @@ cm_rc cm_tool_process(const exec_env *env, const json_t *args, buf *out, bool *f
             rc = cm_buf_printf(out, "Session %s stdin is not writable.", j->id);
             goto unlock;
         }
-        ssize_t w = dl ? write(j->in_fd, data, dl) : 0;
+        ssize_t w = dl ? write_nosigpipe(j->in_fd, data, dl) : 0;
         if (w < 0 || (size_t)w != dl) {
             rc = cm_buf_printf(out, "Session %s stdin is full or closed (%zd of %zu bytes written).",
                                j->id, w < 0 ? (ssize_t)0 : w, dl);
