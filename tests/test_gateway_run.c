@@ -1423,3 +1423,65 @@ TEST(gateway_run_exec_and_message_only_for_trusted_senders)
     world_stop(&w);
     cm_exec_jobs_shutdown();
 }
+
+/* sessions_send: a trusted sender's turn puts a message into another
+ * session of the agent through the gateway queue; that session's turn runs
+ * it untrusted (no exec) and answers nowhere; an untrusted sender is never
+ * offered the tool. */
+TEST(gateway_run_sessions_send_queues_into_another_session)
+{
+    world w;
+    if (!world_start(&w, "{\"session\":{\"dmScope\":\"per-peer\"},\"tools\":{\"sessions\":{"
+                         "\"visibility\":\"agent\"},\"exec\":{\"host\":\"gateway\",\"security\":"
+                         "\"full\"}},\"channels\":{\"http\":{\"allowFrom\":[\"*\",\"owner\"]}}}"))
+        return;
+    fake_push_chat_call(w.fs, "c1", "sessions_send",
+                        "{\"sessionKey\":\"main\",\"message\":\"from the stranger\"}");
+    fake_push_chat_text(w.fs, "hi", 10);
+    EXPECT_INT(post_text(&w, "stranger", "m1", "hello"), 202);
+    EXPECT(settle(&w));
+    const fake_request *q = fake_get(w.fs, 0);
+    EXPECT(q && !strstr(q->body, "\"name\":\"sessions_send\""));
+    char *t1 = t_request_text(w.fs, 1);
+    EXPECT_CONTAINS(t1, "Tool sessions_send not found");
+    free(t1);
+    /* the stranger's session key, from the store */
+    buf sj = BUF_INIT;
+    char err[256];
+    EXPECT_INT(cm_fs_read_file(path_in(w.dir, "state/agents/main/sessions/sessions.json"), 1 << 20,
+                               &sj, err, sizeof err),
+               CM_OK);
+    json_t *store = json_loads(sj.data ? sj.data : "", 0, NULL);
+    const char *key = NULL, *k;
+    json_t *e;
+    json_object_foreach(store, k, e) if (strstr(k, "stranger")) key = k;
+    EXPECT(key != NULL);
+    char args[512];
+    snprintf(args, sizeof args, "{\"sessionKey\":\"%s\",\"message\":\"from the owner\"}",
+             key ? key : "x");
+    fake_push_chat_call(w.fs, "c2", "sessions_send", args);
+    fake_push_chat_text(w.fs, "done", 10);
+    fake_push_chat_text(w.fs, "done", 10);
+    EXPECT_INT(post_text(&w, "owner", "m2", "tell the stranger"), 202);
+    EXPECT(settle(&w));
+    EXPECT(settle(&w));
+    /* the owner's turn and the stranger's session's (in either order: two workers) */
+    EXPECT_INT(fake_count(w.fs), 5);
+    bool accepted = false, ran = false;
+    for (int i = 2; i < fake_count(w.fs); i++) {
+        char *t = t_request_text(w.fs, i);
+        q = fake_get(w.fs, i);
+        if (strstr(t, "\"status\": \"accepted\"")) accepted = true;
+        if (strstr(t, "chat_id\": \"internal:") && strstr(t, "from the owner")) {
+            ran = true;
+            EXPECT_CONTAINS(t, "hello"); /* the stranger's session's history */
+            EXPECT(q && !strstr(q->body, "\"name\":\"exec\"")); /* never trusted */
+        }
+        free(t);
+    }
+    EXPECT(accepted);
+    EXPECT(ran);
+    json_decref(store);
+    cm_buf_release(&sj);
+    world_stop(&w);
+}

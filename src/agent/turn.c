@@ -42,8 +42,15 @@ size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t ca
     }
     if (t->store_path) { /* sessions_list, sessions_history, session_status, agents_list */
         const cm_tool_def *sd = cm_tool_session_defs(&nf);
-        for (size_t i = 0; i < nf; i++)
+        for (size_t i = 0; i < nf; i++) {
             offer(t, &sd[i], out, cap, &n);
+            /* sessions_send after sessions_history, as the reference lists
+             * them: a gateway run of a trusted sender only (it writes into
+             * another session, whose later turns read it) */
+            if (!strcmp(sd[i].name, "sessions_history") && t->trusted && t->hooks &&
+                t->hooks->session_send)
+                offer(t, cm_tool_sessions_send_def(), out, cap, &n);
+        }
     }
     if (t->web && t->web->enabled) offer(t, cm_tool_web_fetch_def(), out, cap, &n);
     if (t->hooks && t->hooks->send) offer(t, cm_tool_message_def(), out, cap, &n);
@@ -263,6 +270,14 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         buf res = BUF_INIT;
         rc = cm_tool_web_fetch(t->web, args, t->now_ms ? t->now_ms : cm_wall_ms(), &res, err,
                                sizeof err);
+        payload = rc ? NULL : cm_buf_detach(&res);
+        cm_buf_release(&res);
+        if (!rc && !payload) rc = CM_ENOMEM;
+    } else if (!strcmp(call->name, "sessions_send")) {
+        session_tool_env env = {t->config, t->store_path, t->agent_id, t->session_key, t->now_ms};
+        buf res = BUF_INIT;
+        rc = cm_tool_sessions_send(&env, args, t->hooks->session_send, t->hooks->ctx, &res, err,
+                                   sizeof err);
         payload = rc ? NULL : cm_buf_detach(&res);
         cm_buf_release(&res);
         if (!rc && !payload) rc = CM_ENOMEM;

@@ -21,6 +21,7 @@
 #include "../tools/policy.h"
 #include "../tools/exec.h"
 #include "../tools/message.h"
+#include "../tools/session_tools.h"
 #include "../tools/web_fetch.h"
 
 typedef struct agent_tools {
@@ -63,6 +64,8 @@ typedef struct agent_hooks {
     void *ctx;
     /* The message tool's sending (message.h), with ctx; NULL: no message tool. */
     message_send_fn send;
+    /* sessions_send's queueing (session_tools.h), with ctx; NULL: no sessions_send. */
+    session_send_fn session_send;
 } agent_hooks;
 
 typedef struct agent_turn_in {

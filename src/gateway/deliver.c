@@ -364,6 +364,32 @@ static cm_rc S_tool_send(void *ctx, const char *channel, const char *account, co
     return ch->ops->send(ch, &o, err, errlen);
 }
 
+/* sessions_send's queueing (gw_run_req.session_send): the text enters the
+ * target session as a message of the "internal" channel (no access check,
+ * never trusted: no exec there; its answer is delivered nowhere, it stays
+ * in the session's transcript), journaled and queued like any other. */
+static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, char *run_id,
+                                 size_t run_id_len, char *err, size_t errlen)
+{
+    deliver *d = ctx;
+    unsigned char r[8] = {0};
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        return cm_seterr(err, errlen, CM_EIO, "sessions_send: no random run id");
+    snprintf(run_id, run_id_len, "a2a-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
+             r[4], r[5], r[6], r[7]);
+    gw_msg m = {0};
+    m.channel = GW_INTERNAL_CHANNEL;
+    m.peer = key;
+    m.session = key;
+    m.message_id = run_id;
+    m.sender = d->j->key; /* the sending session */
+    m.text = text;
+    cm_rc rc = cm_gw_runtime_sink(d->rt, &m);
+    if (rc) return cm_seterr(err, errlen, rc, "sessions_send: the gateway did not accept it (%s)",
+                             cm_strerror(rc));
+    return CM_OK;
+}
+
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {
     const json_t *cfg = rt->o.config;
@@ -405,7 +431,7 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
         cm_buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
     gw_run_req rq = {j->agent_id, j->key, j->prompt,   j->channel, j->account, worker,
                      S_delta,     d,      S_cancelled, S_steer,    d,
-                     j->peer,     j->is_group, false,   S_tool_send};
+                     j->peer,     j->is_group, false,   S_tool_send, S_tool_session_send};
     char terr[256];
     if (cm_gw_access_trusted(cfg, rt->o.state_dir, j->channel, j->account, j->peer, j->is_group,
                              &rq.trusted, terr, sizeof terr))
