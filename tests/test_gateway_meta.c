@@ -194,7 +194,7 @@ TEST(gw_meta_timestamps_in_the_configured_zone)
 TEST(gw_meta_system_prompt_inbound_context)
 {
     char *dir = tmp_dir();
-    agent_inbound ib = {"telegram:-100", "default", "telegram", "telegram", "telegram", "group"};
+    agent_inbound ib = {"telegram:-100", "default", "telegram", "telegram", "telegram", "group", false};
     agent_prompt_in in = {NULL, dir,   "main", "agent:main:telegram:group:-100",
                           0,    false, false,  AGENT_REASONING_OFF,
                           &ib};

@@ -99,7 +99,7 @@ void cm_agent_turn_out_release(agent_turn_out *o);
 
 /* The tools t offers (static strings) into out[0..cap), in the reference's
  * order, each allowed by t->policy; returns how many. */
-#define AGENT_TOOLS_MAX 16
+#define AGENT_TOOLS_MAX 24
 size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t cap);
 
 #endif
