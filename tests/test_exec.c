@@ -232,6 +232,8 @@ TEST(exec_environment_carries_no_secret)
     setenv("TELEGRAM_BOT_TOKEN", "123:leak-telegram-0002", 1);
     setenv("QUANTUMCLAW_GATEWAY_TOKEN", "leak-gateway-0003", 1);
     setenv("HOME_SECRET_PASSWORD", "leak-password-0004", 1);
+    char *tz = getenv("TZ") ? cm_strdup(getenv("TZ")) : NULL;
+    setenv("TZ", "Monkey/Keyboard", 1); /* a harmless name: its value is never judged */
     exec_cfg c = cfg_of(FULL);
     exec_env env = {&c, ws, "main", "agent:main:main", true};
     /* the model's own variables pass, secret-looking names do not */
@@ -241,7 +243,11 @@ TEST(exec_environment_carries_no_secret)
     EXPECT_CONTAINS(r, "GREETING=hello");
     EXPECT_CONTAINS(r, "PATH=");
     EXPECT_CONTAINS(r, "QUANTUMCLAW_SHELL=exec");
+    EXPECT_CONTAINS(r, "TZ=Monkey/Keyboard");
     free(r);
+    if (tz) setenv("TZ", tz, 1);
+    else unsetenv("TZ");
+    free(tz);
     unsetenv("OPENAI_API_KEY");
     unsetenv("TELEGRAM_BOT_TOKEN");
     unsetenv("QUANTUMCLAW_GATEWAY_TOKEN");

@@ -275,8 +275,9 @@ static cm_rc build_env(const json_t *extra, char ***out, char *err, size_t errle
         const char *eq = strchr(*e, '=');
         if (!eq || !passed_through(*e)) continue;
         char k[128];
-        if ((size_t)(eq - *e) >= sizeof k || secret_name(*e)) continue;
+        if ((size_t)(eq - *e) >= sizeof k) continue;
         snprintf(k, sizeof k, "%.*s", (int)(eq - *e), *e);
+        if (secret_name(k)) continue; /* by its name (LC_AUTH_TOKEN…), never its value */
         CHECK(env_add(&v, &n, k, eq + 1));
     }
     if (!getenv("PATH")) CHECK(env_add(&v, &n, "PATH", "/usr/local/bin:/usr/bin:/bin"));

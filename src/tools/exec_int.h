@@ -36,6 +36,7 @@ typedef struct exec_job {
     int64_t started_wall;
     bool exited, timed_out, backgrounded;
     int exit_code, exit_signal;
+    int waiters; /* callers inside cm_exec_wait_locked: the job is not evicted */
 } exec_job;
 
 /* Starts argv[0] (an absolute path) with envp in cwd in its own process

@@ -251,6 +251,7 @@ void cm_exec_remove_locked(exec_job *j)
 
 bool cm_exec_wait_locked(exec_job *j, int64_t deadline_ms)
 {
+    j->waiters++;
     while (!j->exited) {
         if (!deadline_ms) {
             pthread_cond_wait(&cv, &mu);
@@ -265,6 +266,7 @@ bool cm_exec_wait_locked(exec_job *j, int64_t deadline_ms)
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
         pthread_cond_timedwait(&cv, &mu, &ts);
     }
+    j->waiters--;
     return j->exited;
 }
 
@@ -289,7 +291,8 @@ static bool make_room_locked(void)
 {
     if (njobs < EXEC_MAX_JOBS) return true;
     for (size_t i = 0; i < njobs; i++)
-        if (jobs[i]->exited && jobs[i]->backgrounded) { /* a foreground one is its caller's */
+        if (jobs[i]->exited && jobs[i]->backgrounded && !jobs[i]->waiters) {
+            /* a foreground one is its caller's; a polled one its poller's */
             cm_exec_remove_locked(jobs[i]);
             return njobs < EXEC_MAX_JOBS;
         }
