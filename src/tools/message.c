@@ -67,7 +67,7 @@ static const char message_in[] =
     "(default: this conversation)\"},"
     "\"accountId\":{\"type\":\"string\"},"
     "\"message\":{\"type\":\"string\"}},"
-    "\"required\":[\"action\",\"message\"]}";
+    "\"required\":[\"action\"]}";
 
 static const cm_tool_def def = {
     "message", "Message",
