@@ -68,7 +68,7 @@ static bool world_start(world *w, const char *models_json)
     }
     snprintf(w->store, sizeof w->store, "%s/agents/main/sessions/sessions.json", w->state);
     w->a = (agent_ctx){w->cfg, w->state,  "main", w->store,   w->ws,
-                       w->eng, w->runner, true,   fake_clock, NULL, NULL, NULL};
+                       w->eng, w->runner, true,   fake_clock, NULL, NULL, NULL, NULL};
     return true;
 }
 

@@ -192,7 +192,7 @@ static bool fc_start(fc_world *w, const char *models_json)
     cm_tool_policy_init(&w->tools, pol, "main");
     json_decref(pol);
     w->a = (agent_ctx){w->cfg, w->state,  "main",    w->store, w->ws,
-                       w->eng, w->runner, true,      fc_clock, NULL, &w->tools, NULL};
+                       w->eng, w->runner, true,      fc_clock, NULL, &w->tools, NULL, NULL};
     return true;
 }
 

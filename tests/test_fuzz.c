@@ -131,3 +131,8 @@ TEST(fuzz_corpus_wsreq)
     EXPECT(replay("wsreq", fuzz_wsreq) >= 5);
     fuzz_wsreq_stop();
 }
+
+TEST(fuzz_corpus_exec_argv)
+{
+    EXPECT(replay("exec_argv", fuzz_exec_argv) >= 5);
+}

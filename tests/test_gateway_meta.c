@@ -194,8 +194,13 @@ TEST(gw_meta_timestamps_in_the_configured_zone)
 TEST(gw_meta_system_prompt_inbound_context)
 {
     char *dir = tmp_dir();
-    agent_inbound ib = {"telegram:-100", "default", "telegram", "telegram", "telegram",
-                        "group",         "-100",    NULL,       NULL,       NULL};
+    agent_inbound ib = {.chat_id = "telegram:-100",
+                        .account_id = "default",
+                        .channel = "telegram",
+                        .provider = "telegram",
+                        .surface = "telegram",
+                        .chat_type = "group",
+                        .peer = "-100"};
     agent_prompt_in in = {.workspace = dir,
                           .agent_id = "main",
                           .session_key = "agent:main:telegram:group:-100",

@@ -25,6 +25,7 @@
 #include "../src/gateway/core/runtime.h"
 #include "../src/session/sessions.h"
 #include "../src/gateway/channels/channel.h"
+#include "../src/tools/exec.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"
 #include "test.h"
@@ -1410,4 +1411,121 @@ TEST(gateway_run_status_shows_the_telegram_last_error)
     free(why);
     free(state);
     free(ws);
+}
+
+/* exec and message through the gateway: a sender let in by "*" is not
+ * trusted (the model is never offered exec, a call is refused, message only
+ * answers the conversation itself); the sender allowFrom names is. */
+TEST(gateway_run_exec_and_message_only_for_trusted_senders)
+{
+    world w;
+    if (!world_start(&w, "{\"session\":{\"dmScope\":\"per-peer\"},\"tools\":{\"exec\":{\"host\":"
+                         "\"gateway\",\"security\":\"full\"}},\"channels\":{\"http\":{"
+                         "\"allowFrom\":[\"*\",\"owner\"]}}}"))
+        return;
+    /* the stranger */
+    fake_push_chat_call(w.fs, "c1", "exec", "{\"command\":\"echo PWNED > pwned.txt\"}");
+    fake_push_chat_call(w.fs, "c2", "message",
+                        "{\"action\":\"send\",\"target\":\"owner\",\"message\":\"hi boss\"}");
+    fake_push_chat_text(w.fs, "ok", 10);
+    EXPECT_INT(post_text(&w, "stranger", "m1", "run it"), 202);
+    EXPECT(settle(&w));
+    EXPECT(access(path_in(w.dir, "ws/pwned.txt"), F_OK) != 0);
+    const fake_request *q = fake_get(w.fs, 0);
+    EXPECT(q && !strstr(q->body, "\"name\":\"exec\""));
+    EXPECT(q && strstr(q->body, "\"name\":\"message\""));
+    char *t1 = t_request_text(w.fs, 1), *t2 = t_request_text(w.fs, 2);
+    EXPECT_CONTAINS(t1, "Tool exec not found");
+    EXPECT_CONTAINS(t2, "this sender may only send to the current conversation");
+    free(t1);
+    free(t2);
+    /* the owner: exec runs in the workspace; message reaches only named targets */
+    fake_push_chat_call(w.fs, "c3", "exec", "{\"command\":\"echo PWNED > pwned.txt\"}");
+    fake_push_chat_call(w.fs, "c4", "message",
+                        "{\"action\":\"send\",\"target\":\"stranger\",\"message\":\"psst\"}");
+    fake_push_chat_call(w.fs, "c5", "message",
+                        "{\"action\":\"send\",\"message\":\"a note from the tool\"}");
+    fake_push_chat_text(w.fs, "done", 10);
+    EXPECT_INT(post_text(&w, "owner", "m2", "run it"), 202);
+    EXPECT(settle(&w));
+    EXPECT(access(path_in(w.dir, "ws/pwned.txt"), F_OK) == 0);
+    q = fake_get(w.fs, 3);
+    EXPECT(q && strstr(q->body, "\"name\":\"exec\""));
+    char *t5 = t_request_text(w.fs, 5);
+    EXPECT_CONTAINS(t5, "stranger is not an allowed target on http");
+    free(t5);
+    json_t *rep = t_replies(w.addr, "owner");
+    char *s = json_dumps(rep, JSON_COMPACT);
+    EXPECT_CONTAINS(s, "a note from the tool");
+    free(s);
+    json_decref(rep);
+    rep = t_replies(w.addr, "stranger");
+    s = json_dumps(rep, JSON_COMPACT);
+    EXPECT(s && !strstr(s, "psst") && !strstr(s, "hi boss"));
+    free(s);
+    json_decref(rep);
+    world_stop(&w);
+    cm_exec_jobs_shutdown();
+}
+
+/* sessions_send: a trusted sender's turn puts a message into another
+ * session of the agent through the gateway queue; that session's turn runs
+ * it untrusted (no exec) and answers nowhere; an untrusted sender is never
+ * offered the tool. */
+TEST(gateway_run_sessions_send_queues_into_another_session)
+{
+    world w;
+    if (!world_start(&w, "{\"session\":{\"dmScope\":\"per-peer\"},\"tools\":{\"sessions\":{"
+                         "\"visibility\":\"agent\"},\"exec\":{\"host\":\"gateway\",\"security\":"
+                         "\"full\"}},\"channels\":{\"http\":{\"allowFrom\":[\"*\",\"owner\"]}}}"))
+        return;
+    fake_push_chat_call(w.fs, "c1", "sessions_send",
+                        "{\"sessionKey\":\"main\",\"message\":\"from the stranger\"}");
+    fake_push_chat_text(w.fs, "hi", 10);
+    EXPECT_INT(post_text(&w, "stranger", "m1", "hello"), 202);
+    EXPECT(settle(&w));
+    const fake_request *q = fake_get(w.fs, 0);
+    EXPECT(q && !strstr(q->body, "\"name\":\"sessions_send\""));
+    char *t1 = t_request_text(w.fs, 1);
+    EXPECT_CONTAINS(t1, "Tool sessions_send not found");
+    free(t1);
+    /* the stranger's session key, from the store */
+    buf sj = BUF_INIT;
+    char err[256];
+    EXPECT_INT(cm_fs_read_file(path_in(w.dir, "state/agents/main/sessions/sessions.json"), 1 << 20,
+                               &sj, err, sizeof err),
+               CM_OK);
+    json_t *store = json_loads(sj.data ? sj.data : "", 0, NULL);
+    const char *key = NULL, *k;
+    json_t *e;
+    json_object_foreach(store, k, e) if (strstr(k, "stranger")) key = k;
+    EXPECT(key != NULL);
+    char args[512];
+    snprintf(args, sizeof args, "{\"sessionKey\":\"%s\",\"message\":\"from the owner\"}",
+             key ? key : "x");
+    fake_push_chat_call(w.fs, "c2", "sessions_send", args);
+    fake_push_chat_text(w.fs, "done", 10);
+    fake_push_chat_text(w.fs, "done", 10);
+    EXPECT_INT(post_text(&w, "owner", "m2", "tell the stranger"), 202);
+    EXPECT(settle(&w));
+    EXPECT(settle(&w));
+    /* the owner's turn and the stranger's session's (in either order: two workers) */
+    EXPECT_INT(fake_count(w.fs), 5);
+    bool accepted = false, ran = false;
+    for (int i = 2; i < fake_count(w.fs); i++) {
+        char *t = t_request_text(w.fs, i);
+        q = fake_get(w.fs, i);
+        if (strstr(t, "\"status\": \"accepted\"")) accepted = true;
+        if (strstr(t, "chat_id\": \"internal:") && strstr(t, "from the owner")) {
+            ran = true;
+            EXPECT_CONTAINS(t, "hello"); /* the stranger's session's history */
+            EXPECT(q && !strstr(q->body, "\"name\":\"exec\"")); /* never trusted */
+        }
+        free(t);
+    }
+    EXPECT(accepted);
+    EXPECT(ran);
+    json_decref(store);
+    cm_buf_release(&sj);
+    world_stop(&w);
 }

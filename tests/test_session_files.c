@@ -71,7 +71,7 @@ static bool world_start(world *w, const char *extra_cfg)
     snprintf(w->sessions, sizeof w->sessions, "%s/agents/main/sessions", w->state);
     snprintf(w->store, sizeof w->store, "%s/sessions.json", w->sessions);
     w->a = (agent_ctx){w->cfg, w->state,  "main", w->store,   w->ws,
-                       NULL,   w->runner, true,   fake_clock, NULL, NULL, NULL};
+                       NULL,   w->runner, true,   fake_clock, NULL, NULL, NULL, NULL};
     return true;
 }
 
@@ -184,12 +184,23 @@ static cm_rc tg_turn(world *w, const char *key, const agent_inbound *ib, const c
     return cm_agent_session_turn_opts(&w->a, key, &o, r, err, errlen);
 }
 
-static const agent_inbound dm_alice = {"telegram:111", "default", "telegram", "telegram",
-                                       "telegram",     "direct",  "111",      NULL,
-                                       "Alice (@alice) id:111",   NULL};
-static const agent_inbound group_dev = {
-    "telegram:-1001234567890",     "default", "telegram",      "telegram", "telegram", "group",
-    "-1001234567890",              NULL,      "Dev Team id:-1001234567890", "Dev Team"};
+static const agent_inbound dm_alice = {.chat_id = "telegram:111",
+                                       .account_id = "default",
+                                       .channel = "telegram",
+                                       .provider = "telegram",
+                                       .surface = "telegram",
+                                       .chat_type = "direct",
+                                       .peer = "111",
+                                       .conversation_label = "Alice (@alice) id:111"};
+static const agent_inbound group_dev = {.chat_id = "telegram:-1001234567890",
+                                        .account_id = "default",
+                                        .channel = "telegram",
+                                        .provider = "telegram",
+                                        .surface = "telegram",
+                                        .chat_type = "group",
+                                        .peer = "-1001234567890",
+                                        .conversation_label = "Dev Team id:-1001234567890",
+                                        .group_subject = "Dev Team"};
 
 /* The reference's store and transcripts, continued by clawmem: every field
  * the reference wrote is still there with its type (the ones clawmem does

@@ -194,3 +194,105 @@ TEST(session_tools_status_and_agents_list)
     json_decref(a);
     json_decref(f.cfg);
 }
+
+/* ---- sessions_send ---------------------------------------------------------------- */
+
+typedef struct queued {
+    char key[256], text[256];
+    int n;
+} queued;
+
+static cm_rc fake_queue(void *ctx, const char *key, const char *text, char *run_id, size_t n,
+                        char *err, size_t errlen)
+{
+    queued *q = ctx;
+    (void)err;
+    (void)errlen;
+    snprintf(q->key, sizeof q->key, "%s", key);
+    snprintf(q->text, sizeof q->text, "%.255s", text);
+    snprintf(run_id, n, "run-%d", ++q->n);
+    return CM_OK;
+}
+
+static json_t *send_call(fixture *f, queued *q, const char *from, json_t *args)
+{
+    session_tool_env env = {f->cfg, f->store, "main", from, NOW};
+    buf out = BUF_INIT;
+    char err[512];
+    cm_rc rc = cm_tool_sessions_send(&env, args, fake_queue, q, &out, err, sizeof err);
+    json_decref(args);
+    json_t *j = rc ? json_pack("{s:s}", "ERR", err) : json_loads(out.data, 0, NULL);
+    cm_buf_release(&out);
+    return j;
+}
+
+#define STATUS(j) json_string_value(json_object_get(j, "status"))
+
+TEST(session_tools_send_follows_visibility)
+{
+    fixture f;
+    queued q = {0};
+    /* tree (the default): another session is forbidden, nothing queued */
+    setup(&f, "{}");
+    json_t *r = send_call(&f, &q, "agent:main:main",
+                          json_pack("{s:s,s:s}", "sessionKey", "agent:main:telegram:group:-100",
+                                    "message", "hi"));
+    EXPECT_STR(STATUS(r), "forbidden");
+    json_decref(r);
+    EXPECT_INT(q.n, 0);
+    json_decref(f.cfg);
+    /* agent: any session of the agent, by key or label */
+    setup(&f, "{\"tools\":{\"sessions\":{\"visibility\":\"agent\"}}}");
+    r = send_call(&f, &q, "agent:main:main",
+                  json_pack("{s:s,s:s,s:i}", "sessionKey", "agent:main:telegram:group:-100",
+                            "message", "hello group", "timeoutSeconds", 30));
+    EXPECT_STR(STATUS(r), "accepted");
+    EXPECT_STR(json_string_value(json_object_get(r, "runId")), "run-1");
+    EXPECT_STR(json_string_value(json_object_get(r, "sessionKey")),
+               "agent:main:telegram:group:-100");
+    EXPECT_STR(q.key, "agent:main:telegram:group:-100");
+    EXPECT_STR(q.text, "hello group");
+    json_decref(r);
+    session_store st;
+    char err[256], id[160];
+    EXPECT_INT(cm_session_store_read(&st, f.store, err, sizeof err), CM_OK);
+    json_t *p = json_pack("{s:s}", "label", "ops room");
+    EXPECT_INT(cm_session_touch(&st, "agent:main:telegram:group:-100", p, NOW, id, err,
+                                sizeof err),
+               CM_OK);
+    json_decref(p);
+    cm_session_store_release(&st);
+    r = send_call(&f, &q, "agent:main:telegram:group:-100",
+                  json_pack("{s:s,s:s}", "label", "ops room", "message", "by label"));
+    EXPECT_STR(STATUS(r), "accepted");
+    EXPECT_STR(q.key, "agent:main:telegram:group:-100");
+    json_decref(r);
+    static const struct {
+        const char *args, *status, *error;
+    } bad[] = {
+        {"{\"message\":\"x\"}", "error", "Either sessionKey or label is required"},
+        {"{\"sessionKey\":\"main\",\"label\":\"ops room\",\"message\":\"x\"}", "error",
+         "Provide either sessionKey or label (not both)."},
+        {"{\"label\":\"nobody\",\"message\":\"x\"}", "error", "No session found with label: nobody"},
+        {"{\"sessionKey\":\"agent:main:nope\",\"message\":\"x\"}", "error", "Session not found"},
+        {"{\"sessionKey\":\"agent:ops:main\",\"message\":\"x\"}", "forbidden", NULL},
+        {"{\"label\":\"ops room\",\"agentId\":\"ops\",\"message\":\"x\"}", "forbidden", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = send_call(&f, &q, "agent:main:main", json_loads(bad[i].args, 0, NULL));
+        if (!STATUS(r) || strcmp(STATUS(r), bad[i].status) ||
+            (bad[i].error &&
+             strcmp(json_string_value(json_object_get(r, "error")), bad[i].error)))
+            test_fail(__FILE__, __LINE__, "case %zu", i);
+        json_decref(r);
+    }
+    r = send_call(&f, &q, "agent:main:main",
+                  json_pack("{s:s,s:o}", "sessionKey", "main", "message", json_stringn("a\0b", 3)));
+    EXPECT_CONTAINS(json_string_value(json_object_get(r, "ERR")), "NUL");
+    json_decref(r);
+    r = send_call(&f, &q, "agent:main:main", json_pack("{s:s}", "sessionKey", "main"));
+    EXPECT_CONTAINS(json_string_value(json_object_get(r, "ERR")), "message required");
+    json_decref(r);
+    EXPECT_INT(q.n, 2);
+    json_decref(f.cfg);
+}

@@ -19,6 +19,7 @@ struct cm_agent {
     agent_ctx ctx;
     tool_policy tools;
     web_fetch_cfg web;
+    exec_cfg exec;
     cm_logger log;
 };
 
@@ -52,6 +53,7 @@ static cm_rc agent_open(const cm_options *opt, bool shared, cm_agent **out, char
     a->store_path = cm_buf_detach(&p);
     CHECK(cm_tool_policy_init(&a->tools, a->cfg.root, a->cfg.agent_id));
     cm_web_fetch_cfg_init(&a->web, a->cfg.root);
+    CHECK(cm_exec_cfg_init(&a->exec, a->cfg.root, a->cfg.agent_id));
     /* a long-lived agent coalesces its turns' bookkeeping (sessions.h) */
     session_store_config sc = {a->cfg.session_maint, CM_SESSION_FLUSH_MS, a->log};
     CHECK(cm_session_store_configure(a->store_path, &sc, err, errlen));
@@ -66,7 +68,8 @@ static cm_rc agent_open(const cm_options *opt, bool shared, cm_agent **out, char
                          NULL,
                          NULL,
                          &a->tools,
-                         &a->web};
+                         &a->web,
+                         &a->exec};
     *out = a;
     a = NULL;
 out:
@@ -100,6 +103,7 @@ void cm_agent_close(cm_agent *a)
     cm_engine_close(a->engine);
     cm_config_release(&a->cfg);
     cm_tool_policy_release(&a->tools);
+    cm_exec_cfg_release(&a->exec);
     free(a->store_path);
     free(a);
 }
@@ -150,7 +154,9 @@ cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, con
                          .workspace = a->cfg.workspace,
                          .fs_write = true,
                          .policy = &a->tools,
-                         .web = &a->web};
+                         .web = &a->web,
+                         .exec = &a->exec,
+                         .trusted = !inbound || inbound->trusted_sender};
     agent_turn_in in = {
         a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx, NULL, NULL, hooks};
     agent_turn_out t;

@@ -67,6 +67,10 @@ typedef struct agent_inbound {
     const char *peer, *thread_id;
     const char *conversation_label; /* "Alice (@alice) id:111", "Dev id:-100" */
     const char *group_subject;      /* a group's title */
+    /* The sender may use the tools that act on the host (exec, process):
+     * the gateway's cm_gw_access_trusted. A turn without an inbound (the
+     * local CLI) is its owner's. */
+    bool trusted_sender;
 } agent_inbound;
 
 typedef struct agent_prompt_in {

@@ -821,7 +821,10 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                              .config = a->config,
                              .agent_id = a->agent_id,
                              .now_ms = now_of(a),
-                             .web = a->web};
+                             .web = a->web,
+                             .exec = a->exec,
+                             .trusted = !o->inbound || o->inbound->trusted_sender,
+                             .hooks = o->hooks};
         agent_prompt_in pi = {.config = a->config,
                               .workspace = a->workspace,
                               .agent_id = a->agent_id,

@@ -40,6 +40,7 @@ typedef struct agent_ctx {
     void *clock_ctx;
     const tool_policy *tools; /* tools.profile/allow/deny (parsed once); NULL: every tool */
     const web_fetch_cfg *web; /* tools.web.fetch (parsed once); NULL: no web_fetch */
+    const exec_cfg *exec;     /* tools.exec (parsed once); NULL: no exec or process */
 } agent_ctx;
 
 typedef struct agent_reply {

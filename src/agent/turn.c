@@ -20,6 +20,12 @@ static void offer(const agent_tools *t, const cm_tool_def *d, llm_tool_def *out,
         out[(*n)++] = (llm_tool_def){d->name, d->description, d->input_schema};
 }
 
+/* Whether exec may be offered at all (the policy decides the rest). */
+static bool exec_on(const agent_tools *t)
+{
+    return t->exec && t->exec->enabled && t->trusted && t->workspace;
+}
+
 size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t cap)
 {
     size_t n = 0, nf, nm;
@@ -29,12 +35,25 @@ size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t ca
         for (size_t i = 0; i < nf; i++)
             if (f[i].read_only || t->fs_write) offer(t, &f[i], out, cap, &n);
     }
+    if (exec_on(t)) { /* exec, process: only for a trusted sender, when configured */
+        const cm_tool_def *x = cm_tool_exec_defs(&nf);
+        for (size_t i = 0; i < nf; i++)
+            offer(t, &x[i], out, cap, &n);
+    }
     if (t->store_path) { /* sessions_list, sessions_history, session_status, agents_list */
         const cm_tool_def *sd = cm_tool_session_defs(&nf);
-        for (size_t i = 0; i < nf; i++)
+        for (size_t i = 0; i < nf; i++) {
             offer(t, &sd[i], out, cap, &n);
+            /* sessions_send after sessions_history, as the reference lists
+             * them: a gateway run of a trusted sender only (it writes into
+             * another session, whose later turns read it) */
+            if (!strcmp(sd[i].name, "sessions_history") && t->trusted && t->hooks &&
+                t->hooks->session_send)
+                offer(t, cm_tool_sessions_send_def(), out, cap, &n);
+        }
     }
     if (t->web && t->web->enabled) offer(t, cm_tool_web_fetch_def(), out, cap, &n);
+    if (t->hooks && t->hooks->send) offer(t, cm_tool_message_def(), out, cap, &n);
     if (t->engine) { /* memory_search, memory_get, memory_write (tools/defs.c) */
         const cm_tool_def *m = cm_tool_defs(&nm);
         for (size_t i = 0; i < nm; i++)
@@ -226,10 +245,39 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         payload = rc ? NULL : cm_buf_detach(&res);
         cm_buf_release(&res);
         if (!rc && !payload) rc = CM_ENOMEM;
+    } else if (!strcmp(call->name, "exec") || !strcmp(call->name, "process")) {
+        exec_env env = {t->exec, t->workspace, t->agent_id, t->session_key,
+                        !t->policy || cm_tool_policy_allows(t->policy, "process")};
+        buf res = BUF_INIT;
+        bool failed = true;
+        rc = (call->name[0] == 'e' ? cm_tool_exec : cm_tool_process)(&env, args, &res, &failed,
+                                                                      err, sizeof err);
+        payload = rc ? NULL : cm_buf_detach(&res);
+        cm_buf_release(&res);
+        if (!rc && !payload) rc = CM_ENOMEM;
+        if (!rc && failed) { /* the command's own failure: its text, marked as an error */
+            wrc = cm_buf_add(&out, payload, cm_utf8_valid_prefix(payload, CM_MIN(strlen(payload),
+                                                                   (size_t)TOOL_TEXT_MAX)));
+            goto out;
+        }
+    } else if (!strcmp(call->name, "message")) {
+        buf res = BUF_INIT;
+        rc = cm_tool_message(t->hooks->send, t->hooks->ctx, args, &res, err, sizeof err);
+        payload = rc ? NULL : cm_buf_detach(&res);
+        cm_buf_release(&res);
+        if (!rc && !payload) rc = CM_ENOMEM;
     } else if (!strcmp(call->name, "web_fetch")) {
         buf res = BUF_INIT;
         rc = cm_tool_web_fetch(t->web, args, t->now_ms ? t->now_ms : cm_wall_ms(), &res, err,
                                sizeof err);
+        payload = rc ? NULL : cm_buf_detach(&res);
+        cm_buf_release(&res);
+        if (!rc && !payload) rc = CM_ENOMEM;
+    } else if (!strcmp(call->name, "sessions_send")) {
+        session_tool_env env = {t->config, t->store_path, t->agent_id, t->session_key, t->now_ms};
+        buf res = BUF_INIT;
+        rc = cm_tool_sessions_send(&env, args, t->hooks->session_send, t->hooks->ctx, &res, err,
+                                   sizeof err);
         payload = rc ? NULL : cm_buf_detach(&res);
         cm_buf_release(&res);
         if (!rc && !payload) rc = CM_ENOMEM;

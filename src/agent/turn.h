@@ -19,6 +19,9 @@
 
 #include "../llm/runner.h"
 #include "../tools/policy.h"
+#include "../tools/exec.h"
+#include "../tools/message.h"
+#include "../tools/session_tools.h"
 #include "../tools/web_fetch.h"
 
 typedef struct agent_tools {
@@ -40,6 +43,13 @@ typedef struct agent_tools {
     const char *agent_id;
     int64_t now_ms;
     const web_fetch_cfg *web; /* web_fetch (when enabled); NULL: none */
+    /* exec and process (tools.exec enabled, a workspace, and trusted);
+     * NULL: none. trusted: the sender may act on the host (default false). */
+    const exec_cfg *exec;
+    bool trusted;
+    /* The run's controls; the message tool is offered when hooks->send is
+     * set (a gateway run). May be NULL. */
+    const struct agent_hooks *hooks;
 } agent_tools;
 
 /* A running turn's controls, from its caller (any may be NULL):
@@ -52,6 +62,10 @@ typedef struct agent_hooks {
     bool (*cancelled)(void *ctx);
     char *(*steer)(void *ctx);
     void *ctx;
+    /* The message tool's sending (message.h), with ctx; NULL: no message tool. */
+    message_send_fn send;
+    /* sessions_send's queueing (session_tools.h), with ctx; NULL: no sessions_send. */
+    session_send_fn session_send;
 } agent_hooks;
 
 typedef struct agent_turn_in {
@@ -85,7 +99,7 @@ void cm_agent_turn_out_release(agent_turn_out *o);
 
 /* The tools t offers (static strings) into out[0..cap), in the reference's
  * order, each allowed by t->policy; returns how many. */
-#define AGENT_TOOLS_MAX 16
+#define AGENT_TOOLS_MAX 24
 size_t cm_agent_tools_offered(const agent_tools *t, llm_tool_def *out, size_t cap);
 
 #endif

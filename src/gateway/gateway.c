@@ -17,6 +17,7 @@
 #include "../base/lockfile.h"
 #include "../config/config.h"
 #include "../agent/session_turn.h"
+#include "../tools/exec.h"
 #include "gateway_int.h"
 #include "control/gw_ws.h"
 #include "channels/http_channel.h"
@@ -150,24 +151,24 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     cm_agent *a = S_agent(g, rq->agent_id, err, errlen);
     if (!a) return CM_EIO;
     char *json = NULL;
-    agent_hooks hk = {rq->cancelled, rq->steer, rq->hook_ctx};
+    agent_hooks hk = {rq->cancelled, rq->steer, rq->hook_ctx, rq->send, rq->session_send};
     /* the trusted inbound context of the system prompt (2026.3.22's
      * chat_id is "<channel>:<chat>") */
     buf chat = BUF_INIT;
-    agent_inbound in = {NULL,
-                        rq->account && *rq->account ? rq->account : "default",
-                        rq->channel,
-                        rq->channel,
-                        rq->channel,
-                        rq->is_group ? "group" : "direct",
-                        rq->peer,
-                        rq->thread,
-                        rq->label,
-                        rq->subject};
+    agent_inbound in = {.account_id = rq->account && *rq->account ? rq->account : "default",
+                        .channel = rq->channel,
+                        .provider = rq->channel,
+                        .surface = rq->channel,
+                        .chat_type = rq->is_group ? "group" : "direct",
+                        .peer = rq->peer,
+                        .thread_id = rq->thread,
+                        .conversation_label = rq->label,
+                        .group_subject = rq->subject,
+                        .trusted_sender = rq->trusted};
     if (rq->channel && rq->peer && !cm_buf_printf(&chat, "%s:%s", rq->channel, rq->peer))
         in.chat_id = chat.data;
     cm_rc rc = cm_agent_turn_hooked(a, rq->session_key, rq->prompt, NULL, rq->on_delta,
-                                    rq->delta_ctx, &hk, rq->channel ? &in : NULL, &json, err,
+                                    rq->delta_ctx, &hk, &in, &json, err,
                                     errlen);
     cm_buf_release(&chat);
     if (rc) return rc;
@@ -443,6 +444,7 @@ void cm_gateway_free(cm_gateway *g)
     for (size_t i = 0; i < g->nch; i++)
         g->ch[i]->ops->close(g->ch[i]);
     cm_gw_agents_free(g->agents);
+    cm_exec_jobs_shutdown(); /* exec's background commands end with the gateway */
     cm_gw_ws_free(g->ws);
     cm_config_release(&g->cfg);
     free(g->status_path);

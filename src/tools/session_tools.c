@@ -468,6 +468,110 @@ out:
     return rc;
 }
 
+/* ---- sessions_send ---------------------------------------------------------- */
+
+static cm_rc send_error(buf *out, const char *status, const char *why, const char *key)
+{
+    json_t *j = json_pack("{s:s,s:s}", "status", status, "error", why);
+    if (j && key) json_object_set_new(j, "sessionKey", json_string(key));
+    return dump(j, out);
+}
+
+cm_rc cm_tool_sessions_send(const session_tool_env *env, const json_t *args, session_send_fn send,
+                            void *ctx, buf *out, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    session_store st = {0};
+    buf key = BUF_INIT;
+    json_t *all = NULL;
+    const char *why;
+    const json_t *m = json_object_get(args, "message");
+    const char *text = json_string_value(m);
+    const char *skey = json_string_value(json_object_get(args, "sessionKey"));
+    const char *label = json_string_value(json_object_get(args, "label"));
+    const char *agent = json_string_value(json_object_get(args, "agentId"));
+    if (!send) FAIL(CM_EINVAL, "sessions_send: no gateway runs this agent");
+    if (!text) FAIL(CM_EINVAL, "message required");
+    if (json_string_length(m) != strlen(text)) FAIL(CM_EINVAL, "message holds a NUL byte");
+    if (json_string_length(m) > SESSION_TOOLS_SEND_MAX_BYTES)
+        FAIL(CM_ETOOBIG, "message is longer than %d bytes", SESSION_TOOLS_SEND_MAX_BYTES);
+    if (skey && !*skey) skey = NULL;
+    if (label && !*label) label = NULL;
+    if (skey && label) {
+        rc = send_error(out, "error", "Provide either sessionKey or label (not both).", NULL);
+        goto out;
+    }
+    if (!skey && !label) {
+        rc = send_error(out, "error", "Either sessionKey or label is required", NULL);
+        goto out;
+    }
+    if (agent && *agent && strcasecmp(agent, env->agent_id ? env->agent_id : "main")) {
+        rc = send_error(out, "forbidden",
+                        "Agent-to-agent messaging is disabled (tools.agentToAgent is not "
+                        "supported by clawmem).",
+                        NULL);
+        goto out;
+    }
+    CHECK(cm_session_store_read(&st, env->store_path, err, errlen));
+    if (label) { /* the visible session whose entry has that label */
+        const char *k;
+        json_t *e;
+        if (!(all = cm_session_store_snapshot(&st))) FAIL(CM_ENOMEM, "out of memory");
+        json_object_foreach(all, k, e)
+        {
+            const char *l = json_string_value(json_object_get(e, "label"));
+            if (l && !strcmp(l, label) && visible(env, k, &why)) {
+                CHECK(cm_buf_adds(&key, k));
+                break;
+            }
+        }
+        if (!key.len) {
+            buf msg = BUF_INIT;
+            rc = cm_buf_printf(&msg, "No session found with label: %.200s", label);
+            if (!rc) rc = send_error(out, "error", msg.data, NULL);
+            cm_buf_release(&msg);
+            goto out;
+        }
+    } else {
+        CHECK(target_key(env, skey, &key));
+    }
+    if (!visible(env, key.data, &why)) {
+        rc = send_error(out, "forbidden", why, key.data);
+        goto out;
+    }
+    if (!cm_session_store_get(&st, key.data)) {
+        rc = send_error(out, "error", "Session not found", key.data);
+        goto out;
+    }
+    char run_id[64] = "";
+    CHECK(send(ctx, key.data, text, run_id, sizeof run_id, err, errlen));
+    rc = dump(json_pack("{s:s,s:s,s:s}", "runId", run_id, "status", "accepted", "sessionKey",
+                        key.data),
+              out);
+out:
+    if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    json_decref(all);
+    cm_session_store_release(&st);
+    cm_buf_release(&key);
+    return rc;
+}
+
+static const cm_tool_def send_def = {
+    "sessions_send", "Session Send",
+    "Send a message into another session. Use sessionKey or label to identify the target.",
+    "{\"type\":\"object\",\"properties\":{"
+    "\"sessionKey\":{\"type\":\"string\"},"
+    "\"label\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":512},"
+    "\"agentId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64},"
+    "\"message\":{\"type\":\"string\"},"
+    "\"timeoutSeconds\":{\"type\":\"number\",\"minimum\":0}},\"required\":[\"message\"]}",
+    NULL, 0};
+
+const cm_tool_def *cm_tool_sessions_send_def(void)
+{
+    return &send_def;
+}
+
 static const cm_tool_def defs[] = {
     {"agents_list", "Agents",
      "List OpenClaw agent ids you can target with `sessions_spawn` when `runtime=\"subagent\"` "

@@ -43,4 +43,25 @@ cm_rc cm_tool_agents_list(const session_tool_env *env, const json_t *args, buf *
  * reference's order) as the model is told of them (all read-only). */
 const cm_tool_def *cm_tool_session_defs(size_t *n);
 
+#define SESSION_TOOLS_SEND_MAX_BYTES (64 * 1024) /* sessions_send's message */
+
+/* Queues text as a message into the session key (a store key of the
+ * caller's agent) and writes the run's id into run_id; the caller's own
+ * function (the gateway's queue). */
+typedef cm_rc (*session_send_fn)(void *ctx, const char *key, const char *text, char *run_id,
+                                 size_t run_id_len, char *err, size_t errlen);
+
+/* sessions_send {sessionKey | label, message, timeoutSeconds?, agentId?}:
+ * the target resolved as sessions_history resolves it (or by its entry's
+ * label), visible as sessions_list decides, existing in the store; then
+ * send. The result is the reference's JSON: {"runId","status":"accepted",
+ * "sessionKey"} — clawmem never waits for the target's reply
+ * (timeoutSeconds is accepted and ignored) — or {"runId"?,"status":
+ * "error"|"forbidden","error"}. */
+cm_rc cm_tool_sessions_send(const session_tool_env *env, const json_t *args, session_send_fn send,
+                            void *ctx, buf *out, char *err, size_t errlen);
+
+/* sessions_send as the model is told of it. */
+const cm_tool_def *cm_tool_sessions_send_def(void);
+
 #endif

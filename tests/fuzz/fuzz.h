@@ -28,6 +28,7 @@ int fuzz_wsframe(const uint8_t *data, size_t size);
 int fuzz_wsreq(const uint8_t *data, size_t size);
 /* Frees fuzz_wsreq's gateway and removes its temporary state dir. */
 void fuzz_wsreq_stop(void);
+int fuzz_exec_argv(const uint8_t *data, size_t size);
 
 #ifdef FUZZ_MAIN
 #define FUZZ_ENTRY(fn)                                                                             \

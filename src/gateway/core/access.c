@@ -214,3 +214,51 @@ out:
     json_decref(store);
     return rc;
 }
+
+/* ---- trust: who may be offered exec ------------------------------------- */
+
+cm_rc cm_gw_access_trusted(const json_t *root, const char *state_dir, const char *channel,
+                           const char *account, const char *peer, bool is_group, bool *trusted,
+                           char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json_t *store = NULL;
+    char acct[128], ch[128];
+    *trusted = false;
+    if (!channel || !*channel) return CM_OK; /* a run without a channel: the caller decides */
+    if (!strcmp(channel, "terminal") || !strcmp(channel, "webchat")) {
+        *trusted = true; /* the owner's console, behind the gateway token */
+        return CM_OK;
+    }
+    if (is_group || !peer || !*peer) return CM_OK; /* a group has many writers */
+    if (!strcmp(channel, "internal")) return CM_OK; /* sessions_send: never trusted */
+    snprintf(ch, sizeof ch, "%s", channel);
+    for (char *p = ch; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    json_t *a = account ? json_string(account) : NULL;
+    if (!a || !cm_gw_allow_entry(a, acct, sizeof acct)) snprintf(acct, sizeof acct, "default");
+    json_decref(a);
+    for (char *p = acct; *p; p++)
+        *p = (char)tolower((unsigned char)*p);
+    const char *policy = S_str(S_cfg(root, ch, acct, "dmPolicy"), "pairing");
+    if (!strcmp(policy, "disabled")) goto out;
+    /* anyone may write when the policy is open: with the default dmScope
+     * "main" their messages share the session every DM runs in */
+    const char *scope = json_string_value(
+        json_object_get(json_object_get(root, "session"), "dmScope"));
+    if (!strcmp(policy, "open") && (!scope || !strcmp(scope, "main"))) goto out;
+    /* named explicitly ("*" is no one in particular) */
+    if (S_listed(S_cfg(root, ch, acct, "allowFrom"), ch, peer, false)) {
+        *trusted = true;
+        goto out;
+    }
+    if (!strcmp(policy, "pairing")) { /* approved through pairing */
+        if (!(store = json_array())) FAIL(CM_ENOMEM, "out of memory");
+        CHECK(cm_gw_allowfrom_read(state_dir, ch, acct, store, err, errlen));
+        *trusted = S_listed(store, ch, peer, false);
+    }
+out:
+    if (rc) *trusted = false;
+    json_decref(store);
+    return rc;
+}

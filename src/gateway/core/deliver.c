@@ -18,6 +18,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "../../base/utf8.h"
 #include "../../session/sessions.h"
 #include "../channels/feel.h"
 #include "../channels/preview.h"
@@ -40,6 +41,7 @@ typedef struct deliver {
     bool typing;     /* the typing indicator was turned on */
     bool previewing; /* a preview stream (channel preview ops, no block streaming) */
     gw_preview pv;
+    bool trusted; /* the run's sender may use the host tools and message anywhere allowed */
 } deliver;
 
 /* agents.defaults.humanDelay {mode: off|natural|custom, minMs, maxMs}. */
@@ -308,6 +310,86 @@ static void S_preview_finish(deliver *d, const char *text)
     }
 }
 
+/* Whether target is a group configured by id (not "*") in
+ * channels.<ch>[.accounts.<acct>].groups. */
+static bool S_group_listed(const json_t *cfg, const char *ch, const char *acct,
+                           const char *target)
+{
+    const json_t *c = json_object_get(json_object_get(cfg, "channels"), ch);
+    const json_t *a = json_object_get(json_object_get(c, "accounts"), acct ? acct : "default");
+    const json_t *g = json_object_get(json_object_get(a, "groups"), target);
+    if (!g) g = json_object_get(json_object_get(c, "groups"), target);
+    return json_is_object(g) && !json_is_false(json_object_get(g, "enabled")) &&
+           strcmp(target, "*") != 0;
+}
+
+/* The message tool's send (gw_run_req.send): this conversation always; any
+ * other target only for a trusted sender, and only a sender the access
+ * policy names (cm_gw_access_trusted) or a configured group. */
+static cm_rc S_tool_send(void *ctx, const char *channel, const char *account, const char *target,
+                         const char *text, char *err, size_t errlen)
+{
+    deliver *d = ctx;
+    gw_job *j = d->j;
+    const char *chn = channel ? channel : j->channel, *acct = account ? account : j->account;
+    const char *to = target ? target : j->peer;
+    if (!chn || !to) return cm_seterr(err, errlen, CM_EINVAL, "message: a target is required");
+    bool here = j->channel && !strcasecmp(chn, j->channel) && j->peer && !strcmp(to, j->peer) &&
+                !strcasecmp(acct ? acct : "default", j->account ? j->account : "default");
+    if (!here) {
+        bool ok = false;
+        char terr[256];
+        if (!d->trusted)
+            return cm_seterr(err, errlen, CM_EPATH,
+                             "message: this sender may only send to the current conversation");
+        if (cm_gw_access_trusted(d->rt->o.config, d->rt->o.state_dir, chn, acct, to, false, &ok,
+                                 terr, sizeof terr))
+            ok = false;
+        if (!ok) ok = S_group_listed(d->rt->o.config, chn, acct, to);
+        if (!ok || !strcmp(chn, "terminal") || !strcmp(chn, "webchat"))
+            return cm_seterr(err, errlen, CM_EPATH,
+                             "message: %.64s is not an allowed target on %.32s (allowFrom, a "
+                             "paired sender or a configured group)",
+                             to, chn);
+    }
+    gw_channel *ch = cm_gw_rt_channel(d->rt, chn, acct);
+    if (!ch || !ch->ops->send)
+        return cm_seterr(err, errlen, CM_ENOTFOUND, "message: no %.32s channel is running", chn);
+    size_t chars = 0;
+    cm_utf8_prefix_chars(text, strlen(text), SIZE_MAX, &chars);
+    if (ch->ops->text_limit && chars > ch->ops->text_limit)
+        return cm_seterr(err, errlen, CM_ETOOBIG, "message: %.32s takes at most %zu characters",
+                         chn, ch->ops->text_limit);
+    gw_outbound o = {acct, to, here ? j->thread : NULL, NULL, text, false};
+    return ch->ops->send(ch, &o, err, errlen);
+}
+
+/* sessions_send's queueing (gw_run_req.session_send): the text enters the
+ * target session as a message of the "internal" channel (no access check,
+ * never trusted: no exec there; its answer is delivered nowhere, it stays
+ * in the session's transcript), journaled and queued like any other. */
+static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, char *run_id,
+                                 size_t run_id_len, char *err, size_t errlen)
+{
+    deliver *d = ctx;
+    unsigned char r[8] = {0};
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        return cm_seterr(err, errlen, CM_EIO, "sessions_send: no random run id");
+    snprintf(run_id, run_id_len, "a2a-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
+             r[4], r[5], r[6], r[7]);
+    gw_msg m = {0};
+    m.channel = GW_INTERNAL_CHANNEL;
+    m.peer = key;
+    m.session = key;
+    m.message_id = run_id;
+    m.sender = d->j->key; /* the sending session */
+    m.text = text;
+    cm_rc rc = cm_gw_runtime_sink(d->rt, &m);
+    if (rc) return cm_seterr(err, errlen, rc, "sessions_send: the gateway did not accept it (%s)",
+                             cm_strerror(rc));
+    return CM_OK;
+}
+
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {
     const json_t *cfg = rt->o.config;
@@ -347,10 +429,31 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     if (!cm_gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, model) &&
         d->prefix.len && cm_buf_addc(&d->prefix, ' '))
         cm_buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
-    gw_run_req rq = {j->agent_id, j->key,      j->prompt,   j->channel, j->account,
-                     worker,      S_delta,     d,           S_cancelled, S_steer,
-                     d,           j->peer,     j->is_group, j->thread,  j->label,
-                     j->subject};
+    gw_run_req rq = {.agent_id = j->agent_id,
+                     .session_key = j->key,
+                     .prompt = j->prompt,
+                     .channel = j->channel,
+                     .account = j->account,
+                     .worker = worker,
+                     .on_delta = S_delta,
+                     .delta_ctx = d,
+                     .cancelled = S_cancelled,
+                     .steer = S_steer,
+                     .hook_ctx = d,
+                     .peer = j->peer,
+                     .is_group = j->is_group,
+                     .thread = j->thread,
+                     .label = j->label,
+                     .subject = j->subject,
+                     .trusted = false,
+                     .send = S_tool_send,
+                     .session_send = S_tool_session_send};
+    char terr[256];
+    if (cm_gw_access_trusted(cfg, rt->o.state_dir, j->channel, j->account, j->peer, j->is_group,
+                             &rq.trusted, terr, sizeof terr))
+        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: the sender's trust is unknown (no exec): %s",
+                terr);
+    d->trusted = rq.trusted;
     gw_run_res res;
     memset(&res, 0, sizeof res);
     char err[512] = "";

@@ -190,6 +190,18 @@ cm_rc cm_gw_access_validate(const json_t *root, const char *channel, const char 
 cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
                          gw_access_result *res, char *err, size_t errlen);
 
+/* Whether the sender of a run may be offered the tools that act on the
+ * host (exec, process): the owner's console ("terminal", "webchat"), or a
+ * direct chat whose peer (the sender: a DM's peer is its writer) is named in
+ * channels.<channel>[.accounts.<acct>].allowFrom (not by "*") or, under
+ * dmPolicy pairing, approved in the allow-from store. Never a group, never
+ * dmPolicy disabled, and never dmPolicy open while session.dmScope is "main"
+ * (anyone's messages then share the session). An error is CM_E* with
+ * *trusted false. No channel: *trusted false (the caller decides). */
+cm_rc cm_gw_access_trusted(const json_t *root, const char *state_dir, const char *channel,
+                           const char *account, const char *peer, bool is_group, bool *trusted,
+                           char *err, size_t errlen);
+
 /* `pairing approve <channel> <code>`: the pending request with code (any
  * case, surrounding blanks ignored; of account when account is not NULL) is
  * removed and its sender added to the allow-from store of the request's

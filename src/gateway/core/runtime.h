@@ -25,6 +25,11 @@
 
 typedef int64_t (*gw_clock_fn)(void *ctx);
 
+/* The channel of sessions_send's messages (tools/session_tools.h): made by
+ * the runtime itself, let through without an access check, never trusted,
+ * answered nowhere. */
+#define GW_INTERNAL_CHANNEL "internal"
+
 /* One agent run as the runtime asks for it (strings borrowed). */
 typedef struct gw_run_req {
     const char *agent_id, *session_key, *prompt;
@@ -44,6 +49,15 @@ typedef struct gw_run_req {
      * conversation label ("Alice (@alice) id:111", "Dev id:-100") and a
      * group's title. */
     const char *thread, *label, *subject;
+    /* The sender may be offered exec and process (cm_gw_access_trusted);
+     * false unless the runtime found it so. */
+    bool trusted;
+    /* The message tool's sending (tools/message.h) with hook_ctx; may be NULL. */
+    cm_rc (*send)(void *ctx, const char *channel, const char *account, const char *target,
+                  const char *text, char *err, size_t errlen);
+    /* sessions_send's queueing (tools/session_tools.h) with hook_ctx; may be NULL. */
+    cm_rc (*session_send)(void *ctx, const char *key, const char *text, char *run_id,
+                          size_t run_id_len, char *err, size_t errlen);
 } gw_run_req;
 
 typedef struct gw_run_res {
