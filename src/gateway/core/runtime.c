@@ -128,7 +128,7 @@ static void *S_worker(void *arg)
             if (s->running == j) s->running = NULL;
             cm_gw_rt_steer_leftover(rt, s, j);
             /* followups wait their debounce; an interrupt's run goes now */
-            if (s->next_job) cm_gw_rt_session_due(rt, s, cm_gw_rt_now(rt), false);
+            if (s->next_job || s->cmd_head) cm_gw_rt_session_due(rt, s, cm_gw_rt_now(rt), false);
         }
         cm_gw_job_free(j);
         pthread_cond_broadcast(&rt->idle_cv);
