@@ -552,19 +552,15 @@ static cm_rc serialize(const json_t *recs, size_t from, size_t to, buf *out)
     return rc;
 }
 
-static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, agent_reply *out,
-                            char *err, size_t errlen)
+/* Where a compaction of recs (the context from start) cuts: the first kept
+ * record, a user message; n (the records' count) when there is nothing
+ * before one to summarise. Walks back from the end until about
+ * KEEP_RECENT_TOKENS are kept, then back to a user message: the cut never
+ * separates a call and its result. */
+static size_t compact_cut(const json_t *recs, size_t start)
 {
-    cm_rc rc = CM_OK;
-    json_t *recs = NULL;
-    buf text = BUF_INIT;
-    llm_response resp = {0};
-    CHECK(read_records(s->transcript.data, &recs, err, errlen));
-    long comp;
-    size_t start = context_start(recs, &comp), n = json_array_size(recs);
-    /* Walk back from the end until about KEEP_RECENT_TOKENS are kept, then
-     * back to a user message: the cut never separates a call and its result. */
-    int64_t kept = 0, before = 0;
+    size_t n = json_array_size(recs);
+    int64_t kept = 0;
     size_t cut = n;
     for (size_t i = n; i-- > start;) {
         json_t *m = json_object_get(json_array_get(recs, i), "message");
@@ -585,7 +581,22 @@ static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, 
             break;
         }
     }
-    if (at == n || at <= start) {
+    return at <= start ? n : at;
+}
+
+static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, agent_reply *out,
+                            char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json_t *recs = NULL;
+    buf text = BUF_INIT;
+    llm_response resp = {0};
+    int64_t before = 0;
+    CHECK(read_records(s->transcript.data, &recs, err, errlen));
+    long comp;
+    size_t start = context_start(recs, &comp), n = json_array_size(recs);
+    size_t at = compact_cut(recs, start);
+    if (at == n) {
         out->skipped = "no real conversation messages";
         FAIL(CM_EINVAL, "session %s has nothing to compact yet", s->key);
     }
@@ -654,6 +665,16 @@ static cm_rc compact_flushed(agent_ctx *a, session *s, const char *instructions,
 {
     char ferr[512];
     agent_reply fr = {0};
+    json_t *recs = NULL;
+    long comp;
+    /* nothing to summarise: no flush either (it would only add its own turn) */
+    cm_rc rc = read_records(s->transcript.data, &recs, err, errlen);
+    if (!rc && compact_cut(recs, context_start(recs, &comp)) == json_array_size(recs)) {
+        out->skipped = "no real conversation messages";
+        rc = cm_seterr(err, errlen, CM_EINVAL, "session %s has nothing to compact yet", s->key);
+    }
+    json_decref(recs);
+    if (rc) return rc;
     if (flush_locked(a, s, NULL, FLUSH_BEFORE_COMPACTION, &fr, ferr, sizeof ferr) == CM_OK &&
         fr.flushed)
         out->flushed = true;
