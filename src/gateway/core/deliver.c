@@ -19,6 +19,7 @@
  */
 #include "runtime_int.h"
 
+#include <errno.h>
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
@@ -420,30 +421,89 @@ static cm_rc S_tool_send(void *ctx, const char *channel, const char *account, co
     return ch->ops->send(ch, &o, err, errlen);
 }
 
+/* The run that answered an internal message (sessions_send's, its id
+ * reply_to) has ended: its waiter, if any, is told (rc, the reply). */
+static void S_waiter_done(gw_runtime *rt, const gw_job *j, cm_rc rc, const char *why,
+                          const char *reply)
+{
+    if (!j->channel || strcmp(j->channel, GW_INTERNAL_CHANNEL) || !j->reply_to) return;
+    pthread_mutex_lock(&rt->mu);
+    for (gw_waiter *w = rt->waiters; w; w = w->next) {
+        if (w->done || strcmp(w->run_id, j->reply_to)) continue;
+        w->done = true;
+        w->rc = rc;
+        snprintf(w->error, sizeof w->error, "%s", why ? why : "");
+        w->reply = reply && *reply ? cm_strdup(reply) : NULL;
+        pthread_cond_broadcast(&rt->reply_cv);
+    }
+    pthread_mutex_unlock(&rt->mu);
+}
+
 /* sessions_send's queueing (gw_run_req.session_send): the text enters the
  * target session as a message of the "internal" channel (no access check,
  * never trusted: no exec there; its answer is delivered nowhere, it stays
- * in the session's transcript), journaled and queued like any other. */
-static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, char *run_id,
-                                 size_t run_id_len, char *err, size_t errlen)
+ * in the session's transcript), journaled and queued like any other; with
+ * wait_ms the caller's worker then waits for that run's end (real time: it
+ * is another worker's run), or for the gateway to stop. A message merged
+ * into another's turn by the queue is answered by that turn (the waiter of
+ * its last message is told). */
+static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, int64_t wait_ms,
+                                 char *run_id, size_t run_id_len, char **reply, char *err,
+                                 size_t errlen)
 {
     deliver *d = ctx;
+    gw_runtime *rt = d->rt;
     unsigned char r[8] = {0};
+    *reply = NULL;
+    run_id[0] = 0;
+    char id[64];
     if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
         return cm_seterr(err, errlen, CM_EIO, "sessions_send: no random run id");
-    snprintf(run_id, run_id_len, "a2a-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-             r[4], r[5], r[6], r[7]);
+    snprintf(id, sizeof id, "a2a-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
+             r[5], r[6], r[7]);
+    gw_waiter *w = NULL;
+    if (wait_ms > 0) { /* registered first: the run may end before the sink returns */
+        if (!(w = calloc(1, sizeof *w))) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        snprintf(w->run_id, sizeof w->run_id, "%s", id);
+        pthread_mutex_lock(&rt->mu);
+        w->next = rt->waiters;
+        rt->waiters = w;
+        pthread_mutex_unlock(&rt->mu);
+    }
     gw_msg m = {0};
     m.channel = GW_INTERNAL_CHANNEL;
     m.peer = key;
     m.session = key;
-    m.message_id = run_id;
+    m.message_id = id;
     m.sender = d->j->key; /* the sending session */
     m.text = text;
-    cm_rc rc = cm_gw_runtime_sink(d->rt, &m);
-    if (rc) return cm_seterr(err, errlen, rc, "sessions_send: the gateway did not accept it (%s)",
-                             cm_strerror(rc));
-    return CM_OK;
+    cm_rc rc = cm_gw_runtime_sink(rt, &m);
+    if (rc) cm_seterr(err, errlen, rc, "sessions_send: the gateway did not accept it (%s)",
+                      cm_strerror(rc));
+    else
+        snprintf(run_id, run_id_len, "%s", id);
+    if (!w) return rc;
+    pthread_mutex_lock(&rt->mu);
+    struct timespec until = cm_deadline_in(CLOCK_MONOTONIC, wait_ms);
+    while (!rc && !w->done && !rt->stopping &&
+           pthread_cond_timedwait(&rt->reply_cv, &rt->mu, &until) != ETIMEDOUT)
+        ;
+    for (gw_waiter **p = &rt->waiters; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    pthread_mutex_unlock(&rt->mu);
+    if (!rc && !w->done) rc = CM_ETIMEOUT;
+    else if (!rc && w->rc)
+        rc = cm_seterr(err, errlen, w->rc, "%s", w->error[0] ? w->error : "agent error");
+    else if (!rc) {
+        *reply = w->reply;
+        w->reply = NULL;
+    }
+    free(w->reply);
+    free(w);
+    return rc;
 }
 
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
@@ -451,6 +511,7 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     const json_t *cfg = rt->o.config;
     if (S_cancelled(d)) { /* aborted before a worker took it: the model is never asked */
         cm_gw_rt_done_all(rt, &j->ids, "aborted");
+        S_waiter_done(rt, j, CM_ECANCELED, "the run was aborted", NULL);
         return;
     }
     for (size_t i = 0; i < j->ids.n; i++)
@@ -584,6 +645,11 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     if (!rc && d->failed) status = "undelivered";
     cm_gw_rt_done_all(rt, &j->ids, status);
     if (d->streaming) cm_gw_stream_release(&d->st);
+    if (S_cancelled(d))
+        S_waiter_done(rt, j, CM_ECANCELED, "the run was aborted", NULL);
+    else
+        S_waiter_done(rt, j, rc, rc ? cm_gw_failure_reason(rc) : NULL,
+                      !rc && !res.silent && !cm_gw_reply_is_silent(res.text) ? res.text : NULL);
     free(res.text);
     free(res.reasoning);
 }

@@ -81,6 +81,17 @@ struct gw_sess {
     gw_sess *next;
 };
 
+/* A sessions_send waiting for the run that answers its message (run_id:
+ * the message's id); done, rc, reply and error set by that run's end. */
+typedef struct gw_waiter {
+    char run_id[64];
+    bool done;
+    cm_rc rc;
+    char *reply;
+    char error[160];
+    struct gw_waiter *next;
+} gw_waiter;
+
 typedef struct gw_dkey {
     char *key;
     gw_ids ids;
@@ -91,6 +102,8 @@ struct gw_runtime {
     gw_runtime_opts o;
     pthread_mutex_t mu;
     pthread_cond_t work_cv, idle_cv, timer_cv;
+    pthread_cond_t reply_cv; /* a waiter's run ended (gw_waiter) */
+    gw_waiter *waiters;      /* under mu */
     bool inited, accepting, stopping, has_timer;
     bool legacy_keys; /* the journal gave back dedupe keys of the older form */
     gw_journal *journal;
