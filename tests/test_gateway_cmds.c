@@ -329,7 +329,8 @@ TEST(gw_cmd_compact_flushes_then_compacts)
     EXPECT_CONTAINS(notes, "BLUEHERON-1");
     EXPECT_CONTAINS(notes, "BLUEHERON-2");
     free(notes);
-    /* 2026.3.22's answer: "⚙️ Compacted (<before> → <after>) • Context <after>/200k (<pct>%)" */
+    /* 2026.3.22's answer: "⚙️ Compacted (<before> → <after>) • Context <after>/200k (<pct>%)"
+     */
     char *r = cw_last_sent(&w);
     EXPECT(!strncmp(r, GEAR " Compacted (", strlen(GEAR " Compacted (")));
     EXPECT_CONTAINS(r, " \xe2\x86\x92 ");
@@ -498,7 +499,8 @@ TEST(gw_cmd_reasoning_on_sends_the_reasoning_first)
     EXPECT(cw_say(&w, 43, false, "why?"));
     EXPECT_INT(cw_sent(&w), sent + 2);
     pthread_mutex_lock(&w.f.mu);
-    const char *why = json_string_value(json_object_get(json_array_get(w.f.sent, (size_t)sent), "text"));
+    const char *why =
+        json_string_value(json_object_get(json_array_get(w.f.sent, (size_t)sent), "text"));
     const char *ans =
         json_string_value(json_object_get(json_array_get(w.f.sent, (size_t)sent + 1), "text"));
     EXPECT_CONTAINS(why ? why : "", "Reasoning:");

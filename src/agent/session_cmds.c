@@ -110,9 +110,9 @@ cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const ch
     if (!arg[0]) {
         int cur = cm_agent_reasoning_parse(
             json_string_value(json_object_get(cm_session_store_get(&st, full), "reasoningLevel")));
-        rc = cm_buf_printf(&msg, "Current reasoning level: %s.\nOptions: on, off, stream.",
-                           cm_agent_reasoning_name(cur < 0 ? AGENT_REASONING_OFF
-                                                           : (agent_reasoning)cur));
+        rc = cm_buf_printf(
+            &msg, "Current reasoning level: %s.\nOptions: on, off, stream.",
+            cm_agent_reasoning_name(cur < 0 ? AGENT_REASONING_OFF : (agent_reasoning)cur));
     } else if (lvl < 0) {
         rc = cm_buf_printf(&msg,
                            "Unrecognized reasoning level \"%.*s\". Valid levels: on, off, stream.",
@@ -140,14 +140,29 @@ const char *cm_agent_think_parse(const char *arg)
 {
     static const struct {
         const char *word, *level;
-    } words[] = {{"off", "off"},          {"on", "low"},           {"enable", "low"},
-                 {"enabled", "low"},      {"min", "minimal"},      {"minimal", "minimal"},
-                 {"think", "minimal"},    {"low", "low"},          {"thinkhard", "low"},
-                 {"think-hard", "low"},   {"think_hard", "low"},   {"mid", "medium"},
-                 {"med", "medium"},       {"medium", "medium"},    {"thinkharder", "medium"},
-                 {"think-harder", "medium"}, {"harder", "medium"}, {"high", "high"},
-                 {"ultra", "high"},       {"ultrathink", "high"},  {"thinkhardest", "high"},
-                 {"highest", "high"},     {"max", "high"}};
+    } words[] = {{"off", "off"},
+                 {"on", "low"},
+                 {"enable", "low"},
+                 {"enabled", "low"},
+                 {"min", "minimal"},
+                 {"minimal", "minimal"},
+                 {"think", "minimal"},
+                 {"low", "low"},
+                 {"thinkhard", "low"},
+                 {"think-hard", "low"},
+                 {"think_hard", "low"},
+                 {"mid", "medium"},
+                 {"med", "medium"},
+                 {"medium", "medium"},
+                 {"thinkharder", "medium"},
+                 {"think-harder", "medium"},
+                 {"harder", "medium"},
+                 {"high", "high"},
+                 {"ultra", "high"},
+                 {"ultrathink", "high"},
+                 {"thinkhardest", "high"},
+                 {"highest", "high"},
+                 {"max", "high"}};
     char c[32];
     size_t k = 0;
     if (!arg || !*arg) return NULL;
@@ -173,7 +188,7 @@ static bool S_xhigh(const char *model)
     if (!slash) return false;
     size_t pl = (size_t)(slash - model);
     const char *id = slash + 1;
-    const char *const *ids = pl == 6 && !strncasecmp(model, "openai", 6)         ? openai
+    const char *const *ids = pl == 6 && !strncasecmp(model, "openai", 6)           ? openai
                              : pl == 12 && !strncasecmp(model, "openai-codex", 12) ? codex
                                                                                    : NULL;
     if (pl == 14 && !strncasecmp(model, "github-copilot", 14))
@@ -210,8 +225,7 @@ static cm_rc S_think(agent_ctx *a, const char *key, const char *p, char **reply,
     if (!arg[0]) {
         const char *cur = json_string_value(json_object_get(e, "thinkingLevel"));
         if (!cur) cur = cm_agent_thinking_level_for(a->config, NULL, model);
-        rc = cm_buf_printf(&msg, "Current thinking level: %s.\nOptions: %s.", cur,
-                           S_levels(model));
+        rc = cm_buf_printf(&msg, "Current thinking level: %s.\nOptions: %s.", cur, S_levels(model));
     } else if (!lvl) {
         rc = cm_buf_printf(&msg, "Unrecognized thinking level \"%.*s\". Valid levels: %s.",
                            (int)CM_MIN(n, (size_t)64), p, S_levels(model));
@@ -299,14 +313,16 @@ static cm_rc S_compact(agent_ctx *a, const char *key, const char *instructions, 
         rc = cm_buf_printf(&msg, "⚙️ Compacted (%s → %s)", b, c);
         total = r.tokens_after;
     } else {
-        rc = cm_buf_printf(&msg, "⚙️ %s: %s", r.skipped ? "Compaction skipped" : "Compaction failed",
+        rc = cm_buf_printf(&msg, "⚙️ %s: %s",
+                           r.skipped ? "Compaction skipped" : "Compaction failed",
                            r.skipped ? r.skipped : S_failure(cr));
         if (json_is_number(tt) && json_number_value(tt) >= 0 &&
             !json_is_false(json_object_get(e, "totalTokensFresh")))
             total = (int64_t)json_number_value(tt);
     }
-    ctx = json_is_number(ct) && json_number_value(ct) > 0 ? (int64_t)json_number_value(ct)
-                                                          : cm_agent_context_tokens(a->config, model);
+    ctx = json_is_number(ct) && json_number_value(ct) > 0
+              ? (int64_t)json_number_value(ct)
+              : cm_agent_context_tokens(a->config, model);
     cm_agent_token_count_format(ctx, c);
     if (!rc && total > 0) {
         cm_agent_token_count_format(total, b);

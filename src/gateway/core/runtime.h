@@ -58,8 +58,7 @@ typedef struct gw_run_req {
     /* sessions_send's queueing and waiting (tools/session_tools.h:
      * session_send_fn) with hook_ctx; may be NULL. */
     cm_rc (*session_send)(void *ctx, const char *key, const char *text, int64_t wait_ms,
-                          char *run_id, size_t run_id_len, char **reply, char *err,
-                          size_t errlen);
+                          char *run_id, size_t run_id_len, char **reply, char *err, size_t errlen);
     /* The session's reasoning while it streams (reasoningLevel "stream"):
      * each call the whole formatted reasoning so far ("Reasoning:\n_…_"),
      * replacing the last; may be NULL, and may be ignored. */
