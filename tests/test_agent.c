@@ -430,9 +430,13 @@ TEST(agent_tool_result_cut_keeps_characters_whole)
     say(&w, "done", 100);
     llm_pin pin = {"", false};
     agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
-    agent_turn_in in = {
-        w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL, NULL, NULL, NULL,
-        NULL,     NULL};
+    agent_turn_in in = {w.runner,   {NULL, false, &pin},
+                        NULL,       NULL,
+                        "read big", T0,
+                        0,          NULL,
+                        NULL,       NULL,
+                        NULL,       NULL,
+                        NULL,       NULL};
     agent_turn_out out;
     char err[512] = "";
     EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);

@@ -205,8 +205,8 @@ typedef struct queued {
 
 /* Queues; a wait is answered "pong", or times out for the text "slow", or
  * fails for "boom". */
-static cm_rc fake_queue(void *ctx, const char *key, const char *text, int64_t wait_ms,
-                        char *run_id, size_t n, char **reply, char *err, size_t errlen)
+static cm_rc fake_queue(void *ctx, const char *key, const char *text, int64_t wait_ms, char *run_id,
+                        size_t n, char **reply, char *err, size_t errlen)
 {
     queued *q = ctx;
     snprintf(q->key, sizeof q->key, "%s", key);
@@ -278,16 +278,16 @@ TEST(session_tools_send_follows_visibility)
     EXPECT_STR(q.key, "agent:main:telegram:group:-100");
     json_decref(r);
     /* timeoutSeconds 0: queued, not waited for; a fraction is floored */
-    r = send_call(&f, &q, "agent:main:main",
-                  json_pack("{s:s,s:s,s:f}", "label", "ops room", "message", "fire", "timeoutSeconds",
-                            0.9));
+    r = send_call(
+        &f, &q, "agent:main:main",
+        json_pack("{s:s,s:s,s:f}", "label", "ops room", "message", "fire", "timeoutSeconds", 0.9));
     EXPECT_STR(STATUS(r), "accepted");
     EXPECT(!json_object_get(r, "reply"));
     EXPECT_INT((int)q.wait_ms, 0);
     json_decref(r);
-    r = send_call(&f, &q, "agent:main:main",
-                  json_pack("{s:s,s:s,s:i}", "label", "ops room", "message", "slow",
-                            "timeoutSeconds", 5));
+    r = send_call(
+        &f, &q, "agent:main:main",
+        json_pack("{s:s,s:s,s:i}", "label", "ops room", "message", "slow", "timeoutSeconds", 5));
     EXPECT_STR(STATUS(r), "timeout");
     EXPECT_INT((int)q.wait_ms, 5000);
     EXPECT_STR(json_string_value(json_object_get(r, "sessionKey")),

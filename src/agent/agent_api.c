@@ -142,17 +142,17 @@ cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, con
                   errlen);
 }
 
-cm_rc cm_agent_turn_reasoned(cm_agent *a, const char *key, const char *prompt,
-                             llm_delta_fn on_text, void *ctx, llm_delta_fn on_reasoning,
-                             void *reasoning_ctx, const agent_hooks *hooks,
-                             const agent_inbound *inbound, char **json, char *err, size_t errlen)
+cm_rc cm_agent_turn_reasoned(cm_agent *a, const char *key, const char *prompt, llm_delta_fn on_text,
+                             void *ctx, llm_delta_fn on_reasoning, void *reasoning_ctx,
+                             const agent_hooks *hooks, const agent_inbound *inbound, char **json,
+                             char *err, size_t errlen)
 {
     return S_turn(a, key, prompt, NULL, on_text, ctx, on_reasoning, reasoning_ctx, true, hooks,
                   inbound, json, err, errlen);
 }
 
-cm_rc cm_agent_command(cm_agent *a, const char *key, const char *text, bool *handled,
-                       char **reply, char *err, size_t errlen)
+cm_rc cm_agent_command(cm_agent *a, const char *key, const char *text, bool *handled, char **reply,
+                       char *err, size_t errlen)
 {
     return cm_agent_session_command(&a->ctx, key, text, handled, reply, err, errlen);
 }
@@ -169,14 +169,14 @@ static cm_rc S_turn(cm_agent *a, const char *key, const char *prompt, const char
     if (!prompt) prompt = "";
     if (key && *key) {
         agent_reply r;
-        agent_turn_opts o = {prompt, model, on_text, ctx, on_reasoning, reasoning_ctx, hooks,
-                             inbound};
+        agent_turn_opts o = {prompt,       model,         on_text, ctx,
+                             on_reasoning, reasoning_ctx, hooks,   inbound};
         rc = cm_agent_session_turn_opts(&a->ctx, key, &o, &r, err, errlen);
-        json_t *doc = rc ? NULL
-                         : json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", r.text, "silent",
-                                     r.silent, "flushed", r.flushed, "compacted", r.compacted,
-                                     "model", r.model, "toolCalls", r.tool_calls, "usage",
-                                     usage_json(&r.usage));
+        json_t *doc =
+            rc ? NULL
+               : json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", r.text, "silent", r.silent,
+                           "flushed", r.flushed, "compacted", r.compacted, "model", r.model,
+                           "toolCalls", r.tool_calls, "usage", usage_json(&r.usage));
         if (doc && reasoned &&
             json_object_set_new(doc, "reasoning", json_string(r.reasoning ? r.reasoning : ""))) {
             json_decref(doc);
@@ -195,8 +195,13 @@ static cm_rc S_turn(cm_agent *a, const char *key, const char *prompt, const char
                          .web = &a->web,
                          .exec = &a->exec,
                          .trusted = !inbound || inbound->trusted_sender};
-    agent_turn_in in = {a->runner, {model, false, NULL}, NULL, NULL, prompt, 0,   0,
-                        on_text,   ctx,                  NULL, NULL, hooks,  NULL, NULL};
+    agent_turn_in in = {a->runner, {model, false, NULL},
+                        NULL,      NULL,
+                        prompt,    0,
+                        0,         on_text,
+                        ctx,       NULL,
+                        NULL,      hooks,
+                        NULL,      NULL};
     agent_turn_out t;
     rc = cm_agent_turn_run(&tools, &in, &t, err, errlen);
     if (!rc)

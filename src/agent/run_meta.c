@@ -62,8 +62,8 @@ static const char *level_of(const json_t *v)
 
 const char *cm_agent_thinking_level(const json_t *cfg, const json_t *entry, const char *model)
 {
-    return cm_agent_thinking_level_for(cfg, json_string_value(json_object_get(entry, "thinkingLevel")),
-                                       model);
+    return cm_agent_thinking_level_for(
+        cfg, json_string_value(json_object_get(entry, "thinkingLevel")), model);
 }
 
 const char *cm_agent_thinking_effort(const json_t *cfg, const char *session_level,

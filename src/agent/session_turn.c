@@ -622,8 +622,8 @@ static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, 
                       instructions))
         FAIL(CM_ENOMEM, "out of memory");
     llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false};
-    llm_request rq = {NULL, compact_system, &um, 1,    NULL, 0,   0,
-                      true, NULL,           NULL, NULL, NULL, NULL, NULL, NULL};
+    llm_request rq = {NULL, compact_system, &um,  1,    NULL, 0,    0,   true,
+                      NULL, NULL,           NULL, NULL, NULL, NULL, NULL};
     json_t *e = cm_session_store_get(&s->st, s->key);
     llm_pin pin;
     pin_of(e, &pin);
@@ -916,7 +916,8 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         int64_t used = t.usage.input + t.usage.cache_read + t.usage.cache_write + t.usage.output;
         if (used > cm_agent_context_window(a->config, t.outcome.model) - fs.reserve_floor) {
             agent_reply cr = {0};
-            if (compact_flushed(a, &s, NULL, &cr, ferr, sizeof ferr) == CM_OK) out->compacted = true;
+            if (compact_flushed(a, &s, NULL, &cr, ferr, sizeof ferr) == CM_OK)
+                out->compacted = true;
             out->flushed |= cr.flushed;
         }
         cm_flush_settings_release(&fs);

@@ -152,10 +152,9 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     if (!a) return CM_EIO;
     if (rq->command) { /* /compact, /think, /reasoning */
         bool handled = false;
-        cm_rc rc = cm_agent_command(a, rq->session_key, rq->prompt, &handled, &out->text, err,
-                                    errlen);
-        if (!rc && !handled)
-            rc = cm_seterr(err, errlen, CM_EINVAL, "not a session command");
+        cm_rc rc =
+            cm_agent_command(a, rq->session_key, rq->prompt, &handled, &out->text, err, errlen);
+        if (!rc && !handled) rc = cm_seterr(err, errlen, CM_EINVAL, "not a session command");
         return rc;
     }
     char *json = NULL;
@@ -175,9 +174,9 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
                         .trusted_sender = rq->trusted};
     if (rq->channel && rq->peer && !cm_buf_printf(&chat, "%s:%s", rq->channel, rq->peer))
         in.chat_id = chat.data;
-    cm_rc rc = cm_agent_turn_reasoned(a, rq->session_key, rq->prompt, rq->on_delta, rq->delta_ctx,
-                                      rq->on_reasoning, rq->reasoning_ctx, &hk, &in, &json, err,
-                                      errlen);
+    cm_rc rc =
+        cm_agent_turn_reasoned(a, rq->session_key, rq->prompt, rq->on_delta, rq->delta_ctx,
+                               rq->on_reasoning, rq->reasoning_ctx, &hk, &in, &json, err, errlen);
     cm_buf_release(&chat);
     if (rc) return rc;
     json_t *o = json_loads(json, 0, NULL);

@@ -274,8 +274,8 @@ static void S_reasoning_level(gw_runtime *rt, const gw_job *j, char out[8])
     snprintf(out, 8, "off");
     if (!cm_session_store_path(&p, rt->o.state_dir, j->agent_id) &&
         !cm_session_store_read(&st, p.data, err, sizeof err)) {
-        const char *l = json_string_value(
-            json_object_get(cm_session_store_get(&st, j->key), "reasoningLevel"));
+        const char *l =
+            json_string_value(json_object_get(cm_session_store_get(&st, j->key), "reasoningLevel"));
         if (l && (!strcmp(l, "on") || !strcmp(l, "stream"))) snprintf(out, 8, "%s", l);
     }
     cm_session_store_release(&st);
@@ -478,8 +478,9 @@ static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, i
     m.sender = d->j->key; /* the sending session */
     m.text = text;
     cm_rc rc = cm_gw_runtime_sink(rt, &m);
-    if (rc) cm_seterr(err, errlen, rc, "sessions_send: the gateway did not accept it (%s)",
-                      cm_strerror(rc));
+    if (rc)
+        cm_seterr(err, errlen, rc, "sessions_send: the gateway did not accept it (%s)",
+                  cm_strerror(rc));
     else
         snprintf(run_id, run_id_len, "%s", id);
     if (!w) return rc;
@@ -494,7 +495,8 @@ static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, i
             break;
         }
     pthread_mutex_unlock(&rt->mu);
-    if (!rc && !w->done) rc = CM_ETIMEOUT;
+    if (!rc && !w->done)
+        rc = CM_ETIMEOUT;
     else if (!rc && w->rc)
         rc = cm_seterr(err, errlen, w->rc, "%s", w->error[0] ? w->error : "agent error");
     else if (!rc) {
@@ -525,8 +527,7 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     /* 2026.3.22: block streaming, when on, replaces the preview; so does
      * reasoning "on" (its message comes before the answer); "stream" has a
      * preview of its own whatever the answer's */
-    d->previewing = !d->streaming && d->ch && d->ch->ops->preview &&
-                    strcmp(rlevel, "on") != 0 &&
+    d->previewing = !d->streaming && d->ch && d->ch->ops->preview && strcmp(rlevel, "on") != 0 &&
                     cm_gw_preview_enabled(cfg, j->channel, j->account);
     d->reasoning_lane = d->ch && d->ch->ops->preview && !strcmp(rlevel, "stream");
     size_t max = GW_PREVIEW_MAX_CHARS;
@@ -587,7 +588,7 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     const char *status = "answered";
     bool said = !rc && !S_cancelled(d) && !res.silent && !cm_gw_reply_is_silent(res.text);
     if (said && d->reasoning_lane) S_reasoning_finish(d); /* above the answer */
-    if (said && res.reasoning && *res.reasoning) { /* "on": a message of its own first */
+    if (said && res.reasoning && *res.reasoning) {        /* "on": a message of its own first */
         buf why = BUF_INIT;
         gw_pieces p;
         cm_gw_pieces_init(&p);
@@ -678,8 +679,9 @@ static void S_command(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     if (rc) {
         char eid[16], text[256];
         S_error_id(eid);
-        cm_logf(rt->o.log, CM_LOG_ERROR, "gateway: a command failed [error %s] (%s, session %s): %s",
-                eid, j->agent_id, j->key, err[0] ? err : cm_strerror(rc));
+        cm_logf(rt->o.log, CM_LOG_ERROR,
+                "gateway: a command failed [error %s] (%s, session %s): %s", eid, j->agent_id,
+                j->key, err[0] ? err : cm_strerror(rc));
         snprintf(text, sizeof text,
                  "⚠️ The command failed: %s.\nError id: %s (in the gateway's log).",
                  cm_gw_failure_reason(rc), eid);

@@ -583,8 +583,8 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
                                   t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
-    cmd_call call = {rt,       t,    ids,   pre, s, agent.data, key.data,
-                     text,     CM_OK, pre && pre->ar.commands};
+    cmd_call call = {rt,         t,        ids,  pre,   s,
+                     agent.data, key.data, text, CM_OK, pre && pre->ar.commands};
     const char *rest = NULL;
     const gw_command *cmd = cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), text, &rest);
     if (cmd && cmd->handler(&call, rest)) {
