@@ -446,7 +446,9 @@ static void S_waiter_done(gw_runtime *rt, const gw_job *j, cm_rc rc, const char 
  * wait_ms the caller's worker then waits for that run's end (real time: it
  * is another worker's run), or for the gateway to stop. A message merged
  * into another's turn by the queue is answered by that turn (the waiter of
- * its last message is told). */
+ * its last message is told). A message to the caller's own session runs
+ * only after the caller's turn: it times out at once instead of holding the
+ * worker until timeoutSeconds. */
 static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, int64_t wait_ms,
                                  char *run_id, size_t run_id_len, char **reply, char *err,
                                  size_t errlen)
@@ -462,7 +464,8 @@ static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, i
     snprintf(id, sizeof id, "a2a-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
              r[5], r[6], r[7]);
     gw_waiter *w = NULL;
-    if (wait_ms > 0) { /* registered first: the run may end before the sink returns */
+    bool own = d->j->key && !strcasecmp(d->j->key, key);
+    if (wait_ms > 0 && !own) { /* registered first: the run may end before the sink returns */
         if (!(w = calloc(1, sizeof *w))) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
         snprintf(w->run_id, sizeof w->run_id, "%s", id);
         pthread_mutex_lock(&rt->mu);
@@ -483,7 +486,7 @@ static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, i
                   cm_strerror(rc));
     else
         snprintf(run_id, run_id_len, "%s", id);
-    if (!w) return rc;
+    if (!w) return !rc && wait_ms > 0 ? CM_ETIMEOUT : rc; /* own session: never before */
     pthread_mutex_lock(&rt->mu);
     struct timespec until = cm_deadline_in(CLOCK_MONOTONIC, wait_ms);
     while (!rc && !w->done && !rt->stopping &&
