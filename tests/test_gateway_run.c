@@ -1533,3 +1533,29 @@ TEST(gateway_run_sessions_send_queues_into_another_session)
     cm_buf_release(&sj);
     world_stop(&w);
 }
+
+TEST(gateway_run_sessions_send_to_its_own_session_times_out_at_once)
+{
+    world w;
+    if (!world_start(&w, "{\"session\":{\"dmScope\":\"per-peer\"},\"channels\":{\"http\":{"
+                         "\"allowFrom\":[\"*\",\"owner\"]}}}"))
+        return;
+    /* the message can only run after the caller's turn: no 30 s wait for it */
+    fake_push_chat_call(w.fs, "c1", "sessions_send",
+                        "{\"sessionKey\":\"current\",\"message\":\"note to self\"}");
+    fake_push_chat_text(w.fs, "queued it", 10);
+    fake_push_chat_text(w.fs, "noted", 10);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    EXPECT_INT(post_text(&w, "owner", "m1", "remind me"), 202);
+    EXPECT(settle(&w));
+    t_advance(10000); /* the queued note's followup delay */
+    EXPECT(settle(&w));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    EXPECT(t1.tv_sec - t0.tv_sec < 25);
+    EXPECT_INT(fake_count(w.fs), 3); /* the call, the answer, then the note's own turn */
+    char *t = t_request_text(w.fs, 1);
+    EXPECT_CONTAINS(t, "\"status\": \"timeout\"");
+    free(t);
+    world_stop(&w);
+}
