@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/agent/session_turn.h"
+#include "../src/agent/session_cmds.h"
 #include "../src/base/fs.h"
 #include "../src/session/sessions.h"
 #include "fakeserver.h"
@@ -115,6 +115,8 @@ TEST(agent_turn_runs_the_memory_tools)
                         "What is the dog called?",
                         T0,
                         0,
+                        NULL,
+                        NULL,
                         NULL,
                         NULL,
                         NULL,
@@ -428,8 +430,13 @@ TEST(agent_tool_result_cut_keeps_characters_whole)
     say(&w, "done", 100);
     llm_pin pin = {"", false};
     agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
-    agent_turn_in in = {
-        w.runner, {NULL, false, &pin}, NULL, NULL, "read big", T0, 0, NULL, NULL, NULL, NULL, NULL};
+    agent_turn_in in = {w.runner,   {NULL, false, &pin},
+                        NULL,       NULL,
+                        "read big", T0,
+                        0,          NULL,
+                        NULL,       NULL,
+                        NULL,       NULL,
+                        NULL,       NULL};
     agent_turn_out out;
     char err[512] = "";
     EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
@@ -676,7 +683,7 @@ TEST(agent_reasoning_off_on_stream)
     EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, " /reasoning: Show", &handled, &reply,
                                                   err, sizeof err),
                CM_OK);
-    EXPECT_STR(reply, "Reasoning visibility enabled.");
+    EXPECT_STR(reply, "\xe2\x9a\x99\xef\xb8\x8f Reasoning visibility enabled.");
     free(reply);
     json_t *e = entry_of(&w, key);
     EXPECT_STR(json_string_value(json_object_get(e, "reasoningLevel")), "on");
@@ -699,7 +706,7 @@ TEST(agent_reasoning_off_on_stream)
     EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reason stream", &handled, &reply,
                                                   err, sizeof err),
                CM_OK);
-    EXPECT_STR(reply, "Reasoning stream enabled.");
+    EXPECT_STR(reply, "\xe2\x9a\x99\xef\xb8\x8f Reasoning stream enabled (Telegram only).");
     free(reply);
     say_reasoning(&w, "think first", "Because.");
     EXPECT_INT(cm_agent_session_turn_opts(&w.a, key, &o, &r, err, sizeof err), CM_OK);
@@ -716,7 +723,7 @@ TEST(agent_reasoning_off_on_stream)
     EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reasoning off", &handled, &reply,
                                                   err, sizeof err),
                CM_OK);
-    EXPECT_STR(reply, "Reasoning visibility disabled.");
+    EXPECT_STR(reply, "\xe2\x9a\x99\xef\xb8\x8f Reasoning visibility disabled.");
     free(reply);
     world_stop(&w);
 }

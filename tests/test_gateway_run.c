@@ -1503,19 +1503,23 @@ TEST(gateway_run_sessions_send_queues_into_another_session)
     char args[512];
     snprintf(args, sizeof args, "{\"sessionKey\":\"%s\",\"message\":\"from the owner\"}",
              key ? key : "x");
+    /* the owner's run waits (timeoutSeconds 30 by default) for the
+     * stranger's session's answer, run by the other worker */
     fake_push_chat_call(w.fs, "c2", "sessions_send", args);
-    fake_push_chat_text(w.fs, "done", 10);
+    fake_push_chat_text(w.fs, "the stranger says thanks", 10);
     fake_push_chat_text(w.fs, "done", 10);
     EXPECT_INT(post_text(&w, "owner", "m2", "tell the stranger"), 202);
     EXPECT(settle(&w));
     EXPECT(settle(&w));
-    /* the owner's turn and the stranger's session's (in either order: two workers) */
+    /* the owner's call, the stranger's session's turn, then the owner's
+     * again with the answer */
     EXPECT_INT(fake_count(w.fs), 5);
     bool accepted = false, ran = false;
     for (int i = 2; i < fake_count(w.fs); i++) {
         char *t = t_request_text(w.fs, i);
         q = fake_get(w.fs, i);
-        if (strstr(t, "\"status\": \"accepted\"")) accepted = true;
+        if (strstr(t, "\"status\": \"ok\"") && strstr(t, "the stranger says thanks"))
+            accepted = true;
         if (strstr(t, "chat_id\": \"internal:") && strstr(t, "from the owner")) {
             ran = true;
             EXPECT_CONTAINS(t, "hello"); /* the stranger's session's history */
@@ -1527,5 +1531,31 @@ TEST(gateway_run_sessions_send_queues_into_another_session)
     EXPECT(ran);
     json_decref(store);
     cm_buf_release(&sj);
+    world_stop(&w);
+}
+
+TEST(gateway_run_sessions_send_to_its_own_session_times_out_at_once)
+{
+    world w;
+    if (!world_start(&w, "{\"session\":{\"dmScope\":\"per-peer\"},\"channels\":{\"http\":{"
+                         "\"allowFrom\":[\"*\",\"owner\"]}}}"))
+        return;
+    /* the message can only run after the caller's turn: no 30 s wait for it */
+    fake_push_chat_call(w.fs, "c1", "sessions_send",
+                        "{\"sessionKey\":\"current\",\"message\":\"note to self\"}");
+    fake_push_chat_text(w.fs, "queued it", 10);
+    fake_push_chat_text(w.fs, "noted", 10);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    EXPECT_INT(post_text(&w, "owner", "m1", "remind me"), 202);
+    EXPECT(settle(&w));
+    t_advance(10000); /* the queued note's followup delay */
+    EXPECT(settle(&w));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    EXPECT(t1.tv_sec - t0.tv_sec < 25);
+    EXPECT_INT(fake_count(w.fs), 3); /* the call, the answer, then the note's own turn */
+    char *t = t_request_text(w.fs, 1);
+    EXPECT_CONTAINS(t, "\"status\": \"timeout\"");
+    free(t);
     world_stop(&w);
 }

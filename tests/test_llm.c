@@ -136,9 +136,14 @@ static const llm_tool_def tools[] = {
 
 static llm_request request(const char *model, bool stream)
 {
-    llm_request rq = {
-        model, "You are helpful.", convo, ARRAY_LEN(convo), tools, 1, 0, stream, NULL, NULL, NULL,
-        NULL};
+    llm_request rq = {model, "You are helpful.",
+                      convo, ARRAY_LEN(convo),
+                      tools, 1,
+                      0,     stream,
+                      NULL,  NULL,
+                      NULL,  NULL,
+                      NULL,  NULL,
+                      NULL};
     return rq;
 }
 

@@ -200,17 +200,24 @@ TEST(session_tools_status_and_agents_list)
 typedef struct queued {
     char key[256], text[256];
     int n;
+    int64_t wait_ms; /* the last send's */
 } queued;
 
-static cm_rc fake_queue(void *ctx, const char *key, const char *text, char *run_id, size_t n,
-                        char *err, size_t errlen)
+/* Queues; a wait is answered "pong", or times out for the text "slow", or
+ * fails for "boom". */
+static cm_rc fake_queue(void *ctx, const char *key, const char *text, int64_t wait_ms, char *run_id,
+                        size_t n, char **reply, char *err, size_t errlen)
 {
     queued *q = ctx;
-    (void)err;
-    (void)errlen;
     snprintf(q->key, sizeof q->key, "%s", key);
     snprintf(q->text, sizeof q->text, "%.255s", text);
     snprintf(run_id, n, "run-%d", ++q->n);
+    q->wait_ms = wait_ms;
+    *reply = NULL;
+    if (!wait_ms) return CM_OK;
+    if (!strcmp(text, "slow")) return CM_ETIMEOUT;
+    if (!strcmp(text, "boom")) return cm_seterr(err, errlen, CM_EIO, "the model is unavailable");
+    *reply = cm_strdup("pong");
     return CM_OK;
 }
 
@@ -246,7 +253,9 @@ TEST(session_tools_send_follows_visibility)
     r = send_call(&f, &q, "agent:main:main",
                   json_pack("{s:s,s:s,s:i}", "sessionKey", "agent:main:telegram:group:-100",
                             "message", "hello group", "timeoutSeconds", 30));
-    EXPECT_STR(STATUS(r), "accepted");
+    EXPECT_STR(STATUS(r), "ok"); /* waited for the target's answer */
+    EXPECT_STR(json_string_value(json_object_get(r, "reply")), "pong");
+    EXPECT_INT((int)q.wait_ms, 30000);
     EXPECT_STR(json_string_value(json_object_get(r, "runId")), "run-1");
     EXPECT_STR(json_string_value(json_object_get(r, "sessionKey")),
                "agent:main:telegram:group:-100");
@@ -264,8 +273,30 @@ TEST(session_tools_send_follows_visibility)
     cm_session_store_release(&st);
     r = send_call(&f, &q, "agent:main:telegram:group:-100",
                   json_pack("{s:s,s:s}", "label", "ops room", "message", "by label"));
-    EXPECT_STR(STATUS(r), "accepted");
+    EXPECT_STR(STATUS(r), "ok");
+    EXPECT_INT((int)q.wait_ms, 30000); /* the reference's default */
     EXPECT_STR(q.key, "agent:main:telegram:group:-100");
+    json_decref(r);
+    /* timeoutSeconds 0: queued, not waited for; a fraction is floored */
+    r = send_call(
+        &f, &q, "agent:main:main",
+        json_pack("{s:s,s:s,s:f}", "label", "ops room", "message", "fire", "timeoutSeconds", 0.9));
+    EXPECT_STR(STATUS(r), "accepted");
+    EXPECT(!json_object_get(r, "reply"));
+    EXPECT_INT((int)q.wait_ms, 0);
+    json_decref(r);
+    r = send_call(
+        &f, &q, "agent:main:main",
+        json_pack("{s:s,s:s,s:i}", "label", "ops room", "message", "slow", "timeoutSeconds", 5));
+    EXPECT_STR(STATUS(r), "timeout");
+    EXPECT_INT((int)q.wait_ms, 5000);
+    EXPECT_STR(json_string_value(json_object_get(r, "sessionKey")),
+               "agent:main:telegram:group:-100");
+    json_decref(r);
+    r = send_call(&f, &q, "agent:main:main",
+                  json_pack("{s:s,s:s}", "label", "ops room", "message", "boom"));
+    EXPECT_STR(STATUS(r), "error");
+    EXPECT_STR(json_string_value(json_object_get(r, "error")), "the model is unavailable");
     json_decref(r);
     static const struct {
         const char *args, *status, *error;
@@ -293,6 +324,6 @@ TEST(session_tools_send_follows_visibility)
     r = send_call(&f, &q, "agent:main:main", json_pack("{s:s}", "sessionKey", "main"));
     EXPECT_CONTAINS(json_string_value(json_object_get(r, "ERR")), "message required");
     json_decref(r);
-    EXPECT_INT(q.n, 2);
+    EXPECT_INT(q.n, 5); /* none of the bad calls queued anything */
     json_decref(f.cfg);
 }

@@ -9,7 +9,7 @@
 #include "../session/keys.h"
 #include "../session/sessions.h"
 #include "bootstrap.h"
-#include "session_turn.h"
+#include "session_cmds.h"
 
 struct cm_agent {
     cm_config cfg;
@@ -122,6 +122,11 @@ static json_t *usage_json(const llm_usage *u)
                      (json_int_t)u->cache_write, "total", (json_int_t)u->total);
 }
 
+static cm_rc S_turn(cm_agent *a, const char *key, const char *prompt, const char *model,
+                    cm_text_fn on_text, void *ctx, llm_delta_fn on_reasoning, void *reasoning_ctx,
+                    bool reasoned, const agent_hooks *hooks, const agent_inbound *inbound,
+                    char **json, char *err, size_t errlen);
+
 cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char *model,
                     cm_text_fn on_text, void *ctx, char **json, char *err, size_t errlen)
 {
@@ -133,18 +138,51 @@ cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, con
                            cm_text_fn on_text, void *ctx, const agent_hooks *hooks,
                            const agent_inbound *inbound, char **json, char *err, size_t errlen)
 {
+    return S_turn(a, key, prompt, model, on_text, ctx, NULL, NULL, false, hooks, inbound, json, err,
+                  errlen);
+}
+
+cm_rc cm_agent_turn_reasoned(cm_agent *a, const char *key, const char *prompt, llm_delta_fn on_text,
+                             void *ctx, llm_delta_fn on_reasoning, void *reasoning_ctx,
+                             const agent_hooks *hooks, const agent_inbound *inbound, char **json,
+                             char *err, size_t errlen)
+{
+    return S_turn(a, key, prompt, NULL, on_text, ctx, on_reasoning, reasoning_ctx, true, hooks,
+                  inbound, json, err, errlen);
+}
+
+cm_rc cm_agent_command(cm_agent *a, const char *key, const char *text, bool *handled, char **reply,
+                       char *err, size_t errlen)
+{
+    return cm_agent_session_command(&a->ctx, key, text, handled, reply, err, errlen);
+}
+
+/* A turn; with reasoned, the session's reasoning goes to on_reasoning
+ * (stream) and into the json's "reasoning" (on). */
+static cm_rc S_turn(cm_agent *a, const char *key, const char *prompt, const char *model,
+                    cm_text_fn on_text, void *ctx, llm_delta_fn on_reasoning, void *reasoning_ctx,
+                    bool reasoned, const agent_hooks *hooks, const agent_inbound *inbound,
+                    char **json, char *err, size_t errlen)
+{
     cm_rc rc;
     *json = NULL;
     if (!prompt) prompt = "";
     if (key && *key) {
         agent_reply r;
-        agent_turn_opts o = {prompt, model, on_text, ctx, NULL, NULL, hooks, inbound};
+        agent_turn_opts o = {prompt,       model,         on_text, ctx,
+                             on_reasoning, reasoning_ctx, hooks,   inbound};
         rc = cm_agent_session_turn_opts(&a->ctx, key, &o, &r, err, errlen);
-        if (!rc)
-            rc = dump(json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", r.text, "silent",
-                                r.silent, "flushed", r.flushed, "compacted", r.compacted, "model",
-                                r.model, "toolCalls", r.tool_calls, "usage", usage_json(&r.usage)),
-                      json, err, errlen);
+        json_t *doc =
+            rc ? NULL
+               : json_pack("{s:s,s:b,s:b,s:b,s:s,s:i,s:o}", "reply", r.text, "silent", r.silent,
+                           "flushed", r.flushed, "compacted", r.compacted, "model", r.model,
+                           "toolCalls", r.tool_calls, "usage", usage_json(&r.usage));
+        if (doc && reasoned &&
+            json_object_set_new(doc, "reasoning", json_string(r.reasoning ? r.reasoning : ""))) {
+            json_decref(doc);
+            doc = NULL;
+        }
+        if (!rc) rc = dump(doc, json, err, errlen);
         cm_agent_reply_release(&r);
         return rc;
     }
@@ -157,8 +195,13 @@ cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, con
                          .web = &a->web,
                          .exec = &a->exec,
                          .trusted = !inbound || inbound->trusted_sender};
-    agent_turn_in in = {
-        a->runner, {model, false, NULL}, NULL, NULL, prompt, 0, 0, on_text, ctx, NULL, NULL, hooks};
+    agent_turn_in in = {a->runner, {model, false, NULL},
+                        NULL,      NULL,
+                        prompt,    0,
+                        0,         on_text,
+                        ctx,       NULL,
+                        NULL,      hooks,
+                        NULL,      NULL};
     agent_turn_out t;
     rc = cm_agent_turn_run(&tools, &in, &t, err, errlen);
     if (!rc)

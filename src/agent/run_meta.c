@@ -45,10 +45,9 @@ static const json_t *model_def(const json_t *cfg, const char *model)
 
 static const char *const levels[] = {"off", "minimal", "low", "medium", "high", "xhigh", NULL};
 
-/* The canonical level named by v (adaptive: medium), or NULL. */
-static const char *level_of(const json_t *v)
+/* The canonical level named by s (adaptive: medium), or NULL. */
+static const char *level_named(const char *s)
 {
-    const char *s = json_string_value(v);
     if (!s) return NULL;
     if (!strcasecmp(s, "adaptive")) return "medium";
     for (size_t i = 0; levels[i]; i++)
@@ -56,11 +55,30 @@ static const char *level_of(const json_t *v)
     return NULL;
 }
 
+static const char *level_of(const json_t *v)
+{
+    return level_named(json_string_value(v));
+}
+
 const char *cm_agent_thinking_level(const json_t *cfg, const json_t *entry, const char *model)
+{
+    return cm_agent_thinking_level_for(
+        cfg, json_string_value(json_object_get(entry, "thinkingLevel")), model);
+}
+
+const char *cm_agent_thinking_effort(const json_t *cfg, const char *session_level,
+                                     const char *model)
+{
+    const char *l = cm_agent_thinking_level_for(cfg, session_level, model);
+    return strcmp(l, "off") ? l : NULL;
+}
+
+const char *cm_agent_thinking_level_for(const json_t *cfg, const char *session_level,
+                                        const char *model)
 {
     const json_t *def = model_def(cfg, model);
     bool reasoning = json_is_true(json_object_get(def, "reasoning"));
-    const char *lvl = level_of(json_object_get(entry, "thinkingLevel"));
+    const char *lvl = level_named(session_level);
     if (!lvl && model)
         lvl = level_of(json_object_get(
             json_object_get(

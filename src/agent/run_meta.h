@@ -20,6 +20,14 @@
  * a model not marked reasoning, "xhigh" is "high". An unknown level counts
  * as unset. */
 const char *cm_agent_thinking_level(const json_t *config, const json_t *entry, const char *model);
+/* The same with the session's thinkingLevel given as a string (NULL: unset). */
+const char *cm_agent_thinking_level_for(const json_t *config, const char *session_level,
+                                        const char *model);
+/* The reasoning effort a run of model asks for (the request's
+ * reasoning_effort, as pi-agent-core passes its thinking level): the
+ * level above, NULL when it is "off". */
+const char *cm_agent_thinking_effort(const json_t *config, const char *session_level,
+                                     const char *model);
 
 /* The entry's contextTokens after a run of model:
  * agents.defaults.contextTokens, else the model's contextWindow

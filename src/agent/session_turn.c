@@ -449,6 +449,8 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, flush_mo
                         NULL,
                         NULL,
                         NULL,
+                        NULL,
+                        NULL,
                         NULL};
     /* the whole history first; when even that overflows the model, the
      * most recent part that fits (half as much each time) */
@@ -550,18 +552,15 @@ static cm_rc serialize(const json_t *recs, size_t from, size_t to, buf *out)
     return rc;
 }
 
-static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *err, size_t errlen)
+/* Where a compaction of recs (the context from start) cuts: the first kept
+ * record, a user message; n (the records' count) when there is nothing
+ * before one to summarise. Walks back from the end until about
+ * KEEP_RECENT_TOKENS are kept, then back to a user message: the cut never
+ * separates a call and its result. */
+static size_t compact_cut(const json_t *recs, size_t start)
 {
-    cm_rc rc = CM_OK;
-    json_t *recs = NULL;
-    buf text = BUF_INIT;
-    llm_response resp = {0};
-    CHECK(read_records(s->transcript.data, &recs, err, errlen));
-    long comp;
-    size_t start = context_start(recs, &comp), n = json_array_size(recs);
-    /* Walk back from the end until about KEEP_RECENT_TOKENS are kept, then
-     * back to a user message: the cut never separates a call and its result. */
-    int64_t kept = 0, before = 0;
+    size_t n = json_array_size(recs);
+    int64_t kept = 0;
     size_t cut = n;
     for (size_t i = n; i-- > start;) {
         json_t *m = json_object_get(json_array_get(recs, i), "message");
@@ -582,7 +581,25 @@ static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *er
             break;
         }
     }
-    if (at == n || at <= start) FAIL(CM_EINVAL, "session %s has nothing to compact yet", s->key);
+    return at <= start ? n : at;
+}
+
+static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, agent_reply *out,
+                            char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json_t *recs = NULL;
+    buf text = BUF_INIT;
+    llm_response resp = {0};
+    int64_t before = 0;
+    CHECK(read_records(s->transcript.data, &recs, err, errlen));
+    long comp;
+    size_t start = context_start(recs, &comp), n = json_array_size(recs);
+    size_t at = compact_cut(recs, start);
+    if (at == n) {
+        out->skipped = "no real conversation messages";
+        FAIL(CM_EINVAL, "session %s has nothing to compact yet", s->key);
+    }
     for (size_t i = start; i < n; i++) {
         json_t *m = json_object_get(json_array_get(recs, i), "message");
         if (m) before += estimate_tokens(m);
@@ -600,8 +617,13 @@ static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *er
                               prev))
         FAIL(CM_ENOMEM, "out of memory");
     if (cm_buf_adds(&text, compact_instructions)) FAIL(CM_ENOMEM, "out of memory");
+    if (instructions && *instructions &&
+        cm_buf_printf(&text, "\n\nThe user asked this summary to pay attention to:\n%s",
+                      instructions))
+        FAIL(CM_ENOMEM, "out of memory");
     llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false};
-    llm_request rq = {NULL, compact_system, &um, 1, NULL, 0, 0, true, NULL, NULL, NULL, NULL};
+    llm_request rq = {NULL, compact_system, &um,  1,    NULL, 0,    0,   true,
+                      NULL, NULL,           NULL, NULL, NULL, NULL, NULL};
     json_t *e = cm_session_store_get(&s->st, s->key);
     llm_pin pin;
     pin_of(e, &pin);
@@ -626,6 +648,8 @@ static cm_rc compact_locked(agent_ctx *a, session *s, agent_reply *out, char *er
     }
     CHECK(cm_session_compacted(&s->st, s->key, after, now, err, errlen));
     out->compacted = true;
+    out->tokens_before = before;
+    out->tokens_after = after;
 out:
     cm_llm_response_release(&resp);
     json_decref(recs);
@@ -636,24 +660,41 @@ out:
 /* Every compaction (before a turn's retry, after a turn, asked for) comes
  * after the memory flush of its cycle, run with the history it is about to
  * summarise; a flush that fails does not stop the compaction. */
-static cm_rc compact_flushed(agent_ctx *a, session *s, agent_reply *out, char *err, size_t errlen)
+static cm_rc compact_flushed(agent_ctx *a, session *s, const char *instructions, agent_reply *out,
+                             char *err, size_t errlen)
 {
     char ferr[512];
     agent_reply fr = {0};
+    json_t *recs = NULL;
+    long comp;
+    /* nothing to summarise: no flush either (it would only add its own turn) */
+    cm_rc rc = read_records(s->transcript.data, &recs, err, errlen);
+    if (!rc && compact_cut(recs, context_start(recs, &comp)) == json_array_size(recs)) {
+        out->skipped = "no real conversation messages";
+        rc = cm_seterr(err, errlen, CM_EINVAL, "session %s has nothing to compact yet", s->key);
+    }
+    json_decref(recs);
+    if (rc) return rc;
     if (flush_locked(a, s, NULL, FLUSH_BEFORE_COMPACTION, &fr, ferr, sizeof ferr) == CM_OK &&
         fr.flushed)
         out->flushed = true;
     cm_agent_reply_release(&fr);
-    return compact_locked(a, s, out, err, errlen);
+    return compact_locked(a, s, instructions, out, err, errlen);
 }
 
 cm_rc cm_agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
                                size_t errlen)
 {
+    return cm_agent_session_compact_with(a, key, NULL, out, err, errlen);
+}
+
+cm_rc cm_agent_session_compact_with(agent_ctx *a, const char *key, const char *instructions,
+                                    agent_reply *out, char *err, size_t errlen)
+{
     session s;
     memset(out, 0, sizeof *out);
     cm_rc rc = session_open(a, key, false, &s, err, errlen);
-    if (!rc) rc = compact_flushed(a, &s, out, err, errlen);
+    if (!rc) rc = compact_flushed(a, &s, instructions, out, err, errlen);
     if (!out->text) out->text = cm_strdup("");
     session_release(&s);
     return rc;
@@ -703,61 +744,24 @@ static void on_reasoning(void *ctx, const char *text, size_t n)
         r->fn(r->ctx, r->shown.data, r->shown.len);
 }
 
+/* The reasoning effort of a turn's request to model (llm_request.effort). */
+typedef struct effort_ctx {
+    const json_t *config;
+    char level[16]; /* the session's thinkingLevel ("": unset) */
+} effort_ctx;
+
+static const char *effort_of(void *ctx, const char *model)
+{
+    const effort_ctx *e = ctx;
+    return cm_agent_thinking_effort(e->config, e->level[0] ? e->level : NULL, model);
+}
+
 cm_rc cm_agent_session_turn(agent_ctx *a, const char *key, const char *prompt, const char *model,
                             llm_delta_fn on_delta, void *ctx, agent_reply *out, char *err,
                             size_t errlen)
 {
     agent_turn_opts o = {prompt, model, on_delta, ctx, NULL, NULL, NULL, NULL};
     return cm_agent_session_turn_opts(a, key, &o, out, err, errlen);
-}
-
-cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
-                                         bool *handled, char **reply, char *err, size_t errlen)
-{
-    cm_rc rc = CM_OK;
-    session s;
-    bool opened = false;
-    json_t *patch = NULL;
-    buf msg = BUF_INIT;
-    *handled = false;
-    *reply = NULL;
-    const char *p = text ? text : "";
-    while (isspace((unsigned char)*p))
-        p++;
-    size_t cmd = !strncasecmp(p, "/reasoning", 10) ? 10 : !strncasecmp(p, "/reason", 7) ? 7 : 0;
-    if (!cmd || (p[cmd] && p[cmd] != ':' && !isspace((unsigned char)p[cmd]))) return CM_OK;
-    p += cmd + (p[cmd] == ':');
-    while (isspace((unsigned char)*p))
-        p++;
-    char arg[32] = "";
-    size_t n = strcspn(p, " \t\r\n");
-    snprintf(arg, sizeof arg, "%.*s", (int)CM_MIN(n, sizeof arg - 1), p);
-    *handled = true;
-    CHECK(session_open(a, key, true, &s, err, errlen));
-    opened = true;
-    int lvl = cm_agent_reasoning_parse(arg);
-    if (!arg[0]) {
-        agent_reasoning cur = reasoning_of(cm_session_store_get(&s.st, s.key));
-        rc = cm_buf_printf(&msg, "Current reasoning level: %s.\nOptions: on, off, stream.",
-                           cm_agent_reasoning_name(cur));
-    } else if (lvl < 0) {
-        rc = cm_buf_printf(&msg,
-                           "Unrecognized reasoning level \"%.*s\". Valid levels: on, off, stream.",
-                           (int)CM_MIN(n, (size_t)64), p);
-    } else {
-        patch = json_pack("{s:s}", "reasoningLevel", cm_agent_reasoning_name((agent_reasoning)lvl));
-        if (!patch) FAIL(CM_ENOMEM, "out of memory");
-        CHECK(cm_session_touch(&s.st, s.key, patch, now_of(a), NULL, err, errlen));
-        rc = cm_buf_adds(&msg, lvl == AGENT_REASONING_OFF  ? "Reasoning visibility disabled."
-                               : lvl == AGENT_REASONING_ON ? "Reasoning visibility enabled."
-                                                           : "Reasoning stream enabled.");
-    }
-    if (rc || !(*reply = cm_buf_detach(&msg))) FAIL(CM_ENOMEM, "out of memory");
-out:
-    if (opened) session_release(&s);
-    json_decref(patch);
-    cm_buf_release(&msg);
-    return rc;
 }
 
 cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_opts *o,
@@ -844,6 +848,10 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         cm_buf_reset(&sys);
         if (cm_agent_system_prompt(&pi, &sys)) FAIL(CM_ENOMEM, "out of memory");
         bool stream = out->reasoning_level == AGENT_REASONING_STREAM && rs.fn;
+        /* the session's /think level, per model tried (run_meta.h) */
+        effort_ctx ec = {a->config, ""};
+        snprintf(ec.level, sizeof ec.level, "%s",
+                 json_string_value(json_object_get(e, "thinkingLevel")) ?: "");
         agent_turn_in ti = {a->runner,
                             {model, false, &pin},
                             sys.data,
@@ -855,7 +863,9 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                             o->ctx,
                             stream ? on_reasoning : NULL,
                             stream ? &rs : NULL,
-                            o->hooks};
+                            o->hooks,
+                            effort_of,
+                            &ec};
         rc = cm_agent_turn_run(&tools, &ti, &t, err, errlen);
         if (rc == CM_ECANCELED && t.messages) {
             /* aborted: the user message and the completed steps stay */
@@ -868,7 +878,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
             /* the prompt is over the context: compact, then once more */
             agent_reply cr = {0};
             char cerr[256];
-            if (compact_flushed(a, &s, &cr, cerr, sizeof cerr) == CM_OK) {
+            if (compact_flushed(a, &s, NULL, &cr, cerr, sizeof cerr) == CM_OK) {
                 out->compacted = true;
                 out->flushed |= cr.flushed;
                 continue;
@@ -906,7 +916,8 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         int64_t used = t.usage.input + t.usage.cache_read + t.usage.cache_write + t.usage.output;
         if (used > cm_agent_context_window(a->config, t.outcome.model) - fs.reserve_floor) {
             agent_reply cr = {0};
-            if (compact_flushed(a, &s, &cr, ferr, sizeof ferr) == CM_OK) out->compacted = true;
+            if (compact_flushed(a, &s, NULL, &cr, ferr, sizeof ferr) == CM_OK)
+                out->compacted = true;
             out->flushed |= cr.flushed;
         }
         cm_flush_settings_release(&fs);

@@ -56,6 +56,11 @@ typedef struct agent_reply {
      * is "on"; "" otherwise (off: dropped; stream: it went to on_reasoning). */
     char *reasoning;
     agent_reasoning reasoning_level; /* the level the turn ran with */
+    /* A compaction's estimated context before and after it (tokens), and
+     * why one that was asked for did not run (a static string, "no real
+     * conversation messages"), or NULL. */
+    int64_t tokens_before, tokens_after;
+    const char *skipped;
 } agent_reply;
 
 void cm_agent_reply_release(agent_reply *r);
@@ -94,13 +99,6 @@ typedef struct agent_turn_opts {
 cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn_opts *o,
                                  agent_reply *out, char *err, size_t errlen);
 
-/* A standalone "/reasoning [level]" (also "/reason", "/reasoning: level"):
- * with a level (cm_agent_reasoning_parse) sets the session's reasoningLevel,
- * without one shows it; *reply (malloc'd) is the answer to deliver. Sets
- * *handled false and does nothing when text is not that command. */
-cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
-                                         bool *handled, char **reply, char *err, size_t errlen);
-
 /* The memory flush now (force) or only when due before a turn with prompt. */
 cm_rc cm_agent_session_flush(agent_ctx *a, const char *key, const char *prompt, bool force,
                              agent_reply *out, char *err, size_t errlen);
@@ -109,6 +107,9 @@ cm_rc cm_agent_session_flush(agent_ctx *a, const char *key, const char *prompt, 
  * ran in it yet (out->flushed). */
 cm_rc cm_agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
                                size_t errlen);
+/* The same with the user's instructions for the summary (may be NULL). */
+cm_rc cm_agent_session_compact_with(agent_ctx *a, const char *key, const char *instructions,
+                                    agent_reply *out, char *err, size_t errlen);
 
 /* The session's history for the model (a new array of messages). */
 cm_rc cm_agent_session_history(const char *transcript, json_t **out, char *err, size_t errlen);
@@ -125,5 +126,18 @@ cm_rc cm_agent_turn_hooked(struct cm_agent *a, const char *key, const char *prom
                            const char *model, llm_delta_fn on_text, void *ctx,
                            const agent_hooks *hooks, const agent_inbound *inbound, char **json,
                            char *err, size_t errlen);
+
+/* cm_agent_turn_hooked with the session's reasoning delivered: on_reasoning
+ * (may be NULL) gets the formatted reasoning so far while it streams under
+ * reasoningLevel "stream"; json gains "reasoning" (the "Reasoning:"
+ * message to send before the reply under "on", else ""). */
+cm_rc cm_agent_turn_reasoned(struct cm_agent *a, const char *key, const char *prompt,
+                             llm_delta_fn on_text, void *ctx, llm_delta_fn on_reasoning,
+                             void *reasoning_ctx, const agent_hooks *hooks,
+                             const agent_inbound *inbound, char **json, char *err, size_t errlen);
+
+/* cm_agent_session_command (session_cmds.h) for the agent a. */
+cm_rc cm_agent_command(struct cm_agent *a, const char *key, const char *text, bool *handled,
+                       char **reply, char *err, size_t errlen);
 
 #endif

@@ -449,7 +449,10 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                           in->on_reasoning,
                           in->reasoning_ctx,
                           hk ? hk->cancelled : NULL,
-                          hk ? hk->ctx : NULL};
+                          hk ? hk->ctx : NULL,
+                          in->effort,
+                          in->effort_ctx,
+                          NULL};
         cm_llm_response_release(&resp);
         if (hk && hk->cancelled && hk->cancelled(hk->ctx)) {
             rc = CM_ECANCELED;

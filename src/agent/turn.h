@@ -81,6 +81,9 @@ typedef struct agent_turn_in {
     llm_delta_fn on_reasoning; /* streamed reasoning of every step; may be NULL */
     void *reasoning_ctx;
     const agent_hooks *hooks; /* may be NULL */
+    /* The reasoning effort asked of each model tried (llm_request.effort); may be NULL. */
+    const char *(*effort)(void *ctx, const char *model);
+    void *effort_ctx;
 } agent_turn_in;
 
 typedef struct agent_turn_out {

@@ -150,6 +150,13 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     memset(out, 0, sizeof *out);
     cm_agent *a = S_agent(g, rq->agent_id, err, errlen);
     if (!a) return CM_EIO;
+    if (rq->command) { /* /compact, /think, /reasoning */
+        bool handled = false;
+        cm_rc rc =
+            cm_agent_command(a, rq->session_key, rq->prompt, &handled, &out->text, err, errlen);
+        if (!rc && !handled) rc = cm_seterr(err, errlen, CM_EINVAL, "not a session command");
+        return rc;
+    }
     char *json = NULL;
     agent_hooks hk = {rq->cancelled, rq->steer, rq->hook_ctx, rq->send, rq->session_send};
     /* the trusted inbound context of the system prompt (2026.3.22's
@@ -167,9 +174,9 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
                         .trusted_sender = rq->trusted};
     if (rq->channel && rq->peer && !cm_buf_printf(&chat, "%s:%s", rq->channel, rq->peer))
         in.chat_id = chat.data;
-    cm_rc rc = cm_agent_turn_hooked(a, rq->session_key, rq->prompt, NULL, rq->on_delta,
-                                    rq->delta_ctx, &hk, &in, &json, err,
-                                    errlen);
+    cm_rc rc =
+        cm_agent_turn_reasoned(a, rq->session_key, rq->prompt, rq->on_delta, rq->delta_ctx,
+                               rq->on_reasoning, rq->reasoning_ctx, &hk, &in, &json, err, errlen);
     cm_buf_release(&chat);
     if (rc) return rc;
     json_t *o = json_loads(json, 0, NULL);
@@ -177,6 +184,11 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     const char *reply = json_string_value(json_object_get(o, "reply"));
     out->text = cm_strdup(reply ? reply : "");
     out->silent = json_is_true(json_object_get(o, "silent"));
+    const char *why = json_string_value(json_object_get(o, "reasoning"));
+    if (why && *why && !(out->reasoning = cm_strdup(why))) {
+        free(out->text);
+        out->text = NULL;
+    }
     snprintf(out->model, sizeof out->model, "%s",
              json_string_value(json_object_get(o, "model"))
                  ? json_string_value(json_object_get(o, "model"))

@@ -72,6 +72,15 @@ typedef struct llm_request {
      * runner tries no other profile or model. May be NULL. */
     bool (*cancelled)(void *ctx);
     void *cancel_ctx;
+    /* The thinking level asked of each model tried: effort returns the
+     * OpenAI-style reasoning effort ("minimal", "low", "medium", "high") for
+     * a "provider/model", or NULL for none; may be NULL. cm_llm_run sets
+     * reasoning_effort per attempt from it (none where the model's
+     * compat.supportsReasoningEffort is false, and on xai and zai), and
+     * the openai-completions body carries it as reasoning_effort. */
+    const char *(*effort)(void *ctx, const char *model);
+    void *effort_ctx;
+    const char *reasoning_effort;
 } llm_request;
 
 /* Token counts as pi-coding-agent records them: input excludes cached input. */

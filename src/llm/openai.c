@@ -63,6 +63,9 @@ static json_t *openai_body(const llm_request *rq)
     if (rq->stream)
         json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
     if (rq->max_tokens > 0) json_object_set_new(body, "max_tokens", json_integer(rq->max_tokens));
+    if (rq->reasoning_effort && *rq->reasoning_effort &&
+        json_object_set_new(body, "reasoning_effort", json_string(rq->reasoning_effort)))
+        goto fail;
     if (rq->ntools) {
         json_t *tools = json_array();
         for (size_t i = 0; i < rq->ntools; i++)

@@ -279,6 +279,39 @@ static cm_rc failure_rc(auth_reason last)
     }
 }
 
+/* The reasoning effort rq asks of ref ("provider/model"), or NULL: none
+ * asked, or one the model does not take (pi-ai's openai-completions compat:
+ * not on xai or zai, nor where the model's compat.supportsReasoningEffort is
+ * false). */
+static const char *effort_for(const llm_runner *r, const char *provider, const char *ref,
+                              const llm_request *rq)
+{
+    const char *e = rq->effort ? rq->effort(rq->effort_ctx, ref) : NULL;
+    if (!e) return NULL;
+    char want[128], have[128];
+    cm_auth_provider_norm(provider, want, sizeof want);
+    const json_t *pc = NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(path_get(r->cfg, "models", "providers", NULL), key, v)
+    {
+        cm_auth_provider_norm(key, have, sizeof have);
+        if (!strcmp(have, want)) pc = v;
+    }
+    const char *base = json_string_value(json_object_get(pc, "baseUrl"));
+    bool off = !strcmp(want, "xai") || !strcmp(want, "zai") ||
+               (base && (strstr(base, "api.x.ai") || strstr(base, "api.z.ai")));
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(pc, "models"), i, m)
+    {
+        const char *id = json_string_value(json_object_get(m, "id"));
+        const json_t *c = json_object_get(json_object_get(m, "compat"), "supportsReasoningEffort");
+        if (id && !strcmp(id, strchr(ref, '/') + 1) && json_is_boolean(c)) off = !json_is_true(c);
+    }
+    return off ? NULL : e;
+}
+
 cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta,
                  void *ctx, llm_response *out, llm_outcome *oc, char *err, size_t errlen)
 {
@@ -299,6 +332,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
         const char *slash = strchr(chain[mi], '/');
         snprintf(provider, sizeof provider, "%.*s", (int)(slash - chain[mi]), chain[mi]);
         rq->model = slash + 1;
+        rq->reasoning_effort = effort_for(r, provider, chain[mi], rq);
         memcpy(oc->model, chain[mi], sizeof oc->model); /* both 192 bytes, NUL-terminated */
         endpoint e;
         if (resolve_endpoint(r, provider, &e, msg, sizeof msg)) {

@@ -415,6 +415,7 @@ json_t *cm_transcript_tool_result(const char *call_id, const char *tool_name, co
 
 typedef struct model_seen {
     bool message, model_change, thinking;
+    const char *level; /* the last thinking_level_change's level (borrowed), or NULL */
     json_t *snapshot; /* the last model-snapshot's data (borrowed from its record) */
     json_t *keep;     /* the head records kept alive for snapshot */
     int n;
@@ -426,7 +427,10 @@ static void see(model_seen *s, const json_t *rec)
     if (!t) return;
     if (!strcmp(t, "message")) s->message = true;
     if (!strcmp(t, "model_change")) s->model_change = true;
-    if (!strcmp(t, "thinking_level_change")) s->thinking = true;
+    if (!strcmp(t, "thinking_level_change")) {
+        s->thinking = true;
+        s->level = json_string_value(json_object_get(rec, "thinkingLevel"));
+    }
     const char *ct = json_string_value(json_object_get(rec, "customType"));
     json_t *data = json_object_get(rec, "data");
     if (!strcmp(t, "custom") && ct && !strcmp(ct, "model-snapshot") && json_is_object(data))
@@ -486,7 +490,8 @@ cm_rc cm_transcript_note_model(const char *path, const char *session_id, const c
         json_decref(f);
         f = NULL;
     }
-    if (start || !s.thinking) {
+    if (start || !s.thinking ||
+        strcmp(s.level ? s.level : "", m->thinking_level ? m->thinking_level : "off")) {
         if (!(f = json_pack("{s:s}", "thinkingLevel",
                             m->thinking_level ? m->thinking_level : "off")))
             FAIL(CM_ENOMEM, "out of memory");

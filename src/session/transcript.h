@@ -78,7 +78,8 @@ typedef struct transcript_model {
  * - at a session's start (no message and no model_change record yet):
  *   model_change {provider, modelId} and thinking_level_change
  *   {thinkingLevel};
- * - in a session with messages but no thinking_level_change: one;
+ * - in a session with messages but no thinking_level_change, or whose
+ *   last one names another level (a /think since): one;
  * - a custom "model-snapshot" {timestamp, provider, modelApi, modelId} when
  *   there is none yet or the last one names another provider, api or model.
  * Looked for in the transcript's head (its first 32 records) and in recent

@@ -543,11 +543,27 @@ cm_rc cm_tool_sessions_send(const session_tool_env *env, const json_t *args, ses
         rc = send_error(out, "error", "Session not found", key.data);
         goto out;
     }
-    char run_id[64] = "";
-    CHECK(send(ctx, key.data, text, run_id, sizeof run_id, err, errlen));
-    rc = dump(json_pack("{s:s,s:s,s:s}", "runId", run_id, "status", "accepted", "sessionKey",
-                        key.data),
-              out);
+    /* timeoutSeconds: a finite number, floored, at least 0; default 30 */
+    const json_t *ts = json_object_get(args, "timeoutSeconds");
+    double secs = json_is_number(ts) ? json_number_value(ts) : 30;
+    if (!(secs >= 0)) secs = 0; /* negative or NaN */
+    if (secs > SESSION_TOOLS_SEND_MAX_WAIT_S) secs = SESSION_TOOLS_SEND_MAX_WAIT_S;
+    int64_t wait_ms = (int64_t)secs * 1000;
+    char run_id[64] = "", serr[256] = "";
+    char *reply = NULL;
+    cm_rc sr = send(ctx, key.data, text, wait_ms, run_id, sizeof run_id, &reply, serr, sizeof serr);
+    if (sr && !run_id[0]) FAIL(sr, "%s", serr); /* not queued */
+    json_t *j = json_pack("{s:s,s:s}", "runId", run_id, "status",
+                          sr == CM_ETIMEOUT ? "timeout"
+                          : sr              ? "error"
+                          : wait_ms         ? "ok"
+                                            : "accepted");
+    if (j && sr && sr != CM_ETIMEOUT)
+        json_object_set_new(j, "error", json_string(serr[0] ? serr : "agent error"));
+    if (j && !sr && wait_ms && reply) json_object_set_new(j, "reply", json_string(reply));
+    if (j) json_object_set_new(j, "sessionKey", json_string(key.data));
+    free(reply);
+    rc = dump(j, out);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
     json_decref(all);

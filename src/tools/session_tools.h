@@ -47,17 +47,28 @@ const cm_tool_def *cm_tool_session_defs(size_t *n);
 
 /* Queues text as a message into the session key (a store key of the
  * caller's agent) and writes the run's id into run_id; the caller's own
- * function (the gateway's queue). */
-typedef cm_rc (*session_send_fn)(void *ctx, const char *key, const char *text, char *run_id,
-                                 size_t run_id_len, char *err, size_t errlen);
+ * function (the gateway's queue). With wait_ms > 0 it then waits (at most
+ * that long) for the run that answers the message: CM_OK with *reply its
+ * answer (malloc'd; NULL when it said nothing), CM_ETIMEOUT when it has
+ * not ended, another code with err when it failed. A failure before
+ * run_id is set is the send's own. */
+typedef cm_rc (*session_send_fn)(void *ctx, const char *key, const char *text, int64_t wait_ms,
+                                 char *run_id, size_t run_id_len, char **reply, char *err,
+                                 size_t errlen);
+
+/* The longest sessions_send waits, whatever timeoutSeconds asks (a worker
+ * of the gateway waits with it). */
+#define SESSION_TOOLS_SEND_MAX_WAIT_S 600
 
 /* sessions_send {sessionKey | label, message, timeoutSeconds?, agentId?}:
  * the target resolved as sessions_history resolves it (or by its entry's
  * label), visible as sessions_list decides, existing in the store; then
- * send. The result is the reference's JSON: {"runId","status":"accepted",
- * "sessionKey"} — clawmem never waits for the target's reply
- * (timeoutSeconds is accepted and ignored) — or {"runId"?,"status":
- * "error"|"forbidden","error"}. */
+ * send, and — unless timeoutSeconds is 0 (default 30, at most
+ * SESSION_TOOLS_SEND_MAX_WAIT_S) — wait for the target's answer. The
+ * result is the reference's JSON: {"runId","status":"ok","reply"?,
+ * "sessionKey"}, {"runId","status":"timeout","sessionKey"}, {"runId",
+ * "status":"accepted","sessionKey"} for timeoutSeconds 0, or {"runId"?,
+ * "status":"error"|"forbidden","error","sessionKey"?}. */
 cm_rc cm_tool_sessions_send(const session_tool_env *env, const json_t *args, session_send_fn send,
                             void *ctx, buf *out, char *err, size_t errlen);
 

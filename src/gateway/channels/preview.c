@@ -26,6 +26,12 @@ cm_rc cm_gw_preview_add(gw_preview *p, const char *s, size_t n)
     return cm_buf_add(&p->text, s, n);
 }
 
+cm_rc cm_gw_preview_set(gw_preview *p, const char *s, size_t n)
+{
+    cm_buf_reset(&p->text);
+    return cm_buf_add(&p->text, s, n);
+}
+
 static size_t S_trimmed_len(const gw_preview *p)
 {
     size_t n = p->text.len;

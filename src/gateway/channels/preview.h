@@ -36,6 +36,9 @@ void cm_gw_preview_release(gw_preview *p);
 
 /* Appends streamed answer text. */
 cm_rc cm_gw_preview_add(gw_preview *p, const char *s, size_t n);
+/* Replaces the text so far (a stream that sends its whole text each time:
+ * the reasoning's). */
+cm_rc cm_gw_preview_set(gw_preview *p, const char *s, size_t n);
 
 /* What to do at now_ms: nothing (too early, too short, unchanged,
  * stopped), or a send / an edit of cm_gw_preview_text. */

@@ -97,6 +97,29 @@ out:
 
 /* ---- the check ---------------------------------------------------------- */
 
+/* commands.allowFrom["<ch>"], else its "*" entry: NULL when neither is a list. */
+static const json_t *S_cmd_allow(const json_t *root, const char *ch)
+{
+    const json_t *ca = json_object_get(json_object_get(root, "commands"), "allowFrom");
+    const json_t *l = json_object_get(ca, ch);
+    if (!json_is_array(l)) l = json_object_get(ca, "*");
+    return json_is_array(l) ? l : NULL;
+}
+
+/* res->commands for an allowed message whose chat allowlist is list (may
+ * be NULL) and whose sender was listed in it (listed). */
+static void S_commands(const json_t *root, const char *ch, const gw_msg *m, const json_t *list,
+                       bool listed, gw_access_result *res)
+{
+    const json_t *ca = S_cmd_allow(root, ch);
+    if (json_is_false(json_object_get(json_object_get(root, "commands"), "useAccessGroups")))
+        res->commands = true;
+    else if (ca)
+        res->commands = S_listed(ca, ch, m->sender, true);
+    else
+        res->commands = listed || (S_count(list) && S_listed(list, ch, m->sender, true));
+}
+
 static cm_rc S_check_group(const json_t *root, const char *ch, const char *acct, const gw_msg *m,
                            gw_access_result *res)
 {
@@ -123,10 +146,10 @@ static cm_rc S_check_group(const json_t *root, const char *ch, const char *acct,
         res->reason = "groupPolicy=allowlist (group not allowlisted)";
         return CM_OK;
     }
+    const json_t *list = json_object_get(entry, "allowFrom");
+    if (!S_count(list)) list = S_cfg(root, ch, acct, "groupAllowFrom");
+    if (!S_count(list)) list = S_cfg(root, ch, acct, "allowFrom");
     if (!strcmp(policy, "allowlist")) {
-        const json_t *list = json_object_get(entry, "allowFrom");
-        if (!S_count(list)) list = S_cfg(root, ch, acct, "groupAllowFrom");
-        if (!S_count(list)) list = S_cfg(root, ch, acct, "allowFrom");
         if (!S_count(list)) {
             res->reason = "groupPolicy=allowlist (empty allowlist)";
             return CM_OK;
@@ -146,6 +169,7 @@ static cm_rc S_check_group(const json_t *root, const char *ch, const char *acct,
     }
     res->verdict = GW_ACCESS_ALLOW;
     res->reason = !strcmp(policy, "open") ? "groupPolicy=open" : "groupPolicy=allowlist";
+    S_commands(root, ch, m, list, false, res);
     return CM_OK;
 }
 
@@ -182,6 +206,7 @@ cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg
     if (!strcmp(policy, "open")) {
         res->verdict = GW_ACCESS_ALLOW;
         res->reason = "dmPolicy=open";
+        S_commands(root, ch, m, allow, true, res); /* allowFrom holds "*" */
         goto out;
     }
     if (!m->sender || !*m->sender) {
@@ -198,6 +223,7 @@ cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg
         res->verdict = GW_ACCESS_ALLOW;
         res->reason = !strcmp(policy, "pairing") ? "dmPolicy=pairing (allowlisted)"
                                                  : "dmPolicy=allowlist (allowlisted)";
+        S_commands(root, ch, m, allow, true, res);
         goto out;
     }
     if (!strcmp(policy, "allowlist")) {
@@ -206,6 +232,7 @@ cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg
     }
     CHECK(cm_gw_pairing_request(state_dir, ch, acct, m->sender, now_ms, res, err, errlen));
 out:
+    if (rc || res->verdict != GW_ACCESS_ALLOW) res->commands = false;
     if (rc) {
         res->verdict = GW_ACCESS_DENY; /* an error never lets a message through */
         res->code[0] = 0;

@@ -10,10 +10,16 @@
  * until the reply is out, and — without block streaming — a preview of the
  * answer sent and edited in place as it streams, which the final reply
  * then replaces: edited into it when it fits one message, else deleted once
- * the pieces are out (2026.3.22's Telegram draft lane).
+ * the pieces are out (2026.3.22's Telegram draft lane). The session's
+ * reasoningLevel shapes the reasoning: "stream" streams it into a preview
+ * of its own (the reasoning lane) that stays above the answer; "on" sends
+ * it as a message before the answer (and the answer has no preview then).
+ * A session command job (/compact, /think, /reasoning) gets the agent's
+ * answer sent as it is.
  */
 #include "runtime_int.h"
 
+#include <errno.h>
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
@@ -41,6 +47,8 @@ typedef struct deliver {
     bool typing;     /* the typing indicator was turned on */
     bool previewing; /* a preview stream (channel preview ops, no block streaming) */
     gw_preview pv;
+    bool reasoning_lane; /* reasoningLevel "stream" on a channel with previews */
+    gw_preview rpv;      /* its preview */
     bool trusted; /* the run's sender may use the host tools and message anywhere allowed */
 } deliver;
 
@@ -175,21 +183,22 @@ static char *S_steer(void *ctx)
     return t;
 }
 
-/* The preview brought up to date when its pacing allows (preview.h). */
-static void S_preview_step(deliver *d, int64_t now)
+/* A preview (the answer's or the reasoning's) brought up to date when its
+ * pacing allows (preview.h). */
+static void S_preview_step(deliver *d, gw_preview *pv, int64_t now)
 {
-    gw_preview_act a = cm_gw_preview_next(&d->pv, now);
+    gw_preview_act a = cm_gw_preview_next(pv, now);
     if (a == GW_PREVIEW_NONE) return;
-    gw_outbound o = S_route(d, cm_gw_preview_text(&d->pv), false);
+    gw_outbound o = S_route(d, cm_gw_preview_text(pv), false);
     char id[32] = "", err[256];
     long ra = -1;
-    cm_rc rc = d->ch->ops->preview(d->ch, &o, a == GW_PREVIEW_EDIT ? d->pv.id : NULL, false, id,
+    cm_rc rc = d->ch->ops->preview(d->ch, &o, a == GW_PREVIEW_EDIT ? pv->id : NULL, false, id,
                                    sizeof id, &ra, err, sizeof err);
     if (!rc) {
-        cm_gw_preview_done(&d->pv, a == GW_PREVIEW_SEND ? id : NULL, now);
+        cm_gw_preview_done(pv, a == GW_PREVIEW_SEND ? id : NULL, now);
         return;
     }
-    cm_gw_preview_failed(&d->pv, rc == CM_ERATELIMIT ? ra : -1, now);
+    cm_gw_preview_failed(pv, rc == CM_ERATELIMIT ? ra : -1, now);
     if (rc != CM_ERATELIMIT)
         cm_logf(d->rt->o.log, CM_LOG_INFO, "gateway: %s: the preview stopped: %s",
                 d->ch->ops->name, err);
@@ -220,9 +229,57 @@ static void S_delta(void *ctx, const char *text, size_t n)
         cm_gw_stream_due(&d->st, now, &p);
         S_send_pieces(d, &p);
     } else if (d->previewing) {
-        if (cm_gw_preview_add(&d->pv, text, n) == CM_OK) S_preview_step(d, now);
+        if (cm_gw_preview_add(&d->pv, text, n) == CM_OK) S_preview_step(d, &d->pv, now);
     }
     cm_gw_pieces_release(&p);
+}
+
+/* The reasoning so far, whole and formatted (gw_run_req.on_reasoning), into
+ * the reasoning lane. */
+static void S_reasoning(void *ctx, const char *text, size_t n)
+{
+    deliver *d = ctx;
+    if (S_cancelled(d) || !d->reasoning_lane) return;
+    if (cm_gw_preview_set(&d->rpv, text, n) == CM_OK)
+        S_preview_step(d, &d->rpv, cm_gw_rt_now(d->rt));
+}
+
+/* The end of the reasoning lane, before the answer: its preview edited to
+ * the whole reasoning (and kept), or — when none went out yet — the
+ * reasoning sent as a message. */
+static void S_reasoning_finish(deliver *d)
+{
+    const char *t = cm_gw_preview_text(&d->rpv);
+    if (!*t) return;
+    if (!d->rpv.id[0]) {
+        S_send(d, t);
+        return;
+    }
+    if (!strcmp(t, d->rpv.shown.data ? d->rpv.shown.data : "")) return;
+    gw_outbound o = S_route(d, t, false);
+    char err[256];
+    if (d->ch->ops->preview(d->ch, &o, d->rpv.id, true, NULL, 0, NULL, err, sizeof err))
+        cm_logf(d->rt->o.log, CM_LOG_INFO, "gateway: %s: the reasoning was not finished: %s",
+                d->ch->ops->name, err);
+}
+
+/* The session's reasoningLevel ("off" when unset or unreadable: the
+ * store's own cache makes this a lookup). */
+static void S_reasoning_level(gw_runtime *rt, const gw_job *j, char out[8])
+{
+    buf p = BUF_INIT;
+    session_store st;
+    char err[256];
+    memset(&st, 0, sizeof st);
+    snprintf(out, 8, "off");
+    if (!cm_session_store_path(&p, rt->o.state_dir, j->agent_id) &&
+        !cm_session_store_read(&st, p.data, err, sizeof err)) {
+        const char *l =
+            json_string_value(json_object_get(cm_session_store_get(&st, j->key), "reasoningLevel"));
+        if (l && (!strcmp(l, "on") || !strcmp(l, "stream"))) snprintf(out, 8, "%s", l);
+    }
+    cm_session_store_release(&st);
+    cm_buf_release(&p);
 }
 
 const char *cm_gw_failure_reason(cm_rc rc)
@@ -364,30 +421,94 @@ static cm_rc S_tool_send(void *ctx, const char *channel, const char *account, co
     return ch->ops->send(ch, &o, err, errlen);
 }
 
+/* The run that answered an internal message (sessions_send's, its id
+ * reply_to) has ended: its waiter, if any, is told (rc, the reply). */
+static void S_waiter_done(gw_runtime *rt, const gw_job *j, cm_rc rc, const char *why,
+                          const char *reply)
+{
+    if (!j->channel || strcmp(j->channel, GW_INTERNAL_CHANNEL) || !j->reply_to) return;
+    pthread_mutex_lock(&rt->mu);
+    for (gw_waiter *w = rt->waiters; w; w = w->next) {
+        if (w->done || strcmp(w->run_id, j->reply_to)) continue;
+        w->done = true;
+        w->rc = rc;
+        snprintf(w->error, sizeof w->error, "%s", why ? why : "");
+        w->reply = reply && *reply ? cm_strdup(reply) : NULL;
+        pthread_cond_broadcast(&rt->reply_cv);
+    }
+    pthread_mutex_unlock(&rt->mu);
+}
+
 /* sessions_send's queueing (gw_run_req.session_send): the text enters the
  * target session as a message of the "internal" channel (no access check,
  * never trusted: no exec there; its answer is delivered nowhere, it stays
- * in the session's transcript), journaled and queued like any other. */
-static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, char *run_id,
-                                 size_t run_id_len, char *err, size_t errlen)
+ * in the session's transcript), journaled and queued like any other; with
+ * wait_ms the caller's worker then waits for that run's end (real time: it
+ * is another worker's run), or for the gateway to stop. A message merged
+ * into another's turn by the queue is answered by that turn (the waiter of
+ * its last message is told). A message to the caller's own session runs
+ * only after the caller's turn: it times out at once instead of holding the
+ * worker until timeoutSeconds. */
+static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, int64_t wait_ms,
+                                 char *run_id, size_t run_id_len, char **reply, char *err,
+                                 size_t errlen)
 {
     deliver *d = ctx;
+    gw_runtime *rt = d->rt;
     unsigned char r[8] = {0};
+    *reply = NULL;
+    run_id[0] = 0;
+    char id[64];
     if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
         return cm_seterr(err, errlen, CM_EIO, "sessions_send: no random run id");
-    snprintf(run_id, run_id_len, "a2a-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3],
-             r[4], r[5], r[6], r[7]);
+    snprintf(id, sizeof id, "a2a-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4],
+             r[5], r[6], r[7]);
+    gw_waiter *w = NULL;
+    bool own = d->j->key && !strcasecmp(d->j->key, key);
+    if (wait_ms > 0 && !own) { /* registered first: the run may end before the sink returns */
+        if (!(w = calloc(1, sizeof *w))) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+        snprintf(w->run_id, sizeof w->run_id, "%s", id);
+        pthread_mutex_lock(&rt->mu);
+        w->next = rt->waiters;
+        rt->waiters = w;
+        pthread_mutex_unlock(&rt->mu);
+    }
     gw_msg m = {0};
     m.channel = GW_INTERNAL_CHANNEL;
     m.peer = key;
     m.session = key;
-    m.message_id = run_id;
+    m.message_id = id;
     m.sender = d->j->key; /* the sending session */
     m.text = text;
-    cm_rc rc = cm_gw_runtime_sink(d->rt, &m);
-    if (rc) return cm_seterr(err, errlen, rc, "sessions_send: the gateway did not accept it (%s)",
-                             cm_strerror(rc));
-    return CM_OK;
+    cm_rc rc = cm_gw_runtime_sink(rt, &m);
+    if (rc)
+        cm_seterr(err, errlen, rc, "sessions_send: the gateway did not accept it (%s)",
+                  cm_strerror(rc));
+    else
+        snprintf(run_id, run_id_len, "%s", id);
+    if (!w) return !rc && wait_ms > 0 ? CM_ETIMEOUT : rc; /* own session: never before */
+    pthread_mutex_lock(&rt->mu);
+    struct timespec until = cm_deadline_in(CLOCK_MONOTONIC, wait_ms);
+    while (!rc && !w->done && !rt->stopping &&
+           pthread_cond_timedwait(&rt->reply_cv, &rt->mu, &until) != ETIMEDOUT)
+        ;
+    for (gw_waiter **p = &rt->waiters; *p; p = &(*p)->next)
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
+    pthread_mutex_unlock(&rt->mu);
+    if (!rc && !w->done)
+        rc = CM_ETIMEOUT;
+    else if (!rc && w->rc)
+        rc = cm_seterr(err, errlen, w->rc, "%s", w->error[0] ? w->error : "agent error");
+    else if (!rc) {
+        *reply = w->reply;
+        w->reply = NULL;
+    }
+    free(w->reply);
+    free(w);
+    return rc;
 }
 
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
@@ -395,22 +516,29 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     const json_t *cfg = rt->o.config;
     if (S_cancelled(d)) { /* aborted before a worker took it: the model is never asked */
         cm_gw_rt_done_all(rt, &j->ids, "aborted");
+        S_waiter_done(rt, j, CM_ECANCELED, "the run was aborted", NULL);
         return;
     }
     for (size_t i = 0; i < j->ids.n; i++)
         cm_gw_journal_run(rt->journal, j->ids.v[i]);
     __atomic_fetch_add(&rt->runs, 1, __ATOMIC_RELAXED);
     if (j->text) S_send_as(d, j->text, true); /* /new's notice before its greeting */
+    char rlevel[8];
+    S_reasoning_level(rt, j, rlevel);
     d->streaming = cm_gw_reply_block_streaming(cfg, j->channel, j->account);
     d->tmode = cm_gw_typing_mode(cfg, j->is_group, j->mentioned, &d->tinterval);
-    /* 2026.3.22: block streaming, when on, replaces the preview */
-    d->previewing = !d->streaming && d->ch && d->ch->ops->preview &&
+    /* 2026.3.22: block streaming, when on, replaces the preview; so does
+     * reasoning "on" (its message comes before the answer); "stream" has a
+     * preview of its own whatever the answer's */
+    d->previewing = !d->streaming && d->ch && d->ch->ops->preview && strcmp(rlevel, "on") != 0 &&
                     cm_gw_preview_enabled(cfg, j->channel, j->account);
-    if (d->previewing) {
-        size_t max = GW_PREVIEW_MAX_CHARS;
-        if (d->limit > 0 && (size_t)d->limit < max) max = (size_t)d->limit;
+    d->reasoning_lane = d->ch && d->ch->ops->preview && !strcmp(rlevel, "stream");
+    size_t max = GW_PREVIEW_MAX_CHARS;
+    if (d->limit > 0 && (size_t)d->limit < max) max = (size_t)d->limit;
+    if (d->previewing)
         cm_gw_preview_init(&d->pv, GW_PREVIEW_THROTTLE_MS, GW_PREVIEW_MIN_CHARS, max);
-    }
+    if (d->reasoning_lane)
+        cm_gw_preview_init(&d->rpv, GW_PREVIEW_THROTTLE_MS, GW_PREVIEW_MIN_CHARS, max);
     if (d->tmode == GW_TYPING_INSTANT) S_typing(d, true);
     if (d->streaming) {
         gw_stream_break brk;
@@ -447,7 +575,9 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
                      .subject = j->subject,
                      .trusted = false,
                      .send = S_tool_send,
-                     .session_send = S_tool_session_send};
+                     .session_send = S_tool_session_send,
+                     .on_reasoning = d->reasoning_lane ? S_reasoning : NULL,
+                     .reasoning_ctx = d};
     char terr[256];
     if (cm_gw_access_trusted(cfg, rt->o.state_dir, j->channel, j->account, j->peer, j->is_group,
                              &rq.trusted, terr, sizeof terr))
@@ -459,6 +589,18 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     char err[512] = "";
     cm_rc rc = rt->o.run(rt->o.run_ctx, &rq, &res, err, sizeof err);
     const char *status = "answered";
+    bool said = !rc && !S_cancelled(d) && !res.silent && !cm_gw_reply_is_silent(res.text);
+    if (said && d->reasoning_lane) S_reasoning_finish(d); /* above the answer */
+    if (said && res.reasoning && *res.reasoning) {        /* "on": a message of its own first */
+        buf why = BUF_INIT;
+        gw_pieces p;
+        cm_gw_pieces_init(&p);
+        if (!cm_buf_adds(&why, res.reasoning) &&
+            !cm_gw_chunk_text(why.data, why.len, d->limit, GW_BREAK_PARAGRAPH, &p))
+            S_send_pieces(d, &p);
+        cm_gw_pieces_release(&p);
+        cm_buf_release(&why);
+    }
     if (S_cancelled(d)) {
         status = "aborted"; /* interrupt or /stop: no reply of this run */
         rc = CM_OK;
@@ -503,10 +645,56 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     }
     S_typing(d, false);
     if (d->previewing) cm_gw_preview_release(&d->pv);
+    if (d->reasoning_lane) cm_gw_preview_release(&d->rpv);
     if (!rc && d->failed) status = "undelivered";
     cm_gw_rt_done_all(rt, &j->ids, status);
     if (d->streaming) cm_gw_stream_release(&d->st);
+    if (S_cancelled(d))
+        S_waiter_done(rt, j, CM_ECANCELED, "the run was aborted", NULL);
+    else
+        S_waiter_done(rt, j, rc, rc ? cm_gw_failure_reason(rc) : NULL,
+                      !rc && !res.silent && !cm_gw_reply_is_silent(res.text) ? res.text : NULL);
     free(res.text);
+    free(res.reasoning);
+}
+
+/* A session command (/compact, /think, /reasoning): the agent's answer
+ * sent as it is; a failure as a turn's is, with an error id. */
+static void S_command(gw_runtime *rt, gw_job *j, deliver *d, int worker)
+{
+    for (size_t i = 0; i < j->ids.n; i++)
+        cm_gw_journal_run(rt->journal, j->ids.v[i]);
+    __atomic_fetch_add(&rt->runs, 1, __ATOMIC_RELAXED);
+    gw_run_req rq = {.agent_id = j->agent_id,
+                     .session_key = j->key,
+                     .prompt = j->prompt,
+                     .channel = j->channel,
+                     .account = j->account,
+                     .worker = worker,
+                     .peer = j->peer,
+                     .is_group = j->is_group,
+                     .thread = j->thread,
+                     .command = true};
+    gw_run_res res;
+    memset(&res, 0, sizeof res);
+    char err[512] = "";
+    cm_rc rc = rt->o.run(rt->o.run_ctx, &rq, &res, err, sizeof err);
+    if (rc) {
+        char eid[16], text[256];
+        S_error_id(eid);
+        cm_logf(rt->o.log, CM_LOG_ERROR,
+                "gateway: a command failed [error %s] (%s, session %s): %s", eid, j->agent_id,
+                j->key, err[0] ? err : cm_strerror(rc));
+        snprintf(text, sizeof text,
+                 "⚠️ The command failed: %s.\nError id: %s (in the gateway's log).",
+                 cm_gw_failure_reason(rc), eid);
+        S_send_as(d, text, true);
+    } else if (res.text && *res.text) {
+        S_send_as(d, res.text, true);
+    }
+    cm_gw_rt_done_all(rt, &j->ids, rc ? "failed" : d->failed ? "undelivered" : "answered");
+    free(res.text);
+    free(res.reasoning);
 }
 
 void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
@@ -520,7 +708,9 @@ void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
                                      d.ch ? d.ch->ops->text_limit : 0);
     d.mode = cm_gw_reply_to_mode_of(rt->o.config, j->channel, j->account);
     S_delay_cfg(rt->o.config, &d);
-    if (j->kind == GW_JOB_RUN) {
+    if (j->kind == GW_JOB_RUN && j->command) {
+        S_command(rt, j, &d, worker);
+    } else if (j->kind == GW_JOB_RUN) {
         S_run(rt, j, &d, worker);
     } else {
         S_send_text(&d, j->text ? j->text : "");

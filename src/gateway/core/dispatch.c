@@ -1,8 +1,9 @@
 /*
  * dispatch.c — the runtime's pipeline under its lock (runtime_int.h): an
  * accepted message through access and debounce, turns routed to sessions
- * (the commands /new, /reset, /queue and /stop answered here, from a table
- * of handlers: S_commands), the session's queue actions, followup turns
+ * (the commands /new, /reset, /queue and /stop answered here, /compact,
+ * /think and /reasoning handed to the agent as a session's command job,
+ * from a table of handlers: S_commands), the session's queue actions, followup turns
  * when their delay is over, and the ready list the workers take jobs from.
  */
 #include "runtime_int.h"
@@ -172,6 +173,11 @@ static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
 
 void cm_gw_sess_free(gw_sess *s)
 {
+    while (s->cmd_head) { /* left journaled: answered after the next start */
+        gw_job *j = s->cmd_head;
+        s->cmd_head = j->next;
+        cm_gw_job_free(j);
+    }
     cm_gw_queue_close(s->q);
     for (size_t i = 0; i < s->ngroups; i++)
         cm_gw_ids_release(&s->groups[i]);
@@ -350,6 +356,7 @@ typedef struct cmd_call {
     const char *agent, *key;
     const char *text;
     cm_rc rc;
+    bool authorized; /* the sender may use commands (gw_access_result.commands) */
 } cmd_call;
 
 /* Drops what s has queued (under mu): the queue and its groups' ids. */
@@ -487,7 +494,62 @@ static bool S_cmd_stop(void *ctx, const char *rest)
     return true;
 }
 
+/* /compact [instructions], /think [level] and /reasoning [level]: answered
+ * by the agent on a worker (agent/session_cmds.h: the session's store read
+ * and written, /compact's flush and summary asked of the model), after the
+ * session's active run — which /compact aborts first, as 2026.3.22 does.
+ * A sender not authorized for commands gets no answer (2026.3.22 drops the
+ * message). /think or /reasoning followed by more than one word is an
+ * ordinary turn. */
+static bool S_cmd_session(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    gw_runtime *rt = c->rt;
+    const gw_turn *t = c->t;
+    gw_sess *s = c->s;
+    const char *r2;
+    bool compact = cm_gw_command_word(c->text, "/compact", &r2);
+    if (!compact) {
+        const char *p = rest + strcspn(rest, " \t\r\n");
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p) return false;
+    }
+    if (!c->authorized) {
+        cm_logf(rt->o.log, CM_LOG_INFO,
+                "gateway: a command from a sender not authorized for commands was ignored");
+        cm_gw_rt_done_all(rt, c->ids, "denied");
+        return true;
+    }
+    gw_job *j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id);
+    if (!j || !(j->prompt = cm_strdup(c->text)) || !(j->agent_id = cm_strdup(c->agent)) ||
+        !(j->key = cm_strdup(c->key))) {
+        cm_gw_job_free(j);
+        c->rc = CM_ENOMEM;
+        return true;
+    }
+    j->command = true;
+    j->is_group = t->is_group;
+    j->mentioned = t->mentioned;
+    cm_gw_ids_move(&j->ids, c->ids);
+    if (!s->active) {
+        S_start(rt, s, j);
+        return true;
+    }
+    if (compact) S_cancel_runs(rt, s);
+    j->sess = s;
+    j->next = NULL;
+    if (s->cmd_tail)
+        s->cmd_tail->next = j;
+    else
+        s->cmd_head = j;
+    s->cmd_tail = j;
+    return true;
+}
+
 static const char *const S_new_aliases[] = {"/reset", NULL};
+static const char *const S_think_aliases[] = {"/thinking", "/t", NULL};
+static const char *const S_reasoning_aliases[] = {"/reason", NULL};
 
 /* The commands the gateway answers itself, in the order they are tried;
  * every other text (2026.3.22's other commands included) is a turn. */
@@ -495,6 +557,9 @@ static const gw_command S_commands[] = {
     {"/new", S_new_aliases, S_cmd_new, NULL},
     {"/queue", NULL, S_cmd_queue, NULL},
     {"/stop", NULL, S_cmd_stop, cm_gw_is_abort_request},
+    {"/compact", NULL, S_cmd_session, NULL},
+    {"/think", S_think_aliases, S_cmd_session, NULL},
+    {"/reasoning", S_reasoning_aliases, S_cmd_session, NULL},
 };
 
 /* A turn out of the debouncer (or straight from the sink, with what was
@@ -518,7 +583,8 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
                                   t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
-    cmd_call call = {rt, t, ids, pre, s, agent.data, key.data, text, CM_OK};
+    cmd_call call = {rt,         t,        ids,  pre,   s,
+                     agent.data, key.data, text, CM_OK, pre && pre->ar.commands};
     const char *rest = NULL;
     const gw_command *cmd = cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), text, &rest);
     if (cmd && cmd->handler(&call, rest)) {
@@ -690,12 +756,14 @@ void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
     char err[256];
     memset(pre, 0, sizeof *pre);
     if (m->channel && (!strcmp(m->channel, "terminal") || !strcmp(m->channel, "webchat") ||
-                       !strcmp(m->channel, GW_INTERNAL_CHANNEL)))
+                       !strcmp(m->channel, GW_INTERNAL_CHANNEL))) {
         pre->ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token;
                                               sessions_send from a trusted sender's run */
-    else
+        pre->ar.commands = strcmp(m->channel, GW_INTERNAL_CHANNEL) != 0;
+    } else {
         pre->access_rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(),
                                             &pre->ar, pre->access_err, sizeof pre->access_err);
+    }
     if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW) return;
     if (cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), m->text, &rest) != &S_commands[0])
         return;
@@ -798,6 +866,13 @@ out:
 void cm_gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
 {
     if (s->active) return;
+    if (s->cmd_head) { /* a session command waited for the run before */
+        gw_job *j = s->cmd_head;
+        s->cmd_head = j->next;
+        if (!s->cmd_head) s->cmd_tail = NULL;
+        S_start(rt, s, j);
+        return;
+    }
     if (s->next_job) {
         gw_job *j = s->next_job;
         s->next_job = NULL;
@@ -836,7 +911,7 @@ static void S_evict_idle(gw_runtime *rt)
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess **p = &rt->sess[b]; *p;) {
             gw_sess *s = *p;
-            if (s->active || s->next_job || s->ngroups || s->summarized.n ||
+            if (s->active || s->next_job || s->cmd_head || s->ngroups || s->summarized.n ||
                 cm_gw_queue_depth(s->q)) {
                 p = &s->next;
                 continue;

@@ -164,6 +164,13 @@ typedef struct gw_access_result {
     gw_access_verdict verdict;
     char code[GW_PAIRING_CODE_LEN + 1]; /* GW_ACCESS_PAIRING_ISSUED: the code */
     const char *reason;                 /* static, for logs: "dmPolicy=pairing (…)" */
+    /* GW_ACCESS_ALLOW: the sender may use the control commands (2026.3.22's
+     * command authorization): commands.useAccessGroups false; else the
+     * sender named in commands.allowFrom["<channel>"] (or its "*" entry)
+     * when that is set; else in a non-empty allowlist of the chat — a DM's
+     * allowFrom ("*" counts) or its approved senders, a group's allowFrom,
+     * groupAllowFrom or allowFrom. An open group with no list: false. */
+    bool commands;
 } gw_access_result;
 
 /* Checks channels.<channel> (and channels.<channel>.accounts.<account>, which

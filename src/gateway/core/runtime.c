@@ -128,7 +128,7 @@ static void *S_worker(void *arg)
             if (s->running == j) s->running = NULL;
             cm_gw_rt_steer_leftover(rt, s, j);
             /* followups wait their debounce; an interrupt's run goes now */
-            if (s->next_job) cm_gw_rt_session_due(rt, s, cm_gw_rt_now(rt), false);
+            if (s->next_job || s->cmd_head) cm_gw_rt_session_due(rt, s, cm_gw_rt_now(rt), false);
         }
         cm_gw_job_free(j);
         pthread_cond_broadcast(&rt->idle_cv);
@@ -157,6 +157,7 @@ cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, s
     pthread_cond_init(&rt->work_cv, &ca);
     pthread_cond_init(&rt->idle_cv, &ca);
     pthread_cond_init(&rt->timer_cv, &ca);
+    pthread_cond_init(&rt->reply_cv, &ca);
     pthread_condattr_destroy(&ca);
     rt->inited = true;
     const json_t *gc = json_object_get(json_object_get(o->config, "messages"), "groupChat");
@@ -397,6 +398,7 @@ void cm_gw_runtime_free(gw_runtime *rt)
         rt->accepting = false;
         pthread_cond_broadcast(&rt->work_cv);
         pthread_cond_broadcast(&rt->timer_cv);
+        pthread_cond_broadcast(&rt->reply_cv); /* a sessions_send waiting gives up */
         pthread_mutex_unlock(&rt->mu);
     }
     S_stop_channels(rt);
@@ -431,6 +433,7 @@ void cm_gw_runtime_free(gw_runtime *rt)
         pthread_cond_destroy(&rt->work_cv);
         pthread_cond_destroy(&rt->idle_cv);
         pthread_cond_destroy(&rt->timer_cv);
+        pthread_cond_destroy(&rt->reply_cv);
     }
     free(rt);
 }

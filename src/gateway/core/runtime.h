@@ -55,13 +55,24 @@ typedef struct gw_run_req {
     /* The message tool's sending (tools/message.h) with hook_ctx; may be NULL. */
     cm_rc (*send)(void *ctx, const char *channel, const char *account, const char *target,
                   const char *text, char *err, size_t errlen);
-    /* sessions_send's queueing (tools/session_tools.h) with hook_ctx; may be NULL. */
-    cm_rc (*session_send)(void *ctx, const char *key, const char *text, char *run_id,
-                          size_t run_id_len, char *err, size_t errlen);
+    /* sessions_send's queueing and waiting (tools/session_tools.h:
+     * session_send_fn) with hook_ctx; may be NULL. */
+    cm_rc (*session_send)(void *ctx, const char *key, const char *text, int64_t wait_ms,
+                          char *run_id, size_t run_id_len, char **reply, char *err, size_t errlen);
+    /* The session's reasoning while it streams (reasoningLevel "stream"):
+     * each call the whole formatted reasoning so far ("Reasoning:\n_…_"),
+     * replacing the last; may be NULL, and may be ignored. */
+    llm_delta_fn on_reasoning;
+    void *reasoning_ctx;
+    /* prompt is a session command the agent answers itself (/compact,
+     * /think, /reasoning: agent/session_cmds.h), not a turn; its answer is
+     * the result's text. */
+    bool command;
 } gw_run_req;
 
 typedef struct gw_run_res {
     char *text;      /* malloc'd; NULL or "" when nothing to say */
+    char *reasoning; /* malloc'd or NULL: reasoningLevel "on"'s message, sent before text */
     bool silent;     /* the model answered NO_REPLY */
     char model[192]; /* "provider/model" that answered, or "" */
 } gw_run_res;

@@ -44,6 +44,7 @@ typedef struct gw_job {
     char *channel, *account, *peer, *thread, *reply_to;
     bool is_group;
     bool mentioned;     /* the turn mentioned the bot (typing mode, feel.h) */
+    bool command;       /* GW_JOB_RUN: prompt is a session command (gw_run_req.command) */
     char *text;         /* GW_JOB_NOTICE; GW_JOB_RUN: a notice sent before the run (or NULL) */
     char *label, *subject; /* GW_JOB_RUN: the conversation label, a group's title (or NULL) */
     const char *status; /* GW_JOB_NOTICE: the journal status of its ids */
@@ -68,6 +69,9 @@ struct gw_sess {
     gw_ids summarized; /* ids of items the queue dropped into its summary */
     bool summarized_ids_pending;
     gw_job *next_job; /* interrupt: runs when the active run ends */
+    /* session commands (/compact, /think, /reasoning) waiting for the
+     * active run to end, in order (linked by next); before any other run */
+    gw_job *cmd_head, *cmd_tail;
     bool active;      /* a run is ready or running */
     gw_job *running;  /* the run a worker executes now, or NULL */
     bool has_ov;      /* a /queue override */
@@ -76,6 +80,17 @@ struct gw_sess {
     long ov_cap;
     gw_sess *next;
 };
+
+/* A sessions_send waiting for the run that answers its message (run_id:
+ * the message's id); done, rc, reply and error set by that run's end. */
+typedef struct gw_waiter {
+    char run_id[64];
+    bool done;
+    cm_rc rc;
+    char *reply;
+    char error[160];
+    struct gw_waiter *next;
+} gw_waiter;
 
 typedef struct gw_dkey {
     char *key;
@@ -87,6 +102,8 @@ struct gw_runtime {
     gw_runtime_opts o;
     pthread_mutex_t mu;
     pthread_cond_t work_cv, idle_cv, timer_cv;
+    pthread_cond_t reply_cv; /* a waiter's run ended (gw_waiter) */
+    gw_waiter *waiters;      /* under mu */
     bool inited, accepting, stopping, has_timer;
     bool legacy_keys; /* the journal gave back dedupe keys of the older form */
     gw_journal *journal;

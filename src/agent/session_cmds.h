@@ -1,0 +1,38 @@
+/*
+ * session_cmds.h — the chat commands that change or act on one session and
+ * answer in text, as QuantumClaw 2026.3.22 answers them: /compact
+ * [instructions] (the memory flush of the cycle, then the compaction, then
+ * "⚙️ Compacted (…) • Context …"), /think [level] (sessions.json
+ * thinkingLevel) and /reasoning [level] (reasoningLevel). The caller has
+ * checked that the sender may use commands.
+ */
+#ifndef CM_AGENT_SESSION_CMDS_H
+#define CM_AGENT_SESSION_CMDS_H
+
+#include "session_turn.h"
+
+/* Runs text when it is one of the commands above (after blanks; "/cmd",
+ * "/cmd args" or "/cmd: args"; aliases /thinking, /t, /reason): *handled
+ * true and *reply (malloc'd) the answer to deliver; the session key is made
+ * when new (for /think and /reasoning). Anything else: *handled false and
+ * nothing done. A failed compaction is an answer ("⚙️ Compaction failed:
+ * …"), not an error; errors are the store's. */
+cm_rc cm_agent_session_command(agent_ctx *a, const char *key, const char *text, bool *handled,
+                               char **reply, char *err, size_t errlen);
+
+/* A standalone "/reasoning [level]" (also "/reason", "/reasoning: level"):
+ * with a level (cm_agent_reasoning_parse) sets the session's reasoningLevel,
+ * without one shows it; *reply (malloc'd) is the answer to deliver. Sets
+ * *handled false and does nothing when text is not that command. */
+cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const char *text,
+                                         bool *handled, char **reply, char *err, size_t errlen);
+
+/* The thinking level a "/think" argument names, as 2026.3.22 normalizes it
+ * (on → low, max → high, auto → adaptive, extra-high → xhigh, …; any case),
+ * a static string; NULL for anything else. */
+const char *cm_agent_think_parse(const char *arg);
+
+/* A token count as 2026.3.22 shows it: "950", "1.2k", "34k", "1.5m". */
+void cm_agent_token_count_format(int64_t n, char out[16]);
+
+#endif

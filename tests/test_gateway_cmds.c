@@ -1,0 +1,516 @@
+/*
+ * test_gateway_cmds.c — the session commands through the running gateway:
+ * a Telegram chat (fake_telegram.c) to the real agents over a model
+ * stand-in (a fakeserver handler) that plays the agent (with reasoning when
+ * asked), the memory flush (it writes every courier code it sees) and the
+ * summariser. /compact flushes, then compacts, and answers as 2026.3.22
+ * does; a failing flush does not stop it; a group member not authorized
+ * for commands gets nothing. /think sets thinkingLevel and the next request
+ * asks for that reasoning_effort; /reasoning stream puts the reasoning in a
+ * preview of its own above the answer; /reasoning on sends it first.
+ */
+#include <dirent.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "../src/base/fs.h"
+#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/core/runtime.h"
+#include "../src/session/sessions.h"
+#include "fake_telegram.h"
+#include "fakeserver.h"
+#include "test.h"
+
+#define GEAR "\xe2\x9a\x99\xef\xb8\x8f"
+
+/* ---- the model stand-in ---------------------------------------------------- */
+
+typedef struct standin {
+    pthread_mutex_t mu;
+    bool flush_fails; /* flush requests answered 404 */
+    const char *why;  /* the turns' reasoning (reasoning_content first), or NULL */
+    int flushes, summaries, turns;
+    char order[64]; /* 'F' flush, 'S' summary, 'T' turn */
+    int n;
+    char *last_summary; /* the last summary request's body */
+    char *last_turn;    /* the last turn request's body */
+} standin;
+
+static void sse_str(buf *b, const char *field, const char *text, const char *finish)
+{
+    json_t *t = json_string(text);
+    char *q = json_dumps(t, JSON_ENCODE_ANY);
+    cm_buf_printf(b, "data: {\"choices\":[{\"index\":0,\"delta\":{\"%s\":%s}%s%s%s}]}\n\n", field,
+                  q, finish ? ",\"finish_reason\":\"" : "", finish ? finish : "",
+                  finish ? "\"" : "");
+    free(q);
+    json_decref(t);
+}
+
+static char *sse_end(buf *b, size_t *len)
+{
+    cm_buf_adds(b, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":"
+                   "10,\"total_tokens\":110}}\n\ndata: [DONE]\n\n");
+    *len = b->len;
+    return cm_buf_detach(b);
+}
+
+static bool standin_answer(void *ctx, const char *method, const char *path, const char *body,
+                           size_t body_len, int *status, const char **ctype, char **out,
+                           size_t *out_len)
+{
+    standin *s = ctx;
+    (void)method;
+    if (!strstr(path, "/chat/completions")) return false;
+    json_t *doc = json_loadb(body, body_len, 0, NULL);
+    json_t *msgs = json_object_get(doc, "messages");
+    const char *sys = json_string_value(json_object_get(json_array_get(msgs, 0), "content"));
+    const char *last_role =
+        json_string_value(json_object_get(json_array_get(msgs, json_array_size(msgs) - 1), "role"));
+    bool flush = sys && strstr(sys, "Session nearing compaction");
+    bool summary = sys && strstr(sys, "You write the working memory");
+    buf b = BUF_INIT;
+    pthread_mutex_lock(&s->mu);
+    *ctype = "text/event-stream";
+    *status = 200;
+    char tag;
+    if (flush && s->flush_fails) {
+        tag = 'F';
+        s->flushes++;
+        *status = 404;
+        *ctype = "application/json";
+        cm_buf_adds(&b, "{\"error\":{\"message\":\"no such route\"}}");
+        *out_len = b.len;
+        *out = cm_buf_detach(&b);
+    } else if (flush && last_role && !strcmp(last_role, "tool")) {
+        tag = 'f';
+        sse_str(&b, "content", "NO_REPLY", "stop");
+        *out = sse_end(&b, out_len);
+    } else if (flush) { /* every courier code in the conversation, once */
+        tag = 'F';
+        s->flushes++;
+        buf note = BUF_INIT;
+        cm_buf_adds(&note, "- Courier codes:");
+        for (const char *p = body; (p = strstr(p, "BLUEHERON-")) != NULL; p += 10) {
+            char code[32];
+            snprintf(code, sizeof code, "%.*s", (int)(10 + strspn(p + 10, "0123456789")), p);
+            if (!strstr(note.data, code)) cm_buf_printf(&note, " %s", code);
+        }
+        json_t *args = json_pack("{s:s}", "text", note.data);
+        char *aj = json_dumps(args, JSON_COMPACT);
+        json_t *q = json_string(aj);
+        char *qs = json_dumps(q, JSON_ENCODE_ANY);
+        cm_buf_printf(&b,
+                      "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+                      "\"id\":\"w1\",\"function\":{\"name\":\"memory_write\",\"arguments\":%s}}]},"
+                      "\"finish_reason\":\"tool_calls\"}]}\n\n",
+                      qs);
+        free(qs);
+        json_decref(q);
+        free(aj);
+        json_decref(args);
+        cm_buf_release(&note);
+        *out = sse_end(&b, out_len);
+    } else if (summary) {
+        tag = 'S';
+        s->summaries++;
+        free(s->last_summary);
+        s->last_summary = cm_strndup(body, body_len);
+        sse_str(&b, "content", "## Goal\nKeep the courier codes.", "stop");
+        *out = sse_end(&b, out_len);
+    } else {
+        tag = 'T';
+        s->turns++;
+        free(s->last_turn);
+        s->last_turn = cm_strndup(body, body_len);
+        if (s->why) {
+            sse_str(&b, "reasoning_content", s->why, NULL);
+            sse_str(&b, "reasoning_content", "\nthen answer briefly", NULL);
+        }
+        sse_str(&b, "content", "Noted.", "stop");
+        *out = sse_end(&b, out_len);
+    }
+    if (s->n < (int)sizeof s->order - 1) s->order[s->n++] = tag;
+    pthread_mutex_unlock(&s->mu);
+    json_decref(doc);
+    return true;
+}
+
+/* ---- the world: Telegram → runtime → agents → stand-in --------------------- */
+
+typedef struct cworld {
+    tgfake f;
+    fake_server *tg, *model;
+    char tg_url[64], model_url[64];
+    char *dir, *ws, *state;
+    json_t *cfg;
+    standin si;
+    gw_agents *ag;
+    gw_runtime *rt;
+    gw_channel *ch;
+    int updates;
+} cworld;
+
+static bool cw_start(cworld *w, const char *extra)
+{
+    memset(w, 0, sizeof *w);
+    pthread_mutex_init(&w->si.mu, NULL);
+    tgfake_init(&w->f);
+    w->tg = fake_start(4, w->tg_url);
+    fake_handler(w->tg, tgfake_handler, &w->f);
+    w->model = fake_start(8, w->model_url);
+    fake_handler(w->model, standin_answer, &w->si);
+    w->dir = tmp_dir();
+    w->ws = cm_strdup(path_in(w->dir, "ws"));
+    w->state = cm_strdup(path_in(w->dir, "state"));
+    write_file(w->dir, "ws/MEMORY.md", "# Facts\n");
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg,
+             "{\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\","
+             "\"memorySearch\":{\"provider\":\"none\"}}},"
+             "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
+             "\"apiKey\":\"sk-test-cmds-0001\",\"models\":[{\"id\":\"gpt-t\","
+             "\"reasoning\":true}]}}},"
+             "\"tools\":{\"allow\":[\"group:memory\"]},"
+             "\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiRoot\":\"%s\","
+             "\"dmPolicy\":\"pairing\",\"allowFrom\":[\"43\"],\"groupPolicy\":\"open\","
+             "\"groupAllowFrom\":[\"43\"],\"groups\":{\"-5\":{\"requireMention\":false}},"
+             "\"timeoutSeconds\":5}},\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
+             w->model_url, TGFAKE_TOKEN, w->tg_url);
+    w->cfg = json_loads(cfg, 0, NULL);
+    json_t *x = extra ? json_loads(extra, 0, NULL) : NULL;
+    if (x) json_object_update_recursive(w->cfg, x);
+    json_decref(x);
+    char *text = json_dumps(w->cfg, JSON_INDENT(1));
+    write_file(w->dir, "state/quantumclaw.json", text);
+    free(text);
+    cm_options o = {NULL, w->ws, NULL, w->state, NULL, NULL, 1};
+    char err[512];
+    if (cm_gw_agents_new(&o, &w->ag)) return false;
+    gw_runtime_opts ro = {w->cfg, w->state, cm_gw_agents_run, w->ag, NULL, NULL, 2, true, 0, NULL};
+    if (cm_gw_runtime_new(&ro, &w->rt, err, sizeof err) ||
+        cm_gw_telegram_open(w->cfg, NULL, w->state, &w->ch, err, sizeof err) ||
+        cm_gw_runtime_add_channel(w->rt, w->ch, NULL, NULL, err, sizeof err) ||
+        cm_gw_runtime_start(w->rt, err, sizeof err)) {
+        test_fail(__FILE__, __LINE__, "gateway: %s", err);
+        return false;
+    }
+    return true;
+}
+
+static void cw_stop(cworld *w)
+{
+    cm_gw_runtime_free(w->rt);
+    if (w->ch) w->ch->ops->close(w->ch);
+    cm_gw_agents_free(w->ag);
+    json_decref(w->cfg);
+    atomic_store(&w->f.stop, 1);
+    fake_stop(w->tg);
+    fake_stop(w->model);
+    tgfake_release(&w->f);
+    free(w->si.last_summary);
+    free(w->si.last_turn);
+    pthread_mutex_destroy(&w->si.mu);
+    free(w->ws);
+    free(w->state);
+}
+
+/* A message from sender in chat (private chat 77, else the group -5), then
+ * (bounded) until it is journaled and every run has ended. */
+static bool cw_say(cworld *w, int sender, bool group, const char *text)
+{
+    int id = ++w->updates;
+    json_t *u = json_pack("{s:i,s:{s:i,s:{s:i},s:{s:i,s:s},s:s}}", "update_id", id, "message",
+                          "message_id", 10 + id, "from", "id", sender, "chat", "id",
+                          group ? -5 : 77, "type", group ? "group" : "private", "text", text);
+    char *s = json_dumps(u, JSON_COMPACT);
+    tgfake_add_update(&w->f, s);
+    free(s);
+    json_decref(u);
+    int accepted = 0;
+    for (int i = 0; i < 1000 && accepted < id; i++) {
+        cm_gw_runtime_tick(w->rt);
+        json_t *st = cm_gw_runtime_status(w->rt);
+        accepted = (int)json_integer_value(json_object_get(st, "accepted"));
+        json_decref(st);
+        if (accepted < id) usleep(10000);
+    }
+    for (int i = 0; i < 600; i++) { /* 60 s at most: a loaded machine */
+        cm_gw_runtime_tick(w->rt);
+        if (cm_gw_runtime_wait_idle(w->rt, 100)) return accepted >= id;
+    }
+    return false;
+}
+
+/* The text of the last sendMessage (a new string, "" when none). */
+static char *cw_last_sent(cworld *w)
+{
+    pthread_mutex_lock(&w->f.mu);
+    const char *t = json_string_value(
+        json_object_get(json_array_get(w->f.sent, json_array_size(w->f.sent) - 1), "text"));
+    char *s = cm_strdup(t ? t : "");
+    pthread_mutex_unlock(&w->f.mu);
+    return s;
+}
+
+static int cw_sent(cworld *w)
+{
+    return tgfake_count(&w->f, "sendMessage");
+}
+
+/* Every note under ws/memory/ (whatever day the flush wrote), concatenated. */
+static char *cw_notes(cworld *w)
+{
+    buf all = BUF_INIT;
+    cm_buf_adds(&all, "");
+    DIR *d = opendir(path_in(w->ws, "memory"));
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        buf b = BUF_INIT;
+        char err[256], rel[300];
+        snprintf(rel, sizeof rel, "memory/%s", e->d_name);
+        if (!cm_fs_read_file(path_in(w->ws, rel), 1 << 20, &b, err, sizeof err))
+            cm_buf_add(&all, b.data, b.len);
+        cm_buf_release(&b);
+    }
+    if (d) closedir(d);
+    return cm_buf_detach(&all);
+}
+
+/* The entry of key as on disk, every pending change written (new reference). */
+static json_t *cw_entry(cworld *w, const char *key)
+{
+    char err[256];
+    cm_session_store_sync(NULL, err, sizeof err);
+    json_t *doc = json_load_file(path_in(w->state, "agents/main/sessions/sessions.json"), 0, NULL);
+    json_t *e = json_incref(json_object_get(doc, key));
+    json_decref(doc);
+    return e;
+}
+
+static char *cw_transcript(cworld *w, const char *key)
+{
+    json_t *e = cw_entry(w, key);
+    buf b = BUF_INIT;
+    char err[256];
+    const char *f = json_string_value(json_object_get(e, "sessionFile"));
+    if (f) cm_fs_read_file(f, 1 << 24, &b, err, sizeof err);
+    json_decref(e);
+    if (!b.data) cm_buf_adds(&b, "");
+    return cm_buf_detach(&b);
+}
+
+static int order_of(cworld *w, char tag)
+{
+    for (int i = 0; i < w->si.n; i++)
+        if (w->si.order[i] == tag) return i;
+    return -1;
+}
+
+/* ---- /compact ---------------------------------------------------------------- */
+
+TEST(gw_cmd_compact_flushes_then_compacts)
+{
+    cworld w;
+    if (!cw_start(&w, NULL)) return;
+    EXPECT(cw_say(&w, 43, false, "Remember courier code BLUEHERON-1 for route 1."));
+    EXPECT(cw_say(&w, 43, false, "Remember courier code BLUEHERON-2 for route 2."));
+    EXPECT_INT(w.si.turns, 2);
+    EXPECT(cw_say(&w, 43, false, "/compact keep the route numbers"));
+    /* the flush first, with the whole history, then the summary */
+    EXPECT(order_of(&w, 'F') > order_of(&w, 'T'));
+    EXPECT(order_of(&w, 'F') < order_of(&w, 'S'));
+    EXPECT_INT(w.si.summaries, 1);
+    EXPECT_INT(w.si.turns, 2); /* the command is no turn */
+    EXPECT_CONTAINS(w.si.last_summary ? w.si.last_summary : "", "keep the route numbers");
+    char *notes = cw_notes(&w);
+    EXPECT_CONTAINS(notes, "BLUEHERON-1");
+    EXPECT_CONTAINS(notes, "BLUEHERON-2");
+    free(notes);
+    /* 2026.3.22's answer: "⚙️ Compacted (<before> → <after>) • Context <after>/200k (<pct>%)"
+     */
+    char *r = cw_last_sent(&w);
+    EXPECT(!strncmp(r, GEAR " Compacted (", strlen(GEAR " Compacted (")));
+    EXPECT_CONTAINS(r, " \xe2\x86\x92 ");
+    EXPECT_CONTAINS(r, ") \xe2\x80\xa2 Context ");
+    EXPECT_CONTAINS(r, "/200k (");
+    EXPECT(r[0] && r[strlen(r) - 1] == ')');
+    free(r);
+    /* the compacted messages stay in the transcript, after them the record */
+    char *tr = cw_transcript(&w, "agent:main:main");
+    EXPECT_CONTAINS(tr, "BLUEHERON-1 for route 1.");
+    EXPECT_CONTAINS(tr, "\"type\":\"compaction\"");
+    free(tr);
+    json_t *e = cw_entry(&w, "agent:main:main");
+    EXPECT_INT((int)json_integer_value(json_object_get(e, "compactionCount")), 1);
+    json_decref(e);
+    cw_stop(&w);
+}
+
+TEST(gw_cmd_compact_failing_flush_does_not_block)
+{
+    cworld w;
+    if (!cw_start(&w, NULL)) return;
+    EXPECT(cw_say(&w, 43, false, "Remember courier code BLUEHERON-7 for route 7."));
+    EXPECT(cw_say(&w, 43, false, "And BLUEHERON-8 for route 8."));
+    w.si.flush_fails = true;
+    EXPECT(cw_say(&w, 43, false, "/compact"));
+    EXPECT_INT(w.si.flushes, 1); /* tried, failed */
+    EXPECT_INT(w.si.summaries, 1);
+    EXPECT(order_of(&w, 'F') < order_of(&w, 'S'));
+    char *r = cw_last_sent(&w);
+    EXPECT(!strncmp(r, GEAR " Compacted (", strlen(GEAR " Compacted (")));
+    free(r);
+    char *notes = cw_notes(&w);
+    EXPECT(strstr(notes, "BLUEHERON-7") == NULL);
+    free(notes);
+    cw_stop(&w);
+}
+
+TEST(gw_cmd_compact_only_for_senders_authorized_for_commands)
+{
+    cworld w;
+    if (!cw_start(&w, NULL)) return;
+    /* 44 may talk in the open group, but is in no allowlist: no answer, no model call */
+    int sent = cw_sent(&w);
+    EXPECT(cw_say(&w, 44, true, "/compact"));
+    EXPECT_INT(cw_sent(&w), sent);
+    EXPECT_INT(w.si.n, 0);
+    EXPECT(cw_say(&w, 44, true, "/think high"));
+    EXPECT_INT(cw_sent(&w), sent);
+    json_t *e = cw_entry(&w, "agent:main:telegram:group:-5");
+    EXPECT(!json_object_get(e, "thinkingLevel"));
+    json_decref(e);
+    /* 43 (groupAllowFrom) is answered: the group has no session yet */
+    EXPECT(cw_say(&w, 43, true, "/compact"));
+    EXPECT_INT(cw_sent(&w), sent + 1);
+    char *r = cw_last_sent(&w);
+    EXPECT_STR(r, GEAR " Compaction unavailable (missing session id).");
+    free(r);
+    /* a session with nothing to summarise yet */
+    EXPECT(cw_say(&w, 43, false, "/think low"));
+    EXPECT(cw_say(&w, 43, false, "/compact"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, GEAR " Compaction skipped: no real conversation messages \xe2\x80\xa2 Context "
+                       "?/200k");
+    free(r);
+    EXPECT_INT(w.si.summaries, 0);
+    cw_stop(&w);
+}
+
+/* ---- /think and /reasoning --------------------------------------------------- */
+
+TEST(gw_cmd_think_sets_the_level_the_model_is_asked_for)
+{
+    cworld w;
+    if (!cw_start(&w, NULL)) return;
+    EXPECT(cw_say(&w, 43, false, "hello"));
+    /* a reasoning model's default: low */
+    EXPECT_CONTAINS(w.si.last_turn, "\"reasoning_effort\":\"low\"");
+    EXPECT(cw_say(&w, 43, false, "/think"));
+    char *r = cw_last_sent(&w);
+    EXPECT_STR(r, "Current thinking level: low.\nOptions: off, minimal, low, medium, high, "
+                  "adaptive.");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/think loud"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Unrecognized thinking level \"loud\". Valid levels: off, minimal, low, medium, "
+                  "high, adaptive.");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/think: ultrathink"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Thinking level set to high.");
+    free(r);
+    json_t *e = cw_entry(&w, "agent:main:main");
+    EXPECT_STR(json_string_value(json_object_get(e, "thinkingLevel")), "high");
+    json_decref(e);
+    EXPECT_INT(w.si.turns, 1);
+    EXPECT(cw_say(&w, 43, false, "and now?"));
+    EXPECT_CONTAINS(w.si.last_turn, "\"reasoning_effort\":\"high\"");
+    char *tr = cw_transcript(&w, "agent:main:main");
+    EXPECT_CONTAINS(tr, "\"thinkingLevel\":\"low\"");
+    EXPECT_CONTAINS(tr, "\"thinkingLevel\":\"high\"");
+    free(tr);
+    EXPECT(cw_say(&w, 43, false, "/t off"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Thinking disabled.");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "quiet now"));
+    EXPECT(strstr(w.si.last_turn, "reasoning_effort") == NULL);
+    /* more than a level after it: an ordinary message */
+    EXPECT(cw_say(&w, 43, false, "/think about the dog"));
+    EXPECT_INT(w.si.turns, 4);
+    cw_stop(&w);
+}
+
+TEST(gw_cmd_reasoning_stream_is_previewed_before_the_answer)
+{
+    cworld w;
+    if (!cw_start(&w, NULL)) return;
+    EXPECT(cw_say(&w, 43, false, "/reasoning stream"));
+    char *r = cw_last_sent(&w);
+    EXPECT_STR(r, GEAR " Reasoning stream enabled (Telegram only).");
+    free(r);
+    json_t *e = cw_entry(&w, "agent:main:main");
+    EXPECT_STR(json_string_value(json_object_get(e, "reasoningLevel")), "stream");
+    json_decref(e);
+    w.si.why = "first weigh what the user asked for";
+    int before = tgfake_count(&w.f, NULL);
+    EXPECT(cw_say(&w, 43, false, "what now?"));
+    /* the reasoning's preview, then the answer in a message of its own; the
+     * reasoning is kept (never deleted) */
+    int n = tgfake_count(&w.f, NULL), reasoning_at = -1, answer_at = -1;
+    for (int i = before; i < n; i++) {
+        pthread_mutex_lock(&w.f.mu);
+        json_t *c = json_incref(json_array_get(w.f.calls, (size_t)i));
+        pthread_mutex_unlock(&w.f.mu);
+        const char *m = json_string_value(json_object_get(c, "method"));
+        const char *t = json_string_value(json_object_get(json_object_get(c, "params"), "text"));
+        if (!strcmp(m, "sendMessage") && t && strstr(t, "Reasoning:") && reasoning_at < 0)
+            reasoning_at = i;
+        if ((!strcmp(m, "sendMessage") || !strcmp(m, "editMessageText")) && t &&
+            strstr(t, "Noted."))
+            answer_at = i;
+        if (!strcmp(m, "editMessageText") && t && strstr(t, "Reasoning:"))
+            EXPECT_CONTAINS(t, "then answer briefly");
+        json_decref(c);
+    }
+    EXPECT(reasoning_at >= 0);
+    EXPECT(answer_at > reasoning_at);
+    EXPECT_INT(tgfake_count(&w.f, "deleteMessage"), 0);
+    char *last = cw_last_sent(&w);
+    EXPECT(strstr(last, "Reasoning:") == NULL);
+    free(last);
+    cw_stop(&w);
+}
+
+TEST(gw_cmd_reasoning_on_sends_the_reasoning_first)
+{
+    cworld w;
+    if (!cw_start(&w, NULL)) return;
+    EXPECT(cw_say(&w, 43, false, "/reasoning on"));
+    char *r = cw_last_sent(&w);
+    EXPECT_STR(r, GEAR " Reasoning visibility enabled.");
+    free(r);
+    w.si.why = "think first";
+    int sent = cw_sent(&w);
+    EXPECT(cw_say(&w, 43, false, "why?"));
+    EXPECT_INT(cw_sent(&w), sent + 2);
+    pthread_mutex_lock(&w.f.mu);
+    const char *why =
+        json_string_value(json_object_get(json_array_get(w.f.sent, (size_t)sent), "text"));
+    const char *ans =
+        json_string_value(json_object_get(json_array_get(w.f.sent, (size_t)sent + 1), "text"));
+    EXPECT_CONTAINS(why ? why : "", "Reasoning:");
+    EXPECT_CONTAINS(why ? why : "", "think first");
+    EXPECT_CONTAINS(ans ? ans : "", "Noted.");
+    pthread_mutex_unlock(&w.f.mu);
+    EXPECT_INT(tgfake_count(&w.f, "editMessageText"), 0);
+    EXPECT(cw_say(&w, 43, false, "/reasoning"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Current reasoning level: on.\nOptions: on, off, stream.");
+    free(r);
+    cw_stop(&w);
+}
