@@ -766,6 +766,7 @@ TEST(control_ui_browser_transcript_markers_memory_plot)
     MUST(js_true(&c, "document.getElementById('mplot-meta').textContent.indexOf('2 files') === 0 "
                      "&& document.getElementById('mplot-legend').textContent.indexOf('memory') "
                      ">= 0"));
+    MUST(js_true(&c, "document.getElementById('mplot').scrollIntoView(), true"));
     SHOT(&c, "memory-plot");
     MUST(cdp_viewport(&c, 390, 844));
     if (!js_true(&c, FITS)) test_fail(__FILE__, __LINE__, "the plot scrolls sideways at 390 px");

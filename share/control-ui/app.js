@@ -483,7 +483,8 @@
       rows.forEach(function (x) { max = Math.max(max, x.chunks); });
       var bw = 18, gap = 14, top = 16, h = 140, lab = 34;
       var gw = sources.length * bw + gap, width = Math.max(240, 40 + months.length * gw);
-      var s = svg("svg", { viewBox: "0 0 " + width + " " + (top + h + lab), role: "img",
+      var s = svg("svg", { viewBox: "0 0 " + width + " " + (top + h + lab), width: width,
+        height: top + h + lab, role: "img",
         "aria-label": "chunks and files by month and source" });
       s.appendChild(svg("line", { x1: 36, y1: top + h, x2: width, y2: top + h, "class": "axis" }));
       s.appendChild(svg("text", { x: 32, y: top + 4, "class": "tick", "text-anchor": "end" }, String(max)));
