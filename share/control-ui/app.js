@@ -482,7 +482,7 @@
       var max = 1;
       rows.forEach(function (x) { max = Math.max(max, x.chunks); });
       var bw = 18, gap = 14, top = 16, h = 140, lab = 34;
-      var gw = sources.length * bw + gap, width = Math.max(240, 40 + months.length * gw);
+      var gw = Math.max(52, sources.length * bw + gap), width = Math.max(320, 48 + months.length * gw);
       var s = svg("svg", { viewBox: "0 0 " + width + " " + (top + h + lab), width: width,
         height: top + h + lab, role: "img",
         "aria-label": "chunks and files by month and source" });
@@ -490,7 +490,7 @@
       s.appendChild(svg("text", { x: 32, y: top + 4, "class": "tick", "text-anchor": "end" }, String(max)));
       s.appendChild(svg("text", { x: 32, y: top + h, "class": "tick", "text-anchor": "end" }, "0"));
       months.forEach(function (mo, i) {
-        var x0 = 40 + i * gw;
+        var x0 = 44 + i * gw + (gw - gap - sources.length * bw) / 2;
         sources.forEach(function (src, j) {
           var row = rows.filter(function (x) { return x.month === mo && x.source === src; })[0];
           if (!row) return;
@@ -504,7 +504,7 @@
           s.appendChild(svg("text", { x: x0 + j * bw + (bw - 3) / 2, y: top + h - bh - 3, "class": "val",
             "text-anchor": "middle" }, String(row.files)));
         });
-        s.appendChild(svg("text", { x: x0 + (gw - gap) / 2, y: top + h + 14, "class": "tick",
+        s.appendChild(svg("text", { x: x0 + sources.length * bw / 2, y: top + h + 14, "class": "tick",
           "text-anchor": "middle" }, mo));
       });
       box.appendChild(s);
