@@ -13,9 +13,12 @@
  */
 #include <libgen.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 
 #include "../include/clawmem.h"
+#include "../src/session/flush.h"
+#include "../src/session/transcript.h"
 #include "cdp.h"
 #include "fakeserver.h"
 #include "test.h"
@@ -532,6 +535,246 @@ TEST(control_ui_browser_access_models)
         char *s = json_dumps(c.problems, JSON_INDENT(2));
         test_fail(__FILE__, __LINE__, "the page reported problems:\n%s", s);
         free(s);
+    }
+out:
+    cdp_close(&c);
+    ui_down(&u);
+}
+
+/* Launches chromium at the gateway's page and logs in with the token (the
+ * Chat page open). False after failing the test. */
+static bool S_login(cdp *c, uigw *u, const char *chromium)
+{
+    if (!cdp_launch(c, chromium, 1100, 760)) {
+        test_fail(__FILE__, __LINE__, "chromium: %s", c->err);
+        return false;
+    }
+    if (!cdp_goto(c, u->url, 30000) || !cdp_wait(c, "!document.getElementById('login').hidden", 10000) ||
+        !type_enter(c, "token", UTOKEN) ||
+        !cdp_wait(c, "document.getElementById('status').textContent === 'connected'", 10000) ||
+        !js_true(c, "document.getElementById('nav-chat').click(), "
+                    "!document.getElementById('tab-chat').hidden")) {
+        test_fail(__FILE__, __LINE__, "login: %s", c->err);
+        return false;
+    }
+    return true;
+}
+
+/* A card: the tool's name, its arguments in a line, done, folded, the result
+ * inside mentioning MEMORY.md. */
+#define TOOL_CARD                                                                                  \
+    "[...document.querySelectorAll('#log details.tool')].some(d => "                               \
+    "d.querySelector('.tname').textContent === 'memory_search' && "                                \
+    "d.querySelector('.targs').textContent.indexOf('query: \"Biscuit dog\"') >= 0 && "             \
+    "d.querySelector('.tstate').textContent === 'done' && !d.open && "                             \
+    "d.querySelector('.tresult').textContent.indexOf('MEMORY.md') >= 0)"
+
+/* Chat: a turn whose model calls memory_search shows a tool-call card (from
+ * the "agent" tool events the page asked for with caps ["tool-events"]),
+ * between the question and the answer; the card opens to show the result;
+ * the history shows it again after a reload. */
+TEST(control_ui_browser_tool_cards)
+{
+    const char *chromium = cdp_find_chromium();
+    if (!chromium)
+        SKIP("chromium", "no /usr/bin/chromium (apt-get install chromium, or set "
+                         "CLAWMEM_TEST_CHROMIUM)");
+    uigw u;
+    if (!ui_up(&u, NULL)) return;
+    fake_push_chat_call(u.fs, "call_ui_1", "memory_search", "{\"query\":\"Biscuit dog\"}");
+    fake_push_chat_text(u.fs, "He is called Biscuit.", 30);
+    cdp c;
+    if (!S_login(&c, &u, chromium)) goto out;
+    MUST(type_enter(&c, "text", "Look up my dog"));
+    WAIT(&c, TOOL_CARD, 30000);
+    WAIT(&c,
+         "[...document.querySelectorAll('#log .assistant')].some(e => "
+         "e.textContent === 'He is called Biscuit.')",
+         30000);
+    /* in order: the question, the card, the answer */
+    MUST(js_true(&c, "(() => { const k = [...document.getElementById('log').children]"
+                     ".map(e => e.className); return k.join(' ') === "
+                     "'msg user tool msg assistant'; })()"));
+    size_t starts = 0, results = 0, i;
+    json_t *f;
+    json_array_foreach(c.ws_frames, i, f)
+    {
+        const char *s = json_string_value(f);
+        if (!strstr(s, "\"event\":\"agent\"") || !strstr(s, "\"stream\":\"tool\"")) continue;
+        if (strstr(s, "\"phase\":\"start\"") && strstr(s, "\"toolCallId\":\"call_ui_1\"")) starts++;
+        if (strstr(s, "\"phase\":\"result\"") && strstr(s, "\"isError\":false")) results++;
+    }
+    if (starts != 1 || results != 1)
+        test_fail(__FILE__, __LINE__, "%zu start and %zu result tool events", starts, results);
+    MUST(js_true(&c, "document.querySelector('#log details.tool summary').click(), "
+                     "document.querySelector('#log details.tool').open"));
+    SHOT(&c, "chat-tool");
+    /* from the history: Sessions and back reloads it */
+    MUST(js_true(&c, "document.getElementById('nav-sessions').click(), "
+                     "document.getElementById('nav-chat').click(), true"));
+    WAIT(&c, "document.querySelectorAll('#log .assistant').length === 1 && " TOOL_CARD, 10000);
+    if (json_array_size(c.problems)) {
+        char *s = json_dumps(c.problems, JSON_INDENT(2));
+        test_fail(__FILE__, __LINE__, "the page reported problems:\n%s", s);
+        free(s);
+    }
+out:
+    cdp_close(&c);
+    ui_down(&u);
+}
+
+/* Seeds session agent:main:seeded of the running gateway's store (through the
+ * library, as a run writes them): a turn, a compaction record, a memory flush
+ * turn with the flush prompt the runtime makes, and one turn more. */
+static bool S_seed_transcript(uigw *u)
+{
+    char ws[4096], state[4096], err[512], id[40];
+    snprintf(ws, sizeof ws, "%s", path_in(u->dir, "ws"));
+    snprintf(state, sizeof state, "%s", path_in(u->dir, "state"));
+    cm_options o = {NULL, ws, NULL, state, NULL, NULL, 1};
+    cm_sessions *s = NULL;
+    char *js = NULL;
+    bool ok = false;
+    static const char key[] = "agent:main:seeded";
+    flush_settings fs = {0};
+    buf fp = BUF_INIT;
+    json_t *shown = NULL, *fields = NULL;
+    if (cm_sessions_open(&o, &s, err, sizeof err) ||
+        cm_sessions_append(s, key, "user", "Plan the trip to the coast", &js, err, sizeof err))
+        goto out;
+    cm_free(js), js = NULL;
+    if (cm_sessions_append(s, key, "assistant", "Train on Friday, back Sunday.", &js, err,
+                           sizeof err))
+        goto out;
+    cm_free(js), js = NULL;
+    if (cm_sessions_show(s, key, 1, &js, err, sizeof err)) goto out;
+    shown = json_loads(js, 0, NULL);
+    const char *tp = json_string_value(json_object_get(shown, "transcript"));
+    const char *sid =
+        json_string_value(json_object_get(json_object_get(shown, "entry"), "sessionId"));
+    const char *kept = json_string_value(json_object_get(json_array_get(json_object_get(shown,
+                                                                                         "records"),
+                                                                        0),
+                                                         "id"));
+    fields = json_pack("{s:s,s:s,s:i}", "summary", "The user planned a trip to the coast.",
+                       "firstKeptEntryId", kept ? kept : "", "tokensBefore", 181234);
+    if (!tp || !sid ||
+        cm_transcript_append(tp, sid, ws, "compaction", fields, cm_wall_ms(), id, err,
+                             sizeof err))
+        goto out;
+    if (cm_flush_settings_init(&fs, NULL, err, sizeof err) ||
+        cm_flush_prompt_for(fs.prompt, cm_wall_ms(), NULL, &fp))
+        goto out;
+    cm_free(js), js = NULL;
+    if (cm_sessions_append(s, key, "user", fp.data, &js, err, sizeof err)) goto out;
+    cm_free(js), js = NULL;
+    if (cm_sessions_append(s, key, "assistant", "NO_REPLY", &js, err, sizeof err)) goto out;
+    cm_free(js), js = NULL;
+    if (cm_sessions_append(s, key, "user", "And the hotel?", &js, err, sizeof err)) goto out;
+    cm_free(js), js = NULL;
+    if (cm_sessions_append(s, key, "assistant", "The one by the harbour.", &js, err, sizeof err))
+        goto out;
+    ok = true;
+out:
+    if (!ok) test_fail(__FILE__, __LINE__, "seeding the transcript: %s", err);
+    cm_free(js);
+    json_decref(shown);
+    json_decref(fields);
+    cm_flush_settings_release(&fs);
+    cm_buf_release(&fp);
+    cm_sessions_close(s);
+    return ok;
+}
+
+/* Sessions: a session's transcript shows its compaction and its memory
+ * flush as markers (the flush turn's records marked, the turns around it
+ * not). Memory: the plot of what the index holds draws a bar per source and
+ * month (MEMORY.md dated back to March 2026, today's note this month). */
+TEST(control_ui_browser_transcript_markers_memory_plot)
+{
+    const char *chromium = cdp_find_chromium();
+    if (!chromium)
+        SKIP("chromium", "no /usr/bin/chromium (apt-get install chromium, or set "
+                         "CLAWMEM_TEST_CHROMIUM)");
+    uigw u;
+    if (!ui_up(&u, NULL)) return;
+    cdp c;
+    memset(&c, 0, sizeof c);
+    c.pid = -1;
+    c.to = c.from = -1;
+    if (!S_seed_transcript(&u)) goto out;
+    {
+        struct timeval tv[2] = {{1773576000, 0}, {1773576000, 0}}; /* 2026-03-15 */
+        MUST(utimes(path_in(u.dir, "ws/MEMORY.md"), tv) == 0);
+    }
+    if (!S_login(&c, &u, chromium)) goto out;
+
+    /* Sessions: the seeded session's transcript */
+    MUST(js_true(&c, "document.getElementById('nav-sessions').click(), true"));
+    WAIT(&c,
+         "[...document.querySelectorAll('#sessions li')].some(li => "
+         "li.textContent.indexOf('agent:main:seeded') >= 0)",
+         10000);
+    MUST(js_true(&c, "[...document.querySelectorAll('#sessions li')].find(li => "
+                     "li.textContent.indexOf('agent:main:seeded') >= 0)"
+                     ".querySelector('button[id^=\"tx-\"]').click(), true"));
+    WAIT(&c, "document.querySelectorAll('#tx-records li').length >= 6", 10000);
+    MUST(js_true(&c, "(() => { const m = [...document.querySelectorAll('#tx-records .marker')];"
+                     " return m.length === 2 && m[0].classList.contains('compaction') && "
+                     "m[0].textContent.indexOf('181,234 tokens summarised') >= 0 && "
+                     "m[0].textContent.indexOf('planned a trip') >= 0 && "
+                     "m[1].classList.contains('flush') && "
+                     "m[1].textContent.indexOf('Memory flush') === 0; })()"));
+    /* the flush turn's two records, marked; the turns around them not */
+    MUST(js_true(&c, "(() => { const f = [...document.querySelectorAll('#tx-records .in-flush')];"
+                     " return f.length === 2 && f[0].textContent.indexOf('Store durable "
+                     "memories') >= 0 && f[1].textContent.indexOf('NO_REPLY') >= 0 && "
+                     "[...document.querySelectorAll('#tx-records .rec:not(.in-flush)')].some("
+                     "e => e.textContent.indexOf('And the hotel?') >= 0); })()"));
+    /* in order: first turn, compaction, flush, last turn */
+    MUST(js_true(&c, "(() => { const t = document.getElementById('tx-records').textContent;"
+                     " const a = t.indexOf('Plan the trip'), b = t.indexOf('Compaction'),"
+                     " f = t.indexOf('Memory flush'), h = t.indexOf('And the hotel?');"
+                     " return a >= 0 && a < b && b < f && f < h; })()"));
+    MUST(js_true(&c, "document.getElementById('tx-meta').textContent.indexOf("
+                     "'1 compaction · 1 memory flush') >= 0"));
+    MUST(js_true(&c, "document.querySelector('#tx-records .marker summary').click(), true"));
+    SHOT(&c, "sessions-transcript");
+
+    /* Memory: a search (the index synced), then the plot */
+    MUST(js_true(&c, "document.getElementById('nav-memory').click(), true"));
+    MUST(type_enter(&c, "mquery", "Biscuit"));
+    WAIT(&c, "document.querySelectorAll('#mresults li').length > 0", 20000);
+    MUST(js_true(&c, "document.getElementById('nav-chat').click(), "
+                     "document.getElementById('nav-memory').click(), true"));
+    {
+        char month[16], js[1024];
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(month, sizeof month, "%Y-%m", &tm);
+        snprintf(js, sizeof js,
+                 "(() => { const b = [...document.querySelectorAll('#mplot svg rect.bar')];"
+                 " return b.length === 2 && b.some(r => r.getAttribute('data-month') === "
+                 "'2026-03' && r.getAttribute('data-files') === '1' && "
+                 "r.getAttribute('data-source') === 'memory' && Number(r.getAttribute('height')) "
+                 "> 0) && b.some(r => r.getAttribute('data-month') === '%s' && "
+                 "r.getAttribute('data-files') === '1'); })()",
+                 month);
+        WAIT(&c, js, 20000);
+    }
+    MUST(js_true(&c, "document.getElementById('mplot-meta').textContent.indexOf('2 files') === 0 "
+                     "&& document.getElementById('mplot-legend').textContent.indexOf('memory') "
+                     ">= 0"));
+    MUST(js_true(&c, "document.getElementById('mplot').scrollIntoView(), true"));
+    SHOT(&c, "memory-plot");
+    MUST(cdp_viewport(&c, 390, 844));
+    if (!js_true(&c, FITS)) test_fail(__FILE__, __LINE__, "the plot scrolls sideways at 390 px");
+    SHOT(&c, "memory-plot-phone");
+    if (json_array_size(c.problems)) {
+        char *p = json_dumps(c.problems, JSON_INDENT(2));
+        test_fail(__FILE__, __LINE__, "the page reported problems:\n%s", p);
+        free(p);
     }
 out:
     cdp_close(&c);

@@ -749,7 +749,7 @@ TEST(exec_message_tool_checks_its_arguments)
     /* without a channel (a run outside the gateway) the tool is not offered */
     agent_tools t = {.workspace = "/tmp"};
     EXPECT(!offers(&t, "message"));
-    agent_hooks hk = {NULL, NULL, &s, fake_send, NULL};
+    agent_hooks hk = {NULL, NULL, &s, fake_send, NULL, NULL, NULL};
     t.hooks = &hk;
     EXPECT(offers(&t, "message"));
 }

@@ -578,3 +578,93 @@ TEST(gateway_ws_pairing_list_deny_scopes)
     ws_close(&c);
     gw_down(&w);
 }
+
+/* Reads c's frames until the chat final of runId: the "agent" tool events
+ * seen (their phases in order into phases, "start,result"), whether the
+ * seqs of the run's events grew throughout; false without a final. */
+static bool S_run_events(wsc *c, const char *run_id, buf *phases, json_t **start, json_t **result,
+                         bool *seq_ok)
+{
+    json_int_t last = 0;
+    *seq_ok = true;
+    for (int i = 0; i < 300; i++) {
+        json_t *o = ws_recv(c, 20000);
+        if (!o) return false;
+        const char *ev = json_string_value(json_object_get(o, "event"));
+        json_t *p = json_object_get(o, "payload");
+        bool mine = ev && !strcmp(json_string_value(json_object_get(p, "runId")), run_id);
+        if (mine) {
+            json_int_t seq = json_integer_value(json_object_get(p, "seq"));
+            if (seq <= last) *seq_ok = false;
+            last = seq;
+        }
+        if (mine && !strcmp(ev, "agent")) {
+            json_t *d = json_object_get(p, "data");
+            const char *ph = json_string_value(json_object_get(d, "phase"));
+            cm_buf_printf(phases, "%s%s", phases->len ? "," : "", ph ? ph : "?");
+            json_t **keep = ph && !strcmp(ph, "start") ? start : result;
+            json_decref(*keep);
+            *keep = json_incref(p);
+        }
+        bool final = mine && !strcmp(ev, "chat") &&
+                     !strcmp(json_string_value(json_object_get(p, "state")), "final");
+        json_decref(o);
+        if (final) return true;
+    }
+    return false;
+}
+
+/* A client whose connect caps have "tool-events" gets an "agent" event
+ * (stream "tool") as the run's memory_search starts (its arguments) and
+ * ends (isError, the result's text), in the run's seq order; a client
+ * without the cap gets the chat events only. */
+TEST(gateway_ws_tool_events_only_with_caps)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    fake_push_chat_call(w.fs, "call_7", "memory_search", "{\"query\":\"Facts\"}");
+    fake_push_chat_text(w.fs, "Found them.", 30);
+    wsc a, b;
+    EXPECT(ws_open(&a, w.port, NULL, NULL));
+    EXPECT(ws_open(&b, w.port, NULL, NULL));
+    json_t *ch = ws_recv(&a, 5000);
+    json_decref(ch);
+    ws_send(&a, "{\"type\":\"req\",\"id\":\"1\",\"method\":\"connect\",\"params\":{"
+                "\"minProtocol\":3,\"maxProtocol\":3,\"client\":{\"id\":\"test\",\"version\":"
+                "\"1\",\"platform\":\"linux\",\"mode\":\"test\"},\"role\":\"operator\","
+                "\"scopes\":[\"operator.write\"],\"caps\":[\"tool-events\"],"
+                "\"auth\":{\"token\":\"" WTOKEN "\"}}}");
+    json_t *r = ws_res(&a);
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = ws_connect(&b, WTOKEN, "[\"operator.read\"]");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    ws_send(&a, "{\"type\":\"req\",\"id\":\"2\",\"method\":\"chat.send\",\"params\":{"
+                "\"sessionKey\":\"main\",\"message\":\"Search the facts\","
+                "\"idempotencyKey\":\"idem-tool\"}}");
+    buf pa = BUF_INIT, pb = BUF_INIT;
+    json_t *start = NULL, *result = NULL, *bs = NULL, *br = NULL;
+    bool seq_a, seq_b;
+    EXPECT(S_run_events(&a, "idem-tool", &pa, &start, &result, &seq_a));
+    EXPECT(S_run_events(&b, "idem-tool", &pb, &bs, &br, &seq_b));
+    EXPECT_STR(pa.data, "start,result");
+    EXPECT(seq_a);
+    EXPECT_INT((int)pb.len, 0);
+    EXPECT_STR(json_string_value(json_object_get(start, "stream")), "tool");
+    EXPECT_STR(json_string_value(json_object_get(start, "sessionKey")), "agent:main:main");
+    json_t *sd = json_object_get(start, "data"), *rd = json_object_get(result, "data");
+    EXPECT_STR(json_string_value(json_object_get(sd, "name")), "memory_search");
+    EXPECT_STR(json_string_value(json_object_get(sd, "toolCallId")), "call_7");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(sd, "args"), "query")), "Facts");
+    EXPECT(json_is_false(json_object_get(rd, "isError")));
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(json_object_get(rd, "result"), "content"), 0),
+                        "text"));
+    EXPECT(text && strstr(text, "MEMORY.md"));
+    json_decref(start), json_decref(result), json_decref(bs), json_decref(br);
+    cm_buf_release(&pa), cm_buf_release(&pb);
+    ws_close(&a);
+    ws_close(&b);
+    gw_down(&w);
+}

@@ -1345,3 +1345,34 @@ TEST(session_memory_small_growth_needs_no_lock)
     free(state);
     free(ws);
 }
+
+/* cm_flush_is_prompt knows the flush prompts the runtime makes (the seed's
+ * and a configured one, the date filled in), not the hint's template or a
+ * user's text. */
+TEST(session_flush_is_prompt_recognises_flush_turns)
+{
+    flush_settings s;
+    char err[256];
+    buf p = BUF_INIT;
+    EXPECT_INT(cm_flush_settings_init(&s, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_flush_prompt_for(s.prompt, T0, "Europe/Berlin", &p), CM_OK);
+    EXPECT(cm_flush_is_prompt(p.data));
+    EXPECT(!cm_flush_is_prompt(s.prompt)); /* the template: no date yet */
+    cm_flush_settings_release(&s);
+    json_t *cfg = json_loads("{\"agents\":{\"defaults\":{\"compaction\":{\"memoryFlush\":{"
+                             "\"prompt\":\"Save notes.\"}}}}}",
+                             0, NULL);
+    EXPECT_INT(cm_flush_settings_init(&s, cfg, err, sizeof err), CM_OK);
+    cm_buf_reset(&p);
+    EXPECT_INT(cm_flush_prompt_for(s.prompt, T0, NULL, &p), CM_OK);
+    EXPECT(cm_flush_is_prompt(p.data));
+    EXPECT(!cm_flush_is_prompt("Save notes."));
+    EXPECT(!cm_flush_is_prompt("Store durable memories only in memory/notes.md (create memory/ "
+                               "if needed)."));
+    EXPECT(!cm_flush_is_prompt("Store durable memories only in memory/2027-01"));
+    EXPECT(!cm_flush_is_prompt(""));
+    EXPECT(!cm_flush_is_prompt(NULL));
+    cm_flush_settings_release(&s);
+    json_decref(cfg);
+    cm_buf_release(&p);
+}

@@ -38,12 +38,15 @@
         sock.send(JSON.stringify({ type: "req", id: id, method: "connect", params: {
           minProtocol: 3, maxProtocol: 3,
           client: { id: "clawmem-control-ui", version: "1", platform: navigator.platform || "web", mode: "webchat" },
-          role: "operator", scopes: ["operator.read", "operator.write", "operator.admin"], auth: { token: token } } }));
+          role: "operator", scopes: ["operator.read", "operator.write", "operator.admin"],
+          caps: ["tool-events"], auth: { token: token } } }));
       } else if (f.type === "res" && pending[f.id]) {
         var p = pending[f.id]; delete pending[f.id];
         if (f.ok) p.ok(f.payload); else p.fail(new Error((f.error && f.error.message) || "error"));
       } else if (f.type === "event" && f.event === "chat") {
         onChat(f.payload);
+      } else if (f.type === "event" && f.event === "agent" && f.payload && f.payload.stream === "tool") {
+        onTool(f.payload);
       }
     };
     sock.onclose = function () {
@@ -61,20 +64,74 @@
     return b;
   }
   function canon(k) { return k.indexOf("agent:") === 0 ? k : "agent:main:" + k; }
+  /* A run: its current bubble and how much of the streamed text (which runs
+     on across tool calls) earlier bubbles showed. */
+  function runOf(id) { return runs[id] || (runs[id] = { b: null, off: 0, cards: {} }); }
   function onChat(p) {
     if (!p || canon(p.sessionKey || "") !== canon(session)) return;
-    var b = runs[p.runId];
-    if (!b) b = runs[p.runId] = bubble("assistant", "");
-    if (p.state === "delta" || p.state === "final") b.textContent = textOf(p.message) || b.textContent;
-    if (p.state === "error") b.textContent = "error: " + (p.errorMessage || "");
-    if (p.state === "aborted") b.textContent += " [stopped]";
+    var r = runOf(p.runId), t = textOf(p.message);
+    if (p.state === "delta") t = t.slice(r.off);
+    if (!r.b && (t || p.state !== "delta")) r.b = bubble("assistant", "");
+    if (p.state === "delta" || p.state === "final") { if (t) r.b.textContent = t; }
+    if (p.state === "final" && !r.b.textContent) r.b.remove();
+    if (p.state === "error") r.b.textContent = "error: " + (p.errorMessage || "");
+    if (p.state === "aborted") r.b.textContent += " [stopped]";
     if (p.state !== "delta") { delete runs[p.runId]; $("stop").disabled = true; }
+  }
+  /* ---- tool-call cards: the tool, its arguments in a line, the result folded ---- */
+  function clip(t, n) { t = String(t); return t.length > n ? t.slice(0, n - 1) + "…" : t; }
+  function argLine(a) {
+    if (!a || typeof a !== "object") return "";
+    return clip(Object.keys(a).map(function (k) {
+      var v = a[k];
+      return k + ": " + clip(typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v) || "", 60);
+    }).join(", "), 160);
+  }
+  function card(name, args) {
+    var d = el("details", "tool"), s = el("summary");
+    s.appendChild(el("span", "tname", name));
+    s.appendChild(el("span", "targs", argLine(args)));
+    s.appendChild(el("span", "tstate", "running…"));
+    d.appendChild(s);
+    d.appendChild(el("pre", "tresult", ""));
+    $("log").appendChild(d);
+    $("log").scrollTop = $("log").scrollHeight;
+    return d;
+  }
+  function cardDone(d, text, isError) {
+    d.querySelector(".tresult").textContent = text || "(no output)";
+    var st = d.querySelector(".tstate");
+    st.textContent = isError ? "error" : "done";
+    st.className = "tstate " + (isError ? "error" : "ok");
+    if (isError) d.classList.add("failed");
+  }
+  function onTool(p) {
+    if (canon(p.sessionKey || "") !== canon(session) || !p.data) return;
+    var r = runOf(p.runId), d = p.data, id = d.toolCallId || "";
+    if (d.phase === "start") {
+      if (r.b) { r.off += r.b.textContent.length; r.b = null; }
+      r.cards[id] = card(d.name || "tool", d.args);
+    } else if (d.phase === "result") {
+      var c = r.cards[id] || (r.cards[id] = card(d.name || "tool", null));
+      cardDone(c, textOf(d.result) + (d.truncated ? "\n…" : ""), d.isError);
+    }
   }
   function loadHistory() {
     $("log").textContent = "";
+    runs = {};
     call("chat.history", { sessionKey: session, limit: 200 }).then(function (h) {
+      var cards = {};
       (h.messages || []).forEach(function (m) {
-        if (m.role === "user" || m.role === "assistant") bubble(m.role, textOf(m));
+        if (m.role === "user" || m.role === "assistant") {
+          var t = textOf(m);
+          if (t || m.role === "user") bubble(m.role, t);
+        }
+        if (m.role === "assistant" && Array.isArray(m.content))
+          m.content.forEach(function (c) { if (c.type === "toolCall") cards[c.id] = card(c.name, c.arguments); });
+        if (m.role === "toolResult") {
+          var d = cards[m.toolCallId] || card(m.toolName || "tool", null);
+          cardDone(d, textOf(m), m.isError);
+        }
       });
     }, function (e) { bubble("error", e.message); });
   }
@@ -129,7 +186,11 @@
         b.id = "edit-" + i;
         b.setAttribute("aria-label", "settings of " + s.key);
         b.onclick = function () { editSession(s); };
-        var row = el("div", "actions"); row.appendChild(b); li.appendChild(row);
+        var tb = el("button", "", "Transcript");
+        tb.id = "tx-" + i;
+        tb.setAttribute("aria-label", "transcript of " + s.key);
+        tb.onclick = function () { openTranscript(s.key); };
+        var row = el("div", "actions"); row.appendChild(b); row.appendChild(tb); li.appendChild(row);
         list.appendChild(li);
       });
     }, function (e) { list.appendChild(el("li", "error", e.message)); });
@@ -153,6 +214,65 @@
     }, function (e) { $("sx-status").textContent = e.message; });
   };
   $("sx-close").onclick = function () { $("sx").hidden = true; editing = null; };
+  /* ---- a session's transcript as the store holds it: messages, tool calls,
+     compactions and memory flushes marked ---- */
+  function recText(m) {
+    var t = textOf(m);
+    if (!t && Array.isArray(m.content))
+      t = m.content.filter(function (c) { return c.type === "toolCall"; })
+        .map(function (c) { return "→ " + c.name + " " + argLine(c.arguments); }).join("\n");
+    return clip(t, 600);
+  }
+  function marker(cls, title, detail) {
+    var li = el("li", "marker " + cls), d = el("details"), s = el("summary", "", title);
+    d.appendChild(s);
+    if (detail) d.appendChild(el("p", "snippet", detail));
+    li.appendChild(d);
+    return li;
+  }
+  function openTranscript(key) {
+    $("tx").hidden = false;
+    $("tx-title").textContent = "Transcript of " + key;
+    $("tx-meta").textContent = "loading…";
+    var ol = $("tx-records"); ol.textContent = "";
+    call("clawmem.sessions.transcript", { key: key, limit: 500 }).then(function (r) {
+      var recs = r.records || [], flushes = 0, comps = 0, inFlush = false;
+      recs.forEach(function (x) {
+        var m = x.message, when = x.timestamp ? new Date(x.timestamp).toLocaleString() : "";
+        if (x.type === "compaction") {
+          comps++;
+          ol.appendChild(marker("compaction", "Compaction · " + Number(x.tokensBefore || 0).toLocaleString() +
+            " tokens summarised · " + when, x.summary || ""));
+          inFlush = false;
+          return;
+        }
+        if (x.flush && !inFlush) {
+          flushes++;
+          ol.appendChild(marker("flush", "Memory flush · " + when,
+            "A silent turn before compaction: the agent saved what should last to memory/."));
+        }
+        inFlush = !!x.flush;
+        if (x.type === "message" && m) {
+          var li = el("li", "rec " + (m.role || "") + (x.flush ? " in-flush" : ""));
+          li.appendChild(el("span", "role", m.role === "toolResult" ? "tool " + (m.toolName || "") : m.role));
+          li.appendChild(el("span", "rtext", x.omitted ? "(too large to show)" : recText(m)));
+          ol.appendChild(li);
+        } else if (x.omitted) {
+          ol.appendChild(el("li", "rec muted", x.type + " (too large to show)"));
+        } else if (x.type !== "message") {
+          var what = x.type === "session" ? "session started " + when :
+            x.type === "model_change" ? "model " + (x.provider ? x.provider + "/" : "") + (x.modelId || "") :
+            x.type === "thinking_level_change" ? "thinking " + (x.thinkingLevel || "") : x.type;
+          ol.appendChild(el("li", "rec meta muted", what));
+        }
+      });
+      $("tx-meta").textContent = recs.length + " records" + (r.omitted ? " (" + r.omitted + " older not shown)" : "") +
+        " · " + comps + " compaction" + (comps === 1 ? "" : "s") + " · " + flushes + " memory flush" +
+        (flushes === 1 ? "" : "es") + " · compactionCount " + (r.compactionCount || 0);
+      if (!recs.length) ol.appendChild(el("li", "muted", "no transcript yet"));
+    }, function (e) { $("tx-meta").textContent = e.message; });
+  }
+  $("tx-close").onclick = function () { $("tx").hidden = true; };
   /* ---- gateway: the summary, channels and a live log tail ---- */
   var logCursor = null, logTimer = null;
   function pollLog() {
@@ -338,6 +458,65 @@
     var q = $("mquery").value.trim();
     if (q) search(q);
   };
+  /* ---- the plot of what the index holds: chunks by month, a bar per source ---- */
+  var SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, text) {
+    var e = document.createElementNS(SVG, tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, String(attrs[k])); });
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function loadPlot() {
+    var box = $("mplot"), leg = $("mplot-legend");
+    call("clawmem.memory.plot", {}).then(function (r) {
+      box.textContent = ""; leg.textContent = "";
+      var rows = r.months || [], months = [], sources = [];
+      rows.forEach(function (x) {
+        if (months.indexOf(x.month) < 0) months.push(x.month);
+        if (sources.indexOf(x.source) < 0) sources.push(x.source);
+      });
+      months.sort();
+      $("mplot-meta").textContent = (r.files || 0) + " files · " + (r.chunks || 0) + " chunks" +
+        (months.length ? " · " + months[0] + (months.length > 1 ? " to " + months[months.length - 1] : "") : "");
+      if (!rows.length) { box.appendChild(el("p", "muted", "the index is empty")); return; }
+      var max = 1;
+      rows.forEach(function (x) { max = Math.max(max, x.chunks); });
+      var bw = 18, gap = 14, top = 16, h = 140, lab = 34;
+      var gw = Math.max(52, sources.length * bw + gap), width = Math.max(320, 48 + months.length * gw);
+      var s = svg("svg", { viewBox: "0 0 " + width + " " + (top + h + lab), width: width,
+        height: top + h + lab, role: "img",
+        "aria-label": "chunks and files by month and source" });
+      s.appendChild(svg("line", { x1: 36, y1: top + h, x2: width, y2: top + h, "class": "axis" }));
+      s.appendChild(svg("text", { x: 32, y: top + 4, "class": "tick", "text-anchor": "end" }, String(max)));
+      s.appendChild(svg("text", { x: 32, y: top + h, "class": "tick", "text-anchor": "end" }, "0"));
+      months.forEach(function (mo, i) {
+        var x0 = 44 + i * gw + (gw - gap - sources.length * bw) / 2;
+        sources.forEach(function (src, j) {
+          var row = rows.filter(function (x) { return x.month === mo && x.source === src; })[0];
+          if (!row) return;
+          var bh = Math.max(1, Math.round(row.chunks / max * h));
+          var b = svg("rect", { x: x0 + j * bw, y: top + h - bh, width: bw - 3, height: bh,
+            "class": "bar s" + (j % 4), "data-source": src, "data-month": mo,
+            "data-chunks": row.chunks, "data-files": row.files });
+          b.appendChild(svg("title", {}, src + " · " + mo + ": " + row.files + " file" +
+            (row.files === 1 ? "" : "s") + ", " + row.chunks + " chunk" + (row.chunks === 1 ? "" : "s")));
+          s.appendChild(b);
+          s.appendChild(svg("text", { x: x0 + j * bw + (bw - 3) / 2, y: top + h - bh - 3, "class": "val",
+            "text-anchor": "middle" }, String(row.files)));
+        });
+        s.appendChild(svg("text", { x: x0 + sources.length * bw / 2, y: top + h + 14, "class": "tick",
+          "text-anchor": "middle" }, mo));
+      });
+      box.appendChild(s);
+      sources.forEach(function (src, j) {
+        var k = el("span", "key");
+        k.appendChild(el("span", "swatch s" + (j % 4)));
+        k.appendChild(document.createTextNode(src));
+        leg.appendChild(k);
+      });
+      leg.appendChild(el("span", "muted", "bar height: chunks · number: files"));
+    }, function (e) { box.textContent = ""; box.appendChild(el("p", "error", e.message)); });
+  }
   $("today").onclick = function () { daily(0); };
   $("yesterday").onclick = function () { daily(1); };
   $("nav-memory").onclick = function () { showTab("memory"); };
@@ -356,7 +535,7 @@
     if (!connected) { $("token").focus(); return; }
     if (t === "chat") loadHistory();
     if (t === "sessions") loadSessions();
-    if (t === "memory") $("mquery").focus();
+    if (t === "memory") { $("mquery").focus(); loadPlot(); }
     if (t === "gateway") loadGateway();
     if (t === "access") { loadAccess(true); pageTimer = setInterval(function () { if (connected) loadAccess(); }, 3000); }
     if (t === "models") {

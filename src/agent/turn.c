@@ -502,8 +502,13 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
         }
         for (size_t k = 0; k < resp.ncalls; k++) {
             bool is_error;
-            char *result = run_tool(tools, &resp.calls[k], &is_error);
+            const llm_tool_call *call = &resp.calls[k];
+            if (hk && hk->on_tool)
+                hk->on_tool(hk->tool_ctx, call->id, call->name, call->arguments, NULL, false);
+            char *result = run_tool(tools, call, &is_error);
             if (!result) FAIL(CM_ENOMEM, "out of memory");
+            if (hk && hk->on_tool)
+                hk->on_tool(hk->tool_ctx, call->id, call->name, call->arguments, result, is_error);
             out->tool_calls++;
             json_t *tr = json_pack("{s:s,s:s,s:s,s:o,s:b,s:I}", "role", "toolResult", "toolCallId",
                                    resp.calls[k].id, "toolName", resp.calls[k].name, "content",

@@ -58,6 +58,13 @@ typedef struct agent_tools {
  * completed so far stay in out->messages); steer, asked after the tools
  * of a step, returns the next text to add as a user message before the
  * next model call (malloc'd), or NULL when there is none. */
+/* A tool call as it starts (result NULL) and as it ends (result: the text
+ * the model gets, is_error as the toolResult says); args_json is the call's
+ * arguments as the model sent them (hostile, maybe not JSON). Called on the
+ * turn's thread; the strings last for the call only. */
+typedef void (*agent_tool_fn)(void *ctx, const char *call_id, const char *name,
+                              const char *args_json, const char *result, bool is_error);
+
 typedef struct agent_hooks {
     bool (*cancelled)(void *ctx);
     char *(*steer)(void *ctx);
@@ -66,6 +73,9 @@ typedef struct agent_hooks {
     message_send_fn send;
     /* sessions_send's queueing (session_tools.h), with ctx; NULL: no sessions_send. */
     session_send_fn session_send;
+    /* Told of every tool call, with tool_ctx; NULL: nobody. */
+    agent_tool_fn on_tool;
+    void *tool_ctx;
 } agent_hooks;
 
 typedef struct agent_turn_in {

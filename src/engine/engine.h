@@ -55,4 +55,9 @@ size_t cm_engine_opened_count(void);
 /* The engine's settings. */
 const cm_config *cm_engine_config(const cm_engine *e);
 
+/* What the index holds by source and month (cm_store_months), as JSON
+ * (malloc'd): {"months":[{"source","month","files","chunks"}],"files",
+ * "chunks"}, by source then month. Reads the index as it is (no sync). */
+cm_rc cm_engine_index_months(cm_engine *e, char **json, char *err, size_t errlen);
+
 #endif

@@ -220,3 +220,49 @@ out:
     cm_buf_release(&b);
     return rc;
 }
+
+/* ---- the index by source and month (cm_engine_index_months) ---- */
+
+typedef struct months_ctx {
+    json_t *rows;
+    int64_t files, chunks;
+    bool oom;
+} months_ctx;
+
+static bool month_row(void *ctx, const char *source, const char *month, int64_t files,
+                      int64_t chunks)
+{
+    months_ctx *m = ctx;
+    /* the index's strings are checked: text only, short */
+    char s[64], mo[16];
+    size_t ns = cm_utf8_valid_prefix(source, CM_MIN(strlen(source), sizeof s - 1));
+    snprintf(s, sizeof s, "%.*s", (int)ns, source);
+    snprintf(mo, sizeof mo, "%s", month);
+    json_t *r = json_pack("{s:s,s:s,s:I,s:I}", "source", s, "month", mo, "files",
+                          (json_int_t)files, "chunks", (json_int_t)chunks);
+    if (!r || json_array_append_new(m->rows, r)) {
+        m->oom = true;
+        return false;
+    }
+    m->files += files;
+    m->chunks += chunks;
+    return true;
+}
+
+cm_rc cm_engine_index_months(cm_engine *e, char **json, char *err, size_t errlen)
+{
+    *json = NULL;
+    months_ctx m = {json_array(), 0, 0, false};
+    cm_rc rc = m.rows ? cm_engine_ensure_store(e, err, errlen) : CM_ENOMEM;
+    if (!rc) rc = cm_store_months(&e->st, month_row, &m, err, errlen);
+    if (!rc && m.oom) rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    if (!rc) {
+        json_t *o = json_pack("{s:O,s:I,s:I}", "months", m.rows, "files", (json_int_t)m.files,
+                              "chunks", (json_int_t)m.chunks);
+        *json = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (!*json) rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    }
+    json_decref(m.rows);
+    return rc;
+}

@@ -158,7 +158,13 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
         return rc;
     }
     char *json = NULL;
-    agent_hooks hk = {rq->cancelled, rq->steer, rq->hook_ctx, rq->send, rq->session_send};
+    agent_hooks hk = {.cancelled = rq->cancelled,
+                      .steer = rq->steer,
+                      .ctx = rq->hook_ctx,
+                      .send = rq->send,
+                      .session_send = rq->session_send,
+                      .on_tool = rq->on_tool,
+                      .tool_ctx = rq->tool_ctx};
     /* the trusted inbound context of the system prompt (2026.3.22's
      * chat_id is "<channel>:<chat>") */
     buf chat = BUF_INIT;

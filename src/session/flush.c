@@ -128,6 +128,23 @@ cm_rc cm_flush_target_path(int64_t now_ms, const char *tz, buf *out)
                          tm.tm_mday);
 }
 
+bool cm_flush_is_prompt(const char *text)
+{
+    /* hints[0] around its date: "<head>YYYY-MM-DD<tail>" */
+    const char *h = hints[0], *d = strstr(h, "YYYY-MM-DD");
+    if (!text || !d) return false;
+    size_t head = (size_t)(d - h);
+    for (const char *p = text; (p = strstr(p, "Store durable memories")); p++) {
+        if (strncmp(p, h, head)) continue;
+        const char *q = p + head;
+        int digits = 0;
+        for (int i = 0; i < 10 && q[i]; i++)
+            digits += (i == 4 || i == 7) ? q[i] == '-' : isdigit((unsigned char)q[i]) != 0;
+        if (digits == 10 && !strncmp(q + 10, d + 10, strlen(d + 10))) return true;
+    }
+    return false;
+}
+
 cm_rc cm_flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, buf *out)
 {
     struct tm tm;

@@ -41,6 +41,11 @@ cm_rc cm_flush_prompt_for(const char *prompt, int64_t now_ms, const char *tz, bu
 /* "memory/<date>.md" for now_ms in tz. */
 cm_rc cm_flush_target_path(int64_t now_ms, const char *tz, buf *out);
 
+/* Whether text is a flush prompt as cm_flush_prompt_for makes them: every
+ * one carries the first safety hint with its date filled in. (A user could
+ * type it too; only for showing the flush turns, never for a decision.) */
+bool cm_flush_is_prompt(const char *text);
+
 /* QuantumClaw's memoryFlushContextHash: sha256 of "<count>:" and the last
  * three user/assistant messages as "[i:role]content" joined by NUL
  * (content JSON-encoded unless it is a string), 16 hex digits. messages:

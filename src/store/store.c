@@ -836,6 +836,28 @@ cm_rc cm_store_count(store *s, const char *from, int64_t *n, char *err, size_t e
     return r == SQLITE_ROW ? CM_OK : cm_store_fail(s, r, "count", err, errlen);
 }
 
+cm_rc cm_store_months(store *s, store_month_fn fn, void *ctx, char *err, size_t errlen)
+{
+    if (s->pg) return cm_store_pg_months(s, fn, ctx, err, errlen);
+    static const char sql[] =
+        "SELECT f.source, coalesce(strftime('%Y-%m', f.mtime / 1000000000, 'unixepoch'), "
+        "'unknown'), count(*), sum((SELECT count(*) FROM chunks c WHERE c.path = f.path)) "
+        "FROM files f GROUP BY 1, 2 ORDER BY 1, 2";
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+    while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *src = cm_store_col_text(q, 0), *month = cm_store_col_text(q, 1);
+        if (!fn(ctx, src ? src : "", month ? month : "unknown", sqlite3_column_int64(q, 2),
+                sqlite3_column_int64(q, 3))) {
+            r = SQLITE_DONE;
+            break;
+        }
+        r = SQLITE_OK;
+    }
+    sqlite3_finalize(q);
+    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "months", err, errlen);
+}
+
 cm_rc cm_store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen)
 {
     cm_rc rc = cm_store_count(s, "files", files, err, errlen);

@@ -27,6 +27,7 @@ cm_rc cm_store_pg_fts_search(store *s, const char *match, int limit, fts_hits *o
 cm_rc cm_store_pg_file_problems(store *s, buf *out, char *err, size_t errlen);
 cm_rc cm_store_pg_count(store *s, const char *from, int64_t *n, char *err, size_t errlen);
 cm_rc cm_store_pg_check(store *s, bool *ok, char *err, size_t errlen);
+cm_rc cm_store_pg_months(store *s, store_month_fn fn, void *ctx, char *err, size_t errlen);
 cm_rc cm_store_pg_pending_vectors(store *s, int64_t after_id, size_t limit, pending_chunk **out,
                                   size_t *n, char *err, size_t errlen);
 cm_rc cm_store_pg_cache_get(store *s, const char *provider, const char *model, const char *key,

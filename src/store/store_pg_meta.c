@@ -121,6 +121,27 @@ cm_rc cm_store_pg_count(store *s, const char *from, int64_t *n, char *err, size_
     return CM_OK;
 }
 
+cm_rc cm_store_pg_months(store *s, store_month_fn fn, void *ctx, char *err, size_t errlen)
+{
+    static const char sql[] =
+        "SELECT f.source, coalesce(to_char(to_timestamp(f.mtime / 1000000000) AT TIME ZONE 'UTC', "
+        "'YYYY-MM'), 'unknown'), count(*), coalesce(sum((SELECT count(*) FROM clawmem_chunks c "
+        "WHERE c.agent_id = f.agent_id AND c.path = f.path)), 0) FROM clawmem_files f "
+        "WHERE f.agent_id = $1 GROUP BY 1, 2 ORDER BY 1, 2";
+    PGresult *r = NULL;
+    const char *pa[] = {s->pg->agent};
+    cm_rc rc = cm_store_pg_run(s, sql, 1, pa, "months", &r, err, errlen);
+    if (rc) return rc;
+    int n = cm_store_pg_lib.ntuples(r);
+    for (int i = 0; i < n; i++)
+        if (!fn(ctx, cm_store_pg_lib.getvalue(r, i, 0), cm_store_pg_lib.getvalue(r, i, 1),
+                strtoll(cm_store_pg_lib.getvalue(r, i, 2), NULL, 10),
+                strtoll(cm_store_pg_lib.getvalue(r, i, 3), NULL, 10)))
+            break;
+    cm_store_pg_lib.clear(r);
+    return CM_OK;
+}
+
 cm_rc cm_store_pg_check(store *s, bool *ok, char *err, size_t errlen)
 {
     /* The server keeps its own pages sound; what can go wrong is ours: a

@@ -4,10 +4,14 @@
  * memory.search {query, maxResults?, minScore?} answers memory_search's
  * payload (results with path, lines, score, snippet, citation) plus the
  * query; memory.get {path, from?, lines?} answers memory_get's {path, text}
- * (the same path rules: memory files of the workspace only). Both need
+ * (the same path rules: memory files of the workspace only).
+ * clawmem.memory.plot {} answers what the index holds by source and month
+ * of the files' mtime (UTC): {months:[{source, month "YYYY-MM", files,
+ * chunks}], files, chunks}, for the Memory page's plot. All need
  * operator.read. Each call opens the default agent's engine, syncs without
  * waiting for a sync under way, and closes it.
  */
+#include "../../engine/engine.h"
 #include "gw_ws_int.h"
 
 #define MEMORY_MAX_RESULTS 50
@@ -79,5 +83,17 @@ void cm_gw_ws_memory_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     cm_engine_close(e);
     if (rc)
         return cm_gw_ws_fail(cl, id, rc == CM_EPATH ? "INVALID_REQUEST" : "UNAVAILABLE", err, NULL);
+    S_answer(cl, id, js, NULL, NULL);
+}
+
+void cm_gw_ws_memory_plot(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    (void)p;
+    char err[512], *js = NULL;
+    cm_engine *e = NULL;
+    cm_rc rc = S_open(w, &e, err, sizeof err);
+    if (!rc) rc = cm_engine_index_months(e, &js, err, sizeof err);
+    cm_engine_close(e);
+    if (rc) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
     S_answer(cl, id, js, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../base/redact.h"
+#include "../../base/utf8.h"
 #include "../../config/secret.h"
 #include "../../net/wsframe.h"
 
@@ -59,7 +60,7 @@ void cm_gw_ws_fail(gw_ws_client *cl, const char *id, const char *code, const cha
                             "error", e));
 }
 
-void cm_gw_ws_broadcast(gw_ws *w, const char *event, json_t *payload)
+static void S_broadcast(gw_ws *w, const char *event, json_t *payload, bool tools)
 {
     gw_ws_client *to[256];
     size_t n = 0;
@@ -67,7 +68,7 @@ void cm_gw_ws_broadcast(gw_ws *w, const char *event, json_t *payload)
     json_t *o = json_pack("{s:s,s:s,s:o,s:I}", "type", "event", "event", event, "payload",
                           payload, "seq", (json_int_t)++w->seq);
     for (gw_ws_client *c = w->clients; c && n < 256; c = c->next)
-        if (c->ready && c->scope_read) {
+        if (c->ready && c->scope_read && (!tools || c->tool_events)) {
             c->refs++;
             to[n++] = c;
         }
@@ -85,6 +86,16 @@ void cm_gw_ws_broadcast(gw_ws *w, const char *event, json_t *payload)
         to[i]->refs--;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
+}
+
+void cm_gw_ws_broadcast(gw_ws *w, const char *event, json_t *payload)
+{
+    S_broadcast(w, event, payload, false);
+}
+
+void cm_gw_ws_broadcast_tools(gw_ws *w, const char *event, json_t *payload)
+{
+    S_broadcast(w, event, payload, true);
 }
 
 char *cm_gw_ws_session_key(gw_ws *w, const char *key)
@@ -206,6 +217,7 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
                   !(cid && (!strcmp(cid, "openclaw-control-ui") ||
                             !strcmp(cid, "quantumclaw-control-ui") ||
                             !strcmp(cid, "clawmem-control-ui")));
+    cl->tool_events = S_has_scope(json_object_get(p, "caps"), "tool-events");
     cl->scope_admin = S_has_scope(scopes, "operator.admin");
     cl->scope_write = cl->scope_admin || S_has_scope(scopes, "operator.write");
     cl->scope_read = cl->scope_write || S_has_scope(scopes, "operator.read");
@@ -213,10 +225,10 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     for (const gw_ws_method *m = cm_gw_ws_methods; m->name; m++)
         json_array_append_new(methods, json_string(m->name));
     json_t *hello = json_pack(
-        "{s:s,s:i,s:{s:s,s:s},s:{s:o,s:[ssss]},s:{s:I,s:I,s:i},s:{s:s,s:o}}", "type", "hello-ok",
+        "{s:s,s:i,s:{s:s,s:s},s:{s:o,s:[sssss]},s:{s:I,s:I,s:i},s:{s:s,s:o}}", "type", "hello-ok",
         "protocol", GW_WS_PROTOCOL, "server", "version", w->o.version ? w->o.version : "",
         "connId", cl->conn_id, "features", "methods", methods, "events", "connect.challenge",
-        "chat", "tick", "sessions.changed", "policy", "maxPayload", (json_int_t)GW_WS_MAX_PAYLOAD,
+        "agent", "chat", "tick", "sessions.changed", "policy", "maxPayload", (json_int_t)GW_WS_MAX_PAYLOAD,
         "maxBufferedBytes", (json_int_t)GW_WS_MAX_PAYLOAD * 2, "tickIntervalMs", GW_WS_TICK_MS,
         "auth", "role", "operator", "scopes", json_incref(scopes ? scopes : json_array()));
     if (!scopes) json_decref(json_object_get(json_object_get(hello, "auth"), "scopes"));
@@ -482,6 +494,46 @@ static void S_delta(void *ctx, const char *p, size_t n)
                                  "message", S_message_json(t->text.data)));
 }
 
+/* A tool call's "agent" event (stream "tool", as the reference's
+ * emitAgentEvent sends it): phase "start" with the arguments, then "result"
+ * with isError and the result's text (at most GW_WS_TOOL_RESULT_BYTES). The
+ * text streamed so far goes out first, so a card follows the words before
+ * it. */
+static void S_tool(void *ctx, const char *call_id, const char *name, const char *args_json,
+                   const char *result, bool is_error)
+{
+    run_tap *t = ctx;
+    if (t->rq->on_tool) t->rq->on_tool(t->rq->tool_ctx, call_id, name, args_json, result, is_error);
+    if (!result && t->text.len > t->sent_len) {
+        t->sent_at = cm_now_ms();
+        t->sent_len = t->text.len;
+        cm_gw_ws_broadcast(t->w, "chat",
+                           json_pack("{s:s,s:s,s:I,s:s,s:o}", "runId", t->run_id, "sessionKey",
+                                     t->rq->session_key, "seq", (json_int_t)t->seq, "state",
+                                     "delta", "message", S_message_json(t->text.data)));
+    }
+    t->seq++;
+    json_t *data = json_pack("{s:s,s:s,s:s}", "phase", result ? "result" : "start", "name",
+                             name ? name : "", "toolCallId", call_id ? call_id : "");
+    if (!data) return;
+    if (!result) {
+        json_t *args = args_json ? json_loads(args_json, 0, NULL) : NULL;
+        json_object_set_new(data, "args", json_is_object(args) ? args : json_object());
+        if (!json_is_object(args)) json_decref(args);
+    } else {
+        size_t n = cm_utf8_valid_prefix(result, CM_MIN(strlen(result), GW_WS_TOOL_RESULT_BYTES));
+        json_t *text = json_stringn(result, n);
+        json_object_set_new(data, "isError", json_boolean(is_error));
+        json_object_set_new(data, "result",
+                            json_pack("{s:[{s:s,s:o}]}", "content", "type", "text", "text", text));
+        if (n < strlen(result)) json_object_set_new(data, "truncated", json_true());
+    }
+    cm_gw_ws_broadcast_tools(t->w, "agent",
+                             json_pack("{s:s,s:s,s:o,s:s,s:I,s:I}", "runId", t->run_id, "stream",
+                                       "tool", "data", data, "sessionKey", t->rq->session_key,
+                                       "seq", (json_int_t)t->seq, "ts", (json_int_t)cm_wall_ms()));
+}
+
 cm_rc cm_gw_ws_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen)
 {
     gw_ws *w = ctx;
@@ -510,6 +562,8 @@ cm_rc cm_gw_ws_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, 
     gw_run_req r2 = *rq;
     r2.on_delta = S_delta;
     r2.delta_ctx = &t;
+    r2.on_tool = S_tool;
+    r2.tool_ctx = &t;
     cm_rc rc = w->o.run(w->o.run_ctx, &r2, out, err, errlen);
     json_t *p = json_pack("{s:s,s:s,s:I}", "runId", run_id, "sessionKey", rq->session_key, "seq",
                           (json_int_t)(t.seq + 1));

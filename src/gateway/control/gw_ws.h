@@ -25,6 +25,7 @@
 #define GW_WS_TICK_MS       30000      /* "tick" events to an idle client (reference: 30 s) */
 #define GW_WS_LOG_LINES     1000       /* log lines kept for logs.tail */
 #define GW_WS_HISTORY_BYTES (512 * 1024) /* chat.history's answer at most (reference: 6 MB) */
+#define GW_WS_TOOL_RESULT_BYTES 8192   /* of a tool result in an "agent" tool event */
 
 /* The gateway's status (a new object), for health and status. */
 typedef json_t *(*gw_ws_status_fn)(void *ctx);
@@ -66,7 +67,8 @@ bool cm_gw_ws_route(void *ctx, const httpd_req *rq, httpd_conn *c);
 
 /* A gw_run_fn (ctx = the gw_ws): runs the turn with opts.run and broadcasts
  * "chat" events — deltas with the text so far, then final, error or
- * aborted. */
+ * aborted — and, to the clients whose connect caps had "tool-events", an
+ * "agent" event (stream "tool") as each tool call starts and ends. */
 cm_rc cm_gw_ws_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen);
 
 /* Keeps a log line for logs.tail (secrets of the gateway's auth redacted). */

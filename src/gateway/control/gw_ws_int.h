@@ -17,6 +17,7 @@ typedef struct gw_ws_client {
     bool ready; /* connect succeeded */
     bool scope_read, scope_write, scope_admin;
     bool webchat; /* a webchat client that is not a Control UI: may not patch sessions */
+    bool tool_events; /* connect.caps had "tool-events": gets the "agent" tool events */
     int refs;     /* broadcasts writing to it (under w->mu) */
     struct gw_ws_client *next;
 } gw_ws_client;
@@ -77,6 +78,12 @@ void cm_gw_ws_sessions_reset(gw_ws *w, gw_ws_client *cl, const char *id, json_t 
  * the default agent's store into the sessions.list rows. */
 void cm_gw_ws_sessions_overrides(gw_ws *w, json_t *rows);
 
+/* gw_transcript.c: clawmem.sessions.transcript (the Sessions page). */
+void cm_gw_ws_sessions_transcript(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+
+/* gw_memory.c: clawmem.memory.plot (the Memory page's plot). */
+void cm_gw_ws_memory_plot(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+
 /* gw_access.c: clawmem.pairing.list / .approve / .deny (the Access page). */
 void cm_gw_ws_pairing_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 void cm_gw_ws_pairing_approve(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
@@ -91,6 +98,8 @@ void cm_gw_ws_fail(gw_ws_client *cl, const char *id, const char *code, const cha
 /* Sends {"type":"event","event","payload","seq"} to every connected client
  * (payload stolen). */
 void cm_gw_ws_broadcast(gw_ws *w, const char *event, json_t *payload);
+/* The same, to the clients that asked for tool events only. */
+void cm_gw_ws_broadcast_tools(gw_ws *w, const char *event, json_t *payload);
 /* The canonical session key: "agent:<default agent>:<key>" unless key has the
  * "agent:" prefix; "main" is the agent's main session. NULL on no memory. */
 char *cm_gw_ws_session_key(gw_ws *w, const char *key);

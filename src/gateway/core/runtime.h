@@ -37,6 +37,11 @@ typedef struct gw_run_req {
     int worker;            /* the worker thread running it, 0 .. workers - 1 */
     llm_delta_fn on_delta; /* streamed text (block streaming); may be ignored */
     void *delta_ctx;
+    /* Each tool call as it starts (result NULL) and ends, with tool_ctx (the
+     * agent's agent_tool_fn, turn.h); may be NULL or ignored. */
+    void (*on_tool)(void *ctx, const char *call_id, const char *name, const char *args_json,
+                    const char *result, bool is_error);
+    void *tool_ctx;
     /* The run's controls: cancelled true once an interrupt or /stop aborts
      * it (stop, fail with CM_ECANCELED); steer the next steered text
      * (malloc'd) or NULL. hook_ctx is theirs. */
