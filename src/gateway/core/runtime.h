@@ -162,5 +162,9 @@ void cm_gw_agents_free(gw_agents *g);
 /* Agents opened so far (each opened its memory engine). */
 size_t cm_gw_agents_opened(gw_agents *g);
 cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen);
+/* The shared memory engine of agent_id (ctx = the gw_agents), the agent
+ * opened on first use as for a run; borrowed until cm_gw_agents_free. */
+cm_rc cm_gw_agents_engine(void *ctx, const char *agent_id, cm_engine **out, char *err,
+                          size_t errlen);
 
 #endif
