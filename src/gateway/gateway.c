@@ -375,6 +375,7 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
+    cm_gw_malloc_tune(); /* a gateway runs for months (runtime.h) */
     cm_gateway *g = calloc(1, sizeof *g);
     *out = NULL;
     if (!g) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");

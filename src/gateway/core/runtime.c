@@ -8,6 +8,9 @@
 #include "runtime_int.h"
 
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 /* A compaction of the journal when its answered lines make up half of it
  * (no lock held: it reads and writes the file). */
@@ -139,6 +142,13 @@ static void *S_worker(void *arg)
 }
 
 /* ---- lifecycle ------------------------------------------------------------- */
+
+void cm_gw_malloc_tune(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, (int)GW_MALLOC_MMAP_BYTES); /* also ends the dynamic threshold */
+#endif
+}
 
 cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen)
 {

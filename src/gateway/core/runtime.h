@@ -87,6 +87,17 @@ typedef struct gw_runtime_opts {
 
 typedef struct gw_runtime gw_runtime;
 
+/* For a process that runs a gateway for months (cm_gateway_start and the
+ * bench call it once at start): every allocation of GW_MALLOC_MMAP_BYTES
+ * or more gets its own mapping, returned to the system when freed. glibc
+ * otherwise raises that threshold to the largest block freed so far, so
+ * the store's multi-megabyte texts (a sessions.json written every few
+ * seconds) come from the heap and leave holes between long-lived small
+ * blocks that it cannot give back: RSS grew with the run. Process-wide
+ * (mallopt); a no-op where the C library has no mallopt. */
+#define GW_MALLOC_MMAP_BYTES (256u << 10)
+void cm_gw_malloc_tune(void);
+
 /* Opens the journal (creating <stateDir>/gateway/) and starts the workers
  * (and the timer unless manual). Nothing is accepted before
  * cm_gw_runtime_start. */
