@@ -543,6 +543,11 @@ TEST(session_store_first_write_formats_only_changes)
                                 json_pack("{s:s,s:[i,s]}", "label", "a, {b} [c]\n\"d\"", "to", i,
                                           "}]"));
         }
+        for (int i = 0; i < 50; i++) { /* keys without escapes too */
+            char key[64];
+            snprintf(key, sizeof key, "agent:main:plain%d", i);
+            entry(st, key, "plain", T0 + i);
+        }
         if (compact) {
             char *text = json_dumps(st, JSON_COMPACT | JSON_PRESERVE_ORDER);
             write_file(dir, "sessions.json", text);
@@ -562,13 +567,15 @@ TEST(session_store_first_write_formats_only_changes)
         json_decref(patch);
         cm_store_ix_stats_get(s.ix, &x1);
         EXPECT_INT(x1.writes - x0.writes, 1);
-        EXPECT_INT(x1.formatted - x0.formatted, compact ? 400 : 1);
+        EXPECT_INT(x1.formatted - x0.formatted, compact ? 450 : 1);
         buf b = BUF_INIT;
         EXPECT_INT(cm_fs_read_file(path, 1 << 24, &b, err, sizeof err), CM_OK);
         json_t *d = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
         char *canon = d ? json_dumps(d, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         EXPECT(canon && b.data && !strcmp(canon, b.data)); /* the canonical layout */
-        EXPECT_INT(json_object_size(d), 400);
+        EXPECT_INT(json_object_size(d), 450);
+        EXPECT(json_equal(json_object_get(d, "agent:main:plain9"),
+                          json_object_get(st, "agent:main:plain9")));
         json_t *e7 = json_object_get(d, "agent:main:peer\"7\\x");
         EXPECT_STR(json_string_value(json_object_get(e7, "label")), "changed");
         EXPECT(json_equal(json_object_get(d, "agent:main:peer\"8\\x"),

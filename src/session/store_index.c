@@ -269,8 +269,8 @@ static const char *skip_value(const char *p, const char *end)
  * from t: each member's entry (a reference) and place in t, so that the
  * first write of the store copies the unchanged entries' text (as the file
  * has it) instead of formatting every one. False, nothing kept, for any
- * other layout, a duplicate key or a key doc does not have. O(length of t),
- * no allocation per member but the key's. */
+ * other layout, a duplicate key or a key doc does not have. O(length of t);
+ * a key with an escape is decoded, the others looked up as written. */
 static bool scan_members(const char *t, size_t len, const json_t *doc, member_pos **out,
                          size_t *nout)
 {
@@ -282,12 +282,15 @@ static bool scan_members(const char *t, size_t len, const json_t *doc, member_po
         if (end - p < 3 || memcmp(p, "  \"", 3) || n == cap) goto fail;
         const char *k = p + 2, *ke = skip_string(k, end);
         if (!ke || end - ke < 2 || memcmp(ke, ": ", 2)) goto fail;
-        json_t *ks = json_loadb(k, (size_t)(ke - k), JSON_DECODE_ANY, NULL);
-        const char *key = json_string_value(ks);
-        json_t *e = key && strlen(key) == json_string_length(ks)
-                        ? json_object_get(doc, key)
-                        : NULL;
-        json_decref(ks);
+        json_t *e = NULL;
+        if (!memchr(k + 1, '\\', (size_t)(ke - k - 2))) { /* as written: looked up directly */
+            e = json_object_getn(doc, k + 1, (size_t)(ke - k - 2));
+        } else {
+            json_t *ks = json_loadb(k, (size_t)(ke - k), JSON_DECODE_ANY, NULL);
+            const char *key = json_string_value(ks);
+            if (key && strlen(key) == json_string_length(ks)) e = json_object_get(doc, key);
+            json_decref(ks);
+        }
         const char *ve = e ? skip_value(ke + 2, end) : NULL;
         if (!ve) goto fail;
         mt[n++] = (member_pos){json_incref(e), (size_t)(p - t), (size_t)(ve - p)};
