@@ -109,6 +109,7 @@ static void model_answer(void *ctx, const httpd_req *rq, httpd_conn *c)
 static void take_mark(void);
 static void trace_point(void);
 static int64_t g_trace_every; /* CLAWMEM_BENCH_TRACE_EVERY: a heap line every N replies */
+static int64_t g_trim_every;  /* CLAWMEM_BENCH_TRIM_EVERY: malloc_trim every N replies */
 
 /* ---- a channel that times each reply, around the HTTP channel --------------- */
 
@@ -138,6 +139,7 @@ static cm_rc t_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errl
         int64_t due[MARKS] = {g_n / 10, g_n / 2, g_n};
         if (g_nmarks < MARKS && g_replies >= due[g_nmarks]) take_mark();
         if (g_trace_every > 0 && g_replies % g_trace_every == 0) trace_point();
+        if (g_trim_every > 0 && g_replies % g_trim_every == 0) malloc_trim(0);
         pthread_cond_broadcast(&g_cv);
     }
     pthread_mutex_unlock(&g_mu);
@@ -395,6 +397,8 @@ int main(int argc, char **argv)
     bool soak = argc > 6 && !strcmp(argv[6], "soak");
     const char *te = getenv("CLAWMEM_BENCH_TRACE_EVERY");
     g_trace_every = te ? strtoll(te, NULL, 10) : 0;
+    const char *tr = getenv("CLAWMEM_BENCH_TRIM_EVERY");
+    g_trim_every = tr ? strtoll(tr, NULL, 10) : 0;
     g_paced = soak || (argc > 6 && !strcmp(argv[6], "paced"));
     char err[512];
     /* as cm_gateway_start does (CLAWMEM_BENCH_NO_TUNE=1: glibc's defaults) */

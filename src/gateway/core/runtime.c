@@ -7,6 +7,7 @@
  */
 #include "runtime_int.h"
 
+#include <stdatomic.h>
 #include <time.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -86,13 +87,25 @@ void cm_gw_runtime_tick(gw_runtime *rt)
     pthread_mutex_unlock(&rt->mu);
 }
 
+static atomic_bool g_trim; /* cm_gw_malloc_tune was called: the timers trim the heap */
+
 static void *S_timer(void *arg)
 {
     gw_runtime *rt = arg;
+    int64_t trim_at = cm_gw_rt_now(rt) + GW_MALLOC_TRIM_MS;
     pthread_mutex_lock(&rt->mu);
     while (!rt->stopping) {
         cm_gw_rt_tick_locked(rt, false);
         int64_t next = cm_gw_rt_next_deadline(rt), now = cm_gw_rt_now(rt);
+#ifdef __GLIBC__
+        if (now >= trim_at && atomic_load(&g_trim)) { /* not under mu: it walks every arena */
+            trim_at = now + GW_MALLOC_TRIM_MS;
+            pthread_mutex_unlock(&rt->mu);
+            malloc_trim(0);
+            pthread_mutex_lock(&rt->mu);
+            continue;
+        }
+#endif
         int64_t wait = next == INT64_MAX ? 1000 : next - now;
         if (wait < 1) wait = 1;
         if (wait > 1000) wait = 1000;
@@ -147,6 +160,7 @@ void cm_gw_malloc_tune(void)
 {
 #ifdef __GLIBC__
     mallopt(M_MMAP_THRESHOLD, (int)GW_MALLOC_MMAP_BYTES); /* also ends the dynamic threshold */
+    atomic_store(&g_trim, true);
 #endif
 }
 

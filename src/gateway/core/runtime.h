@@ -93,9 +93,13 @@ typedef struct gw_runtime gw_runtime;
  * otherwise raises that threshold to the largest block freed so far, so
  * the store's multi-megabyte texts (a sessions.json written every few
  * seconds) come from the heap and leave holes between long-lived small
- * blocks that it cannot give back: RSS grew with the run. Process-wide
- * (mallopt); a no-op where the C library has no mallopt. */
+ * blocks that it cannot give back: RSS grew with the run. And every
+ * runtime's timer thread then gives the free pages inside the heap back
+ * every GW_MALLOC_TRIM_MS of its clock (malloc_trim, no lock held): what
+ * the churn of sessions and replies leaves free between live blocks.
+ * Process-wide; a no-op where the C library is not glibc. */
 #define GW_MALLOC_MMAP_BYTES (256u << 10)
+#define GW_MALLOC_TRIM_MS    15000
 void cm_gw_malloc_tune(void);
 
 /* Opens the journal (creating <stateDir>/gateway/) and starts the workers
