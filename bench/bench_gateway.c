@@ -23,6 +23,11 @@
  * of the 5% of messages before each point are reported at 10%, 50% and the
  * end of the run.
  * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent [ENTRIES [paced|soak]]]
+ * Environment: CLAWMEM_BENCH_TRACE_EVERY=N prints RSS and glibc's heap
+ * figures (in use, free inside the heap, mapped) every N replies;
+ * CLAWMEM_BENCH_NO_TUNE=1 leaves glibc's malloc defaults (the gateway's
+ * cm_gw_malloc_tune otherwise, as cm_gateway_start); CLAWMEM_BENCH_TRIM_EVERY=N
+ * calls malloc_trim every N replies.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
