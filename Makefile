@@ -239,6 +239,10 @@ $(BUILD)/bench_transcript: $(BUILD)/obj/bench/bench_transcript.o $(BUILD)/libcla
 $(BUILD)/bench_gateway: $(BUILD)/obj/bench/bench_gateway.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+# the first write of sessions.json after start (bench/bench_store.c; not in bench-run)
+$(BUILD)/bench_store: $(BUILD)/obj/bench/bench_store.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_http: $(BUILD)/obj/bench/bench_http.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/obj/tests/fake_telegram.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 

@@ -23,10 +23,16 @@
  * of the 5% of messages before each point are reported at 10%, 50% and the
  * end of the run.
  * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent [ENTRIES [paced|soak]]]
+ * Environment: CLAWMEM_BENCH_TRACE_EVERY=N prints RSS and glibc's heap
+ * figures (in use, free inside the heap, mapped) every N replies;
+ * CLAWMEM_BENCH_NO_TUNE=1 leaves glibc's malloc defaults (the gateway's
+ * cm_gw_malloc_tune otherwise, as cm_gateway_start); CLAWMEM_BENCH_TRIM_EVERY=N
+ * calls malloc_trim every N replies.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -106,6 +112,9 @@ static void model_answer(void *ctx, const httpd_req *rq, httpd_conn *c)
 }
 
 static void take_mark(void);
+static void trace_point(void);
+static int64_t g_trace_every; /* CLAWMEM_BENCH_TRACE_EVERY: a heap line every N replies */
+static int64_t g_trim_every;  /* CLAWMEM_BENCH_TRIM_EVERY: malloc_trim every N replies */
 
 /* ---- a channel that times each reply, around the HTTP channel --------------- */
 
@@ -134,6 +143,8 @@ static cm_rc t_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errl
             fprintf(stderr, "bench_gateway: first failed run: %.300s\n", o->text);
         int64_t due[MARKS] = {g_n / 10, g_n / 2, g_n};
         if (g_nmarks < MARKS && g_replies >= due[g_nmarks]) take_mark();
+        if (g_trace_every > 0 && g_replies % g_trace_every == 0) trace_point();
+        if (g_trim_every > 0 && g_replies % g_trim_every == 0) malloc_trim(0);
         pthread_cond_broadcast(&g_cv);
     }
     pthread_mutex_unlock(&g_mu);
@@ -350,6 +361,18 @@ static void take_mark(void)
             m->store_wal_bytes);
 }
 
+/* Under g_mu: RSS and the allocator's view (bytes in use, free inside its
+ * arenas, mapped directly), to tell memory kept from memory fragmented. */
+static void trace_point(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    fprintf(stderr,
+            "bench_gateway: trace at %lld replies: rss %ld kB, heap in use %zu kB, free in "
+            "arenas %zu kB, mmapped %zu kB, top releasable %zu kB\n",
+            (long long)g_replies, rss_kb(), mi.uordblks / 1024, mi.fordblks / 1024,
+            mi.hblkhd / 1024, mi.keepcost / 1024);
+}
+
 /* p50/p99 (ms) of the latencies of messages [from, to). */
 static void window(int64_t from, int64_t to, double *p50, double *p99)
 {
@@ -377,8 +400,14 @@ int main(int argc, char **argv)
      * reply), so the latency is a turn's, not a backlog's; "soak": paced,
      * with RSS, descriptors, journal sizes and latency at 10%, 50%, 100%. */
     bool soak = argc > 6 && !strcmp(argv[6], "soak");
+    const char *te = getenv("CLAWMEM_BENCH_TRACE_EVERY");
+    g_trace_every = te ? strtoll(te, NULL, 10) : 0;
+    const char *tr = getenv("CLAWMEM_BENCH_TRIM_EVERY");
+    g_trim_every = tr ? strtoll(tr, NULL, 10) : 0;
     g_paced = soak || (argc > 6 && !strcmp(argv[6], "paced"));
     char err[512];
+    /* as cm_gateway_start does (CLAWMEM_BENCH_NO_TUNE=1: glibc's defaults) */
+    if (!getenv("CLAWMEM_BENCH_NO_TUNE")) cm_gw_malloc_tune();
     buf state = BUF_INIT, ws = BUF_INIT;
     cm_fs_join(&state, argv[1], agent ? "gateway-agent-state" : "gateway-state");
     cm_fs_join(&ws, argv[1], "gateway-ws");

@@ -1559,3 +1559,55 @@ TEST(gateway_run_sessions_send_to_its_own_session_times_out_at_once)
     free(t);
     world_stop(&w);
 }
+
+static cm_rc t_no_sink(void *ctx, const gw_msg *m)
+{
+    (void)ctx;
+    (void)m;
+    return CM_OK;
+}
+
+/* The HTTP channel's replies kept for late readers are bounded in all
+ * (GW_HTTP_KEEP_BYTES, the oldest of every conversation first) and per
+ * conversation (GW_HTTP_KEEP), not by the conversations' number times
+ * their length: 1,000 conversations of 10 one-kilobyte replies (10 MB kept
+ * by a ring of 256 per conversation) stay under the budget, and each
+ * conversation's latest replies are still there, numbered as before. */
+TEST(gateway_http_replies_kept_are_bounded)
+{
+    json_t *cfg = json_pack("{s:{s:{s:s}}}", "gateway", "auth", "token", TOKEN);
+    gw_channel *ch = NULL;
+    char err[256], peer[32], text[1024];
+    EXPECT_INT(cm_gw_http_open(cfg, "127.0.0.1:0", &ch, err, sizeof err), CM_OK);
+    if (!ch) return;
+    EXPECT_INT(ch->ops->start(ch, t_no_sink, NULL, err, sizeof err), CM_OK);
+    memset(text, 'x', sizeof text - 1);
+    text[sizeof text - 1] = 0;
+    for (int round = 0; round < 10; round++)
+        for (int p = 0; p < 1000; p++) {
+            snprintf(peer, sizeof peer, "p%d", p);
+            gw_outbound o = {NULL, peer, NULL, NULL, text, false};
+            EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
+        }
+    for (int i = 0; i < GW_HTTP_KEEP + 10; i++) { /* one long conversation */
+        gw_outbound o = {NULL, "long", NULL, NULL, "short", false};
+        EXPECT_INT(ch->ops->send(ch, &o, err, sizeof err), CM_OK);
+    }
+    size_t convs, replies, bytes;
+    cm_gw_http_kept(ch, &convs, &replies, &bytes);
+    EXPECT_INT(convs, 1001);
+    EXPECT(bytes <= GW_HTTP_KEEP_BYTES && bytes > GW_HTTP_KEEP_BYTES - 4096);
+    EXPECT(replies < 1000 * 10);
+    const char *addr = cm_gw_http_address(ch);
+    json_t *a = t_replies(addr, "p999"); /* the newest conversation keeps its latest */
+    size_t n = json_array_size(a);
+    EXPECT(n >= 1);
+    EXPECT_INT(json_integer_value(json_object_get(json_array_get(a, n - 1), "seq")), 10);
+    json_decref(a);
+    a = t_replies(addr, "long"); /* GW_HTTP_KEEP a conversation, its newest */
+    EXPECT_INT(json_array_size(a), GW_HTTP_KEEP);
+    EXPECT_INT(json_integer_value(json_object_get(json_array_get(a, 0), "seq")), 11);
+    json_decref(a);
+    ch->ops->close(ch);
+    json_decref(cfg);
+}

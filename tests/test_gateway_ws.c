@@ -2,8 +2,9 @@
  * test_gateway_ws.c — the gateway protocol over a real socket: `clawmem
  * gateway` (cm_gateway_start) on a loopback port with the fake model, a
  * small WebSocket client here; the handshake, a wrong token, a read-only
- * client refused chat.send, chat.send streaming the model's reply, and the
- * Control UI page with its Content-Security-Policy.
+ * client refused chat.send, chat.send streaming the model's reply, the
+ * memory methods on the agent's shared engine,
+ * and the Control UI page with its Content-Security-Policy.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -666,5 +667,34 @@ TEST(gateway_ws_tool_events_only_with_caps)
     cm_buf_release(&pa), cm_buf_release(&pb);
     ws_close(&a);
     ws_close(&b);
+    gw_down(&w);
+}
+
+/* memory.search and memory.get use the default agent's engine, the one its
+ * turns use (opened once, config read then): they keep answering after the
+ * config file is broken on disk; an engine opened per call (the old way)
+ * reads the config again and fails. */
+TEST(gateway_ws_memory_methods_use_the_agents_engine)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    write_file(w.dir, "ws/memory/notes.md", "The lighthouse keeper is named Ottoline.\n");
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.read\"]");
+    json_decref(r);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) write_file(w.dir, "state/quantumclaw.json", "{ not json");
+        r = ws_call(&c, round ? "4" : "2", "memory.search", "{\"query\":\"lighthouse keeper\"}");
+        char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+        EXPECT(s && strstr(s, "\"ok\":true") && strstr(s, "memory/notes.md"));
+        free(s);
+        json_decref(r);
+        r = ws_call(&c, round ? "5" : "3", "memory.get", "{\"path\":\"memory/notes.md\"}");
+        EXPECT_CONTAINS(json_string_value(json_object_get(json_object_get(r, "payload"), "text")),
+                        "Ottoline");
+        json_decref(r);
+    }
+    ws_close(&c);
     gw_down(&w);
 }

@@ -522,3 +522,70 @@ TEST(session_transcript_huge_prefix_is_not_read)
     unlink(p);
     free(p);
 }
+
+/* The first write after the store is read formats only what changed: the
+ * unchanged entries' text is copied from the file as read (it was the
+ * whole store's, formatted, before) and the result is still byte for byte
+ * the store as JSON.stringify(store, null, 2) writes it. A file of another
+ * layout (compact) is formatted whole, as before. */
+TEST(session_store_first_write_formats_only_changes)
+{
+    for (int compact = 0; compact < 2; compact++) {
+        char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+        cm_fs_mkdirs(dir, NULL, 0);
+        json_t *st = json_object();
+        for (int i = 0; i < 400; i++) {
+            char key[64], id[32];
+            snprintf(key, sizeof key, "agent:main:peer\"%d\\x", i);
+            snprintf(id, sizeof id, "id%d", i);
+            entry(st, key, id, T0 + i);
+            json_object_set_new(json_object_get(st, key), "origin",
+                                json_pack("{s:s,s:[i,s]}", "label", "a, {b} [c]\n\"d\"", "to", i,
+                                          "}]"));
+        }
+        for (int i = 0; i < 50; i++) { /* keys without escapes too */
+            char key[64];
+            snprintf(key, sizeof key, "agent:main:plain%d", i);
+            entry(st, key, "plain", T0 + i);
+        }
+        if (compact) {
+            char *text = json_dumps(st, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            write_file(dir, "sessions.json", text);
+            free(text);
+        } else {
+            write_store(path, st);
+        }
+        session_store s;
+        char err[256];
+        EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK);
+        store_ix_stats x0, x1;
+        cm_store_ix_stats_get(s.ix, &x0);
+        json_t *patch = json_pack("{s:s}", "label", "changed");
+        EXPECT_INT(cm_session_note(&s, "agent:main:peer\"7\\x", patch, T0 + 1000, NULL, err,
+                                   sizeof err),
+                   CM_OK);
+        json_decref(patch);
+        cm_store_ix_stats_get(s.ix, &x1);
+        EXPECT_INT(x1.writes - x0.writes, 1);
+        EXPECT_INT(x1.formatted - x0.formatted, compact ? 450 : 1);
+        buf b = BUF_INIT;
+        EXPECT_INT(cm_fs_read_file(path, 1 << 24, &b, err, sizeof err), CM_OK);
+        json_t *d = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
+        char *canon = d ? json_dumps(d, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        EXPECT(canon && b.data && !strcmp(canon, b.data)); /* the canonical layout */
+        EXPECT_INT(json_object_size(d), 450);
+        EXPECT(json_equal(json_object_get(d, "agent:main:plain9"),
+                          json_object_get(st, "agent:main:plain9")));
+        json_t *e7 = json_object_get(d, "agent:main:peer\"7\\x");
+        EXPECT_STR(json_string_value(json_object_get(e7, "label")), "changed");
+        EXPECT(json_equal(json_object_get(d, "agent:main:peer\"8\\x"),
+                          json_object_get(st, "agent:main:peer\"8\\x")));
+        free(canon);
+        json_decref(d);
+        cm_buf_release(&b);
+        cm_session_store_release(&s);
+        json_decref(st);
+        free(dir);
+        free(path);
+    }
+}

@@ -28,6 +28,10 @@ cm_rc cm_agent_open(const cm_options *opt, cm_agent **out, char *err, size_t err
 cm_rc cm_agent_open_shared(const cm_options *opt, cm_agent **out, char *err, size_t errlen);
 void cm_agent_close(cm_agent *a);
 
+/* The agent's memory engine (borrowed: valid until cm_agent_close; shared,
+ * so callable from any thread, when the agent was opened shared). */
+cm_engine *cm_agent_engine(cm_agent *a);
+
 /* Streamed reply text. */
 typedef void (*cm_text_fn)(void *ctx, const char *text, size_t n);
 

@@ -29,6 +29,11 @@ static void log_to(void *ctx, cm_log_level level, const char *msg)
     if (o->log) o->log(o->log_ctx, level, msg);
 }
 
+cm_engine *cm_agent_engine(cm_agent *a)
+{
+    return a ? a->engine : NULL;
+}
+
 static cm_rc agent_open(const cm_options *opt, bool shared, cm_agent **out, char *err,
                         size_t errlen)
 {

@@ -144,6 +144,15 @@ static cm_agent *S_agent(gw_agents *g, const char *id, char *err, size_t errlen)
     return rc ? NULL : a;
 }
 
+cm_rc cm_gw_agents_engine(void *ctx, const char *agent_id, cm_engine **out, char *err,
+                          size_t errlen)
+{
+    cm_agent *a = ctx ? S_agent(ctx, agent_id, err, errlen) : NULL;
+    *out = cm_agent_engine(a);
+    if (*out) return CM_OK;
+    return ctx ? CM_EIO : cm_seterr(err, errlen, CM_EINVAL, "no agents");
+}
+
 cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen)
 {
     gw_agents *g = ctx;
@@ -384,6 +393,7 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
 {
     cm_rc rc = CM_OK;
     buf p = BUF_INIT;
+    cm_gw_malloc_tune(); /* a gateway runs for months (runtime.h) */
     cm_gateway *g = calloc(1, sizeof *g);
     *out = NULL;
     if (!g) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
@@ -400,7 +410,7 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     if (cm_gw_agents_new(opt, &g->agents)) FAIL(CM_ENOMEM, "out of memory");
     gw_ws_opts wo = {g->cfg.root,     opt,         g->cfg.config_path, cm_gw_agents_run,
                      g->agents,       S_ws_status, g,                  CM_VERSION,
-                     &g->log};
+                     &g->log,         cm_gw_agents_engine, g->agents};
     if (S_http_wanted(g->cfg.root)) CHECK(cm_gw_ws_new(&wo, &g->ws, err, errlen));
     gw_runtime_opts ro = {g->cfg.root,
                           g->cfg.state_dir,

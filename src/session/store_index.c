@@ -49,6 +49,13 @@ struct store_ix {
     size_t text_len;
     struct member_pos *mt;
     size_t mt_n;
+    /* The text the last read of the file parsed and its members' places
+     * (scan_members), for the next write to start from instead of
+     * formatting every entry (NULL: none); under mu, taken by the write. */
+    char *seed;
+    size_t seed_len;
+    struct member_pos *seed_mt;
+    size_t seed_n;
     /* The journal of deferred changes (store_wal.h): wal is the generation
      * new records go to (NULL: none open yet); wal_done the files whose
      * records are all in memory and are unlinked after the next write of
@@ -175,8 +182,10 @@ void cm_store_ix_stats_get(store_ix *ix, store_ix_stats *out)
     pthread_mutex_unlock(&ix->mu);
 }
 
-/* Reads and parses the file (no lock held): a whole, stable version. */
-static cm_rc load(const char *path, json_t **doc, file_id *fid, char *err, size_t errlen)
+/* Reads and parses the file (no lock held): a whole, stable version; its
+ * text in *text (NULL when empty or absent; the caller frees it). */
+static cm_rc load(const char *path, json_t **doc, file_id *fid, char **text, size_t *text_len,
+                  char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
@@ -205,9 +214,102 @@ static cm_rc load(const char *path, json_t **doc, file_id *fid, char *err, size_
         FAIL(CM_ECORRUPT, "%s:%d:%d: not a session store (%s)", path, je.line, je.column,
              je.text[0] ? "a JSON object is expected" : "not JSON");
     }
+    *text_len = b.len;
+    *text = cm_buf_detach(&b);
 out:
     cm_buf_release(&b);
     return rc;
+}
+
+static void members_free(member_pos *mt, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        json_decref(mt[k].e);
+    free(mt);
+}
+
+/* p at a string's opening quote: just past its closing one, or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* The end of the JSON value at p (a member's, at the top level of the
+ * store): after its closing bracket, or at the ',' or newline after a
+ * scalar; NULL when the text ends first. */
+static const char *skip_value(const char *p, const char *end)
+{
+    int depth = 0;
+    for (; p < end; p++) {
+        char c = *p;
+        if (c == '"') {
+            if (!(p = skip_string(p, end))) return NULL;
+            if (depth == 0) return p;
+            p--;
+        } else if (c == '{' || c == '[') {
+            depth++;
+        } else if (c == '}' || c == ']') {
+            if (--depth <= 0) return depth < 0 ? NULL : p + 1;
+        } else if (depth == 0 && (c == ',' || c == '\n')) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* The members of t — a store laid out as JSON.stringify(store, null, 2)
+ * and json_dumps(JSON_INDENT(2)) write it: "{\n", members "  \"key\":
+ * value" separated by ",\n", "\n}" — matched with doc, the object parsed
+ * from t: each member's entry (a reference) and place in t, so that the
+ * first write of the store copies the unchanged entries' text (as the file
+ * has it) instead of formatting every one. False, nothing kept, for any
+ * other layout, a duplicate key or a key doc does not have. O(length of t);
+ * a key with an escape is decoded, the others looked up as written. */
+static bool scan_members(const char *t, size_t len, const json_t *doc, member_pos **out,
+                         size_t *nout)
+{
+    size_t cap = json_object_size(doc), n = 0;
+    const char *p = t + 2, *end = t + len;
+    member_pos *mt = NULL;
+    if (!cap || len < 4 || memcmp(t, "{\n", 2) || !(mt = calloc(cap, sizeof *mt))) goto fail;
+    for (;;) {
+        if (end - p < 3 || memcmp(p, "  \"", 3) || n == cap) goto fail;
+        const char *k = p + 2, *ke = skip_string(k, end);
+        if (!ke || end - ke < 2 || memcmp(ke, ": ", 2)) goto fail;
+        json_t *e = NULL;
+        if (!memchr(k + 1, '\\', (size_t)(ke - k - 2))) { /* as written: looked up directly */
+            e = json_object_getn(doc, k + 1, (size_t)(ke - k - 2));
+        } else {
+            json_t *ks = json_loadb(k, (size_t)(ke - k), JSON_DECODE_ANY, NULL);
+            const char *key = json_string_value(ks);
+            if (key && strlen(key) == json_string_length(ks)) e = json_object_get(doc, key);
+            json_decref(ks);
+        }
+        const char *ve = e ? skip_value(ke + 2, end) : NULL;
+        if (!ve) goto fail;
+        mt[n++] = (member_pos){json_incref(e), (size_t)(p - t), (size_t)(ve - p)};
+        if (end - ve >= 2 && !memcmp(ve, ",\n", 2)) {
+            p = ve + 2;
+            continue;
+        }
+        if (end - ve < 2 || memcmp(ve, "\n}", 2)) goto fail;
+        for (p = ve + 2; p < end; p++)
+            if (*p != '\n' && *p != ' ' && *p != '\r' && *p != '\t') goto fail;
+        break;
+    }
+    if (n != cap) goto fail; /* a key twice */
+    *out = mt;
+    *nout = n;
+    return true;
+fail:
+    if (mt) members_free(mt, n);
+    return false;
 }
 
 /* This process's unwritten changes over a fresh doc (under ix->mu). */
@@ -295,7 +397,15 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     json_t *doc, *recs = first ? json_array() : NULL;
     store_wal_file *found = NULL;
     file_id fid;
-    cm_rc rc = load(ix->path, &doc, &fid, err, errlen);
+    char *text = NULL;
+    size_t text_len = 0, seed_n = 0;
+    member_pos *seed_mt = NULL;
+    cm_rc rc = load(ix->path, &doc, &fid, &text, &text_len, err, errlen);
+    /* the text as read, for the next write (none: it formats every entry) */
+    if (!rc && text && !scan_members(text, text_len, doc, &seed_mt, &seed_n)) {
+        free(text);
+        text = NULL;
+    }
     /* first use in this process: a crashed writer's journal is replayed */
     if (!rc && first)
         rc = recs ? cm_store_wal_recover(ix->path, recs, &found, err, errlen)
@@ -335,12 +445,25 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
         ix->id = fid;
         ix->loaded = true;
         ix->st.loads++;
+        /* swapped: the older seed is freed below */
+        char *ot = ix->seed;
+        member_pos *omt = ix->seed_mt;
+        size_t on = ix->seed_n;
+        ix->seed = text;
+        ix->seed_len = text_len;
+        ix->seed_mt = seed_mt;
+        ix->seed_n = seed_n;
+        text = ot;
+        seed_mt = omt;
+        seed_n = on;
     }
     ix->loading = false;
     pthread_cond_broadcast(&ix->cv);
     pthread_mutex_unlock(&ix->mu);
     json_decref(recs);
     json_decref(wcopy);
+    free(text);
+    if (seed_mt) members_free(seed_mt, seed_n);
     while (found) {
         store_wal_file *w = found;
         found = w->next;
@@ -436,7 +559,7 @@ static cm_rc member_text(buf *b, const char *key, const json_t *e)
  * place has its text copied from there, so a write makes text only for the
  * entries changed since (the copy of the rest is a memcpy per member). The
  * result replaces ix->text; *out borrows it. */
-static cm_rc serialise(store_ix *ix, const json_t *snap, const char **out)
+static cm_rc serialise(store_ix *ix, const json_t *snap, const char **out, size_t *formatted)
 {
     cm_rc rc = CM_OK;
     buf b = BUF_INIT;
@@ -463,6 +586,7 @@ static cm_rc serialise(store_ix *ix, const json_t *snap, const char **out)
             j = at + 1;
         } else {
             rc = member_text(&b, key, e);
+            ++*formatted;
             j++; /* most likely the entry at j, changed (replaced in place) */
         }
         mt[i].len = b.len - mt[i].off;
@@ -480,9 +604,7 @@ static cm_rc serialise(store_ix *ix, const json_t *snap, const char **out)
         cm_buf_release(&b);
         return rc;
     }
-    for (size_t k = 0; k < ix->mt_n; k++)
-        json_decref(ix->mt[k].e);
-    free(ix->mt);
+    members_free(ix->mt, ix->mt_n);
     free(ix->text);
     ix->mt = mt;
     ix->mt_n = i;
@@ -524,6 +646,12 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
         }
     }
     snap = json_incref(ix->wdoc);
+    /* the text last read, when it is newer than the last write's */
+    char *seed = ix->seed;
+    size_t seed_len = ix->seed_len, seed_n = ix->seed_n;
+    member_pos *seed_mt = ix->seed_mt;
+    ix->seed = NULL;
+    ix->seed_mt = NULL;
     pending = ix->dirty;
     ix->dirty = json_object();
     ix->writing++;
@@ -534,6 +662,14 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
     int64_t now = ix->last_now;
     store_ix_opts o = ix->o;
     pthread_mutex_unlock(&ix->mu);
+    if (seed) { /* the write's own fields (the lock file is held) */
+        members_free(ix->mt, ix->mt_n);
+        free(ix->text);
+        ix->text = seed;
+        ix->text_len = seed_len;
+        ix->mt = seed_mt;
+        ix->mt_n = seed_n;
+    }
     if (!snap || !ix->dirty) {
         json_decref(changes);
         FAIL(CM_ENOMEM, "out of memory");
@@ -552,12 +688,13 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
               ? cm_seterr(err, errlen, CM_ENOMEM, "out of memory")
               : CM_OK);
     /* QuantumClaw's JSON.stringify(store, null, 2): no final newline. */
-    if (serialise(ix, snap, &text)) FAIL(CM_ENOMEM, "out of memory");
+    size_t formatted = 0;
+    if (serialise(ix, snap, &text, &formatted)) FAIL(CM_ENOMEM, "out of memory");
     bool rewrite = false;
     cm_session_maint_files(snap, ix->path, &o.maint, now, pending, ix->text_len, &o.log, &r,
                            &rewrite);
     if (rewrite) {
-        if (serialise(ix, snap, &text)) FAIL(CM_ENOMEM, "out of memory");
+        if (serialise(ix, snap, &text, &formatted)) FAIL(CM_ENOMEM, "out of memory");
     }
     CHECK(cm_lockfile_replace(l, text, ix->text_len, err, errlen));
     file_id fid;
@@ -574,6 +711,7 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
             json_object_del(ix->doc, key);
     }
     ix->st.writes++;
+    ix->st.formatted += (int64_t)formatted;
     ix->st.pruned += r.pruned;
     ix->st.capped += r.capped;
     ix->st.warnings += r.warned;

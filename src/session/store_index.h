@@ -28,7 +28,8 @@
  * The writer waits at least nine times its last write's length between two
  * writes (at most 30 s), so rewriting a large store takes at most a tenth
  * of its time; a write serialises only the entries changed since the last
- * one. Thread-safe throughout; the index's mutex guards memory only (never
+ * one (the first write after a read of the file: since that read, the
+ * unchanged entries' text copied as the file had it). Thread-safe throughout; the index's mutex guards memory only (never
  * held for a copy of the whole store, except once after a re-read).
  */
 #ifndef CM_STORE_INDEX_H
@@ -50,6 +51,7 @@ typedef struct store_ix_opts {
 typedef struct store_ix_stats {
     int64_t loads;  /* times the file was parsed */
     int64_t writes; /* times it was written */
+    int64_t formatted; /* entries whose text the writes made (the others' copied) */
     int64_t pruned, capped, warnings, rotations;
 } store_ix_stats;
 

@@ -56,7 +56,7 @@ static gw_ws *S_gateway(void)
         json_pack("{s:{s:{s:s}},s:{s:{s:s,s:{s:s}}}}", "gateway", "auth", "token", TOKEN, "agents",
                   "defaults", "model", "openai/gpt-t", "memorySearch", "provider", "none");
     S_opt = (cm_options){NULL, S_ws, NULL, S_state, NULL, NULL, 0};
-    gw_ws_opts o = {S_cfg, &S_opt, NULL, NULL, NULL, NULL, NULL, "fuzz", NULL};
+    gw_ws_opts o = {S_cfg, &S_opt, NULL, NULL, NULL, NULL, NULL, "fuzz", NULL, NULL, NULL};
     char err[256];
     if (cm_gw_ws_new(&o, &S_w, err, sizeof err)) __builtin_trap();
     atexit(fuzz_wsreq_stop);

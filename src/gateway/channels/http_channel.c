@@ -21,16 +21,23 @@
 #define GW_HTTP_RETRY_FULL_S 30
 #define GW_HTTP_RETRY_IO_S   10
 
+/* A reply kept for late readers: in its conversation's list (oldest first)
+ * and in the channel's list of every kept reply (oldest first), which the
+ * byte budget trims. */
 typedef struct hreply {
     uint64_t seq;
     char *json;
+    size_t bytes;
+    struct hconv *conv;
+    struct hreply *next;          /* the conversation's next */
+    struct hreply *gprev, *gnext; /* the channel's */
 } hreply;
 
 typedef struct hconv {
     char *key; /* account \x1f peer \x1f thread */
-    hreply ring[GW_HTTP_KEEP];
-    size_t head, n; /* oldest at head */
-    uint64_t seq;   /* the last reply's */
+    hreply *first, *last;
+    size_t n;
+    uint64_t seq; /* the last reply's */
     uint64_t used;
     struct hconv *next;
 } hconv;
@@ -51,6 +58,8 @@ typedef struct gw_http {
     pthread_cond_t cv;
     hconv *conv[HC_BUCKETS];
     size_t nconv;
+    hreply *oldest, *newest; /* every kept reply, by age */
+    size_t kept, kept_bytes;
     uint64_t clock;
     bool receiving, closing;
     int inflight; /* sink calls under way (stop waits for them) */
@@ -68,10 +77,31 @@ static uint32_t S_hash(const char *s)
     return h;
 }
 
-static void S_conv_free(hconv *c)
+/* Forgets c's oldest reply (under mu). */
+static void S_reply_drop(gw_http *h, hconv *c)
 {
-    for (size_t i = 0; i < c->n; i++)
-        free(c->ring[(c->head + i) % GW_HTTP_KEEP].json);
+    hreply *r = c->first;
+    c->first = r->next;
+    if (!c->first) c->last = NULL;
+    c->n--;
+    if (r->gprev)
+        r->gprev->gnext = r->gnext;
+    else
+        h->oldest = r->gnext;
+    if (r->gnext)
+        r->gnext->gprev = r->gprev;
+    else
+        h->newest = r->gprev;
+    h->kept--;
+    h->kept_bytes -= r->bytes;
+    free(r->json);
+    free(r);
+}
+
+static void S_conv_free(gw_http *h, hconv *c)
+{
+    while (c->first)
+        S_reply_drop(h, c);
     free(c->key);
     free(c);
 }
@@ -86,7 +116,7 @@ static void S_evict(gw_http *h)
     if (!best) return;
     hconv *c = *best;
     *best = c->next;
-    S_conv_free(c);
+    S_conv_free(h, c);
     h->nconv--;
 }
 
@@ -322,10 +352,8 @@ static void S_collect(gw_http *h, const char *key, uint64_t after, json_t *out, 
     hconv *cv = S_conv(h, key, false);
     *last = cv ? cv->seq : 0;
     if (!cv) return;
-    for (size_t i = 0; i < cv->n; i++) {
-        const hreply *r = &cv->ring[(cv->head + i) % GW_HTTP_KEEP];
+    for (const hreply *r = cv->first; r; r = r->next)
         if (r->seq > after) json_array_append_new(out, json_string(r->json));
-    }
 }
 
 static void S_get_replies(gw_http *h, const httpd_req *rq, httpd_conn *c)
@@ -477,15 +505,32 @@ static cm_rc S_send(gw_channel *ch, const gw_outbound *ob, char *err, size_t err
         rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
         goto out;
     }
-    if (c->n == GW_HTTP_KEEP) {
-        free(c->ring[c->head].json);
-        c->head = (c->head + 1) % GW_HTTP_KEEP;
-        c->n--;
+    hreply *r = calloc(1, sizeof *r);
+    if (r && (r->json = cm_strdup(s))) {
+        r->seq = ++c->seq;
+        r->bytes = sizeof *r + strlen(s) + 1;
+        r->conv = c;
+        if (c->last)
+            c->last->next = r;
+        else
+            c->first = r;
+        c->last = r;
+        c->n++;
+        r->gprev = h->newest;
+        if (h->newest)
+            h->newest->gnext = r;
+        else
+            h->oldest = r;
+        h->newest = r;
+        h->kept++;
+        h->kept_bytes += r->bytes;
+        /* the bounds: per conversation, then the oldest replies of all */
+        if (c->n > GW_HTTP_KEEP) S_reply_drop(h, c);
+        while (h->kept_bytes > GW_HTTP_KEEP_BYTES && h->oldest != r)
+            S_reply_drop(h, h->oldest->conv);
+    } else {
+        free(r);
     }
-    hreply *r = &c->ring[(c->head + c->n) % GW_HTTP_KEEP];
-    r->seq = ++c->seq;
-    r->json = cm_strdup(s);
-    if (r->json) c->n++;
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     if (h->callback) {
@@ -538,7 +583,7 @@ static void S_close(gw_channel *ch)
     for (size_t b = 0; b < HC_BUCKETS; b++)
         for (hconv *c = h->conv[b], *n; c; c = n) {
             n = c->next;
-            S_conv_free(c);
+            S_conv_free(h, c);
         }
     if (h->cb) cm_http_client_close(h->cb);
     pthread_mutex_destroy(&h->mu);
@@ -553,6 +598,16 @@ static void S_close(gw_channel *ch)
 
 static const gw_channel_ops S_ops = {"http", GW_TEXT_LIMIT_HTTP, S_start, S_send, S_stop,
                                      S_close, NULL, NULL, NULL, NULL};
+
+void cm_gw_http_kept(gw_channel *ch, size_t *convs, size_t *replies, size_t *bytes)
+{
+    gw_http *h = (gw_http *)ch;
+    pthread_mutex_lock(&h->mu);
+    *convs = h->nconv;
+    *replies = h->kept;
+    *bytes = h->kept_bytes;
+    pthread_mutex_unlock(&h->mu);
+}
 
 void cm_gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx)
 {

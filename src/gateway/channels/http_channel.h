@@ -17,7 +17,11 @@
  *   GET  /healthz                                                (no token)
  *
  * A reply is {"seq","channel","account","peer","thread","replyTo","text"};
- * each conversation keeps its last GW_HTTP_KEEP replies for late readers.
+ * each conversation keeps its last GW_HTTP_KEEP replies for late readers,
+ * and the channel at most GW_HTTP_KEEP_BYTES of them in all (the oldest of
+ * every conversation go first), so its memory does not grow with the
+ * conversations' length or number (GW_HTTP_MAX_CONVS, least recently used
+ * forgotten).
  */
 #ifndef CM_GW_HTTP_CHANNEL_H
 #define CM_GW_HTTP_CHANNEL_H
@@ -26,6 +30,7 @@
 #include "channel.h"
 
 #define GW_HTTP_KEEP         256   /* replies kept per conversation */
+#define GW_HTTP_KEEP_BYTES   (8u << 20) /* replies kept in all (with their bookkeeping) */
 #define GW_HTTP_MAX_CONVS    20000 /* conversations kept; the least recently used go */
 #define GW_HTTP_DEFAULT_PORT 18789
 #define GW_TEXT_LIMIT_HTTP   4000 /* characters per reply message */
@@ -49,6 +54,10 @@ void cm_gw_http_set_status(gw_channel *ch, gw_http_status_fn fn, void *ctx);
  * returns false for a request it does not take. Before start. */
 typedef bool (*gw_http_route_fn)(void *ctx, const httpd_req *rq, httpd_conn *c);
 void cm_gw_http_set_route(gw_channel *ch, gw_http_route_fn fn, void *ctx);
+
+/* What the channel keeps for late readers: conversations, replies and the
+ * replies' bytes (with their bookkeeping). */
+void cm_gw_http_kept(gw_channel *ch, size_t *convs, size_t *replies, size_t *bytes);
 
 /* The bound address "ADDR:PORT" once started, else NULL. */
 const char *cm_gw_http_address(gw_channel *ch);

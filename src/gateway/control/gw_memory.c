@@ -8,8 +8,9 @@
  * clawmem.memory.plot {} answers what the index holds by source and month
  * of the files' mtime (UTC): {months:[{source, month "YYYY-MM", files,
  * chunks}], files, chunks}, for the Memory page's plot. All need
- * operator.read. Each call opens the default agent's engine, syncs without
- * waiting for a sync under way, and closes it.
+ * operator.read. Each call uses the default agent's engine — the one its
+ * turns use, shared by every thread and kept open (gw_ws_opts.engine) — and
+ * syncs it first without waiting for a sync under way.
  */
 #include "../../engine/engine.h"
 #include "gw_ws_int.h"
@@ -17,11 +18,12 @@
 #define MEMORY_MAX_RESULTS 50
 #define MEMORY_MAX_LINES   2000
 
+/* The default agent's shared engine (borrowed: not closed here). */
 static cm_rc S_open(gw_ws *w, cm_engine **e, char *err, size_t errlen)
 {
-    cm_options o = w->opt;
-    o.agent_id = w->agent_id0;
-    cm_rc rc = cm_engine_open(&o, e, err, errlen);
+    *e = NULL;
+    if (!w->o.engine) return cm_seterr(err, errlen, CM_EIO, "memory is not available here");
+    cm_rc rc = w->o.engine(w->o.engine_ctx, w->agent_id0, e, err, errlen);
     if (rc) return rc;
     char serr[256];
     cm_engine_sync(*e, CM_SYNC_NOWAIT, NULL, NULL, NULL, serr, sizeof serr); /* stale is fine */
@@ -58,7 +60,6 @@ void cm_gw_ws_memory_search(gw_ws *w, gw_ws_client *cl, const char *id, json_t *
     cm_engine *e = NULL;
     cm_rc rc = S_open(w, &e, err, sizeof err);
     if (!rc) rc = cm_memory_search(e, q, &so, &js, err, sizeof err);
-    cm_engine_close(e);
     if (rc)
         return cm_gw_ws_fail(cl, id, rc == CM_EINVAL ? "INVALID_REQUEST" : "UNAVAILABLE", err,
                              NULL);
@@ -80,7 +81,6 @@ void cm_gw_ws_memory_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     cm_engine *e = NULL;
     cm_rc rc = S_open(w, &e, err, sizeof err);
     if (!rc) rc = cm_memory_get(e, path, from, lines, &js, err, sizeof err);
-    cm_engine_close(e);
     if (rc)
         return cm_gw_ws_fail(cl, id, rc == CM_EPATH ? "INVALID_REQUEST" : "UNAVAILABLE", err, NULL);
     S_answer(cl, id, js, NULL, NULL);
@@ -93,7 +93,6 @@ void cm_gw_ws_memory_plot(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     cm_engine *e = NULL;
     cm_rc rc = S_open(w, &e, err, sizeof err);
     if (!rc) rc = cm_engine_index_months(e, &js, err, sizeof err);
-    cm_engine_close(e);
     if (rc) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
     S_answer(cl, id, js, NULL, NULL);
 }

@@ -30,6 +30,11 @@
 /* The gateway's status (a new object), for health and status. */
 typedef json_t *(*gw_ws_status_fn)(void *ctx);
 
+/* The memory engine of agent_id, long-lived and shared by every thread
+ * (borrowed: the caller does not close it). */
+typedef cm_rc (*gw_engine_fn)(void *ctx, const char *agent_id, cm_engine **out, char *err,
+                              size_t errlen);
+
 typedef struct gw_ws_opts {
     const json_t *config; /* the whole config (borrowed; outlives the gw_ws) */
     const cm_options *opt; /* paths for the session stores (copied) */
@@ -40,6 +45,8 @@ typedef struct gw_ws_opts {
     void *status_ctx;
     const char *version; /* server.version in hello-ok */
     const cm_logger *log; /* clients connected, refused, gone; may be NULL */
+    gw_engine_fn engine;  /* memory.search / memory.get; NULL: they answer UNAVAILABLE */
+    void *engine_ctx;
 } gw_ws_opts;
 
 typedef struct gw_ws gw_ws;

@@ -7,7 +7,11 @@
  */
 #include "runtime_int.h"
 
+#include <stdatomic.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 /* A compaction of the journal when its answered lines make up half of it
  * (no lock held: it reads and writes the file). */
@@ -83,13 +87,25 @@ void cm_gw_runtime_tick(gw_runtime *rt)
     pthread_mutex_unlock(&rt->mu);
 }
 
+static atomic_bool g_trim; /* cm_gw_malloc_tune was called: the timers trim the heap */
+
 static void *S_timer(void *arg)
 {
     gw_runtime *rt = arg;
+    int64_t trim_at = cm_gw_rt_now(rt) + GW_MALLOC_TRIM_MS;
     pthread_mutex_lock(&rt->mu);
     while (!rt->stopping) {
         cm_gw_rt_tick_locked(rt, false);
         int64_t next = cm_gw_rt_next_deadline(rt), now = cm_gw_rt_now(rt);
+#ifdef __GLIBC__
+        if (now >= trim_at && atomic_load(&g_trim)) { /* not under mu: it walks every arena */
+            trim_at = now + GW_MALLOC_TRIM_MS;
+            pthread_mutex_unlock(&rt->mu);
+            malloc_trim(0);
+            pthread_mutex_lock(&rt->mu);
+            continue;
+        }
+#endif
         int64_t wait = next == INT64_MAX ? 1000 : next - now;
         if (wait < 1) wait = 1;
         if (wait > 1000) wait = 1000;
@@ -139,6 +155,14 @@ static void *S_worker(void *arg)
 }
 
 /* ---- lifecycle ------------------------------------------------------------- */
+
+void cm_gw_malloc_tune(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, (int)GW_MALLOC_MMAP_BYTES); /* also ends the dynamic threshold */
+    atomic_store(&g_trim, true);
+#endif
+}
 
 cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, size_t errlen)
 {

@@ -103,6 +103,21 @@ typedef struct gw_runtime_opts {
 
 typedef struct gw_runtime gw_runtime;
 
+/* For a process that runs a gateway for months (cm_gateway_start and the
+ * bench call it once at start): every allocation of GW_MALLOC_MMAP_BYTES
+ * or more gets its own mapping, returned to the system when freed. glibc
+ * otherwise raises that threshold to the largest block freed so far, so
+ * the store's multi-megabyte texts (a sessions.json written every few
+ * seconds) come from the heap and leave holes between long-lived small
+ * blocks that it cannot give back: RSS grew with the run. And every
+ * runtime's timer thread then gives the free pages inside the heap back
+ * every GW_MALLOC_TRIM_MS of its clock (malloc_trim, no lock held): what
+ * the churn of sessions and replies leaves free between live blocks.
+ * Process-wide; a no-op where the C library is not glibc. */
+#define GW_MALLOC_MMAP_BYTES (256u << 10)
+#define GW_MALLOC_TRIM_MS    15000
+void cm_gw_malloc_tune(void);
+
 /* Opens the journal (creating <stateDir>/gateway/) and starts the workers
  * (and the timer unless manual). Nothing is accepted before
  * cm_gw_runtime_start. */
@@ -178,5 +193,9 @@ void cm_gw_agents_free(gw_agents *g);
 /* Agents opened so far (each opened its memory engine). */
 size_t cm_gw_agents_opened(gw_agents *g);
 cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen);
+/* The shared memory engine of agent_id (ctx = the gw_agents), the agent
+ * opened on first use as for a run; borrowed until cm_gw_agents_free. */
+cm_rc cm_gw_agents_engine(void *ctx, const char *agent_id, cm_engine **out, char *err,
+                          size_t errlen);
 
 #endif
