@@ -9,6 +9,14 @@
 
 #include <ctype.h>
 
+/* The typed snapshot of root (NULL when root is rejected). */
+static cm_rtcfg *rtc(const json_t *root)
+{
+    cm_rtcfg *c = NULL;
+    char err[256];
+    return cm_rtcfg_from_json(root, &c, err, sizeof err) ? NULL : c;
+}
+
 /* ---- dedupe ------------------------------------------------------------- */
 
 TEST(gw_in_dedupe_key)
@@ -344,21 +352,32 @@ TEST(gw_in_command_table)
 TEST(gw_in_debounce_window_config)
 {
     json_error_t je;
-    json_t *root = json_loads("{\"messages\":{\"inbound\":{\"debounceMs\":1200.7,"
-                              "\"byChannel\":{\"slack\":1500,\"http\":0,\"bad\":\"x\","
-                              "\"neg\":-5}}}}",
+    json_t *root = json_loads("{\"messages\":{\"inbound\":{\"debounceMs\":1200,"
+                              "\"byChannel\":{\"slack\":1500,\"http\":0}}}}",
                               0, &je);
     EXPECT(root);
-    int64_t tg = cm_gw_debounce_ms(root, "telegram"), sl = cm_gw_debounce_ms(root, "slack");
-    int64_t ht = cm_gw_debounce_ms(root, "http"), bad = cm_gw_debounce_ms(root, "bad");
-    int64_t neg = cm_gw_debounce_ms(root, "neg");
+    cm_rtcfg *c = rtc(root);
     json_decref(root);
+    EXPECT(c);
+    int64_t tg = cm_gw_debounce_ms(c, "telegram"), sl = cm_gw_debounce_ms(c, "slack");
+    int64_t ht = cm_gw_debounce_ms(c, "http");
+    cm_rtcfg_unref(c);
     EXPECT_INT(cm_gw_debounce_ms(NULL, "telegram"), GW_DEBOUNCE_MS_DEFAULT);
     EXPECT_INT(tg, 1200);
     EXPECT_INT(sl, 1500);
     EXPECT_INT(ht, 0);
-    EXPECT_INT(bad, 1200);
-    EXPECT_INT(neg, 0);
+    /* what 2026.3.22's schema rejects (int, nonnegative) no longer reads as
+     * a truncated or clamped window: the config fails to load */
+    static const char *const bad[] = {
+        "{\"messages\":{\"inbound\":{\"debounceMs\":1200.7}}}",
+        "{\"messages\":{\"inbound\":{\"byChannel\":{\"bad\":\"x\"}}}}",
+        "{\"messages\":{\"inbound\":{\"byChannel\":{\"neg\":-5}}}}"};
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        root = json_loads(bad[i], 0, &je);
+        cm_rtcfg *b = rtc(root);
+        json_decref(root);
+        EXPECT(b == NULL);
+    }
 }
 
 /* One step of a debounce table: a message (text NULL: just advance the
@@ -377,7 +396,8 @@ static bool S_run_table(const db_step *steps, size_t n, const json_t *root)
     gw_turns got = {0};
     buf desc;
     cm_buf_init(&desc, 0);
-    bool ok = cm_gw_debounce_open(root, &d) == CM_OK;
+    cm_rtcfg *c = root ? rtc(root) : NULL;
+    bool ok = (!root || c) && cm_gw_debounce_open(c, &d) == CM_OK;
     for (size_t i = 0; ok && i < n; i++) {
         const db_step *s = &steps[i];
         cm_rc rc;
@@ -404,6 +424,7 @@ static bool S_run_table(const db_step *steps, size_t n, const json_t *root)
         cm_gw_turns_release(&got);
     }
     cm_gw_debounce_close(d);
+    cm_rtcfg_unref(c);
     cm_buf_release(&desc);
     return ok;
 }
@@ -859,12 +880,15 @@ TEST(gw_in_queue_settings)
                           "\"cap\":5,\"drop\":\"old\",\"byChannel\":{\"discord\":\"steer\"},"
                           "\"debounceMsByChannel\":{\"discord\":50}}}}");
     EXPECT(root);
-    gw_queue_settings tg, dc, ov;
-    cm_gw_queue_settings_resolve(root, "telegram", NULL, &tg);
-    cm_gw_queue_settings_resolve(root, "Discord", NULL, &dc);
-    gw_queue_override o = {.mode = "interrupt", .drop = "new", .debounce_ms = 0, .cap = 2};
-    cm_gw_queue_settings_resolve(root, "discord", &o, &ov);
+    cm_rtcfg *c = rtc(root);
     json_decref(root);
+    EXPECT(c);
+    gw_queue_settings tg, dc, ov;
+    cm_gw_queue_settings_resolve(c, "telegram", NULL, &tg);
+    cm_gw_queue_settings_resolve(c, "Discord", NULL, &dc);
+    gw_queue_override o = {.mode = "interrupt", .drop = "new", .debounce_ms = 0, .cap = 2};
+    cm_gw_queue_settings_resolve(c, "discord", &o, &ov);
+    cm_rtcfg_unref(c);
     EXPECT(tg.mode == GW_QMODE_FOLLOWUP && tg.debounce_ms == 500 && tg.cap == 5 &&
            tg.drop == GW_QDROP_OLD);
     EXPECT(dc.mode == GW_QMODE_STEER && dc.debounce_ms == 50);

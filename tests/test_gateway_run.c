@@ -30,6 +30,14 @@
 #include "fakeserver.h"
 #include "test.h"
 
+/* The typed snapshot of root (NULL when root is rejected). */
+static cm_rtcfg *rtc(const json_t *root)
+{
+    cm_rtcfg *c = NULL;
+    char err[256];
+    return cm_rtcfg_from_json(root, &c, err, sizeof err) ? NULL : c;
+}
+
 #define TOKEN "tok-gateway-test-4242"
 #define T0    1800000000000LL
 
@@ -247,7 +255,7 @@ static bool world_start(world *w, const char *extra)
     pthread_cond_init(&w->gate.cv, NULL);
     char err[512];
     if (cm_gw_agents_new(&o, &w->gate.ag)) return false;
-    gw_runtime_opts ro = {w->cfg, w->state, t_run, &w->gate, t_clock, NULL, 2, true, 0, NULL};
+    gw_runtime_opts ro = {w->cfg, w->state, t_run, &w->gate, t_clock, NULL, 2, true, 0, NULL, NULL};
     if (cm_gw_runtime_new(&ro, &w->rt, err, sizeof err) ||
         cm_gw_http_open(w->cfg, "127.0.0.1:0", &w->http, err, sizeof err) ||
         cm_gw_runtime_add_channel(w->rt, w->http, NULL, NULL, err, sizeof err) ||
@@ -601,7 +609,7 @@ TEST(gateway_run_reply_rules)
 {
     EXPECT(cm_gw_reply_is_silent("  NO_REPLY\n"));
     EXPECT(!cm_gw_reply_is_silent("NO_REPLY please"));
-    json_t *cfg = json_loads(
+    json_t *cj = json_loads(
         "{\"messages\":{\"responsePrefix\":\"[{model}|{provider}|{Identity.Name}|{x}]\"},"
         "\"agents\":{\"list\":[{\"id\":\"main\",\"identity\":{\"name\":\"Clawd\"}},"
         "{\"id\":\"ops\",\"default\":false}]},"
@@ -611,6 +619,9 @@ TEST(gateway_run_reply_rules)
         "\"peer\":{\"kind\":\"group\",\"id\":\"-100\"}}},"
         "{\"agentId\":\"ops\",\"match\":{\"channel\":\"http\",\"accountId\":\"work\"}}]}",
         0, NULL);
+    cm_rtcfg *cfg = rtc(cj);
+    json_decref(cj);
+    EXPECT(cfg);
     buf b = BUF_INIT;
     EXPECT_INT(cm_gw_reply_prefix(&b, cfg, "main", "http", NULL, "anthropic/claude-x-20260101"),
                CM_OK);
@@ -641,7 +652,7 @@ TEST(gateway_run_reply_rules)
     cm_gw_route_session(&b, cfg, "ops", "telegram", "default", "-100", "7", true);
     EXPECT_STR(b.data, "agent:ops:telegram:group:-100:thread:7");
     cm_buf_release(&b);
-    json_decref(cfg);
+    cm_rtcfg_unref(cfg);
 }
 
 /* ---- the process: kill -9 mid-run, restart, nothing lost ------------------------ */

@@ -13,6 +13,7 @@
 
 #include "../../base/buf.h"
 #include "../../base/common.h"
+#include "../../config/runtime_config.h"
 #include "commands.h"
 
 /* One inbound message as a channel adapter hands it over. Strings are
@@ -91,9 +92,9 @@ size_t cm_gw_dedupe_size(const gw_dedupe *d);
 #define GW_DEBOUNCE_MAX_BYTES (256 * 1024)
 
 /* The debounce window for channel: messages.inbound.byChannel.<channel>,
- * else messages.inbound.debounceMs, else GW_DEBOUNCE_MS_DEFAULT; a negative
- * value counts as 0 (off), fractions are truncated. root may be NULL. */
-int64_t cm_gw_debounce_ms(const json_t *root, const char *channel);
+ * else messages.inbound.debounceMs, else GW_DEBOUNCE_MS_DEFAULT (the load
+ * rejects a negative or fractional one). cfg may be NULL. */
+int64_t cm_gw_debounce_ms(const cm_rtcfg *cfg, const char *channel);
 
 /* One agent turn out of the debouncer: the newest message's fields (its id is
  * the one to reply to) with the texts of the batch joined by '\n' (empty
@@ -117,9 +118,11 @@ void cm_gw_turns_release(gw_turns *t);
 
 typedef struct gw_debounce gw_debounce;
 
-/* A debouncer reading its windows and gated commands from root (borrowed,
+/* A debouncer reading its windows and gated commands from cfg (borrowed,
  * may be NULL: defaults). */
-cm_rc cm_gw_debounce_open(const json_t *root, gw_debounce **out);
+cm_rc cm_gw_debounce_open(const cm_rtcfg *cfg, gw_debounce **out);
+/* Reads cfg from now on (a reload; the caller's lock guards d). */
+void cm_gw_debounce_set_config(gw_debounce *d, const cm_rtcfg *cfg);
 void cm_gw_debounce_close(gw_debounce *d);
 
 /* Takes one inbound message at now_ms and appends the turns that are ready
@@ -285,8 +288,8 @@ typedef struct gw_queue_override {
 /* The session override, else messages.queue.byChannel.<channel> (mode),
  * messages.queue.debounceMsByChannel.<channel>, messages.queue.{mode,
  * debounceMs, cap, drop}, else the defaults (collect, 1000, 20, summarize).
- * root and ov may be NULL. */
-void cm_gw_queue_settings_resolve(const json_t *root, const char *channel,
+ * cfg and ov may be NULL. */
+void cm_gw_queue_settings_resolve(const cm_rtcfg *cfg, const char *channel,
                                   const gw_queue_override *ov, gw_queue_settings *out);
 
 /* Reads a standalone "/queue [mode] [debounce:2s] [cap:25] [drop:old]" (or
