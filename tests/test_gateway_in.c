@@ -569,7 +569,13 @@ TEST(gw_in_access_config_errors)
         gw_access_result res;
         gw_msg m = {
             .channel = "telegram", .peer = "42", .sender = "42", .message_id = "1", .text = "hi"};
-        cm_rc rc = cm_gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
+        /* a wrong kind or choice fails the load now (runtime_config.c); the
+         * rules across keys are the check's own */
+        cm_rtcfg *c = NULL;
+        cm_rc rc = cm_rtcfg_from_json(root, &c, err, sizeof err);
+        res.verdict = GW_ACCESS_DENY;
+        if (!rc) rc = cm_gw_access_check(c, state, &m, 1000, &res, err, sizeof err);
+        cm_rtcfg_unref(c);
         json_decref(root);
         if (rc != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d (%s), want %d", i, rc, err,
@@ -605,8 +611,10 @@ static void S_access_table(const ac_case *cases, size_t n)
                     .text = "hi",
                     .is_group = cases[i].group,
                     .mentioned = cases[i].mentioned};
-        cm_rc rc = cm_gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
+        cm_rtcfg *c = rtc(root);
         json_decref(root);
+        cm_rc rc = c ? cm_gw_access_check(c, state, &m, 1000, &res, err, sizeof err) : CM_ECONFIG;
+        cm_rtcfg_unref(c);
         if (rc != CM_OK || res.verdict != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d (%s), verdict %d (%s), want %d", i, rc,
                       err, res.verdict, res.reason, cases[i].want);
@@ -707,7 +715,9 @@ static gw_access_verdict S_dm(const json_t *root, const char *state, const char 
                 .sender = sender,
                 .message_id = "1",
                 .text = "hello"};
-    cm_rc rc = cm_gw_access_check(root, state, &m, now, &res, err, sizeof err);
+    cm_rtcfg *c = rtc(root);
+    cm_rc rc = c ? cm_gw_access_check(c, state, &m, now, &res, err, sizeof err) : CM_ECONFIG;
+    cm_rtcfg_unref(c);
     if (rc) test_fail(__FILE__, __LINE__, "access check: %s", err);
     if (code) snprintf(code, 16, "%s", res.code);
     return rc ? GW_ACCESS_DENY : res.verdict;
@@ -827,7 +837,7 @@ TEST(gw_in_access_store_written_by_quantumclaw)
                     .peer = cases[i].sender,
                     .sender = cases[i].sender,
                     .message_id = "1"};
-        cm_rc rc = cm_gw_access_check(root, state, &m, 1796040000000, &res, err, sizeof err);
+        cm_rc rc = cm_gw_access_check(NULL, state, &m, 1796040000000, &res, err, sizeof err);
         if (rc || res.verdict != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d, verdict %d, want %d", i, rc,
                       res.verdict, cases[i].want);

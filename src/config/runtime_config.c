@@ -72,6 +72,8 @@ static const rfield top[] = {
     {"agents.defaults.model", R_MODEL, 0, 0, NULL, AT(defaults.model)},
     {"agents.defaults.workspace", R_STR, 0, 0, NULL, AT(defaults.workspace)},
     {"agents.defaults.userTimezone", R_STR, 0, 0, NULL, AT(defaults.user_timezone)},
+    {"agents.defaults.envelopeTimezone", R_STR, 0, 0, NULL, AT(defaults.envelope_timezone)},
+    {"agents.defaults.envelopeTimestamp", R_ENUM, 0, 0, "on|off", AT(defaults.envelope_timestamp)},
     {"agents.defaults.thinkingDefault", R_ENUM, 0, 0,
      "off|minimal|low|medium|high|xhigh|adaptive", AT(defaults.thinking_default)},
     {"agents.defaults.timeoutSeconds", R_INT, POS, NULL, AT(defaults.timeout_s)},
@@ -482,7 +484,7 @@ static void rtcfg_init(cm_rtcfg *cfg)
     s->scope = s->dm_scope = s->typing_mode = s->reset_mode = -1;
     s->typing_interval_s = s->idle_minutes = s->reset_at_hour = s->reset_idle_minutes = CM_RT_UNSET;
     cm_rt_agent_defaults *d = &cfg->defaults;
-    d->thinking_default = d->typing_mode = d->human_delay_mode = -1;
+    d->thinking_default = d->typing_mode = d->human_delay_mode = d->envelope_timestamp = -1;
     d->block_streaming_default = d->block_streaming_break = d->chunk_break = -1;
     d->timeout_s = d->context_tokens = d->typing_interval_s = CM_RT_UNSET;
     d->human_delay_min_ms = d->human_delay_max_ms = CM_RT_UNSET;
@@ -500,6 +502,7 @@ static void rtcfg_release(cm_rtcfg *cfg)
     map_release(&cfg->messages.inbound_by_channel);
     free(cfg->session.main_key);
     free(cfg->defaults.model), free(cfg->defaults.workspace), free(cfg->defaults.user_timezone);
+    free(cfg->defaults.envelope_timezone);
     for (size_t i = 0; i < cfg->nagents; i++) {
         cm_rt_agent *a = &cfg->agents[i];
         free(a->id), free(a->name), free(a->emoji), free(a->model);

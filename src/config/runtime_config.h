@@ -76,6 +76,8 @@ typedef struct cm_rt_agent_defaults {
     char *model;     /* model (a string) or model.primary; NULL: unset */
     char *workspace; /* as written */
     char *user_timezone;
+    char *envelope_timezone; /* envelopeTimezone as written ("utc", "user", a zone) */
+    int envelope_timestamp;  /* envelopeTimestamp: 0 on, 1 off, -1 */
     int thinking_default; /* off|minimal|low|medium|high|xhigh|adaptive, -1 */
     int64_t timeout_s, context_tokens, typing_interval_s;
     int typing_mode;

@@ -341,7 +341,7 @@ static cm_rc S_tool_send(void *ctx, const char *channel, const char *account, co
         if (!d->trusted)
             return cm_seterr(err, errlen, CM_EPATH,
                              "message: this sender may only send to the current conversation");
-        if (cm_gw_access_trusted(d->cfg->root, d->rt->o.state_dir, chn, acct, to, false, &ok,
+        if (cm_gw_access_trusted(d->cfg, d->rt->o.state_dir, chn, acct, to, false, &ok,
                                  terr, sizeof terr))
             ok = false;
         if (!ok) ok = S_group_listed(d->cfg->root, chn, acct, to);
@@ -443,7 +443,7 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
                      .send = S_tool_send,
                      .session_send = S_tool_session_send};
     char terr[256];
-    if (cm_gw_access_trusted(cfg->root, rt->o.state_dir, j->channel, j->account, j->peer, j->is_group,
+    if (cm_gw_access_trusted(cfg, rt->o.state_dir, j->channel, j->account, j->peer, j->is_group,
                              &rq.trusted, terr, sizeof terr))
         cm_logf(rt->o.log, CM_LOG_WARN, "gateway: the sender's trust is unknown (no exec): %s",
                 terr);

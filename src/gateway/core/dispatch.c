@@ -313,7 +313,7 @@ static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, int64_
     const char *text = t->text && *t->text ? t->text : (t->has_media ? "<media:attachment>" : "");
     buf label = BUF_INIT, meta = BUF_INIT;
     gw_ts_opts to;
-    cm_gw_ts_opts_read(rt->cfg->root, &to);
+    cm_gw_ts_opts_read(rt->cfg, &to);
     gw_meta m = {t->channel,     t->is_group,       t->mentioned,  t->message_id, t->sender,
                  t->sender_name, t->sender_username, NULL,          t->chat_title, t->thread,
                  t->ts_ms > 0 ? t->ts_ms : now,     NULL,          0};
@@ -698,7 +698,7 @@ void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
         pre->ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token;
                                               sessions_send from a trusted sender's run */
     else
-        pre->access_rc = cm_gw_access_check(cfg->root, rt->o.state_dir, m, cm_wall_ms(),
+        pre->access_rc = cm_gw_access_check(cfg, rt->o.state_dir, m, cm_wall_ms(),
                                             &pre->ar, pre->access_err, sizeof pre->access_err);
     if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW) return;
     if (cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), m->text, &rest) != &S_commands[0])

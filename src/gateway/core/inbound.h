@@ -170,10 +170,11 @@ typedef struct gw_access_result {
 } gw_access_result;
 
 /* Checks channels.<channel> (and channels.<channel>.accounts.<account>, which
- * overrides it key by key) for the access rules' config errors: an unknown
- * dmPolicy or groupPolicy, dmPolicy "allowlist" with an empty allowFrom,
- * dmPolicy "open" without "*" in allowFrom. CM_ECONFIG with the key named. */
-cm_rc cm_gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
+ * overrides it key by key) for the access rules' config errors the load
+ * leaves (it checks kinds and choices): dmPolicy "allowlist" with an empty
+ * allowFrom, dmPolicy "open" without "*" in allowFrom. CM_ECONFIG with the
+ * key named. cfg may be NULL (defaults). */
+cm_rc cm_gw_access_validate(const cm_rtcfg *cfg, const char *channel, const char *account, char *err,
                             size_t errlen);
 
 /* Decides whether m may reach the agent, as 2026.3.22 does:
@@ -190,7 +191,7 @@ cm_rc cm_gw_access_validate(const json_t *root, const char *channel, const char 
  * now_ms is wall-clock Unix time in ms (stored as ISO timestamps). Runs
  * cm_gw_access_validate first: a config error is CM_ECONFIG and never an allow.
  * Store files are written under src/base/lockfile.h's lock. */
-cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
+cm_rc cm_gw_access_check(const cm_rtcfg *cfg, const char *state_dir, const gw_msg *m, int64_t now_ms,
                          gw_access_result *res, char *err, size_t errlen);
 
 /* Whether the sender of a run may be offered the tools that act on the
@@ -201,7 +202,7 @@ cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg
  * dmPolicy disabled, and never dmPolicy open while session.dmScope is "main"
  * (anyone's messages then share the session). An error is CM_E* with
  * *trusted false. No channel: *trusted false (the caller decides). */
-cm_rc cm_gw_access_trusted(const json_t *root, const char *state_dir, const char *channel,
+cm_rc cm_gw_access_trusted(const cm_rtcfg *cfg, const char *state_dir, const char *channel,
                            const char *account, const char *peer, bool is_group, bool *trusted,
                            char *err, size_t errlen);
 
