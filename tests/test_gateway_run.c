@@ -1540,3 +1540,48 @@ TEST(gateway_run_sessions_send_queues_into_another_session)
     cm_buf_release(&sj);
     world_stop(&w);
 }
+
+/* A reload between two turns: the run that started before it keeps the
+ * snapshot it began with (its prefix), the next turn reads the new one, and
+ * the old snapshot is dropped by the runtime once that run ends. */
+TEST(gateway_run_reload_swaps_config_between_turns)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"responsePrefix\":\"[old]\"}}")) return;
+    fake_push_chat_text(w.fs, "first answer", 50);
+    fake_push_chat_text(w.fs, "second answer", 50);
+    pthread_mutex_lock(&w.gate.mu);
+    w.gate.closed = true;
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT_INT(post_text(&w, "ivy", "i1", "one"), 202);
+    cm_gw_runtime_tick(w.rt);
+    EXPECT(wait_gate(&w, &w.gate.started, 1)); /* the run is under way, holding [old] */
+    cm_rtcfg *held = cm_gw_runtime_config(w.rt);
+    json_t *nj = json_deep_copy(w.cfg);
+    json_object_set_new(json_object_get(nj, "messages"), "responsePrefix", json_string("[new]"));
+    cm_rtcfg *fresh = rtc(nj);
+    json_decref(nj);
+    EXPECT(fresh);
+    cm_gw_runtime_reload(w.rt, fresh);
+    cm_rtcfg *now = cm_gw_runtime_config(w.rt);
+    bool swapped = now == fresh && held != fresh;
+    cm_rtcfg_unref(now);
+    cm_rtcfg_unref(fresh); /* the runtime keeps its own reference */
+    EXPECT(swapped);
+    EXPECT_STR(held->messages.response_prefix, "[old]");
+    gate_open(&w);
+    EXPECT(settle(&w));
+    EXPECT_INT(post_text(&w, "ivy", "i2", "two"), 202);
+    EXPECT(settle(&w));
+    json_t *r = t_replies(w.addr, "ivy");
+    const char *t0 = json_string_value(json_object_get(json_array_get(r, 0), "text"));
+    const char *t1 = json_string_value(json_object_get(json_array_get(r, 1), "text"));
+    EXPECT(t0 && t1);
+    EXPECT_STR(t0, "[old] first answer");
+    EXPECT_STR(t1, "[new] second answer");
+    json_decref(r);
+    /* nothing in the runtime holds the old snapshot any more: this unref frees it */
+    EXPECT_INT(__atomic_load_n(&held->refs, __ATOMIC_RELAXED), 1);
+    cm_rtcfg_unref(held);
+    world_stop(&w);
+}
