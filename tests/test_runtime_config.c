@@ -64,6 +64,12 @@ TEST(rtcfg_bad_value_fails_at_load_with_line_col)
          "qc.json:1:24: channels.telegram.streaming: expected one of off|partial|block|progress, "
          "got \"fast\""},
         {"{messages: {queue: 3}}", "qc.json:1:13: messages.queue: expected an object, got 3"},
+        {"{agents: {defaults: {compaction: {memoryFlush: {softThresholdTokens: -1}}}}}",
+         "qc.json:1:49: agents.defaults.compaction.memoryFlush.softThresholdTokens: expected an "
+         "integer of at least 0, got -1"},
+        {"{agents: {defaults: {compaction: {memoryFlush: {forceFlushTranscriptBytes: '2 parsecs'}}}}}",
+         "qc.json:1:49: agents.defaults.compaction.memoryFlush.forceFlushTranscriptBytes: "
+         "expected a byte size like 2mb (b, kb, mb, gb, tb), got \"2 parsecs\""},
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         cm_config c;

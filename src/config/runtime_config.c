@@ -23,6 +23,7 @@ typedef enum rkind {
     R_OBJ,     /* const json_t *: an object (borrowed) */
     R_IDLIST,  /* const json_t *: an array of strings and numbers (borrowed) */
     R_STREAM,  /* int: CM_RT_STREAM_*: a boolean or one of choices */
+    R_BYTES,   /* int64: a nonnegative integer or a byte size string ("2mb") */
 } rkind;
 
 typedef struct rfield {
@@ -98,6 +99,24 @@ static const rfield top[] = {
      AT(defaults.coalesce_max)},
     {"agents.defaults.blockStreamingCoalesce.idleMs", R_INT, NONNEG, NULL,
      AT(defaults.coalesce_idle_ms)},
+
+    {"agents.defaults.compaction.mode", R_ENUM, 0, 0, "default|safeguard",
+     AT(defaults.compaction_mode)},
+    {"agents.defaults.compaction.reserveTokens", R_INT, NONNEG, NULL, AT(defaults.reserve_tokens)},
+    {"agents.defaults.compaction.keepRecentTokens", R_INT, POS, NULL,
+     AT(defaults.keep_recent_tokens)},
+    {"agents.defaults.compaction.reserveTokensFloor", R_INT, NONNEG, NULL,
+     AT(defaults.reserve_tokens_floor)},
+    {"agents.defaults.compaction.memoryFlush.enabled", R_BOOL, 0, 0, NULL,
+     AT(defaults.flush_enabled)},
+    {"agents.defaults.compaction.memoryFlush.softThresholdTokens", R_INT, NONNEG, NULL,
+     AT(defaults.flush_soft_threshold)},
+    {"agents.defaults.compaction.memoryFlush.forceFlushTranscriptBytes", R_BYTES, NONNEG, NULL,
+     AT(defaults.flush_force_bytes)},
+    {"agents.defaults.compaction.memoryFlush.prompt", R_STR, 0, 0, NULL,
+     AT(defaults.flush_prompt)},
+    {"agents.defaults.compaction.memoryFlush.systemPrompt", R_STR, 0, 0, NULL,
+     AT(defaults.flush_system_prompt)},
 
     {"gateway.port", R_INT, POS, NULL, AT(gateway.port)},
     {"gateway.bind", R_ENUM, 0, 0, "auto|lan|loopback|custom|tailnet", AT(gateway.bind)},
@@ -230,6 +249,14 @@ static cm_rc apply(ctx *c, const rfield *f, const json_t *parent, const char *ke
         *(int *)dst = json_is_true(v);
         return CM_OK;
     case R_INT:
+        return get_int(c, parent, key, path, v, f->min, f->max, dst);
+    case R_BYTES:
+        if (json_is_string(v)) {
+            if (!cm_config_byte_size(json_string_value(v), dst))
+                return cm_config_bad(c, parent, key, path,
+                                     "expected a byte size like 2mb (b, kb, mb, gb, tb)");
+            return CM_OK;
+        }
         return get_int(c, parent, key, path, v, f->min, f->max, dst);
     case R_STR:
         if (!json_is_string(v)) return cm_config_bad(c, parent, key, path, "expected a string");
@@ -490,6 +517,9 @@ static void rtcfg_init(cm_rtcfg *cfg)
     d->human_delay_min_ms = d->human_delay_max_ms = CM_RT_UNSET;
     d->chunk_min = d->chunk_max = d->coalesce_min = d->coalesce_max = CM_RT_UNSET;
     d->coalesce_idle_ms = CM_RT_UNSET;
+    d->compaction_mode = d->flush_enabled = -1;
+    d->reserve_tokens = d->keep_recent_tokens = d->reserve_tokens_floor = CM_RT_UNSET;
+    d->flush_soft_threshold = d->flush_force_bytes = CM_RT_UNSET;
     cfg->gateway.port = CM_RT_UNSET;
     cfg->gateway.bind = cfg->gateway.auth_mode = cfg->gateway.control_ui_enabled = -1;
 }
@@ -503,6 +533,7 @@ static void rtcfg_release(cm_rtcfg *cfg)
     free(cfg->session.main_key);
     free(cfg->defaults.model), free(cfg->defaults.workspace), free(cfg->defaults.user_timezone);
     free(cfg->defaults.envelope_timezone);
+    free(cfg->defaults.flush_prompt), free(cfg->defaults.flush_system_prompt);
     for (size_t i = 0; i < cfg->nagents; i++) {
         cm_rt_agent *a = &cfg->agents[i];
         free(a->id), free(a->name), free(a->emoji), free(a->model);

@@ -88,6 +88,13 @@ typedef struct cm_rt_agent_defaults {
     int64_t chunk_min, chunk_max;
     int chunk_break; /* paragraph|newline|sentence, -1 */
     int64_t coalesce_min, coalesce_max, coalesce_idle_ms;
+    /* compaction.* (checked at load; session/flush.c still reads them raw) */
+    int compaction_mode; /* default|safeguard, -1 */
+    int64_t reserve_tokens, keep_recent_tokens, reserve_tokens_floor;
+    int flush_enabled;               /* memoryFlush.enabled: -1, 0, 1 */
+    int64_t flush_soft_threshold;    /* memoryFlush.softThresholdTokens */
+    int64_t flush_force_bytes;       /* memoryFlush.forceFlushTranscriptBytes (a size) */
+    char *flush_prompt, *flush_system_prompt;
 } cm_rt_agent_defaults;
 
 /* agents.list[] as the gateway uses it. */
