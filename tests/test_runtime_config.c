@@ -67,7 +67,8 @@ TEST(rtcfg_bad_value_fails_at_load_with_line_col)
         {"{agents: {defaults: {compaction: {memoryFlush: {softThresholdTokens: -1}}}}}",
          "qc.json:1:49: agents.defaults.compaction.memoryFlush.softThresholdTokens: expected an "
          "integer of at least 0, got -1"},
-        {"{agents: {defaults: {compaction: {memoryFlush: {forceFlushTranscriptBytes: '2 parsecs'}}}}}",
+        {"{agents: {defaults: {compaction: {memoryFlush: {forceFlushTranscriptBytes: '2 "
+         "parsecs'}}}}}",
          "qc.json:1:49: agents.defaults.compaction.memoryFlush.forceFlushTranscriptBytes: "
          "expected a byte size like 2mb (b, kb, mb, gb, tb), got \"2 parsecs\""},
     };
@@ -87,8 +88,8 @@ TEST(rtcfg_overlay_error_names_its_own_file)
     cm_config c;
     char err[512] = "";
     cm_config_args a = {NULL, NULL, NULL, "/tmp/qc-state"};
-    config_text m = {"{}", 2, "qc.json"}, o = {"{\n\n session: {typingMode: 'always'}}", 35,
-                                               "clawmem.json"};
+    config_text m = {"{}", 2, "qc.json"},
+                o = {"{\n\n session: {typingMode: 'always'}}", 35, "clawmem.json"};
     o.n = strlen(o.text);
     EXPECT_INT(cm_config_parse_files(&m, &o, &a, NULL, &c, err, sizeof err), CM_ECONFIG);
     EXPECT_CONTAINS(err, "clawmem.json:3:12: session.typingMode: expected one of");
@@ -197,8 +198,7 @@ static cm_rc no_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err,
 /* A snapshot whose queue.cap and queue.debounceMs belong together (k, 10 k). */
 static cm_rtcfg *pair_cfg(int k)
 {
-    json_t *j = json_pack("{s:{s:{s:i,s:i}}}", "messages", "queue", "cap", k, "debounceMs",
-                          10 * k);
+    json_t *j = json_pack("{s:{s:{s:i,s:i}}}", "messages", "queue", "cap", k, "debounceMs", 10 * k);
     cm_rtcfg *c = NULL;
     char err[256];
     cm_rtcfg_from_json(j, &c, err, sizeof err);

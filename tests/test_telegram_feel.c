@@ -83,13 +83,14 @@ TEST(tg_feel_config)
     EXPECT(!cm_gw_ack_reaction(c, "main", "telegram", "default", "-5", true, false));
     EXPECT(!cm_gw_ack_reaction(c, "main", "telegram", "default", "7", false, false));
     cm_rtcfg_unref(c);
-    json_t *cj = json_loads("{\"agents\":{\"defaults\":{\"typingMode\":\"never\",\"typingIntervalSeconds\":"
-                   "4,\"model\":{\"primary\":\"openai/gpt-x\"}},\"list\":[{\"id\":\"main\","
-                   "\"identity\":{\"emoji\":\"\xf0\x9f\xa6\x9e\"}}]},\"channels\":{\"telegram\":{"
-                   "\"streaming\":\"progress\",\"groups\":{\"-5\":{\"requireMention\":false}},"
-                   "\"accounts\":{\"b\":{\"streamMode\":\"off\",\"streaming\":false,"
-                   "\"ackReaction\":\"\"}}}},\"messages\":{\"ackReactionScope\":\"group-mentions\"}}",
-                   0, NULL);
+    json_t *cj = json_loads(
+        "{\"agents\":{\"defaults\":{\"typingMode\":\"never\",\"typingIntervalSeconds\":"
+        "4,\"model\":{\"primary\":\"openai/gpt-x\"}},\"list\":[{\"id\":\"main\","
+        "\"identity\":{\"emoji\":\"\xf0\x9f\xa6\x9e\"}}]},\"channels\":{\"telegram\":{"
+        "\"streaming\":\"progress\",\"groups\":{\"-5\":{\"requireMention\":false}},"
+        "\"accounts\":{\"b\":{\"streamMode\":\"off\",\"streaming\":false,"
+        "\"ackReaction\":\"\"}}}},\"messages\":{\"ackReactionScope\":\"group-mentions\"}}",
+        0, NULL);
     c = rtc(cj);
     json_decref(cj);
     EXPECT(c);
@@ -199,8 +200,8 @@ static bool tw_start(tworld *w, const char *extra)
     json_decref(x);
     g_script.f = &w->f;
     char err[512];
-    gw_runtime_opts ro = {w->cfg, path_in(w->dir, "state"), t_run, &g_script, t_clock, NULL, 2,
-                          true, 0,      NULL, NULL};
+    gw_runtime_opts ro = {
+        w->cfg, path_in(w->dir, "state"), t_run, &g_script, t_clock, NULL, 2, true, 0, NULL, NULL};
     if (cm_gw_runtime_new(&ro, &w->rt, err, sizeof err) ||
         cm_gw_telegram_open(w->cfg, NULL, path_in(w->dir, "state"), &w->tg, err, sizeof err)) {
         test_fail(__FILE__, __LINE__, "gateway: %s", err);

@@ -75,8 +75,8 @@ static const rfield top[] = {
     {"agents.defaults.userTimezone", R_STR, 0, 0, NULL, AT(defaults.user_timezone)},
     {"agents.defaults.envelopeTimezone", R_STR, 0, 0, NULL, AT(defaults.envelope_timezone)},
     {"agents.defaults.envelopeTimestamp", R_ENUM, 0, 0, "on|off", AT(defaults.envelope_timestamp)},
-    {"agents.defaults.thinkingDefault", R_ENUM, 0, 0,
-     "off|minimal|low|medium|high|xhigh|adaptive", AT(defaults.thinking_default)},
+    {"agents.defaults.thinkingDefault", R_ENUM, 0, 0, "off|minimal|low|medium|high|xhigh|adaptive",
+     AT(defaults.thinking_default)},
     {"agents.defaults.timeoutSeconds", R_INT, POS, NULL, AT(defaults.timeout_s)},
     {"agents.defaults.contextTokens", R_INT, POS, NULL, AT(defaults.context_tokens)},
     {"agents.defaults.typingIntervalSeconds", R_INT, POS, NULL, AT(defaults.typing_interval_s)},
@@ -113,15 +113,13 @@ static const rfield top[] = {
      AT(defaults.flush_soft_threshold)},
     {"agents.defaults.compaction.memoryFlush.forceFlushTranscriptBytes", R_BYTES, NONNEG, NULL,
      AT(defaults.flush_force_bytes)},
-    {"agents.defaults.compaction.memoryFlush.prompt", R_STR, 0, 0, NULL,
-     AT(defaults.flush_prompt)},
+    {"agents.defaults.compaction.memoryFlush.prompt", R_STR, 0, 0, NULL, AT(defaults.flush_prompt)},
     {"agents.defaults.compaction.memoryFlush.systemPrompt", R_STR, 0, 0, NULL,
      AT(defaults.flush_system_prompt)},
 
     {"gateway.port", R_INT, POS, NULL, AT(gateway.port)},
     {"gateway.bind", R_ENUM, 0, 0, "auto|lan|loopback|custom|tailnet", AT(gateway.bind)},
-    {"gateway.auth.mode", R_ENUM, 0, 0, "none|token|password|trusted-proxy",
-     AT(gateway.auth_mode)},
+    {"gateway.auth.mode", R_ENUM, 0, 0, "none|token|password|trusted-proxy", AT(gateway.auth_mode)},
     {"gateway.controlUi.enabled", R_BOOL, 0, 0, NULL, AT(gateway.control_ui_enabled)},
 };
 #undef AT
@@ -238,14 +236,15 @@ static cm_rc set_str(char **dst, const char *s)
 }
 
 /* Applies the value v of parent's member key (its path in the file) to base. */
-static cm_rc apply(ctx *c, const rfield *f, const json_t *parent, const char *key,
-                   const json_t *v, const char *path, void *base)
+static cm_rc apply(ctx *c, const rfield *f, const json_t *parent, const char *key, const json_t *v,
+                   const char *path, void *base)
 {
     void *dst = (char *)base + f->off;
     cm_rc rc = CM_OK;
     switch (f->kind) {
     case R_BOOL:
-        if (!json_is_boolean(v)) return cm_config_bad(c, parent, key, path, "expected true or false");
+        if (!json_is_boolean(v))
+            return cm_config_bad(c, parent, key, path, "expected true or false");
         *(int *)dst = json_is_true(v);
         return CM_OK;
     case R_INT:
@@ -421,7 +420,8 @@ static cm_rc read_channels(ctx *c, const json_t *root, cm_rtcfg *cfg)
 {
     const json_t *chs = json_object_get(root, "channels");
     if (!chs) return CM_OK;
-    if (!json_is_object(chs)) return cm_config_bad(c, root, "channels", "channels", "expected an object");
+    if (!json_is_object(chs))
+        return cm_config_bad(c, root, "channels", "channels", "expected an object");
     const char *name;
     json_t *o;
     json_object_foreach((json_t *)chs, name, o)
@@ -609,9 +609,16 @@ void cm_rtcfg_unref(cm_rtcfg *c)
 
 const cm_rt_chan *cm_rtcfg_chan(const cm_rtcfg *c, const char *channel, const char *account)
 {
-    static const cm_rt_chan none = {NULL, NULL, -1, -1, -1, -1, -1, -1, -1, -1,
-                                    CM_RT_UNSET, CM_RT_UNSET, NULL, NULL, NULL,
-                                    NULL, NULL, NULL};
+    static const cm_rt_chan none = {.enabled = -1,
+                                    .block_streaming = -1,
+                                    .dm_policy = -1,
+                                    .group_policy = -1,
+                                    .reply_to_mode = -1,
+                                    .chunk_mode = -1,
+                                    .streaming = -1,
+                                    .stream_mode = -1,
+                                    .text_chunk_limit = CM_RT_UNSET,
+                                    .history_limit = CM_RT_UNSET};
     const cm_rt_chan *level = NULL;
     const char *acc = account ? account : "default";
     for (size_t i = 0; c && channel && i < c->nchans; i++) {

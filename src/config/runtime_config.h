@@ -24,20 +24,45 @@
 #define CM_RT_UNSET (-1)
 
 /* Enum fields hold the index of the value in the choices below, or -1. */
-enum { CM_RT_Q_STEER, CM_RT_Q_FOLLOWUP, CM_RT_Q_COLLECT, CM_RT_Q_STEER_BACKLOG,
-       CM_RT_Q_STEER_PLUS_BACKLOG, CM_RT_Q_QUEUE, CM_RT_Q_INTERRUPT };      /* messages.queue.mode */
-enum { CM_RT_DROP_OLD, CM_RT_DROP_NEW, CM_RT_DROP_SUMMARIZE };              /* messages.queue.drop */
-enum { CM_RT_ACK_GROUP_MENTIONS, CM_RT_ACK_GROUP_ALL, CM_RT_ACK_DIRECT, CM_RT_ACK_ALL,
-       CM_RT_ACK_OFF, CM_RT_ACK_NONE };                                     /* ackReactionScope */
+/* messages.queue.mode */
+enum {
+    CM_RT_Q_STEER,
+    CM_RT_Q_FOLLOWUP,
+    CM_RT_Q_COLLECT,
+    CM_RT_Q_STEER_BACKLOG,
+    CM_RT_Q_STEER_PLUS_BACKLOG,
+    CM_RT_Q_QUEUE,
+    CM_RT_Q_INTERRUPT
+};
+/* messages.queue.drop */
+enum { CM_RT_DROP_OLD, CM_RT_DROP_NEW, CM_RT_DROP_SUMMARIZE };
+/* messages.ackReactionScope */
+enum {
+    CM_RT_ACK_GROUP_MENTIONS,
+    CM_RT_ACK_GROUP_ALL,
+    CM_RT_ACK_DIRECT,
+    CM_RT_ACK_ALL,
+    CM_RT_ACK_OFF,
+    CM_RT_ACK_NONE
+};
 /* typingMode: never|instant|thinking|message (gw_typing_mode's order);
  * replyToMode: off|first|all (gw_reply_to_mode's); humanDelay.mode:
  * off|natural|custom (gw_delay_mode's); session.dmScope: main|per-peer|
  * per-channel-peer|per-account-channel-peer (session_dm_scope's). */
-enum { CM_RT_SCOPE_PER_SENDER, CM_RT_SCOPE_GLOBAL };                        /* session.scope */
-enum { CM_RT_STREAM_OFF, CM_RT_STREAM_PARTIAL, CM_RT_STREAM_BLOCK, CM_RT_STREAM_PROGRESS,
-       CM_RT_STREAM_TRUE, CM_RT_STREAM_FALSE }; /* channels.*.streaming (a word or a boolean) */
+/* session.scope */
+enum { CM_RT_SCOPE_PER_SENDER, CM_RT_SCOPE_GLOBAL };
+/* channels.*.streaming: a word or a boolean */
+enum {
+    CM_RT_STREAM_OFF,
+    CM_RT_STREAM_PARTIAL,
+    CM_RT_STREAM_BLOCK,
+    CM_RT_STREAM_PROGRESS,
+    CM_RT_STREAM_TRUE,
+    CM_RT_STREAM_FALSE
+};
+/* channels.*.dmPolicy, groupPolicy */
 enum { CM_RT_POLICY_PAIRING, CM_RT_POLICY_ALLOWLIST, CM_RT_POLICY_OPEN, CM_RT_POLICY_DISABLED };
-enum { CM_RT_GROUP_OPEN, CM_RT_GROUP_DISABLED, CM_RT_GROUP_ALLOWLIST };      /* groupPolicy */
+enum { CM_RT_GROUP_OPEN, CM_RT_GROUP_DISABLED, CM_RT_GROUP_ALLOWLIST };
 
 /* A record of channel name → integer (or enum index). */
 typedef struct cm_rt_map {
@@ -65,7 +90,7 @@ typedef struct cm_rt_messages {
 typedef struct cm_rt_session {
     int scope, dm_scope, typing_mode; /* -1: unset */
     int64_t typing_interval_s, idle_minutes;
-    int reset_mode;                   /* reset.mode: 0 daily, 1 idle, -1 */
+    int reset_mode; /* reset.mode: 0 daily, 1 idle, -1 */
     int64_t reset_at_hour, reset_idle_minutes;
     char *main_key;
     const json_t *identity_links; /* borrowed from the snapshot's root; NULL: unset */
@@ -78,7 +103,7 @@ typedef struct cm_rt_agent_defaults {
     char *user_timezone;
     char *envelope_timezone; /* envelopeTimezone as written ("utc", "user", a zone) */
     int envelope_timestamp;  /* envelopeTimestamp: 0 on, 1 off, -1 */
-    int thinking_default; /* off|minimal|low|medium|high|xhigh|adaptive, -1 */
+    int thinking_default;    /* off|minimal|low|medium|high|xhigh|adaptive, -1 */
     int64_t timeout_s, context_tokens, typing_interval_s;
     int typing_mode;
     int human_delay_mode; /* -1: off */
@@ -91,24 +116,24 @@ typedef struct cm_rt_agent_defaults {
     /* compaction.* (checked at load; session/flush.c still reads them raw) */
     int compaction_mode; /* default|safeguard, -1 */
     int64_t reserve_tokens, keep_recent_tokens, reserve_tokens_floor;
-    int flush_enabled;               /* memoryFlush.enabled: -1, 0, 1 */
-    int64_t flush_soft_threshold;    /* memoryFlush.softThresholdTokens */
-    int64_t flush_force_bytes;       /* memoryFlush.forceFlushTranscriptBytes (a size) */
+    int flush_enabled;            /* memoryFlush.enabled: -1, 0, 1 */
+    int64_t flush_soft_threshold; /* memoryFlush.softThresholdTokens */
+    int64_t flush_force_bytes;    /* memoryFlush.forceFlushTranscriptBytes (a size) */
     char *flush_prompt, *flush_system_prompt;
 } cm_rt_agent_defaults;
 
 /* agents.list[] as the gateway uses it. */
 typedef struct cm_rt_agent {
-    char *id;                      /* as written */
-    int is_default;                /* "default": 1 true, 0 false, -1 unset */
-    char *name, *emoji;            /* identity.name, identity.emoji; NULL: unset */
-    char *model;                   /* model or model.primary; NULL: the defaults' */
+    char *id;           /* as written */
+    int is_default;     /* "default": 1 true, 0 false, -1 unset */
+    char *name, *emoji; /* identity.name, identity.emoji; NULL: unset */
+    char *model;        /* model or model.primary; NULL: the defaults' */
 } cm_rt_agent;
 
 typedef struct cm_rt_gateway {
     int64_t port;
-    int bind;      /* auto|lan|loopback|custom|tailnet, -1 */
-    int auth_mode; /* none|token|password|trusted-proxy, -1 */
+    int bind;               /* auto|lan|loopback|custom|tailnet, -1 */
+    int auth_mode;          /* none|token|password|trusted-proxy, -1 */
     int control_ui_enabled; /* -1, 0, 1 */
 } cm_rt_gateway;
 
@@ -116,10 +141,10 @@ typedef struct cm_rt_gateway {
  * with the channel level's values filled in where the account has none. */
 typedef struct cm_rt_chan {
     char *channel, *account;
-    int enabled, block_streaming;           /* -1, 0, 1 */
-    int dm_policy, group_policy;            /* CM_RT_POLICY_*, CM_RT_GROUP_*, -1 */
-    int reply_to_mode, chunk_mode;          /* -1: unset */
-    int streaming, stream_mode;             /* CM_RT_STREAM_*, -1 */
+    int enabled, block_streaming;  /* -1, 0, 1 */
+    int dm_policy, group_policy;   /* CM_RT_POLICY_*, CM_RT_GROUP_*, -1 */
+    int reply_to_mode, chunk_mode; /* -1: unset */
+    int streaming, stream_mode;    /* CM_RT_STREAM_*, -1 */
     int64_t text_chunk_limit, history_limit;
     char *response_prefix, *ack_reaction, *api_root;
     /* kind-checked, borrowed from the snapshot's root; NULL: unset */

@@ -12,10 +12,11 @@ gw_typing_mode cm_gw_typing_mode(const cm_rtcfg *cfg, bool is_group, bool mentio
     int64_t s = GW_TYPING_INTERVAL_MS / 1000;
     int mode = -1; /* never|instant|thinking|message: gw_typing_mode's order */
     if (cfg) {
-        s = cfg->defaults.typing_interval_s != CM_RT_UNSET ? cfg->defaults.typing_interval_s
+        s = cfg->defaults.typing_interval_s != CM_RT_UNSET  ? cfg->defaults.typing_interval_s
             : cfg->session.typing_interval_s != CM_RT_UNSET ? cfg->session.typing_interval_s
-                                                             : s;
-        mode = cfg->defaults.typing_mode >= 0 ? cfg->defaults.typing_mode : cfg->session.typing_mode;
+                                                            : s;
+        mode =
+            cfg->defaults.typing_mode >= 0 ? cfg->defaults.typing_mode : cfg->session.typing_mode;
     }
     if (interval_ms) *interval_ms = s > 0 && s < 86400 ? s * 1000 : 0;
     if (mode >= 0) return (gw_typing_mode)mode;
@@ -33,8 +34,7 @@ bool cm_gw_preview_enabled(const cm_rtcfg *cfg, const char *channel, const char 
 }
 
 const char *cm_gw_ack_reaction(const cm_rtcfg *cfg, const char *agent_id, const char *channel,
-                               const char *account, const char *peer, bool is_group,
-                               bool mentioned)
+                               const char *account, const char *peer, bool is_group, bool mentioned)
 {
     int scope = cfg && cfg->messages.ack_reaction_scope >= 0 ? cfg->messages.ack_reaction_scope
                                                              : CM_RT_ACK_GROUP_MENTIONS;

@@ -129,8 +129,8 @@ static cm_rc S_check_group(const cm_rt_chan *c, const char *ch, const gw_msg *m,
     return CM_OK;
 }
 
-cm_rc cm_gw_access_check(const cm_rtcfg *cfg, const char *state_dir, const gw_msg *m, int64_t now_ms,
-                         gw_access_result *res, char *err, size_t errlen)
+cm_rc cm_gw_access_check(const cm_rtcfg *cfg, const char *state_dir, const gw_msg *m,
+                         int64_t now_ms, gw_access_result *res, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     json_t *store = NULL;

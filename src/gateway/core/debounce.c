@@ -174,8 +174,8 @@ cm_rc cm_gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_tu
     const char *p = m->text ? m->text : "";
     while (isspace((unsigned char)*p))
         p++;
-    bool debounce =
-        keyed && window > 0 && !m->has_media && *p && !cm_gw_is_control_command(m->text, d->cfg ? d->cfg->root : NULL);
+    bool debounce = keyed && window > 0 && !m->has_media && *p &&
+                    !cm_gw_is_control_command(m->text, d->cfg ? d->cfg->root : NULL);
     if (!debounce) {
         if (at < d->n) CHECK(S_flush_at(d, at, ready));
         CHECK(S_turn_meta(&single, m));

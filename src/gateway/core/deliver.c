@@ -341,8 +341,8 @@ static cm_rc S_tool_send(void *ctx, const char *channel, const char *account, co
         if (!d->trusted)
             return cm_seterr(err, errlen, CM_EPATH,
                              "message: this sender may only send to the current conversation");
-        if (cm_gw_access_trusted(d->cfg, d->rt->o.state_dir, chn, acct, to, false, &ok,
-                                 terr, sizeof terr))
+        if (cm_gw_access_trusted(d->cfg, d->rt->o.state_dir, chn, acct, to, false, &ok, terr,
+                                 sizeof terr))
             ok = false;
         if (!ok) ok = S_group_listed(d->cfg->root, chn, acct, to);
         if (!ok || !strcmp(chn, "terminal") || !strcmp(chn, "webchat"))
@@ -511,8 +511,8 @@ void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
     d.j = j;
     d.cfg = cm_gw_rt_config(rt); /* one snapshot for the whole job, even across a reload */
     d.ch = cm_gw_rt_channel(rt, j->channel, j->account);
-    d.limit = cm_gw_reply_text_limit(d.cfg, j->channel, j->account,
-                                     d.ch ? d.ch->ops->text_limit : 0);
+    d.limit =
+        cm_gw_reply_text_limit(d.cfg, j->channel, j->account, d.ch ? d.ch->ops->text_limit : 0);
     d.mode = cm_gw_reply_to_mode_of(d.cfg, j->channel, j->account);
     S_delay_cfg(d.cfg, &d);
     if (j->kind == GW_JOB_RUN) {

@@ -511,8 +511,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     if (t->channel && !strcmp(t->channel, GW_INTERNAL_CHANNEL) && t->session)
         CHECK(cm_session_key_agent(&agent, t->session)); /* sessions_send: the key's agent */
     else
-        CHECK(cm_gw_route_agent(&agent, rt->cfg, t->channel, t->account, t->peer,
-                                t->is_group));
+        CHECK(cm_gw_route_agent(&agent, rt->cfg, t->channel, t->account, t->peer, t->is_group));
     if (t->session && *t->session)
         CHECK(cm_buf_adds(&key, t->session));
     else
@@ -677,8 +676,8 @@ static void S_ack(gw_runtime *rt, const gw_msg *m)
     if (!ch || !ch->ops->react || !m->message_id || !m->peer) return;
     buf agent = BUF_INIT;
     if (!cm_gw_route_agent(&agent, rt->cfg, m->channel, m->account, m->peer, m->is_group)) {
-        const char *e = cm_gw_ack_reaction(rt->cfg, agent.data, m->channel, m->account,
-                                           m->peer, m->is_group, m->mentioned);
+        const char *e = cm_gw_ack_reaction(rt->cfg, agent.data, m->channel, m->account, m->peer,
+                                           m->is_group, m->mentioned);
         gw_outbound o = {m->account, m->peer, m->thread, m->message_id, "", false};
         if (e) ch->ops->react(ch, &o, e);
     }
@@ -698,20 +697,19 @@ void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
         pre->ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token;
                                               sessions_send from a trusted sender's run */
     else
-        pre->access_rc = cm_gw_access_check(cfg, rt->o.state_dir, m, cm_wall_ms(),
-                                            &pre->ar, pre->access_err, sizeof pre->access_err);
+        pre->access_rc = cm_gw_access_check(cfg, rt->o.state_dir, m, cm_wall_ms(), &pre->ar,
+                                            pre->access_err, sizeof pre->access_err);
     if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW) return;
     if (cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), m->text, &rest) != &S_commands[0])
         return;
     /* the session key S_dispatch routes the turn to */
     pre->reset = true;
-    pre->reset_rc =
-        cm_gw_route_agent(&agent, cfg, m->channel, m->account, m->peer, m->is_group);
+    pre->reset_rc = cm_gw_route_agent(&agent, cfg, m->channel, m->account, m->peer, m->is_group);
     if (!pre->reset_rc)
         pre->reset_rc = m->session && *m->session
                             ? cm_buf_adds(&key, m->session)
-                            : cm_gw_route_session(&key, cfg, agent.data, m->channel,
-                                                  m->account, m->peer, m->thread, m->is_group);
+                            : cm_gw_route_session(&key, cfg, agent.data, m->channel, m->account,
+                                                  m->peer, m->thread, m->is_group);
     if (!pre->reset_rc)
         pre->reset_rc = cm_gw_rt_reset_session(rt, agent.data, key.data, err, sizeof err);
     if (pre->reset_rc)

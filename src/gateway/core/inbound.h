@@ -174,8 +174,8 @@ typedef struct gw_access_result {
  * leaves (it checks kinds and choices): dmPolicy "allowlist" with an empty
  * allowFrom, dmPolicy "open" without "*" in allowFrom. CM_ECONFIG with the
  * key named. cfg may be NULL (defaults). */
-cm_rc cm_gw_access_validate(const cm_rtcfg *cfg, const char *channel, const char *account, char *err,
-                            size_t errlen);
+cm_rc cm_gw_access_validate(const cm_rtcfg *cfg, const char *channel, const char *account,
+                            char *err, size_t errlen);
 
 /* Decides whether m may reach the agent, as 2026.3.22 does:
  * - direct: dmPolicy disabled → deny; open → allow; a sender in allowFrom
@@ -191,8 +191,8 @@ cm_rc cm_gw_access_validate(const cm_rtcfg *cfg, const char *channel, const char
  * now_ms is wall-clock Unix time in ms (stored as ISO timestamps). Runs
  * cm_gw_access_validate first: a config error is CM_ECONFIG and never an allow.
  * Store files are written under src/base/lockfile.h's lock. */
-cm_rc cm_gw_access_check(const cm_rtcfg *cfg, const char *state_dir, const gw_msg *m, int64_t now_ms,
-                         gw_access_result *res, char *err, size_t errlen);
+cm_rc cm_gw_access_check(const cm_rtcfg *cfg, const char *state_dir, const gw_msg *m,
+                         int64_t now_ms, gw_access_result *res, char *err, size_t errlen);
 
 /* Whether the sender of a run may be offered the tools that act on the
  * host (exec, process): the owner's console ("terminal", "webchat"), or a

@@ -84,10 +84,9 @@ bool cm_gw_queue_drop_parse(const char *s, gw_queue_drop *out)
 /* messages.queue.mode's choices (runtime_config.h) as queue modes. */
 static gw_queue_mode S_mode_of(int64_t i)
 {
-    static const gw_queue_mode m[] = {GW_QMODE_STEER,         GW_QMODE_FOLLOWUP,
-                                      GW_QMODE_COLLECT,       GW_QMODE_STEER_BACKLOG,
-                                      GW_QMODE_STEER_BACKLOG, GW_QMODE_STEER,
-                                      GW_QMODE_INTERRUPT};
+    static const gw_queue_mode m[] = {
+        GW_QMODE_STEER,         GW_QMODE_FOLLOWUP, GW_QMODE_COLLECT,  GW_QMODE_STEER_BACKLOG,
+        GW_QMODE_STEER_BACKLOG, GW_QMODE_STEER,    GW_QMODE_INTERRUPT};
     return i >= 0 && i < (int64_t)ARRAY_LEN(m) ? m[i] : GW_QMODE_COLLECT;
 }
 
