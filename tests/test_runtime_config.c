@@ -150,6 +150,11 @@ TEST(rtcfg_typed_values_and_account_inheritance)
     EXPECT_INT(b->streaming, CM_RT_STREAM_OFF);
     EXPECT_INT(cm_rtcfg_chan(r, "slack", "x")->reply_to_mode, -1);
     cm_config_release(&c);
+    /* a channel clawmem does not run keeps QuantumClaw's own shape */
+    EXPECT_INT(parse("{channels: {slack: {streamMode: 'append', dmPolicy: 'open'}}}", &c, err,
+                     sizeof err),
+               CM_OK);
+    cm_config_release(&c);
 }
 
 /* What the readers make of an empty config: 2026.3.22's defaults

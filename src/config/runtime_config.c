@@ -428,7 +428,10 @@ static cm_rc read_channels(ctx *c, const json_t *root, cm_rtcfg *cfg)
     {
         char path[512];
         snprintf(path, sizeof path, "channels.%.200s", name);
-        if (!json_is_object(o)) continue; /* other channels' shapes are theirs */
+        /* Only the channels clawmem runs: the others (slack, discord, …) are
+         * QuantumClaw's, with shapes of their own (slack's streamMode is
+         * replace|status_final|append), and no message of theirs comes here. */
+        if (!json_is_object(o) || (strcmp(name, "telegram") && strcmp(name, "http"))) continue;
         cm_rt_chan ch;
         chan_init(&ch);
         cm_rc rc = walk(c, o, path, chan_fields, ARRAY_LEN(chan_fields), &ch);
