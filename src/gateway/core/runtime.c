@@ -165,7 +165,7 @@ cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, s
         rt->cfg = cm_rtcfg_ref(o->rtcfg);
     else
         CHECK(cm_rtcfg_from_json(o->config, &rt->cfg, err, errlen));
-    rt->o.config = rt->cfg->root; /* the same tree as the snapshot's */
+    rt->o.config = NULL; /* borrowed for the call only: the runtime reads rt->cfg */
     int64_t hl = rt->cfg->messages.group_history_limit;
     cm_gw_history_init(&rt->history, hl != CM_RT_UNSET ? (int)CM_MIN(hl, INT_MAX) : -1);
     CHECK(cm_gw_dedupe_open(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &rt->dedupe));

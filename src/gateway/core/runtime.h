@@ -87,7 +87,8 @@ typedef struct gw_runtime_opts {
     const cm_logger *log; /* may be NULL */
     /* The typed config snapshot (runtime_config.h; the runtime takes its own
      * reference); NULL: built from config (a bad value fails
-     * cm_gw_runtime_new). Once running, config is the snapshot's own tree. */
+     * cm_gw_runtime_new). The runtime reads only its snapshot (config is
+     * not kept: a reload may free the tree it came from). */
     cm_rtcfg *rtcfg;
 } gw_runtime_opts;
 
