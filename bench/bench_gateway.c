@@ -475,7 +475,8 @@ int main(int argc, char **argv)
     gw_runtime *rt = NULL;
     timed ch = {{&t_ops}, NULL};
     gw_runtime_opts ro = {
-        cfg, state.data, agent ? cm_gw_agents_run : fake_run, ag, NULL, NULL, 4, false, 0, NULL};
+        cfg,  state.data, agent ? cm_gw_agents_run : fake_run, ag, NULL, NULL, 4, false, 0,
+        NULL, NULL};
     if (cm_gw_runtime_new(&ro, &rt, err, sizeof err) ||
         cm_gw_http_open(cfg, "127.0.0.1:0", &ch.http, err, sizeof err) ||
         cm_gw_runtime_add_channel(rt, &ch.base, NULL, NULL, err, sizeof err) ||

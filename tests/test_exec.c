@@ -601,13 +601,16 @@ TEST(exec_gateway_trust_follows_the_access_policy)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *root = json_loads(cases[i].cfg, 0, NULL);
+        cm_rtcfg *c = NULL;
         bool tr = !cases[i].want;
         char err[256];
-        EXPECT_INT(cm_gw_access_trusted(root, st, cases[i].channel, NULL, cases[i].peer,
-                                        cases[i].group, &tr, err, sizeof err),
-                   CM_OK);
-        if (tr != cases[i].want) test_fail(__FILE__, __LINE__, "case %zu", i);
+        EXPECT_INT(cm_rtcfg_from_json(root, &c, err, sizeof err), CM_OK);
         json_decref(root);
+        cm_rc rc = cm_gw_access_trusted(c, st, cases[i].channel, NULL, cases[i].peer,
+                                        cases[i].group, &tr, err, sizeof err);
+        cm_rtcfg_unref(c);
+        EXPECT_INT(rc, CM_OK);
+        if (tr != cases[i].want) test_fail(__FILE__, __LINE__, "case %zu", i);
     }
     free(st);
 }

@@ -188,7 +188,7 @@ static bool cw_start(cworld *w, const char *extra)
     cm_options o = {NULL, w->ws, NULL, w->state, NULL, NULL, 1};
     char err[512];
     if (cm_gw_agents_new(&o, &w->ag)) return false;
-    gw_runtime_opts ro = {w->cfg, w->state, cm_gw_agents_run, w->ag, NULL, NULL, 2, true, 0, NULL};
+    gw_runtime_opts ro = {w->cfg, w->state, cm_gw_agents_run, w->ag, NULL, NULL, 2, true, 0, NULL, NULL};
     if (cm_gw_runtime_new(&ro, &w->rt, err, sizeof err) ||
         cm_gw_telegram_open(w->cfg, NULL, w->state, &w->ch, err, sizeof err) ||
         cm_gw_runtime_add_channel(w->rt, w->ch, NULL, NULL, err, sizeof err) ||

@@ -169,7 +169,7 @@ static bool g_start(guard *g, const char *channels_http, bool agents, bool http,
         cm_options o = {NULL, g->ws, NULL, g->state, NULL, NULL, 1};
         if (cm_gw_agents_new(&o, &g->ag)) return false;
     }
-    gw_runtime_opts ro = {g->cfg, g->state, g_run, g, NULL, NULL, 2, true, 0, g_logger(g)};
+    gw_runtime_opts ro = {g->cfg, g->state, g_run, g, NULL, NULL, 2, true, 0, g_logger(g), NULL};
     if (cm_gw_runtime_new(&ro, &g->rt, err, sizeof err)) goto fail;
     cm_gw_runtime_set_journal_limit(g->rt, journal_limit);
     if (http && (cm_gw_http_open(g->cfg, "127.0.0.1:0", &g->http, err, sizeof err) ||

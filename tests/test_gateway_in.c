@@ -9,6 +9,14 @@
 
 #include <ctype.h>
 
+/* The typed snapshot of root (NULL when root is rejected). */
+static cm_rtcfg *rtc(const json_t *root)
+{
+    cm_rtcfg *c = NULL;
+    char err[256];
+    return cm_rtcfg_from_json(root, &c, err, sizeof err) ? NULL : c;
+}
+
 /* ---- dedupe ------------------------------------------------------------- */
 
 TEST(gw_in_dedupe_key)
@@ -344,21 +352,32 @@ TEST(gw_in_command_table)
 TEST(gw_in_debounce_window_config)
 {
     json_error_t je;
-    json_t *root = json_loads("{\"messages\":{\"inbound\":{\"debounceMs\":1200.7,"
-                              "\"byChannel\":{\"slack\":1500,\"http\":0,\"bad\":\"x\","
-                              "\"neg\":-5}}}}",
+    json_t *root = json_loads("{\"messages\":{\"inbound\":{\"debounceMs\":1200,"
+                              "\"byChannel\":{\"slack\":1500,\"http\":0}}}}",
                               0, &je);
     EXPECT(root);
-    int64_t tg = cm_gw_debounce_ms(root, "telegram"), sl = cm_gw_debounce_ms(root, "slack");
-    int64_t ht = cm_gw_debounce_ms(root, "http"), bad = cm_gw_debounce_ms(root, "bad");
-    int64_t neg = cm_gw_debounce_ms(root, "neg");
+    cm_rtcfg *c = rtc(root);
     json_decref(root);
+    EXPECT(c);
+    int64_t tg = cm_gw_debounce_ms(c, "telegram"), sl = cm_gw_debounce_ms(c, "slack");
+    int64_t ht = cm_gw_debounce_ms(c, "http");
+    cm_rtcfg_unref(c);
     EXPECT_INT(cm_gw_debounce_ms(NULL, "telegram"), GW_DEBOUNCE_MS_DEFAULT);
     EXPECT_INT(tg, 1200);
     EXPECT_INT(sl, 1500);
     EXPECT_INT(ht, 0);
-    EXPECT_INT(bad, 1200);
-    EXPECT_INT(neg, 0);
+    /* what 2026.3.22's schema rejects (int, nonnegative) no longer reads as
+     * a truncated or clamped window: the config fails to load */
+    static const char *const bad[] = {
+        "{\"messages\":{\"inbound\":{\"debounceMs\":1200.7}}}",
+        "{\"messages\":{\"inbound\":{\"byChannel\":{\"bad\":\"x\"}}}}",
+        "{\"messages\":{\"inbound\":{\"byChannel\":{\"neg\":-5}}}}"};
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        root = json_loads(bad[i], 0, &je);
+        cm_rtcfg *b = rtc(root);
+        json_decref(root);
+        EXPECT(b == NULL);
+    }
 }
 
 /* One step of a debounce table: a message (text NULL: just advance the
@@ -377,7 +396,8 @@ static bool S_run_table(const db_step *steps, size_t n, const json_t *root)
     gw_turns got = {0};
     buf desc;
     cm_buf_init(&desc, 0);
-    bool ok = cm_gw_debounce_open(root, &d) == CM_OK;
+    cm_rtcfg *c = root ? rtc(root) : NULL;
+    bool ok = (!root || c) && cm_gw_debounce_open(c, &d) == CM_OK;
     for (size_t i = 0; ok && i < n; i++) {
         const db_step *s = &steps[i];
         cm_rc rc;
@@ -404,6 +424,7 @@ static bool S_run_table(const db_step *steps, size_t n, const json_t *root)
         cm_gw_turns_release(&got);
     }
     cm_gw_debounce_close(d);
+    cm_rtcfg_unref(c);
     cm_buf_release(&desc);
     return ok;
 }
@@ -548,7 +569,13 @@ TEST(gw_in_access_config_errors)
         gw_access_result res;
         gw_msg m = {
             .channel = "telegram", .peer = "42", .sender = "42", .message_id = "1", .text = "hi"};
-        cm_rc rc = cm_gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
+        /* a wrong kind or choice fails the load now (runtime_config.c); the
+         * rules across keys are the check's own */
+        cm_rtcfg *c = NULL;
+        cm_rc rc = cm_rtcfg_from_json(root, &c, err, sizeof err);
+        res.verdict = GW_ACCESS_DENY;
+        if (!rc) rc = cm_gw_access_check(c, state, &m, 1000, &res, err, sizeof err);
+        cm_rtcfg_unref(c);
         json_decref(root);
         if (rc != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d (%s), want %d", i, rc, err,
@@ -584,8 +611,10 @@ static void S_access_table(const ac_case *cases, size_t n)
                     .text = "hi",
                     .is_group = cases[i].group,
                     .mentioned = cases[i].mentioned};
-        cm_rc rc = cm_gw_access_check(root, state, &m, 1000, &res, err, sizeof err);
+        cm_rtcfg *c = rtc(root);
         json_decref(root);
+        cm_rc rc = c ? cm_gw_access_check(c, state, &m, 1000, &res, err, sizeof err) : CM_ECONFIG;
+        cm_rtcfg_unref(c);
         if (rc != CM_OK || res.verdict != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d (%s), verdict %d (%s), want %d", i, rc,
                       err, res.verdict, res.reason, cases[i].want);
@@ -686,7 +715,9 @@ static gw_access_verdict S_dm(const json_t *root, const char *state, const char 
                 .sender = sender,
                 .message_id = "1",
                 .text = "hello"};
-    cm_rc rc = cm_gw_access_check(root, state, &m, now, &res, err, sizeof err);
+    cm_rtcfg *c = rtc(root);
+    cm_rc rc = c ? cm_gw_access_check(c, state, &m, now, &res, err, sizeof err) : CM_ECONFIG;
+    cm_rtcfg_unref(c);
     if (rc) test_fail(__FILE__, __LINE__, "access check: %s", err);
     if (code) snprintf(code, 16, "%s", res.code);
     return rc ? GW_ACCESS_DENY : res.verdict;
@@ -806,7 +837,7 @@ TEST(gw_in_access_store_written_by_quantumclaw)
                     .peer = cases[i].sender,
                     .sender = cases[i].sender,
                     .message_id = "1"};
-        cm_rc rc = cm_gw_access_check(root, state, &m, 1796040000000, &res, err, sizeof err);
+        cm_rc rc = cm_gw_access_check(NULL, state, &m, 1796040000000, &res, err, sizeof err);
         if (rc || res.verdict != cases[i].want)
             test_fail(__FILE__, __LINE__, "case %zu: rc %d, verdict %d, want %d", i, rc,
                       res.verdict, cases[i].want);
@@ -859,12 +890,15 @@ TEST(gw_in_queue_settings)
                           "\"cap\":5,\"drop\":\"old\",\"byChannel\":{\"discord\":\"steer\"},"
                           "\"debounceMsByChannel\":{\"discord\":50}}}}");
     EXPECT(root);
-    gw_queue_settings tg, dc, ov;
-    cm_gw_queue_settings_resolve(root, "telegram", NULL, &tg);
-    cm_gw_queue_settings_resolve(root, "Discord", NULL, &dc);
-    gw_queue_override o = {.mode = "interrupt", .drop = "new", .debounce_ms = 0, .cap = 2};
-    cm_gw_queue_settings_resolve(root, "discord", &o, &ov);
+    cm_rtcfg *c = rtc(root);
     json_decref(root);
+    EXPECT(c);
+    gw_queue_settings tg, dc, ov;
+    cm_gw_queue_settings_resolve(c, "telegram", NULL, &tg);
+    cm_gw_queue_settings_resolve(c, "Discord", NULL, &dc);
+    gw_queue_override o = {.mode = "interrupt", .drop = "new", .debounce_ms = 0, .cap = 2};
+    cm_gw_queue_settings_resolve(c, "discord", &o, &ov);
+    cm_rtcfg_unref(c);
     EXPECT(tg.mode == GW_QMODE_FOLLOWUP && tg.debounce_ms == 500 && tg.cap == 5 &&
            tg.drop == GW_QDROP_OLD);
     EXPECT(dc.mode == GW_QMODE_STEER && dc.debounce_ms == 50);

@@ -12,6 +12,14 @@
 #include "../src/gateway/core/journal.h"
 #include "test.h"
 
+/* The typed snapshot of root (NULL when root is rejected). */
+static cm_rtcfg *rtc(const json_t *root)
+{
+    cm_rtcfg *c = NULL;
+    char err[256];
+    return cm_rtcfg_from_json(root, &c, err, sizeof err) ? NULL : c;
+}
+
 #define TS 1800000000000LL /* Fri 2027-01-15 08:00:00 UTC */
 
 TEST(gw_meta_dm_blocks_layout)
@@ -160,22 +168,26 @@ TEST(gw_meta_timestamps_in_the_configured_zone)
     json_t *cfg = json_loads(
         "{\"agents\":{\"defaults\":{\"envelopeTimezone\":\"America/New_York\"}}}", 0, NULL);
     gw_ts_opts o;
+    cm_rtcfg *rc = NULL;
     buf b = BUF_INIT;
-    cm_gw_ts_opts_read(cfg, &o);
+    cm_gw_ts_opts_read(rc = rtc(cfg), &o);
+    cm_rtcfg_unref(rc);
     EXPECT_INT(cm_gw_ts_format(&b, TS, &o), CM_OK);
     EXPECT_STR(b.data, "Fri 2027-01-15 03:00 EST");
     json_decref(cfg);
     cfg = json_loads("{\"agents\":{\"defaults\":{\"envelopeTimezone\":\"user\","
                      "\"userTimezone\":\"Asia/Kolkata\"}}}",
                      0, NULL);
-    cm_gw_ts_opts_read(cfg, &o);
+    cm_gw_ts_opts_read(rc = rtc(cfg), &o);
+    cm_rtcfg_unref(rc);
     cm_buf_reset(&b);
     EXPECT_INT(cm_gw_ts_format(&b, TS, &o), CM_OK);
     EXPECT_STR(b.data, "Fri 2027-01-15 13:30 GMT+5:30");
     json_decref(cfg);
     cfg = json_loads("{\"agents\":{\"defaults\":{\"envelopeTimezone\":\"Nowhere/Atlantis\"}}}", 0,
                      NULL);
-    cm_gw_ts_opts_read(cfg, &o);
+    cm_gw_ts_opts_read(rc = rtc(cfg), &o);
+    cm_rtcfg_unref(rc);
     cm_buf_reset(&b);
     EXPECT_INT(cm_gw_ts_format(&b, TS, &o), CM_OK);
     EXPECT_STR(b.data, "Fri 2027-01-15T08:00Z");
@@ -183,7 +195,8 @@ TEST(gw_meta_timestamps_in_the_configured_zone)
     cfg = json_loads("{\"agents\":{\"defaults\":{\"envelopeTimezone\":\"UTC\","
                      "\"envelopeTimestamp\":\"off\"}}}",
                      0, NULL);
-    cm_gw_ts_opts_read(cfg, &o);
+    cm_gw_ts_opts_read(rc = rtc(cfg), &o);
+    cm_rtcfg_unref(rc);
     cm_buf_reset(&b);
     EXPECT_INT(cm_gw_ts_format(&b, TS, &o), CM_OK);
     EXPECT_INT((int)b.len, 0);

@@ -30,6 +30,14 @@
 #include "fakeserver.h"
 #include "test.h"
 
+/* The typed snapshot of root (NULL when root is rejected). */
+static cm_rtcfg *rtc(const json_t *root)
+{
+    cm_rtcfg *c = NULL;
+    char err[256];
+    return cm_rtcfg_from_json(root, &c, err, sizeof err) ? NULL : c;
+}
+
 #define TOKEN "tok-gateway-test-4242"
 #define T0    1800000000000LL
 
@@ -247,7 +255,7 @@ static bool world_start(world *w, const char *extra)
     pthread_cond_init(&w->gate.cv, NULL);
     char err[512];
     if (cm_gw_agents_new(&o, &w->gate.ag)) return false;
-    gw_runtime_opts ro = {w->cfg, w->state, t_run, &w->gate, t_clock, NULL, 2, true, 0, NULL};
+    gw_runtime_opts ro = {w->cfg, w->state, t_run, &w->gate, t_clock, NULL, 2, true, 0, NULL, NULL};
     if (cm_gw_runtime_new(&ro, &w->rt, err, sizeof err) ||
         cm_gw_http_open(w->cfg, "127.0.0.1:0", &w->http, err, sizeof err) ||
         cm_gw_runtime_add_channel(w->rt, w->http, NULL, NULL, err, sizeof err) ||
@@ -601,7 +609,7 @@ TEST(gateway_run_reply_rules)
 {
     EXPECT(cm_gw_reply_is_silent("  NO_REPLY\n"));
     EXPECT(!cm_gw_reply_is_silent("NO_REPLY please"));
-    json_t *cfg = json_loads(
+    json_t *cj = json_loads(
         "{\"messages\":{\"responsePrefix\":\"[{model}|{provider}|{Identity.Name}|{x}]\"},"
         "\"agents\":{\"list\":[{\"id\":\"main\",\"identity\":{\"name\":\"Clawd\"}},"
         "{\"id\":\"ops\",\"default\":false}]},"
@@ -611,6 +619,9 @@ TEST(gateway_run_reply_rules)
         "\"peer\":{\"kind\":\"group\",\"id\":\"-100\"}}},"
         "{\"agentId\":\"ops\",\"match\":{\"channel\":\"http\",\"accountId\":\"work\"}}]}",
         0, NULL);
+    cm_rtcfg *cfg = rtc(cj);
+    json_decref(cj);
+    EXPECT(cfg);
     buf b = BUF_INIT;
     EXPECT_INT(cm_gw_reply_prefix(&b, cfg, "main", "http", NULL, "anthropic/claude-x-20260101"),
                CM_OK);
@@ -641,7 +652,7 @@ TEST(gateway_run_reply_rules)
     cm_gw_route_session(&b, cfg, "ops", "telegram", "default", "-100", "7", true);
     EXPECT_STR(b.data, "agent:ops:telegram:group:-100:thread:7");
     cm_buf_release(&b);
-    json_decref(cfg);
+    cm_rtcfg_unref(cfg);
 }
 
 /* ---- the process: kill -9 mid-run, restart, nothing lost ------------------------ */
@@ -1610,4 +1621,49 @@ TEST(gateway_http_replies_kept_are_bounded)
     json_decref(a);
     ch->ops->close(ch);
     json_decref(cfg);
+}
+
+/* A reload between two turns: the run that started before it keeps the
+ * snapshot it began with (its prefix), the next turn reads the new one, and
+ * the old snapshot is dropped by the runtime once that run ends. */
+TEST(gateway_run_reload_swaps_config_between_turns)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"responsePrefix\":\"[old]\"}}")) return;
+    fake_push_chat_text(w.fs, "first answer", 50);
+    fake_push_chat_text(w.fs, "second answer", 50);
+    pthread_mutex_lock(&w.gate.mu);
+    w.gate.closed = true;
+    pthread_mutex_unlock(&w.gate.mu);
+    EXPECT_INT(post_text(&w, "ivy", "i1", "one"), 202);
+    cm_gw_runtime_tick(w.rt);
+    EXPECT(wait_gate(&w, &w.gate.started, 1)); /* the run is under way, holding [old] */
+    cm_rtcfg *held = cm_gw_runtime_config(w.rt);
+    json_t *nj = json_deep_copy(w.cfg);
+    json_object_set_new(json_object_get(nj, "messages"), "responsePrefix", json_string("[new]"));
+    cm_rtcfg *fresh = rtc(nj);
+    json_decref(nj);
+    EXPECT(fresh);
+    cm_gw_runtime_reload(w.rt, fresh);
+    cm_rtcfg *now = cm_gw_runtime_config(w.rt);
+    bool swapped = now == fresh && held != fresh;
+    cm_rtcfg_unref(now);
+    cm_rtcfg_unref(fresh); /* the runtime keeps its own reference */
+    EXPECT(swapped);
+    EXPECT_STR(held->messages.response_prefix, "[old]");
+    gate_open(&w);
+    EXPECT(settle(&w));
+    EXPECT_INT(post_text(&w, "ivy", "i2", "two"), 202);
+    EXPECT(settle(&w));
+    json_t *r = t_replies(w.addr, "ivy");
+    const char *t0 = json_string_value(json_object_get(json_array_get(r, 0), "text"));
+    const char *t1 = json_string_value(json_object_get(json_array_get(r, 1), "text"));
+    EXPECT(t0 && t1);
+    EXPECT_STR(t0, "[old] first answer");
+    EXPECT_STR(t1, "[new] second answer");
+    json_decref(r);
+    /* nothing in the runtime holds the old snapshot any more: this unref frees it */
+    EXPECT_INT(__atomic_load_n(&held->refs, __ATOMIC_RELAXED), 1);
+    cm_rtcfg_unref(held);
+    world_stop(&w);
 }

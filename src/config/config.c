@@ -590,6 +590,8 @@ cm_rc cm_config_parse_files(const config_text *main, const config_text *overlay,
     }
     for (int i = 0; i < 2; i++)
         cm_config_check_all(&c[i], doc[i].root);
+    for (int i = 0; i < 2; i++)
+        CHECK(cm_config_check_runtime(&c[i], doc[i].root));
     /* Key by key, clawmem.json over quantumclaw.json: within each stage the
      * overlay's leaves come second, and an agent's own settings still beat
      * either file's defaults. */
@@ -605,6 +607,7 @@ cm_rc cm_config_parse_files(const config_text *main, const config_text *overlay,
     if (!(cfg->root = json_object())) CHECK(CM_ENOMEM);
     for (int i = 0; i < 2; i++)
         if (json_is_object(doc[i].root) && merge_into(cfg->root, doc[i].root)) CHECK(CM_ENOMEM);
+    CHECK(cm_rtcfg_from_json(cfg->root, &cfg->rt, err, errlen));
     if (!cfg->provider || !cfg->fts_tokenizer || !cfg->backend || !cfg->sources.n ||
         !cfg->store_driver)
         CHECK(CM_ENOMEM);
@@ -732,5 +735,6 @@ void cm_config_release(cm_config *cfg)
     free(cfg->backend);
     cm_config_qmd_release(&cfg->qmd);
     json_decref(cfg->root);
+    cm_rtcfg_unref(cfg->rt);
     memset(cfg, 0, sizeof *cfg);
 }

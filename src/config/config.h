@@ -12,6 +12,7 @@
 
 #include "../base/buf.h"
 #include "../base/log.h"
+#include "runtime_config.h"
 
 typedef enum cm_citations { CM_CITE_AUTO, CM_CITE_ON, CM_CITE_OFF } cm_citations;
 /* memory.citations as the config spells it: "auto", "on" or "off". */
@@ -181,6 +182,9 @@ typedef struct cm_config {
      * themselves (auth, models, agents.defaults.model and .compaction,
      * session, channels, …). Never NULL after a successful load. */
     json_t *root;
+    /* The runtime's settings of root, typed (runtime_config.h): one
+     * reference, dropped by cm_config_release. Never NULL after a load. */
+    cm_rtcfg *rt;
 
     /* clawmem.* (clawmem's own section, in clawmem.json) */
     bool memory_write;       /* the memory_write tool is enabled */

@@ -95,6 +95,13 @@ cm_rc cm_config_read_session_maint(ctx *c, const json_t *root);
 /* The derived defaults once every file is read. */
 void cm_config_session_maint_finish(cm_session_maint *m);
 
+/* ---- runtime_config.c -------------------------------------------------- */
+
+/* Checks the runtime's keys of one file (runtime_config.h) against
+ * 2026.3.22's kinds, ranges and choices: a bad one fails with
+ * cm_config_bad() (file:line:col and the key path). */
+cm_rc cm_config_check_runtime(ctx *c, const json_t *root);
+
 /* ---- known_keys.c ------------------------------------------------------- */
 
 /* Warns "file:line:col: unknown key <path> (ignored)" about the member key

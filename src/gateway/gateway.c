@@ -421,7 +421,8 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
                           go ? go->workers : 0,
                           false,
                           0,
-                          &g->log};
+                          &g->log,
+                          g->cfg.rt};
     CHECK(cm_gw_runtime_new(&ro, &g->rt, err, errlen));
     CHECK(S_open_channels(g, go, err, errlen));
     if (g->http) cm_gw_http_set_status(g->http, S_http_status, g);

@@ -5,7 +5,8 @@
  * the ack reaction on an inbound message (messages.ackReaction,
  * ackReactionScope) and the /new notice and greeting. Pure functions over
  * the config; the runtime (deliver.c, dispatch.c) acts on them through the
- * channel's optional ops (channel.h).
+ * channel's optional ops (channel.h). The config is the typed snapshot
+ * (runtime_config.h; NULL: every default).
  */
 #ifndef CM_GW_FEEL_H
 #define CM_GW_FEEL_H
@@ -14,6 +15,7 @@
 
 #include "../../base/buf.h"
 #include "../../base/common.h"
+#include "../../config/runtime_config.h"
 
 /* 2026.3.22 createTypingController: refresh every 6 s, give up after 2 min. */
 #define GW_TYPING_INTERVAL_MS 6000
@@ -35,7 +37,7 @@ typedef enum gw_typing_mode {
  * direct chat or a group that mentioned the bot, message otherwise
  * (2026.3.22 resolveTypingMode). *interval_ms from agents.defaults.
  * typingIntervalSeconds, else session.typingIntervalSeconds, else 6 s. */
-gw_typing_mode cm_gw_typing_mode(const json_t *root, bool is_group, bool mentioned,
+gw_typing_mode cm_gw_typing_mode(const cm_rtcfg *cfg, bool is_group, bool mentioned,
                                  int64_t *interval_ms);
 
 /* The preview stream mode of channels.<ch>.streaming (off | partial | block
@@ -43,22 +45,22 @@ gw_typing_mode cm_gw_typing_mode(const json_t *root, bool is_group, bool mention
  * legacy streamMode, else "partial" — the account's own key first. False
  * when the mode is off. Whether a preview is actually shown also needs the
  * channel's preview ops and no block streaming (deliver.c). */
-bool cm_gw_preview_enabled(const json_t *root, const char *channel, const char *account);
+bool cm_gw_preview_enabled(const cm_rtcfg *cfg, const char *channel, const char *account);
 
 /* The ack reaction for an inbound message: channels.<ch>.accounts.<acc>.
  * ackReaction, channels.<ch>.ackReaction, messages.ackReaction, the agent's
  * identity.emoji, else 👀 ("" disables). Returns NULL when no reaction is
  * due under messages.ackReactionScope (default group-mentions: a group whose
  * requireMention is in force and that mentioned the bot; all, direct,
- * group-all, off/none). The string is borrowed from root (or static). */
-const char *cm_gw_ack_reaction(const json_t *root, const char *agent_id, const char *channel,
+ * group-all, off/none). The string is borrowed from cfg (or static). */
+const char *cm_gw_ack_reaction(const cm_rtcfg *cfg, const char *agent_id, const char *channel,
                                const char *account, const char *peer, bool is_group,
                                bool mentioned);
 
 /* The agent's configured model as "provider/model" (agents.list[].model,
  * else agents.defaults.model, a string or its primary) into out (reset);
  * "" when none is configured. */
-cm_rc cm_gw_agent_model(buf *out, const json_t *root, const char *agent_id);
+cm_rc cm_gw_agent_model(buf *out, const cm_rtcfg *cfg, const char *agent_id);
 
 /* /new's answer: "✅ New session started · model: <model>" (2026.3.22
  * buildResetSessionNoticeText), into out (reset). */

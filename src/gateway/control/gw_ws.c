@@ -777,7 +777,11 @@ cm_rc cm_gw_ws_new(const gw_ws_opts *o, gw_ws **out, char *err, size_t errlen)
     w->o.opt = &w->opt;
     buf a = BUF_INIT;
     const json_t *root = o->config;
-    if (cm_gw_route_agent(&a, root, "webchat", NULL, NULL, false)) FAIL(CM_ENOMEM, "out of memory");
+    cm_rtcfg *rc0 = NULL; /* once, at start */
+    CHECK(cm_rtcfg_from_json(root, &rc0, err, errlen));
+    rc = cm_gw_route_agent(&a, rc0, "webchat", NULL, NULL, false);
+    cm_rtcfg_unref(rc0);
+    if (rc) FAIL(CM_ENOMEM, "out of memory");
     w->agent_id0 = cm_buf_detach(&a);
     const json_t *gw = json_object_get(root, "gateway");
     const json_t *auth = json_object_get(gw, "auth");

@@ -11,16 +11,13 @@
 
 /* ---- config ------------------------------------------------------------- */
 
-/* channels.<ch>.accounts.<acct>.<key>, else channels.<ch>.<key>. */
-static const json_t *S_cfg(const json_t *root, const char *ch, const char *acct, const char *key)
+/* The policies as 2026.3.22 names them (runtime_config.h's indexes). */
+static const char *const S_dm_names[] = {"pairing", "allowlist", "open", "disabled"};
+static const char *const S_group_names[] = {"open", "disabled", "allowlist"};
+
+static const char *S_dm_policy(const cm_rt_chan *c)
 {
-    const json_t *c = json_object_get(json_object_get(root, "channels"), ch);
-    if (acct) {
-        const json_t *v =
-            json_object_get(json_object_get(json_object_get(c, "accounts"), acct), key);
-        if (v) return v;
-    }
-    return json_object_get(c, key);
+    return c->dm_policy >= 0 ? S_dm_names[c->dm_policy] : "pairing";
 }
 
 static size_t S_count(const json_t *list)
@@ -60,37 +57,18 @@ static bool S_listed(const json_t *list, const char *channel, const char *sender
     return false;
 }
 
-static const char *S_str(const json_t *v, const char *dflt)
-{
-    return json_is_string(v) ? json_string_value(v) : dflt;
-}
-
-cm_rc cm_gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
-                            size_t errlen)
+cm_rc cm_gw_access_validate(const cm_rtcfg *cfg, const char *channel, const char *account,
+                            char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
-    const json_t *dm = S_cfg(root, channel, account, "dmPolicy");
-    const json_t *gp = S_cfg(root, channel, account, "groupPolicy");
-    const json_t *allow = S_cfg(root, channel, account, "allowFrom");
-    const char *p = S_str(dm, "pairing");
-    if (dm && !json_is_string(dm))
-        FAIL(CM_ECONFIG, "channels.%s.dmPolicy must be a string", channel);
-    if (strcmp(p, "pairing") && strcmp(p, "allowlist") && strcmp(p, "open") &&
-        strcmp(p, "disabled"))
-        FAIL(CM_ECONFIG,
-             "channels.%s.dmPolicy \"%s\" is not one of pairing, allowlist, open, disabled",
-             channel, p);
-    if (allow && !json_is_array(allow))
-        FAIL(CM_ECONFIG, "channels.%s.allowFrom must be a list", channel);
-    if (!strcmp(p, "allowlist") && S_count(allow) == 0)
+    /* kinds and choices were checked at load (runtime_config.c); what is
+     * left is 2026.3.22's requireAllowlistAllowFrom / requireOpenAllowFrom */
+    const cm_rt_chan *c = cm_rtcfg_chan(cfg, channel, account);
+    const char *p = S_dm_policy(c);
+    if (!strcmp(p, "allowlist") && S_count(c->allow_from) == 0)
         FAIL(CM_ECONFIG, "channels.%s.dmPolicy is \"allowlist\" but allowFrom is empty", channel);
-    if (!strcmp(p, "open") && !S_has_wildcard(allow))
+    if (!strcmp(p, "open") && !S_has_wildcard(c->allow_from))
         FAIL(CM_ECONFIG, "channels.%s.dmPolicy is \"open\" but allowFrom lacks \"*\"", channel);
-    const char *g = S_str(gp, "allowlist");
-    if ((gp && !json_is_string(gp)) ||
-        (strcmp(g, "allowlist") && strcmp(g, "open") && strcmp(g, "disabled")))
-        FAIL(CM_ECONFIG, "channels.%s.groupPolicy must be one of allowlist, open, disabled",
-             channel);
 out:
     return rc;
 }
@@ -120,16 +98,18 @@ static void S_commands(const json_t *root, const char *ch, const gw_msg *m, cons
         res->commands = listed || (S_count(list) && S_listed(list, ch, m->sender, true));
 }
 
-static cm_rc S_check_group(const json_t *root, const char *ch, const char *acct, const gw_msg *m,
+static cm_rc S_check_group(const json_t *root, const cm_rt_chan *c, const char *ch, const gw_msg *m,
                            gw_access_result *res)
 {
-    const json_t *groups = S_cfg(root, ch, acct, "groups");
+    /* groups.<id> stay raw: a record of objects looked up by the peer */
+    const json_t *groups = c->groups;
     const json_t *entry = json_object_get(groups, m->peer ? m->peer : "");
     const json_t *star = json_object_get(groups, "*");
     const json_t *gp = json_object_get(entry, "groupPolicy");
     if (!gp) gp = json_object_get(star, "groupPolicy");
-    if (!gp) gp = S_cfg(root, ch, acct, "groupPolicy");
-    const char *policy = S_str(gp, "allowlist");
+    const char *policy = json_is_string(gp)     ? json_string_value(gp)
+                         : c->group_policy >= 0 ? S_group_names[c->group_policy]
+                                                : "allowlist";
     res->verdict = GW_ACCESS_DENY;
     if (strcmp(policy, "open") && strcmp(policy, "disabled")) policy = "allowlist";
     if (!strcmp(policy, "disabled")) {
@@ -147,8 +127,8 @@ static cm_rc S_check_group(const json_t *root, const char *ch, const char *acct,
         return CM_OK;
     }
     const json_t *list = json_object_get(entry, "allowFrom");
-    if (!S_count(list)) list = S_cfg(root, ch, acct, "groupAllowFrom");
-    if (!S_count(list)) list = S_cfg(root, ch, acct, "allowFrom");
+    if (!S_count(list)) list = c->group_allow_from;
+    if (!S_count(list)) list = c->allow_from;
     if (!strcmp(policy, "allowlist")) {
         if (!S_count(list)) {
             res->reason = "groupPolicy=allowlist (empty allowlist)";
@@ -173,8 +153,8 @@ static cm_rc S_check_group(const json_t *root, const char *ch, const char *acct,
     return CM_OK;
 }
 
-cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
-                         gw_access_result *res, char *err, size_t errlen)
+cm_rc cm_gw_access_check(const cm_rtcfg *cfg, const char *state_dir, const gw_msg *m,
+                         int64_t now_ms, gw_access_result *res, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     json_t *store = NULL;
@@ -192,13 +172,15 @@ cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg
     json_decref(a);
     for (char *p = acct; *p; p++)
         *p = (char)tolower((unsigned char)*p);
-    CHECK(cm_gw_access_validate(root, ch, acct, err, errlen));
+    CHECK(cm_gw_access_validate(cfg, ch, acct, err, errlen));
+    const cm_rt_chan *c = cm_rtcfg_chan(cfg, ch, acct);
+    const json_t *root = cfg ? cfg->root : NULL; /* commands.* are read raw */
     if (m->is_group) {
-        CHECK(S_check_group(root, ch, acct, m, res));
+        CHECK(S_check_group(root, c, ch, m, res));
         goto out;
     }
-    const char *policy = S_str(S_cfg(root, ch, acct, "dmPolicy"), "pairing");
-    const json_t *allow = S_cfg(root, ch, acct, "allowFrom");
+    const char *policy = S_dm_policy(c);
+    const json_t *allow = c->allow_from;
     if (!strcmp(policy, "disabled")) {
         res->reason = "dmPolicy=disabled";
         goto out;
@@ -244,7 +226,7 @@ out:
 
 /* ---- trust: who may be offered exec ------------------------------------- */
 
-cm_rc cm_gw_access_trusted(const json_t *root, const char *state_dir, const char *channel,
+cm_rc cm_gw_access_trusted(const cm_rtcfg *cfg, const char *state_dir, const char *channel,
                            const char *account, const char *peer, bool is_group, bool *trusted,
                            char *err, size_t errlen)
 {
@@ -267,15 +249,15 @@ cm_rc cm_gw_access_trusted(const json_t *root, const char *state_dir, const char
     json_decref(a);
     for (char *p = acct; *p; p++)
         *p = (char)tolower((unsigned char)*p);
-    const char *policy = S_str(S_cfg(root, ch, acct, "dmPolicy"), "pairing");
+    const cm_rt_chan *c = cm_rtcfg_chan(cfg, ch, acct);
+    const char *policy = S_dm_policy(c);
     if (!strcmp(policy, "disabled")) goto out;
     /* anyone may write when the policy is open: with the default dmScope
      * "main" their messages share the session every DM runs in */
-    const char *scope = json_string_value(
-        json_object_get(json_object_get(root, "session"), "dmScope"));
-    if (!strcmp(policy, "open") && (!scope || !strcmp(scope, "main"))) goto out;
+    int scope = cfg ? cfg->session.dm_scope : -1; /* 0: main */
+    if (!strcmp(policy, "open") && scope <= 0) goto out;
     /* named explicitly ("*" is no one in particular) */
-    if (S_listed(S_cfg(root, ch, acct, "allowFrom"), ch, peer, false)) {
+    if (S_listed(c->allow_from, ch, peer, false)) {
         *trusted = true;
         goto out;
     }

@@ -18,30 +18,17 @@ typedef struct db_batch {
 } db_batch;
 
 struct gw_debounce {
-    const json_t *root;
+    const cm_rtcfg *cfg; /* borrowed; swapped by cm_gw_debounce_set_config */
     db_batch *v;
     size_t n, cap;
 };
 
-/* A number as 2026.3.22's resolveMs reads it: finite, truncated, >= 0. */
-static bool S_ms(const json_t *v, int64_t *out)
-{
-    if (!json_is_number(v)) return false;
-    double d = json_number_value(v);
-    if (!isfinite(d)) return false;
-    d = trunc(d);
-    *out = d <= 0 ? 0 : d > 9.0e15 ? (int64_t)9.0e15 : (int64_t)d;
-    return true;
-}
-
-int64_t cm_gw_debounce_ms(const json_t *root, const char *channel)
+int64_t cm_gw_debounce_ms(const cm_rtcfg *cfg, const char *channel)
 {
     int64_t ms = GW_DEBOUNCE_MS_DEFAULT;
-    const json_t *msgs = root ? json_object_get(root, "messages") : NULL;
-    const json_t *in = json_object_get(msgs, "inbound");
-    const json_t *by = json_object_get(in, "byChannel");
-    if (channel && S_ms(json_object_get(by, channel), &ms)) return ms;
-    if (S_ms(json_object_get(in, "debounceMs"), &ms)) return ms;
+    if (!cfg) return ms;
+    if (channel && cm_rt_map_get(&cfg->messages.inbound_by_channel, channel, &ms)) return ms;
+    if (cfg->messages.inbound_debounce_ms != CM_RT_UNSET) return cfg->messages.inbound_debounce_ms;
     return GW_DEBOUNCE_MS_DEFAULT;
 }
 
@@ -115,14 +102,19 @@ static cm_rc S_emit(gw_turns *ready, gw_turn *t)
     return CM_OK;
 }
 
-cm_rc cm_gw_debounce_open(const json_t *root, gw_debounce **out)
+cm_rc cm_gw_debounce_open(const cm_rtcfg *cfg, gw_debounce **out)
 {
     *out = NULL;
     gw_debounce *d = calloc(1, sizeof *d);
     if (!d) return CM_ENOMEM;
-    d->root = root;
+    d->cfg = cfg;
     *out = d;
     return CM_OK;
+}
+
+void cm_gw_debounce_set_config(gw_debounce *d, const cm_rtcfg *cfg)
+{
+    d->cfg = cfg;
 }
 
 void cm_gw_debounce_close(gw_debounce *d)
@@ -178,12 +170,12 @@ cm_rc cm_gw_debounce_push(gw_debounce *d, const gw_msg *m, int64_t now_ms, gw_tu
     size_t at = d->n;
     for (size_t i = 0; keyed && i < d->n; i++)
         if (strcmp(d->v[i].key, key.data) == 0) at = i;
-    int64_t window = cm_gw_debounce_ms(d->root, m->channel);
+    int64_t window = cm_gw_debounce_ms(d->cfg, m->channel);
     const char *p = m->text ? m->text : "";
     while (isspace((unsigned char)*p))
         p++;
-    bool debounce =
-        keyed && window > 0 && !m->has_media && *p && !cm_gw_is_control_command(m->text, d->root);
+    bool debounce = keyed && window > 0 && !m->has_media && *p &&
+                    !cm_gw_is_control_command(m->text, d->cfg ? d->cfg->root : NULL);
     if (!debounce) {
         if (at < d->n) CHECK(S_flush_at(d, at, ready));
         CHECK(S_turn_meta(&single, m));

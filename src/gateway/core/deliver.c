@@ -20,6 +20,7 @@
 #include "runtime_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
@@ -31,6 +32,7 @@
 
 typedef struct deliver {
     gw_runtime *rt;
+    cm_rtcfg *cfg; /* the config snapshot of this job (a reference, dropped at its end) */
     gw_job *j;
     gw_channel *ch;
     int limit;
@@ -53,17 +55,14 @@ typedef struct deliver {
 } deliver;
 
 /* agents.defaults.humanDelay {mode: off|natural|custom, minMs, maxMs}. */
-static void S_delay_cfg(const json_t *root, deliver *d)
+static void S_delay_cfg(const cm_rtcfg *c, deliver *d)
 {
-    const json_t *h =
-        json_object_get(json_object_get(json_object_get(root, "agents"), "defaults"), "humanDelay");
-    const char *m = json_string_value(json_object_get(h, "mode"));
-    d->delay = m && !strcasecmp(m, "natural")  ? GW_DELAY_NATURAL
-               : m && !strcasecmp(m, "custom") ? GW_DELAY_CUSTOM
-                                               : GW_DELAY_OFF;
-    const json_t *mn = json_object_get(h, "minMs"), *mx = json_object_get(h, "maxMs");
-    d->delay_min = json_is_integer(mn) ? (int)json_integer_value(mn) : 0;
-    d->delay_max = json_is_integer(mx) ? (int)json_integer_value(mx) : 0;
+    const cm_rt_agent_defaults *a = &c->defaults;
+    d->delay = a->human_delay_mode == 1   ? GW_DELAY_NATURAL
+               : a->human_delay_mode == 2 ? GW_DELAY_CUSTOM
+                                          : GW_DELAY_OFF;
+    d->delay_min = a->human_delay_min_ms >= 0 ? (int)CM_MIN(a->human_delay_min_ms, INT_MAX) : 0;
+    d->delay_max = a->human_delay_max_ms >= 0 ? (int)CM_MIN(a->human_delay_max_ms, INT_MAX) : 0;
 }
 
 /* humanDelay before every block after the first (real time: it is what the
@@ -399,10 +398,10 @@ static cm_rc S_tool_send(void *ctx, const char *channel, const char *account, co
         if (!d->trusted)
             return cm_seterr(err, errlen, CM_EPATH,
                              "message: this sender may only send to the current conversation");
-        if (cm_gw_access_trusted(d->rt->o.config, d->rt->o.state_dir, chn, acct, to, false, &ok,
-                                 terr, sizeof terr))
+        if (cm_gw_access_trusted(d->cfg, d->rt->o.state_dir, chn, acct, to, false, &ok, terr,
+                                 sizeof terr))
             ok = false;
-        if (!ok) ok = S_group_listed(d->rt->o.config, chn, acct, to);
+        if (!ok) ok = S_group_listed(d->cfg->root, chn, acct, to);
         if (!ok || !strcmp(chn, "terminal") || !strcmp(chn, "webchat"))
             return cm_seterr(err, errlen, CM_EPATH,
                              "message: %.64s is not an allowed target on %.32s (allowFrom, a "
@@ -513,7 +512,7 @@ static cm_rc S_tool_session_send(void *ctx, const char *key, const char *text, i
 
 static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {
-    const json_t *cfg = rt->o.config;
+    const cm_rtcfg *cfg = d->cfg;
     if (S_cancelled(d)) { /* aborted before a worker took it: the model is never asked */
         cm_gw_rt_done_all(rt, &j->ids, "aborted");
         S_waiter_done(rt, j, CM_ECANCELED, "the run was aborted", NULL);
@@ -548,12 +547,7 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
                           sc.idle_ms);
     }
     /* The prefix's {model} is the configured primary: known before the run. */
-    const char *model = json_string_value(
-        json_object_get(json_object_get(json_object_get(cfg, "agents"), "defaults"), "model"));
-    if (!model)
-        model = json_string_value(json_object_get(
-            json_object_get(json_object_get(json_object_get(cfg, "agents"), "defaults"), "model"),
-            "primary"));
+    const char *model = cfg->defaults.model;
     if (!cm_gw_reply_prefix(&d->prefix, cfg, j->agent_id, j->channel, j->account, model) &&
         d->prefix.len && cm_buf_addc(&d->prefix, ' '))
         cm_buf_reset(&d->prefix); /* out of memory: no prefix rather than half of one */
@@ -703,11 +697,12 @@ void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
     memset(&d, 0, sizeof d);
     d.rt = rt;
     d.j = j;
+    d.cfg = cm_gw_rt_config(rt); /* one snapshot for the whole job, even across a reload */
     d.ch = cm_gw_rt_channel(rt, j->channel, j->account);
-    d.limit = cm_gw_reply_text_limit(rt->o.config, j->channel, j->account,
-                                     d.ch ? d.ch->ops->text_limit : 0);
-    d.mode = cm_gw_reply_to_mode_of(rt->o.config, j->channel, j->account);
-    S_delay_cfg(rt->o.config, &d);
+    d.limit =
+        cm_gw_reply_text_limit(d.cfg, j->channel, j->account, d.ch ? d.ch->ops->text_limit : 0);
+    d.mode = cm_gw_reply_to_mode_of(d.cfg, j->channel, j->account);
+    S_delay_cfg(d.cfg, &d);
     if (j->kind == GW_JOB_RUN && j->command) {
         S_command(rt, j, &d, worker);
     } else if (j->kind == GW_JOB_RUN) {
@@ -718,6 +713,7 @@ void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
     }
     cm_buf_release(&d.prefix);
     cm_buf_release(&d.held);
+    cm_rtcfg_unref(d.cfg);
 }
 
 cm_rc cm_gw_rt_reset_session(gw_runtime *rt, const char *agent_id, const char *key, char *err,

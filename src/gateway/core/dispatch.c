@@ -147,6 +147,8 @@ void cm_gw_rt_finish(gw_runtime *rt, gw_pre *pre)
     free(q->agent_id);
     free(q->key);
     memset(q, 0, sizeof *q);
+    cm_rtcfg_unref(pre->cfg);
+    pre->cfg = NULL;
 }
 
 static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
@@ -193,7 +195,7 @@ static void S_settings(gw_runtime *rt, gw_sess *s, const char *channel, gw_queue
     gw_queue_override ov = {s->has_ov && s->ov_mode[0] ? s->ov_mode : NULL,
                             s->has_ov && s->ov_drop[0] ? s->ov_drop : NULL,
                             s->has_ov ? s->ov_debounce : -1, s->has_ov ? s->ov_cap : 0};
-    cm_gw_queue_settings_resolve(rt->o.config, channel, &ov, qs);
+    cm_gw_queue_settings_resolve(rt->cfg, channel, &ov, qs);
 }
 
 /* Queued message groups (the ids each queued item carries). */
@@ -317,7 +319,7 @@ static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, int64_
     const char *text = t->text && *t->text ? t->text : (t->has_media ? "<media:attachment>" : "");
     buf label = BUF_INIT, meta = BUF_INIT;
     gw_ts_opts to;
-    cm_gw_ts_opts_read(rt->o.config, &to);
+    cm_gw_ts_opts_read(rt->cfg, &to);
     gw_meta m = {t->channel,     t->is_group,       t->mentioned,  t->message_id, t->sender,
                  t->sender_name, t->sender_username, NULL,          t->chat_title, t->thread,
                  t->ts_ms > 0 ? t->ts_ms : now,     NULL,          0};
@@ -389,7 +391,7 @@ static bool S_cmd_new(void *ctx, const char *rest)
      * answered: then the notice alone) */
     buf model = BUF_INIT, note = BUF_INIT, greet = BUF_INIT;
     gw_job *j = NULL;
-    bool ok = !r && !cm_gw_agent_model(&model, rt->o.config, c->agent) &&
+    bool ok = !r && !cm_gw_agent_model(&model, rt->cfg, c->agent) &&
               !cm_gw_new_session_notice(&note, model.data);
     if (ok && !s->active && !cm_gw_greeting_prompt(&greet, cm_wall_ms()) &&
         (j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id)) &&
@@ -574,12 +576,11 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     if (t->channel && !strcmp(t->channel, GW_INTERNAL_CHANNEL) && t->session)
         CHECK(cm_session_key_agent(&agent, t->session)); /* sessions_send: the key's agent */
     else
-        CHECK(cm_gw_route_agent(&agent, rt->o.config, t->channel, t->account, t->peer,
-                                t->is_group));
+        CHECK(cm_gw_route_agent(&agent, rt->cfg, t->channel, t->account, t->peer, t->is_group));
     if (t->session && *t->session)
         CHECK(cm_buf_adds(&key, t->session));
     else
-        CHECK(cm_gw_route_session(&key, rt->o.config, agent.data, t->channel, t->account, t->peer,
+        CHECK(cm_gw_route_session(&key, rt->cfg, agent.data, t->channel, t->account, t->peer,
                                   t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
@@ -740,9 +741,9 @@ static void S_ack(gw_runtime *rt, const gw_msg *m)
     gw_channel *ch = cm_gw_rt_channel(rt, m->channel, m->account);
     if (!ch || !ch->ops->react || !m->message_id || !m->peer) return;
     buf agent = BUF_INIT;
-    if (!cm_gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, m->is_group)) {
-        const char *e = cm_gw_ack_reaction(rt->o.config, agent.data, m->channel, m->account,
-                                           m->peer, m->is_group, m->mentioned);
+    if (!cm_gw_route_agent(&agent, rt->cfg, m->channel, m->account, m->peer, m->is_group)) {
+        const char *e = cm_gw_ack_reaction(rt->cfg, agent.data, m->channel, m->account, m->peer,
+                                           m->is_group, m->mentioned);
         gw_outbound o = {m->account, m->peer, m->thread, m->message_id, "", false};
         if (e) ch->ops->react(ch, &o, e);
     }
@@ -755,27 +756,28 @@ void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
     const char *rest;
     char err[256];
     memset(pre, 0, sizeof *pre);
+    pre->cfg = cm_gw_rt_config(rt);
+    const cm_rtcfg *cfg = pre->cfg;
     if (m->channel && (!strcmp(m->channel, "terminal") || !strcmp(m->channel, "webchat") ||
                        !strcmp(m->channel, GW_INTERNAL_CHANNEL))) {
         pre->ar.verdict = GW_ACCESS_ALLOW; /* the owner's console, behind the gateway token;
                                               sessions_send from a trusted sender's run */
         pre->ar.commands = strcmp(m->channel, GW_INTERNAL_CHANNEL) != 0;
     } else {
-        pre->access_rc = cm_gw_access_check(rt->o.config, rt->o.state_dir, m, cm_wall_ms(),
-                                            &pre->ar, pre->access_err, sizeof pre->access_err);
+        pre->access_rc = cm_gw_access_check(cfg, rt->o.state_dir, m, cm_wall_ms(), &pre->ar,
+                                            pre->access_err, sizeof pre->access_err);
     }
     if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW) return;
     if (cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), m->text, &rest) != &S_commands[0])
         return;
     /* the session key S_dispatch routes the turn to */
     pre->reset = true;
-    pre->reset_rc =
-        cm_gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, m->is_group);
+    pre->reset_rc = cm_gw_route_agent(&agent, cfg, m->channel, m->account, m->peer, m->is_group);
     if (!pre->reset_rc)
         pre->reset_rc = m->session && *m->session
                             ? cm_buf_adds(&key, m->session)
-                            : cm_gw_route_session(&key, rt->o.config, agent.data, m->channel,
-                                                  m->account, m->peer, m->thread, m->is_group);
+                            : cm_gw_route_session(&key, cfg, agent.data, m->channel, m->account,
+                                                  m->peer, m->thread, m->is_group);
     if (!pre->reset_rc)
         pre->reset_rc = cm_gw_rt_reset_session(rt, agent.data, key.data, err, sizeof err);
     if (pre->reset_rc)
@@ -814,8 +816,8 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
     }
     case GW_ACCESS_NO_MENTION: {
         buf conv = BUF_INIT, agent = BUF_INIT;
-        if (!cm_gw_route_agent(&agent, rt->o.config, m->channel, m->account, m->peer, true) &&
-            !cm_gw_route_session(&conv, rt->o.config, agent.data, m->channel, m->account, m->peer,
+        if (!cm_gw_route_agent(&agent, rt->cfg, m->channel, m->account, m->peer, true) &&
+            !cm_gw_route_session(&conv, rt->cfg, agent.data, m->channel, m->account, m->peer,
                                  m->thread, true)) {
             buf who = BUF_INIT; /* out of memory: recorded without a sender */
             cm_gw_meta_sender_label(&who, m->sender_name, m->sender_username, m->sender);
@@ -838,8 +840,8 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
     while (isspace((unsigned char)*p))
         p++;
     bool batched = m->sender && *m->sender && m->peer && *m->peer && m->channel &&
-                   cm_gw_debounce_ms(rt->o.config, m->channel) > 0 && !m->has_media && *p &&
-                   !cm_gw_is_control_command(m->text, rt->o.config);
+                   cm_gw_debounce_ms(rt->cfg, m->channel) > 0 && !m->has_media && *p &&
+                   !cm_gw_is_control_command(m->text, rt->cfg->root);
     if (batched) {
         gw_ids *pend = NULL;
         if (S_turn_dkey(&k, m->channel, m->account, m->peer, m->thread, m->sender) ||

@@ -13,6 +13,7 @@
 
 #include "../../base/buf.h"
 #include "../../base/common.h"
+#include "../../config/runtime_config.h"
 #include "commands.h"
 
 /* One inbound message as a channel adapter hands it over. Strings are
@@ -91,9 +92,9 @@ size_t cm_gw_dedupe_size(const gw_dedupe *d);
 #define GW_DEBOUNCE_MAX_BYTES (256 * 1024)
 
 /* The debounce window for channel: messages.inbound.byChannel.<channel>,
- * else messages.inbound.debounceMs, else GW_DEBOUNCE_MS_DEFAULT; a negative
- * value counts as 0 (off), fractions are truncated. root may be NULL. */
-int64_t cm_gw_debounce_ms(const json_t *root, const char *channel);
+ * else messages.inbound.debounceMs, else GW_DEBOUNCE_MS_DEFAULT (the load
+ * rejects a negative or fractional one). cfg may be NULL. */
+int64_t cm_gw_debounce_ms(const cm_rtcfg *cfg, const char *channel);
 
 /* One agent turn out of the debouncer: the newest message's fields (its id is
  * the one to reply to) with the texts of the batch joined by '\n' (empty
@@ -117,9 +118,11 @@ void cm_gw_turns_release(gw_turns *t);
 
 typedef struct gw_debounce gw_debounce;
 
-/* A debouncer reading its windows and gated commands from root (borrowed,
+/* A debouncer reading its windows and gated commands from cfg (borrowed,
  * may be NULL: defaults). */
-cm_rc cm_gw_debounce_open(const json_t *root, gw_debounce **out);
+cm_rc cm_gw_debounce_open(const cm_rtcfg *cfg, gw_debounce **out);
+/* Reads cfg from now on (a reload; the caller's lock guards d). */
+void cm_gw_debounce_set_config(gw_debounce *d, const cm_rtcfg *cfg);
 void cm_gw_debounce_close(gw_debounce *d);
 
 /* Takes one inbound message at now_ms and appends the turns that are ready
@@ -174,11 +177,12 @@ typedef struct gw_access_result {
 } gw_access_result;
 
 /* Checks channels.<channel> (and channels.<channel>.accounts.<account>, which
- * overrides it key by key) for the access rules' config errors: an unknown
- * dmPolicy or groupPolicy, dmPolicy "allowlist" with an empty allowFrom,
- * dmPolicy "open" without "*" in allowFrom. CM_ECONFIG with the key named. */
-cm_rc cm_gw_access_validate(const json_t *root, const char *channel, const char *account, char *err,
-                            size_t errlen);
+ * overrides it key by key) for the access rules' config errors the load
+ * leaves (it checks kinds and choices): dmPolicy "allowlist" with an empty
+ * allowFrom, dmPolicy "open" without "*" in allowFrom. CM_ECONFIG with the
+ * key named. cfg may be NULL (defaults). */
+cm_rc cm_gw_access_validate(const cm_rtcfg *cfg, const char *channel, const char *account,
+                            char *err, size_t errlen);
 
 /* Decides whether m may reach the agent, as 2026.3.22 does:
  * - direct: dmPolicy disabled → deny; open → allow; a sender in allowFrom
@@ -194,8 +198,8 @@ cm_rc cm_gw_access_validate(const json_t *root, const char *channel, const char 
  * now_ms is wall-clock Unix time in ms (stored as ISO timestamps). Runs
  * cm_gw_access_validate first: a config error is CM_ECONFIG and never an allow.
  * Store files are written under src/base/lockfile.h's lock. */
-cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg *m, int64_t now_ms,
-                         gw_access_result *res, char *err, size_t errlen);
+cm_rc cm_gw_access_check(const cm_rtcfg *cfg, const char *state_dir, const gw_msg *m,
+                         int64_t now_ms, gw_access_result *res, char *err, size_t errlen);
 
 /* Whether the sender of a run may be offered the tools that act on the
  * host (exec, process): the owner's console ("terminal", "webchat"), or a
@@ -205,7 +209,7 @@ cm_rc cm_gw_access_check(const json_t *root, const char *state_dir, const gw_msg
  * dmPolicy disabled, and never dmPolicy open while session.dmScope is "main"
  * (anyone's messages then share the session). An error is CM_E* with
  * *trusted false. No channel: *trusted false (the caller decides). */
-cm_rc cm_gw_access_trusted(const json_t *root, const char *state_dir, const char *channel,
+cm_rc cm_gw_access_trusted(const cm_rtcfg *cfg, const char *state_dir, const char *channel,
                            const char *account, const char *peer, bool is_group, bool *trusted,
                            char *err, size_t errlen);
 
@@ -292,8 +296,8 @@ typedef struct gw_queue_override {
 /* The session override, else messages.queue.byChannel.<channel> (mode),
  * messages.queue.debounceMsByChannel.<channel>, messages.queue.{mode,
  * debounceMs, cap, drop}, else the defaults (collect, 1000, 20, summarize).
- * root and ov may be NULL. */
-void cm_gw_queue_settings_resolve(const json_t *root, const char *channel,
+ * cfg and ov may be NULL. */
+void cm_gw_queue_settings_resolve(const cm_rtcfg *cfg, const char *channel,
                                   const gw_queue_override *ov, gw_queue_settings *out);
 
 /* Reads a standalone "/queue [mode] [debounce:2s] [cap:25] [drop:old]" (or

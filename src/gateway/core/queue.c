@@ -81,10 +81,23 @@ bool cm_gw_queue_drop_parse(const char *s, gw_queue_drop *out)
     return true;
 }
 
-void cm_gw_queue_settings_resolve(const json_t *root, const char *channel,
+/* messages.queue.mode's choices (runtime_config.h) as queue modes. */
+static gw_queue_mode S_mode_of(int64_t i)
+{
+    static const gw_queue_mode m[] = {
+        GW_QMODE_STEER,         GW_QMODE_FOLLOWUP, GW_QMODE_COLLECT,  GW_QMODE_STEER_BACKLOG,
+        GW_QMODE_STEER_BACKLOG, GW_QMODE_STEER,    GW_QMODE_INTERRUPT};
+    return i >= 0 && i < (int64_t)ARRAY_LEN(m) ? m[i] : GW_QMODE_COLLECT;
+}
+
+void cm_gw_queue_settings_resolve(const cm_rtcfg *cfg, const char *channel,
                                   const gw_queue_override *ov, gw_queue_settings *out)
 {
-    const json_t *q = json_object_get(json_object_get(root, "messages"), "queue");
+    static const cm_rt_messages none = {.queue_mode = -1,
+                                        .queue_drop = -1,
+                                        .queue_debounce_ms = CM_RT_UNSET,
+                                        .queue_cap = CM_RT_UNSET};
+    const cm_rt_messages *q = cfg ? &cfg->messages : &none;
     char ch[128] = "";
     size_t n = 0;
     if (channel) {
@@ -97,26 +110,26 @@ void cm_gw_queue_settings_resolve(const json_t *root, const char *channel,
     out->debounce_ms = GW_QUEUE_DEBOUNCE_MS;
     out->cap = GW_QUEUE_CAP;
     out->drop = GW_QDROP_SUMMARIZE;
-    if (!((ov && cm_gw_queue_mode_parse(ov->mode, &out->mode)) ||
-          (*ch && cm_gw_queue_mode_parse(
-                      json_string_value(json_object_get(json_object_get(q, "byChannel"), ch)),
-                      &out->mode)) ||
-          cm_gw_queue_mode_parse(json_string_value(json_object_get(q, "mode")), &out->mode)))
-        out->mode = GW_QMODE_COLLECT;
-    const json_t *d = *ch ? json_object_get(json_object_get(q, "debounceMsByChannel"), ch) : NULL;
-    if (!json_is_number(d)) d = json_object_get(q, "debounceMs");
+    int64_t v = -1;
+    if (ov && cm_gw_queue_mode_parse(ov->mode, &out->mode))
+        ;
+    else if (*ch && cm_rt_map_get(&q->queue_by_channel, ch, &v))
+        out->mode = S_mode_of(v);
+    else if (q->queue_mode >= 0)
+        out->mode = S_mode_of(q->queue_mode);
     if (ov && ov->debounce_ms >= 0)
         out->debounce_ms = ov->debounce_ms;
-    else if (json_is_number(d))
-        out->debounce_ms = CM_MAX((int64_t)json_number_value(d), 0);
-    const json_t *c = json_object_get(q, "cap");
+    else if (*ch && cm_rt_map_get(&q->queue_debounce_by_channel, ch, &v))
+        out->debounce_ms = v;
+    else if (q->queue_debounce_ms != CM_RT_UNSET)
+        out->debounce_ms = q->queue_debounce_ms;
     if (ov && ov->cap > 0)
         out->cap = (size_t)ov->cap;
-    else if (json_is_number(c))
-        out->cap = (size_t)CM_MAX((int64_t)json_number_value(c), 1);
-    if (!(ov && cm_gw_queue_drop_parse(ov->drop, &out->drop)) &&
-        !cm_gw_queue_drop_parse(json_string_value(json_object_get(q, "drop")), &out->drop))
-        out->drop = GW_QDROP_SUMMARIZE;
+    else if (q->queue_cap != CM_RT_UNSET)
+        out->cap = (size_t)q->queue_cap;
+    static const gw_queue_drop drops[] = {GW_QDROP_OLD, GW_QDROP_NEW, GW_QDROP_SUMMARIZE};
+    if (!(ov && cm_gw_queue_drop_parse(ov->drop, &out->drop)) && q->queue_drop >= 0)
+        out->drop = drops[q->queue_drop];
 }
 
 static const char *S_mode_name(gw_queue_mode m)

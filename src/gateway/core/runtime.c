@@ -5,6 +5,8 @@
  * debounce windows and queue delays, start with crash recovery, drain,
  * status.
  */
+#include <limits.h>
+
 #include "runtime_int.h"
 
 #include <stdatomic.h>
@@ -184,12 +186,16 @@ cm_rc cm_gw_runtime_new(const gw_runtime_opts *o, gw_runtime **out, char *err, s
     pthread_cond_init(&rt->reply_cv, &ca);
     pthread_condattr_destroy(&ca);
     rt->inited = true;
-    const json_t *gc = json_object_get(json_object_get(o->config, "messages"), "groupChat");
-    const json_t *hl = json_object_get(gc, "historyLimit");
-    cm_gw_history_init(&rt->history, json_is_integer(hl) ? (int)json_integer_value(hl) : -1);
+    if (o->rtcfg)
+        rt->cfg = cm_rtcfg_ref(o->rtcfg);
+    else
+        CHECK(cm_rtcfg_from_json(o->config, &rt->cfg, err, errlen));
+    rt->o.config = NULL; /* borrowed for the call only: the runtime reads rt->cfg */
+    int64_t hl = rt->cfg->messages.group_history_limit;
+    cm_gw_history_init(&rt->history, hl != CM_RT_UNSET ? (int)CM_MIN(hl, INT_MAX) : -1);
     CHECK(cm_gw_dedupe_open(GW_DEDUPE_TTL_MS, GW_DEDUPE_MAX, &rt->dedupe));
     CHECK(cm_gw_dedupe_open(GW_QUEUE_RECENT_TTL_MS, GW_QUEUE_RECENT_MAX, &rt->recent));
-    CHECK(cm_gw_debounce_open(o->config, &rt->debounce));
+    CHECK(cm_gw_debounce_open(rt->cfg, &rt->debounce));
     CHECK(cm_gw_journal_open(o->state_dir, cm_gw_rt_now(rt), GW_DEDUPE_TTL_MS, &rt->journal,
                              &rt->pending, &rt->seen, err, errlen));
     gw_journal_stats js;
@@ -413,6 +419,30 @@ json_t *cm_gw_runtime_status(gw_runtime *rt)
     return o;
 }
 
+cm_rtcfg *cm_gw_rt_config(gw_runtime *rt)
+{
+    pthread_mutex_lock(&rt->mu);
+    cm_rtcfg *c = cm_rtcfg_ref(rt->cfg);
+    pthread_mutex_unlock(&rt->mu);
+    return c;
+}
+
+cm_rtcfg *cm_gw_runtime_config(gw_runtime *rt)
+{
+    return cm_gw_rt_config(rt);
+}
+
+void cm_gw_runtime_reload(gw_runtime *rt, cm_rtcfg *fresh)
+{
+    cm_rtcfg_ref(fresh);
+    pthread_mutex_lock(&rt->mu);
+    cm_rtcfg *old = rt->cfg;
+    rt->cfg = fresh;
+    cm_gw_debounce_set_config(rt->debounce, fresh);
+    pthread_mutex_unlock(&rt->mu);
+    cm_rtcfg_unref(old); /* freed here unless a turn still holds it */
+}
+
 void cm_gw_runtime_free(gw_runtime *rt)
 {
     if (!rt) return;
@@ -452,6 +482,7 @@ void cm_gw_runtime_free(gw_runtime *rt)
     cm_gw_journal_close(rt->journal);
     json_decref(rt->pending);
     json_decref(rt->seen);
+    cm_rtcfg_unref(rt->cfg);
     if (rt->inited) {
         pthread_mutex_destroy(&rt->mu);
         pthread_cond_destroy(&rt->work_cv);

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "../../config/runtime_config.h"
 #include "../../llm/llm.h"
 #include "../shaping/blocks.h"
 #include "../shaping/reply.h"
@@ -88,7 +89,8 @@ typedef cm_rc (*gw_run_fn)(void *ctx, const gw_run_req *rq, gw_run_res *out, cha
                            size_t errlen);
 
 typedef struct gw_runtime_opts {
-    const json_t *config; /* the whole config (borrowed, outlives the runtime) */
+    const json_t *config; /* the whole merged config (borrowed for cm_gw_runtime_new),
+                             unless rtcfg is given */
     const char *state_dir;
     gw_run_fn run;
     void *run_ctx;
@@ -99,6 +101,11 @@ typedef struct gw_runtime_opts {
     int max_attempts;     /* runs of one journaled message before it is answered as
                              failed at recovery; 0: 2 */
     const cm_logger *log; /* may be NULL */
+    /* The typed config snapshot (runtime_config.h; the runtime takes its own
+     * reference); NULL: built from config (a bad value fails
+     * cm_gw_runtime_new). The runtime reads only its snapshot (config is
+     * not kept: a reload may free the tree it came from). */
+    cm_rtcfg *rtcfg;
 } gw_runtime_opts;
 
 typedef struct gw_runtime gw_runtime;
@@ -175,6 +182,19 @@ json_t *cm_gw_runtime_status(gw_runtime *rt);
  * False while draining or out of memory. */
 bool cm_gw_runtime_notify(gw_runtime *rt, const char *channel, const char *account,
                           const char *peer, const char *text);
+
+/* A reference to the config snapshot new work reads (drop it with
+ * cm_rtcfg_unref). */
+cm_rtcfg *cm_gw_runtime_config(gw_runtime *rt);
+
+/* Makes fresh (the runtime takes a reference) the snapshot every message
+ * and run from now on reads; a run already going keeps the one it started
+ * with, and the old snapshot is freed when its last reader drops it. The
+ * swap is one pointer under the runtime's lock (no I/O under it): no reader
+ * ever sees a mix of the two. Channels, workers and the journal are not
+ * restarted: keys that only take effect at start (gateway.port, bind,
+ * auth, the channels' tokens) need a restart. */
+void cm_gw_runtime_reload(gw_runtime *rt, cm_rtcfg *fresh);
 
 /* Stops everything (drain first for a clean stop) and frees. */
 void cm_gw_runtime_free(gw_runtime *rt);

@@ -101,6 +101,10 @@ typedef struct gw_dkey {
 struct gw_runtime {
     gw_runtime_opts o;
     pthread_mutex_t mu;
+    /* The config snapshot new work reads (one reference). Swapped under mu
+     * by cm_gw_runtime_reload; code under mu reads it as it is, code outside
+     * takes its own reference (cm_gw_rt_config). */
+    cm_rtcfg *cfg;
     pthread_cond_t work_cv, idle_cv, timer_cv;
     pthread_cond_t reply_cv; /* a waiter's run ended (gw_waiter) */
     gw_waiter *waiters;      /* under mu */
@@ -134,6 +138,9 @@ struct gw_runtime {
 };
 
 int64_t cm_gw_rt_now(gw_runtime *rt);
+/* A reference to the current config snapshot (takes mu briefly: not under
+ * it); the caller drops it with cm_rtcfg_unref. */
+cm_rtcfg *cm_gw_rt_config(gw_runtime *rt);
 /* Marks every id done with status and empties v. */
 void cm_gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status);
 /* The channel registered for (name, account), else any of that name. */
@@ -154,6 +161,7 @@ typedef struct gw_qsave {
  * sessions.json rewritten) or after it (cm_gw_rt_finish: a /queue override
  * saved). */
 typedef struct gw_pre {
+    cm_rtcfg *cfg; /* the snapshot the verdict was decided under (a reference) */
     cm_rc access_rc;
     char access_err[256];
     gw_access_result ar;

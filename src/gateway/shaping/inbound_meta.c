@@ -39,14 +39,14 @@ static bool has(const char *s)
 
 /* ---- time stamps ---------------------------------------------------------- */
 
-void cm_gw_ts_opts_read(const json_t *root, gw_ts_opts *o)
+void cm_gw_ts_opts_read(const cm_rtcfg *cfg, gw_ts_opts *o)
 {
     memset(o, 0, sizeof *o);
-    const json_t *d = json_object_get(json_object_get(root, "agents"), "defaults");
-    const char *ts = json_string_value(json_object_get(d, "envelopeTimestamp"));
-    o->off = ts && !strcmp(ts, "off");
+    if (!cfg) return;
+    const cm_rt_agent_defaults *d = &cfg->defaults;
+    o->off = d->envelope_timestamp == 1; /* "off" */
     size_t n = 0;
-    const char *z = trimmed(json_string_value(json_object_get(d, "envelopeTimezone")), &n);
+    const char *z = trimmed(d->envelope_timezone, &n);
     if (!z || (n == 5 && !strncasecmp(z, "local", 5)) || (n == 4 && !strncasecmp(z, "host", 4)))
         return;
     if ((n == 3 && !strncasecmp(z, "utc", 3)) || (n == 3 && !strncasecmp(z, "gmt", 3))) {
@@ -54,7 +54,7 @@ void cm_gw_ts_opts_read(const json_t *root, gw_ts_opts *o)
         return;
     }
     if (n == 4 && !strncasecmp(z, "user", 4)) {
-        z = trimmed(json_string_value(json_object_get(d, "userTimezone")), &n);
+        z = trimmed(d->user_timezone, &n);
         if (!z) return; /* the host's zone */
     }
     struct tm tm;
@@ -67,7 +67,7 @@ void cm_gw_ts_opts_read(const json_t *root, gw_ts_opts *o)
     /* an unknown zone: UTC (2026.3.22 falls back to UTC for an explicit
      * zone Intl does not know; a bad userTimezone means the host's zone) */
     if (!cm_zone_name_ok(o->zone) || !cm_zone_localtime(o->zone, 0, &tm)) {
-        const char *ez = json_string_value(json_object_get(d, "envelopeTimezone"));
+        const char *ez = d->envelope_timezone;
         size_t en = 0;
         ez = trimmed(ez, &en);
         bool user = ez && en == 4 && !strncasecmp(ez, "user", 4);

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "../../base/buf.h"
+#include "../../config/runtime_config.h"
 #include "body.h"
 
 #define GW_META_CONVERSATION_HEADER "Conversation info (untrusted metadata):"
@@ -35,7 +36,9 @@ typedef struct gw_ts_opts {
     char zone[256]; /* IANA name; "" and !utc: the host's local time */
 } gw_ts_opts;
 
-void cm_gw_ts_opts_read(const json_t *root, gw_ts_opts *o);
+/* agents.defaults.envelopeTimestamp / envelopeTimezone (and userTimezone)
+ * of cfg (NULL: defaults) resolved. */
+void cm_gw_ts_opts_read(const cm_rtcfg *cfg, gw_ts_opts *o);
 
 /* Appends "Wkd YYYY-MM-DDTHH:MMZ" (UTC) or "Wkd YYYY-MM-DD HH:MM ZONE" where
  * ZONE is what en-US Intl calls it ("EST", "PDT", "UTC", else "GMT+1",

@@ -6,6 +6,7 @@
  * the session key.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <strings.h>
 
 #include "../../session/keys.h"
@@ -20,39 +21,6 @@ bool cm_gw_reply_is_silent(const char *text)
     while (n && isspace((unsigned char)text[n - 1]))
         n--;
     return n == 8 && !strncmp(text, "NO_REPLY", 8);
-}
-
-/* channels.<ch> and, when present, channels.<ch>.accounts.<acc>. */
-static void S_channel_objs(const json_t *root, const char *channel, const char *account,
-                           const json_t **ch, const json_t **acc)
-{
-    *ch = json_object_get(json_object_get(root, "channels"), channel ? channel : "");
-    *acc = json_object_get(json_object_get(*ch, "accounts"), account ? account : "default");
-}
-
-/* The most specific of account → channel → fallback holding key. */
-static const json_t *S_cascade(const json_t *root, const char *channel, const char *account,
-                               const char *key, const json_t *fallback)
-{
-    const json_t *ch, *acc;
-    S_channel_objs(root, channel, account, &ch, &acc);
-    const json_t *v = json_object_get(acc, key);
-    if (!v) v = json_object_get(ch, key);
-    return v ? v : fallback;
-}
-
-/* agents.list[] entry of agent_id, or NULL. */
-static const json_t *S_agent_entry(const json_t *root, const char *agent_id)
-{
-    const json_t *list = json_object_get(json_object_get(root, "agents"), "list");
-    size_t i;
-    const json_t *e;
-    json_array_foreach(list, i, e)
-    {
-        const char *id = json_string_value(json_object_get(e, "id"));
-        if (id && agent_id && !strcasecmp(id, agent_id)) return e;
-    }
-    return NULL;
 }
 
 /* extractShortModelName: no provider, no -YYYYMMDD or -latest suffix. */
@@ -71,16 +39,16 @@ static cm_rc S_short_model(buf *out, const char *full)
     return cm_buf_add(out, s, n);
 }
 
-cm_rc cm_gw_reply_prefix(buf *out, const json_t *root, const char *agent_id, const char *channel,
+cm_rc cm_gw_reply_prefix(buf *out, const cm_rtcfg *cfg, const char *agent_id, const char *channel,
                          const char *account, const char *model)
 {
     cm_rc rc = CM_OK;
-    const json_t *global = json_object_get(json_object_get(root, "messages"), "responsePrefix");
-    const char *t = json_string_value(S_cascade(root, channel, account, "responsePrefix", global));
+    const char *t = cm_rtcfg_chan(cfg, channel, account)->response_prefix;
+    if (!t && cfg) t = cfg->messages.response_prefix;
     if (!t || !*t) return CM_OK;
     if (!strcmp(t, "auto")) t = "[{identity.name}]";
-    const char *name = json_string_value(
-        json_object_get(json_object_get(S_agent_entry(root, agent_id), "identity"), "name"));
+    const cm_rt_agent *ag = cm_rtcfg_agent(cfg, agent_id);
+    const char *name = ag ? ag->name : NULL;
     const char *slash = model && *model ? strchr(model, '/') : NULL;
     for (const char *p = t; *p && !rc;) {
         const char *e = *p == '{' ? strchr(p, '}') : NULL;
@@ -115,56 +83,54 @@ cm_rc cm_gw_reply_prefix(buf *out, const json_t *root, const char *agent_id, con
     return rc;
 }
 
-gw_reply_to_mode cm_gw_reply_to_mode_of(const json_t *root, const char *channel,
+gw_reply_to_mode cm_gw_reply_to_mode_of(const cm_rtcfg *cfg, const char *channel,
                                         const char *account)
 {
-    const char *m = json_string_value(S_cascade(root, channel, account, "replyToMode", NULL));
-    if (m && !strcasecmp(m, "first")) return GW_REPLYTO_FIRST;
-    if (m && !strcasecmp(m, "all")) return GW_REPLYTO_ALL;
-    return GW_REPLYTO_OFF;
+    int m = cm_rtcfg_chan(cfg, channel, account)->reply_to_mode; /* off|first|all */
+    return m == 1 ? GW_REPLYTO_FIRST : m == 2 ? GW_REPLYTO_ALL : GW_REPLYTO_OFF;
 }
 
-int cm_gw_reply_text_limit(const json_t *root, const char *channel, const char *account,
+int cm_gw_reply_text_limit(const cm_rtcfg *cfg, const char *channel, const char *account,
                            size_t channel_limit)
 {
-    const json_t *v = S_cascade(root, channel, account, "textChunkLimit", NULL);
-    int lim =
-        cm_gw_channel_resolve_limit(channel, json_is_integer(v) ? (int)json_integer_value(v) : 0);
+    int64_t v = cm_rtcfg_chan(cfg, channel, account)->text_chunk_limit;
+    int lim = cm_gw_channel_resolve_limit(channel, v > 0 ? (int)CM_MIN(v, INT_MAX) : 0);
     if (channel_limit && (size_t)lim > channel_limit) lim = (int)channel_limit;
     return lim < 1 ? 1 : lim;
 }
 
-bool cm_gw_reply_block_streaming(const json_t *root, const char *channel, const char *account)
+bool cm_gw_reply_block_streaming(const cm_rtcfg *cfg, const char *channel, const char *account)
 {
-    const json_t *v = S_cascade(root, channel, account, "blockStreaming", NULL);
-    if (json_is_boolean(v)) return json_is_true(v);
-    const json_t *d = json_object_get(json_object_get(json_object_get(root, "agents"), "defaults"),
-                                      "blockStreamingDefault");
-    const char *s = json_string_value(d);
-    return json_is_true(d) || (s && !strcasecmp(s, "on"));
+    int v = cm_rtcfg_chan(cfg, channel, account)->block_streaming;
+    if (v >= 0) return v == 1;
+    return cfg && cfg->defaults.block_streaming_default == 1; /* "on" */
 }
 
-static int S_int(const json_t *o, const char *key, int dflt)
+/* An int64 setting as the stream config's int (unset: dflt). */
+static int S_int(int64_t v, int dflt)
 {
-    const json_t *v = json_object_get(o, key);
-    return json_is_number(v) ? (int)json_number_value(v) : dflt;
+    return v == CM_RT_UNSET ? dflt : (int)CM_MIN(v, INT_MAX);
 }
 
-void cm_gw_reply_stream_cfg(const json_t *root, const char *channel, int text_limit,
+void cm_gw_reply_stream_cfg(const cm_rtcfg *c, const char *channel, int text_limit,
                             gw_stream_break *brk, gw_stream_cfg *cfg)
 {
-    const json_t *d = json_object_get(json_object_get(root, "agents"), "defaults");
-    const char *b = json_string_value(json_object_get(d, "blockStreamingBreak"));
-    *brk = b && !strcasecmp(b, "message_end") ? GW_STREAM_MESSAGE_END : GW_STREAM_TEXT_END;
-    const json_t *ck = json_object_get(d, "blockStreamingChunk");
-    const json_t *co = json_object_get(d, "blockStreamingCoalesce");
-    gw_stream_cfg rq = {
-        S_int(ck, "minChars", 0),
-        S_int(ck, "maxChars", 0),
-        cm_gw_break_pref_parse(json_string_value(json_object_get(ck, "breakPreference"))),
-        S_int(co, "minChars", 0),
-        S_int(co, "maxChars", 0),
-        S_int(co, "idleMs", -1)};
+    static const cm_rt_agent_defaults none = {.block_streaming_break = -1,
+                                              .chunk_min = CM_RT_UNSET,
+                                              .chunk_max = CM_RT_UNSET,
+                                              .chunk_break = -1,
+                                              .coalesce_min = CM_RT_UNSET,
+                                              .coalesce_max = CM_RT_UNSET,
+                                              .coalesce_idle_ms = CM_RT_UNSET};
+    const cm_rt_agent_defaults *d = c ? &c->defaults : &none;
+    static const char *const prefs[] = {"paragraph", "newline", "sentence"};
+    *brk = d->block_streaming_break == 1 ? GW_STREAM_MESSAGE_END : GW_STREAM_TEXT_END;
+    gw_stream_cfg rq = {S_int(d->chunk_min, 0),
+                        S_int(d->chunk_max, 0),
+                        cm_gw_break_pref_parse(d->chunk_break >= 0 ? prefs[d->chunk_break] : NULL),
+                        S_int(d->coalesce_min, 0),
+                        S_int(d->coalesce_max, 0),
+                        S_int(d->coalesce_idle_ms, -1)};
     cm_gw_stream_cfg_resolve(cfg, channel, text_limit, &rq);
 }
 
@@ -175,9 +141,11 @@ static bool S_eq(const char *a, const char *b)
     return a && b && !strcasecmp(a, b);
 }
 
-cm_rc cm_gw_route_agent(buf *out, const json_t *root, const char *channel, const char *account,
+cm_rc cm_gw_route_agent(buf *out, const cm_rtcfg *cfg, const char *channel, const char *account,
                         const char *peer, bool is_group)
 {
+    /* bindings[] stay raw: matched in order, a handful per config */
+    const json_t *root = cfg ? cfg->root : NULL;
     const char *best = NULL;
     int best_score = -1;
     const char *acc = account ? account : "default";
@@ -205,14 +173,11 @@ cm_rc cm_gw_route_agent(buf *out, const json_t *root, const char *channel, const
         }
         if (score > best_score) best = id, best_score = score;
     }
-    if (!best) {
-        const json_t *list = json_object_get(json_object_get(root, "agents"), "list");
-        const json_t *e;
-        json_array_foreach(list, i, e)
-        {
-            const char *id = json_string_value(json_object_get(e, "id"));
+    if (!best && cfg) { /* agents.list's default entry, else its first */
+        for (i = 0; i < cfg->nagents; i++) {
+            const char *id = cfg->agents[i].id;
             if (id && !best) best = id;
-            if (id && json_is_true(json_object_get(e, "default"))) {
+            if (id && cfg->agents[i].is_default == 1) {
                 best = id;
                 break;
             }
@@ -221,12 +186,10 @@ cm_rc cm_gw_route_agent(buf *out, const json_t *root, const char *channel, const
     return cm_session_agent_id(out, best ? best : "main");
 }
 
-cm_rc cm_gw_route_session(buf *out, const json_t *root, const char *agent_id, const char *channel,
+cm_rc cm_gw_route_session(buf *out, const cm_rtcfg *cfg, const char *agent_id, const char *channel,
                           const char *account, const char *peer, const char *thread, bool is_group)
 {
-    const json_t *s = json_object_get(root, "session");
-    int scope = cm_session_dm_scope_parse(json_string_value(json_object_get(s, "dmScope")));
-    const char *sc = json_string_value(json_object_get(s, "scope"));
+    int scope = cfg ? cfg->session.dm_scope : -1; /* session_dm_scope's order */
     session_route r = {agent_id,
                        channel,
                        account,
@@ -234,7 +197,7 @@ cm_rc cm_gw_route_session(buf *out, const json_t *root, const char *agent_id, co
                        peer,
                        thread,
                        scope < 0 ? SESSION_DM_MAIN : (session_dm_scope)scope,
-                       sc && !strcasecmp(sc, "global"),
-                       json_object_get(s, "identityLinks")};
+                       cfg && cfg->session.scope == CM_RT_SCOPE_GLOBAL,
+                       cfg ? cfg->session.identity_links : NULL};
     return cm_session_key_for(out, &r);
 }
