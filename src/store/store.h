@@ -102,8 +102,10 @@ bool cm_store_pg_connected(const store *s);
 /* Deletes every row of the agent of a PostgreSQL index, cache included. */
 cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen);
 
-/* The tables of a PostgreSQL index, in the order of the counts below. */
-#define STORE_PG_NTABLES 7
+/* The tables of a PostgreSQL index, in the order of the counts below; the
+ * last, clawmem_mcp_sessions, is serve's (store_pg_shared.h), present once a
+ * replica has kept sessions there. */
+#define STORE_PG_NTABLES 8
 extern const char *const cm_store_pg_tables[STORE_PG_NTABLES];
 /* cm_store_drop_agent in one transaction under the agent's write lock,
  * rows[i] receiving how many rows of cm_store_pg_tables[i] went. */
