@@ -42,6 +42,9 @@
 #include "fts_rank.h"
 #include "store_pg_int.h"
 
+/* A rebuild that writes at least this many chunks analyzes the table. */
+#define PG_ANALYZE_CHUNKS 1000
+
 /* ---- libpq, loaded on first use ----------------------------------------- */
 
 store_pg_lib cm_store_pg_lib;
@@ -435,6 +438,7 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
         return CM_OK;
     }
     if (p->depth == 0) return CM_OK;
+    bool rebuilt = p->fresh;
     p->fresh = false;
     /* the last batch, before the totals are read */
     cm_rc rc = p->npend ? flush_files(s, err, errlen) : CM_OK;
@@ -475,6 +479,15 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     if (!rc) rc = cm_store_pg_run(s, "COMMIT", 0, NULL, "commit", NULL, err, errlen);
     if (rc) cm_store_pg_rollback(s);
     p->lexer_undo = -1;
+    /* A rebuild that wrote many chunks: the planner learns of them now, not
+     * at autovacuum's next round, or a search planned before then (its plan
+     * kept for the connection) would read all the agent's chunks instead of
+     * the keyword index's matches. Best effort (a role that does not own
+     * the table gets a warning). */
+    if (!rc && rebuilt && p->dchunks >= PG_ANALYZE_CHUNKS) {
+        char ignore[8];
+        cm_store_pg_run(s, "ANALYZE clawmem_chunks", 0, NULL, "", NULL, ignore, sizeof ignore);
+    }
     if (p->dirty) cm_store_pg_meta_forget(s); /* a new version, perhaps new meta */
     p->depth = 0;
     return rc;

@@ -78,11 +78,14 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
 #define STR(x)  STR_(x)
 
 /* cm_bm25 in SQL, one prepared statement (a generic plan: nothing planned
- * per search). The query's tsqueries are made once (qq, php). One index
- * scan fetches the agent's chunks that hold any phrase of the query (u;
+ * per search). The query's tsqueries are made once (qq, php). One scan of
+ * the keyword index (its condition an expression of the parameters, not a
+ * column of qq: the planner uses an index only for the former) fetches the
+ * agent's chunks that hold any phrase of the query (u;
  * hit: those that match the AND query, hito: the OR query $7, or the AND
- * query again when $7 is NULL) and, in the same pass, each phrase's
- * frequency in each (tfs): every chunk with a phrase is among them, so each
+ * query again when $7 is NULL); each phrase's frequency in each (tf, a
+ * join of those rows and the phrases): every chunk with a phrase is among
+ * them, so each
  * phrase's document frequency (its IDF: Robertson–Spärck Jones', at least
  * FTS_RANK_IDF_FLOOR, N at least FTS_RANK_MIN_ROWS) is counted there rather
  * than by an index scan of its own. A phrase's frequency is ts_rank_cd with
@@ -98,16 +101,16 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
 #define SEARCH_SQL(TQ, QT)                                                                         \
     "WITH php AS MATERIALIZED (SELECT t.i, q FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) "  \
     "CROSS JOIN LATERAL (SELECT " TQ "t.s" QT " AS q) x WHERE numnode(q) > 0), "                   \
-    "qq AS MATERIALIZED (SELECT " TQ "$3::text" QT " AS qor, " TQ "$4::text" QT " AS qand, " TQ    \
+    "qq AS MATERIALIZED (SELECT " TQ "$4::text" QT " AS qand, " TQ                                 \
     "coalesce($7::text, $4::text)" QT " AS qorx), "                                                \
     "st AS MATERIALIZED (SELECT greatest(nchunks, " STR(FTS_RANK_MIN_ROWS) ")::float8 AS n, "      \
     "CASE WHEN nchunks > 0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS avgdl, "         \
     "version FROM clawmem_agents WHERE agent_id = $1::text), "                                     \
-    "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv @@ qq.qand AS hit, c.tsv @@ qq.qorx AS hito, "  \
-    "ARRAY(SELECT ts_rank_cd('{1,1,1,1}', c.tsv, php.q, 0)::float8 FROM php ORDER BY php.i) AS "   \
-    "tfs FROM clawmem_chunks c, qq WHERE c.agent_id = $1::text AND c.tsv @@ qq.qor), "             \
-    "tf AS (SELECT u.id, u.ntok, u.hit, u.hito, p.i, u.tfs[p.k] AS tf FROM u CROSS JOIN (SELECT "  \
-    "i, row_number() OVER (ORDER BY i) AS k FROM php) p), "                                        \
+    "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv, c.tsv @@ qq.qand AS hit, c.tsv @@ qq.qorx AS " \
+    "hito FROM clawmem_chunks c, qq WHERE c.agent_id = $1::text AND c.tsv @@ " TQ "$3::text" QT   \
+    "), "                                                                                          \
+    "tf AS MATERIALIZED (SELECT u.id, u.ntok, u.hit, u.hito, php.i, ts_rank_cd('{1,1,1,1}', "     \
+    "u.tsv, php.q, 0)::float8 AS tf FROM u CROSS JOIN php), "                                      \
     "idf AS (SELECT d.i, greatest(" STR(FTS_RANK_IDF_FLOOR) ", ln((st.n - d.n + 0.5) / "           \
     "(d.n + 0.5))) AS idf FROM (SELECT i, count(*) FILTER (WHERE tf > 0)::float8 AS n FROM tf "    \
     "GROUP BY i) d CROSS JOIN st), "                                                               \
