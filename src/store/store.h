@@ -96,6 +96,9 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
  * waiting at most timeout_s seconds for it, and SELECT 1): readiness for a
  * load balancer. The message never holds the DSN's password. */
 cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen);
+/* How many statements a PostgreSQL store has sent to its server (each a
+ * round trip; a rebuild's batch too); 0 for SQLite. For tests and figures. */
+uint64_t cm_store_pg_round_trips(const store *s);
 /* Whether a PostgreSQL store's connection is still up (false after the
  * server went away: reopen it). */
 bool cm_store_pg_connected(const store *s);

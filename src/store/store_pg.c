@@ -149,6 +149,7 @@ static PGresult *exec_once(store *s, const char *sql, int n, const char *const *
     for (int i = 0; lens && i < n && i < 16; i++)
         fmts[i] = lens[i] > 0 ? 1 : 0;
     PGconn *c = s->pg->conn;
+    s->pg->round_trips++;
     return n < 0 ? cm_store_pg_lib.exec(c, sql)
                  : cm_store_pg_lib.exec_params(c, sql, n, NULL, v, lens, fmts, bin);
 }
@@ -181,6 +182,7 @@ static const char *const stmt_names[PG_STMT_N] = {"cm_search", "cm_search_lex"};
 static PGresult *prepare_once(store *s, int id, const char *sql, int n)
 {
     if (s->pg->prepared & (1u << id)) return NULL;
+    s->pg->round_trips++;
     PGresult *r = cm_store_pg_lib.prepare(s->pg->conn, stmt_names[id], sql, n, NULL);
     if (!ok_status(r)) return r;
     cm_store_pg_lib.clear(r);
@@ -199,7 +201,10 @@ cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const c
     for (int attempt = 0; attempt < 2; attempt++) {
         if (r) cm_store_pg_lib.clear(r);
         r = prepare_once(s, id, sql, n);
-        if (!r) r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_names[id], n, v, NULL, NULL, 0);
+        if (!r) {
+            s->pg->round_trips++;
+            r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_names[id], n, v, NULL, NULL, 0);
+        }
         if (ok_status(r) || s->pg->depth ||
             cm_store_pg_lib.status(s->pg->conn) != CONNECTION_BAD)
             break;
@@ -650,6 +655,11 @@ cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen)
     return rc;
 }
 
+uint64_t cm_store_pg_round_trips(const store *s)
+{
+    return s->pg ? s->pg->round_trips : 0;
+}
+
 bool cm_store_pg_connected(const store *s)
 {
     return s->pg && s->pg->conn && cm_store_pg_lib.status(s->pg->conn) == CONNECTION_OK;
@@ -837,6 +847,7 @@ static cm_rc send_batch(store *s, char *err, size_t errlen)
     pa[9] = p->lexer ? p->pend_chunks[8].data : p->tsconfig;
     for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
         pa[10 + k] = p->pend_files[k].data;
+    p->round_trips++;
     if (!cm_store_pg_lib.send_query_params(p->conn,
                                            p->lexer ? insert_batch_lex_sql : insert_batch_sql, 16,
                                            NULL, pa, NULL, NULL, 0)) {

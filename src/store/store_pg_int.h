@@ -80,6 +80,7 @@ struct store_pg {
     fts5_tokenizer lex_fn;
     Fts5Tokenizer *lex_tok;
     buf lexbuf; /* one chunk's tsvector literal */
+    uint64_t round_trips; /* statements sent (cm_store_pg_round_trips) */
     unsigned prepared; /* the statements of cm_store_pg_run_prepared this connection has */
     bool inflight;     /* a rebuild's batch sent, its result not read yet (store_pg.c) */
 };
