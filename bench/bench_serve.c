@@ -151,6 +151,9 @@ static void *S_worker(void *arg)
         clock_gettime(CLOCK_MONOTONIC, &b);
         (void)t0;
         if (st != 200 || !strstr(in.data, "\"isError\":false")) {
+            if (!w->errors && st > 0) /* the first one says why */
+                fprintf(stderr, "bench_serve: %s failed (HTTP %d): %.300s\n",
+                        wr ? "memory_write" : "memory_search", st, in.data);
             w->errors++;
             if (st < 0) {
                 close(*fd);

@@ -107,7 +107,7 @@ if ((replicas > 1)); then
     pids+=($!)
   done
   for ((r = 0; r < replicas; r++)); do
-    for _ in $(seq 150); do grep -q '^listening on' "$work/serve$r.out" && break; sleep 0.1; done
+    for _ in $(seq 900); do grep -q '^listening on' "$work/serve$r.out" && break; sleep 0.1; done
     p=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\)/mcp|\1|p' "$work/serve$r.out")
     [[ -n $p ]] || { say "replica $r did not start: $(cat "$work/serve$r.err")"; exit 1; }
     ports+=("$p")
