@@ -256,6 +256,8 @@ $(BUILD)/bench_hybrid: $(BUILD)/obj/bench/bench_hybrid.o $(BUILD)/obj/tests/fake
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/bench_serve: $(BUILD)/obj/bench/bench_serve.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_batch: $(BUILD)/obj/bench/bench_batch.o $(BUILD)/obj/tests/fake_batch.o $(BUILD)/obj/tests/fakeserver.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 

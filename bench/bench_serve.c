@@ -4,8 +4,13 @@
  * memory_search calls (stateless 2026-07-28 requests: no session) round-robin
  * over the agents' tokens for a fixed time, and it prints one JSON object:
  * requests/s, p50 and p99 latency, answers with hits, errors.
- * Usage: bench_serve PORT TOKENS_FILE QUERIES_FILE CLIENTS SECONDS
- * (TOKENS_FILE: one token per line; QUERIES_FILE: one query per line)
+ * Usage: bench_serve PORT[,PORT...] TOKENS_FILE QUERIES_FILE CLIENTS SECONDS [WRITE_PCT]
+ * (TOKENS_FILE: one token per line; QUERIES_FILE: one query per line).
+ * Several ports (replicas of one deployment): request i goes to port
+ * i % nports, each client keeping one connection per port. WRITE_PCT (0):
+ * that share of the requests are memory_write calls (a short note holding
+ * the query, for the token's agent), the rest memory_search; the figures
+ * are then given for all requests and for each kind.
  */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,7 +23,10 @@
 #include "../src/base/buf.h"
 #include "../src/base/common.h"
 
-static int port;
+#define MAX_PORTS 16
+
+static int ports[MAX_PORTS], nports;
+static int write_pct;
 static char **tokens, **queries;
 static size_t ntokens, nqueries;
 static int64_t stop_at;
@@ -26,8 +34,9 @@ static int64_t stop_at;
 typedef struct worker {
     int id;
     double *lat; /* ms */
+    bool *wrote; /* lat[i] was a write */
     size_t n, cap;
-    size_t errors, hits;
+    size_t errors, hits, writes;
 } worker;
 
 static char **S_lines(const char *path, size_t *n)
@@ -49,7 +58,7 @@ static char **S_lines(const char *path, size_t *n)
     return v;
 }
 
-static int S_connect(void)
+static int S_connect(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a;
@@ -99,22 +108,36 @@ static void *S_worker(void *arg)
 {
     worker *w = arg;
     buf req = BUF_INIT, body = BUF_INIT, in = BUF_INIT;
-    int fd = S_connect();
+    int fds[MAX_PORTS];
+    for (int k = 0; k < nports; k++)
+        fds[k] = S_connect(ports[k]);
     for (size_t i = (size_t)w->id * 7919; cm_now_ms() < stop_at; i++) {
-        if (fd < 0) fd = S_connect();
-        if (fd < 0) {
+        int *fd = &fds[i % (size_t)nports];
+        if (*fd < 0) *fd = S_connect(ports[i % (size_t)nports]);
+        if (*fd < 0) {
             w->errors++;
             continue;
         }
+        /* a write every 100/write_pct requests, spread over the agents */
+        bool wr = write_pct > 0 && (i * 37 + (size_t)w->id) % 100 < (size_t)write_pct;
         cm_buf_reset(&body);
         cm_buf_reset(&req);
-        cm_buf_printf(
-            &body,
-            "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\",\"params\":{\"name\":"
-            "\"memory_search\",\"arguments\":{\"query\":\"%s\"},\"_meta\":{"
-            "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
-            "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
-            i, queries[i % nqueries]);
+        if (wr)
+            cm_buf_printf(
+                &body,
+                "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\",\"params\":{\"name\":"
+                "\"memory_write\",\"arguments\":{\"text\":\"bench note %zu: %s\"},\"_meta\":{"
+                "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+                i, i, queries[i % nqueries]);
+        else
+            cm_buf_printf(
+                &body,
+                "{\"jsonrpc\":\"2.0\",\"id\":%zu,\"method\":\"tools/call\",\"params\":{"
+                "\"name\":\"memory_search\",\"arguments\":{\"query\":\"%s\"},\"_meta\":{"
+                "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                "\"io.modelcontextprotocol/clientCapabilities\":{}}}}",
+                i, queries[i % nqueries]);
         cm_buf_printf(
             &req,
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
@@ -124,26 +147,33 @@ static void *S_worker(void *arg)
         int64_t t0 = cm_now_ms();
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
-        int st = S_roundtrip(fd, &req, &in);
+        int st = S_roundtrip(*fd, &req, &in);
         clock_gettime(CLOCK_MONOTONIC, &b);
         (void)t0;
         if (st != 200 || !strstr(in.data, "\"isError\":false")) {
+            if (!w->errors && st > 0) /* the first one says why */
+                fprintf(stderr, "bench_serve: %s failed (HTTP %d): %.300s\n",
+                        wr ? "memory_write" : "memory_search", st, in.data);
             w->errors++;
             if (st < 0) {
-                close(fd);
-                fd = -1;
+                close(*fd);
+                *fd = -1;
             }
             continue;
         }
-        if (strstr(in.data, "\"results\":[{")) w->hits++;
+        if (!wr && strstr(in.data, "\"results\":[{")) w->hits++;
+        if (wr) w->writes++;
         if (w->n == w->cap) {
             w->cap = w->cap ? w->cap * 2 : 1024;
             w->lat = realloc(w->lat, w->cap * sizeof *w->lat);
+            w->wrote = realloc(w->wrote, w->cap * sizeof *w->wrote);
         }
+        w->wrote[w->n] = wr;
         w->lat[w->n++] =
             (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
     }
-    if (fd >= 0) close(fd);
+    for (int k = 0; k < nports; k++)
+        if (fds[k] >= 0) close(fds[k]);
     cm_buf_release(&req);
     cm_buf_release(&body);
     cm_buf_release(&in);
@@ -156,19 +186,30 @@ static int S_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* p50 and p99 of the latencies of v (sorted here) as JSON members after prefix. */
+static void S_pcts(buf *out, const char *prefix, double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, S_cmp);
+    double p50 = n ? v[n / 2] : 0, p99 = n ? v[(size_t)((double)(n - 1) * 0.99)] : 0;
+    cm_buf_printf(out, ",\"%sp50_ms\":%.3f,\"%sp99_ms\":%.3f", prefix, p50, prefix, p99);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: bench_serve PORT TOKENS_FILE QUERIES_FILE CLIENTS SECONDS\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: bench_serve PORT[,PORT...] TOKENS_FILE QUERIES_FILE CLIENTS SECONDS "
+                        "[WRITE_PCT]\n");
         return 2;
     }
-    port = (int)strtol(argv[1], NULL, 10);
+    for (const char *p = argv[1]; *p && nports < MAX_PORTS; p += strcspn(p, ","), p += *p == ',')
+        ports[nports++] = (int)strtol(p, NULL, 10);
+    write_pct = argc == 7 ? (int)strtol(argv[6], NULL, 10) : 0;
     tokens = S_lines(argv[2], &ntokens);
     queries = S_lines(argv[3], &nqueries);
     int clients = (int)strtol(argv[4], NULL, 10);
     double secs = strtod(argv[5], NULL);
-    if (!ntokens || !nqueries || clients < 1) {
-        fprintf(stderr, "bench_serve: no tokens or queries\n");
+    if (!ntokens || !nqueries || clients < 1 || !nports || write_pct < 0 || write_pct > 100) {
+        fprintf(stderr, "bench_serve: no ports, tokens or queries, or a bad WRITE_PCT\n");
         return 2;
     }
     worker *w = calloc((size_t)clients, sizeof *w);
@@ -179,29 +220,46 @@ int main(int argc, char **argv)
         w[i].id = i;
         pthread_create(&t[i], NULL, S_worker, &w[i]);
     }
-    size_t total = 0, errors = 0, hits = 0;
+    size_t total = 0, errors = 0, hits = 0, writes = 0;
     for (int i = 0; i < clients; i++) {
         pthread_join(t[i], NULL);
         total += w[i].n;
         errors += w[i].errors;
         hits += w[i].hits;
+        writes += w[i].writes;
     }
     double elapsed = (double)(cm_now_ms() - start) / 1000.0;
-    double *all = malloc((total + 1) * sizeof *all);
-    size_t k = 0;
+    double *all = malloc((total + 1) * sizeof *all), *sv = malloc((total + 1) * sizeof *sv),
+           *wv = malloc((total + 1) * sizeof *wv);
+    size_t k = 0, ns = 0, nw = 0;
     for (int i = 0; i < clients; i++) {
-        if (w[i].n) memcpy(all + k, w[i].lat, w[i].n * sizeof *all);
-        k += w[i].n;
+        for (size_t j = 0; j < w[i].n; j++) {
+            all[k++] = w[i].lat[j];
+            if (w[i].wrote[j])
+                wv[nw++] = w[i].lat[j];
+            else
+                sv[ns++] = w[i].lat[j];
+        }
         free(w[i].lat);
+        free(w[i].wrote);
     }
-    qsort(all, total, sizeof *all, S_cmp);
-    double p50 = total ? all[total / 2] : 0,
-           p99 = total ? all[(size_t)((double)(total - 1) * 0.99)] : 0;
-    printf("{\"clients\":%d,\"agents\":%zu,\"requests\":%zu,\"with_hits\":%zu,\"errors\":%zu,"
-           "\"seconds\":%.2f,"
-           "\"requests_per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f}\n",
-           clients, ntokens, total, hits, errors, elapsed, (double)total / elapsed, p50, p99);
+    buf out = BUF_INIT;
+    cm_buf_printf(&out,
+                  "{\"clients\":%d,\"agents\":%zu,\"replicas\":%d,\"requests\":%zu,"
+                  "\"writes\":%zu,\"with_hits\":%zu,\"errors\":%zu,\"seconds\":%.2f,"
+                  "\"requests_per_s\":%.1f",
+                  clients, ntokens, nports, total, writes, hits, errors, elapsed,
+                  (double)total / elapsed);
+    S_pcts(&out, "", all, total);
+    if (write_pct) {
+        S_pcts(&out, "search_", sv, ns);
+        S_pcts(&out, "write_", wv, nw);
+    }
+    printf("%s}\n", out.data);
+    cm_buf_release(&out);
     free(all);
+    free(sv);
+    free(wv);
     free(w);
     free(t);
     return errors > total / 100 ? 1 : 0;

@@ -5,6 +5,7 @@
 # The server comes from Debian (installed when missing); as root the cluster
 # runs as user nobody, as PostgreSQL refuses to run as root. When no server
 # can be had the command runs without one (the postgres tests then skip).
+# CLAWMEM_PG_MAX_CONNECTIONS sets the server's max_connections (200).
 # Usage: scripts/pg-test-cluster.sh COMMAND [ARG...]
 set -u
 find_bindir() {
@@ -35,7 +36,7 @@ stop() {
 if ! $as "$bindir/initdb" -D "$dir/data" -U clawmem -A trust --encoding=UTF8 --locale=C.UTF-8 \
         >"$dir/initdb.log" 2>&1 ||
     ! $as "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-k $dir -c listen_addresses= -c fsync=off -c max_connections=200" start >/dev/null 2>&1; then
+        -o "-k $dir -c listen_addresses= -c fsync=off -c max_connections=${CLAWMEM_PG_MAX_CONNECTIONS:-200}" start >/dev/null 2>&1; then
     echo "pg-test-cluster: the cluster did not start; the postgres store's tests skip:" >&2
     tail -5 "$dir/initdb.log" "$dir/server.log" >&2 2>/dev/null
     stop

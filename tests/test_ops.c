@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../server/engine_lru.h"
+#include "../src/store/store_pg_shared.h"
 #include "test.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -212,6 +213,58 @@ TEST(ops_agents_delete_postgres_one_transaction_one_agent)
     json_decref(rep);
     run_result_release(&r);
     EXPECT_INT(pg_rows_of(dsn, "ops-a"), 0);
+    r = ops_run(dir, "agents", "delete", "ops-b", "--yes");
+    EXPECT_INT(r.status, 0);
+    run_result_release(&r);
+    EXPECT_INT(pg_rows_of(dsn, "ops-b"), 0);
+}
+
+/* A session `clawmem serve` keeps in PostgreSQL for a replica to accept is
+ * the agent's row too: agents delete removes it (with the index's rows, in
+ * the same transaction), so a client of a deleted agent cannot go on; the
+ * other agent's session stays. */
+TEST(ops_agents_delete_postgres_removes_mcp_sessions)
+{
+    const char *dsn = getenv("CLAWMEM_TEST_PG_DSN");
+    if (!dsn || !*dsn) SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");
+    char store[1024];
+    snprintf(store, sizeof store,
+             "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: '%s'}}}}}", dsn);
+    char *dir = two_agents(store);
+    EXPECT_INT(sync_agent(dir, "ops-a"), CM_OK);
+    EXPECT_INT(sync_agent(dir, "ops-b"), CM_OK);
+    cm_pg_shared *sh = NULL;
+    char err[256];
+    EXPECT_INT(cm_pg_shared_open(dsn, &sh, err, sizeof err), CM_OK);
+    int64_t now = cm_wall_ms();
+    const char *ids[] = {"ops-a", "ops-b"};
+    for (size_t i = 0; sh && i < 2; i++) {
+        pg_session_key k = {ids[i], "", i ? "feedb0b0" : "facade00"};
+        EXPECT_INT(cm_pg_session_put(sh, &k, now, 3600000, 8, 64, err, sizeof err), CM_OK);
+    }
+    long before_b = pg_rows_of(dsn, "ops-b");
+    /* listed with the index's tables */
+    json_t *j = list_json(dir);
+    json_t *rows = json_object_get(listed(j, "ops-a"), "rows");
+    EXPECT_INT(json_integer_value(json_object_get(rows, "clawmem_mcp_sessions")), 1);
+    json_decref(j);
+    run_result r = ops_run5(dir, "agents", "delete", "ops-a", "--yes", "--json");
+    EXPECT_INT(r.status, 0);
+    json_t *rep = r.out ? json_loads(r.out, 0, NULL) : NULL;
+    json_t *gone = json_object_get(rep, "removed");
+    EXPECT_INT(json_integer_value(json_object_get(gone, "clawmem_mcp_sessions")), 1);
+    json_decref(rep);
+    run_result_release(&r);
+    EXPECT_INT(pg_rows_of(dsn, "ops-a"), 0);
+    EXPECT_INT(pg_rows_of(dsn, "ops-b"), before_b);
+    /* the deleted agent's session is no longer accepted; the other's is */
+    bool found = true;
+    pg_session_key ka = {"ops-a", "", "facade00"}, kb = {"ops-b", "", "feedb0b0"};
+    EXPECT_INT(cm_pg_session_touch(sh, &ka, now, 3600000, false, &found, err, sizeof err), CM_OK);
+    EXPECT(!found);
+    EXPECT_INT(cm_pg_session_touch(sh, &kb, now, 3600000, false, &found, err, sizeof err), CM_OK);
+    EXPECT(found);
+    cm_pg_shared_free(sh);
     r = ops_run(dir, "agents", "delete", "ops-b", "--yes");
     EXPECT_INT(r.status, 0);
     run_result_release(&r);

@@ -125,11 +125,13 @@ cm_rc cm_engine_workspace_exists(const cm_engine *e, char *err, size_t errlen)
 
 /* CM_ENOTFOUND when the open index records another workspace in its meta
  * row (an index from before that field is trusted: the next sync rebuilds it
- * anyway, its fingerprint having changed). */
-cm_rc cm_engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen)
+ * anyway, its fingerprint having changed). recent: the row as of the last
+ * data version the store saw (cm_store_meta_get_recent), for a search. */
+cm_rc cm_engine_index_workspace_matches(cm_engine *e, bool recent, char *err, size_t errlen)
 {
     char *stored = NULL;
-    cm_rc rc = cm_store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen);
+    cm_rc rc = recent ? cm_store_meta_get_recent(&e->st, STORE_META_KEY, &stored, err, errlen)
+                      : cm_store_meta_get(&e->st, STORE_META_KEY, &stored, err, errlen);
     json_t *meta = rc || !stored ? NULL : json_loads(stored, 0, NULL);
     const char *ws = json_string_value(json_object_get(meta, "workspace"));
     if (!rc && ws && strcmp(ws, e->cfg.workspace) != 0)

@@ -166,7 +166,7 @@ cm_rc cm_engine_ensure_store(cm_engine *e, char *err, size_t errlen);
 /* CM_ENOTFOUND when the configured workspace is not a directory. */
 cm_rc cm_engine_workspace_exists(const cm_engine *e, char *err, size_t errlen);
 /* CM_ENOTFOUND when the open index records another workspace. */
-cm_rc cm_engine_index_workspace_matches(cm_engine *e, char *err, size_t errlen);
+cm_rc cm_engine_index_workspace_matches(cm_engine *e, bool recent, char *err, size_t errlen);
 /* Once per engine, for what does not open the index (memory_get): a warning
  * through the logger when the index file is another program's. */
 void cm_engine_warn_foreign(cm_engine *e);

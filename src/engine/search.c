@@ -171,22 +171,46 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
                     false};
     cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
     if (!rc && fallback) rc = no_coverage(weights);
-    if (!rc && match->len)
-        rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
-    if (!rc && hits->n < (size_t)limit && ntok > 1) {
-        /* Too few chunks have every word: rank those with some of them too.
-         * The OR query scores every chunk exactly as the AND query did (BM25
-         * sums over the words a chunk holds), so its list contains the AND
-         * hits at their ranks and only adds to them. */
-        cm_fts_hits_release(hits);
-        cm_buf_reset(match);
-        cm_buf_reset(weights);
+    /* Too few chunks have every word: rank those with some of them too.
+     * The OR query scores every chunk exactly as the AND query did (BM25
+     * sums over the words a chunk holds), so its list contains the AND hits
+     * at their ranks and only adds to them. The store runs it when the AND
+     * query finds too few (PostgreSQL: both in one statement). */
+    buf or_match = BUF_INIT, or_weights = BUF_INIT;
+    size_t or_ntok = 0;
+    bool used_or = false;
+    if (!rc && ntok > 1 && e->st.pg) {
         o.join = QUERY_OR;
-        rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
-        if (!rc && fallback) rc = no_coverage(weights);
-        if (!rc && match->len)
-            rc = cm_store_fts_search(&e->st, match->data, weights->data, limit, hits, err, errlen);
+        o.weights = &or_weights;
+        rc = cm_query_build_opts(query, strlen(query), &o, &or_match, &or_ntok);
+        if (!rc && fallback) rc = no_coverage(&or_weights);
     }
+    if (!rc && match->len)
+        rc = cm_store_fts_search_and_or(&e->st, match->data, weights->data,
+                                        or_match.len ? or_match.data : NULL, or_weights.data,
+                                        limit, hits, &used_or, err, errlen);
+    if (!rc && !e->st.pg && !used_or && hits->n < (size_t)limit && ntok > 1) {
+        /* SQLite: the OR query built only when it runs */
+        cm_fts_hits_release(hits);
+        o.join = QUERY_OR;
+        o.weights = &or_weights;
+        rc = cm_query_build_opts(query, strlen(query), &o, &or_match, &or_ntok);
+        if (!rc && fallback) rc = no_coverage(&or_weights);
+        if (!rc && or_match.len)
+            rc = cm_store_fts_search(&e->st, or_match.data, or_weights.data, limit, hits, err,
+                                     errlen);
+        used_or = true;
+    }
+    if (!rc && used_or) { /* the expression that found them, for the passage bonus */
+        buf t = *match;
+        *match = or_match;
+        or_match = t;
+        t = *weights;
+        *weights = or_weights;
+        or_weights = t;
+    }
+    cm_buf_release(&or_match);
+    cm_buf_release(&or_weights);
     return rc;
 }
 
@@ -543,7 +567,7 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
         rc = CM_OK;
         goto out;
     }
-    if (!rc && cm_engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND) {
+    if (!rc && cm_engine_index_workspace_matches(e, true, msg, sizeof msg) == CM_ENOTFOUND) {
         rc = CM_OK;
         CHECK(set_error(out, msg));
         goto out;

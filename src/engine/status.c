@@ -131,7 +131,7 @@ cm_rc cm_builtin_status(cm_engine *e, int deep, char **json, char *err, size_t e
         CHECK(add_kv_str(&b, "indexPath", c->store_path));
     }
     rc = cm_engine_ensure_store(e, msg, sizeof msg);
-    if (!rc && cm_engine_index_workspace_matches(e, msg, sizeof msg) == CM_ENOTFOUND)
+    if (!rc && cm_engine_index_workspace_matches(e, false, msg, sizeof msg) == CM_ENOTFOUND)
         rc = CM_ENOTFOUND;
     if (rc == CM_ENOMEM) CHECK(rc);
     if (rc) {

@@ -369,6 +369,12 @@ void cm_store_close(store *s)
     memset(s, 0, sizeof *s);
 }
 
+cm_rc cm_store_meta_get_recent(store *s, const char *key, char **json, char *err, size_t errlen)
+{
+    if (s->pg) return cm_store_pg_meta_get_recent(s, key, json, err, errlen);
+    return cm_store_meta_get(s, key, json, err, errlen);
+}
+
 cm_rc cm_store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen)
 {
     if (s->pg) return cm_store_pg_meta_get(s, key, json, err, errlen);
@@ -704,10 +710,23 @@ out:
     return rc;
 }
 
+cm_rc cm_store_fts_search_and_or(store *s, const char *match, const char *weights,
+                                 const char *or_match, const char *or_weights, int limit,
+                                 fts_hits *out, bool *used_or, char *err, size_t errlen)
+{
+    *used_or = false;
+    if (s->pg) return cm_store_pg_fts_search(s, match, or_match, limit, out, used_or, err, errlen);
+    cm_rc rc = cm_store_fts_search(s, match, weights, limit, out, err, errlen);
+    if (rc || out->n >= (size_t)limit || !or_match) return rc;
+    cm_fts_hits_release(out);
+    *used_or = true;
+    return cm_store_fts_search(s, or_match, or_weights, limit, out, err, errlen);
+}
+
 cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int limit,
                           fts_hits *out, char *err, size_t errlen)
 {
-    if (s->pg) return cm_store_pg_fts_search(s, match, limit, out, err, errlen);
+    if (s->pg) return cm_store_pg_fts_search(s, match, NULL, limit, out, NULL, err, errlen);
     sqlite3_stmt *q = NULL;
     char arg[QUERY_WEIGHTS_MAX + 8] = "";
     /* the weights become part of the rank function's SQL: digits and the

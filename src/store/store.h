@@ -96,14 +96,19 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
  * waiting at most timeout_s seconds for it, and SELECT 1): readiness for a
  * load balancer. The message never holds the DSN's password. */
 cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen);
+/* How many statements a PostgreSQL store has sent to its server (each a
+ * round trip; a rebuild's batch too); 0 for SQLite. For tests and figures. */
+uint64_t cm_store_pg_round_trips(const store *s);
 /* Whether a PostgreSQL store's connection is still up (false after the
  * server went away: reopen it). */
 bool cm_store_pg_connected(const store *s);
 /* Deletes every row of the agent of a PostgreSQL index, cache included. */
 cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen);
 
-/* The tables of a PostgreSQL index, in the order of the counts below. */
-#define STORE_PG_NTABLES 7
+/* The tables of a PostgreSQL index, in the order of the counts below; the
+ * last, clawmem_mcp_sessions, is serve's (store_pg_shared.h), present once a
+ * replica has kept sessions there. */
+#define STORE_PG_NTABLES 8
 extern const char *const cm_store_pg_tables[STORE_PG_NTABLES];
 /* cm_store_drop_agent in one transaction under the agent's write lock,
  * rows[i] receiving how many rows of cm_store_pg_tables[i] went. */
@@ -140,6 +145,10 @@ cm_rc cm_store_wal(store *s, char *err, size_t errlen);
 
 /* *json receives the meta row under key, or NULL when there is none. */
 cm_rc cm_store_meta_get(store *s, const char *key, char **json, char *err, size_t errlen);
+/* cm_store_meta_get as of the last data version this connection saw: a
+ * PostgreSQL store answers from a copy while no statement of its saw a newer
+ * version (a search's checks; never a write's decisions). SQLite reads. */
+cm_rc cm_store_meta_get_recent(store *s, const char *key, char **json, char *err, size_t errlen);
 cm_rc cm_store_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen);
 
 cm_rc cm_store_begin(store *s, char *err, size_t errlen);
@@ -190,6 +199,13 @@ cm_rc cm_store_trigram_terms(store *s, const char *term, size_t len, buf *out, c
 #define QUERY_WEIGHTS_MAX 2048
 cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int limit,
                           fts_hits *out, char *err, size_t errlen);
+/* cm_store_fts_search of match (the query's words joined by AND); when that
+ * finds fewer than limit hits and or_match (the same words joined by OR,
+ * with or_weights) is not NULL, the hits of or_match instead, *used_or then
+ * true. PostgreSQL answers both in one statement (one round trip). */
+cm_rc cm_store_fts_search_and_or(store *s, const char *match, const char *weights,
+                                 const char *or_match, const char *or_weights, int limit,
+                                 fts_hits *out, bool *used_or, char *err, size_t errlen);
 void cm_fts_hits_release(fts_hits *h);
 /* Appends up to limit chunks (rank 0) of the files whose path p has from <=
  * p < to (daily notes: "memory/2026-11-20" to "memory/2026-11-23") and of

@@ -7,9 +7,12 @@
  * Schema: every table carries agent_id first and every statement filters on
  * it, joins only within one agent_id, so Citus can distribute each table by
  * agent_id, colocated (README "PostgreSQL store").
- *   clawmem_agents(agent_id, version, tokenizer, nchunks, ntok)   version: bumped
- *                                   by each write transaction (the data version);
- *                                   nchunks, ntok: totals of the agent's chunks
+ *   clawmem_agents(agent_id, version, tokenizer, nchunks, ntok, lexer)   version:
+ *                                   bumped by each write transaction (the data
+ *                                   version); nchunks, ntok: totals of the agent's
+ *                                   chunks; lexer 1: tsv written by clawmem's
+ *                                   FTS5 tokenizer (store_pg_lex.c), 0: by the
+ *                                   server's to_tsvector (until a rebuild)
  *   clawmem_meta(agent_id, key, value)
  *   clawmem_files(agent_id, path, source, hash, mtime, size, problem)
  *   clawmem_chunks(agent_id, id, path, source, start_line, end_line, hash, text,
@@ -38,6 +41,9 @@
 
 #include "fts_rank.h"
 #include "store_pg_int.h"
+
+/* A rebuild that writes at least this many chunks analyzes the table. */
+#define PG_ANALYZE_CHUNKS 1000
 
 /* ---- libpq, loaded on first use ----------------------------------------- */
 
@@ -143,6 +149,7 @@ static PGresult *exec_once(store *s, const char *sql, int n, const char *const *
     for (int i = 0; lens && i < n && i < 16; i++)
         fmts[i] = lens[i] > 0 ? 1 : 0;
     PGconn *c = s->pg->conn;
+    s->pg->round_trips++;
     return n < 0 ? cm_store_pg_lib.exec(c, sql)
                  : cm_store_pg_lib.exec_params(c, sql, n, NULL, v, lens, fmts, bin);
 }
@@ -169,12 +176,13 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
 static cm_rc flush_files(store *s, char *err, size_t errlen);
 static cm_rc collect_batch(store *s, char *err, size_t errlen);
 
-static const char *const stmt_names[PG_STMT_N] = {"cm_search"};
+static const char *const stmt_names[PG_STMT_N] = {"cm_search", "cm_search_lex"};
 
 /* Prepares statement id on the connection unless it has it. */
 static PGresult *prepare_once(store *s, int id, const char *sql, int n)
 {
     if (s->pg->prepared & (1u << id)) return NULL;
+    s->pg->round_trips++;
     PGresult *r = cm_store_pg_lib.prepare(s->pg->conn, stmt_names[id], sql, n, NULL);
     if (!ok_status(r)) return r;
     cm_store_pg_lib.clear(r);
@@ -185,6 +193,7 @@ static PGresult *prepare_once(store *s, int id, const char *sql, int n)
 cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const char *const *v,
                                const char *what, PGresult **res, char *err, size_t errlen)
 {
+    s->pg->version_fresh = false;
     cm_rc frc = s->pg->npend ? flush_files(s, err, errlen) : CM_OK;
     if (!frc && s->pg->inflight) frc = collect_batch(s, err, errlen);
     if (frc) return frc;
@@ -192,7 +201,10 @@ cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const c
     for (int attempt = 0; attempt < 2; attempt++) {
         if (r) cm_store_pg_lib.clear(r);
         r = prepare_once(s, id, sql, n);
-        if (!r) r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_names[id], n, v, NULL, NULL, 0);
+        if (!r) {
+            s->pg->round_trips++;
+            r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_names[id], n, v, NULL, NULL, 0);
+        }
         if (ok_status(r) || s->pg->depth ||
             cm_store_pg_lib.status(s->pg->conn) != CONNECTION_BAD)
             break;
@@ -229,6 +241,7 @@ cm_rc cm_store_pg_run(store *s, const char *sql, int n, const char *const *v, co
 cm_rc cm_store_pg_run_bin(store *s, const char *sql, int n, const char *const *v, const int *lens,
                           int bin, const char *what, PGresult **res, char *err, size_t errlen)
 {
+    s->pg->version_fresh = false;
     cm_rc frc = s->pg->npend ? flush_files(s, err, errlen) : CM_OK;
     if (!frc && s->pg->inflight) frc = collect_batch(s, err, errlen);
     if (frc) return frc;
@@ -269,7 +282,8 @@ static const char schema_sql[] =
     "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS log_seq bigint NOT NULL DEFAULT 0;"
     "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS log_version bigint NOT NULL DEFAULT -1;"
     "CREATE TABLE IF NOT EXISTS clawmem_vector_log(agent_id text NOT NULL, seq bigint NOT NULL, "
-    "chunk_id bigint NOT NULL, PRIMARY KEY(agent_id, seq));";
+    "chunk_id bigint NOT NULL, PRIMARY KEY(agent_id, seq));"
+    "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS lexer smallint NOT NULL DEFAULT 0;";
 
 /* The tables (create: when absent), or what a database made by an earlier
  * version lacks (the vector log) at any open; s->pg->has_log says whether
@@ -286,13 +300,18 @@ static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
         "SELECT to_regclass('clawmem_chunks_tsv') IS NOT NULL AND to_regclass("
         "'clawmem_vector_log') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_attribute WHERE "
         "attrelid = to_regclass('clawmem_agents') AND attname = 'log_version' AND NOT "
-        "attisdropped), to_regclass('clawmem_chunks') IS NOT NULL",
+        "attisdropped), to_regclass('clawmem_chunks') IS NOT NULL, EXISTS (SELECT 1 FROM "
+        "pg_attribute WHERE attrelid = to_regclass('clawmem_agents') AND attname = 'lexer' AND "
+        "NOT attisdropped)",
         0, NULL, "read the schema", &r, err, errlen);
     if (rc) return rc;
-    bool have = cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't';
+    bool log = cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't';
     bool tables = cm_store_pg_lib.getvalue(r, 0, 1)[0] == 't';
+    bool lexer = cm_store_pg_lib.getvalue(r, 0, 2)[0] == 't';
+    bool have = log && lexer;
     cm_store_pg_lib.clear(r);
-    s->pg->has_log = have;
+    s->pg->has_log = log;
+    s->pg->has_lexer = lexer;
     if (have || (!create && !tables)) return CM_OK; /* else created, or added to */
     char why[256];
     rc = cm_store_pg_run(s, "BEGIN", 0, NULL, "create the tables", NULL, why, sizeof why);
@@ -303,7 +322,7 @@ static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
         if (!create && tables) return CM_OK; /* without the log */
         return cm_seterr(err, errlen, rc, "%s", why);
     }
-    s->pg->has_log = true;
+    s->pg->has_log = s->pg->has_lexer = true;
     char ignore[8];
     if (cm_store_pg_run(s, "CREATE EXTENSION IF NOT EXISTS btree_gin", 0, NULL, "", NULL, ignore,
                         sizeof ignore) == CM_OK &&
@@ -335,6 +354,8 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     buf name = BUF_INIT;
     if (cm_buf_printf(&name, "postgres:%s", agent)) CHECK(CM_ENOMEM);
     s->path = cm_buf_detach(&name);
+    s->pg->seen_version = s->pg->meta_version = -1;
+    s->pg->lexer_undo = -1;
     s->pg->conn = cm_store_pg_lib.connectdb(dsn);
     if (!s->pg->conn) CHECK(CM_ENOMEM);
     if (cm_store_pg_lib.status(s->pg->conn) != CONNECTION_OK) {
@@ -348,8 +369,11 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     CHECK(cm_store_pg_run(s, session_sql, 1, p1, "set the lock timeout", NULL, err, errlen));
     CHECK(ensure_schema(s, (flags & STORE_CREATE) != 0, err, errlen));
     const char *pa[] = {agent};
-    rc = cm_store_pg_run(s, "SELECT tokenizer FROM clawmem_agents WHERE agent_id = $1", 1, pa,
-                         "read the agent", &r, err, errlen);
+    rc = cm_store_pg_run(s,
+                         s->pg->has_lexer
+                             ? "SELECT tokenizer, lexer FROM clawmem_agents WHERE agent_id = $1"
+                             : "SELECT tokenizer, 0 FROM clawmem_agents WHERE agent_id = $1",
+                         1, pa, "read the agent", &r, err, errlen);
     if (rc == CM_ECORRUPT && (flags & STORE_ANY_AGENT))
         FAIL(CM_ENOTFOUND, "the database holds no clawmem tables");
     if (rc == CM_ECORRUPT && !(flags & STORE_CREATE))
@@ -359,10 +383,12 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     /* STORE_ANY_AGENT (agents list|delete): the tables, whatever rows they hold */
     if (!tok && !(flags & (STORE_CREATE | STORE_ANY_AGENT)))
         FAIL(CM_ENOTFOUND, "postgres index of agent %s does not exist yet", agent);
+    s->pg->lexer = tok && strcmp(cm_store_pg_lib.getvalue(r, 0, 1), "1") == 0;
     if (!tok) tok = tokenizer;
     /* trigram has no tsvector counterpart: unicode61 with CJK bigrams serves */
     s->pg->tsconfig = tok && strcmp(tok, "porter") == 0 ? "english" : "simple";
     s->trigram = false;
+    if (s->pg->lexer) CHECK(cm_store_pg_lex_open(s, tok, err, errlen));
 out:
     if (r) cm_store_pg_lib.clear(r);
     if (rc) cm_store_pg_close(s);
@@ -373,7 +399,10 @@ void cm_store_pg_close(store *s)
 {
     if (s->pg) {
         if (s->pg->conn) cm_store_pg_lib.finish(s->pg->conn);
+        cm_store_pg_lex_close(s);
+        cm_buf_release(&s->pg->lexbuf);
         free(s->pg->agent);
+        cm_store_pg_meta_forget(s);
         for (size_t k = 0; k < ARRAY_LEN(s->pg->pend_chunks); k++)
             cm_buf_release(&s->pg->pend_chunks[k]);
         for (size_t k = 0; k < ARRAY_LEN(s->pg->pend_files); k++)
@@ -414,6 +443,7 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
         return CM_OK;
     }
     if (p->depth == 0) return CM_OK;
+    bool rebuilt = p->fresh;
     p->fresh = false;
     /* the last batch, before the totals are read */
     cm_rc rc = p->npend ? flush_files(s, err, errlen) : CM_OK;
@@ -453,6 +483,17 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
                              3, pt, "trim the vector log", NULL, err, errlen);
     if (!rc) rc = cm_store_pg_run(s, "COMMIT", 0, NULL, "commit", NULL, err, errlen);
     if (rc) cm_store_pg_rollback(s);
+    p->lexer_undo = -1;
+    /* A rebuild that wrote many chunks: the planner learns of them now, not
+     * at autovacuum's next round, or a search planned before then (its plan
+     * kept for the connection) would read all the agent's chunks instead of
+     * the keyword index's matches. Best effort (a role that does not own
+     * the table gets a warning). */
+    if (!rc && rebuilt && p->dchunks >= PG_ANALYZE_CHUNKS) {
+        char ignore[8];
+        cm_store_pg_run(s, "ANALYZE clawmem_chunks", 0, NULL, "", NULL, ignore, sizeof ignore);
+    }
+    if (p->dirty) cm_store_pg_meta_forget(s); /* a new version, perhaps new meta */
     p->depth = 0;
     return rc;
 }
@@ -506,6 +547,10 @@ void cm_store_pg_rollback(store *s)
     }
     s->pg->depth = 0;
     s->pg->fresh = false;
+    if (s->pg->lexer_undo >= 0) { /* a rebuild undone: the agent's rows as they were */
+        s->pg->lexer = s->pg->lexer_undo;
+        s->pg->lexer_undo = -1;
+    }
     char ignore[8];
     cm_store_pg_run(s, "ROLLBACK", 0, NULL, "", NULL, ignore, sizeof ignore);
 }
@@ -535,7 +580,16 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
     if (rc) return rc;
     s->pg->dirty = true;
     s->pg->tsconfig = tokenizer && strcmp(tokenizer, "porter") == 0 ? "english" : "simple";
-    const char *pa[] = {s->pg->agent, tokenizer ? tokenizer : "porter"};
+    /* a rebuild lexes here when the database can say so (its lexer column) */
+    cm_store_pg_lex_close(s); /* the tokenizer may be another */
+    s->pg->lexer_undo = s->pg->lexer;
+    s->pg->lexer = s->pg->has_lexer;
+    if (s->pg->lexer) rc = cm_store_pg_lex_open(s, tokenizer ? tokenizer : "porter", err, errlen);
+    if (rc) {
+        cm_store_pg_rollback(s);
+        return rc;
+    }
+    const char *pa[] = {s->pg->agent, tokenizer ? tokenizer : "porter", s->pg->lexer ? "1" : "0"};
     static const char *const sql[] = {
         "DELETE FROM clawmem_vectors WHERE agent_id = $1",
         "DELETE FROM clawmem_vector_log WHERE agent_id = $1",
@@ -555,11 +609,17 @@ cm_rc cm_store_pg_rebuild_begin(store *s, const char *tokenizer, char *err, size
             /* a new agent's version starts from the clock (microseconds): an
              * agent dropped and made again never shows an engine that loaded
              * the old one the version it saw */
-            "INSERT INTO clawmem_agents(agent_id, tokenizer, version, log_version) VALUES($1, $2, "
-            "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, (extract(epoch FROM "
-            "clock_timestamp()) * 1000000)::bigint) ON CONFLICT (agent_id) DO UPDATE SET "
-            "tokenizer = excluded.tokenizer, nchunks = 0, ntok = 0",
-            2, pa, "register the agent", NULL, err, errlen);
+            s->pg->has_lexer
+                ? "INSERT INTO clawmem_agents(agent_id, tokenizer, version, log_version, lexer) "
+                  "VALUES($1, $2, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, "
+                  "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, $3::smallint) ON "
+                  "CONFLICT (agent_id) DO UPDATE SET tokenizer = excluded.tokenizer, nchunks = 0, "
+                  "ntok = 0, lexer = excluded.lexer"
+                : "INSERT INTO clawmem_agents(agent_id, tokenizer, version, log_version) VALUES("
+                  "$1, $2, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, (extract("
+                  "epoch FROM clock_timestamp()) * 1000000)::bigint) ON CONFLICT (agent_id) DO "
+                  "UPDATE SET tokenizer = excluded.tokenizer, nchunks = 0, ntok = 0",
+            s->pg->has_lexer ? 3 : 2, pa, "register the agent", NULL, err, errlen);
     if (rc) cm_store_pg_rollback(s);
     if (!rc) s->pg->fresh = true;
     return rc;
@@ -593,6 +653,11 @@ cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen)
     }
     cm_store_pg_lib.finish(c);
     return rc;
+}
+
+uint64_t cm_store_pg_round_trips(const store *s)
+{
+    return s->pg ? s->pg->round_trips : 0;
 }
 
 bool cm_store_pg_connected(const store *s)
@@ -668,6 +733,23 @@ static const char insert_batch_sql[] =
     "ORDINALITY AS t(p, so, sl, el, h, tx, u, kw, i) CROSS JOIN LATERAL (SELECT "
     "to_tsvector($10::regconfig, t.kw) AS tsv OFFSET 0) v ORDER BY t.i RETURNING ntok), "
     "f AS (INSERT INTO clawmem_files(agent_id, path, source, hash, mtime, size, problem) SELECT "
+    "$1, t.p, t.so, t.h, t.m, t.sz, t.pr FROM unnest($11::text[], $12::text[], $13::text[], "
+    "$14::bigint[], $15::bigint[], $16::text[]) AS t(p, so, h, m, sz, pr) RETURNING 1) "
+    "SELECT count(*), coalesce(sum(ntok), 0), (SELECT count(*) FROM f) FROM i";
+
+/* insert_chunks_sql and insert_batch_sql for an agent lexed here
+ * (store_pg_lex.c): $9 holds each chunk's tsvector literal, $10 its token
+ * count; the server only parses them. */
+#define LEX_CHUNKS                                                                                 \
+    "WITH i AS (INSERT INTO clawmem_chunks(agent_id, path, source, start_line, end_line, hash, "   \
+    "text, updated_at, tsv, ntok) SELECT $1, t.p, t.so, t.sl, t.el, t.h, t.tx, t.u, t.kw, t.n "    \
+    "FROM unnest($2::text[], $3::text[], $4::int[], $5::int[], $6::text[], $7::text[], "          \
+    "$8::bigint[], $9::tsvector[], $10::int[]) WITH ORDINALITY AS t(p, so, sl, el, h, tx, u, kw, " \
+    "n, i) ORDER BY t.i RETURNING ntok)"
+static const char insert_chunks_lex_sql[] = LEX_CHUNKS
+    " SELECT count(*), coalesce(sum(ntok), 0) FROM i";
+static const char insert_batch_lex_sql[] = LEX_CHUNKS
+    ", f AS (INSERT INTO clawmem_files(agent_id, path, source, hash, mtime, size, problem) SELECT "
     "$1, t.p, t.so, t.h, t.m, t.sz, t.pr FROM unnest($11::text[], $12::text[], $13::text[], "
     "$14::bigint[], $15::bigint[], $16::text[]) AS t(p, so, h, m, sz, pr) RETURNING 1) "
     "SELECT count(*), coalesce(sum(ntok), 0), (SELECT count(*) FROM f) FROM i";
@@ -760,13 +842,15 @@ static cm_rc send_batch(store *s, char *err, size_t errlen)
         CHECK(p->pend_chunks[k].len ? cm_buf_addc(&p->pend_chunks[k], '}')
                                     : cm_buf_adds(&p->pend_chunks[k], "{}"));
     const char *pa[16] = {p->agent};
-    for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+    for (size_t k = 0; k < 8; k++)
         pa[1 + k] = p->pend_chunks[k].data;
-    pa[9] = p->tsconfig;
+    pa[9] = p->lexer ? p->pend_chunks[8].data : p->tsconfig;
     for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
         pa[10 + k] = p->pend_files[k].data;
-    if (!cm_store_pg_lib.send_query_params(p->conn, insert_batch_sql, 16, NULL, pa, NULL, NULL,
-                                           0)) {
+    p->round_trips++;
+    if (!cm_store_pg_lib.send_query_params(p->conn,
+                                           p->lexer ? insert_batch_lex_sql : insert_batch_sql, 16,
+                                           NULL, pa, NULL, NULL, 0)) {
         rc = pg_fail(s, NULL, "insert chunks", err, errlen);
         goto out;
     }
@@ -796,11 +880,12 @@ static cm_rc flush_files(store *s, char *err, size_t errlen)
         for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
             CHECK(cm_buf_addc(&p->pend_chunks[k], '}'));
         const char *pa[10] = {p->agent};
-        for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
+        for (size_t k = 0; k < 8; k++)
             pa[1 + k] = p->pend_chunks[k].data;
-        pa[9] = p->tsconfig;
+        pa[9] = p->lexer ? p->pend_chunks[8].data : p->tsconfig;
         PGresult *r = NULL;
-        CHECK(cm_store_pg_run(s, insert_chunks_sql, 10, pa, "insert chunks", &r, err, errlen));
+        CHECK(cm_store_pg_run(s, p->lexer ? insert_chunks_lex_sql : insert_chunks_sql, 10, pa,
+                              "insert chunks", &r, err, errlen));
         p->dchunks += strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
         p->dntok += strtoll(cm_store_pg_lib.getvalue(r, 0, 1), NULL, 10);
         cm_store_pg_lib.clear(r);
@@ -846,8 +931,16 @@ cm_rc cm_store_pg_file_replace(store *s, const char *path, const char *source, c
         CHECK(cm_store_pg_array_elem(&a[5], c->text, c->len));
         CHECK(array_int(&a[6], c->time_s ? c->time_s : now));
         CHECK(cm_store_keyword_text(s, &s->scratch, c->text, c->len));
-        words_apart(&s->scratch);
-        CHECK(cm_store_pg_array_elem(&a[7], s->scratch.data, s->scratch.len));
+        if (p->lexer) { /* the tsvector itself, and its token count */
+            int64_t ntok = 0;
+            CHECK(cm_store_pg_lex_doc(s, s->scratch.data, s->scratch.len, &p->lexbuf, &ntok));
+            CHECK(cm_store_pg_array_elem(&a[7], p->lexbuf.data, p->lexbuf.len));
+            CHECK(array_int(&a[8], ntok));
+        } else {
+            words_apart(&s->scratch);
+            CHECK(cm_store_pg_array_elem(&a[7], s->scratch.data, s->scratch.len));
+            CHECK(array_int(&a[8], 0));
+        }
     }
     CHECK(cm_store_pg_array_elem(&f[0], path, plen));
     CHECK(cm_store_pg_array_elem(&f[1], source, slen));

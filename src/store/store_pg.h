@@ -22,8 +22,10 @@ cm_rc cm_store_pg_file_replace(store *s, const char *path, const char *source, c
 cm_rc cm_store_pg_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t size, char *err,
                              size_t errlen);
 cm_rc cm_store_pg_file_delete(store *s, const char *path, char *err, size_t errlen);
-cm_rc cm_store_pg_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
-                             size_t errlen);
+cm_rc cm_store_pg_fts_search(store *s, const char *match, const char *or_match, int limit,
+                             fts_hits *out, bool *used_or, char *err, size_t errlen);
+cm_rc cm_store_pg_meta_get_recent(store *s, const char *key, char **json, char *err,
+                                  size_t errlen);
 cm_rc cm_store_pg_file_problems(store *s, buf *out, char *err, size_t errlen);
 cm_rc cm_store_pg_count(store *s, const char *from, int64_t *n, char *err, size_t errlen);
 cm_rc cm_store_pg_check(store *s, bool *ok, char *err, size_t errlen);

@@ -9,12 +9,31 @@
 
 const char *const cm_store_pg_tables[STORE_PG_NTABLES] = {
     "clawmem_agents",  "clawmem_meta",       "clawmem_files", "clawmem_chunks",
-    "clawmem_vectors", "clawmem_vector_log", "clawmem_cache",
+    "clawmem_vectors", "clawmem_vector_log", "clawmem_cache", "clawmem_mcp_sessions",
 };
 
 /* The vector log's index in cm_store_pg_tables: absent from a database
- * made by an older clawmem. */
-#define LOG_TABLE 5
+ * made by an older clawmem; serve's sessions table: absent until a replica
+ * over this database kept a session. */
+#define LOG_TABLE      5
+#define SESSIONS_TABLE 7
+
+/* Whether the database has serve's sessions table. */
+static cm_rc has_sessions(store *s, bool *has, char *err, size_t errlen)
+{
+    PGresult *r = NULL;
+    cm_rc rc = cm_store_pg_run(s, "SELECT to_regclass('clawmem_mcp_sessions') IS NOT NULL", 0,
+                               NULL, "read the schema", &r, err, errlen);
+    *has = !rc && cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't';
+    if (r) cm_store_pg_lib.clear(r);
+    return rc;
+}
+
+/* Whether table k of cm_store_pg_tables is in this database. */
+static bool table_there(const store *s, size_t k, bool sessions)
+{
+    return (k != LOG_TABLE || s->pg->has_log) && (k != SESSIONS_TABLE || sessions);
+}
 
 cm_rc cm_store_pg_drop_counted(store *s, int64_t rows[STORE_PG_NTABLES], char *err, size_t errlen)
 {
@@ -23,10 +42,13 @@ cm_rc cm_store_pg_drop_counted(store *s, int64_t rows[STORE_PG_NTABLES], char *e
         rows[i] = 0;
     cm_rc rc = cm_store_pg_begin(s, err, errlen);
     if (rc) return rc;
+    bool sessions = false;
+    rc = has_sessions(s, &sessions, err, errlen);
     const char *pa[] = {s->pg->agent};
-    /* children first, the agent's row (its version) last */
+    /* children first (serve's sessions among them: a session of a deleted
+     * agent would let its client go on), the agent's row (its version) last */
     for (size_t k = STORE_PG_NTABLES; !rc && k-- > 0;) {
-        if (k == LOG_TABLE && !s->pg->has_log) continue;
+        if (!table_there(s, k, sessions)) continue;
         char sql[160];
         snprintf(sql, sizeof sql,
                  "WITH d AS (DELETE FROM %s WHERE agent_id = $1 RETURNING 1) SELECT count(*) "
@@ -68,9 +90,11 @@ cm_rc cm_store_pg_agents(store *s, store_pg_agent **out, size_t *n, char *err, s
     *out = NULL;
     *n = 0;
     if (!s->pg) return cm_seterr(err, errlen, CM_EINVAL, "not a postgres index");
+    bool sessions = false;
+    CHECK(has_sessions(s, &sessions, err, errlen));
     /* one row per (agent, table) with rows, pivoted here */
     for (size_t k = 0; k < STORE_PG_NTABLES; k++) {
-        if (k == LOG_TABLE && !s->pg->has_log) continue;
+        if (!table_there(s, k, sessions)) continue;
         CHECK(cm_buf_printf(&sql,
                             "%sSELECT agent_id, %zu AS k, count(*) AS n FROM %s GROUP BY "
                             "agent_id",

@@ -62,14 +62,48 @@ struct store_pg {
     /* A rebuild's files not yet sent (store_pg.c): their chunks' and rows'
      * columns as array literals, written by one statement each per batch,
      * before any other statement runs. */
-    buf pend_chunks[8], pend_files[6];
+    buf pend_chunks[9], pend_files[6];
     size_t npend;
+    /* The agent's data version as the last search statement returned it
+     * (-1: unknown); version_fresh: no other statement ran since, so
+     * cm_store_pg_data_version may answer with it. The meta row under
+     * meta_key as read at meta_version (cm_store_pg_meta_get_recent). */
+    int64_t seen_version, meta_version;
+    bool version_fresh, meta_have;
+    char *meta_key, *meta_val;
+    /* lexer: the agent's keyword text is lexed here (store_pg_lex.c) into
+     * tsvector literals, not by the server's to_tsvector (clawmem_agents.
+     * lexer 1); has_lexer: the database has that column. lex_fn, lex_tok:
+     * the FTS5 tokenizer (NULL until the first use). */
+    bool lexer, has_lexer;
+    int lexer_undo; /* a rebuild's transaction: lexer before it (-1: none) */
+    fts5_tokenizer lex_fn;
+    Fts5Tokenizer *lex_tok;
+    buf lexbuf; /* one chunk's tsvector literal */
+    uint64_t round_trips; /* statements sent (cm_store_pg_round_trips) */
     unsigned prepared; /* the statements of cm_store_pg_run_prepared this connection has */
     bool inflight;     /* a rebuild's batch sent, its result not read yet (store_pg.c) */
 };
 
+/* A statement read the agent's data version v (see seen_version). */
+void cm_store_pg_saw_version(store *s, int64_t v);
+/* Forgets the copy of meta_get_recent (a write of this store). */
+void cm_store_pg_meta_forget(store *s);
+
 /* Statements prepared once per connection (cm_store_pg_run_prepared). */
-enum { PG_STMT_SEARCH, PG_STMT_N };
+enum { PG_STMT_SEARCH, PG_STMT_SEARCH_LEX, PG_STMT_N };
+
+/* store_pg_lex.c: the tokenizer of the SQLite store's tokenizer name
+ * (porter: porter over unicode61; else unicode61), made once per store and
+ * deleted by cm_store_pg_lex_close. */
+cm_rc cm_store_pg_lex_open(store *s, const char *tokenizer, char *err, size_t errlen);
+void cm_store_pg_lex_close(store *s);
+/* Writes text[0..len)'s tsvector literal into out (replaced), *ntok its
+ * token count (FTS5's document length). Needs cm_store_pg_lex_open. */
+cm_rc cm_store_pg_lex_doc(store *s, const char *text, size_t len, buf *out, int64_t *ntok);
+/* Appends a phrase's tsquery operand, in parentheses: its tokens joined by
+ * <->, the last one a prefix when prefix. Needs cm_store_pg_lex_open. */
+cm_rc cm_store_pg_lex_query(store *s, const char *phrase, size_t len, bool prefix, buf *out);
 
 /* Runs sql with n text parameters v (n < 0: several statements without
  * parameters); *res receives the rows when res is not NULL (the caller

@@ -26,8 +26,60 @@ cm_rc cm_store_pg_meta_get(store *s, const char *key, char **json, char *err, si
     return rc;
 }
 
+void cm_store_pg_saw_version(store *s, int64_t v)
+{
+    s->pg->seen_version = v;
+    s->pg->version_fresh = true;
+}
+
+void cm_store_pg_meta_forget(store *s)
+{
+    free(s->pg->meta_key);
+    free(s->pg->meta_val);
+    s->pg->meta_key = s->pg->meta_val = NULL;
+    s->pg->meta_have = false;
+    s->pg->meta_version = -1;
+    s->pg->seen_version = -1;
+    s->pg->version_fresh = false;
+}
+
+/* One statement reads the row and the version it belongs to; the copy
+ * serves while no later statement saw another version. */
+cm_rc cm_store_pg_meta_get_recent(store *s, const char *key, char **json, char *err,
+                                  size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    *json = NULL;
+    if (p->meta_key && p->meta_version >= 0 && p->meta_version == p->seen_version &&
+        strcmp(p->meta_key, key) == 0) {
+        if (p->meta_have && !(*json = cm_strdup(p->meta_val))) return CM_ENOMEM;
+        return CM_OK;
+    }
+    PGresult *r = NULL;
+    const char *pa[] = {p->agent, key};
+    cm_rc rc = cm_store_pg_run(s,
+                               "SELECT (SELECT value FROM clawmem_meta WHERE agent_id = $1 AND "
+                               "key = $2), (SELECT version FROM clawmem_agents WHERE agent_id = $1)",
+                               2, pa, "read meta", &r, err, errlen);
+    if (rc) return rc;
+    bool have = !cm_store_pg_lib.getisnull(r, 0, 0);
+    int64_t v = cm_store_pg_lib.getisnull(r, 0, 1)
+                    ? -1
+                    : strtoll(cm_store_pg_lib.getvalue(r, 0, 1), NULL, 10);
+    if (have && !(*json = cm_strdup(cm_store_pg_lib.getvalue(r, 0, 0)))) rc = CM_ENOMEM;
+    cm_store_pg_meta_forget(s);
+    if (!rc && v >= 0 && (p->meta_key = cm_strdup(key)) &&
+        (!have || (p->meta_val = cm_strdup(*json)))) {
+        p->meta_have = have;
+        p->meta_version = p->seen_version = v;
+    }
+    cm_store_pg_lib.clear(r);
+    return rc;
+}
+
 cm_rc cm_store_pg_meta_set(store *s, const char *key, const char *json, char *err, size_t errlen)
 {
+    cm_store_pg_meta_forget(s);
     bool own;
     cm_rc rc = cm_store_pg_w_begin(s, &own, err, errlen);
     if (rc) return rc;
@@ -173,10 +225,15 @@ int64_t cm_store_pg_data_version(store *s)
     const char *pa[] = {s->pg->agent};
     char ignore[8];
     int64_t v = -1;
+    if (s->pg->version_fresh) { /* the search just run read it: no round trip */
+        s->pg->version_fresh = false;
+        return s->pg->seen_version;
+    }
     if (cm_store_pg_run(s, "SELECT version FROM clawmem_agents WHERE agent_id = $1", 1, pa, "", &r,
                         ignore, sizeof ignore) == CM_OK) {
         if (cm_store_pg_lib.ntuples(r)) v = strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
         cm_store_pg_lib.clear(r);
     }
+    if (v >= 0) s->pg->seen_version = v;
     return v;
 }

@@ -11,7 +11,7 @@
 /* Translates the FTS5 expression of query.c ("a" AND ("b c" OR "d"*)) into
  * to_tsquery text ('a' & ('b c' | 'd':*)), the array of its phrases as
  * to_tsquery text, and their OR ('a' | 'b c' | 'd':*). */
-static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
+static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
 {
     cm_rc rc = CM_OK;
     bool operand = false; /* the last item was a phrase or ')' */
@@ -46,13 +46,17 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
             bool prefix = *c == '*';
             if (prefix) c++;
             cm_buf_reset(&q1);
-            if (!rc) rc = cm_buf_addc(&q1, '\'');
-            for (size_t i = 0; !rc && i < ph.len; i++) {
-                char ch = ph.data[i];
-                if (ch == '\'' || ch == '\\') rc = cm_buf_addc(&q1, ch);
-                if (!rc) rc = cm_buf_addc(&q1, ch);
+            if (s->pg->lexer) { /* lexed here: a tsquery literal */
+                if (!rc) rc = cm_store_pg_lex_query(s, ph.data, ph.len, prefix, &q1);
+            } else {
+                if (!rc) rc = cm_buf_addc(&q1, '\'');
+                for (size_t i = 0; !rc && i < ph.len; i++) {
+                    char ch = ph.data[i];
+                    if (ch == '\'' || ch == '\\') rc = cm_buf_addc(&q1, ch);
+                    if (!rc) rc = cm_buf_addc(&q1, ch);
+                }
+                if (!rc) rc = cm_buf_adds(&q1, prefix ? "':*" : "'");
             }
-            if (!rc) rc = cm_buf_adds(&q1, prefix ? "':*" : "'");
             if (!rc && operand) rc = cm_buf_adds(tsq, " & ");
             if (!rc) rc = cm_buf_add(tsq, q1.data, q1.len);
             if (!rc) rc = cm_store_pg_array_elem(aq, q1.data, q1.len);
@@ -74,44 +78,59 @@ static cm_rc translate(const char *m, buf *tsq, buf *aq, buf *tor, int *nphrase)
 #define STR(x)  STR_(x)
 
 /* cm_bm25 in SQL, one prepared statement (a generic plan: nothing planned
- * per search). The query's tsqueries are made once (qq, php). One index
- * scan fetches the agent's chunks that hold any phrase of the query (u;
- * hit: those that match the query itself) and, in the same pass, each
- * phrase's frequency in each (tfs): every chunk with a phrase is among
- * them, so each phrase's document frequency (its IDF: Robertson–Spärck
- * Jones', at least FTS_RANK_IDF_FLOOR, N at least FTS_RANK_MIN_ROWS) is
- * counted there rather than by an index scan of its own. A phrase's
- * frequency is ts_rank_cd with every weight 1 and no normalisation: each
- * cover of the phrase (an occurrence; for a prefix, of any lexeme it
- * starts) adds exactly 1, so it counts FTS5's phrase instances, in C (0:
- * the chunk lacks the phrase). Then BM25 with k1 1.2, b 0.75 over the
- * chunk's token count, and the coverage penalty of 6. */
-static const char search_sql[] =
-    "WITH php AS MATERIALIZED (SELECT t.i, q FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) "
-    "CROSS JOIN LATERAL to_tsquery($6::regconfig, t.s) AS q WHERE numnode(q) > 0), "
-    "qq AS MATERIALIZED (SELECT to_tsquery($6::regconfig, $3::text) AS qor, "
-    "to_tsquery($6::regconfig, $4::text) AS qand), "
-    "st AS MATERIALIZED (SELECT greatest(nchunks, " STR(FTS_RANK_MIN_ROWS) ")::float8 AS n, "
-    "CASE WHEN nchunks > 0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS avgdl "
-    "FROM clawmem_agents WHERE agent_id = $1::text), "
-    "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv @@ qq.qand AS hit, ARRAY(SELECT "
-    "ts_rank_cd('{1,1,1,1}', c.tsv, php.q, 0)::float8 FROM php ORDER BY php.i) AS tfs FROM "
-    "clawmem_chunks c, qq WHERE c.agent_id = $1::text AND c.tsv @@ qq.qor), "
-    "tf AS (SELECT u.id, u.ntok, u.hit, p.i, u.tfs[p.k] AS tf FROM u CROSS JOIN (SELECT i, "
-    "row_number() OVER (ORDER BY i) AS k FROM php) p), "
-    "idf AS (SELECT d.i, greatest(" STR(FTS_RANK_IDF_FLOOR) ", ln((st.n - d.n + 0.5) / "
-    "(d.n + 0.5))) AS idf FROM (SELECT i, count(*) FILTER (WHERE tf > 0)::float8 AS n FROM tf "
-    "GROUP BY i) d CROSS JOIN st), "
-    "sc AS (SELECT tf.id, sum(CASE WHEN tf.tf > 0 THEN idf.idf * tf.tf * 2.2 / (tf.tf + 1.2 * "
-    "(0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS s, sum(CASE WHEN tf.tf > 0 THEN "
-    "idf.idf ELSE 0 END) AS have, sum(idf.idf) AS alli FROM tf JOIN idf ON idf.i = tf.i "
-    "CROSS JOIN st WHERE tf.hit GROUP BY tf.id), "
-    "r AS (SELECT id, CASE WHEN alli > 0 AND have < alli THEN greatest(s - 6 * (1 - have / "
-    "alli), s * 0.001) ELSE s END AS score FROM sc ORDER BY 2 DESC, id LIMIT $5::int) "
-    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, -r.score, CASE WHEN "
-    "c.source = 'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT f.mtime FROM "
-    "clawmem_files f WHERE f.agent_id = $1::text AND f.path = c.path) END FROM r JOIN "
-    "clawmem_chunks c ON c.agent_id = $1::text AND c.id = r.id ORDER BY r.score DESC, c.id";
+ * per search). The query's tsqueries are made once (qq, php). One scan of
+ * the keyword index (its condition an expression of the parameters, not a
+ * column of qq: the planner uses an index only for the former) fetches the
+ * agent's chunks that hold any phrase of the query (u;
+ * hit: those that match the AND query, hito: the OR query $7, or the AND
+ * query again when $7 is NULL); each phrase's frequency in each (tf, a
+ * join of those rows and the phrases): every chunk with a phrase is among
+ * them, so each
+ * phrase's document frequency (its IDF: Robertson–Spärck Jones', at least
+ * FTS_RANK_IDF_FLOOR, N at least FTS_RANK_MIN_ROWS) is counted there rather
+ * than by an index scan of its own. A phrase's frequency is ts_rank_cd with
+ * every weight 1 and no normalisation: each cover of the phrase (an
+ * occurrence; for a prefix, of any lexeme it starts) adds exactly 1, so it
+ * counts FTS5's phrase instances, in C (0: the chunk lacks the phrase).
+ * Then BM25 with k1 1.2, b 0.75 over the chunk's token count, and the
+ * coverage penalty of 6. A chunk's score does not depend on which query
+ * found it, so the AND hits are ranked among the OR hits exactly as alone:
+ * the AND hits are the answer when there are at least $5 of them, else the
+ * OR hits (the store's second pass, in the same statement). Each row also
+ * carries whether the OR hits answered and the agent's data version. */
+#define SEARCH_SQL(TQ, QT)                                                                         \
+    "WITH php AS MATERIALIZED (SELECT t.i, q FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) "  \
+    "CROSS JOIN LATERAL (SELECT " TQ "t.s" QT " AS q) x WHERE numnode(q) > 0), "                   \
+    "qq AS MATERIALIZED (SELECT " TQ "$4::text" QT " AS qand, " TQ                                 \
+    "coalesce($7::text, $4::text)" QT " AS qorx), "                                                \
+    "st AS MATERIALIZED (SELECT greatest(nchunks, " STR(FTS_RANK_MIN_ROWS) ")::float8 AS n, "      \
+    "CASE WHEN nchunks > 0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS avgdl, "         \
+    "version FROM clawmem_agents WHERE agent_id = $1::text), "                                     \
+    "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv, c.tsv @@ qq.qand AS hit, c.tsv @@ qq.qorx AS " \
+    "hito FROM clawmem_chunks c, qq WHERE c.agent_id = $1::text AND c.tsv @@ " TQ "$3::text" QT   \
+    "), "                                                                                          \
+    "tf AS MATERIALIZED (SELECT u.id, u.ntok, u.hit, u.hito, php.i, ts_rank_cd('{1,1,1,1}', "     \
+    "u.tsv, php.q, 0)::float8 AS tf FROM u CROSS JOIN php), "                                      \
+    "idf AS (SELECT d.i, greatest(" STR(FTS_RANK_IDF_FLOOR) ", ln((st.n - d.n + 0.5) / "           \
+    "(d.n + 0.5))) AS idf FROM (SELECT i, count(*) FILTER (WHERE tf > 0)::float8 AS n FROM tf "    \
+    "GROUP BY i) d CROSS JOIN st), "                                                               \
+    "sc AS MATERIALIZED (SELECT tf.id, bool_or(tf.hit) AS hit, sum(CASE WHEN tf.tf > 0 THEN "      \
+    "idf.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS "   \
+    "s, sum(CASE WHEN tf.tf > 0 THEN idf.idf ELSE 0 END) AS have, sum(idf.idf) AS alli FROM tf "   \
+    "JOIN idf ON idf.i = tf.i CROSS JOIN st WHERE tf.hito OR tf.hit GROUP BY tf.id), "             \
+    "o AS (SELECT $7::text IS NOT NULL AND count(*) FILTER (WHERE hit) < $5::int AS orp FROM sc), "\
+    "r AS (SELECT id, CASE WHEN alli > 0 AND have < alli THEN greatest(s - 6 * (1 - have / "       \
+    "alli), s * 0.001) ELSE s END AS score FROM sc, o WHERE sc.hit OR o.orp ORDER BY 2 DESC, id "  \
+    "LIMIT $5::int) "                                                                              \
+    "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, -r.score, CASE WHEN "        \
+    "c.source = 'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT f.mtime FROM "              \
+    "clawmem_files f WHERE f.agent_id = $1::text AND f.path = c.path) END, o.orp, (SELECT "        \
+    "version FROM st) FROM r JOIN clawmem_chunks c ON c.agent_id = $1::text AND c.id = r.id "      \
+    "CROSS JOIN o ORDER BY r.score DESC, c.id"
+/* The server's lexer: the query's text through to_tsquery with the agent's
+ * configuration ($6); clawmem's (store_pg_lex.c): tsquery literals, $6 ''. */
+static const char search_sql[] = SEARCH_SQL("to_tsquery($6::regconfig, ", ")");
+static const char search_lex_sql[] = SEARCH_SQL("(", " || $6::text)::tsquery");
 
 static const char hit_sql[] =
     "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, 0, CASE WHEN c.source = "
@@ -136,22 +155,31 @@ static cm_rc hit_row(store *s, PGresult *r, int i, fts_hit *h, char *err, size_t
                                 cm_store_pg_lib.getvalue(r, i, 5), err, errlen);
 }
 
-cm_rc cm_store_pg_fts_search(store *s, const char *match, int limit, fts_hits *out, char *err,
-                             size_t errlen)
+cm_rc cm_store_pg_fts_search(store *s, const char *match, const char *or_match, int limit,
+                             fts_hits *out, bool *used_or, char *err, size_t errlen)
 {
     buf tsq = BUF_INIT, aq = BUF_INIT, tor = BUF_INIT;
+    buf otsq = BUF_INIT, oaq = BUF_INIT, otor = BUF_INIT;
     PGresult *r = NULL;
-    int nphrase = 0;
-    cm_rc rc = translate(match, &tsq, &aq, &tor, &nphrase);
+    int nphrase = 0, onphrase = 0;
+    if (used_or) *used_or = false;
+    cm_rc rc = translate(s, match, &tsq, &aq, &tor, &nphrase);
+    /* the OR query's phrases are the AND query's: only its expression counts */
+    if (!rc && or_match) rc = translate(s, or_match, &otsq, &oaq, &otor, &onphrase);
     if (rc || !nphrase) goto out;
     char lim[16];
     snprintf(lim, sizeof lim, "%d", limit);
-    const char *pa[] = {s->pg->agent, aq.data, tor.data, tsq.data, lim, s->pg->tsconfig};
-    rc = cm_store_pg_run_prepared(s, PG_STMT_SEARCH, search_sql, 6, pa, "keyword search", &r,
+    bool lex = s->pg->lexer;
+    const char *pa[] = {s->pg->agent, aq.data, tor.data, tsq.data, lim, lex ? "" : s->pg->tsconfig,
+                        or_match && onphrase ? otsq.data : NULL};
+    rc = cm_store_pg_run_prepared(s, lex ? PG_STMT_SEARCH_LEX : PG_STMT_SEARCH,
+                                  lex ? search_lex_sql : search_sql, 7, pa, "keyword search", &r,
                                   err, errlen);
     if (rc == CM_EDB) rc = CM_EINVAL; /* the query itself: a syntax error */
     if (rc) goto out;
     int n = cm_store_pg_lib.ntuples(r);
+    if (n && used_or) *used_or = cm_store_pg_lib.getvalue(r, 0, 8)[0] == 't';
+    if (n) cm_store_pg_saw_version(s, strtoll(cm_store_pg_lib.getvalue(r, 0, 9), NULL, 10));
     for (int i = 0; i < n; i++) {
         if (out->n == out->cap) {
             size_t cap = out->cap ? out->cap * 2 : 32;
@@ -168,6 +196,9 @@ out:
     cm_buf_release(&tsq);
     cm_buf_release(&aq);
     cm_buf_release(&tor);
+    cm_buf_release(&otsq);
+    cm_buf_release(&oaq);
+    cm_buf_release(&otor);
     return rc;
 }
 
