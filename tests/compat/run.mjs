@@ -187,7 +187,7 @@ class World {
             c.stdout.on("data", (d) => (stdout += d));
             c.stderr.on("data", (d) => (stderr += d));
             const t = setTimeout(() => killGroup(c, "SIGKILL"), timeoutMs);
-            c.on("exit", (code, sig) => {
+            c.on("close", (code, sig) => { // "close": after the last output
                 clearTimeout(t);
                 children.delete(c);
                 res({ code: code ?? (sig ? 128 : 1), stdout, stderr });
@@ -202,7 +202,7 @@ class World {
             const c = spawn("tmux", ["-L", sock, ...a], { stdio: ["ignore", "pipe", "ignore"] });
             let out = "";
             c.stdout.on("data", (d) => (out += d));
-            c.on("exit", () => res(out));
+            c.on("close", () => res(out)); // after stdout's last bytes ("exit" may come first)
             c.on("error", () => res(""));
         });
         const envs = Object.entries(this.clientEnv).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
@@ -219,6 +219,10 @@ class World {
                 await tmux("kill-server");
             },
         };
+    }
+    // Keeps a text under the run's directory (for a look after the run).
+    note(name, text) {
+        writeFileSync(join(this.dir, name), text);
     }
     readJson(rel) {
         try {

@@ -351,7 +351,7 @@ export const SCENARIOS = [
                     await sleepMs(500);
                 }
             };
-            // ready: the status line says idle (after connecting and loading the history)
+            // ready: the status line says "(gateway |re)connected | idle" (history loaded)
             const connected = await see(/\bidle\b/, 120000);
             await sleepMs(1000);
             await w.answer({ text: "TUI round trip answer." });
@@ -361,6 +361,7 @@ export const SCENARIOS = [
             for (let i = 0; i < 3 && !typed; i++) {
                 await tui.keys("Hello from the TUI");
                 typed = await see(/Hello from the TUI/, 10000);
+                w.note?.(`tui-type-${i}.screen`, screen);
                 if (!typed) await tui.keys("C-u");
             }
             await tui.keys("Enter");
