@@ -351,8 +351,8 @@ export const SCENARIOS = [
                     await sleepMs(500);
                 }
             };
-            // ready: the status line says "(gateway |re)connected | idle" (history loaded)
-            const connected = await see(/\bidle\b/, 120000);
+            // ready: "gateway connected | idle" (or reconnected), not "connecting | idle"
+            const connected = await see(/connected \| idle\b/, 120000);
             await sleepMs(1000);
             await w.answer({ text: "TUI round trip answer." });
             // typed keys can be lost while the editor is still being drawn: type
