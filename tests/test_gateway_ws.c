@@ -747,6 +747,17 @@ TEST(gateway_ws_replays_the_reference_cli_frames)
         if (r && !strcmp(method, "connect"))
             EXPECT_STR(json_string_value(json_object_get(json_object_get(r, "payload"), "type")),
                        "hello-ok");
+        /* every field of the reference's answer, with its JSON type (a new
+         * gateway has no session "main" yet: no sessionId then) */
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(want, "payload"), key, v)
+        {
+            json_t *got = json_object_get(json_object_get(r, "payload"), key);
+            if (!strcmp(method, "connect") || (!got && !strcmp(key, "sessionId"))) continue;
+            if (!got || json_typeof(got) != json_typeof(v))
+                test_fail(__FILE__, __LINE__, "%s: %s missing or of another type", method, key);
+        }
         json_decref(r);
     }
     if (open) ws_close(&c);
@@ -795,6 +806,16 @@ TEST(gateway_ws_device_identity_checks)
             EXPECT(r && json_is_true(json_object_get(r, "ok")));
             json_t *h = ws_call(&c, "2", "health", "{}");
             EXPECT(h && json_is_true(json_object_get(h, "ok")));
+            json_decref(h);
+            /* the TUI's first call */
+            h = ws_call(&c, "3", "agents.list", "{}");
+            json_t *pl = json_object_get(h, "payload");
+            EXPECT_STR(json_string_value(json_object_get(pl, "defaultId")), "main");
+            EXPECT_STR(json_string_value(json_object_get(pl, "mainKey")), "main");
+            EXPECT_STR(json_string_value(json_object_get(pl, "scope")), "per-sender");
+            EXPECT_STR(json_string_value(
+                           json_object_get(json_array_get(json_object_get(pl, "agents"), 0), "id")),
+                       "main");
             json_decref(h);
         } else if (k == 1) {
             EXPECT(r && json_is_false(json_object_get(r, "ok")));

@@ -135,10 +135,15 @@ const JUDGES = {
             `succeeded: reference ${list(r.ok)}, clawmem ${list(c.ok)}; failed: reference ${list(r.failed)}, clawmem ${list(c.failed)}. ` +
             "The CLI signs a device identity into every connect; clawmem checks it as the reference does and takes it " +
             "from a loopback client (the reference's silent local pairing) without issuing a device token.")];
-        const diff = Object.keys(r.answer_keys ?? {}).filter((m) => !same(r.answer_keys[m], c.answer_keys?.[m]));
+        // clawmem may add fields of its own (status: its gateway counters);
+        // a field of the reference's missing in clawmem's answer is a difference
+        const keysOf = (x) => (x ? x.split(",").filter(Boolean) : []);
+        const diff = Object.keys(r.answer_keys ?? {}).filter((m) =>
+            minus(keysOf(r.answer_keys[m]), keysOf(c.answer_keys?.[m])).length);
         out.push(v("answer fields the CLI prints", diff.length ? "different" : "same",
-            diff.length ? diff.map((m) => `${m}: reference {${r.answer_keys[m]}}, clawmem {${c.answer_keys?.[m] ?? ""}}`).join("; ") + "."
-                : "the same top-level fields for every method."));
+            diff.length ? diff.map((m) => `${m}: missing in clawmem {${minus(keysOf(r.answer_keys[m]),
+                keysOf(c.answer_keys?.[m])).join(",")}}`).join("; ") + "."
+                : "every top-level field of the reference's answers is in clawmem's (status also carries clawmem's own gateway counters)."));
         out.push(v("chat.send runs a turn", r.chat_send_reached_model === c.chat_send_reached_model ? "same" : "gap",
             `the model was asked: reference ${r.chat_send_reached_model}, clawmem ${c.chat_send_reached_model}.`));
         return out;
