@@ -304,6 +304,7 @@ test-run: build $(BUILD)/test_runner $(TEST_MODEL) $(BUILD)/$(SONAME) $(STATIC_D
 # The example configs against QuantumClaw 2026.3.22's own validator (not in
 # make test: about 2 s a config, and the reference is a 550 MB install).
 compat: build $(BUILD)/test_runner
+	@scripts/install-deps.sh --compat
 	@scripts/install-reference.sh
 	CLAWMEM_COMPAT=1 $(NODE_ENV) $(BUILD)/test_runner compat_
 	@$(NODE_ENV) scripts/compat.sh

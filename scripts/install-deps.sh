@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs the Debian packages clawmem builds against, only those missing.
 # Run by the make targets that need them; safe to run again (a no-op then).
-# Usage: scripts/install-deps.sh [--fuzz|--eval|--npm|--pg|--chromium]   (--fuzz
+# Usage: scripts/install-deps.sh [--fuzz|--eval|--npm|--pg|--chromium|--compat]   (--fuzz
 # also wants clang, --eval gnuplot for the plots of make eval, --pg the
 # PostgreSQL 15 server for the tests of the postgres store, --chromium Debian's
-# Chromium for the Control UI's browser tests, --npm Node.js, npm and git
+# Chromium for the Control UI's browser tests, --compat tmux, the terminal
+# make compat drives the reference's TUI in, --npm Node.js, npm and git
 # for the npm downloads of llama.cpp and the static model, unless npm is there)
 # Needs root or sudo only when something is missing.
 set -eu
@@ -13,6 +14,7 @@ pkgs="libsqlite3-dev libcurl4-openssl-dev libjansson-dev libpq-dev pkg-config ma
 [ "${1:-}" = "--eval" ] && pkgs="$pkgs gnuplot-nox"
 [ "${1:-}" = "--pg" ] && pkgs="postgresql-15 postgresql-contrib"
 [ "${1:-}" = "--chromium" ] && pkgs="chromium"
+[ "${1:-}" = "--compat" ] && pkgs="tmux"
 if [ "${1:-}" = "--npm" ]; then
     pkgs=""
     command -v npm >/dev/null 2>&1 || pkgs="nodejs npm"

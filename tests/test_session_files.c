@@ -626,3 +626,133 @@ TEST(session_files_origin_from_hostile_senders)
     json_decref(prev);
     cm_buf_release(&big);
 }
+
+/* ---- a real run of the reference, continued ------------------------------------- */
+
+#define RUN_DM    "d8910a99-e913-499b-ad80-2e676baa3540"
+#define RUN_GROUP "06895a02-bf29-451a-91b3-3c376ad58727"
+#define RUN_RESET "8a2d10cc-bb9a-4984-b915-5623f4046253.jsonl.reset.2026-12-01T17-31-02.757Z"
+
+/* The fields a turn rewrites (this run's values); every other field the
+ * reference wrote must come back unchanged. */
+static bool run_owned(const char *k)
+{
+    static const char *const own[] = {
+        "updatedAt",   "status",         "startedAt",   "endedAt",     "runtimeMs",
+        "abortedLastRun", "systemSent",  "inputTokens", "outputTokens", "totalTokens",
+        "totalTokensFresh", "cacheRead", "cacheWrite",  "estimatedCostUsd", "contextTokens",
+        "model",       "modelProvider",  "lastChannel", "lastTo",      "lastAccountId",
+        "deliveryContext", "origin",     NULL};
+    for (size_t i = 0; own[i]; i++)
+        if (!strcmp(own[i], k)) return true;
+    return false;
+}
+
+/* tests/fixtures/reference-run/: what openclaw@2026.3.22 left in its
+ * sessions directory after a DM, a group mention, /new and /compact
+ * (recorded by `make compat`, tests/compat/run.mjs --record). clawmem
+ * continues the DM (past its compaction) and the group: no field of any
+ * entry is lost or changes type, the fields a turn does not own keep the
+ * reference's values, the entry clawmem does not touch (the /new command's
+ * slash session) and the reset archive stay byte for byte, and each
+ * transcript keeps its lines and grows by the turn, chained to its last
+ * record. */
+TEST(session_files_recorded_reference_run_continues)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char *store = fixture("reference-run/sessions.json", w.sessions);
+    write_file("/", w.store, store);
+    json_t *before = json_loads(store, 0, NULL);
+    EXPECT(before != NULL);
+    free(store);
+    static const char *const files[] = {RUN_DM ".jsonl", RUN_GROUP ".jsonl", RUN_RESET};
+    char *olds[3], paths[3][2300];
+    for (size_t i = 0; i < 3; i++) {
+        char rel[300];
+        snprintf(rel, sizeof rel, "reference-run/%s", files[i]);
+        olds[i] = fixture(rel, w.sessions);
+        snprintf(paths[i], sizeof paths[i], "%s/%s", w.sessions, files[i]);
+        write_file("/", paths[i], olds[i]);
+    }
+    static const agent_inbound group = {.chat_id = "telegram:-100",
+                                        .account_id = "default",
+                                        .channel = "telegram",
+                                        .provider = "telegram",
+                                        .surface = "telegram",
+                                        .chat_type = "group",
+                                        .peer = "-100",
+                                        .conversation_label = "Compat Group id:-100",
+                                        .group_subject = "Compat Group"};
+    static const agent_inbound alice = {.chat_id = "telegram:111",
+                                        .account_id = "default",
+                                        .channel = "telegram",
+                                        .provider = "telegram",
+                                        .surface = "telegram",
+                                        .chat_type = "direct",
+                                        .peer = "111",
+                                        .conversation_label = "Alice"};
+    fake_push_chat_text(w.fs, "It is BLUEHERON-7.", 300);
+    fake_push_chat_text(w.fs, "Pasta then.", 300);
+    agent_reply r;
+    char err[512];
+    EXPECT_INT(tg_turn(&w, "agent:main:main", &alice, "what is my courier code?", &r, err,
+                       sizeof err),
+               CM_OK);
+    cm_agent_reply_release(&r);
+    EXPECT_INT(tg_turn(&w, "agent:main:telegram:group:-100", &group, "and tomorrow?", &r, err,
+                       sizeof err),
+               CM_OK);
+    cm_agent_reply_release(&r);
+    /* the DM's model request: the compaction's summary and the kept messages */
+    const fake_request *q = fake_get(w.fs, 0);
+    EXPECT(q && strstr(q->body, "Summary: Alice's courier code is BLUEHERON-7."));
+    EXPECT(q && strstr(q->body, "Remember: my courier code is BLUEHERON-7."));
+    q = fake_get(w.fs, 1);
+    EXPECT(q && strstr(q->body, "what should we eat?"));
+
+    const char *k;
+    json_t *was;
+    json_object_foreach(before, k, was)
+    {
+        json_t *e = disk_entry(&w, k);
+        buf bad = BUF_INIT;
+        if (!e || !same_shape(was, e, &bad))
+            test_fail(__FILE__, __LINE__, "%s: %s", k, e ? bad.data : "entry gone");
+        cm_buf_release(&bad);
+        bool touched = !strcmp(k, "agent:main:main") || !strcmp(k, "agent:main:telegram:group:-100");
+        const char *f;
+        json_t *v;
+        json_object_foreach(was, f, v)
+        {
+            if (touched && run_owned(f)) continue;
+            if (!json_equal(v, json_object_get(e, f)))
+                test_fail(__FILE__, __LINE__, "%s: %s changed", k, f);
+        }
+        if (touched) EXPECT_STR(json_string_value(json_object_get(e, "status")), "done");
+        json_decref(e);
+    }
+    /* the transcripts: the reference's lines, then the turn's, chained */
+    for (size_t i = 0; i < 3; i++) {
+        char *now = slurp(paths[i]);
+        if (i == 2) {
+            EXPECT_STR(now, olds[i]);
+        } else {
+            EXPECT(!strncmp(now, olds[i], strlen(olds[i])));
+            json_t *recs = records(paths[i]);
+            size_t n = json_array_size(recs), old_n = 0;
+            for (const char *p = olds[i]; *p; p++)
+                old_n += *p == '\n';
+            EXPECT(n >= old_n + 2);
+            const char *last_id =
+                json_string_value(json_object_get(json_array_get(recs, old_n - 1), "id"));
+            json_t *u = json_array_get(recs, old_n);
+            EXPECT_STR(json_string_value(json_object_get(u, "parentId")), last_id);
+            json_decref(recs);
+        }
+        free(now);
+        free(olds[i]);
+    }
+    json_decref(before);
+    world_stop(&w);
+}

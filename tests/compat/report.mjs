@@ -123,6 +123,38 @@ const JUDGES = {
             `model requests after /new: reference ${r.model_requests}, clawmem ${c.model_requests}; messages: reference ${r.sends}, clawmem ${c.sends}.`));
         return out;
     },
+    compact(r, c) {
+        return [v("/compact writes a compaction record", (r.compaction_records > 0) === (c.compaction_records > 0) ? "same"
+            : r.compaction_records > 0 ? "gap" : "different",
+        `compaction records in the DM transcript: reference ${r.compaction_records}, clawmem ${c.compaction_records}; ` +
+            `notices: reference ${JSON.stringify(r.texts ?? [])}, clawmem ${JSON.stringify(c.texts ?? [])}.`)];
+    },
+    cli_calls(r, c) {
+        const out = [v("`openclaw gateway call` health, status, sessions.list, chat.history, chat.send",
+            c.failed.length === 0 && r.failed.length === 0 ? "same" : c.failed.length ? "gap" : "different",
+            `succeeded: reference ${list(r.ok)}, clawmem ${list(c.ok)}; failed: reference ${list(r.failed)}, clawmem ${list(c.failed)}. ` +
+            "The CLI signs a device identity into every connect; clawmem checks it as the reference does and takes it " +
+            "from a loopback client (the reference's silent local pairing) without issuing a device token.")];
+        // clawmem may add fields of its own (status: its gateway counters);
+        // a field of the reference's missing in clawmem's answer is a difference
+        const keysOf = (x) => (x ? x.split(",").filter(Boolean) : []);
+        const diff = Object.keys(r.answer_keys ?? {}).filter((m) =>
+            minus(keysOf(r.answer_keys[m]), keysOf(c.answer_keys?.[m])).length);
+        out.push(v("answer fields the CLI prints", diff.length ? "different" : "same",
+            diff.length ? diff.map((m) => `${m}: missing in clawmem {${minus(keysOf(r.answer_keys[m]),
+                keysOf(c.answer_keys?.[m])).join(",")}}`).join("; ") + "."
+                : "every top-level field of the reference's answers is in clawmem's (status also carries clawmem's own gateway counters)."));
+        out.push(v("chat.send runs a turn", r.chat_send_reached_model === c.chat_send_reached_model ? "same" : "gap",
+            `the model was asked: reference ${r.chat_send_reached_model}, clawmem ${c.chat_send_reached_model}.`));
+        return out;
+    },
+    tui_chat(r, c) {
+        return [v("a chat round in `openclaw tui` (tmux)", r.reply_on_screen === c.reply_on_screen ? "same"
+            : r.reply_on_screen ? "gap" : "better",
+        `connected: reference ${r.connected}, clawmem ${c.connected}; the stand-in's reply on screen: reference ${r.reply_on_screen}, ` +
+            `clawmem ${c.reply_on_screen}; methods the TUI called: ${list(c.methods_sent)}; refused by clawmem: ${list(c.refused)}` +
+            ` (by the reference: ${list(r.refused)}).`)];
+    },
     rate_limit(r, c) {
         const better = c.primary_attempts < r.primary_attempts && c.fallback_attempts >= 1;
         return [v("429 on the primary, fallback configured", better ? "better" : same(
@@ -137,7 +169,8 @@ const TITLES = {
     dm: "DM text turn", redelivery: "Redelivered update", debounce: "Two quick messages (debounce 1500 ms)",
     pairing: "Unknown sender (dmPolicy pairing)", group_no_mention: "Group message without a mention",
     group_mention: "Group message mentioning the bot", long_reply: "Long reply (~14,000 characters, indented code)",
-    new: "/new", rate_limit: "429 from the primary model",
+    new: "/new", rate_limit: "429 from the primary model", compact: "/compact",
+    cli_calls: "The reference's CLI (gateway call)", tui_chat: "The reference's TUI",
 };
 
 // The facts of a scenario as rows: scalar or short values, flattened.
@@ -148,7 +181,7 @@ function rows(a, b, prefix = "") {
         if (k === "elapsed_ms") continue;
         const x = a?.[k], y = b?.[k];
         if ((x && typeof x === "object" && !Array.isArray(x)) || (y && typeof y === "object" && !Array.isArray(y))) {
-            if (k === "request" || k === "telegram" || k === "user_blocks") out.push(...rows(x, y, `${prefix}${k}.`));
+            if (k === "request" || k === "telegram" || k === "user_blocks" || k === "answer_keys") out.push(...rows(x, y, `${prefix}${k}.`));
             continue;
         }
         const show = (z) => {

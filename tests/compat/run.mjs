@@ -18,6 +18,7 @@ import { createServer } from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SCENARIOS } from "./scenarios.mjs";
+import { startProxy } from "./wsproxy.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../..");
@@ -25,6 +26,7 @@ const REF = join(repo, "build/peers/openclaw-2026.3.22/node_modules/openclaw/ope
 const NODE = join(repo, "build/peers/node/bin/node");
 const CLAWMEM = join(repo, "build/clawmem");
 const TOKEN = "123456:compat-token";
+const GW_TOKEN = "compat-gateway-token-0001";
 
 const argv = process.argv.slice(2);
 const which = argv[argv.indexOf("--gateway") + 1];
@@ -173,6 +175,55 @@ class World {
         walk(join(this.state, sub));
         return out.sort();
     }
+    // A client of the reference (its CLI) run to the end: {code, stdout,
+    // stderr}; killed after timeoutMs. Its own state directory, so it reads
+    // no gateway's config.
+    runClient(args, timeoutMs) {
+        return new Promise((res) => {
+            const c = spawn(NODE, args, { cwd: this.dir, env: this.clientEnv, detached: true,
+                stdio: ["ignore", "pipe", "pipe"] });
+            children.add(c);
+            let stdout = "", stderr = "";
+            c.stdout.on("data", (d) => (stdout += d));
+            c.stderr.on("data", (d) => (stderr += d));
+            const t = setTimeout(() => killGroup(c, "SIGKILL"), timeoutMs);
+            c.on("close", (code, sig) => { // "close": after the last output
+                clearTimeout(t);
+                children.delete(c);
+                res({ code: code ?? (sig ? 128 : 1), stdout, stderr });
+            });
+        });
+    }
+    // The reference's TUI in a private tmux server (its own socket): keys in,
+    // the screen out.
+    async startTui() {
+        const sock = `clawmem-compat-${process.pid}`;
+        const tmux = (...a) => new Promise((res) => {
+            const c = spawn("tmux", ["-L", sock, ...a], { stdio: ["ignore", "pipe", "ignore"] });
+            let out = "";
+            c.stdout.on("data", (d) => (out += d));
+            c.on("close", () => res(out)); // after stdout's last bytes ("exit" may come first)
+            c.on("error", () => res(""));
+        });
+        const envs = Object.entries(this.clientEnv).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(" ");
+        const cmd = `cd ${JSON.stringify(this.dir)} && exec env -i ${envs} ${JSON.stringify(NODE)} ${JSON.stringify(REF)} tui ` +
+            `--url ws://127.0.0.1:${this.proxy.port} --token ${GW_TOKEN} 2>${JSON.stringify(join(this.dir, "tui.err"))}`;
+        await tmux("new-session", "-d", "-s", "tui", "-x", "140", "-y", "45", cmd);
+        return {
+            capture: () => tmux("capture-pane", "-p", "-t", "tui"),
+            // "Enter", "C-u": a key by name; anything else typed literally
+            keys: (k) => (/^(Enter|C-.)$/.test(k) ? tmux("send-keys", "-t", "tui", k) : tmux("send-keys", "-t", "tui", "-l", k)),
+            stop: async () => {
+                const screen = await tmux("capture-pane", "-p", "-t", "tui");
+                writeFileSync(join(this.dir, "tui.screen"), screen);
+                await tmux("kill-server");
+            },
+        };
+    }
+    // Keeps a text under the run's directory (for a look after the run).
+    note(name, text) {
+        writeFileSync(join(this.dir, name), text);
+    }
     readJson(rel) {
         try {
             return JSON.parse(readFileSync(join(this.state, rel), "utf8"));
@@ -207,7 +258,7 @@ function config(port, ws, gwPort) {
             telegram: { enabled: true, botToken: TOKEN, apiRoot: base, dmPolicy: "pairing", allowFrom: ["111"],
                 groupPolicy: "open", groups: { "*": { requireMention: true } } },
         },
-        gateway: { mode: "local", port: gwPort, bind: "loopback", auth: { token: "compat-gateway-token-0001" } },
+        gateway: { mode: "local", port: gwPort, bind: "loopback", auth: { token: GW_TOKEN } },
     };
 }
 
@@ -226,6 +277,35 @@ export function slim(fx) {
         messages: rq.messages.map((m) => (m.role === "system"
             ? { role: m.role, content: `(${String(m.content).length} characters)` } : m)),
         tools: strip(rq.tools) } };
+}
+
+// ---- what --record keeps of the reference's run -----------------------------------------
+
+// tests/fixtures/reference-run/: the reference's sessions directory as it
+// was left (sessions.json, the transcripts, the archives of reset sessions),
+// every field kept, the local paths replaced by @SESSIONS@, @DIR@ and
+// @REPO@ (the tests put their own in), and tests/fixtures/reference-cli-frames.json: the
+// frames of the reference's CLI and its gateway, both ways.
+function recordRun(world, dir, port) {
+    const fixtures = resolve(here, "../fixtures");
+    const sessions = join(world.state, "agents/main/sessions");
+    const out = join(fixtures, "reference-run");
+    mkdirSync(out, { recursive: true });
+    const scrub = (t) => t.replaceAll(sessions, "@SESSIONS@").replaceAll(dir, "@DIR@").replaceAll(repo, "@REPO@")
+        .replaceAll(`127.0.0.1:${port}`, "127.0.0.1:@PORT@");
+    if (existsSync(sessions))
+        for (const n of readdirSync(sessions)) {
+            if (/\.lock$/.test(n)) continue;
+            // ':' is not for every file system: the reset archives' timestamps keep '-'
+            writeFileSync(join(out, n.replaceAll(":", "-")), scrub(readFileSync(join(sessions, n), "utf8")));
+        }
+    if (world.cliFrames) {
+        const text = scrub(JSON.stringify({
+            note: "recorded by tests/compat/run.mjs --record: openclaw@2026.3.22's `openclaw gateway call` " +
+                "(one connection a call) against its own gateway; dir client: what the CLI sent",
+            token: GW_TOKEN, frames: world.cliFrames.filter((m) => m.frame) }, null, 1));
+        writeFileSync(join(fixtures, "reference-cli-frames.json"), text + "\n");
+    }
 }
 
 // ---- one run --------------------------------------------------------------------------------
@@ -272,6 +352,11 @@ async function main() {
     }
     const standins = new Standins(port);
     const world = new World(standins, dir, state, ws);
+    const cliState = join(dir, "cli-state");
+    mkdirSync(cliState, { recursive: true });
+    Object.assign(world, { ref: REF, gwToken: GW_TOKEN, proxy: await startProxy(gwPort),
+        clientEnv: { PATH: process.env.PATH, HOME: dir, TZ: "UTC", LANG: "C.UTF-8", TERM: "xterm-256color",
+            OPENCLAW_STATE_DIR: cliState, OPENCLAW_CONFIG_PATH: join(cliState, "openclaw.json") } });
     const result = { gateway: which, dir: relative(repo, dir), startup_ms: null, scenarios: {} };
     // ready: the first long poll
     for (let i = 0; i < 480; i++) {
@@ -309,6 +394,8 @@ async function main() {
     }
     await stop(gw);
     await stop(si, 2000);
+    await world.proxy.close();
+    writeFileSync(join(dir, "frames.jsonl"), world.proxy.messages.map((m) => JSON.stringify(m)).join("\n") + "\n");
     writeFileSync(join(out, `${which}.json`), JSON.stringify(result, null, 1).replaceAll(dir, "<dir>")
         .replaceAll(`127.0.0.1:${port}`, "127.0.0.1:<port>"));
     if (record && which === "ref" && world.fixture) {
@@ -318,6 +405,7 @@ async function main() {
             .replaceAll(String(port), "<port>");
         writeFileSync(join(fx, "reference-dm.json"), text + "\n");
     }
+    if (record && which === "ref") recordRun(world, dir, port);
     console.error(`compat ${which}: wrote build/compat/${which}.json`);
 }
 

@@ -6,6 +6,8 @@
 // Senders: 111 (Alice, allowed), 222 (unknown), 333 (second allowed DM is
 // not configured: 333 is unknown too); the group is -100.
 
+import { readFileSync } from "node:fs";
+
 const isChat = (r) => r.svc === "model" && r.path.endsWith("/chat/completions");
 const isTg = (m) => (r) => r.svc === "tg" && r.path.endsWith(`/${m}`);
 const tgTo = (chat) => (r) => r.svc === "tg" && r.body && String(r.body.chat_id) === String(chat);
@@ -62,6 +64,51 @@ function tgFacts(recs, chat) {
 
 function count(recs, pred) {
     return recs.filter(pred).length;
+}
+
+// The DM session's transcript records (types in order), read through sessions.json.
+function dmTranscript(w) {
+    const sj = w.readJson("agents/main/sessions/sessions.json") || {};
+    const file = sj["agent:main:main"]?.sessionFile;
+    if (!file) return [];
+    try {
+        return readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    } catch {
+        return [];
+    }
+}
+
+const sleepMs = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// Runs the reference's CLI (`openclaw gateway call METHOD`) against the
+// gateway through the recording proxy; its exit code, JSON answer and the
+// first line of its complaints.
+async function gatewayCall(w, method, params) {
+    const args = [w.ref, "gateway", "call", method, "--url", `ws://127.0.0.1:${w.proxy.port}`, "--token",
+        w.gwToken, "--json", "--timeout", "30000", "--params", JSON.stringify(params ?? {})];
+    const r = await w.runClient(args, 120000);
+    let json = null;
+    try {
+        json = JSON.parse(r.stdout);
+    } catch {
+        /* not JSON: an error */
+    }
+    const err = r.stderr.split("\n").map((l) => l.trim()).filter((l) => l && !/^🦞|^$/.test(l));
+    return { exit: r.code, json, error: r.code ? (err.find((l) => /error|fail|closed|refused/i.test(l)) ?? err[0] ?? "")
+        .slice(0, 200) : null };
+}
+
+// The requests the client sent over the proxy since mark, and the
+// methods the gateway refused.
+function clientFrames(w, mark) {
+    const msgs = w.proxy.messages.slice(mark);
+    const reqs = msgs.filter((m) => m.dir === "client" && m.frame?.type === "req");
+    const res = new Map(msgs.filter((m) => m.dir === "server" && m.frame?.type === "res").map((m) => [m.frame.id, m.frame]));
+    return {
+        methods: [...new Set(reqs.map((m) => m.frame.method))],
+        refused: [...new Set(reqs.filter((m) => res.get(m.frame.id)?.ok === false)
+            .map((m) => `${m.frame.method}: ${res.get(m.frame.id).error?.message ?? "?"}`))],
+    };
 }
 
 const DM_ANSWER = "Hi Alice! I can **help** with that.\n\n```\nmake test\n```\nAnything else?";
@@ -233,6 +280,102 @@ export const SCENARIOS = [
                 texts: sends.map((s) => s.slice(0, 120)),
                 model_requests: chats.length,
                 greeting_prompt: chats[0] ? modelFacts(chats[0].body).user_text.slice(0, 200) : null,
+            };
+        },
+    },
+    {
+        id: "compact",
+        title: "/compact",
+        async run(w) {
+            await w.answer({ text: "Noted: your courier code is BLUEHERON-7." });
+            await w.send(w.message(111, 111, "Remember: my courier code is BLUEHERON-7."));
+            await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 30000 });
+            await w.begin();
+            await w.answer({ text: "Summary: Alice's courier code is BLUEHERON-7." });
+            await w.send(w.message(111, 111, "/compact", { entities: [{ type: "bot_command", offset: 0, length: 8 }] }));
+            const { recs } = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 60000, quietMs: 5000 });
+            const types = dmTranscript(w).map((r) => r.type);
+            return {
+                model_requests: count(recs, isChat),
+                texts: recs.filter(isTg("sendMessage")).map((r) => (r.body.text || "").slice(0, 120)),
+                compaction_records: types.filter((t) => t === "compaction").length,
+                transcript_line_types: [...new Set(types)],
+            };
+        },
+    },
+    {
+        id: "cli_calls",
+        title: "The reference's CLI: openclaw gateway call",
+        async run(w) {
+            const mark = w.proxy.messages.length;
+            const out = {};
+            const calls = [
+                ["health", {}], ["status", {}], ["sessions.list", {}],
+                ["chat.history", { sessionKey: "main", limit: 20 }],
+                ["chat.send", { sessionKey: "main", message: "Hello from the CLI", idempotencyKey: "compat-cli-1" }],
+            ];
+            await w.answer({ text: "CLI round trip answer." });
+            for (const [m, p] of calls) {
+                await w.begin();
+                const r = await gatewayCall(w, m, p);
+                out[m] = { exit: r.exit, keys: r.json && typeof r.json === "object" ? Object.keys(r.json).sort() : [],
+                    error: r.error };
+                if (m === "chat.send") {
+                    const { met } = await w.settle((x) => x.some(isChat), { timeoutMs: 60000, quietMs: 2000 });
+                    out[m].model_called = met;
+                }
+            }
+            const f = clientFrames(w, mark);
+            w.cliFrames = w.proxy.messages.slice(mark);
+            return {
+                ok: Object.entries(out).filter(([, r]) => r.exit === 0).map(([m]) => m),
+                failed: Object.entries(out).filter(([, r]) => r.exit !== 0).map(([m, r]) => `${m}: ${r.error}`),
+                answer_keys: Object.fromEntries(Object.entries(out).map(([m, r]) => [m, r.keys.join(",")])),
+                chat_send_reached_model: out["chat.send"].model_called ?? false,
+                methods_sent: f.methods, refused: f.refused,
+            };
+        },
+    },
+    {
+        id: "tui_chat",
+        title: "The reference's TUI in tmux: one chat round",
+        async run(w) {
+            const mark = w.proxy.messages.length;
+            const tui = await w.startTui();
+            let screen = "";
+            const see = async (re, ms) => {
+                const end = Date.now() + ms;
+                for (;;) {
+                    screen = await tui.capture();
+                    if (re.test(screen) || Date.now() > end) return re.test(screen);
+                    await sleepMs(500);
+                }
+            };
+            // ready: "gateway connected | idle" (or reconnected), not "connecting | idle"
+            const connected = await see(/connected \| idle\b/, 120000);
+            await sleepMs(1000);
+            await w.answer({ text: "TUI round trip answer." });
+            // typed keys can be lost while the editor is still being drawn: type
+            // until the text shows in the input, then send it
+            let typed = false;
+            for (let i = 0; i < 3 && !typed; i++) {
+                await tui.keys("Hello from the TUI");
+                typed = await see(/Hello from the TUI/, 10000);
+                w.note?.(`tui-type-${i}.screen`, screen);
+                if (!typed) await tui.keys("C-u");
+            }
+            await tui.keys("Enter");
+            const replied = await see(/TUI round trip answer\./, 90000);
+            const final = screen;
+            await tui.stop();
+            const f = clientFrames(w, mark);
+            return {
+                connected,
+                message_on_screen: /Hello from the TUI/.test(final),
+                reply_on_screen: replied,
+                screen_errors: final.split("\n").filter((l) => /error|failed|unknown method|disconnected/i.test(l))
+                    .map((l) => l.trim().slice(0, 120)).slice(0, 5),
+                methods_sent: f.methods, refused: f.refused,
             };
         },
     },

@@ -41,6 +41,63 @@ static void S_bad(gw_ws_client *cl, const char *id, const char *method, const ch
 
 /* ---- health, status, channels ------------------------------------------------- */
 
+/* A channel's label as the reference shows it ("telegram" -> "Telegram"). */
+static json_t *S_label(const char *name)
+{
+    char l[64];
+    snprintf(l, sizeof l, "%s", name);
+    if (l[0]) l[0] = (char)toupper((unsigned char)l[0]);
+    return json_string(l);
+}
+
+/* The reference's per-agent heartbeat row: clawmem runs no heartbeat turns. */
+static json_t *S_heartbeat_off(const char *agent)
+{
+    return json_pack("{s:s,s:b,s:s,s:n}", "agentId", agent, "enabled", 0, "every", "disabled",
+                     "everyMs");
+}
+
+/* The default agent's stored sessions as the reference's status and health
+ * summarise them: {path, count, recent: the 10 newest {key, kind, sessionId,
+ * updatedAt, age}}. NULL when the store cannot be read. */
+static json_t *S_session_summary(gw_ws *w)
+{
+    char err[512], *js = NULL;
+    cm_sessions *s = NULL;
+    cm_options o = w->opt;
+    o.agent_id = w->agent_id0;
+    cm_rc rc = cm_sessions_open(&o, &s, err, sizeof err);
+    if (!rc) rc = cm_sessions_list(s, &js, err, sizeof err);
+    cm_sessions_close(s);
+    if (rc) return NULL;
+    json_t *doc = json_loads(js, 0, NULL), *recent = json_array();
+    cm_free(js);
+    int64_t now = cm_wall_ms();
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(doc, "sessions"), i, e)
+    {
+        const char *key = json_string_value(json_object_get(e, "key"));
+        if (!key || json_array_size(recent) >= 10) continue;
+        json_int_t at = json_integer_value(json_object_get(e, "updatedAt"));
+        const char *kind = strstr(key, ":group:")     ? "group"
+                           : strstr(key, ":channel:") ? "channel"
+                                                      : "direct";
+        json_array_append_new(recent, json_pack("{s:s,s:s,s:s,s:O*,s:I,s:I}", "agentId",
+                                                w->agent_id0, "key", key, "kind", kind,
+                                                "sessionId", json_object_get(e, "sessionId"),
+                                                "updatedAt", at, "age", (json_int_t)(now - at)));
+    }
+    json_t *out = json_pack("{s:O*,s:I,s:o}", "path", json_object_get(doc, "store"), "count",
+                            (json_int_t)json_array_size(json_object_get(doc, "sessions")),
+                            "recent", recent);
+    json_decref(doc);
+    return out;
+}
+
+/* clawmem's gateway counters, plus the fields the reference's status has
+ * (runtimeVersion, heartbeat, channelSummary, queuedSystemEvents and its
+ * sessions object; clawmem's active sessions are activeSessions). */
 static void m_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 {
     (void)p;
@@ -48,6 +105,41 @@ static void m_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     if (!s) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "the gateway is stopping", NULL);
     json_object_set_new(s, "uptimeMs", json_integer(cm_wall_ms() - w->started));
     json_object_set_new(s, "defaultAgentId", json_string(w->agent_id0));
+    json_object_set(s, "activeSessions", json_object_get(s, "sessions"));
+    json_object_set_new(s, "runtimeVersion", json_string(w->o.version ? w->o.version : ""));
+    json_object_set_new(s, "heartbeat",
+                        json_pack("{s:s,s:[o]}", "defaultAgentId", w->agent_id0, "agents",
+                                  S_heartbeat_off(w->agent_id0)));
+    json_t *summary = json_array();
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(s, "channels"), i, c)
+    {
+        const char *name = json_string_value(json_object_get(c, "channel"));
+        if (!name) continue;
+        json_t *l = S_label(name);
+        char line[128];
+        snprintf(line, sizeof line, "%s: configured", json_string_value(l));
+        json_decref(l);
+        json_array_append_new(summary, json_string(line));
+    }
+    json_object_set_new(s, "channelSummary", summary);
+    json_object_set_new(s, "queuedSystemEvents", json_array());
+    json_t *ss = S_session_summary(w);
+    if (ss) {
+        json_t *paths = json_array();
+        if (json_object_get(ss, "path")) json_array_append(paths, json_object_get(ss, "path"));
+        json_object_set_new(
+            s, "sessions",
+            json_pack("{s:o,s:O,s:{},s:O,s:[{s:s,s:O*,s:O,s:O}]}", "paths", paths, "count",
+                      json_object_get(ss, "count"), "defaults", "recent",
+                      json_object_get(ss, "recent"), "byAgent", "agentId", w->agent_id0, "path",
+                      json_object_get(ss, "path"), "count", json_object_get(ss, "count"),
+                      "recent", json_object_get(ss, "recent")));
+        json_decref(ss);
+    } else {
+        json_object_del(s, "sessions");
+    }
     cm_gw_ws_ok(cl, id, s);
 }
 
@@ -57,23 +149,78 @@ static void m_health(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     int64_t t0 = cm_now_ms();
     json_t *s = cm_gw_ws_status(w);
     if (!s) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "the gateway is stopping", NULL);
-    json_t *ch = json_object();
+    json_t *ch = json_object(), *order = json_array(), *labels = json_object();
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(s, "channels"), i, c)
     {
         const char *why = S_str(c, "lastError");
-        json_object_set_new(ch, json_string_value(json_object_get(c, "channel")),
+        const char *name = json_string_value(json_object_get(c, "channel"));
+        if (!name) continue;
+        if (!json_object_get(ch, name)) {
+            json_array_append_new(order, json_string(name));
+            json_object_set_new(labels, name, S_label(name));
+        }
+        json_object_set_new(ch, name,
                             json_pack("{s:b,s:b,s:s*}", "configured", 1, "running", 1,
                                       "lastError", why));
     }
+    json_t *ss = S_session_summary(w);
+    if (!ss)
+        ss = json_pack("{s:O}", "count", json_object_get(s, "knownSessions"));
+    json_t *agent = json_pack("{s:s,s:b,s:o,s:O}", "agentId", w->agent_id0, "isDefault", 1,
+                              "heartbeat", S_heartbeat_off(w->agent_id0), "sessions", ss);
+    json_object_del(json_object_get(agent, "heartbeat"), "agentId");
     cm_gw_ws_ok(cl, id,
-                json_pack("{s:b,s:I,s:I,s:o,s:s,s:{s:O}}", "ok",
+                json_pack("{s:b,s:I,s:I,s:o,s:o,s:o,s:i,s:s,s:[o],s:o}", "ok",
                           json_is_true(json_object_get(s, "accepting")), "ts",
                           (json_int_t)cm_wall_ms(), "durationMs", (json_int_t)(cm_now_ms() - t0),
-                          "channels", ch, "defaultAgentId", w->agent_id0, "sessions", "count",
-                          json_object_get(s, "knownSessions")));
+                          "channels", ch, "channelOrder", order, "channelLabels", labels,
+                          "heartbeatSeconds", 0, "defaultAgentId", w->agent_id0, "agents", agent,
+                          "sessions", ss));
     json_decref(s);
+}
+
+/* The reference's agents.list: the configured agents (agents.list[] ids
+ * with their names and identities; the default agent alone without one),
+ * the default agent, the main session key and the session scope. */
+static void m_agents_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    (void)p;
+    const json_t *cfg = w->o.config;
+    const json_t *sess = json_object_get(cfg, "session");
+    const char *main_key = S_str(sess, "mainKey"), *scope = S_str(sess, "scope");
+    json_t *agents = json_array();
+    bool has_default = false;
+    size_t i;
+    json_t *a;
+    json_array_foreach(json_object_get(json_object_get(cfg, "agents"), "list"), i, a)
+    {
+        const char *aid = S_str(a, "id");
+        if (!aid) continue;
+        char low[128];
+        size_t n = 0;
+        for (; aid[n] && n < sizeof low - 1; n++)
+            low[n] = (char)tolower((unsigned char)aid[n]);
+        low[n] = 0;
+        has_default |= !strcmp(low, w->agent_id0);
+        json_t *ident = json_object_get(a, "identity"), *row = json_pack("{s:s}", "id", low);
+        if (S_str(a, "name")) json_object_set(row, "name", json_object_get(a, "name"));
+        if (json_is_object(ident)) {
+            json_t *id2 = json_object();
+            static const char *const keys[] = {"name", "theme", "emoji", "avatar"};
+            for (size_t k = 0; k < 4; k++)
+                if (S_str(ident, keys[k]))
+                    json_object_set(id2, keys[k], json_object_get(ident, keys[k]));
+            json_object_set_new(row, "identity", id2);
+        }
+        json_array_append_new(agents, row);
+    }
+    if (!has_default) json_array_append_new(agents, json_pack("{s:s}", "id", w->agent_id0));
+    cm_gw_ws_ok(cl, id,
+                json_pack("{s:s,s:s,s:s,s:o}", "defaultId", w->agent_id0, "mainKey",
+                          main_key ? main_key : "main", "scope", scope ? scope : "per-sender",
+                          "agents", agents));
 }
 
 static void m_channels_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
@@ -209,8 +356,13 @@ static void m_chat_history(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p
     }
     for (size_t i = 0; i < keep_from; i++)
         json_array_remove(msgs, 0);
+    /* the session's thinking level, "off" unless set (the reference's default
+     * for a model without reasoning) */
+    const char *think = json_string_value(
+        json_object_get(json_object_get(o, "entry"), "thinkingLevel"));
     cm_gw_ws_ok(cl, id,
-                json_pack("{s:s,s:s*,s:o}", "sessionKey", key, "sessionId", sid, "messages", msgs));
+                json_pack("{s:s,s:s*,s:o,s:s}", "sessionKey", key, "sessionId", sid, "messages",
+                          msgs, "thinkingLevel", think ? think : "off"));
     json_decref(o);
     free(key);
 }
@@ -485,6 +637,7 @@ static void m_config_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 
 const gw_ws_method cm_gw_ws_methods[] = {
     {"health", GW_SCOPE_READ, m_health},
+    {"agents.list", GW_SCOPE_READ, m_agents_list},
     {"status", GW_SCOPE_READ, m_status},
     {"channels.status", GW_SCOPE_READ, m_channels_status},
     {"sessions.list", GW_SCOPE_READ, m_sessions_list},

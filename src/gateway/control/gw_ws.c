@@ -15,6 +15,7 @@
 #include "../../base/utf8.h"
 #include "../../config/secret.h"
 #include "../../net/wsframe.h"
+#include "gw_device.h"
 
 /* ---- sending ---------------------------------------------------------------- */
 
@@ -139,6 +140,48 @@ static void S_log_name(const char *in, char out[65])
     out[n] = 0;
 }
 
+/* An operator's signed device identity (after its shared secret passed):
+ * checked as the reference checks it, then taken as the reference's silent
+ * local pairing takes it: from a loopback client that is not a browser
+ * page (the Control UI and webchat excepted), with no device token issued.
+ * Anywhere else it would need a pairing clawmem does not offer. True: go on. */
+static bool S_device(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    json_t *client = json_object_get(p, "client");
+    json_t *dev = json_object_get(p, "device");
+    char who[65];
+    S_log_name(json_string_value(json_object_get(dev, "id")), who);
+    gw_device_refusal why;
+    if (!json_is_object(dev)) {
+        cm_gw_ws_fail(cl, id, "INVALID_REQUEST", "invalid connect params", NULL);
+        S_send_close(cl->c, WS_CLOSE_POLICY, "invalid handshake");
+        return false;
+    }
+    if (!cm_gw_device_verify(p, cl->nonce, cm_wall_ms(), &why)) {
+        cm_logf(w->o.log, CM_LOG_WARN, "gateway: ws device %.12s refused (%s): %s", who,
+                cl->conn_id, why.reason);
+        cm_gw_ws_fail(cl, id, "INVALID_REQUEST", why.message,
+                      json_pack("{s:s,s:s}", "code", why.code, "reason", why.reason));
+        S_send_close(cl->c, WS_CLOSE_POLICY, why.message);
+        return false;
+    }
+    const char *cid = json_string_value(json_object_get(client, "id"));
+    const char *cmode = json_string_value(json_object_get(client, "mode"));
+    bool page = cl->has_origin && !(cmode && !strcasecmp(cmode, "webchat")) &&
+                !(cid && (!strcmp(cid, "openclaw-control-ui") || !strcmp(cid, "webchat-ui") ||
+                          !strcmp(cid, "quantumclaw-control-ui") ||
+                          !strcmp(cid, "clawmem-control-ui")));
+    if (!cl->loopback || page) {
+        cm_logf(w->o.log, CM_LOG_WARN, "gateway: ws device %.12s refused (%s): not paired", who,
+                cl->conn_id);
+        cm_gw_ws_fail(cl, id, "NOT_PAIRED", "pairing required",
+                      json_pack("{s:s,s:s}", "code", "PAIRING_REQUIRED", "reason", "not-paired"));
+        S_send_close(cl->c, WS_CLOSE_POLICY, "pairing required");
+        return false;
+    }
+    return true;
+}
+
 /* The connect req: true when the client may go on. */
 static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 {
@@ -197,17 +240,18 @@ static bool S_connect(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         S_send_close(cl->c, WS_CLOSE_POLICY, "unauthorized");
         return false;
     }
-    /* no device identities here: nodes and signed devices need pairing we
-     * do not offer */
-    if (!strcmp(role, "node") || json_object_get(p, "device")) {
-        bool dev = json_is_object(json_object_get(p, "device"));
-        cm_gw_ws_fail(cl, id, "NOT_PAIRED", dev ? "pairing required" : "device identity required",
+    /* nodes need a pairing we do not offer */
+    json_t *dev = json_object_get(p, "device");
+    if (!strcmp(role, "node")) {
+        bool has = json_is_object(dev);
+        cm_gw_ws_fail(cl, id, "NOT_PAIRED", has ? "pairing required" : "device identity required",
                       json_pack("{s:s}", "code",
-                                dev ? "PAIRING_REQUIRED" : "DEVICE_IDENTITY_REQUIRED"));
+                                has ? "PAIRING_REQUIRED" : "DEVICE_IDENTITY_REQUIRED"));
         S_send_close(cl->c, WS_CLOSE_POLICY,
-                     dev ? "pairing required" : "device identity required");
+                     has ? "pairing required" : "device identity required");
         return false;
     }
+    if (dev && !S_device(w, cl, id, p)) return false;
     json_t *scopes = json_object_get(p, "scopes");
     /* the reference's isWebchatClient, its Control UI excepted */
     const char *cmode = json_string_value(json_object_get(client, "mode"));
@@ -303,11 +347,13 @@ out:
 
 /* ---- the connection ----------------------------------------------------------- */
 
-static void S_serve(gw_ws *w, httpd_conn *c)
+static void S_serve(gw_ws *w, httpd_conn *c, bool loopback, bool has_origin)
 {
     gw_ws_client cl;
     memset(&cl, 0, sizeof cl);
     cl.c = c;
+    cl.loopback = loopback;
+    cl.has_origin = has_origin;
     buf in, msg;
     cm_buf_init(&in, GW_WS_MAX_PAYLOAD + 64);
     cm_buf_init(&msg, GW_WS_MAX_PAYLOAD);
@@ -318,10 +364,9 @@ static void S_serve(gw_ws *w, httpd_conn *c)
     cl.next = w->clients;
     w->clients = &cl;
     pthread_mutex_unlock(&w->mu);
-    char nonce[64];
-    snprintf(nonce, sizeof nonce, "%s-%llx", cl.conn_id, (unsigned long long)cm_now_ms());
+    snprintf(cl.nonce, sizeof cl.nonce, "%s-%llx", cl.conn_id, (unsigned long long)cm_now_ms());
     S_send(c, json_pack("{s:s,s:s,s:{s:s,s:I}}", "type", "event", "event", "connect.challenge",
-                        "payload", "nonce", nonce, "ts", (json_int_t)cm_wall_ms()));
+                        "payload", "nonce", cl.nonce, "ts", (json_int_t)cm_wall_ms()));
     int64_t handshake_end = cm_now_ms() + GW_WS_HANDSHAKE_MS;
     for (;;) {
         if (cm_buf_grow(&in, 16384)) {
@@ -446,7 +491,10 @@ static bool S_upgrade(gw_ws *w, const httpd_req *rq, httpd_conn *c)
     snprintf(line, sizeof line, "Sec-WebSocket-Accept: %s", accept);
     const char *const h[] = {"Upgrade: websocket", "Connection: Upgrade", line, NULL};
     if (cm_net_httpd_upgrade(c, h)) return true;
-    S_serve(w, c);
+    const char *peer = rq->peer ? rq->peer : "";
+    bool loopback = !strncmp(peer, "127.", 4) || !strncmp(peer, "[::1]", 5) ||
+                    !strncmp(peer, "[::ffff:127.", 12);
+    S_serve(w, c, loopback, cm_net_httpd_header_get(rq, "Origin") != NULL);
     return true;
 }
 

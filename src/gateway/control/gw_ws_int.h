@@ -18,6 +18,9 @@ typedef struct gw_ws_client {
     bool scope_read, scope_write, scope_admin;
     bool webchat; /* a webchat client that is not a Control UI: may not patch sessions */
     bool tool_events; /* connect.caps had "tool-events": gets the "agent" tool events */
+    bool loopback;   /* connected from 127.0.0.0/8 or ::1 */
+    bool has_origin; /* its upgrade carried an Origin header (a browser) */
+    char nonce[64];  /* the connect.challenge nonce a device signs */
     int refs;     /* broadcasts writing to it (under w->mu) */
     struct gw_ws_client *next;
 } gw_ws_client;
