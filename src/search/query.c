@@ -269,7 +269,6 @@ static cm_rc put_variants(const query_opts *o, const char *q, const span *k, buf
     return rc;
 }
 
-
 /* ---- definitions in the query: "coronary artery bypass graft (CABG)" ---- */
 
 static bool alnum_c(char c)
