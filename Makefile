@@ -224,6 +224,9 @@ $(BUILD)/convert-static-model: $(BUILD)/obj/scripts/convert-static-model.o $(BUI
 $(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/eval_batch: $(BUILD)/obj/bench/eval_batch.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/bench_vector: $(BUILD)/obj/bench/bench_vector.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
@@ -360,7 +363,7 @@ bench-pg: all $(BUILD)/bench_search
 	@scripts/install-node.sh
 	$(NODE_ENV) bench/pg.sh $(BUILD)
 
-eval: build $(BUILD)/fake_embed_server
+eval: build $(BUILD)/fake_embed_server $(BUILD)/eval_batch
 	@scripts/install-node.sh
 	$(NODE_ENV) bench/eval.sh $(BUILD)
 

@@ -38,7 +38,7 @@ const day = (s) => {
 const norm = (id) => id.replace(/^D(\d+):0*(\d+)$/, "D$1:$2");
 const KMAX = 10, CHUNK_CHARS = 1600;
 const variants = bin === "qmd" ? ["qmd", "qmd-file"] : [mode];
-const tot = {}, cnt = {};
+const tot = {}, cnt = {}, dump = []; // EVAL_DUMP=FILE: each question's answers
 const add = (v, cat, key, x) => {
   tot[v] ??= {};
   tot[v][cat] ??= {};
@@ -89,6 +89,10 @@ for (const [ci, c] of data.entries()) {
       const inside = (r, e) => where[e][0] === r.path && where[e][1] >= r.startLine && where[e][1] <= r.endLine;
       let first = 0;
       for (let j = 0; j < res.length && !first; j++) if (ev.some((e) => inside(res[j], e))) first = j + 1;
+      if (process.env.EVAL_DUMP && v === variants[0])
+        dump.push({ c: ci, q: q.question, cat: q.category, ev: ev.map((e) => where[e]),
+          r5: ev.filter((e) => res.slice(0, 5).some((r) => inside(r, e))).length / ev.length,
+          top: res.slice(0, 5).map((r) => [r.path, r.startLine, r.endLine]) });
       for (const cat of ["all", `cat${q.category}`]) {
         cnt[cat] = (cnt[cat] ?? 0) + 1 / variants.length;
         for (let k = 1; k <= KMAX; k++)
@@ -98,6 +102,7 @@ for (const [ci, c] of data.entries()) {
     }
   }
 }
+if (process.env.EVAL_DUMP) writeFileSync(process.env.EVAL_DUMP, dump.map((d) => JSON.stringify(d)).join("\n") + "\n");
 for (const v of variants) {
   const out = { dataset: "locomo10", mode: v, categories: "1-4" };
   for (const cat of ["all", "cat1", "cat2", "cat3", "cat4"]) {

@@ -41,6 +41,7 @@ const answers = system(bin, work, ws, `scifact-${mode}`, config)(ids.map((id) =>
   bin === "qmd" ? 100 : 200);
 const KS = [1, 2, 3, 5, 10, 20, 30, 50, 100];
 let ndcg = 0;
+const dump = []; // EVAL_DUMP=FILE: each query's nDCG@10 and first ten documents
 const rec = Object.fromEntries(KS.map((k) => [k, 0]));
 for (const [i, id] of ids.entries()) {
   const docs = [];
@@ -53,8 +54,10 @@ for (const [i, id] of ids.entries()) {
   docs.slice(0, 10).forEach((d, j) => { if (rel.has(d)) dcg += 1 / Math.log2(j + 2); });
   for (let j = 0; j < Math.min(10, rel.size); j++) idcg += 1 / Math.log2(j + 2);
   ndcg += dcg / idcg;
+  if (process.env.EVAL_DUMP) dump.push({ id, q: queries[id], ndcg: dcg / idcg, rel: [...rel], top: docs.slice(0, 10) });
   for (const k of KS) rec[k] += docs.slice(0, k).filter((d) => rel.has(d)).length / rel.size;
 }
+if (process.env.EVAL_DUMP) writeFileSync(process.env.EVAL_DUMP, dump.map((d) => JSON.stringify(d)).join("\n") + "\n");
 const n = ids.length, out = { dataset: "scifact", mode, queries: n, "ndcg@10": +(ndcg / n).toFixed(4) };
 for (const k of KS) out[`recall@${k}`] = +(rec[k] / n).toFixed(4);
 console.log(JSON.stringify(out));

@@ -46,9 +46,44 @@ static void build(const char *q, query_join j, bool join_hyphens, buf *m, buf *w
 {
     cm_buf_reset(m);
     cm_buf_reset(w);
-    query_opts o = {false, j, NULL, NULL, fake_variants, NULL, w, join_hyphens};
+    query_opts o = {false, j, NULL, NULL, fake_variants, NULL, w, join_hyphens, false};
     size_t nt = 0;
     EXPECT_INT(cm_query_build_opts(q, strlen(q), &o, m, &nt), CM_OK);
+}
+
+/* The expression and weights of q with definitions on and no model. */
+static void build_defs(const char *q, buf *m, buf *w)
+{
+    cm_buf_reset(m);
+    cm_buf_reset(w);
+    query_opts o = {false, QUERY_AND, NULL, NULL, NULL, NULL, w, false, true};
+    EXPECT_INT(cm_query_build_opts(q, strlen(q), &o, m, NULL), CM_OK);
+}
+
+TEST(recall_query_joins_a_definition_and_its_acronym)
+{
+    buf m = BUF_INIT, w = BUF_INIT;
+    build_defs("CRP after coronary artery bypass graft (CABG) surgery", &m, &w);
+    EXPECT_STR(m.data, "\"CRP\" AND (\"coronary\" OR \"cabg\") AND (\"artery\" OR \"cabg\") AND "
+                       "(\"bypass\" OR \"cabg\") AND (\"graft\" OR \"cabg\") AND "
+                       "(\"CABG\" OR \"coronary artery bypass graft\") AND \"surgery\"");
+    EXPECT_STR(w.data, "1 1 0.2 1 0.2 1 0.2 1 0.2 1 0.5 1");
+    /* letters found inside words, stop words inside the long form */
+    build_defs("AMP-activated protein kinase (AMPK) activation", &m, &w);
+    EXPECT_STR(m.data, "(\"AMP\" OR \"ampk\") AND (\"activated\" OR \"ampk\") AND "
+                       "(\"protein\" OR \"ampk\") AND (\"kinase\" OR \"ampk\") AND "
+                       "(\"AMPK\" OR \"amp activated protein kinase\") AND \"activation\"");
+    /* no definition: parentheses around a word its neighbours do not spell,
+     * a lower-case word, or nothing before it: plain keywords, no weights */
+    build_defs("blood pressure (CRP) levels", &m, &w);
+    EXPECT_STR(m.data, "\"blood\" AND \"pressure\" AND \"CRP\" AND \"levels\"");
+    EXPECT_STR(w.data ? w.data : "", "");
+    build_defs("reactive oxygen species (ros)", &m, &w);
+    EXPECT_STR(w.data ? w.data : "", "");
+    build_defs("(ROS) species", &m, &w);
+    EXPECT_STR(w.data ? w.data : "", "");
+    cm_buf_release(&m);
+    cm_buf_release(&w);
 }
 
 TEST(recall_query_groups_variants_under_their_keyword)

@@ -278,6 +278,41 @@ TEST(rank_min_score_and_second_chance)
         cm_search_hit_release(&x[i]);
 }
 
+TEST(rank_spreads_hits_over_files)
+{
+    /* A file's second hit ranks as if 0.9 × its score: another file's best
+     * hit close below it goes first; scores stay as they were. */
+    search_hit v[4] = {hit(1, "memory/a.md", "one", 0.80), hit(2, "memory/a.md", "two", 0.76),
+                       hit(3, "memory/b.md", "three", 0.74), hit(4, "memory/a.md", "four", 0.30)};
+    rank_opts o = {0.3, 0.35, 6, false, 30, FEB10, false, 0.7};
+    size_t n = cm_rank_finish(v, 4, &o);
+    EXPECT_INT(n, 3); /* minScore applies to the scores themselves */
+    EXPECT_INT(v[0].id, 1);
+    EXPECT_INT(v[1].id, 3);
+    EXPECT_INT(v[2].id, 2);
+    EXPECT_NEAR(v[2].score, 0.76, 1e-12);
+    for (size_t i = 0; i < n; i++)
+        cm_search_hit_release(&v[i]);
+    /* far enough ahead, the second hit keeps its place */
+    search_hit w[3] = {hit(1, "memory/a.md", "one", 0.80), hit(2, "memory/a.md", "two", 0.79),
+                       hit(3, "memory/b.md", "three", 0.60)};
+    n = cm_rank_finish(w, 3, &o);
+    EXPECT_INT(n, 3);
+    EXPECT_INT(w[1].id, 2);
+    for (size_t i = 0; i < n; i++)
+        cm_search_hit_release(&w[i]);
+    /* with MMR, MMR alone decides the order */
+    search_hit x[3] = {hit(1, "memory/a.md", "alpha beta", 0.80),
+                       hit(2, "memory/a.md", "gamma delta", 0.76),
+                       hit(3, "memory/b.md", "epsilon zeta", 0.74)};
+    o.mmr = true;
+    o.mmr_lambda = 1.0;
+    n = cm_rank_finish(x, 3, &o);
+    EXPECT_INT(x[1].id, 2);
+    for (size_t i = 0; i < n; i++)
+        cm_search_hit_release(&x[i]);
+}
+
 /* ---- the query model through the engine ---------------------------------- */
 
 typedef struct qenv {

@@ -168,7 +168,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
     if (bridge && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
         vc.porter = cm_fts_api(e->st.db);
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
-                    false};
+                    false, !e->st.trigram && !e->st.pg};
     cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
     if (!rc && fallback) rc = no_coverage(weights);
     /* Too few chunks have every word: rank those with some of them too.

@@ -238,7 +238,7 @@ cm_rc cm_query_build(const char *q, size_t n, bool trigram, query_join join, buf
 cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
                         query_expand_fn expand, void *ctx, buf *out, size_t *ntokens)
 {
-    query_opts o = {trigram, join, expand, ctx, NULL, NULL, NULL, false};
+    query_opts o = {trigram, join, expand, ctx, NULL, NULL, NULL, false, false};
     return cm_query_build_opts(q, n, &o, out, ntokens);
 }
 
@@ -269,6 +269,111 @@ static cm_rc put_variants(const query_opts *o, const char *q, const span *k, buf
     return rc;
 }
 
+/* ---- definitions in the query: "coronary artery bypass graft (CABG)" ---- */
+
+static bool alnum_c(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static char low_c(char c)
+{
+    return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+}
+
+/* The start (a byte of q) of the long form that the acronym q[a..a+alen)
+ * abbreviates in q[0..end) (Schwartz & Hearst 2003: each letter of the
+ * acronym, last to first, found in the text before it, the first at a
+ * word's start); -1 when there is none within a few words. */
+static long long_form(const char *q, size_t end, size_t a, size_t alen)
+{
+    long s = (long)alen - 1, l = (long)end - 1;
+    while (l >= 0 && !alnum_c(q[l]))
+        l--;
+    long stop = 0; /* at most min(letters + 5, 2 × letters) words back */
+    size_t letters = 0, words = 0;
+    for (size_t i = 0; i < alen; i++)
+        letters += alnum_c(q[a + i]);
+    size_t maxw = CM_MIN(letters + 5, letters * 2);
+    for (long i = l; i >= 0; i--) {
+        if (alnum_c(q[i]) && (i == 0 || !alnum_c(q[i - 1])) && ++words == maxw) {
+            stop = i;
+            break;
+        }
+    }
+    while (s >= 0) {
+        char c = low_c(q[a + (size_t)s]);
+        if (!alnum_c(c)) {
+            s--;
+            continue;
+        }
+        while (l >= stop && (low_c(q[l]) != c || (s == 0 && l > 0 && alnum_c(q[l - 1]))))
+            l--;
+        if (l < stop) return -1;
+        l--;
+        s--;
+    }
+    return l + 1;
+}
+
+typedef struct extra {
+    char text[QUERY_VARIANT_MAX]; /* "": none */
+    double w;
+} extra;
+
+/* Definitions in the query ("coronary artery bypass graft (CABG)"): the
+ * acronym's group gains the long form as a phrase at QUERY_DEF_LONG, each
+ * keyword of the long form gains the acronym at QUERY_DEF_SHORT, so a text
+ * that writes only one of the two covers them all. */
+static void definitions(const char *q, size_t n, const tokens *t, const span *keys, size_t nk,
+                        extra *ex)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        const span *a = &t->v[i];
+        if (a->cjk || a->start < 2 || a->start + a->len >= n || q[a->start - 1] != '(' ||
+            q[a->start + a->len] != ')' || a->len > 10)
+            continue;
+        size_t upper = 0;
+        for (size_t j = 0; j < a->len; j++)
+            upper += q[a->start + j] >= 'A' && q[a->start + j] <= 'Z';
+        if (upper < 2) continue;
+        long ls = long_form(q, a->start - 1, a->start, a->len);
+        if (ls < 0) continue;
+        char phrase[QUERY_VARIANT_MAX];
+        size_t pl = 0, ntok = 0;
+        bool fits = true;
+        for (size_t j = 0; j < i && fits; j++) {
+            const span *b = &t->v[j];
+            if (b->start < (size_t)ls || b->cjk) continue;
+            char low[64];
+            size_t m = 0;
+            if (!lower(q + b->start, b->len, low, sizeof low, &m) || pl + m + 2 >= sizeof phrase) {
+                fits = false;
+                break;
+            }
+            if (pl) phrase[pl++] = ' ';
+            for (size_t c = 0; c < m; c++)
+                phrase[pl++] = low[c] == '-' ? ' ' : low[c];
+            ntok++;
+        }
+        if (!fits || ntok < 2) continue;
+        phrase[pl] = 0;
+        char acr[16];
+        size_t al = 0;
+        if (!lower(q + a->start, a->len, acr, sizeof acr, &al)) continue;
+        acr[al] = 0;
+        for (size_t k = 0; k < nk; k++) {
+            if (keys[k].start == a->start) {
+                memcpy(ex[k].text, phrase, pl + 1);
+                ex[k].w = QUERY_DEF_LONG;
+            } else if (keys[k].start >= (size_t)ls && keys[k].start < a->start) {
+                memcpy(ex[k].text, acr, al + 1);
+                ex[k].w = QUERY_DEF_SHORT;
+            }
+        }
+    }
+}
+
 cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out,
                           size_t *ntokens)
 {
@@ -277,10 +382,11 @@ cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out
     query_join join = o->join;
     query_expand_fn expand = o->expand;
     void *ctx = o->expand_ctx;
-    bool variants = o->variants && o->weights && !trigram, any_variant = false;
-    size_t wstart = variants ? o->weights->len : 0;
+    /* groups: each keyword a group of itself and its variants, weighted */
+    bool groups = (o->variants || o->definitions) && o->weights && !trigram, any_variant = false;
+    size_t wstart = groups ? o->weights->len : 0;
     tokens t = {0};
-    tokenize(q, n, variants && o->join_hyphens, &t);
+    tokenize(q, n, groups && o->variants && o->join_hyphens, &t);
     /* Keywords are the tokens that are not stop words; a query made only of
      * stop words uses them all. */
     bool drop_short = trigram && !expand, any = false;
@@ -296,6 +402,9 @@ cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out
             dup = same_word(q, &keys[j], &t.v[k]);
         if (!dup) keys[nk++] = t.v[k];
     }
+    extra ex[QUERY_MAX_TOKENS];
+    memset(ex, 0, sizeof ex);
+    if (groups && o->definitions) definitions(q, n, &t, keys, nk, ex);
     for (size_t k = 0; k < nk && !rc; k++) {
         if (k) rc = cm_buf_adds(out, join == QUERY_AND ? " AND " : " OR ");
         size_t at = out->len;
@@ -304,13 +413,20 @@ cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out
         if (!rc && trigram && keys[k].chars < 3 &&
             lower(q + keys[k].start, keys[k].len, low, sizeof low, &m))
             rc = expand(ctx, low, m, out);
-        if (variants) { /* a group: ("kw" OR "v1" ...) */
+        if (groups) { /* a group: ("kw" OR "v1" ...) */
             size_t open = out->len;
             if (!rc) rc = cm_buf_addc(out, '(');
             if (!rc) rc = put_token(out, q, &keys[k], trigram);
             if (!rc) rc = cm_buf_adds(o->weights, o->weights->len > wstart ? " 1" : "1");
             size_t before = out->len;
-            if (!rc) rc = put_variants(o, q, &keys[k], out, &any_variant);
+            if (!rc && o->variants) rc = put_variants(o, q, &keys[k], out, &any_variant);
+            if (!rc && ex[k].text[0]) {
+                rc = cm_buf_adds(out, " OR \"");
+                if (!rc) rc = cm_buf_adds(out, ex[k].text);
+                if (!rc) rc = cm_buf_addc(out, '"');
+                if (!rc) rc = cm_buf_printf(o->weights, " %.3g", ex[k].w);
+                any_variant = true;
+            }
             if (!rc && (out->len == before || join == QUERY_OR)) { /* no parentheses */
                 memmove(out->data + open, out->data + open + 1, out->len - open - 1);
                 out->data[--out->len] = '\0';
@@ -322,7 +438,7 @@ cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out
         /* no expansion: the term as written (which matches nothing if short) */
         if (!rc && out->len == at) rc = put_token(out, q, &keys[k], trigram);
     }
-    if (variants && !any_variant && o->weights->cap) /* plain BM25: no weights */
+    if (groups && !any_variant && o->weights->cap) /* plain BM25: no weights */
         o->weights->data[o->weights->len = wstart] = '\0';
     if (ntokens) *ntokens = nk;
     return rc;

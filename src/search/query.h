@@ -70,7 +70,18 @@ typedef struct query_opts {
     void *variants_ctx;
     buf *weights;
     bool join_hyphens; /* with variants: "wi-fi" is one keyword, the phrase "wi fi" */
+    /* with weights: a definition in the query, "reactive oxygen species
+     * (ROS)" (an acronym in parentheses after the words its letters start
+     * or occur in, Schwartz & Hearst's rule), joins the two forms: the
+     * acronym's group gains the long form as a phrase at QUERY_DEF_LONG, and
+     * each keyword of the long form gains the acronym at QUERY_DEF_SHORT, so a
+     * text that writes only one form covers the other's keywords too. */
+    bool definitions;
 } query_opts;
+
+/* The weights of a definition's forms (docs/QUALITY.md, issue 30). */
+#define QUERY_DEF_LONG  0.5
+#define QUERY_DEF_SHORT 0.2
 
 /* cm_query_build_ex with variants; with join_hyphens, a hyphenated word of
  * the query ("wi-fi", "e-mail") is one keyword, the phrase of its parts. */

@@ -274,6 +274,53 @@ void cm_search_hit_release(search_hit *h)
     memset(h, 0, sizeof *h);
 }
 
+/* FNV-1a of a path: the hits of one file share it. */
+static uint64_t path_hash(const char *p)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (; p && *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+typedef struct spread_key {
+    double key;
+    size_t at; /* the position in score order: ties keep it */
+} spread_key;
+
+static int by_key(const void *a, const void *b)
+{
+    const spread_key *x = a, *y = b;
+    if (x->key != y->key) return x->key > y->key ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+cm_rc cm_rank_spread_files(search_hit *v, size_t n, double factor)
+{
+    if (n < 2 || !(factor < 1)) return CM_OK;
+    cm_rc rc = CM_OK;
+    uint64_t *h = malloc(n * sizeof *h);
+    spread_key *k = malloc(n * sizeof *k);
+    search_hit *tmp = malloc(n * sizeof *tmp);
+    if (!h || !k || !tmp) CHECK(CM_ENOMEM);
+    for (size_t i = 0; i < n; i++) {
+        h[i] = path_hash(v[i].path);
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = h[j] == h[i] && v[j].path && v[i].path && !strcmp(v[j].path, v[i].path);
+        k[i] = (spread_key){seen ? v[i].score * factor : v[i].score, i};
+    }
+    qsort(k, n, sizeof *k, by_key);
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = v[k[i].at];
+    memcpy(v, tmp, n * sizeof *v);
+out:
+    free(h);
+    free(k);
+    free(tmp);
+    return rc;
+}
+
 size_t cm_rank_finish(search_hit *v, size_t n, const rank_opts *o)
 {
     if (n == 0) return 0;
@@ -284,6 +331,7 @@ size_t cm_rank_finish(search_hit *v, size_t n, const rank_opts *o)
                 cm_rank_decay_multiplier(v[i].path, v[i].mtime_ns, now, o->half_life_days);
     }
     qsort(v, n, sizeof *v, by_score);
+    if (!o->mmr) (void)cm_rank_spread_files(v, n, RANK_SAME_FILE);
     if (o->mmr) (void)cm_rank_mmr(v, n, o->mmr_lambda); /* on ENOMEM the relevance order stands */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)

@@ -75,7 +75,18 @@ cm_rc cm_rank_mmr(search_hit *v, size_t n, double lambda);
  * unigrams and bigrams. Exposed for tests. */
 double cm_rank_jaccard(const char *a, const char *b);
 
-/* Runs decay, sort, MMR, filter and cut in place; returns how many hits of v
+/* The factor a hit's score is ordered by when a better hit of the same file
+ * precedes it (docs/QUALITY.md, issue 30: 0.87-0.92 did best on LoCoMo). */
+#define RANK_SAME_FILE 0.9
+
+/* Reorders hits sorted by score so that each file's second and later hits
+ * rank as if their scores were factor × lower: the top k spread over more
+ * files (a day's note or a session holds several chunks of one topic, and
+ * the next file's best chunk often holds what they lack). Scores are not
+ * changed (minScore still applies to them). On ENOMEM the order stands. */
+cm_rc cm_rank_spread_files(search_hit *v, size_t n, double factor);
+
+/* Runs decay, sort, spreading over files (without MMR), MMR, filter and cut in place; returns how many hits of v
  * remain at the front (the rest are released). */
 size_t cm_rank_finish(search_hit *v, size_t n, const rank_opts *o);
 

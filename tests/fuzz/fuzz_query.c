@@ -57,7 +57,7 @@ int fuzz_query(const uint8_t *data, size_t size)
         cm_buf_release(&b);
         buf w = BUF_INIT;
         query_opts o = {false, (mode & 2) ? QUERY_OR : QUERY_AND, NULL, NULL, echo, NULL, &w,
-                        mode & 1};
+                        mode & 1, (mode & 4) != 0};
         if (cm_query_build_opts((const char *)data, size, &o, &b, NULL) == CM_OK && b.len) {
             sqlite3_bind_text(q, 1, b.data, (int)b.len, SQLITE_STATIC);
             int rc = sqlite3_step(q);
