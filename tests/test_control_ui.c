@@ -780,3 +780,48 @@ out:
     cdp_close(&c);
     ui_down(&u);
 }
+
+/* Memory: the index's status above the plot — the counts, the provider and
+ * each problem the index records, here a note with invalid UTF-8 whose name
+ * holds markup, shown as text (no element made of it). */
+TEST(control_ui_browser_memory_status_problems)
+{
+    const char *chromium = cdp_find_chromium();
+    if (!chromium)
+        SKIP("chromium", "no /usr/bin/chromium (apt-get install chromium, or set "
+                         "CLAWMEM_TEST_CHROMIUM)");
+    uigw u;
+    if (!ui_up(&u, NULL)) return;
+    cdp c;
+    memset(&c, 0, sizeof c);
+    c.pid = -1;
+    c.to = c.from = -1;
+    write_file(u.dir, "ws/memory/<i>odd</i>.md", "# Odd\n\nCaf\xe9 au lait with Biscuit.\n");
+    if (!S_login(&c, &u, chromium)) goto out;
+    MUST(js_true(&c, "document.getElementById('nav-memory').click(), true"));
+    MUST(type_enter(&c, "mquery", "Biscuit"));
+    WAIT(&c, "document.querySelectorAll('#mresults li').length > 0", 20000);
+    MUST(js_true(&c, "document.getElementById('nav-chat').click(), "
+                     "document.getElementById('nav-memory').click(), true"));
+    WAIT(&c,
+         "(() => { const s = document.getElementById('mstatus').textContent;"
+         " return s.indexOf('3 files · ') === 0 && s.indexOf('provider none') > 0 && "
+         "s.indexOf('keyword search') > 0 && s.indexOf('1 problem') > 0; })()",
+         20000);
+    MUST(js_true(&c, "(() => { const l = [...document.querySelectorAll('#mproblems li')];"
+                     " return l.length === 1 && l[0].querySelector('strong').textContent === "
+                     "'memory/<i>odd</i>.md' && l[0].textContent.indexOf('invalid UTF-8') > 0 && "
+                     "!document.querySelector('#mproblems i'); })()"));
+    MUST(js_true(&c, "document.getElementById('mstatus').scrollIntoView(), true"));
+    SHOT(&c, "memory-status");
+    MUST(cdp_viewport(&c, 390, 844));
+    if (!js_true(&c, FITS)) test_fail(__FILE__, __LINE__, "the status scrolls sideways at 390 px");
+    if (json_array_size(c.problems)) {
+        char *p = json_dumps(c.problems, JSON_INDENT(2));
+        test_fail(__FILE__, __LINE__, "the page reported problems:\n%s", p);
+        free(p);
+    }
+out:
+    cdp_close(&c);
+    ui_down(&u);
+}

@@ -517,6 +517,27 @@
       leg.appendChild(el("span", "muted", "bar height: chunks · number: files"));
     }, function (e) { box.textContent = ""; box.appendChild(el("p", "error", e.message)); });
   }
+  /* ---- the index's status (clawmem status --json): counts, provider, problems ---- */
+  function loadStatus() {
+    var st = $("mstatus"), ul = $("mproblems");
+    call("clawmem.memory.status", {}).then(function (r) {
+      st.textContent = ""; ul.textContent = "";
+      var pr = r.problems || [], parts = [(r.files || 0) + " files", (r.chunks || 0) + " chunks",
+        "provider " + (r.provider || "none") + (r.model ? " (" + r.model + ")" : ""),
+        (r.search || "") + " search", pr.length + " problem" + (pr.length === 1 ? "" : "s")];
+      st.appendChild(el("span", "", parts.join(" · ")));
+      if (r.providerNote) st.appendChild(el("span", "muted", " · " + r.providerNote));
+      [r.indexError, r.lastError].forEach(function (t) {
+        if (t) st.appendChild(el("span", "error", " · " + t));
+      });
+      pr.forEach(function (x) {
+        var li = el("li", "problem");
+        li.appendChild(el("strong", "", x.path || ""));
+        li.appendChild(el("span", "muted", x.problem || ""));
+        ul.appendChild(li);
+      });
+    }, function (e) { st.textContent = ""; st.appendChild(el("span", "error", e.message)); });
+  }
   $("today").onclick = function () { daily(0); };
   $("yesterday").onclick = function () { daily(1); };
   $("nav-memory").onclick = function () { showTab("memory"); };
@@ -535,7 +556,7 @@
     if (!connected) { $("token").focus(); return; }
     if (t === "chat") loadHistory();
     if (t === "sessions") loadSessions();
-    if (t === "memory") { $("mquery").focus(); loadPlot(); }
+    if (t === "memory") { $("mquery").focus(); loadStatus(); loadPlot(); }
     if (t === "gateway") loadGateway();
     if (t === "access") { loadAccess(true); pageTimer = setInterval(function () { if (connected) loadAccess(); }, 3000); }
     if (t === "models") {

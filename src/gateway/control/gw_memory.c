@@ -7,7 +7,11 @@
  * (the same path rules: memory files of the workspace only).
  * clawmem.memory.plot {} answers what the index holds by source and month
  * of the files' mtime (UTC): {months:[{source, month "YYYY-MM", files,
- * chunks}], files, chunks}, for the Memory page's plot. All need
+ * chunks}], files, chunks}, for the Memory page's plot.
+ * clawmem.memory.status {deep?} answers `clawmem status --json`'s object for
+ * that agent (files, chunks, provider, search mode, indexError, lastError,
+ * problems [{path, problem}]; deep: integrity and dirtyFiles too, which
+ * walks the workspace and checks the index, so the page asks without). All need
  * operator.read. Each call uses the default agent's engine — the one its
  * turns use, shared by every thread and kept open (gw_ws_opts.engine) — and
  * syncs it first without waiting for a sync under way.
@@ -93,6 +97,17 @@ void cm_gw_ws_memory_plot(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     cm_engine *e = NULL;
     cm_rc rc = S_open(w, &e, err, sizeof err);
     if (!rc) rc = cm_engine_index_months(e, &js, err, sizeof err);
+    if (rc) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
+    S_answer(cl, id, js, NULL, NULL);
+}
+
+void cm_gw_ws_memory_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
+{
+    int deep = json_is_true(json_object_get(p, "deep")) ? 1 : 0;
+    char err[512], *js = NULL;
+    cm_engine *e = NULL;
+    cm_rc rc = S_open(w, &e, err, sizeof err);
+    if (!rc) rc = cm_engine_status(e, deep, &js, err, sizeof err);
     if (rc) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
     S_answer(cl, id, js, NULL, NULL);
 }
