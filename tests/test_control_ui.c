@@ -825,3 +825,54 @@ out:
     cdp_close(&c);
     ui_down(&u);
 }
+
+/* Models: tokens per provider/model, summed over the assistant messages of
+ * the agent's transcripts (a user message, a broken line and negative counts
+ * count nothing), the most used model first, cost only where recorded. */
+TEST(control_ui_browser_models_usage)
+{
+    const char *chromium = cdp_find_chromium();
+    if (!chromium)
+        SKIP("chromium", "no /usr/bin/chromium (apt-get install chromium, or set "
+                         "CLAWMEM_TEST_CHROMIUM)");
+    uigw u;
+    if (!ui_up(&u, NULL)) return;
+    cdp c;
+    memset(&c, 0, sizeof c);
+    c.pid = -1;
+    c.to = c.from = -1;
+#define A(prov, model, in, out, tot, cost)                                                         \
+    "{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"provider\":\"" prov               \
+    "\",\"model\":\"" model "\",\"usage\":{\"input\":" #in ",\"output\":" #out                     \
+    ",\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":" #tot ",\"cost\":{\"total\":" #cost "}}}}\n"
+    write_file(u.dir, "state/agents/main/sessions/s1.jsonl",
+               "{\"type\":\"session\",\"id\":\"s1\"}\n"
+               "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"usage\":{\"input\":99}}}\n"
+               A("openai", "gpt-t", 1200, 300, 1500, 0) "{\"type\":\"mess\n"
+               A("openai", "gpt-t", 800, 200, 1000, 0));
+    write_file(u.dir, "state/agents/main/sessions/s2.jsonl",
+               A("anthropic", "claude-x", 100, 50, 150, 0.0123)
+                   A("anthropic", "claude-x", -5, -5, -5, -1));
+#undef A
+    if (!S_login(&c, &u, chromium)) goto out;
+    MUST(js_true(&c, "document.getElementById('nav-models').click(), true"));
+    WAIT(&c, "document.querySelectorAll('#md-usage tr[data-model]').length === 2", 10000);
+    MUST(js_true(&c, "(() => { const r = [...document.querySelectorAll('#md-usage tr[data-model]')]"
+                     ".map(t => [...t.querySelectorAll('td')].map(d => d.textContent).join('|'));"
+                     " return r[0] === 'openai/gpt-t|2|2,000|500|0|0|2,500|—' && "
+                     "r[1] === 'anthropic/claude-x|2|100|50|0|0|150|$0.0123'; })()"));
+    MUST(js_true(&c, "document.getElementById('md-usage-meta').textContent === "
+                     "'from 2 transcripts'"));
+    MUST(js_true(&c, "document.getElementById('md-usage').scrollIntoView(), true"));
+    SHOT(&c, "models-usage");
+    MUST(cdp_viewport(&c, 390, 844));
+    if (!js_true(&c, FITS)) test_fail(__FILE__, __LINE__, "the usage scrolls sideways at 390 px");
+    if (json_array_size(c.problems)) {
+        char *p = json_dumps(c.problems, JSON_INDENT(2));
+        test_fail(__FILE__, __LINE__, "the page reported problems:\n%s", p);
+        free(p);
+    }
+out:
+    cdp_close(&c);
+    ui_down(&u);
+}

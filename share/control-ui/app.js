@@ -411,6 +411,33 @@
       tick();
     }, function (e) { $("md-chain").textContent = e.message; });
   }
+  /* Tokens per provider/model summed over the transcripts' assistant messages
+     (clawmem.models.usage): read when the page opens, not on the 5 s timer. */
+  function loadUsage() {
+    var t = $("md-usage"), meta = $("md-usage-meta");
+    call("clawmem.models.usage", {}).then(function (r) {
+      t.textContent = "";
+      var ms = r.models || [], n = function (x) { return Number(x || 0).toLocaleString("en-US"); };
+      meta.textContent = "from " + (r.files || 0) + " transcript" + (r.files === 1 ? "" : "s") +
+        (r.partialFiles ? " (" + r.partialFiles + " read in part: the last 4 MB)" : "");
+      if (!ms.length) { meta.textContent += " · no usage recorded yet"; return; }
+      var head = el("tr");
+      ["Model", "Replies", "Input", "Output", "Cache read", "Cache write", "Total", "Cost"].forEach(function (h) {
+        head.appendChild(el("th", "", h));
+      });
+      t.appendChild(head);
+      ms.forEach(function (m) {
+        var tr = el("tr");
+        tr.setAttribute("data-model", (m.provider ? m.provider + "/" : "") + m.model);
+        [(m.provider ? m.provider + "/" : "") + m.model, n(m.messages), n(m.input), n(m.output),
+          n(m.cacheRead), n(m.cacheWrite), n(m.totalTokens),
+          m.cost > 0 ? "$" + Number(m.cost).toFixed(4) : "—"].forEach(function (v, i) {
+          tr.appendChild(el("td", i ? "num" : "", v));
+        });
+        t.appendChild(tr);
+      });
+    }, function (e) { meta.textContent = e.message; });
+  }
   /* ---- memory (clawmem's memory.search / memory.get) ---- */
   function search(q) {
     var list = $("mresults"); list.textContent = ""; $("mmeta").textContent = "searching…";
@@ -561,6 +588,7 @@
     if (t === "access") { loadAccess(true); pageTimer = setInterval(function () { if (connected) loadAccess(); }, 3000); }
     if (t === "models") {
       loadModels();
+      loadUsage();
       var n = 0;
       pageTimer = setInterval(function () { if (!connected) return; if (++n % 5) tick(); else loadModels(); }, 1000);
     }

@@ -652,6 +652,7 @@ const gw_ws_method cm_gw_ws_methods[] = {
     {"memory.search", GW_SCOPE_READ, cm_gw_ws_memory_search}, /* clawmem's own */
     {"memory.get", GW_SCOPE_READ, cm_gw_ws_memory_get},       /* clawmem's own */
     {"clawmem.models.status", GW_SCOPE_READ, m_models_status},             /* clawmem's own */
+    {"clawmem.models.usage", GW_SCOPE_READ, cm_gw_ws_models_usage},        /* clawmem's own */
     {"clawmem.memory.plot", GW_SCOPE_READ, cm_gw_ws_memory_plot},          /* clawmem's own */
     {"clawmem.memory.status", GW_SCOPE_READ, cm_gw_ws_memory_status},      /* clawmem's own */
     {"clawmem.sessions.transcript", GW_SCOPE_READ, cm_gw_ws_sessions_transcript}, /* clawmem's own */

@@ -86,6 +86,8 @@ void cm_gw_ws_sessions_transcript(gw_ws *w, gw_ws_client *cl, const char *id, js
 
 /* gw_memory.c: clawmem.memory.plot (the Memory page's plot). */
 void cm_gw_ws_memory_plot(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
+/* gw_usage.c: clawmem.models.usage (the Models page's tokens per model). */
+void cm_gw_ws_models_usage(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 /* gw_memory.c: clawmem.memory.status (the Memory page's index status). */
 void cm_gw_ws_memory_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
 
