@@ -419,7 +419,8 @@
       t.textContent = "";
       var ms = r.models || [], n = function (x) { return Number(x || 0).toLocaleString("en-US"); };
       meta.textContent = "from " + (r.files || 0) + " transcript" + (r.files === 1 ? "" : "s") +
-        (r.partialFiles ? " (" + r.partialFiles + " read in part: the last 4 MB)" : "");
+        (r.partialFiles ? " (" + r.partialFiles + " read in part: the last 4 MB)" : "") +
+        (r.truncated ? " · more transcripts left unread (64 MB read)" : "");
       if (!ms.length) { meta.textContent += " · no usage recorded yet"; return; }
       var head = el("tr");
       ["Model", "Replies", "Input", "Output", "Cache read", "Cache write", "Total", "Cost"].forEach(function (h) {

@@ -4,10 +4,11 @@
  * summed per provider and model over their assistant messages' "usage"
  * (input, output, cacheRead, cacheWrite, totalTokens, cost.total).
  *   {} -> {models:[{provider, model, messages, input, output, cacheRead,
- *          cacheWrite, totalTokens, cost}], files, partialFiles, ts}
+ *          cacheWrite, totalTokens, cost}], files, partialFiles, truncated, ts}
  * Bounded: at most USAGE_MAX_FILES transcripts (*.jsonl of the agent's
  * sessions directory), of each only the last USAGE_TAIL_BYTES (partialFiles
- * counts those read in part), lines over USAGE_LINE_BYTES skipped; models
+ * counts those read in part), USAGE_TOTAL_BYTES in all (truncated: some
+ * transcripts left unread), lines over USAGE_LINE_BYTES skipped; models
  * sorted by totalTokens, most first. Transcripts are hostile input: a value
  * that is not a non-negative number under USAGE_ONE_MAX counts as 0.
  */
@@ -18,10 +19,11 @@
 
 #include "gw_ws_int.h"
 
-#define USAGE_MAX_FILES  2000
-#define USAGE_TAIL_BYTES (4 * 1024 * 1024)
-#define USAGE_LINE_BYTES (1024 * 1024)
-#define USAGE_ONE_MAX    1e12
+#define USAGE_MAX_FILES   2000
+#define USAGE_TAIL_BYTES  (4 * 1024 * 1024)
+#define USAGE_LINE_BYTES  (1024 * 1024)
+#define USAGE_TOTAL_BYTES (64 * 1024 * 1024)
+#define USAGE_ONE_MAX     1e12
 
 static const char *const usage_fields[] = {"input", "output", "cacheRead", "cacheWrite",
                                            "totalTokens"};
@@ -69,13 +71,16 @@ out:
     json_decref(r);
 }
 
-/* Reads the last USAGE_TAIL_BYTES of fd into sums; *partial when cut. */
-static void add_file(json_t *sums, int fd, bool *partial)
+/* Reads the last USAGE_TAIL_BYTES of fd (at most *budget, which it lowers)
+ * into sums; *partial when cut. */
+static void add_file(json_t *sums, int fd, size_t *budget, bool *partial)
 {
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return;
-    off_t from = st.st_size > USAGE_TAIL_BYTES ? st.st_size - USAGE_TAIL_BYTES : 0;
+    off_t tail = *budget < USAGE_TAIL_BYTES ? (off_t)*budget : USAGE_TAIL_BYTES;
+    off_t from = st.st_size > tail ? st.st_size - tail : 0;
     size_t n = (size_t)(st.st_size - from);
+    *budget -= n;
     char *b = malloc(n + 1);
     if (!b) return;
     ssize_t got = pread(fd, b, n, from);
@@ -111,15 +116,21 @@ void cm_gw_ws_models_usage(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p
     json_t *sums = json_object(), *models = json_array();
     json_t **v = NULL;
     json_int_t files = 0, partial = 0;
+    size_t budget = USAGE_TOTAL_BYTES;
+    bool truncated = false;
     DIR *d = opendir(dir);
     struct dirent *de;
-    while (d && sums && files < USAGE_MAX_FILES && (de = readdir(d))) {
+    while (d && sums && (de = readdir(d))) {
         size_t nl = strlen(de->d_name);
         if (nl < 7 || strcmp(de->d_name + nl - 6, ".jsonl")) continue;
+        if (files >= USAGE_MAX_FILES || !budget) {
+            truncated = true;
+            break;
+        }
         int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0) continue;
         bool cut = false;
-        add_file(sums, fd, &cut);
+        add_file(sums, fd, &budget, &cut);
         close(fd);
         files++;
         partial += cut;
@@ -142,6 +153,6 @@ void cm_gw_ws_models_usage(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p
     free(v);
     json_decref(sums);
     cm_gw_ws_ok(cl, id,
-                json_pack("{s:o,s:I,s:I,s:I}", "models", models, "files", files, "partialFiles",
-                          partial, "ts", (json_int_t)cm_wall_ms()));
+                json_pack("{s:o,s:I,s:I,s:b,s:I}", "models", models, "files", files, "partialFiles",
+                          partial, "truncated", truncated, "ts", (json_int_t)cm_wall_ms()));
 }
