@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "../src/agent/session_cmds.h"
 #include "../src/base/fs.h"
 #include "../src/gateway/channels/channel.h"
 #include "../src/gateway/core/runtime.h"
@@ -513,4 +514,19 @@ TEST(gw_cmd_reasoning_on_sends_the_reasoning_first)
     EXPECT_STR(r, "Current reasoning level: on.\nOptions: on, off, stream.");
     free(r);
     cw_stop(&w);
+}
+
+/* /think and sessions.patch read a level through one function, as
+ * 2026.3.22's normalizeThinkLevel: trimmed, any case, blanks, '-' and '_'
+ * ignored for adaptive and xhigh. */
+TEST(gw_cmd_think_levels_parse_as_the_reference)
+{
+    EXPECT_STR(cm_agent_think_parse(" Think-Hard "), "low");
+    EXPECT_STR(cm_agent_think_parse("ULTRATHINK"), "high");
+    EXPECT_STR(cm_agent_think_parse(" extra_high "), "xhigh");
+    EXPECT_STR(cm_agent_think_parse("Auto"), "adaptive");
+    EXPECT_STR(cm_agent_think_parse("on"), "low");
+    EXPECT(!cm_agent_think_parse("lots"));
+    EXPECT(!cm_agent_think_parse("high five"));
+    EXPECT(!cm_agent_think_parse(""));
 }

@@ -172,8 +172,15 @@ const char *cm_agent_think_parse(const char *arg)
     c[k] = 0;
     if (!strcmp(c, "adaptive") || !strcmp(c, "auto")) return "adaptive";
     if (!strcmp(c, "xhigh") || !strcmp(c, "extrahigh")) return "xhigh";
+    /* the other words compare trimmed, any case (2026.3.22 normalizeThinkLevel) */
+    while (*arg == ' ' || *arg == '\t')
+        arg++;
+    size_t n = strlen(arg);
+    while (n && (arg[n - 1] == ' ' || arg[n - 1] == '\t'))
+        n--;
     for (size_t i = 0; i < ARRAY_LEN(words); i++)
-        if (!strcasecmp(arg, words[i].word)) return words[i].level;
+        if (strlen(words[i].word) == n && !strncasecmp(arg, words[i].word, n))
+            return words[i].level;
     return NULL;
 }
 

@@ -24,6 +24,7 @@
 #include <ctype.h>
 #include <strings.h>
 
+#include "../../agent/session_cmds.h"
 #include "../../config/config.h"
 #include "../../session/sessions.h"
 #include "gw_ws_int.h"
@@ -33,36 +34,6 @@ typedef struct alias {
     const char *from, *to;
 } alias;
 
-static const alias S_think[] = {{"off", "off"},
-                                {"on", "low"},
-                                {"enable", "low"},
-                                {"enabled", "low"},
-                                {"min", "minimal"},
-                                {"minimal", "minimal"},
-                                {"low", "low"},
-                                {"thinkhard", "low"},
-                                {"think-hard", "low"},
-                                {"think_hard", "low"},
-                                {"mid", "medium"},
-                                {"med", "medium"},
-                                {"medium", "medium"},
-                                {"thinkharder", "medium"},
-                                {"think-harder", "medium"},
-                                {"harder", "medium"},
-                                {"high", "high"},
-                                {"ultra", "high"},
-                                {"ultrathink", "high"},
-                                {"thinkhardest", "high"},
-                                {"highest", "high"},
-                                {"max", "high"},
-                                {"think", "minimal"},
-                                {"adaptive", "adaptive"},
-                                {"auto", "adaptive"},
-                                {"xhigh", "xhigh"},
-                                {"extrahigh", "xhigh"},
-                                {"extra-high", "xhigh"},
-                                {"extra_high", "xhigh"},
-                                {NULL, NULL}};
 static const alias S_onoff_full[] = {{"off", "off"},  {"false", "off"}, {"no", "off"},
                                      {"0", "off"},    {"on", "on"},     {"true", "on"},
                                      {"yes", "on"},   {"1", "on"},      {"full", "full"},
@@ -106,13 +77,14 @@ static const alias S_exec_ask[] = {
 static const alias S_send[] = {{"allow", "allow"}, {"deny", "deny"}, {NULL, NULL}};
 static const alias S_activation[] = {{"mention", "mention"}, {"always", "always"}, {NULL, NULL}};
 
-/* The string fields: name, table, the reference's error text. */
+/* The string fields: name, table (NULL: thinking levels, as /think reads
+ * them), the reference's error text. */
 static const struct {
     const char *name;
     const alias *table;
     const char *why;
 } S_fields[] = {
-    {"thinkingLevel", S_think, "invalid thinkingLevel (use off|minimal|low|medium|high|adaptive)"},
+    {"thinkingLevel", NULL, "invalid thinkingLevel (use off|minimal|low|medium|high|adaptive)"},
     {"verboseLevel", S_onoff_full, "invalid verboseLevel (use \"on\"|\"off\")"},
     {"reasoningLevel", S_reasoning, "invalid reasoningLevel (use \"on\"|\"off\"|\"stream\")"},
     {"responseUsage", S_usage, "invalid responseUsage (use \"off\"|\"tokens\"|\"full\")"},
@@ -352,7 +324,8 @@ static json_t *S_build(gw_ws *w, const json_t *p, const session_store *st, const
         size_t i = 0;
         while (strcmp(S_fields[i].name, k))
             i++; /* every other known member is in S_fields */
-        const char *canon = S_norm(json_string_value(v), S_fields[i].table);
+        const char *canon = S_fields[i].table ? S_norm(json_string_value(v), S_fields[i].table)
+                                              : cm_agent_think_parse(json_string_value(v));
         if (!canon) {
             snprintf(why, n, "%s", S_fields[i].why);
             goto bad;
