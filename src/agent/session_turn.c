@@ -92,8 +92,9 @@ static bool keep_record(void *ctx, int line, json_t *rec)
 /* The records the model's context is made of: from the last compaction's
  * first kept record on (cm_transcript_context_offset), so a turn reads the
  * same whatever the transcript's length; every record when there is no
- * compaction. */
-static cm_rc read_records(const char *path, json_t **out, char *err, size_t errlen)
+ * compaction. *whole (may be NULL): they were read from the file's start
+ * (every record it has, none when it does not exist yet). */
+static cm_rc read_records(const char *path, json_t **out, bool *whole, char *err, size_t errlen)
 {
     records r = {json_array()};
     int64_t from = 0;
@@ -101,6 +102,7 @@ static cm_rc read_records(const char *path, json_t **out, char *err, size_t errl
     if (!rc)
         rc = cm_transcript_read_from(path, from, TRANSCRIPT_MAX, keep_record, &r, err, errlen);
     if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing written yet */
+    if (whole) *whole = from == 0;
     if (rc) {
         json_decref(r.all);
         r.all = NULL;
@@ -171,7 +173,7 @@ static json_t *history_of(const json_t *recs)
 cm_rc cm_agent_session_history(const char *transcript, json_t **out, char *err, size_t errlen)
 {
     json_t *recs;
-    cm_rc rc = read_records(transcript, &recs, err, errlen);
+    cm_rc rc = read_records(transcript, &recs, NULL, err, errlen);
     *out = rc ? NULL : history_of(recs);
     json_decref(recs);
     return rc ? rc : *out ? CM_OK : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
@@ -217,37 +219,24 @@ out:
     return rc;
 }
 
-static cm_rc append_messages(agent_ctx *a, session *s, const json_t *msgs, int64_t now, char *err,
-                             size_t errlen)
-{
-    size_t i;
-    json_t *m;
-    json_array_foreach((json_t *)msgs, i, m)
-    {
-        json_t *f = json_pack("{s:O}", "message", m);
-        cm_rc rc = f ? cm_transcript_append(s->transcript.data, s->sid, a->workspace, "message", f,
-                                            now, NULL, err, errlen)
-                     : CM_ENOMEM;
-        json_decref(f);
-        if (rc) return rc;
-    }
-    return CM_OK;
-}
-
-/* Before a turn's messages, what QuantumClaw writes about its model
- * (cm_transcript_note_model); recs: the context's records read for it. */
-static cm_rc note_model(agent_ctx *a, session *s, const llm_outcome *oc, const json_t *recs,
-                        int64_t now, char *err, size_t errlen)
+/* A run's records after it: what QuantumClaw writes about its model before
+ * the messages (cm_transcript_note_model; nothing when no model was
+ * reached), then the messages, in one append (cm_transcript_note_turn).
+ * recs: the context's records read for it; whole: they are the whole file. */
+static cm_rc record_run(agent_ctx *a, session *s, const llm_outcome *oc, const json_t *recs,
+                        bool whole, const json_t *msgs, int64_t now, char *err, size_t errlen)
 {
     const char *slash = strchr(oc->model, '/');
-    if (!slash) return CM_OK; /* no model was reached */
     char prov[192];
-    snprintf(prov, sizeof prov, "%.*s", (int)(slash - oc->model), oc->model);
-    transcript_model m = {
-        prov, slash + 1, oc->api[0] ? oc->api : "openai-completions",
-        cm_agent_thinking_level(a->config, cm_session_store_get(&s->st, s->key), oc->model)};
-    return cm_transcript_note_model(s->transcript.data, s->sid, a->workspace, &m, recs, now, err,
-                                    errlen);
+    transcript_model m;
+    if (slash) {
+        snprintf(prov, sizeof prov, "%.*s", (int)(slash - oc->model), oc->model);
+        m = (transcript_model){
+            prov, slash + 1, oc->api[0] ? oc->api : "openai-completions",
+            cm_agent_thinking_level(a->config, cm_session_store_get(&s->st, s->key), oc->model)};
+    }
+    return cm_transcript_note_turn(s->transcript.data, s->sid, a->workspace, slash ? &m : NULL,
+                                   recs, whole, msgs, now, err, errlen);
 }
 
 /* A run's lifecycle in the entry, as QuantumClaw's gateway keeps it: at
@@ -430,7 +419,8 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, flush_mo
         json_object_get(json_object_get(a->config, "agents"), "defaults"), "userTimezone"));
     if (cm_flush_target_path(now, tz, &target) || cm_flush_prompt_for(fs.prompt, now, tz, &fprompt))
         FAIL(CM_ENOMEM, "out of memory");
-    CHECK(read_records(s->transcript.data, &recs, err, errlen));
+    bool whole = false;
+    CHECK(read_records(s->transcript.data, &recs, &whole, err, errlen));
     hist = history_of(recs);
     llm_pin pin;
     pin_of(e, &pin);
@@ -468,8 +458,7 @@ static cm_rc flush_locked(agent_ctx *a, session *s, const char *prompt, flush_mo
         ti.history = hist = shorter;
     }
     if (rc) goto out;
-    CHECK(note_model(a, s, &t.outcome, recs, now, err, errlen));
-    CHECK(append_messages(a, s, t.messages, now, err, errlen));
+    CHECK(record_run(a, s, &t.outcome, recs, whole, t.messages, now, err, errlen));
     /* the bookkeeping: once per compaction cycle, and the context it saw */
     char hash[17] = "";
     json_t *tail = cm_flush_transcript_tail(s->transcript.data, 10);
@@ -592,7 +581,7 @@ static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, 
     buf text = BUF_INIT;
     llm_response resp = {0};
     int64_t before = 0;
-    CHECK(read_records(s->transcript.data, &recs, err, errlen));
+    CHECK(read_records(s->transcript.data, &recs, NULL, err, errlen));
     long comp;
     size_t start = context_start(recs, &comp), n = json_array_size(recs);
     size_t at = compact_cut(recs, start);
@@ -668,7 +657,7 @@ static cm_rc compact_flushed(agent_ctx *a, session *s, const char *instructions,
     json_t *recs = NULL;
     long comp;
     /* nothing to summarise: no flush either (it would only add its own turn) */
-    cm_rc rc = read_records(s->transcript.data, &recs, err, errlen);
+    cm_rc rc = read_records(s->transcript.data, &recs, NULL, err, errlen);
     if (!rc && compact_cut(recs, context_start(recs, &comp)) == json_array_size(recs)) {
         out->skipped = "no real conversation messages";
         rc = cm_seterr(err, errlen, CM_EINVAL, "session %s has nothing to compact yet", s->key);
@@ -712,12 +701,21 @@ static bool first_message_time(void *ctx, int line, json_t *r)
 }
 
 /* When the session started: its first message's timestamp (read from the
- * transcript's head, however long it is), else now. */
-static int64_t session_start(const agent_ctx *a, const char *transcript)
+ * transcript's head, however long it is; from recs when they are the whole
+ * file), else now. */
+static int64_t session_start(const agent_ctx *a, const char *transcript, const json_t *recs,
+                             bool whole)
 {
     int64_t t = 0;
     char err[256];
-    cm_transcript_read_from(transcript, 0, SIZE_MAX, first_message_time, &t, err, sizeof err);
+    if (whole) {
+        size_t i;
+        json_t *r;
+        json_array_foreach((json_t *)recs, i, r)
+            if (!first_message_time(&t, (int)i + 1, r)) break;
+    } else {
+        cm_transcript_read_from(transcript, 0, SIZE_MAX, first_message_time, &t, err, sizeof err);
+    }
     return t > 0 ? t : now_of(a);
 }
 
@@ -776,6 +774,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
     const char *prompt = o->prompt, *model = o->model;
     int64_t started = 0;
     bool running = false; /* the entry says "running": its end is to be recorded */
+    bool whole = false;   /* recs are the whole transcript */
     memset(out, 0, sizeof *out);
     CHECK(session_open(a, key, true, &s, err, errlen));
     out->reasoning_level = reasoning_of(cm_session_store_get(&s.st, s.key));
@@ -810,7 +809,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         json_decref(recs);
         json_decref(hist);
         cm_agent_turn_out_release(&t);
-        CHECK(read_records(s.transcript.data, &recs, err, errlen));
+        CHECK(read_records(s.transcript.data, &recs, &whole, err, errlen));
         hist = history_of(recs);
         json_t *e = cm_session_store_get(&s.st, s.key);
         llm_pin pin;
@@ -833,7 +832,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
                               .workspace = a->workspace,
                               .agent_id = a->agent_id,
                               .session_key = s.key,
-                              .session_start_ms = session_start(a, s.transcript.data),
+                              .session_start_ms = session_start(a, s.transcript.data, recs, whole),
                               .memory_tools = a->engine != NULL,
                               .memory_write = tools.allow_write,
                               .reasoning = out->reasoning_level,
@@ -870,8 +869,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         if (rc == CM_ECANCELED && t.messages) {
             /* aborted: the user message and the completed steps stay */
             char aerr[256];
-            if (note_model(a, &s, &t.outcome, recs, now_of(a), aerr, sizeof aerr) == CM_OK)
-                append_messages(a, &s, t.messages, now_of(a), aerr, sizeof aerr);
+            record_run(a, &s, &t.outcome, recs, whole, t.messages, now_of(a), aerr, sizeof aerr);
             goto out; /* recorded as killed */
         }
         if (rc == CM_ETOOBIG && attempt == 0) {
@@ -888,8 +886,7 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
         }
         if (rc) goto out;
         int64_t now = now_of(a);
-        CHECK(note_model(a, &s, &t.outcome, recs, now, err, errlen));
-        CHECK(append_messages(a, &s, t.messages, now, err, errlen));
+        CHECK(record_run(a, &s, &t.outcome, recs, whole, t.messages, now, err, errlen));
         CHECK(record_turn(a, &s, &t, &pin, started, now, err, errlen));
         running = false;
         break;

@@ -120,22 +120,49 @@ static void record_id(char out[40])
     snprintf(out, 40, "%.8s", u);
 }
 
-cm_rc cm_transcript_append(const char *path, const char *session_id, const char *cwd,
-                           const char *type, const json_t *fields, int64_t now_ms, char id_out[40],
-                           char *err, size_t errlen)
+/* The line of one record (its members after type, id, parentId and
+ * timestamp) appended to line. */
+static cm_rc format_record(buf *line, const char *type, const char *id, const char *parent,
+                           const char *now, const json_t *fields)
+{
+    cm_rc rc = CM_OK;
+    json_t *rec = json_pack("{s:s,s:s,s:o,s:s}", "type", type, "id", id, "parentId",
+                            parent ? json_string(parent) : json_null(), "timestamp", now);
+    char *text = NULL;
+    if (!rec) return CM_ENOMEM;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)fields, k, v)
+    {
+        if (json_object_set(rec, k, v)) {
+            rc = CM_ENOMEM;
+            goto out;
+        }
+    }
+    text = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!text || cm_buf_adds(line, text) || cm_buf_addc(line, '\n')) rc = CM_ENOMEM;
+out:
+    free(text);
+    json_decref(rec);
+    return rc;
+}
+
+cm_rc cm_transcript_append_all(const char *path, const char *session_id, const char *cwd,
+                               const transcript_entry *e, size_t n, int64_t now_ms,
+                               char id_out[40], char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     lockfile l;
     buf tail = BUF_INIT, line = BUF_INIT;
-    json_t *rec = NULL, *last = NULL;
-    char *text = NULL;
+    json_t *last = NULL;
     lockfile_opts lo = {SESSION_LOCK_STALE_MS, 0};
+    if (n == 0) return CM_OK;
     CHECK(cm_lockfile_take(&l, path, LOCKFILE_APPEND, &lo, err, errlen));
     struct stat st;
     if (fstat(l.fd, &st) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
     CHECK(last_line(l.fd, st.st_size, &tail, err, errlen));
     if (fstat(l.fd, &st) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
-    char now[32], id[40];
+    char now[32], id[40] = "", prev[40] = "";
     cm_transcript_iso(now_ms, now);
     if (st.st_size == 0) {
         json_t *h =
@@ -149,25 +176,19 @@ cm_rc cm_transcript_append(const char *path, const char *session_id, const char 
         }
         free(ht);
     }
-    /* The previous record's id is this one's parent. */
+    /* The previous record's id is the first one's parent; each next one's
+     * parent is the one before it. */
     last = tail.len ? json_loads(tail.data, 0, NULL) : NULL;
     const char *parent = json_string_value(json_object_get(last, "id"));
     const char *ltype = json_string_value(json_object_get(last, "type"));
     if (ltype && !strcmp(ltype, "session")) parent = NULL;
-    record_id(id);
-    rec = json_pack("{s:s,s:s,s:o,s:s}", "type", type, "id", id, "parentId",
-                    parent ? json_string(parent) : json_null(), "timestamp", now);
-    if (!rec) FAIL(CM_ENOMEM, "out of memory");
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)fields, k, v)
-    {
-        if (json_object_set(rec, k, v)) FAIL(CM_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        record_id(id);
+        if (format_record(&line, e[i].type, id, i ? prev : parent, now, e[i].fields))
+            FAIL(CM_ENOMEM, "out of memory");
+        snprintf(prev, sizeof prev, "%s", id);
     }
-    text = json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (!text || cm_buf_adds(&line, text) || cm_buf_addc(&line, '\n'))
-        FAIL(CM_ENOMEM, "out of memory");
-    /* One write of the whole line(s): O_APPEND keeps it in one piece. */
+    /* One write of all the lines: O_APPEND keeps them in one piece. */
     for (size_t off = 0; off < line.len;) {
         ssize_t w = write(l.fd, line.data + off, line.len - off);
         if (w < 0 && errno == EINTR) continue;
@@ -179,12 +200,18 @@ cm_rc cm_transcript_append(const char *path, const char *session_id, const char 
     if (id_out) snprintf(id_out, 40, "%s", id);
 out:
     cm_lockfile_release(&l);
-    json_decref(rec);
     json_decref(last);
-    free(text);
     cm_buf_release(&tail);
     cm_buf_release(&line);
     return rc;
+}
+
+cm_rc cm_transcript_append(const char *path, const char *session_id, const char *cwd,
+                           const char *type, const json_t *fields, int64_t now_ms, char id_out[40],
+                           char *err, size_t errlen)
+{
+    transcript_entry e = {type, fields};
+    return cm_transcript_append_all(path, session_id, cwd, &e, 1, now_ms, id_out, err, errlen);
 }
 
 /* Opens path for reading (no symbolic link), its size in *size. */
@@ -223,8 +250,13 @@ cm_rc cm_transcript_read_from(const char *path, int64_t from, size_t max,
     int64_t off = from, done = 0;
     bool go = true, skipping = false;
     while (go) {
-        if (cm_buf_grow(&b, READ_BLOCK)) FAIL(CM_ENOMEM, "%s: out of memory", path);
-        ssize_t r = pread(fd, b.data + b.len, READ_BLOCK, off);
+        /* a block, or what the file had left at open (and a byte to see
+         * its end) when that is less: a short file takes no 1 MiB buffer */
+        int64_t left = size - off + 1;
+        size_t want = left > 0 && left < READ_BLOCK ? (size_t)left : READ_BLOCK;
+        if (want < 4096) want = 4096;
+        if (cm_buf_grow(&b, want)) FAIL(CM_ENOMEM, "%s: out of memory", path);
+        ssize_t r = pread(fd, b.data + b.len, want, off);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
         off += r;
@@ -457,62 +489,96 @@ static bool same_str(const json_t *v, const char *s)
     return !strcmp(json_string_value(v) ? json_string_value(v) : "", s ? s : "");
 }
 
-cm_rc cm_transcript_note_model(const char *path, const char *session_id, const char *cwd,
-                               const transcript_model *m, const json_t *recent, int64_t now_ms,
-                               char *err, size_t errlen)
+#define MODEL_RECORDS 3 /* model_change, thinking_level_change, model-snapshot */
+
+/* The model records due before a turn's messages (cm_transcript_note_model)
+ * into e[0..*n), their fields into f (owned by the caller). */
+static cm_rc model_entries(const char *path, const transcript_model *m, const json_t *recent,
+                           bool recent_whole, int64_t now_ms, transcript_entry *e, json_t **f,
+                           size_t *n, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     model_seen s = {.keep = json_array()};
-    json_t *tail = NULL, *f = NULL;
+    json_t *tail = NULL;
     if (!s.keep) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-    rc = cm_transcript_read_from(path, 0, SIZE_MAX, see_head, &s, err, errlen);
-    bool fresh = rc == CM_ENOTFOUND;
-    if (fresh) rc = CM_OK;
-    if (rc) goto out;
-    if (!fresh && !recent) {
-        int64_t from = 0;
-        if (!(tail = json_array())) FAIL(CM_ENOMEM, "out of memory");
-        CHECK(cm_transcript_context_offset(path, &from, err, errlen));
-        CHECK(cm_transcript_read_from(path, from, SIZE_MAX, keep_all, tail, err, errlen));
-        recent = tail;
+    if (!recent || !recent_whole) { /* else recent holds the head already */
+        rc = cm_transcript_read_from(path, 0, SIZE_MAX, see_head, &s, err, errlen);
+        bool fresh = rc == CM_ENOTFOUND;
+        if (fresh) rc = CM_OK;
+        if (rc) goto out;
+        if (!fresh && !recent) {
+            int64_t from = 0;
+            if (!(tail = json_array())) FAIL(CM_ENOMEM, "out of memory");
+            CHECK(cm_transcript_context_offset(path, &from, err, errlen));
+            CHECK(cm_transcript_read_from(path, from, SIZE_MAX, keep_all, tail, err, errlen));
+            recent = tail;
+        }
     }
-    bool start = !s.message && !s.model_change;
     size_t i;
     json_t *rec;
     json_array_foreach((json_t *)recent, i, rec)
         see(&s, rec);
+    bool start = !s.message && !s.model_change;
     if (start) {
-        if (!(f = json_pack("{s:s,s:s}", "provider", m->provider ? m->provider : "", "modelId",
-                            m->model_id ? m->model_id : "")))
+        if (!(f[*n] = json_pack("{s:s,s:s}", "provider", m->provider ? m->provider : "",
+                                "modelId", m->model_id ? m->model_id : "")))
             FAIL(CM_ENOMEM, "out of memory");
-        CHECK(cm_transcript_append(path, session_id, cwd, "model_change", f, now_ms, NULL, err,
-                                   errlen));
-        json_decref(f);
-        f = NULL;
+        e[*n] = (transcript_entry){"model_change", f[*n]};
+        ++*n;
     }
     if (start || !s.thinking ||
         strcmp(s.level ? s.level : "", m->thinking_level ? m->thinking_level : "off")) {
-        if (!(f = json_pack("{s:s}", "thinkingLevel",
-                            m->thinking_level ? m->thinking_level : "off")))
+        if (!(f[*n] = json_pack("{s:s}", "thinkingLevel",
+                                m->thinking_level ? m->thinking_level : "off")))
             FAIL(CM_ENOMEM, "out of memory");
-        CHECK(cm_transcript_append(path, session_id, cwd, "thinking_level_change", f, now_ms, NULL,
-                                   err, errlen));
-        json_decref(f);
-        f = NULL;
+        e[*n] = (transcript_entry){"thinking_level_change", f[*n]};
+        ++*n;
     }
     if (!s.snapshot || !same_str(json_object_get(s.snapshot, "provider"), m->provider) ||
         !same_str(json_object_get(s.snapshot, "modelApi"), m->api) ||
         !same_str(json_object_get(s.snapshot, "modelId"), m->model_id)) {
-        if (!(f = json_pack("{s:s,s:{s:I,s:s,s:s,s:s}}", "customType", "model-snapshot", "data",
-                            "timestamp", (json_int_t)now_ms, "provider",
-                            m->provider ? m->provider : "", "modelApi", m->api ? m->api : "",
-                            "modelId", m->model_id ? m->model_id : "")))
+        if (!(f[*n] = json_pack("{s:s,s:{s:I,s:s,s:s,s:s}}", "customType", "model-snapshot",
+                                "data", "timestamp", (json_int_t)now_ms, "provider",
+                                m->provider ? m->provider : "", "modelApi", m->api ? m->api : "",
+                                "modelId", m->model_id ? m->model_id : "")))
             FAIL(CM_ENOMEM, "out of memory");
-        CHECK(cm_transcript_append(path, session_id, cwd, "custom", f, now_ms, NULL, err, errlen));
+        e[*n] = (transcript_entry){"custom", f[*n]};
+        ++*n;
     }
 out:
-    json_decref(f);
     json_decref(tail);
     json_decref(s.keep);
     return rc;
+}
+
+cm_rc cm_transcript_note_turn(const char *path, const char *session_id, const char *cwd,
+                              const transcript_model *m, const json_t *recent, bool recent_whole,
+                              const json_t *msgs, int64_t now_ms, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    json_t *f[MODEL_RECORDS] = {NULL, NULL, NULL}, *wrapped = json_array();
+    size_t n = 0, nmsgs = json_array_size(msgs);
+    transcript_entry *e = calloc(MODEL_RECORDS + nmsgs, sizeof *e);
+    if (!e || !wrapped) FAIL(CM_ENOMEM, "out of memory");
+    if (m) CHECK(model_entries(path, m, recent, recent_whole, now_ms, e, f, &n, err, errlen));
+    for (size_t k = 0; k < nmsgs; k++) {
+        json_t *w = json_pack("{s:O}", "message", json_array_get(msgs, k));
+        if (!w || json_array_append_new(wrapped, w)) FAIL(CM_ENOMEM, "out of memory");
+        e[n++] = (transcript_entry){"message", w};
+    }
+    rc = cm_transcript_append_all(path, session_id, cwd, e, n, now_ms, NULL, err, errlen);
+out:
+    for (size_t k = 0; k < MODEL_RECORDS; k++)
+        json_decref(f[k]);
+    free(e);
+    json_decref(wrapped);
+    return rc;
+}
+
+cm_rc cm_transcript_note_model(const char *path, const char *session_id, const char *cwd,
+                               const transcript_model *m, const json_t *recent, int64_t now_ms,
+                               char *err, size_t errlen)
+{
+    return cm_transcript_note_turn(path, session_id, cwd, m, recent, false, NULL, now_ms, err,
+                                   errlen);
 }

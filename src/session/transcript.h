@@ -8,8 +8,9 @@
  *
  * Appends go through base/lockfile (flock on the file, then QuantumClaw's
  * `<file>.lock`, stale after 30 minutes as its session write lock) and write
- * one whole line with one write() and an fsync. A crash can leave at most a
- * torn last line: readers skip it, and the next append cuts it off first.
+ * whole lines (a turn's records together) with one write() and an fsync.
+ * A crash can leave at most a torn last line: readers skip it, and the next
+ * append cuts it off first.
  * The file is created mode 0600.
  */
 #ifndef CM_TRANSCRIPT_H
@@ -44,6 +45,23 @@ void cm_transcript_iso(int64_t ms, char out[32]);
 cm_rc cm_transcript_append(const char *path, const char *session_id, const char *cwd,
                            const char *type, const json_t *fields, int64_t now_ms, char id_out[40],
                            char *err, size_t errlen);
+
+/* One record for cm_transcript_append_all: its type and its fields
+ * (borrowed; may be NULL). */
+typedef struct transcript_entry {
+    const char *type;
+    const json_t *fields;
+} transcript_entry;
+
+/* Appends e[0..n) as cm_transcript_append does one, each record's parent
+ * the one before it, all under one taking of the lock, with one write and
+ * one fdatasync (a crash keeps a prefix of them, at most the last torn).
+ * QuantumClaw holds its session write lock for a whole run and appends
+ * without one per record; this holds it for the turn's records. id_out
+ * (may be NULL) receives the last record's id. n == 0 writes nothing. */
+cm_rc cm_transcript_append_all(const char *path, const char *session_id, const char *cwd,
+                               const transcript_entry *e, size_t n, int64_t now_ms,
+                               char id_out[40], char *err, size_t errlen);
 
 /* Calls fn for every record that parses (1-based JSONL line numbers; the
  * header is line 1), skipping blank, torn and invalid lines. fn returns
@@ -89,6 +107,17 @@ typedef struct transcript_model {
 cm_rc cm_transcript_note_model(const char *path, const char *session_id, const char *cwd,
                                const transcript_model *m, const json_t *recent, int64_t now_ms,
                                char *err, size_t errlen);
+
+/* A turn's records in one append (cm_transcript_append_all): the model
+ * records cm_transcript_note_model would write for m (none when m is NULL:
+ * no model was reached), then one "message" record per element of msgs
+ * (the AgentMessages, borrowed; may be NULL). recent_whole: recent holds
+ * every record of the file, read from its start, so its head is not read
+ * again (recent is then the head; a file that does not exist yet is read
+ * as an empty recent). */
+cm_rc cm_transcript_note_turn(const char *path, const char *session_id, const char *cwd,
+                              const transcript_model *m, const json_t *recent, bool recent_whole,
+                              const json_t *msgs, int64_t now_ms, char *err, size_t errlen);
 
 /* Message bodies as pi-coding-agent writes them (new objects). */
 json_t *cm_transcript_user_message(const char *text, int64_t now_ms);
