@@ -534,3 +534,80 @@ TEST(llm_reasoning_fields)
     EXPECT_INT((int)r.reasoning.len, 0);
     cm_llm_response_release(&r);
 }
+
+/* The body's text written directly (llm_format.body_text) is the tree's
+ * compact dump byte for byte: every ASCII byte, multi-byte UTF-8, each
+ * message role, tool calls, tools with schemas of any layout (cached the
+ * second time), the optional members; what only the tree path handles (a
+ * NULL model, invalid UTF-8) is CM_EINVAL. */
+static bool same_body(const llm_request *rq)
+{
+    const llm_format *f = &cm_llm_openai_format;
+    buf t = BUF_INIT;
+    json_t *j = f->body(rq);
+    char *want = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    bool ok = want && f->body_text(rq, &t) == CM_OK && !strcmp(t.data, want);
+    if (!ok) fprintf(stderr, "  tree: %s\n  text: %s\n", want ? want : "(null)", t.data ? t.data : "");
+    free(want);
+    cm_buf_release(&t);
+    return ok;
+}
+
+TEST(llm_openai_body_text_is_the_trees_dump)
+{
+    char ascii[128];
+    for (int i = 1; i < 128; i++)
+        ascii[i - 1] = (char)i;
+    ascii[127] = 0;
+    const char *texts[] = {ascii, "", "plain", "caf\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80",
+                           "line\nbreak \"q\" \\ / \xE2\x80\xA8 end"};
+    char id1[] = "call_1", id2[] = "call_2", n1[] = "memory_search", n2[] = "read",
+         a1[] = "{\"query\":\"x\\ny\"}";
+    llm_tool_call calls[2] = {{id1, n1, a1}, {id2, n2, NULL}};
+    llm_tool_def defs[] = {
+        {"memory_search", "Search \"memory\".\n",
+         "{ \"type\": \"object\",\n  \"properties\": {\"query\": {\"type\": \"string\", "
+         "\"description\": \"caf\\u00e9 \xC3\xA9\"}, \"n\": {\"type\": \"number\", \"minimum\": "
+         "1.5, \"maximum\": 1e3}}, \"required\": [\"query\"] }"},
+        {"read", NULL, NULL},
+        {"odd", "", "[1, 2]"},
+        {"bad", "d", "not json"}};
+    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
+        llm_message msgs[] = {
+            {LLM_USER, texts[k], NULL, 0, NULL, NULL, false},
+            {LLM_ASSISTANT, texts[k], calls, 2, NULL, NULL, false},
+            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false},
+            {LLM_TOOL, NULL, NULL, 0, NULL, NULL, true},
+            {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false},
+            {LLM_USER, NULL, NULL, 0, NULL, NULL, false},
+        };
+        llm_request rq = {0};
+        rq.model = "gpt-x";
+        rq.system = texts[k];
+        rq.messages = msgs;
+        rq.n = sizeof msgs / sizeof *msgs;
+        EXPECT(same_body(&rq));
+        rq.stream = true;
+        rq.max_tokens = 512;
+        rq.reasoning_effort = "low";
+        rq.tools = defs;
+        rq.ntools = sizeof defs / sizeof *defs;
+        EXPECT(same_body(&rq));
+        EXPECT(same_body(&rq)); /* the schemas from the cache */
+        rq.n = 0;
+        rq.system = NULL;
+        EXPECT(same_body(&rq));
+    }
+    /* only the tree path: a NULL model, text that is not UTF-8 */
+    llm_message bad = {LLM_USER, "x\xC3(", NULL, 0, NULL, NULL, false};
+    llm_request rq = {0};
+    buf t = BUF_INIT;
+    EXPECT_INT(cm_llm_openai_format.body_text(&rq, &t), CM_EINVAL);
+    rq.model = "m";
+    rq.messages = &bad;
+    rq.n = 1;
+    cm_buf_reset(&t);
+    EXPECT_INT(cm_llm_openai_format.body_text(&rq, &t), CM_EINVAL);
+    cm_buf_release(&t);
+}

@@ -247,4 +247,4 @@ static bool anthropic_whole(llm_response *out, json_t *doc)
 }
 
 const llm_format cm_llm_anthropic_format = {anthropic_endpoint, anthropic_body, anthropic_event,
-                                            anthropic_whole};
+                                            anthropic_whole, NULL};

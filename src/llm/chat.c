@@ -5,6 +5,8 @@
  * (or reads a whole JSON answer), and turns anything else into an llm_error
  * with the failure class that drives cooldowns and fallback.
  */
+#include <pthread.h>
+
 #include "../base/redact.h"
 #include "../net/http.h"
 #include "../net/sse.h"
@@ -77,6 +79,61 @@ json_t *cm_llm_json_object(const char *text)
         j = json_object();
     }
     return j;
+}
+
+/* cm_llm_json_object_text's cache: the compact text of the schemas seen
+ * last, by their text (a slot per hash; a schema past the size cap is
+ * never kept). The mutex guards only the slots. */
+#define SCHEMA_SLOTS 64
+#define SCHEMA_MAX   (64 * 1024)
+static struct schema_slot {
+    uint64_t hash;
+    char *text, *compact;
+} g_schemas[SCHEMA_SLOTS];
+static pthread_mutex_t g_schemas_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+cm_rc cm_llm_json_object_text(const char *text, buf *out)
+{
+    const char *t = text ? text : "";
+    size_t n = strlen(t);
+    uint64_t h = fnv1a(t);
+    struct schema_slot *slot = &g_schemas[h % SCHEMA_SLOTS];
+    cm_rc rc = CM_OK;
+    bool hit = false;
+    pthread_mutex_lock(&g_schemas_mu);
+    if (slot->text && slot->hash == h && !strcmp(slot->text, t)) {
+        hit = true;
+        rc = cm_buf_adds(out, slot->compact);
+    }
+    pthread_mutex_unlock(&g_schemas_mu);
+    if (hit) return rc;
+    json_t *j = cm_llm_json_object(text);
+    char *c = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!c) return CM_ENOMEM;
+    rc = cm_buf_adds(out, c);
+    char *keep = n <= SCHEMA_MAX ? cm_strdup(t) : NULL;
+    if (keep) {
+        pthread_mutex_lock(&g_schemas_mu);
+        char *old_text = slot->text, *old_compact = slot->compact;
+        slot->hash = h;
+        slot->text = keep;
+        slot->compact = c;
+        pthread_mutex_unlock(&g_schemas_mu);
+        free(old_text);
+        free(old_compact);
+    } else {
+        free(c);
+    }
+    return rc;
 }
 
 /* Counts n more streamed bytes; CM_ETOOBIG (and too_long) past the cap. */
@@ -317,9 +374,19 @@ cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on
         FAIL(CM_ENOMEM, "out of memory");
     if (cm_http_redact_init(&rd, url.data, &headers)) FAIL(CM_ENOMEM, "out of memory");
     cm_redact_url_to(url.data, where, sizeof where);
-    json_t *j = r.fmt->body(rq);
-    body = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
+    /* the body's text written directly where the format can; else (or for
+     * what only the tree handles) built as a tree and dumped */
+    buf bt = BUF_INIT;
+    cm_rc brc = r.fmt->body_text ? r.fmt->body_text(rq, &bt) : CM_EINVAL;
+    if (brc == CM_OK) {
+        body = cm_buf_detach(&bt);
+    } else {
+        cm_buf_release(&bt);
+        if (brc != CM_EINVAL) FAIL(CM_ENOMEM, "out of memory");
+        json_t *j = r.fmt->body(rq);
+        body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+    }
     if (!body) FAIL(CM_ENOMEM, "out of memory");
     http_fetch f = {.url = url.data,
                     .headers = &headers,

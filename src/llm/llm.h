@@ -162,6 +162,11 @@ typedef struct llm_format {
     bool (*event)(llm_stream *st, const char *name, json_t *data);
     /* A whole (non-streamed) answer; false when it cannot be read. */
     bool (*whole)(llm_response *out, json_t *doc);
+    /* The request body written directly as the text json_dumps(body(rq),
+     * JSON_COMPACT) gives, byte for byte, without the tree; CM_EINVAL when
+     * rq holds what only the tree path handles (a NULL or non-UTF-8
+     * string): the caller then takes body. May be NULL (body only). */
+    cm_rc (*body_text)(const llm_request *rq, buf *out);
 } llm_format;
 
 extern const llm_format cm_llm_openai_format, cm_llm_anthropic_format;
@@ -179,5 +184,9 @@ cm_rc cm_llm_stream_reasoning(llm_stream *st, const char *s, size_t n);
 /* A tool's JSON text (schema or arguments) as an object; an empty object
  * when it is not a JSON object (NULL only on ENOMEM). */
 json_t *cm_llm_json_object(const char *text);
+/* Appends cm_llm_json_object(text) as compact JSON text; the text of a
+ * schema seen before comes from a small cache (the same tools are offered
+ * every turn). Thread-safe. */
+cm_rc cm_llm_json_object_text(const char *text, buf *out);
 
 #endif

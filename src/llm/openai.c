@@ -6,6 +6,7 @@
  * finish_reason, a final usage chunk (stream_options.include_usage) and
  * `data: [DONE]`.
  */
+#include "../base/jtext.h"
 #include "llm.h"
 
 static cm_rc openai_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *headers)
@@ -81,6 +82,83 @@ fail:
     json_decref(msgs);
     json_decref(body);
     return NULL;
+}
+
+/* openai_body's text, written directly (llm_format.body_text): the same
+ * members in the same order, the same defaults for NULL texts. */
+static cm_rc openai_body_text(const llm_request *rq, buf *out)
+{
+    cm_rc rc = CM_OK;
+#define PUT(x)                                                                                     \
+    do {                                                                                           \
+        if ((rc = (x))) goto out;                                                                  \
+    } while (0)
+    PUT(cm_buf_adds(out, "{"));
+    PUT(cm_jtext_member(out, "model", rq->model));
+    PUT(cm_buf_adds(out, ",\"messages\":["));
+    bool first = true;
+    if (rq->system && *rq->system) {
+        PUT(cm_buf_adds(out, "{\"role\":\"system\","));
+        PUT(cm_jtext_member(out, "content", rq->system));
+        PUT(cm_buf_adds(out, "}"));
+        first = false;
+    }
+    for (size_t i = 0; i < rq->n; i++, first = false) {
+        const llm_message *m = &rq->messages[i];
+        if (!first) PUT(cm_buf_addc(out, ','));
+        if (m->role == LLM_USER) {
+            PUT(cm_buf_adds(out, "{\"role\":\"user\","));
+            PUT(cm_jtext_member(out, "content", m->text ? m->text : ""));
+        } else if (m->role == LLM_TOOL) {
+            PUT(cm_buf_adds(out, "{\"role\":\"tool\","));
+            PUT(cm_jtext_member(out, "tool_call_id", m->tool_call_id ? m->tool_call_id : ""));
+            PUT(cm_buf_addc(out, ','));
+            PUT(cm_jtext_member(out, "content", m->text ? m->text : ""));
+        } else {
+            PUT(cm_buf_adds(out, "{\"role\":\"assistant\","));
+            if (m->text && *m->text)
+                PUT(cm_jtext_member(out, "content", m->text));
+            else
+                PUT(cm_buf_adds(out, "\"content\":null"));
+            if (m->ncalls) PUT(cm_buf_adds(out, ",\"tool_calls\":["));
+            for (size_t k = 0; k < m->ncalls; k++) {
+                PUT(cm_buf_adds(out, k ? ",{" : "{"));
+                PUT(cm_jtext_member(out, "id", m->calls[k].id));
+                PUT(cm_buf_adds(out, ",\"type\":\"function\",\"function\":{"));
+                PUT(cm_jtext_member(out, "name", m->calls[k].name));
+                PUT(cm_buf_addc(out, ','));
+                PUT(cm_jtext_member(out, "arguments",
+                                    m->calls[k].arguments ? m->calls[k].arguments : "{}"));
+                PUT(cm_buf_adds(out, "}}"));
+            }
+            if (m->ncalls) PUT(cm_buf_addc(out, ']'));
+        }
+        PUT(cm_buf_addc(out, '}'));
+    }
+    PUT(cm_buf_adds(out, rq->stream ? "],\"stream\":true" : "],\"stream\":false"));
+    if (rq->stream) PUT(cm_buf_adds(out, ",\"stream_options\":{\"include_usage\":true}"));
+    if (rq->max_tokens > 0) PUT(cm_buf_printf(out, ",\"max_tokens\":%d", rq->max_tokens));
+    if (rq->reasoning_effort && *rq->reasoning_effort) {
+        PUT(cm_buf_addc(out, ','));
+        PUT(cm_jtext_member(out, "reasoning_effort", rq->reasoning_effort));
+    }
+    if (rq->ntools) PUT(cm_buf_adds(out, ",\"tools\":["));
+    for (size_t i = 0; i < rq->ntools; i++) {
+        PUT(cm_buf_adds(out, i ? ",{\"type\":\"function\",\"function\":{"
+                               : "{\"type\":\"function\",\"function\":{"));
+        PUT(cm_jtext_member(out, "name", rq->tools[i].name));
+        PUT(cm_buf_addc(out, ','));
+        PUT(cm_jtext_member(out, "description",
+                            rq->tools[i].description ? rq->tools[i].description : ""));
+        PUT(cm_buf_adds(out, ",\"parameters\":"));
+        PUT(cm_llm_json_object_text(rq->tools[i].parameters, out));
+        PUT(cm_buf_adds(out, "}}"));
+    }
+    if (rq->ntools) PUT(cm_buf_addc(out, ']'));
+    PUT(cm_buf_addc(out, '}'));
+#undef PUT
+out:
+    return rc;
 }
 
 static const char *stop_name(const char *finish)
@@ -195,4 +273,5 @@ static bool openai_whole(llm_response *out, json_t *doc)
     return true;
 }
 
-const llm_format cm_llm_openai_format = {openai_endpoint, openai_body, openai_event, openai_whole};
+const llm_format cm_llm_openai_format = {openai_endpoint, openai_body, openai_event, openai_whole,
+                                         openai_body_text};
