@@ -82,14 +82,16 @@ json_t *cm_llm_json_object(const char *text)
 }
 
 /* cm_llm_json_object_text's cache: the compact text of the schemas seen
- * last, by their text (a slot per hash; a schema past the size cap is
- * never kept). The mutex guards only the slots. */
+ * last, by their text (any slot; when all are taken, the next in turn is
+ * replaced; a schema past the size cap is never kept). The mutex guards
+ * only the slots. */
 #define SCHEMA_SLOTS 64
 #define SCHEMA_MAX   (64 * 1024)
 static struct schema_slot {
     uint64_t hash;
     char *text, *compact;
 } g_schemas[SCHEMA_SLOTS];
+static size_t g_schemas_next; /* the slot replaced next */
 static pthread_mutex_t g_schemas_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t fnv1a(const char *s)
@@ -105,14 +107,14 @@ cm_rc cm_llm_json_object_text(const char *text, buf *out)
     const char *t = text ? text : "";
     size_t n = strlen(t);
     uint64_t h = fnv1a(t);
-    struct schema_slot *slot = &g_schemas[h % SCHEMA_SLOTS];
     cm_rc rc = CM_OK;
     bool hit = false;
     pthread_mutex_lock(&g_schemas_mu);
-    if (slot->text && slot->hash == h && !strcmp(slot->text, t)) {
-        hit = true;
-        rc = cm_buf_adds(out, slot->compact);
-    }
+    for (size_t i = 0; i < SCHEMA_SLOTS && g_schemas[i].text && !hit; i++)
+        if (g_schemas[i].hash == h && !strcmp(g_schemas[i].text, t)) {
+            hit = true;
+            rc = cm_buf_adds(out, g_schemas[i].compact);
+        }
     pthread_mutex_unlock(&g_schemas_mu);
     if (hit) return rc;
     json_t *j = cm_llm_json_object(text);
@@ -121,18 +123,20 @@ cm_rc cm_llm_json_object_text(const char *text, buf *out)
     if (!c) return CM_ENOMEM;
     rc = cm_buf_adds(out, c);
     char *keep = n <= SCHEMA_MAX ? cm_strdup(t) : NULL;
+    char *old_text = NULL, *old_compact = c;
     if (keep) {
         pthread_mutex_lock(&g_schemas_mu);
-        char *old_text = slot->text, *old_compact = slot->compact;
-        slot->hash = h;
-        slot->text = keep;
-        slot->compact = c;
+        size_t i = 0;
+        while (i < SCHEMA_SLOTS && g_schemas[i].text)
+            i++;
+        if (i == SCHEMA_SLOTS) i = g_schemas_next++ % SCHEMA_SLOTS;
+        old_text = g_schemas[i].text;
+        old_compact = g_schemas[i].compact;
+        g_schemas[i] = (struct schema_slot){h, keep, c};
         pthread_mutex_unlock(&g_schemas_mu);
-        free(old_text);
-        free(old_compact);
-    } else {
-        free(c);
     }
+    free(old_text);
+    free(old_compact);
     return rc;
 }
 
