@@ -193,10 +193,16 @@ static void session_release(session *s)
     cm_buf_release(&s->transcript);
 }
 
-static cm_rc session_open(agent_ctx *a, const char *key, bool create, session *s, char *err,
-                          size_t errlen)
+/* Opens key's session: the entry noted (created when create; start, when
+ * not NULL, makes the patch of that first change from the entry as it was,
+ * NULL when missing), the transcript's path found. */
+typedef json_t *(*start_fn)(const json_t *entry, void *ctx);
+static cm_rc session_open_with(agent_ctx *a, const char *key, bool create, start_fn start,
+                               void *start_ctx, int64_t now, session *s, char *err,
+                               size_t errlen)
 {
     cm_rc rc = CM_OK;
+    json_t *patch = NULL;
     memset(s, 0, sizeof *s);
     buf k = BUF_INIT;
     if (!key || !*key || strlen(key) > 1000)
@@ -207,16 +213,23 @@ static cm_rc session_open(agent_ctx *a, const char *key, bool create, session *s
     cm_buf_release(&k);
     key = s->key;
     CHECK(cm_session_store_read(&s->st, a->store_path, err, errlen));
-    if (create || cm_session_store_get(&s->st, key))
-        CHECK(cm_session_note(&s->st, key, NULL, now_of(a), s->sid, err, errlen));
-    else
-        FAIL(CM_ENOTFOUND, "no session %s", key);
     json_t *e = cm_session_store_get(&s->st, key);
+    if (!create && !e) FAIL(CM_ENOTFOUND, "no session %s", key);
+    if (start && !(patch = start(e, start_ctx))) FAIL(CM_ENOMEM, "out of memory");
+    CHECK(cm_session_note(&s->st, key, patch, now, s->sid, err, errlen));
+    e = cm_session_store_get(&s->st, key);
     if (cm_session_transcript_of(&s->st, e, &s->transcript))
         FAIL(CM_ECORRUPT, "session %s has no valid sessionId", key);
 out:
+    json_decref(patch);
     if (rc) session_release(s);
     return rc;
+}
+
+static cm_rc session_open(agent_ctx *a, const char *key, bool create, session *s, char *err,
+                          size_t errlen)
+{
+    return session_open_with(a, key, create, NULL, NULL, now_of(a), s, err, errlen);
 }
 
 /* A run's records after it: what QuantumClaw writes about its model before
@@ -259,18 +272,26 @@ static cm_rc lifecycle(json_t *patch, const char *status, int64_t started, int64
     return CM_OK;
 }
 
-/* A turn's first change to the entry: the origin and delivery route of
+/* A turn's first change to the entry (made as its session is opened, in
+ * the same change that creates a new one): the origin and delivery route of
  * its message (when the caller tells it) and the run's start. */
-static json_t *start_patch(session *s, const agent_inbound *ib, int64_t started)
+typedef struct start_ctx {
+    const agent_inbound *ib;
+    int64_t started;
+} start_ctx;
+
+static json_t *start_patch(const json_t *entry, void *vctx)
 {
+    const start_ctx *c = vctx;
+    const agent_inbound *ib = c->ib;
     json_t *p = NULL;
     if (ib && ib->channel && ib->peer) {
         session_origin so = {ib->channel, ib->account_id,         ib->peer,         ib->thread_id,
                              ib->chat_type, ib->conversation_label, ib->group_subject};
-        p = cm_session_origin_patch(cm_session_store_get(&s->st, s->key), &so);
+        p = cm_session_origin_patch(entry, &so);
     }
     if (!p) p = json_object();
-    if (p && lifecycle(p, "running", started, started)) {
+    if (p && lifecycle(p, "running", c->started, c->started)) {
         json_decref(p);
         p = NULL;
     }
@@ -776,7 +797,12 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
     bool running = false; /* the entry says "running": its end is to be recorded */
     bool whole = false;   /* recs are the whole transcript */
     memset(out, 0, sizeof *out);
-    CHECK(session_open(a, key, true, &s, err, errlen));
+    /* the session, where the message came from and the run's start: one
+     * change to the entry */
+    started = now_of(a);
+    start_ctx sc = {o->inbound, started};
+    CHECK(session_open_with(a, key, true, start_patch, &sc, started, &s, err, errlen));
+    running = true;
     out->reasoning_level = reasoning_of(cm_session_store_get(&s.st, s.key));
     /* the session's model override (sessions.patch model, as QuantumClaw
      * keeps it: providerOverride + modelOverride) when the caller gave none */
@@ -789,16 +815,6 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
             snprintf(ovr, sizeof ovr, "%.127s/%.189s", po, mo);
             model = ovr;
         }
-    }
-    /* where the message came from and the run's start, in the entry */
-    started = now_of(a);
-    {
-        json_t *sp = start_patch(&s, o->inbound, started);
-        rc = sp ? cm_session_note(&s.st, s.key, sp, started, NULL, err, errlen)
-                : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-        json_decref(sp);
-        if (rc) goto out;
-        running = true;
     }
     /* the memory flush before the turn, when due; its failure does not stop the turn */
     char ferr[512];
