@@ -599,15 +599,23 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         rq.system = NULL;
         EXPECT(same_body(&rq));
     }
-    /* only the tree path: a NULL model, text that is not UTF-8 */
-    llm_message bad = {LLM_USER, "x\xC3(", NULL, 0, NULL, NULL, false};
+    /* only the tree path: a NULL model, text that is not UTF-8 (what
+     * json_string refuses: a bad continuation, overlong, a surrogate, past
+     * U+10FFFF, cut short) */
     llm_request rq = {0};
     buf t = BUF_INIT;
     EXPECT_INT(cm_llm_openai_format.body_text(&rq, &t), CM_EINVAL);
-    rq.model = "m";
-    rq.messages = &bad;
-    rq.n = 1;
-    cm_buf_reset(&t);
-    EXPECT_INT(cm_llm_openai_format.body_text(&rq, &t), CM_EINVAL);
+    const char *bad[] = {"x\xC3(", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "ok \xE4\xB8",
+                         "\x80"};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        llm_message m = {LLM_USER, bad[k], NULL, 0, NULL, NULL, false};
+        json_t *js = json_string(bad[k]);
+        EXPECT(js == NULL);
+        rq.model = "m";
+        rq.messages = &m;
+        rq.n = 1;
+        cm_buf_reset(&t);
+        EXPECT_INT(cm_llm_openai_format.body_text(&rq, &t), CM_EINVAL);
+    }
     cm_buf_release(&t);
 }

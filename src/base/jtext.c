@@ -4,28 +4,35 @@
 #include "jtext.h"
 #include "utf8.h"
 
-/* Whether byte c is written escaped. */
-static bool needs_escape(unsigned char c)
-{
-    return c < 0x20 || c == '"' || c == '\\';
-}
-
 cm_rc cm_jtext_string(buf *out, const char *s)
 {
     if (!s) return CM_EINVAL;
     size_t n = strlen(s), start = out->len;
-    if (cm_utf8_valid_prefix(s, n) != n) return CM_EINVAL;
     cm_rc rc = cm_buf_grow(out, n + 2);
     if (!rc) rc = cm_buf_addc(out, '"');
-    for (size_t i = 0; !rc && i < n;) {
+    /* one pass: runs of bytes written as they are (ASCII that needs no
+     * escape, valid multi-byte sequences), then one escape */
+    size_t i = 0;
+    while (!rc && i < n) {
         size_t run = i;
-        while (run < n && !needs_escape((unsigned char)s[run]))
-            run++;
-        if (run > i) rc = cm_buf_add(out, s + i, run - i);
-        if (rc || run == n) {
-            i = run;
-            break;
+        for (;;) {
+            unsigned char c = (unsigned char)s[run];
+            if (c >= 0x80) {
+                int32_t cp;
+                size_t l = cm_utf8_decode(s + run, n - run, &cp);
+                if (cp < 0) {
+                    rc = CM_EINVAL;
+                    break;
+                }
+                run += l;
+            } else if (c < 0x20 || c == '"' || c == '\\' || run == n) {
+                break;
+            } else {
+                run++;
+            }
         }
+        if (!rc && run > i) rc = cm_buf_add(out, s + i, run - i);
+        if (rc || run == n) break;
         unsigned char c = (unsigned char)s[run];
         const char *name = c == '"'    ? "\\\""
                            : c == '\\' ? "\\\\"
@@ -49,7 +56,9 @@ cm_rc cm_jtext_string(buf *out, const char *s)
 cm_rc cm_jtext_member(buf *out, const char *key, const char *s)
 {
     size_t start = out->len;
-    cm_rc rc = cm_buf_printf(out, "\"%s\":", key);
+    cm_rc rc = cm_buf_addc(out, '"');
+    if (!rc) rc = cm_buf_adds(out, key);
+    if (!rc) rc = cm_buf_adds(out, "\":");
     if (!rc) rc = cm_jtext_string(out, s);
     if (rc) {
         out->len = start;
