@@ -5,6 +5,7 @@
  * transcripts read from the last compaction on.
  */
 #include <dirent.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include "../src/agent/session_turn.h"
 #include "../src/base/fs.h"
 #include "../src/config/config.h"
+#include "../src/session/maintenance.h"
 #include "../src/session/sessions.h"
 #include "../src/session/store_index.h"
 #include "../src/session/transcript.h"
@@ -21,7 +23,7 @@
 #define T0     1800000000000LL
 #define DAY_MS (24LL * 3600 * 1000)
 
-static char logged[4096];
+static char logged[65536];
 
 static void collect(void *ctx, cm_log_level lv, const char *msg)
 {
@@ -246,6 +248,75 @@ TEST(session_maintenance_warn_keeps_everything_and_warns)
     cm_session_store_release(&s);
     free(dir);
     free(path);
+}
+
+/* The reference for the warning: the store's keys sorted newest first by
+ * a stable sort (ties, and entries without updatedAt, in the store's order). */
+typedef struct ref_key {
+    const char *key;
+    double at;
+    size_t pos;
+} ref_key;
+
+static int ref_newest_first(const void *a, const void *b)
+{
+    const ref_key *x = a, *y = b;
+    if (x->at != y->at) return x->at < y->at ? 1 : -1;
+    return x->pos < y->pos ? -1 : 1;
+}
+
+/* Which active sessions the warning names as beyond maxEntries: exactly
+ * those a stable sort of the store puts at maxEntries or later, with many
+ * equal times and entries without one, for every maxEntries. */
+TEST(session_maintenance_warn_names_the_capped_as_a_sort_does)
+{
+    json_t *st = json_object(), *active = json_object();
+    ref_key k[240];
+    unsigned r = 7;
+    for (size_t i = 0; i < 240; i++) {
+        char key[32], id[32];
+        snprintf(key, sizeof key, "agent:main:k%zu", i);
+        snprintf(id, sizeof id, "id%zu", i);
+        r = r * 1103515245u + 12345u;
+        int64_t at = (r >> 16) % 9 == 0 ? 0 : T0 + (int64_t)((r >> 16) % 12) * 1000;
+        entry(st, key, id, at);
+        if (i % 3 == 0) json_object_set_new(active, key, json_true());
+    }
+    size_t i = 0;
+    const char *key;
+    json_t *e;
+    json_object_foreach(st, key, e)
+    {
+        json_t *u = json_object_get(e, "updatedAt");
+        k[i] = (ref_key){key, u ? (double)json_integer_value(u) : -INFINITY, i};
+        i++;
+    }
+    qsort(k, 240, sizeof *k, ref_newest_first);
+    static const int64_t maxes[] = {1, 2, 17, 20, 100, 150, 219, 239};
+    for (size_t m = 0; m < sizeof maxes / sizeof *maxes; m++) {
+        cm_session_maint mt;
+        cm_session_maint_defaults(&mt);
+        mt.enforce = false;
+        mt.max_entries = maxes[m];
+        mt.prune_after_ms = 1000LL * DAY_MS;
+        cm_logger lg = {collect, NULL};
+        maint_result res;
+        logged[0] = 0;
+        EXPECT_INT(cm_session_maint_entries(st, &mt, T0, active, &lg, &res), CM_OK);
+        cm_session_maint_result_release(&res);
+        for (size_t j = 0; j < 240; j++) {
+            if (!json_object_get(active, k[j].key)) continue;
+            char line[96];
+            snprintf(line, sizeof line, "(%s: beyond maxEntries;", k[j].key);
+            bool named = strstr(logged, line) != NULL;
+            if (named != (j >= (size_t)maxes[m]))
+                fprintf(stderr, "  maxEntries %lld: %s at %zu named %d\n", (long long)maxes[m],
+                        k[j].key, j, named);
+            EXPECT(named == (j >= (size_t)maxes[m]));
+        }
+    }
+    json_decref(st);
+    json_decref(active);
 }
 
 TEST(session_store_parses_once_and_sees_another_process)

@@ -52,6 +52,64 @@ static keyed *sorted_keys(const json_t *store, size_t *n)
     return k;
 }
 
+/* The value at index k of v[0..n) ordered largest first (v reordered):
+ * a selection (Hoare's partition), O(n) on average. 0 <= k < n. */
+static double kth_largest(double *v, long n, long k)
+{
+    long lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double p = v[lo + (hi - lo) / 2];
+        long i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] > p)
+                i++;
+            while (v[j] < p)
+                j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break; /* v[k] == p */
+    }
+    return v[k];
+}
+
+/* The keys of active that sorted_keys puts at index max or later (n > max),
+ * set in capped, without sorting the store: t, the time at index max, by
+ * selection; then newer entries are before it, older ones after, and the
+ * entries at t in the store's order (the sort is stable) from index
+ * (the count of newer ones) on. */
+static cm_rc capped_active(const json_t *store, size_t max, const json_t *active, json_t *capped)
+{
+    size_t n = json_object_size(store), i = 0;
+    double *v = malloc((n + 1) * sizeof *v);
+    const char *key;
+    json_t *e;
+    if (!v) return CM_ENOMEM;
+    json_object_foreach((json_t *)store, key, e)
+        v[i++] = updated_of(e, -INFINITY);
+    double t = kth_largest(v, (long)n, (long)max);
+    free(v);
+    size_t newer = 0, ties = 0;
+    json_object_foreach((json_t *)store, key, e)
+        if (updated_of(e, -INFINITY) > t) newer++;
+    json_object_foreach((json_t *)store, key, e)
+    {
+        double at = updated_of(e, -INFINITY);
+        bool cap = at < t || (at == t && newer + ties++ >= max);
+        if (cap && json_object_get(active, key) && json_object_set_new(capped, key, json_true()))
+            return CM_ENOMEM;
+    }
+    return CM_OK;
+}
+
 static cm_rc remove_entry(json_t *store, const char *key, maint_result *r)
 {
     json_t *e = json_object_get(store, key);
@@ -74,14 +132,10 @@ cm_rc cm_session_maint_entries(json_t *store, const cm_session_maint *m, int64_t
         /* warn: would a session being written be evicted? */
         json_t *capped = json_object();
         if (!capped) return CM_ENOMEM;
-        if ((int64_t)n > m->max_entries && json_object_size(active)) {
-            if (!(k = sorted_keys(store, &n))) {
-                json_decref(capped);
-                return CM_ENOMEM;
-            }
-            for (size_t i = (size_t)m->max_entries; i < n; i++)
-                if (json_object_get(active, k[i].key))
-                    json_object_set_new(capped, k[i].key, json_true());
+        if ((int64_t)n > m->max_entries && json_object_size(active) &&
+            capped_active(store, (size_t)m->max_entries, active, capped)) {
+            json_decref(capped);
+            return CM_ENOMEM;
         }
         const char *key;
         json_t *v;
