@@ -2,9 +2,13 @@
  * test_base.c — buf, UTF-8, SHA-256 and the JSON5 reader.
  */
 #include <jansson.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../src/base/fs.h"
 #include "../src/base/json5.h"
+#include "../src/base/lockfile.h"
 #include "../src/base/sha256.h"
 #include "../src/base/suggest.h"
 #include "../src/base/utf8.h"
@@ -407,4 +411,72 @@ TEST(suggest_edit_distance_and_closest)
     cm_suggest_add_list(&s, "inbox|index|indy");
     EXPECT(cm_suggest_result(&s, out, sizeof out));
     EXPECT_STR(out, "index");
+}
+
+/* The start time (field 22 of /proc/self/stat) of this process, or -1. */
+static long long self_starttime(void)
+{
+    char text[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    char *p = strrchr(text, ')');
+    if (!p) return -1;
+    p++;
+    for (int field = 3; field < 22 && *p; field++) {
+        while (*p == ' ')
+            p++;
+        while (*p && *p != ' ')
+            p++;
+    }
+    return strtoll(p, NULL, 10);
+}
+
+/* The sidecar of a lock taken on path names this process: its pid and
+ * starttime (1: yes, 0: no). */
+static int sidecar_names_me(const char *path)
+{
+    lockfile l;
+    char err[256], side[4200];
+    if (cm_lockfile_take(&l, path, LOCKFILE_APPEND, NULL, err, sizeof err)) return 0;
+    snprintf(side, sizeof side, "%s.lock", path);
+    json_t *j = json_load_file(side, 0, NULL);
+    int ok = json_integer_value(json_object_get(j, "pid")) == (json_int_t)getpid() &&
+             json_integer_value(json_object_get(j, "starttime")) == self_starttime();
+    json_decref(j);
+    cm_lockfile_release(&l);
+    return ok;
+}
+
+/* The sidecar's starttime is the writer's own, also in a child forked
+ * after the parent took a lock (the value is kept per process). */
+TEST(lockfile_sidecar_names_the_process_also_after_fork)
+{
+    char *dir = tmp_dir();
+    buf a = BUF_INIT, b = BUF_INIT;
+    cm_fs_join(&a, dir, "a.jsonl");
+    cm_fs_join(&b, dir, "b.jsonl");
+    EXPECT(sidecar_names_me(a.data));
+    EXPECT(sidecar_names_me(a.data));
+    /* a child forked two clock ticks after this process started has
+     * another starttime: wait until then (ticks since boot) */
+    long hz = sysconf(_SC_CLK_TCK);
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_BOOTTIME, &now);
+        long long ticks = (long long)now.tv_sec * hz + (long long)now.tv_nsec * hz / 1000000000;
+        if (ticks >= self_starttime() + 2) break;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        _exit(sidecar_names_me(b.data) ? 0 : 1);
+    }
+    int status = 0;
+    EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    cm_buf_release(&a);
+    cm_buf_release(&b);
 }

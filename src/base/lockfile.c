@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -39,6 +40,20 @@ static long long proc_starttime(long pid)
     char *end;
     long long v = strtoll(p, &end, 10);
     return end != p ? v : -1;
+}
+
+/* proc_starttime of this process, read once per pid (a fork reads its
+ * own): it never changes while the process lives. */
+static long long own_starttime(void)
+{
+    static _Atomic long long cached_pid = -1, cached_start = -1;
+    long pid = (long)getpid();
+    if (atomic_load(&cached_pid) == pid) return atomic_load(&cached_start);
+    long long start = proc_starttime(pid);
+    atomic_store(&cached_pid, -1); /* no reader takes a half-written pair */
+    atomic_store(&cached_start, start);
+    atomic_store(&cached_pid, pid);
+    return start;
 }
 
 /* Whether pid names a live process that is not a zombie. */
@@ -199,7 +214,7 @@ cm_rc cm_lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const 
     gmtime_r(&secs, &tm);
     size_t w = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(when + w, sizeof when - w, ".%03dZ", (int)(now % 1000));
-    long long start = proc_starttime((long)getpid());
+    long long start = own_starttime();
     int blen =
         start >= 0
             ? snprintf(body, sizeof body,
