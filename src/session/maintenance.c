@@ -83,31 +83,57 @@ static double kth_largest(double *v, long n, long k)
 
 /* The keys of active that sorted_keys puts at index max or later (n > max),
  * set in capped, without sorting the store: t, the time at index max, by
- * selection; then newer entries are before it, older ones after, and the
+ * selection; newer entries are before it, older ones after, and the
  * entries at t in the store's order (the sort is stable) from index
- * (the count of newer ones) on. */
+ * (the count of newer ones) on. One pass over the store, the rest over
+ * arrays and the (few) active keys. */
 static cm_rc capped_active(const json_t *store, size_t max, const json_t *active, json_t *capped)
 {
+    cm_rc rc = CM_OK;
     size_t n = json_object_size(store), i = 0;
-    double *v = malloc((n + 1) * sizeof *v);
+    double *at = malloc((n + 1) * sizeof *at), *v = malloc((n + 1) * sizeof *v);
+    const char **keys = malloc((n + 1) * sizeof *keys);
     const char *key;
     json_t *e;
-    if (!v) return CM_ENOMEM;
-    json_object_foreach((json_t *)store, key, e)
-        v[i++] = updated_of(e, -INFINITY);
-    double t = kth_largest(v, (long)n, (long)max);
-    free(v);
-    size_t newer = 0, ties = 0;
-    json_object_foreach((json_t *)store, key, e)
-        if (updated_of(e, -INFINITY) > t) newer++;
+    if (!at || !v || !keys) {
+        rc = CM_ENOMEM;
+        goto out;
+    }
     json_object_foreach((json_t *)store, key, e)
     {
-        double at = updated_of(e, -INFINITY);
-        bool cap = at < t || (at == t && newer + ties++ >= max);
-        if (cap && json_object_get(active, key) && json_object_set_new(capped, key, json_true()))
-            return CM_ENOMEM;
+        keys[i] = key;
+        at[i] = v[i] = updated_of(e, -INFINITY);
+        i++;
     }
-    return CM_OK;
+    double t = kth_largest(v, (long)n, (long)max);
+    size_t newer = 0, ties = 0;
+    bool tied_active = false;
+    for (i = 0; i < n; i++)
+        newer += at[i] > t;
+    json_object_foreach((json_t *)active, key, e)
+    {
+        json_t *se = json_object_get(store, key);
+        if (!se) continue;
+        double a = updated_of(se, -INFINITY);
+        if (a == t) tied_active = true;
+        if (a < t && json_object_set_new(capped, key, json_true())) {
+            rc = CM_ENOMEM;
+            goto out;
+        }
+    }
+    for (i = 0; tied_active && i < n; i++) {
+        if (at[i] != t) continue;
+        if (newer + ties++ >= max && json_object_get(active, keys[i]) &&
+            json_object_set_new(capped, keys[i], json_true())) {
+            rc = CM_ENOMEM;
+            goto out;
+        }
+    }
+out:
+    free(at);
+    free(v);
+    free(keys);
+    return rc;
 }
 
 static cm_rc remove_entry(json_t *store, const char *key, maint_result *r)
