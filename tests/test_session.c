@@ -234,6 +234,125 @@ static int appender(const char *path, int n, int who)
     return 0;
 }
 
+/* The records of path with their ids and parents checked as a chain
+ * (each parentId the previous record's id, null after the header), then
+ * removed: what is left compares across two files. NULL when the chain
+ * is broken. */
+static json_t *unchained(const char *path)
+{
+    json_t *all = read_all(path), *out = json_array();
+    const char *prev = NULL;
+    size_t i;
+    json_t *lr;
+    json_array_foreach(all, i, lr)
+    {
+        json_t *r = json_deep_copy(json_array_get(lr, 1));
+        if (i > 0) {
+            const char *parent = json_string_value(json_object_get(r, "parentId"));
+            if (!json_is_string(json_object_get(r, "id")) ||
+                (prev ? !parent || strcmp(parent, prev) : !json_is_null(json_object_get(r, "parentId")))) {
+                json_decref(r);
+                json_decref(out);
+                out = NULL;
+                break;
+            }
+            prev = json_string_value(json_object_get(json_array_get(lr, 1), "id"));
+            json_object_del(r, "id");
+            json_object_del(r, "parentId");
+        }
+        json_array_append_new(out, r);
+    }
+    json_decref(all);
+    return out;
+}
+
+/* A turn's records in one append (cm_transcript_note_turn, the context read
+ * whole) are the records the model notes and the per-message appends wrote
+ * (same types, fields, timestamps, a parent chain): at a session's start
+ * (no file yet), on later turns, after a /think change; and append_all
+ * cuts a torn last line and chains from the last complete record. */
+TEST(session_transcript_turn_records_in_one_append)
+{
+    char *d = tmp_dir();
+    buf a = BUF_INIT, b = BUF_INIT;
+    cm_fs_join(&a, d, "old.jsonl");
+    cm_fs_join(&b, d, "new.jsonl");
+    char err[256];
+    const char *levels[] = {"off", "off", "high", "high"};
+    for (int turn = 0; turn < 4; turn++) {
+        int64_t now = T0 + turn * 1000;
+        transcript_model m = {"openai", "gpt-x", "openai-completions", levels[turn]};
+        json_t *msgs = json_pack("[o,o]", cm_transcript_user_message("hi", now),
+                                 cm_transcript_assistant_message("hello", "openai-completions",
+                                                                 "openai", "gpt-x", "stop", now));
+        /* the old way: the model records, then one append per message */
+        EXPECT_INT(cm_transcript_note_model(a.data, "s", "/w", &m, NULL, now, err, sizeof err),
+                   CM_OK);
+        size_t i;
+        json_t *msg;
+        json_array_foreach(msgs, i, msg)
+        {
+            json_t *f = json_pack("{s:O}", "message", msg);
+            EXPECT_INT(cm_transcript_append(a.data, "s", "/w", "message", f, now, NULL, err,
+                                            sizeof err),
+                       CM_OK);
+            json_decref(f);
+        }
+        /* the new: the context read whole (no file: none), one append */
+        json_t *recent = json_array();
+        json_t *all = turn ? read_all(b.data) : json_array();
+        json_t *lr;
+        json_array_foreach(all, i, lr)
+            json_array_append(recent, json_array_get(lr, 1));
+        json_decref(all);
+        EXPECT_INT(cm_transcript_note_turn(b.data, "s", "/w", &m, recent, true, msgs, now, err,
+                                           sizeof err),
+                   CM_OK);
+        json_decref(recent);
+        json_decref(msgs);
+        json_t *ua = unchained(a.data), *ub = unchained(b.data);
+        EXPECT(ua && ub);
+        EXPECT(json_equal(ua, ub));
+        json_decref(ua);
+        json_decref(ub);
+    }
+    /* 1 header + model_change, thinking, snapshot + 2 + 2 + thinking + 2 + 2 */
+    json_t *all = read_all(b.data);
+    EXPECT_INT(json_array_size(all), 1 + 3 + 2 + 2 + 1 + 2 + 2);
+    json_decref(all);
+    /* no model reached: the messages alone; a torn line cut, the chain kept */
+    FILE *f = fopen(b.data, "a");
+    fputs("{\"type\":\"message\",\"id\":\"torn", f);
+    fclose(f);
+    json_t *msgs = json_pack("[o]", cm_transcript_user_message("again", T0 + 9000));
+    EXPECT_INT(cm_transcript_note_turn(b.data, "s", "/w", NULL, NULL, false, msgs, T0 + 9000, err,
+                                       sizeof err),
+               CM_OK);
+    json_decref(msgs);
+    json_t *ub = unchained(b.data);
+    EXPECT(ub != NULL);
+    EXPECT_INT(json_array_size(ub), 1 + 3 + 2 + 2 + 1 + 2 + 2 + 1);
+    json_decref(ub);
+    /* append_all: n records, id_out the last one's; n == 0 writes nothing */
+    json_t *f1 = json_pack("{s:s}", "summary", "one"), *f2 = json_pack("{s:s}", "summary", "two");
+    transcript_entry e[2] = {{"custom", f1}, {"custom", f2}};
+    char last[40];
+    struct stat st0, st1;
+    EXPECT(stat(b.data, &st0) == 0);
+    EXPECT_INT(cm_transcript_append_all(b.data, "s", "/w", e, 0, T0, last, err, sizeof err), CM_OK);
+    EXPECT(stat(b.data, &st1) == 0 && st1.st_size == st0.st_size);
+    EXPECT_INT(cm_transcript_append_all(b.data, "s", "/w", e, 2, T0, last, err, sizeof err), CM_OK);
+    all = read_all(b.data);
+    json_t *lastrec = json_array_get(json_array_get(all, json_array_size(all) - 1), 1);
+    EXPECT_STR(json_string_value(json_object_get(lastrec, "id")), last);
+    EXPECT_STR(json_string_value(json_object_get(lastrec, "summary")), "two");
+    json_decref(all);
+    json_decref(f1);
+    json_decref(f2);
+    cm_buf_release(&a);
+    cm_buf_release(&b);
+}
+
 TEST(session_transcript_concurrent_appends_and_kill9)
 {
     char *d = tmp_dir();
