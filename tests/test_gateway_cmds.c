@@ -16,8 +16,9 @@
 
 #include "../src/agent/session_cmds.h"
 #include "../src/base/fs.h"
-#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/channels/telegram.h"
 #include "../src/gateway/core/runtime.h"
+#include "../src/gateway/gateway_int.h"
 #include "../src/session/sessions.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"

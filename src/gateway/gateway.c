@@ -21,6 +21,7 @@
 #include "gateway_int.h"
 #include "control/gw_ws.h"
 #include "channels/http_channel.h"
+#include "channels/telegram.h"
 #include "core/runtime.h"
 
 /* ---- the agents ------------------------------------------------------------ */

@@ -6,7 +6,9 @@
  * from a table of handlers: S_commands), the session's queue actions, followup turns
  * when their delay is over, and the ready list the workers take jobs from.
  */
-#include "runtime_int.h"
+#include "dispatch.h"
+#include "deliver.h"
+#include "jobs.h"
 #include "commands.h"
 #include "../../session/keys.h"
 #include "../../session/sessions.h"
