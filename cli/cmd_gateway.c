@@ -144,8 +144,10 @@ int cmd_gateway(const cm_options *base, int argc, char **argv)
     }
     fflush(stdout);
     int sig = 0;
-    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-        ; /* no reload: keep running */
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+        fprintf(stderr, "clawmem: gateway: SIGHUP: reloading the config\n");
+        cm_gateway_reload(g); /* runs on the gateway's reloader thread; logged there */
+    }
     fprintf(stderr, "clawmem: gateway: %s: draining\n", sig == SIGINT ? "interrupt" : "SIGTERM");
     int all = cm_gateway_drain(g, (int)drain_ms);
     if (!all)
