@@ -1185,14 +1185,27 @@ TEST(gateway_run_interrupt_aborts_a_run_still_waiting_for_a_worker)
     world_stop(&w);
 }
 
-static void S_stop_cancels(const char *stop_text)
+/* debounce_ms > 0: messages.inbound.debounceMs, each message's batch let
+ * go by the fake clock (the abort words are debounced like any text). */
+static void S_stop_cancels_after(const char *stop_text, int64_t debounce_ms)
 {
     world w;
-    if (!world_start(&w, NULL)) return;
+    char extra[128];
+    snprintf(extra, sizeof extra, "{\"messages\":{\"inbound\":{\"debounceMs\":%lld}}}",
+             (long long)debounce_ms);
+    if (!world_start(&w, extra)) return;
     fake_push(w.fs, FAKE_HANG, 0, -1);
     EXPECT_INT(post_text(&w, "judy", "j1", "a long question"), 202);
+    if (debounce_ms) {
+        t_advance(debounce_ms + 1);
+        cm_gw_runtime_tick(w.rt);
+    }
     EXPECT(wait_calls(&w, 1));
     EXPECT_INT(post_text(&w, "judy", "j2", stop_text), 202);
+    if (debounce_ms) {
+        t_advance(debounce_ms + 1);
+        cm_gw_runtime_tick(w.rt);
+    }
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 1);
     json_t *r = t_replies(w.addr, "judy");
@@ -1204,6 +1217,11 @@ static void S_stop_cancels(const char *stop_text)
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
     world_stop(&w);
+}
+
+static void S_stop_cancels(const char *stop_text)
+{
+    S_stop_cancels_after(stop_text, 0);
 }
 
 /* The session's entry in sessions.json, or NULL. */
@@ -1300,6 +1318,13 @@ TEST(gateway_run_stop_cancels_the_running_call)
 TEST(gateway_run_abort_word_cancels_the_running_call)
 {
     S_stop_cancels("Stop!");
+}
+
+/* debounced, it is still its sender's command: the batch carries the
+ * sender's command authorization to the gate */
+TEST(gateway_run_debounced_abort_word_still_cancels)
+{
+    S_stop_cancels_after("stop", 500);
 }
 
 TEST(gateway_run_steer_lands_in_the_next_model_request)

@@ -27,7 +27,8 @@ typedef struct gw_pre {
     cm_rc access_rc;
     char access_err[256];
     gw_access_result ar;
-    bool reset; /* m is an allowed /new or /reset: reset_rc its reset's outcome */
+    bool reset; /* m is a /new or /reset from a sender authorized for commands:
+                   reset_rc its reset's outcome */
     cm_rc reset_rc;
     gw_qsave qsave; /* set under mu by a /queue command */
 } gw_pre;

@@ -94,6 +94,7 @@ typedef struct gw_waiter {
 typedef struct gw_dkey {
     char *key;
     gw_ids ids;
+    bool commands; /* its sender may use commands (gw_access_result.commands) */
     struct gw_dkey *next;
 } gw_dkey;
 
