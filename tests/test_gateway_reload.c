@@ -90,7 +90,8 @@ TEST(gw_reload_settings_default_hybrid_300)
     EXPECT_INT(m, GW_RELOAD_HYBRID);
     EXPECT_INT(d, GW_RELOAD_DEBOUNCE_MS);
     EXPECT_INT(GW_RELOAD_DEBOUNCE_MS, 300);
-    json_t *j = json_loads("{\"gateway\":{\"reload\":{\"mode\":\"off\",\"debounceMs\":0}}}", 0, NULL);
+    json_t *j =
+        json_loads("{\"gateway\":{\"reload\":{\"mode\":\"off\",\"debounceMs\":0}}}", 0, NULL);
     cm_rtcfg *c = NULL;
     char err[256];
     EXPECT_INT(cm_rtcfg_from_json(j, &c, err, sizeof err), CM_OK);

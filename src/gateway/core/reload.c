@@ -49,10 +49,9 @@ static const struct {
 };
 
 /* A channel's keys that its connection reads when it is opened at start. */
-static const char *const S_chan_wire[] = {"botToken",   "tokenFile",     "apiRoot",
-                                          "apiBaseUrl", "enabled",       "proxy",
-                                          "webhookUrl", "webhookSecret", "webhookPath",
-                                          "network"};
+static const char *const S_chan_wire[] = {"botToken",    "tokenFile", "apiRoot",    "apiBaseUrl",
+                                          "enabled",     "proxy",     "webhookUrl", "webhookSecret",
+                                          "webhookPath", "network"};
 
 static bool S_under(const char *path, const char *prefix)
 {
@@ -79,8 +78,7 @@ static gw_reload_kind S_chan_kind(const char *path)
     }
     size_t n = strcspn(key, ".");
     for (size_t i = 0; i < ARRAY_LEN(S_chan_wire); i++)
-        if (strlen(S_chan_wire[i]) == n && !strncmp(key, S_chan_wire[i], n))
-            return GW_RKEY_RESTART;
+        if (strlen(S_chan_wire[i]) == n && !strncmp(key, S_chan_wire[i], n)) return GW_RKEY_RESTART;
     return GW_RKEY_HOT;
 }
 
@@ -123,7 +121,8 @@ static cm_rc S_diff(const json_t *a, const json_t *b, buf *path, gw_reload_plan 
         const json_t *v;
         for (int side = 0; side < 2; side++) {
             const json_t *o = side ? b : a, *other = side ? a : b;
-            json_object_foreach ((json_t *)o, k, v) {
+            json_object_foreach((json_t *)o, k, v)
+            {
                 if (side && json_object_get(other, k)) continue; /* seen from a */
                 if ((len && cm_buf_adds(path, ".")) || cm_buf_adds(path, k)) return CM_ENOMEM;
                 cm_rc rc = S_diff(json_object_get(a, k), json_object_get(b, k), path, p);
@@ -162,8 +161,8 @@ void cm_gw_reload_settings(const cm_rtcfg *cfg, gw_reload_mode *mode, int64_t *d
 {
     int m = cfg ? cfg->gateway.reload_mode : -1;
     int64_t d = cfg ? cfg->gateway.reload_debounce_ms : CM_RT_UNSET;
-    *mode = m >= CM_RT_RELOAD_OFF && m <= CM_RT_RELOAD_HYBRID ? (gw_reload_mode)m
-                                                              : GW_RELOAD_HYBRID;
+    *mode =
+        m >= CM_RT_RELOAD_OFF && m <= CM_RT_RELOAD_HYBRID ? (gw_reload_mode)m : GW_RELOAD_HYBRID;
     *debounce_ms = d >= 0 ? d : GW_RELOAD_DEBOUNCE_MS;
 }
 
@@ -294,6 +293,7 @@ static bool S_events_match(gw_reloader *r, const char *ev, ssize_t n)
     bool hit = false;
     for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
         const struct inotify_event *e = (const struct inotify_event *)(ev + off);
+        if (e->mask & IN_Q_OVERFLOW) hit = true; /* events lost: one of them may be ours */
         for (size_t i = 0; i < r->nw && e->len; i++)
             if (e->wd == r->w[i].wd && !strcmp(e->name, r->w[i].name)) hit = true;
         off += (ssize_t)sizeof *e + e->len;
