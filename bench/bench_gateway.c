@@ -49,6 +49,7 @@
 #include "../src/session/transcript.h"
 #include "../src/gateway/channels/http_channel.h"
 #include "../src/gateway/core/runtime.h"
+#include "../src/gateway/gateway_int.h"
 #include "../src/net/httpd.h"
 
 #define CLIENTS 8

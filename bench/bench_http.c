@@ -8,7 +8,7 @@
  */
 #include <stdatomic.h>
 
-#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/channels/telegram.h"
 #include "../src/llm/llm.h"
 #include "../src/net/transfer.h"
 #include "../tests/fake_telegram.h"

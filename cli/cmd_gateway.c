@@ -1,9 +1,9 @@
 /*
  * cmd_gateway.c — `clawmem gateway [run]`: the gateway in the foreground
  * until SIGTERM or SIGINT, which drain it (no new message accepted, queued
- * and running turns finished, exit 0); `clawmem gateway status`: whether
- * one runs on the state dir, its channels, sessions with active runs, queue
- * depths and the journal backlog.
+ * and running turns finished, exit 0), SIGHUP reloading its config;
+ * `clawmem gateway status`: whether one runs on the state dir, its channels,
+ * sessions with active runs, queue depths and the journal backlog.
  */
 #include <jansson.h>
 #include <signal.h>
@@ -22,6 +22,7 @@ const char usage_gateway[] =
     "gateway.port (18789) unless --listen says otherwise. Every accepted message is\n"
     "journaled (<stateDir>/gateway/journal.jsonl) and answered after a crash. SIGTERM or\n"
     "Ctrl-C drains: nothing new is accepted (HTTP 503), pending turns finish, then exit 0.\n"
+    "A change to the config file (gateway.reload) or SIGHUP reloads it without a restart.\n"
     "status shows whether a gateway runs, its channels, sessions with active runs or\n"
     "queued messages, and the journal backlog.\n";
 
@@ -144,8 +145,10 @@ int cmd_gateway(const cm_options *base, int argc, char **argv)
     }
     fflush(stdout);
     int sig = 0;
-    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
-        ; /* no reload: keep running */
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP) {
+        fprintf(stderr, "clawmem: gateway: SIGHUP: reloading the config\n");
+        cm_gateway_reload(g); /* runs on the gateway's reloader thread; logged there */
+    }
     fprintf(stderr, "clawmem: gateway: %s: draining\n", sig == SIGINT ? "interrupt" : "SIGTERM");
     int all = cm_gateway_drain(g, (int)drain_ms);
     if (!all)

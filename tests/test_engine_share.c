@@ -11,6 +11,7 @@
 #include "../src/embed/static_model.h"
 #include "../src/engine/engine_int.h"
 #include "../src/gateway/core/runtime.h"
+#include "../src/gateway/gateway_int.h"
 #include "fakeserver.h"
 #include "test.h"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "../src/agent/session_turn.h"
-#include "../src/gateway/core/inbound.h"
+#include "../src/gateway/core/access.h"
 #include "../src/tools/exec.h"
 #include "fakeserver.h"
 #include "test.h"

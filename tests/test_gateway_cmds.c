@@ -16,8 +16,9 @@
 
 #include "../src/agent/session_cmds.h"
 #include "../src/base/fs.h"
-#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/channels/telegram.h"
 #include "../src/gateway/core/runtime.h"
+#include "../src/gateway/gateway_int.h"
 #include "../src/session/sessions.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"
@@ -398,6 +399,53 @@ TEST(gw_cmd_compact_only_for_senders_authorized_for_commands)
                        "?/200k");
     free(r);
     EXPECT_INT(w.si.summaries, 0);
+    cw_stop(&w);
+}
+
+/* /new, /reset, /queue, /stop and the abort words through the same gate as
+ * /compact (2026.3.22's rejectUnauthorizedCommand): from 44 (open group, in
+ * no allowlist) nothing is answered, no model is asked, the session is not
+ * reset, its queue mode not set; 43 (groupAllowFrom) is answered. */
+TEST(gw_cmd_new_queue_stop_only_for_senders_authorized_for_commands)
+{
+    cworld w;
+    if (!cw_start(&w, NULL)) return;
+    const char *key = "agent:main:telegram:group:-5";
+    EXPECT(cw_say(&w, 43, true, "hello"));
+    int sent = cw_sent(&w), asked = w.si.n;
+    EXPECT(asked > 0);
+    json_t *e = cw_entry(&w, key);
+    char *sid = cm_strdup(json_string_value(json_object_get(e, "sessionId")));
+    json_decref(e);
+    EXPECT(sid && *sid);
+    static const char *const refused[] = {"/new", "/reset", "/new hello there", "/reset now",
+                                          "/queue followup", "/queue reset", "/stop", "stop"};
+    for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
+        EXPECT(cw_say(&w, 44, true, refused[i]));
+        if (cw_sent(&w) != sent || w.si.n != asked)
+            test_fail(__FILE__, __LINE__, "%s from an unauthorized sender was answered or run",
+                      refused[i]);
+    }
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "sessionId")), sid); /* not reset */
+    EXPECT(!json_string_value(json_object_get(e, "queueMode")));
+    json_decref(e);
+    /* the same commands from 43 are answered */
+    EXPECT(cw_say(&w, 43, true, "/queue followup"));
+    EXPECT_INT(cw_sent(&w), sent + 1);
+    char *r = cw_last_sent(&w);
+    EXPECT_CONTAINS(r, "Queue mode set to followup");
+    free(r);
+    EXPECT(cw_say(&w, 43, true, "/stop"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, GEAR " Agent was aborted.");
+    free(r);
+    EXPECT(cw_say(&w, 43, true, "/reset"));
+    e = cw_entry(&w, key);
+    const char *nsid = json_string_value(json_object_get(e, "sessionId"));
+    EXPECT(nsid && strcmp(nsid, sid) != 0); /* a new session */
+    json_decref(e);
+    free(sid);
     cw_stop(&w);
 }
 

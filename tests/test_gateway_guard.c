@@ -19,6 +19,7 @@
 #include "../src/base/lockfile.h"
 #include "../src/gateway/channels/http_channel.h"
 #include "../src/gateway/core/runtime.h"
+#include "../src/gateway/gateway_int.h"
 #include "test.h"
 
 /* ---- a channel that keeps what it is asked to send ------------------------ */

@@ -1,11 +1,17 @@
 /*
- * test_gateway_in.c — the gateway's inbound rules (src/gateway/core/inbound.h):
- * dedupe, debounce and access, each from a table of events over a fake clock.
+ * test_gateway_in.c — the gateway's inbound rules (src/gateway/core/ dedupe.h,
+ * debounce.h, access.h, pairing.h, queue.h): dedupe, debounce and access,
+ * each from a table of events over a fake clock.
  */
 #include "test.h"
 
 #include "../src/base/fs.h"
-#include "../src/gateway/core/inbound.h"
+#include "../src/gateway/core/access.h"
+#include "../src/gateway/core/commands.h"
+#include "../src/gateway/core/debounce.h"
+#include "../src/gateway/core/dedupe.h"
+#include "../src/gateway/core/pairing.h"
+#include "../src/gateway/core/queue.h"
 
 #include <ctype.h>
 

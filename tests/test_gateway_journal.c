@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
+#include "../src/gateway/core/dedupe.h"
 #include "../src/gateway/core/journal.h"
 #include "test.h"
 

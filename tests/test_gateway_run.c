@@ -22,9 +22,11 @@
 
 #include "../src/base/fs.h"
 #include "../src/gateway/channels/http_channel.h"
+#include "../src/gateway/core/reload.h"
 #include "../src/gateway/core/runtime.h"
+#include "../src/gateway/gateway_int.h"
 #include "../src/session/sessions.h"
-#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/channels/telegram.h"
 #include "../src/tools/exec.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"
@@ -1183,14 +1185,27 @@ TEST(gateway_run_interrupt_aborts_a_run_still_waiting_for_a_worker)
     world_stop(&w);
 }
 
-static void S_stop_cancels(const char *stop_text)
+/* debounce_ms > 0: messages.inbound.debounceMs, each message's batch let
+ * go by the fake clock (the abort words are debounced like any text). */
+static void S_stop_cancels_after(const char *stop_text, int64_t debounce_ms)
 {
     world w;
-    if (!world_start(&w, NULL)) return;
+    char extra[128];
+    snprintf(extra, sizeof extra, "{\"messages\":{\"inbound\":{\"debounceMs\":%lld}}}",
+             (long long)debounce_ms);
+    if (!world_start(&w, extra)) return;
     fake_push(w.fs, FAKE_HANG, 0, -1);
     EXPECT_INT(post_text(&w, "judy", "j1", "a long question"), 202);
+    if (debounce_ms) {
+        t_advance(debounce_ms + 1);
+        cm_gw_runtime_tick(w.rt);
+    }
     EXPECT(wait_calls(&w, 1));
     EXPECT_INT(post_text(&w, "judy", "j2", stop_text), 202);
+    if (debounce_ms) {
+        t_advance(debounce_ms + 1);
+        cm_gw_runtime_tick(w.rt);
+    }
     EXPECT(settle(&w));
     EXPECT_INT(fake_count(w.fs), 1);
     json_t *r = t_replies(w.addr, "judy");
@@ -1202,6 +1217,11 @@ static void S_stop_cancels(const char *stop_text)
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
     world_stop(&w);
+}
+
+static void S_stop_cancels(const char *stop_text)
+{
+    S_stop_cancels_after(stop_text, 0);
 }
 
 /* The session's entry in sessions.json, or NULL. */
@@ -1298,6 +1318,13 @@ TEST(gateway_run_stop_cancels_the_running_call)
 TEST(gateway_run_abort_word_cancels_the_running_call)
 {
     S_stop_cancels("Stop!");
+}
+
+/* debounced, it is still its sender's command: the batch carries the
+ * sender's command authorization to the gate */
+TEST(gateway_run_debounced_abort_word_still_cancels)
+{
+    S_stop_cancels_after("stop", 500);
 }
 
 TEST(gateway_run_steer_lands_in_the_next_model_request)
@@ -1665,5 +1692,163 @@ TEST(gateway_run_reload_swaps_config_between_turns)
     /* nothing in the runtime holds the old snapshot any more: this unref frees it */
     EXPECT_INT(__atomic_load_n(&held->refs, __ATOMIC_RELAXED), 1);
     cm_rtcfg_unref(held);
+    world_stop(&w);
+}
+
+/* The reloader's log, kept for the tests. */
+typedef struct logbuf {
+    pthread_mutex_t mu;
+    buf text;
+} logbuf;
+static void t_log(void *ctx, cm_log_level level, const char *msg)
+{
+    logbuf *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    cm_buf_printf(&l->text, "%d %s\n", (int)level, msg);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Writes the world's config file again, with extra merged over it (or
+ * text as it is when raw). */
+static void t_rewrite(world *w, const char *extra, const char *raw)
+{
+    char *text = NULL;
+    if (!raw) {
+        json_t *nj = json_deep_copy(w->cfg);
+        json_t *x = json_loads(extra, 0, NULL);
+        json_object_update_recursive(nj, x);
+        text = json_dumps(nj, JSON_INDENT(1));
+        json_decref(x);
+        json_decref(nj);
+    }
+    /* as an editor saves: a whole new file renamed over the old one */
+    write_file(w->dir, "state/quantumclaw.json.new", raw ? raw : text);
+    char *from = cm_strdup(path_in(w->state, "quantumclaw.json.new"));
+    EXPECT_INT(rename(from, path_in(w->state, "quantumclaw.json")), 0);
+    free(from);
+    free(text);
+}
+
+static char *t_reply_text(world *w, const char *peer, size_t i)
+{
+    json_t *r = t_replies(w->addr, peer);
+    const char *t = json_string_value(json_object_get(json_array_get(r, i), "text"));
+    char *s = cm_strdup(t ? t : "(none)");
+    json_decref(r);
+    return s;
+}
+
+/* SIGHUP's path without the thread: the file rewritten, reloaded, and the
+ * next message reads the new messages.responsePrefix; a gateway.* change in
+ * the same write is reported as needing a restart. */
+TEST(gateway_run_reload_file_applies_hot_key_to_next_message)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"responsePrefix\":\"[old]\"}}")) return;
+    logbuf lb = {PTHREAD_MUTEX_INITIALIZER, BUF_INIT};
+    cm_logger lg = {t_log, &lb};
+    gw_reloader_opts ro = {w.rt, {NULL, w.ws, NULL, w.state}, true, {NULL, NULL}, &lg};
+    gw_reloader *r = NULL;
+    char err[1024];
+    EXPECT_INT(cm_gw_reloader_new(&ro, &r, err, sizeof err), CM_OK);
+    fake_push_chat_text(w.fs, "first answer", 50);
+    fake_push_chat_text(w.fs, "second answer", 50);
+    EXPECT_INT(post_text(&w, "ivy", "i1", "one"), 202);
+    EXPECT(settle(&w));
+    t_rewrite(&w, "{\"messages\":{\"responsePrefix\":\"[new]\"},\"gateway\":{\"port\":18999}}",
+              NULL);
+    EXPECT_INT(cm_gw_reloader_apply(r, err, sizeof err), CM_OK);
+    EXPECT_INT(post_text(&w, "ivy", "i2", "two"), 202);
+    EXPECT(settle(&w));
+    char *t0 = t_reply_text(&w, "ivy", 0), *t1 = t_reply_text(&w, "ivy", 1);
+    EXPECT_STR(t0, "[old] first answer");
+    EXPECT_STR(t1, "[new] second answer");
+    free(t0);
+    free(t1);
+    EXPECT_CONTAINS(lb.text.data, "config hot reload applied (messages.responsePrefix)");
+    EXPECT_CONTAINS(lb.text.data, "requires gateway restart for: gateway.port");
+    cm_gw_reloader_free(r);
+    cm_buf_release(&lb.text);
+    world_stop(&w);
+}
+
+/* A file broken on reload: the error names file:line:column, nothing
+ * changes (the runtime keeps the very snapshot it had), and the next
+ * message still reads the old value. */
+TEST(gateway_run_reload_broken_file_keeps_old_snapshot)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"responsePrefix\":\"[old]\"}}")) return;
+    logbuf lb = {PTHREAD_MUTEX_INITIALIZER, BUF_INIT};
+    cm_logger lg = {t_log, &lb};
+    gw_reloader_opts ro = {w.rt, {NULL, w.ws, NULL, w.state}, true, {NULL, NULL}, &lg};
+    gw_reloader *r = NULL;
+    char err[1024];
+    EXPECT_INT(cm_gw_reloader_new(&ro, &r, err, sizeof err), CM_OK);
+    cm_rtcfg *before = cm_gw_runtime_config(w.rt);
+    t_rewrite(&w, NULL, "{\n  \"messages\": {\"responsePrefix\": \"[new]\",,}\n}\n");
+    EXPECT_INT(cm_gw_reloader_apply(r, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "quantumclaw.json:2:");
+    EXPECT_CONTAINS(lb.text.data, "config reload skipped (invalid config): ");
+    EXPECT_CONTAINS(lb.text.data, "quantumclaw.json:2:");
+    /* a value of the wrong kind is refused the same way */
+    t_rewrite(&w, NULL, "{\"messages\": {\"responsePrefix\": \"[new]\", \"queue\": {\"cap\": -3}}}");
+    EXPECT_INT(cm_gw_reloader_apply(r, err, sizeof err), CM_ECONFIG);
+    EXPECT_CONTAINS(err, "messages.queue.cap");
+    /* a file gone (an editor between delete and write) is not a reload to defaults */
+    unlink(path_in(w.state, "quantumclaw.json"));
+    EXPECT_INT(cm_gw_reloader_apply(r, err, sizeof err), CM_ENOTFOUND);
+    cm_rtcfg *after = cm_gw_runtime_config(w.rt);
+    EXPECT(after == before);
+    cm_rtcfg_unref(after);
+    cm_rtcfg_unref(before);
+    /* a good file again for the agent opened by the next message (its own
+     * load), not reloaded: the runtime still reads the old snapshot */
+    t_rewrite(&w, "{\"messages\":{\"responsePrefix\":\"[not reloaded]\"}}", NULL);
+    fake_push_chat_text(w.fs, "an answer", 50);
+    EXPECT_INT(post_text(&w, "ivy", "i1", "one"), 202);
+    EXPECT(settle(&w));
+    char *t0 = t_reply_text(&w, "ivy", 0);
+    EXPECT_STR(t0, "[old] an answer");
+    free(t0);
+    cm_gw_reloader_free(r);
+    cm_buf_release(&lb.text);
+    world_stop(&w);
+}
+
+/* The reloader's thread: a write to the watched file is applied after the
+ * debounce (gateway.reload.debounceMs, here 0), and with mode "off" a
+ * request (SIGHUP's) still reloads. */
+TEST(gateway_run_reload_watch_and_request_on_the_thread)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"responsePrefix\":\"[old]\"},"
+                         "\"gateway\":{\"reload\":{\"debounceMs\":0}}}"))
+        return;
+    const char *file = cm_strdup(path_in(w.state, "quantumclaw.json"));
+    gw_reloader_opts ro = {w.rt, {NULL, w.ws, NULL, w.state}, true, {file, NULL}, NULL};
+    gw_reloader *r = NULL;
+    char err[1024];
+    EXPECT_INT(cm_gw_reloader_new(&ro, &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_reloader_start(r, err, sizeof err), CM_OK);
+    t_rewrite(&w, "{\"messages\":{\"responsePrefix\":\"[watched]\"}}", NULL);
+    EXPECT(cm_gw_reloader_wait(r, 1, 10000));
+    cm_rtcfg *c = cm_gw_runtime_config(w.rt);
+    EXPECT_STR(c->messages.response_prefix, "[watched]");
+    cm_rtcfg_unref(c);
+    /* mode off: the watch ignores writes; a request reloads */
+    t_rewrite(&w, "{\"messages\":{\"responsePrefix\":\"[off]\"},\"gateway\":{\"reload\":{\"mode\":\"off\"}}}",
+              NULL);
+    EXPECT(cm_gw_reloader_wait(r, 2, 10000));
+    uint64_t n = cm_gw_reloader_count(r);
+    t_rewrite(&w, "{\"messages\":{\"responsePrefix\":\"[ignored]\"},\"gateway\":{\"reload\":{\"mode\":\"off\"}}}",
+              NULL);
+    cm_gw_reloader_request(r); /* after the write: the request reads it */
+    EXPECT(cm_gw_reloader_wait(r, n + 1, 10000));
+    c = cm_gw_runtime_config(w.rt);
+    EXPECT_STR(c->messages.response_prefix, "[ignored]");
+    cm_rtcfg_unref(c);
+    cm_gw_reloader_free(r);
+    free((char *)file);
     world_stop(&w);
 }

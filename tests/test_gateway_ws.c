@@ -16,7 +16,7 @@
 
 #include "../include/clawmem.h"
 #include "../src/base/sha256.h"
-#include "../src/gateway/core/inbound.h"
+#include "../src/gateway/core/pairing.h"
 #include "../src/net/wsframe.h"
 #include "fakeserver.h"
 #include "test.h"

@@ -10,7 +10,8 @@
 
 #include "../src/config/config.h"
 #include "../src/gateway/channels/feel.h"
-#include "../src/gateway/core/inbound.h"
+#include "../src/gateway/core/debounce.h"
+#include "../src/gateway/core/queue.h"
 #include "../src/gateway/core/runtime.h"
 #include "../src/gateway/shaping/reply.h"
 #include "test.h"
@@ -172,7 +173,7 @@ TEST(rtcfg_defaults_are_2026_3_22s)
     EXPECT_INT(q.debounce_ms, 1000);
     EXPECT_INT(q.cap, 20);
     EXPECT_INT(q.drop, GW_QDROP_SUMMARIZE);
-    /* clawmem's deliberate 2000 (inbound.h: 2026.3.22's docs; its code says 0) */
+    /* clawmem's deliberate 2000 (debounce.h: 2026.3.22's docs; its code says 0) */
     EXPECT_INT(cm_gw_debounce_ms(r, "telegram"), GW_DEBOUNCE_MS_DEFAULT);
     int64_t iv = 0;
     EXPECT_INT(cm_gw_typing_mode(r, false, false, &iv), GW_TYPING_INSTANT);

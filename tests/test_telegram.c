@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
-#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/channels/telegram.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"
 #include "test.h"

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/channels/telegram.h"
 #include "../src/gateway/channels/feel.h"
 #include "../src/gateway/channels/preview.h"
 #include "../src/gateway/core/runtime.h"

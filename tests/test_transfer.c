@@ -7,7 +7,7 @@
  */
 #include <pthread.h>
 
-#include "../src/gateway/channels/channel.h"
+#include "../src/gateway/channels/telegram.h"
 #include "../src/llm/llm.h"
 #include "../src/net/http_headers.h"
 #include "../src/net/http_retry.h"

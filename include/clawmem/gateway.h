@@ -54,6 +54,14 @@ const char *cm_gateway_address(const cm_gateway *g);
  * left stays journaled for the next start), else 0. */
 int cm_gateway_drain(cm_gateway *g, int timeout_ms);
 
+/* SIGHUP's reload: the config files are read again on the gateway's
+ * reloader thread, and what changed applies to the next message (see
+ * docs/gateway.md, "Config reload"); a file that fails to load changes
+ * nothing and is logged with its file:line:column. Returns at once; safe
+ * from a signal handler (one write(2)). The gateway also watches the files
+ * itself unless gateway.reload.mode is "off". */
+void cm_gateway_reload(cm_gateway *g);
+
 /* Stops and frees (drain first for a clean stop). NULL is a no-op. */
 void cm_gateway_free(cm_gateway *g);
 

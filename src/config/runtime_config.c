@@ -121,6 +121,8 @@ static const rfield top[] = {
     {"gateway.bind", R_ENUM, 0, 0, "auto|lan|loopback|custom|tailnet", AT(gateway.bind)},
     {"gateway.auth.mode", R_ENUM, 0, 0, "none|token|password|trusted-proxy", AT(gateway.auth_mode)},
     {"gateway.controlUi.enabled", R_BOOL, 0, 0, NULL, AT(gateway.control_ui_enabled)},
+    {"gateway.reload.mode", R_ENUM, 0, 0, "off|restart|hot|hybrid", AT(gateway.reload_mode)},
+    {"gateway.reload.debounceMs", R_INT, NONNEG, NULL, AT(gateway.reload_debounce_ms)},
 };
 #undef AT
 
@@ -525,6 +527,8 @@ static void rtcfg_init(cm_rtcfg *cfg)
     d->flush_soft_threshold = d->flush_force_bytes = CM_RT_UNSET;
     cfg->gateway.port = CM_RT_UNSET;
     cfg->gateway.bind = cfg->gateway.auth_mode = cfg->gateway.control_ui_enabled = -1;
+    cfg->gateway.reload_mode = -1;
+    cfg->gateway.reload_debounce_ms = CM_RT_UNSET;
 }
 
 static void rtcfg_release(cm_rtcfg *cfg)

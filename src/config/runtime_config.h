@@ -135,7 +135,12 @@ typedef struct cm_rt_gateway {
     int bind;               /* auto|lan|loopback|custom|tailnet, -1 */
     int auth_mode;          /* none|token|password|trusted-proxy, -1 */
     int control_ui_enabled; /* -1, 0, 1 */
+    int reload_mode;            /* reload.mode: CM_RT_RELOAD_*, -1: hybrid */
+    int64_t reload_debounce_ms; /* reload.debounceMs; CM_RT_UNSET: 300 */
 } cm_rt_gateway;
+
+/* gateway.reload.mode */
+enum { CM_RT_RELOAD_OFF, CM_RT_RELOAD_RESTART, CM_RT_RELOAD_HOT, CM_RT_RELOAD_HYBRID };
 
 /* channels.<channel> (account NULL) or channels.<channel>.accounts.<account>
  * with the channel level's values filled in where the account has none. */

@@ -21,6 +21,8 @@
 #include "gateway_int.h"
 #include "control/gw_ws.h"
 #include "channels/http_channel.h"
+#include "channels/telegram.h"
+#include "core/reload.h"
 #include "core/runtime.h"
 
 /* ---- the agents ------------------------------------------------------------ */
@@ -224,6 +226,7 @@ struct cm_gateway {
     size_t nch;
     gw_channel *http;
     gw_ws *ws; /* the gateway protocol and Control UI on the HTTP port */
+    gw_reloader *reload; /* the config watch and SIGHUP's reloads */
     char *status_path;
     int64_t started;
     pthread_t status_thr;
@@ -434,6 +437,13 @@ cm_rc cm_gateway_start(const cm_options *opt, const cm_gateway_opts *go, cm_gate
     CHECK(cm_fs_join(&p, g->cfg.state_dir, "gateway/status.json") ? CM_ENOMEM : CM_OK);
     g->status_path = cm_buf_detach(&p);
     CHECK(cm_gw_runtime_start(g->rt, err, errlen));
+    gw_reloader_opts rl = {g->rt,
+                           {opt->agent_id, opt->workspace, opt->config_path, opt->state_dir},
+                           g->cfg.config_found,
+                           {g->cfg.config_path, g->cfg.overlay_path},
+                           &g->log};
+    CHECK(cm_gw_reloader_new(&rl, &g->reload, err, errlen));
+    CHECK(cm_gw_reloader_start(g->reload, err, errlen));
     S_write_status(g, true);
     if (!pthread_create(&g->status_thr, NULL, S_status_loop, g)) g->has_status_thr = true;
     *out = g;
@@ -457,9 +467,15 @@ int cm_gateway_drain(cm_gateway *g, int timeout_ms)
     return ok;
 }
 
+void cm_gateway_reload(cm_gateway *g)
+{
+    if (g) cm_gw_reloader_request(g->reload);
+}
+
 void cm_gateway_free(cm_gateway *g)
 {
     if (!g) return;
+    cm_gw_reloader_free(g->reload); /* before the runtime it swaps into */
     if (g->has_status_thr) {
         pthread_mutex_lock(&g->mu);
         g->stop = true;

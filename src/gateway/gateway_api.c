@@ -5,7 +5,7 @@
 #include <ctype.h>
 
 #include "../config/config.h"
-#include "core/inbound.h"
+#include "core/pairing.h"
 
 static void log_to(void *ctx, cm_log_level level, const char *msg)
 {

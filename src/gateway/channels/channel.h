@@ -2,10 +2,11 @@
  * channel.h — the gateway's channels: where inbound messages come from and
  * where replies go. The gateway command opens one gw_channel per configured
  * channel account (the HTTP channel, Telegram, …), starts it with a sink that
- * takes each inbound message into the pipeline of inbound.h, and sends the
- * reply chunks back through it. A channel knows its wire protocol only:
- * access, dedupe, debounce, queueing, sessions and chunking are the
- * gateway's.
+ * takes each inbound message (inbound.h's gw_msg) into the core's pipeline,
+ * and sends the reply chunks back through it. A channel knows its wire
+ * protocol only: access, dedupe, debounce, queueing, sessions and chunking
+ * are the gateway's. Each channel's constructor is in its own header
+ * (http_channel.h, telegram.h).
  */
 #ifndef CM_GW_CHANNEL_H
 #define CM_GW_CHANNEL_H
@@ -74,32 +75,5 @@ typedef struct gw_channel_ops {
 struct gw_channel {
     const gw_channel_ops *ops;
 };
-
-/* The Telegram Bot API channel of channels.telegram (and its
- * accounts.<account> overrides): long-polling getUpdates at apiRoot
- * (default https://api.telegram.org; the older apiBaseUrl is still read)
- * with botToken, sendMessage replies.
- * state_dir keeps the update offset. Implemented in telegram.c. */
-cm_rc cm_gw_telegram_open(const json_t *root, const char *account, const char *state_dir,
-                          gw_channel **out, char *err, size_t errlen);
-
-/* The last failure of a Telegram channel's polling (getMe, getUpdates, the
- * offset file, a refused update), "" when none; the token never appears.
- * For status output. */
-void cm_gw_telegram_last_error(gw_channel *ch, char *out, size_t n);
-
-/* Where a Telegram channel logs what it skips (an update it cannot read or
- * that the gateway refuses for good); copied. Call before start. */
-struct cm_logger;
-void cm_gw_telegram_set_logger(gw_channel *ch, const struct cm_logger *lg);
-
-/* The clock (ms, monotonic) a Telegram channel paces its typing refreshes
- * with; NULL: the real one. Tests inject theirs: the typing thread reads it
- * at least every 50 ms then. Call before start. */
-void cm_gw_telegram_set_clock(gw_channel *ch, int64_t (*clock)(void *ctx), void *ctx);
-
-/* The bot's username from getMe (without "@"), "" until start() or the
- * polling thread got it: for cm_gw_debounce_open's "/cmd@<bot>" commands. */
-void cm_gw_telegram_bot_username(gw_channel *ch, char *out, size_t n);
 
 #endif

@@ -27,7 +27,9 @@
 #include "../../config/secret.h"
 #include "../../net/http.h"
 #include "../../net/http_retry.h"
-#include "telegram_int.h"
+#include "telegram.h"
+#include "telegram_send.h"
+#include "../core/commands.h"
 
 /* ---- config ---- */
 

@@ -1,7 +1,7 @@
 /*
- * telegram_int.h — what the Telegram channel's files share: telegram.c (the
- * config, the wire, getMe and the polling thread) and telegram_send.c (the
- * outbound side: replies, previews, typing and reactions). Not for other
+ * telegram_int.h — what the Telegram channel's files share: the channel
+ * struct and telegram.c's wire (one Bot API call, the wait, the retry delay)
+ * for telegram_send.c (the outbound side, telegram_send.h). Not for other
  * files.
  */
 #ifndef CM_GW_TELEGRAM_INT_H
@@ -12,7 +12,7 @@
 
 #include "../../base/log.h"
 #include "../../base/redact.h"
-#include "channel.h"
+#include "telegram.h"
 
 #define TG_DEFAULT_BASE   "https://api.telegram.org"
 #define TG_POLL_S         30 /* 2026.3.22 extensions/telegram/src/monitor.ts fetch.timeout */
@@ -67,18 +67,5 @@ cm_rc cm_gw_tg_call(tg_chan *t, const char *method, const json_t *params, long l
 bool cm_gw_tg_wait(tg_chan *t, long ms, atomic_bool *watch);
 /* The delay before retry number `attempt` (0-based) after a failure r. */
 long cm_gw_tg_retry_delay(const tg_chan *t, const call_res *r, int attempt);
-
-/* telegram_send.c: the channel ops of the outbound side. */
-cm_rc cm_gw_tg_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errlen);
-void cm_gw_tg_typing(gw_channel *ch, const gw_outbound *o, int64_t interval_ms);
-void cm_gw_tg_react(gw_channel *ch, const gw_outbound *o, const char *emoji);
-cm_rc cm_gw_tg_preview(gw_channel *ch, const gw_outbound *o, const char *message_id, bool final,
-                       char *id, size_t idlen, long *retry_after_ms, char *err, size_t errlen);
-cm_rc cm_gw_tg_unsend(gw_channel *ch, const gw_outbound *o, const char *message_id, char *err,
-                      size_t errlen);
-/* Ends the typing and reaction thread (close). */
-void cm_gw_tg_signals_stop(tg_chan *t);
-/* The channel's clock (ms). */
-int64_t cm_gw_tg_now(tg_chan *t);
 
 #endif

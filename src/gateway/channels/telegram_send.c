@@ -14,7 +14,7 @@
 
 #include "../../base/log.h"
 #include "feel.h"
-#include "telegram_int.h"
+#include "telegram_send.h"
 
 #define TG_SIG_CHATS     256 /* conversations with typing on at once */
 #define TG_SIG_REACTS    256 /* reactions waiting to go out */

@@ -11,7 +11,9 @@
  */
 #include <ctype.h>
 
-#include "gw_ws_int.h"
+#include "control_ui.h"
+
+#include "../../base/buf.h"
 
 /* clang-format off */
 static const char S_html[] =

@@ -22,7 +22,8 @@
 #include <dirent.h>
 
 #include "../../config/config.h"
-#include "gw_ws_int.h"
+#include "gw_access.h"
+#include "../core/pairing.h"
 
 #define APPROVED_TEXT "\xe2\x9c\x85 QuantumClaw access approved. Send a message to start chatting."
 

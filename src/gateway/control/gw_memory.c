@@ -17,7 +17,7 @@
  * syncs it first without waiting for a sync under way.
  */
 #include "../../engine/engine.h"
-#include "gw_ws_int.h"
+#include "gw_memory.h"
 
 #define MEMORY_MAX_RESULTS 50
 #define MEMORY_MAX_LINES   2000

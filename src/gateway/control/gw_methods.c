@@ -1,5 +1,5 @@
 /*
- * gw_methods.c — the gateway protocol's methods (gw_ws_int.h's table), with
+ * gw_methods.c — the gateway protocol's methods (gw_methods.h's table), with
  * QuantumClaw 2026.3.22's names, scopes (method-scopes: read, write or admin) and
  * payload shapes where clawmem has the data: health, status,
  * channels.status, sessions.list, chat.history, chat.send, chat.abort,
@@ -8,7 +8,12 @@
 #include <ctype.h>
 #include <strings.h>
 
-#include "gw_ws_int.h"
+#include "gw_methods.h"
+#include "gw_access.h"
+#include "gw_memory.h"
+#include "gw_sessions.h"
+#include "gw_transcript.h"
+#include "gw_usage.h"
 
 #define HISTORY_DEFAULT   200
 #define HISTORY_MAX       1000

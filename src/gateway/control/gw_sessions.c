@@ -27,7 +27,7 @@
 #include "../../agent/session_cmds.h"
 #include "../../config/config.h"
 #include "../../session/sessions.h"
-#include "gw_ws_int.h"
+#include "gw_sessions.h"
 
 /* An alias and its canonical value; tables end with {NULL, NULL}. */
 typedef struct alias {

@@ -14,7 +14,7 @@
  * message — carry "flush": true. An unknown key answers no records.
  */
 #include "../../session/flush.h"
-#include "gw_ws_int.h"
+#include "gw_transcript.h"
 
 #define TRANSCRIPT_DEFAULT   500
 #define TRANSCRIPT_MAX       2000

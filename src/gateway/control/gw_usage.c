@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gw_ws_int.h"
+#include "gw_usage.h"
 
 #define USAGE_MAX_FILES   2000
 #define USAGE_TAIL_BYTES  (4 * 1024 * 1024)

@@ -5,6 +5,8 @@
  * wrapper streaming "chat" events, and the "webchat" channel.
  */
 #include "gw_ws_int.h"
+#include "control_ui.h"
+#include "gw_methods.h"
 
 #include <ctype.h>
 #include <strings.h>

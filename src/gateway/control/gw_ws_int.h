@@ -1,6 +1,8 @@
 /*
  * gw_ws_int.h — what gw_ws.c (connections, handshake, events, the run
- * wrapper), gw_methods.c (the methods) and control_ui.c share. Not for
+ * wrapper) shares with the files of the methods (gw_methods.c and the
+ * gw_*.c handlers it names): the connection and gateway structs, the method
+ * type, and gw_ws.c's answers, events and calls into the runtime. Not for
  * other files.
  */
 #ifndef CM_GW_WS_INT_H
@@ -67,35 +69,6 @@ typedef struct gw_ws_method {
     gw_ws_method_fn fn;
 } gw_ws_method;
 
-/* gw_methods.c: the table, NULL-name terminated. */
-extern const gw_ws_method cm_gw_ws_methods[];
-
-/* gw_memory.c: clawmem's memory.search and memory.get (not QuantumClaw's). */
-void cm_gw_ws_memory_search(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-void cm_gw_ws_memory_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-
-/* gw_sessions.c: sessions.patch and sessions.reset (operator.admin). */
-void cm_gw_ws_sessions_patch(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-void cm_gw_ws_sessions_reset(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-/* Copies each row's per-session settings (label, model, the overrides) from
- * the default agent's store into the sessions.list rows. */
-void cm_gw_ws_sessions_overrides(gw_ws *w, json_t *rows);
-
-/* gw_transcript.c: clawmem.sessions.transcript (the Sessions page). */
-void cm_gw_ws_sessions_transcript(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-
-/* gw_memory.c: clawmem.memory.plot (the Memory page's plot). */
-void cm_gw_ws_memory_plot(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-/* gw_usage.c: clawmem.models.usage (the Models page's tokens per model). */
-void cm_gw_ws_models_usage(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-/* gw_memory.c: clawmem.memory.status (the Memory page's index status). */
-void cm_gw_ws_memory_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-
-/* gw_access.c: clawmem.pairing.list / .approve / .deny (the Access page). */
-void cm_gw_ws_pairing_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-void cm_gw_ws_pairing_approve(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-void cm_gw_ws_pairing_deny(gw_ws *w, gw_ws_client *cl, const char *id, json_t *params);
-
 /* Sends {"type":"res","id","ok":true,"payload"} (payload stolen). */
 void cm_gw_ws_ok(gw_ws_client *cl, const char *id, json_t *payload);
 /* Sends {"type":"res","id","ok":false,"error":{"code","message"[,"details"]}}
@@ -125,9 +98,5 @@ json_t *cm_gw_ws_status(gw_ws *w);
  * is ready, then a method with its scope checked; the answers go to cl->c
  * (nowhere when NULL: the fuzz target). False: close the connection. */
 bool cm_gw_ws_message(gw_ws *w, gw_ws_client *cl, const char *text, size_t n);
-
-/* control_ui.c: answers a Control UI request under base (true), or false
- * when path is not one of its pages. */
-bool cm_gw_ui_serve(const char *base, const httpd_req *rq, httpd_conn *c);
 
 #endif

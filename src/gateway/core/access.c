@@ -4,7 +4,8 @@
  * gating, as QuantumClaw 2026.3.22 decides them. The pairing store itself
  * (pending requests, approved senders) is pairing.c.
  */
-#include "inbound.h"
+#include "access.h"
+#include "pairing.h"
 
 #include <ctype.h>
 #include <strings.h>

@@ -5,7 +5,8 @@
  * are driven by the caller's clock (cm_gw_debounce_due); nothing here sleeps.
  * Pending batches sit in an array searched linearly (one per live sender).
  */
-#include "inbound.h"
+#include "debounce.h"
+#include "commands.h"
 
 #include <ctype.h>
 #include <math.h>

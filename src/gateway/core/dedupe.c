@@ -7,7 +7,7 @@
  * last-seen order, so expiry and the size cap pop from its head (2026.3.22's
  * Map with touch-on-read, prune on insert).
  */
-#include "inbound.h"
+#include "dedupe.h"
 #include "../../base/caps.h"
 
 #include <ctype.h>

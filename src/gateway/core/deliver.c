@@ -17,7 +17,9 @@
  * A session command job (/compact, /think, /reasoning) gets the agent's
  * answer sent as it is.
  */
-#include "runtime_int.h"
+#include "deliver.h"
+#include "dispatch.h"
+#include "jobs.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -6,7 +6,9 @@
  * from a table of handlers: S_commands), the session's queue actions, followup turns
  * when their delay is over, and the ready list the workers take jobs from.
  */
-#include "runtime_int.h"
+#include "dispatch.h"
+#include "deliver.h"
+#include "jobs.h"
 #include "commands.h"
 #include "../../session/keys.h"
 #include "../../session/sessions.h"
@@ -361,6 +363,20 @@ typedef struct cmd_call {
     bool authorized; /* the sender may use commands (gw_access_result.commands) */
 } cmd_call;
 
+/* The gate of every command the gateway answers (2026.3.22's
+ * rejectUnauthorizedCommand and its early return for a control command):
+ * a sender not authorized for commands (gw_access_result.commands, the one
+ * decision access.c makes) gets no answer, its message no run and no
+ * effect — the ids are marked denied. True when c was refused. */
+static bool S_refused(cmd_call *c)
+{
+    if (c->authorized) return false;
+    cm_logf(c->rt->o.log, CM_LOG_INFO,
+            "gateway: a command from a sender not authorized for commands was ignored");
+    cm_gw_rt_done_all(c->rt, c->ids, "denied");
+    return true;
+}
+
 /* Drops what s has queued (under mu): the queue and its groups' ids. */
 static void S_drop_queued(gw_runtime *rt, gw_sess *s)
 {
@@ -377,6 +393,7 @@ static bool S_cmd_new(void *ctx, const char *rest)
     gw_runtime *rt = c->rt;
     const gw_turn *t = c->t;
     gw_sess *s = c->s;
+    if (S_refused(c)) return true; /* with its tail: not reset, not a turn */
     cm_gw_queue_clear(s->q);
     S_drop_queued(rt, s);
     cm_rc r = c->pre && c->pre->reset ? c->pre->reset_rc : CM_EINVAL;
@@ -428,6 +445,7 @@ static bool S_cmd_queue(void *ctx, const char *rest)
     gw_queue_override ov;
     bool reset = false;
     (void)rest;
+    if (S_refused(c)) return true;
     if (!cm_gw_queue_parse_command(c->text, &ov, &reset)) return false;
     buf msg = BUF_INIT;
     cm_rc rc = CM_OK;
@@ -479,6 +497,7 @@ static bool S_cmd_stop(void *ctx, const char *rest)
     const gw_turn *t = c->t;
     gw_sess *s = c->s;
     (void)rest;
+    if (S_refused(c)) return true; /* the abort words too: nothing aborted */
     S_cancel_runs(rt, s);
     size_t n = cm_gw_queue_clear(s->q);
     S_drop_queued(rt, s);
@@ -517,12 +536,7 @@ static bool S_cmd_session(void *ctx, const char *rest)
             p++;
         if (*p) return false;
     }
-    if (!c->authorized) {
-        cm_logf(rt->o.log, CM_LOG_INFO,
-                "gateway: a command from a sender not authorized for commands was ignored");
-        cm_gw_rt_done_all(rt, c->ids, "denied");
-        return true;
-    }
+    if (S_refused(c)) return true;
     gw_job *j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id);
     if (!j || !(j->prompt = cm_strdup(c->text)) || !(j->agent_id = cm_strdup(c->agent)) ||
         !(j->key = cm_strdup(c->key))) {
@@ -567,7 +581,8 @@ static const gw_command S_commands[] = {
 /* A turn out of the debouncer (or straight from the sink, with what was
  * decided before the lock: pre) with the journal ids it answers; takes them
  * (under mu). */
-static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now, gw_pre *pre)
+static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t now, gw_pre *pre,
+                       bool authorized)
 {
     cm_rc rc = CM_OK;
     buf agent = BUF_INIT, key = BUF_INIT, prompt = BUF_INIT;
@@ -584,8 +599,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
                                   t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
-    cmd_call call = {rt,         t,        ids,  pre,   s,
-                     agent.data, key.data, text, CM_OK, pre && pre->ar.commands};
+    cmd_call call = {rt, t, ids, pre, s, agent.data, key.data, text, CM_OK, authorized};
     const char *rest = NULL;
     const gw_command *cmd = cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), text, &rest);
     if (cmd && cmd->handler(&call, rest)) {
@@ -670,11 +684,11 @@ out:
 }
 
 /* Debounce keys → journal ids of the batch being collected. */
-static gw_ids *S_pending_ids(gw_runtime *rt, const char *dkey, bool create)
+static gw_dkey *S_pending(gw_runtime *rt, const char *dkey, bool create)
 {
     uint32_t h = S_hash(dkey) % GW_RT_BUCKETS;
     for (gw_dkey *d = rt->dkeys[h]; d; d = d->next)
-        if (!strcmp(d->key, dkey)) return &d->ids;
+        if (!strcmp(d->key, dkey)) return d;
     if (!create) return NULL;
     gw_dkey *d = calloc(1, sizeof *d);
     if (!d || !(d->key = cm_strdup(dkey))) {
@@ -683,17 +697,19 @@ static gw_ids *S_pending_ids(gw_runtime *rt, const char *dkey, bool create)
     }
     d->next = rt->dkeys[h];
     rt->dkeys[h] = d;
-    return &d->ids;
+    return d;
 }
 
 /* Moves the ids of a flushed batch into to and forgets its key. */
-static void S_take_pending_ids(gw_runtime *rt, const char *dkey, gw_ids *to)
+static void S_take_pending_ids(gw_runtime *rt, const char *dkey, gw_ids *to, bool *commands)
 {
+    *commands = false;
     uint32_t h = S_hash(dkey) % GW_RT_BUCKETS;
     for (gw_dkey **p = &rt->dkeys[h]; *p; p = &(*p)->next) {
         gw_dkey *d = *p;
         if (strcmp(d->key, dkey)) continue;
         cm_gw_ids_move(to, &d->ids);
+        *commands = d->commands;
         *p = d->next;
         cm_gw_ids_release(&d->ids);
         free(d->key);
@@ -721,12 +737,14 @@ static void S_dispatch_turns(gw_runtime *rt, gw_turns *ready, gw_ids *single, in
         gw_turn *t = &ready->v[i];
         gw_ids ids = {0};
         bool mine = single && i == ready->n - 1;
+        bool authorized = false; /* for commands: the sender's (a batch has one) */
         if (mine) {
             cm_gw_ids_move(&ids, single);
+            authorized = pre && pre->ar.commands;
         } else if (!S_turn_dkey(&k, t->channel, t->account, t->peer, t->thread, t->sender)) {
-            S_take_pending_ids(rt, k.data, &ids);
+            S_take_pending_ids(rt, k.data, &ids, &authorized);
         }
-        S_dispatch(rt, t, &ids, now, mine ? pre : NULL);
+        S_dispatch(rt, t, &ids, now, mine ? pre : NULL, authorized);
         cm_gw_rt_done_all(rt, &ids, "failed"); /* none left unless dispatch failed */
         cm_gw_ids_release(&ids);
     }
@@ -767,7 +785,7 @@ void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
         pre->access_rc = cm_gw_access_check(cfg, rt->o.state_dir, m, cm_wall_ms(), &pre->ar,
                                             pre->access_err, sizeof pre->access_err);
     }
-    if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW) return;
+    if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW || !pre->ar.commands) return;
     if (cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), m->text, &rest) != &S_commands[0])
         return;
     /* the session key S_dispatch routes the turn to */
@@ -843,12 +861,13 @@ void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now
                    cm_gw_debounce_ms(rt->cfg, m->channel) > 0 && !m->has_media && *p &&
                    !cm_gw_is_control_command(m->text, rt->cfg->root);
     if (batched) {
-        gw_ids *pend = NULL;
+        gw_dkey *pend = NULL;
         if (S_turn_dkey(&k, m->channel, m->account, m->peer, m->thread, m->sender) ||
-            !(pend = S_pending_ids(rt, k.data, true)) || cm_gw_ids_move(pend, &ids)) {
+            !(pend = S_pending(rt, k.data, true)) || cm_gw_ids_move(&pend->ids, &ids)) {
             cm_gw_rt_done_all(rt, &ids, "failed");
             goto out;
         }
+        pend->commands = ar.commands; /* the batch's sender, as decided for its newest message */
     }
     if (cm_gw_debounce_push(rt->debounce, m, now, &ready)) {
         cm_gw_rt_done_all(rt, &ids, "failed");

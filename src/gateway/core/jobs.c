@@ -3,7 +3,7 @@
  * deliver.c share, below all three: its clock, a job and its journal ids,
  * and the channel a reply goes out through.
  */
-#include "runtime_int.h"
+#include "jobs.h"
 
 int64_t cm_gw_rt_now(gw_runtime *rt)
 {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../../base/fs.h"
+#include "dedupe.h"
 
 /* Lines appended during a compaction are copied over without the lock
  * until at most this much is left, then under it. */

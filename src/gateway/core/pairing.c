@@ -8,7 +8,7 @@
  * under QuantumClaw's sidecar lock); reads are lock-free (files are
  * replaced whole).
  */
-#include "inbound.h"
+#include "pairing.h"
 
 #include <ctype.h>
 #include <strings.h>

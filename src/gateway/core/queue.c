@@ -5,7 +5,7 @@
  * with a cap and a drop policy. A pure state machine per session; the caller
  * owns the runs and the clock.
  */
-#include "inbound.h"
+#include "queue.h"
 
 #include <ctype.h>
 #include <strings.h>

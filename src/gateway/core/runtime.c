@@ -8,6 +8,9 @@
 #include <limits.h>
 
 #include "runtime_int.h"
+#include "deliver.h"
+#include "dispatch.h"
+#include "jobs.h"
 
 #include <stdatomic.h>
 #include <time.h>

@@ -199,23 +199,4 @@ void cm_gw_runtime_reload(gw_runtime *rt, cm_rtcfg *fresh);
 /* Stops everything (drain first for a clean stop) and frees. */
 void cm_gw_runtime_free(gw_runtime *rt);
 
-/* ---- the agents (gateway.c) ---------------------------------------------- */
-
-/* The agents a gateway runs: one cm_agent per agent id, shared by every
- * worker (cm_agent_open_shared: one engine, per-call index connections, one
- * vector snapshot), opened on first use with opt's paths (copied); a worker
- * asking for an agent another is opening waits for that open. cm_gw_agents_run
- * is a gw_run_fn over it (ctx = the gw_agents): the turn in the session, its
- * reply. */
-typedef struct gw_agents gw_agents;
-cm_rc cm_gw_agents_new(const cm_options *opt, gw_agents **out);
-void cm_gw_agents_free(gw_agents *g);
-/* Agents opened so far (each opened its memory engine). */
-size_t cm_gw_agents_opened(gw_agents *g);
-cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *err, size_t errlen);
-/* The shared memory engine of agent_id (ctx = the gw_agents), the agent
- * opened on first use as for a run; borrowed until cm_gw_agents_free. */
-cm_rc cm_gw_agents_engine(void *ctx, const char *agent_id, cm_engine **out, char *err,
-                          size_t errlen);
-
 #endif

@@ -1,8 +1,10 @@
 /*
- * runtime_int.h — what runtime.c (the sink, timer, workers, lifecycle),
+ * runtime_int.h — the state runtime.c (the sink, timer, workers, lifecycle),
  * dispatch.c (the pipeline under the lock: access, debounce, sessions,
- * queues) and deliver.c (a job executed: the agent run, the reply shaped
- * and sent) share. Not for other files.
+ * queues), deliver.c (a job executed: the agent run, the reply shaped and
+ * sent) and jobs.c share: the runtime, its sessions and jobs; and
+ * runtime.c's snapshot reference. Each file's functions are in its own
+ * header (jobs.h, dispatch.h, deliver.h). Not for other files.
  */
 #ifndef CM_GW_RUNTIME_INT_H
 #define CM_GW_RUNTIME_INT_H
@@ -11,7 +13,11 @@
 
 #include "../../base/log.h"
 #include "../shaping/body.h"
+#include "access.h"
+#include "debounce.h"
+#include "dedupe.h"
 #include "journal.h"
+#include "queue.h"
 #include "runtime.h"
 
 #define GW_RT_BUCKETS      1024
@@ -25,11 +31,6 @@ typedef struct gw_ids {
     uint64_t *v;
     size_t n, cap;
 } gw_ids;
-
-cm_rc cm_gw_ids_add(gw_ids *v, uint64_t id);
-/* Appends from's ids to to and empties from. */
-cm_rc cm_gw_ids_move(gw_ids *to, gw_ids *from);
-void cm_gw_ids_release(gw_ids *v);
 
 typedef struct gw_sess gw_sess;
 
@@ -58,8 +59,6 @@ typedef struct gw_job {
     size_t nsteer, capsteer;
     gw_ids steer_ids;
 } gw_job;
-
-void cm_gw_job_free(gw_job *j);
 
 struct gw_sess {
     char *key, *agent_id;
@@ -95,6 +94,7 @@ typedef struct gw_waiter {
 typedef struct gw_dkey {
     char *key;
     gw_ids ids;
+    bool commands; /* its sender may use commands (gw_access_result.commands) */
     struct gw_dkey *next;
 } gw_dkey;
 
@@ -137,77 +137,8 @@ struct gw_runtime {
     uint64_t runs, replies;
 };
 
-int64_t cm_gw_rt_now(gw_runtime *rt);
 /* A reference to the current config snapshot (takes mu briefly: not under
  * it); the caller drops it with cm_rtcfg_unref. */
 cm_rtcfg *cm_gw_rt_config(gw_runtime *rt);
-/* Marks every id done with status and empties v. */
-void cm_gw_rt_done_all(gw_runtime *rt, gw_ids *v, const char *status);
-/* The channel registered for (name, account), else any of that name. */
-gw_channel *cm_gw_rt_channel(gw_runtime *rt, const char *name, const char *account);
-
-/* A /queue override to write to the session's sessions.json entry. */
-typedef struct gw_qsave {
-    char *agent_id, *key; /* NULL: nothing to save */
-    bool on;
-    char mode[32], drop[32];
-    int64_t debounce;
-    long cap;
-} gw_qsave;
-
-/* The file I/O of an accepted message, kept out of mu: decided before it
- * (cm_gw_rt_prepare: the access verdict — the allow-from and pairing stores
- * read, locked up to 10 s, written — and a /new or /reset's session reset,
- * sessions.json rewritten) or after it (cm_gw_rt_finish: a /queue override
- * saved). */
-typedef struct gw_pre {
-    cm_rtcfg *cfg; /* the snapshot the verdict was decided under (a reference) */
-    cm_rc access_rc;
-    char access_err[256];
-    gw_access_result ar;
-    bool reset; /* m is an allowed /new or /reset: reset_rc its reset's outcome */
-    cm_rc reset_rc;
-    gw_qsave qsave; /* set under mu by a /queue command */
-} gw_pre;
-
-/* dispatch.c, with no lock held: fills pre for m. */
-void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre);
-/* dispatch.c, with no lock held, after cm_gw_rt_process: does what it left
- * to do and releases pre. */
-void cm_gw_rt_finish(gw_runtime *rt, gw_pre *pre);
-
-/* dispatch.c, all under rt->mu: */
-/* One accepted message (journal id jid) through access (pre's verdict) and
- * debounce. */
-void cm_gw_rt_process(gw_runtime *rt, const gw_msg *m, uint64_t jid, int64_t now, gw_pre *pre);
-/* A notice to a route; its job takes ids (marked status once sent). */
-void cm_gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, const char *peer,
-                     const char *thread, const char *reply_to, const char *text, gw_ids *ids,
-                     const char *status);
-/* The next turn of an idle session: an interrupt's, or queued followups once
- * due (force: at once). */
-void cm_gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force);
-/* Under mu, once run j of s has ended: the steered texts it never took
- * become the session's next run (unless an interrupt's run waits, or j was
- * aborted: then they are dropped). */
-void cm_gw_rt_steer_leftover(gw_runtime *rt, gw_sess *s, gw_job *j);
-/* Due debounce batches and followups (force: all of them now). */
-void cm_gw_rt_tick_locked(gw_runtime *rt, bool force);
-/* The earliest deadline (clock ms) of a debounce batch or queued turn. */
-int64_t cm_gw_rt_next_deadline(gw_runtime *rt);
-void cm_gw_sess_free(gw_sess *s);
-
-/* deliver.c: what a chat is told of a failed turn, by its code: a short
- * static reason without paths or URLs ("the model is unavailable (rate
- * limited)"). */
-const char *cm_gw_failure_reason(cm_rc rc);
-
-/* deliver.c: runs a job on a worker thread (no lock held) and marks its
- * journal ids. */
-void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker);
-/* deliver.c: /new and /reset — the session key's transcript archived
- * (file I/O: never under mu). */
-cm_rc cm_gw_rt_reset_session(gw_runtime *rt, const char *agent_id, const char *key, char *err,
-                             size_t errlen);
 
 #endif
