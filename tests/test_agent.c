@@ -727,3 +727,46 @@ TEST(agent_reasoning_off_on_stream)
     free(reply);
     world_stop(&w);
 }
+
+/* An assistant message's usage.cost is priced as pi-ai's calculateCost
+ * prices it (rate per million tokens × tokens, each part and their total)
+ * from the model's cost in models.providers; a model not listed costs 0,
+ * written as integers as the reference writes them. */
+TEST(agent_turn_prices_the_assistant_message_usage)
+{
+    world w;
+    if (!world_start(&w, "[{\"id\":\"gpt-t\",\"cost\":{\"input\":3,\"output\":15,"
+                         "\"cacheRead\":0.3,\"cacheWrite\":3.75}}]"))
+        return;
+    say(&w, "Hello.", 1000);
+    llm_pin pin = {"", false};
+    agent_tools tools = {.config = w.cfg};
+    agent_turn_in in = {.runner = w.runner,
+                        .turn = {NULL, false, &pin},
+                        .user_text = "hi",
+                        .now_ms = T0};
+    agent_turn_out out;
+    char err[512];
+    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+    json_t *am = json_array_get(out.messages, json_array_size(out.messages) - 1);
+    json_t *cost = json_object_get(json_object_get(am, "usage"), "cost");
+    EXPECT(json_real_value(json_object_get(cost, "input")) > 0.002999 &&
+           json_real_value(json_object_get(cost, "input")) < 0.003001);
+    EXPECT(json_real_value(json_object_get(cost, "output")) > 0.0001499 &&
+           json_real_value(json_object_get(cost, "output")) < 0.0001501);
+    EXPECT(json_is_integer(json_object_get(cost, "cacheRead")));
+    EXPECT(json_real_value(json_object_get(cost, "total")) > 0.003149 &&
+           json_real_value(json_object_get(cost, "total")) < 0.003151);
+    cm_agent_turn_out_release(&out);
+
+    /* the same model unpriced (no config): every part 0 */
+    say(&w, "Hello.", 1000);
+    tools.config = NULL;
+    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+    am = json_array_get(out.messages, json_array_size(out.messages) - 1);
+    char *text = json_dumps(json_object_get(json_object_get(am, "usage"), "cost"), JSON_COMPACT);
+    EXPECT_STR(text, "{\"input\":0,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0,\"total\":0}");
+    free(text);
+    cm_agent_turn_out_release(&out);
+    world_stop(&w);
+}

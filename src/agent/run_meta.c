@@ -105,14 +105,23 @@ static double rate(const json_t *cost, const char *k)
     return json_is_number(v) && json_number_value(v) >= 0 ? json_number_value(v) : 0;
 }
 
-bool cm_agent_run_cost(const json_t *cfg, const char *model, const llm_usage *u, double *usd)
+bool cm_agent_run_cost_parts(const json_t *cfg, const char *model, const llm_usage *u,
+                             double part[4])
 {
     const json_t *def = model_def(cfg, model);
     if (!def) return false;
     const json_t *c = json_object_get(def, "cost");
-    *usd = ((double)u->input * rate(c, "input") + (double)u->output * rate(c, "output") +
-            (double)u->cache_read * rate(c, "cacheRead") +
-            (double)u->cache_write * rate(c, "cacheWrite")) /
-           1e6;
+    part[0] = rate(c, "input") / 1e6 * (double)u->input;
+    part[1] = rate(c, "output") / 1e6 * (double)u->output;
+    part[2] = rate(c, "cacheRead") / 1e6 * (double)u->cache_read;
+    part[3] = rate(c, "cacheWrite") / 1e6 * (double)u->cache_write;
+    return true;
+}
+
+bool cm_agent_run_cost(const json_t *cfg, const char *model, const llm_usage *u, double *usd)
+{
+    double part[4];
+    if (!cm_agent_run_cost_parts(cfg, model, u, part)) return false;
+    *usd = part[0] + part[1] + part[2] + part[3];
     return true;
 }

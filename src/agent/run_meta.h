@@ -40,4 +40,10 @@ int64_t cm_agent_context_tokens(const json_t *config, const char *model);
  * (the cost is unknown and the entry's estimatedCostUsd stays). */
 bool cm_agent_run_cost(const json_t *config, const char *model, const llm_usage *u, double *usd);
 
+/* The same cost in its parts, as pi-ai's calculateCost writes them in an
+ * assistant message's usage.cost: input, output, cacheRead, cacheWrite
+ * (rate / 1e6 × tokens each); false as above (the parts are not set). */
+bool cm_agent_run_cost_parts(const json_t *config, const char *model, const llm_usage *u,
+                             double part[4]);
+
 #endif

@@ -5,6 +5,7 @@
 
 #include "../base/utf8.h"
 #include "turn.h"
+#include "run_meta.h"
 #include "../base/caps.h"
 #include "../tools/fs_tools.h"
 #include "../tools/session_tools.h"
@@ -354,8 +355,34 @@ out:
     return cm_buf_detach(&out);
 }
 
-/* The assistant message of a model answer, in the transcript's format. */
-static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, int64_t now)
+/* usage.cost as pi-ai writes it: each part from the model's rates in cfg
+ * (models.providers.<p>.models[].cost), all 0 when the model is not listed. */
+static json_t *usage_cost(const json_t *cfg, const char *model, const llm_usage *u)
+{
+    double part[4] = {0, 0, 0, 0};
+    if (cfg) (void)cm_agent_run_cost_parts(cfg, model, u, part);
+    static const char *const name[4] = {"input", "output", "cacheRead", "cacheWrite"};
+    json_t *c = json_object();
+    double total = 0;
+    for (int i = 0; c && i < 4; i++) {
+        total += part[i];
+        /* 0 as an integer, as JSON.stringify writes it */
+        if (json_object_set_new(c, name[i], part[i] ? json_real(part[i]) : json_integer(0))) {
+            json_decref(c);
+            return NULL;
+        }
+    }
+    if (c && json_object_set_new(c, "total", total ? json_real(total) : json_integer(0))) {
+        json_decref(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The assistant message of a model answer, in the transcript's format;
+ * cfg (may be NULL) prices its usage. */
+static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, int64_t now,
+                                 const json_t *cfg)
 {
     json_t *content = json_array();
     if (r->reasoning.len) /* kept in the transcript, never sent back (text_of) */
@@ -376,10 +403,10 @@ static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, i
     char provider[192];
     snprintf(provider, sizeof provider, "%.*s", slash ? (int)(slash - oc->model) : 0, oc->model);
     json_t *usage = json_pack(
-        "{s:I,s:I,s:I,s:I,s:I,s:{s:i,s:i,s:i,s:i,s:i}}", "input", (json_int_t)r->usage.input,
-        "output", (json_int_t)r->usage.output, "cacheRead", (json_int_t)r->usage.cache_read,
-        "cacheWrite", (json_int_t)r->usage.cache_write, "totalTokens", (json_int_t)r->usage.total,
-        "cost", "input", 0, "output", 0, "cacheRead", 0, "cacheWrite", 0, "total", 0);
+        "{s:I,s:I,s:I,s:I,s:I,s:o}", "input", (json_int_t)r->usage.input, "output",
+        (json_int_t)r->usage.output, "cacheRead", (json_int_t)r->usage.cache_read, "cacheWrite",
+        (json_int_t)r->usage.cache_write, "totalTokens", (json_int_t)r->usage.total, "cost",
+        usage_cost(cfg, oc->model, &r->usage));
     const char *api = oc->api[0] ? oc->api : "openai-completions";
     json_t *m = json_pack("{s:s,s:o,s:s,s:s,s:s,s:o,s:s,s:I}", "role", "assistant", "content",
                           content, "api", api, "provider", provider, "model",
@@ -468,7 +495,8 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
             memset(&resp, 0, sizeof resp);
             snprintf(resp.stop_reason, sizeof resp.stop_reason, "aborted");
             now = in->now_ms + out->steps + 1;
-            json_t *am = assistant_message(&resp, &out->outcome, now);
+            json_t *am = assistant_message(&resp, &out->outcome, now,
+                                       tools ? tools->config : NULL);
             if (!am ||
                 json_object_set_new(am, "errorMessage", json_string("Request was aborted")) ||
                 json_array_append_new(out->messages, am))
@@ -485,7 +513,8 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
         /* later steps stay on the model that answered */
         turn.model = out->outcome.model;
         now = in->now_ms + out->steps;
-        json_t *am = assistant_message(&resp, &out->outcome, now);
+        json_t *am = assistant_message(&resp, &out->outcome, now,
+                                       tools ? tools->config : NULL);
         if (!am || json_array_append_new(out->messages, am)) FAIL(CM_ENOMEM, "out of memory");
         free(out->reply);
         out->reply = cm_strdup(resp.text.data);
