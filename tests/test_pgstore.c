@@ -604,6 +604,27 @@ TEST_PG(pgstore_rebuild_in_batches_matches_sqlite)
     drop("batches");
 }
 
+/* What a search reads stays cheap to read: each chunk's keyword text is
+ * kept in its row (STORAGE MAIN, also given to a database of an earlier
+ * clawmem at its next open), and a rebuild leaves the keyword index's
+ * pending list merged (a search reads it whole). */
+TEST_PG(pgstore_keyword_text_in_row_and_pending_list_merged)
+{
+    const char *paths[] = {"a.md", "b.md", "c.md"};
+    const char *texts[] = {"pending lists are read whole\n", "toast is read again\n",
+                           "rows keep their keyword text\n"};
+    drop("inrow");
+    EXPECT_INT(psql_long("ALTER TABLE clawmem_chunks ALTER COLUMN tsv SET STORAGE EXTENDED; "
+                         "SELECT 1"),
+               1);
+    EXPECT_INT(fill("inrow", "unicode61", 3, paths, texts), CM_OK);
+    EXPECT_INT(psql_long("SELECT count(*) FROM pg_attribute WHERE attrelid = "
+                         "'clawmem_chunks'::regclass AND attname = 'tsv' AND attstorage = 'm'"),
+               1);
+    EXPECT_INT(psql_long("SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)"), 0);
+    drop("inrow");
+}
+
 TEST(pgstore_command_does_not_link_libpq)
 {
     const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";

@@ -283,7 +283,8 @@ static const char schema_sql[] =
     "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS log_version bigint NOT NULL DEFAULT -1;"
     "CREATE TABLE IF NOT EXISTS clawmem_vector_log(agent_id text NOT NULL, seq bigint NOT NULL, "
     "chunk_id bigint NOT NULL, PRIMARY KEY(agent_id, seq));"
-    "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS lexer smallint NOT NULL DEFAULT 0;";
+    "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS lexer smallint NOT NULL DEFAULT 0;"
+    "ALTER TABLE clawmem_chunks ALTER COLUMN tsv SET STORAGE MAIN;";
 
 /* The tables (create: when absent), or what a database made by an earlier
  * version lacks (the vector log) at any open; s->pg->has_log says whether
@@ -291,7 +292,10 @@ static const char schema_sql[] =
  * add the log, goes on without it (readers then load the vectors whole on
  * each new version, and a write says why it cannot). The keyword index: GIN
  * over (agent_id, tsv) with btree_gin when the extension can be had, else
- * over tsv alone. */
+ * over tsv alone. Each chunk's tsv stays in its row (STORAGE MAIN: the text
+ * goes to TOAST first), where a search reads it for each of its matches: out
+ * of line, every use of it read TOAST again (docs/BENCHMARKS.md); rows
+ * written before keep their place until rewritten. */
 static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
 {
     PGresult *r = NULL;
@@ -302,16 +306,21 @@ static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
         "attrelid = to_regclass('clawmem_agents') AND attname = 'log_version' AND NOT "
         "attisdropped), to_regclass('clawmem_chunks') IS NOT NULL, EXISTS (SELECT 1 FROM "
         "pg_attribute WHERE attrelid = to_regclass('clawmem_agents') AND attname = 'lexer' AND "
-        "NOT attisdropped)",
+        "NOT attisdropped), EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass("
+        "'clawmem_chunks') AND attname = 'tsv' AND attstorage = 'm')",
         0, NULL, "read the schema", &r, err, errlen);
     if (rc) return rc;
     bool log = cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't';
     bool tables = cm_store_pg_lib.getvalue(r, 0, 1)[0] == 't';
     bool lexer = cm_store_pg_lib.getvalue(r, 0, 2)[0] == 't';
-    bool have = log && lexer;
+    bool have = log && lexer, inrow = cm_store_pg_lib.getvalue(r, 0, 3)[0] == 't';
     cm_store_pg_lib.clear(r);
     s->pg->has_log = log;
     s->pg->has_lexer = lexer;
+    char ignore[8];
+    if (have && !inrow) /* a database of an earlier clawmem: best effort */
+        cm_store_pg_run(s, "ALTER TABLE clawmem_chunks ALTER COLUMN tsv SET STORAGE MAIN", 0, NULL,
+                        "", NULL, ignore, sizeof ignore);
     if (have || (!create && !tables)) return CM_OK; /* else created, or added to */
     char why[256];
     rc = cm_store_pg_run(s, "BEGIN", 0, NULL, "create the tables", NULL, why, sizeof why);
@@ -323,7 +332,6 @@ static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
         return cm_seterr(err, errlen, rc, "%s", why);
     }
     s->pg->has_log = s->pg->has_lexer = true;
-    char ignore[8];
     if (cm_store_pg_run(s, "CREATE EXTENSION IF NOT EXISTS btree_gin", 0, NULL, "", NULL, ignore,
                         sizeof ignore) == CM_OK &&
         cm_store_pg_run(
@@ -492,6 +500,17 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     if (!rc && rebuilt && p->dchunks >= PG_ANALYZE_CHUNKS) {
         char ignore[8];
         cm_store_pg_run(s, "ANALYZE clawmem_chunks", 0, NULL, "", NULL, ignore, sizeof ignore);
+    }
+    /* The keyword index takes new entries into its pending list (GIN's
+     * fastupdate), which every search then reads whole until autovacuum's
+     * next round merges it: after a rebuild up to gin_pending_list_limit
+     * (4 MB), a third of a search's time on tldr (docs/BENCHMARKS.md). A
+     * rebuild merges it now. Best effort, as ANALYZE (the index's owner
+     * only). */
+    if (!rc && rebuilt) {
+        char ignore[8];
+        cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0,
+                        NULL, "", NULL, ignore, sizeof ignore);
     }
     if (p->dirty) cm_store_pg_meta_forget(s); /* a new version, perhaps new meta */
     p->depth = 0;

@@ -81,23 +81,23 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
  * per search). The query's tsqueries are made once (qq, php). One scan of
  * the keyword index (its condition an expression of the parameters, not a
  * column of qq: the planner uses an index only for the former) fetches the
- * agent's chunks that hold any phrase of the query (u;
- * hit: those that match the AND query, hito: the OR query $7, or the AND
- * query again when $7 is NULL); each phrase's frequency in each (tf, a
- * join of those rows and the phrases): every chunk with a phrase is among
- * them, so each
- * phrase's document frequency (its IDF: Robertson–Spärck Jones', at least
- * FTS_RANK_IDF_FLOOR, N at least FTS_RANK_MIN_ROWS) is counted there rather
- * than by an index scan of its own. A phrase's frequency is ts_rank_cd with
- * every weight 1 and no normalisation: each cover of the phrase (an
- * occurrence; for a prefix, of any lexeme it starts) adds exactly 1, so it
- * counts FTS5's phrase instances, in C (0: the chunk lacks the phrase).
- * Then BM25 with k1 1.2, b 0.75 over the chunk's token count, and the
- * coverage penalty of 6. A chunk's score does not depend on which query
- * found it, so the AND hits are ranked among the OR hits exactly as alone:
- * the AND hits are the answer when there are at least $5 of them, else the
- * OR hits (the store's second pass, in the same statement). Each row also
- * carries whether the OR hits answered and the agent's data version. */
+ * agent's chunks that hold any phrase of the query (u; hit: those that
+ * match the AND query, hito: the OR query $7, or the AND query again when
+ * $7 is NULL). Every chunk with a phrase is among them, so each phrase's
+ * document frequency (its IDF: Robertson–Spärck Jones', at least
+ * FTS_RANK_IDF_FLOOR, N at least FTS_RANK_MIN_ROWS) is counted there (a
+ * match test per chunk and phrase) rather than by an index scan of its own.
+ * A chunk's score does not depend on which query found it, so the AND hits
+ * are ranked among the OR hits exactly as alone: the AND hits are the
+ * answer when there are at least $5 of them (o), else the OR hits (the
+ * store's second pass, in the same statement), and only the answer's chunks
+ * get each phrase's frequency (tf): ts_rank_cd with every weight 1 and no
+ * normalisation, where each cover of the phrase (an occurrence; for a
+ * prefix, of any lexeme it starts) adds exactly 1, so it counts FTS5's
+ * phrase instances, in C (0: the chunk lacks the phrase), and costs more
+ * than the match test (docs/BENCHMARKS.md). Then BM25 with k1 1.2, b 0.75
+ * over the chunk's token count, and the coverage penalty of 6. Each row
+ * also carries whether the OR hits answered and the agent's data version. */
 #define SEARCH_SQL(TQ, QT)                                                                         \
     "WITH php AS MATERIALIZED (SELECT t.i, q FROM unnest($2::text[]) WITH ORDINALITY AS t(s, i) "  \
     "CROSS JOIN LATERAL (SELECT " TQ "t.s" QT " AS q) x WHERE numnode(q) > 0), "                   \
@@ -109,19 +109,19 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
     "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv, c.tsv @@ qq.qand AS hit, c.tsv @@ qq.qorx AS " \
     "hito FROM clawmem_chunks c, qq WHERE c.agent_id = $1::text AND c.tsv @@ " TQ "$3::text" QT   \
     "), "                                                                                          \
-    "tf AS MATERIALIZED (SELECT u.id, u.ntok, u.hit, u.hito, php.i, ts_rank_cd('{1,1,1,1}', "     \
-    "u.tsv, php.q, 0)::float8 AS tf FROM u CROSS JOIN php), "                                      \
-    "idf AS (SELECT d.i, greatest(" STR(FTS_RANK_IDF_FLOOR) ", ln((st.n - d.n + 0.5) / "           \
-    "(d.n + 0.5))) AS idf FROM (SELECT i, count(*) FILTER (WHERE tf > 0)::float8 AS n FROM tf "    \
-    "GROUP BY i) d CROSS JOIN st), "                                                               \
-    "sc AS MATERIALIZED (SELECT tf.id, bool_or(tf.hit) AS hit, sum(CASE WHEN tf.tf > 0 THEN "      \
-    "idf.idf * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS "   \
-    "s, sum(CASE WHEN tf.tf > 0 THEN idf.idf ELSE 0 END) AS have, sum(idf.idf) AS alli FROM tf "   \
-    "JOIN idf ON idf.i = tf.i CROSS JOIN st WHERE tf.hito OR tf.hit GROUP BY tf.id), "             \
-    "o AS (SELECT $7::text IS NOT NULL AND count(*) FILTER (WHERE hit) < $5::int AS orp FROM sc), "\
+    "o AS MATERIALIZED (SELECT $7::text IS NOT NULL AND count(*) FILTER (WHERE hit) < $5::int "   \
+    "AS orp FROM u), "                                                                             \
+    "idf AS MATERIALIZED (SELECT php.i, greatest(" STR(FTS_RANK_IDF_FLOOR) ", ln((st.n - x.n + "   \
+    "0.5) / (x.n + 0.5))) AS idf FROM php CROSS JOIN st CROSS JOIN LATERAL (SELECT "               \
+    "count(*)::float8 AS n FROM u WHERE u.tsv @@ php.q) x), "                                      \
+    "tf AS MATERIALIZED (SELECT u.id, u.ntok, php.i, ts_rank_cd('{1,1,1,1}', u.tsv, php.q, "       \
+    "0)::float8 AS tf FROM u CROSS JOIN o CROSS JOIN php WHERE u.hit OR (o.orp AND u.hito)), "     \
+    "sc AS MATERIALIZED (SELECT tf.id, sum(CASE WHEN tf.tf > 0 THEN idf.idf * tf.tf * 2.2 / "      \
+    "(tf.tf + 1.2 * (0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS s, sum(CASE WHEN tf.tf > " \
+    "0 THEN idf.idf ELSE 0 END) AS have, sum(idf.idf) AS alli FROM tf JOIN idf ON idf.i = tf.i "   \
+    "CROSS JOIN st GROUP BY tf.id), "                                                              \
     "r AS (SELECT id, CASE WHEN alli > 0 AND have < alli THEN greatest(s - 6 * (1 - have / "       \
-    "alli), s * 0.001) ELSE s END AS score FROM sc, o WHERE sc.hit OR o.orp ORDER BY 2 DESC, id "  \
-    "LIMIT $5::int) "                                                                              \
+    "alli), s * 0.001) ELSE s END AS score FROM sc ORDER BY 2 DESC, id LIMIT $5::int) "            \
     "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, -r.score, CASE WHEN "        \
     "c.source = 'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT f.mtime FROM "              \
     "clawmem_files f WHERE f.agent_id = $1::text AND f.path = c.path) END, o.orp, (SELECT "        \
