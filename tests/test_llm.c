@@ -124,10 +124,10 @@ static char call_id[] = "call_1", call_name[] = "memory_search",
             call_args[] = "{\"query\":\"dog\"}";
 static const llm_tool_call earlier_call = {call_id, call_name, call_args};
 static const llm_message convo[] = {
-    {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false},
-    {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false},
-    {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false},
-    {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false},
+    {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+    {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, NULL, 0, NULL},
+    {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL},
+    {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 static const llm_tool_def tools[] = {
     {"memory_search", "Search memory",
@@ -143,7 +143,7 @@ static llm_request request(const char *model, bool stream)
                       NULL,  NULL,
                       NULL,  NULL,
                       NULL,  NULL,
-                      NULL};
+                      NULL, 0};
     return rq;
 }
 
@@ -575,12 +575,12 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         {"bad", "d", "not json"}};
     for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
         llm_message msgs[] = {
-            {LLM_USER, texts[k], NULL, 0, NULL, NULL, false},
-            {LLM_ASSISTANT, texts[k], calls, 2, NULL, NULL, false},
-            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false},
-            {LLM_TOOL, NULL, NULL, 0, NULL, NULL, true},
-            {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false},
-            {LLM_USER, NULL, NULL, 0, NULL, NULL, false},
+            {LLM_USER, texts[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+            {LLM_ASSISTANT, texts[k], calls, 2, NULL, NULL, false, NULL, 0, NULL},
+            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL},
+            {LLM_TOOL, NULL, NULL, 0, NULL, NULL, true, NULL, 0, NULL},
+            {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+            {LLM_USER, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL},
         };
         llm_request rq = {0};
         rq.model = "gpt-x";
@@ -608,7 +608,7 @@ TEST(llm_openai_body_text_is_the_trees_dump)
     const char *bad[] = {"x\xC3(", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "ok \xE4\xB8",
                          "\x80"};
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-        llm_message m = {LLM_USER, bad[k], NULL, 0, NULL, NULL, false};
+        llm_message m = {LLM_USER, bad[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL};
         json_t *js = json_string(bad[k]);
         EXPECT(js == NULL);
         rq.model = "m";
