@@ -82,9 +82,9 @@ static cm_rc anthropic_endpoint(const llm_endpoint *ep, const llm_request *rq, b
             rc = cm_buf_printf(&h, "Authorization: Bearer %s", ep->api_key);
             if (!rc) rc = cm_config_header_set(headers, h.data);
             if (!rc)
-                rc = cm_config_header_set(headers,
-                                          interleaved ? "anthropic-beta: oauth-2025-04-20," INTERLEAVED_BETA
-                                                      : "anthropic-beta: oauth-2025-04-20");
+                rc = cm_config_header_set(
+                    headers, interleaved ? "anthropic-beta: oauth-2025-04-20," INTERLEAVED_BETA
+                                         : "anthropic-beta: oauth-2025-04-20");
             interleaved = false;
         } else {
             rc = cm_buf_printf(&h, "x-api-key: %s", ep->api_key);
@@ -286,7 +286,8 @@ static bool start_thinking(llm_stream *st, size_t b, const json_t *cb, bool reda
     if (!t) return false;
     st->block_think[b] = (int)(st->out->nthinking - 1);
     t->redacted = redacted;
-    const char *text = redacted ? REDACTED_TEXT : json_string_value(json_object_get(cb, "thinking"));
+    const char *text =
+        redacted ? REDACTED_TEXT : json_string_value(json_object_get(cb, "thinking"));
     const char *sig = json_string_value(json_object_get(cb, redacted ? "data" : "signature"));
     if (!append_str(NULL, &t->text, text ? text : "")) return false;
     if (sig && !append_str(st, &t->signature, sig)) return false;
