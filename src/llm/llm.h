@@ -92,7 +92,8 @@ typedef struct llm_request {
      * a "provider/model", or NULL for none; may be NULL. cm_llm_run sets
      * reasoning_effort per attempt from it (none where the model's
      * compat.supportsReasoningEffort is false, and on xai and zai), and
-     * the openai-completions body carries it as reasoning_effort. */
+     * the openai-completions body carries it as reasoning_effort, the
+     * anthropic-messages body as thinking (a level, "xhigh" included). */
     const char *(*effort)(void *ctx, const char *model);
     void *effort_ctx;
     const char *reasoning_effort;
