@@ -754,16 +754,16 @@ TEST(llm_anthropic_stream_keeps_thinking_signatures)
     free(raw);
     llm_endpoint ep = {LLM_API_ANTHROPIC, base, "sk-ant-api-test-0005", false, NULL, 5000, 5000};
     llm_request rq = request("claude-sonnet-4-5", true);
-    buf seen = BUF_INIT;
+    buf shown = BUF_INIT;
     rq.on_reasoning = count_reasoning;
-    rq.reasoning_ctx = &seen;
+    rq.reasoning_ctx = &shown;
     llm_response out;
     llm_error e;
     char err[512];
     EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
     EXPECT_STR(out.text.data, "Done.");
     EXPECT_STR(out.reasoning.data, "Let me think.");
-    EXPECT_STR(seen.data, "Let me think.");
+    EXPECT_STR(shown.data, "Let me think.");
     EXPECT_INT(out.nthinking, 2);
     if (out.nthinking == 2) {
         EXPECT_STR(out.thinking[0].text, "Let me think.");
@@ -774,7 +774,7 @@ TEST(llm_anthropic_stream_keeps_thinking_signatures)
         EXPECT(out.thinking[1].redacted);
     }
     cm_llm_response_release(&out);
-    cm_buf_release(&seen);
+    cm_buf_release(&shown);
     /* a whole answer likewise */
     const char *doc = "{\"id\":\"m2\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"Hm.\","
                       "\"signature\":\"S2\"},{\"type\":\"redacted_thinking\",\"data\":\"R2\"},"
@@ -798,12 +798,13 @@ TEST(llm_anthropic_stream_keeps_thinking_signatures)
  * gets thinking back. */
 TEST(llm_anthropic_history_sends_thinking_back)
 {
-    static const llm_thinking mine[] = {{"Plan: search.", "SigA", false},
-                                        {"[Reasoning redacted]", "DataB", true},
-                                        {"unsigned idea", NULL, false},
-                                        {"  \n", "SigC", false}};
-    static const llm_thinking theirs[] = {{"their idea", "SigD", false},
-                                          {"[Reasoning redacted]", "DataE", true}};
+    /* llm_thinking's strings are not const (a response owns them) */
+    static char t1[] = "Plan: search.", s1[] = "SigA", red[] = "[Reasoning redacted]",
+                d1[] = "DataB", t2[] = "unsigned idea", t3[] = "  \n", s3[] = "SigC",
+                t4[] = "their idea", s4[] = "SigD", d2[] = "DataE";
+    const llm_thinking mine[] = {
+        {t1, s1, false}, {red, d1, true}, {t2, NULL, false}, {t3, s3, false}};
+    const llm_thinking theirs[] = {{t4, s4, false}, {red, d2, true}};
     llm_message msgs[] = {
         {LLM_USER, "q1", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
         {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, mine, 4, "claude-sonnet-4-5"},
