@@ -770,3 +770,110 @@ TEST(agent_turn_prices_the_assistant_message_usage)
     cm_agent_turn_out_release(&out);
     world_stop(&w);
 }
+
+static const char *effort_low(void *ctx, const char *model)
+{
+    (void)ctx;
+    (void)model;
+    return "low";
+}
+
+static void push_sse(world *w, const char *const *events)
+{
+    buf b = BUF_INIT;
+    cm_buf_adds(&b,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
+    for (size_t i = 0; events[i]; i++)
+        cm_buf_adds(&b, events[i]);
+    fake_push_raw(w->fs, b.data, true);
+    cm_buf_release(&b);
+}
+
+/* With a thinking level an Anthropic model gets a thinking budget; the
+ * answer's thinking (signed) and redacted thinking are stored as pi-ai
+ * stores them and go back to the model on the tool loop's next step. */
+TEST(agent_anthropic_thinking_goes_back_in_the_tool_loop)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char prov[512];
+    snprintf(prov, sizeof prov,
+             "{\"api\":\"anthropic-messages\",\"baseUrl\":\"%s\",\"apiKey\":\"sk-ant-api-test-"
+             "0006\",\"models\":[{\"id\":\"claude-sonnet-4-5\",\"reasoning\":true,"
+             "\"maxTokens\":5000}]}",
+             w.base);
+    json_object_set_new(json_object_get(json_object_get(w.cfg, "models"), "providers"),
+                        "anthropic", json_loads(prov, 0, NULL));
+    const char *first[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Search memory.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"signature_delta\",\"signature\":\"SigX\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
+        "\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"RedY\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,"
+        "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"memory_search\","
+        "\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,"
+        "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"query\\\":\\\"dog\\\"}\"}}"
+        "\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"tool_use\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        NULL};
+    const char *second[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m2\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"text\",\"text\":\"Biscuit.\"}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"end_turn\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        NULL};
+    push_sse(&w, first);
+    push_sse(&w, second);
+    llm_pin pin = {"", false};
+    agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
+    agent_turn_in in = {.runner = w.runner,
+                        .turn = {"anthropic/claude-sonnet-4-5", false, &pin},
+                        .user_text = "What is the dog called?",
+                        .now_ms = T0,
+                        .effort = effort_low};
+    agent_turn_out out;
+    char err[512];
+    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+    EXPECT_STR(out.reply, "Biscuit.");
+    /* stored: {type:thinking, thinking, thinkingSignature}, redacted with its data */
+    json_t *c = json_object_get(json_array_get(out.messages, 1), "content");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "thinking")),
+               "Search memory.");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "thinkingSignature")),
+               "SigX");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 1), "thinking")),
+               "[Reasoning redacted]");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 1), "thinkingSignature")),
+               "RedY");
+    EXPECT(json_is_true(json_object_get(json_array_get(c, 1), "redacted")));
+    /* the first request: a budget on maxTokens 5000 */
+    json_t *b = request_body(&w, 0);
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(b, "thinking"), "type")),
+               "enabled");
+    EXPECT_INT(json_integer_value(json_object_get(json_object_get(b, "thinking"), "budget_tokens")),
+               2048);
+    EXPECT_INT(json_integer_value(json_object_get(b, "max_tokens")), 5000);
+    json_decref(b);
+    /* the second: the assistant turn carries its thinking back, first */
+    b = request_body(&w, 1);
+    json_t *a = json_object_get(json_array_get(json_object_get(b, "messages"), 1), "content");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(a, 0), "type")), "thinking");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(a, 0), "signature")), "SigX");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(a, 1), "type")),
+               "redacted_thinking");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(a, 1), "data")), "RedY");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(a, 2), "type")), "tool_use");
+    json_decref(b);
+    cm_agent_turn_out_release(&out);
+    world_stop(&w);
+}

@@ -124,10 +124,10 @@ static char call_id[] = "call_1", call_name[] = "memory_search",
             call_args[] = "{\"query\":\"dog\"}";
 static const llm_tool_call earlier_call = {call_id, call_name, call_args};
 static const llm_message convo[] = {
-    {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false},
-    {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false},
-    {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false},
-    {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false},
+    {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+    {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, NULL, 0, NULL},
+    {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL},
+    {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
 };
 static const llm_tool_def tools[] = {
     {"memory_search", "Search memory",
@@ -143,7 +143,7 @@ static llm_request request(const char *model, bool stream)
                       NULL,  NULL,
                       NULL,  NULL,
                       NULL,  NULL,
-                      NULL};
+                      NULL, 0};
     return rq;
 }
 
@@ -575,12 +575,12 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         {"bad", "d", "not json"}};
     for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
         llm_message msgs[] = {
-            {LLM_USER, texts[k], NULL, 0, NULL, NULL, false},
-            {LLM_ASSISTANT, texts[k], calls, 2, NULL, NULL, false},
-            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false},
-            {LLM_TOOL, NULL, NULL, 0, NULL, NULL, true},
-            {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false},
-            {LLM_USER, NULL, NULL, 0, NULL, NULL, false},
+            {LLM_USER, texts[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+            {LLM_ASSISTANT, texts[k], calls, 2, NULL, NULL, false, NULL, 0, NULL},
+            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL},
+            {LLM_TOOL, NULL, NULL, 0, NULL, NULL, true, NULL, 0, NULL},
+            {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+            {LLM_USER, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL},
         };
         llm_request rq = {0};
         rq.model = "gpt-x";
@@ -608,7 +608,7 @@ TEST(llm_openai_body_text_is_the_trees_dump)
     const char *bad[] = {"x\xC3(", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "ok \xE4\xB8",
                          "\x80"};
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-        llm_message m = {LLM_USER, bad[k], NULL, 0, NULL, NULL, false};
+        llm_message m = {LLM_USER, bad[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL};
         json_t *js = json_string(bad[k]);
         EXPECT(js == NULL);
         rq.model = "m";
@@ -618,4 +618,223 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         EXPECT_INT(cm_llm_openai_format.body_text(&rq, &t), CM_EINVAL);
     }
     cm_buf_release(&t);
+}
+
+/* ---- Anthropic thinking (pi-ai's streamSimpleAnthropic) ---- */
+
+static json_t *anthropic_body_for(const char *model, const char *level, int model_max)
+{
+    llm_request rq = request(model, true);
+    rq.reasoning_effort = level;
+    rq.model_max_tokens = model_max;
+    return cm_llm_anthropic_format.body(&rq);
+}
+
+static const char *jstr(const json_t *o, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(o, a);
+    return json_string_value(b ? json_object_get(v, b) : v);
+}
+
+static json_int_t jint(const json_t *o, const char *a, const char *b)
+{
+    const json_t *v = json_object_get(o, a);
+    return json_integer_value(b ? json_object_get(v, b) : v);
+}
+
+/* Opus/Sonnet 4.6 think adaptively with an effort; older models get a
+ * budget added to max_tokens (capped by the model's maxTokens, the budget
+ * then leaving 1024 output tokens); off or no level sends no thinking. */
+TEST(llm_anthropic_thinking_request)
+{
+    json_t *b = anthropic_body_for("claude-opus-4-6", "medium", 0);
+    EXPECT_STR(jstr(b, "thinking", "type"), "adaptive");
+    EXPECT_STR(jstr(b, "output_config", "effort"), "medium");
+    EXPECT_INT(jint(b, "max_tokens", NULL), 4096);
+    EXPECT(!json_object_get(json_object_get(b, "thinking"), "budget_tokens"));
+    json_decref(b);
+    b = anthropic_body_for("claude-sonnet-4.6-20260101", "minimal", 0);
+    EXPECT_STR(jstr(b, "output_config", "effort"), "low");
+    json_decref(b);
+    b = anthropic_body_for("claude-opus-4-6", "xhigh", 0);
+    EXPECT_STR(jstr(b, "output_config", "effort"), "max");
+    json_decref(b);
+    b = anthropic_body_for("claude-sonnet-4-6", "xhigh", 0);
+    EXPECT_STR(jstr(b, "output_config", "effort"), "high");
+    json_decref(b);
+    /* budget: 4096 + 2048 */
+    b = anthropic_body_for("claude-sonnet-4-5", "low", 0);
+    EXPECT_STR(jstr(b, "thinking", "type"), "enabled");
+    EXPECT_INT(jint(b, "thinking", "budget_tokens"), 2048);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 6144);
+    EXPECT(!json_object_get(b, "output_config"));
+    json_decref(b);
+    /* high: 4096 + 16384 capped at 16000, the budget 16000 - 1024 */
+    b = anthropic_body_for("claude-sonnet-4-5", "high", 16000);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 16000);
+    EXPECT_INT(jint(b, "thinking", "budget_tokens"), 14976);
+    json_decref(b);
+    b = anthropic_body_for("claude-sonnet-4-5", "medium", 64000);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 4096 + 8192);
+    EXPECT_INT(jint(b, "thinking", "budget_tokens"), 8192);
+    json_decref(b);
+    b = anthropic_body_for("claude-sonnet-4-5", "off", 0);
+    EXPECT(!json_object_get(b, "thinking") && !json_object_get(b, "output_config"));
+    EXPECT_INT(jint(b, "max_tokens", NULL), 4096);
+    json_decref(b);
+    b = anthropic_body_for("claude-opus-4-6", NULL, 0);
+    EXPECT(!json_object_get(b, "thinking") && !json_object_get(b, "output_config"));
+    json_decref(b);
+}
+
+/* The interleaved-thinking beta goes to every model but the adaptive ones
+ * (joined with the OAuth beta for a setup token). */
+TEST(llm_anthropic_interleaved_thinking_beta)
+{
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    const char *ev[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", NULL};
+    const char *model[] = {"claude-sonnet-4-5", "claude-opus-4-6", "claude-sonnet-4-5"};
+    const char *key[] = {"sk-ant-api-test-0003", "sk-ant-api-test-0003", "sk-ant-oat-test-0004"};
+    for (int i = 0; i < 3; i++) {
+        char *raw = sse_answer(ev);
+        fake_push_raw(fs, raw, true);
+        free(raw);
+        llm_endpoint ep = {LLM_API_ANTHROPIC, base, key[i], false, NULL, 5000, 5000};
+        llm_request rq = request(model[i], true);
+        rq.reasoning_effort = "low";
+        llm_response out;
+        llm_error e;
+        char err[512];
+        EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
+        cm_llm_response_release(&out);
+    }
+    EXPECT_CONTAINS(fake_get(fs, 0)->headers, "anthropic-beta: interleaved-thinking-2025-05-14");
+    EXPECT(!strstr(fake_get(fs, 1)->headers, "interleaved-thinking"));
+    EXPECT_CONTAINS(fake_get(fs, 2)->headers,
+                    "anthropic-beta: oauth-2025-04-20,interleaved-thinking-2025-05-14");
+    fake_stop(fs);
+}
+
+static void count_reasoning(void *ctx, const char *s, size_t n)
+{
+    cm_buf_add(ctx, s, n);
+}
+
+/* Thinking deltas are the reasoning and a block with its signature;
+ * a redacted block keeps its data as the signature. */
+TEST(llm_anthropic_stream_keeps_thinking_signatures)
+{
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    const char *events[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Let me \"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"think.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqSig1\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
+        "\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"opaque==\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,"
+        "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,"
+        "\"delta\":{\"type\":\"text_delta\",\"text\":\"Done.\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        NULL};
+    char *raw = sse_answer(events);
+    fake_push_raw(fs, raw, true);
+    free(raw);
+    llm_endpoint ep = {LLM_API_ANTHROPIC, base, "sk-ant-api-test-0005", false, NULL, 5000, 5000};
+    llm_request rq = request("claude-sonnet-4-5", true);
+    buf shown = BUF_INIT;
+    rq.on_reasoning = count_reasoning;
+    rq.reasoning_ctx = &shown;
+    llm_response out;
+    llm_error e;
+    char err[512];
+    EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
+    EXPECT_STR(out.text.data, "Done.");
+    EXPECT_STR(out.reasoning.data, "Let me think.");
+    EXPECT_STR(shown.data, "Let me think.");
+    EXPECT_INT(out.nthinking, 2);
+    if (out.nthinking == 2) {
+        EXPECT_STR(out.thinking[0].text, "Let me think.");
+        EXPECT_STR(out.thinking[0].signature, "EqSig1");
+        EXPECT(!out.thinking[0].redacted);
+        EXPECT_STR(out.thinking[1].text, "[Reasoning redacted]");
+        EXPECT_STR(out.thinking[1].signature, "opaque==");
+        EXPECT(out.thinking[1].redacted);
+    }
+    cm_llm_response_release(&out);
+    cm_buf_release(&shown);
+    /* a whole answer likewise */
+    const char *doc = "{\"id\":\"m2\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"Hm.\","
+                      "\"signature\":\"S2\"},{\"type\":\"redacted_thinking\",\"data\":\"R2\"},"
+                      "{\"type\":\"text\",\"text\":\"Ok\"}],\"stop_reason\":\"end_turn\"}";
+    EXPECT_INT(cm_llm_parse(LLM_API_ANTHROPIC, false, doc, strlen(doc), &out, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(out.nthinking, 2);
+    if (out.nthinking == 2) {
+        EXPECT_STR(out.thinking[0].signature, "S2");
+        EXPECT(out.thinking[1].redacted);
+        EXPECT_STR(out.thinking[1].signature, "R2");
+    }
+    cm_llm_response_release(&out);
+    fake_stop(fs);
+}
+
+/* History: this model's signed thinking goes back as thinking and its
+ * redacted thinking as redacted_thinking, before the text and tool calls;
+ * unsigned thinking as text; blank thinking not at all; another model's
+ * thinking as text and its redacted thinking not at all. OpenAI never
+ * gets thinking back. */
+TEST(llm_anthropic_history_sends_thinking_back)
+{
+    /* llm_thinking's strings are not const (a response owns them) */
+    static char t1[] = "Plan: search.", s1[] = "SigA", red[] = "[Reasoning redacted]",
+                d1[] = "DataB", t2[] = "unsigned idea", t3[] = "  \n", s3[] = "SigC",
+                t4[] = "their idea", s4[] = "SigD", d2[] = "DataE";
+    const llm_thinking mine[] = {
+        {t1, s1, false}, {red, d1, true}, {t2, NULL, false}, {t3, s3, false}};
+    const llm_thinking theirs[] = {{t4, s4, false}, {red, d2, true}};
+    llm_message msgs[] = {
+        {LLM_USER, "q1", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+        {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, mine, 4, "claude-sonnet-4-5"},
+        {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL},
+        {LLM_ASSISTANT, "ok", NULL, 0, NULL, NULL, false, theirs, 2, "claude-opus-4-1"},
+        {LLM_USER, "q2", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+    };
+    llm_request rq = request("claude-sonnet-4-5", true);
+    rq.messages = msgs;
+    rq.n = ARRAY_LEN(msgs);
+    json_t *b = cm_llm_anthropic_format.body(&rq);
+    json_t *a1 = json_object_get(json_array_get(json_object_get(b, "messages"), 1), "content");
+    EXPECT_INT(json_array_size(a1), 4);
+    EXPECT_STR(jstr(json_array_get(a1, 0), "type", NULL), "thinking");
+    EXPECT_STR(jstr(json_array_get(a1, 0), "thinking", NULL), "Plan: search.");
+    EXPECT_STR(jstr(json_array_get(a1, 0), "signature", NULL), "SigA");
+    EXPECT_STR(jstr(json_array_get(a1, 1), "type", NULL), "redacted_thinking");
+    EXPECT_STR(jstr(json_array_get(a1, 1), "data", NULL), "DataB");
+    EXPECT_STR(jstr(json_array_get(a1, 2), "type", NULL), "text");
+    EXPECT_STR(jstr(json_array_get(a1, 2), "text", NULL), "unsigned idea");
+    EXPECT_STR(jstr(json_array_get(a1, 3), "type", NULL), "tool_use");
+    json_t *a2 = json_object_get(json_array_get(json_object_get(b, "messages"), 3), "content");
+    EXPECT_INT(json_array_size(a2), 2);
+    EXPECT_STR(jstr(json_array_get(a2, 0), "type", NULL), "text");
+    EXPECT_STR(jstr(json_array_get(a2, 0), "text", NULL), "their idea");
+    EXPECT_STR(jstr(json_array_get(a2, 1), "text", NULL), "ok");
+    json_decref(b);
+    b = cm_llm_openai_format.body(&rq);
+    char *s = json_dumps(b, JSON_COMPACT);
+    EXPECT(s && !strstr(s, "Plan: search") && !strstr(s, "SigA") && !strstr(s, "their idea"));
+    free(s);
+    json_decref(b);
 }

@@ -109,6 +109,8 @@ typedef struct convo {
     size_t ntexts;
     llm_tool_call *calls;
     size_t ncalls, calls_cap;
+    llm_thinking *thinks; /* borrowed strings (the transcript's) */
+    size_t nthinks, thinks_cap;
 } convo;
 
 static void free_convo(convo *c)
@@ -122,6 +124,7 @@ static void free_convo(convo *c)
         free(c->calls[i].arguments);
     }
     free(c->calls);
+    free(c->thinks);
     free(c->m);
     memset(c, 0, sizeof *c);
 }
@@ -199,6 +202,29 @@ static cm_rc add_transcript_message(convo *c, const json_t *msg)
         /* first call index and count, kept in the pointer fields until linked */
         m->ncalls = c->ncalls - first;
         m->calls = (const llm_tool_call *)(uintptr_t)first;
+        /* thinking blocks with their signatures, for the format that sends
+         * them back (Anthropic), likewise linked later */
+        size_t first_think = c->nthinks;
+        json_array_foreach(json_object_get(msg, "content"), i, b)
+        {
+            const char *t = json_string_value(json_object_get(b, "type"));
+            if (!t || strcmp(t, "thinking")) continue;
+            if (c->nthinks == c->thinks_cap) {
+                size_t cap = c->thinks_cap ? c->thinks_cap * 2 : 16;
+                llm_thinking *nt = realloc(c->thinks, cap * sizeof *nt);
+                if (!nt) return CM_ENOMEM;
+                c->thinks = nt;
+                c->thinks_cap = cap;
+            }
+            const char *th = json_string_value(json_object_get(b, "thinking"));
+            c->thinks[c->nthinks++] = (llm_thinking){
+                (char *)(th ? th : ""),
+                (char *)json_string_value(json_object_get(b, "thinkingSignature")),
+                json_is_true(json_object_get(b, "redacted"))};
+        }
+        m->nthinking = c->nthinks - first_think;
+        m->thinking = (const llm_thinking *)(uintptr_t)first_think;
+        m->model = json_string_value(json_object_get(msg, "model"));
     }
     return CM_OK;
 }
@@ -207,8 +233,11 @@ static void link_calls(convo *c)
 {
     for (size_t i = 0; i < c->n; i++) {
         c->m[i].text = c->texts[i].data;
-        if (c->m[i].role == LLM_ASSISTANT)
+        if (c->m[i].role == LLM_ASSISTANT) {
             c->m[i].calls = c->m[i].ncalls ? &c->calls[(uintptr_t)c->m[i].calls] : NULL;
+            c->m[i].thinking =
+                c->m[i].nthinking ? &c->thinks[(uintptr_t)c->m[i].thinking] : NULL;
+        }
     }
 }
 
@@ -385,7 +414,17 @@ static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, i
                                  const json_t *cfg)
 {
     json_t *content = json_array();
-    if (r->reasoning.len) /* kept in the transcript, never sent back (text_of) */
+    /* thinking never goes back as text (text_of); Anthropic's signed
+     * blocks go back as thinking (anthropic.c), as pi-ai stores them */
+    for (size_t i = 0; i < r->nthinking; i++) {
+        const llm_thinking *t = &r->thinking[i];
+        json_t *b = json_pack("{s:s,s:s}", "type", "thinking", "thinking", t->text ? t->text : "");
+        if (b && t->signature)
+            json_object_set_new(b, "thinkingSignature", json_string(t->signature));
+        if (b && t->redacted) json_object_set_new(b, "redacted", json_true());
+        json_array_append_new(content, b);
+    }
+    if (!r->nthinking && r->reasoning.len)
         json_array_append_new(
             content, json_pack("{s:s,s:s}", "type", "thinking", "thinking", r->reasoning.data));
     if (r->text.len)
@@ -479,7 +518,8 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                           hk ? hk->ctx : NULL,
                           in->effort,
                           in->effort_ctx,
-                          NULL};
+                          NULL,
+                          0};
         cm_llm_response_release(&resp);
         if (hk && hk->cancelled && hk->cancelled(hk->ctx)) {
             rc = CM_ECANCELED;

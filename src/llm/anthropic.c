@@ -6,13 +6,71 @@
  * message), and in a stream the events message_start, content_block_start /
  * _delta / _stop (text_delta, input_json_delta), message_delta (stop_reason,
  * output tokens), message_stop, ping and error.
+ *
+ * Thinking follows pi-ai's streamSimpleAnthropic: with a reasoning level
+ * (llm_request.reasoning_effort) Opus/Sonnet 4.6 get adaptive thinking and
+ * an effort, older models a token budget; the answer's thinking blocks
+ * (thinking_delta, signature_delta, redacted_thinking) are kept with their
+ * signatures and go back in later requests as convertMessages sends them.
  */
+#include <ctype.h>
+
 #include "llm.h"
 
 #define ANTHROPIC_VERSION "2023-06-01"
+#define INTERLEAVED_BETA  "interleaved-thinking-2025-05-14"
+#define REDACTED_TEXT     "[Reasoning redacted]"
 
-static cm_rc anthropic_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *headers)
+/* Opus 4.6 and Sonnet 4.6 (with or without a date suffix) think adaptively
+ * (pi-ai's supportsAdaptiveThinking). */
+static bool adaptive_model(const char *id)
 {
+    return id && (strstr(id, "opus-4-6") || strstr(id, "opus-4.6") || strstr(id, "sonnet-4-6") ||
+                  strstr(id, "sonnet-4.6"));
+}
+
+/* The thinking level asked of this request, or NULL for none. */
+static const char *thinking_level(const llm_request *rq)
+{
+    const char *l = rq->reasoning_effort;
+    return l && *l && strcmp(l, "off") ? l : NULL;
+}
+
+/* pi-ai's mapThinkingLevelToEffort. */
+static const char *adaptive_effort(const char *level, const char *id)
+{
+    if (!strcmp(level, "minimal") || !strcmp(level, "low")) return "low";
+    if (!strcmp(level, "medium")) return "medium";
+    if (!strcmp(level, "xhigh") && (strstr(id, "opus-4-6") || strstr(id, "opus-4.6")))
+        return "max";
+    return "high";
+}
+
+/* pi-ai's adjustMaxTokensForThinking with its default budgets: the budget
+ * is added to max_tokens (capped by the model's maxTokens when known); when
+ * that leaves no room, the budget shrinks to leave 1024 output tokens. */
+static void thinking_budget(const llm_request *rq, const char *level, int *max_tokens,
+                            int *budget)
+{
+    int base = rq->max_tokens > 0 ? rq->max_tokens : 4096;
+    int b = !strcmp(level, "minimal") ? 1024
+            : !strcmp(level, "low")   ? 2048
+            : !strcmp(level, "medium") ? 8192
+                                       : 16384; /* high, xhigh */
+    long long m = (long long)base + b;
+    if (rq->model_max_tokens > 0 && m > rq->model_max_tokens) m = rq->model_max_tokens;
+    if (m > INT32_MAX) m = INT32_MAX;
+    if (m <= b) b = m - 1024 > 0 ? (int)(m - 1024) : 0;
+    *max_tokens = (int)m;
+    *budget = b;
+}
+
+static cm_rc anthropic_endpoint(const llm_endpoint *ep, const llm_request *rq, buf *url,
+                                cm_strlist *headers)
+{
+    /* pi-ai asks for interleaved thinking on every model but the adaptive
+     * ones, which have it built in */
+    bool interleaved = !adaptive_model(rq->model);
     const char *base = ep->base_url && *ep->base_url ? ep->base_url : "https://api.anthropic.com";
     size_t n = strlen(base);
     while (n > 1 && base[n - 1] == '/')
@@ -23,15 +81,61 @@ static cm_rc anthropic_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *he
         if (ep->bearer || strncmp(ep->api_key, "sk-ant-oat", 10) == 0) {
             rc = cm_buf_printf(&h, "Authorization: Bearer %s", ep->api_key);
             if (!rc) rc = cm_config_header_set(headers, h.data);
-            if (!rc) rc = cm_config_header_set(headers, "anthropic-beta: oauth-2025-04-20");
+            if (!rc)
+                rc = cm_config_header_set(
+                    headers, interleaved ? "anthropic-beta: oauth-2025-04-20," INTERLEAVED_BETA
+                                         : "anthropic-beta: oauth-2025-04-20");
+            interleaved = false;
         } else {
             rc = cm_buf_printf(&h, "x-api-key: %s", ep->api_key);
             if (!rc) rc = cm_config_header_set(headers, h.data);
         }
     }
+    if (!rc && interleaved) rc = cm_config_header_set(headers, "anthropic-beta: " INTERLEAVED_BETA);
     if (!rc) rc = cm_config_header_set(headers, "anthropic-version: " ANTHROPIC_VERSION);
     cm_buf_release(&h);
     return rc;
+}
+
+static bool blank(const char *s)
+{
+    for (; s && *s; s++)
+        if (!isspace((unsigned char)*s)) return false;
+    return true;
+}
+
+/* Whether the message was written by the model this request goes to. */
+static bool same_model(const llm_message *m, const char *model)
+{
+    if (!m->model || !model) return false;
+    const char *slash = strchr(m->model, '/');
+    return !strcmp(m->model, model) || (slash && !strcmp(slash + 1, model));
+}
+
+/* An assistant message's thinking blocks as pi-ai's transformMessages and
+ * convertMessages send them: this model's signed thinking as thinking (its
+ * redacted thinking as redacted_thinking), other thinking as plain text,
+ * blank thinking and other models' redacted thinking not at all. */
+static cm_rc add_thinking(json_t *content, const llm_message *m, const char *model)
+{
+    bool same = same_model(m, model);
+    for (size_t k = 0; k < m->nthinking; k++) {
+        const llm_thinking *t = &m->thinking[k];
+        json_t *b = NULL;
+        if (t->redacted) {
+            if (!same || !t->signature) continue;
+            b = json_pack("{s:s,s:s}", "type", "redacted_thinking", "data", t->signature);
+        } else if (blank(t->text)) {
+            continue;
+        } else if (same && !blank(t->signature)) {
+            b = json_pack("{s:s,s:s,s:s}", "type", "thinking", "thinking", t->text, "signature",
+                          t->signature);
+        } else {
+            b = json_pack("{s:s,s:s}", "type", "text", "text", t->text);
+        }
+        if (!b || json_array_append_new(content, b)) return CM_ENOMEM;
+    }
+    return CM_OK;
 }
 
 static json_t *anthropic_body(const llm_request *rq)
@@ -49,6 +153,10 @@ static json_t *anthropic_body(const llm_request *rq)
             if (m->is_error) json_object_set_new(tr, "is_error", json_true());
             json_array_append_new(content, tr);
         } else {
+            if (m->role == LLM_ASSISTANT && add_thinking(content, m, rq->model)) {
+                json_decref(content);
+                goto fail;
+            }
             if (m->text && *m->text)
                 json_array_append_new(content,
                                       json_pack("{s:s,s:s}", "type", "text", "text", m->text));
@@ -72,11 +180,26 @@ static json_t *anthropic_body(const llm_request *rq)
         if (!o || json_array_append_new(msgs, o)) goto fail;
         last_user = user ? o : NULL;
     }
-    body = json_pack("{s:s,s:i,s:o,s:b}", "model", rq->model, "max_tokens",
-                     rq->max_tokens > 0 ? rq->max_tokens : 4096, "messages", msgs, "stream",
-                     rq->stream);
+    const char *level = thinking_level(rq);
+    bool adaptive = level && adaptive_model(rq->model);
+    int max_tokens = rq->max_tokens > 0 ? rq->max_tokens : 4096, budget = 0;
+    if (level && !adaptive) thinking_budget(rq, level, &max_tokens, &budget);
+    body = json_pack("{s:s,s:i,s:o,s:b}", "model", rq->model, "max_tokens", max_tokens,
+                     "messages", msgs, "stream", rq->stream);
     msgs = NULL;
     if (!body) goto fail;
+    /* no temperature is sent, so none to drop with thinking */
+    if (adaptive) {
+        if (json_object_set_new(body, "thinking", json_pack("{s:s}", "type", "adaptive")) ||
+            json_object_set_new(body, "output_config",
+                                json_pack("{s:s}", "effort", adaptive_effort(level, rq->model))))
+            goto fail;
+    } else if (level) {
+        if (json_object_set_new(body, "thinking",
+                                json_pack("{s:s,s:i}", "type", "enabled", "budget_tokens",
+                                          budget > 0 ? budget : 1024)))
+            goto fail;
+    }
     if (rq->system && *rq->system) json_object_set_new(body, "system", json_string(rq->system));
     if (rq->ntools) {
         json_t *tools = json_array();
@@ -125,6 +248,54 @@ static int block_call(llm_stream *st, size_t b)
     return b < st->nblocks ? st->block_call[b] : -1;
 }
 
+/* Appends s to *p (a string or NULL), counted against the stream's cap. */
+static bool append_str(llm_stream *st, char **p, const char *s)
+{
+    size_t have = *p ? strlen(*p) : 0, n = strlen(s);
+    if (st && cm_llm_stream_budget(st, n)) return false;
+    char *q = realloc(*p, have + n + 1);
+    if (!q) return false;
+    memcpy(q + have, s, n + 1);
+    *p = q;
+    return true;
+}
+
+/* A new thinking block at the end of out->thinking, or NULL (ENOMEM). */
+static llm_thinking *new_thinking(llm_response *out)
+{
+    llm_thinking *t = realloc(out->thinking, (out->nthinking + 1) * sizeof *t);
+    if (!t) return NULL;
+    out->thinking = t;
+    t = &t[out->nthinking++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+/* The thinking index of content block b, or -1. */
+static int block_think(llm_stream *st, size_t b)
+{
+    return b < st->nblocks && st->block_think ? st->block_think[b] : -1;
+}
+
+/* Starts thinking block b of the stream: its text so far (a thinking
+ * block's, streamed as reasoning; a redacted one's placeholder) and its
+ * signature (a redacted one's data). */
+static bool start_thinking(llm_stream *st, size_t b, const json_t *cb, bool redacted)
+{
+    llm_thinking *t = new_thinking(st->out);
+    if (!t) return false;
+    st->block_think[b] = (int)(st->out->nthinking - 1);
+    t->redacted = redacted;
+    const char *text =
+        redacted ? REDACTED_TEXT : json_string_value(json_object_get(cb, "thinking"));
+    const char *sig = json_string_value(json_object_get(cb, redacted ? "data" : "signature"));
+    if (!append_str(NULL, &t->text, text ? text : "")) return false;
+    if (sig && !append_str(st, &t->signature, sig)) return false;
+    if (!redacted && text && *text && cm_llm_stream_reasoning(st, text, strlen(text)))
+        return false;
+    return true;
+}
+
 static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
 {
     if (!d) return false;
@@ -150,9 +321,12 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
         if (b >= st->nblocks) {
             int *nb = realloc(st->block_call, (b + 1) * sizeof *nb);
             if (!nb) return false;
-            for (size_t i = st->nblocks; i <= b; i++)
-                nb[i] = -1;
             st->block_call = nb;
+            int *nt = realloc(st->block_think, (b + 1) * sizeof *nt);
+            if (!nt) return false;
+            st->block_think = nt;
+            for (size_t i = st->nblocks; i <= b; i++)
+                nb[i] = nt[i] = -1;
             st->nblocks = b + 1;
         }
         json_t *cb = json_object_get(d, "content_block");
@@ -169,9 +343,9 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
         } else if (ct && !strcmp(ct, "text")) {
             const char *t = json_string_value(json_object_get(cb, "text"));
             if (t && *t && cm_llm_stream_text(st, t, strlen(t))) return false;
-        } else if (ct && !strcmp(ct, "thinking")) {
-            const char *t = json_string_value(json_object_get(cb, "thinking"));
-            if (t && *t && cm_llm_stream_reasoning(st, t, strlen(t))) return false;
+        } else if (ct && (!strcmp(ct, "thinking") || !strcmp(ct, "redacted_thinking"))) {
+            if (st->block_think[b] >= 0) return false; /* a block started twice */
+            return start_thinking(st, b, cb, !strcmp(ct, "redacted_thinking"));
         }
         return true;
     }
@@ -188,11 +362,20 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
             if (ci < 0) return false;
             return !(pj && cm_llm_stream_args(st, (size_t)ci, pj));
         }
+        int ti = block_think(st, b);
         if (dt && !strcmp(dt, "thinking_delta")) {
             const char *t = json_string_value(json_object_get(delta, "thinking"));
-            return !(t && cm_llm_stream_reasoning(st, t, strlen(t)));
+            if (!t) return true;
+            if (cm_llm_stream_reasoning(st, t, strlen(t))) return false;
+            /* the text was counted as reasoning */
+            return ti < 0 || append_str(NULL, &st->out->thinking[ti].text, t);
         }
-        return true; /* signatures: not kept */
+        if (dt && !strcmp(dt, "signature_delta")) {
+            const char *sig = json_string_value(json_object_get(delta, "signature"));
+            if (!sig || ti < 0) return true;
+            return append_str(st, &st->out->thinking[ti].signature, sig);
+        }
+        return true;
     }
     if (!strcmp(type, "message_delta")) {
         const char *r =
@@ -229,6 +412,16 @@ static bool anthropic_whole(llm_response *out, json_t *doc)
             const char *s = json_string_value(json_object_get(blk, "thinking"));
             if (s && *s && out->reasoning.len && cm_buf_addc(&out->reasoning, '\n')) return false;
             if (s && cm_buf_adds(&out->reasoning, s)) return false;
+            const char *sig = json_string_value(json_object_get(blk, "signature"));
+            llm_thinking *th = new_thinking(out);
+            if (!th || !(th->text = cm_strdup(s ? s : ""))) return false;
+            if (sig && !(th->signature = cm_strdup(sig))) return false;
+        } else if (t && !strcmp(t, "redacted_thinking")) {
+            const char *data = json_string_value(json_object_get(blk, "data"));
+            llm_thinking *th = new_thinking(out);
+            if (!th || !(th->text = cm_strdup(REDACTED_TEXT))) return false;
+            th->redacted = true;
+            if (data && !(th->signature = cm_strdup(data))) return false;
         } else if (t && !strcmp(t, "tool_use")) {
             const char *cid = json_string_value(json_object_get(blk, "id"));
             const char *name = json_string_value(json_object_get(blk, "name"));

@@ -43,6 +43,11 @@ void cm_llm_response_release(llm_response *r)
         free(r->calls[i].arguments);
     }
     free(r->calls);
+    for (size_t i = 0; i < r->nthinking; i++) {
+        free(r->thinking[i].text);
+        free(r->thinking[i].signature);
+    }
+    free(r->thinking);
     memset(r, 0, sizeof *r);
     cm_buf_init(&r->text, 0);
     cm_buf_init(&r->reasoning, 0);
@@ -149,6 +154,11 @@ static cm_rc stream_budget(llm_stream *st, size_t n)
     }
     st->streamed += n;
     return CM_OK;
+}
+
+cm_rc cm_llm_stream_budget(llm_stream *st, size_t n)
+{
+    return stream_budget(st, n);
 }
 
 cm_rc cm_llm_stream_text(llm_stream *st, const char *s, size_t n)
@@ -269,6 +279,7 @@ static void run_release(chat_run *r)
         cm_buf_release(&r->st.args[i]);
     free(r->st.args);
     free(r->st.block_call);
+    free(r->st.block_think);
     cm_sse_release(&r->sse);
     cm_buf_release(&r->body);
 }
@@ -369,7 +380,7 @@ cm_rc cm_llm_chat(const llm_endpoint *ep, const llm_request *rq, llm_delta_fn on
     r.cancelled = rq->cancelled;
     r.cancel_ctx = rq->cancel_ctx;
     if (S_cancelled(&r)) FAIL(CM_ECANCELED, "the request was cancelled");
-    if (r.fmt->endpoint(ep, &url, &headers)) FAIL(CM_ENOMEM, "out of memory");
+    if (r.fmt->endpoint(ep, rq, &url, &headers)) FAIL(CM_ENOMEM, "out of memory");
     for (size_t i = 0; ep->headers && i < ep->headers->n; i++)
         if (cm_config_header_set(&headers, ep->headers->v[i])) FAIL(CM_ENOMEM, "out of memory");
     if (cm_config_header_set(&headers, "Content-Type: application/json") ||

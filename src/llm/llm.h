@@ -35,6 +35,15 @@ typedef struct llm_tool_call {
 
 typedef enum llm_role { LLM_USER, LLM_ASSISTANT, LLM_TOOL } llm_role;
 
+/* One thinking block of an Anthropic answer, as pi-ai keeps it: the text
+ * and the signature that lets it go back to the API; a redacted block has
+ * the text "[Reasoning redacted]" and its opaque data as the signature. In
+ * an llm_response the strings are owned; in an llm_message, borrowed. */
+typedef struct llm_thinking {
+    char *text, *signature;
+    bool redacted;
+} llm_thinking;
+
 /* One message of the conversation (borrowed strings). An assistant message
  * may carry tool calls; a tool message answers the call tool_call_id. */
 typedef struct llm_message {
@@ -44,6 +53,12 @@ typedef struct llm_message {
     size_t ncalls;
     const char *tool_call_id, *tool_name;
     bool is_error; /* a tool result that reports a failure */
+    /* An assistant message's thinking blocks (only the Anthropic format
+     * sends them back) and the model ("provider/model" or the bare id) that
+     * wrote it: another model's signed thinking goes back as text. */
+    const llm_thinking *thinking;
+    size_t nthinking;
+    const char *model;
 } llm_message;
 
 typedef struct llm_tool_def {
@@ -77,10 +92,17 @@ typedef struct llm_request {
      * a "provider/model", or NULL for none; may be NULL. cm_llm_run sets
      * reasoning_effort per attempt from it (none where the model's
      * compat.supportsReasoningEffort is false, and on xai and zai), and
-     * the openai-completions body carries it as reasoning_effort. */
+     * the openai-completions body carries it as reasoning_effort, the
+     * anthropic-messages body as thinking (a level, "xhigh" included). */
     const char *(*effort)(void *ctx, const char *model);
     void *effort_ctx;
     const char *reasoning_effort;
+    /* The model's maxTokens (models.providers.<p>.models[].maxTokens) set
+     * by cm_llm_run per attempt; 0 when unknown. The anthropic-messages
+     * body turns reasoning_effort into thinking: adaptive with an effort on
+     * Opus/Sonnet 4.6, else a token budget added to max_tokens (capped by
+     * this), as pi-ai's streamSimpleAnthropic does. */
+    int model_max_tokens;
 } llm_request;
 
 /* Token counts as pi-coding-agent records them: input excludes cached input. */
@@ -99,6 +121,9 @@ typedef struct llm_response {
      * blocks, or an OpenAI-compatible message's reasoning_content (else
      * reasoning). Empty when the model gave none. */
     buf reasoning;
+    /* Anthropic thinking blocks with their signatures, in answer order. */
+    llm_thinking *thinking;
+    size_t nthinking;
 } llm_response;
 
 void cm_llm_response_release(llm_response *r);
@@ -143,6 +168,7 @@ typedef struct llm_stream {
     void *reasoning_ctx;
     buf *args;       /* per tool call, the arguments being streamed */
     int *block_call; /* Anthropic: content block index → call index (-1) */
+    int *block_think; /* Anthropic: content block index → thinking index (-1) */
     size_t nblocks;
     bool done;       /* the format's end marker was seen */
     /* Bytes of text, reasoning and tool arguments kept so far; past
@@ -155,7 +181,8 @@ typedef struct llm_stream {
 
 typedef struct llm_format {
     /* Appends the request URL to url and the auth headers to headers. */
-    cm_rc (*endpoint)(const llm_endpoint *ep, buf *url, cm_strlist *headers);
+    cm_rc (*endpoint)(const llm_endpoint *ep, const llm_request *rq, buf *url,
+                      cm_strlist *headers);
     /* The request body. */
     json_t *(*body)(const llm_request *rq);
     /* One stream event; false when it cannot be read. */
@@ -177,6 +204,10 @@ llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i);
 /* Appends s to call i's streamed arguments (the call exists), within the
  * stream's budget. */
 cm_rc cm_llm_stream_args(llm_stream *st, size_t i, const char *s);
+/* Counts n more streamed bytes (kept apart from text, reasoning and
+ * arguments, e.g. thinking signatures); CM_ETOOBIG and too_long past the
+ * stream's cap. */
+cm_rc cm_llm_stream_budget(llm_stream *st, size_t n);
 /* Appends text to the answer and passes it to the delta callback. */
 cm_rc cm_llm_stream_text(llm_stream *st, const char *s, size_t n);
 /* Appends text to the reasoning and passes it to the reasoning callback. */

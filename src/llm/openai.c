@@ -9,8 +9,10 @@
 #include "../base/jtext.h"
 #include "llm.h"
 
-static cm_rc openai_endpoint(const llm_endpoint *ep, buf *url, cm_strlist *headers)
+static cm_rc openai_endpoint(const llm_endpoint *ep, const llm_request *rq, buf *url,
+                             cm_strlist *headers)
 {
+    (void)rq;
     const char *base = ep->base_url && *ep->base_url ? ep->base_url : "https://api.openai.com/v1";
     size_t n = strlen(base);
     while (n > 1 && base[n - 1] == '/')

@@ -312,6 +312,32 @@ static const char *effort_for(const llm_runner *r, const char *provider, const c
     return off ? NULL : e;
 }
 
+/* models.providers.<provider>.models[<id of ref>].maxTokens, or 0. */
+static int model_max_tokens(const llm_runner *r, const char *provider, const char *ref)
+{
+    char want[128], have[128];
+    cm_auth_provider_norm(provider, want, sizeof want);
+    const char *key;
+    json_t *pc;
+    int max = 0;
+    json_object_foreach(path_get(r->cfg, "models", "providers", NULL), key, pc)
+    {
+        cm_auth_provider_norm(key, have, sizeof have);
+        if (strcmp(have, want)) continue;
+        size_t i;
+        json_t *m;
+        json_array_foreach(json_object_get(pc, "models"), i, m)
+        {
+            const char *id = json_string_value(json_object_get(m, "id"));
+            json_t *mt = json_object_get(m, "maxTokens");
+            if (id && !strcmp(id, strchr(ref, '/') + 1) && json_is_number(mt) &&
+                json_number_value(mt) >= 1 && json_number_value(mt) <= INT32_MAX)
+                max = (int)json_number_value(mt);
+        }
+    }
+    return max;
+}
+
 cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta,
                  void *ctx, llm_response *out, llm_outcome *oc, char *err, size_t errlen)
 {
@@ -333,6 +359,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
         snprintf(provider, sizeof provider, "%.*s", (int)(slash - chain[mi]), chain[mi]);
         rq->model = slash + 1;
         rq->reasoning_effort = effort_for(r, provider, chain[mi], rq);
+        rq->model_max_tokens = model_max_tokens(r, provider, chain[mi]);
         memcpy(oc->model, chain[mi], sizeof oc->model); /* both 192 bytes, NUL-terminated */
         endpoint e;
         if (resolve_endpoint(r, provider, &e, msg, sizeof msg)) {
