@@ -19,9 +19,11 @@
  * With "paced" after ENTRIES each client waits for its reply before its next
  * message (8 in flight): the added latency is a turn's own, not a backlog's.
  * With "soak" instead (paced too) RSS, open descriptors, the gateway
- * journal's, sessions.json's and its journal's sizes and the added latency
- * of the 5% of messages before each point are reported at 10%, 50% and the
- * end of the run.
+ * journal's, sessions.json's and its journal's sizes, the added latency of
+ * the 5% of messages before each point and the CPU time per reply since the
+ * last are reported at every 10% of the run (on stderr as each is taken,
+ * and in the JSON at the end); the model's window is small so that
+ * conversations compact as they grow.
  * Usage: bench_gateway WORKDIR [MESSAGES] [CONVERSATIONS] [agent [ENTRIES [paced|soak]]]
  * Environment: CLAWMEM_BENCH_TRACE_EVERY=N prints RSS and glibc's heap
  * figures (in use, free inside the heap, mapped) every N replies;
@@ -63,14 +65,17 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool g_paced;                /* each client waits for its reply before the next POST */
 static const char *g_state;         /* the state dir (journal sizes) */
 
-/* ---- soak checkpoints: start (10%), middle (50%), end ---------------------- */
+/* ---- soak checkpoints: every 10% of the messages -------------------------- */
 
-#define MARKS 3
+#define MARKS 10
 typedef struct mark {
     int64_t at;       /* replies when taken */
     long rss_kb;
     int fds;
     long long journal_bytes, store_bytes, store_wal_bytes;
+    double p50, p99;  /* added latency (ms) of the 5% of messages before */
+    double cpu_ms;    /* the process's CPU time per reply since the last mark */
+    int64_t model_calls; /* requests the model answered so far (turns, flushes, compactions) */
 } mark;
 static mark g_marks[MARKS];
 static int g_nmarks;
@@ -98,18 +103,28 @@ static cm_rc fake_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *er
 }
 
 /* The zero-latency model of the agent mode: every request gets the same
- * streamed answer at once (OpenAI-compatible SSE). */
+ * streamed answer at once (OpenAI-compatible SSE), with a usage that counts
+ * the request as a tokenizer roughly would (4 bytes a token), so that a
+ * conversation's reported context grows with it and compaction runs when
+ * the window is small (the soak's). */
+static int64_t g_model_calls, g_model_bytes_max;
 static void model_answer(void *ctx, const httpd_req *rq, httpd_conn *c)
 {
     (void)ctx;
-    (void)rq;
-    static const char body[] =
-        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sunny.\"},"
-        "\"finish_reason\":\"stop\"}]}\n\n"
-        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,"
-        "\"total_tokens\":52}}\n\ndata: [DONE]\n\n";
+    pthread_mutex_lock(&g_mu);
+    g_model_calls++;
+    if ((int64_t)rq->body_len > g_model_bytes_max) g_model_bytes_max = (int64_t)rq->body_len;
+    pthread_mutex_unlock(&g_mu);
+    char body[512];
+    long long prompt = (long long)(rq->body_len / 4);
+    int n = snprintf(body, sizeof body,
+                     "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Sunny.\"},"
+                     "\"finish_reason\":\"stop\"}]}\n\n"
+                     "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":%lld,"
+                     "\"completion_tokens\":2,\"total_tokens\":%lld}}\n\ndata: [DONE]\n\n",
+                     prompt, prompt + 2);
     static const char *const hdr[] = {"Content-Type: text/event-stream", NULL};
-    cm_net_httpd_respond(c, 200, hdr, body, sizeof body - 1);
+    cm_net_httpd_respond(c, 200, hdr, body, (size_t)n);
 }
 
 static void take_mark(void);
@@ -142,8 +157,7 @@ static cm_rc t_send(gw_channel *ch, const gw_outbound *o, char *err, size_t errl
         g_replies++;
         if (strstr(o->text, "Agent failed") && !g_failed++)
             fprintf(stderr, "bench_gateway: first failed run: %.300s\n", o->text);
-        int64_t due[MARKS] = {g_n / 10, g_n / 2, g_n};
-        if (g_nmarks < MARKS && g_replies >= due[g_nmarks]) take_mark();
+        if (g_nmarks < MARKS && g_replies >= g_n * (g_nmarks + 1) / MARKS) take_mark();
         if (g_trace_every > 0 && g_replies % g_trace_every == 0) trace_point();
         if (g_trim_every > 0 && g_replies % g_trim_every == 0) malloc_trim(0);
         pthread_cond_broadcast(&g_cv);
@@ -336,10 +350,21 @@ static long long file_bytes(const char *dir, const char *name)
     return n;
 }
 
+static void window(int64_t from, int64_t to, double *p50, double *p99);
+static double cpu_ms_now(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e3 +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e3;
+}
+static double g_cpu_mark; /* cpu_ms_now() at the previous mark (or the start) */
+
 /* Under g_mu, from the channel's send. */
 static void take_mark(void)
 {
     mark *m = &g_marks[g_nmarks++];
+    int64_t prev = g_nmarks > 1 ? g_marks[g_nmarks - 2].at : 0;
     m->at = g_replies;
     m->rss_kb = rss_kb();
     m->fds = open_fds();
@@ -354,12 +379,19 @@ static void take_mark(void)
         if (strstr(de->d_name, ".clawmem-wal.")) m->store_wal_bytes += file_bytes(sd.data, de->d_name);
     if (d) closedir(d);
     cm_buf_release(&sd);
+    int64_t w = g_n / 20 > 0 ? g_n / 20 : 1; /* latency over the 5% of messages before */
+    window(m->at - w > 0 ? m->at - w : 0, m->at, &m->p50, &m->p99);
+    double cpu = cpu_ms_now();
+    m->cpu_ms = m->at > prev ? (cpu - g_cpu_mark) / (double)(m->at - prev) : 0;
+    g_cpu_mark = cpu;
+    m->model_calls = g_model_calls;
     /* as it is taken, so that a long soak stopped early still tells */
     fprintf(stderr,
             "bench_gateway: mark %d at %lld replies: rss %ld kB, %d fds, journal %lld B, "
-            "sessions.json %lld B, its journal %lld B\n",
+            "sessions.json %lld B, its journal %lld B, added latency p50 %.1f ms p99 %.1f ms, "
+            "CPU %.2f ms a reply since the last mark, %lld model calls\n",
             g_nmarks, (long long)m->at, m->rss_kb, m->fds, m->journal_bytes, m->store_bytes,
-            m->store_wal_bytes);
+            m->store_wal_bytes, m->p50, m->p99, m->cpu_ms, (long long)m->model_calls);
 }
 
 /* Under g_mu: RSS and the allocator's view (bytes in use, free inside its
@@ -446,6 +478,18 @@ int main(int argc, char **argv)
         }
         snprintf(base, sizeof base, "http://%s", cm_net_httpd_addr(model));
     }
+    /* The soak's model has a small context window, so that conversations
+     * compact (and flush) as real ones do: reported usage grows with the
+     * request (model_answer: ~4,400 tokens of system prompt and tools, ~90 a
+     * turn) and compaction starts past the window less reserveTokensFloor
+     * (20,000 by default): with 27,000 about every 28 turns.
+     * CLAWMEM_SOAK_CONTEXT_WINDOW sets another. */
+    char window_def[96] = "";
+    if (soak) {
+        const char *cw = getenv("CLAWMEM_SOAK_CONTEXT_WINDOW");
+        snprintf(window_def, sizeof window_def, "{\"id\":\"fake\",\"contextWindow\":%lld}",
+                 cw ? strtoll(cw, NULL, 10) : 27000LL);
+    }
     buf cj = BUF_INIT;
     cm_buf_printf(&cj,
                   "{\"gateway\":{\"auth\":{\"token\":\"" TOKEN "\"}},"
@@ -453,12 +497,12 @@ int main(int argc, char **argv)
                   "\"agents\":{\"defaults\":{\"model\":\"openai/fake\","
                   "\"memorySearch\":{\"provider\":\"none\"}}},"
                   "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
-                  "\"apiKey\":\"sk-bench\",\"models\":[]}}},"
+                  "\"apiKey\":\"sk-bench\",\"models\":[%s]}}},"
                   "\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"],"
                   "\"replyToMode\":\"all\"}},"
                   "\"messages\":{\"inbound\":{\"debounceMs\":0},"
                   "\"queue\":{\"mode\":\"followup\",\"debounceMs\":0}}}",
-                  base);
+                  base, window_def);
     json_t *cfg = json_loads(cj.data, 0, NULL);
     buf cp = BUF_INIT;
     cm_fs_join(&cp, state.data, "quantumclaw.json");
@@ -488,6 +532,7 @@ int main(int argc, char **argv)
     snprintf(g_addr, sizeof g_addr, "%s", cm_gw_http_address(ch.http));
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
+    g_cpu_mark = cpu_ms_now();
     double t0 = now_us();
     pthread_t th[CLIENTS];
     for (long c = 0; c < CLIENTS; c++)
@@ -538,23 +583,22 @@ int main(int argc, char **argv)
         "rss_kb_before", (json_int_t)rss0, "rss_kb_live", (json_int_t)rss1, "fds_before",
         (json_int_t)fds0, "fds_live", (json_int_t)fds1);
     json_object_set_new(out, "paced", json_boolean(g_paced));
+    json_object_set_new(out, "model_calls", json_integer(g_model_calls));
+    json_object_set_new(out, "model_request_bytes_max", json_integer(g_model_bytes_max));
     json_object_set_new(out, "cpu_ms_per_message", json_real(got ? cpu_ms / (double)got : -1));
     if (soak) {
         json_t *marks = json_array();
-        int64_t w = g_n / 20 > 0 ? g_n / 20 : 1; /* latency over 5% of the messages around */
         for (int k = 0; k < g_nmarks; k++) {
             mark *m = &g_marks[k];
-            int64_t from = m->at - w > 0 ? m->at - w : 0;
-            double p50, p99;
-            window(from, m->at, &p50, &p99);
             json_array_append_new(
-                marks, json_pack("{s:s,s:I,s:I,s:i,s:I,s:I,s:I,s:f,s:f}", "at",
-                                 k == 0 ? "start (10%)" : k == 1 ? "middle (50%)" : "end",
-                                 "replies", (json_int_t)m->at, "rss_kb", (json_int_t)m->rss_kb,
-                                 "fds", m->fds, "journal_bytes", (json_int_t)m->journal_bytes,
+                marks, json_pack("{s:I,s:I,s:i,s:I,s:I,s:I,s:f,s:f,s:f,s:I}", "replies",
+                                 (json_int_t)m->at, "rss_kb", (json_int_t)m->rss_kb, "fds", m->fds,
+                                 "journal_bytes", (json_int_t)m->journal_bytes,
                                  "sessions_json_bytes", (json_int_t)m->store_bytes,
                                  "sessions_journal_bytes", (json_int_t)m->store_wal_bytes,
-                                 "added_latency_p50_ms", p50, "added_latency_p99_ms", p99));
+                                 "added_latency_p50_ms", m->p50, "added_latency_p99_ms", m->p99,
+                                 "cpu_ms_per_reply", m->cpu_ms, "model_calls",
+                                 (json_int_t)m->model_calls));
         }
         json_object_set_new(out, "soak", marks);
     }
