@@ -404,6 +404,49 @@ static int wal_files(const char *dir, char *name, size_t n)
     return count;
 }
 
+/* A compaction's bookkeeping (compactionCount, the fresh token count) is
+ * seen at once and written by the writer, as a turn's usage is: not a whole
+ * rewrite of the store per compaction. */
+TEST(session_store_compaction_bookkeeping_is_deferred)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    entry(st, "agent:main:k1", "id1", T0);
+    write_store(path, st);
+    configure(path, false, 500, 60000);
+    session_store s;
+    char err[256];
+    EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK);
+    struct stat before, after;
+    EXPECT_INT(stat(path, &before), 0);
+    EXPECT_INT(cm_session_compacted(&s, "agent:main:k1", 321, T0 + 5, err, sizeof err), CM_OK);
+    json_t *e = cm_session_store_get(&s, "agent:main:k1");
+    EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 1);
+    EXPECT_INT(json_integer_value(json_object_get(e, "totalTokens")), 321);
+    EXPECT_INT(stat(path, &after), 0);
+    EXPECT(after.st_ino == before.st_ino && after.st_size == before.st_size &&
+           after.st_mtim.tv_sec == before.st_mtim.tv_sec &&
+           after.st_mtim.tv_nsec == before.st_mtim.tv_nsec); /* not rewritten */
+    EXPECT_INT(wal_files(dir, NULL, 0), 1);                  /* journaled */
+    EXPECT_INT(cm_session_store_sync(path, err, sizeof err), CM_OK);
+    json_t *d = disk(path);
+    EXPECT_INT(json_integer_value(json_object_get(json_object_get(d, "agent:main:k1"),
+                                                  "compactionCount")),
+               1);
+    json_decref(d);
+    /* a session that is not there is still an error, and nothing is made */
+    EXPECT_INT(cm_session_compacted(&s, "agent:main:none", 5, T0 + 6, err, sizeof err),
+               CM_ENOTFOUND);
+    EXPECT(cm_session_store_get(&s, "agent:main:none") == NULL);
+    configure(path, false, 500, 0);
+    cm_session_store_release(&s);
+    json_decref(st);
+    free(dir);
+    free(path);
+}
+
+
 /* Deferred bookkeeping is coalesced, not lost: a process killed (SIGKILL)
  * right after its turns' notes returned leaves them in the journal only;
  * the next process to open the store replays them (a torn last line

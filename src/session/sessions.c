@@ -345,7 +345,12 @@ cm_rc cm_session_compacted(session_store *s, const char *key, int64_t tokens_aft
                            char *err, size_t errlen)
 {
     touch_ctx c = {.what = COMPACTED, .tokens_after = tokens_after, .now = now};
-    cm_rc rc = change(s, key, &c, false, err, errlen);
+    /* bookkeeping, as a turn's usage is: the transcript's compaction record
+     * is the truth, so this goes through the journal and the writer rather
+     * than a whole rewrite of the store per compaction (a 1M-message soak
+     * with 10,000 sessions compacting crawled at ~9 turns/s behind 12 MB
+     * rewrites under the store's lock) */
+    cm_rc rc = change(s, key, &c, true, err, errlen);
     if (!rc && c.missing) rc = cm_seterr(err, errlen, CM_ENOTFOUND, "no session %s", key);
     return rc;
 }
