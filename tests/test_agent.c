@@ -334,6 +334,89 @@ TEST(agent_compaction_summarises_before_a_user_message)
     world_stop(&w);
 }
 
+/* compaction.keepRecentTokens sets how much of the recent conversation a
+ * compaction keeps (QuantumClaw hands it to pi-coding-agent's findCutPoint):
+ * 7,000 tokens keep the last two 6,000-token turns, not the default 20,000's four. */
+TEST(agent_compaction_keeps_keep_recent_tokens)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    json_object_set_new(json_object_get(json_object_get(w.cfg, "agents"), "defaults"),
+                        "compaction", json_pack("{s:i}", "keepRecentTokens", 7000));
+    char err[512];
+    agent_reply r;
+    char *big = malloc(24001);
+    memset(big, 'a', 24000);
+    big[24000] = 0;
+    for (int i = 0; i < 6; i++) {
+        buf msg = BUF_INIT;
+        cm_buf_printf(&msg, "turn %d %s", i, big);
+        say(&w, "ok", 100);
+        EXPECT_INT(
+            cm_agent_session_turn(&w.a, "main", msg.data, NULL, NULL, NULL, &r, err, sizeof err),
+            CM_OK);
+        cm_agent_reply_release(&r);
+        cm_buf_release(&msg);
+    }
+    free(big);
+    say(&w, "NO_REPLY", 500);
+    say(&w, "## Goal\nSix long messages.", 500);
+    EXPECT_INT(cm_agent_session_compact(&w.a, "main", &r, err, sizeof err), CM_OK);
+    EXPECT(r.compacted);
+    cm_agent_reply_release(&r);
+    json_t *e = entry_of(&w, "agent:main:main");
+    json_t *hist = NULL;
+    EXPECT_INT(cm_agent_session_history(json_string_value(json_object_get(e, "sessionFile")),
+                                        &hist, err, sizeof err),
+               CM_OK);
+    json_decref(e);
+    EXPECT_INT(json_array_size(hist), 1 + 2 * 2 + 2); /* summary, turns 4 and 5, the flush */
+    EXPECT_CONTAINS(json_string_value(json_object_get(
+                        json_array_get(json_object_get(json_array_get(hist, 1), "content"), 0),
+                        "text")),
+                    "turn 4 ");
+    json_decref(hist);
+    world_stop(&w);
+}
+
+/* Compaction after a turn when its context passed contextWindow −
+ * max(reserveTokens (16384), reserveTokensFloor (20000)), as QuantumClaw
+ * sets pi-coding-agent's reserveTokens: a reserveTokens under the floor
+ * changes nothing, one above it compacts earlier. */
+TEST(agent_compaction_threshold_honours_reserve_tokens)
+{
+    world w;
+    if (!world_start(&w, "[{\"id\":\"gpt-t\",\"contextWindow\":30000}]")) return;
+    json_t *defaults = json_object_get(json_object_get(w.cfg, "agents"), "defaults");
+    json_object_set_new(defaults, "compaction",
+                        json_pack("{s:i,s:{s:b}}", "reserveTokens", 1000, "memoryFlush",
+                                  "enabled", 0));
+    char err[512];
+    agent_reply r;
+    say(&w, "ok", 100);
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "first", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT(!r.compacted);
+    cm_agent_reply_release(&r);
+    say(&w, "ok", 7000); /* 7,000 < 30000 − max(1000, 20000) */
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "second", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT(!r.compacted);
+    cm_agent_reply_release(&r);
+    json_object_set_new(json_object_get(defaults, "compaction"), "reserveTokens",
+                        json_integer(25000));
+    say(&w, "ok", 7000); /* 7,000 > 30000 − 25000 */
+    say(&w, "## Goal\nTwo short messages.", 50);
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "third", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT(r.compacted);
+    cm_agent_reply_release(&r);
+    json_t *e = entry_of(&w, "agent:main:main");
+    EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 1);
+    json_decref(e);
+    world_stop(&w);
+}
+
 /* ---- through the command ---- */
 
 TEST(agent_cli_models_and_flush)
