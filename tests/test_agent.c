@@ -714,6 +714,44 @@ static void say_reasoning(world *w, const char *why, const char *text)
     free(qb);
 }
 
+/* A session's earlier answers go back to the model as pi-ai sends them:
+ * to the model that wrote them, the answer alone (its reasoning came with
+ * no field name to send it under); to another model (here the next in the
+ * config), the reasoning as text before the answer. */
+TEST(agent_history_reasoning_to_another_model_as_text)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char err[512];
+    agent_reply r;
+    say_reasoning(&w, "my plan", "Done.");
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "go", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    cm_agent_reply_release(&r);
+    say(&w, "Again.", 50);
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "again", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    cm_agent_reply_release(&r);
+    json_t *b = request_body(&w, 1);
+    json_t *a1 = json_array_get(json_object_get(b, "messages"), 2);
+    EXPECT_STR(json_string_value(json_object_get(a1, "role")), "assistant");
+    EXPECT_STR(json_string_value(json_object_get(a1, "content")), "Done.");
+    json_decref(b);
+    json_object_set_new(json_object_get(json_object_get(w.cfg, "agents"), "defaults"), "model",
+                        json_string("openai/gpt-u"));
+    say(&w, "Other.", 50);
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "and now", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT_STR(r.model, "openai/gpt-u");
+    cm_agent_reply_release(&r);
+    b = request_body(&w, 2);
+    EXPECT_STR(json_string_value(json_object_get(b, "model")), "gpt-u");
+    a1 = json_array_get(json_object_get(b, "messages"), 2);
+    EXPECT_STR(json_string_value(json_object_get(a1, "content")), "my plan\nthen answerDone.");
+    json_decref(b);
+    world_stop(&w);
+}
+
 typedef struct drafts {
     int calls;
     char last[512];

@@ -104,21 +104,13 @@ static bool blank(const char *s)
     return true;
 }
 
-/* Whether the message was written by the model this request goes to. */
-static bool same_model(const llm_message *m, const char *model)
-{
-    if (!m->model || !model) return false;
-    const char *slash = strchr(m->model, '/');
-    return !strcmp(m->model, model) || (slash && !strcmp(slash + 1, model));
-}
-
 /* An assistant message's thinking blocks as pi-ai's transformMessages and
  * convertMessages send them: this model's signed thinking as thinking (its
  * redacted thinking as redacted_thinking), other thinking as plain text,
  * blank thinking and other models' redacted thinking not at all. */
-static cm_rc add_thinking(json_t *content, const llm_message *m, const char *model)
+static cm_rc add_thinking(json_t *content, const llm_message *m, const llm_request *rq)
 {
-    bool same = same_model(m, model);
+    bool same = cm_llm_same_model(m, rq, LLM_API_ANTHROPIC);
     for (size_t k = 0; k < m->nthinking; k++) {
         const llm_thinking *t = &m->thinking[k];
         json_t *b = NULL;
@@ -153,7 +145,7 @@ static json_t *anthropic_body(const llm_request *rq)
             if (m->is_error) json_object_set_new(tr, "is_error", json_true());
             json_array_append_new(content, tr);
         } else {
-            if (m->role == LLM_ASSISTANT && add_thinking(content, m, rq->model)) {
+            if (m->role == LLM_ASSISTANT && add_thinking(content, m, rq)) {
                 json_decref(content);
                 goto fail;
             }

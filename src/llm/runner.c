@@ -358,6 +358,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
         const char *slash = strchr(chain[mi], '/');
         snprintf(provider, sizeof provider, "%.*s", (int)(slash - chain[mi]), chain[mi]);
         rq->model = slash + 1;
+        rq->provider = provider;
         rq->reasoning_effort = effort_for(r, provider, chain[mi], rq);
         rq->model_max_tokens = model_max_tokens(r, provider, chain[mi]);
         memcpy(oc->model, chain[mi], sizeof oc->model); /* both 192 bytes, NUL-terminated */
