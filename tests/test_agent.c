@@ -998,3 +998,58 @@ TEST(agent_anthropic_thinking_goes_back_in_the_tool_loop)
     cm_agent_turn_out_release(&out);
     world_stop(&w);
 }
+
+/* An Anthropic request's max_tokens with no thinking: pi-ai's default
+ * min(maxTokens, 32000), the model's maxTokens as QuantumClaw's config
+ * defaults make it (listed without one: min(8192, contextWindow)); 4096 for
+ * a model the config does not list. */
+TEST(agent_anthropic_max_tokens_from_the_model)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char prov[512];
+    snprintf(prov, sizeof prov,
+             "{\"api\":\"anthropic-messages\",\"baseUrl\":\"%s\",\"apiKey\":\"sk-ant-api-test-"
+             "0007\",\"models\":[{\"id\":\"claude-a\"},{\"id\":\"claude-b\",\"contextWindow\":"
+             "4000},{\"id\":\"claude-c\",\"maxTokens\":64000},{\"id\":\"claude-d\",\"maxTokens\":"
+             "20000}]}",
+             w.base);
+    json_object_set_new(json_object_get(json_object_get(w.cfg, "models"), "providers"),
+                        "anthropic", json_loads(prov, 0, NULL));
+    const char *answer[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"text\",\"text\":\"Hi.\"}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"end_turn\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        NULL};
+    static const struct {
+        const char *model;
+        int max_tokens;
+    } cases[] = {{"anthropic/claude-a", 8192},
+                 {"anthropic/claude-b", 4000},
+                 {"anthropic/claude-c", 32000},
+                 {"anthropic/claude-d", 20000},
+                 {"anthropic/claude-unlisted", 4096}};
+    for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
+        push_sse(&w, answer);
+        llm_pin pin = {"", false};
+        agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
+        agent_turn_in in = {.runner = w.runner,
+                            .turn = {cases[k].model, false, &pin},
+                            .user_text = "hello",
+                            .now_ms = T0};
+        agent_turn_out out;
+        char err[512];
+        EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+        cm_agent_turn_out_release(&out);
+        json_t *b = request_body(&w, (int)k);
+        if (json_integer_value(json_object_get(b, "max_tokens")) != cases[k].max_tokens)
+            test_fail(__FILE__, __LINE__, "%s: max_tokens %lld, want %d", cases[k].model,
+                      (long long)json_integer_value(json_object_get(b, "max_tokens")),
+                      cases[k].max_tokens);
+        json_decref(b);
+    }
+    world_stop(&w);
+}

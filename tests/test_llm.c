@@ -674,9 +674,16 @@ TEST(llm_anthropic_thinking_request)
     EXPECT_INT(jint(b, "max_tokens", NULL), 16000);
     EXPECT_INT(jint(b, "thinking", "budget_tokens"), 14976);
     json_decref(b);
+    /* the base is min(the model's maxTokens, 32000) (pi-ai's streamSimple) */
     b = anthropic_body_for("claude-sonnet-4-5", "medium", 64000);
-    EXPECT_INT(jint(b, "max_tokens", NULL), 4096 + 8192);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 32000 + 8192);
     EXPECT_INT(jint(b, "thinking", "budget_tokens"), 8192);
+    json_decref(b);
+    b = anthropic_body_for("claude-sonnet-4-5", NULL, 64000);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 32000);
+    json_decref(b);
+    b = anthropic_body_for("claude-opus-4-6", "high", 20000);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 20000); /* adaptive: no budget added */
     json_decref(b);
     b = anthropic_body_for("claude-sonnet-4-5", "off", 0);
     EXPECT(!json_object_get(b, "thinking") && !json_object_get(b, "output_config"));

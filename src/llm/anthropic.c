@@ -46,13 +46,23 @@ static const char *adaptive_effort(const char *level, const char *id)
     return "high";
 }
 
+/* max_tokens before any thinking budget: the request's, else pi-ai's
+ * buildBaseOptions default min(model maxTokens, 32000), else (a model the
+ * config does not list: pi-ai would take its own catalog's) 4096. */
+static int base_max_tokens(const llm_request *rq)
+{
+    if (rq->max_tokens > 0) return rq->max_tokens;
+    if (rq->model_max_tokens > 0) return CM_MIN(rq->model_max_tokens, 32000);
+    return 4096;
+}
+
 /* pi-ai's adjustMaxTokensForThinking with its default budgets: the budget
  * is added to max_tokens (capped by the model's maxTokens when known); when
  * that leaves no room, the budget shrinks to leave 1024 output tokens. */
 static void thinking_budget(const llm_request *rq, const char *level, int *max_tokens,
                             int *budget)
 {
-    int base = rq->max_tokens > 0 ? rq->max_tokens : 4096;
+    int base = base_max_tokens(rq);
     int b = !strcmp(level, "minimal") ? 1024
             : !strcmp(level, "low")   ? 2048
             : !strcmp(level, "medium") ? 8192
@@ -174,7 +184,7 @@ static json_t *anthropic_body(const llm_request *rq)
     }
     const char *level = thinking_level(rq);
     bool adaptive = level && adaptive_model(rq->model);
-    int max_tokens = rq->max_tokens > 0 ? rq->max_tokens : 4096, budget = 0;
+    int max_tokens = base_max_tokens(rq), budget = 0;
     if (level && !adaptive) thinking_budget(rq, level, &max_tokens, &budget);
     body = json_pack("{s:s,s:i,s:o,s:b}", "model", rq->model, "max_tokens", max_tokens,
                      "messages", msgs, "stream", rq->stream);

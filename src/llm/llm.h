@@ -79,7 +79,7 @@ typedef struct llm_request {
     size_t n;
     const llm_tool_def *tools;
     size_t ntools;
-    int max_tokens; /* 0: 4096 for Anthropic (required there), unset for OpenAI */
+    int max_tokens; /* 0: see model_max_tokens for Anthropic (required there), unset for OpenAI */
     bool stream;
     /* The model's reasoning as it streams (Anthropic thinking deltas,
      * OpenAI-compatible reasoning_content / reasoning deltas); may be NULL. */
@@ -100,9 +100,12 @@ typedef struct llm_request {
     const char *(*effort)(void *ctx, const char *model);
     void *effort_ctx;
     const char *reasoning_effort;
-    /* The model's maxTokens (models.providers.<p>.models[].maxTokens) set
-     * by cm_llm_run per attempt; 0 when unknown. The anthropic-messages
-     * body turns reasoning_effort into thinking: adaptive with an effort on
+    /* The model's maxTokens set by cm_llm_run per attempt for a model
+     * listed in models.providers.<p>.models[] (its maxTokens, else
+     * min(8192, contextWindow), at most contextWindow: QuantumClaw's config
+     * defaults); 0 when not listed. With max_tokens 0 the anthropic-messages
+     * body sends min(this, 32000) (4096 when 0), as pi-ai's streamSimple;
+     * it turns reasoning_effort into thinking: adaptive with an effort on
      * Opus/Sonnet 4.6, else a token budget added to max_tokens (capped by
      * this), as pi-ai's streamSimpleAnthropic does. */
     int model_max_tokens;
