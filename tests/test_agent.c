@@ -334,6 +334,89 @@ TEST(agent_compaction_summarises_before_a_user_message)
     world_stop(&w);
 }
 
+/* compaction.keepRecentTokens sets how much of the recent conversation a
+ * compaction keeps (QuantumClaw hands it to pi-coding-agent's findCutPoint):
+ * 7,000 tokens keep the last two 6,000-token turns, not the default 20,000's four. */
+TEST(agent_compaction_keeps_keep_recent_tokens)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    json_object_set_new(json_object_get(json_object_get(w.cfg, "agents"), "defaults"),
+                        "compaction", json_pack("{s:i}", "keepRecentTokens", 7000));
+    char err[512];
+    agent_reply r;
+    char *big = malloc(24001);
+    memset(big, 'a', 24000);
+    big[24000] = 0;
+    for (int i = 0; i < 6; i++) {
+        buf msg = BUF_INIT;
+        cm_buf_printf(&msg, "turn %d %s", i, big);
+        say(&w, "ok", 100);
+        EXPECT_INT(
+            cm_agent_session_turn(&w.a, "main", msg.data, NULL, NULL, NULL, &r, err, sizeof err),
+            CM_OK);
+        cm_agent_reply_release(&r);
+        cm_buf_release(&msg);
+    }
+    free(big);
+    say(&w, "NO_REPLY", 500);
+    say(&w, "## Goal\nSix long messages.", 500);
+    EXPECT_INT(cm_agent_session_compact(&w.a, "main", &r, err, sizeof err), CM_OK);
+    EXPECT(r.compacted);
+    cm_agent_reply_release(&r);
+    json_t *e = entry_of(&w, "agent:main:main");
+    json_t *hist = NULL;
+    EXPECT_INT(cm_agent_session_history(json_string_value(json_object_get(e, "sessionFile")),
+                                        &hist, err, sizeof err),
+               CM_OK);
+    json_decref(e);
+    EXPECT_INT(json_array_size(hist), 1 + 2 * 2 + 2); /* summary, turns 4 and 5, the flush */
+    EXPECT_CONTAINS(json_string_value(json_object_get(
+                        json_array_get(json_object_get(json_array_get(hist, 1), "content"), 0),
+                        "text")),
+                    "turn 4 ");
+    json_decref(hist);
+    world_stop(&w);
+}
+
+/* Compaction after a turn when its context passed contextWindow −
+ * max(reserveTokens (16384), reserveTokensFloor (20000)), as QuantumClaw
+ * sets pi-coding-agent's reserveTokens: a reserveTokens under the floor
+ * changes nothing, one above it compacts earlier. */
+TEST(agent_compaction_threshold_honours_reserve_tokens)
+{
+    world w;
+    if (!world_start(&w, "[{\"id\":\"gpt-t\",\"contextWindow\":30000}]")) return;
+    json_t *defaults = json_object_get(json_object_get(w.cfg, "agents"), "defaults");
+    json_object_set_new(defaults, "compaction",
+                        json_pack("{s:i,s:{s:b}}", "reserveTokens", 1000, "memoryFlush",
+                                  "enabled", 0));
+    char err[512];
+    agent_reply r;
+    say(&w, "ok", 100);
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "first", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT(!r.compacted);
+    cm_agent_reply_release(&r);
+    say(&w, "ok", 7000); /* 7,000 < 30000 − max(1000, 20000) */
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "second", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT(!r.compacted);
+    cm_agent_reply_release(&r);
+    json_object_set_new(json_object_get(defaults, "compaction"), "reserveTokens",
+                        json_integer(25000));
+    say(&w, "ok", 7000); /* 7,000 > 30000 − 25000 */
+    say(&w, "## Goal\nTwo short messages.", 50);
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "third", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT(r.compacted);
+    cm_agent_reply_release(&r);
+    json_t *e = entry_of(&w, "agent:main:main");
+    EXPECT_INT(json_integer_value(json_object_get(e, "compactionCount")), 1);
+    json_decref(e);
+    world_stop(&w);
+}
+
 /* ---- through the command ---- */
 
 TEST(agent_cli_models_and_flush)
@@ -631,6 +714,44 @@ static void say_reasoning(world *w, const char *why, const char *text)
     free(qb);
 }
 
+/* A session's earlier answers go back to the model as pi-ai sends them:
+ * to the model that wrote them, the answer alone (its reasoning came with
+ * no field name to send it under); to another model (here the next in the
+ * config), the reasoning as text before the answer. */
+TEST(agent_history_reasoning_to_another_model_as_text)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char err[512];
+    agent_reply r;
+    say_reasoning(&w, "my plan", "Done.");
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "go", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    cm_agent_reply_release(&r);
+    say(&w, "Again.", 50);
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "again", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    cm_agent_reply_release(&r);
+    json_t *b = request_body(&w, 1);
+    json_t *a1 = json_array_get(json_object_get(b, "messages"), 2);
+    EXPECT_STR(json_string_value(json_object_get(a1, "role")), "assistant");
+    EXPECT_STR(json_string_value(json_object_get(a1, "content")), "Done.");
+    json_decref(b);
+    json_object_set_new(json_object_get(json_object_get(w.cfg, "agents"), "defaults"), "model",
+                        json_string("openai/gpt-u"));
+    say(&w, "Other.", 50);
+    EXPECT_INT(cm_agent_session_turn(&w.a, "main", "and now", NULL, NULL, NULL, &r, err, sizeof err),
+               CM_OK);
+    EXPECT_STR(r.model, "openai/gpt-u");
+    cm_agent_reply_release(&r);
+    b = request_body(&w, 2);
+    EXPECT_STR(json_string_value(json_object_get(b, "model")), "gpt-u");
+    a1 = json_array_get(json_object_get(b, "messages"), 2);
+    EXPECT_STR(json_string_value(json_object_get(a1, "content")), "my plan\nthen answerDone.");
+    json_decref(b);
+    world_stop(&w);
+}
+
 typedef struct drafts {
     int calls;
     char last[512];
@@ -875,5 +996,60 @@ TEST(agent_anthropic_thinking_goes_back_in_the_tool_loop)
     EXPECT_STR(json_string_value(json_object_get(json_array_get(a, 2), "type")), "tool_use");
     json_decref(b);
     cm_agent_turn_out_release(&out);
+    world_stop(&w);
+}
+
+/* An Anthropic request's max_tokens with no thinking: pi-ai's default
+ * min(maxTokens, 32000), the model's maxTokens as QuantumClaw's config
+ * defaults make it (listed without one: min(8192, contextWindow)); 4096 for
+ * a model the config does not list. */
+TEST(agent_anthropic_max_tokens_from_the_model)
+{
+    world w;
+    if (!world_start(&w, NULL)) return;
+    char prov[512];
+    snprintf(prov, sizeof prov,
+             "{\"api\":\"anthropic-messages\",\"baseUrl\":\"%s\",\"apiKey\":\"sk-ant-api-test-"
+             "0007\",\"models\":[{\"id\":\"claude-a\"},{\"id\":\"claude-b\",\"contextWindow\":"
+             "4000},{\"id\":\"claude-c\",\"maxTokens\":64000},{\"id\":\"claude-d\",\"maxTokens\":"
+             "20000}]}",
+             w.base);
+    json_object_set_new(json_object_get(json_object_get(w.cfg, "models"), "providers"),
+                        "anthropic", json_loads(prov, 0, NULL));
+    const char *answer[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"text\",\"text\":\"Hi.\"}}\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"end_turn\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        NULL};
+    static const struct {
+        const char *model;
+        int max_tokens;
+    } cases[] = {{"anthropic/claude-a", 8192},
+                 {"anthropic/claude-b", 4000},
+                 {"anthropic/claude-c", 32000},
+                 {"anthropic/claude-d", 20000},
+                 {"anthropic/claude-unlisted", 4096}};
+    for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
+        push_sse(&w, answer);
+        llm_pin pin = {"", false};
+        agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
+        agent_turn_in in = {.runner = w.runner,
+                            .turn = {cases[k].model, false, &pin},
+                            .user_text = "hello",
+                            .now_ms = T0};
+        agent_turn_out out;
+        char err[512];
+        EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+        cm_agent_turn_out_release(&out);
+        json_t *b = request_body(&w, (int)k);
+        if (json_integer_value(json_object_get(b, "max_tokens")) != cases[k].max_tokens)
+            test_fail(__FILE__, __LINE__, "%s: max_tokens %lld, want %d", cases[k].model,
+                      (long long)json_integer_value(json_object_get(b, "max_tokens")),
+                      cases[k].max_tokens);
+        json_decref(b);
+    }
     world_stop(&w);
 }

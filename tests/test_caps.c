@@ -79,11 +79,11 @@ static void endless_call(llm_api api, const char *chunk, const char *what)
     char base[64];
     fake_server *fs = fake_start(8, base);
     fake_push_endless(fs, chunk);
-    static const llm_message hi[] = {{LLM_USER, "hi", NULL, 0, NULL, NULL, false, NULL, 0, NULL}};
+    static const llm_message hi[] = {{LLM_USER, "hi", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL}};
     llm_endpoint ep = {api, base, "sk-test", false, NULL, 60000, 60000};
     size_t text = 0, reasoning = 0;
     llm_request rq = {"m",         "sys",      hi,   1,    NULL, 0,    0,   true,
-                      count_delta, &reasoning, NULL, NULL, NULL, NULL, NULL, 0};
+                      count_delta, &reasoning, NULL, NULL, NULL, NULL, NULL, 0, NULL};
     llm_response out;
     llm_error e;
     char err[512];

@@ -113,13 +113,13 @@ static void push_error(rig *g, int status, const char *extra, const char *messag
     cm_buf_release(&b);
 }
 
-static const llm_message hello[] = {{LLM_USER, "hello", NULL, 0, NULL, NULL, false, NULL, 0, NULL}};
+static const llm_message hello[] = {{LLM_USER, "hello", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL}};
 
 static cm_rc run(rig *g, const char *model, llm_pin *pin, llm_outcome *oc, char *err, size_t errlen,
                  char *text, size_t textlen)
 {
     llm_request rq = {NULL, NULL, hello, 1,    NULL, 0,    0,   true,
-                      NULL, NULL, NULL,  NULL, NULL, NULL, NULL, 0};
+                      NULL, NULL, NULL,  NULL, NULL, NULL, NULL, 0, NULL};
     llm_turn t = {model, false, pin};
     llm_response out;
     cm_rc rc = cm_llm_run(g->r, &t, &rq, NULL, NULL, &out, oc, err, errlen);

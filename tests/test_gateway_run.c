@@ -1852,3 +1852,67 @@ TEST(gateway_run_reload_watch_and_request_on_the_thread)
     free((char *)file);
     world_stop(&w);
 }
+
+/* Until the runtime's snapshot has messages.responsePrefix want (at most
+ * about 10 s, woken by each reload). */
+static bool t_wait_prefix(world *w, gw_reloader *r, const char *want)
+{
+    for (int i = 0; i < 50; i++) {
+        uint64_t n = cm_gw_reloader_count(r);
+        cm_rtcfg *c = cm_gw_runtime_config(w->rt);
+        bool ok = c->messages.response_prefix && !strcmp(c->messages.response_prefix, want);
+        cm_rtcfg_unref(c);
+        if (ok) return true;
+        cm_gw_reloader_wait(r, n + 1, 200);
+    }
+    return false;
+}
+
+/* The watch survives its directory: removed and made again, or moved away
+ * and another moved in (as a sync tool or `config set` into a fresh
+ * directory does), the file in the new directory is reloaded. */
+TEST(gateway_run_reload_watch_survives_the_directory_made_again)
+{
+    world w;
+    if (!world_start(&w, "{\"messages\":{\"responsePrefix\":\"[old]\"},"
+                         "\"gateway\":{\"reload\":{\"debounceMs\":0}}}"))
+        return;
+    char *conf = cm_strdup(path_in(w.dir, "conf"));
+    char *file = cm_strdup(path_in(w.dir, "conf/quantumclaw.json"));
+    char *moved = cm_strdup(path_in(w.dir, "conf.old"));
+    char *fresh = cm_strdup(path_in(w.dir, "conf.new"));
+#define body "{\"messages\":{\"responsePrefix\":\"%s\"},\"gateway\":{\"reload\":{\"debounceMs\":0}}}"
+    char text[256];
+    snprintf(text, sizeof text, body, "[one]");
+    write_file(w.dir, "conf/quantumclaw.json", text);
+    gw_reloader_opts ro = {w.rt, {NULL, w.ws, file, w.state}, true, {file, NULL}, NULL};
+    gw_reloader *r = NULL;
+    char err[1024];
+    EXPECT_INT(cm_gw_reloader_new(&ro, &r, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_gw_reloader_start(r, err, sizeof err), CM_OK);
+    cm_gw_reloader_request(r);
+    EXPECT(t_wait_prefix(&w, r, "[one]"));
+    /* removed and made again */
+    EXPECT_INT(unlink(file), 0);
+    EXPECT_INT(rmdir(conf), 0);
+    snprintf(text, sizeof text, body, "[two]");
+    write_file(w.dir, "conf/quantumclaw.json", text);
+    EXPECT(t_wait_prefix(&w, r, "[two]"));
+    /* moved away, another moved in */
+    EXPECT_INT(rename(conf, moved), 0);
+    snprintf(text, sizeof text, body, "[three]");
+    write_file(w.dir, "conf.new/quantumclaw.json", text);
+    EXPECT_INT(rename(fresh, conf), 0);
+    EXPECT(t_wait_prefix(&w, r, "[three]"));
+    /* and the new directory's file is watched as before */
+    snprintf(text, sizeof text, body, "[four]");
+    write_file(w.dir, "conf/quantumclaw.json", text);
+    EXPECT(t_wait_prefix(&w, r, "[four]"));
+    cm_gw_reloader_free(r);
+    free(conf);
+    free(file);
+    free(moved);
+    free(fresh);
+    world_stop(&w);
+#undef body
+}

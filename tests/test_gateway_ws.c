@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../include/clawmem.h"
@@ -298,6 +299,55 @@ TEST(gateway_ws_handshake_hello_ok_and_bad_token)
     EXPECT(!ws_open(&c, w.port, "http://evil.example", &head));
     EXPECT(head && !strncmp(head, "HTTP/1.1 403", 12));
     free(head);
+    ws_close(&c);
+    gw_down(&w);
+}
+
+/* config.get and models.list show the config the gateway runs with after a
+ * reload (SIGHUP's, or the file watch's), not the one it started with. */
+TEST(gateway_ws_config_get_shows_the_reloaded_config)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.read\"]");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = NULL;
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "{\"gateway\":{\"auth\":{\"token\":\"%s\"}},"
+             "\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\",\"memorySearch\":{"
+             "\"provider\":\"none\"}}},"
+             "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
+             "\"apiKey\":\"sk-test-ws-0001\",\"models\":[{\"id\":\"gpt-new\"}]}}},"
+             "\"messages\":{\"responsePrefix\":\"[reloaded]\",\"inbound\":{\"debounceMs\":0}}}",
+             WTOKEN, w.base);
+    write_file(w.dir, "state/quantumclaw.json", cfg);
+    cm_gateway_reload(w.g);
+    const char *prefix = NULL;
+    for (int i = 0; i < 200 && !prefix; i++) { /* the reload runs on its own thread */
+        json_decref(r);
+        r = ws_call(&c, "2", "config.get", "{}");
+        prefix = json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(r, "payload"), "config"), "messages"),
+            "responsePrefix"));
+        if (!prefix) {
+            struct timespec ts = {0, 50 * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    EXPECT_STR(prefix ? prefix : "(start config)", "[reloaded]");
+    char *s = r ? json_dumps(r, 0) : NULL;
+    EXPECT(s && !strstr(s, WTOKEN) && !strstr(s, "sk-test-ws-0001")); /* still redacted */
+    free(s);
+    json_decref(r);
+    r = ws_call(&c, "3", "models.list", "{}");
+    s = r ? json_dumps(r, 0) : NULL;
+    EXPECT(s && strstr(s, "\"id\": \"gpt-new\""));
+    free(s);
+    json_decref(r);
     ws_close(&c);
     gw_down(&w);
 }

@@ -124,10 +124,10 @@ static char call_id[] = "call_1", call_name[] = "memory_search",
             call_args[] = "{\"query\":\"dog\"}";
 static const llm_tool_call earlier_call = {call_id, call_name, call_args};
 static const llm_message convo[] = {
-    {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
-    {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, NULL, 0, NULL},
-    {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL},
-    {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+    {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
+    {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
+    {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL, NULL},
+    {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
 };
 static const llm_tool_def tools[] = {
     {"memory_search", "Search memory",
@@ -143,7 +143,7 @@ static llm_request request(const char *model, bool stream)
                       NULL,  NULL,
                       NULL,  NULL,
                       NULL,  NULL,
-                      NULL, 0};
+                      NULL, 0, NULL};
     return rq;
 }
 
@@ -575,12 +575,12 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         {"bad", "d", "not json"}};
     for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
         llm_message msgs[] = {
-            {LLM_USER, texts[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL},
-            {LLM_ASSISTANT, texts[k], calls, 2, NULL, NULL, false, NULL, 0, NULL},
-            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL},
-            {LLM_TOOL, NULL, NULL, 0, NULL, NULL, true, NULL, 0, NULL},
-            {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL},
-            {LLM_USER, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+            {LLM_USER, texts[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
+            {LLM_ASSISTANT, texts[k], calls, 2, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
+            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL, NULL},
+            {LLM_TOOL, NULL, NULL, 0, NULL, NULL, true, NULL, 0, NULL, NULL, NULL},
+            {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
+            {LLM_USER, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
         };
         llm_request rq = {0};
         rq.model = "gpt-x";
@@ -608,7 +608,7 @@ TEST(llm_openai_body_text_is_the_trees_dump)
     const char *bad[] = {"x\xC3(", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "ok \xE4\xB8",
                          "\x80"};
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-        llm_message m = {LLM_USER, bad[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL};
+        llm_message m = {LLM_USER, bad[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL};
         json_t *js = json_string(bad[k]);
         EXPECT(js == NULL);
         rq.model = "m";
@@ -674,9 +674,16 @@ TEST(llm_anthropic_thinking_request)
     EXPECT_INT(jint(b, "max_tokens", NULL), 16000);
     EXPECT_INT(jint(b, "thinking", "budget_tokens"), 14976);
     json_decref(b);
+    /* the base is min(the model's maxTokens, 32000) (pi-ai's streamSimple) */
     b = anthropic_body_for("claude-sonnet-4-5", "medium", 64000);
-    EXPECT_INT(jint(b, "max_tokens", NULL), 4096 + 8192);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 32000 + 8192);
     EXPECT_INT(jint(b, "thinking", "budget_tokens"), 8192);
+    json_decref(b);
+    b = anthropic_body_for("claude-sonnet-4-5", NULL, 64000);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 32000);
+    json_decref(b);
+    b = anthropic_body_for("claude-opus-4-6", "high", 20000);
+    EXPECT_INT(jint(b, "max_tokens", NULL), 20000); /* adaptive: no budget added */
     json_decref(b);
     b = anthropic_body_for("claude-sonnet-4-5", "off", 0);
     EXPECT(!json_object_get(b, "thinking") && !json_object_get(b, "output_config"));
@@ -806,15 +813,18 @@ TEST(llm_anthropic_history_sends_thinking_back)
         {t1, s1, false}, {red, d1, true}, {t2, NULL, false}, {t3, s3, false}};
     const llm_thinking theirs[] = {{t4, s4, false}, {red, d2, true}};
     llm_message msgs[] = {
-        {LLM_USER, "q1", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
-        {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, mine, 4, "claude-sonnet-4-5"},
-        {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL},
-        {LLM_ASSISTANT, "ok", NULL, 0, NULL, NULL, false, theirs, 2, "claude-opus-4-1"},
-        {LLM_USER, "q2", NULL, 0, NULL, NULL, false, NULL, 0, NULL},
+        {LLM_USER, "q1", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
+        {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, mine, 4, "claude-sonnet-4-5",
+         "anthropic", "anthropic-messages"},
+        {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL, NULL},
+        {LLM_ASSISTANT, "ok", NULL, 0, NULL, NULL, false, theirs, 2, "claude-opus-4-1", "anthropic",
+         "anthropic-messages"},
+        {LLM_USER, "q2", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
     };
     llm_request rq = request("claude-sonnet-4-5", true);
     rq.messages = msgs;
     rq.n = ARRAY_LEN(msgs);
+    rq.provider = "anthropic";
     json_t *b = cm_llm_anthropic_format.body(&rq);
     json_t *a1 = json_object_get(json_array_get(json_object_get(b, "messages"), 1), "content");
     EXPECT_INT(json_array_size(a1), 4);
@@ -832,9 +842,87 @@ TEST(llm_anthropic_history_sends_thinking_back)
     EXPECT_STR(jstr(json_array_get(a2, 0), "text", NULL), "their idea");
     EXPECT_STR(jstr(json_array_get(a2, 1), "text", NULL), "ok");
     json_decref(b);
+    /* the same model id through another provider is another model */
+    rq.provider = "my-proxy";
+    b = cm_llm_anthropic_format.body(&rq);
+    a1 = json_object_get(json_array_get(json_object_get(b, "messages"), 1), "content");
+    EXPECT_INT(json_array_size(a1), 3); /* the two texts, the call: no signed or redacted block */
+    EXPECT_STR(jstr(json_array_get(a1, 0), "text", NULL), "Plan: search.");
+    EXPECT_STR(jstr(json_array_get(a1, 1), "text", NULL), "unsigned idea");
+    json_decref(b);
+    /* through the OpenAI format every one of them is another model's: text */
+    rq.provider = "anthropic";
     b = cm_llm_openai_format.body(&rq);
+    json_t *m = json_object_get(b, "messages");
+    EXPECT_STR(jstr(json_array_get(m, 2), "content", NULL), "Plan: search.unsigned idea");
+    EXPECT_STR(jstr(json_array_get(m, 4), "content", NULL), "their ideaok");
     char *s = json_dumps(b, JSON_COMPACT);
-    EXPECT(s && !strstr(s, "Plan: search") && !strstr(s, "SigA") && !strstr(s, "their idea"));
+    EXPECT(s && !strstr(s, "SigA") && !strstr(s, "DataB") && !strstr(s, "Reasoning redacted"));
     free(s);
     json_decref(b);
+}
+
+/* The openai-completions body sends earlier assistant messages back as
+ * pi-ai's transformMessages and convertMessages do: this model's (same
+ * provider, api and id) thinking under the reasoning field its signature
+ * names, joined with "\n"; another model's thinking as text before the
+ * answer (the blocks joined with nothing between), its redacted or blank
+ * thinking not at all; an assistant message left with no content and no
+ * tool call not at all; the text path byte for byte as the tree's. */
+TEST(llm_openai_history_sends_thinking_as_pi_ai)
+{
+    static char r1[] = "first thought", r2[] = "second thought", rc[] = "reasoning_content",
+                blank_t[] = " \n ", o1[] = "their plan", os[] = "SigX",
+                red[] = "[Reasoning redacted]", rd[] = "DataR", bad[] = "content";
+    const llm_thinking mine[] = {{blank_t, NULL, false}, {r1, rc, false}, {r2, NULL, false}};
+    const llm_thinking theirs[] = {{o1, os, false}, {red, rd, true}, {blank_t, os, false}};
+    const llm_thinking only_redacted[] = {{red, rd, true}};
+    const llm_thinking hostile[] = {{r1, bad, false}};
+    llm_message msgs[] = {
+        {LLM_USER, "q1", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
+        {LLM_ASSISTANT, "A1", NULL, 0, NULL, NULL, false, mine, 3, "gpt-x", "openai",
+         "openai-completions"},
+        {LLM_ASSISTANT, "ok", NULL, 0, NULL, NULL, false, theirs, 3, "claude-opus-4-1",
+         "anthropic", "anthropic-messages"},
+        {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false, only_redacted, 1, "claude-opus-4-1",
+         "anthropic", "anthropic-messages"},
+        {LLM_ASSISTANT, " ", &earlier_call, 1, NULL, NULL, false, mine, 3, "gpt-x", "other",
+         "openai-completions"},
+        {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL, NULL},
+        {LLM_ASSISTANT, "A3", NULL, 0, NULL, NULL, false, hostile, 1, "gpt-x", "openai",
+         "openai-completions"},
+        {LLM_USER, "q2", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
+    };
+    llm_request rq = request("gpt-x", true);
+    rq.messages = msgs;
+    rq.n = ARRAY_LEN(msgs);
+    rq.provider = "openai";
+    json_t *b = cm_llm_openai_format.body(&rq);
+    json_t *m = json_object_get(b, "messages");
+    EXPECT_INT(json_array_size(m), 1 + 7); /* the system prompt; the redacted-only answer skipped */
+    json_t *a1 = json_array_get(m, 2);
+    EXPECT_STR(jstr(a1, "content", NULL), "A1");
+    EXPECT_STR(jstr(a1, "reasoning_content", NULL), "first thought\nsecond thought");
+    EXPECT_STR(jstr(json_array_get(m, 3), "content", NULL), "their planok");
+    json_t *a3 = json_array_get(m, 4); /* another provider: its thinking as text, with the call */
+    EXPECT_STR(jstr(a3, "content", NULL), "first thoughtsecond thought");
+    EXPECT(json_object_get(a3, "reasoning_content") == NULL);
+    EXPECT_INT(json_array_size(json_object_get(a3, "tool_calls")), 1);
+    EXPECT_STR(jstr(json_array_get(m, 5), "role", NULL), "tool");
+    json_t *a4 = json_array_get(m, 6); /* a signature naming a member of the message: not sent */
+    EXPECT_STR(jstr(a4, "content", NULL), "A3");
+    EXPECT_INT(json_object_size(a4), 2);
+    char *s = json_dumps(b, JSON_COMPACT);
+    EXPECT(s && !strstr(s, "SigX") && !strstr(s, "DataR") && !strstr(s, "Reasoning redacted"));
+    free(s);
+    json_decref(b);
+    EXPECT(same_body(&rq));
+    /* the blank answer with a call and no thinking: content null */
+    msgs[4].thinking = NULL;
+    msgs[4].nthinking = 0;
+    b = cm_llm_openai_format.body(&rq);
+    EXPECT(json_is_null(json_object_get(json_array_get(json_object_get(b, "messages"), 4),
+                                        "content")));
+    json_decref(b);
+    EXPECT(same_body(&rq));
 }

@@ -626,6 +626,8 @@ TEST(session_flush_settings_and_prompts)
     EXPECT(s.enabled);
     EXPECT_INT(s.soft_threshold, 4000);
     EXPECT_INT(s.reserve_floor, 20000);
+    EXPECT_INT(s.reserve_tokens, 20000); /* max(16384, the floor) */
+    EXPECT_INT(s.keep_recent, 20000);
     EXPECT_INT(s.force_bytes, 2097152);
     EXPECT(strncmp(s.prompt, "Write any lasting notes to memory/YYYY-MM-DD.md", 47) == 0);
     EXPECT_CONTAINS(s.prompt, "APPEND new content only");
@@ -640,6 +642,7 @@ TEST(session_flush_settings_and_prompts)
                    0, NULL);
     EXPECT_INT(cm_flush_settings_init(&s, cfg, err, sizeof err), CM_OK);
     EXPECT_INT(s.reserve_floor, 1000);
+    EXPECT_INT(s.reserve_tokens, 16384); /* pi-coding-agent's default over a lower floor */
     EXPECT_INT(s.soft_threshold, 500);
     EXPECT_INT(s.force_bytes, 1572864);
     EXPECT(strncmp(s.prompt, "Save notes.\n\nStore durable memories only in memory/YYYY-MM-DD.md",

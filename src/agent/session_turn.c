@@ -14,7 +14,6 @@
 #include "session_turn.h"
 #include "../base/caps.h"
 
-#define KEEP_RECENT_TOKENS 20000
 #define TRANSCRIPT_MAX     CM_CAP_TRANSCRIPT
 
 static const char summary_prefix[] =
@@ -564,10 +563,11 @@ static cm_rc serialize(const json_t *recs, size_t from, size_t to, buf *out)
 
 /* Where a compaction of recs (the context from start) cuts: the first kept
  * record, a user message; n (the records' count) when there is nothing
- * before one to summarise. Walks back from the end until about
- * KEEP_RECENT_TOKENS are kept, then back to a user message: the cut never
- * separates a call and its result. */
-static size_t compact_cut(const json_t *recs, size_t start)
+ * before one to summarise. Walks back from the end until keep_recent tokens
+ * (compaction.keepRecentTokens) are kept, then back to a user message: the
+ * cut never separates a call and its result (pi-coding-agent may cut inside
+ * a turn and summarise its prefix apart; clawmem keeps the whole turn). */
+static size_t compact_cut(const json_t *recs, size_t start, int64_t keep_recent)
 {
     size_t n = json_array_size(recs);
     int64_t kept = 0;
@@ -576,7 +576,7 @@ static size_t compact_cut(const json_t *recs, size_t start)
         json_t *m = json_object_get(json_array_get(recs, i), "message");
         if (!m) continue;
         kept += estimate_tokens(m);
-        if (kept >= KEEP_RECENT_TOKENS) {
+        if (kept >= keep_recent) {
             cut = i;
             break;
         }
@@ -594,8 +594,8 @@ static size_t compact_cut(const json_t *recs, size_t start)
     return at <= start ? n : at;
 }
 
-static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, agent_reply *out,
-                            char *err, size_t errlen)
+static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions,
+                            int64_t keep_recent, agent_reply *out, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     json_t *recs = NULL;
@@ -605,7 +605,7 @@ static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, 
     CHECK(read_records(s->transcript.data, &recs, NULL, err, errlen));
     long comp;
     size_t start = context_start(recs, &comp), n = json_array_size(recs);
-    size_t at = compact_cut(recs, start);
+    size_t at = compact_cut(recs, start, keep_recent);
     if (at == n) {
         out->skipped = "no real conversation messages";
         FAIL(CM_EINVAL, "session %s has nothing to compact yet", s->key);
@@ -631,9 +631,9 @@ static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions, 
         cm_buf_printf(&text, "\n\nThe user asked this summary to pay attention to:\n%s",
                       instructions))
         FAIL(CM_ENOMEM, "out of memory");
-    llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false, NULL, 0, NULL};
+    llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL};
     llm_request rq = {NULL, compact_system, &um,  1,    NULL, 0,    0,   true,
-                      NULL, NULL,           NULL, NULL, NULL, NULL, NULL, 0};
+                      NULL, NULL,           NULL, NULL, NULL, NULL, NULL, 0, NULL};
     json_t *e = cm_session_store_get(&s->st, s->key);
     llm_pin pin;
     pin_of(e, &pin);
@@ -677,9 +677,15 @@ static cm_rc compact_flushed(agent_ctx *a, session *s, const char *instructions,
     agent_reply fr = {0};
     json_t *recs = NULL;
     long comp;
+    flush_settings fs;
+    cm_rc rc = cm_flush_settings_init(&fs, a->config, err, errlen);
+    if (rc) return rc;
+    int64_t keep_recent = fs.keep_recent;
+    cm_flush_settings_release(&fs);
     /* nothing to summarise: no flush either (it would only add its own turn) */
-    cm_rc rc = read_records(s->transcript.data, &recs, NULL, err, errlen);
-    if (!rc && compact_cut(recs, context_start(recs, &comp)) == json_array_size(recs)) {
+    rc = read_records(s->transcript.data, &recs, NULL, err, errlen);
+    if (!rc && compact_cut(recs, context_start(recs, &comp), keep_recent) ==
+                   json_array_size(recs)) {
         out->skipped = "no real conversation messages";
         rc = cm_seterr(err, errlen, CM_EINVAL, "session %s has nothing to compact yet", s->key);
     }
@@ -689,7 +695,7 @@ static cm_rc compact_flushed(agent_ctx *a, session *s, const char *instructions,
         fr.flushed)
         out->flushed = true;
     cm_agent_reply_release(&fr);
-    return compact_locked(a, s, instructions, out, err, errlen);
+    return compact_locked(a, s, instructions, keep_recent, out, err, errlen);
 }
 
 cm_rc cm_agent_session_compact(agent_ctx *a, const char *key, agent_reply *out, char *err,
@@ -923,11 +929,12 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
     snprintf(out->model, sizeof out->model, "%s", t.outcome.model);
     out->usage = t.usage;
     out->tool_calls = t.tool_calls;
-    /* compaction when the context has grown past the window less the reserve */
+    /* compaction when the context has grown past the window less the reserve
+     * (pi-coding-agent's shouldCompact with QuantumClaw's reserveTokens) */
     flush_settings fs;
     if (cm_flush_settings_init(&fs, a->config, ferr, sizeof ferr) == CM_OK) {
         int64_t used = t.usage.input + t.usage.cache_read + t.usage.cache_write + t.usage.output;
-        if (used > cm_agent_context_window(a->config, t.outcome.model) - fs.reserve_floor) {
+        if (used > cm_agent_context_window(a->config, t.outcome.model) - fs.reserve_tokens) {
             agent_reply cr = {0};
             if (compact_flushed(a, &s, NULL, &cr, ferr, sizeof ferr) == CM_OK)
                 out->compacted = true;

@@ -7,8 +7,10 @@
  * in sessions.json), the turn itself through the model runner with the
  * memory tools, its messages appended to the transcript, the entry's token
  * counts, model and automatic auth-profile pin updated; then compaction
- * when the context has grown past contextWindow − reserveTokensFloor (and
- * once more when the model says the prompt is too long).
+ * when the context has grown past contextWindow − reserveTokens, where
+ * reserveTokens is max(compaction.reserveTokens or 16384,
+ * compaction.reserveTokensFloor or 20000) (and once more when the model
+ * says the prompt is too long).
  *
  * Every compaction — after a turn, on the model's overflow, or asked for —
  * is preceded by the memory flush of its compaction cycle unless one already
@@ -17,8 +19,8 @@
  * times); a flush that fails never stops the turn or the compaction, and
  * the compacted messages stay in the transcript file.
  *
- * Compaction summarises the turns before a cut that keeps about 20,000
- * tokens of recent messages, cut only before a user message so a tool call
+ * Compaction summarises the turns before a cut that keeps about
+ * compaction.keepRecentTokens (default 20,000) tokens of recent messages, cut only before a user message so a tool call
  * and its result are never separated, into a `compaction` record
  * {summary, firstKeptEntryId, tokensBefore}; compactionCount goes up.
  */

@@ -225,6 +225,8 @@ static cm_rc add_transcript_message(convo *c, const json_t *msg)
         m->nthinking = c->nthinks - first_think;
         m->thinking = (const llm_thinking *)(uintptr_t)first_think;
         m->model = json_string_value(json_object_get(msg, "model"));
+        m->provider = json_string_value(json_object_get(msg, "provider"));
+        m->api = json_string_value(json_object_get(msg, "api"));
     }
     return CM_OK;
 }
@@ -519,7 +521,8 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                           in->effort,
                           in->effort_ctx,
                           NULL,
-                          0};
+                          0,
+                          NULL};
         cm_llm_response_release(&resp);
         if (hk && hk->cancelled && hk->cancelled(hk->ctx)) {
             rc = CM_ECANCELED;

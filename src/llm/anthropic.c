@@ -46,13 +46,23 @@ static const char *adaptive_effort(const char *level, const char *id)
     return "high";
 }
 
+/* max_tokens before any thinking budget: the request's, else pi-ai's
+ * buildBaseOptions default min(model maxTokens, 32000), else (a model the
+ * config does not list: pi-ai would take its own catalog's) 4096. */
+static int base_max_tokens(const llm_request *rq)
+{
+    if (rq->max_tokens > 0) return rq->max_tokens;
+    if (rq->model_max_tokens > 0) return CM_MIN(rq->model_max_tokens, 32000);
+    return 4096;
+}
+
 /* pi-ai's adjustMaxTokensForThinking with its default budgets: the budget
  * is added to max_tokens (capped by the model's maxTokens when known); when
  * that leaves no room, the budget shrinks to leave 1024 output tokens. */
 static void thinking_budget(const llm_request *rq, const char *level, int *max_tokens,
                             int *budget)
 {
-    int base = rq->max_tokens > 0 ? rq->max_tokens : 4096;
+    int base = base_max_tokens(rq);
     int b = !strcmp(level, "minimal") ? 1024
             : !strcmp(level, "low")   ? 2048
             : !strcmp(level, "medium") ? 8192
@@ -104,21 +114,13 @@ static bool blank(const char *s)
     return true;
 }
 
-/* Whether the message was written by the model this request goes to. */
-static bool same_model(const llm_message *m, const char *model)
-{
-    if (!m->model || !model) return false;
-    const char *slash = strchr(m->model, '/');
-    return !strcmp(m->model, model) || (slash && !strcmp(slash + 1, model));
-}
-
 /* An assistant message's thinking blocks as pi-ai's transformMessages and
  * convertMessages send them: this model's signed thinking as thinking (its
  * redacted thinking as redacted_thinking), other thinking as plain text,
  * blank thinking and other models' redacted thinking not at all. */
-static cm_rc add_thinking(json_t *content, const llm_message *m, const char *model)
+static cm_rc add_thinking(json_t *content, const llm_message *m, const llm_request *rq)
 {
-    bool same = same_model(m, model);
+    bool same = cm_llm_same_model(m, rq, LLM_API_ANTHROPIC);
     for (size_t k = 0; k < m->nthinking; k++) {
         const llm_thinking *t = &m->thinking[k];
         json_t *b = NULL;
@@ -153,7 +155,7 @@ static json_t *anthropic_body(const llm_request *rq)
             if (m->is_error) json_object_set_new(tr, "is_error", json_true());
             json_array_append_new(content, tr);
         } else {
-            if (m->role == LLM_ASSISTANT && add_thinking(content, m, rq->model)) {
+            if (m->role == LLM_ASSISTANT && add_thinking(content, m, rq)) {
                 json_decref(content);
                 goto fail;
             }
@@ -182,7 +184,7 @@ static json_t *anthropic_body(const llm_request *rq)
     }
     const char *level = thinking_level(rq);
     bool adaptive = level && adaptive_model(rq->model);
-    int max_tokens = rq->max_tokens > 0 ? rq->max_tokens : 4096, budget = 0;
+    int max_tokens = base_max_tokens(rq), budget = 0;
     if (level && !adaptive) thinking_budget(rq, level, &max_tokens, &budget);
     body = json_pack("{s:s,s:i,s:o,s:b}", "model", rq->model, "max_tokens", max_tokens,
                      "messages", msgs, "stream", rq->stream);

@@ -26,6 +26,16 @@ const char *cm_llm_api_name(llm_api a)
     return a >= 0 && a < LLM_API_N ? api_names[a] : "";
 }
 
+bool cm_llm_same_model(const llm_message *m, const llm_request *rq, llm_api api)
+{
+    if (!m->model || !rq->model) return false;
+    const char *slash = strchr(m->model, '/');
+    if (strcmp(m->model, rq->model) && !(slash && !strcmp(slash + 1, rq->model))) return false;
+    if (m->api && strcmp(m->api, cm_llm_api_name(api))) return false;
+    if (m->provider && rq->provider && strcmp(m->provider, rq->provider)) return false;
+    return true;
+}
+
 int cm_llm_api_parse(const char *s)
 {
     for (int i = 0; s && i < LLM_API_N; i++)

@@ -53,12 +53,15 @@ typedef struct llm_message {
     size_t ncalls;
     const char *tool_call_id, *tool_name;
     bool is_error; /* a tool result that reports a failure */
-    /* An assistant message's thinking blocks (only the Anthropic format
-     * sends them back) and the model ("provider/model" or the bare id) that
-     * wrote it: another model's signed thinking goes back as text. */
+    /* An assistant message's thinking blocks and the model ("provider/model"
+     * or the bare id) that wrote it, with its provider and api
+     * ("anthropic-messages", "openai-completions"); NULL when unknown (then
+     * not compared). Each format sends them back as pi-ai's
+     * transformMessages rules: see cm_llm_same_model. */
     const llm_thinking *thinking;
     size_t nthinking;
     const char *model;
+    const char *provider, *api;
 } llm_message;
 
 typedef struct llm_tool_def {
@@ -76,7 +79,7 @@ typedef struct llm_request {
     size_t n;
     const llm_tool_def *tools;
     size_t ntools;
-    int max_tokens; /* 0: 4096 for Anthropic (required there), unset for OpenAI */
+    int max_tokens; /* 0: see model_max_tokens for Anthropic (required there), unset for OpenAI */
     bool stream;
     /* The model's reasoning as it streams (Anthropic thinking deltas,
      * OpenAI-compatible reasoning_content / reasoning deltas); may be NULL. */
@@ -97,13 +100,27 @@ typedef struct llm_request {
     const char *(*effort)(void *ctx, const char *model);
     void *effort_ctx;
     const char *reasoning_effort;
-    /* The model's maxTokens (models.providers.<p>.models[].maxTokens) set
-     * by cm_llm_run per attempt; 0 when unknown. The anthropic-messages
-     * body turns reasoning_effort into thinking: adaptive with an effort on
+    /* The model's maxTokens set by cm_llm_run per attempt for a model
+     * listed in models.providers.<p>.models[] (its maxTokens, else
+     * min(8192, contextWindow), at most contextWindow: QuantumClaw's config
+     * defaults); 0 when not listed. With max_tokens 0 the anthropic-messages
+     * body sends min(this, 32000) (4096 when 0), as pi-ai's streamSimple;
+     * it turns reasoning_effort into thinking: adaptive with an effort on
      * Opus/Sonnet 4.6, else a token budget added to max_tokens (capped by
      * this), as pi-ai's streamSimpleAnthropic does. */
     int model_max_tokens;
+    /* The provider this attempt goes to (set by cm_llm_run per attempt;
+     * NULL when unknown): with model and the format's api, what
+     * cm_llm_same_model compares. */
+    const char *provider;
 } llm_request;
+
+/* Whether assistant message m was written by the model rq goes to through
+ * api, as pi-ai's transformMessages decides it (provider, api and model id
+ * equal; a field unknown on either side is not compared; m->model may be
+ * "provider/model"). That model's thinking goes back as thinking; another
+ * model's as plain text (blank or redacted thinking: not at all). */
+bool cm_llm_same_model(const llm_message *m, const llm_request *rq, llm_api api);
 
 /* Token counts as pi-coding-agent records them: input excludes cached input. */
 typedef struct llm_usage {

@@ -6,6 +6,8 @@
  * finish_reason, a final usage chunk (stream_options.include_usage) and
  * `data: [DONE]`.
  */
+#include <ctype.h>
+
 #include "../base/jtext.h"
 #include "llm.h"
 
@@ -27,6 +29,74 @@ static cm_rc openai_endpoint(const llm_endpoint *ep, const llm_request *rq, buf 
     return rc;
 }
 
+static bool blank(const char *s)
+{
+    for (; s && *s; s++)
+        if (!isspace((unsigned char)*s)) return false;
+    return true;
+}
+
+/* A member name a thinking signature may give: the reasoning fields of the
+ * OpenAI-compatible servers ("reasoning_content", "reasoning", …), never
+ * one of the message's own members. */
+static bool field_name(const char *s)
+{
+    size_t n = 0;
+    for (; s && s[n]; n++)
+        if (!isalnum((unsigned char)s[n]) && s[n] != '_') return false;
+    return n && n <= 64 && strcmp(s, "role") && strcmp(s, "content") && strcmp(s, "tool_calls");
+}
+
+/* An assistant message as pi-ai's transformMessages and the
+ * openai-completions convertMessages send it. Another model's thinking
+ * (cm_llm_same_model) becomes text before the answer, its redacted or blank
+ * thinking is dropped; the text blocks that are not blank are joined with
+ * nothing between them into content (none: content null). This model's
+ * non-blank thinking goes back under the member its first block's
+ * signature names (the reasoning field it came in), joined with "\n";
+ * without a signature, not at all. An assistant message left with neither
+ * content nor tool calls is not sent (skip). */
+typedef struct asst_parts {
+    buf content, think;
+    bool has_content, skip;
+    const char *field; /* the member for think, or NULL */
+} asst_parts;
+
+static cm_rc asst_parts_of(const llm_message *m, const llm_request *rq, asst_parts *p)
+{
+    cm_rc rc = CM_OK;
+    memset(p, 0, sizeof *p);
+    cm_buf_init(&p->content, 0);
+    cm_buf_init(&p->think, 0);
+    bool same = cm_llm_same_model(m, rq, LLM_API_OPENAI);
+    for (size_t k = 0; k < m->nthinking && !rc; k++) {
+        const llm_thinking *t = &m->thinking[k];
+        if (blank(t->text)) continue; /* dropped, or kept for nothing to send */
+        if (!same) {
+            if (t->redacted) continue;
+            rc = cm_buf_adds(&p->content, t->text);
+            p->has_content = true;
+            continue;
+        }
+        if (!p->field && !p->think.len) p->field = t->signature && *t->signature ? t->signature : "";
+        if (p->think.len) rc = cm_buf_addc(&p->think, '\n');
+        if (!rc) rc = cm_buf_adds(&p->think, t->text);
+    }
+    if (!rc && !blank(m->text)) {
+        rc = cm_buf_adds(&p->content, m->text);
+        p->has_content = true;
+    }
+    if (p->field && !field_name(p->field)) p->field = NULL;
+    p->skip = !p->has_content && !m->ncalls;
+    return rc;
+}
+
+static void asst_parts_release(asst_parts *p)
+{
+    cm_buf_release(&p->content);
+    cm_buf_release(&p->think);
+}
+
 static json_t *openai_body(const llm_request *rq)
 {
     json_t *msgs = json_array(), *body = NULL;
@@ -44,9 +114,24 @@ static json_t *openai_body(const llm_request *rq)
                           m->tool_call_id ? m->tool_call_id : "", "content",
                           m->text ? m->text : "");
         } else {
+            asst_parts ap;
+            if (asst_parts_of(m, rq, &ap)) {
+                asst_parts_release(&ap);
+                goto fail;
+            }
+            if (ap.skip) {
+                asst_parts_release(&ap);
+                continue;
+            }
             o = json_pack("{s:s}", "role", "assistant");
-            json_object_set_new(o, "content",
-                                m->text && *m->text ? json_string(m->text) : json_null());
+            json_t *c = ap.has_content ? json_string(ap.content.data) : json_null();
+            if (!o || !c || json_object_set_new(o, "content", c) ||
+                (ap.field && json_object_set_new(o, ap.field, json_string(ap.think.data)))) {
+                asst_parts_release(&ap);
+                json_decref(o);
+                goto fail;
+            }
+            asst_parts_release(&ap);
             if (m->ncalls) {
                 json_t *calls = json_array();
                 for (size_t k = 0; k < m->ncalls; k++)
@@ -91,6 +176,7 @@ fail:
 static cm_rc openai_body_text(const llm_request *rq, buf *out)
 {
     cm_rc rc = CM_OK;
+    asst_parts ap = {.content = BUF_INIT, .think = BUF_INIT};
 #define PUT(x)                                                                                     \
     do {                                                                                           \
         if ((rc = (x))) goto out;                                                                  \
@@ -105,9 +191,15 @@ static cm_rc openai_body_text(const llm_request *rq, buf *out)
         PUT(cm_buf_adds(out, "}"));
         first = false;
     }
-    for (size_t i = 0; i < rq->n; i++, first = false) {
+    for (size_t i = 0; i < rq->n; i++) {
         const llm_message *m = &rq->messages[i];
+        if (m->role == LLM_ASSISTANT) {
+            asst_parts_release(&ap);
+            PUT(asst_parts_of(m, rq, &ap));
+            if (ap.skip) continue;
+        }
         if (!first) PUT(cm_buf_addc(out, ','));
+        first = false;
         if (m->role == LLM_USER) {
             PUT(cm_buf_adds(out, "{\"role\":\"user\","));
             PUT(cm_jtext_member(out, "content", m->text ? m->text : ""));
@@ -118,10 +210,14 @@ static cm_rc openai_body_text(const llm_request *rq, buf *out)
             PUT(cm_jtext_member(out, "content", m->text ? m->text : ""));
         } else {
             PUT(cm_buf_adds(out, "{\"role\":\"assistant\","));
-            if (m->text && *m->text)
-                PUT(cm_jtext_member(out, "content", m->text));
+            if (ap.has_content)
+                PUT(cm_jtext_member(out, "content", ap.content.data));
             else
                 PUT(cm_buf_adds(out, "\"content\":null"));
+            if (ap.field) {
+                PUT(cm_buf_addc(out, ','));
+                PUT(cm_jtext_member(out, ap.field, ap.think.data));
+            }
             if (m->ncalls) PUT(cm_buf_adds(out, ",\"tool_calls\":["));
             for (size_t k = 0; k < m->ncalls; k++) {
                 PUT(cm_buf_adds(out, k ? ",{" : "{"));
@@ -160,6 +256,7 @@ static cm_rc openai_body_text(const llm_request *rq, buf *out)
     PUT(cm_buf_addc(out, '}'));
 #undef PUT
 out:
+    asst_parts_release(&ap);
     return rc;
 }
 

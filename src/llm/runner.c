@@ -312,7 +312,10 @@ static const char *effort_for(const llm_runner *r, const char *provider, const c
     return off ? NULL : e;
 }
 
-/* models.providers.<provider>.models[<id of ref>].maxTokens, or 0. */
+/* The maxTokens of ref as QuantumClaw's config defaults (applyModelDefaults)
+ * make it for a model listed in models.providers.<provider>.models[]: its
+ * maxTokens, else min(8192, contextWindow), at most its contextWindow
+ * (default 200000); 0 when the model is not listed. */
 static int model_max_tokens(const llm_runner *r, const char *provider, const char *ref)
 {
     char want[128], have[128];
@@ -329,10 +332,14 @@ static int model_max_tokens(const llm_runner *r, const char *provider, const cha
         json_array_foreach(json_object_get(pc, "models"), i, m)
         {
             const char *id = json_string_value(json_object_get(m, "id"));
-            json_t *mt = json_object_get(m, "maxTokens");
-            if (id && !strcmp(id, strchr(ref, '/') + 1) && json_is_number(mt) &&
-                json_number_value(mt) >= 1 && json_number_value(mt) <= INT32_MAX)
-                max = (int)json_number_value(mt);
+            if (!id || strcmp(id, strchr(ref, '/') + 1)) continue;
+            json_t *mt = json_object_get(m, "maxTokens"), *cw = json_object_get(m, "contextWindow");
+            double w = json_is_number(cw) && json_number_value(cw) > 0 ? json_number_value(cw)
+                                                                         : 200000;
+            double t = json_is_number(mt) && json_number_value(mt) > 0 ? json_number_value(mt)
+                                                                         : CM_MIN(8192, w);
+            t = CM_MIN(t, w);
+            max = t >= INT32_MAX ? INT32_MAX : t >= 1 ? (int)t : 1;
         }
     }
     return max;
@@ -358,6 +365,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
         const char *slash = strchr(chain[mi], '/');
         snprintf(provider, sizeof provider, "%.*s", (int)(slash - chain[mi]), chain[mi]);
         rq->model = slash + 1;
+        rq->provider = provider;
         rq->reasoning_effort = effort_for(r, provider, chain[mi], rq);
         rq->model_max_tokens = model_max_tokens(r, provider, chain[mi]);
         memcpy(oc->model, chain[mi], sizeof oc->model); /* both 192 bytes, NUL-terminated */

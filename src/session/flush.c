@@ -95,6 +95,10 @@ cm_rc cm_flush_settings_init(flush_settings *s, const json_t *cfg, char *err, si
     s->soft_threshold = nonneg_int(json_object_get(mf, "softThresholdTokens"), 4000);
     s->force_bytes = byte_size(json_object_get(mf, "forceFlushTranscriptBytes"), 2097152);
     s->reserve_floor = nonneg_int(json_object_get(comp, "reserveTokensFloor"), 20000);
+    s->reserve_tokens = nonneg_int(json_object_get(comp, "reserveTokens"), 16384);
+    if (s->reserve_tokens < s->reserve_floor) s->reserve_tokens = s->reserve_floor;
+    s->keep_recent = nonneg_int(json_object_get(comp, "keepRecentTokens"), 20000);
+    if (s->keep_recent <= 0) s->keep_recent = 20000; /* positive only, as QuantumClaw reads it */
     const char *p = json_string_value(json_object_get(mf, "prompt"));
     const char *sp = json_string_value(json_object_get(mf, "systemPrompt"));
     s->prompt = with_hints(p && *p ? p : seed_prompt);

@@ -28,6 +28,12 @@
 typedef struct flush_settings {
     bool enabled;
     int64_t soft_threshold, reserve_floor, force_bytes;
+    /* compaction (pi-coding-agent's settings as QuantumClaw sets them):
+     * reserve_tokens = max(compaction.reserveTokens, default 16384,
+     * reserveTokensFloor) — compact after a turn whose context passed
+     * contextWindow − reserve_tokens; keep_recent = keepRecentTokens
+     * (default 20000), the recent tokens a compaction keeps unsummarised. */
+    int64_t reserve_tokens, keep_recent;
     char *prompt, *system_prompt; /* with the safety hints and NO_REPLY */
 } flush_settings;
 

@@ -64,12 +64,12 @@ static bool S_in(const json_t *arr, const char *s)
 /* The channels to show: the configured ones, those running (not webchat,
  * which has no access rules), then any with a pairing store under
  * <state_dir>/credentials/ (<channel>-pairing.json). */
-static json_t *S_channel_names(gw_ws *w, const char *state_dir)
+static json_t *S_channel_names(gw_ws *w, const json_t *root, const char *state_dir)
 {
     json_t *names = json_array();
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)json_object_get(w->o.config, "channels"), k, v)
+    json_object_foreach((json_t *)json_object_get(root, "channels"), k, v)
     {
         if (json_is_object(v) && !S_in(names, k)) json_array_append_new(names, json_string(k));
     }
@@ -101,9 +101,9 @@ static json_t *S_channel_names(gw_ws *w, const char *state_dir)
     return names;
 }
 
-static json_t *S_one(gw_ws *w, const char *state_dir, const char *name, int64_t now)
+static json_t *S_one(const json_t *root, const char *state_dir, const char *name, int64_t now)
 {
-    const json_t *cc = json_object_get(json_object_get(w->o.config, "channels"), name);
+    const json_t *cc = json_object_get(json_object_get(root, "channels"), name);
     const char *pol = json_string_value(json_object_get(cc, "dmPolicy"));
     json_t *allow = json_array(), *accts = json_array(), *reqs = json_array();
     size_t i;
@@ -146,13 +146,16 @@ static void m_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         return cm_gw_ws_fail(cl, id, "UNAVAILABLE", err, NULL);
     }
     int64_t now = cm_wall_ms();
-    json_t *names = S_channel_names(w, cfg.state_dir), *out = json_array();
+    cm_rtcfg *hold;
+    const json_t *root = cm_gw_ws_config(w, &hold);
+    json_t *names = S_channel_names(w, root, cfg.state_dir), *out = json_array();
     size_t i;
     json_t *v;
     json_array_foreach(names, i, v)
     {
-        json_array_append_new(out, S_one(w, cfg.state_dir, json_string_value(v), now));
+        json_array_append_new(out, S_one(root, cfg.state_dir, json_string_value(v), now));
     }
+    cm_rtcfg_unref(hold);
     json_decref(names);
     cm_config_release(&cfg);
     cm_gw_ws_ok(cl, id, json_pack("{s:I,s:o}", "ts", (json_int_t)now, "channels", out));

@@ -192,7 +192,8 @@ static void m_health(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 static void m_agents_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 {
     (void)p;
-    const json_t *cfg = w->o.config;
+    cm_rtcfg *hold;
+    const json_t *cfg = cm_gw_ws_config(w, &hold);
     const json_t *sess = json_object_get(cfg, "session");
     const char *main_key = S_str(sess, "mainKey"), *scope = S_str(sess, "scope");
     json_t *agents = json_array();
@@ -226,6 +227,7 @@ static void m_agents_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
                 json_pack("{s:s,s:s,s:s,s:o}", "defaultId", w->agent_id0, "mainKey",
                           main_key ? main_key : "main", "scope", scope ? scope : "per-sender",
                           "agents", agents));
+    cm_rtcfg_unref(hold);
 }
 
 static void m_channels_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
@@ -501,7 +503,8 @@ static void m_models_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 {
     (void)p;
     json_t *out = json_array();
-    const json_t *root = w->o.config;
+    cm_rtcfg *hold;
+    const json_t *root = cm_gw_ws_config(w, &hold);
     const json_t *dm =
         json_object_get(json_object_get(json_object_get(root, "agents"), "defaults"), "model");
     if (json_is_string(dm)) S_add_model(out, json_string_value(dm), NULL);
@@ -526,6 +529,7 @@ static void m_models_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
             cm_buf_release(&ref);
         }
     }
+    cm_rtcfg_unref(hold);
     cm_gw_ws_ok(cl, id, json_pack("{s:o}", "models", out));
 }
 
@@ -635,9 +639,13 @@ static json_t *S_redact(const json_t *v)
 static void m_config_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
 {
     (void)p;
+    cm_rtcfg *hold; /* the snapshot the gateway runs with: a reload's, not the start's */
+    const json_t *cfg = cm_gw_ws_config(w, &hold);
+    json_t *red = S_redact(cfg);
+    cm_rtcfg_unref(hold);
     cm_gw_ws_ok(cl, id,
-                json_pack("{s:s*,s:b,s:b,s:o}", "path", w->config_path, "exists",
-                          w->o.config != NULL, "valid", 1, "config", S_redact(w->o.config)));
+                json_pack("{s:s*,s:b,s:b,s:o}", "path", w->config_path, "exists", cfg != NULL,
+                          "valid", 1, "config", red));
 }
 
 const gw_ws_method cm_gw_ws_methods[] = {

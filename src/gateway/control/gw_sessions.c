@@ -229,10 +229,13 @@ static bool S_model(gw_ws *w, const json_t *v, json_t *patch, char *why, size_t 
         json_object_set_new(patch, "modelOverride", json_null());
         return true;
     }
+    cm_rtcfg *hold;
     const json_t *allow = json_object_get(
-        json_object_get(json_object_get(w->o.config, "agents"), "defaults"), "models");
-    if (json_is_object(allow) && json_object_size(allow) && !json_object_get(allow, ref))
-        return snprintf(why, n, "model not allowed: %.400s", ref), false;
+        json_object_get(json_object_get(cm_gw_ws_config(w, &hold), "agents"), "defaults"),
+        "models");
+    bool refused = json_is_object(allow) && json_object_size(allow) && !json_object_get(allow, ref);
+    cm_rtcfg_unref(hold);
+    if (refused) return snprintf(why, n, "model not allowed: %.400s", ref), false;
     const char *slash = strchr(ref, '/');
     if (slash == ref || !slash[1]) return snprintf(why, n, "invalid model: %.400s", ref), false;
     json_object_set_new(patch, "providerOverride", json_stringn(ref, (size_t)(slash - ref)));

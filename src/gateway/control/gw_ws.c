@@ -737,6 +737,22 @@ json_t *cm_gw_ws_status(gw_ws *w)
     return o;
 }
 
+const json_t *cm_gw_ws_config(gw_ws *w, cm_rtcfg **hold)
+{
+    *hold = NULL;
+    pthread_mutex_lock(&w->mu);
+    gw_runtime *rt = w->detached || !w->sink ? NULL : w->rt;
+    w->inflight += rt != NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (!rt) return w->o.config;
+    *hold = cm_gw_runtime_config(rt); /* its own reference: outlives the runtime */
+    pthread_mutex_lock(&w->mu);
+    w->inflight--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return *hold ? (*hold)->root : w->o.config;
+}
+
 static void S_ch_close(gw_channel *ch)
 {
     (void)ch; /* owned by the gw_ws */

@@ -93,6 +93,11 @@ bool cm_gw_ws_notify(gw_ws *w, const char *channel, const char *account, const c
                      const char *text);
 /* The gateway's status (a new object) or NULL once detached. */
 json_t *cm_gw_ws_status(gw_ws *w);
+/* The config the gateway runs with now: the runtime's live snapshot (a
+ * reload replaces it) with a reference in *hold, or o.config (*hold NULL)
+ * before the runtime is attached or once stopped. Valid until
+ * cm_rtcfg_unref(*hold); may be NULL (no config). */
+const json_t *cm_gw_ws_config(gw_ws *w, cm_rtcfg **hold);
 
 /* One text message (a req frame, hostile) from cl: the handshake until cl
  * is ready, then a method with its scope checked; the answers go to cl->c

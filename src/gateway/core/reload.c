@@ -169,7 +169,8 @@ void cm_gw_reload_settings(const cm_rtcfg *cfg, gw_reload_mode *mode, int64_t *d
 /* ---- the reloader ----------------------------------------------------------- */
 
 typedef struct S_watched {
-    int wd;
+    int wd;       /* the inotify watch of dir, or -1 */
+    bool missing; /* dir absent (or gone, or moved away): re-added when it is back */
     char *dir, *name;
 } S_watched;
 
@@ -287,18 +288,64 @@ out:
     return rc;
 }
 
-/* True when the inotify events in ev[0..n) name a watched file. */
+#define S_DIR_EVENTS                                                                              \
+    (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | \
+     IN_DELETE_SELF | IN_MOVE_SELF)
+
+/* Watches w->dir: true when it is watched now. An absent directory is
+ * marked missing (tried again later); another failure is logged once. */
+static bool S_watch(gw_reloader *r, S_watched *w, bool log_failure)
+{
+    w->wd = inotify_add_watch(r->ifd, w->dir, S_DIR_EVENTS);
+    w->missing = w->wd < 0 && (errno == ENOENT || errno == ENOTDIR);
+    if (w->wd < 0 && !w->missing && log_failure)
+        cm_logf(r->log.fn ? &r->log : NULL, CM_LOG_WARN, "config watch of %s off: %s", w->dir,
+                strerror(errno));
+    return w->wd >= 0;
+}
+
+/* True when the inotify events in ev[0..n) name a watched file. A watched
+ * directory removed or moved away loses its watch: marked missing, so the
+ * loop watches the path again once a directory is back there. */
 static bool S_events_match(gw_reloader *r, const char *ev, ssize_t n)
 {
     bool hit = false;
     for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
         const struct inotify_event *e = (const struct inotify_event *)(ev + off);
         if (e->mask & IN_Q_OVERFLOW) hit = true; /* events lost: one of them may be ours */
-        for (size_t i = 0; i < r->nw && e->len; i++)
-            if (e->wd == r->w[i].wd && !strcmp(e->name, r->w[i].name)) hit = true;
+        for (size_t i = 0; i < r->nw; i++) {
+            S_watched *w = &r->w[i];
+            if (e->wd != w->wd || w->wd < 0) continue;
+            if (e->len && !strcmp(e->name, w->name)) hit = true;
+            if (e->mask & IN_MOVE_SELF) inotify_rm_watch(r->ifd, w->wd); /* follows the old name */
+            if (e->mask & (IN_IGNORED | IN_MOVE_SELF | IN_DELETE_SELF)) {
+                for (size_t j = 0; j < r->nw; j++) /* every file of that directory */
+                    if (j != i && r->w[j].wd == e->wd) r->w[j].wd = -1, r->w[j].missing = true;
+                w->wd = -1;
+                w->missing = true;
+                hit = true; /* the file went with it */
+            }
+        }
         off += (ssize_t)sizeof *e + e->len;
     }
     return hit;
+}
+
+/* Watches again the directories that were missing: true when one is back
+ * (its file may have come with it: a reload is due). */
+static bool S_rewatch(gw_reloader *r)
+{
+    bool back = false;
+    for (size_t i = 0; r->ifd >= 0 && i < r->nw; i++)
+        if (r->w[i].missing && S_watch(r, &r->w[i], true)) back = true;
+    return back;
+}
+
+static bool S_any_missing(const gw_reloader *r)
+{
+    for (size_t i = 0; r->ifd >= 0 && i < r->nw; i++)
+        if (r->w[i].missing) return true;
+    return false;
 }
 
 static void S_ran(gw_reloader *r)
@@ -317,6 +364,8 @@ static void *S_loop(void *arg)
     while (!atomic_load(&r->stop)) {
         int64_t now = cm_now_ms();
         int timeout = due == INT64_MAX ? -1 : (int)CM_MIN(CM_MAX(due - now, 0), 60000);
+        if (S_any_missing(r) && (timeout < 0 || timeout > GW_RELOAD_REWATCH_MS))
+            timeout = GW_RELOAD_REWATCH_MS; /* look for the directory again */
         struct pollfd p[2] = {{r->efd, POLLIN, 0}, {r->ifd, POLLIN, 0}};
         int k = poll(p, r->ifd >= 0 ? 2 : 1, timeout);
         if (k < 0 && errno != EINTR) break;
@@ -331,6 +380,8 @@ static void *S_loop(void *arg)
             if (n > 0 && S_events_match(r, ev, n) && atomic_load(&r->mode) != GW_RELOAD_OFF)
                 due = cm_now_ms() + atomic_load(&r->debounce_ms); /* each event restarts it */
         }
+        if (S_rewatch(r) && atomic_load(&r->mode) != GW_RELOAD_OFF)
+            due = cm_now_ms() + atomic_load(&r->debounce_ms);
         if (!now_please && (due == INT64_MAX || cm_now_ms() < due)) continue;
         due = INT64_MAX;
         char err[1024];
@@ -349,13 +400,8 @@ cm_rc cm_gw_reloader_start(gw_reloader *r, char *err, size_t errlen)
     if (r->nw && r->ifd < 0)
         cm_logf(lg, CM_LOG_WARN, "config watch off (inotify: %s); SIGHUP still reloads",
                 strerror(errno));
-    for (size_t i = 0; r->ifd >= 0 && i < r->nw; i++) {
-        r->w[i].wd = inotify_add_watch(r->ifd, r->w[i].dir,
-                                       IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM |
-                                           IN_CREATE | IN_DELETE | IN_ATTRIB);
-        if (r->w[i].wd < 0 && errno != ENOENT)
-            cm_logf(lg, CM_LOG_WARN, "config watch of %s off: %s", r->w[i].dir, strerror(errno));
-    }
+    for (size_t i = 0; r->ifd >= 0 && i < r->nw; i++)
+        S_watch(r, &r->w[i], true);
     if (pthread_create(&r->thr, NULL, S_loop, r))
         return cm_seterr(err, errlen, CM_EIO, "cannot start the config reloader");
     r->started = true;

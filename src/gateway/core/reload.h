@@ -22,6 +22,9 @@
 
 /* 2026.3.22 config-reload.ts DEFAULT_RELOAD_SETTINGS: hybrid, 300 ms. */
 #define GW_RELOAD_DEBOUNCE_MS 300
+/* How often the reloader's thread looks for a watched directory that is
+ * absent (removed, moved away, not yet made) to watch it again. */
+#define GW_RELOAD_REWATCH_MS 200
 
 /* gateway.reload.mode (runtime_config.h's CM_RT_RELOAD_* order). */
 typedef enum gw_reload_mode {
@@ -90,7 +93,11 @@ cm_rc cm_gw_reloader_apply(gw_reloader *r, char *err, size_t errlen);
 /* Starts the reloader's thread: a change to a watched file (written,
  * replaced, created, removed) is applied once no other came for the
  * debounce time, unless the mode is off; a request is applied at once. The
- * watch is skipped (a warning) where inotify is refused; requests work. */
+ * watch is on the file's directory, so a file replaced by rename stays
+ * watched; a directory removed and made again (or moved away and another
+ * moved in, or absent at start) is watched again within
+ * GW_RELOAD_REWATCH_MS of its return, and its file reloaded. The watch is
+ * skipped (a warning) where inotify is refused; requests work. */
 cm_rc cm_gw_reloader_start(gw_reloader *r, char *err, size_t errlen);
 
 /* Asks the thread for a reload now: one write(2) to its eventfd, so safe
