@@ -64,7 +64,9 @@ TEST_PG(batch_pg_only_the_lease_holder_submits)
     EXPECT(mine);
     EXPECT(cm_store_batches_leased(&other));
     /* one holder: another session cannot have it, asking once or waiting */
-    EXPECT_INT(cm_store_open_pg(&third, pg_dsn, "main", "porter", 0, 200, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_open_pg(&third, pg_dsn, "main", "porter", STORE_CREATE, 200, err,
+                                sizeof err),
+               CM_OK);
     EXPECT_INT(cm_store_batches_lease(&third, false, &mine, err, sizeof err), CM_OK);
     EXPECT(!mine);
     EXPECT_INT(cm_store_batches_lease(&third, true, &mine, err, sizeof err), CM_OK);
