@@ -113,7 +113,8 @@ TEST_PG(batch_pg_only_the_lease_holder_submits)
 TEST_PG(batch_pg_a_killed_replica_hands_its_batch_on)
 {
     bt t;
-    bt_init(&t, "openai", ",pollIntervalMs:20");
+    /* a short timeout: a B that wrongly waited on A's batch would give up soon */
+    bt_init(&t, "openai", ",pollIntervalMs:20,timeoutMinutes:1");
     fake_batch_plan held = {.hold = true};
     fake_batch_script(t.fb, &held);
     char state2[1100], overlay[2048];
@@ -142,6 +143,7 @@ TEST_PG(batch_pg_a_killed_replica_hands_its_batch_on)
     EXPECT_INT(cm_engine_sync(b, 0, NULL, NULL, &st, err, sizeof err), CM_OK);
     EXPECT_INT(st.batches_submitted, 0);
     EXPECT_INT(st.batches_completed, 0);
+    EXPECT_INT(st.batches_pending, 0); /* it did not take A's batch up either */
     fake_batch_counts c = fake_batch_counts_get(t.fb);
     EXPECT_INT(c.uploads, 1);
     EXPECT_INT(c.creates, 1);
