@@ -299,10 +299,12 @@ static const char schema_sql[] =
     "NOT NULL, hash text NOT NULL, PRIMARY KEY(agent_id, batch_id, hash));";
 
 /* The tables (create: when absent), or what a database made by an earlier
- * version lacks (the vector log) at any open; s->pg->has_log says whether
- * the log is there. An open that need not create, by a role that may not
- * add the log, goes on without it (readers then load the vectors whole on
- * each new version, and a write says why it cannot). The keyword index: GIN
+ * version lacks (the vector log, the embedding batch tables) at any open;
+ * s->pg->has_log and has_batches say whether they are there. An open that
+ * need not create, by a role that may not add the log, goes on without it
+ * (readers then load the vectors whole on each new version, and a write
+ * says why it cannot); one that may not add the batch tables goes on
+ * without them (a sync then embeds synchronously). The keyword index: GIN
  * over (agent_id, tsv) with btree_gin when the extension can be had, else
  * over tsv alone. Each chunk's tsv stays in its row (STORAGE MAIN: the text
  * goes to TOAST first), where a search reads it for each of its matches: out
