@@ -198,3 +198,47 @@ TEST_PG(batch_pg_agents_delete_removes_batch_rows)
     EXPECT_INT(pg_batch_rows("clawmem_chunks"), 0);
     bt_done(&t);
 }
+
+/* A database made before the batch tables, synced by a role that may write
+ * rows but not add tables: the index works, and batch mode embeds
+ * synchronously (saying why) rather than failing the sync. The owner's next
+ * open adds the tables. */
+TEST_PG(batch_pg_without_the_tables_embeds_synchronously)
+{
+    bt t;
+    bt_init(&t, "openai", ",wait:false");
+    EXPECT_INT(psql_num("DO $$BEGIN IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = "
+                        "'cm_batchless') THEN EXECUTE 'DROP OWNED BY cm_batchless'; DROP ROLE "
+                        "cm_batchless; END IF; END$$; DROP TABLE clawmem_embed_batch_items, "
+                        "clawmem_embed_batches; CREATE ROLE cm_batchless LOGIN; GRANT SELECT, "
+                        "INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO cm_batchless; "
+                        "GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO cm_batchless; SELECT 1"),
+               1);
+    char overlay[2048];
+    snprintf(overlay, sizeof overlay,
+             "{agents: {defaults: {memorySearch: {store: {driver: 'postgres', dsn: '%s "
+             "user=cm_batchless'}}}}}",
+             pg_dsn);
+    write_file(t.state, "clawmem.json", overlay);
+    cm_sync_stats st;
+    EXPECT_INT(bt_sync(&t, 0, &st), CM_OK);
+    EXPECT_INT(st.batches_submitted, 0);
+    fake_batch_counts c = fake_batch_counts_get(t.fb);
+    EXPECT_INT(c.uploads, 0);
+    EXPECT(c.sync_posts >= 1);
+    json_t *s = bt_status(&t);
+    EXPECT_INT(vectors_of(s), 4);
+    json_decref(s);
+    EXPECT_INT(psql_num("SELECT count(*) FROM pg_class WHERE relname = 'clawmem_embed_batches'"),
+               0);
+    /* the owner's next open adds them */
+    store o;
+    char err[512];
+    EXPECT_INT(cm_store_open_pg(&o, pg_dsn, "main", "porter", 0, 5000, err, sizeof err), CM_OK);
+    cm_store_close(&o);
+    EXPECT_INT(psql_num("SELECT count(*) FROM pg_class WHERE relname IN ('clawmem_embed_batches', "
+                        "'clawmem_embed_batch_items')"),
+               2);
+    EXPECT_INT(psql_num("DROP OWNED BY cm_batchless; DROP ROLE cm_batchless; SELECT 1"), 1);
+    bt_done(&t);
+}
