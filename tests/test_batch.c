@@ -18,7 +18,6 @@
 #include "batch_harness.h"
 #include "test.h"
 
-
 /* the injected clock: a sleep only moves time on */
 static int64_t fake_now;
 static int sleeps;
@@ -820,4 +819,3 @@ TEST(batch_unknown_at_the_provider_is_failed)
     json_decref(s);
     bt_done(&t);
 }
-

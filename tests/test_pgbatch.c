@@ -57,16 +57,16 @@ TEST_PG(batch_pg_only_the_lease_holder_submits)
     store other, third;
     char err[512];
     bool mine = false;
-    EXPECT_INT(cm_store_open_pg(&other, pg_dsn, "main", "porter", STORE_CREATE, 5000, err,
-                                sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        cm_store_open_pg(&other, pg_dsn, "main", "porter", STORE_CREATE, 5000, err, sizeof err),
+        CM_OK);
     EXPECT_INT(cm_store_batches_lease(&other, false, &mine, err, sizeof err), CM_OK);
     EXPECT(mine);
     EXPECT(cm_store_batches_leased(&other));
     /* one holder: another session cannot have it, asking once or waiting */
-    EXPECT_INT(cm_store_open_pg(&third, pg_dsn, "main", "porter", STORE_CREATE, 200, err,
-                                sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        cm_store_open_pg(&third, pg_dsn, "main", "porter", STORE_CREATE, 200, err, sizeof err),
+        CM_OK);
     EXPECT_INT(cm_store_batches_lease(&third, false, &mine, err, sizeof err), CM_OK);
     EXPECT(!mine);
     EXPECT_INT(cm_store_batches_lease(&third, true, &mine, err, sizeof err), CM_OK);
@@ -183,8 +183,8 @@ TEST_PG(batch_pg_agents_delete_removes_batch_rows)
     EXPECT_INT(st.batches_pending, 1);
     EXPECT_INT(pg_batch_rows("clawmem_embed_batches"), 1);
     EXPECT_INT(pg_batch_rows("clawmem_embed_batch_items"), 3); /* 3 distinct texts */
-    const char *args[] = {"--workspace", t.ws,     "--config", t.cfg, "--state-dir", t.state,
-                          "agents",      "delete", "main",     "--yes", "--json",    NULL};
+    const char *args[] = {"--workspace", t.ws,     "--config", t.cfg,   "--state-dir", t.state,
+                          "agents",      "delete", "main",     "--yes", "--json",      NULL};
     run_result r = run_clawmem(NULL, args);
     EXPECT_INT(r.status, 0);
     json_t *rep = r.out ? json_loads(r.out, 0, NULL) : NULL;

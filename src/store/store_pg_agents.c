@@ -9,9 +9,9 @@
 #include "store_pg_int.h"
 
 const char *const cm_store_pg_tables[STORE_PG_NTABLES] = {
-    "clawmem_agents",        "clawmem_meta",         "clawmem_files",
-    "clawmem_chunks",        "clawmem_vectors",      "clawmem_vector_log",
-    "clawmem_cache",         "clawmem_embed_batches", "clawmem_embed_batch_items",
+    "clawmem_agents",       "clawmem_meta",          "clawmem_files",
+    "clawmem_chunks",       "clawmem_vectors",       "clawmem_vector_log",
+    "clawmem_cache",        "clawmem_embed_batches", "clawmem_embed_batch_items",
     "clawmem_mcp_sessions",
 };
 

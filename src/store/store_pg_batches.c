@@ -83,7 +83,8 @@ cm_rc cm_store_pg_batch_add(store *s, const store_batch *b, const char *const *h
     char items[32], created[32];
     snprintf(items, sizeof items, "%zu", n);
     snprintf(created, sizeof created, "%lld", (long long)b->created);
-    const char *pa[] = {s->pg->agent, b->id, b->provider, b->model, b->key, b->state, items, created};
+    const char *pa[] = {s->pg->agent, b->id,    b->provider, b->model,
+                        b->key,       b->state, items,       created};
     CHECK(cm_store_pg_run(s,
                           "INSERT INTO clawmem_embed_batches(agent_id, id, provider, model, "
                           "provider_key, state, items, created, updated) VALUES($1, $2, $3, $4, "
@@ -233,8 +234,8 @@ bool cm_store_pg_batch_leased(store *s)
         "'advisory' AND pid = pg_backend_pid() AND granted AND objsubid = 1 AND classid = "
         "((h.k >> 32) & 4294967295)::oid AND objid = (h.k & 4294967295)::oid)",
         1, pa, "check the batch lease", &r, ignore, sizeof ignore);
-    bool held = !rc && cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't' &&
-                p->batch_lease_gen == p->session_gen;
+    bool held =
+        !rc && cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't' && p->batch_lease_gen == p->session_gen;
     if (r) cm_store_pg_lib.clear(r);
     if (!held) p->batch_lease = false;
     return held;

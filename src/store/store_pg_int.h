@@ -58,7 +58,7 @@ struct store_pg {
      * them so far; the agent's log_seq moves on by nlog at commit. */
     int64_t log_base, nlog;
     bool log_known;
-    bool has_log; /* the database has the vector log (ensure_schema) */
+    bool has_log;     /* the database has the vector log (ensure_schema) */
     bool has_batches; /* the database has the embedding batch tables (ensure_schema) */
     /* session_gen: bumped whenever the connection was made again (a new
      * server session, without the locks of the old one); batch_lease: this
