@@ -4,7 +4,9 @@
  * its exact request bodies, the split at the limits, partial failures,
  * expiry, the synchronous fallback after repeated failures, a sync killed
  * while polling that resumes the same batch without a new upload, and
- * wait:false. The polling clock is injected: nothing here sleeps.
+ * wait:false. The polling clock is injected: nothing here sleeps. The
+ * TEST_BOTH ones run over the PostgreSQL store too (batches in its tables;
+ * test_pgbatch.c has what only it has).
  */
 #include <jansson.h>
 #include <pthread.h>
@@ -13,16 +15,8 @@
 
 #include "../src/base/sha256.h"
 #include "../src/embed/batch.h"
-#include "fake_batch.h"
+#include "batch_harness.h"
 #include "test.h"
-
-typedef struct bt {
-    char *dir;
-    char ws[1024], state[1024], cfg[1024], base[64];
-    fake_server *srv;
-    fake_batch *fb;
-    const char *provider;
-} bt;
 
 /* the injected clock: a sleep only moves time on */
 static int64_t fake_now;
@@ -52,7 +46,7 @@ static void bt_config(bt *t, const char *batch_extra)
     write_file(t->dir, "qc.json", text);
 }
 
-static void bt_init(bt *t, const char *provider, const char *batch_extra)
+void bt_init(bt *t, const char *provider, const char *batch_extra)
 {
     setenv("CLAWMEM_HTTP_BACKOFF_MS", "5", 1);
     setenv("CLAWMEM_HTTP_TIMEOUT_MS", "5000", 1);
@@ -73,6 +67,7 @@ static void bt_init(bt *t, const char *provider, const char *batch_extra)
     write_file(t->ws, "memory/2026-02-11.md", "Dentist appointment moved to Friday.\n");
     /* the same text twice: one request for both chunks */
     write_file(t->ws, "memory/2026-02-12.md", "The dog Biscuit likes the beach.\n");
+    if (pg_dsn) pg_overlay(t->state, "main"); /* TEST_BOTH's PostgreSQL run */
     embed_batch_clock c = {clock_now, clock_sleep, NULL};
     cm_embed_batch_set_clock(&c);
     cm_embed_batch_set_limits(0, 0);
@@ -80,7 +75,7 @@ static void bt_init(bt *t, const char *provider, const char *batch_extra)
     sleeps = 0;
 }
 
-static void bt_done(bt *t)
+void bt_done(bt *t)
 {
     cm_embed_batch_set_clock(NULL);
     cm_embed_batch_set_limits(0, 0);
@@ -88,7 +83,7 @@ static void bt_done(bt *t)
     fake_stop(t->srv);
 }
 
-static cm_engine *bt_open(bt *t)
+cm_engine *bt_open(bt *t)
 {
     cm_options o = {NULL, t->ws, t->cfg, t->state, NULL, NULL, 0};
     cm_engine *e = NULL;
@@ -97,7 +92,7 @@ static cm_engine *bt_open(bt *t)
     return e;
 }
 
-static cm_rc bt_sync(bt *t, unsigned flags, cm_sync_stats *st)
+cm_rc bt_sync(bt *t, unsigned flags, cm_sync_stats *st)
 {
     cm_engine *e = bt_open(t);
     if (!e) return CM_ECONFIG;
@@ -108,7 +103,7 @@ static cm_rc bt_sync(bt *t, unsigned flags, cm_sync_stats *st)
     return rc;
 }
 
-static json_t *bt_status(bt *t)
+json_t *bt_status(bt *t)
 {
     cm_engine *e = bt_open(t);
     char err[512], *js = NULL;
@@ -119,12 +114,12 @@ static json_t *bt_status(bt *t)
     return j;
 }
 
-static long long vectors_of(json_t *s)
+long long vectors_of(json_t *s)
 {
     return json_integer_value(json_object_get(json_object_get(s, "vector"), "vectors"));
 }
 
-static size_t pending_of(json_t *s)
+size_t pending_of(json_t *s)
 {
     return json_array_size(json_object_get(json_object_get(s, "batch"), "pending"));
 }
@@ -437,7 +432,7 @@ TEST(batch_falls_back_after_repeated_failures)
     bt_done(&t);
 }
 
-TEST(batch_wait_false_keywords_first_vectors_later)
+TEST_BOTH(batch_wait_false_keywords_first_vectors_later)
 {
     bt t;
     bt_init(&t, "gemini", ",wait:false,pollIntervalMs:600000");
@@ -490,7 +485,7 @@ TEST(batch_wait_false_keywords_first_vectors_later)
     bt_done(&t);
 }
 
-TEST(batch_kill_while_polling_resumes_same_batch)
+TEST_BOTH(batch_kill_while_polling_resumes_same_batch)
 {
     bt t;
     bt_init(&t, "openai", ",pollIntervalMs:20");
@@ -551,7 +546,7 @@ TEST(batch_kill_while_polling_resumes_same_batch)
     bt_done(&t);
 }
 
-TEST(batch_force_rebuild_keeps_pending_batches)
+TEST_BOTH(batch_force_rebuild_keeps_pending_batches)
 {
     bt t;
     bt_init(&t, "openai", ",wait:false");
@@ -691,7 +686,7 @@ static void *watch_thread(void *arg)
     return NULL;
 }
 
-TEST(batch_watcher_collects_pending_batches)
+TEST_BOTH(batch_watcher_collects_pending_batches)
 {
     bt t;
     bt_init(&t, "openai", ",pollIntervalMs:50");

@@ -10,6 +10,14 @@
  * embedded synchronously; after EMBED_BATCH_FAILURE_LIMIT failed batches the
  * rest of the sync is synchronous (2026.3.22's rule). No synchronous request
  * is made otherwise: the vectors' dimensions come from the batch output.
+ *
+ * Over PostgreSQL several processes (`clawmem serve` replicas, a CLI) may
+ * sync one agent: only the holder of the agent's batch lease (a
+ * session-level advisory lock, store_pg_batches.c) lists, submits, polls
+ * and collects its batches. A sync that cannot have the lease leaves the
+ * agent's vectors to the holder (embedding nothing itself, which could pay
+ * for chunks already in the holder's batches), and a holder that loses it
+ * (its session ended) stops before its next submission or status round.
  */
 #include <jansson.h>
 
@@ -21,10 +29,7 @@
 
 bool cm_engine_batch_on(const cm_engine *e)
 {
-    /* pending batches are kept in the SQLite index only: the PostgreSQL
-     * store embeds synchronously */
-    bool pg = e->cfg.store_driver && !strcmp(e->cfg.store_driver, "postgres");
-    return e->have_prov && e->cfg.batch_enabled && !pg && cm_embed_batch_supported(&e->prov);
+    return e->have_prov && e->cfg.batch_enabled && cm_embed_batch_supported(&e->prov);
 }
 
 /* One distinct text without a vector: its hash and the chunks that hold it. */
@@ -57,6 +62,7 @@ typedef struct run {
     size_t chunks_pending; /* chunks the pending batches cover */
     int failures;
     bool off;
+    bool lost; /* the batch lease went (PostgreSQL): nothing more is submitted or collected */
     sqlite3_stmt *text_q; /* cm_store_chunk_text's */
 } run;
 
@@ -392,6 +398,20 @@ static int report(run *r)
     return e->batch_progress(e->batch_pctx, &pr);
 }
 
+/* Whether this sync still holds the agent's batch lease (always over
+ * SQLite); logs the loss once. */
+static bool still_ours(run *r)
+{
+    if (r->lost) return false;
+    if (cm_store_batches_leased(r->st)) return true;
+    r->lost = true;
+    cm_logf(&r->e->lg, CM_LOG_WARN,
+            "the batch lease of agent %s was lost (its database session ended); its %s batches "
+            "are left to the process that holds it now",
+            r->e->cfg.agent_id, cm_embed_name(r->p));
+    return false;
+}
+
 /* Submits one batch for the group in jsonl and records it. */
 static cm_rc submit(run *r, const buf *jsonl, const char **hashes, size_t n, char *err,
                     size_t errlen)
@@ -492,8 +512,26 @@ cm_rc cm_engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *
     const char **hashes = NULL;
     bool wait = c->batch_wait && !e->batch_nowait;
     int concurrency = CM_MAX(1, c->batch_concurrency);
+    bool leased = false;
     *sync_rest = false;
-    CHECK(cm_store_batches_ensure(st, err, errlen));
+    rc = cm_store_batches_ensure(st, err, errlen);
+    if (rc == CM_EIO && store_is_pg(st)) { /* an older database this role may not extend */
+        cm_logf(&e->lg, CM_LOG_WARN, "%s; embedding synchronously", err);
+        *sync_rest = true;
+        rc = CM_OK;
+        goto out;
+    }
+    CHECK(rc);
+    /* an explicit sync waits for the lease as for the writer lock; a
+     * search's or watcher's asks once */
+    CHECK(cm_store_batches_lease(st, !e->batch_nowait, &leased, err, errlen));
+    if (!leased) {
+        cm_logf(&e->lg, CM_LOG_INFO,
+                "another process submits and collects agent %s's embedding batches; its "
+                "vectors come with that process's syncs",
+                c->agent_id);
+        goto out;
+    }
     CHECK(load_items(&r, err, errlen));
     CHECK(from_cache(&r, err, errlen));
     CHECK(resume(&r, err, errlen));
@@ -502,14 +540,16 @@ cm_rc cm_engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *
     size_t cursor = 0;
     int64_t start = cm_embed_batch_now();
     for (;;) {
+        if (!still_ours(&r)) break;
         /* submit while there is room */
         while (!r.off && (int)r.npend < concurrency && cursor < r.nitems) {
             size_t n = 0;
             CHECK(next_group(&r, &cursor, &jsonl, &hashes, &n, err, errlen));
-            if (!n) break;
+            if (!n || !still_ours(&r)) break;
             CHECK(submit(&r, &jsonl, hashes, n, err, errlen));
         }
         cm_buf_release(&jsonl);
+        if (r.lost) break;
         /* one status round */
         bool stalled = false;
         for (size_t i = 0; i < r.npend && !stalled;) {
@@ -578,7 +618,7 @@ cm_rc cm_engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *
         else if (r.npend && !more)
             cm_embed_batch_sleep(c->batch_poll_ms);
     }
-    *sync_rest = r.off;
+    *sync_rest = r.off && !r.lost; /* a lost lease: the holder embeds the rest */
     if (r.p->dims) {
         char d[32];
         snprintf(d, sizeof d, "%d", r.p->dims);
@@ -587,6 +627,7 @@ cm_rc cm_engine_fill_batch(cm_engine *e, store *st, cm_sync_stats *stats, bool *
     if (c->cache_enabled) CHECK(cm_store_cache_trim(st, c->cache_max_entries, err, errlen));
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory");
+    if (leased) cm_store_batches_unlease(st);
     stats->batches_pending = r.npend;
     cm_buf_release(&jsonl);
     free(hashes);

@@ -5,11 +5,12 @@
  * state) and the chunk hashes it covers. They live in the index so that a
  * sync that was killed or did not wait picks its batches up again instead of
  * paying for them twice. The tables are created on first use (an older
- * index has none, and reads of it see no batches).
+ * index has none, and reads of it see no batches). A PostgreSQL index keeps
+ * them in its own tables, per agent (store_pg_batches.c).
  */
 #include <unistd.h>
 
-#include "store.h"
+#include "store_pg.h"
 
 static const char batches_sql[] =
     "CREATE TABLE IF NOT EXISTS embed_batches(id TEXT PRIMARY KEY, provider TEXT NOT NULL, "
@@ -20,6 +21,7 @@ static const char batches_sql[] =
 
 cm_rc cm_store_batches_ensure(store *s, char *err, size_t errlen)
 {
+    if (store_is_pg(s)) return cm_store_pg_batches_ensure(s, err, errlen);
     int r = sqlite3_exec(s->db, batches_sql, NULL, NULL, NULL);
     return r == SQLITE_OK ? CM_OK : cm_store_fail(s, r, "create the batch tables", err, errlen);
 }
@@ -56,7 +58,7 @@ cm_rc cm_store_batches_list(store *s, store_batch **out, size_t *n, char *err, s
 {
     *out = NULL;
     *n = 0;
-    if (store_is_pg(s)) return CM_OK; /* batches live in the SQLite index only */
+    if (store_is_pg(s)) return cm_store_pg_batches_list(s, out, n, err, errlen);
     int have = has_tables(s, "main");
     if (have < 0) return cm_store_fail(s, SQLITE_ERROR, "read the batches", err, errlen);
     if (!have) return CM_OK;
@@ -108,6 +110,7 @@ out:
 cm_rc cm_store_batch_add(store *s, const store_batch *b, const char *const *hashes, size_t n,
                          char *err, size_t errlen)
 {
+    if (store_is_pg(s)) return cm_store_pg_batch_add(s, b, hashes, n, err, errlen);
     sqlite3_stmt *q = NULL;
     int r =
         sqlite3_prepare_v2(s->db,
@@ -143,6 +146,7 @@ cm_rc cm_store_batch_add(store *s, const store_batch *b, const char *const *hash
 cm_rc cm_store_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, char *err,
                             size_t errlen)
 {
+    if (store_is_pg(s)) return cm_store_pg_batch_hashes(s, id, hashes, n, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = CM_OK;
     size_t cap = 0;
@@ -181,6 +185,7 @@ out:
 cm_rc cm_store_batch_state(store *s, const char *id, const char *state, int64_t now, char *err,
                            size_t errlen)
 {
+    if (store_is_pg(s)) return cm_store_pg_batch_state(s, id, state, now, err, errlen);
     sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(
         s->db, "UPDATE embed_batches SET state = ?2, updated = ?3 WHERE id = ?1", -1, &q, NULL);
@@ -196,6 +201,7 @@ cm_rc cm_store_batch_state(store *s, const char *id, const char *state, int64_t 
 
 cm_rc cm_store_batch_delete(store *s, const char *id, char *err, size_t errlen)
 {
+    if (store_is_pg(s)) return cm_store_pg_batch_delete(s, id, err, errlen);
     static const char *const sql[] = {"DELETE FROM embed_batch_items WHERE batch_id = ?1",
                                       "DELETE FROM embed_batches WHERE id = ?1"};
     int r = SQLITE_OK;
@@ -215,6 +221,7 @@ cm_rc cm_store_batch_delete(store *s, const char *id, char *err, size_t errlen)
 cm_rc cm_store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
                           size_t errlen)
 {
+    if (store_is_pg(s)) return cm_store_pg_chunk_text(s, id, text, err, errlen);
     *text = NULL;
     int r = *q ? SQLITE_OK
                : sqlite3_prepare_v2(s->db, "SELECT text FROM chunks WHERE id = ?1", -1, q, NULL);
@@ -239,6 +246,7 @@ cm_rc cm_store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, c
 cm_rc cm_store_batches_import(store *s, const char *old_path, char *err, size_t errlen)
 {
     sqlite3_stmt *q = NULL;
+    if (store_is_pg(s)) return CM_OK; /* the agent's batch rows stay through a rebuild */
     if (access(old_path, R_OK) != 0) return CM_OK; /* ATTACH would create it */
     if (cm_store_owner(old_path, NULL) != STORE_OWNER_CLAWMEM) return CM_OK; /* not ours */
     int r = sqlite3_prepare_v2(s->db, "ATTACH DATABASE ?1 AS oldb", -1, &q, NULL);
@@ -263,4 +271,21 @@ cm_rc cm_store_batches_import(store *s, const char *old_path, char *err, size_t 
     }
     sqlite3_exec(s->db, "DETACH DATABASE oldb", NULL, NULL, NULL);
     return rc;
+}
+
+cm_rc cm_store_batches_lease(store *s, bool wait, bool *held, char *err, size_t errlen)
+{
+    if (store_is_pg(s)) return cm_store_pg_batch_lease(s, wait, held, err, errlen);
+    *held = true; /* the index's writer lock is the caller's */
+    return CM_OK;
+}
+
+bool cm_store_batches_leased(store *s)
+{
+    return !store_is_pg(s) || cm_store_pg_batch_leased(s);
+}
+
+void cm_store_batches_unlease(store *s)
+{
+    if (store_is_pg(s)) cm_store_pg_batch_unlease(s);
 }

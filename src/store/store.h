@@ -108,7 +108,7 @@ cm_rc cm_store_drop_agent(store *s, char *err, size_t errlen);
 /* The tables of a PostgreSQL index, in the order of the counts below; the
  * last, clawmem_mcp_sessions, is serve's (store_pg_shared.h), present once a
  * replica has kept sessions there. */
-#define STORE_PG_NTABLES 8
+#define STORE_PG_NTABLES 10
 extern const char *const cm_store_pg_tables[STORE_PG_NTABLES];
 /* cm_store_drop_agent in one transaction under the agent's write lock,
  * rows[i] receiving how many rows of cm_store_pg_tables[i] went. */
@@ -305,8 +305,21 @@ typedef struct store_batch {
     int64_t items, created, updated;   /* chunk hashes covered; wall ms */
 } store_batch;
 
-/* Creates the batch tables when the index has none (a write). */
+/* Creates the batch tables when the index has none (a write). PostgreSQL:
+ * part of the schema; CM_EIO when the database predates them and the role
+ * could not add them. */
 cm_rc cm_store_batches_ensure(store *s, char *err, size_t errlen);
+/* The batch lease: only its holder submits and collects the agent's batches.
+ * SQLite: always held (the caller holds the index's writer lock). PostgreSQL:
+ * a session-level advisory lock of the agent (store_pg_batches.c), waited
+ * for up to the busy timeout when wait, else tried once; *held says whether
+ * this store holds it now. Kept until cm_store_batches_unlease or the end
+ * of the connection's session. */
+cm_rc cm_store_batches_lease(store *s, bool wait, bool *held, char *err, size_t errlen);
+/* Whether the store still holds the lease (PostgreSQL: one statement asks
+ * the server; false once the session that took it is gone). */
+bool cm_store_batches_leased(store *s);
+void cm_store_batches_unlease(store *s);
 /* Every recorded batch, oldest first (none in an index without the tables). */
 cm_rc cm_store_batches_list(store *s, store_batch **out, size_t *n, char *err, size_t errlen);
 void cm_store_batches_release(store_batch *b, size_t n);
@@ -321,10 +334,12 @@ cm_rc cm_store_batch_state(store *s, const char *id, const char *state, int64_t 
 cm_rc cm_store_batch_delete(store *s, const char *id, char *err, size_t errlen);
 /* The text of chunk id in *text (malloc'd; NULL when the chunk is gone),
  * through *q: a statement prepared on the first call and kept by the caller
- * for the next ones (sqlite3_finalize it when done). */
+ * for the next ones (sqlite3_finalize it when done; PostgreSQL leaves it
+ * NULL). */
 cm_rc cm_store_chunk_text(store *s, sqlite3_stmt **q, int64_t id, char **text, char *err,
                           size_t errlen);
-/* Copies the batches of the index at old_path (a rebuild keeps them). */
+/* Copies the batches of the index at old_path (a rebuild keeps them;
+ * PostgreSQL: nothing to copy, a rebuild leaves the agent's batch rows). */
 cm_rc cm_store_batches_import(store *s, const char *old_path, char *err, size_t errlen);
 
 /* ---- whose index a file is (store_owner.c) ---- */

@@ -21,6 +21,11 @@
  *   clawmem_vectors(agent_id, chunk_id, dims, embedding)  little-endian float32
  *   clawmem_cache(agent_id, provider, model, provider_key, hash, dims, embedding,
  *                 updated_at)
+ *   clawmem_embed_batches(agent_id, id, provider, model, provider_key, state,
+ *                         items, created, updated)   embedding batches submitted to
+ *                                   the provider's batch API and not collected yet
+ *   clawmem_embed_batch_items(agent_id, batch_id, hash)   the chunk hashes each
+ *                                   covers (store_pg_batches.c)
  *   clawmem_vector_log(agent_id, seq, chunk_id)   a chunk whose vector was
  *                                   written or deleted, numbered per agent in
  *                                   commit order; clawmem_agents.log_seq is the
@@ -162,6 +167,7 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
         return r;
     cm_store_pg_lib.reset(s->pg->conn);
     if (cm_store_pg_lib.status(s->pg->conn) != CONNECTION_OK) return r;
+    s->pg->session_gen++; /* a new session: its session-level locks are gone */
     cm_store_pg_lib.set_notice_processor(s->pg->conn, no_notices, NULL);
     const char *p1[] = {s->pg->lock_ms};
     s->pg->prepared = 0; /* a new session: nothing prepared */
@@ -284,13 +290,21 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS clawmem_vector_log(agent_id text NOT NULL, seq bigint NOT NULL, "
     "chunk_id bigint NOT NULL, PRIMARY KEY(agent_id, seq));"
     "ALTER TABLE clawmem_agents ADD COLUMN IF NOT EXISTS lexer smallint NOT NULL DEFAULT 0;"
-    "ALTER TABLE clawmem_chunks ALTER COLUMN tsv SET STORAGE MAIN;";
+    "ALTER TABLE clawmem_chunks ALTER COLUMN tsv SET STORAGE MAIN;"
+    "CREATE TABLE IF NOT EXISTS clawmem_embed_batches(agent_id text NOT NULL, id text NOT NULL, "
+    "provider text NOT NULL, model text NOT NULL, provider_key text NOT NULL, state text NOT "
+    "NULL, items bigint NOT NULL, created bigint NOT NULL, updated bigint NOT NULL, PRIMARY "
+    "KEY(agent_id, id));"
+    "CREATE TABLE IF NOT EXISTS clawmem_embed_batch_items(agent_id text NOT NULL, batch_id text "
+    "NOT NULL, hash text NOT NULL, PRIMARY KEY(agent_id, batch_id, hash));";
 
 /* The tables (create: when absent), or what a database made by an earlier
- * version lacks (the vector log) at any open; s->pg->has_log says whether
- * the log is there. An open that need not create, by a role that may not
- * add the log, goes on without it (readers then load the vectors whole on
- * each new version, and a write says why it cannot). The keyword index: GIN
+ * version lacks (the vector log, the embedding batch tables) at any open;
+ * s->pg->has_log and has_batches say whether they are there. An open that
+ * need not create, by a role that may not add the log, goes on without it
+ * (readers then load the vectors whole on each new version, and a write
+ * says why it cannot); one that may not add the batch tables goes on
+ * without them (a sync then embeds synchronously). The keyword index: GIN
  * over (agent_id, tsv) with btree_gin when the extension can be had, else
  * over tsv alone. Each chunk's tsv stays in its row (STORAGE MAIN: the text
  * goes to TOAST first), where a search reads it for each of its matches: out
@@ -307,18 +321,23 @@ static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
         "attisdropped), to_regclass('clawmem_chunks') IS NOT NULL, EXISTS (SELECT 1 FROM "
         "pg_attribute WHERE attrelid = to_regclass('clawmem_agents') AND attname = 'lexer' AND "
         "NOT attisdropped), EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass("
-        "'clawmem_chunks') AND attname = 'tsv' AND attstorage = 'm')",
+        "'clawmem_chunks') AND attname = 'tsv' AND attstorage = 'm'), to_regclass("
+        "'clawmem_embed_batches') IS NOT NULL AND to_regclass('clawmem_embed_batch_items') IS "
+        "NOT NULL",
         0, NULL, "read the schema", &r, err, errlen);
     if (rc) return rc;
     bool log = cm_store_pg_lib.getvalue(r, 0, 0)[0] == 't';
     bool tables = cm_store_pg_lib.getvalue(r, 0, 1)[0] == 't';
     bool lexer = cm_store_pg_lib.getvalue(r, 0, 2)[0] == 't';
-    bool have = log && lexer, inrow = cm_store_pg_lib.getvalue(r, 0, 3)[0] == 't';
+    bool inrow = cm_store_pg_lib.getvalue(r, 0, 3)[0] == 't';
+    bool batches = cm_store_pg_lib.getvalue(r, 0, 4)[0] == 't';
+    bool have = log && lexer && batches;
     cm_store_pg_lib.clear(r);
     s->pg->has_log = log;
     s->pg->has_lexer = lexer;
+    s->pg->has_batches = batches;
     char ignore[8];
-    if (have && !inrow) /* a database of an earlier clawmem: best effort */
+    if (log && lexer && !inrow) /* a database of an earlier clawmem: best effort */
         cm_store_pg_run(s, "ALTER TABLE clawmem_chunks ALTER COLUMN tsv SET STORAGE MAIN", 0, NULL,
                         "", NULL, ignore, sizeof ignore);
     if (have || (!create && !tables)) return CM_OK; /* else created, or added to */
@@ -329,9 +348,12 @@ static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
     if (rc) {
         cm_store_pg_run(s, "ROLLBACK", 0, NULL, "", NULL, NULL, 0);
         if (!create && tables) return CM_OK; /* without the log */
+        /* only the batch tables are missing: the index works without them
+         * (batch embedding says why it cannot run) */
+        if (log && lexer) return CM_OK;
         return cm_seterr(err, errlen, rc, "%s", why);
     }
-    s->pg->has_log = s->pg->has_lexer = true;
+    s->pg->has_log = s->pg->has_lexer = s->pg->has_batches = true;
     if (cm_store_pg_run(s, "CREATE EXTENSION IF NOT EXISTS btree_gin", 0, NULL, "", NULL, ignore,
                         sizeof ignore) == CM_OK &&
         cm_store_pg_run(

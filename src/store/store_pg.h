@@ -1,5 +1,5 @@
 /*
- * store_pg.h — the PostgreSQL half of store.h, for store.c and vectors.c
+ * store_pg.h — the PostgreSQL half of store.h, for store.c, vector_tables.c and batches.c
  * only: each store_* function of store.h hands a store opened with
  * cm_store_open_pg (s->pg set) to its store_pg_* counterpart here, so the engine
  * runs unchanged over either database. Contracts are those of store.h.
@@ -45,5 +45,19 @@ cm_rc cm_store_pg_vectors_update(store *s, int dims, vec_index *x, int64_t *seq,
                                  char *err, size_t errlen);
 cm_rc cm_store_pg_chunk_get(store *s, int64_t id, fts_hit *out, char *err, size_t errlen);
 int64_t cm_store_pg_data_version(store *s);
+/* store_pg_batches.c */
+cm_rc cm_store_pg_batches_ensure(store *s, char *err, size_t errlen);
+cm_rc cm_store_pg_batches_list(store *s, store_batch **out, size_t *n, char *err, size_t errlen);
+cm_rc cm_store_pg_batch_add(store *s, const store_batch *b, const char *const *hashes, size_t n,
+                            char *err, size_t errlen);
+cm_rc cm_store_pg_batch_hashes(store *s, const char *id, char ***hashes, size_t *n, char *err,
+                               size_t errlen);
+cm_rc cm_store_pg_batch_state(store *s, const char *id, const char *state, int64_t now, char *err,
+                              size_t errlen);
+cm_rc cm_store_pg_batch_delete(store *s, const char *id, char *err, size_t errlen);
+cm_rc cm_store_pg_chunk_text(store *s, int64_t id, char **text, char *err, size_t errlen);
+cm_rc cm_store_pg_batch_lease(store *s, bool wait, bool *held, char *err, size_t errlen);
+bool cm_store_pg_batch_leased(store *s);
+void cm_store_pg_batch_unlease(store *s);
 
 #endif

@@ -1,22 +1,28 @@
 /*
  * store_pg_agents.c — the agents of a PostgreSQL index as a whole, for
  * `clawmem agents list|delete` and `index --drop`: which agents have rows in
- * which table, and the removal of every row of one agent in one transaction
+ * which table (embedding batches waiting at the provider among them), and
+ * the removal of every row of one agent in one transaction
  * under its write lock (the advisory lock every writer takes), so a writer
  * of that agent on another host either finishes first or finds nothing.
  */
 #include "store_pg_int.h"
 
 const char *const cm_store_pg_tables[STORE_PG_NTABLES] = {
-    "clawmem_agents",  "clawmem_meta",       "clawmem_files", "clawmem_chunks",
-    "clawmem_vectors", "clawmem_vector_log", "clawmem_cache", "clawmem_mcp_sessions",
+    "clawmem_agents",       "clawmem_meta",          "clawmem_files",
+    "clawmem_chunks",       "clawmem_vectors",       "clawmem_vector_log",
+    "clawmem_cache",        "clawmem_embed_batches", "clawmem_embed_batch_items",
+    "clawmem_mcp_sessions",
 };
 
-/* The vector log's index in cm_store_pg_tables: absent from a database
- * made by an older clawmem; serve's sessions table: absent until a replica
- * over this database kept a session. */
+/* The vector log's and the batch tables' indexes in cm_store_pg_tables:
+ * absent from a database made by an older clawmem (until an open that may
+ * add them); serve's sessions table: absent until a replica over this
+ * database kept a session. */
 #define LOG_TABLE      5
-#define SESSIONS_TABLE 7
+#define BATCHES_TABLE  7
+#define ITEMS_TABLE    8
+#define SESSIONS_TABLE 9
 
 /* Whether the database has serve's sessions table. */
 static cm_rc has_sessions(store *s, bool *has, char *err, size_t errlen)
@@ -32,7 +38,8 @@ static cm_rc has_sessions(store *s, bool *has, char *err, size_t errlen)
 /* Whether table k of cm_store_pg_tables is in this database. */
 static bool table_there(const store *s, size_t k, bool sessions)
 {
-    return (k != LOG_TABLE || s->pg->has_log) && (k != SESSIONS_TABLE || sessions);
+    return (k != LOG_TABLE || s->pg->has_log) && (k != SESSIONS_TABLE || sessions) &&
+           ((k != BATCHES_TABLE && k != ITEMS_TABLE) || s->pg->has_batches);
 }
 
 cm_rc cm_store_pg_drop_counted(store *s, int64_t rows[STORE_PG_NTABLES], char *err, size_t errlen)
@@ -46,7 +53,8 @@ cm_rc cm_store_pg_drop_counted(store *s, int64_t rows[STORE_PG_NTABLES], char *e
     rc = has_sessions(s, &sessions, err, errlen);
     const char *pa[] = {s->pg->agent};
     /* children first (serve's sessions among them: a session of a deleted
-     * agent would let its client go on), the agent's row (its version) last */
+     * agent would let its client go on; the batches' items before the
+     * batches), the agent's row (its version) last */
     for (size_t k = STORE_PG_NTABLES; !rc && k-- > 0;) {
         if (!table_there(s, k, sessions)) continue;
         char sql[160];

@@ -58,7 +58,14 @@ struct store_pg {
      * them so far; the agent's log_seq moves on by nlog at commit. */
     int64_t log_base, nlog;
     bool log_known;
-    bool has_log; /* the database has the vector log (ensure_schema) */
+    bool has_log;     /* the database has the vector log (ensure_schema) */
+    bool has_batches; /* the database has the embedding batch tables (ensure_schema) */
+    /* session_gen: bumped whenever the connection was made again (a new
+     * server session, without the locks of the old one); batch_lease: this
+     * session holds the agent's batch lease (store_pg_batches.c), taken in
+     * session batch_lease_gen. */
+    uint64_t session_gen, batch_lease_gen;
+    bool batch_lease;
     /* A rebuild's files not yet sent (store_pg.c): their chunks' and rows'
      * columns as array literals, written by one statement each per batch,
      * before any other statement runs. */
