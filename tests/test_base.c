@@ -1,7 +1,9 @@
 /*
  * test_base.c — buf, UTF-8, SHA-256 and the JSON5 reader.
  */
+#include <dirent.h>
 #include <jansson.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -479,4 +481,43 @@ TEST(lockfile_sidecar_names_the_process_also_after_fork)
     EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     cm_buf_release(&a);
     cm_buf_release(&b);
+}
+
+/* A replacement written in pieces (each pushed to the disk before the
+ * next) gives the file cm_lockfile_replace gives: the same bytes whatever
+ * the piece's size (one byte, a size that does not divide the length, one
+ * larger than the data, 0: whole), mode 0600, no temporary file left. */
+TEST(lockfile_replace_paced_writes_the_same_file)
+{
+    char *dir = tmp_dir();
+    buf p = BUF_INIT, data = BUF_INIT, got = BUF_INIT;
+    cm_fs_join(&p, dir, "sessions.json");
+    for (int i = 0; i < 3000; i++)
+        cm_buf_printf(&data, "%d,", i * 7919);
+    static const size_t chunks[] = {1, 7, 4096, 1 << 20, 0};
+    for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+        size_t n = chunks[c] < 100 ? 40 * chunks[c] : data.len; /* tiny pieces: a short file */
+        lockfile l;
+        char err[256];
+        EXPECT_INT(cm_lockfile_take(&l, p.data, LOCKFILE_REPLACE, NULL, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_lockfile_replace_paced(&l, data.data, n, chunks[c], err, sizeof err), CM_OK);
+        cm_lockfile_release(&l);
+        cm_buf_reset(&got);
+        EXPECT_INT(cm_fs_read_file(p.data, 1 << 20, &got, err, sizeof err), CM_OK);
+        EXPECT(got.len == n && !memcmp(got.data, data.data, n));
+        struct stat st;
+        EXPECT(stat(p.data, &st) == 0 && (st.st_mode & 0777) == 0600);
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        int others = 0;
+        while (d && (de = readdir(d)))
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+                strcmp(de->d_name, "sessions.json"))
+                others++;
+        if (d) closedir(d);
+        EXPECT_INT(others, 0);
+    }
+    cm_buf_release(&p);
+    cm_buf_release(&data);
+    cm_buf_release(&got);
 }

@@ -14,6 +14,7 @@
 #include "../src/agent/session_turn.h"
 #include "../src/base/fs.h"
 #include "../src/config/config.h"
+#include "../src/session/ctx_cache.h"
 #include "../src/session/maintenance.h"
 #include "../src/session/sessions.h"
 #include "../src/session/store_index.h"
@@ -616,6 +617,110 @@ TEST(session_transcript_context_from_the_last_compaction)
     free(p);
 }
 
+/* Appends text to path as another process would (no lock, no newline
+ * added). */
+static void raw_append(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_APPEND);
+    EXPECT(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    if (fd >= 0) close(fd);
+}
+
+/* A user message record's line (no newline). */
+static char *user_line(const char *text, const char *id)
+{
+    json_t *r = json_pack("{s:s,s:s,s:n,s:s,s:o}", "type", "message", "id", id, "parentId",
+                          "timestamp", "2027-01-15T08:00:00.000Z", "message",
+                          cm_transcript_user_message(text, T0));
+    char *l = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(r);
+    return l;
+}
+
+static void history_texts(const char *p, char *got, size_t n)
+{
+    char err[256];
+    json_t *hist = NULL;
+    EXPECT_INT(cm_agent_session_history(p, &hist, err, sizeof err), CM_OK);
+    texts(hist, got, n);
+    json_decref(hist);
+}
+
+/* A session's context is parsed once and kept (ctx_cache.h): the next turn
+ * parses only the lines appended since. Whatever another process does to
+ * the file is seen at the next read: lines it appends, a torn line and its
+ * completion, a compaction (the context's start moves), the file rewritten
+ * in place or replaced. (The old code parsed every record each time.) */
+TEST(session_context_cache_parses_only_new_lines_and_sees_outside_writes)
+{
+    char *d = tmp_dir(), got[512], id[40], kept[40];
+    char *p = cm_strdup(path_in(d, "c.jsonl"));
+    say(p, "user", "a", id);
+    say(p, "assistant", "b", id);
+    ctx_cache_stats s0, s1;
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "a|b");
+    cm_ctx_cache_stats_get(&s0);
+    say(p, "user", "c", kept);
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "a|b|c");
+    cm_ctx_cache_stats_get(&s1);
+    EXPECT_INT(s1.hits - s0.hits, 1);
+    EXPECT_INT(s1.parsed - s0.parsed, 1); /* the new line only */
+    /* another writer's torn line, then its end */
+    char *l = user_line("d", "0000000d");
+    size_t half = strlen(l) / 2;
+    char first[512];
+    snprintf(first, sizeof first, "%.*s", (int)half, l);
+    raw_append(p, first);
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "a|b|c");
+    raw_append(p, l + half);
+    raw_append(p, "\n");
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "a|b|c|d");
+    free(l);
+    /* a compaction: the context starts at the kept record */
+    append(p, "compaction",
+           json_pack("{s:s,s:s,s:i}", "summary", "gist", "firstKeptEntryId", kept,
+                     "tokensBefore", 10),
+           id);
+    say(p, "assistant", "e", id);
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "S:gist|c|d|e");
+    say(p, "user", "f", id);
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "S:gist|c|d|e|f");
+    /* rewritten in place (same inode), longer */
+    char *q = cm_strdup(path_in(d, "other.jsonl"));
+    for (int i = 0; i < 12; i++) {
+        char t[16];
+        snprintf(t, sizeof t, "x%d", i);
+        say(q, i % 2 ? "assistant" : "user", t, id);
+    }
+    buf b = BUF_INIT;
+    char err[256];
+    EXPECT_INT(cm_fs_read_file(q, 1 << 20, &b, err, sizeof err), CM_OK);
+    int fd = open(p, O_WRONLY | O_TRUNC);
+    EXPECT(fd >= 0 && write(fd, b.data, b.len) == (ssize_t)b.len);
+    if (fd >= 0) close(fd);
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "x0|x1|x2|x3|x4|x5|x6|x7|x8|x9|x10|x11");
+    /* replaced (another inode), shorter */
+    unlink(q);
+    say(q, "user", "y", id);
+    EXPECT(rename(q, p) == 0);
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "y");
+    /* removed */
+    unlink(p);
+    history_texts(p, got, sizeof got);
+    EXPECT_STR(got, "");
+    cm_buf_release(&b);
+    free(q);
+    free(p);
+}
+
 /* Over the old whole-file cap (512 MiB) before the compaction: the context
  * is still read (a sparse file: no disk used). */
 TEST(session_transcript_huge_prefix_is_not_read)
@@ -702,4 +807,102 @@ TEST(session_store_first_write_formats_only_changes)
         free(dir);
         free(path);
     }
+}
+
+/* The writer's copy of the store is made where the file is read, outside
+ * the index's mutex: also when the read came before deferred writes were
+ * configured (the gateway's dispatch reads the store before the agent that
+ * configures them opens) and when a file another process wrote is read
+ * back with unwritten changes merged over it. So no write copies the whole
+ * store under the mutex every turn takes (at 100,000 entries 100-270 ms of
+ * turns stalled; the old code did it at the first write after such a
+ * read), and what is written is still ours over theirs. */
+TEST(session_store_write_copies_nothing_under_the_mutex)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    for (int i = 0; i < 300; i++) {
+        char key[64], id[32];
+        snprintf(key, sizeof key, "agent:main:k%d", i);
+        snprintf(id, sizeof id, "id%d", i);
+        entry(st, key, id, T0 + i);
+    }
+    write_store(path, st);
+    session_store s;
+    char err[256];
+    EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK); /* not configured yet */
+    configure(path, false, 100000, 600000);                               /* deferred writes */
+    json_t *patch = json_pack("{s:s}", "label", "ours");
+    EXPECT_INT(cm_session_note(&s, "agent:main:k1", patch, T0 + 1000, NULL, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_session_store_sync(path, err, sizeof err), CM_OK);
+    store_ix_stats x;
+    cm_store_ix_stats_get(s.ix, &x);
+    EXPECT_INT(x.writes, 1);
+    EXPECT_INT(x.locked_copies, 0);
+    /* unwritten changes, then another process writes the file */
+    EXPECT_INT(cm_session_note(&s, "agent:main:k2", patch, T0 + 1001, NULL, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_session_note(&s, "agent:main:new", NULL, T0 + 1002, NULL, err, sizeof err),
+               CM_OK);
+    /* it read the file after our first write */
+    json_object_set_new(json_object_get(st, "agent:main:k1"), "label", json_string("ours"));
+    json_object_set_new(json_object_get(st, "agent:main:k2"), "model", json_string("theirs"));
+    json_object_set_new(json_object_get(st, "agent:main:k3"), "model", json_string("theirs"));
+    json_object_del(st, "agent:main:k4");
+    entry(st, "agent:main:other", "other", T0 + 5);
+    write_store(path, st);
+    session_store s2;
+    EXPECT_INT(cm_session_store_read(&s2, path, err, sizeof err), CM_OK); /* re-read, merged */
+    EXPECT_INT(cm_session_note(&s2, "agent:main:k5", patch, T0 + 1003, NULL, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_session_store_sync(path, err, sizeof err), CM_OK);
+    cm_store_ix_stats_get(s.ix, &x);
+    EXPECT_INT(x.writes, 2);
+    EXPECT_INT(x.locked_copies, 0);
+    json_t *d = disk(path);
+    EXPECT_INT(json_object_size(d), 301); /* 300 - k4 + other + new */
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(d, "agent:main:k1"), "label")),
+               "ours");
+    json_t *k2 = json_object_get(d, "agent:main:k2");
+    EXPECT_STR(json_string_value(json_object_get(k2, "label")), "ours");
+    EXPECT_STR(json_string_value(json_object_get(k2, "model")), "theirs");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(d, "agent:main:k3"), "model")),
+               "theirs");
+    EXPECT_STR(json_string_value(json_object_get(json_object_get(d, "agent:main:k5"), "label")),
+               "ours");
+    EXPECT(json_object_get(d, "agent:main:k4") == NULL);
+    EXPECT(json_is_string(json_object_get(json_object_get(d, "agent:main:new"), "sessionId")));
+    EXPECT(json_object_get(d, "agent:main:other") != NULL);
+    /* and exactly what the index holds */
+    json_t *snap = cm_session_store_snapshot(&s2);
+    EXPECT(json_equal(snap, d));
+    json_decref(snap);
+    json_decref(d);
+    json_decref(patch);
+    cm_session_store_release(&s);
+    cm_session_store_release(&s2);
+    json_decref(st);
+    free(dir);
+    free(path);
+}
+
+/* How long the writer waits between two writes: 99 times the last write's
+ * length (a 53 MB store written in 300 ms: every 29.7 s, at most 1% of the
+ * time rewriting it, the journal holding the changes meanwhile), 9 times
+ * it once the journal holds an eighth of the store's size (its replay and
+ * its disk use bounded by the store's), at most 30 s. The old writer
+ * waited 9 times the length whatever the journal held (every 2.7 s). */
+TEST(session_store_write_gap_bounded_by_the_journal)
+{
+    const int64_t mb = 1 << 20, store = 53 * mb;
+    EXPECT_INT(cm_store_ix_gap_ms(300, (uint64_t)mb, store), 29700);
+    EXPECT_INT(cm_store_ix_gap_ms(300, (uint64_t)(store / 8) - 1, store), 29700);
+    EXPECT_INT(cm_store_ix_gap_ms(300, (uint64_t)(store / 8), store), 2700);
+    EXPECT_INT(cm_store_ix_gap_ms(2, 100, 0), 18); /* no file yet */
+    EXPECT_INT(cm_store_ix_gap_ms(2, 100, 500000), 198);
+    EXPECT_INT(cm_store_ix_gap_ms(1000, 0, store), 30000);
+    EXPECT_INT(cm_store_ix_gap_ms(5000, (uint64_t)store, store), 30000);
+    EXPECT_INT(cm_store_ix_gap_ms(0, 0, store), 0);
 }

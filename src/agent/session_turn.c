@@ -5,6 +5,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "../session/ctx_cache.h"
 #include "../session/flush.h"
 #include "../session/keys.h"
 #include "../session/origin.h"
@@ -77,36 +78,18 @@ int64_t cm_agent_context_window(const json_t *cfg, const char *model)
 
 /* ---- history ---- */
 
-typedef struct records {
-    json_t *all; /* every record that parsed, in order */
-} records;
-
-static bool keep_record(void *ctx, int line, json_t *rec)
-{
-    (void)line;
-    json_array_append(((records *)ctx)->all, rec);
-    return true;
-}
-
 /* The records the model's context is made of: from the last compaction's
  * first kept record on (cm_transcript_context_offset), so a turn reads the
  * same whatever the transcript's length; every record when there is no
  * compaction. *whole (may be NULL): they were read from the file's start
- * (every record it has, none when it does not exist yet). */
+ * (every record it has, none when it does not exist yet). Parsed once per
+ * session and kept (ctx_cache.h): a turn parses the lines appended since
+ * the last one; the records are shared, read-only. */
 static cm_rc read_records(const char *path, json_t **out, bool *whole, char *err, size_t errlen)
 {
-    records r = {json_array()};
-    int64_t from = 0;
-    cm_rc rc = r.all ? cm_transcript_context_offset(path, &from, err, errlen) : CM_ENOMEM;
-    if (!rc)
-        rc = cm_transcript_read_from(path, from, TRANSCRIPT_MAX, keep_record, &r, err, errlen);
-    if (rc == CM_ENOTFOUND) rc = CM_OK; /* nothing written yet */
-    if (whole) *whole = from == 0;
-    if (rc) {
-        json_decref(r.all);
-        r.all = NULL;
-    }
-    *out = r.all;
+    bool w = true;
+    cm_rc rc = cm_ctx_cache_read(path, TRANSCRIPT_MAX, out, &w, err, errlen);
+    if (whole) *whole = w;
     return rc;
 }
 

@@ -263,7 +263,52 @@ out:
     return rc;
 }
 
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Writes data[0..n) to fd: whole (chunk 0), or in pieces of chunk bytes,
+ * each pushed to the disk (sync_file_range: started and waited for) before
+ * the next is written, with a rest after each as long as it took (at most
+ * LOCKFILE_REST_MAX_US). */
+#define LOCKFILE_REST_MAX_US 20000
+static int write_paced(int fd, const char *data, size_t n, size_t chunk)
+{
+    for (size_t off = 0; off < n;) {
+        size_t end = chunk && n - off > chunk ? off + chunk : n;
+        int64_t t0 = mono_us();
+        for (size_t at = off; at < end;) {
+            ssize_t w = write(fd, data + at, end - at);
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0) return -1;
+            at += (size_t)w;
+        }
+        if (chunk && end < n) {
+            /* advisory: a failure is caught by the fsync after the last piece */
+            sync_file_range(fd, (off_t)off, (off_t)(end - off),
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                SYNC_FILE_RANGE_WAIT_AFTER);
+            int64_t rest = mono_us() - t0;
+            if (rest > LOCKFILE_REST_MAX_US) rest = LOCKFILE_REST_MAX_US;
+            struct timespec ts = {0, (long)rest * 1000};
+            while (rest > 0 && nanosleep(&ts, &ts) && errno == EINTR) {
+            }
+        }
+        off = end;
+    }
+    return 0;
+}
+
 cm_rc cm_lockfile_replace(lockfile *l, const char *data, size_t n, char *err, size_t errlen)
+{
+    return cm_lockfile_replace_paced(l, data, n, 0, err, errlen);
+}
+
+cm_rc cm_lockfile_replace_paced(lockfile *l, const char *data, size_t n, size_t chunk, char *err,
+                                size_t errlen)
 {
     cm_rc rc = CM_OK;
     const char *base = base_of(l->path);
@@ -279,12 +324,7 @@ cm_rc cm_lockfile_replace(lockfile *l, const char *data, size_t n, char *err, si
     }
     if (fd < 0) FAIL(CM_EIO, "%s: no temporary name", l->path);
     made = true;
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(fd, data + off, n - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) FAIL(CM_EIO, "%s: %s", l->path, strerror(errno));
-        off += (size_t)w;
-    }
+    if (write_paced(fd, data, n, chunk)) FAIL(CM_EIO, "%s: %s", l->path, strerror(errno));
     if (fsync(fd) < 0) FAIL(CM_EIO, "%s: %s", l->path, strerror(errno));
     close(fd);
     fd = -1;

@@ -51,4 +51,15 @@ void cm_lockfile_release(lockfile *l);
 /* Replaces the locked file's content with data[0..n) atomically, mode 0600. */
 cm_rc cm_lockfile_replace(lockfile *l, const char *data, size_t n, char *err, size_t errlen);
 
+/* The same, for a large file written while other threads of the process
+ * wait on fdatasyncs of their own (the gateway's sessions.json beside its
+ * journals and transcripts): data is written in pieces of chunk bytes, each
+ * pushed to the disk (sync_file_range) before the next, with a rest after
+ * each as long as it took (at most 20 ms), so that no fdatasync of another
+ * file waits behind the whole file's writeback and the disk is shared
+ * while the file is written. The result is the same as
+ * cm_lockfile_replace's (chunk 0: the same call); the lock is held longer. */
+cm_rc cm_lockfile_replace_paced(lockfile *l, const char *data, size_t n, size_t chunk, char *err,
+                                size_t errlen);
+
 #endif

@@ -67,6 +67,7 @@ struct store_ix {
     json_t *wdoc;
     bool wdoc_stale;
     int64_t wal_gen, wal_seq;
+    uint64_t wal_bytes; /* journal bytes appended since the last write began */
     struct store_ix *next;
 };
 
@@ -76,11 +77,19 @@ static pthread_cond_t g_cv;
 static store_ix *g_list;
 static bool g_writer, g_stop, g_pending;
 static int64_t g_due_ms; /* monotonic ms when the pending changes are due */
-/* The least time between two writes: nine times the last write's length, so
- * that the writer spends at most a tenth of its time rewriting a large store
- * (the journal keeps what waits meanwhile). */
-static int64_t g_gap_ms;
-#define GAP_MAX_MS 30000
+/* The least time between two writes, from the last write's length: 99
+ * times it (the writer rewrites a large store at most 1% of its time; the
+ * journal keeps what waits meanwhile), or 9 times it once a store's journal
+ * has grown to an eighth of the store's size (its replay after a crash, and
+ * its disk use, stay bounded by the store's); at most 30 s either way. */
+static int64_t g_took_ms; /* the last write's length (before any: the longest read's) */
+static bool g_soon;       /* a change since the last write asked for the shorter gap */
+#define GAP_MAX_MS       30000
+#define GAP_TIMES        99
+#define GAP_TIMES_SOON   9
+#define JOURNAL_SHARE    8
+/* the store is written in pieces of this size (cm_lockfile_replace_paced) */
+#define STORE_WRITE_CHUNK (2u << 20)
 static pthread_t g_thread;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -379,7 +388,8 @@ static void replay(store_ix *ix, json_t *doc, const json_t *r)
     json_object_set_new(doc, key, e);
 }
 
-static void schedule(int64_t flush_ms);
+static void schedule(int64_t flush_ms, bool soon);
+static void note_read(int64_t took_ms);
 
 cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
 {
@@ -390,10 +400,11 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
         pthread_cond_wait(&ix->cv, &ix->mu);
     /* while this process writes (holding the lock) the file is its own */
     bool fresh = ix->loaded && (ix->writing || same_id(&now, &ix->id));
-    bool first = !ix->loaded, writer = ix->o.flush_ms > 0;
+    bool first = !ix->loaded;
     if (!fresh) ix->loading = true;
     pthread_mutex_unlock(&ix->mu);
     if (fresh) return CM_OK;
+    int64_t t0 = mono_ms();
     json_t *doc, *recs = first ? json_array() : NULL;
     store_wal_file *found = NULL;
     file_id fid;
@@ -401,6 +412,7 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     size_t text_len = 0, seed_n = 0;
     member_pos *seed_mt = NULL;
     cm_rc rc = load(ix->path, &doc, &fid, &text, &text_len, err, errlen);
+    if (!rc) note_read(mono_ms() - t0);
     /* the text as read, for the next write (none: it formats every entry) */
     if (!rc && text && !scan_members(text, text_len, doc, &seed_mt, &seed_n)) {
         free(text);
@@ -410,9 +422,10 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
     if (!rc && first)
         rc = recs ? cm_store_wal_recover(ix->path, recs, &found, err, errlen)
                   : cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
-    /* a long-running writer's copy of the store, made here rather than
-     * under the mutex by the next write */
-    json_t *wcopy = !rc && writer ? json_copy(doc) : NULL;
+    /* the writer's copy of the store (the file as read), made here rather
+     * than under the mutex by the next write; whatever merge_dirty and
+     * replay change below is in ix->dirty, which the write applies to it */
+    json_t *wcopy = !rc ? json_copy(doc) : NULL;
     bool replayed = false;
     int64_t flush_ms = 0;
     pthread_mutex_lock(&ix->mu);
@@ -424,7 +437,6 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
             ix->wal_done = w;
         }
         flush_ms = ix->o.flush_ms;
-        bool unchanged = json_object_size(ix->dirty) == 0 && json_array_size(recs) == 0;
         merge_dirty(ix, doc);
         size_t i;
         json_t *r;
@@ -436,7 +448,7 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
         json_decref(ix->doc);
         ix->doc = doc;
         ix->wdoc_stale = true;
-        if (wcopy && unchanged) { /* doc as read: wcopy is its copy */
+        if (wcopy) { /* doc as read, but for the keys in ix->dirty */
             json_decref(ix->wdoc);
             ix->wdoc = wcopy;
             wcopy = NULL;
@@ -469,7 +481,7 @@ cm_rc cm_store_ix_refresh(store_ix *ix, char *err, size_t errlen)
         found = w->next;
         cm_store_wal_free(w);
     }
-    if (replayed) schedule(flush_ms > 0 ? flush_ms : CM_STORE_IX_REPLAY_MS);
+    if (replayed) schedule(flush_ms > 0 ? flush_ms : CM_STORE_IX_REPLAY_MS, true);
     return rc;
 }
 
@@ -636,6 +648,7 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
         json_decref(ix->wdoc);
         ix->wdoc = json_copy(ix->doc);
         ix->wdoc_stale = false;
+        ix->st.locked_copies++;
     } else if ((changes = json_object())) {
         const char *ck;
         json_t *cv;
@@ -659,6 +672,7 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
      * all in snap */
     rotated = ix->wal;
     ix->wal = NULL;
+    ix->wal_bytes = 0;
     int64_t now = ix->last_now;
     store_ix_opts o = ix->o;
     pthread_mutex_unlock(&ix->mu);
@@ -696,7 +710,7 @@ static cm_rc flush_locked(store_ix *ix, lockfile *l, char *err, size_t errlen)
     if (rewrite) {
         if (serialise(ix, snap, &text, &formatted)) FAIL(CM_ENOMEM, "out of memory");
     }
-    CHECK(cm_lockfile_replace(l, text, ix->text_len, err, errlen));
+    CHECK(cm_lockfile_replace_paced(l, text, ix->text_len, STORE_WRITE_CHUNK, err, errlen));
     file_id fid;
     id_of(ix->path, &fid);
     pthread_mutex_lock(&ix->mu);
@@ -794,6 +808,32 @@ static cm_rc sync_every(char *err, size_t errlen)
     return first;
 }
 
+static bool journal_big(uint64_t journal_bytes, int64_t store_bytes)
+{
+    return store_bytes <= 0 || journal_bytes >= (uint64_t)store_bytes / JOURNAL_SHARE;
+}
+
+static int64_t gap_of(int64_t took_ms, bool soon)
+{
+    int64_t t = took_ms > 0 ? took_ms : 0, k = soon ? GAP_TIMES_SOON : GAP_TIMES;
+    return t >= GAP_MAX_MS / k ? GAP_MAX_MS : t * k;
+}
+
+int64_t cm_store_ix_gap_ms(int64_t took_ms, uint64_t journal_bytes, int64_t store_bytes)
+{
+    return gap_of(took_ms, journal_big(journal_bytes, store_bytes));
+}
+
+/* A read of a store took took_ms: until a write is timed, the gap is
+ * estimated from it (a read parses what a write formats), so that the
+ * first write of a large store waits as the later ones do. */
+static void note_read(int64_t took_ms)
+{
+    pthread_mutex_lock(&g_mu);
+    if (took_ms > g_took_ms) g_took_ms = took_ms;
+    pthread_mutex_unlock(&g_mu);
+}
+
 static void *writer(void *arg)
 {
     (void)arg;
@@ -814,13 +854,18 @@ static void *writer(void *arg)
             continue;
         }
         g_pending = false;
+        g_soon = false;
         pthread_mutex_unlock(&g_mu);
         char err[512];
         int64_t t0 = mono_ms();
         cm_rc rc = sync_every(err, sizeof err);
         int64_t took = mono_ms() - t0;
         pthread_mutex_lock(&g_mu);
-        g_gap_ms = took * 9 < GAP_MAX_MS ? took * 9 : GAP_MAX_MS;
+        g_took_ms = took;
+        /* changes made during this write wait the gap after it (they were
+         * scheduled with the last write's) */
+        int64_t after = mono_ms() + gap_of(took, g_soon);
+        if (g_pending && g_due_ms < after) g_due_ms = after;
         if (rc && !g_pending) { /* try again a second later */
             g_pending = true;
             g_due_ms = mono_ms() + 1000;
@@ -830,11 +875,14 @@ static void *writer(void *arg)
     return NULL;
 }
 
-/* A deferred change is waiting: the writer writes it within flush_ms. */
-static void schedule(int64_t flush_ms)
+/* A deferred change is waiting: the writer writes it within flush_ms, or
+ * the gap after the last write (soon: the shorter one, see g_gap_ms). */
+static void schedule(int64_t flush_ms, bool soon)
 {
     pthread_mutex_lock(&g_mu);
-    if (flush_ms < g_gap_ms) flush_ms = g_gap_ms;
+    int64_t gap = gap_of(g_took_ms, soon);
+    if (flush_ms < gap) flush_ms = gap;
+    g_soon |= soon;
     if (!g_pending || g_due_ms > mono_ms() + flush_ms) {
         g_pending = true;
         g_due_ms = mono_ms() + flush_ms;
@@ -919,10 +967,13 @@ static cm_rc update_deferred(store_ix *ix, const char *key, int64_t now, int64_t
             rc = cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
         json_decref(patch);
     }
+    bool soon = false;
     if (!rc && (e || old)) {
         record(ix, key, old, e, now);
         w = ix->wal;
         w->users++;
+        ix->wal_bytes += line.len;
+        soon = journal_big(ix->wal_bytes, ix->id.size);
     } else {
         json_decref(e);
     }
@@ -953,7 +1004,7 @@ static cm_rc update_deferred(store_ix *ix, const char *key, int64_t now, int64_t
     pthread_mutex_unlock(&ix->mu);
     /* no journal: the change is made durable the slow way, by a write */
     rc = wrc ? cm_store_ix_sync(ix, err, errlen) : CM_OK;
-    if (!rc) schedule(flush_ms);
+    if (!rc) schedule(flush_ms, soon);
 out:
     cm_buf_release(&line);
     return rc;

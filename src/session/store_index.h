@@ -25,12 +25,17 @@
  * coalesced with every other change, by a writer thread at least flush_ms
  * later (cm_store_ix_sync writes at once). A crash loses no deferred change
  * that returned: the next process to open the store replays the journal.
- * The writer waits at least nine times its last write's length between two
- * writes (at most 30 s), so rewriting a large store takes at most a tenth
- * of its time; a write serialises only the entries changed since the last
- * one (the first write after a read of the file: since that read, the
- * unchanged entries' text copied as the file had it). Thread-safe throughout; the index's mutex guards memory only (never
- * held for a copy of the whole store, except once after a re-read).
+ * The writer waits at least 99 times its last write's length between two
+ * writes (at most 30 s), so rewriting a large store takes at most 1% of
+ * its time; 9 times it once the store's journal has grown to an eighth of
+ * the store's size. A write serialises only the entries changed since the
+ * last one (the first write after a read of the file: since that read, the
+ * unchanged entries' text copied as the file had it), and writes the file
+ * in pieces, each pushed to the disk before the next
+ * (cm_lockfile_replace_paced), so that the turns' fdatasyncs never wait
+ * behind the whole file. Thread-safe throughout; the index's mutex guards
+ * memory only (never held for a copy of the whole store, except after a
+ * failed write: store_ix_stats.locked_copies).
  */
 #ifndef CM_STORE_INDEX_H
 #define CM_STORE_INDEX_H
@@ -53,6 +58,9 @@ typedef struct store_ix_stats {
     int64_t writes; /* times it was written */
     int64_t formatted; /* entries whose text the writes made (the others' copied) */
     int64_t pruned, capped, warnings, rotations;
+    /* whole copies of the store made under the index's mutex (every turn
+     * waits meanwhile): only when a write failed, never after a read */
+    int64_t locked_copies;
 } store_ix_stats;
 
 /* The index of the store at path (made on first use, kept until the process
@@ -89,5 +97,11 @@ cm_rc cm_store_ix_sync(store_ix *ix, char *err, size_t errlen);
 cm_rc cm_store_ix_sync_all(char *err, size_t errlen);
 
 void cm_store_ix_stats_get(store_ix *ix, store_ix_stats *out);
+
+/* The writer's least wait between two writes (see above): 99 times took_ms
+ * (the last write's length; before any write, the longest read's), 9
+ * times it once a store's journal holds journal_bytes >= an eighth of its
+ * store_bytes (or the store is empty); at most 30 s. */
+int64_t cm_store_ix_gap_ms(int64_t took_ms, uint64_t journal_bytes, int64_t store_bytes);
 
 #endif
