@@ -531,3 +531,127 @@ TEST(gw_journal_compaction_races_accepts_and_answers)
     EXPECT_INT(found, n);
     EXPECT_INT(bad_runs, 0);
 }
+
+/* ---- no fsync under the journal's lock ------------------------------------ */
+
+/* An fsync that stalls on its 2nd and 3rd calls (a compaction's swap: the
+ * copied tail, then the file in place) until the test lets it go. */
+static pthread_mutex_t g_st_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_st_cv = PTHREAD_COND_INITIALIZER;
+static int g_st_calls, g_st_stalled, g_st_released;
+
+static int t_stall_fsync(int fd)
+{
+    pthread_mutex_lock(&g_st_mu);
+    int call = ++g_st_calls;
+    if (call == 2 || call == 3) {
+        g_st_stalled = call;
+        pthread_cond_broadcast(&g_st_cv);
+        while (g_st_released < call)
+            pthread_cond_wait(&g_st_cv, &g_st_mu);
+    }
+    pthread_mutex_unlock(&g_st_mu);
+    return fsync(fd);
+}
+
+typedef struct stall_run {
+    gw_journal *j;
+    uint64_t done_id;
+    cm_rc rc;
+    bool finished;
+} stall_run;
+
+static void *S_compact_forced(void *arg)
+{
+    stall_run *r = arg;
+    char err[256];
+    r->rc = cm_gw_journal_compact(r->j, NOW, true, err, sizeof err);
+    return NULL;
+}
+
+/* What other threads do while the fsync stalls: read the stats and mark an
+ * entry answered (both take the journal's lock). */
+static void *S_meanwhile(void *arg)
+{
+    stall_run *r = arg;
+    gw_journal_stats st;
+    cm_gw_journal_stats(r->j, &st);
+    cm_gw_journal_done(r->j, r->done_id, "answered");
+    pthread_mutex_lock(&g_st_mu);
+    r->finished = true;
+    pthread_cond_broadcast(&g_st_cv);
+    pthread_mutex_unlock(&g_st_mu);
+    return NULL;
+}
+
+/* Waits (up to 5 s) for cond under g_st_mu; whether it came. */
+static bool t_wait_for(bool (*cond)(void *), void *arg)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 5;
+    pthread_mutex_lock(&g_st_mu);
+    while (!cond(arg) && !pthread_cond_timedwait(&g_st_cv, &g_st_mu, &ts)) {
+    }
+    bool ok = cond(arg);
+    pthread_mutex_unlock(&g_st_mu);
+    return ok;
+}
+
+static bool t_stalled_at(void *arg) { return g_st_stalled == *(int *)arg; }
+static bool t_finished(void *arg) { return ((stall_run *)arg)->finished; }
+
+TEST(gw_journal_compaction_fsyncs_outside_the_lock)
+{
+    char *dir = tmp_dir();
+    char *state = cm_strdup(path_in(dir, "state"));
+    json_t *pending = NULL, *seen = NULL;
+    gw_journal *j = t_open(state, &pending, &seen);
+    json_decref(pending);
+    json_decref(seen);
+    if (!j) return;
+    uint64_t ids[40];
+    char mid[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(mid, sizeof mid, "m%d", i);
+        EXPECT_INT(t_accept(j, mid, "hello", &ids[i]), CM_OK);
+    }
+    for (int i = 0; i < 30; i++) /* answered: the compaction drops them */
+        EXPECT_INT(cm_gw_journal_done(j, ids[i], "answered"), CM_OK);
+    g_st_calls = g_st_stalled = g_st_released = 0;
+    gw_journal_io io = {NULL, NULL, t_stall_fsync};
+    cm_gw_journal_set_io(j, &io);
+    stall_run cr = {j, 0, CM_OK, false};
+    pthread_t tc;
+    pthread_create(&tc, NULL, S_compact_forced, &cr);
+    for (int call = 2; call <= 3; call++) {
+        EXPECT(t_wait_for(t_stalled_at, &call));
+        /* while that fsync stalls, the lock is free */
+        stall_run mr = {j, ids[30 + call], CM_OK, false};
+        pthread_t tm;
+        pthread_create(&tm, NULL, S_meanwhile, &mr);
+        bool free_lock = t_wait_for(t_finished, &mr);
+        if (!free_lock) test_fail(__FILE__, __LINE__, "fsync %d ran under the journal's lock", call);
+        pthread_mutex_lock(&g_st_mu);
+        g_st_released = call;
+        pthread_cond_broadcast(&g_st_cv);
+        pthread_mutex_unlock(&g_st_mu);
+        pthread_join(tm, NULL);
+    }
+    pthread_join(tc, NULL);
+    EXPECT_INT(cr.rc, CM_OK);
+    gw_journal_stats st;
+    cm_gw_journal_stats(j, &st);
+    EXPECT_INT(st.compactions, 1);
+    cm_gw_journal_close(j);
+    /* the unanswered ones, each once: 40 accepted, 30 + 2 answered */
+    j = t_open(state, &pending, &seen);
+    EXPECT_INT(json_array_size(pending), 8);
+    char *got = t_pending_ids(pending);
+    EXPECT_STR(got, "m30 m31 m34 m35 m36 m37 m38 m39");
+    free(got);
+    if (j) cm_gw_journal_close(j);
+    json_decref(pending);
+    json_decref(seen);
+    free(state);
+}

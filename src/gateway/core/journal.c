@@ -3,7 +3,8 @@
  * replay (torn lines skipped) and rewrite at open, fsynced appends of
  * accepted messages under the accept limits, run and done marks appended
  * whole lines at a time, a failed append cut back, and compaction while
- * running (read and rewritten outside the journal's lock, swapped in under it).
+ * running (read, rewritten and fsynced outside the journal's lock, swapped in
+ * under it: no fsync runs under the lock).
  */
 #include "journal.h"
 
@@ -435,6 +436,7 @@ void cm_gw_journal_set_io(gw_journal *j, const gw_journal_io *io)
     pthread_mutex_lock(&j->mu);
     j->io.write = io && io->write ? io->write : S_sys_write;
     j->io.truncate = io && io->truncate ? io->truncate : S_sys_truncate;
+    j->io.fsync = io && io->fsync ? io->fsync : fsync;
     pthread_mutex_unlock(&j->mu);
 }
 
@@ -605,7 +607,7 @@ cm_rc cm_gw_journal_compact(gw_journal *j, int64_t now_ms, bool force, char *err
     buf tmp = BUF_INIT, data = BUF_INIT, out = BUF_INIT;
     json_t *pending = NULL, *seen = NULL;
     int rfd = -1, tfd = -1;
-    bool locked = false, renamed = false;
+    bool locked = false, renamed = false, swapping = false;
     pthread_mutex_lock(&j->mu);
     if (j->compacting || (!force && !S_due(j))) {
         pthread_mutex_unlock(&j->mu);
@@ -630,8 +632,8 @@ cm_rc cm_gw_journal_compact(gw_journal *j, int64_t now_ms, bool force, char *err
     cm_buf_release(&data);
     CHECK(S_serialize(pending, seen, j->compact_min / 2, &out, NULL));
     CHECK(S_write_tmp(tmp.data, &out, &tfd, err, errlen));
-    /* synced now, so that the fsync under the lock has only the tail left */
-    if (fsync(tfd)) FAIL(CM_EIO, "cannot compact the gateway journal: %s", strerror(errno));
+    /* synced now, so that the swap's fsyncs have only the tail left */
+    if (j->io.fsync(tfd)) FAIL(CM_EIO, "cannot compact the gateway journal: %s", strerror(errno));
     /* lines appended meanwhile: copied without the lock while there are many */
     for (off = snap;;) {
         pthread_mutex_lock(&j->mu);
@@ -644,27 +646,53 @@ cm_rc cm_gw_journal_compact(gw_journal *j, int64_t now_ms, bool force, char *err
             FAIL(CM_EIO, "cannot compact the gateway journal: %s", strerror(errno));
         off = end;
     }
-    /* the swap: nobody is inside an fdatasync of the old file */
+    /* the swap. No fdatasync of the old file runs, and none starts until it
+     * is over (syncing): accepts wait for it as for a group commit, but the
+     * mutex is not held across an fsync. Nothing written from here on is
+     * acknowledged before the new file is synced in place. */
     while (j->syncing)
         pthread_cond_wait(&j->synced_cv, &j->mu);
+    j->syncing = swapping = true;
     uint64_t end = j->bytes;
-    if (S_copy_tail(rfd, tfd, off, end) || fsync(tfd))
+    if (S_copy_tail(rfd, tfd, off, end))
+        FAIL(CM_EIO, "cannot compact the gateway journal: %s", strerror(errno));
+    pthread_mutex_unlock(&j->mu);
+    locked = false;
+    if (j->io.fsync(tfd))
+        FAIL(CM_EIO, "cannot compact the gateway journal: %s", strerror(errno));
+    pthread_mutex_lock(&j->mu);
+    locked = true;
+    /* what was appended during that fsync (its writers wait in S_sync) */
+    uint64_t end2 = j->bytes;
+    if (S_copy_tail(rfd, tfd, end, end2))
         FAIL(CM_EIO, "cannot compact the gateway journal: %s", strerror(errno));
     if (rename(tmp.data, j->path))
         FAIL(CM_EIO, "cannot replace the gateway journal: %s", strerror(errno));
     renamed = true;
-    cm_fs_sync_dir(j->path);
     close(j->fd);
-    j->fd = tfd; /* opened O_APPEND; the inode renamed into place */
+    int nfd = j->fd = tfd; /* opened O_APPEND; the inode renamed into place */
     tfd = -1;
-    j->bytes = out.len + (end - snap);
-    j->broken = false;      /* torn bytes past the old end stayed behind */
-    j->synced = j->written; /* the fsync above covered every line */
+    j->bytes = out.len + (end2 - snap);
+    j->broken = false; /* torn bytes past the old end stayed behind */
+    uint64_t upto = j->written;
     j->compactions++;
-    pthread_cond_broadcast(&j->synced_cv);
+    pthread_mutex_unlock(&j->mu);
+    locked = false;
+    /* the copied tail and the name: then every line written before the swap
+     * is covered (later ones, in the new file, get their own fdatasync) */
+    bool in_place = !j->io.fsync(nfd);
+    cm_fs_sync_dir(j->path);
+    pthread_mutex_lock(&j->mu);
+    locked = true;
+    /* on failure the waiting writers fdatasync the new file themselves */
+    if (in_place && upto > j->synced) j->synced = upto;
 out:
     if (!locked) pthread_mutex_lock(&j->mu);
     j->compacting = false;
+    if (swapping) {
+        j->syncing = false;
+        pthread_cond_broadcast(&j->synced_cv);
+    }
     if (rc) j->compact_after = j->bytes + j->compact_min; /* not again at once */
     pthread_mutex_unlock(&j->mu);
     if (rfd >= 0) close(rfd);
