@@ -794,7 +794,19 @@ static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
     return rc;
 }
 
+void cm_discover_sort(file_list *l)
+{
+    if (l->n) qsort(l->v, l->n, sizeof *l->v, by_rel); /* v is NULL when empty */
+}
+
 cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *problems)
+{
+    cm_rc rc = cm_discover_files_unsorted(cfg, out, problems);
+    if (!rc) cm_discover_sort(out);
+    return rc;
+}
+
+cm_rc cm_discover_files_unsorted(const cm_config *cfg, file_list *out, problem_list *problems)
 {
     cm_rc rc = CM_OK;
     walk w = {.cfg = cfg};
@@ -855,7 +867,6 @@ cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *prob
     }
     CHECK(rc);
     CHECK(drop_links(out));
-    if (out->n) qsort(out->v, out->n, sizeof *out->v, by_rel); /* v is NULL when empty */
     /* The roots' descriptors go with the list, for file_reader. */
     if (!(out->roots = calloc(w.nroots ? w.nroots : 1, sizeof *out->roots))) CHECK(CM_ENOMEM);
     for (size_t i = 0; i < w.nroots; i++) {
