@@ -134,10 +134,55 @@ void cm_index_problem_list_release(problem_list *l)
     memset(l, 0, sizeof *l);
 }
 
+/* The paths of a list's files, packed into blocks of NAME_BLOCK bytes (or
+ * one path's worth, if longer): one allocation per ~400 files rather than
+ * one per file, released all together. */
+#define NAME_BLOCK (32u << 10)
+
+typedef struct name_block {
+    struct name_block *next;
+    size_t used, cap;
+    char data[];
+} name_block;
+
+/* n bytes in l's current block, or a new one; NULL when out of memory. */
+static char *names_alloc(file_list *l, size_t n)
+{
+    name_block *b = l->names;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = CM_MAX(n, NAME_BLOCK - sizeof *b);
+        if (!(b = malloc(sizeof *b + cap))) return NULL;
+        *b = (name_block){l->names, 0, cap};
+        l->names = b;
+    }
+    char *p = b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+/* Moves src's blocks to dst's chain (after dst's current block, which
+ * stays the one names_alloc fills). */
+static void names_absorb(file_list *dst, file_list *src)
+{
+    name_block *last = src->names;
+    if (!last) return;
+    while (last->next)
+        last = last->next;
+    if (dst->names) {
+        last->next = dst->names->next;
+        dst->names->next = src->names;
+    } else {
+        dst->names = src->names;
+    }
+    src->names = NULL;
+}
+
 void cm_index_file_list_release(file_list *l)
 {
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].abs); /* rel lies in the same block */
+    for (name_block *b = l->names, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
     free(l->v);
     for (size_t i = 0; i < l->nroots; i++) {
         if (l->roots[i].fd >= 0) close(l->roots[i].fd);
@@ -208,14 +253,13 @@ static cm_rc reserve_files(file_list *l, size_t more)
     return CM_OK;
 }
 
-/* Appends a file (rel is copied). abs and rel share one allocation, abs
- * first: freeing abs frees both. */
+/* Appends a file (rel is copied). abs and rel lie in the list's blocks. */
 static cm_rc push_file(found *f, const buf *rel, const char *abs, uint32_t root, uint32_t sub,
                        const char *source, const struct stat *st)
 {
     file_list *l = &f->files;
     size_t al = strlen(abs);
-    char *block = reserve_files(l, 1) == CM_OK ? malloc(al + 1 + rel->len + 1) : NULL;
+    char *block = reserve_files(l, 1) == CM_OK ? names_alloc(l, al + 1 + rel->len + 1) : NULL;
     if (!block) return CM_ENOMEM;
     memcpy(block, abs, al + 1);
     memcpy(block + al + 1, rel->data, rel->len);
@@ -696,8 +740,7 @@ static cm_rc drop_links(file_list *l)
     size_t wr = 0;
     for (size_t i = 0; i < l->n; i++) {
         if (gone[i]) {
-            l->total_bytes -= (uint64_t)l->v[i].size;
-            free(l->v[i].abs); /* and rel */
+            l->total_bytes -= (uint64_t)l->v[i].size; /* its paths go with the list */
             continue;
         }
         l->v[wr++] = l->v[i];
@@ -722,6 +765,7 @@ static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
         src->files.cap = cap;
     }
     dst->total_bytes += src->files.total_bytes;
+    names_absorb(dst, &src->files);
     if (src->files.n && dst->cap - dst->n < src->files.n) {
         mem_file *nv = realloc(dst->v, (dst->n + src->files.n) * sizeof *nv);
         if (!nv) return CM_ENOMEM;

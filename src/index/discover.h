@@ -60,6 +60,7 @@ typedef struct file_list {
     size_t dirs_read;  /* directories read by the walk */
     size_t dir_probes; /* slots looked at to drop directories reached twice */
     size_t helpers;    /* threads the walk started besides the caller's */
+    struct name_block *names; /* where every abs and rel lie (discover.c) */
 } file_list;
 
 /* Lists the memory files of cfg's workspace. Fails only on out-of-memory; a
