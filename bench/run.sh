@@ -117,6 +117,9 @@ for (let i = 0; i < docs.length; i += 4)
     docs.slice(i, i + 4).map(d => `# ${d.title}\n\n${d.text}\n`).join("\n").repeat(2));' "$scifact" "$work/ws1300/ws/memory"
   cws=$work/ws1300/ws cst=$work/ws1300/state cq=$work/sci/queries.txt
   build/clawmem --workspace "$cws" --state-dir "$cst" index >/dev/null
+  # the process's own floor: page faults and instructions of a no-hit search
+  # against /bin/true (issue 30 item 7), before any watcher runs
+  ws1300_floor=$(bench/floor.sh build/clawmem "$cws" "$cst") || ws1300_floor='null'
   ws1300_sync_p50=$(cli_p50)
   ws1300_nosync_p50=$(cli_p50 --no-sync) # the search alone
   build/clawmem --workspace "$cws" --state-dir "$cst" watch 2>/dev/null &
@@ -130,7 +133,7 @@ for (let i = 0; i < docs.length; i += 4)
     say "peer: QMD on the 1,300-file workspace"
     ws1300_peer=$(bench/peer_qmd.sh "$work/ws1300/ws" "$work/sci/queries.txt") || ws1300_peer='null'
   fi
-  sci="${sci%\}},\"ws1300\":{\"files\":$(ls "$work/ws1300/ws/memory" | wc -l),\"kib\":$(du -sk "$work/ws1300/ws/memory" | cut -f1),\"clawmem_search_wall_p50_s\":$ws1300_sync_p50,\"clawmem_search_watched_wall_p50_s\":$ws1300_watched_p50,\"clawmem_search_nosync_wall_p50_s\":$ws1300_nosync_p50,\"qmd\":$ws1300_peer}}"
+  sci="${sci%\}},\"ws1300\":{\"files\":$(ls "$work/ws1300/ws/memory" | wc -l),\"kib\":$(du -sk "$work/ws1300/ws/memory" | cut -f1),\"clawmem_search_wall_p50_s\":$ws1300_sync_p50,\"clawmem_search_watched_wall_p50_s\":$ws1300_watched_p50,\"clawmem_search_nosync_wall_p50_s\":$ws1300_nosync_p50,\"floor\":$ws1300_floor,\"qmd\":$ws1300_peer}}"
 fi
 
 # Peak RSS of a whole-process full index

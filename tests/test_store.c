@@ -297,6 +297,22 @@ TEST(store_bulk_build_writes_keywords_after_the_chunks)
     EXPECT(store_int(&bulk, "SELECT count(*) FROM dbstat WHERE name = 'chunks'") > 50);
     EXPECT_INT(store_int(&bulk, among), 1);
     EXPECT(store_int(&one, among) > 3);
+    /* the files rows likewise: the same rows, in path order, their pages
+     * past the chunks' (but for the root, made with the schema) */
+    const char *files_among = "SELECT count(*) FROM dbstat WHERE name = 'files' AND pageno < "
+                              "(SELECT max(pageno) FROM dbstat WHERE name = 'chunks')";
+    const char *rows = "SELECT sum(CAST(substr(path, 8, 4) AS INTEGER)) * 10000 + sum(hash = 'h' "
+                       "AND source = 'memory' AND problem IS NULL AND size = 1 AND mtime = 1) "
+                       "FROM files";
+    EXPECT(store_int(&bulk, "SELECT count(*) FROM dbstat WHERE name = 'files'") > 3);
+    EXPECT_INT(store_int(&bulk, files_among), 1);
+    EXPECT(store_int(&one, files_among) > 3);
+    EXPECT_INT(store_int(&bulk, "SELECT count(*) FROM files"), 2000);
+    EXPECT_INT(store_int(&bulk, rows), 1999000LL * 10000 + 2000);
+    EXPECT_INT(store_int(&one, rows), 1999000LL * 10000 + 2000);
+    EXPECT_INT(store_int(&bulk, "SELECT count(*) FROM files a JOIN files b ON b.rowid = a.rowid + "
+                                "1 WHERE b.path < a.path"),
+               0);
     EXPECT_INT(store_int(&bulk, "SELECT v FROM chunks_fts_config WHERE k = 'hashsize'"), 1048576);
     bool ok = false;
     EXPECT_INT(cm_store_check(&bulk, &ok, err, sizeof err), CM_OK);

@@ -345,12 +345,14 @@ static cm_rc walk(ctx *c, const json_t *obj, const char *base_path, const rfield
         for (;;) {
             const char *dot = strchr(p, '.');
             size_t len = dot ? (size_t)(dot - p) : strlen(p);
-            snprintf(key, sizeof key, "%.*s", (int)len, p);
+            size_t klen = CM_MIN(len, sizeof key - 1); /* cut as snprintf would */
+            memcpy(key, p, klen);
+            key[klen] = 0;
+            const json_t *v = json_object_get(parent, key);
+            if (!v) break; /* most fields are absent: no path to format */
             size_t plen = (size_t)(p - f->path) + len;
             snprintf(path, sizeof path, "%s%s%.*s", base_path, *base_path ? "." : "", (int)plen,
                      f->path);
-            const json_t *v = json_object_get(parent, key);
-            if (!v) break;
             if (!dot) {
                 cm_rc rc = apply(c, f, parent, key, v, path, base);
                 if (rc) return rc;

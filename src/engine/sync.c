@@ -216,43 +216,41 @@ out:
 }
 
 /* Counts the files of a discovery that a sync would read (new, changed) or
- * drop. */
+ * drop. The files (in any order) are looked up by path in an open-addressing
+ * table of their indexes. */
 typedef struct dirty_count {
     cm_engine *e;
     const file_list *files;
     file_reader *rd;
-    bool *seen; /* per file: it has a row */
-    size_t next, dirty;
+    bool *seen;     /* per file: it has a row */
+    uint32_t *slot; /* file index + 1; 0: empty */
+    size_t mask, dirty;
 } dirty_count;
 
-/* One files row against the discovered files (sorted by path): rows mostly
- * come in path order, so the file after the last match is tried first. */
+static uint64_t path_hash(const char *p)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return h;
+}
+
+/* One files row against the discovered files. */
 static bool dirty_row(void *ctx, const char *path, int64_t mtime_ns, int64_t size)
 {
     dirty_count *x = ctx;
     const file_list *l = x->files;
-    size_t i = x->next, lo = 0, hi = l->n;
-    if (!(i < l->n && strcmp(l->v[i].rel, path) == 0)) {
-        i = l->n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            int c = strcmp(l->v[mid].rel, path);
-            if (c == 0) {
-                i = mid;
-                break;
-            }
-            if (c < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
+    size_t j = path_hash(path) & x->mask, i = l->n;
+    for (; x->slot[j]; j = (j + 1) & x->mask)
+        if (strcmp(l->v[x->slot[j] - 1].rel, path) == 0) {
+            i = x->slot[j] - 1;
+            break;
         }
-    }
     if (i == l->n) { /* its file is gone */
         x->dirty++;
         return true;
     }
     x->seen[i] = true;
-    x->next = i + 1;
     const mem_file *f = &l->v[i];
     stored_file sf = {NULL, NULL, mtime_ns, size};
     /* a transcript that grew less than the delta is left as the sync leaves it */
@@ -265,15 +263,28 @@ static bool dirty_row(void *ctx, const char *path, int64_t mtime_ns, int64_t siz
 cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
                                size_t errlen)
 {
+    if (files->n >= UINT32_MAX / 4) return cm_seterr(err, errlen, CM_ETOOBIG, "too many files");
     file_reader rd;
     cm_index_file_reader_init(&rd, files);
-    dirty_count x = {e, files, &rd, calloc(files->n ? files->n : 1, sizeof(bool)), 0, 0};
-    cm_rc rc = x.seen ? cm_store_files_each(&e->st, dirty_row, &x, err, errlen) : CM_ENOMEM;
+    size_t cap = 16;
+    while (cap < 2 * files->n)
+        cap *= 2;
+    dirty_count x = {e,    files, &rd, calloc(files->n ? files->n : 1, sizeof(bool)),
+                     calloc(cap, sizeof(uint32_t)), cap - 1, 0};
+    cm_rc rc = x.seen && x.slot ? CM_OK : CM_ENOMEM;
+    for (size_t i = 0; !rc && i < files->n; i++) { /* rel is unique in a discovery */
+        size_t j = path_hash(files->v[i].rel) & x.mask;
+        while (x.slot[j])
+            j = (j + 1) & x.mask;
+        x.slot[j] = (uint32_t)(i + 1);
+    }
+    if (!rc) rc = cm_store_files_each(&e->st, dirty_row, &x, err, errlen);
     for (size_t i = 0; !rc && i < files->n; i++)
         x.dirty += !x.seen[i]; /* a file without its row */
     *dirty = x.dirty;
     cm_index_file_reader_release(&rd);
     free(x.seen);
+    free(x.slot);
     return rc;
 }
 
@@ -301,7 +312,8 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     e->batch_progress = progress;
     e->batch_pctx = progress_ctx;
     e->batch_nowait = (flags & CM_SYNC_NOWAIT) != 0;
-    CHECK(cm_discover_files(&e->cfg, &files, &r.problems));
+    /* sorted only when the sync goes on: the no-change check needs no order */
+    CHECK(cm_discover_files_unsorted(&e->cfg, &files, &r.problems));
     CHECK(meta_json(e, &meta));
     /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
      * explicit index waits for the writer lock as before */
@@ -310,6 +322,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
         stats->files_seen = stats->files_unchanged = files.n;
         goto out;
     }
+    cm_discover_sort(&files);
     CHECK(cm_engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     cm_store_remove_leftovers(e->cfg.store_path);
     for (size_t i = 0; i < r.problems.n; i++)

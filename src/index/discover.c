@@ -61,6 +61,7 @@ typedef struct found {
     file_list files;
     problem_list problems;
     cm_rc rc;
+    buf rel; /* scratch: a file's relative path (all zero: empty) */
 } found;
 
 typedef struct dir_id {
@@ -133,11 +134,54 @@ void cm_index_problem_list_release(problem_list *l)
     memset(l, 0, sizeof *l);
 }
 
+/* The paths of a list's files, packed into blocks of NAME_BLOCK bytes (or
+ * one path's worth, if longer): one allocation per ~400 files rather than
+ * one per file, released all together. */
+#define NAME_BLOCK (32u << 10)
+
+typedef struct name_block {
+    struct name_block *next;
+    size_t used, cap;
+    char data[];
+} name_block;
+
+/* n bytes in l's current block, or a new one; NULL when out of memory. */
+static char *names_alloc(file_list *l, size_t n)
+{
+    name_block *b = l->names;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = CM_MAX(n, NAME_BLOCK - sizeof *b);
+        if (!(b = malloc(sizeof *b + cap))) return NULL;
+        *b = (name_block){l->names, 0, cap};
+        l->names = b;
+    }
+    char *p = b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+/* Moves src's blocks to dst's chain (after dst's current block, which
+ * stays the one names_alloc fills). */
+static void names_absorb(file_list *dst, file_list *src)
+{
+    name_block *last = src->names;
+    if (!last) return;
+    while (last->next)
+        last = last->next;
+    if (dst->names) {
+        last->next = dst->names->next;
+        dst->names->next = src->names;
+    } else {
+        dst->names = src->names;
+    }
+    src->names = NULL;
+}
+
 void cm_index_file_list_release(file_list *l)
 {
-    for (size_t i = 0; i < l->n; i++) {
-        free(l->v[i].rel);
-        free(l->v[i].abs);
+    for (name_block *b = l->names, *next; b; b = next) {
+        next = b->next;
+        free(b);
     }
     free(l->v);
     for (size_t i = 0; i < l->nroots; i++) {
@@ -170,54 +214,59 @@ static bool is_md(const char *name)
     return n > 3 && strcmp(name + n - 3, ".md") == 0;
 }
 
-static cm_rc push_file(found *f, buf *rel, const char *abs, uint32_t root, uint32_t sub,
+static cm_rc push_file(found *f, const buf *rel, const char *abs, uint32_t root, uint32_t sub,
                        const char *source, const struct stat *st);
 static void spawn_helper(walk *w);
 
 static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, uint32_t root, uint32_t sub,
                       const struct stat *st, bool media)
 {
-    buf rel = BUF_INIT;
-    cm_rc rc = cm_discover_relpath(&rel, cfg->workspace, abs);
-    if (rc) {
-        cm_buf_release(&rel);
-        return rc;
-    }
-    if (media && st->st_size > cfg->multimodal_max_bytes) {
-        rc = cm_index_problem_add(&f->problems, rel.data,
-                                  "skipped: %lld bytes, over multimodal.maxFileBytes (%d)",
-                                  (long long)st->st_size, cfg->multimodal_max_bytes);
-        cm_buf_release(&rel);
-        return rc;
-    }
-    if (st->st_size > DISCOVER_MAX_FILE_BYTES) {
-        rc = cm_index_problem_add(&f->problems, rel.data,
-                                  "skipped: %lld bytes, over the %lld-byte cap",
-                                  (long long)st->st_size, (long long)DISCOVER_MAX_FILE_BYTES);
-        cm_buf_release(&rel);
-        return rc;
-    }
-    return push_file(f, &rel, abs, root, sub, "memory", st);
+    buf *rel = &f->rel;
+    cm_buf_reset(rel);
+    cm_rc rc = cm_discover_relpath(rel, cfg->workspace, abs);
+    if (rc) return rc;
+    if (media && st->st_size > cfg->multimodal_max_bytes)
+        return cm_index_problem_add(&f->problems, rel->data,
+                                    "skipped: %lld bytes, over multimodal.maxFileBytes (%d)",
+                                    (long long)st->st_size, cfg->multimodal_max_bytes);
+    if (st->st_size > DISCOVER_MAX_FILE_BYTES)
+        return cm_index_problem_add(&f->problems, rel->data,
+                                    "skipped: %lld bytes, over the %lld-byte cap",
+                                    (long long)st->st_size, (long long)DISCOVER_MAX_FILE_BYTES);
+    return push_file(f, rel, abs, root, sub, "memory", st);
 }
 
-/* Appends a file (rel is taken over). */
-static cm_rc push_file(found *f, buf *rel, const char *abs, uint32_t root, uint32_t sub,
+/* Makes room in l for more files (at least one): a directory's files are
+ * reserved at once, so that a large directory costs one move of the array
+ * rather than one per doubling. */
+static cm_rc reserve_files(file_list *l, size_t more)
+{
+    if (more < 1) more = 1;
+    if (l->cap - l->n >= more) return CM_OK;
+    size_t cap = l->cap ? l->cap * 2 : 256;
+    while (cap - l->n < more)
+        cap *= 2;
+    mem_file *nv = realloc(l->v, cap * sizeof *nv);
+    if (!nv) return CM_ENOMEM;
+    l->v = nv;
+    l->cap = cap;
+    return CM_OK;
+}
+
+/* Appends a file (rel is copied). abs and rel lie in the list's blocks. */
+static cm_rc push_file(found *f, const buf *rel, const char *abs, uint32_t root, uint32_t sub,
                        const char *source, const struct stat *st)
 {
     file_list *l = &f->files;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        mem_file *nv = realloc(l->v, cap * sizeof *nv);
-        if (!nv) {
-            cm_buf_release(rel);
-            return CM_ENOMEM;
-        }
-        l->v = nv;
-        l->cap = cap;
-    }
+    size_t al = strlen(abs);
+    char *block = reserve_files(l, 1) == CM_OK ? names_alloc(l, al + 1 + rel->len + 1) : NULL;
+    if (!block) return CM_ENOMEM;
+    memcpy(block, abs, al + 1);
+    memcpy(block + al + 1, rel->data, rel->len);
+    block[al + 1 + rel->len] = 0;
     mem_file *m = &l->v[l->n];
-    m->rel = cm_buf_detach(rel);
-    m->abs = cm_strdup(abs);
+    m->abs = block;
+    m->rel = block + al + 1;
     m->root = root;
     m->sub = sub;
     m->source = source;
@@ -225,10 +274,6 @@ static cm_rc push_file(found *f, buf *rel, const char *abs, uint32_t root, uint3
     m->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
     m->dev = st->st_dev;
     m->ino = st->st_ino;
-    if (!m->abs) {
-        free(m->rel);
-        return CM_ENOMEM;
-    }
     l->n++;
     l->total_bytes += (uint64_t)st->st_size;
     return CM_OK;
@@ -490,6 +535,7 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         pthread_mutex_unlock(&w->mu);
         CHECK(rc);
     }
+    CHECK(reserve_files(&f->files, mine));
     CHECK(stat_names(w, f, self, job->abs, names.data, mine, job->root, job->sub, job->depth,
                      job->media));
 out:
@@ -694,9 +740,7 @@ static cm_rc drop_links(file_list *l)
     size_t wr = 0;
     for (size_t i = 0; i < l->n; i++) {
         if (gone[i]) {
-            l->total_bytes -= (uint64_t)l->v[i].size;
-            free(l->v[i].rel);
-            free(l->v[i].abs);
+            l->total_bytes -= (uint64_t)l->v[i].size; /* its paths go with the list */
             continue;
         }
         l->v[wr++] = l->v[i];
@@ -710,17 +754,29 @@ static cm_rc drop_links(file_list *l)
 /* Moves everything from src into dst. */
 static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
 {
-    if (src->files.n) {
+    if (src->files.n > dst->n) { /* the larger array is kept, the smaller copied */
+        mem_file *v = dst->v;
+        size_t n = dst->n, cap = dst->cap;
+        dst->v = src->files.v;
+        dst->n = src->files.n;
+        dst->cap = src->files.cap;
+        src->files.v = v;
+        src->files.n = n;
+        src->files.cap = cap;
+    }
+    dst->total_bytes += src->files.total_bytes;
+    names_absorb(dst, &src->files);
+    if (src->files.n && dst->cap - dst->n < src->files.n) {
         mem_file *nv = realloc(dst->v, (dst->n + src->files.n) * sizeof *nv);
         if (!nv) return CM_ENOMEM;
         dst->v = nv;
-        memcpy(dst->v + dst->n, src->files.v, src->files.n * sizeof *nv);
-        dst->n += src->files.n;
-        dst->cap = dst->n;
-        dst->total_bytes += src->files.total_bytes;
+        dst->cap = dst->n + src->files.n;
     }
+    if (src->files.n) memcpy(dst->v + dst->n, src->files.v, src->files.n * sizeof *dst->v);
+    dst->n += src->files.n;
     free(src->files.v);
     memset(&src->files, 0, sizeof src->files);
+    cm_buf_release(&src->rel);
     for (size_t i = 0; i < src->problems.n; i++) {
         cm_rc rc =
             cm_index_problem_add(pdst, src->problems.v[i].path, "%s", src->problems.v[i].what);
@@ -782,7 +838,19 @@ static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
     return rc;
 }
 
+void cm_discover_sort(file_list *l)
+{
+    if (l->n) qsort(l->v, l->n, sizeof *l->v, by_rel); /* v is NULL when empty */
+}
+
 cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *problems)
+{
+    cm_rc rc = cm_discover_files_unsorted(cfg, out, problems);
+    if (!rc) cm_discover_sort(out);
+    return rc;
+}
+
+cm_rc cm_discover_files_unsorted(const cm_config *cfg, file_list *out, problem_list *problems)
 {
     cm_rc rc = CM_OK;
     walk w = {.cfg = cfg};
@@ -843,7 +911,6 @@ cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *prob
     }
     CHECK(rc);
     CHECK(drop_links(out));
-    if (out->n) qsort(out->v, out->n, sizeof *out->v, by_rel); /* v is NULL when empty */
     /* The roots' descriptors go with the list, for file_reader. */
     if (!(out->roots = calloc(w.nroots ? w.nroots : 1, sizeof *out->roots))) CHECK(CM_ENOMEM);
     for (size_t i = 0; i < w.nroots; i++) {
@@ -873,9 +940,11 @@ out:
     for (int i = 0; i < MAX_THREADS; i++) {
         cm_index_file_list_release(&k[i].f.files);
         cm_index_problem_list_release(&k[i].f.problems);
+        cm_buf_release(&k[i].f.rel);
     }
     cm_index_file_list_release(&roots.files);
     cm_index_problem_list_release(&roots.problems);
+    cm_buf_release(&roots.rel);
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);
     cm_buf_release(&p);

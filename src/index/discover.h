@@ -52,7 +52,7 @@ typedef struct mem_root {
 } mem_root;
 
 typedef struct file_list {
-    mem_file *v; /* sorted by rel */
+    mem_file *v; /* sorted by rel (but see cm_discover_files_unsorted) */
     size_t n, cap;
     uint64_t total_bytes;
     mem_root *roots;
@@ -60,11 +60,17 @@ typedef struct file_list {
     size_t dirs_read;  /* directories read by the walk */
     size_t dir_probes; /* slots looked at to drop directories reached twice */
     size_t helpers;    /* threads the walk started besides the caller's */
+    struct name_block *names; /* where every abs and rel lie (discover.c) */
 } file_list;
 
 /* Lists the memory files of cfg's workspace. Fails only on out-of-memory; a
  * missing workspace is simply empty (status reports it). */
 cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *problems);
+/* The same list in no particular order (out->v is not sorted by rel until
+ * cm_discover_sort): for the no-change check, which looks files up by path
+ * and so spares a process that changes nothing the sort. */
+cm_rc cm_discover_files_unsorted(const cm_config *cfg, file_list *out, problem_list *problems);
+void cm_discover_sort(file_list *l);
 void cm_index_file_list_release(file_list *l);
 
 /* Reads files of a list, each reached from its root's descriptor one

@@ -157,12 +157,15 @@ cm_rc cm_store_begin(store *s, char *err, size_t errlen);
 void cm_store_checkpoint(store *s);
 cm_rc cm_store_commit(store *s, char *err, size_t errlen);
 
-/* A STORE_BULK index: cm_store_file_replace writes files and chunks only,
- * and this writes every chunk's keyword entry in one pass, in chunk order,
- * inside the caller's transaction. The keyword tables then lie in
- * contiguous pages after the chunks (a search reads a few hundred of their
- * rows: ~50 fewer page faults than when they are spread among the chunks)
- * and FTS5 writes its postings in segments of up to 16 MiB.
+/* A STORE_BULK index: cm_store_file_replace writes chunks only (its files
+ * row waits in a temporary table in memory), and this writes the files rows
+ * in the order they came, then every chunk's keyword entry in one pass, in
+ * chunk order, inside the caller's transaction. The files table and the
+ * keyword tables then lie in contiguous pages after the chunks (a search
+ * reads a few hundred keyword rows: ~50 fewer page faults than when they
+ * are spread among the chunks; the no-change check reads every files row:
+ * ~30 fewer on 1,296 files) and FTS5 writes its postings in segments of up
+ * to 16 MiB.
  * Any other store: nothing to do. */
 cm_rc cm_store_bulk_keywords(store *s, char *err, size_t errlen);
 void cm_store_rollback(store *s);
