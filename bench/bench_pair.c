@@ -12,7 +12,7 @@
  *                   query; p50/p95/p99 per pass, reported as the median over
  *                   the passes, with each pass's p50 ratio
  * Usage: bench_pair WS_A STATE_A CHANGED_A WS_B STATE_B CHANGED_B QUERIES
- *   CLAWMEM_BENCH_ROUNDS (3), CLAWMEM_BENCH_PASSES (5)
+ *   CLAWMEM_BENCH_ROUNDS (3), CLAWMEM_BENCH_PASSES (3)
  * Prints one JSON object: "a" and "b" (each engine's figures) and "ratio" (b / a).
  */
 #include <stdbool.h>
@@ -145,7 +145,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int rounds = env_int("CLAWMEM_BENCH_ROUNDS", 3, MAX_ROUNDS);
-    int passes = env_int("CLAWMEM_BENCH_PASSES", 5, MAX_ROUNDS);
+    int passes = env_int("CLAWMEM_BENCH_PASSES", 3, MAX_ROUNDS);
     side sd[2] = {{.ws = argv[1], .state = argv[2], .changed = argv[3]},
                   {.ws = argv[4], .state = argv[5], .changed = argv[6]}};
     unsetenv("QUANTUMCLAW_CONFIG_PATH");

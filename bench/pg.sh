@@ -11,7 +11,7 @@
 #   CLAWMEM_DATA           LoCoMo and SciFact (default ../shared/data)
 #   CLAWMEM_BENCH_PG_EVAL=0  skip the quality part
 #   CLAWMEM_BENCH_ROUNDS   full index and 1% resync rounds per store (3)
-#   CLAWMEM_BENCH_PASSES   search passes over the queries per store (5)
+#   CLAWMEM_BENCH_PASSES   search passes over the queries per store (3)
 # Usage: bench/pg.sh [BUILD_DIR]   (needs BUILD_DIR/clawmem and bench_pair)
 set -euo pipefail
 export LC_ALL=C
