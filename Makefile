@@ -224,6 +224,9 @@ $(BUILD)/convert-static-model: $(BUILD)/obj/scripts/convert-static-model.o $(BUI
 $(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
+$(BUILD)/bench_pair: $(BUILD)/obj/bench/bench_pair.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
 $(BUILD)/eval_batch: $(BUILD)/obj/bench/eval_batch.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
@@ -338,7 +341,7 @@ bench: | $(DEPS_STAMP)
 	@$(MAKE) --no-print-directory llama
 	@$(MAKE) --no-print-directory bench-run
 
-bench-run: all $(BUILD)/bench_search $(BUILD)/bench_vector $(BUILD)/bench_hybrid $(BUILD)/bench_scale \
+bench-run: all $(BUILD)/bench_search $(BUILD)/bench_pair $(BUILD)/bench_vector $(BUILD)/bench_hybrid $(BUILD)/bench_scale \
            $(BUILD)/bench_runner $(BUILD)/bench_qmd $(BUILD)/bench_batch \
            $(BUILD)/bench_gateway $(BUILD)/bench_transcript $(BUILD)/bench_http \
            $(BUILD)/bench_local $(BUILD)/make-bert-gguf $(BUILD)/bench_serve
@@ -359,7 +362,7 @@ bench-serve: build $(BUILD)/bench_serve
 
 # The PostgreSQL store against the SQLite store (a private cluster; also the
 # last part of make bench unless CLAWMEM_BENCH_PG=0).
-bench-pg: all $(BUILD)/bench_search
+bench-pg: all $(BUILD)/bench_pair
 	@scripts/install-node.sh
 	$(NODE_ENV) bench/pg.sh $(BUILD)
 

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # bench/pg.sh — the PostgreSQL store against the SQLite store in one run, on a
 # private PostgreSQL cluster (scripts/pg-test-cluster.sh): the tldr corpus
-# indexed and searched in-process by bench_search over each store (full
-# index, no-op and 1% resync, keyword search p50/p99), then retrieval quality
-# (SciFact nDCG@10, LoCoMo recall@5, keyword search with the default porter
-# tokenizer) over each. Prints one JSON object.
+# indexed and searched in-process by bench_pair, both stores in one process
+# and measured interleaved (rounds and passes that take turns, so that the
+# machine's load hits both alike: full index, no-op and 1% resync, keyword
+# search p50/p95/p99 as medians over the passes, and the ratios), then
+# retrieval quality (SciFact nDCG@10, LoCoMo recall@5, keyword search with
+# the default porter tokenizer) over each. Prints one JSON object.
 #   CLAWMEM_BENCH_TARBALL  the tldr corpus (default ../shared/data/corpora/tldr.tar.gz)
 #   CLAWMEM_DATA           LoCoMo and SciFact (default ../shared/data)
 #   CLAWMEM_BENCH_PG_EVAL=0  skip the quality part
-# Usage: bench/pg.sh [BUILD_DIR]   (needs BUILD_DIR/clawmem and bench_search)
+#   CLAWMEM_BENCH_ROUNDS   full index and 1% resync rounds per store (3)
+#   CLAWMEM_BENCH_PASSES   search passes over the queries per store (3)
+# Usage: bench/pg.sh [BUILD_DIR]   (needs BUILD_DIR/clawmem and bench_pair)
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -25,7 +29,7 @@ fi
 [[ -r $tarball ]] || { say "corpus not found: $tarball (set CLAWMEM_BENCH_TARBALL)"; exit 1; }
 rm -rf "$work"
 mkdir -p "$work"
-# One copy of the corpus per store: bench_search appends to 1% of the files.
+# One copy of the corpus per store: bench_pair appends to 1% of the files.
 for s in sqlite pg; do
   mkdir -p "$work/ws-$s/memory" "$work/state-$s"
   tar -xzf "$tarball" -C "$work/ws-$s/memory"
@@ -46,12 +50,10 @@ for s in sqlite pg; do
 done
 pgstore="store:{driver:'postgres',dsn:'$CLAWMEM_TEST_PG_DSN'}"
 echo "{agents:{defaults:{memorySearch:{$pgstore}}}}" >"$work/state-pg/clawmem.json"
-say "$(wc -l <"$queries") queries; sqlite: index, resync, search"
-lite=$("$build/bench_search" "$work/ws-sqlite" "$work/state-sqlite" "$queries" "$work/changed-sqlite.txt")
-say "sqlite: $lite"
-say "postgres: index, resync, search"
-pg=$("$build/bench_search" "$work/ws-pg" "$work/state-pg" "$queries" "$work/changed-pg.txt")
-say "postgres: $pg"
+say "$(wc -l <"$queries") queries; sqlite and postgres: index, resync, search, interleaved"
+pair=$("$build/bench_pair" "$work/ws-sqlite" "$work/state-sqlite" "$work/changed-sqlite.txt" \
+  "$work/ws-pg" "$work/state-pg" "$work/changed-pg.txt" "$queries")
+say "pair: $pair"
 pgbytes=$(psql "$CLAWMEM_TEST_PG_DSN" -Atc "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relname LIKE 'clawmem\_%' AND c.relkind = 'r'" 2>/dev/null || echo null)
 
 quality=null
@@ -77,5 +79,8 @@ if [[ ${CLAWMEM_BENCH_PG_EVAL:-1} != 0 && -f $data/locomo/locomo10.json && -f $d
     }
     console.log(JSON.stringify(o));' "$q")
 fi
-printf '{"corpus":"tldr","sqlite":%s,"postgres":%s,"postgres_table_bytes":%s,"quality":%s}\n' \
-  "$lite" "$pg" "${pgbytes:-null}" "$quality"
+node -e '
+  const p = JSON.parse(process.argv[1]);
+  console.log(JSON.stringify({corpus: "tldr", queries: p.queries, rounds: p.rounds, passes: p.passes,
+    sqlite: p.a, postgres: p.b, ratio: p.ratio, postgres_table_bytes: JSON.parse(process.argv[2]),
+    quality: JSON.parse(process.argv[3])}));' "$pair" "${pgbytes:-null}" "$quality"

@@ -9,6 +9,7 @@
  * scripts/pg-test-cluster.sh.
  */
 #include "../src/store/store.h"
+#include "../src/store/store_pg_int.h"
 #include "test.h"
 
 static const char *dsn(void)
@@ -157,5 +158,42 @@ TEST(pglex_search_is_one_round_trip)
     EXPECT_INT(cm_store_meta_get_recent(&s, STORE_META_KEY, &meta, err, sizeof err), CM_OK);
     EXPECT_STR(meta, "{\"workspace\":\"/x\"}");
     free(meta);
+    cm_store_close(&s);
+}
+
+/* A chunk's tsvector literal names each lexeme once, sorted, with its
+ * distinct positions (the first 256), so the server parses each lexeme
+ * once: the tsvector is the one the server makes of one entry per token. */
+TEST(pglex_literal_names_each_lexeme_once)
+{
+    if (!dsn()) SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");
+    EXPECT_INT(lex_fill("lex-d", birds), CM_OK);
+    store s;
+    char err[256];
+    EXPECT_INT(cm_store_open_pg(&s, dsn(), "lex-d", "porter", 0, 5000, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_pg_lex_open(&s, "porter", err, sizeof err), CM_OK);
+    buf out = BUF_INIT, many = BUF_INIT, sql = BUF_INIT;
+    int64_t ntok = 0;
+    static const char dogs[] = "dog cats dog a dog";
+    EXPECT_INT(cm_store_pg_lex_doc(&s, dogs, strlen(dogs), &out, &ntok), CM_OK);
+    EXPECT_STR(out.data, "'a':4 'cat':2 'dog':1,3,5");
+    EXPECT_INT(ntok, 5);
+    /* 300 of one word: the first 256 positions, as the server keeps them */
+    for (int i = 0; i < 300; i++)
+        EXPECT_INT(cm_buf_adds(&many, i % 2 ? "owl " : "owl hoot "), CM_OK);
+    EXPECT_INT(cm_store_pg_lex_doc(&s, many.data, many.len, &out, &ntok), CM_OK);
+    EXPECT_INT(ntok, 450);
+    EXPECT_INT(cm_buf_printf(&sql, "SELECT (SELECT count(*) FROM unnest($q$%s$q$::tsvector) u WHERE "
+                                   "cardinality(u.positions) = 256) + CASE WHEN $q$%s$q$::tsvector = "
+                                   "(SELECT string_agg('''' || w || ''':' || n, ' ') FROM "
+                                   "regexp_split_to_table(rtrim($q$%s$q$), ' ') WITH ORDINALITY AS "
+                                   "t(w, n))::tsvector THEN 10 ELSE 0 END",
+                             out.data, out.data, many.data),
+               CM_OK);
+    /* owl: 256 positions of its 300; hoot: 150; the same as one entry a token */
+    EXPECT_INT(lex_psql(sql.data), 11);
+    cm_buf_release(&out);
+    cm_buf_release(&many);
+    cm_buf_release(&sql);
     cm_store_close(&s);
 }

@@ -534,6 +534,80 @@ TEST_PG(pgstore_bm25_equals_the_sqlite_store)
     drop("bm25");
 }
 
+/* A phrase of one lexeme gets its frequency from ts_rank (a sum over its
+ * positions, inverted), any other from ts_rank_cd: both count the same
+ * occurrences as FTS5, from 1 to a few hundred in one chunk. */
+TEST_PG(pgstore_bm25_counts_many_occurrences_as_sqlite)
+{
+    static const int reps[] = {1, 2, 7, 40, 120, 250};
+    const char *paths[ARRAY_LEN(reps)];
+    char *texts[ARRAY_LEN(reps)];
+    char names[ARRAY_LEN(reps)][16];
+    for (size_t i = 0; i < ARRAY_LEN(reps); i++) {
+        buf b = BUF_INIT;
+        cm_buf_adds(&b, "lead words here");
+        for (int k = 0; k < reps[i]; k++)
+            cm_buf_adds(&b, k % 3 ? " falcon" : " falcon harbour");
+        texts[i] = cm_buf_detach(&b);
+        snprintf(names[i], sizeof names[i], "f%zu.md", i);
+        paths[i] = names[i];
+    }
+    char *d = tmp_dir();
+    store lite, pg;
+    char err[256];
+    EXPECT_INT(cm_store_open(&lite, path_in(d, "i.sqlite"), "porter", STORE_CREATE, 1000, err,
+                             sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_begin(&lite, err, sizeof err), CM_OK);
+    for (size_t i = 0; i < ARRAY_LEN(reps); i++) {
+        chunk_list l = {0};
+        /* one chunk per file, however many words */
+        EXPECT_INT(cm_chunk_text(texts[i], strlen(texts[i]), 4000, 0, &l), CM_OK);
+        EXPECT_INT(l.n, 1);
+        EXPECT_INT(
+            cm_store_file_replace(&lite, paths[i], "memory", "h", 1, 1, NULL, &l, err, sizeof err),
+            CM_OK);
+        cm_chunk_list_release(&l);
+    }
+    EXPECT_INT(cm_store_commit(&lite, err, sizeof err), CM_OK);
+    drop("manyocc");
+    EXPECT_INT(open_pg(&pg, "manyocc", STORE_CREATE), CM_OK);
+    EXPECT_INT(cm_store_pg_rebuild_begin(&pg, "porter", err, sizeof err), CM_OK);
+    for (size_t i = 0; i < ARRAY_LEN(reps); i++) {
+        chunk_list l = {0};
+        EXPECT_INT(cm_chunk_text(texts[i], strlen(texts[i]), 4000, 0, &l), CM_OK);
+        EXPECT_INT(
+            cm_store_file_replace(&pg, paths[i], "memory", "h", 1, 1, NULL, &l, err, sizeof err),
+            CM_OK);
+        cm_chunk_list_release(&l);
+    }
+    EXPECT_INT(cm_store_commit(&pg, err, sizeof err), CM_OK);
+    static const char *const queries[] = {
+        "\"falcon\"",                       /* one lexeme: ts_rank */
+        "\"falcon\" AND \"harbour\"",       /* two */
+        "\"falcon harbour\"",               /* a phrase: ts_rank_cd */
+        "\"falc\"* OR \"lead\"",            /* a prefix: ts_rank_cd */
+        "\"harbour\" OR \"absentword\""};   /* one phrase absent */
+    for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
+        fts_hits a = {0}, b = {0};
+        EXPECT_INT(cm_store_fts_search(&lite, queries[q], NULL, 10, &a, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&pg, queries[q], NULL, 10, &b, err, sizeof err), CM_OK);
+        EXPECT(a.n > 0);
+        EXPECT_INT(b.n, a.n);
+        for (size_t i = 0; i < a.n && i < b.n; i++) {
+            EXPECT_NEAR(b.v[i].rank, a.v[i].rank, 1e-9);
+            EXPECT_STR(b.v[i].path, a.v[i].path);
+        }
+        cm_fts_hits_release(&a);
+        cm_fts_hits_release(&b);
+    }
+    cm_store_close(&lite);
+    cm_store_close(&pg);
+    drop("manyocc");
+    for (size_t i = 0; i < ARRAY_LEN(reps); i++)
+        free(texts[i]);
+}
+
 /* A rebuild sends its files in batches (512 files a statement): 1,300
  * files, with names that need quoting in an array literal and a problem
  * row, give the rows, the totals and the BM25 scores of the SQLite store. */

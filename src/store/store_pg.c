@@ -431,6 +431,8 @@ void cm_store_pg_close(store *s)
         if (s->pg->conn) cm_store_pg_lib.finish(s->pg->conn);
         cm_store_pg_lex_close(s);
         cm_buf_release(&s->pg->lexbuf);
+        cm_buf_release(&s->pg->lexbytes);
+        free(s->pg->lextok);
         free(s->pg->agent);
         cm_store_pg_meta_forget(s);
         for (size_t k = 0; k < ARRAY_LEN(s->pg->pend_chunks); k++)

@@ -87,6 +87,11 @@ struct store_pg {
     fts5_tokenizer lex_fn;
     Fts5Tokenizer *lex_tok;
     buf lexbuf; /* one chunk's tsvector literal */
+    /* one chunk's tokens while it is lexed (store_pg_lex.c): their bytes,
+     * and (offset, length, position) of each */
+    buf lexbytes;
+    struct pg_lex_tok *lextok;
+    size_t nlextok, caplextok;
     uint64_t round_trips; /* statements sent (cm_store_pg_round_trips) */
     unsigned prepared; /* the statements of cm_store_pg_run_prepared this connection has */
     bool inflight;     /* a rebuild's batch sent, its result not read yet (store_pg.c) */
@@ -105,8 +110,10 @@ enum { PG_STMT_SEARCH, PG_STMT_SEARCH_LEX, PG_STMT_N };
  * deleted by cm_store_pg_lex_close. */
 cm_rc cm_store_pg_lex_open(store *s, const char *tokenizer, char *err, size_t errlen);
 void cm_store_pg_lex_close(store *s);
-/* Writes text[0..len)'s tsvector literal into out (replaced), *ntok its
- * token count (FTS5's document length). Needs cm_store_pg_lex_open. */
+/* Writes text[0..len)'s tsvector literal into out (replaced): each lexeme
+ * once, in the server's order, with its distinct positions (at most 256);
+ * *ntok its token count (FTS5's document length). Needs
+ * cm_store_pg_lex_open. */
 cm_rc cm_store_pg_lex_doc(store *s, const char *text, size_t len, buf *out, int64_t *ntok);
 /* Appends a phrase's tsquery operand, in parentheses: its tokens joined by
  * <->, the last one a prefix when prefix. Needs cm_store_pg_lex_open. */

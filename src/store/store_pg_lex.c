@@ -18,6 +18,8 @@
  * (MAXENTRYPOS - 1). */
 #define LEX_MAX_BYTES 2046
 #define LEX_MAX_POS   16383
+/* and a lexeme's positions (MAXNUMPOS) */
+#define LEX_MAX_NPOS 256
 
 /* One in-memory SQLite database for the process: its FTS5 API hands out
  * the tokenizers (never closed: the API lives as long as it). */
@@ -76,8 +78,15 @@ static int put_lexeme(buf *b, const char *tok, int n)
     return cm_buf_addc(b, '\'') ? SQLITE_NOMEM : SQLITE_OK;
 }
 
+/* A token of the chunk being lexed: its bytes at off in lexbytes. */
+struct pg_lex_tok {
+    size_t off;
+    int len;
+    int pos;
+};
+
 typedef struct doc_out {
-    buf *b;
+    struct store_pg *p;
     int64_t n; /* tokens so far: the next one's position */
 } doc_out;
 
@@ -86,25 +95,76 @@ static int doc_token(void *ctx, int flags, const char *tok, int n, int start, in
     (void)start;
     (void)end;
     doc_out *o = ctx;
+    struct store_pg *p = o->p;
     if (!(flags & FTS5_TOKEN_COLOCATED)) o->n++;
     if (n <= 0 || n > LEX_MAX_BYTES) return SQLITE_OK; /* PostgreSQL has no room for it */
-    if (o->b->len && cm_buf_addc(o->b, ' ')) return SQLITE_NOMEM;
-    int r = put_lexeme(o->b, tok, n);
-    if (r == SQLITE_OK && cm_buf_printf(o->b, ":%lld", (long long)CM_MIN(o->n, LEX_MAX_POS)))
-        r = SQLITE_NOMEM;
-    return r;
+    if (p->nlextok == p->caplextok) {
+        size_t cap = p->caplextok ? p->caplextok * 2 : 256;
+        struct pg_lex_tok *nv = realloc(p->lextok, cap * sizeof *nv);
+        if (!nv) return SQLITE_NOMEM;
+        p->lextok = nv;
+        p->caplextok = cap;
+    }
+    struct pg_lex_tok *t = &p->lextok[p->nlextok++];
+    t->off = p->lexbytes.len;
+    t->len = n;
+    t->pos = (int)CM_MIN(o->n, LEX_MAX_POS);
+    return cm_buf_add(&p->lexbytes, tok, (size_t)n) ? SQLITE_NOMEM : SQLITE_OK;
+}
+
+/* The order of PostgreSQL's lexemes (tsCompareString: bytes, then the
+ * shorter first), then position; ctx: the tokens' bytes. */
+static int tok_cmp(const void *a, const void *b, void *ctx)
+{
+    const struct pg_lex_tok *x = a, *y = b;
+    const char *bytes = ctx;
+    int c = memcmp(bytes + x->off, bytes + y->off, (size_t)CM_MIN(x->len, y->len));
+    if (!c) c = (x->len > y->len) - (x->len < y->len);
+    if (!c) c = (x->pos > y->pos) - (x->pos < y->pos);
+    return c;
+}
+
+/* The literal of the tokens: each lexeme once, in PostgreSQL's order, with
+ * its distinct positions ascending, at most 256 of them (the first: what
+ * tsvector_in keeps of a longer list), so the server parses each lexeme
+ * once and finds it sorted. */
+static cm_rc doc_literal(struct store_pg *p, buf *out)
+{
+    cm_rc rc = CM_OK;
+    if (p->nlextok > 1) qsort_r(p->lextok, p->nlextok, sizeof *p->lextok, tok_cmp, p->lexbytes.data);
+    for (size_t i = 0; i < p->nlextok && !rc;) {
+        const struct pg_lex_tok *t = &p->lextok[i];
+        const char *lex = p->lexbytes.data + t->off;
+        if (out->len) rc = cm_buf_addc(out, ' ');
+        if (!rc) rc = put_lexeme(out, lex, t->len) ? CM_ENOMEM : CM_OK;
+        int last = -1, kept = 0;
+        size_t j = i;
+        for (; !rc && j < p->nlextok; j++) {
+            const struct pg_lex_tok *u = &p->lextok[j];
+            if (u->len != t->len || memcmp(p->lexbytes.data + u->off, lex, (size_t)t->len)) break;
+            if (u->pos == last || kept == LEX_MAX_NPOS) continue;
+            rc = cm_buf_printf(out, "%c%d", kept ? ',' : ':', u->pos);
+            last = u->pos;
+            kept++;
+        }
+        i = j;
+    }
+    return rc;
 }
 
 cm_rc cm_store_pg_lex_doc(store *s, const char *text, size_t len, buf *out, int64_t *ntok)
 {
     struct store_pg *p = s->pg;
-    doc_out o = {out, 0};
+    doc_out o = {p, 0};
     cm_buf_reset(out);
+    cm_buf_reset(&p->lexbytes);
+    p->nlextok = 0;
     *ntok = 0;
     if (len > INT32_MAX) return CM_EINVAL;
     int r = p->lex_fn.xTokenize(p->lex_tok, &o, FTS5_TOKENIZE_DOCUMENT, text, (int)len, doc_token);
     *ntok = o.n;
-    return r == SQLITE_OK ? CM_OK : r == SQLITE_NOMEM ? CM_ENOMEM : CM_EIO;
+    if (r != SQLITE_OK) return r == SQLITE_NOMEM ? CM_ENOMEM : CM_EIO;
+    return doc_literal(p, out);
 }
 
 typedef struct query_out {
