@@ -35,8 +35,8 @@ static int model_turns(bool fresh, double *ms)
     cm_http_pool_drain();
     fake_server *fs = fake_start(8, base);
     llm_endpoint ep = {LLM_API_OPENAI, base, "sk-bench-0000000000", false, NULL, 10000, 10000};
-    llm_message msgs[] = {{LLM_USER, "hello", NULL, 0, NULL, NULL, false}};
-    llm_request rq = {"gpt-bench", "sys", msgs, 1, NULL, 0, 0, true, NULL, NULL, NULL, NULL};
+    llm_message msgs[] = {{.role = LLM_USER, .text = "hello"}};
+    llm_request rq = {.model = "gpt-bench", .system = "sys", .messages = msgs, .n = 1, .stream = true};
     int64_t t0 = cm_now_ms();
     int ok = 0;
     for (int i = 0; i < N; i++) {

@@ -72,7 +72,7 @@ static bool sink(http_fetch *f, const char *p, size_t n)
     return true;
 }
 
-static const llm_message msg = {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false};
+static const llm_message msg = {.role = LLM_USER, .text = "What is the dog called?"};
 
 /* One raw request, as the runner would send it. */
 static double raw_turn(fake_server *fs, const char *url, bool stream)
@@ -100,7 +100,7 @@ static double raw_turn(fake_server *fs, const char *url, bool stream)
 
 static double runner_turn(fake_server *fs, llm_runner *r, bool stream)
 {
-    llm_request rq = {NULL, NULL, &msg, 1, NULL, 0, 0, stream, NULL, NULL, NULL, NULL};
+    llm_request rq = {.messages = &msg, .n = 1, .stream = stream};
     llm_turn t = {NULL, false, NULL};
     llm_response out;
     llm_outcome oc;

@@ -246,7 +246,7 @@ TEST(gw_journal_short_write_cut_back_or_refused_until_healed)
     json_decref(pending);
     json_decref(seen);
     if (!j) return;
-    gw_journal_io io = {t_write, t_truncate};
+    gw_journal_io io = {t_write, t_truncate, NULL};
     cm_gw_journal_set_io(j, &io);
     uint64_t a = 0, x = 0;
     cm_rc r[6];
