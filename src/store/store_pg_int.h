@@ -1,9 +1,9 @@
 /*
  * store_pg_int.h — what the files of the PostgreSQL store share
- * (store_pg.c: libpq, the connection, transactions, file writes;
- * store_pg_meta.c: meta, file rows and status; store_pg_search.c: keyword
- * search; store_pg_vectors.c: vectors and the embedding cache). Not for
- * other callers: they use store_pg.h.
+ * (store_pg.c: libpq, the connection, transactions; store_pg_files.c: file
+ * writes; store_pg_meta.c: meta, file rows and status; store_pg_search.c:
+ * keyword search; store_pg_vectors.c: vectors and the embedding cache). Not
+ * for other callers: they use store_pg.h.
  */
 #ifndef CM_STORE_PG_INT_H
 #define CM_STORE_PG_INT_H
@@ -139,8 +139,13 @@ cm_rc cm_store_pg_w_end(store *s, bool own, cm_rc rc, char *err, size_t errlen);
 /* The number before the open transaction's next vector log entry (reads
  * the agent's log head at the first call of a transaction). */
 cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen);
+/* Maps a failed result (NULL: the connection's error) to cm_rc with a
+ * message naming the agent and what was being done (store_pg.c). */
+cm_rc cm_store_pg_fail(store *s, const PGresult *res, const char *what, char *err, size_t errlen);
+/* Whether r is a successful result (store_pg.c). */
+bool cm_store_pg_ok(const PGresult *r);
 /* Appends s[0..n) to b as the next element of a PostgreSQL array literal
- * (quoted, escaped; a comma before all but the first). */
+ * (quoted, escaped; a comma before all but the first; store_pg_files.c). */
 cm_rc cm_store_pg_array_elem(buf *b, const char *s, size_t n);
 
 #endif
