@@ -87,6 +87,8 @@ static void pq_load(void)
     PQ_SYM(getisnull, "PQgetisnull");
     PQ_SYM(getlength, "PQgetlength");
     PQ_SYM(set_notice_processor, "PQsetNoticeProcessor");
+    PQ_SYM(put_copy_data, "PQputCopyData");
+    PQ_SYM(put_copy_end, "PQputCopyEnd");
     cm_store_pg_lib.ok = ok;
 }
 
@@ -429,6 +431,7 @@ void cm_store_pg_close(store *s)
         cm_store_pg_lex_close(s);
         cm_buf_release(&s->pg->lexbuf);
         cm_buf_release(&s->pg->lexbytes);
+        cm_buf_release(&s->pg->copybuf);
         free(s->pg->lextok);
         free(s->pg->agent);
         cm_store_pg_meta_forget(s);
@@ -572,6 +575,7 @@ void cm_store_pg_rollback(store *s)
 {
     if (!s->pg || !s->pg->depth) return;
     cm_store_pg_drop_pending(s->pg); /* never sent: the transaction ends without them */
+    cm_store_pg_copy_abort(s);       /* an open COPY ends, failed */
     if (s->pg->inflight) { /* sent: its result read and dropped */
         char ignore0[8];
         cm_store_pg_collect_batch(s, ignore0, sizeof ignore0);

@@ -161,6 +161,149 @@ void cm_store_pg_drop_pending(struct store_pg *p)
     for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
         cm_buf_reset(&p->pend_files[k]);
     p->npend = 0;
+    cm_buf_reset(&p->copybuf);
+}
+
+/* ---- a rebuild's chunks by COPY --------------------------------------------- */
+
+/* A rebuild lexed here streams its chunks in COPY's binary form, one COPY
+ * open across its files: the server stores each row as it arrives while
+ * this process reads and lexes the next files, and parses no literal (the
+ * array and tsvector literals were most of its parsing, docs/BENCHMARKS.md).
+ * The rows take their ids in file order, as the batch inserts did. The
+ * files' rows wait in the pending arrays and are written when the COPY
+ * ends: at the next other statement, at commit, or after PG_COPY_FILES
+ * files. */
+static const char copy_chunks_sql[] =
+    "COPY clawmem_chunks(agent_id, path, source, start_line, end_line, hash, text, updated_at, "
+    "tsv, ntok) FROM STDIN (FORMAT binary)";
+#define PG_COPY_FILES  8192
+#define PG_COPY_FLUSH  (1u << 20) /* bytes handed to libpq at a time */
+#define PG_COPY_FIELDS 10
+
+static cm_rc put_be(buf *b, uint64_t v, int n)
+{
+    unsigned char o[8];
+    for (int i = 0; i < n; i++)
+        o[i] = (unsigned char)(v >> (8 * (n - 1 - i)));
+    return cm_buf_add(b, o, (size_t)n);
+}
+
+/* A field of text: its length, then its bytes without NUL (text holds
+ * none, the server refuses them). */
+static cm_rc put_text(buf *b, const char *t, size_t n)
+{
+    size_t nul = 0;
+    for (const char *c = memchr(t, 0, n); c; c = memchr(c + 1, 0, n - (size_t)(c + 1 - t)))
+        nul++;
+    if (n - nul > INT32_MAX) return CM_EINVAL;
+    cm_rc rc = put_be(b, n - nul, 4);
+    if (rc || !nul) return rc ? rc : cm_buf_add(b, t, n);
+    for (size_t i = 0; !rc && i < n; i++)
+        if (t[i]) rc = cm_buf_addc(b, t[i]);
+    return rc;
+}
+
+static cm_rc copy_send(store *s, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    if (!p->copybuf.len) return CM_OK;
+    if (cm_store_pg_lib.put_copy_data(p->conn, p->copybuf.data, (int)p->copybuf.len) != 1)
+        return cm_store_pg_fail(s, NULL, "copy chunks", err, errlen);
+    cm_buf_reset(&p->copybuf);
+    return CM_OK;
+}
+
+/* Opens the COPY (any batch in flight read first) with its header. */
+static cm_rc copy_begin(store *s, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    cm_rc rc = CM_OK;
+    if (p->inflight) CHECK(cm_store_pg_collect_batch(s, err, errlen));
+    p->round_trips++;
+    PGresult *r = cm_store_pg_lib.exec(p->conn, copy_chunks_sql);
+    if (!r || cm_store_pg_lib.result_status(r) != PGRES_COPY_IN) {
+        rc = cm_store_pg_fail(s, r, "copy chunks", err, errlen);
+        if (r) cm_store_pg_lib.clear(r);
+        goto out;
+    }
+    cm_store_pg_lib.clear(r);
+    p->copying = true;
+    cm_buf_reset(&p->copybuf);
+    CHECK(cm_buf_add(&p->copybuf, "PGCOPY\n\377\r\n", 11)); /* signature, with its NUL */
+    CHECK(put_be(&p->copybuf, 0, 4));                      /* flags */
+    CHECK(put_be(&p->copybuf, 0, 4));                      /* header extension */
+out:
+    return rc;
+}
+
+/* Ends the COPY: its last rows and trailer sent, its result read (a
+ * failure of any row is this call's). */
+static cm_rc copy_end(store *s, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    cm_rc rc = put_be(&p->copybuf, 0xffff, 2);
+    p->copying = false;
+    if (!rc) rc = copy_send(s, err, errlen);
+    if (cm_store_pg_lib.put_copy_end(p->conn, rc ? "failed" : NULL) != 1 && !rc)
+        rc = cm_store_pg_fail(s, NULL, "copy chunks", err, errlen);
+    PGresult *r;
+    while ((r = cm_store_pg_lib.get_result(p->conn)) != NULL) {
+        if (!rc && !cm_store_pg_ok(r)) rc = cm_store_pg_fail(s, r, "copy chunks", err, errlen);
+        cm_store_pg_lib.clear(r);
+    }
+    cm_buf_reset(&p->copybuf);
+    return rc;
+}
+
+void cm_store_pg_copy_abort(store *s)
+{
+    struct store_pg *p = s->pg;
+    if (!p || !p->copying) return;
+    p->copying = false;
+    cm_buf_reset(&p->copybuf);
+    cm_store_pg_lib.put_copy_end(p->conn, "rolled back");
+    PGresult *r;
+    while ((r = cm_store_pg_lib.get_result(p->conn)) != NULL)
+        cm_store_pg_lib.clear(r);
+}
+
+/* One chunk's row: the chunk and its file's columns, its tsvector lexed
+ * here; the agent's totals move by it (the server returns nothing). */
+static cm_rc copy_chunk(store *s, const char *path, const char *source, const chunk *c,
+                        int64_t now, char *err, size_t errlen)
+{
+    struct store_pg *p = s->pg;
+    buf *b = &p->copybuf;
+    cm_rc rc = CM_OK;
+    int64_t ntok = 0;
+    CHECK(put_be(b, PG_COPY_FIELDS, 2));
+    CHECK(put_text(b, p->agent, strlen(p->agent)));
+    CHECK(put_text(b, path, strlen(path)));
+    CHECK(put_text(b, source, strlen(source)));
+    CHECK(put_be(b, 4, 4));
+    CHECK(put_be(b, (uint32_t)c->start_line, 4));
+    CHECK(put_be(b, 4, 4));
+    CHECK(put_be(b, (uint32_t)c->end_line, 4));
+    CHECK(put_text(b, c->hash, SHA256_HEX_LEN));
+    CHECK(put_text(b, c->text, c->len));
+    CHECK(put_be(b, 8, 4));
+    CHECK(put_be(b, (uint64_t)(c->time_s ? c->time_s : now), 8));
+    CHECK(cm_store_keyword_text(s, &s->scratch, c->text, c->len));
+    size_t at = b->len; /* the tsvector's length, known after it */
+    CHECK(put_be(b, 0, 4));
+    CHECK(cm_store_pg_lex_doc_bin(s, s->scratch.data, s->scratch.len, b, &ntok));
+    size_t n = b->len - at - 4;
+    if (n > INT32_MAX || ntok > INT32_MAX) CHECK(CM_EINVAL);
+    for (int i = 0; i < 4; i++)
+        b->data[at + (size_t)i] = (char)(unsigned char)(n >> (8 * (3 - i)));
+    CHECK(put_be(b, 4, 4));
+    CHECK(put_be(b, (uint32_t)ntok, 4));
+    p->dchunks++;
+    p->dntok += ntok;
+    if (b->len >= PG_COPY_FLUSH) rc = copy_send(s, err, errlen);
+out:
+    return rc;
 }
 
 /* Reads the result of the batch in flight: its chunk and token totals
@@ -220,6 +363,7 @@ cm_rc cm_store_pg_flush_files(store *s, char *err, size_t errlen)
     cm_rc rc = CM_OK;
     size_t nfiles = p->npend;
     p->npend = 0; /* the statements below run through cm_store_pg_run */
+    if (p->copying) CHECK(copy_end(s, err, errlen)); /* the chunks first */
     if (!nfiles) return CM_OK;
     if (p->inflight) CHECK(cm_store_pg_collect_batch(s, err, errlen)); /* one statement at a time */
     for (size_t k = 0; k < ARRAY_LEN(p->pend_files); k++)
@@ -270,7 +414,11 @@ cm_rc cm_store_pg_file_replace(store *s, const char *path, const char *source, c
     p->npend++;
     int64_t now = (int64_t)time(NULL);
     size_t plen = strlen(path), slen = strlen(source);
-    for (size_t i = 0; i < chunks->n; i++) {
+    bool copy = p->fresh && p->lexer; /* a rebuild lexed here: by COPY */
+    if (copy && !p->copying && chunks->n) CHECK(copy_begin(s, err, errlen));
+    for (size_t i = 0; copy && i < chunks->n; i++)
+        CHECK(copy_chunk(s, path, source, &chunks->v[i], now, err, errlen));
+    for (size_t i = 0; !copy && i < chunks->n; i++) {
         const chunk *c = &chunks->v[i];
         if (!a[0].len)
             for (size_t k = 0; k < ARRAY_LEN(p->pend_chunks); k++)
@@ -301,7 +449,8 @@ cm_rc cm_store_pg_file_replace(store *s, const char *path, const char *source, c
     CHECK(array_int(&f[4], size));
     CHECK(problem ? cm_store_pg_array_elem(&f[5], problem, strlen(problem)) : array_null(&f[5]));
     /* a rebuild sends its files in batches; any other write at once */
-    if (!p->fresh || p->npend >= PG_BATCH_FILES || a[5].len >= PG_BATCH_BYTES)
+    if (!p->fresh || p->npend >= (copy ? PG_COPY_FILES : PG_BATCH_FILES) ||
+        a[5].len >= PG_BATCH_BYTES)
         CHECK(cm_store_pg_flush_files(s, err, errlen));
 out:
     if (rc) cm_store_pg_drop_pending(p);

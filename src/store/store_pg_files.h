@@ -16,5 +16,7 @@ cm_rc cm_store_pg_flush_files(store *s, char *err, size_t errlen);
 cm_rc cm_store_pg_collect_batch(store *s, char *err, size_t errlen);
 /* Forgets the pending files, never sent. */
 void cm_store_pg_drop_pending(struct store_pg *p);
+/* Ends an open COPY as failed (a rollback; nothing of it is kept). */
+void cm_store_pg_copy_abort(store *s);
 
 #endif

@@ -38,6 +38,8 @@ typedef struct store_pg_lib {
     int (*getisnull)(const PGresult *, int, int);
     int (*getlength)(const PGresult *, int, int);
     PQnoticeProcessor (*set_notice_processor)(PGconn *, PQnoticeProcessor, void *);
+    int (*put_copy_data)(PGconn *, const char *, int);
+    int (*put_copy_end)(PGconn *, const char *);
     bool ok;
 } store_pg_lib;
 extern store_pg_lib cm_store_pg_lib;
@@ -95,6 +97,11 @@ struct store_pg {
     uint64_t round_trips; /* statements sent (cm_store_pg_round_trips) */
     unsigned prepared; /* the statements of cm_store_pg_run_prepared this connection has */
     bool inflight;     /* a rebuild's batch sent, its result not read yet (store_pg.c) */
+    /* copying: a rebuild lexed here streams its chunks by COPY (binary) and
+     * the COPY is open; copybuf: its rows not handed to libpq yet
+     * (store_pg_files.c) */
+    bool copying;
+    buf copybuf;
 };
 
 /* A statement read the agent's data version v (see seen_version). */
@@ -115,6 +122,9 @@ void cm_store_pg_lex_close(store *s);
  * *ntok its token count (FTS5's document length). Needs
  * cm_store_pg_lex_open. */
 cm_rc cm_store_pg_lex_doc(store *s, const char *text, size_t len, buf *out, int64_t *ntok);
+/* cm_store_pg_lex_doc in tsvector's binary form (tsvectorrecv's input: a
+ * COPY field), appended to out. */
+cm_rc cm_store_pg_lex_doc_bin(store *s, const char *text, size_t len, buf *out, int64_t *ntok);
 /* Appends a phrase's tsquery operand, in parentheses: its tokens joined by
  * <->, the last one a prefix when prefix. Needs cm_store_pg_lex_open. */
 cm_rc cm_store_pg_lex_query(store *s, const char *phrase, size_t len, bool prefix, buf *out);

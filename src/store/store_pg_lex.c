@@ -124,39 +124,72 @@ static int tok_cmp(const void *a, const void *b, void *ctx)
     return c;
 }
 
-/* The literal of the tokens: each lexeme once, in PostgreSQL's order, with
+/* Appends v as n big-endian bytes (PostgreSQL's binary forms). */
+static cm_rc put_be(buf *b, uint64_t v, int n)
+{
+    unsigned char o[8];
+    for (int i = 0; i < n; i++)
+        o[i] = (unsigned char)(v >> (8 * (n - 1 - i)));
+    return cm_buf_add(b, o, (size_t)n);
+}
+
+/* Writes v big-endian into n bytes at b->data + at (a count known later). */
+static void patch_be(buf *b, size_t at, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        b->data[at + (size_t)i] = (char)(unsigned char)(v >> (8 * (n - 1 - i)));
+}
+
+/* The tokens as a tsvector: each lexeme once, in PostgreSQL's order, with
  * its distinct positions ascending, at most 256 of them (the first: what
- * tsvector_in keeps of a longer list), so the server parses each lexeme
- * once and finds it sorted. */
-static cm_rc doc_literal(struct store_pg *p, buf *out)
+ * tsvector_in keeps of a longer list), so the server finds it sorted. bin:
+ * tsvector's binary form (tsvectorrecv: the lexeme count as int32, then
+ * each lexeme NUL-terminated, its position count as int16 and each
+ * position as int16, weight D), else its text literal. */
+static cm_rc doc_literal(struct store_pg *p, buf *out, bool bin)
 {
     cm_rc rc = CM_OK;
+    uint32_t nlex = 0;
+    size_t base = out->len;
     if (p->nlextok > 1) qsort_r(p->lextok, p->nlextok, sizeof *p->lextok, tok_cmp, p->lexbytes.data);
+    if (bin) rc = put_be(out, 0, 4);
     for (size_t i = 0; i < p->nlextok && !rc;) {
         const struct pg_lex_tok *t = &p->lextok[i];
         const char *lex = p->lexbytes.data + t->off;
-        if (out->len) rc = cm_buf_addc(out, ' ');
-        if (!rc) rc = put_lexeme(out, lex, t->len) ? CM_ENOMEM : CM_OK;
+        size_t npos_at = 0;
+        if (bin) {
+            rc = cm_buf_add(out, lex, (size_t)t->len);
+            if (!rc) rc = cm_buf_addc(out, '\0');
+            npos_at = out->len;
+            if (!rc) rc = put_be(out, 0, 2);
+        } else {
+            if (out->len) rc = cm_buf_addc(out, ' ');
+            if (!rc) rc = put_lexeme(out, lex, t->len) ? CM_ENOMEM : CM_OK;
+        }
         int last = -1, kept = 0;
         size_t j = i;
         for (; !rc && j < p->nlextok; j++) {
             const struct pg_lex_tok *u = &p->lextok[j];
             if (u->len != t->len || memcmp(p->lexbytes.data + u->off, lex, (size_t)t->len)) break;
             if (u->pos == last || kept == LEX_MAX_NPOS) continue;
-            rc = cm_buf_printf(out, "%c%d", kept ? ',' : ':', u->pos);
+            rc = bin ? put_be(out, (uint64_t)u->pos, 2)
+                     : cm_buf_printf(out, "%c%d", kept ? ',' : ':', u->pos);
             last = u->pos;
             kept++;
         }
+        if (!rc && bin) patch_be(out, npos_at, (uint64_t)kept, 2);
+        nlex++;
         i = j;
     }
+    if (!rc && bin) patch_be(out, base, nlex, 4);
     return rc;
 }
 
-cm_rc cm_store_pg_lex_doc(store *s, const char *text, size_t len, buf *out, int64_t *ntok)
+/* The chunk's tokens into lextok and lexbytes; *ntok their count. */
+static cm_rc doc_tokens(store *s, const char *text, size_t len, int64_t *ntok)
 {
     struct store_pg *p = s->pg;
     doc_out o = {p, 0};
-    cm_buf_reset(out);
     cm_buf_reset(&p->lexbytes);
     p->nlextok = 0;
     *ntok = 0;
@@ -164,7 +197,20 @@ cm_rc cm_store_pg_lex_doc(store *s, const char *text, size_t len, buf *out, int6
     int r = p->lex_fn.xTokenize(p->lex_tok, &o, FTS5_TOKENIZE_DOCUMENT, text, (int)len, doc_token);
     *ntok = o.n;
     if (r != SQLITE_OK) return r == SQLITE_NOMEM ? CM_ENOMEM : CM_EIO;
-    return doc_literal(p, out);
+    return CM_OK;
+}
+
+cm_rc cm_store_pg_lex_doc(store *s, const char *text, size_t len, buf *out, int64_t *ntok)
+{
+    cm_buf_reset(out);
+    cm_rc rc = doc_tokens(s, text, len, ntok);
+    return rc ? rc : doc_literal(s->pg, out, false);
+}
+
+cm_rc cm_store_pg_lex_doc_bin(store *s, const char *text, size_t len, buf *out, int64_t *ntok)
+{
+    cm_rc rc = doc_tokens(s, text, len, ntok);
+    return rc ? rc : doc_literal(s->pg, out, true);
 }
 
 typedef struct query_out {
