@@ -13,6 +13,7 @@
  *                   the passes, with each pass's p50 ratio
  * Usage: bench_pair WS_A STATE_A CHANGED_A WS_B STATE_B CHANGED_B QUERIES
  *   CLAWMEM_BENCH_ROUNDS (3), CLAWMEM_BENCH_PASSES (3)
+ *   CLAWMEM_BENCH_QLOG=FILE  each timed search as a line "PASS<TAB>MS_A<TAB>MS_B<TAB>QUERY"
  * Prints one JSON object: "a" and "b" (each engine's figures) and "ratio" (b / a).
  */
 #include <stdbool.h>
@@ -203,18 +204,26 @@ int main(int argc, char **argv)
         }
     for (int k = 0; k < 2; k++)
         if (!(sd[k].lat = malloc(nq * sizeof *sd[k].lat))) goto out;
+    const char *qlog_path = getenv("CLAWMEM_BENCH_QLOG");
+    FILE *qlog = qlog_path && *qlog_path ? fopen(qlog_path, "w") : NULL;
     for (int p = 0; p < passes; p++) {
-        for (size_t q = 0; q < nq; q++)
+        for (size_t q = 0; q < nq; q++) {
             for (int i = 0; i < 2; i++) {
                 side *s = &sd[(p + q + (size_t)i) % 2];
-                if (search_timed(s, qs[q], &s->lat[q], p == 0)) goto out;
+                if (search_timed(s, qs[q], &s->lat[q], p == 0)) {
+                    if (qlog) fclose(qlog);
+                    goto out;
+                }
             }
+            if (qlog) fprintf(qlog, "%d\t%.3f\t%.3f\t%s\n", p, sd[0].lat[q], sd[1].lat[q], qs[q]);
+        }
         for (int k = 0; k < 2; k++) {
             sd[k].p50[p] = pct(sd[k].lat, nq, 0.50);
             sd[k].p95[p] = pct(sd[k].lat, nq, 0.95);
             sd[k].p99[p] = pct(sd[k].lat, nq, 0.99);
         }
     }
+    if (qlog) fclose(qlog);
     printf("{\"queries\":%zu,\"rounds\":%d,\"passes\":%d,\"a\":", nq, rounds, passes);
     print_side(&sd[0], rounds, passes);
     printf(",\"b\":");
