@@ -175,3 +175,35 @@ TEST(pgcopy_rolled_back_rebuild_leaves_the_agent)
     cm_store_close(&s);
     copy_drop("copy-r");
 }
+
+/* A rebuild of many chunks analyzes the chunks' size and agent_id, not the
+ * keyword text (whose statistics no search plan uses, and which took most
+ * of a second of a tldr rebuild). Autovacuum is held off the table while
+ * the statistics are looked at. */
+TEST(pgcopy_rebuild_analyzes_without_the_keyword_text)
+{
+    if (!copy_dsn()) SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");
+    store s;
+    char err[256], v[256];
+    copy_drop("copy-s");
+    EXPECT(copy_psql("ALTER TABLE clawmem_chunks SET (autovacuum_enabled = false); DELETE FROM "
+                     "pg_statistic WHERE starelid = 'clawmem_chunks'::regclass; SELECT 1",
+                     v, sizeof v));
+    EXPECT_INT(cm_store_open_pg(&s, copy_dsn(), "copy-s", "porter", STORE_CREATE, 5000, err,
+                                sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_pg_rebuild_begin(&s, "porter", err, sizeof err), CM_OK);
+    for (int i = 0; i < COPY_NF; i++)
+        EXPECT_INT(copy_file(&s, i, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+    cm_store_close(&s);
+    EXPECT(copy_psql("SELECT count(*) FILTER (WHERE attname = 'agent_id') || ':' || count(*) "
+                     "FILTER (WHERE attname = 'tsv') || ':' || (SELECT reltuples >= 1100 FROM "
+                     "pg_class WHERE oid = 'clawmem_chunks'::regclass) FROM pg_stats WHERE "
+                     "tablename = 'clawmem_chunks'",
+                     v, sizeof v));
+    EXPECT_STR(v, "1:0:true");
+    EXPECT(copy_psql("ALTER TABLE clawmem_chunks RESET (autovacuum_enabled); SELECT 1", v,
+                     sizeof v));
+    copy_drop("copy-s");
+}

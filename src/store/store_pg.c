@@ -520,10 +520,15 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
      * at autovacuum's next round, or a search planned before then (its plan
      * kept for the connection) would read all the agent's chunks instead of
      * the keyword index's matches. Best effort (a role that does not own
-     * the table gets a warning). */
+     * the table gets a warning). The table's size and agent_id only: the
+     * search's generic plan estimates its match without statistics (a
+     * parameter), and the keyword text's (every lexeme of 30,000 sampled
+     * rows counted) made this statement most of a second of a tldr rebuild
+     * (docs/BENCHMARKS.md); autovacuum's next round computes them all. */
     if (!rc && rebuilt && p->dchunks >= PG_ANALYZE_CHUNKS) {
         char ignore[8];
-        cm_store_pg_run(s, "ANALYZE clawmem_chunks", 0, NULL, "", NULL, ignore, sizeof ignore);
+        cm_store_pg_run(s, "ANALYZE clawmem_chunks(agent_id)", 0, NULL, "", NULL, ignore,
+                        sizeof ignore);
     }
     /* The keyword index takes new entries into its pending list (GIN's
      * fastupdate), which every search then reads whole until autovacuum's
