@@ -46,8 +46,8 @@ enum { COPY_NF = 1100 };
 static char *copy_text(int i, size_t *len)
 {
     buf b = BUF_INIT;
-    static const char *const words[] = {"heron", "lake's", "north\\tide", "stone", "Ämber",
-                                        "naïve"};
+    static const char *const words[] = {"heron", "lake's", "north\\tide",
+                                        "stone", "Ämber",  "naïve"};
     cm_rc rc = cm_buf_printf(&b, "note %d about the %s and \"the\" %s\nword%d café\n", i,
                              words[i % 6], words[(i / 6) % 6], i);
     for (int k = 0; !rc && i == 3 && k < 300; k++)
@@ -69,7 +69,8 @@ static cm_rc copy_file(store *s, int i, char *err, size_t errlen)
     chunk_list l = {0};
     /* files 3 and 4 one chunk each: its positions past 256 and 16383 */
     cm_rc rc = cm_chunk_text(t, len, i == 3 || i == 4 ? 40000 : 400, 80, &l);
-    if (!rc) rc = cm_store_file_replace(s, path, "memory", "h", 1, (int64_t)len, NULL, &l, err, errlen);
+    if (!rc)
+        rc = cm_store_file_replace(s, path, "memory", "h", 1, (int64_t)len, NULL, &l, err, errlen);
     cm_chunk_list_release(&l);
     free(t);
     return rc;
@@ -86,9 +87,9 @@ TEST(pgcopy_rebuild_stores_what_the_statements_store)
     char err[256];
     copy_drop("copy-a");
     copy_drop("copy-b");
-    EXPECT_INT(cm_store_open_pg(&s, copy_dsn(), "copy-a", "porter", STORE_CREATE, 5000, err,
-                                sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        cm_store_open_pg(&s, copy_dsn(), "copy-a", "porter", STORE_CREATE, 5000, err, sizeof err),
+        CM_OK);
     EXPECT_INT(cm_store_pg_rebuild_begin(&s, "porter", err, sizeof err), CM_OK);
     uint64_t before = cm_store_pg_round_trips(&s);
     for (int i = 0; i < COPY_NF; i++)
@@ -97,9 +98,9 @@ TEST(pgcopy_rebuild_stores_what_the_statements_store)
     EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     cm_store_close(&s);
 
-    EXPECT_INT(cm_store_open_pg(&s, copy_dsn(), "copy-b", "porter", STORE_CREATE, 5000, err,
-                                sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        cm_store_open_pg(&s, copy_dsn(), "copy-b", "porter", STORE_CREATE, 5000, err, sizeof err),
+        CM_OK);
     EXPECT_INT(cm_store_pg_rebuild_begin(&s, "porter", err, sizeof err), CM_OK);
     EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
     EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
@@ -155,9 +156,9 @@ TEST(pgcopy_rolled_back_rebuild_leaves_the_agent)
     store s;
     char err[256];
     copy_drop("copy-r");
-    EXPECT_INT(cm_store_open_pg(&s, copy_dsn(), "copy-r", "porter", STORE_CREATE, 5000, err,
-                                sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        cm_store_open_pg(&s, copy_dsn(), "copy-r", "porter", STORE_CREATE, 5000, err, sizeof err),
+        CM_OK);
     EXPECT_INT(cm_store_pg_rebuild_begin(&s, "porter", err, sizeof err), CM_OK);
     for (int i = 0; i < 3; i++)
         EXPECT_INT(copy_file(&s, i, err, sizeof err), CM_OK);
@@ -189,9 +190,9 @@ TEST(pgcopy_rebuild_analyzes_without_the_keyword_text)
     EXPECT(copy_psql("ALTER TABLE clawmem_chunks SET (autovacuum_enabled = false); DELETE FROM "
                      "pg_statistic WHERE starelid = 'clawmem_chunks'::regclass; SELECT 1",
                      v, sizeof v));
-    EXPECT_INT(cm_store_open_pg(&s, copy_dsn(), "copy-s", "porter", STORE_CREATE, 5000, err,
-                                sizeof err),
-               CM_OK);
+    EXPECT_INT(
+        cm_store_open_pg(&s, copy_dsn(), "copy-s", "porter", STORE_CREATE, 5000, err, sizeof err),
+        CM_OK);
     EXPECT_INT(cm_store_pg_rebuild_begin(&s, "porter", err, sizeof err), CM_OK);
     for (int i = 0; i < COPY_NF; i++)
         EXPECT_INT(copy_file(&s, i, err, sizeof err), CM_OK);
@@ -203,7 +204,7 @@ TEST(pgcopy_rebuild_analyzes_without_the_keyword_text)
                      "tablename = 'clawmem_chunks'",
                      v, sizeof v));
     EXPECT_STR(v, "1:0:true");
-    EXPECT(copy_psql("ALTER TABLE clawmem_chunks RESET (autovacuum_enabled); SELECT 1", v,
-                     sizeof v));
+    EXPECT(
+        copy_psql("ALTER TABLE clawmem_chunks RESET (autovacuum_enabled); SELECT 1", v, sizeof v));
     copy_drop("copy-s");
 }

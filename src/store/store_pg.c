@@ -199,7 +199,8 @@ cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const c
                                const char *what, PGresult **res, char *err, size_t errlen)
 {
     s->pg->version_fresh = false;
-    cm_rc frc = s->pg->npend ? cm_store_pg_flush_files(s, err, errlen) : CM_OK;
+    bool pend = s->pg->npend || s->pg->copying;
+    cm_rc frc = pend ? cm_store_pg_flush_files(s, err, errlen) : CM_OK;
     if (!frc && s->pg->inflight) frc = cm_store_pg_collect_batch(s, err, errlen);
     if (frc) return frc;
     PGresult *r = NULL;
@@ -247,7 +248,8 @@ cm_rc cm_store_pg_run_bin(store *s, const char *sql, int n, const char *const *v
                           int bin, const char *what, PGresult **res, char *err, size_t errlen)
 {
     s->pg->version_fresh = false;
-    cm_rc frc = s->pg->npend ? cm_store_pg_flush_files(s, err, errlen) : CM_OK;
+    bool pend = s->pg->npend || s->pg->copying;
+    cm_rc frc = pend ? cm_store_pg_flush_files(s, err, errlen) : CM_OK;
     if (!frc && s->pg->inflight) frc = cm_store_pg_collect_batch(s, err, errlen);
     if (frc) return frc;
     PGresult *r = exec_sql(s, sql, n, v, lens, bin);
@@ -478,7 +480,7 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     bool rebuilt = p->fresh;
     p->fresh = false;
     /* the last batch, before the totals are read */
-    cm_rc rc = p->npend ? cm_store_pg_flush_files(s, err, errlen) : CM_OK;
+    cm_rc rc = p->npend || p->copying ? cm_store_pg_flush_files(s, err, errlen) : CM_OK;
     if (!rc && p->inflight) rc = cm_store_pg_collect_batch(s, err, errlen);
     if (rc) {
         cm_store_pg_rollback(s);

@@ -270,8 +270,8 @@ void cm_store_pg_copy_abort(store *s)
 
 /* One chunk's row: the chunk and its file's columns, its tsvector lexed
  * here; the agent's totals move by it (the server returns nothing). */
-static cm_rc copy_chunk(store *s, const char *path, const char *source, const chunk *c,
-                        int64_t now, char *err, size_t errlen)
+static cm_rc copy_chunk(store *s, const char *path, const char *source, const chunk *c, int64_t now,
+                        char *err, size_t errlen)
 {
     struct store_pg *p = s->pg;
     buf *b = &p->copybuf;
