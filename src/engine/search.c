@@ -3,8 +3,7 @@
  * FTS index, vector hits from the in-memory vector index (kept fresh from the
  * vector log), merged and ranked, and shaped into the tool's payload.
  */
-#include <math.h>
-
+#include "../search/irregular.h"
 #include "../search/passage.h"
 #include "../search/query.h"
 #include "../search/rank.h"
@@ -35,6 +34,12 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
 #define VARIANT_MORPH_WEIGHT  0.5
 #define VARIANT_MORPH_MIN_COS 0.5
 #define VARIANT_AMONG         100000
+
+/* A keyword that is a form of an irregular verb (irregular.h) gains its
+ * other forms at IRREGULAR_WEIGHT, as a family does: "win" finds "won".
+ * 0.3-0.5 did best on LoCoMo, SciFact the same (docs/QUALITY.md, issue 30,
+ * round 5); with or without the static model. */
+#define IRREGULAR_WEIGHT 0.5
 
 /* The weak-result fallback's nearest words (search.c's cm_builtin_search). */
 #define FALLBACK_NEIGHBOURS       3
@@ -105,13 +110,34 @@ static const static_model *query_model(cm_engine *e)
     return e->qm_state > 0 ? &e->qm : NULL;
 }
 
-/* query_variants_fn over the static model: its variants less those the
- * stemmers already equate with the keyword, and stop words. */
+/* Appends to out[0..n) (at most cap) the other forms of an irregular
+ * verb kw, less stop words and forms already there; the new n. */
+static size_t irregular_variants(const char *kw, size_t len, query_variant *out, size_t n,
+                                 size_t cap)
+{
+    const char *f[3];
+    size_t nf = cm_irregular_forms(kw, len, f, 3);
+    for (size_t i = 0; i < nf && n < cap; i++) {
+        size_t lf = strlen(f[i]);
+        bool dup = cm_stopword_is(f[i], lf) || lf >= sizeof out[n].text;
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = strcmp(out[j].text, f[i]) == 0;
+        if (dup) continue;
+        memcpy(out[n].text, f[i], lf + 1);
+        out[n++].weight = IRREGULAR_WEIGHT;
+    }
+    return n;
+}
+
+/* query_variants_fn: the static model's variants (when it is installed)
+ * less those the stemmers already equate with the keyword, and stop words;
+ * then an irregular verb's other forms. */
 static size_t model_variants(void *ctx, const char *kw, size_t len, query_variant *out, size_t cap)
 {
     variant_ctx *x = ctx;
     static_variant v[QUERY_MAX_VARIANTS];
-    size_t nv = cm_static_model_variants(x->m, kw, len, &x->o, v, QUERY_MAX_VARIANTS), n = 0;
+    size_t nv = x->m ? cm_static_model_variants(x->m, kw, len, &x->o, v, QUERY_MAX_VARIANTS) : 0,
+           n = 0;
     if (nv && x->porter) nv = porter_unique(x->porter, kw, len, v, nv);
     char a[64], b[64];
     size_t la = len < sizeof a ? len : sizeof a - 1;
@@ -126,7 +152,7 @@ static size_t model_variants(void *ctx, const char *kw, size_t len, query_varian
         memcpy(out[n].text, v[i].text, strlen(v[i].text) + 1);
         out[n++].weight = v[i].morph ? x->w_morph : x->w_near;
     }
-    return n;
+    return irregular_variants(kw, len, out, n, cap);
 }
 
 /* The fallback's weights: no coverage penalty (fts_rank.h's "c0"), so a
@@ -166,8 +192,11 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
         vc.o.min_cos = (float)FALLBACK_NEIGHBOUR_COS;
         vc.o.among = FALLBACK_AMONG;
     }
-    bool bridge = !e->st.trigram && !e->st.pg && (vc.m = query_model(e));
-    if (bridge && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
+    /* variants (the model's families, irregular verbs): not with trigram,
+     * nor the PostgreSQL store */
+    bool bridge = !e->st.trigram && !e->st.pg;
+    if (bridge) vc.m = query_model(e);
+    if (vc.m && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
         vc.porter = cm_fts_api(e->st.db);
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
                     false, !e->st.trigram && !e->st.pg};
@@ -235,150 +264,6 @@ static void keyword_scores(const cm_engine *e, const fts_hits *hits, const char 
     if (e->st.trigram || cm_rank_passage_groups(match, weights, &t) < 2) return;
     for (size_t i = 0; i < hits->n && i < PASSAGE_TOP; i++)
         s[i] += PASSAGE_BETA * cm_rank_passage_best(hits->v[i].text, &t, PASSAGE_SENTENCE_OVER);
-}
-
-
-/* EXPERIMENT (round 5, removed after): a second ranker over the pool. */
-static double r5_env(const char *k, double d)
-{
-    const char *v = getenv(k);
-    return v && *v ? strtod(v, NULL) : d;
-}
-
-typedef struct r5_ix {
-    double key;
-    size_t i;
-} r5_ix;
-
-static int r5_by_key(const void *a, const void *b)
-{
-    const r5_ix *x = a, *y = b;
-    if (x->key != y->key) return x->key > y->key ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-static void r5_second(const fts_hits *hits, const char *match, const char *weights, double *bm)
-{
-    const char *kind = getenv("R5_RANKER");
-    if (!kind || !*kind || !hits->n) return;
-    passage_terms t;
-    size_t G = cm_rank_passage_groups(match, weights, &t);
-    if (G < (size_t)r5_env("R5_MING", 2)) return;
-    size_t n = hits->n;
-    unsigned(*cnt)[PASSAGE_MAX_TERMS] = calloc(n, sizeof *cnt);
-    size_t *len = calloc(n, sizeof *len);
-    double *s2 = calloc(n, sizeof *s2);
-    unsigned(*pos)[64] = malloc(PASSAGE_MAX_TERMS * sizeof *pos);
-    unsigned npos[PASSAGE_MAX_TERMS];
-    r5_ix *ix = calloc(n, sizeof *ix), *iy = calloc(n, sizeof *iy);
-    double *sorted = calloc(n, sizeof *sorted);
-    if (!cnt || !len || !s2 || !pos || !ix || !iy || !sorted) goto out;
-    double cf[PASSAGE_MAX_TERMS] = {0}, df[PASSAGE_MAX_TERMS] = {0}, total = 0;
-    bool prox = !strcmp(kind, "prox");
-    for (size_t i = 0; i < n; i++) {
-        len[i] = cm_rank_passage_counts(hits->v[i].text, &t, cnt[i], prox ? pos : NULL,
-                                        prox ? npos : NULL);
-        total += (double)len[i];
-        for (size_t g = 0; g < G; g++) {
-            cf[g] += cnt[i][g];
-            df[g] += cnt[i][g] > 0;
-        }
-        if (prox) { /* pairs of groups: their closest occurrences */
-            double p = 0;
-            size_t pairs = 0;
-            double scale = r5_env("R5_SPAN", 5);
-            for (size_t a = 0; a < G; a++)
-                for (size_t b = a + 1; b < G; b++) {
-                    pairs++;
-                    if (!npos[a] || !npos[b]) continue;
-                    unsigned best = ~0u;
-                    for (unsigned x = 0; x < npos[a]; x++)
-                        for (unsigned y = 0; y < npos[b]; y++) {
-                            unsigned d = pos[a][x] > pos[b][y] ? pos[a][x] - pos[b][y]
-                                                               : pos[b][y] - pos[a][x];
-                            if (d < best) best = d;
-                        }
-                    p += 1.0 / (1.0 + (double)best / scale);
-                }
-            s2[i] = pairs ? p / (double)pairs : 0;
-        }
-    }
-    double avg = total / (double)n, N = (double)n;
-    if (!strcmp(kind, "ql")) {
-        double mu = r5_env("R5_MU", avg);
-        for (size_t i = 0; i < n; i++) {
-            double s = 0;
-            for (size_t g = 0; g < G; g++) {
-                double pc = (cf[g] + 0.5) / (total + 1.0);
-                s += log((cnt[i][g] + mu * pc) / ((double)len[i] + mu));
-            }
-            s2[i] = s;
-        }
-    } else if (!strcmp(kind, "bm")) {
-        double k1 = r5_env("R5_K1", 0.5), b = r5_env("R5_B", 0.75);
-        for (size_t i = 0; i < n; i++) {
-            double s = 0;
-            for (size_t g = 0; g < G; g++) {
-                if (!cnt[i][g]) continue;
-                double idf = log(1 + (N - df[g] + 0.5) / (df[g] + 0.5));
-                double tf = cnt[i][g];
-                s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * (double)len[i] / avg));
-            }
-            s2[i] = s;
-        }
-    } else if (!strcmp(kind, "nbr")) { /* groups an adjacent hit adds */
-        size_t gap = (size_t)r5_env("R5_GAP", 2);
-        for (size_t i = 0; i < n; i++) {
-            uint64_t own = 0, uni = 0;
-            for (size_t g = 0; g < G; g++)
-                if (cnt[i][g]) own |= 1ull << g;
-            uni = own;
-            for (size_t j = 0; j < n; j++) {
-                if (j == i || strcmp(hits->v[i].path, hits->v[j].path)) continue;
-                const fts_hit *a = &hits->v[i], *c = &hits->v[j];
-                if ((size_t)c->start_line > (size_t)a->end_line + gap ||
-                    (size_t)c->end_line + gap < (size_t)a->start_line)
-                    continue;
-                for (size_t g = 0; g < G; g++)
-                    if (cnt[j][g]) uni |= 1ull << g;
-            }
-            s2[i] = (double)(__builtin_popcountll(uni) - __builtin_popcountll(own)) / (double)G;
-        }
-    }
-    double w = r5_env("R5_W", 0.5);
-    if (getenv("R5_FUSE") && !strcmp(getenv("R5_FUSE"), "rrf")) {
-        double k = r5_env("R5_K", 60);
-        for (size_t i = 0; i < n; i++) {
-            ix[i] = (r5_ix){bm[i], i};
-            iy[i] = (r5_ix){s2[i], i};
-        }
-        qsort(ix, n, sizeof *ix, r5_by_key);
-        qsort(iy, n, sizeof *iy, r5_by_key);
-        double *f = sorted; /* fused score by hit */
-        for (size_t r = 0; r < n; r++) f[ix[r].i] = 1.0 / (k + (double)r + 1);
-        for (size_t r = 0; r < n; r++) f[iy[r].i] += w / (k + (double)r + 1);
-        double *vals = calloc(n, sizeof *vals);
-        if (!vals) goto out;
-        for (size_t r = 0; r < n; r++) vals[r] = ix[r].key; /* the scores, best first */
-        for (size_t i = 0; i < n; i++) iy[i] = (r5_ix){f[i], i};
-        qsort(iy, n, sizeof *iy, r5_by_key);
-        for (size_t r = 0; r < n; r++) bm[iy[r].i] = vals[r]; /* same scores, fused order */
-        free(vals);
-    } else {
-        double lo = INFINITY, hi = -INFINITY;
-        for (size_t i = 0; i < n; i++) lo = fmin(lo, s2[i]), hi = fmax(hi, s2[i]);
-        bool raw = getenv("R5_RAW") != NULL;
-        for (size_t i = 0; i < n; i++)
-            bm[i] += w * (raw ? s2[i] : hi > lo ? (s2[i] - lo) / (hi - lo) : 0);
-    }
-out:
-    free(cnt);
-    free(len);
-    free(s2);
-    free(pos);
-    free(ix);
-    free(iy);
-    free(sorted);
 }
 
 /* Dates in the question (when.h): daily notes and session chunks of the
@@ -631,7 +516,6 @@ static cm_rc ranked(cm_engine *e, const search_pass *p, search_hit **out, size_t
         for (size_t i = 0; i < hits.n && i < ASK_TOP; i++)
             if (cm_when_mentions(hits.v[i].text, strlen(hits.v[i].text))) bm[i] += ASK_BONUS;
     }
-    if (!e->st.trigram) r5_second(&hits, match.data, weights.data, bm);
     for (size_t i = 0; i < hits.n; i++) {
         fts_hit *h = &hits.v[i];
         v[i] = (search_hit){h->id,       h->path, h->source, h->text, h->start_line, h->end_line,

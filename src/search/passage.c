@@ -182,34 +182,3 @@ double cm_rank_passage_best(const char *text, const passage_terms *t, size_t sen
     }
     return (double)best / (double)t->ngroups;
 }
-
-/* EXPERIMENT (round 5): per-group term counts of text and its word count;
- * pos[g] (when not NULL) holds up to 64 word positions of group g. */
-size_t cm_rank_passage_counts(const char *text, const passage_terms *t, unsigned *count,
-                              unsigned (*pos)[64], unsigned *npos)
-{
-    size_t n = text ? strlen(text) : 0, i = 0, words = 0;
-    for (size_t g = 0; g < t->ngroups; g++) {
-        count[g] = 0;
-        if (npos) npos[g] = 0;
-    }
-    while (i < n) {
-        int32_t cp = 0;
-        size_t l = 1;
-        if (word_at(text, i, n, &l, &cp)) {
-            size_t s = i;
-            while (i < n && word_at(text, i, n, &l, &cp))
-                i += l;
-            uint64_t m = word_terms(text + s, i - s, t);
-            for (size_t g = 0; m && g < t->ngroups; g++)
-                if (m & (1ull << g)) {
-                    count[g]++;
-                    if (npos && npos[g] < 64) pos[g][npos[g]++] = (unsigned)words;
-                }
-            words++;
-            continue;
-        }
-        i += l;
-    }
-    return words;
-}

@@ -48,7 +48,4 @@ size_t cm_rank_passage_stem(char *w, size_t n);
  * (ended by '.', '?' or '!' before a space or the line's end). */
 double cm_rank_passage_best(const char *text, const passage_terms *t, size_t sentence_over);
 
-size_t cm_rank_passage_counts(const char *text, const passage_terms *t, unsigned *count,
-                              unsigned (*pos)[64], unsigned *npos);
-
 #endif
