@@ -1,7 +1,7 @@
 /*
  * irregular.c — the table of irregular.h: one row a verb, base form first,
  * then its simple past and past participle (NULL when it is the past, or
- * when the form is mostly another word). A linear scan: ~90 rows, a few
+ * when the form is mostly another word). A linear scan: 84 rows, a few
  * hundred short comparisons a keyword.
  */
 #include "irregular.h"
