@@ -92,7 +92,7 @@ for (const [ci, c] of data.entries()) {
       if (process.env.EVAL_DUMP && v === variants[0])
         dump.push({ c: ci, q: q.question, cat: q.category, ev: ev.map((e) => where[e]),
           r5: ev.filter((e) => res.slice(0, 5).some((r) => inside(r, e))).length / ev.length,
-          top: res.slice(0, 5).map((r) => [r.path, r.startLine, r.endLine]) });
+          top: res.slice(0, 10).map((r) => [r.path, r.startLine, r.endLine]) });
       for (const cat of ["all", `cat${q.category}`]) {
         cnt[cat] = (cnt[cat] ?? 0) + 1 / variants.length;
         for (let k = 1; k <= KMAX; k++)

@@ -3,6 +3,7 @@
  * FTS index, vector hits from the in-memory vector index (kept fresh from the
  * vector log), merged and ranked, and shaped into the tool's payload.
  */
+#include "../search/irregular.h"
 #include "../search/passage.h"
 #include "../search/query.h"
 #include "../search/rank.h"
@@ -33,6 +34,12 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
 #define VARIANT_MORPH_WEIGHT  0.5
 #define VARIANT_MORPH_MIN_COS 0.5
 #define VARIANT_AMONG         100000
+
+/* A keyword that is a form of an irregular verb (irregular.h) gains its
+ * other forms at IRREGULAR_WEIGHT, as a family does: "win" finds "won".
+ * 0.3-0.5 did best on LoCoMo, SciFact the same (docs/QUALITY.md, issue 30,
+ * round 5); with or without the static model. */
+#define IRREGULAR_WEIGHT 0.5
 
 /* The weak-result fallback's nearest words (search.c's cm_builtin_search). */
 #define FALLBACK_NEIGHBOURS       3
@@ -103,13 +110,34 @@ static const static_model *query_model(cm_engine *e)
     return e->qm_state > 0 ? &e->qm : NULL;
 }
 
-/* query_variants_fn over the static model: its variants less those the
- * stemmers already equate with the keyword, and stop words. */
+/* Appends to out[0..n) (at most cap) the other forms of an irregular
+ * verb kw, less stop words and forms already there; the new n. */
+static size_t irregular_variants(const char *kw, size_t len, query_variant *out, size_t n,
+                                 size_t cap)
+{
+    const char *f[3];
+    size_t nf = cm_irregular_forms(kw, len, f, 3);
+    for (size_t i = 0; i < nf && n < cap; i++) {
+        size_t lf = strlen(f[i]);
+        bool dup = cm_stopword_is(f[i], lf) || lf >= sizeof out[n].text;
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = strcmp(out[j].text, f[i]) == 0;
+        if (dup) continue;
+        memcpy(out[n].text, f[i], lf + 1);
+        out[n++].weight = IRREGULAR_WEIGHT;
+    }
+    return n;
+}
+
+/* query_variants_fn: the static model's variants (when it is installed)
+ * less those the stemmers already equate with the keyword, and stop words;
+ * then an irregular verb's other forms. */
 static size_t model_variants(void *ctx, const char *kw, size_t len, query_variant *out, size_t cap)
 {
     variant_ctx *x = ctx;
     static_variant v[QUERY_MAX_VARIANTS];
-    size_t nv = cm_static_model_variants(x->m, kw, len, &x->o, v, QUERY_MAX_VARIANTS), n = 0;
+    size_t nv = x->m ? cm_static_model_variants(x->m, kw, len, &x->o, v, QUERY_MAX_VARIANTS) : 0,
+           n = 0;
     if (nv && x->porter) nv = porter_unique(x->porter, kw, len, v, nv);
     char a[64], b[64];
     size_t la = len < sizeof a ? len : sizeof a - 1;
@@ -124,7 +152,7 @@ static size_t model_variants(void *ctx, const char *kw, size_t len, query_varian
         memcpy(out[n].text, v[i].text, strlen(v[i].text) + 1);
         out[n++].weight = v[i].morph ? x->w_morph : x->w_near;
     }
-    return n;
+    return irregular_variants(kw, len, out, n, cap);
 }
 
 /* The fallback's weights: no coverage penalty (fts_rank.h's "c0"), so a
@@ -164,8 +192,11 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
         vc.o.min_cos = (float)FALLBACK_NEIGHBOUR_COS;
         vc.o.among = FALLBACK_AMONG;
     }
-    bool bridge = !e->st.trigram && !e->st.pg && (vc.m = query_model(e));
-    if (bridge && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
+    /* variants (the model's families, irregular verbs): not with trigram,
+     * nor the PostgreSQL store */
+    bool bridge = !e->st.trigram && !e->st.pg;
+    if (bridge) vc.m = query_model(e);
+    if (vc.m && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
         vc.porter = cm_fts_api(e->st.db);
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
                     false, !e->st.trigram && !e->st.pg};
