@@ -508,6 +508,9 @@ cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size
         cm_store_stored_files_release(&f);
         goto out;
     }
+    bool snap = false; /* the stat snapshot when there is one (files_stat.h) */
+    CHECK(cm_store_files_stat_each(s, fn, ctx, &snap, err, errlen));
+    if (snap) goto out;
     int r = sqlite3_prepare_v2(s->db, "SELECT path, mtime, size FROM files", -1, &q, NULL);
     while (r == SQLITE_OK || r == SQLITE_ROW) {
         r = sqlite3_step(q);

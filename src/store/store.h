@@ -173,7 +173,8 @@ void cm_store_rollback(store *s);
 cm_rc cm_store_files_load(store *s, stored_files *out, char *err, size_t errlen);
 void cm_store_stored_files_release(stored_files *f);
 /* Calls fn for every files row (path, mtime, size) in table order, copying
- * nothing (the no-change check); fn returns false to stop early. */
+ * nothing (the no-change check); fn returns false to stop early. Reads the
+ * stat snapshot when the index has one (files_stat.h), else the table. */
 typedef bool (*store_file_fn)(void *ctx, const char *path, int64_t mtime_ns, int64_t size);
 cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen);
 
@@ -364,6 +365,7 @@ cm_rc cm_store_migrate(const char *old_path, const char *path, store_move *how, 
                        size_t errlen);
 
 /* The store's other parts, declared beside their files. */
+#include "files_stat.h"
 #include "store_stats.h"
 #include "store_swap.h"
 
