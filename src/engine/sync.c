@@ -295,9 +295,11 @@ cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dir
 static void stat_refresh(cm_engine *e)
 {
     char msg[512];
+    bool was_open = e->st_open; /* a rebuild leaves the live index closed: so it stays */
     if (cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK ||
         cm_store_files_stat_refresh(&e->st, NULL, msg, sizeof msg) != CM_OK)
         cm_logf(&e->lg, CM_LOG_INFO, "files' stat snapshot not written: %s", msg);
+    if (!was_open) cm_engine_close_store(e);
 }
 
 cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
@@ -335,11 +337,11 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
         goto out;
     }
     cm_discover_sort(&files);
+    stats->files_seen = files.n; /* walked, even when the lock is busy */
     CHECK(cm_engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     cm_store_remove_leftovers(e->cfg.store_path);
     for (size_t i = 0; i < r.problems.n; i++)
         cm_logf(&e->lg, CM_LOG_WARN, "%s: %s", r.problems.v[i].path, r.problems.v[i].what);
-    stats->files_seen = files.n;
     r.prog.files_total = files.n;
     r.prog.bytes_total = files.total_bytes;
 
