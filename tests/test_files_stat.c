@@ -88,8 +88,8 @@ static int snap_len(const fs_ws *f)
     sqlite3_stmt *q = NULL;
     int n = -1;
     if (sqlite3_open_v2(f->db, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = '" SNAP_KEY "'", -1, &q,
-                           NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = '" SNAP_KEY "'", -1, &q, NULL) ==
+            SQLITE_OK &&
         sqlite3_step(q) == SQLITE_ROW)
         n = sqlite3_column_type(q, 0) == SQLITE_BLOB ? sqlite3_column_bytes(q, 0) : -2;
     sqlite3_finalize(q);
@@ -104,9 +104,9 @@ static void rename_in_snapshot(const fs_ws *f, const char *name, char c)
     sqlite3 *db = NULL;
     sqlite3_stmt *q = NULL;
     EXPECT_INT(sqlite3_open(f->db, &db), SQLITE_OK);
-    EXPECT_INT(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = '" SNAP_KEY "'", -1, &q,
-                                  NULL),
-               SQLITE_OK);
+    EXPECT_INT(
+        sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = '" SNAP_KEY "'", -1, &q, NULL),
+        SQLITE_OK);
     EXPECT_INT(sqlite3_step(q), SQLITE_ROW);
     size_t n = (size_t)sqlite3_column_bytes(q, 0);
     char *v = malloc(n);

@@ -149,7 +149,8 @@ static cm_rc push_file(found *f, const buf *rel, const char *abs, uint32_t root,
 {
     file_list *l = &f->files;
     size_t al = strlen(abs);
-    char *block = reserve_files(l, 1) == CM_OK ? cm_index_file_list_names(l, al + 1 + rel->len + 1) : NULL;
+    char *block =
+        reserve_files(l, 1) == CM_OK ? cm_index_file_list_names(l, al + 1 + rel->len + 1) : NULL;
     if (!block) return CM_ENOMEM;
     memcpy(block, abs, al + 1);
     memcpy(block + al + 1, rel->data, rel->len);
@@ -548,7 +549,8 @@ static cm_rc add_extra(walk *w, found *f, const char *p)
             if (fd < 0) {
                 int e = errno;
                 if (e != ENOENT)
-                    rc = add_problem(w->cfg, f, p, e == ELOOP ? DISCOVER_SYMLINK_PROBLEM : "cannot read",
+                    rc = add_problem(w->cfg, f, p,
+                                     e == ELOOP ? DISCOVER_SYMLINK_PROBLEM : "cannot read",
                                      e == ELOOP ? 0 : e);
                 goto out;
             }
@@ -819,4 +821,3 @@ out:
     if (rc) cm_index_file_list_release(out);
     return rc;
 }
-

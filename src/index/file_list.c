@@ -139,12 +139,10 @@ static int by_rel(const void *a, const void *b)
     return strcmp(((const mem_file *)a)->rel, ((const mem_file *)b)->rel);
 }
 
-
 void cm_discover_sort(file_list *l)
 {
     if (l->n) qsort(l->v, l->n, sizeof *l->v, by_rel); /* v is NULL when empty */
 }
-
 
 void cm_index_file_reader_init(file_reader *r, const file_list *l)
 {

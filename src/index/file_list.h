@@ -48,9 +48,9 @@ typedef struct file_list {
     uint64_t total_bytes;
     mem_root *roots;
     size_t nroots;
-    size_t dirs_read;  /* directories read by the walk */
-    size_t dir_probes; /* slots looked at to drop directories reached twice */
-    size_t helpers;    /* threads the walk started besides the caller's */
+    size_t dirs_read;         /* directories read by the walk */
+    size_t dir_probes;        /* slots looked at to drop directories reached twice */
+    size_t helpers;           /* threads the walk started besides the caller's */
     struct name_block *names; /* where every abs and rel lie (file_list.c) */
 } file_list;
 

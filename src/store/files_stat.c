@@ -75,8 +75,8 @@ cm_rc cm_store_files_stat_each(store *s, store_file_fn fn, void *ctx, bool *used
     *used = false;
     if (s->pg) return CM_OK;
     sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = '" STORE_FILES_STAT_KEY "'",
-                               -1, &q, NULL);
+    int r = sqlite3_prepare_v2(
+        s->db, "SELECT value FROM meta WHERE key = '" STORE_FILES_STAT_KEY "'", -1, &q, NULL);
     if (r == SQLITE_OK) r = sqlite3_step(q);
     if (r == SQLITE_ROW && sqlite3_column_type(q, 0) == SQLITE_BLOB) {
         const unsigned char *p = sqlite3_column_blob(q, 0);
@@ -98,8 +98,9 @@ cm_rc cm_store_files_stat_each(store *s, store_file_fn fn, void *ctx, bool *used
     return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "read the files' stat", err, errlen);
 }
 
-/* Appends the snapshot of the files table to out; false when a row is not
- * one a snapshot can hold (then there is none). */
+/* Appends the snapshot of the files table to out; *ok false when a row is
+ * not one a snapshot can hold (then none is written). Returns SQLITE_DONE,
+ * or the SQLite code of a failed read. */
 static int build(store *s, buf *out, bool *ok)
 {
     sqlite3_stmt *q = NULL;
@@ -145,16 +146,16 @@ cm_rc cm_store_files_stat_refresh(store *s, bool *wrote, char *err, size_t errle
     r = sqlite3_exec(s->db, triggers_sql, NULL, NULL, NULL);
     if (r == SQLITE_OK) r = build(s, &b, &ok);
     if (r == SQLITE_DONE && ok) {
-        r = sqlite3_prepare_v2(s->db,
-                               "INSERT OR REPLACE INTO meta(key, value) VALUES('" STORE_FILES_STAT_KEY
-                               "', ?1)",
-                               -1, &q, NULL);
+        r = sqlite3_prepare_v2(
+            s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES('" STORE_FILES_STAT_KEY "', ?1)",
+            -1, &q, NULL);
         if (r == SQLITE_OK) {
             sqlite3_bind_blob(q, 1, b.data, (int)CM_MIN(b.len, (size_t)INT32_MAX), SQLITE_STATIC);
             r = b.len <= INT32_MAX ? sqlite3_step(q) : SQLITE_TOOBIG;
         }
     }
-    if (r != SQLITE_OK && r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "write the files' stat", err, errlen));
+    if (r != SQLITE_OK && r != SQLITE_DONE)
+        CHECK(cm_store_fail(s, r, "write the files' stat", err, errlen));
     CHECK(cm_store_commit(s, err, errlen));
     in_tx = false;
     if (wrote) *wrote = ok;
