@@ -288,6 +288,20 @@ cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dir
     return rc;
 }
 
+/* Writes the files rows' stat snapshot when a write dropped it (or the index
+ * predates it), under the writer lock: the next no-change check then reads
+ * one value instead of the table (files_stat.h). Best effort: without it
+ * the check reads the table. */
+static void stat_refresh(cm_engine *e)
+{
+    char msg[512];
+    bool was_open = e->st_open; /* a rebuild leaves the live index closed: so it stays */
+    if (cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK ||
+        cm_store_files_stat_refresh(&e->st, NULL, msg, sizeof msg) != CM_OK)
+        cm_logf(&e->lg, CM_LOG_INFO, "files' stat snapshot not written: %s", msg);
+    if (!was_open) cm_engine_close_store(e);
+}
+
 cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, void *progress_ctx,
                       cm_sync_stats *stats, char *err, size_t errlen)
 {
@@ -323,11 +337,11 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
         goto out;
     }
     cm_discover_sort(&files);
+    stats->files_seen = files.n; /* walked, even when the lock is busy */
     CHECK(cm_engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
     cm_store_remove_leftovers(e->cfg.store_path);
     for (size_t i = 0; i < r.problems.n; i++)
         cm_logf(&e->lg, CM_LOG_WARN, "%s: %s", r.problems.v[i].path, r.problems.v[i].what);
-    stats->files_seen = files.n;
     r.prog.files_total = files.n;
     r.prog.bytes_total = files.total_bytes;
 
@@ -363,6 +377,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     if (!full && changed) CHECK(cm_store_vector_log_trim(&e->st, err, errlen));
     if (e->st_open && changed) cm_store_checkpoint(&e->st);
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
+    stat_refresh(e);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     e->batch_progress = NULL;
@@ -423,6 +438,7 @@ void cm_engine_index_written(cm_engine *e, const char *rel)
     if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
         cm_engine_drop_vectors(e);
     }
+    if (!rc) stat_refresh(e);
     if (rc && rc != CM_ENOTFOUND)
         cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);
     if (fd >= 0) close(fd);

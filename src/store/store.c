@@ -13,10 +13,8 @@
  * The FTS table is contentless, so deleting a chunk re-supplies its keyword
  * text (derived from chunks.text) to FTS5's 'delete' command.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -510,6 +508,9 @@ cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size
         cm_store_stored_files_release(&f);
         goto out;
     }
+    bool snap = false; /* the stat snapshot when there is one (files_stat.h) */
+    CHECK(cm_store_files_stat_each(s, fn, ctx, &snap, err, errlen));
+    if (snap) goto out;
     int r = sqlite3_prepare_v2(s->db, "SELECT path, mtime, size FROM files", -1, &q, NULL);
     while (r == SQLITE_OK || r == SQLITE_ROW) {
         r = sqlite3_step(q);
@@ -827,189 +828,4 @@ void cm_fts_hits_release(fts_hits *h)
     }
     free(h->v);
     memset(h, 0, sizeof *h);
-}
-
-cm_rc cm_store_file_problems(store *s, buf *out, char *err, size_t errlen)
-{
-    if (s->pg) return cm_store_pg_file_problems(s, out, err, errlen);
-    sqlite3_stmt *q = NULL;
-    cm_rc rc = cm_buf_addc(out, '[');
-    int r = sqlite3_prepare_v2(
-        s->db, "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path", -1, &q,
-        NULL);
-    for (int k = 0; r == SQLITE_OK || r == SQLITE_ROW; k++) {
-        r = sqlite3_step(q);
-        if (r != SQLITE_ROW || rc) break;
-        const char *p = cm_store_col_text(q, 0);
-        const char *w = cm_store_col_text(q, 1);
-        if (!p || !w) {
-            sqlite3_finalize(q);
-            return cm_store_corrupt(s, "the files table", err, errlen);
-        }
-        if (k) rc = cm_buf_addc(out, ',');
-        if (!rc) rc = cm_buf_adds(out, "{\"path\":");
-        if (!rc) rc = cm_utf8_add_json_str(out, p, strlen(p));
-        if (!rc) rc = cm_buf_adds(out, ",\"problem\":");
-        if (!rc) rc = cm_utf8_add_json_str(out, w, strlen(w));
-        if (!rc) rc = cm_buf_addc(out, '}');
-    }
-    sqlite3_finalize(q);
-    if (!rc) rc = cm_buf_addc(out, ']');
-    if (rc) return rc;
-    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "read problems", err, errlen);
-}
-
-cm_rc cm_store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen)
-{
-    if (s->pg) return cm_store_pg_count(s, from, n, err, errlen);
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", from);
-    sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
-    if (r == SQLITE_OK) r = sqlite3_step(q);
-    if (r == SQLITE_ROW) *n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    return r == SQLITE_ROW ? CM_OK : cm_store_fail(s, r, "count", err, errlen);
-}
-
-cm_rc cm_store_months(store *s, store_month_fn fn, void *ctx, char *err, size_t errlen)
-{
-    if (s->pg) return cm_store_pg_months(s, fn, ctx, err, errlen);
-    static const char sql[] =
-        "SELECT f.source, coalesce(strftime('%Y-%m', f.mtime / 1000000000, 'unixepoch'), "
-        "'unknown'), count(*), sum((SELECT count(*) FROM chunks c WHERE c.path = f.path)) "
-        "FROM files f GROUP BY 1, 2 ORDER BY 1, 2";
-    sqlite3_stmt *q = NULL;
-    int r = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
-    while (r == SQLITE_OK && (r = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *src = cm_store_col_text(q, 0), *month = cm_store_col_text(q, 1);
-        if (!fn(ctx, src ? src : "", month ? month : "unknown", sqlite3_column_int64(q, 2),
-                sqlite3_column_int64(q, 3))) {
-            r = SQLITE_DONE;
-            break;
-        }
-        r = SQLITE_OK;
-    }
-    sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "months", err, errlen);
-}
-
-cm_rc cm_store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen)
-{
-    cm_rc rc = cm_store_count(s, "files", files, err, errlen);
-    return rc ? rc : cm_store_count(s, "chunks", chunks, err, errlen);
-}
-
-cm_rc cm_store_check(store *s, bool *ok, char *err, size_t errlen)
-{
-    if (s->pg) return cm_store_pg_check(s, ok, err, errlen);
-    sqlite3_stmt *q = NULL;
-    *ok = false;
-    int r = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check", -1, &q, NULL);
-    if (r == SQLITE_OK) r = sqlite3_step(q);
-    if (r == SQLITE_ROW)
-        *ok = cm_store_col_text(q, 0) && strcmp(cm_store_col_text(q, 0), "ok") == 0;
-    sqlite3_finalize(q);
-    if (r != SQLITE_ROW) return cm_store_fail(s, r, "integrity check", err, errlen);
-    if (!*ok) return CM_OK;
-    /* FTS5 consistency: for a contentless table only the index's own structure
-     * can be checked. */
-    r = sqlite3_exec(s->db, "INSERT INTO chunks_fts(chunks_fts) VALUES('integrity-check')", NULL,
-                     NULL, NULL);
-    if ((r & 0xff) == SQLITE_CORRUPT)
-        *ok = false;
-    else if (r != SQLITE_OK)
-        return cm_store_fail(s, r, "keyword index check", err, errlen);
-    return CM_OK;
-}
-
-char *cm_store_rebuild_path(const char *path)
-{
-    buf b = BUF_INIT;
-    if (cm_buf_printf(&b, "%s.rebuild-%ld", path, (long)getpid())) {
-        cm_buf_release(&b);
-        return NULL;
-    }
-    return cm_buf_detach(&b);
-}
-
-static void unlink_with_sidecars(const char *path)
-{
-    static const char *const sfx[] = {"", "-journal", "-wal", "-shm"};
-    char p[4096];
-    for (size_t i = 0; i < ARRAY_LEN(sfx); i++) {
-        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-        unlink(p);
-    }
-}
-
-cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
-{
-    char clip[FS_CLIP_MAX + 1];
-    /* Make the new file durable before it becomes the index. */
-    int fd = open(tmp, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) < 0) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        return cm_seterr(err, errlen, CM_EIO, "%s: %s", cm_fs_clip(tmp, clip), strerror(e));
-    }
-    close(fd);
-    /* The old index's WAL must not survive: it would be replayed onto the new
-     * file. Checkpoint it away; if the old file is unreadable, drop its WAL. */
-    char wal[4096], shm[4096];
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    snprintf(shm, sizeof shm, "%s-shm", path);
-    struct stat st;
-    if (stat(wal, &st) == 0) {
-        sqlite3 *db = NULL;
-        int r = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
-        if (r == SQLITE_OK) {
-            sqlite3_busy_timeout(db, 5000);
-            /* A fresh connection is not in WAL mode until it reads the header:
-             * without this, the checkpoint below would silently do nothing. */
-            r = sqlite3_exec(db, "PRAGMA journal_mode", NULL, NULL, NULL);
-        }
-        if (r == SQLITE_OK)
-            r = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-        sqlite3_close_v2(db);
-        if (r != SQLITE_OK && (r & 0xff) != SQLITE_BUSY) {
-            unlink(wal); /* the old index is unreadable: its WAL is worthless */
-            unlink(shm);
-        } else if (r != SQLITE_OK || (stat(wal, &st) == 0 && st.st_size > 0)) {
-            return cm_seterr(err, errlen, CM_EBUSY,
-                             "index %s is in use by a reader that does not let go; try again",
-                             cm_fs_clip(path, clip));
-        }
-    }
-    if (rename(tmp, path) < 0)
-        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", cm_fs_clip(tmp, clip),
-                         strerror(errno));
-    char jr[4096];
-    snprintf(jr, sizeof jr, "%s-journal", tmp);
-    unlink(jr);
-    cm_fs_sync_dir(path);
-    return CM_OK;
-}
-
-void cm_store_remove_leftovers(const char *path)
-{
-    char *dir = cm_fs_dirname(path);
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    DIR *d = dir ? opendir(dir) : NULL;
-    size_t bl = strlen(base);
-    struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) {
-        const char *n = de->d_name;
-        if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".rebuild-", 9) != 0) continue;
-        char *end;
-        long pid = strtol(n + bl + 9, &end, 10);
-        if (end == n + bl + 9) continue;
-        if (pid != (long)getpid() && kill((pid_t)pid, 0) == 0) continue; /* still building */
-        char full[4096];
-        snprintf(full, sizeof full, "%s/%.*s", dir, (int)(end - n), n);
-        unlink_with_sidecars(full);
-    }
-    if (d) closedir(d);
-    free(dir);
 }

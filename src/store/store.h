@@ -173,7 +173,8 @@ void cm_store_rollback(store *s);
 cm_rc cm_store_files_load(store *s, stored_files *out, char *err, size_t errlen);
 void cm_store_stored_files_release(stored_files *f);
 /* Calls fn for every files row (path, mtime, size) in table order, copying
- * nothing (the no-change check); fn returns false to stop early. */
+ * nothing (the no-change check); fn returns false to stop early. Reads the
+ * stat snapshot when the index has one (files_stat.h), else the table. */
 typedef bool (*store_file_fn)(void *ctx, const char *path, int64_t mtime_ns, int64_t size);
 cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen);
 
@@ -219,24 +220,6 @@ cm_rc cm_store_chunks_dated(store *s, const char *from, const char *to, int64_t 
 /* Reads a hit from columns i-1..i+6 of q (id, path, source, start_line,
  * end_line, text, -, mtime), checking each; CM_ECORRUPT when one is invalid. */
 cm_rc cm_store_hit_row(store *s, sqlite3_stmt *q, int i, fts_hit *h, char *err, size_t errlen);
-
-/* Appends to out a JSON array of {"path","problem"} for files indexed
- * imperfectly (binary, invalid UTF-8). */
-cm_rc cm_store_file_problems(store *s, buf *out, char *err, size_t errlen);
-
-cm_rc cm_store_counts(store *s, int64_t *files, int64_t *chunks, char *err, size_t errlen);
-/* What the index holds by source and month: fn(ctx, source, "YYYY-MM" of
- * the file's mtime in UTC ("unknown" when out of range), files, chunks) for
- * each pair, by source then month; fn returns false to stop. */
-typedef bool (*store_month_fn)(void *ctx, const char *source, const char *month, int64_t files,
-                               int64_t chunks);
-cm_rc cm_store_months(store *s, store_month_fn fn, void *ctx, char *err, size_t errlen);
-/* count(*) FROM `from`: one of our tables, optionally with a WHERE clause
- * (a constant of ours, never user input). */
-cm_rc cm_store_count(store *s, const char *from, int64_t *n, char *err, size_t errlen);
-
-/* PRAGMA integrity_check plus the FTS5 integrity-check; *ok tells. */
-cm_rc cm_store_check(store *s, bool *ok, char *err, size_t errlen);
 
 /* Keyword text for the FTS index: the chunk text, with CJK runs expanded to
  * bigrams unless the tokenizer is trigram. */
@@ -381,12 +364,9 @@ typedef enum store_move {
 cm_rc cm_store_migrate(const char *old_path, const char *path, store_move *how, char *err,
                        size_t errlen);
 
-/* Rebuild plumbing. The temporary file for a rebuild of path is
- * "<path>.rebuild-<pid>"; cm_store_swap makes it the index atomically (after the
- * old index's WAL has been checkpointed away); cm_store_remove_leftovers deletes
- * rebuild files of dead processes. */
-char *cm_store_rebuild_path(const char *path);
-cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen);
-void cm_store_remove_leftovers(const char *path);
+/* The store's other parts, declared beside their files. */
+#include "files_stat.h"
+#include "store_stats.h"
+#include "store_swap.h"
 
 #endif

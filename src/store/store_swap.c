@@ -1,0 +1,107 @@
+/*
+ * store_swap.c — the rebuild's file plumbing: the temporary index's name,
+ * the atomic swap that makes it the index (the old index's WAL checkpointed
+ * away first, so it is never replayed onto the new file), and the removal
+ * of rebuild files left by processes that died.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/fs.h"
+#include "store.h"
+#include "store_swap.h"
+
+char *cm_store_rebuild_path(const char *path)
+{
+    buf b = BUF_INIT;
+    if (cm_buf_printf(&b, "%s.rebuild-%ld", path, (long)getpid())) {
+        cm_buf_release(&b);
+        return NULL;
+    }
+    return cm_buf_detach(&b);
+}
+
+static void unlink_with_sidecars(const char *path)
+{
+    static const char *const sfx[] = {"", "-journal", "-wal", "-shm"};
+    char p[4096];
+    for (size_t i = 0; i < ARRAY_LEN(sfx); i++) {
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+}
+
+cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
+{
+    char clip[FS_CLIP_MAX + 1];
+    /* Make the new file durable before it becomes the index. */
+    int fd = open(tmp, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) < 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return cm_seterr(err, errlen, CM_EIO, "%s: %s", cm_fs_clip(tmp, clip), strerror(e));
+    }
+    close(fd);
+    /* The old index's WAL must not survive: it would be replayed onto the new
+     * file. Checkpoint it away; if the old file is unreadable, drop its WAL. */
+    char wal[4096], shm[4096];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    struct stat st;
+    if (stat(wal, &st) == 0) {
+        sqlite3 *db = NULL;
+        int r = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+        if (r == SQLITE_OK) {
+            sqlite3_busy_timeout(db, 5000);
+            /* A fresh connection is not in WAL mode until it reads the header:
+             * without this, the checkpoint below would silently do nothing. */
+            r = sqlite3_exec(db, "PRAGMA journal_mode", NULL, NULL, NULL);
+        }
+        if (r == SQLITE_OK)
+            r = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        sqlite3_close_v2(db);
+        if (r != SQLITE_OK && (r & 0xff) != SQLITE_BUSY) {
+            unlink(wal); /* the old index is unreadable: its WAL is worthless */
+            unlink(shm);
+        } else if (r != SQLITE_OK || (stat(wal, &st) == 0 && st.st_size > 0)) {
+            return cm_seterr(err, errlen, CM_EBUSY,
+                             "index %s is in use by a reader that does not let go; try again",
+                             cm_fs_clip(path, clip));
+        }
+    }
+    if (rename(tmp, path) < 0)
+        return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", cm_fs_clip(tmp, clip),
+                         strerror(errno));
+    char jr[4096];
+    snprintf(jr, sizeof jr, "%s-journal", tmp);
+    unlink(jr);
+    cm_fs_sync_dir(path);
+    return CM_OK;
+}
+
+void cm_store_remove_leftovers(const char *path)
+{
+    char *dir = cm_fs_dirname(path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    DIR *d = dir ? opendir(dir) : NULL;
+    size_t bl = strlen(base);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".rebuild-", 9) != 0) continue;
+        char *end;
+        long pid = strtol(n + bl + 9, &end, 10);
+        if (end == n + bl + 9) continue;
+        if (pid != (long)getpid() && kill((pid_t)pid, 0) == 0) continue; /* still building */
+        char full[4096];
+        snprintf(full, sizeof full, "%s/%.*s", dir, (int)(end - n), n);
+        unlink_with_sidecars(full);
+    }
+    if (d) closedir(d);
+    free(dir);
+}
