@@ -979,6 +979,7 @@ void cm_gw_rt_tick_locked(gw_runtime *rt, bool force)
      * costs the sessions with work, not every session known */
     gw_sess *prev = NULL;
     for (gw_sess *s = rt->watch, *n; s; s = n) {
+        rt->tick_visits++;
         cm_gw_rt_session_due(rt, s, now, force);
         n = s->wnext;
         if (S_has_work(s)) {

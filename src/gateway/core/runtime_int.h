@@ -142,6 +142,7 @@ struct gw_runtime {
     /* counters (under mu, except runs/replies: atomics in deliver.c) */
     uint64_t accepted, duplicates, accepted_runs, recovered;
     uint64_t runs, replies;
+    uint64_t tick_visits; /* sessions the clock has looked at (cm_gw_runtime_tick_visits) */
 };
 
 /* A reference to the current config snapshot (takes mu briefly: not under
