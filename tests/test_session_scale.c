@@ -907,3 +907,73 @@ TEST(session_store_write_gap_bounded_by_the_journal)
     EXPECT_INT(cm_store_ix_gap_ms(5000, (uint64_t)store, store), 30000);
     EXPECT_INT(cm_store_ix_gap_ms(0, 0, store), 0);
 }
+
+/* A transcript of one user message, written directly (no lock, no fsync). */
+static void one_line_file(const char *path, const char *text)
+{
+    char *l = user_line(text, "0000000a");
+    FILE *f = fopen(path, "w");
+    EXPECT(f && fprintf(f, "%s\n", l) > 0);
+    if (f) fclose(f);
+    free(l);
+}
+
+/* A gateway's conversations taking turns in rotation stay parsed: 1,000
+ * transcripts read in turn, twice, are each a hit the second and third
+ * time (the old cache kept 256 and dropped the least recently used, so
+ * every read of 1,000 in rotation parsed the whole transcript again).
+ * Past CTX_CACHE_MAX the least recently used goes, and a removed
+ * transcript's place is used again. */
+TEST(session_context_cache_keeps_a_gateways_conversations_in_rotation)
+{
+    char *d = tmp_dir(), got[256], name[32];
+    enum { N = 1000, ALL = CTX_CACHE_MAX + 1 > N ? CTX_CACHE_MAX + 1 : N };
+    char **p = calloc(ALL, sizeof *p);
+    for (int i = 0; i < ALL; i++) {
+        snprintf(name, sizeof name, "r%d.jsonl", i);
+        p[i] = cm_strdup(path_in(d, name));
+        snprintf(name, sizeof name, "t%d", i);
+        one_line_file(p[i], name);
+    }
+    for (int i = 0; i < N; i++)
+        history_texts(p[i], got, sizeof got);
+    ctx_cache_stats s0, s1;
+    cm_ctx_cache_stats_get(&s0);
+    int wrong = 0;
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) {
+            history_texts(p[i], got, sizeof got);
+            snprintf(name, sizeof name, "t%d", i);
+            wrong += strcmp(got, name) != 0;
+        }
+    cm_ctx_cache_stats_get(&s1);
+    EXPECT_INT(wrong, 0);
+    EXPECT_INT(s1.hits - s0.hits, 2 * N); /* old: 0 */
+    EXPECT_INT(s1.reads - s0.reads, 0);   /* old: 2,000 */
+    /* a removed transcript: forgotten; its place taken by the next */
+    unlink(p[0]);
+    history_texts(p[0], got, sizeof got);
+    EXPECT_STR(got, "");
+    /* every one of ALL read in order: the first (least recently used) goes */
+    for (int i = 1; i < ALL; i++)
+        history_texts(p[i], got, sizeof got);
+    one_line_file(p[0], "back");
+    cm_ctx_cache_stats_get(&s0);
+    history_texts(p[ALL - 1], got, sizeof got); /* the most recent: kept */
+    history_texts(p[0], got, sizeof got);       /* read again, from the file */
+    EXPECT_STR(got, "back");
+    cm_ctx_cache_stats_get(&s1);
+    EXPECT_INT(s1.hits - s0.hits, 1);
+    EXPECT_INT(s1.reads - s0.reads, 1);
+    cm_ctx_cache_stats_get(&s0);
+    history_texts(p[1], got, sizeof got); /* the least recently used now: gone */
+    EXPECT_STR(got, "t1");
+    history_texts(p[2], got, sizeof got); /* p[1] took p[2]'s place when read */
+    cm_ctx_cache_stats_get(&s1);
+    EXPECT_INT(s1.reads - s0.reads, 2);
+    for (int i = 0; i < ALL; i++) {
+        unlink(p[i]);
+        free(p[i]);
+    }
+    free(p);
+}

@@ -21,12 +21,21 @@ typedef struct ctx_ent {
     unsigned char tail[TAIL]; /* the bytes before end (tail_len of them) */
     size_t tail_len;
     json_t *recs; /* never changed once here: a later read makes a new array */
-    uint64_t used;
+    int hnext;        /* slot + 1 of the next in its hash chain, or of the next free slot (0: none) */
+    int newer, older; /* the recency list's neighbours (-1: none) */
 } ctx_ent;
+
+/* Entries are found by their path's hash (chains through hnext) and kept in
+ * order of use (g_newest first, through newer/older), so a look-up and an
+ * eviction cost the same with 4 entries or CTX_CACHE_MAX. */
+#define HASH_SLOTS (2 * CTX_CACHE_MAX)
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* guards every static below */
 static ctx_ent g_ent[CTX_CACHE_MAX];
-static uint64_t g_clock;
+static int g_hash[HASH_SLOTS]; /* slot + 1 of each chain's first entry (0: none) */
+static int g_newest = -1, g_oldest = -1;
+static int g_fresh;     /* slots from here on were never used */
+static int g_free;      /* slot + 1 of the first freed slot (0: none; linked by hnext) */
 static int64_t g_bytes; /* the text of every entry's records */
 static ctx_cache_stats g_st;
 
@@ -37,20 +46,95 @@ void cm_ctx_cache_stats_get(ctx_cache_stats *out)
     pthread_mutex_unlock(&g_mu);
 }
 
+static uint32_t hash_of(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h % HASH_SLOTS;
+}
+
 /* Under g_mu: path's entry, or NULL. */
 static ctx_ent *find(const char *path)
 {
-    for (size_t i = 0; i < CTX_CACHE_MAX; i++)
-        if (g_ent[i].path && !strcmp(g_ent[i].path, path)) return &g_ent[i];
+    for (int i = g_hash[hash_of(path)]; i; i = g_ent[i - 1].hnext)
+        if (!strcmp(g_ent[i - 1].path, path)) return &g_ent[i - 1];
     return NULL;
 }
 
+static void unlink_use(ctx_ent *e)
+{
+    if (e->newer >= 0)
+        g_ent[e->newer].older = e->older;
+    else
+        g_newest = e->older;
+    if (e->older >= 0)
+        g_ent[e->older].newer = e->newer;
+    else
+        g_oldest = e->newer;
+    e->newer = e->older = -1;
+}
+
+/* e (not in the recency list) becomes its most recently used. */
+static void link_newest(ctx_ent *e)
+{
+    int i = (int)(e - g_ent);
+    e->newer = -1;
+    e->older = g_newest;
+    if (g_newest >= 0) g_ent[g_newest].newer = i;
+    g_newest = i;
+    if (g_oldest < 0) g_oldest = i;
+}
+
+/* e (in use) becomes the most recently used. */
+static void touch(ctx_ent *e)
+{
+    if (g_newest == (int)(e - g_ent)) return;
+    unlink_use(e);
+    link_newest(e);
+}
+
+/* Empties e's slot (nothing when it is free) and frees what it held. */
 static void drop(ctx_ent *e)
 {
-    if (e->path) g_bytes -= e->end - e->from;
+    if (!e->path) return;
+    int i = (int)(e - g_ent);
+    int *p = &g_hash[hash_of(e->path)];
+    while (*p && *p - 1 != i)
+        p = &g_ent[*p - 1].hnext;
+    if (*p) *p = e->hnext;
+    unlink_use(e);
+    g_bytes -= e->end - e->from;
     free(e->path);
     json_decref(e->recs);
     memset(e, 0, sizeof *e);
+    e->hnext = g_free;
+    g_free = i + 1;
+}
+
+/* A free slot for path (taking it: in the hash, the most recently used),
+ * the least recently used one emptied when every slot is taken. */
+static ctx_ent *take(char *path)
+{
+    int i;
+    if (g_free) {
+        i = g_free - 1;
+        g_free = g_ent[i].hnext;
+    } else if (g_fresh < CTX_CACHE_MAX) {
+        i = g_fresh++;
+    } else {
+        i = g_oldest;
+        drop(&g_ent[i]);
+        g_free = g_ent[i].hnext;
+    }
+    ctx_ent *e = &g_ent[i];
+    memset(e, 0, sizeof *e);
+    e->path = path;
+    uint32_t h = hash_of(path);
+    e->hnext = g_hash[h];
+    g_hash[h] = i + 1;
+    link_newest(e);
+    return e;
 }
 
 static cm_rc pread_all(int fd, void *p, size_t n, int64_t off)
@@ -121,32 +205,25 @@ static void store(const char *path, const struct stat *st, int64_t from, int64_t
     g_st.parsed += lines;
     ctx_ent *e = recs ? find(path) : NULL;
     if (recs && !e) { /* a free slot, or the least recently used */
-        e = &g_ent[0];
-        for (size_t i = 0; i < CTX_CACHE_MAX && e->path; i++)
-            if (!g_ent[i].path || g_ent[i].used < e->used) e = &g_ent[i];
+        char *p = cm_strdup(path);
+        e = p ? take(p) : NULL;
     }
-    char *p = e && e->path && !strcmp(e->path, path) ? e->path : NULL;
     if (e) {
-        if (!p && !(p = cm_strdup(path))) {
-            e = NULL;
-        } else {
-            if (e->path) g_bytes -= e->end - e->from;
-            if (e->path != p) free(e->path);
-            json_decref(e->recs);
-            *e = (ctx_ent){p,  st->st_dev, st->st_ino, from, end, {0}, tail_len,
-                           json_incref(recs), ++g_clock};
-            memcpy(e->tail, tail, tail_len);
-            g_bytes += end - from;
-        }
+        g_bytes -= e->end - e->from;
+        json_decref(e->recs);
+        e->dev = st->st_dev;
+        e->ino = st->st_ino;
+        e->from = from;
+        e->end = end;
+        e->tail_len = tail_len;
+        memcpy(e->tail, tail, tail_len);
+        e->recs = json_incref(recs);
+        touch(e);
+        g_bytes += end - from;
     }
-    while (g_bytes > (int64_t)CTX_CACHE_TOTAL) { /* the least recently used others go */
-        ctx_ent *old = NULL;
-        for (size_t i = 0; i < CTX_CACHE_MAX; i++)
-            if (g_ent[i].path && &g_ent[i] != e && (!old || g_ent[i].used < old->used))
-                old = &g_ent[i];
-        if (!old) break;
-        drop(old);
-    }
+    while (g_bytes > (int64_t)CTX_CACHE_TOTAL && g_oldest >= 0 &&
+           &g_ent[g_oldest] != e) /* the least recently used others go */
+        drop(&g_ent[g_oldest]);
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -173,7 +250,7 @@ static json_t *from_cache(const char *path, int fd, const struct stat *st, int64
         *end = e->end;
         *tail_len = e->tail_len;
         memcpy(tail, e->tail, e->tail_len);
-        e->used = ++g_clock;
+        touch(e);
     }
     pthread_mutex_unlock(&g_mu);
     if (!old) return NULL;

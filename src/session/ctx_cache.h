@@ -25,7 +25,7 @@
 
 #include "../base/common.h"
 
-#define CTX_CACHE_MAX   256
+#define CTX_CACHE_MAX   4096 /* as many as the gateway keeps sessions (GW_RT_MAX_SESSIONS) */
 #define CTX_CACHE_BYTES (1u << 20)  /* the most text of one transcript's context kept */
 #define CTX_CACHE_TOTAL (32u << 20) /* of all of them */
 

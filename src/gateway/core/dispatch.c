@@ -175,6 +175,26 @@ static gw_sess *S_sess(gw_runtime *rt, const char *key, const char *agent_id)
     return s;
 }
 
+/* s (may) have work for the clock from now on: on the watch list, last
+ * (the timer starts sessions' turns in the order they got work). */
+static void S_watch(gw_runtime *rt, gw_sess *s)
+{
+    if (s->watched) return;
+    s->watched = true;
+    s->wnext = NULL;
+    if (rt->watch_tail)
+        rt->watch_tail->wnext = s;
+    else
+        rt->watch = s;
+    rt->watch_tail = s;
+}
+
+/* Whether s has work the clock starts (or a worker, at its run's end). */
+static bool S_has_work(const gw_sess *s)
+{
+    return cm_gw_queue_depth(s->q) || s->next_job || s->cmd_head || s->summarized_ids_pending;
+}
+
 void cm_gw_sess_free(gw_sess *s)
 {
     while (s->cmd_head) { /* left journaled: answered after the next start */
@@ -264,6 +284,7 @@ void cm_gw_rt_steer_leftover(gw_runtime *rt, gw_sess *s, gw_job *j)
     f->mentioned = j->mentioned;
     f->sess = s;
     s->next_job = f;
+    S_watch(rt, s);
     return;
 drop:
     cm_buf_release(&p);
@@ -599,6 +620,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
                                   t->thread, t->is_group));
     gw_sess *s = S_sess(rt, key.data, agent.data);
     if (!s) CHECK(CM_ENOMEM);
+    S_watch(rt, s); /* whatever this turn leaves for the clock; off at the next tick if nothing */
     cmd_call call = {rt, t, ids, pre, s, agent.data, key.data, text, CM_OK, authorized};
     const char *rest = NULL;
     const gw_command *cmd = cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), text, &rest);
@@ -932,8 +954,8 @@ static void S_evict_idle(gw_runtime *rt)
     for (size_t b = 0; b < GW_RT_BUCKETS; b++)
         for (gw_sess **p = &rt->sess[b]; *p;) {
             gw_sess *s = *p;
-            if (s->active || s->next_job || s->cmd_head || s->ngroups || s->summarized.n ||
-                cm_gw_queue_depth(s->q)) {
+            if (s->active || s->watched || s->next_job || s->cmd_head || s->ngroups ||
+                s->summarized.n || cm_gw_queue_depth(s->q)) {
                 p = &s->next;
                 continue;
             }
@@ -953,22 +975,37 @@ void cm_gw_rt_tick_locked(gw_runtime *rt, bool force)
                 : cm_gw_debounce_due(rt->debounce, now, &ready)))
         S_dispatch_turns(rt, &ready, NULL, now, NULL);
     cm_gw_turns_release(&ready);
-    for (size_t b = 0; b < GW_RT_BUCKETS; b++)
-        for (gw_sess *s = rt->sess[b]; s; s = s->next)
-            cm_gw_rt_session_due(rt, s, now, force);
+    /* the watched sessions only (every one with work is watched): a tick
+     * costs the sessions with work, not every session known */
+    gw_sess *prev = NULL;
+    for (gw_sess *s = rt->watch, *n; s; s = n) {
+        rt->tick_visits++;
+        cm_gw_rt_session_due(rt, s, now, force);
+        n = s->wnext;
+        if (S_has_work(s)) {
+            prev = s;
+            continue;
+        }
+        if (prev)
+            prev->wnext = n;
+        else
+            rt->watch = n;
+        if (rt->watch_tail == s) rt->watch_tail = prev;
+        s->watched = false;
+        s->wnext = NULL;
+    }
 }
 
 /* The earliest deadline (clock ms) of a debounce batch or a queued turn. */
 int64_t cm_gw_rt_next_deadline(gw_runtime *rt)
 {
     int64_t next = cm_gw_debounce_next_deadline(rt->debounce);
-    for (size_t b = 0; b < GW_RT_BUCKETS; b++)
-        for (gw_sess *s = rt->sess[b]; s; s = s->next) {
-            if (s->active || !cm_gw_queue_depth(s->q)) continue;
-            gw_queue_settings qs;
-            S_settings(rt, s, NULL, &qs);
-            int64_t d = cm_gw_queue_deadline(s->q, &qs);
-            if (d < next) next = d;
-        }
+    for (gw_sess *s = rt->watch; s; s = s->wnext) { /* a queue: watched */
+        if (s->active || !cm_gw_queue_depth(s->q)) continue;
+        gw_queue_settings qs;
+        S_settings(rt, s, NULL, &qs);
+        int64_t d = cm_gw_queue_deadline(s->q, &qs);
+        if (d < next) next = d;
+    }
     return next;
 }

@@ -92,6 +92,14 @@ void cm_gw_runtime_tick(gw_runtime *rt)
     pthread_mutex_unlock(&rt->mu);
 }
 
+uint64_t cm_gw_runtime_tick_visits(gw_runtime *rt)
+{
+    pthread_mutex_lock(&rt->mu);
+    uint64_t v = rt->tick_visits;
+    pthread_mutex_unlock(&rt->mu);
+    return v;
+}
+
 static atomic_bool g_trim; /* cm_gw_malloc_tune was called: the timers trim the heap */
 
 static void *S_timer(void *arg)

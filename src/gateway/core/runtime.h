@@ -177,6 +177,11 @@ bool cm_gw_runtime_drain(gw_runtime *rt, int64_t timeout_ms);
  * "duplicates","recovered","runs","replies"} — a new object. */
 json_t *cm_gw_runtime_status(gw_runtime *rt);
 
+/* Sessions the clock (ticks, the timer) has looked at so far: those with
+ * work (a queue, a followup, a command) since the last tick, not every
+ * session known. For tests and benches. Thread-safe. */
+uint64_t cm_gw_runtime_tick_visits(gw_runtime *rt);
+
 /* Sends text to peer of (channel, account) as the gateway's own notice (sent
  * as written, like a pairing code), through the workers: returns at once.
  * False while draining or out of memory. */

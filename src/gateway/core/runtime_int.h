@@ -73,6 +73,12 @@ struct gw_sess {
     gw_job *cmd_head, *cmd_tail;
     bool active;      /* a run is ready or running */
     gw_job *running;  /* the run a worker executes now, or NULL */
+    /* On the runtime's watch list (linked by wnext): every session that may
+     * have work for the clock (a queue, next_job, cmd_head, a summary's
+     * ids) is on it; the timer walks it instead of every known session and
+     * takes off those with none. A watched session is never evicted. */
+    bool watched;
+    gw_sess *wnext;
     bool has_ov;      /* a /queue override */
     char ov_mode[32], ov_drop[32];
     int64_t ov_debounce;
@@ -117,6 +123,7 @@ struct gw_runtime {
     gw_history history;
     gw_sess *sess[GW_RT_BUCKETS];
     size_t nsess;
+    gw_sess *watch, *watch_tail; /* the sessions with work for the clock (gw_sess.watched) */
     gw_dkey *dkeys[GW_RT_BUCKETS];
     gw_job *ready_head, *ready_tail;
     size_t ready_n, running;
@@ -135,6 +142,7 @@ struct gw_runtime {
     /* counters (under mu, except runs/replies: atomics in deliver.c) */
     uint64_t accepted, duplicates, accepted_runs, recovered;
     uint64_t runs, replies;
+    uint64_t tick_visits; /* sessions the clock has looked at (cm_gw_runtime_tick_visits) */
 };
 
 /* A reference to the current config snapshot (takes mu briefly: not under
