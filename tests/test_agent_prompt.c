@@ -197,9 +197,9 @@ static void say_reasoning(world *w, const char *why, const char *text)
 }
 
 /* A session's earlier answers go back to the model as pi-ai sends them:
- * to the model that wrote them, the answer alone (its reasoning came with
- * no field name to send it under); to another model (here the next in the
- * config), the reasoning as text before the answer. */
+ * to the model that wrote them, the reasoning under the member it came in
+ * (reasoning_content), the answer as content; to another model (here the
+ * next in the config), the reasoning as text before the answer. */
 TEST(agent_history_reasoning_to_another_model_as_text)
 {
     world w;
@@ -218,6 +218,7 @@ TEST(agent_history_reasoning_to_another_model_as_text)
     json_t *a1 = json_array_get(json_object_get(b, "messages"), 2);
     EXPECT_STR(json_string_value(json_object_get(a1, "role")), "assistant");
     EXPECT_STR(json_string_value(json_object_get(a1, "content")), "Done.");
+    EXPECT_STR(json_string_value(json_object_get(a1, "reasoning_content")), "my plan\nthen answer");
     json_decref(b);
     json_object_set_new(json_object_get(json_object_get(w.cfg, "agents"), "defaults"), "model",
                         json_string("openai/gpt-u"));
@@ -301,9 +302,11 @@ TEST(agent_reasoning_off_on_stream)
     sys = system_of(&w, 1);
     EXPECT_CONTAINS(sys, "Reasoning: on");
     free(sys);
-    /* the transcript keeps it as a thinking block; the model is not sent it again */
+    /* the transcript keeps it as a thinking block signed with the member it
+     * came in, which is where it goes back to this model (below) */
     char *t = transcript_of(&w, key);
     EXPECT_CONTAINS(t, "\"type\":\"thinking\"");
+    EXPECT_CONTAINS(t, "\"thinkingSignature\":\"reasoning_content\"");
     free(t);
     /* stream: drafts as it arrives, nothing with the reply */
     EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reason stream", &handled, &reply,
@@ -318,10 +321,14 @@ TEST(agent_reasoning_off_on_stream)
     EXPECT_INT(d.calls, 2);
     EXPECT_STR(d.last, "Reasoning:\n_think first_\n_then answer_");
     cm_agent_reply_release(&r);
-    json_t *b = request_body(&w, 2);
-    char *msgs = json_dumps(json_object_get(b, "messages"), JSON_COMPACT);
-    EXPECT(!strstr(msgs, "think first"));
-    free(msgs);
+    json_t *b = request_body(&w, 2); /* the reasoning never as text, only as itself */
+    json_t *msgs = json_object_get(b, "messages");
+    for (size_t i = 2; i < 6; i += 2) {
+        json_t *a = json_array_get(msgs, i);
+        EXPECT_STR(json_string_value(json_object_get(a, "content")), "Because.");
+        EXPECT_STR(json_string_value(json_object_get(a, "reasoning_content")),
+                   "think first\nthen answer");
+    }
     json_decref(b);
     EXPECT_INT(cm_agent_session_reasoning_command(&w.a, key, "/reasoning off", &handled, &reply,
                                                   err, sizeof err),
@@ -531,6 +538,115 @@ TEST(agent_anthropic_max_tokens_from_the_model)
             test_fail(__FILE__, __LINE__, "%s: max_tokens %lld, want %d", cases[k].model,
                       (long long)json_integer_value(json_object_get(b, "max_tokens")),
                       cases[k].max_tokens);
+        json_decref(b);
+    }
+    agent_world_stop(&w);
+}
+
+/* An OpenAI-compatible answer's reasoning is stored as pi-ai stores it (a
+ * thinking block signed with the member it came in, a run of it per block)
+ * and goes back under that member to the same model on the tool loop's next
+ * step, with the call; the tool result follows. */
+TEST(agent_openai_reasoning_goes_back_in_the_tool_loop)
+{
+    world w;
+    if (!agent_world_start(&w, NULL)) return;
+    const char *first[] = {
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Search \"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"memory.\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Looking.\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"Then answer.\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":"
+        "\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"memory_search\","
+        "\"arguments\":\"{\\\"query\\\":\\\"dog\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: [DONE]\n\n",
+        NULL};
+    push_sse(&w, first);
+    say(&w, "Biscuit.", 50);
+    llm_pin pin = {"", false};
+    agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
+    agent_turn_in in = {.runner = w.runner,
+                        .turn = {"openai/gpt-t", false, &pin},
+                        .user_text = "What is the dog called?",
+                        .now_ms = T0};
+    agent_turn_out out;
+    char err[512];
+    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+    EXPECT_STR(out.reply, "Biscuit.");
+    /* stored: two runs of reasoning, each signed with its member */
+    json_t *c = json_object_get(json_array_get(out.messages, 1), "content");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "thinking")),
+               "Search memory.");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "thinkingSignature")),
+               "reasoning_content");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 1), "thinking")),
+               "Then answer.");
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 1), "thinkingSignature")),
+               "reasoning");
+    /* the second request: the assistant turn with its reasoning under the
+     * first block's member, the runs joined with "\n", and its call */
+    json_t *b = request_body(&w, 1);
+    json_t *a = json_array_get(json_object_get(b, "messages"), 1);
+    EXPECT_STR(json_string_value(json_object_get(a, "role")), "assistant");
+    EXPECT_STR(json_string_value(json_object_get(a, "content")), "Looking.");
+    EXPECT_STR(json_string_value(json_object_get(a, "reasoning_content")),
+               "Search memory.\nThen answer.");
+    EXPECT(json_object_get(a, "reasoning") == NULL);
+    EXPECT_STR(json_string_value(
+                   json_object_get(json_array_get(json_object_get(a, "tool_calls"), 0), "id")),
+               "call_1");
+    EXPECT_STR(json_string_value(
+                   json_object_get(json_array_get(json_object_get(b, "messages"), 2), "role")),
+               "tool");
+    json_decref(b);
+    cm_agent_turn_out_release(&out);
+    agent_world_stop(&w);
+}
+
+/* An OpenAI-compatible request's token limit as pi-ai's openai-completions
+ * sends it: max_completion_tokens of min(maxTokens, 32000), the model's
+ * maxTokens as QuantumClaw's config defaults make it (listed without one:
+ * min(8192, contextWindow)); max_tokens where the model's
+ * compat.maxTokensField says so; none for a model the config does not list. */
+TEST(agent_openai_max_completion_tokens_from_the_model)
+{
+    world w;
+    if (!agent_world_start(&w, "[{\"id\":\"gpt-a\"},{\"id\":\"gpt-b\",\"contextWindow\":4000},"
+                               "{\"id\":\"gpt-c\",\"maxTokens\":64000},{\"id\":\"gpt-d\","
+                               "\"maxTokens\":1000,\"compat\":{\"maxTokensField\":"
+                               "\"max_tokens\"}}]"))
+        return;
+    static const struct {
+        const char *model, *field;
+        int max_tokens;
+    } cases[] = {{"openai/gpt-a", "max_completion_tokens", 8192},
+                 {"openai/gpt-b", "max_completion_tokens", 4000},
+                 {"openai/gpt-c", "max_completion_tokens", 32000},
+                 {"openai/gpt-d", "max_tokens", 1000},
+                 {"openai/gpt-unlisted", NULL, 0}};
+    for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
+        say(&w, "Hi.", 10);
+        llm_pin pin = {"", false};
+        agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
+        agent_turn_in in = {.runner = w.runner,
+                            .turn = {cases[k].model, false, &pin},
+                            .user_text = "hello",
+                            .now_ms = T0};
+        agent_turn_out out;
+        char err[512];
+        EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+        cm_agent_turn_out_release(&out);
+        json_t *b = request_body(&w, (int)k);
+        json_t *mct = json_object_get(b, "max_completion_tokens"),
+               *mt = json_object_get(b, "max_tokens");
+        json_t *got = cases[k].field && !strcmp(cases[k].field, "max_tokens") ? mt : mct;
+        bool ok = cases[k].field
+                      ? json_integer_value(got) == cases[k].max_tokens && (got == mt ? !mct : !mt)
+                      : !mct && !mt;
+        if (!ok)
+            test_fail(__FILE__, __LINE__, "%s: max_completion_tokens %lld, max_tokens %lld",
+                      cases[k].model, (long long)json_integer_value(mct),
+                      (long long)json_integer_value(mt));
         json_decref(b);
     }
     agent_world_stop(&w);
