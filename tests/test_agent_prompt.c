@@ -399,6 +399,36 @@ static void push_sse(world *w, const char *const *events)
     cm_buf_release(&b);
 }
 
+/* One agent turn of text to model (session agent:main:main) with effort as
+ * its thinking level (NULL: none); a failure fails the running test. */
+static cm_rc run_turn(world *w, const char *model, const char *text,
+                      const char *(*effort)(void *, const char *), agent_turn_out *out)
+{
+    llm_pin pin = {"", false};
+    agent_tools tools = {.engine = w->eng, .session_key = "agent:main:main"};
+    agent_turn_in in = {.runner = w->runner,
+                        .turn = {model, false, &pin},
+                        .user_text = text,
+                        .now_ms = T0,
+                        .effort = effort};
+    char err[512];
+    cm_rc rc = cm_agent_turn_run(&tools, &in, out, err, sizeof err);
+    if (rc) test_fail(__FILE__, __LINE__, "%s: %s", model, err);
+    return rc;
+}
+
+/* Whether block i of content (an assistant message's) is thinking text
+ * signed sig. */
+static bool thinking_is(const json_t *content, size_t i, const char *text, const char *sig)
+{
+    const json_t *b = json_array_get(content, i);
+    const char *t = json_string_value(json_object_get(b, "thinking"));
+    const char *g = json_string_value(json_object_get(b, "thinkingSignature"));
+    bool ok = t && g && !strcmp(t, text) && !strcmp(g, sig);
+    if (!ok) fprintf(stderr, "  block %zu: %s / %s\n", i, t ? t : "(none)", g ? g : "(none)");
+    return ok;
+}
+
 /* With a thinking level an Anthropic model gets a thinking budget; the
  * answer's thinking (signed) and redacted thinking are stored as pi-ai
  * stores them and go back to the model on the tool loop's next step. */
@@ -444,27 +474,14 @@ TEST(agent_anthropic_thinking_goes_back_in_the_tool_loop)
         NULL};
     push_sse(&w, first);
     push_sse(&w, second);
-    llm_pin pin = {"", false};
-    agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
-    agent_turn_in in = {.runner = w.runner,
-                        .turn = {"anthropic/claude-sonnet-4-5", false, &pin},
-                        .user_text = "What is the dog called?",
-                        .now_ms = T0,
-                        .effort = effort_low};
     agent_turn_out out;
-    char err[512];
-    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+    if (run_turn(&w, "anthropic/claude-sonnet-4-5", "What is the dog called?", effort_low, &out))
+        return;
     EXPECT_STR(out.reply, "Biscuit.");
     /* stored: {type:thinking, thinking, thinkingSignature}, redacted with its data */
     json_t *c = json_object_get(json_array_get(out.messages, 1), "content");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "thinking")),
-               "Search memory.");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "thinkingSignature")),
-               "SigX");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 1), "thinking")),
-               "[Reasoning redacted]");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 1), "thinkingSignature")),
-               "RedY");
+    EXPECT(thinking_is(c, 0, "Search memory.", "SigX"));
+    EXPECT(thinking_is(c, 1, "[Reasoning redacted]", "RedY"));
     EXPECT(json_is_true(json_object_get(json_array_get(c, 1), "redacted")));
     /* the first request: a budget on maxTokens 5000 */
     json_t *b = request_body(&w, 0);
@@ -523,15 +540,8 @@ TEST(agent_anthropic_max_tokens_from_the_model)
                  {"anthropic/claude-unlisted", 4096}};
     for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
         push_sse(&w, answer);
-        llm_pin pin = {"", false};
-        agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
-        agent_turn_in in = {.runner = w.runner,
-                            .turn = {cases[k].model, false, &pin},
-                            .user_text = "hello",
-                            .now_ms = T0};
         agent_turn_out out;
-        char err[512];
-        EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+        if (run_turn(&w, cases[k].model, "hello", NULL, &out)) return;
         cm_agent_turn_out_release(&out);
         json_t *b = request_body(&w, (int)k);
         if (json_integer_value(json_object_get(b, "max_tokens")) != cases[k].max_tokens)
@@ -563,26 +573,13 @@ TEST(agent_openai_reasoning_goes_back_in_the_tool_loop)
         NULL};
     push_sse(&w, first);
     say(&w, "Biscuit.", 50);
-    llm_pin pin = {"", false};
-    agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
-    agent_turn_in in = {.runner = w.runner,
-                        .turn = {"openai/gpt-t", false, &pin},
-                        .user_text = "What is the dog called?",
-                        .now_ms = T0};
     agent_turn_out out;
-    char err[512];
-    EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+    if (run_turn(&w, "openai/gpt-t", "What is the dog called?", NULL, &out)) return;
     EXPECT_STR(out.reply, "Biscuit.");
     /* stored: two runs of reasoning, each signed with its member */
     json_t *c = json_object_get(json_array_get(out.messages, 1), "content");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "thinking")),
-               "Search memory.");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "thinkingSignature")),
-               "reasoning_content");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 1), "thinking")),
-               "Then answer.");
-    EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 1), "thinkingSignature")),
-               "reasoning");
+    EXPECT(thinking_is(c, 0, "Search memory.", "reasoning_content"));
+    EXPECT(thinking_is(c, 1, "Then answer.", "reasoning"));
     /* the second request: the assistant turn with its reasoning under the
      * first block's member, the runs joined with "\n", and its call */
     json_t *b = request_body(&w, 1);
@@ -626,15 +623,8 @@ TEST(agent_openai_max_completion_tokens_from_the_model)
                  {"openai/gpt-unlisted", NULL, 0}};
     for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
         say(&w, "Hi.", 10);
-        llm_pin pin = {"", false};
-        agent_tools tools = {.engine = w.eng, .session_key = "agent:main:main"};
-        agent_turn_in in = {.runner = w.runner,
-                            .turn = {cases[k].model, false, &pin},
-                            .user_text = "hello",
-                            .now_ms = T0};
         agent_turn_out out;
-        char err[512];
-        EXPECT_INT(cm_agent_turn_run(&tools, &in, &out, err, sizeof err), CM_OK);
+        if (run_turn(&w, cases[k].model, "hello", NULL, &out)) return;
         cm_agent_turn_out_release(&out);
         json_t *b = request_body(&w, (int)k);
         json_t *mct = json_object_get(b, "max_completion_tokens"),
