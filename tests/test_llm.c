@@ -143,7 +143,8 @@ static llm_request request(const char *model, bool stream)
                       NULL,  NULL,
                       NULL,  NULL,
                       NULL,  NULL,
-                      NULL, 0, NULL};
+                      NULL,  0,
+                      NULL,  false};
     return rq;
 }
 
@@ -521,6 +522,8 @@ TEST(llm_reasoning_fields)
                      "\"finish_reason\":\"stop\"}]}";
     EXPECT_INT(cm_llm_parse(LLM_API_OPENAI, false, o1, strlen(o1), &r, err, sizeof err), CM_OK);
     EXPECT_STR(r.reasoning.data, "rc");
+    EXPECT_INT((int)r.nthinking, 1); /* one block, signed with its member */
+    EXPECT_STR(r.thinking[0].signature, "reasoning_content");
     cm_llm_response_release(&r);
     const char *o2 = "data: {\"choices\":[{\"delta\":{\"reasoning\":\"r1\"}}]}\n\n"
                      "data: {\"choices\":[{\"delta\":{\"content\":\"y\"},\"finish_reason\":"
@@ -532,6 +535,24 @@ TEST(llm_reasoning_fields)
     const char *o3 = "{\"choices\":[{\"message\":{\"content\":\"z\"},\"finish_reason\":\"stop\"}]}";
     EXPECT_INT(cm_llm_parse(LLM_API_OPENAI, false, o3, strlen(o3), &r, err, sizeof err), CM_OK);
     EXPECT_INT((int)r.reasoning.len, 0);
+    EXPECT_INT((int)r.nthinking, 0);
+    cm_llm_response_release(&r);
+    /* pi-ai's thinking blocks: the first member not empty (reasoning_content,
+     * reasoning, reasoning_text) signs a block; a run goes on in it whatever
+     * member follows; text in between starts another */
+    const char *o4 =
+        "data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"\",\"reasoning\":\"a\"}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"reasoning_text\":\"b\"}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"content\":\"x\",\"reasoning_content\":\"c\"}}]}\n\n"
+        "data: {\"choices\":[{\"delta\":{\"reasoning\":\"d\"},\"finish_reason\":\"stop\"}]}\n\n"
+        "data: [DONE]\n\n";
+    EXPECT_INT(cm_llm_parse(LLM_API_OPENAI, true, o4, strlen(o4), &r, err, sizeof err), CM_OK);
+    EXPECT_STR(r.reasoning.data, "abcd");
+    EXPECT_INT((int)r.nthinking, 2);
+    EXPECT_STR(r.thinking[0].text, "ab");
+    EXPECT_STR(r.thinking[0].signature, "reasoning");
+    EXPECT_STR(r.thinking[1].text, "cd");
+    EXPECT_STR(r.thinking[1].signature, "reasoning_content");
     cm_llm_response_release(&r);
 }
 
@@ -594,6 +615,13 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         rq.tools = defs;
         rq.ntools = sizeof defs / sizeof *defs;
         EXPECT(same_body(&rq));
+        rq.max_tokens_field = k % 2; /* pi-ai's compat.maxTokensField */
+        json_t *j = cm_llm_openai_format.body(&rq);
+        EXPECT_INT(
+            json_integer_value(json_object_get(j, k % 2 ? "max_tokens" : "max_completion_tokens")),
+            512);
+        EXPECT(!json_object_get(j, k % 2 ? "max_completion_tokens" : "max_tokens"));
+        json_decref(j);
         EXPECT(same_body(&rq)); /* the schemas from the cache */
         rq.n = 0;
         rq.system = NULL;

@@ -416,8 +416,10 @@ static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, i
                                  const json_t *cfg)
 {
     json_t *content = json_array();
-    /* thinking never goes back as text (text_of); Anthropic's signed
-     * blocks go back as thinking (anthropic.c), as pi-ai stores them */
+    /* thinking never goes back as text (text_of); the blocks are stored as
+     * pi-ai stores them, with their signatures: Anthropic's go back as
+     * thinking (anthropic.c), an OpenAI-compatible answer's under the
+     * reasoning member its signature names (openai.c) */
     for (size_t i = 0; i < r->nthinking; i++) {
         const llm_thinking *t = &r->thinking[i];
         json_t *b = json_pack("{s:s,s:s}", "type", "thinking", "thinking", t->text ? t->text : "");
@@ -522,7 +524,8 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                           in->effort_ctx,
                           NULL,
                           0,
-                          NULL};
+                          NULL,
+                          false};
         cm_llm_response_release(&resp);
         if (hk && hk->cancelled && hk->cancelled(hk->ctx)) {
             rc = CM_ECANCELED;

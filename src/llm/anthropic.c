@@ -250,29 +250,6 @@ static int block_call(llm_stream *st, size_t b)
     return b < st->nblocks ? st->block_call[b] : -1;
 }
 
-/* Appends s to *p (a string or NULL), counted against the stream's cap. */
-static bool append_str(llm_stream *st, char **p, const char *s)
-{
-    size_t have = *p ? strlen(*p) : 0, n = strlen(s);
-    if (st && cm_llm_stream_budget(st, n)) return false;
-    char *q = realloc(*p, have + n + 1);
-    if (!q) return false;
-    memcpy(q + have, s, n + 1);
-    *p = q;
-    return true;
-}
-
-/* A new thinking block at the end of out->thinking, or NULL (ENOMEM). */
-static llm_thinking *new_thinking(llm_response *out)
-{
-    llm_thinking *t = realloc(out->thinking, (out->nthinking + 1) * sizeof *t);
-    if (!t) return NULL;
-    out->thinking = t;
-    t = &t[out->nthinking++];
-    memset(t, 0, sizeof *t);
-    return t;
-}
-
 /* The thinking index of content block b, or -1. */
 static int block_think(llm_stream *st, size_t b)
 {
@@ -284,15 +261,15 @@ static int block_think(llm_stream *st, size_t b)
  * signature (a redacted one's data). */
 static bool start_thinking(llm_stream *st, size_t b, const json_t *cb, bool redacted)
 {
-    llm_thinking *t = new_thinking(st->out);
+    llm_thinking *t = cm_llm_thinking_new(st->out);
     if (!t) return false;
     st->block_think[b] = (int)(st->out->nthinking - 1);
     t->redacted = redacted;
     const char *text =
         redacted ? REDACTED_TEXT : json_string_value(json_object_get(cb, "thinking"));
     const char *sig = json_string_value(json_object_get(cb, redacted ? "data" : "signature"));
-    if (!append_str(NULL, &t->text, text ? text : "")) return false;
-    if (sig && !append_str(st, &t->signature, sig)) return false;
+    if (!cm_llm_str_append(NULL, &t->text, text ? text : "")) return false;
+    if (sig && !cm_llm_str_append(st, &t->signature, sig)) return false;
     if (!redacted && text && *text && cm_llm_stream_reasoning(st, text, strlen(text)))
         return false;
     return true;
@@ -370,12 +347,12 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
             if (!t) return true;
             if (cm_llm_stream_reasoning(st, t, strlen(t))) return false;
             /* the text was counted as reasoning */
-            return ti < 0 || append_str(NULL, &st->out->thinking[ti].text, t);
+            return ti < 0 || cm_llm_str_append(NULL, &st->out->thinking[ti].text, t);
         }
         if (dt && !strcmp(dt, "signature_delta")) {
             const char *sig = json_string_value(json_object_get(delta, "signature"));
             if (!sig || ti < 0) return true;
-            return append_str(st, &st->out->thinking[ti].signature, sig);
+            return cm_llm_str_append(st, &st->out->thinking[ti].signature, sig);
         }
         return true;
     }
@@ -415,12 +392,12 @@ static bool anthropic_whole(llm_response *out, json_t *doc)
             if (s && *s && out->reasoning.len && cm_buf_addc(&out->reasoning, '\n')) return false;
             if (s && cm_buf_adds(&out->reasoning, s)) return false;
             const char *sig = json_string_value(json_object_get(blk, "signature"));
-            llm_thinking *th = new_thinking(out);
+            llm_thinking *th = cm_llm_thinking_new(out);
             if (!th || !(th->text = cm_strdup(s ? s : ""))) return false;
             if (sig && !(th->signature = cm_strdup(sig))) return false;
         } else if (t && !strcmp(t, "redacted_thinking")) {
             const char *data = json_string_value(json_object_get(blk, "data"));
-            llm_thinking *th = new_thinking(out);
+            llm_thinking *th = cm_llm_thinking_new(out);
             if (!th || !(th->text = cm_strdup(REDACTED_TEXT))) return false;
             th->redacted = true;
             if (data && !(th->signature = cm_strdup(data))) return false;

@@ -63,6 +63,27 @@ void cm_llm_response_release(llm_response *r)
     cm_buf_init(&r->reasoning, 0);
 }
 
+bool cm_llm_str_append(llm_stream *st, char **p, const char *s)
+{
+    size_t have = *p ? strlen(*p) : 0, n = strlen(s);
+    if (st && cm_llm_stream_budget(st, n)) return false;
+    char *q = realloc(*p, have + n + 1);
+    if (!q) return false;
+    memcpy(q + have, s, n + 1);
+    *p = q;
+    return true;
+}
+
+llm_thinking *cm_llm_thinking_new(llm_response *out)
+{
+    llm_thinking *t = realloc(out->thinking, (out->nthinking + 1) * sizeof *t);
+    if (!t) return NULL;
+    out->thinking = t;
+    t = &t[out->nthinking++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
 llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i)
 {
     llm_response *o = st->out;

@@ -35,10 +35,12 @@ typedef struct llm_tool_call {
 
 typedef enum llm_role { LLM_USER, LLM_ASSISTANT, LLM_TOOL } llm_role;
 
-/* One thinking block of an Anthropic answer, as pi-ai keeps it: the text
- * and the signature that lets it go back to the API; a redacted block has
- * the text "[Reasoning redacted]" and its opaque data as the signature. In
- * an llm_response the strings are owned; in an llm_message, borrowed. */
+/* One thinking block of an answer, as pi-ai keeps it: the text and the
+ * signature that lets it go back to the API. Anthropic: its signature; a
+ * redacted block has the text "[Reasoning redacted]" and its opaque data as
+ * the signature. OpenAI-compatible: the reasoning member it came in
+ * ("reasoning_content", "reasoning" or "reasoning_text"). In an
+ * llm_response the strings are owned; in an llm_message, borrowed. */
 typedef struct llm_thinking {
     char *text, *signature;
     bool redacted;
@@ -79,7 +81,11 @@ typedef struct llm_request {
     size_t n;
     const llm_tool_def *tools;
     size_t ntools;
-    int max_tokens; /* 0: see model_max_tokens for Anthropic (required there), unset for OpenAI */
+    /* The answer's token limit; 0: min(model_max_tokens, 32000) as pi-ai's
+     * streamSimple (none for OpenAI-compatible when that is 0 too; 4096 for
+     * Anthropic, which requires one). openai-completions sends it as
+     * max_completion_tokens, or as max_tokens with max_tokens_field. */
+    int max_tokens;
     bool stream;
     /* The model's reasoning as it streams (Anthropic thinking deltas,
      * OpenAI-compatible reasoning_content / reasoning deltas); may be NULL. */
@@ -113,6 +119,10 @@ typedef struct llm_request {
      * NULL when unknown): with model and the format's api, what
      * cm_llm_same_model compares. */
     const char *provider;
+    /* Set by cm_llm_run per attempt: the model takes max_tokens rather than
+     * max_completion_tokens (pi-ai's compat.maxTokensField: "max_tokens" for
+     * a chutes.ai baseUrl, or as the model's compat says). */
+    bool max_tokens_field;
 } llm_request;
 
 /* Whether assistant message m was written by the model rq goes to through
@@ -135,10 +145,13 @@ typedef struct llm_response {
     llm_usage usage;
     char response_id[128];
     /* The model's reasoning text, apart from the answer: Anthropic thinking
-     * blocks, or an OpenAI-compatible message's reasoning_content (else
-     * reasoning). Empty when the model gave none. */
+     * blocks, or an OpenAI-compatible message's reasoning (the first of
+     * reasoning_content, reasoning, reasoning_text that is not empty, per
+     * delta). Empty when the model gave none. */
     buf reasoning;
-    /* Anthropic thinking blocks with their signatures, in answer order. */
+    /* Thinking blocks with their signatures, in answer order: Anthropic's,
+     * or an OpenAI-compatible answer's runs of reasoning (a run ends where
+     * text or a tool call comes in between, as pi-ai's blocks do). */
     llm_thinking *thinking;
     size_t nthinking;
 } llm_response;
@@ -188,6 +201,11 @@ typedef struct llm_stream {
     int *block_think; /* Anthropic: content block index → thinking index (-1) */
     size_t nblocks;
     bool done;       /* the format's end marker was seen */
+    /* OpenAI-compatible: what the last delta streamed (openai.c's OA_*,
+     * pi-ai's current block) and the open thinking block's text length and
+     * allocation. */
+    int oa_block;
+    size_t oa_think_len, oa_think_cap;
     /* Bytes of text, reasoning and tool arguments kept so far; past
      * CM_CAP_LLM_STREAMED (or CM_CAP_LLM_CALLS calls) too_long is set, the
      * event fails and the request stops with stop_reason "length". */
@@ -215,6 +233,13 @@ typedef struct llm_format {
 
 extern const llm_format cm_llm_openai_format, cm_llm_anthropic_format;
 
+/* Shared by the formats: appends s to *p (a string or NULL; grown to fit,
+ * so for short pieces), counted against st's cap when st is not NULL; false
+ * on ENOMEM or past the cap. */
+bool cm_llm_str_append(llm_stream *st, char **p, const char *s);
+/* A new, zeroed thinking block at the end of out->thinking, or NULL
+ * (ENOMEM). */
+llm_thinking *cm_llm_thinking_new(llm_response *out);
 /* Shared by the formats: the call at index i (grown as needed), with its
  * argument buffer; NULL on ENOMEM or past CM_CAP_LLM_CALLS (too_long). */
 llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i);

@@ -4,7 +4,9 @@
  * messages with roles system/user/assistant/tool, function tools, and in a
  * stream `choices[0].delta` pieces (content, tool_calls by index), a
  * finish_reason, a final usage chunk (stream_options.include_usage) and
- * `data: [DONE]`.
+ * `data: [DONE]`. As pi-ai's openai-completions provider: the token limit
+ * as max_completion_tokens, and the reasoning kept in thinking blocks signed
+ * with the member it came in, which is where it goes back to the same model.
  */
 #include <ctype.h>
 
@@ -97,6 +99,17 @@ static void asst_parts_release(asst_parts *p)
     cm_buf_release(&p->think);
 }
 
+/* The answer's token limit as pi-ai's streamSimple sends it: the request's,
+ * else the model's maxTokens up to 32000; 0: none (a model the config does
+ * not list). *name: the member it goes in, max_completion_tokens unless the
+ * model takes max_tokens (pi-ai's compat.maxTokensField). */
+static int max_tokens_of(const llm_request *rq, const char **name)
+{
+    *name = rq->max_tokens_field ? "max_tokens" : "max_completion_tokens";
+    if (rq->max_tokens > 0) return rq->max_tokens;
+    return rq->model_max_tokens > 0 ? CM_MIN(rq->model_max_tokens, 32000) : 0;
+}
+
 static json_t *openai_body(const llm_request *rq)
 {
     json_t *msgs = json_array(), *body = NULL;
@@ -150,7 +163,9 @@ static json_t *openai_body(const llm_request *rq)
     if (!body) goto fail;
     if (rq->stream)
         json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
-    if (rq->max_tokens > 0) json_object_set_new(body, "max_tokens", json_integer(rq->max_tokens));
+    const char *mt_name;
+    int mt = max_tokens_of(rq, &mt_name);
+    if (mt > 0 && json_object_set_new(body, mt_name, json_integer(mt))) goto fail;
     if (rq->reasoning_effort && *rq->reasoning_effort &&
         json_object_set_new(body, "reasoning_effort", json_string(rq->reasoning_effort)))
         goto fail;
@@ -235,7 +250,9 @@ static cm_rc openai_body_text(const llm_request *rq, buf *out)
     }
     PUT(cm_buf_adds(out, rq->stream ? "],\"stream\":true" : "],\"stream\":false"));
     if (rq->stream) PUT(cm_buf_adds(out, ",\"stream_options\":{\"include_usage\":true}"));
-    if (rq->max_tokens > 0) PUT(cm_buf_printf(out, ",\"max_tokens\":%d", rq->max_tokens));
+    const char *mt_name;
+    int mt = max_tokens_of(rq, &mt_name);
+    if (mt > 0) PUT(cm_buf_printf(out, ",\"%s\":%d", mt_name, mt));
     if (rq->reasoning_effort && *rq->reasoning_effort) {
         PUT(cm_buf_addc(out, ','));
         PUT(cm_jtext_member(out, "reasoning_effort", rq->reasoning_effort));
@@ -282,13 +299,53 @@ static void usage_from(llm_usage *u, const json_t *j)
     u->total = json_is_integer(t) ? json_integer_value(t) : prompt + u->output;
 }
 
-/* The reasoning an OpenAI-compatible server adds to a message or delta:
- * reasoning_content (DeepSeek, vLLM, llama.cpp), else reasoning
- * (OpenRouter, Ollama). */
-static const char *reasoning_of(const json_t *m)
+/* The member an OpenAI-compatible server puts its reasoning in, in a
+ * message or a delta, as pi-ai looks for it: the first that is not empty of
+ * reasoning_content (DeepSeek, vLLM, llama.cpp), reasoning (OpenRouter,
+ * Ollama) and reasoning_text; NULL when none is. *text: its value. */
+static const char *reasoning_field(const json_t *m, const char **text)
 {
-    const char *r = json_string_value(json_object_get(m, "reasoning_content"));
-    return r ? r : json_string_value(json_object_get(m, "reasoning"));
+    static const char *const fields[] = {"reasoning_content", "reasoning", "reasoning_text"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        const char *r = json_string_value(json_object_get(m, fields[i]));
+        if (r && *r) {
+            *text = r;
+            return fields[i];
+        }
+    }
+    *text = NULL;
+    return NULL;
+}
+
+/* What the last delta streamed: pi-ai's current block, whose kind decides
+ * whether reasoning opens a new thinking block. */
+enum { OA_NONE, OA_TEXT, OA_THINK, OA_CALL };
+
+/* Reasoning of field streamed: appended to the open thinking block, or to a
+ * new one signed with field (the member it came in) after text, a tool call
+ * or nothing; and to the answer's reasoning. */
+static bool stream_thinking(llm_stream *st, const char *field, const char *why)
+{
+    llm_response *o = st->out;
+    size_t n = strlen(why);
+    if (st->oa_block != OA_THINK) {
+        llm_thinking *t = cm_llm_thinking_new(o);
+        if (!t || !cm_llm_str_append(st, &t->signature, field)) return false;
+        st->oa_block = OA_THINK;
+        st->oa_think_len = st->oa_think_cap = 0;
+    }
+    if (cm_llm_stream_reasoning(st, why, n)) return false; /* within the stream's cap */
+    llm_thinking *t = &o->thinking[o->nthinking - 1];
+    if (st->oa_think_len + n + 1 > st->oa_think_cap) { /* grown by doubling */
+        size_t cap = CM_MAX(CM_MAX(st->oa_think_cap * 2, st->oa_think_len + n + 1), 64);
+        char *q = realloc(t->text, cap);
+        if (!q) return false;
+        t->text = q;
+        st->oa_think_cap = cap;
+    }
+    memcpy(t->text + st->oa_think_len, why, n + 1);
+    st->oa_think_len += n;
+    return true;
 }
 
 static bool openai_event(llm_stream *st, const char *name, json_t *d)
@@ -309,13 +366,17 @@ static bool openai_event(llm_stream *st, const char *name, json_t *d)
     if (!choice) return true; /* the usage chunk */
     json_t *delta = json_object_get(choice, "delta");
     const char *text = json_string_value(json_object_get(delta, "content"));
-    if (text && *text && cm_llm_stream_text(st, text, strlen(text))) return false;
-    const char *why = reasoning_of(delta);
-    if (why && *why && cm_llm_stream_reasoning(st, why, strlen(why))) return false;
+    if (text && *text) {
+        if (cm_llm_stream_text(st, text, strlen(text))) return false;
+        st->oa_block = OA_TEXT;
+    }
+    const char *why, *field = reasoning_field(delta, &why);
+    if (field && !stream_thinking(st, field, why)) return false;
     size_t k;
     json_t *tc;
     json_array_foreach(json_object_get(delta, "tool_calls"), k, tc)
     {
+        st->oa_block = OA_CALL;
         json_t *ix = json_object_get(tc, "index");
         size_t i =
             json_is_integer(ix) && json_integer_value(ix) >= 0 ? (size_t)json_integer_value(ix) : k;
@@ -347,8 +408,13 @@ static bool openai_whole(llm_response *out, json_t *doc)
     snprintf(out->response_id, sizeof out->response_id, "%s", id ? id : "");
     const char *text = json_string_value(json_object_get(msg, "content"));
     if (text && cm_buf_adds(&out->text, text)) return false;
-    const char *why = reasoning_of(msg);
-    if (why && cm_buf_adds(&out->reasoning, why)) return false;
+    const char *why, *field = reasoning_field(msg, &why);
+    if (field) { /* one thinking block, signed with the member it came in */
+        llm_thinking *t = cm_llm_thinking_new(out);
+        if (!t || cm_buf_adds(&out->reasoning, why) || !(t->text = cm_strdup(why)) ||
+            !(t->signature = cm_strdup(field)))
+            return false;
+    }
     json_t *calls = json_object_get(msg, "tool_calls");
     size_t n = json_array_size(calls);
     if (n) {

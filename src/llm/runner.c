@@ -312,17 +312,15 @@ static const char *effort_for(const llm_runner *r, const char *provider, const c
     return off ? NULL : e;
 }
 
-/* The maxTokens of ref as QuantumClaw's config defaults (applyModelDefaults)
- * make it for a model listed in models.providers.<provider>.models[]: its
- * maxTokens, else min(8192, contextWindow), at most its contextWindow
- * (default 200000); 0 when the model is not listed. */
-static int model_max_tokens(const llm_runner *r, const char *provider, const char *ref)
+/* The entry of ref ("provider/model") in models.providers.<provider>.models[]
+ * (provider names compared normalised; the last one listed), or NULL. */
+static const json_t *model_entry(const llm_runner *r, const char *provider, const char *ref)
 {
     char want[128], have[128];
     cm_auth_provider_norm(provider, want, sizeof want);
     const char *key;
     json_t *pc;
-    int max = 0;
+    const json_t *found = NULL;
     json_object_foreach(path_get(r->cfg, "models", "providers", NULL), key, pc)
     {
         cm_auth_provider_norm(key, have, sizeof have);
@@ -332,17 +330,41 @@ static int model_max_tokens(const llm_runner *r, const char *provider, const cha
         json_array_foreach(json_object_get(pc, "models"), i, m)
         {
             const char *id = json_string_value(json_object_get(m, "id"));
-            if (!id || strcmp(id, strchr(ref, '/') + 1)) continue;
-            json_t *mt = json_object_get(m, "maxTokens"), *cw = json_object_get(m, "contextWindow");
-            double w = json_is_number(cw) && json_number_value(cw) > 0 ? json_number_value(cw)
-                                                                         : 200000;
-            double t = json_is_number(mt) && json_number_value(mt) > 0 ? json_number_value(mt)
-                                                                         : CM_MIN(8192, w);
-            t = CM_MIN(t, w);
-            max = t >= INT32_MAX ? INT32_MAX : t >= 1 ? (int)t : 1;
+            if (id && !strcmp(id, strchr(ref, '/') + 1)) found = m;
         }
     }
-    return max;
+    return found;
+}
+
+/* The maxTokens of ref as QuantumClaw's config defaults (applyModelDefaults)
+ * make it for a model listed in models.providers.<provider>.models[]: its
+ * maxTokens, else min(8192, contextWindow), at most its contextWindow
+ * (default 200000); 0 when the model is not listed. */
+static int model_max_tokens(const llm_runner *r, const char *provider, const char *ref)
+{
+    const json_t *m = model_entry(r, provider, ref);
+    if (!m) return 0;
+    json_t *mt = json_object_get(m, "maxTokens"), *cw = json_object_get(m, "contextWindow");
+    double w = json_is_number(cw) && json_number_value(cw) > 0 ? json_number_value(cw) : 200000;
+    double t =
+        json_is_number(mt) && json_number_value(mt) > 0 ? json_number_value(mt) : CM_MIN(8192, w);
+    t = CM_MIN(t, w);
+    return t >= INT32_MAX ? INT32_MAX : t >= 1 ? (int)t : 1;
+}
+
+/* Whether ref takes its token limit as max_tokens rather than
+ * max_completion_tokens: pi-ai's openai-completions compat.maxTokensField,
+ * the model's own ("max_tokens" or "max_completion_tokens") else
+ * "max_tokens" for a chutes.ai baseUrl only. */
+static bool max_tokens_field_for(const llm_runner *r, const char *provider, const char *ref,
+                                 const char *base_url)
+{
+    const json_t *m = model_entry(r, provider, ref);
+    const char *f =
+        json_string_value(json_object_get(json_object_get(m, "compat"), "maxTokensField"));
+    if (f && (!strcmp(f, "max_tokens") || !strcmp(f, "max_completion_tokens")))
+        return !strcmp(f, "max_tokens");
+    return base_url && strstr(base_url, "chutes.ai");
 }
 
 cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta,
@@ -375,6 +397,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
                 FAIL(CM_ENOMEM, "out of memory");
             continue;
         }
+        rq->max_tokens_field = max_tokens_field_for(r, provider, chain[mi], e.ep.base_url);
         snprintf(oc->api, sizeof oc->api, "%s", cm_llm_api_name(e.ep.api));
         int64_t now = r->clock(r->clock_ctx);
         /* Candidates: the provider's profiles in order (the session's pin
