@@ -727,6 +727,38 @@ out:
     return rc;
 }
 
+cm_rc cm_store_term_docs(store *s, const char *terms, size_t n, int64_t *docs, char *err,
+                         size_t errlen)
+{
+    for (size_t i = 0; i < n; i++)
+        docs[i] = 0;
+    if (s->pg || !n) return CM_OK;
+    cm_rc rc = CM_OK;
+    sqlite3_stmt *q = NULL;
+    int r = sqlite3_exec(s->db,
+                         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.cm_vocab USING "
+                         "fts5vocab(main, 'chunks_fts', 'row')",
+                         NULL, NULL, NULL);
+    if (r == SQLITE_OK)
+        r = sqlite3_prepare_v2(s->db, "SELECT doc FROM temp.cm_vocab WHERE term = ?1", -1, &q,
+                               NULL);
+    if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "read the vocabulary", err, errlen));
+    const char *p = terms;
+    for (size_t i = 0; i < n && *p; i++) {
+        const char *sp = strchr(p, ' ');
+        size_t l = sp ? (size_t)(sp - p) : strlen(p);
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, p, (int)l, SQLITE_STATIC);
+        r = sqlite3_step(q);
+        if (r == SQLITE_ROW) docs[i] = sqlite3_column_int64(q, 0);
+        else if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read the vocabulary", err, errlen));
+        p = sp ? sp + 1 : p + l;
+    }
+out:
+    sqlite3_finalize(q);
+    return rc;
+}
+
 cm_rc cm_store_fts_search_and_or(store *s, const char *match, const char *weights,
                                  const char *or_match, const char *or_weights, int limit,
                                  fts_hits *out, bool *used_or, char *err, size_t errlen)
