@@ -3,25 +3,12 @@
  */
 #include "typo.h"
 
-/* Whether cand[0..cl) already stands in out, or is w itself. */
-static bool seen(const buf *out, size_t start, const char *cand, size_t cl, const char *w,
-                 size_t len)
+/* Appends cand[0..cl) and a space. The callers skip the edits that repeat
+ * another: deleting or inserting a letter next to the same letter, swapping
+ * two equal letters; what is left is distinct (a swap of two different
+ * letters changes two places, a replacement one). */
+static cm_rc put(buf *out, const char *cand, size_t cl, size_t *n)
 {
-    if (cl == len && memcmp(cand, w, len) == 0) return true;
-    const char *p = out->data ? out->data + start : NULL, *end = out->data + out->len;
-    while (p && p < end) {
-        const char *sp = memchr(p, ' ', (size_t)(end - p));
-        size_t l = sp ? (size_t)(sp - p) : (size_t)(end - p);
-        if (l == cl && memcmp(p, cand, cl) == 0) return true;
-        p = sp ? sp + 1 : end;
-    }
-    return false;
-}
-
-static cm_rc put(buf *out, size_t start, const char *cand, size_t cl, const char *w, size_t len,
-                 size_t *n)
-{
-    if (seen(out, start, cand, cl, w, len)) return CM_OK;
     cm_rc rc = cm_buf_add(out, cand, cl);
     if (!rc) rc = cm_buf_addc(out, ' ');
     if (!rc) (*n)++;
@@ -35,32 +22,34 @@ cm_rc cm_typo_edits(const char *w, size_t len, buf *out, size_t *n)
     for (size_t i = 0; i < len; i++)
         if (w[i] < 'a' || w[i] > 'z') return CM_OK;
     char c[TYPO_MAX_LEN + 2];
-    size_t start = out->len;
     cm_rc rc = CM_OK;
     for (size_t i = 0; i < len && !rc; i++) { /* deletions */
+        if (i + 1 < len && w[i] == w[i + 1]) continue;
         memcpy(c, w, i);
         memcpy(c + i, w + i + 1, len - i - 1);
-        rc = put(out, start, c, len - 1, w, len, n);
+        rc = put(out, c, len - 1, n);
     }
     for (size_t i = 0; i + 1 < len && !rc; i++) { /* transpositions */
+        if (w[i] == w[i + 1]) continue;
         memcpy(c, w, len);
         c[i] = w[i + 1];
         c[i + 1] = w[i];
-        rc = put(out, start, c, len, w, len, n);
+        rc = put(out, c, len, n);
     }
     for (size_t i = 0; i < len && !rc; i++) /* substitutions */
         for (char l = 'a'; l <= 'z' && !rc; l++) {
             if (l == w[i]) continue;
             memcpy(c, w, len);
             c[i] = l;
-            rc = put(out, start, c, len, w, len, n);
+            rc = put(out, c, len, n);
         }
     for (size_t i = 0; i <= len && !rc; i++) /* insertions */
         for (char l = 'a'; l <= 'z' && !rc; l++) {
+            if (i > 0 && w[i - 1] == l) continue;
             memcpy(c, w, i);
             c[i] = l;
             memcpy(c + i + 1, w + i, len - i);
-            rc = put(out, start, c, len + 1, w, len, n);
+            rc = put(out, c, len + 1, n);
         }
     return rc;
 }
