@@ -11,6 +11,7 @@
 #include "../src/embed/embed.h"
 #include "../src/search/irregular.h"
 #include "../src/search/rank.h"
+#include "../src/search/typo.h"
 #include "test.h"
 
 static search_hit side(int64_t id, bool text, double score)
@@ -224,6 +225,76 @@ TEST(quality_irregular_verb_finds_the_past_tense)
     static const char *const qa[][2] = {
         {"what did Dave buy?", "memory/camera.md"},
         {"did Nate win the tournament", "memory/chess.md"},
+    };
+    cm_options o = {NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"), NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512];
+    EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_sync(e, 0, NULL, NULL, NULL, err, sizeof err), CM_OK);
+    for (size_t i = 0; i < sizeof qa / sizeof *qa; i++) {
+        char *js = NULL;
+        cm_search_opts so = {6, 0, 0};
+        EXPECT_INT(cm_memory_search(e, qa[i][0], &so, &js, err, sizeof err), CM_OK);
+        json_t *p = json_loads(js ? js : "{}", 0, NULL);
+        const char *first = json_string_value(
+            json_object_get(json_array_get(json_object_get(p, "results"), 0), "path"));
+        if (!first || strcmp(first, qa[i][1]) != 0)
+            fprintf(stderr, "  %s: first %s, want %s\n", qa[i][0], first ? first : "(none)",
+                    qa[i][1]);
+        EXPECT(first && strcmp(first, qa[i][1]) == 0);
+        json_decref(p);
+        cm_free(js);
+    }
+    cm_engine_close(e);
+}
+
+/* Whether the space-terminated list l holds the word w. */
+static bool has_word(const char *l, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = l; p && *p; p = strchr(p, ' '), p = p ? p + 1 : p)
+        if (!strncmp(p, w, n) && p[n] == ' ') return true;
+    return false;
+}
+
+TEST(quality_typo_edits)
+{
+    buf b = BUF_INIT;
+    size_t n = 0;
+    EXPECT_INT(cm_typo_edits("abcde", 5, &b, &n), CM_OK);
+    /* 5 deletions, 4 swaps, 5 × 25 replacements, 6 × 26 insertions, less repeats */
+    EXPECT(n > 250 && n <= 5 + 4 + 125 + 156);
+    EXPECT(has_word(b.data, "bacde"));  /* a swap */
+    EXPECT(has_word(b.data, "abde"));   /* a deletion */
+    EXPECT(has_word(b.data, "abxcde")); /* an insertion */
+    EXPECT(has_word(b.data, "abcdz"));  /* a replacement */
+    EXPECT(!has_word(b.data, "abcde")); /* not the word itself */
+    cm_buf_release(&b);
+    b = (buf)BUF_INIT;
+    EXPECT_INT(cm_typo_edits("abcd", 4, &b, &n), CM_OK); /* too short */
+    EXPECT_INT((int)n, 0);
+    EXPECT_INT(cm_typo_edits("ab-cde", 6, &b, &n), CM_OK); /* not letters */
+    EXPECT_INT((int)n, 0);
+    cm_buf_release(&b);
+}
+
+/* A misspelled question ("educaton", "funraiser") finds the note that spells
+ * the word right above notes that only name the person more often: a keyword
+ * that neither the index nor the language knows gains the index's word one
+ * edit away (docs/QUALITY.md, issue 30, round 6). */
+TEST(quality_typo_finds_the_right_spelling)
+{
+    char *d = tmp_dir();
+    write_file(d, "qc.json", "{}\n");
+    write_file(d, "ws/MEMORY.md", "# Memory\n");
+    write_file(d, "ws/memory/school.md", "Maria went back to night school to finish her education.\n");
+    write_file(d, "ws/memory/trip.md", "Maria and Maria's sister drove to the coast; Maria loved it.\n");
+    write_file(d, "ws/memory/charity.md", "Jon organised a fundraiser for the animal shelter.\n");
+    write_file(d, "ws/memory/gym.md", "Jon and Jon's friend lift weights; Jon trains on Mondays.\n");
+    write_file(d, "ws/memory/misc.md", "Coffee beans, bread and milk for the weekend.\n");
+    static const char *const qa[][2] = {
+        {"what did Maria say about her educaton?", "memory/school.md"},
+        {"what was Jon's funraiser for", "memory/charity.md"},
     };
     cm_options o = {NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"), NULL, NULL, 0};
     cm_engine *e = NULL;

@@ -8,6 +8,7 @@
 #include "../search/query.h"
 #include "../search/rank.h"
 #include "../search/stopwords.h"
+#include "../search/typo.h"
 #include "../search/when.h"
 #include "../store/fts_rank.h"
 #include "engine_int.h"
@@ -47,11 +48,24 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
 #define FALLBACK_NEIGHBOUR_COS    0.6
 #define FALLBACK_AMONG            50000
 
+/* Typo tolerance (typo.h): a keyword of TYPO_MIN_LEN..TYPO_CORRECT_MAX
+ * letters that the static model does not know (a word of the language is no
+ * typo, even when the notes lack it) and the index holds neither it nor any
+ * of its variants gains the index's most frequent word one edit away at
+ * TYPO_WEIGHT: "educaton" finds "education". Only with the static model.
+ * Longer words were left alone: on SciFact they are technical terms whose
+ * neighbour is another term ("methyltrasnferase"); docs/QUALITY.md, issue
+ * 30, round 6. */
+#define TYPO_WEIGHT      0.7
+#define TYPO_CORRECT_MAX 9
+
 typedef struct variant_ctx {
     const static_model *m;
     static_variant_opts o;
     double w_morph, w_near;
     fts5_api *porter; /* the index stems with porter: its API, else NULL */
+    store *st;        /* for typo tolerance; NULL: none */
+    fts5_api *stem;   /* the porter API when the index stems with it, else NULL */
 } variant_ctx;
 
 /* Drops from v[0..n) the one-word variants that the index's porter stemmer
@@ -129,6 +143,70 @@ static size_t irregular_variants(const char *kw, size_t len, query_variant *out,
     return n;
 }
 
+/* The index terms of the words w (n of them, space-separated) into t: their
+ * porter stems when the index stems, else the words. */
+static bool index_terms(const variant_ctx *x, const buf *w, buf *t)
+{
+    if (!x->stem) return !cm_buf_add(t, w->data, w->len) && !cm_buf_addc(t, 0);
+    if (cm_buf_grow(t, w->len + 1)) return false;
+    return cm_fts_stem(x->stem, w->data, (int)w->len, t->data, t->cap) == SQLITE_OK;
+}
+
+/* Appends to out[0..n) (at most cap) the typo corrections of kw (typo.h)
+ * when the index holds neither kw nor a one-word variant out[0..n) of it;
+ * the new n. Errors of the lookup leave the variants as they were. */
+static size_t typo_variants(variant_ctx *x, const char *kw, size_t len, query_variant *out,
+                            size_t n, size_t cap)
+{
+    if (!x->st || !x->m || n >= cap || len < TYPO_MIN_LEN || len > TYPO_CORRECT_MAX) return n;
+    for (size_t i = 0; i < len; i++)
+        if (kw[i] < 'a' || kw[i] > 'z') return n; /* letters only (typo.h) */
+    if (cm_static_model_lookup(x->m, kw, len) >= 0) return n; /* a word: no typo */
+    buf w = BUF_INIT, t = BUF_INIT;
+    int64_t *docs = NULL;
+    char err[128];
+    size_t ne = 0, nw = 0;
+    /* the keyword and its variants first: any of them held, no correction */
+    bool ok = !cm_buf_add(&w, kw, len);
+    for (size_t i = 0; i < n && ok; i++)
+        if (!strchr(out[i].text, ' ')) {
+            ok = !cm_buf_addc(&w, ' ') && !cm_buf_adds(&w, out[i].text);
+            nw++;
+        }
+    nw++;
+    if (!ok || !index_terms(x, &w, &t)) goto out;
+    if (!(docs = calloc(nw, sizeof *docs))) goto out;
+    if (cm_store_term_docs(x->st, t.data, nw, docs, err, sizeof err)) goto out;
+    for (size_t i = 0; i < nw; i++)
+        if (docs[i] > 0) goto out;
+    free(docs);
+    docs = NULL;
+    w.len = 0;
+    t.len = 0;
+    if (cm_typo_edits(kw, len, &w, &ne) || !ne) goto out;
+    w.data[--w.len] = 0; /* the last space */
+    if (!index_terms(x, &w, &t) || !(docs = calloc(ne, sizeof *docs))) goto out;
+    if (cm_store_term_docs(x->st, t.data, ne, docs, err, sizeof err)) goto out;
+    size_t best = ne;
+    for (size_t i = 0; i < ne; i++)
+        if (docs[i] > 0 && (best == ne || docs[i] > docs[best])) best = i;
+    if (best == ne) goto out;
+    const char *p = w.data; /* the best-th word of w */
+    for (size_t i = 0; i < best; i++)
+        p = strchr(p, ' ') + 1;
+    const char *sp = strchr(p, ' ');
+    size_t l = sp ? (size_t)(sp - p) : strlen(p);
+    if (l >= sizeof out[n].text || cm_stopword_is(p, l)) goto out;
+    memcpy(out[n].text, p, l);
+    out[n].text[l] = 0;
+    out[n++].weight = TYPO_WEIGHT;
+out:
+    free(docs);
+    cm_buf_release(&w);
+    cm_buf_release(&t);
+    return n;
+}
+
 /* query_variants_fn: the static model's variants (when it is installed)
  * less those the stemmers already equate with the keyword, and stop words;
  * then an irregular verb's other forms. */
@@ -152,7 +230,8 @@ static size_t model_variants(void *ctx, const char *kw, size_t len, query_varian
         memcpy(out[n].text, v[i].text, strlen(v[i].text) + 1);
         out[n++].weight = v[i].morph ? x->w_morph : x->w_near;
     }
-    return irregular_variants(kw, len, out, n, cap);
+    n = irregular_variants(kw, len, out, n, cap);
+    return typo_variants(x, kw, len, out, n, cap);
 }
 
 /* The fallback's weights: no coverage penalty (fts_rank.h's "c0"), so a
@@ -185,6 +264,8 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
                       {VARIANT_MORPH_MIN_COS, 0, 1.0f, VARIANT_AMONG},
                       VARIANT_MORPH_WEIGHT,
                       0,
+                      NULL,
+                      NULL,
                       NULL};
     if (fallback) {
         vc.o.neighbours = FALLBACK_NEIGHBOURS;
@@ -198,6 +279,9 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
     if (bridge) vc.m = query_model(e);
     if (vc.m && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
         vc.porter = cm_fts_api(e->st.db);
+    bool porter = e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter");
+    if (bridge) vc.st = &e->st;
+    if (bridge && porter) vc.stem = vc.porter ? vc.porter : cm_fts_api(e->st.db);
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
                     false, !e->st.trigram && !e->st.pg};
     cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);

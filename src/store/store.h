@@ -196,6 +196,12 @@ cm_rc cm_store_file_delete(store *s, const char *path, char *err, size_t errlen)
 #define STORE_TRIGRAM_TERMS 256
 cm_rc cm_store_trigram_terms(store *s, const char *term, size_t len, buf *out, char *err,
                              size_t errlen);
+/* The number of chunks that hold each of the n index terms in terms (as the
+ * index stores them: stems with porter), separated by single spaces, into
+ * docs[0..n) (0 for a term the index lacks). SQLite only: with PostgreSQL
+ * every count is 0. Through FTS5's fts5vocab table, one lookup a term. */
+cm_rc cm_store_term_docs(store *s, const char *terms, size_t n, int64_t *docs, char *err,
+                         size_t errlen);
 /* Runs an FTS5 MATCH expression; appends up to limit hits, best first. A
  * syntax error in match is CM_EINVAL. weights: NULL or "" (plain), or one
  * weight a phrase of match for cm_bm25 (fts_rank.h; query.h writes them);
