@@ -977,3 +977,43 @@ TEST(session_context_cache_keeps_a_gateways_conversations_in_rotation)
     }
     free(p);
 }
+
+/* More conversations in rotation than the cache's CTX_CACHE_TOTAL of text
+ * holds: 64 transcripts of 600 KB (38 MiB) read in turn, three times. The
+ * old cache let every one in, dropping the least recently used: the one
+ * whose turn came next, so no read was ever a hit. Now, once full, one new
+ * transcript in eight is let in and most of those kept are found again. */
+TEST(session_context_cache_full_keeps_most_of_a_rotation)
+{
+    char *d = tmp_dir(), got[32], name[32];
+    enum { N = 64, BIG = 600 * 1024 };
+    char *text = malloc(BIG + 1), *p[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "big%d.jsonl", i);
+        p[i] = cm_strdup(path_in(d, name));
+        memset(text, 'a' + i % 26, BIG);
+        snprintf(text, 16, "n%02d", i); /* its own first letters */
+        text[3] = 'x';
+        text[BIG] = 0;
+        one_line_file(p[i], text);
+    }
+    for (int i = 0; i < N; i++)
+        history_texts(p[i], got, sizeof got);
+    ctx_cache_stats s0, s1;
+    cm_ctx_cache_stats_get(&s0);
+    int wrong = 0;
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) {
+            history_texts(p[i], got, sizeof got);
+            snprintf(name, sizeof name, "n%02dx", i);
+            wrong += strncmp(got, name, 4) != 0;
+        }
+    cm_ctx_cache_stats_get(&s1);
+    EXPECT_INT(wrong, 0);
+    EXPECT(s1.hits - s0.hits >= N); /* old: 0; about 52 of 64 a round now */
+    for (int i = 0; i < N; i++) {
+        unlink(p[i]);
+        free(p[i]);
+    }
+    free(text);
+}

@@ -194,6 +194,16 @@ out:
     return rc;
 }
 
+/* Once the transcripts kept hold CTX_CACHE_TOTAL of text, one new transcript
+ * in ADMIT_WHEN_FULL is let in (the least recently used going to make room),
+ * the others are read without being kept. Conversations taken in rotation
+ * that outnumber what fits then still find most of what is kept (about the
+ * share that fits), where letting each in would drop the very one whose turn
+ * comes next and nothing would ever be found; a new set of busy
+ * conversations still replaces an old one, more slowly. */
+#define ADMIT_WHEN_FULL 8
+static uint32_t g_declined; /* new transcripts not let in since the cache filled */
+
 /* Keeps recs for path (a reference taken). */
 static void store(const char *path, const struct stat *st, int64_t from, int64_t end,
                   const unsigned char *tail, size_t tail_len, json_t *recs, int64_t reads,
@@ -204,7 +214,10 @@ static void store(const char *path, const struct stat *st, int64_t from, int64_t
     g_st.hits += hits;
     g_st.parsed += lines;
     ctx_ent *e = recs ? find(path) : NULL;
-    if (recs && !e) { /* a free slot, or the least recently used */
+    bool admit = recs && !e &&
+                 (g_bytes + (end - from) <= (int64_t)CTX_CACHE_TOTAL ||
+                  ++g_declined % ADMIT_WHEN_FULL == 0);
+    if (admit) { /* a free slot, or the least recently used */
         char *p = cm_strdup(path);
         e = p ? take(p) : NULL;
     }

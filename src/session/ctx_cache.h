@@ -16,7 +16,9 @@
  * (QuantumClaw appending to the same transcript, an editor) is seen at the
  * next turn. At most CTX_CACHE_MAX transcripts are kept, each at most
  * CTX_CACHE_BYTES of text and CTX_CACHE_TOTAL all together (the least
- * recently used dropped first).
+ * recently used dropped first; once the total is reached only one new
+ * transcript in eight is let in, so that more conversations in rotation
+ * than fit still find most of those kept).
  */
 #ifndef CM_CTX_CACHE_H
 #define CM_CTX_CACHE_H
