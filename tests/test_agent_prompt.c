@@ -641,3 +641,49 @@ TEST(agent_openai_max_completion_tokens_from_the_model)
     }
     agent_world_stop(&w);
 }
+
+/* stream_options and store as the reference sends them to an
+ * OpenAI-compatible server: QuantumClaw leaves stream_options out on any
+ * host but api.openai.com unless the model's compat.supportsUsageInStreaming
+ * says true; pi-ai says "store": false unless compat.supportsStore is false
+ * or the provider is non-standard (cerebras, xai, zai, opencode, or a
+ * cerebras.ai / api.x.ai / deepseek.com / chutes.ai baseUrl). All on the
+ * loopback server, under provider names. */
+TEST(agent_openai_stream_usage_and_store_as_the_reference)
+{
+    world w;
+    if (!agent_world_start(&w, "[{\"id\":\"gpt-a\"},{\"id\":\"gpt-off\",\"compat\":"
+                               "{\"supportsStore\":false}}]"))
+        return;
+    json_t *providers = json_object_get(json_object_get(w.cfg, "models"), "providers");
+    json_t *openai = json_object_get(providers, "openai");
+    json_t *cb = json_deep_copy(openai), *xai = json_deep_copy(openai);
+    json_object_set_new(cb, "models",
+                        json_loads("[{\"id\":\"llama\"},{\"id\":\"llama-on\",\"compat\":"
+                                   "{\"supportsStore\":true,\"supportsUsageInStreaming\":true}}]",
+                                   0, NULL));
+    json_object_set_new(providers, "cerebras", cb);
+    json_object_set_new(providers, "XAI", xai); /* provider names compared normalised */
+    static const struct {
+        const char *model;
+        int usage, store; /* 1: stream_options / "store": false sent */
+    } cases[] = {{"openai/gpt-a", 0, 1},       {"openai/gpt-off", 0, 0},
+                 {"cerebras/llama", 0, 0},     {"cerebras/llama-on", 1, 1},
+                 {"XAI/grok", 0, 0}};
+    for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
+        say(&w, "Hi.", 10);
+        agent_turn_out out;
+        if (run_turn(&w, cases[k].model, "hello", NULL, &out)) return;
+        cm_agent_turn_out_release(&out);
+        json_t *b = request_body(&w, (int)k);
+        json_t *so = json_object_get(b, "stream_options"), *st = json_object_get(b, "store");
+        bool usage = json_is_true(json_object_get(so, "include_usage"));
+        bool ok = usage == (cases[k].usage == 1) && (cases[k].usage || !so) &&
+                  (cases[k].store ? json_is_false(st) : !st);
+        if (!ok)
+            test_fail(__FILE__, __LINE__, "%s: stream_options %s, store %s", cases[k].model,
+                      so ? "sent" : "absent", st ? (json_is_false(st) ? "false" : "other") : "absent");
+        json_decref(b);
+    }
+    agent_world_stop(&w);
+}

@@ -623,6 +623,9 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         EXPECT(!json_object_get(j, k % 2 ? "max_completion_tokens" : "max_tokens"));
         json_decref(j);
         EXPECT(same_body(&rq)); /* the schemas from the cache */
+        rq.no_stream_usage = k % 2; /* pi-ai's compat.supportsUsageInStreaming */
+        rq.store_false = k % 3 != 0; /* compat.supportsStore */
+        EXPECT(same_body(&rq));
         rq.n = 0;
         rq.system = NULL;
         EXPECT(same_body(&rq));

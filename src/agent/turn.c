@@ -525,6 +525,8 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                           NULL,
                           0,
                           NULL,
+                          false,
+                          false,
                           false};
         cm_llm_response_release(&resp);
         if (hk && hk->cancelled && hk->cancelled(hk->ctx)) {

@@ -123,6 +123,12 @@ typedef struct llm_request {
      * max_completion_tokens (pi-ai's compat.maxTokensField: "max_tokens" for
      * a chutes.ai baseUrl, or as the model's compat says). */
     bool max_tokens_field;
+    /* Set by cm_llm_run per attempt (pi-ai's compat.supportsUsageInStreaming
+     * false and compat.supportsStore, as the runner's stream_compat_for
+     * decides them): an openai-completions request leaves out
+     * stream_options {include_usage: true}, and says "store": false. */
+    bool no_stream_usage;
+    bool store_false;
 } llm_request;
 
 /* Whether assistant message m was written by the model rq goes to through

@@ -161,8 +161,10 @@ static json_t *openai_body(const llm_request *rq)
     body = json_pack("{s:s,s:o,s:b}", "model", rq->model, "messages", msgs, "stream", rq->stream);
     msgs = NULL;
     if (!body) goto fail;
-    if (rq->stream)
-        json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
+    if (rq->stream && !rq->no_stream_usage &&
+        json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1)))
+        goto fail;
+    if (rq->store_false && json_object_set_new(body, "store", json_false())) goto fail;
     const char *mt_name;
     int mt = max_tokens_of(rq, &mt_name);
     if (mt > 0 && json_object_set_new(body, mt_name, json_integer(mt))) goto fail;
@@ -249,7 +251,9 @@ static cm_rc openai_body_text(const llm_request *rq, buf *out)
         PUT(cm_buf_addc(out, '}'));
     }
     PUT(cm_buf_adds(out, rq->stream ? "],\"stream\":true" : "],\"stream\":false"));
-    if (rq->stream) PUT(cm_buf_adds(out, ",\"stream_options\":{\"include_usage\":true}"));
+    if (rq->stream && !rq->no_stream_usage)
+        PUT(cm_buf_adds(out, ",\"stream_options\":{\"include_usage\":true}"));
+    if (rq->store_false) PUT(cm_buf_adds(out, ",\"store\":false"));
     const char *mt_name;
     int mt = max_tokens_of(rq, &mt_name);
     if (mt > 0) PUT(cm_buf_printf(out, ",\"%s\":%d", mt_name, mt));
