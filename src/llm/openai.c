@@ -336,20 +336,9 @@ static bool stream_thinking(llm_stream *st, const char *field, const char *why)
         llm_thinking *t = cm_llm_thinking_new(o);
         if (!t || !cm_llm_str_append(st, &t->signature, field)) return false;
         st->oa_block = OA_THINK;
-        st->oa_think_len = st->oa_think_cap = 0;
     }
     if (cm_llm_stream_reasoning(st, why, n)) return false; /* within the stream's cap */
-    llm_thinking *t = &o->thinking[o->nthinking - 1];
-    if (st->oa_think_len + n + 1 > st->oa_think_cap) { /* grown by doubling */
-        size_t cap = CM_MAX(CM_MAX(st->oa_think_cap * 2, st->oa_think_len + n + 1), 64);
-        char *q = realloc(t->text, cap);
-        if (!q) return false;
-        t->text = q;
-        st->oa_think_cap = cap;
-    }
-    memcpy(t->text + st->oa_think_len, why, n + 1);
-    st->oa_think_len += n;
-    return true;
+    return cm_llm_thinking_append(st, o->nthinking - 1, why, n);
 }
 
 static bool openai_event(llm_stream *st, const char *name, json_t *d)
