@@ -3,14 +3,15 @@
 # the peer QMD on the same workspaces (LoCoMo and SciFact from ../shared/data),
 # in one run. Writes WORKDIR/results.jsonl (one JSON object per dataset and
 # mode), WORKDIR/tables.md and the recall@k plots docs/quality-locomo.svg and
-# docs/quality-scifact.svg (gnuplot). Modes: keyword-only (the default
+# docs/quality-scifact.svg (gnuplot; WORKDIR's for a subset, below). Modes: keyword-only (the default
 # porter, unicode61, trigram), hybrid with the static model (its default
 # minmax 0.005, QuantumClaw's weighted merge, other weights) and with the
 # loopback fake embedding server (hashed bag of words, provider openai), each
 # with QuantumClaw's weighted merge and with clawmem.hybridMerge minmax / rrf.
 # Usage: bench/eval.sh BUILD_DIR   (EVAL_QMD=0 skips QMD, ~12 of the ~25 minutes;
 #   EVAL_MODES="keyword static" runs only those modes, EVAL_DATA=locomo only
-#   that dataset: subsets for iterating, the tables then hold only them)
+#   that dataset: subsets for iterating, the tables then hold only them and
+#   the plots go to WORKDIR/quality-*.svg, docs/ left as the last full run's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -65,6 +66,14 @@ for ds in ${EVAL_DATA:-locomo scifact}; do
   fi
 done
 scripts/install-deps.sh --eval
-node bench/eval_report.mjs "$out" "$work" docs >"$work/tables.md"
-say "tables in $work/tables.md, plots in docs/quality-*.svg"
+# The plots in docs/ only from a full run (every mode on both datasets, with
+# or without QMD, as docs/QUALITY.md's run); a subset's go to WORKDIR, so
+# that docs never show part of the comparison.
+plots=docs
+sets=" ${EVAL_DATA:-locomo scifact} "
+if [[ -n ${EVAL_MODES:-} || $sets != *" locomo "* || $sets != *" scifact "* ]]; then
+  plots=$work
+fi
+node bench/eval_report.mjs "$out" "$work" "$plots" >"$work/tables.md"
+say "tables in $work/tables.md, plots in $plots/quality-*.svg"
 cat "$work/tables.md"

@@ -39,7 +39,9 @@ for (const r of sci)
 console.log(out.join("\n"));
 
 // One data block per mode: "k recall" lines, blocks separated by two blank lines.
+// A dataset the run left out (EVAL_DATA) has no plot: gnuplot refuses an empty one.
 const plot = (name, set, ks, title, xlabel, logx) => {
+  if (!set.length) return;
   const data = `${work}/quality-${name}.dat`;
   writeFileSync(data, set.map((r) => ks.map((k) => {
     const v = r.dataset === "scifact" ? r[`recall@${k}`] : r.all[`recall@${k}`];

@@ -505,6 +505,95 @@ TEST(agent_anthropic_thinking_goes_back_in_the_tool_loop)
     agent_world_stop(&w);
 }
 
+/* Whether content's blocks have the types listed (NULL-terminated). */
+static bool block_types_are(const json_t *content, const char *const *want)
+{
+    size_t n = 0;
+    bool ok = true;
+    for (; want[n]; n++) {
+        const char *t =
+            json_string_value(json_object_get(json_array_get(content, n), "type"));
+        if (!t || strcmp(t, want[n])) ok = false;
+        if (!ok) fprintf(stderr, "  block %zu: %s, want %s\n", n, t ? t : "(none)", want[n]);
+    }
+    return ok && json_array_size(content) == n;
+}
+
+/* The transcript keeps an answer's blocks in the order the stream brought
+ * them, as pi-ai's content array does: text, then thinking, then the tool
+ * call (not the thinking first), for both wire formats. */
+TEST(agent_transcript_keeps_the_blocks_in_arrival_order)
+{
+    world w;
+    if (!agent_world_start(&w, NULL)) return;
+    char prov[512];
+    snprintf(prov, sizeof prov,
+             "{\"api\":\"anthropic-messages\",\"baseUrl\":\"%s\",\"apiKey\":\"sk-ant-api-test-"
+             "0008\",\"models\":[{\"id\":\"claude-sonnet-4-5\",\"reasoning\":true}]}",
+             w.base);
+    json_object_set_new(json_object_get(json_object_get(w.cfg, "models"), "providers"),
+                        "anthropic", json_loads(prov, 0, NULL));
+    const char *oa[] = {
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Let me look.\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Memory \"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"first.\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":"
+        "\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"memory_search\","
+        "\"arguments\":\"{\\\"query\\\":\\\"dog\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: [DONE]\n\n",
+        NULL};
+    const char *an[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+        "\"delta\":{\"type\":\"text_delta\",\"text\":\"Let me look.\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
+        "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,"
+        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Memory \"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,"
+        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"first.\"}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,"
+        "\"delta\":{\"type\":\"signature_delta\",\"signature\":\"SigZ\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,"
+        "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"memory_search\","
+        "\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,"
+        "\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"query\\\":\\\"dog\\\"}\"}}"
+        "\n\n",
+        "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+        "\"tool_use\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        NULL};
+    const char *an_done[] = {
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m2\"}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+        "\"content_block\":{\"type\":\"text\",\"text\":\"Biscuit.\"}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        NULL};
+    static const char *const want[] = {"text", "thinking", "toolCall", NULL};
+    for (int k = 0; k < 2; k++) {
+        push_sse(&w, k ? an : oa);
+        if (k)
+            push_sse(&w, an_done);
+        else
+            say(&w, "Biscuit.", 50);
+        agent_turn_out out;
+        if (run_turn(&w, k ? "anthropic/claude-sonnet-4-5" : "openai/gpt-t", "The dog?",
+                     effort_low, &out))
+            return;
+        EXPECT_STR(out.reply, "Biscuit.");
+        json_t *c = json_object_get(json_array_get(out.messages, 1), "content");
+        EXPECT(block_types_are(c, want));
+        EXPECT_STR(json_string_value(json_object_get(json_array_get(c, 0), "text")),
+                   "Let me look.");
+        EXPECT(thinking_is(c, 1, "Memory first.", k ? "SigZ" : "reasoning_content"));
+        cm_agent_turn_out_release(&out);
+    }
+    agent_world_stop(&w);
+}
+
 /* An Anthropic request's max_tokens with no thinking: pi-ai's default
  * min(maxTokens, 32000), the model's maxTokens as QuantumClaw's config
  * defaults make it (listed without one: min(8192, contextWindow)); 4096 for
@@ -579,7 +668,7 @@ TEST(agent_openai_reasoning_goes_back_in_the_tool_loop)
     /* stored: two runs of reasoning, each signed with its member */
     json_t *c = json_object_get(json_array_get(out.messages, 1), "content");
     EXPECT(thinking_is(c, 0, "Search memory.", "reasoning_content"));
-    EXPECT(thinking_is(c, 1, "Then answer.", "reasoning"));
+    EXPECT(thinking_is(c, 2, "Then answer.", "reasoning")); /* after the text, as it came */
     /* the second request: the assistant turn with its reasoning under the
      * first block's member, the runs joined with "\n", and its call */
     json_t *b = request_body(&w, 1);
@@ -637,6 +726,52 @@ TEST(agent_openai_max_completion_tokens_from_the_model)
             test_fail(__FILE__, __LINE__, "%s: max_completion_tokens %lld, max_tokens %lld",
                       cases[k].model, (long long)json_integer_value(mct),
                       (long long)json_integer_value(mt));
+        json_decref(b);
+    }
+    agent_world_stop(&w);
+}
+
+/* stream_options and store as the reference sends them to an
+ * OpenAI-compatible server: QuantumClaw leaves stream_options out on any
+ * host but api.openai.com unless the model's compat.supportsUsageInStreaming
+ * says true; pi-ai says "store": false unless compat.supportsStore is false
+ * or the provider is non-standard (cerebras, xai, zai, opencode, or a
+ * cerebras.ai / api.x.ai / deepseek.com / chutes.ai baseUrl). All on the
+ * loopback server, under provider names. */
+TEST(agent_openai_stream_usage_and_store_as_the_reference)
+{
+    world w;
+    if (!agent_world_start(&w, "[{\"id\":\"gpt-a\"},{\"id\":\"gpt-off\",\"compat\":"
+                               "{\"supportsStore\":false}}]"))
+        return;
+    json_t *providers = json_object_get(json_object_get(w.cfg, "models"), "providers");
+    json_t *openai = json_object_get(providers, "openai");
+    json_t *cb = json_deep_copy(openai), *xai = json_deep_copy(openai);
+    json_object_set_new(cb, "models",
+                        json_loads("[{\"id\":\"llama\"},{\"id\":\"llama-on\",\"compat\":"
+                                   "{\"supportsStore\":true,\"supportsUsageInStreaming\":true}}]",
+                                   0, NULL));
+    json_object_set_new(providers, "cerebras", cb);
+    json_object_set_new(providers, "XAI", xai); /* provider names compared normalised */
+    static const struct {
+        const char *model;
+        int usage, store; /* 1: stream_options / "store": false sent */
+    } cases[] = {{"openai/gpt-a", 0, 1},       {"openai/gpt-off", 0, 0},
+                 {"cerebras/llama", 0, 0},     {"cerebras/llama-on", 1, 1},
+                 {"XAI/grok", 0, 0}};
+    for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
+        say(&w, "Hi.", 10);
+        agent_turn_out out;
+        if (run_turn(&w, cases[k].model, "hello", NULL, &out)) return;
+        cm_agent_turn_out_release(&out);
+        json_t *b = request_body(&w, (int)k);
+        json_t *so = json_object_get(b, "stream_options"), *st = json_object_get(b, "store");
+        bool usage = json_is_true(json_object_get(so, "include_usage"));
+        bool ok = usage == (cases[k].usage == 1) && (cases[k].usage || !so) &&
+                  (cases[k].store ? json_is_false(st) : !st);
+        if (!ok)
+            test_fail(__FILE__, __LINE__, "%s: stream_options %s, store %s", cases[k].model,
+                      so ? "sent" : "absent", st ? (json_is_false(st) ? "false" : "other") : "absent");
         json_decref(b);
     }
     agent_world_stop(&w);

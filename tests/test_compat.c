@@ -463,6 +463,19 @@ TEST(compat_dm_turn_matches_the_reference_fixture)
             free(a);
             free(b);
         }
+    /* the body's members (store, stream_options, the token limit: the
+     * reference's compat choices for an OpenAI-compatible loopback server)
+     * and store's value */
+    buf rk = BUF_INIT, ck = BUF_INIT;
+    keys_of(rq, &rk);
+    keys_of(t.request, &ck);
+    if (strcmp(rk.data ? rk.data : "", ck.data ? ck.data : ""))
+        cm_buf_printf(&diff, "  request keys: reference %s, clawmem %s\n", rk.data ? rk.data : "",
+                      ck.data ? ck.data : "");
+    cm_buf_release(&rk);
+    cm_buf_release(&ck);
+    if (json_is_false(json_object_get(rq, "store")) != json_is_false(json_object_get(t.request, "store")))
+        cm_buf_printf(&diff, "  request store: the reference's false, clawmem's not\n");
     const json_t *rm = json_object_get(rq, "messages"), *cmm = json_object_get(t.request, "messages");
     const char *r0 = json_string_value(json_object_get(json_array_get(rm, 0), "role"));
     const char *c0 = json_string_value(json_object_get(json_array_get(cmm, 0), "role"));

@@ -623,6 +623,9 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         EXPECT(!json_object_get(j, k % 2 ? "max_completion_tokens" : "max_tokens"));
         json_decref(j);
         EXPECT(same_body(&rq)); /* the schemas from the cache */
+        rq.no_stream_usage = k % 2; /* pi-ai's compat.supportsUsageInStreaming */
+        rq.store_false = k % 3 != 0; /* compat.supportsStore */
+        EXPECT(same_body(&rq));
         rq.n = 0;
         rq.system = NULL;
         EXPECT(same_body(&rq));
@@ -824,6 +827,47 @@ TEST(llm_anthropic_stream_keeps_thinking_signatures)
     }
     cm_llm_response_release(&out);
     fake_stop(fs);
+}
+
+/* Thinking deltas go to their own block, the blocks' texts kept apart when
+ * the deltas alternate between them; a long thinking of many pieces comes
+ * out whole; the blocks are listed in the order they came. */
+TEST(llm_anthropic_thinking_deltas_follow_their_block)
+{
+    buf sse = BUF_INIT;
+    const char *start = "event: content_block_start\ndata: {\"type\":\"content_block_start\","
+                        "\"index\":%d,\"content_block\":{\"type\":\"%s\",\"%s\":\"%s\"}}\n\n";
+    const char *delta = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
+                        "\"index\":%d,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"%s\"}}\n\n";
+    cm_buf_printf(&sse, start, 0, "text", "text", "Hi. ");
+    cm_buf_printf(&sse, start, 1, "thinking", "thinking", "a");
+    cm_buf_printf(&sse, start, 2, "thinking", "thinking", "b");
+    cm_buf_printf(&sse, delta, 1, "c");
+    cm_buf_printf(&sse, delta, 2, "d");
+    cm_buf_printf(&sse, delta, 1, "e");
+    for (int i = 0; i < 5000; i++)
+        cm_buf_printf(&sse, delta, 2, "0123456789");
+    cm_buf_adds(&sse, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    llm_response out;
+    char err[256];
+    EXPECT_INT(cm_llm_parse(LLM_API_ANTHROPIC, true, sse.data, sse.len, &out, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(out.nthinking, 2);
+    if (out.nthinking == 2) {
+        EXPECT_STR(out.thinking[0].text, "ace");
+        EXPECT_INT(strlen(out.thinking[1].text), 2 + 50000);
+        EXPECT(!strncmp(out.thinking[1].text, "bd0123456789", 12));
+    }
+    EXPECT_INT(out.norder, 3);
+    if (out.norder == 3) {
+        EXPECT_INT(out.order[0].kind, LLM_BLOCK_TEXT);
+        EXPECT_INT(out.order[1].kind, LLM_BLOCK_THINKING);
+        EXPECT_INT(out.order[1].index, 0);
+        EXPECT_INT(out.order[2].kind, LLM_BLOCK_THINKING);
+        EXPECT_INT(out.order[2].index, 1);
+    }
+    cm_llm_response_release(&out);
+    cm_buf_release(&sse);
 }
 
 /* History: this model's signed thinking goes back as thinking and its

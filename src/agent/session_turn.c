@@ -616,7 +616,8 @@ static cm_rc compact_locked(agent_ctx *a, session *s, const char *instructions,
         FAIL(CM_ENOMEM, "out of memory");
     llm_message um = {LLM_USER, text.data, NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL};
     llm_request rq = {NULL, compact_system, &um,  1,    NULL, 0,    0,   true,
-                      NULL, NULL,           NULL, NULL, NULL, NULL, NULL, 0, NULL, false};
+                      NULL, NULL,           NULL, NULL, NULL, NULL, NULL, 0, NULL, false,
+                      false, false};
     json_t *e = cm_session_store_get(&s->st, s->key);
     llm_pin pin;
     pin_of(e, &pin);

@@ -410,38 +410,62 @@ static json_t *usage_cost(const json_t *cfg, const char *model, const llm_usage 
     return c;
 }
 
+/* Appends block b of answer r to content in the transcript's format (once:
+ * done[] marks the blocks written; an index out of range is skipped). */
+static void put_block(json_t *content, const llm_response *r, llm_block b, bool *done)
+{
+    json_t *o = NULL;
+    if (b.kind == LLM_BLOCK_TEXT) {
+        if (done[0] || !r->text.len) return;
+        done[0] = true;
+        o = json_pack("{s:s,s:s}", "type", "text", "text", r->text.data);
+    } else if (b.kind == LLM_BLOCK_THINKING) {
+        if (b.index >= r->nthinking || done[1 + b.index]) return;
+        done[1 + b.index] = true;
+        const llm_thinking *t = &r->thinking[b.index];
+        o = json_pack("{s:s,s:s}", "type", "thinking", "thinking", t->text ? t->text : "");
+        if (o && t->signature)
+            json_object_set_new(o, "thinkingSignature", json_string(t->signature));
+        if (o && t->redacted) json_object_set_new(o, "redacted", json_true());
+    } else {
+        if (b.index >= r->ncalls || done[1 + r->nthinking + b.index]) return;
+        done[1 + r->nthinking + b.index] = true;
+        const llm_tool_call *c = &r->calls[b.index];
+        json_t *args = json_loads(c->arguments, 0, NULL);
+        o = json_pack("{s:s,s:s,s:s,s:o}", "type", "toolCall", "id", c->id, "name", c->name,
+                      "arguments", json_is_object(args) ? args : json_object());
+        if (!json_is_object(args)) json_decref(args);
+    }
+    json_array_append_new(content, o);
+}
+
 /* The assistant message of a model answer, in the transcript's format;
  * cfg (may be NULL) prices its usage. */
 static json_t *assistant_message(const llm_response *r, const llm_outcome *oc, int64_t now,
                                  const json_t *cfg)
 {
     json_t *content = json_array();
-    /* thinking never goes back as text (text_of); the blocks are stored as
-     * pi-ai stores them, with their signatures: Anthropic's go back as
-     * thinking (anthropic.c), an OpenAI-compatible answer's under the
-     * reasoning member its signature names (openai.c) */
-    for (size_t i = 0; i < r->nthinking; i++) {
-        const llm_thinking *t = &r->thinking[i];
-        json_t *b = json_pack("{s:s,s:s}", "type", "thinking", "thinking", t->text ? t->text : "");
-        if (b && t->signature)
-            json_object_set_new(b, "thinkingSignature", json_string(t->signature));
-        if (b && t->redacted) json_object_set_new(b, "redacted", json_true());
-        json_array_append_new(content, b);
+    bool *done = calloc(1 + r->nthinking + r->ncalls, sizeof *done);
+    if (!done) {
+        json_decref(content);
+        return NULL;
     }
+    /* thinking never goes back as text (text_of); the blocks are stored as
+     * pi-ai stores them, in the order they came, with their signatures:
+     * Anthropic's go back as thinking (anthropic.c), an OpenAI-compatible
+     * answer's under the reasoning member its signature names (openai.c).
+     * Blocks the answer did not order: thinking, text, calls. */
     if (!r->nthinking && r->reasoning.len)
         json_array_append_new(
             content, json_pack("{s:s,s:s}", "type", "thinking", "thinking", r->reasoning.data));
-    if (r->text.len)
-        json_array_append_new(content,
-                              json_pack("{s:s,s:s}", "type", "text", "text", r->text.data));
-    for (size_t i = 0; i < r->ncalls; i++) {
-        json_t *args = json_loads(r->calls[i].arguments, 0, NULL);
-        json_array_append_new(content,
-                              json_pack("{s:s,s:s,s:s,s:o}", "type", "toolCall", "id",
-                                        r->calls[i].id, "name", r->calls[i].name, "arguments",
-                                        json_is_object(args) ? args : json_object()));
-        if (!json_is_object(args)) json_decref(args);
-    }
+    for (size_t i = 0; i < r->norder; i++)
+        put_block(content, r, r->order[i], done);
+    for (size_t i = 0; i < r->nthinking; i++)
+        put_block(content, r, (llm_block){LLM_BLOCK_THINKING, i}, done);
+    put_block(content, r, (llm_block){LLM_BLOCK_TEXT, 0}, done);
+    for (size_t i = 0; i < r->ncalls; i++)
+        put_block(content, r, (llm_block){LLM_BLOCK_CALL, i}, done);
+    free(done);
     const char *slash = strchr(oc->model, '/');
     char provider[192];
     snprintf(provider, sizeof provider, "%.*s", slash ? (int)(slash - oc->model) : 0, oc->model);
@@ -525,6 +549,8 @@ cm_rc cm_agent_turn_run(const agent_tools *tools, const agent_turn_in *in, agent
                           NULL,
                           0,
                           NULL,
+                          false,
+                          false,
                           false};
         cm_llm_response_release(&resp);
         if (hk && hk->cancelled && hk->cancelled(hk->ctx)) {

@@ -345,9 +345,10 @@ static bool anthropic_event(llm_stream *st, const char *name, json_t *d)
         if (dt && !strcmp(dt, "thinking_delta")) {
             const char *t = json_string_value(json_object_get(delta, "thinking"));
             if (!t) return true;
-            if (cm_llm_stream_reasoning(st, t, strlen(t))) return false;
+            size_t n = strlen(t);
+            if (cm_llm_stream_reasoning(st, t, n)) return false;
             /* the text was counted as reasoning */
-            return ti < 0 || cm_llm_str_append(NULL, &st->out->thinking[ti].text, t);
+            return ti < 0 || cm_llm_thinking_append(st, (size_t)ti, t, n);
         }
         if (dt && !strcmp(dt, "signature_delta")) {
             const char *sig = json_string_value(json_object_get(delta, "signature"));
@@ -386,6 +387,7 @@ static bool anthropic_whole(llm_response *out, json_t *doc)
         const char *t = json_string_value(json_object_get(blk, "type"));
         if (t && !strcmp(t, "text")) {
             const char *s = json_string_value(json_object_get(blk, "text"));
+            if (s && *s && !out->text.len && cm_llm_order_add(out, LLM_BLOCK_TEXT, 0)) return false;
             if (s && cm_buf_adds(&out->text, s)) return false;
         } else if (t && !strcmp(t, "thinking")) {
             const char *s = json_string_value(json_object_get(blk, "thinking"));
@@ -404,6 +406,7 @@ static bool anthropic_whole(llm_response *out, json_t *doc)
         } else if (t && !strcmp(t, "tool_use")) {
             const char *cid = json_string_value(json_object_get(blk, "id"));
             const char *name = json_string_value(json_object_get(blk, "name"));
+            if (cm_llm_order_add(out, LLM_BLOCK_CALL, out->ncalls)) return false;
             llm_tool_call *c = &out->calls[out->ncalls++];
             c->id = cm_strdup(cid ? cid : "");
             c->name = cm_strdup(name ? name : "");

@@ -58,6 +58,7 @@ void cm_llm_response_release(llm_response *r)
         free(r->thinking[i].signature);
     }
     free(r->thinking);
+    free(r->order);
     memset(r, 0, sizeof *r);
     cm_buf_init(&r->text, 0);
     cm_buf_init(&r->reasoning, 0);
@@ -74,8 +75,39 @@ bool cm_llm_str_append(llm_stream *st, char **p, const char *s)
     return true;
 }
 
+cm_rc cm_llm_order_add(llm_response *out, llm_block_kind kind, size_t index)
+{
+    llm_block *o = realloc(out->order, (out->norder + 1) * sizeof *o);
+    if (!o) return CM_ENOMEM;
+    out->order = o;
+    o[out->norder++] = (llm_block){kind, index};
+    return CM_OK;
+}
+
+bool cm_llm_thinking_append(llm_stream *st, size_t ti, const char *s, size_t n)
+{
+    llm_thinking *t = &st->out->thinking[ti];
+    if (st->think_at != ti + 1) { /* another block: its length, once */
+        st->think_len = t->text ? strlen(t->text) : 0;
+        st->think_cap = t->text ? st->think_len + 1 : 0;
+        st->think_at = ti + 1;
+    }
+    if (st->think_len + n + 1 > st->think_cap) { /* grown by doubling */
+        size_t cap = CM_MAX(CM_MAX(st->think_cap * 2, st->think_len + n + 1), 64);
+        char *q = realloc(t->text, cap);
+        if (!q) return false;
+        t->text = q;
+        st->think_cap = cap;
+    }
+    memcpy(t->text + st->think_len, s, n);
+    st->think_len += n;
+    t->text[st->think_len] = 0;
+    return true;
+}
+
 llm_thinking *cm_llm_thinking_new(llm_response *out)
 {
+    if (cm_llm_order_add(out, LLM_BLOCK_THINKING, out->nthinking)) return NULL;
     llm_thinking *t = realloc(out->thinking, (out->nthinking + 1) * sizeof *t);
     if (!t) return NULL;
     out->thinking = t;
@@ -102,7 +134,10 @@ llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i)
             memset(&o->calls[k], 0, sizeof o->calls[k]);
             cm_buf_init(&st->args[k], ANSWER_MAX);
         }
+        size_t had = o->ncalls;
         o->ncalls = i + 1;
+        for (size_t k = had; k <= i; k++)
+            if (cm_llm_order_add(o, LLM_BLOCK_CALL, k)) return NULL;
     }
     return &o->calls[i];
 }
@@ -195,6 +230,7 @@ cm_rc cm_llm_stream_budget(llm_stream *st, size_t n)
 cm_rc cm_llm_stream_text(llm_stream *st, const char *s, size_t n)
 {
     cm_rc rc = stream_budget(st, n);
+    if (!rc && n && !st->out->text.len) rc = cm_llm_order_add(st->out, LLM_BLOCK_TEXT, 0);
     if (!rc) rc = cm_buf_add(&st->out->text, s, n);
     if (!rc && st->on_delta) st->on_delta(st->ctx, s, n);
     return rc;

@@ -123,6 +123,12 @@ typedef struct llm_request {
      * max_completion_tokens (pi-ai's compat.maxTokensField: "max_tokens" for
      * a chutes.ai baseUrl, or as the model's compat says). */
     bool max_tokens_field;
+    /* Set by cm_llm_run per attempt (pi-ai's compat.supportsUsageInStreaming
+     * false and compat.supportsStore, as the runner's stream_compat_for
+     * decides them): an openai-completions request leaves out
+     * stream_options {include_usage: true}, and says "store": false. */
+    bool no_stream_usage;
+    bool store_false;
 } llm_request;
 
 /* Whether assistant message m was written by the model rq goes to through
@@ -136,6 +142,14 @@ bool cm_llm_same_model(const llm_message *m, const llm_request *rq, llm_api api)
 typedef struct llm_usage {
     int64_t input, output, cache_read, cache_write, total;
 } llm_usage;
+
+/* One content block of an answer, in arrival order: the text (one block,
+ * where the first text came), thinking[index] or calls[index]. */
+typedef enum { LLM_BLOCK_TEXT, LLM_BLOCK_THINKING, LLM_BLOCK_CALL } llm_block_kind;
+typedef struct llm_block {
+    llm_block_kind kind;
+    size_t index;
+} llm_block;
 
 typedef struct llm_response {
     buf text;
@@ -154,6 +168,12 @@ typedef struct llm_response {
      * text or a tool call comes in between, as pi-ai's blocks do). */
     llm_thinking *thinking;
     size_t nthinking;
+    /* The blocks in the order the answer brought them (pi-ai's content
+     * order): each thinking block and tool call as it was opened, the text
+     * where its first byte came. A block not listed (a whole answer's text
+     * and calls) goes after them: thinking, then text, then calls. */
+    llm_block *order;
+    size_t norder;
 } llm_response;
 
 void cm_llm_response_release(llm_response *r);
@@ -202,10 +222,11 @@ typedef struct llm_stream {
     size_t nblocks;
     bool done;       /* the format's end marker was seen */
     /* OpenAI-compatible: what the last delta streamed (openai.c's OA_*,
-     * pi-ai's current block) and the open thinking block's text length and
-     * allocation. */
+     * pi-ai's current block). */
     int oa_block;
-    size_t oa_think_len, oa_think_cap;
+    /* cm_llm_thinking_append's: the thinking block last appended to (its
+     * index + 1; 0: none), its text length and allocation. */
+    size_t think_at, think_len, think_cap;
     /* Bytes of text, reasoning and tool arguments kept so far; past
      * CM_CAP_LLM_STREAMED (or CM_CAP_LLM_CALLS calls) too_long is set, the
      * event fails and the request stops with stop_reason "length". */
@@ -237,11 +258,18 @@ extern const llm_format cm_llm_openai_format, cm_llm_anthropic_format;
  * so for short pieces), counted against st's cap when st is not NULL; false
  * on ENOMEM or past the cap. */
 bool cm_llm_str_append(llm_stream *st, char **p, const char *s);
-/* A new, zeroed thinking block at the end of out->thinking, or NULL
- * (ENOMEM). */
+/* A new, zeroed thinking block at the end of out->thinking, listed in
+ * out->order, or NULL (ENOMEM). */
 llm_thinking *cm_llm_thinking_new(llm_response *out);
-/* Shared by the formats: the call at index i (grown as needed), with its
- * argument buffer; NULL on ENOMEM or past CM_CAP_LLM_CALLS (too_long). */
+/* Appends n bytes of s to the text of thinking block ti of st's answer,
+ * its length kept between calls (linear over a block's many pieces; the
+ * budget is the caller's); false on ENOMEM. */
+bool cm_llm_thinking_append(llm_stream *st, size_t ti, const char *s, size_t n);
+/* Lists a block at the end of out->order; CM_ENOMEM. */
+cm_rc cm_llm_order_add(llm_response *out, llm_block_kind kind, size_t index);
+/* Shared by the formats: the call at index i (grown as needed, new calls
+ * listed in out->order), with its argument buffer; NULL on ENOMEM or past
+ * CM_CAP_LLM_CALLS (too_long). */
 llm_tool_call *cm_llm_stream_call(llm_stream *st, size_t i);
 /* Appends s to call i's streamed arguments (the call exists), within the
  * stream's budget. */
@@ -250,7 +278,8 @@ cm_rc cm_llm_stream_args(llm_stream *st, size_t i, const char *s);
  * arguments, e.g. thinking signatures); CM_ETOOBIG and too_long past the
  * stream's cap. */
 cm_rc cm_llm_stream_budget(llm_stream *st, size_t n);
-/* Appends text to the answer and passes it to the delta callback. */
+/* Appends text to the answer (its first byte lists the text in
+ * out->order) and passes it to the delta callback. */
 cm_rc cm_llm_stream_text(llm_stream *st, const char *s, size_t n);
 /* Appends text to the reasoning and passes it to the reasoning callback. */
 cm_rc cm_llm_stream_reasoning(llm_stream *st, const char *s, size_t n);

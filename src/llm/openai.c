@@ -161,8 +161,10 @@ static json_t *openai_body(const llm_request *rq)
     body = json_pack("{s:s,s:o,s:b}", "model", rq->model, "messages", msgs, "stream", rq->stream);
     msgs = NULL;
     if (!body) goto fail;
-    if (rq->stream)
-        json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1));
+    if (rq->stream && !rq->no_stream_usage &&
+        json_object_set_new(body, "stream_options", json_pack("{s:b}", "include_usage", 1)))
+        goto fail;
+    if (rq->store_false && json_object_set_new(body, "store", json_false())) goto fail;
     const char *mt_name;
     int mt = max_tokens_of(rq, &mt_name);
     if (mt > 0 && json_object_set_new(body, mt_name, json_integer(mt))) goto fail;
@@ -249,7 +251,9 @@ static cm_rc openai_body_text(const llm_request *rq, buf *out)
         PUT(cm_buf_addc(out, '}'));
     }
     PUT(cm_buf_adds(out, rq->stream ? "],\"stream\":true" : "],\"stream\":false"));
-    if (rq->stream) PUT(cm_buf_adds(out, ",\"stream_options\":{\"include_usage\":true}"));
+    if (rq->stream && !rq->no_stream_usage)
+        PUT(cm_buf_adds(out, ",\"stream_options\":{\"include_usage\":true}"));
+    if (rq->store_false) PUT(cm_buf_adds(out, ",\"store\":false"));
     const char *mt_name;
     int mt = max_tokens_of(rq, &mt_name);
     if (mt > 0) PUT(cm_buf_printf(out, ",\"%s\":%d", mt_name, mt));
@@ -332,20 +336,9 @@ static bool stream_thinking(llm_stream *st, const char *field, const char *why)
         llm_thinking *t = cm_llm_thinking_new(o);
         if (!t || !cm_llm_str_append(st, &t->signature, field)) return false;
         st->oa_block = OA_THINK;
-        st->oa_think_len = st->oa_think_cap = 0;
     }
     if (cm_llm_stream_reasoning(st, why, n)) return false; /* within the stream's cap */
-    llm_thinking *t = &o->thinking[o->nthinking - 1];
-    if (st->oa_think_len + n + 1 > st->oa_think_cap) { /* grown by doubling */
-        size_t cap = CM_MAX(CM_MAX(st->oa_think_cap * 2, st->oa_think_len + n + 1), 64);
-        char *q = realloc(t->text, cap);
-        if (!q) return false;
-        t->text = q;
-        st->oa_think_cap = cap;
-    }
-    memcpy(t->text + st->oa_think_len, why, n + 1);
-    st->oa_think_len += n;
-    return true;
+    return cm_llm_thinking_append(st, o->nthinking - 1, why, n);
 }
 
 static bool openai_event(llm_stream *st, const char *name, json_t *d)

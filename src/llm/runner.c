@@ -5,6 +5,7 @@
  * the failover loop that records every outcome in the auth store.
  */
 #include <ctype.h>
+#include <strings.h>
 #include <time.h>
 
 #include "runner.h"
@@ -367,6 +368,84 @@ static bool max_tokens_field_for(const llm_runner *r, const char *provider, cons
     return base_url && strstr(base_url, "chutes.ai");
 }
 
+/* The host of url in lower case, as a WHATWG URL's hostname (after
+ * "scheme://" and any "user@", up to the port or path); "" when url has no
+ * "://" (an address the reference cannot parse). */
+static void url_host(const char *url, char *out, size_t outlen)
+{
+    size_t n = 0;
+    const char *p = url ? strstr(url, "://") : NULL;
+    if (p) {
+        p += 3;
+        size_t end = strcspn(p, "/?#");
+        const char *at = memchr(p, '@', end);
+        if (at) p = at + 1;
+        for (; *p && !strchr(":/?#", *p) && n + 1 < outlen; p++)
+            out[n++] = (char)tolower((unsigned char)*p);
+    }
+    out[n] = 0;
+}
+
+/* Whether base_url, lower case and without trailing slashes, is want. */
+static bool base_is(const char *base_url, const char *want)
+{
+    size_t n = base_url ? strlen(base_url) : 0;
+    while (n && base_url[n - 1] == '/')
+        n--;
+    return n == strlen(want) && !strncasecmp(base_url, want, n);
+}
+
+/* The boolean compat.<key> of ref's model entry: 1 true, 0 false, -1 unset. */
+static int model_compat(const llm_runner *r, const char *provider, const char *ref,
+                        const char *key)
+{
+    const json_t *v = json_object_get(
+        json_object_get(model_entry(r, provider, ref), "compat"), key);
+    return json_is_boolean(v) ? json_is_true(v) : -1;
+}
+
+/* Sets rq's stream-usage and store choices for an openai-completions
+ * attempt at base_url as the reference makes them: the model's
+ * compat.supportsUsageInStreaming, else true on api.openai.com, on no
+ * baseUrl and on native Moonshot / Model Studio endpoints and false on any
+ * other host (QuantumClaw's normalizeModelCompat); the model's
+ * compat.supportsStore, else true unless the provider or baseUrl is one pi-ai
+ * calls non-standard (cerebras, xai, zai, opencode, chutes.ai, deepseek.com).
+ * stream_options goes with a streamed request when usage is supported; the
+ * body says "store": false when store is. */
+static void stream_compat_for(const llm_runner *r, const char *provider, const char *ref,
+                              const char *base_url, llm_request *rq)
+{
+    char p[128], host[256];
+    cm_auth_provider_norm(provider, p, sizeof p);
+    url_host(base_url, host, sizeof host);
+    const char *b = base_url ? base_url : "";
+    int usage = model_compat(r, provider, ref, "supportsUsageInStreaming");
+    if (usage < 0) {
+        bool native = !*b || !strcmp(host, "api.openai.com") ||
+                      (!strcmp(provider, "moonshot") &&
+                       (base_is(b, "https://api.moonshot.ai/v1") ||
+                        base_is(b, "https://api.moonshot.cn/v1"))) ||
+                      (!strcmp(provider, "modelstudio") &&
+                       (base_is(b, "https://coding-intl.dashscope.aliyuncs.com/v1") ||
+                        base_is(b, "https://coding.dashscope.aliyuncs.com/v1")));
+        usage = native;
+    }
+    int store = model_compat(r, provider, ref, "supportsStore");
+    if (store < 0) {
+        static const char *const np[] = {"cerebras", "xai", "zai", "opencode"};
+        static const char *const nb[] = {"cerebras.ai", "api.x.ai",    "chutes.ai",
+                                         "deepseek.com", "api.z.ai", "opencode.ai"};
+        store = 1;
+        for (size_t i = 0; i < ARRAY_LEN(np); i++)
+            if (!strcmp(p, np[i])) store = 0;
+        for (size_t i = 0; i < ARRAY_LEN(nb); i++)
+            if (strstr(b, nb[i])) store = 0;
+    }
+    rq->no_stream_usage = !usage;
+    rq->store_false = store;
+}
+
 cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta,
                  void *ctx, llm_response *out, llm_outcome *oc, char *err, size_t errlen)
 {
@@ -398,6 +477,7 @@ cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn
             continue;
         }
         rq->max_tokens_field = max_tokens_field_for(r, provider, chain[mi], e.ep.base_url);
+        stream_compat_for(r, provider, chain[mi], e.ep.base_url, rq);
         snprintf(oc->api, sizeof oc->api, "%s", cm_llm_api_name(e.ep.api));
         int64_t now = r->clock(r->clock_ctx);
         /* Candidates: the provider's profiles in order (the session's pin

@@ -3,7 +3,7 @@
  * a table (name, aliases, whether it takes arguments, whether a config flag
  * gates it), the abort words that act as /stop, a channel's "/cmd@<bot>"
  * made bare, and the table type the gateway's own command handlers are
- * listed in (gw_command: name, aliases, handler; dispatch.c holds the
+ * listed in (gw_command: name, aliases, handler; dispatch_cmds.c holds the
  * table). Pure functions of their arguments: thread safe.
  */
 #ifndef CM_GW_COMMANDS_H

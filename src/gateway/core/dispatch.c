@@ -1,15 +1,15 @@
 /*
  * dispatch.c — the runtime's pipeline under its lock (runtime_int.h): an
  * accepted message through access and debounce, turns routed to sessions
- * (the commands /new, /reset, /queue and /stop answered here, /compact,
- * /think and /reasoning handed to the agent as a session's command job,
- * from a table of handlers: S_commands), the session's queue actions, followup turns
- * when their delay is over, and the ready list the workers take jobs from.
+ * (the commands the gateway answers itself first: dispatch_cmds.c), the
+ * session's queue actions, followup turns when their delay is over, and the
+ * ready list the workers take jobs from.
  */
 #include "dispatch.h"
 #include "deliver.h"
 #include "jobs.h"
 #include "commands.h"
+#include "dispatch_cmds.h"
 #include "../../session/keys.h"
 #include "../../session/sessions.h"
 #include "../channels/feel.h"
@@ -32,7 +32,7 @@ static char *S_dup(const char *s)
 }
 
 /* A job replying to a route (strings copied). */
-static gw_job *S_job_new(gw_job_kind kind, const char *channel, const char *account,
+gw_job *cm_gw_rt_job_new(gw_job_kind kind, const char *channel, const char *account,
                          const char *peer, const char *thread, const char *reply_to)
 {
     gw_job *j = calloc(1, sizeof *j);
@@ -69,7 +69,7 @@ void cm_gw_rt_notice(gw_runtime *rt, const char *channel, const char *account, c
                      const char *thread, const char *reply_to, const char *text, gw_ids *ids,
                      const char *status)
 {
-    gw_job *j = S_job_new(GW_JOB_NOTICE, channel, account, peer, thread, reply_to);
+    gw_job *j = cm_gw_rt_job_new(GW_JOB_NOTICE, channel, account, peer, thread, reply_to);
     if (j && !(j->text = cm_strdup(text))) {
         cm_gw_job_free(j);
         j = NULL;
@@ -212,7 +212,7 @@ void cm_gw_sess_free(gw_sess *s)
     free(s);
 }
 
-static void S_settings(gw_runtime *rt, gw_sess *s, const char *channel, gw_queue_settings *qs)
+void cm_gw_rt_settings(gw_runtime *rt, gw_sess *s, const char *channel, gw_queue_settings *qs)
 {
     gw_queue_override ov = {s->has_ov && s->ov_mode[0] ? s->ov_mode : NULL,
                             s->has_ov && s->ov_drop[0] ? s->ov_drop : NULL,
@@ -237,7 +237,7 @@ static cm_rc S_group_push(gw_sess *s, gw_ids *ids)
 }
 
 /* Moves the first n groups' ids into to. */
-static void S_group_take(gw_sess *s, size_t n, gw_ids *to)
+void cm_gw_rt_group_take(gw_sess *s, size_t n, gw_ids *to)
 {
     if (n > s->ngroups) n = s->ngroups;
     for (size_t i = 0; i < n; i++) {
@@ -276,7 +276,7 @@ void cm_gw_rt_steer_leftover(gw_runtime *rt, gw_sess *s, gw_job *j)
     if (__atomic_load_n(&j->cancel, __ATOMIC_RELAXED) || s->next_job) goto drop;
     for (size_t i = 0; i < j->nsteer; i++)
         if (cm_buf_printf(&p, "%s%s", i ? "\n\n" : "", j->steer[i])) goto drop;
-    f = S_job_new(GW_JOB_RUN, j->channel, j->account, j->peer, j->thread, j->reply_to);
+    f = cm_gw_rt_job_new(GW_JOB_RUN, j->channel, j->account, j->peer, j->thread, j->reply_to);
     if (!f || !(f->prompt = cm_buf_detach(&p)) || !(f->agent_id = cm_strdup(j->agent_id)) ||
         !(f->key = cm_strdup(j->key)) || cm_gw_ids_move(&f->ids, &j->steer_ids))
         goto drop;
@@ -294,7 +294,7 @@ drop:
 
 /* Aborts the run of s (under mu): the one a worker executes, and one still
  * waiting for a worker, which then never starts. */
-static void S_cancel_runs(gw_runtime *rt, gw_sess *s)
+void cm_gw_rt_cancel_runs(gw_runtime *rt, gw_sess *s)
 {
     if (s->running) __atomic_store_n(&s->running->cancel, 1, __ATOMIC_RELAXED);
     for (gw_job *j = rt->ready_head; j; j = j->next)
@@ -306,7 +306,7 @@ static void S_cancel_runs(gw_runtime *rt, gw_sess *s)
  * on j: the label 2026.3.22's Telegram gives it — a group's "<title>
  * id:<chat>[ topic:<thread>]" (or "group:<chat>…"), a direct chat's sender
  * label — and a group's title. Out of memory: left out. */
-static void S_job_origin(gw_job *j, const gw_turn *t)
+void cm_gw_rt_job_origin(gw_job *j, const gw_turn *t)
 {
     buf l = BUF_INIT;
     cm_rc rc = CM_OK;
@@ -326,7 +326,7 @@ static void S_job_origin(gw_job *j, const gw_turn *t)
 }
 
 /* Starts a run job for s now (under mu): s becomes active. */
-static void S_start(gw_runtime *rt, gw_sess *s, gw_job *j)
+void cm_gw_rt_start(gw_runtime *rt, gw_sess *s, gw_job *j)
 {
     s->active = true;
     j->sess = s;
@@ -366,239 +366,6 @@ static cm_rc S_prompt(gw_runtime *rt, const gw_turn *t, const char *conv, int64_
     return rc;
 }
 
-/* ---- the commands the gateway answers itself ------------------------------ */
-
-/* What a command handler works on (under mu): the turn, its journal ids
- * (taken when the command answers), what was decided before the lock, the
- * session with its agent and key, and the turn's text, which a handler may
- * move past its command word; rc is a failure that fails the ids. */
-typedef struct cmd_call {
-    gw_runtime *rt;
-    const gw_turn *t;
-    gw_ids *ids;
-    gw_pre *pre;
-    gw_sess *s;
-    const char *agent, *key;
-    const char *text;
-    cm_rc rc;
-    bool authorized; /* the sender may use commands (gw_access_result.commands) */
-} cmd_call;
-
-/* The gate of every command the gateway answers (2026.3.22's
- * rejectUnauthorizedCommand and its early return for a control command):
- * a sender not authorized for commands (gw_access_result.commands, the one
- * decision access.c makes) gets no answer, its message no run and no
- * effect — the ids are marked denied. True when c was refused. */
-static bool S_refused(cmd_call *c)
-{
-    if (c->authorized) return false;
-    cm_logf(c->rt->o.log, CM_LOG_INFO,
-            "gateway: a command from a sender not authorized for commands was ignored");
-    cm_gw_rt_done_all(c->rt, c->ids, "denied");
-    return true;
-}
-
-/* Drops what s has queued (under mu): the queue and its groups' ids. */
-static void S_drop_queued(gw_runtime *rt, gw_sess *s)
-{
-    for (size_t i = 0; i < s->ngroups; i++)
-        cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
-    S_group_take(s, s->ngroups, &(gw_ids){0});
-}
-
-/* /new and /reset: the transcript was archived (cm_gw_rt_prepare, before
- * the lock); text after the command is the new session's first message. */
-static bool S_cmd_new(void *ctx, const char *rest)
-{
-    cmd_call *c = ctx;
-    gw_runtime *rt = c->rt;
-    const gw_turn *t = c->t;
-    gw_sess *s = c->s;
-    if (S_refused(c)) return true; /* with its tail: not reset, not a turn */
-    cm_gw_queue_clear(s->q);
-    S_drop_queued(rt, s);
-    cm_rc r = c->pre && c->pre->reset ? c->pre->reset_rc : CM_EINVAL;
-    if (!c->pre || !c->pre->reset) /* a command is never batched: only from the sink */
-        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: a reset without its preparation ignored");
-    if (*rest) {
-        c->text = rest;
-        return false;
-    }
-    /* 2026.3.22: the notice names the model, then the agent greets in a turn
-     * of the new session (after the run still going, if any, has been
-     * answered: then the notice alone) */
-    buf model = BUF_INIT, note = BUF_INIT, greet = BUF_INIT;
-    gw_job *j = NULL;
-    bool ok = !r && !cm_gw_agent_model(&model, rt->cfg, c->agent) &&
-              !cm_gw_new_session_notice(&note, model.data);
-    if (ok && !s->active && !cm_gw_greeting_prompt(&greet, cm_wall_ms()) &&
-        (j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id)) &&
-        (j->prompt = cm_buf_detach(&greet)) && (j->text = cm_buf_detach(&note)) &&
-        (j->agent_id = cm_strdup(c->agent)) && (j->key = cm_strdup(c->key))) {
-        j->is_group = t->is_group;
-        j->mentioned = t->mentioned;
-        S_job_origin(j, t);
-        cm_gw_ids_move(&j->ids, c->ids);
-        S_start(rt, s, j);
-        j = NULL;
-    } else {
-        cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                        r    ? "⚠️ The session could not be reset."
-                        : ok ? note.data
-                             : "✅ New session started.",
-                        c->ids, "answered");
-    }
-    cm_gw_job_free(j);
-    cm_buf_release(&model);
-    cm_buf_release(&note);
-    cm_buf_release(&greet);
-    return true;
-}
-
-/* /queue: the session's queue settings (cm_gw_queue_parse_command), saved
- * to the session store by cm_gw_rt_finish once the lock is released. */
-static bool S_cmd_queue(void *ctx, const char *rest)
-{
-    cmd_call *c = ctx;
-    gw_runtime *rt = c->rt;
-    const gw_turn *t = c->t;
-    gw_sess *s = c->s;
-    gw_queue_override ov;
-    bool reset = false;
-    (void)rest;
-    if (S_refused(c)) return true;
-    if (!cm_gw_queue_parse_command(c->text, &ov, &reset)) return false;
-    buf msg = BUF_INIT;
-    cm_rc rc = CM_OK;
-    if (reset) {
-        s->has_ov = false;
-        rc = cm_buf_adds(&msg, "Queue settings reset to the defaults.");
-    } else {
-        if (!s->has_ov) {
-            s->has_ov = true;
-            s->ov_mode[0] = s->ov_drop[0] = 0;
-            s->ov_debounce = -1;
-            s->ov_cap = 0;
-        }
-        if (ov.mode) snprintf(s->ov_mode, sizeof s->ov_mode, "%s", ov.mode);
-        if (ov.drop) snprintf(s->ov_drop, sizeof s->ov_drop, "%s", ov.drop);
-        if (ov.debounce_ms >= 0) s->ov_debounce = ov.debounce_ms;
-        if (ov.cap > 0) s->ov_cap = ov.cap;
-    }
-    gw_qsave *q = c->pre ? &c->pre->qsave : NULL;
-    if (q && !q->key && (q->agent_id = cm_strdup(s->agent_id)) && (q->key = cm_strdup(s->key))) {
-        q->on = s->has_ov;
-        snprintf(q->mode, sizeof q->mode, "%s", s->ov_mode);
-        snprintf(q->drop, sizeof q->drop, "%s", s->ov_drop);
-        q->debounce = s->ov_debounce;
-        q->cap = s->ov_cap;
-    } else {
-        cm_logf(rt->o.log, CM_LOG_WARN, "gateway: /queue not saved to the session");
-    }
-    if (!reset) {
-        gw_queue_settings qs;
-        S_settings(rt, s, t->channel, &qs);
-        static const char *const names[] = {"collect", "followup", "steer", "steer-backlog",
-                                            "interrupt"};
-        rc = cm_buf_printf(&msg, "Queue mode set to %s (debounce %lldms, cap %zu).", names[qs.mode],
-                           (long long)qs.debounce_ms, qs.cap);
-    }
-    cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                    msg.data ? msg.data : "Queue settings updated.", c->ids, "answered");
-    cm_buf_release(&msg);
-    c->rc = rc;
-    return true;
-}
-
-/* /stop and the abort words: the session's runs aborted, its queue dropped. */
-static bool S_cmd_stop(void *ctx, const char *rest)
-{
-    cmd_call *c = ctx;
-    gw_runtime *rt = c->rt;
-    const gw_turn *t = c->t;
-    gw_sess *s = c->s;
-    (void)rest;
-    if (S_refused(c)) return true; /* the abort words too: nothing aborted */
-    S_cancel_runs(rt, s);
-    size_t n = cm_gw_queue_clear(s->q);
-    S_drop_queued(rt, s);
-    if (s->next_job) { /* an interrupt's run waiting for the aborted one */
-        cm_gw_rt_done_all(rt, &s->next_job->ids, "dropped");
-        cm_gw_job_free(s->next_job);
-        s->next_job = NULL;
-        n++;
-    }
-    cm_logf(rt->o.log, CM_LOG_INFO, "gateway: /stop: %zu queued message%s dropped", n,
-            n == 1 ? "" : "s");
-    /* QuantumClaw's answer (the running run, if any, is aborted above) */
-    cm_gw_rt_notice(rt, t->channel, t->account, t->peer, t->thread, t->message_id,
-                    "⚙️ Agent was aborted.", c->ids, "answered");
-    return true;
-}
-
-/* /compact [instructions], /think [level] and /reasoning [level]: answered
- * by the agent on a worker (agent/session_cmds.h: the session's store read
- * and written, /compact's flush and summary asked of the model), after the
- * session's active run — which /compact aborts first, as 2026.3.22 does.
- * A sender not authorized for commands gets no answer (2026.3.22 drops the
- * message). /think or /reasoning followed by more than one word is an
- * ordinary turn. */
-static bool S_cmd_session(void *ctx, const char *rest)
-{
-    cmd_call *c = ctx;
-    gw_runtime *rt = c->rt;
-    const gw_turn *t = c->t;
-    gw_sess *s = c->s;
-    const char *r2;
-    bool compact = cm_gw_command_word(c->text, "/compact", &r2);
-    if (!compact) {
-        const char *p = rest + strcspn(rest, " \t\r\n");
-        while (isspace((unsigned char)*p))
-            p++;
-        if (*p) return false;
-    }
-    if (S_refused(c)) return true;
-    gw_job *j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id);
-    if (!j || !(j->prompt = cm_strdup(c->text)) || !(j->agent_id = cm_strdup(c->agent)) ||
-        !(j->key = cm_strdup(c->key))) {
-        cm_gw_job_free(j);
-        c->rc = CM_ENOMEM;
-        return true;
-    }
-    j->command = true;
-    j->is_group = t->is_group;
-    j->mentioned = t->mentioned;
-    cm_gw_ids_move(&j->ids, c->ids);
-    if (!s->active) {
-        S_start(rt, s, j);
-        return true;
-    }
-    if (compact) S_cancel_runs(rt, s);
-    j->sess = s;
-    j->next = NULL;
-    if (s->cmd_tail)
-        s->cmd_tail->next = j;
-    else
-        s->cmd_head = j;
-    s->cmd_tail = j;
-    return true;
-}
-
-static const char *const S_new_aliases[] = {"/reset", NULL};
-static const char *const S_think_aliases[] = {"/thinking", "/t", NULL};
-static const char *const S_reasoning_aliases[] = {"/reason", NULL};
-
-/* The commands the gateway answers itself, in the order they are tried;
- * every other text (2026.3.22's other commands included) is a turn. */
-static const gw_command S_commands[] = {
-    {"/new", S_new_aliases, S_cmd_new, NULL},
-    {"/queue", NULL, S_cmd_queue, NULL},
-    {"/stop", NULL, S_cmd_stop, cm_gw_is_abort_request},
-    {"/compact", NULL, S_cmd_session, NULL},
-    {"/think", S_think_aliases, S_cmd_session, NULL},
-    {"/reasoning", S_reasoning_aliases, S_cmd_session, NULL},
-};
-
 /* A turn out of the debouncer (or straight from the sink, with what was
  * decided before the lock: pre) with the journal ids it answers; takes them
  * (under mu). */
@@ -623,7 +390,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     S_watch(rt, s); /* whatever this turn leaves for the clock; off at the next tick if nothing */
     cmd_call call = {rt, t, ids, pre, s, agent.data, key.data, text, CM_OK, authorized};
     const char *rest = NULL;
-    const gw_command *cmd = cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), text, &rest);
+    const gw_command *cmd = cm_gw_command_find(cm_gw_rt_commands, cm_gw_rt_ncommands, text, &rest);
     if (cmd && cmd->handler(&call, rest)) {
         rc = call.rc;
         goto out;
@@ -634,7 +401,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     cur.text = (char *)text;
     CHECK(S_prompt(rt, &cur, key.data, now, &prompt));
     gw_queue_settings qs;
-    S_settings(rt, s, t->channel, &qs);
+    cm_gw_rt_settings(rt, s, t->channel, &qs);
     gw_queue_item item = {prompt.data, t->message_id, t->channel, t->peer, t->account, t->thread};
     /* a run a worker executes takes steered texts at its next tool-call boundary */
     gw_queue_action act =
@@ -642,21 +409,21 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
     switch (act) {
     case GW_QACT_RUN_NOW:
     case GW_QACT_INTERRUPT:
-        j = S_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id);
+        j = cm_gw_rt_job_new(GW_JOB_RUN, t->channel, t->account, t->peer, t->thread, t->message_id);
         if (!j || !(j->prompt = cm_buf_detach(&prompt)) || !(j->agent_id = cm_strdup(agent.data)) ||
             !(j->key = cm_strdup(key.data)))
             CHECK(CM_ENOMEM);
         j->is_group = t->is_group;
         j->mentioned = t->mentioned;
-        S_job_origin(j, t);
+        cm_gw_rt_job_origin(j, t);
         cm_gw_ids_move(&j->ids, ids);
         if (act == GW_QACT_RUN_NOW) {
-            S_start(rt, s, j);
+            cm_gw_rt_start(rt, s, j);
         } else { /* the active run is aborted: this one runs once it has stopped */
-            S_cancel_runs(rt, s);
+            cm_gw_rt_cancel_runs(rt, s);
             for (size_t i = 0; i < s->ngroups; i++)
                 cm_gw_rt_done_all(rt, &s->groups[i], "dropped");
-            S_group_take(s, s->ngroups, &(gw_ids){0});
+            cm_gw_rt_group_take(s, s->ngroups, &(gw_ids){0});
             if (s->next_job) cm_gw_rt_done_all(rt, &s->next_job->ids, "dropped");
             cm_gw_job_free(s->next_job);
             j->sess = s;
@@ -681,7 +448,7 @@ static void S_dispatch(gw_runtime *rt, const gw_turn *t, gw_ids *ids, int64_t no
          * groups in step with the queue's depth (the summary answers them) */
         while (s->ngroups > cm_gw_queue_depth(s->q)) {
             gw_ids old = {0};
-            S_group_take(s, 1, &old);
+            cm_gw_rt_group_take(s, 1, &old);
             s->summarized_ids_pending = true;
             cm_gw_ids_move(&s->summarized, &old);
             cm_gw_ids_release(&old);
@@ -808,7 +575,8 @@ void cm_gw_rt_prepare(gw_runtime *rt, const gw_msg *m, gw_pre *pre)
                                             pre->access_err, sizeof pre->access_err);
     }
     if (pre->access_rc || pre->ar.verdict != GW_ACCESS_ALLOW || !pre->ar.commands) return;
-    if (cm_gw_command_find(S_commands, ARRAY_LEN(S_commands), m->text, &rest) != &S_commands[0])
+    if (cm_gw_command_find(cm_gw_rt_commands, cm_gw_rt_ncommands, m->text, &rest) !=
+        &cm_gw_rt_commands[0])
         return;
     /* the session key S_dispatch routes the turn to */
     pre->reset = true;
@@ -913,24 +681,24 @@ void cm_gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
         gw_job *j = s->cmd_head;
         s->cmd_head = j->next;
         if (!s->cmd_head) s->cmd_tail = NULL;
-        S_start(rt, s, j);
+        cm_gw_rt_start(rt, s, j);
         return;
     }
     if (s->next_job) {
         gw_job *j = s->next_job;
         s->next_job = NULL;
-        S_start(rt, s, j);
+        cm_gw_rt_start(rt, s, j);
         return;
     }
     if (!cm_gw_queue_depth(s->q) && !s->summarized_ids_pending) return;
     gw_queue_settings qs;
-    S_settings(rt, s, NULL, &qs);
+    cm_gw_rt_settings(rt, s, NULL, &qs);
     if (force) qs.debounce_ms = 0;
     gw_queue_run r;
     bool ok = false;
     if (cm_gw_queue_next(s->q, &qs, force ? INT64_MAX / 2 : now, &r, &ok) || !ok) return;
-    gw_job *j = S_job_new(GW_JOB_RUN, r.channel ? r.channel : "unknown", r.account, r.peer,
-                          r.thread, r.message_id);
+    gw_job *j = cm_gw_rt_job_new(GW_JOB_RUN, r.channel ? r.channel : "unknown", r.account,
+                                 r.peer, r.thread, r.message_id);
     if (!j || !(j->prompt = cm_strdup(r.prompt)) || !(j->agent_id = cm_strdup(s->agent_id)) ||
         !(j->key = cm_strdup(s->key))) {
         cm_gw_job_free(j);
@@ -940,9 +708,9 @@ void cm_gw_rt_session_due(gw_runtime *rt, gw_sess *s, int64_t now, bool force)
     j->is_group = strstr(s->key, ":group:") || strstr(s->key, ":channel:");
     cm_gw_ids_move(&j->ids, &s->summarized);
     s->summarized_ids_pending = false;
-    S_group_take(s, cm_gw_queue_depth(s->q) ? r.count : s->ngroups, &j->ids);
+    cm_gw_rt_group_take(s, cm_gw_queue_depth(s->q) ? r.count : s->ngroups, &j->ids);
     cm_gw_queue_run_release(&r);
-    S_start(rt, s, j);
+    cm_gw_rt_start(rt, s, j);
 }
 
 /* Forgets idle sessions (no run, nothing queued; a /queue override is read
@@ -1003,7 +771,7 @@ int64_t cm_gw_rt_next_deadline(gw_runtime *rt)
     for (gw_sess *s = rt->watch; s; s = s->wnext) { /* a queue: watched */
         if (s->active || !cm_gw_queue_depth(s->q)) continue;
         gw_queue_settings qs;
-        S_settings(rt, s, NULL, &qs);
+        cm_gw_rt_settings(rt, s, NULL, &qs);
         int64_t d = cm_gw_queue_deadline(s->q, &qs);
         if (d < next) next = d;
     }

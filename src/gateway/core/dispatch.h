@@ -1,7 +1,8 @@
 /*
  * dispatch.h — the pipeline of an accepted message (dispatch.c): access,
- * debounce, sessions and their queues, the commands the gateway answers
- * itself. For runtime.c and deliver.c; not for other files.
+ * debounce, sessions and their queues (the commands the gateway answers
+ * itself: dispatch_cmds.h). For runtime.c, deliver.c and dispatch_cmds.c;
+ * not for other files.
  */
 #ifndef CM_GW_DISPATCH_H
 #define CM_GW_DISPATCH_H
@@ -59,5 +60,21 @@ void cm_gw_rt_tick_locked(gw_runtime *rt, bool force);
 /* The earliest deadline (clock ms) of a debounce batch or queued turn. */
 int64_t cm_gw_rt_next_deadline(gw_runtime *rt);
 void cm_gw_sess_free(gw_sess *s);
+
+/* For dispatch_cmds.c, under mu: */
+/* A job replying to a route (strings copied), or NULL (ENOMEM). */
+gw_job *cm_gw_rt_job_new(gw_job_kind kind, const char *channel, const char *account,
+                         const char *peer, const char *thread, const char *reply_to);
+/* The conversation label and group title of t on j (out of memory: left out). */
+void cm_gw_rt_job_origin(gw_job *j, const gw_turn *t);
+/* Starts run job j for s now: s becomes active. */
+void cm_gw_rt_start(gw_runtime *rt, gw_sess *s, gw_job *j);
+/* Aborts the runs of s: the one a worker executes and one still waiting. */
+void cm_gw_rt_cancel_runs(gw_runtime *rt, gw_sess *s);
+/* Moves the ids of the first n queued groups of s into to. */
+void cm_gw_rt_group_take(gw_sess *s, size_t n, gw_ids *to);
+/* The queue settings of s on channel (may be NULL): the config's, then the
+ * session's /queue override. */
+void cm_gw_rt_settings(gw_runtime *rt, gw_sess *s, const char *channel, gw_queue_settings *qs);
 
 #endif
