@@ -83,7 +83,7 @@ static void endless_call(llm_api api, const char *chunk, const char *what)
     llm_endpoint ep = {api, base, "sk-test", false, NULL, 60000, 60000};
     size_t text = 0, reasoning = 0;
     llm_request rq = {"m",         "sys",      hi,   1,    NULL, 0,    0,   true,
-                      count_delta, &reasoning, NULL, NULL, NULL, NULL, NULL, 0, NULL, false};
+                      count_delta, &reasoning, NULL, NULL, NULL, NULL, NULL, 0, NULL, false, false, false};
     llm_response out;
     llm_error e;
     char err[512];

@@ -119,7 +119,7 @@ static cm_rc run(rig *g, const char *model, llm_pin *pin, llm_outcome *oc, char 
                  char *text, size_t textlen)
 {
     llm_request rq = {NULL, NULL, hello, 1,    NULL, 0,    0,   true,
-                      NULL, NULL, NULL,  NULL, NULL, NULL, NULL, 0, NULL, false};
+                      NULL, NULL, NULL,  NULL, NULL, NULL, NULL, 0, NULL, false, false, false};
     llm_turn t = {model, false, pin};
     llm_response out;
     cm_rc rc = cm_llm_run(g->r, &t, &rq, NULL, NULL, &out, oc, err, errlen);

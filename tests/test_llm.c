@@ -144,7 +144,7 @@ static llm_request request(const char *model, bool stream)
                       NULL,  NULL,
                       NULL,  NULL,
                       NULL,  0,
-                      NULL,  false};
+                      NULL,  false, false, false};
     return rq;
 }
 
@@ -835,18 +835,18 @@ TEST(llm_anthropic_stream_keeps_thinking_signatures)
 TEST(llm_anthropic_thinking_deltas_follow_their_block)
 {
     buf sse = BUF_INIT;
-    const char *start = "event: content_block_start\ndata: {\"type\":\"content_block_start\","
-                        "\"index\":%d,\"content_block\":{\"type\":\"%s\",\"%s\":\"%s\"}}\n\n";
-    const char *delta = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\","
-                        "\"index\":%d,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"%s\"}}\n\n";
-    cm_buf_printf(&sse, start, 0, "text", "text", "Hi. ");
-    cm_buf_printf(&sse, start, 1, "thinking", "thinking", "a");
-    cm_buf_printf(&sse, start, 2, "thinking", "thinking", "b");
-    cm_buf_printf(&sse, delta, 1, "c");
-    cm_buf_printf(&sse, delta, 2, "d");
-    cm_buf_printf(&sse, delta, 1, "e");
+#define START "event: content_block_start\ndata: {\"type\":\"content_block_start\"," \
+              "\"index\":%d,\"content_block\":{\"type\":\"%s\",\"%s\":\"%s\"}}\n\n"
+#define DELTA "event: content_block_delta\ndata: {\"type\":\"content_block_delta\"," \
+              "\"index\":%d,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"%s\"}}\n\n"
+    cm_buf_printf(&sse, START, 0, "text", "text", "Hi. ");
+    cm_buf_printf(&sse, START, 1, "thinking", "thinking", "a");
+    cm_buf_printf(&sse, START, 2, "thinking", "thinking", "b");
+    cm_buf_printf(&sse, DELTA, 1, "c");
+    cm_buf_printf(&sse, DELTA, 2, "d");
+    cm_buf_printf(&sse, DELTA, 1, "e");
     for (int i = 0; i < 5000; i++)
-        cm_buf_printf(&sse, delta, 2, "0123456789");
+        cm_buf_printf(&sse, DELTA, 2, "0123456789");
     cm_buf_adds(&sse, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
     llm_response out;
     char err[256];
@@ -869,6 +869,8 @@ TEST(llm_anthropic_thinking_deltas_follow_their_block)
     cm_llm_response_release(&out);
     cm_buf_release(&sse);
 }
+#undef START
+#undef DELTA
 
 /* History: this model's signed thinking goes back as thinking and its
  * redacted thinking as redacted_thinking, before the text and tool calls;

@@ -111,7 +111,7 @@ static cm_rc model_call(const char *base, char *text, size_t textlen, char *err,
     llm_endpoint ep = {LLM_API_OPENAI, base, "sk-test-key-0009", false, NULL, 5000, 5000};
     llm_message msgs[] = {{LLM_USER, "hello", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL}};
     llm_request rq = {"gpt-test", "sys", msgs, 1,    NULL, 0,    0,   true,
-                      NULL,       NULL,  NULL, NULL, NULL, NULL, NULL, 0, NULL, false};
+                      NULL,       NULL,  NULL, NULL, NULL, NULL, NULL, 0, NULL, false, false, false};
     llm_response out;
     llm_error e;
     cm_rc rc = cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, errlen);
