@@ -67,7 +67,7 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
  * holds, at DERIVE_WEIGHT, covering the keyword as a family does. 0.1 did
  * best on both datasets; WordNet's synonyms, its hyponyms and two steps of
  * derivation lost (docs/QUALITY.md, issue 30, round 7). With or without the
- * static model. */
+ * static model; SQLite stores, not trigram (as the families). */
 #define DERIVE_WEIGHT    0.1
 #define DERIVE_MAX_FORMS 48
 #define TYPO_CORRECT_MAX 9
@@ -77,7 +77,7 @@ typedef struct variant_ctx {
     static_variant_opts o;
     double w_morph, w_near;
     fts5_api *porter; /* the index stems with porter: its API, else NULL */
-    store *st;        /* for typo tolerance and derivations; NULL: none */
+    store *st;        /* for typo tolerance; NULL: none */
     const derive_table *dt; /* derivations (derive.h); NULL: none */
     fts5_api *stem;   /* the porter API when the index stems with it, else NULL */
 } variant_ctx;
@@ -244,19 +244,18 @@ static const derive_table *derive_tab(cm_engine *e)
 }
 
 /* Appends to out[0..n) (at most cap) kw's derivationally related words
- * (derive.h) at DERIVE_WEIGHT that the index holds, less stop words, words
- * already there and those the index's stemmer makes kw or an earlier one;
- * the new n. Errors of the lookup leave the variants as they were. */
+ * (derive.h) at DERIVE_WEIGHT, less stop words, words already there and
+ * those the index's stemmer makes kw or an earlier form (their phrases would
+ * match the same rows again); the new n. A form the index lacks matches
+ * nothing and changes no score, so it is not looked up (a vocabulary lookup
+ * a keyword cost more than the phrase: docs/QUALITY.md, issue 30, round 7). */
 static size_t derive_variants(variant_ctx *x, const char *kw, size_t len, query_variant *out,
                               size_t n, size_t cap)
 {
     char forms[1024];
-    if (!x->dt || !x->st || n >= cap || len >= 64 ||
-        !cm_derive_forms(x->dt, kw, len, forms, sizeof forms))
+    if (!x->dt || n >= cap || len >= 64 || !cm_derive_forms(x->dt, kw, len, forms, sizeof forms))
         return n;
     buf w = BUF_INIT, t = BUF_INIT;
-    int64_t *docs = NULL;
-    char err[128];
     const char *word[DERIVE_MAX_FORMS + 1], *stem[DERIVE_MAX_FORMS + 1];
     size_t wl[DERIVE_MAX_FORMS + 1], sl[DERIVE_MAX_FORMS + 1], nw = 0, ns = 0;
     word[nw] = kw; /* the keyword first, then its forms */
@@ -270,8 +269,7 @@ static size_t derive_variants(variant_ctx *x, const char *kw, size_t len, query_
     bool ok = true;
     for (size_t i = 0; i < nw && ok; i++)
         ok = (!i || !cm_buf_addc(&w, ' ')) && !cm_buf_add(&w, word[i], wl[i]);
-    if (!ok || !index_terms(x, &w, &t) || !(docs = calloc(nw, sizeof *docs))) goto out;
-    if (cm_store_term_docs(x->st, t.data, nw, docs, err, sizeof err)) goto out;
+    if (!ok || !index_terms(x, &w, &t)) goto out;
     for (const char *p = t.data; ns < nw;) { /* the index terms, one a word */
         const char *sp = strchr(p, ' ');
         stem[ns] = p;
@@ -281,9 +279,9 @@ static size_t derive_variants(variant_ctx *x, const char *kw, size_t len, query_
     }
     if (ns != nw) goto out;
     for (size_t i = 1; i < nw && n < cap; i++) {
-        bool dup = docs[i] <= 0 || wl[i] >= sizeof out[n].text || cm_stopword_is(word[i], wl[i]);
-        for (size_t j = 0; j < i && !dup; j++) /* kw, or a form the index holds */
-            dup = (!j || docs[j] > 0) && sl[j] == sl[i] && !memcmp(stem[j], stem[i], sl[i]);
+        bool dup = wl[i] >= sizeof out[n].text || cm_stopword_is(word[i], wl[i]);
+        for (size_t j = 0; j < i && !dup; j++)
+            dup = sl[j] == sl[i] && !memcmp(stem[j], stem[i], sl[i]);
         for (size_t j = 0; j < n && !dup; j++)
             dup = strlen(out[j].text) == wl[i] && !memcmp(out[j].text, word[i], wl[i]);
         if (dup) continue;
@@ -292,7 +290,6 @@ static size_t derive_variants(variant_ctx *x, const char *kw, size_t len, query_
         out[n++].weight = DERIVE_WEIGHT;
     }
 out:
-    free(docs);
     cm_buf_release(&w);
     cm_buf_release(&t);
     return n;
