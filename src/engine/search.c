@@ -67,7 +67,9 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
  * holds, at DERIVE_WEIGHT, covering the keyword as a family does. 0.1 did
  * best on both datasets; WordNet's synonyms, its hyponyms and two steps of
  * derivation lost (docs/QUALITY.md, issue 30, round 7). With or without the
- * static model; SQLite stores, not trigram (as the families). */
+ * static model; with the porter tokenizer only (it joins the forms'
+ * inflections, "marry" and "married"; unicode61 promises no stemming), not
+ * with the PostgreSQL store. */
 #define DERIVE_WEIGHT    0.1
 #define DERIVE_MAX_FORMS 48
 #define TYPO_CORRECT_MAX 9
@@ -224,8 +226,8 @@ out:
 
 /* The derivation table (derive.h), mapped once: the state dir's
  * models/wordnet-derivations.txt, else the copy make converts beside the
- * program (<prefix>/share/clawmem/, build/share/clawmem/). None: no
- * derivations. */
+ * program (<prefix>/share/clawmem/, build/share/clawmem/). None, or an
+ * empty or truncated file in the state dir: no derivations. */
 static const derive_table *derive_tab(cm_engine *e)
 {
     if (!e->dt_state) {
@@ -253,7 +255,8 @@ static size_t derive_variants(variant_ctx *x, const char *kw, size_t len, query_
                               size_t n, size_t cap)
 {
     char forms[1024];
-    if (!x->dt || n >= cap || len >= 64 || !cm_derive_forms(x->dt, kw, len, forms, sizeof forms))
+    if (!x->dt || !x->stem || n >= cap || len >= 64 ||
+        !cm_derive_forms(x->dt, kw, len, forms, sizeof forms))
         return n;
     buf w = BUF_INIT, t = BUF_INIT;
     const char *word[DERIVE_MAX_FORMS + 1], *stem[DERIVE_MAX_FORMS + 1];
@@ -363,7 +366,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
         vc.o.min_cos = (float)FALLBACK_NEIGHBOUR_COS;
         vc.o.among = FALLBACK_AMONG;
     }
-    /* variants (the model's families, irregular verbs): not with trigram,
+    /* variants (the model's families, irregular verbs, derivations): not with trigram,
      * nor the PostgreSQL store */
     bool bridge = !e->st.trigram && !e->st.pg;
     if (bridge) vc.m = query_model(e);
@@ -371,7 +374,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
         vc.porter = cm_fts_api(e->st.db);
     bool porter = e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter");
     if (bridge) vc.st = &e->st;
-    if (bridge) vc.dt = derive_tab(e);
+    if (bridge && porter) vc.dt = derive_tab(e);
     if (bridge && porter) vc.stem = vc.porter ? vc.porter : cm_fts_api(e->st.db);
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
                     false, !e->st.trigram && !e->st.pg};
