@@ -39,7 +39,7 @@ TEST(derive_forms_of_a_word_and_its_base_form)
     EXPECT_STR(out, "decide");
     EXPECT_INT((int)cm_derive_forms(&t, "painters", 8, out, sizeof out), 1);
     EXPECT_STR(out, "paint");
-    EXPECT_INT((int)cm_derive_forms(&t, "adopted", 7, out, sizeof out), 2); /* -ed */
+    EXPECT_INT((int)cm_derive_forms(&t, "adopted", 7, out, sizeof out), 2);  /* -ed */
     EXPECT_INT((int)cm_derive_forms(&t, "deciding", 8, out, sizeof out), 2); /* -ing, +e */
     EXPECT_STR(out, "decision decisive");
     /* a lemma is its own base: "news" stops there, not at "new" */
@@ -48,7 +48,7 @@ TEST(derive_forms_of_a_word_and_its_base_form)
     EXPECT_INT((int)cm_derive_forms(&t, "adop", 4, out, sizeof out), 0); /* whole words */
     EXPECT_INT((int)cm_derive_forms(&t, "zebra", 5, out, sizeof out), 0);
     EXPECT_INT((int)cm_derive_forms(&t, "a", 1, out, sizeof out), 0); /* before the first */
-    EXPECT_INT((int)cm_derive_forms(&t, "adopt", 5, out, 12), 1); /* what fits in cap */
+    EXPECT_INT((int)cm_derive_forms(&t, "adopt", 5, out, 12), 1);     /* what fits in cap */
     EXPECT_STR(out, "adoption");
     cm_derive_close(&t);
     /* no table, an empty or a truncated one */
@@ -114,8 +114,8 @@ TEST(quality_derivation_finds_the_verb)
         /* pass 0: the table; pass 1: a truncated one */
         write_file(d, "state/models/" DERIVE_TABLE_NAME,
                    pass ? "decide\tdecision" : "decide\tdecision\ndecision\tdecide\n");
-        cm_options o = {NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"),
-                        NULL, NULL, 0};
+        cm_options o = {
+            NULL, path_in(d, "ws"), path_in(d, "qc.json"), path_in(d, "state"), NULL, NULL, 0};
         cm_engine *e = NULL;
         char err[512], *js = NULL;
         EXPECT_INT(cm_engine_open(&o, &e, err, sizeof err), CM_OK);

@@ -3,6 +3,7 @@
  * FTS index, vector hits from the in-memory vector index (kept fresh from the
  * vector log), merged and ranked, and shaped into the tool's payload.
  */
+#include "../base/fs.h"
 #include "../search/derive.h"
 #include "../search/irregular.h"
 #include "../search/passage.h"
@@ -11,7 +12,6 @@
 #include "../search/stopwords.h"
 #include "../search/typo.h"
 #include "../search/when.h"
-#include "../base/fs.h"
 #include "../store/fts_rank.h"
 #include "engine_int.h"
 
@@ -61,27 +61,27 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
  * neighbour is another term ("methyltrasnferase"); docs/QUALITY.md, issue
  * 30, round 6. */
 #define TYPO_WEIGHT      0.7
+#define TYPO_CORRECT_MAX 9
 
 /* Derivations (derive.h): a keyword's derivationally related words in
- * WordNet ("marriage": marry, marital; "adoption": adopt) that the index
- * holds, at DERIVE_WEIGHT, covering the keyword as a family does. 0.1 did
- * best on both datasets; WordNet's synonyms, its hyponyms and two steps of
- * derivation lost (docs/QUALITY.md, issue 30, round 7). With or without the
- * static model; with the porter tokenizer only (it joins the forms'
+ * WordNet ("decision": decide; "adoption": adopt) at DERIVE_WEIGHT,
+ * covering the keyword as a family does; at most DERIVE_MAX_FORMS of them
+ * are considered. 0.1 did best on both datasets; WordNet's synonyms, its
+ * hyponyms and two steps of derivation lost (docs/QUALITY.md, issue 30,
+ * round 7). With or without the static model; with the porter tokenizer only (it joins the forms'
  * inflections, "marry" and "married"; unicode61 promises no stemming), not
  * with the PostgreSQL store. */
 #define DERIVE_WEIGHT    0.1
 #define DERIVE_MAX_FORMS 48
-#define TYPO_CORRECT_MAX 9
 
 typedef struct variant_ctx {
     const static_model *m;
     static_variant_opts o;
     double w_morph, w_near;
-    fts5_api *porter; /* the index stems with porter: its API, else NULL */
-    store *st;        /* for typo tolerance; NULL: none */
+    fts5_api *porter;       /* the index stems with porter: its API, else NULL */
+    store *st;              /* for typo tolerance; NULL: none */
     const derive_table *dt; /* derivations (derive.h); NULL: none */
-    fts5_api *stem;   /* the porter API when the index stems with it, else NULL */
+    fts5_api *stem;         /* the porter API when the index stems with it, else NULL */
 } variant_ctx;
 
 /* Drops from v[0..n) the one-word variants that the index's porter stemmer
@@ -222,7 +222,6 @@ out:
     cm_buf_release(&t);
     return n;
 }
-
 
 /* The derivation table (derive.h), mapped once: the state dir's
  * models/wordnet-derivations.txt, else the copy make converts beside the

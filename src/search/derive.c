@@ -79,10 +79,10 @@ static const char *find_line(const derive_table *t, const char *w, size_t len, c
 /* WordNet's detachment rules (morphy): suffix, replacement; the word as it
  * is first. */
 static const char *const rules[][2] = {
-    {"", ""},       {"s", ""},     {"ses", "s"}, {"xes", "x"}, {"zes", "z"},  {"ches", "ch"},
-    {"shes", "sh"}, {"ies", "y"},  {"es", "e"},  {"es", ""},   {"ed", "e"},   {"ed", ""},
-    {"ing", "e"},   {"ing", ""},   {"er", ""},   {"est", ""},  {"er", "e"},   {"est", "e"},
-    {"men", "man"},
+    {"", ""},       {"s", ""},      {"ses", "s"}, {"xes", "x"},   {"zes", "z"},
+    {"ches", "ch"}, {"shes", "sh"}, {"ies", "y"}, {"es", "e"},    {"es", ""},
+    {"ed", "e"},    {"ed", ""},     {"ing", "e"}, {"ing", ""},    {"er", ""},
+    {"est", ""},    {"er", "e"},    {"est", "e"}, {"men", "man"},
 };
 
 size_t cm_derive_forms(const derive_table *t, const char *w, size_t len, char *out, size_t cap)

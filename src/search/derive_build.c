@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#define NPOS 4
+#define NPOS          4
 #define DERIVE_WN_MAX (64u << 20) /* data.noun is 15 MB */
 static const char *const pos_file[NPOS] = {"data.noun", "data.verb", "data.adj", "data.adv"};
 
