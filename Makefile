@@ -63,6 +63,11 @@ DEPS_STAMP  := $(BUILD)/.deps-installed
 LLAMA_READY := $(BUILD)/.llama-ready
 STATIC_DONE := $(BUILD)/.static-model-tried
 STATIC_MODEL := $(BUILD)/share/clawmem/clawmem-static-100d.bin
+# WordNet's derivations (src/search/derive.h), converted from Debian's
+# wordnet-base when it is installed; none: search works without them.
+WORDNET_DIR ?= /usr/share/wordnet
+DERIVE_DONE  := $(BUILD)/.derivations-tried
+DERIVE_TABLE := $(BUILD)/share/clawmem/wordnet-derivations.txt
 # llama.cpp, for the "local" embedding provider: the system's (pkg-config
 # llama) or the copy scripts/install-llama.sh puts in LLAMA_DIR. Only
 # src/embed/local.c sees its headers (flags from scripts/llama-flags.sh, at
@@ -88,10 +93,10 @@ NODE_ENV  := PATH="$(dir $(NODE_PEER)):$$PATH" CLAWMEM_NODE=$(NODE_PEER)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
-.PHONY: tsan all build deps node-deps llama static-model shared install uninstall demo test test-run compat \
+.PHONY: tsan all build deps node-deps llama static-model derivations shared install uninstall demo test test-run compat \
         asan bench bench-run bench-serve bench-pg soak eval fuzz format clean
 
-all: build $(STATIC_DONE)
+all: build $(STATIC_DONE) $(DERIVE_DONE)
 
 build: $(BUILD)/clawmem $(BUILD)/libclawmem.a
 
@@ -132,6 +137,17 @@ $(STATIC_DONE): | $(BUILD)/convert-static-model
 
 static-model: $(BUILD)/convert-static-model
 	@BUILD=$(BUILD) scripts/install-static-model.sh $(STATIC_MODEL)
+
+# The derivation table beside the program, from WORDNET_DIR (Debian's
+# wordnet-base). Tried once; `make derivations` again.
+$(DERIVE_DONE): | $(BUILD)/convert-wordnet
+	@if [ -f $(WORDNET_DIR)/data.noun ]; then $(BUILD)/convert-wordnet $(WORDNET_DIR) $(DERIVE_TABLE) || \
+	  echo "make: warning: WordNet derivations not converted (retry: make derivations)" >&2; \
+	else echo "make: note: $(WORDNET_DIR) not found (Debian: wordnet-base): keyword search without WordNet's derivations" >&2; fi
+	@touch $@
+
+derivations: $(BUILD)/convert-wordnet
+	$(BUILD)/convert-wordnet $(WORDNET_DIR) $(DERIVE_TABLE)
 
 # The compiler and flags the objects were built with, rewritten only when they
 # change (WERROR=1, OPT, SAN): every object depends on it, so a build with
@@ -203,6 +219,10 @@ install: all $(BUILD)/$(SONAME)
 	  echo "install -m 644 $(STATIC_MODEL) $(DEST)/share/clawmem/"; \
 	  install -d $(DEST)/share/clawmem && install -m 644 $(STATIC_MODEL) $(DEST)/share/clawmem/; \
 	fi
+	@if [ -f $(DERIVE_TABLE) ]; then \
+	  echo "install -m 644 $(DERIVE_TABLE) $(DEST)/share/clawmem/"; \
+	  install -d $(DEST)/share/clawmem && install -m 644 $(DERIVE_TABLE) $(DEST)/share/clawmem/; \
+	fi
 	@LDCONFIG=$(LDCONFIG) scripts/install-ldconfig.sh "$(DESTDIR)" "$(PREFIX)/lib"
 
 uninstall:
@@ -219,6 +239,9 @@ $(BUILD)/test_runner: $(TEST_OBJ) $(BUILD)/obj/server/engine_lru.o $(BUILD)/obj/
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/convert-static-model: $(BUILD)/obj/scripts/convert-static-model.o $(BUILD)/libclawmem.a
+	$(CC) $(SAN) -o $@ $^ $(LIBS)
+
+$(BUILD)/convert-wordnet: $(BUILD)/obj/scripts/convert-wordnet.o $(BUILD)/libclawmem.a
 	$(CC) $(SAN) -o $@ $^ $(LIBS)
 
 $(BUILD)/bench_search: $(BUILD)/obj/bench/bench_search.o $(BUILD)/libclawmem.a

@@ -97,6 +97,7 @@ void cm_engine_close(cm_engine *e)
     cm_engine_pool_free(e); /* the views first: they borrow e->cfg */
     if (e->be) e->be->close(e);
     cm_static_model_close(&e->qm);
+    cm_derive_close(&e->dt);
     cm_config_release(&e->cfg);
     free(e);
 }

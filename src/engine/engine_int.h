@@ -22,6 +22,7 @@
 #include "../embed/embed.h"
 #include "../index/chunk.h"
 #include "../index/discover.h"
+#include "../search/derive.h"
 #include "../store/store.h"
 #include "engine.h"
 
@@ -86,6 +87,10 @@ struct cm_engine {
      * mapped on the first search (qm_state 1; -1: not installed) */
     static_model qm;
     int qm_state;
+    /* search.c: the derivation table (search/derive.h), mapped on the
+     * first search (dt_state 1; -1: none) */
+    derive_table dt;
+    int dt_state;
     /* qmd_backend.c: the QMD sidecar (memory.backend = "qmd") */
     struct engine_qmd *qmd;
     /* batch_fill.c: the batch APIs during a sync (set by cm_builtin_sync) */

@@ -3,6 +3,8 @@
  * FTS index, vector hits from the in-memory vector index (kept fresh from the
  * vector log), merged and ranked, and shaped into the tool's payload.
  */
+#include "../base/fs.h"
+#include "../search/derive.h"
 #include "../search/irregular.h"
 #include "../search/passage.h"
 #include "../search/query.h"
@@ -12,6 +14,8 @@
 #include "../search/when.h"
 #include "../store/fts_rank.h"
 #include "engine_int.h"
+
+#include <unistd.h>
 
 typedef struct expand_ctx {
     store *st;
@@ -59,13 +63,25 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
 #define TYPO_WEIGHT      0.7
 #define TYPO_CORRECT_MAX 9
 
+/* Derivations (derive.h): a keyword's derivationally related words in
+ * WordNet ("decision": decide; "adoption": adopt) at DERIVE_WEIGHT,
+ * covering the keyword as a family does; at most DERIVE_MAX_FORMS of them
+ * are considered. 0.1 did best on both datasets; WordNet's synonyms, its
+ * hyponyms and two steps of derivation lost (docs/QUALITY.md, issue 30,
+ * round 7). With or without the static model; with the porter tokenizer only (it joins the forms'
+ * inflections, "marry" and "married"; unicode61 promises no stemming), not
+ * with the PostgreSQL store. */
+#define DERIVE_WEIGHT    0.1
+#define DERIVE_MAX_FORMS 48
+
 typedef struct variant_ctx {
     const static_model *m;
     static_variant_opts o;
     double w_morph, w_near;
-    fts5_api *porter; /* the index stems with porter: its API, else NULL */
-    store *st;        /* for typo tolerance; NULL: none */
-    fts5_api *stem;   /* the porter API when the index stems with it, else NULL */
+    fts5_api *porter;       /* the index stems with porter: its API, else NULL */
+    store *st;              /* for typo tolerance; NULL: none */
+    const derive_table *dt; /* derivations (derive.h); NULL: none */
+    fts5_api *stem;         /* the porter API when the index stems with it, else NULL */
 } variant_ctx;
 
 /* Drops from v[0..n) the one-word variants that the index's porter stemmer
@@ -207,9 +223,83 @@ out:
     return n;
 }
 
+/* The derivation table (derive.h), mapped once: the state dir's
+ * models/wordnet-derivations.txt, else the copy make converts beside the
+ * program (<prefix>/share/clawmem/, build/share/clawmem/). None, or an
+ * empty or truncated file in the state dir: no derivations. */
+static const derive_table *derive_tab(cm_engine *e)
+{
+    if (!e->dt_state) {
+        static const char *const rels[] = {"../share/clawmem/" DERIVE_TABLE_NAME,
+                                           "share/clawmem/" DERIVE_TABLE_NAME, NULL};
+        char msg[256];
+        buf b = BUF_INIT;
+        char *path = NULL;
+        if (!cm_buf_printf(&b, "%s/models/" DERIVE_TABLE_NAME, e->cfg.state_dir))
+            path = access(b.data, F_OK) ? cm_fs_find_beside(rels) : cm_buf_detach(&b);
+        cm_buf_release(&b);
+        e->dt_state = path && !cm_derive_open(&e->dt, path, msg, sizeof msg) ? 1 : -1;
+        free(path);
+    }
+    return e->dt_state > 0 ? &e->dt : NULL;
+}
+
+/* Appends to out[0..n) (at most cap) kw's derivationally related words
+ * (derive.h) at DERIVE_WEIGHT, less stop words, words already there and
+ * those the index's stemmer makes kw or an earlier form (their phrases would
+ * match the same rows again); the new n. A form the index lacks matches
+ * nothing and changes no score, so it is not looked up (a vocabulary lookup
+ * a keyword cost more than the phrase: docs/QUALITY.md, issue 30, round 7). */
+static size_t derive_variants(variant_ctx *x, const char *kw, size_t len, query_variant *out,
+                              size_t n, size_t cap)
+{
+    char forms[1024];
+    if (!x->dt || !x->stem || n >= cap || len >= 64 ||
+        !cm_derive_forms(x->dt, kw, len, forms, sizeof forms))
+        return n;
+    buf w = BUF_INIT, t = BUF_INIT;
+    const char *word[DERIVE_MAX_FORMS + 1], *stem[DERIVE_MAX_FORMS + 1];
+    size_t wl[DERIVE_MAX_FORMS + 1], sl[DERIVE_MAX_FORMS + 1], nw = 0, ns = 0;
+    word[nw] = kw; /* the keyword first, then its forms */
+    wl[nw++] = len;
+    for (char *p = forms; *p && nw <= DERIVE_MAX_FORMS;) {
+        char *sp = strchr(p, ' ');
+        word[nw] = p;
+        wl[nw++] = sp ? (size_t)(sp - p) : strlen(p);
+        p = sp ? sp + 1 : p + strlen(p);
+    }
+    bool ok = true;
+    for (size_t i = 0; i < nw && ok; i++)
+        ok = (!i || !cm_buf_addc(&w, ' ')) && !cm_buf_add(&w, word[i], wl[i]);
+    if (!ok || !index_terms(x, &w, &t)) goto out;
+    for (const char *p = t.data; ns < nw;) { /* the index terms, one a word */
+        const char *sp = strchr(p, ' ');
+        stem[ns] = p;
+        sl[ns++] = sp ? (size_t)(sp - p) : strlen(p);
+        if (!sp) break;
+        p = sp + 1;
+    }
+    if (ns != nw) goto out;
+    for (size_t i = 1; i < nw && n < cap; i++) {
+        bool dup = wl[i] >= sizeof out[n].text || cm_stopword_is(word[i], wl[i]);
+        for (size_t j = 0; j < i && !dup; j++)
+            dup = sl[j] == sl[i] && !memcmp(stem[j], stem[i], sl[i]);
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = strlen(out[j].text) == wl[i] && !memcmp(out[j].text, word[i], wl[i]);
+        if (dup) continue;
+        memcpy(out[n].text, word[i], wl[i]);
+        out[n].text[wl[i]] = 0;
+        out[n++].weight = DERIVE_WEIGHT;
+    }
+out:
+    cm_buf_release(&w);
+    cm_buf_release(&t);
+    return n;
+}
+
 /* query_variants_fn: the static model's variants (when it is installed)
  * less those the stemmers already equate with the keyword, and stop words;
- * then an irregular verb's other forms. */
+ * then an irregular verb's other forms, derivations and typo corrections. */
 static size_t model_variants(void *ctx, const char *kw, size_t len, query_variant *out, size_t cap)
 {
     variant_ctx *x = ctx;
@@ -231,6 +321,7 @@ static size_t model_variants(void *ctx, const char *kw, size_t len, query_varian
         out[n++].weight = v[i].morph ? x->w_morph : x->w_near;
     }
     n = irregular_variants(kw, len, out, n, cap);
+    n = derive_variants(x, kw, len, out, n, cap);
     return typo_variants(x, kw, len, out, n, cap);
 }
 
@@ -266,6 +357,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
                       0,
                       NULL,
                       NULL,
+                      NULL,
                       NULL};
     if (fallback) {
         vc.o.neighbours = FALLBACK_NEIGHBOURS;
@@ -273,7 +365,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
         vc.o.min_cos = (float)FALLBACK_NEIGHBOUR_COS;
         vc.o.among = FALLBACK_AMONG;
     }
-    /* variants (the model's families, irregular verbs): not with trigram,
+    /* variants (the model's families, irregular verbs, derivations): not with trigram,
      * nor the PostgreSQL store */
     bool bridge = !e->st.trigram && !e->st.pg;
     if (bridge) vc.m = query_model(e);
@@ -281,6 +373,7 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
         vc.porter = cm_fts_api(e->st.db);
     bool porter = e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter");
     if (bridge) vc.st = &e->st;
+    if (bridge && porter) vc.dt = derive_tab(e);
     if (bridge && porter) vc.stem = vc.porter ? vc.porter : cm_fts_api(e->st.db);
     query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
                     false, !e->st.trigram && !e->st.pg};

@@ -58,6 +58,7 @@ static void view_close(cm_engine *v)
     if (!v) return;
     if (v->be) v->be->close(v);
     cm_static_model_close(&v->qm);
+    cm_derive_close(&v->dt);
     free(v); /* v->cfg is the owner's */
 }
 
