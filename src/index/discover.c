@@ -520,8 +520,8 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         CHECK(rc);
     }
     CHECK(reserve_files(&f->files, mine));
-    CHECK(stat_names(w, f, self, job->abs, list, mine, job->root, job->sub, job->depth,
-                     job->media));
+    CHECK(
+        stat_names(w, f, self, job->abs, list, mine, job->root, job->sub, job->depth, job->media));
 out:
     pthread_mutex_lock(&w->mu);
     dref_put(self);
