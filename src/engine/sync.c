@@ -316,17 +316,18 @@ static int64_t record_before(void)
 /* Writes the files rows' stat snapshot when a write dropped it (or the index
  * predates it), under the writer lock: the next no-change check then reads
  * one value instead of the table (files_stat.h), and skips reading the
- * directories that files' walk recorded and that are unchanged since
- * (files: that walk; NULL after memory_write's one note). Best effort:
- * without it the check reads the table and every directory. */
-static void stat_refresh(cm_engine *e, const file_list *files)
+ * directories a walk recorded that are unchanged since. files: that walk
+ * (NULL after memory_write's one note); replace: rewrite a snapshot that is
+ * there too (its records are not the walk's). Best effort: without it the
+ * check reads the table and every directory. */
+static void stat_refresh(cm_engine *e, const file_list *files, bool replace)
 {
     char msg[512];
     bool was_open = e->st_open; /* a rebuild leaves the live index closed: so it stays */
     const buf *dirs = files ? &files->dir_record : NULL;
     if (cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK ||
-        cm_store_files_stat_refresh(&e->st, dirs ? dirs->data : NULL, dirs ? dirs->len : 0, NULL,
-                                    msg, sizeof msg) != CM_OK)
+        cm_store_files_stat_refresh(&e->st, dirs ? dirs->data : NULL, dirs ? dirs->len : 0, replace,
+                                    NULL, msg, sizeof msg) != CM_OK)
         cm_logf(&e->lg, CM_LOG_INFO, "files' stat snapshot not written: %s", msg);
     if (!was_open) cm_engine_close_store(e);
 }
@@ -374,6 +375,11 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
         stats->files_seen = stats->files_unchanged = files.n;
         goto out;
     }
+    /* a walk that recorded other directories than the snapshot holds
+     * (one changed, or old enough now) writes them at the end */
+    bool new_records =
+        snap.p && !cm_discover_records_same(snap.dirs, snap.dirs_len, files.dir_record.data,
+                                            files.dir_record.len);
     cm_store_files_stat_close(&snap); /* before any write */
     cm_discover_sort(&files);
     stats->files_seen = files.n; /* walked, even when the lock is busy */
@@ -416,7 +422,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     if (!full && changed) CHECK(cm_store_vector_log_trim(&e->st, err, errlen));
     if (e->st_open && changed) cm_store_checkpoint(&e->st);
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
-    stat_refresh(e, &files);
+    stat_refresh(e, &files, new_records);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     e->batch_progress = NULL;
@@ -478,7 +484,7 @@ void cm_engine_index_written(cm_engine *e, const char *rel)
     if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
         cm_engine_drop_vectors(e);
     }
-    if (!rc) stat_refresh(e, NULL);
+    if (!rc) stat_refresh(e, NULL, false);
     if (rc && rc != CM_ENOTFOUND)
         cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);
     if (fd >= 0) close(fd);

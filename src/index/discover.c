@@ -411,6 +411,20 @@ static cm_rc parse_hint(walk *w, const unsigned char *p, size_t n)
     return CM_OK;
 }
 
+bool cm_discover_records_same(const void *a, size_t alen, const void *b, size_t blen)
+{
+    walk x = {0}, y = {0};
+    bool same = parse_hint(&x, a, alen) == CM_OK && parse_hint(&y, b, blen) == CM_OK &&
+                x.nhint == y.nhint && (x.nhint > 0 || (alen == 0 && blen == 0));
+    for (size_t i = 0; same && i < x.nhint; i++)
+        same = x.hint[i].dev == y.hint[i].dev && x.hint[i].ino == y.hint[i].ino &&
+               x.hint[i].ctime_ns == y.hint[i].ctime_ns && x.hint[i].len == y.hint[i].len &&
+               memcmp(x.hint[i].names, y.hint[i].names, x.hint[i].len) == 0;
+    free(x.hint);
+    free(y.hint);
+    return same;
+}
+
 static int64_t ctime_ns(const struct stat *st)
 {
     return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;

@@ -174,8 +174,8 @@ static int build(store *s, const void *dirs, size_t dlen, buf *out, bool *ok)
     return r == SQLITE_OK || r == SQLITE_DONE ? SQLITE_DONE : r;
 }
 
-cm_rc cm_store_files_stat_refresh(store *s, const void *dirs, size_t dlen, bool *wrote, char *err,
-                                  size_t errlen)
+cm_rc cm_store_files_stat_refresh(store *s, const void *dirs, size_t dlen, bool replace,
+                                  bool *wrote, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     sqlite3_stmt *q = NULL;
@@ -188,8 +188,9 @@ cm_rc cm_store_files_stat_refresh(store *s, const void *dirs, size_t dlen, bool 
     if (r == SQLITE_OK) r = sqlite3_step(q);
     sqlite3_finalize(q);
     q = NULL;
-    if (r == SQLITE_ROW) return CM_OK; /* there, hence current */
-    if (r != SQLITE_DONE) return cm_store_fail(s, r, "read the files' stat", err, errlen);
+    if (r == SQLITE_ROW && !replace) return CM_OK; /* there, hence current */
+    if (r != SQLITE_DONE && r != SQLITE_ROW)
+        return cm_store_fail(s, r, "read the files' stat", err, errlen);
     CHECK(cm_store_begin(s, err, errlen));
     in_tx = true;
     r = sqlite3_exec(s->db, triggers_sql, NULL, NULL, NULL);

@@ -39,14 +39,16 @@ void cm_store_files_stat_close(store_snap *snap);
 cm_rc cm_store_files_stat_each(store *s, const store_snap *held, store_file_fn fn, void *ctx,
                                bool *used, char *err, size_t errlen);
 
-/* Writes the snapshot when the index has none, creating the triggers that
- * drop it first (one write transaction; the caller holds the writer lock
- * and no transaction is open), with dirs (dlen bytes, may be 0): the
- * directory records of the walk that the files rows came from
- * (file_list.h's dir_record), kept as they are and dropped with the
- * snapshot. Nothing for a PostgreSQL or read-only store, or when the
- * snapshot is there. *wrote (may be NULL) tells whether it wrote. */
-cm_rc cm_store_files_stat_refresh(store *s, const void *dirs, size_t dlen, bool *wrote, char *err,
-                                  size_t errlen);
+/* Writes the snapshot when the index has none (or always, with replace),
+ * creating the triggers that drop it first (one write transaction; the
+ * caller holds the writer lock and no transaction is open), with dirs (dlen
+ * bytes, may be 0): directory records of a walk (file_list.h's dir_record),
+ * kept as they are and dropped with the snapshot. They need not come from
+ * the walk the rows came from: each names a directory's device, inode and
+ * ctime, and is used only while the directory still has them. Nothing for a
+ * PostgreSQL or read-only store, or when the snapshot is there and replace
+ * is false. *wrote (may be NULL) tells whether it wrote. */
+cm_rc cm_store_files_stat_refresh(store *s, const void *dirs, size_t dlen, bool replace,
+                                  bool *wrote, char *err, size_t errlen);
 
 #endif
