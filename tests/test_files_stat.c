@@ -328,6 +328,15 @@ TEST(files_stat_dir_records_skip_only_unchanged_directories)
     EXPECT_INT(l.dirs_hinted, 0);
     EXPECT_INT(l.n, 13);
     cm_index_file_list_release(&l);
+    /* nor do records naming anything outside their directory */
+    cm_buf_reset(&bad);
+    EXPECT_INT(cm_buf_add(&bad, rec.dir_record.data, rec.dir_record.len), CM_OK);
+    char *nm = memmem(bad.data, bad.len, "n00.md", 7);
+    EXPECT(nm != NULL);
+    if (nm) *nm = '/';
+    walk_ws(&f, &bad, 0, &l);
+    EXPECT_INT(l.dirs_hinted, 0);
+    cm_index_file_list_release(&l);
     cm_buf_release(&bad);
     cm_index_file_list_release(&rec);
 }

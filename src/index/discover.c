@@ -379,6 +379,21 @@ static int hint_cmp(const void *a, const void *b)
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
+/* Whether the len bytes at p are names a directory can hold, each
+ * NUL-terminated: none empty, ".", ".." or with a '/' (a record is read
+ * from the index, and its names go to fstatat: none may leave the
+ * directory). */
+static bool names_ok(const unsigned char *p, size_t len)
+{
+    if (len && p[len - 1] != 0) return false;
+    for (size_t at = 0; at < len;) {
+        size_t l = strlen((const char *)p + at);
+        if (l == 0 || memchr(p + at, '/', l) || is_dot((const char *)p + at)) return false;
+        at += l + 1;
+    }
+    return true;
+}
+
 /* Parses the records at p (n bytes) into w->hint; a record that does not
  * parse leaves the walk without any (it reads every directory). */
 static cm_rc parse_hint(walk *w, const unsigned char *p, size_t n)
@@ -389,7 +404,7 @@ static cm_rc parse_hint(walk *w, const unsigned char *p, size_t n)
         if (n - at < RECORD_HEAD) return CM_OK;
         memcpy(&len, p + at + 24, 4);
         at += RECORD_HEAD;
-        if (len > n - at || (len && p[at + len - 1] != 0)) return CM_OK;
+        if (len > n - at || !names_ok(p + at, len)) return CM_OK;
         at += len;
         cnt++;
     }
