@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../base/buf.h"
@@ -64,6 +65,9 @@ typedef struct found {
     buf rel;    /* scratch: a file's relative path (all zero: empty) */
     buf record; /* directory records (file_list.h's dir_record) */
     size_t hinted;
+    /* whether the file system of device fs_dev keeps ctime (fs_known) */
+    dev_t fs_dev;
+    bool fs_known, fs_ok;
 } found;
 
 /* One parsed directory record of a hint (file_list.h's dir_record). */
@@ -445,6 +449,33 @@ static int64_t ctime_ns(const struct stat *st)
     return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 }
 
+/* Whether the file system of the directory fd (device dev) is one whose
+ * ctime is known to change with every entry added, removed or renamed (a
+ * FUSE or network file system may report a fixed or a cached one): only
+ * those get records. One fstatfs per device a thread meets. */
+static bool ctime_kept(found *f, int fd, dev_t dev)
+{
+    static const unsigned long kept[] = {
+        0xEF53,     /* ext2/3/4 */
+        0x58465342, /* xfs */
+        0x9123683E, /* btrfs */
+        0x01021994, /* tmpfs */
+        0x794c7630, /* overlayfs */
+        0xF2F52010, /* f2fs */
+        0x2fc12fc1, /* zfs */
+        0xca451a4e, /* bcachefs */
+    };
+    if (f->fs_known && f->fs_dev == dev) return f->fs_ok;
+    struct statfs sf;
+    f->fs_known = true;
+    f->fs_dev = dev;
+    f->fs_ok = false;
+    if (fstatfs(fd, &sf) != 0) return false;
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if ((unsigned long)sf.f_type == kept[i]) f->fs_ok = true;
+    return f->fs_ok;
+}
+
 /* Appends the record of a directory (its stat ds, names len bytes). */
 static cm_rc add_record(found *f, const struct stat *ds, const char *names, size_t len)
 {
@@ -527,7 +558,8 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         list = names.data;
         list_len = names.len;
     }
-    if (have && ctime_ns(&ds) < w->record_before) CHECK(add_record(f, &ds, list, list_len));
+    if (have && ctime_ns(&ds) < w->record_before && ctime_kept(f, fd, ds.st_dev))
+        CHECK(add_record(f, &ds, list, list_len));
     size_t mine = n;
     if (n > SPLIT_MIN && w->threads > 1) {
         mine = STAT_BATCH;

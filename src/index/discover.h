@@ -46,10 +46,12 @@ cm_rc cm_discover_files_unsorted(const cm_config *cfg, file_list *out, problem_l
  * unlike mtime, no utimensat can set back). record_before_ns (0: none): a
  * directory whose ctime is older than this (the real time minus
  * DISCOVER_RECORD_MARGIN_NS, ns since the epoch) is recorded into
- * out->dir_record. The margin is the rule for a clock coarser than the
- * change: an entry added in the same tick as the ctime read would leave it
- * unchanged, so only a ctime already older than any tick the next change
- * could get is trusted. */
+ * out->dir_record, when its file system is one known to change ctime
+ * with every entry (ext4, xfs, btrfs, tmpfs, overlayfs, f2fs, zfs,
+ * bcachefs; a FUSE or network one may report a fixed or cached ctime). The
+ * margin is the rule for a clock coarser than the change: an entry added in
+ * the same tick as the ctime read would leave it unchanged, so only a ctime
+ * already older than any tick the next change could get is trusted. */
 cm_rc cm_discover_files_hinted(const cm_config *cfg, const void *hint, size_t hint_len,
                                int64_t record_before_ns, file_list *out, problem_list *problems);
 
