@@ -360,10 +360,12 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     /* The stat snapshot, read once for the walk and the check: the
      * directories its walk recorded that are still as they were are not
      * read again (discover.h). Held (a read of the index) until the check
-     * is done; none for a forced rebuild. */
+     * is done; none for a forced rebuild. Best effort: an index that
+     * cannot be read here is left to the steps below, as before. */
     char msg[512];
-    if (!(flags & CM_SYNC_FORCE) && cm_engine_ensure_store(e, msg, sizeof msg) == CM_OK)
-        CHECK(cm_store_files_stat_open(&e->st, &snap, err, errlen));
+    if (!(flags & CM_SYNC_FORCE) && cm_engine_ensure_store(e, msg, sizeof msg) == CM_OK &&
+        cm_store_files_stat_open(&e->st, &snap, msg, sizeof msg) != CM_OK)
+        cm_store_files_stat_close(&snap);
     /* sorted only when the sync goes on: the no-change check needs no order */
     CHECK(cm_discover_files_hinted(&e->cfg, snap.dirs, snap.dirs_len, record_before(), &files,
                                    &r.problems));
