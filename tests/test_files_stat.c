@@ -6,14 +6,19 @@
  * a file changed in place (same size, new mtime), added, removed, renamed.
  * "Dirty" is told by the writer lock: held by another open file, a check
  * that finds nothing changed answers CM_OK, one that finds a change needs
- * the lock and answers CM_EBUSY.
+ * the lock and answers CM_EBUSY. With directory records (discover.h), an
+ * unchanged directory is not read again, and the check still sees all of
+ * those changes.
  */
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "../src/engine/engine_int.h"
+#include "../src/index/discover.h"
 #include "test.h"
 
 #define SNAP_KEY "clawmem_files_stat_v1"
@@ -214,5 +219,177 @@ TEST(files_stat_check_sees_in_place_added_removed_renamed)
     cm_free(out);
     EXPECT(snap_len(&f) > 0);
     EXPECT_INT(check_locked(&f), CM_OK);
+    cm_engine_close(e);
+}
+
+static int64_t real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A clock 10 s ahead: every directory's ctime is then past the record
+ * margin (2 s), as it would be 10 s later, without sleeping. */
+static int64_t ahead_ns(void)
+{
+    return real_ns() + 10 * (int64_t)1000000000;
+}
+
+/* A walk of f's workspace with the records hint (NULL: none), recording
+ * what is older than record_before; *out then holds the list. */
+static void walk_ws(const fs_ws *f, const buf *hint, int64_t record_before, file_list *out)
+{
+    cm_config c = {0};
+    c.workspace = (char *)f->ws;
+    problem_list pl = {0};
+    EXPECT_INT(cm_discover_files_hinted(&c, hint ? hint->data : NULL, hint ? hint->len : 0,
+                                        record_before, out, &pl),
+               CM_OK);
+    EXPECT_INT(pl.n, 0);
+    cm_index_problem_list_release(&pl);
+    cm_discover_sort(out);
+}
+
+/* Whether the list l has rel with size. */
+static bool has_file(const file_list *l, const char *rel, int64_t size)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i].rel, rel) == 0) return l->v[i].size == size;
+    return false;
+}
+
+TEST(files_stat_dir_records_skip_only_unchanged_directories)
+{
+    fs_ws f;
+    ws_init(&f);
+    write_file(f.ws, "memory/sub/deep.md", "a deeper note\n");
+    file_list rec, l;
+    /* Just written, the directories are younger than the margin by the
+     * real clock: none is recorded. */
+    walk_ws(&f, NULL, real_ns() - DISCOVER_RECORD_MARGIN_NS, &l);
+    EXPECT_INT(l.n, 13);
+    EXPECT_INT(l.dir_record.len, 0);
+    cm_index_file_list_release(&l);
+    /* 10 s on, memory/ and memory/sub/ are */
+    walk_ws(&f, NULL, ahead_ns() - DISCOVER_RECORD_MARGIN_NS, &rec);
+    EXPECT(rec.dir_record.len > 0);
+    EXPECT_INT(rec.dirs_hinted, 0);
+    /* Unchanged: both taken from the records, not read; the same files. */
+    walk_ws(&f, &rec.dir_record, 0, &l);
+    EXPECT_INT(l.dirs_hinted, 2);
+    EXPECT_INT(l.n, 13);
+    for (size_t i = 0; i < rec.n && i < l.n; i++) {
+        EXPECT_STR(l.v[i].rel, rec.v[i].rel);
+        EXPECT(l.v[i].size == rec.v[i].size && l.v[i].mtime_ns == rec.v[i].mtime_ns);
+    }
+    cm_index_file_list_release(&l);
+    /* An in-place edit changes the file, not the directory: still not
+     * read, and the file's new size and mtime are seen (each is stat'd). */
+    write_file(f.ws, "memory/n02.md", "note 02 about otters, longer now\n");
+    set_mtime(path_in(f.ws, "memory/n02.md"), 1700000001);
+    walk_ws(&f, &rec.dir_record, 0, &l);
+    EXPECT_INT(l.dirs_hinted, 2);
+    EXPECT(has_file(&l, "memory/n02.md", 33));
+    for (size_t i = 0; i < l.n; i++)
+        if (strcmp(l.v[i].rel, "memory/n02.md") == 0)
+            EXPECT(l.v[i].mtime_ns == 1700000001LL * 1000000000);
+    cm_index_file_list_release(&l);
+    /* Added: memory/ is read (its ctime moved), memory/sub/ still not; the
+     * directory's mtime set back (as tar or rsync -t do) does not hide it. */
+    struct stat before;
+    EXPECT_INT(stat(path_in(f.ws, "memory"), &before), 0);
+    write_file(f.ws, "memory/new.md", "a new note\n");
+    struct timespec back[2] = {before.st_atim, before.st_mtim};
+    EXPECT_INT(utimensat(AT_FDCWD, path_in(f.ws, "memory"), back, 0), 0);
+    walk_ws(&f, &rec.dir_record, 0, &l);
+    EXPECT_INT(l.dirs_hinted, 1);
+    EXPECT_INT(l.n, 14);
+    EXPECT(has_file(&l, "memory/new.md", 11));
+    cm_index_file_list_release(&l);
+    /* Re-recorded 10 s on; then removed, and renamed in memory/sub/ */
+    cm_index_file_list_release(&rec);
+    walk_ws(&f, NULL, ahead_ns() - DISCOVER_RECORD_MARGIN_NS, &rec);
+    EXPECT_INT(unlink(path_in(f.ws, "memory/n07.md")), 0);
+    char from[1200];
+    snprintf(from, sizeof from, "%s", path_in(f.ws, "memory/sub/deep.md"));
+    EXPECT_INT(rename(from, path_in(f.ws, "memory/sub/deeper.md")), 0);
+    walk_ws(&f, &rec.dir_record, 0, &l);
+    EXPECT_INT(l.dirs_hinted, 0);
+    EXPECT_INT(l.n, 13);
+    EXPECT(!has_file(&l, "memory/n07.md", 21));
+    EXPECT(has_file(&l, "memory/sub/deeper.md", 14));
+    EXPECT(!has_file(&l, "memory/sub/deep.md", 14));
+    cm_index_file_list_release(&l);
+    /* Records that do not parse are ignored: every directory is read. */
+    buf bad = BUF_INIT;
+    EXPECT_INT(cm_buf_add(&bad, rec.dir_record.data, rec.dir_record.len - 1), CM_OK);
+    walk_ws(&f, &bad, 0, &l);
+    EXPECT_INT(l.dirs_hinted, 0);
+    EXPECT_INT(l.n, 13);
+    cm_index_file_list_release(&l);
+    /* nor do records naming anything outside their directory */
+    cm_buf_reset(&bad);
+    EXPECT_INT(cm_buf_add(&bad, rec.dir_record.data, rec.dir_record.len), CM_OK);
+    char *nm = memmem(bad.data, bad.len, "n00.md", 7);
+    EXPECT(nm != NULL);
+    if (nm) *nm = '/';
+    walk_ws(&f, &bad, 0, &l);
+    EXPECT_INT(l.dirs_hinted, 0);
+    cm_index_file_list_release(&l);
+    cm_buf_release(&bad);
+    cm_index_file_list_release(&rec);
+}
+
+TEST(files_stat_check_with_dir_records_sees_in_place_added_removed_renamed)
+{
+    fs_ws f;
+    ws_init(&f);
+    cm_engine *e = ws_open(&f);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    int plain = snap_len(&f); /* the real clock: the directory is too new */
+    EXPECT(plain > 0);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    /* 10 s on, a sync that changes no row still writes memory/'s record
+     * (a search's check, read-only, never does) */
+    cm_engine_sync_test_clock(ahead_ns);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    EXPECT_INT(snap_len(&f), plain);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT(snap_len(&f) > plain);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    /* changed in place: same size, new mtime; then only the mtime */
+    write_file(f.ws, "memory/n02.md", "note 02 about beaver\n");
+    set_mtime(path_in(f.ws, "memory/n02.md"), 1700000001);
+    EXPECT_INT(check_locked(&f), CM_EBUSY);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT(snap_len(&f) > plain);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    set_mtime(path_in(f.ws, "memory/n02.md"), 1700000002);
+    EXPECT_INT(check_locked(&f), CM_EBUSY);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    /* added, with the directory's mtime set back */
+    struct stat before;
+    EXPECT_INT(stat(path_in(f.ws, "memory"), &before), 0);
+    write_file(f.ws, "memory/new.md", "a new note\n");
+    struct timespec back[2] = {before.st_atim, before.st_mtim};
+    EXPECT_INT(utimensat(AT_FDCWD, path_in(f.ws, "memory"), back, 0), 0);
+    EXPECT_INT(check_locked(&f), CM_EBUSY);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    /* removed */
+    EXPECT_INT(unlink(path_in(f.ws, "memory/n07.md")), 0);
+    EXPECT_INT(check_locked(&f), CM_EBUSY);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    /* renamed */
+    char from[1200];
+    snprintf(from, sizeof from, "%s", path_in(f.ws, "memory/n08.md"));
+    EXPECT_INT(rename(from, path_in(f.ws, "memory/n08-renamed.md")), 0);
+    EXPECT_INT(check_locked(&f), CM_EBUSY);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    cm_engine_sync_test_clock(NULL);
     cm_engine_close(e);
 }

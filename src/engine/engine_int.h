@@ -127,6 +127,9 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
 cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *opts,
                         const char *session_key, engine_result *out, char *err, size_t errlen);
 cm_rc cm_builtin_status(cm_engine *e, int deep, char **json, char *err, size_t errlen);
+/* For tests: the clock (ns since the epoch; NULL: the real one) against
+ * which a sync's walk decides which directories it may record (sync.c). */
+void cm_engine_sync_test_clock(int64_t (*now_ns)(void));
 
 /* ---- qmd_backend.c: the QMD backend -------------------------------------- */
 
@@ -257,9 +260,10 @@ cm_rc cm_engine_rebuild(sync_run *r, const file_list *files, const char *meta, c
 
 /* ---- sync.c: the sync --------------------------------------------------- */
 
-/* Counts the files of a discovery that a sync would read or drop. */
-cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
-                               size_t errlen);
+/* Counts the files of a discovery that a sync would read or drop, against
+ * the stat snapshot held (NULL: read now; files_stat.h). */
+cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, const store_snap *held,
+                               size_t *dirty, char *err, size_t errlen);
 /* Indexes the memory file rel that memory_write just wrote (best effort). */
 void cm_engine_index_written(cm_engine *e, const char *rel);
 

@@ -63,7 +63,7 @@ static cm_rc count_dirty(cm_engine *e, size_t *dirty, char *err, size_t errlen)
     file_list files = {0};
     problem_list pl = {0};
     cm_rc rc = cm_discover_files(&e->cfg, &files, &pl);
-    if (!rc) rc = cm_engine_count_dirty_in(e, &files, dirty, err, errlen);
+    if (!rc) rc = cm_engine_count_dirty_in(e, &files, NULL, dirty, err, errlen);
     cm_index_file_list_release(&files);
     cm_index_problem_list_release(&pl);
     return rc;

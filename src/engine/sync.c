@@ -7,6 +7,7 @@
  * that memory_write just wrote.
  */
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../base/fs.h"
@@ -19,18 +20,22 @@
  * every discovered file matches its row (size and mtime), none is gone, no
  * problem is recorded or found, and no chunk waits for a vector. Then a
  * sync would write nothing, and it is skipped without the writer lock. */
-static bool nothing_changed(cm_engine *e, const file_list *files, const problem_list *pl,
-                            const char *meta)
+static bool nothing_changed(cm_engine *e, const file_list *files, const store_snap *snap,
+                            const problem_list *pl, const char *meta)
 {
     char msg[512], *stored = NULL, *prev = NULL;
     size_t dirty = 1;
     bool same = false;
+    dev_t dev = e->st_dev;
+    ino_t ino = e->st_ino;
     if (pl->n || cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK) return false;
+    if (e->st_dev != dev || e->st_ino != ino) snap = NULL; /* another index swapped in */
     if (cm_store_meta_get(&e->st, STORE_META_KEY, &stored, msg, sizeof msg) != CM_OK) goto out;
     if (!stored || strcmp(stored, meta) != 0) goto out;
     if (cm_store_meta_get(&e->st, STORE_PROBLEMS_KEY, &prev, msg, sizeof msg) != CM_OK) goto out;
     if (prev && strcmp(prev, "[]") != 0) goto out;
-    if (cm_engine_count_dirty_in(e, files, &dirty, msg, sizeof msg) != CM_OK || dirty) goto out;
+    if (cm_engine_count_dirty_in(e, files, snap, &dirty, msg, sizeof msg) != CM_OK || dirty)
+        goto out;
     if (e->have_prov) {
         pending_chunk *pc = NULL;
         size_t n = 0;
@@ -260,8 +265,8 @@ static bool dirty_row(void *ctx, const char *path, int64_t mtime_ns, int64_t siz
     return true;
 }
 
-cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dirty, char *err,
-                               size_t errlen)
+cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, const store_snap *held,
+                               size_t *dirty, char *err, size_t errlen)
 {
     if (files->n >= UINT32_MAX / 4) return cm_seterr(err, errlen, CM_ETOOBIG, "too many files");
     file_reader rd;
@@ -278,7 +283,7 @@ cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dir
             j = (j + 1) & x.mask;
         x.slot[j] = (uint32_t)(i + 1);
     }
-    if (!rc) rc = cm_store_files_each(&e->st, dirty_row, &x, err, errlen);
+    if (!rc) rc = cm_store_files_each(&e->st, held, dirty_row, &x, err, errlen);
     for (size_t i = 0; !rc && i < files->n; i++)
         x.dirty += !x.seen[i]; /* a file without its row */
     *dirty = x.dirty;
@@ -288,16 +293,41 @@ cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, size_t *dir
     return rc;
 }
 
+static int64_t (*sync_clock)(void); /* tests: ns since the epoch */
+
+void cm_engine_sync_test_clock(int64_t (*now_ns)(void))
+{
+    sync_clock = now_ns;
+}
+
+/* The time before which a directory's ctime must lie for the walk to record
+ * its names (discover.h's DISCOVER_RECORD_MARGIN_NS behind the clock). */
+static int64_t record_before(void)
+{
+    struct timespec ts;
+    int64_t now = 0;
+    if (sync_clock)
+        now = sync_clock();
+    else if (clock_gettime(CLOCK_REALTIME, &ts) == 0)
+        now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return now > DISCOVER_RECORD_MARGIN_NS ? now - DISCOVER_RECORD_MARGIN_NS : 0;
+}
+
 /* Writes the files rows' stat snapshot when a write dropped it (or the index
  * predates it), under the writer lock: the next no-change check then reads
- * one value instead of the table (files_stat.h). Best effort: without it
- * the check reads the table. */
-static void stat_refresh(cm_engine *e)
+ * one value instead of the table (files_stat.h), and skips reading the
+ * directories a walk recorded that are unchanged since. files: that walk
+ * (NULL after memory_write's one note); replace: rewrite a snapshot that is
+ * there too (its records are not the walk's). Best effort: without it the
+ * check reads the table and every directory. */
+static void stat_refresh(cm_engine *e, const file_list *files, bool replace)
 {
     char msg[512];
     bool was_open = e->st_open; /* a rebuild leaves the live index closed: so it stays */
+    const buf *dirs = files ? &files->dir_record : NULL;
     if (cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK ||
-        cm_store_files_stat_refresh(&e->st, NULL, msg, sizeof msg) != CM_OK)
+        cm_store_files_stat_refresh(&e->st, dirs ? dirs->data : NULL, dirs ? dirs->len : 0, replace,
+                                    NULL, msg, sizeof msg) != CM_OK)
         cm_logf(&e->lg, CM_LOG_INFO, "files' stat snapshot not written: %s", msg);
     if (!was_open) cm_engine_close_store(e);
 }
@@ -309,6 +339,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     int lock = -1;
     file_list files = {0};
     buf meta = BUF_INIT;
+    store_snap snap = {0};
     char *stored = NULL;
     cm_sync_stats local;
     if (!stats) stats = &local;
@@ -326,16 +357,32 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     e->batch_progress = progress;
     e->batch_pctx = progress_ctx;
     e->batch_nowait = (flags & CM_SYNC_NOWAIT) != 0;
+    /* The stat snapshot, read once for the walk and the check: the
+     * directories its walk recorded that are still as they were are not
+     * read again (discover.h). Held (a read of the index) until the check
+     * is done; none for a forced rebuild. Best effort: an index that
+     * cannot be read here is left to the steps below, as before. */
+    char msg[512];
+    if (!(flags & CM_SYNC_FORCE) && cm_engine_ensure_store(e, msg, sizeof msg) == CM_OK &&
+        cm_store_files_stat_open(&e->st, &snap, msg, sizeof msg) != CM_OK)
+        cm_store_files_stat_close(&snap);
     /* sorted only when the sync goes on: the no-change check needs no order */
-    CHECK(cm_discover_files_unsorted(&e->cfg, &files, &r.problems));
+    CHECK(cm_discover_files_hinted(&e->cfg, snap.dirs, snap.dirs_len, record_before(), &files,
+                                   &r.problems));
     CHECK(meta_json(e, &meta));
     /* a search's or a watcher's sync (NOWAIT) reads before it locks; an
      * explicit index waits for the writer lock as before */
     if ((flags & CM_SYNC_NOWAIT) && !(flags & CM_SYNC_FORCE) &&
-        nothing_changed(e, &files, &r.problems, meta.data)) {
+        nothing_changed(e, &files, &snap, &r.problems, meta.data)) {
         stats->files_seen = stats->files_unchanged = files.n;
         goto out;
     }
+    /* a walk that recorded other directories than the snapshot holds
+     * (one changed, or old enough now) writes them at the end */
+    bool new_records =
+        snap.p && !cm_discover_records_same(snap.dirs, snap.dirs_len, files.dir_record.data,
+                                            files.dir_record.len);
+    cm_store_files_stat_close(&snap); /* before any write */
     cm_discover_sort(&files);
     stats->files_seen = files.n; /* walked, even when the lock is busy */
     CHECK(cm_engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
@@ -377,7 +424,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     if (!full && changed) CHECK(cm_store_vector_log_trim(&e->st, err, errlen));
     if (e->st_open && changed) cm_store_checkpoint(&e->st);
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
-    stat_refresh(e);
+    stat_refresh(e, &files, new_records);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     e->batch_progress = NULL;
@@ -388,6 +435,7 @@ out:
     cm_buf_release(&r.text);
     cm_buf_release(&r.clean);
     cm_chunk_list_release(&r.chunks);
+    cm_store_files_stat_close(&snap);
     cm_buf_release(&meta);
     free(stored);
     return rc;
@@ -438,7 +486,7 @@ void cm_engine_index_written(cm_engine *e, const char *rel)
     if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
         cm_engine_drop_vectors(e);
     }
-    if (!rc) stat_refresh(e);
+    if (!rc) stat_refresh(e, NULL, false);
     if (rc && rc != CM_ENOTFOUND)
         cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);
     if (fd >= 0) close(fd);

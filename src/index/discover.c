@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../base/buf.h"
@@ -61,8 +62,24 @@ typedef struct found {
     file_list files;
     problem_list problems;
     cm_rc rc;
-    buf rel; /* scratch: a file's relative path (all zero: empty) */
+    buf rel;    /* scratch: a file's relative path (all zero: empty) */
+    buf record; /* directory records (file_list.h's dir_record) */
+    size_t hinted;
+    /* whether the file system of device fs_dev keeps ctime (fs_known) */
+    dev_t fs_dev;
+    bool fs_known, fs_ok;
 } found;
+
+/* One parsed directory record of a hint (file_list.h's dir_record). */
+typedef struct hint_dir {
+    uint64_t dev, ino;
+    int64_t ctime_ns;
+    const char *names; /* len bytes, n NUL-terminated names */
+    uint32_t len;
+    size_t n;
+} hint_dir;
+
+#define RECORD_HEAD (8 + 8 + 8 + 4)
 
 typedef struct dir_id {
     dev_t dev;
@@ -96,6 +113,12 @@ typedef struct walk {
     dref *roots;
     char **root_abs;
     size_t nroots;
+    /* Directory records: the hint's, sorted by (dev, ino), read-only during
+     * the walk; a directory older than record_before (ns, 0: none) is
+     * recorded. */
+    hint_dir *hint;
+    size_t nhint;
+    int64_t record_before;
 } walk;
 
 static bool is_md(const char *name)
@@ -353,6 +376,121 @@ out:
     return rc;
 }
 
+static int hint_cmp(const void *a, const void *b)
+{
+    const hint_dir *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* Whether the len bytes at p are names a directory can hold, each
+ * NUL-terminated: none empty, ".", ".." or with a '/' (a record is read
+ * from the index, and its names go to fstatat: none may leave the
+ * directory). */
+static bool names_ok(const unsigned char *p, size_t len)
+{
+    if (len && p[len - 1] != 0) return false;
+    for (size_t at = 0; at < len;) {
+        size_t l = strlen((const char *)p + at);
+        if (l == 0 || memchr(p + at, '/', l) || is_dot((const char *)p + at)) return false;
+        at += l + 1;
+    }
+    return true;
+}
+
+/* Parses the records at p (n bytes) into w->hint; a record that does not
+ * parse leaves the walk without any (it reads every directory). */
+static cm_rc parse_hint(walk *w, const unsigned char *p, size_t n)
+{
+    size_t cnt = 0;
+    for (size_t at = 0; at < n;) {
+        uint32_t len;
+        if (n - at < RECORD_HEAD) return CM_OK;
+        memcpy(&len, p + at + 24, 4);
+        at += RECORD_HEAD;
+        if (len > n - at || !names_ok(p + at, len)) return CM_OK;
+        at += len;
+        cnt++;
+    }
+    if (!cnt) return CM_OK;
+    if (!(w->hint = calloc(cnt, sizeof *w->hint))) return CM_ENOMEM;
+    for (size_t at = 0, i = 0; i < cnt; i++) {
+        hint_dir *h = &w->hint[i];
+        memcpy(&h->dev, p + at, 8);
+        memcpy(&h->ino, p + at + 8, 8);
+        memcpy(&h->ctime_ns, p + at + 16, 8);
+        memcpy(&h->len, p + at + 24, 4);
+        h->names = (const char *)p + at + RECORD_HEAD;
+        for (uint32_t k = 0; k < h->len; k++)
+            h->n += h->names[k] == 0;
+        at += RECORD_HEAD + h->len;
+    }
+    qsort(w->hint, cnt, sizeof *w->hint, hint_cmp);
+    w->nhint = cnt;
+    return CM_OK;
+}
+
+bool cm_discover_records_same(const void *a, size_t alen, const void *b, size_t blen)
+{
+    walk x = {0}, y = {0};
+    bool same = parse_hint(&x, a, alen) == CM_OK && parse_hint(&y, b, blen) == CM_OK &&
+                x.nhint == y.nhint && (x.nhint > 0 || (alen == 0 && blen == 0));
+    for (size_t i = 0; same && i < x.nhint; i++)
+        same = x.hint[i].dev == y.hint[i].dev && x.hint[i].ino == y.hint[i].ino &&
+               x.hint[i].ctime_ns == y.hint[i].ctime_ns && x.hint[i].len == y.hint[i].len &&
+               memcmp(x.hint[i].names, y.hint[i].names, x.hint[i].len) == 0;
+    free(x.hint);
+    free(y.hint);
+    return same;
+}
+
+static int64_t ctime_ns(const struct stat *st)
+{
+    return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+/* Whether the file system of the directory fd (device dev) is one whose
+ * ctime is known to change with every entry added, removed or renamed (a
+ * FUSE or network file system may report a fixed or a cached one): only
+ * those get records. One fstatfs per device a thread meets. */
+static bool ctime_kept(found *f, int fd, dev_t dev)
+{
+    static const unsigned long kept[] = {
+        0xEF53,     /* ext2/3/4 */
+        0x58465342, /* xfs */
+        0x9123683E, /* btrfs */
+        0x01021994, /* tmpfs */
+        0x794c7630, /* overlayfs */
+        0xF2F52010, /* f2fs */
+        0x2fc12fc1, /* zfs */
+        0xca451a4e, /* bcachefs */
+    };
+    if (f->fs_known && f->fs_dev == dev) return f->fs_ok;
+    struct statfs sf;
+    f->fs_known = true;
+    f->fs_dev = dev;
+    f->fs_ok = false;
+    if (fstatfs(fd, &sf) != 0) return false;
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if ((unsigned long)sf.f_type == kept[i]) f->fs_ok = true;
+    return f->fs_ok;
+}
+
+/* Appends the record of a directory (its stat ds, names len bytes). */
+static cm_rc add_record(found *f, const struct stat *ds, const char *names, size_t len)
+{
+    uint64_t dev = (uint64_t)ds->st_dev, ino = (uint64_t)ds->st_ino;
+    int64_t ct = ctime_ns(ds);
+    uint32_t l32 = (uint32_t)len;
+    if (len > UINT32_MAX) return CM_OK; /* not recorded: read next time */
+    cm_rc rc = cm_buf_add(&f->record, &dev, 8);
+    if (!rc) rc = cm_buf_add(&f->record, &ino, 8);
+    if (!rc) rc = cm_buf_add(&f->record, &ct, 8);
+    if (!rc) rc = cm_buf_add(&f->record, &l32, 4);
+    if (!rc && len) rc = cm_buf_add(&f->record, names, len);
+    return rc;
+}
+
 /* Reads one directory: lists its .md files, queues its subdirectories. */
 static cm_rc read_dir(walk *w, found *f, dir_job *job)
 {
@@ -367,24 +505,46 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
     if (fd < 0 && (e == ELOOP || e == ENOTDIR)) /* swapped for a link or a file since listed */
         return e == ELOOP ? add_problem(w->cfg, f, job->abs, DISCOVER_SYMLINK_PROBLEM, 0) : CM_OK;
     if (fd < 0 && e == ENOENT) return CM_OK; /* gone meanwhile */
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
+    /* A directory that a record describes as it is now is not read. */
+    struct stat ds;
+    bool have = fd >= 0 && !job->media && (w->nhint || w->record_before) && fstat(fd, &ds) == 0;
+    const hint_dir *h = NULL;
+    if (have && w->nhint) {
+        hint_dir key = {.dev = (uint64_t)ds.st_dev, .ino = (uint64_t)ds.st_ino};
+        h = bsearch(&key, w->hint, w->nhint, sizeof *w->hint, hint_cmp);
+        if (h && h->ctime_ns != ctime_ns(&ds)) h = NULL;
+    }
+    DIR *d = fd >= 0 && !h ? fdopendir(fd) : NULL;
+    if (!d && !h) {
         if (fd >= 0) e = errno;
         if (fd >= 0) close(fd);
         return add_problem(w->cfg, f, job->abs, "cannot read directory", e);
     }
     dref *self = malloc(sizeof *self);
     if (!self) {
-        closedir(d);
+        if (d)
+            closedir(d);
+        else
+            close(fd);
         return CM_ENOMEM;
     }
-    *self = (dref){dirfd(d), d, 1, false};
+    *self = (dref){fd, d, 1, false};
     /* The entries to stat, gathered first; all but the first batch are
      * queued for the other threads when there are several batches. */
     buf names = BUF_INIT;
     size_t n = 0, first = 0;
     struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
+    const char *list = NULL; /* the names to stat: the record's, else names' */
+    size_t list_len = 0;
+    if (h) {
+        f->hinted++;
+        list = h->names;
+        list_len = h->len;
+        n = h->n;
+        for (size_t k = 0, at = 0; k < n && k < STAT_BATCH; k++)
+            first = at += strlen(list + at) + 1;
+    }
+    while (d && (de = readdir(d)) != NULL) {
         const char *name = de->d_name;
         if (is_dot(name)) continue;
         bool wanted = is_md(name) || (job->media && cm_index_media_kind(w->cfg, name));
@@ -394,6 +554,12 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         n++;
         if (n == STAT_BATCH) first = names.len;
     }
+    if (!h) {
+        list = names.data;
+        list_len = names.len;
+    }
+    if (have && ctime_ns(&ds) < w->record_before && ctime_kept(f, fd, ds.st_dev))
+        CHECK(add_record(f, &ds, list, list_len));
     size_t mine = n;
     if (n > SPLIT_MIN && w->threads > 1) {
         mine = STAT_BATCH;
@@ -401,10 +567,10 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         for (size_t at = first, k = STAT_BATCH; k < n && !rc;) {
             size_t end = at, cnt = 0;
             while (cnt < STAT_BATCH && k + cnt < n) {
-                end += strlen(names.data + end) + 1;
+                end += strlen(list + end) + 1;
                 cnt++;
             }
-            rc = queue_batch(w, self, job->abs, names.data + at, end - at, cnt, job->root, job->sub,
+            rc = queue_batch(w, self, job->abs, list + at, end - at, cnt, job->root, job->sub,
                              job->depth, job->media);
             at = end;
             k += cnt;
@@ -415,8 +581,8 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         CHECK(rc);
     }
     CHECK(reserve_files(&f->files, mine));
-    CHECK(stat_names(w, f, self, job->abs, names.data, mine, job->root, job->sub, job->depth,
-                     job->media));
+    CHECK(
+        stat_names(w, f, self, job->abs, list, mine, job->root, job->sub, job->depth, job->media));
 out:
     pthread_mutex_lock(&w->mu);
     dref_put(self);
@@ -641,6 +807,10 @@ static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
     }
     dst->total_bytes += src->files.total_bytes;
     cm_index_file_list_absorb_names(dst, &src->files);
+    dst->dirs_hinted += src->hinted;
+    if (src->record.len && cm_buf_add(&dst->dir_record, src->record.data, src->record.len))
+        return CM_ENOMEM;
+    cm_buf_release(&src->record);
     if (src->files.n && dst->cap - dst->n < src->files.n) {
         mem_file *nv = realloc(dst->v, (dst->n + src->files.n) * sizeof *nv);
         if (!nv) return CM_ENOMEM;
@@ -722,8 +892,14 @@ cm_rc cm_discover_files(const cm_config *cfg, file_list *out, problem_list *prob
 
 cm_rc cm_discover_files_unsorted(const cm_config *cfg, file_list *out, problem_list *problems)
 {
+    return cm_discover_files_hinted(cfg, NULL, 0, 0, out, problems);
+}
+
+cm_rc cm_discover_files_hinted(const cm_config *cfg, const void *hint, size_t hint_len,
+                               int64_t record_before_ns, file_list *out, problem_list *problems)
+{
     cm_rc rc = CM_OK;
-    walk w = {.cfg = cfg};
+    walk w = {.cfg = cfg, .record_before = record_before_ns > 0 ? record_before_ns : 0};
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     worker k[MAX_THREADS];
@@ -731,6 +907,7 @@ cm_rc cm_discover_files_unsorted(const cm_config *cfg, file_list *out, problem_l
     found roots = {0};
     buf p = BUF_INIT;
     memset(out, 0, sizeof *out);
+    if (hint && hint_len) CHECK(parse_hint(&w, hint, hint_len));
     w.roots = calloc(cfg->extra_paths.n + 2, sizeof *w.roots); /* + the sessions directory */
     w.root_abs = calloc(cfg->extra_paths.n + 2, sizeof *w.root_abs);
     if (!w.roots || !w.root_abs) CHECK(CM_ENOMEM);
@@ -807,7 +984,9 @@ out:
     }
     free(w.roots);
     free(w.root_abs);
+    free(w.hint);
     for (int i = 0; i < MAX_THREADS; i++) {
+        cm_buf_release(&k[i].f.record);
         cm_index_file_list_release(&k[i].f.files);
         cm_index_problem_list_release(&k[i].f.problems);
         cm_buf_release(&k[i].f.rel);
@@ -815,6 +994,7 @@ out:
     cm_index_file_list_release(&roots.files);
     cm_index_problem_list_release(&roots.problems);
     cm_buf_release(&roots.rel);
+    cm_buf_release(&roots.record);
     pthread_mutex_destroy(&w.mu);
     pthread_cond_destroy(&w.cv);
     cm_buf_release(&p);

@@ -105,6 +105,7 @@ void cm_index_file_list_release(file_list *l)
         free(l->roots[i].abs);
     }
     free(l->roots);
+    cm_buf_release(&l->dir_record);
     memset(l, 0, sizeof *l);
 }
 

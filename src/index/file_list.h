@@ -52,6 +52,14 @@ typedef struct file_list {
     size_t dir_probes;        /* slots looked at to drop directories reached twice */
     size_t helpers;           /* threads the walk started besides the caller's */
     struct name_block *names; /* where every abs and rel lie (file_list.c) */
+    /* The directory records of the walk (cm_discover_files_hinted): for each
+     * directory read whose ctime was older than the walk's record_before,
+     *   dev u64, ino u64, ctime_ns i64, len u32, then len bytes: the names the
+     *   walk looked at in it (.md files, links, subdirectories; each
+     *   NUL-terminated, in a row),
+     * native byte order. Empty when the walk recorded none. */
+    buf dir_record;
+    size_t dirs_hinted; /* directories whose names came from a hint, not read */
 } file_list;
 
 /* Sorts l->v by rel (strcmp order). */

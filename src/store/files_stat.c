@@ -3,12 +3,15 @@
  *
  * Layout of the meta value (a BLOB, native byte order: it never leaves the
  * machine that wrote it, and one of another order does not parse):
- *   "cmfstat1"            8 bytes
+ *   "cmfstat2"            8 bytes ("cmfstat1": the same without dirs)
  *   n                     uint64: entries
+ *   dirs                  uint64: bytes of the directory records (v2 only)
  *   n times: mtime_ns     int64
  *            size         int64
  *            len          uint32: the path's bytes, its NUL included
  *            path         len bytes, NUL-terminated, no other NUL
+ *   dirs bytes            the walk's directory records, opaque here
+ *                         (file_list.h's dir_record; discover.c parses them)
  * Anything else (short, long, a count or a length that does not fit, a
  * negative size) does not parse, and the caller reads the files table.
  *
@@ -20,7 +23,8 @@
  */
 #include "files_stat.h"
 
-#define MAGIC     "cmfstat1"
+#define MAGIC     "cmfstat2"
+#define MAGIC_V1  "cmfstat1"
 #define MAGIC_LEN 8
 #define ENTRY_MIN (8 + 8 + 4 + 1) /* the fixed fields and an empty path's NUL */
 
@@ -47,12 +51,26 @@ static uint32_t get_u32(const unsigned char *p)
 }
 
 /* Whether the n bytes at p are a snapshot (every entry checked first, so
- * that fn never sees part of a bad one); *count receives its entries. */
-static bool parses(const unsigned char *p, size_t n, uint64_t *count)
+ * that fn never sees part of a bad one); *count receives its entries,
+ * *head the offset of the first, *dirs the bytes of the directory records
+ * (at the end). */
+static bool parses(const unsigned char *p, size_t n, uint64_t *count, size_t *head, size_t *dirs)
 {
-    if (n < MAGIC_LEN + 8 || memcmp(p, MAGIC, MAGIC_LEN) != 0) return false;
+    if (n < MAGIC_LEN + 8) return false;
+    bool v2 = memcmp(p, MAGIC, MAGIC_LEN) == 0;
+    if (!v2 && memcmp(p, MAGIC_V1, MAGIC_LEN) != 0) return false;
     uint64_t want = get_u64(p + MAGIC_LEN), got = 0;
     size_t at = MAGIC_LEN + 8;
+    *dirs = 0;
+    if (v2) {
+        if (n - at < 8) return false;
+        uint64_t d = get_u64(p + at);
+        at += 8;
+        if (d > n - at) return false;
+        *dirs = (size_t)d;
+        n -= *dirs;
+    }
+    *head = at;
     if (want > (n - at) / ENTRY_MIN) return false;
     while (at < n) {
         if (n - at < ENTRY_MIN) return false;
@@ -69,43 +87,72 @@ static bool parses(const unsigned char *p, size_t n, uint64_t *count)
     return got == want;
 }
 
-cm_rc cm_store_files_stat_each(store *s, store_file_fn fn, void *ctx, bool *used, char *err,
-                               size_t errlen)
+cm_rc cm_store_files_stat_open(store *s, store_snap *snap, char *err, size_t errlen)
 {
-    *used = false;
+    memset(snap, 0, sizeof *snap);
     if (s->pg) return CM_OK;
-    sqlite3_stmt *q = NULL;
     int r = sqlite3_prepare_v2(
-        s->db, "SELECT value FROM meta WHERE key = '" STORE_FILES_STAT_KEY "'", -1, &q, NULL);
-    if (r == SQLITE_OK) r = sqlite3_step(q);
-    if (r == SQLITE_ROW && sqlite3_column_type(q, 0) == SQLITE_BLOB) {
-        const unsigned char *p = sqlite3_column_blob(q, 0);
-        size_t n = (size_t)sqlite3_column_bytes(q, 0);
-        uint64_t count = 0;
-        if (p && parses(p, n, &count)) {
-            *used = true;
-            size_t at = MAGIC_LEN + 8;
-            for (uint64_t i = 0; i < count; i++) {
-                int64_t mtime = (int64_t)get_u64(p + at), size = (int64_t)get_u64(p + at + 8);
-                uint32_t len = get_u32(p + at + 16);
-                if (!fn(ctx, (const char *)p + at + 20, mtime, size)) break;
-                at += 20 + (size_t)len;
-            }
+        s->db, "SELECT value FROM meta WHERE key = '" STORE_FILES_STAT_KEY "'", -1, &snap->q, NULL);
+    if (r == SQLITE_OK) r = sqlite3_step(snap->q);
+    if (r == SQLITE_ROW && sqlite3_column_type(snap->q, 0) == SQLITE_BLOB) {
+        const unsigned char *p = sqlite3_column_blob(snap->q, 0);
+        size_t n = (size_t)sqlite3_column_bytes(snap->q, 0), dirs = 0;
+        if (p && parses(p, n, &snap->count, &snap->head, &dirs)) {
+            snap->p = p;
+            snap->n = n;
+            snap->dirs = p + n - dirs;
+            snap->dirs_len = dirs;
         }
         r = SQLITE_DONE;
     }
-    sqlite3_finalize(q);
-    return r == SQLITE_DONE ? CM_OK : cm_store_fail(s, r, "read the files' stat", err, errlen);
+    if (r == SQLITE_DONE) return CM_OK;
+    cm_store_files_stat_close(snap);
+    return cm_store_fail(s, r, "read the files' stat", err, errlen);
 }
 
-/* Appends the snapshot of the files table to out; *ok false when a row is
- * not one a snapshot can hold (then none is written). Returns SQLITE_DONE,
- * or the SQLite code of a failed read. */
-static int build(store *s, buf *out, bool *ok)
+void cm_store_files_stat_close(store_snap *snap)
+{
+    sqlite3_finalize(snap->q);
+    memset(snap, 0, sizeof *snap);
+}
+
+cm_rc cm_store_files_stat_each(store *s, const store_snap *held, store_file_fn fn, void *ctx,
+                               bool *used, char *err, size_t errlen)
+{
+    store_snap own;
+    const store_snap *snap = held;
+    *used = false;
+    if (s->pg) return CM_OK;
+    if (!snap) {
+        cm_rc rc = cm_store_files_stat_open(s, &own, err, errlen);
+        if (rc) return rc;
+        snap = &own;
+    }
+    if (snap->p) {
+        *used = true;
+        size_t at = snap->head;
+        const unsigned char *p = snap->p;
+        for (uint64_t i = 0; i < snap->count; i++) {
+            int64_t mtime = (int64_t)get_u64(p + at), size = (int64_t)get_u64(p + at + 8);
+            uint32_t len = get_u32(p + at + 16);
+            if (!fn(ctx, (const char *)p + at + 20, mtime, size)) break;
+            at += 20 + (size_t)len;
+        }
+    }
+    if (!held) cm_store_files_stat_close(&own);
+    return CM_OK;
+}
+
+/* Appends the snapshot of the files table to out, with the directory
+ * records dirs (dlen bytes); *ok false when a row is not one a snapshot can
+ * hold (then none is written). Returns SQLITE_DONE, or the SQLite code of a
+ * failed read. */
+static int build(store *s, const void *dirs, size_t dlen, buf *out, bool *ok)
 {
     sqlite3_stmt *q = NULL;
-    uint64_t n = 0;
-    *ok = cm_buf_add(out, MAGIC, MAGIC_LEN) == CM_OK && cm_buf_add(out, &n, sizeof n) == CM_OK;
+    uint64_t n = 0, d = dlen;
+    *ok = cm_buf_add(out, MAGIC, MAGIC_LEN) == CM_OK && cm_buf_add(out, &n, sizeof n) == CM_OK &&
+          cm_buf_add(out, &d, sizeof d) == CM_OK;
     int r = sqlite3_prepare_v2(s->db, "SELECT path, mtime, size FROM files", -1, &q, NULL);
     while (r == SQLITE_OK && *ok && (r = sqlite3_step(q)) == SQLITE_ROW) {
         const char *path = cm_store_col_text(q, 0);
@@ -122,11 +169,13 @@ static int build(store *s, buf *out, bool *ok)
         r = SQLITE_OK;
     }
     sqlite3_finalize(q);
+    if (*ok && dlen) *ok = cm_buf_add(out, dirs, dlen) == CM_OK;
     if (*ok) memcpy(out->data + MAGIC_LEN, &n, sizeof n);
     return r == SQLITE_OK || r == SQLITE_DONE ? SQLITE_DONE : r;
 }
 
-cm_rc cm_store_files_stat_refresh(store *s, bool *wrote, char *err, size_t errlen)
+cm_rc cm_store_files_stat_refresh(store *s, const void *dirs, size_t dlen, bool replace,
+                                  bool *wrote, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     sqlite3_stmt *q = NULL;
@@ -139,12 +188,13 @@ cm_rc cm_store_files_stat_refresh(store *s, bool *wrote, char *err, size_t errle
     if (r == SQLITE_OK) r = sqlite3_step(q);
     sqlite3_finalize(q);
     q = NULL;
-    if (r == SQLITE_ROW) return CM_OK; /* there, hence current */
-    if (r != SQLITE_DONE) return cm_store_fail(s, r, "read the files' stat", err, errlen);
+    if (r == SQLITE_ROW && !replace) return CM_OK; /* there, hence current */
+    if (r != SQLITE_DONE && r != SQLITE_ROW)
+        return cm_store_fail(s, r, "read the files' stat", err, errlen);
     CHECK(cm_store_begin(s, err, errlen));
     in_tx = true;
     r = sqlite3_exec(s->db, triggers_sql, NULL, NULL, NULL);
-    if (r == SQLITE_OK) r = build(s, &b, &ok);
+    if (r == SQLITE_OK) r = build(s, dirs, dlen, &b, &ok);
     if (r == SQLITE_DONE && ok) {
         r = sqlite3_prepare_v2(
             s->db, "INSERT OR REPLACE INTO meta(key, value) VALUES('" STORE_FILES_STAT_KEY "', ?1)",

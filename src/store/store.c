@@ -496,7 +496,8 @@ out:
     return rc;
 }
 
-cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen)
+cm_rc cm_store_files_each(store *s, const struct store_snap *held, store_file_fn fn, void *ctx,
+                          char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     sqlite3_stmt *q = NULL;
@@ -508,9 +509,9 @@ cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size
         cm_store_stored_files_release(&f);
         goto out;
     }
-    bool snap = false; /* the stat snapshot when there is one (files_stat.h) */
-    CHECK(cm_store_files_stat_each(s, fn, ctx, &snap, err, errlen));
-    if (snap) goto out;
+    bool used = false; /* the stat snapshot when there is one (files_stat.h) */
+    CHECK(cm_store_files_stat_each(s, held, fn, ctx, &used, err, errlen));
+    if (used) goto out;
     int r = sqlite3_prepare_v2(s->db, "SELECT path, mtime, size FROM files", -1, &q, NULL);
     while (r == SQLITE_OK || r == SQLITE_ROW) {
         r = sqlite3_step(q);

@@ -174,9 +174,12 @@ cm_rc cm_store_files_load(store *s, stored_files *out, char *err, size_t errlen)
 void cm_store_stored_files_release(stored_files *f);
 /* Calls fn for every files row (path, mtime, size) in table order, copying
  * nothing (the no-change check); fn returns false to stop early. Reads the
- * stat snapshot when the index has one (files_stat.h), else the table. */
+ * stat snapshot when the index has one (files_stat.h; held: one already
+ * read, NULL: read it now), else the table. */
 typedef bool (*store_file_fn)(void *ctx, const char *path, int64_t mtime_ns, int64_t size);
-cm_rc cm_store_files_each(store *s, store_file_fn fn, void *ctx, char *err, size_t errlen);
+struct store_snap;
+cm_rc cm_store_files_each(store *s, const struct store_snap *held, store_file_fn fn, void *ctx,
+                          char *err, size_t errlen);
 
 /* Replaces a file's row and all its chunks (call inside a transaction). */
 cm_rc cm_store_file_replace(store *s, const char *path, const char *source, const char *hash,
