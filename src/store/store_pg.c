@@ -456,6 +456,7 @@ cm_rc cm_store_pg_begin(store *s, char *err, size_t errlen)
     if (p->depth++) return CM_OK;
     p->dirty = false;
     p->dchunks = p->dntok = 0;
+    p->added = false;
     p->log_known = false;
     p->nlog = 0;
     const char *pa[] = {p->agent};
@@ -534,14 +535,18 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     }
     /* The keyword index takes new entries into its pending list (GIN's
      * fastupdate), which every search then reads whole until autovacuum's
-     * next round merges it: after a rebuild up to gin_pending_list_limit
-     * (4 MB), a third of a search's time on tldr (docs/BENCHMARKS.md). A
-     * rebuild merges it now. Best effort, as ANALYZE (the index's owner
-     * only). */
-    if (!rc && rebuilt) {
+     * next round merges it (a rebuild's: up to gin_pending_list_limit, 4 MB,
+     * a third of a search's time on tldr; an incremental sync's 1% of tldr,
+     * 60 pages: a search 0.5 ms slower, its median 28% (docs/BENCHMARKS.md);
+     * the autovacuum threshold counts rows, so small syncs may never reach
+     * it). A commit that inserted chunks merges it now. Best effort, as
+     * ANALYZE: the index's owner only, so after a failure not tried again
+     * on this connection. */
+    if (!rc && (rebuilt || p->added) && !p->merge_failed) {
         char ignore[8];
-        cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0,
-                        NULL, "", NULL, ignore, sizeof ignore);
+        p->merge_failed =
+            cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0,
+                            NULL, "", NULL, ignore, sizeof ignore) != CM_OK;
     }
     if (p->dirty) cm_store_pg_meta_forget(s); /* a new version, perhaps new meta */
     p->depth = 0;
