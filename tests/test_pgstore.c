@@ -699,8 +699,9 @@ TEST_PG(pgstore_keyword_text_in_row_and_pending_list_merged)
     drop("inrow");
 }
 
-/* An incremental write (not a rebuild) merges the keyword index's pending
- * list when it commits: a search reads that list whole on every call. */
+/* After an incremental write (not a rebuild), the store's checkpoint (the
+ * end of a sync) merges the keyword index's pending list: a search reads
+ * that list whole on every call. */
 TEST_PG(pgstore_incremental_write_merges_pending_list)
 {
     const char *paths[] = {"a.md"};
@@ -716,6 +717,7 @@ TEST_PG(pgstore_incremental_write_merges_pending_list)
                                      &l, err, sizeof err),
                CM_OK);
     cm_chunk_list_release(&l);
+    cm_store_checkpoint(&s);
     cm_store_close(&s);
     EXPECT_INT(psql_long("SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)"), 0);
     drop("pendinc");

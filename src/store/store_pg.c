@@ -456,7 +456,6 @@ cm_rc cm_store_pg_begin(store *s, char *err, size_t errlen)
     if (p->depth++) return CM_OK;
     p->dirty = false;
     p->dchunks = p->dntok = 0;
-    p->added = false;
     p->log_known = false;
     p->nlog = 0;
     const char *pa[] = {p->agent};
@@ -533,24 +532,33 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
         cm_store_pg_run(s, "ANALYZE clawmem_chunks(agent_id)", 0, NULL, "", NULL, ignore,
                         sizeof ignore);
     }
-    /* The keyword index takes new entries into its pending list (GIN's
-     * fastupdate), which every search then reads whole until autovacuum's
-     * next round merges it (a rebuild's: up to gin_pending_list_limit, 4 MB,
-     * a third of a search's time on tldr; an incremental sync's 1% of tldr,
-     * 60 pages: a search 0.5 ms slower, its median 28% (docs/BENCHMARKS.md);
-     * the autovacuum threshold counts rows, so small syncs may never reach
-     * it). A commit that inserted chunks merges it now. Best effort, as
-     * ANALYZE: the index's owner only, so after a failure not tried again
-     * on this connection. */
-    if (!rc && (rebuilt || p->added) && !p->merge_failed) {
-        char ignore[8];
-        p->merge_failed =
-            cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0,
-                            NULL, "", NULL, ignore, sizeof ignore) != CM_OK;
-    }
     if (p->dirty) cm_store_pg_meta_forget(s); /* a new version, perhaps new meta */
     p->depth = 0;
+    /* a rebuild merges the keyword index's pending list now */
+    if (!rc && rebuilt) cm_store_pg_merge_pending(s);
     return rc;
+}
+
+/* The keyword index takes new entries into its pending list (GIN's
+ * fastupdate), which every search then reads whole until autovacuum's next
+ * round merges it: after a rebuild up to gin_pending_list_limit (4 MB), a
+ * third of a search's time on tldr; after an incremental sync of 1% of tldr
+ * 60 pages, 0.5 ms of every search (docs/BENCHMARKS.md), and autovacuum
+ * counts inserted rows, so a few small syncs do not start it. This merges
+ * it when this connection inserted chunks since it last did: at a
+ * rebuild's commit and at the end of a sync (cm_store_checkpoint), not at
+ * each file's commit (a merge per file made the 1% sync twice as long).
+ * Best effort, as ANALYZE: the index's owner only, so after a failure not
+ * tried again on this connection. */
+void cm_store_pg_merge_pending(store *s)
+{
+    struct store_pg *p = s->pg;
+    if (!p->unmerged || p->merge_failed || p->depth) return;
+    char ignore[8];
+    p->merge_failed =
+        cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0,
+                        NULL, "", NULL, ignore, sizeof ignore) != CM_OK;
+    p->unmerged = false;
 }
 
 cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen)
