@@ -547,17 +547,17 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
  * counts inserted rows, so a few small syncs do not start it. This merges
  * it when this connection inserted chunks since it last did: at a
  * rebuild's commit and at the end of a sync (cm_store_checkpoint), not at
- * each file's commit (a merge per file made the 1% sync twice as long).
- * Best effort, as ANALYZE: the index's owner only, so after a failure not
- * tried again on this connection. */
+ * each file's commit (a sync commits each file on its own: hundreds).
+ * Best effort, as ANALYZE: the index's owner only (another role gets an
+ * error, ignored), and a merge already running elsewhere (autovacuum's) is
+ * waited for no longer than the lock timeout. */
 void cm_store_pg_merge_pending(store *s)
 {
     struct store_pg *p = s->pg;
-    if (!p->unmerged || p->merge_failed || p->depth) return;
+    if (!p->unmerged || p->depth) return;
     char ignore[8];
-    p->merge_failed =
-        cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0,
-                        NULL, "", NULL, ignore, sizeof ignore) != CM_OK;
+    cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0, NULL,
+                    "", NULL, ignore, sizeof ignore);
     p->unmerged = false;
 }
 

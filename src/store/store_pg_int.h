@@ -56,7 +56,6 @@ struct store_pg {
     char lock_ms[16];       /* lock_timeout, set again after a reconnect */
     int64_t dchunks, dntok; /* the open transaction's change to the agent's totals */
     bool unmerged;          /* chunks inserted since the keyword index's pending list was merged */
-    bool merge_failed;      /* merging that list failed (not the owner): not tried again */
     /* The vector log (cm_store_pg_log_next): the open transaction's entries
      * take the numbers after log_base (read at its first entry), nlog of
      * them so far; the agent's log_seq moves on by nlog at commit. */
