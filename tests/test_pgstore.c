@@ -699,6 +699,30 @@ TEST_PG(pgstore_keyword_text_in_row_and_pending_list_merged)
     drop("inrow");
 }
 
+/* After an incremental write (not a rebuild), the store's checkpoint (the
+ * end of a sync) merges the keyword index's pending list: a search reads
+ * that list whole on every call. */
+TEST_PG(pgstore_incremental_write_merges_pending_list)
+{
+    const char *paths[] = {"a.md"};
+    const char *texts[] = {"the first file of the agent\n"};
+    drop("pendinc");
+    EXPECT_INT(fill("pendinc", "unicode61", 1, paths, texts), CM_OK);
+    store s;
+    char err[256];
+    EXPECT_INT(open_pg(&s, "pendinc", 0), CM_OK);
+    const char *text = "a file added later by an incremental sync\n";
+    chunk_list l = chunks_of(text);
+    EXPECT_INT(cm_store_file_replace(&s, "b.md", "memory", "h2", 1, (int64_t)strlen(text), NULL,
+                                     &l, err, sizeof err),
+               CM_OK);
+    cm_chunk_list_release(&l);
+    cm_store_checkpoint(&s);
+    cm_store_close(&s);
+    EXPECT_INT(psql_long("SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)"), 0);
+    drop("pendinc");
+}
+
 TEST(pgstore_command_does_not_link_libpq)
 {
     const char *bin = getenv("CLAWMEM_BIN") ? getenv("CLAWMEM_BIN") : "build/clawmem";

@@ -421,7 +421,10 @@ cm_rc cm_store_meta_set(store *s, const char *key, const char *json, char *err, 
 
 void cm_store_checkpoint(store *s)
 {
-    if (s->pg) return;
+    if (s->pg) {
+        cm_store_pg_merge_pending(s);
+        return;
+    }
     sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 

@@ -153,7 +153,10 @@ cm_rc cm_store_meta_set(store *s, const char *key, const char *json, char *err, 
 
 cm_rc cm_store_begin(store *s, char *err, size_t errlen);
 /* Copies committed WAL content into the database file without blocking
- * readers (connections do not checkpoint on close). */
+ * readers (connections do not checkpoint on close). PostgreSQL: merges the
+ * keyword index's pending list if this connection inserted chunks since it
+ * last did (outside a transaction; best effort). A sync that changed files
+ * calls it when done. */
 void cm_store_checkpoint(store *s);
 cm_rc cm_store_commit(store *s, char *err, size_t errlen);
 

@@ -532,20 +532,33 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
         cm_store_pg_run(s, "ANALYZE clawmem_chunks(agent_id)", 0, NULL, "", NULL, ignore,
                         sizeof ignore);
     }
-    /* The keyword index takes new entries into its pending list (GIN's
-     * fastupdate), which every search then reads whole until autovacuum's
-     * next round merges it: after a rebuild up to gin_pending_list_limit
-     * (4 MB), a third of a search's time on tldr (docs/BENCHMARKS.md). A
-     * rebuild merges it now. Best effort, as ANALYZE (the index's owner
-     * only). */
-    if (!rc && rebuilt) {
-        char ignore[8];
-        cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0,
-                        NULL, "", NULL, ignore, sizeof ignore);
-    }
     if (p->dirty) cm_store_pg_meta_forget(s); /* a new version, perhaps new meta */
     p->depth = 0;
+    /* a rebuild merges the keyword index's pending list now */
+    if (!rc && rebuilt) cm_store_pg_merge_pending(s);
     return rc;
+}
+
+/* The keyword index takes new entries into its pending list (GIN's
+ * fastupdate), which every search then reads whole until autovacuum's next
+ * round merges it: after a rebuild up to gin_pending_list_limit (4 MB), a
+ * third of a search's time on tldr; after an incremental sync of 1% of tldr
+ * 60 pages, 0.5 ms of every search (docs/BENCHMARKS.md), and autovacuum
+ * counts inserted rows, so a few small syncs do not start it. This merges
+ * it when this connection inserted chunks since it last did: at a
+ * rebuild's commit and at the end of a sync (cm_store_checkpoint), not at
+ * each file's commit (a sync commits each file on its own: hundreds).
+ * Best effort, as ANALYZE: the index's owner only (another role gets an
+ * error, ignored), and a merge already running elsewhere (autovacuum's) is
+ * waited for no longer than the lock timeout. */
+void cm_store_pg_merge_pending(store *s)
+{
+    struct store_pg *p = s->pg;
+    if (!p->unmerged || p->depth) return;
+    char ignore[8];
+    cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0, NULL,
+                    "", NULL, ignore, sizeof ignore);
+    p->unmerged = false;
 }
 
 cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen)

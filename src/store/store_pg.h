@@ -15,6 +15,9 @@ cm_rc cm_store_pg_meta_set(store *s, const char *key, const char *json, char *er
 cm_rc cm_store_pg_begin(store *s, char *err, size_t errlen);
 cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen);
 void cm_store_pg_rollback(store *s);
+/* cm_store_checkpoint: merges the keyword index's pending list when this
+ * connection inserted chunks since it last did (store_pg.c). */
+void cm_store_pg_merge_pending(store *s);
 cm_rc cm_store_pg_files_load(store *s, stored_files *out, char *err, size_t errlen);
 cm_rc cm_store_pg_file_replace(store *s, const char *path, const char *source, const char *hash,
                                int64_t mtime_ns, int64_t size, const char *problem,

@@ -301,6 +301,7 @@ static cm_rc copy_chunk(store *s, const char *path, const char *source, const ch
     CHECK(put_be(b, (uint32_t)ntok, 4));
     p->dchunks++;
     p->dntok += ntok;
+    p->unmerged = true;
     if (b->len >= PG_COPY_FLUSH) rc = copy_send(s, err, errlen);
 out:
     return rc;
@@ -320,6 +321,7 @@ cm_rc cm_store_pg_collect_batch(store *s, char *err, size_t errlen)
         } else if (!rc && cm_store_pg_lib.ntuples(r) == 1) {
             p->dchunks += strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
             p->dntok += strtoll(cm_store_pg_lib.getvalue(r, 0, 1), NULL, 10);
+            p->unmerged = true;
         }
         cm_store_pg_lib.clear(r);
     }
@@ -384,6 +386,7 @@ cm_rc cm_store_pg_flush_files(store *s, char *err, size_t errlen)
                               "insert chunks", &r, err, errlen));
         p->dchunks += strtoll(cm_store_pg_lib.getvalue(r, 0, 0), NULL, 10);
         p->dntok += strtoll(cm_store_pg_lib.getvalue(r, 0, 1), NULL, 10);
+        p->unmerged = true;
         cm_store_pg_lib.clear(r);
     }
     const char *pf[7] = {p->agent};

@@ -55,6 +55,7 @@ struct store_pg {
     bool fresh;             /* a rebuild's transaction: the agent has no rows to replace */
     char lock_ms[16];       /* lock_timeout, set again after a reconnect */
     int64_t dchunks, dntok; /* the open transaction's change to the agent's totals */
+    bool unmerged;          /* chunks inserted since the keyword index's pending list was merged */
     /* The vector log (cm_store_pg_log_next): the open transaction's entries
      * take the numbers after log_base (read at its first entry), nlog of
      * them so far; the agent's log_seq moves on by nlog at commit. */

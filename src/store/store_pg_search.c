@@ -82,9 +82,10 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
  * the keyword index (its condition an expression of the parameters, not a
  * column of qq: the planner uses an index only for the former) fetches the
  * agent's chunks that hold any phrase of the query (u; hit: those that
- * match the AND query, hito: the OR query $7, or the AND query again when
- * $7 is NULL). Every chunk with a phrase is among them, so each phrase's
- * document frequency (its IDF: Robertson–Spärck Jones', at least
+ * match the AND query, hito: the OR query $7, tested only when it is not
+ * the OR of the phrases $3, which every chunk of u matches; without $7 the
+ * OR hits are never the answer). Every chunk with a phrase is among them,
+ * so each phrase's document frequency (its IDF: Robertson–Spärck Jones', at least
  * FTS_RANK_IDF_FLOOR, N at least FTS_RANK_MIN_ROWS) is counted there (a
  * match test per chunk and phrase) rather than by an index scan of its own.
  * A chunk's score does not depend on which query found it, so the AND hits
@@ -114,9 +115,9 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
     "st AS MATERIALIZED (SELECT greatest(nchunks, " STR(FTS_RANK_MIN_ROWS) ")::float8 AS n, "      \
     "CASE WHEN nchunks > 0 AND ntok > 0 THEN ntok::float8 / nchunks ELSE 1 END AS avgdl, "         \
     "version FROM clawmem_agents WHERE agent_id = $1::text), "                                     \
-    "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv, c.tsv @@ qq.qand AS hit, c.tsv @@ qq.qorx AS " \
-    "hito FROM clawmem_chunks c, qq WHERE c.agent_id = $1::text AND c.tsv @@ " TQ "$3::text" QT   \
-    "), "                                                                                          \
+    "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv, c.tsv @@ qq.qand AS hit, $7::text IS NULL "   \
+    "OR $7::text = $3::text OR c.tsv @@ qq.qorx AS hito FROM clawmem_chunks c, qq WHERE "          \
+    "c.agent_id = $1::text AND c.tsv @@ " TQ "$3::text" QT "), "                                   \
     "o AS MATERIALIZED (SELECT $7::text IS NOT NULL AND count(*) FILTER (WHERE hit) < $5::int "   \
     "AS orp FROM u), "                                                                             \
     "idf AS MATERIALIZED (SELECT php.i, greatest(" STR(FTS_RANK_IDF_FLOOR) ", ln((st.n - x.n + "   \
