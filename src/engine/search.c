@@ -74,6 +74,22 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
 #define DERIVE_WEIGHT    0.1
 #define DERIVE_MAX_FORMS 48
 
+/* The typo lookups of one search, kept for its other pass (the weak-result
+ * fallback asks for the same keywords): which of a keyword's one-edit
+ * spellings the index holds most depends on the keyword alone, and that
+ * lookup of ~500 spellings is most of a search with such a word. has: the
+ * correction, text; else none of them is held (or the best one cannot be
+ * used). */
+typedef struct typo_outcome {
+    char kw[TYPO_CORRECT_MAX + 1];
+    bool has;
+    char text[QUERY_VARIANT_MAX];
+} typo_outcome;
+typedef struct typo_memo {
+    size_t n;
+    typo_outcome v[8];
+} typo_memo;
+
 typedef struct variant_ctx {
     const static_model *m;
     static_variant_opts o;
@@ -82,6 +98,7 @@ typedef struct variant_ctx {
     store *st;              /* for typo tolerance; NULL: none */
     const derive_table *dt; /* derivations (derive.h); NULL: none */
     fts5_api *stem;         /* the porter API when the index stems with it, else NULL */
+    typo_memo *typo;        /* the search's typo lookups so far; NULL: none kept */
 } variant_ctx;
 
 /* Drops from v[0..n) the one-word variants that the index's porter stemmer
@@ -176,8 +193,9 @@ static size_t typo_variants(variant_ctx *x, const char *kw, size_t len, query_va
 {
     if (!x->st || !x->m || n >= cap || len < TYPO_MIN_LEN || len > TYPO_CORRECT_MAX) return n;
     for (size_t i = 0; i < len; i++)
-        if (kw[i] < 'a' || kw[i] > 'z') return n; /* letters only (typo.h) */
+        if (kw[i] < 'a' || kw[i] > 'z') return n;             /* letters only (typo.h) */
     if (cm_static_model_lookup(x->m, kw, len) >= 0) return n; /* a word: no typo */
+    typo_outcome *memo = NULL;
     buf w = BUF_INIT, t = BUF_INIT;
     int64_t *docs = NULL;
     char err[128];
@@ -199,6 +217,14 @@ static size_t typo_variants(variant_ctx *x, const char *kw, size_t len, query_va
     docs = NULL;
     w.len = 0;
     t.len = 0;
+    for (size_t i = 0; x->typo && i < x->typo->n; i++) {
+        if (strlen(x->typo->v[i].kw) != len || memcmp(x->typo->v[i].kw, kw, len)) continue;
+        if (x->typo->v[i].has) {
+            memcpy(out[n].text, x->typo->v[i].text, sizeof out[n].text);
+            out[n++].weight = TYPO_WEIGHT;
+        }
+        goto out;
+    }
     if (cm_typo_edits(kw, len, &w, &ne) || !ne) goto out;
     w.data[--w.len] = 0; /* the last space */
     if (!index_terms(x, &w, &t) || !(docs = calloc(ne, sizeof *docs))) goto out;
@@ -206,6 +232,12 @@ static size_t typo_variants(variant_ctx *x, const char *kw, size_t len, query_va
     size_t best = ne;
     for (size_t i = 0; i < ne; i++)
         if (docs[i] > 0 && (best == ne || docs[i] > docs[best])) best = i;
+    memo = x->typo && x->typo->n < ARRAY_LEN(x->typo->v) ? &x->typo->v[x->typo->n++] : NULL;
+    if (memo) {
+        memcpy(memo->kw, kw, len);
+        memo->kw[len] = 0;
+        memo->has = false;
+    }
     if (best == ne) goto out;
     const char *p = w.data; /* the best-th word of w */
     for (size_t i = 0; i < best; i++)
@@ -216,6 +248,10 @@ static size_t typo_variants(variant_ctx *x, const char *kw, size_t len, query_va
     memcpy(out[n].text, p, l);
     out[n].text[l] = 0;
     out[n++].weight = TYPO_WEIGHT;
+    if (memo) {
+        memo->has = true;
+        memcpy(memo->text, out[n - 1].text, sizeof memo->text);
+    }
 out:
     free(docs);
     cm_buf_release(&w);
@@ -344,9 +380,11 @@ static cm_rc no_coverage(buf *weights)
 }
 
 /* Keyword hits for query, and the FTS5 expression that found them in *match
- * and its weights in *weights (the caller releases both). */
+ * and its weights in *weights (the caller releases both); typo: the
+ * search's typo lookups, kept across its passes (NULL: none kept). */
 static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallback,
-                          fts_hits *hits, buf *match, buf *weights, char *err, size_t errlen)
+                          typo_memo *typo, fts_hits *hits, buf *match, buf *weights, char *err,
+                          size_t errlen)
 {
     size_t ntok = 0;
     query_expand_fn x = e->st.trigram ? expand_trigram : NULL;
@@ -358,7 +396,8 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
                       NULL,
                       NULL,
                       NULL,
-                      NULL};
+                      NULL,
+                      typo};
     if (fallback) {
         vc.o.neighbours = FALLBACK_NEIGHBOURS;
         vc.w_near = FALLBACK_NEIGHBOUR_WEIGHT;
@@ -375,8 +414,15 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
     if (bridge) vc.st = &e->st;
     if (bridge && porter) vc.dt = derive_tab(e);
     if (bridge && porter) vc.stem = vc.porter ? vc.porter : cm_fts_api(e->st.db);
-    query_opts o = {e->st.trigram, QUERY_AND, x, &xc, bridge ? model_variants : NULL, &vc, weights,
-                    false, !e->st.trigram && !e->st.pg};
+    query_opts o = {e->st.trigram,
+                    QUERY_AND,
+                    x,
+                    &xc,
+                    bridge ? model_variants : NULL,
+                    &vc,
+                    weights,
+                    false,
+                    !e->st.trigram && !e->st.pg};
     cm_rc rc = cm_query_build_opts(query, strlen(query), &o, match, &ntok);
     if (!rc && fallback) rc = no_coverage(weights);
     /* Too few chunks have every word: rank those with some of them too.
@@ -395,8 +441,8 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
     }
     if (!rc && match->len)
         rc = cm_store_fts_search_and_or(&e->st, match->data, weights->data,
-                                        or_match.len ? or_match.data : NULL, or_weights.data,
-                                        limit, hits, &used_or, err, errlen);
+                                        or_match.len ? or_match.data : NULL, or_weights.data, limit,
+                                        hits, &used_or, err, errlen);
     if (!rc && !e->st.pg && !used_or && hits->n < (size_t)limit && ntok > 1) {
         /* SQLite: the OR query built only when it runs */
         cm_fts_hits_release(hits);
@@ -647,9 +693,10 @@ typedef struct search_pass {
     const char *query;
     int max_results;
     double min_score;
-    int64_t now;        /* the search's clock, unix seconds */
-    int64_t opts_now;   /* opts->now as given (0: decay reads the clock) */
-    bool fallback;      /* the weak-result fallback: nearest words, no vector side */
+    int64_t now;      /* the search's clock, unix seconds */
+    int64_t opts_now; /* opts->now as given (0: decay reads the clock) */
+    bool fallback;    /* the weak-result fallback: nearest words, no vector side */
+    typo_memo *typo;  /* kept across the search's passes */
 } search_pass;
 
 /* One pass: the keyword hits (with the dated chunks of a question about a
@@ -674,8 +721,8 @@ static cm_rc ranked(cm_engine *e, const search_pass *p, search_hit **out, size_t
     if (dated) rc = dated_chunks(e, wr, &dhits, why, whylen);
     dated = dated && !rc && dhits.n;
     if (!rc && (!dated || cm_query_has_keyword(rest, qlen)))
-        rc = keyword_hits(e, dated ? rest : p->query, cand, p->fallback, &hits, &match, &weights,
-                          why, whylen);
+        rc = keyword_hits(e, dated ? rest : p->query, cand, p->fallback, p->typo, &hits, &match,
+                          &weights, why, whylen);
     if (!rc && dated) rc = add_dated(&hits, &dhits);
     if (rc) goto out;
     size_t cap = hits.n;
@@ -723,9 +770,8 @@ static cm_rc ranked(cm_engine *e, const search_pass *p, search_hit **out, size_t
                     : cm_rank_merge(v, n, c->vector_weight, c->text_weight);
         }
     }
-    rank_opts ro = {c->text_weight,   p->min_score,      p->max_results,
-                    c->decay_enabled, c->half_life_days, p->opts_now,
-                    c->mmr_enabled,   c->mmr_lambda};
+    rank_opts ro = {c->text_weight,    p->min_score, p->max_results, c->decay_enabled,
+                    c->half_life_days, p->opts_now,  c->mmr_enabled, c->mmr_lambda};
     n = cm_rank_finish(v, n, &ro);
     *out = v; /* moved */
     *nout = n;
@@ -753,6 +799,7 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
     memset(out, 0, sizeof *out);
     if (!query) query = "";
     const cm_config *c = &e->cfg;
+    typo_memo typo = {0};
     cm_engine_provider_ready(e, false, NULL,
                              NULL); /* the fallback, when the local model cannot serve */
     CHECK(set_head(e, out));
@@ -761,7 +808,8 @@ cm_rc cm_builtin_search(cm_engine *e, const char *query, const cm_search_opts *o
                      opts && opts->min_score >= 0 ? opts->min_score : c->min_score,
                      opts && opts->now ? opts->now : (int64_t)time(NULL),
                      opts ? opts->now : 0,
-                     false};
+                     false,
+                     &typo};
     if (!c->enabled) {
         CHECK(set_error(out, "memory search is disabled (memorySearch.enabled is false)"));
         goto out;
