@@ -444,3 +444,48 @@ TEST(failover_final_failure_class_in_the_return_code)
     EXPECT_STR(cm_strerror(CM_ERATELIMIT), "rate-limited");
     rig_stop(&g);
 }
+
+/* How /status labels a provider's credentials (2026.3.22's
+ * resolveModelAuthLabel): the first profile in order — oldest lastUsed
+ * first, the session's pin before it — with its email, a token profile as
+ * token; no profile: the environment's key by name; nothing: unknown. The
+ * secret itself never. */
+TEST(failover_auth_label_names_the_credential_never_the_secret)
+{
+    rig g;
+    if (!rig_start(&g,
+                   "{\"version\":1,\"profiles\":{"
+                   "\"openai:a\":{\"type\":\"api_key\",\"provider\":\"openai\",\"key\":\"sk-key-aaaa\"},"
+                   "\"openai:b\":{\"type\":\"api_key\",\"provider\":\"openai\",\"key\":\"sk-key-bbbb\","
+                   "\"email\":\"b@x.org\"},"
+                   "\"anthropic:t\":{\"type\":\"token\",\"provider\":\"anthropic\",\"token\":\"tk-1\"}},"
+                   "\"usageStats\":{\"openai:a\":{\"lastUsed\":100},\"openai:b\":{\"lastUsed\":50}}}",
+                   "\"openai/gpt-a\""))
+        return;
+    char out[256];
+    EXPECT_INT(cm_llm_runner_auth_label(g.r, "openai", NULL, out, sizeof out), CM_OK);
+    EXPECT_STR(out, "api-key (openai:b (b@x.org))");
+    EXPECT_INT(cm_llm_runner_auth_label(g.r, "openai", "openai:a", out, sizeof out), CM_OK);
+    EXPECT_STR(out, "api-key (openai:a)");
+    EXPECT_INT(cm_llm_runner_auth_label(g.r, "openai", "anthropic:t", out, sizeof out), CM_OK);
+    EXPECT_STR(out, "api-key (openai:b (b@x.org))"); /* a pin of another provider: ignored */
+    EXPECT_INT(cm_llm_runner_auth_label(g.r, "anthropic", NULL, out, sizeof out), CM_OK);
+    EXPECT_STR(out, "token (anthropic:t)");
+    setenv("MISTRAL_API_KEY", "sk-mistral-secret", 1);
+    EXPECT_INT(cm_llm_runner_auth_label(g.r, "mistral", NULL, out, sizeof out), CM_OK);
+    EXPECT_STR(out, "unknown"); /* no endpoint: mistral has no baseUrl here */
+    unsetenv("MISTRAL_API_KEY");
+    setenv("ANTHROPIC_API_KEY", "sk-ant-env", 1);
+    EXPECT_INT(cm_llm_runner_auth_label(g.r, "anthropic", NULL, out, sizeof out), CM_OK);
+    EXPECT_STR(out, "token (anthropic:t)"); /* profiles first */
+    unsetenv("ANTHROPIC_API_KEY");
+    rig_stop(&g);
+    if (!rig_start(&g, NULL, "\"openai/gpt-a\"")) return;
+    setenv("OPENAI_API_KEY", "sk-openai-env-secret", 1);
+    EXPECT_INT(cm_llm_runner_auth_label(g.r, "openai", NULL, out, sizeof out), CM_OK);
+    EXPECT_STR(out, "api-key (env: OPENAI_API_KEY)");
+    unsetenv("OPENAI_API_KEY");
+    EXPECT_INT(cm_llm_runner_auth_label(g.r, "openai", NULL, out, sizeof out), CM_OK);
+    EXPECT_STR(out, "unknown");
+    rig_stop(&g);
+}

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../src/agent/session_cmds.h"
+#include "../src/agent/status_card.h"
 #include "../src/base/fs.h"
 #include "../src/gateway/channels/telegram.h"
 #include "../src/gateway/core/runtime.h"
@@ -577,4 +578,97 @@ TEST(gw_cmd_think_levels_parse_as_the_reference)
     EXPECT(!cm_agent_think_parse("lots"));
     EXPECT(!cm_agent_think_parse("high five"));
     EXPECT(!cm_agent_think_parse(""));
+}
+
+/* ---- /status, /whoami, /help ------------------------------------------------- */
+
+/* Answered by the gateway and the agent without a model, in 2026.3.22's
+ * lines: /status's card (the model, how it authenticates, the last turn's
+ * tokens, the context, the session, the options, the queue with the
+ * settings /queue set), /whoami's identity (a group's chat), /help's card
+ * and /commands' list;
+ * with more words after them, an ordinary turn; from a sender not
+ * authorized for commands, nothing. */
+TEST(gw_cmd_status_whoami_help_answer_without_a_model)
+{
+    cworld w;
+    if (!cw_start(&w, NULL)) return;
+    EXPECT(cw_say(&w, 43, false, "hello"));
+    int asked = w.si.n, sent = cw_sent(&w);
+    EXPECT(cw_say(&w, 43, false, "/status"));
+    EXPECT_INT(cw_sent(&w), sent + 1);
+    char *r = cw_last_sent(&w);
+    EXPECT(strstr(r, "\xf0\x9f\xa6\x9e QuantumClaw 2026.3.22 (clawmem ") == r);
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\xa7\xa0 Model: openai/gpt-t \xc2\xb7 \xf0\x9f\x94\x91 api-key "
+                       "(models.json)\n");
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\xa7\xae Tokens: 100 in / 10 out \xc2\xb7 \xf0\x9f\x92\xb5 Cost: "
+                       "$0.0000\n");
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\x93\x9a Context: 100/200k (0%) \xc2\xb7 \xf0\x9f\xa7\xb9 "
+                       "Compactions: 0\n");
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\xa7\xb5 Session: agent:main:main \xe2\x80\xa2 updated just now\n");
+    EXPECT_CONTAINS(r, "\n" GEAR " Runtime: direct \xc2\xb7 Think: low\n");
+    EXPECT(strstr(r, "\n\xf0\x9f\xaa\xa2 Queue: collect (depth 0)") != NULL);
+    EXPECT(strstr(r, "sk-test-cmds") == NULL); /* never the key */
+    free(r);
+    EXPECT_INT(w.si.n, asked); /* no model asked */
+    EXPECT(cw_say(&w, 43, false, "/queue followup debounce:2s"));
+    EXPECT(cw_say(&w, 43, false, "/reasoning on"));
+    EXPECT(cw_say(&w, 43, false, "/status"));
+    r = cw_last_sent(&w);
+    EXPECT_CONTAINS(r, "Think: low \xc2\xb7 Reasoning: on\n");
+    EXPECT_CONTAINS(r, "\xf0\x9f\xaa\xa2 Queue: followup (depth 0 \xc2\xb7 debounce 2s \xc2\xb7 cap "
+                       "20 \xc2\xb7 drop summarize)");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/whoami"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "\xf0\x9f\xa7\xad Identity\nChannel: telegram\nUser id: 43\nAllowFrom: 43");
+    free(r);
+    EXPECT(cw_say(&w, 43, true, "/id"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "\xf0\x9f\xa7\xad Identity\nChannel: telegram\nUser id: 43\n"
+                  "Chat: telegram:group:-5\nAllowFrom: 43");
+    free(r);
+    EXPECT(cw_say(&w, 43, true, "/status"));
+    r = cw_last_sent(&w);
+    EXPECT_CONTAINS(r, "Session: agent:main:telegram:group:-5 \xe2\x80\xa2 no activity\n");
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\x91\xa5 Activation: mention \xc2\xb7 \xf0\x9f\xaa\xa2 Queue: ");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/help"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "\xe2\x84\xb9\xef\xb8\x8f Help\n\nSession\n/new  |  /reset") == r);
+    EXPECT_CONTAINS(r, "\nStatus\n/status  |  /whoami\n\nMore: /commands for full list");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/commands"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "\xe2\x84\xb9\xef\xb8\x8f Slash commands\n\nSession\n/stop - ") == r);
+    EXPECT_CONTAINS(r, "\n/think (/thinking, /t) - Set thinking level.\n");
+    EXPECT_CONTAINS(r, "\n/whoami (/id) - Show your sender id.");
+    free(r);
+    EXPECT_INT(w.si.n, asked);
+    /* not in a group's allowlist: nothing; with words after them: a turn */
+    sent = cw_sent(&w);
+    static const char *const refused[] = {"/status", "/whoami", "/id", "/help", "/commands"};
+    for (size_t i = 0; i < ARRAY_LEN(refused); i++)
+        EXPECT(cw_say(&w, 44, true, refused[i]));
+    EXPECT_INT(cw_sent(&w), sent);
+    EXPECT_INT(w.si.n, asked);
+    EXPECT(cw_say(&w, 43, false, "/status of the project?"));
+    EXPECT_INT(w.si.turns, 2);
+    cw_stop(&w);
+}
+
+/* 2026.3.22's formatTimeAgo, rounding as Math.round does. */
+TEST(gw_cmd_status_time_ago_as_the_reference)
+{
+    static const struct {
+        int64_t ms;
+        const char *want;
+    } cases[] = {{0, "just now"},          {29499, "just now"},   {30000, "1m ago"},
+                 {59 * 60000, "59m ago"},  {3570000, "1h ago"},   {47 * 3600000LL, "47h ago"},
+                 {48 * 3600000LL, "2d ago"}, {-1, "unknown"}};
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char out[32];
+        cm_agent_time_ago(cases[i].ms, out);
+        EXPECT_STR(out, cases[i].want);
+    }
 }

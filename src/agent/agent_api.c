@@ -156,6 +156,12 @@ cm_rc cm_agent_turn_reasoned(cm_agent *a, const char *key, const char *prompt, l
                   inbound, json, err, errlen);
 }
 
+cm_rc cm_agent_status(cm_agent *a, const char *key, const char *queue_line, char **reply, char *err,
+                      size_t errlen)
+{
+    return cm_agent_session_status(&a->ctx, key, queue_line, NULL, reply, err, errlen);
+}
+
 cm_rc cm_agent_command(cm_agent *a, const char *key, const char *text, bool *handled, char **reply,
                        char *err, size_t errlen)
 {

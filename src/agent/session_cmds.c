@@ -10,6 +10,7 @@
 #include "../session/sessions.h"
 #include "run_meta.h"
 #include "session_cmds.h"
+#include "status_card.h"
 
 static int64_t S_now(const agent_ctx *a)
 {
@@ -345,6 +346,53 @@ done:
 out:
     cm_session_store_release(&st);
     cm_agent_reply_release(&r);
+    cm_buf_release(&msg);
+    return rc;
+}
+
+/* ---- /status -------------------------------------------------------------- */
+
+cm_rc cm_agent_session_status(agent_ctx *a, const char *key, const char *queue_line,
+                              const char *time_line, char **reply, char *err, size_t errlen)
+{
+    cm_rc rc = CM_OK;
+    session_store st;
+    buf msg = BUF_INIT;
+    char full[1100], model[320], auth[512] = "", prov[128];
+    *reply = NULL;
+    CHECK(S_open(a, key, false, &st, full, err, errlen));
+    const json_t *e = cm_session_store_get(&st, full);
+    S_model(a, e, model);
+    const char *slash = strchr(model, '/');
+    snprintf(prov, sizeof prov, "%.*s", slash ? (int)CM_MIN((size_t)(slash - model), 127) : 0,
+             model);
+    if (a->runner &&
+        cm_llm_runner_auth_label(a->runner, prov,
+                                 json_string_value(json_object_get(e, "authProfileOverride")),
+                                 auth, sizeof auth))
+        rc = CM_ENOMEM;
+    double ctx = json_number_value(json_object_get(e, "contextTokens"));
+    const char *think = json_string_value(json_object_get(e, "thinkingLevel"));
+    llm_usage u = {.input = json_integer_value(json_object_get(e, "inputTokens")),
+                   .output = json_integer_value(json_object_get(e, "outputTokens"))};
+    agent_status_in in = {
+        .config = a->config,
+        .entry = e,
+        .session_key = full,
+        .model = model,
+        .auth = auth,
+        .thinking = think && *think ? think : cm_agent_thinking_level_for(a->config, NULL, model),
+        .context_tokens = ctx > 0 ? (int64_t)ctx : cm_agent_context_tokens(a->config, model),
+        .show_cost = !strncmp(auth, "api-key", 7),
+        .time_line = time_line,
+        .queue_line = queue_line,
+        .now_ms = S_now(a)};
+    in.cost_known = cm_agent_run_cost(a->config, model, &u, &in.cost_usd);
+    if (!rc) rc = cm_agent_status_card(&in, &msg);
+    if (!rc && !(*reply = cm_buf_detach(&msg))) rc = CM_ENOMEM;
+    if (rc) cm_seterr(err, errlen, rc, "out of memory");
+    cm_session_store_release(&st);
+out:
     cm_buf_release(&msg);
     return rc;
 }

@@ -20,6 +20,14 @@
 cm_rc cm_agent_session_command(agent_ctx *a, const char *key, const char *text, bool *handled,
                                char **reply, char *err, size_t errlen);
 
+/* /status: the session's status card (status_card.h) as 2026.3.22 answers
+ * it, into *reply (malloc'd): the entry read (not made when missing), the
+ * model the next run asks first and how it authenticates. queue_line is
+ * the gateway's "🪢 Queue: …" (NULL: unknown), time_line the tool's
+ * "🕒 Time: …" (NULL: none). */
+cm_rc cm_agent_session_status(agent_ctx *a, const char *key, const char *queue_line,
+                              const char *time_line, char **reply, char *err, size_t errlen);
+
 /* A standalone "/reasoning [level]" (also "/reason", "/reasoning: level"):
  * with a level (cm_agent_reasoning_parse) sets the session's reasoningLevel,
  * without one shows it; *reply (malloc'd) is the answer to deliver. Sets

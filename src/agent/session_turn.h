@@ -138,6 +138,10 @@ cm_rc cm_agent_turn_reasoned(struct cm_agent *a, const char *key, const char *pr
                              void *reasoning_ctx, const agent_hooks *hooks,
                              const agent_inbound *inbound, char **json, char *err, size_t errlen);
 
+/* cm_agent_session_status (session_cmds.h: /status) for the agent a. */
+cm_rc cm_agent_status(struct cm_agent *a, const char *key, const char *queue_line, char **reply,
+                      char *err, size_t errlen);
+
 /* cm_agent_session_command (session_cmds.h) for the agent a. */
 cm_rc cm_agent_command(struct cm_agent *a, const char *key, const char *text, bool *handled,
                        char **reply, char *err, size_t errlen);

@@ -161,6 +161,8 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     memset(out, 0, sizeof *out);
     cm_agent *a = S_agent(g, rq->agent_id, err, errlen);
     if (!a) return CM_EIO;
+    if (rq->command && rq->status_queue) /* /status */
+        return cm_agent_status(a, rq->session_key, rq->status_queue, &out->text, err, errlen);
     if (rq->command) { /* /compact, /think, /reasoning */
         bool handled = false;
         cm_rc rc =

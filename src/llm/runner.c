@@ -245,6 +245,70 @@ out:
     return rc;
 }
 
+cm_rc cm_llm_runner_auth_label(llm_runner *r, const char *provider, const char *pin, char *out,
+                               size_t cap)
+{
+    cm_rc rc = CM_OK;
+    auth_store store = {0};
+    char **order = NULL, err[256];
+    snprintf(out, cap, "unknown");
+    if (!provider || !*provider) goto out;
+    if (!cm_auth_store_init(&store, r->state_dir, r->agent_id, err, sizeof err)) {
+        json_t *pinned = pin && *pin ? cm_auth_profile(&store, pin) : NULL;
+        char a[128], b[128];
+        cm_auth_provider_norm(json_string_value(json_object_get(pinned, "provider")), a, sizeof a);
+        cm_auth_provider_norm(provider, b, sizeof b);
+        if (cm_auth_profile_order(&store, json_object_get(r->cfg, "auth"), provider,
+                                  pinned && !strcmp(a, b) ? pin : NULL, r->clock(r->clock_ctx),
+                                  &order)) {
+            rc = CM_ENOMEM;
+            goto out;
+        }
+        if (order && order[0]) {
+            const json_t *p = cm_auth_profile(&store, order[0]);
+            const char *type = json_string_value(json_object_get(p, "type"));
+            const char *email = json_string_value(json_object_get(
+                json_object_get(path_get(r->cfg, "auth", "profiles", NULL), order[0]), "email"));
+            if (!email || !*email) email = json_string_value(json_object_get(p, "email"));
+            const char *mode = type && !strcmp(type, "oauth")   ? "oauth"
+                               : type && !strcmp(type, "token") ? "token"
+                                                                : "api-key";
+            if (email && *email)
+                snprintf(out, cap, "%s (%.120s (%.120s))", mode, order[0], email);
+            else
+                snprintf(out, cap, "%s (%.190s)", mode, order[0]);
+            goto out;
+        }
+    }
+    endpoint e;
+    if (resolve_endpoint(r, provider, &e, err, sizeof err)) goto out;
+    const json_t *pc = NULL;
+    const char *key;
+    json_t *v;
+    json_object_foreach(path_get(r->cfg, "models", "providers", NULL), key, v)
+    {
+        char a[128], b[128];
+        cm_auth_provider_norm(key, a, sizeof a);
+        cm_auth_provider_norm(provider, b, sizeof b);
+        if (!strcmp(a, b)) pc = v;
+    }
+    if (e.config_key && secret_value(json_object_get(pc, "apiKey"))) {
+        snprintf(out, cap, "api-key (models.json)");
+    } else if (e.config_key) {
+        char env[160];
+        size_t n = 0;
+        for (const char *p = provider; *p && n < 120; p++)
+            env[n++] = isalnum((unsigned char)*p) ? (char)toupper((unsigned char)*p) : '_';
+        snprintf(env + n, sizeof env - n, "_API_KEY");
+        snprintf(out, cap, "api-key (env: %s)", env);
+    }
+    endpoint_release(&e);
+out:
+    cm_auth_strv_free(order);
+    cm_auth_store_release(&store);
+    return rc;
+}
+
 /* Failures after which the next model is tried (seed: auth failures, rate
  * limits and timeouts that exhausted profile rotation). */
 static bool advances(auth_reason x)

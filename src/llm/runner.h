@@ -61,6 +61,16 @@ typedef struct llm_outcome {
 /* The model chain of a turn as "a,b,c" (for status displays and tests). */
 cm_rc cm_llm_runner_chain(llm_runner *r, const llm_turn *t, buf *out);
 
+/* How a request to provider would authenticate, as 2026.3.22's /status
+ * labels it (never the secret): its first profile in order (the session's
+ * pin first when it is of that provider) as "api-key (<id>)", "oauth (<id>
+ * (<email>))" or "token (<id>)"; else a key in the config "api-key
+ * (models.json)", else the environment's "api-key (env: <PROVIDER>_API_KEY)";
+ * else "unknown". Errors only for memory; an unreadable store counts as no
+ * profiles. */
+cm_rc cm_llm_runner_auth_label(llm_runner *r, const char *provider, const char *pin, char *out,
+                               size_t cap);
+
 /* Runs rq (its model field is set per attempt) through the chain. out holds
  * the answer (released by the caller, also on failure). */
 cm_rc cm_llm_run(llm_runner *r, const llm_turn *t, llm_request *rq, llm_delta_fn on_delta,

@@ -123,6 +123,25 @@ const JUDGES = {
             `model requests after /new: reference ${r.model_requests}, clawmem ${c.model_requests}; messages: reference ${r.sends}, clawmem ${c.sends}.`));
         return out;
     },
+    info(r, c) {
+        const rt = r.texts ?? {}, ct = c.texts ?? {};
+        // a card's line labels: the first word of each line (the emoji)
+        const labels = (t) => (t ?? "").split("\n").map((l) => l.split(" ")[0]).filter(Boolean);
+        const out = [v("answered by the gateway, no model asked",
+            !r.model_requests && c.model_requests ? "gap" : "same",
+            `model requests for /whoami, /help, /status, /commands: reference ${r.model_requests}, clawmem ${c.model_requests}.`)];
+        out.push(v("/whoami", rt["/whoami"] === ct["/whoami"] ? "same" : "different",
+            `reference ${JSON.stringify(rt["/whoami"] ?? null)}; clawmem ${JSON.stringify(ct["/whoami"] ?? null)}.`));
+        out.push(v("/status card lines", same(labels(rt["/status"]), labels(ct["/status"])) ? "same" : "different",
+            `reference ${JSON.stringify(rt["/status"] ?? null)}; clawmem ${JSON.stringify(ct["/status"] ?? null)}. ` +
+            "The first line names the program: clawmem says \"QuantumClaw 2026.3.22 (clawmem <version>)\"."));
+        out.push(v("/help and /commands", rt["/help"] === ct["/help"] && rt["/commands"] === ct["/commands"] ? "same" : "different",
+            `/help: reference ${JSON.stringify(rt["/help"] ?? null)}; clawmem ${JSON.stringify(ct["/help"] ?? null)}. ` +
+            `/commands: reference ${JSON.stringify((rt["/commands"] ?? "").slice(0, 200))}…; clawmem ${JSON.stringify((ct["/commands"] ?? "").slice(0, 200))}…. ` +
+            "On purpose: clawmem lists only the commands it answers (its other commands reach the model as text), in one message " +
+            "(the reference pages Telegram's list 8 at a time with buttons)."));
+        return out;
+    },
     compact(r, c) {
         return [v("/compact writes a compaction record", (r.compaction_records > 0) === (c.compaction_records > 0) ? "same"
             : r.compaction_records > 0 ? "gap" : "different",
@@ -169,7 +188,7 @@ const TITLES = {
     dm: "DM text turn", redelivery: "Redelivered update", debounce: "Two quick messages (debounce 1500 ms)",
     pairing: "Unknown sender (dmPolicy pairing)", group_no_mention: "Group message without a mention",
     group_mention: "Group message mentioning the bot", long_reply: "Long reply (~14,000 characters, indented code)",
-    new: "/new", rate_limit: "429 from the primary model", compact: "/compact",
+    new: "/new", rate_limit: "429 from the primary model", compact: "/compact", info: "/whoami, /help, /status, /commands",
     cli_calls: "The reference's CLI (gateway call)", tui_chat: "The reference's TUI",
 };
 

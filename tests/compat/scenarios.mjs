@@ -284,6 +284,21 @@ export const SCENARIOS = [
         },
     },
     {
+        id: "info",
+        title: "/whoami, /help, /status, /commands",
+        async run(w) {
+            const out = { texts: {}, model_requests: 0 };
+            for (const cmd of ["/whoami", "/help", "/status", "/commands"]) {
+                await w.begin();
+                await w.send(w.message(111, 111, cmd, { entities: [{ type: "bot_command", offset: 0, length: cmd.length }] }));
+                const { recs } = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 30000, quietMs: 3000 });
+                out.texts[cmd] = recs.filter(isTg("sendMessage")).map((r) => r.body.text || "").join("\n---\n");
+                out.model_requests += recs.filter(isChat).length;
+            }
+            return out;
+        },
+    },
+    {
         id: "compact",
         title: "/compact",
         async run(w) {

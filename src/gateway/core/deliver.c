@@ -670,7 +670,8 @@ static void S_command(gw_runtime *rt, gw_job *j, deliver *d, int worker)
                      .peer = j->peer,
                      .is_group = j->is_group,
                      .thread = j->thread,
-                     .command = true};
+                     .command = true,
+                     .status_queue = j->status_queue};
     gw_run_res res;
     memset(&res, 0, sizeof res);
     char err[512] = "";
@@ -705,7 +706,7 @@ void cm_gw_rt_execute(gw_runtime *rt, gw_job *j, int worker)
         cm_gw_reply_text_limit(d.cfg, j->channel, j->account, d.ch ? d.ch->ops->text_limit : 0);
     d.mode = cm_gw_reply_to_mode_of(d.cfg, j->channel, j->account);
     S_delay_cfg(d.cfg, &d);
-    if (j->kind == GW_JOB_RUN && j->command) {
+    if (j->command) { /* a session command, or /status (a notice the agent writes) */
         S_command(rt, j, &d, worker);
     } else if (j->kind == GW_JOB_RUN) {
         S_run(rt, j, &d, worker);

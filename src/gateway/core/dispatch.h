@@ -67,6 +67,8 @@ gw_job *cm_gw_rt_job_new(gw_job_kind kind, const char *channel, const char *acco
                          const char *peer, const char *thread, const char *reply_to);
 /* The conversation label and group title of t on j (out of memory: left out). */
 void cm_gw_rt_job_origin(gw_job *j, const gw_turn *t);
+/* Hands job j to a worker now, outside any session (a /status answer). */
+void cm_gw_rt_ready(gw_runtime *rt, gw_job *j);
 /* Starts run job j for s now: s becomes active. */
 void cm_gw_rt_start(gw_runtime *rt, gw_sess *s, gw_job *j);
 /* Aborts the runs of s: the one a worker executes and one still waiting. */

@@ -1,8 +1,9 @@
 /*
  * dispatch_cmds.c — the commands the gateway answers itself, for
- * dispatch.c (under the runtime's lock): /new and /reset, /queue and /stop
- * answered here; /compact, /think and /reasoning handed to the agent as a
- * session's command job; the table of their handlers.
+ * dispatch.c (under the runtime's lock): /new and /reset, /queue, /stop,
+ * /whoami, /help and /commands answered here; /compact, /think and /reasoning handed
+ * to the agent as a session's command job, /status as a job outside the
+ * session; the table of their handlers.
  */
 #include "dispatch_cmds.h"
 #include "deliver.h"
@@ -213,9 +214,139 @@ static bool S_cmd_session(void *ctx, const char *rest)
     return true;
 }
 
+/* Whether nothing but blanks follows a command word. */
+static bool S_bare(const char *rest)
+{
+    while (isspace((unsigned char)*rest))
+        rest++;
+    return !*rest;
+}
+
+/* The session's queue as /status shows it (2026.3.22's formatQueueDetails):
+ * its mode and depth, and the settings themselves when /queue set any. */
+static cm_rc S_queue_line(gw_runtime *rt, gw_sess *s, const char *channel, buf *out)
+{
+    static const char *const modes[] = {"collect", "followup", "steer", "steer-backlog",
+                                        "interrupt"};
+    static const char *const drops[] = {"summarize", "old", "new"};
+    gw_queue_settings qs;
+    cm_gw_rt_settings(rt, s, channel, &qs);
+    cm_rc rc = cm_buf_printf(out, "🪢 Queue: %s (depth %zu", modes[qs.mode], cm_gw_queue_depth(s->q));
+    if (!rc && s->has_ov && (s->ov_debounce >= 0 || s->ov_cap > 0 || s->ov_drop[0])) {
+        int64_t ms = qs.debounce_ms < 0 ? 0 : qs.debounce_ms;
+        if (ms >= 1000 && ms % 1000 == 0)
+            rc = cm_buf_printf(out, " · debounce %llds", (long long)(ms / 1000));
+        else if (ms >= 1000)
+            rc = cm_buf_printf(out, " · debounce %.1fs", (double)ms / 1000.0);
+        else
+            rc = cm_buf_printf(out, " · debounce %lldms", (long long)ms);
+        if (!rc) rc = cm_buf_printf(out, " · cap %zu · drop %s", qs.cap, drops[qs.drop]);
+    }
+    if (!rc) rc = cm_buf_addc(out, ')');
+    return rc;
+}
+
+/* /status: the agent writes the session's card (it reads sessions.json, so
+ * not here under the lock) on a worker at once — outside the session, as
+ * 2026.3.22 answers it beside a running turn; the queue line is ours. */
+static bool S_cmd_status(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    const gw_turn *t = c->t;
+    if (!S_bare(rest)) return false;
+    if (S_refused(c)) return true;
+    buf q = BUF_INIT;
+    gw_job *j =
+        cm_gw_rt_job_new(GW_JOB_NOTICE, t->channel, t->account, t->peer, t->thread, t->message_id);
+    if (!j || S_queue_line(c->rt, c->s, t->channel, &q) || !(j->status_queue = cm_buf_detach(&q)) ||
+        !(j->prompt = cm_strdup("/status")) || !(j->agent_id = cm_strdup(c->agent)) ||
+        !(j->key = cm_strdup(c->key))) {
+        cm_gw_job_free(j);
+        cm_buf_release(&q);
+        c->rc = CM_ENOMEM;
+        return true;
+    }
+    j->command = true;
+    j->is_group = t->is_group;
+    cm_gw_ids_move(&j->ids, c->ids);
+    cm_gw_rt_ready(c->rt, j);
+    return true;
+}
+
+/* /whoami and /id: who the channel says wrote (2026.3.22's handleWhoamiCommand). */
+static bool S_cmd_whoami(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    const gw_turn *t = c->t;
+    if (!S_bare(rest)) return false;
+    if (S_refused(c)) return true;
+    buf m = BUF_INIT;
+    const char *u = t->sender_username;
+    cm_rc rc = cm_buf_printf(&m, "🧭 Identity\nChannel: %s", t->channel ? t->channel : "unknown");
+    if (!rc && t->sender && *t->sender) rc = cm_buf_printf(&m, "\nUser id: %s", t->sender);
+    if (!rc && u && *u) rc = cm_buf_printf(&m, "\nUsername: %s%s", *u == '@' ? "" : "@", u);
+    if (!rc && t->is_group && t->peer)
+        rc = cm_buf_printf(&m, "\nChat: %s:group:%s%s%s", t->channel ? t->channel : "unknown",
+                           t->peer, t->thread ? ":topic:" : "", t->thread ? t->thread : "");
+    if (!rc && t->thread) rc = cm_buf_printf(&m, "\nThread: %s", t->thread);
+    if (!rc && t->sender && *t->sender) rc = cm_buf_printf(&m, "\nAllowFrom: %s", t->sender);
+    cm_gw_rt_notice(c->rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                    rc ? "🧭 Identity" : m.data, c->ids, "answered");
+    cm_buf_release(&m);
+    c->rc = rc;
+    return true;
+}
+
+/* /help: 2026.3.22's card, naming the commands this gateway answers (its
+ * /model, /fast, /verbose, /context and /skill are not here: docs/runtime.md). */
+static bool S_cmd_help(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    const gw_turn *t = c->t;
+    if (!S_bare(rest)) return false;
+    if (S_refused(c)) return true;
+    cm_gw_rt_notice(c->rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                    "ℹ️ Help\n\n"
+                    "Session\n/new  |  /reset  |  /compact [instructions]  |  /stop\n\n"
+                    "Options\n/think <level>  |  /reasoning on|off|stream  |  /queue <mode>\n\n"
+                    "Status\n/status  |  /whoami\n\nMore: /commands for full list",
+                    c->ids, "answered");
+    return true;
+}
+
+/* /commands: 2026.3.22's list (its category, registry order and
+ * descriptions) of the commands this gateway answers, in one message on
+ * every channel (Telegram's pages of 8 with buttons are not here). */
+static bool S_cmd_commands(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    const gw_turn *t = c->t;
+    if (!S_bare(rest)) return false;
+    if (S_refused(c)) return true;
+    cm_gw_rt_notice(c->rt, t->channel, t->account, t->peer, t->thread, t->message_id,
+                    "ℹ️ Slash commands\n\n"
+                    "Session\n"
+                    "/stop - Stop the current run.\n"
+                    "/reset - Reset the current session.\n"
+                    "/new - Start a new session.\n"
+                    "/compact - Compact the session context.\n\n"
+                    "Options\n"
+                    "/think (/thinking, /t) - Set thinking level.\n"
+                    "/reasoning (/reason) - Toggle reasoning visibility.\n"
+                    "/queue - Adjust queue settings.\n\n"
+                    "Status\n"
+                    "/help - Show available commands.\n"
+                    "/commands - List all slash commands.\n"
+                    "/status - Show current status.\n"
+                    "/whoami (/id) - Show your sender id.",
+                    c->ids, "answered");
+    return true;
+}
+
 static const char *const S_new_aliases[] = {"/reset", NULL};
 static const char *const S_think_aliases[] = {"/thinking", "/t", NULL};
 static const char *const S_reasoning_aliases[] = {"/reason", NULL};
+static const char *const S_whoami_aliases[] = {"/id", NULL};
 
 /* The commands the gateway answers itself, in the order they are tried;
  * every other text (2026.3.22's other commands included) is a turn. */
@@ -226,5 +357,9 @@ const gw_command cm_gw_rt_commands[] = {
     {"/compact", NULL, S_cmd_session, NULL},
     {"/think", S_think_aliases, S_cmd_session, NULL},
     {"/reasoning", S_reasoning_aliases, S_cmd_session, NULL},
+    {"/status", NULL, S_cmd_status, NULL},
+    {"/whoami", S_whoami_aliases, S_cmd_whoami, NULL},
+    {"/help", NULL, S_cmd_help, NULL},
+    {"/commands", NULL, S_cmd_commands, NULL},
 };
 const size_t cm_gw_rt_ncommands = ARRAY_LEN(cm_gw_rt_commands);

@@ -61,6 +61,7 @@ void cm_gw_job_free(gw_job *j)
     free(j->text);
     free(j->label);
     free(j->subject);
+    free(j->status_queue);
     cm_gw_ids_release(&j->ids);
     for (size_t i = 0; i < j->nsteer; i++)
         free(j->steer[i]);

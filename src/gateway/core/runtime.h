@@ -74,6 +74,9 @@ typedef struct gw_run_req {
      * /think, /reasoning: agent/session_cmds.h), not a turn; its answer is
      * the result's text. */
     bool command;
+    /* With command: /status, answered by the agent with this queue line
+     * ("🪢 Queue: collect (depth 0)") at the card's end; NULL otherwise. */
+    const char *status_queue;
 } gw_run_req;
 
 typedef struct gw_run_res {

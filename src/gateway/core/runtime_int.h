@@ -46,6 +46,7 @@ typedef struct gw_job {
     bool is_group;
     bool mentioned;     /* the turn mentioned the bot (typing mode, feel.h) */
     bool command;       /* GW_JOB_RUN: prompt is a session command (gw_run_req.command) */
+    char *status_queue; /* GW_JOB_NOTICE: /status's queue line; the agent writes the text */
     char *text;         /* GW_JOB_NOTICE; GW_JOB_RUN: a notice sent before the run (or NULL) */
     char *label, *subject; /* GW_JOB_RUN: the conversation label, a group's title (or NULL) */
     const char *status; /* GW_JOB_NOTICE: the journal status of its ids */
