@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "../src/agent/session_cmds.h"
-#include "../src/agent/status_card.h"
+#include "../src/tools/status_card.h"
 #include "../src/base/fs.h"
 #include "../src/gateway/channels/telegram.h"
 #include "../src/gateway/core/runtime.h"
@@ -668,7 +668,7 @@ TEST(gw_cmd_status_time_ago_as_the_reference)
                  {48 * 3600000LL, "2d ago"}, {-1, "unknown"}};
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         char out[32];
-        cm_agent_time_ago(cases[i].ms, out);
+        cm_status_time_ago(cases[i].ms, out);
         EXPECT_STR(out, cases[i].want);
     }
 }

@@ -11,6 +11,7 @@
 #include "../src/base/fs.h"
 #include "../src/session/sessions.h"
 #include "../src/tools/session_tools.h"
+#include "../src/tools/status_card.h"
 #include "test.h"
 
 #define NOW 1800000000000LL
@@ -58,7 +59,7 @@ static json_t *call(fixture *f, const char *key,
                     cm_rc (*fn)(const session_tool_env *, const json_t *, buf *, char *, size_t),
                     const char *args)
 {
-    session_tool_env env = {f->cfg, f->store, "main", key, NOW};
+    session_tool_env env = {f->cfg, f->store, "main", key, NOW, NULL};
     json_t *a = json_loads(args, 0, NULL);
     buf out = BUF_INIT;
     char err[512];
@@ -180,8 +181,15 @@ TEST(session_tools_status_and_agents_list)
     setup(&f, "{\"agents\":{\"list\":[{\"id\":\"main\",\"name\":\"Molty\"}]}}");
     json_t *s = call(&f, "agent:main:main", cm_tool_session_status, "{}");
     const char *text = json_string_value(json_object_get(s, "TEXT"));
-    EXPECT_CONTAINS(text, "Session: agent:main:main");
-    EXPECT_CONTAINS(text, "gpt-t");
+    /* 2026.3.22's card, with the user's time (UTC here) */
+    EXPECT(text && strstr(text, "\xf0\x9f\xa6\x9e QuantumClaw 2026.3.22 (clawmem ") == text);
+    EXPECT_CONTAINS(text, "\n\xf0\x9f\x95\x92 Time: Friday, January 15th, 2027 \xe2\x80\x94 "
+                          "8:00 AM (UTC)\n\xf0\x9f\xa7\xa0 Model: anthropic/claude-opus-4-6\n");
+    EXPECT_CONTAINS(text, "\n\xf0\x9f\x93\x9a Context: 321/200k (0%) \xc2\xb7 \xf0\x9f\xa7\xb9 "
+                          "Compactions: 0\n");
+    EXPECT_CONTAINS(text, "\n\xf0\x9f\xa7\xb5 Session: agent:main:main \xe2\x80\xa2 updated just "
+                          "now\n");
+    EXPECT_CONTAINS(text, "Runtime: direct \xc2\xb7 Think: off\n\xf0\x9f\xaa\xa2 Queue: collect");
     json_decref(s);
     s = call(&f, "agent:main:main", cm_tool_session_status, "{\"model\":\"x/y\"}");
     EXPECT_CONTAINS(json_string_value(json_object_get(s, "ERR")), "/model");
@@ -223,7 +231,7 @@ static cm_rc fake_queue(void *ctx, const char *key, const char *text, int64_t wa
 
 static json_t *send_call(fixture *f, queued *q, const char *from, json_t *args)
 {
-    session_tool_env env = {f->cfg, f->store, "main", from, NOW};
+    session_tool_env env = {f->cfg, f->store, "main", from, NOW, NULL};
     buf out = BUF_INIT;
     char err[512];
     cm_rc rc = cm_tool_sessions_send(&env, args, fake_queue, q, &out, err, sizeof err);
@@ -326,4 +334,28 @@ TEST(session_tools_send_follows_visibility)
     json_decref(r);
     EXPECT_INT(q.n, 5); /* none of the bad calls queued anything */
     json_decref(f.cfg);
+}
+
+/* 2026.3.22's formatUserTime: weekday, month, the day with its ordinal,
+ * the year, then h:mm AM/PM (12 for midnight and noon) or HH:mm. */
+TEST(session_tools_status_user_time_as_the_reference)
+{
+    static const struct {
+        int64_t s;
+        bool h24;
+        const char *want;
+    } cases[] = {
+        {1767225600, false, "Thursday, January 1st, 2026 \xe2\x80\x94 12:00 AM"},
+        {1767268800, false, "Thursday, January 1st, 2026 \xe2\x80\x94 12:00 PM"},
+        {1767312000 + 3600 * 13 + 5 * 60, false, "Friday, January 2nd, 2026 \xe2\x80\x94 1:05 PM"},
+        {1767312000 + 3600 * 13 + 5 * 60, true, "Friday, January 2nd, 2026 \xe2\x80\x94 13:05"},
+        {1767398400 + 86400 * 10, true, "Tuesday, January 13th, 2026 \xe2\x80\x94 00:00"},
+        {1767398400 + 86400 * 20, false, "Friday, January 23rd, 2026 \xe2\x80\x94 12:00 AM"},
+        {1767398400 + 86400 * 8, false, "Sunday, January 11th, 2026 \xe2\x80\x94 12:00 AM"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char out[96];
+        cm_status_user_time(cases[i].s * 1000, NULL, cases[i].h24, out);
+        EXPECT_STR(out, cases[i].want);
+    }
 }

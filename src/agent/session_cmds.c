@@ -1,6 +1,6 @@
 /*
- * session_cmds.c — /compact, /think and /reasoning on one session
- * (session_cmds.h), with 2026.3.22's answers.
+ * session_cmds.c — /compact, /think, /reasoning and /status on one
+ * session (session_cmds.h), with 2026.3.22's answers.
  */
 #include <ctype.h>
 #include <strings.h>
@@ -10,7 +10,7 @@
 #include "../session/sessions.h"
 #include "run_meta.h"
 #include "session_cmds.h"
-#include "status_card.h"
+#include "../tools/status_card.h"
 
 static int64_t S_now(const agent_ctx *a)
 {
@@ -258,23 +258,6 @@ out:
 
 /* ---- /compact ------------------------------------------------------------- */
 
-void cm_agent_token_count_format(int64_t n, char out[16])
-{
-    double v = n > 0 ? (double)n : 0;
-    if (v >= 1e6) {
-        snprintf(out, 16, "%.1fm", v / 1e6);
-    } else if (v >= 1e3) {
-        char k[12];
-        snprintf(k, sizeof k, "%.*f", v >= 1e4 ? 0 : 1, v / 1e3);
-        if (strtod(k, NULL) >= 1000)
-            snprintf(out, 16, "%.1fm", v / 1e6);
-        else
-            snprintf(out, 16, "%sk", k);
-    } else {
-        snprintf(out, 16, "%lld", (long long)(v + 0.5));
-    }
-}
-
 /* What a chat is told of a compaction that failed: a short reason without
  * paths or URLs. */
 static const char *S_failure(cm_rc rc)
@@ -316,8 +299,8 @@ static cm_rc S_compact(agent_ctx *a, const char *key, const char *instructions, 
     int64_t total = -1, ctx;
     const json_t *tt = json_object_get(e, "totalTokens"), *ct = json_object_get(e, "contextTokens");
     if (!cr && r.compacted) {
-        cm_agent_token_count_format(r.tokens_before, b);
-        cm_agent_token_count_format(r.tokens_after, c);
+        cm_status_token_count(r.tokens_before, b);
+        cm_status_token_count(r.tokens_after, c);
         rc = cm_buf_printf(&msg, "⚙️ Compacted (%s → %s)", b, c);
         total = r.tokens_after;
     } else {
@@ -331,9 +314,9 @@ static cm_rc S_compact(agent_ctx *a, const char *key, const char *instructions, 
     ctx = json_is_number(ct) && json_number_value(ct) > 0
               ? (int64_t)json_number_value(ct)
               : cm_agent_context_tokens(a->config, model);
-    cm_agent_token_count_format(ctx, c);
+    cm_status_token_count(ctx, c);
     if (!rc && total > 0) {
-        cm_agent_token_count_format(total, b);
+        cm_status_token_count(total, b);
         double pct = (double)total * 100.0 / (double)ctx + 0.5;
         rc = cm_buf_printf(&msg, " • Context %s/%s (%lld%%)", b, c,
                            (long long)(pct > 999 ? 999 : pct));
@@ -375,7 +358,7 @@ cm_rc cm_agent_session_status(agent_ctx *a, const char *key, const char *queue_l
     const char *think = json_string_value(json_object_get(e, "thinkingLevel"));
     llm_usage u = {.input = json_integer_value(json_object_get(e, "inputTokens")),
                    .output = json_integer_value(json_object_get(e, "outputTokens"))};
-    agent_status_in in = {
+    status_card_in in = {
         .config = a->config,
         .entry = e,
         .session_key = full,
@@ -388,7 +371,7 @@ cm_rc cm_agent_session_status(agent_ctx *a, const char *key, const char *queue_l
         .queue_line = queue_line,
         .now_ms = S_now(a)};
     in.cost_known = cm_agent_run_cost(a->config, model, &u, &in.cost_usd);
-    if (!rc) rc = cm_agent_status_card(&in, &msg);
+    if (!rc) rc = cm_status_card(&in, &msg);
     if (!rc && !(*reply = cm_buf_detach(&msg))) rc = CM_ENOMEM;
     if (rc) cm_seterr(err, errlen, rc, "out of memory");
     cm_session_store_release(&st);

@@ -40,7 +40,5 @@ cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const ch
  * a static string; NULL for anything else. */
 const char *cm_agent_think_parse(const char *arg);
 
-/* A token count as 2026.3.22 shows it: "950", "1.2k", "34k", "1.5m". */
-void cm_agent_token_count_format(int64_t n, char out[16]);
 
 #endif

@@ -6,6 +6,7 @@
 #include "../base/utf8.h"
 #include "turn.h"
 #include "run_meta.h"
+#include "prompt.h"
 #include "../base/caps.h"
 #include "../tools/fs_tools.h"
 #include "../tools/session_tools.h"
@@ -306,7 +307,8 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         cm_buf_release(&res);
         if (!rc && !payload) rc = CM_ENOMEM;
     } else if (!strcmp(call->name, "sessions_send")) {
-        session_tool_env env = {t->config, t->store_path, t->agent_id, t->session_key, t->now_ms};
+        session_tool_env env = {t->config,      t->store_path, t->agent_id,
+                                t->session_key, t->now_ms,     NULL};
         buf res = BUF_INIT;
         rc = cm_tool_sessions_send(&env, args, t->hooks->session_send, t->hooks->ctx, &res, err,
                                    sizeof err);
@@ -314,7 +316,11 @@ static char *run_tool(const agent_tools *t, const llm_tool_call *call, bool *is_
         cm_buf_release(&res);
         if (!rc && !payload) rc = CM_ENOMEM;
     } else if (!strncmp(call->name, "session", 7) || !strcmp(call->name, "agents_list")) {
-        session_tool_env env = {t->config, t->store_path, t->agent_id, t->session_key, t->now_ms};
+        char tz[128];
+        cm_agent_user_timezone(t->config, tz, sizeof tz);
+        session_tool_env env = {t->config,      t->store_path,
+                                t->agent_id,    t->session_key,
+                                t->now_ms ? t->now_ms : cm_wall_ms(), tz};
         cm_rc (*fn)(const session_tool_env *, const json_t *, buf *, char *, size_t) =
             !strcmp(call->name, "sessions_list")      ? cm_tool_sessions_list
             : !strcmp(call->name, "sessions_history") ? cm_tool_sessions_history

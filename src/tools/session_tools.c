@@ -17,6 +17,7 @@
 #include "../session/keys.h"
 #include "../session/sessions.h"
 #include "session_tools.h"
+#include "status_card.h"
 
 typedef enum { VIS_SELF, VIS_TREE, VIS_AGENT, VIS_ALL } visibility;
 
@@ -389,12 +390,16 @@ out:
     return rc;
 }
 
+/* The session_status card (status_card.h) as 2026.3.22's tool writes it:
+ * the user's time, the session's model (its override, else the configured
+ * primary), its tokens, context, options and queue mode; the credential
+ * label and the cost are the /status command's (the runner knows them). */
 cm_rc cm_tool_session_status(const session_tool_env *env, const json_t *args, buf *out,
                              char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     session_store st = {0};
-    buf key = BUF_INIT;
+    buf key = BUF_INIT, model = BUF_INIT, queue = BUF_INIT;
     const char *why;
     if (json_is_string(json_object_get(args, "model")))
         FAIL(CM_EINVAL, "session_status cannot change the model in clawmem; the user can send "
@@ -404,31 +409,46 @@ cm_rc cm_tool_session_status(const session_tool_env *env, const json_t *args, bu
     CHECK(cm_session_store_read(&st, env->store_path, err, errlen));
     const json_t *e = cm_session_store_get(&st, key.data);
     if (!e) FAIL(CM_ENOTFOUND, "Unknown sessionKey: %s", key.data);
-    const char *model = json_string_value(json_object_get(e, "model"));
-    const char *prov = json_string_value(json_object_get(e, "modelProvider"));
-    json_int_t in = json_integer_value(json_object_get(e, "inputTokens")),
-               outt = json_integer_value(json_object_get(e, "outputTokens")),
-               total = json_integer_value(json_object_get(e, "totalTokens")),
-               ctx = json_integer_value(json_object_get(e, "contextTokens")),
-               comp = json_integer_value(json_object_get(e, "compactionCount"));
-    double upd = json_number_value(json_object_get(e, "updatedAt"));
-    char when[40] = "unknown";
-    if (upd > 0 && upd < 1e15) {
-        time_t t = (time_t)(upd / 1000);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
-    }
-    CHECK(cm_buf_printf(out, "Session: %s\n", key.data));
-    CHECK(cm_buf_printf(out, "Model: %s%s%s\n", prov ? prov : "", prov ? "/" : "",
-                        model ? model : "default"));
-    CHECK(cm_buf_printf(out, "Tokens: %lld in / %lld out", (long long)in, (long long)outt));
-    if (total) CHECK(cm_buf_printf(out, " · context %lld", (long long)total));
-    if (ctx) CHECK(cm_buf_printf(out, " of %lld", (long long)ctx));
-    CHECK(cm_buf_printf(out, "\nCompactions: %lld\nUpdated: %s\n", (long long)comp, when));
+    const json_t *dflt = json_object_get(json_object_get(env->config, "agents"), "defaults");
+    const json_t *m = json_object_get(dflt, "model");
+    const char *po = json_string_value(json_object_get(e, "providerOverride"));
+    const char *mo = json_string_value(json_object_get(e, "modelOverride"));
+    const char *primary = json_is_string(m) ? json_string_value(m)
+                                            : json_string_value(json_object_get(m, "primary"));
+    if (po && *po && mo && *mo)
+        rc = cm_buf_printf(&model, "%s/%s", po, mo);
+    else
+        rc = cm_buf_adds(&model, primary && *primary ? primary : "anthropic/claude-opus-4-6");
+    const char *qm = json_string_value(json_object_get(e, "queueMode"));
+    if (!qm || !*qm)
+        qm = json_string_value(json_object_get(
+            json_object_get(json_object_get(env->config, "messages"), "queue"), "mode"));
+    if (!rc)
+        rc = cm_buf_printf(&queue, "\xf0\x9f\xaa\xa2 Queue: %s", qm && *qm ? qm : "collect");
+    if (rc) FAIL(CM_ENOMEM, "out of memory");
+    const char *fmt = json_string_value(json_object_get(dflt, "timeFormat"));
+    char when[96], line[160];
+    cm_status_user_time(env->now_ms, env->time_zone, fmt && !strcmp(fmt, "24"), when);
+    snprintf(line, sizeof line, "\xf0\x9f\x95\x92 Time: %s (%s)", when,
+             env->time_zone && *env->time_zone ? env->time_zone : "UTC");
+    const char *think = json_string_value(json_object_get(e, "thinkingLevel"));
+    const char *td = json_string_value(json_object_get(dflt, "thinkingDefault"));
+    double ctx = json_number_value(json_object_get(e, "contextTokens"));
+    status_card_in in = {.config = env->config,
+                         .entry = e,
+                         .session_key = key.data,
+                         .model = model.data,
+                         .thinking = think && *think ? think : td && *td ? td : "off",
+                         .context_tokens = ctx > 0 ? (int64_t)ctx : 200000,
+                         .time_line = line,
+                         .queue_line = queue.data,
+                         .now_ms = env->now_ms};
+    CHECK(cm_status_card(&in, out) ? cm_seterr(err, errlen, CM_ENOMEM, "out of memory") : CM_OK);
 out:
     cm_session_store_release(&st);
     cm_buf_release(&key);
+    cm_buf_release(&model);
+    cm_buf_release(&queue);
     return rc;
 }
 

@@ -28,6 +28,7 @@ typedef struct session_tool_env {
     const char *agent_id;    /* the caller's agent */
     const char *session_key; /* the caller's session (store key), may be NULL */
     int64_t now_ms;
+    const char *time_zone; /* the user's (session_status's time line); NULL: UTC */
 } session_tool_env;
 
 cm_rc cm_tool_sessions_list(const session_tool_env *env, const json_t *args, buf *out, char *err,

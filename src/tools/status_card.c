@@ -1,12 +1,14 @@
 /*
  * status_card.c — the session status card (status_card.h), line by line
- * as 2026.3.22's buildStatusMessage writes it.
+ * as 2026.3.22's buildStatusMessage writes it, and its formats (time ago,
+ * token counts, the user's time).
  */
 #include "status_card.h"
 
-#include "session_cmds.h"
-
 #include <math.h>
+#include <time.h>
+
+#include "../base/zone.h"
 
 /* JavaScript's Math.round for the non-negative values used here. */
 static int64_t S_round(double v)
@@ -14,7 +16,7 @@ static int64_t S_round(double v)
     return (int64_t)floor(v + 0.5);
 }
 
-void cm_agent_time_ago(int64_t ms, char out[32])
+void cm_status_time_ago(int64_t ms, char out[32])
 {
     if (ms < 0) {
         snprintf(out, 32, "unknown");
@@ -34,6 +36,48 @@ void cm_agent_time_ago(int64_t ms, char out[32])
         snprintf(out, 32, "%lldh ago", (long long)h);
     else
         snprintf(out, 32, "%lldd ago", (long long)S_round((double)h / 24.0));
+}
+
+void cm_status_token_count(int64_t n, char out[16])
+{
+    double v = n > 0 ? (double)n : 0;
+    if (v >= 1e6) {
+        snprintf(out, 16, "%.1fm", v / 1e6);
+    } else if (v >= 1e3) {
+        char k[12];
+        snprintf(k, sizeof k, "%.*f", v >= 1e4 ? 0 : 1, v / 1e3);
+        if (strtod(k, NULL) >= 1000)
+            snprintf(out, 16, "%.1fm", v / 1e6);
+        else
+            snprintf(out, 16, "%sk", k);
+    } else {
+        snprintf(out, 16, "%lld", (long long)(v + 0.5));
+    }
+}
+
+void cm_status_user_time(int64_t now_ms, const char *zone, bool h24, char out[96])
+{
+    static const char *const days[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                       "Thursday", "Friday", "Saturday"};
+    static const char *const months[] = {"January", "February", "March",     "April",
+                                         "May",     "June",     "July",      "August",
+                                         "September", "October", "November", "December"};
+    struct tm tm;
+    cm_zone_localtime(zone, now_ms / 1000, &tm);
+    int d = tm.tm_mday;
+    const char *suf = d % 100 >= 11 && d % 100 <= 13 ? "th"
+                      : d % 10 == 1                  ? "st"
+                      : d % 10 == 2                  ? "nd"
+                      : d % 10 == 3                  ? "rd"
+                                                     : "th";
+    char when[16];
+    if (h24)
+        snprintf(when, sizeof when, "%02d:%02d", tm.tm_hour, tm.tm_min);
+    else
+        snprintf(when, sizeof when, "%d:%02d %s", tm.tm_hour % 12 ? tm.tm_hour % 12 : 12,
+                 tm.tm_min, tm.tm_hour < 12 ? "AM" : "PM");
+    snprintf(out, 96, "%s, %s %d%s, %d \xe2\x80\x94 %s", days[tm.tm_wday % 7],
+             months[tm.tm_mon % 12], d, suf, tm.tm_year + 1900, when);
 }
 
 /* A string member of o, or dflt when it is missing or not a string. */
@@ -59,7 +103,7 @@ static cm_rc S_usd(buf *out, double v)
 }
 
 /* "🧮 Tokens: 1.2k in / 300 out", then " · 💵 Cost: $0.01" when shown. */
-static cm_rc S_usage(const agent_status_in *in, buf *out)
+static cm_rc S_usage(const status_card_in *in, buf *out)
 {
     cm_rc rc = CM_OK;
     double i = 0, o = 0;
@@ -67,8 +111,8 @@ static cm_rc S_usage(const agent_status_in *in, buf *out)
     bool cost = in->show_cost && (hi || ho) && in->cost_known;
     if (!hi && !ho && !cost) return CM_OK;
     char a[16] = "?", b[16] = "?";
-    if (hi) cm_agent_token_count_format((int64_t)i, a);
-    if (ho) cm_agent_token_count_format((int64_t)o, b);
+    if (hi) cm_status_token_count((int64_t)i, a);
+    if (ho) cm_status_token_count((int64_t)o, b);
     if (hi || ho) rc = cm_buf_printf(out, "\n🧮 Tokens: %s in / %s out", a, b);
     if (!rc && cost) rc = cm_buf_adds(out, hi || ho ? " · 💵 Cost: " : "\n💵 Cost: ");
     if (!rc && cost) rc = S_usd(out, in->cost_usd);
@@ -76,22 +120,22 @@ static cm_rc S_usage(const agent_status_in *in, buf *out)
 }
 
 /* "🗄️ Cache: 40% hit · 1.2k cached, 300 new" when anything was cached. */
-static cm_rc S_cache(const agent_status_in *in, buf *out)
+static cm_rc S_cache(const status_card_in *in, buf *out)
 {
     double r = 0, w = 0, i = 0;
     bool hr = S_num(in->entry, "cacheRead", &r), hw = S_num(in->entry, "cacheWrite", &w);
     S_num(in->entry, "inputTokens", &i);
     if (!(hr && r > 0) && !(hw && w > 0)) return CM_OK;
     char a[16] = "0", b[16] = "0";
-    if (hr) cm_agent_token_count_format((int64_t)r, a);
-    if (hw) cm_agent_token_count_format((int64_t)w, b);
+    if (hr) cm_status_token_count((int64_t)r, a);
+    if (hw) cm_status_token_count((int64_t)w, b);
     double total = (hr ? r : 0) + (hw ? w : 0) + i;
     int64_t pct = total > 0 && hr ? S_round(r / total * 100.0) : 0;
     return cm_buf_printf(out, "\n🗄️ Cache: %lld%% hit · %s cached, %s new", (long long)pct, a, b);
 }
 
 /* "📚 Context: 12k/200k (6%) · 🧹 Compactions: 0". */
-static cm_rc S_context(const agent_status_in *in, buf *out)
+static cm_rc S_context(const status_card_in *in, buf *out)
 {
     double t = 0, i = 0, o = 0, c = 0;
     if (!S_num(in->entry, "totalTokens", &t)) {
@@ -101,8 +145,8 @@ static cm_rc S_context(const agent_status_in *in, buf *out)
     }
     S_num(in->entry, "compactionCount", &c);
     char a[16], b[16] = "?";
-    cm_agent_token_count_format((int64_t)t, a);
-    if (in->context_tokens > 0) cm_agent_token_count_format(in->context_tokens, b);
+    cm_status_token_count((int64_t)t, a);
+    if (in->context_tokens > 0) cm_status_token_count(in->context_tokens, b);
     cm_rc rc = cm_buf_printf(out, "\n📚 Context: %s/%s", a, b);
     if (!rc && in->context_tokens > 0) {
         int64_t pct = S_round(t / (double)in->context_tokens * 100.0);
@@ -113,7 +157,7 @@ static cm_rc S_context(const agent_status_in *in, buf *out)
 }
 
 /* Whether the session is a group's or a channel's. */
-static bool S_group(const agent_status_in *in)
+static bool S_group(const status_card_in *in)
 {
     const char *ct = S_str(in->entry, "chatType", "");
     const char *k = in->session_key ? in->session_key : "";
@@ -121,7 +165,7 @@ static bool S_group(const agent_status_in *in)
            strstr(k, ":channel:");
 }
 
-cm_rc cm_agent_status_card(const agent_status_in *in, buf *out)
+cm_rc cm_status_card(const status_card_in *in, buf *out)
 {
     cm_rc rc = CM_OK;
     const json_t *e = in->entry;
@@ -137,7 +181,7 @@ cm_rc cm_agent_status_card(const agent_status_in *in, buf *out)
     CHECK(S_context(in, out));
     CHECK(cm_buf_printf(out, "\n🧵 Session: %s • ", in->session_key ? in->session_key : "unknown"));
     if (S_num(e, "updatedAt", &upd)) {
-        cm_agent_time_ago(in->now_ms - (int64_t)upd, ago);
+        cm_status_time_ago(in->now_ms - (int64_t)upd, ago);
         CHECK(cm_buf_printf(out, "updated %s", ago));
     } else {
         CHECK(cm_buf_adds(out, "no activity"));
