@@ -59,9 +59,9 @@ void cm_status_user_time(int64_t now_ms, const char *zone, bool h24, char out[96
 {
     static const char *const days[] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
                                        "Thursday", "Friday", "Saturday"};
-    static const char *const months[] = {"January", "February", "March",     "April",
-                                         "May",     "June",     "July",      "August",
-                                         "September", "October", "November", "December"};
+    static const char *const months[] = {"January",   "February", "March",    "April",
+                                         "May",       "June",     "July",     "August",
+                                         "September", "October",  "November", "December"};
     struct tm tm;
     cm_zone_localtime(zone, now_ms / 1000, &tm);
     int d = tm.tm_mday;
@@ -74,8 +74,8 @@ void cm_status_user_time(int64_t now_ms, const char *zone, bool h24, char out[96
     if (h24)
         snprintf(when, sizeof when, "%02d:%02d", tm.tm_hour, tm.tm_min);
     else
-        snprintf(when, sizeof when, "%d:%02d %s", tm.tm_hour % 12 ? tm.tm_hour % 12 : 12,
-                 tm.tm_min, tm.tm_hour < 12 ? "AM" : "PM");
+        snprintf(when, sizeof when, "%d:%02d %s", tm.tm_hour % 12 ? tm.tm_hour % 12 : 12, tm.tm_min,
+                 tm.tm_hour < 12 ? "AM" : "PM");
     snprintf(out, 96, "%s, %s %d%s, %d \xe2\x80\x94 %s", days[tm.tm_wday % 7],
              months[tm.tm_mon % 12], d, suf, tm.tm_year + 1900, when);
 }
@@ -131,7 +131,8 @@ static cm_rc S_cache(const status_card_in *in, buf *out)
     if (hw) cm_status_token_count((int64_t)w, b);
     double total = (hr ? r : 0) + (hw ? w : 0) + i;
     int64_t pct = total > 0 && hr ? S_round(r / total * 100.0) : 0;
-    return cm_buf_printf(out, "\n🗄️ Cache: %lld%% hit · %s cached, %s new", (long long)pct, a, b);
+    return cm_buf_printf(out, "\n🗄️ Cache: %lld%% hit · %s cached, %s new", (long long)pct, a,
+                         b);
 }
 
 /* "📚 Context: 12k/200k (6%) · 🧹 Compactions: 0". */
@@ -179,7 +180,8 @@ cm_rc cm_status_card(const status_card_in *in, buf *out)
     CHECK(S_usage(in, out));
     CHECK(S_cache(in, out));
     CHECK(S_context(in, out));
-    CHECK(cm_buf_printf(out, "\n🧵 Session: %s • ", in->session_key ? in->session_key : "unknown"));
+    CHECK(cm_buf_printf(out, "\n🧵 Session: %s • ",
+                        in->session_key ? in->session_key : "unknown"));
     if (S_num(e, "updatedAt", &upd)) {
         cm_status_time_ago(in->now_ms - (int64_t)upd, ago);
         CHECK(cm_buf_printf(out, "updated %s", ago));

@@ -25,7 +25,7 @@ typedef struct status_card_in {
     bool cost_known;         /* the model has a cost in the config … */
     double cost_usd;         /* … and this is the entry's tokens' */
     const char *time_line;   /* "🕒 Time: …" (the tool's), or NULL */
-    const char *queue_line;  /* "🪢 Queue: collect (depth 0)", or NULL for "🪢 Queue: unknown" */
+    const char *queue_line; /* "🪢 Queue: collect (depth 0)", or NULL for "🪢 Queue: unknown" */
     int64_t now_ms;
 } status_card_in;
 

@@ -325,13 +325,14 @@ void cm_gw_rt_job_origin(gw_job *j, const gw_turn *t)
     cm_buf_release(&l);
 }
 
-/* Starts a run job for s now (under mu): s becomes active. */
+/* A job outside any session to a worker now (under mu). */
 void cm_gw_rt_ready(gw_runtime *rt, gw_job *j)
 {
     j->sess = NULL;
     S_ready(rt, j);
 }
 
+/* Starts a run job for s now (under mu): s becomes active. */
 void cm_gw_rt_start(gw_runtime *rt, gw_sess *s, gw_job *j)
 {
     s->active = true;
