@@ -320,15 +320,21 @@ static int64_t record_before(void)
  * (NULL after memory_write's one note); replace: rewrite a snapshot that is
  * there too (its records are not the walk's). Best effort: without it the
  * check reads the table and every directory. */
-static void stat_refresh(cm_engine *e, const file_list *files, bool replace)
+static void stat_refresh(cm_engine *e, const file_list *files, bool replace, bool changed)
 {
     char msg[512];
     bool was_open = e->st_open; /* a rebuild leaves the live index closed: so it stays */
+    bool wrote = false;
     const buf *dirs = files ? &files->dir_record : NULL;
     if (cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK ||
         cm_store_files_stat_refresh(&e->st, dirs ? dirs->data : NULL, dirs ? dirs->len : 0, replace,
-                                    NULL, msg, sizeof msg) != CM_OK)
+                                    &wrote, msg, sizeof msg) != CM_OK)
         cm_logf(&e->lg, CM_LOG_INFO, "files' stat snapshot not written: %s", msg);
+    /* what a sync wrote goes into the index's file, and the WAL is emptied
+     * when no reader holds it: each later process (a search) then opens an
+     * index with nothing to read back from its WAL. memory_write's note
+     * (files NULL) leaves that to the next sync, as before. */
+    if (files && e->st_open && ((changed && was_open) || wrote)) cm_store_checkpoint(&e->st);
     if (!was_open) cm_engine_close_store(e);
 }
 
@@ -422,9 +428,8 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     }
     bool changed = stats->files_indexed || stats->files_removed || stats->chunks_embedded;
     if (!full && changed) CHECK(cm_store_vector_log_trim(&e->st, err, errlen));
-    if (e->st_open && changed) cm_store_checkpoint(&e->st);
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
-    stat_refresh(e, &files, new_records);
+    stat_refresh(e, &files, new_records, changed);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     e->batch_progress = NULL;
@@ -486,7 +491,7 @@ void cm_engine_index_written(cm_engine *e, const char *rel)
     if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
         cm_engine_drop_vectors(e);
     }
-    if (!rc) stat_refresh(e, NULL, false);
+    if (!rc) stat_refresh(e, NULL, false, false);
     if (rc && rc != CM_ENOTFOUND)
         cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);
     if (fd >= 0) close(fd);
