@@ -878,8 +878,14 @@ static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
     dst->total_bytes += src->files.total_bytes;
     cm_index_file_list_absorb_names(dst, &src->files);
     dst->dirs_hinted += src->hinted;
-    if (src->record.len && cm_buf_add(&dst->dir_record, src->record.data, src->record.len))
+    if (!dst->dir_record.len) { /* taken over, not copied (a thread's records, or none) */
+        buf t = dst->dir_record;
+        dst->dir_record = src->record;
+        src->record = t;
+    } else if (src->record.len &&
+               cm_buf_add(&dst->dir_record, src->record.data, src->record.len)) {
         return CM_ENOMEM;
+    }
     cm_buf_release(&src->record);
     if (src->files.n && dst->cap - dst->n < src->files.n) {
         mem_file *nv = realloc(dst->v, (dst->n + src->files.n) * sizeof *nv);
