@@ -515,9 +515,9 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* Sorts the n names (NUL-terminated in a row) of names by strcmp, so that a
- * directory's files are listed, and recorded, in their paths' order: the
- * order of the files rows (and of their stat snapshot) after a rebuild,
- * which the no-change check then meets one after another. */
+ * directory recorded is listed, then and from its record, in its paths'
+ * order: the order of the files rows (and of their stat snapshot) after a
+ * rebuild, which the no-change check then meets one after another. */
 static cm_rc sort_names(buf *names, size_t n)
 {
     const char **v = malloc(n * sizeof *v);
@@ -620,15 +620,17 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         CHECK(cm_buf_add(&names, name, strlen(name) + 1));
         n++;
     }
+    bool record = have && ctime_ns(&ds) < w->record_before && ctime_kept(f, fd, ds.st_dev);
     if (!h) {
-        if (n > 1) CHECK(sort_names(&names, n));
+        /* a directory recorded has its names in path order (sort_names);
+         * one read each time keeps the order it was read in */
+        if (record && n > 1) CHECK(sort_names(&names, n));
         for (size_t k = 0, at = 0; k < n && k < STAT_BATCH; k++)
             first = at += strlen(names.data + at) + 1;
         list = names.data;
         list_len = names.len;
     }
-    if (have && ctime_ns(&ds) < w->record_before && ctime_kept(f, fd, ds.st_dev))
-        CHECK(add_record(f, &ds, list, list_len));
+    if (record) CHECK(add_record(f, &ds, list, list_len));
     size_t mine = n;
     if (n > SPLIT_MIN && w->threads > 1) {
         mine = STAT_BATCH;
