@@ -19,6 +19,12 @@ void put_safe(FILE *f, const char *s, int keep_lines)
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
+        /* a run of printable ASCII (and of '\n' and '\t' when kept) in one write */
+        const unsigned char *run = p;
+        while ((*p >= 0x20 && *p < 0x7f) || (keep_lines && (*p == '\n' || *p == '\t')))
+            p++;
+        if (p > run) fwrite(run, 1, (size_t)(p - run), f);
+        if (!*p) break;
         unsigned c = *p;
         size_t len = c < 0x80                 ? 1
                      : c >= 0xC2 && c <= 0xDF ? 2

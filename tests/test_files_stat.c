@@ -393,3 +393,98 @@ TEST(files_stat_check_with_dir_records_sees_in_place_added_removed_renamed)
     cm_engine_sync_test_clock(NULL);
     cm_engine_close(e);
 }
+
+/* The bytes of the index's WAL file (-1: none). */
+static long wal_bytes(const fs_ws *f)
+{
+    char p[1200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s-wal", f->db);
+    return stat(p, &st) == 0 ? (long)st.st_size : -1;
+}
+
+TEST(files_stat_sync_that_wrote_leaves_the_wal_empty)
+{
+    fs_ws f;
+    ws_init(&f);
+    cm_engine *e = ws_open(&f);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT_INT(wal_bytes(&f), 0);
+    /* a sync that changed a file: its frames are in the index's file, and
+     * the WAL is emptied, so that the next process reads none back */
+    write_file(f.ws, "memory/n02.md", "note 02 about beavers now\n");
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT_INT(wal_bytes(&f), 0);
+    /* one that wrote only the stat snapshot (memory/'s record, 10 s on) */
+    int plain = snap_len(&f);
+    cm_engine_sync_test_clock(ahead_ns);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT(snap_len(&f) > plain);
+    EXPECT_INT(wal_bytes(&f), 0);
+    /* a reader on an older snapshot: the sync does not wait for it, and the
+     * WAL stays until a later sync finds no reader */
+    sqlite3 *db = NULL;
+    EXPECT_INT(sqlite3_open_v2(f.db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    EXPECT_INT(sqlite3_exec(db, "BEGIN; SELECT count(*) FROM files;", NULL, NULL, NULL), SQLITE_OK);
+    write_file(f.ws, "memory/n03.md", "note 03 about beavers now\n");
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT(wal_bytes(&f) > 0);
+    EXPECT_INT(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    write_file(f.ws, "memory/n04.md", "note 04 about beavers now\n");
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT_INT(wal_bytes(&f), 0);
+    EXPECT_INT(check_locked(&f), CM_OK);
+    cm_engine_sync_test_clock(NULL);
+    cm_engine_close(e);
+}
+
+/* Whether the n names (NUL-terminated in a row) at p are in strcmp order. */
+static bool names_sorted(const char *p, size_t len)
+{
+    const char *prev = NULL;
+    for (size_t at = 0; at < len; at += strlen(p + at) + 1) {
+        if (prev && strcmp(prev, p + at) >= 0) return false;
+        prev = p + at;
+    }
+    return true;
+}
+
+TEST(files_stat_walk_lists_and_records_a_directory_in_path_order)
+{
+    fs_ws f;
+    f.dir = tmp_dir();
+    snprintf(f.ws, sizeof f.ws, "%s/ws", f.dir);
+    /* written out of order: neither creation nor a hashed directory's
+     * order is the names' */
+    for (int i = 0; i < 40; i++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "memory/n%02d.md", (i * 17) % 40);
+        write_file(f.ws, rel, "a note\n");
+    }
+    cm_config c = {0};
+    c.workspace = f.ws;
+    problem_list pl = {0};
+    file_list rec, l;
+    EXPECT_INT(cm_discover_files_hinted(&c, NULL, 0, ahead_ns() - DISCOVER_RECORD_MARGIN_NS, &rec,
+                                        &pl),
+               CM_OK);
+    EXPECT_INT(rec.n, 40);
+    for (size_t i = 1; i < rec.n; i++)
+        EXPECT(strcmp(rec.v[i - 1].rel, rec.v[i].rel) < 0);
+    /* the record's names (after its 28-byte head) in the same order */
+    EXPECT(rec.dir_record.len > 28);
+    if (rec.dir_record.len > 28)
+        EXPECT(names_sorted(rec.dir_record.data + 28, rec.dir_record.len - 28));
+    /* a walk from the record lists them in that order too */
+    EXPECT_INT(cm_discover_files_hinted(&c, rec.dir_record.data, rec.dir_record.len, 0, &l, &pl),
+               CM_OK);
+    EXPECT_INT(l.dirs_hinted, 1);
+    EXPECT_INT(l.n, 40);
+    for (size_t i = 0; i < l.n && i < rec.n; i++)
+        EXPECT_STR(l.v[i].rel, rec.v[i].rel);
+    EXPECT_INT(pl.n, 0);
+    cm_index_problem_list_release(&pl);
+    cm_index_file_list_release(&l);
+    cm_index_file_list_release(&rec);
+}

@@ -228,8 +228,10 @@ typedef struct dirty_count {
     const file_list *files;
     file_reader *rd;
     bool *seen;     /* per file: it has a row */
-    uint32_t *slot; /* file index + 1; 0: empty */
+    uint32_t *slot; /* file index + 1; 0: empty. Built at the first row out of order */
     size_t mask, dirty;
+    size_t next; /* the file after the last one matched: the next row's, in order */
+    bool oom;
 } dirty_count;
 
 static uint64_t path_hash(const char *p)
@@ -240,21 +242,51 @@ static uint64_t path_hash(const char *p)
     return h;
 }
 
-/* One files row against the discovered files. */
+/* The hash table of the discovered files' paths. */
+static bool build_slots(dirty_count *x)
+{
+    const file_list *l = x->files;
+    size_t cap = 16;
+    while (cap < 2 * l->n)
+        cap *= 2;
+    if (!(x->slot = calloc(cap, sizeof(uint32_t)))) return false;
+    x->mask = cap - 1;
+    for (size_t i = 0; i < l->n; i++) { /* rel is unique in a discovery */
+        size_t j = path_hash(l->v[i].rel) & x->mask;
+        while (x->slot[j])
+            j = (j + 1) & x->mask;
+        x->slot[j] = (uint32_t)(i + 1);
+    }
+    return true;
+}
+
+/* One files row against the discovered files. Rows and files mostly come
+ * in the same order (both by path: the rows after a rebuild, a directory's
+ * files as its walk lists them), so the file after the last match is tried
+ * first, and the hash table is built only for a row that is not that one. */
 static bool dirty_row(void *ctx, const char *path, int64_t mtime_ns, int64_t size)
 {
     dirty_count *x = ctx;
     const file_list *l = x->files;
-    size_t j = path_hash(path) & x->mask, i = l->n;
-    for (; x->slot[j]; j = (j + 1) & x->mask)
-        if (strcmp(l->v[x->slot[j] - 1].rel, path) == 0) {
-            i = x->slot[j] - 1;
-            break;
+    size_t i = l->n;
+    if (x->next < l->n && strcmp(l->v[x->next].rel, path) == 0) {
+        i = x->next;
+    } else {
+        if (!x->slot && !build_slots(x)) {
+            x->oom = true;
+            return false;
         }
+        for (size_t j = path_hash(path) & x->mask; x->slot[j]; j = (j + 1) & x->mask)
+            if (strcmp(l->v[x->slot[j] - 1].rel, path) == 0) {
+                i = x->slot[j] - 1;
+                break;
+            }
+    }
     if (i == l->n) { /* its file is gone */
         x->dirty++;
         return true;
     }
+    x->next = i + 1;
     x->seen[i] = true;
     const mem_file *f = &l->v[i];
     stored_file sf = {NULL, NULL, mtime_ns, size};
@@ -271,19 +303,13 @@ cm_rc cm_engine_count_dirty_in(cm_engine *e, const file_list *files, const store
     if (files->n >= UINT32_MAX / 4) return cm_seterr(err, errlen, CM_ETOOBIG, "too many files");
     file_reader rd;
     cm_index_file_reader_init(&rd, files);
-    size_t cap = 16;
-    while (cap < 2 * files->n)
-        cap *= 2;
-    dirty_count x = {e,    files, &rd, calloc(files->n ? files->n : 1, sizeof(bool)),
-                     calloc(cap, sizeof(uint32_t)), cap - 1, 0};
-    cm_rc rc = x.seen && x.slot ? CM_OK : CM_ENOMEM;
-    for (size_t i = 0; !rc && i < files->n; i++) { /* rel is unique in a discovery */
-        size_t j = path_hash(files->v[i].rel) & x.mask;
-        while (x.slot[j])
-            j = (j + 1) & x.mask;
-        x.slot[j] = (uint32_t)(i + 1);
-    }
+    dirty_count x = {.e = e,
+                     .files = files,
+                     .rd = &rd,
+                     .seen = calloc(files->n ? files->n : 1, sizeof(bool))};
+    cm_rc rc = x.seen ? CM_OK : CM_ENOMEM;
     if (!rc) rc = cm_store_files_each(&e->st, held, dirty_row, &x, err, errlen);
+    if (!rc && x.oom) rc = CM_ENOMEM;
     for (size_t i = 0; !rc && i < files->n; i++)
         x.dirty += !x.seen[i]; /* a file without its row */
     *dirty = x.dirty;
@@ -320,15 +346,21 @@ static int64_t record_before(void)
  * (NULL after memory_write's one note); replace: rewrite a snapshot that is
  * there too (its records are not the walk's). Best effort: without it the
  * check reads the table and every directory. */
-static void stat_refresh(cm_engine *e, const file_list *files, bool replace)
+static void stat_refresh(cm_engine *e, const file_list *files, bool replace, bool changed)
 {
     char msg[512];
     bool was_open = e->st_open; /* a rebuild leaves the live index closed: so it stays */
+    bool wrote = false;
     const buf *dirs = files ? &files->dir_record : NULL;
     if (cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK ||
         cm_store_files_stat_refresh(&e->st, dirs ? dirs->data : NULL, dirs ? dirs->len : 0, replace,
-                                    NULL, msg, sizeof msg) != CM_OK)
+                                    &wrote, msg, sizeof msg) != CM_OK)
         cm_logf(&e->lg, CM_LOG_INFO, "files' stat snapshot not written: %s", msg);
+    /* what a sync wrote goes into the index's file, and the WAL is emptied
+     * when no reader holds it: each later process (a search) then opens an
+     * index with nothing to read back from its WAL. memory_write's note
+     * (files NULL) leaves that to the next sync, as before. */
+    if (files && e->st_open && ((changed && was_open) || wrote)) cm_store_checkpoint(&e->st);
     if (!was_open) cm_engine_close_store(e);
 }
 
@@ -422,9 +454,8 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     }
     bool changed = stats->files_indexed || stats->files_removed || stats->chunks_embedded;
     if (!full && changed) CHECK(cm_store_vector_log_trim(&e->st, err, errlen));
-    if (e->st_open && changed) cm_store_checkpoint(&e->st);
     if (changed) e->vx_stale = true; /* the next search applies the vector log */
-    stat_refresh(e, &files, new_records);
+    stat_refresh(e, &files, new_records, changed);
 out:
     if (rc == CM_ENOMEM) cm_seterr(err, errlen, rc, "out of memory while indexing");
     e->batch_progress = NULL;
@@ -486,7 +517,7 @@ void cm_engine_index_written(cm_engine *e, const char *rel)
     if (!rc && e->vx_loaded) { /* its old chunks are gone: reloaded by the next search */
         cm_engine_drop_vectors(e);
     }
-    if (!rc) stat_refresh(e, NULL, false);
+    if (!rc) stat_refresh(e, NULL, false, false);
     if (rc && rc != CM_ENOTFOUND)
         cm_logf(&e->lg, CM_LOG_INFO, "%s: written; indexed by the next sync (%s)", rel, msg);
     if (fd >= 0) close(fd);

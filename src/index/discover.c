@@ -119,34 +119,47 @@ typedef struct walk {
     hint_dir *hint;
     size_t nhint;
     int64_t record_before;
+    size_t ws_len; /* strlen(cfg->workspace) */
 } walk;
 
 static bool is_md(const char *name)
 {
     size_t n = strlen(name);
-    return n > 3 && strcmp(name + n - 3, ".md") == 0;
+    return n > 3 && memcmp(name + n - 3, ".md", 3) == 0;
 }
 
-static cm_rc push_file(found *f, const buf *rel, const char *abs, uint32_t root, uint32_t sub,
-                       const char *source, const struct stat *st);
+static cm_rc push_file(found *f, const char *rel, size_t rel_len, const char *abs, size_t abs_len,
+                       uint32_t root, uint32_t sub, const char *source, const struct stat *st);
 static void spawn_helper(walk *w);
 
-static cm_rc add_file(const cm_config *cfg, found *f, const char *abs, uint32_t root, uint32_t sub,
-                      const struct stat *st, bool media)
+/* abs_len: strlen(abs). A file below the workspace (the usual case) has
+ * its relative path as the tail of abs, stored once. */
+static cm_rc add_file(walk *w, found *f, const char *abs, size_t abs_len, uint32_t root,
+                      uint32_t sub, const struct stat *st, bool media)
 {
-    buf *rel = &f->rel;
-    cm_buf_reset(rel);
-    cm_rc rc = cm_discover_relpath(rel, cfg->workspace, abs);
-    if (rc) return rc;
+    const cm_config *cfg = w->cfg;
+    const char *rel;
+    size_t rel_len;
+    if (abs_len > w->ws_len + 1 && abs[w->ws_len] == '/' &&
+        memcmp(abs, cfg->workspace, w->ws_len) == 0) {
+        rel = abs + w->ws_len + 1;
+        rel_len = abs_len - w->ws_len - 1;
+    } else {
+        cm_buf_reset(&f->rel);
+        cm_rc rc = cm_discover_relpath(&f->rel, cfg->workspace, abs);
+        if (rc) return rc;
+        rel = f->rel.data;
+        rel_len = f->rel.len;
+    }
     if (media && st->st_size > cfg->multimodal_max_bytes)
-        return cm_index_problem_add(&f->problems, rel->data,
+        return cm_index_problem_add(&f->problems, rel,
                                     "skipped: %lld bytes, over multimodal.maxFileBytes (%d)",
                                     (long long)st->st_size, cfg->multimodal_max_bytes);
     if (st->st_size > DISCOVER_MAX_FILE_BYTES)
-        return cm_index_problem_add(&f->problems, rel->data,
+        return cm_index_problem_add(&f->problems, rel,
                                     "skipped: %lld bytes, over the %lld-byte cap",
                                     (long long)st->st_size, (long long)DISCOVER_MAX_FILE_BYTES);
-    return push_file(f, rel, abs, root, sub, "memory", st);
+    return push_file(f, rel, rel_len, abs, abs_len, root, sub, "memory", st);
 }
 
 /* Makes room in l for more files (at least one): a directory's files are
@@ -166,21 +179,27 @@ static cm_rc reserve_files(file_list *l, size_t more)
     return CM_OK;
 }
 
-/* Appends a file (rel is copied). abs and rel lie in the list's blocks. */
-static cm_rc push_file(found *f, const buf *rel, const char *abs, uint32_t root, uint32_t sub,
-                       const char *source, const struct stat *st)
+/* Appends a file (rel and abs, NUL-terminated, are copied into the list's
+ * blocks; a rel that is abs's tail is copied with it). */
+static cm_rc push_file(found *f, const char *rel, size_t rel_len, const char *abs, size_t al,
+                       uint32_t root, uint32_t sub, const char *source, const struct stat *st)
 {
     file_list *l = &f->files;
-    size_t al = strlen(abs);
-    char *block =
-        reserve_files(l, 1) == CM_OK ? cm_index_file_list_names(l, al + 1 + rel->len + 1) : NULL;
+    bool tail = rel >= abs && rel <= abs + al && rel + rel_len == abs + al;
+    char *block = reserve_files(l, 1) == CM_OK
+                      ? cm_index_file_list_names(l, al + 1 + (tail ? 0 : rel_len + 1))
+                      : NULL;
     if (!block) return CM_ENOMEM;
     memcpy(block, abs, al + 1);
-    memcpy(block + al + 1, rel->data, rel->len);
-    block[al + 1 + rel->len] = 0;
     mem_file *m = &l->v[l->n];
     m->abs = block;
-    m->rel = block + al + 1;
+    if (tail) {
+        m->rel = block + (rel - abs);
+    } else {
+        memcpy(block + al + 1, rel, rel_len);
+        block[al + 1 + rel_len] = 0;
+        m->rel = block + al + 1;
+    }
     m->root = root;
     m->sub = sub;
     m->source = source;
@@ -326,8 +345,9 @@ static bool is_dot(const char *name)
 /* One entry of a directory (or a root): a .md file is listed, a directory
  * queued, a symbolic link named like a note (or given as a root) reported.
  * abs is the entry's absolute path, name its last component (in parent). */
-static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const char *name,
-                       uint32_t root, uint32_t sub, int depth, bool is_root, bool media)
+static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, size_t abs_len,
+                       const char *name, uint32_t root, uint32_t sub, int depth, bool is_root,
+                       bool media)
 {
     struct stat st;
     if (fstatat(parent->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -337,7 +357,8 @@ static cm_rc add_entry(walk *w, found *f, dref *parent, const char *abs, const c
     }
     bool is_media = media && !is_md(name) && cm_index_media_kind(w->cfg, name);
     bool md = is_md(name) || is_media;
-    if (S_ISREG(st.st_mode)) return md ? add_file(w->cfg, f, abs, root, sub, &st, is_media) : CM_OK;
+    if (S_ISREG(st.st_mode))
+        return md ? add_file(w, f, abs, abs_len, root, sub, &st, is_media) : CM_OK;
     if (S_ISLNK(st.st_mode))
         return md || is_root ? add_problem(w->cfg, f, abs, DISCOVER_SYMLINK_PROBLEM, 0) : CM_OK;
     if (S_ISDIR(st.st_mode)) {
@@ -365,10 +386,14 @@ static cm_rc stat_names(walk *w, found *f, dref *dir, const char *abs, const cha
     size_t base = path.len;
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(names);
-        path.len = base;
-        CHECK(cm_buf_add(&path, names, len + 1));
-        CHECK(
-            add_entry(w, f, dir, path.data, path.data + base, root, sub, depth + 1, false, media));
+        if (path.cap - base < len + 1) {
+            path.len = base;
+            CHECK(cm_buf_add(&path, names, len + 1));
+        } else {
+            memcpy(path.data + base, names, len + 1);
+        }
+        CHECK(add_entry(w, f, dir, path.data, base + len, path.data + base, root, sub, depth + 1,
+                        false, media));
         names += len + 1;
     }
 out:
@@ -383,19 +408,22 @@ static int hint_cmp(const void *a, const void *b)
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-/* Whether the len bytes at p are names a directory can hold, each
- * NUL-terminated: none empty, ".", ".." or with a '/' (a record is read
- * from the index, and its names go to fstatat: none may leave the
- * directory). */
-static bool names_ok(const unsigned char *p, size_t len)
+/* The number of names in the len bytes at p when they are names a directory
+ * can hold, each NUL-terminated: none empty, ".", ".." or with a '/' (a
+ * record is read from the index, and its names go to fstatat: none may
+ * leave the directory); else SIZE_MAX. One pass over the bytes. */
+static size_t names_count(const unsigned char *p, size_t len)
 {
-    if (len && p[len - 1] != 0) return false;
-    for (size_t at = 0; at < len;) {
-        size_t l = strlen((const char *)p + at);
-        if (l == 0 || memchr(p + at, '/', l) || is_dot((const char *)p + at)) return false;
+    size_t n = 0;
+    if (!len) return 0;
+    if (p[len - 1] != 0 || memchr(p, '/', len)) return SIZE_MAX;
+    for (size_t at = 0; at < len; n++) {
+        const char *name = (const char *)p + at;
+        size_t l = strlen(name);
+        if (l == 0 || is_dot(name)) return SIZE_MAX;
         at += l + 1;
     }
-    return true;
+    return n;
 }
 
 /* Parses the records at p (n bytes) into w->hint; a record that does not
@@ -408,24 +436,29 @@ static cm_rc parse_hint(walk *w, const unsigned char *p, size_t n)
         if (n - at < RECORD_HEAD) return CM_OK;
         memcpy(&len, p + at + 24, 4);
         at += RECORD_HEAD;
-        if (len > n - at || !names_ok(p + at, len)) return CM_OK;
+        if (len > n - at) return CM_OK;
         at += len;
         cnt++;
     }
     if (!cnt) return CM_OK;
-    if (!(w->hint = calloc(cnt, sizeof *w->hint))) return CM_ENOMEM;
+    hint_dir *v = calloc(cnt, sizeof *v);
+    if (!v) return CM_ENOMEM;
     for (size_t at = 0, i = 0; i < cnt; i++) {
-        hint_dir *h = &w->hint[i];
+        hint_dir *h = &v[i];
         memcpy(&h->dev, p + at, 8);
         memcpy(&h->ino, p + at + 8, 8);
         memcpy(&h->ctime_ns, p + at + 16, 8);
         memcpy(&h->len, p + at + 24, 4);
         h->names = (const char *)p + at + RECORD_HEAD;
-        for (uint32_t k = 0; k < h->len; k++)
-            h->n += h->names[k] == 0;
+        h->n = names_count((const unsigned char *)h->names, h->len);
+        if (h->n == SIZE_MAX) {
+            free(v);
+            return CM_OK;
+        }
         at += RECORD_HEAD + h->len;
     }
-    qsort(w->hint, cnt, sizeof *w->hint, hint_cmp);
+    qsort(v, cnt, sizeof *v, hint_cmp);
+    w->hint = v;
     w->nhint = cnt;
     return CM_OK;
 }
@@ -474,6 +507,40 @@ static bool ctime_kept(found *f, int fd, dev_t dev)
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
         if ((unsigned long)sf.f_type == kept[i]) f->fs_ok = true;
     return f->fs_ok;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorts the n names (NUL-terminated in a row) of names by strcmp, so that a
+ * directory recorded is listed, then and from its record, in its paths'
+ * order: the order of the files rows (and of their stat snapshot) after a
+ * rebuild, which the no-change check then meets one after another. */
+static cm_rc sort_names(buf *names, size_t n)
+{
+    const char **v = malloc(n * sizeof *v);
+    char *copy = malloc(names->len);
+    if (!v || !copy) {
+        free(v);
+        free(copy);
+        return CM_ENOMEM;
+    }
+    memcpy(copy, names->data, names->len);
+    for (size_t i = 0, at = 0; i < n; i++) {
+        v[i] = copy + at;
+        at += strlen(copy + at) + 1;
+    }
+    qsort(v, n, sizeof *v, name_cmp);
+    for (size_t i = 0, at = 0; i < n; i++) {
+        size_t l = strlen(v[i]) + 1;
+        memcpy(names->data + at, v[i], l);
+        at += l;
+    }
+    free(v);
+    free(copy);
+    return CM_OK;
 }
 
 /* Appends the record of a directory (its stat ds, names len bytes). */
@@ -552,14 +619,18 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
         if (de->d_type == DT_LNK && !wanted) continue;
         CHECK(cm_buf_add(&names, name, strlen(name) + 1));
         n++;
-        if (n == STAT_BATCH) first = names.len;
     }
+    bool record = have && ctime_ns(&ds) < w->record_before && ctime_kept(f, fd, ds.st_dev);
     if (!h) {
+        /* a directory recorded has its names in path order (sort_names);
+         * one read each time keeps the order it was read in */
+        if (record && n > 1) CHECK(sort_names(&names, n));
+        for (size_t k = 0, at = 0; k < n && k < STAT_BATCH; k++)
+            first = at += strlen(names.data + at) + 1;
         list = names.data;
         list_len = names.len;
     }
-    if (have && ctime_ns(&ds) < w->record_before && ctime_kept(f, fd, ds.st_dev))
-        CHECK(add_record(f, &ds, list, list_len));
+    if (record) CHECK(add_record(f, &ds, list, list_len));
     size_t mine = n;
     if (n > SPLIT_MIN && w->threads > 1) {
         mine = STAT_BATCH;
@@ -726,14 +797,15 @@ static cm_rc add_extra(walk *w, found *f, const char *p)
             }
             *parent = (dref){fd, NULL, 1, false};
         }
-        CHECK(add_entry(w, f, parent, p, slash + 1, 0, wsub, 0, true, true));
+        CHECK(add_entry(w, f, parent, p, strlen(p), slash + 1, 0, wsub, 0, true, true));
     } else {
         int fd = open(parent_abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) goto out; /* absent: nothing to list */
         uint32_t k = (uint32_t)w->nroots;
         CHECK(add_root_dir(w, fd, parent_abs));
         parent = &w->roots[k];
-        CHECK(add_entry(w, f, parent, p, slash + 1, k, sub_of(parent_abs), 0, true, true));
+        CHECK(add_entry(w, f, parent, p, strlen(p), slash + 1, k, sub_of(parent_abs), 0, true,
+                        true));
     }
 out:
     if (parent && !parent->keep) {
@@ -808,8 +880,14 @@ static cm_rc absorb(file_list *dst, problem_list *pdst, found *src)
     dst->total_bytes += src->files.total_bytes;
     cm_index_file_list_absorb_names(dst, &src->files);
     dst->dirs_hinted += src->hinted;
-    if (src->record.len && cm_buf_add(&dst->dir_record, src->record.data, src->record.len))
+    if (!dst->dir_record.len) { /* taken over, not copied (a thread's records, or none) */
+        buf t = dst->dir_record;
+        dst->dir_record = src->record;
+        src->record = t;
+    } else if (src->record.len &&
+               cm_buf_add(&dst->dir_record, src->record.data, src->record.len)) {
         return CM_ENOMEM;
+    }
     cm_buf_release(&src->record);
     if (src->files.n && dst->cap - dst->n < src->files.n) {
         mem_file *nv = realloc(dst->v, (dst->n + src->files.n) * sizeof *nv);
@@ -875,7 +953,7 @@ static cm_rc add_sessions(const cm_config *cfg, walk *w, found *f)
                                       "skipped: %lld bytes, over the %lld-byte cap",
                                       (long long)st.st_size, (long long)DISCOVER_MAX_FILE_BYTES);
         else if (!rc)
-            rc = push_file(f, &rel, abs.data, root, sub, "sessions", &st);
+            rc = push_file(f, rel.data, rel.len, abs.data, abs.len, root, sub, "sessions", &st);
     }
     closedir(d);
     cm_buf_release(&abs);
@@ -899,7 +977,9 @@ cm_rc cm_discover_files_hinted(const cm_config *cfg, const void *hint, size_t hi
                                int64_t record_before_ns, file_list *out, problem_list *problems)
 {
     cm_rc rc = CM_OK;
-    walk w = {.cfg = cfg, .record_before = record_before_ns > 0 ? record_before_ns : 0};
+    walk w = {.cfg = cfg,
+              .record_before = record_before_ns > 0 ? record_before_ns : 0,
+              .ws_len = strlen(cfg->workspace)};
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     worker k[MAX_THREADS];
@@ -922,10 +1002,10 @@ cm_rc cm_discover_files_hinted(const cm_config *cfg, const void *hint, size_t hi
     const char *top =
         fstatat(ws, "MEMORY.md", &st, AT_SYMLINK_NOFOLLOW) == 0 ? "MEMORY.md" : "memory.md";
     CHECK(cm_fs_join(&p, cfg->workspace, top));
-    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, top, 0, wsub, 0, true, false));
+    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, p.len, top, 0, wsub, 0, true, false));
     cm_buf_reset(&p);
     CHECK(cm_fs_join(&p, cfg->workspace, "memory"));
-    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, "memory", 0, wsub, 0, true, false));
+    CHECK(add_entry(&w, &roots, &w.roots[0], p.data, p.len, "memory", 0, wsub, 0, true, false));
     for (size_t i = 0; i < cfg->extra_paths.n; i++) {
         cm_buf_reset(&p);
         rc = cm_config_extra_path(cfg, i, &p);

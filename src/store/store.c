@@ -277,6 +277,7 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
     if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "open", err, errlen));
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, busy_ms);
+    s->busy_ms = busy_ms;
     if (!(flags & STORE_BULK)) {
         /* Before anything is written (the journal mode is): another program's
          * index (QuantumClaw's, same table names) is left as it is. */
@@ -425,7 +426,16 @@ void cm_store_checkpoint(store *s)
         cm_store_pg_merge_pending(s);
         return;
     }
-    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    int log = -1, done = -1;
+    if (sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) !=
+            SQLITE_OK ||
+        log <= 0 || done != log)
+        return;
+    /* Every frame is in the file: truncate the WAL unless a reader is still
+     * on an older snapshot (then SQLITE_BUSY at once, and it stays as is). */
+    sqlite3_busy_timeout(s->db, 0);
+    sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_busy_timeout(s->db, s->busy_ms);
 }
 
 cm_rc cm_store_begin(store *s, char *err, size_t errlen)

@@ -36,6 +36,7 @@ typedef struct store {
     bool bulk;               /* STORE_BULK: keyword entries wait for cm_store_bulk_keywords */
     sqlite3_stmt *stmts[10]; /* prepared on first use, see store.c */
     buf scratch;             /* keyword text of one chunk */
+    int busy_ms;             /* the busy timeout it was opened with */
 } store;
 
 /* SQL for a hit's time (ns) from its chunks row c: a transcript's chunk
@@ -153,10 +154,13 @@ cm_rc cm_store_meta_set(store *s, const char *key, const char *json, char *err, 
 
 cm_rc cm_store_begin(store *s, char *err, size_t errlen);
 /* Copies committed WAL content into the database file without blocking
- * readers (connections do not checkpoint on close). PostgreSQL: merges the
- * keyword index's pending list if this connection inserted chunks since it
- * last did (outside a transaction; best effort). A sync that changed files
- * calls it when done. */
+ * readers (connections do not checkpoint on close), then, when every frame
+ * is in the file and no reader holds an older snapshot, empties the WAL
+ * (tried once, never waited for): the next process to open the index then
+ * has no frames to read back into its WAL index before its first read.
+ * PostgreSQL: merges the keyword index's pending list if this connection
+ * inserted chunks since it last did (outside a transaction; best effort). A
+ * sync that wrote (files, or only the stat snapshot) calls it when done. */
 void cm_store_checkpoint(store *s);
 cm_rc cm_store_commit(store *s, char *err, size_t errlen);
 
