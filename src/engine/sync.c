@@ -13,6 +13,7 @@
 #include "../base/fs.h"
 #include "../base/path.h"
 #include "../base/utf8.h"
+#include "../index/dir_records.h"
 #include "../index/memfile.h"
 #include "engine_int.h"
 

@@ -19,12 +19,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "../base/buf.h"
 #include "../base/fs.h"
 #include "discover.h"
+#include "dir_records.h"
 #include "media.h"
 
 #define MAX_DEPTH   64 /* spelled out in the "nested more than 64" problem */
@@ -65,21 +65,8 @@ typedef struct found {
     buf rel;    /* scratch: a file's relative path (all zero: empty) */
     buf record; /* directory records (file_list.h's dir_record) */
     size_t hinted;
-    /* whether the file system of device fs_dev keeps ctime (fs_known) */
-    dev_t fs_dev;
-    bool fs_known, fs_ok;
+    dir_fs_cache fs; /* whether the file system met last keeps ctime */
 } found;
-
-/* One parsed directory record of a hint (file_list.h's dir_record). */
-typedef struct hint_dir {
-    uint64_t dev, ino;
-    int64_t ctime_ns;
-    const char *names; /* len bytes, n NUL-terminated names */
-    uint32_t len;
-    size_t n;
-} hint_dir;
-
-#define RECORD_HEAD (8 + 8 + 8 + 4)
 
 typedef struct dir_id {
     dev_t dev;
@@ -337,11 +324,6 @@ static cm_rc queue_batch(walk *w, dref *self, const char *abs, const char *names
     return CM_OK;
 }
 
-static bool is_dot(const char *name)
-{
-    return name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0));
-}
-
 /* One entry of a directory (or a root): a .md file is listed, a directory
  * queued, a symbolic link named like a note (or given as a root) reported.
  * abs is the entry's absolute path, name its last component (in parent). */
@@ -401,163 +383,6 @@ out:
     return rc;
 }
 
-static int hint_cmp(const void *a, const void *b)
-{
-    const hint_dir *x = a, *y = b;
-    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
-    return x->ino < y->ino ? -1 : x->ino > y->ino;
-}
-
-/* The number of names in the len bytes at p when they are names a directory
- * can hold, each NUL-terminated: none empty, ".", ".." or with a '/' (a
- * record is read from the index, and its names go to fstatat: none may
- * leave the directory); else SIZE_MAX. One pass over the bytes. */
-static size_t names_count(const unsigned char *p, size_t len)
-{
-    size_t n = 0;
-    if (!len) return 0;
-    if (p[len - 1] != 0 || memchr(p, '/', len)) return SIZE_MAX;
-    for (size_t at = 0; at < len; n++) {
-        const char *name = (const char *)p + at;
-        size_t l = strlen(name);
-        if (l == 0 || is_dot(name)) return SIZE_MAX;
-        at += l + 1;
-    }
-    return n;
-}
-
-/* Parses the records at p (n bytes) into w->hint; a record that does not
- * parse leaves the walk without any (it reads every directory). */
-static cm_rc parse_hint(walk *w, const unsigned char *p, size_t n)
-{
-    size_t cnt = 0;
-    for (size_t at = 0; at < n;) {
-        uint32_t len;
-        if (n - at < RECORD_HEAD) return CM_OK;
-        memcpy(&len, p + at + 24, 4);
-        at += RECORD_HEAD;
-        if (len > n - at) return CM_OK;
-        at += len;
-        cnt++;
-    }
-    if (!cnt) return CM_OK;
-    hint_dir *v = calloc(cnt, sizeof *v);
-    if (!v) return CM_ENOMEM;
-    for (size_t at = 0, i = 0; i < cnt; i++) {
-        hint_dir *h = &v[i];
-        memcpy(&h->dev, p + at, 8);
-        memcpy(&h->ino, p + at + 8, 8);
-        memcpy(&h->ctime_ns, p + at + 16, 8);
-        memcpy(&h->len, p + at + 24, 4);
-        h->names = (const char *)p + at + RECORD_HEAD;
-        h->n = names_count((const unsigned char *)h->names, h->len);
-        if (h->n == SIZE_MAX) {
-            free(v);
-            return CM_OK;
-        }
-        at += RECORD_HEAD + h->len;
-    }
-    qsort(v, cnt, sizeof *v, hint_cmp);
-    w->hint = v;
-    w->nhint = cnt;
-    return CM_OK;
-}
-
-bool cm_discover_records_same(const void *a, size_t alen, const void *b, size_t blen)
-{
-    walk x = {0}, y = {0};
-    bool same = parse_hint(&x, a, alen) == CM_OK && parse_hint(&y, b, blen) == CM_OK &&
-                x.nhint == y.nhint && (x.nhint > 0 || (alen == 0 && blen == 0));
-    for (size_t i = 0; same && i < x.nhint; i++)
-        same = x.hint[i].dev == y.hint[i].dev && x.hint[i].ino == y.hint[i].ino &&
-               x.hint[i].ctime_ns == y.hint[i].ctime_ns && x.hint[i].len == y.hint[i].len &&
-               memcmp(x.hint[i].names, y.hint[i].names, x.hint[i].len) == 0;
-    free(x.hint);
-    free(y.hint);
-    return same;
-}
-
-static int64_t ctime_ns(const struct stat *st)
-{
-    return (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
-}
-
-/* Whether the file system of the directory fd (device dev) is one whose
- * ctime is known to change with every entry added, removed or renamed (a
- * FUSE or network file system may report a fixed or a cached one): only
- * those get records. One fstatfs per device a thread meets. */
-static bool ctime_kept(found *f, int fd, dev_t dev)
-{
-    static const unsigned long kept[] = {
-        0xEF53,     /* ext2/3/4 */
-        0x58465342, /* xfs */
-        0x9123683E, /* btrfs */
-        0x01021994, /* tmpfs */
-        0x794c7630, /* overlayfs */
-        0xF2F52010, /* f2fs */
-        0x2fc12fc1, /* zfs */
-        0xca451a4e, /* bcachefs */
-    };
-    if (f->fs_known && f->fs_dev == dev) return f->fs_ok;
-    struct statfs sf;
-    f->fs_known = true;
-    f->fs_dev = dev;
-    f->fs_ok = false;
-    if (fstatfs(fd, &sf) != 0) return false;
-    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
-        if ((unsigned long)sf.f_type == kept[i]) f->fs_ok = true;
-    return f->fs_ok;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Sorts the n names (NUL-terminated in a row) of names by strcmp, so that a
- * directory recorded is listed, then and from its record, in its paths'
- * order: the order of the files rows (and of their stat snapshot) after a
- * rebuild, which the no-change check then meets one after another. */
-static cm_rc sort_names(buf *names, size_t n)
-{
-    const char **v = malloc(n * sizeof *v);
-    char *copy = malloc(names->len);
-    if (!v || !copy) {
-        free(v);
-        free(copy);
-        return CM_ENOMEM;
-    }
-    memcpy(copy, names->data, names->len);
-    for (size_t i = 0, at = 0; i < n; i++) {
-        v[i] = copy + at;
-        at += strlen(copy + at) + 1;
-    }
-    qsort(v, n, sizeof *v, name_cmp);
-    for (size_t i = 0, at = 0; i < n; i++) {
-        size_t l = strlen(v[i]) + 1;
-        memcpy(names->data + at, v[i], l);
-        at += l;
-    }
-    free(v);
-    free(copy);
-    return CM_OK;
-}
-
-/* Appends the record of a directory (its stat ds, names len bytes). */
-static cm_rc add_record(found *f, const struct stat *ds, const char *names, size_t len)
-{
-    uint64_t dev = (uint64_t)ds->st_dev, ino = (uint64_t)ds->st_ino;
-    int64_t ct = ctime_ns(ds);
-    uint32_t l32 = (uint32_t)len;
-    if (len > UINT32_MAX) return CM_OK; /* not recorded: read next time */
-    cm_rc rc = cm_buf_add(&f->record, &dev, 8);
-    if (!rc) rc = cm_buf_add(&f->record, &ino, 8);
-    if (!rc) rc = cm_buf_add(&f->record, &ct, 8);
-    if (!rc) rc = cm_buf_add(&f->record, &l32, 4);
-    if (!rc && len) rc = cm_buf_add(&f->record, names, len);
-    return rc;
-}
-
 /* Reads one directory: lists its .md files, queues its subdirectories. */
 static cm_rc read_dir(walk *w, found *f, dir_job *job)
 {
@@ -578,8 +403,8 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
     const hint_dir *h = NULL;
     if (have && w->nhint) {
         hint_dir key = {.dev = (uint64_t)ds.st_dev, .ino = (uint64_t)ds.st_ino};
-        h = bsearch(&key, w->hint, w->nhint, sizeof *w->hint, hint_cmp);
-        if (h && h->ctime_ns != ctime_ns(&ds)) h = NULL;
+        h = cm_dir_records_find(w->hint, w->nhint, &key);
+        if (h && h->ctime_ns != cm_dir_ctime_ns(&ds)) h = NULL;
     }
     DIR *d = fd >= 0 && !h ? fdopendir(fd) : NULL;
     if (!d && !h) {
@@ -613,24 +438,25 @@ static cm_rc read_dir(walk *w, found *f, dir_job *job)
     }
     while (d && (de = readdir(d)) != NULL) {
         const char *name = de->d_name;
-        if (is_dot(name)) continue;
+        if (cm_dir_is_dot(name)) continue;
         bool wanted = is_md(name) || (job->media && cm_index_media_kind(w->cfg, name));
         if (de->d_type == DT_REG && !wanted) continue;
         if (de->d_type == DT_LNK && !wanted) continue;
         CHECK(cm_buf_add(&names, name, strlen(name) + 1));
         n++;
     }
-    bool record = have && ctime_ns(&ds) < w->record_before && ctime_kept(f, fd, ds.st_dev);
+    bool record = have && cm_dir_ctime_ns(&ds) < w->record_before &&
+                  cm_dir_ctime_kept(&f->fs, fd, ds.st_dev);
     if (!h) {
-        /* a directory recorded has its names in path order (sort_names);
+        /* a directory recorded has its names in path order (cm_dir_sort_names);
          * one read each time keeps the order it was read in */
-        if (record && n > 1) CHECK(sort_names(&names, n));
+        if (record && n > 1) CHECK(cm_dir_sort_names(&names, n));
         for (size_t k = 0, at = 0; k < n && k < STAT_BATCH; k++)
             first = at += strlen(names.data + at) + 1;
         list = names.data;
         list_len = names.len;
     }
-    if (record) CHECK(add_record(f, &ds, list, list_len));
+    if (record) CHECK(cm_dir_record_add(&f->record, &ds, list, list_len));
     size_t mine = n;
     if (n > SPLIT_MIN && w->threads > 1) {
         mine = STAT_BATCH;
@@ -987,7 +813,7 @@ cm_rc cm_discover_files_hinted(const cm_config *cfg, const void *hint, size_t hi
     found roots = {0};
     buf p = BUF_INIT;
     memset(out, 0, sizeof *out);
-    if (hint && hint_len) CHECK(parse_hint(&w, hint, hint_len));
+    if (hint && hint_len) CHECK(cm_dir_records_parse(hint, hint_len, &w.hint, &w.nhint));
     w.roots = calloc(cfg->extra_paths.n + 2, sizeof *w.roots); /* + the sessions directory */
     w.root_abs = calloc(cfg->extra_paths.n + 2, sizeof *w.root_abs);
     if (!w.roots || !w.root_abs) CHECK(CM_ENOMEM);

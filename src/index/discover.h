@@ -55,11 +55,6 @@ cm_rc cm_discover_files_unsorted(const cm_config *cfg, file_list *out, problem_l
 cm_rc cm_discover_files_hinted(const cm_config *cfg, const void *hint, size_t hint_len,
                                int64_t record_before_ns, file_list *out, problem_list *problems);
 
-/* Whether two sets of directory records hold the same directories, ctimes
- * and names, in any order (records that do not parse are never the same as
- * any, even each other; two empty sets are). */
-bool cm_discover_records_same(const void *a, size_t alen, const void *b, size_t blen);
-
 /* Whether the config indexes session transcripts (experimental.sessionMemory
  * with "sessions" among the sources). */
 bool cm_discover_sessions_on(const cm_config *cfg);
