@@ -181,14 +181,21 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
     return exec_once(s, sql, n, v, lens, bin);
 }
 
-static const char *const stmt_names[PG_STMT_N] = {"cm_search", "cm_search_lex"};
+/* The name statement id is prepared under. */
+static const char *stmt_name(int id, char *name, size_t cap)
+{
+    snprintf(name, cap, "cm_stmt_%d", id);
+    return name;
+}
 
 /* Prepares statement id on the connection unless it has it. */
 static PGresult *prepare_once(store *s, int id, const char *sql, int n)
 {
     if (s->pg->prepared & (1u << id)) return NULL;
+    char name[32];
     s->pg->round_trips++;
-    PGresult *r = cm_store_pg_lib.prepare(s->pg->conn, stmt_names[id], sql, n, NULL);
+    PGresult *r =
+        cm_store_pg_lib.prepare(s->pg->conn, stmt_name(id, name, sizeof name), sql, n, NULL);
     if (!cm_store_pg_ok(r)) return r;
     cm_store_pg_lib.clear(r);
     s->pg->prepared |= 1u << id;
@@ -208,8 +215,10 @@ cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const c
         if (r) cm_store_pg_lib.clear(r);
         r = prepare_once(s, id, sql, n);
         if (!r) {
+            char name[32];
             s->pg->round_trips++;
-            r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_names[id], n, v, NULL, NULL, 0);
+            r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_name(id, name, sizeof name), n, v,
+                                              NULL, NULL, 0);
         }
         if (cm_store_pg_ok(r) || s->pg->depth ||
             cm_store_pg_lib.status(s->pg->conn) != CONNECTION_BAD)

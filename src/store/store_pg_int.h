@@ -110,8 +110,18 @@ void cm_store_pg_saw_version(store *s, int64_t v);
 /* Forgets the copy of meta_get_recent (a write of this store). */
 void cm_store_pg_meta_forget(store *s);
 
-/* Statements prepared once per connection (cm_store_pg_run_prepared). */
-enum { PG_STMT_SEARCH, PG_STMT_SEARCH_LEX, PG_STMT_N };
+/* Statements prepared once per connection (cm_store_pg_run_prepared): the
+ * search of any number of phrases (server-lexed, lexed here), then the
+ * search of exactly k phrases, 1 <= k <= PG_FLAT_MAX (store_pg_search.c),
+ * server-lexed (PG_STMT_FLAT + k - 1) and lexed here (+ PG_FLAT_MAX). */
+#define PG_FLAT_MAX 8
+enum {
+    PG_STMT_SEARCH,
+    PG_STMT_SEARCH_LEX,
+    PG_STMT_FLAT,
+    PG_STMT_N = PG_STMT_FLAT + 2 * PG_FLAT_MAX
+};
+_Static_assert(PG_STMT_N <= 32, "one bit of store_pg.prepared per statement");
 
 /* store_pg_lex.c: the tokenizer of the SQLite store's tokenizer name
  * (porter: porter over unicode61; else unicode61), made once per store and
