@@ -157,7 +157,10 @@ static const char search_lex_sql[] = SEARCH_SQL("(", " || $6::text)::tsquery");
  * matches its phrase. a counts the AND hits and each phrase's document
  * frequency over u (its IDF), and the answer's scores are summed in the
  * phrases' order, as cm_bm25 does (the statement above sums in whatever
- * order its grouping meets the rows). Written into b (replaced); lex: the
+ * order its grouping meets the rows). The length normalisation is taken in
+ * float8 (0.75 times an integer is exact in either type; in numeric it was
+ * numeric arithmetic and a conversion through text per chunk). Written
+ * into b (replaced); lex: the
  * phrases are tsquery literals (search_lex_sql's form). The OFFSET 0s keep
  * a subquery whole (pulled up, its expressions would be copied into each
  * use and computed again). */
@@ -234,9 +237,9 @@ static cm_rc flat_sql(buf *b, int k, bool lex)
     if (!rc)
         rc = cm_buf_adds(
             b,
-            " AS alli FROM (SELECT u.*, 1.2 * (0.25 + 0.75 * u.ntok / st.avgdl) AS nm FROM u "
-            "CROSS JOIN a CROSS JOIN st WHERE u.hit OR (a.orp AND u.hito) OFFSET 0) t CROSS JOIN "
-            "a OFFSET 0) y ORDER BY 2 DESC, 1 LIMIT $5::int) "
+            " AS alli FROM (SELECT u.*, 1.2 * (0.25 + 0.75 * u.ntok::float8 / st.avgdl) AS nm "
+            "FROM u CROSS JOIN a CROSS JOIN st WHERE u.hit OR (a.orp AND u.hito) OFFSET 0) t "
+            "CROSS JOIN a OFFSET 0) y ORDER BY 2 DESC, 1 LIMIT $5::int) "
             "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, -r.score, CASE WHEN "
             "c.source = 'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT f.mtime FROM "
             "clawmem_files f WHERE f.agent_id = $1::text AND f.path = c.path) END, a.orp, (SELECT "
