@@ -160,10 +160,9 @@ static const char search_lex_sql[] = SEARCH_SQL("(", " || $6::text)::tsquery");
  * order its grouping meets the rows). The length normalisation is taken in
  * float8 (0.75 times an integer is exact in either type; in numeric it was
  * numeric arithmetic and a conversion through text per chunk). Written
- * into b (replaced); lex: the
- * phrases are tsquery literals (search_lex_sql's form). The OFFSET 0s keep
- * a subquery whole (pulled up, its expressions would be copied into each
- * use and computed again). */
+ * into b (replaced); lex: the phrases are tsquery literals (search_lex_sql's
+ * form). The OFFSET 0s keep a subquery whole (pulled up, its expressions
+ * would be copied into each use and computed again). */
 static cm_rc flat_sql(buf *b, int k, bool lex)
 {
     const char *tq = lex ? "(" : "to_tsquery($6::regconfig, ";
