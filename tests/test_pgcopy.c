@@ -208,3 +208,50 @@ TEST(pgcopy_rebuild_analyzes_without_the_keyword_text)
         copy_psql("ALTER TABLE clawmem_chunks RESET (autovacuum_enabled); SELECT 1", v, sizeof v));
     copy_drop("copy-s");
 }
+
+/* A rebuild large enough to send its COPY in several pieces merges the
+ * keyword index's pending list on a second connection while it copies
+ * (started at least once), and what the merger has not merged the commit
+ * does: afterwards the list is empty and every file's own word is found. */
+TEST(pgcopy_rebuild_merges_pending_list_beside_the_copy)
+{
+    if (!copy_dsn()) SKIP("postgres", "no PostgreSQL cluster (CLAWMEM_TEST_PG_DSN)");
+    enum { NF = 6000 };
+    store s;
+    char err[256], v[64];
+    copy_drop("copy-m");
+    EXPECT_INT(
+        cm_store_open_pg(&s, copy_dsn(), "copy-m", "porter", STORE_CREATE, 5000, err, sizeof err),
+        CM_OK);
+    EXPECT_INT(cm_store_pg_rebuild_begin(&s, "porter", err, sizeof err), CM_OK);
+    for (int i = 0; i < NF; i++) {
+        buf b = BUF_INIT;
+        EXPECT_INT(cm_buf_printf(&b, "entry %d holds uniq%d", i, i), CM_OK);
+        for (int k = 0; k < 40; k++) /* about 450 bytes: the COPY goes in 1 MB pieces */
+            EXPECT_INT(cm_buf_printf(&b, " common%d", (i + k) % 97), CM_OK);
+        char path[32];
+        snprintf(path, sizeof path, "memory/m%04d.md", i);
+        chunk_list l = {0};
+        EXPECT_INT(cm_chunk_text(b.data, b.len, 4000, 0, &l), CM_OK);
+        EXPECT_INT(
+            cm_store_file_replace(&s, path, "memory", "h", 1, (int64_t)b.len, NULL, &l, err,
+                                  sizeof err),
+            CM_OK);
+        cm_chunk_list_release(&l);
+        cm_buf_release(&b);
+    }
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+    EXPECT(cm_store_pg_merges_aside(&s) >= 1);
+    EXPECT(copy_psql("SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", v,
+                     sizeof v));
+    EXPECT_STR(v, "0");
+    static const char *const q[] = {"\"uniq0\"", "\"uniq2999\"", "\"uniq5999\""};
+    for (size_t i = 0; i < ARRAY_LEN(q); i++) {
+        fts_hits h = {0};
+        EXPECT_INT(cm_store_fts_search(&s, q[i], NULL, 5, &h, err, sizeof err), CM_OK);
+        EXPECT_INT(h.n, 1);
+        cm_fts_hits_release(&h);
+    }
+    cm_store_close(&s);
+    copy_drop("copy-m");
+}

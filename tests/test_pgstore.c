@@ -608,6 +608,110 @@ TEST_PG(pgstore_bm25_counts_many_occurrences_as_sqlite)
         free(texts[i]);
 }
 
+/* A query's score is the sum of its phrases' BM25 terms, which the SQLite
+ * store adds in the phrases' order; the PostgreSQL store's statement of k
+ * phrases (k <= 8, a column per phrase) adds them in the same order, so
+ * both give the same scores to the last bit and the same chunks at the
+ * limit. 120 chunks of eight words at varied counts and lengths, the rows
+ * out of id order (as after syncs); queries of 3 to 8 phrases (the OR hits
+ * ranked, the AND hits), and one of 10 (the statement of any phrase
+ * count, which sums in its grouping's order: near). */
+TEST_PG(pgstore_search_adds_phrases_in_order_as_sqlite)
+{
+    enum { NF = 120 };
+    static const char *const words[] = {"alpha", "bravo", "charlie", "delta",
+                                        "echo",  "foxtrot", "golf", "hotel"};
+    const char *paths[NF];
+    char *texts[NF];
+    char names[NF][16];
+    for (int i = 0; i < NF; i++) {
+        buf b = BUF_INIT;
+        cm_buf_adds(&b, "lead");
+        for (int w = 0; w < (int)ARRAY_LEN(words); w++) {
+            int n = (i * (w + 3) + w * w) % (w + 4); /* 0 .. w + 3 */
+            for (int k = 0; k < n; k++)
+                cm_buf_printf(&b, " %s", words[w]);
+        }
+        for (int k = 0; k < (i * 7) % 23; k++) /* lengths apart */
+            cm_buf_printf(&b, " pad%d", k);
+        texts[i] = cm_buf_detach(&b);
+        snprintf(names[i], sizeof names[i], "s%03d.md", i);
+        paths[i] = names[i];
+    }
+    char *d = tmp_dir();
+    store lite, pg;
+    char err[256];
+    EXPECT_INT(cm_store_open(&lite, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err,
+                             sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_begin(&lite, err, sizeof err), CM_OK);
+    for (int i = 0; i < NF; i++) {
+        chunk_list l = chunks_of(texts[i]);
+        EXPECT_INT(
+            cm_store_file_replace(&lite, paths[i], "memory", "h", 1, 1, NULL, &l, err, sizeof err),
+            CM_OK);
+        cm_chunk_list_release(&l);
+    }
+    EXPECT_INT(cm_store_commit(&lite, err, sizeof err), CM_OK);
+    drop("order");
+    EXPECT_INT(fill("order", "unicode61", NF, paths, (const char *const *)texts), CM_OK);
+    EXPECT_INT(open_pg(&pg, "order", 0), CM_OK);
+    /* The table's rows out of id order, as after a while of syncs: the
+     * first half written again (new ids, at the table's end), the space it
+     * left vacuumed, the second half written again into it. Both stores
+     * get the same writes (the same ids' order). */
+    for (int half = 0; half < 2; half++) {
+        if (half) psql_long("VACUUM clawmem_chunks");
+        store *both[] = {&lite, &pg};
+        for (size_t k = 0; k < ARRAY_LEN(both); k++) {
+            EXPECT_INT(cm_store_begin(both[k], err, sizeof err), CM_OK);
+            for (int i = half * NF / 2; i < (half + 1) * NF / 2; i++) {
+                chunk_list l = chunks_of(texts[i]);
+                EXPECT_INT(cm_store_file_replace(both[k], paths[i], "memory", "h2", 1, 1, NULL, &l,
+                                                 err, sizeof err),
+                           CM_OK);
+                cm_chunk_list_release(&l);
+            }
+            EXPECT_INT(cm_store_commit(both[k], err, sizeof err), CM_OK);
+        }
+    }
+    static const char *const queries[] = {
+        "\"alpha\" OR \"bravo\" OR \"charlie\"",
+        "\"hotel\" OR \"delta\" OR \"alpha\" OR \"golf\"",
+        "\"echo\" OR \"charlie\" OR \"foxtrot\" OR \"bravo\" OR \"hotel\"",
+        "\"golf\" OR \"alpha\" OR \"echo\" OR \"delta\" OR \"bravo\" OR \"charlie\"",
+        "\"alpha\" OR \"bravo\" OR \"charlie\" OR \"delta\" OR \"echo\" OR \"foxtrot\" OR "
+        "\"golf\" OR \"hotel\"",
+        "\"charlie\" AND \"echo\" AND \"golf\"",
+        "\"alpha\" OR \"bravo\" OR \"charlie\" OR \"delta\" OR \"echo\" OR \"foxtrot\" OR "
+        "\"golf\" OR \"hotel\" OR \"lead\" OR \"pad3\""};
+    for (size_t q = 0; q < ARRAY_LEN(queries); q++) {
+        bool exact = q + 1 < ARRAY_LEN(queries);
+        fts_hits a = {0}, b = {0};
+        EXPECT_INT(cm_store_fts_search(&lite, queries[q], NULL, 12, &a, err, sizeof err), CM_OK);
+        EXPECT_INT(cm_store_fts_search(&pg, queries[q], NULL, 12, &b, err, sizeof err), CM_OK);
+        EXPECT(a.n > 0);
+        EXPECT_INT(b.n, a.n);
+        int differ = 0;
+        for (size_t i = 0; i < a.n && i < b.n; i++) {
+            if (exact) {
+                if (b.v[i].rank != a.v[i].rank || strcmp(b.v[i].path, a.v[i].path) != 0) differ++;
+            } else {
+                EXPECT_NEAR(b.v[i].rank, a.v[i].rank, 1e-9);
+            }
+        }
+        if (differ) fprintf(stderr, "  query %zu: %d of %zu hits differ\n", q, differ, a.n);
+        EXPECT_INT(differ, 0);
+        cm_fts_hits_release(&a);
+        cm_fts_hits_release(&b);
+    }
+    cm_store_close(&lite);
+    cm_store_close(&pg);
+    drop("order");
+    for (int i = 0; i < NF; i++)
+        free(texts[i]);
+}
+
 /* A rebuild sends its files in batches (512 files a statement): 1,300
  * files, with names that need quoting in an array literal and a problem
  * row, give the rows, the totals and the BM25 scores of the SQLite store. */

@@ -100,6 +100,9 @@ cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen)
 /* How many statements a PostgreSQL store has sent to its server (each a
  * round trip; a rebuild's batch too); 0 for SQLite. For tests and figures. */
 uint64_t cm_store_pg_round_trips(const store *s);
+/* Merges of the keyword index's pending list a PostgreSQL rebuild started
+ * on its second connection while it copied (for tests; 0 for SQLite). */
+uint64_t cm_store_pg_merges_aside(const store *s);
 /* Whether a PostgreSQL store's connection is still up (false after the
  * server went away: reopen it). */
 bool cm_store_pg_connected(const store *s);

@@ -89,6 +89,9 @@ static void pq_load(void)
     PQ_SYM(set_notice_processor, "PQsetNoticeProcessor");
     PQ_SYM(put_copy_data, "PQputCopyData");
     PQ_SYM(put_copy_end, "PQputCopyEnd");
+    PQ_SYM(send_query, "PQsendQuery");
+    PQ_SYM(consume_input, "PQconsumeInput");
+    PQ_SYM(is_busy, "PQisBusy");
     cm_store_pg_lib.ok = ok;
 }
 
@@ -181,14 +184,21 @@ static PGresult *exec_sql(store *s, const char *sql, int n, const char *const *v
     return exec_once(s, sql, n, v, lens, bin);
 }
 
-static const char *const stmt_names[PG_STMT_N] = {"cm_search", "cm_search_lex"};
+/* The name statement id is prepared under. */
+static const char *stmt_name(int id, char *name, size_t cap)
+{
+    snprintf(name, cap, "cm_stmt_%d", id);
+    return name;
+}
 
 /* Prepares statement id on the connection unless it has it. */
 static PGresult *prepare_once(store *s, int id, const char *sql, int n)
 {
     if (s->pg->prepared & (1u << id)) return NULL;
+    char name[32];
     s->pg->round_trips++;
-    PGresult *r = cm_store_pg_lib.prepare(s->pg->conn, stmt_names[id], sql, n, NULL);
+    PGresult *r =
+        cm_store_pg_lib.prepare(s->pg->conn, stmt_name(id, name, sizeof name), sql, n, NULL);
     if (!cm_store_pg_ok(r)) return r;
     cm_store_pg_lib.clear(r);
     s->pg->prepared |= 1u << id;
@@ -208,8 +218,10 @@ cm_rc cm_store_pg_run_prepared(store *s, int id, const char *sql, int n, const c
         if (r) cm_store_pg_lib.clear(r);
         r = prepare_once(s, id, sql, n);
         if (!r) {
+            char name[32];
             s->pg->round_trips++;
-            r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_names[id], n, v, NULL, NULL, 0);
+            r = cm_store_pg_lib.exec_prepared(s->pg->conn, stmt_name(id, name, sizeof name), n, v,
+                                              NULL, NULL, 0);
         }
         if (cm_store_pg_ok(r) || s->pg->depth ||
             cm_store_pg_lib.status(s->pg->conn) != CONNECTION_BAD)
@@ -387,6 +399,7 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     s->path = cm_buf_detach(&name);
     s->pg->seen_version = s->pg->meta_version = -1;
     s->pg->lexer_undo = -1;
+    if (!(s->pg->dsn = cm_strdup(dsn))) CHECK(CM_ENOMEM);
     s->pg->conn = cm_store_pg_lib.connectdb(dsn);
     if (!s->pg->conn) CHECK(CM_ENOMEM);
     if (cm_store_pg_lib.status(s->pg->conn) != CONNECTION_OK) {
@@ -429,6 +442,9 @@ out:
 void cm_store_pg_close(store *s)
 {
     if (s->pg) {
+        cm_store_pg_merge_aside_end(s, false);
+        if (s->pg->dsn) memset(s->pg->dsn, 0, strlen(s->pg->dsn)); /* a secret: wiped */
+        free(s->pg->dsn);
         if (s->pg->conn) cm_store_pg_lib.finish(s->pg->conn);
         cm_store_pg_lex_close(s);
         cm_buf_release(&s->pg->lexbuf);
@@ -534,10 +550,15 @@ cm_rc cm_store_pg_commit(store *s, char *err, size_t errlen)
     }
     if (p->dirty) cm_store_pg_meta_forget(s); /* a new version, perhaps new meta */
     p->depth = 0;
-    /* a rebuild merges the keyword index's pending list now */
+    /* a rebuild merges the keyword index's pending list now: what the
+     * merger has not (it finishes first) */
+    cm_store_pg_merge_aside_end(s, !rc);
     if (!rc && rebuilt) cm_store_pg_merge_pending(s);
     return rc;
 }
+
+/* Merges the keyword index's pending list into the index. */
+static const char merge_sql[] = "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)";
 
 /* The keyword index takes new entries into its pending list (GIN's
  * fastupdate), which every search then reads whole until autovacuum's next
@@ -556,9 +577,80 @@ void cm_store_pg_merge_pending(store *s)
     struct store_pg *p = s->pg;
     if (!p->unmerged || p->depth) return;
     char ignore[8];
-    cm_store_pg_run(s, "SELECT gin_clean_pending_list('clawmem_chunks_tsv'::regclass)", 0, NULL,
-                    "", NULL, ignore, sizeof ignore);
+    cm_store_pg_run(s, merge_sql, 0, NULL, "", NULL, ignore, sizeof ignore);
     p->unmerged = false;
+}
+
+/* The merger starts a merge after at least this many chunks came since its
+ * last one began. */
+#define PG_ASIDE_CHUNKS 4096
+
+/* A rebuild's COPY fills the keyword index's pending list, and merging it
+ * at the commit took a third of a tldr rebuild's server time, while the
+ * client and the server's COPY left the second core mostly idle
+ * (docs/BENCHMARKS.md). The merger, a second connection, merges the list
+ * while the COPY goes on: GIN's pending list takes new entries during a
+ * merge (autovacuum merges beside writers the same way), and its index
+ * entries need no visibility, so entries of the uncommitted rebuild may
+ * move into the index (a rolled-back rebuild's entries then point at dead
+ * rows, as after any aborted insert). Nothing waits for it but the
+ * commit; a merger that cannot connect, or a role that may not merge (the
+ * index's owner only: its error ignored), leaves the merge to the commit,
+ * as before. */
+void cm_store_pg_merge_aside(store *s)
+{
+    struct store_pg *p = s->pg;
+    if (!p->fresh || !p->dsn || p->aside_off) return;
+    if (p->aside_busy) {
+        if (!cm_store_pg_lib.consume_input(p->aside)) {
+            cm_store_pg_merge_aside_end(s, false);
+            p->aside_off = true;
+            return;
+        }
+        if (cm_store_pg_lib.is_busy(p->aside)) return; /* still merging */
+        PGresult *r;
+        while ((r = cm_store_pg_lib.get_result(p->aside)) != NULL)
+            cm_store_pg_lib.clear(r);
+        p->aside_busy = false;
+    }
+    if (p->dchunks - p->aside_at < PG_ASIDE_CHUNKS) return;
+    if (!p->aside) {
+        p->aside = cm_store_pg_lib.connectdb(p->dsn);
+        if (!p->aside || cm_store_pg_lib.status(p->aside) != CONNECTION_OK) {
+            if (p->aside) cm_store_pg_lib.finish(p->aside);
+            p->aside = NULL;
+            p->aside_off = true;
+            return;
+        }
+        cm_store_pg_lib.set_notice_processor(p->aside, no_notices, NULL);
+    }
+    if (!cm_store_pg_lib.send_query(p->aside, merge_sql)) {
+        cm_store_pg_merge_aside_end(s, false);
+        p->aside_off = true;
+        return;
+    }
+    p->aside_busy = true;
+    p->aside_at = p->dchunks;
+    p->merges_aside++;
+}
+
+void cm_store_pg_merge_aside_end(store *s, bool wait)
+{
+    struct store_pg *p = s->pg;
+    if (p->aside) {
+        PGresult *r;
+        while (wait && p->aside_busy && (r = cm_store_pg_lib.get_result(p->aside)) != NULL)
+            cm_store_pg_lib.clear(r);
+        cm_store_pg_lib.finish(p->aside); /* a merge still running ends on its own */
+    }
+    p->aside = NULL;
+    p->aside_busy = p->aside_off = false;
+    p->aside_at = 0;
+}
+
+uint64_t cm_store_pg_merges_aside(const store *s)
+{
+    return s->pg ? s->pg->merges_aside : 0;
 }
 
 cm_rc cm_store_pg_log_next(store *s, int64_t *seq, char *err, size_t errlen)
@@ -596,6 +688,7 @@ void cm_store_pg_rollback(store *s)
     if (!s->pg || !s->pg->depth) return;
     cm_store_pg_drop_pending(s->pg); /* never sent: the transaction ends without them */
     cm_store_pg_copy_abort(s);       /* an open COPY ends, failed */
+    cm_store_pg_merge_aside_end(s, false);
     if (s->pg->inflight) { /* sent: its result read and dropped */
         char ignore0[8];
         cm_store_pg_collect_batch(s, ignore0, sizeof ignore0);

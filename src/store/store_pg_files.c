@@ -302,7 +302,10 @@ static cm_rc copy_chunk(store *s, const char *path, const char *source, const ch
     p->dchunks++;
     p->dntok += ntok;
     p->unmerged = true;
-    if (b->len >= PG_COPY_FLUSH) rc = copy_send(s, err, errlen);
+    if (b->len >= PG_COPY_FLUSH) {
+        rc = copy_send(s, err, errlen);
+        if (!rc) cm_store_pg_merge_aside(s); /* the server has more rows: merge them beside */
+    }
 out:
     return rc;
 }

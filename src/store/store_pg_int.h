@@ -40,6 +40,9 @@ typedef struct store_pg_lib {
     PQnoticeProcessor (*set_notice_processor)(PGconn *, PQnoticeProcessor, void *);
     int (*put_copy_data)(PGconn *, const char *, int);
     int (*put_copy_end)(PGconn *, const char *);
+    int (*send_query)(PGconn *, const char *);
+    int (*consume_input)(PGconn *);
+    int (*is_busy)(PGconn *);
     bool ok;
 } store_pg_lib;
 extern store_pg_lib cm_store_pg_lib;
@@ -103,15 +106,47 @@ struct store_pg {
      * (store_pg_files.c) */
     bool copying;
     buf copybuf;
+    /* A rebuild's merger (cm_store_pg_merge_aside): a second connection
+     * that merges the keyword index's pending list while this one copies;
+     * dsn: kept for it (a secret: wiped at close); aside_busy: a merge sent
+     * and not finished; aside_off: no merger for this rebuild (it could
+     * not connect); aside_at: dchunks when the last merge started;
+     * merges_aside: merges started (cm_store_pg_merges_aside). */
+    char *dsn;
+    PGconn *aside;
+    bool aside_busy, aside_off;
+    int64_t aside_at;
+    uint64_t merges_aside;
 };
+
+/* During a rebuild, after COPY data went to the server: starts a merge of
+ * the keyword index's pending list on the merger (a second connection,
+ * made at the first call) when it is idle and enough chunks came since
+ * the last one, so that the merge runs beside the COPY, on another
+ * server process, rather than after it (store_pg.c). Best effort: never
+ * fails the rebuild. */
+void cm_store_pg_merge_aside(store *s);
+/* Ends the merger: its merge waited for when wait, then its connection
+ * closed. */
+void cm_store_pg_merge_aside_end(store *s, bool wait);
 
 /* A statement read the agent's data version v (see seen_version). */
 void cm_store_pg_saw_version(store *s, int64_t v);
 /* Forgets the copy of meta_get_recent (a write of this store). */
 void cm_store_pg_meta_forget(store *s);
 
-/* Statements prepared once per connection (cm_store_pg_run_prepared). */
-enum { PG_STMT_SEARCH, PG_STMT_SEARCH_LEX, PG_STMT_N };
+/* Statements prepared once per connection (cm_store_pg_run_prepared): the
+ * search of any number of phrases (server-lexed, lexed here), then the
+ * search of exactly k phrases, 1 <= k <= PG_FLAT_MAX (store_pg_search.c),
+ * server-lexed (PG_STMT_FLAT + k - 1) and lexed here (+ PG_FLAT_MAX). */
+#define PG_FLAT_MAX 8
+enum {
+    PG_STMT_SEARCH,
+    PG_STMT_SEARCH_LEX,
+    PG_STMT_FLAT,
+    PG_STMT_N = PG_STMT_FLAT + 2 * PG_FLAT_MAX
+};
+_Static_assert(PG_STMT_N <= 32, "one bit of store_pg.prepared per statement");
 
 /* store_pg_lex.c: the tokenizer of the SQLite store's tokenizer name
  * (porter: porter over unicode61; else unicode61), made once per store and

@@ -143,6 +143,110 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
 static const char search_sql[] = SEARCH_SQL("to_tsquery($6::regconfig, ", ")");
 static const char search_lex_sql[] = SEARCH_SQL("(", " || $6::text)::tsquery");
 
+/* The same search for a query of exactly k phrases (most queries), with
+ * each phrase's tsquery, IDF and frequency a column rather than a row: one
+ * row per chunk from the scan to the ranking, no rows per (chunk, phrase)
+ * to join, sort and group, and no tsvector carried past the scan (both cost
+ * more than the ranking functions, docs/BENCHMARKS.md). qq holds the
+ * phrases' tsqueries (e: non-empty; an empty phrase has no IDF and no
+ * frequency, as one dropped from php above; o: one lexeme without a
+ * prefix). The scan (u) computes each matching chunk's frequency of each
+ * phrase at once, the same values as tf above: ts_rank's count, which is 0
+ * exactly when the chunk lacks the lexeme, so it is also the match test the
+ * document frequency needs; ts_rank_cd, dearer, only for a chunk that
+ * matches its phrase. a counts the AND hits and each phrase's document
+ * frequency over u (its IDF), and the answer's scores are summed in the
+ * phrases' order, as cm_bm25 does (the statement above sums in whatever
+ * order its grouping meets the rows). The length normalisation is taken in
+ * float8 (0.75 times an integer is exact in either type; in numeric it was
+ * numeric arithmetic and a conversion through text per chunk). Written
+ * into b (replaced); lex: the phrases are tsquery literals (search_lex_sql's
+ * form). The OFFSET 0s keep a subquery whole (pulled up, its expressions
+ * would be copied into each use and computed again). */
+static cm_rc flat_sql(buf *b, int k, bool lex)
+{
+    const char *tq = lex ? "(" : "to_tsquery($6::regconfig, ";
+    const char *qt = lex ? " || $6::text)::tsquery" : ")";
+    cm_buf_reset(b);
+    cm_rc rc = cm_buf_adds(b, "WITH qq AS MATERIALIZED (SELECT x.*");
+    for (int i = 1; !rc && i <= k; i++)
+        rc = cm_buf_printf(b,
+                           ", numnode(x.q%d) > 0 AS e%d, numnode(x.q%d) = 1 AND right(x.q%d::text, "
+                           "1) = '''' AS o%d",
+                           i, i, i, i, i);
+    if (!rc) rc = cm_buf_adds(b, " FROM (SELECT ");
+    for (int i = 1; !rc && i <= k; i++)
+        rc = cm_buf_printf(b, "%s($2::text[])[%d]%s AS q%d, ", tq, i, qt, i);
+    if (!rc)
+        rc = cm_buf_printf(b,
+                           "%s$4::text%s AS qand, %scoalesce($7::text, $4::text)%s AS qorx OFFSET "
+                           "0) x), ",
+                           tq, qt, tq, qt);
+    if (!rc)
+        rc = cm_buf_adds(b, "st AS MATERIALIZED (SELECT greatest(nchunks, " STR(
+                                FTS_RANK_MIN_ROWS) ")::float8 AS n, CASE WHEN nchunks > 0 AND "
+                                                   "ntok > 0 THEN ntok::float8 / nchunks ELSE 1 "
+                                                   "END AS avgdl, version FROM clawmem_agents "
+                                                   "WHERE agent_id = $1::text), ");
+    if (!rc)
+        rc = cm_buf_adds(b, "u AS MATERIALIZED (SELECT c.id, c.ntok, c.tsv @@ qq.qand AS hit, "
+                            "$7::text IS NULL OR $7::text = $3::text OR c.tsv @@ qq.qorx AS hito");
+    for (int i = 1; !rc && i <= k; i++)
+        rc =
+            cm_buf_printf(b,
+                          ", CASE WHEN NOT qq.e%d THEN 0 WHEN qq.o%d THEN round(1 / (1.64493406685 "
+                          "* (1 - ts_rank('{1,1,1,1}', c.tsv, qq.q%d, 0)::float8)) - 0.5) WHEN "
+                          "c.tsv @@ qq.q%d THEN ts_rank_cd('{1,1,1,1}', c.tsv, qq.q%d, 0)::float8 "
+                          "ELSE 0 END AS f%d",
+                          i, i, i, i, i, i);
+    if (!rc)
+        rc = cm_buf_printf(b,
+                           " FROM clawmem_chunks c, qq WHERE c.agent_id = $1::text AND c.tsv @@ "
+                           "%s$3::text%s), "
+                           "a AS MATERIALIZED (SELECT $7::text IS NOT NULL AND x.nh < $5::int AS "
+                           "orp",
+                           tq, qt);
+    for (int i = 1; !rc && i <= k; i++)
+        rc = cm_buf_printf(
+            b,
+            ", CASE WHEN qq.e%d THEN greatest(" STR(
+                FTS_RANK_IDF_FLOOR) ", ln((st.n "
+                                    "- x.n%d + 0.5) / (x.n%d + 0.5))) ELSE 0 END AS i%d",
+            i, i, i, i);
+    if (!rc) rc = cm_buf_adds(b, " FROM (SELECT count(*) FILTER (WHERE u.hit) AS nh");
+    for (int i = 1; !rc && i <= k; i++)
+        rc = cm_buf_printf(b, ", (count(*) FILTER (WHERE u.f%d > 0))::float8 AS n%d", i, i);
+    if (!rc)
+        rc = cm_buf_adds(b, " FROM u) x CROSS JOIN qq CROSS JOIN st), "
+                            "r AS (SELECT y.id, CASE WHEN y.alli > 0 AND y.have < y.alli THEN "
+                            "greatest(y.s - 6 * (1 - y.have / y.alli), y.s * 0.001) ELSE y.s END "
+                            "AS score FROM (SELECT t.id, ");
+    for (int i = 1; !rc && i <= k; i++)
+        rc = cm_buf_printf(b,
+                           "%s(CASE WHEN t.f%d > 0 THEN a.i%d * t.f%d * 2.2 / (t.f%d + t.nm) ELSE "
+                           "0 END)",
+                           i > 1 ? " + " : "", i, i, i, i);
+    if (!rc) rc = cm_buf_adds(b, " AS s, ");
+    for (int i = 1; !rc && i <= k; i++)
+        rc = cm_buf_printf(b, "%s(CASE WHEN t.f%d > 0 THEN a.i%d ELSE 0 END)", i > 1 ? " + " : "",
+                           i, i);
+    if (!rc) rc = cm_buf_adds(b, " AS have, ");
+    for (int i = 1; !rc && i <= k; i++)
+        rc = cm_buf_printf(b, "%sa.i%d", i > 1 ? " + " : "", i);
+    if (!rc)
+        rc = cm_buf_adds(
+            b,
+            " AS alli FROM (SELECT u.*, 1.2 * (0.25 + 0.75 * u.ntok::float8 / st.avgdl) AS nm "
+            "FROM u CROSS JOIN a CROSS JOIN st WHERE u.hit OR (a.orp AND u.hito) OFFSET 0) t "
+            "CROSS JOIN a OFFSET 0) y ORDER BY 2 DESC, 1 LIMIT $5::int) "
+            "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, -r.score, CASE WHEN "
+            "c.source = 'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT f.mtime FROM "
+            "clawmem_files f WHERE f.agent_id = $1::text AND f.path = c.path) END, a.orp, (SELECT "
+            "version FROM st) FROM r JOIN clawmem_chunks c ON c.agent_id = $1::text AND c.id = "
+            "r.id CROSS JOIN a ORDER BY r.score DESC, c.id");
+    return rc;
+}
+
 static const char hit_sql[] =
     "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, 0, CASE WHEN c.source = "
     "'sessions' THEN c.updated_at * 1000000000 ELSE (SELECT f.mtime FROM clawmem_files f WHERE "
@@ -170,7 +274,7 @@ cm_rc cm_store_pg_fts_search(store *s, const char *match, const char *or_match, 
                              fts_hits *out, bool *used_or, char *err, size_t errlen)
 {
     buf tsq = BUF_INIT, aq = BUF_INIT, tor = BUF_INIT;
-    buf otsq = BUF_INIT, oaq = BUF_INIT, otor = BUF_INIT;
+    buf otsq = BUF_INIT, oaq = BUF_INIT, otor = BUF_INIT, flat = BUF_INIT;
     PGresult *r = NULL;
     int nphrase = 0, onphrase = 0;
     if (used_or) *used_or = false;
@@ -183,9 +287,14 @@ cm_rc cm_store_pg_fts_search(store *s, const char *match, const char *or_match, 
     bool lex = s->pg->lexer;
     const char *pa[] = {s->pg->agent, aq.data, tor.data, tsq.data, lim, lex ? "" : s->pg->tsconfig,
                         or_match && onphrase ? otsq.data : NULL};
-    rc = cm_store_pg_run_prepared(s, lex ? PG_STMT_SEARCH_LEX : PG_STMT_SEARCH,
-                                  lex ? search_lex_sql : search_sql, 7, pa, "keyword search", &r,
-                                  err, errlen);
+    int id = lex ? PG_STMT_SEARCH_LEX : PG_STMT_SEARCH;
+    const char *sql = lex ? search_lex_sql : search_sql;
+    if (nphrase <= PG_FLAT_MAX) { /* most queries: the statement of their phrase count */
+        CHECK(flat_sql(&flat, nphrase, lex));
+        id = PG_STMT_FLAT + (lex ? PG_FLAT_MAX : 0) + nphrase - 1;
+        sql = flat.data;
+    }
+    rc = cm_store_pg_run_prepared(s, id, sql, 7, pa, "keyword search", &r, err, errlen);
     if (rc == CM_EDB) rc = CM_EINVAL; /* the query itself: a syntax error */
     if (rc) goto out;
     int n = cm_store_pg_lib.ntuples(r);
@@ -210,6 +319,7 @@ out:
     cm_buf_release(&otsq);
     cm_buf_release(&oaq);
     cm_buf_release(&otor);
+    cm_buf_release(&flat);
     return rc;
 }
 
