@@ -248,7 +248,7 @@ static cm_rc put_variants(const query_opts *o, const char *q, const span *k, buf
 {
     char low[QUERY_VARIANT_MAX];
     size_t m = 0;
-    query_variant v[QUERY_MAX_VARIANTS];
+    query_variant v[QUERY_MAX_VARIANTS] = {0};
     if (k->cjk || !lower(q + k->start, k->len, low, sizeof low, &m)) return CM_OK;
     for (size_t i = 0; i < m; i++)
         if (low[i] == '-') low[i] = ' ';
@@ -264,6 +264,8 @@ static cm_rc put_variants(const query_opts *o, const char *q, const span *k, buf
         if (!rc) rc = cm_buf_add(out, v[i].text, len);
         if (!rc) rc = cm_buf_addc(out, '"');
         if (!rc) rc = cm_buf_printf(o->weights, " %.3g", v[i].weight);
+        if (!rc && v[i].absent > v[i].weight && v[i].absent < 1)
+            rc = cm_buf_printf(o->weights, "/%.3g", v[i].absent);
         *any = true;
     }
     return rc;
