@@ -84,6 +84,14 @@ static bool is_stop(const char *s, size_t len)
     return lower(s, len, low, sizeof low, &m) && cm_stopword_is(low, m);
 }
 
+/* Whether the token a, lower-cased, is a word of the list test. */
+static bool is_word(const char *q, const span *a, bool (*test)(const char *, size_t))
+{
+    char low[64];
+    size_t m;
+    return lower(q + a->start, a->len, low, sizeof low, &m) && test(low, m);
+}
+
 typedef struct tokens {
     span v[QUERY_MAX_TOKENS];
     bool stop[QUERY_MAX_TOKENS];
@@ -389,6 +397,11 @@ cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out
     size_t wstart = groups ? o->weights->len : 0;
     tokens t = {0};
     tokenize(q, n, groups && o->variants && o->join_hyphens, &t);
+    /* In a question, a verb that frames what was said is no keyword
+     * (stopwords.h; docs/QUALITY.md, issue 30, round 8). */
+    if (t.n && !t.v[0].cjk && is_word(q, &t.v[0], cm_stopword_question_opener))
+        for (size_t k = 1; k < t.n; k++)
+            if (!t.v[k].cjk && is_word(q, &t.v[k], cm_stopword_speech_verb)) t.stop[k] = true;
     /* Keywords are the tokens that are not stop words; a query made only of
      * stop words uses them all. */
     bool drop_short = trigram && !expand, any = false;
