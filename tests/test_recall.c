@@ -405,3 +405,31 @@ TEST(recall_when_questions_prefer_a_time)
     json_decref(p);
     ws_close(&w);
 }
+
+TEST(recall_when_asks_a_year_or_a_count_of_years)
+{
+    static const char *const yes[] = {"Which year did Evan start yoga?",
+                                      "what month was the launch",
+                                      "How many years passed between the two moves?",
+                                      "¿Qué año empezó Maya?", "Quantos anos tem a casa?"};
+    static const char *const no[] = {"How many cats does Maya have?", "What did Maya say?",
+                                     "Which yearbook is hers?", "the year Maya moved"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        EXPECT(cm_when_asks(yes[i], strlen(yes[i])));
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        EXPECT(!cm_when_asks(no[i], strlen(no[i])));
+}
+
+TEST(recall_which_year_questions_prefer_a_time)
+{
+    ws w = {0};
+    ws_open(&w, false);
+    write_file(w.d, "ws/memory/piano.md",
+               "Maya started the piano in 2019, after a summer of lessons with her aunt.\n");
+    write_file(w.d, "ws/memory/recital.md",
+               "Maya's piano recital went well; she started strong and loved it.\n");
+    json_t *p = ask(&w, "Which year did Maya start piano?", 0);
+    EXPECT_STR(first_path(p), "memory/piano.md");
+    json_decref(p);
+    ws_close(&w);
+}

@@ -59,6 +59,26 @@ TEST(query_stop_words_never_make_a_hit)
     EXPECT_STR(q("Schema schema SCHEMA", false, QUERY_AND), "\"Schema\"");
 }
 
+/* In a question, the verbs that frame what was said are no keywords: "What
+ * did Maya share with Tom?" asks for what she said, which the note tells
+ * without the verb; elsewhere ("samba share", "how do I share a folder")
+ * the verb is the subject. */
+TEST(query_question_drops_speech_verbs)
+{
+    EXPECT_STR(q("What did Maya share with Tom?", false, QUERY_AND), "\"Maya\" AND \"Tom\"");
+    EXPECT_STR(q("what does Gina say about the dancers", false, QUERY_OR),
+               "\"Gina\" OR \"dancers\"");
+    EXPECT_STR(q("Who did Evan describe the trip to, and what did he mention?", false, QUERY_AND),
+               "\"Evan\" AND \"trip\"");
+    /* "how" asks how to do the thing: the verb is the subject */
+    EXPECT_STR(q("how do I share a folder", false, QUERY_AND), "\"share\" AND \"folder\"");
+    EXPECT_STR(q("samba share config", false, QUERY_AND), "\"samba\" AND \"share\" AND \"config\"");
+    EXPECT_STR(q("Maya told Tom about the trip", false, QUERY_AND),
+               "\"Maya\" AND \"told\" AND \"Tom\" AND \"trip\"");
+    EXPECT_STR(q("what did she say", false, QUERY_AND), /* stop words only: all of them */
+               "\"what\" AND \"did\" AND \"she\" AND \"say\"");
+}
+
 TEST(query_of_stop_words_uses_them_all)
 {
     size_t nt = 0;

@@ -62,6 +62,78 @@ TEST(store_cm_bm25_uses_rsj_idf_with_a_prior)
     cm_chunk_list_release(&b);
 }
 
+/* A row shorter than FTS_RANK_LENGTH_FLOOR of the average is normalised at
+ * that floor: "biscuit" (dl 1) beside a 9-word row (avgdl 5) scores as if
+ * it had 2.5 words, not 1, so a note's short last chunk is no better for
+ * its shortness alone. */
+TEST(store_cm_bm25_length_floor)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        cm_store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    chunk_list a = one_chunk("biscuit"),
+               b = one_chunk("the router omada er605 box sits on the shelf");
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_file_replace(&s, "a.md", "memory", "h1", 1, 1, NULL, &a, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_file_replace(&s, "b.md", "memory", "h2", 1, 1, NULL, &b, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+    fts_hits h = {0};
+    EXPECT_INT(cm_store_fts_search(&s, "\"biscuit\"", NULL, 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(h.n, 1);
+    double norm = 1.2 * (1 - 0.75 + 0.75 * FTS_RANK_LENGTH_FLOOR);
+    EXPECT_NEAR(h.v[0].rank, -log(99.5 / 1.5) * 2.2 / (1 + norm), 1e-9);
+    cm_fts_hits_release(&h);
+    cm_store_close(&s);
+    cm_chunk_list_release(&a);
+    cm_chunk_list_release(&b);
+}
+
+/* A variant's "w/a" weight (fts_rank.h): a when no row holds its group's
+ * keyword, else w. "decide" OR "decision" under "1 0.1/0.9": over notes
+ * that never say "decide", the note saying "decision" scores 0.9 of the
+ * keyword's own score; once a note says "decide", 0.1. */
+TEST(store_cm_bm25_absent_keyword_weight)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        cm_store_open(&s, path_in(d, "i.sqlite"), "unicode61", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    chunk_list a = one_chunk("the decision was hard"), b = one_chunk("they decide it today");
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_file_replace(&s, "a.md", "memory", "h1", 1, 1, NULL, &a, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+    fts_hits h = {0}, plain = {0};
+    const char *m = "\"decide\" OR \"decision\"";
+    EXPECT_INT(cm_store_fts_search(&s, m, "1 0.1/0.9", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"decision\"", NULL, 10, &plain, err, sizeof err), CM_OK);
+    EXPECT(h.n == 1 && plain.n == 1);
+    if (h.n == 1 && plain.n == 1) EXPECT_NEAR(h.v[0].rank, 0.9 * plain.v[0].rank, 1e-9);
+    cm_fts_hits_release(&h);
+    cm_fts_hits_release(&plain);
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_file_replace(&s, "b.md", "memory", "h2", 1, 1, NULL, &b, err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, m, "1 0.1/0.9", 10, &h, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_store_fts_search(&s, "\"decision\"", NULL, 10, &plain, err, sizeof err), CM_OK);
+    EXPECT(h.n == 2 && plain.n == 1);
+    for (size_t i = 0; i < h.n && plain.n == 1; i++)
+        if (!strcmp(h.v[i].path, "a.md")) EXPECT_NEAR(h.v[i].rank, 0.1 * plain.v[0].rank, 1e-9);
+    cm_fts_hits_release(&h);
+    cm_fts_hits_release(&plain);
+    cm_store_close(&s);
+    cm_chunk_list_release(&a);
+    cm_chunk_list_release(&b);
+}
+
 TEST(store_removes_leftovers_of_dead_rebuilds)
 {
     char *d = tmp_dir();

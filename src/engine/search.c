@@ -73,6 +73,13 @@ static cm_rc expand_trigram(void *ctx, const char *term, size_t len, buf *out)
  * with the PostgreSQL store. */
 #define DERIVE_WEIGHT    0.1
 #define DERIVE_MAX_FORMS 48
+/* When the index holds no chunk with the keyword itself, its derivations
+ * stand in for it at DERIVE_ABSENT_WEIGHT instead ("What did Caroline
+ * decide" over notes that only say "decision"); cm_bm25 tells from the
+ * keyword's row count, which it has already, so this costs no lookup. 0.9
+ * gained on LoCoMo, SciFact the same (docs/QUALITY.md, issue 30, rounds 7
+ * and 8). */
+#define DERIVE_ABSENT_WEIGHT 0.9
 
 /* The typo lookups of one search, kept for its other pass (the weak-result
  * fallback asks for the same keywords): which of a keyword's one-edit
@@ -325,7 +332,8 @@ static size_t derive_variants(variant_ctx *x, const char *kw, size_t len, query_
         if (dup) continue;
         memcpy(out[n].text, word[i], wl[i]);
         out[n].text[wl[i]] = 0;
-        out[n++].weight = DERIVE_WEIGHT;
+        out[n].weight = DERIVE_WEIGHT;
+        out[n++].absent = DERIVE_ABSENT_WEIGHT;
     }
 out:
     cm_buf_release(&w);
@@ -471,8 +479,9 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
 /* The best passage's bonus: a hit among the PASSAGE_TOP best keyword hits
  * gains PASSAGE_BETA BM25 units × the share of the query's terms that its
  * best line holds (passage.h). The figures of docs/QUALITY.md (fourth round):
- * β 0.85 over the 20 best, sentences in lines over 400 bytes (abstracts). */
-#define PASSAGE_BETA          0.85
+ * the 20 best, sentences in lines over 400 bytes (abstracts); β 0.85 then,
+ * 1.0 since issue 30's round 8 (0.9-1.1 level, SciFact the same). */
+#define PASSAGE_BETA          1.0
 #define PASSAGE_TOP           20
 #define PASSAGE_SENTENCE_OVER 400
 

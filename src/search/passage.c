@@ -88,6 +88,8 @@ size_t cm_rank_passage_groups(const char *match, const char *weights, passage_te
         if (wc) {
             char *end = NULL;
             w = strtod(wc, &end);
+            if (end && end != wc && *end == '/') /* "w/a": the weight when the keyword is absent */
+                (void)strtod(end + 1, &end);
             wc = end && end != wc ? end : NULL;
         }
         if (!wc || w >= 1 || group < 0) group++; /* a keyword: a group of its own */

@@ -84,6 +84,14 @@ static bool is_stop(const char *s, size_t len)
     return lower(s, len, low, sizeof low, &m) && cm_stopword_is(low, m);
 }
 
+/* Whether the token a, lower-cased, is a word of the list test. */
+static bool is_word(const char *q, const span *a, bool (*test)(const char *, size_t))
+{
+    char low[64];
+    size_t m;
+    return lower(q + a->start, a->len, low, sizeof low, &m) && test(low, m);
+}
+
 typedef struct tokens {
     span v[QUERY_MAX_TOKENS];
     bool stop[QUERY_MAX_TOKENS];
@@ -248,7 +256,7 @@ static cm_rc put_variants(const query_opts *o, const char *q, const span *k, buf
 {
     char low[QUERY_VARIANT_MAX];
     size_t m = 0;
-    query_variant v[QUERY_MAX_VARIANTS];
+    query_variant v[QUERY_MAX_VARIANTS] = {0};
     if (k->cjk || !lower(q + k->start, k->len, low, sizeof low, &m)) return CM_OK;
     for (size_t i = 0; i < m; i++)
         if (low[i] == '-') low[i] = ' ';
@@ -264,6 +272,8 @@ static cm_rc put_variants(const query_opts *o, const char *q, const span *k, buf
         if (!rc) rc = cm_buf_add(out, v[i].text, len);
         if (!rc) rc = cm_buf_addc(out, '"');
         if (!rc) rc = cm_buf_printf(o->weights, " %.3g", v[i].weight);
+        if (!rc && v[i].absent > v[i].weight && v[i].absent < 1)
+            rc = cm_buf_printf(o->weights, "/%.3g", v[i].absent);
         *any = true;
     }
     return rc;
@@ -387,6 +397,11 @@ cm_rc cm_query_build_opts(const char *q, size_t n, const query_opts *o, buf *out
     size_t wstart = groups ? o->weights->len : 0;
     tokens t = {0};
     tokenize(q, n, groups && o->variants && o->join_hyphens, &t);
+    /* In a question, a verb that frames what was said is no keyword
+     * (stopwords.h; docs/QUALITY.md, issue 30, round 8). */
+    if (t.n && !t.v[0].cjk && is_word(q, &t.v[0], cm_stopword_question_opener))
+        for (size_t k = 1; k < t.n; k++)
+            if (!t.v[k].cjk && is_word(q, &t.v[k], cm_stopword_speech_verb)) t.stop[k] = true;
     /* Keywords are the tokens that are not stop words; a query made only of
      * stop words uses them all. */
     bool drop_short = trigram && !expand, any = false;

@@ -44,12 +44,15 @@ cm_rc cm_query_build_ex(const char *q, size_t n, bool trigram, query_join join,
 
 /* Query-side vocabulary bridging: the variants of one keyword (lower-cased;
  * the tokens of a hyphenated keyword such as "wi-fi" joined by one space),
- * each a phrase (tokens separated by spaces) with a weight in (0, 1).
- * Returns how many were written to out (at most cap). */
+ * each a phrase (tokens separated by spaces) with a weight in (0, 1), and
+ * optionally a higher weight for when the index holds no chunk with the
+ * keyword itself (absent; 0: none). out arrives zeroed. Returns how many
+ * were written to out (at most cap). */
 #define QUERY_VARIANT_MAX 64 /* bytes of a variant, its NUL included */
 typedef struct query_variant {
     char text[QUERY_VARIANT_MAX];
     double weight;
+    double absent; /* in (weight, 1): cm_bm25's "w/a" (fts_rank.h); else unused */
 } query_variant;
 typedef size_t (*query_variants_fn)(void *ctx, const char *kw, size_t len, query_variant *out,
                                     size_t cap);
@@ -63,8 +66,9 @@ typedef struct query_opts {
     void *expand_ctx;
     /* NULL: none. Each keyword becomes the group ("kw" OR "v1" OR "v2") (under
      * AND; its members under OR), and *weights receives one weight a phrase
-     * of the expression, in order ("1 1 0.4 ..."; 1 opens a group, a weight
-     * under 1 is a variant of the group before it), for cm_bm25. weights is
+     * of the expression, in order ("1 1 0.4 0.1/0.9 ..."; 1 opens a group, a
+     * weight under 1 is a variant of the group before it, "w/a" one with an
+     * absent weight, query_variant), for cm_bm25. weights is
      * left empty when no keyword has a variant. Not with trigram. */
     query_variants_fn variants;
     void *variants_ctx;

@@ -132,6 +132,24 @@ bool cm_stopword_is(const char *s, size_t len)
            in(zh_ja_alone, N(zh_ja_alone), s, len) || in(zh_particles, N(zh_particles), s, len);
 }
 
+bool cm_stopword_question_opener(const char *s, size_t len)
+{
+    static const char *const q[] = {"what",  "which", "who",   "whom", "whose", "when",
+                                    "where", "why",   "did",   "does", "do",    "is",
+                                    "are",   "was",   "were",  "has",  "have",  "had",
+                                    "can",   "could", "would", "will", "should"};
+    return in(q, N(q), s, len);
+}
+
+bool cm_stopword_speech_verb(const char *s, size_t len)
+{
+    static const char *const v[] = {"say",       "says",     "said",      "mention",   "mentions",
+                                    "mentioned", "describe", "describes", "described", "talk",
+                                    "talks",     "talked",   "tell",      "tells",     "told",
+                                    "share",     "shares",   "shared"};
+    return in(v, N(v), s, len);
+}
+
 size_t cm_stopword_cjk_at(const char *s, size_t len)
 {
     size_t best = 0;

@@ -11,6 +11,20 @@
 /* Whether s[0..len), already lower-cased, is a stop word of any language. */
 bool cm_stopword_is(const char *s, size_t len);
 
+/* Whether s[0..len), lower-cased, opens an English question about what
+ * someone did or said: a wh-word ("what", "who") or an auxiliary ("did",
+ * "is", "can"); not "how", which asks how to do a thing ("how do I share a
+ * folder", "how to tell if a port is open"). */
+bool cm_stopword_question_opener(const char *s, size_t len);
+
+/* Whether s[0..len), lower-cased, is a verb that frames what was said
+ * ("say", "told", "mentioned", "describes", "talked", "shared"): in a
+ * question that cm_stopword_question_opener opens ("What did Maya share
+ * with Tom?") it names the act of speaking, not what was said, so the query
+ * model drops it there (query.c); in other queries ("samba share", "how do
+ * I share a folder") it stays a keyword. */
+bool cm_stopword_speech_verb(const char *s, size_t len);
+
 /* The byte length of the longest Chinese/Japanese stop word (or particle such
  * as 的) that starts s[0..len) inside a CJK run, 0 if none. */
 size_t cm_stopword_cjk_at(const char *s, size_t len);

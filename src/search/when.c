@@ -343,10 +343,20 @@ bool cm_when_find(const char *q, size_t n, int64_t today, char *rest, when_range
 
 bool cm_when_asks(const char *q, size_t n)
 {
-    word v[1];
-    if (!words_of(q, n, v, 1)) return false;
-    return !strcmp(v[0].w, "when") || !strcmp(v[0].w, "cuándo") || !strcmp(v[0].w, "cuando") ||
-           !strcmp(v[0].w, "quando");
+    static const char *const when[] = {"when|cuándo|cuando|quando", NULL};
+    static const char *const which[] = {"what|which|qué|que|cuál|qual", NULL};
+    static const char *const unit[] = {
+        "year|month|day|date|week|años|año|mes|día|semana|ano|mês|dia", NULL};
+    static const char *const how_many[] = {"cuántos|cuántas|quantos|quantas", NULL};
+    static const char *const units[] = {
+        "years|months|days|weeks|años|meses|días|semanas|anos|dias", NULL};
+    word v[3];
+    size_t k = words_of(q, n, v, 3);
+    if (!k) return false;
+    if (find(v[0].w, when) >= 0) return true;
+    if (k >= 2 && find(v[0].w, which) >= 0 && find(v[1].w, unit) >= 0) return true;
+    if (k >= 2 && find(v[0].w, how_many) >= 0 && find(v[1].w, units) >= 0) return true;
+    return k >= 3 && !strcmp(v[0].w, "how") && !strcmp(v[1].w, "many") && find(v[2].w, units) >= 0;
 }
 
 /* Whether the word at v[i] (of n) speaks of a time. */

@@ -24,7 +24,11 @@ typedef struct when_range {
  * A range never ends after today. */
 bool cm_when_find(const char *q, size_t n, int64_t today, char *rest, when_range *out);
 
-/* Whether q asks when: its first word is "when" ("cuándo", "quando"). */
+/* Whether q asks when: its first word is "when" ("cuándo", "quando"), or it
+ * opens with "what/which year|month|day|date|week" or "how many
+ * years|months|weeks|days" (and their Spanish and Portuguese forms: "qué
+ * año", "cuántos años", "quantos anos"): "Which year did Evan start ...",
+ * "How many years passed between ...". */
 bool cm_when_asks(const char *q, size_t n);
 
 /* Whether text[0..n) speaks of a time outside its headings: a weekday, a

@@ -60,9 +60,11 @@ static void rank_data_free(void *p)
     free(d);
 }
 
-/* Reads the weights "1 1 0.4 ..." (one a phrase; 1 opens a group, less joins
- * the group before) into d; a missing, short or malformed list leaves the
- * rest at weight 1, each its own group. */
+/* Reads the weights "1 1 0.4 0.1/0.9 ..." (one a phrase; 1 opens a group,
+ * less joins the group before; "w/a": a member at weight a when no row holds
+ * its group's first phrase, the keyword) into d; d->freq holds each phrase's
+ * row count. A missing, short or malformed list leaves the rest at weight 1,
+ * each its own group. */
 static int weights_parse(rank_data *d, const char *spec)
 {
     int n = d->nphrase ? d->nphrase : 1;
@@ -79,17 +81,27 @@ static int weights_parse(rank_data *d, const char *spec)
         c = end != c + 1 ? end : c + 1;
     }
     d->ngrp = 0;
+    int first = 0; /* the group's first phrase */
     for (int i = 0; i < d->nphrase; i++) {
         char *end = NULL;
-        double x = c && *c ? strtod(c, &end) : 1.0;
+        double x = c && *c ? strtod(c, &end) : 1.0, a = 0;
+        if (end && end != c && *end == '/') {
+            const char *at = end + 1;
+            a = strtod(at, &end);
+            if (end == at) end = NULL;
+        }
         if (!end || end == c || !(x > 0 && x <= 1)) {
             x = 1.0;
+            a = 0;
             c = NULL; /* malformed: the rest are plain */
         } else {
             c = end;
         }
-        d->w[i] = x;
-        if (x >= 1 || !d->ngrp) d->ngrp++;
+        if (x >= 1 || !d->ngrp) {
+            d->ngrp++;
+            first = i;
+        }
+        d->w[i] = a > x && a < 1 && d->freq[first] <= 0 ? a : x;
         d->grp[i] = d->ngrp - 1;
     }
     return SQLITE_OK;
@@ -122,6 +134,7 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, c
         rc = api->xQueryPhrase(fts, i, &n, count_row);
         double N = (double)(nrow > FTS_RANK_MIN_ROWS ? nrow : FTS_RANK_MIN_ROWS);
         d->idf[i] = fmax(FTS_RANK_IDF_FLOOR, log((N - (double)n + 0.5) / ((double)n + 0.5)));
+        d->freq[i] = (double)n; /* for weights_parse; scratch of a row after */
     }
     if (rc == SQLITE_OK && spec) rc = weights_parse(d, spec);
     if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, d, rank_data_free);
@@ -233,8 +246,8 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     }
     double have = 0, all = 0;
     if (d->k && d->nbest == d->k) {
-        /* the bound: the row as if it had no length (norm at its least) */
-        double ub = row_score(d, K1 * (1.0 - B), &have, &all);
+        /* the bound: the row at the length floor (norm at its least) */
+        double ub = row_score(d, K1 * (1.0 - B + B * FTS_RANK_LENGTH_FLOOR), &have, &all);
         ub = covered(d, ub, have, all);
         if (ub < d->best[0]) {
             sqlite3_result_double(ctx, -ub);
@@ -246,7 +259,7 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
         sqlite3_result_error_code(ctx, rc);
         return;
     }
-    double norm = K1 * (1.0 - B + B * (double)dl / d->avgdl);
+    double norm = K1 * (1.0 - B + B * fmax((double)dl / d->avgdl, FTS_RANK_LENGTH_FLOOR));
     double score = row_score(d, norm, &have, &all);
     score = covered(d, score, have, all);
     if (d->k) best_add(d, score);

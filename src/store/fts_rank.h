@@ -7,7 +7,8 @@
  * Robertson–Spärck Jones IDF, ln((N − n + 0.5)/(n + 0.5)), floored at
  * FTS_RANK_IDF_FLOOR so that a term in most rows still counts a little (the
  * floor and this IDF beat Lucene's ln(1 + …) on both datasets of `make eval`,
- * docs/QUALITY.md); k1 = 1.2, b = 0.75. An
+ * docs/QUALITY.md); k1 = 1.2, b = 0.75, a row's length taken as at least half
+ * the average (a note's short last chunk is no better for its shortness). An
  * index of fewer than FTS_RANK_MIN_ROWS chunks is scored as if it had that
  * many, the missing ones without the term (a prior): otherwise every term of
  * a one-note workspace is "common" and no match clears minScore. A row that
@@ -17,9 +18,12 @@
  * ("1 1 0.4 0.4 1"): a phrase of weight 1 opens a group, one under 1 is a
  * variant of the group before it (query.h's vocabulary bridging); a group
  * scores its best member at that member's weight, and a group held only by
- * a variant counts as held for coverage. A list that starts "c<x> " scales
- * the coverage penalty by x (0..1; the weak-result fallback's c0: any part
- * of the question may answer). Like bm25() it returns the negated score, so ORDER BY
+ * a variant counts as held for coverage. A variant's weight "w/a" is a when
+ * no row holds its group's keyword (the group's first phrase), else w: a
+ * word's derivation stands in for it fully only when the notes lack the
+ * word. A list that starts "c<x> " scales the coverage penalty by x (0..1;
+ * the weak-result fallback's c0: any part of the question may answer). Like
+ * bm25() it returns the negated score, so ORDER BY
  * rank puts the best first.
  */
 #ifndef CM_FTS_RANK_H
@@ -31,6 +35,12 @@
 #define FTS_RANK_MIN_ROWS  100
 #define FTS_RANK_IDF_FLOOR 0.5    /* 0.3..0.6 all gained on both datasets; 0.5 most */
 #define FTS_RANK_MAX_K     100000 /* cm_bm25(k) keeps the k best scores up to this k */
+/* A row shorter than this share of the average row is normalised as if it
+ * had that length: a note's last chunk, mostly the overlap of the chunk
+ * before it, and one-line notes no longer outrank fuller chunks by their
+ * shortness alone (docs/QUALITY.md, issue 30, round 8: 0.5 gained on both
+ * datasets of `make eval`; 0.3-0.9 swept). */
+#define FTS_RANK_LENGTH_FLOOR 0.5
 
 /* Registers cm_bm25() on db. Returns an SQLite result code. */
 int cm_fts_rank_register(sqlite3 *db);

@@ -761,12 +761,12 @@ cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int 
     if (s->pg) return cm_store_pg_fts_search(s, match, NULL, limit, out, NULL, err, errlen);
     sqlite3_stmt *q = NULL;
     char arg[QUERY_WEIGHTS_MAX + 8] = "";
-    /* the weights become part of the rank function's SQL: digits and the
-     * characters of a number only */
+    /* the weights become part of the rank function's SQL: digits, the
+     * characters of a number and the '/' of an absent weight only */
     size_t wl = weights ? strlen(weights) : 0;
     bool ok = wl && wl <= QUERY_WEIGHTS_MAX;
     for (size_t i = 0; ok && i < wl; i++)
-        ok = strchr("0123456789. e+-c", weights[i]) != NULL;
+        ok = strchr("0123456789. e+-c/", weights[i]) != NULL;
     if (ok) snprintf(arg, sizeof arg, ", '%s'", weights);
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;

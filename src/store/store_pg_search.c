@@ -104,7 +104,8 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
  * count (a tsvector keeps at most 256 positions of a lexeme: up to there
  * the float's error moves the value by less than 0.06; 0 when absent).
  * Then BM25 with k1 1.2, b 0.75
- * over the chunk's token count, and the coverage penalty of 6. Each row
+ * over the chunk's token count (at least FTS_RANK_LENGTH_FLOOR of the
+ * average), and the coverage penalty of 6. Each row
  * also carries whether the OR hits answered and the agent's data version. */
 #define SEARCH_SQL(TQ, QT)                                                                         \
     "WITH php AS MATERIALIZED (SELECT t.i, q, numnode(q) = 1 AND right(q::text, 1) = '''' AS one " \
@@ -128,7 +129,8 @@ static cm_rc translate(store *s, const char *m, buf *tsq, buf *aq, buf *tor, int
     "ts_rank_cd('{1,1,1,1}', u.tsv, php.q, 0)::float8 END AS tf FROM u CROSS JOIN o CROSS JOIN "   \
     "php WHERE u.hit OR (o.orp AND u.hito)), "                                                     \
     "sc AS MATERIALIZED (SELECT tf.id, sum(CASE WHEN tf.tf > 0 THEN idf.idf * tf.tf * 2.2 / "      \
-    "(tf.tf + 1.2 * (0.25 + 0.75 * tf.ntok / st.avgdl)) ELSE 0 END) AS s, sum(CASE WHEN tf.tf > " \
+    "(tf.tf + 1.2 * (0.25 + 0.75 * greatest(tf.ntok / st.avgdl, "                                  \
+    STR(FTS_RANK_LENGTH_FLOOR) "))) ELSE 0 END) AS s, sum(CASE WHEN tf.tf > "                      \
     "0 THEN idf.idf ELSE 0 END) AS have, sum(idf.idf) AS alli FROM tf JOIN idf ON idf.i = tf.i "   \
     "CROSS JOIN st GROUP BY tf.id), "                                                              \
     "r AS (SELECT id, CASE WHEN alli > 0 AND have < alli THEN greatest(s - 6 * (1 - have / "       \
