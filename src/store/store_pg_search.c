@@ -238,7 +238,8 @@ static cm_rc flat_sql(buf *b, int k, bool lex)
     if (!rc)
         rc = cm_buf_adds(
             b,
-            " AS alli FROM (SELECT u.*, 1.2 * (0.25 + 0.75 * u.ntok::float8 / st.avgdl) AS nm "
+            " AS alli FROM (SELECT u.*, 1.2 * (0.25 + 0.75 * greatest(u.ntok::float8 / st.avgdl, "
+            STR(FTS_RANK_LENGTH_FLOOR) ")) AS nm "
             "FROM u CROSS JOIN a CROSS JOIN st WHERE u.hit OR (a.orp AND u.hito) OFFSET 0) t "
             "CROSS JOIN a OFFSET 0) y ORDER BY 2 DESC, 1 LIMIT $5::int) "
             "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, -r.score, CASE WHEN "
