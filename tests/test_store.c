@@ -286,6 +286,77 @@ TEST(store_cm_bm25_top_k_is_exact)
     cm_store_close(&s);
 }
 
+/* SQLITE_TRACE_STMT: counts the statements run on the connection whose SQL
+ * calls the rank function. */
+static int count_rank_stmts(unsigned type, void *ctx, void *p, void *x)
+{
+    (void)type;
+    (void)x;
+    const char *sql = sqlite3_sql(p);
+    if (sql && strstr(sql, "cm_bm25(")) (*(int *)ctx)++;
+    return 0;
+}
+
+/* A search ranks its rows in one statement: FTS5's ORDER BY rank would sort
+ * in a statement of its own and then call cm_bm25 again, on another cursor,
+ * for every row read, counting each phrase's rows a second time (issue 30,
+ * tenth round). Its hits are still those of that ranking, scores and ties
+ * (the lower rowid first, here across the limit) alike. */
+TEST(store_search_ranks_in_one_statement)
+{
+    char *d = tmp_dir();
+    store s;
+    char err[256];
+    EXPECT_INT(
+        cm_store_open(&s, path_in(d, "i.sqlite"), "porter", STORE_CREATE, 1000, err, sizeof err),
+        CM_OK);
+    static const char *texts[] = {"harbor crane at dawn", "the crane lifts crates",
+                                  "harbor crane at dawn", "cranes and herons",
+                                  "harbor crane at dawn", "a quiet harbor"};
+    EXPECT_INT(cm_store_begin(&s, err, sizeof err), CM_OK);
+    for (int f = 0; f < 30; f++) {
+        char path[32];
+        chunk_list c = one_chunk(texts[f % 6]);
+        snprintf(path, sizeof path, "n%02d.md", f);
+        EXPECT_INT(cm_store_file_replace(&s, path, "memory", "h", 1, 1, NULL, &c, err, sizeof err),
+                   CM_OK);
+        cm_chunk_list_release(&c);
+    }
+    EXPECT_INT(cm_store_commit(&s, err, sizeof err), CM_OK);
+    static const char *queries[] = {"\"crane\"", "\"harbor\" OR \"crane\"",
+                                    "\"harbor\" AND (\"crane\" OR \"heron\")"};
+    static const char *weights[] = {NULL, "c0 1 1", "1 1 0.5"};
+    for (size_t qi = 0; qi < sizeof queries / sizeof *queries; qi++) {
+        int nrank = 0;
+        fts_hits h = {0};
+        sqlite3_trace_v2(s.db, SQLITE_TRACE_STMT, count_rank_stmts, &nrank);
+        EXPECT_INT(cm_store_fts_search(&s, queries[qi], weights[qi], 7, &h, err, sizeof err),
+                   CM_OK);
+        sqlite3_trace_v2(s.db, 0, NULL, NULL);
+        EXPECT_INT(nrank, 1);
+        sqlite3_stmt *ref = NULL;
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND rank MATCH "
+                 "'cm_bm25(7, ''%s'')' ORDER BY rank LIMIT 7",
+                 weights[qi] ? weights[qi] : "");
+        EXPECT(sqlite3_prepare_v2(s.db, sql, -1, &ref, NULL) == SQLITE_OK);
+        sqlite3_bind_text(ref, 1, queries[qi], -1, SQLITE_STATIC);
+        size_t i = 0;
+        for (; sqlite3_step(ref) == SQLITE_ROW; i++) {
+            EXPECT(i < h.n);
+            if (i >= h.n) break;
+            EXPECT_INT(h.v[i].id, sqlite3_column_int64(ref, 0));
+            EXPECT(h.v[i].rank == sqlite3_column_double(ref, 1));
+        }
+        EXPECT_INT(h.n, i);
+        EXPECT_INT(i, 7);
+        sqlite3_finalize(ref);
+        cm_fts_hits_release(&h);
+    }
+    cm_store_close(&s);
+}
+
 /* One value of a single-row query on s (the test's own SQL). */
 static int64_t store_int(store *s, const char *sql)
 {

@@ -142,10 +142,14 @@ static const char *const stmt_sql[] = {
                     "source = excluded.source, hash = excluded.hash, mtime = excluded.mtime, "
                     "size = excluded.size, problem = excluded.problem",
     [DEL_FILE] = "DELETE FROM files WHERE path = ?1",
+    /* cm_bm25 called as a column, ordered by SQLite (ORDER BY 2: its value;
+     * ties by rowid, as FTS5's ORDER BY rank sorted them): FTS5's ORDER BY rank
+     * would sort in a statement of its own and call the function again for
+     * each row read, on a cursor that counts every phrase's rows again */
     [SEARCH] =
         "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, " STORE_HIT_TIME(
-            "c") " FROM (SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ?1 AND "
-                 "rank MATCH 'cm_bm25(' || ?2 || ?3 || ')' ORDER BY rank LIMIT ?2) AS f "
+            "c") " FROM (SELECT rowid, cm_bm25(chunks_fts, ?2, ?3) AS rank FROM chunks_fts "
+                 "WHERE chunks_fts MATCH ?1 ORDER BY 2 LIMIT ?2) AS f "
                  "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
     [BULK_FILE] = "INSERT INTO temp.bulk_files(path, source, hash, mtime, size, problem) "
                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
@@ -760,19 +764,17 @@ cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int 
 {
     if (s->pg) return cm_store_pg_fts_search(s, match, NULL, limit, out, NULL, err, errlen);
     sqlite3_stmt *q = NULL;
-    char arg[QUERY_WEIGHTS_MAX + 8] = "";
-    /* the weights become part of the rank function's SQL: digits, the
-     * characters of a number and the '/' of an absent weight only */
+    /* the weights: digits, the characters of a number and the '/' of an
+     * absent weight only, else none */
     size_t wl = weights ? strlen(weights) : 0;
     bool ok = wl && wl <= QUERY_WEIGHTS_MAX;
     for (size_t i = 0; ok && i < wl; i++)
         ok = strchr("0123456789. e+-c/", weights[i]) != NULL;
-    if (ok) snprintf(arg, sizeof arg, ", '%s'", weights);
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;
     sqlite3_bind_text(q, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 2, limit);
-    sqlite3_bind_text(q, 3, arg, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 3, ok ? weights : "", -1, SQLITE_STATIC);
     int r;
     while ((r = sqlite3_step(q)) == SQLITE_ROW) {
         if (out->n == out->cap) {
