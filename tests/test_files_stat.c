@@ -14,6 +14,7 @@
 #include <sqlite3.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -487,4 +488,68 @@ TEST(files_stat_walk_lists_and_records_a_directory_in_path_order)
     cm_index_problem_list_release(&pl);
     cm_index_file_list_release(&l);
     cm_index_file_list_release(&rec);
+}
+
+/* How many of this process's descriptors name the file path. */
+static int fds_on(const char *path)
+{
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++) {
+        char link[64], to[1200];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(link, to, sizeof to - 1);
+        if (len <= 0) continue;
+        to[len] = '\0';
+        n += strcmp(to, path) == 0;
+    }
+    return n;
+}
+
+/* Whether another process sees a lock on the -shm's DMS byte (SQLite's
+ * "a connection has this WAL index mapped": with none, the next opener
+ * truncates the file under every mapping of it). */
+static bool dms_locked(const char *shm)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(shm, O_RDWR);
+        struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 128, .l_len = 1};
+        _exit(fd >= 0 && fcntl(fd, F_GETLK, &l) == 0 && l.l_type != F_UNLCK ? 0 : 1);
+    }
+    int st = 1;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* A sync's stat snapshot is a statement on the index; when another process
+ * swaps a rebuilt index in while it is held, the reopen finalizes it first:
+ * else the old connection lingered (sqlite3_close_v2) beside the new one on
+ * the same -shm file, and finalizing it later closed a descriptor of that
+ * file, which drops every lock this process holds on it, so that the next
+ * process to open the index truncated the -shm under this one's mapping
+ * (SIGBUS: watch_many_processes_one_index, once in CI under ASan). */
+TEST(files_stat_swap_while_the_snapshot_is_held_keeps_one_shm_connection)
+{
+    fs_ws f;
+    ws_init(&f);
+    char shm[1200];
+    snprintf(shm, sizeof shm, "%s-shm", f.db);
+    cm_engine *e = ws_open(&f), *other = ws_open(&f);
+    char err[512];
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    EXPECT_INT(cm_engine_ensure_store(e, err, sizeof err), CM_OK);
+    store_snap snap;
+    EXPECT_INT(cm_store_files_stat_open(&e->st, &snap, err, sizeof err), CM_OK);
+    EXPECT(snap.p != NULL);
+    e->snap_held = &snap; /* as cm_builtin_sync holds it */
+    EXPECT_INT(ws_sync(other, CM_SYNC_FORCE), CM_OK); /* the swap */
+    cm_engine_close(other);
+    EXPECT_INT(cm_engine_ensure_store(e, err, sizeof err), CM_OK); /* the reopen */
+    EXPECT(e->snap_held == NULL);
+    EXPECT(snap.q == NULL && snap.p == NULL);
+    EXPECT_INT(fds_on(shm), 1);
+    cm_store_files_stat_close(&snap); /* the sync's own release: nothing left */
+    EXPECT(dms_locked(shm));
+    EXPECT_INT(fds_on(shm), 1);
+    cm_engine_close(e);
 }

@@ -15,6 +15,8 @@
 
 void cm_engine_close_store(cm_engine *e)
 {
+    if (e->snap_held) cm_store_files_stat_close(e->snap_held); /* else close_v2 would linger */
+    e->snap_held = NULL;
     if (e->st_open) cm_store_close(&e->st);
     e->st_open = false;
     cm_engine_drop_vectors(e);

@@ -68,6 +68,12 @@ struct cm_engine {
     bool st_open;
     dev_t st_dev; /* identity of the index file the connection has open */
     ino_t st_ino;
+    /* a sync's stat snapshot, a statement on st while held: finalized
+     * before st closes, so that no connection to a swapped-out index lives
+     * on beside the new one (their -shm is one file, and closing the old
+     * connection's descriptor of it later would drop the process's locks on
+     * it, letting another process truncate it under the new connection) */
+    store_snap *snap_held;
     bool foreign_checked; /* cm_engine_warn_foreign looked at the index file */
     /* provider.c: the embedding provider */
     char provider[32], model[128];

@@ -51,6 +51,13 @@ out:
     return same;
 }
 
+/* Finalizes the stat snapshot a sync held (if the index's reopen did not). */
+static void snap_release(cm_engine *e, store_snap *snap)
+{
+    if (e->snap_held == snap) e->snap_held = NULL;
+    cm_store_files_stat_close(snap);
+}
+
 /* The fingerprint: a change in any field means the whole index is rebuilt. */
 static cm_rc meta_json(const cm_engine *e, buf *out)
 {
@@ -396,9 +403,12 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
      * is done; none for a forced rebuild. Best effort: an index that
      * cannot be read here is left to the steps below, as before. */
     char msg[512];
-    if (!(flags & CM_SYNC_FORCE) && cm_engine_ensure_store(e, msg, sizeof msg) == CM_OK &&
-        cm_store_files_stat_open(&e->st, &snap, msg, sizeof msg) != CM_OK)
-        cm_store_files_stat_close(&snap);
+    if (!(flags & CM_SYNC_FORCE) && cm_engine_ensure_store(e, msg, sizeof msg) == CM_OK) {
+        if (cm_store_files_stat_open(&e->st, &snap, msg, sizeof msg) == CM_OK)
+            e->snap_held = &snap; /* a reopen of the index (a swap) closes it first */
+        else
+            cm_store_files_stat_close(&snap);
+    }
     /* sorted only when the sync goes on: the no-change check needs no order */
     CHECK(cm_discover_files_hinted(&e->cfg, snap.dirs, snap.dirs_len, record_before(), &files,
                                    &r.problems));
@@ -415,7 +425,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     bool new_records =
         snap.p && !cm_discover_records_same(snap.dirs, snap.dirs_len, files.dir_record.data,
                                             files.dir_record.len);
-    cm_store_files_stat_close(&snap); /* before any write */
+    snap_release(e, &snap); /* before any write */
     cm_discover_sort(&files);
     stats->files_seen = files.n; /* walked, even when the lock is busy */
     CHECK(cm_engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
@@ -467,7 +477,7 @@ out:
     cm_buf_release(&r.text);
     cm_buf_release(&r.clean);
     cm_chunk_list_release(&r.chunks);
-    cm_store_files_stat_close(&snap);
+    snap_release(e, &snap);
     cm_buf_release(&meta);
     free(stored);
     return rc;
