@@ -553,3 +553,34 @@ TEST(files_stat_swap_while_the_snapshot_is_held_keeps_one_shm_connection)
     EXPECT_INT(fds_on(shm), 1);
     cm_engine_close(e);
 }
+
+/* Two engines of one process on the index (as a gateway's or a server's
+ * views are) when another swaps a rebuilt index in: one moves to the new
+ * file while the other still has the old one open. Their -shm must not be
+ * one file: if it were, the second's close would drop the locks the first
+ * holds on it (POSIX locks belong to the process), and the next process to
+ * open the index would truncate the -shm under the first one's mapping. */
+TEST(files_stat_swap_gives_the_new_index_its_own_shm)
+{
+    fs_ws f;
+    ws_init(&f);
+    char shm[1200], err[512];
+    snprintf(shm, sizeof shm, "%s-shm", f.db);
+    cm_engine *a = ws_open(&f), *b = ws_open(&f), *other = ws_open(&f);
+    EXPECT_INT(ws_sync(a, 0), CM_OK);
+    EXPECT_INT(cm_engine_ensure_store(a, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_engine_ensure_store(b, err, sizeof err), CM_OK);
+    struct stat old_shm;
+    EXPECT(stat(shm, &old_shm) == 0);
+    EXPECT_INT(ws_sync(other, CM_SYNC_FORCE), CM_OK); /* the swap */
+    cm_engine_close(other);
+    EXPECT_INT(cm_engine_ensure_store(a, err, sizeof err), CM_OK); /* a: the new file */
+    struct stat new_shm;
+    EXPECT(stat(shm, &new_shm) == 0);
+    EXPECT(new_shm.st_ino != old_shm.st_ino);
+    cm_engine_close(b); /* b: the old one, closed after */
+    EXPECT(dms_locked(shm));
+    /* a still reads the index, and a new process's search finds it */
+    EXPECT_INT(check_locked(&f), CM_OK);
+    cm_engine_close(a);
+}

@@ -1,7 +1,8 @@
 /*
  * store_swap.c — the rebuild's file plumbing: the temporary index's name,
  * the atomic swap that makes it the index (the old index's WAL checkpointed
- * away first, so it is never replayed onto the new file), and the removal
+ * away first, then its WAL and WAL index unlinked, so that neither is ever
+ * read with the new file), and the removal
  * of rebuild files left by processes that died.
  */
 #include <dirent.h>
@@ -47,7 +48,8 @@ cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
     }
     close(fd);
     /* The old index's WAL must not survive: it would be replayed onto the new
-     * file. Checkpoint it away; if the old file is unreadable, drop its WAL. */
+     * file. Checkpoint it away (every frame in the old file, for whoever
+     * still reads it); if the old file is unreadable, drop its WAL. */
     char wal[4096], shm[4096];
     snprintf(wal, sizeof wal, "%s-wal", path);
     snprintf(shm, sizeof shm, "%s-shm", path);
@@ -64,15 +66,25 @@ cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
         if (r == SQLITE_OK)
             r = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         sqlite3_close_v2(db);
-        if (r != SQLITE_OK && (r & 0xff) != SQLITE_BUSY) {
-            unlink(wal); /* the old index is unreadable: its WAL is worthless */
-            unlink(shm);
-        } else if (r != SQLITE_OK || (stat(wal, &st) == 0 && st.st_size > 0)) {
+        /* an unreadable old index: its WAL is worthless, and goes below */
+        bool unreadable = r != SQLITE_OK && (r & 0xff) != SQLITE_BUSY;
+        if (!unreadable && (r != SQLITE_OK || (stat(wal, &st) == 0 && st.st_size > 0)))
             return cm_seterr(err, errlen, CM_EBUSY,
                              "index %s is in use by a reader that does not let go; try again",
                              cm_fs_clip(path, clip));
-        }
     }
+    /* The new file gets a WAL and a WAL index of its own: a connection still
+     * on the old file (another process's, or another engine's of this one)
+     * keeps the old pair, now unlinked, and stays consistent with the file it
+     * reads, while the first to open the new file creates a new pair. One
+     * -shm shared by the two files would hand the old file's readers the new
+     * file's frames, and in a process holding both, the old connection's
+     * close would drop the locks the process holds on the -shm for the new
+     * one (POSIX locks belong to the process), so that the next process to
+     * open the index would truncate it under the live mapping. */
+    if ((unlink(wal) < 0 && errno != ENOENT) || (unlink(shm) < 0 && errno != ENOENT))
+        return cm_seterr(err, errlen, CM_EIO, "remove %s's WAL: %s", cm_fs_clip(path, clip),
+                         strerror(errno));
     if (rename(tmp, path) < 0)
         return cm_seterr(err, errlen, CM_EIO, "rename %s: %s", cm_fs_clip(tmp, clip),
                          strerror(errno));
