@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "../src/agent/model_select.h"
 #include "../src/agent/session_cmds.h"
 #include "../src/tools/status_card.h"
 #include "../src/base/fs.h"
@@ -671,4 +672,179 @@ TEST(gw_cmd_status_time_ago_as_the_reference)
         cm_status_time_ago(cases[i].ms, out);
         EXPECT_STR(out, cases[i].want);
     }
+}
+
+/* ---- /model and /models ------------------------------------------------------ */
+
+/* The model of the last turn request the stand-in saw ("" when none). */
+static char *cw_turn_model(cworld *w)
+{
+    json_t *doc = w->si.last_turn ? json_loads(w->si.last_turn, 0, NULL) : NULL;
+    const char *m = json_string_value(json_object_get(doc, "model"));
+    char *s = cm_strdup(m ? m : "");
+    json_decref(doc);
+    return s;
+}
+
+#define MODEL_CFG                                                                                 \
+    "{\"models\":{\"providers\":{\"openai\":{\"models\":[{\"id\":\"gpt-t\",\"reasoning\":true},"  \
+    "{\"id\":\"gpt-u\"},{\"id\":\"gpt-x\"}]}}},"                                                 \
+    "\"agents\":{\"defaults\":{\"models\":{\"openai/gpt-t\":{},"                                  \
+    "\"openai/gpt-u\":{\"alias\":\"Quick\"}}}}}"
+
+/* /model shows the session's model and how to switch, answered without a
+ * model; /model <ref> writes providerOverride/modelOverride as 2026.3.22
+ * does and the next turn asks that model; an alias; a model outside
+ * agents.defaults.models is refused and nothing changes; the default
+ * model clears the override. */
+TEST(gw_cmd_model_shows_sets_and_clears_the_session_model)
+{
+    cworld w;
+    if (!cw_start(&w, MODEL_CFG)) return;
+    const char *key = "agent:main:main";
+    EXPECT(cw_say(&w, 43, false, "hello"));
+    int asked = w.si.n;
+    EXPECT(cw_say(&w, 43, false, "/model"));
+    char *r = cw_last_sent(&w);
+    EXPECT_STR(r, "Current: openai/gpt-t\n\nSwitch: /model <provider/model>\n"
+                  "Browse: /models (providers) or /models <provider> (models)\n"
+                  "More: /model status");
+    free(r);
+    EXPECT_INT(w.si.n, asked);
+    /* in full */
+    EXPECT(cw_say(&w, 43, false, "/model openai/gpt-u"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model set to openai/gpt-u.");
+    free(r);
+    json_t *e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "providerOverride")), "openai");
+    EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
+    EXPECT(!json_object_get(e, "model")); /* the last run's model goes with the switch */
+    json_decref(e);
+    EXPECT_INT(w.si.n, asked);
+    EXPECT(cw_say(&w, 43, false, "/model"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "Current: openai/gpt-u\n") == r);
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "and now?"));
+    r = cw_turn_model(&w);
+    EXPECT_STR(r, "gpt-u");
+    free(r);
+    /* /status shows it */
+    EXPECT(cw_say(&w, 43, false, "/status"));
+    r = cw_last_sent(&w);
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\xa7\xa0 Model: openai/gpt-u \xc2\xb7 ");
+    free(r);
+    /* not allowed: refused, nothing changes */
+    asked = w.si.n;
+    EXPECT(cw_say(&w, 43, false, "/model openai/gpt-x"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model \"openai/gpt-x\" is not allowed. Use /models to list providers, or "
+                  "/models <provider> to list models.");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
+    json_decref(e);
+    EXPECT(cw_say(&w, 43, false, "/model 2"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "Numeric model selection is not supported in chat.\n") == r);
+    free(r);
+    EXPECT_INT(w.si.n, asked);
+    /* the default model clears the override */
+    EXPECT(cw_say(&w, 43, false, "/model openai/gpt-t"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model reset to default (openai/gpt-t).");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT(!json_object_get(e, "providerOverride"));
+    EXPECT(!json_object_get(e, "modelOverride"));
+    json_decref(e);
+    EXPECT(cw_say(&w, 43, false, "again"));
+    r = cw_turn_model(&w);
+    EXPECT_STR(r, "gpt-t");
+    free(r);
+    /* an alias, any case */
+    EXPECT(cw_say(&w, 43, false, "/model quick"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model set to Quick (openai/gpt-u).");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
+    json_decref(e);
+    /* more than one word: an ordinary turn */
+    asked = w.si.turns;
+    EXPECT(cw_say(&w, 43, false, "/model quick please"));
+    EXPECT_INT(w.si.turns, asked + 1);
+    cw_stop(&w);
+}
+
+/* /models lists the providers, /models <provider> the models (2026.3.22's
+ * layout), /model list is /models; a sender not authorized for commands
+ * gets nothing and changes nothing. */
+TEST(gw_cmd_models_lists_and_model_is_gated)
+{
+    cworld w;
+    if (!cw_start(&w, MODEL_CFG)) return;
+    EXPECT(cw_say(&w, 43, false, "/models"));
+    char *r = cw_last_sent(&w);
+    EXPECT_STR(r, "Providers:\n- openai (2)\n\nUse: /models <provider>\n"
+                  "Switch: /model <provider/model>");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/model list"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "Providers:\n- openai (2)\n") == r);
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/models OpenAI"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Models (openai \xc2\xb7 \xf0\x9f\x94\x91 api-key (models.json)) \xe2\x80\x94 "
+                  "showing 1-2 of 2 (page 1/1)\n- openai/gpt-t\n- openai/gpt-u\n\n"
+                  "Switch: /model <provider/model>\nAll: /models openai all");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/models anthropic"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Unknown provider: anthropic\n\nAvailable providers:\n- openai\n\n"
+                  "Use: /models <provider>");
+    free(r);
+    EXPECT_INT(w.si.n, 0);
+    /* 44: in the open group, in no allowlist */
+    int sent = cw_sent(&w);
+    EXPECT(cw_say(&w, 44, true, "/model openai/gpt-u"));
+    EXPECT(cw_say(&w, 44, true, "/model"));
+    EXPECT(cw_say(&w, 44, true, "/models"));
+    EXPECT_INT(cw_sent(&w), sent);
+    EXPECT_INT(w.si.n, 0);
+    json_t *e = cw_entry(&w, "agent:main:telegram:group:-5");
+    EXPECT(!json_object_get(e, "modelOverride"));
+    json_decref(e);
+    /* 43 in the group: the group's session */
+    EXPECT(cw_say(&w, 43, true, "/model quick"));
+    EXPECT_INT(cw_sent(&w), sent + 1);
+    e = cw_entry(&w, "agent:main:telegram:group:-5");
+    EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
+    json_decref(e);
+    cw_stop(&w);
+}
+
+/* The entry change of a switch, as 2026.3.22's applyModelOverrideToSessionEntry. */
+TEST(gw_cmd_model_override_patch_as_the_reference)
+{
+    model_ref m = {"openai", "gpt-u"};
+    json_t *e = json_pack("{s:s,s:s,s:i,s:s,s:s}", "model", "gpt-t", "modelProvider", "openai",
+                          "contextTokens", 1000, "authProfileOverride", "openai:p1",
+                          "fallbackNoticeReason", "rate limit");
+    json_t *p = cm_model_override_patch(e, &m, false);
+    char *s = json_dumps(p, JSON_SORT_KEYS | JSON_COMPACT);
+    EXPECT_STR(s, "{\"authProfileOverride\":null,\"contextTokens\":null,"
+                  "\"fallbackNoticeReason\":null,\"model\":null,\"modelOverride\":\"gpt-u\","
+                  "\"modelProvider\":null,\"providerOverride\":\"openai\"}");
+    free(s);
+    json_decref(p);
+    json_decref(e);
+    /* the default, nothing to clear, the last run already on it: no change */
+    model_ref d = {"openai", "gpt-t"};
+    e = json_pack("{s:s,s:s}", "model", "gpt-t", "modelProvider", "openai");
+    p = cm_model_override_patch(e, &d, true);
+    EXPECT_INT((int)json_object_size(p), 0);
+    json_decref(p);
+    json_decref(e);
 }
