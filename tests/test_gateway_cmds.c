@@ -737,10 +737,10 @@ TEST(gw_cmd_model_shows_sets_and_clears_the_session_model)
     free(r);
     /* not allowed: refused, nothing changes */
     asked = w.si.n;
-    EXPECT(cw_say(&w, 43, false, "/model openai/gpt-x"));
+    EXPECT(cw_say(&w, 43, false, "/model anthropic/claude-opus-4-6"));
     r = cw_last_sent(&w);
-    EXPECT_STR(r, "Model \"openai/gpt-x\" is not allowed. Use /models to list providers, or "
-                  "/models <provider> to list models.");
+    EXPECT_STR(r, "Model \"anthropic/claude-opus-4-6\" is not allowed. Use /models to list "
+                  "providers, or /models <provider> to list models.");
     free(r);
     e = cw_entry(&w, key);
     EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
@@ -847,4 +847,50 @@ TEST(gw_cmd_model_override_patch_as_the_reference)
     EXPECT_INT((int)json_object_size(p), 0);
     json_decref(p);
     json_decref(e);
+}
+
+/* Picking with an allowlist, as 2026.3.22's resolveModelDirectiveSelection:
+ * an alias in any case, a model named in full, the closest allowed model
+ * when the one named is not allowed (labelled with its alias), refused when
+ * nothing is close; without an allowlist any model is taken as named. */
+TEST(gw_cmd_model_pick_as_the_reference)
+{
+    json_t *root = json_loads(
+        "{\"agents\":{\"defaults\":{\"models\":{\"anthropic/claude-sonnet-4-5\":{\"alias\":"
+        "\"sonnet\"},\"openai/gpt-4o-mini\":{},\"openai/gpt-4o\":{}}}}}",
+        0, NULL);
+    model_rules r = {root, "openai/gpt-t,openai/gpt-f"};
+    static const struct {
+        const char *raw, *want, *alias;
+        model_pick_rc rc;
+        bool is_default;
+    } cases[] = {
+        {"SONNET", "anthropic/claude-sonnet-4-5", "sonnet", MODEL_PICKED, false},
+        {"openai/gpt-4o", "openai/gpt-4o", "", MODEL_PICKED, false},
+        {"gpt-4o-mini", "openai/gpt-4o-mini", "", MODEL_PICKED, false},
+        {"openai/gpt-f", "openai/gpt-f", "", MODEL_PICKED, false}, /* a fallback */
+        {" openai/gpt-t ", "openai/gpt-t", "", MODEL_PICKED, true},
+        {"claude", "anthropic/claude-sonnet-4-5", "sonnet", MODEL_PICKED, false},
+        {"openai/gpt-4", "openai/gpt-4o", "", MODEL_PICKED, false},
+        {"Anthropic/sonnet-4.5", "anthropic/claude-sonnet-4-5", "", MODEL_PICKED, false},
+        {"mistral/large", "mistral/large", "", MODEL_NOT_ALLOWED, false},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        model_ref m;
+        char alias[128], key[400];
+        bool def = false;
+        EXPECT_INT(cm_model_pick(&r, cases[i].raw, &m, alias, &def), cases[i].rc);
+        cm_model_key(&m, key);
+        EXPECT_STR(key, cases[i].want);
+        if (cases[i].rc == MODEL_PICKED) EXPECT_STR(alias, cases[i].alias);
+        EXPECT_INT(def, cases[i].is_default);
+    }
+    model_rules open = {NULL, "openai/gpt-t"};
+    model_ref m;
+    bool def;
+    EXPECT_INT(cm_model_pick(&open, "gpt-5", &m, NULL, &def), MODEL_PICKED);
+    EXPECT_STR(m.model, "gpt-5");
+    EXPECT_STR(m.provider, "openai");
+    EXPECT_INT(cm_model_pick(&open, "openai/", &m, NULL, &def), MODEL_UNRECOGNIZED);
+    json_decref(root);
 }

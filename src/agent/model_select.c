@@ -166,12 +166,156 @@ static bool S_allowed(const model_rules *r, const char *defprov, const model_ref
     return false;
 }
 
+/* 2026.3.22's boundedLevenshteinDistance: the edit distance of a and b,
+ * or -1 when it is over max. */
+static int S_distance(const char *a, const char *b, int max)
+{
+    size_t al = strlen(a), bl = strlen(b);
+    if (!strcmp(a, b)) return 0;
+    if (!al || !bl || (al > bl ? al - bl : bl - al) > (size_t)max || bl > 255) return -1;
+    int prev[256], cur[256];
+    for (size_t j = 0; j <= bl; j++)
+        prev[j] = (int)j;
+    for (size_t i = 1; i <= al; i++) {
+        cur[0] = (int)i;
+        int low = cur[0];
+        for (size_t j = 1; j <= bl; j++) {
+            int c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            cur[j] = CM_MIN(CM_MIN(prev[j] + 1, cur[j - 1] + 1), c);
+            low = CM_MIN(low, cur[j]);
+        }
+        if (low > max) return -1;
+        memcpy(prev, cur, (bl + 1) * sizeof *prev);
+    }
+    return prev[bl] > max ? -1 : prev[bl];
+}
+
+/* How well fragment f names a model: the score of 2026.3.22's
+ * scoreFuzzyMatch, and what breaks its ties. */
+typedef struct fuzzy_score {
+    int score, variant_match, variants;
+    bool is_default;
+    size_t len;
+    char key[400];
+} fuzzy_score;
+
+static int S_part(const char *value, const char *f, int exact, int starts, int includes)
+{
+    if (!strcmp(value, f)) return exact;
+    if (!strncmp(value, f, strlen(f))) return starts;
+    return strstr(value, f) ? includes : 0;
+}
+
+static void S_score(const model_rules *r, const char *defprov, const model_ref *def,
+                    const model_ref *m, const char *f, fuzzy_score *s)
+{
+    static const char *const variants[] = {"lightning", "preview", "mini", "fast", "turbo",
+                                           "lite",      "beta",    "small", "nano"};
+    char ml[256], hay[400];
+    size_t k = 0;
+    for (; m->model[k] && k < sizeof ml - 1; k++)
+        ml[k] = (char)tolower((unsigned char)m->model[k]);
+    ml[k] = 0;
+    snprintf(hay, sizeof hay, "%s/%s", m->provider, ml);
+    memset(s, 0, sizeof *s);
+    s->score = S_part(hay, f, 220, 140, 110) + S_part(m->provider, f, 180, 120, 90) +
+               S_part(ml, f, 160, 110, 80);
+    int d = S_distance(f, ml, 3);
+    if (d >= 0) s->score += (3 - d) * 70;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)S_models(r), key, v)
+    {
+        const char *a = json_string_value(json_object_get(v, "alias"));
+        model_ref x;
+        char al[128];
+        size_t n = 0;
+        while (a && isspace((unsigned char)*a))
+            a++;
+        for (; a && a[n] && n < sizeof al - 1; n++)
+            al[n] = (char)tolower((unsigned char)a[n]);
+        while (n && isspace((unsigned char)al[n - 1]))
+            n--;
+        al[n] = 0;
+        if (n && S_parse(key, strlen(key), defprov, &x) && S_same(&x, m))
+            s->score += S_part(al, f, 140, 90, 60);
+    }
+    if (!strncmp(ml, m->provider, strlen(m->provider))) s->score += 30;
+    int fv = 0;
+    for (size_t i = 0; i < ARRAY_LEN(variants); i++) {
+        bool in_f = strstr(f, variants[i]), in_m = strstr(ml, variants[i]);
+        fv += in_f;
+        s->variants += in_m;
+        s->variant_match += in_f && in_m;
+    }
+    if (!fv && s->variants)
+        s->score -= s->variants * 30;
+    else if (fv)
+        s->score += s->variant_match ? s->variant_match * 40 : -20;
+    s->is_default = !strcmp(m->provider, def->provider) && !strcmp(m->model, def->model);
+    if (s->is_default) s->score += 20;
+    s->len = strlen(ml);
+    cm_model_key(m, s->key);
+}
+
+/* Whether a ranks before b (the reference's sort). */
+static bool S_before(const fuzzy_score *a, const fuzzy_score *b)
+{
+    if (a->score != b->score) return a->score > b->score;
+    if (a->is_default != b->is_default) return a->is_default;
+    if (a->variant_match != b->variant_match) return a->variant_match > b->variant_match;
+    if (a->variants != b->variants) return a->variants < b->variants;
+    if (a->len != b->len) return a->len < b->len;
+    return strcmp(a->key, b->key) < 0;
+}
+
+/* 2026.3.22's fuzzy pick among the allowed models (the allowlist's, the
+ * chain's; the aliases' are among them): the best one for fragment frag
+ * (of provider prov when not NULL) if it scores 120 (90 with a provider)
+ * or more. */
+static bool S_fuzzy(const model_rules *r, const char *defprov, const char *prov, const char *frag,
+                    model_ref *out)
+{
+    char f[256];
+    size_t k = 0;
+    while (isspace((unsigned char)*frag))
+        frag++;
+    for (; frag[k] && k < sizeof f - 1; k++)
+        f[k] = (char)tolower((unsigned char)frag[k]);
+    while (k && isspace((unsigned char)f[k - 1]))
+        k--;
+    f[k] = 0;
+    if (!f[0]) return false;
+    model_ref def, m;
+    if (!cm_model_default(r, &def)) memset(&def, 0, sizeof def);
+    fuzzy_score best = {.score = -1000000}, s;
+    bool hit = false;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)S_models(r), key, v)
+    {
+        if (!S_parse(key, strlen(key), defprov, &m) || (prov && strcmp(m.provider, prov))) continue;
+        S_score(r, defprov, &def, &m, f, &s);
+        if (!hit || S_before(&s, &best)) *out = m, best = s, hit = true;
+    }
+    for (const char *c = r->chain ? r->chain : ""; *c;) {
+        size_t n = strcspn(c, ",");
+        if (S_parse(c, n, defprov, &m) && (!prov || !strcmp(m.provider, prov))) {
+            S_score(r, defprov, &def, &m, f, &s);
+            if (!hit || S_before(&s, &best)) *out = m, best = s, hit = true;
+        }
+        c += n + (c[n] == ',');
+    }
+    return hit && best.score >= (prov ? 90 : 120);
+}
+
 model_pick_rc cm_model_pick(const model_rules *r, const char *raw, model_ref *out, char *alias,
                             bool *is_default)
 {
     model_ref def;
     char defprov[128] = "openai";
-    if (cm_model_default(r, &def)) snprintf(defprov, sizeof defprov, "%s", def.provider);
+    bool has_def = cm_model_default(r, &def);
+    if (has_def) snprintf(defprov, sizeof defprov, "%s", def.provider);
     memset(out, 0, sizeof *out);
     if (alias) alias[0] = 0;
     *is_default = false;
@@ -181,14 +325,39 @@ model_pick_rc cm_model_pick(const model_rules *r, const char *raw, model_ref *ou
     while (n && isspace((unsigned char)raw[n - 1]))
         n--;
     if (!n) return MODEL_UNRECOGNIZED;
-    if (!memchr(raw, '/', n) && S_alias(r, defprov, raw, n, out, alias)) {
-        /* an alias */
-    } else if (!S_parse(raw, n, defprov, out)) {
-        return MODEL_UNRECOGNIZED;
+    char text[512];
+    snprintf(text, sizeof text, "%.*s", (int)CM_MIN(n, sizeof text - 1), raw);
+    char *slash = strchr(text, '/');
+    bool resolved = (!slash && S_alias(r, defprov, text, strlen(text), out, alias)) ||
+                    S_parse(text, strlen(text), defprov, out);
+    bool fuzzy = false;
+    /* not allowed as named: the allowed model the words come closest to.
+     * Without an allowlist everything is allowed: the reference also wants
+     * the model in its catalog (pi-ai's built-in list, which clawmem does
+     * not carry) and looks for the closest in it. */
+    if (!resolved || !S_allowed(r, defprov, out)) {
+        const json_t *list = S_models(r);
+        model_ref named = *out;
+        if (list && json_object_size(list) && resolved && slash) {
+            char prov[128];
+            *slash = 0;
+            cm_model_provider_norm(text, prov);
+            *slash = '/';
+            fuzzy = S_fuzzy(r, defprov, prov, slash + 1, out);
+        }
+        if (!fuzzy && list && json_object_size(list)) fuzzy = S_fuzzy(r, defprov, NULL, text, out);
+        if (!fuzzy) {
+            *out = named;
+            return resolved ? MODEL_NOT_ALLOWED : MODEL_UNRECOGNIZED;
+        }
     }
-    if (!S_allowed(r, defprov, out)) return MODEL_NOT_ALLOWED;
-    *is_default = def.model[0] && !strcmp(out->provider, def.provider) &&
-                  !strcmp(out->model, def.model);
+    if (fuzzy && alias) { /* a fuzzy pick is labelled with its first alias */
+        buf al = BUF_INIT;
+        if (!cm_model_aliases(r, out, &al))
+            snprintf(alias, 128, "%.*s", (int)CM_MIN(strcspn(al.data, ","), (size_t)127), al.data);
+        cm_buf_release(&al);
+    }
+    *is_default = has_def && !strcmp(out->provider, def.provider) && !strcmp(out->model, def.model);
     return MODEL_PICKED;
 }
 
