@@ -637,12 +637,17 @@ TEST(gw_cmd_status_whoami_help_answer_without_a_model)
     EXPECT(cw_say(&w, 43, false, "/help"));
     r = cw_last_sent(&w);
     EXPECT(strstr(r, "\xe2\x84\xb9\xef\xb8\x8f Help\n\nSession\n/new  |  /reset") == r);
+    EXPECT_CONTAINS(r, "\nOptions\n/think <level>  |  /model <id>  |  /reasoning on|off|stream  |  "
+                       "/queue <mode>\n");
     EXPECT_CONTAINS(r, "\nStatus\n/status  |  /whoami\n\nMore: /commands for full list");
     free(r);
     EXPECT(cw_say(&w, 43, false, "/commands"));
     r = cw_last_sent(&w);
     EXPECT(strstr(r, "\xe2\x84\xb9\xef\xb8\x8f Slash commands\n\nSession\n/stop - ") == r);
     EXPECT_CONTAINS(r, "\n/think (/thinking, /t) - Set thinking level.\n");
+    EXPECT_CONTAINS(r, "\n/reasoning (/reason) - Toggle reasoning visibility.\n/model - Show or "
+                       "set the model.\n/models - List model providers or provider models.\n"
+                       "/queue - Adjust queue settings.\n");
     EXPECT_CONTAINS(r, "\n/whoami (/id) - Show your sender id.");
     free(r);
     EXPECT_INT(w.si.n, asked);
@@ -879,7 +884,7 @@ TEST(gw_cmd_model_pick_as_the_reference)
         model_ref m;
         char alias[128], key[400];
         bool def = false;
-        EXPECT_INT(cm_model_pick(&r, cases[i].raw, &m, alias, &def), cases[i].rc);
+        EXPECT_INT(cm_model_pick(&r, cases[i].raw, true, &m, alias, &def), cases[i].rc);
         cm_model_key(&m, key);
         EXPECT_STR(key, cases[i].want);
         if (cases[i].rc == MODEL_PICKED) EXPECT_STR(alias, cases[i].alias);
@@ -888,9 +893,11 @@ TEST(gw_cmd_model_pick_as_the_reference)
     model_rules open = {NULL, "openai/gpt-t"};
     model_ref m;
     bool def;
-    EXPECT_INT(cm_model_pick(&open, "gpt-5", &m, NULL, &def), MODEL_PICKED);
+    EXPECT_INT(cm_model_pick(&open, "gpt-5", true, &m, NULL, &def), MODEL_PICKED);
     EXPECT_STR(m.model, "gpt-5");
     EXPECT_STR(m.provider, "openai");
-    EXPECT_INT(cm_model_pick(&open, "openai/", &m, NULL, &def), MODEL_UNRECOGNIZED);
+    EXPECT_INT(cm_model_pick(&open, "openai/", true, &m, NULL, &def), MODEL_UNRECOGNIZED);
+    /* sessions.patch does not look for the closest */
+    EXPECT_INT(cm_model_pick(&r, "openai/gpt-4", false, &m, NULL, &def), MODEL_NOT_ALLOWED);
     json_decref(root);
 }

@@ -249,7 +249,7 @@ static cm_rc S_set(agent_ctx *a, const model_rules *r, session_store *st, const 
         return cm_buf_adds(msg, "Numeric model selection is not supported in chat.\n\n"
                                 "Browse: /models or /models <provider>\n"
                                 "Switch: /model <provider/model>");
-    model_pick_rc pr = cm_model_pick(r, raw, &m, alias, &is_default);
+    model_pick_rc pr = cm_model_pick(r, raw, true, &m, alias, &is_default);
     if (pr == MODEL_UNRECOGNIZED)
         return cm_buf_printf(msg, "Unrecognized model \"%.*s\". %s", (int)CM_MIN(n, (size_t)200),
                              raw, S_browse);

@@ -309,8 +309,8 @@ static bool S_fuzzy(const model_rules *r, const char *defprov, const char *prov,
     return hit && best.score >= (prov ? 90 : 120);
 }
 
-model_pick_rc cm_model_pick(const model_rules *r, const char *raw, model_ref *out, char *alias,
-                            bool *is_default)
+model_pick_rc cm_model_pick(const model_rules *r, const char *raw, bool fuzzy, model_ref *out,
+                            char *alias, bool *is_default)
 {
     model_ref def;
     char defprov[128] = "openai";
@@ -330,28 +330,28 @@ model_pick_rc cm_model_pick(const model_rules *r, const char *raw, model_ref *ou
     char *slash = strchr(text, '/');
     bool resolved = (!slash && S_alias(r, defprov, text, strlen(text), out, alias)) ||
                     S_parse(text, strlen(text), defprov, out);
-    bool fuzzy = false;
+    bool near = false;
     /* not allowed as named: the allowed model the words come closest to.
      * Without an allowlist everything is allowed: the reference also wants
      * the model in its catalog (pi-ai's built-in list, which clawmem does
      * not carry) and looks for the closest in it. */
     if (!resolved || !S_allowed(r, defprov, out)) {
-        const json_t *list = S_models(r);
+        const json_t *list = fuzzy ? S_models(r) : NULL;
         model_ref named = *out;
         if (list && json_object_size(list) && resolved && slash) {
             char prov[128];
             *slash = 0;
             cm_model_provider_norm(text, prov);
             *slash = '/';
-            fuzzy = S_fuzzy(r, defprov, prov, slash + 1, out);
+            near = S_fuzzy(r, defprov, prov, slash + 1, out);
         }
-        if (!fuzzy && list && json_object_size(list)) fuzzy = S_fuzzy(r, defprov, NULL, text, out);
-        if (!fuzzy) {
+        if (!near && list && json_object_size(list)) near = S_fuzzy(r, defprov, NULL, text, out);
+        if (!near) {
             *out = named;
             return resolved ? MODEL_NOT_ALLOWED : MODEL_UNRECOGNIZED;
         }
     }
-    if (fuzzy && alias) { /* a fuzzy pick is labelled with its first alias */
+    if (near && alias) { /* a fuzzy pick is labelled with its first alias */
         buf al = BUF_INIT;
         if (!cm_model_aliases(r, out, &al))
             snprintf(alias, 128, "%.*s", (int)CM_MIN(strcspn(al.data, ","), (size_t)127), al.data);

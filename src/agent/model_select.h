@@ -46,9 +46,12 @@ void cm_model_key(const model_ref *m, char out[400]);
  * alias as configured, "" when none. Then whether it may be selected:
  * MODEL_NOT_ALLOWED when agents.defaults.models is set and names neither
  * it nor the chain holds it; MODEL_UNRECOGNIZED when raw is no reference
- * ("", "openai/"). *is_default: it is the default model. */
-model_pick_rc cm_model_pick(const model_rules *r, const char *raw, model_ref *out, char *alias,
-                            bool *is_default);
+ * ("", "openai/"). With fuzzy (/model, not sessions.patch), a model not
+ * allowed, or no reference, becomes the allowed model the words come
+ * closest to, when close enough (the reference's resolveModelDirectiveSelection;
+ * alias is then its first alias). *is_default: it is the default model. */
+model_pick_rc cm_model_pick(const model_rules *r, const char *raw, bool fuzzy, model_ref *out,
+                            char *alias, bool *is_default);
 
 /* The aliases agents.defaults.models gives m, in config order, joined with
  * ", " into out ("" when none). */

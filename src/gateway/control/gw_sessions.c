@@ -235,7 +235,7 @@ static bool S_model(gw_ws *w, const json_t *v, const json_t *entry, json_t *patc
     } else {
         const char *raw = json_string_value(v);
         char key[400];
-        switch (cm_model_pick(&r, raw, &m, NULL, &is_default)) {
+        switch (cm_model_pick(&r, raw, false, &m, NULL, &is_default)) {
         case MODEL_PICKED:
             break;
         case MODEL_UNRECOGNIZED: {
