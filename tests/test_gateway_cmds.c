@@ -711,7 +711,7 @@ TEST(gw_cmd_model_shows_sets_and_clears_the_session_model)
     int asked = w.si.n;
     EXPECT(cw_say(&w, 43, false, "/model"));
     char *r = cw_last_sent(&w);
-    EXPECT_STR(r, "Current: openai/gpt-t\n\nSwitch: /model <provider/model>\n"
+    EXPECT_STR(r, "Current: openai/gpt-t\nSwitch: /model <provider/model>\n"
                   "Browse: /models (providers) or /models <provider> (models)\n"
                   "More: /model status");
     free(r);

@@ -305,7 +305,7 @@ cm_rc cm_agent_model_command(agent_ctx *a, const char *key, const char *text, bo
     } else if (!*rest) {
         rc = S_current(e, model, &msg);
         if (!rc)
-            rc = cm_buf_adds(&msg, "\n\nSwitch: /model <provider/model>\n"
+            rc = cm_buf_adds(&msg, "\nSwitch: /model <provider/model>\n"
                                    "Browse: /models (providers) or /models <provider> (models)\n"
                                    "More: /model status");
     } else if (!strcasecmp(rest, "status")) {
