@@ -8,6 +8,9 @@
  * for commands gets nothing. /think sets thinkingLevel and the next request
  * asks for that reasoning_effort; /reasoning stream puts the reasoning in a
  * preview of its own above the answer; /reasoning on sends it first.
+ * /model shows, sets (in full, by alias, the closest allowed) and clears
+ * the session's model as 2026.3.22 does, and the next turn asks it;
+ * /models lists; both behind the same gate.
  */
 #include <dirent.h>
 #include <jansson.h>
