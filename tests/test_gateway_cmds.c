@@ -904,3 +904,29 @@ TEST(gw_cmd_model_pick_as_the_reference)
     EXPECT_INT(cm_model_pick(&r, "openai/gpt-4", false, &m, NULL, &def), MODEL_NOT_ALLOWED);
     json_decref(root);
 }
+
+/* /models' catalog (2026.3.22's buildModelsProviderData over the configured
+ * models): providers and their model ids sorted, the allowlist's and the
+ * chain's models in, a configured model outside the allowlist out. */
+TEST(gw_cmd_models_catalog_as_the_reference)
+{
+    json_t *root = json_loads(
+        "{\"models\":{\"providers\":{\"zeta\":{\"models\":[{\"id\":\"b\"},{\"id\":\"a\"}]},"
+        "\"Alpha\":{\"models\":[{\"id\":\"c\"}]}}},\"agents\":{\"defaults\":{\"imageModel\":"
+        "{\"primary\":\"mid/vision\"}}}}",
+        0, NULL);
+    model_rules r = {root, "zeta/b,other/x"};
+    json_t *cat = cm_model_catalog(&r);
+    char *s = json_dumps(cat, JSON_COMPACT);
+    EXPECT_STR(s, "{\"alpha\":[\"c\"],\"mid\":[\"vision\"],\"other\":[\"x\"],\"zeta\":[\"a\",\"b\"]}");
+    free(s);
+    json_decref(cat);
+    json_object_set_new(json_object_get(root, "agents"), "defaults",
+                        json_pack("{s:{s:{}}}", "models", "alpha/c"));
+    cat = cm_model_catalog(&r);
+    s = json_dumps(cat, JSON_COMPACT);
+    EXPECT_STR(s, "{\"alpha\":[\"c\"],\"other\":[\"x\"],\"zeta\":[\"b\"]}");
+    free(s);
+    json_decref(cat);
+    json_decref(root);
+}

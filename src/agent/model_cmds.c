@@ -13,8 +13,8 @@
 #include "model_select.h"
 #include "session_cmds.h"
 
-#define PAGE_SIZE     20 /* the reference's /models page, and its cap */
-#define PAGE_SIZE_MAX 100
+#define PAGE_SIZE     20  /* the reference's /models page */
+#define PAGE_SIZE_MAX 100 /* and the most limit= may ask */
 
 static const char S_browse[] =
     "Use /models to list providers, or /models <provider> to list models.";

@@ -412,6 +412,22 @@ static int S_cmp(const void *a, const void *b)
     return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
 }
 
+/* Sorts an array of strings in place (as JavaScript's toSorted does for
+ * ASCII). */
+static void S_sort(json_t *arr)
+{
+    size_t n = json_array_size(arr);
+    json_t **items = n ? malloc(n * sizeof *items) : NULL;
+    if (!items) return;
+    for (size_t j = 0; j < n; j++)
+        items[j] = json_incref(json_array_get(arr, j));
+    qsort(items, n, sizeof *items, S_cmp);
+    json_array_clear(arr);
+    for (size_t j = 0; j < n; j++)
+        json_array_append_new(arr, items[j]);
+    free(items);
+}
+
 json_t *cm_model_catalog(const model_rules *r)
 {
     model_ref def, m;
@@ -457,18 +473,23 @@ json_t *cm_model_catalog(const model_rules *r)
     }
     json_object_foreach(cat, k, v)
     {
-        size_t n = json_array_size(v);
-        json_t **items = n ? malloc(n * sizeof *items) : NULL;
-        if (!items) continue;
-        for (size_t j = 0; j < n; j++)
-            items[j] = json_incref(json_array_get(v, j));
-        qsort(items, n, sizeof *items, S_cmp);
-        json_array_clear(v);
-        for (size_t j = 0; j < n; j++)
-            json_array_append_new(v, items[j]);
-        free(items);
+        S_sort(v);
     }
-    return cat;
+    /* the providers sorted too: a new object made in that order */
+    json_t *names = json_array(), *out = json_object();
+    json_object_foreach(cat, k, v)
+    {
+        json_array_append_new(names, json_string(k));
+    }
+    S_sort(names);
+    json_array_foreach(names, i, v)
+    {
+        const char *name = json_string_value(v);
+        json_object_set(out, name, json_object_get(cat, name));
+    }
+    json_decref(names);
+    json_decref(cat);
+    return out;
 }
 
 /* The trimmed string member k of e ("" when none). */

@@ -59,7 +59,7 @@ cm_rc cm_model_aliases(const model_rules *r, const model_ref *m, buf *out);
 
 /* The models /models lists (2026.3.22's buildModelsProviderData with the
  * configured catalog, models.providers.<p>.models[]): an object of
- * provider → sorted array of model ids; providers in key order. NULL when
+ * provider → sorted array of model ids, the providers sorted. NULL when
  * out of memory. */
 json_t *cm_model_catalog(const model_rules *r);
 
