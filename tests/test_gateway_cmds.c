@@ -779,6 +779,35 @@ TEST(gw_cmd_model_shows_sets_and_clears_the_session_model)
     e = cw_entry(&w, key);
     EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
     json_decref(e);
+    /* "@profile" pins one of the provider's auth profiles; another's is refused */
+    write_file(w.state, "agents/main/agent/auth-profiles.json",
+               "{\"version\":1,\"profiles\":{\"openai:work\":{\"type\":\"api_key\","
+               "\"provider\":\"openai\",\"key\":\"sk-work-0002\"},\"anthropic:me\":{\"type\":"
+               "\"api_key\",\"provider\":\"anthropic\",\"key\":\"sk-ant-0003\"}}}");
+    EXPECT(cw_say(&w, 43, false, "/model openai/gpt-u@openai:work"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model set to openai/gpt-u. Auth profile set to openai:work.");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverride")), "openai:work");
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverrideSource")), "user");
+    json_decref(e);
+    EXPECT(cw_say(&w, 43, false, "/model quick@anthropic:me"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Auth profile \"anthropic:me\" is for anthropic, not openai.");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/model quick@nobody"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Auth profile \"nobody\" not found.");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverride")), "openai:work");
+    json_decref(e);
+    /* a switch without one unpins it */
+    EXPECT(cw_say(&w, 43, false, "/model quick"));
+    e = cw_entry(&w, key);
+    EXPECT(!json_object_get(e, "authProfileOverride"));
+    json_decref(e);
     /* more than one word: an ordinary turn */
     asked = w.si.turns;
     EXPECT(cw_say(&w, 43, false, "/model quick please"));
@@ -833,6 +862,26 @@ TEST(gw_cmd_models_lists_and_model_is_gated)
     cw_stop(&w);
 }
 
+/* 2026.3.22's splitTrailingAuthProfile. */
+TEST(gw_cmd_model_profile_split_as_the_reference)
+{
+    static const struct {
+        const char *raw, *model, *profile;
+    } cases[] = {{"openai/gpt-u@openai:work", "openai/gpt-u", "openai:work"},
+                 {"opus@anthropic:default", "opus", "anthropic:default"},
+                 {"anthropic/claude-3@20240229", "anthropic/claude-3@20240229", ""},
+                 {"anthropic/claude-3@20240229@me", "anthropic/claude-3@20240229", "me"},
+                 {"a@b/c", "a@b/c", ""},
+                 {"gpt@", "gpt@", ""},
+                 {"@me", "@me", ""}};
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char model[128], profile[128];
+        cm_model_split_profile(cases[i].raw, model, sizeof model, profile, sizeof profile);
+        EXPECT_STR(model, cases[i].model);
+        EXPECT_STR(profile, cases[i].profile);
+    }
+}
+
 /* The entry change of a switch, as 2026.3.22's applyModelOverrideToSessionEntry. */
 TEST(gw_cmd_model_override_patch_as_the_reference)
 {
@@ -840,7 +889,7 @@ TEST(gw_cmd_model_override_patch_as_the_reference)
     json_t *e = json_pack("{s:s,s:s,s:i,s:s,s:s}", "model", "gpt-t", "modelProvider", "openai",
                           "contextTokens", 1000, "authProfileOverride", "openai:p1",
                           "fallbackNoticeReason", "rate limit");
-    json_t *p = cm_model_override_patch(e, &m, false);
+    json_t *p = cm_model_override_patch(e, &m, false, NULL);
     char *s = json_dumps(p, JSON_SORT_KEYS | JSON_COMPACT);
     EXPECT_STR(s, "{\"authProfileOverride\":null,\"contextTokens\":null,"
                   "\"fallbackNoticeReason\":null,\"model\":null,\"modelOverride\":\"gpt-u\","
@@ -851,7 +900,7 @@ TEST(gw_cmd_model_override_patch_as_the_reference)
     /* the default, nothing to clear, the last run already on it: no change */
     model_ref d = {"openai", "gpt-t"};
     e = json_pack("{s:s,s:s}", "model", "gpt-t", "modelProvider", "openai");
-    p = cm_model_override_patch(e, &d, true);
+    p = cm_model_override_patch(e, &d, true, NULL);
     EXPECT_INT((int)json_object_size(p), 0);
     json_decref(p);
     json_decref(e);

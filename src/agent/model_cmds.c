@@ -235,28 +235,51 @@ static cm_rc S_status(agent_ctx *a, const model_rules *r, const json_t *e, const
     return rc;
 }
 
-/* /model <ref>: the selection written to the session's entry, or why not. */
+/* Why profile may not be pinned with a model of provider (the reference's
+ * resolveProfileOverride), into why; "" when it may. */
+static void S_profile_check(agent_ctx *a, const char *profile, const char *provider, buf *why)
+{
+    auth_store st = {0};
+    char err[256];
+    const char *of = NULL;
+    if (!cm_auth_store_init(&st, a->state_dir, a->agent_id, err, sizeof err))
+        of = json_string_value(json_object_get(cm_auth_profile(&st, profile), "provider"));
+    cm_rc rc = !of ? cm_buf_printf(why, "Auth profile \"%s\" not found.", profile)
+               : strcmp(of, provider)
+                   ? cm_buf_printf(why, "Auth profile \"%s\" is for %s, not %s.", profile, of,
+                                   provider)
+                   : CM_OK;
+    if (rc) cm_buf_reset(why);
+    cm_auth_store_release(&st);
+}
+
+/* /model <ref>[@profile]: the selection written to the session's entry, or
+ * why not. */
 static cm_rc S_set(agent_ctx *a, const model_rules *r, session_store *st, const char *full,
                    const char *raw, buf *msg, char *err, size_t errlen)
 {
     model_ref m;
-    char alias[128], ref[400];
+    char alias[128], ref[400], named[512], profile[256];
     bool is_default;
-    size_t n = strlen(raw);
-    while (n && isspace((unsigned char)raw[n - 1]))
-        n--;
-    if (strspn(raw, "0123456789") == n)
+    buf why = BUF_INIT;
+    if (strspn(raw, "0123456789") == strlen(raw))
         return cm_buf_adds(msg, "Numeric model selection is not supported in chat.\n\n"
                                 "Browse: /models or /models <provider>\n"
                                 "Switch: /model <provider/model>");
+    cm_model_split_profile(raw, named, sizeof named, profile, sizeof profile);
     model_pick_rc pr = cm_model_pick(r, raw, true, &m, alias, &is_default);
     if (pr == MODEL_UNRECOGNIZED)
-        return cm_buf_printf(msg, "Unrecognized model \"%.*s\". %s", (int)CM_MIN(n, (size_t)200),
-                             raw, S_browse);
+        return cm_buf_printf(msg, "Unrecognized model \"%.200s\". %s", named, S_browse);
     snprintf(ref, sizeof ref, "%s/%s", m.provider, m.model);
     if (pr == MODEL_NOT_ALLOWED)
         return cm_buf_printf(msg, "Model \"%s\" is not allowed. %s", ref, S_browse);
-    json_t *patch = cm_model_override_patch(cm_session_store_get(st, full), &m, is_default);
+    if (profile[0]) S_profile_check(a, profile, m.provider, &why);
+    if (why.len) {
+        cm_rc wr = cm_buf_adds(msg, why.data);
+        cm_buf_release(&why);
+        return wr;
+    }
+    json_t *patch = cm_model_override_patch(cm_session_store_get(st, full), &m, is_default, profile);
     if (!patch) return CM_ENOMEM;
     cm_rc rc = json_object_size(patch)
                    ? cm_session_touch(st, full, patch, S_now(a), NULL, err, errlen)
@@ -264,11 +287,14 @@ static cm_rc S_set(agent_ctx *a, const model_rules *r, session_store *st, const 
     json_decref(patch);
     if (rc) return rc;
     if (alias[0])
-        return cm_buf_printf(msg, is_default ? "Model reset to default (%s (%s))."
-                                             : "Model set to %s (%s).",
-                             alias, ref);
-    return cm_buf_printf(msg, is_default ? "Model reset to default (%s)." : "Model set to %s.",
-                         ref);
+        rc = cm_buf_printf(msg, is_default ? "Model reset to default (%s (%s))."
+                                           : "Model set to %s (%s).",
+                           alias, ref);
+    else
+        rc = cm_buf_printf(msg, is_default ? "Model reset to default (%s)." : "Model set to %s.",
+                           ref);
+    if (!rc && profile[0]) rc = cm_buf_printf(msg, " Auth profile set to %s.", profile);
+    return rc;
 }
 
 cm_rc cm_agent_model_command(agent_ctx *a, const char *key, const char *text, bool *handled,

@@ -6,11 +6,14 @@
  *   /model status          the models by provider, with endpoint and auth;
  *   /model list, /models   the providers; /models <provider> [page|all]
  *                          their models, 20 a page;
- *   /model <ref or alias>  sets the session's providerOverride and
- *                          modelOverride ("Model set to …"); the default
+ *   /model <ref or alias>[@profile]  sets the session's providerOverride
+ *                          and modelOverride ("Model set to …") and pins
+ *                          the auth profile named (or unpins); the default
  *                          model clears them ("Model reset to default …");
- *                          a model outside agents.defaults.models, or a
- *                          number, is refused and nothing changes.
+ *                          a model outside agents.defaults.models (unless
+ *                          one allowed is close), a profile not found or of
+ *                          another provider, or a number, is refused and
+ *                          nothing changes.
  * The caller has checked that the sender may use commands.
  */
 #ifndef CM_AGENT_MODEL_CMDS_H

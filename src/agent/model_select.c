@@ -166,6 +166,32 @@ static bool S_allowed(const model_rules *r, const char *defprov, const model_ref
     return false;
 }
 
+void cm_model_split_profile(const char *raw, char *model, size_t model_cap, char *profile,
+                            size_t profile_cap)
+{
+    const char *slash = strrchr(raw, '/');
+    const char *at = strchr(slash ? slash + 1 : raw, '@');
+    profile[0] = 0;
+    if (at && strspn(at + 1, "0123456789") == 8 && (!at[9] || at[9] == '@'))
+        at = at[9] ? at + 9 : NULL; /* a version: the profile's '@' is the next one */
+    const char *m = raw, *me = at ? at : raw + strlen(raw), *p = at ? at + 1 : "";
+    while (isspace((unsigned char)*m))
+        m++;
+    while (me > m && isspace((unsigned char)me[-1]))
+        me--;
+    while (isspace((unsigned char)*p))
+        p++;
+    size_t pl = strlen(p);
+    while (pl && isspace((unsigned char)p[pl - 1]))
+        pl--;
+    if (at && (at == raw || me == m || !pl)) { /* "@x", "x@": no profile */
+        me = raw + strlen(raw);
+        pl = 0;
+    }
+    snprintf(model, model_cap, "%.*s", (int)(me - m), m);
+    snprintf(profile, profile_cap, "%.*s", (int)pl, p);
+}
+
 /* 2026.3.22's boundedLevenshteinDistance: the edit distance of a and b,
  * or -1 when it is over max. */
 static int S_distance(const char *a, const char *b, int max)
@@ -325,8 +351,9 @@ model_pick_rc cm_model_pick(const model_rules *r, const char *raw, bool fuzzy, m
     while (n && isspace((unsigned char)raw[n - 1]))
         n--;
     if (!n) return MODEL_UNRECOGNIZED;
-    char text[512];
-    snprintf(text, sizeof text, "%.*s", (int)CM_MIN(n, sizeof text - 1), raw);
+    char whole[512], text[512], profile[256];
+    snprintf(whole, sizeof whole, "%.*s", (int)CM_MIN(n, sizeof whole - 1), raw);
+    cm_model_split_profile(whole, text, sizeof text, profile, sizeof profile);
     char *slash = strchr(text, '/');
     bool resolved = (!slash && S_alias(r, defprov, text, strlen(text), out, alias)) ||
                     S_parse(text, strlen(text), defprov, out);
@@ -505,7 +532,8 @@ static const char *S_trim(const json_t *e, const char *k, char out[320])
     return out;
 }
 
-json_t *cm_model_override_patch(const json_t *entry, const model_ref *sel, bool is_default)
+json_t *cm_model_override_patch(const json_t *entry, const model_ref *sel, bool is_default,
+                                const char *profile)
 {
     json_t *p = json_object();
     if (!p) return NULL;
@@ -535,11 +563,15 @@ json_t *cm_model_override_patch(const json_t *entry, const model_ref *sel, bool 
     }
     if (json_object_get(entry, "contextTokens") && (changed || (present && !aligned)))
         json_object_set_new(p, "contextTokens", json_null());
-    /* no auth profile named with the model: the session's pin goes */
+    /* the auth profile named with the model is pinned; none: the pin goes */
     static const char *const auth[] = {"authProfileOverride", "authProfileOverrideSource"};
+    const char *want[] = {profile && *profile ? profile : NULL, "user"};
     for (size_t i = 0; i < ARRAY_LEN(auth); i++) {
         const char *s = json_string_value(json_object_get(entry, auth[i]));
-        if (s && *s) json_object_set_new(p, auth[i], json_null());
+        if (want[0] && (!s || strcmp(s, want[i])))
+            json_object_set_new(p, auth[i], json_string(want[i]));
+        else if (!want[0] && s && *s)
+            json_object_set_new(p, auth[i], json_null());
     }
     if (json_object_get(entry, "authProfileOverrideCompactionCount"))
         json_object_set_new(p, "authProfileOverrideCompactionCount", json_null());

@@ -43,7 +43,8 @@ void cm_model_key(const model_ref *m, char out[400]);
  * resolveModelRefFromString does: an alias of agents.defaults.models (no
  * '/', any case) first, else "provider/model", else a bare id of the
  * default provider. *out the model; alias (may be NULL; 128 bytes) the
- * alias as configured, "" when none. Then whether it may be selected:
+ * alias as configured, "" when none; a trailing "@profile" is no part
+ * of the model (cm_model_split_profile). Then whether it may be selected:
  * MODEL_NOT_ALLOWED when agents.defaults.models is set and names neither
  * it nor the chain holds it; MODEL_UNRECOGNIZED when raw is no reference
  * ("", "openai/"). With fuzzy (/model, not sessions.patch), a model not
@@ -52,6 +53,13 @@ void cm_model_key(const model_ref *m, char out[400]);
  * alias is then its first alias). *is_default: it is the default model. */
 model_pick_rc cm_model_pick(const model_rules *r, const char *raw, bool fuzzy, model_ref *out,
                             char *alias, bool *is_default);
+
+/* 2026.3.22's splitTrailingAuthProfile: "<model>@<profile>" (the '@'
+ * after the last '/'; an "@" and eight digits is a version of the model,
+ * "claude-3@20240229") into the model part (model_cap bytes) and the
+ * profile (profile_cap bytes, "" when none). */
+void cm_model_split_profile(const char *raw, char *model, size_t model_cap, char *profile,
+                            size_t profile_cap);
 
 /* The aliases agents.defaults.models gives m, in config order, joined with
  * ", " into out ("" when none). */
@@ -67,8 +75,10 @@ json_t *cm_model_catalog(const model_rules *r);
  * makes entry select sel, as 2026.3.22's applyModelOverrideToSessionEntry
  * changes an entry: providerOverride/modelOverride set (removed for the
  * default model), the last run's model/modelProvider and contextTokens
- * dropped when the selection changed, the auth profile override and the
+ * dropped when the selection changed, the auth profile override set to
+ * profile (source "user") or, when profile is NULL or "", dropped, and the
  * fallback notice fields dropped. An empty object when nothing changes. */
-json_t *cm_model_override_patch(const json_t *entry, const model_ref *sel, bool is_default);
+json_t *cm_model_override_patch(const json_t *entry, const model_ref *sel, bool is_default,
+                                const char *profile);
 
 #endif

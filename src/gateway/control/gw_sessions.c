@@ -258,7 +258,7 @@ static bool S_model(gw_ws *w, const json_t *v, const json_t *entry, json_t *patc
             break;
         }
     }
-    json_t *ch = ok ? cm_model_override_patch(entry, &m, is_default) : NULL;
+    json_t *ch = ok ? cm_model_override_patch(entry, &m, is_default, NULL) : NULL;
     if (ch) json_object_update(patch, ch);
     json_decref(ch);
     cm_rtcfg_unref(hold);
