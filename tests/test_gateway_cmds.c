@@ -694,10 +694,10 @@ static char *cw_turn_model(cworld *w)
     return s;
 }
 
-#define MODEL_CFG                                                                                 \
-    "{\"models\":{\"providers\":{\"openai\":{\"models\":[{\"id\":\"gpt-t\",\"reasoning\":true},"  \
-    "{\"id\":\"gpt-u\"},{\"id\":\"gpt-x\"}]}}},"                                                 \
-    "\"agents\":{\"defaults\":{\"models\":{\"openai/gpt-t\":{},"                                  \
+#define MODEL_CFG                                                                                  \
+    "{\"models\":{\"providers\":{\"openai\":{\"models\":[{\"id\":\"gpt-t\",\"reasoning\":true},"   \
+    "{\"id\":\"gpt-u\"},{\"id\":\"gpt-x\"}]}}},"                                                   \
+    "\"agents\":{\"defaults\":{\"models\":{\"openai/gpt-t\":{},"                                   \
     "\"openai/gpt-u\":{\"alias\":\"Quick\"}}}}}"
 
 /* /model shows the session's model and how to switch, answered without a
@@ -967,7 +967,8 @@ TEST(gw_cmd_models_catalog_as_the_reference)
     model_rules r = {root, "zeta/b,other/x"};
     json_t *cat = cm_model_catalog(&r);
     char *s = json_dumps(cat, JSON_COMPACT);
-    EXPECT_STR(s, "{\"alpha\":[\"c\"],\"mid\":[\"vision\"],\"other\":[\"x\"],\"zeta\":[\"a\",\"b\"]}");
+    EXPECT_STR(s,
+               "{\"alpha\":[\"c\"],\"mid\":[\"vision\"],\"other\":[\"x\"],\"zeta\":[\"a\",\"b\"]}");
     free(s);
     json_decref(cat);
     json_object_set_new(json_object_get(root, "agents"), "defaults",

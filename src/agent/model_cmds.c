@@ -60,10 +60,10 @@ static cm_rc S_rules(agent_ctx *a, buf *chain, model_rules *r)
 static cm_rc S_provider_label(agent_ctx *a, const char *prov, const json_t *e, buf *out)
 {
     char auth[512] = "unknown";
-    if (a->runner && cm_llm_runner_auth_label(
-                         a->runner, prov,
-                         json_string_value(json_object_get(e, "authProfileOverride")), auth,
-                         sizeof auth))
+    if (a->runner &&
+        cm_llm_runner_auth_label(a->runner, prov,
+                                 json_string_value(json_object_get(e, "authProfileOverride")), auth,
+                                 sizeof auth))
         return CM_ENOMEM;
     if (!strcmp(auth, "unknown")) return cm_buf_adds(out, prov);
     return cm_buf_printf(out, "%s \xc2\xb7 \xf0\x9f\x94\x91 %s", prov, auth);
@@ -110,7 +110,8 @@ static cm_rc S_models(agent_ctx *a, const model_rules *r, const json_t *e, const
         {
             if (!rc) rc = cm_buf_printf(msg, "\n- %s (%zu)", k, json_array_size(v));
         }
-        if (!rc) rc = cm_buf_adds(msg, "\n\nUse: /models <provider>\nSwitch: /model <provider/model>");
+        if (!rc)
+            rc = cm_buf_adds(msg, "\n\nUse: /models <provider>\nSwitch: /model <provider/model>");
         goto out;
     }
     json_t *ids = json_object_get(cat, prov);
@@ -170,8 +171,8 @@ static cm_rc S_current(const json_t *e, const char *model, buf *msg)
         if (strchr(rm, '/') && rm[0] != '/')
             snprintf(active, sizeof active, "%.319s", rm);
         else
-            snprintf(active, sizeof active, "%.*s/%.189s", slash ? (int)(slash - model) : 0,
-                     model, rm);
+            snprintf(active, sizeof active, "%.*s/%.189s", slash ? (int)(slash - model) : 0, model,
+                     rm);
     }
     bool differs = active[0] && strcmp(active, model);
     cm_rc rc = cm_buf_printf(msg, "Current: %s%s", model, differs ? " (selected)" : "");
@@ -196,7 +197,9 @@ static cm_rc S_status(agent_ctx *a, const model_rules *r, const json_t *e, const
     if (!rc)
         rc = cm_buf_printf(msg, "\nDefault: %s/%s\nAgent: %s\nAuth file: %s%s", def.provider,
                            def.model, a->agent_id ? a->agent_id : "main", tilde ? "~" : "",
-                           tilde ? path.data + hl : path.data ? path.data : "");
+                           tilde       ? path.data + hl
+                           : path.data ? path.data
+                                       : "");
     const char *k;
     json_t *ids;
     json_object_foreach(cat, k, ids)
@@ -245,10 +248,9 @@ static void S_profile_check(agent_ctx *a, const char *profile, const char *provi
     if (!cm_auth_store_init(&st, a->state_dir, a->agent_id, err, sizeof err))
         of = json_string_value(json_object_get(cm_auth_profile(&st, profile), "provider"));
     cm_rc rc = !of ? cm_buf_printf(why, "Auth profile \"%s\" not found.", profile)
-               : strcmp(of, provider)
-                   ? cm_buf_printf(why, "Auth profile \"%s\" is for %s, not %s.", profile, of,
-                                   provider)
-                   : CM_OK;
+               : strcmp(of, provider) ? cm_buf_printf(why, "Auth profile \"%s\" is for %s, not %s.",
+                                                      profile, of, provider)
+                                      : CM_OK;
     if (rc) cm_buf_reset(why);
     cm_auth_store_release(&st);
 }
@@ -279,7 +281,8 @@ static cm_rc S_set(agent_ctx *a, const model_rules *r, session_store *st, const 
         cm_buf_release(&why);
         return wr;
     }
-    json_t *patch = cm_model_override_patch(cm_session_store_get(st, full), &m, is_default, profile);
+    json_t *patch =
+        cm_model_override_patch(cm_session_store_get(st, full), &m, is_default, profile);
     if (!patch) return CM_ENOMEM;
     cm_rc rc = json_object_size(patch)
                    ? cm_session_touch(st, full, patch, S_now(a), NULL, err, errlen)
@@ -287,9 +290,9 @@ static cm_rc S_set(agent_ctx *a, const model_rules *r, session_store *st, const 
     json_decref(patch);
     if (rc) return rc;
     if (alias[0])
-        rc = cm_buf_printf(msg, is_default ? "Model reset to default (%s (%s))."
-                                           : "Model set to %s (%s).",
-                           alias, ref);
+        rc = cm_buf_printf(
+            msg, is_default ? "Model reset to default (%s (%s))." : "Model set to %s (%s).", alias,
+            ref);
     else
         rc = cm_buf_printf(msg, is_default ? "Model reset to default (%s)." : "Model set to %s.",
                            ref);

@@ -111,8 +111,8 @@ bool cm_model_default(const model_rules *r, model_ref *out)
 
 static const json_t *S_models(const model_rules *r)
 {
-    const json_t *m = json_object_get(
-        json_object_get(json_object_get(r->root, "agents"), "defaults"), "models");
+    const json_t *m =
+        json_object_get(json_object_get(json_object_get(r->root, "agents"), "defaults"), "models");
     return json_is_object(m) ? m : NULL;
 }
 
@@ -235,7 +235,7 @@ static int S_part(const char *value, const char *f, int exact, int starts, int i
 static void S_score(const model_rules *r, const char *defprov, const model_ref *def,
                     const model_ref *m, const char *f, fuzzy_score *s)
 {
-    static const char *const variants[] = {"lightning", "preview", "mini", "fast", "turbo",
+    static const char *const variants[] = {"lightning", "preview", "mini",  "fast", "turbo",
                                            "lite",      "beta",    "small", "nano"};
     char ml[256], hay[400];
     size_t k = 0;
@@ -467,8 +467,8 @@ json_t *cm_model_catalog(const model_rules *r)
     const char *p, *k;
     json_t *pv, *v;
     size_t i;
-    json_object_foreach(
-        (json_t *)json_object_get(json_object_get(r->root, "models"), "providers"), p, pv)
+    json_object_foreach((json_t *)json_object_get(json_object_get(r->root, "models"), "providers"),
+                        p, pv)
     {
         json_array_foreach(json_object_get(pv, "models"), i, v)
         {

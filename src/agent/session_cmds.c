@@ -51,7 +51,7 @@ static size_t S_arg(const char *p, char *out, size_t cap)
 }
 
 cm_rc cm_agent_session_open(agent_ctx *a, const char *k, bool create, session_store *st,
-                           char key[1100], char *err, size_t errlen)
+                            char key[1100], char *err, size_t errlen)
 {
     buf b = BUF_INIT;
     memset(st, 0, sizeof *st);

@@ -46,12 +46,11 @@ const char *cm_agent_think_parse(const char *arg);
  * (create), in st (released by the caller on success); the full key into
  * key[1100]. */
 cm_rc cm_agent_session_open(agent_ctx *a, const char *k, bool create, session_store *st,
-                           char key[1100], char *err, size_t errlen);
+                            char key[1100], char *err, size_t errlen);
 
 /* The model the session's next run asks first ("provider/model" into
  * out): entry e's override (providerOverride/modelOverride), else the
  * runner's first; "" when none. */
 void cm_agent_session_model(agent_ctx *a, const json_t *e, char out[320]);
-
 
 #endif
