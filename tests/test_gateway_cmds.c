@@ -815,6 +815,44 @@ TEST(gw_cmd_model_shows_sets_and_clears_the_session_model)
     cw_stop(&w);
 }
 
+/* An override agents.defaults.models does not allow (set before the list
+ * changed) is none: /status and /model show the default, and the next
+ * turn asks the default and clears it from the entry, as 2026.3.22 does. */
+TEST(gw_cmd_model_override_outside_the_allowlist_is_cleared)
+{
+    cworld w;
+    if (!cw_start(&w, MODEL_CFG)) return;
+    const char *key = "agent:main:main";
+    EXPECT(cw_say(&w, 43, false, "hello"));
+    session_store st;
+    memset(&st, 0, sizeof st);
+    char err[256];
+    json_t *patch = json_pack("{s:s,s:s}", "providerOverride", "openai", "modelOverride", "gpt-x");
+    EXPECT_INT(cm_session_store_read(&st, path_in(w.state, "agents/main/sessions/sessions.json"),
+                                     err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_session_touch(&st, key, patch, cm_wall_ms(), NULL, err, sizeof err), CM_OK);
+    cm_session_store_release(&st);
+    json_decref(patch);
+    EXPECT(cw_say(&w, 43, false, "/status"));
+    char *r = cw_last_sent(&w);
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\xa7\xa0 Model: openai/gpt-t \xc2\xb7 ");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/model"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "Current: openai/gpt-t\n") == r);
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "which one?"));
+    r = cw_turn_model(&w);
+    EXPECT_STR(r, "gpt-t");
+    free(r);
+    json_t *e = cw_entry(&w, key);
+    EXPECT(!json_object_get(e, "modelOverride"));
+    EXPECT(!json_object_get(e, "providerOverride"));
+    json_decref(e);
+    cw_stop(&w);
+}
+
 /* /models lists the providers, /models <provider> the models (2026.3.22's
  * layout), /model list is /models; a sender not authorized for commands
  * gets nothing and changes nothing. */

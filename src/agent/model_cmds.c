@@ -300,6 +300,32 @@ static cm_rc S_set(agent_ctx *a, const model_rules *r, session_store *st, const 
     return rc;
 }
 
+cm_rc cm_agent_model_override(agent_ctx *a, const json_t *e, char out[320], json_t **reset)
+{
+    const char *po = json_string_value(json_object_get(e, "providerOverride"));
+    const char *mo = json_string_value(json_object_get(e, "modelOverride"));
+    out[0] = 0;
+    if (reset) *reset = NULL;
+    if (!po || !*po || !mo || !*mo || strlen(po) > 127 || strlen(mo) > 189) return CM_OK;
+    buf chain = BUF_INIT;
+    model_rules r;
+    model_ref m, def;
+    char ref[320];
+    bool is_default;
+    cm_rc rc = S_rules(a, &chain, &r);
+    snprintf(ref, sizeof ref, "%.127s/%.189s", po, mo);
+    if (rc) {
+        /* out of memory */
+    } else if (cm_model_pick(&r, ref, false, &m, NULL, &is_default) != MODEL_NOT_ALLOWED) {
+        snprintf(out, 320, "%s", ref);
+    } else if (reset && cm_model_default(&r, &def) &&
+               !(*reset = cm_model_override_patch(e, &def, true, NULL))) {
+        rc = CM_ENOMEM;
+    }
+    cm_buf_release(&chain);
+    return rc;
+}
+
 cm_rc cm_agent_model_command(agent_ctx *a, const char *key, const char *text, bool *handled,
                              char **reply, char *err, size_t errlen)
 {

@@ -27,4 +27,11 @@
 cm_rc cm_agent_model_command(agent_ctx *a, const char *key, const char *text, bool *handled,
                              char **reply, char *err, size_t errlen);
 
+/* The model override of entry e a run takes ("provider/model" into out,
+ * "" when none), as 2026.3.22 takes it: with agents.defaults.models set, an
+ * override the list no longer allows is none, and *reset (when reset is
+ * not NULL; NULL when nothing is to change) the entry's change back to the
+ * default model, for the caller to write. */
+cm_rc cm_agent_model_override(agent_ctx *a, const json_t *e, char out[320], json_t **reset);
+
 #endif

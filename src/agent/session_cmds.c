@@ -70,12 +70,7 @@ cm_rc cm_agent_session_open(agent_ctx *a, const char *k, bool create, session_st
 
 void cm_agent_session_model(agent_ctx *a, const json_t *e, char out[320])
 {
-    const char *po = json_string_value(json_object_get(e, "providerOverride"));
-    const char *mo = json_string_value(json_object_get(e, "modelOverride"));
-    if (po && *po && mo && *mo) {
-        snprintf(out, 320, "%.127s/%.189s", po, mo);
-        return;
-    }
+    if (!cm_agent_model_override(a, e, out, NULL) && out[0]) return;
     buf chain = BUF_INIT;
     llm_turn probe = {NULL, false, NULL};
     out[0] = 0;

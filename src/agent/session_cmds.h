@@ -49,8 +49,8 @@ cm_rc cm_agent_session_open(agent_ctx *a, const char *k, bool create, session_st
                             char key[1100], char *err, size_t errlen);
 
 /* The model the session's next run asks first ("provider/model" into
- * out): entry e's override (providerOverride/modelOverride), else the
- * runner's first; "" when none. */
+ * out): entry e's override (providerOverride/modelOverride) when allowed
+ * (cm_agent_model_override), else the runner's first; "" when none. */
 void cm_agent_session_model(agent_ctx *a, const json_t *e, char out[320]);
 
 #endif
