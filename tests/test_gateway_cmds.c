@@ -8,12 +8,16 @@
  * for commands gets nothing. /think sets thinkingLevel and the next request
  * asks for that reasoning_effort; /reasoning stream puts the reasoning in a
  * preview of its own above the answer; /reasoning on sends it first.
+ * /model shows, sets (in full, by alias, the closest allowed) and clears
+ * the session's model as 2026.3.22 does, and the next turn asks it;
+ * /models lists; both behind the same gate.
  */
 #include <dirent.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <unistd.h>
 
+#include "../src/agent/model_select.h"
 #include "../src/agent/session_cmds.h"
 #include "../src/tools/status_card.h"
 #include "../src/base/fs.h"
@@ -636,12 +640,17 @@ TEST(gw_cmd_status_whoami_help_answer_without_a_model)
     EXPECT(cw_say(&w, 43, false, "/help"));
     r = cw_last_sent(&w);
     EXPECT(strstr(r, "\xe2\x84\xb9\xef\xb8\x8f Help\n\nSession\n/new  |  /reset") == r);
+    EXPECT_CONTAINS(r, "\nOptions\n/think <level>  |  /model <id>  |  /reasoning on|off|stream  |  "
+                       "/queue <mode>\n");
     EXPECT_CONTAINS(r, "\nStatus\n/status  |  /whoami\n\nMore: /commands for full list");
     free(r);
     EXPECT(cw_say(&w, 43, false, "/commands"));
     r = cw_last_sent(&w);
     EXPECT(strstr(r, "\xe2\x84\xb9\xef\xb8\x8f Slash commands\n\nSession\n/stop - ") == r);
     EXPECT_CONTAINS(r, "\n/think (/thinking, /t) - Set thinking level.\n");
+    EXPECT_CONTAINS(r, "\n/reasoning (/reason) - Toggle reasoning visibility.\n/model - Show or "
+                       "set the model.\n/models - List model providers or provider models.\n"
+                       "/queue - Adjust queue settings.\n");
     EXPECT_CONTAINS(r, "\n/whoami (/id) - Show your sender id.");
     free(r);
     EXPECT_INT(w.si.n, asked);
@@ -671,4 +680,341 @@ TEST(gw_cmd_status_time_ago_as_the_reference)
         cm_status_time_ago(cases[i].ms, out);
         EXPECT_STR(out, cases[i].want);
     }
+}
+
+/* ---- /model and /models ------------------------------------------------------ */
+
+/* The model of the last turn request the stand-in saw ("" when none). */
+static char *cw_turn_model(cworld *w)
+{
+    json_t *doc = w->si.last_turn ? json_loads(w->si.last_turn, 0, NULL) : NULL;
+    const char *m = json_string_value(json_object_get(doc, "model"));
+    char *s = cm_strdup(m ? m : "");
+    json_decref(doc);
+    return s;
+}
+
+#define MODEL_CFG                                                                                  \
+    "{\"models\":{\"providers\":{\"openai\":{\"models\":[{\"id\":\"gpt-t\",\"reasoning\":true},"   \
+    "{\"id\":\"gpt-u\"},{\"id\":\"gpt-x\"}]}}},"                                                   \
+    "\"agents\":{\"defaults\":{\"models\":{\"openai/gpt-t\":{},"                                   \
+    "\"openai/gpt-u\":{\"alias\":\"Quick\"}}}}}"
+
+/* /model shows the session's model and how to switch, answered without a
+ * model; /model <ref> writes providerOverride/modelOverride as 2026.3.22
+ * does and the next turn asks that model; an alias; a model outside
+ * agents.defaults.models is refused and nothing changes; the default
+ * model clears the override. */
+TEST(gw_cmd_model_shows_sets_and_clears_the_session_model)
+{
+    cworld w;
+    if (!cw_start(&w, MODEL_CFG)) return;
+    const char *key = "agent:main:main";
+    EXPECT(cw_say(&w, 43, false, "hello"));
+    int asked = w.si.n;
+    EXPECT(cw_say(&w, 43, false, "/model"));
+    char *r = cw_last_sent(&w);
+    EXPECT_STR(r, "Current: openai/gpt-t\nSwitch: /model <provider/model>\n"
+                  "Browse: /models (providers) or /models <provider> (models)\n"
+                  "More: /model status");
+    free(r);
+    EXPECT_INT(w.si.n, asked);
+    /* in full */
+    EXPECT(cw_say(&w, 43, false, "/model openai/gpt-u"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model set to openai/gpt-u.");
+    free(r);
+    json_t *e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "providerOverride")), "openai");
+    EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
+    EXPECT(!json_object_get(e, "model")); /* the last run's model goes with the switch */
+    json_decref(e);
+    EXPECT_INT(w.si.n, asked);
+    EXPECT(cw_say(&w, 43, false, "/model"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "Current: openai/gpt-u\n") == r);
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "and now?"));
+    r = cw_turn_model(&w);
+    EXPECT_STR(r, "gpt-u");
+    free(r);
+    /* /status shows it */
+    EXPECT(cw_say(&w, 43, false, "/status"));
+    r = cw_last_sent(&w);
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\xa7\xa0 Model: openai/gpt-u \xc2\xb7 ");
+    free(r);
+    /* not allowed: refused, nothing changes */
+    asked = w.si.n;
+    EXPECT(cw_say(&w, 43, false, "/model anthropic/claude-opus-4-6"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model \"anthropic/claude-opus-4-6\" is not allowed. Use /models to list "
+                  "providers, or /models <provider> to list models.");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
+    json_decref(e);
+    EXPECT(cw_say(&w, 43, false, "/model 2"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "Numeric model selection is not supported in chat.\n") == r);
+    free(r);
+    EXPECT_INT(w.si.n, asked);
+    /* the default model clears the override */
+    EXPECT(cw_say(&w, 43, false, "/model openai/gpt-t"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model reset to default (openai/gpt-t).");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT(!json_object_get(e, "providerOverride"));
+    EXPECT(!json_object_get(e, "modelOverride"));
+    json_decref(e);
+    EXPECT(cw_say(&w, 43, false, "again"));
+    r = cw_turn_model(&w);
+    EXPECT_STR(r, "gpt-t");
+    free(r);
+    /* an alias, any case */
+    EXPECT(cw_say(&w, 43, false, "/model quick"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model set to Quick (openai/gpt-u).");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
+    json_decref(e);
+    /* "@profile" pins one of the provider's auth profiles; another's is refused */
+    write_file(w.state, "agents/main/agent/auth-profiles.json",
+               "{\"version\":1,\"profiles\":{\"openai:work\":{\"type\":\"api_key\","
+               "\"provider\":\"openai\",\"key\":\"sk-work-0002\"},\"anthropic:me\":{\"type\":"
+               "\"api_key\",\"provider\":\"anthropic\",\"key\":\"sk-ant-0003\"}}}");
+    EXPECT(cw_say(&w, 43, false, "/model openai/gpt-u@openai:work"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Model set to openai/gpt-u. Auth profile set to openai:work.");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverride")), "openai:work");
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverrideSource")), "user");
+    json_decref(e);
+    EXPECT(cw_say(&w, 43, false, "/model quick@anthropic:me"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Auth profile \"anthropic:me\" is for anthropic, not openai.");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/model quick@nobody"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Auth profile \"nobody\" not found.");
+    free(r);
+    e = cw_entry(&w, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverride")), "openai:work");
+    json_decref(e);
+    /* a switch without one unpins it */
+    EXPECT(cw_say(&w, 43, false, "/model quick"));
+    e = cw_entry(&w, key);
+    EXPECT(!json_object_get(e, "authProfileOverride"));
+    json_decref(e);
+    /* more than one word: an ordinary turn */
+    asked = w.si.turns;
+    EXPECT(cw_say(&w, 43, false, "/model quick please"));
+    EXPECT_INT(w.si.turns, asked + 1);
+    cw_stop(&w);
+}
+
+/* An override agents.defaults.models does not allow (set before the list
+ * changed) is none: /status and /model show the default, and the next
+ * turn asks the default and clears it from the entry, as 2026.3.22 does. */
+TEST(gw_cmd_model_override_outside_the_allowlist_is_cleared)
+{
+    cworld w;
+    if (!cw_start(&w, MODEL_CFG)) return;
+    const char *key = "agent:main:main";
+    EXPECT(cw_say(&w, 43, false, "hello"));
+    session_store st;
+    memset(&st, 0, sizeof st);
+    char err[256];
+    json_t *patch = json_pack("{s:s,s:s}", "providerOverride", "openai", "modelOverride", "gpt-x");
+    EXPECT_INT(cm_session_store_read(&st, path_in(w.state, "agents/main/sessions/sessions.json"),
+                                     err, sizeof err),
+               CM_OK);
+    EXPECT_INT(cm_session_touch(&st, key, patch, cm_wall_ms(), NULL, err, sizeof err), CM_OK);
+    cm_session_store_release(&st);
+    json_decref(patch);
+    EXPECT(cw_say(&w, 43, false, "/status"));
+    char *r = cw_last_sent(&w);
+    EXPECT_CONTAINS(r, "\n\xf0\x9f\xa7\xa0 Model: openai/gpt-t \xc2\xb7 ");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/model"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "Current: openai/gpt-t\n") == r);
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "which one?"));
+    r = cw_turn_model(&w);
+    EXPECT_STR(r, "gpt-t");
+    free(r);
+    json_t *e = cw_entry(&w, key);
+    EXPECT(!json_object_get(e, "modelOverride"));
+    EXPECT(!json_object_get(e, "providerOverride"));
+    json_decref(e);
+    cw_stop(&w);
+}
+
+/* /models lists the providers, /models <provider> the models (2026.3.22's
+ * layout), /model list is /models; a sender not authorized for commands
+ * gets nothing and changes nothing. */
+TEST(gw_cmd_models_lists_and_model_is_gated)
+{
+    cworld w;
+    if (!cw_start(&w, MODEL_CFG)) return;
+    EXPECT(cw_say(&w, 43, false, "/models"));
+    char *r = cw_last_sent(&w);
+    EXPECT_STR(r, "Providers:\n- openai (2)\n\nUse: /models <provider>\n"
+                  "Switch: /model <provider/model>");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/model list"));
+    r = cw_last_sent(&w);
+    EXPECT(strstr(r, "Providers:\n- openai (2)\n") == r);
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/models OpenAI"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Models (openai \xc2\xb7 \xf0\x9f\x94\x91 api-key (models.json)) \xe2\x80\x94 "
+                  "showing 1-2 of 2 (page 1/1)\n- openai/gpt-t\n- openai/gpt-u\n\n"
+                  "Switch: /model <provider/model>\nAll: /models openai all");
+    free(r);
+    EXPECT(cw_say(&w, 43, false, "/models anthropic"));
+    r = cw_last_sent(&w);
+    EXPECT_STR(r, "Unknown provider: anthropic\n\nAvailable providers:\n- openai\n\n"
+                  "Use: /models <provider>");
+    free(r);
+    EXPECT_INT(w.si.n, 0);
+    /* 44: in the open group, in no allowlist */
+    int sent = cw_sent(&w);
+    EXPECT(cw_say(&w, 44, true, "/model openai/gpt-u"));
+    EXPECT(cw_say(&w, 44, true, "/model"));
+    EXPECT(cw_say(&w, 44, true, "/models"));
+    EXPECT_INT(cw_sent(&w), sent);
+    EXPECT_INT(w.si.n, 0);
+    json_t *e = cw_entry(&w, "agent:main:telegram:group:-5");
+    EXPECT(!json_object_get(e, "modelOverride"));
+    json_decref(e);
+    /* 43 in the group: the group's session */
+    EXPECT(cw_say(&w, 43, true, "/model quick"));
+    EXPECT_INT(cw_sent(&w), sent + 1);
+    e = cw_entry(&w, "agent:main:telegram:group:-5");
+    EXPECT_STR(json_string_value(json_object_get(e, "modelOverride")), "gpt-u");
+    json_decref(e);
+    cw_stop(&w);
+}
+
+/* 2026.3.22's splitTrailingAuthProfile. */
+TEST(gw_cmd_model_profile_split_as_the_reference)
+{
+    static const struct {
+        const char *raw, *model, *profile;
+    } cases[] = {{"openai/gpt-u@openai:work", "openai/gpt-u", "openai:work"},
+                 {"opus@anthropic:default", "opus", "anthropic:default"},
+                 {"anthropic/claude-3@20240229", "anthropic/claude-3@20240229", ""},
+                 {"anthropic/claude-3@20240229@me", "anthropic/claude-3@20240229", "me"},
+                 {"a@b/c", "a@b/c", ""},
+                 {"gpt@", "gpt@", ""},
+                 {"@me", "@me", ""}};
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        char model[128], profile[128];
+        cm_model_split_profile(cases[i].raw, model, sizeof model, profile, sizeof profile);
+        EXPECT_STR(model, cases[i].model);
+        EXPECT_STR(profile, cases[i].profile);
+    }
+}
+
+/* The entry change of a switch, as 2026.3.22's applyModelOverrideToSessionEntry. */
+TEST(gw_cmd_model_override_patch_as_the_reference)
+{
+    model_ref m = {"openai", "gpt-u"};
+    json_t *e = json_pack("{s:s,s:s,s:i,s:s,s:s}", "model", "gpt-t", "modelProvider", "openai",
+                          "contextTokens", 1000, "authProfileOverride", "openai:p1",
+                          "fallbackNoticeReason", "rate limit");
+    json_t *p = cm_model_override_patch(e, &m, false, NULL);
+    char *s = json_dumps(p, JSON_SORT_KEYS | JSON_COMPACT);
+    EXPECT_STR(s, "{\"authProfileOverride\":null,\"contextTokens\":null,"
+                  "\"fallbackNoticeReason\":null,\"model\":null,\"modelOverride\":\"gpt-u\","
+                  "\"modelProvider\":null,\"providerOverride\":\"openai\"}");
+    free(s);
+    json_decref(p);
+    json_decref(e);
+    /* the default, nothing to clear, the last run already on it: no change */
+    model_ref d = {"openai", "gpt-t"};
+    e = json_pack("{s:s,s:s}", "model", "gpt-t", "modelProvider", "openai");
+    p = cm_model_override_patch(e, &d, true, NULL);
+    EXPECT_INT((int)json_object_size(p), 0);
+    json_decref(p);
+    json_decref(e);
+}
+
+/* Picking with an allowlist, as 2026.3.22's resolveModelDirectiveSelection:
+ * an alias in any case, a model named in full, the closest allowed model
+ * when the one named is not allowed (labelled with its alias), refused when
+ * nothing is close; without an allowlist any model is taken as named. */
+TEST(gw_cmd_model_pick_as_the_reference)
+{
+    json_t *root = json_loads(
+        "{\"agents\":{\"defaults\":{\"models\":{\"anthropic/claude-sonnet-4-5\":{\"alias\":"
+        "\"sonnet\"},\"openai/gpt-4o-mini\":{},\"openai/gpt-4o\":{}}}}}",
+        0, NULL);
+    model_rules r = {root, "openai/gpt-t,openai/gpt-f"};
+    static const struct {
+        const char *raw, *want, *alias;
+        model_pick_rc rc;
+        bool is_default;
+    } cases[] = {
+        {"SONNET", "anthropic/claude-sonnet-4-5", "sonnet", MODEL_PICKED, false},
+        {"openai/gpt-4o", "openai/gpt-4o", "", MODEL_PICKED, false},
+        {"gpt-4o-mini", "openai/gpt-4o-mini", "", MODEL_PICKED, false},
+        {"openai/gpt-f", "openai/gpt-f", "", MODEL_PICKED, false}, /* a fallback */
+        {" openai/gpt-t ", "openai/gpt-t", "", MODEL_PICKED, true},
+        {"claude", "anthropic/claude-sonnet-4-5", "sonnet", MODEL_PICKED, false},
+        {"openai/gpt-4", "openai/gpt-4o", "", MODEL_PICKED, false},
+        {"Anthropic/sonnet-4.5", "anthropic/claude-sonnet-4-5", "", MODEL_PICKED, false},
+        {"mistral/large", "mistral/large", "", MODEL_NOT_ALLOWED, false},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
+        model_ref m;
+        char alias[128], key[400];
+        bool def = false;
+        EXPECT_INT(cm_model_pick(&r, cases[i].raw, true, &m, alias, &def), cases[i].rc);
+        cm_model_key(&m, key);
+        EXPECT_STR(key, cases[i].want);
+        if (cases[i].rc == MODEL_PICKED) EXPECT_STR(alias, cases[i].alias);
+        EXPECT_INT(def, cases[i].is_default);
+    }
+    model_rules open = {NULL, "openai/gpt-t"};
+    model_ref m;
+    bool def;
+    EXPECT_INT(cm_model_pick(&open, "gpt-5", true, &m, NULL, &def), MODEL_PICKED);
+    EXPECT_STR(m.model, "gpt-5");
+    EXPECT_STR(m.provider, "openai");
+    EXPECT_INT(cm_model_pick(&open, "openai/", true, &m, NULL, &def), MODEL_UNRECOGNIZED);
+    /* sessions.patch does not look for the closest */
+    EXPECT_INT(cm_model_pick(&r, "openai/gpt-4", false, &m, NULL, &def), MODEL_NOT_ALLOWED);
+    json_decref(root);
+}
+
+/* /models' catalog (2026.3.22's buildModelsProviderData over the configured
+ * models): providers and their model ids sorted, the allowlist's and the
+ * chain's models in, a configured model outside the allowlist out. */
+TEST(gw_cmd_models_catalog_as_the_reference)
+{
+    json_t *root = json_loads(
+        "{\"models\":{\"providers\":{\"zeta\":{\"models\":[{\"id\":\"b\"},{\"id\":\"a\"}]},"
+        "\"Alpha\":{\"models\":[{\"id\":\"c\"}]}}},\"agents\":{\"defaults\":{\"imageModel\":"
+        "{\"primary\":\"mid/vision\"}}}}",
+        0, NULL);
+    model_rules r = {root, "zeta/b,other/x"};
+    json_t *cat = cm_model_catalog(&r);
+    char *s = json_dumps(cat, JSON_COMPACT);
+    EXPECT_STR(s,
+               "{\"alpha\":[\"c\"],\"mid\":[\"vision\"],\"other\":[\"x\"],\"zeta\":[\"a\",\"b\"]}");
+    free(s);
+    json_decref(cat);
+    json_object_set_new(json_object_get(root, "agents"), "defaults",
+                        json_pack("{s:{s:{}}}", "models", "alpha/c"));
+    cat = cm_model_catalog(&r);
+    s = json_dumps(cat, JSON_COMPACT);
+    EXPECT_STR(s, "{\"alpha\":[\"c\"],\"other\":[\"x\"],\"zeta\":[\"b\"]}");
+    free(s);
+    json_decref(cat);
+    json_decref(root);
 }

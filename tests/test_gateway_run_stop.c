@@ -1,8 +1,9 @@
 /*
  * test_gateway_run_stop.c — the running gateway (gw_run_world.c) stopped
  * and steered mid-run: interrupt, /stop and abort words cancel the model call
- * or the run still waiting, a queue override outlives a restart, and steer
- * lands in the next model request or becomes a followup.
+ * or the run still waiting, a queue override outlives a restart, steer
+ * lands in the next model request or becomes a followup, and /model is
+ * answered beside the running turn.
  */
 #include <signal.h>
 
@@ -315,5 +316,44 @@ TEST(gateway_run_steer_after_the_last_model_call_becomes_a_followup)
     json_t *st = cm_gw_runtime_status(w.rt);
     EXPECT_INT(json_integer_value(json_object_get(st, "journalBacklog")), 0);
     json_decref(st);
+    world_stop(&w);
+}
+
+/* /model over the HTTP channel (the channel `clawmem chat` posts to) is
+ * answered at once beside a running turn, as 2026.3.22 answers a
+ * directive-only message, without waiting for it or stopping it; the next
+ * turn asks the model it set. */
+TEST(gateway_run_model_answered_beside_a_running_turn)
+{
+    world w;
+    if (!world_start(&w, "{\"agents\":{\"defaults\":{\"models\":{\"openai/gpt-t\":{},"
+                         "\"openai/gpt-u\":{\"alias\":\"quick\"}}}}}"))
+        return;
+    fake_push(w.fs, FAKE_HANG, 0, -1); /* the first turn runs until stopped */
+    EXPECT_INT(post_text(&w, "mia", "m1", "a long question"), 202);
+    EXPECT(wait_calls(&w, 1));
+    EXPECT_INT(post_text(&w, "mia", "m2", "/model quick"), 202);
+    json_t *r = NULL;
+    for (int i = 0; i < 400 && json_array_size(r) < 1; i++) {
+        json_decref(r);
+        cm_gw_runtime_tick(w.rt);
+        usleep(25000);
+        r = t_replies(w.addr, "mia");
+    }
+    EXPECT_INT(json_array_size(r), 1);
+    EXPECT_STR(json_string_value(json_object_get(json_array_get(r, 0), "text")),
+               "Model set to quick (openai/gpt-u).");
+    json_decref(r);
+    json_t *st = cm_gw_runtime_status(w.rt);
+    json_t *s0 = json_array_get(json_object_get(st, "sessions"), 0);
+    EXPECT(json_is_true(json_object_get(s0, "active"))); /* the turn still runs */
+    json_decref(st);
+    EXPECT_INT(post_text(&w, "mia", "m3", "/stop"), 202);
+    EXPECT(settle(&w));
+    fake_push_chat_text(w.fs, "Answered by the quick one.", 50);
+    EXPECT_INT(post_text(&w, "mia", "m4", "and now?"), 202);
+    EXPECT(settle(&w));
+    EXPECT_INT(fake_count(w.fs), 2);
+    if (fake_count(w.fs) >= 2) EXPECT_CONTAINS(fake_get(w.fs, 1)->body, "\"model\":\"gpt-u\"");
     world_stop(&w);
 }

@@ -395,6 +395,58 @@ TEST(gateway_ws_sessions_patch_reset_admin_scope)
     gw_down(&w);
 }
 
+/* sessions.patch model with agents.defaults.models (2026.3.22's
+ * resolveAllowedModelRef): an alias is its model, a model outside the list
+ * is refused with "model not allowed: <key>", the default model clears the
+ * override and the last run's model goes with a switch (as /model sets it:
+ * agent/model_select.h). */
+TEST(gateway_ws_sessions_patch_model_aliases_and_allowlist)
+{
+    wsgw w;
+    if (!gw_up(&w)) return;
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "{\"gateway\":{\"auth\":{\"token\":\"%s\"}},"
+             "\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\",\"memorySearch\":{"
+             "\"provider\":\"none\"},\"models\":{\"openai/gpt-t\":{},"
+             "\"openai/gpt-u\":{\"alias\":\"quick\"}}}},"
+             "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
+             "\"apiKey\":\"sk-test-ws-0001\",\"models\":[]}}},"
+             "\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
+             WTOKEN, w.base);
+    write_file(w.dir, "state/quantumclaw.json", cfg);
+    cm_gateway_reload(w.g);
+    wsc c;
+    EXPECT(ws_open(&c, w.port, NULL, NULL));
+    json_t *r = ws_connect(&c, WTOKEN, "[\"operator.admin\"]");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    json_decref(r);
+    r = NULL;
+    for (int i = 0; i < 200; i++) { /* the reload runs on its own thread */
+        json_decref(r);
+        r = ws_call(&c, "2", "sessions.patch", "{\"key\":\"main\",\"model\":\"Quick\"}");
+        if (json_is_true(json_object_get(r, "ok"))) break;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    EXPECT_STR(S_entry(r, "providerOverride"), "openai");
+    EXPECT_STR(S_entry(r, "modelOverride"), "gpt-u");
+    json_decref(r);
+    r = ws_call(&c, "3", "sessions.patch", "{\"key\":\"main\",\"model\":\"anthropic/claude-x\"}");
+    EXPECT_STR(S_err(r), "model not allowed: anthropic/claude-x");
+    json_decref(r);
+    r = ws_call(&c, "5", "sessions.patch", "{\"key\":\"main\",\"model\":\"openai/gpt-v\"}");
+    EXPECT_STR(S_err(r), "model not allowed: openai/gpt-v"); /* no closest pick here */
+    json_decref(r);
+    r = ws_call(&c, "4", "sessions.patch", "{\"key\":\"main\",\"model\":\"gpt-t\"}");
+    EXPECT(r && json_is_true(json_object_get(r, "ok")));
+    EXPECT(S_entry(r, "providerOverride") == NULL && S_entry(r, "modelOverride") == NULL);
+    json_decref(r);
+    ws_close(&c);
+    gw_down(&w);
+}
+
 /* clawmem.pairing.*: a pending request listed, approve refused to a read
  * client, deny drops it (no sender approved), a code no longer pending is
  * NOT_FOUND. */

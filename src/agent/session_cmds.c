@@ -9,6 +9,7 @@
 #include "../session/keys.h"
 #include "../session/sessions.h"
 #include "run_meta.h"
+#include "model_cmds.h"
 #include "session_cmds.h"
 #include "../tools/status_card.h"
 
@@ -49,10 +50,8 @@ static size_t S_arg(const char *p, char *out, size_t cap)
     return n;
 }
 
-/* The session's entry, made when missing (create), in st: the full key
- * into key[1100]. */
-static cm_rc S_open(agent_ctx *a, const char *k, bool create, session_store *st, char key[1100],
-                    char *err, size_t errlen)
+cm_rc cm_agent_session_open(agent_ctx *a, const char *k, bool create, session_store *st,
+                            char key[1100], char *err, size_t errlen)
 {
     buf b = BUF_INIT;
     memset(st, 0, sizeof *st);
@@ -69,16 +68,9 @@ static cm_rc S_open(agent_ctx *a, const char *k, bool create, session_store *st,
     return rc;
 }
 
-/* The model the session's next run asks first: its override
- * (providerOverride/modelOverride), else the runner's first. */
-static void S_model(agent_ctx *a, const json_t *e, char out[320])
+void cm_agent_session_model(agent_ctx *a, const json_t *e, char out[320])
 {
-    const char *po = json_string_value(json_object_get(e, "providerOverride"));
-    const char *mo = json_string_value(json_object_get(e, "modelOverride"));
-    if (po && *po && mo && *mo) {
-        snprintf(out, 320, "%.127s/%.189s", po, mo);
-        return;
-    }
+    if (!cm_agent_model_override(a, e, out, NULL) && out[0]) return;
     buf chain = BUF_INIT;
     llm_turn probe = {NULL, false, NULL};
     out[0] = 0;
@@ -105,7 +97,7 @@ cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const ch
     if (!S_word(text, names, &p)) return CM_OK;
     size_t n = S_arg(p, arg, sizeof arg);
     *handled = true;
-    CHECK(S_open(a, key, true, &st, full, err, errlen));
+    CHECK(cm_agent_session_open(a, key, true, &st, full, err, errlen));
     opened = true;
     int lvl = cm_agent_reasoning_parse(arg);
     if (!arg[0]) {
@@ -226,9 +218,9 @@ static cm_rc S_think(agent_ctx *a, const char *key, const char *p, char **reply,
     buf msg = BUF_INIT;
     char full[1100], arg[32], model[320];
     size_t n = S_arg(p, arg, sizeof arg);
-    CHECK(S_open(a, key, true, &st, full, err, errlen));
+    CHECK(cm_agent_session_open(a, key, true, &st, full, err, errlen));
     const json_t *e = cm_session_store_get(&st, full);
-    S_model(a, e, model);
+    cm_agent_session_model(a, e, model);
     const char *lvl = cm_agent_think_parse(arg);
     if (!arg[0]) {
         const char *cur = json_string_value(json_object_get(e, "thinkingLevel"));
@@ -291,9 +283,9 @@ static cm_rc S_compact(agent_ctx *a, const char *key, const char *instructions, 
         rc = cm_buf_adds(&msg, "⚙️ Compaction unavailable (missing session id).");
         goto done;
     }
-    CHECK(S_open(a, key, false, &st, full, err, errlen));
+    CHECK(cm_agent_session_open(a, key, false, &st, full, err, errlen));
     const json_t *e = cm_session_store_get(&st, full);
-    S_model(a, e, model);
+    cm_agent_session_model(a, e, model);
     /* the label, and the context after it: the new estimate, else the
      * entry's total when it is fresh */
     int64_t total = -1, ctx;
@@ -343,9 +335,9 @@ cm_rc cm_agent_session_status(agent_ctx *a, const char *key, const char *queue_l
     buf msg = BUF_INIT;
     char full[1100], model[320], auth[512] = "", prov[128];
     *reply = NULL;
-    CHECK(S_open(a, key, false, &st, full, err, errlen));
+    CHECK(cm_agent_session_open(a, key, false, &st, full, err, errlen));
     const json_t *e = cm_session_store_get(&st, full);
-    S_model(a, e, model);
+    cm_agent_session_model(a, e, model);
     const char *slash = strchr(model, '/');
     snprintf(prov, sizeof prov, "%.*s", slash ? (int)CM_MIN((size_t)(slash - model), 127) : 0,
              model);
@@ -396,5 +388,7 @@ cm_rc cm_agent_session_command(agent_ctx *a, const char *key, const char *text, 
         *handled = true;
         return S_think(a, key, rest, reply, err, errlen);
     }
+    cm_rc rc = cm_agent_model_command(a, key, text, handled, reply, err, errlen);
+    if (rc || *handled) return rc;
     return cm_agent_session_reasoning_command(a, key, text, handled, reply, err, errlen);
 }

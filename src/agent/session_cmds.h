@@ -3,12 +3,14 @@
  * answer in text, as QuantumClaw 2026.3.22 answers them: /compact
  * [instructions] (the memory flush of the cycle, then the compaction, then
  * "⚙️ Compacted (…) • Context …"), /think [level] (sessions.json
- * thinkingLevel) and /reasoning [level] (reasoningLevel). The caller has
- * checked that the sender may use commands.
+ * thinkingLevel), /reasoning [level] (reasoningLevel), and /model and
+ * /models (model_cmds.c). The caller has checked that the sender may use
+ * commands.
  */
 #ifndef CM_AGENT_SESSION_CMDS_H
 #define CM_AGENT_SESSION_CMDS_H
 
+#include "../session/sessions.h"
 #include "session_turn.h"
 
 /* Runs text when it is one of the commands above (after blanks; "/cmd",
@@ -40,5 +42,15 @@ cm_rc cm_agent_session_reasoning_command(agent_ctx *a, const char *key, const ch
  * a static string; NULL for anything else. */
 const char *cm_agent_think_parse(const char *arg);
 
+/* For the commands' files: the session's entry of key k, made when missing
+ * (create), in st (released by the caller on success); the full key into
+ * key[1100]. */
+cm_rc cm_agent_session_open(agent_ctx *a, const char *k, bool create, session_store *st,
+                            char key[1100], char *err, size_t errlen);
+
+/* The model the session's next run asks first ("provider/model" into
+ * out): entry e's override (providerOverride/modelOverride) when allowed
+ * (cm_agent_model_override), else the runner's first; "" when none. */
+void cm_agent_session_model(agent_ctx *a, const json_t *e, char out[320]);
 
 #endif

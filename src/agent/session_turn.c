@@ -11,6 +11,7 @@
 #include "../session/origin.h"
 #include "../session/sessions.h"
 #include "../session/transcript.h"
+#include "model_cmds.h"
 #include "run_meta.h"
 #include "session_turn.h"
 #include "../base/caps.h"
@@ -794,17 +795,18 @@ cm_rc cm_agent_session_turn_opts(agent_ctx *a, const char *key, const agent_turn
     CHECK(session_open_with(a, key, true, start_patch, &sc, started, &s, err, errlen));
     running = true;
     out->reasoning_level = reasoning_of(cm_session_store_get(&s.st, s.key));
-    /* the session's model override (sessions.patch model, as QuantumClaw
-     * keeps it: providerOverride + modelOverride) when the caller gave none */
+    /* the session's model override (/model, sessions.patch model, as
+     * QuantumClaw keeps it: providerOverride + modelOverride) when the
+     * caller gave none; one agents.defaults.models no longer allows is
+     * cleared, as 2026.3.22 clears it */
     char ovr[320];
     if (!model) {
-        const json_t *e0 = cm_session_store_get(&s.st, s.key);
-        const char *po = json_string_value(json_object_get(e0, "providerOverride"));
-        const char *mo = json_string_value(json_object_get(e0, "modelOverride"));
-        if (po && *po && mo && *mo && strlen(po) < 128 && strlen(mo) < 190) {
-            snprintf(ovr, sizeof ovr, "%.127s/%.189s", po, mo);
-            model = ovr;
-        }
+        json_t *reset = NULL;
+        char rerr[256];
+        CHECK(cm_agent_model_override(a, cm_session_store_get(&s.st, s.key), ovr, &reset));
+        if (reset) cm_session_note(&s.st, s.key, reset, now_of(a), NULL, rerr, sizeof rerr);
+        json_decref(reset);
+        if (ovr[0]) model = ovr;
     }
     /* the memory flush before the turn, when due; its failure does not stop the turn */
     char ferr[512];

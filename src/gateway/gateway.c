@@ -163,7 +163,7 @@ cm_rc cm_gw_agents_run(void *ctx, const gw_run_req *rq, gw_run_res *out, char *e
     if (!a) return CM_EIO;
     if (rq->command && rq->status_queue) /* /status */
         return cm_agent_status(a, rq->session_key, rq->status_queue, &out->text, err, errlen);
-    if (rq->command) { /* /compact, /think, /reasoning */
+    if (rq->command) { /* /compact, /think, /reasoning, /model, /models */
         bool handled = false;
         cm_rc rc =
             cm_agent_command(a, rq->session_key, rq->prompt, &handled, &out->text, err, errlen);

@@ -142,6 +142,30 @@ const JUDGES = {
             "(the reference pages Telegram's list 8 at a time with buttons)."));
         return out;
     },
+    model(r, c) {
+        const rt = r.texts ?? {}, ct = c.texts ?? {};
+        // the reference sends HTML to Telegram: its text unescaped
+        const plain = (t) => (t ?? "").replaceAll("&lt;", "<").replaceAll("&gt;", ">").replaceAll("&amp;", "&");
+        const out = [v("answered by the gateway, no model asked", !r.model_requests && c.model_requests ? "gap" : "same",
+            `model requests for the commands: reference ${r.model_requests}, clawmem ${c.model_requests}.`)];
+        out.push(v("a switch sets providerOverride/modelOverride, the next turn asks that model, the default clears",
+            same(r.override, c.override) && r.turn_model === c.turn_model ? "same" : "different",
+            `after /model openai/compat-fallback: reference ${JSON.stringify(r.override?.set)}, clawmem ${JSON.stringify(c.override?.set)}; ` +
+            `the next turn's model: reference ${r.turn_model}, clawmem ${c.turn_model}; after /model openai/compat-model: ` +
+            `reference ${JSON.stringify(r.override?.cleared)}, clawmem ${JSON.stringify(c.override?.cleared)}.`));
+        const acks = ["/model openai/compat-fallback", "/model openai/compat-model", "/model 3"];
+        out.push(v("answers to a switch, to the default, to a number",
+            acks.every((k) => plain(rt[k]) === plain(ct[k])) ? "same" : "different",
+            acks.map((k) => `${k}: reference ${JSON.stringify(plain(rt[k]))}, clawmem ${JSON.stringify(plain(ct[k]))}`).join("; ") + "."));
+        const lists = ["/model", "/models", "/models openai"];
+        out.push(v("/model and /models on Telegram", lists.every((k) => plain(rt[k]) === plain(ct[k])) ? "same" : "different",
+            lists.map((k) => `${k}: reference ${JSON.stringify(plain(rt[k]))}, clawmem ${JSON.stringify(plain(ct[k]))}`).join("; ") +
+            ". On purpose: the reference answers Telegram with button pickers (\"Tap below…\", \"Select a provider:\"); " +
+            "clawmem sends every channel the reference's text answer, which names /models and /model status instead. " +
+            "Its lists hold the configured models (models.providers, agents.defaults.models, the model chain); the " +
+            "reference's catalog adds pi-ai's built-in models (41 for openai here)."));
+        return out;
+    },
     compact(r, c) {
         return [v("/compact writes a compaction record", (r.compaction_records > 0) === (c.compaction_records > 0) ? "same"
             : r.compaction_records > 0 ? "gap" : "different",
@@ -188,7 +212,7 @@ const TITLES = {
     dm: "DM text turn", redelivery: "Redelivered update", debounce: "Two quick messages (debounce 1500 ms)",
     pairing: "Unknown sender (dmPolicy pairing)", group_no_mention: "Group message without a mention",
     group_mention: "Group message mentioning the bot", long_reply: "Long reply (~14,000 characters, indented code)",
-    new: "/new", rate_limit: "429 from the primary model", compact: "/compact", info: "/whoami, /help, /status, /commands",
+    new: "/new", rate_limit: "429 from the primary model", compact: "/compact", info: "/whoami, /help, /status, /commands", model: "/model, /models",
     cli_calls: "The reference's CLI (gateway call)", tui_chat: "The reference's TUI",
 };
 

@@ -299,6 +299,36 @@ export const SCENARIOS = [
         },
     },
     {
+        id: "model",
+        title: "/model, /models",
+        async run(w) {
+            const out = { texts: {}, model_requests: 0, override: {}, turn_model: null };
+            const entry = () => (w.readJson("agents/main/sessions/sessions.json") || {})["agent:main:main"] || {};
+            const say = async (cmd) => {
+                await w.begin();
+                const word = cmd.split(" ")[0];
+                await w.send(w.message(111, 111, cmd, { entities: [{ type: "bot_command", offset: 0, length: word.length }] }));
+                const { recs } = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 30000, quietMs: 3000 });
+                out.texts[cmd] = recs.filter(isTg("sendMessage")).map((r) => r.body.text || "").join("\n---\n");
+                out.model_requests += recs.filter(isChat).length;
+            };
+            for (const cmd of ["/model", "/models", "/models openai", "/model 3", "/model openai/compat-fallback"])
+                await say(cmd);
+            const e = entry();
+            out.override.set = { providerOverride: e.providerOverride ?? null, modelOverride: e.modelOverride ?? null };
+            await w.begin();
+            await w.answer({ text: "Answered by the switched model." });
+            await w.send(w.message(111, 111, "Which model answers now?"));
+            const { recs } = await w.settle((r) => r.some(isTg("sendMessage")), { timeoutMs: 30000, quietMs: 3000 });
+            const chat = recs.find(isChat);
+            out.turn_model = chat ? chat.body.model ?? null : null;
+            await say("/model openai/compat-model");
+            const c = entry();
+            out.override.cleared = { providerOverride: c.providerOverride ?? null, modelOverride: c.modelOverride ?? null };
+            return out;
+        },
+    },
+    {
         id: "compact",
         title: "/compact",
         async run(w) {

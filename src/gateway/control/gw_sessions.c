@@ -7,9 +7,11 @@
  *     execSecurity?, execAsk?, execNode?, model?, sendPolicy?,
  *     groupActivation?}  each value normalised as the reference does (its
  *     aliases: "on" thinking is "low", "enable" usage is "tokens", …), null
- *     clears it; model "provider/model" or a bare id of the default provider
- *     becomes providerOverride + modelOverride (the default model, or null,
- *     clears both; with agents.defaults.models set only those are allowed).
+ *     clears it; model "provider/model", a bare id of the default provider
+ *     or an alias becomes providerOverride + modelOverride as /model sets
+ *     them (agent/model_select.h: the default model, or null, clears both;
+ *     with agents.defaults.models set only those, the chain's and the
+ *     default are allowed).
  *     Answers {ok, path, key, entry, resolved:{modelProvider, model}}.
  *   sessions.reset {key, reason?: "new"|"reset"}: a new sessionId and
  *     transcript, the old one archived (cm_session_reset). Answers {ok, key,
@@ -24,6 +26,7 @@
 #include <ctype.h>
 #include <strings.h>
 
+#include "../../agent/model_select.h"
 #include "../../agent/session_cmds.h"
 #include "../../config/config.h"
 #include "../../session/sessions.h"
@@ -186,61 +189,81 @@ static cm_rc S_store(gw_ws *w, const char *key, session_store *st, buf *path, ch
     return rc;
 }
 
-/* The agent's default model "provider/model" (the chain's first) into out. */
-static void S_default_model(gw_ws *w, char *out, size_t n)
+/* The default agent's model chain "default,fallback,…" into out. */
+static void S_chain(gw_ws *w, buf *out)
 {
     cm_options o = w->opt;
     o.agent_id = w->agent_id0;
     char err[256], *js = NULL;
-    out[0] = 0;
+    cm_buf_reset(out);
     if (cm_models_status_at(&o, &js, err, sizeof err)) return;
     json_t *s = json_loads(js, 0, NULL);
     cm_free(js);
-    const char *m = json_string_value(json_array_get(json_object_get(s, "chain"), 0));
-    snprintf(out, n, "%s", m ? m : "");
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(s, "chain"), i, m)
+    {
+        if (cm_buf_printf(out, "%s%s", i ? "," : "", json_string_value(m))) break;
+    }
     json_decref(s);
 }
 
-/* The model member into patch (providerOverride, modelOverride); false with
- * why set when refused. */
-static bool S_model(gw_ws *w, const json_t *v, json_t *patch, char *why, size_t n)
+/* The agent's default model "provider/model" (the chain's first) into out. */
+static void S_default_model(gw_ws *w, char *out, size_t n)
 {
-    char def[256], ref[512];
-    S_default_model(w, def, sizeof def);
-    const char *dslash = strchr(def, '/');
-    if (json_is_string(v)) {
-        const char *raw = json_string_value(v);
-        while (isspace((unsigned char)*raw))
-            raw++;
-        size_t len = strlen(raw);
-        while (len && isspace((unsigned char)raw[len - 1]))
-            len--;
-        if (!len) return snprintf(why, n, "invalid model: empty"), false;
-        if (memchr(raw, '/', len))
-            snprintf(ref, sizeof ref, "%.*s", (int)len, raw);
-        else
-            snprintf(ref, sizeof ref, "%.*s/%.*s", dslash ? (int)(dslash - def) : 6,
-                     dslash ? def : "openai", (int)len, raw);
-    } else {
-        snprintf(ref, sizeof ref, "%s", def);
-    }
-    if (!strcmp(ref, def) || json_is_null(v)) {
-        json_object_set_new(patch, "providerOverride", json_null());
-        json_object_set_new(patch, "modelOverride", json_null());
-        return true;
-    }
+    buf chain = BUF_INIT;
+    S_chain(w, &chain);
+    snprintf(out, n, "%.*s", chain.data ? (int)strcspn(chain.data, ",") : 0,
+             chain.data ? chain.data : "");
+    cm_buf_release(&chain);
+}
+
+/* The model member into patch as 2026.3.22's sessions.patch applies it
+ * (agent/model_select.h: aliases, the allowlist, the entry's change); false
+ * with why set when refused. */
+static bool S_model(gw_ws *w, const json_t *v, const json_t *entry, json_t *patch, char *why,
+                    size_t n)
+{
+    buf chain = BUF_INIT;
+    S_chain(w, &chain);
     cm_rtcfg *hold;
-    const json_t *allow = json_object_get(
-        json_object_get(json_object_get(cm_gw_ws_config(w, &hold), "agents"), "defaults"),
-        "models");
-    bool refused = json_is_object(allow) && json_object_size(allow) && !json_object_get(allow, ref);
+    model_rules r = {cm_gw_ws_config(w, &hold), chain.data ? chain.data : ""};
+    model_ref m;
+    bool is_default = true, ok = true;
+    if (json_is_null(v)) {
+        if (!cm_model_default(&r, &m)) memset(&m, 0, sizeof m);
+    } else {
+        const char *raw = json_string_value(v);
+        char key[400];
+        switch (cm_model_pick(&r, raw, false, &m, NULL, &is_default)) {
+        case MODEL_PICKED:
+            break;
+        case MODEL_UNRECOGNIZED: {
+            while (isspace((unsigned char)*raw))
+                raw++;
+            size_t len = strlen(raw);
+            while (len && isspace((unsigned char)raw[len - 1]))
+                len--;
+            if (!len)
+                snprintf(why, n, "invalid model: empty");
+            else
+                snprintf(why, n, "invalid model: %.*s", (int)CM_MIN(len, (size_t)400), raw);
+            ok = false;
+            break;
+        }
+        case MODEL_NOT_ALLOWED:
+            cm_model_key(&m, key);
+            snprintf(why, n, "model not allowed: %.400s", key);
+            ok = false;
+            break;
+        }
+    }
+    json_t *ch = ok ? cm_model_override_patch(entry, &m, is_default, NULL) : NULL;
+    if (ch) json_object_update(patch, ch);
+    json_decref(ch);
     cm_rtcfg_unref(hold);
-    if (refused) return snprintf(why, n, "model not allowed: %.400s", ref), false;
-    const char *slash = strchr(ref, '/');
-    if (slash == ref || !slash[1]) return snprintf(why, n, "invalid model: %.400s", ref), false;
-    json_object_set_new(patch, "providerOverride", json_stringn(ref, (size_t)(slash - ref)));
-    json_object_set_new(patch, "modelOverride", json_string(slash + 1));
-    return true;
+    cm_buf_release(&chain);
+    return ok;
 }
 
 static const char *const S_patch_known[] = {
@@ -267,7 +290,7 @@ static json_t *S_build(gw_ws *w, const json_t *p, const session_store *st, const
             goto bad;
         }
         if (!strcmp(k, "model")) {
-            if (!S_model(w, v, patch, why, n)) goto bad;
+            if (!S_model(w, v, cm_session_store_get(st, key), patch, why, n)) goto bad;
             continue;
         }
         if (json_is_null(v)) {

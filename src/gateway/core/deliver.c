@@ -654,7 +654,7 @@ static void S_run(gw_runtime *rt, gw_job *j, deliver *d, int worker)
     free(res.reasoning);
 }
 
-/* A session command (/compact, /think, /reasoning): the agent's answer
+/* A session command (/compact, /think, /reasoning, /model, /models): the agent's answer
  * sent as it is; a failure as a turn's is, with an error id. */
 static void S_command(gw_runtime *rt, gw_job *j, deliver *d, int worker)
 {

@@ -2,8 +2,8 @@
  * dispatch_cmds.c — the commands the gateway answers itself, for
  * dispatch.c (under the runtime's lock): /new and /reset, /queue, /stop,
  * /whoami, /help and /commands answered here; /compact, /think and /reasoning handed
- * to the agent as a session's command job, /status as a job outside the
- * session; the table of their handlers.
+ * to the agent as a session's command job, /status, /model and /models as
+ * jobs outside the session; the table of their handlers.
  */
 #include "dispatch_cmds.h"
 #include "deliver.h"
@@ -273,6 +273,36 @@ static bool S_cmd_status(void *ctx, const char *rest)
     return true;
 }
 
+/* /model [ref|status|list] and /models [provider] [page]: the agent answers
+ * (agent/model_cmds.h: it reads and writes sessions.json, so not here
+ * under the lock) on a worker at once, outside the session, as 2026.3.22
+ * answers a directive-only message beside a running turn; the next turn
+ * runs with the model set. "/model" with more than one word is a turn. */
+static bool S_cmd_model(void *ctx, const char *rest)
+{
+    cmd_call *c = ctx;
+    const gw_turn *t = c->t;
+    const char *r2;
+    if (cm_gw_command_word(c->text, "/model", &r2)) {
+        const char *p = rest + strcspn(rest, " \t\r\n");
+        if (!S_bare(p)) return false;
+    }
+    if (S_refused(c)) return true;
+    gw_job *j =
+        cm_gw_rt_job_new(GW_JOB_NOTICE, t->channel, t->account, t->peer, t->thread, t->message_id);
+    if (!j || !(j->prompt = cm_strdup(c->text)) || !(j->agent_id = cm_strdup(c->agent)) ||
+        !(j->key = cm_strdup(c->key))) {
+        cm_gw_job_free(j);
+        c->rc = CM_ENOMEM;
+        return true;
+    }
+    j->command = true;
+    j->is_group = t->is_group;
+    cm_gw_ids_move(&j->ids, c->ids);
+    cm_gw_rt_ready(c->rt, j);
+    return true;
+}
+
 /* /whoami and /id: who the channel says wrote (2026.3.22's handleWhoamiCommand). */
 static bool S_cmd_whoami(void *ctx, const char *rest)
 {
@@ -298,7 +328,7 @@ static bool S_cmd_whoami(void *ctx, const char *rest)
 }
 
 /* /help: 2026.3.22's card, naming the commands this gateway answers (its
- * /model, /fast, /verbose, /context and /skill are not here: docs/runtime.md). */
+ * /fast, /verbose, /context and /skill are not here: docs/runtime.md). */
 static bool S_cmd_help(void *ctx, const char *rest)
 {
     cmd_call *c = ctx;
@@ -308,7 +338,8 @@ static bool S_cmd_help(void *ctx, const char *rest)
     cm_gw_rt_notice(c->rt, t->channel, t->account, t->peer, t->thread, t->message_id,
                     "ℹ️ Help\n\n"
                     "Session\n/new  |  /reset  |  /compact [instructions]  |  /stop\n\n"
-                    "Options\n/think <level>  |  /reasoning on|off|stream  |  /queue <mode>\n\n"
+                    "Options\n/think <level>  |  /model <id>  |  /reasoning on|off|stream  |  "
+                    "/queue <mode>\n\n"
                     "Status\n/status  |  /whoami\n\nMore: /commands for full list",
                     c->ids, "answered");
     return true;
@@ -333,6 +364,8 @@ static bool S_cmd_commands(void *ctx, const char *rest)
                     "Options\n"
                     "/think (/thinking, /t) - Set thinking level.\n"
                     "/reasoning (/reason) - Toggle reasoning visibility.\n"
+                    "/model - Show or set the model.\n"
+                    "/models - List model providers or provider models.\n"
                     "/queue - Adjust queue settings.\n\n"
                     "Status\n"
                     "/help - Show available commands.\n"
@@ -358,6 +391,8 @@ const gw_command cm_gw_rt_commands[] = {
     {"/think", S_think_aliases, S_cmd_session, NULL},
     {"/reasoning", S_reasoning_aliases, S_cmd_session, NULL},
     {"/status", NULL, S_cmd_status, NULL},
+    {"/models", NULL, S_cmd_model, NULL},
+    {"/model", NULL, S_cmd_model, NULL},
     {"/whoami", S_whoami_aliases, S_cmd_whoami, NULL},
     {"/help", NULL, S_cmd_help, NULL},
     {"/commands", NULL, S_cmd_commands, NULL},
