@@ -22,7 +22,9 @@
  * no row holds its group's keyword (the group's first phrase), else w: a
  * word's derivation stands in for it fully only when the notes lack the
  * word. A list that starts "c<x> " scales the coverage penalty by x (0..1;
- * the weak-result fallback's c0: any part of the question may answer). Like
+ * the weak-result fallback's c0: any part of the question may answer). A
+ * third argument gives phrases' row counts read beforehand (term_rows.h's
+ * cm_term_rows_counts); the others are counted over their rows. Like
  * bm25() it returns the negated score, so ORDER BY
  * rank puts the best first.
  */
@@ -42,8 +44,9 @@
  * datasets of `make eval`; 0.3-0.9 swept). */
 #define FTS_RANK_LENGTH_FLOOR 0.5
 
-/* Registers cm_bm25() on db. Returns an SQLite result code. */
-int cm_fts_rank_register(sqlite3 *db);
+/* Registers cm_bm25() on db, and gives db's FTS5 API in *api. Returns an
+ * SQLite result code. */
+int cm_fts_rank_register(sqlite3 *db, fts5_api **api);
 
 /* db's FTS5 API (NULL when it has none), for cm_fts_stem; valid while db is open. */
 fts5_api *cm_fts_api(sqlite3 *db);
