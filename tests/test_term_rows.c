@@ -2,8 +2,8 @@
  * test_term_rows.c — each term's row count beside the keyword table
  * (src/store/term_rows.h): equal to FTS5's own count of the term's rows
  * through rebuilds, edits, deletions, renames and memory_write; another
- * writer's change to the chunks drops its mark and the next sync fills it
- * again; a search reads it (a doctored count moves the scores), and scores
+ * writer's change (chunks with their file's row) drops its mark and the
+ * next sync fills it again, with the files triggers an older index lacks; a search reads it (a doctored count moves the scores), and scores
  * the same without it (an older index) or with a mark dropped.
  */
 #include <sqlite3.h>
@@ -75,6 +75,23 @@ static int64_t one_int(const tr_ws *f, const char *sql)
     sqlite3_finalize(q);
     sqlite3_close(db);
     return v;
+}
+
+/* Makes the index one an older clawmem left: no term counts, the files
+ * triggers dropping the snapshot only. */
+static void make_older(const tr_ws *f)
+{
+    static const char *const ev[] = {"ins", "INSERT", "upd", "UPDATE", "del", "DELETE"};
+    char sql[1024];
+    exec_sql(f, "DROP TRIGGER files_stat_ins; DROP TRIGGER files_stat_upd; "
+                "DROP TRIGGER files_stat_del; DROP TABLE term_rows");
+    for (int i = 0; i < 6; i += 2) {
+        snprintf(sql, sizeof sql,
+                 "CREATE TRIGGER files_stat_%s AFTER %s ON files BEGIN DELETE FROM meta WHERE "
+                 "key = 'clawmem_files_stat_v1'; END",
+                 ev[i], ev[i + 1]);
+        exec_sql(f, sql);
+    }
 }
 
 /* Whether the table is marked current and equals FTS5's count of each
@@ -170,25 +187,29 @@ TEST(store_term_rows_another_writer_drops_the_mark_and_a_sync_fills_them_again)
     EXPECT(rows_exact(&f));
     char before[4096], after[4096], counted[4096];
     scores(&f, "\"otter\" AND \"beaver\"", before, sizeof before);
-    /* an older clawmem's write: a chunk and its keyword entry, no count */
+    /* an older clawmem's write: a chunk, its keyword entry and its file's
+     * row, no count */
     exec_sql(&f, "INSERT INTO chunks(path, source, start_line, end_line, hash, text, updated_at) "
                  "VALUES('memory/n03.md', 'memory', 9, 9, 'h', 'otters otters', 0);"
                  "INSERT INTO chunks_fts(rowid, text) VALUES(last_insert_rowid(), "
-                 "'otters otters');");
+                 "'otters otters');"
+                 "UPDATE files SET hash = 'x' WHERE path = 'memory/n03.md';");
     EXPECT_INT(one_int(&f, "SELECT count(*) FROM term_rows WHERE term = ''"), 0);
     EXPECT(!rows_exact(&f));
     /* the search counts the rows itself: the same scores as with no table */
     scores(&f, "\"otter\" AND \"beaver\"", after, sizeof after);
     EXPECT(strcmp(before, after) != 0); /* the new row is counted */
-    exec_sql(&f, "DROP TRIGGER term_rows_ins; DROP TRIGGER term_rows_del; DROP TABLE term_rows");
+    make_older(&f);
     scores(&f, "\"otter\" AND \"beaver\"", counted, sizeof counted);
     EXPECT_STR(after, counted);
     /* a sync under the writer lock fills the table again (an index older
-     * than it gets it so too) */
+     * than it gets it so too, with the files triggers that drop its mark) */
     EXPECT_INT(ws_sync(e, 0), CM_OK);
     EXPECT(rows_exact(&f));
     scores(&f, "\"otter\" AND \"beaver\"", after, sizeof after);
     EXPECT_STR(after, counted);
+    exec_sql(&f, "UPDATE files SET hash = 'y' WHERE path = 'memory/n04.md'");
+    EXPECT_INT(one_int(&f, "SELECT count(*) FROM term_rows WHERE term = ''"), 0);
     cm_engine_close(e);
 }
 
@@ -216,7 +237,7 @@ TEST(store_term_rows_are_what_the_search_reads_and_score_as_counting_the_rows)
     scores(&f, matches[0], doctored, sizeof doctored);
     EXPECT(strcmp(doctored, with[0]) != 0);
     /* an index without the table (an older clawmem's) scores the same */
-    exec_sql(&f, "DROP TRIGGER term_rows_ins; DROP TRIGGER term_rows_del; DROP TABLE term_rows");
+    make_older(&f);
     for (int i = 0; i < 5; i++) {
         scores(&f, matches[i], without, sizeof without);
         EXPECT_STR(without, with[i]);

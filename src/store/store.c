@@ -628,7 +628,7 @@ cm_rc cm_store_file_replace(store *s, const char *path, const char *source, cons
     CHECK(stmt(s, INS_CHUNK, &ins_chunk, err, errlen));
     CHECK(stmt(s, INS_FTS, &ins_fts, err, errlen));
     CHECK(stmt(s, s->bulk ? BULK_FILE : UPSERT_FILE, &q, err, errlen));
-    CHECK(cm_term_rows_arm(s, err, errlen)); /* before the chunks triggers fire */
+    CHECK(cm_term_rows_arm(s, err, errlen)); /* before the files triggers fire */
     CHECK(delete_chunks(s, path, err, errlen));
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < chunks->n; i++) {
@@ -710,6 +710,8 @@ cm_rc cm_store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t 
 {
     if (s->pg) return cm_store_pg_file_touch(s, path, mtime_ns, size, err, errlen);
     sqlite3_stmt *q = NULL;
+    cm_rc rc = cm_term_rows_arm(s, err, errlen); /* the files triggers drop the mark */
+    if (rc) return rc;
     int r = sqlite3_prepare_v2(s->db, "UPDATE files SET mtime = ?2, size = ?3 WHERE path = ?1", -1,
                                &q, NULL);
     if (r == SQLITE_OK) {

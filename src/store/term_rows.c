@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "fts_rank.h"
+#include "files_stat.h"
 #include "term_rows.h"
 
-#define MARK_SQL "term = ''"
 /* FTS5 cuts a token to this many bytes, in documents and in queries alike */
 #define TOKEN_MAX 32768
 
@@ -31,16 +31,16 @@ struct term_rows {
     sqlite3_stmt *count; /* SELECT n FROM term_rows WHERE term = ?1 */
 };
 
+/* The files triggers replaced by ones that drop the mark too (an index's
+ * older ones drop only the snapshot), in the transaction that marks it. */
 static const char fill_sql[] =
     "CREATE TABLE IF NOT EXISTS term_rows(term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;"
     "DELETE FROM term_rows;"
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.cm_vocab USING fts5vocab(main, 'chunks_fts', 'row');"
     "INSERT INTO term_rows(term, n) SELECT term, doc FROM temp.cm_vocab;"
     "INSERT INTO term_rows(term, n) VALUES('', 1);"
-    "CREATE TRIGGER IF NOT EXISTS term_rows_ins AFTER INSERT ON chunks BEGIN DELETE FROM term_rows "
-    "WHERE " MARK_SQL "; END;"
-    "CREATE TRIGGER IF NOT EXISTS term_rows_del AFTER DELETE ON chunks BEGIN DELETE FROM term_rows "
-    "WHERE " MARK_SQL "; END;";
+    "DROP TRIGGER IF EXISTS files_stat_ins; DROP TRIGGER IF EXISTS files_stat_upd;"
+    "DROP TRIGGER IF EXISTS files_stat_del;" STORE_FILES_TRIGGERS_SQL;
 
 static struct term_rows *get(store *s)
 {
@@ -171,7 +171,7 @@ cm_rc cm_term_rows_arm(store *s, char *err, size_t errlen)
     struct term_rows *t = get(s);
     if (!t) return cm_store_fail(s, SQLITE_NOMEM, "count the terms", err, errlen);
     if (t->state != T_IDLE) return CM_OK;
-    t->state = T_OFF; /* the chunks triggers drop the mark: it stays dropped */
+    t->state = T_OFF; /* the files triggers drop the mark: it stays dropped */
     if (sqlite3_get_autocommit(s->db) || !tokenizer(s, t)) return CM_OK;
     int r = current(s, t);
     if (r == SQLITE_ROW) t->state = T_KEEP;

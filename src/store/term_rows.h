@@ -9,21 +9,26 @@
  * (no term is empty) marks it current. A rebuild fills it from the index
  * (fts5vocab) after the keyword entries; a write of keyword entries through
  * the store adds or takes one per distinct term of each chunk's text,
- * tokenised as FTS5 tokenises it, and puts the mark back at commit. Two
- * triggers on chunks (insert, delete) drop the mark in the transaction of
- * any other write to the rows, whoever writes (an older clawmem, the sqlite3
- * shell), and every keyword entry is written with its chunks row; a search
- * that finds no mark (or no table: an older index) counts rows as before,
- * and a sync under the writer lock fills the table again. Not for a trigram
- * index (its phrases are runs of trigrams) nor PostgreSQL.
+ * tokenised as FTS5 tokenises it, and puts the mark back at commit. The
+ * triggers on files (files_stat.h) drop the mark in the transaction of any
+ * other write, whoever writes (an older clawmem): every write of chunks and
+ * their keyword entries comes with a write of their file's row. Triggers on
+ * chunks would be exact for a writer that skips the files row too, but any
+ * trigger on chunks makes SQLite open a statement savepoint for each chunk
+ * inserted, at which FTS5 writes its pending postings as a segment of their
+ * own (a one-file sync: 9 segments instead of 1, and a merge of the whole
+ * index every few syncs). A search that finds no mark (or no table: an
+ * older index) counts rows as before, and a sync under the writer lock
+ * fills the table again. Not for a trigram index (its phrases are runs of
+ * trigrams) nor PostgreSQL.
  */
 #ifndef CM_TERM_ROWS_H
 #define CM_TERM_ROWS_H
 
 #include "store.h"
 
-/* Before a store function writes chunks rows (and their keyword entries):
- * whether this transaction keeps the table current (it was, and a
+/* Before a store function writes files rows (and chunks with their keyword
+ * entries): whether this transaction keeps the table current (it was, and a
  * transaction is open). */
 cm_rc cm_term_rows_arm(store *s, char *err, size_t errlen);
 
@@ -37,8 +42,8 @@ cm_rc cm_term_rows_flush(store *s, char *err, size_t errlen);
 /* After COMMIT or ROLLBACK: forget the transaction's changes. */
 void cm_term_rows_end(store *s);
 
-/* The whole table from the keyword index, marked current, with its
- * triggers; inside the caller's transaction. */
+/* The whole table from the keyword index, marked current, with the files
+ * triggers that drop the mark; inside the caller's transaction. */
 cm_rc cm_term_rows_fill(store *s, char *err, size_t errlen);
 
 /* Under the writer lock, after a sync: fills the table in a transaction of
