@@ -38,6 +38,12 @@ typedef struct rank_data {
     int k, nbest;
 } rank_data;
 
+/* Where cm_bm25 asks for the phrases' row counts (its user data). */
+typedef struct counts_src {
+    cm_fts_counts_fn fn;
+    void *ctx;
+} counts_src;
+
 static int count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
 {
     (void)api;
@@ -139,7 +145,7 @@ static void given_counts(const Fts5ExtensionApi *api, Fts5Context *fts, const ch
 }
 
 static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, const char *spec,
-                         const char *counts, rank_data **out)
+                         const char *match, rank_data **out)
 {
     rank_data *d = api->xGetAuxdata(fts, 0);
     if (d) {
@@ -161,7 +167,11 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, c
     d->avgdl = nrow > 0 ? (double)ntok / (double)nrow : 1.0;
     if (d->avgdl <= 0) d->avgdl = 1.0;
     sqlite3_int64 *given = NULL; /* the counts read from term_rows */
-    if (rc == SQLITE_OK && counts && d->nphrase) {
+    const counts_src *src = api->xUserData(fts);
+    const char *counts = rc == SQLITE_OK && match && d->nphrase && src && src->fn
+                             ? src->fn(src->ctx, match)
+                             : NULL;
+    if (counts) {
         if (!(given = malloc((size_t)d->nphrase * sizeof *given))) rc = SQLITE_NOMEM;
         else given_counts(api, fts, counts, d->nphrase, given);
     }
@@ -270,9 +280,8 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     rank_data *d = NULL;
     int k = argc > 0 ? sqlite3_value_int(argv[0]) : 0;
     const char *spec = argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
-    const char *counts = argc > 2 ? (const char *)sqlite3_value_text(argv[2]) : NULL;
-    int rc = rank_data_get(api, fts, k, spec && *spec ? spec : NULL, counts && *counts ? counts : NULL,
-                           &d);
+    const char *match = argc > 2 ? (const char *)sqlite3_value_text(argv[2]) : NULL;
+    int rc = rank_data_get(api, fts, k, spec && *spec ? spec : NULL, match, &d);
     int ninst = 0, dl = 0;
     if (rc == SQLITE_OK) rc = api->xInstCount(fts, &ninst);
     if (rc != SQLITE_OK) {
@@ -308,12 +317,16 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     sqlite3_result_double(ctx, -score);
 }
 
-int cm_fts_rank_register(sqlite3 *db, fts5_api **out)
+int cm_fts_rank_register(sqlite3 *db, fts5_api **out, cm_fts_counts_fn counts, void *ctx)
 {
     fts5_api *api = cm_fts_api(db);
     *out = api;
     if (!api || api->iVersion < 2) return SQLITE_ERROR;
-    return api->xCreateFunction(api, "cm_bm25", NULL, cm_bm25, NULL);
+    counts_src *src = sqlite3_malloc(sizeof *src);
+    if (!src) return SQLITE_NOMEM;
+    src->fn = counts;
+    src->ctx = ctx;
+    return api->xCreateFunction(api, "cm_bm25", src, cm_bm25, sqlite3_free);
 }
 
 /* ---- the porter stems of words (for the query's variants) ------------------ */

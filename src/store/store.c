@@ -150,7 +150,7 @@ static const char *const stmt_sql[] = {
      * each row read, on a cursor that counts every phrase's rows again */
     [SEARCH] =
         "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, " STORE_HIT_TIME(
-            "c") " FROM (SELECT rowid, cm_bm25(chunks_fts, ?2, ?3, ?4) AS rank FROM chunks_fts "
+            "c") " FROM (SELECT rowid, cm_bm25(chunks_fts, ?2, ?3, ?1) AS rank FROM chunks_fts "
                  "WHERE chunks_fts MATCH ?1 ORDER BY 2 LIMIT ?2) AS f "
                  "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
     [BULK_FILE] = "INSERT INTO temp.bulk_files(path, source, hash, mtime, size, problem) "
@@ -307,7 +307,7 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
         if (cm_store_schema_owner(s->db, &who, &qc) == SQLITE_OK && who == STORE_OWNER_OTHER)
             CHECK(cm_store_foreign(path, qc, err, errlen));
     }
-    r = cm_fts_rank_register(s->db, &s->fts);
+    r = cm_fts_rank_register(s->db, &s->fts, cm_term_rows_lookup, s);
     if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "register cm_bm25", err, errlen));
     if (flags & STORE_BULK) {
         s->bulk = true;
@@ -345,7 +345,7 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
             CHECK(cm_store_fail(s, r, "read schema", err, errlen));
         sqlite3_extended_result_codes(s->db, 1);
         sqlite3_busy_timeout(s->db, busy_ms);
-        r = cm_fts_rank_register(s->db, &s->fts);
+        r = cm_fts_rank_register(s->db, &s->fts, cm_term_rows_lookup, s);
         if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "register cm_bm25", err, errlen));
         sqlite3_exec(s->db, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
     }
@@ -803,14 +803,14 @@ cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int 
         ok = strchr("0123456789. e+-c/", weights[i]) != NULL;
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;
-    /* the phrases' row counts and the search read one snapshot */
-    bool tx = sqlite3_get_autocommit(s->db) && exec(s, "BEGIN", "begin", err, errlen) == CM_OK;
-    buf counts = BUF_INIT;
-    CHECK(cm_term_rows_counts(s, match, &counts, err, errlen));
+    /* in a read transaction of its own: each of the statements FTS5 steps
+     * for a row (its length, cm_bm25's term counts) then resets without
+     * SQLite's autocommit bookkeeping (~440 instructions a row) */
+    bool tx = sqlite3_get_autocommit(s->db) && sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) ==
+                                                   SQLITE_OK;
     sqlite3_bind_text(q, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 2, limit);
     sqlite3_bind_text(q, 3, ok ? weights : "", -1, SQLITE_STATIC);
-    if (counts.len) sqlite3_bind_text(q, 4, counts.data, (int)counts.len, SQLITE_STATIC);
     int r;
     while ((r = sqlite3_step(q)) == SQLITE_ROW) {
         if (out->n == out->cap) {
@@ -833,7 +833,6 @@ cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int 
 out:
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
-    cm_buf_release(&counts);
     if (tx) sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
     return rc;
 }

@@ -21,6 +21,7 @@ typedef struct delta {
 } delta;
 
 struct term_rows {
+    buf counts; /* cm_term_rows_lookup's answer */
     fts5_tokenizer t;
     Fts5Tokenizer *tok;
     bool tok_tried;
@@ -304,11 +305,23 @@ cm_rc cm_term_rows_counts(store *s, const char *match, buf *out, char *err, size
     return rc;
 }
 
+const char *cm_term_rows_lookup(void *ctx, const char *match)
+{
+    store *s = ctx;
+    char err[256];
+    struct term_rows *t = get(s);
+    if (!t || cm_term_rows_counts(s, match, &t->counts, err, sizeof err) != CM_OK ||
+        !t->counts.len)
+        return NULL;
+    return t->counts.data;
+}
+
 void cm_term_rows_free(store *s)
 {
     struct term_rows *t = s->terms;
     if (!t) return;
     cm_term_rows_end(s);
+    cm_buf_release(&t->counts);
     if (t->tok) t->t.xDelete(t->tok);
     sqlite3_finalize(t->count);
     free(t);

@@ -56,6 +56,12 @@ cm_rc cm_term_rows_repair(store *s, bool *wrote, char *err, size_t errlen);
  * cannot say (absent, not current, a trigram index): cm_bm25 then counts. */
 cm_rc cm_term_rows_counts(store *s, const char *match, buf *out, char *err, size_t errlen);
 
+/* cm_term_rows_counts for cm_bm25 (fts_rank.h's cm_fts_counts_fn, ctx the
+ * store): asked at a search's first row, inside the search's read of the
+ * index, so that the counts and the rows are of one snapshot, and not at
+ * all by a search that matches nothing. NULL when the table cannot say. */
+const char *cm_term_rows_lookup(void *ctx, const char *match);
+
 void cm_term_rows_free(store *s);
 
 #endif
