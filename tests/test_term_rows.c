@@ -3,8 +3,9 @@
  * (src/store/term_rows.h): equal to FTS5's own count of the term's rows
  * through rebuilds, edits, deletions, renames and memory_write; another
  * writer's change (chunks with their file's row) drops its mark and the
- * next sync fills it again, with the files triggers an older index lacks; a search reads it (a doctored count moves the scores), and scores
- * the same without it (an older index) or with a mark dropped.
+ * next sync fills it again, with the files triggers an older index lacks; a search reads it (a
+ * doctored count moves the scores), and scores the same without it (an older index) or with a mark
+ * dropped.
  */
 #include <sqlite3.h>
 #include <unistd.h>
@@ -30,8 +31,8 @@ static void ws_init(tr_ws *f)
         char rel[64], text[256];
         snprintf(rel, sizeof rel, "memory/n%02d.md", i);
         /* a word twice in a note still counts that row once */
-        snprintf(text, sizeof text, "# Note %02d\n\n%s and %s near %s; %s again.\n", i, words[i % 6],
-                 words[(i + 1) % 6], words[(i * 5) % 6], words[i % 6]);
+        snprintf(text, sizeof text, "# Note %02d\n\n%s and %s near %s; %s again.\n", i,
+                 words[i % 6], words[(i + 1) % 6], words[(i * 5) % 6], words[i % 6]);
         write_file(f->ws, rel, text);
     }
 }
@@ -102,8 +103,7 @@ static bool rows_exact(const tr_ws *f)
     sqlite3_stmt *q = NULL;
     int64_t diff = -1, mark = 0, terms = 0;
     if (sqlite3_open(f->db, &db) == SQLITE_OK &&
-        sqlite3_exec(db,
-                     "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, 'chunks_fts', 'row')",
+        sqlite3_exec(db, "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, 'chunks_fts', 'row')",
                      NULL, NULL, NULL) == SQLITE_OK &&
         sqlite3_prepare_v2(db,
                            "SELECT (SELECT count(*) FROM (SELECT term, n FROM term_rows WHERE "
@@ -135,7 +135,8 @@ static void scores(const tr_ws *f, const char *match, char *out, size_t cap)
     EXPECT_INT(rc, CM_OK);
     size_t at = 0;
     for (size_t i = 0; i < h.n && at + 64 < cap; i++)
-        at += (size_t)snprintf(out + at, cap - at, "%lld:%.17g ", (long long)h.v[i].id, h.v[i].rank);
+        at +=
+            (size_t)snprintf(out + at, cap - at, "%lld:%.17g ", (long long)h.v[i].id, h.v[i].rank);
     cm_fts_hits_release(&h);
     if (!rc) cm_store_close(&s);
 }

@@ -177,8 +177,10 @@ double cm_rank_passage_best(const char *text, const passage_terms *t, size_t sen
         size_t l = 1;
         if (i < n) {
             unsigned char b = (unsigned char)text[i];
-            if (b < 0x80) cp = b;
-            else l = cm_utf8_decode(text + i, n - i, &cp);
+            if (b < 0x80)
+                cp = b;
+            else
+                l = cm_utf8_decode(text + i, n - i, &cp);
             if (b < 0x80 ? ascii_word[b] : wide_word(cp)) {
                 size_t s = i;
                 i = word_end(text, i + l, n);

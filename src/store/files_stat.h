@@ -27,7 +27,8 @@
 #define STORE_FILES_TRIGGERS_SQL                                                                   \
     "CREATE TABLE IF NOT EXISTS term_rows(term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT "     \
     "ROWID;" STORE_FILES_TRIGGER("files_stat_ins", "INSERT")                                       \
-        STORE_FILES_TRIGGER("files_stat_upd", "UPDATE") STORE_FILES_TRIGGER("files_stat_del", "DELETE")
+        STORE_FILES_TRIGGER("files_stat_upd", "UPDATE")                                            \
+            STORE_FILES_TRIGGER("files_stat_del", "DELETE")
 
 /* The snapshot as one read holds it: p (n bytes) while the statement q
  * stays on its row (a read transaction of the index: close it before any

@@ -168,12 +168,13 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, c
     if (d->avgdl <= 0) d->avgdl = 1.0;
     sqlite3_int64 *given = NULL; /* the counts read from term_rows */
     const counts_src *src = api->xUserData(fts);
-    const char *counts = rc == SQLITE_OK && match && d->nphrase && src && src->fn
-                             ? src->fn(src->ctx, match)
-                             : NULL;
+    const char *counts =
+        rc == SQLITE_OK && match && d->nphrase && src && src->fn ? src->fn(src->ctx, match) : NULL;
     if (counts) {
-        if (!(given = malloc((size_t)d->nphrase * sizeof *given))) rc = SQLITE_NOMEM;
-        else given_counts(api, fts, counts, d->nphrase, given);
+        if (!(given = malloc((size_t)d->nphrase * sizeof *given)))
+            rc = SQLITE_NOMEM;
+        else
+            given_counts(api, fts, counts, d->nphrase, given);
     }
     for (int i = 0; rc == SQLITE_OK && i < d->nphrase; i++) {
         sqlite3_int64 n = given ? given[i] : -1;

@@ -806,8 +806,8 @@ cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int 
     /* in a read transaction of its own: each of the statements FTS5 steps
      * for a row (its length, cm_bm25's term counts) then resets without
      * SQLite's autocommit bookkeeping (~440 instructions a row) */
-    bool tx = sqlite3_get_autocommit(s->db) && sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) ==
-                                                   SQLITE_OK;
+    bool tx = sqlite3_get_autocommit(s->db) &&
+              sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     sqlite3_bind_text(q, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 2, limit);
     sqlite3_bind_text(q, 3, ok ? weights : "", -1, SQLITE_STATIC);

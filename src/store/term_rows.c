@@ -28,7 +28,7 @@ struct term_rows {
     int state;
     delta *d; /* open addressing, cap a power of two */
     size_t cap, used;
-    unsigned text; /* the note being tokenised: a term counts once a text */
+    unsigned text;       /* the note being tokenised: a term counts once a text */
     sqlite3_stmt *count; /* SELECT n FROM term_rows WHERE term = ?1 */
 };
 
@@ -156,9 +156,8 @@ void cm_term_rows_end(store *s)
  * (SQLITE_DONE), or the error. Prepares the count statement. */
 static int current(store *s, struct term_rows *t)
 {
-    if (!t->count &&
-        sqlite3_prepare_v3(s->db, "SELECT n FROM term_rows WHERE term = ?1", -1,
-                           SQLITE_PREPARE_PERSISTENT, &t->count, NULL) != SQLITE_OK)
+    if (!t->count && sqlite3_prepare_v3(s->db, "SELECT n FROM term_rows WHERE term = ?1", -1,
+                                        SQLITE_PREPARE_PERSISTENT, &t->count, NULL) != SQLITE_OK)
         return SQLITE_DONE; /* no table: an index older than it */
     sqlite3_bind_text(t->count, 1, "", 0, SQLITE_STATIC);
     int r = sqlite3_step(t->count);
@@ -175,13 +174,14 @@ cm_rc cm_term_rows_arm(store *s, char *err, size_t errlen)
     t->state = T_OFF; /* the files triggers drop the mark: it stays dropped */
     if (sqlite3_get_autocommit(s->db) || !tokenizer(s, t)) return CM_OK;
     int r = current(s, t);
-    if (r == SQLITE_ROW) t->state = T_KEEP;
-    else if (r != SQLITE_DONE) return cm_store_fail(s, r, "read the term counts", err, errlen);
+    if (r == SQLITE_ROW)
+        t->state = T_KEEP;
+    else if (r != SQLITE_DONE)
+        return cm_store_fail(s, r, "read the term counts", err, errlen);
     return CM_OK;
 }
 
-cm_rc cm_term_rows_note(store *s, const char *text, size_t len, int sign, char *err,
-                        size_t errlen)
+cm_rc cm_term_rows_note(store *s, const char *text, size_t len, int sign, char *err, size_t errlen)
 {
     struct term_rows *t = s->terms;
     if (!t || t->state != T_KEEP) return CM_OK;
@@ -201,8 +201,8 @@ cm_rc cm_term_rows_flush(store *s, char *err, size_t errlen)
                                "DO UPDATE SET n = n + excluded.n",
                                -1, &up, NULL);
     if (r == SQLITE_OK)
-        r = sqlite3_prepare_v2(s->db, "DELETE FROM term_rows WHERE term = ?1 AND n <= 0", -1,
-                               &gone, NULL);
+        r = sqlite3_prepare_v2(s->db, "DELETE FROM term_rows WHERE term = ?1 AND n <= 0", -1, &gone,
+                               NULL);
     for (size_t i = 0; r == SQLITE_OK && i < t->cap; i++) {
         const delta *d = &t->d[i];
         if (!d->term || !d->n) continue;
@@ -250,8 +250,8 @@ cm_rc cm_term_rows_repair(store *s, bool *wrote, char *err, size_t errlen)
 }
 
 typedef struct phrase_ctx {
-    int n;       /* tokens */
-    bool plain;  /* none colocated */
+    int n;      /* tokens */
+    bool plain; /* none colocated */
     int len;
     char first[256];
 } phrase_ctx;
@@ -310,8 +310,7 @@ const char *cm_term_rows_lookup(void *ctx, const char *match)
     store *s = ctx;
     char err[256];
     struct term_rows *t = get(s);
-    if (!t || cm_term_rows_counts(s, match, &t->counts, err, sizeof err) != CM_OK ||
-        !t->counts.len)
+    if (!t || cm_term_rows_counts(s, match, &t->counts, err, sizeof err) != CM_OK || !t->counts.len)
         return NULL;
     return t->counts.data;
 }

@@ -33,8 +33,7 @@
 cm_rc cm_term_rows_arm(store *s, char *err, size_t errlen);
 
 /* A keyword entry of text[0..len) written (sign 1) or deleted (-1). */
-cm_rc cm_term_rows_note(store *s, const char *text, size_t len, int sign, char *err,
-                        size_t errlen);
+cm_rc cm_term_rows_note(store *s, const char *text, size_t len, int sign, char *err, size_t errlen);
 
 /* Before COMMIT: the transaction's changes into the table, the mark back. */
 cm_rc cm_term_rows_flush(store *s, char *err, size_t errlen);
