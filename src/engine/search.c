@@ -417,11 +417,11 @@ static cm_rc keyword_hits(cm_engine *e, const char *query, int limit, bool fallb
     bool bridge = !e->st.trigram && !e->st.pg;
     if (bridge) vc.m = query_model(e);
     if (vc.m && e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter"))
-        vc.porter = cm_fts_api(e->st.db);
+        vc.porter = e->st.fts; /* the store's, from registering cm_bm25 */
     bool porter = e->cfg.fts_tokenizer && !strcmp(e->cfg.fts_tokenizer, "porter");
     if (bridge) vc.st = &e->st;
     if (bridge && porter) vc.dt = derive_tab(e);
-    if (bridge && porter) vc.stem = vc.porter ? vc.porter : cm_fts_api(e->st.db);
+    if (bridge && porter) vc.stem = e->st.fts;
     query_opts o = {e->st.trigram,
                     QUERY_AND,
                     x,

@@ -15,6 +15,7 @@
 #include "../base/utf8.h"
 #include "../index/dir_records.h"
 #include "../index/memfile.h"
+#include "../store/term_rows.h"
 #include "engine_int.h"
 
 /* The read-only no-change check: the index exists with this fingerprint,
@@ -358,17 +359,22 @@ static void stat_refresh(cm_engine *e, const file_list *files, bool replace, boo
 {
     char msg[512];
     bool was_open = e->st_open; /* a rebuild leaves the live index closed: so it stays */
-    bool wrote = false;
+    bool wrote = false, filled = false;
     const buf *dirs = files ? &files->dir_record : NULL;
     if (cm_engine_ensure_store(e, msg, sizeof msg) != CM_OK ||
         cm_store_files_stat_refresh(&e->st, dirs ? dirs->data : NULL, dirs ? dirs->len : 0, replace,
                                     &wrote, msg, sizeof msg) != CM_OK)
         cm_logf(&e->lg, CM_LOG_INFO, "files' stat snapshot not written: %s", msg);
+    /* the term counts, when a write without them dropped their mark (or the
+     * index predates them): searches count the rows meanwhile */
+    else if (cm_term_rows_repair(&e->st, &filled, msg, sizeof msg) != CM_OK)
+        cm_logf(&e->lg, CM_LOG_INFO, "term counts not written: %s", msg);
     /* what a sync wrote goes into the index's file, and the WAL is emptied
      * when no reader holds it: each later process (a search) then opens an
      * index with nothing to read back from its WAL. memory_write's note
      * (files NULL) leaves that to the next sync, as before. */
-    if (files && e->st_open && ((changed && was_open) || wrote)) cm_store_checkpoint(&e->st);
+    if (files && e->st_open && ((changed && was_open) || wrote || filled))
+        cm_store_checkpoint(&e->st);
     if (!was_open) cm_engine_close_store(e);
 }
 

@@ -115,18 +115,29 @@ static const bool ascii_word[128] = {
     ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
     ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1};
 
-/* Whether text[i..n) starts with a word character (not CJK); its length in
- * *l. Inline: it is asked of every character of the best hits' text. */
-static inline bool word_at(const char *text, size_t i, size_t n, size_t *l, int32_t *cp)
+/* Whether code point cp (of a byte >= 0x80) is a word character, not CJK. */
+static bool wide_word(int32_t cp)
 {
-    unsigned char b = (unsigned char)text[i];
-    if (b < 0x80) {
-        *l = 1;
-        *cp = b;
-        return ascii_word[b];
+    return cm_utf8_is_word(cp) && !cm_utf8_is_cjk(cp);
+}
+
+/* Where the word that goes on at text[i] ends: a loop of its own, as it
+ * runs over most characters of the best hits' text. */
+static size_t word_end(const char *text, size_t i, size_t n)
+{
+    while (i < n) {
+        unsigned char b = (unsigned char)text[i];
+        if (b < 0x80) {
+            if (!ascii_word[b]) break;
+            i++;
+            continue;
+        }
+        int32_t cp = 0;
+        size_t l = cm_utf8_decode(text + i, n - i, &cp);
+        if (!wide_word(cp)) break;
+        i += l;
     }
-    *l = cm_utf8_decode(text + i, n - i, cp);
-    return cm_utf8_is_word(*cp) && !cm_utf8_is_cjk(*cp);
+    return i;
 }
 
 /* The terms a word matches, as a bit mask. */
@@ -164,12 +175,18 @@ double cm_rank_passage_best(const char *text, const passage_terms *t, size_t sen
         }
         int32_t cp = 0;
         size_t l = 1;
-        if (i < n && word_at(text, i, n, &l, &cp)) {
-            size_t s = i;
-            while (i < n && word_at(text, i, n, &l, &cp))
-                i += l;
-            cur |= word_terms(text + s, i - s, t);
-            continue;
+        if (i < n) {
+            unsigned char b = (unsigned char)text[i];
+            if (b < 0x80)
+                cp = b;
+            else
+                l = cm_utf8_decode(text + i, n - i, &cp);
+            if (b < 0x80 ? ascii_word[b] : wide_word(cp)) {
+                size_t s = i;
+                i = word_end(text, i + l, n);
+                cur |= word_terms(text + s, i - s, t);
+                continue;
+            }
         }
         bool end = i == n || cp == '\n' ||
                    (split && (cp == '.' || cp == '?' || cp == '!') &&

@@ -28,14 +28,6 @@
 #define MAGIC_LEN 8
 #define ENTRY_MIN (8 + 8 + 4 + 1) /* the fixed fields and an empty path's NUL */
 
-static const char triggers_sql[] =
-    "CREATE TRIGGER IF NOT EXISTS files_stat_ins AFTER INSERT ON files BEGIN DELETE FROM meta "
-    "WHERE key = '" STORE_FILES_STAT_KEY "'; END;"
-    "CREATE TRIGGER IF NOT EXISTS files_stat_upd AFTER UPDATE ON files BEGIN DELETE FROM meta "
-    "WHERE key = '" STORE_FILES_STAT_KEY "'; END;"
-    "CREATE TRIGGER IF NOT EXISTS files_stat_del AFTER DELETE ON files BEGIN DELETE FROM meta "
-    "WHERE key = '" STORE_FILES_STAT_KEY "'; END;";
-
 static uint64_t get_u64(const unsigned char *p)
 {
     uint64_t v;
@@ -193,7 +185,7 @@ cm_rc cm_store_files_stat_refresh(store *s, const void *dirs, size_t dlen, bool 
         return cm_store_fail(s, r, "read the files' stat", err, errlen);
     CHECK(cm_store_begin(s, err, errlen));
     in_tx = true;
-    r = sqlite3_exec(s->db, triggers_sql, NULL, NULL, NULL);
+    r = sqlite3_exec(s->db, STORE_FILES_TRIGGERS_SQL, NULL, NULL, NULL);
     if (r == SQLITE_OK) r = build(s, dirs, dlen, &b, &ok);
     if (r == SQLITE_DONE && ok) {
         r = sqlite3_prepare_v2(

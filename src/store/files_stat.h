@@ -4,7 +4,8 @@
  * no-change check reads one value instead of stepping through the files
  * table row by row. Triggers on the files table delete the snapshot in the
  * transaction that changes any row, whoever writes (an older clawmem too,
- * once the triggers exist), so a snapshot that is there matches the table.
+ * once the triggers exist), so a snapshot that is there matches the table;
+ * they drop the term counts' mark (term_rows.h) too.
  * Included by store.h.
  */
 #ifndef CM_FILES_STAT_H
@@ -14,6 +15,20 @@
 
 /* The meta key of the snapshot (a BLOB, see files_stat.c for its layout). */
 #define STORE_FILES_STAT_KEY "clawmem_files_stat_v1"
+
+/* The triggers on files (and the term counts' table their bodies write,
+ * term_rows.h): each drops the snapshot and the term counts' mark, as every
+ * write of chunks comes with a write of their file's row. IF NOT EXISTS: an
+ * index's older triggers (the snapshot only) stay until cm_term_rows_fill
+ * puts these in their place. */
+#define STORE_FILES_TRIGGER(name, event)                                                           \
+    "CREATE TRIGGER IF NOT EXISTS " name " AFTER " event " ON files BEGIN DELETE FROM meta WHERE " \
+    "key = '" STORE_FILES_STAT_KEY "'; DELETE FROM term_rows WHERE term = ''; END;"
+#define STORE_FILES_TRIGGERS_SQL                                                                   \
+    "CREATE TABLE IF NOT EXISTS term_rows(term TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT "     \
+    "ROWID;" STORE_FILES_TRIGGER("files_stat_ins", "INSERT")                                       \
+        STORE_FILES_TRIGGER("files_stat_upd", "UPDATE")                                            \
+            STORE_FILES_TRIGGER("files_stat_del", "DELETE")
 
 /* The snapshot as one read holds it: p (n bytes) while the statement q
  * stays on its row (a read transaction of the index: close it before any

@@ -38,6 +38,12 @@ typedef struct rank_data {
     int k, nbest;
 } rank_data;
 
+/* Where cm_bm25 asks for the phrases' row counts (its user data). */
+typedef struct counts_src {
+    cm_fts_counts_fn fn;
+    void *ctx;
+} counts_src;
+
 static int count_row(const Fts5ExtensionApi *api, Fts5Context *fts, void *ud)
 {
     (void)api;
@@ -107,8 +113,39 @@ static int weights_parse(rank_data *d, const char *spec)
     return SQLITE_OK;
 }
 
+/* The row counts the caller read for the phrases (term_rows.h: one item a
+ * phrase, a count or '-') into n (-1: count them here); none unless the
+ * items are as many as the phrases and each counted one is a phrase of one
+ * token, so that a list that does not line up with FTS5's phrases is not
+ * used. */
+static void given_counts(const Fts5ExtensionApi *api, Fts5Context *fts, const char *c, int nphrase,
+                         sqlite3_int64 *n)
+{
+    int i = 0;
+    for (; c && i < nphrase; i++) {
+        while (*c == ' ')
+            c++;
+        n[i] = -1;
+        if (*c == '-') {
+            c++;
+        } else {
+            char *end = NULL;
+            long long v = strtoll(c, &end, 10);
+            if (end == c || v < 0 || api->xPhraseSize(fts, i) != 1) break;
+            n[i] = v;
+            c = end;
+        }
+        if (*c != ' ' && *c != '\0') break;
+    }
+    while (c && *c == ' ')
+        c++;
+    if (!c || i < nphrase || *c)
+        for (i = 0; i < nphrase; i++)
+            n[i] = -1;
+}
+
 static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, const char *spec,
-                         rank_data **out)
+                         const char *match, rank_data **out)
 {
     rank_data *d = api->xGetAuxdata(fts, 0);
     if (d) {
@@ -129,13 +166,27 @@ static int rank_data_get(const Fts5ExtensionApi *api, Fts5Context *fts, int k, c
     if (rc == SQLITE_OK) rc = api->xColumnTotalSize(fts, -1, &ntok);
     d->avgdl = nrow > 0 ? (double)ntok / (double)nrow : 1.0;
     if (d->avgdl <= 0) d->avgdl = 1.0;
+    sqlite3_int64 *given = NULL; /* the counts read from term_rows */
+    const counts_src *src = api->xUserData(fts);
+    const char *counts =
+        rc == SQLITE_OK && match && d->nphrase && src && src->fn ? src->fn(src->ctx, match) : NULL;
+    if (counts) {
+        if (!(given = malloc((size_t)d->nphrase * sizeof *given)))
+            rc = SQLITE_NOMEM;
+        else
+            given_counts(api, fts, counts, d->nphrase, given);
+    }
     for (int i = 0; rc == SQLITE_OK && i < d->nphrase; i++) {
-        sqlite3_int64 n = 0;
-        rc = api->xQueryPhrase(fts, i, &n, count_row);
+        sqlite3_int64 n = given ? given[i] : -1;
+        if (n < 0) {
+            n = 0;
+            rc = api->xQueryPhrase(fts, i, &n, count_row);
+        }
         double N = (double)(nrow > FTS_RANK_MIN_ROWS ? nrow : FTS_RANK_MIN_ROWS);
         d->idf[i] = fmax(FTS_RANK_IDF_FLOOR, log((N - (double)n + 0.5) / ((double)n + 0.5)));
         d->freq[i] = (double)n; /* for weights_parse; scratch of a row after */
     }
+    free(given);
     if (rc == SQLITE_OK && spec) rc = weights_parse(d, spec);
     if (rc == SQLITE_OK) rc = api->xSetAuxdata(fts, d, rank_data_free);
     if (rc != SQLITE_OK) {
@@ -230,7 +281,8 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     rank_data *d = NULL;
     int k = argc > 0 ? sqlite3_value_int(argv[0]) : 0;
     const char *spec = argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
-    int rc = rank_data_get(api, fts, k, spec && *spec ? spec : NULL, &d);
+    const char *match = argc > 2 ? (const char *)sqlite3_value_text(argv[2]) : NULL;
+    int rc = rank_data_get(api, fts, k, spec && *spec ? spec : NULL, match, &d);
     int ninst = 0, dl = 0;
     if (rc == SQLITE_OK) rc = api->xInstCount(fts, &ninst);
     if (rc != SQLITE_OK) {
@@ -266,20 +318,16 @@ static void cm_bm25(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     sqlite3_result_double(ctx, -score);
 }
 
-int cm_fts_rank_register(sqlite3 *db)
+int cm_fts_rank_register(sqlite3 *db, fts5_api **out, cm_fts_counts_fn counts, void *ctx)
 {
-    fts5_api *api = NULL;
-    sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &q, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_pointer(q, 1, (void *)&api, "fts5_api_ptr", NULL);
-        rc = sqlite3_step(q);
-        rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? SQLITE_OK : rc;
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_OK) return rc;
+    fts5_api *api = cm_fts_api(db);
+    *out = api;
     if (!api || api->iVersion < 2) return SQLITE_ERROR;
-    return api->xCreateFunction(api, "cm_bm25", NULL, cm_bm25, NULL);
+    counts_src *src = sqlite3_malloc(sizeof *src);
+    if (!src) return SQLITE_NOMEM;
+    src->fn = counts;
+    src->ctx = ctx;
+    return api->xCreateFunction(api, "cm_bm25", src, cm_bm25, sqlite3_free);
 }
 
 /* ---- the porter stems of words (for the query's variants) ------------------ */

@@ -22,7 +22,11 @@
  * no row holds its group's keyword (the group's first phrase), else w: a
  * word's derivation stands in for it fully only when the notes lack the
  * word. A list that starts "c<x> " scales the coverage penalty by x (0..1;
- * the weak-result fallback's c0: any part of the question may answer). Like
+ * the weak-result fallback's c0: any part of the question may answer). A
+ * third argument, the MATCH expression, lets it ask the registered counts
+ * function for the phrases' row counts (term_rows.h) at its first row, in
+ * the search's own read of the index; the phrases it gives none for are
+ * counted over their rows. Like
  * bm25() it returns the negated score, so ORDER BY
  * rank puts the best first.
  */
@@ -42,8 +46,15 @@
  * datasets of `make eval`; 0.3-0.9 swept). */
 #define FTS_RANK_LENGTH_FLOOR 0.5
 
-/* Registers cm_bm25() on db. Returns an SQLite result code. */
-int cm_fts_rank_register(sqlite3 *db);
+/* The phrases' row counts for a MATCH expression, as term_rows.h's
+ * cm_term_rows_counts writes them (NULL: count them all); the string stays
+ * the callee's until its next call. */
+typedef const char *(*cm_fts_counts_fn)(void *ctx, const char *match);
+
+/* Registers cm_bm25() on db, and gives db's FTS5 API in *api; counts (with
+ * ctx; may be NULL) is what cm_bm25 asks for the phrases' row counts. Returns
+ * an SQLite result code. */
+int cm_fts_rank_register(sqlite3 *db, fts5_api **api, cm_fts_counts_fn counts, void *ctx);
 
 /* db's FTS5 API (NULL when it has none), for cm_fts_stem; valid while db is open. */
 fts5_api *cm_fts_api(sqlite3 *db);

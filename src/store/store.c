@@ -10,6 +10,7 @@
  *               ranked by cm_bm25() (fts_rank.h)
  *   vectors(chunk_id PRIMARY KEY, dims, embedding BLOB)          little-endian float32
  *   embedding_cache(provider, model, provider_key, hash, dims, embedding BLOB, updated_at)
+ *   term_rows(term PRIMARY KEY, n)         rows of chunks_fts holding each term (term_rows.h)
  * The FTS table is contentless, so deleting a chunk re-supplies its keyword
  * text (derived from chunks.text) to FTS5's 'delete' command.
  */
@@ -22,6 +23,7 @@
 #include "../base/fs.h"
 #include "../base/utf8.h"
 #include "fts_rank.h"
+#include "term_rows.h"
 #include "store.h"
 #include "store_pg.h"
 
@@ -148,7 +150,7 @@ static const char *const stmt_sql[] = {
      * each row read, on a cursor that counts every phrase's rows again */
     [SEARCH] =
         "SELECT c.id, c.path, c.source, c.start_line, c.end_line, c.text, f.rank, " STORE_HIT_TIME(
-            "c") " FROM (SELECT rowid, cm_bm25(chunks_fts, ?2, ?3) AS rank FROM chunks_fts "
+            "c") " FROM (SELECT rowid, cm_bm25(chunks_fts, ?2, ?3, ?1) AS rank FROM chunks_fts "
                  "WHERE chunks_fts MATCH ?1 ORDER BY 2 LIMIT ?2) AS f "
                  "JOIN chunks AS c ON c.id = f.rowid ORDER BY f.rank",
     [BULK_FILE] = "INSERT INTO temp.bulk_files(path, source, hash, mtime, size, problem) "
@@ -205,6 +207,20 @@ static bool no_write_access(int code)
     return b == SQLITE_READONLY || b == SQLITE_CANTOPEN || b == SQLITE_PERM || b == SQLITE_AUTH;
 }
 
+/* Keeps the tokenize='...' words of the keyword table's CREATE statement
+ * sql (for term_rows.c), when they are plain words; false: out of memory. */
+static bool set_tokenize(store *s, const char *sql)
+{
+    free(s->tokenize);
+    s->tokenize = NULL;
+    const char *p = sql ? strstr(sql, "tokenize='") : NULL;
+    if (!p) return true;
+    p += strlen("tokenize='");
+    size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_ ");
+    if (p[n] != '\'' || !n) return true;
+    return (s->tokenize = cm_strndup(p, n)) != NULL;
+}
+
 /* Reads whether the keyword table exists and its tokenizer: the first read,
  * which also turns "not a database" into CM_ECORRUPT. Returns the SQLite
  * code (SQLITE_ROW: it exists, SQLITE_DONE: it does not). */
@@ -217,6 +233,7 @@ static int read_schema(store *s)
     if (r == SQLITE_ROW) {
         const char *sql = cm_store_col_text(q, 0);
         s->trigram = sql && strstr(sql, "trigram") != NULL;
+        if (!set_tokenize(s, sql)) r = SQLITE_NOMEM;
     }
     sqlite3_finalize(q);
     return r;
@@ -290,7 +307,7 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
         if (cm_store_schema_owner(s->db, &who, &qc) == SQLITE_OK && who == STORE_OWNER_OTHER)
             CHECK(cm_store_foreign(path, qc, err, errlen));
     }
-    r = cm_fts_rank_register(s->db);
+    r = cm_fts_rank_register(s->db, &s->fts, cm_term_rows_lookup, s);
     if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "register cm_bm25", err, errlen));
     if (flags & STORE_BULK) {
         s->bulk = true;
@@ -328,7 +345,7 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
             CHECK(cm_store_fail(s, r, "read schema", err, errlen));
         sqlite3_extended_result_codes(s->db, 1);
         sqlite3_busy_timeout(s->db, busy_ms);
-        r = cm_fts_rank_register(s->db);
+        r = cm_fts_rank_register(s->db, &s->fts, cm_term_rows_lookup, s);
         if (r != SQLITE_OK) CHECK(cm_store_fail(s, r, "register cm_bm25", err, errlen));
         sqlite3_exec(s->db, "PRAGMA mmap_size=268435456", NULL, NULL, NULL);
     }
@@ -350,6 +367,7 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
                                ? "porter unicode61 remove_diacritics 2"
                                : "unicode61 remove_diacritics 2");
         if (!rc) rc = exec(s, b.data, "create the keyword table", err, errlen);
+        if (!rc && !set_tokenize(s, b.data)) rc = CM_ENOMEM;
         cm_buf_release(&b);
         CHECK(rc);
     }
@@ -373,8 +391,10 @@ void cm_store_close(store *s)
     }
     for (size_t i = 0; i < ARRAY_LEN(s->stmts); i++)
         sqlite3_finalize(s->stmts[i]);
+    cm_term_rows_free(s);
     if (s->db) sqlite3_close_v2(s->db);
     free(s->path);
+    free(s->tokenize);
     cm_buf_release(&s->scratch);
     memset(s, 0, sizeof *s);
 }
@@ -451,7 +471,10 @@ cm_rc cm_store_begin(store *s, char *err, size_t errlen)
 cm_rc cm_store_commit(store *s, char *err, size_t errlen)
 {
     if (s->pg) return cm_store_pg_commit(s, err, errlen);
-    return exec(s, "COMMIT", "commit", err, errlen);
+    cm_rc rc = cm_term_rows_flush(s, err, errlen);
+    if (!rc) rc = exec(s, "COMMIT", "commit", err, errlen);
+    if (!rc) cm_term_rows_end(s);
+    return rc;
 }
 
 void cm_store_rollback(store *s)
@@ -461,6 +484,7 @@ void cm_store_rollback(store *s)
         return;
     }
     if (s->db && !sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    cm_term_rows_end(s);
 }
 
 /* SQLite's BINARY collation: strcmp's order (paths hold no NUL). */
@@ -576,6 +600,7 @@ static cm_rc delete_chunks(store *s, const char *path, char *err, size_t errlen)
         sqlite3_bind_int64(del_fts, 1, id);
         sqlite3_bind_text(del_fts, 2, s->scratch.data, (int)s->scratch.len, SQLITE_STATIC);
         CHECK(step_done(s, del_fts, "delete keyword entry", err, errlen));
+        CHECK(cm_term_rows_note(s, s->scratch.data, s->scratch.len, -1, err, errlen));
     }
     if (r != SQLITE_DONE) CHECK(cm_store_fail(s, r, "read chunks", err, errlen));
     sqlite3_reset(q);
@@ -603,6 +628,7 @@ cm_rc cm_store_file_replace(store *s, const char *path, const char *source, cons
     CHECK(stmt(s, INS_CHUNK, &ins_chunk, err, errlen));
     CHECK(stmt(s, INS_FTS, &ins_fts, err, errlen));
     CHECK(stmt(s, s->bulk ? BULK_FILE : UPSERT_FILE, &q, err, errlen));
+    CHECK(cm_term_rows_arm(s, err, errlen)); /* before the files triggers fire */
     CHECK(delete_chunks(s, path, err, errlen));
     int64_t now = (int64_t)time(NULL);
     for (size_t i = 0; i < chunks->n; i++) {
@@ -622,6 +648,7 @@ cm_rc cm_store_file_replace(store *s, const char *path, const char *source, cons
         sqlite3_bind_int64(ins_fts, 1, id);
         sqlite3_bind_text(ins_fts, 2, s->scratch.data, (int)s->scratch.len, SQLITE_STATIC);
         CHECK(step_done(s, ins_fts, "insert keyword entry", err, errlen));
+        CHECK(cm_term_rows_note(s, s->scratch.data, s->scratch.len, 1, err, errlen));
     }
     sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
@@ -672,6 +699,7 @@ cm_rc cm_store_bulk_keywords(store *s, char *err, size_t errlen)
      * written at commit) */
     CHECK(exec(s, "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('hashsize', 1048576)",
                "write the keyword table", err, errlen));
+    CHECK(cm_term_rows_fill(s, err, errlen));
 out:
     sqlite3_finalize(q);
     return rc;
@@ -682,6 +710,8 @@ cm_rc cm_store_file_touch(store *s, const char *path, int64_t mtime_ns, int64_t 
 {
     if (s->pg) return cm_store_pg_file_touch(s, path, mtime_ns, size, err, errlen);
     sqlite3_stmt *q = NULL;
+    cm_rc rc = cm_term_rows_arm(s, err, errlen); /* the files triggers drop the mark */
+    if (rc) return rc;
     int r = sqlite3_prepare_v2(s->db, "UPDATE files SET mtime = ?2, size = ?3 WHERE path = ?1", -1,
                                &q, NULL);
     if (r == SQLITE_OK) {
@@ -699,6 +729,7 @@ cm_rc cm_store_file_delete(store *s, const char *path, char *err, size_t errlen)
     if (s->pg) return cm_store_pg_file_delete(s, path, err, errlen);
     sqlite3_stmt *q = NULL;
     cm_rc rc = stmt(s, DEL_FILE, &q, err, errlen);
+    if (!rc) rc = cm_term_rows_arm(s, err, errlen);
     if (!rc) rc = delete_chunks(s, path, err, errlen);
     if (rc) return rc;
     sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC);
@@ -772,6 +803,11 @@ cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int 
         ok = strchr("0123456789. e+-c/", weights[i]) != NULL;
     cm_rc rc = stmt(s, SEARCH, &q, err, errlen);
     if (rc) return rc;
+    /* in a read transaction of its own: each of the statements FTS5 steps
+     * for a row (its length, cm_bm25's term counts) then resets without
+     * SQLite's autocommit bookkeeping (~440 instructions a row) */
+    bool tx = sqlite3_get_autocommit(s->db) &&
+              sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
     sqlite3_bind_text(q, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(q, 2, limit);
     sqlite3_bind_text(q, 3, ok ? weights : "", -1, SQLITE_STATIC);
@@ -797,6 +833,7 @@ cm_rc cm_store_fts_search(store *s, const char *match, const char *weights, int 
 out:
     sqlite3_reset(q);
     sqlite3_clear_bindings(q);
+    if (tx) sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
     return rc;
 }
 

@@ -26,6 +26,7 @@ enum {
 };
 
 struct store_pg;
+struct term_rows;
 
 typedef struct store {
     sqlite3 *db;
@@ -37,6 +38,9 @@ typedef struct store {
     sqlite3_stmt *stmts[10]; /* prepared on first use, see store.c */
     buf scratch;             /* keyword text of one chunk */
     int busy_ms;             /* the busy timeout it was opened with */
+    fts5_api *fts;           /* SQLite's FTS5, from registering cm_bm25 */
+    char *tokenize;          /* the keyword table's tokenize= words (NULL: not plain words) */
+    struct term_rows *terms; /* the term counts' tokenizer and a transaction's changes */
 } store;
 
 /* SQL for a hit's time (ns) from its chunks row c: a transcript's chunk
