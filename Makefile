@@ -66,7 +66,9 @@ STATIC_MODEL := $(BUILD)/share/clawmem/clawmem-static-100d.bin
 # WordNet's derivations (src/search/derive.h), converted from Debian's
 # wordnet-base when it is installed; none: search works without them.
 WORDNET_DIR ?= /usr/share/wordnet
-DERIVE_DONE  := $(BUILD)/.derivations-tried
+# (the stamp is named after whether it is installed: installed later, the
+# next make converts it)
+DERIVE_DONE  := $(BUILD)/.derivations-tried$(if $(wildcard $(WORDNET_DIR)/data.noun),-wordnet)
 DERIVE_TABLE := $(BUILD)/share/clawmem/wordnet-derivations.txt
 # llama.cpp, for the "local" embedding provider: the system's (pkg-config
 # llama) or the copy scripts/install-llama.sh puts in LLAMA_DIR. Only
@@ -139,7 +141,8 @@ static-model: $(BUILD)/convert-static-model
 	@BUILD=$(BUILD) scripts/install-static-model.sh $(STATIC_MODEL)
 
 # The derivation table beside the program, from WORDNET_DIR (Debian's
-# wordnet-base). Tried once; `make derivations` again.
+# wordnet-base). Tried once, and once more when it is installed later;
+# `make derivations` again.
 $(DERIVE_DONE): | $(BUILD)/convert-wordnet
 	@if [ -f $(WORDNET_DIR)/data.noun ]; then $(BUILD)/convert-wordnet $(WORDNET_DIR) $(DERIVE_TABLE) || \
 	  echo "make: warning: WordNet derivations not converted (retry: make derivations)" >&2; \
