@@ -900,6 +900,24 @@ TEST(gw_cmd_models_lists_and_model_is_gated)
     cw_stop(&w);
 }
 
+/* /model status names each provider's endpoint as a message may show a
+ * URL (cm_redact_url): the key a baseUrl carries in its userinfo or its
+ * query reaches no chat. */
+TEST(gw_cmd_model_status_shows_no_key_of_an_endpoint)
+{
+    cworld w;
+    if (!cw_start(&w, "{\"models\":{\"providers\":{\"azure\":{\"baseUrl\":"
+                      "\"https://ops:pw-leak-4401@llm.example/v1?api-key=key-leak-4402\","
+                      "\"api\":\"openai-completions\",\"models\":[{\"id\":\"gpt-z\"}]}}}}"))
+        return;
+    EXPECT(cw_say(&w, 43, false, "/model status"));
+    char *r = cw_last_sent(&w);
+    EXPECT_CONTAINS(r, "[azure] endpoint: https://llm.example/v1 api: openai-completions");
+    EXPECT(!strstr(r, "leak-440"));
+    free(r);
+    cw_stop(&w);
+}
+
 /* 2026.3.22's splitTrailingAuthProfile. */
 TEST(gw_cmd_model_profile_split_as_the_reference)
 {

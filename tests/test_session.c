@@ -574,6 +574,51 @@ static int updater(const char *state, int who, int n)
     return 0;
 }
 
+/* A turn decides its auto pin on the entry it read at its start; a pin the
+ * user set meanwhile (/model <model>@<profile>, answered beside the running
+ * turn) is not replaced by it, while the rest of the turn's bookkeeping is
+ * written; with no user pin the auto pin is written as before. */
+TEST(session_store_an_auto_pin_never_replaces_a_user_pin)
+{
+    char *state = tmp_dir();
+    const char *key = "agent:main:main";
+    session_store turn, cmd, look;
+    char err[256];
+    if (!open_store(&turn, state) || !open_store(&cmd, state)) return;
+    EXPECT_INT(cm_session_touch(&turn, key, NULL, 1000, NULL, err, sizeof err), CM_OK);
+    EXPECT(cm_session_store_get(&turn, key) != NULL); /* the turn's view of the entry */
+    json_t *user = json_pack("{s:s,s:s}", "authProfileOverride", "openai:work",
+                             "authProfileOverrideSource", "user");
+    EXPECT_INT(cm_session_touch(&cmd, key, user, 2000, NULL, err, sizeof err), CM_OK);
+    json_t *e = cm_session_store_get(&turn, key);
+    EXPECT(!json_object_get(e, "authProfileOverrideSource")); /* what the turn still sees */
+    json_t *done =
+        json_pack("{s:i,s:s,s:s,s:i}", "totalTokens", 42, "authProfileOverride", "openai:a",
+                  "authProfileOverrideSource", "auto", "authProfileOverrideCompactionCount", 0);
+    EXPECT_INT(cm_session_note(&turn, key, done, 3000, NULL, err, sizeof err), CM_OK);
+    if (!open_store(&look, state)) return;
+    e = cm_session_store_get(&look, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverride")), "openai:work");
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverrideSource")), "user");
+    EXPECT(!json_object_get(e, "authProfileOverrideCompactionCount"));
+    EXPECT_INT(json_integer_value(json_object_get(e, "totalTokens")), 42);
+    cm_session_store_release(&look);
+    /* unpinned by the user: the next auto pin is written */
+    json_t *unpin = json_pack("{s:n,s:n}", "authProfileOverride", "authProfileOverrideSource");
+    EXPECT_INT(cm_session_touch(&cmd, key, unpin, 4000, NULL, err, sizeof err), CM_OK);
+    EXPECT_INT(cm_session_note(&turn, key, done, 5000, NULL, err, sizeof err), CM_OK);
+    if (!open_store(&look, state)) return;
+    e = cm_session_store_get(&look, key);
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverride")), "openai:a");
+    EXPECT_STR(json_string_value(json_object_get(e, "authProfileOverrideSource")), "auto");
+    cm_session_store_release(&look);
+    json_decref(user);
+    json_decref(done);
+    json_decref(unpin);
+    cm_session_store_release(&turn);
+    cm_session_store_release(&cmd);
+}
+
 TEST(session_store_eight_processes_lose_nothing)
 {
     char *state = tmp_dir();

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "../auth/auth.h"
+#include "../base/redact.h"
 #include "model_cmds.h"
 #include "model_select.h"
 #include "session_cmds.h"
@@ -208,16 +209,17 @@ static cm_rc S_status(agent_ctx *a, const model_rules *r, const json_t *e, const
             json_object_get(json_object_get(json_object_get(a->config, "models"), "providers"), k);
         const char *url = json_string_value(json_object_get(pc, "baseUrl"));
         const char *api = json_string_value(json_object_get(pc, "api"));
-        char auth[512] = "unknown";
+        char auth[512] = "unknown", shown[512] = "default";
+        /* as a message may show a URL: a key in its userinfo or query stays out */
+        if (url && *url) cm_redact_url_to(url, shown, sizeof shown);
         if (!rc && a->runner &&
             cm_llm_runner_auth_label(a->runner, k,
                                      json_string_value(json_object_get(e, "authProfileOverride")),
                                      auth, sizeof auth))
             rc = CM_ENOMEM;
         if (!rc)
-            rc = cm_buf_printf(msg, "\n\n[%s] endpoint: %s%s%s auth: %s", k,
-                               url && *url ? url : "default", api && *api ? " api: " : "",
-                               api && *api ? api : "", auth);
+            rc = cm_buf_printf(msg, "\n\n[%s] endpoint: %s%s%s auth: %s", k, shown,
+                               api && *api ? " api: " : "", api && *api ? api : "", auth);
         size_t i;
         json_t *id;
         json_array_foreach(ids, i, id)

@@ -264,11 +264,19 @@ static cm_rc touch_fn(json_t **ep, void *vctx, char *err, size_t errlen)
             json_object_del(e, "authProfileOverrideCompactionCount");
         }
     }
+    /* a turn's auto pin is decided on the entry it read at its start: a pin
+     * the user set since (/model <model>@<profile>, answered beside the
+     * running turn) stays, as the turn would have kept it */
+    const char *ps = json_string_value(json_object_get(c->patch, "authProfileOverrideSource"));
+    const char *es = json_string_value(json_object_get(e, "authProfileOverrideSource"));
+    bool keep_pin = ps && !strcmp(ps, "auto") && es && !strcmp(es, "user");
     const char *pk;
     json_t *pv;
     json_object_foreach((json_t *)c->patch, pk, pv)
     {
         if (!strcmp(pk, "updatedAt")) continue;
+        if (keep_pin && !strncmp(pk, "authProfileOverride", strlen("authProfileOverride")))
+            continue;
         if (json_is_null(pv))
             json_object_del(e, pk);
         else if (json_object_set(e, pk, pv))
