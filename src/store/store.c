@@ -275,12 +275,17 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
 {
     cm_rc rc = CM_OK;
     char *dir = NULL;
+    int guard = -1;
     memset(s, 0, sizeof *s);
     cm_buf_init(&s->scratch, 0);
     if (!(s->path = cm_strdup(path))) CHECK(CM_ENOMEM);
     char clip[FS_CLIP_MAX + 1];
     struct stat st;
-    if (stat(path, &st) < 0) {
+    /* Held until the connection has read the file (and so opened its -wal
+     * and -shm): a rebuild's swap waits for it, and it for the swap. A bulk
+     * build's file is its own. */
+    if (!(flags & STORE_BULK)) guard = cm_store_swap_guard(path);
+    if (guard < 0 && ((!(flags & STORE_BULK) && errno == ENOENT) || stat(path, &st) < 0)) {
         if (!(flags & STORE_CREATE))
             FAIL(CM_ENOTFOUND, "index %s does not exist yet", cm_fs_clip(path, clip));
         if (!(dir = cm_fs_dirname(path))) CHECK(CM_ENOMEM);
@@ -373,6 +378,7 @@ cm_rc cm_store_open(store *s, const char *path, const char *tokenizer, unsigned 
     }
 out:
     free(dir);
+    if (guard >= 0) close(guard); /* and its flock */
     if (rc) cm_store_close(s);
     return rc;
 }

@@ -2,13 +2,15 @@
  * store_swap.c — the rebuild's file plumbing: the temporary index's name,
  * the atomic swap that makes it the index (the old index's WAL checkpointed
  * away first, then its WAL and WAL index unlinked, so that neither is ever
- * read with the new file), and the removal
- * of rebuild files left by processes that died.
+ * read with the new file), the guard that keeps a store being opened out of
+ * the swap's middle, and the removal of rebuild files left by processes that
+ * died.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,7 +38,32 @@ static void unlink_with_sidecars(const char *path)
     }
 }
 
-cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
+static bool lock_fd(int fd, int op)
+{
+    int r;
+    while ((r = flock(fd, op)) < 0 && errno == EINTR) {}
+    return r == 0;
+}
+
+int cm_store_swap_guard(const char *path)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return -1;
+        /* a file system without flock(): no swap can be kept out, as before */
+        if (!lock_fd(fd, LOCK_SH)) return fd;
+        struct stat held, now;
+        if (fstat(fd, &held) == 0 && stat(path, &now) == 0 && held.st_ino == now.st_ino &&
+            held.st_dev == now.st_dev)
+            return fd;
+        int e = errno;
+        close(fd); /* a swap put another file at path while this waited: that one */
+        if (e == ENOENT) return errno = ENOENT, -1;
+    }
+    return errno = EAGAIN, -1;
+}
+
+static cm_rc swap_locked(const char *tmp, const char *path, char *err, size_t errlen)
 {
     char clip[FS_CLIP_MAX + 1];
     /* Make the new file durable before it becomes the index. */
@@ -93,6 +120,19 @@ cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
     unlink(jr);
     cm_fs_sync_dir(path);
     return CM_OK;
+}
+
+cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
+{
+    /* From before the old WAL goes until after the rename, no store opens the
+     * index (cm_store_swap_guard): one that opened the old file in between
+     * would make a new -wal and -shm for it under the names the new file
+     * then inherits, the pair the unlink is there to keep apart. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) lock_fd(fd, LOCK_EX);
+    cm_rc rc = swap_locked(tmp, path, err, errlen);
+    if (fd >= 0) close(fd); /* and its flock */
+    return rc;
 }
 
 void cm_store_remove_leftovers(const char *path)

@@ -13,6 +13,14 @@
  * rebuild files of dead processes. */
 char *cm_store_rebuild_path(const char *path);
 cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen);
+/* Opens the file at path with a shared flock() held on it, the file still at
+ * path once the lock is taken: cm_store_swap holds the exclusive lock from
+ * before it removes the old index's -wal and -shm until after its rename, so
+ * a connection made while the guard is held pairs the file at path with that
+ * file's own -wal and -shm. Returns the descriptor (close it to let go; an
+ * unlocked one where the file system has no flock()), or -1 with errno
+ * (ENOENT: nothing at path). */
+int cm_store_swap_guard(const char *path);
 void cm_store_remove_leftovers(const char *path);
 
 #endif
