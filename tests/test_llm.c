@@ -3,13 +3,16 @@
  * into pieces of every size, both wire formats against the loopback server's
  * scripted answers (the exact request sent, streamed text and tool-call
  * deltas assembled, usage, stop reasons), and failures: cut streams, error
- * events, 429 with Retry-After, billing, garbage, a server echoing the key.
+ * events, 429 with Retry-After, billing, garbage, a server echoing the key,
+ * reasoning fields and the body written directly. Anthropic's thinking and
+ * thinking sent back in history: test_llm_thinking.c.
  */
 #include <jansson.h>
 
 #include "../src/llm/llm.h"
 #include "../src/net/sse.h"
 #include "fakeserver.h"
+#include "llm_fixture.h"
 #include "test.h"
 
 typedef struct seen {
@@ -85,68 +88,7 @@ TEST(sse_caps_and_stops)
     cm_sse_release(&p);
 }
 
-/* ---- the wire formats against the loopback server ---- */
-
-static char *sse_answer(const char *const *events)
-{
-    buf b = BUF_INIT;
-    cm_buf_adds(&b,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n");
-    for (size_t i = 0; events[i]; i++)
-        cm_buf_adds(&b, events[i]);
-    return cm_buf_detach(&b);
-}
-
-static char *json_answer(int status, const char *extra_headers, const char *body)
-{
-    buf b = BUF_INIT;
-    cm_buf_printf(&b,
-                  "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
-                  "Connection: close\r\n\r\n%s",
-                  status, strlen(body), extra_headers ? extra_headers : "", body);
-    return cm_buf_detach(&b);
-}
-
-typedef struct deltas {
-    buf text;
-    int n;
-} deltas;
-
-static void on_delta(void *ctx, const char *s, size_t n)
-{
-    deltas *d = ctx;
-    cm_buf_add(&d->text, s, n);
-    d->n++;
-}
-
-/* A conversation with a tool round trip, as the agent layer sends it. */
-static char call_id[] = "call_1", call_name[] = "memory_search",
-            call_args[] = "{\"query\":\"dog\"}";
-static const llm_tool_call earlier_call = {call_id, call_name, call_args};
-static const llm_message convo[] = {
-    {LLM_USER, "What is the dog called?", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
-    {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
-    {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL, NULL},
-    {LLM_USER, "And the cat?", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
-};
-static const llm_tool_def tools[] = {
-    {"memory_search", "Search memory",
-     "{\"type\":\"object\",\"properties\":{\"query\":{\"type\":\"string\"}}}"},
-};
-
-static llm_request request(const char *model, bool stream)
-{
-    llm_request rq = {model, "You are helpful.",
-                      convo, ARRAY_LEN(convo),
-                      tools, 1,
-                      0,     stream,
-                      NULL,  NULL,
-                      NULL,  NULL,
-                      NULL,  NULL,
-                      NULL,  0,
-                      NULL,  false, false, false};
-    return rq;
-}
+/* ---- the wire formats against the loopback server (llm_fixture.c) ---- */
 
 TEST(llm_openai_stream_assembles_text_and_tool_calls)
 {
@@ -179,18 +121,18 @@ TEST(llm_openai_stream_assembles_text_and_tool_calls)
         "tokens\":150,\"prompt_tokens_details\":{\"cached_tokens\":100}}}\n\n",
         "data: [DONE]\n\n",
         NULL};
-    char *raw = sse_answer(events);
+    char *raw = fx_sse_answer(events);
     fake_push_raw(fs, raw, true);
     free(raw);
     cm_strlist extra = {0};
     cm_config_header_set(&extra, "X-Team: memory");
     llm_endpoint ep = {LLM_API_OPENAI, base, "sk-test-key-0001", false, &extra, 5000, 5000};
-    llm_request rq = request("gpt-test", true);
+    llm_request rq = fx_request("gpt-test", true);
     llm_response out;
     llm_error e;
     char err[512];
-    deltas d = {BUF_INIT, 0};
-    EXPECT_INT(cm_llm_chat(&ep, &rq, on_delta, &d, &out, &e, err, sizeof err), CM_OK);
+    fx_deltas d = {BUF_INIT, 0};
+    EXPECT_INT(cm_llm_chat(&ep, &rq, fx_on_delta, &d, &out, &e, err, sizeof err), CM_OK);
     EXPECT_STR(out.text.data, "Let me check.");
     EXPECT_STR(d.text.data, "Let me check.");
     EXPECT_INT(d.n, 2);
@@ -272,11 +214,11 @@ TEST(llm_anthropic_stream_assembles_text_and_tool_calls)
         "tokens\":40}}\n\n",
         "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
         NULL};
-    char *raw = sse_answer(events);
+    char *raw = fx_sse_answer(events);
     fake_push_raw(fs, raw, true);
     free(raw);
     llm_endpoint ep = {LLM_API_ANTHROPIC, base, "sk-ant-api-test-0002", false, NULL, 5000, 5000};
-    llm_request rq = request("claude-test", true);
+    llm_request rq = fx_request("claude-test", true);
     llm_response out;
     llm_error e;
     char err[512];
@@ -323,7 +265,7 @@ TEST(llm_whole_answers_both_formats)
 {
     char base[64];
     fake_server *fs = fake_start(8, base);
-    char *raw = json_answer(
+    char *raw = fx_json_answer(
         200, NULL,
         "{\"id\":\"c2\",\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
         "\"tool_calls\":[{\"id\":\"t1\",\"type\":\"function\",\"function\":{\"name\":\"memory_"
@@ -332,7 +274,7 @@ TEST(llm_whole_answers_both_formats)
         "\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2,\"total_tokens\":11}}");
     fake_push_raw(fs, raw, true);
     free(raw);
-    raw = json_answer(
+    raw = fx_json_answer(
         200, NULL,
         "{\"id\":\"m2\",\"content\":[{\"type\":\"text\",\"text\":\"Yo\"},{\"type\":\"tool_use\","
         "\"id\":\"tu\",\"name\":\"memory_search\",\"input\":{\"query\":\"x\"}}],"
@@ -343,7 +285,7 @@ TEST(llm_whole_answers_both_formats)
     llm_error e;
     char err[512];
     llm_endpoint ep = {LLM_API_OPENAI, base, NULL, false, NULL, 5000, 5000};
-    llm_request rq = request("m", false);
+    llm_request rq = fx_request("m", false);
     EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
     EXPECT_STR(out.text.data, "Hi");
     EXPECT_STR(out.calls[0].arguments, "{\"path\":\"MEMORY.md\"}");
@@ -368,7 +310,7 @@ static cm_rc one(llm_api api, const char *raw, llm_error *e, char *err, size_t e
     fake_server *fs = fake_start(8, base);
     fake_push_raw(fs, raw, true);
     llm_endpoint ep = {api, base, "sk-secret-key-0003", false, NULL, 5000, 5000};
-    llm_request rq = request("m", true);
+    llm_request rq = fx_request("m", true);
     llm_response out;
     cm_rc rc = cm_llm_chat(&ep, &rq, NULL, NULL, &out, e, err, errlen);
     cm_llm_response_release(&out);
@@ -383,7 +325,7 @@ TEST(llm_failures_are_classified)
     /* A stream cut before its end: retryable, a timeout-like failure. */
     const char *cut[] = {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n",
                          NULL};
-    char *raw = sse_answer(cut);
+    char *raw = fx_sse_answer(cut);
     EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT(e.retryable);
@@ -392,7 +334,7 @@ TEST(llm_failures_are_classified)
     const char *cut2[] = {
         "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
         NULL};
-    raw = sse_answer(cut2);
+    raw = fx_sse_answer(cut2);
     EXPECT_INT(one(LLM_API_ANTHROPIC, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT(e.retryable);
@@ -401,14 +343,14 @@ TEST(llm_failures_are_classified)
                         "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":"
                         "\"Overloaded\"}}\n\n",
                         NULL};
-    raw = sse_answer(ov);
+    raw = fx_sse_answer(ov);
     EXPECT_INT(one(LLM_API_ANTHROPIC, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT_INT(e.reason, AUTH_R_OVERLOADED);
     EXPECT_CONTAINS(err, "Overloaded");
     /* 429 with Retry-After. */
-    raw =
-        json_answer(429, "Retry-After: 7\r\n", "{\"error\":{\"message\":\"Rate limit reached\"}}");
+    raw = fx_json_answer(429, "Retry-After: 7\r\n",
+                         "{\"error\":{\"message\":\"Rate limit reached\"}}");
     EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT_INT(e.status, 429);
@@ -417,15 +359,15 @@ TEST(llm_failures_are_classified)
     EXPECT(e.retryable);
     EXPECT_CONTAINS(err, "HTTP 429: Rate limit reached");
     /* Billing. */
-    raw = json_answer(402, NULL, "{\"error\":{\"message\":\"insufficient credits\"}}");
+    raw = fx_json_answer(402, NULL, "{\"error\":{\"message\":\"insufficient credits\"}}");
     EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT_INT(e.reason, AUTH_R_BILLING);
     EXPECT(!e.retryable);
     /* A server that echoes the key: the message never carries it. */
-    raw = json_answer(401, NULL,
-                      "{\"error\":{\"message\":\"Incorrect API key provided: "
-                      "sk-secret-key-0003\\n\\u001b[31m\"}}");
+    raw = fx_json_answer(401, NULL,
+                         "{\"error\":{\"message\":\"Incorrect API key provided: "
+                         "sk-secret-key-0003\\n\\u001b[31m\"}}");
     EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT_INT(e.reason, AUTH_R_AUTH);
@@ -433,14 +375,14 @@ TEST(llm_failures_are_classified)
     EXPECT(strchr(err, '\x1b') == NULL && strchr(err, '\n') == NULL);
     EXPECT_CONTAINS(err, "[redacted]");
     /* Garbage with 200. */
-    raw = json_answer(200, NULL, "<html>proxy</html>");
+    raw = fx_json_answer(200, NULL, "<html>proxy</html>");
     EXPECT_INT(one(LLM_API_ANTHROPIC, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT(e.retryable);
     EXPECT_CONTAINS(err, "not a anthropic-messages response");
     /* An unreadable event. */
     const char *bad[] = {"data: {not json\n\n", NULL};
-    raw = sse_answer(bad);
+    raw = fx_sse_answer(bad);
     EXPECT_INT(one(LLM_API_OPENAI, raw, &e, err, sizeof err), CM_EIO);
     free(raw);
     EXPECT_CONTAINS(err, "unreadable stream event");
@@ -450,7 +392,7 @@ TEST(llm_unreachable_server_is_a_timeout_class)
 {
     llm_endpoint ep = {
         LLM_API_OPENAI, "http://user:pw@127.0.0.1:9/v1", "sk-x-0004", false, NULL, 2000, 2000};
-    llm_request rq = request("m", true);
+    llm_request rq = fx_request("m", true);
     llm_response out;
     llm_error e;
     char err[512];
@@ -474,7 +416,7 @@ TEST(llm_oversized_answer_is_not_a_provider_failure)
     memcpy(body, "{\"x\":\"", 6);
     memset(body + 6, 'a', n);
     memcpy(body + 6 + n, "\"}", 3);
-    char *raw = json_answer(200, NULL, body);
+    char *raw = fx_json_answer(200, NULL, body);
     free(body);
     llm_error e;
     char err[512];
@@ -561,27 +503,14 @@ TEST(llm_reasoning_fields)
  * message role, tool calls, tools with schemas of any layout (cached the
  * second time), the optional members; what only the tree path handles (a
  * NULL model, invalid UTF-8) is CM_EINVAL. */
-static bool same_body(const llm_request *rq)
-{
-    const llm_format *f = &cm_llm_openai_format;
-    buf t = BUF_INIT;
-    json_t *j = f->body(rq);
-    char *want = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    bool ok = want && f->body_text(rq, &t) == CM_OK && !strcmp(t.data, want);
-    if (!ok) fprintf(stderr, "  tree: %s\n  text: %s\n", want ? want : "(null)", t.data ? t.data : "");
-    free(want);
-    cm_buf_release(&t);
-    return ok;
-}
-
 TEST(llm_openai_body_text_is_the_trees_dump)
 {
     char ascii[128];
     for (int i = 1; i < 128; i++)
         ascii[i - 1] = (char)i;
     ascii[127] = 0;
-    const char *texts[] = {ascii, "", "plain", "caf\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80",
+    const char *texts[] = {ascii, "", "plain",
+                           "caf\xC3\xA9 \xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80",
                            "line\nbreak \"q\" \\ / \xE2\x80\xA8 end"};
     char id1[] = "call_1", id2[] = "call_2", n1[] = "memory_search", n2[] = "read",
          a1[] = "{\"query\":\"x\\ny\"}";
@@ -598,7 +527,8 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         llm_message msgs[] = {
             {LLM_USER, texts[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
             {LLM_ASSISTANT, texts[k], calls, 2, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
-            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL, NULL},
+            {LLM_TOOL, texts[k], NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL,
+             NULL},
             {LLM_TOOL, NULL, NULL, 0, NULL, NULL, true, NULL, 0, NULL, NULL, NULL},
             {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
             {LLM_USER, NULL, NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
@@ -608,13 +538,13 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         rq.system = texts[k];
         rq.messages = msgs;
         rq.n = sizeof msgs / sizeof *msgs;
-        EXPECT(same_body(&rq));
+        EXPECT(fx_same_body(&rq));
         rq.stream = true;
         rq.max_tokens = 512;
         rq.reasoning_effort = "low";
         rq.tools = defs;
         rq.ntools = sizeof defs / sizeof *defs;
-        EXPECT(same_body(&rq));
+        EXPECT(fx_same_body(&rq));
         rq.max_tokens_field = k % 2; /* pi-ai's compat.maxTokensField */
         json_t *j = cm_llm_openai_format.body(&rq);
         EXPECT_INT(
@@ -622,13 +552,13 @@ TEST(llm_openai_body_text_is_the_trees_dump)
             512);
         EXPECT(!json_object_get(j, k % 2 ? "max_completion_tokens" : "max_tokens"));
         json_decref(j);
-        EXPECT(same_body(&rq)); /* the schemas from the cache */
-        rq.no_stream_usage = k % 2; /* pi-ai's compat.supportsUsageInStreaming */
+        EXPECT(fx_same_body(&rq));   /* the schemas from the cache */
+        rq.no_stream_usage = k % 2;  /* pi-ai's compat.supportsUsageInStreaming */
         rq.store_false = k % 3 != 0; /* compat.supportsStore */
-        EXPECT(same_body(&rq));
+        EXPECT(fx_same_body(&rq));
         rq.n = 0;
         rq.system = NULL;
-        EXPECT(same_body(&rq));
+        EXPECT(fx_same_body(&rq));
     }
     /* only the tree path: a NULL model, text that is not UTF-8 (what
      * json_string refuses: a bad continuation, overlong, a surrogate, past
@@ -636,8 +566,8 @@ TEST(llm_openai_body_text_is_the_trees_dump)
     llm_request rq = {0};
     buf t = BUF_INIT;
     EXPECT_INT(cm_llm_openai_format.body_text(&rq, &t), CM_EINVAL);
-    const char *bad[] = {"x\xC3(", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "ok \xE4\xB8",
-                         "\x80"};
+    const char *bad[] = {"x\xC3(",           "\xC0\xAF",    "\xED\xA0\x80",
+                         "\xF4\x90\x80\x80", "ok \xE4\xB8", "\x80"};
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         llm_message m = {LLM_USER, bad[k], NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL};
         json_t *js = json_string(bad[k]);
@@ -649,354 +579,4 @@ TEST(llm_openai_body_text_is_the_trees_dump)
         EXPECT_INT(cm_llm_openai_format.body_text(&rq, &t), CM_EINVAL);
     }
     cm_buf_release(&t);
-}
-
-/* ---- Anthropic thinking (pi-ai's streamSimpleAnthropic) ---- */
-
-static json_t *anthropic_body_for(const char *model, const char *level, int model_max)
-{
-    llm_request rq = request(model, true);
-    rq.reasoning_effort = level;
-    rq.model_max_tokens = model_max;
-    return cm_llm_anthropic_format.body(&rq);
-}
-
-static const char *jstr(const json_t *o, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(o, a);
-    return json_string_value(b ? json_object_get(v, b) : v);
-}
-
-static json_int_t jint(const json_t *o, const char *a, const char *b)
-{
-    const json_t *v = json_object_get(o, a);
-    return json_integer_value(b ? json_object_get(v, b) : v);
-}
-
-/* Opus/Sonnet 4.6 think adaptively with an effort; older models get a
- * budget added to max_tokens (capped by the model's maxTokens, the budget
- * then leaving 1024 output tokens); off or no level sends no thinking. */
-TEST(llm_anthropic_thinking_request)
-{
-    json_t *b = anthropic_body_for("claude-opus-4-6", "medium", 0);
-    EXPECT_STR(jstr(b, "thinking", "type"), "adaptive");
-    EXPECT_STR(jstr(b, "output_config", "effort"), "medium");
-    EXPECT_INT(jint(b, "max_tokens", NULL), 4096);
-    EXPECT(!json_object_get(json_object_get(b, "thinking"), "budget_tokens"));
-    json_decref(b);
-    b = anthropic_body_for("claude-sonnet-4.6-20260101", "minimal", 0);
-    EXPECT_STR(jstr(b, "output_config", "effort"), "low");
-    json_decref(b);
-    b = anthropic_body_for("claude-opus-4-6", "xhigh", 0);
-    EXPECT_STR(jstr(b, "output_config", "effort"), "max");
-    json_decref(b);
-    b = anthropic_body_for("claude-sonnet-4-6", "xhigh", 0);
-    EXPECT_STR(jstr(b, "output_config", "effort"), "high");
-    json_decref(b);
-    /* budget: 4096 + 2048 */
-    b = anthropic_body_for("claude-sonnet-4-5", "low", 0);
-    EXPECT_STR(jstr(b, "thinking", "type"), "enabled");
-    EXPECT_INT(jint(b, "thinking", "budget_tokens"), 2048);
-    EXPECT_INT(jint(b, "max_tokens", NULL), 6144);
-    EXPECT(!json_object_get(b, "output_config"));
-    json_decref(b);
-    /* high: 4096 + 16384 capped at 16000, the budget 16000 - 1024 */
-    b = anthropic_body_for("claude-sonnet-4-5", "high", 16000);
-    EXPECT_INT(jint(b, "max_tokens", NULL), 16000);
-    EXPECT_INT(jint(b, "thinking", "budget_tokens"), 14976);
-    json_decref(b);
-    /* the base is min(the model's maxTokens, 32000) (pi-ai's streamSimple) */
-    b = anthropic_body_for("claude-sonnet-4-5", "medium", 64000);
-    EXPECT_INT(jint(b, "max_tokens", NULL), 32000 + 8192);
-    EXPECT_INT(jint(b, "thinking", "budget_tokens"), 8192);
-    json_decref(b);
-    b = anthropic_body_for("claude-sonnet-4-5", NULL, 64000);
-    EXPECT_INT(jint(b, "max_tokens", NULL), 32000);
-    json_decref(b);
-    b = anthropic_body_for("claude-opus-4-6", "high", 20000);
-    EXPECT_INT(jint(b, "max_tokens", NULL), 20000); /* adaptive: no budget added */
-    json_decref(b);
-    b = anthropic_body_for("claude-sonnet-4-5", "off", 0);
-    EXPECT(!json_object_get(b, "thinking") && !json_object_get(b, "output_config"));
-    EXPECT_INT(jint(b, "max_tokens", NULL), 4096);
-    json_decref(b);
-    b = anthropic_body_for("claude-opus-4-6", NULL, 0);
-    EXPECT(!json_object_get(b, "thinking") && !json_object_get(b, "output_config"));
-    json_decref(b);
-}
-
-/* The interleaved-thinking beta goes to every model but the adaptive ones
- * (joined with the OAuth beta for a setup token). */
-TEST(llm_anthropic_interleaved_thinking_beta)
-{
-    char base[64];
-    fake_server *fs = fake_start(8, base);
-    const char *ev[] = {
-        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n",
-        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n", NULL};
-    const char *model[] = {"claude-sonnet-4-5", "claude-opus-4-6", "claude-sonnet-4-5"};
-    const char *key[] = {"sk-ant-api-test-0003", "sk-ant-api-test-0003", "sk-ant-oat-test-0004"};
-    for (int i = 0; i < 3; i++) {
-        char *raw = sse_answer(ev);
-        fake_push_raw(fs, raw, true);
-        free(raw);
-        llm_endpoint ep = {LLM_API_ANTHROPIC, base, key[i], false, NULL, 5000, 5000};
-        llm_request rq = request(model[i], true);
-        rq.reasoning_effort = "low";
-        llm_response out;
-        llm_error e;
-        char err[512];
-        EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
-        cm_llm_response_release(&out);
-    }
-    EXPECT_CONTAINS(fake_get(fs, 0)->headers, "anthropic-beta: interleaved-thinking-2025-05-14");
-    EXPECT(!strstr(fake_get(fs, 1)->headers, "interleaved-thinking"));
-    EXPECT_CONTAINS(fake_get(fs, 2)->headers,
-                    "anthropic-beta: oauth-2025-04-20,interleaved-thinking-2025-05-14");
-    fake_stop(fs);
-}
-
-static void count_reasoning(void *ctx, const char *s, size_t n)
-{
-    cm_buf_add(ctx, s, n);
-}
-
-/* Thinking deltas are the reasoning and a block with its signature;
- * a redacted block keeps its data as the signature. */
-TEST(llm_anthropic_stream_keeps_thinking_signatures)
-{
-    char base[64];
-    fake_server *fs = fake_start(8, base);
-    const char *events[] = {
-        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\"}}\n\n",
-        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
-        "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
-        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
-        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Let me \"}}\n\n",
-        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
-        "\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"think.\"}}\n\n",
-        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
-        "\"delta\":{\"type\":\"signature_delta\",\"signature\":\"EqSig1\"}}\n\n",
-        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
-        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
-        "\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"opaque==\"}}\n\n",
-        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
-        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,"
-        "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
-        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,"
-        "\"delta\":{\"type\":\"text_delta\",\"text\":\"Done.\"}}\n\n",
-        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
-        NULL};
-    char *raw = sse_answer(events);
-    fake_push_raw(fs, raw, true);
-    free(raw);
-    llm_endpoint ep = {LLM_API_ANTHROPIC, base, "sk-ant-api-test-0005", false, NULL, 5000, 5000};
-    llm_request rq = request("claude-sonnet-4-5", true);
-    buf shown = BUF_INIT;
-    rq.on_reasoning = count_reasoning;
-    rq.reasoning_ctx = &shown;
-    llm_response out;
-    llm_error e;
-    char err[512];
-    EXPECT_INT(cm_llm_chat(&ep, &rq, NULL, NULL, &out, &e, err, sizeof err), CM_OK);
-    EXPECT_STR(out.text.data, "Done.");
-    EXPECT_STR(out.reasoning.data, "Let me think.");
-    EXPECT_STR(shown.data, "Let me think.");
-    EXPECT_INT(out.nthinking, 2);
-    if (out.nthinking == 2) {
-        EXPECT_STR(out.thinking[0].text, "Let me think.");
-        EXPECT_STR(out.thinking[0].signature, "EqSig1");
-        EXPECT(!out.thinking[0].redacted);
-        EXPECT_STR(out.thinking[1].text, "[Reasoning redacted]");
-        EXPECT_STR(out.thinking[1].signature, "opaque==");
-        EXPECT(out.thinking[1].redacted);
-    }
-    cm_llm_response_release(&out);
-    cm_buf_release(&shown);
-    /* a whole answer likewise */
-    const char *doc = "{\"id\":\"m2\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"Hm.\","
-                      "\"signature\":\"S2\"},{\"type\":\"redacted_thinking\",\"data\":\"R2\"},"
-                      "{\"type\":\"text\",\"text\":\"Ok\"}],\"stop_reason\":\"end_turn\"}";
-    EXPECT_INT(cm_llm_parse(LLM_API_ANTHROPIC, false, doc, strlen(doc), &out, err, sizeof err),
-               CM_OK);
-    EXPECT_INT(out.nthinking, 2);
-    if (out.nthinking == 2) {
-        EXPECT_STR(out.thinking[0].signature, "S2");
-        EXPECT(out.thinking[1].redacted);
-        EXPECT_STR(out.thinking[1].signature, "R2");
-    }
-    cm_llm_response_release(&out);
-    fake_stop(fs);
-}
-
-/* Thinking deltas go to their own block, the blocks' texts kept apart when
- * the deltas alternate between them; a long thinking of many pieces comes
- * out whole; the blocks are listed in the order they came. */
-TEST(llm_anthropic_thinking_deltas_follow_their_block)
-{
-    buf sse = BUF_INIT;
-#define START "event: content_block_start\ndata: {\"type\":\"content_block_start\"," \
-              "\"index\":%d,\"content_block\":{\"type\":\"%s\",\"%s\":\"%s\"}}\n\n"
-#define DELTA "event: content_block_delta\ndata: {\"type\":\"content_block_delta\"," \
-              "\"index\":%d,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"%s\"}}\n\n"
-    cm_buf_printf(&sse, START, 0, "text", "text", "Hi. ");
-    cm_buf_printf(&sse, START, 1, "thinking", "thinking", "a");
-    cm_buf_printf(&sse, START, 2, "thinking", "thinking", "b");
-    cm_buf_printf(&sse, DELTA, 1, "c");
-    cm_buf_printf(&sse, DELTA, 2, "d");
-    cm_buf_printf(&sse, DELTA, 1, "e");
-    for (int i = 0; i < 5000; i++)
-        cm_buf_printf(&sse, DELTA, 2, "0123456789");
-    cm_buf_adds(&sse, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
-    llm_response out;
-    char err[256];
-    EXPECT_INT(cm_llm_parse(LLM_API_ANTHROPIC, true, sse.data, sse.len, &out, err, sizeof err),
-               CM_OK);
-    EXPECT_INT(out.nthinking, 2);
-    if (out.nthinking == 2) {
-        EXPECT_STR(out.thinking[0].text, "ace");
-        EXPECT_INT(strlen(out.thinking[1].text), 2 + 50000);
-        EXPECT(!strncmp(out.thinking[1].text, "bd0123456789", 12));
-    }
-    EXPECT_INT(out.norder, 3);
-    if (out.norder == 3) {
-        EXPECT_INT(out.order[0].kind, LLM_BLOCK_TEXT);
-        EXPECT_INT(out.order[1].kind, LLM_BLOCK_THINKING);
-        EXPECT_INT(out.order[1].index, 0);
-        EXPECT_INT(out.order[2].kind, LLM_BLOCK_THINKING);
-        EXPECT_INT(out.order[2].index, 1);
-    }
-    cm_llm_response_release(&out);
-    cm_buf_release(&sse);
-}
-#undef START
-#undef DELTA
-
-/* History: this model's signed thinking goes back as thinking and its
- * redacted thinking as redacted_thinking, before the text and tool calls;
- * unsigned thinking as text; blank thinking not at all; another model's
- * thinking as text and its redacted thinking not at all. OpenAI never
- * gets thinking back. */
-TEST(llm_anthropic_history_sends_thinking_back)
-{
-    /* llm_thinking's strings are not const (a response owns them) */
-    static char t1[] = "Plan: search.", s1[] = "SigA", red[] = "[Reasoning redacted]",
-                d1[] = "DataB", t2[] = "unsigned idea", t3[] = "  \n", s3[] = "SigC",
-                t4[] = "their idea", s4[] = "SigD", d2[] = "DataE";
-    const llm_thinking mine[] = {
-        {t1, s1, false}, {red, d1, true}, {t2, NULL, false}, {t3, s3, false}};
-    const llm_thinking theirs[] = {{t4, s4, false}, {red, d2, true}};
-    llm_message msgs[] = {
-        {LLM_USER, "q1", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
-        {LLM_ASSISTANT, NULL, &earlier_call, 1, NULL, NULL, false, mine, 4, "claude-sonnet-4-5",
-         "anthropic", "anthropic-messages"},
-        {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL, NULL},
-        {LLM_ASSISTANT, "ok", NULL, 0, NULL, NULL, false, theirs, 2, "claude-opus-4-1", "anthropic",
-         "anthropic-messages"},
-        {LLM_USER, "q2", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
-    };
-    llm_request rq = request("claude-sonnet-4-5", true);
-    rq.messages = msgs;
-    rq.n = ARRAY_LEN(msgs);
-    rq.provider = "anthropic";
-    json_t *b = cm_llm_anthropic_format.body(&rq);
-    json_t *a1 = json_object_get(json_array_get(json_object_get(b, "messages"), 1), "content");
-    EXPECT_INT(json_array_size(a1), 4);
-    EXPECT_STR(jstr(json_array_get(a1, 0), "type", NULL), "thinking");
-    EXPECT_STR(jstr(json_array_get(a1, 0), "thinking", NULL), "Plan: search.");
-    EXPECT_STR(jstr(json_array_get(a1, 0), "signature", NULL), "SigA");
-    EXPECT_STR(jstr(json_array_get(a1, 1), "type", NULL), "redacted_thinking");
-    EXPECT_STR(jstr(json_array_get(a1, 1), "data", NULL), "DataB");
-    EXPECT_STR(jstr(json_array_get(a1, 2), "type", NULL), "text");
-    EXPECT_STR(jstr(json_array_get(a1, 2), "text", NULL), "unsigned idea");
-    EXPECT_STR(jstr(json_array_get(a1, 3), "type", NULL), "tool_use");
-    json_t *a2 = json_object_get(json_array_get(json_object_get(b, "messages"), 3), "content");
-    EXPECT_INT(json_array_size(a2), 2);
-    EXPECT_STR(jstr(json_array_get(a2, 0), "type", NULL), "text");
-    EXPECT_STR(jstr(json_array_get(a2, 0), "text", NULL), "their idea");
-    EXPECT_STR(jstr(json_array_get(a2, 1), "text", NULL), "ok");
-    json_decref(b);
-    /* the same model id through another provider is another model */
-    rq.provider = "my-proxy";
-    b = cm_llm_anthropic_format.body(&rq);
-    a1 = json_object_get(json_array_get(json_object_get(b, "messages"), 1), "content");
-    EXPECT_INT(json_array_size(a1), 3); /* the two texts, the call: no signed or redacted block */
-    EXPECT_STR(jstr(json_array_get(a1, 0), "text", NULL), "Plan: search.");
-    EXPECT_STR(jstr(json_array_get(a1, 1), "text", NULL), "unsigned idea");
-    json_decref(b);
-    /* through the OpenAI format every one of them is another model's: text */
-    rq.provider = "anthropic";
-    b = cm_llm_openai_format.body(&rq);
-    json_t *m = json_object_get(b, "messages");
-    EXPECT_STR(jstr(json_array_get(m, 2), "content", NULL), "Plan: search.unsigned idea");
-    EXPECT_STR(jstr(json_array_get(m, 4), "content", NULL), "their ideaok");
-    char *s = json_dumps(b, JSON_COMPACT);
-    EXPECT(s && !strstr(s, "SigA") && !strstr(s, "DataB") && !strstr(s, "Reasoning redacted"));
-    free(s);
-    json_decref(b);
-}
-
-/* The openai-completions body sends earlier assistant messages back as
- * pi-ai's transformMessages and convertMessages do: this model's (same
- * provider, api and id) thinking under the reasoning field its signature
- * names, joined with "\n"; another model's thinking as text before the
- * answer (the blocks joined with nothing between), its redacted or blank
- * thinking not at all; an assistant message left with no content and no
- * tool call not at all; the text path byte for byte as the tree's. */
-TEST(llm_openai_history_sends_thinking_as_pi_ai)
-{
-    static char r1[] = "first thought", r2[] = "second thought", rc[] = "reasoning_content",
-                blank_t[] = " \n ", o1[] = "their plan", os[] = "SigX",
-                red[] = "[Reasoning redacted]", rd[] = "DataR", bad[] = "content";
-    const llm_thinking mine[] = {{blank_t, NULL, false}, {r1, rc, false}, {r2, NULL, false}};
-    const llm_thinking theirs[] = {{o1, os, false}, {red, rd, true}, {blank_t, os, false}};
-    const llm_thinking only_redacted[] = {{red, rd, true}};
-    const llm_thinking hostile[] = {{r1, bad, false}};
-    llm_message msgs[] = {
-        {LLM_USER, "q1", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
-        {LLM_ASSISTANT, "A1", NULL, 0, NULL, NULL, false, mine, 3, "gpt-x", "openai",
-         "openai-completions"},
-        {LLM_ASSISTANT, "ok", NULL, 0, NULL, NULL, false, theirs, 3, "claude-opus-4-1",
-         "anthropic", "anthropic-messages"},
-        {LLM_ASSISTANT, NULL, NULL, 0, NULL, NULL, false, only_redacted, 1, "claude-opus-4-1",
-         "anthropic", "anthropic-messages"},
-        {LLM_ASSISTANT, " ", &earlier_call, 1, NULL, NULL, false, mine, 3, "gpt-x", "other",
-         "openai-completions"},
-        {LLM_TOOL, "Biscuit", NULL, 0, "call_1", "memory_search", false, NULL, 0, NULL, NULL, NULL},
-        {LLM_ASSISTANT, "A3", NULL, 0, NULL, NULL, false, hostile, 1, "gpt-x", "openai",
-         "openai-completions"},
-        {LLM_USER, "q2", NULL, 0, NULL, NULL, false, NULL, 0, NULL, NULL, NULL},
-    };
-    llm_request rq = request("gpt-x", true);
-    rq.messages = msgs;
-    rq.n = ARRAY_LEN(msgs);
-    rq.provider = "openai";
-    json_t *b = cm_llm_openai_format.body(&rq);
-    json_t *m = json_object_get(b, "messages");
-    EXPECT_INT(json_array_size(m), 1 + 7); /* the system prompt; the redacted-only answer skipped */
-    json_t *a1 = json_array_get(m, 2);
-    EXPECT_STR(jstr(a1, "content", NULL), "A1");
-    EXPECT_STR(jstr(a1, "reasoning_content", NULL), "first thought\nsecond thought");
-    EXPECT_STR(jstr(json_array_get(m, 3), "content", NULL), "their planok");
-    json_t *a3 = json_array_get(m, 4); /* another provider: its thinking as text, with the call */
-    EXPECT_STR(jstr(a3, "content", NULL), "first thoughtsecond thought");
-    EXPECT(json_object_get(a3, "reasoning_content") == NULL);
-    EXPECT_INT(json_array_size(json_object_get(a3, "tool_calls")), 1);
-    EXPECT_STR(jstr(json_array_get(m, 5), "role", NULL), "tool");
-    json_t *a4 = json_array_get(m, 6); /* a signature naming a member of the message: not sent */
-    EXPECT_STR(jstr(a4, "content", NULL), "A3");
-    EXPECT_INT(json_object_size(a4), 2);
-    char *s = json_dumps(b, JSON_COMPACT);
-    EXPECT(s && !strstr(s, "SigX") && !strstr(s, "DataR") && !strstr(s, "Reasoning redacted"));
-    free(s);
-    json_decref(b);
-    EXPECT(same_body(&rq));
-    /* the blank answer with a call and no thinking: content null */
-    msgs[4].thinking = NULL;
-    msgs[4].nthinking = 0;
-    b = cm_llm_openai_format.body(&rq);
-    EXPECT(json_is_null(json_object_get(json_array_get(json_object_get(b, "messages"), 4),
-                                        "content")));
-    json_decref(b);
-    EXPECT(same_body(&rq));
 }

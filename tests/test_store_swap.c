@@ -21,7 +21,8 @@ static void make_index(const char *path, const char *what)
     store s;
     char err[256], sql[128];
     EXPECT_INT(cm_store_open(&s, path, "unicode61", STORE_CREATE, 1000, err, sizeof err), CM_OK);
-    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES('marker', '%s')", what);
+    snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES('marker', '%s')",
+             what);
     EXPECT_INT(sqlite3_exec(s.db, sql, NULL, NULL, NULL), SQLITE_OK);
     EXPECT_INT(sqlite3_wal_checkpoint_v2(s.db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL),
                SQLITE_OK);
@@ -36,7 +37,8 @@ static void make_index(const char *path, const char *what)
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {}
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
 }
 
 typedef struct opener {

@@ -41,7 +41,8 @@ static void unlink_with_sidecars(const char *path)
 static bool lock_fd(int fd, int op)
 {
     int r;
-    while ((r = flock(fd, op)) < 0 && errno == EINTR) {}
+    while ((r = flock(fd, op)) < 0 && errno == EINTR) {
+    }
     return r == 0;
 }
 
