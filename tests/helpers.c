@@ -208,6 +208,33 @@ void run_result_release(run_result *r)
     r->out = r->err = NULL;
 }
 
+/* The processes proc_start started and proc_stop has not stopped: a test
+ * that fails returns at its first failed EXPECT, before its proc_stop. */
+static int live[64];
+static size_t nlive;
+
+void proc_reap_leftovers(const char *test)
+{
+    for (size_t i = 0; i < nlive; i++) {
+        int st;
+        if (waitpid(live[i], &st, WNOHANG) != 0) continue; /* gone, or reaped by the test */
+        fprintf(stderr, "  %s left pid %d running: killed\n", test, live[i]);
+        kill(live[i], SIGKILL);
+        waitpid(live[i], &st, 0);
+    }
+    /* (its pipes stay open: the test may have closed and reused their numbers) */
+    nlive = 0;
+}
+
+static void forget(int pid)
+{
+    for (size_t i = 0; i < nlive; i++)
+        if (live[i] == pid) {
+            live[i] = live[--nlive];
+            return;
+        }
+}
+
 void proc_start(proc *p, const char *const *env, const char *const *args)
 {
     const char *bin = getenv("CLAWMEM_BIN");
@@ -243,6 +270,7 @@ void proc_start(proc *p, const char *const *env, const char *const *args)
     p->in = in[1];
     p->out = out[0];
     cm_buf_init(&p->pending, 0);
+    if (nlive < ARRAY_LEN(live)) live[nlive++] = pid;
 }
 
 void proc_send(proc *p, const char *s)
@@ -285,6 +313,7 @@ char *proc_line(proc *p, int timeout_ms)
 
 int proc_stop(proc *p, int sig, int timeout_ms)
 {
+    forget(p->pid);
     if (sig)
         kill(p->pid, sig);
     else

@@ -124,6 +124,9 @@ typedef struct proc {
 } proc;
 
 void proc_start(proc *p, const char *const *env, const char *const *args);
+/* After each test (runner.c): kills and reaps what the test started and did
+ * not proc_stop (a failed EXPECT returns before it), saying so on stderr. */
+void proc_reap_leftovers(const char *test);
 /* Writes s plus a newline. */
 void proc_send(proc *p, const char *s);
 /* The next stdout line (malloc'd), or NULL after timeout_ms or at EOF. */
