@@ -1,13 +1,15 @@
 /*
  * test_store_swap.c — a rebuild's swap and the stores opened beside it: a
  * store opened while a swap is in its middle waits and opens the new index,
- * and a swap waits for a store that is being opened on the old one.
+ * and a swap waits for a store that is being opened on the old one; a FIFO
+ * at the index's path is an error, not a wait.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -160,4 +162,28 @@ TEST(store_swap_guard_holds_the_file_now_at_the_path)
     close(x);
     close(g);
     close(g2);
+}
+
+/* A FIFO where the index should be: the guard's open does not wait for a
+ * writer, and the open fails instead of hanging. */
+TEST(store_open_on_a_fifo_fails_without_waiting)
+{
+    char *d = tmp_dir();
+    char path[1024];
+    snprintf(path, sizeof path, "%s", path_in(d, "i.sqlite"));
+    EXPECT(mkfifo(path, 0600) == 0);
+    pid_t pid = fork();
+    EXPECT(pid >= 0);
+    if (pid == 0) {
+        alarm(10);
+        store s;
+        char err[256];
+        cm_rc rc = cm_store_open(&s, path, "unicode61", 0, 1000, err, sizeof err);
+        if (rc == CM_OK) cm_store_close(&s);
+        _exit(rc == CM_OK ? 1 : 0);
+    }
+    int st = 0;
+    EXPECT(waitpid(pid, &st, 0) == pid);
+    EXPECT(WIFEXITED(st)); /* not the alarm */
+    EXPECT_INT(WEXITSTATUS(st), 0);
 }

@@ -49,7 +49,7 @@ static bool lock_fd(int fd, int op)
 int cm_store_swap_guard(const char *path)
 {
     for (int tries = 0; tries < 64; tries++) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
         if (fd < 0) return -1;
         /* a file system without flock(): no swap can be kept out, as before */
         if (!lock_fd(fd, LOCK_SH)) return fd;
@@ -129,7 +129,7 @@ cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
      * index (cm_store_swap_guard): one that opened the old file in between
      * would make a new -wal and -shm for it under the names the new file
      * then inherits, the pair the unlink is there to keep apart. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd >= 0) lock_fd(fd, LOCK_EX);
     cm_rc rc = swap_locked(tmp, path, err, errlen);
     if (fd >= 0) close(fd); /* and its flock */
