@@ -54,12 +54,12 @@ int cm_store_swap_guard(const char *path)
         /* a file system without flock(): no swap can be kept out, as before */
         if (!lock_fd(fd, LOCK_SH)) return fd;
         struct stat held, now;
-        if (fstat(fd, &held) == 0 && stat(path, &now) == 0 && held.st_ino == now.st_ino &&
-            held.st_dev == now.st_dev)
-            return fd;
-        int e = errno;
+        int r = stat(path, &now);
+        bool gone = r < 0 && errno == ENOENT;
+        if (fstat(fd, &held) < 0 || (r < 0 && !gone)) return fd; /* cannot tell: as before */
+        if (!gone && held.st_ino == now.st_ino && held.st_dev == now.st_dev) return fd;
         close(fd); /* a swap put another file at path while this waited: that one */
-        if (e == ENOENT) return errno = ENOENT, -1;
+        if (gone) return errno = ENOENT, -1;
     }
     return errno = EAGAIN, -1;
 }
