@@ -6,8 +6,14 @@
  * endpoint echoing the refresh token), and looks for the secret's bytes in
  * everything that comes back.
  */
+#include <dirent.h>
 #include <jansson.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "../src/base/fs.h"
+#include "gw_run_world.h"
 #include "test.h"
 #include "ws_client.h"
 
@@ -154,4 +160,168 @@ TEST(leaks_control_ui_config_and_models_hide_dsn_headers_and_url_credentials)
     json_decref(r);
     ws_close(&c);
     gw_down(&w);
+}
+
+/* ---- a whole gateway: a failed turn, its logs, files and status ------------------ */
+
+/* Whether a file under dir (recursively; the two config files, which hold
+ * the secrets by design, skipped) contains secret; names it in *where. */
+static bool tree_shows(const char *dir, const char *secret, char *where, size_t n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    bool found = false;
+    while (d && !found && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+            !strcmp(e->d_name, "quantumclaw.json") || !strcmp(e->d_name, "clawmem.json"))
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st)) continue;
+        if (S_ISDIR(st.st_mode)) {
+            found = tree_shows(path, secret, where, n);
+        } else if (S_ISREG(st.st_mode)) {
+            buf b = BUF_INIT;
+            if (cm_fs_read_file(path, 64u << 20, &b, NULL, 0) == CM_OK && b.len &&
+                memmem(b.data, b.len, secret, strlen(secret))) {
+                snprintf(where, n, "%s", path);
+                found = true;
+            }
+            cm_buf_release(&b);
+        }
+    }
+    if (d) closedir(d);
+    return found;
+}
+
+/* The model's endpoint answers 401 with our request echoed back (the
+ * Authorization header, a custom key header); the memory index's DSN is
+ * one libpq cannot parse. A message comes in over the HTTP channel, the
+ * turn fails: the reply, the gateway's stderr (its log), `gateway status
+ * --json`, and every file the gateway wrote (transcripts, sessions.json,
+ * the journal, status.json, auth-profiles' usage) hold none of the
+ * secrets. */
+TEST(leaks_gateway_failed_turn_leaves_no_secret_anywhere)
+{
+    static const char *const secrets[] = {"sk-e2e-LeakKey5521abcdef", "HdrLeak5521xyz",
+                                          "PgLeak5521pw", "tok-leak-gw-5521"};
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    for (int i = 0; i < 4; i++)
+        fake_push(fs, FAKE_ECHO, 401, -1);
+    char *dir = tmp_dir();
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "{\"gateway\":{\"auth\":{\"token\":\"tok-leak-gw-5521\"}},"
+             "\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\"}},"
+             "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
+             "\"apiKey\":\"sk-e2e-LeakKey5521abcdef\",\"headers\":{\"X-Custom-Key\":"
+             "\"HdrLeak5521xyz\"},\"models\":[]}}},"
+             "\"messages\":{\"inbound\":{\"debounceMs\":0}}}",
+             base);
+    write_file(dir, "state/quantumclaw.json", cfg);
+    write_file(dir, "state/clawmem.json",
+               "{\"channels\":{\"http\":{\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}},"
+               "\"agents\":{\"defaults\":{\"memorySearch\":{\"provider\":\"none\",\"store\":{"
+               "\"driver\":\"postgres\",\"dsn\":\"postgresql://claw:PgLeak5521pw@[::1/mem\"}}}}}");
+    write_file(dir, "ws/MEMORY.md", "# Facts\n");
+    char *state = cm_strdup(path_in(dir, "state"));
+    char *ws = cm_strdup(path_in(dir, "ws"));
+    const char *args[] = {"--state-dir", state,      "--workspace", ws,
+                          "gateway",     "--listen", "127.0.0.1:0", NULL};
+    proc p;
+    proc_start(&p, NULL, args);
+    char addr[64] = "";
+    EXPECT(wait_line(&p, addr, sizeof addr));
+    buf r = BUF_INIT;
+    char body[256];
+    snprintf(body, sizeof body, "{\"peer\":\"lena\",\"messageId\":\"l1\",\"text\":\"%s\"}",
+             "what do you remember?");
+    EXPECT_INT(t_http(addr, "POST", "/v1/messages", "tok-leak-gw-5521", body, &r), 202);
+    json_t *rep = NULL;
+    for (int i = 0; i < 100; i++) { /* the failed turn's reply */
+        json_decref(rep);
+        buf rb = BUF_INIT;
+        t_http(addr, "GET", "/v1/replies?peer=lena&after=0", "tok-leak-gw-5521", NULL, &rb);
+        rep = json_loads(rb.data ? rb.data : "", 0, NULL);
+        cm_buf_release(&rb);
+        if (json_array_size(json_object_get(rep, "replies"))) break;
+        usleep(30000);
+    }
+    EXPECT(json_array_size(json_object_get(rep, "replies")) >= 1);
+    char *replies = rep ? json_dumps(rep, 0) : NULL;
+    /* the Control UI: a chat.send that fails (its error event), then
+     * chat.history and logs.tail, all frames kept */
+    buf frames = BUF_INIT;
+    wsc c;
+    const char *colon = strrchr(addr, ':');
+    EXPECT(colon && ws_open(&c, (int)strtol(colon + 1, NULL, 10), NULL, NULL));
+    json_t *ch = ws_recv(&c, 5000); /* connect.challenge */
+    json_decref(ch);
+    ws_send(&c, "{\"type\":\"req\",\"id\":\"1\",\"method\":\"connect\",\"params\":{"
+                "\"minProtocol\":3,\"maxProtocol\":3,\"client\":{\"id\":\"test\",\"version\":"
+                "\"1\",\"platform\":\"linux\",\"mode\":\"test\"},\"role\":\"operator\","
+                "\"scopes\":[\"operator.read\",\"operator.write\"],\"auth\":{\"token\":"
+                "\"tok-leak-gw-5521\"}}}");
+    json_t *o = ws_res(&c);
+    EXPECT(o && json_is_true(json_object_get(o, "ok")));
+    json_decref(o);
+    ws_send(&c, "{\"type\":\"req\",\"id\":\"2\",\"method\":\"chat.send\",\"params\":{"
+                "\"sessionKey\":\"main\",\"message\":\"and now?\",\"idempotencyKey\":\"i-1\"}}");
+    bool failed = false;
+    for (int i = 0; i < 100 && !failed && (o = ws_recv(&c, 10000)) != NULL; i++) {
+        char *t = json_dumps(o, 0);
+        cm_buf_adds(&frames, t ? t : "");
+        free(t);
+        json_t *pl = json_object_get(o, "payload");
+        failed = json_is_string(json_object_get(o, "event")) &&
+                 !strcmp(json_string_value(json_object_get(o, "event")), "chat") &&
+                 !strcmp(json_string_value(json_object_get(pl, "state")) ?: "", "error");
+        json_decref(o);
+    }
+    EXPECT(failed);
+    static const char *const calls[][2] = {
+        {"chat.history", "{\"sessionKey\":\"main\"}"}, {"logs.tail", "{}"}, {"status", "{}"}};
+    for (size_t i = 0; i < ARRAY_LEN(calls); i++) {
+        o = ws_call(&c, "3", calls[i][0], calls[i][1]);
+        EXPECT(o && json_is_true(json_object_get(o, "ok")));
+        char *t = o ? json_dumps(o, 0) : NULL;
+        cm_buf_adds(&frames, t ? t : "");
+        free(t);
+        json_decref(o);
+    }
+    EXPECT(shows(frames.data, "HTTP 401")); /* the failure is said, by logs.tail */
+    ws_close(&c);
+    EXPECT(fake_count(fs) >= 1); /* the model was asked, and echoed */
+    EXPECT(fake_count(fs) >= 1 && shows(fake_get(fs, 0)->headers, "HdrLeak5521xyz"));
+    run_result s = run_clawmem(
+        NULL, (const char *const[]){"--state-dir", state, "gateway", "status", "--json", NULL});
+    EXPECT_INT(proc_stop(&p, SIGTERM, 20000), 0);
+    char *errs = proc_stderr(&p);
+    for (size_t i = 0; i < ARRAY_LEN(secrets); i++) {
+        char where[4096] = "";
+        if (shows(replies, secrets[i]))
+            test_fail(__FILE__, __LINE__, "the reply shows %s: %s", secrets[i], replies);
+        if (shows(errs, secrets[i]))
+            test_fail(__FILE__, __LINE__, "stderr shows %s: %s", secrets[i], errs);
+        if (shows(frames.data, secrets[i]))
+            test_fail(__FILE__, __LINE__, "a Control UI frame shows %s", secrets[i]);
+        if (shows(s.out, secrets[i]) || shows(s.err, secrets[i]))
+            test_fail(__FILE__, __LINE__, "gateway status shows %s", secrets[i]);
+        if (tree_shows(state, secrets[i], where, sizeof where))
+            test_fail(__FILE__, __LINE__, "%s holds %s", where, secrets[i]);
+    }
+    if (getenv("CM_LEAKS_SHOW"))
+        fprintf(stderr, "replies: %s\nstderr: %s\nstatus: %s\nframes: %s\n", replies ? replies : "",
+                errs ? errs : "", s.out ? s.out : "", frames.data ? frames.data : "");
+    run_result_release(&s);
+    cm_buf_release(&frames);
+    free(errs);
+    free(replies);
+    json_decref(rep);
+    cm_buf_release(&r);
+    free(state);
+    free(ws);
+    fake_stop(fs);
 }
