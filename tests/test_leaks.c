@@ -325,3 +325,82 @@ TEST(leaks_gateway_failed_turn_leaves_no_secret_anywhere)
     free(ws);
     fake_stop(fs);
 }
+
+/* ---- Telegram: the bot token is in every request's URL path ----------------------- */
+
+/* The bot token travels in the Bot API URL (/bot<token>/getMe), so a
+ * server echoing the request line and libcurl's failure text both carry
+ * it. A getMe refused with the request echoed (the gateway does not
+ * start), then a Bot API that cannot be reached (the gateway runs and
+ * keeps the failure as the account's lastError): stderr, status.json and
+ * `gateway status --json` never show it. */
+TEST(leaks_telegram_token_in_the_url_never_shown)
+{
+    static const char *token = "987654321:AAE_LeakTokSecret5521abcdefghijklmnop";
+    static const char *secret = "LeakTokSecret5521";
+    char base[64];
+    fake_server *fs = fake_start(8, base);
+    fake_push(fs, FAKE_ECHO, 401, -1);
+    char *dir = tmp_dir();
+    char *state = cm_strdup(path_in(dir, "state"));
+    char *ws = cm_strdup(path_in(dir, "ws"));
+    write_file(dir, "ws/MEMORY.md", "# Facts\n");
+    const char *roots[] = {base, "http://127.0.0.1:1"};
+    for (int k = 0; k < 2; k++) {
+        char cfg[1024];
+        snprintf(cfg, sizeof cfg,
+                 "{\"agents\":{\"defaults\":{\"model\":\"openai/gpt-t\"}},"
+                 "\"channels\":{\"telegram\":{\"botToken\":\"%s\",\"apiRoot\":\"%s\","
+                 "\"dmPolicy\":\"open\",\"allowFrom\":[\"*\"]}}}",
+                 token, roots[k]);
+        write_file(dir, "state/quantumclaw.json", cfg);
+        write_file(dir, "state/clawmem.json",
+                   "{agents:{defaults:{memorySearch:{provider:'none'}}}}");
+        const char *args[] = {"--state-dir", state,      "--workspace", ws,
+                              "gateway",     "--listen", "127.0.0.1:0", NULL};
+        char *errs = NULL, *out = NULL;
+        run_result st = {0, NULL, NULL};
+        if (k == 0) { /* refused at getMe: no gateway */
+            run_result r = run_clawmem(NULL, args);
+            EXPECT(r.status != 0);
+            EXPECT(shows(r.err, "getMe"));
+            EXPECT(fake_count(fs) == 1 && shows(fake_get(fs, 0)->path, secret));
+            errs = r.err, out = r.out;
+        } else { /* unreachable: it runs, and says why in its status */
+            proc p;
+            proc_start(&p, NULL, args);
+            char *line = proc_line(&p, 20000); /* "gateway: running" (no HTTP channel) */
+            EXPECT(shows(line, "running"));
+            free(line);
+            for (int i = 0; i < 100; i++) {
+                run_result_release(&st);
+                st = run_clawmem(NULL, (const char *const[]){"--state-dir", state, "gateway",
+                                                             "status", "--json", NULL});
+                if (shows(st.out, "\"lastError\": \"telegram") ||
+                    shows(st.out, "\"lastError\":\"telegram"))
+                    break;
+                usleep(30000);
+            }
+            EXPECT(shows(st.out, "lastError") && shows(st.out, "telegram getMe"));
+            EXPECT_INT(proc_stop(&p, SIGTERM, 20000), 0);
+            errs = proc_stderr(&p);
+        }
+        char where[4096] = "";
+        if (shows(errs, secret) || shows(out, secret))
+            test_fail(__FILE__, __LINE__, "case %d: output shows the token: %s", k,
+                      errs ? errs : "");
+        if (shows(st.out, secret))
+            test_fail(__FILE__, __LINE__, "case %d: gateway status shows the token", k);
+        if (tree_shows(state, secret, where, sizeof where))
+            test_fail(__FILE__, __LINE__, "case %d: %s holds the token", k, where);
+        if (getenv("CM_LEAKS_SHOW"))
+            fprintf(stderr, "case %d:\nstderr: %s\nstatus: %s\n", k, errs ? errs : "",
+                    st.out ? st.out : "");
+        run_result_release(&st);
+        free(errs);
+        free(out);
+    }
+    free(state);
+    free(ws);
+    fake_stop(fs);
+}
