@@ -629,9 +629,9 @@ static json_t *S_url_shown(const char *v)
 }
 
 /* A copy of v with the values under sensitive keys replaced, every value
- * of a headers object too (a header's value is a credential as often as
- * not: x-api-key, Ocp-Apim-Subscription-Key, …), and the credentials of
- * URLs dropped. */
+ * under a headers key too (a header's value is a credential as often as
+ * not: x-api-key, Ocp-Apim-Subscription-Key, …; headers is set below one),
+ * and the credentials of URLs dropped. */
 static json_t *S_redact(const json_t *v, bool headers)
 {
     if (json_is_object(v)) {
@@ -640,7 +640,7 @@ static json_t *S_redact(const json_t *v, bool headers)
         json_t *x;
         json_object_foreach((json_t *)v, k, x)
         {
-            bool hide = (headers || S_sensitive(k)) && !json_is_boolean(x) && !json_is_null(x);
+            bool hide = S_sensitive(k) && !json_is_boolean(x) && !json_is_null(x);
             json_object_set_new(o, k,
                                 hide ? json_string(SENTINEL)
                                      : S_redact(x, headers || !strcasecmp(k, "headers")));
@@ -657,6 +657,7 @@ static json_t *S_redact(const json_t *v, bool headers)
         }
         return a;
     }
+    if (headers && !json_is_boolean(v) && !json_is_null(v)) return json_string(SENTINEL);
     json_t *u = json_is_string(v) ? S_url_shown(json_string_value(v)) : NULL;
     return u ? u : json_deep_copy(v);
 }
