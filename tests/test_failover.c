@@ -489,3 +489,36 @@ TEST(failover_auth_label_names_the_credential_never_the_secret)
     EXPECT_STR(out, "unknown");
     rig_stop(&g);
 }
+
+/* A token endpoint that echoes the refresh token in its error code (no
+ * spaces, short: the shape of a code) has it named in no message. */
+TEST(failover_oauth_refresh_error_never_echoes_a_token)
+{
+    rig g;
+    if (!rig_start(&g,
+                   "{\"version\":1,\"profiles\":{"
+                   "\"anthropic:me@x.org\":{\"type\":\"oauth\",\"provider\":\"anthropic\","
+                   "\"access\":\"old-access-tok-5521\",\"refresh\":\"rt-echoed-5521\","
+                   "\"expires\":1,\"email\":\"me@x.org\"}}}",
+                   "\"anthropic/claude-o\""))
+        return;
+    buf url = BUF_INIT;
+    cm_buf_printf(&url, "%s/oauth/token", g.base);
+    json_object_set_new(g.cfg, "clawmem",
+                        json_pack("{s:{s:{s:s}}}", "oauth", "anthropic", "tokenUrl", url.data));
+    cm_buf_release(&url);
+    const char *no = "{\"error\":\"invalid_grant:rt-echoed-5521\"}";
+    char raw[512];
+    snprintf(raw, sizeof raw,
+             "HTTP/1.1 400 Bad\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n%s",
+             strlen(no), no);
+    fake_push_raw(g.fs, raw, true);
+    llm_outcome oc;
+    char err[1024];
+    EXPECT(run(&g, NULL, NULL, &oc, err, sizeof err, NULL, 0) != CM_OK);
+    EXPECT_STR(fake_get(g.fs, 0)->path, "/oauth/token");
+    EXPECT_CONTAINS(err, "token refresh failed: HTTP 400");
+    EXPECT(strstr(err, "rt-echoed-5521") == NULL);
+    rig_stop(&g);
+}

@@ -157,3 +157,37 @@ TEST(redact_bot_token_before_any_cut)
         cm_buf_release(&o);
     }
 }
+
+/* cm_redact_text of body with dsn's secrets (cm_redact_add_conninfo), no
+ * patterns: what the DSN itself hides. */
+static const char *red_dsn(const char *dsn, const char *body)
+{
+    redact r;
+    cm_redact_init(&r);
+    r.patterns = 0;
+    cm_redact_add_conninfo(&r, dsn);
+    buf b = BUF_INIT;
+    cm_redact_text(&r, body, strlen(body), 0, &b);
+    snprintf(out, sizeof out, "%s", b.data);
+    cm_buf_release(&b);
+    cm_redact_release(&r);
+    return out;
+}
+
+TEST(redact_conninfo_secrets)
+{
+    /* keyword form: password and sslpassword, quoted (with an escaped quote)
+     * or not; a word without "=" (a password's second half); not the host */
+    const char *kw = "host=db.example port=5432 password = 'it\\'s s3cret' sslpassword=kp4ss "
+                     "user=claw half";
+    EXPECT_STR(red_dsn(kw, "it\\'s s3cret | kp4ss | half | db.example | claw"),
+               "[redacted] | [redacted] | [redacted] | db.example | claw");
+    /* URI form: the whole string, userinfo and query values */
+    const char *uri = "postgresql://claw:pw%41xyz@db.example/mem?password=qpass99";
+    EXPECT_STR(red_dsn(uri, uri), "[redacted]");
+    EXPECT_STR(red_dsn(uri, "pw%41xyz pwAxyz qpass99 db.example"),
+               "[redacted] [redacted] [redacted] db.example");
+    /* an unterminated quote: the rest is the password */
+    EXPECT_STR(red_dsn("host=x password='open quote", "open quote"), "[redacted]");
+    EXPECT_STR(red_dsn(NULL, "nothing"), "nothing");
+}

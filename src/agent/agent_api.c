@@ -5,6 +5,7 @@
  */
 #include <time.h>
 
+#include "../base/redact.h"
 #include "../config/config.h"
 #include "../session/keys.h"
 #include "../session/sessions.h"
@@ -135,8 +136,7 @@ static cm_rc S_turn(cm_agent *a, const char *key, const char *prompt, const char
 cm_rc cm_agent_turn(cm_agent *a, const char *key, const char *prompt, const char *model,
                     cm_text_fn on_text, void *ctx, char **json, char *err, size_t errlen)
 {
-    return cm_agent_turn_hooked(a, key, prompt, model, on_text, ctx, NULL, NULL, json, err,
-                                errlen);
+    return cm_agent_turn_hooked(a, key, prompt, model, on_text, ctx, NULL, NULL, json, err, errlen);
 }
 
 cm_rc cm_agent_turn_hooked(cm_agent *a, const char *key, const char *prompt, const char *model,
@@ -268,8 +268,7 @@ static cm_rc S_models_status(const cm_config *cfg, llm_runner *runner, char **js
     json_t *out = NULL;
     *json = NULL;
     llm_turn t = {NULL, false, NULL}, ti = {NULL, true, NULL};
-    if (cm_llm_runner_chain(runner, &t, &chain) ||
-        cm_llm_runner_chain(runner, &ti, &ichain) ||
+    if (cm_llm_runner_chain(runner, &t, &chain) || cm_llm_runner_chain(runner, &ti, &ichain) ||
         cm_auth_store_path(&ap, cfg->state_dir, cfg->agent_id))
         FAIL(CM_ENOMEM, "out of memory");
     CHECK(cm_auth_store_init(&st, cfg->state_dir, cfg->agent_id, err, errlen));
@@ -290,16 +289,18 @@ static cm_rc S_models_status(const cm_config *cfg, llm_runner *runner, char **js
         json_t *pc = json_object_get(
             json_object_get(json_object_get(cfg->root, "models"), "providers"), prov);
         const char *api = json_string_value(json_object_get(pc, "api"));
+        const char *url = json_string_value(json_object_get(pc, "baseUrl"));
+        char shown[512] = "";
+        /* as a message shows a URL: a key in its userinfo or query stays out */
+        if (url && *url) cm_redact_url_to(url, shown, sizeof shown);
         json_t *pj = json_pack("{s:s,s:s,s:[]}", "api",
                                api                          ? api
                                : !strcmp(prov, "anthropic") ? "anthropic-messages"
                                                             : "openai-completions",
-                               "baseUrl", json_string_value(json_object_get(pc, "baseUrl")) ?: "",
-                               "profiles");
+                               "baseUrl", shown, "profiles");
         json_object_set_new(providers, prov, pj);
         char **order = NULL;
-        if (cm_auth_profile_order(&st, json_object_get(cfg->root, "auth"), prov, NULL, now,
-                                  &order))
+        if (cm_auth_profile_order(&st, json_object_get(cfg->root, "auth"), prov, NULL, now, &order))
             FAIL(CM_ENOMEM, "out of memory");
         for (size_t k = 0; order && order[k]; k++) {
             json_t *p = cm_auth_profile(&st, order[k]);
@@ -318,7 +319,8 @@ static cm_rc S_models_status(const cm_config *cfg, llm_runner *runner, char **js
             json_t *lf = json_object_get(stats, "lastFailureAt");
             if (json_is_number(lf)) json_object_set(row, "lastFailureAt", lf);
             json_t *fc = json_object_get(stats, "failureCounts");
-            if (json_is_object(fc) && json_object_size(fc)) json_object_set(row, "failureCounts", fc);
+            if (json_is_object(fc) && json_object_size(fc))
+                json_object_set(row, "failureCounts", fc);
             json_array_append_new(json_object_get(pj, "profiles"), row);
         }
         cm_auth_strv_free(order);

@@ -145,6 +145,49 @@ cm_rc cm_redact_add_url(redact *r, const char *url)
     return rc;
 }
 
+static bool conninfo_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+cm_rc cm_redact_add_conninfo(redact *r, const char *dsn)
+{
+    if (!dsn) return CM_OK;
+    cm_rc rc = add_n(r, dsn, strlen(dsn));
+    if (rc || strstr(dsn, "://")) return rc ? rc : cm_redact_add_url(r, dsn);
+    /* key = value pairs as libpq reads them: a value unquoted up to a space,
+     * or in single quotes; a backslash escapes the next character */
+    const char *p = dsn;
+    while (!rc) {
+        while (conninfo_space(*p))
+            p++;
+        if (!*p) break;
+        const char *k = p;
+        while (*p && !conninfo_space(*p) && *p != '=')
+            p++;
+        size_t kl = (size_t)(p - k);
+        const char *q = p;
+        while (conninfo_space(*q))
+            q++;
+        if (*q != '=') { /* a word libpq will name: it may be a password's half */
+            rc = add_n(r, k, kl);
+            continue;
+        }
+        p = q + 1;
+        while (conninfo_space(*p))
+            p++;
+        bool quoted = *p == '\'';
+        const char *v = p += quoted;
+        while (*p && (quoted ? *p != '\'' : !conninfo_space(*p)))
+            p += p[0] == '\\' && p[1] ? 2 : 1;
+        if ((kl == 8 && !strncasecmp(k, "password", 8)) ||
+            (kl == 11 && !strncasecmp(k, "sslpassword", 11)))
+            rc = add_n(r, v, (size_t)(p - v));
+        if (quoted && *p) p++;
+    }
+    return rc;
+}
+
 /* ---- the patterns ---------------------------------------------------------- */
 
 static bool wordc(unsigned char c)

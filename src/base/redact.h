@@ -49,6 +49,13 @@ cm_rc cm_redact_add_header(redact *r, const char *line);
  * values of its query parameters. */
 cm_rc cm_redact_add_url(redact *r, const char *url);
 
+/* Adds the secrets a PostgreSQL connection string (libpq's keyword form or
+ * a postgres:// URI) carries: the whole string, which libpq quotes back in
+ * some of its parse errors; a URI's userinfo and query values; the keyword
+ * form's password and sslpassword values and its words without "=" (libpq
+ * names such a word in its error: a password with an unquoted space). */
+cm_rc cm_redact_add_conninfo(redact *r, const char *dsn);
+
 /* Appends s[0..n) as one line of at most max_chars characters (0: no cap;
  * "…" marks a cut) with the secrets and patterns of r (NULL: patterns only)
  * replaced by REDACTED, runs of whitespace and control characters as one

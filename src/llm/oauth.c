@@ -111,10 +111,15 @@ static cm_rc refresh_fn(json_t *doc, void *vctx, int64_t now, bool *changed, cha
     const char *access = json_string_value(json_object_get(ans, "access_token"));
     json_t *exp = json_object_get(ans, "expires_in");
     if (f.status < 200 || f.status >= 300 || !access || !*access || !json_is_number(exp)) {
-        /* Never echo the answer: it may hold tokens. */
+        /* Never echo the answer: it may hold tokens. Its error code only
+         * when it has the shape of one (RFC 6749 5.2: invalid_grant, …), so
+         * a server that echoes our refresh token there shows nothing. */
         const char *code = json_string_value(json_object_get(ans, "error"));
-        FAIL(CM_EIO, "%s: token refresh failed: HTTP %ld%s%.60s", c->profile_id, f.status,
-             code ? ": " : "", code && strlen(code) < 60 && !strchr(code, ' ') ? code : "");
+        if (code &&
+            (!*code || strlen(code) >= 60 || code[strspn(code, "abcdefghijklmnopqrstuvwxyz_")]))
+            code = NULL;
+        FAIL(CM_EIO, "%s: token refresh failed: HTTP %ld%s%s", c->profile_id, f.status,
+             code ? ": " : "", code ? code : "");
     }
     const char *nrefresh = json_string_value(json_object_get(ans, "refresh_token"));
     json_object_set_new(p, "access", json_string(access));

@@ -43,6 +43,7 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 
+#include "../base/redact.h"
 #include "fts_rank.h"
 #include "store_pg_files.h"
 #include "store_pg_int.h"
@@ -109,13 +110,33 @@ static void no_notices(void *arg, const char *message)
     (void)message; /* library code never prints */
 }
 
+void cm_store_pg_conn_text(const char *dsn, const char *m, char *out, size_t n)
+{
+    redact r;
+    buf b;
+    cm_redact_init(&r);
+    cm_buf_init(&b, n ? n - 1 : 0);
+    if (!m) m = "no answer from the server";
+    if (cm_redact_add_conninfo(&r, dsn) ||
+        cm_redact_text(&r, m, strcspn(m, "\n"), 300, &b) == CM_ENOMEM)
+        cm_buf_reset(&b); /* CM_ETOOBIG keeps what fitted */
+    if (n) snprintf(out, n, "%s", b.len ? b.data : "(unreadable)");
+    cm_buf_release(&b);
+    cm_redact_release(&r);
+}
+
 /* Maps a failed result to cm_rc with a message naming the agent and what
  * was being done, with the server's primary message (never the DSN). */
 cm_rc cm_store_pg_fail(store *s, const PGresult *res, const char *what, char *err, size_t errlen)
 {
     const char *state = res ? cm_store_pg_lib.result_error_field(res, PG_DIAG_SQLSTATE) : NULL;
     const char *msg = res ? cm_store_pg_lib.result_error_field(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    if (!msg && s->pg && s->pg->conn) msg = cm_store_pg_lib.error_message(s->pg->conn);
+    char conn_text[320];
+    if (!msg && s->pg && s->pg->conn) { /* the connection's own: it may quote the DSN */
+        cm_store_pg_conn_text(s->pg->dsn, cm_store_pg_lib.error_message(s->pg->conn), conn_text,
+                              sizeof conn_text);
+        msg = conn_text;
+    }
     if (!msg) msg = "no answer from the server";
     cm_rc rc = CM_EDB;
     if (!state || strncmp(state, "08", 2) == 0)
@@ -356,7 +377,8 @@ static cm_rc ensure_schema(store *s, bool create, char *err, size_t errlen)
     if (have || (!create && !tables)) return CM_OK; /* else created, or added to */
     char why[256];
     rc = cm_store_pg_run(s, "BEGIN", 0, NULL, "create the tables", NULL, why, sizeof why);
-    if (!rc) rc = cm_store_pg_run(s, schema_sql, -1, NULL, "create the tables", NULL, why, sizeof why);
+    if (!rc)
+        rc = cm_store_pg_run(s, schema_sql, -1, NULL, "create the tables", NULL, why, sizeof why);
     if (!rc) rc = cm_store_pg_run(s, "COMMIT", 0, NULL, "create the tables", NULL, why, sizeof why);
     if (rc) {
         cm_store_pg_run(s, "ROLLBACK", 0, NULL, "", NULL, NULL, 0);
@@ -403,9 +425,9 @@ cm_rc cm_store_open_pg(store *s, const char *dsn, const char *agent, const char 
     s->pg->conn = cm_store_pg_lib.connectdb(dsn);
     if (!s->pg->conn) CHECK(CM_ENOMEM);
     if (cm_store_pg_lib.status(s->pg->conn) != CONNECTION_OK) {
-        const char *m = cm_store_pg_lib.error_message(s->pg->conn);
-        FAIL(CM_EIO, "postgres index of agent %s: cannot connect: %.*s", agent,
-             (int)strcspn(m, "\n"), m);
+        char m[320];
+        cm_store_pg_conn_text(dsn, cm_store_pg_lib.error_message(s->pg->conn), m, sizeof m);
+        FAIL(CM_EIO, "postgres index of agent %s: cannot connect: %s", agent, m);
     }
     cm_store_pg_lib.set_notice_processor(s->pg->conn, no_notices, NULL);
     snprintf(s->pg->lock_ms, sizeof s->pg->lock_ms, "%d", busy_ms > 0 ? busy_ms : 1);
@@ -796,17 +818,16 @@ cm_rc cm_store_pg_ping(const char *dsn, int timeout_s, char *err, size_t errlen)
     PGconn *c = cm_store_pg_lib.connectdb_params(keys, vals, 1);
     cm_rc rc = CM_OK;
     if (!c) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
+    char m[320];
     if (cm_store_pg_lib.status(c) != CONNECTION_OK) {
-        const char *m = cm_store_pg_lib.error_message(c);
-        rc = cm_seterr(err, errlen, CM_EIO, "postgres: cannot connect: %.*s", (int)strcspn(m, "\n"),
-                       m);
+        cm_store_pg_conn_text(dsn, cm_store_pg_lib.error_message(c), m, sizeof m);
+        rc = cm_seterr(err, errlen, CM_EIO, "postgres: cannot connect: %s", m);
     } else {
         cm_store_pg_lib.set_notice_processor(c, no_notices, NULL);
         PGresult *r = cm_store_pg_lib.exec(c, "SELECT 1");
         if (!cm_store_pg_ok(r)) {
-            const char *m = cm_store_pg_lib.error_message(c);
-            rc = cm_seterr(err, errlen, CM_EIO, "postgres: SELECT 1 failed: %.*s",
-                           (int)strcspn(m, "\n"), m);
+            cm_store_pg_conn_text(dsn, cm_store_pg_lib.error_message(c), m, sizeof m);
+            rc = cm_seterr(err, errlen, CM_EIO, "postgres: SELECT 1 failed: %s", m);
         }
         if (r) cm_store_pg_lib.clear(r);
     }

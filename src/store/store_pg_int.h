@@ -48,6 +48,11 @@ typedef struct store_pg_lib {
 extern store_pg_lib cm_store_pg_lib;
 /* Loads libpq once (thread safe); whether it is there. */
 bool cm_store_pg_lib_load(void);
+/* The first line of libpq's message m about the connection to dsn, fit for
+ * an error: libpq quotes a DSN it cannot parse back whole (password
+ * included), so dsn's secrets are redacted (base/redact.h) into out, which
+ * is always NUL-terminated (store_pg.c). */
+void cm_store_pg_conn_text(const char *dsn, const char *m, char *out, size_t n);
 
 struct store_pg {
     PGconn *conn;
@@ -99,8 +104,8 @@ struct store_pg {
     struct pg_lex_tok *lextok;
     size_t nlextok, caplextok;
     uint64_t round_trips; /* statements sent (cm_store_pg_round_trips) */
-    unsigned prepared; /* the statements of cm_store_pg_run_prepared this connection has */
-    bool inflight;     /* a rebuild's batch sent, its result not read yet (store_pg.c) */
+    unsigned prepared;    /* the statements of cm_store_pg_run_prepared this connection has */
+    bool inflight;        /* a rebuild's batch sent, its result not read yet (store_pg.c) */
     /* copying: a rebuild lexed here streams its chunks by COPY (binary) and
      * the COPY is open; copybuf: its rows not handed to libpq yet
      * (store_pg_files.c) */

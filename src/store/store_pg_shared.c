@@ -62,9 +62,10 @@ static cm_rc connect_to(const char *dsn, PGconn **out, char *err, size_t errlen)
     PGconn *c = cm_store_pg_lib.connectdb(dsn);
     if (!c) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     if (cm_store_pg_lib.status(c) != CONNECTION_OK) {
-        cm_rc rc = fail(c, NULL, "cannot connect", err, errlen);
+        char m[320];
+        cm_store_pg_conn_text(dsn, cm_store_pg_lib.error_message(c), m, sizeof m);
         cm_store_pg_lib.finish(c);
-        return rc;
+        return cm_seterr(err, errlen, CM_EIO, "postgres: cannot connect: %s", m);
     }
     cm_store_pg_lib.set_notice_processor(c, quiet, NULL);
     *out = c;

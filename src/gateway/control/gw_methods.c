@@ -14,6 +14,7 @@
 #include "gw_sessions.h"
 #include "gw_transcript.h"
 #include "gw_usage.h"
+#include "../../base/redact.h"
 
 #define HISTORY_DEFAULT   200
 #define HISTORY_MAX       1000
@@ -21,7 +22,7 @@
 #define LOGS_DEFAULT      500
 #define LOGS_MAX          5000
 #define LOGS_BYTES        250000
-#define REDACTED          "__QUANTUMCLAW_REDACTED__"
+#define SENTINEL          "__QUANTUMCLAW_REDACTED__" /* the reference's sentinel */
 
 static const char *S_str(const json_t *o, const char *k)
 {
@@ -592,11 +593,14 @@ static void m_logs_tail(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
                           truncated, "reset", reset));
 }
 
+/* Whether a key names a credential: the reference's /token$/, /password/,
+ * /secret/, /api.?key/ and a few more (a header's name among them). */
 static bool S_sensitive(const char *k)
 {
-    static const char *const words[] = {"token",  "secret",   "password", "apikey",
-                                        "api_key", "cookie",  "credential", "authorization",
-                                        "privatekey", "passphrase"};
+    static const char *const words[] = {
+        "token",      "secret",           "password",   "apikey",        "api_key",
+        "api-key",    "cookie",           "credential", "authorization", "privatekey",
+        "passphrase", "subscription-key", "dsn"};
     char low[128];
     size_t n = 0;
     for (; k[n] && n + 1 < sizeof low; n++)
@@ -607,8 +611,28 @@ static bool S_sensitive(const char *k)
     return false;
 }
 
-/* A copy of v with the values under sensitive keys replaced. */
-static json_t *S_redact(const json_t *v)
+/* A string that is a URL with userinfo or a query string (either may carry
+ * a key, as Gemini's ?key= does): shown as a message shows a URL, without
+ * them. Other strings: NULL. */
+static json_t *S_url_shown(const char *v)
+{
+    const char *sep = strstr(v, "://");
+    if (!sep || strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") !=
+                    (size_t)(sep - v))
+        return NULL;
+    size_t auth = strcspn(sep + 3, "/?#");
+    if (!memchr(sep + 3, '@', auth) && !strpbrk(sep + 3, "?#")) return NULL;
+    buf b = BUF_INIT;
+    json_t *out = cm_redact_url(v, 0, &b) == CM_OK ? json_string(b.data) : NULL;
+    cm_buf_release(&b);
+    return out ? out : json_string(SENTINEL);
+}
+
+/* A copy of v with the values under sensitive keys replaced, every value
+ * under a headers key too (a header's value is a credential as often as
+ * not: x-api-key, Ocp-Apim-Subscription-Key, …; headers is set below one),
+ * and the credentials of URLs dropped. */
+static json_t *S_redact(const json_t *v, bool headers)
 {
     if (json_is_object(v)) {
         json_t *o = json_object();
@@ -616,10 +640,10 @@ static json_t *S_redact(const json_t *v)
         json_t *x;
         json_object_foreach((json_t *)v, k, x)
         {
+            bool hide = S_sensitive(k) && !json_is_boolean(x) && !json_is_null(x);
             json_object_set_new(o, k,
-                                S_sensitive(k) && !json_is_boolean(x) && !json_is_null(x)
-                                    ? json_string(REDACTED)
-                                    : S_redact(x));
+                                hide ? json_string(SENTINEL)
+                                     : S_redact(x, headers || !strcasecmp(k, "headers")));
         }
         return o;
     }
@@ -629,11 +653,13 @@ static json_t *S_redact(const json_t *v)
         json_t *x;
         json_array_foreach(v, i, x)
         {
-            json_array_append_new(a, S_redact(x));
+            json_array_append_new(a, S_redact(x, headers));
         }
         return a;
     }
-    return json_deep_copy(v);
+    if (headers && !json_is_boolean(v) && !json_is_null(v)) return json_string(SENTINEL);
+    json_t *u = json_is_string(v) ? S_url_shown(json_string_value(v)) : NULL;
+    return u ? u : json_deep_copy(v);
 }
 
 static void m_config_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
@@ -641,7 +667,7 @@ static void m_config_get(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     (void)p;
     cm_rtcfg *hold; /* the snapshot the gateway runs with: a reload's, not the start's */
     const json_t *cfg = cm_gw_ws_config(w, &hold);
-    json_t *red = S_redact(cfg);
+    json_t *red = S_redact(cfg, false);
     cm_rtcfg_unref(hold);
     cm_gw_ws_ok(cl, id,
                 json_pack("{s:s*,s:b,s:b,s:o}", "path", w->config_path, "exists", cfg != NULL,
