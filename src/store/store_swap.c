@@ -154,7 +154,7 @@ cm_rc cm_store_swap(const char *tmp, const char *index, char *err, size_t errlen
     return rc;
 }
 
-void cm_store_remove_leftovers(const char *index)
+void cm_store_remove_leftovers(const char *index, bool mine)
 {
     char *path = index_file(index); /* where cm_store_rebuild_path puts them */
     if (!path) return;
@@ -170,7 +170,9 @@ void cm_store_remove_leftovers(const char *index)
         char *end;
         long pid = strtol(n + bl + 9, &end, 10);
         if (end == n + bl + 9) continue;
-        if (pid != (long)getpid() && kill((pid_t)pid, 0) == 0) continue; /* still building */
+        /* still building; this process's own only while the caller holds the
+         * writer lock (else another engine of it may be rebuilding now) */
+        if (pid == (long)getpid() ? !mine : kill((pid_t)pid, 0) == 0) continue;
         char full[4096];
         snprintf(full, sizeof full, "%s/%.*s", dir, (int)(end - n), n);
         unlink_with_sidecars(full);

@@ -23,6 +23,9 @@ cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
  * unlocked one where the file system has no flock()), or -1 with errno
  * (ENOENT: nothing at path). */
 int cm_store_swap_guard(const char *path);
-void cm_store_remove_leftovers(const char *path);
+/* mine: also the files named after this process (a dead process's pid
+ * reused by it), for a caller holding the writer lock, under which no
+ * engine of this process is rebuilding. */
+void cm_store_remove_leftovers(const char *path, bool mine);
 
 #endif
