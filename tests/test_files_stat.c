@@ -584,3 +584,44 @@ TEST(files_stat_swap_gives_the_new_index_its_own_shm)
     EXPECT_INT(check_locked(&f), CM_OK);
     cm_engine_close(a);
 }
+
+typedef struct open_midway {
+    cm_engine *shared;
+    cm_engine *view;
+} open_midway;
+
+/* The rebuild's progress, after its first file: another call on the shared
+ * engine takes a view while the rebuilding one is leased, so a new view is
+ * opened (a gateway's second session searching meanwhile). */
+static int lease_another(void *ctx, const cm_progress *p)
+{
+    open_midway *m = ctx;
+    char err[512];
+    if (p->files_done >= 1 && !m->view && cm_engine_lease(m->shared, &m->view, err, sizeof err))
+        fprintf(stderr, "  lease: %s\n", err);
+    return 0;
+}
+
+/* A view opened while another view of the same shared engine rebuilds the
+ * index leaves that rebuild's file alone: before, the open removed every
+ * "<index>.rebuild-<pid>" of this process as a leftover, and the rebuild's
+ * swap then failed (the file it had written was gone). */
+TEST(files_stat_a_view_opened_during_a_rebuild_keeps_its_file)
+{
+    fs_ws f;
+    ws_init(&f);
+    cm_options o = {NULL, f.ws, f.cfg, f.state, NULL, NULL, 0};
+    cm_engine *e = NULL;
+    char err[512];
+    EXPECT_INT(cm_engine_open_shared(&o, &e, err, sizeof err), CM_OK);
+    EXPECT_INT(ws_sync(e, 0), CM_OK);
+    open_midway m = {e, NULL};
+    cm_sync_stats st;
+    cm_rc rc = cm_engine_sync(e, CM_SYNC_FORCE, lease_another, &m, &st, err, sizeof err);
+    if (rc) fprintf(stderr, "  sync: %s\n", err);
+    EXPECT(m.view != NULL && m.view != e);
+    EXPECT_INT(rc, CM_OK);
+    EXPECT_INT(st.rebuilt, 1);
+    if (m.view) cm_engine_unlease(e, m.view);
+    cm_engine_close(e);
+}

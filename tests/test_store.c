@@ -143,7 +143,13 @@ TEST(store_removes_leftovers_of_dead_rebuilds)
     char mine[64];
     snprintf(mine, sizeof mine, "i.sqlite.rebuild-%d", (int)getppid()); /* alive */
     write_file(d, mine, "alive");
-    cm_store_remove_leftovers(path_in(d, "i.sqlite"));
+    char own[64]; /* this process's: another engine of it may be rebuilding */
+    snprintf(own, sizeof own, "i.sqlite.rebuild-%d", (int)getpid());
+    write_file(d, own, "ours");
+    cm_store_remove_leftovers(path_in(d, "i.sqlite"), false);
+    EXPECT(access(path_in(d, own), F_OK) == 0);
+    cm_store_remove_leftovers(path_in(d, "i.sqlite"), true); /* under the writer lock */
+    EXPECT(access(path_in(d, own), F_OK) != 0);
     EXPECT(access(path_in(d, "i.sqlite.rebuild-999999999"), F_OK) != 0);
     EXPECT(access(path_in(d, "i.sqlite.rebuild-999999999-journal"), F_OK) != 0);
     EXPECT(access(path_in(d, mine), F_OK) == 0);

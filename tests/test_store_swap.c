@@ -2,7 +2,8 @@
  * test_store_swap.c — a rebuild's swap and the stores opened beside it: a
  * store opened while a swap is in its middle waits and opens the new index,
  * and a swap waits for a store that is being opened on the old one; a FIFO
- * at the index's path is an error, not a wait.
+ * at the index's path is an error, not a wait; an index path that is a
+ * symbolic link is rebuilt at its target.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -186,4 +187,58 @@ TEST(store_open_on_a_fifo_fails_without_waiting)
     EXPECT(waitpid(pid, &st, 0) == pid);
     EXPECT(WIFEXITED(st)); /* not the alarm */
     EXPECT_INT(WEXITSTATUS(st), 0);
+}
+
+static void read_marker(const char *path, char *out, size_t n)
+{
+    store s;
+    char err[256];
+    *out = 0;
+    if (cm_store_open(&s, path, "unicode61", 0, 1000, err, sizeof err) != CM_OK) return;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s.db, "SELECT value FROM meta WHERE key='marker'", -1, &q, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        snprintf(out, n, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    cm_store_close(&s);
+}
+
+/* An index path that is a symbolic link to a file elsewhere: the rebuild's
+ * file is made beside that file and renamed over it, so that the link stays
+ * and the index stays where it lives; and the -wal the old file left there
+ * (SQLite names it after the file it resolved) is not read with the new one.
+ * Before, the rename replaced the link with the new file and left the old
+ * one, stale, at the link's target. */
+TEST(store_swap_through_a_symbolic_link_keeps_the_link)
+{
+    char *d = tmp_dir();
+    char link[1024], real[1024], wal[1100], marker[32];
+    snprintf(link, sizeof link, "%s", path_in(d, "state/i.sqlite"));
+    snprintf(real, sizeof real, "%s", path_in(d, "big/i.sqlite"));
+    EXPECT(mkdir(path_in(d, "state"), 0700) == 0 && mkdir(path_in(d, "big"), 0700) == 0);
+    make_index(real, "old");
+    EXPECT(symlink(real, link) == 0);
+    /* a write through the link, left in the real file's -wal */
+    store s;
+    char err[256];
+    EXPECT_INT(cm_store_open(&s, link, "unicode61", 0, 1000, err, sizeof err), CM_OK);
+    EXPECT_INT(
+        sqlite3_exec(s.db, "UPDATE meta SET value='old2' WHERE key='marker'", NULL, NULL, NULL),
+        SQLITE_OK);
+    cm_store_close(&s);
+    snprintf(wal, sizeof wal, "%s-wal", real);
+    struct stat st;
+    EXPECT(stat(wal, &st) == 0 && st.st_size > 0);
+    char *tmp = cm_store_rebuild_path(link);
+    EXPECT(tmp != NULL && strncmp(tmp, real, strlen(real)) == 0); /* beside the real file */
+    make_index(tmp, "new");
+    EXPECT_INT(cm_store_swap(tmp, link, err, sizeof err), CM_OK);
+    EXPECT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    read_marker(link, marker, sizeof marker);
+    EXPECT_STR(marker, "new");
+    read_marker(real, marker, sizeof marker);
+    EXPECT_STR(marker, "new");
+    EXPECT(access(tmp, F_OK) < 0);
+    free(tmp);
 }

@@ -289,7 +289,7 @@ cm_rc cm_agents_delete(const cm_options *opt, char **json, char *err, size_t err
         static const char *const tails[] = {"", "-wal", "-shm", "-journal", ".watch"};
         for (size_t i = 0; i < ARRAY_LEN(tails); i++)
             CHECK(remove_one(c->store_path, tails[i], paths, err, errlen));
-        cm_store_remove_leftovers(c->store_path);
+        cm_store_remove_leftovers(c->store_path, true);
         CHECK(remove_one(c->store_path, ".lock", paths, err, errlen)); /* held: ours */
     }
     json_t *doc = json_pack("{s:s,s:s,s:b,s:O,s:O}", "agent", c->agent_id, "store",

@@ -10,7 +10,9 @@ static cm_rc builtin_open(cm_engine *e, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
-    cm_store_remove_leftovers(e->cfg.store_path); /* of rebuilds whose process died */
+    /* of rebuilds whose process died; not this process's own: without the
+     * writer lock, another engine of it may be rebuilding */
+    cm_store_remove_leftovers(e->cfg.store_path, false);
     cm_engine_choose_provider(e);
     return CM_OK;
 }

@@ -133,7 +133,7 @@ cm_rc cm_engine_rebuild(sync_run *r, const file_list *files, const char *meta, c
         CHECK(cm_store_pg_rebuild_begin(&tmp, e->cfg.fts_tokenizer, err, errlen));
     } else {
         if (!path) CHECK(CM_ENOMEM);
-        cm_store_remove_leftovers(e->cfg.store_path);
+        cm_store_remove_leftovers(e->cfg.store_path, true);
         CHECK(cm_store_open(&tmp, path, e->cfg.fts_tokenizer, STORE_CREATE | STORE_BULK, e->busy_ms,
                             err, errlen));
         tmp_open = true;

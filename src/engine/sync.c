@@ -435,7 +435,7 @@ cm_rc cm_builtin_sync(cm_engine *e, unsigned flags, cm_progress_fn progress, voi
     cm_discover_sort(&files);
     stats->files_seen = files.n; /* walked, even when the lock is busy */
     CHECK(cm_engine_lock_acquire(e, !(flags & CM_SYNC_NOWAIT), &lock, err, errlen));
-    cm_store_remove_leftovers(e->cfg.store_path);
+    cm_store_remove_leftovers(e->cfg.store_path, true);
     for (size_t i = 0; i < r.problems.n; i++)
         cm_logf(&e->lg, CM_LOG_WARN, "%s: %s", r.problems.v[i].path, r.problems.v[i].what);
     r.prog.files_total = files.n;

@@ -18,13 +18,28 @@
 #include "store.h"
 #include "store_swap.h"
 
+/* The file the index is, its symbolic links followed (path itself when
+ * nothing is there yet), so that the new file goes where the index lives
+ * rather than over a link to it, and the -wal and -shm handled are the ones
+ * SQLite uses, which it names after the file it resolved. The caller frees;
+ * NULL: out of memory. */
+static char *index_file(const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (real || errno == ENOMEM) return real;
+    return cm_strdup(path);
+}
+
 char *cm_store_rebuild_path(const char *path)
 {
     buf b = BUF_INIT;
-    if (cm_buf_printf(&b, "%s.rebuild-%ld", path, (long)getpid())) {
+    char *real = index_file(path);
+    if (!real || cm_buf_printf(&b, "%s.rebuild-%ld", real, (long)getpid())) {
+        free(real);
         cm_buf_release(&b);
         return NULL;
     }
+    free(real);
     return cm_buf_detach(&b);
 }
 
@@ -123,8 +138,10 @@ static cm_rc swap_locked(const char *tmp, const char *path, char *err, size_t er
     return CM_OK;
 }
 
-cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
+cm_rc cm_store_swap(const char *tmp, const char *index, char *err, size_t errlen)
 {
+    char *path = index_file(index);
+    if (!path) return cm_seterr(err, errlen, CM_ENOMEM, "out of memory");
     /* From before the old WAL goes until after the rename, no store opens the
      * index (cm_store_swap_guard): one that opened the old file in between
      * would make a new -wal and -shm for it under the names the new file
@@ -133,11 +150,14 @@ cm_rc cm_store_swap(const char *tmp, const char *path, char *err, size_t errlen)
     if (fd >= 0) lock_fd(fd, LOCK_EX);
     cm_rc rc = swap_locked(tmp, path, err, errlen);
     if (fd >= 0) close(fd); /* and its flock */
+    free(path);
     return rc;
 }
 
-void cm_store_remove_leftovers(const char *path)
+void cm_store_remove_leftovers(const char *index, bool mine)
 {
+    char *path = index_file(index); /* where cm_store_rebuild_path puts them */
+    if (!path) return;
     char *dir = cm_fs_dirname(path);
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -150,11 +170,14 @@ void cm_store_remove_leftovers(const char *path)
         char *end;
         long pid = strtol(n + bl + 9, &end, 10);
         if (end == n + bl + 9) continue;
-        if (pid != (long)getpid() && kill((pid_t)pid, 0) == 0) continue; /* still building */
+        /* still building; this process's own only while the caller holds the
+         * writer lock (else another engine of it may be rebuilding now) */
+        if (pid == (long)getpid() ? !mine : kill((pid_t)pid, 0) == 0) continue;
         char full[4096];
         snprintf(full, sizeof full, "%s/%.*s", dir, (int)(end - n), n);
         unlink_with_sidecars(full);
     }
     if (d) closedir(d);
     free(dir);
+    free(path);
 }
