@@ -79,7 +79,10 @@ int cm_store_swap_guard(const char *path)
     return errno = EAGAIN, -1;
 }
 
-static cm_rc swap_locked(const char *tmp, const char *path, char *err, size_t errlen)
+/* Before the swap's lock (the caller holds the writer lock, so the old
+ * index's WAL gets no new frames): the new file made durable, the old WAL
+ * checkpointed away. Stores keep opening the old file meanwhile. */
+static cm_rc swap_prepare(const char *tmp, const char *path, char *err, size_t errlen)
 {
     char clip[FS_CLIP_MAX + 1];
     /* Make the new file durable before it becomes the index. */
@@ -116,6 +119,15 @@ static cm_rc swap_locked(const char *tmp, const char *path, char *err, size_t er
                              "index %s is in use by a reader that does not let go; try again",
                              cm_fs_clip(path, clip));
     }
+    return CM_OK;
+}
+
+/* Under the swap's lock, as short as it can be. */
+static cm_rc swap_rename(const char *tmp, const char *path, char *err, size_t errlen)
+{
+    char clip[FS_CLIP_MAX + 1], wal[4096], shm[4096];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
     /* The new file gets a WAL and a WAL index of its own: a connection still
      * on the old file (another process's, or another engine's of this one)
      * keeps the old pair, now unlinked, and stays consistent with the file it
@@ -146,10 +158,13 @@ cm_rc cm_store_swap(const char *tmp, const char *index, char *err, size_t errlen
      * index (cm_store_swap_guard): one that opened the old file in between
      * would make a new -wal and -shm for it under the names the new file
      * then inherits, the pair the unlink is there to keep apart. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd >= 0) lock_fd(fd, LOCK_EX);
-    cm_rc rc = swap_locked(tmp, path, err, errlen);
-    if (fd >= 0) close(fd); /* and its flock */
+    cm_rc rc = swap_prepare(tmp, path, err, errlen);
+    if (!rc) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd >= 0) lock_fd(fd, LOCK_EX);
+        rc = swap_rename(tmp, path, err, errlen);
+        if (fd >= 0) close(fd); /* and its flock */
+    }
     free(path);
     return rc;
 }
