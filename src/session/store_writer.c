@@ -185,6 +185,39 @@ static cm_rc serialise(store_ix *ix, const json_t *snap, const char **out, size_
     return CM_OK;
 }
 
+/* Journal files kept while writes of the store fail (see the failure path
+ * of cm_store_writer_flush). */
+#define WAL_KEPT 4
+
+/* The journal lines that restate the unwritten changes (dirty: key -> true
+ * | a patch) at their current values (under ix->mu): replayed after every
+ * record journaled so far, they give what memory holds, so the files that
+ * held those records are no longer needed once these are synced. */
+static cm_rc restate(store_ix *ix, const json_t *dirty, buf *out)
+{
+    cm_rc rc = CM_OK;
+    const char *key;
+    json_t *mark;
+    json_object_foreach((json_t *)dirty, key, mark)
+    {
+        json_t *cur = json_object_get(ix->doc, key), *patch = NULL;
+        if (cur && json_is_object(mark)) {
+            if (!(patch = json_object())) return CM_ENOMEM;
+            const char *f;
+            json_t *v;
+            json_object_foreach(mark, f, v)
+            {
+                json_t *now = json_object_get(cur, f);
+                if (json_object_set(patch, f, now ? now : json_null())) rc = CM_ENOMEM;
+            }
+        }
+        if (!rc) rc = cm_store_wal_line(out, ++ix->wal_seq, key, patch, cur);
+        json_decref(patch);
+        if (rc) return rc;
+    }
+    return CM_OK;
+}
+
 /* Writes the unwritten changes; the store's lock l is held. */
 cm_rc cm_store_writer_flush(store_ix *ix, lockfile *l, char *err, size_t errlen)
 {
@@ -308,17 +341,62 @@ out:
         json_t *mark;
         json_object_foreach(pending, pk, mark)
         {
-            if (!json_object_get(ix->dirty, pk)) json_object_set(ix->dirty, pk, mark);
+            /* changed again meanwhile: both changes are unwritten */
+            json_t *newer = json_object_get(ix->dirty, pk);
+            if (!newer || (json_is_true(mark) && !json_is_true(newer))) {
+                json_object_set(ix->dirty, pk, mark);
+            } else if (json_is_object(newer) && json_is_object(mark)) {
+                const char *f;
+                json_t *v;
+                json_object_foreach(mark, f, v)
+                {
+                    if (!json_object_get(newer, f)) json_object_set(newer, f, v);
+                }
+            }
         }
         ix->wdoc_stale = true; /* maintenance may have changed it */
         /* and their journal, until a write holds them */
         while (rotated && rotated->users)
             pthread_cond_wait(&ix->cv, &ix->mu);
-        if (rotated) {
-            rotated->next = ix->wal_done;
-            ix->wal_done = rotated;
+        if (rotated && !ix->wal) { /* nothing journaled since: it goes on */
+            ix->wal = rotated;
+            rotated = NULL;
+        }
+        /* A change was journaled meanwhile, in a newer file: the rotated one
+         * is kept until a write holds its changes, but no more than
+         * WAL_KEPT files are, however many writes fail while turns go on:
+         * then every unwritten change is restated in the newest file and
+         * the older ones go (each held a descriptor). */
+        size_t kept = 1;
+        for (store_wal_file *k = ix->wal_done; k; k = k->next)
+            kept++;
+        buf again = BUF_INIT;
+        store_wal_file *cur = NULL, *older = NULL;
+        if (rotated && kept >= WAL_KEPT && !restate(ix, ix->dirty, &again)) {
+            cur = ix->wal;
+            cur->users++;
+            older = ix->wal_done;
+            ix->wal_done = NULL;
         }
         pthread_mutex_unlock(&ix->mu);
+        if (cur && !cm_store_ix_wal_append(ix, cur, again.data, again.len, NULL, 0)) {
+            rotated->next = older; /* their changes are in cur now */
+            done = rotated;
+            rotated = older = NULL;
+        }
+        cm_buf_release(&again);
+        if (rotated) {
+            pthread_mutex_lock(&ix->mu);
+            rotated->next = ix->wal_done;
+            ix->wal_done = rotated;
+            while (older) {
+                store_wal_file *w = older;
+                older = w->next;
+                w->next = ix->wal_done;
+                ix->wal_done = w;
+            }
+            pthread_mutex_unlock(&ix->mu);
+        }
         json_decref(pending);
     }
     while (done) {

@@ -1,0 +1,262 @@
+/*
+ * test_session_disk.c — sessions.json and transcripts when the disk refuses
+ * writes. The failure is injected without root or a mount: RLIMIT_FSIZE in
+ * a forked child (SIGXFSZ ignored) makes every write past the limit fail
+ * with EFBIG, as a nearly full disk refuses the large file and takes the
+ * small ones.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../src/base/fs.h"
+#include "../src/config/config.h"
+#include "../src/session/sessions.h"
+#include "test.h"
+
+#define T0 1800000000000LL
+
+static char *store_path(const char *state)
+{
+    buf p = BUF_INIT;
+    cm_session_store_path(&p, state, "main");
+    return cm_buf_detach(&p);
+}
+
+/* Files in dir whose name contains part. */
+static int count_files(const char *dir, const char *part)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        n += strstr(de->d_name, part) != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+static int open_fds(void)
+{
+    return count_files("/proc/self/fd", "") - 2; /* . and .. */
+}
+
+static void limit_file_size(rlim_t bytes)
+{
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit rl = {bytes, RLIM_INFINITY};
+    setrlimit(RLIMIT_FSIZE, &rl);
+}
+
+/* A store whose sessions.json no longer fits under the file size limit,
+ * while the journal's small records still do: every note returns (its
+ * change journaled), every write of the store fails. The journal files and
+ * their descriptors must not grow with the failed writes; once the limit
+ * is lifted one write holds every change and the journal goes. The child
+ * reports: failed writes, wal files and descriptors after 3 and after 60
+ * rounds, then the final write's result and the wal files left. */
+TEST(session_store_failed_writes_keep_journal_files_bounded)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    for (int i = 0; i < 200; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:peer%03d", i);
+        json_object_set_new(st, key, json_pack("{s:s,s:I}", "sessionId", key, "updatedAt", T0));
+    }
+    char *text = json_dumps(st, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    write_file(dir, "sessions.json", text);
+    size_t store_len = strlen(text);
+    free(text);
+    json_decref(st);
+    int p[2];
+    EXPECT(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        session_store_config c = {{0}, 600000, {NULL, NULL}};
+        cm_session_maint_defaults(&c.maint);
+        char err[256];
+        session_store s;
+        cm_session_store_configure(path, &c, err, sizeof err);
+        if (cm_session_store_read(&s, path, err, sizeof err)) _exit(2);
+        limit_file_size(store_len / 2);
+        int failed = 0, wal3 = 0, fd3 = 0;
+        for (int round = 0; round < 60; round++) {
+            char key[64];
+            snprintf(key, sizeof key, "agent:main:peer%03d", round);
+            json_t *patch = json_pack("{s:I}", "totalTokens", (json_int_t)(100 + round));
+            if (cm_session_note(&s, key, patch, T0 + round, NULL, err, sizeof err)) _exit(3);
+            json_decref(patch);
+            failed += cm_session_store_sync(path, err, sizeof err) != CM_OK;
+            if (round == 2) wal3 = count_files(dir, ".clawmem-wal."), fd3 = open_fds();
+        }
+        int wal60 = count_files(dir, ".clawmem-wal."), fd60 = open_fds();
+        limit_file_size(RLIM_INFINITY);
+        cm_rc rc = cm_session_store_sync(path, err, sizeof err);
+        int left = count_files(dir, ".clawmem-wal.");
+        dprintf(p[1], "%d %d %d %d %d %d %d\n", failed, wal3, fd3, wal60, fd60, (int)rc, left);
+        _exit(0);
+    }
+    close(p[1]);
+    char out[256] = "";
+    ssize_t n = read(p[0], out, sizeof out - 1);
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    out[n > 0 ? n : 0] = 0;
+    int failed = -1, wal3 = -1, fd3 = -1, wal60 = -1, fd60 = -1, rc = -1, left = -1;
+    sscanf(out, "%d %d %d %d %d %d %d", &failed, &wal3, &fd3, &wal60, &fd60, &rc, &left);
+    fprintf(stderr, "  failed %d, wal files %d -> %d, fds %d -> %d, rc %d, left %d\n", failed, wal3,
+            wal60, fd3, fd60, rc, left);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_INT(failed, 60); /* the store never fitted */
+    EXPECT(wal60 <= wal3 + 1);
+    EXPECT(fd60 <= fd3 + 1);
+    EXPECT_INT(rc, CM_OK);
+    EXPECT_INT(left, 0);
+    /* every journaled change is in the store */
+    json_t *d = json_load_file(path, 0, NULL);
+    int have = 0;
+    for (int round = 0; round < 60; round++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:peer%03d", round);
+        have += json_integer_value(json_object_get(json_object_get(d, key), "totalTokens")) ==
+                100 + round;
+    }
+    json_decref(d);
+    EXPECT_INT(have, 60);
+    free(dir);
+    free(path);
+}
+
+#define NOTES    150 /* notes of the turns */
+#define KEYS     10  /* the sessions they touch */
+#define FIELD(i) ((i) / KEYS % 2 ? "inputTokens" : "totalTokens")
+
+typedef struct noter {
+    session_store *s;
+    int rounds, failed;
+    _Atomic bool done;
+} noter;
+
+static void *note_loop(void *arg)
+{
+    noter *n = arg;
+    char err[256], key[64];
+    for (int i = 0; i < n->rounds; i++) {
+        snprintf(key, sizeof key, "agent:main:peer%03d", i % KEYS);
+        /* two fields in turn: a failed write's changes and the ones made
+         * during it are both kept */
+        json_t *patch = json_pack("{s:I}", FIELD(i), (json_int_t)(1000 + i));
+        n->failed += cm_session_note(n->s, key, patch, T0 + i, NULL, err, sizeof err) != CM_OK;
+        json_decref(patch);
+    }
+    n->done = true;
+    return NULL;
+}
+
+/* The same while turns go on during the failing writes: a change journaled
+ * during a write opens a newer journal file, and the failed write's one is
+ * restated into it instead of being kept. */
+TEST(session_store_failed_writes_during_turns_keep_journal_bounded)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    char pad[2049];
+    memset(pad, 'p', 2048);
+    pad[2048] = 0;
+    json_t *st = json_object();
+    for (int i = 0; i < 200; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:peer%03d", i);
+        json_t *e = json_pack("{s:s,s:I}", "sessionId", key, "updatedAt", T0);
+        json_object_set_new(e, "label", json_string(pad)); /* a large store */
+        json_object_set_new(st, key, e);
+    }
+    char *text = json_dumps(st, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    write_file(dir, "sessions.json", text);
+    size_t store_len = strlen(text);
+    free(text);
+    json_decref(st);
+    int p[2];
+    EXPECT(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        session_store_config c = {{0}, 600000, {NULL, NULL}};
+        cm_session_maint_defaults(&c.maint);
+        char err[256];
+        session_store s;
+        cm_session_store_configure(path, &c, err, sizeof err);
+        if (cm_session_store_read(&s, path, err, sizeof err)) _exit(2);
+        int fd0 = open_fds();
+        limit_file_size(store_len / 2);
+        noter n = {&s, NOTES, 0, false};
+        pthread_t t;
+        if (pthread_create(&t, NULL, note_loop, &n)) _exit(3);
+        int writes = 0, most = 0;
+        (void)writes;
+        int wfail = 0;
+        while (!n.done) { /* writes of the store while the turns go on */
+            writes++;
+            wfail += cm_session_store_sync(path, err, sizeof err) != CM_OK;
+            int w = count_files(dir, ".clawmem-wal.");
+            if (w > most) most = w;
+        }
+        pthread_join(t, NULL);
+        int fds = open_fds() - fd0;
+        dprintf(p[1], "%d %d %d %d\n", n.failed, most, fds, wfail);
+        _exit(0); /* a crash: nothing more is written */
+    }
+    close(p[1]);
+    char out[256] = "";
+    ssize_t n = read(p[0], out, sizeof out - 1);
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    out[n > 0 ? n : 0] = 0;
+    int failed = -1, most = -1, fds = -1, wfail = -1;
+    sscanf(out, "%d %d %d %d", &failed, &most, &fds, &wfail);
+    fprintf(stderr, "  failed notes %d, failed writes %d, most wal files %d, fds +%d\n", failed,
+            wfail, most, fds);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_INT(failed, 0);
+    EXPECT(wfail > 0); /* the store never fitted */
+    /* four kept at most (and one a turn is opening) */
+    EXPECT(most <= 5);
+    EXPECT(fds <= 4);
+    /* the restart replays what the journal kept: the last value of each */
+    session_store s;
+    char err[256];
+    EXPECT_INT(cm_session_store_read(&s, path, err, sizeof err), CM_OK);
+    int seen = 0;
+    for (int i = NOTES - 2 * KEYS; i < NOTES; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:peer%03d", i % KEYS);
+        seen += json_integer_value(json_object_get(cm_session_store_get(&s, key), FIELD(i))) ==
+                1000 + i;
+    }
+    cm_session_store_release(&s);
+    EXPECT_INT(seen, 2 * KEYS);
+    EXPECT_INT(cm_session_store_sync(path, err, sizeof err), CM_OK);
+    EXPECT_INT(count_files(dir, ".clawmem-wal."), 0);
+    json_t *d = json_load_file(path, 0, NULL);
+    int have = 0;
+    for (int i = NOTES - 2 * KEYS; i < NOTES; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:peer%03d", i % KEYS);
+        have += json_integer_value(json_object_get(json_object_get(d, key), FIELD(i))) == 1000 + i;
+    }
+    json_decref(d);
+    EXPECT_INT(have, 2 * KEYS);
+    free(dir);
+    free(path);
+}
