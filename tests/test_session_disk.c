@@ -19,6 +19,7 @@
 #include "../src/base/fs.h"
 #include "../src/config/config.h"
 #include "../src/session/sessions.h"
+#include "../src/session/transcript.h"
 #include "test.h"
 
 #define T0 1800000000000LL
@@ -259,4 +260,86 @@ TEST(session_store_failed_writes_during_turns_keep_journal_bounded)
     EXPECT_INT(have, 2 * KEYS);
     free(dir);
     free(path);
+}
+
+/* A transcript append the disk refuses midway is cut back: no torn line is
+ * left for the next writer (QuantumClaw appends to the same file) to glue
+ * its own to. A lock that cannot be taken says why and of which file (it
+ * said "short write" of a temporary name). */
+TEST(session_transcript_refused_append_is_cut_back_and_says_why)
+{
+    char *dir = tmp_dir();
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sess-1.jsonl", dir);
+    char big[600];
+    memset(big, 'w', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    int p[2];
+    EXPECT(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        char err[512] = "", err2[512] = "", id[40];
+        json_t *m = json_pack("{s:{s:s,s:s}}", "message", "role", "user", "content", "hi");
+        json_t *mb = json_pack("{s:{s:s,s:s}}", "message", "role", "user", "content", big);
+        cm_rc r1 =
+            cm_transcript_append(path, "sess-1", "/w", "message", m, T0, id, err, sizeof err);
+        struct stat st;
+        off_t s1 = stat(path, &st) ? -1 : st.st_size;
+        limit_file_size((rlim_t)s1 + 100); /* the lock's file fits, the record does not */
+        cm_rc r2 =
+            cm_transcript_append(path, "sess-1", "/w", "message", mb, T0 + 1, id, err, sizeof err);
+        off_t s2 = stat(path, &st) ? -1 : st.st_size;
+        limit_file_size(10); /* not even the lock's file */
+        cm_rc r3 =
+            cm_transcript_append(path, "sess-1", "/w", "message", m, T0 + 2, id, err2, sizeof err2);
+        limit_file_size(RLIM_INFINITY);
+        cm_rc r4 = cm_transcript_append(path, "sess-1", "/w", "message", m, T0 + 3, id, NULL, 0);
+        dprintf(p[1], "%d %d %d %d %lld %lld\n%s\n%s\n", (int)r1, (int)r2, (int)r3, (int)r4,
+                (long long)s1, (long long)s2, err, err2);
+        _exit(0);
+    }
+    close(p[1]);
+    char out[2048] = "";
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof out - 1 && (n = read(p[0], out + got, sizeof out - 1 - got)) > 0)
+        got += (size_t)n;
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int r1 = -1, r2 = -1, r3 = -1, r4 = -1;
+    long long s1 = -1, s2 = -1;
+    sscanf(out, "%d %d %d %d %lld %lld", &r1, &r2, &r3, &r4, &s1, &s2);
+    char *e1 = strchr(out, '\n'), *e2 = e1 ? strchr(e1 + 1, '\n') : NULL;
+    if (e2) *e2++ = 0;
+    if (e2 && strchr(e2, '\n')) *strchr(e2, '\n') = 0;
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_INT(r1, CM_OK);
+    EXPECT_INT(r2, CM_EIO);
+    EXPECT_INT(s2, s1); /* cut back: nothing torn left */
+    EXPECT_CONTAINS(e1, path);
+    EXPECT_CONTAINS(e1, strerror(EFBIG));
+    EXPECT_INT(r3, CM_EIO);
+    EXPECT_CONTAINS(e2, path);
+    EXPECT_CONTAINS(e2, strerror(EFBIG));
+    EXPECT_INT(r4, CM_OK);
+    /* every line whole: the header and two records */
+    buf b = BUF_INIT;
+    cm_fs_read_file(path, 1 << 20, &b, NULL, 0);
+    int lines = 0, parsed = 0;
+    for (char *s = b.data; s && *s;) {
+        char *nl = strchr(s, '\n');
+        if (!nl) break;
+        json_t *o = json_loadb(s, (size_t)(nl - s), 0, NULL);
+        lines++;
+        parsed += o != NULL;
+        json_decref(o);
+        s = nl + 1;
+    }
+    bool ends = b.len && b.data[b.len - 1] == '\n';
+    cm_buf_release(&b);
+    EXPECT(ends);
+    EXPECT_INT(lines, 3);
+    EXPECT_INT(parsed, 3);
 }
