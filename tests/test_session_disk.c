@@ -19,6 +19,7 @@
 #include "../src/base/fs.h"
 #include "../src/config/config.h"
 #include "../src/session/sessions.h"
+#include "../src/session/store_index.h"
 #include "../src/session/transcript.h"
 #include "test.h"
 
@@ -342,4 +343,102 @@ TEST(session_transcript_refused_append_is_cut_back_and_says_why)
     EXPECT(ends);
     EXPECT_INT(lines, 3);
     EXPECT_INT(parsed, 3);
+}
+
+static atomic_int g_warnings, g_infos;
+
+static void count_log(void *ctx, cm_log_level lv, const char *msg)
+{
+    (void)ctx;
+    (void)msg;
+    if (lv == CM_LOG_WARN) atomic_fetch_add(&g_warnings, 1);
+    if (lv == CM_LOG_INFO) atomic_fetch_add(&g_infos, 1);
+}
+
+/* The writer thread retries a store it cannot write later and later (1 s,
+ * 2 s, 4 s, … at most a minute), since each attempt writes the store's
+ * temporary file as far as the disk takes it, and logs only the 1st, 2nd,
+ * 4th, … failure in a row: a disk full for a day is not a write and a
+ * warning a second. The child reports the failed writes and warnings 2.5 s
+ * after the first failure (1 s apart they were 3), then the first write
+ * that works after the limit is lifted. */
+TEST(session_store_writer_backs_off_while_writes_fail)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    for (int i = 0; i < 40; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:peer%03d", i);
+        json_object_set_new(st, key, json_pack("{s:s,s:I}", "sessionId", key, "updatedAt", T0));
+    }
+    char *text = json_dumps(st, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    write_file(dir, "sessions.json", text);
+    size_t store_len = strlen(text);
+    free(text);
+    json_decref(st);
+    int p[2];
+    EXPECT(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        session_store_config c = {{0}, 1, {count_log, NULL}};
+        cm_session_maint_defaults(&c.maint);
+        char err[256], label[1025];
+        session_store s;
+        cm_session_store_configure(path, &c, err, sizeof err);
+        if (cm_session_store_read(&s, path, err, sizeof err)) _exit(2);
+        limit_file_size(store_len / 2);
+        /* a large change: the writer is due soon after it */
+        memset(label, 'l', 1024);
+        label[1024] = 0;
+        json_t *patch = json_pack("{s:s}", "label", label);
+        if (cm_session_note(&s, "agent:main:peer000", patch, T0 + 1, NULL, err, sizeof err))
+            _exit(3);
+        json_decref(patch);
+        store_ix_stats xs = {0};
+        int64_t t1 = 0;
+        for (int i = 0; i < 1000 && !t1; i++) { /* the first failed write */
+            cm_store_ix_stats_get(s.ix, &xs);
+            if (xs.failed_writes)
+                t1 = cm_now_ms();
+            else
+                usleep(10000);
+        }
+        if (!t1) _exit(4);
+        while (cm_now_ms() < t1 + 2500)
+            usleep(20000);
+        cm_store_ix_stats_get(s.ix, &xs);
+        int failed = (int)xs.failed_writes, warned = atomic_load(&g_warnings);
+        limit_file_size(RLIM_INFINITY);
+        cm_rc rc = cm_session_store_sync(NULL, err, sizeof err); /* every store, as at exit */
+        cm_store_ix_stats_get(s.ix, &xs);
+        dprintf(p[1], "%d %d %d %d %d\n", failed, warned, (int)rc, (int)xs.failed_writes,
+                atomic_load(&g_infos));
+        _exit(0);
+    }
+    close(p[1]);
+    char out[256] = "";
+    ssize_t n = read(p[0], out, sizeof out - 1);
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    out[n > 0 ? n : 0] = 0;
+    int failed = -1, warned = -1, rc = -1, after = -1, infos = -1;
+    sscanf(out, "%d %d %d %d %d", &failed, &warned, &rc, &after, &infos);
+    fprintf(stderr, "  in 2.5 s: %d failed writes, %d warnings; then rc %d, %d, %d info\n", failed,
+            warned, rc, after, infos);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_INT(failed, 2); /* at the first, and 1 s later; the next 2 s after that */
+    EXPECT_INT(warned, 2);
+    EXPECT_INT(rc, CM_OK);
+    EXPECT_INT(after, 0);
+    EXPECT_INT(infos, 1); /* "written again after 2 failed writes" */
+    json_t *d = json_load_file(path, 0, NULL);
+    EXPECT_INT(strlen(json_string_value(
+                   json_object_get(json_object_get(d, "agent:main:peer000"), "label"))),
+               1024);
+    json_decref(d);
+    free(dir);
+    free(path);
 }

@@ -28,6 +28,13 @@ static bool g_soon;       /* a change since the last write asked for the shorter
 #define JOURNAL_SHARE    8
 /* the store is written in pieces of this size (cm_lockfile_replace_paced) */
 #define STORE_WRITE_CHUNK (2u << 20)
+/* After a failed pass the writer waits before the next: 1 s, doubling to
+ * RETRY_MAX_MS while passes keep failing (a full disk), since each pass
+ * writes the store's temporary file as far as the disk takes it, and logs
+ * (only the 1st, 2nd, 4th, 8th, … failure of a store in a row). */
+#define RETRY_MAX_MS 60000
+static int g_failed;       /* passes failed in a row */
+static int64_t g_retry_ms; /* monotonic ms before which no pass starts (0: none) */
 static pthread_t g_thread;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -45,6 +52,8 @@ static void atfork_child(void)
 {
     g_writer = false; /* the thread is not in the child */
     g_pending = false;
+    g_failed = 0;
+    g_retry_ms = 0;
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -434,13 +443,18 @@ static cm_rc sync_every(char *err, size_t errlen)
     for (store_ix *ix = list; ix; ix = ix->next) {
         char e[512];
         cm_rc rc = cm_store_ix_sync(ix, e, sizeof e);
-        if (rc) {
-            pthread_mutex_lock(&ix->mu);
-            cm_logger lg = ix->o.log;
-            pthread_mutex_unlock(&ix->mu);
-            cm_logf(&lg, CM_LOG_WARN, "sessions: %s", e);
-            if (!first) first = cm_seterr(err, errlen, rc, "%s", e);
-        }
+        pthread_mutex_lock(&ix->mu);
+        cm_logger lg = ix->o.log;
+        int64_t n = rc ? ++ix->st.failed_writes : ix->st.failed_writes;
+        ix->st.failed_writes = rc ? n : 0;
+        pthread_mutex_unlock(&ix->mu);
+        if (rc && (n & (n - 1)) == 0) /* a store that keeps failing: 1, 2, 4, 8, … */
+            cm_logf(&lg, CM_LOG_WARN, "sessions: %s (%lld failed write%s in a row)", e,
+                    (long long)n, n > 1 ? "s" : "");
+        else if (!rc && n)
+            cm_logf(&lg, CM_LOG_INFO, "sessions: %s written again after %lld failed writes",
+                    ix->path, (long long)n);
+        if (rc && !first) first = cm_seterr(err, errlen, rc, "%s", e);
     }
     return first;
 }
@@ -503,9 +517,14 @@ static void *writer(void *arg)
          * scheduled with the last write's) */
         int64_t after = cm_now_ms() + gap_of(took, g_soon);
         if (g_pending && g_due_ms < after) g_due_ms = after;
-        if (rc && !g_pending) { /* try again a second later */
+        if (rc) { /* try again later, and later still while it keeps failing */
+            g_retry_ms = cm_now_ms() + (g_failed < 6 ? 1000LL << g_failed : RETRY_MAX_MS);
+            g_failed++;
+            if (!g_pending || g_due_ms < g_retry_ms) g_due_ms = g_retry_ms;
             g_pending = true;
-            g_due_ms = cm_now_ms() + 1000;
+        } else {
+            g_failed = 0;
+            g_retry_ms = 0;
         }
     }
     pthread_mutex_unlock(&g_mu);
@@ -520,9 +539,11 @@ void cm_store_writer_schedule(int64_t flush_ms, bool soon)
     int64_t gap = gap_of(g_took_ms, soon);
     if (flush_ms < gap) flush_ms = gap;
     g_soon |= soon;
-    if (!g_pending || g_due_ms > cm_now_ms() + flush_ms) {
+    int64_t due = cm_now_ms() + flush_ms;
+    if (due < g_retry_ms) due = g_retry_ms; /* after a failed pass: not before its retry */
+    if (!g_pending || g_due_ms > due) {
         g_pending = true;
-        g_due_ms = cm_now_ms() + flush_ms;
+        g_due_ms = due;
         pthread_cond_broadcast(&g_cv);
     }
     if (!g_writer) {
