@@ -442,3 +442,63 @@ TEST(session_store_writer_backs_off_while_writes_fail)
     free(dir);
     free(path);
 }
+
+/* A process that forks while its writer thread waits for the next write
+ * (the runner of these tests; any child that goes on using sessions): the
+ * child's own writer must work. The condition variable the parent's thread
+ * was waiting on is copied with that waiter, who does not exist in the
+ * child; unless it is made anew, the child's first broadcast can wait for
+ * it forever. */
+TEST(session_store_writer_works_in_a_forked_child)
+{
+    char *state = tmp_dir(), *pa = store_path(state), *dir = cm_fs_dirname(pa);
+    cm_fs_mkdirs(dir, NULL, 0);
+    write_file(dir, "sessions.json", "{}");
+    char *other = tmp_dir(), *pb = store_path(other), *dirb = cm_fs_dirname(pb);
+    cm_fs_mkdirs(dirb, NULL, 0);
+    write_file(dirb, "sessions.json", "{}");
+    session_store_config c = {{0}, 600000, {NULL, NULL}};
+    cm_session_maint_defaults(&c.maint);
+    char err[256];
+    session_store s;
+    cm_session_store_configure(pa, &c, err, sizeof err);
+    EXPECT_INT(cm_session_store_read(&s, pa, err, sizeof err), CM_OK);
+    /* the writer thread starts and waits (ten minutes) */
+    EXPECT_INT(cm_session_note(&s, "agent:main:a", NULL, T0, NULL, err, sizeof err), CM_OK);
+    usleep(50000);
+    pid_t pid = fork();
+    if (pid == 0) {
+        session_store t;
+        session_store_config cc = {{0}, 1, {NULL, NULL}};
+        cm_session_maint_defaults(&cc.maint);
+        cm_session_store_configure(pb, &cc, err, sizeof err);
+        if (cm_session_store_read(&t, pb, err, sizeof err)) _exit(2);
+        for (int i = 0; i < 20; i++) {
+            if (cm_session_note(&t, "agent:main:b", NULL, T0 + i, NULL, err, sizeof err)) _exit(3);
+            usleep(5000);
+        }
+        _exit(cm_session_store_sync(NULL, err, sizeof err) ? 4 : 0);
+    }
+    int status = -1;
+    for (int i = 0; i < 500; i++) { /* 5 s */
+        if (waitpid(pid, &status, WNOHANG) == pid) break;
+        status = -1;
+        usleep(10000);
+    }
+    if (status == -1) { /* hung */
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    EXPECT_INT(cm_session_store_sync(pa, err, sizeof err), CM_OK);
+    cm_session_store_release(&s);
+    json_t *d = json_load_file(pb, 0, NULL);
+    bool written = json_object_get(d, "agent:main:b") != NULL;
+    json_decref(d);
+    free(pa);
+    free(pb);
+    free(dir);
+    free(dirb);
+    EXPECT(status != -1);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT(written);
+}

@@ -48,8 +48,21 @@ static void atfork_parent(void)
     pthread_mutex_unlock(&g_mu);
 }
 
+static void init_cv(void)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g_cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 static void atfork_child(void)
 {
+    /* the parent's writer thread was most likely waiting on g_cv: the copy
+     * counts that waiter, who is not in the child, and the child's first
+     * broadcast would wait for it forever */
+    init_cv();
     g_writer = false; /* the thread is not in the child */
     g_pending = false;
     g_failed = 0;
@@ -59,11 +72,7 @@ static void atfork_child(void)
 
 static void init_once(void)
 {
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    init_cv();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
