@@ -502,3 +502,82 @@ TEST(session_store_writer_works_in_a_forked_child)
     EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     EXPECT(written);
 }
+
+/* session.maintenance in enforce mode keeps a backup of a store past
+ * rotateBytes (sessions.json.bak.<ms>) before the write. The backup must
+ * not take sessions.json's place until the new one is in: when the write
+ * then fails (a full disk; or a crash), sessions.json was gone, every reader
+ * found an empty store, and this process re-read it as empty and wrote back
+ * only its own unwritten entries: every other session forgotten. */
+TEST(session_store_rotation_then_failed_write_keeps_the_store)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    json_t *st = json_object();
+    for (int i = 0; i < 40; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:peer%03d", i);
+        json_object_set_new(st, key, json_pack("{s:s,s:I}", "sessionId", key, "updatedAt", T0));
+    }
+    char *text = json_dumps(st, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    write_file(dir, "sessions.json", text);
+    size_t store_len = strlen(text);
+    free(text);
+    json_decref(st);
+    int p[2];
+    EXPECT(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        session_store_config c = {{0}, 0, {NULL, NULL}};
+        cm_session_maint_defaults(&c.maint);
+        c.maint.enforce = true;
+        c.maint.rotate_bytes = 1024; /* the store is past it */
+        char err[256];
+        session_store s;
+        cm_session_store_configure(path, &c, err, sizeof err);
+        if (cm_session_store_read(&s, path, err, sizeof err)) _exit(2);
+        limit_file_size(store_len / 2);
+        json_t *patch = json_pack("{s:i}", "totalTokens", 5);
+        cm_rc r1 = cm_session_touch(&s, "agent:main:peer001", patch, T0 + 1, NULL, err, sizeof err);
+        json_t *d = json_load_file(path, 0, NULL);
+        int after_fail = (int)json_object_size(d);
+        json_decref(d);
+        limit_file_size(RLIM_INFINITY);
+        cm_rc r2 = cm_session_touch(&s, "agent:main:peer002", patch, T0 + 2, NULL, err, sizeof err);
+        int backups = count_files(dir, "sessions.json.bak.");
+        for (int i = 3; i < 8; i++) /* five more writes, each backed up: the 3 newest kept */
+            cm_session_touch(&s, "agent:main:peer003", patch, T0 + i, NULL, err, sizeof err);
+        json_decref(patch);
+        dprintf(p[1], "%d %d %d %d %d\n", (int)r1, after_fail, (int)r2, backups,
+                count_files(dir, "sessions.json.bak."));
+        _exit(0);
+    }
+    close(p[1]);
+    char out[256] = "";
+    ssize_t n = read(p[0], out, sizeof out - 1);
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    out[n > 0 ? n : 0] = 0;
+    int r1 = -1, after_fail = -1, r2 = -1, backups = -1, kept = -1;
+    sscanf(out, "%d %d %d %d %d", &r1, &after_fail, &r2, &backups, &kept);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_INT(r1, CM_EIO);
+    EXPECT_INT(after_fail, 40); /* the store is still there, whole */
+    EXPECT_INT(r2, CM_OK);
+    json_t *d = json_load_file(path, 0, NULL);
+    size_t entries = json_object_size(d);
+    json_int_t t1 = json_integer_value(
+        json_object_get(json_object_get(d, "agent:main:peer001"), "totalTokens"));
+    json_int_t t2 = json_integer_value(
+        json_object_get(json_object_get(d, "agent:main:peer002"), "totalTokens"));
+    json_decref(d);
+    EXPECT_INT(entries, 40); /* every session kept */
+    EXPECT_INT(t1, 5);       /* the failed write's change, written by the next */
+    EXPECT_INT(t2, 5);
+    EXPECT_INT(backups, 1); /* the failed write's backup went, the next one's stayed */
+    EXPECT_INT(kept, 3);
+    free(dir);
+    free(path);
+}

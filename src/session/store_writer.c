@@ -321,6 +321,7 @@ cm_rc cm_store_writer_flush(store_ix *ix, lockfile *l, char *err, size_t errlen)
         if (serialise(ix, snap, &text, &formatted)) FAIL(CM_ENOMEM, "out of memory");
     }
     CHECK(cm_lockfile_replace_paced(l, text, ix->text_len, STORE_WRITE_CHUNK, err, errlen));
+    cm_session_maint_written(ix->path, &r, true);
     file_id fid;
     cm_store_ix_id_of(ix->path, &fid);
     pthread_mutex_lock(&ix->mu);
@@ -423,6 +424,7 @@ out:
         cm_store_wal_close(w, true);
         cm_store_wal_free(w);
     }
+    cm_session_maint_written(ix->path, &r, false); /* not written: its backup goes */
     cm_session_maint_result_release(&r);
     json_decref(snap);
     return rc;
