@@ -225,11 +225,16 @@ cm_rc cm_lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const 
     unlink(mine);
     int fd = open(mine, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) FAIL(CM_EIO, "%s: %s", mine, strerror(errno));
-    ssize_t wr = write(fd, body, (size_t)blen);
+    int werr = 0;
+    for (int at = 0; at < blen && !werr;) {
+        ssize_t wr = write(fd, body + at, (size_t)(blen - at));
+        if (wr < 0 && errno != EINTR) werr = errno;
+        if (wr > 0) at += (int)wr;
+    }
     close(fd);
-    if (wr != blen) {
+    if (werr) { /* the reason (a full disk), and the file that was to be locked */
         unlink(mine);
-        FAIL(CM_EIO, "%s: short write", mine);
+        FAIL(CM_EIO, "lock %s: %s", path, strerror(werr));
     }
     int64_t deadline = cm_now_ms() + timeout;
     unsigned delay = 20;

@@ -14,6 +14,7 @@
 void cm_session_maint_result_release(maint_result *r)
 {
     json_decref(r->removed);
+    free(r->backup);
     memset(r, 0, sizeof *r);
 }
 
@@ -334,19 +335,29 @@ static int name_desc(const void *a, const void *b)
     return -strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* sessions.json over max bytes: renamed to sessions.json.bak.<ms>; only the
- * 3 newest backups kept. */
-static void rotate(const char *path, const char *dir, int64_t max, int64_t now, maint_result *r)
+/* sessions.json over max bytes: a backup, sessions.json.bak.<ms>, made as
+ * a second name of the file (link), so that sessions.json stays in place
+ * until the new one is renamed over it: a write that fails, or a crash
+ * before it, leaves the store where readers look for it (renamed away, it
+ * was missing: an empty store to every reader). The backup is dropped again
+ * when the write fails, and the older ones pruned once it worked
+ * (cm_session_maint_written). */
+static void rotate(const char *path, int64_t max, int64_t now, maint_result *r)
 {
     struct stat st;
     if (stat(path, &st) || st.st_size <= max) return;
     buf bak = BUF_INIT;
-    if (cm_buf_printf(&bak, "%s.bak.%lld", path, (long long)now) || rename(path, bak.data)) {
+    if (cm_buf_printf(&bak, "%s.bak.%lld", path, (long long)now) || link(path, bak.data)) {
         cm_buf_release(&bak);
         return;
     }
-    cm_buf_release(&bak);
+    r->backup = cm_buf_detach(&bak);
     r->rotated = true;
+}
+
+/* Only the 3 newest backups of sessions.json at path are kept. */
+static void prune_backups(const char *path, const char *dir)
+{
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     char prefix[300];
     snprintf(prefix, sizeof prefix, "%s.bak.", base);
@@ -514,9 +525,24 @@ void cm_session_maint_files(json_t *store, const char *store_path, const cm_sess
             delete_archives(dir, "deleted", m->prune_after_ms, now, r);
         if (m->reset_retention_ms >= 0)
             delete_archives(dir, "reset", m->reset_retention_ms, now, r);
-        rotate(store_path, dir, m->rotate_bytes, now, r);
+        rotate(store_path, m->rotate_bytes, now, r);
     }
     if (m->max_disk_bytes >= 0)
         budget(store, store_path, dir, m, active, store_bytes, lg, r, rewrite);
     free(dir);
+}
+
+void cm_session_maint_written(const char *store_path, maint_result *r, bool written)
+{
+    if (!r->backup) return;
+    if (!written) {
+        unlink(r->backup);
+        r->rotated = false;
+    } else {
+        char *dir = cm_fs_dirname(store_path);
+        if (dir) prune_backups(store_path, dir);
+        free(dir);
+    }
+    free(r->backup);
+    r->backup = NULL;
 }

@@ -12,12 +12,13 @@
  *    (no updatedAt: removed first); their transcripts, unless another entry
  *    still uses the session id, are archived as `.deleted.<stamp>`;
  *    `.deleted.` archives older than pruneAfter and `.reset.` archives older
- *    than resetArchiveRetention are deleted; sessions.json is renamed to
+ *    than resetArchiveRetention are deleted; sessions.json is backed up as
  *    `sessions.json.bak.<ms>` when over rotateBytes (the 3 newest backups
- *    kept); then the disk budget: the oldest archives and unreferenced
- *    transcripts, then the least recently updated entries other than the
- *    sessions being written (and their transcripts), until the directory is
- *    under highWaterBytes.
+ *    kept; QuantumClaw renames it, clawmem links it, so that sessions.json
+ *    is never missing, see cm_session_maint_written); then the disk
+ *    budget: the oldest archives and unreferenced transcripts, then the
+ *    least recently updated entries other than the sessions being written
+ *    (and their transcripts), until the directory is under highWaterBytes.
  *
  * Time is passed in; warnings go to the logger. Entries are removed from the
  * store object in place and listed in the result.
@@ -34,7 +35,8 @@ typedef struct maint_result {
     json_t *removed; /* key -> the entry removed (new object; the caller decrefs) */
     int64_t pruned, capped, budget_entries, budget_files, archives_deleted;
     bool warned;      /* a warning was logged */
-    bool rotated;     /* sessions.json was renamed to a backup */
+    bool rotated;     /* sessions.json was backed up */
+    char *backup;     /* that backup's path, until cm_session_maint_written */
     bool over_budget; /* the directory is over maxDiskBytes (after cleanup: over highWaterBytes) */
 } maint_result;
 
@@ -53,6 +55,11 @@ cm_rc cm_session_maint_entries(json_t *store, const cm_session_maint *m, int64_t
 void cm_session_maint_files(json_t *store, const char *store_path, const cm_session_maint *m,
                             int64_t now_ms, const json_t *active, size_t store_bytes,
                             const cm_logger *lg, maint_result *r, bool *rewrite);
+
+/* After the write of the store that cm_session_maint_files prepared: the
+ * backup it made is removed again when the store was not written (the store
+ * is still what it backed up), else the backups past the 3 newest go. */
+void cm_session_maint_written(const char *store_path, maint_result *r, bool written);
 
 void cm_session_maint_result_release(maint_result *r);
 

@@ -400,6 +400,35 @@ static json_t *diff_of(const json_t *old, const json_t *e)
     return patch;
 }
 
+cm_rc cm_store_ix_wal_append(store_ix *ix, store_wal_file *w, const char *text, size_t n, char *err,
+                             size_t errlen)
+{
+    cm_rc wrc = cm_store_wal_write(w, text, n, err, errlen);
+    pthread_mutex_lock(&ix->mu);
+    /* group commit: an fdatasync begun after this line was written covers
+     * it; one thread syncs, the others wait for it (the mutex is not held
+     * during the fdatasync) */
+    uint64_t mine = wrc ? 0 : ++w->written;
+    while (!wrc && w->synced < mine) {
+        if (w->syncing) {
+            pthread_cond_wait(&ix->cv, &ix->mu);
+            continue;
+        }
+        w->syncing = true;
+        uint64_t upto = w->written;
+        pthread_mutex_unlock(&ix->mu);
+        wrc = cm_store_wal_sync(w, err, errlen);
+        pthread_mutex_lock(&ix->mu);
+        w->syncing = false;
+        if (!wrc && upto > w->synced) w->synced = upto;
+        pthread_cond_broadcast(&ix->cv);
+    }
+    w->users--;
+    pthread_cond_broadcast(&ix->cv);
+    pthread_mutex_unlock(&ix->mu);
+    return wrc;
+}
+
 /* A deferred update: applied in memory, its journal record appended and
  * fdatasynced before this returns (so nothing an update returned for is lost
  * by a crash: store_wal.h), the store written later by the writer. */
@@ -451,29 +480,7 @@ static cm_rc update_deferred(store_ix *ix, const char *key, int64_t now, int64_t
     }
     pthread_mutex_unlock(&ix->mu);
     if (!w) goto out;
-    cm_rc wrc = cm_store_wal_write(w, line.data, line.len, err, errlen);
-    pthread_mutex_lock(&ix->mu);
-    /* group commit: an fdatasync begun after this line was written covers
-     * it; one thread syncs, the others wait for it (the mutex is not held
-     * during the fdatasync) */
-    uint64_t mine = wrc ? 0 : ++w->written;
-    while (!wrc && w->synced < mine) {
-        if (w->syncing) {
-            pthread_cond_wait(&ix->cv, &ix->mu);
-            continue;
-        }
-        w->syncing = true;
-        uint64_t upto = w->written;
-        pthread_mutex_unlock(&ix->mu);
-        wrc = cm_store_wal_sync(w, err, errlen);
-        pthread_mutex_lock(&ix->mu);
-        w->syncing = false;
-        if (!wrc && upto > w->synced) w->synced = upto;
-        pthread_cond_broadcast(&ix->cv);
-    }
-    w->users--;
-    pthread_cond_broadcast(&ix->cv);
-    pthread_mutex_unlock(&ix->mu);
+    cm_rc wrc = cm_store_ix_wal_append(ix, w, line.data, line.len, err, errlen);
     /* no journal: the change is made durable the slow way, by a write */
     rc = wrc ? cm_store_ix_sync(ix, err, errlen) : CM_OK;
     if (!rc) cm_store_writer_schedule(flush_ms, soon);

@@ -61,6 +61,9 @@ typedef struct store_ix_stats {
     /* whole copies of the store made under the index's mutex (every turn
      * waits meanwhile): only when a write failed, never after a read */
     int64_t locked_copies;
+    /* the writer's (or an exit's) writes of the store that failed in a
+     * row, since the last that did not */
+    int64_t failed_writes;
 } store_ix_stats;
 
 /* The index of the store at path (made on first use, kept until the process

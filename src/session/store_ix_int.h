@@ -72,6 +72,12 @@ struct store_ix {
 /* The identity of the file at path (exists false: none). */
 void cm_store_ix_id_of(const char *path, file_id *f);
 
+/* Appends text[0..n) (whole lines) to the journal file w and waits for an
+ * fdatasync that covers it (a group commit with the other appends). The
+ * caller took w->users under ix->mu and holds no mutex; it is given back. */
+cm_rc cm_store_ix_wal_append(store_ix *ix, store_wal_file *w, const char *text, size_t n, char *err,
+                             size_t errlen);
+
 /* Drops the entries' references of n member places and frees them. */
 void cm_store_ix_members_free(member_pos *mt, size_t n);
 

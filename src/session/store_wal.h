@@ -15,7 +15,12 @@
  * The owning process holds an flock() on each of its journal files while it
  * lives. A write of sessions.json starts a new generation (changes recorded
  * after its snapshot go to the new file) and unlinks the older files once
- * the store holding their changes is renamed into place and fsynced. A
+ * the store holding their changes is renamed into place and fsynced. When
+ * the write fails the files stay, but no more of them than a few however
+ * long writes keep failing (a nearly full disk): the generation goes on
+ * being appended to when nothing was journaled during the write, and past
+ * four files every unwritten change is restated, at its current value, in
+ * the newest one and the older files go. A
  * process that opens the store replays every journal file no live process
  * holds (a crashed writer's), in order, over the file it read, and writes
  * the result. QuantumClaw never reads these files; sessions.json itself is

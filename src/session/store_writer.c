@@ -28,6 +28,13 @@ static bool g_soon;       /* a change since the last write asked for the shorter
 #define JOURNAL_SHARE    8
 /* the store is written in pieces of this size (cm_lockfile_replace_paced) */
 #define STORE_WRITE_CHUNK (2u << 20)
+/* After a failed pass the writer waits before the next: 1 s, doubling to
+ * RETRY_MAX_MS while passes keep failing (a full disk), since each pass
+ * writes the store's temporary file as far as the disk takes it, and logs
+ * (only the 1st, 2nd, 4th, 8th, … failure of a store in a row). */
+#define RETRY_MAX_MS 60000
+static int g_failed;       /* passes failed in a row */
+static int64_t g_retry_ms; /* monotonic ms before which no pass starts (0: none) */
 static pthread_t g_thread;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
@@ -41,20 +48,31 @@ static void atfork_parent(void)
     pthread_mutex_unlock(&g_mu);
 }
 
-static void atfork_child(void)
-{
-    g_writer = false; /* the thread is not in the child */
-    g_pending = false;
-    pthread_mutex_unlock(&g_mu);
-}
-
-static void init_once(void)
+static void init_cv(void)
 {
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&g_cv, &ca);
     pthread_condattr_destroy(&ca);
+}
+
+static void atfork_child(void)
+{
+    /* the parent's writer thread was most likely waiting on g_cv: the copy
+     * counts that waiter, who is not in the child, and the child's first
+     * broadcast would wait for it forever */
+    init_cv();
+    g_writer = false; /* the thread is not in the child */
+    g_pending = false;
+    g_failed = 0;
+    g_retry_ms = 0;
+    pthread_mutex_unlock(&g_mu);
+}
+
+static void init_once(void)
+{
+    init_cv();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
@@ -185,6 +203,39 @@ static cm_rc serialise(store_ix *ix, const json_t *snap, const char **out, size_
     return CM_OK;
 }
 
+/* Journal files kept while writes of the store fail (see the failure path
+ * of cm_store_writer_flush). */
+#define WAL_KEPT 4
+
+/* The journal lines that restate the unwritten changes (dirty: key -> true
+ * | a patch) at their current values (under ix->mu): replayed after every
+ * record journaled so far, they give what memory holds, so the files that
+ * held those records are no longer needed once these are synced. */
+static cm_rc restate(store_ix *ix, const json_t *dirty, buf *out)
+{
+    cm_rc rc = CM_OK;
+    const char *key;
+    json_t *mark;
+    json_object_foreach((json_t *)dirty, key, mark)
+    {
+        json_t *cur = json_object_get(ix->doc, key), *patch = NULL;
+        if (cur && json_is_object(mark)) {
+            if (!(patch = json_object())) return CM_ENOMEM;
+            const char *f;
+            json_t *v;
+            json_object_foreach(mark, f, v)
+            {
+                json_t *now = json_object_get(cur, f);
+                if (json_object_set(patch, f, now ? now : json_null())) rc = CM_ENOMEM;
+            }
+        }
+        if (!rc) rc = cm_store_wal_line(out, ++ix->wal_seq, key, patch, cur);
+        json_decref(patch);
+        if (rc) return rc;
+    }
+    return CM_OK;
+}
+
 /* Writes the unwritten changes; the store's lock l is held. */
 cm_rc cm_store_writer_flush(store_ix *ix, lockfile *l, char *err, size_t errlen)
 {
@@ -270,6 +321,7 @@ cm_rc cm_store_writer_flush(store_ix *ix, lockfile *l, char *err, size_t errlen)
         if (serialise(ix, snap, &text, &formatted)) FAIL(CM_ENOMEM, "out of memory");
     }
     CHECK(cm_lockfile_replace_paced(l, text, ix->text_len, STORE_WRITE_CHUNK, err, errlen));
+    cm_session_maint_written(ix->path, &r, true);
     file_id fid;
     cm_store_ix_id_of(ix->path, &fid);
     pthread_mutex_lock(&ix->mu);
@@ -308,17 +360,62 @@ out:
         json_t *mark;
         json_object_foreach(pending, pk, mark)
         {
-            if (!json_object_get(ix->dirty, pk)) json_object_set(ix->dirty, pk, mark);
+            /* changed again meanwhile: both changes are unwritten */
+            json_t *newer = json_object_get(ix->dirty, pk);
+            if (!newer || (json_is_true(mark) && !json_is_true(newer))) {
+                json_object_set(ix->dirty, pk, mark);
+            } else if (json_is_object(newer) && json_is_object(mark)) {
+                const char *f;
+                json_t *v;
+                json_object_foreach(mark, f, v)
+                {
+                    if (!json_object_get(newer, f)) json_object_set(newer, f, v);
+                }
+            }
         }
         ix->wdoc_stale = true; /* maintenance may have changed it */
         /* and their journal, until a write holds them */
         while (rotated && rotated->users)
             pthread_cond_wait(&ix->cv, &ix->mu);
-        if (rotated) {
-            rotated->next = ix->wal_done;
-            ix->wal_done = rotated;
+        if (rotated && !ix->wal) { /* nothing journaled since: it goes on */
+            ix->wal = rotated;
+            rotated = NULL;
+        }
+        /* A change was journaled meanwhile, in a newer file: the rotated one
+         * is kept until a write holds its changes, but no more than
+         * WAL_KEPT files are, however many writes fail while turns go on:
+         * then every unwritten change is restated in the newest file and
+         * the older ones go (each held a descriptor). */
+        size_t kept = 1;
+        for (store_wal_file *k = ix->wal_done; k; k = k->next)
+            kept++;
+        buf again = BUF_INIT;
+        store_wal_file *cur = NULL, *older = NULL;
+        if (rotated && kept >= WAL_KEPT && !restate(ix, ix->dirty, &again)) {
+            cur = ix->wal;
+            cur->users++;
+            older = ix->wal_done;
+            ix->wal_done = NULL;
         }
         pthread_mutex_unlock(&ix->mu);
+        if (cur && !cm_store_ix_wal_append(ix, cur, again.data, again.len, NULL, 0)) {
+            rotated->next = older; /* their changes are in cur now */
+            done = rotated;
+            rotated = older = NULL;
+        }
+        cm_buf_release(&again);
+        if (rotated) {
+            pthread_mutex_lock(&ix->mu);
+            rotated->next = ix->wal_done;
+            ix->wal_done = rotated;
+            while (older) {
+                store_wal_file *w = older;
+                older = w->next;
+                w->next = ix->wal_done;
+                ix->wal_done = w;
+            }
+            pthread_mutex_unlock(&ix->mu);
+        }
         json_decref(pending);
     }
     while (done) {
@@ -327,6 +424,7 @@ out:
         cm_store_wal_close(w, true);
         cm_store_wal_free(w);
     }
+    cm_session_maint_written(ix->path, &r, false); /* not written: its backup goes */
     cm_session_maint_result_release(&r);
     json_decref(snap);
     return rc;
@@ -356,13 +454,18 @@ static cm_rc sync_every(char *err, size_t errlen)
     for (store_ix *ix = list; ix; ix = ix->next) {
         char e[512];
         cm_rc rc = cm_store_ix_sync(ix, e, sizeof e);
-        if (rc) {
-            pthread_mutex_lock(&ix->mu);
-            cm_logger lg = ix->o.log;
-            pthread_mutex_unlock(&ix->mu);
-            cm_logf(&lg, CM_LOG_WARN, "sessions: %s", e);
-            if (!first) first = cm_seterr(err, errlen, rc, "%s", e);
-        }
+        pthread_mutex_lock(&ix->mu);
+        cm_logger lg = ix->o.log;
+        int64_t n = rc ? ++ix->st.failed_writes : ix->st.failed_writes;
+        ix->st.failed_writes = rc ? n : 0;
+        pthread_mutex_unlock(&ix->mu);
+        if (rc && (n & (n - 1)) == 0) /* a store that keeps failing: 1, 2, 4, 8, … */
+            cm_logf(&lg, CM_LOG_WARN, "sessions: %s (%lld failed write%s in a row)", e,
+                    (long long)n, n > 1 ? "s" : "");
+        else if (!rc && n)
+            cm_logf(&lg, CM_LOG_INFO, "sessions: %s written again after %lld failed writes",
+                    ix->path, (long long)n);
+        if (rc && !first) first = cm_seterr(err, errlen, rc, "%s", e);
     }
     return first;
 }
@@ -425,9 +528,14 @@ static void *writer(void *arg)
          * scheduled with the last write's) */
         int64_t after = cm_now_ms() + gap_of(took, g_soon);
         if (g_pending && g_due_ms < after) g_due_ms = after;
-        if (rc && !g_pending) { /* try again a second later */
+        if (rc) { /* try again later, and later still while it keeps failing */
+            g_retry_ms = cm_now_ms() + (g_failed < 6 ? 1000LL << g_failed : RETRY_MAX_MS);
+            g_failed++;
+            if (!g_pending || g_due_ms < g_retry_ms) g_due_ms = g_retry_ms;
             g_pending = true;
-            g_due_ms = cm_now_ms() + 1000;
+        } else {
+            g_failed = 0;
+            g_retry_ms = 0;
         }
     }
     pthread_mutex_unlock(&g_mu);
@@ -442,9 +550,11 @@ void cm_store_writer_schedule(int64_t flush_ms, bool soon)
     int64_t gap = gap_of(g_took_ms, soon);
     if (flush_ms < gap) flush_ms = gap;
     g_soon |= soon;
-    if (!g_pending || g_due_ms > cm_now_ms() + flush_ms) {
+    int64_t due = cm_now_ms() + flush_ms;
+    if (due < g_retry_ms) due = g_retry_ms; /* after a failed pass: not before its retry */
+    if (!g_pending || g_due_ms > due) {
         g_pending = true;
-        g_due_ms = cm_now_ms() + flush_ms;
+        g_due_ms = due;
         pthread_cond_broadcast(&g_cv);
     }
     if (!g_writer) {

@@ -188,14 +188,22 @@ cm_rc cm_transcript_append_all(const char *path, const char *session_id, const c
             FAIL(CM_ENOMEM, "out of memory");
         snprintf(prev, sizeof prev, "%s", id);
     }
-    /* One write of all the lines: O_APPEND keeps them in one piece. */
-    for (size_t off = 0; off < line.len;) {
+    /* One write of all the lines: O_APPEND keeps them in one piece. A
+     * failed one is cut back, so that no torn line is left for the next
+     * writer (QuantumClaw's too) to glue its own line to. */
+    int werr = 0;
+    for (size_t off = 0; off < line.len && !werr;) {
         ssize_t w = write(l.fd, line.data + off, line.len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
-        off += (size_t)w;
+        if (w < 0 && errno != EINTR) werr = errno;
+        if (w > 0) off += (size_t)w;
     }
-    if (fdatasync(l.fd) < 0) FAIL(CM_EIO, "%s: %s", path, strerror(errno));
+    if (!werr && fdatasync(l.fd) < 0) werr = errno;
+    if (werr) {
+        if (ftruncate(l.fd, st.st_size) < 0)
+            FAIL(CM_EIO, "%s: %s (and a torn line is left: %s)", path, strerror(werr),
+                 strerror(errno));
+        FAIL(CM_EIO, "%s: %s", path, strerror(werr));
+    }
     if (st.st_size == 0) fsync(l.dirfd); /* a new file's name */
     if (id_out) snprintf(id_out, 40, "%s", id);
 out:

@@ -27,6 +27,12 @@ struct gw_journal {
     pthread_mutex_t mu;
     pthread_cond_t synced_cv; /* a group fdatasync or a compaction's swap ended */
     uint64_t written, synced; /* accepted lines written / covered by an fdatasync */
+    /* the lines up to here were covered by an fdatasync that failed: a
+     * later one on the same file does not report that error again (the
+     * kernel reports a writeback error once per open file), so it cannot
+     * vouch for them */
+    uint64_t sync_failed;
+    int sync_errno;
     bool syncing, compacting;
     bool broken; /* a failed append left bytes past `bytes` that could not be cut */
     int fd, lockfd;
@@ -163,11 +169,17 @@ static cm_rc S_append(gw_journal *j, json_t *o)
 }
 
 /* Group commit (under mu, released while syncing): one fdatasync covers
- * every line written before it, so concurrent accepts share it. */
+ * every line written before it, so concurrent accepts share it; when it
+ * fails, every line it covered fails (a later fdatasync succeeding says
+ * nothing about them). */
 static cm_rc S_sync(gw_journal *j)
 {
     uint64_t mine = ++j->written;
     while (j->synced < mine) {
+        if (mine <= j->sync_failed) {
+            errno = j->sync_errno;
+            return CM_EIO;
+        }
         if (j->syncing) {
             pthread_cond_wait(&j->synced_cv, &j->mu);
             continue;
@@ -176,11 +188,15 @@ static cm_rc S_sync(gw_journal *j)
         uint64_t upto = j->written;
         int fd = j->fd; /* a compaction swaps fd only while nobody syncs */
         pthread_mutex_unlock(&j->mu);
-        int r = fdatasync(fd);
+        int r = j->io.datasync(fd);
         int e = errno;
         pthread_mutex_lock(&j->mu);
         j->syncing = false;
         if (!r && upto > j->synced) j->synced = upto;
+        if (r && upto > j->sync_failed) {
+            j->sync_failed = upto;
+            j->sync_errno = e;
+        }
         pthread_cond_broadcast(&j->synced_cv);
         if (r) {
             errno = e;
@@ -437,6 +453,7 @@ void cm_gw_journal_set_io(gw_journal *j, const gw_journal_io *io)
     j->io.write = io && io->write ? io->write : S_sys_write;
     j->io.truncate = io && io->truncate ? io->truncate : S_sys_truncate;
     j->io.fsync = io && io->fsync ? io->fsync : fsync;
+    j->io.datasync = io && io->datasync ? io->datasync : fdatasync;
     pthread_mutex_unlock(&j->mu);
 }
 

@@ -48,12 +48,14 @@ void cm_gw_journal_close(gw_journal *j);
  * the file limit is twice it. */
 void cm_gw_journal_set_limit(gw_journal *j, uint64_t pending_max);
 
-/* The write and truncate calls, and the fsync of a compaction's new file
- * (tests inject failures and stalls); NULL members: the system's. */
+/* The write and truncate calls, the fsync of a compaction's new file and
+ * the accepts' fdatasync (tests inject failures and stalls); NULL members:
+ * the system's. */
 typedef struct gw_journal_io {
     ssize_t (*write)(int fd, const void *p, size_t n);
     int (*truncate)(int fd, off_t len);
     int (*fsync)(int fd);
+    int (*datasync)(int fd);
 } gw_journal_io;
 void cm_gw_journal_set_io(gw_journal *j, const gw_journal_io *io);
 
