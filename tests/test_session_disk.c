@@ -20,6 +20,7 @@
 #include "../src/config/config.h"
 #include "../src/session/sessions.h"
 #include "../src/session/store_index.h"
+#include "../src/session/store_wal.h"
 #include "../src/session/transcript.h"
 #include "test.h"
 
@@ -578,6 +579,142 @@ TEST(session_store_rotation_then_failed_write_keeps_the_store)
     EXPECT_INT(t2, 5);
     EXPECT_INT(backups, 1); /* the failed write's backup went, the next one's stayed */
     EXPECT_INT(kept, 3);
+    free(dir);
+    free(path);
+}
+
+/* ---- a group fdatasync of the journal that fails ---- */
+
+/* The kernel reports a writeback error once per open file: after the
+ * journal's group fdatasync failed, the next one on the same file succeeds
+ * though the lines the failed one covered may not be on the disk. A note
+ * whose line that fdatasync covered must fail with it (when the store
+ * cannot be written instead either), not return as durable after its own
+ * later fdatasync. */
+static pthread_mutex_t g_ds_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_ds_cv = PTHREAD_COND_INITIALIZER;
+static int g_ds_calls, g_ds_open; /* fdatasync calls; the first waits until open */
+
+static int t_datasync(int fd)
+{
+    pthread_mutex_lock(&g_ds_mu);
+    int call = ++g_ds_calls;
+    pthread_cond_broadcast(&g_ds_cv);
+    while (call == 1 && !g_ds_open)
+        pthread_cond_wait(&g_ds_cv, &g_ds_mu);
+    pthread_mutex_unlock(&g_ds_mu);
+    if (call == 2) { /* the group's: the disk failed the writeback */
+        errno = EIO;
+        return -1;
+    }
+    return fdatasync(fd);
+}
+
+typedef struct one_note {
+    session_store *s;
+    const char *key;
+    cm_rc rc;
+} one_note;
+
+static void *note_once(void *arg)
+{
+    one_note *n = arg;
+    char err[256];
+    json_t *patch = json_pack("{s:s}", "label", n->key);
+    n->rc = cm_session_note(n->s, n->key, patch, T0 + 1, NULL, err, sizeof err);
+    json_decref(patch);
+    return NULL;
+}
+
+/* Lines in the store's journal files. */
+static int wal_lines(const char *dir)
+{
+    int lines = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (!strstr(de->d_name, ".clawmem-wal.")) continue;
+        buf b = BUF_INIT;
+        if (cm_fs_read_file(path_in(dir, de->d_name), 1 << 20, &b, NULL, 0) == CM_OK)
+            for (size_t i = 0; i < b.len; i++)
+                lines += b.data[i] == '\n';
+        cm_buf_release(&b);
+    }
+    if (d) closedir(d);
+    return lines;
+}
+
+TEST(session_store_failed_group_fdatasync_fails_every_note_it_covered)
+{
+    char *state = tmp_dir(), *path = store_path(state), *dir = cm_fs_dirname(path);
+    cm_fs_mkdirs(dir, NULL, 0);
+    char pad[2049];
+    memset(pad, 'p', 2048);
+    pad[2048] = 0;
+    json_t *st = json_object();
+    for (int i = 0; i < 100; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "agent:main:peer%03d", i);
+        json_t *e = json_pack("{s:s,s:I}", "sessionId", key, "updatedAt", T0);
+        json_object_set_new(e, "label", json_string(pad)); /* a large store */
+        json_object_set_new(st, key, e);
+    }
+    char *text = json_dumps(st, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    write_file(dir, "sessions.json", text);
+    size_t store_len = strlen(text);
+    free(text);
+    json_decref(st);
+    int p[2];
+    EXPECT(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        session_store_config c = {{0}, 600000, {NULL, NULL}};
+        cm_session_maint_defaults(&c.maint);
+        char err[256];
+        session_store s;
+        cm_session_store_configure(path, &c, err, sizeof err);
+        if (cm_session_store_read(&s, path, err, sizeof err)) _exit(2);
+        limit_file_size(store_len / 2); /* the store cannot be written instead */
+        cm_store_wal_datasync = t_datasync;
+        one_note a = {&s, "agent:main:peer001", -1}, b = {&s, "agent:main:peer002", -1},
+                 c3 = {&s, "agent:main:peer003", -1};
+        pthread_t ta, tb, tc;
+        if (pthread_create(&ta, NULL, note_once, &a)) _exit(3);
+        pthread_mutex_lock(&g_ds_mu);
+        while (g_ds_calls < 1) /* a's fdatasync is under way */
+            pthread_cond_wait(&g_ds_cv, &g_ds_mu);
+        pthread_mutex_unlock(&g_ds_mu);
+        int one = wal_lines(dir);
+        if (pthread_create(&tb, NULL, note_once, &b) || pthread_create(&tc, NULL, note_once, &c3))
+            _exit(4);
+        int i = 0;
+        for (; i < 2000 && wal_lines(dir) < one + 2; i++) /* b's and c's lines wait */
+            usleep(1000);
+        pthread_mutex_lock(&g_ds_mu);
+        g_ds_open = 1;
+        pthread_cond_broadcast(&g_ds_cv);
+        pthread_mutex_unlock(&g_ds_mu);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        pthread_join(tc, NULL);
+        dprintf(p[1], "%d %d %d %d\n", (int)a.rc, (int)b.rc, (int)c3.rc, i < 2000);
+        _exit(0);
+    }
+    close(p[1]);
+    char out[256] = "";
+    ssize_t n = read(p[0], out, sizeof out - 1);
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    out[n > 0 ? n : 0] = 0;
+    int ra = -1, rb = -1, rc = -1, waited = 0;
+    sscanf(out, "%d %d %d %d", &ra, &rb, &rc, &waited);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_INT(waited, 1);
+    EXPECT_INT(ra, CM_OK);
+    EXPECT(rb != CM_OK); /* one of them ran the failed fdatasync, */
+    EXPECT(rc != CM_OK); /* which covered the other's line too */
     free(dir);
     free(path);
 }

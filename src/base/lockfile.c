@@ -229,6 +229,7 @@ cm_rc cm_lockfile_take(lockfile *l, const char *path, lockfile_mode mode, const 
     for (int at = 0; at < blen && !werr;) {
         ssize_t wr = write(fd, body + at, (size_t)(blen - at));
         if (wr < 0 && errno != EINTR) werr = errno;
+        if (wr == 0) werr = EIO; /* nothing written, no error: never spin on it */
         if (wr > 0) at += (int)wr;
     }
     close(fd);

@@ -29,9 +29,9 @@ void cm_store_ix_id_of(const char *path, file_id *f)
 static bool same_id(const file_id *a, const file_id *b)
 {
     if (a->exists != b->exists) return false;
-    return !a->exists || (a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-                          a->mtime.tv_sec == b->mtime.tv_sec &&
-                          a->mtime.tv_nsec == b->mtime.tv_nsec);
+    return !a->exists ||
+           (a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+            a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec);
 }
 
 void cm_store_ix_configure(store_ix *ix, const store_ix_opts *o)
@@ -410,6 +410,10 @@ cm_rc cm_store_ix_wal_append(store_ix *ix, store_wal_file *w, const char *text, 
      * during the fdatasync) */
     uint64_t mine = wrc ? 0 : ++w->written;
     while (!wrc && w->synced < mine) {
+        if (mine <= w->sync_failed) {
+            wrc = cm_seterr(err, errlen, CM_EIO, "sessions journal: an fdatasync failed");
+            break;
+        }
         if (w->syncing) {
             pthread_cond_wait(&ix->cv, &ix->mu);
             continue;
@@ -421,6 +425,7 @@ cm_rc cm_store_ix_wal_append(store_ix *ix, store_wal_file *w, const char *text, 
         pthread_mutex_lock(&ix->mu);
         w->syncing = false;
         if (!wrc && upto > w->synced) w->synced = upto;
+        if (wrc && upto > w->sync_failed) w->sync_failed = upto;
         pthread_cond_broadcast(&ix->cv);
     }
     w->users--;
@@ -489,8 +494,8 @@ out:
     return rc;
 }
 
-cm_rc cm_store_ix_update(store_ix *ix, const char *key, bool durable, int64_t now,
-                         store_ix_fn fn, void *ctx, char *err, size_t errlen)
+cm_rc cm_store_ix_update(store_ix *ix, const char *key, bool durable, int64_t now, store_ix_fn fn,
+                         void *ctx, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     pthread_mutex_lock(&ix->mu);

@@ -13,8 +13,8 @@
 #include "../base/fs.h"
 #include "store_wal.h"
 
-#define WAL_TAG     ".clawmem-wal."
-#define WAL_MAX     (256u << 20) /* a journal file past this is not replayed whole */
+#define WAL_TAG ".clawmem-wal."
+#define WAL_MAX (256u << 20) /* a journal file past this is not replayed whole */
 
 /* dir and ".<name>.clawmem-wal." of the store at store_path. */
 static cm_rc prefix_of(const char *store_path, char **dir, buf *prefix)
@@ -69,8 +69,7 @@ out:
     return rc;
 }
 
-cm_rc cm_store_wal_write(store_wal_file *w, const char *text, size_t n, char *err,
-                         size_t errlen)
+cm_rc cm_store_wal_write(store_wal_file *w, const char *text, size_t n, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     struct stat st;
@@ -91,9 +90,11 @@ out:
     return rc;
 }
 
+int (*cm_store_wal_datasync)(int fd) = fdatasync;
+
 cm_rc cm_store_wal_sync(store_wal_file *w, char *err, size_t errlen)
 {
-    if (!fdatasync(w->fd)) return CM_OK;
+    if (!cm_store_wal_datasync(w->fd)) return CM_OK;
     return cm_seterr(err, errlen, CM_EIO, "sessions journal: %s", strerror(errno));
 }
 

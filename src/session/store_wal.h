@@ -34,12 +34,15 @@
 #include "../base/buf.h"
 
 typedef struct store_wal_file {
-    int fd;      /* -1 once closed */
-    char *name;  /* its path */
-    int users;   /* appends in progress (guarded by the index's mutex) */
+    int fd;     /* -1 once closed */
+    char *name; /* its path */
+    int users;  /* appends in progress (guarded by the index's mutex) */
     /* group commit (guarded by the index's mutex): lines written, lines
      * covered by a finished fdatasync, one in progress */
     uint64_t written, synced;
+    /* lines up to here were covered by an fdatasync that failed: a later
+     * one on the same file does not report the error again */
+    uint64_t sync_failed;
     bool syncing;
     struct store_wal_file *next;
 } store_wal_file;
@@ -51,11 +54,12 @@ cm_rc cm_store_wal_open(const char *store_path, int64_t gen, store_wal_file **ou
 
 /* Appends one line (text, with its newline), not yet synced (a failed
  * write is cut back off). */
-cm_rc cm_store_wal_write(store_wal_file *w, const char *text, size_t n, char *err,
-                         size_t errlen);
+cm_rc cm_store_wal_write(store_wal_file *w, const char *text, size_t n, char *err, size_t errlen);
 
-/* fdatasync of w. */
+/* fdatasync of w, through cm_store_wal_datasync (fdatasync; tests inject
+ * failures and stalls). */
 cm_rc cm_store_wal_sync(store_wal_file *w, char *err, size_t errlen);
+extern int (*cm_store_wal_datasync)(int fd);
 
 /* Closes w's descriptor (its lock goes with it); unlink: the file too. */
 void cm_store_wal_close(store_wal_file *w, bool unlink_it);

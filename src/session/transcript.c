@@ -195,6 +195,7 @@ cm_rc cm_transcript_append_all(const char *path, const char *session_id, const c
     for (size_t off = 0; off < line.len && !werr;) {
         ssize_t w = write(l.fd, line.data + off, line.len - off);
         if (w < 0 && errno != EINTR) werr = errno;
+        if (w == 0) werr = EIO; /* nothing written, no error: never spin on it */
         if (w > 0) off += (size_t)w;
     }
     if (!werr && fdatasync(l.fd) < 0) werr = errno;
