@@ -94,9 +94,10 @@ TEST(leaks_control_ui_config_and_models_hide_dsn_headers_and_url_credentials)
     char cfg[4096];
     snprintf(cfg, sizeof cfg,
              "{\"gateway\":{\"auth\":{\"token\":\"%s\"}},"
-             "\"agents\":{\"defaults\":{\"model\":{\"primary\":\"openai/gpt-t\","
+             "\"agents\":{\"defaults\":{\"contextTokens\":123456,\"model\":{\"primary\":\"openai/"
+             "gpt-t\","
              "\"fallbacks\":[\"proxy/m1\"]},\"memorySearch\":{"
-             "\"provider\":\"none\",\"remote\":{\"baseUrl\":"
+             "\"provider\":\"none\",\"chunking\":{\"tokens\":321},\"remote\":{\"baseUrl\":"
              "\"https://emb.example/v1?key=UrlQueryKey5521\"}}}},"
              "\"models\":{\"providers\":{\"openai\":{\"baseUrl\":\"%s/v1\","
              "\"apiKey\":\"sk-test-ws-0001\",\"headers\":{"
@@ -110,7 +111,8 @@ TEST(leaks_control_ui_config_and_models_hide_dsn_headers_and_url_credentials)
     /* the store stays SQLite: the DSN only has to be in the config */
     write_file(w.dir, "state/clawmem.json",
                "{\"agents\":{\"defaults\":{\"memorySearch\":{\"store\":{"
-               "\"dsn\":\"postgresql://claw:DsnPw5521@db.example/mem\"}}}}}");
+               "\"dsn\":\"postgresql://claw:DsnPw5521@db.example/mem\","
+               "\"fts\":{\"tokenizer\":\"trigram\"}}}}}}");
     cm_options o = {NULL, w.ws, NULL, w.state, NULL, NULL, 1};
     cm_gateway_opts go = {"127.0.0.1:0", 1};
     char err[512];
@@ -145,8 +147,10 @@ TEST(leaks_control_ui_config_and_models_hide_dsn_headers_and_url_credentials)
     };
     for (size_t i = 0; i < ARRAY_LEN(secrets); i++)
         if (shows(s, secrets[i])) test_fail(__FILE__, __LINE__, "config.get shows %s", secrets[i]);
-    /* what is no secret stays readable: the hosts of the endpoints */
+    /* what is no secret stays readable: the hosts of the endpoints, token
+     * counts and the tokenizer (the reference hides keys ending in token) */
     EXPECT(shows(s, "llm.example") && shows(s, "emb.example") && shows(s, "db.example") == false);
+    EXPECT(shows(s, "123456") && shows(s, "321") && shows(s, "\"trigram\""));
     free(s);
     json_decref(r);
     /* the Models page: each provider of the chain with its endpoint */

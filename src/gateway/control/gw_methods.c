@@ -90,13 +90,13 @@ static json_t *S_session_summary(gw_ws *w)
                            : strstr(key, ":channel:") ? "channel"
                                                       : "direct";
         json_array_append_new(recent, json_pack("{s:s,s:s,s:s,s:O*,s:I,s:I}", "agentId",
-                                                w->agent_id0, "key", key, "kind", kind,
-                                                "sessionId", json_object_get(e, "sessionId"),
-                                                "updatedAt", at, "age", (json_int_t)(now - at)));
+                                                w->agent_id0, "key", key, "kind", kind, "sessionId",
+                                                json_object_get(e, "sessionId"), "updatedAt", at,
+                                                "age", (json_int_t)(now - at)));
     }
-    json_t *out = json_pack("{s:O*,s:I,s:o}", "path", json_object_get(doc, "store"), "count",
-                            (json_int_t)json_array_size(json_object_get(doc, "sessions")),
-                            "recent", recent);
+    json_t *out =
+        json_pack("{s:O*,s:I,s:o}", "path", json_object_get(doc, "store"), "count",
+                  (json_int_t)json_array_size(json_object_get(doc, "sessions")), "recent", recent);
     json_decref(doc);
     return out;
 }
@@ -135,13 +135,13 @@ static void m_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     if (ss) {
         json_t *paths = json_array();
         if (json_object_get(ss, "path")) json_array_append(paths, json_object_get(ss, "path"));
-        json_object_set_new(
-            s, "sessions",
-            json_pack("{s:o,s:O,s:{},s:O,s:[{s:s,s:O*,s:O,s:O}]}", "paths", paths, "count",
-                      json_object_get(ss, "count"), "defaults", "recent",
-                      json_object_get(ss, "recent"), "byAgent", "agentId", w->agent_id0, "path",
-                      json_object_get(ss, "path"), "count", json_object_get(ss, "count"),
-                      "recent", json_object_get(ss, "recent")));
+        json_object_set_new(s, "sessions",
+                            json_pack("{s:o,s:O,s:{},s:O,s:[{s:s,s:O*,s:O,s:O}]}", "paths", paths,
+                                      "count", json_object_get(ss, "count"), "defaults", "recent",
+                                      json_object_get(ss, "recent"), "byAgent", "agentId",
+                                      w->agent_id0, "path", json_object_get(ss, "path"), "count",
+                                      json_object_get(ss, "count"), "recent",
+                                      json_object_get(ss, "recent")));
         json_decref(ss);
     } else {
         json_object_del(s, "sessions");
@@ -167,13 +167,11 @@ static void m_health(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
             json_array_append_new(order, json_string(name));
             json_object_set_new(labels, name, S_label(name));
         }
-        json_object_set_new(ch, name,
-                            json_pack("{s:b,s:b,s:s*}", "configured", 1, "running", 1,
-                                      "lastError", why));
+        json_object_set_new(
+            ch, name, json_pack("{s:b,s:b,s:s*}", "configured", 1, "running", 1, "lastError", why));
     }
     json_t *ss = S_session_summary(w);
-    if (!ss)
-        ss = json_pack("{s:O}", "count", json_object_get(s, "knownSessions"));
+    if (!ss) ss = json_pack("{s:O}", "count", json_object_get(s, "knownSessions"));
     json_t *agent = json_pack("{s:s,s:b,s:o,s:O}", "agentId", w->agent_id0, "isDefault", 1,
                               "heartbeat", S_heartbeat_off(w->agent_id0), "sessions", ss);
     json_object_del(json_object_get(agent, "heartbeat"), "agentId");
@@ -248,16 +246,16 @@ static void m_channels_status(gw_ws *w, gw_ws_client *cl, const char *id, json_t
         json_t *list = json_object_get(accts, name);
         if (!list) {
             json_array_append_new(order, json_string(name));
-            json_object_set_new(chans, name,
-                                json_pack("{s:b,s:b,s:s*}", "configured", 1, "running", 1,
-                                          "lastError", why));
+            json_object_set_new(
+                chans, name,
+                json_pack("{s:b,s:b,s:s*}", "configured", 1, "running", 1, "lastError", why));
             json_object_set_new(accts, name, list = json_array());
         } else if (why) {
             json_object_set_new(json_object_get(chans, name), "lastError", json_string(why));
         }
-        json_array_append_new(list, json_pack("{s:s,s:b,s:b,s:s*}", "accountId",
-                                              acc ? acc : "default", "configured", 1, "running",
-                                              1, "lastError", why));
+        json_array_append_new(list,
+                              json_pack("{s:s,s:b,s:b,s:s*}", "accountId", acc ? acc : "default",
+                                        "configured", 1, "running", 1, "lastError", why));
     }
     cm_gw_ws_ok(cl, id,
                 json_pack("{s:I,s:o,s:o,s:o}", "ts", (json_int_t)cm_wall_ms(), "channelOrder",
@@ -298,11 +296,11 @@ static void m_sessions_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *
         if ((json_int_t)i >= limit) break;
         const char *key = json_string_value(json_object_get(e, "key"));
         if (!key) continue;
-        json_t *row = json_pack("{s:s,s:s,s:O*,s:O*,s:O*,s:O*}", "key", key, "kind", S_kind(key),
-                                "sessionId", json_object_get(e, "sessionId"), "updatedAt",
-                                json_object_get(e, "updatedAt"), "chatType",
-                                json_object_get(e, "chatType"), "totalTokens",
-                                json_object_get(e, "totalTokens"));
+        json_t *row =
+            json_pack("{s:s,s:s,s:O*,s:O*,s:O*,s:O*}", "key", key, "kind", S_kind(key), "sessionId",
+                      json_object_get(e, "sessionId"), "updatedAt", json_object_get(e, "updatedAt"),
+                      "chatType", json_object_get(e, "chatType"), "totalTokens",
+                      json_object_get(e, "totalTokens"));
         json_array_append_new(out, row);
     }
     cm_gw_ws_sessions_overrides(w, out);
@@ -328,8 +326,7 @@ static void m_chat_history(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p
     if (rc && rc != CM_ENOTFOUND) {
         json_decref(msgs);
         free(key);
-        return cm_gw_ws_fail(cl, id, "UNAVAILABLE", rc == CM_ENOMEM ? "out of memory" : err,
-                             NULL);
+        return cm_gw_ws_fail(cl, id, "UNAVAILABLE", rc == CM_ENOMEM ? "out of memory" : err, NULL);
     }
     if (!rc) {
         o = json_loads(js, 0, NULL);
@@ -343,10 +340,10 @@ static void m_chat_history(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p
             if (!json_is_object(m) || !S_str(m, "role")) continue;
             char *one = json_dumps(m, JSON_COMPACT);
             if (one && strlen(one) > HISTORY_ONE_BYTES)
-                json_array_append_new(
-                    msgs, json_pack("{s:O,s:[{s:s,s:s}]}", "role", json_object_get(m, "role"),
-                                    "content", "type", "text", "text",
-                                    "[chat.history omitted: message too large]"));
+                json_array_append_new(msgs, json_pack("{s:O,s:[{s:s,s:s}]}", "role",
+                                                      json_object_get(m, "role"), "content", "type",
+                                                      "text", "text",
+                                                      "[chat.history omitted: message too large]"));
             else
                 json_array_append(msgs, m);
             free(one);
@@ -366,8 +363,8 @@ static void m_chat_history(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p
         json_array_remove(msgs, 0);
     /* the session's thinking level, "off" unless set (the reference's default
      * for a model without reasoning) */
-    const char *think = json_string_value(
-        json_object_get(json_object_get(o, "entry"), "thinkingLevel"));
+    const char *think =
+        json_string_value(json_object_get(json_object_get(o, "entry"), "thinkingLevel"));
     cm_gw_ws_ok(cl, id,
                 json_pack("{s:s,s:s*,s:o,s:s}", "sessionKey", key, "sessionId", sid, "messages",
                           msgs, "thinkingLevel", think ? think : "off"));
@@ -377,8 +374,7 @@ static void m_chat_history(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p
 
 /* ---- chat ------------------------------------------------------------------------ */
 
-static void S_abort(gw_ws *w, gw_ws_client *cl, const char *id, const char *key,
-                    const char *run_id)
+static void S_abort(gw_ws *w, gw_ws_client *cl, const char *id, const char *key, const char *run_id)
 {
     json_t *ids = json_array();
     pthread_mutex_lock(&w->mu);
@@ -389,13 +385,13 @@ static void S_abort(gw_ws *w, gw_ws_client *cl, const char *id, const char *key,
     snprintf(mid, sizeof mid, "abort-%llu", (unsigned long long)++w->counter);
     pthread_mutex_unlock(&w->mu);
     if (json_array_size(ids)) {
-        gw_msg m = {"webchat", "default", key,   key,   NULL, mid,  "operator", "/stop",
-                    false,     false,     false, NULL,  NULL, NULL, 0};
+        gw_msg m = {"webchat", "default", key,   key,  NULL, mid,  "operator", "/stop",
+                    false,     false,     false, NULL, NULL, NULL, 0};
         if (cm_gw_ws_sink(w, &m)) json_array_clear(ids);
     }
-    cm_gw_ws_ok(cl, id,
-                json_pack("{s:b,s:b,s:o}", "ok", 1, "aborted", json_array_size(ids) > 0, "runIds",
-                          ids));
+    cm_gw_ws_ok(
+        cl, id,
+        json_pack("{s:b,s:b,s:o}", "ok", 1, "aborted", json_array_size(ids) > 0, "runIds", ids));
 }
 
 static void m_chat_abort(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
@@ -424,8 +420,8 @@ static void m_chat_send(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
     const char *idem = S_str(p, "idempotencyKey");
     if (!key0) return S_bad(cl, id, "chat.send", "sessionKey is required");
     if (!idem) return S_bad(cl, id, "chat.send", "idempotencyKey is required");
-    if (!text) return cm_gw_ws_fail(cl, id, "INVALID_REQUEST", "message or attachment required",
-                                    NULL);
+    if (!text)
+        return cm_gw_ws_fail(cl, id, "INVALID_REQUEST", "message or attachment required", NULL);
     if (strlen(idem) > 200) return S_bad(cl, id, "chat.send", "idempotencyKey is too long");
     char *key = cm_gw_ws_session_key(w, key0);
     if (!key) return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "out of memory", NULL);
@@ -456,7 +452,7 @@ static void m_chat_send(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
         free(key);
         return cm_gw_ws_fail(cl, id, "UNAVAILABLE", "out of memory", NULL);
     }
-    gw_msg m = {"webchat", "default", key,  key,  NULL, idem, "operator", text,
+    gw_msg m = {"webchat", "default", key,   key,  NULL, idem, "operator", text,
                 false,     false,     false, NULL, NULL, NULL, 0};
     cm_rc rc = cm_gw_ws_sink(w, &m);
     if (rc) {
@@ -495,9 +491,9 @@ static void S_add_model(json_t *out, const char *ref, const char *name)
     }
     char prov[128];
     snprintf(prov, sizeof prov, "%.*s", slash ? (int)(slash - ref) : 0, ref);
-    json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "id", slash ? slash + 1 : ref, "name",
-                                         name ? name : (slash ? slash + 1 : ref), "provider",
-                                         prov));
+    json_array_append_new(out,
+                          json_pack("{s:s,s:s,s:s}", "id", slash ? slash + 1 : ref, "name",
+                                    name ? name : (slash ? slash + 1 : ref), "provider", prov));
 }
 
 static void m_models_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
@@ -526,7 +522,8 @@ static void m_models_list(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
             const char *mid = S_str(v, "id");
             if (!mid) continue;
             buf ref = BUF_INIT;
-            if (!cm_buf_printf(&ref, "%s/%s", prov, mid)) S_add_model(out, ref.data, S_str(v, "name"));
+            if (!cm_buf_printf(&ref, "%s/%s", prov, mid))
+                S_add_model(out, ref.data, S_str(v, "name"));
             cm_buf_release(&ref);
         }
     }
@@ -593,14 +590,16 @@ static void m_logs_tail(gw_ws *w, gw_ws_client *cl, const char *id, json_t *p)
                           truncated, "reset", reset));
 }
 
-/* Whether a key names a credential: the reference's /token$/, /password/,
- * /secret/, /api.?key/ and a few more (a header's name among them). */
-static bool S_sensitive(const char *k)
+/* Whether the value v under key k is a credential: the reference's
+ * /token$/, /password/, /secret/, /api.?key/ and a few more (a header's
+ * name among them). A key ending in "tokens" too, unless its value is a
+ * number: a list of tokens is hidden, maxTokens and contextTokens are
+ * counts, and tokenizer is neither. */
+static bool S_sensitive(const char *k, const json_t *v)
 {
     static const char *const words[] = {
-        "token",      "secret",           "password",   "apikey",        "api_key",
-        "api-key",    "cookie",           "credential", "authorization", "privatekey",
-        "passphrase", "subscription-key", "dsn"};
+        "secret",     "password",      "apikey",     "api_key",    "api-key",          "cookie",
+        "credential", "authorization", "privatekey", "passphrase", "subscription-key", "dsn"};
     char low[128];
     size_t n = 0;
     for (; k[n] && n + 1 < sizeof low; n++)
@@ -608,7 +607,9 @@ static bool S_sensitive(const char *k)
     low[n] = 0;
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (strstr(low, words[i])) return true;
-    return false;
+    bool token =
+        (n >= 5 && !strcmp(low + n - 5, "token")) || (n >= 6 && !strcmp(low + n - 6, "tokens"));
+    return token && !json_is_number(v);
 }
 
 /* A string that is a URL with userinfo or a query string (either may carry
@@ -640,7 +641,7 @@ static json_t *S_redact(const json_t *v, bool headers)
         json_t *x;
         json_object_foreach((json_t *)v, k, x)
         {
-            bool hide = S_sensitive(k) && !json_is_boolean(x) && !json_is_null(x);
+            bool hide = S_sensitive(k, x) && !json_is_boolean(x) && !json_is_null(x);
             json_object_set_new(o, k,
                                 hide ? json_string(SENTINEL)
                                      : S_redact(x, headers || !strcasecmp(k, "headers")));
@@ -688,14 +689,15 @@ const gw_ws_method cm_gw_ws_methods[] = {
     {"models.list", GW_SCOPE_READ, m_models_list},
     {"logs.tail", GW_SCOPE_READ, m_logs_tail},
     {"config.get", GW_SCOPE_READ, m_config_get},
-    {"memory.search", GW_SCOPE_READ, cm_gw_ws_memory_search}, /* clawmem's own */
-    {"memory.get", GW_SCOPE_READ, cm_gw_ws_memory_get},       /* clawmem's own */
-    {"clawmem.models.status", GW_SCOPE_READ, m_models_status},             /* clawmem's own */
-    {"clawmem.models.usage", GW_SCOPE_READ, cm_gw_ws_models_usage},        /* clawmem's own */
-    {"clawmem.memory.plot", GW_SCOPE_READ, cm_gw_ws_memory_plot},          /* clawmem's own */
-    {"clawmem.memory.status", GW_SCOPE_READ, cm_gw_ws_memory_status},      /* clawmem's own */
-    {"clawmem.sessions.transcript", GW_SCOPE_READ, cm_gw_ws_sessions_transcript}, /* clawmem's own */
-    {"clawmem.pairing.list", GW_SCOPE_READ, cm_gw_ws_pairing_list},       /* clawmem's own */
+    {"memory.search", GW_SCOPE_READ, cm_gw_ws_memory_search},         /* clawmem's own */
+    {"memory.get", GW_SCOPE_READ, cm_gw_ws_memory_get},               /* clawmem's own */
+    {"clawmem.models.status", GW_SCOPE_READ, m_models_status},        /* clawmem's own */
+    {"clawmem.models.usage", GW_SCOPE_READ, cm_gw_ws_models_usage},   /* clawmem's own */
+    {"clawmem.memory.plot", GW_SCOPE_READ, cm_gw_ws_memory_plot},     /* clawmem's own */
+    {"clawmem.memory.status", GW_SCOPE_READ, cm_gw_ws_memory_status}, /* clawmem's own */
+    {"clawmem.sessions.transcript", GW_SCOPE_READ,
+     cm_gw_ws_sessions_transcript},                                        /* clawmem's own */
+    {"clawmem.pairing.list", GW_SCOPE_READ, cm_gw_ws_pairing_list},        /* clawmem's own */
     {"clawmem.pairing.approve", GW_SCOPE_WRITE, cm_gw_ws_pairing_approve}, /* clawmem's own */
     {"clawmem.pairing.deny", GW_SCOPE_WRITE, cm_gw_ws_pairing_deny},       /* clawmem's own */
     {NULL, GW_SCOPE_READ, NULL},
