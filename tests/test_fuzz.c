@@ -88,6 +88,11 @@ TEST(fuzz_corpus_tg_html)
     EXPECT(replay("tg_html", fuzz_tg_html) >= 5);
 }
 
+TEST(fuzz_corpus_tg_update)
+{
+    EXPECT(replay("tg_update", fuzz_tg_update) >= 5);
+}
+
 TEST(fuzz_pathological_inputs)
 {
     /* 100k headings, a 1 MB line of CJK, 20k nested brackets */

@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "../src/base/fs.h"
-#include "../src/gateway/channels/telegram.h"
+#include "../src/base/log.h"
+#include "../src/gateway/channels/telegram_int.h"
 #include "fake_telegram.h"
 #include "fakeserver.h"
 #include "test.h"
@@ -32,9 +33,9 @@ static char *raw_json(int status, const char *body)
 
 typedef struct sink {
     pthread_mutex_t mu;
-    json_t *got; /* accepted messages as objects */
-    int refuse;     /* refuse this many calls first */
-    cm_rc refuse_rc; /* ... with this code (0: CM_EIO) */
+    json_t *got;             /* accepted messages as objects */
+    int refuse;              /* refuse this many calls first */
+    cm_rc refuse_rc;         /* ... with this code (0: CM_EIO) */
     const char *refuse_text; /* refuse every message with this text (refuse_rc) */
     int calls;
 } sink;
@@ -726,7 +727,9 @@ TEST(tg_odd_updates_never_stop_polling)
     cm_gw_telegram_last_error(ch, last, sizeof last);
     ch->ops->close(ch);
     EXPECT_INT((int)got_n(&r.s), 3);
-    EXPECT_STR(gs(json_array_get(r.s.got, 0), "text"), "a\xef\xbf\xbd" "b\xef\xbf\xbd" "c");
+    EXPECT_STR(gs(json_array_get(r.s.got, 0), "text"), "a\xef\xbf\xbd"
+                                                       "b\xef\xbf\xbd"
+                                                       "c");
     EXPECT_STR(gs(json_array_get(r.s.got, 1), "text"), "\xf0\x9f\x98\x80 \\u0000 \"q\"");
     EXPECT_STR(gs(json_array_get(r.s.got, 2), "id"), "9");
     EXPECT_INT(offset_file(r.state, "default"), 9);
@@ -759,5 +762,220 @@ TEST(tg_long_base_url_never_shows_the_token)
             test_fail(__FILE__, __LINE__, "pad %zu: %s", pad, last);
         cm_buf_release(&base);
     }
+    rig_stop(&r);
+}
+
+/* ---- hostile updates ---- */
+
+typedef struct logcap {
+    pthread_mutex_t mu;
+    buf text; /* every line, '\n' after each */
+} logcap;
+
+static void log_fn(void *ctx, cm_log_level level, const char *msg)
+{
+    (void)level;
+    logcap *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    cm_buf_adds(&l->text, msg);
+    cm_buf_adds(&l->text, "\n");
+    pthread_mutex_unlock(&l->mu);
+}
+
+static bool log_has(logcap *l, const char *s)
+{
+    pthread_mutex_lock(&l->mu);
+    bool has = l->text.data && strstr(l->text.data, s);
+    pthread_mutex_unlock(&l->mu);
+    return has;
+}
+
+/* The text of the i-th message the sink took ("" when none). */
+static const char *got_text(sink *s, size_t i)
+{
+    pthread_mutex_lock(&s->mu);
+    const char *t = gs(json_array_get(s->got, i), "text");
+    pthread_mutex_unlock(&s->mu);
+    return t ? t : "";
+}
+
+/* A channel of r (default account) started with a log capture; NULL when
+ * it could not be. */
+static gw_channel *poison_start(rig *r, logcap *lc)
+{
+    static cm_logger lg;
+    lg = (cm_logger){log_fn, lc};
+    gw_channel *ch = NULL;
+    char err[512] = "";
+    if (cm_gw_telegram_open(r->root, NULL, r->state, &ch, err, sizeof err)) return NULL;
+    cm_gw_telegram_set_logger(ch, &lg);
+    if (ch->ops->start(ch, sink_fn, &r->s, err, sizeof err)) {
+        ch->ops->close(ch);
+        return NULL;
+    }
+    return ch;
+}
+
+/* A DM update as JSON text (for raw answers). */
+#define DM(id, mid, text)                                                                          \
+    "{\"update_id\":" id ",\"message\":{\"message_id\":" mid ",\"from\":{\"id\":42},"              \
+    "\"chat\":{\"id\":42,\"type\":\"private\"},\"text\":\"" text "\"}}"
+
+/* Between good updates: a chat id that is a string (refused and logged: it
+ * used to become the peer as written, "../42"), a 1 MB text (delivered
+ * whole: the answer's cap bounds it), entities past the end and splitting
+ * a surrogate pair, and a reply chain of odd types (delivered). */
+TEST(tg_poison_odd_fields)
+{
+    rig r;
+    rig_start(&r, NULL);
+    r.f.hold_ms = 100;
+    logcap lc = {PTHREAD_MUTEX_INITIALIZER, BUF_INIT};
+    add_dm(&r.f, 10);
+    tgfake_add_raw_update(&r.f, 11,
+                          "{\"update_id\":11,\"message\":{\"message_id\":11,\"from\":{\"id\":42},"
+                          "\"chat\":{\"id\":\"../42\",\"type\":\"private\"},\"text\":\"str\"}}");
+    buf big = BUF_INIT;
+    cm_buf_adds(&big, "{\"update_id\":12,\"message\":{\"message_id\":12,\"from\":{\"id\":42},"
+                      "\"chat\":{\"id\":42,\"type\":\"private\"},\"text\":\"");
+    for (size_t i = 0; i < (1u << 20); i++)
+        cm_buf_addc(&big, 'a' + (char)(i % 26));
+    cm_buf_adds(&big, "\"}}");
+    tgfake_add_raw_update(&r.f, 12, big.data);
+    cm_buf_release(&big);
+    tgfake_add_raw_update(&r.f, 13,
+                          "{\"update_id\":13,\"message\":{\"message_id\":13,\"from\":{\"id\":42},"
+                          "\"chat\":{\"id\":42,\"type\":\"private\"},\"text\":\"\\ud83d\\ude00 e\","
+                          "\"entities\":[{\"type\":\"bold\",\"offset\":1,\"length\":1},"
+                          "{\"type\":\"text_link\",\"offset\":5000,\"length\":-7,\"url\":7}],"
+                          "\"reply_to_message\":{\"message_id\":1,\"reply_to_message\":"
+                          "{\"message_id\":\"x\",\"chat\":7}}}}");
+    add_dm(&r.f, 14);
+    gw_channel *ch = poison_start(&r, &lc);
+    EXPECT(ch != NULL);
+    WAIT_FOR(offset_file(r.state, "default") == 14, 2000);
+    if (ch) ch->ops->close(ch);
+    EXPECT_INT(offset_file(r.state, "default"), 14);
+    EXPECT(log_has(&lc, "telegram: update 11 refused"));
+    EXPECT_INT((int)got_n(&r.s), 4);
+    EXPECT_STR(got_text(&r.s, 0), "m10");
+    EXPECT_INT((int)strlen(got_text(&r.s, 1)), 1 << 20);
+    EXPECT_STR(got_text(&r.s, 2), "\xf0\x9f\x98\x80 e");
+    EXPECT_STR(got_text(&r.s, 3), "m14");
+    cm_buf_release(&lc.text);
+    rig_stop(&r);
+}
+
+/* A server that sends an update again, one going backwards, and one with
+ * update_id INT64_MAX: none is delivered, the next good one is; answers
+ * of old updates only are not asked for again in a busy loop. INT64_MAX
+ * used to be delivered and saved as the offset, whose "+ 1" overflowed, and
+ * every later update counted as already seen: the bot went deaf. */
+TEST(tg_poison_update_ids)
+{
+    rig r;
+    rig_start(&r, NULL);
+    r.f.hold_ms = 100;
+    logcap lc = {PTHREAD_MUTEX_INITIALIZER, BUF_INIT};
+    add_dm(&r.f, 14);
+    gw_channel *ch = poison_start(&r, &lc);
+    EXPECT(ch != NULL);
+    WAIT_FOR(offset_file(r.state, "default") == 14, 2000);
+    char *again = raw_json(200, "{\"ok\":true,\"result\":[" DM("14", "99", "dup") "," DM(
+                                    "9", "98", "back") "," DM("15", "15", "m15") "]}");
+    fake_push_raw(r.srv, again, false);
+    WAIT_FOR(offset_file(r.state, "default") == 15, 2000);
+    EXPECT_INT(offset_file(r.state, "default"), 15);
+    char *max = raw_json(200, "{\"ok\":true,\"result\":[" DM("9223372036854775807", "97",
+                                                             "max") "," DM("16", "16", "m16") "]}");
+    fake_push_raw(r.srv, max, false);
+    WAIT_FOR(offset_file(r.state, "default") == 16, 2000);
+    /* answers of only what the offset confirmed: asked again after a wait
+     * (the backoff, 50 ms here), not at once in a loop */
+    char *stale = raw_json(200, "{\"ok\":true,\"result\":[" DM("16", "96", "stale") "]}");
+    int n0 = fake_count(r.srv);
+    int64_t t0 = cm_now_ms();
+    for (int i = 0; i < 4; i++)
+        fake_push_raw(r.srv, stale, false);
+    WAIT_FOR(fake_count(r.srv) >= n0 + 5, 2000);
+    int64_t took = cm_now_ms() - t0;
+    if (ch) ch->ops->close(ch);
+    EXPECT(fake_count(r.srv) >= n0 + 5);
+    EXPECT(took >= 150);
+    EXPECT_INT(offset_file(r.state, "default"), 16);
+    EXPECT(log_has(&lc, "without a usable update_id"));
+    EXPECT_INT((int)got_n(&r.s), 3);
+    EXPECT_STR(got_text(&r.s, 0), "m14");
+    EXPECT_STR(got_text(&r.s, 1), "m15");
+    EXPECT_STR(got_text(&r.s, 2), "m16");
+    free(again);
+    free(max);
+    free(stale);
+    cm_buf_release(&lc.text);
+    rig_stop(&r);
+}
+
+/* An answer larger than TG_BODY_MAX (one update of 16 MB and a bit), then an answer
+ * that never ends: each is dropped at the cap, the big update is skipped
+ * with a log line, the next good ones come, and a reopened channel that is
+ * offered everything again delivers nothing twice. The engine reports a
+ * transfer the channel dropped as canceled, which the poll took for a
+ * stop: its thread ended and no update came again until a restart. */
+TEST(tg_poison_answer_too_big)
+{
+    rig r;
+    rig_start(&r, NULL);
+    r.f.hold_ms = 100;
+    logcap lc = {PTHREAD_MUTEX_INITIALIZER, BUF_INIT};
+    buf big = BUF_INIT;
+    cm_buf_adds(&big, "{\"update_id\":17,\"message\":{\"message_id\":17,\"from\":{\"id\":42},"
+                      "\"chat\":{\"id\":42,\"type\":\"private\"},\"text\":\"");
+    while (big.len < TG_BODY_MAX + 4096)
+        cm_buf_adds(&big, "0123456789abcdef");
+    cm_buf_adds(&big, "\"}}");
+    tgfake_add_raw_update(&r.f, 17, big.data);
+    cm_buf_release(&big);
+    add_dm(&r.f, 18);
+    gw_channel *ch = poison_start(&r, &lc);
+    EXPECT(ch != NULL);
+    WAIT_FOR(offset_file(r.state, "default") == 18, 5000);
+
+    EXPECT_INT(offset_file(r.state, "default"), 18);
+    EXPECT(log_has(&lc, "telegram: update 17 cannot be read; skipped"));
+    buf chunk = BUF_INIT; /* big chunks: the cap, not the sending, takes the time */
+    cm_buf_adds(&chunk, "{\"ok\":true,\"result\":[");
+    while (chunk.len < (256u << 10))
+        cm_buf_adds(&chunk, "                ");
+    fake_push_endless(r.srv, chunk.data);
+    cm_buf_release(&chunk);
+    WAIT_FOR(fake_endless_sent(r.srv) > 0, 2000); /* the next poll took it */
+
+    add_dm(&r.f, 19);
+    WAIT_FOR(offset_file(r.state, "default") == 19, 3000);
+
+    long long streamed = fake_endless_sent(r.srv);
+    if (ch) ch->ops->close(ch);
+    EXPECT_INT(offset_file(r.state, "default"), 19);
+    EXPECT(streamed > 0 && streamed < (64ll << 20)); /* it came, and the client went away */
+    EXPECT_INT((int)got_n(&r.s), 2);
+    EXPECT_STR(got_text(&r.s, 0), "m18");
+    EXPECT_STR(got_text(&r.s, 1), "m19");
+    /* reopened: the server offers everything again; nothing comes twice */
+    pthread_mutex_lock(&r.f.mu);
+    json_array_clear(r.f.updates);
+    json_array_clear(r.f.raw);
+    pthread_mutex_unlock(&r.f.mu);
+    for (int id = 16; id <= 19; id++)
+        add_dm(&r.f, id);
+    int p0 = tgfake_polls(&r.f);
+    ch = poison_start(&r, &lc);
+    EXPECT(ch != NULL);
+    WAIT_FOR(tgfake_polls(&r.f) >= p0 + 1, 2000);
+    if (ch) ch->ops->close(ch);
+    EXPECT_INT((int)got_n(&r.s), 2);
+    pthread_mutex_lock(&r.f.mu);
+    EXPECT_INT((int)json_integer_value(json_array_get(r.f.offsets, (size_t)p0)), 20);
+    pthread_mutex_unlock(&r.f.mu);
+    cm_buf_release(&lc.text);
     rig_stop(&r);
 }

@@ -18,6 +18,7 @@ int fuzz_path(const uint8_t *data, size_t size);
 int fuzz_session(const uint8_t *data, size_t size);
 int fuzz_blocks(const uint8_t *data, size_t size);
 int fuzz_tg_html(const uint8_t *data, size_t size);
+int fuzz_tg_update(const uint8_t *data, size_t size);
 int fuzz_httpd(const uint8_t *data, size_t size);
 /* Stops the server fuzz_httpd started (its threads must not outlive a
  * corpus replay: later tests fork). */

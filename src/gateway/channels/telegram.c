@@ -6,7 +6,8 @@
  * <state_dir>/telegram/update-offset-<account>.json, as 2026.3.22 keeps it)
  * moves past an update only once the sink accepted it. 429 waits
  * parameters.retry_after; 5xx, network failures and unreadable answers are
- * retried with doubling backoff. The bot token is part of every request's
+ * retried with doubling backoff; an answer past TG_BODY_MAX counts as one
+ * that cannot be read. The bot token is part of every request's
  * URL path, so every message built here goes through a redactor holding it.
  * Answers are read leniently (\u0000 and lone surrogates become U+FFFD); an
  * update that still cannot be read, or that the gateway refuses for good, is
@@ -119,10 +120,10 @@ static cm_rc tg_err(const tg_chan *t, char *err, size_t errlen, cm_rc code, cons
     return code;
 }
 
-
 typedef struct fetch_ctx {
     buf body;
     atomic_bool *watch; /* the transfer is dropped once it is set */
+    bool too_big;       /* the answer passed TG_BODY_MAX: body holds its start */
 } fetch_ctx;
 
 static bool on_tick(http_fetch *f)
@@ -134,13 +135,14 @@ static bool on_tick(http_fetch *f)
 static bool on_data(http_fetch *f, const char *p, size_t n)
 {
     fetch_ctx *c = f->ctx;
-    if (c->body.len + n > TG_BODY_MAX) return false;
+    if (c->body.len + n > TG_BODY_MAX) {
+        c->too_big = true;
+        return false;
+    }
     return cm_buf_add(&c->body, p, n) == CM_OK && !atomic_load(c->watch);
 }
 
-/* The number after the first "update_id": in an answer jansson could not
- * read, or -1. */
-static int64_t first_update_id(const char *s)
+int64_t cm_gw_tg_first_update_id(const char *s)
 {
     const char *p = strstr(s, "\"update_id\"");
     if (!p) return -1;
@@ -164,7 +166,7 @@ static int64_t first_update_id(const char *s)
  * (token redacted): CM_ERATELIMIT (429), CM_EAUTH (401/403/404: the token),
  * CM_EIO (retryable when r->retryable), CM_ECANCELED (*watch was set). */
 cm_rc cm_gw_tg_call(tg_chan *t, const char *method, const json_t *params, long limit_ms,
-                     atomic_bool *watch, call_res *r, char *err, size_t errlen)
+                    atomic_bool *watch, call_res *r, char *err, size_t errlen)
 {
     cm_rc rc = CM_OK;
     buf url = BUF_INIT, msg = BUF_INIT;
@@ -172,7 +174,7 @@ cm_rc cm_gw_tg_call(tg_chan *t, const char *method, const json_t *params, long l
     json_t *doc = NULL;
     cm_strlist hdr = {0};
     static const char *ctype = "Content-Type: application/json";
-    fetch_ctx fc = {BUF_INIT, watch};
+    fetch_ctx fc = {BUF_INIT, watch, false};
     memset(r, 0, sizeof *r);
     r->retry_after_ms = -1;
     r->first_id = -1;
@@ -196,6 +198,18 @@ cm_rc cm_gw_tg_call(tg_chan *t, const char *method, const json_t *params, long l
     rc = cm_http_fetch_run(&f, ferr, sizeof ferr);
     r->status = f.status;
     r->retry_after_ms = f.retry_after_ms;
+    if (fc.too_big) {
+        /* Too big to read: as an answer that is not JSON, so that the poll
+         * asks for one update alone and, if that one is still too big,
+         * skips past the update_id its start names. The engine reports the
+         * dropped transfer as canceled, which the poll takes for a stop. */
+        r->retryable = true;
+        r->unreadable = f.status >= 200 && f.status < 300;
+        if (r->unreadable) r->first_id = cm_gw_tg_first_update_id(fc.body.data);
+        rc = cm_seterr(err, errlen, CM_EIO, "telegram %s: HTTP %ld, an answer larger than %u bytes",
+                       method, f.status, TG_BODY_MAX);
+        goto out;
+    }
     if (rc == CM_ECANCELED) FAIL(CM_ECANCELED, "telegram %s: stopped", method);
     if (rc) {
         r->retryable = true;
@@ -207,7 +221,7 @@ cm_rc cm_gw_tg_call(tg_chan *t, const char *method, const json_t *params, long l
     doc = json_loadb(fc.body.data, fc.body.len, 0, NULL);
     if (!doc && f.status >= 200 && f.status < 300) {
         r->unreadable = true;
-        r->first_id = first_update_id(fc.body.data);
+        r->first_id = cm_gw_tg_first_update_id(fc.body.data);
     }
     bool ok = json_is_true(json_object_get(doc, "ok"));
     if (f.status >= 200 && f.status < 300 && ok && json_object_get(doc, "result")) {
@@ -406,18 +420,17 @@ static const char *media_placeholder(const json_t *msg)
     return NULL;
 }
 
+/* An id of the Bot API (chat, message, user), which it documents as an
+ * Integer, as text; "" for anything else. A string is not taken: it would
+ * be cut at 31 bytes (two chats as one) and reach session keys and access
+ * checks as the sender wrote it. */
 static void id_str(const json_t *v, char *out, size_t n)
 {
     out[0] = 0;
-    if (json_is_integer(v))
-        snprintf(out, n, "%lld", (long long)json_integer_value(v));
-    else if (json_is_string(v))
-        snprintf(out, n, "%s", json_string_value(v));
+    if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
 }
 
-/* Hands one update to the sink. CM_OK also for an update that carries no
- * message to deliver (skipped: the offset moves past it). */
-static cm_rc deliver(tg_chan *t, const json_t *upd)
+cm_rc cm_gw_tg_deliver(tg_chan *t, const json_t *upd)
 {
     const json_t *msg = json_object_get(upd, "message");
     bool post = false;
@@ -453,7 +466,9 @@ static cm_rc deliver(tg_chan *t, const json_t *upd)
                  json_is_integer(tid) ? (long long)json_integer_value(tid) : 1LL);
     else if (priv && json_is_integer(tid))
         snprintf(thread, sizeof thread, "%lld", (long long)json_integer_value(tid));
-    if (!peer[0] || !mid[0]) return CM_OK;
+    /* a message without a usable chat or message id, or from a sender
+     * without one: refused for good (logged and skipped past) */
+    if (!peer[0] || !mid[0] || (from && !sender[0])) return CM_EINVAL;
     gw_msg m = {0};
     m.channel = "telegram";
     m.account = t->account;
@@ -545,7 +560,7 @@ static void *poll_main(void *arg)
             json_object_set_new(p, "offset", json_integer((json_int_t)(t->last_update + 1)));
         if (p && isolate) json_object_set_new(p, "limit", json_integer(1));
         rc = p ? cm_gw_tg_call(t, "getUpdates", p, t->poll_s * 1000 + t->req_ms, &t->stop, &r, err,
-                         sizeof err)
+                               sizeof err)
                : CM_ENOMEM;
         json_decref(p);
         if (rc == CM_ECANCELED) break;
@@ -572,13 +587,21 @@ static void *poll_main(void *arg)
         size_t i;
         json_t *u;
         bool refused = false;
+        size_t fresh = 0;
         json_array_foreach(r.result, i, u)
         {
             json_t *uid = json_object_get(u, "update_id");
-            if (!json_is_integer(uid) || json_integer_value(uid) < 0) continue;
+            /* INT64_MAX could not be confirmed (offset is the id plus one) */
+            if (!json_is_integer(uid) || json_integer_value(uid) < 0 ||
+                json_integer_value(uid) == INT64_MAX) {
+                cm_logf(&t->log, CM_LOG_WARN, "%s",
+                        "telegram: an update without a usable update_id; skipped");
+                continue;
+            }
             int64_t id = (int64_t)json_integer_value(uid);
             if (id <= t->last_update) continue; /* already accepted */
-            cm_rc drc = deliver(t, u);
+            fresh++;
+            cm_rc drc = cm_gw_tg_deliver(t, u);
             if (drc == CM_EINVAL || drc == CM_ETOOBIG) { /* refused for good */
                 cm_logf(&t->log, CM_LOG_WARN, "telegram: update %lld refused (%s); skipped",
                         (long long)id, cm_strerror(drc));
@@ -589,7 +612,12 @@ static void *poll_main(void *arg)
             t->last_update = id;
             if (offset_save(t, id, err, sizeof err)) set_last_err(t, err);
         }
+        /* Updates but none new: a server that sends back what the offset
+         * confirmed (or only ids it cannot take) is not asked again at once,
+         * or the loop would spin. */
+        bool stale = !fresh && json_array_size(r.result) > 0;
         json_decref(r.result);
+        if (stale && !cm_gw_tg_wait(t, t->backoff_ms, &t->stop)) break;
         if (refused) {
             set_last_err(t, "telegram: the gateway did not accept an update; it is asked again");
             if (!cm_gw_tg_wait(t, t->backoff_ms, &t->stop)) break;
@@ -655,8 +683,8 @@ static void tg_close(gw_channel *ch)
 }
 
 static const gw_channel_ops tg_ops = {
-    "telegram",      TG_TEXT_LIMIT,  tg_start,          cm_gw_tg_send,  tg_stop, tg_close,
-    cm_gw_tg_typing, cm_gw_tg_react, cm_gw_tg_preview, cm_gw_tg_unsend};
+    "telegram", TG_TEXT_LIMIT,   tg_start,       cm_gw_tg_send,    tg_stop,
+    tg_close,   cm_gw_tg_typing, cm_gw_tg_react, cm_gw_tg_preview, cm_gw_tg_unsend};
 
 void cm_gw_telegram_set_clock(gw_channel *ch, int64_t (*clock)(void *ctx), void *ctx)
 {

@@ -41,9 +41,9 @@ typedef struct tg_chan {
     pthread_mutex_t mu;  /* guards last_err and the stop wait */
     pthread_cond_t cv;
     char last_err[512];
-    redact red;    /* the token */
-    cm_logger log; /* cm_gw_telegram_set_logger; set before start */
-    struct tg_signals *sig; /* telegram_send.c: typing and reactions, or NULL */
+    redact red;                  /* the token */
+    cm_logger log;               /* cm_gw_telegram_set_logger; set before start */
+    struct tg_signals *sig;      /* telegram_send.c: typing and reactions, or NULL */
     int64_t (*clock)(void *ctx); /* cm_gw_telegram_set_clock; NULL: monotonic */
     void *clock_ctx;
 } tg_chan;
@@ -54,7 +54,7 @@ typedef struct call_res {
     bool retryable;
     bool unreadable;  /* a 2xx answer that is not JSON even read leniently */
     int64_t first_id; /* then: the first "update_id" number in it, or -1 */
-    json_t *result; /* "result" of an ok answer (owned) */
+    json_t *result;   /* "result" of an ok answer (owned) */
 } call_res;
 
 /* One attempt of method with params (a JSON object, may be NULL) within
@@ -67,5 +67,15 @@ cm_rc cm_gw_tg_call(tg_chan *t, const char *method, const json_t *params, long l
 bool cm_gw_tg_wait(tg_chan *t, long ms, atomic_bool *watch);
 /* The delay before retry number `attempt` (0-based) after a failure r. */
 long cm_gw_tg_retry_delay(const tg_chan *t, const call_res *r, int attempt);
+/* The number after the first "update_id": in an answer jansson could not
+ * read (NUL-terminated), or -1. */
+int64_t cm_gw_tg_first_update_id(const char *s);
+/* Hands one update (an element of getUpdates' result) to t->sink as a
+ * gw_msg; the sink's code. CM_OK also for an update that carries no message
+ * to deliver (skipped: the offset moves past it); CM_EINVAL, without a call
+ * of the sink, for a message whose chat, message or sender id is not an
+ * integer (refused for good). Uses bot_uid,
+ * bot_username and account only, so the fuzz target can call it. */
+cm_rc cm_gw_tg_deliver(tg_chan *t, const json_t *upd);
 
 #endif
