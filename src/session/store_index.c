@@ -403,6 +403,12 @@ static json_t *diff_of(const json_t *old, const json_t *e)
 cm_rc cm_store_ix_wal_append(store_ix *ix, store_wal_file *w, const char *text, size_t n, char *err,
                              size_t errlen)
 {
+    /* The line is written outside the mutex, so a failed fdatasync may have
+     * met its bytes before they were counted in written: a ticket taken
+     * before the write says whether it had begun by the time one failed. */
+    pthread_mutex_lock(&ix->mu);
+    uint64_t ticket = ++w->begun;
+    pthread_mutex_unlock(&ix->mu);
     cm_rc wrc = cm_store_wal_write(w, text, n, err, errlen);
     pthread_mutex_lock(&ix->mu);
     /* group commit: an fdatasync begun after this line was written covers
@@ -410,7 +416,7 @@ cm_rc cm_store_ix_wal_append(store_ix *ix, store_wal_file *w, const char *text, 
      * during the fdatasync) */
     uint64_t mine = wrc ? 0 : ++w->written;
     while (!wrc && w->synced < mine) {
-        if (mine <= w->sync_failed) {
+        if (ticket <= w->sync_failed) {
             wrc = cm_seterr(err, errlen, CM_EIO, "sessions journal: an fdatasync failed");
             break;
         }
@@ -425,7 +431,7 @@ cm_rc cm_store_ix_wal_append(store_ix *ix, store_wal_file *w, const char *text, 
         pthread_mutex_lock(&ix->mu);
         w->syncing = false;
         if (!wrc && upto > w->synced) w->synced = upto;
-        if (wrc && upto > w->sync_failed) w->sync_failed = upto;
+        if (wrc) w->sync_failed = w->begun; /* every line begun by now */
         pthread_cond_broadcast(&ix->cv);
     }
     w->users--;

@@ -40,9 +40,10 @@ typedef struct store_wal_file {
     /* group commit (guarded by the index's mutex): lines written, lines
      * covered by a finished fdatasync, one in progress */
     uint64_t written, synced;
-    /* lines up to here were covered by an fdatasync that failed: a later
-     * one on the same file does not report the error again */
-    uint64_t sync_failed;
+    /* lines whose write had begun (a ticket each); the lines begun up to
+     * sync_failed may have met an fdatasync that failed, and a later one on
+     * the same file does not report the error again */
+    uint64_t begun, sync_failed;
     bool syncing;
     struct store_wal_file *next;
 } store_wal_file;

@@ -433,9 +433,12 @@ out:
 cm_rc cm_store_ix_sync(store_ix *ix, char *err, size_t errlen)
 {
     pthread_mutex_lock(&ix->mu);
-    bool dirty = json_object_size(ix->dirty) > 0;
+    /* A write in progress (another thread's) holds the changes this call is
+     * to make durable: its outcome is this call's too, so take the lock
+     * after it and look again (a failed write puts its changes back). */
+    bool due = json_object_size(ix->dirty) > 0 || ix->writing > 0;
     pthread_mutex_unlock(&ix->mu);
-    if (!dirty) return CM_OK;
+    if (!due) return CM_OK;
     lockfile l;
     cm_rc rc = cm_lockfile_take(&l, ix->path, LOCKFILE_REPLACE, NULL, err, errlen);
     if (rc) return rc;
